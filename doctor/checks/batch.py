@@ -1,0 +1,207 @@
+"""Batch arithmetic of GRPO: every completion batch must hold whole groups of num_generations.
+
+Train (swift-notes §1.1): generation_batch_size = world_size x per_device_train_batch_size x
+steps_per_generation (steps_per_generation defaults to gradient_accumulation_steps; ms-swift 3.1-3.3
+and trl 0.15-0.16 count only world_size x per_device_train_batch_size). Eval: world_size x
+per_device_eval_batch_size must be divisible by num_generations (num_generations_eval from 3.12).
+"""
+from __future__ import annotations
+
+from math import gcd
+from typing import Any
+
+from ..rules import FinishContext, Hit
+from ..sources.swiftconfig import RunConfig
+
+
+def divisors(n: int, start: int = 2) -> list[int]:
+    return [d for d in range(start, n + 1) if n % d == 0] if n > 0 else []
+
+
+def nearest(values: list[int], target: int, k: int = 4) -> list[int]:
+    return sorted(sorted(values, key=lambda v: (abs(v - target), -v))[:k])
+
+
+def multiples_around(x: int, step: int) -> list[int]:
+    """The multiples of ``step`` nearest to ``x`` (one below if positive, one above)."""
+    if step <= 0:
+        return []
+    lo = (x // step) * step
+    hi = lo + step if lo != x else x
+    out = [v for v in (lo, hi) if v > 0]
+    return sorted(set(out)) or [step]
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v) if v is not None and v != "?" and not isinstance(v, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _flag_exists(run: RunConfig, flag: str) -> bool:
+    """Does this flag exist in the ms-swift version at hand? (unknown version: assume a recent one)"""
+    mm = run.swift_major_minor
+    if mm is None:
+        return True
+    since = {"steps_per_generation": (3, 5), "generation_batch_size": (3, 5), "num_generations_eval": (3, 12)}
+    return mm >= since.get(flag, (0, 0))
+
+
+def train_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    run = ctx.run
+    g0 = hits[0].groups
+    g = _int(g0.get("g")) or run.int_arg("num_generations")
+    n = _int(g0.get("n")) or run.world_size() or 1
+    b = _int(g0.get("b")) or run.int_arg("per_device_train_batch_size") or 1
+    s = _int(g0.get("s"))
+    gbs = _int(g0.get("gbs"))
+    global_only = "global train batch size" in hits[0].evidence.text  # 3.1-3.3 / trl 0.15-0.16 wording
+    ga_flag = "gradient_accumulation_steps"
+    spg_explicit = run.cli.get("steps_per_generation") is not None
+    mult_flag = "steps_per_generation" if (spg_explicit and _flag_exists(run, "steps_per_generation")) else ga_flag
+    if s is None and not global_only:
+        if gbs and n and b and gbs % (n * b) == 0:
+            s = gbs // (n * b)
+        else:
+            s = run.int_arg("steps_per_generation") or run.int_arg("gradient_accumulation_steps") or 1
+    if global_only:
+        s = 1
+    if gbs is None:
+        gbs = n * b * s
+    fix: list[str] = []
+    explicit_gbs = g0.get("gb") is not None or g0.get("expected") is not None
+    if g0.get("expected") is not None:
+        exp = _int(g0["expected"])
+        msg = (f"generation_batch_size {gbs} was set together with steps_per_generation, and they disagree: "
+               f"per_device_train_batch_size x world_size x steps_per_generation = {exp}.")
+        fix.append(f"Set only one of them: drop --generation_batch_size, or drop --steps_per_generation and keep "
+                   f"--generation_batch_size {gbs} (a multiple of {n * b} and of num_generations {g}).")
+        return {"message": msg, "fix": fix}
+    if g0.get("gb") is not None:
+        gb = _int(g0["gb"]) or n * b
+        msg = (f"generation_batch_size {gbs} is not a multiple of the global batch size {gb} "
+               f"(world size {n} x per_device_train_batch_size {b}).")
+        step = gb * g // gcd(gb, g) if g else gb
+        fix.append(f"Use --generation_batch_size {' or '.join(map(str, multiples_around(gbs, step)))} "
+                   f"(multiples of both the global batch {gb} and num_generations {g or '?'}), or drop it and set "
+                   f"--steps_per_generation instead.")
+        return {"message": msg, "fix": fix}
+    if not g:
+        return {}
+    if global_only:
+        arith = f"world size {n} x per_device_train_batch_size {b} = {gbs} completions per step"
+    else:
+        arith = (f"world size {n} x per_device_train_batch_size {b} x {mult_flag} {s} = {gbs} completions "
+                 f"per generation step")
+    msg = (f"{arith}, which is not a multiple of num_generations {g}: GRPO needs whole groups of {g} "
+           f"completions of the same prompt in every generation batch.")
+    fix.append(f"{arith}; {gbs} % {g} = {gbs % g}.")
+    valid_g = divisors(gbs)
+    if valid_g:
+        fix.append(f"--num_generations {' or '.join(map(str, nearest(valid_g, g)))} (divisors of {gbs}; "
+                   f"at least 4 keeps the advantage estimate stable).")
+    if not global_only:
+        step_s = g // gcd(n * b, g)
+        opts = [v for v in multiples_around(s, step_s)]
+        fix.append(f"--{mult_flag} {' or '.join(map(str, opts))} "
+                   f"(gives {' / '.join(str(n * b * v) for v in opts)} completions, divisible by {g}).")
+    step_b = g // gcd(n * s, g)
+    opts_b = multiples_around(b, step_b)
+    fix.append(f"--per_device_train_batch_size {' or '.join(map(str, opts_b))} "
+               f"(gives {' / '.join(str(n * v * s) for v in opts_b)} completions).")
+    if global_only:
+        fix.append("In this version gradient accumulation does not count toward the group: only world size x "
+                   "per_device_train_batch_size must be a multiple of num_generations (ms-swift >= 3.4 and "
+                   "trl >= 0.17 also count gradient_accumulation_steps).")
+    if explicit_gbs or run.cli.get("generation_batch_size") is not None:
+        step = (n * b) * g // gcd(n * b, g)
+        fix.append(f"--generation_batch_size {' or '.join(map(str, multiples_around(gbs, step)))}.")
+    return {"message": msg, "fix": fix}
+
+
+def eval_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    run = ctx.run
+    g0 = hits[0].groups
+    if g0.get("size") is not None:  # eval_dataset size N is smaller than total_eval_batch_size M
+        size, total = _int(g0["size"]), _int(g0["total"])
+        n = run.world_size()
+        msg = (f"The eval split holds {size} prompt(s) but one eval step needs {total} "
+               f"(world size x per_device_eval_batch_size / num_generations).")
+        fix = []
+        if size == 0:
+            fix.append("The eval dataset is empty: pass --val_dataset, or --split_dataset_ratio 0.01 or more; "
+                       "if evaluation runs elsewhere (evalscope), update ms-swift (the check was fixed upstream) "
+                       "or set --eval_strategy no.")
+        else:
+            fix.append(f"Provide at least {total} eval prompts (--val_dataset or a larger --split_dataset_ratio), "
+                       "or lower --per_device_eval_batch_size.")
+        if n:
+            fix.append(f"World size here is {n}.")
+        return {"message": msg, "fix": fix}
+    if g0.get("expected") is not None:  # Expected 32 inputs, got 4
+        exp, got = _int(g0["expected"]), _int(g0["got"])
+        b = run.int_arg("per_device_train_batch_size")
+        ga = run.int_arg("gradient_accumulation_steps")
+        eb = run.int_arg("per_device_eval_batch_size")
+        msg = (f"A batch of {got} inputs reached a step that expects {exp} "
+               f"(per_device batch x gradient_accumulation_steps). This assert fires in evaluation when the eval "
+               f"batch does not match the train batch geometry (ms-swift 3.x _prepare_batch_inputs).")
+        fix = []
+        if b and ga:
+            fix.append(f"per_device_train_batch_size {b} x gradient_accumulation_steps {ga} = {b * ga}; "
+                       f"per_device_eval_batch_size is {eb if eb else 'unset (1)'}.")
+        fix.append("Set --per_device_eval_batch_size equal to per_device_train_batch_size, or turn evaluation off "
+                   "(--eval_strategy no) and upgrade ms-swift (later 3.x releases fixed the eval batch path).")
+        return {"message": msg, "fix": fix}
+    g = _int(g0.get("g")) or run.int_arg("num_generations_eval") or run.int_arg("num_generations")
+    n = _int(g0.get("n")) or run.world_size() or 1
+    b = _int(g0.get("b")) or run.int_arg("per_device_eval_batch_size") or 1
+    if not g:
+        return {}
+    total = n * b
+    msg = (f"Global eval batch = world size {n} x per_device_eval_batch_size {b} = {total}, not a multiple of "
+           f"the eval num_generations {g}.")
+    fix = [f"world size {n} x per_device_eval_batch_size {b} = {total}; {total} % {g} = {total % g}."]
+    step = g // gcd(n, g)
+    opts = multiples_around(b, step)
+    fix.append(f"--per_device_eval_batch_size {' or '.join(map(str, opts))} "
+               f"(gives {' / '.join(str(n * v) for v in opts)}, divisible by {g}).")
+    geval = "num_generations_eval" if _flag_exists(run, "num_generations_eval") else "num_generations"
+    valid = divisors(total, 2 if geval == "num_generations" else 1)
+    if valid:
+        fix.append(f"--{geval} {' or '.join(map(str, nearest(valid, g)))}"
+                   + (" (eval only; training keeps its num_generations)." if geval == "num_generations_eval"
+                      else " (also changes training)."))
+    mm = run.swift_major_minor
+    if mm is not None and mm < (3, 6) and run.args.get("val_dataset") in (None, [], ""):
+        fix.append("Or disable evaluation: this version carves 1% of the data for eval by default "
+                   "(--split_dataset_ratio 0 turns it off).")
+    else:
+        fix.append("Or disable evaluation: --eval_strategy no (and drop --val_dataset).")
+    return {"message": msg, "fix": fix}
+
+
+def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    run = ctx.run
+    g = _int(hits[0].groups.get("g")) or run.int_arg("num_generations")
+    n = run.world_size() or 1
+    b = run.int_arg("per_device_train_batch_size") or 1
+    s = run.int_arg("steps_per_generation") or run.int_arg("gradient_accumulation_steps") or 1
+    gbs = n * b * s
+    shown = g if g is not None else "<2"
+    msg = (f"num_generations is {shown}: GRPO normalises each reward against the other completions of the same "
+           f"prompt, so a group needs at least 2 (the advantage of a group of 1 is always 0).")
+    cands = [d for d in divisors(gbs) if d >= 2]
+    fix = []
+    if cands:
+        fix.append(f"--num_generations {' or '.join(map(str, nearest(cands, 8)))} (divisors of the generation "
+                   f"batch {n} x {b} x {s} = {gbs}); 4 to 16 is usual.")
+    else:
+        fix.append(f"--num_generations 4 with --per_device_train_batch_size 4 (the generation batch "
+                   f"world size x batch x steps_per_generation = {gbs} must be a multiple of it).")
+    mm = run.swift_major_minor
+    if mm is None or mm >= (4, 4):
+        fix.append("For on-policy distillation with a single sample per prompt, ms-swift >= 4.4 allows "
+                   "num_generations 1 only together with --teacher_model.")
+    return {"message": msg, "fix": fix}

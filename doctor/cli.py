@@ -1,0 +1,184 @@
+"""Thin typer commands: parse, call, render, return an exit code.
+
+Exit codes (analyze, explain, rules): 0 nothing at or above --fail-on; 1 findings at or above it;
+2 usage error or unreadable input, always with one line naming the file and what to do.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import __version__
+from .model import Report, Severity
+from .registry import CatalogError, find_rule, load_catalog
+from .sources.inputs import InputError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Names the failure of an ms-swift GRPO run, shows the evidence lines and prints the fix "
+                       "computed from the run's own numbers.")
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    sarif = "sarif"
+
+
+class FailOn(str, Enum):
+    warning = "warning"
+    error = "error"
+
+
+class ListFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _die(msg: str) -> "typer.Exit":
+    typer.echo(f"grpo-doctor: {msg}", err=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _split(values: Optional[list[str]]) -> set[str] | None:
+    if not values:
+        return None
+    out = {v.strip().lower() for item in values for v in item.split(",") if v.strip()}
+    return out or None
+
+
+def render_report(report: Report, fmt: Format, color: bool) -> str:
+    if fmt is Format.json:
+        from .render import jsonr
+        return jsonr.render(report)
+    if fmt is Format.markdown:
+        from .render import markdown
+        return markdown.render(report)
+    if fmt is Format.sarif:
+        from .render import sarif
+        return sarif.render(report)
+    from .render import text
+    return text.render(report, color=color)
+
+
+def _color_wanted(output: Optional[Path]) -> bool:
+    return output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def exit_code(report: Report, fail_on: FailOn) -> int:
+    threshold = Severity[fail_on.value]
+    return EXIT_FINDINGS if any(f.severity >= threshold for f in report.findings) else EXIT_OK
+
+
+def emit(text: str, output: Optional[Path]) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise _die(f"{output}: cannot write the report ({e.strerror}); choose another --output path")
+
+
+@app.command()
+def analyze(
+    paths: list[str] = typer.Argument(..., help="Run directory, log file(s), or - for standard input."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
+    ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
+) -> None:
+    """Post-mortem of a GRPO run: what failed, the evidence, the fix."""
+    from .analyze import analyze as run_analyze
+    try:
+        report = run_analyze(paths, _split(select), _split(ignore))
+    except InputError as e:
+        raise _die(str(e))
+    except CatalogError as e:
+        raise _die(f"rule catalog: {e}")
+    except KeyboardInterrupt:
+        raise typer.Exit(130)
+    except Exception as e:  # noqa: BLE001 - the contract is one line and exit 2, never a traceback
+        if debug:
+            raise
+        raise _die(f"internal error while analysing {' '.join(paths)}: {type(e).__name__}: {e} "
+                   "(rerun with --debug and report it)")
+    emit(render_report(report, fmt, _color_wanted(output)), output)
+    raise typer.Exit(exit_code(report, fail_on))
+
+
+@app.command()
+def explain(rule: str = typer.Argument(..., help="Rule id or slug, e.g. GD101 or train-batch-not-divisible.")) -> None:
+    """The documentation of one rule: what it detects, why it happens, how to fix it."""
+    try:
+        meta = find_rule(rule)
+    except CatalogError as e:
+        raise _die(f"rule catalog: {e}")
+    if meta is None:
+        raise _die(f"no rule {rule!r}; list them with: grpo-doctor rules")
+    lines = [f"{meta.id}  {meta.slug}", f"{meta.title}", "",
+             f"category: {meta.category}    severity: {meta.severity.name}"
+             + (f"    versions: {meta.versions}" if meta.versions else ""), "", meta.why, ""]
+    if meta.fix:
+        lines.append("Fix:")
+        lines += [f"  - {f}" for f in meta.fix]
+        lines.append("")
+    if meta.examples:
+        lines.append("Matches lines such as:")
+        lines += [f"  {e}" for e in meta.examples[:5]]
+        lines.append("")
+    if meta.references:
+        lines.append("References:")
+        lines += [f"  - {r}" for r in meta.references]
+    typer.echo("\n".join(lines).rstrip())
+
+
+@app.command("rules")
+def rules_cmd(fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f")) -> None:
+    """The rule catalog."""
+    try:
+        catalog = load_catalog()
+    except CatalogError as e:
+        raise _die(f"rule catalog: {e}")
+    if fmt is ListFormat.json:
+        import json
+        typer.echo(json.dumps([{
+            "id": m.id, "slug": m.slug, "category": m.category, "severity": m.severity.name, "title": m.title,
+            "why": m.why, "fix": list(m.fix), "references": list(m.references), "versions": m.versions,
+            "kind": "check" if m.check else "pattern",
+        } for m in catalog], indent=2, ensure_ascii=False))
+        return
+    for m in catalog:
+        typer.echo(f"{m.id:8} {m.severity.name:8} {m.category:34} {m.slug}")
+
+
+@app.callback(invoke_without_command=True)
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    if version:
+        typer.echo(f"grpo-doctor {__version__}")
+        raise typer.Exit(0)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=True)
+    except BrokenPipeError:  # `grpo-doctor analyze ... | head`
+        try:
+            sys.stdout.close()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""Routes signals to rules, folds duplicates and orders findings: the first cause first.
+
+One ``Session`` serves a post-mortem (``analyze`` replays finished files) and a live run
+(``watch`` feeds lines as they arrive): the same rule objects, the same code path.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+from typing import Any, Iterable
+
+import regex
+
+from . import model
+from .model import (COMPLETIONS, EXCEPTION, LINE, METRICS, RUN_END, ExceptionInfo, Finding, LogLine, Metrics,
+                    Role, Severity)
+from .registry import RuleMeta, load_catalog
+from .rules import FinishContext, Rule, build_rule
+from .sources import metrics as metrics_src
+from .sources.swiftconfig import LITERALS as CONFIG_LITERALS, RunConfig
+from .sources.traceback import TracebackTracker
+
+TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
+MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
+_END_MARKERS = ("End time of running main", "last_model_checkpoint: ")
+
+
+def select_rules(catalog: Iterable[RuleMeta], select: set[str] | None = None,
+                 ignore: set[str] | None = None) -> list[RuleMeta]:
+    def keys(m: RuleMeta) -> set[str]:
+        return {m.id.lower(), m.slug.lower(), m.category.lower()}
+
+    out = []
+    for m in catalog:
+        if select and not (keys(m) & select):
+            continue
+        if ignore and keys(m) & ignore:
+            continue
+        out.append(m)
+    return out
+
+
+class Session:
+    def __init__(self, metas: Iterable[RuleMeta] | None = None, *, console_metrics: bool = True,
+                 run: RunConfig | None = None):
+        metas = list(load_catalog() if metas is None else metas)
+        self.rules: list[Rule] = [build_rule(m) for m in metas]
+        self.run = run or RunConfig()
+        self.console_metrics = console_metrics
+        self.tracker = TracebackTracker()
+        self.exceptions: list[ExceptionInfo] = []
+        self.tails: dict[str, deque[LogLine]] = {}
+        self.ended = False
+        self.metrics_steps = 0
+        self.log_inputs: list[str] = []
+        self._by_kind: dict[str, list[Rule]] = {}
+        self._all_line_rules: list[Rule] = []
+        lit_rules: dict[str, list[Rule]] = {}
+        for r in self.rules:
+            for k in r.kinds:
+                if k != LINE:
+                    self._by_kind.setdefault(k, []).append(r)
+            if LINE in r.kinds:
+                if r.wants_all_lines or not r.literals:
+                    self._all_line_rules.append(r)
+                else:
+                    for lit in r.literals:
+                        lit_rules.setdefault(lit, []).append(r)
+        self._lit_rules = lit_rules
+        gate_words = set(lit_rules) | set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | {
+            ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout"}
+        gate_words.update(_END_MARKERS)
+        # one C-level scan per line decides whether any rule can care about it
+        self._gate = regex.compile("|".join(regex.escape(w) for w in sorted(gate_words, key=len, reverse=True)))
+        self._lit_list = list(lit_rules.items())
+
+    # ------------------------------------------------------------------ feeding
+    def begin_log(self, path: str) -> None:
+        self.log_inputs.append(path)
+        self.tails[path] = deque(maxlen=TAIL)
+
+    def feed_line(self, line: LogLine) -> None:
+        tail = self.tails.get(line.where.path)
+        if tail is None:
+            self.begin_log(line.where.path)
+            tail = self.tails[line.where.path]
+        if line.text.strip():
+            tail.append(line)
+        for r in self._all_line_rules:
+            r.feed(LINE, line)
+        text = line.text
+        if self.run._dump_open:
+            self.run.feed(line)
+            return
+        if not self._gate.search(text):
+            exc = self.tracker.feed(line) if text.startswith((" ", "\t")) else None
+            if exc:
+                self._exception(exc)
+            return
+        self.run.feed(line)
+        exc = self.tracker.feed(line)
+        if exc is not None:
+            self._exception(exc)
+        if any(m in text for m in _END_MARKERS):
+            self.ended = True
+            self._emit(RUN_END, line)
+        if self.console_metrics and ":" in text and any(l in text for l in metrics_src.LITERALS):
+            values = metrics_src.parse_console(text)
+            if values is not None:
+                self.feed_metrics(Metrics(values, line.where, line.seq, "console"))
+        seen: set[int] = set()
+        for lit, rules in self._lit_list:
+            if lit in text:
+                for r in rules:
+                    if id(r) not in seen:
+                        seen.add(id(r))
+                        r.feed(LINE, line)
+
+    def _exception(self, exc: ExceptionInfo) -> None:
+        if len(self.exceptions) < MAX_EXCEPTIONS:
+            self.exceptions.append(exc)
+        self._emit(EXCEPTION, exc)
+
+    def feed_metrics(self, m: Metrics) -> None:
+        if metrics_src.is_summary(m.values):
+            self.ended = True
+            self._emit(RUN_END, m)
+            return
+        if metrics_src.is_step(m.values):
+            self.metrics_steps += 1
+        self._emit(METRICS, m)
+
+    def feed_completions(self, payload: Any) -> None:
+        self._emit(COMPLETIONS, payload)
+
+    def _emit(self, kind: str, payload: Any) -> None:
+        for r in self._by_kind.get(kind, ()):
+            r.feed(kind, payload)
+
+    # ------------------------------------------------------------------ results
+    def finish(self) -> list[Finding]:
+        ctx = FinishContext(run=self.run, exceptions=self.exceptions, tails=self.tails, ended=self.ended,
+                            log_inputs=self.log_inputs, metrics_steps=self.metrics_steps)
+        found: list[Finding] = []
+        for r in self.rules:
+            if not r.meta.fallback:
+                found.extend(r.finish(ctx))
+        ctx.findings = list(found)
+        for r in self.rules:
+            if r.meta.fallback:
+                found.extend(r.finish(ctx))
+        return order(found)
+
+
+def order(findings: list[Finding]) -> list[Finding]:
+    """Errors first; a consequence never before the error that started it; then first seen first."""
+    def key(f: Finding) -> tuple[Any, ...]:
+        return (-int(f.severity), f.role == Role.consequence, -f.priority, f.first_seq)
+
+    findings = sorted(findings, key=key)
+    roots = [f for f in findings if f.severity == Severity.error and f.role != Role.consequence]
+    conseq = [f for f in findings if f.role == Role.consequence]
+    out = []
+    for f in findings:
+        if f.role == Role.consequence and not roots:
+            out.append(replace(f, role=Role.standalone))
+        elif roots and conseq and f is roots[0]:
+            out.append(replace(f, role=Role.root))
+        else:
+            out.append(f)
+    if not roots and conseq:
+        out.sort(key=lambda f: (-int(f.severity), -f.priority, f.first_seq))
+    return out
+
+
+__all__ = ["Session", "order", "select_rules", "model"]

@@ -1,0 +1,172 @@
+"""The rule catalog: one TOML file per rule in ``rules/``, loaded into ``RuleMeta`` records.
+
+A rule is either pure data (``[[patterns]]`` on log lines, ``[[exceptions]]`` on parsed Python
+exceptions) or names a Python check in ``doctor/checks`` (``check = "module:Class"``). Either way
+its documentation (title, why, fix, references, examples) lives in the TOML entry, so ``explain``,
+the README index and every report read the same words.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from .model import Role, Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CATEGORIES = (
+    "batch-divisibility", "eval-batch-divisibility", "device-mismatch", "cuda-oom", "host-oom-killed",
+    "vllm-oom-or-kv-cache", "hang-at-start", "hang-mid-training", "nccl-timeout",
+    "checkpoint-adapter-only-load-args", "checkpoint-bloat", "checkpoint-corrupt",
+    "vllm-version-incompatible", "vllm-engine-error", "reward-function-error", "reward-zero-or-flat",
+    "loss-nan-or-inf", "grad-norm-zero", "output-degenerate", "gpu-underutilized", "slow-training",
+    "dataset-or-template-error", "argument-error-other", "import-or-dependency-error",
+    "multimodal-image-error", "deepspeed-config-error", "disk-full", "other",
+)
+
+
+class CatalogError(Exception):
+    """A rule file is malformed. The message names the file."""
+
+
+@dataclass(frozen=True)
+class LinePattern:
+    regex: Any                  # compiled regex.Pattern
+    literals: tuple[str, ...]   # at least one must occur in the line for the regex to be tried
+    origin: str | None = None   # only lines from this origin ("vllm", "VllmWorker", ...)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class ExceptionPattern:
+    type: Any | None            # compiled regex on the exception type (full dotted name)
+    message: Any | None         # compiled regex on the message
+    frames: tuple[str, ...]     # any frame path must contain one of these
+    raised_in: tuple[str, ...]  # the last frame path must contain one of these
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    id: str
+    slug: str
+    category: str
+    severity: Severity
+    title: str
+    why: str
+    message: str
+    fix: tuple[str, ...]
+    references: tuple[str, ...]
+    patterns: tuple[LinePattern, ...]
+    exceptions: tuple[ExceptionPattern, ...]
+    check: str | None
+    fixer: str | None
+    consequence: bool
+    fallback: bool
+    priority: int
+    examples: tuple[str, ...]
+    not_examples: tuple[str, ...]
+    versions: str
+    path: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def role_hint(self) -> Role:
+        return Role.consequence if self.consequence else Role.standalone
+
+
+def rules_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "_rules"
+    if packaged.is_dir() and any(packaged.glob("*.toml")):
+        return packaged
+    return here.parent / "rules"
+
+
+def _compile(expr: str, where: str) -> Any:
+    try:
+        return regex.compile(expr)
+    except regex.error as e:
+        raise CatalogError(f"{where}: bad regex {expr!r}: {e}") from None
+
+
+def _load_one(path: Path) -> RuleMeta:
+    where = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise CatalogError(f"{where}: {e}") from None
+    for key in ("id", "slug", "category", "severity", "title", "why"):
+        if key not in data:
+            raise CatalogError(f"{where}: missing required key {key!r}")
+    if data["category"] not in CATEGORIES:
+        raise CatalogError(f"{where}: unknown category {data['category']!r}")
+    pats = []
+    for i, p in enumerate(data.get("patterns", [])):
+        lits = tuple(p.get("literals", ()))
+        if not lits:
+            raise CatalogError(f"{where}: patterns[{i}] needs 'literals' (words that must occur for a match)")
+        pats.append(LinePattern(_compile(p["regex"], where), lits, p.get("origin"), p["regex"]))
+    excs = []
+    for e in data.get("exceptions", []):
+        excs.append(ExceptionPattern(
+            _compile(e["type"], where) if "type" in e else None,
+            _compile(e["message"], where) if "message" in e else None,
+            tuple(e.get("frames", ())),
+            tuple(e.get("raised_in", ())),
+        ))
+    if not pats and not excs and "check" not in data:
+        raise CatalogError(f"{where}: a rule needs patterns, exceptions or a check")
+    fix = data.get("fix", ())
+    if isinstance(fix, str):
+        fix = (fix,)
+    return RuleMeta(
+        id=data["id"], slug=data["slug"], category=data["category"],
+        severity=Severity.parse(data["severity"]), title=data["title"], why=data["why"].strip(),
+        message=data.get("message", data["title"]), fix=tuple(fix), references=tuple(data.get("references", ())),
+        patterns=tuple(pats), exceptions=tuple(excs), check=data.get("check"), fixer=data.get("fixer"),
+        consequence=bool(data.get("consequence", False)), fallback=bool(data.get("fallback", False)),
+        priority=int(data.get("priority", 50)), examples=tuple(data.get("examples", ())),
+        not_examples=tuple(data.get("not_examples", ())), versions=data.get("versions", ""), path=where,
+        options=dict(data.get("options", {})),
+    )
+
+
+@lru_cache(maxsize=4)
+def load_catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
+    d = Path(directory) if directory else rules_dir()
+    metas = [_load_one(p) for p in sorted(d.glob("*.toml"))]
+    seen: dict[str, str] = {}
+    for m in metas:
+        for key in (m.id, m.slug):
+            if key in seen:
+                raise CatalogError(f"{m.path}: {key!r} is already used by {seen[key]}")
+            seen[key] = m.path
+    return tuple(sorted(metas, key=lambda m: m.id))
+
+
+def find_rule(key: str, catalog: tuple[RuleMeta, ...] | None = None) -> RuleMeta | None:
+    cat = catalog if catalog is not None else load_catalog()
+    k = key.strip().lower()
+    for m in cat:
+        if m.id.lower() == k or m.slug.lower() == k:
+            return m
+    return None
+
+
+def resolve(ref: str) -> Any:
+    """'batch:train_fix' -> doctor.checks.batch.train_fix"""
+    mod, _, name = ref.partition(":")
+    module = importlib.import_module(f"doctor.checks.{mod}")
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise CatalogError(f"doctor.checks.{mod} has no {name!r}") from None

@@ -1,0 +1,59 @@
+"""Text for people, with rich. Log text is escaped: '[rank0]:' would be markup otherwise."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..model import Report, Role, Severity
+
+_STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}
+
+
+def render(report: Report, color: bool = False, width: int = 100) -> str:
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=not color)
+    run = report.run
+    bits = []
+    if run.get("framework_version"):
+        bits.append(f"ms-swift {run['framework_version']}")
+    elif run.get("framework_major"):
+        bits.append(f"ms-swift {run['framework_major']}.x")
+    for name, ver in (run.get("versions") or {}).items():
+        if name != "ms-swift":
+            bits.append(f"{name} {ver}")
+    if run.get("world_size"):
+        bits.append(f"world size {run['world_size']}")
+    head = "grpo-doctor " + report.tool_version
+    if bits:
+        head += " · " + ", ".join(bits)
+    con.print(f"[dim]{escape(head)}[/dim]")
+    con.print(f"[dim]inputs: {escape(', '.join(i.path for i in report.inputs))}[/dim]")
+    if not report.findings:
+        con.print("[bold green]No problem found.[/bold green]")
+        return buf.getvalue()
+    for i, f in enumerate(report.findings, 1):
+        con.print()
+        role = {Role.root: " [bold](first cause)[/bold]", Role.consequence: " [dim](consequence)[/dim]"}.get(f.role, "")
+        extra = []
+        if f.count > 1:
+            extra.append(f"×{f.count}")
+        if f.ranks:
+            extra.append("ranks " + ",".join(map(str, f.ranks[:16])) + ("…" if len(f.ranks) > 16 else ""))
+        con.print(f"{i}. [{_STYLE[f.severity]}]{f.severity.name.upper()}[/] [bold]{escape(f.title)}[/bold]{role}"
+                  f"  [dim]{escape(f.rule_id)} {escape(f.category)}{(' ' + ' '.join(extra)) if extra else ''}[/dim]")
+        con.print("   " + escape(f.message))
+        if f.evidence:
+            con.print("   [dim]evidence:[/dim]")
+            for e in f.evidence:
+                con.print(f"     [dim]{escape(e.path)}:{e.line}[/dim] {escape(e.text)}", overflow="fold")
+        if f.fix:
+            con.print("   [green]fix:[/green]")
+            for step in f.fix:
+                con.print(f"     [green]•[/green] {escape(step)}")
+    n_err = sum(1 for f in report.findings if f.severity == Severity.error)
+    n_warn = sum(1 for f in report.findings if f.severity == Severity.warning)
+    con.print()
+    con.print(f"[dim]{n_err} error(s), {n_warn} warning(s). grpo-doctor explain <RULE> for details.[/dim]")
+    return buf.getvalue()

@@ -1,0 +1,199 @@
+"""Runtime rule objects. A rule sees only the signal kinds it declares, keeps its own state, does
+no I/O and never prints. ``finish`` turns what it saw into findings, with the run's configuration
+at hand so that a fix can name this run's flags and numbers."""
+from __future__ import annotations
+
+import string
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .model import (EXCEPTION, LINE, Evidence, ExceptionInfo, Finding, LogLine, Severity)
+from .registry import RuleMeta, resolve
+from .sources.swiftconfig import RunConfig
+
+MAX_EVIDENCE = 5
+
+
+@dataclass
+class Hit:
+    """One matching line (or exception) and the named groups of its match."""
+
+    groups: dict[str, str]
+    evidence: Evidence
+    rank: int | None
+    seq: int
+    exc: ExceptionInfo | None = None
+    line: LogLine | None = None
+
+
+@dataclass
+class FinishContext:
+    run: RunConfig
+    findings: list[Finding] = field(default_factory=list)        # findings of earlier (non-fallback) rules
+    exceptions: list[ExceptionInfo] = field(default_factory=list)  # first exceptions seen (capped)
+    tails: dict[str, deque] = field(default_factory=dict)         # last lines of each log input
+    ended: bool = False                                           # the run reached its normal end
+    log_inputs: list[str] = field(default_factory=list)
+    metrics_steps: int = 0
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+_FMT = string.Formatter()
+
+
+def render(template: str, values: dict[str, Any]) -> str:
+    """str.format with missing names shown as '?' and no attribute access."""
+    try:
+        return _FMT.vformat(template, (), _Blank(values))
+    except (ValueError, IndexError, AttributeError, KeyError):
+        return template
+
+
+def template_values(run: RunConfig, groups: dict[str, str]) -> dict[str, Any]:
+    vals: dict[str, Any] = {k: v for k, v in run.args.items() if isinstance(v, (str, int, float, bool))}
+    vals["world_size"] = run.world_size() or "?"
+    vals["swift_version"] = run.swift_version or "?"
+    vals.update({k: v for k, v in groups.items() if v is not None})
+    return vals
+
+
+def evidence_of(line: LogLine) -> Evidence:
+    return Evidence(line.where.path, line.where.line, line.raw)
+
+
+def fold(hits: list[Hit]) -> tuple[tuple[Evidence, ...], int, tuple[int, ...]]:
+    """Evidence (distinct texts, first few), count and ranks of a list of hits."""
+    ev: list[Evidence] = []
+    seen: set[str] = set()
+    for h in hits:
+        key = h.evidence.text.split("]:", 1)[-1].strip() if h.evidence.text.startswith("[rank") else h.evidence.text
+        if key in seen:
+            continue
+        seen.add(key)
+        ev.append(h.evidence)
+        if len(ev) >= MAX_EVIDENCE:
+            break
+    ranks = tuple(sorted({h.rank for h in hits if h.rank is not None}))
+    # one failure printed by 8 ranks counts 8; a message repeated by one process counts once per repeat
+    return tuple(ev), len(hits), ranks
+
+
+class Rule:
+    """Base class: both catalog pattern rules and Python checks."""
+
+    kinds: frozenset[str] = frozenset()
+    literals: tuple[str, ...] = ()   # for LINE: words that must occur; empty tuple + wants_all_lines
+    wants_all_lines = False
+
+    def __init__(self, meta: RuleMeta):
+        self.meta = meta
+
+    def feed(self, kind: str, payload: Any) -> None:  # pragma: no cover - interface
+        pass
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:  # pragma: no cover - interface
+        return []
+
+    # helpers for subclasses
+    def make(self, *, message: str | None = None, fix: list[str] | tuple[str, ...] | None = None,
+             evidence: tuple[Evidence, ...] | list[Evidence] = (), count: int = 1, ranks: tuple[int, ...] = (),
+             seq: int = 0, severity: Severity | None = None, title: str | None = None) -> Finding:
+        m = self.meta
+        return Finding(
+            rule_id=m.id, slug=m.slug, category=m.category, severity=severity if severity is not None else m.severity,
+            title=title or m.title, message=message or m.message, fix=tuple(fix if fix is not None else m.fix),
+            evidence=tuple(evidence), count=count, ranks=ranks, role=m.role_hint, first_seq=seq, priority=m.priority,
+        )
+
+
+class PatternRule(Rule):
+    """A catalog rule made of line patterns and/or exception patterns."""
+
+    def __init__(self, meta: RuleMeta):
+        super().__init__(meta)
+        kinds = set()
+        if meta.patterns:
+            kinds.add(LINE)
+        if meta.exceptions:
+            kinds.add(EXCEPTION)
+        self.kinds = frozenset(kinds)
+        self.literals = tuple(dict.fromkeys(l for p in meta.patterns for l in p.literals))
+        self.hits: list[Hit] = []
+        self._fixer: Callable[..., Any] | None = resolve(meta.fixer) if meta.fixer else None
+
+    def feed(self, kind: str, payload: Any) -> None:
+        if len(self.hits) > 10000:  # enough to count; keeps memory flat on pathological logs
+            return
+        if kind == LINE:
+            line: LogLine = payload
+            for p in self.meta.patterns:
+                if p.origin and p.origin != line.origin:
+                    continue
+                if not any(l in line.text for l in p.literals):
+                    continue
+                m = p.regex.search(line.text)
+                if m:
+                    self.hits.append(Hit(m.groupdict(), evidence_of(line), line.rank, line.seq, line=line))
+                    return
+        elif kind == EXCEPTION:
+            exc: ExceptionInfo = payload
+            for e in self.meta.exceptions:
+                groups = match_exception(e, exc)
+                if groups is not None:
+                    self.hits.append(Hit(groups, Evidence(exc.where.path, exc.where.line, exc.raw), exc.rank,
+                                         exc.seq, exc=exc))
+                    return
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        if not self.hits:
+            return []
+        self.hits.sort(key=lambda h: h.seq)
+        first = self.hits[0]
+        evidence, count, ranks = fold(self.hits)
+        vals = template_values(ctx.run, first.groups)
+        message = render(self.meta.message, vals)
+        fix = [render(f, vals) for f in self.meta.fix]
+        severity = None
+        if self._fixer is not None:
+            out = self._fixer(self.hits, ctx) or {}
+            if out.get("skip"):
+                return []
+            message = out.get("message", message)
+            fix = out.get("fix", fix)
+            severity = out.get("severity")
+            evidence = tuple(out.get("evidence", ())) + evidence if out.get("evidence") else evidence
+        return [self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
+                          seq=first.seq, severity=severity)]
+
+
+def match_exception(e: Any, exc: ExceptionInfo) -> dict[str, str] | None:
+    groups: dict[str, str] = {}
+    if e.type is not None:
+        m = e.type.search(exc.type)
+        if not m:
+            return None
+        groups.update(m.groupdict())
+    if e.message is not None:
+        m = e.message.search(exc.message)
+        if not m:
+            return None
+        groups.update(m.groupdict())
+    if e.frames and not any(any(f in fr.path for f in e.frames) for fr in exc.frames):
+        return None
+    if e.raised_in:
+        last = exc.raised_at
+        if last is None or not any(f in last.path for f in e.raised_in):
+            return None
+    return groups
+
+
+def build_rule(meta: RuleMeta) -> Rule:
+    if meta.check:
+        cls = resolve(meta.check)
+        return cls(meta)
+    return PatternRule(meta)

@@ -1,0 +1,159 @@
+"""Turn log bytes into clean ``LogLine`` records, streaming, in flat memory.
+
+Real logs are hostile: ANSI colours, tqdm ``\\r`` redraws with the next message glued onto the bar,
+``[rankN]:`` prefixes, vLLM engine prefixes, markdown fences from a paste, GBK or broken UTF-8,
+NUL bytes and single lines of many megabytes. This module never holds more than one chunk and one
+(capped) line in memory.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from ..model import LogLine, Where
+
+CHUNK = 1 << 20          # bytes read at a time
+MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
+EVIDENCE_MAX = 400       # characters of a line kept as evidence text
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]")
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
+_TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
+_RANK = re.compile(r"^\[rank(\d+)\]:\s?")
+# "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
+_ORIGIN = re.compile(r"^\((\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?(?:, ip=[\d.]+)?\)\s+")
+# vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
+_VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] ?")
+_FENCE = re.compile(r"^\s*```[\w+-]*\s*$")
+
+
+def decode(data: bytes) -> str:
+    """Decode one line: UTF-8, else GB18030 (Chinese Windows consoles), else UTF-8 with U+FFFD."""
+    if b"\x00" in data:
+        data = data.replace(b"\x00", b"")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("gb18030")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")
+
+
+def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, bytes without the newline), each capped at ``max_line`` bytes."""
+    lineno = 0
+    pending = bytearray()
+    skipping = False  # inside an over-long line: drop bytes until the next newline
+    while True:
+        chunk = stream.read(CHUNK)
+        if not chunk:
+            break
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                if not skipping:
+                    room = max_line - len(pending)
+                    pending += chunk[start:start + room] if room > 0 else b""
+                    if len(chunk) - start > room:
+                        skipping = True
+                break
+            if not skipping:
+                room = max_line - len(pending)
+                if room > 0:
+                    pending += chunk[start:min(nl, start + room)]
+            lineno += 1
+            yield lineno, bytes(pending)
+            pending.clear()
+            skipping = False
+            start = nl + 1
+    if pending or skipping:
+        lineno += 1
+        yield lineno, bytes(pending)
+
+
+def clean(text: str) -> str:
+    """Remove ANSI escapes and control characters other than tab and carriage return."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return _CTRL.sub("", text)
+
+
+def split_segments(text: str) -> list[str]:
+    """Split a physical line into the messages it holds (tqdm \\r redraws, text glued on a bar)."""
+    parts = text.split("\r") if "\r" in text else [text]
+    out: list[str] = []
+    for part in parts:
+        while True:
+            m = _TQDM_END.search(part)
+            if not m:
+                break
+            rest = part[m.end():]
+            stripped = rest.strip()
+            if not stripped:
+                break
+            out.append(part[:m.end()])
+            part = stripped
+        if part.strip() or not out:
+            if not out or out[-1] != part:  # identical consecutive redraws carry nothing new
+                out.append(part)
+    return out
+
+
+def strip_prefixes(text: str) -> tuple[str, int | None, str]:
+    """Remove rank, worker and vLLM logger prefixes. Returns (text, rank, origin)."""
+    rank: int | None = None
+    origin = ""
+    for _ in range(4):
+        if text.startswith("[rank"):
+            m = _RANK.match(text)
+            if m:
+                rank = int(m.group(1))
+                text = text[m.end():]
+                continue
+        if text.startswith("("):
+            m = _ORIGIN.match(text)
+            if m:
+                origin = m.group(1)
+                if m.group(2) is not None and rank is None:
+                    rank = int(m.group(2))
+                text = text[m.end():]
+                continue
+        if text[:1] in "EWIDC":
+            m = _VLLM_LOG.match(text)
+            if m:
+                origin = origin or "vllm"
+                text = text[m.end():]
+                continue
+        break
+    if text.startswith("`"):
+        text = text.lstrip("`")
+    if text.endswith("`"):
+        text = text.rstrip("`")
+    return text, rank, origin
+
+
+class LineReader:
+    """Reads one input into LogLines. ``seq`` is shared across inputs through ``counter``."""
+
+    def __init__(self, display_path: str, counter: list[int]):
+        self.path = display_path
+        self.counter = counter
+
+    def lines(self, stream: BinaryIO) -> Iterator[LogLine]:
+        for lineno, data in physical_lines(stream):
+            text = clean(decode(data))
+            if _FENCE.match(text):
+                continue
+            where = Where(self.path, lineno)
+            for seg in split_segments(text):
+                body, rank, origin = strip_prefixes(seg.rstrip())
+                self.counter[0] += 1
+                raw = seg.strip()
+                if len(raw) > EVIDENCE_MAX:
+                    raw = raw[:EVIDENCE_MAX] + "…"
+                yield LogLine(body, raw, where, rank, self.counter[0], origin)

@@ -1,0 +1,326 @@
+"""The run's configuration, collected from whatever the inputs reveal.
+
+Sources, weakest first: ``command.txt`` (a launcher script as the user wrote it), the ``run sh:``
+launcher line, the ``[INFO:swift] args: RLHFArguments(`` dump, ``args.json``. A later, stronger
+source overrides a weaker one; flags given on the command line are also kept apart (``cli``) because
+"what was asked" and "what ran" differ exactly in the failures we look for (``load_args``).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import LogLine
+
+STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
+
+_ENV_NAMES = ("NPROC_PER_NODE", "NNODES", "NODE_RANK", "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES",
+              "MASTER_PORT", "MASTER_ADDR", "MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES",
+              "PYTORCH_CUDA_ALLOC_CONF", "WORLD_SIZE", "SWIFT_SINGLE_DEVICE_MODE", "VLLM_USE_V1")
+_ENV = re.compile(r"(?:^|[\s;])(?:export\s+)?(" + "|".join(_ENV_NAMES) + r")=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
+_RANK_LINE = re.compile(r"rank: (-?\d+), local_rank: (-?\d+), world_size: (\d+), local_world_size: (\d+)")
+_SWIFT_VERSION = re.compile(r"swift\.__version__: (\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|rc|post)\d*)?)")
+_VLLM_VERSION = re.compile(r"(?:vllm(?:==|-| version:? v?| )|vLLM (?:version )?v?)(\d+\.\d+\.\d+)", re.I)
+_TRL_VERSION = re.compile(r"\btrl(?:==|-)(\d+\.\d+(?:\.\d+)?)")
+_TRANSFORMERS_VERSION = re.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+)?)")
+_DUMP_START = re.compile(r"args: (RLHFArguments|SftArguments|TrainArguments|RLHFArguments)\($")
+_DUMP_KV = re.compile(r"^(\w+)=(.*?),?$")
+_SWIFT_CMD = re.compile(r"(?:^|\s)(?:swift\s+(rlhf|sft|pt|rollout|export|infer|deploy)|\S*swift/cli/(rlhf|sft|pt|rollout|export|infer|deploy)\.py)\b")
+# traceback / log path fingerprints (swift-notes §7)
+_V3_PATHS = ("swift/llm/", "swift/trainers/rlhf_trainer/", "swift/trainers/rlhf_arguments.py", "swift/plugin/")
+_V4_PATHS = ("swift/arguments/", "swift/pipelines/", "swift/rlhf_trainers/", "swift/rewards/")
+
+LITERALS = ("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers") + _ENV_NAMES
+
+
+def parse_value(text: str) -> Any:
+    """'8' -> 8, 'True' -> True, "['a', 'b']" -> ['a', 'b'], 'None' -> None; else the string."""
+    t = text.strip()
+    if t in ("None", "null", ""):
+        return None
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    if t[:1] in "[{(\"'" and len(t) < 4096:
+        try:
+            return ast.literal_eval(t)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return t
+    return t
+
+
+def parse_argv(argv: list[str]) -> dict[str, Any]:
+    """``--key v1 v2 --flag`` -> {key: v1 or [v1, v2], flag: True}; dashes in names become underscores."""
+    out: dict[str, Any] = {}
+    key: str | None = None
+    vals: list[str] = []
+
+    def flush() -> None:
+        if key is None:
+            return
+        if not vals:
+            out[key] = True
+        elif len(vals) == 1:
+            out[key] = parse_value(vals[0])
+        else:
+            out[key] = [parse_value(v) for v in vals]
+
+    for tok in argv:
+        if tok.startswith("--") and len(tok) > 2:
+            flush()
+            name, eq, val = tok[2:].partition("=")
+            key, vals = name.replace("-", "_"), ([val] if eq else [])
+        elif key is not None:
+            vals.append(tok)
+    flush()
+    return out
+
+
+def split_shell(text: str) -> list[str]:
+    text = text.replace("\\\n", " ")
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:
+        return text.split()
+
+
+@dataclass
+class RunConfig:
+    """What we know about the run. ``args`` holds resolved values; ``cli`` what the user typed."""
+
+    args: dict[str, Any] = field(default_factory=dict)
+    cli: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    major_hint: int | None = None          # 3 or 4, from paths and argument names
+    world_size_seen: int | None = None     # from the "rank: .. world_size: N" line
+    command: str | None = None             # "rlhf", "sft", ...
+    torchrun: dict[str, Any] = field(default_factory=dict)
+    _dump_open: bool = False
+
+    # ---------------------------------------------------------------- setters
+    def set_arg(self, key: str, value: Any, source: str) -> None:
+        old = self.provenance.get(key)
+        if old is not None and STRENGTH.get(old, 0) > STRENGTH.get(source, 0):
+            return
+        self.args[key] = value
+        self.provenance[key] = source
+        if key in ("tuner_type",):
+            self._hint(4)
+        if key == "swift_version" and isinstance(value, str):
+            self.versions.setdefault("ms-swift", value)
+
+    def _hint(self, major: int) -> None:
+        if self.major_hint is None:
+            self.major_hint = major
+
+    def add_command(self, text: str, source: str = "command") -> None:
+        """A launcher script or a command line: env assignments, torchrun args and swift flags."""
+        for m in _ENV.finditer(text):
+            self.env.setdefault(m.group(1), m.group(2).strip("'\""))
+        m = _SWIFT_CMD.search(text)
+        if not m:
+            # a bare argument list ("--rlhf_type grpo --model ...") as some people paste it
+            if "--" not in text:
+                return
+            tokens = split_shell(text)
+            flags = parse_argv(tokens)
+            if not any(k in flags for k in ("rlhf_type", "model", "num_generations", "reward_funcs")):
+                return
+        else:
+            self.command = self.command or m.group(1) or m.group(2)
+            before = split_shell(text[:m.start()])
+            tr = parse_argv([t for t in before if t.startswith("--") or not t.startswith("-")])
+            for k in ("nproc_per_node", "nnodes", "node_rank", "master_port"):
+                if k in tr:
+                    self.torchrun[k] = tr[k]
+            tokens = split_shell(text[m.end():])
+            flags = parse_argv(tokens)
+        for k, v in flags.items():
+            self.cli.setdefault(k, v)
+            self.set_arg(k, v, source)
+        if "train_type" in flags and "tuner_type" not in flags:
+            pass  # the flag name itself is evidence for argument rules; no version hint
+
+    def add_args_json(self, obj: dict[str, Any]) -> None:
+        for k, v in obj.items():
+            self.set_arg(k, v, "args.json")
+        if "swift_version" in obj:
+            self._hint(4)
+        elif "train_type" in obj and "tuner_type" not in obj:
+            self._hint(3)
+
+    # ---------------------------------------------------------------- log lines
+    def feed(self, line: LogLine) -> None:
+        text = line.text
+        if self._dump_open:
+            s = text.strip()
+            if s == ")":
+                self._dump_open = False
+                return
+            m = _DUMP_KV.match(s)
+            if m:
+                key = m.group(1)
+                self.set_arg(key, parse_value(m.group(2)), "dump")
+                if key == "tuner_type":
+                    self._hint(4)
+                elif key == "train_type" and m.group(2).strip() != "None" and "tuner_type" not in self.args:
+                    self._hint(3)
+            elif s.startswith("[") or s.startswith("Traceback"):
+                self._dump_open = False
+            return
+        if "args: " in text and text.rstrip().endswith("("):
+            if _DUMP_START.search(text.rstrip()):
+                self._dump_open = True
+                return
+        if text.startswith("run sh: "):
+            body = text[len("run sh: "):].strip().strip("`")
+            self.add_command(body, "launcher")
+            return
+        if "rank: " in text and "world_size: " in text:
+            m = _RANK_LINE.search(text)
+            if m:
+                self.world_size_seen = max(self.world_size_seen or 0, int(m.group(3)))
+                return
+        if "__version__" in text:
+            m = _SWIFT_VERSION.search(text)
+            if m:
+                self.versions["ms-swift"] = m.group(1)
+                self._hint(int(m.group(1).split(".")[0]))
+                return
+        if "swift/" in text:
+            if any(p in text for p in _V4_PATHS):
+                self._hint(4)
+            elif any(p in text for p in _V3_PATHS):
+                self._hint(3)
+        if "=" in text and any(n in text for n in _ENV_NAMES) and ("swift" in text or text.lstrip().startswith(_ENV_NAMES) or "export" in text):
+            for m in _ENV.finditer(text):
+                self.env.setdefault(m.group(1), m.group(2).strip("'\""))
+        if "vllm" in text.lower():
+            m = _VLLM_VERSION.search(text)
+            if m and "vllm" not in self.versions:
+                self.versions["vllm"] = m.group(1)
+        if "trl" in text:
+            m = _TRL_VERSION.search(text)
+            if m and "trl" not in self.versions:
+                self.versions["trl"] = m.group(1)
+        if "transformers" in text:
+            m = _TRANSFORMERS_VERSION.search(text)
+            if m and "transformers" not in self.versions:
+                self.versions["transformers"] = m.group(1)
+
+    # ---------------------------------------------------------------- derived views
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.args.get(key)
+        return default if v is None else v
+
+    def int_arg(self, key: str, default: int | None = None) -> int | None:
+        v = self.args.get(key)
+        if isinstance(v, bool):
+            return default
+        if isinstance(v, (int, float)):
+            return int(v)
+        if isinstance(v, str):
+            try:
+                return int(float(v))
+            except ValueError:
+                return default
+        return default
+
+    @property
+    def swift_version(self) -> str | None:
+        return self.versions.get("ms-swift")
+
+    @property
+    def swift_major_minor(self) -> tuple[int, int] | None:
+        v = self.swift_version
+        if v:
+            m = re.match(r"(\d+)\.(\d+)", v)
+            if m:
+                return int(m.group(1)), int(m.group(2))
+        return None
+
+    @property
+    def major(self) -> int | None:
+        mm = self.swift_major_minor
+        return mm[0] if mm else self.major_hint
+
+    def _env_int(self, name: str) -> int | None:
+        v = self.env.get(name)
+        try:
+            return int(v) if v is not None else None
+        except ValueError:
+            return None
+
+    def visible_gpus(self) -> int | None:
+        v = self.env.get("CUDA_VISIBLE_DEVICES") or self.env.get("ASCEND_RT_VISIBLE_DEVICES")
+        if not v:
+            return None
+        return len([x for x in v.split(",") if x.strip()])
+
+    def world_size(self) -> int | None:
+        """Training processes: the rank line, else NPROC_PER_NODE x NNODES, else the torchrun args."""
+        if self.world_size_seen:
+            return self.world_size_seen
+        nproc = self._env_int("NPROC_PER_NODE") or _as_int(self.torchrun.get("nproc_per_node"))
+        nnodes = self._env_int("NNODES") or _as_int(self.torchrun.get("nnodes")) or 1
+        if nproc:
+            return nproc * nnodes
+        return None
+
+    def tuner(self) -> str | None:
+        v = self.args.get("tuner_type") or self.args.get("train_type")
+        return str(v) if v else None
+
+    def summary(self) -> dict[str, Any]:
+        """The ``run`` object of the JSON report."""
+        return {
+            "framework": "ms-swift",
+            "framework_version": self.swift_version,
+            "framework_major": self.major,
+            "versions": dict(sorted(self.versions.items())),
+            "command": self.command,
+            "args": {k: _jsonable(self.args[k]) for k in sorted(self.args) if k in _SUMMARY_KEYS},
+            "env": dict(sorted(self.env.items())),
+            "world_size": self.world_size(),
+        }
+
+
+_SUMMARY_KEYS = frozenset({
+    "rlhf_type", "model", "tuner_type", "train_type", "num_generations", "num_generations_eval",
+    "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps",
+    "steps_per_generation", "generation_batch_size", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
+    "vllm_tensor_parallel_size", "sleep_level", "deepspeed", "load_args", "save_only_model", "save_total_limit",
+    "max_length", "max_completion_length", "temperature", "beta", "reward_funcs", "torch_dtype",
+    "adapters", "eval_strategy", "split_dataset_ratio", "val_dataset", "offload_model", "offload_optimizer",
+})
+
+
+def _as_int(v: Any) -> int | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _jsonable(v: Any) -> Any:
+    try:
+        json.dumps(v)
+        return v
+    except (TypeError, ValueError):
+        return repr(v)

@@ -1,0 +1,78 @@
+"""Recognise Python exceptions in a stream of log lines.
+
+Handles the shapes seen in real logs: full tracebacks, tracebacks interleaved across ranks
+(tracked per rank), excerpts that start mid-stack, paths shortened by the user, Python 3.11+
+caret lines, and lone ``ValueError: ...`` lines pasted without their stack.
+"""
+from __future__ import annotations
+
+import re
+
+from ..model import ExceptionInfo, Frame, LogLine
+
+_FRAME = re.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
+# "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
+_EXC = re.compile(
+    r"^((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|"
+    r"Exception|AssertionError|KeyError|StopIteration|NotImplementedError|KeyboardInterrupt|ChildFailedError))"
+    r"(?::\s?(.*))?$"
+)
+_HEADER = "Traceback (most recent call last)"
+_MAX_FRAMES = 40
+_MAX_MSG = 600
+
+
+class _State:
+    __slots__ = ("frames", "in_tb", "expect_code")
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+        self.in_tb = False
+        self.expect_code = False
+
+
+class TracebackTracker:
+    """Feed LogLines; ``feed`` returns an ExceptionInfo when a line completes an exception."""
+
+    def __init__(self) -> None:
+        self._states: dict[tuple[str, int | None], _State] = {}
+
+    def feed(self, line: LogLine) -> ExceptionInfo | None:
+        text = line.text
+        key = (line.where.path, line.rank)
+        st = self._states.get(key)
+        stripped = text.strip()
+        if not stripped:
+            return None
+        if _HEADER in text:
+            st = self._states[key] = _State()
+            st.in_tb = True
+            return None
+        if ', line ' in text:
+            m = _FRAME.match(text)
+            if m:
+                if st is None:
+                    st = self._states[key] = _State()
+                st.in_tb = True
+                st.frames.append(Frame(m.group(1), int(m.group(2)), m.group(3)))
+                if len(st.frames) > _MAX_FRAMES:
+                    del st.frames[0]
+                st.expect_code = True
+                return None
+        m = _EXC.match(stripped)
+        if m:
+            etype, msg = m.group(1), (m.group(2) or "").strip()
+            if etype.endswith("Warning") and not (st and st.in_tb):
+                return None
+            frames = tuple(st.frames) if st else ()
+            if st is not None:
+                del self._states[key]
+            if len(msg) > _MAX_MSG:
+                msg = msg[:_MAX_MSG] + "…"
+            return ExceptionInfo(etype, msg, frames, line.where, line.rank, line.seq, line.raw)
+        if st is not None and st.expect_code and st.frames:
+            last = st.frames[-1]
+            if not last.code and not set(stripped) <= set("^~ "):
+                st.frames[-1] = Frame(last.path, last.lineno, last.func, stripped[:200])
+            st.expect_code = set(stripped) <= set("^~ ")  # caret line: still under the same frame
+        return None
