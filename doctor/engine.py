@@ -140,7 +140,8 @@ class Session:
     # ------------------------------------------------------------------ results
     def finish(self) -> list[Finding]:
         ctx = FinishContext(run=self.run, exceptions=self.exceptions, tails=self.tails, ended=self.ended,
-                            log_inputs=self.log_inputs, metrics_steps=self.metrics_steps)
+                            log_inputs=self.log_inputs, metrics_steps=self.metrics_steps,
+                            open_tracebacks=self.tracker.open_tracebacks())
         found: list[Finding] = []
         for r in self.rules:
             if not r.meta.fallback:

@@ -36,6 +36,7 @@ class FinishContext:
     ended: bool = False                                           # the run reached its normal end
     log_inputs: list[str] = field(default_factory=list)
     metrics_steps: int = 0
+    open_tracebacks: list = field(default_factory=list)           # (last frame LogLine, frames) of cut tracebacks
 
 
 class _Blank(dict):

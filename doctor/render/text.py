@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,8 +12,10 @@ from ..model import Report, Role, Severity
 _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}
 
 
-def render(report: Report, color: bool = False, width: int = 100) -> str:
+def render(report: Report, color: bool = False, width: int | None = None) -> str:
     buf = io.StringIO()
+    if width is None:
+        width = shutil.get_terminal_size((120, 40)).columns if color else 400
     con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=not color)
     run = report.run
     bits = []
@@ -47,7 +50,7 @@ def render(report: Report, color: bool = False, width: int = 100) -> str:
         if f.evidence:
             con.print("   [dim]evidence:[/dim]")
             for e in f.evidence:
-                con.print(f"     [dim]{escape(e.path)}:{e.line}[/dim] {escape(e.text)}", overflow="fold")
+                con.print(f"     [dim]{escape(e.path)}:{e.line}[/dim] {escape(e.text)}")
         if f.fix:
             con.print("   [green]fix:[/green]")
             for step in f.fix:

@@ -23,12 +23,13 @@ _MAX_MSG = 600
 
 
 class _State:
-    __slots__ = ("frames", "in_tb", "expect_code")
+    __slots__ = ("frames", "in_tb", "expect_code", "last")
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
         self.in_tb = False
         self.expect_code = False
+        self.last: LogLine | None = None  # the last frame line seen
 
 
 class TracebackTracker:
@@ -36,6 +37,14 @@ class TracebackTracker:
 
     def __init__(self) -> None:
         self._states: dict[tuple[str, int | None], _State] = {}
+
+    def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
+        """Tracebacks whose exception line never came (a log cut mid-stack): (last frame line, frames)."""
+        out = []
+        for st in self._states.values():
+            if st.frames and st.last is not None:
+                out.append((st.last, tuple(st.frames)))
+        return sorted(out, key=lambda x: x[0].seq)
 
     def feed(self, line: LogLine) -> ExceptionInfo | None:
         text = line.text
@@ -54,6 +63,7 @@ class TracebackTracker:
                 if st is None:
                     st = self._states[key] = _State()
                 st.in_tb = True
+                st.last = line
                 st.frames.append(Frame(m.group(1), int(m.group(2)), m.group(3)))
                 if len(st.frames) > _MAX_FRAMES:
                     del st.frames[0]

@@ -1,0 +1,79 @@
+"""The answer of last resort: a log that ends in a failure no rule knows still gets a finding that
+quotes the first real exception and where it was raised. Never silence."""
+from __future__ import annotations
+
+from ..model import EXCEPTION, Evidence, ExceptionInfo, Finding, Frame, Severity
+from ..rules import FinishContext, Rule
+
+# Raised because something else failed first (or because the user stopped the run).
+CONSEQUENCE_TYPES = {
+    "ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
+    "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
+}
+_LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "\\Lib\\", "<frozen", "<string>")
+
+
+def is_library(path: str) -> bool:
+    return any(m in path for m in _LIB_MARKERS)
+
+
+def describe_frame(fr: Frame) -> str:
+    path = fr.path
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{path}:{fr.lineno} in {fr.func}"
+
+
+def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
+    for exc in sorted(exceptions, key=lambda e: e.seq):
+        if exc.short_type not in CONSEQUENCE_TYPES:
+            return exc
+    return None
+
+
+class Unrecognised(Rule):
+    kinds = frozenset({EXCEPTION})
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        if any(f.severity == Severity.error for f in ctx.findings):
+            return []
+        exc = first_real(ctx.exceptions)
+        if exc is not None:
+            return [self._for_exception(exc, ctx)]
+        if ctx.open_tracebacks:
+            line, frames = ctx.open_tracebacks[0]
+            last = frames[-1]
+            msg = (f"The log ends inside a Python traceback, before its exception line (the paste or the file was "
+                   f"cut). The last frame is {describe_frame(last)}.")
+            user = [f for f in frames if not is_library(f.path)]
+            fix = ["Find the line after this traceback in the full log (the `SomeError: message` line) and run "
+                   "grpo-doctor on the whole file."]
+            if user:
+                fix.append(f"The last frame in your own code is {describe_frame(user[-1])}.")
+            return [self.make(message=msg, fix=fix, evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+                              seq=line.seq, severity=Severity.warning,
+                              title="Unrecognised failure: traceback cut before its exception")]
+        return []
+
+    def _for_exception(self, exc: ExceptionInfo, ctx: FinishContext) -> Finding:
+        same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
+        ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
+        where = exc.raised_at
+        text = f"{exc.type}: {exc.message}" if exc.message else exc.type
+        msg = f"No rule recognises this failure. The first real exception is `{text}`"
+        msg += f", raised at {describe_frame(where)}." if where else " (no stack frames in the log)."
+        fix = []
+        user = [f for f in exc.frames if not is_library(f.path)]
+        if user and user[-1] is not where:
+            fix.append(f"The last frame in your own code is {describe_frame(user[-1])}: start there.")
+        elif where is not None and not is_library(where.path):
+            fix.append(f"It was raised in your own code ({describe_frame(where)}): start there.")
+        if ranks:
+            fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; other ranks' errors after it are consequences.")
+        fix.append(f"Search the ms-swift issues for the message: \"{exc.message[:120] or exc.type}\".")
+        fix.append("Share this report (grpo-doctor analyze --format markdown) when you ask for help.")
+        return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
+                         count=len(same), ranks=ranks, seq=exc.seq,
+                         title=f"Unrecognised failure: {exc.short_type}")

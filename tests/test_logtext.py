@@ -1,0 +1,72 @@
+"""Hostile log text: every quirk of real logs is read into the right clean lines."""
+from __future__ import annotations
+
+import io
+
+from doctor.sources.logtext import LineReader, decode, physical_lines, split_segments, strip_prefixes
+
+
+def lines_of(data: bytes):
+    return list(LineReader("t.log", [0]).lines(io.BytesIO(data)))
+
+
+def test_ansi_and_rank_prefix_removed():
+    [ln] = lines_of(b"[rank3]: \x1b[31mValueError: boom\x1b[0m\n")
+    assert ln.text == "ValueError: boom"
+    assert ln.rank == 3
+    assert ln.where.line == 1
+
+
+def test_tqdm_redraws_and_glued_message_split():
+    data = (b"Train:   0%|          | 0/6 [00:00<?, ?it/s]\rTrain:  17%|#         | 1/6 [00:01<00:05,  1.00it/s]"
+            b"[INFO:swift] Saving model checkpoint to /x/checkpoint-1\n")
+    texts = [l.text for l in lines_of(data)]
+    assert texts == ["Train:   0%|          | 0/6 [00:00<?, ?it/s]",
+                     "Train:  17%|#         | 1/6 [00:01<00:05,  1.00it/s]",
+                     "[INFO:swift] Saving model checkpoint to /x/checkpoint-1"]
+    assert {l.where.line for l in lines_of(data)} == {1}
+
+
+def test_metrics_dict_after_bar_padding_is_its_own_line():
+    data = b"Train:  83%|########  | 5/6 [00:00<00:00,  7.61it/s]            {'loss': '0', 'grad_norm': '0'}\n"
+    assert [l.text for l in lines_of(data)][-1] == "{'loss': '0', 'grad_norm': '0'}"
+
+
+def test_vllm_prefixes():
+    text, rank, origin = strip_prefixes("ERROR 09-20 19:54:33 [core.py:398] torch.OutOfMemoryError: CUDA out of memory.")
+    assert text.startswith("torch.OutOfMemoryError") and origin == "vllm" and rank is None
+    text, rank, origin = strip_prefixes("(VllmWorker rank=2 pid=12345) ERROR 01-02 03:04:05 [x.py:1] boom")
+    assert (text, rank, origin) == ("boom", 2, "VllmWorker")
+
+
+def test_markdown_fence_and_backticks():
+    texts = [l.text for l in lines_of(b"```\n`ValueError: x`\n```python\n")]
+    assert texts == ["ValueError: x"]
+
+
+def test_decoding_gbk_broken_utf8_and_nul():
+    assert decode("显存不足".encode("gbk")) == "显存不足"
+    assert decode(b"ok\xff\xfe") == "ok\ufffd\ufffd"  # neither UTF-8 nor GB18030: replacement characters
+    assert decode(b"Val\x00ueError") == "ValueError"
+
+
+def test_crlf_line_endings():
+    texts = [l.text for l in lines_of(b"a line\r\nValueError: x\r\n")]
+    assert texts == ["a line", "ValueError: x"]
+
+
+def test_huge_line_is_capped_and_next_line_kept():
+    big = b"x" * (5 * 1024 * 1024)
+    got = list(physical_lines(io.BytesIO(big + b"\nafter\n"), max_line=1000))
+    assert [n for n, _ in got] == [1, 2]
+    assert len(got[0][1]) == 1000 and got[1][1] == b"after"
+
+
+def test_truncated_last_line_without_newline():
+    got = list(physical_lines(io.BytesIO(b"one\ntwo")))
+    assert got == [(1, b"one"), (2, b"two")]
+
+
+def test_split_segments_keeps_plain_lines():
+    assert split_segments("plain text") == ["plain text"]
+    assert split_segments("") == [""]
