@@ -53,3 +53,12 @@ def test_every_rule_has_a_real_fixture():
             fired |= {f["rule_id"] for f in json.loads(golden.read_text())["findings"]}
     missing = [m.id for m in CATALOG if m.id not in fired and not m.options.get("no_real_fixture")]
     assert missing == [], f"rules without a real fixture: {missing}"
+
+
+def test_readme_rule_index_in_sync():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_index.py"), "--check"], capture_output=True)
+    assert p.returncode == 0, p.stderr.decode()
