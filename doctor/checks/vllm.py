@@ -1,0 +1,299 @@
+"""vLLM engine, version and GPU-layout failures of GRPO runs, and tensors on the wrong device.
+
+Fixes name the flags of the version at hand: ``vllm_device`` exists only in ms-swift 3.1.1-3.5 and
+trl 0.14-0.15 (deprecated in trl 0.16); ms-swift >= 3.5 and trl >= 0.18 place vLLM with
+``vllm_mode colocate|server``; ``vllm_tensor_parallel_size`` must divide the world size.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import EXCEPTION, LINE, Finding, Role, Severity
+from ..rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
+from ..sources.swiftconfig import RunConfig
+from .fallback import describe_frame
+from .memory import Facts, facts_of
+
+_DEVICES = (
+    re.compile(r"found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
+    re.compile(r"but got (?P<what>\w+) is on (?P<a>[\w:]+), different from other tensors on (?P<b>[\w:]+)"),
+    re.compile(r"Input type \((?P<a>torch\.[\w.]+)\) and weight type \((?P<b>torch\.[\w.]+)\)"),
+    re.compile(r"is on (?P<a>CPU|cpu|[\w:]+), but expected it to be on (?P<b>GPU|cuda[:\d]*)"),
+)
+
+
+def _vtuple(v: str | None) -> tuple[int, ...] | None:
+    if not v:
+        return None
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", v)
+    return tuple(int(x) for x in m.groups() if x is not None) if m else None
+
+
+_LOADING = {"load_weights", "weight_loader", "load_model", "_move_model_to_vllm", "_sync_param_to_vllm",
+            "_load_state_dict_to_vllm", "update_named_param", "_move_full_model_to_vllm", "_move_adapter_to_vllm"}
+
+
+def _in_vllm(frames) -> bool:
+    """Raised inside vLLM's own model code (generation), not while the trainer loads or syncs weights into it."""
+    if any(fr.func in _LOADING for fr in frames):
+        return False
+    return any("/vllm/" in fr.path or "vllm_ascend/" in fr.path for fr in frames)
+
+
+def _layout_advice(run: RunConfig) -> str | None:
+    """NPROC_PER_NODE smaller than the visible GPUs puts ms-swift in device_map mode (model split over GPUs)."""
+    vis = run.visible_gpus()
+    nproc = run._env_int("NPROC_PER_NODE")
+    if not vis or vis < 2:
+        return None
+    if nproc is None and run.world_size_seen is None:
+        return (f"CUDA_VISIBLE_DEVICES lists {vis} GPUs but NPROC_PER_NODE is not set: a single process then spreads "
+                f"the model over all {vis} GPUs (device_map mode). Set NPROC_PER_NODE={vis} to run one rank per GPU.")
+    if nproc and vis // nproc >= 2:
+        return (f"CUDA_VISIBLE_DEVICES lists {vis} GPUs for NPROC_PER_NODE={nproc}: each process gets {vis // nproc} "
+                f"GPUs and ms-swift splits the model over them (device_map mode). Set NPROC_PER_NODE={vis}, or make "
+                f"CUDA_VISIBLE_DEVICES list {nproc} GPU{'s' if nproc > 1 else ''}.")
+    return None
+
+
+class DeviceMismatch(PatternRule):
+    """'Expected all tensors to be on the same device' outside vLLM's own code (GD234 takes those)."""
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        mism = [h for h in self.hits if h.exc is not None and not _in_vllm(h.exc.frames)]
+        xformers = any(h.exc is None for h in self.hits)
+        if not mism:
+            return []
+        mism.sort(key=lambda h: h.seq)
+        h = mism[0]
+        evidence, count, ranks = fold(mism)
+        f = facts_of(ctx.run, h.exc.frames)
+        text = h.exc.message
+        a = b = what = None
+        for rx in _DEVICES:
+            m = rx.search(text)
+            if m:
+                a, b, what = m.group("a"), m.group("b"), m.groupdict().get("what")
+                break
+        where = f", raised at {describe_frame(h.exc.raised_at)}" if h.exc.raised_at else ""
+        op = re.search(r"\(when checking argument[^)]*\)", text)
+        rk = f" on rank {ranks[0]}" if len(ranks) == 1 else (f" on ranks {', '.join(map(str, ranks))}" if ranks else "")
+        msg = f"Tensors on {a} and {b} met in one operation{rk}{where}" if a else f"Tensors on different devices met{rk}{where}"
+        if op:
+            msg += f" {op.group(0)}"
+        msg += "."
+        fix: list[str] = []
+        vdev = ctx.run.args.get("vllm_device")
+        vdev = vdev if isinstance(vdev, str) and vdev != "auto" else None
+        mm = ctx.run.swift_major_minor
+        if vdev and vdev in (a, b):
+            other = b if vdev == a else a
+            msg += (f" {vdev} is the GPU set aside for vLLM (vllm_device: {vdev}) and {other} is this rank's training "
+                    f"GPU: the in-process vLLM engine and the training side exchanged tensors across GPUs.")
+        if f.framework == "trl" and (vdev or f.use_vllm):
+            vv = _vtuple(ctx.run.versions.get("vllm"))
+            if vv is None or vv < (0, 7, 2):
+                fix.append("Use vLLM >= 0.7.2: trl 0.14-0.15 pin their in-process engine to vllm_device by patching vLLM "
+                           "0.7 internals; with another vLLM release part of the engine stays on the training GPU"
+                           + (f" (vLLM {ctx.run.versions['vllm']} is installed)." if vv else "."))
+            if vdev:
+                idx = vdev.split(":")[-1]
+                nproc = f.world
+                if idx.isdigit() and nproc is not None and nproc <= int(idx):
+                    msg += (f" With accelerate --num_processes {nproc} the ranks train on cuda:0..cuda:{nproc - 1}, so "
+                            f"{vdev} is vLLM's alone: the engine itself placed a tensor on the wrong GPU, which points "
+                            f"at the vLLM release.")
+                elif idx.isdigit():
+                    fix.append(f"Keep {vdev} out of training: accelerate --num_processes must be at most {idx} so "
+                               f"that ranks use cuda:0..cuda:{max(int(idx) - 1, 0)} only.")
+                fix.append(f"vllm_device was deprecated in trl 0.16 and removed in 0.18: with a newer trl run "
+                           f"`CUDA_VISIBLE_DEVICES={idx} trl vllm-serve --model <model>` and train on the other GPUs "
+                           f"with use_vllm: true and vllm_mode: server.")
+        elif f.framework == "swift" and (vdev or f.use_vllm):
+            if mm is not None and mm >= (3, 6):
+                if vdev:
+                    fix.append(f"vllm_device was removed in ms-swift 3.6 (this is {ctx.run.swift_version}); drop it.")
+                fix.append("Place vLLM with --vllm_mode colocate (each rank runs its own engine on its own GPU) or "
+                           "--vllm_mode server with `CUDA_VISIBLE_DEVICES=<spare GPU> swift rollout --model <model>` and "
+                           "--vllm_server_host/--vllm_server_port on the trainer.")
+            elif mm is not None and mm < (3, 5):
+                fix.append("ms-swift 3.1.1-3.4 put vLLM on vllm_device: keep it outside the training GPUs "
+                           "(NPROC_PER_NODE = visible GPUs minus the vLLM ones), or upgrade to ms-swift >= 3.5 and use "
+                           "--vllm_mode colocate / server.")
+            else:
+                fix.append("On ms-swift >= 3.5 place vLLM with --vllm_mode colocate or --vllm_mode server (swift rollout "
+                           "on its own GPUs); vllm_device exists only in 3.1.1-3.5.")
+            vv = _vtuple(ctx.run.versions.get("vllm"))
+            if vv is None or vv < (0, 7, 2):
+                fix.append("Use vLLM >= 0.7.2 (older releases mis-place the engine in multi-GPU GRPO runs).")
+        lay = _layout_advice(ctx.run)
+        if lay:
+            fix.insert(0, lay)
+        if a and b and ("cpu" in (a.lower(), b.lower()) or "FloatTensor" in (a + b) and ("cuda" in a) != ("cuda" in b)):
+            off = [x for x, v in (("offload_model", f.offload_model), ("offload_optimizer", f.offload_optimizer)) if v]
+            fix.append("One side is on the CPU: a module or buffer was left on (or offloaded to) the CPU"
+                       + (f"; this run sets {', '.join('--' + o + ' true' for o in off)}, whose reload can miss "
+                          "modules: retry without it to confirm." if off else
+                          "; check device_map / CPU offload settings and custom code that creates tensors."))
+        if xformers:
+            if f.framework == "swift":
+                fix.append("--attn_impl flash_attn, and VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM: the log shows the "
+                           "xformers backend, which has caused device mismatches in multi-GPU GRPO runs.")
+            else:
+                fix.append("Use flash-attention instead of xformers (attn_implementation='flash_attention_2' for the "
+                           "model, VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM).")
+        elif f.use_vllm and str(ctx.run.args.get("attn_impl") or "") not in ("flash_attn", "flash_attention_2"):
+            fix.append("If the log shows the xformers attention backend, use flash-attn instead "
+                       + ("(--attn_impl flash_attn; VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM)" if f.framework == "swift"
+                          else "(VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM)")
+                       + ": reported to fix multi-GPU device mismatches in GRPO.")
+        if not fix:
+            fix = list(self.meta.fix)
+            if what:
+                fix.insert(0, f"The tensor `{what}` is on {a}; find which module created it there.")
+        return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
+                          seq=h.seq)]
+
+
+def device_in_vllm_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    hits = [h for h in hits if h.exc is not None and _in_vllm(h.exc.frames)]
+    if not hits:
+        return {"skip": True}
+    h = hits[0]
+    f = facts_of(ctx.run, h.exc.frames)
+    inner = next((fr for fr in reversed(h.exc.frames) if "/vllm/" in fr.path), h.exc.raised_at)
+    cut = not h.exc.message.startswith("Expected all tensors")
+    vv = ctx.run.versions.get("vllm")
+    msg = (f"{h.exc.type} inside vLLM's own model code ({describe_frame(inner)})"
+           + (f": the message is cut after '{h.exc.message}' (in other reports the same frames end in 'Expected all "
+              f"tensors to be on the same device')" if cut else ": tensors on different devices")
+           + (". If so, the" if cut else ". The") + " in-process vLLM engine was given inputs or weights on another GPU "
+           "than its own, which happens when the vLLM release does not match what the trainer's vLLM integration "
+           "expects.")
+    fix = []
+    if vv:
+        fix.append(f"vLLM {vv} is installed.")
+    if not f.known:
+        fix.append("trl 0.14-0.15 generate with an in-process vLLM engine placed on vllm_device through patches written "
+                   "for vLLM 0.7.x: use vllm>=0.7.2 with those releases (vLLM 0.6 is not supported); newer trl lists "
+                   "its vLLM in the 'vllm' extra (pip install 'trl[vllm]').")
+        fix.append("ms-swift: colocate GRPO needs vLLM >= 0.8 from ms-swift 3.5 (GRPO docs) and 0.7.x for 3.1.1-3.4; "
+                   "see the README dependency table of your release.")
+        fix.append("Or generate without vLLM (use_vllm false) until the versions match.")
+    elif f.framework == "trl":
+        fix.append("trl 0.14-0.15 generate with an in-process vLLM engine placed on vllm_device through patches written "
+                   "for vLLM 0.7.x: use vllm>=0.7.2 with those releases (vLLM 0.6 is not supported).")
+        fix.append("Or upgrade trl (>= 0.18) with a vLLM its release supports (pip install 'trl[vllm]') and generate "
+                   "with `trl vllm-serve` (vllm_mode server) or vllm_mode colocate.")
+        fix.append("Or train without use_vllm until the versions match.")
+    else:
+        mm = ctx.run.swift_major_minor
+        fix.append("Install the vLLM version your ms-swift release supports: in-process (colocate) GRPO needs vLLM >= "
+                   "0.8 from ms-swift 3.5 (GRPO docs), 0.7.x for 3.1.1-3.4 (vllm_device); see the README dependency "
+                   "table" + (f" of ms-swift {ctx.run.swift_version}." if mm else "."))
+        fix.append("Or run vLLM as a separate server (swift rollout + --vllm_mode server, ms-swift >= 3.5).")
+    return {"message": msg, "fix": fix}
+
+
+# --------------------------------------------------------------------------------- engine / layout
+
+def engine_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    f = facts_of(ctx.run, hits[0].exc.frames if hits[0].exc else ())
+    text = hits[0].exc.message if hits[0].exc else hits[0].evidence.text
+    dead = "encountered an issue" in text or "EngineDead" in (hits[0].exc.type if hits[0].exc else "")
+    roots = [x for x in ctx.findings if x.severity == Severity.error and x.role != Role.consequence]
+    msg = ("The vLLM engine core process " + ("died while serving requests" if dead else "failed while starting")
+           + "; vLLM prints the real error above this line (lines prefixed `ERROR ... [core.py:...]` or "
+             "`(EngineCore...)`)")
+    if roots:
+        msg += f": {roots[0].rule_id} ({roots[0].title}) is that error, this line only reports it."
+        fix = [f"Fix {roots[0].rule_id} first."]
+    else:
+        msg += ", and no rule recognised one in this log."
+        fix = ["Look above this line for the engine core's own traceback (out of memory, unsupported model "
+               "architecture, bad argument) and run grpo-doctor on the complete log."]
+    if roots:
+        return {"message": msg, "fix": fix}
+    if f.use_vllm and f.util is not None:
+        fix.append(f"Memory is the most common cause: vllm_gpu_memory_utilization is {f.util:g}"
+                   f"{'' if f.util_set else ' (default)'}" + (" in colocate mode, next to the training state: try 0.5 "
+                                                             "or lower." if f.colocate and f.util > 0.5 else "."))
+    fix.append("Set VLLM_LOGGING_LEVEL=DEBUG to see each engine step; a worker that died without a traceback was often "
+               "killed by the host OOM killer (check `dmesg`).")
+    return {"message": msg, "fix": fix}
+
+
+def expandable_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    f = facts_of(ctx.run)
+    conf = f.env.get("PYTORCH_CUDA_ALLOC_CONF")
+    msg = ("vLLM's sleep mode allocates through its own CUDA memory pool (cumem), which PyTorch's expandable segments "
+           "cannot share: the engine refuses to start with PYTORCH_CUDA_ALLOC_CONF containing expandable_segments:True"
+           + (f" (this launch sets PYTORCH_CUDA_ALLOC_CONF={conf})." if conf else "."))
+    fix = ["Remove expandable_segments:True from PYTORCH_CUDA_ALLOC_CONF for this run"
+           + (" (recent ms-swift releases switch expandable segments off themselves while they create and wake the "
+              "engine: upgrading also fixes it)." if f.framework == "swift" else "."),
+           ("Or turn vLLM sleep mode off (--sleep_level 0), at the price of vLLM keeping its memory during training."
+            if f.framework == "swift" else "Or turn vLLM sleep mode off (vllm_enable_sleep_mode false).")]
+    return {"message": msg, "fix": fix}
+
+
+def version_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    h = hits[0]
+    g = h.groups
+    run = ctx.run
+    vv = run.versions.get("vllm") or g.get("found")
+    sv = run.swift_version
+    tv = run.versions.get("trl")
+    f = facts_of(run, h.exc.frames if h.exc else ())
+    have = ", ".join(x for x in (f"vLLM {vv}" if vv else "", f"ms-swift {sv}" if sv else "", f"trl {tv}" if tv else "")
+                     if x)
+    fix: list[str] = []
+    if g.get("need"):
+        feat = g.get("feat") or "this feature"
+        msg = f"{feat} needs vLLM >= {g['need']}" + (f"; vLLM {vv} is installed." if vv else ".")
+        fix.append(f"pip install -U 'vllm>={g['need']}' (with a torch build it supports), or drop "
+                   f"--{feat} to keep this vLLM.")
+        return {"message": msg, "fix": fix}
+    if g.get("spec"):
+        msg = f"This code requires vllm{g['spec']}, but vLLM {g.get('found')} is installed."
+        fix.append(f"pip install 'vllm{g['spec']}', or use the release of the calling package that matches vLLM "
+                   f"{g.get('found')}.")
+        return {"message": msg, "fix": fix}
+    name = g.get("name") or g.get("cls") or ""
+    mod = g.get("mod") or ""
+    where = f" ({describe_frame(h.exc.raised_at)})" if h.exc and h.exc.raised_at else ""
+    msg = (f"The installed vLLM does not have the API the trainer calls{where}: "
+           + (f"`{name}` is missing from {mod}" if mod and name else (f"{g['cls']} has no `{name}`" if g.get("cls") and name
+                                                                     else h.exc.message[:160] if h.exc else h.evidence.text[:160]))
+           + ". vLLM renames and removes internals between minor releases; ms-swift and trl support a narrow range.")
+    if have:
+        msg += f" Installed: {have}."
+    if f.framework == "trl":
+        fix.append("pip install 'trl[vllm]' (in the same environment) resolves a vLLM the installed trl supports; or "
+                   "upgrade trl to a release that supports this vLLM.")
+    else:
+        fix.append("Install the vLLM version your ms-swift release lists (README dependency table: e.g. ms-swift 3.8 "
+                   "was tested with vllm 0.10, 4.x with 0.11); or upgrade ms-swift to one that supports this vLLM.")
+    fix.append("`pip show vllm ms-swift trl torch` and compare with the supported pairs before reinstalling; a vLLM "
+               "wheel also pins its torch version.")
+    return {"message": msg, "fix": fix}
+
+
+def pydantic_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+    h = hits[0]
+    cls = h.groups.get("cls") or "a vLLM config"
+    run = ctx.run
+    vv = run.versions.get("vllm")
+    f = facts_of(run, h.exc.frames if h.exc else ())
+    who = "trl" if f.framework == "trl" else "ms-swift"
+    msg = (f"vLLM rejected the arguments it was given: pydantic validation failed for {cls}. vLLM >= 0.9 validates its "
+           f"configs strictly (e.g. None for a boolean option), and {who} releases written for an older vLLM pass such "
+           f"values.")
+    fix = [("Upgrade trl (its vllm-serve fix gives options like enforce_eager a boolean default), or pin vLLM to the "
+            "release the installed trl supports (pip install 'trl[vllm]').") if who == "trl" else
+           "Upgrade ms-swift, or pin vLLM to the version your ms-swift release lists.",
+           "Pass the offending option explicitly with a valid value (the validation error's next lines name the field)."]
+    if vv:
+        fix.insert(0, f"vLLM {vv} is installed.")
+    return {"message": msg, "fix": fix}
