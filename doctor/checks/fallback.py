@@ -37,9 +37,11 @@ class Unrecognised(Rule):
     kinds = frozenset({EXCEPTION})
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
-        if any(f.severity == Severity.error for f in ctx.findings):
+        # consequences (NCCL timeouts, ChildFailedError...) do not explain the first real error
+        if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
             return []
-        exc = first_real(ctx.exceptions)
+        explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
+        exc = first_real([e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained])
         if exc is not None:
             return [self._for_exception(exc, ctx)]
         if ctx.open_tracebacks:
