@@ -151,8 +151,15 @@ def eval_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
         if b and ga:
             fix.append(f"per_device_train_batch_size {b} x gradient_accumulation_steps {ga} = {b * ga}; "
                        f"per_device_eval_batch_size is {eb if eb else 'unset (1)'}.")
-        fix.append("Set --per_device_eval_batch_size equal to per_device_train_batch_size, or turn evaluation off "
-                   "(--eval_strategy no) and upgrade ms-swift (later 3.x releases fixed the eval batch path).")
+        if eb and b and eb == b:
+            # already equal: the assert wants per_device batch x GA items, which an eval batch never holds
+            fix.append("The eval batch already equals the train batch, so this ms-swift 3.x eval path cannot pass "
+                       "with gradient_accumulation_steps > 1: turn evaluation off (--eval_strategy no, or "
+                       "--split_dataset_ratio 0 when the eval split is carved from the training data) and upgrade "
+                       "ms-swift (later 3.x releases fixed the eval batch path).")
+        else:
+            fix.append("Set --per_device_eval_batch_size equal to per_device_train_batch_size, or turn evaluation "
+                       "off (--eval_strategy no) and upgrade ms-swift (later 3.x releases fixed the eval batch path).")
         return {"message": msg, "fix": fix}
     g = _int(g0.get("g")) or run.int_arg("num_generations_eval") or run.int_arg("num_generations")
     n = _int(g0.get("n")) or run.world_size() or 1

@@ -88,10 +88,37 @@ def parse_argv(argv: list[str]) -> dict[str, Any]:
     return out
 
 
+def _strip_comments(text: str) -> str:
+    """Drop shell comments the way bash does: '#' outside quotes at the start of a word, to the end of the line."""
+    if "#" not in text:
+        return text
+    out = []
+    quote = ""
+    prev = "\n"
+    skip = False
+    for ch in text:
+        if skip:
+            if ch != "\n":
+                continue
+            skip = False
+        elif quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and prev in " \t\n":
+            skip = True
+            continue
+        out.append(ch)
+        prev = ch
+    return "".join(out)
+
+
 def split_shell(text: str) -> list[str]:
-    text = text.replace("\\\n", " ")
+    # shlex's comments=True would also cut `--dataset AI-MO/NuminaMath-TIR#5000` at the '#'
+    text = _strip_comments(text).replace("\\\n", " ")
     try:
-        return shlex.split(text, comments=True)
+        return shlex.split(text)
     except ValueError:
         return text.split()
 
@@ -109,6 +136,8 @@ class RunConfig:
     world_size_seen: int | None = None     # from the "rank: .. world_size: N" line
     command: str | None = None             # "rlhf", "sft", ...
     torchrun: dict[str, Any] = field(default_factory=dict)
+    launches: list["Launch"] = field(default_factory=list)  # each launch in command.txt: trainer, rollout server...
+    command_texts: list[str] = field(default_factory=list)  # raw command.txt / launcher texts (first few, capped)
     _dump_open: bool = False
 
     # ---------------------------------------------------------------- setters
@@ -129,8 +158,17 @@ class RunConfig:
 
     def add_command(self, text: str, source: str = "command") -> None:
         """A launcher script or a command line: env assignments, torchrun args and swift flags."""
+        if len(self.command_texts) < 4:
+            self.command_texts.append(text[:200_000])
         for m in _ENV.finditer(text):
             self.env.setdefault(m.group(1), m.group(2).strip("'\""))
+        for launch in split_launches(text):
+            if launch not in self.launches:
+                self.launches.append(launch)
+        for k, v in yaml_args(text).items():  # a pasted YAML config (trl recipes, swift config files)
+            if k not in self.args:
+                self.cli.setdefault(k, v)
+                self.set_arg(k, v, source)
         m = _SWIFT_CMD.search(text)
         if not m:
             # a bare argument list ("--rlhf_type grpo --model ...") as some people paste it
@@ -138,7 +176,7 @@ class RunConfig:
                 return
             tokens = split_shell(text)
             flags = parse_argv(tokens)
-            if not any(k in flags for k in ("rlhf_type", "model", "num_generations", "reward_funcs")):
+            if not any(k in flags for k in ("rlhf_type", "model", "num_generations", "reward_funcs", "external_plugins")):
                 return
         else:
             self.command = self.command or m.group(1) or m.group(2)
@@ -297,6 +335,61 @@ class RunConfig:
             "env": dict(sorted(self.env.items())),
             "world_size": self.world_size(),
         }
+
+
+@dataclass
+class Launch:
+    """One program started by a launcher script: ``swift rlhf``, ``swift rollout``, ``trl vllm-serve``..."""
+
+    command: str
+    env: dict[str, str] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
+
+
+_LAUNCH = re.compile(r"(?:^|(?<=[\s;]))(?:swift\s+(rlhf|sft|pt|rollout|deploy|infer)\b|trl\s+(vllm-serve)\b|"
+                     r"vllm\s+(serve)\b|\S*swift/cli/(rlhf|sft|pt|rollout|deploy|infer)\.py\b|(accelerate)\s+launch\b)")
+_ENV_LINE = re.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)[\s;]*)+\\?\s*")
+_ENV_ANY = re.compile(r"(?:^|[\s;])(?:export\s+)?([A-Z][A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
+_YAML_KV = re.compile(r"^([a-z][a-z0-9_]*)\s*:\s+(\S.*?)\s*$")
+
+
+def split_launches(text: str) -> list[Launch]:
+    """Each launch in a script with its own env block (the lines of ``VAR=value`` right above it, or inline)
+    and its own flags (up to the next launch's env block)."""
+    if len(text) > 1_000_000:
+        return []
+    found = list(_LAUNCH.finditer(text))
+    starts = []
+    for m in found:
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        start = line_start
+        while start > 0:
+            prev_start = text.rfind("\n", 0, start - 1) + 1
+            if not _ENV_LINE.fullmatch(text[prev_start:start - 1]):
+                break
+            start = prev_start
+        starts.append(start)
+    out = []
+    for i, m in enumerate(found):
+        end = starts[i + 1] if i + 1 < len(found) else len(text)
+        env = {e.group(1): e.group(2).strip("'\"") for e in _ENV_ANY.finditer(text[starts[i]:m.start()])}
+        flags = parse_argv(split_shell(text[m.end():max(end, m.end())]))
+        out.append(Launch(next(g for g in m.groups() if g), env, flags))
+    return out
+
+
+def yaml_args(text: str) -> dict[str, Any]:
+    """``key: value`` lines of a pasted YAML config (two or more), comments dropped."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines()[:2000]:
+        m = _YAML_KV.match(line.strip())
+        if not m:
+            continue
+        val = re.sub(r"\s+#.*$", "", m.group(2)).strip()
+        if not val or val.startswith(("//", "|", ">", "&", "*")):
+            continue
+        out[m.group(1)] = parse_value(val.strip("'\"") if val[:1] in "'\"" else val)
+    return out if len(out) >= 2 else {}
 
 
 _SUMMARY_KEYS = frozenset({

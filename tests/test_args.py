@@ -1,0 +1,284 @@
+"""Argument, GPU-layout, dataset, dependency and load_args checks (GD401-GD457, GD701-GD702).
+
+The fixes must carry this run's numbers and flags that exist in the version at hand; these tests feed
+small command/log texts through the real engine and check the arithmetic and the version switches.
+"""
+from __future__ import annotations
+
+import io
+
+from conftest import SHARED
+from doctor.engine import Session
+from doctor.registry import find_rule, load_catalog
+from doctor.sources.logtext import LineReader
+from doctor.sources.swiftconfig import RunConfig
+from doctor.checks.args import flag_advice, group_flags, split_argv
+
+REAL = SHARED / "real-swift" / "logs"
+SP = "/usr/local/lib/python3.10/site-packages"
+
+
+def run_text(log: str = "", command: str | None = None, rules: tuple[str, ...] | None = None):
+    metas = [m for m in load_catalog() if rules is None or m.id in rules]
+    s = Session(metas)
+    if command:
+        s.run.add_command(command, "command")
+    if log:
+        for line in LineReader("log.txt", [0]).lines(io.BytesIO(log.encode())):
+            s.feed_line(line)
+    return s.finish()
+
+
+def only(findings, rid):
+    got = [f for f in findings if f.rule_id == rid]
+    assert len(got) == 1, [f.rule_id for f in findings]
+    return got[0]
+
+
+def v4() -> RunConfig:
+    r = RunConfig()
+    r.major_hint = 4
+    return r
+
+
+# ---------------------------------------------------------------- GD401 remaining_argv
+
+def test_split_and_group_remaining_argv():
+    toks = split_argv("'--vllm_device', 'auto', '--num_infer_workers', '2', 'stray'")
+    flags, stray = group_flags(toks)
+    assert flags == [("vllm_device", ["auto"]), ("num_infer_workers", ["2", "stray"])]
+    flags, stray = group_flags(split_argv("'accuracy', '--foo=1'"))
+    assert stray == ["accuracy"] and flags == [("foo", ["1"])]
+
+
+def test_flag_advice_versions_and_typos():
+    r = v4()
+    assert "`--tuner_type full`" in flag_advice("train_type", ["full"], r)
+    assert "--vllm_gpu_memory_utilization 0.5" in flag_advice("gpu_memory_utilization", ["0.5"], r)
+    assert "did you mean --num_generations" in flag_advice("num_generation", ["8"], r)
+    r3 = RunConfig()
+    r3.versions["ms-swift"] = "3.9.2"
+    # a 4.x flag on 3.x: the 3.x name, not an upgrade hint
+    assert "--train_type full" in flag_advice("tuner_type", ["full"], r3)
+    # exists in 4.6 but this 3.9 rejected it
+    assert "pip install -U 'ms-swift>=3.12'" in flag_advice("num_generations_eval", ["4"], r3)
+    assert "but not of the version installed here (ms-swift 3.9.2)" in flag_advice("vllm_enable_expert_parallel", [], r3)
+
+
+def test_remaining_argv_real_log_names_tuner_type():
+    f = only(run_text((REAL / "legacy_train_type_flag" / "log.txt").read_text()), "GD401")
+    assert "--train_type" in f.message and "ms-swift 4.x" in f.message
+    assert f.fix == ("Replace `--train_type full` with `--tuner_type full` (ms-swift 4.0 renamed --train_type to "
+                     "--tuner_type; 4.0.x still accepted the old name with a deprecation warning, 4.1 removed it).",)
+
+
+def test_source_code_line_is_not_evidence():
+    # the traceback prints the raising source line, which holds the same words as the message
+    log = ("  File \"x/swift/arguments/rlhf_args.py\", line 447, in _init_rollout\n"
+           "    raise ValueError('vllm_mode is required when use_vllm is true')\n"
+           "ValueError: vllm_mode is required when use_vllm is true\n")
+    f = only(run_text(log, rules=("GD403",)), "GD403")
+    assert [e.line for e in f.evidence] == [3]
+
+
+# ---------------------------------------------------------------- GD402 argparse
+
+def test_argparse_choices_py312_format_without_quotes():
+    f = only(run_text("rlhf.py: error: argument --vllm_mode/--vllm-mode: invalid choice: 'x' "
+                      "(choose from server, colocate)\n", rules=("GD402",)), "GD402")
+    assert f.fix[0] == "Use --vllm_mode server or colocate (the values are case-sensitive)."
+
+
+# ---------------------------------------------------------------- GD408 / GD410 / GD421 arithmetic
+
+def test_ngpu_assert_more_procs_than_gpus():
+    f = only(run_text("AssertionError: n_gpu: 2, local_world_size: 4\n", rules=("GD408",)), "GD408")
+    assert "NPROC_PER_NODE is 4 but only 2 GPU(s)" in f.message
+    assert f.fix[0].startswith("NPROC_PER_NODE=2 ") and "CUDA_VISIBLE_DEVICES=0,1,2,3" in f.fix[0]
+
+
+def test_ngpu_assert_not_multiple():
+    f = only(run_text("AssertionError: n_gpu: 8, local_world_size: 3\n", rules=("GD408",)), "GD408")
+    assert "8 is not a multiple of 3" in f.message
+    assert "(2, 4, 8)" in f.fix[1]
+
+
+def test_tp_divisors():
+    f = only(run_text("ValueError: vllm_tensor_parallel_size (4) must divide world size (6) evenly.\n",
+                      rules=("GD410",)), "GD410")
+    assert "6 % 4 = 2" in f.message
+    assert f.fix[0].startswith("--vllm_tensor_parallel_size 1 or 2 or 3 or 6")
+    assert "= 8)" in f.fix[1]
+
+
+def test_deepspeed_device_map_numbers():
+    f = only(run_text("ValueError: DeepSpeed is not compatible with `device_map`. n_gpu: 8, local_world_size: 2.\n",
+                      rules=("GD421", "GD408")), "GD421")
+    assert "over 4 GPUs" in f.message and f.fix[0].startswith("NPROC_PER_NODE=8")
+
+
+# ---------------------------------------------------------------- GD420 GPU layout from the config
+
+CMD = """CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 \\
+NPROC_PER_NODE={n} \\
+swift rlhf --rlhf_type grpo --model m --per_device_train_batch_size 1 --gradient_accumulation_steps 8 \\
+  --num_generations 8 {extra}"""
+
+
+def test_idle_gpus_seed02_numbers():
+    f = only(run_text(command=CMD.format(n=3, extra="")), "GD420")
+    assert "only 3 are used" in f.message and "5 GPU(s) per node sit idle" in f.message
+    assert f.fix[0].startswith("NPROC_PER_NODE=8") and "CUDA_VISIBLE_DEVICES=0,1,2 " in f.fix[1]
+    assert "8 x per_device_train_batch_size 1 x gradient_accumulation_steps 8 = 64" in f.fix[2]
+
+
+def test_multiple_means_device_map_not_idle():
+    f = only(run_text(command=CMD.format(n=4, extra="")), "GD420")
+    assert "over 2 GPUs (device_map)" in f.message
+
+
+def test_no_warning_when_all_gpus_train():
+    assert not [f for f in run_text(command=CMD.format(n=8, extra="")) if f.rule_id == "GD420"]
+
+
+def test_v34_inference_workers_count_as_used():
+    cmd = CMD.format(n=6, extra="--use_vllm true --vllm_device auto --num_infer_workers 2")
+    assert not [f for f in run_text(command=cmd) if f.rule_id == "GD420"]
+
+
+def test_rollout_server_gpus_belong_to_its_own_launch():
+    cmd = ("CUDA_VISIBLE_DEVICES=4,5,6,7 swift rollout --model m --vllm_data_parallel_size 4\n\n"
+           "CUDA_VISIBLE_DEVICES=0,1,2,3 NPROC_PER_NODE=4 swift rlhf --rlhf_type grpo --model m --use_vllm true "
+           "--vllm_mode server --vllm_server_host 127.0.0.1\n")
+    assert not [f for f in run_text(command=cmd) if f.rule_id == "GD420"]
+    # the same, with the trainer seeing all 8 GPUs: its own env says so
+    cmd2 = cmd.replace("CUDA_VISIBLE_DEVICES=0,1,2,3 NPROC", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 NPROC")
+    f = only(run_text(command=cmd2), "GD420")
+    assert "over 2 GPUs" in f.message
+
+
+def test_single_process_many_gpus():
+    f = only(run_text(command="CUDA_VISIBLE_DEVICES=0,1,2,3 swift rlhf --rlhf_type grpo --model m"), "GD420")
+    assert "NPROC_PER_NODE is not set" in f.message and f.fix[0].startswith("NPROC_PER_NODE=4 ")
+
+
+def test_tp_warning_from_config_and_silence_after_the_error():
+    cmd = ("NPROC_PER_NODE=6 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 swift rlhf --rlhf_type grpo --model m --use_vllm true "
+           "--vllm_mode colocate --vllm_tensor_parallel_size 4")
+    f = only(run_text(command=cmd), "GD420")
+    assert "does not divide the world size 6" in f.message
+    found = run_text("ValueError: vllm_tensor_parallel_size (4) must divide world size (6) evenly.\n", command=cmd)
+    assert not [x for x in found if x.rule_id == "GD420"] and [x for x in found if x.rule_id == "GD410"]
+
+
+# ---------------------------------------------------------------- GD414 comment inside a command
+
+def test_comment_line_drops_following_flags():
+    cmd = ("swift rlhf \\\n    --rlhf_type grpo \\\n    --gradient_accumulation_steps 8 \\\n    # --eval_steps 200 \\\n"
+           "    --save_steps 1 \\\n    --max_length 5192 \\\n    --output_dir out\n")
+    f = only(run_text(command=cmd), "GD414")
+    assert "--save_steps, --max_length, --output_dir" in f.message
+    assert not [x for x in run_text(command=cmd.replace("    # --eval_steps 200 \\\n", ""))
+                if x.rule_id == "GD414"]
+    # a comment after the last line of the command drops nothing
+    assert not [x for x in run_text(command="swift rlhf \\\n  --a 1 \\\n  # --b 2\n\necho done\n")
+                if x.rule_id == "GD414"]
+
+
+# ---------------------------------------------------------------- GD432 length: error vs warning
+
+def test_max_length_rows_skipped_in_a_run_that_trains_is_a_warning():
+    log = ("swift.template.base.MaxLengthError: Current length of row(3000) is larger than the max_length(2048).\n"
+           "[INFO:swift] End time of running main: 2026-01-01 00:00:00\n")
+    f = only(run_text(log, command="swift rlhf --rlhf_type grpo --max_completion_length 1024 --max_length 2048",
+                      rules=("GD432",)), "GD432")
+    assert f.severity.name == "warning"
+    assert "--max_length 3072" in f.fix[0] and "3072 + 1024 = 4096" in f.fix[2]
+
+
+# ---------------------------------------------------------------- GD436 / GD455 do not steal reward errors
+
+def test_keyerror_prompt_in_reward_function_is_not_gd436():
+    log = "\n".join([
+        "Traceback (most recent call last):",
+        f'  File "{SP}/swift/rlhf_trainers/grpo_trainer.py", line 300, in _prepare_inputs',
+        "    batch = self._generate_and_score_completions(inputs)",
+        '  File "/work/plugin.py", line 20, in __call__',
+        "    q = kwargs['prompt']",
+        "KeyError: 'prompt'"]) + "\n"
+    assert not [f for f in run_text(log) if f.rule_id == "GD436"]
+
+
+def test_string_indices_in_reward_function_is_not_gd455():
+    log = "\n".join([
+        "Traceback (most recent call last):",
+        f'  File "{SP}/swift/rlhf_trainers/grpo_trainer.py", line 300, in _prepare_inputs',
+        "    batch = self._generate_and_score_completions(inputs)",
+        '  File "/work/my_reward.py", line 9, in accuracy_reward',
+        '    text = c["prompt"]',
+        "TypeError: string indices must be integers"]) + "\n"
+    assert not [f for f in run_text(log) if f.rule_id == "GD455"]
+
+
+# ---------------------------------------------------------------- deps
+
+def test_swift_3x_module_on_4x():
+    log = (f'  File "{SP}/swift/pipelines/base.py", line 18, in __init__\n'
+           "ModuleNotFoundError: No module named 'swift.llm'\n")
+    f = only(run_text(log, rules=("GD450",)), "GD450")
+    assert "ms-swift 3.x module" in f.message and "swift.plugin (ORM, orms) -> swift.rewards" in f.fix[0]
+
+
+def test_trl_require_version_keeps_the_readme_cap():
+    f = only(run_text("ImportError: trl>=0.20 is required for a normal functioning of this module, but found "
+                      "trl==0.19.1.\n", rules=("GD452",)), "GD452")
+    assert f.fix[0] == "pip install 'trl>=0.20,<0.29'"
+    assert f.message.startswith("trl==0.19.1 is installed, but trl>=0.20 is required.")
+
+
+# ---------------------------------------------------------------- GD701 load_args
+
+DUMP = "[INFO:swift] args: RLHFArguments(\n{kv}\n)\n"
+
+
+def test_forced_lora_names_the_args_json_and_version_default():
+    log = ("[INFO:swift] Successfully loaded /ckpt/qwen-sft/checkpoint-500-merged/args.json.\n"
+           "[INFO:swift] rank: -1, local_rank: -1, world_size: 1, local_world_size: 1\n"
+           + DUMP.format(kv="load_args=True,\ntrain_type=lora,") +
+           "[INFO:swift] swift.__version__: 3.1.1\n"
+           "[INFO:swift] model_parameter_info: PeftModelForCausalLM: 7000.1M Params (20.1M Trainable [0.2871%]), "
+           "0.0000M Buffers.\n")
+    f = only(run_text(log, command="swift rlhf --rlhf_type grpo --model /ckpt/qwen-sft/checkpoint-500-merged "
+                                   "--train_type full", rules=("GD701",)), "GD701")
+    assert "--train_type full" in f.message and "/ckpt/qwen-sft/checkpoint-500-merged/args.json" in f.message
+    assert "swift export --merge_lora" in f.message
+    assert "3.0-3.1.x training loads args.json by default" in f.fix[0]
+
+
+def test_no_forced_lora_when_full_ran_full_or_lora_was_asked():
+    full = DUMP.format(kv="tuner_type=full,") + \
+        "[INFO:swift] model_parameter_info: Qwen2ForCausalLM: 0.1030M Params (0.1030M Trainable [100.0000%])\n"
+    assert not run_text(full, command="swift rlhf --tuner_type full", rules=("GD701",))
+    lora = DUMP.format(kv="tuner_type=lora,") + \
+        "[INFO:swift] model_parameter_info: PeftModelForCausalLM: 0.1194M Params (0.0164M Trainable [13.7%])\n"
+    assert not run_text(lora, command="swift rlhf --tuner_type lora", rules=("GD701",))
+    assert not run_text(lora, rules=("GD701",))  # nothing asked on the command line: no claim
+
+
+def test_real_merged_load_args_false_is_not_flagged():
+    log = (REAL / "full_from_merged_load_args_false" / "log.txt").read_text()
+    cmd = (REAL / "full_from_merged_load_args_false" / "command.txt").read_text()
+    assert not run_text(log, command=cmd, rules=("GD701",))
+
+
+def test_catalog_rules_of_this_area_exist():
+    for rid in ("GD401", "GD414", "GD420", "GD436", "GD455", "GD701", "GD702"):
+        assert find_rule(rid) is not None
+
+
+def test_hfargumentparser_unused_args_in_a_trl_script():
+    f = only(run_text("ValueError: Some specified arguments are not used by the HfArgumentParser: "
+                      "['--vllm_device', 'cuda:7', '--num_generation', '8']\n", rules=("GD401",)), "GD401")
+    assert f.message.startswith("The argument parser does not know --vllm_device, --num_generation")
+    assert "trl vllm-serve" in f.fix[0] and "did you mean --num_generations" in f.fix[1]
+    assert "ms-swift 3.6" not in " ".join(f.fix)
