@@ -204,6 +204,10 @@ def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
     if cands:
         fix.append(f"--num_generations {' or '.join(map(str, nearest(cands, 8)))} (divisors of the generation "
                    f"batch {n} x {b} x {s} = {gbs}); 4 to 16 is usual.")
+        if max(cands) < 4:
+            b4 = b * 4 // gcd(gbs, 4)
+            fix.append(f"For groups of 4: --num_generations 4 --per_device_train_batch_size {b4} "
+                       f"({n} x {b4} x {s} = {n * b4 * s} completions per generation step).")
     else:
         fix.append(f"--num_generations 4 with --per_device_train_batch_size 4 (the generation batch "
                    f"world size x batch x steps_per_generation = {gbs} must be a multiple of it).")
