@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import replace
 from typing import Any, Iterable
 
-import regex
+import re
 
 from . import model
 from .model import (COMPLETIONS, EXCEPTION, LINE, METRICS, RUN_END, ExceptionInfo, Finding, LogLine, Metrics,
@@ -70,8 +70,9 @@ class Session:
         gate_words = set(lit_rules) | set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | {
             ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout"}
         gate_words.update(_END_MARKERS)
-        # one C-level scan per line decides whether any rule can care about it
-        self._gate = regex.compile("|".join(regex.escape(w) for w in sorted(gate_words, key=len, reverse=True)))
+        # one C-level scan per line decides whether any rule can care about it (the stdlib engine is ~4x
+        # faster than `regex` on a plain alternation of literals)
+        self._gate = re.compile("|".join(re.escape(w) for w in sorted(gate_words, key=len, reverse=True)))
         self._lit_list = list(lit_rules.items())
 
     # ------------------------------------------------------------------ feeding
