@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..model import Report
+from . import run_line
 
 
 def _fence(text: str) -> str:
@@ -10,19 +11,9 @@ def _fence(text: str) -> str:
 
 def render(report: Report) -> str:
     out: list[str] = ["## grpo-doctor report", ""]
-    run = report.run
-    bits = []
-    if run.get("framework_version"):
-        bits.append(f"ms-swift {run['framework_version']}")
-    elif run.get("framework_major"):
-        bits.append(f"ms-swift {run['framework_major']}.x")
-    for name, ver in (run.get("versions") or {}).items():
-        if name != "ms-swift":
-            bits.append(f"{name} {ver}")
-    if run.get("world_size"):
-        bits.append(f"world size {run['world_size']}")
-    if bits:
-        out += ["Run: " + ", ".join(bits), ""]
+    summary = run_line(report.run)
+    if summary:
+        out += ["Run: " + summary, ""]
     if not report.findings:
         out += ["No problem found.", ""]
     for i, f in enumerate(report.findings, 1):

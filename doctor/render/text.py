@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..model import Report, Role, Severity
+from . import run_line
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}
 
@@ -17,20 +18,10 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     if width is None:
         width = shutil.get_terminal_size((120, 40)).columns if color else 400
     con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=not color)
-    run = report.run
-    bits = []
-    if run.get("framework_version"):
-        bits.append(f"ms-swift {run['framework_version']}")
-    elif run.get("framework_major"):
-        bits.append(f"ms-swift {run['framework_major']}.x")
-    for name, ver in (run.get("versions") or {}).items():
-        if name != "ms-swift":
-            bits.append(f"{name} {ver}")
-    if run.get("world_size"):
-        bits.append(f"world size {run['world_size']}")
     head = "grpo-doctor " + report.tool_version
-    if bits:
-        head += " · " + ", ".join(bits)
+    summary = run_line(report.run)
+    if summary:
+        head += " · " + summary
     con.print(f"[dim]{escape(head)}[/dim]")
     con.print(f"[dim]inputs: {escape(', '.join(i.path for i in report.inputs))}[/dim]")
     if not report.findings:
