@@ -57,6 +57,13 @@ def _layout_advice(run: RunConfig) -> str | None:
     return None
 
 
+def _lead(maybe: str, text: str) -> str:
+    """Prefix an optional condition; without one, capitalise a sentence that starts with a plain word."""
+    if maybe:
+        return maybe + text
+    return text[:1].upper() + text[1:] if text.split(" ", 1)[0].isalpha() else text
+
+
 class DeviceMismatch(PatternRule):
     """'Expected all tensors to be on the same device' outside vLLM's own code (GD234 takes those)."""
 
@@ -110,23 +117,24 @@ class DeviceMismatch(PatternRule):
                 fix.append(f"vllm_device was deprecated in trl 0.16 and removed in 0.18: with a newer trl run "
                            f"`CUDA_VISIBLE_DEVICES={idx} trl vllm-serve --model <model>` and train on the other GPUs "
                            f"with use_vllm: true and vllm_mode: server.")
-        elif f.framework == "swift" and (vdev or f.use_vllm):
+        elif f.framework == "swift" and (vdev or f.use_vllm or f.use_vllm is None):
+            maybe = "" if (vdev or f.use_vllm) else "If this run generates with vLLM (use_vllm is not in the log), "
             if mm is not None and mm >= (3, 6):
                 if vdev:
                     fix.append(f"vllm_device was removed in ms-swift 3.6 (this is {ctx.run.swift_version}); drop it.")
-                fix.append("Place vLLM with --vllm_mode colocate (each rank runs its own engine on its own GPU) or "
+                fix.append(_lead(maybe, "place vLLM with --vllm_mode colocate (each rank runs its own engine on its own GPU) or "
                            "--vllm_mode server with `CUDA_VISIBLE_DEVICES=<spare GPU> swift rollout --model <model>` and "
-                           "--vllm_server_host/--vllm_server_port on the trainer.")
+                           "--vllm_server_host/--vllm_server_port on the trainer."))
             elif mm is not None and mm < (3, 5):
-                fix.append("ms-swift 3.1.1-3.4 put vLLM on vllm_device: keep it outside the training GPUs "
+                fix.append(_lead(maybe, "ms-swift 3.1.1-3.4 put vLLM on vllm_device: keep it outside the training GPUs "
                            "(NPROC_PER_NODE = visible GPUs minus the vLLM ones), or upgrade to ms-swift >= 3.5 and use "
-                           "--vllm_mode colocate / server.")
+                           "--vllm_mode colocate / server."))
             else:
-                fix.append("On ms-swift >= 3.5 place vLLM with --vllm_mode colocate or --vllm_mode server (swift rollout "
-                           "on its own GPUs); vllm_device exists only in 3.1.1-3.5.")
+                fix.append(_lead(maybe, "on ms-swift >= 3.5 place vLLM with --vllm_mode colocate or --vllm_mode server (swift rollout "
+                           "on its own GPUs); vllm_device exists only in 3.1.1-3.5."))
             vv = _vtuple(ctx.run.versions.get("vllm"))
             if vv is None or vv < (0, 7, 2):
-                fix.append("Use vLLM >= 0.7.2 (older releases mis-place the engine in multi-GPU GRPO runs).")
+                fix.append(_lead(maybe, "use vLLM >= 0.7.2 (older releases mis-place the engine in multi-GPU GRPO runs)."))
         lay = _layout_advice(ctx.run)
         if lay:
             fix.insert(0, lay)
@@ -143,7 +151,7 @@ class DeviceMismatch(PatternRule):
             else:
                 fix.append("Use flash-attention instead of xformers (attn_implementation='flash_attention_2' for the "
                            "model, VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM).")
-        elif f.use_vllm and str(ctx.run.args.get("attn_impl") or "") not in ("flash_attn", "flash_attention_2"):
+        elif f.use_vllm is not False and str(ctx.run.args.get("attn_impl") or "") not in ("flash_attn", "flash_attention_2"):
             fix.append("If the log shows the xformers attention backend, use flash-attn instead "
                        + ("(--attn_impl flash_attn; VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM)" if f.framework == "swift"
                           else "(VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM)")
