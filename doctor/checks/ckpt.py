@@ -14,7 +14,8 @@ from typing import Any
 from ..model import CHECKPOINT, Evidence, Finding, Severity
 from ..rules import FinishContext, Rule
 from ..sources.checkpoint import SHARD_RE, CheckpointFacts
-from .ckpt_facts import (DTYPE_WIDTH, CkptInput, base_dtype, expected_full_params, fmt_bytes, fmt_params, intent,
+from ..sources.checkpoint import config_dtype
+from .ckpt_facts import (CONFIG_TO_ST, DTYPE_WIDTH, CkptInput, base_dtype, expected_full_params, fmt_bytes, fmt_params, intent,
                          kind, major_minor, newest_per_run, parts, run_config, swift_version, tuner_value)
 
 
@@ -364,12 +365,18 @@ class Bloat(_CkptRule):
                                "--resume_only_model).")
             if p.weight_dtype == "F32" and p.params:
                 bdt, bsrc = base_dtype(f)
+                cdt = CONFIG_TO_ST.get(config_dtype(f.json("config.json")) or "", None)
+                if bdt not in ("BF16", "F16") and cdt in ("BF16", "F16"):
+                    bdt, bsrc = cdt, "config.json"
                 half = p.weights // 2 + (p.optimizer // 2 if not f.deepspeed_tags else 0)
-                causes.append("float32 weights" + (f" from a {bdt} base ({bsrc})" if bdt in ("BF16", "F16") else ""))
-                fixes.append(f"--torch_dtype bfloat16 (bf16 weights{' and optimizer moments' if not f.deepspeed_tags else ''}):"
-                             f" saves {fmt_bytes(half)} per checkpoint" + (" (on CPU add --use_cpu true)"
-                                                                           if rc.args.get("use_cpu") is False else "")
-                             + ".")
+                saving = (f"--torch_dtype bfloat16 (bf16 weights{' and optimizer moments' if not f.deepspeed_tags else ''})"
+                          f": saves {fmt_bytes(half)} per checkpoint"
+                          + (" (on CPU add --use_cpu true)" if rc.args.get("use_cpu") is False else ""))
+                if bdt in ("BF16", "F16"):
+                    causes.append(f"float32 weights from a {bdt} base ({bsrc})")
+                    fixes.append(saving + ".")
+                elif causes:
+                    fixes.append(saving + ", if the base model is published in bf16.")
             limit = rc.args.get("save_total_limit")
             if n_ckpt > 2 and limit in (None, "None"):
                 sizes = sorted(f.siblings.items(), key=lambda kv: int(kv[0].split("-")[-1]))
