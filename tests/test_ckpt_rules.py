@@ -195,3 +195,12 @@ def test_fail_on_warning(tmp_path):
     d = full_checkpoint(tmp_path / "checkpoint-2", optimizer_factor=2.0)
     assert cli("check-ckpt", str(d)).returncode == 0  # a bloat warning only
     assert cli("check-ckpt", str(d), "--fail-on", "warning").returncode == 1
+
+
+def test_dangling_last_checkpoint_link(tmp_path):
+    run = tmp_path / "v0"
+    d = full_checkpoint(run / "checkpoint-4", optimizer_factor=0)
+    (run / "last-checkpoint").symlink_to("checkpoint-6")
+    f = check_checkpoint_dirs([d])
+    assert ids(f) == ["GD802"] and "points to checkpoint-6, which does not exist" in f[0].message
+    assert any("ln -sfn checkpoint-4" in x for x in f[0].fix)

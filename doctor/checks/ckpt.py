@@ -309,9 +309,15 @@ def _adapter_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
 class Corrupt(_CkptRule):
     def finish(self, ctx: FinishContext) -> list[Finding]:
         out = []
+        newest = {id(g[-1]) for g in newest_per_run(self.inputs)}
         for inp in self.inputs:
             f = inp.facts
             reasons = corrupt_reasons(f)
+            if id(inp) in newest:  # run-level links, reported once per run
+                for link, (target, exists) in sorted(f.run_links.items()):
+                    if not exists:
+                        reasons.append((f"../{link}", f"(in the run directory) points to {target}, which does not "
+                                        f"exist", f"ln -sfn {f.name} {posixpath.join(f.run_dir or '..', link)}"))
             if not reasons:
                 continue
             first = reasons[0]
