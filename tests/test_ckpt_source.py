@@ -170,3 +170,27 @@ def test_group_paths_files_dirs_and_runs(tmp_path):
         group_paths([str(tmp_path / "empty")])
     with pytest.raises(InputError, match="no such file"):
         group_paths([str(tmp_path / "nope")])
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=0, max_value=400), flips=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 255)),
+                                                                    max_size=3))
+def test_damaged_files_never_crash_and_never_false_alarm(tmp_path, cut, flips):
+    """Any truncation or byte damage: no exception; when the library accepts the file we report no problem,
+    and when it rejects a truncated file we say why."""
+    p = tmp_path / "d.safetensors"
+    save_file({"a": np.zeros((4, 4), dtype=np.float16), "b": np.zeros((3,), dtype=np.float32)}, str(p))
+    raw = bytearray(p.read_bytes())
+    for pos, val in flips:
+        if pos < len(raw):
+            raw[pos] = val
+    raw = raw[:max(0, len(raw) - cut)] if cut else raw
+    p.write_bytes(bytes(raw))
+    h = _facts(p)
+    if h.lib_error is None:
+        assert h.problems == [] and h.lfs is None
+    if cut and not flips:
+        assert h.lib_error is not None and h.problems
