@@ -204,3 +204,14 @@ def test_dangling_last_checkpoint_link(tmp_path):
     f = check_checkpoint_dirs([d])
     assert ids(f) == ["GD802"] and "points to checkpoint-6, which does not exist" in f[0].message
     assert any("ln -sfn checkpoint-4" in x for x in f[0].fix)
+
+
+def test_deepspeed_latest_names_a_missing_tag(tmp_path):
+    d = full_checkpoint(tmp_path / "checkpoint-6", optimizer_factor=0)
+    (d / "latest").write_text("global_step6")
+    (d / "global_step4").mkdir()
+    (d / "global_step4" / "mp_rank_00_model_states.pt").write_bytes(b"x")
+    f = check_checkpoint_dirs([d])
+    assert ids(f) == ["GD802"] and "names DeepSpeed tag 'global_step6', but there is no global_step6/" in f[0].message
+    (d / "latest").write_text("v1.2")  # not a DeepSpeed tag: not ours to judge
+    assert check_checkpoint_dirs([d]) == []

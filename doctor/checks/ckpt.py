@@ -171,7 +171,7 @@ def corrupt_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
             out.append((name, f"is a git-LFS pointer ({ff.size} bytes)" + (f" to a {fmt_bytes(int(real))} file"
                         if real and real.isdigit() else "") + ", not the file itself",
                         f"git lfs pull --include \"{posixpath.join(f.path, name)}\""))
-        elif ff.size == 0:
+        elif ff.size == 0 and name.endswith((".safetensors", ".bin", ".pt", ".pth", ".json", "latest")):
             out.append((name, "is empty (0 bytes)", "copy it again from the machine that trained, or re-save"))
         elif ff.zip_ok is False:
             out.append((name, f"is cut short: {fmt_bytes(ff.size)} with no zip end record (torch.save did not "
@@ -189,7 +189,7 @@ def corrupt_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
                                                           if name == "trainer_state.json" else "")))
     out += _index_reasons(f)
     out += _adapter_reasons(f)
-    if f.latest and f.deepspeed_tags is not None and f.latest not in f.deepspeed_tags and "latest" in f.files:
+    if f.latest and re.match(r"global_step\d+$", f.latest) and f.latest not in f.deepspeed_tags:
         out.append(("latest", f"names DeepSpeed tag {f.latest!r}, but there is no {f.latest}/ folder",
                     "copy the folder, or resume with --resume_only_model (weights only)"))
     n_full, src = expected_full_params(f)
@@ -362,7 +362,7 @@ class Bloat(_CkptRule):
             n_ckpt = max(len(f.siblings), 1)
             resumable = p.optimizer + p.ds_model + sum(
                 ff.size for n, ff in f.files.items() if n.rsplit("/", 1)[-1].startswith(("rng_state", "scheduler")))
-            if p.optimizer >= 1.5 * w or p.ds_model:
+            if p.optimizer + p.ds_model >= 1.5 * w:
                 causes.append("optimizer states")
                 fixes.append(f"--save_only_model true: drops optimizer, scheduler, RNG and DeepSpeed states, "
                              f"{fmt_bytes(resumable)} per checkpoint ({fmt_bytes(p.total - resumable)} left)"
