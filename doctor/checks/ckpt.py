@@ -7,6 +7,7 @@ save_only_model, save_total_limit, DeepSpeed layout).
 """
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from typing import Any
@@ -65,10 +66,10 @@ class AdapterOnly(_CkptRule):
         acfg = f.json("adapter_config.json") if isinstance(f.json("adapter_config.json"), dict) else {}
         ad_params = h.numel if h is not None and h.ok else None
         names = ", ".join(i.facts.name for i in adapters)
+        detail = ([f"{fmt_params(ad_params)} params"] if ad_params else []) + (
+            [f"r={acfg.get('r')}"] if acfg.get("r") else [])
         what = (f"{names} hold{'s' if len(adapters) == 1 else ''} only a LoRA adapter: {ad_name} "
-                f"{fmt_bytes(ad_size)}" + (f" ({fmt_params(ad_params)} params" if ad_params else "")
-                + (f", r={acfg.get('r')}" if acfg.get("r") else "") + (")" if ad_params else "")
-                + ", and no model*.safetensors")
+                f"{fmt_bytes(ad_size)}" + (f" ({', '.join(detail)})" if detail else "") + ", and no model*.safetensors")
         n_full, n_src = expected_full_params(f)
         if n_full:
             width = DTYPE_WIDTH.get(base_dtype(f)[0] or "BF16", 2)
@@ -97,7 +98,7 @@ class AdapterOnly(_CkptRule):
             cause = (f"{why_on}; ms-swift then force-loads {flag} from {src}{origin}, overriding the command line, "
                      f"and the resolved {flag} is {args.get(flag)!s}.")
         elif args:
-            cause = (f"args.json records {flag}={args.get(flag)!s} and load_args={args.get('load_args')!s}: the "
+            cause = (f"args.json records {flag}={args.get(flag)!s} and load_args={json.dumps(args.get('load_args'))}: the "
                      f"command that wrote it did not get --{flag} full (ms-swift's default is lora).")
         else:
             cause = "The checkpoint has no args.json to say why."

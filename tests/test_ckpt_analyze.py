@@ -1,0 +1,45 @@
+"""analyze RUN_DIR feeds the checkpoint-N/ folders it finds to the checkpoint rules (their files are still
+not read as logs), and the log's own diagnosis of a forced LoRA (GD701) absorbs the checkpoint's (GD801)."""
+from __future__ import annotations
+
+import os
+
+from ckpt_util import full_checkpoint
+from conftest import ROOT
+from doctor.analyze import analyze
+
+CKPT = ROOT / "fixtures" / "ckpt"
+
+
+def _in_ckpt_fixtures(*paths: str):
+    old = os.getcwd()
+    os.chdir(CKPT)
+    try:
+        return analyze(list(paths)).to_json()
+    finally:
+        os.chdir(old)
+
+
+def test_healthy_real_lora_run_with_checkpoints():
+    rep = _in_ckpt_fixtures("real-lora-healthy")
+    kinds = [i["kind"] for i in rep["inputs"]]
+    assert kinds.count("checkpoint") == 3 and "log" in kinds and "metrics" in kinds
+    assert [f for f in rep["findings"] if f["severity"] == "error"] == []
+    assert not any(i["path"].endswith((".safetensors", ".pt", ".pth", ".bin")) for i in rep["inputs"])
+
+
+def test_forced_lora_log_and_checkpoint_give_one_finding():
+    rep = _in_ckpt_fixtures("real-lora-forced-by-load-args")
+    ids = [f["rule_id"] for f in rep["findings"]]
+    assert ids[0] == "GD701" and "GD801" not in ids
+    ev = [e["path"] for e in rep["findings"][0]["evidence"]]
+    assert any(p.endswith("log.txt") for p in ev)
+    assert any(p.endswith("checkpoint-4/adapter_model.safetensors") for p in ev)
+
+
+def test_run_dir_with_only_checkpoints(tmp_path):
+    d = full_checkpoint(tmp_path / "out" / "checkpoint-3", optimizer_factor=0)
+    os.truncate(d / "model.safetensors", 64)
+    rep = analyze([str(tmp_path / "out")]).to_json()
+    assert rep["inputs"] == [{"path": str(d), "kind": "checkpoint"}]
+    assert [f["rule_id"] for f in rep["findings"]] == ["GD802"]
