@@ -31,6 +31,13 @@ def provenance(case: str) -> dict:
     return tomllib.loads((CKPT / case / "provenance.toml").read_text(encoding="utf-8"))
 
 
+@pytest.fixture(autouse=True)
+def _no_base_lookup(monkeypatch):
+    """Goldens must not depend on whether this machine has the base model the fixture's args.json names."""
+    import doctor.sources.checkpoint as ck
+    monkeypatch.setattr(ck, "LOOK_UP_BASE", False)
+
+
 def report_for(case: str) -> dict:
     prov = provenance(case)
     old = os.getcwd()

@@ -159,7 +159,7 @@ def test_watch_api_dedups_and_accepts_strings(tmp_path):
     (d / "trainer_state.json").write_text('{"global_step": 2, "max_')
     f = check_checkpoint_dirs([str(d), d, str(d) + "/"])
     assert ids(f) == ["GD802"] and f[0].count == 1
-    assert "trainer_state.json not valid JSON" in f[0].message
+    assert "trainer_state.json is broken: not valid JSON" in f[0].message
 
 
 # ------------------------------------------------------------------ CLI contract

@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT
 
 CKPT = ROOT / "fixtures" / "ckpt"
-GOOD = CKPT / "real-full-bf16-save-only-model"
+GOOD = CKPT / "real-lora-healthy"
 BAD = CKPT / "edge-truncated-safetensors" / "checkpoint-2"
 
 

@@ -183,10 +183,10 @@ def corrupt_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
             continue
         why = h.problems[0] if h.problems else "the safetensors parser rejects it"
         lib = f" (safetensors: {h.lib_error})" if h.lib_error else ""
-        out.append((name, why + lib, "copy it again from the source; a loader will fail on it"))
+        out.append((name, "is broken: " + why + lib, "copy it again from the source; a loader will fail on it"))
     for name, j in sorted(f.jsons.items()):
         if j.error and name not in listed:
-            out.append((name, j.error, "copy it again" + (" (trainer_state.json is needed to resume)"
+            out.append((name, "is broken: " + j.error, "copy it again" + (" (trainer_state.json is needed to resume)"
                                                           if name == "trainer_state.json" else "")))
     out += _index_reasons(f)
     out += _adapter_reasons(f)
@@ -288,13 +288,13 @@ def _adapter_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
     out = []
     lora = [(m, t) for t in h.tensors if (m := _LORA_KEY.match(t.name))]
     if not lora:
-        return [(files[0], f"holds {len(h.tensors)} tensor(s) and none is a LoRA weight (lora_A/lora_B) although "
+        return [(files[0], f"does not match adapter_config.json: it holds {len(h.tensors)} tensor(s) and none is a LoRA weight (lora_A/lora_B) although "
                  f"adapter_config.json says peft_type LORA", "the adapter file is from another run: copy it again")]
     bad_rank = [(m, t) for m, t in lora if ranks and t.shape and
                 (t.shape[0] if m.group("ab") == "A" else t.shape[-1]) not in ranks]
     if bad_rank:
         m, t = bad_rank[0]
-        out.append((files[0], f"{len(bad_rank)} LoRA tensor(s) have rank {t.shape[0] if m.group('ab') == 'A' else t.shape[-1]}"
+        out.append((files[0], f"does not match adapter_config.json: {len(bad_rank)} LoRA tensor(s) have rank {t.shape[0] if m.group('ab') == 'A' else t.shape[-1]}"
                     f" but adapter_config.json says r={r}, e.g. {t.name} {list(t.shape)}",
                     "adapter_config.json and the weights come from different runs: copy both from the same checkpoint"))
     if isinstance(targets, list) and targets:
@@ -302,7 +302,7 @@ def _adapter_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
         off = sorted({m.group("module") for m, _ in lora if m.group("module").rsplit(".", 1)[-1] not in tset
                       and m.group("module") not in tset})
         if off:
-            out.append((files[0], f"has LoRA weights on {len(off)} module(s) not in target_modules {sorted(tset)}, "
+            out.append((files[0], f"does not match adapter_config.json: it has LoRA weights on {len(off)} module(s) not in target_modules {sorted(tset)}, "
                         f"e.g. {off[0]}", "adapter_config.json and the weights come from different runs"))
     return out
 

@@ -19,6 +19,7 @@ from .safetensors_header import LFS_MAGIC, HeaderFacts, parse_lfs_pointer, read_
 
 MAX_JSON = 64 * 1024 * 1024
 HEAD_BYTES = 64 * 1024
+LOOK_UP_BASE = True  # read the base model's config.json when the path in args.json exists here (tests turn it off)
 WEIGHT_RE = re.compile(r"^(model|pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.(safetensors|bin)$")
 SHARD_RE = re.compile(r"^(?P<stem>model|pytorch_model)-(?P<i>\d{5})-of-(?P<n>\d{5})\.(?P<ext>safetensors|bin)$")
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin")
@@ -285,9 +286,17 @@ def _read_run_dir(facts: CheckpointFacts, d: Path) -> None:
         if isinstance(j.data, dict):
             facts.run_args = j.data
     facts.command_text, facts.command_source = _find_command(run, names)
-    args = facts.args or {}
-    model = args.get("model") if isinstance(args, dict) else None
-    if isinstance(model, str) and model:
+    if LOOK_UP_BASE:
+        _read_base_config(facts, run)
+
+
+def _read_base_config(facts: CheckpointFacts, run: Path) -> None:
+    """config.json of the base model, when this machine has it (args.json: model_dir, else model)."""
+    args = facts.args if isinstance(facts.args, dict) else {}
+    cands = [args.get("model_dir"), args.get("model")]
+    for model in cands:
+        if not isinstance(model, str) or not model:
+            continue
         for base in (Path(model), run / model):
             cfg = base / "config.json"
             try:
@@ -295,7 +304,7 @@ def _read_run_dir(facts: CheckpointFacts, d: Path) -> None:
                     data = json.loads(cfg.read_text(encoding="utf-8"))
                     if isinstance(data, dict):
                         facts.base_config = data
-                        break
+                        return
             except (OSError, ValueError):
                 continue
 
