@@ -215,3 +215,9 @@ def test_deepspeed_latest_names_a_missing_tag(tmp_path):
     assert ids(f) == ["GD802"] and "names DeepSpeed tag 'global_step6', but there is no global_step6/" in f[0].message
     (d / "latest").write_text("v1.2")  # not a DeepSpeed tag: not ours to judge
     assert check_checkpoint_dirs([d]) == []
+
+
+def test_checkpoint_rules_are_the_catalogs_ckpt_checks():
+    from doctor.registry import load_catalog
+    assert [m.id for m in checkpoint_rules()] == [m.id for m in load_catalog() if (m.check or "").startswith("ckpt:")]
+    assert [m.id for m in checkpoint_rules()] == ["GD801", "GD802", "GD803", "GD804", "GD805"]
