@@ -152,6 +152,10 @@ def test_index_missing_shard_and_tensor(tmp_path):
     ev = " | ".join(e.text for e in f[0].evidence)
     assert "1 shard(s) that are not here: model-00002-of-00002.safetensors" in ev
     assert "maps 1 tensor(s) to shards that do not hold them, e.g. z" in ev
+    save_file({"c": np.zeros(2, np.float32)}, str(d / "model-00003-of-00003.safetensors"))
+    f = [x for x in check_checkpoint_dirs([d]) if x.rule_id == "GD802"]
+    ev = " | ".join(e.text for e in f[0].evidence)
+    assert "1 shard(s) not named by model.safetensors.index.json (model-00003-of-00003.safetensors)" in ev
 
 
 def test_watch_api_dedups_and_accepts_strings(tmp_path):
