@@ -43,3 +43,22 @@ def test_run_dir_with_only_checkpoints(tmp_path):
     rep = analyze([str(tmp_path / "out")]).to_json()
     assert rep["inputs"] == [{"path": str(d), "kind": "checkpoint"}]
     assert [f["rule_id"] for f in rep["findings"]] == ["GD802"]
+
+
+def test_fp32_from_bf16_base_when_the_base_is_at_hand():
+    """Run from the training's working directory, the base model named in args.json (--model tiny-qwen2) is
+    found, so the bloat finding names the bf16 base and the bf16 saving; the golden (base lookup off) does not."""
+    from doctor.ckpt import check_paths
+    case = CKPT / "real-full-fp32-from-bf16-base"
+    old = os.getcwd()
+    os.chdir(case)
+    try:
+        rep = check_paths(["v0-20261122-210931/checkpoint-2"])
+    finally:
+        os.chdir(old)
+    f = [x for x in rep.findings if x.rule_id == "GD803"][0]
+    # 1,354,041 bytes in checkpoint-2 / (102,976 params x 2 bytes) = 6.57 -> "6.6x" (file sizes checked by hand)
+    total = sum(p.stat().st_size for p in (case / "v0-20261122-210931" / "checkpoint-2").iterdir())
+    assert f"{total / (102_976 * 2):.1f}x the model's BF16 size" in f.message
+    assert "float32 weights from a BF16 base (the base model's config.json" in f.message
+    assert any(x.startswith("--torch_dtype bfloat16 (bf16 weights and optimizer moments): saves") for x in f.fix)

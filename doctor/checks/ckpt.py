@@ -380,7 +380,8 @@ class Bloat(_CkptRule):
                           f": saves {fmt_bytes(half)} per checkpoint"
                           + (" (on CPU add --use_cpu true)" if rc.args.get("use_cpu") is False else ""))
                 if bdt in ("BF16", "F16"):
-                    causes.append(f"float32 weights from a {bdt} base ({bsrc})")
+                    causes.append(f"float32 weights from a {bdt} base ({bsrc}; the checkpoint is "
+                                  f"{p.total / (p.params * 2):.1f}x the model's {bdt} size)")
                     fixes.append(saving + ".")
                 elif causes:
                     fixes.append(saving + ", if the base model is published in bf16.")
