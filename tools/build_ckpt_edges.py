@@ -18,9 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CK = ROOT / "fixtures" / "ckpt"
-FULL = "real-full-bf16"                      # the weights part of it (no optimizer/rng/scheduler/tokenizer)
-FULL_OPT = "real-full-bf16"                  # all of it, with optimizer.pt
-WEIGHTS_ONLY = {"model.safetensors", "config.json", "generation_config.json", "args.json", "trainer_state.json"}
+FULL = "real-full-bf16-save-only-model"      # a whole real checkpoint without optimizer/rng/scheduler
+FULL_OPT = "real-full-bf16"                  # with optimizer.pt
 LORA = "real-lora-healthy"
 
 
@@ -29,22 +28,18 @@ def _only_ckpt(case: str) -> Path:
     return found[-1]
 
 
-def _fresh(name: str, src_case: str, keep: set[str] | None = None) -> Path:
+def _fresh(name: str, src_case: str) -> Path:
     dst = CK / name
     if dst.exists():
         shutil.rmtree(dst)
     ck = dst / "checkpoint-2"
-    src = _only_ckpt(src_case)
-    if keep is None and src_case == FULL and name != "edge-cut-optimizer":
-        keep = WEIGHTS_ONLY
-    shutil.copytree(src, ck, ignore=(lambda d, names: [n for n in names if n not in keep]) if keep else None)
+    shutil.copytree(_only_ckpt(src_case), ck)
     return ck
 
 
 def _prov(name: str, src_case: str, what: str, expect: dict) -> None:
     src = _only_ckpt(src_case).relative_to(CK)
-    part = " (model.safetensors and its side files only)" if src_case == FULL and name != "edge-cut-optimizer" else ""
-    lines = [f'source = "built by tools/build_ckpt_edges.py from the real checkpoint fixtures/ckpt/{src}{part}"',
+    lines = [f'source = "built by tools/build_ckpt_edges.py from the real checkpoint fixtures/ckpt/{src}"',
              f'description = "{what}"', "invented = false", 'check = ["checkpoint-2"]']
     for k, v in expect.items():
         lines.append(f"{k} = {json.dumps(v)}")
