@@ -81,7 +81,7 @@ def test_bloat_parts_and_savings(tmp_path):
     assert w == 102_976 * 4 + (w - 102_976 * 4)  # fp32 weights
     m = f[0].message
     assert "F32, 102,976 params" in m and "2.0x the weights" in m and "4 checkpoints" in m
-    assert "float32 weights from a BF16 base (config.json)" in m
+    assert "float32 weights from a BF16 base (config.json; the checkpoint is" in m
     fixes = " | ".join(f[0].fix)
     assert "--save_only_model true" in fixes and "--torch_dtype bfloat16" in fixes and "--save_total_limit 2" in fixes
     assert "checkpoint-1, checkpoint-2" in fixes
