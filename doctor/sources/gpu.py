@@ -649,7 +649,10 @@ def sample_nvml(quiet: bool = False) -> list[GpuSample] | None:
     """Live GPU state through NVML (pynvml, imported here only). None when there is no driver/NVML (said once on
     stderr unless quiet); a query the GPU does not support leaves its field None, never 0."""
     try:
-        import pynvml  # noqa: PLC0415 - lazy on purpose: start-up time
+        import warnings  # noqa: PLC0415
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the "pynvml package is deprecated" FutureWarning of the pynvml shim
+            import pynvml  # noqa: PLC0415 - lazy on purpose: start-up time
     except Exception:  # noqa: BLE001
         if not quiet:
             _say_once("pynvml is not installed; no live GPU data (pip install nvidia-ml-py)")
