@@ -76,3 +76,18 @@ def test_golden(case):
         path.write_text(json.dumps(rep, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return
     assert rep == json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.swift
+def test_fields_table_is_the_installed_dataclass():
+    """Where ms-swift 4.6 is importable, the committed table equals dataclasses.fields(RLHFArguments)."""
+    import dataclasses
+    import importlib.metadata
+    try:
+        if not importlib.metadata.version("ms-swift").startswith("4.6"):
+            pytest.skip("ms-swift here is not 4.6")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("ms-swift not installed")
+    from swift.arguments import RLHFArguments  # type: ignore
+    from doctor.checks.swift_fields import RLHF_FIELDS_4_6
+    assert {f.name for f in dataclasses.fields(RLHFArguments)} == set(RLHF_FIELDS_4_6)
