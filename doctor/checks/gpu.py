@@ -49,8 +49,8 @@ class GpuRule(Rule):
         mine = [s for s in merged if (s.index is not None and str(s.index) in ids) or (s.uuid and s.uuid in ids)]
         return mine or merged
 
-    def ev(self, path: str, text: str) -> Evidence:
-        return Evidence(path, 0, text)
+    def ev(self, path: str, text: str, line: int | None = None) -> Evidence:
+        return Evidence(path, line or 0, text)
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         out: list[Finding] = []
@@ -102,7 +102,7 @@ class GpuUnderutilized(GpuRule):
         if n:
             fix.append("Keep the generation batch divisible by num_generations after changing the process count "
                        "(grpo-doctor preflight checks it).")
-        ev = [self.ev(path, row(s)) for s in (unused + busy)[:6]]
+        ev = [self.ev(path, row(s), s.line) for s in (unused + busy)[:6]]
         return self.make(message=msg, fix=fix, evidence=ev, seq=seq)
 
 
@@ -126,7 +126,7 @@ class GpuMemoryNearFull(GpuRule):
                "Training: --deepspeed zero3, smaller --per_device_train_batch_size or --max_completion_length, "
                "gradient checkpointing on.",
                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lowers fragmentation."]
-        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s)) for s in full[:5]], seq=seq)
+        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s), s.line) for s in full[:5]], seq=seq)
 
 
 def _family(name: str | None) -> str:
@@ -170,7 +170,7 @@ class GpuHeldByOtherJob(GpuRule):
                "CUDA_VISIBLE_DEVICES.",
                "Leftover processes of an earlier crashed run (a stray vLLM worker) hold memory until killed: "
                "kill them by PID."]
-        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s)) for s, _ in hits[:5]], seq=seq)
+        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s), s.line) for s, _ in hits[:5]], seq=seq)
 
 
 class GpuIdleMemoryHeld(GpuRule):
@@ -197,7 +197,7 @@ class GpuIdleMemoryHeld(GpuRule):
                "index,utilization.gpu,memory.used --format=csv -l 30); a hang stays at 0%.",
                "If it stays idle: py-spy dump --pid <trainer pid> on each rank shows where it waits; "
                "grpo-doctor analyze on the run's log names the phase."]
-        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s)) for s in (held + busy)[:6]], seq=seq,
+        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s), s.line) for s in (held + busy)[:6]], seq=seq,
                          severity=Severity.info if server and not busy else None)
 
 
@@ -229,7 +229,7 @@ class GpuErrors(GpuRule):
                "the Xid code).",
                "Pending retirements/remaps are applied by a GPU reset (nvidia-smi -r -i <index>, no processes "
                "running) or a reboot."]
-        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s)) for s, _ in (bad + warn)[:5]],
+        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s), s.line) for s, _ in (bad + warn)[:5]],
                          seq=seq, severity=Severity.error if bad else Severity.warning)
 
 
@@ -256,4 +256,4 @@ class GpuThrottled(GpuRule):
         fix = ["Check cooling and airflow (fans, inlet temperature) and the power supply; nvidia-smi -q -d "
                "PERFORMANCE,TEMPERATURE shows the active reasons.",
                "SW Power Cap alone at full load is normal and is not reported here."]
-        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s)) for s, _, _ in hits[:5]], seq=seq)
+        return self.make(message=msg, fix=fix, evidence=[self.ev(path, row(s), s.line) for s, _, _ in hits[:5]], seq=seq)

@@ -61,6 +61,7 @@ class GpuSample:
     error: str | None = None                  # "ERR!", "Unknown Error": the GPU itself could not be read
     timestamp: str | None = None
     source: str = ""                          # table | query | csv | csv-apps | nvml
+    line: int | None = None                   # 1-based line of this GPU in the snapshot file (evidence)
 
     @property
     def mem_frac(self) -> float | None:
@@ -196,7 +197,7 @@ def parse_table(text: str) -> list[GpuSample]:
     procs: list[tuple[int, GpuProcess]] = []
     section = "head"
     cur: dict | None = None
-    for line in lines:
+    for lineno, line in enumerate(lines, 1):
         s = line.strip()
         if "Processes:" in s:
             section = "procs"
@@ -221,7 +222,7 @@ def parse_table(text: str) -> list[GpuSample]:
                 rest = m.group(2).split()
                 mode = rest[-1] if rest and rest[-1] in ("On", "Off", "N/A", "WDDM", "TCC", "ERR!") else None
                 name = " ".join(rest[:-1] if mode else rest)
-                cur = {"index": idx, "name": _text(name), "bus_id": _text(cells[1].split()[0]) if cells[1].split() else None,
+                cur = {"line": lineno, "index": idx, "name": _text(name), "bus_id": _text(cells[1].split()[0]) if cells[1].split() else None,
                        "ecc": cells[2].strip(), "err": _is_err(name) or _is_err(cells[2].strip())}
                 gpus.append(cur)
                 continue
@@ -254,11 +255,11 @@ def parse_table(text: str) -> list[GpuSample]:
                 procs.append((int(m.group(1)), GpuProcess(int(m.group(4)), m.group(6).strip() or None,
                                                           _num(mem.replace("MiB", "")), None, m.group(5))))
     out = []
-    for line in lines:
+    for lineno, line in enumerate(lines, 1):
         m = _LOST.search(line)
         if m and not any(g["index"] == int(m.group(1)) for g in gpus):
             out.append(GpuSample(index=int(m.group(1)), bus_id=m.group(2), error=m.group(3).strip() or "Unknown Error",
-                                 timestamp=ts, source="table"))
+                                 timestamp=ts, source="table", line=lineno))
     procs_seen = section in ("procs",) or any("Processes:" in l for l in lines)
     for g in gpus:
         ecc = g.get("ecc", "")
@@ -271,7 +272,7 @@ def parse_table(text: str) -> list[GpuSample]:
             index=g["index"], name=g.get("name"), bus_id=g.get("bus_id"), mem_used_mib=g.get("used"),
             mem_total_mib=g.get("total"), util_pct=g.get("util"), temp_c=g.get("temp"), power_w=g.get("power"),
             power_cap_w=g.get("cap"), perf_state=g.get("perf"), processes=ps, ecc_volatile_uncorrected=ecc_n,
-            mig=mig, error="ERR!" if g.get("err") else None, timestamp=ts, source="table"))
+            mig=mig, error="ERR!" if g.get("err") else None, timestamp=ts, source="table", line=g.get("line")))
     return sorted(out, key=lambda g: g.index if g.index is not None else -1)
 
 
@@ -306,10 +307,12 @@ def parse_query(text: str) -> list[GpuSample]:
     lines = text.splitlines()
     ts = None
     blocks: list[tuple[str, list[str]]] = []
-    for line in lines:
+    starts: list[int] = []
+    for lineno, line in enumerate(lines, 1):
         m = _GPU_HDR.match(line)
         if m:
             blocks.append((m.group(1), []))
+            starts.append(lineno)
             continue
         if blocks:
             blocks[-1][1].append(line)
@@ -392,7 +395,7 @@ def parse_query(text: str) -> list[GpuSample]:
             retired_pending=_yes(pend), remapped_pending=_yes(remap_p), remap_failed=_yes(remap_f),
             throttle_reasons=tuple(reasons) if reasons is not None else None,
             mig=True if mig_cur == "Enabled" else False if mig_cur == "Disabled" else None,
-            timestamp=ts, source="query"))
+            timestamp=ts, source="query", line=starts[i]))
     return out
 
 
@@ -516,12 +519,13 @@ def parse_csv_gpu(text: str) -> list[GpuSample]:
     rows = _rows(text)
     if not rows:
         return []
+    linenos = [i for i, l in enumerate(text.splitlines(), 1) if l.strip()]
     keys = _header_keys(rows[0])
     out: list[GpuSample] = []
     if keys is not None:
-        for row in rows[1:]:
+        for i, row in enumerate(rows[1:], 1):
             vals = {k: v for k, v in zip(keys, row) if k}
-            out.append(_sample_from(vals, "csv"))
+            out.append(replace(_sample_from(vals, "csv"), line=linenos[i] if i < len(linenos) else None))
         return out
     guessed = [_guess_row(r) for r in rows]
     # two MiB columns without a header: the one constant over all rows (and the larger) is the total
@@ -533,11 +537,11 @@ def parse_csv_gpu(text: str) -> list[GpuSample]:
         total_col = 0 if const0 and not const1 else 1 if const1 and not const0 else None
         if total_col is None and all(p[0] >= p[1] for p in pairs) and len(pairs) > 1 and const0:
             total_col = 0
-    for g in guessed:
+    for i, g in enumerate(guessed):
         if "_mib_pair" in g and total_col is not None:
             a, b = g["_mib_pair"].split(",")
             g["mem_total_mib"], g["mem_used_mib"] = (a, b) if total_col == 0 else (b, a)
-        out.append(_sample_from(g, "csv"))
+        out.append(replace(_sample_from(g, "csv"), line=linenos[i] if i < len(linenos) else None))
     return out
 
 
