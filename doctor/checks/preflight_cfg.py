@@ -105,7 +105,7 @@ class VlWithoutMaxPixels(_ConfigRule):
         env = " ".join(f"{k}={run.env[k]}" for k in _MM_ENV if k in run.env)
         msg = (f"{model or mtype} is a vision-language model and MAX_PIXELS is not set"
                + (f" ({env} is)" if env else "") + ": ms-swift then encodes each image at up to the template default "
-               "(Qwen-VL: 16384 x 28 x 28 = 12.8M pixels, about 16k visual tokens per image), which dominates "
+               "(Qwen2-VL/Qwen2.5-VL use qwen_vl_utils' 16384 x 28 x 28 = 12.8M pixels, up to 16384 visual tokens per image), which dominates "
                "activation memory and vLLM's KV cache in GRPO rollouts.")
         fix = [f"MAX_PIXELS={DOC_MAX_PIXELS} swift rlhf ... (the ms-swift multimodal GRPO guide's value; about 330 "
                f"visual tokens per image), or the largest your task needs.",
