@@ -47,7 +47,7 @@ def known_fields(version: str | None) -> tuple[frozenset[str] | None, str]:
     if version is None or version.startswith("4.6"):
         return RLHF_FIELDS_4_6, "ms-swift 4.6.0 argument table" + ("" if version else " (ms-swift not installed here)")
     if installed_swift() != version:
-        return None, f"not checked (ms-swift {version} is not the installed version)"
+        return None, f"version tables of swift-notes §7 (ms-swift {version} is not installed here)"
     try:
         from swift.arguments import RLHFArguments  # type: ignore  # noqa: PLC0415
         return frozenset(f.name for f in dataclasses.fields(RLHFArguments)), f"installed ms-swift {version}"
@@ -187,6 +187,31 @@ def predicted_lines(run: RunConfig, mm: tuple[int, int] | None) -> list[str]:
     return []
 
 
+# flag -> first version that no longer accepts it (swift-notes §7); ADDED in checks/args.py gives the other side
+REMOVED_IN = {"train_type": (4, 1), "gpu_memory_utilization": (3, 10), "tensor_parallel_size": (3, 10),
+              "limit_mm_per_prompt": (3, 10), "data_parallel_size": (3, 10), "use_async_engine": (3, 10),
+              "multi_turn_func": (3, 10), "gc_collect_after_offload": (3, 10), "vllm_device": (3, 6),
+              "num_infer_workers": (3, 6)}
+
+
+def unknown_by_tables(cmd: SwiftCommand, mm: tuple[int, int] | None) -> list[tuple[str, list[str]]]:
+    """Without that version's dataclass: a flag removed by this version, added after it, or known to no version."""
+    from .checks.args import ADDED, REMOVED  # noqa: PLC0415
+    if mm is None:
+        return []
+    out = []
+    for name, vals in cmd.flags:
+        key = name[3:] if name.startswith("no_") and name[3:] in RLHF_FIELDS_4_6 else name
+        if key in REMOVED_IN:
+            if mm >= REMOVED_IN[key]:
+                out.append((name, vals))
+        elif key in ADDED and mm < ADDED[key][0]:
+            out.append((name, vals))
+        elif key not in RLHF_FIELDS_4_6 and key not in REMOVED:
+            out.append((name, vals))
+    return out
+
+
 def unknown_flags(cmd: SwiftCommand, fields: frozenset[str] | None) -> list[tuple[str, list[str]]]:
     if fields is None:
         return []
@@ -323,7 +348,7 @@ def _judge(cmd: SwiftCommand, version: str | None, gpu_mem_gib: float | None, gp
     facts["fields_source"] = fields_src
     lines: list[str] = []
     if check_flags:
-        unknown = unknown_flags(cmd, fields)
+        unknown = unknown_flags(cmd, fields) if fields is not None else unknown_by_tables(cmd, mm)
         if unknown:
             shown = []
             for name, vals in unknown:

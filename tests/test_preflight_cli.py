@@ -109,3 +109,16 @@ def test_analyze_picks_up_snapshots_in_a_run_dir(tmp_path):
     assert {i["kind"] for i in rep["inputs"]} == {"log", "gpu"}
     ids = {f["rule_id"] for f in rep["findings"]}
     assert {"GD630", "GD801"} <= ids
+
+
+def test_version_tables_without_that_version_installed():
+    base = ["swift", "rlhf", "--rlhf_type", "grpo", "--num_generations", "4", "--per_device_train_batch_size", "4"]
+    def unknown(version, *flags):
+        rep = preflight_command(base + list(flags), {}, swift_version=version, live_gpu=False)
+        return [f for f in rep.findings if f.rule_id == "GD401"]
+    assert unknown("3.9.0", "--gpu_memory_utilization", "0.5") == []          # still accepted until 3.9
+    assert "vllm_gpu_memory_utilization" in " ".join(unknown("3.10.0", "--gpu_memory_utilization", "0.5")[0].fix)
+    assert unknown("3.12.0", "--train_type", "lora") == []
+    assert unknown("3.8.0", "--vllm_mode", "colocate", "--vllm_device", "auto")  # removed in 3.6
+    assert unknown("3.4.0", "--vllm_mode", "colocate")                          # added in 3.5
+    assert unknown("3.12.0", "--num_generatons", "4")                           # a typo in any version
