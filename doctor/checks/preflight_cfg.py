@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Finding, Severity
+from ..model import Evidence, Finding, Severity
 from ..planner import breakdown_lines, lora_trainable, plan, spec_from_config, spec_from_name
 from ..rules import FinishContext, Rule
 from .memory import DOC_MAX_PIXELS, _MM_ENV, _VL
@@ -173,18 +173,19 @@ class MemoryPlan(_ConfigRule):
         world = run.world_size() or 1
         p = plan(run.args, spec, gib, world)
         peak = p.peak
-        lines = breakdown_lines(p)
+        ev = [Evidence("<memory plan>", i, line) for i, line in enumerate(breakdown_lines(p), 1)]
         where = "config.json" if spec.source == "config.json" else f"the name ({spec.params / 1e9:.2f}B)"
         head = (f"{spec.name}: {spec.params / 1e9:.2f}B parameters (from {where}); {world} training process(es). "
                 f"Peak per GPU: {peak.total:.1f} GiB in {peak.name}")
         if p.fits is None:
-            msg = head + ". GPU memory unknown: pass --gpu-mem GIB or --gpu-snapshot FILE for a verdict."
-            return [self.make(message=msg, fix=lines, severity=Severity.info, title="Memory plan (no GPU size given)")]
+            msg = head + ". GPU memory unknown: no fit verdict."
+            return [self.make(message=msg, fix=["Pass --gpu-mem GIB (or --gpu-snapshot FILE) for a verdict."],
+                              evidence=ev, severity=Severity.info, title="Memory plan (no GPU size given)")]
         if p.fits:
             msg = head + f", within {gib:.1f} GiB per GPU ({src})."
             if p.vllm_kv_gib is not None:
                 msg += f" vLLM keeps {p.vllm_kv_gib:.1f} GiB for its KV cache."
-            return [self.make(message=msg, fix=lines, severity=Severity.info, title="Memory plan fits")]
+            return [self.make(message=msg, fix=[], evidence=ev, severity=Severity.info, title="Memory plan fits")]
         over = peak.total - gib
         if p.vllm_kv_gib is not None and p.vllm_kv_gib <= 0:
             msg = head + (f"; and vLLM's budget ({p.settings.vllm_util:g} x {gib:.1f} GiB) cannot even hold its copy "
@@ -192,5 +193,5 @@ class MemoryPlan(_ConfigRule):
         else:
             msg = head + f", {over:.1f} GiB more than the {gib:.1f} GiB of one GPU ({src})."
         fix = [f"{label}: peak {after:.1f} GiB (saves {saved:.1f})" for label, after, saved in p.fixes[:7]]
-        fix += ["Breakdown: " + l for l in lines]
-        return [self.make(message=msg, fix=fix)]
+        return [self.make(message=msg, fix=fix or ["No single lever is enough: use more or larger GPUs."],
+                          evidence=ev)]
