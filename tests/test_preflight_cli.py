@@ -122,3 +122,12 @@ def test_version_tables_without_that_version_installed():
     assert unknown("3.8.0", "--vllm_mode", "colocate", "--vllm_device", "auto")  # removed in 3.6
     assert unknown("3.4.0", "--vllm_mode", "colocate")                          # added in 3.5
     assert unknown("3.12.0", "--num_generatons", "4")                           # a typo in any version
+
+
+def test_a_log_that_printed_nvidia_smi_first_stays_a_log(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text((GPU / "table-08-h100-single-idle-noprocs-590.txt").read_text() +
+                   (ROOT / "fixtures" / "logs" / "dev-005-lora-colocate-grad-norm-zero" / "log.txt").read_text())
+    r = runner.invoke(app, ["analyze", str(log), "-f", "json"])
+    rep = json.loads(r.stdout)
+    assert rep["inputs"][0]["kind"] == "log" and rep["findings"][0]["rule_id"] == "GD630"

@@ -40,7 +40,9 @@ class Input:
 
 
 _ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5}
-GPU_MAX = 4 * 1024 * 1024  # an nvidia-smi snapshot is small; a larger file is a log that quotes one
+GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
+_LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
+              "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
 
 
 def classify(path: Path) -> str | None:
@@ -77,17 +79,20 @@ def looks_binary(head: bytes) -> bool:
     return ctrl > len(head) // 10
 
 
-def gpu_kind(head: bytes, size: int) -> bool:
-    """A saved nvidia-smi output (table, -q, query CSV), judged from its first bytes."""
+def gpu_kind(path: Path, head: bytes, size: int) -> bool:
+    """A saved nvidia-smi output (table, -q, query CSV): sniffed from its first bytes, and nothing in the file that
+    belongs to a console log (a log that printed nvidia-smi before training stays a log)."""
     if size > GPU_MAX:
         return False
     from .gpu import sniff  # noqa: PLC0415
-    text = head.decode("utf-8", errors="replace")
-    kind = sniff(text)
-    if kind is None or kind == "nvml-json":
+    if sniff(head.decode("utf-8", errors="replace")) in (None, "nvml-json"):
         return False
-    # a console log that pasted a table at its top stays a log
-    return not any(w in text for w in ("Traceback", "[INFO:swift]", "Train:", "[rank0]"))
+    try:
+        with open(path, "rb") as f:
+            text = f.read(GPU_MAX).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return not any(w in text for w in _LOG_MARKS)
 
 
 def _check_readable(path: Path) -> None:
@@ -113,7 +118,7 @@ def _explicit_file(path: Path, display: str) -> Input:
     if looks_binary(head):
         raise InputError(f"{display}: looks like a binary file, not a log; pass the console log, logging.jsonl "
                          "or the run directory")
-    if kind == "log" and gpu_kind(head, st.st_size):
+    if kind == "log" and gpu_kind(path, head, st.st_size):
         kind = "gpu"
     return Input(path, display, kind)
 
@@ -171,7 +176,7 @@ def _walk(root: Path, display_root: str) -> list[Input]:
                     continue
                 if looks_binary(head):
                     continue
-                if gpu_kind(head, st.st_size):
+                if gpu_kind(fp, head, st.st_size):
                     kind = "gpu"
             if kind == "args":
                 args_files.append(fp)
