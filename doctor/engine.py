@@ -42,11 +42,13 @@ def select_rules(catalog: Iterable[RuleMeta], select: set[str] | None = None,
 
 class Session:
     def __init__(self, metas: Iterable[RuleMeta] | None = None, *, console_metrics: bool = True,
-                 run: RunConfig | None = None):
+                 run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None):
         metas = list(load_catalog() if metas is None else metas)
         self.rules: list[Rule] = [build_rule(m) for m in metas]
         self.run = run or RunConfig()
         self.console_metrics = console_metrics
+        self.preflight = preflight
+        self.facts = dict(facts or {})
         self.tracker = TracebackTracker()
         self.exceptions: list[ExceptionInfo] = []
         self.tails: dict[str, deque[LogLine]] = {}
@@ -131,6 +133,10 @@ class Session:
             self.metrics_steps += 1
         self._emit(METRICS, m)
 
+    def feed_gpu(self, path: str, samples: list, seq: int = 0) -> None:
+        """One GPU snapshot (a saved nvidia-smi output or an NVML sample): ``samples`` is a list of GpuSample."""
+        self._emit(model.GPU, (path, samples, seq))
+
     def feed_completions(self, payload: Any) -> None:
         self._emit(COMPLETIONS, payload)
 
@@ -142,7 +148,8 @@ class Session:
     def finish(self) -> list[Finding]:
         ctx = FinishContext(run=self.run, exceptions=self.exceptions, tails=self.tails, ended=self.ended,
                             log_inputs=self.log_inputs, metrics_steps=self.metrics_steps,
-                            open_tracebacks=self.tracker.open_tracebacks())
+                            open_tracebacks=self.tracker.open_tracebacks(), preflight=self.preflight,
+                            facts=self.facts)
         found: list[Finding] = []
         for r in self.rules:
             if not r.meta.fallback:
