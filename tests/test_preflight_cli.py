@@ -97,7 +97,7 @@ def test_gpu_snapshot_sets_memory_and_flags_busy_gpus():
     rep = preflight_command(["CUDA_VISIBLE_DEVICES=0,1", "NPROC_PER_NODE=2", *HEALTHY], {}, gpu_snapshot=str(snap),
                             swift_version="4.6.0", live_gpu=False)
     assert rep.run["preflight"]["gpu_memory_gib"] == 80.0
-    held = [f for f in rep.findings if f.rule_id == "GD803"]
+    held = [f for f in rep.findings if f.rule_id == "GD503"]
     assert held and "pid 2010386" in held[0].message and "pid 1985992" in held[0].message
 
 
@@ -108,7 +108,7 @@ def test_analyze_picks_up_snapshots_in_a_run_dir(tmp_path):
     rep = json.loads(r.stdout)
     assert {i["kind"] for i in rep["inputs"]} == {"log", "gpu"}
     ids = {f["rule_id"] for f in rep["findings"]}
-    assert {"GD630", "GD801"} <= ids
+    assert {"GD630", "GD501"} <= ids
 
 
 def test_version_tables_without_that_version_installed():

@@ -1,4 +1,4 @@
-"""Rules on GPU snapshots (nvidia-smi files in a run dir, --gpu-snapshot, NVML samples): GD801-GD806.
+"""Rules on GPU snapshots (nvidia-smi files in a run dir, --gpu-snapshot, NVML samples): GD501-GD506.
 
 A snapshot is one moment: the messages say what it shows and what a second snapshot would settle.
 GPUs the run uses are the ones in CUDA_VISIBLE_DEVICES when the configuration names them, else all.
@@ -83,7 +83,7 @@ def row(s) -> str:
 
 
 class GpuUnderutilized(GpuRule):
-    """GD801: GPUs that hold nothing and compute nothing while other GPUs of the job work."""
+    """GD501: GPUs that hold nothing and compute nothing while other GPUs of the job work."""
 
     def check(self, ctx, path, gpus, all_samples, seq):
         known = [s for s in gpus if s.util_pct is not None and s.mem_used_mib is not None and s.mem_total_mib]
@@ -107,7 +107,7 @@ class GpuUnderutilized(GpuRule):
 
 
 class GpuMemoryNearFull(GpuRule):
-    """GD802: GPU memory at or above 95% of the total."""
+    """GD502: GPU memory at or above 95% of the total."""
 
     def check(self, ctx, path, gpus, all_samples, seq):
         full = [s for s in gpus if s.mem_frac is not None and s.mem_frac >= NEAR_FULL]
@@ -139,7 +139,7 @@ def _family(name: str | None) -> str:
 
 
 class GpuHeldByOtherJob(GpuRule):
-    """GD803: memory on the run's GPUs held by processes of another job (before launch: any process; in a run's
+    """GD503: memory on the run's GPUs held by processes of another job (before launch: any process; in a run's
     snapshot: processes of more than one program on one GPU)."""
 
     def check(self, ctx, path, gpus, all_samples, seq):
@@ -174,7 +174,7 @@ class GpuHeldByOtherJob(GpuRule):
 
 
 class GpuIdleMemoryHeld(GpuRule):
-    """GD804: GPUs hold memory but compute nothing: a hang (ranks waiting in a collective) or a pause."""
+    """GD504: GPUs hold memory but compute nothing: a hang (ranks waiting in a collective) or a pause."""
 
     def check(self, ctx, path, gpus, all_samples, seq):
         held = [s for s in gpus if s.util_pct is not None and s.util_pct <= IDLE_UTIL and s.mem_frac is not None
@@ -202,7 +202,7 @@ class GpuIdleMemoryHeld(GpuRule):
 
 
 class GpuErrors(GpuRule):
-    """GD805: a GPU that cannot be read (ERR!, Unknown Error), uncorrectable ECC errors, retired/remapped rows."""
+    """GD505: a GPU that cannot be read (ERR!, Unknown Error), uncorrectable ECC errors, retired/remapped rows."""
 
     def check(self, ctx, path, gpus, all_samples, seq):
         bad, warn = [], []
@@ -234,7 +234,7 @@ class GpuErrors(GpuRule):
 
 
 class GpuThrottled(GpuRule):
-    """GD806: thermal or hardware slowdown (clock event reasons), or a GPU at 85 C or more."""
+    """GD506: thermal or hardware slowdown (clock event reasons), or a GPU at 85 C or more."""
 
     def check(self, ctx, path, gpus, all_samples, seq):
         hits = []
