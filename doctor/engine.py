@@ -73,7 +73,29 @@ class Session:
         # one C-level scan per line decides whether any rule can care about it (the stdlib engine is ~4x
         # faster than `regex` on a plain alternation of literals)
         self._gate = re.compile("|".join(re.escape(w) for w in sorted(gate_words, key=len, reverse=True)))
-        self._lit_list = list(lit_rules.items())
+        self.gate_words: frozenset[str] = frozenset(gate_words)
+        # Which rules a line reaches: every literal of a rule that occurs in the line. The gate is an
+        # ordered alternation, longest word first, so a search from position p returns the longest gate
+        # word starting at the first start position >= p; every literal starting there is a prefix of it.
+        # Searching again from that start + 1 visits every start position, so the union of "rules whose
+        # literal is a substring of the matched word" over all matches is exactly the rules to feed.
+        order = {id(r): i for i, r in enumerate(self.rules)}
+        self._reach: dict[str, tuple[Rule, ...]] = {}
+        for w in gate_words:
+            rs = {id(r): r for lit, rules in lit_rules.items() if lit in w for r in rules}
+            self._reach[w] = tuple(sorted(rs.values(), key=lambda r: order[id(r)]))
+        self._order = order
+
+    # ------------------------------------------------------------------ what the chunk scanner may skip
+    @property
+    def sees_every_line(self) -> bool:
+        """A rule reads every line (no literals): lines cannot be skipped, only fed one by one."""
+        return bool(self._all_line_rules)
+
+    def sticky(self) -> bool:
+        """The next lines matter whatever they hold: an open args dump, or a traceback frame awaiting its
+        code line (the only state in which a line without a gate word changes anything but the tail)."""
+        return self.run._dump_open or self.tracker.expecting()
 
     # ------------------------------------------------------------------ feeding
     def begin_log(self, path: str) -> None:
@@ -93,7 +115,8 @@ class Session:
         if self.run._dump_open:
             self.run.feed(line)
             return
-        if not self._gate.search(text):
+        m = self._gate.search(text)
+        if m is None:
             exc = self.tracker.feed(line) if text.startswith((" ", "\t")) else None
             if exc:
                 self._exception(exc)
@@ -102,20 +125,27 @@ class Session:
         exc = self.tracker.feed(line)
         if exc is not None:
             self._exception(exc)
-        if any(m in text for m in _END_MARKERS):
+        if any(mk in text for mk in _END_MARKERS):
             self.ended = True
             self._emit(RUN_END, line)
         if self.console_metrics and ":" in text and any(l in text for l in metrics_src.LITERALS):
             values = metrics_src.parse_console(text)
             if values is not None:
                 self.feed_metrics(Metrics(values, line.where, line.seq, "console"))
-        seen: set[int] = set()
-        for lit, rules in self._lit_list:
-            if lit in text:
-                for r in rules:
-                    if id(r) not in seen:
-                        seen.add(id(r))
-                        r.feed(LINE, line)
+        reach = self._reach
+        search = self._gate.search
+        hit = reach[m.group()]
+        m = search(text, m.start() + 1)
+        if m is not None:  # several words: merge, in catalog order, each rule once
+            many = {id(r): r for r in hit}
+            while m is not None:
+                for r in reach[m.group()]:
+                    many[id(r)] = r
+                m = search(text, m.start() + 1)
+            order = self._order
+            hit = sorted(many.values(), key=lambda r: order[id(r)])
+        for r in hit:
+            r.feed(LINE, line)
 
     def _exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:

@@ -146,14 +146,27 @@ class LineReader:
 
     def lines(self, stream: BinaryIO) -> Iterator[LogLine]:
         for lineno, data in physical_lines(stream):
-            text = clean(decode(data))
-            if _FENCE.match(text):
-                continue
-            where = Where(self.path, lineno)
-            for seg in split_segments(text):
-                body, rank, origin = strip_prefixes(seg.rstrip())
-                self.counter[0] += 1
-                raw = seg.strip()
-                if len(raw) > EVIDENCE_MAX:
-                    raw = raw[:EVIDENCE_MAX] + "…"
-                yield LogLine(body, raw, where, rank, self.counter[0], origin)
+            yield from self.line(lineno, data)
+
+    def line(self, lineno: int, data: bytes) -> list[LogLine]:
+        """The LogLines of one physical line (``data`` without its newline, already capped)."""
+        out: list[LogLine] = []
+        for body, raw, rank, origin in segments(data):
+            self.counter[0] += 1
+            out.append(LogLine(body, raw, Where(self.path, lineno), rank, self.counter[0], origin))
+        return out
+
+
+def segments(data: bytes) -> list[tuple[str, str, int | None, str]]:
+    """(text, raw, rank, origin) of each message in one physical line; none for a markdown fence."""
+    text = clean(decode(data))
+    if _FENCE.match(text):
+        return []
+    out = []
+    for seg in split_segments(text):
+        body, rank, origin = strip_prefixes(seg.rstrip())
+        raw = seg.strip()
+        if len(raw) > EVIDENCE_MAX:
+            raw = raw[:EVIDENCE_MAX] + "…"
+        out.append((body, raw, rank, origin))
+    return out

@@ -1,0 +1,303 @@
+"""Feed a log file to a Session at grep speed: scan large binary chunks for the trigger words and decode
+only the lines that hold one.
+
+``Session.feed_line`` ignores a line without any gate word except for three things, so the scanner may
+skip such lines exactly when it reproduces those three:
+
+- line numbers and ``seq``: a skipped line (no ``\\r`` inside, no tqdm rate, no markdown fence) is one
+  message, so both counters advance by its newline count;
+- the per-input tail (the last lines, for the hang and cut-log rules): rebuilt at the end from the last
+  lines of the file with the very numbers the line-by-line path gives them;
+- sticky states (an open ``args: RLHFArguments(`` dump, a traceback frame awaiting its code line):
+  while ``Session.sticky()`` holds, every line is fed.
+
+A line is a candidate when its raw bytes hold a gate word, ``StopIteration`` (the tracker reads indented
+lines without gate words), a control byte that cleaning would remove (ANSI, NUL: removing it may join a
+word), a ``\\r`` inside the line, a tqdm rate (``it/s]``, ``s/it]``, ``B/s]``: the line splits) or a
+markdown fence. Candidates are false positives at worst: they go through ``feed_line`` unchanged.
+
+Matching uses Hyperscan (the ``hyperscan`` package, optional) when it imports, else one compiled
+``re`` alternation over bytes. Memory stays flat: one chunk plus one capped line.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from typing import BinaryIO, Iterable
+
+from ..model import LogLine, Where
+from .logtext import MAX_LINE, LineReader, physical_lines, segments
+
+CHUNK = 8 << 20   # bytes scanned at a time
+EXTRA_TRIGGERS = ("StopIteration", "it/s]", "s/it]", "B/s]", "```")
+# control bytes that clean() removes or that split a line (\r), tab and newline excepted
+_CTRL_CLASS = rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r[^\n]"
+
+
+def _hex(word: bytes) -> bytes:
+    """A literal in Hyperscan's syntax: letters and digits as they are, every other byte as \\xHH."""
+    return b"".join(bytes((c,)) if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 else b"\\x%02x" % c
+                    for c in word)
+
+
+def trigger_bytes(words: Iterable[str]) -> list[bytes]:
+    """Byte forms of the trigger words: UTF-8, and GB18030 for non-ASCII words (GBK consoles)."""
+    out: set[bytes] = set()
+    for w in set(words) | set(EXTRA_TRIGGERS):
+        if not w:
+            continue
+        out.add(w.encode("utf-8"))
+        if not w.isascii():
+            try:
+                out.add(w.encode("gb18030"))
+            except UnicodeEncodeError:
+                pass
+    return sorted(out, key=lambda b: (-len(b), b))
+
+
+class Matcher:
+    """``ends(buf)``: increasing end offsets of trigger matches in ``buf`` (at least one per candidate
+    line; the scanner skips further matches on a line it has fed). Pure Python: one ``re`` alternation."""
+
+    name = "re"
+
+    def __init__(self, words: Iterable[str]):
+        lits = trigger_bytes(words)
+        self._re = re.compile(b"|".join(re.escape(w) for w in lits) + b"|" + _CTRL_CLASS)
+
+    def ends(self, buf: bytes) -> Iterable[int]:
+        search = self._re.search
+        find = buf.find
+        pos = 0
+        while True:
+            m = search(buf, pos)
+            if m is None:
+                return
+            yield m.end()
+            pos = find(b"\n", m.end()) + 1  # the rest of this line cannot add a candidate
+            if pos <= 0:
+                return
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "grpo-doctor")
+
+
+class HyperscanMatcher(Matcher):
+    """Hyperscan over the whole chunk, one callback per match. Compiling the ~250 words takes about a
+    second, so the compiled database is cached under ``$XDG_CACHE_HOME/grpo-doctor`` (keyed by the words
+    and the Hyperscan version); an unwritable cache only costs the compile."""
+
+    name = "hyperscan"
+
+    def __init__(self, words: Iterable[str]):
+        import hashlib
+
+        import hyperscan  # optional dependency
+
+        lits = trigger_bytes(words)
+        expr = b"|".join(_hex(w) for w in lits) + b"|" + _CTRL_CLASS
+        key = hashlib.sha256(expr + repr(getattr(hyperscan, "__version__", "")).encode()).hexdigest()[:24]
+        path = os.path.join(_cache_dir(), f"hs-{key}.db")
+        db = None
+        try:
+            with open(path, "rb") as f:
+                db = hyperscan.loadb(f.read(), hyperscan.HS_MODE_BLOCK)
+        except Exception:  # absent, unreadable, or from another Hyperscan build
+            db = None
+        if db is None:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(expressions=[expr], ids=[0], elements=1, flags=0)
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as f:
+                    f.write(hyperscan.dumpb(db))
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        self._db = db
+        self._scratch = hyperscan.Scratch(db)
+
+    def ends(self, buf: bytes) -> Iterable[int]:
+        out: list[int] = []
+        add = out.append
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+            add(end)
+
+        self._db.scan(buf, match_event_handler=on_match, scratch=self._scratch)
+        return out
+
+
+_CACHE: dict[frozenset[str], Matcher] = {}
+
+
+def matcher_for(words: frozenset[str], engine: str | None = None) -> Matcher:
+    """The best matcher available (``engine``: "hyperscan" or "re" to choose; env GRPO_DOCTOR_MATCHER)."""
+    engine = engine or os.environ.get("GRPO_DOCTOR_MATCHER") or "auto"
+    key = frozenset(words | {f"\0engine={engine}"})
+    m = _CACHE.get(key)
+    if m is None:
+        if engine in ("auto", "hyperscan"):
+            try:
+                m = HyperscanMatcher(words)
+            except Exception:  # not installed, no wheel for this platform, or a compile failure
+                if engine == "hyperscan":
+                    raise
+        if m is None:
+            m = Matcher(words)
+        _CACHE[key] = m
+    return m
+
+
+class ChunkScanner:
+    """Streams one seekable log file into a Session, feeding only the lines that can matter."""
+
+    def __init__(self, session, display_path: str, counter: list[int], *, chunk: int = CHUNK,
+                 matcher: Matcher | None = None, tail: int | None = None):
+        self.session = session
+        self.path = display_path
+        self.counter = counter
+        self.reader = LineReader(display_path, counter)
+        self.chunk = max(chunk, 1)
+        self.matcher = matcher or matcher_for(session.gate_words)
+        self.lineno = 0  # physical lines consumed so far
+        self.fed = 0     # physical lines decoded and fed (statistics)
+        self.tail_len = tail
+
+    # ------------------------------------------------------------------ feeding
+    def _feed(self, data: bytes) -> None:
+        self.lineno += 1
+        self.fed += 1
+        feed = self.session.feed_line
+        for line in self.reader.line(self.lineno, data[:MAX_LINE] if len(data) > MAX_LINE else data):
+            feed(line)
+
+    def _skip(self, n: int) -> None:
+        self.lineno += n
+        self.counter[0] += n
+
+    def _sticky_run(self, buf: bytes, pos: int) -> int:
+        """Feed whole lines from ``pos`` while the session is sticky; returns the new position."""
+        sticky = self.session.sticky
+        n = len(buf)
+        while pos < n and sticky():
+            end = buf.find(b"\n", pos)
+            self._feed(buf[pos:end])
+            pos = end + 1
+        return pos
+
+    def _scan(self, buf: bytes) -> None:
+        """``buf`` holds whole lines (it ends with a newline)."""
+        pos = self._sticky_run(buf, 0)
+        count = buf.count
+        find, rfind = buf.find, buf.rfind
+        for hit in self.matcher.ends(buf):
+            if hit <= pos:
+                continue  # on a line already fed
+            start = rfind(b"\n", pos, hit) + 1 or pos
+            end = find(b"\n", hit - 1)
+            if start > pos:
+                self._skip(count(b"\n", pos, start))
+            self._feed(buf[start:end])
+            pos = self._sticky_run(buf, end + 1)
+        if pos < len(buf):
+            self._skip(count(b"\n", pos))
+
+    def run(self, stream: BinaryIO) -> None:
+        self.session.begin_log(self.path)
+        read = stream.read
+        carry = b""
+        skipping = False  # inside a line longer than MAX_LINE, already fed: drop up to its newline
+        while True:
+            chunk = read(self.chunk)
+            if not chunk:
+                break
+            if skipping:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    continue
+                skipping = False
+                chunk = chunk[nl + 1:]
+            buf = carry + chunk if carry else chunk
+            last = buf.rfind(b"\n")
+            if last < 0:
+                carry = buf
+            else:
+                if last == len(buf) - 1:
+                    self._scan(buf)
+                    carry = b""
+                else:
+                    self._scan(buf[:last + 1])
+                    carry = buf[last + 1:]
+            if len(carry) > MAX_LINE:  # an over-long line: its head is all the line-by-line path reads too
+                self._feed(carry[:MAX_LINE])
+                carry = b""
+                skipping = True
+        if carry:
+            self._feed(carry)
+        elif skipping:
+            pass  # the over-long last line was fed already
+        self._rebuild_tail(stream)
+
+    # ------------------------------------------------------------------ tail
+    def _rebuild_tail(self, stream: BinaryIO) -> None:
+        """Replace the session's tail for this input by the last lines of the file, as feed_line keeps it."""
+        tail = self.session.tails.get(self.path)
+        if tail is None:
+            return
+        want = self.tail_len or tail.maxlen or 0
+        size = stream.seek(0, os.SEEK_END)
+        window = 256 * 1024
+        while True:
+            start = max(0, size - window)
+            stream.seek(start)
+            if start > 0:
+                while True:  # the first whole line of the window
+                    block = stream.read(64 * 1024)
+                    if not block:
+                        break
+                    nl = block.find(b"\n")
+                    if nl >= 0:
+                        stream.seek(stream.tell() - len(block) + nl + 1)
+                        break
+            keep: deque[tuple[int, int, tuple[str, str, int | None, str]]] = deque(maxlen=want)
+            nlines = nsegs = nonblank = 0
+            for _, data in physical_lines(stream):
+                for seg in segments(data):
+                    nsegs += 1
+                    if seg[0].strip():
+                        nonblank += 1
+                        keep.append((nlines, nsegs, seg))
+                nlines += 1
+            if nonblank >= want or start == 0:
+                break
+            window *= 4
+        first_line = self.lineno - nlines + 1
+        first_seq = self.counter[0] - nsegs
+        new = deque(maxlen=tail.maxlen)
+        for i, k, (body, raw, rank, origin) in keep:
+            new.append(LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin))
+        self.session.tails[self.path] = new
+
+
+def scan_file(session, display_path: str, stream: BinaryIO, counter: list[int], **kw) -> ChunkScanner:
+    scanner = ChunkScanner(session, display_path, counter, **kw)
+    scanner.run(stream)
+    return scanner
+
+
+def usable(session, stream: BinaryIO) -> bool:
+    """The chunk path needs a seekable regular file and no rule that reads every line."""
+    if session.sees_every_line:
+        return False
+    try:
+        return stream.seekable() and os.path.isfile(getattr(stream, "name", "") or "")
+    except (OSError, ValueError):
+        return False
+
+
+__all__ = ["ChunkScanner", "Matcher", "HyperscanMatcher", "matcher_for", "scan_file", "usable"]
