@@ -2,6 +2,7 @@
 
 Usage:
   python bench/bench_large_log.py [SIZE_MB] [--mix realistic|dense] [--keep PATH] [--runs N] [--matcher re]
+                                  [--completion-paras N]  (paragraphs per echoed completion, default 20)
                                   [--root CHECKOUT]   (time another checkout's code, e.g. `git archive` of main)
 
 Builds a log of SIZE_MB (default 1024) from real lines only, then, in the same run:
@@ -14,8 +15,9 @@ Builds a log of SIZE_MB (default 1024) from real lines only, then, in the same r
 Mixes (every line comes from a real log under fixtures/logs or ../shared):
 - realistic: the header of a real ms-swift GRPO run (command, args dump, model print), then training
   steps, each: a real tqdm bar + metrics dict line, 3 real vLLM engine lines, a real UserWarning every 10
-  steps, and 64 completions echoed to the console (each ~900 bytes: 6 prose paragraphs of ../shared/seeds
-  that hold no trigger word, on one line; ~60 KB per step); one 50 MB line at 50 % (SIZE/16 when smaller),
+  steps, and 64 completions echoed to the console (each ~3 KB, about 750 tokens: 20 prose paragraphs of
+  ../shared/seeds that hold no trigger word, on one line; ~190 KB per step, ~5500 steps per GB); one
+  50 MB line at 50 % (SIZE/16 when smaller),
   an NCCL watchdog warning at 25 %, a DeepSpeed loss-scale exception at 75 %, and the real
   batch-divisibility traceback at the end.
 - dense: the whole real healthy console log repeated (every line is a candidate: the worst case).
@@ -42,6 +44,7 @@ SHARED = ROOT.parent / "shared"
 HEALTHY = FIX / "real-grpo-lora-healthy/log.txt"
 TAIL = FIX / "real-batch-div-grad-accum/log.txt"
 MiB = 1 << 20
+COMPLETION_PARAS = 20  # --completion-paras: paragraphs (~150 bytes each) per echoed completion
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -118,9 +121,9 @@ def build(path: Path, size_mb: int, mix: str) -> dict[str, int]:
                 block += [vllm[(i * 3 + k) % len(vllm)] for k in range(3)]
                 if i % 10 == 0 and warn:
                     block.append(warn[i // 10 % len(warn)])
-                for k in range(64):  # 64 completions echoed, each ~6 real paragraphs (~900 bytes) on one line
+                for k in range(64):  # 64 completions echoed, each COMPLETION_PARAS real paragraphs on one line
                     block.append(b" ".join(prose[(i * 97 + k * 7 + j) % len(prose)].rstrip(b"\n")
-                                           for j in range(6)) + b"\n")
+                                           for j in range(COMPLETION_PARAS)) + b"\n")
                 put(b"".join(block))
                 i += 1
         placed["batch-div-traceback"] = lineno + tail.count(b"\n")
@@ -128,12 +131,12 @@ def build(path: Path, size_mb: int, mix: str) -> dict[str, int]:
     return placed
 
 
-def _grep(path: Path, words: list[str], locale: str) -> tuple[float, int]:
+def _grep(path: Path, words: list[str], locale: str) -> tuple[float, float, int]:
+    """(wall s, CPU s, matching lines) of grep -c -E over the file."""
     pat = "|".join(re.sub(r"([][.^$*+?(){}|\\])", r"\\\1", w) for w in words)
     env = dict(os.environ, LC_ALL=locale)
-    t0 = time.perf_counter()
-    p = subprocess.run(["grep", "-c", "-E", "-e", pat, str(path)], capture_output=True, env=env)
-    return time.perf_counter() - t0, int(p.stdout or 0)
+    wall, cpu, _, _, out = _timed(["grep", "-c", "-E", "-e", pat, str(path)], env)
+    return wall, cpu, int(out or 0)
 
 
 DOCTOR_ROOT: Path | None = None  # --root: measure another checkout (e.g. the code before a change)
@@ -144,8 +147,9 @@ def _doctor_cmd() -> list[str]:
     return [str(exe)] if exe.exists() and DOCTOR_ROOT is None else [sys.executable, "-m", "doctor.cli"]
 
 
-def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, bytes]:
-    """(wall seconds, peak RSS MiB, exit code, stdout) of one child."""
+def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, int, bytes]:
+    """(wall s, CPU s (user + sys), peak RSS MiB, exit code, stdout) of one child. On a shared machine the
+    CPU time is the steadier figure: both grep and grpo-doctor run on one core."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=DOCTOR_ROOT or ROOT, env=env)
@@ -153,7 +157,7 @@ def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
-        return wall, ru.ru_maxrss / 1024, p.returncode, out.read()
+        return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, p.returncode, out.read()
 
 
 def simulated_70b(d: Path) -> Path:
@@ -209,6 +213,8 @@ def main() -> None:
     mix = opt("--mix", "realistic")
     runs = int(opt("--runs", "2"))
     keep = opt("--keep")
+    global COMPLETION_PARAS
+    COMPLETION_PARAS = int(opt("--completion-paras", str(COMPLETION_PARAS)) or COMPLETION_PARAS)
     global DOCTOR_ROOT
     DOCTOR_ROOT = Path(opt("--root") or "").resolve() if opt("--root") else None
     tmpdir = Path(tempfile.mkdtemp(prefix="grpo-doctor-bench-"))
@@ -225,12 +231,12 @@ def main() -> None:
     words = _gate_words()
     print(f"log             : {path} {size:.0f} MiB, mix {mix}; failures placed at lines {placed}")
 
-    g_c, n_c = min(_grep(path, words, "C") for _ in range(runs))
+    g_c = min(_grep(path, words, "C") for _ in range(runs))
     loc = os.environ.get("LANG") or "C.UTF-8"
-    g_u, n_u = min(_grep(path, words, loc if "UTF" in loc.upper() else "C.UTF-8") for _ in range(runs))
-    print(f"grep -c -E      : {len(words)} trigger words, {n_c} matching lines")
-    print(f"  LC_ALL=C      : {g_c:.2f} s  {size / g_c:.0f} MiB/s")
-    print(f"  UTF-8 locale  : {g_u:.2f} s  {size / g_u:.0f} MiB/s")
+    g_u = min(_grep(path, words, loc if "UTF" in loc.upper() else "C.UTF-8") for _ in range(runs))
+    print(f"grep -c -E      : {len(words)} trigger words, {g_c[2]} matching lines")
+    print(f"  LC_ALL=C      : wall {g_c[0]:.2f} s ({size / g_c[0]:.0f} MiB/s)  CPU {g_c[1]:.2f} s ({size / g_c[1]:.0f} MiB/s)")
+    print(f"  UTF-8 locale  : wall {g_u[0]:.2f} s ({size / g_u[0]:.0f} MiB/s)  CPU {g_u[1]:.2f} s ({size / g_u[1]:.0f} MiB/s)")
 
     env = dict(os.environ)
     if opt("--matcher"):
@@ -238,16 +244,17 @@ def main() -> None:
     best = None
     for _ in range(runs):
         r = _timed(_doctor_cmd() + ["analyze", str(path), "--format", "json"], env)
-        if best is None or r[0] < best[0]:
+        if best is None or r[1] < best[1]:
             best = r
     assert best is not None
-    wall, rss, code, out = best
+    wall, cpu, rss, code, out = best
     rep = json.loads(out) if out.strip() else {}
     findings = rep.get("findings", [])
     lines_seen = {(f["rule_id"], e["line"]) for f in findings for e in f.get("evidence", [])}
-    print(f"analyze         : {wall:.2f} s  {size / wall:.0f} MiB/s  peak RSS {rss:.0f} MiB  exit {code} "
-          f"(matcher: {env.get('GRPO_DOCTOR_MATCHER') or 'auto'})")
-    print(f"ratio           : {g_c / wall:.2f}x grep (C locale), {g_u / wall:.2f}x grep (UTF-8 locale)")
+    print(f"analyze         : wall {wall:.2f} s ({size / wall:.0f} MiB/s)  CPU {cpu:.2f} s ({size / cpu:.0f} MiB/s)  "
+          f"peak RSS {rss:.0f} MiB  exit {code}  (matcher: {env.get('GRPO_DOCTOR_MATCHER') or 'auto'})")
+    print(f"ratio (grep time / analyze time): wall {g_c[0] / wall:.2f} (C) {g_u[0] / wall:.2f} (UTF-8); "
+          f"CPU {g_c[1] / cpu:.2f} (C) {g_u[1] / cpu:.2f} (UTF-8)")
     print(f"findings        : {[(f['rule_id'], f['severity']) for f in findings]}")
     for what, ln in placed.items():
         if what == "50MB-line":
@@ -256,12 +263,13 @@ def main() -> None:
         print(f"  {what:22s}: line {ln}: {'reported by ' + ', '.join(hit) if hit else 'NOT REPORTED'}")
 
     doctor = _doctor_cmd()
-    start = min(_timed(doctor + ["--help"])[0] for _ in range(5))
-    print(f"start-up        : {start * 1000:.0f} ms (`{' '.join(Path(c).name for c in doctor)} --help`, best of 5)")
-    if _timed(doctor + ["check-ckpt", "--help"])[2] == 0:
+    starts = [_timed(doctor + ["--help"]) for _ in range(5)]
+    print(f"start-up        : wall {min(r[0] for r in starts) * 1000:.0f} ms  CPU {min(r[1] for r in starts) * 1000:.0f} ms"
+          f"  (`{' '.join(Path(c).name for c in doctor)} --help`, best of 5)")
+    if _timed(doctor + ["check-ckpt", "--help"])[3] == 0:
         ckpt = simulated_70b(tmpdir / "ckpt70b")
-        w, r, c, _ = min(_timed(doctor + ["check-ckpt", str(ckpt), "--format", "json"]) for _ in range(3))
-        print(f"check-ckpt 70B  : {w * 1000:.0f} ms  peak RSS {r:.0f} MiB  exit {c}")
+        w, c, r, code, _ = min(_timed(doctor + ["check-ckpt", str(ckpt), "--format", "json"]) for _ in range(3))
+        print(f"check-ckpt 70B  : wall {w * 1000:.0f} ms  CPU {c * 1000:.0f} ms  peak RSS {r:.0f} MiB  exit {code}")
     else:
         print("check-ckpt 70B  : skipped (no check-ckpt command on this branch)")
     if not keep:

@@ -14,8 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from .model import Role, Severity
 
 if sys.version_info >= (3, 11):
@@ -92,6 +90,8 @@ def rules_dir() -> Path:
 
 
 def _compile(expr: str, where: str) -> Any:
+    import regex  # only when the catalog is loaded: --help and --version never need it
+
     try:
         return regex.compile(expr)
     except regex.error as e:

@@ -777,6 +777,16 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None, first_bad_
 
 
 def _row_bad_keys(v: dict[str, Any]) -> list[str]:
+    for x in v.values():  # the common row has no NaN/inf at all: one pass over its values says so
+        if type(x) is float:
+            if x - x != 0:  # nan or +-inf
+                break
+        elif isinstance(x, str):
+            y = num(x)
+            if y is not None and y - y != 0:
+                break
+    else:
+        return []
     ks = [k for k in CORE_NAN_KEYS if k in v and _bad(num(v[k]))]
     rk = [f"rewards/{n}" for n in (reward_key_name(k) for k in v) if n and _bad(num(v.get(f"rewards/{n}/mean",
                                                                                         v.get(f"rewards/{n}"))))]

@@ -16,7 +16,6 @@ from typing import BinaryIO
 
 from ..model import InputInfo, Metrics, Where
 from . import metrics as metrics_src
-from . import scan
 from .logtext import LineReader, decode, physical_lines
 
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
@@ -209,6 +208,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
     stream = open_input(inp)
     try:
         if inp.kind == "log":
+            from . import scan  # the chunk scanner and its matchers: only when a log is read
+
             opts = dict(scan_options or {})
             if inp.path is not None and not opts.pop("lines", False) and scan.usable(session, stream):
                 scan.scan_file(session, inp.display, stream, counter, **opts)

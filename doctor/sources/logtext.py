@@ -78,6 +78,8 @@ def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple
 
 def clean(text: str) -> str:
     """Remove ANSI escapes and control characters other than tab and carriage return."""
+    if text.isprintable():  # the common case: no control character at all (one C-level pass)
+        return text
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     return _CTRL.sub("", text)
@@ -88,7 +90,7 @@ def split_segments(text: str) -> list[str]:
     parts = text.split("\r") if "\r" in text else [text]
     out: list[str] = []
     for part in parts:
-        while True:
+        while "/s]" in part or "/it]" in part:  # every tqdm rate ends so: skip the regex otherwise
             m = _TQDM_END.search(part)
             if not m:
                 break

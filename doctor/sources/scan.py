@@ -26,6 +26,7 @@ import re
 from collections import deque
 from typing import BinaryIO, Iterable
 
+from ..gate import engine, hs_database, hs_literal
 from ..model import LogLine, Where
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 
@@ -33,12 +34,6 @@ CHUNK = 8 << 20   # bytes scanned at a time
 EXTRA_TRIGGERS = ("StopIteration", "it/s]", "s/it]", "B/s]", "```")
 # control bytes that clean() removes or that split a line (\r), tab and newline excepted
 _CTRL_CLASS = rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r[^\n]"
-
-
-def _hex(word: bytes) -> bytes:
-    """A literal in Hyperscan's syntax: letters and digits as they are, every other byte as \\xHH."""
-    return b"".join(bytes((c,)) if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 else b"\\x%02x" % c
-                    for c in word)
 
 
 def trigger_bytes(words: Iterable[str]) -> list[bytes]:
@@ -80,46 +75,17 @@ class Matcher:
                 return
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "grpo-doctor")
-
-
 class HyperscanMatcher(Matcher):
-    """Hyperscan over the whole chunk, one callback per match. Compiling the ~250 words takes about a
-    second, so the compiled database is cached under ``$XDG_CACHE_HOME/grpo-doctor`` (keyed by the words
-    and the Hyperscan version); an unwritable cache only costs the compile."""
+    """Hyperscan over the whole chunk, one callback per match (the database is cached on disk)."""
 
     name = "hyperscan"
 
     def __init__(self, words: Iterable[str]):
-        import hashlib
-
         import hyperscan  # optional dependency
 
         lits = trigger_bytes(words)
-        expr = b"|".join(_hex(w) for w in lits) + b"|" + _CTRL_CLASS
-        key = hashlib.sha256(expr + repr(getattr(hyperscan, "__version__", "")).encode()).hexdigest()[:24]
-        path = os.path.join(_cache_dir(), f"hs-{key}.db")
-        db = None
-        try:
-            with open(path, "rb") as f:
-                db = hyperscan.loadb(f.read(), hyperscan.HS_MODE_BLOCK)
-        except Exception:  # absent, unreadable, or from another Hyperscan build
-            db = None
-        if db is None:
-            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            db.compile(expressions=[expr], ids=[0], elements=1, flags=0)
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.{os.getpid()}.tmp"
-                with open(tmp, "wb") as f:
-                    f.write(hyperscan.dumpb(db))
-                os.replace(tmp, path)
-            except OSError:
-                pass
-        self._db = db
-        self._scratch = hyperscan.Scratch(db)
+        self._db = hs_database([b"|".join(hs_literal(w) for w in lits) + b"|" + _CTRL_CLASS])
+        self._scratch = hyperscan.Scratch(self._db)
 
     def ends(self, buf: bytes) -> Iterable[int]:
         out: list[int] = []
@@ -135,21 +101,14 @@ class HyperscanMatcher(Matcher):
 _CACHE: dict[frozenset[str], Matcher] = {}
 
 
-def matcher_for(words: frozenset[str], engine: str | None = None) -> Matcher:
-    """The best matcher available (``engine``: "hyperscan" or "re" to choose; env GRPO_DOCTOR_MATCHER)."""
-    engine = engine or os.environ.get("GRPO_DOCTOR_MATCHER") or "auto"
-    key = frozenset(words | {f"\0engine={engine}"})
+def matcher_for(words: frozenset[str], use: str | None = None) -> Matcher:
+    """The best matcher available (``use``: "hyperscan" or "re"; default: env GRPO_DOCTOR_MATCHER, else
+    Hyperscan when it imports)."""
+    use = use or engine()
+    key = frozenset(words | {f"\0engine={use}"})
     m = _CACHE.get(key)
     if m is None:
-        if engine in ("auto", "hyperscan"):
-            try:
-                m = HyperscanMatcher(words)
-            except Exception:  # not installed, no wheel for this platform, or a compile failure
-                if engine == "hyperscan":
-                    raise
-        if m is None:
-            m = Matcher(words)
-        _CACHE[key] = m
+        m = _CACHE[key] = HyperscanMatcher(words) if use == "hyperscan" else Matcher(words)
     return m
 
 
