@@ -3,6 +3,7 @@
 Usage:
   python bench/bench_large_log.py [SIZE_MB] [--mix realistic|dense] [--keep PATH] [--runs N] [--matcher re]
                                   [--completion-paras N]  (paragraphs per echoed completion, default 20)
+                                  [--compare-lines]   (also run the line-by-line path; reports must be equal)
                                   [--root CHECKOUT]   (time another checkout's code, e.g. `git archive` of main)
 
 Builds a log of SIZE_MB (default 1024) from real lines only, then, in the same run:
@@ -261,6 +262,13 @@ def main() -> None:
             continue
         hit = sorted(r for r, l in lines_seen if l == ln)
         print(f"  {what:22s}: line {ln}: {'reported by ' + ', '.join(hit) if hit else 'NOT REPORTED'}")
+
+    if "--compare-lines" in argv:  # the line-by-line path on the same file: the reports must be equal
+        lw, lc, lr, lcode, lout = _timed(_doctor_cmd() + ["analyze", str(path), "--format", "json"],
+                                         dict(env, GRPO_DOCTOR_SCAN="lines"))
+        same = json.loads(lout) == rep if lout.strip() else False
+        print(f"line-by-line    : wall {lw:.2f} s  CPU {lc:.2f} s ({size / lc:.0f} MiB/s)  peak RSS {lr:.0f} MiB; "
+              f"report {'IDENTICAL' if same else 'DIFFERENT'} to the chunk path's")
 
     doctor = _doctor_cmd()
     starts = [_timed(doctor + ["--help"]) for _ in range(5)]

@@ -153,16 +153,18 @@ class LineReader:
     def line(self, lineno: int, data: bytes) -> list[LogLine]:
         """The LogLines of one physical line (``data`` without its newline, already capped)."""
         out: list[LogLine] = []
+        where = Where(self.path, lineno)
+        counter = self.counter
         for body, raw, rank, origin in segments(data):
-            self.counter[0] += 1
-            out.append(LogLine(body, raw, Where(self.path, lineno), rank, self.counter[0], origin))
+            counter[0] += 1
+            out.append(LogLine(body, raw, where, rank, counter[0], origin))
         return out
 
 
 def segments(data: bytes) -> list[tuple[str, str, int | None, str]]:
     """(text, raw, rank, origin) of each message in one physical line; none for a markdown fence."""
     text = clean(decode(data))
-    if _FENCE.match(text):
+    if "```" in text and _FENCE.match(text):
         return []
     out = []
     for seg in split_segments(text):

@@ -52,8 +52,9 @@ def trigger_bytes(words: Iterable[str]) -> list[bytes]:
 
 
 class Matcher:
-    """``ends(buf)``: increasing end offsets of trigger matches in ``buf`` (at least one per candidate
-    line; the scanner skips further matches on a line it has fed). Pure Python: one ``re`` alternation."""
+    """``ends(buf, view, n)``: increasing end offsets of trigger matches in ``buf[:n]`` (at least one per
+    candidate line; the scanner skips further matches on a line it has fed). Pure Python: one ``re``
+    alternation (slow on big buffers: install Hyperscan for speed)."""
 
     name = "re"
 
@@ -61,16 +62,17 @@ class Matcher:
         lits = trigger_bytes(words)
         self._re = re.compile(b"|".join(re.escape(w) for w in lits) + b"|" + _CTRL_CLASS)
 
-    def ends(self, buf: bytes) -> Iterable[int]:
+    def ends(self, buf: bytearray, view: memoryview, n: int) -> Iterable[int]:
+        """Match ends in ``buf[:n]`` (``view`` is ``memoryview(buf)``)."""
         search = self._re.search
         find = buf.find
         pos = 0
         while True:
-            m = search(buf, pos)
+            m = search(buf, pos, n)
             if m is None:
                 return
             yield m.end()
-            pos = find(b"\n", m.end()) + 1  # the rest of this line cannot add a candidate
+            pos = find(b"\n", m.end(), n) + 1  # the rest of this line cannot add a candidate
             if pos <= 0:
                 return
 
@@ -87,14 +89,14 @@ class HyperscanMatcher(Matcher):
         self._db = hs_database([b"|".join(hs_literal(w) for w in lits) + b"|" + _CTRL_CLASS])
         self._scratch = hyperscan.Scratch(self._db)
 
-    def ends(self, buf: bytes) -> Iterable[int]:
+    def ends(self, buf: bytearray, view: memoryview, n: int) -> Iterable[int]:
         out: list[int] = []
         add = out.append
 
         def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
             add(end)
 
-        self._db.scan(buf, match_event_handler=on_match, scratch=self._scratch)
+        self._db.scan(view[:n], match_event_handler=on_match, scratch=self._scratch)
         return out
 
 
@@ -132,74 +134,76 @@ class ChunkScanner:
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
-        for line in self.reader.line(self.lineno, data[:MAX_LINE] if len(data) > MAX_LINE else data):
+        for line in self.reader.line(self.lineno, data):
             feed(line)
 
     def _skip(self, n: int) -> None:
         self.lineno += n
         self.counter[0] += n
 
-    def _sticky_run(self, buf: bytes, pos: int) -> int:
+    def _sticky_run(self, buf: bytearray, view: memoryview, pos: int, n: int) -> int:
         """Feed whole lines from ``pos`` while the session is sticky; returns the new position."""
         sticky = self.session.sticky
-        n = len(buf)
         while pos < n and sticky():
-            end = buf.find(b"\n", pos)
-            self._feed(buf[pos:end])
+            end = buf.find(b"\n", pos, n)
+            self._feed(bytes(view[pos:min(end, pos + MAX_LINE)]))
             pos = end + 1
         return pos
 
-    def _scan(self, buf: bytes) -> None:
-        """``buf`` holds whole lines (it ends with a newline)."""
-        pos = self._sticky_run(buf, 0)
-        count = buf.count
-        find, rfind = buf.find, buf.rfind
-        for hit in self.matcher.ends(buf):
+    def _scan(self, buf: bytearray, view: memoryview, n: int) -> None:
+        """``buf[:n]`` holds whole lines (``buf[n - 1]`` is a newline)."""
+        pos = self._sticky_run(buf, view, 0, n)
+        count, find, rfind = buf.count, buf.find, buf.rfind
+        for hit in self.matcher.ends(buf, view, n):
             if hit <= pos:
                 continue  # on a line already fed
             start = rfind(b"\n", pos, hit) + 1 or pos
-            end = find(b"\n", hit - 1)
+            end = find(b"\n", hit - 1, n)
             if start > pos:
                 self._skip(count(b"\n", pos, start))
-            self._feed(buf[start:end])
-            pos = self._sticky_run(buf, end + 1)
-        if pos < len(buf):
-            self._skip(count(b"\n", pos))
+            self._feed(bytes(view[start:min(end, start + MAX_LINE)]))  # lines are capped as physical_lines does
+            pos = self._sticky_run(buf, view, end + 1, n)
+        if pos < n:
+            self._skip(count(b"\n", pos, n))
 
     def run(self, stream: BinaryIO) -> None:
+        """Reads into one reused buffer (fresh 8 MB objects per chunk cost more than the scan itself)."""
         self.session.begin_log(self.path)
-        read = stream.read
-        carry = b""
+        size = self.chunk
+        buf = bytearray(size + MAX_LINE + 1)
+        view = memoryview(buf)
+        have = 0          # bytes of an unfinished line kept at the front of buf
         skipping = False  # inside a line longer than MAX_LINE, already fed: drop up to its newline
-        while True:
-            chunk = read(self.chunk)
-            if not chunk:
-                break
-            if skipping:
-                nl = chunk.find(b"\n")
-                if nl < 0:
-                    continue
-                skipping = False
-                chunk = chunk[nl + 1:]
-            buf = carry + chunk if carry else chunk
-            last = buf.rfind(b"\n")
-            if last < 0:
-                carry = buf
-            else:
-                if last == len(buf) - 1:
-                    self._scan(buf)
-                    carry = b""
+        try:
+            while True:
+                got = stream.readinto(view[have:have + size])
+                if not got:
+                    break
+                end = have + got
+                if skipping:  # have == 0 here
+                    nl = buf.find(b"\n", 0, end)
+                    if nl < 0:
+                        continue
+                    skipping = False
+                    rest = end - nl - 1
+                    buf[:rest] = bytes(view[nl + 1:end])
+                    end = rest
+                last = buf.rfind(b"\n", 0, end)
+                if last >= 0:
+                    self._scan(buf, view, last + 1)
+                    have = end - last - 1
+                    if have:
+                        buf[:have] = bytes(view[last + 1:end])
                 else:
-                    self._scan(buf[:last + 1])
-                    carry = buf[last + 1:]
-            if len(carry) > MAX_LINE:  # an over-long line: its head is all the line-by-line path reads too
-                self._feed(carry[:MAX_LINE])
-                carry = b""
-                skipping = True
-        if carry:
-            self._feed(carry)
-        elif skipping:
-            pass  # the over-long last line was fed already
+                    have = end
+                if have > MAX_LINE:  # an over-long line: its head is all the line-by-line path reads too
+                    self._feed(bytes(view[:MAX_LINE]))
+                    have = 0
+                    skipping = True
+            if have:
+                self._feed(bytes(view[:have]))
+        finally:
+            view.release()
         self._rebuild_tail(stream)
 
     # ------------------------------------------------------------------ tail
@@ -250,8 +254,9 @@ def scan_file(session, display_path: str, stream: BinaryIO, counter: list[int], 
 
 
 def usable(session, stream: BinaryIO) -> bool:
-    """The chunk path needs a seekable regular file and no rule that reads every line."""
-    if session.sees_every_line:
+    """The chunk path needs a seekable regular file and no rule that reads every line
+    (``GRPO_DOCTOR_SCAN=lines`` turns it off: the benchmark compares both paths on big files)."""
+    if session.sees_every_line or os.environ.get("GRPO_DOCTOR_SCAN") == "lines":
         return False
     try:
         return stream.seekable() and os.path.isfile(getattr(stream, "name", "") or "")
