@@ -26,7 +26,7 @@ import re
 from collections import deque
 from typing import BinaryIO, Iterable
 
-from ..gate import engine, hs_database, hs_literal
+from ..gate import engine, hs_database, hs_literal, trie_pattern
 from ..model import LogLine, Where
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 
@@ -53,28 +53,41 @@ def trigger_bytes(words: Iterable[str]) -> list[bytes]:
 
 class Matcher:
     """``ends(buf, view, n)``: increasing end offsets of trigger matches in ``buf[:n]`` (at least one per
-    candidate line; the scanner skips further matches on a line it has fed). Pure Python: one ``re``
-    alternation (slow on big buffers: install Hyperscan for speed)."""
+    candidate line; the scanner skips further matches on a line it has fed).
+
+    Pure Python: the words as one trie-shaped ``re`` pattern (a flat alternation is ~4x slower, and
+    mixing in the control-byte class ~6x), searched once per candidate line; control bytes are looked
+    for only when ``bytes.translate`` finds any in the chunk. Install Hyperscan for speed."""
 
     name = "re"
 
     def __init__(self, words: Iterable[str]):
         lits = trigger_bytes(words)
-        self._re = re.compile(b"|".join(re.escape(w) for w in lits) + b"|" + _CTRL_CLASS)
+        self._re = re.compile(trie_pattern([w.decode("latin-1") for w in lits]).encode("latin-1"))
 
     def ends(self, buf: bytearray, view: memoryview, n: int) -> Iterable[int]:
-        """Match ends in ``buf[:n]`` (``view`` is ``memoryview(buf)``)."""
         search = self._re.search
         find = buf.find
+        out: list[int] = []
         pos = 0
         while True:
             m = search(buf, pos, n)
             if m is None:
-                return
-            yield m.end()
+                break
+            out.append(m.end())
             pos = find(b"\n", m.end(), n) + 1  # the rest of this line cannot add a candidate
             if pos <= 0:
-                return
+                break
+        if buf.translate(None, _NOT_CTRL):  # rare: some control byte in the buffer (maybe past n)
+            ctrl = [m.end() for m in _CTRL_ONE.finditer(buf, 0, n) if buf[m.start()] != 13 or
+                    m.end() < n and buf[m.end()] != 10]
+            if ctrl:
+                out = sorted(set(out).union(ctrl))
+        return out
+
+
+_CTRL_ONE = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")   # the control bytes, \r included
+_NOT_CTRL = bytes(b for b in range(256) if not (b < 9 or 11 <= b <= 31 or b == 127))
 
 
 class HyperscanMatcher(Matcher):
@@ -92,9 +105,13 @@ class HyperscanMatcher(Matcher):
     def ends(self, buf: bytearray, view: memoryview, n: int) -> Iterable[int]:
         out: list[int] = []
         add = out.append
+        find = buf.find
+        line_end = [-1]  # the newline of the last line reported: later matches on it are dropped
 
         def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
-            add(end)
+            if end > line_end[0]:
+                add(end)
+                line_end[0] = find(b"\n", end - 1, n)
 
         self._db.scan(view[:n], match_event_handler=on_match, scratch=self._scratch)
         return out
