@@ -1,5 +1,5 @@
-"""Feed a log file to a Session at grep speed: scan large binary chunks for the trigger words and decode
-only the lines that hold one.
+"""Feed a log file to a Session fast: scan large binary chunks for the trigger words and decode only the
+lines that hold one.
 
 ``Session.feed_line`` ignores a line without any gate word except for three things, so the scanner may
 skip such lines exactly when it reproduces those three:
@@ -16,8 +16,8 @@ lines without gate words), a control byte that cleaning would remove (ANSI, NUL:
 word), a ``\\r`` inside the line, a tqdm rate (``it/s]``, ``s/it]``, ``B/s]``: the line splits) or a
 markdown fence. Candidates are false positives at worst: they go through ``feed_line`` unchanged.
 
-Matching uses Hyperscan (the ``hyperscan`` package, optional) when it imports, else one compiled
-``re`` alternation over bytes. Memory stays flat: one chunk plus one capped line.
+Matching uses Hyperscan (the ``hyperscan`` package, optional) when it imports, else a trie-shaped
+``re`` pattern over bytes (same candidates, slower). Memory stays flat: one chunk plus one capped line.
 """
 from __future__ import annotations
 
@@ -221,16 +221,16 @@ class ChunkScanner:
                 self._feed(bytes(view[:have]))
         finally:
             view.release()
-        self._rebuild_tail(stream)
+        self._rebuild_tail(stream, stream.tell())
 
     # ------------------------------------------------------------------ tail
-    def _rebuild_tail(self, stream: BinaryIO) -> None:
+    def _rebuild_tail(self, stream: BinaryIO, size: int) -> None:
         """Replace the session's tail for this input by the last lines of the file, as feed_line keeps it."""
         tail = self.session.tails.get(self.path)
         if tail is None:
             return
         want = self.tail_len or tail.maxlen or 0
-        size = stream.seek(0, os.SEEK_END)
+        # ``size``: where the scan stopped (a log still being written may have grown since)
         window = 256 * 1024
         while True:
             start = max(0, size - window)
@@ -246,7 +246,7 @@ class ChunkScanner:
                         break
             keep: deque[tuple[int, int, tuple[str, str, int | None, str]]] = deque(maxlen=want)
             nlines = nsegs = nonblank = 0
-            for _, data in physical_lines(stream):
+            for _, data in physical_lines(_Bounded(stream, size)):
                 for seg in segments(data):
                     nsegs += 1
                     if seg[0].strip():
@@ -262,6 +262,20 @@ class ChunkScanner:
         for i, k, (body, raw, rank, origin) in keep:
             new.append(LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin))
         self.session.tails[self.path] = new
+
+
+class _Bounded:
+    """A reader that stops at byte ``end`` of the underlying stream."""
+
+    def __init__(self, stream: BinaryIO, end: int):
+        self.stream = stream
+        self.end = end
+
+    def read(self, n: int = -1) -> bytes:
+        left = self.end - self.stream.tell()
+        if left <= 0:
+            return b""
+        return self.stream.read(left if n < 0 else min(n, left))
 
 
 def scan_file(session, display_path: str, stream: BinaryIO, counter: list[int], **kw) -> ChunkScanner:
