@@ -8,13 +8,15 @@ from .registry import load_catalog
 from .sources.inputs import discover, feed_input
 
 
-def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None) -> Report:
+def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
+            scan_options: dict | None = None) -> Report:
+    """``scan_options``: passed to the log chunk scanner (tests: ``{"lines": True}`` forces the line path)."""
     inputs = discover(paths)
     metas = select_rules(load_catalog(), select, ignore)
     has_jsonl = any(i.kind == "metrics" for i in inputs)
     session = Session(metas, console_metrics=not has_jsonl)
     counter = [0]
     for inp in inputs:
-        feed_input(inp, session, counter)
+        feed_input(inp, session, counter, scan_options)
     findings = session.finish()
     return Report(__version__, [i.info() for i in inputs], session.run.summary(), findings)

@@ -20,7 +20,9 @@ from .sources.inputs import InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# rich_markup_mode=None: plain click help and usage errors, so start-up never imports rich (only the text
+# renderer does); the commands, options and exit codes are the same
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Names the failure of an ms-swift GRPO run, shows the evidence lines and prints the fix "
                        "computed from the run's own numbers.")
 

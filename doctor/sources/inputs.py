@@ -216,8 +216,9 @@ def read_small(inp: Input) -> str:
     return decode(data[:MAX_SMALL])
 
 
-def feed_input(inp: Input, session, counter: list[int]) -> None:
-    """Stream one input into the session."""
+def feed_input(inp: Input, session, counter: list[int], scan_options: dict | None = None) -> None:
+    """Stream one input into the session. A log file goes through the chunk scanner (``scan_options``:
+    its keyword arguments, or ``{"lines": True}`` for the line-by-line path); standard input line by line."""
     if inp.kind == "args":
         text = read_small(inp)
         try:
@@ -242,9 +243,15 @@ def feed_input(inp: Input, session, counter: list[int]) -> None:
     stream = open_input(inp)
     try:
         if inp.kind == "log":
-            session.begin_log(inp.display)
-            for line in LineReader(inp.display, counter).lines(stream):
-                session.feed_line(line)
+            from . import scan  # the chunk scanner and its matchers: only when a log is read
+
+            opts = dict(scan_options or {})
+            if inp.path is not None and not opts.pop("lines", False) and scan.usable(session, stream):
+                scan.scan_file(session, inp.display, stream, counter, **opts)
+            else:
+                session.begin_log(inp.display)
+                for line in LineReader(inp.display, counter).lines(stream):
+                    session.feed_line(line)
         elif inp.kind == "metrics":
             for lineno, data in physical_lines(stream):
                 values = metrics_src.parse_jsonl(decode(data))
