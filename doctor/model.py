@@ -37,6 +37,7 @@ COMPLETIONS = "completions"  # one row group of completions.jsonl
 RUN_END = "run_end"      # the run reached its normal end (summary line, End time of running main)
 EOF = "eof"              # one input file is exhausted
 CHECKPOINT = "checkpoint"  # the facts of one checkpoint directory (doctor.sources.checkpoint)
+GPU = "gpu"              # one nvidia-smi snapshot / NVML sample: (path, list[GpuSample])
 
 
 @dataclass(frozen=True, slots=True)
