@@ -225,3 +225,14 @@ def test_checkpoint_rules_are_the_catalogs_ckpt_checks():
     from doctor.registry import load_catalog
     assert [m.id for m in checkpoint_rules()] == [m.id for m in load_catalog() if (m.check or "").startswith("ckpt:")]
     assert [m.id for m in checkpoint_rules()] == ["GD801", "GD802", "GD803", "GD804", "GD805"]
+
+
+def test_extra_shard_alone_is_a_warning(tmp_path):
+    d = tmp_path / "checkpoint-2"
+    d.mkdir()
+    save_file({"a": np.zeros(4, np.float32)}, str(d / "model-00001-of-00002.safetensors"))
+    save_file({"b": np.zeros(4, np.float32)}, str(d / "model-00002-of-00002.safetensors"))
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 16}, "weight_map": {
+        "a": "model-00001-of-00002.safetensors"}}))
+    f = [x for x in check_checkpoint_dirs([d]) if x.rule_id == "GD802"]
+    assert f and f[0].severity == Severity.warning and "has files its index does not use" in f[0].message

@@ -201,6 +201,9 @@ def corrupt_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
     return out
 
 
+_EXTRA_SHARD = "not named by"
+
+
 def _index_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
     out = []
     shards = {n: SHARD_RE.match(n) for n in f.top() if SHARD_RE.match(n)}
@@ -225,8 +228,8 @@ def _index_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
                         + (" ..." if len(missing) > 4 else ""), "copy the missing shard(s)"))
         extra = sorted(n for n in mine if n not in referenced)
         if extra:
-            out.append((extra[0], f"{len(extra)} shard(s) not named by {idx_name} ({', '.join(extra[:3])}): left "
-                        f"from another save?", "delete them or copy the matching index"))
+            out.append((extra[0], f"{len(extra)} shard(s) {_EXTRA_SHARD} {idx_name} ({', '.join(extra[:3])}): left "
+                        f"from another save? Loaders never open them", "delete them or copy the matching index"))
         counts = {int(m.group("n")) for n, m in mine.items()}
         for n_of in counts:
             have = {int(m.group("i")) for m in mine.values() if int(m.group("n")) == n_of}
@@ -323,7 +326,10 @@ class Corrupt(_CkptRule):
                 continue
             first = reasons[0]
             more = f" (and {len(reasons) - 1} more problem(s))" if len(reasons) > 1 else ""
-            msg = f"{f.path} cannot be loaded as saved: {first[0]} {first[1]}{more}."
+            # shards the index does not name are never opened by loaders: a leftover, not a broken checkpoint
+            soft = all(_EXTRA_SHARD in why for _, why, _ in reasons)
+            msg = (f"{f.path} has files its index does not use: {first[0]} {first[1]}{more}." if soft else
+                   f"{f.path} cannot be loaded as saved: {first[0]} {first[1]}{more}.")
             fix = list(dict.fromkeys(f"{name}: {todo}" for name, _, todo in reasons))[:6]
             resume = any(n in ("trainer_state.json", "optimizer.pt") or n.startswith("global_step")
                          for n, _, _ in reasons)
@@ -331,7 +337,7 @@ class Corrupt(_CkptRule):
                 fix.append("To resume anyway from the weights alone: --resume_from_checkpoint <ckpt> "
                            "--resume_only_model true (optimizer state is lost).")
             ev = [_ev(f, name, f"{name}: {why}") for name, why, _ in reasons[:6]]
-            out.append(self.make(message=msg, fix=fix, evidence=ev))
+            out.append(self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning if soft else None))
         return out
 
 
