@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from . import __version__
 from .engine import Session, select_rules
-from .model import Report
+from .model import InputInfo, Report
 from .registry import load_catalog
-from .sources.inputs import discover, feed_input
+from .sources.inputs import discover, feed_input, run_checkpoints
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
@@ -18,5 +18,15 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     counter = [0]
     for inp in inputs:
         feed_input(inp, session, counter, scan_options)
+    ckpts = run_checkpoints(paths)
+    if ckpts:
+        from .checks.ckpt_facts import CkptInput
+        from .ckpt import fold_into_log_finding
+        from .sources.checkpoint import read_checkpoint
+        for d, display in ckpts:
+            session.feed_checkpoint(CkptInput(read_checkpoint(d, display)))
     findings = session.finish()
-    return Report(__version__, [i.info() for i in inputs], session.run.summary(), findings)
+    if ckpts:
+        findings = fold_into_log_finding(findings)
+    infos = [i.info() for i in inputs] + [InputInfo(display, "checkpoint") for _, display in ckpts]
+    return Report(__version__, infos, session.run.summary(), findings)

@@ -1,6 +1,6 @@
 """Thin typer commands: parse, call, render, return an exit code.
 
-Exit codes (analyze, explain, rules): 0 nothing at or above --fail-on; 1 findings at or above it;
+Exit codes (analyze, preflight, check-ckpt, explain, rules): 0 nothing at or above --fail-on; 1 findings at or above it;
 2 usage error or unreadable input, always with one line naming the file and what to do.
 """
 from __future__ import annotations
@@ -168,6 +168,42 @@ def preflight(
         if debug:
             raise
         raise _die(f"internal error in preflight: {type(e).__name__}: {e} (rerun with --debug and report it)")
+    emit(render_report(report, fmt, _color_wanted(output)), output)
+    raise typer.Exit(exit_code(report, fail_on))
+
+
+class Expect(str, Enum):
+    full = "full"
+    lora = "lora"
+
+
+@app.command("check-ckpt")
+def check_ckpt(
+    paths: list[str] = typer.Argument(..., help="Checkpoint directories, files inside them, or run directories."),
+    expect: Optional[Expect] = typer.Option(None, "--expect", help="What the checkpoint must hold: full weights or a LoRA adapter."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
+    ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
+) -> None:
+    """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space."""
+    from .ckpt import check_paths
+    try:
+        report = check_paths(paths, expect=expect.value if expect else None, select=_split(select),
+                             ignore=_split(ignore))
+    except InputError as e:
+        raise _die(str(e))
+    except CatalogError as e:
+        raise _die(f"rule catalog: {e}")
+    except KeyboardInterrupt:
+        raise typer.Exit(130)
+    except Exception as e:  # noqa: BLE001 - the contract is one line and exit 2, never a traceback
+        if debug:
+            raise
+        raise _die(f"internal error while checking {' '.join(paths)}: {type(e).__name__}: {e} "
+                   "(rerun with --debug and report it)")
     emit(render_report(report, fmt, _color_wanted(output)), output)
     raise typer.Exit(exit_code(report, fail_on))
 

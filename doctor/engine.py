@@ -153,6 +153,10 @@ class Session:
     def feed_completions(self, payload: Any) -> None:
         self._emit(COMPLETIONS, payload)
 
+    def feed_checkpoint(self, payload: Any) -> None:
+        """One checkpoint directory's facts (``doctor.checks.ckpt.CkptInput``)."""
+        self._emit(model.CHECKPOINT, payload)
+
     def _emit(self, kind: str, payload: Any) -> None:
         for r in self._by_kind.get(kind, ()):
             r.feed(kind, payload)

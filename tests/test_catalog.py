@@ -72,6 +72,8 @@ def test_every_rule_has_a_real_fixture():
     # preflight rules fire from commands: their real fixtures are fixtures/preflight/<case>/command.txt
     for golden in (FIXTURES.parent / "preflight").glob("*.expected.json"):
         fired |= {f["rule_id"] for f in json.loads(golden.read_text())["findings"]}
+    for golden in (FIXTURES.parent / "ckpt").glob("*.expected.json"):  # checkpoint fixtures (check-ckpt)
+        fired |= {f["rule_id"] for f in json.loads(golden.read_text())["findings"]}
     missing = [m.id for m in CATALOG if m.id not in fired and not m.options.get("no_real_fixture")]
     assert missing == [], f"rules without a real fixture: {missing}"
 

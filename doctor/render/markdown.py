@@ -31,7 +31,7 @@ def render(report: Report) -> str:
             out.append("")
             out.append("```")
             for e in f.evidence:
-                out.append(_fence(f"{e.path}:{e.line}: {e.text}"))
+                out.append(_fence(f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}"))
             out.append("```")
             out.append("")
         if f.fix:

@@ -41,7 +41,7 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
         if f.evidence:
             con.print("   [dim]evidence:[/dim]")
             for e in f.evidence:
-                con.print(f"     [dim]{escape(e.path)}:{e.line}[/dim] {escape(e.text)}")
+                con.print(f"     [dim]{escape(e.path)}{f':{e.line}' if e.line else ''}[/dim] {escape(e.text)}")
         if f.fix:
             con.print("   [green]fix:[/green]")
             for step in f.fix:

@@ -188,9 +188,26 @@ def _walk(root: Path, display_root: str) -> list[Input]:
         shallow = [p for p in best if len(p.relative_to(root).parts) == len(best[0].relative_to(root).parts)]
         chosen = shallow[-1]
         out.append(Input(chosen, _display(chosen, root, display_root), "args"))
-    if not out:
+    if not out and not run_checkpoints([display_root], root):
         raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here; "
                          "pass the run's output directory or a saved console log")
+    return out
+
+
+def run_checkpoints(paths: list[str], root: Path | None = None) -> list[tuple[Path, str]]:
+    """checkpoint-N/ folders under the run directories given (and any given directory that is itself a
+    checkpoint), with their display paths. Their facts feed the checkpoint rules; their files are not logs."""
+    from .checkpoint import find_checkpoints, is_checkpoint_dir
+    out: list[tuple[Path, str]] = []
+    for p in paths:
+        path = root if root is not None else Path(p)
+        if p == "-" or not path.is_dir():
+            continue
+        if is_checkpoint_dir(path) and path.name.startswith("checkpoint-"):
+            out.append((path, p))
+            continue
+        for c in find_checkpoints(path):
+            out.append((c, str(Path(p) / c.relative_to(path))))
     return out
 
 

@@ -1,0 +1,122 @@
+"""Checkpoint checks as a library: ``check-ckpt``, ``analyze`` and the live ``watch`` call these.
+
+``check_checkpoint_dirs(dirs, *, expect=None, run=None)`` is the stable entry for other code (watch): the
+findings of the checkpoint rules (GD801-GD805) for those directories, with ``run`` (the live RunConfig) telling
+what the command line asked for.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from . import __version__
+from .engine import Session, select_rules
+from .model import CHECKPOINT, Finding, InputInfo, Report
+from .registry import RuleMeta, _load_one, rules_dir
+from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
+from .sources.inputs import InputError
+from .sources.swiftconfig import RunConfig
+from .checks.ckpt_facts import CkptInput
+
+
+@lru_cache(maxsize=1)
+def _ckpt_metas() -> tuple[RuleMeta, ...]:
+    """Only the checkpoint rules' TOML files: compiling the whole catalog's regexes costs ~0.4 s, more than the
+    checks of a 70B checkpoint."""
+    return tuple(_load_one(p) for p in sorted(rules_dir().glob("*.toml"))
+                 if 'check = "ckpt:' in p.read_text(encoding="utf-8"))
+
+
+def checkpoint_rules(metas: Iterable[RuleMeta] | None = None) -> list[RuleMeta]:
+    """The catalog entries whose check consumes CHECKPOINT signals."""
+    from .rules import build_rule
+    out = []
+    for m in (_ckpt_metas() if metas is None else metas):
+        if m.check and m.check.startswith("ckpt:") and CHECKPOINT in build_rule(m).kinds:
+            out.append(m)
+    return out
+
+
+def check_checkpoint_dirs(dirs: Iterable[str | os.PathLike], *, expect: str | None = None,
+                          run: RunConfig | None = None) -> list[Finding]:
+    """Findings of the checkpoint rules for these checkpoint directories (each read once, headers only)."""
+    session = Session(checkpoint_rules(), run=run)
+    seen: set[str] = set()
+    for d in dirs:
+        p = Path(d)
+        key = os.path.realpath(p)
+        if key in seen:
+            continue
+        seen.add(key)
+        session.feed_checkpoint(CkptInput(read_checkpoint(p, str(d)), expect))
+    return session.finish()
+
+
+def group_paths(paths: list[str]) -> list[tuple[Path, str]]:
+    """Checkpoint directories named by the arguments: a checkpoint dir, any file inside one (global_stepN/
+    files belong to their checkpoint), or a run directory (its checkpoint-N/ folders). Each once, in order."""
+    out: list[tuple[Path, str]] = []
+    seen: set[str] = set()
+
+    def add(d: Path, display: str) -> None:
+        key = os.path.realpath(d)
+        if key not in seen:
+            seen.add(key)
+            out.append((d, display))
+
+    for p in paths:
+        path = Path(p)
+        if not path.exists() and not path.is_symlink():
+            raise InputError(f"{p}: no such file or directory; pass a checkpoint directory or a file inside one")
+        if path.is_dir():
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise InputError(f"{p}: permission denied; make the directory readable")
+            if is_checkpoint_dir(path):
+                add(path, p.rstrip("/") or p)
+                continue
+            found = find_checkpoints(path)
+            if not found:
+                raise InputError(f"{p}: no checkpoint here (no model*.safetensors, adapter_model.*, "
+                                 f"trainer_state.json or checkpoint-N/); pass a checkpoint directory")
+            for c in found:
+                add(c, str(Path(p) / c.relative_to(path)))
+            continue
+        d = checkpoint_dir_of(path)
+        disp = os.path.dirname(p.rstrip("/")) or "."
+        if d != path.parent:
+            disp = os.path.dirname(disp) or "."
+        add(d, disp)
+    return out
+
+
+def check_paths(paths: list[str], *, expect: str | None = None, select: set[str] | None = None,
+                ignore: set[str] | None = None) -> Report:
+    """The report of ``grpo-doctor check-ckpt PATH...``."""
+    groups = group_paths(paths)
+    for d, disp in groups:
+        if not os.access(d, os.R_OK | os.X_OK):
+            raise InputError(f"{disp}: permission denied; make the directory readable")
+    metas = select_rules(checkpoint_rules(), select, ignore)
+    session = Session(metas)
+    summary = RunConfig()
+    for d, disp in groups:
+        facts = read_checkpoint(d, disp)
+        if isinstance(facts.args, dict) and not summary.args:
+            summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
+        session.feed_checkpoint(CkptInput(facts, expect))
+    findings = session.finish()
+    return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups], summary.summary(), findings)
+
+
+def fold_into_log_finding(findings: list[Finding]) -> list[Finding]:
+    """analyze: when the log already names the forced LoRA (GD701), the checkpoint finding (GD801) adds its
+    evidence to it instead of repeating the diagnosis."""
+    log = next((f for f in findings if f.rule_id == "GD701"), None)
+    ck = [f for f in findings if f.rule_id == "GD801"]
+    if log is None or not ck:
+        return findings
+    merged = replace(log, evidence=log.evidence + tuple(e for f in ck for e in f.evidence[:2]))
+    return [merged if f is log else f for f in findings if f.rule_id != "GD801"]
