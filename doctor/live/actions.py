@@ -15,10 +15,14 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from ..checks.hang import _PYSPY_FRAME, _PYSPY_THREAD, _FRAME_CLASSES
+import re
+
+from ..checks.hang import _PYSPY_FRAME, _FRAME_CLASSES
 from ..checks.live import Gpu, gib
 
 PYSPY_TIMEOUT = 30.0
+# py-spy prints the thread name only when it can read it: `Thread 123 (idle): "MainThread"` or `Thread 123 (idle)`
+_THREAD = re.compile(r'^\s*Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>[^)]*)\)(?::\s*"(?P<name>[^"]*)")?')
 # doctor/checks/hang.py frame classes -> the names watch reports
 WHERE = {
     "vllm-generate": ("rollout-generation", "in rollout generation (vLLM generate)"),
@@ -105,12 +109,14 @@ def pyspy_path() -> str | None:
     return shutil.which("py-spy")
 
 
-def parse_dump(text: str) -> list[tuple[str, str, list[tuple[str, str, int]]]]:
+def parse_dump(text: str, pid: int | None = None) -> list[tuple[str, str, list[tuple[str, str, int]]]]:
     threads: list[tuple[str, str, list[tuple[str, str, int]]]] = []
     for line in text.splitlines():
-        t = _PYSPY_THREAD.match(line)
+        t = _THREAD.match(line)
         if t:
-            threads.append((t.group("name"), t.group("state"), []))
+            name = t.group("name") or ("MainThread" if pid is not None and t.group("tid") == str(pid) else
+                                       f"thread {t.group('tid')}")
+            threads.append((name, t.group("state"), []))
             continue
         f = _PYSPY_FRAME.match(line)
         if f and threads:
@@ -163,7 +169,7 @@ def dump_stacks(procs: list[ProcInfo], timeout: float = PYSPY_TIMEOUT) -> tuple[
                            + (" (ptrace is not permitted: run as root, with CAP_SYS_PTRACE, or set "
                               "kernel.yama.ptrace_scope=0)" if "ermission" in err or "ptrace" in err.lower() else ""))
             continue
-        threads = parse_dump(text)
+        threads = parse_dump(text, p.pid)
         focus = _focus(threads)
         where = None
         top = ""
