@@ -125,7 +125,7 @@ def test_flood_through_cli_stdout_byte_exact(tmp_path):
     """The real CLI in a subprocess: the child's stdout arrives byte for byte on ours."""
     hashes = tmp_path / "hashes"
     p = subprocess.run([sys.executable, "-m", "doctor.cli", "watch", "--no-preflight", "--gpu-interval", "0", "--run-dir",
-                        str(tmp_path / "run"), "--", sys.executable, CHILD, "--flood", "20", "--hashes", str(hashes)],
+                        str(tmp_path / "run"), "--", sys.executable, CHILD, "--flood", "10", "--hashes", str(hashes)],
                        capture_output=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-2000:]
     h_out, _ = hashes.read_text().split()

@@ -16,6 +16,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -37,6 +39,7 @@ from .watchdogs import PHASE_OF, PHASE_TEXT, HangWatchdog, Limits
 EXIT_STOPPED = 124   # watch stopped the child (--on-hang stop), like timeout(1)
 EXIT_NOT_STARTED = 2
 READ = 1 << 16
+QUEUE_CHUNKS = 1024   # at most 64 MiB of output waiting for the analyser
 # post-mortem rules that read "the log stops here" as a hang: meaningless while the process is alive
 _POSTMORTEM_ONLY = {"GD320", "GD321"}
 
@@ -201,22 +204,21 @@ class Watch:
             actions.signal_group(self.pgid, signum)
 
     def _loop(self) -> int:
+        """Main thread: pass-through only (read, write, hand the chunk to the analyser); never waits on analysis
+        unless the analyser is more than QUEUE_CHUNKS chunks behind."""
         proc = self.proc
         sel = selectors.DefaultSelector()
         streams = [_Stream(proc.stdout.fileno(), self.o.out_fd), _Stream(proc.stderr.fileno(), self.o.err_fd)]
         for st in streams:
             os.set_blocking(st.fd, False)
             sel.register(st.fd, selectors.EVENT_READ, st)
+        self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_CHUNKS)
+        analyser = threading.Thread(target=self._analyser, args=(streams,), name="grpo-doctor-analyser", daemon=True)
+        analyser.start()
         open_streams = 2
-        next_tick = self.clock()
-        next_eval = self.clock() + self.o.eval_interval
-        next_report = self.clock() + min(self.o.report_interval, 5.0)
-        next_gpu = self.clock()
-        next_scan = self.clock()
         exited_at: float | None = None
         while True:
-            timeout = max(0.0, min(next_tick - self.clock(), self.o.poll))
-            events = sel.select(timeout) if open_streams else (time.sleep(min(timeout, 0.05)) or [])
+            events = sel.select(self.o.poll) if open_streams else (time.sleep(0.05) or [])
             for key, _ in events:
                 st: _Stream = key.data
                 try:
@@ -229,38 +231,26 @@ class Watch:
                     sel.unregister(st.fd)
                     open_streams -= 1
                     continue
-                self._chunk(st, data)
-            now = self.clock()
+                if st.out_ok:
+                    st.out_ok = _write_all(st.out_fd, data)
+                self.queue.put((st, data))
             rc = proc.poll()
             if rc is not None:
+                now = time.monotonic()
                 if exited_at is None:
                     exited_at = now
                 # descendants may keep the pipes open: read what is there, then stop waiting after 2 s
                 if open_streams == 0 or now - exited_at > 2.0:
                     break
-            if now >= next_tick:
-                next_tick = now + self.o.poll
-                if now >= next_scan:
-                    next_scan = now + max(self.o.poll, 2.0)
-                    self._scan()
-                if self.o.gpu_interval and now >= next_gpu:
-                    next_gpu = now + self.o.gpu_interval
-                    self._sample(now)
-                self._hang_tick(now)
-                if self.kill_at is not None and now >= self.kill_at:
-                    say(f"the run did not exit within --grace {self.o.grace:g} s after SIGTERM: sending SIGKILL to its "
-                        "process group")
-                    actions.signal_group(self.pgid, signal.SIGKILL)
-                    self.kill_at = None
-                if now >= next_eval:
-                    next_eval = now + self.o.eval_interval
-                    self._evaluate(final=False)
-                if now >= next_report:
-                    next_report = now + self.o.report_interval
-                    self._write_report(self._report(final=False))
-        for st in streams:
-            self._close_stream(st)
+            kill_at = self.kill_at
+            if kill_at is not None and self.clock() >= kill_at:
+                self.kill_at = None
+                say(f"the run did not exit within --grace {self.o.grace:g} s after SIGTERM: sending SIGKILL to its "
+                    "process group")
+                actions.signal_group(self.pgid, signal.SIGKILL)
         sel.close()
+        self.queue.put(None)
+        analyser.join()
         rc = proc.wait()
         if self.stopped:
             # the group may still hold stragglers that ignored SIGTERM
@@ -276,10 +266,55 @@ class Watch:
         self._final_say(rep, rc, code)
         return code
 
+    def _analyser(self, streams: list[_Stream]) -> None:
+        """Analyser thread: owns the Session. Tees whole lines to the console log, feeds the engine, and every poll
+        runs the run-folder scan, samples, the hang watchdog, the live evaluation and the report refresh."""
+        broken = False
+        next_tick = self.clock()
+        next_eval = self.clock() + self.o.eval_interval
+        next_report = self.clock() + min(self.o.report_interval, 5.0)
+        next_gpu = self.clock()
+        next_scan = self.clock()
+        while True:
+            try:
+                item = self.queue.get(timeout=max(0.0, next_tick - self.clock()))
+            except queue.Empty:
+                item = ()
+            if item is None:
+                break
+            if broken:
+                continue
+            try:
+                if item:
+                    self._chunk(*item)
+                now = self.clock()
+                if now < next_tick:
+                    continue
+                next_tick = now + self.o.poll
+                if now >= next_scan:
+                    next_scan = now + max(self.o.poll, 2.0)
+                    self._scan()
+                if self.o.gpu_interval and now >= next_gpu:
+                    next_gpu = now + self.o.gpu_interval
+                    self._sample(now)
+                self._hang_tick(now)
+                if now >= next_eval:
+                    next_eval = now + self.o.eval_interval
+                    self._evaluate(final=False)
+                if now >= next_report:
+                    next_report = now + self.o.report_interval
+                    self._write_report(self._report(final=False))
+            except Exception as e:  # noqa: BLE001 - the run must go on even if the doctor breaks
+                broken = True
+                self.analysis_error = f"{type(e).__name__}: {e}"
+                say(f"internal error in the live analysis ({self.analysis_error}); the run continues, output still "
+                    "passes through; rerun `grpo-doctor analyze` on the run folder afterwards")
+        if not broken:
+            for st in streams:
+                self._close_stream(st)
+
     # ------------------------------------------------------------------ output
     def _chunk(self, st: _Stream, data: bytes) -> None:
-        if st.out_ok:
-            st.out_ok = _write_all(st.out_fd, data)
         lines = st.splitter.feed(data)
         if lines:
             nl = data.rfind(b"\n")
@@ -291,8 +326,7 @@ class Watch:
             for i, (_ln, raw) in enumerate(lines):
                 for line in self.reader.convert(base + i + 1, raw):
                     self.session.feed_line(line)
-                if raw:
-                    self.dog.output()
+            self.dog.output()
             st.bar = None
         else:
             st.held += data

@@ -82,7 +82,8 @@ def main(argv):
         sent = 0
         while sent < total:
             n = min(rng.choice((1, 13, 4096, 65536, 200000)), total - sent)
-            block = rng.randbytes(n)
+            # random bytes (NUL, \r, broken UTF-8, no newline for long stretches) and long text lines
+            block = rng.randbytes(n) if rng.random() < 0.3 else (b"flood " * (n // 6 + 1))[:n - 1] + b"\n"
             fd = 1 if rng.random() < 0.7 else 2
             (h1 if fd == 1 else h2).update(block)
             write(fd, block)
