@@ -220,3 +220,27 @@ def test_bad_phase_timeout_exit_2(tmp_path):
     p = subprocess.run([sys.executable, "-m", "doctor.cli", "watch", "--phase-timeout", "nap=3", "--", "true"],
                        capture_output=True, cwd=ROOT)
     assert p.returncode == 2 and b"unknown phase" in p.stderr
+
+
+def test_reports_carry_node_rank_and_analyze_merges_nodes_first_failure_first(tmp_path):
+    """Two nodes, one watch each (NODE_RANK / SLURM_NODEID): node 1 hits CUDA OOM first, node 0 fails later with
+    a batch error. analyze over both reports puts node 1's OOM first, as the root cause."""
+    from doctor.analyze import analyze
+    oom = FIXTURES / "edge-oom-8-ranks-zero2-colocate" / "log.txt"
+    r1 = run_watch(tmp_path / "n1", ["--stderr-log", str(oom), "--then", "exit:1"],
+                   env={**os.environ, "SLURM_NODEID": "1"})
+    time.sleep(0.05)
+    r0 = run_watch(tmp_path / "n0", ["--stderr-log", str(CRASH_LOG), "--then", "exit:1"],
+                   env={**os.environ, "NODE_RANK": "0"})
+    assert r1.report["run"]["node_rank"] == 1 and r0.report["run"]["node_rank"] == 0
+    assert r1.watch.report_path.endswith("grpo-doctor-report.node1.json")
+    assert r1.report["run"]["watch"]["first_error_time"] < r0.report["run"]["watch"]["first_error_time"]
+    rep = analyze([r0.watch.report_path, r1.watch.report_path]).to_json()
+    first = rep["findings"][0]
+    assert first["category"] == "cuda-oom" and first["role"] == "root" and first["message"].startswith("[node 1 (")
+    assert any(f["category"] == "batch-divisibility" and f["message"].startswith("[node 0 (") for f in rep["findings"])
+    assert [n["node_rank"] for n in rep["run"]["nodes"]] == [0, 1]
+    # the same with the run folders (console logs + reports): no duplicates, same root cause
+    rep2 = analyze([r0.watch.run_dir, r1.watch.run_dir]).to_json()
+    assert rep2["findings"][0]["category"] == "cuda-oom" and rep2["findings"][0]["role"] == "root"
+    assert len([f for f in rep2["findings"] if f["category"] == "batch-divisibility"]) == 1

@@ -76,6 +76,8 @@ class HangReport:
     gpu_text: str = ""
     proc_text: str = ""
     stopped: bool = False
+    last_path: str = "<watch>"
+    last_lineno: int = 0
 
 
 def gib(n: float) -> str:
@@ -98,7 +100,7 @@ class LiveHang(Rule):
         if not mine:
             return []
         r = mine[-1]
-        parts = [f"No progress for {r.silent_s:.0f} s in phase {r.phase_text} (limit {r.limit_s:.0f} s: {r.limit_basis})"
+        parts = [f"No progress for {r.silent_s:.0f} s during {r.phase_text} (limit {r.limit_s:.0f} s: {r.limit_basis})"
                  + (f", after training step {r.steps}" if r.steps else "") + f"; last progress: {r.last_progress}."]
         if r.where:
             parts.append(f"It stopped {r.where_text}.")
@@ -114,7 +116,7 @@ class LiveHang(Rule):
             parts.append("grpo-doctor stopped the run (--on-hang stop).")
         fix = list(_WHERE_FIX.get(r.where or "", ()))
         fix += list(self.meta.fix)
-        ev = [Evidence("<watch>", 0, r.last_line[:400])] if r.last_line else []
+        ev = [Evidence(r.last_path, r.last_lineno, r.last_line[:400])] if r.last_line else []
         sev = Severity.error if r.stopped else self.meta.severity
         return [self.make(message=" ".join(parts), fix=fix, evidence=ev, severity=sev, count=len(mine))]
 

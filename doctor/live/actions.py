@@ -59,7 +59,13 @@ class Stack:
 
     @property
     def label(self) -> str:
-        return f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
+        return f"rank {self.rank} pid {self.pid}" if self.rank is not None else f"pid {self.pid}"
+
+    @property
+    def launcher(self) -> bool:
+        """A launcher (swift CLI, torchrun) waiting for its children: not where a run stops."""
+        return self.where is None and ("subprocess.py" in self.top.split(" <- ")[0] or "elastic" in self.top
+                                       or "torchrun" in self.top)
 
 
 def _rank_of(p: psutil.Process) -> int | None:
@@ -178,6 +184,8 @@ def dump_stacks(procs: list[ProcInfo], timeout: float = PYSPY_TIMEOUT) -> tuple[
             where = classify(frames)
             top = " <- ".join(f"{fn} ({os.path.basename(fp)}:{ln})" for fn, fp, ln in frames[:3])
         stacks.append(Stack(p.pid, p.rank, text, threads, where, top))
+    # the interesting processes first (a reader of the stacks file, GD320/GD321 included, looks at the first ones)
+    stacks.sort(key=lambda s: (s.launcher, s.where is None, s.rank if s.rank is not None else 1 << 20))
     return stacks, missing
 
 

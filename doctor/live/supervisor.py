@@ -492,23 +492,25 @@ class Watch:
                 for line in rd.convert(i + 1, raw):
                     self.session.feed_line(line)
             self.inputs.append(InputInfo(stacks_file, "log"))
-        last = ""
-        if self.hang_rule is not None:
-            tail = self.session.tails.get(self.console_path)
-            last = tail[-1].raw if tail else ""
+        tail = self.session.tails.get(self.console_path)
+        last_line = tail[-1] if tail else None
         stopping = self.o.on_hang == "stop"
         rep = live_rules.HangReport(
             t=now - self.t0, phase=ev.phase, phase_text=PHASE_TEXT[ev.phase], silent_s=ev.silent_s, limit_s=ev.limit_s,
-            limit_basis=ev.basis, steps=ev.steps, last_progress=ev.last_progress, last_line=last, where=where,
+            limit_basis=ev.basis, steps=ev.steps, last_progress=ev.last_progress,
+            last_line=last_line.raw if last_line else "", where=where,
             where_text=where_text, outlier=outlier,
-            stacks=tuple(f"{s.label} pid {s.pid}: {s.top or 'no frames'}" for s in stacks), stacks_file=stacks_file,
-            missing=tuple(missing), gpu_text=actions.gpu_text(gpus), proc_text=actions.proc_text(procs), stopped=stopping)
+            stacks=tuple(f"{s.label}: {s.top or 'no frames'}" for s in stacks if not s.launcher), stacks_file=stacks_file,
+            missing=tuple(missing), gpu_text=actions.gpu_text(gpus), proc_text=actions.proc_text(procs), stopped=stopping,
+            last_path=last_line.where.path if last_line else "<watch>", last_lineno=last_line.where.line if last_line else 0)
         self.session._emit(live_rules.HANG, rep)
         self.hung = True
         report = self._report(final=False, hung=True)
         self._write_report(report)
         from ..render import text
         say(text.render(report, color=False))
+        for f in report.findings:
+            self.printed[f.rule_id] = max(f.severity, self.printed.get(f.rule_id, f.severity))
         if stopping:
             say(f"stopping the run (--on-hang stop): SIGTERM to process group {self.pgid}, SIGKILL after "
                 f"{self.o.grace:g} s")
