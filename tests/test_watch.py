@@ -76,7 +76,8 @@ def test_hang_detected_within_limit_plus_one_poll_and_stopped(tmp_path):
     text = Path(r.watch.run_dir, "grpo-doctor-hang-1.txt").read_text()
     assert "== process states ==" in text
     if shutil.which("py-spy"):
-        assert "child.py" in text and "main" in text
+        # the child's own frames, or (where ptrace is not permitted) the reason, never silence
+        assert ("child.py" in text and "main" in text) or "py-spy dump of pid" in text
     else:
         assert "py-spy is not installed" in text
 

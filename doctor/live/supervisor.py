@@ -38,8 +38,9 @@ from .watchdogs import PHASE_OF, PHASE_TEXT, HangWatchdog, Limits
 
 EXIT_STOPPED = 124   # watch stopped the child (--on-hang stop), like timeout(1)
 EXIT_NOT_STARTED = 2
-READ = 1 << 16
-QUEUE_CHUNKS = 1024   # at most 64 MiB of output waiting for the analyser
+READ = 1 << 20
+BACKLOG_MAX = 256 << 20   # output waiting for the analyser beyond this makes the reader wait (never in real runs)
+SWITCH_INTERVAL = 0.0005  # the pass-through thread gets the GIL back within 0.5 ms of asking (Python default: 5 ms)
 # post-mortem rules that read "the log stops here" as a hang: meaningless while the process is alive
 _POSTMORTEM_ONLY = {"GD320", "GD321"}
 
@@ -205,14 +206,18 @@ class Watch:
 
     def _loop(self) -> int:
         """Main thread: pass-through only (read, write, hand the chunk to the analyser); never waits on analysis
-        unless the analyser is more than QUEUE_CHUNKS chunks behind."""
+        unless the analyser is more than BACKLOG_MAX bytes behind."""
         proc = self.proc
         sel = selectors.DefaultSelector()
         streams = [_Stream(proc.stdout.fileno(), self.o.out_fd), _Stream(proc.stderr.fileno(), self.o.err_fd)]
         for st in streams:
             os.set_blocking(st.fd, False)
             sel.register(st.fd, selectors.EVENT_READ, st)
-        self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self.queue: queue.Queue = queue.Queue()
+        self.backlog = 0
+        self.backlog_cv = threading.Condition()
+        old_switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         analyser = threading.Thread(target=self._analyser, args=(streams,), name="grpo-doctor-analyser", daemon=True)
         analyser.start()
         open_streams = 2
@@ -233,6 +238,10 @@ class Watch:
                     continue
                 if st.out_ok:
                     st.out_ok = _write_all(st.out_fd, data)
+                with self.backlog_cv:
+                    while self.backlog > BACKLOG_MAX:
+                        self.backlog_cv.wait(0.5)
+                    self.backlog += len(data)
                 self.queue.put((st, data))
             rc = proc.poll()
             if rc is not None:
@@ -251,6 +260,7 @@ class Watch:
         sel.close()
         self.queue.put(None)
         analyser.join()
+        sys.setswitchinterval(old_switch)
         rc = proc.wait()
         if self.stopped:
             # the group may still hold stragglers that ignored SIGTERM
@@ -282,6 +292,10 @@ class Watch:
                 item = ()
             if item is None:
                 break
+            if item:
+                with self.backlog_cv:
+                    self.backlog -= len(item[1])
+                    self.backlog_cv.notify()
             if broken:
                 continue
             try:
