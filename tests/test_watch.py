@@ -245,3 +245,19 @@ def test_reports_carry_node_rank_and_analyze_merges_nodes_first_failure_first(tm
     rep2 = analyze([r0.watch.run_dir, r1.watch.run_dir]).to_json()
     assert rep2["findings"][0]["category"] == "cuda-oom" and rep2["findings"][0]["role"] == "root"
     assert len([f for f in rep2["findings"] if f["category"] == "batch-divisibility"]) == 1
+
+
+def test_hang_warn_then_progress_resumes(tmp_path):
+    lines = HANG_LOG.read_bytes().splitlines(keepends=True)
+    step3 = next(i for i, l in enumerate(lines) if b"'global_step/max_steps': '3/" in l)
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_bytes(b"".join(lines[:step3]))   # up to step 2
+    b.write_bytes(b"".join(lines[step3:]))   # step 3 arrives after the pause
+    # step 2 ends with `Saving model checkpoint to ...` (save_steps 2): the checkpoint-save limit applies
+    r = run_watch(tmp_path, ["--log", str(a), "--pause", "2.5", "--log2", str(b)],
+                  limits=Limits(steady=100, checkpoint_save=1.0), poll=0.2)
+    assert r.code == 0
+    doc = r.doc.decode()
+    assert "no progress for" in doc and "progress resumed (training step 3)" in doc
+    assert doc.index("no progress for") < doc.index("progress resumed")
+    assert "checkpoint save (limit 1 s" in doc

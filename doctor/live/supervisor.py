@@ -412,6 +412,7 @@ class Watch:
                     self.dog.progress("logging.jsonl row")
         for c in new_ckpts:
             self.dog.progress(f"checkpoint {os.path.basename(c.path)}")
+            self._ckpt_seq = self.reader.counter[0]
         for c in self.rundir.settle():
             self._check_ckpt(c)
         need = self.rundir.last_checkpoint_size()
@@ -450,8 +451,10 @@ class Watch:
     def _hang_tick(self, now: float) -> None:
         h = self.hang_rule
         if h is not None:
-            phase, _seq = h._last_phase()
+            phase, seq = h._last_phase()
             wp = PHASE_OF.get(phase, "steady" if h.max_step else "startup")
+            if wp == "checkpoint-save" and seq < getattr(self, "_ckpt_seq", 0) and h.max_step:
+                wp = "steady"  # the checkpoint folder appeared after the save began: back to steps
             if h.max_step:
                 self.dog.step(h.max_step)
             if wp != self.dog.phase:
@@ -464,6 +467,9 @@ class Watch:
         steps = max(self.session.metrics_steps, self.dog.steps)
         if steps > self.dog.steps:
             self.dog.step(steps)
+        if self.dog.resumed != getattr(self, "_resumed_seen", 0):
+            self._resumed_seen = self.dog.resumed
+            say(f"progress resumed ({self.dog.last_what}); the hang report above stays in the report")
         ev = self.dog.check(now)
         if ev is None or self.proc.poll() is not None:
             return

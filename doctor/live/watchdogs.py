@@ -71,6 +71,7 @@ class HangWatchdog:
         self.step_t: float | None = None
         self.slowest: float | None = None
         self.fired = False
+        self.resumed = 0       # times progress came back after a reported hang
 
     # ------------------------------------------------------------ inputs
     def progress(self, what: str, now: float | None = None) -> bool:
@@ -78,6 +79,7 @@ class HangWatchdog:
         self.last_t = self.clock() if now is None else now
         self.last_what = what
         resumed, self.fired = self.fired, False
+        self.resumed += resumed
         return resumed
 
     def output(self, now: float | None = None) -> bool:

@@ -70,6 +70,11 @@ def main(argv):
     if "--stderr-log" in opts:
         with open(opts["--stderr-log"], "rb") as f:
             emit(2, f.read(), "--chunks" in flags)
+    if "--pause" in opts:
+        time.sleep(float(opts["--pause"]))
+    if "--log2" in opts:
+        with open(opts["--log2"], "rb") as f:
+            emit(1, f.read(), False)
     if run and "--ckpt" in opts:
         d = os.path.join(run, f"checkpoint-{opts['--ckpt']}")
         os.makedirs(d, exist_ok=True)
