@@ -261,3 +261,34 @@ def test_hang_warn_then_progress_resumes(tmp_path):
     assert "no progress for" in doc and "progress resumed (training step 3)" in doc
     assert doc.index("no progress for") < doc.index("progress resumed")
     assert "checkpoint save (limit 1 s" in doc
+
+
+def test_error_printed_while_running_and_report_refreshed(tmp_path):
+    """An error in the log is said at once, while the command still runs, and the report on disk shows it with
+    status running; the command's own exit status 0 still wins at the end."""
+    import json
+    import threading
+    seen = []
+    report = tmp_path / "run" / "grpo-doctor-report.json"
+    stop = threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            try:
+                rep = json.loads(report.read_text())
+            except (OSError, ValueError):
+                rep = None
+            if rep and rep["run"]["watch"]["status"] == "running":
+                seen.append([f["rule_id"] for f in rep["findings"]])
+            time.sleep(0.1)
+    th = threading.Thread(target=poll)
+    th.start()
+    try:
+        r = run_watch(tmp_path, ["--stderr-log", str(CRASH_LOG), "--then", "sleep:7"], poll=0.2, eval_interval=0.5)
+    finally:
+        stop.set()
+        th.join()
+    assert r.code == 0
+    assert any("GD101" in ids for ids in seen), seen
+    doc = r.doc.decode()
+    assert doc.index("error GD101") < doc.index("the run exited with status 0")
