@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from conftest import FIXTURES, ROOT
 from doctor.live import integrations

@@ -4,7 +4,6 @@ fixture's golden (the reviewed `analyze` output), evidence paths aside."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 

@@ -4,7 +4,6 @@ stack names that function. Skipped when `swift` is not on PATH. One swift proces
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

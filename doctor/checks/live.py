@@ -8,7 +8,7 @@ rules stay silent. Like every rule they do no I/O and never print: they turn sam
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..model import Evidence, Finding, Severity

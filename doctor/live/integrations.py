@@ -7,8 +7,7 @@ to inject fakes; nothing else in doctor/live imports those modules directly.
 """
 from __future__ import annotations
 
-import sys
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ..live.say import say
 from ..checks.live import GIB, Gpu
@@ -106,5 +105,4 @@ def check_checkpoint(dirs: list[str], run: Any = None) -> list[Any] | None:
     return list(check_checkpoint_dirs(dirs, run=run))
 
 
-Adapter = Callable[..., Any]
 __all__ = ["preflight", "gpu_samples", "check_checkpoint"]

@@ -28,7 +28,7 @@ from .. import __version__
 from ..engine import Session, order
 from ..model import InputInfo, Metrics, Report, Severity, Where
 from ..registry import load_catalog
-from ..sources.logtext import LineReader, LineSplitter, _TQDM_END, clean, decode
+from ..sources.logtext import LineReader, LineSplitter, clean, decode
 from ..checks import live as live_rules
 from ..checks.hang import _BAR
 from . import actions, integrations
@@ -190,7 +190,9 @@ class Watch:
         shown = shlex.join(self.argv).replace("\n", " ")
         say(f"watching pid {self.proc.pid} ({shown[:200]}{'...' if len(shown) > 200 else ''}); console log {self.console_path}; "
             f"report {self.report_path}")
-        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        # SIGHUP too, unless it is ignored (nohup): then the child inherits the ignore and keeps running
+        sigs = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN else [])
+        old = {s: signal.signal(s, self._on_signal) for s in sigs}
         try:
             rc = self._loop()
         finally:
