@@ -67,7 +67,8 @@ def merge_nodes(findings: list[Finding], nodes: list, select: set[str] | None = 
                 root_key = key
             if key in by_key:
                 continue
-            g = replace(f, message=f"[{n.label}] {f.message}", role=Role.standalone if f.role == Role.root else f.role,
+            label = f"[{n.label}] " if len(nodes) > 1 or n.node_rank is not None else ""
+            g = replace(f, message=f"{label}{f.message}", role=Role.standalone if f.role == Role.root else f.role,
                         first_seq=rank_of.get(id(n), 1 << 30))
             by_key[key] = g
             extra.append(g)

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
 from conftest import FIXTURES, ROOT
 from doctor.live import integrations
@@ -291,3 +292,19 @@ def test_error_printed_while_running_and_report_refreshed(tmp_path):
     assert any("GD101" in ids for ids in seen), seen
     doc = r.doc.decode()
     assert doc.index("error GD101") < doc.index("the run exited with status 0")
+
+
+@pytest.mark.skipif(shutil.which("py-spy") is None, reason="py-spy is not installed")
+def test_outlier_rank_named_from_real_stacks(tmp_path):
+    """Four real rank processes (RANK env) under a launcher: ranks 0, 1, 3 wait in a collective, rank 2 is stuck in
+    its reward function. The hang report names rank 2 and the function."""
+    launcher = str(Path(CHILD).parent / "fakedist" / "ranks.py")
+    r = run_watch(tmp_path, [], argv=[sys.executable, launcher, "4", "2"], limits=Limits(startup=1.5), on_hang="stop",
+                  grace=1.0, poll=0.2)
+    assert r.code == EXIT_STOPPED
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD801")
+    if "ptrace is not permitted" in f["message"]:
+        pytest.skip("py-spy may not attach here (ptrace)")
+    assert "Rank 2 is the outlier: it is inside a reward function (my_reward_func (rank.py:" in f["message"]
+    assert "while ranks 0, 1, 3 are waiting in an NCCL / distributed collective" in f["message"]
+    assert "It stopped inside a reward function: my_reward_func" in f["message"]

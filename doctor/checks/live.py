@@ -80,6 +80,10 @@ class HangReport:
     last_lineno: int = 0
 
 
+def secs(x: float) -> str:
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
 def gib(n: float) -> str:
     return f"{n / GIB:.1f} GiB"
 
@@ -100,7 +104,7 @@ class LiveHang(Rule):
         if not mine:
             return []
         r = mine[-1]
-        parts = [f"No progress for {r.silent_s:.0f} s during {r.phase_text} (limit {r.limit_s:.0f} s: {r.limit_basis})"
+        parts = [f"No progress for {secs(r.silent_s)} s during {r.phase_text} (limit {secs(r.limit_s)} s: {r.limit_basis})"
                  + (f", after training step {r.steps}" if r.steps else "") + f"; last progress: {r.last_progress}."]
         if r.where:
             parts.append(f"It stopped {r.where_text}.")

@@ -175,6 +175,9 @@ def dump_stacks(procs: list[ProcInfo], timeout: float = PYSPY_TIMEOUT) -> tuple[
                            + (" (ptrace is not permitted: run as root, with CAP_SYS_PTRACE, or set "
                               "kernel.yama.ptrace_scope=0)" if "ermission" in err or "ptrace" in err.lower() else ""))
             continue
+        # name the main thread where py-spy could not (`Thread 123 (idle)`), so that readers of the stacks file
+        # (GD320/GD321 in a later `analyze`) see it as py-spy prints it elsewhere
+        text = re.sub(rf"(?m)^(\s*Thread {p.pid} \([^)]*\))\s*$", r'\1: "MainThread"', text)
         threads = parse_dump(text, p.pid)
         focus = _focus(threads)
         where = None

@@ -481,7 +481,8 @@ class Watch:
 
     def _on_hang(self, ev, now: float) -> None:
         self.hang_reports += 1
-        say(f"no progress for {ev.silent_s:.0f} s in {PHASE_TEXT[ev.phase]} (limit {ev.limit_s:.0f} s, {ev.basis}); "
+        say(f"no progress for {live_rules.secs(ev.silent_s)} s in {PHASE_TEXT[ev.phase]} (limit "
+            f"{live_rules.secs(ev.limit_s)} s, {ev.basis}); "
             "capturing stacks, process states and a GPU snapshot")
         procs = actions.process_tree(self.proc.pid)
         stacks, missing = actions.dump_stacks(procs)
@@ -495,8 +496,8 @@ class Watch:
                 where_text = f"in {LOG_PHASES.get(phase, phase)} (from the log; no stacks)"
         base = console_name(self.node_rank, "hang")
         path = os.path.join(self.run_dir, f"{base}-{self.hang_reports}.txt")
-        body = [f"grpo-doctor hang report {self.hang_reports}: no progress for {ev.silent_s:.0f} s in {ev.phase} "
-                f"(limit {ev.limit_s:.0f} s: {ev.basis}); last progress: {ev.last_progress}", "",
+        body = [f"grpo-doctor hang report {self.hang_reports}: no progress for {live_rules.secs(ev.silent_s)} s in "
+                f"{ev.phase} (limit {live_rules.secs(ev.limit_s)} s: {ev.basis}); last progress: {ev.last_progress}", "",
                 "== process states ==", actions.proc_text(procs), "", "== GPUs ==", actions.gpu_text(gpus), ""]
         for s in stacks:
             body += [f"== py-spy dump: pid {s.pid} {s.label} ==", s.text.rstrip(), ""]
