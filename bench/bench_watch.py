@@ -78,18 +78,9 @@ def throughput(size_mb: int, tmp: Path) -> None:
           f"watch CPU {w_cpu:.1f} s")
 
 
-def cpu_during_run(tmp: Path, seconds: float = 30.0) -> None:
-    """A child printing the real healthy log at ~1 line / 10 ms for `seconds`: how much CPU does watch take?"""
-    script = tmp / "slow.py"
-    script.write_text(
-        "import sys, time\n"
-        f"lines = open({str(LOG)!r}, 'rb').read().splitlines(keepends=True)\n"
-        f"end = time.time() + {seconds}\n"
-        "i = 0\n"
-        "while time.time() < end:\n"
-        "    sys.stdout.buffer.write(lines[i % len(lines)]); sys.stdout.flush(); i += 1; time.sleep(0.01)\n")
-    p = subprocess.Popen(WATCH + ["--gpu-interval", "10", "--run-dir", str(tmp / "run2"), "--", sys.executable,
-                                  str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+def watch_cpu(cmd: list[str]) -> tuple[float, float]:
+    """(CPU seconds of the watch process itself, wall seconds)."""
+    p = subprocess.Popen(WATCH + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     me = psutil.Process(p.pid)
     cpu = 0.0
     t0 = time.perf_counter()
@@ -100,9 +91,28 @@ def cpu_during_run(tmp: Path, seconds: float = 30.0) -> None:
         except psutil.Error:
             break
         time.sleep(0.1)
-    wall = time.perf_counter() - t0
-    print(f"CPU of watch while a child prints ~100 lines/s for {seconds:.0f} s (GPU sampling on, 1 s poll): "
-          f"{cpu:.2f} s CPU over {wall:.1f} s wall = {100 * cpu / wall:.1f}% of one core (startup included)")
+    return cpu, time.perf_counter() - t0
+
+
+def cpu_during_run(tmp: Path, seconds: float = 30.0) -> None:
+    """A child printing the real healthy log at ~1 line / 10 ms for `seconds`: how much CPU does watch take?"""
+    script = tmp / "slow.py"
+    script.write_text(
+        "import sys, time\n"
+        f"lines = open({str(LOG)!r}, 'rb').read().splitlines(keepends=True)\n"
+        f"end = time.time() + {seconds}\n"
+        "i = 0\n"
+        "while time.time() < end:\n"
+        "    sys.stdout.buffer.write(lines[i % len(lines)]); sys.stdout.flush(); i += 1; time.sleep(0.01)\n")
+    start_cpu, _ = watch_cpu(["--run-dir", str(tmp / "run1"), "--", "true"])
+    idle_cpu, idle_wall = watch_cpu(["--gpu-interval", "10", "--run-dir", str(tmp / "run3"), "--", "sleep", str(seconds)])
+    cpu, wall = watch_cpu(["--gpu-interval", "10", "--run-dir", str(tmp / "run2"), "--", sys.executable, str(script)])
+    print("CPU of watch itself (children excluded; 1 s poll, GPU sampling every 10 s):")
+    print(f"  start and stop around `true`:          {start_cpu:.2f} s")
+    print(f"  silent child, {idle_wall:.0f} s:                  {idle_cpu:.2f} s = "
+          f"{100 * (idle_cpu - start_cpu) / idle_wall:.2f}% of one core beyond start-up")
+    print(f"  child printing ~100 log lines/s, {wall:.0f} s: {cpu:.2f} s = "
+          f"{100 * (cpu - start_cpu) / wall:.2f}% of one core beyond start-up")
 
 
 def hang_latency(tmp: Path, limit: float = 5.0, runs: int = 3) -> None:
