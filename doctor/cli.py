@@ -171,12 +171,12 @@ class OnHang(str, Enum):
 def watch(
     command: list[str] = typer.Argument(..., help="The training command, after --: grpo-doctor watch -- swift rlhf ..."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where the console log, report and hang stacks go "
-                                           "[default: the command's --output_dir, else ./output]."),
-    report: Optional[Path] = typer.Option(None, "--report", help="JSON report path [default: RUN_DIR/grpo-doctor-report.json]."),
+                                           "(default: the command's --output_dir, else ./output)."),
+    report: Optional[Path] = typer.Option(None, "--report", help="JSON report path (default: RUN_DIR/grpo-doctor-report.json)."),
     startup_timeout: float = typer.Option(1800.0, "--startup-timeout", help="Seconds without any output before the "
                                           "first training step (launch, model and dataset load)."),
     hang_timeout: Optional[float] = typer.Option(None, "--hang-timeout", help="Seconds without progress between steps "
-                                                 "[default: 5 x the slowest step seen, at least 300]."),
+                                                 "(default: 5 x the slowest step seen, at least 300)."),
     phase_timeout: Optional[list[str]] = typer.Option(None, "--phase-timeout", help="PHASE=SECONDS for vllm-init, "
                                                       "first-step, eval, checkpoint-save, steady-floor (repeatable)."),
     on_hang: OnHang = typer.Option(OnHang.warn, "--on-hang", help="warn: report and keep waiting; stop: report, then "
