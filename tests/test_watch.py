@@ -260,7 +260,7 @@ def test_hang_warn_then_progress_resumes(tmp_path):
     doc = r.doc.decode()
     assert "no progress for" in doc and "progress resumed (training step 3)" in doc
     assert doc.index("no progress for") < doc.index("progress resumed")
-    assert "checkpoint save (limit 1 s" in doc
+    assert "checkpoint save (limit 1.0 s" in doc
 
 
 def test_error_printed_while_running_and_report_refreshed(tmp_path):
