@@ -254,7 +254,7 @@ def test_hang_warn_then_progress_resumes(tmp_path):
     a.write_bytes(b"".join(lines[:step3]))   # up to step 2
     b.write_bytes(b"".join(lines[step3:]))   # step 3 arrives after the pause
     # step 2 ends with `Saving model checkpoint to ...` (save_steps 2): the checkpoint-save limit applies
-    r = run_watch(tmp_path, ["--log", str(a), "--pause", "2.5", "--log2", str(b)],
+    r = run_watch(tmp_path, ["--log", str(a), "--pause", "5", "--log2", str(b)],
                   limits=Limits(steady=100, checkpoint_save=1.0), poll=0.2)
     assert r.code == 0
     doc = r.doc.decode()
