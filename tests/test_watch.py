@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -258,7 +259,9 @@ def test_hang_warn_then_progress_resumes(tmp_path):
                   limits=Limits(steady=100, checkpoint_save=1.0), poll=0.2)
     assert r.code == 0
     doc = r.doc.decode()
-    assert "no progress for" in doc and "progress resumed (training step 3)" in doc
+    # the last bytes before the pause are a tqdm redraw of `3/6` without a newline: whether that partial line counts
+    # as step 3 depends on how the pipe cut the bytes, so the step that resumes is 3 or 4
+    assert "no progress for" in doc and re.search(r"progress resumed \(training step [34]\)", doc)
     assert doc.index("no progress for") < doc.index("progress resumed")
     assert "checkpoint save (limit 1.0 s" in doc
 
