@@ -330,6 +330,10 @@ class Watch:
         if not broken:
             for st in streams:
                 self._close_stream(st)
+            try:
+                self._hang_tick(self.clock())  # progress in the last burst of output (never fires: the run ended)
+            except Exception:  # noqa: BLE001
+                pass
 
     # ------------------------------------------------------------------ output
     def _chunk(self, st: _Stream, data: bytes) -> None:
