@@ -16,7 +16,9 @@ from .sources import reports as reports_src
 from .sources.inputs import discover, feed_input, read_small
 
 
-def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None) -> Report:
+def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
+            scan_options: dict | None = None) -> Report:
+    """``scan_options``: passed to the log chunk scanner (tests: ``{"lines": True}`` forces the line path)."""
     inputs = discover(paths)
     metas = select_rules(load_catalog(), select, ignore)
     has_jsonl = any(i.kind == "metrics" for i in inputs)
@@ -29,7 +31,7 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
             if nr is not None:
                 nodes.append(nr)
             continue
-        feed_input(inp, session, counter)
+        feed_input(inp, session, counter, scan_options)
     findings = session.finish()
     run = session.run.summary()
     if nodes:

@@ -20,7 +20,9 @@ from .sources.inputs import InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# rich_markup_mode=None: plain click help and usage errors, so start-up never imports rich (only the text
+# renderer does); the commands, options and exit codes are the same
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Names the failure of an ms-swift GRPO run, shows the evidence lines and prints the fix "
                        "computed from the run's own numbers.")
 
@@ -113,6 +115,59 @@ def analyze(
             raise
         raise _die(f"internal error while analysing {' '.join(paths)}: {type(e).__name__}: {e} "
                    "(rerun with --debug and report it)")
+    emit(render_report(report, fmt, _color_wanted(output)), output)
+    raise typer.Exit(exit_code(report, fail_on))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def preflight(
+    ctx: typer.Context,
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="Memory of one training GPU in GiB (default: "
+                                            "from --gpu-snapshot, else live NVML, else no fit verdict)."),
+    gpu_snapshot: Optional[Path] = typer.Option(None, "--gpu-snapshot", help="A saved nvidia-smi output (table, -q "
+                                                "or --query-gpu CSV) of the machine the run will use."),
+    swift_version: Optional[str] = typer.Option(None, "--swift-version", help="Check against this ms-swift version "
+                                                "(default: the installed one, else 4.6)."),
+    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
+    ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
+) -> None:
+    """Check a swift rlhf command (after --) or an args.json before any GPU time: argument errors, batch
+    divisibility, GPU layout, load_args, lengths, disk, and a memory plan."""
+    from .preflight import preflight_args_json, preflight_command
+    from .sources.gpu import SnapshotError
+    from .sources.swiftcmd import CommandError
+    argv = list(ctx.args)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise _die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
+                   "..., or the path of an args.json")
+    snap = str(gpu_snapshot) if gpu_snapshot else None
+    try:
+        if len(argv) == 1 and argv[0].endswith(".json") and not argv[0].startswith("-"):
+            if not Path(argv[0]).is_file():
+                raise _die(f"{argv[0]}: no such file; pass the args.json of a run or a swift rlhf command after --")
+            report = preflight_args_json(argv[0], gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select),
+                                         ignore=_split(ignore), swift_version=swift_version)
+        else:
+            report = preflight_command(argv, gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select),
+                                       ignore=_split(ignore), swift_version=swift_version)
+    except (CommandError, SnapshotError, InputError) as e:
+        raise _die(str(e))
+    except OSError as e:
+        raise _die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
+    except CatalogError as e:
+        raise _die(f"rule catalog: {e}")
+    except typer.Exit:
+        raise
+    except Exception as e:  # noqa: BLE001 - one line and exit 2, never a traceback
+        if debug:
+            raise
+        raise _die(f"internal error in preflight: {type(e).__name__}: {e} (rerun with --debug and report it)")
     emit(render_report(report, fmt, _color_wanted(output)), output)
     raise typer.Exit(exit_code(report, fail_on))
 

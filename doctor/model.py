@@ -36,6 +36,7 @@ EXCEPTION = "exception"  # a Python exception with its last frames, parsed from 
 COMPLETIONS = "completions"  # one row group of completions.jsonl
 RUN_END = "run_end"      # the run reached its normal end (summary line, End time of running main)
 EOF = "eof"              # one input file is exhausted
+GPU = "gpu"              # one nvidia-smi snapshot / NVML sample: (path, list[GpuSample])
 
 
 @dataclass(frozen=True, slots=True)

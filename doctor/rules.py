@@ -37,6 +37,8 @@ class FinishContext:
     log_inputs: list[str] = field(default_factory=list)
     metrics_steps: int = 0
     open_tracebacks: list = field(default_factory=list)           # (last frame LogLine, frames) of cut tracebacks
+    preflight: bool = False                                       # no run yet: judging the command alone
+    facts: dict = field(default_factory=dict)                     # preflight inputs read by its driver (model, GPU)
 
 
 class _Blank(dict):

@@ -30,6 +30,24 @@ def test_catalog_loads_and_ids_unique():
     assert all(m.category in CATEGORIES for m in CATALOG)
 
 
+def test_every_regex_compiles(tmp_path):
+    # catalog regexes compile lazily at run time: compile them all here so a bad one fails the suite
+    for m in CATALOG:
+        for p in m.patterns:
+            assert p.regex.compile().pattern == p.source
+        for e in m.exceptions:
+            for rx in (e.type, e.message):
+                if rx is not None:
+                    rx.compile()
+    bad = tmp_path / "GD999-bad.toml"
+    bad.write_text('id = "GD999"\nslug = "bad"\ncategory = "other"\nseverity = "error"\ntitle = "t"\nwhy = "w"\n'
+                   '[[patterns]]\nregex = "(unclosed"\nliterals = ["unclosed"]\n', encoding="utf-8")
+    from doctor.registry import CatalogError
+    meta = load_catalog(str(tmp_path))[0]
+    with pytest.raises(CatalogError, match="GD999-bad.toml: bad regex"):
+        meta.patterns[0].regex.compile()
+
+
 @pytest.mark.parametrize("meta", [m for m in CATALOG if m.patterns or m.exceptions], ids=lambda m: m.id)
 def test_examples_match(meta):
     assert meta.examples, f"{meta.id} has no examples"
@@ -51,6 +69,9 @@ def test_every_rule_has_a_real_fixture():
         golden = FIXTURES / f"{case}.expected.json"
         if golden.exists():
             fired |= {f["rule_id"] for f in json.loads(golden.read_text())["findings"]}
+    # preflight rules fire from commands: their real fixtures are fixtures/preflight/<case>/command.txt
+    for golden in (FIXTURES.parent / "preflight").glob("*.expected.json"):
+        fired |= {f["rule_id"] for f in json.loads(golden.read_text())["findings"]}
     missing = [m.id for m in CATALOG if m.id not in fired and not m.options.get("no_real_fixture")]
     assert missing == [], f"rules without a real fixture: {missing}"
 

@@ -147,6 +147,9 @@ def flag_advice(name: str, vals: list[str], run: RunConfig) -> str:
     shown = _shown(name, vals)
     val = " ".join(vals)
     ver = version_label(run)
+    if key == "config":
+        return (f"Drop `{shown}`: ms-swift has no --config flag; it reads a YAML/JSON config given as the first "
+                f"argument: `swift rlhf {val or 'config.yaml'} --other_flag ...` (flags after it override the file).")
     if key in RENAMED:
         new, why = RENAMED[key]
         return f"Replace `{shown}` with `--{new}{' ' + val if val else ''}` ({why})."

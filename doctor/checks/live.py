@@ -14,10 +14,11 @@ from typing import Any
 from ..model import Evidence, Finding, Severity
 from ..rules import FinishContext, Rule
 
-GPU = "gpu"        # payload: GpuTick
-HOST = "host"      # payload: HostTick
-DISK = "disk"      # payload: DiskTick
-HANG = "hang"      # payload: HangReport
+# signal kinds only watch emits (model.GPU is the snapshot kind of doctor/checks/gpu.py: not these)
+GPU = "live-gpu"    # payload: GpuTick
+HOST = "live-host"  # payload: HostTick
+DISK = "live-disk"  # payload: DiskTick
+HANG = "live-hang"  # payload: HangReport
 
 GIB = 1024 ** 3
 

@@ -126,6 +126,10 @@ class ForcedLora(Rule):
                f"{'; '.join(what)}. Because {why_on}, ms-swift force-loaded {flag} from {src} ({origin}), and it "
                f"overrides the command line. The checkpoints hold only adapter weights (tens of MB for a 7B model "
                f"instead of the full weights).")
+        if ctx.preflight:
+            msg = (f"The command asks for a full-parameter run (--{asked_key} full) but ms-swift will train LoRA: "
+                   f"{src} says {flag}={resolved} ({origin}). Because {why_on}, ms-swift force-loads {flag} from it, "
+                   f"overriding the command line, and the checkpoints will hold only adapter weights.")
         fix = [f"Add --load_args false (or delete `--load_args true` / `load_args: true` from the script or YAML)."]
         if mm is not None and mm < (3, 2):
             fix[0] = ("Add --load_args false: ms-swift 3.0-3.1.x training loads args.json by default (3.2+ does not "

@@ -105,6 +105,41 @@ def longest_streak(flags: list[bool]) -> tuple[int, int]:
     return best, best_end
 
 
+class _Row:
+    """What every Series takes from one metrics dict, computed once for all the series rules."""
+
+    __slots__ = ("vals", "rewards", "step", "max_steps")
+
+    def __init__(self, v: dict[str, Any]):
+        self.vals: dict[str, float | None] = {}   # converted base keys, filled on first use
+        self.rewards: list[tuple[str, str, Any]] = []
+        for k, val in v.items():
+            if not k.startswith("rewards/"):
+                continue
+            kind, name = _reward_key(k)
+            if name is None:
+                continue
+            self.rewards.append((kind, name, val if type(val) is float else num(val)))
+        step = msrc.step_number(v)
+        if step is None:
+            s = num(v.get("step"))
+            step = int(s) if s is not None and s >= 0 else None
+        self.step = step
+        self.max_steps = msrc.max_steps(v)
+
+
+_MISSING = object()
+_LAST: list[Any] = [None, None]   # (Metrics, _Row | None) of the last dict seen
+
+
+def _row(m: Metrics) -> _Row | None:
+    if _LAST[0] is m:
+        return _LAST[1]
+    row = _Row(m.values) if msrc.is_step(m.values) else None
+    _LAST[0], _LAST[1] = m, row
+    return row
+
+
 class Series:
     """Columnar store of the train rows of a run: a few base keys and every rewards/<Name>."""
 
@@ -135,8 +170,8 @@ class Series:
         self.stride *= 2
 
     def add(self, m: Metrics) -> bool:
-        v = m.values
-        if not msrc.is_step(v):   # eval rows carry eval_* keys only and are not steps
+        row = _row(m)
+        if row is None:   # eval rows carry eval_* keys only and are not steps
             return False
         if self.stride > 1:
             self._skip = (self._skip + 1) % self.stride
@@ -144,33 +179,27 @@ class Series:
                 return False
         if self.n >= MAX_ROWS:
             self._compact()
+        vals = row.vals
         for k in self.keys:
-            x = v.get(k)
-            self.cols[k].append(x if type(x) is float else (num(x) if x is not None else None))
+            x = vals.get(k, _MISSING)
+            if x is _MISSING:
+                x = m.values.get(k)
+                x = vals[k] = x if type(x) is float else (num(x) if x is not None else None)
+            self.cols[k].append(x)
         if self.want_rewards:
-            for k, val in v.items():
-                if not k.startswith("rewards/"):
-                    continue
-                kind, name = _reward_key(k)
-                if name is None:
-                    continue
+            for kind, name, val in row.rewards:
                 target = self.rmean if kind == "mean" else self.rstd
                 col = target.get(name)
                 if col is None:
                     col = target[name] = [None] * self.n
-                col.append(val if type(val) is float else num(val))
+                col.append(val)
             for target in (self.rmean, self.rstd):
                 for col in target.values():
                     if len(col) < self.n + 1:
                         col.append(None)
-        step = msrc.step_number(v)
-        if step is None:
-            s = num(v.get("step"))
-            step = int(s) if s is not None and s >= 0 else None
-        self.steps.append(step)
-        ms = msrc.max_steps(v)
-        if ms:
-            self.max_steps = ms
+        self.steps.append(row.step)
+        if row.max_steps:
+            self.max_steps = row.max_steps
         self.where.append((m.where.path, m.where.line, m.seq))
         self.n += 1
         return True
@@ -748,6 +777,16 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None, first_bad_
 
 
 def _row_bad_keys(v: dict[str, Any]) -> list[str]:
+    for x in v.values():  # the common row has no NaN/inf at all: one pass over its values says so
+        if type(x) is float:
+            if x - x != 0:  # nan or +-inf
+                break
+        elif isinstance(x, str):
+            y = num(x)
+            if y is not None and y - y != 0:
+                break
+    else:
+        return []
     ks = [k for k in CORE_NAN_KEYS if k in v and _bad(num(v[k]))]
     rk = [f"rewards/{n}" for n in (reward_key_name(k) for k in v) if n and _bad(num(v.get(f"rewards/{n}/mean",
                                                                                         v.get(f"rewards/{n}"))))]

@@ -337,7 +337,7 @@ class SamplingConfig(Rule):
         self.trained = True
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
-        if not (self.trained or ctx.metrics_steps):
+        if not (self.trained or ctx.metrics_steps or ctx.preflight):
             return []
         run = ctx.run
         if self.what == "num_generations":

@@ -1,11 +1,12 @@
-"""Argument names of ``swift rlhf`` in ms-swift 4.6.0: every key of the ``args: RLHFArguments(`` dump of a
-real run (shared/real-swift/logs/grpo_lora_healthy). Used only to suggest the flag a user probably meant
-when ms-swift rejects an unknown one (``remaining_argv``); never to reject anything on its own."""
+"""Argument names of ``swift rlhf`` in ms-swift 4.6.0: ``dataclasses.fields(swift.arguments.RLHFArguments)`` of
+the PyPI wheel 4.6.0 (481 names; the ``args: RLHFArguments(`` dump of a real run shows all but adalora_deltaT).
+Used to suggest the flag a user probably meant when ms-swift rejects an unknown one (``remaining_argv``), and
+by ``preflight`` to predict that rejection when the target version is 4.6."""
 from __future__ import annotations
 
 RLHF_FIELDS_4_6 = frozenset("""
 acc_strategy accelerator_config adalora_beta1 adalora_beta2 adalora_init_r adalora_orth_reg_weight
-adalora_target_r adalora_tfinal adalora_tinit adam_beta1 adam_beta2 adam_epsilon adapter_act adapter_length
+adalora_deltaT adalora_target_r adalora_tfinal adalora_tinit adam_beta1 adam_beta2 adam_epsilon adapter_act adapter_length
 adapters add_non_thinking_prefix add_version advantage_estimator advantage_reweight agent_template aligner_lr
 async_generate attn_impl auto_find_batch_size average_tokens_across_devices batch_eval_metrics beta bf16
 bf16_full_eval bnb_4bit_compute_dtype bnb_4bit_quant_storage bnb_4bit_quant_type bnb_4bit_use_double_quant

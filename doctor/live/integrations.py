@@ -28,7 +28,11 @@ def preflight(argv: list[str], env: Mapping[str, str] | None = None, gpu_mem_gib
     except ImportError:
         _once("preflight", "preflight not available in this build: launching without it")
         return None
-    return preflight_command(list(argv), env, gpu_mem_gib=gpu_mem_gib)
+    try:
+        return preflight_command(list(argv), env, gpu_mem_gib=gpu_mem_gib)
+    except ValueError as e:  # CommandError: not a `swift rlhf` command, an unreadable config file, ...
+        say(f"preflight skipped: {str(e).removeprefix('preflight: ').split('; use:')[0]}")
+        return None
 
 
 def _nvml_fallback() -> list[Gpu] | None:

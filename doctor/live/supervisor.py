@@ -346,7 +346,7 @@ class Watch:
             base = self.file_lines
             self.file_lines += len(lines)
             for i, (_ln, raw) in enumerate(lines):
-                for line in self.reader.convert(base + i + 1, raw):
+                for line in self.reader.line(base + i + 1, raw):
                     self.session.feed_line(line)
             self.dog.output()
             st.bar = None
@@ -390,7 +390,7 @@ class Watch:
             st.held.clear()
         for _ln, raw in st.splitter.close():
             self.file_lines += 1
-            for line in self.reader.convert(self.file_lines, raw):
+            for line in self.reader.line(self.file_lines, raw):
                 self.session.feed_line(line)
 
     # ------------------------------------------------------------------ run directory
@@ -518,7 +518,7 @@ class Watch:
             rd = LineReader(stacks_file, self.reader.counter)
             self.session.begin_log(stacks_file)
             for i, raw in enumerate(("\n".join(body)).encode().split(b"\n")):
-                for line in rd.convert(i + 1, raw):
+                for line in rd.line(i + 1, raw):
                     self.session.feed_line(line)
             self.inputs.append(InputInfo(stacks_file, "log"))
         tail = self.session.tails.get(self.console_path)

@@ -39,7 +39,10 @@ class Input:
         return InputInfo(self.display, self.kind)
 
 
-_ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "report": 5}
+_ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6}
+GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
+_LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
+              "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
 
 
 def classify(path: Path) -> str | None:
@@ -55,6 +58,8 @@ def classify(path: Path) -> str | None:
         return "report"
     if low in ("command.txt", "cmd.txt") or low.endswith(".sh"):
         return "command"
+    if low.endswith(".csv") and ("gpu" in low or "smi" in low or "nvidia" in low or "apps" in low):
+        return "log"  # sniffed below: a --query-gpu / --query-compute-apps CSV becomes kind "gpu"
     if name in SKIP_NAMES or low.endswith((".safetensors", ".pt", ".pth", ".bin", ".png", ".jpg", ".json", ".jsonl",
                                            ".pkl", ".npy", ".gz", ".zip", ".tar", ".py", ".yaml", ".yml", ".toml")):
         return None
@@ -74,6 +79,22 @@ def looks_binary(head: bytes) -> bool:
         return True
     ctrl = sum(1 for b in head if b < 9 or 13 < b < 32 and b != 27)
     return ctrl > len(head) // 10
+
+
+def gpu_kind(path: Path, head: bytes, size: int) -> bool:
+    """A saved nvidia-smi output (table, -q, query CSV): sniffed from its first bytes, and nothing in the file that
+    belongs to a console log (a log that printed nvidia-smi before training stays a log)."""
+    if size > GPU_MAX:
+        return False
+    from .gpu import sniff  # noqa: PLC0415
+    if sniff(head.decode("utf-8", errors="replace")) in (None, "nvml-json"):
+        return False
+    try:
+        with open(path, "rb") as f:
+            text = f.read(GPU_MAX).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return not any(w in text for w in _LOG_MARKS)
 
 
 def _check_readable(path: Path) -> None:
@@ -108,6 +129,8 @@ def _explicit_file(path: Path, display: str) -> Input:
     if looks_binary(head):
         raise InputError(f"{display}: looks like a binary file, not a log; pass the console log, logging.jsonl "
                          "or the run directory")
+    if kind == "log" and gpu_kind(path, head, st.st_size):
+        kind = "gpu"
     return Input(path, display, kind)
 
 
@@ -159,10 +182,13 @@ def _walk(root: Path, display_root: str) -> list[Input]:
             if kind == "log":
                 try:
                     with open(fp, "rb") as f:
-                        if looks_binary(f.read(8192)):
-                            continue
+                        head = f.read(8192)
                 except OSError:
                     continue
+                if looks_binary(head):
+                    continue
+                if gpu_kind(fp, head, st.st_size):
+                    kind = "gpu"
             if kind == "args":
                 args_files.append(fp)
                 continue
@@ -201,8 +227,9 @@ def read_small(inp: Input) -> str:
     return decode(data[:MAX_SMALL])
 
 
-def feed_input(inp: Input, session, counter: list[int]) -> None:
-    """Stream one input into the session."""
+def feed_input(inp: Input, session, counter: list[int], scan_options: dict | None = None) -> None:
+    """Stream one input into the session. A log file goes through the chunk scanner (``scan_options``:
+    its keyword arguments, or ``{"lines": True}`` for the line-by-line path); standard input line by line."""
     if inp.kind == "args":
         text = read_small(inp)
         try:
@@ -217,12 +244,27 @@ def feed_input(inp: Input, session, counter: list[int]) -> None:
         return
     if inp.kind == "report":
         return  # merged by doctor.analyze
+    if inp.kind == "gpu":
+        from .gpu import SnapshotError, parse_text  # noqa: PLC0415
+        try:
+            samples = parse_text(read_small(inp), inp.display)
+        except SnapshotError:
+            return  # sniffed as nvidia-smi but unreadable: nothing to say about GPUs
+        counter[0] += 1
+        session.feed_gpu(inp.display, samples, counter[0])
+        return
     stream = open_input(inp)
     try:
         if inp.kind == "log":
-            session.begin_log(inp.display)
-            for line in LineReader(inp.display, counter).lines(stream):
-                session.feed_line(line)
+            from . import scan  # the chunk scanner and its matchers: only when a log is read
+
+            opts = dict(scan_options or {})
+            if inp.path is not None and not opts.pop("lines", False) and scan.usable(session, stream):
+                scan.scan_file(session, inp.display, stream, counter, **opts)
+            else:
+                session.begin_log(inp.display)
+                for line in LineReader(inp.display, counter).lines(stream):
+                    session.feed_line(line)
         elif inp.kind == "metrics":
             for lineno, data in physical_lines(stream):
                 values = metrics_src.parse_jsonl(decode(data))

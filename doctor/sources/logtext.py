@@ -107,6 +107,8 @@ def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple
 
 def clean(text: str) -> str:
     """Remove ANSI escapes and control characters other than tab and carriage return."""
+    if text.isprintable():  # the common case: no control character at all (one C-level pass)
+        return text
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     return _CTRL.sub("", text)
@@ -117,7 +119,7 @@ def split_segments(text: str) -> list[str]:
     parts = text.split("\r") if "\r" in text else [text]
     out: list[str] = []
     for part in parts:
-        while True:
+        while "/s]" in part or "/it]" in part:  # every tqdm rate ends so: skip the regex otherwise
             m = _TQDM_END.search(part)
             if not m:
                 break
@@ -169,28 +171,38 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
 class LineReader:
     """Reads one input into LogLines. ``seq`` is shared across inputs through ``counter``.
 
-    ``lines`` reads a whole stream; ``convert`` turns one physical line into its LogLines and serves the
+    ``lines`` reads a whole stream; ``line`` turns one physical line into its LogLines and serves the
     live path (``watch``), so a replayed file and a live pipe give the same records."""
 
     def __init__(self, display_path: str, counter: list[int]):
         self.path = display_path
         self.counter = counter
 
-    def convert(self, lineno: int, data: bytes) -> list[LogLine]:
-        text = clean(decode(data))
-        if _FENCE.match(text):
-            return []
-        where = Where(self.path, lineno)
-        out = []
-        for seg in split_segments(text):
-            body, rank, origin = strip_prefixes(seg.rstrip())
-            self.counter[0] += 1
-            raw = seg.strip()
-            if len(raw) > EVIDENCE_MAX:
-                raw = raw[:EVIDENCE_MAX] + "…"
-            out.append(LogLine(body, raw, where, rank, self.counter[0], origin))
-        return out
-
     def lines(self, stream: BinaryIO) -> Iterator[LogLine]:
         for lineno, data in physical_lines(stream):
-            yield from self.convert(lineno, data)
+            yield from self.line(lineno, data)
+
+    def line(self, lineno: int, data: bytes) -> list[LogLine]:
+        """The LogLines of one physical line (``data`` without its newline, already capped)."""
+        out: list[LogLine] = []
+        where = Where(self.path, lineno)
+        counter = self.counter
+        for body, raw, rank, origin in segments(data):
+            counter[0] += 1
+            out.append(LogLine(body, raw, where, rank, counter[0], origin))
+        return out
+
+
+def segments(data: bytes) -> list[tuple[str, str, int | None, str]]:
+    """(text, raw, rank, origin) of each message in one physical line; none for a markdown fence."""
+    text = clean(decode(data))
+    if "```" in text and _FENCE.match(text):
+        return []
+    out = []
+    for seg in split_segments(text):
+        body, rank, origin = strip_prefixes(seg.rstrip())
+        raw = seg.strip()
+        if len(raw) > EVIDENCE_MAX:
+            raw = raw[:EVIDENCE_MAX] + "…"
+        out.append((body, raw, rank, origin))
+    return out

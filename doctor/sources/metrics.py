@@ -49,10 +49,9 @@ def parse_console(text: str) -> dict[str, Any] | None:
     if ":" not in text:
         return None
     out: dict[str, Any] = {}
-    for m in _PAIR.finditer(text):
-        key = m.group(1)
-        raw = m.group(2) if m.group(2) is not None else m.group(3) if m.group(3) is not None else m.group(4)
-        out[key] = to_number(raw)
+    for key, q1, q2, bare in _PAIR.findall(text):
+        # findall gives "" for a group that did not take part; a quoted empty value is "" too
+        out[key] = to_number(q1 or q2 or bare)
     if len(TRAINER_KEYS.intersection(out)) < 2:
         return None
     return out

@@ -46,6 +46,10 @@ class TracebackTracker:
                 out.append((st.last, tuple(st.frames)))
         return sorted(out, key=lambda x: x[0].seq)
 
+    def expecting(self) -> bool:
+        """Some frame still waits for its source line (an indented line without any gate word counts)."""
+        return any(st.expect_code and st.frames for st in self._states.values())
+
     def feed(self, line: LogLine) -> ExceptionInfo | None:
         text = line.text
         key = (line.where.path, line.rank)

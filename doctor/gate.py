@@ -1,0 +1,141 @@
+"""Multi-word matching: which of a fixed set of literal words occur in a text.
+
+Two engines give the same answers. Hyperscan (the optional ``hyperscan`` package) reports every
+occurrence of every word in one C call. The pure-Python engine is one stdlib ``re`` pattern shaped as
+a trie of the words (several times faster than a flat alternation): a search from position p returns
+the longest word starting at the first start position >= p, and every word starting there is a prefix
+of it, so searching again from that start + 1 visits every occurrence; the words *inside* the matched
+one are added through a closure table. ``GRPO_DOCTOR_MATCHER=re`` forces the pure-Python engine.
+
+Compiling ~250 words takes Hyperscan about a second, so compiled databases are cached under
+``$XDG_CACHE_HOME/grpo-doctor`` (keyed by the patterns and the Hyperscan version); an unwritable cache
+only costs the compile.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Generic, Iterable, TypeVar
+
+T = TypeVar("T")
+
+
+def engine() -> str:
+    """'hyperscan' when it imports and is not disabled, else 're'."""
+    want = os.environ.get("GRPO_DOCTOR_MATCHER", "auto")
+    if want == "re":
+        return "re"
+    try:
+        import hyperscan  # noqa: F401  (optional dependency)
+    except Exception:
+        if want == "hyperscan":
+            raise
+        return "re"
+    return "hyperscan"
+
+
+def hs_literal(word: bytes) -> bytes:
+    """A literal in Hyperscan's syntax: letters and digits as they are, every other byte as \\xHH."""
+    return b"".join(bytes((c,)) if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 else b"\\x%02x" % c
+                    for c in word)
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "grpo-doctor")
+
+
+def hs_database(exprs: list[bytes]) -> Any:
+    """A block-mode Hyperscan database of ``exprs`` (id = index), from the cache when it is there."""
+    import hashlib
+
+    import hyperscan
+
+    key = hashlib.sha256(b"\0".join(exprs) + repr(getattr(hyperscan, "__version__", "")).encode()).hexdigest()[:24]
+    path = os.path.join(_cache_dir(), f"hs-{key}.db")
+    try:
+        with open(path, "rb") as f:
+            return hyperscan.loadb(f.read(), hyperscan.HS_MODE_BLOCK)
+    except Exception:  # absent, unreadable, or from another Hyperscan build
+        pass
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=0)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(hyperscan.dumpb(db))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return db
+
+
+def trie_pattern(words: Iterable[str]) -> str:
+    """A regex matching the longest of ``words`` at the leftmost position (greedy optional tails)."""
+    root: dict[str, dict] = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def rx(node: dict[str, dict]) -> str:
+        alts = [re.escape(ch) + rx(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return rx(root)
+
+
+class WordGate(Generic[T]):
+    """``hits(text)``: the payloads of the words occurring in ``text`` (a list of tuples, empty when no
+    word occurs; a payload may repeat). ``words`` maps each word to its payload tuple."""
+
+    def __init__(self, words: dict[str, tuple[T, ...]], use: str | None = None):
+        self.words = {w: tuple(p) for w, p in words.items() if w}
+        self.engine = use or engine()
+        if self.engine == "hyperscan":
+            order = sorted(self.words)
+            self._payload = [self.words[w] for w in order]
+            self._db = hs_database([hs_literal(w.encode("utf-8")) for w in order])
+            import hyperscan
+
+            self._scratch = hyperscan.Scratch(self._db)
+        else:
+            self._re = re.compile(trie_pattern(self.words))
+            # a matched word stands for every word inside it
+            self._closure: dict[str, tuple[T, ...]] = {}
+            for w in self.words:
+                seen: dict[int, T] = {}
+                for v, p in self.words.items():
+                    if v in w:
+                        for x in p:
+                            seen.setdefault(id(x), x)
+                self._closure[w] = tuple(seen.values())
+
+    def hits(self, text: str) -> list[tuple[T, ...]]:
+        if self.engine == "hyperscan":
+            out: list[tuple[T, ...]] = []
+            payload = self._payload
+            add = out.append
+
+            def on_match(i: int, _s: int, _e: int, _f: int, _c: object) -> None:
+                add(payload[i])
+
+            self._db.scan(text.encode("utf-8", "surrogatepass"), match_event_handler=on_match,
+                          scratch=self._scratch)
+            return out
+        search = self._re.search
+        m = search(text)
+        if m is None:
+            return []
+        closure = self._closure
+        out = [closure[m.group()]]
+        m = search(text, m.start() + 1)
+        while m is not None:
+            out.append(closure[m.group()])
+            m = search(text, m.start() + 1)
+        return out

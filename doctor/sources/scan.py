@@ -1,0 +1,298 @@
+"""Feed a log file to a Session fast: scan large binary chunks for the trigger words and decode only the
+lines that hold one.
+
+``Session.feed_line`` ignores a line without any gate word except for three things, so the scanner may
+skip such lines exactly when it reproduces those three:
+
+- line numbers and ``seq``: a skipped line (no ``\\r`` inside, no tqdm rate, no markdown fence) is one
+  message, so both counters advance by its newline count;
+- the per-input tail (the last lines, for the hang and cut-log rules): rebuilt at the end from the last
+  lines of the file with the very numbers the line-by-line path gives them;
+- sticky states (an open ``args: RLHFArguments(`` dump, a traceback frame awaiting its code line):
+  while ``Session.sticky()`` holds, every line is fed.
+
+A line is a candidate when its raw bytes hold a gate word, ``StopIteration`` (the tracker reads indented
+lines without gate words), a control byte that cleaning would remove (ANSI, NUL: removing it may join a
+word), a ``\\r`` inside the line, a tqdm rate (``it/s]``, ``s/it]``, ``B/s]``: the line splits) or a
+markdown fence. Candidates are false positives at worst: they go through ``feed_line`` unchanged.
+
+Matching uses Hyperscan (the ``hyperscan`` package, optional) when it imports, else a trie-shaped
+``re`` pattern over bytes (same candidates, slower). Memory stays flat: one chunk plus one capped line.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from typing import BinaryIO, Iterable
+
+from ..gate import engine, hs_database, hs_literal, trie_pattern
+from ..model import LogLine, Where
+from .logtext import MAX_LINE, LineReader, physical_lines, segments
+
+CHUNK = 8 << 20   # bytes scanned at a time
+EXTRA_TRIGGERS = ("StopIteration", "it/s]", "s/it]", "B/s]", "```")
+# control bytes that clean() removes or that split a line (\r), tab and newline excepted
+_CTRL_CLASS = rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r[^\n]"
+
+
+def trigger_bytes(words: Iterable[str]) -> list[bytes]:
+    """Byte forms of the trigger words: UTF-8, and GB18030 for non-ASCII words (GBK consoles)."""
+    out: set[bytes] = set()
+    for w in set(words) | set(EXTRA_TRIGGERS):
+        if not w:
+            continue
+        out.add(w.encode("utf-8"))
+        if not w.isascii():
+            try:
+                out.add(w.encode("gb18030"))
+            except UnicodeEncodeError:
+                pass
+    return sorted(out, key=lambda b: (-len(b), b))
+
+
+class Matcher:
+    """``ends(buf, view, n)``: increasing end offsets of trigger matches in ``buf[:n]`` (at least one per
+    candidate line; the scanner skips further matches on a line it has fed).
+
+    Pure Python: the words as one trie-shaped ``re`` pattern (a flat alternation is ~4x slower, and
+    mixing in the control-byte class ~6x), searched once per candidate line; control bytes are looked
+    for only when ``bytes.translate`` finds any in the chunk. Install Hyperscan for speed."""
+
+    name = "re"
+
+    def __init__(self, words: Iterable[str]):
+        lits = trigger_bytes(words)
+        self._re = re.compile(trie_pattern([w.decode("latin-1") for w in lits]).encode("latin-1"))
+
+    def ends(self, buf: bytearray, view: memoryview, n: int) -> Iterable[int]:
+        search = self._re.search
+        find = buf.find
+        out: list[int] = []
+        pos = 0
+        while True:
+            m = search(buf, pos, n)
+            if m is None:
+                break
+            out.append(m.end())
+            pos = find(b"\n", m.end(), n) + 1  # the rest of this line cannot add a candidate
+            if pos <= 0:
+                break
+        if buf.translate(None, _NOT_CTRL):  # rare: some control byte in the buffer (maybe past n)
+            ctrl = [m.end() for m in _CTRL_ONE.finditer(buf, 0, n) if buf[m.start()] != 13 or
+                    m.end() < n and buf[m.end()] != 10]
+            if ctrl:
+                out = sorted(set(out).union(ctrl))
+        return out
+
+
+_CTRL_ONE = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")   # the control bytes, \r included
+_NOT_CTRL = bytes(b for b in range(256) if not (b < 9 or 11 <= b <= 31 or b == 127))
+
+
+class HyperscanMatcher(Matcher):
+    """Hyperscan over the whole chunk, one callback per match (the database is cached on disk)."""
+
+    name = "hyperscan"
+
+    def __init__(self, words: Iterable[str]):
+        import hyperscan  # optional dependency
+
+        lits = trigger_bytes(words)
+        self._db = hs_database([b"|".join(hs_literal(w) for w in lits) + b"|" + _CTRL_CLASS])
+        self._scratch = hyperscan.Scratch(self._db)
+
+    def ends(self, buf: bytearray, view: memoryview, n: int) -> Iterable[int]:
+        out: list[int] = []
+        add = out.append
+        find = buf.find
+        line_end = [-1]  # the newline of the last line reported: later matches on it are dropped
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+            if end > line_end[0]:
+                add(end)
+                line_end[0] = find(b"\n", end - 1, n)
+
+        self._db.scan(view[:n], match_event_handler=on_match, scratch=self._scratch)
+        return out
+
+
+_CACHE: dict[frozenset[str], Matcher] = {}
+
+
+def matcher_for(words: frozenset[str], use: str | None = None) -> Matcher:
+    """The best matcher available (``use``: "hyperscan" or "re"; default: env GRPO_DOCTOR_MATCHER, else
+    Hyperscan when it imports)."""
+    use = use or engine()
+    key = frozenset(words | {f"\0engine={use}"})
+    m = _CACHE.get(key)
+    if m is None:
+        m = _CACHE[key] = HyperscanMatcher(words) if use == "hyperscan" else Matcher(words)
+    return m
+
+
+class ChunkScanner:
+    """Streams one seekable log file into a Session, feeding only the lines that can matter."""
+
+    def __init__(self, session, display_path: str, counter: list[int], *, chunk: int = CHUNK,
+                 matcher: Matcher | None = None, tail: int | None = None):
+        self.session = session
+        self.path = display_path
+        self.counter = counter
+        self.reader = LineReader(display_path, counter)
+        self.chunk = max(chunk, 1)
+        self.matcher = matcher or matcher_for(session.gate_words)
+        self.lineno = 0  # physical lines consumed so far
+        self.fed = 0     # physical lines decoded and fed (statistics)
+        self.tail_len = tail
+
+    # ------------------------------------------------------------------ feeding
+    def _feed(self, data: bytes) -> None:
+        self.lineno += 1
+        self.fed += 1
+        feed = self.session.feed_line
+        for line in self.reader.line(self.lineno, data):
+            feed(line)
+
+    def _skip(self, n: int) -> None:
+        self.lineno += n
+        self.counter[0] += n
+
+    def _sticky_run(self, buf: bytearray, view: memoryview, pos: int, n: int) -> int:
+        """Feed whole lines from ``pos`` while the session is sticky; returns the new position."""
+        sticky = self.session.sticky
+        while pos < n and sticky():
+            end = buf.find(b"\n", pos, n)
+            self._feed(bytes(view[pos:min(end, pos + MAX_LINE)]))
+            pos = end + 1
+        return pos
+
+    def _scan(self, buf: bytearray, view: memoryview, n: int) -> None:
+        """``buf[:n]`` holds whole lines (``buf[n - 1]`` is a newline)."""
+        pos = self._sticky_run(buf, view, 0, n)
+        count, find, rfind = buf.count, buf.find, buf.rfind
+        for hit in self.matcher.ends(buf, view, n):
+            if hit <= pos:
+                continue  # on a line already fed
+            start = rfind(b"\n", pos, hit) + 1 or pos
+            end = find(b"\n", hit - 1, n)
+            if start > pos:
+                self._skip(count(b"\n", pos, start))
+            self._feed(bytes(view[start:min(end, start + MAX_LINE)]))  # lines are capped as physical_lines does
+            pos = self._sticky_run(buf, view, end + 1, n)
+        if pos < n:
+            self._skip(count(b"\n", pos, n))
+
+    def run(self, stream: BinaryIO) -> None:
+        """Reads into one reused buffer (fresh 8 MB objects per chunk cost more than the scan itself)."""
+        self.session.begin_log(self.path)
+        size = self.chunk
+        buf = bytearray(size + MAX_LINE + 1)
+        view = memoryview(buf)
+        have = 0          # bytes of an unfinished line kept at the front of buf
+        skipping = False  # inside a line longer than MAX_LINE, already fed: drop up to its newline
+        try:
+            while True:
+                got = stream.readinto(view[have:have + size])
+                if not got:
+                    break
+                end = have + got
+                if skipping:  # have == 0 here
+                    nl = buf.find(b"\n", 0, end)
+                    if nl < 0:
+                        continue
+                    skipping = False
+                    rest = end - nl - 1
+                    buf[:rest] = bytes(view[nl + 1:end])
+                    end = rest
+                last = buf.rfind(b"\n", 0, end)
+                if last >= 0:
+                    self._scan(buf, view, last + 1)
+                    have = end - last - 1
+                    if have:
+                        buf[:have] = bytes(view[last + 1:end])
+                else:
+                    have = end
+                if have > MAX_LINE:  # an over-long line: its head is all the line-by-line path reads too
+                    self._feed(bytes(view[:MAX_LINE]))
+                    have = 0
+                    skipping = True
+            if have:
+                self._feed(bytes(view[:have]))
+        finally:
+            view.release()
+        self._rebuild_tail(stream, stream.tell())
+
+    # ------------------------------------------------------------------ tail
+    def _rebuild_tail(self, stream: BinaryIO, size: int) -> None:
+        """Replace the session's tail for this input by the last lines of the file, as feed_line keeps it."""
+        tail = self.session.tails.get(self.path)
+        if tail is None:
+            return
+        want = self.tail_len or tail.maxlen or 0
+        # ``size``: where the scan stopped (a log still being written may have grown since)
+        window = 256 * 1024
+        while True:
+            start = max(0, size - window)
+            stream.seek(start)
+            if start > 0:
+                while True:  # the first whole line of the window
+                    block = stream.read(64 * 1024)
+                    if not block:
+                        break
+                    nl = block.find(b"\n")
+                    if nl >= 0:
+                        stream.seek(stream.tell() - len(block) + nl + 1)
+                        break
+            keep: deque[tuple[int, int, tuple[str, str, int | None, str]]] = deque(maxlen=want)
+            nlines = nsegs = nonblank = 0
+            for _, data in physical_lines(_Bounded(stream, size)):
+                for seg in segments(data):
+                    nsegs += 1
+                    if seg[0].strip():
+                        nonblank += 1
+                        keep.append((nlines, nsegs, seg))
+                nlines += 1
+            if nonblank >= want or start == 0:
+                break
+            window *= 4
+        first_line = self.lineno - nlines + 1
+        first_seq = self.counter[0] - nsegs
+        new = deque(maxlen=tail.maxlen)
+        for i, k, (body, raw, rank, origin) in keep:
+            new.append(LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin))
+        self.session.tails[self.path] = new
+
+
+class _Bounded:
+    """A reader that stops at byte ``end`` of the underlying stream."""
+
+    def __init__(self, stream: BinaryIO, end: int):
+        self.stream = stream
+        self.end = end
+
+    def read(self, n: int = -1) -> bytes:
+        left = self.end - self.stream.tell()
+        if left <= 0:
+            return b""
+        return self.stream.read(left if n < 0 else min(n, left))
+
+
+def scan_file(session, display_path: str, stream: BinaryIO, counter: list[int], **kw) -> ChunkScanner:
+    scanner = ChunkScanner(session, display_path, counter, **kw)
+    scanner.run(stream)
+    return scanner
+
+
+def usable(session, stream: BinaryIO) -> bool:
+    """The chunk path needs a seekable regular file and no rule that reads every line
+    (``GRPO_DOCTOR_SCAN=lines`` turns it off: the benchmark compares both paths on big files)."""
+    if session.sees_every_line or os.environ.get("GRPO_DOCTOR_SCAN") == "lines":
+        return False
+    try:
+        return stream.seekable() and os.path.isfile(getattr(stream, "name", "") or "")
+    except (OSError, ValueError):
+        return False
+
+
+__all__ = ["ChunkScanner", "Matcher", "HyperscanMatcher", "matcher_for", "scan_file", "usable"]

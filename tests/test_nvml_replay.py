@@ -1,0 +1,84 @@
+"""sample_nvml() on the answers a real H100 gave through pynvml (the lead's dump, fixtures/gpu/h100-capture/
+nvml-*.json, made by tools/nvml_dump.py on driver 580.159.04). The replay module answers each pynvml call the
+dump recorded with the recorded value, and raises NVMLError (NotSupported) for what the H100 refused and for
+calls the dump did not make: the code under test is the real mapping of sample_nvml."""
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from doctor.sources import gpu as gpu_src
+
+CAP = Path(__file__).resolve().parent.parent / "fixtures" / "gpu" / "h100-capture"
+
+
+class NVMLError(Exception):
+    pass
+
+
+def replay(dump: dict) -> types.ModuleType:
+    m = types.ModuleType("pynvml")
+    gpus = dump["gpus"]
+
+    def val(i, key):
+        v = gpus[i][key]
+        if isinstance(v, str) and v.startswith("unsupported"):
+            raise NVMLError(v)
+        return v
+
+    def unsupported(*a):
+        raise NVMLError("Not Supported (not in the dump)")
+
+    m.NVMLError = NVMLError
+    m.nvmlInit = lambda: None
+    m.nvmlShutdown = lambda: None
+    m.nvmlDeviceGetCount = lambda: len(gpus)
+    m.nvmlDeviceGetHandleByIndex = lambda i: i
+    m.nvmlDeviceGetName = lambda h: val(h, "name")
+    m.nvmlDeviceGetUUID = lambda h: val(h, "uuid")
+    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(**val(h, "memory"))
+    m.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(**val(h, "utilization"))
+    m.nvmlDeviceGetTemperature = lambda h, sensor: val(h, "temperature")
+    m.nvmlDeviceGetPowerUsage = lambda h: val(h, "power_mw")
+    m.nvmlDeviceGetEnforcedPowerLimit = lambda h: val(h, "power_limit_mw")
+    m.nvmlDeviceGetCurrentClocksThrottleReasons = lambda h: val(h, "throttle_reasons")
+    m.nvmlDeviceGetTotalEccErrors = lambda h, kind, counter: val(h, "ecc_uncorrected_volatile") if kind == 1 \
+        else unsupported()
+    m.nvmlDeviceGetRetiredPagesPendingStatus = lambda h: val(h, "retired_pages_pending")
+    m.nvmlDeviceGetComputeRunningProcesses = lambda h: [types.SimpleNamespace(pid=p["pid"], usedGpuMemory=p["used"])
+                                                        for p in val(h, "processes")]
+    for name in ("nvmlDeviceGetPerformanceState", "nvmlDeviceGetPciInfo", "nvmlDeviceGetRetiredPages",
+                 "nvmlDeviceGetRemappedRows", "nvmlDeviceGetMigMode"):
+        setattr(m, name, unsupported)
+    return m
+
+
+@pytest.mark.parametrize("name", ["nvml-idle.json", "nvml-load.json"])
+def test_sample_nvml_maps_the_real_answers(name, monkeypatch):
+    dump = json.loads((CAP / name).read_text())
+    monkeypatch.setitem(sys.modules, "pynvml", replay(dump))
+    got = gpu_src.sample_nvml()
+    assert got is not None and len(got) == 1
+    g = got[0]
+    d = dump["gpus"][0]
+    assert g.name == "NVIDIA H100 80GB HBM3" and g.uuid == d["uuid"]
+    assert g.mem_total_mib == pytest.approx(81559.0)  # 85520809984 B; nvidia-smi shows 81559MiB
+    assert g.mem_used_mib == pytest.approx(d["memory"]["used"] / 2 ** 20)
+    assert g.power_w == pytest.approx(d["power_mw"] / 1000) and g.power_cap_w == 700.0
+    assert g.retired_pending is None  # NotSupported on H100: unknown, not False or 0
+    assert g.perf_state is None and g.remapped_pending is None and g.mig is None
+    assert g.ecc_volatile_uncorrected == 0
+    if name == "nvml-load.json":
+        assert g.util_pct == 100 and g.throttle_reasons == ("SW Power Cap",)
+        assert [(p.pid, round(p.mem_mib)) for p in g.processes] == [(432, 31722)]  # as nvidia-smi listed it
+    else:
+        assert g.util_pct == 0 and g.throttle_reasons == () and g.processes == ()
+    # the same answers read from the JSON dump give the same sample
+    j = gpu_src.parse_snapshot(CAP / name)[0]
+    for f in ("name", "uuid", "mem_used_mib", "mem_total_mib", "util_pct", "temp_c", "power_w", "power_cap_w",
+              "throttle_reasons", "ecc_volatile_uncorrected", "retired_pending"):
+        assert getattr(g, f) == getattr(j, f), f
