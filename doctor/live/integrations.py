@@ -93,8 +93,12 @@ def gpu_samples() -> list[Gpu] | None:
         from ..sources.gpu import sample_nvml  # issue 5
     except ImportError:
         return _nvml_fallback()
-    got = sample_nvml()
+    try:
+        got = sample_nvml(quiet=True)
+    except TypeError:  # an older signature without quiet
+        got = sample_nvml()
     if got is None:
+        _once("gpu", "no live GPU data (no NVIDIA driver / NVML, or pynvml missing): GPU watchdogs are off")
         return None
     return [_to_gpu(s, i) for i, s in enumerate(got)]
 
