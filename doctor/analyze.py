@@ -1,11 +1,19 @@
-"""Post-mortem: discover inputs, stream them through one Session, build the Report."""
+"""Post-mortem: discover inputs, stream them through one Session, build the Report.
+
+Reports written by `grpo-doctor watch` on several nodes (grpo-doctor-report*.json) are merged: their
+findings join the ones from the logs, labelled with the node and host, and the first error of the node
+that failed first becomes the primary finding (the root cause; other nodes' failures usually follow it).
+"""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import __version__
-from .engine import Session, select_rules
-from .model import InputInfo, Report
+from .engine import Session, order, select_rules
+from .model import Finding, InputInfo, Report, Role, Severity
 from .registry import load_catalog
-from .sources.inputs import discover, feed_input, run_checkpoints
+from .sources import reports as reports_src
+from .sources.inputs import discover, feed_input, read_small, run_checkpoints
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
@@ -16,7 +24,13 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     has_jsonl = any(i.kind == "metrics" for i in inputs)
     session = Session(metas, console_metrics=not has_jsonl)
     counter = [0]
+    nodes = []
     for inp in inputs:
+        if inp.kind == "report":
+            nr = reports_src.load(inp.display, read_small(inp))
+            if nr is not None:
+                nodes.append(nr)
+            continue
         feed_input(inp, session, counter, scan_options)
     ckpts = run_checkpoints(paths)
     if ckpts:
@@ -29,4 +43,50 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     if ckpts:
         findings = fold_into_log_finding(findings)
     infos = [i.info() for i in inputs] + [InputInfo(display, "checkpoint") for _, display in ckpts]
-    return Report(__version__, infos, session.run.summary(), findings)
+    run = session.run.summary()
+    if nodes:
+        findings = merge_nodes(findings, nodes, select, ignore)
+        run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,
+                         "first_error_time": n.first_error_time, "report": n.path} for n in nodes]
+    return Report(__version__, infos, run, findings)
+
+
+def _wanted(f: Finding, select: set[str] | None, ignore: set[str] | None) -> bool:
+    keys = {f.rule_id.lower(), f.slug.lower(), f.category.lower()}
+    return (not select or bool(keys & select)) and not (ignore and keys & ignore)
+
+
+def merge_nodes(findings: list[Finding], nodes: list, select: set[str] | None = None,
+                ignore: set[str] | None = None) -> list[Finding]:
+    """Log findings plus each node's report findings (labelled with node and host; a finding the logs already gave
+    is not repeated); the first error of the node that failed first goes first, as the root cause."""
+    def key_of(f: Finding) -> tuple[str, str]:
+        return (f.rule_id, f.evidence[0].text if f.evidence else f.message)
+
+    by_key = {key_of(f): f for f in findings}
+    failing = sorted((n for n in nodes if n.first_error_time is not None),
+                     key=lambda n: (n.first_error_time, n.node_rank if n.node_rank is not None else 1 << 30))
+    rank_of = {id(n): i for i, n in enumerate(failing)}
+    extra: list[Finding] = []
+    root_key = None
+    for n in sorted(nodes, key=lambda n: rank_of.get(id(n), 1 << 30)):
+        for f in n.findings:
+            if not _wanted(f, select, ignore):
+                continue
+            key = key_of(f)
+            if root_key is None and failing and n is failing[0] and f.severity == Severity.error \
+                    and f.role != Role.consequence:
+                root_key = key
+            if key in by_key:
+                continue
+            label = f"[{n.label}] " if len(nodes) > 1 or n.node_rank is not None else ""
+            g = replace(f, message=f"{label}{f.message}", role=Role.standalone if f.role == Role.root else f.role,
+                        first_seq=rank_of.get(id(n), 1 << 30))
+            by_key[key] = g
+            extra.append(g)
+    merged = order(findings + extra)
+    if root_key is None:
+        return merged
+    root = by_key[root_key]
+    rest = [f if f.role != Role.root else replace(f, role=Role.standalone) for f in merged if f is not root]
+    return [replace(root, role=Role.root)] + rest

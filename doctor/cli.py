@@ -253,6 +253,65 @@ def rules_cmd(fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f"))
         typer.echo(f"{m.id:8} {m.severity.name:8} {m.category:34} {m.slug}")
 
 
+class OnHang(str, Enum):
+    warn = "warn"
+    stop = "stop"
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def watch(
+    command: list[str] = typer.Argument(..., help="The training command, after --: grpo-doctor watch -- swift rlhf ..."),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where the console log, report and hang stacks go "
+                                           "(default: the command's --output_dir, else ./output)."),
+    report: Optional[Path] = typer.Option(None, "--report", help="JSON report path (default: RUN_DIR/grpo-doctor-report.json)."),
+    startup_timeout: float = typer.Option(1800.0, "--startup-timeout", help="Seconds without any output before the "
+                                          "first training step (launch, model and dataset load)."),
+    hang_timeout: Optional[float] = typer.Option(None, "--hang-timeout", help="Seconds without progress between steps "
+                                                 "(default: 5 x the slowest step seen, at least 300)."),
+    phase_timeout: Optional[list[str]] = typer.Option(None, "--phase-timeout", help="PHASE=SECONDS for vllm-init, "
+                                                      "first-step, eval, checkpoint-save, steady-floor (repeatable)."),
+    on_hang: OnHang = typer.Option(OnHang.warn, "--on-hang", help="warn: report and keep waiting; stop: report, then "
+                                   "SIGTERM the run's process group and SIGKILL after --grace."),
+    grace: float = typer.Option(30.0, "--grace", help="Seconds between SIGTERM and SIGKILL when stopping."),
+    force: bool = typer.Option(False, "--force", help="Launch even when preflight finds errors."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Do not run preflight before launching."),
+    gpu_interval: float = typer.Option(10.0, "--gpu-interval", help="Seconds between GPU samples (0: none)."),
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
+) -> None:
+    """Run a training command unchanged and watch it live: same rules as analyze, plus hang, GPU, memory, disk and
+    checkpoint watchdogs. Exit status: the command's own; 124 when watch stopped it (--on-hang stop); 2 when watch
+    could not start it (bad options, preflight errors without --force, command not found)."""
+    from .live.supervisor import EXIT_NOT_STARTED, WatchOptions, watch as run_watch
+    from .live.watchdogs import Limits
+    if not command:
+        raise _die("watch needs a command after --, e.g. grpo-doctor watch -- swift rlhf --rlhf_type grpo ...")
+    limits = Limits(startup=startup_timeout, steady=hang_timeout)
+    for item in phase_timeout or ():
+        name, _, value = item.partition("=")
+        try:
+            if name.strip() == "steady-floor":
+                limits.steady_floor = float(value)
+            else:
+                limits.set(name.strip(), float(value))
+        except ValueError as e:
+            raise _die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
+    for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval)):
+        if v < 0:
+            raise _die(f"{name} must be >= 0")
+    opts = WatchOptions(run_dir=str(run_dir) if run_dir else None, report=str(report) if report else None, limits=limits,
+                        on_hang=on_hang.value, grace=grace, force=force, preflight=not no_preflight,
+                        gpu_interval=gpu_interval)
+    try:
+        code = run_watch(list(command), opts)
+    except Exception as e:  # noqa: BLE001
+        if debug:
+            raise
+        typer.echo(f"grpo-doctor: internal error in watch: {type(e).__name__}: {e} (rerun with --debug and report it)",
+                   err=True)
+        code = EXIT_NOT_STARTED
+    raise typer.Exit(code)
+
+
 @app.callback(invoke_without_command=True)
 def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
     if version:

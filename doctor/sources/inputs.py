@@ -39,7 +39,7 @@ class Input:
         return InputInfo(self.display, self.kind)
 
 
-_ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5}
+_ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6}
 GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
 _LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
               "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
@@ -54,6 +54,8 @@ def classify(path: Path) -> str | None:
         return "completions"
     if low == "args.json":
         return "args"
+    if low.startswith("grpo-doctor-report") and low.endswith(".json"):
+        return "report"
     if low in ("command.txt", "cmd.txt") or low.endswith(".sh"):
         return "command"
     if low.endswith(".csv") and ("gpu" in low or "smi" in low or "nvidia" in low or "apps" in low):
@@ -110,6 +112,15 @@ def _check_readable(path: Path) -> None:
 def _explicit_file(path: Path, display: str) -> Input:
     _check_readable(path)
     kind = classify(path) or "log"
+    if path.suffix.lower() == ".json" and kind == "log":
+        from .reports import is_report
+        try:
+            with open(path, "rb") as f:
+                obj = json.loads(decode(f.read(MAX_SMALL)))
+            if is_report(obj):
+                kind = "report"
+        except (OSError, ValueError):
+            pass
     st = path.stat()
     if st.st_size == 0 and stat.S_ISREG(st.st_mode):
         raise InputError(f"{display}: the file is empty; pass the console log of the run (or - and paste it)")
@@ -166,7 +177,7 @@ def _walk(root: Path, display_root: str) -> list[Input]:
                 continue
             if not os.access(fp, os.R_OK):
                 continue
-            if kind in ("args", "command") and st.st_size > MAX_SMALL:
+            if kind in ("args", "command", "report") and st.st_size > MAX_SMALL:
                 continue
             if kind == "log":
                 try:
@@ -248,6 +259,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
     if inp.kind == "command":
         session.run.add_command(read_small(inp), "command")
         return
+    if inp.kind == "report":
+        return  # merged by doctor.analyze
     if inp.kind == "gpu":
         from .gpu import SnapshotError, parse_text  # noqa: PLC0415
         try:

@@ -43,37 +43,66 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, bytes]]:
-    """Yield (1-based line number, bytes without the newline), each capped at ``max_line`` bytes."""
-    lineno = 0
-    pending = bytearray()
-    skipping = False  # inside an over-long line: drop bytes until the next newline
-    while True:
-        chunk = stream.read(CHUNK)
-        if not chunk:
-            break
+class LineSplitter:
+    """Incremental newline splitter: feed byte chunks as they arrive (a file read or a live pipe), get
+    complete physical lines back, each capped at ``max_line`` bytes (the rest of an over-long line is
+    skipped, not stored). ``close`` returns the last, unterminated line if any."""
+
+    __slots__ = ("max_line", "lineno", "pending", "skipping")
+
+    def __init__(self, max_line: int = MAX_LINE):
+        self.max_line = max_line
+        self.lineno = 0
+        self.pending = bytearray()
+        self.skipping = False
+
+    def feed(self, chunk: bytes) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        pending, max_line = self.pending, self.max_line
         start = 0
         while True:
             nl = chunk.find(b"\n", start)
             if nl < 0:
-                if not skipping:
+                if not self.skipping:
                     room = max_line - len(pending)
                     pending += chunk[start:start + room] if room > 0 else b""
                     if len(chunk) - start > room:
-                        skipping = True
+                        self.skipping = True
                 break
-            if not skipping:
+            if not self.skipping:
                 room = max_line - len(pending)
                 if room > 0:
                     pending += chunk[start:min(nl, start + room)]
-            lineno += 1
-            yield lineno, bytes(pending)
+            self.lineno += 1
+            out.append((self.lineno, bytes(pending)))
             pending.clear()
-            skipping = False
+            self.skipping = False
             start = nl + 1
-    if pending or skipping:
-        lineno += 1
-        yield lineno, bytes(pending)
+        return out
+
+    def partial(self) -> bytes:
+        """The bytes of the line being received (not yet terminated)."""
+        return bytes(self.pending)
+
+    def close(self) -> list[tuple[int, bytes]]:
+        if self.pending or self.skipping:
+            self.lineno += 1
+            data = bytes(self.pending)
+            self.pending.clear()
+            self.skipping = False
+            return [(self.lineno, data)]
+        return []
+
+
+def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, bytes without the newline), each capped at ``max_line`` bytes."""
+    splitter = LineSplitter(max_line)
+    while True:
+        chunk = stream.read(CHUNK)
+        if not chunk:
+            break
+        yield from splitter.feed(chunk)
+    yield from splitter.close()
 
 
 def clean(text: str) -> str:
@@ -140,7 +169,10 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
 
 
 class LineReader:
-    """Reads one input into LogLines. ``seq`` is shared across inputs through ``counter``."""
+    """Reads one input into LogLines. ``seq`` is shared across inputs through ``counter``.
+
+    ``lines`` reads a whole stream; ``line`` turns one physical line into its LogLines and serves the
+    live path (``watch``), so a replayed file and a live pipe give the same records."""
 
     def __init__(self, display_path: str, counter: list[int]):
         self.path = display_path

@@ -1,0 +1,116 @@
+"""Adapters to the parts of grpo-doctor that `watch` calls but that live in other modules: preflight,
+live GPU samples (NVML) and the checkpoint rules.
+
+Each adapter imports lazily and degrades gracefully: when the module is not there (an older build) it
+says so once on stderr and the watch goes on without it. Tests replace these functions (monkeypatch)
+to inject fakes; nothing else in doctor/live imports those modules directly.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..live.say import say
+from ..checks.live import GIB, Gpu
+
+_warned: set[str] = set()
+
+
+def _once(key: str, text: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        say(text)
+
+
+def preflight(argv: list[str], env: Mapping[str, str] | None = None, gpu_mem_gib: float | None = None) -> Any | None:
+    """The preflight Report of the command, or None when preflight is not available."""
+    try:
+        from ..preflight import preflight_command  # issue 5
+    except ImportError:
+        _once("preflight", "preflight not available in this build: launching without it")
+        return None
+    try:
+        return preflight_command(list(argv), env, gpu_mem_gib=gpu_mem_gib)
+    except ValueError as e:  # CommandError: not a `swift rlhf` command, an unreadable config file, ...
+        say(f"preflight skipped: {str(e).removeprefix('preflight: ').split('; use:')[0]}")
+        return None
+
+
+def _nvml_fallback() -> list[Gpu] | None:
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "pynvml is deprecated, install nvidia-ml-py": same module name
+            import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver / no GPU: no samples
+        return None
+    out = []
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            try:
+                util = float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu)
+            except Exception:  # noqa: BLE001
+                util = None
+            out.append(Gpu(i, util, int(mem.used), int(mem.total)))
+    except Exception:  # noqa: BLE001
+        return None
+    return out
+
+
+def _num(obj: Any, *names: str) -> Any:
+    for n in names:
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            return v
+    return None
+
+
+def _to_gpu(s: Any, i: int) -> Gpu:
+    """A sample of doctor.sources.gpu as our Gpu record (bytes; MiB/GiB fields converted)."""
+    idx = _num(s, "index", "gpu", "id")
+    util = _num(s, "util", "utilization", "util_pct", "gpu_util")
+    used = _num(s, "mem_used", "memory_used", "used_bytes")
+    total = _num(s, "mem_total", "memory_total", "total_bytes")
+    if used is None:
+        mib = _num(s, "mem_used_mib", "memory_used_mib", "used_mib")
+        gb = _num(s, "mem_used_gib", "memory_used_gib")
+        used = mib * 1024 * 1024 if mib is not None else gb * GIB if gb is not None else 0
+    if total is None:
+        mib = _num(s, "mem_total_mib", "memory_total_mib", "total_mib")
+        gb = _num(s, "mem_total_gib", "memory_total_gib")
+        total = mib * 1024 * 1024 if mib is not None else gb * GIB if gb is not None else 0
+    return Gpu(int(idx) if idx is not None else i, float(util) if util is not None else None, int(used), int(total))
+
+
+def gpu_samples() -> list[Gpu] | None:
+    """One sample per visible GPU, or None when there is no NVIDIA driver."""
+    try:
+        from ..sources.gpu import sample_nvml  # issue 5
+    except ImportError:
+        return _nvml_fallback()
+    try:
+        got = sample_nvml(quiet=True)
+    except TypeError:  # an older signature without quiet
+        got = sample_nvml()
+    if got is None:
+        _once("gpu", "no live GPU data (no NVIDIA driver / NVML, or pynvml missing): GPU watchdogs are off")
+        return None
+    return [_to_gpu(s, i) for i, s in enumerate(got)]
+
+
+def check_checkpoint(dirs: list[str], run: Any = None) -> list[Any] | None:
+    """Findings of the checkpoint rules on freshly saved checkpoint folders, or None when not available."""
+    try:
+        from ..ckpt import check_checkpoint_dirs  # issue 4
+    except ImportError:
+        _once("ckpt", "checkpoint rules not available in this build: new checkpoints are not checked")
+        return None
+    return list(check_checkpoint_dirs(dirs, run=run))
+
+
+__all__ = ["preflight", "gpu_samples", "check_checkpoint"]

@@ -1,0 +1,181 @@
+"""Follow a run directory while it grows: logging.jsonl rows as they are appended, args.json once, new
+checkpoint-N folders (and when they are complete). Reads only sizes and text files; never unpickles.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..sources import metrics as metrics_src
+from ..sources.logtext import LineSplitter, decode
+
+MAX_DEPTH = 3  # output_dir / v0-2026... / checkpoint-N
+_CKPT = re.compile(r"^checkpoint-(\d+)$")
+
+
+@dataclass
+class Checkpoint:
+    path: str
+    step: int
+    size: int = -1
+    files: int = -1
+    stable: int = 0        # scans in a row with the same size and file count
+    checked: bool = False
+
+
+def dir_size(path: str) -> tuple[int, int]:
+    total = n = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+                n += 1
+            except OSError:
+                pass
+    return total, n
+
+
+@dataclass
+class JsonlTail:
+    path: str
+    offset: int = 0
+    splitter: LineSplitter = field(default_factory=lambda: LineSplitter(16 * 1024 * 1024))
+
+    def read(self) -> list[tuple[int, dict]]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        rows = []
+        for lineno, raw in self.splitter.feed(data):
+            values = metrics_src.parse_jsonl(decode(raw))
+            if values is not None:
+                rows.append((lineno, values))
+        return rows
+
+
+class RunDirWatcher:
+    def __init__(self, root: str, since: float):
+        self.root = root
+        self.since = since - 2.0  # files of this run are newer than this (mtime)
+        self.jsonl: JsonlTail | None = None
+        self.args_json: str | None = None
+        self.checkpoints: dict[str, Checkpoint] = {}
+
+    def _walk(self):
+        stack = [(self.root, 0)]
+        while stack:
+            d, depth = stack.pop()
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        if _CKPT.match(e.name):
+                            yield "ckpt", e
+                        elif depth + 1 < MAX_DEPTH and not e.name.startswith((".", "runs", "images")):
+                            stack.append((e.path, depth + 1))
+                    elif e.name in ("logging.jsonl", "args.json"):
+                        yield e.name, e
+                except OSError:
+                    continue
+
+    def scan(self) -> tuple[str | None, str | None, list[Checkpoint]]:
+        """(new logging.jsonl path, new args.json path, checkpoints first seen now)."""
+        new_jsonl = new_args = None
+        new_ckpts = []
+        best_jsonl: tuple[float, str] | None = None
+        for kind, e in self._walk():
+            try:
+                mtime = e.stat().st_mtime
+            except OSError:
+                continue
+            if kind == "ckpt":
+                if e.path not in self.checkpoints and mtime >= self.since:
+                    c = Checkpoint(e.path, int(_CKPT.match(e.name).group(1)))
+                    self.checkpoints[e.path] = c
+                    new_ckpts.append(c)
+            elif kind == "logging.jsonl" and mtime >= self.since:
+                if best_jsonl is None or mtime > best_jsonl[0]:
+                    best_jsonl = (mtime, e.path)
+            elif kind == "args.json" and self.args_json is None and mtime >= self.since:
+                self.args_json = new_args = e.path
+        if best_jsonl and (self.jsonl is None or self.jsonl.path != best_jsonl[1]) and self.jsonl is None:
+            self.jsonl = JsonlTail(best_jsonl[1])
+            new_jsonl = best_jsonl[1]
+        return new_jsonl, new_args, sorted(new_ckpts, key=lambda c: c.step)
+
+    def settle(self) -> list[Checkpoint]:
+        """Checkpoints whose size and file count stopped changing (two scans in a row): ready to check."""
+        ready = []
+        for c in self.checkpoints.values():
+            if c.checked:
+                continue
+            size, n = dir_size(c.path)
+            if (size, n) == (c.size, c.files) and n > 0:
+                c.stable += 1
+            else:
+                c.stable = 0
+            c.size, c.files = size, n
+            if c.stable >= 2:
+                c.checked = True
+                ready.append(c)
+        return ready
+
+    def settle_all(self) -> list[Checkpoint]:
+        """At the end of the run: every checkpoint not checked yet is as complete as it will get."""
+        ready = []
+        for c in self.checkpoints.values():
+            if not c.checked:
+                c.size, c.files = dir_size(c.path)
+                c.checked = True
+                ready.append(c)
+        return ready
+
+    def last_checkpoint_size(self) -> int:
+        done = [c for c in self.checkpoints.values() if c.checked]
+        if not done:
+            return 0
+        return max(done, key=lambda c: c.step).size
+
+
+def read_args_json(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            obj = json.loads(decode(f.read(32 * 1024 * 1024)))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def output_dir_of(argv: list[str]) -> str | None:
+    for i, a in enumerate(argv):
+        if a == "--output_dir" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--output_dir="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def node_identity(env: dict[str, str] | os._Environ) -> tuple[int | None, str]:
+    import socket
+    for k in ("NODE_RANK", "SLURM_NODEID", "GROUP_RANK", "RANK"):
+        v = env.get(k)
+        if v is not None and v.strip().isdigit():
+            return int(v), socket.gethostname()
+    return None, socket.gethostname()
+
+
+def console_name(node_rank: int | None, kind: str) -> str:
+    suffix = f".node{node_rank}" if node_rank is not None else ""
+    return {"console": f"grpo-doctor-console{suffix}.log", "report": f"grpo-doctor-report{suffix}.json",
+            "hang": f"grpo-doctor-hang{suffix}"}[kind]
+
+

@@ -1,0 +1,137 @@
+"""The hang watchdog: pure logic with an injectable clock (no I/O, no threads).
+
+Progress is a new training step, a logging.jsonl row, a new checkpoint folder or a rollout line; before
+the first step any output counts (a model load prints, a stuck one does not). Each phase has its own
+limit; the steady-state limit calibrates itself from observed step times (``factor`` x the slowest step,
+never below ``floor``) unless fixed with --hang-timeout.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+# phases of the HangCheck rule (doctor/checks/hang.py) -> watchdog phases
+PHASE_OF = {
+    None: "startup", "launch": "startup", "setup": "startup", "server-connect": "startup",
+    "server-connected": "startup", "model-load": "startup", "model-loaded": "startup", "dataset-map": "startup",
+    "trainer-init": "vllm-init", "vllm-init": "vllm-init",
+    "first-step": "first-step", "training": "steady", "eval": "eval", "checkpoint-save": "checkpoint-save",
+}
+PHASE_TEXT = {
+    "startup": "startup (launch, model and dataset loading)",
+    "vllm-init": "trainer init (reference/reward models, the colocated vLLM engine)",
+    "first-step": "the first training step (first rollout, rewards, first optimizer step)",
+    "steady": "training steps",
+    "eval": "evaluation",
+    "checkpoint-save": "checkpoint save",
+}
+PHASES = tuple(PHASE_TEXT)
+
+
+@dataclass
+class Limits:
+    startup: float = 1800.0
+    vllm_init: float = 1200.0
+    first_step: float = 1800.0
+    steady: float | None = None      # None: calibrate from step times
+    steady_floor: float = 300.0
+    steady_factor: float = 5.0
+    eval: float = 1800.0
+    checkpoint_save: float = 1800.0
+
+    def set(self, phase: str, seconds: float) -> None:
+        key = phase.replace("-", "_")
+        if key not in ("startup", "vllm_init", "first_step", "steady", "eval", "checkpoint_save"):
+            raise ValueError(f"unknown phase {phase!r}: use one of {', '.join(PHASES)}")
+        setattr(self, key, float(seconds))
+
+
+@dataclass
+class HangEvent:
+    phase: str
+    silent_s: float
+    limit_s: float
+    basis: str
+    steps: int
+    last_progress: str
+
+
+@dataclass
+class HangWatchdog:
+    limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+        self.last_t = self.started
+        self.last_what = "launch"
+        self.phase = "startup"
+        self.steps = 0
+        self.step_t: float | None = None
+        self.slowest: float | None = None
+        self.fired = False
+        self.resumed = 0       # times progress came back after a reported hang
+
+    # ------------------------------------------------------------ inputs
+    def progress(self, what: str, now: float | None = None) -> bool:
+        """Record progress; returns True when it ends a hang that was reported (the run resumed)."""
+        self.last_t = self.clock() if now is None else now
+        self.last_what = what
+        resumed, self.fired = self.fired, False
+        self.resumed += resumed
+        return resumed
+
+    def output(self, now: float | None = None) -> bool:
+        """Any output line: progress only before the first step."""
+        if self.steps == 0 and self.phase in ("startup", "vllm-init", "first-step"):
+            return self.progress("output line", now)
+        return False
+
+    def step(self, k: int, now: float | None = None) -> bool:
+        if k <= self.steps:
+            return False
+        now = self.clock() if now is None else now
+        if self.step_t is not None and self.steps >= 1:
+            per = (now - self.step_t) / (k - self.steps)
+            if self.slowest is None or per > self.slowest:
+                self.slowest = per
+        self.steps, self.step_t = k, now
+        if self.phase in ("startup", "vllm-init", "first-step"):
+            self.phase = "steady"
+        return self.progress(f"training step {k}", now)
+
+    def set_phase(self, phase: str) -> None:
+        if phase == "first-step" and self.steps:
+            phase = "steady"
+        self.phase = phase
+
+    # ------------------------------------------------------------ decision
+    def limit(self) -> tuple[float, str]:
+        lim = self.limits
+        p = self.phase
+        if p == "steady":
+            if lim.steady is not None:
+                return lim.steady, "--hang-timeout"
+            if self.slowest is None:
+                return max(lim.steady_floor, lim.first_step), "no step time measured yet: the first-step limit"
+            cal = lim.steady_factor * self.slowest
+            if cal <= lim.steady_floor:
+                return lim.steady_floor, (f"floor {lim.steady_floor:.0f} s (calibrated {lim.steady_factor:g} x slowest "
+                                          f"step {self.slowest:.1f} s is below it)")
+            return cal, f"{lim.steady_factor:g} x slowest step {self.slowest:.1f} s"
+        value = {"startup": lim.startup, "vllm-init": lim.vllm_init, "first-step": lim.first_step,
+                 "eval": lim.eval, "checkpoint-save": lim.checkpoint_save}[p]
+        return value, f"{p} limit"
+
+    def check(self, now: float | None = None) -> HangEvent | None:
+        """A HangEvent the first time the silence passes the phase's limit; None otherwise."""
+        if self.fired:
+            return None
+        now = self.clock() if now is None else now
+        silent = now - self.last_t
+        limit, basis = self.limit()
+        if silent <= limit:
+            return None
+        self.fired = True
+        return HangEvent(self.phase, silent, limit, basis, self.steps, self.last_what)
