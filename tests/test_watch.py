@@ -311,3 +311,14 @@ def test_outlier_rank_named_from_real_stacks(tmp_path):
     assert "Rank 2 is the outlier: it is inside a reward function (my_reward_func (rank.py:" in f["message"]
     assert "while ranks 0, 1, 3 are waiting in an NCCL / distributed collective" in f["message"]
     assert "It stopped inside a reward function: my_reward_func" in f["message"]
+
+
+def test_new_checkpoint_real_rules_after_merge(tmp_path):
+    """No fake: the checkpoint rules of issue 4 run on the folder the child saved (1000 NUL bytes as
+    adapter_model.safetensors: a header length of 0 cannot be a safetensors file), so GD802 is reported live."""
+    r = run_watch(tmp_path, ["--out", str(tmp_path / "run"), "--ckpt", "2", "--then", "sleep:7"], poll=0.2)
+    assert r.code == 0
+    assert b"checkpoint rules not available" not in r.doc
+    corrupt = [f for f in r.report["findings"] if f["rule_id"] == "GD802"]
+    assert corrupt and corrupt[0]["category"] == "checkpoint-corrupt", r.report["findings"]
+    assert "adapter_model.safetensors" in " ".join(e["text"] + e["path"] for e in corrupt[0]["evidence"])
