@@ -133,7 +133,7 @@ class RemoteJudge(ORM):
         RemoteJudge.calls += 1
         if RemoteJudge.calls > {ok_calls}:
             threading.Event().wait()  # blocks forever
-        return [float("<answer>" in c) for c in completions]
+        return [float(sol in c) for c, sol in zip(completions, kwargs["solution"])]
 
 
 orms["remote_judge"] = RemoteJudge
@@ -159,6 +159,21 @@ class Scenario:
     @property
     def fixture(self) -> str:
         return f"real-{self.name}"
+
+
+# Full runs started from the LoRA base: the weights are right (tree.txt: model.safetensors in every
+# checkpoint), but the one-epoch LoRA SFT never learned the answer format, so every reward is 0.
+ZERO_REWARD_FULL = {"expect_category": "reward-zero-or-flat", "expect_rules": ["GD610"],
+                    "forbid_rules": ["GD701", "GD438", "GD439"]}
+ZERO_NOTE = ("checked against the run: logging.jsonl reward 0 and reward_std 0 at every step (the LoRA SFT base\n"
+             "never writes the <think>/<answer> format), so GD610 is right; tree.txt: every checkpoint holds\n"
+             "model.safetensors (full weights), so no GD701.")
+
+
+# The dtype runs start from the random tiny model (2 steps): rewards are 0 (a warning, not an error,
+# over 2 steps) and every completion hits max_completion_length; the point is tree.txt's sizes.
+DTYPE_EXPECT = {"expect_no_error": True, "expect_rules": ["GD610", "GD641"], "forbid_rules": ["GD701"]}
+DTYPE_NOTE = "the sizes to compare are in tree.txt (checkpoint-2/*): weights, optimizer.pt, rng_state.pth."
 
 
 def _s(name, argv, description, expect, **kw) -> Scenario:
@@ -223,16 +238,16 @@ SCENARIOS: list[Scenario] = [
     # ---- full runs from LoRA artefacts (load_args)
     _s("full-from-merged-default", [*FULL_FROM, "--model", "{MERGED}"],
        "--model <merged LoRA dir> --tuner_type full, load_args left at its default (false for training): full weights",
-       {"expect_no_error": True, "forbid_rules": ["GD701"]}, needs=("merged",)),
+       ZERO_REWARD_FULL, needs=("merged",), note=ZERO_NOTE),
     _s("full-from-merged-load-args-true", [*FULL_FROM, "--model", "{MERGED}", "--load_args", "true"],
        "--model <merged LoRA dir> --tuner_type full --load_args true: the LoRA run's tuner_type wins, adapter-only checkpoints",
        {"expect_category": "checkpoint-adapter-only-load-args", "expect_rules": ["GD701"]}, needs=("merged",)),
     _s("full-from-merged-load-args-false", [*FULL_FROM, "--model", "{MERGED}", "--load_args", "false"],
        "--model <merged LoRA dir> --tuner_type full --load_args false: full weights",
-       {"expect_no_error": True, "forbid_rules": ["GD701", "GD438", "GD439"]}, needs=("merged",)),
+       ZERO_REWARD_FULL, needs=("merged",), note=ZERO_NOTE),
     _s("full-with-lora-adapters", [*FULL_FROM, "--model", "{TINY}", "--adapters", "{LORA}"],
        "--adapters <LoRA ckpt> --tuner_type full: the adapter is merged first, full weights",
-       {"expect_no_error": True, "forbid_rules": ["GD701", "GD438", "GD439"]}, needs=("lora",)),
+       ZERO_REWARD_FULL, needs=("lora",), note=ZERO_NOTE),
     _s("full-with-lora-adapters-load-args-true", [*FULL_FROM, "--model", "{TINY}", "--adapters", "{LORA}",
                                                   "--load_args", "true"],
        "--adapters <LoRA ckpt> --tuner_type full --load_args true: adapter-only checkpoints",
@@ -247,13 +262,13 @@ SCENARIOS: list[Scenario] = [
     # ---- dtype and checkpoint size
     _s("dtype-fp32-from-bf16-base", [*DTYPE, "--torch_dtype", "float32"],
        "bf16 base trained as fp32: model.safetensors 2x the bf16 file, optimizer.pt 2x that",
-       {"expect_no_error": True}),
+       DTYPE_EXPECT, note=DTYPE_NOTE),
     _s("dtype-bf16-from-bf16-base", [*DTYPE, "--torch_dtype", "bfloat16", "--use_cpu", "true"],
        "bf16 with --use_cpu true: checkpoint = bf16 weights + optimizer.pt (2 Adam moments) + rng/scheduler",
-       {"expect_no_error": True}),
+       DTYPE_EXPECT, note=DTYPE_NOTE),
     _s("dtype-bf16-save-only-model", [*DTYPE, "--torch_dtype", "bfloat16", "--use_cpu", "true", "--save_only_model", "true"],
        "bf16 with --save_only_model true: checkpoint holds the weights only (no optimizer/rng/scheduler)",
-       {"expect_no_error": True}),
+       DTYPE_EXPECT, note=DTYPE_NOTE),
     _s("cpu-default-dtype-bf16", [*G, "--model", "{TINY}", "--tuner_type", "lora", "--num_generations", "4",
                                   "--per_device_train_batch_size", "4", "--max_steps", "4", "--save_steps", "2"],
        "No --torch_dtype: the bf16 checkpoint's dtype gives bf16=True, which transformers refuses on CPU",
@@ -282,10 +297,11 @@ SCENARIOS: list[Scenario] = [
                             "--external_plugins", "plugins/hanging_reward.py", "--max_completion_length", "16",
                             "--logging_steps", "1", "--model", "{BASE}", "--tuner_type", "lora", "--torch_dtype",
                             "float32", "--num_generations", "4", "--per_device_train_batch_size", "4",
-                            "--max_steps", "6", "--save_steps", "2"],
-       "A reward function from --external_plugins that never returns from its 3rd call: the run hangs in step 3",
+                            "--max_steps", "6", "--save_steps", "3"],
+       "A reward function from --external_plugins that never returns from its 4th call: the run hangs in step 4, "
+       "right after checkpoint-3 was saved (the last line is `Saving model checkpoint to .../checkpoint-3`)",
        {"expect_category": "hang-mid-training", "expect_rules": ["GD321"], "forbid_rules": ["GD320"]},
-       needs=("base",), plugin="hanging_reward.py", plugin_fmt=(("ok_calls", "2"),), hang_silence=45.0),
+       needs=("base",), plugin="hanging_reward.py", plugin_fmt=(("ok_calls", "3"),), hang_silence=45.0),
     _s("dataset-missing-solution-column", [*G[:G.index("--dataset")], "--dataset", "data/no_solution.jsonl",
                                            *G[G.index("--reward_funcs"):], "--model", "{BASE}", "--tuner_type", "lora",
                                            "--torch_dtype", "float32", "--num_generations", "4",
@@ -382,6 +398,7 @@ class Generator:
         self.scrub = Scrubber(self.work, py)
         self.bases: dict[str, str] = {}
         self._versions: dict[str, str] | None = None
+        self._reruns = 0
 
     @property
     def versions(self) -> dict[str, str]:
@@ -494,7 +511,11 @@ class Generator:
         argv = self.fill(sc, out)
         if extra:
             argv = apply_flags(argv, extra)
-        return self.run(argv, dict(sc.env), out, timeout=sc.timeout, hang_silence=sc.hang_silence,
+        env = dict(sc.env)
+        if suffix and "MASTER_PORT" in env:   # a re-run must not wait for the last run's port
+            self._reruns += 1
+            env["MASTER_PORT"] = str(int(env["MASTER_PORT"]) + 100 + self._reruns)
+        return self.run(argv, env, out, timeout=sc.timeout, hang_silence=sc.hang_silence,
                         log_name=f"{sc.name}{suffix}")
 
 
@@ -577,8 +598,9 @@ def write_fixture(gen: Generator, sc: Scenario, res: Result, dest_root: Path) ->
     dest = dest_root / sc.fixture
     old_comments: list[str] = []
     if (dest / "provenance.toml").exists():
+        own = {f"# {ln}" for ln in sc.note.splitlines()}    # kept: what a person wrote there by hand
         old_comments = [ln for ln in (dest / "provenance.toml").read_text(encoding="utf-8").splitlines()
-                        if ln.startswith("#")]
+                        if ln.startswith("#") and ln not in own]
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     (dest / "command.txt").write_text(res.command_line + "\n", encoding="utf-8")
