@@ -30,7 +30,7 @@ def gen(tmp_path_factory):
     if not py or not swiftgen.swift_ok(py):
         pytest.skip("ms-swift is not importable (pip install -e '.[swift]', or set GRPO_DOCTOR_SWIFT_PYTHON)")
     g = swiftgen.Generator(tmp_path_factory.mktemp("swift-live"), py, log=lambda m: print(m, flush=True),
-                           sft_steps=20)
+                           sft_steps=20, tiny_base=True)
     g.build_tiny()
     return g
 

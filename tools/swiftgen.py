@@ -229,7 +229,8 @@ SCENARIOS: list[Scenario] = [
        env=(("NPROC_PER_NODE", "2"), ("MASTER_PORT", "29513")), needs=("base",)),
     _s("ddp2-cpu-gloo-shape-error-child-failed", [*DDP, "--per_device_train_batch_size", "2"],
        "2 processes without --use_cpu: each rank runs undistributed with 2 completions, then view(-1, 4) fails",
-       {"expect_category": "other", "expect_rules": ["GD999", "GD307"], "forbid_rules": ["GD320", "GD321", "GD310"]},
+       {"expect_category": "argument-error-other", "expect_rules": ["GD415", "GD307"],
+        "forbid_rules": ["GD999", "GD320", "GD321", "GD310"]},
        env=(("NPROC_PER_NODE", "2"), ("MASTER_PORT", "29512")), needs=("base",)),
     _s("num-generations-1", [*G, "--model", "{TINY}", "--tuner_type", "lora", "--torch_dtype", "float32",
                              "--max_steps", "2", "--num_generations", "1", "--per_device_train_batch_size", "2"],
@@ -389,12 +390,13 @@ class Scrubber:
 
 
 class Generator:
-    def __init__(self, work: Path, py: str, *, log=print, sft_steps: int | None = None):
+    def __init__(self, work: Path, py: str, *, log=print, sft_steps: int | None = None, tiny_base: bool = False):
         self.work = work.resolve()
         self.py = py
         self.swift = swift_cmd(py)
         self.log = log
         self.sft_steps = sft_steps      # None: one epoch (125 steps); the live tests use fewer
+        self.tiny_base = tiny_base      # live tests: argument checks need no trained base, {BASE} = tiny model
         self.scrub = Scrubber(self.work, py)
         self.bases: dict[str, str] = {}
         self._versions: dict[str, str] | None = None
@@ -439,7 +441,7 @@ class Generator:
         self.build_tiny()
         self.bases["TINY"] = "tiny-qwen2"
         if "base" in needs:
-            self.bases["BASE"] = self._sft("full-sft", "full")
+            self.bases["BASE"] = "tiny-qwen2" if self.tiny_base else self._sft("full-sft", "full")
         if "lora" in needs or "merged" in needs:
             self.bases["LORA"] = self._sft("lora-sft", "lora")
         if "merged" in needs:
