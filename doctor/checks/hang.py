@@ -69,7 +69,9 @@ PHASE_TEXT = {
     "vllm-init": "colocated vLLM engine init (inside the GRPO trainer init)",
     "first-step": "the first training step (first rollout generation, rewards, first optimizer step)",
     "training": "training",
-    "checkpoint-save": "saving a checkpoint",
+    "checkpoint-save": ("a checkpoint save (ms-swift prints `Saving model checkpoint to` before saving and nothing "
+                        "when the save ends, so the run is stuck either in that save or in the next step's "
+                        "generation and reward functions)"),
     "eval": "evaluation",
     "dataset-map": "dataset preprocessing (datasets map)",
 }
@@ -585,8 +587,8 @@ class HangCheck(Rule):
         elif phase == "checkpoint-save":
             line = self.phase_line.get("checkpoint-save")
             z3 = "zero3" in ds
-            fix.append("Stuck while saving: check free disk space (`df -h` on the output_dir) and a slow network "
-                       "filesystem"
+            fix.append("If the checkpoint below is incomplete, it is stuck in the save: check free disk space "
+                       "(`df -h` on the output_dir) and a slow network filesystem"
                        + (f"; with --deepspeed {ds} rank 0 gathers the full 16-bit weights from every rank, which "
                           "takes minutes for large models and waits for all ranks" if z3 else "")
                        + (f"; --save_only_model true skips the optimizer states" if run.args.get("save_only_model")
@@ -594,8 +596,11 @@ class HangCheck(Rule):
             m = re.search(r"Saving model checkpoint to (\S+)", line.text) if line is not None else None
             if m:
                 name = m.group(1).rstrip("/").rsplit("/", 1)[-1]
-                fix.append(f"{name} ({m.group(1)}) may be incomplete: check that its weights and trainer_state.json "
-                           f"are there before resuming from it (grpo-doctor check-ckpt {m.group(1)}).")
+                fix.append(f"Check {name} ({m.group(1)}): its weights and trainer_state.json must be there before "
+                           f"resuming from it (grpo-doctor check-ckpt {m.group(1)}).")
+            fix.append("If it is complete, the save finished and the next step hangs: its rollout generation or a "
+                       "reward function (a remote judge or sandbox called without a timeout never returns); "
+                       "`py-spy dump --pid <pid>` shows which, and every network call in a reward needs a timeout.")
         return fix
 
     # subclasses set `want`
