@@ -90,6 +90,28 @@ def emit(text: str, output: Optional[Path]) -> None:
         raise _die(f"{output}: cannot write the report ({e.strerror}); choose another --output path")
 
 
+def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Optional[Path], fail_on: "FailOn",
+                    user_errors: tuple[type[BaseException], ...] = ()) -> None:
+    """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the
+    report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line."""
+    try:
+        report = build()
+    except (InputError, *user_errors) as e:
+        raise _die(str(e))
+    except CatalogError as e:
+        raise _die(f"rule catalog: {e}")
+    except KeyboardInterrupt:
+        raise typer.Exit(130)
+    except typer.Exit:
+        raise
+    except Exception as e:  # noqa: BLE001 - the contract is one line and exit 2, never a traceback
+        if debug:
+            raise
+        raise _die(f"internal error {what}: {type(e).__name__}: {e} (rerun with --debug and report it)")
+    emit(render_report(report, fmt, _color_wanted(output)), output)
+    raise typer.Exit(exit_code(report, fail_on))
+
+
 @app.command()
 def analyze(
     paths: list[str] = typer.Argument(..., help="Run directory, log file(s), or - for standard input."),
@@ -102,21 +124,8 @@ def analyze(
 ) -> None:
     """Post-mortem of a GRPO run: what failed, the evidence, the fix."""
     from .analyze import analyze as run_analyze
-    try:
-        report = run_analyze(paths, _split(select), _split(ignore))
-    except InputError as e:
-        raise _die(str(e))
-    except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    except KeyboardInterrupt:
-        raise typer.Exit(130)
-    except Exception as e:  # noqa: BLE001 - the contract is one line and exit 2, never a traceback
-        if debug:
-            raise
-        raise _die(f"internal error while analysing {' '.join(paths)}: {type(e).__name__}: {e} "
-                   "(rerun with --debug and report it)")
-    emit(render_report(report, fmt, _color_wanted(output)), output)
-    raise typer.Exit(exit_code(report, fail_on))
+    report_and_exit(lambda: run_analyze(paths, _split(select), _split(ignore)),
+                    f"while analysing {' '.join(paths)}", debug, fmt, output, fail_on)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -147,29 +156,19 @@ def preflight(
         raise _die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
                    "..., or the path of an args.json")
     snap = str(gpu_snapshot) if gpu_snapshot else None
-    try:
-        if len(argv) == 1 and argv[0].endswith(".json") and not argv[0].startswith("-"):
-            if not Path(argv[0]).is_file():
-                raise _die(f"{argv[0]}: no such file; pass the args.json of a run or a swift rlhf command after --")
-            report = preflight_args_json(argv[0], gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select),
-                                         ignore=_split(ignore), swift_version=swift_version)
-        else:
-            report = preflight_command(argv, gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select),
-                                       ignore=_split(ignore), swift_version=swift_version)
-    except (CommandError, SnapshotError, InputError) as e:
-        raise _die(str(e))
-    except OSError as e:
-        raise _die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
-    except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    except typer.Exit:
-        raise
-    except Exception as e:  # noqa: BLE001 - one line and exit 2, never a traceback
-        if debug:
-            raise
-        raise _die(f"internal error in preflight: {type(e).__name__}: {e} (rerun with --debug and report it)")
-    emit(render_report(report, fmt, _color_wanted(output)), output)
-    raise typer.Exit(exit_code(report, fail_on))
+    opts = dict(gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select), ignore=_split(ignore),
+                swift_version=swift_version)
+
+    def build():
+        try:
+            if len(argv) == 1 and argv[0].endswith(".json") and not argv[0].startswith("-"):
+                if not Path(argv[0]).is_file():
+                    raise _die(f"{argv[0]}: no such file; pass the args.json of a run or a swift rlhf command after --")
+                return preflight_args_json(argv[0], **opts)
+            return preflight_command(argv, **opts)
+        except OSError as e:
+            raise _die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
+    report_and_exit(build, "in preflight", debug, fmt, output, fail_on, (CommandError, SnapshotError))
 
 
 class Expect(str, Enum):
@@ -190,22 +189,9 @@ def check_ckpt(
 ) -> None:
     """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space."""
     from .ckpt import check_paths
-    try:
-        report = check_paths(paths, expect=expect.value if expect else None, select=_split(select),
-                             ignore=_split(ignore))
-    except InputError as e:
-        raise _die(str(e))
-    except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    except KeyboardInterrupt:
-        raise typer.Exit(130)
-    except Exception as e:  # noqa: BLE001 - the contract is one line and exit 2, never a traceback
-        if debug:
-            raise
-        raise _die(f"internal error while checking {' '.join(paths)}: {type(e).__name__}: {e} "
-                   "(rerun with --debug and report it)")
-    emit(render_report(report, fmt, _color_wanted(output)), output)
-    raise typer.Exit(exit_code(report, fail_on))
+    report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None, select=_split(select),
+                                        ignore=_split(ignore)),
+                    f"while checking {' '.join(paths)}", debug, fmt, output, fail_on)
 
 
 @app.command()
