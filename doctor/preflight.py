@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import __version__
+from .checks.preflight_cfg import _int
 from .checks.swift_fields import RLHF_FIELDS_4_6
 from .engine import Session, select_rules
 from .model import InputInfo, LogLine, Report, Where
@@ -70,15 +71,6 @@ def _mm(version: str | None) -> tuple[int, int] | None:
 
 
 # --------------------------------------------------------------------------------- simulated ms-swift checks
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return int(float(v))
-    except (TypeError, ValueError):
-        return None
-
 
 def _divs(n: int, start: int) -> list[int]:
     return [d for d in range(start, n + 1) if n % d == 0]

@@ -20,6 +20,7 @@ from ..model import EXCEPTION, LINE, Evidence, ExceptionInfo, Finding, Frame, Se
 from ..rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, Rule, fold
 from ..sources.swiftconfig import Launch, RunConfig
 from .fallback import CONSEQUENCE_TYPES, describe_frame
+from ..planner import _num  # one number reader for the memory plan and the OOM fixes
 
 # --------------------------------------------------------------------------------------------- facts
 
@@ -34,15 +35,6 @@ DOC_MAX_PIXELS = 262144  # docs/source_en/BestPractices/GRPO-Multi-Modal-Trainin
 _SINCE = {"sleep_level": (3, 3), "offload_model": (3, 3), "offload_optimizer": (3, 3),
           "move_model_batches": (3, 3), "vllm_mode": (3, 5), "vllm_tensor_parallel_size": (3, 5),
           "vllm_max_model_len": (3, 1), "vllm_gpu_memory_utilization": (3, 1), "steps_per_generation": (3, 5)}
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def _bool(v: Any) -> bool | None:
