@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,174 @@ def test_word_gate_engines_agree(use):
 def test_engine_env(monkeypatch):
     monkeypatch.setenv("GRPO_DOCTOR_MATCHER", "re")
     assert engine() == "re"
+
+
+# ---------------------------------------------------------------------------- the forked scanning child
+needs_fork = pytest.mark.skipif(not (HAVE_HS and hasattr(os, "fork")), reason="the parallel path needs Hyperscan and fork")
+
+
+def _forks(monkeypatch) -> list[int]:
+    """Counts the children forked by the scanner (the parent's side of os.fork)."""
+    calls: list[int] = []
+    real = os.fork
+
+    def counting_fork():
+        pid = real()
+        if pid:
+            calls.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    return calls
+
+
+@needs_fork
+@pytest.mark.parametrize("case", cases())
+def test_fixture_same_report_forked(case, monkeypatch):
+    forks = _forks(monkeypatch)
+    ref = _report(case, lines=True)
+    assert _report(case, fork=True) == ref
+    assert _report(case, fork=True, chunk=61) == ref  # pieces cut inside lines and words
+    logs = [i for i in ref["inputs"] if i["kind"] == "log" and i["path"] != "-"]
+    assert len(forks) == 2 * len(logs)  # a child per log file, each time
+
+
+@needs_fork
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 13, 64, 4096, scan.CHUNK])
+def test_hostile_forked(chunk, tmp_path, monkeypatch):
+    forks = _forks(monkeypatch)
+    _assert_same(HOSTILE, tmp_path, chunk=chunk, fork=True)
+    assert len(forks) == 1
+
+
+@needs_fork
+@pytest.mark.parametrize("tail", [b"", b"no newline at the end", b"w" * (2 * MAX_LINE), b"Error" + b"w" * (2 * MAX_LINE)])
+@pytest.mark.parametrize("chunk", [100, 4096])
+def test_end_of_file_shapes_forked(tail, chunk, tmp_path):
+    _assert_same(HOSTILE * 3 + tail, tmp_path, chunk=chunk, fork=True)
+
+
+@needs_fork
+def test_sticky_run_over_long_lines_forked(tmp_path):
+    # an args dump holding an over-long line, then a traceback frame awaiting its code line: the parent reads
+    # these lines itself (pread), capped like the line-by-line path
+    data = (b"[INFO:swift] args: RLHFArguments(\nnum_generations=8,\nsystem='" + b"s" * (3 * MAX_LINE) + b"',\n"
+            b"per_device_train_batch_size=3,\n)\n" + HOSTILE +
+            b'  File "/x/trl/trainer/grpo_trainer.py", line 5, in f\n' + b"    " + b"c" * (MAX_LINE + 7) + b"\n")
+    _assert_same(data, tmp_path, chunk=1000, fork=True)
+
+
+@needs_fork
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(_FRAGMENTS), max_size=80), chunk=st.integers(1, 40))
+def test_random_logs_same_forked(parts, chunk, tmp_path):
+    _assert_same(b"".join(parts), tmp_path, chunk=chunk, fork=True)
+
+
+def _lines_of(n: int, width: int = 64) -> bytes:
+    """n lines of exactly ``width`` bytes, every 8th with a trigger word."""
+    out = []
+    for i in range(n):
+        body = (b"Error at step %d" % i) if i % 8 == 0 else (b"quiet %d" % i)
+        out.append(body.ljust(width - 1, b".") + b"\n")
+    return b"".join(out)
+
+
+@needs_fork
+def test_child_killed_parent_reads_the_rest(tmp_path, monkeypatch):
+    # the child sends one batch and dies: the parent goes on from the last line it fed, same findings
+    from doctor.sources import scanchild
+
+    real = scanchild.MappedScan.batches
+
+    def one_batch_then_die(self):
+        for batch in real(self):
+            yield batch
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(scanchild.MappedScan, "batches", one_batch_then_die)
+    data = HOSTILE + _lines_of(2000) + HOSTILE
+    a, b, ca, cb = _both(data, tmp_path, chunk=4096, fork=True)
+    p = tmp_path / "log.txt"
+    with open(p, "rb") as f:
+        sc = scan.ChunkScanner(Session(), "log.txt", [0], chunk=4096, fork=True)
+        sc.run(f)
+    assert sc.child_exit == -signal.SIGKILL
+    assert sc.lineno == data.count(b"\n")
+    assert ca == cb and a.finish() == b.finish() and list(a.tails["log.txt"]) == list(b.tails["log.txt"])
+
+
+@needs_fork
+def test_log_truncated_under_the_child_sigbus(tmp_path, monkeypatch):
+    # logrotate's copytruncate shrinks the file while the child has it mapped: the child dies of SIGBUS on
+    # the first page past the new end; the parent reads what is left itself and reports on that
+    from doctor.sources import scanchild
+
+    data = _lines_of(8192)            # 512 KiB, lines of 64 bytes: 64 lines a page
+    cut = 64 * 1024                   # a page boundary and a line boundary
+    p = tmp_path / "log.txt"
+    p.write_bytes(data)
+    real = scanchild.MappedScan.batches
+
+    def truncate_after_first(self):
+        for i, batch in enumerate(real(self)):
+            yield batch
+            if i == 0:
+                os.truncate(p, cut)
+
+    monkeypatch.setattr(scanchild.MappedScan, "batches", truncate_after_first)
+    b, cb = Session(), [0]
+    with open(p, "rb") as f:
+        sc = scan.ChunkScanner(b, "log.txt", cb, chunk=4096, fork=True)
+        sc.run(f)
+    assert sc.child_exit == -signal.SIGBUS
+    a, ca = Session(), [0]
+    a.begin_log("log.txt")
+    for line in LineReader("log.txt", ca).lines(io.BytesIO(data[:cut])):
+        a.feed_line(line)
+    assert sc.lineno == 1024 and ca == cb
+    assert list(a.tails["log.txt"]) == list(b.tails["log.txt"])
+    assert a.finish() == b.finish()
+
+
+@needs_fork
+def test_parent_error_kills_and_reaps_the_child(tmp_path):
+    p = tmp_path / "log.txt"
+    p.write_bytes(_lines_of(50000))   # ~3 MB: the child is still scanning when the parent fails
+
+    class Boom(Exception):
+        pass
+
+    sess = Session()
+    fed = [0]
+    real = sess.feed_line
+
+    def feed(line):
+        fed[0] += 1
+        if fed[0] == 3:
+            raise Boom
+        real(line)
+
+    sess.feed_line = feed
+    with open(p, "rb") as f, pytest.raises(Boom):
+        scan.ChunkScanner(sess, "log.txt", [0], chunk=4096, fork=True).run(f)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)   # no child left behind, not even a zombie
+
+
+@needs_fork
+def test_fork_only_when_it_pays(tmp_path, monkeypatch):
+    forks = _forks(monkeypatch)
+    p = tmp_path / "log.txt"
+    p.write_bytes(HOSTILE)
+    with open(p, "rb") as f:
+        scan.scan_file(Session(), "log.txt", f, [0])
+    assert forks == []                  # a small log: scanned in this process
+    monkeypatch.setenv("GRPO_DOCTOR_SCAN", "fork")
+    with open(p, "rb") as f:
+        scan.scan_file(Session(), "log.txt", f, [0])
+    assert len(forks) == 1
+    monkeypatch.setenv("GRPO_DOCTOR_SCAN", "inproc")
+    with open(p, "rb") as f:
+        scan.scan_file(Session(), "log.txt", f, [0], fork=True)
+    assert len(forks) == 1

@@ -21,8 +21,11 @@ Matching uses Hyperscan (the ``hyperscan`` package, optional) when it imports, e
 """
 from __future__ import annotations
 
+import io
 import os
 import re
+import signal
+import threading
 from collections import deque
 from typing import BinaryIO, Iterable
 
@@ -31,6 +34,7 @@ from ..model import LogLine, Where
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 
 CHUNK = 8 << 20   # bytes scanned at a time
+FORK_MIN = 32 << 20  # smaller logs are scanned in this process
 EXTRA_TRIGGERS = ("StopIteration", "it/s]", "s/it]", "B/s]", "```")
 # control bytes that clean() removes or that split a line (\r), tab and newline excepted
 _CTRL_CLASS = rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r[^\n]"
@@ -99,7 +103,10 @@ class HyperscanMatcher(Matcher):
         import hyperscan  # optional dependency
 
         lits = trigger_bytes(words)
-        self._db = hs_database([b"|".join(hs_literal(w) for w in lits) + b"|" + _CTRL_CLASS])
+        # two expressions, not one alternation: the control-byte class inside the literals' alternation
+        # makes Hyperscan ~1.5x slower
+        self._db = hs_database([b"|".join(hs_literal(w) for w in lits), _CTRL_CLASS])
+        self.max_len = max([2] + [len(w) for w in lits])  # the longest match (``\r`` + a byte: 2)
         self._scratch = hyperscan.Scratch(self._db)
 
     def ends(self, buf: bytearray, view: memoryview, n: int) -> Iterable[int]:
@@ -135,7 +142,7 @@ class ChunkScanner:
     """Streams one seekable log file into a Session, feeding only the lines that can matter."""
 
     def __init__(self, session, display_path: str, counter: list[int], *, chunk: int = CHUNK,
-                 matcher: Matcher | None = None, tail: int | None = None):
+                 matcher: Matcher | None = None, tail: int | None = None, fork: bool | None = None):
         self.session = session
         self.path = display_path
         self.counter = counter
@@ -145,6 +152,8 @@ class ChunkScanner:
         self.lineno = 0  # physical lines consumed so far
         self.fed = 0     # physical lines decoded and fed (statistics)
         self.tail_len = tail
+        self.fork = fork  # None: fork a scanning child when it pays (see _fork_size); False: never
+        self.child_exit: int | None = None  # the scanning child's exit code (-N: killed by signal N)
 
     # ------------------------------------------------------------------ feeding
     def _feed(self, data: bytes) -> None:
@@ -184,8 +193,18 @@ class ChunkScanner:
             self._skip(count(b"\n", pos, n))
 
     def run(self, stream: BinaryIO) -> None:
-        """Reads into one reused buffer (fresh 8 MB objects per chunk cost more than the scan itself)."""
         self.session.begin_log(self.path)
+        size = self._fork_size(stream)
+        if size is not None:
+            size = self._run_forked(stream, size)
+        else:
+            self._run_read(stream)
+            size = stream.tell()
+        self._rebuild_tail(stream, size)
+
+    def _run_read(self, stream: BinaryIO) -> None:
+        """From the stream's position to its end, in this process. Reads into one reused buffer (fresh 8 MB
+        objects per chunk cost more than the scan itself)."""
         size = self.chunk
         buf = bytearray(size + MAX_LINE + 1)
         view = memoryview(buf)
@@ -221,7 +240,102 @@ class ChunkScanner:
                 self._feed(bytes(view[:have]))
         finally:
             view.release()
-        self._rebuild_tail(stream, stream.tell())
+
+    # ------------------------------------------------------------------ the parallel path
+    def _fork_size(self, stream: BinaryIO) -> int | None:
+        """The file's size when a forked child is to scan it (``doctor.sources.scanchild``), else None:
+        Hyperscan present, ``os.fork`` present, no other thread in this process (a fork copies only the
+        calling thread), a plain file read from its start, and at least ``FORK_MIN`` bytes (below that,
+        forking and importing numpy cost more than they save). ``GRPO_DOCTOR_SCAN=inproc`` turns it off,
+        ``=fork`` on for any size (tests)."""
+        mode = os.environ.get("GRPO_DOCTOR_SCAN", "")
+        if self.fork is False or mode == "inproc" or not isinstance(self.matcher, HyperscanMatcher):
+            return None
+        if not hasattr(os, "fork") or threading.active_count() != 1:
+            return None
+        try:
+            if stream.tell() != 0:
+                return None
+            size = os.fstat(stream.fileno()).st_size
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return None
+        if size == 0 or (size < FORK_MIN and not (self.fork or mode == "fork")):
+            return None
+        return size
+
+    def _run_forked(self, stream: BinaryIO, size: int) -> int:
+        """A child finds the candidate lines of ``[0, size)``; this process reads each with one ``pread``
+        and feeds it, in file order, while the child goes on. When the child dies before its end record
+        (the file shrank under its mapping: SIGBUS), this process reads the rest itself from the last line
+        it fed. Returns where the scan stopped."""
+        from . import scanchild
+
+        fd = stream.fileno()
+        rfd, wfd = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            self._run_read(stream)
+            return stream.tell()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(rfd)
+                m = self.matcher
+                scanchild.child_main(wfd, fd, size, m._db, m._scratch, self.chunk, m.max_len - 1)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the parent notices the missing end record
+                pass
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        pos = 0          # offset just past the last line fed
+        total = None     # physical lines in [0, size), from the child's end record
+        sticky = self.session.sticky
+        try:
+            if sticky():
+                pos = self._sticky_file(fd, pos, size)
+            for k, payload in scanchild.read_records(rfd):
+                if k == scanchild.END:
+                    total = payload
+                    break
+                for i in range(0, 3 * k, 3):
+                    start = payload[i + 1]
+                    if start < pos:
+                        continue  # fed already, by a sticky run
+                    end = payload[i + 2]
+                    self._skip(payload[i] - 1 - self.lineno)
+                    self._feed(os.pread(fd, min(end - start, MAX_LINE), start))
+                    pos = end + 1
+                    if sticky():
+                        pos = self._sticky_file(fd, pos, size)
+        finally:
+            os.close(rfd)
+            if total is None:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            self.child_exit = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if total is None:
+            stream.seek(min(pos, size))
+            self._run_read(stream)
+            return stream.tell()
+        self._skip(total - self.lineno)
+        return size
+
+    def _sticky_file(self, fd: int, pos: int, size: int) -> int:
+        """Feed whole lines from offset ``pos`` while the session is sticky; returns the new offset."""
+        sticky = self.session.sticky
+        while pos < size and sticky():
+            got = _line_at(fd, pos, size)
+            if got is None:
+                return size
+            data, pos = got
+            self._feed(data)
+        return pos
 
     # ------------------------------------------------------------------ tail
     def _rebuild_tail(self, stream: BinaryIO, size: int) -> None:
@@ -262,6 +376,35 @@ class ChunkScanner:
         for i, k, (body, raw, rank, origin) in keep:
             new.append(LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin))
         self.session.tails[self.path] = new
+
+
+def _line_at(fd: int, pos: int, size: int) -> tuple[bytes, int] | None:
+    """(the line starting at ``pos``, capped at MAX_LINE, without its newline; the offset after it), read
+    with ``pread``; None when the file ended early (it shrank)."""
+    want = 4096
+    while True:
+        n = min(want, size - pos)
+        block = os.pread(fd, n, pos)
+        if not block:
+            return None
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return block[:min(nl, MAX_LINE)], pos + nl + 1
+        if len(block) < n or pos + len(block) >= size:
+            return block[:MAX_LINE], size  # the unterminated last line
+        if want > MAX_LINE:
+            break
+        want *= 4
+    head, p = block[:MAX_LINE], pos + len(block)
+    while p < size:  # an over-long line: its head, then on to its newline
+        block = os.pread(fd, min(1 << 20, size - p), p)
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return head, p + nl + 1
+        p += len(block)
+    return head, size
 
 
 class _Bounded:

@@ -1,0 +1,201 @@
+"""The scanning half of analyze's parallel path: a forked child maps the log and finds the candidate lines
+while the parent decodes and judges the ones already found.
+
+Why a child process: Hyperscan (~0.7 s per GB here) and counting newlines for exact line numbers
+(~0.25 s per GB with numpy) are the two costs that do not depend on the log's content; the rules run on
+the candidate lines only. On two cores the parent's rule work hides behind the child's scan. A thread
+cannot do this: Hyperscan calls back into Python for every match, and each callback would wait for the
+GIL the parent holds.
+
+Why ``mmap`` here and only here: reading 1 GB into a buffer costs ~0.5 s of copying; a mapping costs
+~0.1 s. A mapped file that shrinks under the reader (``logrotate`` copytruncate) raises SIGBUS on the next
+page touched, which kills the process: it kills this child, never the parent, and the parent then
+goes on reading the file itself from the last line it fed (``doctor.sources.scan``).
+
+Records on the pipe, all native int64 (both ends are the same process image):
+- a batch: ``k`` (>= 0), then ``k`` triples ``(line number, line start, line end)`` (``end``: the
+  offset of the line's newline, or of the end of the scan for an unterminated last line);
+- the end: ``-1``, the number of physical lines in ``[0, size)``.
+A batch is written once per chunk, and only whole batches count.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from array import array
+from typing import Any, Iterator
+
+HEAD = struct.Struct("=q")
+END = -1
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def child_main(fd: int, fileno: int, size: int, db: Any, scratch: Any, chunk: int, overlap: int) -> None:
+    """Scan ``[0, size)`` of ``fileno`` and write the records to ``fd``. Runs in the forked child."""
+    import faulthandler
+
+    faulthandler.disable()  # a SIGBUS here is expected and handled by the parent: no dump on stderr
+    mm = mmap.mmap(fileno, size, access=mmap.ACCESS_READ)
+    try:
+        mm.madvise(mmap.MADV_SEQUENTIAL)
+    except (AttributeError, OSError):  # pragma: no cover - platforms without madvise
+        pass
+    scanner = MappedScan(mm, size, db, scratch, chunk, overlap)
+    try:
+        for batch in scanner.batches():
+            write_all(fd, HEAD.pack(len(batch) // 3) + batch.tobytes())
+        write_all(fd, HEAD.pack(END) + HEAD.pack(scanner.lines))
+    finally:
+        scanner.close()
+        mm.close()
+
+
+class MappedScan:
+    """Finds the candidate lines of a mapped file, piece by piece, in flat memory.
+
+    Pieces are ``chunk`` bytes, cut anywhere: each Hyperscan call starts ``overlap`` bytes (the longest
+    pattern less one) before its piece, so a word across a cut is still found, and a match already
+    reported lies on a line already reported (dropped). Pages behind the scan are handed back after each
+    piece (``MADV_DONTNEED`` on a read-only file mapping: they stay in the page cache and come back on
+    the next touch), so RSS stays near one piece even over a line of many megabytes."""
+
+    STEP = 4 << 20  # the look-ahead for a line's newline, and the unit of counting newlines
+
+    def __init__(self, mm: Any, size: int, db: Any, scratch: Any, chunk: int, overlap: int):
+        import numpy as np  # only the child needs it (~0.1 s to import)
+
+        self.mm, self.size, self.db, self.scratch = mm, size, db, scratch
+        self.chunk, self.overlap = max(chunk, 1), max(overlap, 0)
+        self.view = memoryview(mm)
+        self.arr = np.frombuffer(mm, dtype=np.uint8)
+        self._count_nonzero = np.count_nonzero
+        self.lines = 0          # newlines in [0, counted); a line that starts before counted has none after
+        self.counted = 0
+        self.line_end = -1      # the newline (or end) of the last line reported
+        self.last_nl = -1       # the last newline before the current piece
+        self.page = mmap.PAGESIZE
+        self.dontneed = getattr(mmap, "MADV_DONTNEED", None)
+        self.released = 0       # pages below this offset were handed back
+
+    def close(self) -> None:
+        del self.arr
+        self.view.release()
+
+    def _count(self, a: int, b: int) -> int:
+        n = 0
+        arr, cnz, step = self.arr, self._count_nonzero, self.STEP
+        while a < b:  # a bounded temporary: one byte per byte counted, at most STEP
+            c = min(b, a + step)
+            n += int(cnz(arr[a:c] == 10))
+            a = c
+        return n
+
+    def _release(self, upto: int) -> None:
+        if self.dontneed is None:
+            return
+        top = upto - upto % self.page
+        if top - self.released >= self.page:
+            self.mm.madvise(self.dontneed, self.released, top - self.released)
+            self.released = top
+
+    def _newline_from(self, pos: int) -> int:
+        """The first newline at or after ``pos``, or ``size``; a long way ahead is searched in steps whose
+        pages are handed back (the scan will touch them again when it gets there)."""
+        find, size, step = self.mm.find, self.size, self.STEP
+        while pos < size:
+            stop = min(size, pos + step)
+            nl = find(b"\n", pos, stop)
+            if nl >= 0:
+                return nl
+            if self.dontneed is not None and stop < size:
+                a = pos - pos % self.page
+                b = stop - stop % self.page
+                if b > a and a >= self.released:
+                    self.mm.madvise(self.dontneed, a, b - a)
+            pos = stop
+        return size
+
+    def batches(self) -> Iterator[array]:
+        """One ``array('q')`` of (line number, start, end) per piece; ``self.lines`` at the end is the
+        number of physical lines (the unterminated last line counts, and is always a candidate)."""
+        size, mm = self.size, self.mm
+        rfind = mm.rfind
+        p = 0
+        while p < size:
+            q = min(size, p + self.chunk)
+            ends: list[tuple[int, int]] = []   # (match end, its line's newline)
+            add = ends.append
+
+            base = max(0, p - self.overlap)
+
+            def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object, base: int = base) -> None:
+                end += base
+                if end > self.line_end:
+                    self.line_end = self._newline_from(end - 1)
+                    add((end, self.line_end))
+
+            self.db.scan(self.view[base:q], match_event_handler=on_match, scratch=self.scratch)
+            out = array("q")
+            for hit, line_end in ends:
+                nl = rfind(b"\n", p, hit)
+                start = nl + 1 if nl >= 0 else self.last_nl + 1
+                if start > self.counted:
+                    self.lines += self._count(self.counted, start)
+                    self.counted = start
+                out.extend((self.lines + 1, start, line_end))
+            nl = rfind(b"\n", p, q)
+            if nl >= 0:
+                self.last_nl = nl
+            if q == size and mm[size - 1] != 10 and (not out or out[-2] != self.last_nl + 1):
+                if self.last_nl + 1 > self.counted:
+                    self.lines += self._count(self.counted, self.last_nl + 1)
+                    self.counted = self.last_nl + 1
+                out.extend((self.lines + 1, self.last_nl + 1, size))  # the unterminated last line
+            self.lines += self._count(self.counted, q)  # now, while the piece's pages are mapped
+            self.counted = q
+            yield out
+            self._release(q)
+            p = q
+        self.lines += self._count(self.counted, size)
+        self.counted = size
+        if size and mm[size - 1] != 10:
+            self.lines += 1
+
+
+def read_records(fd: int) -> Iterator[tuple[int, array | int]]:
+    """(k, triples) per batch and (END, line count) at the end; stops early (without END) when the child
+    died: a short read means the rest never came."""
+    while True:
+        head = _read_exact(fd, 8)
+        if head is None:
+            return
+        (k,) = HEAD.unpack(head)
+        if k == END:
+            body = _read_exact(fd, 8)
+            if body is None:
+                return
+            yield END, HEAD.unpack(body)[0]
+            return
+        body = _read_exact(fd, 24 * k) if k else b""
+        if body is None:
+            return
+        triples = array("q")
+        triples.frombytes(body)
+        yield k, triples
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    parts = []
+    while n:
+        got = os.read(fd, min(n, 1 << 20))
+        if not got:
+            return None
+        parts.append(got)
+        n -= len(got)
+    return b"".join(parts)
