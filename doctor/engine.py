@@ -44,6 +44,9 @@ class Session:
                  run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None):
         metas = list(load_catalog() if metas is None else metas)
         self.rules: list[Rule] = [build_rule(m) for m in metas]
+        pool: dict[str, Any] = {}   # state the rules of this session share (one metric series)
+        for r in self.rules:
+            r.share(pool)
         self.run = run or RunConfig()
         self.console_metrics = console_metrics
         self.preflight = preflight
