@@ -44,6 +44,9 @@ class Session:
                  run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None):
         metas = list(load_catalog() if metas is None else metas)
         self.rules: list[Rule] = [build_rule(m) for m in metas]
+        pool: dict[str, Any] = {}   # state the rules of this session share (one metric series)
+        for r in self.rules:
+            r.share(pool)
         self.run = run or RunConfig()
         self.console_metrics = console_metrics
         self.preflight = preflight
@@ -119,10 +122,10 @@ class Session:
         if any(mk in text for mk in _END_MARKERS):
             self.ended = True
             self._emit(RUN_END, line)
-        if self.console_metrics and ":" in text and any(l in text for l in metrics_src.LITERALS):
-            values = metrics_src.parse_console(text)
+        if self.console_metrics and ":" in text and metrics_src.has_literal(text):
+            values, finite = metrics_src.read_console(text)
             if values is not None:
-                self.feed_metrics(Metrics(values, line.where, line.seq, "console"))
+                self.feed_metrics(Metrics(values, line.where, line.seq, "console", finite))
         if len(hits) == 1:
             rules = hits[0]
         else:  # several words: each rule once, in catalog order

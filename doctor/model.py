@@ -100,6 +100,7 @@ class Metrics:
     where: Where
     seq: int
     source: str  # "jsonl" or "console"
+    finite: bool | None = None  # True: no value is NaN/inf (known from parsing); else: not known
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,10 @@ class Rule:
     def finish(self, ctx: FinishContext) -> list[Finding]:  # pragma: no cover - interface
         return []
 
+    def share(self, pool: dict[str, Any]) -> None:
+        """Called once per session, before any signal, with a dict shared by all its rules: a rule may keep
+        state there that other rules of the session read too (the metric series)."""
+
     # helpers for subclasses
     def make(self, *, message: str | None = None, fix: list[str] | tuple[str, ...] | None = None,
              evidence: tuple[Evidence, ...] | list[Evidence] = (), count: int = 1, ranks: tuple[int, ...] = (),

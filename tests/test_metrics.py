@@ -464,3 +464,108 @@ def test_step_time_growing_with_length():
     s = session(["GD650"])
     feed_rows(s, [row(i, 12, step_time=10.0 + (i % 2)) for i in range(1, 13)])
     assert s.finish() == []
+
+
+# ------------------------------------------------------------------------------ one series per session
+SERIES_RULES = ["GD610", "GD611", "GD612", "GD613", "GD630", "GD631", "GD641", "GD642", "GD650"]
+
+
+def _mixed_rows(n):
+    """Train rows with a reward function that appears late, an int value, a text value, eval rows between."""
+    out = []
+    for i in range(1, n + 1):
+        r = row(i, n, reward=0.5 + (i % 3) / 10, reward_std=0.0 if i % 4 == 0 else 0.3, kl=i,
+                frac_reward_zero_std=0.25, step_time=2.0 + i / 10, **{"completions/mean_length": 100 + i,
+                                                                          "rewards/Format/mean": 1.0,
+                                                                          "rewards/Format/std": 0.0})
+        if i > n // 2:
+            r["rewards/MathAccuracy/mean"] = 0.25
+        if i % 5 == 0:
+            r["grad_norm"] = "big"           # text where a number is expected: read as missing
+        out.append(r)
+        if i % 7 == 0:
+            out.append({"eval_loss": 0.5, "eval_reward": 0.3, "epoch": 1.0})
+    return out
+
+
+def _as_metrics(rows):
+    return [Metrics({k: M.msrc.to_number(v) for k, v in r.items()}, Where("logging.jsonl", i), i, "jsonl")
+            for i, r in enumerate(rows, 1)]
+
+
+@pytest.mark.parametrize("n", [30, 260])
+def test_series_rules_share_one_store_and_each_sees_what_its_own_series_held(monkeypatch, n):
+    monkeypatch.setattr(M, "MAX_ROWS", 50)   # 260 rows: compacted at rows 51, 101 and 201
+    ms = _as_metrics(_mixed_rows(n))
+    s = session(SERIES_RULES)
+    for m in ms:
+        s.feed_metrics(m)
+    rules = [r for r in s.rules if isinstance(r, M.SeriesRule)]
+    assert len(rules) == len(SERIES_RULES)
+    assert len({id(r.s.store) for r in rules}) == 1                 # one store for the session
+    assert sum(1 for r in rules if r.kinds) == 1                    # and one rule adds the rows to it
+    for r in rules:
+        own = M.Series(r.series_keys, r.want_rewards)                # what the rule kept before sharing
+        for m in ms:
+            own.add(m)
+        v = r.s
+        assert (v.n, v.stride, v.steps, v.where, v.max_steps) == (own.n, own.stride, own.steps, own.where,
+                                                                  own.max_steps), r.meta.id
+        assert v.cols == own.cols and v.rmean == own.rmean and v.rstd == own.rstd, r.meta.id
+        for key in ("step_time", "kl", "rewards/Format/mean", "nothing"):
+            assert v.col(key) == own.col(key), (r.meta.id, key)   # keys outside its own read as before
+        assert v.evidence(v.n - 1, ("loss", "kl", "step_time", "rewards/Format/mean")) == \
+            own.evidence(own.n - 1, ("loss", "kl", "step_time", "rewards/Format/mean"))
+    if n == 260:
+        assert rules[0].s.stride == 8 and rules[0].s.n <= 50
+    gd630 = next(r for r in rules if r.meta.id == "GD630")
+    assert gd630.s.col("step_time") == [None] * gd630.s.n and gd630.s.rmean == {}
+    gd650 = next(r for r in rules if r.meta.id == "GD650")
+    assert gd650.s.col("step_time")[0] == 2.1 and gd650.s.col("grad_norm") == [None] * gd650.s.n
+
+
+def test_series_findings_are_those_of_rules_with_their_own_series():
+    rows = [row(i, 12, reward=0.0, reward_std=0.0, frac_reward_zero_std=1.0, step_time=10.0 + 3 * i,
+                **{"completions/clipped_ratio": 0.95, "rewards/Format/mean": 0.0}) for i in range(1, 13)]
+    ms = _as_metrics(rows)
+    shared = session(SERIES_RULES)
+    for m in ms:
+        shared.feed_metrics(m)
+    alone = []
+    for rid in SERIES_RULES:                # a session per rule: nothing shared between rules
+        one = session([rid])
+        for m in ms:
+            one.feed_metrics(m)
+        alone.extend(one.finish())
+    got = shared.finish()
+    assert {f.rule_id for f in got} >= {"GD610", "GD641", "GD650"}
+    assert sorted(map(repr, got)) == sorted(map(repr, alone))
+
+
+def test_the_same_metrics_object_fed_twice_is_two_rows():
+    (m,) = _as_metrics([row(1, 2, reward=0.5, reward_std=0.1)])
+    s = session(["GD610", "GD630"])
+    s.feed_metrics(m)
+    s.feed_metrics(m)
+    assert [r.s.n for r in s.rules] == [2, 2]
+
+
+def test_a_series_rule_built_alone_keeps_its_own_series():
+    from doctor.rules import build_rule
+    r = build_rule(find_rule("GD630", CAT))
+    assert r.kinds == {"metrics"}
+    for m in _as_metrics([row(i, 3, grad_norm=0.0, reward_std=0.4) for i in (1, 2, 3)]):
+        r.feed("metrics", m)
+    assert r.s.n == 3 and r.s.col("grad_norm") == [0.0, 0.0, 0.0]
+
+
+def test_nan_console_row_after_a_learned_layout_still_trips_gd620():
+    def line(step, loss, gn):
+        return (f"{{'loss': '{loss}', 'grad_norm': '{gn}', 'learning_rate': '1e-05', 'reward': '0.5', "
+                f"'reward_std': '0.2', 'kl': '0.01', 'global_step/max_steps': '{step}/9'}}\n")
+    text = "".join(line(i, "0.01", "0.5") for i in range(1, 6)) + line(6, "0.01", "1e999") + line(7, "nan", "nan")
+    s = session(["GD620", "GD610"])
+    feed_text(s, text)
+    (f,) = s.finish()
+    # 1e999 overflows to inf: step 6 is the first non-finite one (grad_norm only), step 7 the second
+    assert f.rule_id == "GD620" and "from step 6/9 on" in f.message and "2 of 7 logged steps" in f.message

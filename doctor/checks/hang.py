@@ -19,9 +19,9 @@ from typing import Any
 
 from ..model import EXCEPTION, LINE, METRICS, Evidence, ExceptionInfo, Finding, LogLine, Metrics, Severity
 from ..rules import FinishContext, Rule, evidence_of
-from ..sources import metrics as metrics_src
 from ..sources.swiftconfig import RunConfig
 from .distributed import VLLM_GROUP_PORT, flag_in_version
+from .metrics import step_row
 
 # --------------------------------------------------------------------------------------------- phases
 # (literal, phase). The last marker seen decides where the run stopped.
@@ -157,9 +157,9 @@ class HangCheck(Rule):
             return
         if kind == METRICS:
             m: Metrics = payload
-            if metrics_src.is_step(m.values):
-                k = metrics_src.step_number(m.values)
-                n = metrics_src.max_steps(m.values)
+            row = step_row(m)
+            if row is not None:
+                k, n = row.gstep, row.max_steps
                 if k is None:
                     step = m.values.get("step")
                     k = int(step) if isinstance(step, (int, float)) and not isinstance(step, bool) else self.max_step + 1

@@ -91,6 +91,27 @@ def _reward_key(key: str) -> tuple[str, str | None]:
     return hit
 
 
+_REWARD_LAYOUTS: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
+
+
+def _reward_layout(v: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, 'mean'|'std', name) of the rewards/ keys of a dict, in order; cached per key sequence (the
+    rows of a run share one)."""
+    sig = tuple(v)
+    hit = _REWARD_LAYOUTS.get(sig)
+    if hit is None:
+        hit = []
+        for k in sig:
+            if k.startswith("rewards/"):
+                kind, name = _reward_key(k)
+                if name is not None:
+                    hit.append((k, kind, name))
+        if len(_REWARD_LAYOUTS) >= 256:
+            _REWARD_LAYOUTS.clear()
+        _REWARD_LAYOUTS[sig] = hit
+    return hit
+
+
 def flag_name(reward_name: str) -> str:
     return CLASS_TO_FLAG.get(reward_name, reward_name)
 
@@ -106,103 +127,58 @@ def longest_streak(flags: list[bool]) -> tuple[int, int]:
 
 
 class _Row:
-    """What every Series takes from one metrics dict, computed once for all the series rules."""
+    """What the series and the rules take from one train-step dict, computed once for all of them."""
 
-    __slots__ = ("vals", "rewards", "step", "max_steps")
+    __slots__ = ("rewards", "step", "gstep", "max_steps")
 
     def __init__(self, v: dict[str, Any]):
-        self.vals: dict[str, float | None] = {}   # converted base keys, filled on first use
         self.rewards: list[tuple[str, str, Any]] = []
-        for k, val in v.items():
-            if not k.startswith("rewards/"):
-                continue
-            kind, name = _reward_key(k)
-            if name is None:
-                continue
+        for k, kind, name in _reward_layout(v):
+            val = v[k]
             self.rewards.append((kind, name, val if type(val) is float else num(val)))
-        step = msrc.step_number(v)
+        gs = v.get("global_step/max_steps")
+        if isinstance(gs, str) and "/" in gs:   # msrc.step_number and msrc.max_steps with one split
+            done, total = gs.split("/", 1)
+            self.gstep, self.max_steps = _int_or_none(done), _int_or_none(total)
+        else:
+            self.gstep = self.max_steps = None
+        step = self.gstep
         if step is None:
             s = num(v.get("step"))
             step = int(s) if s is not None and s >= 0 else None
         self.step = step
-        self.max_steps = msrc.max_steps(v)
 
 
-_MISSING = object()
-_LAST: list[Any] = [None, None]   # (Metrics, _Row | None) of the last dict seen
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
-def _row(m: Metrics) -> _Row | None:
-    if _LAST[0] is m:
-        return _LAST[1]
+_LAST: list[Any] = [(None, None)]   # (Metrics, _Row | None) of the last dict seen, one tuple (thread-safe swap)
+
+
+def step_row(m: Metrics) -> _Row | None:
+    """The _Row of a train step (None for eval rows, summaries and the final train_runtime dict)."""
+    last_m, last_row = _LAST[0]
+    if last_m is m:
+        return last_row
     row = _Row(m.values) if msrc.is_step(m.values) else None
-    _LAST[0], _LAST[1] = m, row
+    _LAST[0] = (m, row)
     return row
 
 
-class Series:
-    """Columnar store of the train rows of a run: a few base keys and every rewards/<Name>."""
+class SeriesReader:
+    """Labels, spans and evidence over columns: shared by a Series and a rule's SeriesView of one."""
 
-    def __init__(self, keys: Iterable[str] = BASE_KEYS, rewards: bool = True):
-        self.keys = tuple(keys)
-        self.cols: dict[str, list[float | None]] = {k: [] for k in self.keys}
-        self.want_rewards = rewards
-        self.rmean: dict[str, list[float | None]] = {}
-        self.rstd: dict[str, list[float | None]] = {}
-        self.steps: list[int | None] = []
-        self.max_steps: int | None = None
-        self.where: list[tuple[str, int, int]] = []   # (path, line, seq)
-        self.n = 0
-        self.stride = 1       # after compaction only every stride-th row is kept
-        self._skip = 0
-
-    def _compact(self) -> None:
-        """Keep every other row: a huge run is judged on a thinned series (streaks count kept rows)."""
-        keep = slice(0, None, 2)
-        for k in self.cols:
-            self.cols[k] = self.cols[k][keep]
-        for target in (self.rmean, self.rstd):
-            for k in target:
-                target[k] = target[k][keep]
-        self.steps = self.steps[keep]
-        self.where = self.where[keep]
-        self.n = len(self.steps)
-        self.stride *= 2
-
-    def add(self, m: Metrics) -> bool:
-        row = _row(m)
-        if row is None:   # eval rows carry eval_* keys only and are not steps
-            return False
-        if self.stride > 1:
-            self._skip = (self._skip + 1) % self.stride
-            if self._skip:
-                return False
-        if self.n >= MAX_ROWS:
-            self._compact()
-        vals = row.vals
-        for k in self.keys:
-            x = vals.get(k, _MISSING)
-            if x is _MISSING:
-                x = m.values.get(k)
-                x = vals[k] = x if type(x) is float else (num(x) if x is not None else None)
-            self.cols[k].append(x)
-        if self.want_rewards:
-            for kind, name, val in row.rewards:
-                target = self.rmean if kind == "mean" else self.rstd
-                col = target.get(name)
-                if col is None:
-                    col = target[name] = [None] * self.n
-                col.append(val)
-            for target in (self.rmean, self.rstd):
-                for col in target.values():
-                    if len(col) < self.n + 1:
-                        col.append(None)
-        self.steps.append(row.step)
-        if row.max_steps:
-            self.max_steps = row.max_steps
-        self.where.append((m.where.path, m.where.line, m.seq))
-        self.n += 1
-        return True
+    cols: dict[str, list[float | None]]
+    rmean: dict[str, list[float | None]]
+    rstd: dict[str, list[float | None]]
+    steps: list[int | None]
+    where: list[tuple[str, int, int]]
+    max_steps: int | None
+    n: int
 
     def col(self, key: str) -> list[float | None]:
         return self.cols.get(key) or [None] * self.n
@@ -244,8 +220,132 @@ class Series:
         return self.where[i][2]
 
 
+class Series(SeriesReader):
+    """Columnar store of the train rows of a run: a few base keys and every rewards/<Name>.
+
+    One store serves all the series rules of a session (each reads it through a SeriesView); the lists
+    are compacted in place, so a view's references to them stay valid."""
+
+    def __init__(self, keys: Iterable[str] = BASE_KEYS, rewards: bool = True):
+        self.keys = tuple(keys)
+        self.cols = {k: [] for k in self.keys}
+        self.want_rewards = rewards
+        self.rmean = {}
+        self.rstd = {}
+        self.steps = []
+        self.max_steps = None
+        self.where = []   # (path, line, seq)
+        self.n = 0
+        self.stride = 1       # after compaction only every stride-th row is kept
+        self.fed = 0          # rows offered to add (kept or not)
+        self.kept = False     # whether the last row offered was kept
+        self._skip = 0
+
+    def widen(self, keys: Iterable[str], rewards: bool) -> None:
+        """Also store these keys (and the reward columns): only before the first row."""
+        if self.fed:
+            raise ValueError("a series can only be widened before its first row")
+        for k in keys:
+            if k not in self.cols:
+                self.cols[k] = []
+        self.keys = tuple(self.cols)
+        self.want_rewards = self.want_rewards or rewards
+
+    def _compact(self) -> None:
+        """Keep every other row: a huge run is judged on a thinned series (streaks count kept rows)."""
+        for col in self.cols.values():
+            del col[1::2]
+        for target in (self.rmean, self.rstd):
+            for col in target.values():
+                del col[1::2]
+        del self.steps[1::2]
+        del self.where[1::2]
+        self.n = len(self.steps)
+        self.stride *= 2
+
+    def add(self, m: Metrics) -> bool:
+        self.fed += 1
+        self.kept = self._add(m)
+        return self.kept
+
+    def _add(self, m: Metrics) -> bool:
+        row = step_row(m)
+        if row is None:   # eval rows carry eval_* keys only and are not steps
+            return False
+        if self.stride > 1:
+            self._skip = (self._skip + 1) % self.stride
+            if self._skip:
+                return False
+        if self.n >= MAX_ROWS:
+            self._compact()
+        values = m.values
+        for k, col in self.cols.items():
+            x = values.get(k)
+            col.append(x if x is None or type(x) is float else num(x))
+        if self.want_rewards:
+            n = self.n
+            for kind, name, val in row.rewards:
+                target = self.rmean if kind == "mean" else self.rstd
+                col = target.get(name)
+                if col is None:
+                    col = target[name] = [None] * n
+                col.append(val)
+            for target in (self.rmean, self.rstd):
+                for col in target.values():
+                    if len(col) <= n:
+                        col.append(None)
+        self.steps.append(row.step)
+        if row.max_steps:
+            self.max_steps = row.max_steps
+        self.where.append((m.where.path, m.where.line, m.seq))
+        self.n += 1
+        return True
+
+
+class SeriesView(SeriesReader):
+    """One rule's window on a shared Series: only its own keys (others read as missing) and the reward
+    columns only if it asked for them, i.e. what a Series of its own would hold. Each row reaches every
+    view; the first view to see it adds it to the store."""
+
+    def __init__(self, store: Series, keys: Iterable[str], rewards: bool):
+        store.widen(keys, rewards)
+        self.store = store
+        self.keys = tuple(keys)
+        self.want_rewards = rewards
+        self.cols = {k: store.cols[k] for k in self.keys}
+        self.rmean = store.rmean if rewards else {}
+        self.rstd = store.rstd if rewards else {}
+        self.fed = 0
+
+    def add(self, m: Metrics) -> bool:
+        self.fed += 1
+        if self.fed > self.store.fed:
+            self.store.add(m)
+        return self.store.kept
+
+    @property
+    def n(self) -> int:  # type: ignore[override]
+        return self.store.n
+
+    @property
+    def steps(self) -> list[int | None]:  # type: ignore[override]
+        return self.store.steps
+
+    @property
+    def where(self) -> list[tuple[str, int, int]]:  # type: ignore[override]
+        return self.store.where
+
+    @property
+    def max_steps(self) -> int | None:  # type: ignore[override]
+        return self.store.max_steps
+
+    @property
+    def stride(self) -> int:
+        return self.store.stride
+
+
 class SeriesRule(Rule):
-    """Base for checks over the metric series."""
+    """Base for checks over the metric series. Rules of one session read one shared Series (see share)."""
 
     kinds = frozenset({METRICS})
     series_keys: tuple[str, ...] = BASE_KEYS
@@ -253,7 +353,18 @@ class SeriesRule(Rule):
 
     def __init__(self, meta):
         super().__init__(meta)
-        self.s = Series(self.series_keys, self.want_rewards)
+        self.s: SeriesReader = SeriesView(Series((), False), self.series_keys, self.want_rewards)
+
+    def share(self, pool: dict[str, Any]) -> None:
+        """Read the session's one Series. The first series rule adds every row to it; the others need no
+        signal at all, so they take none (one add per row instead of one per rule)."""
+        store = pool.get("series")
+        first = store is None
+        if first:
+            store = pool["series"] = Series((), False)
+        self.s = SeriesView(store, self.series_keys, self.want_rewards)
+        if not first and self.kinds == SeriesRule.kinds and type(self).feed is SeriesRule.feed:
+            self.kinds = frozenset()
 
     def feed(self, kind: str, payload: Any) -> None:
         if kind == METRICS:
@@ -814,11 +925,10 @@ class MetricsNonFinite(Rule):
 
     def feed(self, kind: str, payload: Any) -> None:
         m: Metrics = payload
-        v = m.values
-        if kind != METRICS or not msrc.is_step(v):
+        if kind != METRICS or step_row(m) is None:
             return
         self.rows += 1
-        bad = _row_bad_keys(v)
+        bad = [] if m.finite else _row_bad_keys(m.values)
         if bad:
             self.n_bad += 1
             if self.first is None:

@@ -23,6 +23,13 @@ TRAINER_KEYS = frozenset({
 })
 LITERALS = ("'loss'", '"loss"', "'reward'", '"reward"', "'train_runtime'", '"train_runtime"', "'grad_norm'",
             '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'")
+_LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime")   # each literal holds one of these
+
+
+def has_literal(text: str) -> bool:
+    """Whether the line holds one of LITERALS (most lines hold none of the four words: one test each)."""
+    return ("loss" in text or "reward" in text or "grad_norm" in text or "train_runtime" in text) \
+        and any(lit in text for lit in LITERALS)
 
 
 def to_number(value: Any) -> Any:
@@ -46,15 +53,95 @@ def to_number(value: Any) -> Any:
 
 def parse_console(text: str) -> dict[str, Any] | None:
     """Metrics from one printed dict (possibly cut or without braces), or None."""
+    return read_console(text)[0]
+
+
+def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
+    """(parse_console(text), finite): finite True means no value is NaN/inf; False that one may be (a
+    repeated key can hide the NaN it had). A by-product of the conversion, so a rule looking for NaN/inf
+    need not scan the values of every row again."""
     if ":" not in text:
-        return None
-    out: dict[str, Any] = {}
-    for key, q1, q2, bare in _PAIR.findall(text):
+        return None, True
+    s = text.strip()
+    for keys, pattern in _LAYOUTS:   # learned layouts hold two trainer keys or more
+        m = pattern.fullmatch(s)
+        if m is not None:
+            return _convert(keys, m.groups())
+    split = _quoted_pairs(s)
+    if split is not None:
+        keys, raws = split
+    else:
         # findall gives "" for a group that did not take part; a quoted empty value is "" too
-        out[key] = to_number(q1 or q2 or bare)
-    if len(TRAINER_KEYS.intersection(out)) < 2:
+        found = _PAIR.findall(text)
+        keys = tuple(key for key, _, _, _ in found)
+        raws = tuple(q1 or q2 or bare for _, q1, q2, bare in found)
+    if len(TRAINER_KEYS.intersection(keys)) < 2:
+        return None, True
+    return _convert(keys, raws)
+
+
+def _convert(keys: tuple[str, ...], raws: tuple[str, ...]) -> tuple[dict[str, Any], bool]:
+    """The dict of keys to to_number(raw), and whether no value is NaN/inf."""
+    conv = _CONVERTED
+    values = list(map(conv.get, raws))   # to_number never gives None: None is a value not seen lately
+    finite = True
+    if None in values:
+        for i, raw in enumerate(raws):
+            if values[i] is None:
+                x = values[i] = to_number(raw)
+                if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
+                    finite = False
+                else:
+                    if len(conv) >= _CONVERTED_MAX:
+                        conv.clear()
+                    conv[raw] = x
+    return dict(zip(keys, values)), finite
+
+
+_CONVERTED: dict[str, Any] = {}   # to_number of the value texts seen lately ('0', '1', '0.25', '4s' ...)
+_CONVERTED_MAX = 4096
+_KEY_VALUE, _NEXT = "': '", "', '"
+_QUOTED_DICT = re.compile(r"""\{'[^'"]{1,120}': '[^'"]*'(?:, '[^'"]{1,120}': '[^'"]*')*\}""")
+
+
+def _quoted_pairs(s: str) -> tuple[tuple[str, ...], list[str]] | None:
+    """(keys, values) of a (stripped) line that is a whole printed dict whose keys and values are all
+    single-quoted and quote-free (transformers 5: ``{'loss': '0', 'grad_norm': '0.12'}``), without _PAIR;
+    None for anything else. On such a line _PAIR.findall finds exactly these pairs.
+
+    The line is checked whole and split at its separators: these are its only quotes, so scanning left to
+    right finds exactly them, except where a key after the first is ': ' (the ', ' before it and its ': '
+    would read as a second key/value separator): such lines take _PAIR. The rows of a run print the same
+    keys in the same order: once a key sequence has been seen twice, _LAYOUTS holds a pattern with its
+    keys written out that reads the values of such a line in one match (the same pairs, as its values are
+    quote-free too)."""
+    if not _QUOTED_DICT.fullmatch(s):
         return None
-    return out
+    inner = s[2:-2]
+    if "', ': '" in inner:
+        return None
+    parts = inner.replace(_KEY_VALUE, _NEXT).split(_NEXT)
+    keys, values = tuple(parts[0::2]), parts[1::2]
+    _learn_layout(keys)
+    return keys, values
+
+
+_LAYOUTS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = ()   # newest first; rebound, never mutated
+_LAYOUT_SEEN: dict[tuple[str, ...], int] = {}
+_MAX_LAYOUTS = 4
+
+
+def _learn_layout(keys: tuple[str, ...]) -> None:
+    global _LAYOUTS
+    seen = _LAYOUT_SEEN.get(keys, 0) + 1
+    if len(_LAYOUT_SEEN) >= 1024:
+        _LAYOUT_SEEN.clear()
+    _LAYOUT_SEEN[keys] = seen
+    if seen != 2 or len(TRAINER_KEYS.intersection(keys)) < 2:
+        return
+    value = "'([^'\"]*)'"
+    pattern = re.compile("\\{" + ", ".join(f"'{re.escape(k)}': {value}" for k in keys) + "\\}")
+    _LAYOUTS = ((keys, pattern),) + _LAYOUTS[:_MAX_LAYOUTS - 1]
 
 
 def parse_jsonl(text: str) -> dict[str, Any] | None:
@@ -79,7 +166,7 @@ def is_summary(values: dict[str, Any]) -> bool:
 
 
 def is_step(values: dict[str, Any]) -> bool:
-    return any(k in values for k in ("loss", "reward", "grad_norm")) and not is_summary(values) \
+    return ("loss" in values or "reward" in values or "grad_norm" in values) and not is_summary(values) \
         and "train_runtime" not in values
 
 
