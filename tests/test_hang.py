@@ -195,6 +195,31 @@ def test_truncated_healthy_log_is_a_hang_in_the_right_phase(cut, rid, phase):
     assert phase in f.message and "If the process is still running" in f.message
 
 
+def test_hang_rules_share_one_progress_fed_once():
+    s = Session(load_catalog())
+    start, mid = (next(r for r in s.rules if r.meta.id == rid) for rid in ("GD320", "GD321"))
+    assert start.p is mid.p
+    assert sorted(bool(r.kinds) for r in (start, mid)) == [False, True]  # exactly one of them is fed
+    fed = []
+    real = start.p.feed
+    start.p.feed = lambda kind, payload: (fed.append(kind), real(kind, payload))
+    for line in LineReader("t.log", [0]).lines(io.BytesIO(b"[INFO:swift] run sh: `swift rlhf`\n")):
+        s.feed_line(line)
+    assert fed == ["line"]  # one parse for both rules
+
+
+@needs_shared
+@pytest.mark.parametrize("cut,rid", [(705, "GD320"), (709, "GD321")])
+def test_hang_rule_alone_keeps_its_own_progress(cut, rid):
+    # a session with only one of the two rules (--select) feeds it and finds the same hang
+    text = "\n".join(healthy_lines()[:cut]) + "\n"
+    alone = Session([find_rule(rid)])
+    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
+        alone.feed_line(line)
+    assert [f.rule_id for f in alone.finish()] == [rid]
+    assert [f for f in run(text) if f.rule_id == rid] == [f for f in alone.finish() if f.rule_id == rid]
+
+
 @needs_shared
 def test_complete_healthy_log_is_not_a_hang():
     found = run("\n".join(healthy_lines()))

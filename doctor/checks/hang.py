@@ -117,16 +117,11 @@ def classify_frames(frames: list[tuple[str, str, int]]) -> str | None:
     return None
 
 
-class HangCheck(Rule):
-    kinds = frozenset({LINE, METRICS, EXCEPTION})
-    # Every ms-swift marker line carries the [INFO:swift] logger prefix, so a few words route all phases.
-    literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
-                "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
-                "socket has timed out", "TCP client failed to connect") + _NCCL + ('(idle): "', "(active", ".py:")
-    want: str = ""  # "hang-at-start" or "hang-mid-training": set by the subclasses
+class _Progress:
+    """What the hang rules read from a run: the phase markers, the last step, vLLM engine lines, socket and
+    NCCL timeouts, exceptions, py-spy stacks. One per session, fed once, read by every HangCheck."""
 
-    def __init__(self, meta):
-        super().__init__(meta)
+    def __init__(self) -> None:
         self.phase_seq: dict[str, int] = {}
         self.phase_line: dict[str, LogLine] = {}
         self.swift_evidence: LogLine | None = None
@@ -144,7 +139,6 @@ class HangCheck(Rule):
         self.last_path: str | None = None
         self.last_metrics: dict[str, Any] = {}
 
-    # ---------------------------------------------------------------- feeding
     def _mark(self, phase: str, line: LogLine) -> None:
         self.phase_seq[phase] = line.seq
         self.phase_line[phase] = line
@@ -240,22 +234,48 @@ class HangCheck(Rule):
         elif desc.startswith(("Capturing CUDA graph", "Capturing CUDA graphs")):
             self.vllm_lines.append(line)
 
+
+class HangCheck(Rule):
+    kinds = frozenset({LINE, METRICS, EXCEPTION})
+    # Every ms-swift marker line carries the [INFO:swift] logger prefix, so a few words route all phases.
+    literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
+                "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
+                "socket has timed out", "TCP client failed to connect") + _NCCL + ('(idle): "', "(active", ".py:")
+    want: str = ""  # "hang-at-start" or "hang-mid-training": set by the subclasses
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.p = _Progress()
+
+    def share(self, pool: dict[str, Any]) -> None:
+        """HangAtStart and HangMidTraining read the same progress: the first one is fed, the other takes no
+        signal (one parse of each line instead of one per rule)."""
+        p = pool.get("hang-progress")
+        if p is None:
+            pool["hang-progress"] = self.p
+        elif type(self).feed is HangCheck.feed:
+            self.p = p
+            self.kinds = frozenset()
+
+    def feed(self, kind: str, payload: Any) -> None:
+        self.p.feed(kind, payload)
+
     # ---------------------------------------------------------------- analysis
     def _last_phase(self, ctx: FinishContext | None = None) -> tuple[str | None, int]:
         if ctx is not None:  # vLLM engine lines (logger prefix stripped, origin kept) that carry no routed word
             for tail in ctx.tails.values():
                 for line in tail:
                     if line.origin in _VLLM_ORIGINS and "Error" not in line.text and \
-                            (not self.vllm_lines or line.seq > self.vllm_lines[-1].seq):
-                        self.vllm_lines.append(line)
+                            (not self.p.vllm_lines or line.seq > self.p.vllm_lines[-1].seq):
+                        self.p.vllm_lines.append(line)
         phase, seq = None, 0
-        for p, s in self.phase_seq.items():
+        for p, s in self.p.phase_seq.items():
             if s >= seq:
                 phase, seq = p, s
-        if self.metrics_seq > seq and self.max_step:
-            phase, seq = "training", self.metrics_seq
-        if self.vllm_lines:
-            v = self.vllm_lines[-1]
+        if self.p.metrics_seq > seq and self.p.max_step:
+            phase, seq = "training", self.p.metrics_seq
+        if self.p.vllm_lines:
+            v = self.p.vllm_lines[-1]
             if v.seq > seq and phase in ("trainer-init", "vllm-init", "model-loaded"):
                 phase, seq = "vllm-init", v.seq
             elif v.seq > seq and phase in ("first-step", "training"):
@@ -265,22 +285,22 @@ class HangCheck(Rule):
     def _analyse(self, ctx: FinishContext) -> dict[str, Any] | None:
         if ctx.ended:
             return None
-        pyspy = [t for t in self.threads if t.frames or t.state]
+        pyspy = [t for t in self.p.threads if t.frames or t.state]
         phase, last_seq = self._last_phase(ctx)
         if phase is None and not pyspy:
             return None
-        if self.swift_evidence is None and not pyspy:
+        if self.p.swift_evidence is None and not pyspy:
             return None  # not a training console log: a pasted error line, a metrics paste...
         from .fallback import CONSEQUENCE_TYPES
         socket_ok = {"DistNetworkError", "DistStoreError"}
         interrupted: ExceptionInfo | None = None
-        for e in self.exceptions:
+        for e in self.p.exceptions:
             if e.seq < last_seq:
                 continue
             if e.short_type == "KeyboardInterrupt":
                 interrupted = e
                 continue
-            if self.socket and e.short_type in socket_ok:
+            if self.p.socket and e.short_type in socket_ok:
                 continue
             return None  # the log ends in an exception: other rules explain it
         for line, _frames in ctx.open_tracebacks or ():
@@ -291,17 +311,17 @@ class HangCheck(Rule):
                 return None
             if f.category == "host-oom-killed":
                 return None
-        if self.nccl and any(l.seq > last_seq for l in self.nccl):
+        if self.p.nccl and any(l.seq > last_seq for l in self.p.nccl):
             nccl_after = True
         else:
             nccl_after = False
-        steps = self.max_step
+        steps = self.p.max_step
         mid = steps > 0 or (pyspy and phase in (None, "training", "checkpoint-save", "eval"))
         if mid and not pyspy and interrupted is None and not nccl_after and phase == "training":
             # The log stops right after a normal step. That is what a hung run looks like, and also what any
             # pasted excerpt looks like: say it only when the log is a trainer console log from its start and
             # nothing else explains it.
-            if "first-step" not in self.phase_seq:
+            if "first-step" not in self.p.phase_seq:
                 return None
             if any(f.severity >= Severity.warning and f.role.value != "consequence" for f in ctx.findings):
                 return None
@@ -319,7 +339,7 @@ class HangCheck(Rule):
 
     # ---------------------------------------------------------------- message and fix
     def _last_line(self, ctx: FinishContext) -> LogLine | None:
-        paths = [self.last_path] if self.last_path in ctx.tails else list(ctx.tails)
+        paths = [self.p.last_path] if self.p.last_path in ctx.tails else list(ctx.tails)
         for p in paths:
             tail = ctx.tails.get(p)
             if tail:
@@ -336,11 +356,11 @@ class HangCheck(Rule):
         last = self._last_line(ctx)
         if a["pyspy"]:
             return self._pyspy_finding(a, ctx)
-        socket_after = [s for s in self.socket if s[0].seq > a["last_seq"] or phase in ("server-connect",
+        socket_after = [s for s in self.p.socket if s[0].seq > a["last_seq"] or phase in ("server-connect",
                                                                                             "server-connected")]
         if phase in ("server-connect", "server-connected") and socket_after:
             return self._server_finding(a, ctx, socket_after)
-        steps, total = a["steps"], self.total_steps
+        steps, total = a["steps"], self.p.total_steps
         where = PHASE_TEXT.get(phase or "", phase or "an unknown phase")
         if a["mid"]:
             pct = f" ({100 * steps // total}%)" if total else ""
@@ -365,7 +385,7 @@ class HangCheck(Rule):
                      "traceback (look for 'Killed' or the OOM killer in dmesg).")
         if last is not None:
             ev.append(evidence_of(last))
-        pl = self.phase_line.get(phase or "")
+        pl = self.p.phase_line.get(phase or "")
         if pl is not None and (last is None or pl.seq != last.seq):
             ev.insert(0, evidence_of(pl))
         fix.extend(self._phase_fix(phase, run, a))
@@ -386,7 +406,7 @@ class HangCheck(Rule):
             waited = f" for {secs:.0f} s"
         group = run.int_arg("vllm_server_group_port") or VLLM_GROUP_PORT
         is_group = group <= port < group + 64
-        start = self.phase_line.get("server-connect") or self.phase_line.get("server-connected")
+        start = self.p.phase_line.get("server-connect") or self.p.phase_line.get("server-connected")
         msg = (f"Training is stuck at start, connecting to the vLLM rollout server: after `Start connecting to vLLM "
                f"server` the trainer waited{waited} for a c10d connection to {host}:{port}"
                + (f", the rollout server's weight-sync group port (vllm_server_group_port, default {VLLM_GROUP_PORT}+i)"
@@ -559,7 +579,7 @@ class HangCheck(Rule):
                            "reached it.")
             fix.append("Reward functions that call a network service or a judge model need a timeout.")
         elif phase in ("training", "eval"):
-            lm = self.last_metrics
+            lm = self.p.last_metrics
             speed = lm.get("train_speed(s/it)")
             ips = lm.get("train_speed(iter/s)")
             if isinstance(speed, float) and speed > 0:
@@ -585,7 +605,7 @@ class HangCheck(Rule):
                 fix.append("With vLLM: a stuck generation or weight sync (server mode: is `swift rollout` alive?; "
                            "ZeRO-3: --move_model_batches) shows up exactly like this.")
         elif phase == "checkpoint-save":
-            line = self.phase_line.get("checkpoint-save")
+            line = self.p.phase_line.get("checkpoint-save")
             z3 = "zero3" in ds
             fix.append("If the checkpoint below is incomplete, it is stuck in the save: check free disk space "
                        "(`df -h` on the output_dir) and a slow network filesystem"

@@ -460,14 +460,14 @@ class Watch:
         h = self.hang_rule
         if h is not None:
             phase, seq = h._last_phase()
-            wp = PHASE_OF.get(phase, "steady" if h.max_step else "startup")
-            if wp == "checkpoint-save" and seq < getattr(self, "_ckpt_seq", 0) and h.max_step:
+            wp = PHASE_OF.get(phase, "steady" if h.p.max_step else "startup")
+            if wp == "checkpoint-save" and seq < getattr(self, "_ckpt_seq", 0) and h.p.max_step:
                 wp = "steady"  # the checkpoint folder appeared after the save began: back to steps
-            if h.max_step:
-                self.dog.step(h.max_step)
+            if h.p.max_step:
+                self.dog.step(h.p.max_step)
             if wp != self.dog.phase:
                 self.dog.set_phase(wp)
-            n = len(h.vllm_lines)
+            n = len(h.p.vllm_lines)
             if n != getattr(self, "_vllm_n", 0):
                 self._vllm_n = n
                 if self.dog.steps or self.dog.phase in ("first-step", "steady"):
