@@ -11,8 +11,10 @@ from dataclasses import replace
 from . import __version__
 from .engine import Session, order, select_rules
 from .model import Finding, InputInfo, Report, Role, Severity
+from .gate import store_words
 from .registry import load_catalog
 from .sources import reports as reports_src
+from .sources import scan
 from .sources.inputs import discover, feed_input, read_small, run_checkpoints
 
 
@@ -20,18 +22,29 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
             scan_options: dict | None = None) -> Report:
     """``scan_options``: passed to the log chunk scanner (tests: ``{"lines": True}`` forces the line path)."""
     inputs = discover(paths)
-    metas = select_rules(load_catalog(), select, ignore)
-    has_jsonl = any(i.kind == "metrics" for i in inputs)
-    session = Session(metas, console_metrics=not has_jsonl)
-    counter = [0]
-    nodes = []
-    for inp in inputs:
-        if inp.kind == "report":
-            nr = reports_src.load(inp.display, read_small(inp))
-            if nr is not None:
-                nodes.append(nr)
-            continue
-        feed_input(inp, session, counter, scan_options)
+    # the first log, when big: its scanning child starts now, while the catalog loads (see scan.start_early)
+    big = next((i for i in inputs if i.kind == "log" and i.path is not None), None)
+    if big is not None and not scan.big_enough(big.path):
+        big = None
+    early = scan.start_early(big.path) if big is not None and scan_options is None else None
+    try:
+        metas = select_rules(load_catalog(), select, ignore)
+        has_jsonl = any(i.kind == "metrics" for i in inputs)
+        session = Session(metas, console_metrics=not has_jsonl)
+        if big is not None and not select and not ignore:
+            store_words(session.gate_words)  # the whole catalog's words: for the next run's early start
+        counter = [0]
+        nodes = []
+        for inp in inputs:
+            if inp.kind == "report":
+                nr = reports_src.load(inp.display, read_small(inp))
+                if nr is not None:
+                    nodes.append(nr)
+                continue
+            feed_input(inp, session, counter, {"early": early} if early is not None and inp is big else scan_options)
+    finally:
+        if early is not None:
+            early.close()  # not adopted (the line-by-line path ran), or already reaped: nothing left behind
     ckpts = run_checkpoints(paths)
     if ckpts:
         from .checks.ckpt_facts import CkptInput

@@ -337,3 +337,76 @@ def test_fork_only_when_it_pays(tmp_path, monkeypatch):
     with open(p, "rb") as f:
         scan.scan_file(Session(), "log.txt", f, [0], fork=True)
     assert len(forks) == 1
+
+
+# ---------------------------------------------------------------------------- the early start (analyze)
+@needs_fork
+def test_early_child_is_adopted_and_reports_the_same(tmp_path, monkeypatch):
+    from doctor import gate
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(scan, "FORK_MIN", 1000)
+    log = tmp_path / "run.log"
+    log.write_bytes(HOSTILE * 3 + _lines_of(3000))
+    assert gate.cached_words() is None
+    ref = analyze([str(log)], scan_options={"lines": True}).to_json()
+    assert gate.cached_words() == Session().gate_words  # stored by any run on a big log, for the next one
+    for f in (tmp_path / "cache" / "grpo-doctor").glob("words-*.json"):
+        f.unlink()
+    forks = _forks(monkeypatch)
+    started = []
+    real_start = scan.start_early
+    monkeypatch.setattr(scan, "start_early", lambda p: started.append(real_start(p)) or started[-1])
+    assert analyze([str(log)]).to_json() == ref      # no cached words: forked when the log is reached
+    assert gate.cached_words() == Session().gate_words
+    assert analyze([str(log)]).to_json() == ref      # forked before the catalog loaded, then adopted
+    assert analyze([str(log)], select={"gd101"}).to_json() == analyze(
+        [str(log)], select={"gd101"}, scan_options={"lines": True}).to_json()  # a selection's words are fewer
+    assert [c is not None for c in started] == [False, True, True]  # (the line-path run starts none)
+    assert len(forks) == 3                           # one child per run: an early one is adopted, not doubled
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+@needs_fork
+def test_early_child_for_another_file_is_stopped(tmp_path, monkeypatch):
+    from doctor import gate
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(scan, "FORK_MIN", 1000)
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_bytes(_lines_of(3000))
+    b.write_bytes(HOSTILE + _lines_of(2000))
+    gate.store_words(Session().gate_words)
+    early = scan.start_early(str(a))
+    assert early is not None
+    x, y, cx, cy = None, Session(), [0], [0]
+    with open(b, "rb") as f:
+        sc = scan.ChunkScanner(y, "log.txt", cy, early=early)
+        sc.run(f)
+    assert early.exit == -signal.SIGKILL or early.exit == 0   # stopped (or already done), and reaped
+    assert sc.child_exit == 0                                  # b got a child of its own
+    ref, _, cref, _ = _both(HOSTILE + _lines_of(2000), tmp_path)
+    assert cref == cy and ref.finish() == y.finish()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_words_cache_round_trip_and_bad_files(tmp_path, monkeypatch):
+    from doctor import gate
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert gate.cached_words() is None
+    gate.store_words({"b", "a"})
+    assert gate.cached_words() == {"a", "b"}
+    (path,) = (tmp_path / "grpo-doctor").glob("words-*.json")
+    path.write_text('{"not": "a list"}')
+    assert gate.cached_words() is None
+    path.write_text("[1, 2")
+    assert gate.cached_words() is None
+    monkeypatch.setenv("GRPO_DOCTOR_SCAN", "lines")
+    monkeypatch.setattr(scan, "FORK_MIN", 10)
+    log = tmp_path / "x.log"
+    log.write_bytes(HOSTILE)
+    gate.store_words(Session().gate_words)
+    assert scan.start_early(str(log)) is None  # the line path was asked for: no child

@@ -24,12 +24,12 @@ from __future__ import annotations
 import io
 import os
 import re
-import signal
+import stat
 import threading
 from collections import deque
 from typing import BinaryIO, Iterable
 
-from ..gate import engine, hs_database, hs_literal, trie_pattern
+from ..gate import cached_words, engine, hs_database, hs_literal, trie_pattern
 from ..model import LogLine, Where
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 
@@ -142,7 +142,8 @@ class ChunkScanner:
     """Streams one seekable log file into a Session, feeding only the lines that can matter."""
 
     def __init__(self, session, display_path: str, counter: list[int], *, chunk: int = CHUNK,
-                 matcher: Matcher | None = None, tail: int | None = None, fork: bool | None = None):
+                 matcher: Matcher | None = None, tail: int | None = None, fork: bool | None = None,
+                 early=None):
         self.session = session
         self.path = display_path
         self.counter = counter
@@ -154,6 +155,7 @@ class ChunkScanner:
         self.tail_len = tail
         self.fork = fork  # None: fork a scanning child when it pays (see _fork_size); False: never
         self.child_exit: int | None = None  # the scanning child's exit code (-N: killed by signal N)
+        self.early = early  # a ScanChild from start_early, to adopt
 
     # ------------------------------------------------------------------ feeding
     def _feed(self, data: bytes) -> None:
@@ -194,8 +196,11 @@ class ChunkScanner:
 
     def run(self, stream: BinaryIO) -> None:
         self.session.begin_log(self.path)
-        size = self._fork_size(stream)
-        if size is not None:
+        early = self._adopt(stream)
+        size = None if early else self._fork_size(stream)
+        if early is not None:
+            size = self._run_child(stream, early)
+        elif size is not None:
             size = self._run_forked(stream, size)
         else:
             self._run_read(stream)
@@ -242,6 +247,23 @@ class ChunkScanner:
             view.release()
 
     # ------------------------------------------------------------------ the parallel path
+    def _adopt(self, stream: BinaryIO):
+        """The child started early for this file (``start_early``) when it scans this very file from its start
+        for at least the session's words; otherwise it is stopped and None."""
+        early, self.early = self.early, None
+        if early is None:
+            return None
+        try:
+            st = os.fstat(stream.fileno())
+            fits = (self.fork is not False and stream.tell() == 0 and (st.st_dev, st.st_ino) == early.ident
+                    and early.words is not None and self.session.gate_words <= early.words)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            fits = False
+        if not fits:
+            early.close()
+            return None
+        return early
+
     def _fork_size(self, stream: BinaryIO) -> int | None:
         """The file's size when a forked child is to scan it (``doctor.sources.scanchild``), else None:
         Hyperscan present, ``os.fork`` present, no other thread in this process (a fork copies only the
@@ -264,41 +286,31 @@ class ChunkScanner:
         return size
 
     def _run_forked(self, stream: BinaryIO, size: int) -> int:
-        """A child finds the candidate lines of ``[0, size)``; this process reads each with one ``pread``
+        from .scanchild import ScanChild
+
+        m = self.matcher
+        child = ScanChild.start(stream.fileno(), size, lambda: m, self.chunk)
+        if child is None:
+            self._run_read(stream)
+            return stream.tell()
+        return self._run_child(stream, child)
+
+    def _run_child(self, stream: BinaryIO, child) -> int:
+        """A child finds the candidate lines of ``[0, child.size)``; this process reads each with one ``pread``
         and feeds it, in file order, while the child goes on. When the child dies before its end record
         (the file shrank under its mapping: SIGBUS), this process reads the rest itself from the last line
         it fed. Returns where the scan stopped."""
-        from . import scanchild
+        from .scanchild import END
 
-        fd = stream.fileno()
-        rfd, wfd = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(rfd)
-            os.close(wfd)
-            self._run_read(stream)
-            return stream.tell()
-        if pid == 0:  # the child: never returns
-            code = 1
-            try:
-                os.close(rfd)
-                m = self.matcher
-                scanchild.child_main(wfd, fd, size, m._db, m._scratch, self.chunk, m.max_len - 1)
-                code = 0
-            except BaseException:  # noqa: BLE001 - the parent notices the missing end record
-                pass
-            finally:
-                os._exit(code)
-        os.close(wfd)
+        fd, size = stream.fileno(), child.size
         pos = 0          # offset just past the last line fed
         total = None     # physical lines in [0, size), from the child's end record
         sticky = self.session.sticky
         try:
             if sticky():
                 pos = self._sticky_file(fd, pos, size)
-            for k, payload in scanchild.read_records(rfd):
-                if k == scanchild.END:
+            for k, payload in child.records():
+                if k == END:
                     total = payload
                     break
                 for i in range(0, 3 * k, 3):
@@ -312,13 +324,7 @@ class ChunkScanner:
                     if sticky():
                         pos = self._sticky_file(fd, pos, size)
         finally:
-            os.close(rfd)
-            if total is None:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            self.child_exit = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            self.child_exit = child.close()
         if total is None:
             stream.seek(min(pos, size))
             self._run_read(stream)
@@ -376,6 +382,42 @@ class ChunkScanner:
         for i, k, (body, raw, rank, origin) in keep:
             new.append(LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin))
         self.session.tails[self.path] = new
+
+
+def big_enough(path: str) -> bool:
+    """A regular file of at least FORK_MIN bytes: worth a scanning child."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size >= FORK_MIN
+
+
+def start_early(path: str):
+    """Fork the scanning child of a big log before the catalog is loaded, so that its start (numpy, the
+    Hyperscan database) overlaps this process's: ``analyze`` calls this first. Possible when the trigger words
+    of the whole catalog are cached from an earlier run of this code (``gate.cached_words``); they are a
+    superset of any selection's words, and extra candidates are harmless. None when it does not apply; the
+    caller must ``close()`` a child that no scanner adopted."""
+    mode = os.environ.get("GRPO_DOCTOR_SCAN", "")
+    if mode in ("inproc", "lines") or not hasattr(os, "fork") or threading.active_count() != 1:
+        return None
+    if not big_enough(path) or engine() != "hyperscan":
+        return None
+    words = cached_words()
+    if words is None:
+        return None
+    from .scanchild import ScanChild
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        return ScanChild.start(fd, size, lambda: matcher_for(words), CHUNK, words)
+    finally:
+        os.close(fd)  # the child has its own copy
 
 
 def _line_at(fd: int, pos: int, size: int) -> tuple[bytes, int] | None:
@@ -438,4 +480,4 @@ def usable(session, stream: BinaryIO) -> bool:
         return False
 
 
-__all__ = ["ChunkScanner", "Matcher", "HyperscanMatcher", "matcher_for", "scan_file", "usable"]
+__all__ = ["ChunkScanner", "Matcher", "HyperscanMatcher", "matcher_for", "scan_file", "start_early", "big_enough", "usable"]

@@ -22,12 +22,69 @@ from __future__ import annotations
 
 import mmap
 import os
+import signal
 import struct
 from array import array
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 HEAD = struct.Struct("=q")
 END = -1
+
+
+class ScanChild:
+    """The parent's handle on one scanning child: its pid, the read end of its pipe, what it scans (the
+    size, the file's (device, inode)) and the trigger words it looks for."""
+
+    def __init__(self, pid: int, rfd: int, size: int, ident: tuple[int, int], words: frozenset[str] | None):
+        self.pid, self.rfd, self.size, self.ident, self.words = pid, rfd, size, ident, words
+        self.done = False           # the end record came
+        self.exit: int | None = None
+
+    @classmethod
+    def start(cls, fd: int, size: int, make_matcher: Callable[[], Any], chunk: int,
+              words: frozenset[str] | None = None) -> "ScanChild | None":
+        """Fork a child scanning ``[0, size)`` of ``fd`` with ``make_matcher()`` (called in the child: a
+        Hyperscan database still to compile or load costs the child, not this process). None when the
+        fork fails."""
+        st = os.fstat(fd)
+        rfd, wfd = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            return None
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(rfd)
+                m = make_matcher()
+                child_main(wfd, fd, size, m._db, m._scratch, chunk, m.max_len - 1)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the parent notices the missing end record
+                pass
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        return cls(pid, rfd, size, (st.st_dev, st.st_ino), words)
+
+    def records(self) -> Iterator[tuple[int, array | int]]:
+        for k, payload in read_records(self.rfd):
+            if k == END:
+                self.done = True
+            yield k, payload
+
+    def close(self) -> int:
+        """Stop the child unless it finished, reap it; its exit code (-N: killed by signal N)."""
+        if self.exit is None:
+            os.close(self.rfd)
+            if not self.done:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            self.exit = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.exit
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
