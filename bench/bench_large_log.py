@@ -260,6 +260,9 @@ def main() -> None:
           f"(matcher: {env.get('GRPO_DOCTOR_MATCHER') or 'auto'}; walls {', '.join(f'{d[0]:.2f}' for d in docs)})")
     print(f"ratio (grep time / analyze time): wall {g_c[0] / wall:.2f} (C) {g_u[0] / wall:.2f} (UTF-8); "
           f"CPU {g_c[1] / cpu:.2f} (C) {g_u[1] / cpu:.2f} (UTF-8)")
+    med = lambda rs: sorted(r[0] for r in rs)[len(rs) // 2]  # noqa: E731
+    print(f"  median walls  : grep {med(g_cs):.2f} s (C) {med(g_us):.2f} s (UTF-8), analyze {med(docs):.2f} s: "
+          f"ratio {med(g_cs) / med(docs):.2f} (C) {med(g_us) / med(docs):.2f} (UTF-8)")
     print(f"findings        : {[(f['rule_id'], f['severity']) for f in findings]}")
     for what, ln in placed.items():
         if what == "50MB-line":
