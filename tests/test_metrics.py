@@ -9,6 +9,8 @@ import math
 import pytest
 
 from doctor.checks import metrics as M
+from doctor.checks import series as S
+from doctor.sources import metrics as msrc
 from doctor.checks import outputs as O
 from doctor.checks import rewards as R
 from doctor.engine import Session
@@ -35,7 +37,7 @@ def session(rule_ids, run=None, console=True):
 
 def feed_rows(s: Session, rows):
     for i, r in enumerate(rows, 1):
-        s.feed_metrics(Metrics({k: M.msrc.to_number(v) for k, v in r.items()}, Where("logging.jsonl", i), i, "jsonl"))
+        s.feed_metrics(Metrics({k: msrc.to_number(v) for k, v in r.items()}, Where("logging.jsonl", i), i, "jsonl"))
 
 
 def feed_text(s: Session, text: str, path="log.txt"):
@@ -58,7 +60,7 @@ def test_reward_key_names_all_versions():
     assert M.reward_key_name("rewards/Format/mean") == "Format"
     assert M.reward_key_name("rewards/accuracy_reward") == "accuracy_reward"   # 3.1-3.2 / trl
     assert M.reward_key_name("rewards/Format/std") is None
-    assert M.reward_std_key_name("rewards/Format/std") == "Format"
+    assert S.reward_std_key_name("rewards/Format/std") == "Format"
     assert M.reward_key_name("reward") is None
 
 
@@ -415,7 +417,7 @@ def test_check_rule_examples_fire(rid):
 
 
 def test_long_run_is_thinned_but_nan_step_is_exact():
-    n = M.MAX_ROWS * 2 + 10
+    n = S.MAX_ROWS * 2 + 10
     s = session(["GD620", "GD610"])
     rows = [row(i, n, loss=0.01, grad_norm=0.5, reward=0.5, reward_std=0.3) for i in range(1, n + 1)]
     rows[n - 7] = row(n - 6, n, loss=math.nan, grad_norm=math.nan, reward=0.5, reward_std=0.3)
@@ -423,7 +425,7 @@ def test_long_run_is_thinned_but_nan_step_is_exact():
     (f,) = s.finish()
     assert f.rule_id == "GD620" and f"from step {n - 6}/{n} on" in f.message and "1 of" in f.message
     rule = next(r for r in s.rules if r.meta.id == "GD610")
-    assert rule.s.n <= M.MAX_ROWS and rule.s.stride >= 2
+    assert rule.s.n <= S.MAX_ROWS and rule.s.stride >= 2
 
 
 def test_reward_paths_do_not_match_unrelated_files():
@@ -489,13 +491,13 @@ def _mixed_rows(n):
 
 
 def _as_metrics(rows):
-    return [Metrics({k: M.msrc.to_number(v) for k, v in r.items()}, Where("logging.jsonl", i), i, "jsonl")
+    return [Metrics({k: msrc.to_number(v) for k, v in r.items()}, Where("logging.jsonl", i), i, "jsonl")
             for i, r in enumerate(rows, 1)]
 
 
 @pytest.mark.parametrize("n", [30, 260])
 def test_series_rules_share_one_store_and_each_sees_what_its_own_series_held(monkeypatch, n):
-    monkeypatch.setattr(M, "MAX_ROWS", 50)   # 260 rows: compacted at rows 51, 101 and 201
+    monkeypatch.setattr(S, "MAX_ROWS", 50)   # 260 rows: compacted at rows 51, 101 and 201
     ms = _as_metrics(_mixed_rows(n))
     s = session(SERIES_RULES)
     for m in ms:
@@ -505,7 +507,7 @@ def test_series_rules_share_one_store_and_each_sees_what_its_own_series_held(mon
     assert len({id(r.s.store) for r in rules}) == 1                 # one store for the session
     assert sum(1 for r in rules if r.kinds) == 1                    # and one rule adds the rows to it
     for r in rules:
-        own = M.Series(r.series_keys, r.want_rewards)                # what the rule kept before sharing
+        own = S.Series(r.series_keys, r.want_rewards)                # what the rule kept before sharing
         for m in ms:
             own.add(m)
         v = r.s

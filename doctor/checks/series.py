@@ -1,0 +1,343 @@
+"""The metric series of a run: one columnar store of the train rows (a few base keys and every
+rewards/<Name>), shared by the series rules of a session, each reading it through a view of its own keys.
+
+Rows come as METRICS signals (logging.jsonl or printed dicts). Memory stays flat: beyond MAX_ROWS every
+other row is dropped (a huge run is judged on a thinned series; streaks count kept rows).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from ..model import METRICS, Evidence, Metrics
+from ..rules import Rule
+from ..sources import metrics as msrc
+
+MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
+
+BASE_KEYS = ("loss", "grad_norm", "learning_rate", "reward", "reward_std", "frac_reward_zero_std", "kl",
+             "completions/mean_length", "completions/clipped_ratio", "completion_length", "response_clip_ratio",
+             "epoch")
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def num(v: Any) -> float | None:
+    v = msrc.to_number(v)
+    if isinstance(v, float):
+        return v
+    return None
+
+
+def fmt(v: float | None, digits: int = 4) -> str:
+    if v is None:
+        return "?"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return str(v)
+    if v == 0:
+        return "0"
+    if 1000 <= abs(v) < 1e7:
+        return f"{v:.0f}"
+    if abs(v) >= 1e7 or abs(v) < 1e-3:
+        return f"{v:.3g}"
+    s = f"{v:.{digits}g}"
+    return s
+
+
+def reward_key_name(key: str) -> str | None:
+    """'rewards/Format/mean' -> 'Format'; 'rewards/accuracy_reward' -> 'accuracy_reward'; '/std' -> None."""
+    if not key.startswith("rewards/"):
+        return None
+    rest = key[len("rewards/"):]
+    if rest.endswith("/std"):
+        return None
+    if rest.endswith("/mean"):
+        rest = rest[:-len("/mean")]
+    return rest or None
+
+
+def reward_std_key_name(key: str) -> str | None:
+    if key.startswith("rewards/") and key.endswith("/std"):
+        return key[len("rewards/"):-len("/std")] or None
+    return None
+
+
+_KEYS: dict[str, tuple[str, str | None]] = {}
+
+
+def _reward_key(key: str) -> tuple[str, str | None]:
+    """('mean'|'std', name) of a rewards/ key, cached (a run has few distinct keys)."""
+    hit = _KEYS.get(key)
+    if hit is None:
+        name = reward_key_name(key)
+        hit = ("mean", name) if name is not None else ("std", reward_std_key_name(key))
+        if len(_KEYS) < 4096:
+            _KEYS[key] = hit
+    return hit
+
+
+_REWARD_LAYOUTS: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
+
+
+def _reward_layout(v: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, 'mean'|'std', name) of the rewards/ keys of a dict, in order; cached per key sequence (the
+    rows of a run share one)."""
+    sig = tuple(v)
+    hit = _REWARD_LAYOUTS.get(sig)
+    if hit is None:
+        hit = []
+        for k in sig:
+            if k.startswith("rewards/"):
+                kind, name = _reward_key(k)
+                if name is not None:
+                    hit.append((k, kind, name))
+        if len(_REWARD_LAYOUTS) >= 256:
+            _REWARD_LAYOUTS.clear()
+        _REWARD_LAYOUTS[sig] = hit
+    return hit
+
+
+class _Row:
+    """What the series and the rules take from one train-step dict, computed once for all of them."""
+
+    __slots__ = ("rewards", "step", "gstep", "max_steps")
+
+    def __init__(self, v: dict[str, Any]):
+        self.rewards: list[tuple[str, str, Any]] = []
+        for k, kind, name in _reward_layout(v):
+            val = v[k]
+            self.rewards.append((kind, name, val if type(val) is float else num(val)))
+        gs = v.get("global_step/max_steps")
+        if isinstance(gs, str) and "/" in gs:   # msrc.step_number and msrc.max_steps with one split
+            done, total = gs.split("/", 1)
+            self.gstep, self.max_steps = _int_or_none(done), _int_or_none(total)
+        else:
+            self.gstep = self.max_steps = None
+        step = self.gstep
+        if step is None:
+            s = num(v.get("step"))
+            step = int(s) if s is not None and s >= 0 else None
+        self.step = step
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+_LAST: list[Any] = [(None, None)]   # (Metrics, _Row | None) of the last dict seen, one tuple (thread-safe swap)
+
+
+def step_row(m: Metrics) -> _Row | None:
+    """The _Row of a train step (None for eval rows, summaries and the final train_runtime dict)."""
+    last_m, last_row = _LAST[0]
+    if last_m is m:
+        return last_row
+    row = _Row(m.values) if msrc.is_step(m.values) else None
+    _LAST[0] = (m, row)
+    return row
+
+
+class SeriesReader:
+    """Labels, spans and evidence over columns: shared by a Series and a rule's SeriesView of one."""
+
+    cols: dict[str, list[float | None]]
+    rmean: dict[str, list[float | None]]
+    rstd: dict[str, list[float | None]]
+    steps: list[int | None]
+    where: list[tuple[str, int, int]]
+    max_steps: int | None
+    n: int
+
+    def col(self, key: str) -> list[float | None]:
+        return self.cols.get(key) or [None] * self.n
+
+    def label(self, i: int) -> str:
+        s = self.steps[i]
+        if s is None:
+            return f"logged row {i + 1}"
+        return f"step {s}/{self.max_steps}" if self.max_steps else f"step {s}"
+
+    def span(self, i: int, j: int) -> str:
+        if i == j:
+            return self.label(i)
+        a, b = self.steps[i], self.steps[j]
+        if a is not None and b is not None:
+            tail = f" of {self.max_steps}" if self.max_steps else ""
+            return f"steps {a}-{b}{tail}"
+        return f"logged rows {i + 1}-{j + 1}"
+
+    def evidence(self, i: int, keys: Iterable[str]) -> Evidence:
+        path, line, _ = self.where[i]
+        parts = []
+        for k in keys:
+            if k in self.cols:
+                v = self.cols[k][i]
+            elif k.startswith("rewards/"):
+                nm = reward_key_name(k)
+                src = self.rmean if nm else self.rstd
+                nm = nm or reward_std_key_name(k)
+                v = src.get(nm, [None] * self.n)[i] if nm else None
+            else:
+                v = None
+            if v is not None:
+                parts.append(f"'{k}': {fmt(v, 6)}")
+        label = self.label(i)
+        return Evidence(path, line, f"{label}: {{{', '.join(parts)}}}")
+
+    def seq(self, i: int) -> int:
+        return self.where[i][2]
+
+
+class Series(SeriesReader):
+    """Columnar store of the train rows of a run: a few base keys and every rewards/<Name>.
+
+    One store serves all the series rules of a session (each reads it through a SeriesView); the lists
+    are compacted in place, so a view's references to them stay valid."""
+
+    def __init__(self, keys: Iterable[str] = BASE_KEYS, rewards: bool = True):
+        self.keys = tuple(keys)
+        self.cols = {k: [] for k in self.keys}
+        self.want_rewards = rewards
+        self.rmean = {}
+        self.rstd = {}
+        self.steps = []
+        self.max_steps = None
+        self.where = []   # (path, line, seq)
+        self.n = 0
+        self.stride = 1       # after compaction only every stride-th row is kept
+        self.fed = 0          # rows offered to add (kept or not)
+        self.kept = False     # whether the last row offered was kept
+        self._skip = 0
+
+    def widen(self, keys: Iterable[str], rewards: bool) -> None:
+        """Also store these keys (and the reward columns): only before the first row."""
+        if self.fed:
+            raise ValueError("a series can only be widened before its first row")
+        for k in keys:
+            if k not in self.cols:
+                self.cols[k] = []
+        self.keys = tuple(self.cols)
+        self.want_rewards = self.want_rewards or rewards
+
+    def _compact(self) -> None:
+        """Keep every other row: a huge run is judged on a thinned series (streaks count kept rows)."""
+        for col in self.cols.values():
+            del col[1::2]
+        for target in (self.rmean, self.rstd):
+            for col in target.values():
+                del col[1::2]
+        del self.steps[1::2]
+        del self.where[1::2]
+        self.n = len(self.steps)
+        self.stride *= 2
+
+    def add(self, m: Metrics) -> bool:
+        self.fed += 1
+        self.kept = self._add(m)
+        return self.kept
+
+    def _add(self, m: Metrics) -> bool:
+        row = step_row(m)
+        if row is None:   # eval rows carry eval_* keys only and are not steps
+            return False
+        if self.stride > 1:
+            self._skip = (self._skip + 1) % self.stride
+            if self._skip:
+                return False
+        if self.n >= MAX_ROWS:
+            self._compact()
+        values = m.values
+        for k, col in self.cols.items():
+            x = values.get(k)
+            col.append(x if x is None or type(x) is float else num(x))
+        if self.want_rewards:
+            n = self.n
+            for kind, name, val in row.rewards:
+                target = self.rmean if kind == "mean" else self.rstd
+                col = target.get(name)
+                if col is None:
+                    col = target[name] = [None] * n
+                col.append(val)
+            for target in (self.rmean, self.rstd):
+                for col in target.values():
+                    if len(col) <= n:
+                        col.append(None)
+        self.steps.append(row.step)
+        if row.max_steps:
+            self.max_steps = row.max_steps
+        self.where.append((m.where.path, m.where.line, m.seq))
+        self.n += 1
+        return True
+
+
+class SeriesView(SeriesReader):
+    """One rule's window on a shared Series: only its own keys (others read as missing) and the reward
+    columns only if it asked for them, i.e. what a Series of its own would hold. Each row reaches every
+    view; the first view to see it adds it to the store."""
+
+    def __init__(self, store: Series, keys: Iterable[str], rewards: bool):
+        store.widen(keys, rewards)
+        self.store = store
+        self.keys = tuple(keys)
+        self.want_rewards = rewards
+        self.cols = {k: store.cols[k] for k in self.keys}
+        self.rmean = store.rmean if rewards else {}
+        self.rstd = store.rstd if rewards else {}
+        self.fed = 0
+
+    def add(self, m: Metrics) -> bool:
+        self.fed += 1
+        if self.fed > self.store.fed:
+            self.store.add(m)
+        return self.store.kept
+
+    @property
+    def n(self) -> int:  # type: ignore[override]
+        return self.store.n
+
+    @property
+    def steps(self) -> list[int | None]:  # type: ignore[override]
+        return self.store.steps
+
+    @property
+    def where(self) -> list[tuple[str, int, int]]:  # type: ignore[override]
+        return self.store.where
+
+    @property
+    def max_steps(self) -> int | None:  # type: ignore[override]
+        return self.store.max_steps
+
+    @property
+    def stride(self) -> int:
+        return self.store.stride
+
+
+class SeriesRule(Rule):
+    """Base for checks over the metric series. Rules of one session read one shared Series (see share)."""
+
+    kinds = frozenset({METRICS})
+    series_keys: tuple[str, ...] = BASE_KEYS
+    want_rewards = True
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.s: SeriesReader = SeriesView(Series((), False), self.series_keys, self.want_rewards)
+
+    def share(self, pool: dict[str, Any]) -> None:
+        """Read the session's one Series. The first series rule adds every row to it; the others need no
+        signal at all, so they take none (one add per row instead of one per rule)."""
+        store = pool.get("series")
+        first = store is None
+        if first:
+            store = pool["series"] = Series((), False)
+        self.s = SeriesView(store, self.series_keys, self.want_rewards)
+        if not first and self.kinds == SeriesRule.kinds and type(self).feed is SeriesRule.feed:
+            self.kinds = frozenset()
+
+    def feed(self, kind: str, payload: Any) -> None:
+        if kind == METRICS:
+            self.s.add(payload)
+
+
