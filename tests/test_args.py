@@ -45,10 +45,13 @@ def v4() -> RunConfig:
 
 def test_split_and_group_remaining_argv():
     toks = split_argv("'--vllm_device', 'auto', '--num_infer_workers', '2', 'stray'")
-    flags, stray = group_flags(toks)
+    flags, stray = group_flags(toks, short=True)
     assert flags == [("vllm_device", ["auto"]), ("num_infer_workers", ["2", "stray"])]
-    flags, stray = group_flags(split_argv("'accuracy', '--foo=1'"))
+    flags, stray = group_flags(split_argv("'accuracy', '--foo=1'"), short=True)
     assert stray == ["accuracy"] and flags == [("foo", ["1"])]
+    # the one grouping serves both: the rule keeps -h-style flags, the command reader argparse's dest names
+    assert group_flags(["-h", "--a-b", "1"], short=True) == ([("-h", []), ("a-b", ["1"])], [])
+    assert group_flags(["-h", "--a-b", "1"], normalize=True) == ([("a_b", ["1"])], ["-h"])
 
 
 def test_flag_advice_versions_and_typos():

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..model import EXCEPTION, LINE, ExceptionInfo, Finding, LogLine, Severity
 from ..rules import FinishContext, Hit, Rule, evidence_of
+from ..sources.swiftcmd import group_flags
 from ..sources.swiftconfig import RunConfig
 from .batch import divisors, nearest
 from .swift_fields import RLHF_FIELDS_4_6
@@ -121,22 +122,6 @@ def split_argv(text: str) -> list[str]:
     return [a or b for a, b in re.findall(r"'([^']*)'|\"([^\"]*)\"", text)]
 
 
-def group_flags(tokens: list[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
-    flags: list[tuple[str, list[str]]] = []
-    stray: list[str] = []
-    for tok in tokens:
-        if tok.startswith("--") and len(tok) > 2:
-            name, eq, val = tok[2:].partition("=")
-            flags.append((name, [val] if eq else []))
-        elif tok.startswith("-") and len(tok) == 2 and tok[1].isalpha():
-            flags.append((tok, []))
-        elif flags:
-            flags[-1][1].append(tok)
-        else:
-            stray.append(tok)
-    return flags, stray
-
-
 def _shown(name: str, vals: list[str]) -> str:
     flag = name if name.startswith("-") else f"--{name}"
     return " ".join([flag] + [v if v and " " not in v else repr(v) for v in vals])
@@ -186,7 +171,7 @@ def flag_advice(name: str, vals: list[str], run: RunConfig) -> str:
 def remaining_argv_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
     run = ctx.run
     tokens = split_argv(hits[0].groups.get("argv") or "")
-    flags, stray = group_flags(tokens)
+    flags, stray = group_flags(tokens, short=True)
     names = ", ".join(_shown(n, []) for n, _ in flags) or ", ".join(repr(s) for s in stray) or "(empty list)"
     if hits[0].groups.get("hf") and run.command is None:
         # a trl / transformers script (HfArgumentParser without ms-swift): ms-swift's flag history does not apply

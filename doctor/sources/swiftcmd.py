@@ -42,13 +42,19 @@ class SwiftCommand:
     text: str = ""
 
 
-def _flag_groups(tokens: list[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+def group_flags(tokens: list[str], *, normalize: bool = False,
+                short: bool = False) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """(flag, its values) in order, and the values before any flag. ``--name=value`` and ``--name v1 v2``;
+    ``normalize``: dashes in names become underscores (argparse's dest); ``short``: ``-h``-style tokens are
+    flags of their own (kept with their dash) rather than values."""
     flags: list[tuple[str, list[str]]] = []
     stray: list[str] = []
     for tok in tokens:
         if tok.startswith("--") and len(tok) > 2:
             name, eq, val = tok[2:].partition("=")
-            flags.append((name.replace("-", "_"), [val] if eq else []))
+            flags.append((name.replace("-", "_") if normalize else name, [val] if eq else []))
+        elif short and tok.startswith("-") and len(tok) == 2 and tok[1].isalpha():
+            flags.append((tok, []))
         elif flags:
             flags[-1][1].append(tok)
         else:
@@ -198,7 +204,7 @@ def parse_command(argv: list[str], env: Mapping[str, str] | None = None, cwd: Pa
         cfg_file = args[0]
         args = args[1:]
     cfg_opt = None
-    flags0, _ = _flag_groups(args)
+    flags0, _ = group_flags(args, normalize=True)
     for name, vals in flags0:
         if name == "config" and vals:
             cfg_opt = vals[0]
@@ -213,7 +219,7 @@ def parse_command(argv: list[str], env: Mapping[str, str] | None = None, cwd: Pa
         pre_tokens += _config_tokens(cfg)
         for k, v in cfg_env.items():
             merged_env.setdefault(k, v)
-    flags, stray = _flag_groups(pre_tokens + args)
+    flags, stray = group_flags(pre_tokens + args, normalize=True)
     if cfg_opt:
         cfg_file = cfg_file or cfg_opt
     return SwiftCommand(sub, flags, inline, merged_env, torchrun, cfg_file, cfg_flags, stray,
