@@ -197,11 +197,10 @@ class ChunkScanner:
     def run(self, stream: BinaryIO) -> None:
         self.session.begin_log(self.path)
         early = self._adopt(stream)
-        size = None if early else self._fork_size(stream)
         if early is not None:
             size = self._run_child(stream, early)
-        elif size is not None:
-            size = self._run_forked(stream, size)
+        elif (fork_size := self._fork_size(stream)) is not None:
+            size = self._run_forked(stream, fork_size)
         else:
             self._run_read(stream)
             size = stream.tell()
@@ -270,10 +269,7 @@ class ChunkScanner:
         calling thread), a plain file read from its start, and at least ``FORK_MIN`` bytes (below that,
         forking and importing numpy cost more than they save). ``GRPO_DOCTOR_SCAN=inproc`` turns it off,
         ``=fork`` on for any size (tests)."""
-        mode = os.environ.get("GRPO_DOCTOR_SCAN", "")
-        if self.fork is False or mode == "inproc" or not isinstance(self.matcher, HyperscanMatcher):
-            return None
-        if not hasattr(os, "fork") or threading.active_count() != 1:
+        if self.fork is False or not _fork_allowed() or not isinstance(self.matcher, HyperscanMatcher):
             return None
         try:
             if stream.tell() != 0:
@@ -281,7 +277,7 @@ class ChunkScanner:
             size = os.fstat(stream.fileno()).st_size
         except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
             return None
-        if size == 0 or (size < FORK_MIN and not (self.fork or mode == "fork")):
+        if size == 0 or (size < FORK_MIN and not (self.fork or os.environ.get("GRPO_DOCTOR_SCAN") == "fork")):
             return None
         return size
 
@@ -384,6 +380,14 @@ class ChunkScanner:
         self.session.tails[self.path] = new
 
 
+def _fork_allowed() -> bool:
+    """A scanning child may be forked: ``os.fork`` exists, this process runs no other thread (a fork copies
+    only the calling thread), and ``GRPO_DOCTOR_SCAN`` does not ask for this process (``inproc``) or the
+    line-by-line path (``lines``)."""
+    return (hasattr(os, "fork") and threading.active_count() == 1
+            and os.environ.get("GRPO_DOCTOR_SCAN", "") not in ("inproc", "lines"))
+
+
 def big_enough(path: str) -> bool:
     """A regular file of at least FORK_MIN bytes: worth a scanning child."""
     try:
@@ -399,10 +403,7 @@ def start_early(path: str):
     of the whole catalog are cached from an earlier run of this code (``gate.cached_words``); they are a
     superset of any selection's words, and extra candidates are harmless. None when it does not apply; the
     caller must ``close()`` a child that no scanner adopted."""
-    mode = os.environ.get("GRPO_DOCTOR_SCAN", "")
-    if mode in ("inproc", "lines") or not hasattr(os, "fork") or threading.active_count() != 1:
-        return None
-    if not big_enough(path) or engine() != "hyperscan":
+    if not _fork_allowed() or engine() != "hyperscan":
         return None
     words = cached_words()
     if words is None:
@@ -414,8 +415,10 @@ def start_early(path: str):
     except OSError:
         return None
     try:
-        size = os.fstat(fd).st_size
-        return ScanChild.start(fd, size, lambda: matcher_for(words), CHUNK, words)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < FORK_MIN:
+            return None
+        return ScanChild.start(fd, st.st_size, lambda: matcher_for(words), CHUNK, words)
     finally:
         os.close(fd)  # the child has its own copy
 
