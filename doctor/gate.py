@@ -13,6 +13,7 @@ only costs the compile.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Generic, Iterable, TypeVar
@@ -60,20 +61,28 @@ def hs_database(exprs: list[bytes]) -> Any:
         pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=0)
+    _cache_write(path, hyperscan.dumpb(db))
+    return db
+
+
+def _cache_write(path: str, data: bytes) -> None:
+    """Write a cache file atomically (readers see the old file or the whole new one); an unwritable cache
+    only costs the work it would have saved."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:
-            f.write(hyperscan.dumpb(db))
+            f.write(data)
         os.replace(tmp, path)
     except OSError:
         pass
-    return db
 
 
+@functools.lru_cache(maxsize=1)
 def _code_key() -> str:
     """A key for what decides the trigger words: this package's version and the size and mtime of every
-    module and rule file (an edit anywhere gives a new key). ~150 stat calls, about a millisecond."""
+    module and rule file (an edit anywhere gives a new key). ~150 stat calls, about a millisecond, made
+    once per process."""
     import hashlib
 
     from . import __version__
@@ -116,16 +125,8 @@ def store_words(words: Iterable[str]) -> None:
     import json
 
     path = os.path.join(_cache_dir(), f"words-{_code_key()}.json")
-    if os.path.exists(path):
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(sorted(words), f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    if not os.path.exists(path):
+        _cache_write(path, json.dumps(sorted(words)).encode("utf-8"))
 
 
 def trie_pattern(words: Iterable[str]) -> str:
