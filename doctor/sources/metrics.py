@@ -23,7 +23,8 @@ TRAINER_KEYS = frozenset({
 })
 LITERALS = ("'loss'", '"loss"', "'reward'", '"reward"', "'train_runtime'", '"train_runtime"', "'grad_norm'",
             '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'")
-_LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime")   # each literal holds one of these
+# each literal holds one of these (a test checks it); has_literal spells them out: one C-level test each
+_LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime")
 
 
 def has_literal(text: str) -> bool:

@@ -483,4 +483,5 @@ def usable(session, stream: BinaryIO) -> bool:
         return False
 
 
-__all__ = ["ChunkScanner", "Matcher", "HyperscanMatcher", "matcher_for", "scan_file", "start_early", "big_enough", "usable"]
+__all__ = ["ChunkScanner", "Matcher", "HyperscanMatcher", "matcher_for", "scan_file", "start_early", "big_enough",
+           "usable"]
