@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .swiftconfig import _ENV_NAMES, parse_value
+from .swiftconfig import _ENV_NAMES, flag_dict, group_flags, parse_value
 
 MAX_JSON = 4 * 1024 * 1024
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -40,26 +40,6 @@ class SwiftCommand:
     config_flags: set[str] = field(default_factory=set)
     stray: list[str] = field(default_factory=list)      # values without a flag
     text: str = ""
-
-
-def group_flags(tokens: list[str], *, normalize: bool = False,
-                short: bool = False) -> tuple[list[tuple[str, list[str]]], list[str]]:
-    """(flag, its values) in order, and the values before any flag. ``--name=value`` and ``--name v1 v2``;
-    ``normalize``: dashes in names become underscores (argparse's dest); ``short``: ``-h``-style tokens are
-    flags of their own (kept with their dash) rather than values."""
-    flags: list[tuple[str, list[str]]] = []
-    stray: list[str] = []
-    for tok in tokens:
-        if tok.startswith("--") and len(tok) > 2:
-            name, eq, val = tok[2:].partition("=")
-            flags.append((name.replace("-", "_") if normalize else name, [val] if eq else []))
-        elif short and tok.startswith("-") and len(tok) == 2 and tok[1].isalpha():
-            flags.append((tok, []))
-        elif flags:
-            flags[-1][1].append(tok)
-        else:
-            stray.append(tok)
-    return flags, stray
 
 
 def read_json(path: Path) -> Any:
@@ -228,15 +208,7 @@ def parse_command(argv: list[str], env: Mapping[str, str] | None = None, cwd: Pa
 
 def flag_values(cmd: SwiftCommand) -> dict[str, Any]:
     """Flags -> values the way parse_argv gives them (last one wins, like argparse)."""
-    out: dict[str, Any] = {}
-    for name, vals in cmd.flags:
-        if not vals:
-            out[name] = True
-        elif len(vals) == 1:
-            out[name] = parse_value(vals[0])
-        else:
-            out[name] = [parse_value(v) for v in vals]
-    return out
+    return flag_dict(cmd.flags)
 
 
 def read_model_dir(path: str | None) -> tuple[dict | None, dict | None, str | None]:

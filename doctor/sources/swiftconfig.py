@@ -63,28 +63,40 @@ def parse_value(text: str) -> Any:
 
 def parse_argv(argv: list[str]) -> dict[str, Any]:
     """``--key v1 v2 --flag`` -> {key: v1 or [v1, v2], flag: True}; dashes in names become underscores."""
-    out: dict[str, Any] = {}
-    key: str | None = None
-    vals: list[str] = []
+    return flag_dict(group_flags(argv, normalize=True)[0])
 
-    def flush() -> None:
-        if key is None:
-            return
-        if not vals:
-            out[key] = True
-        elif len(vals) == 1:
-            out[key] = parse_value(vals[0])
-        else:
-            out[key] = [parse_value(v) for v in vals]
 
-    for tok in argv:
+def group_flags(tokens: list[str], *, normalize: bool = False,
+                short: bool = False) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """(flag, its values) in order, and the values before any flag. ``--name=value`` and ``--name v1 v2``;
+    ``normalize``: dashes in names become underscores (argparse's dest); ``short``: ``-h``-style tokens are
+    flags of their own (kept with their dash) rather than values."""
+    flags: list[tuple[str, list[str]]] = []
+    stray: list[str] = []
+    for tok in tokens:
         if tok.startswith("--") and len(tok) > 2:
-            flush()
             name, eq, val = tok[2:].partition("=")
-            key, vals = name.replace("-", "_"), ([val] if eq else [])
-        elif key is not None:
-            vals.append(tok)
-    flush()
+            flags.append((name.replace("-", "_") if normalize else name, [val] if eq else []))
+        elif short and tok.startswith("-") and len(tok) == 2 and tok[1].isalpha():
+            flags.append((tok, []))
+        elif flags:
+            flags[-1][1].append(tok)
+        else:
+            stray.append(tok)
+    return flags, stray
+
+
+def flag_dict(flags: list[tuple[str, list[str]]]) -> dict[str, Any]:
+    """Grouped flags -> {name: True | value | [values]} (parse_value on each; the last of a name wins, like
+    argparse)."""
+    out: dict[str, Any] = {}
+    for name, vals in flags:
+        if not vals:
+            out[name] = True
+        elif len(vals) == 1:
+            out[name] = parse_value(vals[0])
+        else:
+            out[name] = [parse_value(v) for v in vals]
     return out
 
 
