@@ -15,7 +15,7 @@ from typing import Iterable
 from . import __version__
 from .engine import Session, select_rules
 from .model import CHECKPOINT, Finding, InputInfo, Report
-from .registry import RuleMeta, _load_one, rules_dir
+from .registry import RuleMeta, _load_one, rule_files
 from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
 from .sources.inputs import InputError
 from .sources.swiftconfig import RunConfig
@@ -26,7 +26,7 @@ from .checks.ckpt_facts import CkptInput
 def _ckpt_metas() -> tuple[RuleMeta, ...]:
     """Only the checkpoint rules' TOML files: compiling the whole catalog's regexes costs ~0.4 s, more than the
     checks of a 70B checkpoint."""
-    return tuple(_load_one(p) for p in sorted(rules_dir().glob("*.toml"))
+    return tuple(_load_one(p) for p in rule_files()
                  if 'check = "ckpt:' in p.read_text(encoding="utf-8"))
 
 

@@ -32,6 +32,11 @@ CATEGORIES = (
 )
 
 
+# rules/<family>/: the folders of the catalog, mirrored by doctor/checks/<family>/ (rules/README.md)
+FAMILIES = ("batch", "memory", "vllm", "distributed", "hang", "args", "data", "deps", "config", "gpu", "rewards",
+            "numerics", "outputs", "checkpoint", "fallback")
+
+
 class CatalogError(Exception):
     """A rule file is malformed. The message names the file."""
 
@@ -74,6 +79,7 @@ class RuleMeta:
     not_examples: tuple[str, ...]
     versions: str
     path: str
+    family: str = ""
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -81,10 +87,16 @@ class RuleMeta:
         return Role.consequence if self.consequence else Role.standalone
 
 
+def rule_files(directory: Path | None = None) -> list[Path]:
+    """Every rule file of the catalog: ``rules/<family>/GDnnn-slug.toml``, sorted by name (= by id)."""
+    d = directory if directory is not None else rules_dir()
+    return sorted(d.glob("*/*.toml"), key=lambda p: p.name)
+
+
 def rules_dir() -> Path:
     here = Path(__file__).resolve().parent
     packaged = here / "_rules"
-    if packaged.is_dir() and any(packaged.glob("*.toml")):
+    if packaged.is_dir() and any(packaged.glob("*/*.toml")):
         return packaged
     return here.parent / "rules"
 
@@ -127,6 +139,9 @@ class LazyRegex:
 
 def _load_one(path: Path) -> RuleMeta:
     where = str(path)
+    family = path.parent.name
+    if family not in FAMILIES:
+        raise CatalogError(f"{where}: rules live in rules/<family>/, one of {', '.join(FAMILIES)}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -162,7 +177,7 @@ def _load_one(path: Path) -> RuleMeta:
         patterns=tuple(pats), exceptions=tuple(excs), check=data.get("check"), fixer=data.get("fixer"),
         consequence=bool(data.get("consequence", False)), fallback=bool(data.get("fallback", False)),
         priority=int(data.get("priority", 50)), examples=tuple(data.get("examples", ())),
-        not_examples=tuple(data.get("not_examples", ())), versions=data.get("versions", ""), path=where,
+        not_examples=tuple(data.get("not_examples", ())), versions=data.get("versions", ""), path=where, family=family,
         options=dict(data.get("options", {})),
     )
 
@@ -170,7 +185,7 @@ def _load_one(path: Path) -> RuleMeta:
 @lru_cache(maxsize=4)
 def load_catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
     d = Path(directory) if directory else rules_dir()
-    metas = [_load_one(p) for p in sorted(d.glob("*.toml"))]
+    metas = [_load_one(p) for p in rule_files(d)]
     seen: dict[str, str] = {}
     for m in metas:
         for key in (m.id, m.slug):

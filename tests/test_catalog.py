@@ -39,7 +39,8 @@ def test_every_regex_compiles(tmp_path):
             for rx in (e.type, e.message):
                 if rx is not None:
                     rx.compile()
-    bad = tmp_path / "GD999-bad.toml"
+    (tmp_path / "fallback").mkdir()
+    bad = tmp_path / "fallback" / "GD999-bad.toml"
     bad.write_text('id = "GD999"\nslug = "bad"\ncategory = "other"\nseverity = "error"\ntitle = "t"\nwhy = "w"\n'
                    '[[patterns]]\nregex = "(unclosed"\nliterals = ["unclosed"]\n', encoding="utf-8")
     from doctor.registry import CatalogError
