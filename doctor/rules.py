@@ -41,6 +41,18 @@ class FinishContext:
     facts: dict = field(default_factory=dict)                     # preflight inputs read by its driver (model, GPU)
 
 
+@dataclass(frozen=True)
+class Diagnosis:
+    """What a pattern rule's ``diagnose(hits, state)`` computed from the run: the message and fix that replace
+    the TOML's templates (None keeps the template), a severity other than the rule's, evidence put before the
+    matched lines. A diagnose hook returns None to drop the finding (the hits are not this failure)."""
+
+    message: str | None = None
+    fix: tuple[str, ...] | None = None
+    severity: Severity | None = None
+    evidence: tuple[Evidence, ...] = ()
+
+
 class _Blank(dict):
     def __missing__(self, key: str) -> str:
         return "?"
@@ -167,13 +179,21 @@ class PatternRule(Rule):
         fix = [render(f, vals) for f in self.meta.fix]
         severity = None
         if self._fixer is not None:
-            out = self._fixer(self.hits, ctx) or {}
-            if out.get("skip"):
+            out = self._fixer(self.hits, ctx)
+            if out is None:
                 return []
-            message = out.get("message", message)
-            fix = out.get("fix", fix)
-            severity = out.get("severity")
-            evidence = tuple(out.get("evidence", ())) + evidence if out.get("evidence") else evidence
+            if isinstance(out, Diagnosis):
+                message = out.message if out.message is not None else message
+                fix = list(out.fix) if out.fix is not None else fix
+                severity = out.severity
+                evidence = out.evidence + evidence
+            else:  # transition: fixers that still return a dict ({"skip": True} dropped the finding)
+                if out.get("skip"):
+                    return []
+                message = out.get("message", message)
+                fix = out.get("fix", fix)
+                severity = out.get("severity")
+                evidence = tuple(out.get("evidence", ())) + evidence if out.get("evidence") else evidence
         return [self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
                           seq=first.seq, severity=severity)]
 

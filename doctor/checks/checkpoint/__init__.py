@@ -1,0 +1,1 @@
+"""Checks of the checkpoint rules (rules/checkpoint/)."""

@@ -1,0 +1,1 @@
+"""Checks of the config rules (rules/config/)."""

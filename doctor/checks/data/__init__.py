@@ -1,0 +1,1 @@
+"""Checks of the data rules (rules/data/)."""

@@ -1,0 +1,1 @@
+"""Checks of the numerics rules (rules/numerics/)."""
