@@ -1,1 +1,0 @@
-"""Checks of the args rules (rules/args/)."""

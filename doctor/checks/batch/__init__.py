@@ -1,1 +1,0 @@
-"""Checks of the batch rules (rules/batch/)."""

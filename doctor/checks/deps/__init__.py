@@ -1,1 +1,0 @@
-"""Checks of the deps rules (rules/deps/)."""

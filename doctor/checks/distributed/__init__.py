@@ -1,1 +1,0 @@
-"""Checks of the distributed rules (rules/distributed/)."""

@@ -1,1 +1,0 @@
-"""Checks of the fallback rules (rules/fallback/)."""

@@ -1,1 +1,0 @@
-"""Checks of the gpu rules (rules/gpu/)."""

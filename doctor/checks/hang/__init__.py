@@ -1,1 +1,0 @@
-"""Checks of the hang rules (rules/hang/)."""

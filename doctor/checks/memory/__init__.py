@@ -1,1 +1,0 @@
-"""Checks of the memory rules (rules/memory/)."""

@@ -1,1 +1,0 @@
-"""Checks of the outputs rules (rules/outputs/)."""

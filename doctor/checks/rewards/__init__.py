@@ -1,1 +1,0 @@
-"""Checks of the rewards rules (rules/rewards/)."""

@@ -1,1 +1,0 @@
-"""Checks of the vllm rules (rules/vllm/)."""
