@@ -47,7 +47,7 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
             early.close()  # not adopted (the line-by-line path ran), or already reaped: nothing left behind
     ckpts = run_checkpoints(paths)
     if ckpts:
-        from .checks.ckpt_facts import CkptInput
+        from .checks.checkpoint._facts import CkptInput
         from .ckpt import fold_into_log_finding
         from .sources.checkpoint import read_checkpoint
         for d, display in ckpts:

@@ -19,15 +19,14 @@ from .registry import RuleMeta, _load_one, rule_files
 from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
 from .sources.inputs import InputError
 from .sources.swiftconfig import RunConfig
-from .checks.ckpt_facts import CkptInput
+from .checks.checkpoint._facts import CkptInput
 
 
 @lru_cache(maxsize=1)
 def _ckpt_metas() -> tuple[RuleMeta, ...]:
     """Only the checkpoint rules' TOML files: compiling the whole catalog's regexes costs ~0.4 s, more than the
     checks of a 70B checkpoint."""
-    return tuple(_load_one(p) for p in rule_files()
-                 if 'check = "ckpt:' in p.read_text(encoding="utf-8"))
+    return tuple(_load_one(p) for p in rule_files() if p.parent.name == "checkpoint")
 
 
 def checkpoint_rules(metas: Iterable[RuleMeta] | None = None) -> list[RuleMeta]:
@@ -35,7 +34,7 @@ def checkpoint_rules(metas: Iterable[RuleMeta] | None = None) -> list[RuleMeta]:
     from .rules import build_rule
     out = []
     for m in (_ckpt_metas() if metas is None else metas):
-        if m.check and m.check.startswith("ckpt:") and CHECKPOINT in build_rule(m).kinds:
+        if m.family == "checkpoint" and m.check and CHECKPOINT in build_rule(m).kinds:
             out.append(m)
     return out
 

@@ -157,7 +157,7 @@ class Session:
         self._emit(COMPLETIONS, payload)
 
     def feed_checkpoint(self, payload: Any) -> None:
-        """One checkpoint directory's facts (``doctor.checks.ckpt.CkptInput``)."""
+        """One checkpoint directory's facts (``doctor.checks.checkpoint._facts.CkptInput``)."""
         self._emit(model.CHECKPOINT, payload)
 
     def _emit(self, kind: str, payload: Any) -> None:

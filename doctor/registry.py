@@ -205,7 +205,7 @@ def find_rule(key: str, catalog: tuple[RuleMeta, ...] | None = None) -> RuleMeta
 
 
 def resolve(ref: str) -> Any:
-    """'batch:train_fix' -> doctor.checks.batch.train_fix"""
+    """'batch.divisibility:train_fix' -> doctor.checks.batch.divisibility.train_fix"""
     mod, _, name = ref.partition(":")
     module = importlib.import_module(f"doctor.checks.{mod}")
     try:

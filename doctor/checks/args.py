@@ -14,7 +14,7 @@ from typing import Any
 from ..model import EXCEPTION, LINE, ExceptionInfo, Finding, LogLine, Severity
 from ..rules import FinishContext, Hit, Rule, evidence_of
 from ..sources.swiftconfig import RunConfig, group_flags
-from .batch import divisors, nearest
+from ..swift.batch import divisors, nearest
 from .swift_fields import RLHF_FIELDS_4_6
 
 # --------------------------------------------------------------------------- version helpers

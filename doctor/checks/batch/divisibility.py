@@ -8,58 +8,25 @@ per_device_eval_batch_size must be divisible by num_generations (num_generations
 from __future__ import annotations
 
 from math import gcd
-from typing import Any
 
-from ..rules import FinishContext, Hit
-from ..sources.swiftconfig import RunConfig
-
-
-def divisors(n: int, start: int = 2) -> list[int]:
-    return [d for d in range(start, n + 1) if n % d == 0] if n > 0 else []
+from ...rules import Diagnosis, FinishContext, Hit
+from ...swift.batch import divisors, multiples_around, nearest
+from ...swift.flags import flag_exists
+from ._values import as_int
 
 
-def nearest(values: list[int], target: int, k: int = 4) -> list[int]:
-    return sorted(sorted(values, key=lambda v: (abs(v - target), -v))[:k])
-
-
-def multiples_around(x: int, step: int) -> list[int]:
-    """The multiples of ``step`` nearest to ``x`` (one below if positive, one above)."""
-    if step <= 0:
-        return []
-    lo = (x // step) * step
-    hi = lo + step if lo != x else x
-    out = [v for v in (lo, hi) if v > 0]
-    return sorted(set(out)) or [step]
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v) if v is not None and v != "?" and not isinstance(v, bool) else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _flag_exists(run: RunConfig, flag: str) -> bool:
-    """Does this flag exist in the ms-swift version at hand? (unknown version: assume a recent one)"""
-    mm = run.swift_major_minor
-    if mm is None:
-        return True
-    since = {"steps_per_generation": (3, 5), "generation_batch_size": (3, 5), "num_generations_eval": (3, 12)}
-    return mm >= since.get(flag, (0, 0))
-
-
-def train_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     run = ctx.run
     g0 = hits[0].groups
-    g = _int(g0.get("g")) or run.int_arg("num_generations")
-    n = _int(g0.get("n")) or run.world_size() or 1
-    b = _int(g0.get("b")) or run.int_arg("per_device_train_batch_size") or 1
-    s = _int(g0.get("s"))
-    gbs = _int(g0.get("gbs"))
+    g = as_int(g0.get("g")) or run.int_arg("num_generations")
+    n = as_int(g0.get("n")) or run.world_size() or 1
+    b = as_int(g0.get("b")) or run.int_arg("per_device_train_batch_size") or 1
+    s = as_int(g0.get("s"))
+    gbs = as_int(g0.get("gbs"))
     global_only = "global train batch size" in hits[0].evidence.text  # 3.1-3.3 / trl 0.15-0.16 wording
     ga_flag = "gradient_accumulation_steps"
     spg_explicit = run.cli.get("steps_per_generation") is not None
-    mult_flag = "steps_per_generation" if (spg_explicit and _flag_exists(run, "steps_per_generation")) else ga_flag
+    mult_flag = "steps_per_generation" if (spg_explicit and flag_exists(run.swift_major_minor, "steps_per_generation")) else ga_flag
     if s is None and not global_only:
         if gbs and n and b and gbs % (n * b) == 0:
             s = gbs // (n * b)
@@ -72,23 +39,23 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
     fix: list[str] = []
     explicit_gbs = g0.get("gb") is not None or g0.get("expected") is not None
     if g0.get("expected") is not None:
-        exp = _int(g0["expected"])
+        exp = as_int(g0["expected"])
         msg = (f"generation_batch_size {gbs} was set together with steps_per_generation, and they disagree: "
                f"per_device_train_batch_size x world_size x steps_per_generation = {exp}.")
         fix.append(f"Set only one of them: drop --generation_batch_size, or drop --steps_per_generation and keep "
                    f"--generation_batch_size {gbs} (a multiple of {n * b} and of num_generations {g}).")
-        return {"message": msg, "fix": fix}
+        return Diagnosis(message=msg, fix=tuple(fix))
     if g0.get("gb") is not None:
-        gb = _int(g0["gb"]) or n * b
+        gb = as_int(g0["gb"]) or n * b
         msg = (f"generation_batch_size {gbs} is not a multiple of the global batch size {gb} "
                f"(world size {n} x per_device_train_batch_size {b}).")
         step = gb * g // gcd(gb, g) if g else gb
         fix.append(f"Use --generation_batch_size {' or '.join(map(str, multiples_around(gbs, step)))} "
                    f"(multiples of both the global batch {gb} and num_generations {g or '?'}), or drop it and set "
                    f"--steps_per_generation instead.")
-        return {"message": msg, "fix": fix}
+        return Diagnosis(message=msg, fix=tuple(fix))
     if not g:
-        return {}
+        return Diagnosis()
     if global_only:
         arith = f"world size {n} x per_device_train_batch_size {b} = {gbs} completions per step"
     else:
@@ -117,14 +84,14 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
     if explicit_gbs or run.cli.get("generation_batch_size") is not None:
         step = (n * b) * g // gcd(n * b, g)
         fix.append(f"--generation_batch_size {' or '.join(map(str, multiples_around(gbs, step)))}.")
-    return {"message": msg, "fix": fix}
+    return Diagnosis(message=msg, fix=tuple(fix))
 
 
-def eval_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+def eval_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     run = ctx.run
     g0 = hits[0].groups
     if g0.get("size") is not None:  # eval_dataset size N is smaller than total_eval_batch_size M
-        size, total = _int(g0["size"]), _int(g0["total"])
+        size, total = as_int(g0["size"]), as_int(g0["total"])
         n = run.world_size()
         msg = (f"The eval split holds {size} prompt(s) but one eval step needs {total} "
                f"(world size x per_device_eval_batch_size / num_generations).")
@@ -138,9 +105,9 @@ def eval_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
                        "or lower --per_device_eval_batch_size.")
         if n:
             fix.append(f"World size here is {n}.")
-        return {"message": msg, "fix": fix}
+        return Diagnosis(message=msg, fix=tuple(fix))
     if g0.get("expected") is not None:  # Expected 32 inputs, got 4
-        exp, got = _int(g0["expected"]), _int(g0["got"])
+        exp, got = as_int(g0["expected"]), as_int(g0["got"])
         b = run.int_arg("per_device_train_batch_size")
         ga = run.int_arg("gradient_accumulation_steps")
         eb = run.int_arg("per_device_eval_batch_size")
@@ -160,12 +127,12 @@ def eval_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
         else:
             fix.append("Set --per_device_eval_batch_size equal to per_device_train_batch_size, or turn evaluation "
                        "off (--eval_strategy no) and upgrade ms-swift (later 3.x releases fixed the eval batch path).")
-        return {"message": msg, "fix": fix}
-    g = _int(g0.get("g")) or run.int_arg("num_generations_eval") or run.int_arg("num_generations")
-    n = _int(g0.get("n")) or run.world_size() or 1
-    b = _int(g0.get("b")) or run.int_arg("per_device_eval_batch_size") or 1
+        return Diagnosis(message=msg, fix=tuple(fix))
+    g = as_int(g0.get("g")) or run.int_arg("num_generations_eval") or run.int_arg("num_generations")
+    n = as_int(g0.get("n")) or run.world_size() or 1
+    b = as_int(g0.get("b")) or run.int_arg("per_device_eval_batch_size") or 1
     if not g:
-        return {}
+        return Diagnosis()
     total = n * b
     msg = (f"Global eval batch = world size {n} x per_device_eval_batch_size {b} = {total}, not a multiple of "
            f"the eval num_generations {g}.")
@@ -174,7 +141,7 @@ def eval_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
     opts = multiples_around(b, step)
     fix.append(f"--per_device_eval_batch_size {' or '.join(map(str, opts))} "
                f"(gives {' / '.join(str(n * v) for v in opts)}, divisible by {g}).")
-    geval = "num_generations_eval" if _flag_exists(run, "num_generations_eval") else "num_generations"
+    geval = "num_generations_eval" if flag_exists(run.swift_major_minor, "num_generations_eval") else "num_generations"
     valid = divisors(total, 2 if geval == "num_generations" else 1)
     if valid:
         fix.append(f"--{geval} {' or '.join(map(str, nearest(valid, g)))}"
@@ -186,33 +153,4 @@ def eval_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
                    "(--split_dataset_ratio 0 turns it off).")
     else:
         fix.append("Or disable evaluation: --eval_strategy no (and drop --val_dataset).")
-    return {"message": msg, "fix": fix}
-
-
-def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
-    run = ctx.run
-    g = _int(hits[0].groups.get("g")) or run.int_arg("num_generations")
-    n = run.world_size() or 1
-    b = run.int_arg("per_device_train_batch_size") or 1
-    s = run.int_arg("steps_per_generation") or run.int_arg("gradient_accumulation_steps") or 1
-    gbs = n * b * s
-    shown = g if g is not None else "<2"
-    msg = (f"num_generations is {shown}: GRPO normalises each reward against the other completions of the same "
-           f"prompt, so a group needs at least 2 (the advantage of a group of 1 is always 0).")
-    cands = [d for d in divisors(gbs) if d >= 2]
-    fix = []
-    if cands:
-        fix.append(f"--num_generations {' or '.join(map(str, nearest(cands, 8)))} (divisors of the generation "
-                   f"batch {n} x {b} x {s} = {gbs}); 4 to 16 is usual.")
-        if max(cands) < 4:
-            b4 = b * 4 // gcd(gbs, 4)
-            fix.append(f"For groups of 4: --num_generations 4 --per_device_train_batch_size {b4} "
-                       f"({n} x {b4} x {s} = {n * b4 * s} completions per generation step).")
-    else:
-        fix.append(f"--num_generations 4 with --per_device_train_batch_size 4 (the generation batch "
-                   f"world size x batch x steps_per_generation = {gbs} must be a multiple of it).")
-    mm = run.swift_major_minor
-    if mm is None or mm >= (4, 4):
-        fix.append("For on-policy distillation with a single sample per prompt, ms-swift >= 4.4 allows "
-                   "num_generations 1 only together with --teacher_model.")
-    return {"message": msg, "fix": fix}
+    return Diagnosis(message=msg, fix=tuple(fix))

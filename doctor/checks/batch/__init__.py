@@ -1,0 +1,1 @@
+"""Checks of the batch rules (rules/batch/)."""

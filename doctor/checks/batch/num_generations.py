@@ -1,0 +1,38 @@
+"""GD103: num_generations below 2 (a group of one has no advantage); the fix names group sizes that divide this
+run's generation batch."""
+from __future__ import annotations
+
+from math import gcd
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ...swift.batch import divisors, nearest
+from ._values import as_int
+
+
+def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
+    run = ctx.run
+    g = as_int(hits[0].groups.get("g")) or run.int_arg("num_generations")
+    n = run.world_size() or 1
+    b = run.int_arg("per_device_train_batch_size") or 1
+    s = run.int_arg("steps_per_generation") or run.int_arg("gradient_accumulation_steps") or 1
+    gbs = n * b * s
+    shown = g if g is not None else "<2"
+    msg = (f"num_generations is {shown}: GRPO normalises each reward against the other completions of the same "
+           f"prompt, so a group needs at least 2 (the advantage of a group of 1 is always 0).")
+    cands = [d for d in divisors(gbs) if d >= 2]
+    fix = []
+    if cands:
+        fix.append(f"--num_generations {' or '.join(map(str, nearest(cands, 8)))} (divisors of the generation "
+                   f"batch {n} x {b} x {s} = {gbs}); 4 to 16 is usual.")
+        if max(cands) < 4:
+            b4 = b * 4 // gcd(gbs, 4)
+            fix.append(f"For groups of 4: --num_generations 4 --per_device_train_batch_size {b4} "
+                       f"({n} x {b4} x {s} = {n * b4 * s} completions per generation step).")
+    else:
+        fix.append(f"--num_generations 4 with --per_device_train_batch_size 4 (the generation batch "
+                   f"world size x batch x steps_per_generation = {gbs} must be a multiple of it).")
+    mm = run.swift_major_minor
+    if mm is None or mm >= (4, 4):
+        fix.append("For on-policy distillation with a single sample per prompt, ms-swift >= 4.4 allows "
+                   "num_generations 1 only together with --teacher_model.")
+    return Diagnosis(message=msg, fix=tuple(fix))
