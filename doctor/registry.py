@@ -32,9 +32,32 @@ CATEGORIES = (
 )
 
 
-# rules/<family>/: the folders of the catalog, mirrored by doctor/checks/<family>/ (rules/README.md)
-FAMILIES = ("batch", "memory", "vllm", "distributed", "hang", "args", "data", "deps", "config", "gpu", "rewards",
-            "numerics", "outputs", "checkpoint", "fallback")
+# rules/<family>/: the folders of the catalog, mirrored by doctor/checks/<family>/, and the ids each may use
+# (rules/README.md has the same table; a test checks that they agree)
+FAMILY_IDS: dict[str, tuple[tuple[int, int], ...]] = {
+    "batch": ((101, 199),), "memory": ((201, 209), (905, 905)), "vllm": ((210, 299),),
+    "distributed": ((301, 319),), "hang": ((320, 399), (901, 902)), "args": ((401, 429),), "data": ((430, 449),),
+    "deps": ((450, 459),), "config": ((460, 499),), "gpu": ((501, 599), (903, 904)), "rewards": ((601, 619),),
+    "numerics": ((620, 639),), "outputs": ((640, 699),), "checkpoint": ((701, 899), (906, 906)),
+    "fallback": ((990, 999),),
+}
+FAMILIES = tuple(FAMILY_IDS)
+
+
+def id_in_family(rule_id: str, family: str) -> bool:
+    try:
+        n = int(rule_id[2:]) if rule_id.startswith("GD") else -1
+    except ValueError:
+        return False
+    return any(lo <= n <= hi for lo, hi in FAMILY_IDS.get(family, ()))
+
+
+# The keys a rule file may hold (rules/README.md has the table; a test checks the two agree)
+KEYS = frozenset({"id", "slug", "category", "severity", "title", "why", "message", "fix", "references", "priority",
+                  "versions", "examples", "not_examples", "patterns", "exceptions", "check", "fixer", "consequence",
+                  "fallback", "options"})
+PATTERN_KEYS = frozenset({"literals", "regex", "origin"})
+EXCEPTION_KEYS = frozenset({"type", "message", "frames", "raised_in"})
 
 
 class CatalogError(Exception):
@@ -146,9 +169,16 @@ def _load_one(path: Path) -> RuleMeta:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise CatalogError(f"{where}: {e}") from None
+    unknown = sorted(set(data) - KEYS)
+    unknown += [f"patterns.{k}" for p in data.get("patterns", []) for k in sorted(set(p) - PATTERN_KEYS)]
+    unknown += [f"exceptions.{k}" for e in data.get("exceptions", []) for k in sorted(set(e) - EXCEPTION_KEYS)]
+    if unknown:
+        raise CatalogError(f"{where}: unknown key(s) {', '.join(unknown)} (rules/README.md lists the keys)")
     for key in ("id", "slug", "category", "severity", "title", "why"):
         if key not in data:
             raise CatalogError(f"{where}: missing required key {key!r}")
+    if not id_in_family(str(data["id"]), family):
+        raise CatalogError(f"{where}: id {data['id']!r} is outside the ids of family {family!r} (rules/README.md)")
     if data["category"] not in CATEGORIES:
         raise CatalogError(f"{where}: unknown category {data['category']!r}")
     pats = []
