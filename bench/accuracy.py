@@ -18,6 +18,9 @@ Figures printed (over all cases, then per --split range and per labelled categor
   (the same line number of ``log.txt``; each key line's marker text is checked first). Cases with no entry
   there (another corpus) are left out of this figure, and the count says so; a corpus may also carry the
   key lines in ``label.json`` under ``"evidence"`` (same shape as the TOML entries);
+- of which right only as "other": the label accepts ``other`` and GD999 (the fallback) came first;
+- framework named right: ``run.framework`` is the framework that ran (the table's ``framework``, or the
+  first word of its ``project``);
 - silent: no finding at warning or above (a real failure log must always get one);
 - one line per top-1 miss: case id, label, what came first, its title.
 
@@ -74,6 +77,9 @@ class CaseResult:
     top1: bool
     anywhere: bool
     evidence: bool | None      # None: no key lines known for this case
+    framework: str | None      # run.framework of the report
+    framework_ok: bool | None  # None: the framework that ran is not known for this case
+    by_fallback: bool          # top-1 right only because the label accepts "other" (GD999's category)
     silent: bool               # no finding at warning or above
     categories: list[str] = field(default_factory=list)
     evidence_lines: list[int] = field(default_factory=list)
@@ -97,13 +103,27 @@ def find_cases(roots: list[str]) -> list[Path]:
     return cases
 
 
-def load_key_lines(path: Path | None) -> dict[str, list[KeyLine]]:
+def load_table(path: Path | None) -> dict[str, dict]:
+    """The per-case entries of the evidence table (key lines, framework, project)."""
     if path is None or not path.is_file():
         return {}
     with open(path, "rb") as f:
-        data = tomllib.load(f)
+        return tomllib.load(f).get("cases", {})
+
+
+def load_key_lines(path: Path | None) -> dict[str, list[KeyLine]]:
     return {case: [KeyLine(int(k[0]), str(k[1])) for k in entry.get("key", [])]
-            for case, entry in data.get("cases", {}).items()}
+            for case, entry in load_table(path).items()}
+
+
+def frameworks_of(entry: dict | None) -> list[str]:
+    """The framework names a report may give for this case: the framework, or the project's first word."""
+    if not entry or not entry.get("framework"):
+        return []
+    names = [str(entry["framework"]).lower()]
+    if entry.get("project"):
+        names.append(str(entry["project"]).split()[0].lower())
+    return names
 
 
 def check_key_lines(case_dir: Path, keys: list[KeyLine]) -> None:
@@ -120,7 +140,7 @@ def case_number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def run_case(case_dir: Path, keys: list[KeyLine] | None) -> CaseResult:
+def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] | None = None) -> CaseResult:
     label = json.loads((case_dir / "label.json").read_text(encoding="utf-8"))
     want = label["category"]
     accept = [want] + list(label.get("also_accept") or [])
@@ -129,8 +149,10 @@ def run_case(case_dir: Path, keys: list[KeyLine] | None) -> CaseResult:
     t0 = time.perf_counter()
     error = None
     findings = []
+    run: dict = {}
     try:
-        findings = analyze([str(case_dir)]).findings
+        report = analyze([str(case_dir)])
+        findings, run = report.findings, report.run
     except Exception as e:  # noqa: BLE001 - a crash is a result to report, not a reason to stop the bench
         error = f"{type(e).__name__}: {e}"
     dt = time.perf_counter() - t0
@@ -150,6 +172,9 @@ def run_case(case_dir: Path, keys: list[KeyLine] | None) -> CaseResult:
         got=first.category if first else None, rule_id=first.rule_id if first else None,
         title=first.title if first else None, severity=first.severity.name if first else None,
         top1=first is not None and first.category in accept,
+        by_fallback=first is not None and first.category == "other" and want != "other" and "other" in accept,
+        framework=run.get("framework"),
+        framework_ok=(str(run.get("framework") or "").lower() in frameworks) if frameworks else None,
         anywhere=any(c in accept for c in cats),
         evidence=evidence,
         silent=not any(f.severity >= Severity.warning for f in findings),
@@ -178,14 +203,20 @@ def pct(n: int, d: int) -> str:
 def summary(results: list[CaseResult], title: str, out) -> None:
     n = len(results)
     ev = [r for r in results if r.evidence is not None]
-    print(f"== {title}: {n} cases", file=out)
-    print(f"  top-1 category      {pct(sum(r.top1 for r in results), n)}", file=out)
-    print(f"  right anywhere      {pct(sum(r.anywhere for r in results), n)}", file=out)
-    print(f"  evidence line right {pct(sum(bool(r.evidence) for r in ev), len(ev))}"
-          + (f"   ({n - len(ev)} cases without key lines left out)" if len(ev) < n else ""), file=out)
+    fw = [r for r in results if r.framework_ok is not None]
+    fb = [r for r in results if r.by_fallback]
     silent = [r for r in results if r.silent]
+    print(f"== {title}: {n} cases", file=out)
+    print(f"  top-1 category        {pct(sum(r.top1 for r in results), n)}"
+          + (f"   (of which {len(fb)} only as 'other' by GD999: {', '.join(r.case[:3] for r in fb)})" if fb else ""),
+          file=out)
+    print(f"  right anywhere        {pct(sum(r.anywhere for r in results), n)}", file=out)
+    print(f"  evidence line right   {pct(sum(bool(r.evidence) for r in ev), len(ev))}"
+          + (f"   ({n - len(ev)} cases without key lines left out)" if len(ev) < n else ""), file=out)
+    if fw:
+        print(f"  framework named right {pct(sum(bool(r.framework_ok) for r in fw), len(fw))}", file=out)
     print(f"  silent (no finding >= warning) {len(silent)}"
-          + (": " + ", ".join(f"{r.case[:3]}" for r in silent) if silent else ""), file=out)
+          + (": " + ", ".join(r.case[:3] for r in silent) if silent else ""), file=out)
 
 
 def per_category(results: list[CaseResult], out) -> None:
@@ -223,14 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     cases = find_cases(args.corpus)
-    table = load_key_lines(Path(args.evidence)) if args.evidence else {}
+    table = load_table(Path(args.evidence)) if args.evidence else {}
     t0 = time.perf_counter()
     results = []
     for c in cases:
-        keys = table.get(c.name)
+        entry = table.get(c.name)
+        keys = [KeyLine(int(k[0]), str(k[1])) for k in entry.get("key", [])] if entry else None
         if keys:
             check_key_lines(c, keys)
-        results.append(run_case(c, keys))
+        results.append(run_case(c, keys, frameworks_of(entry)))
     total = time.perf_counter() - t0
 
     out = sys.stderr if args.json == "-" else sys.stdout
