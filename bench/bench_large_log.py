@@ -269,7 +269,7 @@ def main() -> None:
     for what, ln in placed.items():
         if what == "50MB-line":
             continue
-        hit = sorted(r for r, l in lines_seen if l == ln)
+        hit = sorted(r for r, seen_ln in lines_seen if seen_ln == ln)
         print(f"  {what:22s}: line {ln}: {'reported by ' + ', '.join(hit) if hit else 'NOT REPORTED'}")
 
     if "--compare-lines" in argv:  # the line-by-line path on the same file: the reports must be equal
