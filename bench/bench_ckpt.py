@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import struct
 import subprocess
 import sys
@@ -126,10 +125,10 @@ def main() -> None:
           f"(5 runs); findings: {', '.join(f.rule_id for f in rep.findings) or 'none'}")
     exe = [sys.executable, "-m", "doctor.cli", "check-ckpt", str(ck), "--format", "json"]
     t = time.perf_counter()
-    p = subprocess.run(exe, capture_output=True, cwd=ROOT)
+    p = subprocess.run(exe, capture_output=True, cwd=ROOT, check=False)
     wall = time.perf_counter() - t
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "doctor.cli", "--version"], capture_output=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "doctor.cli", "--version"], capture_output=True, cwd=ROOT, check=False)
     startup = time.perf_counter() - t
     print(f"grpo-doctor check-ckpt process: {wall:.2f} s wall (exit {p.returncode}); "
           f"interpreter + import startup alone (--version): {startup:.2f} s")

@@ -260,18 +260,20 @@ def main() -> None:
           f"(matcher: {env.get('GRPO_DOCTOR_MATCHER') or 'auto'}; walls {', '.join(f'{d[0]:.2f}' for d in docs)})")
     print(f"ratio (grep time / analyze time): wall {g_c[0] / wall:.2f} (C) {g_u[0] / wall:.2f} (UTF-8); "
           f"CPU {g_c[1] / cpu:.2f} (C) {g_u[1] / cpu:.2f} (UTF-8)")
-    med = lambda rs: sorted(r[0] for r in rs)[len(rs) // 2]  # noqa: E731
+    def med(rs):
+        return sorted(r[0] for r in rs)[len(rs) // 2]
+
     print(f"  median walls  : grep {med(g_cs):.2f} s (C) {med(g_us):.2f} s (UTF-8), analyze {med(docs):.2f} s: "
           f"ratio {med(g_cs) / med(docs):.2f} (C) {med(g_us) / med(docs):.2f} (UTF-8)")
     print(f"findings        : {[(f['rule_id'], f['severity']) for f in findings]}")
     for what, ln in placed.items():
         if what == "50MB-line":
             continue
-        hit = sorted(r for r, l in lines_seen if l == ln)
+        hit = sorted(r for r, seen_ln in lines_seen if seen_ln == ln)
         print(f"  {what:22s}: line {ln}: {'reported by ' + ', '.join(hit) if hit else 'NOT REPORTED'}")
 
     if "--compare-lines" in argv:  # the line-by-line path on the same file: the reports must be equal
-        lw, lc, lr, lcode, lout = _timed(_doctor_cmd() + ["analyze", str(path), "--format", "json"],
+        lw, lc, lr, _lcode, lout = _timed(_doctor_cmd() + ["analyze", str(path), "--format", "json"],
                                          dict(env, GRPO_DOCTOR_SCAN="lines"))
         same = json.loads(lout) == rep if lout.strip() else False
         print(f"line-by-line    : wall {lw:.2f} s  CPU {lc:.2f} s ({size / lc:.0f} MiB/s)  peak RSS {lr:.0f} MiB; "

@@ -69,7 +69,7 @@ def throughput(size_mb: int, tmp: Path) -> None:
     big = tmp / "big.log"
     size = build(big, size_mb)
     mb = size / 1e6
-    c_last, c_end, _ = drain(["cat", str(big)], size)
+    c_last, _c_end, _ = drain(["cat", str(big)], size)
     w_last, w_end, w_cpu = drain(WATCH + ["--run-dir", str(tmp / "run"), "--", "cat", str(big)], size)
     print(f"pass-through, {mb:.0f} MB of a real GRPO console log (line-oriented text):")
     print(f"  cat alone:               {c_last:6.2f} s  {mb / c_last:8.1f} MB/s")

@@ -1,0 +1,288 @@
+"""Accuracy benchmark: does `grpo-doctor analyze` name the labelled failure of real logs?
+
+Usage:
+  python bench/accuracy.py CORPUS_DIR... [--split 1-25,26-70] [--json [FILE]] [--evidence FILE]
+
+A CORPUS_DIR is a folder of case folders (``NNN-slug/`` with ``log.txt``, optional ``command.txt``,
+``label.json``), as in dev-logs, or one case folder. Each case folder is analyzed in-process, exactly as
+``grpo-doctor analyze CASE_DIR`` would (doctor.sources.inputs.discover reads ``command.txt`` as the launch
+command and skips ``label.json``), so nothing is timed or launched per case.
+
+Figures printed (over all cases, then per --split range and per labelled category):
+
+- top-1: ``findings[0].category`` is the label's ``category`` or one of its ``also_accept``;
+- anywhere: some finding (any severity) has such a category;
+- evidence: ``findings[0]`` quotes a line that shows the failure. The lines that show each failure were
+  chosen by reading each log and are kept in ``bench/data/devlogs-evidence.toml`` (see its header for the
+  criterion and provenance): a case counts when an evidence entry of findings[0] is one of its key lines
+  (the same line number of ``log.txt``; each key line's marker text is checked first). Cases with no entry
+  there (another corpus) are left out of this figure, and the count says so; a corpus may also carry the
+  key lines in ``label.json`` under ``"evidence"`` (same shape as the TOML entries);
+- of which right only as "other": the label accepts ``other`` and GD999 (the fallback) came first;
+- framework named right: ``run.framework`` is the framework that ran (the table's ``framework``, or the
+  first word of its ``project``);
+- silent: no finding at warning or above (a real failure log must always get one);
+- one line per top-1 miss: case id, label, what came first, its title.
+
+``--json`` dumps per-case results (to FILE, or stdout when no FILE is given; the text figures then go to
+stderr). Exit code 0 always: this is a measurement, not a gate (tests/test_devlogs.py is the gate).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEFAULT_EVIDENCE = HERE / "data" / "devlogs-evidence.toml"
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip().lower()
+
+
+@dataclass
+class KeyLine:
+    line: int
+    marker: str
+
+
+@dataclass
+class CaseResult:
+    case: str
+    number: int | None
+    label: str
+    accept: list[str]
+    got: str | None
+    rule_id: str | None
+    title: str | None
+    severity: str | None
+    top1: bool
+    anywhere: bool
+    evidence: bool | None      # None: no key lines known for this case
+    framework: str | None      # run.framework of the report
+    framework_ok: bool | None  # None: the framework that ran is not known for this case
+    by_fallback: bool          # top-1 right only because the label accepts "other" (GD999's category)
+    silent: bool               # no finding at warning or above
+    categories: list[str] = field(default_factory=list)
+    evidence_lines: list[int] = field(default_factory=list)
+    error: str | None = None   # analyze raised (a bug: counted as a miss)
+    seconds: float = 0.0
+
+
+def find_cases(roots: list[str]) -> list[Path]:
+    cases: list[Path] = []
+    for r in roots:
+        p = Path(r)
+        if (p / "label.json").is_file():
+            cases.append(p)
+            continue
+        if not p.is_dir():
+            raise SystemExit(f"{r}: not a folder of cases (no label.json in it or its subfolders)")
+        found = sorted(d for d in p.iterdir() if d.is_dir() and (d / "label.json").is_file())
+        if not found:
+            raise SystemExit(f"{r}: not a folder of cases (no label.json in it or its subfolders)")
+        cases.extend(found)
+    return cases
+
+
+def load_table(path: Path | None) -> dict[str, dict]:
+    """The per-case entries of the evidence table (key lines, framework, project)."""
+    if path is None or not path.is_file():
+        return {}
+    with open(path, "rb") as f:
+        return tomllib.load(f).get("cases", {})
+
+
+def load_key_lines(path: Path | None) -> dict[str, list[KeyLine]]:
+    return {case: [KeyLine(int(k[0]), str(k[1])) for k in entry.get("key", [])]
+            for case, entry in load_table(path).items()}
+
+
+def frameworks_of(entry: dict | None) -> list[str]:
+    """The framework names a report may give for this case: the framework, or the project's first word."""
+    if not entry or not entry.get("framework"):
+        return []
+    names = [str(entry["framework"]).lower()]
+    if entry.get("project"):
+        names.append(str(entry["project"]).split()[0].lower())
+    return names
+
+
+def check_key_lines(case_dir: Path, keys: list[KeyLine]) -> None:
+    """The table must describe this log: each key line holds its marker (else the table has drifted)."""
+    lines = (case_dir / "log.txt").read_text(encoding="utf-8", errors="replace").splitlines()
+    for k in keys:
+        if not (1 <= k.line <= len(lines)) or _norm(k.marker) not in _norm(lines[k.line - 1]):
+            raise SystemExit(f"{case_dir.name}: key line {k.line} does not contain {k.marker!r}: "
+                             "the evidence table does not match this log")
+
+
+def case_number(name: str) -> int | None:
+    m = re.match(r"(\d+)", name)
+    return int(m.group(1)) if m else None
+
+
+def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] | None = None) -> CaseResult:
+    if str(ROOT) not in sys.path:  # this checkout's doctor, also when it is not installed
+        sys.path.insert(0, str(ROOT))
+    from doctor.analyze import analyze
+    from doctor.model import Severity
+
+    label = json.loads((case_dir / "label.json").read_text(encoding="utf-8"))
+    want = label["category"]
+    accept = [want] + list(label.get("also_accept") or [])
+    if keys is None and label.get("evidence"):
+        keys = [KeyLine(int(k[0]), str(k[1])) for k in label["evidence"]]
+    t0 = time.perf_counter()
+    error = None
+    findings = []
+    run: dict = {}
+    try:
+        report = analyze([str(case_dir)])
+        findings, run = report.findings, report.run
+    except Exception as e:  # noqa: BLE001 - a crash is a result to report, not a reason to stop the bench
+        error = f"{type(e).__name__}: {e}"
+    dt = time.perf_counter() - t0
+    first = findings[0] if findings else None
+    cats = [f.category for f in findings]
+    evidence = None
+    ev_lines: list[int] = []
+    if first is not None:
+        ev_lines = [e.line for e in first.evidence if Path(e.path).name == "log.txt"]
+    if keys:
+        evidence = False
+        if first is not None:
+            key_nums = {k.line for k in keys}
+            evidence = any(Path(e.path).name == "log.txt" and e.line in key_nums for e in first.evidence)
+    return CaseResult(
+        case=case_dir.name, number=case_number(case_dir.name), label=want, accept=accept,
+        got=first.category if first else None, rule_id=first.rule_id if first else None,
+        title=first.title if first else None, severity=first.severity.name if first else None,
+        top1=first is not None and first.category in accept,
+        by_fallback=first is not None and first.category == "other" and want != "other" and "other" in accept,
+        framework=run.get("framework"),
+        framework_ok=(str(run.get("framework") or "").lower() in frameworks) if frameworks else None,
+        anywhere=any(c in accept for c in cats),
+        evidence=evidence,
+        silent=not any(f.severity >= Severity.warning for f in findings),
+        categories=cats, evidence_lines=ev_lines, error=error, seconds=round(dt, 4))
+
+
+def parse_split(text: str) -> list[tuple[int, int]]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise SystemExit(f"--split: {part!r} is not N or N-M")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        out.append((lo, hi))
+    return out
+
+
+def pct(n: int, d: int) -> str:
+    return f"{n}/{d} ({100.0 * n / d:.1f}%)" if d else "0/0"
+
+
+def summary(results: list[CaseResult], title: str, out) -> None:
+    n = len(results)
+    ev = [r for r in results if r.evidence is not None]
+    fw = [r for r in results if r.framework_ok is not None]
+    fb = [r for r in results if r.by_fallback]
+    silent = [r for r in results if r.silent]
+    print(f"== {title}: {n} cases", file=out)
+    print(f"  top-1 category        {pct(sum(r.top1 for r in results), n)}"
+          + (f"   (of which {len(fb)} only as 'other' by GD999: {', '.join(r.case[:3] for r in fb)})" if fb else ""),
+          file=out)
+    print(f"  right anywhere        {pct(sum(r.anywhere for r in results), n)}", file=out)
+    print(f"  evidence line right   {pct(sum(bool(r.evidence) for r in ev), len(ev))}"
+          + (f"   ({n - len(ev)} cases without key lines left out)" if len(ev) < n else ""), file=out)
+    if fw:
+        print(f"  framework named right {pct(sum(bool(r.framework_ok) for r in fw), len(fw))}", file=out)
+    print(f"  silent (no finding >= warning) {len(silent)}"
+          + (": " + ", ".join(r.case[:3] for r in silent) if silent else ""), file=out)
+
+
+def per_category(results: list[CaseResult], out) -> None:
+    cats = sorted({r.label for r in results})
+    width = max(len(c) for c in cats) if cats else 10
+    print(f"== per labelled category ({'category':<{width - 11}} n  top-1  anywhere  evidence)", file=out)
+    for c in cats:
+        rs = [r for r in results if r.label == c]
+        ev = [r for r in rs if r.evidence is not None]
+        print(f"  {c:<{width}} {len(rs):>2}  {sum(r.top1 for r in rs):>5}  {sum(r.anywhere for r in rs):>8}"
+              f"  {sum(bool(r.evidence) for r in ev):>4}/{len(ev)}", file=out)
+
+
+def misses(results: list[CaseResult], out) -> None:
+    bad = [r for r in results if not r.top1]
+    print(f"== top-1 misses ({len(bad)})", file=out)
+    for r in bad:
+        got = r.got or "(no finding)"
+        extra = f" [{r.rule_id} {r.severity}] {r.title}" if r.rule_id else ""
+        if r.error:
+            extra = f" analyze raised {r.error}"
+        where = " (right category further down)" if r.anywhere else ""
+        print(f"  {r.case}: label {r.label}, got {got}{extra}{where}", file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpus", nargs="+", help="folder of case folders (or one case folder)")
+    ap.add_argument("--split", default="", help="case-number ranges shown apart, e.g. 1-25,26-70")
+    ap.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                    help="dump per-case results as JSON (to FILE, or stdout)")
+    ap.add_argument("--evidence", default=str(DEFAULT_EVIDENCE), metavar="FILE",
+                    help="key lines per case (TOML); default bench/data/devlogs-evidence.toml")
+    args = ap.parse_args(argv)
+
+    cases = find_cases(args.corpus)
+    table = load_table(Path(args.evidence)) if args.evidence else {}
+    t0 = time.perf_counter()
+    results = []
+    for c in cases:
+        entry = table.get(c.name)
+        keys = [KeyLine(int(k[0]), str(k[1])) for k in entry.get("key", [])] if entry else None
+        if keys:
+            check_key_lines(c, keys)
+        results.append(run_case(c, keys, frameworks_of(entry)))
+    total = time.perf_counter() - t0
+
+    out = sys.stderr if args.json == "-" else sys.stdout
+    summary(results, "all", out)
+    for lo, hi in parse_split(args.split):
+        part = [r for r in results if r.number is not None and lo <= r.number <= hi]
+        summary(part, f"cases {lo:03d}-{hi:03d}", out)
+    per_category(results, out)
+    misses(results, out)
+    print(f"== {len(results)} cases analyzed in {total:.2f} s", file=out)
+
+    if args.json is not None:
+        doc = {"cases": [asdict(r) for r in results]}
+        if args.json == "-":
+            json.dump(doc, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
