@@ -20,6 +20,7 @@ from . import __version__
 from .checks.preflight_cfg import _int
 from .checks.swift_fields import RLHF_FIELDS_4_6
 from .engine import Session, select_rules
+from .swift.version import major_minor
 from .model import InputInfo, LogLine, Report, Where
 from .registry import load_catalog
 from .sources import gpu as gpu_src
@@ -61,13 +62,7 @@ def known_fields(version: str | None) -> tuple[frozenset[str] | None, str]:
 
 
 def _mm(version: str | None) -> tuple[int, int] | None:
-    if not version:
-        return None
-    parts = version.split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None
+    return major_minor(version)
 
 
 # --------------------------------------------------------------------------------- simulated ms-swift checks

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import LogLine
+from ..swift.version import major_minor
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
 
@@ -296,12 +297,7 @@ class RunConfig:
 
     @property
     def swift_major_minor(self) -> tuple[int, int] | None:
-        v = self.swift_version
-        if v:
-            m = re.match(r"(\d+)\.(\d+)", v)
-            if m:
-                return int(m.group(1)), int(m.group(2))
-        return None
+        return major_minor(self.swift_version)
 
     @property
     def major(self) -> int | None:

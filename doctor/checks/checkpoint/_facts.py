@@ -2,12 +2,12 @@
 to save, sizes by part. Everything reads ``CheckpointFacts``; nothing does I/O."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...sources.checkpoint import CheckpointFacts, config_dtype, expected_params
 from ...sources.swiftconfig import RunConfig
+
 
 LORA_TYPES = ("lora", "longlora", "adalora", "qlora", "dora", "loha", "lokr", "vera", "boft", "bone", "reft")
 
@@ -101,11 +101,6 @@ def intent(inp: CkptInput, run: RunConfig | None) -> tuple[str | None, str]:
 def swift_version(args: dict[str, Any] | None) -> str | None:
     v = args.get("swift_version") if isinstance(args, dict) else None
     return str(v) if v else None
-
-
-def major_minor(v: str | None) -> tuple[int, int] | None:
-    m = re.match(r"(\d+)\.(\d+)", v or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 @dataclass

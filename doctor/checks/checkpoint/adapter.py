@@ -9,9 +9,10 @@ from typing import Any
 from ...model import Finding, Severity
 from ...rules import FinishContext
 from ...sources.checkpoint import CheckpointFacts
+from ...swift.version import major_minor
 from ._base import CkptRule, ev_at
 from ._facts import (DTYPE_WIDTH, CkptInput, base_dtype, expected_full_params, fmt_bytes, fmt_params,
-                     intent, kind, major_minor, newest_per_run, parts, swift_version, tuner_value)
+                     intent, kind, newest_per_run, parts, swift_version, tuner_value)
 
 
 # ------------------------------------------------------------------------------------------ GD801

@@ -1,0 +1,26 @@
+"""Library versions as grpo-doctor reads them: one parser, one meaning of "unknown" (None)."""
+from __future__ import annotations
+
+import re
+
+MajorMinor = tuple[int, int]
+
+_MM = re.compile(r"v?(\d+)\.(\d+)")
+
+
+def major_minor(text: object) -> MajorMinor | None:
+    """``"3.12.0.dev0"`` -> (3, 12); None when the text holds no version (unknown)."""
+    if not isinstance(text, str):
+        return None
+    m = _MM.match(text.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def at_least(version: MajorMinor | None, want: MajorMinor, major_hint: int | None = None) -> bool | None:
+    """Is ``version`` at least ``want``? None when it cannot be told (no version, or only a major hint that
+    equals ``want``'s major)."""
+    if version is not None:
+        return version >= want
+    if major_hint is not None and major_hint != want[0]:
+        return major_hint > want[0]
+    return None
