@@ -126,6 +126,7 @@ class Session:
             values, finite = metrics_src.read_console(text)
             if values is not None:
                 self.feed_metrics(Metrics(values, line.where, line.seq, "console", finite))
+        rules: Iterable[Rule]
         if len(hits) == 1:
             rules = hits[0]
         else:  # several words: each rule once, in catalog order

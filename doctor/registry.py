@@ -188,12 +188,12 @@ def _load_one(path: Path) -> RuleMeta:
             raise CatalogError(f"{where}: patterns[{i}] needs 'literals' (words that must occur for a match)")
         pats.append(LinePattern(LazyRegex(p["regex"], where), lits, p.get("origin"), p["regex"]))
     excs = []
-    for e in data.get("exceptions", []):
+    for ex in data.get("exceptions", []):
         excs.append(ExceptionPattern(
-            LazyRegex(e["type"], where) if "type" in e else None,
-            LazyRegex(e["message"], where) if "message" in e else None,
-            tuple(e.get("frames", ())),
-            tuple(e.get("raised_in", ())),
+            LazyRegex(ex["type"], where) if "type" in ex else None,
+            LazyRegex(ex["message"], where) if "message" in ex else None,
+            tuple(ex.get("frames", ())),
+            tuple(ex.get("raised_in", ())),
         ))
     if not pats and not excs and "check" not in data:
         raise CatalogError(f"{where}: a rule needs patterns, exceptions or a check")
