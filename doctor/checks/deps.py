@@ -12,7 +12,7 @@ from typing import Any
 
 from ..model import EXCEPTION, Evidence, ExceptionInfo, Finding, Frame
 from ..rules import FinishContext, Hit, Rule
-from .args import at_least, version_label
+from ._swift import at_least, version_label
 
 # python module -> (pip spec, why it is needed)
 PIP: dict[str, tuple[str, str]] = {

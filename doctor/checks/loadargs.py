@@ -14,7 +14,7 @@ from typing import Any
 
 from ..model import LINE, Evidence, Finding, LogLine
 from ..rules import FinishContext, Hit, Rule, evidence_of
-from .args import tuner_flag, version_label
+from ._swift import tuner_flag, version_label
 
 _LOADED = re.compile(r"Successfully loaded (?P<path>.+?args\.json)\.?\s*$")
 _PARAM_INFO = re.compile(r"model_parameter_info: (?P<cls>[\w.]+): .*?\[(?P<pct>[\d.]+)%\]")
