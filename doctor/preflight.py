@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import __version__
+from .checks.args._swift_fields import RLHF_FIELDS_4_6
 from .checks.preflight_cfg import _int
-from .checks.swift_fields import RLHF_FIELDS_4_6
 from .engine import Session, select_rules
-from .swift.version import major_minor
 from .model import InputInfo, LogLine, Report, Where
 from .registry import load_catalog
 from .sources import gpu as gpu_src
 from .sources.swiftcmd import CommandError, SwiftCommand, flag_values, parse_command, read_json, read_model_dir
 from .sources.swiftconfig import Launch, RunConfig
+from .swift.version import major_minor
 
 PATH = "<preflight>"
 
@@ -174,7 +174,7 @@ def predicted_lines(run: RunConfig, mm: tuple[int, int] | None) -> list[str]:
     return []
 
 
-# flag -> first version that no longer accepts it (swift-notes §7); ADDED in checks/args.py gives the other side
+# flag -> first version that no longer accepts it (swift-notes §7); ADDED in checks/args/_flags.py gives the other side
 REMOVED_IN = {"train_type": (4, 1), "gpu_memory_utilization": (3, 10), "tensor_parallel_size": (3, 10),
               "limit_mm_per_prompt": (3, 10), "data_parallel_size": (3, 10), "use_async_engine": (3, 10),
               "multi_turn_func": (3, 10), "gc_collect_after_offload": (3, 10), "vllm_device": (3, 6),
@@ -183,7 +183,7 @@ REMOVED_IN = {"train_type": (4, 1), "gpu_memory_utilization": (3, 10), "tensor_p
 
 def unknown_by_tables(cmd: SwiftCommand, mm: tuple[int, int] | None) -> list[tuple[str, list[str]]]:
     """Without that version's dataclass: a flag removed by this version, added after it, or known to no version."""
-    from .checks.args import ADDED, REMOVED  # noqa: PLC0415
+    from .swift.flags import ADDED, REMOVED
     if mm is None:
         return []
     out = []

@@ -11,8 +11,8 @@ from conftest import SHARED
 from doctor.engine import Session
 from doctor.registry import find_rule, load_catalog
 from doctor.sources.logtext import LineReader
-from doctor.sources.swiftconfig import RunConfig
-from doctor.checks.args import flag_advice, group_flags, split_argv
+from doctor.sources.swiftconfig import RunConfig, group_flags
+from doctor.checks.args.unknown_flag import flag_advice, split_argv
 
 REAL = SHARED / "real-swift" / "logs"
 SP = "/usr/local/lib/python3.10/site-packages"

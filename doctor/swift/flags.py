@@ -1,4 +1,4 @@
-"""The flag table of ms-swift: which `swift rlhf` flags exist from which version (swift-notes §1, §6, §7).
+"""The flag table of ms-swift: flags renamed, removed and added, by version (swift-notes §1.2, §1.6, §7).
 
 One table for every rule and the preflight. An unknown version reads as a recent one: a fix may name a flag
 of a newer version, and says which version it needs where that matters (``note``).
@@ -6,6 +6,32 @@ of a newer version, and says which version it needs where that matters (``note``
 from __future__ import annotations
 
 from .version import MajorMinor
+
+# old name -> (new name, why). swift-notes §1.2, §1.6, §7.
+RENAMED = {
+    "train_type": ("tuner_type", "ms-swift 4.0 renamed --train_type to --tuner_type; 4.0.x still accepted the old "
+                                 "name with a deprecation warning, 4.1 removed it"),
+    "gpu_memory_utilization": ("vllm_gpu_memory_utilization", "renamed to the vllm_* name in 3.7; the old name was "
+                                                              "accepted until 3.9 and removed in 3.10"),
+    "tensor_parallel_size": ("vllm_tensor_parallel_size", "renamed to the vllm_* name (3.5/3.7); the old name was "
+                                                          "removed in 3.10"),
+    "limit_mm_per_prompt": ("vllm_limit_mm_per_prompt", "renamed to the vllm_* name in 3.7; the old name was removed "
+                                                        "in 3.10"),
+    "data_parallel_size": ("vllm_data_parallel_size", "renamed to the vllm_* name in 3.7; the old name was removed "
+                                                      "in 3.10"),
+    "use_async_engine": ("vllm_use_async_engine", "renamed to the vllm_* name in 3.7; the old name was removed in "
+                                                  "3.10"),
+    "multi_turn_func": ("multi_turn_scheduler", "removed in 3.10; multi-turn rollouts are configured with "
+                                                "--multi_turn_scheduler (3.6+)"),
+}
+# flags that disappeared without a one-to-one successor
+REMOVED = {
+    "vllm_device": "removed in ms-swift 3.6 (deprecated in 3.5): vLLM no longer gets a GPU by index",
+    "num_infer_workers": "removed in ms-swift 3.6 (deprecated in 3.5) together with the 3.2-3.4 async GPU split",
+    "gc_collect_after_offload": "removed in ms-swift 3.10; drop it",
+    "lmdeploy_device": "removed with the LMDeploy rollout backend; use vLLM (--use_vllm true --vllm_mode ...)",
+    "use_lmdeploy": "removed with the LMDeploy rollout backend; use vLLM (--use_vllm true --vllm_mode ...)",
+}
 
 # flag -> (first ms-swift (major, minor) that has it, what to say about it)
 ADDED: dict[str, tuple[MajorMinor, str]] = {

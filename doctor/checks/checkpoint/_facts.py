@@ -8,7 +8,6 @@ from typing import Any
 from ...sources.checkpoint import CheckpointFacts, config_dtype, expected_params
 from ...sources.swiftconfig import RunConfig
 
-
 LORA_TYPES = ("lora", "longlora", "adalora", "qlora", "dora", "loha", "lokr", "vera", "boft", "bone", "reft")
 
 

@@ -11,8 +11,20 @@ from ...rules import FinishContext
 from ...sources.checkpoint import CheckpointFacts
 from ...swift.version import major_minor
 from ._base import CkptRule, ev_at
-from ._facts import (DTYPE_WIDTH, CkptInput, base_dtype, expected_full_params, fmt_bytes, fmt_params,
-                     intent, kind, newest_per_run, parts, swift_version, tuner_value)
+from ._facts import (
+    DTYPE_WIDTH,
+    CkptInput,
+    base_dtype,
+    expected_full_params,
+    fmt_bytes,
+    fmt_params,
+    intent,
+    kind,
+    newest_per_run,
+    parts,
+    swift_version,
+    tuner_value,
+)
 
 
 # ------------------------------------------------------------------------------------------ GD801

@@ -1,13 +1,11 @@
 """GD803: what a full checkpoint is made of, and what each fix saves."""
 from __future__ import annotations
 
-
 from ...model import Finding
 from ...rules import FinishContext
 from ...sources.checkpoint import config_dtype
 from ._base import CkptRule, ev_at
-from ._facts import (CONFIG_TO_ST, base_dtype, fmt_bytes, fmt_params,
-                     kind, newest_per_run, parts, run_config)
+from ._facts import CONFIG_TO_ST, base_dtype, fmt_bytes, fmt_params, kind, newest_per_run, parts, run_config
 
 
 # ------------------------------------------------------------------------------------------ GD803

@@ -8,8 +8,7 @@ from ...model import Finding, Severity
 from ...rules import FinishContext
 from ...sources.checkpoint import SHARD_RE, CheckpointFacts
 from ._base import CkptRule, ev_at
-from ._facts import (expected_full_params, fmt_bytes, fmt_params,
-                     newest_per_run)
+from ._facts import expected_full_params, fmt_bytes, fmt_params, newest_per_run
 
 
 # ------------------------------------------------------------------------------------------ GD802

@@ -1,11 +1,10 @@
 """GD804: the disk fills up before the run has saved its last checkpoint."""
 from __future__ import annotations
 
-
 from ...model import Finding
 from ...rules import FinishContext
 from ._base import CkptRule, ev_at
-from ._facts import (fmt_bytes, newest_per_run, parts, run_config)
+from ._facts import fmt_bytes, newest_per_run, parts, run_config
 
 
 # ------------------------------------------------------------------------------------------ GD804

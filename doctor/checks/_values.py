@@ -1,4 +1,4 @@
-"""Reading the numbers a batch rule's match captured."""
+"""Reading a number that a rule matched or a run configured: one reader for every check."""
 from __future__ import annotations
 
 from typing import Any

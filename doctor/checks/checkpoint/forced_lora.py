@@ -1,4 +1,4 @@
-"""load_args: a full-parameter run that silently trains LoRA, and checkpoints without args.json (GD701-GD709).
+"""GD701: a full-parameter run that silently trains LoRA because load_args force-loads the tuner type.
 
 swift-notes §2: with load_args on, ms-swift force-loads ``tuner_type`` (3.x: ``train_type``) from the first
 args.json found in ``--adapters`` then ``--model``, overriding the command line. Training defaulted to
@@ -12,9 +12,9 @@ import posixpath
 import re
 from typing import Any
 
-from ..model import LINE, Evidence, Finding, LogLine
-from ..rules import FinishContext, Hit, Rule, evidence_of
-from .args import tuner_flag, version_label
+from ...model import LINE, Evidence, Finding, LogLine
+from ...rules import FinishContext, Rule, evidence_of
+from ...swift.run import tuner_flag, version_label
 
 _LOADED = re.compile(r"Successfully loaded (?P<path>.+?args\.json)\.?\s*$")
 _PARAM_INFO = re.compile(r"model_parameter_info: (?P<cls>[\w.]+): .*?\[(?P<pct>[\d.]+)%\]")
@@ -130,7 +130,7 @@ class ForcedLora(Rule):
             msg = (f"The command asks for a full-parameter run (--{asked_key} full) but ms-swift will train LoRA: "
                    f"{src} says {flag}={resolved} ({origin}). Because {why_on}, ms-swift force-loads {flag} from it, "
                    f"overriding the command line, and the checkpoints will hold only adapter weights.")
-        fix = [f"Add --load_args false (or delete `--load_args true` / `load_args: true` from the script or YAML)."]
+        fix = ["Add --load_args false (or delete `--load_args true` / `load_args: true` from the script or YAML)."]
         if mm is not None and mm < (3, 2):
             fix[0] = ("Add --load_args false: ms-swift 3.0-3.1.x training loads args.json by default (3.2+ does not "
                       "unless asked).")
@@ -157,23 +157,3 @@ def adapters_dir(run) -> str | None:
     if isinstance(a, list):
         return str(a[0]) if a else None
     return str(a) if a else None
-
-
-def args_json_missing_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
-    path = (hits[0].groups.get("path") or "").rstrip(".")
-    ckpt = posixpath.dirname(path) or "<checkpoint>"
-    parent = posixpath.dirname(ckpt)
-    is_ckpt = posixpath.basename(ckpt).startswith("checkpoint-")
-    msg = (f"ms-swift rebuilds its arguments from {path} (load_args, the default for infer/export/deploy and for "
-           f"BaseArguments.from_pretrained), but the file is missing: {ckpt} was not saved by a `swift sft/rlhf` run "
-           f"(which copies args.json into every checkpoint), or it was copied without it.")
-    fix = []
-    if is_ckpt and parent:
-        fix.append(f"cp {parent}/args.json {ckpt}/  (the run directory holds the args.json of the run that wrote "
-                   f"the checkpoint).")
-    fix.append(f"Or do not load arguments from the checkpoint: pass the base model and the adapter explicitly, e.g. "
-               f"`swift infer --model <base model> --adapters {ckpt} --load_args false` (in Python: build the "
-               f"arguments with model=... and adapters=[...] instead of BaseArguments.from_pretrained).")
-    fix.append(f"Check that {ckpt} holds adapter_config.json and adapter_model.safetensors; adapter_config.json names "
-               f"the base model (base_model_name_or_path).")
-    return {"message": msg, "fix": fix}

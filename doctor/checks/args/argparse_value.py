@@ -1,0 +1,42 @@
+"""GD402: argparse rejected a flag's value (not one of its choices, no value, wrong type, not a boolean)."""
+from __future__ import annotations
+
+import re
+
+from ...rules import Diagnosis, FinishContext, Hit
+
+_CHOICE = re.compile(r"invalid choice: '(?P<val>[^']*)' \(choose from (?P<ch>.*)\)")
+_TYPE = re.compile(r"invalid (?P<t>\w+) value: '(?P<val>[^']*)'")
+
+
+def argparse_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    g = hits[0].groups
+    flag = (g.get("flag") or "").split("/")[0]
+    detail = (g.get("detail") or "").strip()
+    m = _CHOICE.search(detail)
+    if m:
+        choices = re.findall(r"'([^']*)'", m.group("ch")) or [c.strip() for c in m.group("ch").split(",")]
+        msg = f"{flag} got '{m.group('val')}', which is not one of its choices: {', '.join(choices)}."
+        fix = [f"Use {flag} " + " or ".join(choices) + " (the values are case-sensitive)."]
+        if flag.replace("-", "_") == "--vllm_mode":
+            fix.append("colocate: vLLM runs inside every training process on the same GPUs; server: a separate "
+                       "`swift rollout` process on other GPUs, reached with --vllm_server_host/--vllm_server_port.")
+        return Diagnosis(message=msg, fix=tuple(fix))
+    if "expected one argument" in detail:
+        return Diagnosis(
+            message=f"{flag} was given without a value.",
+            fix=(f"Give {flag} a value; a flag at the very end of a line whose next line starts with another "
+                 f"--flag (or a value starting with '-', which must be quoted as {flag}=-1) causes this.",))
+    m = _TYPE.search(detail)
+    if m:
+        return Diagnosis(
+            message=f"{flag} got '{m.group('val')}', which is not a valid {m.group('t')}.",
+            fix=(f"Give {flag} a {m.group('t')} value (check for a shell variable that expanded to nothing "
+                 f"or to text).",))
+    if "Truthy value expected" in detail:
+        return Diagnosis(
+            message=f"{flag} takes true/false, and got something else: {detail}",
+            fix=(f"Use {flag} true or {flag} false.",))
+    return Diagnosis(
+        message=f"The argument parser rejected {flag or 'the command line'}: {detail}",
+        fix=(f"Fix {flag or 'the flag'} as the parser says: {detail}",))

@@ -1,0 +1,153 @@
+"""GD420, from the configuration alone: visible GPUs that no training process (or vLLM) uses, and a colocated
+vLLM tensor-parallel size that does not divide the world size."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import LINE, Finding, LogLine, Severity
+from ...rules import FinishContext, Rule
+from ...sources.swiftconfig import RunConfig
+from ...swift.batch import divisors, nearest
+from .._values import as_int
+from ._layout import gpu_ids, nproc_per_node
+
+
+def trainer_launch(run: RunConfig):
+    for launch in getattr(run, "launches", ()) or ():
+        if launch.command in ("rlhf", "sft", "pt"):
+            return launch
+    return None
+
+
+def trainer_layout(run: RunConfig) -> tuple[int | None, int | None, bool]:
+    """(visible GPUs, NPROC_PER_NODE, taken from the trainer's own launch) for the training command."""
+    launch = trainer_launch(run)
+    if launch is not None and (launch.env.get("CUDA_VISIBLE_DEVICES") or launch.env.get("ASCEND_RT_VISIBLE_DEVICES")):
+        v = launch.env.get("CUDA_VISIBLE_DEVICES") or launch.env.get("ASCEND_RT_VISIBLE_DEVICES") or ""
+        vis = len([x for x in v.split(",") if x.strip()])
+        n = as_int(launch.env.get("NPROC_PER_NODE")) or as_int(run.torchrun.get("nproc_per_node"))
+        return vis, n, True
+    if launch is None and len(getattr(run, "launches", ()) or ()) > 1:
+        return None, None, False
+    return run.visible_gpus(), nproc_per_node(run), False
+
+
+def _bool(v: Any) -> bool:
+    return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1", "yes"))
+
+
+class GpuLayout(Rule):
+    """Config-only: visible GPUs that no training process (or vLLM) uses; vLLM TP that cannot divide the world."""
+
+    kinds = frozenset({LINE})
+    literals = ("must divide world size", "not compatible with `device_map`", "not compatible with device_map",
+                "n_gpu: ")
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.layout_error = False
+
+    def feed(self, kind: str, payload: Any) -> None:
+        line: LogLine = payload
+        if any(lit in line.text for lit in self.literals):
+            self.layout_error = True  # the log states the layout error itself; its own rule explains it
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        run = ctx.run
+        out: list[Finding] = []
+        f = self._idle(run)
+        if f:
+            out.append(f)
+        f = self._tp(run)
+        if f:
+            out.append(f)
+        return out
+
+    # visible GPUs vs processes
+    def _idle(self, run: RunConfig) -> Finding | None:
+        if run.command in ("rollout", "deploy", "infer", "export") and not trainer_launch(run):
+            return None
+        vis, n, own_env = trainer_layout(run)
+        if not vis or vis < 2:
+            return None
+        mode = str(run.get("vllm_mode", "")).lower()
+        server = mode == "server" or bool(run.get("vllm_server_host")) or bool(run.get("vllm_server_base_url"))
+        if server and not own_env:
+            return None  # the rollout server has its own CUDA_VISIBLE_DEVICES, which we cannot tell apart here
+        use_vllm = _bool(run.get("use_vllm"))
+        extra, why_extra = 0, ""
+        niw = as_int(run.get("num_infer_workers"))
+        dev = run.get("vllm_device")
+        if use_vllm and not server and niw and mode != "colocate":
+            extra, why_extra = niw, f" + {niw} vLLM worker(s) (--num_infer_workers)"
+        elif use_vllm and not server and dev is not None and mode != "colocate":
+            cnt = len(dev) if isinstance(dev, list) else 1
+            extra, why_extra = cnt, f" + {cnt} vLLM GPU(s) (--vllm_device {dev})"
+        if self.layout_error:
+            return None
+        if n is None:
+            used = 1 + extra
+            if vis <= used:
+                return None
+            msg = (f"CUDA_VISIBLE_DEVICES lists {vis} GPUs but NPROC_PER_NODE is not set, so ms-swift starts one "
+                   f"process that spreads the model over the GPUs (device_map): layers run one GPU at a time and the "
+                   f"others wait.")
+            fix = [f"NPROC_PER_NODE={vis - extra}" + (f" (plus {extra} GPU(s) for vLLM)" if extra else "")
+                   + " to run one data-parallel process per GPU."]
+            fix += self._batch_note(run, vis - extra)
+            return self.make(message=msg, fix=fix, severity=Severity.warning,
+                             title="Visible GPUs not used for data parallel training")
+        nodes = as_int(run.env.get("NNODES")) or as_int(run.torchrun.get("nnodes")) or 1
+        used = n + extra
+        if vis <= used:
+            return None
+        idle = vis - used
+        per_proc = vis // n if vis % n == 0 else None
+        if per_proc and per_proc >= 2 and extra == 0:
+            msg = (f"CUDA_VISIBLE_DEVICES lists {vis} GPUs but NPROC_PER_NODE is {n}: each process spreads its model "
+                   f"over {per_proc} GPUs (device_map), so the GPUs take turns instead of training in parallel "
+                   f"(DeepSpeed and vLLM refuse this layout).")
+        else:
+            msg = (f"CUDA_VISIBLE_DEVICES lists {vis} GPUs but only {used} are used: NPROC_PER_NODE {n}{why_extra}. "
+                   f"{idle} GPU(s) per node sit idle (ms-swift versions with the is_mp check stop instead with "
+                   f"`n_gpu: {vis}, local_world_size: {n}`).")
+        fix = [f"NPROC_PER_NODE={vis - extra} to train on every visible GPU"
+               + (f" (with {extra} kept for vLLM)" if extra else "") + ".",
+               f"Or CUDA_VISIBLE_DEVICES={gpu_ids(used)} if the other GPUs are meant for something else"
+               + (" (the rollout server's GPUs belong in its own command)." if server else ".")]
+        fix += self._batch_note(run, (vis - extra) * nodes)
+        return self.make(message=msg, fix=fix, severity=Severity.warning)
+
+    def _batch_note(self, run: RunConfig, world: int) -> list[str]:
+        """What the generation batch becomes with the new world size (must stay a multiple of G)."""
+        g = as_int(run.get("num_generations")) or 8
+        b = as_int(run.get("per_device_train_batch_size")) or 1
+        spg = as_int(run.get("steps_per_generation"))
+        s = spg or as_int(run.get("gradient_accumulation_steps")) or 1
+        sname = "steps_per_generation" if spg else "gradient_accumulation_steps"
+        gbs = world * b * s
+        if gbs % g == 0:
+            return [f"With {world} processes: {world} x per_device_train_batch_size {b} x {sname} {s} = {gbs} "
+                    f"completions per generation step, divisible by num_generations {g}."]
+        ok = [d for d in divisors(gbs) if d >= 2]
+        alt = f" (use --num_generations {' or '.join(map(str, nearest(ok, g)))})" if ok else ""
+        return [f"With {world} processes: {world} x {b} x {s} = {gbs} completions per generation step, not divisible "
+                f"by num_generations {g}{alt}."]
+
+    def _tp(self, run: RunConfig) -> Finding | None:
+        if self.layout_error or not _bool(run.get("use_vllm")):
+            return None
+        if str(run.get("vllm_mode", "colocate")).lower() == "server":
+            return None
+        tp = as_int(run.get("vllm_tensor_parallel_size")) or as_int(run.get("tensor_parallel_size"))
+        ws = run.world_size()
+        if not tp or tp < 2 or not ws or ws % tp == 0:
+            return None
+        ok = divisors(ws, 1)
+        return self.make(
+            message=(f"vllm_tensor_parallel_size {tp} does not divide the world size {ws}: colocated vLLM groups "
+                     f"consecutive ranks into TP groups of {tp}, and ms-swift stops at trainer init with "
+                     f"`vllm_tensor_parallel_size ({tp}) must divide world size ({ws}) evenly`."),
+            fix=[f"--vllm_tensor_parallel_size {' or '.join(map(str, nearest(ok, tp)))} (divisors of {ws}).",
+                 f"Or a world size that is a multiple of {tp}."],
+            severity=Severity.warning, title="vLLM tensor parallel size does not divide the world size")

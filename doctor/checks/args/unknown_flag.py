@@ -1,0 +1,108 @@
+"""GD401: ms-swift hands back the flags no argument class accepted (``remaining_argv``) and stops; each one is
+explained with the flag history of the version the log shows (renamed, removed, added later, misspelt)."""
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ...sources.swiftconfig import RunConfig, group_flags
+from ...swift.flags import ADDED, REMOVED, RENAMED
+from ...swift.run import at_least, version_label
+from ._layout import nproc_per_node
+from ._swift_fields import RLHF_FIELDS_4_6
+
+
+def split_argv(text: str) -> list[str]:
+    try:
+        v = ast.literal_eval("[" + text + "]")
+        if isinstance(v, list):
+            return [str(x) for x in v]
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    return [a or b for a, b in re.findall(r"'([^']*)'|\"([^\"]*)\"", text)]
+
+
+def _shown(name: str, vals: list[str]) -> str:
+    flag = name if name.startswith("-") else f"--{name}"
+    return " ".join([flag] + [v if v and " " not in v else repr(v) for v in vals])
+
+
+def flag_advice(name: str, vals: list[str], run: RunConfig) -> str:
+    key = name.lstrip("-").replace("-", "_")
+    shown = _shown(name, vals)
+    val = " ".join(vals)
+    ver = version_label(run)
+    if key == "config":
+        return (f"Drop `{shown}`: ms-swift has no --config flag; it reads a YAML/JSON config given as the first "
+                f"argument: `swift rlhf {val or 'config.yaml'} --other_flag ...` (flags after it override the file).")
+    if key in RENAMED:
+        new, why = RENAMED[key]
+        return f"Replace `{shown}` with `--{new}{' ' + val if val else ''}` ({why})."
+    if key in REMOVED:
+        why = REMOVED[key]
+        if key in ("vllm_device", "num_infer_workers"):
+            n = nproc_per_node(run)
+            vis = run.visible_gpus()
+            nproc = f"NPROC_PER_NODE={vis}" if vis else "NPROC_PER_NODE = the number of visible GPUs"
+            layout = f" ({vis} GPUs visible, NPROC_PER_NODE {n})" if vis and n else ""
+            return (f"Drop `{shown}`: {why}. Choose a rollout mode instead{layout}: --use_vllm true --vllm_mode colocate "
+                    f"(vLLM shares the training GPUs: {nproc}), or --vllm_mode server with a separate `swift rollout` "
+                    f"on GPUs of its own (--vllm_server_host/--vllm_server_port).")
+        return f"Drop `{shown}`: {why}."
+    if key in ADDED:
+        since, note = ADDED[key]
+        ok = at_least(run, *since)
+        if ok is not True:
+            if key == "tuner_type":
+                return f"Replace `{shown}` with `--train_type{' ' + val if val else ''}` ({note})."
+            return (f"`{shown}`: {note}, and the ms-swift installed here is older. Upgrade "
+                    f"(pip install -U 'ms-swift>={since[0]}.{since[1]}') or drop the flag.")
+    if key in RLHF_FIELDS_4_6:
+        return (f"`{shown}` is an argument of ms-swift 4.6 but not of the version installed here ({ver}): upgrade "
+                f"ms-swift or drop the flag.")
+    close = difflib.get_close_matches(key, RLHF_FIELDS_4_6, n=2, cutoff=0.75)
+    if close:
+        alts = " or ".join(f"--{c}" for c in close)
+        return f"`{shown}` is not an argument of swift rlhf: did you mean {alts}?"
+    return (f"`{shown}` is not an argument of swift rlhf ({ver}): check its spelling against the ms-swift "
+            f"Command-line-parameters page for your version, or drop it.")
+
+
+def remaining_argv_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    run = ctx.run
+    tokens = split_argv(hits[0].groups.get("argv") or "")
+    flags, stray = group_flags(tokens, short=True)
+    names = ", ".join(_shown(n, []) for n, _ in flags) or ", ".join(repr(s) for s in stray) or "(empty list)"
+    if hits[0].groups.get("hf") and run.command is None:
+        # a trl / transformers script (HfArgumentParser without ms-swift): ms-swift's flag history does not apply
+        fix = []
+        for n, v in flags:
+            key = n.lstrip("-").replace("-", "_")
+            close = difflib.get_close_matches(key, RLHF_FIELDS_4_6, n=2, cutoff=0.75)
+            if key == "vllm_device":
+                fix.append(f"Drop `{_shown(n, v)}`: newer trl releases run vLLM either colocated (--vllm_mode "
+                           f"colocate) or as a `trl vllm-serve` server (--vllm_mode server); see the GRPOConfig docs "
+                           f"of the installed trl.")
+            elif close and key not in close:
+                fix.append(f"`{_shown(n, v)}` is not an argument of this script: did you mean "
+                           f"{' or '.join('--' + c for c in close)}?")
+            else:
+                fix.append(f"`{_shown(n, v)}` is not an argument of the installed script/trl version: check its "
+                           f"spelling and the GRPOConfig of the installed trl (pip show trl), or drop it.")
+        return Diagnosis(
+            message=f"The argument parser does not know {names}: none of the script's argument classes "
+                    f"(GRPOConfig, ModelConfig, script arguments) has these fields in the installed version.",
+            fix=tuple(fix or ["Remove the arguments listed."]))
+    msg = (f"{version_label(run)} does not know {names}: the parser hands back what no argument class accepted "
+           f"(`remaining_argv`) and the run stops before loading the model (an almost empty output dir is left "
+           f"behind).")
+    fix = [flag_advice(n, v, run) for n, v in flags]
+    if stray:
+        fix.append(f"{', '.join(repr(s) for s in stray)} came without a flag: a value with spaces that is not "
+                   f"quoted, or a broken line continuation (a `\\` missing at a line end, or a `# comment` line "
+                   f"inside a multi-line command) separated it from its flag.")
+    if not fix:
+        fix = ["Remove the arguments listed in remaining_argv."]
+    return Diagnosis(message=msg, fix=tuple(fix))

@@ -1,0 +1,34 @@
+"""GD456: ``cannot import name``: the importing code was written for another release of the package."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ...swift.run import version_label
+from ._frames import importer, short_path
+from ._versions import README_RANGES, swift_module_move
+
+
+def cannot_import_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    run = ctx.run
+    g = hits[0].groups
+    name, mod = g.get("name") or "?", g.get("mod") or "?"
+    top = mod.split(".")[0]
+    frame = importer(hits[0].exc)
+    by = f" (imported by {short_path(frame.path)}:{frame.lineno})" if frame else ""
+    if top == "swift":
+        moved = swift_module_move(mod, run)
+        if moved:
+            return replace(moved, message=f"`{name}` cannot be imported from `{mod}`{by}. " + moved.message)
+        return Diagnosis(
+            message=f"`{name}` is not in `{mod}` in {version_label(run)}{by}: the code was written for another "
+                    f"ms-swift release.",
+            fix=("Install the ms-swift release the code targets, or update the import to this release.",))
+    msg = (f"The installed {top} has no `{name}` in `{mod}`{by}: the importing code was written for another {top} "
+           f"release.")
+    fix = [f"pip show {top} ms-swift, then install the {top} version the importing package pins"
+           + (f" (ms-swift README: {README_RANGES[top]})." if top in README_RANGES else ".")]
+    if frame and "swift" in frame.path:
+        fix.append(f"ms-swift itself imports it here: pip install 'ms-swift==<your version>' reinstalls a matching "
+                   f"{top}.")
+    return Diagnosis(message=msg, fix=tuple(fix))

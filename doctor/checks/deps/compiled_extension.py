@@ -1,0 +1,42 @@
+"""GD454: a compiled extension built against another torch/CUDA (undefined symbol, missing CUDA library)."""
+from __future__ import annotations
+
+from ...rules import Diagnosis, FinishContext, Hit
+
+_PKG_IN_PATH = (("flash_attn", "flash-attn"), ("vllm", "vllm"), ("deepspeed", "deepspeed"),
+                ("bitsandbytes", "bitsandbytes"), ("xformers", "xformers"), ("transformer_engine", "transformer-engine"),
+                ("apex", "apex"), ("liger", "liger-kernel"), ("torchvision", "torchvision"), ("torchaudio", "torchaudio"),
+                ("torch", "torch"))
+
+
+def binary_ext_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    g = hits[0].groups
+    text = hits[0].evidence.text
+    pkg = next((p for m, p in _PKG_IN_PATH if m in text), None)
+    if g.get("fa_err"):
+        return Diagnosis(
+            message=f"--attn_impl flash_attn was requested but flash-attn cannot be used: {g['fa_err']}",
+            fix=("pip install flash-attn --no-build-isolation (a wheel matching your torch, CUDA and Python)",
+                 "Or --attn_impl sdpa (no extra package; a little slower)."))
+    if g.get("lib"):
+        lib = g["lib"]
+        return Diagnosis(
+            message=f"A compiled extension{(' of ' + pkg) if pkg else ''} needs {lib}, which this machine "
+                    f"does not have: it was built for another CUDA version.",
+            fix=(f"Install the build of {pkg or 'the package'} that matches your CUDA and torch "
+                 f"(python -c 'import torch; print(torch.__version__, torch.version.cuda)').",
+                 "Or install the CUDA runtime it expects."))
+    sym = g.get("sym") or "?"
+    who = pkg or "a compiled extension"
+    fix = [f"Reinstall {who} against the installed torch: pip install --force-reinstall --no-build-isolation {who}"
+           if pkg and pkg != "torch" else "Reinstall the package whose .so appears in the error against the "
+                                           "installed torch."]
+    if pkg == "flash-attn":
+        fix.append("Or avoid flash-attn: --attn_impl sdpa.")
+    if pkg == "vllm":
+        fix = ["A vllm wheel is built for one torch version: let `pip install vllm==<version>` install its torch "
+               "(ideally in a fresh environment) instead of upgrading torch afterwards."]
+    return Diagnosis(
+        message=f"{who} was compiled against a different torch/CUDA than the one installed (undefined symbol "
+                f"{sym[:80]}).",
+        fix=tuple(fix))

@@ -1,0 +1,84 @@
+"""GD450: Python cannot import a module: the pip package that provides it and why the run needs it, a compiled
+extension built for another torch, or an ms-swift 3.x/4.x module path."""
+from __future__ import annotations
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ._frames import importer, short_path
+from ._versions import swift_module_move
+
+# python module -> (pip spec, why it is needed)
+PIP: dict[str, tuple[str, str]] = {
+    "msgspec": ("msgspec", "ms-swift 4.6.0's GRPO trainer imports it (swift/rlhf_trainers/utils.py) but does not "
+                           "declare it as a dependency"),
+    "flash_attn": ("flash-attn --no-build-isolation", "--attn_impl flash_attn, padding_free and packing need it; "
+                                                      "--attn_impl sdpa avoids it"),
+    "flash_attn_2_cuda": ("flash-attn --no-build-isolation --force-reinstall",
+                          "the compiled flash-attn extension is missing or built for another torch"),
+    "deepspeed": ("'deepspeed>=0.14'", "--deepspeed needs it (the README recommends 0.18.9); or drop --deepspeed"),
+    "vllm": ("vllm", "--use_vllm true needs it (README: vllm >=0.5.1, recommended 0.11.0 or 0.23.0; a vllm wheel "
+                     "pins its own torch); or --use_vllm false"),
+    "trl": ("'trl>=0.15,<1.0'", "ms-swift's RLHF trainers are built on it (README recommends 0.29.1)"),
+    "peft": ("'peft>=0.11,<0.21'", "LoRA training needs it"),
+    "math_verify": ("math-verify", "the accuracy reward (MathAccuracy) uses it"),
+    "latex2sympy2_extended": ("latex2sympy2_extended", "math-verify needs it"),
+    "liger_kernel": ("'liger-kernel>=0.7.0'", "--use_liger_kernel needs it"),
+    "qwen_vl_utils": ("qwen-vl-utils", "Qwen-VL image/video preprocessing needs it"),
+    "qwen_omni_utils": ("qwen-omni-utils", "Qwen-Omni preprocessing needs it"),
+    "decord": ("decord", "video decoding needs it"),
+    "av": ("av", "video/audio decoding needs it"),
+    "swanlab": ("swanlab", "--report_to swanlab needs it"),
+    "wandb": ("wandb", "--report_to wandb needs it"),
+    "tensorboard": ("tensorboard", "--report_to tensorboard (the default) needs it"),
+    "modelscope": ("modelscope", "ms-swift downloads models and datasets with it"),
+    "transformers": ("transformers", "ms-swift is built on it (README: >=4.33)"),
+    "accelerate": ("accelerate", "the Trainer needs it"),
+    "datasets": ("datasets", "dataset loading needs it"),
+    "cv2": ("opencv-python-headless", "image/video processing needs it"),
+    "PIL": ("pillow", "image loading needs it"),
+    "yaml": ("pyyaml", "config files need it"),
+    "sklearn": ("scikit-learn", ""),
+    "soundfile": ("soundfile", "audio loading needs it"),
+    "librosa": ("librosa", "audio processing needs it"),
+    "einops": ("einops", "the model code imports it"),
+    "timm": ("timm", "the vision tower code imports it"),
+    "bitsandbytes": ("bitsandbytes", "4/8-bit quantisation (--quant_method bnb) needs it"),
+    "evalscope": ("evalscope", "evaluation with evalscope needs it"),
+    "openai": ("openai", "an API-based reward model or judge needs it"),
+    "rouge_score": ("rouge-score", ""),
+    "jieba": ("jieba", ""),
+    "nltk": ("nltk", ""),
+    "swift": ("ms-swift", "the code imports ms-swift"),
+}
+
+
+def module_not_found_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    run = ctx.run
+    mod = (hits[0].groups.get("mod") or "").strip()
+    top = mod.split(".")[0]
+    frame = importer(hits[0].exc)
+    where = f" (imported at {short_path(frame.path)}:{frame.lineno})" if frame else ""
+    if top == "swift" and mod != "swift":
+        moved = swift_module_move(mod, run)
+        if moved:
+            return moved
+    if mod in ("vllm._C", "vllm._C_ops") or mod.startswith("flash_attn_2_cuda"):
+        pkg = "vllm" if top == "vllm" else "flash-attn"
+        return Diagnosis(
+            message=f"`{mod}` is the compiled part of {pkg}; it is missing or was built for another "
+                    f"torch/CUDA{where}.",
+            fix=(f"Reinstall {pkg} for the installed torch: pip install --force-reinstall "
+                 f"{'vllm' if pkg == 'vllm' else 'flash-attn --no-build-isolation'} (a vllm wheel pins its "
+                 f"torch: let it install that torch, ideally in a fresh environment).",
+                 "Or avoid it: --attn_impl sdpa (flash-attn) / --use_vllm false (vLLM)."))
+    spec, why = PIP.get(top, (None, ""))
+    msg = f"Python cannot import `{mod}`{where}"
+    msg += f": {why}." if why else "."
+    if spec:
+        fix = [f"pip install {spec}"]
+        if top in ("vllm", "deepspeed", "flash_attn"):
+            fix.append("Install it into the same environment that runs swift (`which python`, `pip show ms-swift`).")
+    else:
+        fix = [f"pip install {top.replace('_', '-')} (if that is the package name; check its project page).",
+               f"If `{top}` is your own module (a reward or multi-turn plugin), pass its file with --external_plugins "
+               f"or put its folder on PYTHONPATH."]
+    return Diagnosis(message=msg, fix=tuple(fix))

@@ -1,0 +1,18 @@
+"""GD457: a call passes a keyword the installed library does not accept (mismatched versions)."""
+from __future__ import annotations
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ._frames import importer, short_path
+
+
+def unexpected_kwarg_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    g = hits[0].groups
+    callee, kw = g.get("callee") or "?", g.get("kw") or "?"
+    frame = importer(hits[0].exc)
+    by = f" (called from {short_path(frame.path)}:{frame.lineno})" if frame else ""
+    return Diagnosis(
+        message=f"{callee} does not accept `{kw}`{by}: the caller was written for another version of the "
+                f"library that defines {callee}.",
+        fix=("pip show ms-swift trl transformers vllm peft, and install the versions that belong together "
+             "(the ms-swift README dependency table for your release).",
+             f"If the call is in your own code, drop `{kw}` or install the library version it was written for."))
