@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import __version__
-from .checks.preflight_cfg import _int
+from .checks.config._base import _int
 from .checks.swift_fields import RLHF_FIELDS_4_6
 from .engine import Session, select_rules
 from .model import InputInfo, LogLine, Report, Where

@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from doctor.checks.memory import (Facts, classify_cut, facts_of, params_b, parse_oom, side_of, training_state_gb,
+from doctor.checks.memory.oom import (Facts, classify_cut, facts_of, params_b, parse_oom, side_of, training_state_gb,
                                   zero_stage)
 from doctor.engine import Session
 from doctor.model import Frame

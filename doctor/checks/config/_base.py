@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Evidence, Finding, Severity
-from ..planner import breakdown_lines, lora_trainable, plan, spec_from_config, spec_from_name
-from ..rules import FinishContext, Rule
-from .memory import DOC_MAX_PIXELS, _MM_ENV, _VL
+from ...model import Evidence, Finding, Severity
+from ...planner import breakdown_lines, lora_trainable, plan, spec_from_config, spec_from_name
+from ...rules import FinishContext, Rule
+from ..memory.oom import DOC_MAX_PIXELS, _MM_ENV, _VL
 
 
 def _int(v: Any) -> int | None:
