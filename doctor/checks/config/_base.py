@@ -11,7 +11,7 @@ from typing import Any
 from ...model import Evidence, Finding, Severity
 from ...planner import breakdown_lines, lora_trainable, plan, spec_from_config, spec_from_name
 from ...rules import FinishContext, Rule
-from ..memory.oom import DOC_MAX_PIXELS, _MM_ENV, _VL
+from ..memory._facts import DOC_MAX_PIXELS, _MM_ENV, _VL
 
 
 def _int(v: Any) -> int | None:

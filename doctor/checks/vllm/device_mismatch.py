@@ -13,7 +13,7 @@ from ...model import EXCEPTION, LINE, Finding, Role, Severity
 from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
 from ...sources.swiftconfig import RunConfig
 from ..fallback import describe_frame
-from ..memory.oom import Facts, facts_of
+from ..memory._facts import Facts, facts_of
 
 _DEVICES = (
     re.compile(r"found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
