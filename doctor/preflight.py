@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from . import __version__
 from .checks.args._swift_fields import RLHF_FIELDS_4_6
-from .checks.preflight_cfg import _int
+from .checks.config._base import _int
 from .engine import Session, select_rules
 from .model import InputInfo, LogLine, Report, Where
 from .registry import load_catalog

@@ -5,8 +5,10 @@ import io
 
 import pytest
 
-from doctor.checks.memory import (Facts, classify_cut, facts_of, params_b, parse_oom, side_of, training_state_gb,
-                                  zero_stage)
+from doctor.checks.memory._facts import Facts, facts_of, params_b, zero_stage
+from doctor.checks.memory._ladders import training_state_gb
+from doctor.checks.memory._oom import parse_oom, side_of
+from doctor.checks.memory.cut_traceback import classify_cut
 from doctor.engine import Session
 from doctor.model import Frame
 from doctor.registry import load_catalog

@@ -1,4 +1,5 @@
-"""vLLM engine, version and GPU-layout failures of GRPO runs, and tensors on the wrong device.
+"""GD210, GD234: tensors on the wrong device, outside vLLM's own code (GD210) or inside it (GD234, a vLLM release
+that does not match the trainer's vLLM integration).
 
 Fixes name the flags of the version at hand: ``vllm_device`` exists only in ms-swift 3.1.1-3.5 and
 trl 0.14-0.15 (deprecated in trl 0.16); ms-swift >= 3.5 and trl >= 0.18 place vLLM with
@@ -7,13 +8,12 @@ trl 0.14-0.15 (deprecated in trl 0.16); ms-swift >= 3.5 and trl >= 0.18 place vL
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from ..model import EXCEPTION, LINE, Finding, Role, Severity
-from ..rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
-from ..sources.swiftconfig import RunConfig
-from .fallback import describe_frame
-from .memory import Facts, facts_of
+from ...model import Finding
+from ...rules import MAX_EVIDENCE, Diagnosis, FinishContext, Hit, PatternRule, fold
+from ...sources.swiftconfig import RunConfig
+from ..fallback import describe_frame
+from ..memory._facts import facts_of
 
 _DEVICES = (
     re.compile(r"found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
@@ -164,10 +164,10 @@ class DeviceMismatch(PatternRule):
                           seq=h.seq)]
 
 
-def device_in_vllm_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
+def device_in_vllm_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     hits = [h for h in hits if h.exc is not None and _in_vllm(h.exc.frames)]
     if not hits:
-        return {"skip": True}
+        return None
     h = hits[0]
     f = facts_of(ctx.run, h.exc.frames)
     inner = next((fr for fr in reversed(h.exc.frames) if "/vllm/" in fr.path), h.exc.raised_at)
@@ -201,107 +201,4 @@ def device_in_vllm_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
                    "0.8 from ms-swift 3.5 (GRPO docs), 0.7.x for 3.1.1-3.4 (vllm_device); see the README dependency "
                    "table" + (f" of ms-swift {ctx.run.swift_version}." if mm else "."))
         fix.append("Or run vLLM as a separate server (swift rollout + --vllm_mode server, ms-swift >= 3.5).")
-    return {"message": msg, "fix": fix}
-
-
-# --------------------------------------------------------------------------------- engine / layout
-
-def engine_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
-    f = facts_of(ctx.run, hits[0].exc.frames if hits[0].exc else ())
-    text = hits[0].exc.message if hits[0].exc else hits[0].evidence.text
-    dead = "encountered an issue" in text or "EngineDead" in (hits[0].exc.type if hits[0].exc else "")
-    roots = [x for x in ctx.findings if x.severity == Severity.error and x.role != Role.consequence]
-    msg = ("The vLLM engine core process " + ("died while serving requests" if dead else "failed while starting")
-           + "; vLLM prints the real error above this line (lines prefixed `ERROR ... [core.py:...]` or "
-             "`(EngineCore...)`)")
-    if roots:
-        msg += f": {roots[0].rule_id} ({roots[0].title}) is that error, this line only reports it."
-        fix = [f"Fix {roots[0].rule_id} first."]
-    else:
-        msg += ", and no rule recognised one in this log."
-        fix = ["Look above this line for the engine core's own traceback (out of memory, unsupported model "
-               "architecture, bad argument) and run grpo-doctor on the complete log."]
-    if roots:
-        return {"message": msg, "fix": fix}
-    if f.use_vllm and f.util is not None:
-        fix.append(f"Memory is the most common cause: vllm_gpu_memory_utilization is {f.util:g}"
-                   f"{'' if f.util_set else ' (default)'}" + (" in colocate mode, next to the training state: try 0.5 "
-                                                             "or lower." if f.colocate and f.util > 0.5 else "."))
-    fix.append("Set VLLM_LOGGING_LEVEL=DEBUG to see each engine step; a worker that died without a traceback was often "
-               "killed by the host OOM killer (check `dmesg`).")
-    return {"message": msg, "fix": fix}
-
-
-def expandable_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
-    f = facts_of(ctx.run)
-    conf = f.env.get("PYTORCH_CUDA_ALLOC_CONF")
-    msg = ("vLLM's sleep mode allocates through its own CUDA memory pool (cumem), which PyTorch's expandable segments "
-           "cannot share: the engine refuses to start with PYTORCH_CUDA_ALLOC_CONF containing expandable_segments:True"
-           + (f" (this launch sets PYTORCH_CUDA_ALLOC_CONF={conf})." if conf else "."))
-    fix = ["Remove expandable_segments:True from PYTORCH_CUDA_ALLOC_CONF for this run"
-           + (" (recent ms-swift releases switch expandable segments off themselves while they create and wake the "
-              "engine: upgrading also fixes it)." if f.framework == "swift" else "."),
-           ("Or turn vLLM sleep mode off (--sleep_level 0), at the price of vLLM keeping its memory during training."
-            if f.framework == "swift" else "Or turn vLLM sleep mode off (vllm_enable_sleep_mode false).")]
-    return {"message": msg, "fix": fix}
-
-
-def version_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
-    h = hits[0]
-    g = h.groups
-    run = ctx.run
-    vv = run.versions.get("vllm") or g.get("found")
-    sv = run.swift_version
-    tv = run.versions.get("trl")
-    f = facts_of(run, h.exc.frames if h.exc else ())
-    have = ", ".join(x for x in (f"vLLM {vv}" if vv else "", f"ms-swift {sv}" if sv else "", f"trl {tv}" if tv else "")
-                     if x)
-    fix: list[str] = []
-    if g.get("need"):
-        feat = g.get("feat") or "this feature"
-        msg = f"{feat} needs vLLM >= {g['need']}" + (f"; vLLM {vv} is installed." if vv else ".")
-        fix.append(f"pip install -U 'vllm>={g['need']}' (with a torch build it supports), or drop "
-                   f"--{feat} to keep this vLLM.")
-        return {"message": msg, "fix": fix}
-    if g.get("spec"):
-        msg = f"This code requires vllm{g['spec']}, but vLLM {g.get('found')} is installed."
-        fix.append(f"pip install 'vllm{g['spec']}', or use the release of the calling package that matches vLLM "
-                   f"{g.get('found')}.")
-        return {"message": msg, "fix": fix}
-    name = g.get("name") or g.get("cls") or ""
-    mod = g.get("mod") or ""
-    where = f" ({describe_frame(h.exc.raised_at)})" if h.exc and h.exc.raised_at else ""
-    msg = (f"The installed vLLM does not have the API the trainer calls{where}: "
-           + (f"`{name}` is missing from {mod}" if mod and name else (f"{g['cls']} has no `{name}`" if g.get("cls") and name
-                                                                     else h.exc.message[:160] if h.exc else h.evidence.text[:160]))
-           + ". vLLM renames and removes internals between minor releases; ms-swift and trl support a narrow range.")
-    if have:
-        msg += f" Installed: {have}."
-    if f.framework == "trl":
-        fix.append("pip install 'trl[vllm]' (in the same environment) resolves a vLLM the installed trl supports; or "
-                   "upgrade trl to a release that supports this vLLM.")
-    else:
-        fix.append("Install the vLLM version your ms-swift release lists (README dependency table: e.g. ms-swift 3.8 "
-                   "was tested with vllm 0.10, 4.x with 0.11); or upgrade ms-swift to one that supports this vLLM.")
-    fix.append("`pip show vllm ms-swift trl torch` and compare with the supported pairs before reinstalling; a vLLM "
-               "wheel also pins its torch version.")
-    return {"message": msg, "fix": fix}
-
-
-def pydantic_fix(hits: list[Hit], ctx: FinishContext) -> dict[str, Any]:
-    h = hits[0]
-    cls = h.groups.get("cls") or "a vLLM config"
-    run = ctx.run
-    vv = run.versions.get("vllm")
-    f = facts_of(run, h.exc.frames if h.exc else ())
-    who = "trl" if f.framework == "trl" else "ms-swift"
-    msg = (f"vLLM rejected the arguments it was given: pydantic validation failed for {cls}. vLLM >= 0.9 validates its "
-           f"configs strictly (e.g. None for a boolean option), and {who} releases written for an older vLLM pass such "
-           f"values.")
-    fix = [("Upgrade trl (its vllm-serve fix gives options like enforce_eager a boolean default), or pin vLLM to the "
-            "release the installed trl supports (pip install 'trl[vllm]').") if who == "trl" else
-           "Upgrade ms-swift, or pin vLLM to the version your ms-swift release lists.",
-           "Pass the offending option explicitly with a valid value (the validation error's next lines name the field)."]
-    if vv:
-        fix.insert(0, f"vLLM {vv} is installed.")
-    return {"message": msg, "fix": fix}
+    return Diagnosis(message=msg, fix=tuple(fix))

@@ -1,0 +1,42 @@
+"""GD460: prompt (max_length) + completion (max_completion_length) must fit vLLM's and the model's context."""
+from __future__ import annotations
+
+from ...model import Finding
+from ...rules import FinishContext
+from ._base import _ConfigRule, _int, model_spec
+
+
+class LengthBudget(_ConfigRule):
+    """GD460: prompt (max_length) + completion (max_completion_length) must fit vLLM's and the model's context."""
+
+    def check(self, ctx: FinishContext) -> list[Finding]:
+        run = ctx.run
+        ml = _int(run.get("max_length"))
+        mcl = _int(run.get("max_completion_length")) or _int(run.get("max_new_tokens")) or 512
+        vmax = _int(run.get("vllm_max_model_len"))
+        spec = model_spec(ctx)
+        mpos = spec.max_positions if spec is not None else None
+        out = []
+        if vmax and ml and vmax < ml + mcl:
+            out.append(self.make(
+                message=(f"--vllm_max_model_len {vmax} is shorter than max_length {ml} + max_completion_length {mcl} "
+                         f"= {ml + mcl}: vLLM caps prompt + completion at {vmax}, so long prompts leave only "
+                         f"{max(vmax - ml, 0)} tokens to generate (completions are cut) or are rejected."),
+                fix=[f"--vllm_max_model_len {ml + mcl} (max_length + max_completion_length)",
+                     f"or --max_length {max(vmax - mcl, 1)} to keep prompts within {vmax} - {mcl}."]))
+        if ml and ml < mcl:
+            out.append(self.make(
+                message=(f"--max_length {ml} is smaller than --max_completion_length {mcl}. In GRPO ms-swift applies "
+                         f"max_length to the prompt (truncation_strategy decides what happens to longer ones) and "
+                         f"generates up to max_completion_length on top; a max_length below the completion length is "
+                         f"usually a total budget split the wrong way round, and prompts longer than {ml} tokens "
+                         f"are cut or dropped."),
+                fix=[f"Set --max_length to the longest prompt you expect (e.g. {max(1024, ml)}) and keep "
+                     f"--max_completion_length {mcl} for the answer.",
+                     "With vLLM, --vllm_max_model_len >= max_length + max_completion_length."]))
+        if mpos and (ml or 0) + mcl > mpos:
+            out.append(self.make(
+                message=(f"max_length {ml} + max_completion_length {mcl} = {(ml or 0) + mcl} exceeds the model's "
+                         f"max_position_embeddings {mpos} (config.json)."),
+                fix=[f"Keep max_length + max_completion_length <= {mpos}."]))
+        return out[:2]

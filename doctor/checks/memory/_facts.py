@@ -1,0 +1,194 @@
+"""What a run's configuration says about memory (``Facts``, with each framework's defaults filled in), and the
+small readers behind it: model size from the name, ZeRO stage from the DeepSpeed setting, GiB amounts. The memory,
+vLLM and config checks all read these."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...model import Frame
+from ...planner import _num  # one number reader for the memory plan and the OOM fixes
+from ...sources.swiftconfig import Launch, RunConfig
+
+_PARAMS = re.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
+_VL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"
+                 r"[-_]vision|qwen2_5_vl|qwen2_vl|qwen3_vl|idefics|paligemma|mllama)")
+_MM_ENV = ("MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES", "VIDEO_TOTAL_PIXELS", "IMAGE_MAX_TOKEN_NUM",
+           "VIDEO_MAX_TOKEN_NUM", "MIN_PIXELS", "FPS")
+DOC_MAX_PIXELS = 262144  # docs/source_en/BestPractices/GRPO-Multi-Modal-Training.md L292
+
+# ms-swift version that introduced a flag (swift-notes §7); None = exists in every GRPO version.
+_SINCE = {"sleep_level": (3, 3), "offload_model": (3, 3), "offload_optimizer": (3, 3),
+          "move_model_batches": (3, 3), "vllm_mode": (3, 5), "vllm_tensor_parallel_size": (3, 5),
+          "vllm_max_model_len": (3, 1), "vllm_gpu_memory_utilization": (3, 1), "steps_per_generation": (3, 5)}
+
+
+def _bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    if isinstance(v, (int, float)):
+        return bool(v)
+    return None
+
+
+def params_b(model: str | None) -> float | None:
+    """'Qwen/Qwen2.5-VL-7B-Instruct' -> 7.0; './Qwen3-1_7B' -> 1.7 (ModelScope writes '.' as '_' or '___')."""
+    if not model:
+        return None
+    name = str(model).rstrip("/").split("/")[-1]
+    m = _PARAMS.search(name)
+    if not m:
+        return None
+    return float(re.sub(r"_+", ".", m.group(1)))
+
+
+def zero_stage(ds: Any) -> tuple[int | None, bool]:
+    """'zero3_offload' -> (3, True); 'ds_z2_config.json' -> (2, False); None -> (None, False)."""
+    if not ds or not isinstance(ds, str):
+        return None, False
+    low = ds.lower()
+    m = re.search(r"(?:zero|z|stage)[_-]?([0-3])", low)
+    return (int(m.group(1)) if m else None), "offload" in low
+
+
+def gib(value: str | None, unit: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except ValueError:
+        return None
+    u = (unit or "GiB").upper().replace("I", "")
+    return v * {"KB": 1 / 1024 ** 2, "MB": 1 / 1024, "GB": 1.0, "TB": 1024.0}.get(u, 1.0)
+
+
+def fmt_gib(v: float | None) -> str:
+    if v is None:
+        return "?"
+    return f"{v:.2f} GiB" if v < 10 else f"{v:.1f} GiB"
+
+
+@dataclass
+class Facts:
+    """What the run's configuration says about memory, with each framework's defaults filled in."""
+
+    run: RunConfig
+    framework: str = "swift"        # swift | trl
+    known: bool = False             # the log or command showed which framework ran
+    mm: tuple[int, int] | None = None
+    tuner: str | None = None
+    tuner_flag: str = "tuner_type"
+    zero: int | None = None
+    offload_ds: bool = False
+    ds_raw: str | None = None
+    use_vllm: bool | None = None
+    mode: str | None = None         # colocate | server | None (no vLLM)
+    util: float | None = None
+    util_set: bool = False
+    sleep: int | None = None
+    offload_model: bool | None = None
+    offload_optimizer: bool | None = None
+    tp: int | None = None
+    vllm_max_len: int | None = None
+    max_length: int | None = None
+    max_completion: int | None = None
+    b: int | None = None
+    ga: int | None = None
+    grad_ckpt: bool | None = None
+    beta: float | None = None
+    model: str | None = None
+    params: float | None = None
+    vl: bool = False
+    world: int | None = None
+    max_pixels_log: tuple[int, bool] | None = None  # "Setting max_pixels: N" (N, set through the env var)
+    env: dict[str, str] = field(default_factory=dict)
+    server_launch: Launch | None = None
+    trainer_launch: Launch | None = None
+
+    def has(self, flag: str) -> bool:
+        if self.framework == "trl":
+            return flag in ("vllm_gpu_memory_utilization", "per_device_train_batch_size", "max_completion_length",
+                            "gradient_accumulation_steps", "gradient_checkpointing", "vllm_tensor_parallel_size",
+                            "vllm_mode")
+        since = _SINCE.get(flag)
+        return since is None or self.mm is None or self.mm >= since
+
+    @property
+    def colocate(self) -> bool:
+        return bool(self.use_vllm) and self.mode == "colocate"
+
+    def ds_flag(self, value: str) -> str:
+        if self.framework == "trl":
+            return (f"a DeepSpeed {value.replace('_', ' ')} accelerate config (accelerate launch --config_file "
+                    f"examples/accelerate_configs/deepspeed_{value.split('_')[0]}.yaml in the trl repo)")
+        return f"--deepspeed {value}"
+
+
+def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = False) -> Facts:
+    a = run.args
+    paths = " ".join(f.path for f in frames)
+    f = Facts(run)
+    swiftish = bool(run.command or run.major or "rlhf_type" in a or "swift/" in paths or swift_hint)
+    trlish = "trl/" in paths or "vllm_device" in a or "num_processes" in a or any(
+        l.command in ("vllm-serve", "accelerate") for l in run.launches)
+    f.framework = "trl" if trlish and not swiftish else "swift"
+    f.known = swiftish or trlish
+    f.mm = run.swift_major_minor
+    f.tuner = run.tuner()
+    major = run.major
+    if "tuner_type" in run.cli or major == 4 or (major is None and "train_type" not in run.cli):
+        f.tuner_flag = "tuner_type"
+    else:
+        f.tuner_flag = "train_type"
+    ds = a.get("deepspeed")
+    if ds is None and f.framework == "trl":
+        ds = a.get("config_file") if isinstance(a.get("config_file"), str) else None
+    f.ds_raw = ds if isinstance(ds, str) else None
+    f.zero, f.offload_ds = zero_stage(f.ds_raw)
+    f.use_vllm = _bool(a.get("use_vllm"))
+    mode = a.get("vllm_mode")
+    for l in run.launches:
+        if l.command in ("rlhf", "sft", "pt"):
+            f.trainer_launch = f.trainer_launch or l
+        elif l.command in ("rollout", "vllm-serve", "serve", "deploy"):
+            f.server_launch = f.server_launch or l
+    if f.use_vllm:
+        if mode in ("server", "colocate"):
+            f.mode = mode
+        elif a.get("vllm_server_host") or a.get("vllm_server_base_url"):
+            f.mode = "server"
+        elif f.framework == "trl":
+            f.mode = "colocate"  # trl <= 0.16 ran vLLM in-process (on vllm_device); trl >= 0.18 says vllm_mode
+        else:
+            f.mode = "colocate"  # swift 3.5-3.11 default; in 3.1-3.4 the engine also lived in the trainer
+    util = _num(a.get("vllm_gpu_memory_utilization"))
+    f.util_set = util is not None
+    f.util = util if util is not None else (0.9 if f.use_vllm else None)
+    f.sleep = run.int_arg("sleep_level")
+    f.offload_model = _bool(a.get("offload_model"))
+    f.offload_optimizer = _bool(a.get("offload_optimizer"))
+    f.tp = run.int_arg("vllm_tensor_parallel_size") or run.int_arg("tensor_parallel_size")
+    f.vllm_max_len = run.int_arg("vllm_max_model_len")
+    f.max_length = run.int_arg("max_length")
+    f.max_completion = run.int_arg("max_completion_length") or run.int_arg("max_new_tokens")
+    f.b = run.int_arg("per_device_train_batch_size")
+    f.ga = run.int_arg("gradient_accumulation_steps")
+    f.grad_ckpt = _bool(a.get("gradient_checkpointing"))
+    f.beta = _num(a.get("beta"))
+    f.model = a.get("model") if isinstance(a.get("model"), str) else None
+    f.params = params_b(f.model)
+    f.env = dict(run.env)
+    if f.trainer_launch:
+        f.env.update(f.trainer_launch.env)
+    mtype = str(a.get("model_type") or "")
+    f.vl = bool(_VL.search(f.model or "") or _VL.search(mtype) or any(k in f.env for k in _MM_ENV)
+                or re.search(r"vision|visual|_vl\.py|qwen2_5_vl|qwen3_vl", paths))
+    f.world = run.world_size()
+    acc = next((l for l in run.launches if l.command == "accelerate"), None)
+    if f.world is None and acc is not None:
+        n = acc.flags.get("num_processes")
+        f.world = n if isinstance(n, int) and not isinstance(n, bool) else None
+    return f

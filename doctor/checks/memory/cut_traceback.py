@@ -1,0 +1,125 @@
+"""GD204, GD205, GD230: a log that ends inside a traceback whose exception line is missing; the stage the stack
+was in (loss pass, vLLM engine creation or KV-cache init, vLLM engine configuration) names the likely failure."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...model import Evidence, Finding, Frame
+from ...rules import FinishContext, Rule
+from ..fallback import CONSEQUENCE_TYPES, describe_frame
+from ._facts import facts_of
+from ._ladders import _fmt_util, training_ladder, vllm_ladder
+from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
+
+_LIB_TRANSPARENT = ("torch/", "transformers/", "peft/", "deepspeed/", "accelerate/", "flash_attn", "liger_kernel",
+                    "pydantic", "trl/extras/profiling.py", "contextlib", "functools", "trl/trainer/utils.py")
+_CONFIG_FUNCS = {"create_model_config", "create_engine_config", "create_load_config", "create_speculative_config",
+                 "__post_init__", "from_cli_args", "__pydantic_validator__"}
+
+
+def classify_cut(frames: tuple[Frame, ...]) -> tuple[str, Frame] | None:
+    """Which stage a traceback that stops before its exception line was in: 'training', 'vllm-kv', 'vllm-init',
+    'vllm-config'; None when it is anything else."""
+    for fr in reversed(frames):
+        func, path = fr.func, fr.path
+        if "/vllm/" in path and ("arg_utils" in path or "config" in path.rsplit("/", 1)[-1]) and func in _CONFIG_FUNCS:
+            return "vllm-config", fr
+        if func in _KV_FUNCS:
+            return "vllm-kv", fr
+        if func in _VLLM_INIT_FUNCS or "GRPOVllmEngine(" in fr.code or re.search(r"\bLLM\($", fr.code.strip()):
+            return "vllm-init", fr
+        if func in ("compute_loss", "_compute_loss", "_get_per_token_logps", "_get_per_token_logps_and_entropies",
+                    "compute_liger_loss", "backward"):
+            return "training", fr
+        if "/vllm/" in path and func in ("__init__", "from_engine_args", "inner", "_init_executor", "__new__"):
+            continue  # engine construction layers: look further out for what was being built
+        if any(t in path for t in _LIB_TRANSPARENT):
+            continue
+        return None
+    return None
+
+
+class CutTraceback(Rule):
+    """A log that ends inside a traceback whose exception line is missing: name the likely failure from the stage
+    the stack was in (options.infer: training | vllm-init | vllm-config)."""
+
+    kinds: frozenset[str] = frozenset()
+
+    def feed(self, kind: str, payload: Any) -> None:  # pragma: no cover - sees no signal
+        pass
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        want = self.meta.options.get("infer", "training")
+        if not ctx.open_tracebacks:
+            return []
+        if any(e.short_type not in CONSEQUENCE_TYPES for e in ctx.exceptions):
+            return []  # a real exception line exists: the rules that read it speak
+        line, frames = ctx.open_tracebacks[-1]
+        tail = ctx.tails.get(line.where.path)
+        if tail and sum(1 for t in tail if t.seq > line.seq) > 4:
+            return []  # the log goes on after this stack: not a cut excerpt
+        got = classify_cut(frames)
+        if got is None:
+            return []
+        stage, fr = got
+        f = facts_of(ctx.run, frames)
+        rank = f" on rank {line.rank}" if line.rank is not None else ""
+        ev = [Evidence(line.where.path, line.where.line, line.raw)]
+        head = (f"The log ends inside a traceback{rank} before its exception line (the paste or the file was cut); "
+                f"the innermost frame is {describe_frame(frames[-1])}.")
+        fix_tail = "Find the exception line after this stack in the full log to confirm (grpo-doctor reads it directly)."
+        if want == "training" and stage == "training":
+            msg = (f"{head} The stack is in the loss pass ({fr.func}), where GRPO's GPU memory peaks: the policy forward "
+                   f"over prompt + completion for the per-device batch, with full-vocabulary logits. CUDA out of "
+                   f"memory is the usual failure at this point.")
+            fix = training_ladder(f, {}) + [fix_tail]
+            return [self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, ranks=_r(line))]
+        if want == "vllm-init" and (stage == "vllm-kv" or (stage == "vllm-init" and (f.colocate or f.framework == "trl"
+                                                                                      or f.use_vllm is None))):
+            if stage == "vllm-kv":
+                msg = (f"{head} The stack is in vLLM's KV-cache initialisation ({fr.func}): vLLM sizes its cache from "
+                       f"gpu_memory_utilization x GPU memory minus what is already in use, and fails here when that is "
+                       f"not free (out of memory, or 'No available memory for the cache blocks').")
+            else:
+                callee = re.match(r"[\w.= ]*?(\w+)\($", fr.code.strip())
+                what = f"{fr.func} -> {callee.group(1)}" if callee else fr.func
+                msg = (f"{head} The stack is in the trainer's construction of the colocated vLLM engine "
+                       f"({what}): on GPUs that already hold the training model, that fails when vLLM's "
+                       f"memory share is not available.")
+            if f.util is not None and f.use_vllm:
+                msg += f" vllm_gpu_memory_utilization is {_fmt_util(f.util)}{'' if f.util_set else ' (default)'} here."
+            if f.framework == "trl" and not f.util_set:
+                fix = ["--vllm_gpu_memory_utilization 0.5 or lower (trl's default is 0.9 of the GPU) so the KV cache fits "
+                       "next to what the training process already holds on that GPU.",
+                       "--vllm_max_model_len <prompt + max_completion_length> (trl 0.15) to bound the KV cache a "
+                       "single sequence needs.",
+                       "Give vLLM a GPU of its own: trl 0.14-0.15 put it on vllm_device (default: the GPU after the "
+                       "training ones), so launch with --num_processes one less than the GPUs; trl >= 0.16: "
+                       "`trl vllm-serve` on its own GPU (vllm_mode server from 0.18)."]
+            else:
+                fix = vllm_ladder(f, None, "engine creation", "")
+            return [self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))]
+        if want == "vllm-config" and stage == "vllm-config":
+            srv = f.server_launch
+            who = "trl's vllm-serve" if (srv and srv.command == "vllm-serve") or any("trl/" in x.path for x in frames) \
+                else ("ms-swift" if f.framework == "swift" else "the caller")
+            msg = (f"{head} The stack is in vLLM building its engine configuration ({fr.func}) from the arguments "
+                   f"{who} passed: failures here are vLLM rejecting an argument or value, i.e. a vLLM release that "
+                   f"does not match the {who.split(chr(39))[0].strip()} version (vLLM >= 0.9 validates its configs with "
+                   f"pydantic and rejects e.g. None for boolean options).")
+            vv = f.run.versions.get("vllm")
+            fix = [("`pip show trl vllm`: install the vLLM release the installed trl was tested with (pip install "
+                    "'trl[vllm]' resolves one), or upgrade trl to a release that supports this vLLM.") if "trl" in who else
+                   "`pip show ms-swift vllm`: install the vLLM version the ms-swift release lists (README dependency "
+                   "table), or upgrade ms-swift.",
+                   "Pass boolean engine options explicitly instead of leaving them unset (e.g. --enforce_eager false on "
+                   "trl vllm-serve)." if "trl" in who else "Check the vllm_* flags you pass against this vLLM release."]
+            if vv:
+                fix.insert(0, f"vLLM {vv} is installed.")
+            return [self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))]
+        return []
+
+
+def _r(line) -> tuple[int, ...]:
+    return (line.rank,) if line.rank is not None else ()

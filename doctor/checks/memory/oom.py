@@ -1,0 +1,188 @@
+"""GD201/GD202: CUDA/NPU out of memory in the training process or in the vLLM rollout engine (colocated or a
+separate rollout server). Which side ran out matters because the levers differ (``_oom.side_of``); the fixes are
+the ladders of ``_ladders``, or, for a rollout server, the flags of the server's own command."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import EXCEPTION, Finding
+from ...planner import _num
+from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
+from ..fallback import describe_frame
+from ._facts import DOC_MAX_PIXELS, _MM_ENV, Facts, facts_of, fmt_gib
+from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
+from ._oom import Side, is_oom, parse_oom, side_of
+
+
+def _the(stage: str) -> str:
+    return stage if stage.startswith(("generation", "KV", "engine creation", "weight sync", "wake-up", "allocation")) \
+        else f"the {stage}"
+
+
+def _where(side: Side) -> str:
+    if side.frame is None:
+        return ""
+    return f" ({describe_frame(side.frame)})"
+
+
+def numbers_line(oom: dict[str, Any], ranks: tuple[int, ...]) -> str:
+    if not oom.get("alloc"):
+        return ""
+    gpu = oom.get("gpu")
+    s = f"GPU {gpu}" if gpu is not None else "the GPU"
+    bits = [f"tried to allocate {fmt_gib(oom['alloc'])}"]
+    if oom.get("free") is not None and oom.get("total"):
+        bits.append(f"with {fmt_gib(oom['free'])} free of {fmt_gib(oom['total'])}")
+    elif oom.get("total"):
+        bits.append(f"on a {fmt_gib(oom['total'])} GPU")
+    line = f"{s}: {' '.join(bits)}"
+    if oom.get("in_use"):
+        line += f"; this process held {fmt_gib(oom['in_use'])}"
+    if oom.get("procs") and len(oom["procs"]) > 1:
+        line += (f"; {len(oom['procs'])} processes share this GPU ("
+                 + ", ".join(f"pid {p} {fmt_gib(v)}" for p, v in oom["procs"]) + ")")
+    return line + "."
+
+
+def _ranks_text(ranks: tuple[int, ...], count: int) -> str:
+    if not ranks:
+        return ""
+    if len(ranks) == 1:
+        return f" on rank {ranks[0]}"
+    return f" on {len(ranks)} ranks ({', '.join(map(str, ranks[:8]))}{'…' if len(ranks) > 8 else ''})"
+
+
+class OomRule(PatternRule):
+    """CUDA/NPU out-of-memory, reported by the rule whose side (options.side: training | vllm) the frames point at."""
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.want = meta.options.get("side", "training")
+
+    def feed(self, kind: str, payload: Any) -> None:
+        if kind == EXCEPTION and not is_oom(payload):
+            return
+        super().feed(kind, payload)
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        if not self.hits:
+            return []
+        self.hits.sort(key=lambda h: h.seq)
+        context = [h for h in self.hits if h.groups.get("maxpix")]
+        oom_hits = [h for h in self.hits if not h.groups.get("maxpix")]
+        exc_seqs = {h.seq for h in oom_hits if h.exc is not None}
+        chosen: list[tuple[Hit, Side]] = []
+        frames_all = tuple(fr for h in oom_hits if h.exc for fr in h.exc.frames)
+        f = facts_of(ctx.run, frames_all)
+        if context:
+            c = context[-1]
+            f.max_pixels_log = (int(c.groups["maxpix"]), "Using environment variable" in c.evidence.text)
+            f.vl = True
+        for h in oom_hits:
+            if h.exc is None and h.seq in exc_seqs:
+                continue
+            frames = h.exc.frames if h.exc else ()
+            msg = h.exc.message if h.exc else (h.line.text if h.line else h.evidence.text)
+            side = side_of(frames, h.evidence.text, msg, f)
+            if side.side == self.want:
+                chosen.append((h, side))
+        if not chosen:
+            return []
+        # the informative hit: frames and numbers beat a bare line
+        best_hit, best_side = max(chosen, key=lambda hs: (bool(hs[0].exc and hs[0].exc.frames),
+                                                          bool(parse_oom(hs[0].evidence.text)), -hs[0].seq))
+        hits = [h for h, _ in chosen]
+        evidence, count, ranks = fold(hits)
+        text = best_hit.exc.message if best_hit.exc else best_hit.evidence.text
+        oom = parse_oom(text)
+        if not oom:
+            for h in hits:
+                oom = parse_oom(h.exc.message if h.exc else h.evidence.text)
+                if oom:
+                    break
+        nums = numbers_line(oom, ranks)
+        where = _ranks_text(ranks, count)
+        if self.want == "training":
+            stage = best_side.stage
+            msg = (f"Out of GPU memory in the training process{where}"
+                   + (f", during {_the(stage)}{_where(best_side)}." if stage else "."))
+            if nums:
+                msg += " " + nums
+            if f.colocate:
+                msg += f" The colocated vLLM engine shares this GPU (vllm_gpu_memory_utilization {_fmt_util(f.util or 0.9)})."
+            fix = training_ladder(f, oom)
+        else:
+            server = f.mode == "server" or (f.server_launch is not None and best_side.frame is None
+                                            and best_side.stage in ("rollout server", "engine", "vision encoder"))
+            server = server or (f.server_launch is not None and f.mode == "server")
+            stage = best_side.stage or "generation"
+            owner = "the vLLM rollout server" if server else "the vLLM rollout engine"
+            msg = f"Out of GPU memory in {owner}{where}, during {_the(stage)}{_where(best_side)}."
+            if "cumem" in text:
+                msg += (" cumem_allocator.cpp is vLLM's sleep-mode memory pool: vLLM could not map its weights or KV "
+                        "cache back while the training state held the GPU.")
+            if nums:
+                msg += " " + nums
+            if not server and f.colocate:
+                msg += " " + colocate_context(f)
+            fix = server_ladder(f, oom) if server else vllm_ladder(f, oom.get("total"), stage, text)
+            if best_side.stage == "weight sync to vLLM" and f.framework == "swift" and f.has("move_model_batches") \
+                    and not any("move_model_batches" in x for x in fix):
+                fix.insert(0, "--move_model_batches 8 (or more): sync the weights to vLLM in batches of layers "
+                              "instead of gathering the whole model at once.")
+        if not fix:
+            fix = list(self.meta.fix)
+        return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
+                          seq=hits[0].seq)]
+
+
+def colocate_context(f: Facts) -> str:
+    bits = [f"vllm_gpu_memory_utilization {_fmt_util(f.util or 0.9)}{'' if f.util_set else ' (default)'}"]
+    if f.tp:
+        bits.append(f"vllm_tensor_parallel_size {f.tp}")
+    if f.sleep is not None:
+        bits.append(f"sleep_level {f.sleep}")
+    if f.ds_raw:
+        bits.append(f"--deepspeed {f.ds_raw}")
+    who = f"{(f.tuner or '').lower() or 'lora'} training of {f.model}" if f.model else ""
+    on = f" on {f.world} GPUs" if f.world else ""
+    return f"Colocated engine: {', '.join(bits)}" + (f"; {who}{on}" if who else on) + "."
+
+
+def server_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
+    """An OOM in a separate rollout server: the fixes go on the server's command, not the trainer's."""
+    out: list[str] = []
+    srv = f.server_launch
+    name = {"rollout": "swift rollout", "vllm-serve": "trl vllm-serve", "serve": "vllm serve"}.get(
+        srv.command if srv else "", "the rollout server")
+    tr_env = f.trainer_launch.env if f.trainer_launch else {}
+    srv_env = srv.env if srv else {}
+    lim = {k: v for k, v in tr_env.items() if k in _MM_ENV}
+    missing = {k: v for k, v in lim.items() if k not in srv_env}
+    if missing:
+        out.append(f"The trainer's launch sets {' '.join(f'{k}={v}' for k, v in missing.items())} but the {name} launch "
+                   f"does not: the server encodes images/videos at its default limits. Start {name} with the same "
+                   f"{', '.join(missing)}.")
+    elif f.vl and srv is not None and not any(k in srv_env for k in _MM_ENV):
+        out.append(f"Set MAX_PIXELS={DOC_MAX_PIXELS} (and VIDEO_MAX_PIXELS / FPS_MAX_FRAMES for videos) in the "
+                   f"{name} launch environment: the server encodes media at its default limits.")
+    flags = srv.flags if srv else {}
+    if name == "swift rollout":
+        util_flag = "--vllm_gpu_memory_utilization" if (f.mm is None or f.mm >= (3, 7)) else "--gpu_memory_utilization"
+        len_flag = "--vllm_max_model_len" if (f.mm is None or f.mm >= (3, 7)) else "--max_model_len"
+    elif name == "trl vllm-serve":
+        util_flag, len_flag = "--gpu_memory_utilization", "--max_model_len"
+    else:
+        util_flag, len_flag = "--gpu-memory-utilization", "--max-model-len"
+    util = _num(flags.get(util_flag.lstrip("-").replace("-", "_")))
+    total = oom.get("total")
+    cur = util if util is not None else 0.9
+    left = f" ({fmt_gib((1 - cur) * total)} of {fmt_gib(total)})" if total else ""
+    out.append(f"{util_flag} {_fmt_util(_round_down(cur - 0.1))} on the {name} command (now "
+               f"{_fmt_util(cur)}{'' if util is not None else ', the default'}): vLLM pre-allocates that share for "
+               f"weights and KV cache, and activations of large inputs (the vision encoder) must fit in the rest{left}.")
+    if len_flag.lstrip("-").replace("-", "_") not in flags:
+        out.append(f"{len_flag} <longest prompt + max_completion_length> on the {name} command: unset, vLLM plans for "
+                   f"the model's full context window.")
+    out.append("Shorten or filter the longest inputs (long videos: fewer frames with FPS_MAX_FRAMES).")
+    return out

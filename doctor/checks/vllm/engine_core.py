@@ -1,0 +1,32 @@
+"""GD220: the vLLM engine core process failed (while starting or serving); the real error is printed above."""
+from __future__ import annotations
+
+from ...model import Role, Severity
+from ...rules import Diagnosis, FinishContext, Hit
+from ..memory._facts import facts_of
+
+
+def engine_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    f = facts_of(ctx.run, hits[0].exc.frames if hits[0].exc else ())
+    text = hits[0].exc.message if hits[0].exc else hits[0].evidence.text
+    dead = "encountered an issue" in text or "EngineDead" in (hits[0].exc.type if hits[0].exc else "")
+    roots = [x for x in ctx.findings if x.severity == Severity.error and x.role != Role.consequence]
+    msg = ("The vLLM engine core process " + ("died while serving requests" if dead else "failed while starting")
+           + "; vLLM prints the real error above this line (lines prefixed `ERROR ... [core.py:...]` or "
+             "`(EngineCore...)`)")
+    if roots:
+        msg += f": {roots[0].rule_id} ({roots[0].title}) is that error, this line only reports it."
+        fix = [f"Fix {roots[0].rule_id} first."]
+    else:
+        msg += ", and no rule recognised one in this log."
+        fix = ["Look above this line for the engine core's own traceback (out of memory, unsupported model "
+               "architecture, bad argument) and run grpo-doctor on the complete log."]
+    if roots:
+        return Diagnosis(message=msg, fix=tuple(fix))
+    if f.use_vllm and f.util is not None:
+        fix.append(f"Memory is the most common cause: vllm_gpu_memory_utilization is {f.util:g}"
+                   f"{'' if f.util_set else ' (default)'}" + (" in colocate mode, next to the training state: try 0.5 "
+                                                             "or lower." if f.colocate and f.util > 0.5 else "."))
+    fix.append("Set VLLM_LOGGING_LEVEL=DEBUG to see each engine step; a worker that died without a traceback was often "
+               "killed by the host OOM killer (check `dmesg`).")
+    return Diagnosis(message=msg, fix=tuple(fix))

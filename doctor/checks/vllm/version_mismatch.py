@@ -1,0 +1,49 @@
+"""GD232, GD233: the installed vLLM does not match the caller: an API the trainer calls is missing, or a feature
+needs a newer vLLM."""
+from __future__ import annotations
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ..fallback import describe_frame
+from ..memory._facts import facts_of
+
+
+def version_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    h = hits[0]
+    g = h.groups
+    run = ctx.run
+    vv = run.versions.get("vllm") or g.get("found")
+    sv = run.swift_version
+    tv = run.versions.get("trl")
+    f = facts_of(run, h.exc.frames if h.exc else ())
+    have = ", ".join(x for x in (f"vLLM {vv}" if vv else "", f"ms-swift {sv}" if sv else "", f"trl {tv}" if tv else "")
+                     if x)
+    fix: list[str] = []
+    if g.get("need"):
+        feat = g.get("feat") or "this feature"
+        msg = f"{feat} needs vLLM >= {g['need']}" + (f"; vLLM {vv} is installed." if vv else ".")
+        fix.append(f"pip install -U 'vllm>={g['need']}' (with a torch build it supports), or drop "
+                   f"--{feat} to keep this vLLM.")
+        return Diagnosis(message=msg, fix=tuple(fix))
+    if g.get("spec"):
+        msg = f"This code requires vllm{g['spec']}, but vLLM {g.get('found')} is installed."
+        fix.append(f"pip install 'vllm{g['spec']}', or use the release of the calling package that matches vLLM "
+                   f"{g.get('found')}.")
+        return Diagnosis(message=msg, fix=tuple(fix))
+    name = g.get("name") or g.get("cls") or ""
+    mod = g.get("mod") or ""
+    where = f" ({describe_frame(h.exc.raised_at)})" if h.exc and h.exc.raised_at else ""
+    msg = (f"The installed vLLM does not have the API the trainer calls{where}: "
+           + (f"`{name}` is missing from {mod}" if mod and name else (f"{g['cls']} has no `{name}`" if g.get("cls") and name
+                                                                     else h.exc.message[:160] if h.exc else h.evidence.text[:160]))
+           + ". vLLM renames and removes internals between minor releases; ms-swift and trl support a narrow range.")
+    if have:
+        msg += f" Installed: {have}."
+    if f.framework == "trl":
+        fix.append("pip install 'trl[vllm]' (in the same environment) resolves a vLLM the installed trl supports; or "
+                   "upgrade trl to a release that supports this vLLM.")
+    else:
+        fix.append("Install the vLLM version your ms-swift release lists (README dependency table: e.g. ms-swift 3.8 "
+                   "was tested with vllm 0.10, 4.x with 0.11); or upgrade ms-swift to one that supports this vLLM.")
+    fix.append("`pip show vllm ms-swift trl torch` and compare with the supported pairs before reinstalling; a vLLM "
+               "wheel also pins its torch version.")
+    return Diagnosis(message=msg, fix=tuple(fix))
