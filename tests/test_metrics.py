@@ -9,7 +9,7 @@ import math
 import pytest
 
 from doctor.checks import metrics as M
-from doctor.checks import series as S
+from doctor.checks import _series as S
 from doctor.sources import metrics as msrc
 from doctor.checks import outputs as O
 from doctor.checks import rewards as R

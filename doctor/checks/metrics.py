@@ -23,7 +23,7 @@ from ..model import LINE, METRICS, Evidence, Finding, LogLine, Metrics, Severity
 from ..rules import FinishContext, Hit, Rule
 from ..sources.swiftconfig import RunConfig
 from .rewards import CLASS_TO_FLAG, as_list
-from .series import Series, SeriesRule, fmt, num, reward_key_name, step_row
+from ._series import Series, SeriesRule, fmt, num, reward_key_name, step_row
 
 FLAT_STREAK = 5           # consecutive flat logged steps that count as "stuck" in a longer run
 ALWAYS_ZERO_MIN = 5       # logged steps before "this reward function is always 0" is worth saying

@@ -3,6 +3,9 @@ rewards/<Name>), shared by the series rules of a session, each reading it throug
 
 Rows come as METRICS signals (logging.jsonl or printed dicts). Memory stays flat: beyond MAX_ROWS every
 other row is dropped (a huge run is judged on a thinned series; streaks count kept rows).
+
+A helper of the checks package, not of one family: the series rules of rules/rewards/, rules/numerics/
+and rules/outputs/ all read it.
 """
 from __future__ import annotations
 
