@@ -11,7 +11,7 @@ import pytest
 from doctor.checks import metrics as M
 from doctor.checks import _series as S
 from doctor.sources import metrics as msrc
-from doctor.checks import outputs as O
+from doctor.checks.outputs import degenerate as O
 from doctor.checks import rewards as R
 from doctor.engine import Session
 from doctor.model import Metrics, Severity, Where

@@ -23,11 +23,11 @@ from ..model import LINE, METRICS, Evidence, Finding, LogLine, Metrics, Severity
 from ..rules import FinishContext, Hit, Rule
 from ..sources.swiftconfig import RunConfig
 from .rewards import CLASS_TO_FLAG, as_list
-from ._series import Series, SeriesRule, fmt, num, reward_key_name, step_row
+from ._runargs import arg_float, more_generations
+from ._series import EPS_STD, Series, SeriesRule, fmt, longest_streak, num, reward_key_name, step_row
 
 FLAT_STREAK = 5           # consecutive flat logged steps that count as "stuck" in a longer run
 ALWAYS_ZERO_MIN = 5       # logged steps before "this reward function is always 0" is worth saying
-EPS_STD = 1e-6            # reward_std at or below this is a flat group
 EPS_ZERO = 1e-9
 
 
@@ -36,59 +36,12 @@ def flag_name(reward_name: str) -> str:
     return CLASS_TO_FLAG.get(reward_name, reward_name)
 
 
-def longest_streak(flags: list[bool]) -> tuple[int, int]:
-    """(length, end index) of the longest run of True."""
-    best, best_end, cur = 0, -1, 0
-    for i, f in enumerate(flags):
-        cur = cur + 1 if f else 0
-        if cur > best:
-            best, best_end = cur, i
-    return best, best_end
-
-
-def _arg_float(run: RunConfig, key: str) -> float | None:
-    v = run.args.get(key)
-    if isinstance(v, bool):
-        return None
-    return num(v) if v is not None else None
-
-
 def dtype_of(run: RunConfig) -> str | None:
     v = run.args.get("torch_dtype")
     if v is None:
         return None
     s = str(v).lower().replace("torch.", "")
     return {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}.get(s, s)
-
-
-def gen_batch(run: RunConfig) -> tuple[int, int, int, int]:
-    n = run.world_size() or 1
-    b = run.int_arg("per_device_train_batch_size") or 1
-    s = run.int_arg("steps_per_generation") or run.int_arg("gradient_accumulation_steps") or 1
-    return n, b, s, n * b * s
-
-
-def more_generations(run: RunConfig, g: int, target: int | None = None) -> str:
-    """'--num_generations 8' plus, if needed, the batch change that keeps the generation batch divisible
-    (gradient_accumulation_steps, or steps_per_generation when the run sets it; per-device batch in 3.1-3.3)."""
-    if target is None:
-        target = 8 if g < 8 else g * 2
-    n, b, s, gbs = gen_batch(run)
-    if gbs % target == 0:
-        return f"--num_generations {target} (generation batch {n} x {b} x {s} = {gbs} stays divisible)"
-    mm = run.swift_major_minor
-    if mm is not None and mm < (3, 4):
-        nb = b
-        while (n * nb) % target and nb < 64 * max(1, b):
-            nb += b
-        return (f"--num_generations {target} with --per_device_train_batch_size {nb} (world size {n} x {nb} = "
-                f"{n * nb}, a multiple of {target})")
-    flag = "steps_per_generation" if run.cli.get("steps_per_generation") is not None else "gradient_accumulation_steps"
-    ns = s
-    while (n * b * ns) % target and ns < 64 * max(1, s):
-        ns += s
-    return (f"--num_generations {target} with --{flag} {ns} (world size {n} x per_device_train_batch_size {b} x "
-            f"{ns} = {n * b * ns}, a multiple of {target})")
 
 
 def version_at_least(run: RunConfig, mm: tuple[int, int]) -> bool:
@@ -314,7 +267,7 @@ def _flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         fix.append(f"{', '.join(const_funcs)} gave the same score to every completion: a reward that never "
                    f"separates completions carries no signal; use rewards that can differ within a group (e.g. add "
                    f"accuracy or cosine next to format).")
-    temp = _arg_float(run, "temperature")
+    temp = arg_float(run, "temperature")
     if temp is not None and temp < 0.7:
         fix.append(f"--temperature {fmt(temp)} makes the {gtxt} completions of a prompt nearly identical: use 0.9-1.0.")
     elif temp is not None:
@@ -527,10 +480,10 @@ def _bad(v: float | None) -> bool:
 def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None, first_bad_step: int | None,
               lr_seen: float | None) -> list[str]:
     fix: list[str] = []
-    mgn = _arg_float(run, "max_grad_norm")
+    mgn = arg_float(run, "max_grad_norm")
     fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (default)'} -> 0.5 "
                f"(the ms-swift GRPO best practice against collapse).")
-    lr = _arg_float(run, "learning_rate") or lr_seen
+    lr = arg_float(run, "learning_rate") or lr_seen
     if lr:
         fix.append(f"Lower --learning_rate from {fmt(lr)} to {fmt(lr / 5)} (or use warmup: --warmup_ratio 0.05).")
     else:
@@ -712,7 +665,7 @@ class ProbabilityTensorNaN(Rule):
         if run.args.get("use_vllm") in (False, "false", "False") or run.args.get("use_vllm") is None:
             fix.append("This assert comes from torch.multinomial in transformers' generate (completions sampled "
                        "without vLLM, --use_vllm false): the cause is upstream, in training.")
-        temp = _arg_float(run, "temperature")
+        temp = arg_float(run, "temperature")
         if temp is not None and temp < 0.3:
             fix.append(f"--temperature {fmt(temp)} divides the logits by a small number and overflows in half "
                        f"precision: use 0.7-1.0.")
@@ -859,7 +812,7 @@ class LossZeroNormal(SeriesRule):
         if not alive:
             return []
         i = alive[0]
-        beta = _arg_float(ctx.run, "beta")
+        beta = arg_float(ctx.run, "beta")
         msg = (f"loss is exactly 0 in all {len(rows)} logged step(s) while grad_norm ({fmt(gn[i])} at {s.label(i)}) "
                f"and reward_std ({fmt(rstd[i])}) are not: this is expected in GRPO. With one optimisation step per "
                f"generation the policy ratio is 1 and the group-normalised advantages average to 0, so the logged "
