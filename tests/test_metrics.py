@@ -8,11 +8,12 @@ import math
 
 import pytest
 
-from doctor.checks import metrics as M
-from doctor.checks import series as S
+from doctor.checks import _runargs as A
+from doctor.checks import _series as S
 from doctor.sources import metrics as msrc
-from doctor.checks import outputs as O
-from doctor.checks import rewards as R
+from doctor.checks.outputs import degenerate as O
+from doctor.checks.rewards import _flags as R
+from doctor.checks.rewards.collapse import kendall_tau
 from doctor.engine import Session
 from doctor.model import Metrics, Severity, Where
 from doctor.registry import find_rule, load_catalog
@@ -57,29 +58,29 @@ def by_id(findings):
 
 # ------------------------------------------------------------------------------ series helpers
 def test_reward_key_names_all_versions():
-    assert M.reward_key_name("rewards/Format/mean") == "Format"
-    assert M.reward_key_name("rewards/accuracy_reward") == "accuracy_reward"   # 3.1-3.2 / trl
-    assert M.reward_key_name("rewards/Format/std") is None
+    assert S.reward_key_name("rewards/Format/mean") == "Format"
+    assert S.reward_key_name("rewards/accuracy_reward") == "accuracy_reward"   # 3.1-3.2 / trl
+    assert S.reward_key_name("rewards/Format/std") is None
     assert S.reward_std_key_name("rewards/Format/std") == "Format"
-    assert M.reward_key_name("reward") is None
+    assert S.reward_key_name("reward") is None
 
 
 def test_longest_streak_and_kendall():
-    assert M.longest_streak([True, True, False, True, True, True]) == (3, 5)
-    assert M.longest_streak([]) == (0, -1)
-    assert M.kendall_tau([1, 2, 3, 4]) == 1.0
-    assert M.kendall_tau([4, 3, 2, 1]) == -1.0
+    assert S.longest_streak([True, True, False, True, True, True]) == (3, 5)
+    assert S.longest_streak([]) == (0, -1)
+    assert kendall_tau([1, 2, 3, 4]) == 1.0
+    assert kendall_tau([4, 3, 2, 1]) == -1.0
 
 
 def test_more_generations_keeps_batch_divisible():
     rc = run_cfg(per_device_train_batch_size=4, num_generations=4)
     # 1 x 4 x 1 = 4 is not a multiple of 8: GA 2 gives 8
-    assert "--gradient_accumulation_steps 2" in M.more_generations(rc, 4)
+    assert "--gradient_accumulation_steps 2" in A.more_generations(rc, 4)
     rc = run_cfg(per_device_train_batch_size=8, num_generations=4)
-    assert M.more_generations(rc, 4).startswith("--num_generations 8 (generation batch 1 x 8 x 1 = 8")
+    assert A.more_generations(rc, 4).startswith("--num_generations 8 (generation batch 1 x 8 x 1 = 8")
     rc = run_cfg(per_device_train_batch_size=4)
     rc.versions["ms-swift"] = "3.2.2"   # 3.1-3.3 count only world x batch
-    assert "--per_device_train_batch_size 8" in M.more_generations(rc, 4)
+    assert "--per_device_train_batch_size 8" in A.more_generations(rc, 4)
 
 
 # ------------------------------------------------------------------------------ GD610 / GD611 / GD612
@@ -502,7 +503,7 @@ def test_series_rules_share_one_store_and_each_sees_what_its_own_series_held(mon
     s = session(SERIES_RULES)
     for m in ms:
         s.feed_metrics(m)
-    rules = [r for r in s.rules if isinstance(r, M.SeriesRule)]
+    rules = [r for r in s.rules if isinstance(r, S.SeriesRule)]
     assert len(rules) == len(SERIES_RULES)
     assert len({id(r.s.store) for r in rules}) == 1                 # one store for the session
     assert sum(1 for r in rules if r.kinds) == 1                    # and one rule adds the rows to it

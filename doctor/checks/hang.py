@@ -21,7 +21,7 @@ from ..model import EXCEPTION, LINE, METRICS, Evidence, ExceptionInfo, Finding, 
 from ..rules import FinishContext, Rule, evidence_of
 from ..sources.swiftconfig import RunConfig
 from .distributed import VLLM_GROUP_PORT, flag_in_version
-from .series import step_row
+from ._series import step_row
 
 # --------------------------------------------------------------------------------------------- phases
 # (literal, phase). The last marker seen decides where the run stopped.

@@ -3,6 +3,9 @@ rewards/<Name>), shared by the series rules of a session, each reading it throug
 
 Rows come as METRICS signals (logging.jsonl or printed dicts). Memory stays flat: beyond MAX_ROWS every
 other row is dropped (a huge run is judged on a thinned series; streaks count kept rows).
+
+A helper of the checks package, not of one family: the series rules of rules/rewards/, rules/numerics/
+and rules/outputs/ all read it.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from ..rules import Rule
 from ..sources import metrics as msrc
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
+EPS_STD = 1e-6            # reward_std at or below this is a flat group
 
 BASE_KEYS = ("loss", "grad_norm", "learning_rate", "reward", "reward_std", "frac_reward_zero_std", "kl",
              "completions/mean_length", "completions/clipped_ratio", "completion_length", "response_clip_ratio",
@@ -41,6 +45,16 @@ def fmt(v: float | None, digits: int = 4) -> str:
         return f"{v:.3g}"
     s = f"{v:.{digits}g}"
     return s
+
+
+def longest_streak(flags: list[bool]) -> tuple[int, int]:
+    """(length, end index) of the longest run of True."""
+    best, best_end, cur = 0, -1, 0
+    for i, f in enumerate(flags):
+        cur = cur + 1 if f else 0
+        if cur > best:
+            best, best_end = cur, i
+    return best, best_end
 
 
 def reward_key_name(key: str) -> str | None:

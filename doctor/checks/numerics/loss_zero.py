@@ -1,0 +1,38 @@
+"""GD631 (info): loss exactly 0 with non-zero grad_norm and reward_std is expected GRPO behaviour."""
+from __future__ import annotations
+
+import math
+
+from ...model import Finding, Severity
+from ...rules import FinishContext
+from .._runargs import arg_float
+from .._series import EPS_STD, SeriesRule, fmt
+
+
+class LossZeroNormal(SeriesRule):
+    """GD631 (info): loss exactly 0 with non-zero grad_norm and reward_std is expected GRPO behaviour."""
+
+    want_rewards = False
+    series_keys = ("loss", "grad_norm", "reward_std", "kl")
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        s = self.s
+        loss, gn, rstd = s.col("loss"), s.col("grad_norm"), s.col("reward_std")
+        rows = [i for i in range(s.n) if loss[i] is not None]
+        if not rows or any(loss[i] != 0 for i in rows):
+            return []
+        alive = [i for i in rows if gn[i] and gn[i] > 0 and not math.isnan(gn[i]) and rstd[i] and rstd[i] > EPS_STD]
+        if not alive:
+            return []
+        i = alive[0]
+        beta = arg_float(ctx.run, "beta")
+        msg = (f"loss is exactly 0 in all {len(rows)} logged step(s) while grad_norm ({fmt(gn[i])} at {s.label(i)}) "
+               f"and reward_std ({fmt(rstd[i])}) are not: this is expected in GRPO. With one optimisation step per "
+               f"generation the policy ratio is 1 and the group-normalised advantages average to 0, so the logged "
+               f"loss is beta x KL"
+               + (f" (beta {fmt(beta)})" if beta is not None else "")
+               + ", which starts at 0; the gradients are still non-zero.")
+        fix = ["Nothing to fix: judge progress by reward, reward_std, kl and grad_norm, not by the loss (ms-swift FAQ: "
+               "loss approx. 0 is normal in GRPO)."]
+        return [self.make(message=msg, fix=fix, evidence=[s.evidence(i, ("loss", "grad_norm", "reward_std", "kl"))],
+                          count=len(rows), seq=s.seq(i), severity=Severity.info)]

@@ -1,0 +1,126 @@
+"""GD620: NaN/inf in the logged metrics (loss, grad_norm, kl, reward, reward_std, a reward function's mean)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...model import METRICS, Finding, Metrics, Severity
+from ...rules import FinishContext, Rule
+from .._series import Series, fmt, num, reward_key_name, step_row
+from ._nan_fixes import dtype_of, nan_fixes
+
+
+CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
+
+
+def _bad(v: float | None) -> bool:
+    return v is not None and (math.isnan(v) or math.isinf(v))
+
+
+def _row_bad_keys(v: dict[str, Any]) -> list[str]:
+    for x in v.values():  # the common row has no NaN/inf at all: one pass over its values says so
+        if type(x) is float:
+            if x - x != 0:  # nan or +-inf
+                break
+        elif isinstance(x, str):
+            y = num(x)
+            if y is not None and y - y != 0:
+                break
+    else:
+        return []
+    ks = [k for k in CORE_NAN_KEYS if k in v and _bad(num(v[k]))]
+    rk = [f"rewards/{n}" for n in (reward_key_name(k) for k in v) if n and _bad(num(v.get(f"rewards/{n}/mean",
+                                                                                        v.get(f"rewards/{n}"))))]
+    return ks + rk
+
+
+class MetricsNonFinite(Rule):
+    """GD620: NaN/inf in loss, grad_norm, kl, reward, reward_std or a reward function's mean.
+
+    Streams exactly (no thinning): the first bad row, the finite row before it, counts, and the
+    smallest grad_norm seen before the first bad row."""
+
+    kinds = frozenset({METRICS})
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.rows = 0
+        self.n_bad = 0
+        self.n_bad_gn_after = 0      # rows after the first bad one with a bad grad_norm
+        self.first: Metrics | None = None
+        self.bad_keys: list[str] = []
+        self.prev: Metrics | None = None
+        self.min_gn: tuple[float, Metrics] | None = None
+        self.last: Metrics | None = None
+
+    def feed(self, kind: str, payload: Any) -> None:
+        m: Metrics = payload
+        if kind != METRICS or step_row(m) is None:
+            return
+        self.rows += 1
+        bad = [] if m.finite else _row_bad_keys(m.values)
+        if bad:
+            self.n_bad += 1
+            if self.first is None:
+                self.first, self.bad_keys = m, bad
+            elif "grad_norm" in bad:
+                self.n_bad_gn_after += 1
+        elif self.first is None:
+            if self.prev is not None:
+                gn = num(self.prev.values.get("grad_norm"))
+                if gn is not None and (self.min_gn is None or gn < self.min_gn[0]):
+                    self.min_gn = (gn, self.prev)
+            self.prev = m
+        self.last = m
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        if self.first is None:
+            return []
+        run = ctx.run
+        s = Series(("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate"))
+        for m in ([self.min_gn[1]] if self.min_gn else []) + ([self.prev] if self.prev else []) + [self.first]:
+            s.add(m)
+        first = s.n - 1
+        prev = first - 1 if self.prev is not None else -1
+        bad_keys = self.bad_keys
+        core = [k for k in bad_keys if k in CORE_NAN_KEYS]
+        last_ok = s.steps[prev] if prev >= 0 else None
+        lr_col = s.col("learning_rate")
+        lr_seen = lr_col[first] if lr_col[first] else (lr_col[prev] if prev >= 0 else None)
+        fp16 = dtype_of(run) == "float16"
+        only_gn = core == ["grad_norm"] and not any(k.startswith("rewards/") for k in bad_keys)
+        later_ok = self.last is not self.first and self.n_bad_gn_after == 0
+        if only_gn and fp16 and later_ok and self.n_bad <= 2:
+            msg = (f"grad_norm was {fmt(s.cols['grad_norm'][first])} at {s.label(first)} and finite afterwards: with "
+                   f"float16 the loss scaler skips such a step and lowers its scale; isolated cases are harmless.")
+            return [self.make(message=msg, fix=["Prefer --torch_dtype bfloat16 where the GPU supports it."],
+                              evidence=[s.evidence(first, ("loss", "grad_norm", "learning_rate"))], count=self.n_bad,
+                              seq=s.seq(first), severity=Severity.info)]
+        kl_first = core == ["kl"]
+        vals = ", ".join(f"{k} {fmt(s.cols[k][first]) if k in s.cols else 'nan'}" for k in bad_keys[:6])
+        msg = (f"Non-finite metrics from {s.label(first)} on ({vals}); {self.n_bad} of {self.rows} logged steps are "
+               f"affected.")
+        if prev >= 0:
+            gn = s.cols["grad_norm"][prev]
+            msg += (f" The step before ({s.label(prev)}) was still finite"
+                    + (f" with grad_norm {fmt(gn)}" if gn is not None else "") + ".")
+            if gn is not None and self.min_gn is not None and s.n == 3:
+                g0 = self.min_gn[0]
+                if g0 > 0 and gn >= 5 * g0:
+                    msg += (f" grad_norm had grown from {fmt(g0)} ({s.label(0)}) to {fmt(gn)}: the updates were "
+                            f"blowing up before the NaN.")
+        if not core:
+            msg += (" Only reward function means are NaN: ms-swift turns a reward of None into NaN, so a reward "
+                    "function returned None for every completion of the batch.")
+            sev = Severity.warning
+            fix = ["Make the reward return a float for at least the rows it applies to; rows it returns None for "
+                   "are ignored, but a whole batch of None gives NaN."]
+        else:
+            msg += (" Once the loss or gradients are NaN the weights are corrupted and every later step is "
+                    "meaningless; sampling from NaN logits then fails with 'probability tensor contains either "
+                    "inf, nan or element < 0'.")
+            sev = Severity.error
+            fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, first_bad_step=s.steps[first], lr_seen=lr_seen)
+        keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
+        ev = ([s.evidence(prev, keys)] if prev >= 0 else []) + [s.evidence(first, keys)]
+        return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev)]

@@ -1,0 +1,69 @@
+"""GD621: torch.multinomial on NaN/inf probabilities (CUDA device assert or RuntimeError)."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...model import LINE, Evidence, Finding, LogLine
+from ...rules import FinishContext, Rule
+from .._runargs import arg_float
+from .._series import fmt
+from ._nan_fixes import nan_fixes
+
+
+_PROGRESS = re.compile(r"(?P<step>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<")
+
+
+class ProbabilityTensorNaN(Rule):
+    """GD621: torch.multinomial on NaN/inf probabilities (CUDA device assert or RuntimeError)."""
+
+    kinds = frozenset({LINE})
+    literals = ("probability tensor contains", "it/s]", "s/it]")
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.progress: tuple[str, str, str] | None = None
+        self.hits: list[tuple[LogLine, tuple[str, str, str] | None]] = []
+
+    def feed(self, kind: str, payload: Any) -> None:
+        line: LogLine = payload
+        text = line.text
+        if "probability tensor contains" in text:
+            if len(self.hits) < 1000:
+                self.hits.append((line, self.progress))
+            return
+        if "/it]" in text or "it/s]" in text:
+            ms = list(_PROGRESS.finditer(text))
+            if ms:
+                m = ms[-1]
+                self.progress = (m.group("step"), m.group("total"), m.group("elapsed"))
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        if not self.hits:
+            return []
+        run = ctx.run
+        line, prog = self.hits[0]
+        msg = ("Sampling failed because the model's next-token probabilities contained NaN or inf "
+               "('probability tensor contains either inf, nan or element < 0'): the policy's logits were already "
+               "non-finite, i.e. the weights diverged (the NaN KL/loss that usually shows first).")
+        if prog:
+            msg += f" It happened after {prog[0]} of {prog[1]} steps, {prog[2]} into the run."
+        fix = []
+        if run.args.get("use_vllm") in (False, "false", "False") or run.args.get("use_vllm") is None:
+            fix.append("This assert comes from torch.multinomial in transformers' generate (completions sampled "
+                       "without vLLM, --use_vllm false): the cause is upstream, in training.")
+        temp = arg_float(run, "temperature")
+        if temp is not None and temp < 0.3:
+            fix.append(f"--temperature {fmt(temp)} divides the logits by a small number and overflows in half "
+                       f"precision: use 0.7-1.0.")
+        fix.extend(nan_fixes(run, kl_first=False, last_ok=None, first_bad_step=None, lr_seen=None))
+        save = run.int_arg("save_steps")
+        fix.append("Resume from the last checkpoint whose logged loss/kl/grad_norm were still finite"
+                   + (f" (checkpoints every {save} steps)" if save else "")
+                   + " with --resume_from_checkpoint, after changing the settings above.")
+        fix.append("Check the logged kl/loss/grad_norm before the crash (logging.jsonl): the first NaN or the first "
+                   "grad_norm spike shows when the run went wrong; rerun with CUDA_LAUNCH_BLOCKING=1 for an exact "
+                   "stack.")
+        ranks = tuple(sorted({l.rank for l, _ in self.hits if l.rank is not None}))
+        return [self.make(message=msg, fix=fix, evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+                          count=len(self.hits), ranks=ranks, seq=line.seq)]

@@ -1,0 +1,80 @@
+"""GD641: completions that are all truncated (completions/clipped_ratio about 1) or collapse in length."""
+from __future__ import annotations
+
+import math
+
+from ...model import Finding, Severity
+from ...rules import FinishContext
+from .._series import SeriesRule, fmt, longest_streak
+
+
+class CompletionsTruncated(SeriesRule):
+    """GD641: completions/clipped_ratio ~1 (all truncated) or completion length collapsing."""
+
+    want_rewards = False
+    series_keys = ("completions/mean_length", "completions/clipped_ratio", "completion_length", "response_clip_ratio",
+                   "reward", "kl")
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        s = self.s
+        run = ctx.run
+        clip = s.col("completions/clipped_ratio")
+        if not any(v is not None for v in clip):
+            clip = s.col("response_clip_ratio")
+        mlen = s.col("completions/mean_length")
+        if not any(v is not None for v in mlen):
+            mlen = s.col("completion_length")
+        rows = [i for i in range(s.n) if clip[i] is not None and not math.isnan(clip[i])]
+        L = run.int_arg("max_completion_length")
+        out: list[Finding] = []
+        if rows:
+            high = [clip[i] >= 0.9 for i in rows]
+            streak, end = longest_streak(high)
+            if (all(high) and len(rows) >= 2) or streak >= 3:
+                lo = 0 if all(high) else end - streak + 1
+                hi = len(rows) - 1 if all(high) else end
+                idx = rows[lo:hi + 1]
+                mean_clip = sum(clip[i] for i in idx) / len(idx)
+                lens = [mlen[i] for i in idx if mlen[i] is not None]
+                scope = (f"in all {len(idx)} logged steps" if all(high) else f"in {len(idx)} consecutive logged steps")
+                msg = (f"completions/clipped_ratio was {fmt(mean_clip, 3)} on average {scope} "
+                       f"({s.span(idx[0], idx[-1])}): almost every completion hit max_completion_length"
+                       + (f" {L}" if L else "")
+                       + (f" (mean length {fmt(sum(lens) / len(lens))})" if lens else "")
+                       + ". Truncated completions cannot finish their answer or close a format tag, so "
+                         "format/accuracy rewards see only cut text.")
+                fix = []
+                if L:
+                    new = 512 if L < 256 else 2 * L
+                    fix.append(f"Raise --max_completion_length from {L} to {new} or more (step time and memory grow "
+                               f"roughly linearly with it).")
+                else:
+                    fix.append("Raise --max_completion_length (the ms-swift default is 512).")
+                fix.append("If the completions loop (see completions.jsonl with --log_completions true), add the "
+                           "repetition reward or --repetition_penalty 1.05 instead; the soft_overlong reward "
+                           "(with --soft_cache_length) penalises length smoothly.")
+                if run.args.get("overlong_filter"):
+                    fix.append("--overlong_filter true drops truncated completions from the loss: with nearly all "
+                               "truncated, almost nothing is left to learn from (and KL can become NaN).")
+                keys = ("completions/clipped_ratio", "response_clip_ratio", "completions/mean_length",
+                        "completion_length", "reward")
+                ev = [s.evidence(idx[0], keys)] + ([s.evidence(idx[-1], keys)] if idx[-1] != idx[0] else [])
+                out.append(self.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]),
+                                     severity=Severity.warning))
+        lrows = [i for i in range(s.n) if mlen[i] is not None and not math.isnan(mlen[i])]
+        if not out and len(lrows) >= 4:
+            k = max(1, len(lrows) // 4)
+            early = sum(mlen[i] for i in lrows[:k]) / k
+            late = sum(mlen[i] for i in lrows[-k:]) / k
+            if early >= 20 and late <= 0.3 * early:
+                msg = (f"completions/mean_length collapsed from {fmt(early)} (first {k} logged steps) to {fmt(late)} "
+                       f"(last {k}): the policy learned to answer ever shorter, which usually means a reward "
+                       f"favours short outputs or the model is degenerating.")
+                fix = ["Read the latest completions (--log_completions true): if they are empty or bare answers, "
+                       "check which reward rises as length falls and rebalance --reward_weights; lower "
+                       "--learning_rate; the cosine reward scales accuracy by length if short answers are wanted."]
+                keys = ("completions/mean_length", "completion_length", "reward", "kl")
+                out.append(self.make(message=msg, fix=fix, evidence=[s.evidence(lrows[0], keys),
+                                                                    s.evidence(lrows[-1], keys)],
+                                     count=len(lrows), seq=s.seq(lrows[0]), severity=Severity.warning))
+        return out

@@ -1,0 +1,1 @@
+"""Checks of the rewards rules (rules/rewards/)."""

@@ -1,0 +1,62 @@
+"""GD612: one reward function is 0 in every step while the others move (said only where GD610 and GD611
+are silent)."""
+from __future__ import annotations
+
+from ...model import Finding, Severity
+from ...rules import FinishContext, Rule
+from ...sources.swiftconfig import RunConfig
+from .._series import SeriesRule
+from ._flags import as_list, flag_name
+from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
+from .flat import flat_finding
+
+
+def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig) -> list[Finding]:
+    s = rv.s
+    names = rv.always_zero()
+    if not names:
+        return []
+    others = [n for n in rv.names if n not in names]
+    moving = [n for n in others if any(v is not None and abs(v) > EPS_ZERO for v in rv.means(n))]
+    if not moving:
+        return []
+    shown = ", ".join(f"rewards/{n}" for n in names)
+    msg = (f"{shown} was 0 in every one of the {rv.n} logged steps ({s.span(rv.idx[0], rv.idx[-1])}) while "
+           f"{', '.join('rewards/' + n for n in moving)} varied: "
+           f"{'this reward function never' if len(names) == 1 else 'these reward functions never'} scored a "
+           f"completion, so {'it adds' if len(names) == 1 else 'they add'} nothing to the advantages.")
+    fix = []
+    for n in names:
+        fl = flag_name(n)
+        if fl == "accuracy":
+            ds = as_list(run.args.get("dataset"))
+            fix.append("accuracy (MathAccuracy) compares each completion's <answer> with the dataset column "
+                       f"'solution': check that every row of {', '.join(ds) if ds else 'the dataset'} has it, that it "
+                       "holds a parseable gold answer, and that the prompt asks for <answer>...</answer>.")
+        elif fl == "format":
+            fix.append("format needs the whole completion to match <think>...</think><answer>...</answer>: ask for it "
+                       "in the system prompt or SFT the model on that format first.")
+        else:
+            fix.append(f"Run the '{fl}' reward offline on logged completions (--log_completions true) and check the "
+                       f"dataset columns it reads (they arrive as keyword arguments).")
+    trunc = truncation_note(s, run, rv.idx)
+    if trunc:
+        fix.append(trunc + ". " + raise_length(run))
+    keys = ["reward"] + [f"rewards/{n}/mean" if s.rstd.get(n) is not None else f"rewards/{n}" for n in rv.names][:4]
+    return [rule.make(message=msg, fix=fix, evidence=[s.evidence(rv.idx[0], keys), s.evidence(rv.idx[-1], keys)],
+                      count=rv.n, seq=s.seq(rv.idx[0]), severity=Severity.warning)]
+
+
+class RewardFuncAlwaysZero(SeriesRule):
+    """GD612: one reward function is 0 in every step while the others move."""
+
+    series_keys = REWARD_KEYS
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        run = ctx.run
+        rv = RewardView(self.s, run)
+        if rv.n == 0 or rv.no_reward_funcs():
+            return []
+        if flat_finding(self, rv, run) is not None or rv.all_zero:
+            return []
+        return _always_zero_findings(self, rv, run)

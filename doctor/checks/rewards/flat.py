@@ -1,0 +1,158 @@
+"""GD610: reward_std 0 / frac_reward_zero_std 1 for the whole run or a long stretch; all rewards 0."""
+from __future__ import annotations
+
+import math
+
+from ...model import Finding, Severity
+from ...rules import FinishContext, Rule
+from ...sources.swiftconfig import RunConfig
+from .._runargs import arg_float, more_generations
+from .._series import SeriesRule, fmt
+from ._flags import as_list, flag_name
+from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
+
+
+FLAT_STREAK = 5           # consecutive flat logged steps that count as "stuck" in a longer run
+
+
+def version_at_least(run: RunConfig, mm: tuple[int, int]) -> bool:
+    v = run.swift_major_minor
+    return v is None or v >= mm
+
+
+def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
+    s = rv.s
+    n = rv.n
+    severity: Severity | None = None
+    scope: str
+    if rv.all_flat and n >= 3:
+        severity, lo, hi = Severity.error, 0, n - 1
+        scope = f"in all {n} logged steps ({s.span(rv.idx[0], rv.idx[-1])})"
+    elif rv.all_flat and n == 2:
+        severity, lo, hi = Severity.warning, 0, 1
+        scope = f"in both logged steps ({s.span(rv.idx[0], rv.idx[-1])})"
+    elif rv.all_flat and n == 1 and rv.all_zero:
+        severity, lo, hi = Severity.warning, 0, 0
+        scope = f"in the only logged step ({s.label(rv.idx[0])})"
+    elif rv.streak >= FLAT_STREAK:
+        hi = rv.streak_end
+        lo = hi - rv.streak + 1
+        at_end = hi == n - 1
+        severity = Severity.error if at_end and rv.streak * 2 >= n else Severity.warning
+        scope = (f"in {rv.streak} consecutive logged steps ({s.span(rv.idx[lo], rv.idx[hi])}"
+                 f"{', up to the last logged step' if at_end else ''}) out of {n}")
+    else:
+        frac = s.col("frac_reward_zero_std")
+        vals = [frac[i] for i in rv.idx if frac[i] is not None and not math.isnan(frac[i])]
+        if n >= FLAT_STREAK and len(vals) >= FLAT_STREAK and sum(vals) / len(vals) >= 0.8:
+            mean = sum(vals) / len(vals)
+            lo, hi = 0, n - 1
+            return _mostly_flat_finding(rule, rv, run, mean, len(vals))
+        return None
+    idx = rv.idx[lo:hi + 1]
+    zero = all(rv.zero[lo:hi + 1])
+    rewards = [r for r in rv.reward[lo:hi + 1] if r is not None]
+    g = run.int_arg("num_generations")
+    gtxt = f"{g}" if g else "num_generations"
+    if zero:
+        what = f"reward was 0 and reward_std 0 {scope}: no completion earned any reward"
+    else:
+        lo_r, hi_r = (min(rewards), max(rewards)) if rewards else (None, None)
+        rr = f"reward {fmt(lo_r)}" if lo_r == hi_r else f"reward between {fmt(lo_r)} and {fmt(hi_r)}"
+        what = (f"reward_std was 0 (frac_reward_zero_std 1) {scope}, with {rr}: inside every group all "
+                f"completions got the same reward")
+    # per-function detail
+    per = []
+    zero_funcs, const_funcs = [], []
+    for name in rv.names:
+        vals = [v for v in (rv.means(name)[k] for k in range(lo, hi + 1)) if v is not None]
+        if not vals:
+            continue
+        if all(abs(v) <= EPS_ZERO for v in vals):
+            zero_funcs.append(name)
+            per.append(f"rewards/{name} 0")
+        elif max(vals) - min(vals) <= EPS_ZERO:
+            const_funcs.append(name)
+            per.append(f"rewards/{name} {fmt(vals[0])}")
+        else:
+            per.append(f"rewards/{name} {fmt(min(vals))}-{fmt(max(vals))}")
+    msg = what + (f" ({', '.join(per)})" if per else "") + "."
+    msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so loss and grad_norm are "
+            f"0 and the policy does not learn from these steps.")
+    gn = [v for v in (s.col("grad_norm")[i] for i in idx) if v is not None]
+    if gn and all(v == 0 for v in gn):
+        msg += " grad_norm was indeed 0 throughout."
+    fix: list[str] = []
+    trunc = truncation_note(s, run, idx)
+    if trunc:
+        fix.append(trunc + ". " + raise_length(run))
+    for name in zero_funcs:
+        fl = flag_name(name)
+        if fl == "format":
+            fix.append("The format reward (Format) was 0 for every completion: it needs the whole completion to match "
+                       "<think>...</think><answer>...</answer>. Ask for that format in the system prompt, or warm the "
+                       "model up with SFT on examples in that format first (swift sft), then run GRPO from that "
+                       "checkpoint.")
+        elif fl == "accuracy":
+            ds = as_list(run.args.get("dataset"))
+            fix.append("The accuracy reward (MathAccuracy) was 0 for every completion: it compares the <answer> of each "
+                       f"completion with the 'solution' column of {', '.join(ds) if ds else 'the dataset'}, so check "
+                       "that the column holds the gold "
+                       "answer in a parseable form and that the model writes <answer>...</answer>; a model that is "
+                       "never right needs easier data or an SFT warm-up first.")
+        else:
+            fix.append(f"Reward '{fl}' (rewards/{name}) was 0 for every completion: run it offline on a few logged "
+                       f"completions (--log_completions true writes completions.jsonl) to see whether the model or "
+                       f"the reward is at fault.")
+    if zero and not zero_funcs and not rv.names:
+        fix.append("No rewards/<name> metric was logged: check that --reward_funcs is set and that the reward "
+                   "functions return non-zero scores.")
+    if const_funcs and not zero:
+        fix.append(f"{', '.join(const_funcs)} gave the same score to every completion: a reward that never "
+                   f"separates completions carries no signal; use rewards that can differ within a group (e.g. add "
+                   f"accuracy or cosine next to format).")
+    temp = arg_float(run, "temperature")
+    if temp is not None and temp < 0.7:
+        fix.append(f"--temperature {fmt(temp)} makes the {gtxt} completions of a prompt nearly identical: use 0.9-1.0.")
+    elif temp is not None:
+        fix.append(f"More diverse groups make differing rewards likelier: --temperature {fmt(temp)} -> "
+                   f"{fmt(1.0 if temp < 1.0 else min(1.2, temp + 0.1))}, and/or {more_generations(run, g or 8)}.")
+    else:
+        fix.append(f"More diverse groups make differing rewards likelier: {more_generations(run, g or 8)}; keep "
+                   f"--temperature at 0.9-1.0.")
+    if version_at_least(run, (3, 3)) and not run.args.get("dynamic_sample"):
+        fix.append("--dynamic_sample true resamples groups whose rewards are all equal (DAPO; up to "
+                   "--max_resample_times, default 3), so flat groups do not waste steps.")
+    keys = ["reward", "reward_std", "frac_reward_zero_std"] + [f"rewards/{n}/mean" if s.rstd.get(n) is not None
+                                                              else f"rewards/{n}" for n in rv.names][:4] + ["grad_norm"]
+    ev_idx = [idx[0]] + ([idx[-1]] if idx[-1] != idx[0] else [])
+    ev = [s.evidence(i, keys) for i in ev_idx]
+    return rule.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]), severity=severity)
+
+
+def _mostly_flat_finding(rule: Rule, rv: RewardView, run: RunConfig, mean: float, k: int) -> Finding:
+    s = rv.s
+    g = run.int_arg("num_generations")
+    msg = (f"frac_reward_zero_std averaged {fmt(mean, 2)} over {k} logged steps ({s.span(rv.idx[0], rv.idx[-1])}): "
+           f"in most groups every completion got the same reward, so most of each batch carried no learning signal.")
+    fix = []
+    if version_at_least(run, (3, 3)) and not run.args.get("dynamic_sample"):
+        fix.append("--dynamic_sample true resamples flat groups (DAPO), up to --max_resample_times.")
+    fix.append(f"Raise diversity within a group: {more_generations(run, g or 8)}; --temperature 0.9-1.0.")
+    fix.append("If rewards are saturated (every completion already scores the maximum), use harder prompts.")
+    keys = ("reward", "reward_std", "frac_reward_zero_std")
+    return rule.make(message=msg, fix=fix, evidence=[s.evidence(rv.idx[-1], keys)], count=k,
+                     seq=s.seq(rv.idx[0]), severity=Severity.warning)
+
+
+class RewardFlat(SeriesRule):
+    """GD610: reward_std 0 / frac_reward_zero_std 1 for the whole run or a long stretch; all rewards 0."""
+
+    series_keys = REWARD_KEYS
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        rv = RewardView(self.s, ctx.run)
+        if rv.n == 0 or rv.no_reward_funcs():
+            return []
+        flat = flat_finding(self, rv, ctx.run)
+        return [flat] if flat is not None else []

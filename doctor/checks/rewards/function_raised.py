@@ -1,0 +1,142 @@
+"""GD606: an exception raised inside a reward function while the trainer scores completions.
+
+Every dataset column besides ``messages`` reaches the reward function as a keyword argument (FAQ Q25),
+which is why a missing column shows up as ``KeyError: 'solution'`` or ``__call__() missing 1 required
+positional argument: 'solution'``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...model import EXCEPTION, Evidence, ExceptionInfo, Finding, Frame
+from ...rules import FinishContext, Rule
+from ._flags import as_list, plugin_files, reward_names
+
+
+# the frames that call reward functions: ms-swift 3.x/4.x trainer, rl_core (4.5+), trl, open-r1 style
+_CALL_FUNCS = {"_compute_rewards_per_func", "compute_rewards_per_func", "_calculate_rewards", "_score_completions",
+               "score_completions"}
+_CALL_CODE = ("reward_func(", "reward_model_plugin(", "reward_funcs[idx](", "reward_funcs[i](")
+_REWARD_PATHS = ("swift/rewards/", "swift/plugin/orm.py", "swift/plugin/prm.py", "swift/plugin/rm_plugin.py",
+                 "swift/llm/plugin/orm.py", "open_r1/rewards.py", "/rewards.py", "/reward_func", "/reward_fn",
+                 "plugin/plugin.py", "/orm.py")
+_NOT_OURS = ("OutOfMemoryError", "OOM", "DistBackendError", "ChildFailedError", "KeyboardInterrupt",
+             "ModuleNotFoundError", "ImportError")
+_COMM = re.compile(r"NCCL|[Tt]imeout|timed out|gloo|ProcessGroup|Connection")
+_SIZE = re.compile(r"expanded size of the tensor|must match the (?:existing )?size|shape mismatch|could not broadcast")
+_MISSING_ARG = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (?P<names>.+)$")
+_KEYERR = re.compile(r"""^['"](?P<col>[^'"]{1,80})['"]$""")
+
+
+def _user_plugin_match(path: str, plugins: list[str]) -> bool:
+    base = path.replace("\\", "/").rsplit("/", 1)[-1]
+    for p in plugins:
+        pb = p.replace("\\", "/").rsplit("/", 1)[-1]
+        if pb and pb == base:
+            return True
+    return False
+
+
+def reward_frames(exc: ExceptionInfo, plugins: list[str]) -> tuple[int | None, list[Frame]]:
+    """(index of the frame that calls the reward function, the frames inside reward code)."""
+    call_idx = None
+    for i, fr in enumerate(exc.frames):
+        if fr.func in _CALL_FUNCS or any(c in fr.code for c in _CALL_CODE):
+            call_idx = i
+    inside: list[Frame] = []
+    start = call_idx + 1 if call_idx is not None else 0
+    for fr in exc.frames[start:]:
+        p = fr.path.replace("\\", "/")
+        if call_idx is not None or any(m in p for m in _REWARD_PATHS) or _user_plugin_match(p, plugins):
+            inside.append(fr)
+    return call_idx, inside
+
+
+def _short(path: str) -> str:
+    p = path.replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in p:
+            return p.split(marker, 1)[1]
+    return p
+
+
+class RewardFunctionRaised(Rule):
+    """An exception raised while a reward function scored completions (GD606)."""
+
+    kinds = frozenset({EXCEPTION})
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.hits: list[ExceptionInfo] = []
+
+    def feed(self, kind: str, payload: Any) -> None:
+        if kind != EXCEPTION or len(self.hits) > 50:
+            return
+        exc: ExceptionInfo = payload
+        if any(n in exc.type for n in _NOT_OURS) or "out of memory" in exc.message.lower():
+            return
+        if "math_verify" in exc.message:
+            return  # a missing dependency, not a reward bug
+        self.hits.append(exc)
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        plugins = plugin_files(ctx.run)
+        chosen = None
+        for exc in sorted(self.hits, key=lambda e: e.seq):
+            call_idx, inside = reward_frames(exc, plugins)
+            direct = call_idx is not None and call_idx == len(exc.frames) - 1 and not _COMM.search(exc.message)
+            if inside or direct:
+                chosen = (exc, call_idx, inside)
+                break
+        if chosen is None:
+            return []
+        exc, call_idx, inside = chosen
+        same = [e for e in self.hits if e.type == exc.type and e.message == exc.message]
+        ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
+        where = inside[-1] if inside else exc.frames[-1]
+        own = [f for f in inside if "site-packages" not in f.path and "dist-packages" not in f.path]
+        top = own[0] if own else (inside[0] if inside else where)
+        fn = top.func if top.func not in ("<module>",) else "?"
+        text = f"{exc.type}: {exc.message}" if exc.message else exc.type
+        msg = (f"A reward function raised `{text}` while scoring completions, in {_short(top.path)}:{top.lineno} "
+               f"({fn})")
+        msg += f"; raised at {_short(where.path)}:{where.lineno} in {where.func}." if where is not top else "."
+        fix: list[str] = []
+        col = None
+        if exc.short_type == "KeyError":
+            m = _KEYERR.match(exc.message.strip())
+            col = m.group("col") if m else None
+        m2 = _MISSING_ARG.search(exc.message)
+        if m2:
+            cols = re.findall(r"'([^']+)'", m2.group("names"))
+            col = ", ".join(cols) if cols else None
+        if col:
+            msg += (f" The reward reads the dataset column '{col}', which the rows that reached it do not have: "
+                    f"ms-swift passes every extra dataset column to reward functions as keyword arguments.")
+            ds = as_list(ctx.run.args.get("dataset"))
+            target = f"every row of {', '.join(ds)}" if ds else "every row of --dataset"
+            fix.append(f"Add a '{col}' field to {target} (e.g. {{\"messages\": [...], \"{col}\": "
+                       f"\"...\"}}), or map an existing column onto it with --columns '{{\"answer\": \"{col}\"}}'.")
+            in_orm = any("orm.py" in f.path for f in inside)
+            if col == "solution" and (in_orm or "accuracy" in reward_names(ctx.run)):
+                fix.append("The built-in accuracy reward (MathAccuracy) compares each completion with the 'solution' "
+                           "column (FAQ: math accuracy needs a solution field).")
+            fix.append(f"In a custom reward read it defensively: `kwargs.get('{col}')` and return None for rows "
+                       f"without it (None rewards are ignored).")
+        elif not inside and _SIZE.search(exc.message):
+            msg += (" It was raised where the trainer stores the reward outputs: a reward function returned a list "
+                    "whose length differs from the number of completions it was given.")
+            fix.append("Return exactly one float (or None) per completion, in order: len(output) == len(completions).")
+        else:
+            fix.append(f"Fix the reward code at {_short(where.path)}:{where.lineno}: call it offline on a few "
+                       f"completions and the dataset columns (kwargs) to reproduce the error before restarting.")
+            fix.append("A reward must return one float (or None) per completion: `def __call__(self, completions, "
+                       "**kwargs) -> List[float]`; every extra dataset column arrives in kwargs.")
+        if plugins:
+            fix.append(f"Reward plugin file of this run: {', '.join(plugins)}.")
+        if ranks:
+            fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}: every rank scores its own completions, so "
+                       f"the same bad rows fail everywhere.")
+        return [self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
+                          count=len(same), ranks=ranks, seq=exc.seq)]
