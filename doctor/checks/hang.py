@@ -20,7 +20,7 @@ from typing import Any
 from ..model import EXCEPTION, LINE, METRICS, Evidence, ExceptionInfo, Finding, LogLine, Metrics, Severity
 from ..rules import FinishContext, Rule, evidence_of
 from ..sources.swiftconfig import RunConfig
-from .distributed import VLLM_GROUP_PORT, flag_in_version
+from .distributed._common import VLLM_GROUP_PORT, flag_in_version
 from .series import step_row
 
 # --------------------------------------------------------------------------------------------- phases
@@ -291,7 +291,7 @@ class HangCheck(Rule):
             return None
         if self.p.swift_evidence is None and not pyspy:
             return None  # not a training console log: a pasted error line, a metrics paste...
-        from .fallback import CONSEQUENCE_TYPES
+        from .fallback.exceptions import CONSEQUENCE_TYPES
         socket_ok = {"DistNetworkError", "DistStoreError"}
         interrupted: ExceptionInfo | None = None
         for e in self.p.exceptions:

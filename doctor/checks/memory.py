@@ -19,7 +19,7 @@ from typing import Any
 from ..model import EXCEPTION, LINE, Evidence, ExceptionInfo, Finding, Frame, Severity
 from ..rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, Rule, fold
 from ..sources.swiftconfig import Launch, RunConfig
-from .fallback import CONSEQUENCE_TYPES, describe_frame
+from .fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ..planner import _num  # one number reader for the memory plan and the OOM fixes
 
 # --------------------------------------------------------------------------------------------- facts

@@ -12,7 +12,7 @@ from typing import Any
 from ..model import EXCEPTION, LINE, Finding, Role, Severity
 from ..rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
 from ..sources.swiftconfig import RunConfig
-from .fallback import describe_frame
+from .fallback.exceptions import describe_frame
 from .memory import Facts, facts_of
 
 _DEVICES = (

@@ -1,0 +1,1 @@
+"""Checks of the args rules (rules/args/)."""
