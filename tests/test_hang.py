@@ -11,7 +11,7 @@ from doctor.engine import Session
 from doctor.model import Role, Severity
 from doctor.registry import find_rule, load_catalog
 from doctor.sources.logtext import LineReader
-from doctor.checks.hang import classify_frames
+from doctor.checks.hang._progress import classify_frames
 from doctor.checks.distributed._common import minutes
 from doctor.checks.distributed._elastic import ElasticBlock
 
