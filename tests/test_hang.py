@@ -11,8 +11,9 @@ from doctor.engine import Session
 from doctor.model import Role, Severity
 from doctor.registry import find_rule, load_catalog
 from doctor.sources.logtext import LineReader
-from doctor.checks.hang import classify_frames
-from doctor.checks.distributed import ElasticBlock, minutes
+from doctor.checks.hang._progress import classify_frames
+from doctor.checks.distributed._common import minutes
+from doctor.checks.distributed._elastic import ElasticBlock
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 HEALTHY = SHARED / "real-swift" / "logs" / "grpo_lora_healthy" / "log.txt"

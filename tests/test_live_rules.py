@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.checks import live as L
+from doctor.checks import _live_signals as L
 from doctor.engine import Session
 from doctor.live import actions
 from doctor.live.watchdogs import HangWatchdog, Limits

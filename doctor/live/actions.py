@@ -17,13 +17,13 @@ import psutil
 
 import re
 
-from ..checks.hang import _PYSPY_FRAME, _FRAME_CLASSES
-from ..checks.live import Gpu, gib
+from ..checks.hang._progress import _PYSPY_FRAME, _FRAME_CLASSES
+from ..checks._live_signals import Gpu, gib
 
 PYSPY_TIMEOUT = 30.0
 # py-spy prints the thread name only when it can read it: `Thread 123 (idle): "MainThread"` or `Thread 123 (idle)`
 _THREAD = re.compile(r'^\s*Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>[^)]*)\)(?::\s*"(?P<name>[^"]*)")?')
-# doctor/checks/hang.py frame classes -> the names watch reports
+# doctor/checks/hang/_progress.py frame classes -> the names watch reports
 WHERE = {
     "vllm-generate": ("rollout-generation", "in rollout generation (vLLM generate)"),
     "weight-sync": ("weight-sync", "syncing weights to vLLM"),

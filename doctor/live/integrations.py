@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..live.say import say
-from ..checks.live import GIB, Gpu
+from ..checks._live_signals import GIB, Gpu
 
 _warned: set[str] = set()
 

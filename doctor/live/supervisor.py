@@ -29,8 +29,9 @@ from ..engine import Session, order
 from ..model import InputInfo, Metrics, Report, Severity, Where
 from ..registry import load_catalog
 from ..sources.logtext import LineReader, LineSplitter, clean, decode
-from ..checks import live as live_rules
-from ..checks.hang import _BAR
+from ..checks import _live_signals as live_rules
+from ..checks.hang._progress import _BAR
+from ..checks.hang.live import HangReport
 from . import actions, integrations
 from .rundir import RunDirWatcher, console_name, node_identity, output_dir_of, read_args_json
 from .say import say
@@ -495,7 +496,7 @@ class Watch:
         outlier = actions.outlier(stacks)
         if not stacks and self.hang_rule is not None:
             phase, _ = self.hang_rule._last_phase()
-            from ..checks.hang import PHASE_TEXT as LOG_PHASES
+            from ..checks.hang._progress import PHASE_TEXT as LOG_PHASES
             if phase:
                 where_text = f"in {LOG_PHASES.get(phase, phase)} (from the log; no stacks)"
         base = console_name(self.node_rank, "hang")
@@ -524,7 +525,7 @@ class Watch:
         tail = self.session.tails.get(self.console_path)
         last_line = tail[-1] if tail else None
         stopping = self.o.on_hang == "stop"
-        rep = live_rules.HangReport(
+        rep = HangReport(
             t=now - self.t0, phase=ev.phase, phase_text=PHASE_TEXT[ev.phase], silent_s=ev.silent_s, limit_s=ev.limit_s,
             limit_basis=ev.basis, steps=ev.steps, last_progress=ev.last_progress,
             last_line=last_line.raw if last_line else "", where=where,

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-# phases of the HangCheck rule (doctor/checks/hang.py) -> watchdog phases
+# phases of the HangCheck rule (doctor/checks/hang/post_mortem.py) -> watchdog phases
 PHASE_OF = {
     None: "startup", "launch": "startup", "setup": "startup", "server-connect": "startup",
     "server-connected": "startup", "model-load": "startup", "model-loaded": "startup", "dataset-map": "startup",

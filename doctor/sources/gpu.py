@@ -9,7 +9,7 @@ Formats read (each sniffed from the text, never from the file name):
   only self-describing values are used (``GPU-...`` UUIDs, ``NVIDIA ...`` names, ``N MiB`` / ``N %``);
 - ``nvidia-smi --query-compute-apps=... --format=csv`` (processes per GPU UUID).
 A value nvidia-smi could not read (``N/A``, ``[N/A]``, ``ERR!``, ``[Unknown Error]``, ``[Not Supported]``)
-is None, never 0. This module only reads; it never judges (rules live in ``doctor/checks/gpu.py``).
+is None, never 0. This module only reads; it never judges (rules live in ``doctor/checks/gpu/``).
 """
 from __future__ import annotations
 

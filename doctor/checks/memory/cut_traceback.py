@@ -7,7 +7,7 @@ from typing import Any
 
 from ...model import Evidence, Finding, Frame
 from ...rules import FinishContext, Rule
-from ..fallback import CONSEQUENCE_TYPES, describe_frame
+from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import facts_of
 from ._ladders import _fmt_util, training_ladder, vllm_ladder
 from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS

@@ -8,7 +8,7 @@ from typing import Any
 from ...model import EXCEPTION, Finding
 from ...planner import _num
 from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
-from ..fallback import describe_frame
+from ..fallback.exceptions import describe_frame
 from ._facts import DOC_MAX_PIXELS, _MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._oom import Side, is_oom, parse_oom, side_of

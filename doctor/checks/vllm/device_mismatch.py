@@ -12,7 +12,7 @@ import re
 from ...model import Finding
 from ...rules import MAX_EVIDENCE, Diagnosis, FinishContext, Hit, PatternRule, fold
 from ...sources.swiftconfig import RunConfig
-from ..fallback import describe_frame
+from ..fallback.exceptions import describe_frame
 from ..memory._facts import facts_of
 
 _DEVICES = (

@@ -3,7 +3,7 @@ needs a newer vLLM."""
 from __future__ import annotations
 
 from ...rules import Diagnosis, FinishContext, Hit
-from ..fallback import describe_frame
+from ..fallback.exceptions import describe_frame
 from ..memory._facts import facts_of
 
 

@@ -1,36 +1,10 @@
-"""The answer of last resort: a log that ends in a failure no rule knows still gets a finding that
+"""GD999, the answer of last resort: a log that ends in a failure no rule knows still gets a finding that
 quotes the first real exception and where it was raised. Never silence."""
 from __future__ import annotations
 
-from ..model import EXCEPTION, Evidence, ExceptionInfo, Finding, Frame, Severity
-from ..rules import FinishContext, Rule
-
-# Raised because something else failed first (or because the user stopped the run).
-CONSEQUENCE_TYPES = {
-    "ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
-    "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
-}
-_LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "\\Lib\\", "<frozen", "<string>")
-
-
-def is_library(path: str) -> bool:
-    return any(m in path for m in _LIB_MARKERS)
-
-
-def describe_frame(fr: Frame) -> str:
-    path = fr.path
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in path:
-            path = path.split(marker, 1)[1]
-            break
-    return f"{path}:{fr.lineno} in {fr.func}"
-
-
-def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
-    for exc in sorted(exceptions, key=lambda e: e.seq):
-        if exc.short_type not in CONSEQUENCE_TYPES:
-            return exc
-    return None
+from ...model import EXCEPTION, Evidence, ExceptionInfo, Finding, Severity
+from ...rules import FinishContext, Rule
+from .exceptions import describe_frame, first_real, is_library
 
 
 class Unrecognised(Rule):

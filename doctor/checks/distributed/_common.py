@@ -1,0 +1,47 @@
+"""Helpers shared by the distributed rules: the numbers of their messages (minutes, rank lists), the
+vLLM weight-sync port, the ms-swift version a flag appeared in, and the first real error of a rank."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import ExceptionInfo
+from ...sources.swiftconfig import RunConfig
+
+VLLM_GROUP_PORT = 51216
+
+
+def _int(text: Any) -> int | None:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def minutes(ms: int) -> str:
+    m = ms / 60000
+    if m >= 120:
+        return f"{m / 60:.0f} h"
+    return f"{m:.0f} min" if m >= 1 else f"{ms / 1000:.0f} s"
+
+
+def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
+    return ", ".join(map(str, ranks))
+
+
+def flag_in_version(run: RunConfig, flag: str) -> bool:
+    """A few flags used in the fixes below appeared in a known ms-swift version."""
+    since = {"vllm_server_group_port": (3, 11), "vllm_server_timeout": (3, 4), "offload_model": (3, 3),
+             "offload_optimizer": (3, 3), "move_model_batches": (3, 3), "sleep_level": (3, 3)}
+    mm = run.swift_major_minor
+    return mm is None or mm >= since.get(flag, (0, 0))
+
+
+
+def _raised_on(exceptions: list[ExceptionInfo], rank: int | None) -> ExceptionInfo | None:
+    from ..fallback.exceptions import CONSEQUENCE_TYPES
+    for e in sorted(exceptions, key=lambda x: x.seq):
+        if e.short_type in CONSEQUENCE_TYPES:
+            continue
+        if rank is None or e.rank is None or e.rank == rank:
+            return e
+    return None

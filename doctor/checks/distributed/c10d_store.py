@@ -1,0 +1,75 @@
+"""c10d store errors (pattern rules' diagnose hooks): GD305 a store / socket connection that timed out
+(rendezvous, or the vLLM rollout server's weight-sync group), GD306 a port already in use."""
+from __future__ import annotations
+
+import re
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ._common import VLLM_GROUP_PORT, _int, flag_in_version, minutes
+
+_PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
+
+
+def socket_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    run = ctx.run
+    host = port = None
+    for h in hits:
+        m = _PORT.search(h.evidence.text)
+        if m:
+            host = m.group(1) or m.group(3)
+            port = _int(m.group(2) or m.group(4) or m.group(5))
+            break
+    text = " ".join(h.evidence.text for h in hits)
+    timeout = None
+    t = re.search(r"timed out after (\d+)(ms|s)", text)
+    if t:
+        timeout = int(t.group(1)) * (1 if t.group(2) == "ms" else 1000)
+    group_port = run.int_arg("vllm_server_group_port") or VLLM_GROUP_PORT
+    server = run.args.get("vllm_mode") == "server" or run.args.get("vllm_server_host") is not None or \
+        run.args.get("vllm_server_base_url") is not None
+    where = f"{host}:{port}" if host and port else (f"port {port}" if port else "the rendezvous store")
+    waited = f" for {minutes(timeout)}" if timeout else ""
+    fix: list[str] = []
+    if port is not None and group_port <= port < group_port + 64:
+        msg = (f"The trainer waited{waited} to join the weight-sync process group of the vLLM rollout server at "
+               f"{where} (vllm_server_group_port, default {VLLM_GROUP_PORT}+i) and nobody was listening there.")
+        fix.append(f"Check that `swift rollout` is running and reachable from this node on port {port} "
+                   f"(not only on its HTTP port {run.get('vllm_server_port', 8000)}): firewall, a proxy "
+                   "(unset http_proxy/https_proxy/all_proxy for the rollout host), or a server on another machine "
+                   f"while the trainer connects to {host or 'the host you gave'}.")
+        fix.append("Use the same ms-swift and vLLM versions for `swift rollout` and the trainer: the group "
+                   "handshake changed between releases.")
+        if flag_in_version(run, "vllm_server_group_port"):
+            fix.append(f"If another run already holds port {port}, pass a free one with --vllm_server_group_port "
+                       "(ms-swift >= 3.11), and restart `swift rollout` between runs.")
+    else:
+        master = run.env.get("MASTER_PORT") or run.torchrun.get("master_port")
+        msg = (f"A c10d store connection to {where} timed out{waited} or broke: the process that should serve "
+               "it (rank 0 / the master node) was not listening, had died, or is unreachable.")
+        fix.append("Find out whether rank 0 (or the master node) is alive and got past the same point: if it died, "
+                   "its error is the root cause.")
+        fix.append("Multi-node: MASTER_ADDR must be the IP of node 0 reachable from every node, MASTER_PORT open "
+                   f"(now {master or 'default 29500'}), the same NNODES / NPROC_PER_NODE everywhere.")
+        if server:
+            fix.append(f"Server mode: the trainer also connects to the rollout server's group port "
+                       f"{group_port}; make sure it is reachable.")
+    return Diagnosis(message=msg, fix=tuple(fix))
+
+
+def port_in_use_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    run = ctx.run
+    port = None
+    for h in hits:
+        m = re.search(r"(?:port: |\]:|\d:)(\d{2,5})\b", h.evidence.text)
+        if m:
+            port = _int(m.group(1))
+            break
+    master = _int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")) or 29500
+    p = port or master
+    msg = (f"Port {p} is already in use on this machine, so the distributed store could not listen: another "
+           "training run (or a leftover process of an earlier one) holds it.")
+    fix = [f"Use another port: MASTER_PORT={p + 1} swift rlhf ... (ms-swift passes MASTER_PORT to torchrun).",
+           f"Or free it: `lsof -i :{p}` / `ss -ltnp | grep {p}` and stop the stale process."]
+    if p >= VLLM_GROUP_PORT and p < VLLM_GROUP_PORT + 64:
+        fix.append("For the vLLM weight-sync group use --vllm_server_group_port with a free port (ms-swift >= 3.11).")
+    return Diagnosis(message=msg, fix=tuple(fix))

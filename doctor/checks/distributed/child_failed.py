@@ -1,0 +1,75 @@
+"""GD307: torchrun's ChildFailedError summary: which rank failed first, with which exit code (the other
+failures are torchrun stopping the remaining ranks)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import LINE, Evidence, Finding
+from ...rules import FinishContext, Rule, evidence_of
+from ._common import _raised_on, rank_list
+from ._elastic import ElasticBlock
+
+
+class ChildFailed(Rule):
+    """torchrun's ChildFailedError summary: which rank failed first, with which exit code."""
+
+    kinds = frozenset({LINE})
+    literals = ElasticBlock.LITERALS
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.block = ElasticBlock()
+
+    def feed(self, kind: str, payload: Any) -> None:
+        self.block.feed(payload)
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        b = self.block
+        root = b.root
+        if root is None:
+            return []
+        ev: list[Evidence] = []
+        if b.header is not None:
+            ev.append(evidence_of(b.header))
+        ev.extend(evidence_of(l) for l in root.lines[:3])
+        sig = root.signal
+        who = f"rank {root.rank}" if root.rank is not None else f"local_rank {root.local_rank}"
+        if root.rank is not None and root.local_rank is not None and root.local_rank != root.rank:
+            who += f" (local_rank {root.local_rank})"
+        code = f"exit code {root.exitcode}" + (f" ({sig})" if sig else "")
+        others = b.others()
+        msg = f"torchrun reports {who} as the first failure (Root Cause), with {code}."
+        if others:
+            o_codes = sorted({f.exitcode for f in others if f.exitcode is not None})
+            o_ranks = [f.rank for f in others if f.rank is not None]
+            stopped = all(c in (-15, -9) for c in o_codes)
+            msg += (f" The other failure(s) (rank {rank_list(o_ranks)}, exit code {', '.join(map(str, o_codes))}) "
+                    + ("are torchrun stopping the remaining ranks after the first one died." if stopped else
+                       "came after it."))
+        exc = _raised_on(ctx.exceptions, root.rank)
+        fix: list[str] = []
+        if root.exitcode is not None and root.exitcode > 0:
+            if exc is not None:
+                msg += f" Its Python error is `{exc.type}: {exc.message[:160]}` (line {exc.where.line})."
+                fix.append(f"Fix the error {who} raised (`{exc.short_type}`, see the finding above); "
+                           "ChildFailedError only reports it.")
+            else:
+                fix.append(f"Scroll up to the first Traceback printed by {who} (lines prefixed [rank{root.rank}]: "
+                           "when the process group was up): that is the real error. ChildFailedError only reports it.")
+                fix.append("If no traceback is there, rerun with the @record decorator's error file: set "
+                           "TORCHELASTIC_ERROR_FILE=/tmp/err.json, or read the per-rank logs.")
+        elif sig == "SIGABRT" and b.nccl_abort:
+            msg += (" SIGABRT here is the NCCL watchdog taking the process down after a collective timeout "
+                    "(see the NCCL finding), not a crash of its own.")
+            fix.append("Follow the NCCL timeout back to the rank that did not reach the collective: its error, not "
+                       f"{who}'s abort, is the cause.")
+        elif sig == "SIGKILL":
+            fix.append("SIGKILL without a Python traceback: the host's OOM killer or a scheduler memory limit "
+                       "killed the process (see the host OOM finding); check `dmesg -T | grep -i 'killed process'`.")
+        elif sig:
+            fix.append(f"The process got {sig}: if nobody stopped it by hand, look for a native crash "
+                       "(segfault, CUDA error) or a job scheduler ending the job.")
+        else:
+            fix.append("Look for the first error printed by that rank above this block.")
+        return [self.make(message=msg, fix=fix, evidence=ev, count=1 + len(others),
+                          ranks=(root.rank,) if root.rank is not None else (), seq=(b.header or root.lines[0]).seq)]

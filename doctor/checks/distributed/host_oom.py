@@ -1,0 +1,133 @@
+"""GD310: a process killed by the host (OOM killer, SIGKILL) without a Python traceback."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...model import LINE, Evidence, Finding, LogLine
+from ...rules import FinishContext, Rule, evidence_of
+from ._common import _raised_on
+from ._elastic import ElasticBlock
+
+_KILLED_PATTERNS = [
+    ("bash", re.compile(r"^(?:\S*: )?(?:line \d+: )?\s*\d+ Killed\s+(?P<cmd>\S.*)$")),
+    ("killed", re.compile(r"^\s*Killed\s*$")),
+    ("dmesg", re.compile(r"(?:Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (?P<pid>\d+) \((?P<proc>[^)]*)\)")),
+    ("dmesg", re.compile(r"oom-kill:.*task=(?P<proc>[\w.\-]+),pid=(?P<pid>\d+)")),
+    ("subprocess", re.compile(r"died with <Signals\.SIGKILL: 9>")),
+    ("dataloader", re.compile(r"DataLoader worker \(pid\(?s?\)? ?(?P<pid>[\d, {}]+)\)? (?:is killed by signal: Killed|exited unexpectedly)")),
+    ("oomkilled", re.compile(r"\bOOMKilled\b|(?:exit(?:ed with)? code|exit status) 137\b")),
+]
+
+
+_TRAIN_BAR = re.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
+
+
+class HostOomKilled(Rule):
+    """A process killed with SIGKILL and no Python traceback: in practice the host's OOM killer."""
+
+    kinds = frozenset({LINE})
+    literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
+                                        "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:")
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.block = ElasticBlock()
+        self.hits: list[tuple[str, LogLine, dict[str, str]]] = []
+        self.training = 0  # last training step seen on a Train bar before the kill
+
+    def feed(self, kind: str, payload: Any) -> None:
+        line: LogLine = payload
+        if "%|" in line.text and "Train" in line.text:
+            m = _TRAIN_BAR.match(line.text)
+            if m and int(m.group(1)) > 0:
+                self.training = int(m.group(1))
+            return
+        self.block.feed(line)
+        if len(self.hits) > 1000:
+            return
+        text = line.text
+        for name, rx in _KILLED_PATTERNS:
+            if name == "dataloader" and "DataLoader worker" not in text:
+                continue
+            m = rx.search(text)
+            if m:
+                if name == "dataloader" and "exited unexpectedly" in text and "Killed" not in text:
+                    continue
+                self.hits.append((name, line, {k: v for k, v in m.groupdict().items() if v}))
+                return
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        root = self.block.root
+        elastic_kill = root is not None and root.exitcode == -9
+        if elastic_kill and _raised_on(ctx.exceptions, root.rank) is not None:
+            # a Python error was printed (by that rank, or by a process without a rank prefix): the -9 came later
+            elastic_kill = False
+        if not elastic_kill and not self.hits:
+            return []
+        run = ctx.run
+        ev: list[Evidence] = []
+        kinds = [n for n, _, _ in self.hits]
+        first_seq = min([l.seq for _, l, _ in self.hits] + ([root.lines[0].seq] if elastic_kill and root.lines else []))
+        for _, l, _ in self.hits[:3]:
+            ev.append(evidence_of(l))
+        if elastic_kill:
+            ev.extend(evidence_of(a[3]) for a in self.block.agent[:1])
+            ev.extend(evidence_of(l) for l in root.lines[:3])
+        dataloader_only = kinds and all(k == "dataloader" for k in kinds) and not elastic_kill
+        if dataloader_only:
+            msg = ("A DataLoader worker process was killed by the operating system (signal: Killed): the host ran "
+                   "out of RAM (or /dev/shm) while the workers held their batches.")
+        else:
+            who = ""
+            if elastic_kill:
+                who = (f"torchrun's first failure is rank {root.rank} with exit code -9 (SIGKILL) and no Python "
+                       "traceback from that rank. " if root.rank is not None else
+                       "torchrun's first failure has exit code -9 (SIGKILL) and no Python traceback. ")
+            elif "dmesg" in kinds:
+                d = next(g for n, _, g in self.hits if n == "dmesg")
+                who = f"The kernel's OOM killer killed process {d.get('pid', '?')} ({d.get('proc', '?')}). "
+            elif "bash" in kinds or "killed" in kinds:
+                who = "The shell reports the process as 'Killed' (SIGKILL, exit status 137). "
+            elif "subprocess" in kinds:
+                who = "The training process died with SIGKILL (signal 9). "
+            elif "oomkilled" in kinds:
+                who = "The container was OOM-killed (exit code 137). "
+            msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
+                   "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
+        fix = ["Confirm it: `dmesg -T | grep -iE 'killed process|out of memory'` on the node (or the scheduler's "
+               "job log: OOMKilled / exceeded memory limit), and watch `free -g` during the run."]
+        world = run.world_size()
+        workers = run.int_arg("dataloader_num_workers")
+        if workers is not None and workers > 0:
+            per = f" x {world} ranks = {workers * world} worker processes" if world and world > 1 else ""
+            fix.append(f"--dataloader_num_workers {workers}{per}, each holding batches (images/videos for VL "
+                       f"models) in host RAM: try --dataloader_num_workers {max(workers // 4, 0) if workers > 1 else 0}.")
+        elif dataloader_only:
+            fix.append("Lower --dataloader_num_workers (0 loads data in the training process) and give the "
+                       "container more /dev/shm (docker --shm-size=16g).")
+        offl = [k for k in ("offload_optimizer", "offload_model") if run.args.get(k) is True]
+        ds = str(run.args.get("deepspeed") or "")
+        if offl or "offload" in ds:
+            what = ", ".join(f"--{k} true" for k in offl) + ((", " if offl else "") + f"--deepspeed {ds}" if "offload" in ds else "")
+            fix.append(f"{what}: CPU offload keeps model/optimizer states in host RAM on every rank (roughly the "
+                       "model's full-precision size plus Adam states of about 12 bytes per trainable parameter). "
+                       "Turn offload off or use a config without CPU offload if GPU memory allows, or train on "
+                       "fewer ranks per node.")
+        if self.training:
+            fix.append(f"It died during training (after step {self.training}): host RAM grew while training, so look "
+                       "at what accumulates per step: dataloader workers, CPU offload buffers, a reward function or "
+                       "plugin that caches completions; `free -g` every few minutes shows the trend.")
+        elif world and world > 1:
+            fix.append(f"{world} processes per node each load the model on CPU before moving it to GPU: peak host RAM "
+                       f"is about {world} x the checkpoint size during loading; lower NPROC_PER_NODE or use "
+                       "--deepspeed zero3 (loads shards) if RAM is short.")
+        if run.args.get("lazy_tokenize") is False or run.get("dataset_num_proc", 1) > 1:
+            fix.append("Large datasets: --lazy_tokenize true encodes samples on the fly instead of holding the whole "
+                       "encoded dataset in RAM" + (f"; --dataset_num_proc {run.get('dataset_num_proc')} also multiplies "
+                                                   "memory during preprocessing." if run.get("dataset_num_proc", 1) > 1 else "."))
+        if not run.args:
+            fix.append("Host-RAM levers in ms-swift: --dataloader_num_workers, --offload_optimizer / --offload_model "
+                       "(push states to CPU), --lazy_tokenize true, fewer processes per node (NPROC_PER_NODE).")
+        return [self.make(message=msg, fix=fix, evidence=ev[:6], count=max(len(self.hits), 1),
+                          ranks=(root.rank,) if elastic_kill and root.rank is not None else (), seq=first_seq)]

@@ -1,0 +1,77 @@
+"""NCCL errors other than timeouts (pattern rules' diagnose hooks): GD302 "unhandled system error"
+(shared memory), GD303 two ranks on one GPU, GD304 a collective that failed (usually another rank first)."""
+from __future__ import annotations
+
+import re
+
+from ...rules import Diagnosis, FinishContext, Hit
+from ._common import rank_list
+
+
+def nccl_system_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    texts = " ".join(h.evidence.text for h in hits)
+    shm = "/dev/shm" in texts or "shared memory" in texts
+    world = ctx.run.world_size()
+    msg = ("NCCL failed with a system error while it set up its transports"
+           + (" because it could not create or extend a shared-memory segment in /dev/shm." if shm else
+              " (ncclSystemError: a system call such as shm_open, socket or malloc failed)."))
+    msg += (" In Docker the default /dev/shm is 64 MB, far too small for NCCL between "
+            + (f"{world} local ranks" if world else "the local ranks") + ".")
+    fix = ["Give the container more shared memory: `docker run --shm-size=16g ...` or `--ipc=host` "
+           "(Kubernetes: mount an emptyDir with medium: Memory at /dev/shm).",
+           "Check it on the node: `df -h /dev/shm`.",
+           "Rerun with NCCL_DEBUG=INFO to see the failing call; as a stop-gap NCCL_SHM_DISABLE=1 makes NCCL "
+           "use sockets/P2P instead of shared memory (slower).",
+           "If /dev/shm is large, the same error comes from the network (NCCL_SOCKET_IFNAME set to the right "
+           "interface, InfiniBand: NCCL_IB_DISABLE=1 to test)."]
+    return Diagnosis(message=msg, fix=tuple(fix))
+
+
+def duplicate_gpu_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    run = ctx.run
+    g = hits[0].groups
+    nproc = run.env.get("NPROC_PER_NODE") or run.torchrun.get("nproc_per_node")
+    visible = run.env.get("CUDA_VISIBLE_DEVICES")
+    n_vis = run.visible_gpus()
+    msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
+           "and refused to build the communicator: NCCL needs one GPU per rank.")
+    fix = []
+    if nproc is not None and n_vis is not None:
+        fix.append(f"NPROC_PER_NODE={nproc} but CUDA_VISIBLE_DEVICES={visible} shows {n_vis} GPU(s): "
+                   f"use NPROC_PER_NODE={n_vis}, or list {nproc} GPUs in CUDA_VISIBLE_DEVICES.")
+    else:
+        fix.append("Make NPROC_PER_NODE (training processes per node) equal to the number of GPUs in "
+                   f"CUDA_VISIBLE_DEVICES (now NPROC_PER_NODE={nproc or 'unset'}, CUDA_VISIBLE_DEVICES={visible or 'unset'}); "
+                   "`nvidia-smi -L` lists the GPUs.")
+    fix.append("Colocated vLLM / reward models must not be pinned to a GPU that a training rank owns "
+               "(no explicit device like cuda:0 in your plugin code).")
+    fix.append("In your own scripts call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before "
+               "init_process_group.")
+    return Diagnosis(message=msg, fix=tuple(fix))
+
+
+_NCCL_REASON = re.compile(r"NCCL error in: [^,]*, ([^,(]+)")
+
+
+def nccl_backend_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+    ranks = sorted({h.rank for h in hits if h.rank is not None})
+    reason = None
+    for h in hits:
+        m = _NCCL_REASON.search(h.evidence.text)
+        if m:
+            reason = m.group(1).strip()
+            break
+    remote = any("ncclRemoteError" in h.evidence.text or "remote process" in h.evidence.text for h in hits)
+    who = f"rank(s) {rank_list(ranks)}" if ranks else "a rank"
+    msg = (f"An NCCL collective failed on {who}" + (f" ({reason})" if reason else "") + ": "
+           + ("a peer process exited or the connection to it broke, so the cause is on the other rank (or the "
+              "network between nodes)." if remote else
+              "the communicator broke; usually another rank exited or crashed first."))
+    fix = ["Look for the first rank that failed before this error (a Python traceback, 'Killed' / exit code -9, a "
+           "CUDA error): this error is a consequence of it."]
+    if reason and "cuda" in reason.lower():
+        fix.append("'unhandled cuda error': a CUDA failure on this GPU (driver/toolkit mismatch, Xid errors in "
+                   "dmesg, an earlier illegal memory access); rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1.")
+    fix.append("If every rank shows only this error: rerun with NCCL_DEBUG=INFO; across nodes check the network "
+               "(NCCL_SOCKET_IFNAME, NCCL_IB_DISABLE=1 to test).")
+    return Diagnosis(message=msg, fix=tuple(fix))

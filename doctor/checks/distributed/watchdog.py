@@ -1,0 +1,192 @@
+"""GD301: NCCL watchdog timeouts (hard-wrapped lines joined).
+
+A consequence: when one rank dies or falls behind, every other rank reports a timeout. The message puts
+the numbers of this run in it: the collective and its sequence number, the timeout in minutes, the ranks
+that did *not* report (the one that was behind is usually among them).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ...model import LINE, Evidence, Finding, LogLine
+from ...rules import FinishContext, Rule, evidence_of
+from ._common import _int, _raised_on, minutes, rank_list
+
+SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
+
+_WD_START = ("Watchdog caught collective operation timeout", "Timeout at NCCL work", "NCCL communicator was aborted",
+             "Heartbeat monitor timed out", "watchdog got stuck", "Timed out waiting")
+_WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
+_WD_SEQ = re.compile(r"SeqNum=(\d+)")
+_WD_OP = re.compile(r"OpType=(\w+)")
+_WD_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
+_WD_RAN = re.compile(r"ran for (\d+) milliseconds")
+_WD_NUMEL = re.compile(r"NumelIn=(\d+)")
+_GLOO = re.compile(r"Timed out waiting (\d+)ms for (send|recv) operation")
+_HEARTBEAT = re.compile(r"(?:Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds)")
+_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+), last enqueued NCCL work: (\d+), last completed NCCL work: (\d+)")
+
+
+@dataclass
+class _Timeout:
+    rank: int | None
+    seqnum: int | None
+    op: str | None
+    timeout_ms: int | None
+    ran_ms: int | None
+    numel: int | None
+    line: LogLine
+    kind: str  # "watchdog" | "gloo" | "heartbeat" | "aborted" | "work"
+
+
+class NcclWatchdog(Rule):
+    """Collective timeouts. Joins a watchdog line hard-wrapped by a terminal or a paste with the next line."""
+
+    kinds = frozenset({LINE})
+    literals = ("Watchdog caught collective operation timeout", "WorkNCCL(", "Timeout(ms)=", "before timing out",
+                "Timeout at NCCL work", "NCCL communicator was aborted", "Heartbeat monitor timed out",
+                "watchdog got stuck", "Timed out waiting")
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.items: list[_Timeout] = []
+        self._pending: LogLine | None = None
+
+    def feed(self, kind: str, payload: Any) -> None:
+        if kind != LINE or len(self.items) > 5000:
+            return
+        line: LogLine = payload
+        text = line.text
+        pend = self._pending
+        if pend is not None:
+            self._pending = None
+            adjacent = pend.where.path == line.where.path and line.where.line == pend.where.line + 1
+            if adjacent and not any(s in text for s in _WD_START):
+                self._add(pend.text + text, pend)
+                return
+            self._add(pend.text, pend)
+        if not any(s in text for s in _WD_START):
+            return
+        if "Watchdog caught" in text and ("before timing out" not in text or "Timeout(ms)=" not in text):
+            self._pending = line  # hard-wrapped: the rest is on the next line
+            return
+        self._add(text, line)
+
+    def _add(self, text: str, line: LogLine) -> None:
+        m = _WD_RANK.search(text)
+        rank = int(m.group(1)) if m else line.rank
+        g = _GLOO.search(text)
+        if g:
+            self.items.append(_Timeout(rank, None, g.group(2), int(g.group(1)), None, None, line, "gloo"))
+            return
+        if _HEARTBEAT.search(text):
+            self.items.append(_Timeout(rank, None, None, None, None, None, line, "heartbeat"))
+            return
+        seq = _WD_SEQ.search(text)
+        op = _WD_OP.search(text)
+        to = _WD_TIMEOUT.search(text)
+        ran = _WD_RAN.search(text)
+        numel = _WD_NUMEL.search(text)
+        kind = "watchdog"
+        if "NCCL communicator was aborted" in text:
+            kind = "aborted"
+        elif "Timeout at NCCL work" in text:
+            kind = "work"
+            t = _TIMEOUT_AT.search(text)
+            if t and not seq:
+                self.items.append(_Timeout(rank, int(t.group(1)), None, None, None, None, line, kind))
+                return
+        if not (seq or to or kind == "aborted"):
+            return
+        self.items.append(_Timeout(rank, _int(seq.group(1)) if seq else None, op.group(1) if op else None,
+                                   _int(to.group(1)) if to else None, _int(ran.group(1)) if ran else None,
+                                   _int(numel.group(1)) if numel else None, line, kind))
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        if self._pending is not None:
+            self._add(self._pending.text, self._pending)
+            self._pending = None
+        if not self.items:
+            return []
+        items = sorted(self.items, key=lambda t: t.line.seq)
+        ranks = sorted({t.rank for t in items if t.rank is not None})
+        main = next((t for t in items if t.seqnum is not None and t.op), None) or \
+            next((t for t in items if t.seqnum is not None), None) or items[0]
+        seqs = sorted({t.seqnum for t in items if t.seqnum is not None})
+        timeout_ms = next((t.timeout_ms for t in items if t.timeout_ms), None)
+        world = ctx.run.world_size()
+        ev: list[Evidence] = []
+        seen: set[str] = set()
+        for t in items:
+            key = _WD_RANK.sub("", t.line.text)[-160:]
+            if key in seen:
+                continue
+            seen.add(key)
+            ev.append(evidence_of(t.line))
+            if len(ev) >= 4:
+                break
+
+        parts = []
+        who = f"Rank(s) {rank_list(ranks)}" if ranks else "A rank"
+        if main.kind == "gloo":
+            parts.append(f"{who} timed out after {minutes(main.timeout_ms or 0)} waiting for a gloo {main.op} "
+                         "from a peer that never sent it.")
+        elif main.kind == "heartbeat":
+            parts.append(f"{who}: the NCCL watchdog itself got stuck (heartbeat monitor), so the process was "
+                         "terminated: a collective or a CUDA call never returned.")
+        else:
+            what = f"{main.op} collective" if main.op else "collective"
+            seq_txt = f" (SeqNum={main.seqnum}" + (f", {main.numel} elements" if main.numel is not None else "") + ")" \
+                if main.seqnum is not None else ""
+            to_txt = f" for Timeout(ms)={timeout_ms} ({minutes(timeout_ms)})" if timeout_ms else ""
+            parts.append(f"{who} waited{to_txt} in an NCCL {what}{seq_txt} that the other ranks never joined, "
+                         "and the NCCL watchdog then took the process down.")
+        if seqs and max(seqs) < SETUP_SEQNUM:
+            parts.append(f"SeqNum {max(seqs)} is tiny: these are among the first collectives of the process group, "
+                         "so the ranks never got past setup (one rank was still loading the model, starting vLLM, "
+                         "preparing data, or had already died).")
+        elif seqs:
+            parts.append(f"SeqNum {max(seqs)}: training had been running; one rank fell behind, hung or died at "
+                         "this collective while the others waited.")
+        if len(seqs) > 1:
+            parts.append(f"The ranks disagree on the sequence number ({', '.join(map(str, seqs))}): they are "
+                         "desynchronised (one rank skipped or added a collective).")
+        missing: list[int] = []
+        if ranks:
+            top = (world - 1) if world else max(ranks)
+            missing = [r for r in range(0, top + 1) if r not in ranks]
+        if missing:
+            parts.append(f"Rank(s) {rank_list(missing)} did not report this timeout"
+                         + ("" if world else f" (and any rank above {max(ranks)} is not shown)")
+                         + ": the rank that never reached the collective is usually among them.")
+        first_seq = items[0].line.seq
+        culprit = _raised_on([e for e in ctx.exceptions if e.seq < first_seq and (e.rank is None or e.rank not in ranks)],
+                             None)
+        if culprit is not None:
+            on = f"rank {culprit.rank}" if culprit.rank is not None else "a process"
+            parts.append(f"Before the timeouts {on} raised `{culprit.type}: {culprit.message[:140]}` (line "
+                         f"{culprit.where.line}): that is the cause; the timeouts are its consequence.")
+        else:
+            parts.append("The timeout is a consequence; the cause is whatever stopped that rank.")
+
+        fix = []
+        first = "Find the first rank that errored or stopped: search every rank's (and every node's) log for the " \
+                "first Traceback / Error / 'Killed' before these timeouts"
+        fix.append(first + (f"; start with rank(s) {rank_list(missing)}." if missing else "."))
+        if seqs and max(seqs) < SETUP_SEQNUM:
+            fix.append("Setup-stage timeout: compare where each rank's log stops (model load, vLLM engine init, "
+                       "dataset map on rank 0); check NPROC_PER_NODE against the visible GPUs and that every node "
+                       "runs the same command and code.")
+        if timeout_ms:
+            mins = timeout_ms / 60000
+            fix.append(f"Timeout(ms)={timeout_ms} is {minutes(timeout_ms)}. Raise it only if a step legitimately takes "
+                       f"longer (a slow first vLLM load, a long reward call): ms-swift --ddp_timeout "
+                       f"{int(max(mins * 2, 60) * 60)} (seconds; ms-swift's own default is 18000000); trl / accelerate "
+                       "scripts: ddp_timeout in the training arguments.")
+        fix.append("Rerun with NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch's flight recorder), "
+                   "and while it waits take `py-spy dump --pid <pid>` of every rank: the rank not in a collective "
+                   "is the one to fix.")
+        return [self.make(message=" ".join(parts), fix=fix, evidence=ev, count=len(items), ranks=tuple(ranks),
+                          seq=items[0].line.seq)]

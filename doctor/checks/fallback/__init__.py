@@ -1,0 +1,1 @@
+"""Checks of the fallback rules (rules/fallback/)."""

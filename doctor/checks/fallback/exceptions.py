@@ -1,0 +1,34 @@
+"""Which parsed exceptions explain a failure: the types raised only because something else failed first,
+the first real exception, library frames and a frame's short description. Used by GD999 and by the rules
+of other families that name the first real error."""
+from __future__ import annotations
+
+from ...model import ExceptionInfo, Frame
+
+
+# Raised because something else failed first (or because the user stopped the run).
+CONSEQUENCE_TYPES = {
+    "ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
+    "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
+}
+_LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "\\Lib\\", "<frozen", "<string>")
+
+
+def is_library(path: str) -> bool:
+    return any(m in path for m in _LIB_MARKERS)
+
+
+def describe_frame(fr: Frame) -> str:
+    path = fr.path
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{path}:{fr.lineno} in {fr.func}"
+
+
+def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
+    for exc in sorted(exceptions, key=lambda e: e.seq):
+        if exc.short_type not in CONSEQUENCE_TYPES:
+            return exc
+    return None

@@ -1,0 +1,1 @@
+"""Checks of the gpu rules (rules/gpu/)."""

@@ -1,0 +1,83 @@
+"""What the GPU snapshot rules (GD501-GD506) share: the thresholds, the base rule that keeps the snapshots
+and picks the run's GPUs, and the text of a GPU row.
+
+A snapshot is one moment: the messages say what it shows and what a second snapshot would settle.
+GPUs the run uses are the ones in CUDA_VISIBLE_DEVICES when the configuration names them, else all.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import GPU, Evidence, Finding
+from ...rules import FinishContext, Rule
+from ...sources.gpu import merge
+
+IDLE_UTIL = 5.0       # % at or below: not computing
+BUSY_UTIL = 50.0
+HELD_FRAC = 0.10      # a GPU holding this much of its memory is in use by someone
+NEAR_FULL = 0.95
+HOT_C = 85.0
+SLOWDOWN = ("HW Slowdown", "HW Thermal Slowdown", "SW Thermal Slowdown", "HW Power Brake Slowdown")
+
+
+def _gib(mib: float | None) -> str:
+    return "?" if mib is None else f"{mib / 1024:.1f} GiB"
+
+
+def _ids(samples) -> str:
+    return ", ".join(str(s.index) if s.index is not None else (s.uuid or "?") for s in samples)
+
+
+class GpuRule(Rule):
+    kinds = frozenset({GPU})
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.snaps: list[tuple[str, list, int]] = []
+
+    def feed(self, kind: str, payload: Any) -> None:
+        if len(self.snaps) < 1000:
+            self.snaps.append(payload)
+
+    def used(self, ctx: FinishContext, samples: list) -> list:
+        """The GPUs of the run: process-only rows (compute-apps CSV) joined onto their GPU, then the
+        CUDA_VISIBLE_DEVICES subset when the configuration names one."""
+        merged = merge(samples)
+        vis = ctx.run.env.get("CUDA_VISIBLE_DEVICES")
+        if not vis:
+            return merged
+        ids = {x.strip() for x in vis.split(",") if x.strip()}
+        mine = [s for s in merged if (s.index is not None and str(s.index) in ids) or (s.uuid and s.uuid in ids)]
+        return mine or merged
+
+    def ev(self, path: str, text: str, line: int | None = None) -> Evidence:
+        return Evidence(path, line or 0, text)
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        out: list[Finding] = []
+        for path, samples, seq in self.snaps:
+            f = self.check(ctx, path, self.used(ctx, samples), samples, seq)
+            if f is not None:
+                out.append(f)
+                break  # one finding per rule: the first snapshot that shows it
+        return out
+
+    def check(self, ctx, path, gpus, all_samples, seq) -> Finding | None:  # pragma: no cover - interface
+        return None
+
+
+def row(s) -> str:
+    parts = [s.label]
+    if s.name:
+        parts.append(s.name)
+    if s.mem_used_mib is not None:
+        parts.append(f"{s.mem_used_mib:.0f}/{s.mem_total_mib:.0f} MiB" if s.mem_total_mib else f"{s.mem_used_mib:.0f} MiB")
+    if s.util_pct is not None:
+        parts.append(f"{s.util_pct:.0f}%")
+    if s.temp_c is not None:
+        parts.append(f"{s.temp_c:.0f}C")
+    if s.power_w is not None:
+        parts.append(f"{s.power_w:.0f}W" + (f"/{s.power_cap_w:.0f}W" if s.power_cap_w else ""))
+    if s.error:
+        parts.append(s.error)
+    return " | ".join(parts)

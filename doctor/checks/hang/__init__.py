@@ -1,0 +1,1 @@
+"""Checks of the hang rules (rules/hang/)."""

@@ -1,0 +1,222 @@
+"""What the post-mortem hang rules (GD320, GD321) read from a run: the phase markers of ms-swift's console
+log, the last training step, vLLM engine lines, socket and NCCL timeouts, exceptions, py-spy stacks and
+their frame classes (also used by ``grpo-doctor watch``)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...model import EXCEPTION, METRICS, ExceptionInfo, LogLine, Metrics
+from .._series import step_row
+
+# --------------------------------------------------------------------------------------------- phases
+# (literal, phase). The last marker seen decides where the run stopped.
+_MARKERS: tuple[tuple[str, str], ...] = (
+    ("run sh:", "launch"),
+    ("Start connecting to vLLM server", "server-connect"),
+    ("Connected to vLLM server", "server-connected"),
+    ("local_rank: ", "setup"),
+    ("args: RLHFArguments(", "setup"),
+    ("args: TrainArguments(", "setup"),
+    ("model_kwargs:", "model-load"),
+    ("Loading checkpoint shards", "model-load"),
+    ("Loading weights", "model-load"),
+    ("model_info:", "model-loaded"),
+    ("Start time of running main", "model-loaded"),
+    ("train_dataset:", "model-loaded"),
+    ("model_parameter_info:", "trainer-init"),
+    ("The logging file will be saved in", "first-step"),
+    ("***** Running training *****", "first-step"),
+    ("Saving model checkpoint to", "checkpoint-save"),
+)
+# vLLM engine progress (not any line that mentions vllm: argument names and traceback paths do too)
+_VLLM_WORDS = ("LLM engine", "cumem", "sleep mode", "KV cache", "CUDA graph", "EngineCore", "VllmWorker",
+               "vLLM is using", "Model loading took", "Memory profiling", "GPU blocks", "init engine")
+_VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
+_SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
+_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
+_SOCKET = re.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
+                     r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "
+                     r"(?P<host2>[\w.\-]+):(?P<port2>\d+))")
+_NCCL = ("Watchdog caught collective operation timeout", "NCCL communicator was aborted")
+# py-spy dump
+_PYSPY_THREAD = re.compile(r'^\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<state>idle|active|active\+gil|gil)\): "(?P<name>[^"]*)"')
+_PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]*?\.py):(?P<line>\d+)\)\s*$")
+_PYSPY_PROCESS = re.compile(r"^Process \d+: ")
+
+PHASE_TEXT = {
+    "launch": "launch (before the arguments were parsed)",
+    "server-connect": "connecting to the vLLM rollout server (`Start connecting to vLLM server` without `Connected`)",
+    "server-connected": "joining the vLLM server's weight-sync NCCL group (right after `Connected to vLLM server`)",
+    "setup": "argument parsing / process-group setup, before the model load",
+    "model-load": "loading the model weights",
+    "model-loaded": "dataset loading and preprocessing, after the model load",
+    "trainer-init": "GRPO trainer init after the model load (reference / reward models, the colocated vLLM engine)",
+    "vllm-init": "colocated vLLM engine init (inside the GRPO trainer init)",
+    "first-step": "the first training step (first rollout generation, rewards, first optimizer step)",
+    "training": "training",
+    "checkpoint-save": ("a checkpoint save (ms-swift prints `Saving model checkpoint to` before saving and nothing "
+                        "when the save ends, so the run is stuck either in that save or in the next step's "
+                        "generation and reward functions)"),
+    "eval": "evaluation",
+    "dataset-map": "dataset preprocessing (datasets map)",
+}
+
+# py-spy frame classes, most specific first: (name, substrings of "file func")
+_FRAME_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("weight-sync", ("update_named_param", "_move_model_to_vllm", "update_flattened_params", "sync_weights",
+                     "vllm_client.py", "load_weights")),
+    ("collective", ("distributed_c10d.py", "deepspeed/comm", "all_reduce", "all_gather", "broadcast", "barrier",
+                    "reduce_scatter", "ProcessGroup", "gather_object")),
+    ("vllm-generate", ("vllm/", "generate (", "_run_engine", "execute_model")),
+    ("reward", ("reward", "orm.py", "/rewards/", "plugin/orm")),
+    ("checkpoint", ("save_pretrained", "_save_checkpoint", "save_model", "safetensors", "torch/serialization.py")),
+    ("dataloader", ("torch/utils/data", "_next_data", "dataloader.py")),
+    ("queue-wait", ("queue.py", "queues.py", "threading.py", "concurrent/futures", "selectors.py", "socket.py")),
+)
+_CLASS_TEXT = {
+    "weight-sync": "syncing weights to vLLM",
+    "collective": "waiting in a distributed collective (NCCL all_reduce / broadcast / barrier)",
+    "vllm-generate": "inside vLLM generation",
+    "reward": "inside a reward function",
+    "checkpoint": "saving a checkpoint",
+    "dataloader": "waiting for the dataloader",
+    "queue-wait": "idle, waiting on a queue or a lock",
+}
+
+
+@dataclass
+class _Thread:
+    name: str
+    state: str
+    header: LogLine
+    frames: list[tuple[str, str, int]] = field(default_factory=list)  # func, file, line (innermost first)
+
+
+def classify_frames(frames: list[tuple[str, str, int]]) -> str | None:
+    """The frame class of a stack (py-spy lists the innermost frame first)."""
+    for name, keys in _FRAME_CLASSES:
+        for func, path, _ in frames:
+            hay = f"{path} {func} ("
+            if any(k in hay for k in keys):
+                return name
+    return None
+
+
+class _Progress:
+    """What the hang rules read from a run: the phase markers, the last step, vLLM engine lines, socket and
+    NCCL timeouts, exceptions, py-spy stacks. One per session, fed once, read by every HangCheck."""
+
+    def __init__(self) -> None:
+        self.phase_seq: dict[str, int] = {}
+        self.phase_line: dict[str, LogLine] = {}
+        self.swift_evidence: LogLine | None = None
+        self.max_step = 0
+        self.total_steps: int | None = None
+        self.step_line: LogLine | None = None
+        self.step_seq = 0
+        self.metrics_seq = 0
+        self.vllm_lines: list[LogLine] = []
+        self.socket: list[tuple[LogLine, dict[str, str]]] = []
+        self.nccl: list[LogLine] = []
+        self.exceptions: list[ExceptionInfo] = []
+        self.threads: list[_Thread] = []
+        self._thread: _Thread | None = None
+        self.last_path: str | None = None
+        self.last_metrics: dict[str, Any] = {}
+
+    def _mark(self, phase: str, line: LogLine) -> None:
+        self.phase_seq[phase] = line.seq
+        self.phase_line[phase] = line
+        self.last_path = line.where.path
+
+    def feed(self, kind: str, payload: Any) -> None:
+        if kind == EXCEPTION:
+            if len(self.exceptions) < 200:
+                self.exceptions.append(payload)
+            return
+        if kind == METRICS:
+            m: Metrics = payload
+            row = step_row(m)
+            if row is not None:
+                k, n = row.gstep, row.max_steps
+                if k is None:
+                    step = m.values.get("step")
+                    k = int(step) if isinstance(step, (int, float)) and not isinstance(step, bool) else self.max_step + 1
+                if k >= self.max_step:
+                    self.max_step = k
+                    self.total_steps = n or self.total_steps
+                    self.last_metrics = m.values
+                if m.source == "console":  # logging.jsonl is read after the logs: its order says nothing
+                    self.metrics_seq = max(self.metrics_seq, m.seq)
+            return
+        line: LogLine = payload
+        text = line.text
+        # py-spy dump: thread headers and their frames
+        if '): "' in text:
+            t = _PYSPY_THREAD.match(text)
+            if t:
+                self._thread = _Thread(t.group("name"), t.group("state"), line)
+                if len(self.threads) < 500:
+                    self.threads.append(self._thread)
+                return
+        if self._thread is not None and ".py:" in text:
+            f = _PYSPY_FRAME.match(text)
+            if f:
+                if len(self._thread.frames) < 80:
+                    self._thread.frames.append((f.group("func"), f.group("file"), int(f.group("line"))))
+                return
+            self._thread = None
+        if self.swift_evidence is None and any(e in text for e in _SWIFT_EVIDENCE):
+            self.swift_evidence = line
+        if "%|" in text:
+            b = _BAR.match(text)
+            if b:
+                self._bar(b, line)
+                return
+        for lit, phase in _MARKERS:
+            if lit in text:
+                if lit == "local_rank: " and "world_size: " not in text:
+                    continue  # the rank line of the startup, not torchrun's failure block
+                if phase == "model-load" and "trainer-init" in self.phase_seq:
+                    phase = "vllm-init"  # vLLM loads its own copy of the weights in the trainer init
+                self._mark(phase, line)
+                break
+        else:
+            if (line.origin in _VLLM_ORIGINS or any(w in text for w in _VLLM_WORDS)) and \
+                    "Error" not in text and "Traceback" not in text and ", line " not in text:
+                if len(self.vllm_lines) < 2000:
+                    self.vllm_lines.append(line)
+        if "socket has timed out" in text or "TCP client failed" in text:
+            s = _SOCKET.search(text)
+            if s and len(self.socket) < 100:
+                self.socket.append((line, {k: v for k, v in s.groupdict().items() if v}))
+        elif any(n in text for n in _NCCL) and len(self.nccl) < 100:
+            self.nccl.append(line)
+
+    def _bar(self, b: re.Match, line: LogLine) -> None:
+        desc = b.group("desc").strip().rstrip(":").strip()
+        k, n = int(b.group("k")), int(b.group("n"))
+        if desc in ("Train", ""):
+            if desc == "" and self.swift_evidence is None and "first-step" not in self.phase_seq:
+                return  # a bare tqdm bar outside a trainer log is anyone's progress
+            if k >= self.max_step:
+                self.max_step = k
+                self.total_steps = n
+                self.step_line = line
+            self.step_seq = line.seq
+            if k == 0:
+                self._mark("first-step", line)
+            else:
+                self._mark("training", line)
+        elif desc.startswith("Val"):
+            self._mark("eval", line)
+        elif desc.startswith(("Map", "Filter", "Generating", "Tokeniz")):
+            self._mark("dataset-map", line)
+        elif desc.startswith(("Loading checkpoint shards", "Loading weights")):
+            self._mark("vllm-init" if "trainer-init" in self.phase_seq else "model-load", line)
+        elif desc.startswith(("Processed prompts", "Adding requests")):
+            self.vllm_lines.append(line)
+        elif desc.startswith(("Capturing CUDA graph", "Capturing CUDA graphs")):
+            self.vllm_lines.append(line)

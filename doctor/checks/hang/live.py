@@ -1,0 +1,99 @@
+"""GD901 / GD902 (``grpo-doctor watch``): no progress for longer than the phase allows, before the first
+training step or after it. The live hang watchdog (doctor/live/watchdogs.py) decides when a phase's limit
+passed and sends a HangReport; these rules turn it into a finding."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...model import Evidence, Finding, Severity
+from ...rules import FinishContext, Rule
+from .._live_signals import HANG, secs
+
+
+@dataclass(frozen=True)
+class HangReport:
+    """What the live hang watchdog saw when a phase's limit passed without progress (built by doctor.live)."""
+
+    t: float
+    phase: str              # startup | vllm-init | first-step | steady | eval | checkpoint-save
+    phase_text: str
+    silent_s: float
+    limit_s: float
+    limit_basis: str        # e.g. "5 x slowest step 12.0 s, floor 300 s" or "--hang-timeout"
+    steps: int
+    last_progress: str      # what the last progress was ("step 3", "metric row", "checkpoint-2", ...)
+    last_line: str
+    where: str | None       # rollout-generation | weight-sync | reward-function | nccl-collective | ...
+    where_text: str
+    outlier: str | None     # "rank 3 is in the reward function while ranks 0-2,4-7 wait in a collective"
+    stacks: tuple[str, ...] = ()   # short per-process summaries (rank, pid, innermost frames)
+    stacks_file: str | None = None
+    missing: tuple[str, ...] = ()  # what could not be captured and how to get it
+    gpu_text: str = ""
+    proc_text: str = ""
+    stopped: bool = False
+    last_path: str = "<watch>"
+    last_lineno: int = 0
+
+
+class LiveHang(Rule):
+    kinds = frozenset({HANG})
+    want = ""
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.reports: list[HangReport] = []
+
+    def feed(self, kind: str, payload: Any) -> None:
+        self.reports.append(payload)
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        mine = [r for r in self.reports if (r.steps > 0) == (self.want == "mid")]
+        if not mine:
+            return []
+        r = mine[-1]
+        parts = [f"No progress for {secs(r.silent_s)} s during {r.phase_text} (limit {secs(r.limit_s)} s: {r.limit_basis})"
+                 + (f", after training step {r.steps}" if r.steps else "") + f"; last progress: {r.last_progress}."]
+        if r.where:
+            parts.append(f"It stopped {r.where_text}.")
+        if r.outlier:
+            parts.append(r.outlier + ".")
+        if r.stacks:
+            parts.append("Stacks: " + " | ".join(r.stacks[:8]) + ".")
+        if r.stacks_file:
+            parts.append(f"Full stacks, process states and GPU snapshot: {r.stacks_file}.")
+        if r.missing:
+            parts.append("Not captured: " + "; ".join(r.missing) + ".")
+        if r.stopped:
+            parts.append("grpo-doctor stopped the run (--on-hang stop).")
+        fix = list(_WHERE_FIX.get(r.where or "", ()))
+        fix += list(self.meta.fix)
+        ev = [Evidence(r.last_path, r.last_lineno, r.last_line[:400])] if r.last_line else []
+        sev = Severity.error if r.stopped else self.meta.severity
+        return [self.make(message=" ".join(parts), fix=fix, evidence=ev, severity=sev, count=len(mine))]
+
+
+class LiveHangAtStart(LiveHang):
+    want = "start"
+
+
+class LiveHangMidTraining(LiveHang):
+    want = "mid"
+
+
+_WHERE_FIX = {
+    "reward-function": ("A reward function never returned: add a timeout to its network / subprocess / sandbox calls "
+                        "(and return a reward of 0 on timeout) so one slow sample cannot stall every rank.",),
+    "rollout-generation": ("vLLM generation never finished: lower --max_completion_length or --vllm_max_model_len, "
+                           "check the vLLM engine log lines above for an engine error, and set --vllm_gpu_memory_utilization "
+                           "so the KV cache is not starved.",),
+    "weight-sync": ("Weight sync to vLLM stalled: in server mode check that `swift rollout` is alive and that the "
+                    "group port is reachable; in colocate mode try --move_model_batches / --offload_model.",),
+    "nccl-collective": ("Ranks wait in a collective that one rank never reached: look at the outlier rank's stack; "
+                        "--ddp_timeout 1800 turns such a silent desync into an NCCL timeout with a traceback.",),
+    "data-loading": ("The dataloader stalled: try --dataloader_num_workers 0 to see the real error, and check the "
+                     "dataset storage (network file system, image URLs).",),
+    "checkpoint-save": ("The checkpoint save stalled: check free disk space and the file system of --output_dir; with "
+                        "ZeRO-3 the 16-bit gather needs every rank.",),
+}
