@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-from doctor.planner import CONTEXT_GIB, GIB, Settings, model_states, plan, spec_from_name
+from doctor.swift.planner import CONTEXT_GIB, GIB, Settings, model_states, plan, spec_from_name
 
 
 def states_gb(params, zero, world):

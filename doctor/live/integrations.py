@@ -62,7 +62,7 @@ def _nvml_fallback() -> list[Gpu] | None:
     return out
 
 
-def _num(obj: Any, *names: str) -> Any:
+def as_number(obj: Any, *names: str) -> Any:
     for n in names:
         v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
         if v is not None:
@@ -72,17 +72,17 @@ def _num(obj: Any, *names: str) -> Any:
 
 def _to_gpu(s: Any, i: int) -> Gpu:
     """A sample of doctor.sources.gpu as our Gpu record (bytes; MiB/GiB fields converted)."""
-    idx = _num(s, "index", "gpu", "id")
-    util = _num(s, "util", "utilization", "util_pct", "gpu_util")
-    used = _num(s, "mem_used", "memory_used", "used_bytes")
-    total = _num(s, "mem_total", "memory_total", "total_bytes")
+    idx = as_number(s, "index", "gpu", "id")
+    util = as_number(s, "util", "utilization", "util_pct", "gpu_util")
+    used = as_number(s, "mem_used", "memory_used", "used_bytes")
+    total = as_number(s, "mem_total", "memory_total", "total_bytes")
     if used is None:
-        mib = _num(s, "mem_used_mib", "memory_used_mib", "used_mib")
-        gb = _num(s, "mem_used_gib", "memory_used_gib")
+        mib = as_number(s, "mem_used_mib", "memory_used_mib", "used_mib")
+        gb = as_number(s, "mem_used_gib", "memory_used_gib")
         used = mib * 1024 * 1024 if mib is not None else gb * GIB if gb is not None else 0
     if total is None:
-        mib = _num(s, "mem_total_mib", "memory_total_mib", "total_mib")
-        gb = _num(s, "mem_total_gib", "memory_total_gib")
+        mib = as_number(s, "mem_total_mib", "memory_total_mib", "total_mib")
+        gb = as_number(s, "mem_total_gib", "memory_total_gib")
         total = mib * 1024 * 1024 if mib is not None else gb * GIB if gb is not None else 0
     return Gpu(int(idx) if idx is not None else i, float(util) if util is not None else None, int(used), int(total))
 

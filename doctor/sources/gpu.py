@@ -86,7 +86,7 @@ _UNKNOWN = {"n/a", "[n/a]", "err!", "[err!]", "[unknown error]", "unknown error"
 _NUM = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%]*)\s*$")
 
 
-def _num(text: str | None) -> float | None:
+def as_number(text: str | None) -> float | None:
     if text is None:
         return None
     t = text.strip()
@@ -105,7 +105,7 @@ def _num(text: str | None) -> float | None:
 
 
 def _int(text: str | None) -> int | None:
-    v = _num(text)
+    v = as_number(text)
     return int(v) if v is not None else None
 
 
@@ -231,17 +231,17 @@ def parse_table(text: str) -> list[GpuSample]:
                 left = cells[0].split()
                 mm = _MEM.search(cells[1])
                 if mm and mm.group(1) is not None:
-                    cur["used"], cur["total"] = _num(mm.group(1)), _num(mm.group(2))
+                    cur["used"], cur["total"] = as_number(mm.group(1)), as_number(mm.group(2))
                 temps = [t for t in left if re.fullmatch(r"\d+C", t)]
-                cur["temp"] = _num(temps[0][:-1]) if temps else None
+                cur["temp"] = as_number(temps[0][:-1]) if temps else None
                 perf = [t for t in left if re.fullmatch(r"P\d+", t)]
                 cur["perf"] = perf[0] if perf else None
                 pm = _PWR.search(cells[0])
                 if pm:
-                    cur["power"], cur["cap"] = _num(pm.group(1).rstrip("W")), _num(pm.group(2).rstrip("W"))
+                    cur["power"], cur["cap"] = as_number(pm.group(1).rstrip("W")), as_number(pm.group(2).rstrip("W"))
                 right = cells[2].split()
                 util = right[0] if right else None
-                cur["util"] = _num(util.rstrip("%")) if util and util.endswith("%") else None
+                cur["util"] = as_number(util.rstrip("%")) if util and util.endswith("%") else None
                 cur["err"] = cur["err"] or any(_is_err(t) for t in left + right[:1])
                 continue
             if cur is not None and "stats" in cur and "mig" not in cur:
@@ -253,7 +253,7 @@ def parse_table(text: str) -> list[GpuSample]:
             if m:
                 mem = m.group(7)
                 procs.append((int(m.group(1)), GpuProcess(int(m.group(4)), m.group(6).strip() or None,
-                                                          _num(mem.replace("MiB", "")), None, m.group(5))))
+                                                          as_number(mem.replace("MiB", "")), None, m.group(5))))
     out = []
     for lineno, line in enumerate(lines, 1):
         m = _LOST.search(line)
@@ -329,8 +329,8 @@ def parse_query(text: str) -> list[GpuSample]:
         def get(*path: str) -> str | None:
             return d.get(path)
 
-        used = _num(get("FB Memory Usage", "Used"))
-        total = _num(get("FB Memory Usage", "Total"))
+        used = as_number(get("FB Memory Usage", "Used"))
+        total = as_number(get("FB Memory Usage", "Total"))
         reasons: list[str] | None = None
         for hdr in ("Clocks Event Reasons", "Clocks Throttle Reasons", "Clocks Throttle Reasons (Deprecated)"):
             rs = [(p, v) for p, v in kv if p[:1] == (hdr,) and len(p) >= 2]
@@ -372,7 +372,7 @@ def parse_query(text: str) -> list[GpuSample]:
                 elif p[-1] == "Name":
                     cur["name"] = _text(v)
                 elif p[-1] == "Used GPU Memory":
-                    cur["mem"] = _num(v)
+                    cur["mem"] = as_number(v)
                 elif p[-1] == "Type":
                     cur["type"] = _text(v)
             if cur:
@@ -387,9 +387,9 @@ def parse_query(text: str) -> list[GpuSample]:
         section_only = used is None and util is None and get("Product Name") is None
         out.append(GpuSample(
             index=minor if minor is not None else i, name=_text(get("Product Name")), uuid=_text(get("GPU UUID")),
-            bus_id=bus, mem_used_mib=used, mem_total_mib=total, util_pct=_num(util),
-            mem_util_pct=_num(get("Utilization", "Memory")), temp_c=_num(get("Temperature", "GPU Current Temp")),
-            power_w=_num(power), power_cap_w=_num(cap), perf_state=_text(get("Performance State")),
+            bus_id=bus, mem_used_mib=used, mem_total_mib=total, util_pct=as_number(util),
+            mem_util_pct=as_number(get("Utilization", "Memory")), temp_c=as_number(get("Temperature", "GPU Current Temp")),
+            power_w=as_number(power), power_cap_w=as_number(cap), perf_state=_text(get("Performance State")),
             processes=None if section_only else (tuple(procs) if procs is not None else None),
             ecc_volatile_uncorrected=vol_unc, ecc_volatile_corrected=vol_cor, retired_pages=retired,
             retired_pending=_yes(pend), remapped_pending=_yes(remap_p), remap_failed=_yes(remap_f),
@@ -477,9 +477,9 @@ def _sample_from(vals: dict[str, str], source: str) -> GpuSample:
     name = vals.get("name")
     return GpuSample(
         index=_int(vals.get("index")), name=_text(name), uuid=_text(vals.get("uuid")), bus_id=_text(vals.get("bus_id")),
-        mem_used_mib=_num(vals.get("mem_used_mib")), mem_total_mib=_num(vals.get("mem_total_mib")),
-        util_pct=_num(vals.get("util_pct")), mem_util_pct=_num(vals.get("mem_util_pct")),
-        temp_c=_num(vals.get("temp_c")), power_w=_num(vals.get("power_w")), power_cap_w=_num(vals.get("power_cap_w")),
+        mem_used_mib=as_number(vals.get("mem_used_mib")), mem_total_mib=as_number(vals.get("mem_total_mib")),
+        util_pct=as_number(vals.get("util_pct")), mem_util_pct=as_number(vals.get("mem_util_pct")),
+        temp_c=as_number(vals.get("temp_c")), power_w=as_number(vals.get("power_w")), power_cap_w=as_number(vals.get("power_cap_w")),
         perf_state=_text(vals.get("perf_state")),
         ecc_volatile_uncorrected=_int(vals.get("ecc_volatile_uncorrected")),
         ecc_volatile_corrected=_int(vals.get("ecc_volatile_corrected")), retired_pages=ret,
@@ -508,7 +508,7 @@ def _guess_row(row: list[str]) -> dict[str, str]:
     if len(pct) == 1:
         vals["util_pct"] = pct[0]
     if len(mib) == 2:
-        a, b = (_num(x) for x in mib)
+        a, b = (as_number(x) for x in mib)
         vals["_mib_pair"] = f"{a},{b}"
     elif len(mib) == 1:
         vals["_mib_one"] = mib[0]
@@ -573,7 +573,7 @@ def parse_csv_apps(text: str) -> list[GpuSample]:
         gkey = vals.get("uuid") or vals.get("bus_id") or "?"
         g = by_gpu.setdefault(gkey, {"uuid": _text(vals.get("uuid")), "bus_id": _text(vals.get("bus_id")),
                                      "name": _text(vals.get("name")), "ts": _text(vals.get("timestamp")), "procs": []})
-        g["procs"].append(GpuProcess(_int(vals.get("pid")), _text(vals.get("pname")), _num(vals.get("pmem")),
+        g["procs"].append(GpuProcess(_int(vals.get("pid")), _text(vals.get("pname")), as_number(vals.get("pmem")),
                                      _text(vals.get("uuid"))))
     return [GpuSample(name=g["name"], uuid=g["uuid"], bus_id=g["bus_id"], processes=tuple(g["procs"]),
                       timestamp=g["ts"], source="csv-apps") for g in by_gpu.values()]

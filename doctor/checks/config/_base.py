@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...model import Finding
-from ...planner import spec_from_config, spec_from_name
+from ...swift.planner import spec_from_config, spec_from_name
 from ...rules import FinishContext, Rule
 
 

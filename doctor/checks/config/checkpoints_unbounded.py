@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...model import Finding, Severity
-from ...planner import lora_trainable
+from ...swift.planner import lora_trainable
 from ...rules import FinishContext
 from ._base import _ConfigRule, _bool, _int, model_spec
 

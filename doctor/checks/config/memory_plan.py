@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...model import Evidence, Finding, Severity
-from ...planner import breakdown_lines, plan
+from ...swift.planner import breakdown_lines, plan
 from ...rules import FinishContext
 from ._base import _ConfigRule, model_spec
 

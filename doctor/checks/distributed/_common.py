@@ -6,6 +6,7 @@ from typing import Any
 
 from ...model import ExceptionInfo
 from ...sources.swiftconfig import RunConfig
+from ...swift.flags import flag_exists
 
 VLLM_GROUP_PORT = 51216
 
@@ -29,11 +30,8 @@ def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
 
 
 def flag_in_version(run: RunConfig, flag: str) -> bool:
-    """A few flags used in the fixes below appeared in a known ms-swift version."""
-    since = {"vllm_server_group_port": (3, 11), "vllm_server_timeout": (3, 4), "offload_model": (3, 3),
-             "offload_optimizer": (3, 3), "move_model_batches": (3, 3), "sleep_level": (3, 3)}
-    mm = run.swift_major_minor
-    return mm is None or mm >= since.get(flag, (0, 0))
+    """Does the run's ms-swift have this flag (an unknown version is a recent one)?"""
+    return flag_exists(run.swift_major_minor, flag)
 
 
 

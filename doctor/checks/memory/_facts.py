@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Frame
-from ...planner import _num  # one number reader for the memory plan and the OOM fixes
 from ...sources.swiftconfig import Launch, RunConfig
+from ...swift.flags import flag_exists
+from ...swift.planner import as_number  # one number reader for the memory plan and the OOM fixes
 
 _PARAMS = re.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
 _VL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"
@@ -17,11 +18,6 @@ _VL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm
 _MM_ENV = ("MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES", "VIDEO_TOTAL_PIXELS", "IMAGE_MAX_TOKEN_NUM",
            "VIDEO_MAX_TOKEN_NUM", "MIN_PIXELS", "FPS")
 DOC_MAX_PIXELS = 262144  # docs/source_en/BestPractices/GRPO-Multi-Modal-Training.md L292
-
-# ms-swift version that introduced a flag (swift-notes §7); None = exists in every GRPO version.
-_SINCE = {"sleep_level": (3, 3), "offload_model": (3, 3), "offload_optimizer": (3, 3),
-          "move_model_batches": (3, 3), "vllm_mode": (3, 5), "vllm_tensor_parallel_size": (3, 5),
-          "vllm_max_model_len": (3, 1), "vllm_gpu_memory_utilization": (3, 1), "steps_per_generation": (3, 5)}
 
 
 def _bool(v: Any) -> bool | None:
@@ -113,8 +109,7 @@ class Facts:
             return flag in ("vllm_gpu_memory_utilization", "per_device_train_batch_size", "max_completion_length",
                             "gradient_accumulation_steps", "gradient_checkpointing", "vllm_tensor_parallel_size",
                             "vllm_mode")
-        since = _SINCE.get(flag)
-        return since is None or self.mm is None or self.mm >= since
+        return flag_exists(self.mm, flag)
 
     @property
     def colocate(self) -> bool:
@@ -164,7 +159,7 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
             f.mode = "colocate"  # trl <= 0.16 ran vLLM in-process (on vllm_device); trl >= 0.18 says vllm_mode
         else:
             f.mode = "colocate"  # swift 3.5-3.11 default; in 3.1-3.4 the engine also lived in the trainer
-    util = _num(a.get("vllm_gpu_memory_utilization"))
+    util = as_number(a.get("vllm_gpu_memory_utilization"))
     f.util_set = util is not None
     f.util = util if util is not None else (0.9 if f.use_vllm else None)
     f.sleep = run.int_arg("sleep_level")
@@ -177,7 +172,7 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
     f.b = run.int_arg("per_device_train_batch_size")
     f.ga = run.int_arg("gradient_accumulation_steps")
     f.grad_ckpt = _bool(a.get("gradient_checkpointing"))
-    f.beta = _num(a.get("beta"))
+    f.beta = as_number(a.get("beta"))
     f.model = a.get("model") if isinstance(a.get("model"), str) else None
     f.params = params_b(f.model)
     f.env = dict(run.env)

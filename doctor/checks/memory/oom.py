@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...model import EXCEPTION, Finding
-from ...planner import _num
+from ...swift.planner import as_number
 from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
 from ..fallback.exceptions import describe_frame
 from ._facts import DOC_MAX_PIXELS, _MM_ENV, Facts, facts_of, fmt_gib
@@ -174,7 +174,7 @@ def server_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
         util_flag, len_flag = "--gpu_memory_utilization", "--max_model_len"
     else:
         util_flag, len_flag = "--gpu-memory-utilization", "--max-model-len"
-    util = _num(flags.get(util_flag.lstrip("-").replace("-", "_")))
+    util = as_number(flags.get(util_flag.lstrip("-").replace("-", "_")))
     total = oom.get("total")
     cur = util if util is not None else 0.9
     left = f" ({fmt_gib((1 - cur) * total)} of {fmt_gib(total)})" if total else ""

@@ -6,18 +6,18 @@ import math
 from ...model import Finding, Severity
 from ...rules import FinishContext, Rule
 from ...sources.swiftconfig import RunConfig
+from ...swift import version
 from .._runargs import arg_float, more_generations
 from .._series import SeriesRule, fmt
 from ._flags import as_list, flag_name
 from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
 
-
 FLAT_STREAK = 5           # consecutive flat logged steps that count as "stuck" in a longer run
 
 
 def version_at_least(run: RunConfig, mm: tuple[int, int]) -> bool:
-    v = run.swift_major_minor
-    return v is None or v >= mm
+    """Is the run's ms-swift at least ``mm``? An unknown version is a recent one."""
+    return version.at_least(run.swift_major_minor, mm) is not False
 
 
 def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:

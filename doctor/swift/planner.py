@@ -147,7 +147,7 @@ def spec_from_config(name: str, cfg: dict[str, Any]) -> ModelSpec | None:
 
 # ------------------------------------------------------------------------------------------- settings
 
-def _num(v: Any) -> float | None:
+def as_number(v: Any) -> float | None:
     if isinstance(v, bool) or v is None:
         return None
     try:
@@ -201,25 +201,25 @@ def settings_of(args: dict[str, Any], world: int | None) -> Settings:
     tuner = str(g("tuner_type") or g("train_type") or "lora").lower()
     dt = str(g("torch_dtype") or "bfloat16").lower()
     zero, off = zero_of(g("deepspeed"))
-    ml = _num(g("max_length"))
-    mcl = _num(g("max_completion_length")) or _num(g("max_new_tokens")) or 512
+    ml = as_number(g("max_length"))
+    mcl = as_number(g("max_completion_length")) or as_number(g("max_new_tokens")) or 512
     use_vllm = bool(_bool(g("use_vllm")))
     mode = str(g("vllm_mode")).lower() if g("vllm_mode") else None
     if use_vllm and mode is None:
         mode = "server" if (g("vllm_server_host") or g("vllm_server_base_url")) else "colocate"
     return Settings(
         tuner="full" if tuner == "full" else "lora" if tuner in ("lora", "qlora", "longlora", "adalora", "dora") else tuner,
-        lora_rank=int(_num(g("lora_rank")) or 8),
+        lora_rank=int(as_number(g("lora_rank")) or 8),
         dtype_bytes=4 if dt in ("float32", "fp32") else 2,
         zero=zero, ds_offload=off,
         grad_ckpt=_bool(g("gradient_checkpointing")) is not False,
-        batch=int(_num(g("per_device_train_batch_size")) or 1),
+        batch=int(as_number(g("per_device_train_batch_size")) or 1),
         prompt_len=int(min(ml, 1024)) if ml else 512, completion_len=int(mcl),
-        world=max(1, world or 1), beta=_num(g("beta")) if _num(g("beta")) is not None else 0.04,
+        world=max(1, world or 1), beta=as_number(g("beta")) if as_number(g("beta")) is not None else 0.04,
         use_vllm=use_vllm, vllm_mode=mode if use_vllm else None,
-        vllm_util=_num(g("vllm_gpu_memory_utilization")) or _num(g("gpu_memory_utilization")) or 0.9,
-        sleep_level=int(_num(g("sleep_level")) or 0),
-        vllm_tp=int(_num(g("vllm_tensor_parallel_size")) or _num(g("tensor_parallel_size")) or 1),
+        vllm_util=as_number(g("vllm_gpu_memory_utilization")) or as_number(g("gpu_memory_utilization")) or 0.9,
+        sleep_level=int(as_number(g("sleep_level")) or 0),
+        vllm_tp=int(as_number(g("vllm_tensor_parallel_size")) or as_number(g("tensor_parallel_size")) or 1),
         offload_model=bool(_bool(g("offload_model"))), offload_optimizer=bool(_bool(g("offload_optimizer"))),
         deepspeed=g("deepspeed") if isinstance(g("deepspeed"), str) else None)
 
