@@ -16,6 +16,7 @@ from .registry import load_catalog
 from .sources import reports as reports_src
 from .sources import scan
 from .sources.inputs import discover, feed_input, read_small, run_checkpoints
+from .signals import CheckpointInput
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
@@ -47,11 +48,10 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
             early.close()  # not adopted (the line-by-line path ran), or already reaped: nothing left behind
     ckpts = run_checkpoints(paths)
     if ckpts:
-        from .checks.checkpoint._facts import CkptInput
         from .ckpt import fold_into_log_finding
         from .sources.checkpoint import read_checkpoint
         for d, display in ckpts:
-            session.feed_checkpoint(CkptInput(read_checkpoint(d, display)))
+            session.emit(CheckpointInput(read_checkpoint(d, display)))
     findings = session.finish()
     if ckpts:
         findings = fold_into_log_finding(findings)

@@ -14,12 +14,12 @@ from typing import Iterable
 
 from . import __version__
 from .engine import Session, select_rules
-from .model import CHECKPOINT, Finding, InputInfo, Report
+from .model import Finding, InputInfo, Report
 from .registry import RuleMeta, _load_one, rule_files
 from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
 from .sources.inputs import InputError
 from .sources.swiftconfig import RunConfig
-from .checks.checkpoint._facts import CkptInput
+from .signals import CheckpointInput
 
 
 @lru_cache(maxsize=1)
@@ -30,11 +30,11 @@ def _ckpt_metas() -> tuple[RuleMeta, ...]:
 
 
 def checkpoint_rules(metas: Iterable[RuleMeta] | None = None) -> list[RuleMeta]:
-    """The catalog entries whose check consumes CHECKPOINT signals."""
+    """The catalog entries whose check consumes CheckpointInput signals."""
     from .rules import build_rule
     out = []
     for m in (_ckpt_metas() if metas is None else metas):
-        if m.family == "checkpoint" and m.check and CHECKPOINT in build_rule(m).kinds:
+        if m.family == "checkpoint" and m.check and CheckpointInput in build_rule(m).kinds:
             out.append(m)
     return out
 
@@ -50,7 +50,7 @@ def check_checkpoint_dirs(dirs: Iterable[str | os.PathLike], *, expect: str | No
         if key in seen:
             continue
         seen.add(key)
-        session.feed_checkpoint(CkptInput(read_checkpoint(p, str(d)), expect))
+        session.emit(CheckpointInput(read_checkpoint(p, str(d)), expect))
     return session.finish()
 
 
@@ -105,7 +105,7 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
         facts = read_checkpoint(d, disp)
         if isinstance(facts.args, dict) and not summary.args:
             summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
-        session.feed_checkpoint(CkptInput(facts, expect))
+        session.emit(CheckpointInput(facts, expect))
     findings = session.finish()
     return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups], summary.summary(), findings)
 

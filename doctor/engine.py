@@ -9,15 +9,14 @@ from collections import deque
 from dataclasses import replace
 from typing import Any, Iterable
 
-from . import model
 from .gate import WordGate
-from .model import (COMPLETIONS, EXCEPTION, LINE, METRICS, RUN_END, ExceptionInfo, Finding, LogLine, Metrics,
-                    Role, Severity)
+from .model import Finding, Role, Severity
 from .registry import RuleMeta, load_catalog
 from .rules import FinishContext, Rule, build_rule
 from .sources import metrics as metrics_src
 from .sources.swiftconfig import LITERALS as CONFIG_LITERALS, RunConfig
 from .sources.traceback import TracebackTracker
+from .signals import ExceptionInfo, LogLine, Metrics
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
@@ -57,14 +56,14 @@ class Session:
         self.ended = False
         self.metrics_steps = 0
         self.log_inputs: list[str] = []
-        self._by_kind: dict[str, list[Rule]] = {}
+        self._by_type: dict[type, list[Rule]] = {}
         self._all_line_rules: list[Rule] = []
         lit_rules: dict[str, list[Rule]] = {}
         for r in self.rules:
             for k in r.kinds:
-                if k != LINE:
-                    self._by_kind.setdefault(k, []).append(r)
-            if LINE in r.kinds:
+                if k is not LogLine:
+                    self._by_type.setdefault(k, []).append(r)
+            if LogLine in r.kinds:
                 if r.wants_all_lines or not r.literals:
                     self._all_line_rules.append(r)
                 else:
@@ -104,7 +103,7 @@ class Session:
         if line.text.strip():
             tail.append(line)
         for r in self._all_line_rules:
-            r.feed(LINE, line)
+            r.feed(line)
         text = line.text
         if self.run._dump_open:
             self.run.feed(line)
@@ -121,11 +120,10 @@ class Session:
             self._exception(exc)
         if any(mk in text for mk in _END_MARKERS):
             self.ended = True
-            self._emit(RUN_END, line)
         if self.console_metrics and ":" in text and metrics_src.has_literal(text):
             values, finite = metrics_src.read_console(text)
             if values is not None:
-                self.feed_metrics(Metrics(values, line.where, line.seq, "console", finite))
+                self.emit(Metrics(values, line.where, line.seq, "console", finite))
         rules: Iterable[Rule]
         if len(hits) == 1:
             rules = hits[0]
@@ -134,36 +132,30 @@ class Session:
             order = self._order
             rules = sorted(many.values(), key=lambda r: order[id(r)])
         for r in rules:
-            r.feed(LINE, line)
+            r.feed(line)
 
     def _exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:
             self.exceptions.append(exc)
-        self._emit(EXCEPTION, exc)
+        self._route(exc)
 
-    def feed_metrics(self, m: Metrics) -> None:
-        if metrics_src.is_summary(m.values):
-            self.ended = True
-            self._emit(RUN_END, m)
+    def emit(self, signal: Any) -> None:
+        """Any signal of doctor/signals.py: a log line takes the gated path above, a metrics row is counted (a
+        summary row ends the run and reaches no rule), every other signal goes to the rules of its type."""
+        if isinstance(signal, LogLine):
+            self.feed_line(signal)
             return
-        if metrics_src.is_step(m.values):
-            self.metrics_steps += 1
-        self._emit(METRICS, m)
+        if isinstance(signal, Metrics):
+            if metrics_src.is_summary(signal.values):
+                self.ended = True
+                return
+            if metrics_src.is_step(signal.values):
+                self.metrics_steps += 1
+        self._route(signal)
 
-    def feed_gpu(self, path: str, samples: list, seq: int = 0) -> None:
-        """One GPU snapshot (a saved nvidia-smi output or an NVML sample): ``samples`` is a list of GpuSample."""
-        self._emit(model.GPU, (path, samples, seq))
-
-    def feed_completions(self, payload: Any) -> None:
-        self._emit(COMPLETIONS, payload)
-
-    def feed_checkpoint(self, payload: Any) -> None:
-        """One checkpoint directory's facts (``doctor.checks.checkpoint._facts.CkptInput``)."""
-        self._emit(model.CHECKPOINT, payload)
-
-    def _emit(self, kind: str, payload: Any) -> None:
-        for r in self._by_kind.get(kind, ()):
-            r.feed(kind, payload)
+    def _route(self, signal: Any) -> None:
+        for r in self._by_type.get(type(signal), ()):
+            r.feed(signal)
 
     # ------------------------------------------------------------------ results
     def finish(self) -> list[Finding]:
@@ -203,4 +195,4 @@ def order(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-__all__ = ["Session", "order", "select_rules", "model"]
+__all__ = ["Session", "order", "select_rules"]

@@ -1,4 +1,4 @@
-"""The records that flow through grpo-doctor: signals in, findings out.
+"""What grpo-doctor says: findings, reports and their severities (what flows in is doctor/signals.py).
 
 Everything here is a plain frozen dataclass (or a small mutable accumulator where noted) so that
 rules stay pure and the renderers can serialise without surprises.
@@ -27,86 +27,6 @@ class Role(str, enum.Enum):
     root = "root"
     consequence = "consequence"
     standalone = "standalone"
-
-
-# Signal kinds. A rule declares which of these it wants to see.
-LINE = "line"            # one decoded, cleaned log line
-METRICS = "metrics"      # one step's metrics (logging.jsonl or a printed dict)
-EXCEPTION = "exception"  # a Python exception with its last frames, parsed from the log
-COMPLETIONS = "completions"  # one row group of completions.jsonl
-RUN_END = "run_end"      # the run reached its normal end (summary line, End time of running main)
-EOF = "eof"              # one input file is exhausted
-CHECKPOINT = "checkpoint"  # the facts of one checkpoint directory (doctor.sources.checkpoint)
-GPU = "gpu"              # one nvidia-smi snapshot / NVML sample: (path, list[GpuSample])
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    """A position in an input: the file (as given by the user) and a 1-based line number."""
-
-    path: str
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class LogLine:
-    """A log line after decoding: ANSI, NUL, rank and engine prefixes removed.
-
-    ``raw`` keeps the line as it appeared (minus control characters) for evidence.
-    ``rank`` is the distributed rank of a ``[rankN]:`` prefix, or None.
-    ``seq`` is a global counter across all inputs (ordering of first causes).
-    """
-
-    text: str
-    raw: str
-    where: Where
-    rank: int | None
-    seq: int
-    origin: str = ""  # "vllm-worker", "vllm-engine", "" ...
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    path: str
-    lineno: int
-    func: str
-    code: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ExceptionInfo:
-    """A Python exception as printed in a log: type, message and the frames above it."""
-
-    type: str           # e.g. "ValueError", "torch.OutOfMemoryError"
-    message: str
-    frames: tuple[Frame, ...]
-    where: Where        # the line holding "Type: message"
-    rank: int | None
-    seq: int
-    raw: str
-
-    @property
-    def short_type(self) -> str:
-        return self.type.rsplit(".", 1)[-1]
-
-    @property
-    def raised_at(self) -> Frame | None:
-        return self.frames[-1] if self.frames else None
-
-
-@dataclass(frozen=True, slots=True)
-class Metrics:
-    values: dict[str, Any]
-    where: Where
-    seq: int
-    source: str  # "jsonl" or "console"
-    finite: bool | None = None  # True: no value is NaN/inf (known from parsing); else: not known
-
-
-@dataclass(frozen=True, slots=True)
-class Signal:
-    kind: str
-    payload: Any
 
 
 @dataclass(frozen=True, slots=True)

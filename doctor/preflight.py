@@ -20,12 +20,13 @@ from . import __version__
 from .checks.args._swift_fields import RLHF_FIELDS_4_6
 from .checks.config._base import _int
 from .engine import Session, select_rules
-from .model import InputInfo, LogLine, Report, Where
+from .model import InputInfo, Report
 from .registry import load_catalog
 from .sources import gpu as gpu_src
 from .sources.swiftcmd import CommandError, SwiftCommand, flag_values, parse_command, read_json, read_model_dir
 from .sources.swiftconfig import Launch, RunConfig
 from .swift.version import major_minor
+from .signals import GpuSnapshot, LogLine, Where
 
 PATH = "<preflight>"
 
@@ -355,7 +356,7 @@ def _judge(cmd: SwiftCommand, version: str | None, gpu_mem_gib: float | None, gp
     for i, text in enumerate(lines, 1):
         session.feed_line(LogLine(text, text, Where(PATH, i), None, i))
     if samples and gpu_snapshot:
-        session.feed_gpu(gpu_snapshot, samples, len(lines) + 1)
+        session.emit(GpuSnapshot(gpu_snapshot, samples, len(lines) + 1))
         inputs = inputs + [InputInfo(gpu_snapshot, "gpu")]
     findings = session.finish()
     summary = run.summary()

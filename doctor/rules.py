@@ -1,4 +1,4 @@
-"""Runtime rule objects. A rule sees only the signal kinds it declares, keeps its own state, does
+"""Runtime rule objects. A rule sees only the signal types it declares (``kinds``, from doctor/signals.py), keeps its own state, does
 no I/O and never prints. ``finish`` turns what it saw into findings, with the run's configuration
 at hand so that a fix can name this run's flags and numbers."""
 from __future__ import annotations
@@ -6,11 +6,12 @@ from __future__ import annotations
 import string
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from .model import (EXCEPTION, LINE, Evidence, ExceptionInfo, Finding, LogLine, Severity)
+from .model import Evidence, Finding, Severity
 from .registry import RuleMeta, resolve
 from .sources.swiftconfig import RunConfig
+from .signals import ExceptionInfo, LogLine
 
 MAX_EVIDENCE = 5
 
@@ -101,14 +102,14 @@ def fold(hits: list[Hit]) -> tuple[tuple[Evidence, ...], int, tuple[int, ...]]:
 class Rule:
     """Base class: both catalog pattern rules and Python checks."""
 
-    kinds: frozenset[str] = frozenset()
-    literals: tuple[str, ...] = ()   # for LINE: words that must occur; empty tuple + wants_all_lines
+    kinds: frozenset[type] = frozenset()
+    literals: tuple[str, ...] = ()   # for LogLine: words that must occur; empty tuple + wants_all_lines
     wants_all_lines = False
 
     def __init__(self, meta: RuleMeta):
         self.meta = meta
 
-    def feed(self, kind: str, payload: Any) -> None:  # pragma: no cover - interface
+    def feed(self, signal: Any) -> None:  # pragma: no cover - interface
         pass
 
     def finish(self, ctx: FinishContext) -> list[Finding]:  # pragma: no cover - interface
@@ -135,21 +136,21 @@ class PatternRule(Rule):
 
     def __init__(self, meta: RuleMeta):
         super().__init__(meta)
-        kinds = set()
+        kinds: set[type] = set()
         if meta.patterns:
-            kinds.add(LINE)
+            kinds.add(LogLine)
         if meta.exceptions:
-            kinds.add(EXCEPTION)
+            kinds.add(ExceptionInfo)
         self.kinds = frozenset(kinds)
         self.literals = tuple(dict.fromkeys(l for p in meta.patterns for l in p.literals))
         self.hits: list[Hit] = []
-        self._fixer: Callable[..., Any] | None = resolve(meta.fixer) if meta.fixer else None
 
-    def feed(self, kind: str, payload: Any) -> None:
+
+    def feed(self, signal: Any) -> None:
         if len(self.hits) > 10000:  # enough to count; keeps memory flat on pathological logs
             return
-        if kind == LINE:
-            line: LogLine = payload
+        if isinstance(signal, LogLine):
+            line = signal
             for p in self.meta.patterns:
                 if p.origin and p.origin != line.origin:
                     continue
@@ -159,8 +160,8 @@ class PatternRule(Rule):
                 if m:
                     self.hits.append(Hit(m.groupdict(), evidence_of(line), line.rank, line.seq, line=line))
                     return
-        elif kind == EXCEPTION:
-            exc: ExceptionInfo = payload
+        elif isinstance(signal, ExceptionInfo):
+            exc = signal
             for e in self.meta.exceptions:
                 groups = match_exception(e, exc)
                 if groups is not None:
@@ -178,22 +179,14 @@ class PatternRule(Rule):
         message = render(self.meta.message, vals)
         fix = [render(f, vals) for f in self.meta.fix]
         severity = None
-        if self._fixer is not None:
-            out = self._fixer(self.hits, ctx)
+        if self.meta.fixer:  # resolved only for a rule that matched: the catalog loads without importing hooks
+            out = resolve(self.meta.fixer)(self.hits, ctx)
             if out is None:
                 return []
-            if isinstance(out, Diagnosis):
-                message = out.message if out.message is not None else message
-                fix = list(out.fix) if out.fix is not None else fix
-                severity = out.severity
-                evidence = out.evidence + evidence
-            else:  # transition: fixers that still return a dict ({"skip": True} dropped the finding)
-                if out.get("skip"):
-                    return []
-                message = out.get("message", message)
-                fix = out.get("fix", fix)
-                severity = out.get("severity")
-                evidence = tuple(out.get("evidence", ())) + evidence if out.get("evidence") else evidence
+            message = out.message if out.message is not None else message
+            fix = list(out.fix) if out.fix is not None else fix
+            severity = out.severity
+            evidence = out.evidence + evidence
         return [self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
                           seq=first.seq, severity=severity)]
 

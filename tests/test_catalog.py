@@ -7,7 +7,6 @@ import json
 import pytest
 
 from doctor.engine import Session
-from doctor.model import LogLine, Where
 from doctor.registry import CATEGORIES, load_catalog
 from doctor.sources.logtext import LineReader
 from golden import FIXTURES, cases

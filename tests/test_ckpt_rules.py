@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
@@ -14,12 +13,12 @@ from safetensors.numpy import save_file
 from ckpt_util import full_checkpoint, lora_checkpoint
 from conftest import ROOT
 from doctor.checks.checkpoint.disk_full import remaining_saves
-from doctor.checks.checkpoint._facts import CkptInput
 from doctor.ckpt import check_checkpoint_dirs, checkpoint_rules
 from doctor.engine import Session
 from doctor.model import Severity
 from doctor.sources.checkpoint import read_checkpoint
 from doctor.sources.swiftconfig import RunConfig
+from doctor.signals import CheckpointInput
 
 
 def ids(findings) -> list[str]:
@@ -103,7 +102,7 @@ def test_remaining_saves_by_hand():
 
 def _disk_session(facts, free: int):
     s = Session(checkpoint_rules())
-    s.feed_checkpoint(CkptInput(replace(facts, fs_free=free, fs_mount="/data")))
+    s.emit(CheckpointInput(replace(facts, fs_free=free, fs_mount="/data")))
     return s.finish()
 
 
@@ -222,7 +221,6 @@ def test_deepspeed_latest_names_a_missing_tag(tmp_path):
 
 
 def test_checkpoint_rules_are_the_catalogs_ckpt_checks():
-    from doctor.registry import load_catalog
     assert [m.id for m in checkpoint_rules()] == ["GD801", "GD802", "GD803", "GD804", "GD805"]
     assert [m.id for m in checkpoint_rules()] == ["GD801", "GD802", "GD803", "GD804", "GD805"]
 

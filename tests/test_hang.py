@@ -203,10 +203,10 @@ def test_hang_rules_share_one_progress_fed_once():
     assert sorted(bool(r.kinds) for r in (start, mid)) == [False, True]  # exactly one of them is fed
     fed = []
     real = start.p.feed
-    start.p.feed = lambda kind, payload: (fed.append(kind), real(kind, payload))
+    start.p.feed = lambda signal: (fed.append(type(signal).__name__), real(signal))
     for line in LineReader("t.log", [0]).lines(io.BytesIO(b"[INFO:swift] run sh: `swift rlhf`\n")):
         s.feed_line(line)
-    assert fed == ["line"]  # one parse for both rules
+    assert fed == ["LogLine"]  # one parse for both rules
 
 
 @needs_shared

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.checks import _live_signals as L
+from doctor.signals import DiskTick, Gpu, GpuTick, HostTick
 from doctor.engine import Session
 from doctor.live import actions
 from doctor.live.watchdogs import HangWatchdog, Limits
@@ -94,12 +94,12 @@ def _finish(s, rid):
 def test_gpu_idle_with_memory_held():
     s = _session_with("GD903")
     for t in range(0, 400, 10):
-        s._emit(L.GPU, L.GpuTick(t, (L.Gpu(0, 0.0, 40 * GIB, 80 * GIB), L.Gpu(1, 95.0, 40 * GIB, 80 * GIB))))
+        s.emit(GpuTick(t, (Gpu(0, 0.0, 40 * GIB, 80 * GIB), Gpu(1, 95.0, 40 * GIB, 80 * GIB))))
     f, = _finish(s, "GD903")
     assert "GPU 0 (390 s" in f.message and "GPU 1" not in f.message and f.category == "gpu-underutilized"
     s2 = _session_with("GD903")
     for t in range(0, 400, 10):  # idle but empty (not started yet), or busy half the time
-        s2._emit(L.GPU, L.GpuTick(t, (L.Gpu(0, 0.0, 0, 80 * GIB), L.Gpu(1, 0.0 if t % 200 else 90.0, 40 * GIB, 80 * GIB))))
+        s2.emit(GpuTick(t, (Gpu(0, 0.0, 0, 80 * GIB), Gpu(1, 0.0 if t % 200 else 90.0, 40 * GIB, 80 * GIB))))
     assert _finish(s2, "GD903") == []
 
 
@@ -107,27 +107,27 @@ def test_gpu_memory_near_full_needs_three_samples():
     s = _session_with("GD904")
     s.run.add_command("swift rlhf --rlhf_type grpo --vllm_gpu_memory_utilization 0.9")
     for t, used in enumerate((79.0, 79.5, 60.0, 79.0, 79.2)):
-        s._emit(L.GPU, L.GpuTick(t, (L.Gpu(0, 50.0, int(used * GIB), 80 * GIB),)))
+        s.emit(GpuTick(t, (Gpu(0, 50.0, int(used * GIB), 80 * GIB),)))
     assert _finish(s, "GD904") == []
-    s._emit(L.GPU, L.GpuTick(9, (L.Gpu(0, 50.0, int(79.9 * GIB), 80 * GIB),)))
+    s.emit(GpuTick(9, (Gpu(0, 50.0, int(79.9 * GIB), 80 * GIB),)))
     f, = _finish(s, "GD904")
     assert "79.9 GiB of 80.0 GiB" in f.message and "0.9" in f.fix[0]
 
 
 def test_host_memory_near_oom():
     s = _session_with("GD905")
-    s._emit(L.HOST, L.HostTick(5, 20 * GIB, 256 * GIB))
+    s.emit(HostTick(5, 20 * GIB, 256 * GIB))
     assert _finish(s, "GD905") == []
-    s._emit(L.HOST, L.HostTick(6, 6 * GIB, 256 * GIB))
+    s.emit(HostTick(6, 6 * GIB, 256 * GIB))
     f, = _finish(s, "GD905")
     assert "6.0 GiB available of 256.0 GiB (2.3%)" in f.message
 
 
 def test_disk_too_small_for_next_checkpoint():
     s = _session_with("GD906")
-    s._emit(L.DISK, L.DiskTick(1, "/out", 20 * GIB, 15 * GIB, "size of the last checkpoint"))
+    s.emit(DiskTick(1, "/out", 20 * GIB, 15 * GIB, "size of the last checkpoint"))
     assert _finish(s, "GD906") == []
-    s._emit(L.DISK, L.DiskTick(2, "/out", 10 * GIB, 15 * GIB, "size of the last checkpoint"))
+    s.emit(DiskTick(2, "/out", 10 * GIB, 15 * GIB, "size of the last checkpoint"))
     f, = _finish(s, "GD906")
     assert "10.0 GiB free" in f.message and "5.0 GiB" in f.fix[0] and f.category == "disk-full"
 

@@ -3,7 +3,6 @@ and the cases that must stay silent (healthy runs, the loss-0 control)."""
 from __future__ import annotations
 
 import io
-import json
 import math
 
 import pytest
@@ -15,10 +14,11 @@ from doctor.checks.outputs import degenerate as O
 from doctor.checks.rewards import _flags as R
 from doctor.checks.rewards.collapse import kendall_tau
 from doctor.engine import Session
-from doctor.model import Metrics, Severity, Where
+from doctor.model import Severity
 from doctor.registry import find_rule, load_catalog
 from doctor.sources.logtext import LineReader
 from doctor.sources.swiftconfig import RunConfig
+from doctor.signals import Completions, Metrics, Where
 
 CAT = load_catalog()
 
@@ -38,7 +38,7 @@ def session(rule_ids, run=None, console=True):
 
 def feed_rows(s: Session, rows):
     for i, r in enumerate(rows, 1):
-        s.feed_metrics(Metrics({k: msrc.to_number(v) for k, v in r.items()}, Where("logging.jsonl", i), i, "jsonl"))
+        s.emit(Metrics({k: msrc.to_number(v) for k, v in r.items()}, Where("logging.jsonl", i), i, "jsonl"))
 
 
 def feed_text(s: Session, text: str, path="log.txt"):
@@ -286,23 +286,23 @@ def test_looping_detector():
 
 
 def _table(step, prompts, comps):
-    return ({"step": [str(step)] * len(comps), "prompt": prompts, "completion": comps,
-             "advantages": [0.0] * len(comps)}, Where("completions.jsonl", step))
+    return Completions({"step": [str(step)] * len(comps), "prompt": prompts, "completion": comps,
+                        "advantages": [0.0] * len(comps)}, Where("completions.jsonl", step))
 
 
 def test_identical_groups_and_repeated_tables():
     s = session(["GD640"])
     for st in (1, 2):
         t = _table(st, ["p1", "p1", "p2", "p2"], ["a", "a", f"b{st}", f"b{st}"])
-        s.feed_completions(t)
-        s.feed_completions(t)   # ms-swift can write the same table twice
+        s.emit(t)
+        s.emit(t)   # ms-swift can write the same table twice
     (f,) = s.finish()
     assert "in 4 of 4 groups every completion is identical" in f.message and f.severity == Severity.warning
 
 
 def test_distinct_completions_are_silent():
     s = session(["GD640"])
-    s.feed_completions(_table(1, ["p"] * 4, ["<answer>1</answer>", "<answer>2</answer>", "x y", "z"]))
+    s.emit(_table(1, ["p"] * 4, ["<answer>1</answer>", "<answer>2</answer>", "x y", "z"]))
     assert s.finish() == []
 
 
@@ -502,7 +502,7 @@ def test_series_rules_share_one_store_and_each_sees_what_its_own_series_held(mon
     ms = _as_metrics(_mixed_rows(n))
     s = session(SERIES_RULES)
     for m in ms:
-        s.feed_metrics(m)
+        s.emit(m)
     rules = [r for r in s.rules if isinstance(r, S.SeriesRule)]
     assert len(rules) == len(SERIES_RULES)
     assert len({id(r.s.store) for r in rules}) == 1                 # one store for the session
@@ -533,12 +533,12 @@ def test_series_findings_are_those_of_rules_with_their_own_series():
     ms = _as_metrics(rows)
     shared = session(SERIES_RULES)
     for m in ms:
-        shared.feed_metrics(m)
+        shared.emit(m)
     alone = []
     for rid in SERIES_RULES:                # a session per rule: nothing shared between rules
         one = session([rid])
         for m in ms:
-            one.feed_metrics(m)
+            one.emit(m)
         alone.extend(one.finish())
     got = shared.finish()
     assert {f.rule_id for f in got} >= {"GD610", "GD641", "GD650"}
@@ -548,17 +548,17 @@ def test_series_findings_are_those_of_rules_with_their_own_series():
 def test_the_same_metrics_object_fed_twice_is_two_rows():
     (m,) = _as_metrics([row(1, 2, reward=0.5, reward_std=0.1)])
     s = session(["GD610", "GD630"])
-    s.feed_metrics(m)
-    s.feed_metrics(m)
+    s.emit(m)
+    s.emit(m)
     assert [r.s.n for r in s.rules] == [2, 2]
 
 
 def test_a_series_rule_built_alone_keeps_its_own_series():
     from doctor.rules import build_rule
     r = build_rule(find_rule("GD630", CAT))
-    assert r.kinds == {"metrics"}
+    assert r.kinds == {Metrics}
     for m in _as_metrics([row(i, 3, grad_norm=0.0, reward_std=0.4) for i in (1, 2, 3)]):
-        r.feed("metrics", m)
+        r.feed(m)
     assert r.s.n == 3 and r.s.col("grad_norm") == [0.0, 0.0, 0.0]
 
 

@@ -47,22 +47,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import LINE, Finding, LogLine
+from ...model import Finding
 from ...rules import FinishContext, Rule, evidence_of
+from ...signals import LogLine
 
 
 class {cls}(Rule):
     """TODO: what it collects and when it fires."""
 
-    kinds = frozenset({{LINE}})
+    kinds = frozenset({{LogLine}})  # the signal types it reads (doctor/signals.py)
     literals = ("TODO",)   # words that must occur in a line for feed() to see it
 
     def __init__(self, meta):
         super().__init__(meta)
         self.seen: list[LogLine] = []
 
-    def feed(self, kind: str, payload: Any) -> None:
-        self.seen.append(payload)
+    def feed(self, signal: Any) -> None:
+        self.seen.append(signal)
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         if not self.seen:

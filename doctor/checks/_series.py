@@ -1,7 +1,7 @@
 """The metric series of a run: one columnar store of the train rows (a few base keys and every
 rewards/<Name>), shared by the series rules of a session, each reading it through a view of its own keys.
 
-Rows come as METRICS signals (logging.jsonl or printed dicts). Memory stays flat: beyond MAX_ROWS every
+Rows come as Metrics signals (logging.jsonl or printed dicts). Memory stays flat: beyond MAX_ROWS every
 other row is dropped (a huge run is judged on a thinned series; streaks count kept rows).
 
 A helper of the checks package, not of one family: the series rules of rules/rewards/, rules/numerics/
@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ..model import METRICS, Evidence, Metrics
+from ..model import Evidence
 from ..rules import Rule
 from ..sources import metrics as msrc
+from ..signals import Metrics
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
 EPS_STD = 1e-6            # reward_std at or below this is a flat group
@@ -331,7 +332,7 @@ class SeriesView(SeriesReader):
 class SeriesRule(Rule):
     """Base for checks over the metric series. Rules of one session read one shared Series (see share)."""
 
-    kinds = frozenset({METRICS})
+    kinds = frozenset({Metrics})
     series_keys: tuple[str, ...] = BASE_KEYS
     want_rewards = True
 
@@ -350,8 +351,8 @@ class SeriesRule(Rule):
         if not first and self.kinds == SeriesRule.kinds and type(self).feed is SeriesRule.feed:
             self.kinds = frozenset()
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind == METRICS:
-            self.s.add(payload)
+    def feed(self, signal: Any) -> None:
+        if isinstance(signal, Metrics):
+            self.s.add(signal)
 
 

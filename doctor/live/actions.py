@@ -18,7 +18,8 @@ import psutil
 import re
 
 from ..checks.hang._progress import _PYSPY_FRAME, _FRAME_CLASSES
-from ..checks._live_signals import Gpu, gib
+from ..checks._units import gib
+from ..signals import Gpu
 
 PYSPY_TIMEOUT = 30.0
 # py-spy prints the thread name only when it can read it: `Thread 123 (idle): "MainThread"` or `Thread 123 (idle)`

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..live.say import say
-from ..checks._live_signals import GIB, Gpu
+from ..checks._units import GIB
+from ..signals import Gpu
 
 _warned: set[str] = set()
 

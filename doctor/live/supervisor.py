@@ -26,16 +26,16 @@ import psutil
 
 from .. import __version__
 from ..engine import Session, order
-from ..model import InputInfo, Metrics, Report, Severity, Where
+from ..model import InputInfo, Report, Severity
 from ..registry import load_catalog
 from ..sources.logtext import LineReader, LineSplitter, clean, decode
-from ..checks import _live_signals as live_rules
+from ..checks import _units as units
 from ..checks.hang._progress import _BAR
-from ..checks.hang.live import HangReport
 from . import actions, integrations
 from .rundir import RunDirWatcher, console_name, node_identity, output_dir_of, read_args_json
 from .say import say
 from .watchdogs import PHASE_OF, PHASE_TEXT, HangWatchdog, Limits
+from ..signals import DiskTick, GpuTick, HangReport, HostTick, Metrics, Where
 
 EXIT_STOPPED = 124   # watch stopped the child (--on-hang stop), like timeout(1)
 EXIT_NOT_STARTED = 2
@@ -415,7 +415,7 @@ class Watch:
                     self.skip_jsonl_steps -= 1
                     continue
                 self.reader.counter[0] += 1
-                self.session.feed_metrics(Metrics(values, Where(self.rundir.jsonl.path, lineno), self.reader.counter[0],
+                self.session.emit(Metrics(values, Where(self.rundir.jsonl.path, lineno), self.reader.counter[0],
                                                   "jsonl"))
                 if metrics_src.is_step(values):
                     self.dog.progress("logging.jsonl row")
@@ -430,7 +430,7 @@ class Watch:
                 free = shutil.disk_usage(self.run_dir).free
             except OSError:
                 return
-            self.session._emit(live_rules.DISK, live_rules.DiskTick(self.clock() - self.t0, self.run_dir, free,
+            self.session.emit(DiskTick(self.clock() - self.t0, self.run_dir, free,
                                                                     int(need * 1.05), "size of the last checkpoint"))
 
     def _check_ckpt(self, c) -> None:
@@ -448,11 +448,11 @@ class Watch:
         self.last_gpus = gpus
         alive = self.proc.poll() is None
         if gpus:
-            self.session._emit(live_rules.GPU, live_rules.GpuTick(now - self.t0, tuple(gpus), alive))
+            self.session.emit(GpuTick(now - self.t0, tuple(gpus), alive))
         try:
             vm = psutil.virtual_memory()
             sw = psutil.swap_memory()
-            self.session._emit(live_rules.HOST, live_rules.HostTick(now - self.t0, vm.available, vm.total, sw.free))
+            self.session.emit(HostTick(now - self.t0, vm.available, vm.total, sw.free))
         except (psutil.Error, OSError):
             pass
 
@@ -486,8 +486,8 @@ class Watch:
 
     def _on_hang(self, ev, now: float) -> None:
         self.hang_reports += 1
-        say(f"no progress for {live_rules.secs(ev.silent_s)} s in {PHASE_TEXT[ev.phase]} (limit "
-            f"{live_rules.secs(ev.limit_s)} s, {ev.basis}); "
+        say(f"no progress for {units.secs(ev.silent_s)} s in {PHASE_TEXT[ev.phase]} (limit "
+            f"{units.secs(ev.limit_s)} s, {ev.basis}); "
             "capturing stacks, process states and a GPU snapshot")
         procs = actions.process_tree(self.proc.pid)
         stacks, missing = actions.dump_stacks(procs)
@@ -501,8 +501,8 @@ class Watch:
                 where_text = f"in {LOG_PHASES.get(phase, phase)} (from the log; no stacks)"
         base = console_name(self.node_rank, "hang")
         path = os.path.join(self.run_dir, f"{base}-{self.hang_reports}.txt")
-        body = [f"grpo-doctor hang report {self.hang_reports}: no progress for {live_rules.secs(ev.silent_s)} s in "
-                f"{ev.phase} (limit {live_rules.secs(ev.limit_s)} s: {ev.basis}); last progress: {ev.last_progress}", "",
+        body = [f"grpo-doctor hang report {self.hang_reports}: no progress for {units.secs(ev.silent_s)} s in "
+                f"{ev.phase} (limit {units.secs(ev.limit_s)} s: {ev.basis}); last progress: {ev.last_progress}", "",
                 "== process states ==", actions.proc_text(procs), "", "== GPUs ==", actions.gpu_text(gpus), ""]
         for s in stacks:
             body += [f"== py-spy dump: pid {s.pid} {s.label} ==", s.text.rstrip(), ""]
@@ -533,7 +533,7 @@ class Watch:
             stacks=tuple(f"{s.label}: {s.top or 'no frames'}" for s in stacks if not s.launcher), stacks_file=stacks_file,
             missing=tuple(missing), gpu_text=actions.gpu_text(gpus), proc_text=actions.proc_text(procs), stopped=stopping,
             last_path=last_line.where.path if last_line else "<watch>", last_lineno=last_line.where.line if last_line else 0)
-        self.session._emit(live_rules.HANG, rep)
+        self.session.emit(rep)
         self.hung = True
         report = self._report(final=False, hung=True)
         self._write_report(report)

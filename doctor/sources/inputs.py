@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..model import InputInfo, Metrics, Where
+from ..model import InputInfo
 from . import metrics as metrics_src
 from .logtext import LineReader, decode, physical_lines
+from ..signals import Completions, GpuSnapshot, Metrics, Where
 
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
 LOG_NAMES = {"nohup.out", "stdout", "stderr", "log", "console", "output"}
@@ -268,7 +269,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         except SnapshotError:
             return  # sniffed as nvidia-smi but unreadable: nothing to say about GPUs
         counter[0] += 1
-        session.feed_gpu(inp.display, samples, counter[0])
+        session.emit(GpuSnapshot(inp.display, samples, counter[0]))
         return
     stream = open_input(inp)
     try:
@@ -288,7 +289,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
                 if values is None:
                     continue
                 counter[0] += 1
-                session.feed_metrics(Metrics(values, Where(inp.display, lineno), counter[0], "jsonl"))
+                session.emit(Metrics(values, Where(inp.display, lineno), counter[0], "jsonl"))
         elif inp.kind == "completions":
             for lineno, data in physical_lines(stream, max_line=16 * 1024 * 1024):
                 try:
@@ -297,7 +298,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
                     continue
                 if isinstance(row, dict):
                     counter[0] += 1
-                    session.feed_completions((row, Where(inp.display, lineno)))
+                    session.emit(Completions(row, Where(inp.display, lineno)))
     except PermissionError:
         raise InputError(f"{inp.display}: permission denied while reading") from None
     except OSError as e:

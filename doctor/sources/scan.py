@@ -30,8 +30,8 @@ from collections import deque
 from typing import BinaryIO, Iterable
 
 from ..gate import cached_words, engine, hs_database, hs_literal, trie_pattern
-from ..model import LogLine, Where
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
+from ..signals import LogLine, Where
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process

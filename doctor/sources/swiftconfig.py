@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import LogLine
 from ..swift.version import major_minor
+from ..signals import LogLine
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
 

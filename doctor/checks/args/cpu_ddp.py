@@ -4,9 +4,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model import EXCEPTION, LINE, Evidence, ExceptionInfo, Finding, LogLine
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
 from ..distributed._common import _int
+from ...signals import ExceptionInfo, LogLine
 
 _GROUP_VIEW = re.compile(r"shape '\[-1, (\d+)\]' is invalid for input of size (\d+)")
 _CPU_MODEL = re.compile(r"model_kwargs: \{'device_map': 'cpu'")
@@ -17,7 +18,7 @@ class CpuDdpWithoutUseCpu(Rule):
     process, gathers nothing, and the advantage code's ``rewards.view(-1, num_generations)`` gets only
     this rank's completions (real run real-ddp2-cpu-gloo-shape-error-child-failed)."""
 
-    kinds = frozenset({LINE, EXCEPTION})
+    kinds = frozenset({LogLine, ExceptionInfo})
     literals = ("model_kwargs", "is invalid for input of size")
 
     def __init__(self, meta):
@@ -26,14 +27,14 @@ class CpuDdpWithoutUseCpu(Rule):
         self.group = self.size = 0
         self.cpu_line: LogLine | None = None
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind == EXCEPTION:
-            m = _GROUP_VIEW.search(payload.message)
+    def feed(self, signal: Any) -> None:
+        if isinstance(signal, ExceptionInfo):
+            m = _GROUP_VIEW.search(signal.message)
             if m and self.exc is None:
-                self.exc, self.group, self.size = payload, int(m.group(1)), int(m.group(2))
+                self.exc, self.group, self.size = signal, int(m.group(1)), int(m.group(2))
             return
-        if self.cpu_line is None and _CPU_MODEL.search(payload.text):
-            self.cpu_line = payload
+        if self.cpu_line is None and _CPU_MODEL.search(signal.text):
+            self.cpu_line = signal
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         run = ctx.run

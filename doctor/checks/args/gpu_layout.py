@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import LINE, Finding, LogLine, Severity
+from ...model import Finding, Severity
 from ...rules import FinishContext, Rule
 from ...sources.swiftconfig import RunConfig
 from ...swift.batch import divisors, nearest
 from .._values import as_int
 from ._layout import gpu_ids, nproc_per_node
+from ...signals import LogLine
 
 
 def trainer_launch(run: RunConfig):
@@ -39,7 +40,7 @@ def _bool(v: Any) -> bool:
 class GpuLayout(Rule):
     """Config-only: visible GPUs that no training process (or vLLM) uses; vLLM TP that cannot divide the world."""
 
-    kinds = frozenset({LINE})
+    kinds = frozenset({LogLine})
     literals = ("must divide world size", "not compatible with `device_map`", "not compatible with device_map",
                 "n_gpu: ")
 
@@ -47,8 +48,8 @@ class GpuLayout(Rule):
         super().__init__(meta)
         self.layout_error = False
 
-    def feed(self, kind: str, payload: Any) -> None:
-        line: LogLine = payload
+    def feed(self, signal: Any) -> None:
+        line: LogLine = signal
         if any(lit in line.text for lit in self.literals):
             self.layout_error = True  # the log states the layout error itself; its own rule explains it
 

@@ -1,14 +1,14 @@
-"""What every checkpoint rule shares: it collects CHECKPOINT signals (the facts of one checkpoint directory, from
+"""What every checkpoint rule shares: it collects CheckpointInput signals (the facts of one checkpoint directory, from
 file sizes and safetensors headers only: swift-notes §2, §3) and judges them in finish()."""
 from __future__ import annotations
 
 import posixpath
 from typing import Any
 
-from ...model import CHECKPOINT, Evidence
+from ...model import Evidence
 from ...rules import Rule
 from ...sources.checkpoint import CheckpointFacts
-from ._facts import CkptInput
+from ...signals import CheckpointInput
 
 
 def ev_at(f: CheckpointFacts, name: str, text: str) -> Evidence:
@@ -17,12 +17,12 @@ def ev_at(f: CheckpointFacts, name: str, text: str) -> Evidence:
 
 
 class CkptRule(Rule):
-    kinds = frozenset({CHECKPOINT})
+    kinds = frozenset({CheckpointInput})
 
     def __init__(self, meta):
         super().__init__(meta)
-        self.inputs: list[CkptInput] = []
+        self.inputs: list[CheckpointInput] = []
 
-    def feed(self, kind_: str, payload: Any) -> None:
-        if isinstance(payload, CkptInput):
-            self.inputs.append(payload)
+    def feed(self, signal: Any) -> None:
+        if isinstance(signal, CheckpointInput):
+            self.inputs.append(signal)

@@ -6,17 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...sources.checkpoint import CheckpointFacts, config_dtype, expected_params
+from ...signals import CheckpointInput
 from ...sources.swiftconfig import RunConfig
 
 LORA_TYPES = ("lora", "longlora", "adalora", "qlora", "dora", "loha", "lokr", "vera", "boft", "bone", "reft")
-
-
-@dataclass(frozen=True)
-class CkptInput:
-    """The payload of a CHECKPOINT signal: the facts and what the user said to expect (--expect)."""
-
-    facts: CheckpointFacts
-    expect: str | None = None  # "full" | "lora" | None
 
 
 def fmt_bytes(n: float) -> str:
@@ -76,7 +69,7 @@ def run_config(f: CheckpointFacts, run: RunConfig | None) -> RunConfig:
     return rc
 
 
-def intent(inp: CkptInput, run: RunConfig | None) -> tuple[str | None, str]:
+def intent(inp: CheckpointInput, run: RunConfig | None) -> tuple[str | None, str]:
     """What the run was meant to save, and why we think so."""
     if inp.expect in ("full", "lora"):
         return inp.expect, f"--expect {inp.expect}"
@@ -165,9 +158,9 @@ def expected_full_params(f: CheckpointFacts) -> tuple[int | None, str]:
     return None, ""
 
 
-def newest_per_run(inputs: list[CkptInput]) -> list[list[CkptInput]]:
+def newest_per_run(inputs: list[CheckpointInput]) -> list[list[CheckpointInput]]:
     """Checkpoints grouped by run directory (each group sorted by step, newest last)."""
-    groups: dict[str, list[CkptInput]] = {}
+    groups: dict[str, list[CheckpointInput]] = {}
     for i in inputs:
         groups.setdefault(i.facts.run_dir or i.facts.path, []).append(i)
     return [sorted(g, key=lambda i: (i.facts.step if i.facts.step is not None else -1, i.facts.path))

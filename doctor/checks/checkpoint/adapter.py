@@ -11,20 +11,8 @@ from ...rules import FinishContext
 from ...sources.checkpoint import CheckpointFacts
 from ...swift.version import major_minor
 from ._base import CkptRule, ev_at
-from ._facts import (
-    DTYPE_WIDTH,
-    CkptInput,
-    base_dtype,
-    expected_full_params,
-    fmt_bytes,
-    fmt_params,
-    intent,
-    kind,
-    newest_per_run,
-    parts,
-    swift_version,
-    tuner_value,
-)
+from ._facts import DTYPE_WIDTH, base_dtype, expected_full_params, fmt_bytes, fmt_params, intent, kind, newest_per_run, parts, swift_version, tuner_value
+from ...signals import CheckpointInput
 
 
 # ------------------------------------------------------------------------------------------ GD801
@@ -48,7 +36,7 @@ class AdapterOnly(CkptRule):
             out.append(self._finding(f, adapters, args, want, why_want, severity, ctx))
         return out
 
-    def _finding(self, f: CheckpointFacts, adapters: list[CkptInput], args: dict[str, Any], want: str | None,
+    def _finding(self, f: CheckpointFacts, adapters: list[CheckpointInput], args: dict[str, Any], want: str | None,
                  why_want: str, severity: Severity, ctx: FinishContext) -> Finding:
         flag = "train_type" if ("train_type" in args and "tuner_type" not in args) else "tuner_type"
         ad_name = f.adapter_files()[0]

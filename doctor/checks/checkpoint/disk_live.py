@@ -1,6 +1,6 @@
 """GD906 (``grpo-doctor watch``): a disk too small for the next checkpoint, from the disk samples of a live run.
 
-Its signals come from ``doctor/live`` (doctor/checks/_live_signals.py); ``analyze`` never emits them, so
+Its signals come from ``doctor/live`` (doctor/checks/_units.py); ``analyze`` never emits them, so
 in a post-mortem this rule stays silent. Like every rule it does no I/O and never prints.
 """
 from __future__ import annotations
@@ -9,18 +9,19 @@ from typing import Any
 
 from ...model import Finding
 from ...rules import FinishContext, Rule
-from .._live_signals import DISK, DiskTick, gib
+from .._units import gib
+from ...signals import DiskTick
 
 
 class DiskTooSmall(Rule):
-    kinds = frozenset({DISK})
+    kinds = frozenset({DiskTick})
 
     def __init__(self, meta):
         super().__init__(meta)
         self.worst: DiskTick | None = None
 
-    def feed(self, kind: str, payload: Any) -> None:
-        d: DiskTick = payload
+    def feed(self, signal: Any) -> None:
+        d: DiskTick = signal
         if d.need > 0 and d.free < d.need:
             if self.worst is None or d.free < self.worst.free:
                 self.worst = d

@@ -12,9 +12,10 @@ import posixpath
 import re
 from typing import Any
 
-from ...model import LINE, Evidence, Finding, LogLine
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
 from ...swift.run import tuner_flag, version_label
+from ...signals import LogLine
 
 _LOADED = re.compile(r"Successfully loaded (?P<path>.+?args\.json)\.?\s*$")
 _PARAM_INFO = re.compile(r"model_parameter_info: (?P<cls>[\w.]+): .*?\[(?P<pct>[\d.]+)%\]")
@@ -31,7 +32,7 @@ def _is_lora(v: Any) -> bool:
 
 
 class ForcedLora(Rule):
-    kinds = frozenset({LINE})
+    kinds = frozenset({LogLine})
     literals = ("Successfully loaded", "model_parameter_info:", "lora_config: LoraConfig(", "rank: ",
                 "Saving model checkpoint to", "last_model_checkpoint:")
 
@@ -44,8 +45,8 @@ class ForcedLora(Rule):
         self.lora_cfg: LogLine | None = None
         self.ckpts: list[str] = []
 
-    def feed(self, kind: str, payload: Any) -> None:
-        line: LogLine = payload
+    def feed(self, signal: Any) -> None:
+        line: LogLine = signal
         t = line.text
         if "Successfully loaded" in t:
             m = _LOADED.search(t)

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model import EXCEPTION, LINE, ExceptionInfo, Finding, LogLine
+from ...model import Finding
 from ...rules import FinishContext, Rule, evidence_of
+from ...signals import ExceptionInfo, LogLine
 
 _KEY_PROMPT = re.compile(r"""KeyError: ['"]prompt['"]""")
 _TRL_GRPO = re.compile(r"trl[\\/]trainer[\\/]grpo_trainer\.py")
@@ -15,7 +16,7 @@ class TrlPromptKeyError(Rule):
     """ms-swift hands its batch to trl's own ``_prepare_inputs``, which wants raw rows with a 'prompt' key
     (dev-log 010): trl and the ms-swift checkout do not match, or the rows lack the expected columns."""
 
-    kinds = frozenset({LINE, EXCEPTION})
+    kinds = frozenset({LogLine, ExceptionInfo})
     literals = ("KeyError", "'prompt'", "_prepare_inputs", "grpo_trainer")
 
     def __init__(self, meta):
@@ -25,9 +26,9 @@ class TrlPromptKeyError(Rule):
         self.swift_frames = False
         self._pending_keyerror: LogLine | None = None
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind == EXCEPTION:
-            exc: ExceptionInfo = payload
+    def feed(self, signal: Any) -> None:
+        if isinstance(signal, ExceptionInfo):
+            exc: ExceptionInfo = signal
             if exc.short_type == "KeyError" and exc.message.strip().strip("'\"") == "prompt":
                 last = exc.raised_at
                 if (last is not None and last.func == "_prepare_inputs" and _TRL_GRPO.search(last.path)
@@ -36,7 +37,7 @@ class TrlPromptKeyError(Rule):
                 if any("swift" in fr.path for fr in exc.frames):
                     self.swift_frames = True
             return
-        line: LogLine = payload
+        line: LogLine = signal
         t = line.text.strip()
         if "_prepare_inputs" in t and _TRL_GRPO.search(t) and self.frame_line is None:
             self.frame_line = line

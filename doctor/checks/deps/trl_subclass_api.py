@@ -3,23 +3,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import EXCEPTION, Evidence, ExceptionInfo, Finding
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
 from ._frames import is_lib, short_path
+from ...signals import ExceptionInfo
 
 
 class TrlSubclassApi(Rule):
     """A custom GRPO trainer written for the trl 0.14 interface (raw rows in compute_loss) running on a newer trl
     that hands compute_loss a dict of tensors: ``TypeError: string indices must be integers`` (dev-log 009)."""
 
-    kinds = frozenset({EXCEPTION})
+    kinds = frozenset({ExceptionInfo})
 
     def __init__(self, meta):
         super().__init__(meta)
         self.exc: ExceptionInfo | None = None
 
-    def feed(self, kind: str, payload: Any) -> None:
-        exc: ExceptionInfo = payload
+    def feed(self, signal: Any) -> None:
+        exc: ExceptionInfo = signal
         if self.exc is not None or exc.short_type != "TypeError":
             return
         if not ("string indices must be integers" in exc.message or

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import LINE, Evidence, Finding
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
 from ._common import _raised_on, rank_list
 from ._elastic import ElasticBlock
+from ...signals import LogLine
 
 
 class ChildFailed(Rule):
     """torchrun's ChildFailedError summary: which rank failed first, with which exit code."""
 
-    kinds = frozenset({LINE})
+    kinds = frozenset({LogLine})
     literals = ElasticBlock.LITERALS
 
     def __init__(self, meta):
         super().__init__(meta)
         self.block = ElasticBlock()
 
-    def feed(self, kind: str, payload: Any) -> None:
-        self.block.feed(payload)
+    def feed(self, signal: Any) -> None:
+        self.block.feed(signal)
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         b = self.block

@@ -4,10 +4,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model import LINE, Evidence, Finding, LogLine
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
 from ._common import _raised_on
 from ._elastic import ElasticBlock
+from ...signals import LogLine
 
 _KILLED_PATTERNS = [
     ("bash", re.compile(r"^(?:\S*: )?(?:line \d+: )?\s*\d+ Killed\s+(?P<cmd>\S.*)$")),
@@ -26,7 +27,7 @@ _TRAIN_BAR = re.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
 class HostOomKilled(Rule):
     """A process killed with SIGKILL and no Python traceback: in practice the host's OOM killer."""
 
-    kinds = frozenset({LINE})
+    kinds = frozenset({LogLine})
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
                                         "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:")
 
@@ -36,8 +37,8 @@ class HostOomKilled(Rule):
         self.hits: list[tuple[str, LogLine, dict[str, str]]] = []
         self.training = 0  # last training step seen on a Train bar before the kill
 
-    def feed(self, kind: str, payload: Any) -> None:
-        line: LogLine = payload
+    def feed(self, signal: Any) -> None:
+        line: LogLine = signal
         if "%|" in line.text and "Train" in line.text:
             m = _TRAIN_BAR.match(line.text)
             if m and int(m.group(1)) > 0:

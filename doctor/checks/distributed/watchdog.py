@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...model import LINE, Evidence, Finding, LogLine
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
 from ._common import _int, _raised_on, minutes, rank_list
+from ...signals import LogLine
 
 SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
 
@@ -44,7 +45,7 @@ class _Timeout:
 class NcclWatchdog(Rule):
     """Collective timeouts. Joins a watchdog line hard-wrapped by a terminal or a paste with the next line."""
 
-    kinds = frozenset({LINE})
+    kinds = frozenset({LogLine})
     literals = ("Watchdog caught collective operation timeout", "WorkNCCL(", "Timeout(ms)=", "before timing out",
                 "Timeout at NCCL work", "NCCL communicator was aborted", "Heartbeat monitor timed out",
                 "watchdog got stuck", "Timed out waiting")
@@ -54,10 +55,10 @@ class NcclWatchdog(Rule):
         self.items: list[_Timeout] = []
         self._pending: LogLine | None = None
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind != LINE or len(self.items) > 5000:
+    def feed(self, signal: Any) -> None:
+        if not isinstance(signal, LogLine) or len(self.items) > 5000:
             return
-        line: LogLine = payload
+        line: LogLine = signal
         text = line.text
         pend = self._pending
         if pend is not None:

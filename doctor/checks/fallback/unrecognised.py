@@ -2,13 +2,14 @@
 quotes the first real exception and where it was raised. Never silence."""
 from __future__ import annotations
 
-from ...model import EXCEPTION, Evidence, ExceptionInfo, Finding, Severity
+from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from .exceptions import describe_frame, first_real, is_library
+from ...signals import ExceptionInfo
 
 
 class Unrecognised(Rule):
-    kinds = frozenset({EXCEPTION})
+    kinds = frozenset({ExceptionInfo})
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         # consequences (NCCL timeouts, ChildFailedError...) do not explain the first real error

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import GPU, Evidence, Finding
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
 from ...sources.gpu import merge
+from ...signals import GpuSnapshot
 
 IDLE_UTIL = 5.0       # % at or below: not computing
 BUSY_UTIL = 50.0
@@ -29,15 +30,15 @@ def _ids(samples) -> str:
 
 
 class GpuRule(Rule):
-    kinds = frozenset({GPU})
+    kinds = frozenset({GpuSnapshot})
 
     def __init__(self, meta):
         super().__init__(meta)
         self.snaps: list[tuple[str, list, int]] = []
 
-    def feed(self, kind: str, payload: Any) -> None:
+    def feed(self, signal: Any) -> None:
         if len(self.snaps) < 1000:
-            self.snaps.append(payload)
+            self.snaps.append(signal)
 
     def used(self, ctx: FinishContext, samples: list) -> list:
         """The GPUs of the run: process-only rows (compute-apps CSV) joined onto their GPU, then the

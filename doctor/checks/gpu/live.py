@@ -1,7 +1,7 @@
 """GD903 / GD904 (``grpo-doctor watch``): GPUs idle while holding memory, GPU memory near full, from the
 GPU samples of a live run.
 
-Their signals come from ``doctor/live`` (doctor/checks/_live_signals.py); ``analyze`` never emits them, so
+Their signals come from ``doctor/live`` (doctor/checks/_units.py); ``analyze`` never emits them, so
 in a post-mortem these rules stay silent. Like every rule they do no I/O and never print.
 """
 from __future__ import annotations
@@ -10,13 +10,14 @@ from typing import Any
 
 from ...model import Finding
 from ...rules import FinishContext, Rule
-from .._live_signals import GIB, GPU, Gpu, GpuTick, gib
+from .._units import GIB, gib
+from ...signals import Gpu, GpuTick
 
 
 class GpuIdleMemoryHeld(Rule):
     """Every sampled GPU that holds memory shows ~0% utilisation for at least ``idle_seconds``."""
 
-    kinds = frozenset({GPU})
+    kinds = frozenset({GpuTick})
 
     def __init__(self, meta):
         super().__init__(meta)
@@ -24,8 +25,8 @@ class GpuIdleMemoryHeld(Rule):
         self.since: dict[int, float] = {}
         self.longest: dict[int, tuple[float, float, Gpu]] = {}  # index -> (start, end, sample)
 
-    def feed(self, kind: str, payload: Any) -> None:
-        tick: GpuTick = payload
+    def feed(self, signal: Any) -> None:
+        tick: GpuTick = signal
         held = float(self.opt.get("min_mem_gib", 1.0)) * GIB
         for g in tick.gpus:
             idle = tick.alive and g.util is not None and g.util <= float(self.opt.get("idle_util", 2)) and g.mem_used >= held
@@ -51,7 +52,7 @@ class GpuIdleMemoryHeld(Rule):
 
 
 class GpuMemoryNearFull(Rule):
-    kinds = frozenset({GPU})
+    kinds = frozenset({GpuTick})
 
     def __init__(self, meta):
         super().__init__(meta)
@@ -59,8 +60,8 @@ class GpuMemoryNearFull(Rule):
         self.streak: dict[int, int] = {}
         self.hit: dict[int, Gpu] = {}
 
-    def feed(self, kind: str, payload: Any) -> None:
-        tick: GpuTick = payload
+    def feed(self, signal: Any) -> None:
+        tick: GpuTick = signal
         frac = float(self.opt.get("fraction", 0.98))
         for g in tick.gpus:
             if g.mem_total and g.mem_used >= frac * g.mem_total:

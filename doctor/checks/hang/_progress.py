@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...model import EXCEPTION, METRICS, ExceptionInfo, LogLine, Metrics
 from .._series import step_row
+from ...signals import ExceptionInfo, LogLine, Metrics
 
 # --------------------------------------------------------------------------------------------- phases
 # (literal, phase). The last marker seen decides where the run stopped.
@@ -131,13 +131,13 @@ class _Progress:
         self.phase_line[phase] = line
         self.last_path = line.where.path
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind == EXCEPTION:
+    def feed(self, signal: Any) -> None:
+        if isinstance(signal, ExceptionInfo):
             if len(self.exceptions) < 200:
-                self.exceptions.append(payload)
+                self.exceptions.append(signal)
             return
-        if kind == METRICS:
-            m: Metrics = payload
+        if isinstance(signal, Metrics):
+            m: Metrics = signal
             row = step_row(m)
             if row is not None:
                 k, n = row.gstep, row.max_steps
@@ -151,7 +151,7 @@ class _Progress:
                 if m.source == "console":  # logging.jsonl is read after the logs: its order says nothing
                     self.metrics_seq = max(self.metrics_seq, m.seq)
             return
-        line: LogLine = payload
+        line: LogLine = signal
         text = line.text
         # py-spy dump: thread headers and their frames
         if '): "' in text:

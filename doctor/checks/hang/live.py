@@ -3,50 +3,24 @@ training step or after it. The live hang watchdog (doctor/live/watchdogs.py) dec
 passed and sends a HangReport; these rules turn it into a finding."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
-from .._live_signals import HANG, secs
-
-
-@dataclass(frozen=True)
-class HangReport:
-    """What the live hang watchdog saw when a phase's limit passed without progress (built by doctor.live)."""
-
-    t: float
-    phase: str              # startup | vllm-init | first-step | steady | eval | checkpoint-save
-    phase_text: str
-    silent_s: float
-    limit_s: float
-    limit_basis: str        # e.g. "5 x slowest step 12.0 s, floor 300 s" or "--hang-timeout"
-    steps: int
-    last_progress: str      # what the last progress was ("step 3", "metric row", "checkpoint-2", ...)
-    last_line: str
-    where: str | None       # rollout-generation | weight-sync | reward-function | nccl-collective | ...
-    where_text: str
-    outlier: str | None     # "rank 3 is in the reward function while ranks 0-2,4-7 wait in a collective"
-    stacks: tuple[str, ...] = ()   # short per-process summaries (rank, pid, innermost frames)
-    stacks_file: str | None = None
-    missing: tuple[str, ...] = ()  # what could not be captured and how to get it
-    gpu_text: str = ""
-    proc_text: str = ""
-    stopped: bool = False
-    last_path: str = "<watch>"
-    last_lineno: int = 0
+from .._units import secs
+from ...signals import HangReport
 
 
 class LiveHang(Rule):
-    kinds = frozenset({HANG})
+    kinds = frozenset({HangReport})
     want = ""
 
     def __init__(self, meta):
         super().__init__(meta)
         self.reports: list[HangReport] = []
 
-    def feed(self, kind: str, payload: Any) -> None:
-        self.reports.append(payload)
+    def feed(self, signal: Any) -> None:
+        self.reports.append(signal)
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         mine = [r for r in self.reports if (r.steps > 0) == (self.want == "mid")]

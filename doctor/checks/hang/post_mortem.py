@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import EXCEPTION, LINE, METRICS, Evidence, ExceptionInfo, Finding, LogLine, Severity
+from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule, evidence_of
 from ..distributed._common import VLLM_GROUP_PORT, flag_in_version
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, PHASE_TEXT, _Progress, _Thread, classify_frames
+from ...signals import ExceptionInfo, LogLine, Metrics
 
 
 class HangCheck(Rule):
-    kinds = frozenset({LINE, METRICS, EXCEPTION})
+    kinds = frozenset({LogLine, Metrics, ExceptionInfo})
     # Every ms-swift marker line carries the [INFO:swift] logger prefix, so a few words route all phases.
     literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
                 "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
@@ -44,8 +45,8 @@ class HangCheck(Rule):
             self.p = p
             self.kinds = frozenset()
 
-    def feed(self, kind: str, payload: Any) -> None:
-        self.p.feed(kind, payload)
+    def feed(self, signal: Any) -> None:
+        self.p.feed(signal)
 
     # ---------------------------------------------------------------- analysis
     def _last_phase(self, ctx: FinishContext | None = None) -> tuple[str | None, int]:

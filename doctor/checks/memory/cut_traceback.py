@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model import Evidence, Finding, Frame
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import facts_of
 from ._ladders import _fmt_util, training_ladder, vllm_ladder
 from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
+from ...signals import Frame
 
 _LIB_TRANSPARENT = ("torch/", "transformers/", "peft/", "deepspeed/", "accelerate/", "flash_attn", "liger_kernel",
                     "pydantic", "trl/extras/profiling.py", "contextlib", "functools", "trl/trainer/utils.py")
@@ -46,7 +47,7 @@ class CutTraceback(Rule):
 
     kinds: frozenset[str] = frozenset()
 
-    def feed(self, kind: str, payload: Any) -> None:  # pragma: no cover - sees no signal
+    def feed(self, signal: Any) -> None:  # pragma: no cover - sees no signal
         pass
 
     def finish(self, ctx: FinishContext) -> list[Finding]:

@@ -1,6 +1,6 @@
 """GD905 (``grpo-doctor watch``): host memory near the OOM killer, from the host samples of a live run.
 
-Its signals come from ``doctor/live`` (doctor/checks/_live_signals.py); ``analyze`` never emits them, so
+Its signals come from ``doctor/live`` (doctor/checks/_units.py); ``analyze`` never emits them, so
 in a post-mortem this rule stays silent. Like every rule it does no I/O and never prints.
 """
 from __future__ import annotations
@@ -9,19 +9,20 @@ from typing import Any
 
 from ...model import Finding
 from ...rules import FinishContext, Rule
-from .._live_signals import HOST, HostTick, gib
+from .._units import gib
+from ...signals import HostTick
 
 
 class HostMemoryLow(Rule):
-    kinds = frozenset({HOST})
+    kinds = frozenset({HostTick})
 
     def __init__(self, meta):
         super().__init__(meta)
         self.opt = meta.options
         self.worst: HostTick | None = None
 
-    def feed(self, kind: str, payload: Any) -> None:
-        h: HostTick = payload
+    def feed(self, signal: Any) -> None:
+        h: HostTick = signal
         frac = float(self.opt.get("fraction", 0.05))
         if h.total and h.available < frac * h.total:
             if self.worst is None or h.available < self.worst.available:

@@ -4,10 +4,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model import LINE, Evidence, Finding
+from ...model import Evidence, Finding
 from ...rules import MAX_EVIDENCE, FinishContext, Rule
 from ._facts import facts_of
 from ._ladders import _fmt_util
+from ...signals import LogLine
 
 _PHASE = re.compile(r"(?i)^\s*(?P<label>(?:before|after)\b[^:0-9]{0,60}?)\s*[,:]?\s*$")
 _MEM_KV = re.compile(r"(?i)(?P<key>memory allocated|memory reserved|max memory allocated|allocated|reserved|"
@@ -18,7 +19,7 @@ _MEM_KV = re.compile(r"(?i)(?P<key>memory allocated|memory reserved|max memory a
 class OffloadFreesNothing(Rule):
     """Memory printouts labelled before/after an offload that do not change (dev-log 006)."""
 
-    kinds = frozenset({LINE})
+    kinds = frozenset({LogLine})
     literals = ("offload", "memory allocated", "memory reserved", "memory used", "vllm init", "allocated (",
                 "reserved (")
 
@@ -33,10 +34,10 @@ class OffloadFreesNothing(Rule):
             self.phases.append((self._label[0], dict(self._vals), self._label[1], self._label[2]))
         self._vals = {}
 
-    def feed(self, kind: str, payload: Any) -> None:
+    def feed(self, signal: Any) -> None:
         if len(self.phases) > 1000:
             return
-        line = payload
+        line = signal
         text = line.text
         m = _PHASE.match(text)
         if m and ("offload" in text.lower() or "vllm" in text.lower() or "init" in text.lower()):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import EXCEPTION, Finding
+from ...model import Finding
 from ...swift.planner import as_number
 from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
 from ..fallback.exceptions import describe_frame
 from ._facts import DOC_MAX_PIXELS, _MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._oom import Side, is_oom, parse_oom, side_of
+from ...signals import ExceptionInfo
 
 
 def _the(stage: str) -> str:
@@ -59,10 +60,10 @@ class OomRule(PatternRule):
         super().__init__(meta)
         self.want = meta.options.get("side", "training")
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind == EXCEPTION and not is_oom(payload):
+    def feed(self, signal: Any) -> None:
+        if isinstance(signal, ExceptionInfo) and not is_oom(signal):
             return
-        super().feed(kind, payload)
+        super().feed(signal)
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         if not self.hits:

@@ -4,10 +4,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...model import METRICS, Finding, Metrics, Severity
+from ...model import Finding, Severity
 from ...rules import FinishContext, Rule
 from .._series import Series, fmt, num, reward_key_name, step_row
 from ._nan_fixes import dtype_of, nan_fixes
+from ...signals import Metrics
 
 
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
@@ -40,7 +41,7 @@ class MetricsNonFinite(Rule):
     Streams exactly (no thinning): the first bad row, the finite row before it, counts, and the
     smallest grad_norm seen before the first bad row."""
 
-    kinds = frozenset({METRICS})
+    kinds = frozenset({Metrics})
 
     def __init__(self, meta):
         super().__init__(meta)
@@ -53,9 +54,9 @@ class MetricsNonFinite(Rule):
         self.min_gn: tuple[float, Metrics] | None = None
         self.last: Metrics | None = None
 
-    def feed(self, kind: str, payload: Any) -> None:
-        m: Metrics = payload
-        if kind != METRICS or step_row(m) is None:
+    def feed(self, signal: Any) -> None:
+        m: Metrics = signal
+        if not isinstance(signal, Metrics) or step_row(m) is None:
             return
         self.rows += 1
         bad = [] if m.finite else _row_bad_keys(m.values)

@@ -4,11 +4,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model import LINE, Evidence, Finding, LogLine
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
 from .._runargs import arg_float
 from .._series import fmt
 from ._nan_fixes import nan_fixes
+from ...signals import LogLine
 
 
 _PROGRESS = re.compile(r"(?P<step>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<")
@@ -17,7 +18,7 @@ _PROGRESS = re.compile(r"(?P<step>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<")
 class ProbabilityTensorNaN(Rule):
     """GD621: torch.multinomial on NaN/inf probabilities (CUDA device assert or RuntimeError)."""
 
-    kinds = frozenset({LINE})
+    kinds = frozenset({LogLine})
     literals = ("probability tensor contains", "it/s]", "s/it]")
 
     def __init__(self, meta):
@@ -25,8 +26,8 @@ class ProbabilityTensorNaN(Rule):
         self.progress: tuple[str, str, str] | None = None
         self.hits: list[tuple[LogLine, tuple[str, str, str] | None]] = []
 
-    def feed(self, kind: str, payload: Any) -> None:
-        line: LogLine = payload
+    def feed(self, signal: Any) -> None:
+        line: LogLine = signal
         text = line.text
         if "probability tensor contains" in text:
             if len(self.hits) < 1000:

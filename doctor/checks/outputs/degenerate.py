@@ -11,10 +11,11 @@ import hashlib
 import re
 from typing import Any
 
-from ...model import COMPLETIONS, Evidence, Finding, Severity, Where
+from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from .._runargs import arg_float, more_generations
 from .._series import fmt
+from ...signals import Completions, Where
 
 
 MAX_TABLES = 20_000
@@ -43,7 +44,7 @@ def looping(text: str) -> tuple[bool, str]:
 class CompletionsDegenerate(Rule):
     """GD640: empty, identical-within-group or looping completions in completions.jsonl."""
 
-    kinds = frozenset({COMPLETIONS})
+    kinds = frozenset({Completions})
 
     def __init__(self, meta):
         super().__init__(meta)
@@ -59,10 +60,10 @@ class CompletionsDegenerate(Rule):
         self.loop_ex: list[tuple[Where, str, str]] = []
         self.first_seq = 0
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind != COMPLETIONS or self.tables >= MAX_TABLES:
+    def feed(self, signal: Any) -> None:
+        if not isinstance(signal, Completions) or self.tables >= MAX_TABLES:
             return
-        row, where = payload
+        row, where = signal
         comps = row.get("completion")
         if not isinstance(comps, list):
             return

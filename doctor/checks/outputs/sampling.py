@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import COMPLETIONS, METRICS, Finding, Severity
+from ...model import Finding, Severity
 from ...rules import FinishContext, Rule
 from .._runargs import arg_float, more_generations
 from .._series import fmt
+from ...signals import Completions, Metrics
 
 
 class SamplingConfig(Rule):
@@ -16,14 +17,14 @@ class SamplingConfig(Rule):
     Only reported for runs that trained (metrics or completions were seen): on a run that failed
     before training these would be noise next to the real error."""
 
-    kinds = frozenset({METRICS, COMPLETIONS})
+    kinds = frozenset({Metrics, Completions})
 
     def __init__(self, meta):
         super().__init__(meta)
         self.trained = False
         self.what = meta.options.get("what", "num_generations")
 
-    def feed(self, kind: str, payload: Any) -> None:
+    def feed(self, signal: Any) -> None:
         self.trained = True
 
     def finish(self, ctx: FinishContext) -> list[Finding]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model import EXCEPTION, Evidence, ExceptionInfo, Finding, Frame
+from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
 from ._flags import as_list, plugin_files, reward_names
+from ...signals import ExceptionInfo, Frame
 
 
 # the frames that call reward functions: ms-swift 3.x/4.x trainer, rl_core (4.5+), trl, open-r1 style
@@ -64,16 +65,16 @@ def _short(path: str) -> str:
 class RewardFunctionRaised(Rule):
     """An exception raised while a reward function scored completions (GD606)."""
 
-    kinds = frozenset({EXCEPTION})
+    kinds = frozenset({ExceptionInfo})
 
     def __init__(self, meta):
         super().__init__(meta)
         self.hits: list[ExceptionInfo] = []
 
-    def feed(self, kind: str, payload: Any) -> None:
-        if kind != EXCEPTION or len(self.hits) > 50:
+    def feed(self, signal: Any) -> None:
+        if not isinstance(signal, ExceptionInfo) or len(self.hits) > 50:
             return
-        exc: ExceptionInfo = payload
+        exc: ExceptionInfo = signal
         if any(n in exc.type for n in _NOT_OURS) or "out of memory" in exc.message.lower():
             return
         if "math_verify" in exc.message:

@@ -9,7 +9,7 @@ def my_reward_func(completions):
         time.sleep(3600)
 
 
-print(f"[INFO:swift] rank ready", flush=True)
+print("[INFO:swift] rank ready", flush=True)
 if sys.argv[1] == "1":
     my_reward_func(["x"])
 else:
