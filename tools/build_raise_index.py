@@ -111,9 +111,12 @@ def release_sites(job: tuple[dict, str, str | None]) -> tuple[str, str, set, int
     spec, version, archive = job
     cached = _cache_file(spec, version, archive)
     if cached is not None and cached.is_file():
-        with gzip.open(cached, "rt", encoding="utf-8") as f:
-            doc = json.load(f)
-        return spec["name"], version, {(a, b, c, d, tuple(e)) for a, b, c, d, e in doc["sites"]}, doc["files"]
+        try:
+            with gzip.open(cached, "rt", encoding="utf-8") as f:
+                doc = json.load(f)
+            return spec["name"], version, {(a, b, c, d, tuple(e)) for a, b, c, d, e in doc["sites"]}, doc["files"]
+        except (OSError, EOFError, ValueError):
+            pass  # a broken cache file: read the release again
     out = set()
     n = 0
     for rel, data in iter_sources(Path(archive) if archive else None, spec):
@@ -125,8 +128,10 @@ def release_sites(job: tuple[dict, str, str | None]) -> tuple[str, str, set, int
         for where, kind, tpl, holes in found:
             out.add((rel, where, kind, tpl, tuple(holes)))
     if cached is not None:
-        with gzip.open(cached, "wt", encoding="utf-8") as f:
+        part = cached.with_name(cached.name + ".part")
+        with gzip.open(part, "wt", encoding="utf-8") as f:
             json.dump({"files": n, "sites": sorted(out)}, f)
+        part.rename(cached)
     return spec["name"], version, out, n
 
 

@@ -47,7 +47,8 @@ class Fetcher:
         """The cached archive of one release, downloaded on first use. Raises LookupError when the index has
         no file of that kind for the release."""
         d = self.cache / name / version
-        done = [p for p in d.glob("*") if p.is_file() and not p.name.endswith(".part")] if d.is_dir() else []
+        done = [p for p in d.glob("*") if p.is_file() and not p.name.endswith(".part")
+                and not p.name.startswith("sites-")] if d.is_dir() else []
         if done:
             return done[0]
         self._open()

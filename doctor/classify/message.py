@@ -11,11 +11,15 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..sources.logtext import clean, strip_prefixes
+from ..sources.logtext import clean
 
 _EXC = re.compile(r"^((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout)"
                   r"|AssertionError|StopIteration))(?::\s*(.*))?$", re.DOTALL)
 _PREFIXES = [
+    # [rank3]: (torchrun's per-rank prefix)
+    (re.compile(r"^\[rank\d+\]:\s?"), None),
+    # (VllmWorker rank=1 pid=123) / (EngineCore_0 pid=42) / (RayWorkerWrapper pid=7, ip=10.0.0.1)
+    (re.compile(r"^\((?=[^)]*(?:pid=|rank=))[A-Za-z]\w*(?: rank=\d+)?(?: pid=\d+)?(?:, ip=[\d.]+)?\)\s+"), None),
     # [INFO:swift] / [ERROR:swift] / [WARNING:swift.llm]
     (re.compile(r"^\[(ERROR|WARNING|WARN|CRITICAL|INFO|DEBUG):[\w.]+\]\s*"), 1),
     # ERROR 05-12 10:00:00 [file.py:12] (vLLM, also after a worker prefix)
@@ -35,6 +39,7 @@ _PREFIXES = [
 ]
 _LEVEL = {"E": "error", "W": "warning", "I": "info", "F": "critical", "D": "debug", "C": "critical", "WARN": "warning"}
 _WS = re.compile(r"\s+")
+_FENCE = re.compile(r"^```[\w+-]*$")  # a markdown fence of a paste
 
 
 class Message(NamedTuple):
@@ -47,8 +52,9 @@ def strip_line(line: str) -> tuple[str, str | None]:
     """One physical line without its rank, worker, timestamp and logger prefixes; and the level they named."""
     line = clean(line).strip()
     level = None
-    for _ in range(6):
-        line, _rank, _origin = strip_prefixes(line)
+    if _FENCE.match(line):
+        return "", None
+    for _ in range(8):
         line = line.strip()
         for rx, grp in _PREFIXES:
             m = rx.match(line)

@@ -78,7 +78,7 @@ class _Site:
 
 
 class Index:
-    """The sites, filed by their rarest literal word (``first``) and their second rarest (``second``)."""
+    """The sites, filed by their rarest literal word (``first``) and their next two (``second``)."""
 
     def __init__(self, meta: dict, rows: list[list]):
         self.meta = meta
@@ -92,13 +92,11 @@ class Index:
         self.first: dict[str, list[int]] = {}
         self.second: dict[str, list[int]] = {}
         for i, ws in enumerate(words):
-            if len(ws) > 2:
-                a, b = sorted(ws, key=lambda w: (df[w], -len(w), w))[:2]
-            else:
-                a, b = (sorted(ws, key=lambda w: (df[w], -len(w), w)) + [None])[:2]
-            self.first.setdefault(a, []).append(i)
-            if b is not None:
-                self.second.setdefault(b, []).append(i)
+            ranked = sorted(ws, key=lambda w: (df[w], -len(w), w))[:3]
+            if ranked:
+                self.first.setdefault(ranked[0], []).append(i)
+            for w in ranked[1:]:  # for text folded mid-word, which may break the rarest word
+                self.second.setdefault(w, []).append(i)
 
     def candidates(self, tokens: set[str], second: bool) -> set[int]:
         out: set[int] = set()
@@ -151,19 +149,30 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
         if m:
             return 1.0, m.groups()
         m = rx.match(msg)
-        if m and m.end() > 0 and (m.end() == len(msg) or not msg[m.end()].isalnum() or not msg[m.end() - 1].isalnum()):
+        if m and _literal_enough(site, m) and (m.end() == len(msg) or not msg[m.end()].isalnum()
+                                               or not msg[m.end() - 1].isalnum()):
             return 0.85, m.groups()
         if site.lit >= 2 * MIN_TAIL:
             m = rx.search(msg)
-            if m and m.end() - m.start() >= len(msg) / 2:
+            if m and m.end() - m.start() >= len(msg) / 2 and _literal_enough(site, m):
                 return 0.7, m.groups()
-        return None
-    if len(msg) >= MIN_TAIL:
+        if not nows:
+            return None
+        low = msg.lower()
+        if sum(w in low for w in site.words) < max(3, 0.8 * len(site.words)):
+            return None  # without spaces, a cut-short match needs most of the template's words
+    if len(msg) >= MIN_TAIL and not site.row[5].startswith("{any}"):
         m = rx.fullmatch(msg, partial=True)
         if m and m.partial:
             covered = min(1.0, len(msg.replace(" ", "")) / max(site.lit, 1))
             return 0.5 + 0.3 * covered, m.groups()
     return None
+
+
+def _literal_enough(site: _Site, m) -> bool:
+    """A match that is not the whole message must be mostly the template's own words, not its holes."""
+    span = m.end() - m.start()
+    return span > 0 and site.lit >= 0.4 * (span - m.group(0).count(" "))
 
 
 def _kind_bonus(kind: str, exc_type: str | None, level: str | None) -> float:
@@ -187,26 +196,32 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
     idx = idx or index()
     tokens = set(_TOKEN.findall(msg.text.lower()))
     found: list[SiteMatch] = []
+    full = False
     for nows in (False, True):
         text_ = msg.text.replace(" ", "") if nows else msg.text
         for i in sorted(idx.candidates(tokens, second=nows)):
             site = idx.sites[i]
             common = len(site.words & tokens)
             all_words = common == len(site.words)
-            if not all_words and (common * 2 < len(site.words) or common < 3 if not nows
-                                  else common < max(2, len(site.words) - 2)):
-                continue
+            if not all_words and (common * 2 < len(site.words) or (common < 3 and not nows)):
+                continue  # a cut paste keeps most words; a fold mid-word breaks a few
             hit = _try(site, text_, nows, all_words or nows)
             if hit is None:
                 continue
             score, groups = hit
+            full = full or score >= 1.0
             r = site.row
             holes = {name: (v or "").strip() for name, v in zip(r[6], groups) if v is not None}
             score = round((score * 0.95 if nows else score) + _kind_bonus(r[4], msg.exc_type, msg.level), 3)
             found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score))
-        if found:
-            break
-    found.sort(key=lambda s: (-s.score, -idx_lit(s), s.package, s.module, s.where))
+        if full:
+            break  # the words are whole: no need to read the text without its spaces
+    best: dict[tuple, SiteMatch] = {}
+    for m in found:
+        key = (m.package, m.module, m.where, m.kind, m.template, m.versions)
+        if key not in best or m.score > best[key].score:
+            best[key] = m
+    found = sorted(best.values(), key=lambda s: (-s.score, -idx_lit(s), s.package, s.module, s.where))
     return found[:limit]
 
 
