@@ -156,11 +156,8 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
             m = rx.search(msg)
             if m and m.end() - m.start() >= len(msg) / 2 and _literal_enough(site, m):
                 return 0.7, m.groups()
-        if not nows:
-            return None
-        low = msg.lower()
-        if sum(w in low for w in site.words) < max(3, 0.8 * len(site.words)):
-            return None  # without spaces, a cut-short match needs most of the template's words
+        if not nows or len(site.words) < 3:
+            return None  # without spaces, a cut-short match needs most of three or more words (checked by lookup)
     if len(msg) >= MIN_TAIL and not site.row[5].startswith("{any}"):
         m = rx.fullmatch(msg, partial=True)
         if m and m.partial:
@@ -197,14 +194,18 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
     tokens = set(_TOKEN.findall(msg.text.lower()))
     found: list[SiteMatch] = []
     full = False
-    for nows in (False, True):
+    folded = "\n" in text.strip()  # only a message spread over lines can have a word cut by a line break
+    for nows in (False, True) if folded else (False,):
         text_ = msg.text.replace(" ", "") if nows else msg.text
+        low = text_.lower()
         for i in sorted(idx.candidates(tokens, second=nows)):
             site = idx.sites[i]
             common = len(site.words & tokens)
             all_words = common == len(site.words)
             if not all_words and (common * 2 < len(site.words) or (common < 3 and not nows)):
                 continue  # a cut paste keeps most words; a fold mid-word breaks a few
+            if nows and sum(w in low for w in site.words) < 0.8 * len(site.words):
+                continue
             hit = _try(site, text_, nows, all_words or nows)
             if hit is None:
                 continue
