@@ -182,7 +182,7 @@ def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
         for name, v, found, n in pool.map(release_sites, work, chunksize=1):
             files += n
             idx = versions[name].index(v)
-            for rel, where, kind, tpl, holes in found:
+            for rel, where, kind, tpl, holes in sorted(found):
                 key = (name, rel, where, kind, tpl)
                 held.setdefault(key, set()).add(idx)
                 if idx >= max(held[key]):
