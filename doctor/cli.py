@@ -195,14 +195,21 @@ def check_ckpt(
 
 
 @app.command()
-def explain(rule: str = typer.Argument(..., help="Rule id or slug, e.g. GD101 or train-batch-not-divisible.")) -> None:
-    """The documentation of one rule: what it detects, why it happens, how to fix it."""
+def explain(rule: str = typer.Argument(..., help="Rule id or slug (GD101, train-batch-not-divisible), or an error "
+                                       "message (\"ValueError: ...\") to see where it is raised and which rule handles it.")) -> None:
+    """The documentation of one rule: what it detects, why it happens, how to fix it. Given an error message instead:
+    where ms-swift, trl, vLLM, DeepSpeed, ... raise it, in which versions, and the rule that handles it."""
     try:
         meta = find_rule(rule)
     except CatalogError as e:
         raise _die(f"rule catalog: {e}")
     if meta is None:
-        raise _die(f"no rule {rule!r}; list them with: grpo-doctor rules")
+        from .classify.explain import explain_text
+        text = explain_text(rule) if len(rule.strip()) >= 8 else None
+        if text is None:
+            raise _die(f"no rule {rule!r} and no known message like it; list the rules with: grpo-doctor rules")
+        typer.echo(text)
+        return
     lines = [f"{meta.id}  {meta.slug}", f"{meta.title}", "",
              f"category: {meta.category}    severity: {meta.severity.name}"
              + (f"    versions: {meta.versions}" if meta.versions else ""), "", meta.why, ""]

@@ -1,0 +1,291 @@
+"""Where a message can come from: lookup in the raise-site index (doctor/data/raise_sites.json.gz).
+
+The index (built by tools/build_raise_index.py from the released source of ms-swift, trl, vLLM, DeepSpeed,
+peft, accelerate, transformers and torch.distributed) holds message templates with typed holes. It is read
+on the first lookup only: importing this module costs nothing, and a log without an exception or error line
+never loads it. Each site is filed under its two rarest literal words; a lookup lists the words of the
+message, checks the few sites filed under them with their template's regex, and scores the matches.
+
+    lookup("ValueError: generation_batch_size (3) must be evenly divisible by num_generations (4). ...")
+    raised_by(exc_line) -> [{"package": "ms-swift", "versions": "4.2-4.6", "where": "...", "module": "..."}]
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .message import parse
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "raise_sites.json.gz"
+_TOKEN = re.compile(r"[a-z0-9_]{3,}")
+_HOLES = re.compile(r"\{(?:int|float|name|quoted|any)\}")
+_PART = re.compile(r"\{\{|\}\}|\{(int|float|name|quoted|any)\}|[^{}]+|[{}]")
+_HOLE_RX = {"int": r"[-+]?\d+", "float": r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|inf|nan)",
+            "name": r"[\w.<>\-]+", "quoted": r"""'[^']*'|"[^"]*"|\S+""", "any": r".*?"}
+_LEVELS = {"error", "warning", "critical", "info", "debug"}
+MIN_TAIL = 20  # a truncated or embedded match needs this many characters of message
+
+
+@dataclass(frozen=True)
+class SiteMatch:
+    package: str
+    versions: str     # "0.15-0.16,0.18": the minor releases (last patch indexed) that hold this template
+    module: str       # "trl/trainer/grpo_trainer.py"
+    where: str        # "GRPOTrainer.__init__"
+    kind: str         # exception class ("ValueError") or log level ("warning")
+    template: str
+    holes: dict = field(default_factory=dict, compare=False)
+    score: float = 0.0
+
+
+class _Site:
+    """One row of the index, with its literal words; regexes are compiled on first use."""
+    __slots__ = ("_lit", "_rx", "_rx_nows", "row", "words")
+
+    def __init__(self, row: list, words: frozenset):
+        self.row = row
+        self.words = words
+        self._lit = -1
+        self._rx = self._rx_nows = None
+
+    @property
+    def lit(self) -> int:
+        if self._lit < 0:
+            self._lit = len(_HOLES.sub("", self.row[5]).replace(" ", ""))
+        return self._lit
+
+    def regex(self, nows: bool = False):
+        rx = self._rx_nows if nows else self._rx
+        if rx is None:
+            import regex
+            out = []
+            for m in _PART.finditer(self.row[5]):
+                tok = m.group(0)
+                if m.group(1):
+                    out.append("(" + _HOLE_RX[m.group(1)] + ")")
+                    continue
+                tok = "{" if tok == "{{" else "}" if tok == "}}" else tok
+                out.append(regex.escape(tok.replace(" ", "")) if nows else
+                           " ?".join(regex.escape(w) for w in tok.split(" ")))
+            rx = regex.compile("".join(out), regex.S)
+            if nows:
+                self._rx_nows = rx
+            else:
+                self._rx = rx
+        return rx
+
+
+class Index:
+    """The sites, filed by their rarest literal word (``first``) and their next two (``second``)."""
+
+    def __init__(self, meta: dict, rows: list[list]):
+        self.meta = meta
+        findall, sub = _TOKEN.findall, _HOLES.sub
+        words = [frozenset(findall(sub(" ", r[5]).lower())) for r in rows]
+        self.sites = [_Site(r, w) for r, w in zip(rows, words)]
+        df: dict[str, int] = {}
+        for ws in words:
+            for w in ws:
+                df[w] = df.get(w, 0) + 1
+        self.first: dict[str, list[int]] = {}
+        self.second: dict[str, list[int]] = {}
+        for i, ws in enumerate(words):
+            ranked = sorted(ws, key=lambda w: (df[w], -len(w), w))[:3]
+            if ranked:
+                self.first.setdefault(ranked[0], []).append(i)
+            for w in ranked[1:]:  # for text folded mid-word, which may break the rarest word
+                self.second.setdefault(w, []).append(i)
+
+    def candidates(self, tokens: set[str], second: bool) -> set[int]:
+        out: set[int] = set()
+        for table in (self.first, self.second) if second else (self.first,):
+            for t in tokens:
+                ids = table.get(t)
+                if ids:
+                    out.update(ids)
+        return out
+
+
+def _lit_only(m: re.Match) -> str:
+    return " " if m.group(1) else m.group(0)
+
+
+_index: Index | None = None
+_lock = threading.Lock()
+
+
+def index(path: Path | None = None) -> Index:
+    """The index, read on first use (``path``: another data file, for tests)."""
+    global _index
+    if path is not None:
+        return _load(path)
+    if _index is None:
+        with _lock:
+            if _index is None:
+                _index = _load(DATA)
+    return _index
+
+
+def _load(path: Path) -> Index:
+    import gzip
+    import json
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    return Index(doc["meta"], doc["sites"])
+
+
+def loaded() -> bool:
+    return _index is not None
+
+
+def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tuple] | None:
+    """(score, hole values) when the site's template matches ``msg``: whole (1.0), followed by more text (0.85),
+    cut short by the paste (0.5-0.8, by how much of the template it covers), or inside a longer message (0.7)."""
+    rx = site.regex(nows)
+    if all_words:
+        m = rx.fullmatch(msg)
+        if m:
+            return 1.0, m.groups()
+        m = rx.match(msg)
+        if m and _literal_enough(site, m) and (m.end() == len(msg) or not msg[m.end()].isalnum()
+                                               or not msg[m.end() - 1].isalnum()):
+            return 0.85, m.groups()
+        if site.lit >= 2 * MIN_TAIL:
+            m = rx.search(msg)
+            if m and m.end() - m.start() >= len(msg) / 2 and _literal_enough(site, m):
+                return 0.7, m.groups()
+        if not nows or len(site.words) < 3:
+            return None  # without spaces, a cut-short match needs most of three or more words (checked by lookup)
+    if len(msg) >= MIN_TAIL and not site.row[5].startswith("{any}"):
+        m = rx.fullmatch(msg, partial=True)
+        if m and m.partial:
+            covered = min(1.0, len(msg.replace(" ", "")) / max(site.lit, 1))
+            return 0.5 + 0.3 * covered, m.groups()
+    return None
+
+
+def _literal_enough(site: _Site, m) -> bool:
+    """A match that is not the whole message must be mostly the template's own words, not its holes."""
+    span = m.end() - m.start()
+    return span > 0 and site.lit >= 0.4 * (span - m.group(0).count(" "))
+
+
+def _kind_bonus(kind: str, exc_type: str | None, level: str | None) -> float:
+    if exc_type:
+        short = exc_type.rsplit(".", 1)[-1]
+        if kind == short:
+            return 0.05
+        if kind not in _LEVELS:
+            return -0.1
+    if level and kind == level:
+        return 0.05
+    return 0.0
+
+
+def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index | None = None) -> list[SiteMatch]:
+    """Sites whose template matches the message in ``text`` (an exception line, with or without its stack,
+    or an error/warning log line), best first."""
+    msg = parse(text, exc_type)
+    if len(msg.text) < 8:
+        return []
+    idx = idx or index()
+    tokens = set(_TOKEN.findall(msg.text.lower()))
+    found: list[SiteMatch] = []
+    full = False
+    folded = "\n" in text.strip()  # only a message spread over lines can have a word cut by a line break
+    for nows in (False, True) if folded else (False,):
+        text_ = msg.text.replace(" ", "") if nows else msg.text
+        low = text_.lower()
+        for i in sorted(idx.candidates(tokens, second=nows)):
+            site = idx.sites[i]
+            common = len(site.words & tokens)
+            all_words = common == len(site.words)
+            if not all_words and (common * 2 < len(site.words) or (common < 3 and not nows)):
+                continue  # a cut paste keeps most words; a fold mid-word breaks a few
+            if nows and sum(w in low for w in site.words) < 0.8 * len(site.words):
+                continue
+            hit = _try(site, text_, nows, all_words or nows)
+            if hit is None:
+                continue
+            score, groups = hit
+            full = full or score >= 1.0
+            r = site.row
+            holes = {name: (v or "").strip() for name, v in zip(r[6], groups) if v is not None}
+            score = round((score * 0.95 if nows else score) + _kind_bonus(r[4], msg.exc_type, msg.level), 3)
+            found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score))
+        if full:
+            break  # the words are whole: no need to read the text without its spaces
+    best: dict[tuple, SiteMatch] = {}
+    for m in found:
+        key = (m.package, m.module, m.where, m.kind, m.template, m.versions)
+        if key not in best or m.score > best[key].score:
+            best[key] = m
+    found = sorted(best.values(), key=lambda s: (-s.score, -idx_lit(s), s.package, s.module, s.where))
+    return found[:limit]
+
+
+def idx_lit(s: SiteMatch) -> int:
+    return len(_PART.sub(_lit_only, s.template).replace(" ", ""))
+
+
+def _spans(versions: str, labels: list[str]) -> set[int]:
+    out: set[int] = set()
+    for part in versions.split(","):
+        a, _, b = part.partition("-")
+        if a in labels:
+            out.update(range(labels.index(a), labels.index(b or a) + 1))
+    return out
+
+
+def narrow_versions(matches: list[SiteMatch], idx: Index | None = None) -> dict[str, str]:
+    """Per package, the releases in which the best-scored matches exist ("ms-swift": "3.6-3.11")."""
+    if not matches:
+        return {}
+    idx = idx or index()
+    best: dict[str, float] = {}
+    for m in matches:
+        best[m.package] = max(best.get(m.package, -1.0), m.score)
+    out = {}
+    for pkg, top in best.items():
+        labels = [_minor(v) for v in idx.meta["versions"].get(pkg, [])]
+        held: set[int] = set()
+        for m in matches:
+            if m.package == pkg and m.score >= top - 1e-9:
+                held |= _spans(m.versions, labels)
+        out[pkg] = _ranges(sorted(held), labels)
+    return out
+
+
+def _minor(v: str) -> str:
+    parts = re.findall(r"\d+", v)
+    return ".".join(parts[:2]) if len(parts) >= 2 else v
+
+
+def _ranges(ids: list[int], labels: list[str]) -> str:
+    out, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(labels[ids[i]] if i == j else f"{labels[ids[i]]}-{labels[ids[j]]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def raised_by(exc_line: str, top: int = 3, min_score: float = 0.8) -> list[dict]:
+    """The sites that raise this exception line, for a finding's ``raised_by`` (JSON schema 1): at most
+    ``top`` entries, the best-scored first, one per (package, module, where)."""
+    out, seen = [], set()
+    for m in lookup(exc_line):
+        if m.score < min_score:
+            break
+        key = (m.package, m.module, m.where)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"package": m.package, "versions": m.versions, "where": m.where, "module": m.module})
+        if len(out) >= top:
+            break
+    return out

@@ -1,0 +1,201 @@
+"""The shipped raise-site index (doctor/data/raise_sites.json.gz) against the real exception lines of fixtures/logs
+and of the public-issue logs copied into fixtures/raise-index/dev-log-exceptions.jsonl (case id = provenance)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from doctor.classify import raise_sites as rs
+from doctor.sources.logtext import LineReader
+from doctor.sources.traceback import TracebackTracker
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "fixtures" / "logs"
+DEV = ROOT / "fixtures" / "raise-index" / "dev-log-exceptions.jsonl"
+
+CPP_OOM = "C++ origin: the CUDA caching allocator (c10) builds the OOM message"
+NCCL = "C++ origin: c10d's NCCL process group builds the message"
+NO_MSG = "no message: torchrun's ChildFailedError summary, or a bare exception"
+PY = "CPython's own message (attribute lookup, call check, import system, dict key)"
+# fixtures/logs case -> (exception type, start of message) -> the package that raises it, or why none can
+EXPECTED: dict[str, str] = {
+    "dev-001-evalscope-empty-eval-dataset": "ms-swift", "dev-002-eval-expected-32-got-4": "ms-swift",
+    "dev-020-batch-1x1-numgen8-plain-traceback": "trl", "dev-021-batch-1x1-numgen8-ga-not-counted": "trl",
+    "dev-024-lora-checkpoint-missing-args-json": "ms-swift", "edge-async-generate-colocate": "ms-swift",
+    "edge-cached-dataset-grpo": "ms-swift", "edge-deepspeed-fp16-loss-scale-min": "deepspeed",
+    "edge-deepspeed-not-installed-46": "transformers", "edge-deepspeed-with-device-map": "ms-swift",
+    "edge-fp16-unscale": "torch", "edge-fsdp2-with-deepspeed": "ms-swift", "edge-gbs-and-spg-both-set": "trl",
+    "edge-grpo-truncation-right": "ms-swift", "edge-image-tokens-mismatch": "transformers",
+    "edge-max-length-failed-retrieve": "ms-swift", "edge-ngpu-not-multiple-of-nproc": "ms-swift",
+    "edge-no-training-dataset": "ms-swift", "edge-remaining-argv-removed-vllm-flags": "ms-swift",
+    "edge-reward-funcs-missing-43": "ms-swift", "edge-reward-weights-mismatch-46": "ms-swift",
+    "edge-rm-plugin-unknown-35": "ms-swift", "edge-rollout-free-memory-engine-core": "vllm",
+    "edge-rollout-is-needs-vllm-0102": "ms-swift", "edge-soft-overlong-no-cache": "ms-swift",
+    "edge-trl-too-old-42": "transformers", "edge-v34-async-gpu-split": "ms-swift",
+    "edge-vllm-kv-cache-no-blocks": "vllm", "edge-vllm-mm-limit-per-prompt": "vllm",
+    "edge-vllm-mode-required-312": "ms-swift", "edge-vllm-not-available-46": "ms-swift",
+    "edge-vllm-sleep-expandable-segments": "vllm", "edge-vllm-tp-not-dividing-world": "ms-swift",
+    "edge-vllm-with-device-map": "ms-swift", "real-batch-div-eval": "ms-swift", "real-batch-div-eval-default": "ms-swift",
+    "real-batch-div-grad-accum": "ms-swift", "real-batch-div-train": "ms-swift",
+    "real-cpu-default-dtype-bf16": "transformers", "real-ddp2-batch-div-child-failed": "ms-swift",
+    "real-full-model-is-lora-ckpt": "transformers", "real-full-resume-from-lora-ckpt": "transformers",
+    "real-grpo-full-bf16-no-use-cpu": "transformers", "real-legacy-train-type-flag": "ms-swift",
+    "real-num-generations-1": "ms-swift", "real-probe-no-model-type": "ms-swift", "real-probe-no-template": "ms-swift",
+    "real-unknown-flag": "ms-swift",
+}
+# (case, exception type) -> reason no site can match
+GAPS: dict[tuple[str, str], str] = {
+    ("dev-004-rollout-server-vision-oom", "torch.OutOfMemoryError"): CPP_OOM,
+    ("edge-oom-8-ranks-zero2-colocate", "torch.OutOfMemoryError"): CPP_OOM,
+    ("edge-vl-oom-no-max-pixels", "torch.OutOfMemoryError"): CPP_OOM,
+    ("dev-007-colocate-cumem-allocator-oom", "RuntimeError"): "C++ origin: vLLM's cumem_allocator.cpp extension",
+    ("dev-008-vllm-device-cuda3-mismatch", "RuntimeError"): "C++ origin: ATen's device check",
+    ("dev-009-custom-trainer-trl-string-indices", "TypeError"): PY,
+    ("dev-016-vllm06-embedding-expe", "RuntimeError"): "message cut in the paste ('Expe')",
+    ("edge-autograd-nan-anomaly", "RuntimeError"): "C++ origin: autograd anomaly mode",
+    ("edge-c10d-port-in-use", "torch.distributed.DistNetworkError"): "C++ origin: c10d TCPStore",
+    ("edge-cannot-import-grpoconfig-old-trl", "ImportError"): PY,
+    ("edge-dataset-jsonl-parse-error", "datasets.exceptions.DatasetGenerationError"): "datasets: not indexed",
+    ("edge-flash-attn-undefined-symbol", "ImportError"): "the dynamic loader's message (flash-attn binary)",
+    ("edge-grpoconfig-unexpected-kwarg", "TypeError"): PY,
+    ("edge-image-unidentified", "PIL.UnidentifiedImageError"): "Pillow: not indexed",
+    ("edge-msgspec-missing-46", "ModuleNotFoundError"): PY,
+    ("edge-nccl-duplicate-gpu", "torch.distributed.DistBackendError"): NCCL,
+    ("edge-nccl-remote-error-after-peer-killed", "torch.distributed.DistBackendError"): NCCL,
+    ("edge-nccl-shm-unhandled-system-error", "torch.distributed.DistBackendError"): NCCL,
+    ("edge-rank-error-then-nccl-timeouts", "RuntimeError"): "C++ origin: ATen's view/reshape shape check",
+    ("real-ddp2-cpu-gloo-shape-error-child-failed", "RuntimeError"): "C++ origin: ATen's view/reshape shape check",
+    ("edge-reward-keyerror-solution", "KeyError"): PY,
+    ("edge-too-little-data", "AttributeError"): PY,
+    ("edge-vllm-import-guided-decoding", "ImportError"): PY,
+    ("edge-vllm-pydantic-model-config", "pydantic_core._pydantic_core.ValidationError"): "pydantic-core (Rust) builds it",
+    ("edge-vllm-server-mode-no-host", "AssertionError"): NO_MSG,
+    ("real-dataset-missing-solution-column", "TypeError"): PY,
+    ("real-reward-func-raises", "ValueError"): "the user's own reward function",
+}
+CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+
+
+def fixture_exceptions() -> list[tuple[str, str, str]]:
+    out = []
+    for log in sorted(LOGS.glob("*/log.txt")):
+        tracker, seen = TracebackTracker(), set()
+        with open(log, "rb") as f:
+            for line in LineReader(str(log), [0]).lines(f):
+                e = tracker.feed(line)
+                if e is not None and (e.type, e.message) not in seen:
+                    seen.add((e.type, e.message))
+                    out.append((log.parent.name, e.type, f"{e.type}: {e.message}" if e.message else e.type))
+    return out
+
+
+FIXTURE_LINES = fixture_exceptions()
+DEV_LINES = [json.loads(x) for x in DEV.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("case, etype, line", FIXTURE_LINES, ids=[f"{c}:{t}" for c, t, _ in FIXTURE_LINES])
+def test_fixture_exception_lines(case, etype, line):
+    matches = rs.lookup(line)
+    if etype == CHILD_FAILED:
+        assert not matches  # torchrun's summary has no message
+        return
+    gap = GAPS.get((case, etype))
+    if gap is not None:
+        assert not [m for m in matches if m.score >= 0.8], (gap, matches[:2])  # no confident false attribution
+        return
+    assert case in EXPECTED, f"new exception line: {line[:120]} -- add its package to EXPECTED or its reason to GAPS"
+    assert EXPECTED[case] in {m.package for m in matches}, (line[:120], matches[:3])
+
+
+@pytest.mark.parametrize("row", DEV_LINES, ids=[r["case"][:40] for r in DEV_LINES])
+def test_dev_log_exception_lines(row):
+    matches = rs.lookup(row["line"])
+    if "gap" in row:
+        assert not [m for m in matches if m.score >= 0.8], (row["gap"], matches[:2])
+    else:
+        assert row["package"] in {m.package for m in matches}, (row["line"][:120], matches[:3])
+
+
+def _best(text):
+    ms = rs.lookup(text)
+    return {(m.package, m.module, m.where, m.template) for m in ms if m.score >= ms[0].score - 0.2} if ms else set()
+
+
+MATCHED = sorted({line for case, etype, line in FIXTURE_LINES
+                  if case in EXPECTED and etype != CHILD_FAILED and (case, etype) not in GAPS}
+                 | {r["line"] for r in DEV_LINES if "package" in r})
+
+
+@pytest.mark.parametrize("line", MATCHED, ids=[x[:50] for x in MATCHED])
+def test_wrapped_and_padded_copies_match_the_same_sites(line):
+    want = _best(line)
+    assert want
+    wrapped = "\n".join(textwrap.wrap(line, 37))                                    # wrapped at spaces
+    folded = "\n".join(line[i:i + 41] for i in range(0, len(line), 41))             # cut mid-word, as a terminal
+    padded = "  " + line.replace(" ", "   ", 3).replace(", ", ",    ") + "   "        # runs of spaces
+    ranked = "\n".join(f"[rank3]: {p}" for p in textwrap.wrap(line, 60))             # rank prefix on every line
+    for copy in (wrapped, folded, padded, ranked):
+        assert _best(copy) & want, copy
+
+
+@pytest.mark.parametrize("prefix", ["[rank3]: ", "[ERROR:swift] ", "ERROR 05-12 10:00:00 [arguments.py:12] ",
+                                    "(VllmWorker rank=0 pid=42) ", "2025-05-12 10:00:00,123 - ERROR - ",
+                                    "[2025-05-12 10:00:00,123] [ERROR] [engine.py:12:step] "])
+def test_log_prefixes(prefix):
+    line = "vllm_mode is required when use_vllm is true"
+    assert rs.lookup(prefix + "ValueError: " + line)[0].template == line
+    assert rs.lookup(prefix + line)[0].template == line
+
+
+def test_stack_before_the_exception_line_and_hole_values():
+    text = ('Traceback (most recent call last):\n  File "x/swift/rlhf_trainers/args_mixin.py", line 229, in '
+            "_init_generation_batch_params\n    raise ValueError(\nValueError: generation_batch_size (3) must be "
+            "evenly divisible by num_generations (4). Valid values: [3].")
+    top = rs.lookup(text)[0]
+    assert (top.package, top.kind, top.versions) == ("ms-swift", "ValueError", "4.2-4.6")
+    assert top.holes == {"self.generation_batch_size": "3", "num_generations": "4", "possible_values": "[3]"}
+
+
+def test_narrow_versions_and_raised_by():
+    line = ("ValueError: The global train batch size (1 x 1) must be evenly divisible by the number of generations per "
+            "prompt (8). Given the current train batch size, the valid values for the number of generations are: [].")
+    assert rs.narrow_versions(rs.lookup(line)) == {"ms-swift": "3.1-3.3", "trl": "0.15-0.16"}
+    got = rs.raised_by(line)
+    assert {"package": "trl", "versions": "0.15-0.16", "where": "GRPOTrainer.__init__",
+            "module": "trl/trainer/grpo_trainer.py"} in got
+    assert rs.raised_by("RuntimeError: CUDA error: an illegal memory access was encountered") == []
+
+
+def test_index_records_how_it_was_built():
+    meta = rs.index().meta
+    assert meta["format"] == 1 and meta["updated"]
+    assert set(meta["versions"]) >= {"ms-swift", "trl", "vllm", "deepspeed", "peft", "accelerate", "transformers",
+                                     "torch"}
+    assert rs.DATA.stat().st_size < 5 * 1024 * 1024
+
+
+def test_cli_import_and_healthy_analyze_do_not_load_the_index():
+    code = ("import sys, doctor.cli\nfrom doctor.analyze import analyze\n"
+            f"analyze([{str(LOGS / 'real-grpo-lora-healthy' / 'log.txt')!r}])\n"
+            "m = sys.modules.get('doctor.classify.raise_sites')\nprint(bool(m and m.loaded()))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "False"
+
+
+def test_explain_a_message():
+    from typer.testing import CliRunner
+
+    from doctor.cli import app
+    r = CliRunner().invoke(app, ["explain", ("ValueError: generation_batch_size (3) must be evenly divisible by "
+                                            "num_generations (4). Valid values: [3].")])
+    assert r.exit_code == 0, r.output
+    assert "GD101" in r.output and "ms-swift 4.2-4.6" in r.output and "_init_generation_batch_params" in r.output
+    r = CliRunner().invoke(app, ["explain", "nothing anybody ever printed here"])
+    assert r.exit_code == 2
+    assert r.output.count("\n") <= 1

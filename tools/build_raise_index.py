@@ -1,0 +1,240 @@
+"""Build doctor/data/raise_sites.json.gz: every message site of the GRPO stack, in every listed release.
+
+    python tools/build_raise_index.py [--packages tools/raise_index_packages.toml] [--out FILE] [--jobs 2]
+
+Reads the releases listed in raise_index_packages.toml (downloaded once into ~/.cache/grpo-doctor-raise-index,
+or $GRPO_DOCTOR_RAISE_CACHE; see raise_index_fetch.py), walks their .py files with ast (raise_index_ast.py),
+merges identical templates across releases into version ranges, drops templates with fewer than
+MIN_WORDS literal words (too generic to point anywhere: ``raise ValueError(msg)``, ``f"Unknown {x}"``), and
+writes one gzip'd JSON file. The same list and the same archives give a byte-identical file: sites are
+sorted, the gzip header has no time or name, and the build date written is the list's ``updated`` key.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import importlib.metadata
+import importlib.util
+import io
+import json
+import re
+import sys
+import tarfile
+import time
+import zipfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from raise_index_ast import sites as file_sites
+
+ROOT = HERE.parent
+DEFAULT_LIST = HERE / "raise_index_packages.toml"
+DEFAULT_OUT = ROOT / "doctor" / "data" / "raise_sites.json.gz"
+FORMAT = 1
+MIN_WORDS = 2
+_WORD = re.compile(r"[A-Za-z]{3,}")
+# Re-implementations of CPython's own messages (a library's __getattr__ raising "'X' object has no attribute",
+# an import helper raising "No module named"): the interpreter prints the same text for any code, so a match
+# would name a library that most likely did not raise it.
+BUILTIN_LIKE = re.compile(
+    r"object has no attribute|^No module named|^cannot import name|missing \{\w+\} required (?:positional|keyword)"
+    r"|got an unexpected keyword argument|takes \{\w+\} positional arguments? but|object is not (?:subscriptable|"
+    r"callable|iterable)|^string indices must be integers|^list index out of range|unsupported operand type")
+_HOLE = re.compile(r"\{(?:int|float|name|quoted|any)\}")
+
+
+def literal_words(template: str) -> int:
+    return len(_WORD.findall(_HOLE.sub(" ", template)))
+
+
+def _wanted(rel: str, spec: dict) -> bool:
+    if not rel.endswith(".py"):
+        return False
+    include = spec.get("include") or [spec["import"] + "/"]
+    if not any(rel.startswith(p) for p in include):
+        return False
+    if any(rel.startswith(p) for p in spec.get("exclude", ())):
+        return any(rel.startswith(p) for p in spec.get("include_also", ()))
+    return True
+
+
+def iter_sources(archive: Path | None, spec: dict):
+    """(path inside the package, source bytes) of the files the spec wants, from a wheel, an sdist or (for
+    ``kind = "installed"``) the installed package's directory."""
+    if archive is None:
+        origin = importlib.util.find_spec(spec["import"]).origin
+        base = Path(origin).parent.parent
+        roots = spec.get("include") or [spec["import"] + "/"]
+        for r in roots:
+            for p in sorted((base / r).rglob("*.py")):
+                rel = p.relative_to(base).as_posix()
+                if _wanted(rel, spec):
+                    yield rel, p.read_bytes()
+        return
+    if archive.name.endswith(".whl") or archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as z:
+            for name in sorted(z.namelist()):
+                rel = name.split("/", 1)[1] if archive.name.endswith(".zip") else name
+                if _wanted(rel, spec):
+                    yield rel, z.read(name)
+        return
+    with tarfile.open(archive, "r:gz") as t:
+        for m in t:
+            rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
+            if m.isfile() and _wanted(rel, spec):
+                yield rel, t.extractfile(m).read()
+
+
+_memo: dict[str, list] = {}  # content hash -> sites: most files do not change between two releases
+
+
+def _cache_file(spec: dict, version: str, archive: str | None) -> Path | None:
+    """Where one release's sites are kept between runs: keyed by the archive and by the extractor's code, so a
+    new release or a changed include list parses only what changed."""
+    if archive is None:
+        return None
+    code = (HERE / "raise_index_ast.py").read_bytes() + json.dumps(
+        [spec.get(k) for k in ("import", "include", "exclude", "include_also")]).encode()
+    key = hashlib.sha1(code + Path(archive).name.encode() + str(Path(archive).stat().st_size).encode()).hexdigest()
+    return Path(archive).parent / f"sites-{key[:16]}.json.gz"
+
+
+def release_sites(job: tuple[dict, str, str | None]) -> tuple[str, str, set, int]:
+    spec, version, archive = job
+    cached = _cache_file(spec, version, archive)
+    if cached is not None and cached.is_file():
+        try:
+            with gzip.open(cached, "rt", encoding="utf-8") as f:
+                doc = json.load(f)
+            return spec["name"], version, {(a, b, c, d, tuple(e)) for a, b, c, d, e in doc["sites"]}, doc["files"]
+        except (OSError, EOFError, ValueError):
+            pass  # a broken cache file: read the release again
+    out = set()
+    n = 0
+    for rel, data in iter_sources(Path(archive) if archive else None, spec):
+        n += 1
+        key = hashlib.sha1(data).hexdigest()
+        found = _memo.get(key)
+        if found is None:
+            found = _memo[key] = file_sites(data)
+        for where, kind, tpl, holes in found:
+            out.add((rel, where, kind, tpl, tuple(holes)))
+    if cached is not None:
+        part = cached.with_name(cached.name + ".part")
+        with gzip.open(part, "wt", encoding="utf-8") as f:
+            json.dump({"files": n, "sites": sorted(out)}, f)
+        part.rename(cached)
+    return spec["name"], version, out, n
+
+
+def minor(version: str) -> str:
+    parts = re.findall(r"\d+", version)
+    return ".".join(parts[:2]) if len(parts) >= 2 else version
+
+
+def ranges(indices: list[int], labels: list[str]) -> str:
+    """'0.15-0.16,0.18' from the sorted indices of the releases that hold a site."""
+    out, start, prev = [], None, None
+    for i in indices + [None]:
+        if start is not None and (i is None or i != prev + 1):
+            out.append(labels[start] if start == prev else f"{labels[start]}-{labels[prev]}")
+            start = None
+        if i is not None and start is None:
+            start = i
+        prev = i
+    return ",".join(out)
+
+
+def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
+    cfg = tomllib.loads(list_path.read_text(encoding="utf-8"))
+    if fetcher is None:
+        from raise_index_fetch import Fetcher
+        fetcher = Fetcher()
+    work, versions, skipped = [], {}, {}
+    for spec in cfg["package"]:
+        got = []
+        for v in spec["versions"]:
+            if spec.get("kind") == "installed":
+                v = importlib.metadata.version(spec["name"]).split("+")[0]
+                work.append((spec, v, None))
+                got.append(v)
+                continue
+            try:
+                work.append((spec, v, str(fetcher.path(spec["name"], v, spec.get("kind", "wheel")))))
+                got.append(v)
+            except LookupError as e:
+                skipped.setdefault(spec["name"], []).append(f"{v}: {e}")
+        versions[spec["name"]] = got
+    if hasattr(fetcher, "close"):
+        fetcher.close()
+    held: dict[tuple, set[int]] = {}
+    holes_of: dict[tuple, tuple] = {}
+    files = 0
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for name, v, found, n in pool.map(release_sites, work, chunksize=1):
+            files += n
+            idx = versions[name].index(v)
+            for rel, where, kind, tpl, holes in sorted(found):
+                key = (name, rel, where, kind, tpl)
+                held.setdefault(key, set()).add(idx)
+                if idx >= max(held[key]):
+                    holes_of[key] = holes
+    rows, dropped, builtin_like = [], 0, 0
+    for key, idxs in held.items():
+        name, rel, where, kind, tpl = key
+        if literal_words(tpl) < MIN_WORDS:
+            dropped += 1
+            continue
+        if BUILTIN_LIKE.search(tpl):
+            builtin_like += 1
+            continue
+        labels = [minor(v) for v in versions[name]]
+        rows.append([name, ranges(sorted(idxs), labels), rel, where, kind, tpl, list(holes_of[key])])
+    rows.sort()
+    per_package: dict[str, int] = {}
+    for r in rows:
+        per_package[r[0]] = per_package.get(r[0], 0) + 1
+    meta = {"format": FORMAT, "updated": cfg.get("updated", ""), "tool": "tools/build_raise_index.py",
+            "min_literal_words": MIN_WORDS, "versions": versions, "skipped": skipped,
+            "excluded": {s["name"]: s.get("exclude", []) for s in cfg["package"] if s.get("exclude")},
+            "sites_per_package": per_package, "dropped_generic": dropped,
+            "dropped_builtin_like": builtin_like}
+    body = ('{"meta":' + json.dumps(meta, sort_keys=True, ensure_ascii=False) + ',\n"sites":[\n'
+            + ",\n".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows) + "\n]}\n")
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        gz.write(body.encode("utf-8"))
+    return buf.getvalue(), dict(meta, files_read=files, releases=len(work))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--packages", type=Path, default=DEFAULT_LIST)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    data, meta = build(a.packages, a.jobs)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_bytes(data)
+    dt = time.perf_counter() - t0
+    print(f"{a.out}: {len(data)} bytes, {sum(meta['sites_per_package'].values())} sites from {meta['releases']} "
+          f"releases ({meta['files_read']} files) in {dt:.0f} s; {meta['dropped_generic']} generic and "
+          f"{meta['dropped_builtin_like']} CPython-like templates dropped")
+    for name, n in sorted(meta["sites_per_package"].items()):
+        print(f"  {name:14} {n:6} sites  {len(meta['versions'][name])} releases")
+    for name, why in meta["skipped"].items():
+        print(f"  skipped {name}: {'; '.join(why)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
