@@ -10,7 +10,7 @@ gets each one in ``feed(signal)``; the session routes by type. Sources make them
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .sources.checkpoint import CheckpointFacts
@@ -79,83 +79,45 @@ class Metrics:
     finite: bool | None = None  # True: no value is NaN/inf (known from parsing); else: not known
 
 
-class Completions(NamedTuple):
+# The three signals below are plain slotted classes: a dataclass costs ~1.5 ms of every command's start-up.
+class Completions:
     """One table of completions.jsonl (the rows of one step) and where it was read."""
 
-    row: Any
-    where: Where
+    __slots__ = ("row", "where")
+
+    def __init__(self, row: Any, where: Where):
+        self.row = row
+        self.where = where
 
 
-class GpuSnapshot(NamedTuple):
+class GpuSnapshot:
     """One nvidia-smi snapshot or NVML sample: the file (or pseudo-path) it came from, its GpuSample rows."""
 
-    path: str
-    samples: list
-    seq: int
+    __slots__ = ("path", "samples", "seq")
+
+    def __init__(self, path: str, samples: list, seq: int = 0):
+        self.path = path
+        self.samples = samples
+        self.seq = seq
 
 
-@dataclass(frozen=True)
 class CheckpointInput:
     """The facts of one checkpoint directory (file sizes and headers only) and what the user said to expect."""
 
-    facts: CheckpointFacts
-    expect: str | None = None  # "full" | "lora" | None
+    __slots__ = ("facts", "expect")
+
+    def __init__(self, facts: CheckpointFacts, expect: str | None = None):
+        self.facts = facts
+        self.expect = expect  # "full" | "lora" | None
 
 
-# ---------------------------------------------------------------------------------------------- live only
-@dataclass(frozen=True)
-class Gpu:
-    index: int
-    util: float | None      # percent
-    mem_used: int           # bytes
-    mem_total: int          # bytes
+# the live-only signals are defined in doctor/signals_live.py, imported on first use: a post-mortem (and every
+# command's start-up) never pays for their classes
+_LIVE = ("Gpu", "GpuTick", "HostTick", "DiskTick", "HangReport")
 
 
-@dataclass(frozen=True)
-class GpuTick:
-    t: float                # seconds since watch started
-    gpus: tuple[Gpu, ...]
-    alive: bool = True      # the child was running when sampled
-
-
-@dataclass(frozen=True)
-class HostTick:
-    t: float
-    available: int
-    total: int
-    swap_free: int = 0
-
-
-@dataclass(frozen=True)
-class DiskTick:
-    t: float
-    path: str
-    free: int
-    need: int               # bytes the next checkpoint is expected to take
-    basis: str              # how `need` was estimated
-
-
-@dataclass(frozen=True)
-class HangReport:
-    """What the live hang watchdog saw when a phase's limit passed without progress (built by doctor.live)."""
-
-    t: float
-    phase: str              # startup | vllm-init | first-step | steady | eval | checkpoint-save
-    phase_text: str
-    silent_s: float
-    limit_s: float
-    limit_basis: str        # e.g. "5 x slowest step 12.0 s, floor 300 s" or "--hang-timeout"
-    steps: int
-    last_progress: str      # what the last progress was ("step 3", "metric row", "checkpoint-2", ...)
-    last_line: str
-    where: str | None       # rollout-generation | weight-sync | reward-function | nccl-collective | ...
-    where_text: str
-    outlier: str | None     # "rank 3 is in the reward function while ranks 0-2,4-7 wait in a collective"
-    stacks: tuple[str, ...] = ()   # short per-process summaries (rank, pid, innermost frames)
-    stacks_file: str | None = None
-    missing: tuple[str, ...] = ()  # what could not be captured and how to get it
-    gpu_text: str = ""
-    proc_text: str = ""
-    stopped: bool = False
-    last_path: str = "<watch>"
-    last_lineno: int = 0
+def __getattr__(name: str) -> Any:
+    if name in _LIVE:
+        from . import signals_live
+        return getattr(signals_live, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,7 +34,7 @@ class GpuRule(Rule):
 
     def __init__(self, meta):
         super().__init__(meta)
-        self.snaps: list[tuple[str, list, int]] = []
+        self.snaps: list[GpuSnapshot] = []
 
     def feed(self, signal: Any) -> None:
         if len(self.snaps) < 1000:
@@ -56,7 +56,8 @@ class GpuRule(Rule):
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         out: list[Finding] = []
-        for path, samples, seq in self.snaps:
+        for snap in self.snaps:
+            path, samples, seq = snap.path, snap.samples, snap.seq
             f = self.check(ctx, path, self.used(ctx, samples), samples, seq)
             if f is not None:
                 out.append(f)

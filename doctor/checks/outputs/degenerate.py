@@ -63,7 +63,7 @@ class CompletionsDegenerate(Rule):
     def feed(self, signal: Any) -> None:
         if not isinstance(signal, Completions) or self.tables >= MAX_TABLES:
             return
-        row, where = signal
+        row, where = signal.row, signal.where
         comps = row.get("completion")
         if not isinstance(comps, list):
             return
