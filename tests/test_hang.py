@@ -3,19 +3,18 @@ host OOM kills, and logs that stop without an error (hang at start / mid-trainin
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pytest
+from conftest import REAL_SWIFT
 
+from doctor.checks.distributed import ElasticBlock, minutes
+from doctor.checks.hang import classify_frames
 from doctor.engine import Session
 from doctor.model import Role, Severity
 from doctor.registry import find_rule, load_catalog
 from doctor.sources.logtext import LineReader
-from doctor.checks.hang import classify_frames
-from doctor.checks.distributed import ElasticBlock, minutes
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
-HEALTHY = SHARED / "real-swift" / "logs" / "grpo_lora_healthy" / "log.txt"
+HEALTHY = REAL_SWIFT / "grpo_lora_healthy" / "log.txt"
 
 
 def run(text: str, *, command: str | None = None, path: str = "t.log"):
@@ -37,9 +36,6 @@ def by_id(findings, rid):
 
 def healthy_lines() -> list[str]:
     return HEALTHY.read_bytes().decode("utf-8").split("\n")
-
-
-needs_shared = pytest.mark.skipif(not HEALTHY.exists(), reason="shared/real-swift not present")
 
 
 # ----------------------------------------------------------------------------- catalog examples of check rules
@@ -179,7 +175,6 @@ def test_bash_killed_line_and_dataloader_kill():
 
 
 # ----------------------------------------------------------------------------- hangs
-@needs_shared
 @pytest.mark.parametrize("cut,rid,phase", [
     (701, "GD320", "GRPO trainer init"),
     (705, "GD320", "first training step"),
@@ -208,7 +203,6 @@ def test_hang_rules_share_one_progress_fed_once():
     assert fed == ["line"]  # one parse for both rules
 
 
-@needs_shared
 @pytest.mark.parametrize("cut,rid", [(705, "GD320"), (709, "GD321")])
 def test_hang_rule_alone_keeps_its_own_progress(cut, rid):
     # a session with only one of the two rules (--select) feeds it and finds the same hang
@@ -220,13 +214,11 @@ def test_hang_rule_alone_keeps_its_own_progress(cut, rid):
     assert [f for f in run(text) if f.rule_id == rid] == [f for f in alone.finish() if f.rule_id == rid]
 
 
-@needs_shared
 def test_complete_healthy_log_is_not_a_hang():
     found = run("\n".join(healthy_lines()))
     assert not {"GD320", "GD321"} & set(ids(found))
 
 
-@needs_shared
 def test_log_ending_in_a_traceback_is_not_a_hang():
     lines = healthy_lines()[:709]
     lines += ["Traceback (most recent call last):", '  File "/x/plugin.py", line 9, in __call__',
