@@ -49,11 +49,18 @@ def _die(msg: str) -> "typer.Exit":
     return typer.Exit(EXIT_USAGE)
 
 
-def _split(values: Optional[list[str]]) -> set[str] | None:
-    if not values:
-        return None
-    out = {v.strip().lower() for item in values for v in item.split(",") if v.strip()}
-    return out or None
+def _split(values: Optional[list[str]], option: str = "--select") -> set[str] | None:
+    """Selectors as typed; an unknown one is a usage error here, before any input is read."""
+    from .selectors import SelectorError, expand, split
+    out = split(values)
+    try:
+        for token in out or ():
+            expand(token, option=option)
+    except SelectorError as e:
+        raise _die(str(e))
+    except CatalogError as e:
+        raise _die(f"rule catalog: {e}")
+    return out
 
 
 def render_report(report: Report, fmt: Format, color: bool) -> str:
@@ -124,7 +131,7 @@ def analyze(
 ) -> None:
     """Post-mortem of a GRPO run: what failed, the evidence, the fix."""
     from .analyze import analyze as run_analyze
-    report_and_exit(lambda: run_analyze(paths, _split(select), _split(ignore)),
+    report_and_exit(lambda: run_analyze(paths, _split(select), _split(ignore, "--ignore")),
                     f"while analysing {' '.join(paths)}", debug, fmt, output, fail_on)
 
 
@@ -156,7 +163,7 @@ def preflight(
         raise _die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
                    "..., or the path of an args.json")
     snap = str(gpu_snapshot) if gpu_snapshot else None
-    opts = dict(gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select), ignore=_split(ignore),
+    opts = dict(gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select), ignore=_split(ignore, "--ignore"),
                 swift_version=swift_version)
 
     def build():
@@ -190,7 +197,7 @@ def check_ckpt(
     """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space."""
     from .ckpt import check_paths
     report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None, select=_split(select),
-                                        ignore=_split(ignore)),
+                                        ignore=_split(ignore, "--ignore")),
                     f"while checking {' '.join(paths)}", debug, fmt, output, fail_on)
 
 

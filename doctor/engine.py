@@ -26,17 +26,8 @@ _END_MARKERS = ("End time of running main", "last_model_checkpoint: ")
 
 def select_rules(catalog: Iterable[RuleMeta], select: set[str] | None = None,
                  ignore: set[str] | None = None) -> list[RuleMeta]:
-    def keys(m: RuleMeta) -> set[str]:
-        return {m.id.lower(), m.slug.lower(), m.category.lower()}
-
-    out = []
-    for m in catalog:
-        if select and not (keys(m) & select):
-            continue
-        if ignore and keys(m) & ignore:
-            continue
-        out.append(m)
-    return out
+    from .selectors import select_rules as select  # the one selector logic (ids, prefixes, ALL, slugs, categories)
+    return select(catalog, select, ignore)
 
 
 class Session:
