@@ -104,7 +104,10 @@ def resolve(catalog: Iterable[RuleMeta], select: set[str] | None = None, ignore:
     if ignore:
         wanted -= set().union(*(expand(t, known, "--ignore") for t in ignore))
     complete = wanted == ids
-    run = tuple(m for m in metas if m.id in wanted)
+    if any(m.fallback for m in metas if m.id in wanted):
+        run = metas  # the fallback must see what every other rule matched, reported or not
+    else:
+        run = tuple(m for m in metas if m.id in wanted)
     return Selection(run, frozenset(wanted), complete)
 
 

@@ -50,3 +50,11 @@ def test_cli_groups_select(sel):
     assert p.returncode == 1, p.stderr
     assert "GD101" in {f["rule_id"] for f in json.loads(p.stdout)["findings"]}
 
+
+def test_ignore_mutes_without_the_fallback_claiming_an_unknown_failure():
+    p = run("analyze", str(BATCH_LOG), "--ignore", "GD101", "--format", "json")
+    got = {f["rule_id"] for f in json.loads(p.stdout)["findings"]}
+    assert "GD101" not in got and "GD999" not in got, got
+    assert p.returncode == 0, got
+    p = run("analyze", str(BATCH_LOG), "--ignore", "batch-divisibility")
+    assert "No rule recognises" not in p.stdout.decode()
