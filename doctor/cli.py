@@ -86,6 +86,14 @@ def exit_code(report: Report, fail_on: FailOn) -> int:
     return EXIT_FINDINGS if any(f.severity >= threshold for f in report.findings) else EXIT_OK
 
 
+def exit_note(report: Report, fail_on: FailOn) -> str:
+    """The last line of a text report that exits 1: what the status means (the quick start's question)."""
+    threshold = Severity[fail_on.value]
+    n = sum(1 for f in report.findings if f.severity >= threshold)
+    return (f"exit 1: {n} finding(s) at or above --fail-on {fail_on.value} "
+            f"(0: none; 2: usage error or unreadable input)\n")
+
+
 def emit(text: str, output: Optional[Path]) -> None:
     if output is None:
         sys.stdout.write(text)
@@ -115,8 +123,12 @@ def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Option
         if debug:
             raise
         raise _die(f"internal error {what}: {type(e).__name__}: {e} (rerun with --debug and report it)")
-    emit(render_report(report, fmt, _color_wanted(output)), output)
-    raise typer.Exit(exit_code(report, fail_on))
+    code = exit_code(report, fail_on)
+    text = render_report(report, fmt, _color_wanted(output))
+    if fmt is Format.text and code == EXIT_FINDINGS:
+        text += exit_note(report, fail_on)
+    emit(text, output)
+    raise typer.Exit(code)
 
 
 @app.command()
