@@ -106,11 +106,15 @@ def emit(text: str, output: Optional[Path]) -> None:
 
 
 def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Optional[Path], fail_on: "FailOn",
-                    user_errors: tuple[type[BaseException], ...] = ()) -> None:
+                    user_errors: tuple[type[BaseException], ...] = (), progress: bool = True) -> None:
     """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the
-    report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line."""
+    report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line and the progress
+    shown on a terminal when the work takes more than ~1 s (text and markdown formats only)."""
+    from .progress import spinner
     try:
-        report = build()
+        label = "grpo-doctor: " + what.removeprefix("while ").removeprefix("in ")
+        with spinner(label, progress and fmt in (Format.text, Format.markdown)):
+            report = build()
     except (InputError, *user_errors) as e:
         raise _die(str(e))
     except CatalogError as e:
@@ -144,7 +148,8 @@ def analyze(
     """Post-mortem of a GRPO run: what failed, the evidence, the fix."""
     from .analyze import analyze as run_analyze
     report_and_exit(lambda: run_analyze(paths, _split(select), _split(ignore, "--ignore")),
-                    f"while analysing {' '.join(paths)}", debug, fmt, output, fail_on)
+                    f"while analysing {' '.join(paths)}", debug, fmt, output, fail_on,
+                    progress=not ("-" in paths and sys.stdin.isatty()))  # no spinner over a terminal's typing
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
