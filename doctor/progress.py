@@ -11,8 +11,9 @@ import os
 import signal
 import sys
 import threading
-from contextlib import contextmanager
-from typing import Any, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
 
 INTERVAL = 0.1  # seconds between redraws
 
@@ -44,7 +45,12 @@ class _Spinner:
             if self.progress is None:
                 from rich.console import Console
                 from rich.markup import escape
-                from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+                from rich.progress import (
+                    Progress,
+                    SpinnerColumn,
+                    TextColumn,
+                    TimeElapsedColumn,
+                )
                 self.progress = Progress(SpinnerColumn(), TextColumn(escape(self.label)), TimeElapsedColumn(),
                                          console=Console(stderr=True), transient=True, auto_refresh=False,
                                          redirect_stdout=False, redirect_stderr=False)
@@ -56,10 +62,8 @@ class _Spinner:
 
     def stop(self) -> None:
         if self.progress is not None:
-            try:
+            with suppress(Exception):  # decoration: never breaks the report that follows
                 self.progress.stop()
-            except Exception:  # noqa: BLE001
-                pass
 
 
 @contextmanager
