@@ -37,11 +37,47 @@ class Format(str, Enum):
 class FailOn(str, Enum):
     warning = "warning"
     error = "error"
+    never = "never"
 
 
 class ListFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+def _fmt_opt():
+    return typer.Option(None, "--format", "-f", help="Output format [default: text, or format in [tool.grpo-doctor]].")
+
+
+def _fail_on_opt():
+    return typer.Option(None, "--fail-on", help="Exit 1 when a finding is at or above this; never: always exit 0 "
+                        "[default: error].")
+
+
+def _config_opt():
+    return typer.Option(None, "--config", help="Read the defaults from this file ([tool.grpo-doctor] of a "
+                        "pyproject.toml, or the keys at the top level) instead of the pyproject.toml found above the "
+                        "run directory or the current directory.")
+
+
+def _isolated_opt():
+    return typer.Option(False, "--isolated", help="Ignore every configuration file.")
+
+
+def _settings(paths: Optional[list[str]], config: Optional[Path], isolated: bool, **given):
+    """Command line over [tool.grpo-doctor] over the defaults: a namespace of fmt, fail_on, select, ignore,
+    gpu_mem."""
+    from types import SimpleNamespace
+
+    from .settings import SettingsError, load, merge
+    try:
+        found = load(paths, str(config) if config else None, isolated)
+    except SettingsError as e:
+        raise _die(str(e))
+    o = merge({k: (v.value if isinstance(v, Enum) else v) for k, v in given.items()}, found,
+              {"format": "text", "fail_on": "error"})
+    return SimpleNamespace(fmt=Format(o["format"]), fail_on=FailOn(o["fail_on"]), select=o.get("select"),
+                           ignore=o.get("ignore"), gpu_mem=o.get("gpu_mem"))
 
 
 def _die(msg: str) -> "typer.Exit":
@@ -82,6 +118,8 @@ def _color_wanted(output: Optional[Path]) -> bool:
 
 
 def exit_code(report: Report, fail_on: FailOn) -> int:
+    if fail_on is FailOn.never:
+        return EXIT_OK
     threshold = Severity[fail_on.value]
     return EXIT_FINDINGS if any(f.severity >= threshold for f in report.findings) else EXIT_OK
 
@@ -138,25 +176,28 @@ def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Option
 @app.command()
 def analyze(
     paths: list[str] = typer.Argument(..., help="Run directory, log file(s), or - for standard input."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    fmt: Optional[Format] = _fmt_opt(),
+    fail_on: Optional[FailOn] = _fail_on_opt(),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    config: Optional[Path] = _config_opt(),
+    isolated: bool = _isolated_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Post-mortem of a GRPO run: what failed, the evidence, the fix."""
     from .analyze import analyze as run_analyze
-    report_and_exit(lambda: run_analyze(paths, _split(select), _split(ignore, "--ignore")),
-                    f"while analysing {' '.join(paths)}", debug, fmt, output, fail_on,
+    o = _settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    report_and_exit(lambda: run_analyze(paths, _split(o.select), _split(o.ignore, "--ignore")),
+                    f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
                     progress=not ("-" in paths and sys.stdin.isatty()))  # no spinner over a terminal's typing
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def preflight(
     ctx: typer.Context,
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    fmt: Optional[Format] = _fmt_opt(),
+    fail_on: Optional[FailOn] = _fail_on_opt(),
     gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="Memory of one training GPU in GiB (default: "
                                             "from --gpu-snapshot, else live NVML, else no fit verdict)."),
     gpu_snapshot: Optional[Path] = typer.Option(None, "--gpu-snapshot", help="A saved nvidia-smi output (table, -q "
@@ -166,6 +207,8 @@ def preflight(
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    config: Optional[Path] = _config_opt(),
+    isolated: bool = _isolated_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Check a swift rlhf command (after --) or an args.json before any GPU time: argument errors, batch
@@ -180,7 +223,10 @@ def preflight(
         raise _die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
                    "..., or the path of an args.json")
     snap = str(gpu_snapshot) if gpu_snapshot else None
-    opts = dict(gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select), ignore=_split(ignore, "--ignore"),
+    json_arg = [argv[0]] if len(argv) == 1 and argv[0].endswith(".json") else None
+    o = _settings(json_arg, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore,
+                  gpu_mem=gpu_mem)
+    opts = dict(gpu_mem_gib=o.gpu_mem, gpu_snapshot=snap, select=_split(o.select), ignore=_split(o.ignore, "--ignore"),
                 swift_version=swift_version)
 
     def build():
@@ -192,7 +238,7 @@ def preflight(
             return preflight_command(argv, **opts)
         except OSError as e:
             raise _die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
-    report_and_exit(build, "in preflight", debug, fmt, output, fail_on, (CommandError, SnapshotError))
+    report_and_exit(build, "in preflight", debug, o.fmt, output, o.fail_on, (CommandError, SnapshotError))
 
 
 class Expect(str, Enum):
@@ -204,18 +250,21 @@ class Expect(str, Enum):
 def check_ckpt(
     paths: list[str] = typer.Argument(..., help="Checkpoint directories, files inside them, or run directories."),
     expect: Optional[Expect] = typer.Option(None, "--expect", help="What the checkpoint must hold: full weights or a LoRA adapter."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    fmt: Optional[Format] = _fmt_opt(),
+    fail_on: Optional[FailOn] = _fail_on_opt(),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    config: Optional[Path] = _config_opt(),
+    isolated: bool = _isolated_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space."""
     from .ckpt import check_paths
-    report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None, select=_split(select),
-                                        ignore=_split(ignore, "--ignore")),
-                    f"while checking {' '.join(paths)}", debug, fmt, output, fail_on)
+    o = _settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None, select=_split(o.select),
+                                        ignore=_split(o.ignore, "--ignore")),
+                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on)
 
 
 @app.command()
