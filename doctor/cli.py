@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperCommand
 
 from . import __version__
 from .model import Report, Severity
@@ -22,9 +23,17 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 # rich_markup_mode=None: plain click help and usage errors, so start-up never imports rich (only the text
 # renderer does); the commands, options and exit codes are the same
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Names the failure of an ms-swift GRPO run, shows the evidence lines and prints the fix "
                        "computed from the run's own numbers.")
+
+
+class _Command(TyperCommand):
+    """Usage lines as people write them (PATHS..., -- COMMAND...), not typer's {paths}..."""
+
+    def collect_usage_pieces(self, ctx):
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
 
 
 class Format(str, Enum):
@@ -99,7 +108,23 @@ def _split(values: Optional[list[str]], option: str = "--select") -> set[str] | 
     return out
 
 
-def render_report(report: Report, fmt: Format, color: bool) -> str:
+class Color(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def _color_opt():
+    return typer.Option(Color.auto, "--color", help="Colour in text output: auto (on a terminal; FORCE_COLOR forces "
+                        "it when piped, a non-empty NO_COLOR turns it off), always, never.")
+
+
+def _quiet_opt():
+    return typer.Option(False, "--quiet", "-q", help="Text format: one line per finding (path:line: RULE severity "
+                        "title), nothing else; the exit status tells the rest.")
+
+
+def render_report(report: Report, fmt: Format, color: bool, width: Optional[int] = None, quiet: bool = False) -> str:
     if fmt is Format.json:
         from .render import jsonr
         return jsonr.render(report)
@@ -110,11 +135,7 @@ def render_report(report: Report, fmt: Format, color: bool) -> str:
         from .render import sarif
         return sarif.render(report)
     from .render import text
-    return text.render(report, color=color)
-
-
-def _color_wanted(output: Optional[Path]) -> bool:
-    return output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    return text.render(report, color=color, width=width, quiet=quiet)
 
 
 def exit_code(report: Report, fail_on: FailOn) -> int:
@@ -124,12 +145,15 @@ def exit_code(report: Report, fail_on: FailOn) -> int:
     return EXIT_FINDINGS if any(f.severity >= threshold for f in report.findings) else EXIT_OK
 
 
-def exit_note(report: Report, fail_on: FailOn) -> str:
+def exit_note(report: Report, fail_on: FailOn, width: Optional[int] = None) -> str:
     """The last line of a text report that exits 1: what the status means (the quick start's question)."""
     threshold = Severity[fail_on.value]
     n = sum(1 for f in report.findings if f.severity >= threshold)
-    return (f"exit 1: {n} finding(s) at or above --fail-on {fail_on.value} "
-            f"(0: none; 2: usage error or unreadable input)\n")
+    note = f"exit 1: {n} finding(s) at or above --fail-on {fail_on.value} (0: none; 2: usage error or unreadable input)"
+    if width:
+        import textwrap
+        note = textwrap.fill(note, width, subsequent_indent="        ")
+    return note + "\n"
 
 
 def emit(text: str, output: Optional[Path]) -> None:
@@ -144,14 +168,15 @@ def emit(text: str, output: Optional[Path]) -> None:
 
 
 def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Optional[Path], fail_on: "FailOn",
-                    user_errors: tuple[type[BaseException], ...] = (), progress: bool = True) -> None:
+                    user_errors: tuple[type[BaseException], ...] = (), progress: bool = True,
+                    color: Color = Color.auto, quiet: bool = False) -> None:
     """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the
     report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line and the progress
     shown on a terminal when the work takes more than ~1 s (text and markdown formats only)."""
     from .progress import spinner
     try:
         label = "grpo-doctor: " + what.removeprefix("while ").removeprefix("in ")
-        with spinner(label, progress and fmt in (Format.text, Format.markdown)):
+        with spinner(label, progress and not quiet and fmt in (Format.text, Format.markdown)):
             report = build()
     except (InputError, *user_errors) as e:
         raise _die(str(e))
@@ -165,17 +190,20 @@ def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Option
         if debug:
             raise
         raise _die(f"internal error {what}: {type(e).__name__}: {e} (rerun with --debug and report it)")
+    from .console import color_wanted, wrap_width
     code = exit_code(report, fail_on)
-    text = render_report(report, fmt, _color_wanted(output))
-    if fmt is Format.text and code == EXIT_FINDINGS:
-        text += exit_note(report, fail_on)
+    tty = output is None and sys.stdout.isatty()
+    width = wrap_width(tty) if output is None else None
+    text = render_report(report, fmt, color_wanted(color.value, tty=tty, to_file=output is not None), width, quiet)
+    if fmt is Format.text and code == EXIT_FINDINGS and not quiet:
+        text += exit_note(report, fail_on, width)
     emit(text, output)
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=_Command)
 def analyze(
-    paths: list[str] = typer.Argument(..., help="Run directory, log file(s), or - for standard input."),
+    paths: list[str] = typer.Argument(..., metavar="PATHS...", help="Run directory, log file(s), or - for standard input."),
     fmt: Optional[Format] = _fmt_opt(),
     fail_on: Optional[FailOn] = _fail_on_opt(),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
@@ -183,17 +211,29 @@ def analyze(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     config: Optional[Path] = _config_opt(),
     isolated: bool = _isolated_opt(),
+    color: Color = _color_opt(),
+    quiet: bool = _quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
-    """Post-mortem of a GRPO run: what failed, the evidence, the fix."""
+    """Post-mortem of a GRPO run: what failed, the evidence, the fix.
+
+    Examples:
+
+    \b
+      grpo-doctor analyze output/v0-20250101-120000
+      grpo-doctor analyze train.log --format markdown > report.md
+      tail -n 300 train.log | grpo-doctor analyze -
+      grpo-doctor analyze output/ --select GD1 --fail-on warning
+    """
     from .analyze import analyze as run_analyze
     o = _settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
     report_and_exit(lambda: run_analyze(paths, _split(o.select), _split(o.ignore, "--ignore")),
                     f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
-                    progress=not ("-" in paths and sys.stdin.isatty()))  # no spinner over a terminal's typing
+                    progress=not ("-" in paths and sys.stdin.isatty()), color=color, quiet=quiet)  # no spinner over a terminal's typing
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(cls=_Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             options_metavar="[OPTIONS] -- COMMAND... | ARGS.JSON")
 def preflight(
     ctx: typer.Context,
     fmt: Optional[Format] = _fmt_opt(),
@@ -209,10 +249,20 @@ def preflight(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     config: Optional[Path] = _config_opt(),
     isolated: bool = _isolated_opt(),
+    color: Color = _color_opt(),
+    quiet: bool = _quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Check a swift rlhf command (after --) or an args.json before any GPU time: argument errors, batch
-    divisibility, GPU layout, load_args, lengths, disk, and a memory plan."""
+    divisibility, GPU layout, load_args, lengths, disk, and a memory plan.
+
+    Examples:
+
+    \b
+      grpo-doctor preflight -- swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct --num_generations 8
+      grpo-doctor preflight --gpu-mem 80 -- swift rlhf --rlhf_type grpo ...
+      grpo-doctor preflight output/v0-20250101-120000/args.json
+    """
     from .preflight import preflight_args_json, preflight_command
     from .sources.gpu import SnapshotError
     from .sources.swiftcmd import CommandError
@@ -238,7 +288,8 @@ def preflight(
             return preflight_command(argv, **opts)
         except OSError as e:
             raise _die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
-    report_and_exit(build, "in preflight", debug, o.fmt, output, o.fail_on, (CommandError, SnapshotError))
+    report_and_exit(build, "in preflight", debug, o.fmt, output, o.fail_on, (CommandError, SnapshotError),
+                    color=color, quiet=quiet)
 
 
 class Expect(str, Enum):
@@ -246,9 +297,10 @@ class Expect(str, Enum):
     lora = "lora"
 
 
-@app.command("check-ckpt")
+@app.command("check-ckpt", cls=_Command)
 def check_ckpt(
-    paths: list[str] = typer.Argument(..., help="Checkpoint directories, files inside them, or run directories."),
+    paths: list[str] = typer.Argument(..., metavar="PATHS...", help="Checkpoint directories, files inside them, or run "
+                                      "directories."),
     expect: Optional[Expect] = typer.Option(None, "--expect", help="What the checkpoint must hold: full weights or a LoRA adapter."),
     fmt: Optional[Format] = _fmt_opt(),
     fail_on: Optional[FailOn] = _fail_on_opt(),
@@ -257,19 +309,36 @@ def check_ckpt(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     config: Optional[Path] = _config_opt(),
     isolated: bool = _isolated_opt(),
+    color: Color = _color_opt(),
+    quiet: bool = _quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
-    """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space."""
+    """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space.
+
+    Examples:
+
+    \b
+      grpo-doctor check-ckpt output/v0-20250101-120000/checkpoint-500
+      grpo-doctor check-ckpt output/ --expect full
+      grpo-doctor check-ckpt checkpoint-500 --format json
+    """
     from .ckpt import check_paths
     o = _settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
     report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None, select=_split(o.select),
                                         ignore=_split(o.ignore, "--ignore")),
-                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on)
+                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on, color=color, quiet=quiet)
 
 
-@app.command()
-def explain(rule: str = typer.Argument(..., help="Rule id or slug, e.g. GD101 or train-batch-not-divisible.")) -> None:
-    """The documentation of one rule: what it detects, why it happens, how to fix it."""
+@app.command(cls=_Command)
+def explain(rule: str = typer.Argument(..., metavar="RULE", help="Rule id or slug, e.g. GD101 or train-batch-not-divisible.")) -> None:
+    """The documentation of one rule: what it detects, why it happens, how to fix it.
+
+    Examples:
+
+    \b
+      grpo-doctor explain GD101
+      grpo-doctor explain train-batch-not-divisible
+    """
     try:
         meta = find_rule(rule)
     except CatalogError as e:
@@ -293,9 +362,16 @@ def explain(rule: str = typer.Argument(..., help="Rule id or slug, e.g. GD101 or
     typer.echo("\n".join(lines).rstrip())
 
 
-@app.command("rules")
+@app.command("rules", cls=_Command)
 def rules_cmd(fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f")) -> None:
-    """The rule catalog."""
+    """The rule catalog.
+
+    Examples:
+
+    \b
+      grpo-doctor rules
+      grpo-doctor rules --format json
+    """
     try:
         catalog = load_catalog()
     except CatalogError as e:
@@ -317,9 +393,10 @@ class OnHang(str, Enum):
     stop = "stop"
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@app.command(cls=_Command, context_settings={"allow_interspersed_args": False})
 def watch(
-    command: list[str] = typer.Argument(..., help="The training command, after --: grpo-doctor watch -- swift rlhf ..."),
+    command: list[str] = typer.Argument(..., metavar="-- COMMAND...", help="The training command, after --: "
+                                        "grpo-doctor watch -- swift rlhf ..."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where the console log, report and hang stacks go "
                                            "(default: the command's --output_dir, else ./output)."),
     report: Optional[Path] = typer.Option(None, "--report", help="JSON report path (default: RUN_DIR/grpo-doctor-report.json)."),
@@ -339,7 +416,14 @@ def watch(
 ) -> None:
     """Run a training command unchanged and watch it live: same rules as analyze, plus hang, GPU, memory, disk and
     checkpoint watchdogs. Exit status: the command's own; 124 when watch stopped it (--on-hang stop); 2 when watch
-    could not start it (bad options, preflight errors without --force, command not found)."""
+    could not start it (bad options, preflight errors without --force, command not found).
+
+    Examples:
+
+    \b
+      grpo-doctor watch -- swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct ...
+      grpo-doctor watch --on-hang stop --hang-timeout 900 -- bash train.sh
+    """
     from .live.supervisor import EXIT_NOT_STARTED, WatchOptions, watch as run_watch
     from .live.watchdogs import Limits
     if not command:
@@ -372,7 +456,7 @@ def watch(
 
 
 @app.callback(invoke_without_command=True)
-def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+def _root(version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.")) -> None:
     if version:
         typer.echo(f"grpo-doctor {__version__}")
         raise typer.Exit(0)
@@ -380,7 +464,7 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 def main() -> None:
     try:
-        app(standalone_mode=True)
+        app(standalone_mode=True, prog_name="grpo-doctor")
     except BrokenPipeError:  # `grpo-doctor analyze ... | head`
         try:
             sys.stdout.close()
