@@ -16,7 +16,7 @@ from typer.core import TyperCommand
 
 from . import __version__
 from .model import Report, Severity
-from .registry import CatalogError, find_rule, load_catalog
+from .registry import CatalogError
 from .sources.inputs import InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -330,62 +330,55 @@ def check_ckpt(
 
 
 @app.command(cls=_Command)
-def explain(rule: str = typer.Argument(..., metavar="RULE", help="Rule id or slug, e.g. GD101 or train-batch-not-divisible.")) -> None:
-    """The documentation of one rule: what it detects, why it happens, how to fix it.
+def explain(rule: str = typer.Argument(..., metavar="RULE", help="What --select takes: a rule id (GD101), an id "
+                                       "prefix (GD1), a slug or a category (cuda-oom).")) -> None:
+    """The documentation of a rule (or of every rule a prefix or category names): what it detects, why it
+    happens, how to fix it.
 
     Examples:
 
     \b
       grpo-doctor explain GD101
       grpo-doctor explain train-batch-not-divisible
+      grpo-doctor explain cuda-oom
     """
+    from .catalog_view import explain_rules, explain_text
+    from .selectors import SelectorError
     try:
-        meta = find_rule(rule)
+        metas = explain_rules(rule)
+    except SelectorError as e:
+        raise _die(str(e))
     except CatalogError as e:
         raise _die(f"rule catalog: {e}")
-    if meta is None:
-        raise _die(f"no rule {rule!r}; list them with: grpo-doctor rules")
-    lines = [f"{meta.id}  {meta.slug}", f"{meta.title}", "",
-             f"category: {meta.category}    severity: {meta.severity.name}"
-             + (f"    versions: {meta.versions}" if meta.versions else ""), "", meta.why, ""]
-    if meta.fix:
-        lines.append("Fix:")
-        lines += [f"  - {f}" for f in meta.fix]
-        lines.append("")
-    if meta.examples:
-        lines.append("Matches lines such as:")
-        lines += [f"  {e}" for e in meta.examples[:5]]
-        lines.append("")
-    if meta.references:
-        lines.append("References:")
-        lines += [f"  - {r}" for r in meta.references]
-    typer.echo("\n".join(lines).rstrip())
+    typer.echo(f"\n\n{'-' * 72}\n\n".join(explain_text(m) for m in metas))
 
 
 @app.command("rules", cls=_Command)
-def rules_cmd(fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f")) -> None:
-    """The rule catalog.
+def rules_cmd(
+    fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f"),
+    category: Optional[list[str]] = typer.Option(None, "--category", "-c", help="Only rules of this category "
+                                                 "(repeatable)."),
+    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, prefixes, slugs or "
+                                               "categories, as analyze --select."),
+) -> None:
+    """The rule catalog: id, severity, category and slug of each rule, under a header.
 
     Examples:
 
     \b
       grpo-doctor rules
-      grpo-doctor rules --format json
+      grpo-doctor rules --category cuda-oom
+      grpo-doctor rules --select GD1 --format json
     """
+    from .catalog_view import filter_rules, rules_json, rules_text
+    from .selectors import SelectorError, split
     try:
-        catalog = load_catalog()
+        metas = filter_rules(split(category), split(select))
+    except SelectorError as e:
+        raise _die(str(e))
     except CatalogError as e:
         raise _die(f"rule catalog: {e}")
-    if fmt is ListFormat.json:
-        import json
-        typer.echo(json.dumps([{
-            "id": m.id, "slug": m.slug, "category": m.category, "severity": m.severity.name, "title": m.title,
-            "why": m.why, "fix": list(m.fix), "references": list(m.references), "versions": m.versions,
-            "kind": "check" if m.check else "pattern",
-        } for m in catalog], indent=2, ensure_ascii=False))
-        return
-    for m in catalog:
-        typer.echo(f"{m.id:8} {m.severity.name:8} {m.category:34} {m.slug}")
+    typer.echo(rules_json(metas) if fmt is ListFormat.json else rules_text(metas))
 
 
 class OnHang(str, Enum):
