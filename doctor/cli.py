@@ -12,14 +12,26 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from typer.core import TyperCommand
 
 from . import __version__
-from .model import Report, Severity
+from .cliutil import (
+    Color,
+    Command,
+    FailOn,
+    Format,
+    ListFormat,
+    color_opt,
+    config_opt,
+    die,
+    fail_on_opt,
+    fmt_opt,
+    isolated_opt,
+    quiet_opt,
+    report_and_exit,
+    settings,
+    split_selectors,
+)
 from .registry import CatalogError
-from .sources.inputs import InputError
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 # rich_markup_mode=None: plain click help and usage errors, so start-up never imports rich (only the text
 # renderer does); the commands, options and exit codes are the same
@@ -29,190 +41,18 @@ app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_mar
                        "computed from the run's own numbers.")
 
 
-class _Command(TyperCommand):
-    """Usage lines as people write them (PATHS..., -- COMMAND...), not typer's {paths}..."""
-
-    def collect_usage_pieces(self, ctx):
-        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
-
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-    sarif = "sarif"
-
-
-class FailOn(str, Enum):
-    warning = "warning"
-    error = "error"
-    never = "never"
-
-
-class ListFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
-def _fmt_opt():
-    return typer.Option(None, "--format", "-f", help="Output format [default: text, or format in [tool.grpo-doctor]].")
-
-
-def _fail_on_opt():
-    return typer.Option(None, "--fail-on", help="Exit 1 when a finding is at or above this; never: always exit 0 "
-                        "[default: error].")
-
-
-def _config_opt():
-    return typer.Option(None, "--config", help="Read the defaults from this file ([tool.grpo-doctor] of a "
-                        "pyproject.toml, or the keys at the top level) instead of the pyproject.toml found above the "
-                        "run directory or the current directory.")
-
-
-def _isolated_opt():
-    return typer.Option(False, "--isolated", help="Ignore every configuration file.")
-
-
-def _settings(paths: Optional[list[str]], config: Optional[Path], isolated: bool, **given):
-    """Command line over [tool.grpo-doctor] over the defaults: a namespace of fmt, fail_on, select, ignore,
-    gpu_mem."""
-    from types import SimpleNamespace
-
-    from .settings import SettingsError, load, merge
-    try:
-        found = load(paths, str(config) if config else None, isolated)
-    except SettingsError as e:
-        raise _die(str(e))
-    o = merge({k: (v.value if isinstance(v, Enum) else v) for k, v in given.items()}, found,
-              {"format": "text", "fail_on": "error"})
-    return SimpleNamespace(fmt=Format(o["format"]), fail_on=FailOn(o["fail_on"]), select=o.get("select"),
-                           ignore=o.get("ignore"), gpu_mem=o.get("gpu_mem"))
-
-
-def _die(msg: str) -> "typer.Exit":
-    typer.echo(f"grpo-doctor: {msg}", err=True)
-    return typer.Exit(EXIT_USAGE)
-
-
-def _split(values: Optional[list[str]], option: str = "--select") -> set[str] | None:
-    """Selectors as typed; an unknown one is a usage error here, before any input is read."""
-    from .selectors import SelectorError, expand, split
-    out = split(values)
-    try:
-        for token in out or ():
-            expand(token, option=option)
-    except SelectorError as e:
-        raise _die(str(e))
-    except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    return out
-
-
-class Color(str, Enum):
-    auto = "auto"
-    always = "always"
-    never = "never"
-
-
-def _color_opt():
-    return typer.Option(Color.auto, "--color", help="Colour in text output: auto (on a terminal; FORCE_COLOR forces "
-                        "it when piped, a non-empty NO_COLOR turns it off), always, never.")
-
-
-def _quiet_opt():
-    return typer.Option(False, "--quiet", "-q", help="Text format: one line per finding (path:line: RULE severity "
-                        "title), nothing else; the exit status tells the rest.")
-
-
-def render_report(report: Report, fmt: Format, color: bool, width: Optional[int] = None, quiet: bool = False) -> str:
-    if fmt is Format.json:
-        from .render import jsonr
-        return jsonr.render(report)
-    if fmt is Format.markdown:
-        from .render import markdown
-        return markdown.render(report)
-    if fmt is Format.sarif:
-        from .render import sarif
-        return sarif.render(report)
-    from .render import text
-    return text.render(report, color=color, width=width, quiet=quiet)
-
-
-def exit_code(report: Report, fail_on: FailOn) -> int:
-    if fail_on is FailOn.never:
-        return EXIT_OK
-    threshold = Severity[fail_on.value]
-    return EXIT_FINDINGS if any(f.severity >= threshold for f in report.findings) else EXIT_OK
-
-
-def exit_note(report: Report, fail_on: FailOn, width: Optional[int] = None) -> str:
-    """The last line of a text report that exits 1: what the status means (the quick start's question)."""
-    threshold = Severity[fail_on.value]
-    n = sum(1 for f in report.findings if f.severity >= threshold)
-    note = f"exit 1: {n} finding(s) at or above --fail-on {fail_on.value} (0: none; 2: usage error or unreadable input)"
-    if width:
-        import textwrap
-        note = textwrap.fill(note, width, subsequent_indent="        ")
-    return note + "\n"
-
-
-def emit(text: str, output: Optional[Path]) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise _die(f"{output}: cannot write the report ({e.strerror}); choose another --output path")
-
-
-def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Optional[Path], fail_on: "FailOn",
-                    user_errors: tuple[type[BaseException], ...] = (), progress: bool = True,
-                    color: Color = Color.auto, quiet: bool = False) -> None:
-    """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the
-    report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line and the progress
-    shown on a terminal when the work takes more than ~1 s (text and markdown formats only)."""
-    from .progress import spinner
-    try:
-        label = "grpo-doctor: " + what.removeprefix("while ").removeprefix("in ")
-        with spinner(label, progress and not quiet and fmt in (Format.text, Format.markdown)):
-            report = build()
-    except (InputError, *user_errors) as e:
-        raise _die(str(e))
-    except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    except KeyboardInterrupt:
-        raise typer.Exit(130)
-    except typer.Exit:
-        raise
-    except Exception as e:  # noqa: BLE001 - the contract is one line and exit 2, never a traceback
-        if debug:
-            raise
-        raise _die(f"internal error {what}: {type(e).__name__}: {e} (rerun with --debug and report it)")
-    from .console import color_wanted, wrap_width
-    code = exit_code(report, fail_on)
-    tty = output is None and sys.stdout.isatty()
-    width = wrap_width(tty) if output is None else None
-    text = render_report(report, fmt, color_wanted(color.value, tty=tty, to_file=output is not None), width, quiet)
-    if fmt is Format.text and code == EXIT_FINDINGS and not quiet:
-        text += exit_note(report, fail_on, width)
-    emit(text, output)
-    raise typer.Exit(code)
-
-
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def analyze(
     paths: list[str] = typer.Argument(..., metavar="PATHS...", help="Run directory, log file(s), or - for standard input."),
-    fmt: Optional[Format] = _fmt_opt(),
-    fail_on: Optional[FailOn] = _fail_on_opt(),
+    fmt: Optional[Format] = fmt_opt(),
+    fail_on: Optional[FailOn] = fail_on_opt(),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
-    config: Optional[Path] = _config_opt(),
-    isolated: bool = _isolated_opt(),
-    color: Color = _color_opt(),
-    quiet: bool = _quiet_opt(),
+    config: Optional[Path] = config_opt(),
+    isolated: bool = isolated_opt(),
+    color: Color = color_opt(),
+    quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Post-mortem of a GRPO run: what failed, the evidence, the fix.
@@ -226,18 +66,18 @@ def analyze(
       grpo-doctor analyze output/ --select GD1 --fail-on warning
     """
     from .analyze import analyze as run_analyze
-    o = _settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
-    report_and_exit(lambda: run_analyze(paths, _split(o.select), _split(o.ignore, "--ignore")),
+    o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore")),
                     f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
                     progress=not ("-" in paths and sys.stdin.isatty()), color=color, quiet=quiet)  # no spinner over a terminal's typing
 
 
-@app.command(cls=_Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+@app.command(cls=Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
              options_metavar="[OPTIONS] -- COMMAND... | ARGS.JSON")
 def preflight(
     ctx: typer.Context,
-    fmt: Optional[Format] = _fmt_opt(),
-    fail_on: Optional[FailOn] = _fail_on_opt(),
+    fmt: Optional[Format] = fmt_opt(),
+    fail_on: Optional[FailOn] = fail_on_opt(),
     gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="Memory of one training GPU in GiB (default: "
                                             "from --gpu-snapshot, else live NVML, else no fit verdict)."),
     gpu_snapshot: Optional[Path] = typer.Option(None, "--gpu-snapshot", help="A saved nvidia-smi output (table, -q "
@@ -247,10 +87,10 @@ def preflight(
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
-    config: Optional[Path] = _config_opt(),
-    isolated: bool = _isolated_opt(),
-    color: Color = _color_opt(),
-    quiet: bool = _quiet_opt(),
+    config: Optional[Path] = config_opt(),
+    isolated: bool = isolated_opt(),
+    color: Color = color_opt(),
+    quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Check a swift rlhf command (after --) or an args.json before any GPU time: argument errors, batch
@@ -270,24 +110,24 @@ def preflight(
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        raise _die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
+        raise die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
                    "..., or the path of an args.json")
     snap = str(gpu_snapshot) if gpu_snapshot else None
     json_arg = [argv[0]] if len(argv) == 1 and argv[0].endswith(".json") else None
-    o = _settings(json_arg, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore,
+    o = settings(json_arg, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore,
                   gpu_mem=gpu_mem)
-    opts = dict(gpu_mem_gib=o.gpu_mem, gpu_snapshot=snap, select=_split(o.select), ignore=_split(o.ignore, "--ignore"),
+    opts = dict(gpu_mem_gib=o.gpu_mem, gpu_snapshot=snap, select=split_selectors(o.select), ignore=split_selectors(o.ignore, "--ignore"),
                 swift_version=swift_version)
 
     def build():
         try:
             if len(argv) == 1 and argv[0].endswith(".json") and not argv[0].startswith("-"):
                 if not Path(argv[0]).is_file():
-                    raise _die(f"{argv[0]}: no such file; pass the args.json of a run or a swift rlhf command after --")
+                    raise die(f"{argv[0]}: no such file; pass the args.json of a run or a swift rlhf command after --")
                 return preflight_args_json(argv[0], **opts)
             return preflight_command(argv, **opts)
         except OSError as e:
-            raise _die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
+            raise die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
     report_and_exit(build, "in preflight", debug, o.fmt, output, o.fail_on, (CommandError, SnapshotError),
                     color=color, quiet=quiet)
 
@@ -297,20 +137,20 @@ class Expect(str, Enum):
     lora = "lora"
 
 
-@app.command("check-ckpt", cls=_Command)
+@app.command("check-ckpt", cls=Command)
 def check_ckpt(
     paths: list[str] = typer.Argument(..., metavar="PATHS...", help="Checkpoint directories, files inside them, or run "
                                       "directories."),
     expect: Optional[Expect] = typer.Option(None, "--expect", help="What the checkpoint must hold: full weights or a LoRA adapter."),
-    fmt: Optional[Format] = _fmt_opt(),
-    fail_on: Optional[FailOn] = _fail_on_opt(),
+    fmt: Optional[Format] = fmt_opt(),
+    fail_on: Optional[FailOn] = fail_on_opt(),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
-    config: Optional[Path] = _config_opt(),
-    isolated: bool = _isolated_opt(),
-    color: Color = _color_opt(),
-    quiet: bool = _quiet_opt(),
+    config: Optional[Path] = config_opt(),
+    isolated: bool = isolated_opt(),
+    color: Color = color_opt(),
+    quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space.
@@ -323,13 +163,13 @@ def check_ckpt(
       grpo-doctor check-ckpt checkpoint-500 --format json
     """
     from .ckpt import check_paths
-    o = _settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
-    report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None, select=_split(o.select),
-                                        ignore=_split(o.ignore, "--ignore")),
+    o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None,
+                                        select=split_selectors(o.select), ignore=split_selectors(o.ignore, "--ignore")),
                     f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on, color=color, quiet=quiet)
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def explain(rule: str = typer.Argument(..., metavar="RULE", help="What --select takes: a rule id (GD101), an id "
                                        "prefix (GD1), a slug or a category (cuda-oom).")) -> None:
     """The documentation of a rule (or of every rule a prefix or category names): what it detects, why it
@@ -347,13 +187,13 @@ def explain(rule: str = typer.Argument(..., metavar="RULE", help="What --select 
     try:
         metas = explain_rules(rule)
     except SelectorError as e:
-        raise _die(str(e))
+        raise die(str(e))
     except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
+        raise die(f"rule catalog: {e}")
     typer.echo(f"\n\n{'-' * 72}\n\n".join(explain_text(m) for m in metas))
 
 
-@app.command("rules", cls=_Command)
+@app.command("rules", cls=Command)
 def rules_cmd(
     fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f"),
     category: Optional[list[str]] = typer.Option(None, "--category", "-c", help="Only rules of this category "
@@ -375,9 +215,9 @@ def rules_cmd(
     try:
         metas = filter_rules(split(category), split(select))
     except SelectorError as e:
-        raise _die(str(e))
+        raise die(str(e))
     except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
+        raise die(f"rule catalog: {e}")
     typer.echo(rules_json(metas) if fmt is ListFormat.json else rules_text(metas))
 
 
@@ -386,7 +226,7 @@ class OnHang(str, Enum):
     stop = "stop"
 
 
-@app.command(cls=_Command, context_settings={"allow_interspersed_args": False})
+@app.command(cls=Command, context_settings={"allow_interspersed_args": False})
 def watch(
     command: list[str] = typer.Argument(..., metavar="-- COMMAND...", help="The training command, after --: "
                                         "grpo-doctor watch -- swift rlhf ..."),
@@ -417,10 +257,11 @@ def watch(
       grpo-doctor watch -- swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct ...
       grpo-doctor watch --on-hang stop --hang-timeout 900 -- bash train.sh
     """
-    from .live.supervisor import EXIT_NOT_STARTED, WatchOptions, watch as run_watch
+    from .live.supervisor import EXIT_NOT_STARTED, WatchOptions
+    from .live.supervisor import watch as run_watch
     from .live.watchdogs import Limits
     if not command:
-        raise _die("watch needs a command after --, e.g. grpo-doctor watch -- swift rlhf --rlhf_type grpo ...")
+        raise die("watch needs a command after --, e.g. grpo-doctor watch -- swift rlhf --rlhf_type grpo ...")
     limits = Limits(startup=startup_timeout, steady=hang_timeout)
     for item in phase_timeout or ():
         name, _, value = item.partition("=")
@@ -430,10 +271,10 @@ def watch(
             else:
                 limits.set(name.strip(), float(value))
         except ValueError as e:
-            raise _die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
+            raise die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
     for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval)):
         if v < 0:
-            raise _die(f"{name} must be >= 0")
+            raise die(f"{name} must be >= 0")
     opts = WatchOptions(run_dir=str(run_dir) if run_dir else None, report=str(report) if report else None, limits=limits,
                         on_hang=on_hang.value, grace=grace, force=force, preflight=not no_preflight,
                         gpu_interval=gpu_interval)
