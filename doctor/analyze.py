@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import __version__
-from .engine import Session, order, select_rules
+from .engine import Session, order
 from .model import Finding, InputInfo, Report, Role, Severity
 from .gate import store_words
 from .registry import load_catalog
+from .selectors import Selection, resolve
 from .sources import reports as reports_src
 from .sources import scan
 from .sources.inputs import discover, feed_input, read_small, run_checkpoints
@@ -29,10 +30,10 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
         big = None
     early = scan.start_early(big.path) if big is not None and scan_options is None else None
     try:
-        metas = select_rules(load_catalog(), select, ignore)
+        sel = resolve(load_catalog(), select, ignore)
         has_jsonl = any(i.kind == "metrics" for i in inputs)
-        session = Session(metas, console_metrics=not has_jsonl)
-        if big is not None and not select and not ignore:
+        session = Session(sel.run, console_metrics=not has_jsonl)
+        if big is not None and len(sel.run) == len(load_catalog()):
             store_words(session.gate_words)  # the whole catalog's words: for the next run's early start
         counter = [0]
         nodes = []
@@ -52,25 +53,19 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
         from .sources.checkpoint import read_checkpoint
         for d, display in ckpts:
             session.emit(CheckpointInput(read_checkpoint(d, display)))
-    findings = session.finish()
+    findings = sel.keep(session.finish())
     if ckpts:
         findings = fold_into_log_finding(findings)
     infos = [i.info() for i in inputs] + [InputInfo(display, "checkpoint") for _, display in ckpts]
     run = session.run.summary()
     if nodes:
-        findings = merge_nodes(findings, nodes, select, ignore)
+        findings = merge_nodes(findings, nodes, sel)
         run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,
                          "first_error_time": n.first_error_time, "report": n.path} for n in nodes]
     return Report(__version__, infos, run, findings)
 
 
-def _wanted(f: Finding, select: set[str] | None, ignore: set[str] | None) -> bool:
-    keys = {f.rule_id.lower(), f.slug.lower(), f.category.lower()}
-    return (not select or bool(keys & select)) and not (ignore and keys & ignore)
-
-
-def merge_nodes(findings: list[Finding], nodes: list, select: set[str] | None = None,
-                ignore: set[str] | None = None) -> list[Finding]:
+def merge_nodes(findings: list[Finding], nodes: list, sel: Selection | None = None) -> list[Finding]:
     """Log findings plus each node's report findings (labelled with node and host; a finding the logs already gave
     is not repeated); the first error of the node that failed first goes first, as the root cause."""
     def key_of(f: Finding) -> tuple[str, str]:
@@ -84,7 +79,7 @@ def merge_nodes(findings: list[Finding], nodes: list, select: set[str] | None = 
     root_key = None
     for n in sorted(nodes, key=lambda n: rank_of.get(id(n), 1 << 30)):
         for f in n.findings:
-            if not _wanted(f, select, ignore):
+            if sel is not None and not sel.wants(f.rule_id):
                 continue
             key = key_of(f)
             if root_key is None and failing and n is failing[0] and f.severity == Severity.error \

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Iterable
 
 from . import __version__
-from .engine import Session, select_rules
+from .engine import Session
 from .model import Finding, InputInfo, Report
 from .registry import RuleMeta, _load_one, rule_files
 from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
+from .selectors import resolve
 from .sources.inputs import InputError
 from .sources.swiftconfig import RunConfig
 from .signals import CheckpointInput
@@ -98,15 +99,15 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
     for d, disp in groups:
         if not os.access(d, os.R_OK | os.X_OK):
             raise InputError(f"{disp}: permission denied; make the directory readable")
-    metas = select_rules(checkpoint_rules(), select, ignore)
-    session = Session(metas)
+    sel = resolve(checkpoint_rules(), select, ignore)
+    session = Session(sel.run)
     summary = RunConfig()
     for d, disp in groups:
         facts = read_checkpoint(d, disp)
         if isinstance(facts.args, dict) and not summary.args:
             summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
         session.emit(CheckpointInput(facts, expect))
-    findings = session.finish()
+    findings = sel.keep(session.finish())
     return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups], summary.summary(), findings)
 
 

@@ -14,125 +14,70 @@ from typing import Optional
 import typer
 
 from . import __version__
-from .model import Report, Severity
-from .registry import CatalogError, find_rule, load_catalog
-from .sources.inputs import InputError
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+from .cliutil import (
+    Color,
+    Command,
+    FailOn,
+    Format,
+    ListFormat,
+    color_opt,
+    config_opt,
+    die,
+    fail_on_opt,
+    fmt_opt,
+    isolated_opt,
+    quiet_opt,
+    report_and_exit,
+    settings,
+    split_selectors,
+)
+from .registry import CatalogError
 
 # rich_markup_mode=None: plain click help and usage errors, so start-up never imports rich (only the text
 # renderer does); the commands, options and exit codes are the same
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Names the failure of an ms-swift GRPO run, shows the evidence lines and prints the fix "
                        "computed from the run's own numbers.")
 
 
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-    sarif = "sarif"
-
-
-class FailOn(str, Enum):
-    warning = "warning"
-    error = "error"
-
-
-class ListFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
-def _die(msg: str) -> "typer.Exit":
-    typer.echo(f"grpo-doctor: {msg}", err=True)
-    return typer.Exit(EXIT_USAGE)
-
-
-def _split(values: Optional[list[str]]) -> set[str] | None:
-    if not values:
-        return None
-    out = {v.strip().lower() for item in values for v in item.split(",") if v.strip()}
-    return out or None
-
-
-def render_report(report: Report, fmt: Format, color: bool) -> str:
-    if fmt is Format.json:
-        from .render import jsonr
-        return jsonr.render(report)
-    if fmt is Format.markdown:
-        from .render import markdown
-        return markdown.render(report)
-    if fmt is Format.sarif:
-        from .render import sarif
-        return sarif.render(report)
-    from .render import text
-    return text.render(report, color=color)
-
-
-def _color_wanted(output: Optional[Path]) -> bool:
-    return output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
-def exit_code(report: Report, fail_on: FailOn) -> int:
-    threshold = Severity[fail_on.value]
-    return EXIT_FINDINGS if any(f.severity >= threshold for f in report.findings) else EXIT_OK
-
-
-def emit(text: str, output: Optional[Path]) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise _die(f"{output}: cannot write the report ({e.strerror}); choose another --output path")
-
-
-def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Optional[Path], fail_on: "FailOn",
-                    user_errors: tuple[type[BaseException], ...] = ()) -> None:
-    """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the
-    report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line."""
-    try:
-        report = build()
-    except (InputError, *user_errors) as e:
-        raise _die(str(e))
-    except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    except KeyboardInterrupt:
-        raise typer.Exit(130)
-    except typer.Exit:
-        raise
-    except Exception as e:  # noqa: BLE001 - the contract is one line and exit 2, never a traceback
-        if debug:
-            raise
-        raise _die(f"internal error {what}: {type(e).__name__}: {e} (rerun with --debug and report it)")
-    emit(render_report(report, fmt, _color_wanted(output)), output)
-    raise typer.Exit(exit_code(report, fail_on))
-
-
-@app.command()
+@app.command(cls=Command)
 def analyze(
-    paths: list[str] = typer.Argument(..., help="Run directory, log file(s), or - for standard input."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    paths: list[str] = typer.Argument(..., metavar="PATHS...", help="Run directory, log file(s), or - for standard input."),
+    fmt: Optional[Format] = fmt_opt(),
+    fail_on: Optional[FailOn] = fail_on_opt(),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    config: Optional[Path] = config_opt(),
+    isolated: bool = isolated_opt(),
+    color: Color = color_opt(),
+    quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
-    """Post-mortem of a GRPO run: what failed, the evidence, the fix."""
+    """Post-mortem of a GRPO run: what failed, the evidence, the fix.
+
+    Examples:
+
+    \b
+      grpo-doctor analyze output/v0-20250101-120000
+      grpo-doctor analyze train.log --format markdown > report.md
+      tail -n 300 train.log | grpo-doctor analyze -
+      grpo-doctor analyze output/ --select GD1 --fail-on warning
+    """
     from .analyze import analyze as run_analyze
-    report_and_exit(lambda: run_analyze(paths, _split(select), _split(ignore)),
-                    f"while analysing {' '.join(paths)}", debug, fmt, output, fail_on)
+    o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore")),
+                    f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
+                    progress=not ("-" in paths and sys.stdin.isatty()), color=color, quiet=quiet)  # no spinner over a terminal's typing
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(cls=Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             options_metavar="[OPTIONS] -- COMMAND... | ARGS.JSON")
 def preflight(
     ctx: typer.Context,
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    fmt: Optional[Format] = fmt_opt(),
+    fail_on: Optional[FailOn] = fail_on_opt(),
     gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="Memory of one training GPU in GiB (default: "
                                             "from --gpu-snapshot, else live NVML, else no fit verdict)."),
     gpu_snapshot: Optional[Path] = typer.Option(None, "--gpu-snapshot", help="A saved nvidia-smi output (table, -q "
@@ -142,10 +87,22 @@ def preflight(
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    config: Optional[Path] = config_opt(),
+    isolated: bool = isolated_opt(),
+    color: Color = color_opt(),
+    quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Check a swift rlhf command (after --) or an args.json before any GPU time: argument errors, batch
-    divisibility, GPU layout, load_args, lengths, disk, and a memory plan."""
+    divisibility, GPU layout, load_args, lengths, disk, and a memory plan.
+
+    Examples:
+
+    \b
+      grpo-doctor preflight -- swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct --num_generations 8
+      grpo-doctor preflight --gpu-mem 80 -- swift rlhf --rlhf_type grpo ...
+      grpo-doctor preflight output/v0-20250101-120000/args.json
+    """
     from .preflight import preflight_args_json, preflight_command
     from .sources.gpu import SnapshotError
     from .sources.swiftcmd import CommandError
@@ -153,22 +110,26 @@ def preflight(
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        raise _die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
+        raise die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
                    "..., or the path of an args.json")
     snap = str(gpu_snapshot) if gpu_snapshot else None
-    opts = dict(gpu_mem_gib=gpu_mem, gpu_snapshot=snap, select=_split(select), ignore=_split(ignore),
+    json_arg = [argv[0]] if len(argv) == 1 and argv[0].endswith(".json") else None
+    o = settings(json_arg, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore,
+                  gpu_mem=gpu_mem)
+    opts = dict(gpu_mem_gib=o.gpu_mem, gpu_snapshot=snap, select=split_selectors(o.select), ignore=split_selectors(o.ignore, "--ignore"),
                 swift_version=swift_version)
 
     def build():
         try:
             if len(argv) == 1 and argv[0].endswith(".json") and not argv[0].startswith("-"):
                 if not Path(argv[0]).is_file():
-                    raise _die(f"{argv[0]}: no such file; pass the args.json of a run or a swift rlhf command after --")
+                    raise die(f"{argv[0]}: no such file; pass the args.json of a run or a swift rlhf command after --")
                 return preflight_args_json(argv[0], **opts)
             return preflight_command(argv, **opts)
         except OSError as e:
-            raise _die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
-    report_and_exit(build, "in preflight", debug, fmt, output, fail_on, (CommandError, SnapshotError))
+            raise die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
+    report_and_exit(build, "in preflight", debug, o.fmt, output, o.fail_on, (CommandError, SnapshotError),
+                    color=color, quiet=quiet)
 
 
 class Expect(str, Enum):
@@ -176,74 +137,96 @@ class Expect(str, Enum):
     lora = "lora"
 
 
-@app.command("check-ckpt")
+@app.command("check-ckpt", cls=Command)
 def check_ckpt(
-    paths: list[str] = typer.Argument(..., help="Checkpoint directories, files inside them, or run directories."),
+    paths: list[str] = typer.Argument(..., metavar="PATHS...", help="Checkpoint directories, files inside them, or run "
+                                      "directories."),
     expect: Optional[Expect] = typer.Option(None, "--expect", help="What the checkpoint must hold: full weights or a LoRA adapter."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this."),
+    fmt: Optional[Format] = fmt_opt(),
+    fail_on: Optional[FailOn] = fail_on_opt(),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
     ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    config: Optional[Path] = config_opt(),
+    isolated: bool = isolated_opt(),
+    color: Color = color_opt(),
+    quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
-    """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space."""
+    """Checkpoint gate (also the pre-commit hook): adapter-only saves, corrupt files, bloat, disk space.
+
+    Examples:
+
+    \b
+      grpo-doctor check-ckpt output/v0-20250101-120000/checkpoint-500
+      grpo-doctor check-ckpt output/ --expect full
+      grpo-doctor check-ckpt checkpoint-500 --format json
+    """
     from .ckpt import check_paths
-    report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None, select=_split(select),
-                                        ignore=_split(ignore)),
-                    f"while checking {' '.join(paths)}", debug, fmt, output, fail_on)
+    o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None,
+                                        select=split_selectors(o.select), ignore=split_selectors(o.ignore, "--ignore")),
+                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on, color=color, quiet=quiet)
 
 
-@app.command()
-def explain(rule: str = typer.Argument(..., help="Rule id or slug (GD101, train-batch-not-divisible), or an error "
-                                       "message (\"ValueError: ...\") to see where it is raised and which rule handles it.")) -> None:
-    """The documentation of one rule: what it detects, why it happens, how to fix it. Given an error message instead:
-    where ms-swift, trl, vLLM, DeepSpeed, ... raise it, in which versions, and the rule that handles it."""
+@app.command(cls=Command)
+def explain(rule: str = typer.Argument(..., metavar="RULE", help="What --select takes: a rule id (GD101), an id "
+                                       "prefix (GD1), a slug or a category (cuda-oom); or an error message "
+                                       "(\"ValueError: ...\") to see where it is raised and which rule handles it.")) -> None:
+    """The documentation of a rule (or of every rule a prefix or category names): what it detects, why it
+    happens, how to fix it. Given an error message instead: where ms-swift, trl, vLLM, DeepSpeed, ... raise it,
+    in which versions, and the rule that handles it.
+
+    Examples:
+
+    \b
+      grpo-doctor explain GD101
+      grpo-doctor explain train-batch-not-divisible
+      grpo-doctor explain cuda-oom
+      grpo-doctor explain "ValueError: generation_batch_size (12) must be divisible by num_generations (8)."
+    """
+    from .catalog_view import explain_rules, explain_text
+    from .selectors import SelectorError
     try:
-        meta = find_rule(rule)
-    except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    if meta is None:
-        from .classify.explain import explain_text
-        text = explain_text(rule) if len(rule.strip()) >= 8 else None
+        metas = explain_rules(rule)
+    except SelectorError as e:
+        from .classify.explain import explain_text as explain_message
+        text = explain_message(rule) if len(rule.strip()) >= 8 and " " in rule.strip() else None
         if text is None:
-            raise _die(f"no rule {rule!r} and no known message like it; list the rules with: grpo-doctor rules")
+            raise die(str(e))
         typer.echo(text)
         return
-    lines = [f"{meta.id}  {meta.slug}", f"{meta.title}", "",
-             f"category: {meta.category}    severity: {meta.severity.name}"
-             + (f"    versions: {meta.versions}" if meta.versions else ""), "", meta.why, ""]
-    if meta.fix:
-        lines.append("Fix:")
-        lines += [f"  - {f}" for f in meta.fix]
-        lines.append("")
-    if meta.examples:
-        lines.append("Matches lines such as:")
-        lines += [f"  {e}" for e in meta.examples[:5]]
-        lines.append("")
-    if meta.references:
-        lines.append("References:")
-        lines += [f"  - {r}" for r in meta.references]
-    typer.echo("\n".join(lines).rstrip())
-
-
-@app.command("rules")
-def rules_cmd(fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f")) -> None:
-    """The rule catalog."""
-    try:
-        catalog = load_catalog()
     except CatalogError as e:
-        raise _die(f"rule catalog: {e}")
-    if fmt is ListFormat.json:
-        import json
-        typer.echo(json.dumps([{
-            "id": m.id, "slug": m.slug, "category": m.category, "severity": m.severity.name, "title": m.title,
-            "why": m.why, "fix": list(m.fix), "references": list(m.references), "versions": m.versions,
-            "kind": "check" if m.check else "pattern",
-        } for m in catalog], indent=2, ensure_ascii=False))
-        return
-    for m in catalog:
-        typer.echo(f"{m.id:8} {m.severity.name:8} {m.category:34} {m.slug}")
+        raise die(f"rule catalog: {e}")
+    typer.echo(f"\n\n{'-' * 72}\n\n".join(explain_text(m) for m in metas))
+
+
+@app.command("rules", cls=Command)
+def rules_cmd(
+    fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f"),
+    category: Optional[list[str]] = typer.Option(None, "--category", "-c", help="Only rules of this category "
+                                                 "(repeatable)."),
+    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, prefixes, slugs or "
+                                               "categories, as analyze --select."),
+) -> None:
+    """The rule catalog: id, severity, category and slug of each rule, under a header.
+
+    Examples:
+
+    \b
+      grpo-doctor rules
+      grpo-doctor rules --category cuda-oom
+      grpo-doctor rules --select GD1 --format json
+    """
+    from .catalog_view import filter_rules, rules_json, rules_text
+    from .selectors import SelectorError, split
+    try:
+        metas = filter_rules(split(category), split(select))
+    except SelectorError as e:
+        raise die(str(e))
+    except CatalogError as e:
+        raise die(f"rule catalog: {e}")
+    typer.echo(rules_json(metas) if fmt is ListFormat.json else rules_text(metas))
 
 
 class OnHang(str, Enum):
@@ -251,9 +234,10 @@ class OnHang(str, Enum):
     stop = "stop"
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@app.command(cls=Command, context_settings={"allow_interspersed_args": False})
 def watch(
-    command: list[str] = typer.Argument(..., help="The training command, after --: grpo-doctor watch -- swift rlhf ..."),
+    command: list[str] = typer.Argument(..., metavar="-- COMMAND...", help="The training command, after --: "
+                                        "grpo-doctor watch -- swift rlhf ..."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where the console log, report and hang stacks go "
                                            "(default: the command's --output_dir, else ./output)."),
     report: Optional[Path] = typer.Option(None, "--report", help="JSON report path (default: RUN_DIR/grpo-doctor-report.json)."),
@@ -273,11 +257,19 @@ def watch(
 ) -> None:
     """Run a training command unchanged and watch it live: same rules as analyze, plus hang, GPU, memory, disk and
     checkpoint watchdogs. Exit status: the command's own; 124 when watch stopped it (--on-hang stop); 2 when watch
-    could not start it (bad options, preflight errors without --force, command not found)."""
-    from .live.supervisor import EXIT_NOT_STARTED, WatchOptions, watch as run_watch
+    could not start it (bad options, preflight errors without --force, command not found).
+
+    Examples:
+
+    \b
+      grpo-doctor watch -- swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct ...
+      grpo-doctor watch --on-hang stop --hang-timeout 900 -- bash train.sh
+    """
+    from .live.supervisor import EXIT_NOT_STARTED, WatchOptions
+    from .live.supervisor import watch as run_watch
     from .live.watchdogs import Limits
     if not command:
-        raise _die("watch needs a command after --, e.g. grpo-doctor watch -- swift rlhf --rlhf_type grpo ...")
+        raise die("watch needs a command after --, e.g. grpo-doctor watch -- swift rlhf --rlhf_type grpo ...")
     limits = Limits(startup=startup_timeout, steady=hang_timeout)
     for item in phase_timeout or ():
         name, _, value = item.partition("=")
@@ -287,10 +279,10 @@ def watch(
             else:
                 limits.set(name.strip(), float(value))
         except ValueError as e:
-            raise _die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
+            raise die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
     for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval)):
         if v < 0:
-            raise _die(f"{name} must be >= 0")
+            raise die(f"{name} must be >= 0")
     opts = WatchOptions(run_dir=str(run_dir) if run_dir else None, report=str(report) if report else None, limits=limits,
                         on_hang=on_hang.value, grace=grace, force=force, preflight=not no_preflight,
                         gpu_interval=gpu_interval)
@@ -306,7 +298,7 @@ def watch(
 
 
 @app.callback(invoke_without_command=True)
-def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+def _root(version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.")) -> None:
     if version:
         typer.echo(f"grpo-doctor {__version__}")
         raise typer.Exit(0)
@@ -314,7 +306,7 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 def main() -> None:
     try:
-        app(standalone_mode=True)
+        app(standalone_mode=True, prog_name="grpo-doctor")
     except BrokenPipeError:  # `grpo-doctor analyze ... | head`
         try:
             sys.stdout.close()

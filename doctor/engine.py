@@ -23,21 +23,6 @@ MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only ro
 _END_MARKERS = ("End time of running main", "last_model_checkpoint: ")
 
 
-def select_rules(catalog: Iterable[RuleMeta], select: set[str] | None = None,
-                 ignore: set[str] | None = None) -> list[RuleMeta]:
-    def keys(m: RuleMeta) -> set[str]:
-        return {m.id.lower(), m.slug.lower(), m.category.lower()}
-
-    out = []
-    for m in catalog:
-        if select and not (keys(m) & select):
-            continue
-        if ignore and keys(m) & ignore:
-            continue
-        out.append(m)
-    return out
-
-
 class Session:
     def __init__(self, metas: Iterable[RuleMeta] | None = None, *, console_metrics: bool = True,
                  run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None):
@@ -195,4 +180,4 @@ def order(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-__all__ = ["Session", "order", "select_rules"]
+__all__ = ["Session", "order"]

@@ -19,9 +19,10 @@ from typing import Any, Mapping
 from . import __version__
 from .checks.args._swift_fields import RLHF_FIELDS_4_6
 from .checks.config._base import _int
-from .engine import Session, select_rules
+from .engine import Session
 from .model import InputInfo, Report
 from .registry import load_catalog
+from .selectors import resolve
 from .sources import gpu as gpu_src
 from .sources.swiftcmd import CommandError, SwiftCommand, flag_values, parse_command, read_json, read_model_dir
 from .sources.swiftconfig import Launch, RunConfig
@@ -352,13 +353,14 @@ def _judge(cmd: SwiftCommand, version: str | None, gpu_mem_gib: float | None, gp
     gib, gsrc, samples = gpu_memory(gpu_mem_gib, gpu_snapshot, run.env.get("CUDA_VISIBLE_DEVICES"), live_gpu)
     facts["gpu_gib"] = gib
     facts["gpu_source"] = gsrc
-    session = Session(select_rules(load_catalog(), select, ignore), run=run, preflight=True, facts=facts)
+    sel = resolve(load_catalog(), select, ignore)
+    session = Session(sel.run, run=run, preflight=True, facts=facts)
     for i, text in enumerate(lines, 1):
         session.feed_line(LogLine(text, text, Where(PATH, i), None, i))
     if samples and gpu_snapshot:
         session.emit(GpuSnapshot(gpu_snapshot, samples, len(lines) + 1))
         inputs = inputs + [InputInfo(gpu_snapshot, "gpu")]
-    findings = session.finish()
+    findings = sel.keep(session.finish())
     summary = run.summary()
     summary["preflight"] = {"swift_version_checked": version, "flags_checked_against": fields_src,
                             "gpu_memory_gib": round(gib, 2) if gib else None, "gpu_memory_source": gsrc}

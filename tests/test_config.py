@@ -4,13 +4,14 @@ from __future__ import annotations
 import io
 import json
 
-from conftest import SHARED
+from conftest import FIXTURES, REAL_SWIFT
+
 from doctor.engine import Session
 from doctor.sources.inputs import discover, feed_input
 from doctor.sources.logtext import LineReader
 from doctor.sources.swiftconfig import RunConfig, parse_argv, parse_value
 
-REAL = SHARED / "real-swift" / "logs"
+REAL = REAL_SWIFT
 
 
 def session_for(*paths: str) -> Session:
@@ -55,8 +56,7 @@ def test_command_script_with_env_and_continuations():
 
 def test_bare_argument_list_command():
     run = RunConfig()
-    run.add_command((SHARED / "dev-logs" / "005-msswift-lora-colocate-grad-norm-zero-nonzero-reward-std" /
-                     "command.txt").read_text())
+    run.add_command((FIXTURES / "dev-005-lora-colocate-grad-norm-zero" / "command.txt").read_text())
     assert run.args["vllm_mode"] == "colocate" and run.args["gradient_accumulation_steps"] == 8
 
 

@@ -3,9 +3,9 @@ host OOM kills, and logs that stop without an error (hang at start / mid-trainin
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pytest
+from conftest import REAL_SWIFT
 
 from doctor.engine import Session
 from doctor.model import Role, Severity
@@ -15,8 +15,7 @@ from doctor.checks.hang._progress import classify_frames
 from doctor.checks.distributed._common import minutes
 from doctor.checks.distributed._elastic import ElasticBlock
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
-HEALTHY = SHARED / "real-swift" / "logs" / "grpo_lora_healthy" / "log.txt"
+HEALTHY = REAL_SWIFT / "grpo_lora_healthy" / "log.txt"
 
 
 def run(text: str, *, command: str | None = None, path: str = "t.log"):
@@ -38,9 +37,6 @@ def by_id(findings, rid):
 
 def healthy_lines() -> list[str]:
     return HEALTHY.read_bytes().decode("utf-8").split("\n")
-
-
-needs_shared = pytest.mark.skipif(not HEALTHY.exists(), reason="shared/real-swift not present")
 
 
 # ----------------------------------------------------------------------------- catalog examples of check rules
@@ -180,7 +176,6 @@ def test_bash_killed_line_and_dataloader_kill():
 
 
 # ----------------------------------------------------------------------------- hangs
-@needs_shared
 @pytest.mark.parametrize("cut,rid,phase", [
     (701, "GD320", "GRPO trainer init"),
     (705, "GD320", "first training step"),
@@ -209,7 +204,6 @@ def test_hang_rules_share_one_progress_fed_once():
     assert fed == ["LogLine"]  # one parse for both rules
 
 
-@needs_shared
 @pytest.mark.parametrize("cut,rid", [(705, "GD320"), (709, "GD321")])
 def test_hang_rule_alone_keeps_its_own_progress(cut, rid):
     # a session with only one of the two rules (--select) feeds it and finds the same hang
@@ -221,13 +215,11 @@ def test_hang_rule_alone_keeps_its_own_progress(cut, rid):
     assert [f for f in run(text) if f.rule_id == rid] == [f for f in alone.finish() if f.rule_id == rid]
 
 
-@needs_shared
 def test_complete_healthy_log_is_not_a_hang():
     found = run("\n".join(healthy_lines()))
     assert not {"GD320", "GD321"} & set(ids(found))
 
 
-@needs_shared
 def test_log_ending_in_a_traceback_is_not_a_hang():
     lines = healthy_lines()[:709]
     lines += ["Traceback (most recent call last):", '  File "/x/plugin.py", line 9, in __call__',

@@ -1,32 +1,54 @@
-"""Text for people, with rich. Log text is escaped: '[rank0]:' would be markup otherwise."""
+"""Text for people, with rich. Log text is escaped: '[rank0]:' would be markup otherwise.
+
+``width``: wrap at this width with hanging indents (a message under its number, a fix step under its text);
+None keeps one line per item (piped output, watch's console). ``quiet``: one line per finding, nothing else.
+"""
 from __future__ import annotations
 
 import io
-import shutil
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 
-from ..model import Report, Role, Severity
+from ..model import Finding, Report, Role, Severity
 from . import run_line
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}
+NO_WRAP = 400
 
 
-def render(report: Report, color: bool = False, width: int | None = None) -> str:
+def render(report: Report, color: bool = False, width: int | None = None, quiet: bool = False) -> str:
+    if quiet:
+        return "".join(quiet_line(f) + "\n" for f in report.findings)
     buf = io.StringIO()
-    if width is None:
-        width = shutil.get_terminal_size((120, 40)).columns if color else 400
-    con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=not color)
+    wrap = width is not None and width < NO_WRAP
+    con = Console(file=buf, force_terminal=color, no_color=not color, width=width if wrap else NO_WRAP,
+                  highlight=False, soft_wrap=not wrap)
+
+    def out(markup: str, indent: int = 0, bullet: str = "") -> None:
+        if not wrap:
+            con.print(" " * indent + (bullet + " " if bullet else "") + markup)
+        elif bullet:  # the bullet in its own column: the step's next lines stay under its text
+            grid = Table.grid(padding=(0, 1, 0, 0))
+            grid.add_column(no_wrap=True)
+            grid.add_column()
+            grid.add_row(Text.from_markup(bullet), Text.from_markup(markup))
+            con.print(Padding(grid, (0, 0, 0, indent), expand=False))
+        else:
+            con.print(Padding(Text.from_markup(markup), (0, 0, 0, indent), expand=False))
+
     head = "grpo-doctor " + report.tool_version
     summary = run_line(report.run)
     if summary:
         head += " · " + summary
-    con.print(f"[dim]{escape(head)}[/dim]")
-    con.print(f"[dim]inputs: {escape(', '.join(i.path for i in report.inputs))}[/dim]")
+    out(f"[dim]{escape(head)}[/dim]")
+    out(f"[dim]inputs: {escape(', '.join(i.path for i in report.inputs))}[/dim]")
     if not report.findings:
-        con.print("[bold green]No problem found.[/bold green]")
-        return buf.getvalue()
+        out("[bold green]No problem found.[/bold green]")
+        return _tidy(buf.getvalue())
     for i, f in enumerate(report.findings, 1):
         con.print()
         role = {Role.root: " [bold](first cause)[/bold]", Role.consequence: " [dim](consequence)[/dim]"}.get(f.role, "")
@@ -35,19 +57,38 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
             extra.append(f"×{f.count}")
         if f.ranks:
             extra.append("ranks " + ",".join(map(str, f.ranks[:16])) + ("…" if len(f.ranks) > 16 else ""))
-        con.print(f"{i}. [{_STYLE[f.severity]}]{f.severity.name.upper()}[/] [bold]{escape(f.title)}[/bold]{role}"
-                  f"  [dim]{escape(f.rule_id)} {escape(f.category)}{(' ' + ' '.join(extra)) if extra else ''}[/dim]")
-        con.print("   " + escape(f.message))
+        out(f"[{_STYLE[f.severity]}]{f.severity.name.upper()}[/] [bold]{escape(f.title)}[/bold]{role}"
+            f"  [dim]{escape(f.rule_id)} {escape(f.category)}{(' ' + ' '.join(extra)) if extra else ''}[/dim]",
+            bullet=f"{i}.")
+        out(escape(f.message), 3)
         if f.evidence:
-            con.print("   [dim]evidence:[/dim]")
+            out("[dim]evidence:[/dim]", 3)
             for e in f.evidence:
-                con.print(f"     [dim]{escape(e.path)}{f':{e.line}' if e.line else ''}[/dim] {escape(e.text)}")
+                out(f"[dim]{escape(e.path)}{f':{e.line}' if e.line else ''}[/dim] {escape(e.text)}", 5)
         if f.fix:
-            con.print("   [green]fix:[/green]")
+            out("[green]fix:[/green]", 3)
             for step in f.fix:
-                con.print(f"     [green]•[/green] {escape(step)}")
-    n_err = sum(1 for f in report.findings if f.severity == Severity.error)
-    n_warn = sum(1 for f in report.findings if f.severity == Severity.warning)
+                out(escape(step), 5, bullet="[green]•[/green]")
+    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in Severity}
     con.print()
-    con.print(f"[dim]{n_err} error(s), {n_warn} warning(s). grpo-doctor explain <RULE> for details.[/dim]")
-    return buf.getvalue()
+    out(f"[dim]{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), {counts[Severity.info]} "
+        f"info. grpo-doctor explain <RULE> for details.[/dim]")
+    return _tidy(buf.getvalue())
+
+
+def quiet_line(f: Finding) -> str:
+    """`path:line: GD101 error title` (ruff's concise form); the first evidence line gives the place."""
+    where = ""
+    if f.evidence:
+        e = f.evidence[0]
+        where = f"{e.path}:{e.line}: " if e.line else f"{e.path}: "
+    return _clean(f"{where}{f.rule_id} {f.severity.name} {f.title}")
+
+
+def _clean(s: str) -> str:
+    return "".join(c if c.isprintable() else " " for c in s)
+
+
+def _tidy(text: str) -> str:
+    """No trailing blanks (padding of the wrapped layout)."""
+    return "\n".join(line.rstrip(" ") for line in text.split("\n"))

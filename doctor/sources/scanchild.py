@@ -125,13 +125,16 @@ class MappedScan:
     STEP = 4 << 20  # the look-ahead for a line's newline, and the unit of counting newlines
 
     def __init__(self, mm: Any, size: int, db: Any, scratch: Any, chunk: int, overlap: int):
-        import numpy as np  # only the child needs it (~0.1 s to import)
-
         self.mm, self.size, self.db, self.scratch = mm, size, db, scratch
         self.chunk, self.overlap = max(chunk, 1), max(overlap, 0)
         self.view = memoryview(mm)
-        self.arr = np.frombuffer(mm, dtype=np.uint8)
-        self._count_nonzero = np.count_nonzero
+        try:  # only the child needs it (~0.1 s to import); optional (the `full` extra): ~4x faster counting
+            import numpy as np
+        except ImportError:
+            self.arr = None
+        else:
+            self.arr = np.frombuffer(mm, dtype=np.uint8)
+            self._count_nonzero = np.count_nonzero
         self.lines = 0          # newlines in [0, counted); a line that starts before counted has none after
         self.counted = 0
         self.line_end = -1      # the newline (or end) of the last line reported
@@ -146,7 +149,15 @@ class MappedScan:
 
     def _count(self, a: int, b: int) -> int:
         n = 0
-        arr, cnz, step = self.arr, self._count_nonzero, self.STEP
+        arr, step = self.arr, self.STEP
+        if arr is None:  # without numpy: a bounded copy counted in C (~0.6 GB/s against numpy's ~2.5 GB/s)
+            mm = self.mm
+            while a < b:
+                c = min(b, a + step)
+                n += mm[a:c].count(b"\n")
+                a = c
+            return n
+        cnz = self._count_nonzero
         while a < b:  # a bounded temporary: one byte per byte counted, at most STEP
             c = min(b, a + step)
             n += int(cnz(arr[a:c] == 10))

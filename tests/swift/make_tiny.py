@@ -1,5 +1,5 @@
 """Build a tiny random Qwen2 model + locally trained BPE tokenizer + tiny GRPO dataset, offline, in seconds.
-Condensed from ../shared/real-swift-cpu-recipe.sh (the issue-3 generator supersedes this).
+Condensed from the team corpus recipe shared/real-swift-cpu-recipe.sh (the issue-3 generator supersedes this).
 Usage: python make_tiny.py WORK_DIR   (run with the Python of the ms-swift environment)
 """
 import json
