@@ -115,13 +115,13 @@ def spec_from_name(model: str | None) -> ModelSpec | None:
 
 def spec_from_config(name: str, cfg: dict[str, Any]) -> ModelSpec | None:
     """Parameter count from a transformers config.json (decoder-only; a VL config's text_config is used)."""
-    c = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    c: dict[str, Any] = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
     vision = "vision_config" in cfg
     try:
         h = int(c["hidden_size"])
         layers = int(c["num_hidden_layers"])
         inter = int(c.get("intermediate_size") or 4 * h)
-        vocab = int(c.get("vocab_size") or cfg.get("vocab_size"))
+        vocab = int(c.get("vocab_size") or cfg["vocab_size"])
         heads = int(c.get("num_attention_heads") or 1)
         kvh = int(c.get("num_key_value_heads") or heads)
     except (KeyError, TypeError, ValueError):
@@ -215,7 +215,7 @@ def settings_of(args: dict[str, Any], world: int | None) -> Settings:
         grad_ckpt=_bool(g("gradient_checkpointing")) is not False,
         batch=int(as_number(g("per_device_train_batch_size")) or 1),
         prompt_len=int(min(ml, 1024)) if ml else 512, completion_len=int(mcl),
-        world=max(1, world or 1), beta=as_number(g("beta")) if as_number(g("beta")) is not None else 0.04,
+        world=max(1, world or 1), beta=beta if (beta := as_number(g("beta"))) is not None else 0.04,
         use_vllm=use_vllm, vllm_mode=mode if use_vllm else None,
         vllm_util=as_number(g("vllm_gpu_memory_utilization")) or as_number(g("gpu_memory_utilization")) or 0.9,
         sleep_level=int(as_number(g("sleep_level")) or 0),
@@ -244,7 +244,7 @@ class Plan:
     phases: list[Phase]
     rollout_gpu: Phase | None = None      # server mode: the rollout server's GPU
     vllm_kv_gib: float | None = None      # what is left for vLLM's KV cache inside its budget
-    fixes: list[tuple[str, float]] = field(default_factory=list)  # (flag change, peak after, GiB)
+    fixes: list[tuple[str, float, float]] = field(default_factory=list)  # (flag change, peak after, GiB)
     notes: list[str] = field(default_factory=list)
 
     @property

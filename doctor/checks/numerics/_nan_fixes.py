@@ -14,7 +14,7 @@ def dtype_of(run: RunConfig) -> str | None:
     return {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}.get(s, s)
 
 
-def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None, first_bad_step: int | None,
+def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
               lr_seen: float | None) -> list[str]:
     fix: list[str] = []
     mgn = arg_float(run, "max_grad_norm")

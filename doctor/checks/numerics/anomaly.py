@@ -11,6 +11,6 @@ def anomaly_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
     msg = (f"The backward pass of {fn} produced NaN (autograd anomaly detection). The forward stack printed before "
            f"this error shows the operation; in GRPO it is usually the log-softmax of overflowing logits or a "
            f"division by a zero std.")
-    fix = nan_fixes(ctx.run, kl_first=False, last_ok=None, first_bad_step=None, lr_seen=None)
+    fix = nan_fixes(ctx.run, kl_first=False, last_ok=None, lr_seen=None)
     fix.append("Turn anomaly detection off again once found: it slows training down a lot.")
     return Diagnosis(message=msg, fix=tuple(fix))

@@ -12,7 +12,7 @@ def loss_scale_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
     ds = run.args.get("deepspeed")
     if ds:
         msg += f" DeepSpeed config: {ds}."
-    fix = [f for f in nan_fixes(run, kl_first=False, last_ok=None, first_bad_step=None, lr_seen=None)
+    fix = [f for f in nan_fixes(run, kl_first=False, last_ok=None, lr_seen=None)
            if "float16" not in f]
     fix.insert(0, "Switch to bf16 (--torch_dtype bfloat16; in a custom DeepSpeed JSON set \"bf16\": {\"enabled\": true} "
                   "and remove the \"fp16\" block) on GPUs that support it; fp16 overflows in long GRPO runs.")

@@ -121,7 +121,7 @@ class MetricsNonFinite(Rule):
                     "meaningless; sampling from NaN logits then fails with 'probability tensor contains either "
                     "inf, nan or element < 0'.")
             sev = Severity.error
-            fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, first_bad_step=s.steps[first], lr_seen=lr_seen)
+            fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen)
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
         ev = ([s.evidence(prev, keys)] if prev >= 0 else []) + [s.evidence(first, keys)]
         return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev)]

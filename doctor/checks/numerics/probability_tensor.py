@@ -57,7 +57,7 @@ class ProbabilityTensorNaN(Rule):
         if temp is not None and temp < 0.3:
             fix.append(f"--temperature {fmt(temp)} divides the logits by a small number and overflows in half "
                        f"precision: use 0.7-1.0.")
-        fix.extend(nan_fixes(run, kl_first=False, last_ok=None, first_bad_step=None, lr_seen=None))
+        fix.extend(nan_fixes(run, kl_first=False, last_ok=None, lr_seen=None))
         save = run.int_arg("save_steps")
         fix.append("Resume from the last checkpoint whose logged loss/kl/grad_norm were still finite"
                    + (f" (checkpoints every {save} steps)" if save else "")
