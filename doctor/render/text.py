@@ -5,10 +5,17 @@ import io
 import shutil
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 
 from ..model import Report, Role, Severity
 from . import run_line
+from .safe import clean
+
+
+def escape(text: object) -> str:
+    """Input-derived text for rich: control and bidi characters shown escaped, then markup escaped."""
+    return _markup_escape(clean(text))
+
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}
 
