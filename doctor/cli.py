@@ -45,7 +45,8 @@ class ListFormat(str, Enum):
 
 
 def _die(msg: str) -> "typer.Exit":
-    typer.echo(f"grpo-doctor: {msg}", err=True)
+    from .render.safe import clean  # file names and exception text: no escape sequence reaches the terminal
+    typer.echo(f"grpo-doctor: {clean(msg)}", err=True)
     return typer.Exit(EXIT_USAGE)
 
 

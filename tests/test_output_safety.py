@@ -110,3 +110,21 @@ def test_cli_text_report_has_no_esc(tmp_path):
                            capture_output=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
         assert p.returncode == 1, p.stderr
         assert b"\x1b" not in p.stdout and b"\xc2\x9b" not in p.stdout and b"\xe2\x80\xae" not in p.stdout, fmt
+
+
+def test_watch_messages_are_cleaned(capfd):
+    from doctor.live.say import say
+    say("x\x1b]52;c;SGVsbG8=\x07 \u009b2J \u202e \udcff\nsecond line")
+    err = capfd.readouterr().err
+    assert err == "[grpo-doctor] x\\x1b]52;c;SGVsbG8=\\x07 \\x9b2J \\u202e \\xff\n[grpo-doctor] second line\n"
+
+
+def test_error_line_names_file_safely(tmp_path):
+    import subprocess
+    import sys
+    f = tmp_path / "empty\x1b[2J\u202e.log"
+    f.write_bytes(b"")
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(f)], check=False, capture_output=True,
+                       timeout=120)
+    assert p.returncode == 2 and b"\x1b" not in p.stderr and b"\xe2\x80\xae" not in p.stderr
+    assert b"empty\\x1b[2J\\u202e.log" in p.stderr
