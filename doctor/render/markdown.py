@@ -36,5 +36,6 @@ def render(report: Report) -> str:
                 out.append(f"- {md_message(step)}")
             out.append("")
     out.append(f"<sub>grpo-doctor {md_text(report.tool_version)} · inputs: "
-               + ", ".join(f"{md_code(i.path)} ({md_text(i.kind)})" for i in report.inputs) + "</sub>")
+               + ", ".join(f"{md_code(i.path)} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
+                         for i in report.inputs) + "</sub>")
     return "\n".join(out) + "\n"

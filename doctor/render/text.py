@@ -30,7 +30,8 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     if summary:
         head += " · " + summary
     con.print(f"[dim]{escape(head)}[/dim]")
-    con.print(f"[dim]inputs: {escape(', '.join(i.path for i in report.inputs))}[/dim]")
+    shown = (i.path + (f" (skipped: {i.note})" if i.note else "") for i in report.inputs)
+    con.print(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
     if not report.findings:
         con.print("[bold green]No problem found.[/bold green]")
         return buf.getvalue()
