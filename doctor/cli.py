@@ -82,6 +82,8 @@ def exit_code(report: Report, fail_on: FailOn) -> int:
 
 def emit(text: str, output: Optional[Path]) -> None:
     if output is None:
+        if hasattr(sys.stdout, "reconfigure"):  # an ASCII-only locale: escape what it cannot show, never crash
+            sys.stdout.reconfigure(errors="backslashreplace")
         sys.stdout.write(text)
         sys.stdout.flush()
         return
@@ -97,6 +99,9 @@ def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Option
     report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line."""
     try:
         report = build()
+        # rendering is inside the error path too: a value no renderer expected costs one line and exit 2, never a
+        # traceback (render.safe already writes NaN/inf and undecodable names validly)
+        rendered = render_report(report, fmt, _color_wanted(output))
     except (InputError, *user_errors) as e:
         raise _die(str(e))
     except CatalogError as e:
@@ -109,7 +114,7 @@ def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Option
         if debug:
             raise
         raise _die(f"internal error {what}: {type(e).__name__}: {e} (rerun with --debug and report it)")
-    emit(render_report(report, fmt, _color_wanted(output)), output)
+    emit(rendered, output)
     raise typer.Exit(exit_code(report, fail_on))
 
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from doctor.checks.batch import divisors
 
 
@@ -33,3 +33,75 @@ def test_preflight_with_23_digit_batch_size_finishes():
             timeout=60)  # before: the divisor list was O(n) and never finished
     assert p.returncode == 1, p.stderr
     assert b"num_generations" in p.stdout
+
+
+# ------------------------------------------------------------------------------------------------ point 14
+
+FORMATS = ("text", "json", "markdown", "sarif")
+BATCH = b"ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n"
+
+
+def _strict_json(text: bytes):
+    def no_constant(c):
+        raise AssertionError(f"non-standard JSON constant {c}")
+    return json.loads(text, parse_constant=no_constant)
+
+
+@pytest.mark.parametrize("where", ["args.json", "command.txt", "run sh"])
+def test_non_finite_argument_gives_valid_json(tmp_path, where):
+    run = tmp_path / "run"
+    run.mkdir()
+    log = BATCH
+    if where == "args.json":
+        (run / "args.json").write_text('{"rlhf_type": "grpo", "learning_rate": NaN, "max_grad_norm": Infinity, '
+                                       '"temperature": -Infinity, "num_generations": 8}')
+    elif where == "command.txt":
+        (run / "command.txt").write_text("swift rlhf --rlhf_type grpo --learning_rate nan --max_grad_norm inf "
+                                         "--temperature -inf --num_generations 8\n")
+    else:
+        log = (b"run sh: `swift rlhf --rlhf_type grpo --learning_rate nan --temperature -inf --num_generations 8`\n"
+               + log)
+    (run / "train.log").write_bytes(log)
+    for fmt in ("json", "sarif"):
+        p = cli("analyze", str(run), "-f", fmt)
+        assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+        doc = _strict_json(p.stdout)
+        if fmt == "json":
+            args = doc["run"].get("args", {})
+            assert args.get("temperature") == "-inf", args
+
+
+def test_json_renderer_values():
+    from doctor.render.safe import json_dumps
+    assert _strict_json(json_dumps({"a": float("nan"), "b": [float("inf"), -float("inf")], "c": "x\udcff"}).encode()) \
+        == {"a": "nan", "b": ["inf", "-inf"], "c": "x\\xff"}
+
+
+# ------------------------------------------------------------------------------------------------ point 15
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_non_utf8_file_name_every_format(tmp_path, fmt):
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(os.path.join(os.fsencode(run), b"log\xff\xfe.txt"), "wb") as f:
+        f.write(BATCH)
+    p = cli("analyze", str(run), "-f", fmt, env={"PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"})
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+    want = "log\\xff\\xfe.txt"  # the undecodable bytes, shown escaped
+    if fmt in ("json", "sarif"):
+        _strict_json(p.stdout)
+        want = json.dumps(want)[1:-1]
+    assert want in p.stdout.decode()
+    out = tmp_path / f"report.{fmt}"
+    p = cli("analyze", str(run), "-f", fmt, "-o", str(out))
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+    out.read_text(encoding="utf-8")
+    if fmt in ("json", "sarif"):
+        _strict_json(out.read_bytes())
+
+
+def test_ascii_stdout_never_crashes(tmp_path):
+    f = tmp_path / "x.log"
+    f.write_text("显存 ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n")
+    p = cli("analyze", str(f), env={"PYTHONIOENCODING": "ascii:strict"})
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
