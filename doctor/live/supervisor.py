@@ -508,8 +508,8 @@ class Watch:
         if missing:
             body += ["== not captured ==", *missing, ""]
         try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(body) + "\n")
+            with open(path, "wb") as f:  # process names and stacks may hold undecodable bytes (surrogates)
+                f.write(("\n".join(body) + "\n").encode("utf-8", "backslashreplace"))
             stacks_file = path
         except OSError:
             stacks_file = None
@@ -589,14 +589,21 @@ class Watch:
                       findings)
 
     def _write_report(self, rep: Report) -> None:
+        """Atomic (tmp + rename); any value (NaN, bytes of a non-UTF-8 argument) is written validly by render.safe;
+        on any failure the tmp file is removed and the run's exit status is untouched."""
+        from ..render.safe import json_dumps
         tmp = f"{self.report_path}.tmp{os.getpid()}"
         try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(rep.to_json(), f, indent=2, ensure_ascii=False)
-                f.write("\n")
+            data = (json_dumps(rep.to_json(), indent=2) + "\n").encode("utf-8", "backslashreplace")
+            with open(tmp, "wb") as f:
+                f.write(data)
             os.replace(tmp, self.report_path)
-        except OSError as e:
-            say(f"{self.report_path}: cannot write the report ({e.strerror})")
+        except Exception as e:  # noqa: BLE001 - a report that cannot be written must not cost the child's status
+            say(f"{self.report_path}: cannot write the report ({getattr(e, 'strerror', None) or e})")
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
     def _final_say(self, rep: Report, rc: int, code: int) -> None:
         how = (f"stopped by grpo-doctor (exit {code})" if self.stopped else
