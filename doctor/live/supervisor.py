@@ -34,6 +34,7 @@ from ..checks.hang import _BAR
 from . import actions, integrations
 from .rundir import RunDirWatcher, console_name, node_identity, output_dir_of, read_args_json
 from .say import say
+from .terminal import Foreground
 from .watchdogs import PHASE_OF, PHASE_TEXT, HangWatchdog, Limits
 
 EXIT_STOPPED = 124   # watch stopped the child (--on-hang stop), like timeout(1)
@@ -101,6 +102,7 @@ class Watch:
         self.node_rank, self.host = node_identity(self.env)
         self.session: Session | None = None
         self.proc: subprocess.Popen | None = None
+        self.terminal = Foreground()
         self.stopped = False
         self.kill_at: float | None = None
         self.signals: list[int] = []
@@ -150,6 +152,8 @@ class Watch:
         self.proc = subprocess.Popen(self.argv, stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                      close_fds=True, **kw)
         self.pgid = self.proc.pid
+        if threading.current_thread() is threading.main_thread():  # signal handlers: main thread only
+            self.terminal.give(self.pgid)  # the run's group reads the terminal (input(), pdb): see live/terminal
 
     # ------------------------------------------------------------------ main
     def run(self) -> int:
@@ -196,6 +200,7 @@ class Watch:
         try:
             rc = self._loop()
         finally:
+            self.terminal.take_back()
             for s, h in old.items():
                 signal.signal(s, h)
             self.console.close()
