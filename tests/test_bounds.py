@@ -105,3 +105,34 @@ def test_ascii_stdout_never_crashes(tmp_path):
     f.write_text("显存 ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n")
     p = cli("analyze", str(f), env={"PYTHONIOENCODING": "ascii:strict"})
     assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+
+
+# ------------------------------------------------------------------------------------------------ point 16
+
+FUZZ = ROOT / "fixtures" / "fuzz"
+
+
+@pytest.mark.parametrize("name", ["overflow-float-vllm-util.log", "nccl-timeout-huge-ms.log",
+                                  "huge-rank-missing-list.log"])
+def test_fuzz_findings_are_reports_not_internal_errors(name):
+    # found by the fuzzer: float() of a 400-digit value, a NCCL timeout of 10**30 ms, a [rank10**25] prefix
+    # (the missing-rank list was O(rank): a hang, then out of memory)
+    p = cli("analyze", str(FUZZ / name), "-f", "json", timeout=60)
+    assert p.returncode in (0, 1) and b"internal error" not in p.stderr, p.stderr.decode()[-400:]
+    _strict_json(p.stdout)
+
+
+def test_one_bad_field_costs_the_field(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "args.json").write_text('{"rlhf_type": "grpo", "num_generations": 8, "model": ' + "[" * 5000 + "]" * 5000
+                                   + "}")
+    big = "9" * 401
+    (run / "logging.jsonl").write_text(f'{{"loss": {big}, "grad_norm": 1.0, "global_step/max_steps": "1/10"}}\n'
+                                       '{"loss": ' + "[" * 3000 + "]" * 3000 + '}\n')
+    (run / "train.log").write_bytes(BATCH)
+    p = cli("analyze", str(run), "-f", "json")
+    assert p.returncode == 1 and b"internal error" not in p.stderr, p.stderr.decode()[-400:]
+    doc = _strict_json(p.stdout)
+    # the report survives the bad fields (a 401-digit loss is beyond float: read as inf, as float("1e401") is)
+    assert {"batch-divisibility", "loss-nan-or-inf"} <= {f["category"] for f in doc["findings"]}

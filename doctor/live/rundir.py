@@ -151,7 +151,7 @@ def read_args_json(path: str) -> dict | None:
     try:
         with open_regular(path) as f:
             obj = json.loads(decode(f.read(32 * 1024 * 1024)))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 

@@ -100,17 +100,22 @@ def md_fence(lines: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------------------- JSON
 
-def _finite(obj: Any) -> Any:
+MAX_DEPTH = 64  # a value nested deeper (a hostile args.json) is cut here: json.dumps would recurse past Python's limit
+
+
+def _finite(obj: Any, depth: int = 0) -> Any:
     if isinstance(obj, float):
         if math.isfinite(obj):
             return obj
         return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
     if isinstance(obj, str):
         return _SURROGATE.sub(_esc, obj) if not obj.isprintable() else obj
+    if isinstance(obj, (dict, list, tuple)) and depth >= MAX_DEPTH:
+        return "(nested too deep: cut)"
     if isinstance(obj, dict):
-        return {(_finite(k) if isinstance(k, str) else k): _finite(v) for k, v in obj.items()}
+        return {(_finite(k) if isinstance(k, str) else k): _finite(v, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [_finite(v, depth + 1) for v in obj]
     return obj
 
 

@@ -196,7 +196,7 @@ def _read_json(p: Path, size: int, root: Path | None = None) -> JsonFile:
         return JsonFile(None, "a git-LFS pointer, not the file")
     try:
         return JsonFile(json.loads(raw.decode("utf-8-sig")))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         return JsonFile(None, f"not valid JSON ({str(e)[:80]}; {size:,} bytes: cut short?)")
 
 
@@ -307,7 +307,7 @@ def _read_base_config(facts: CheckpointFacts, run: Path) -> None:
                     if isinstance(data, dict):
                         facts.base_config = data
                         return
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 continue
 
 

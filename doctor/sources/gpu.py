@@ -609,7 +609,7 @@ def parse_nvml_json(text: str, where: str = "<json>") -> list[GpuSample]:
     retired_pages_pending, processes[{pid, used}]}]}; "unsupported: ..." strings become None."""
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise SnapshotError(f"{where}: broken JSON; save the NVML dump again") from None
     out = []
     for g in obj.get("gpus", []) if isinstance(obj, dict) else []:

@@ -66,7 +66,7 @@ def _explicit_file(path: Path, display: str) -> Input:
                 obj = json.loads(decode(f.read(MAX_SMALL)))
             if is_report(obj):
                 kind = "report"
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
     try:
         with open_regular(path) as f:
@@ -228,7 +228,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         text = read_small(inp)
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return  # a broken args.json inside a run dir: the logs still count
         if isinstance(obj, dict):
             session.run.add_args_json(obj)
@@ -273,7 +273,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
             for lineno, data in physical_lines(stream, max_line=16 * 1024 * 1024):
                 try:
                     row = json.loads(decode(data))
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(row, dict):
                     counter[0] += 1

@@ -134,7 +134,7 @@ def _own_checks(facts: HeaderFacts) -> None:
         return
     try:
         hdr = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         facts.problems.append(f"the {n:,}-byte header is not valid JSON ({str(e)[:80]})")
         return
     if not isinstance(hdr, dict):

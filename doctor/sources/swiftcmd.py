@@ -50,7 +50,7 @@ def read_json(path: Path) -> Any:
         raise CommandError(f"{path}: larger than {MAX_JSON // 1024 // 1024} MiB; not a configuration file")
     try:
         return json.loads(data.decode("utf-8", errors="replace"))
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise CommandError(f"{path}: not valid JSON ({e}); fix the file") from None
 
 
