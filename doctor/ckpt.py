@@ -19,6 +19,7 @@ from .registry import RuleMeta, _load_one, rule_files
 from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
 from .selectors import resolve
 from .sources.inputs import InputError
+from .sources.safeio import what_is
 from .sources.swiftconfig import RunConfig
 from .signals import CheckpointInput
 
@@ -84,6 +85,9 @@ def group_paths(paths: list[str]) -> list[tuple[Path, str]]:
             for c in found:
                 add(c, str(Path(p) / c.relative_to(path)))
             continue
+        what = what_is(path.stat().st_mode) if path.exists() else None
+        if what is not None:
+            raise InputError(f"{p}: {what}, not a regular file; pass a checkpoint directory or a file inside one")
         d = checkpoint_dir_of(path)
         disp = os.path.dirname(p.rstrip("/")) or "."
         if d != path.parent:

@@ -78,7 +78,8 @@ def settings(paths: Optional[list[str]], config: Optional[Path], isolated: bool,
 
 
 def die(msg: str) -> "typer.Exit":
-    typer.echo(f"grpo-doctor: {msg}", err=True)
+    from .render.safe import clean  # file names and exception text: no escape sequence reaches the terminal
+    typer.echo(f"grpo-doctor: {clean(msg)}", err=True)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -146,6 +147,8 @@ def exit_note(report: Report, fail_on: FailOn, width: Optional[int] = None) -> s
 
 def emit(text: str, output: Optional[Path]) -> None:
     if output is None:
+        if hasattr(sys.stdout, "reconfigure"):  # an ASCII-only locale: escape what it cannot show, never crash
+            sys.stdout.reconfigure(errors="backslashreplace")
         sys.stdout.write(text)
         sys.stdout.flush()
         return
@@ -166,6 +169,14 @@ def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Option
         label = "grpo-doctor: " + what.removeprefix("while ").removeprefix("in ")
         with spinner(label, progress and not quiet and fmt in (Format.text, Format.markdown)):
             report = build()
+        # rendering is inside the error path too: a value no renderer expected costs one line and exit 2, never a
+        # traceback (render.safe already writes NaN/inf and undecodable names validly)
+        from .console import color_wanted, wrap_width
+        code = exit_code(report, fail_on)
+        tty = output is None and sys.stdout.isatty()
+        width = wrap_width(tty) if output is None else None
+        text = render_report(report, fmt, color_wanted(color.value, tty=tty, to_file=output is not None), width,
+                             quiet)
     except (InputError, *user_errors) as e:
         raise die(str(e))
     except CatalogError as e:
@@ -178,11 +189,6 @@ def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Option
         if debug:
             raise
         raise die(f"internal error {what}: {type(e).__name__}: {e} (rerun with --debug and report it)")
-    from .console import color_wanted, wrap_width
-    code = exit_code(report, fail_on)
-    tty = output is None and sys.stdout.isatty()
-    width = wrap_width(tty) if output is None else None
-    text = render_report(report, fmt, color_wanted(color.value, tty=tty, to_file=output is not None), width, quiet)
     if fmt is Format.text and code == EXIT_FINDINGS and not quiet:
         text += exit_note(report, fail_on, width)
     emit(text, output)

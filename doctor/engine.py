@@ -140,7 +140,10 @@ class Session:
 
     def _route(self, signal: Any) -> None:
         for r in self._by_type.get(type(signal), ()):
-            r.feed(signal)
+            try:
+                r.feed(signal)
+            except _OUT_OF_RANGE:
+                pass  # a value out of range (issue 18 point 16): it costs this signal for this rule, not the report
 
     # ------------------------------------------------------------------ results
     def finish(self) -> list[Finding]:
@@ -149,14 +152,21 @@ class Session:
                             open_tracebacks=self.tracker.open_tracebacks(), preflight=self.preflight,
                             facts=self.facts)
         found: list[Finding] = []
-        for r in self.rules:
-            if not r.meta.fallback:
-                found.extend(r.finish(ctx))
-        ctx.findings = list(found)
-        for r in self.rules:
-            if r.meta.fallback:
-                found.extend(r.finish(ctx))
+        for fallback in (False, True):
+            if fallback:
+                ctx.findings = list(found)
+            for r in self.rules:
+                if r.meta.fallback == fallback:
+                    try:
+                        found.extend(r.finish(ctx))
+                    except _OUT_OF_RANGE:
+                        pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
         return order(found)
+
+
+# what a rule's arithmetic raises on a value read from a hostile input: a 400-digit integer as float, a division by a
+# zero read from the log, an int() of a 5000-digit string, a deeply nested value
+_OUT_OF_RANGE = (ArithmeticError, ValueError, RecursionError)
 
 
 def order(findings: list[Finding]) -> list[Finding]:

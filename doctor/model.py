@@ -74,10 +74,14 @@ class Finding:
 @dataclass(frozen=True)
 class InputInfo:
     path: str
-    kind: str  # log | metrics | args | gpu | checkpoint | completions
+    kind: str  # log | metrics | args | gpu | checkpoint | completions | skipped
+    note: str = ""  # why a "skipped" input was not read (a link out of the run dir, a FIFO, permission denied)
 
     def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "kind": self.kind}
+        out = {"path": self.path, "kind": self.kind}
+        if self.note:
+            out["note"] = self.note  # additive (schema 1): only on skipped inputs
+        return out
 
 
 @dataclass

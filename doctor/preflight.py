@@ -70,7 +70,8 @@ def _mm(version: str | None) -> tuple[int, int] | None:
 # --------------------------------------------------------------------------------- simulated ms-swift checks
 
 def _divs(n: int, start: int) -> list[int]:
-    return [d for d in range(start, n + 1) if n % d == 0]
+    from .swift.batch import divisors  # bounded: the numbers come from the user's command
+    return divisors(n, start)
 
 
 def eval_enabled(run: RunConfig, mm: tuple[int, int] | None) -> bool:

@@ -108,26 +108,22 @@ def test_directory_with_nothing_readable(tmp_path):
     assert_one_line_error(run("analyze", str(tmp_path)), str(tmp_path), "no log")
 
 
-def test_permission_error(tmp_path):
+def test_permission_error(tmp_path, monkeypatch):
     f = tmp_path / "secret.log"
     f.write_text("ValueError: x\n")
     if os.geteuid() == 0:
-        # root reads everything: simulate the OS refusing, in process, through the real code path
-        from doctor.sources import inputs
-        real_open = open
+        # root reads everything: simulate the OS refusing, in process, through the real code path (safeio's os.open)
+        from doctor.sources import inputs, safeio
+        real_open = os.open
 
         def deny(path, *a, **k):
             if str(path) == str(f):
                 raise PermissionError(13, "Permission denied", str(path))
             return real_open(path, *a, **k)
 
-        import builtins
-        builtins.open = deny
-        try:
-            with pytest.raises(inputs.InputError, match="permission denied"):
-                inputs.discover([str(f)])
-        finally:
-            builtins.open = real_open
+        monkeypatch.setattr(safeio.os, "open", deny)
+        with pytest.raises(inputs.InputError, match="permission denied"):
+            inputs.discover([str(f)])
     else:
         f.chmod(0)
         assert_one_line_error(run("analyze", str(f)), str(f), "permission denied")

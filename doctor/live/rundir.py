@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..sources import metrics as metrics_src
 from ..sources.logtext import LineSplitter, decode
+from ..sources.safeio import open_regular
 
 MAX_DEPTH = 3  # output_dir / v0-2026... / checkpoint-N
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
@@ -45,7 +46,7 @@ class JsonlTail:
 
     def read(self) -> list[tuple[int, dict]]:
         try:
-            with open(self.path, "rb") as f:
+            with open_regular(self.path) as f:  # never blocks on a FIFO; reads up to the size now
                 f.seek(self.offset)
                 data = f.read()
         except OSError:
@@ -148,9 +149,9 @@ class RunDirWatcher:
 
 def read_args_json(path: str) -> dict | None:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             obj = json.loads(decode(f.read(32 * 1024 * 1024)))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 

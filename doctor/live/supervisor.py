@@ -8,7 +8,6 @@ watchdog and, every few seconds, evaluates the rules to surface new findings at 
 """
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import shlex
@@ -34,6 +33,7 @@ from ..checks.hang._progress import _BAR
 from . import actions, integrations
 from .rundir import RunDirWatcher, console_name, node_identity, output_dir_of, read_args_json
 from .say import say
+from .terminal import Foreground
 from .watchdogs import PHASE_OF, PHASE_TEXT, HangWatchdog, Limits
 from ..signals import DiskTick, GpuTick, HangReport, HostTick, Metrics, Where
 
@@ -102,6 +102,7 @@ class Watch:
         self.node_rank, self.host = node_identity(self.env)
         self.session: Session | None = None
         self.proc: subprocess.Popen | None = None
+        self.terminal = Foreground()
         self.stopped = False
         self.kill_at: float | None = None
         self.signals: list[int] = []
@@ -151,6 +152,8 @@ class Watch:
         self.proc = subprocess.Popen(self.argv, stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                      close_fds=True, **kw)
         self.pgid = self.proc.pid
+        if threading.current_thread() is threading.main_thread():  # signal handlers: main thread only
+            self.terminal.give(self.pgid)  # the run's group reads the terminal (input(), pdb): see live/terminal
 
     # ------------------------------------------------------------------ main
     def run(self) -> int:
@@ -197,6 +200,7 @@ class Watch:
         try:
             rc = self._loop()
         finally:
+            self.terminal.take_back()
             for s, h in old.items():
                 signal.signal(s, h)
             self.console.close()
@@ -509,8 +513,8 @@ class Watch:
         if missing:
             body += ["== not captured ==", *missing, ""]
         try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(body) + "\n")
+            with open(path, "wb") as f:  # process names and stacks may hold undecodable bytes (surrogates)
+                f.write(("\n".join(body) + "\n").encode("utf-8", "backslashreplace"))
             stacks_file = path
         except OSError:
             stacks_file = None
@@ -590,14 +594,21 @@ class Watch:
                       findings)
 
     def _write_report(self, rep: Report) -> None:
+        """Atomic (tmp + rename); any value (NaN, bytes of a non-UTF-8 argument) is written validly by render.safe;
+        on any failure the tmp file is removed and the run's exit status is untouched."""
+        from ..render.safe import json_dumps
         tmp = f"{self.report_path}.tmp{os.getpid()}"
         try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(rep.to_json(), f, indent=2, ensure_ascii=False)
-                f.write("\n")
+            data = (json_dumps(rep.to_json(), indent=2) + "\n").encode("utf-8", "backslashreplace")
+            with open(tmp, "wb") as f:
+                f.write(data)
             os.replace(tmp, self.report_path)
-        except OSError as e:
-            say(f"{self.report_path}: cannot write the report ({e.strerror})")
+        except Exception as e:  # noqa: BLE001 - a report that cannot be written must not cost the child's status
+            say(f"{self.report_path}: cannot write the report ({getattr(e, 'strerror', None) or e})")
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
     def _final_say(self, rep: Report, rc: int, code: int) -> None:
         how = (f"stopped by grpo-doctor (exit {code})" if self.stopped else

@@ -1,10 +1,10 @@
-"""The JSON report (schema version 1). Written with json.dumps; no rich here."""
+"""The JSON report (schema version 1). Written with json.dumps (through render.safe: non-finite numbers as the
+strings "nan"/"inf"/"-inf", invisible characters as \\uXXXX, undecodable file-name bytes as \\xNN); no rich here."""
 from __future__ import annotations
 
-import json
-
 from ..model import Report
+from .safe import json_dumps
 
 
 def render(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return json_dumps(report.to_json(), indent=2) + "\n"

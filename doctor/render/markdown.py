@@ -1,45 +1,41 @@
-"""Markdown, ready to paste into a GitHub issue."""
+"""Markdown, ready to paste into a GitHub issue. Only the tool's own markup is markup: every input-derived string
+goes through render.safe (escaped text, code spans and fences longer than any backtick run inside)."""
 from __future__ import annotations
 
 from ..model import Report
 from . import run_line
-
-
-def _fence(text: str) -> str:
-    return text.replace("```", "ˋˋˋ")
+from .safe import md_code, md_fence, md_message, md_text
 
 
 def render(report: Report) -> str:
     out: list[str] = ["## grpo-doctor report", ""]
     summary = run_line(report.run)
     if summary:
-        out += ["Run: " + summary, ""]
+        out += ["Run: " + md_text(summary), ""]
     if not report.findings:
         out += ["No problem found.", ""]
     for i, f in enumerate(report.findings, 1):
         tag = f" ({f.role.value})" if f.role.value != "standalone" else ""
-        out.append(f"### {i}. {f.severity.name.upper()}: {f.title}{tag}")
+        out.append(f"### {i}. {f.severity.name.upper()}: {md_message(f.title)}{tag}")
         out.append("")
-        out.append(f"`{f.rule_id}` `{f.slug}` · category `{f.category}`"
+        out.append(f"{md_code(f.rule_id)} {md_code(f.slug)} · category {md_code(f.category)}"
                    + (f" · seen {f.count}×" if f.count > 1 else "")
                    + (f" · ranks {', '.join(map(str, f.ranks))}" if f.ranks else ""))
         out.append("")
-        out.append(f.message)
+        out.append(md_message(f.message))
         out.append("")
         if f.evidence:
             out.append("Evidence:")
             out.append("")
-            out.append("```")
-            for e in f.evidence:
-                out.append(_fence(f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}"))
-            out.append("```")
+            out += md_fence([f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}" for e in f.evidence])
             out.append("")
         if f.fix:
             out.append("Fix:")
             out.append("")
             for step in f.fix:
-                out.append(f"- {step}")
+                out.append(f"- {md_message(step)}")
             out.append("")
-    out.append(f"<sub>grpo-doctor {report.tool_version} · inputs: "
-               + ", ".join(f"`{i.path}` ({i.kind})" for i in report.inputs) + "</sub>")
+    out.append(f"<sub>grpo-doctor {md_text(report.tool_version)} · inputs: "
+               + ", ".join(f"{md_code(i.path)} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
+                         for i in report.inputs) + "</sub>")
     return "\n".join(out) + "\n"

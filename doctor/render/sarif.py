@@ -1,10 +1,9 @@
 """SARIF 2.1.0 for code-scanning dashboards: one result per finding, rules from the catalog."""
 from __future__ import annotations
 
-import json
-
 from ..model import Report, Severity
 from ..registry import load_catalog
+from .safe import json_dumps
 
 _LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.info: "note"}
 
@@ -26,4 +25,4 @@ def render(report: Report) -> str:
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
            "runs": [{"tool": {"driver": {"name": "grpo-doctor", "version": report.tool_version, "rules": rules}},
                      "results": results}]}
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return json_dumps(doc, indent=2) + "\n"

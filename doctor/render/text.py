@@ -8,13 +8,20 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from ..model import Finding, Report, Role, Severity
 from . import run_line
+from .safe import clean
+
+
+def escape(text: object) -> str:
+    """Input-derived text for rich: control and bidi characters shown escaped, then markup escaped."""
+    return _markup_escape(clean(text))
+
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}
 NO_WRAP = 400
@@ -45,7 +52,8 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     if summary:
         head += " · " + summary
     out(f"[dim]{escape(head)}[/dim]")
-    out(f"[dim]inputs: {escape(', '.join(i.path for i in report.inputs))}[/dim]")
+    shown = (i.path + (f" (skipped: {i.note})" if i.note else "") for i in report.inputs)
+    out(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
     if not report.findings:
         out("[bold green]No problem found.[/bold green]")
         return _tidy(buf.getvalue())

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .safeio import open_regular, read_head
 from .safetensors_header import LFS_MAGIC, HeaderFacts, parse_lfs_pointer, read_header
 
 MAX_JSON = 64 * 1024 * 1024
@@ -157,7 +158,7 @@ def _file_fact(d: Path, rel: str) -> FileFact | None:
     zip_ok = None
     if 0 < size < 1024:
         try:
-            with open(p, "rb") as f:
+            with open_regular(p) as f:
                 head = f.read(1024)
             if head.startswith(LFS_MAGIC):
                 lfs = parse_lfs_pointer(head)
@@ -171,7 +172,7 @@ def _file_fact(d: Path, rel: str) -> FileFact | None:
 def _zip_complete(p: Path, size: int) -> bool | None:
     """torch.save writes a zip: PK\\3\\4 at the start, the end-of-central-directory record at the end."""
     try:
-        with open(p, "rb") as f:
+        with open_regular(p) as f:
             if f.read(4) != b"PK\x03\x04":
                 return None  # legacy pickle format: nothing we can check without unpickling
             f.seek(max(0, size - 65_557))
@@ -181,20 +182,21 @@ def _zip_complete(p: Path, size: int) -> bool | None:
     return b"PK\x05\x06" in tail[-65_557:]
 
 
-def _read_json(p: Path, size: int) -> JsonFile:
+def _read_json(p: Path, size: int, root: Path | None = None) -> JsonFile:
     if size == 0:
         return JsonFile(None, "the file is empty (0 bytes)")
     if size > MAX_JSON:
         return JsonFile(None, f"{size:,} bytes, too large to be this JSON file")
     try:
-        raw = p.read_bytes()
+        with open_regular(p, root=root) as f:
+            raw = f.read(MAX_JSON + 1)
     except OSError as e:
         return JsonFile(None, f"cannot read it ({e.strerror})")
     if raw.startswith(LFS_MAGIC):
         return JsonFile(None, "a git-LFS pointer, not the file")
     try:
         return JsonFile(json.loads(raw.decode("utf-8-sig")))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         return JsonFile(None, f"not valid JSON ({str(e)[:80]}; {size:,} bytes: cut short?)")
 
 
@@ -228,7 +230,7 @@ def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool 
             facts.jsons[name] = _read_json(d / name, ff.size)
     if "latest" in facts.files and 0 < facts.files["latest"].size < 4096:
         try:
-            facts.latest = (d / "latest").read_text(encoding="utf-8", errors="replace").strip()
+            facts.latest = read_head(d / "latest", 4096, root=d).decode("utf-8", errors="replace").strip()
         except OSError:
             pass
     try:
@@ -282,7 +284,7 @@ def _read_run_dir(facts: CheckpointFacts, d: Path) -> None:
             size = (run / "args.json").stat().st_size
         except OSError:
             size = 0
-        j = _read_json(run / "args.json", size)
+        j = _read_json(run / "args.json", size, root=run)
         if isinstance(j.data, dict):
             facts.run_args = j.data
     facts.command_text, facts.command_source = _find_command(run, names)
@@ -301,11 +303,11 @@ def _read_base_config(facts: CheckpointFacts, run: Path) -> None:
             cfg = base / "config.json"
             try:
                 if cfg.is_file() and cfg.stat().st_size < 1_000_000:
-                    data = json.loads(cfg.read_text(encoding="utf-8"))
+                    data = json.loads(read_head(cfg, 1_000_000).decode("utf-8"))
                     if isinstance(data, dict):
                         facts.base_config = data
                         return
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 continue
 
 
@@ -316,9 +318,8 @@ def _find_command(run: Path, names: list[str]) -> tuple[str | None, str | None]:
     for n in names:
         low = n.lower()
         if low in ("command.txt", "cmd.txt") or low.endswith(".sh"):
-            try:
-                with open(run / n, "rb") as f:
-                    return f.read(HEAD_BYTES).decode("utf-8", "replace"), str(Path(n))
+            try:  # never a FIFO (it would block) nor a link out of the run directory
+                return read_head(run / n, HEAD_BYTES, root=run).decode("utf-8", "replace"), str(Path(n))
             except OSError:
                 continue
     for n in names:
@@ -326,8 +327,7 @@ def _find_command(run: Path, names: list[str]) -> tuple[str | None, str | None]:
         if not p.is_file() or classify(p) != "log":
             continue
         try:
-            with open(p, "rb") as f:
-                head = f.read(HEAD_BYTES).decode("utf-8", "replace")
+            head = read_head(p, HEAD_BYTES, root=run).decode("utf-8", "replace")
         except OSError:
             continue
         for line in head.splitlines():

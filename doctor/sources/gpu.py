@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .safeio import open_regular
+
 MAX_SNAPSHOT = 8 * 1024 * 1024  # a snapshot file larger than this is read only up to here
 
 
@@ -173,7 +175,7 @@ def parse_text(text: str, where: str = "<text>") -> list[GpuSample]:
 def parse_snapshot(path: str | Path) -> list[GpuSample]:
     """Read a saved nvidia-smi output (any of the formats above). Raises SnapshotError (one line) or OSError."""
     p = Path(path)
-    with open(p, "rb") as f:
+    with open_regular(p) as f:
         data = f.read(MAX_SNAPSHOT)
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     text = re.sub(r"\x1b\[[0-9;]*m", "", text)
@@ -607,7 +609,7 @@ def parse_nvml_json(text: str, where: str = "<json>") -> list[GpuSample]:
     retired_pages_pending, processes[{pid, used}]}]}; "unsupported: ..." strings become None."""
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise SnapshotError(f"{where}: broken JSON; save the NVML dump again") from None
     out = []
     for g in obj.get("gpus", []) if isinstance(obj, dict) else []:

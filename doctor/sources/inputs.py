@@ -2,7 +2,9 @@
 
 A run directory as ms-swift writes it (any nesting), console logs saved by hand (``*.log``,
 ``nohup.out``, ``*.txt``, one per node or rank), a single file, or ``-`` for standard input.
-Nothing is executed or unpickled: ``*.pt``/``*.bin``/``*.pth`` are never opened here.
+Nothing is executed or unpickled: ``*.pt``/``*.bin``/``*.pth`` are never opened here. Only regular files are
+read (safeio.open_regular: no FIFO, socket or device, every read bounded); inside a run directory a symlink that
+leads out of it is not followed, and what was skipped is listed in the report's inputs (kind "skipped", a note).
 """
 from __future__ import annotations
 
@@ -16,13 +18,11 @@ from typing import BinaryIO
 
 from ..model import InputInfo
 from . import metrics as metrics_src
+from .kinds import LOG_NAMES, LOG_SUFFIXES, SKIP_DIRS, SKIP_NAMES, classify, gpu_kind, looks_binary  # noqa: F401
 from .logtext import LineReader, decode, physical_lines
 from ..signals import Completions, GpuSnapshot, Metrics, Where
+from .safeio import NotRegular, link_out, open_regular, what_is
 
-LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
-LOG_NAMES = {"nohup.out", "stdout", "stderr", "log", "console", "output"}
-SKIP_DIRS = {"images", "runs", ".git", "__pycache__", "node_modules", ".ipynb_checkpoints", "global_step"}
-SKIP_NAMES = {"README.md", "label.json", "tree.txt", "meta.txt", "requirements.txt", "LICENSE", "CHANGELOG.md"}
 MAX_SMALL = 32 * 1024 * 1024  # args.json / command.txt larger than this are not configuration files
 
 
@@ -34,74 +34,21 @@ class InputError(Exception):
 class Input:
     path: Path | None   # None: standard input
     display: str
-    kind: str           # log | metrics | completions | args | command
+    kind: str           # log | metrics | completions | args | command | skipped
+    note: str = ""      # skipped: why
 
     def info(self) -> InputInfo:
-        return InputInfo(self.display, self.kind)
+        return InputInfo(self.display, self.kind, self.note)
 
 
 _ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6}
-GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
-_LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
-              "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
-
-
-def classify(path: Path) -> str | None:
-    name = path.name
-    low = name.lower()
-    if low == "logging.jsonl":
-        return "metrics"
-    if low == "completions.jsonl":
-        return "completions"
-    if low == "args.json":
-        return "args"
-    if low.startswith("grpo-doctor-report") and low.endswith(".json"):
-        return "report"
-    if low in ("command.txt", "cmd.txt") or low.endswith(".sh"):
-        return "command"
-    if low.endswith(".csv") and ("gpu" in low or "smi" in low or "nvidia" in low or "apps" in low):
-        return "log"  # sniffed below: a --query-gpu / --query-compute-apps CSV becomes kind "gpu"
-    if name in SKIP_NAMES or low.endswith((".safetensors", ".pt", ".pth", ".bin", ".png", ".jpg", ".json", ".jsonl",
-                                           ".pkl", ".npy", ".gz", ".zip", ".tar", ".py", ".yaml", ".yml", ".toml")):
-        return None
-    if path.suffix.lower() in LOG_SUFFIXES or low in LOG_NAMES or low.startswith(("nohup", "log", "stdout", "stderr")):
-        return "log"
-    return None
-
-
-def looks_binary(head: bytes) -> bool:
-    if not head:
-        return False
-    if head.startswith((b"\x89PNG", b"PK\x03\x04", b"\x1f\x8b", b"\x80\x02", b"\x80\x04", b"\x7fELF")):
-        return True
-    nul = head.count(b"\x00")
-    if nul > len(head) // 4:
-        # UTF-16 text is full of NULs too; treat it as binary rather than guess
-        return True
-    ctrl = sum(1 for b in head if b < 9 or 13 < b < 32 and b != 27)
-    return ctrl > len(head) // 10
-
-
-def gpu_kind(path: Path, head: bytes, size: int) -> bool:
-    """A saved nvidia-smi output (table, -q, query CSV): sniffed from its first bytes, and nothing in the file that
-    belongs to a console log (a log that printed nvidia-smi before training stays a log)."""
-    if size > GPU_MAX:
-        return False
-    from .gpu import sniff  # noqa: PLC0415
-    if sniff(head.decode("utf-8", errors="replace")) in (None, "nvml-json"):
-        return False
+def _check_readable(path: Path, display: str) -> None:
     try:
-        with open(path, "rb") as f:
-            text = f.read(GPU_MAX).decode("utf-8", errors="replace")
-    except OSError:
-        return False
-    return not any(w in text for w in _LOG_MARKS)
-
-
-def _check_readable(path: Path) -> None:
-    try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             f.read(1)
+    except NotRegular as e:
+        raise InputError(f"{display}: {e.what}, not a regular file; pass a saved log file, or pipe the text in: "
+                         f"grpo-doctor analyze - < {display}") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or run as its owner") from None
     except IsADirectoryError:
@@ -111,22 +58,25 @@ def _check_readable(path: Path) -> None:
 
 
 def _explicit_file(path: Path, display: str) -> Input:
-    _check_readable(path)
+    _check_readable(path, display)
     kind = classify(path) or "log"
     if path.suffix.lower() == ".json" and kind == "log":
         from .reports import is_report
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 obj = json.loads(decode(f.read(MAX_SMALL)))
             if is_report(obj):
                 kind = "report"
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
-    st = path.stat()
-    if st.st_size == 0 and stat.S_ISREG(st.st_mode):
+    try:
+        with open_regular(path) as f:
+            st = os.fstat(f.fileno())
+            head = f.read(8192)
+    except OSError as e:
+        raise InputError(f"{display}: cannot read ({e.strerror}); check the path") from None
+    if st.st_size == 0:
         raise InputError(f"{display}: the file is empty; pass the console log of the run (or - and paste it)")
-    with open(path, "rb") as f:
-        head = f.read(8192)
     if looks_binary(head):
         raise InputError(f"{display}: looks like a binary file, not a log; pass the console log, logging.jsonl "
                          "or the run directory")
@@ -156,40 +106,64 @@ def discover(paths: list[str]) -> list[Input]:
     return found
 
 
+def _skip(fp: Path, root: Path, display_root: str, why: str) -> Input:
+    return Input(None, _display(fp, root, display_root), "skipped", why)
+
+
+def _candidate(fp: Path, root: Path, display_root: str) -> tuple[str | None, Input | None]:
+    """(kind, None) for a file to read, (None, a skipped Input) for one to name in the report, (None, None) for
+    a file that is not an input at all. Never opens a link out of the run dir, a FIFO, socket or device."""
+    kind = classify(fp)
+    if kind is None:
+        return None, None
+    try:
+        lst = fp.lstat()
+        if stat.S_ISLNK(lst.st_mode) and link_out(fp, root):
+            return None, _skip(fp, root, display_root, "a symlink out of the run directory, not followed")
+        st = fp.stat()
+    except OSError as e:
+        return None, _skip(fp, root, display_root, f"cannot read it ({e.strerror})")
+    what = what_is(st.st_mode)
+    if what is not None:
+        return None, _skip(fp, root, display_root, f"{what}, not a regular file")
+    if st.st_size == 0 or (kind in ("args", "command", "report") and st.st_size > MAX_SMALL):
+        return None, None
+    if not os.access(fp, os.R_OK):
+        return None, _skip(fp, root, display_root, "permission denied")
+    if kind == "log":
+        try:
+            with open_regular(fp, root=root) as f:
+                head = f.read(8192)
+        except OSError as e:
+            return None, _skip(fp, root, display_root, f"cannot read it ({e.strerror})")
+        if looks_binary(head):
+            return None, None
+        if gpu_kind(fp, head, st.st_size):
+            kind = "gpu"
+    return kind, None
+
+
 def _walk(root: Path, display_root: str) -> list[Input]:
     if not os.access(root, os.R_OK | os.X_OK):
         raise InputError(f"{display_root}: permission denied; make the directory readable")
     out: list[Input] = []
+    skipped: list[Input] = []
     args_files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=None):
         d = Path(dirpath)
         dirnames[:] = sorted(n for n in dirnames if n not in SKIP_DIRS and not n.startswith("checkpoint-")
                              and not n.startswith("global_step") and not n.startswith("."))
+        for n in dirnames:  # os.walk does not descend into linked directories; name those that lead out
+            if os.path.islink(d / n) and link_out(d / n, root):
+                skipped.append(_skip(d / n, root, display_root, "a symlinked directory out of the run directory, "
+                                                                "not followed"))
         for name in sorted(filenames):
             fp = d / name
-            kind = classify(fp)
+            kind, skip = _candidate(fp, root, display_root)
+            if skip is not None:
+                skipped.append(skip)
             if kind is None:
                 continue
-            try:
-                st = fp.stat()
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
-                continue
-            if not os.access(fp, os.R_OK):
-                continue
-            if kind in ("args", "command", "report") and st.st_size > MAX_SMALL:
-                continue
-            if kind == "log":
-                try:
-                    with open(fp, "rb") as f:
-                        head = f.read(8192)
-                except OSError:
-                    continue
-                if looks_binary(head):
-                    continue
-                if gpu_kind(fp, head, st.st_size):
-                    kind = "gpu"
             if kind == "args":
                 args_files.append(fp)
                 continue
@@ -201,9 +175,10 @@ def _walk(root: Path, display_root: str) -> list[Input]:
         chosen = shallow[-1]
         out.append(Input(chosen, _display(chosen, root, display_root), "args"))
     if not out and not run_checkpoints([display_root], root):
-        raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here; "
+        why = f" ({len(skipped)} skipped: {skipped[0].display}: {skipped[0].note})" if skipped else ""
+        raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here{why}; "
                          "pass the run's output directory or a saved console log")
-    return out
+    return out + skipped
 
 
 def run_checkpoints(paths: list[str], root: Path | None = None) -> list[tuple[Path, str]]:
@@ -232,7 +207,9 @@ def open_input(inp: Input) -> BinaryIO:
     if inp.path is None:
         return sys.stdin.buffer
     try:
-        return open(inp.path, "rb")
+        return open_regular(inp.path)
+    except NotRegular as e:
+        raise InputError(f"{inp.display}: {e.what}; pass a regular file") from None
     except PermissionError:
         raise InputError(f"{inp.display}: permission denied; make the file readable") from None
     except OSError as e:
@@ -252,7 +229,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         text = read_small(inp)
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return  # a broken args.json inside a run dir: the logs still count
         if isinstance(obj, dict):
             session.run.add_args_json(obj)
@@ -260,8 +237,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
     if inp.kind == "command":
         session.run.add_command(read_small(inp), "command")
         return
-    if inp.kind == "report":
-        return  # merged by doctor.analyze
+    if inp.kind in ("report", "skipped"):
+        return  # reports are merged by doctor.analyze; skipped inputs are only named
     if inp.kind == "gpu":
         from .gpu import SnapshotError, parse_text  # noqa: PLC0415
         try:
@@ -272,6 +249,9 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         session.emit(GpuSnapshot(inp.display, samples, counter[0]))
         return
     stream = open_input(inp)
+    if inp.path is None and not stream.peek(1):
+        raise InputError("<stdin>: standard input is empty; pipe or paste the console log of the run (an empty "
+                         "input is an error, as an empty file is)")
     try:
         if inp.kind == "log":
             from . import scan  # the chunk scanner and its matchers: only when a log is read
@@ -294,7 +274,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
             for lineno, data in physical_lines(stream, max_line=16 * 1024 * 1024):
                 try:
                     row = json.loads(decode(data))
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(row, dict):
                     counter[0] += 1

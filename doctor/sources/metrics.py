@@ -36,7 +36,10 @@ def has_literal(text: str) -> bool:
 def to_number(value: Any) -> Any:
     """'0.5' -> 0.5, 'nan' -> nan; anything else unchanged."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a 400-digit integer: beyond float, as float("1e400") is
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         v = value.strip()
         try:
@@ -152,6 +155,8 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(text)
+    except RecursionError:
+        return None  # nested thousands deep: not a metrics record
     except ValueError:
         return parse_console(text)  # a cut last line: take what is there
     if not isinstance(obj, dict):

@@ -48,7 +48,7 @@ def _finding(d: dict) -> Finding | None:
 def load(path: str, text: str) -> NodeReport | None:
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not is_report(obj):
         return None

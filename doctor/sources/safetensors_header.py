@@ -11,6 +11,8 @@ import json
 import struct
 from dataclasses import dataclass, field
 
+from .safeio import open_regular
+
 MAX_HEADER = 100_000_000  # the library's own limit (safetensors MAX_HEADER_SIZE)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/"
 DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
@@ -106,7 +108,7 @@ def _own_checks(facts: HeaderFacts) -> None:
         facts.problems.append("the file is empty (0 bytes)")
         return
     try:
-        with open(facts.path, "rb") as f:
+        with open_regular(facts.path) as f:
             head = f.read(8)
             if size < 1024 and head.startswith(LFS_MAGIC[:8]):
                 facts.lfs = parse_lfs_pointer(head + f.read(1024))
@@ -132,7 +134,7 @@ def _own_checks(facts: HeaderFacts) -> None:
         return
     try:
         hdr = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         facts.problems.append(f"the {n:,}-byte header is not valid JSON ({str(e)[:80]})")
         return
     if not isinstance(hdr, dict):

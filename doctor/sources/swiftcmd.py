@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .safeio import open_regular
 from .swiftconfig import _ENV_NAMES, flag_dict, group_flags, parse_value
 
 MAX_JSON = 4 * 1024 * 1024
@@ -43,13 +44,13 @@ class SwiftCommand:
 
 
 def read_json(path: Path) -> Any:
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read(MAX_JSON + 1)
     if len(data) > MAX_JSON:
         raise CommandError(f"{path}: larger than {MAX_JSON // 1024 // 1024} MiB; not a configuration file")
     try:
         return json.loads(data.decode("utf-8", errors="replace"))
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise CommandError(f"{path}: not valid JSON ({e}); fix the file") from None
 
 
@@ -105,7 +106,7 @@ def read_config(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
         if path.suffix.lower() == ".json":
             obj = read_json(path)
         else:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 obj = read_yaml_flat(f.read(MAX_JSON).decode("utf-8", errors="replace"))
     except OSError as e:
         raise CommandError(f"{path}: cannot read the config file ({e.strerror}); check the path") from None

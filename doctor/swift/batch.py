@@ -4,8 +4,17 @@ num_generations. Used by the batch rules, the argument rules and the preflight."
 from __future__ import annotations
 
 
+DIVISOR_SCAN = 100_000  # trial division bound: a 23-digit batch size from a log must not take forever
+
+
 def divisors(n: int, start: int = 2) -> list[int]:
-    return [d for d in range(start, n + 1) if n % d == 0] if n > 0 else []
+    """The divisors of ``n`` from ``start`` up. Beyond DIVISOR_SCAN**2 only the divisors up to DIVISOR_SCAN and
+    their cofactors are listed (each still divides ``n``): bounded work for any number read from an input."""
+    if n <= 0:
+        return []
+    small = [d for d in range(1, min(n, DIVISOR_SCAN) + 1) if n % d == 0]
+    found = set(small) | {n // d for d in small}
+    return sorted(d for d in found if d >= start)
 
 
 def nearest(values: list[int], target: int, k: int = 4) -> list[int]:

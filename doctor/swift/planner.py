@@ -152,7 +152,7 @@ def as_number(v: Any) -> float | None:
         return None
     try:
         return float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit integer from a log (issue 18)
         return None
 
 

@@ -1,0 +1,67 @@
+"""What a file in a run directory is, from its name and first bytes: log, metrics, args, command, gpu snapshot,
+a report of grpo-doctor watch, or nothing to read (binary, images, weights)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .safeio import open_regular
+
+LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
+LOG_NAMES = {"nohup.out", "stdout", "stderr", "log", "console", "output"}
+SKIP_DIRS = {"images", "runs", ".git", "__pycache__", "node_modules", ".ipynb_checkpoints", "global_step"}
+SKIP_NAMES = {"README.md", "label.json", "tree.txt", "meta.txt", "requirements.txt", "LICENSE", "CHANGELOG.md"}
+GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
+_LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
+              "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
+
+
+def classify(path: Path) -> str | None:
+    name = path.name
+    low = name.lower()
+    if low == "logging.jsonl":
+        return "metrics"
+    if low == "completions.jsonl":
+        return "completions"
+    if low == "args.json":
+        return "args"
+    if low.startswith("grpo-doctor-report") and low.endswith(".json"):
+        return "report"
+    if low in ("command.txt", "cmd.txt") or low.endswith(".sh"):
+        return "command"
+    if low.endswith(".csv") and ("gpu" in low or "smi" in low or "nvidia" in low or "apps" in low):
+        return "log"  # sniffed below: a --query-gpu / --query-compute-apps CSV becomes kind "gpu"
+    if name in SKIP_NAMES or low.endswith((".safetensors", ".pt", ".pth", ".bin", ".png", ".jpg", ".json", ".jsonl",
+                                           ".pkl", ".npy", ".gz", ".zip", ".tar", ".py", ".yaml", ".yml", ".toml")):
+        return None
+    if path.suffix.lower() in LOG_SUFFIXES or low in LOG_NAMES or low.startswith(("nohup", "log", "stdout", "stderr")):
+        return "log"
+    return None
+
+
+def looks_binary(head: bytes) -> bool:
+    if not head:
+        return False
+    if head.startswith((b"\x89PNG", b"PK\x03\x04", b"\x1f\x8b", b"\x80\x02", b"\x80\x04", b"\x7fELF")):
+        return True
+    nul = head.count(b"\x00")
+    if nul > len(head) // 4:
+        # UTF-16 text is full of NULs too; treat it as binary rather than guess
+        return True
+    ctrl = sum(1 for b in head if b < 9 or 13 < b < 32 and b != 27)
+    return ctrl > len(head) // 10
+
+
+def gpu_kind(path: Path, head: bytes, size: int) -> bool:
+    """A saved nvidia-smi output (table, -q, query CSV): sniffed from its first bytes, and nothing in the file that
+    belongs to a console log (a log that printed nvidia-smi before training stays a log)."""
+    if size > GPU_MAX:
+        return False
+    from .gpu import sniff
+    if sniff(head.decode("utf-8", errors="replace")) in (None, "nvml-json"):
+        return False
+    try:
+        with open_regular(path) as f:
+            text = f.read(GPU_MAX).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return not any(w in text for w in _LOG_MARKS)

@@ -1,0 +1,105 @@
+"""The fuzzer's properties, shared by the short run (tests/fuzz/test_fuzz.py) and the long one (tools/fuzz_long.py).
+
+Each ``check_*`` takes raw input bytes and raises AssertionError (or any exception) when a property fails:
+no exception escapes but the documented one-line InputError, rendered output has no control/bidi character,
+JSON and SARIF stay valid (strict: no NaN/Infinity constants), markdown has no markup that came from the input.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import tempfile
+from pathlib import Path
+
+from doctor.analyze import analyze
+from doctor.model import Evidence, Finding, InputInfo, Report, Severity
+from doctor.render import jsonr, markdown, sarif, text
+from doctor.render.safe import unsafe
+from doctor.sources.inputs import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL_LOGS = sorted((ROOT / "fixtures" / "logs").glob("*/log.txt"))
+_FORBIDDEN_MD = {"html_inline", "html_block", "link_open", "image"}
+
+
+def _strict_json(out: str) -> object:
+    def no_constant(c: str) -> object:
+        raise AssertionError(f"JSON holds the non-standard constant {c}")
+    return json.loads(out, parse_constant=no_constant)
+
+
+def _md_tokens(md: str):
+    from markdown_it import MarkdownIt
+    for tok in MarkdownIt("commonmark").enable("table").parse(md):
+        yield tok
+        yield from tok.children or ()
+
+
+def check_rendered(rep: Report) -> None:
+    """Every renderer: no control/bidi/surrogate character; JSON/SARIF valid; markdown without input markup."""
+    for name, render in (("text", text.render), ("markdown", markdown.render), ("json", jsonr.render),
+                         ("sarif", sarif.render)):
+        out = render(rep)
+        bad = sorted({hex(ord(c)) for c in out if c not in "\n\t" and unsafe(c)})
+        assert not bad, f"{name} output holds {bad}"
+        out.encode("utf-8")  # strict: no lone surrogate left
+        if name in ("json", "sarif"):
+            _strict_json(out)
+        if name == "markdown":
+            try:
+                import markdown_it  # noqa: F401
+            except ImportError:
+                continue
+            injected = [(t.type, t.content) for t in _md_tokens(out)
+                        if t.type in _FORBIDDEN_MD and t.content not in ("<sub>", "</sub>")]
+            assert not injected, f"markdown markup from the input: {injected[:3]}"
+
+
+def check_log_bytes(data: bytes, name: str = "x.log") -> None:
+    """analyze on one file holding ``data``: a report (checked) or a one-line InputError naming the file."""
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / name
+        f.write_bytes(data)
+        try:
+            rep = analyze([str(f)])
+        except InputError as e:
+            assert str(e).startswith(str(f)) and "\n" not in str(e), str(e)
+            return
+        check_rendered(rep)
+
+
+def check_run_dir(files: dict[str, bytes]) -> None:
+    """analyze on a run directory holding ``files`` (args.json, command.txt, logging.jsonl, logs)."""
+    with tempfile.TemporaryDirectory() as d:
+        run = Path(d) / "run"
+        run.mkdir()
+        for n, data in files.items():
+            (run / n).write_bytes(data)
+        try:
+            rep = analyze([str(run)])
+        except InputError as e:
+            assert str(e).startswith(str(run)), str(e)
+            return
+        check_rendered(rep)
+
+
+def check_safetensors(header: bytes, declared: int | None = None, tail: bytes = b"") -> None:
+    """The checkpoint gate on one model.safetensors built from ``header`` (length prefix ``declared``)."""
+    from doctor.ckpt import check_paths
+    with tempfile.TemporaryDirectory() as d:
+        ck = Path(d) / "checkpoint-1"
+        ck.mkdir()
+        n = len(header) if declared is None else declared
+        (ck / "model.safetensors").write_bytes(struct.pack("<Q", n % (1 << 64)) + header + tail)
+        (ck / "trainer_state.json").write_text('{"global_step": 1}')
+        check_rendered(check_paths([str(ck)]))
+
+
+def check_strings(strings: list[str]) -> None:
+    """A report whose every field is an arbitrary string (what a rule could copy from an input)."""
+    s = (strings + ["x"] * 6)[:6]
+    f = Finding("GD999", "unrecognised-failure", "other", Severity.error, s[0], s[1], fix=(s[2], s[3]),
+                evidence=(Evidence(s[4], 3, s[5]),))
+    rep = Report("0.1.0", [InputInfo(s[4], "log"), InputInfo(s[0], "skipped", s[1])],
+                 {"framework": "ms-swift", "framework_version": s[3], "args": {s[2]: s[5], "lr": float("nan")}}, [f])
+    check_rendered(rep)

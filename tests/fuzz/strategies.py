@@ -1,0 +1,100 @@
+"""Hypothesis strategies for hostile inputs: lines built from the shapes the rules read (batch errors, metric
+dicts, argv lists, `run sh:` commands, tracebacks, tqdm bars, args dumps) filled with huge numbers, NaN/inf,
+control and bidi characters, markdown/HTML, invalid UTF-8; whole real logs mutated and truncated."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from props import REAL_LOGS
+
+SPECIAL = "\x1b\x07\x00\r\t\x7f\u009b\u009c\u009d\u202e\u2066\u200f\u061c`<>[]()!*_|\\'\"{}#&~\u00a0显存"
+NUMBERS = st.one_of(st.integers(-3, 70), st.integers(10 ** 15, 10 ** 30), st.integers(10 ** 300, 10 ** 420),
+                    st.integers(-(10 ** 25), -1))
+VALUES = st.one_of(NUMBERS.map(str), st.sampled_from(["nan", "inf", "-inf", "NaN", "Infinity", "1e309", "-1e309",
+                                                      "0.0", "1e-320", "'nan'", "None", "[]", "{}"]),
+                   st.floats(allow_nan=True, allow_infinity=True).map(repr))
+WORDS = st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters(codec="utf-8")), max_size=30)
+
+TEMPLATES = [
+    "ValueError: generation_batch_size ({n}) must be divisible by num_generations ({m}).",
+    ("ValueError: The global train batch size ({n} x {m}) must be evenly divisible by the number of generations per "
+     "prompt ({m}). Given the current train batch size, the valid values for the number of generations are: [{n}]."),
+    ("ValueError: The global eval batch size ({n} x {m}) must be evenly divisible by the number of generations per "
+     "prompt ({m})."),
+    ("{{'loss': {v}, 'grad_norm': {v}, 'reward': {v}, 'rewards/accuracy/mean': {v}, 'learning_rate': {v}, "
+     "'completions/mean_length': {v}, 'epoch': {v}, 'global_step/max_steps': '{n}/{m}', 'kl': {v}}}"),
+    "ValueError: remaining_argv: ['--{s}', '{s}', '\\x1b[2J{s}', '{v}']",
+    ("run sh: `swift rlhf --rlhf_type grpo --per_device_train_batch_size {n} --num_generations {m} "
+     "--learning_rate {v} --max_length {n} --vllm_gpu_memory_utilization {v} --{s} {v}`"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {v} GiB. GPU {n} has a total capacity of {v} GiB "
+     "of which {v} MiB is free. Of the allocated memory {v} GiB is allocated by PyTorch"),
+    "Traceback (most recent call last):",
+    '  File "{s}", line {n}, in {s}',
+    "    {s}",
+    "[rank{n}]: RuntimeError: {s}",
+    "{s}Error: {s}",
+    "Train: {n}%|█| {n}/{m} [00:{n}<00:00, {v}it/s]{s}",
+    ("[INFO:swift] args: RLHFArguments(per_device_train_batch_size={n}, num_generations={m}, learning_rate={v}, "
+     "max_length={n}, output_dir='{s}')"),
+    "[INFO:swift] Setting args.{s}: {v}",
+    ("[rank{n}]:[E ProcessGroupNCCL.cpp:{n}] [Rank {n}] Watchdog caught collective operation timeout: "
+     "WorkNCCL(SeqNum={n}, OpType=ALLREDUCE, NumelIn={n}, NumelOut={n}, Timeout(ms)={n}) ran for {n} milliseconds"),
+    "```{s}",
+    "{s}",
+]
+
+
+@st.composite
+def hostile_line(draw) -> bytes:
+    t = draw(st.sampled_from(TEMPLATES))
+    line = t.format(n=draw(NUMBERS), m=draw(NUMBERS), v=draw(VALUES), s=draw(WORDS))
+    data = line.encode("utf-8", "surrogatepass")
+    if draw(st.booleans()) and data:  # invalid UTF-8 / a wrapped line cut at a random byte
+        i = draw(st.integers(0, len(data)))
+        data = data[:i] + draw(st.sampled_from([b"\xff", b"\xc2", b"\n", b"\r", b"\xe2\x80", b"\x00"])) + data[i:]
+    return data
+
+
+@st.composite
+def hostile_log(draw) -> bytes:
+    lines = draw(st.lists(hostile_line(), min_size=1, max_size=25))
+    sep = draw(st.sampled_from([b"\n", b"\r\n", b"\r"]))
+    data = sep.join(lines)
+    if draw(st.booleans()):
+        data += sep
+    return data
+
+
+@st.composite
+def mutated_real_log(draw) -> bytes:
+    data = bytearray(draw(st.sampled_from(REAL_LOGS)).read_bytes()) if REAL_LOGS else bytearray(b"x\n")
+    keep = draw(st.floats(0.02, 1.0))
+    data = data[: max(1, int(len(data) * keep))]  # truncated
+    for _ in range(draw(st.integers(0, 12))):
+        i = draw(st.integers(0, len(data)))
+        data[i:i] = draw(hostile_line()) + b"\n"
+    return bytes(data)
+
+
+def deep(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+JSON_VALUES = st.one_of(VALUES, WORDS.map(lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'),
+                        st.integers(1, 5000).map(deep))
+
+
+@st.composite
+def run_dir_files(draw) -> dict[str, bytes]:
+    keys = ["per_device_train_batch_size", "num_generations", "learning_rate", "max_length", "gradient_accumulation_steps",
+            "steps_per_generation", "generation_batch_size", "vllm_gpu_memory_utilization", "temperature",
+            "model", "rlhf_type", "num_train_epochs", "max_steps", "world_size", "save_steps"]
+    obj = ", ".join(f'"{k}": {draw(JSON_VALUES)}' for k in draw(st.lists(st.sampled_from(keys), max_size=10)))
+    rows = [("{" + f'"loss": {draw(VALUES)}, "grad_norm": {draw(VALUES)}, "reward": {draw(VALUES)}, '
+             f'"global_step/max_steps": "{draw(NUMBERS)}/{draw(NUMBERS)}", "rewards/acc/mean": {draw(VALUES)}' + "}")
+            for _ in range(draw(st.integers(0, 6)))]
+    cmd = (f"swift rlhf --rlhf_type grpo --per_device_train_batch_size {draw(VALUES)} --num_generations "
+           f"{draw(VALUES)} --learning_rate {draw(VALUES)} --{draw(WORDS)} {draw(VALUES)}")
+    return {"args.json": ("{" + obj + "}").encode("utf-8", "surrogatepass"),
+            "logging.jsonl": "\n".join(rows).encode("utf-8", "surrogatepass"),
+            "command.txt": cmd.encode("utf-8", "surrogatepass"),
+            "train.log": draw(hostile_log())}

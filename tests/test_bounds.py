@@ -1,0 +1,138 @@
+"""Issue 18 points 7, 14, 15, 16: numbers and names from inputs never hang, crash or break a report."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from doctor.swift.batch import divisors
+
+
+def cli(*args: str, env: dict | None = None, stdin: bytes | None = None, timeout: float = 60):
+    return subprocess.run([sys.executable, "-m", "doctor.cli", *args], input=stdin, capture_output=True, cwd=ROOT,
+                          env={**os.environ, "NO_COLOR": "1", **(env or {})}, timeout=timeout, check=False)
+
+
+# ------------------------------------------------------------------------------------------------- point 7
+
+def test_divisors_are_bounded_and_right():
+    for n in (1, 2, 12, 64, 97, 360, 1_000_003):
+        assert divisors(n) == [d for d in range(2, n + 1) if n % d == 0]
+    big = 10 ** 22
+    got = divisors(big)
+    assert got and all(big % d == 0 for d in got) and big in got
+
+
+def test_preflight_with_23_digit_batch_size_finishes():
+    p = cli("preflight", "--", "swift", "rlhf", "--rlhf_type", "grpo", "--model", "Qwen/Qwen2.5-0.5B",
+            "--per_device_train_batch_size", "10000000000000000000000", "--num_generations", "7", "--dataset", "x",
+            timeout=60)  # before: the divisor list was O(n) and never finished
+    assert p.returncode == 1, p.stderr
+    assert b"num_generations" in p.stdout
+
+
+# ------------------------------------------------------------------------------------------------ point 14
+
+FORMATS = ("text", "json", "markdown", "sarif")
+BATCH = b"ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n"
+
+
+def _strict_json(text: bytes):
+    def no_constant(c):
+        raise AssertionError(f"non-standard JSON constant {c}")
+    return json.loads(text, parse_constant=no_constant)
+
+
+@pytest.mark.parametrize("where", ["args.json", "command.txt", "run sh"])
+def test_non_finite_argument_gives_valid_json(tmp_path, where):
+    run = tmp_path / "run"
+    run.mkdir()
+    log = BATCH
+    if where == "args.json":
+        (run / "args.json").write_text('{"rlhf_type": "grpo", "learning_rate": NaN, "max_grad_norm": Infinity, '
+                                       '"temperature": -Infinity, "num_generations": 8}')
+    elif where == "command.txt":
+        (run / "command.txt").write_text("swift rlhf --rlhf_type grpo --learning_rate nan --max_grad_norm inf "
+                                         "--temperature -inf --num_generations 8\n")
+    else:
+        log = (b"run sh: `swift rlhf --rlhf_type grpo --learning_rate nan --temperature -inf --num_generations 8`\n"
+               + log)
+    (run / "train.log").write_bytes(log)
+    for fmt in ("json", "sarif"):
+        p = cli("analyze", str(run), "-f", fmt)
+        assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+        doc = _strict_json(p.stdout)
+        if fmt == "json":
+            args = doc["run"].get("args", {})
+            assert args.get("temperature") == "-inf", args
+
+
+def test_json_renderer_values():
+    from doctor.render.safe import json_dumps
+    assert _strict_json(json_dumps({"a": float("nan"), "b": [float("inf"), -float("inf")], "c": "x\udcff"}).encode()) \
+        == {"a": "nan", "b": ["inf", "-inf"], "c": "x\\xff"}
+
+
+# ------------------------------------------------------------------------------------------------ point 15
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_non_utf8_file_name_every_format(tmp_path, fmt):
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(os.path.join(os.fsencode(run), b"log\xff\xfe.txt"), "wb") as f:
+        f.write(BATCH)
+    p = cli("analyze", str(run), "-f", fmt, env={"PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"})
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+    want = "log\\xff\\xfe.txt"  # the undecodable bytes, shown escaped
+    if fmt in ("json", "sarif"):
+        _strict_json(p.stdout)
+        want = json.dumps(want)[1:-1]
+    assert want in p.stdout.decode()
+    out = tmp_path / f"report.{fmt}"
+    p = cli("analyze", str(run), "-f", fmt, "-o", str(out))
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+    out.read_text(encoding="utf-8")
+    if fmt in ("json", "sarif"):
+        _strict_json(out.read_bytes())
+
+
+def test_ascii_stdout_never_crashes(tmp_path):
+    f = tmp_path / "x.log"
+    f.write_text("显存 ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n")
+    p = cli("analyze", str(f), env={"PYTHONIOENCODING": "ascii:strict"})
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr.decode()[-600:]
+
+
+# ------------------------------------------------------------------------------------------------ point 16
+
+FUZZ = ROOT / "fixtures" / "fuzz"
+
+
+@pytest.mark.parametrize("name", ["overflow-float-vllm-util.log", "nccl-timeout-huge-ms.log",
+                                  "huge-rank-missing-list.log"])
+def test_fuzz_findings_are_reports_not_internal_errors(name):
+    # found by the fuzzer: float() of a 400-digit value, a NCCL timeout of 10**30 ms, a [rank10**25] prefix
+    # (the missing-rank list was O(rank): a hang, then out of memory)
+    p = cli("analyze", str(FUZZ / name), "-f", "json", timeout=60)
+    assert p.returncode in (0, 1) and b"internal error" not in p.stderr, p.stderr.decode()[-400:]
+    _strict_json(p.stdout)
+
+
+def test_one_bad_field_costs_the_field(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "args.json").write_text('{"rlhf_type": "grpo", "num_generations": 8, "model": ' + "[" * 5000 + "]" * 5000
+                                   + "}")
+    big = "9" * 401
+    (run / "logging.jsonl").write_text(f'{{"loss": {big}, "grad_norm": 1.0, "global_step/max_steps": "1/10"}}\n'
+                                       '{"loss": ' + "[" * 3000 + "]" * 3000 + '}\n')
+    (run / "train.log").write_bytes(BATCH)
+    p = cli("analyze", str(run), "-f", "json")
+    assert p.returncode == 1 and b"internal error" not in p.stderr, p.stderr.decode()[-400:]
+    doc = _strict_json(p.stdout)
+    # the report survives the bad fields (a 401-digit loss is beyond float: read as inf, as float("1e401") is)
+    assert {"batch-divisibility", "loss-nan-or-inf"} <= {f["category"] for f in doc["findings"]}
