@@ -10,14 +10,14 @@ from dataclasses import replace
 
 from . import __version__
 from .engine import Session, order
-from .model import Finding, InputInfo, Report, Role, Severity
 from .gate import store_words
+from .model import Finding, InputInfo, Report, Role, Severity
 from .registry import load_catalog
 from .selectors import Selection, resolve
+from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
 from .sources.inputs import discover, feed_input, read_small, run_checkpoints
-from .signals import CheckpointInput
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,

@@ -7,21 +7,21 @@ what the command line asked for.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from . import __version__
 from .engine import Session
 from .model import Finding, InputInfo, Report
 from .registry import RuleMeta, _load_one, rule_files
-from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
 from .selectors import resolve
+from .signals import CheckpointInput
+from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
 from .sources.inputs import InputError
 from .sources.safeio import what_is
 from .sources.swiftconfig import RunConfig
-from .signals import CheckpointInput
 
 
 @lru_cache(maxsize=1)

@@ -77,7 +77,7 @@ def settings(paths: Optional[list[str]], config: Optional[Path], isolated: bool,
                            ignore=o.get("ignore"), gpu_mem=o.get("gpu_mem"))
 
 
-def die(msg: str) -> "typer.Exit":
+def die(msg: str) -> typer.Exit:
     from .render.safe import clean  # file names and exception text: no escape sequence reaches the terminal
     typer.echo(f"grpo-doctor: {clean(msg)}", err=True)
     return typer.Exit(EXIT_USAGE)
@@ -158,7 +158,7 @@ def emit(text: str, output: Optional[Path]) -> None:
         raise die(f"{output}: cannot write the report ({e.strerror}); choose another --output path")
 
 
-def report_and_exit(build, what: str, debug: bool, fmt: "Format", output: Optional[Path], fail_on: "FailOn",
+def report_and_exit(build, what: str, debug: bool, fmt: Format, output: Optional[Path], fail_on: FailOn,
                     user_errors: tuple[type[BaseException], ...] = (), progress: bool = True,
                     color: Color = Color.auto, quiet: bool = False) -> None:
     """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the

@@ -6,17 +6,19 @@ One ``Session`` serves a post-mortem (``analyze`` replays finished files) and a 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any
 
 from .gate import WordGate
 from .model import Finding, Role, Severity
 from .registry import RuleMeta, load_catalog
 from .rules import FinishContext, Rule, build_rule
-from .sources import metrics as metrics_src
-from .sources.swiftconfig import LITERALS as CONFIG_LITERALS, RunConfig
-from .sources.traceback import TracebackTracker
 from .signals import ExceptionInfo, LogLine, Metrics
+from .sources import metrics as metrics_src
+from .sources.swiftconfig import LITERALS as CONFIG_LITERALS
+from .sources.swiftconfig import RunConfig
+from .sources.traceback import TracebackTracker
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed

@@ -16,7 +16,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Any, Generic, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ class Severity(enum.IntEnum):
     error = 2
 
     @classmethod
-    def parse(cls, text: str) -> "Severity":
+    def parse(cls, text: str) -> Severity:
         try:
             return cls[text.strip().lower()]
         except KeyError:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import __version__
 from .checks.args._swift_fields import RLHF_FIELDS_4_6
@@ -23,11 +24,11 @@ from .engine import Session
 from .model import InputInfo, Report
 from .registry import load_catalog
 from .selectors import resolve
+from .signals import GpuSnapshot, LogLine, Where
 from .sources import gpu as gpu_src
 from .sources.swiftcmd import CommandError, SwiftCommand, flag_values, parse_command, read_json, read_model_dir
 from .sources.swiftconfig import Launch, RunConfig
 from .swift.version import major_minor
-from .signals import GpuSnapshot, LogLine, Where
 
 PATH = "<preflight>"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from .model import Evidence, Finding, Severity
 from .registry import RuleMeta, resolve
-from .sources.swiftconfig import RunConfig
 from .signals import ExceptionInfo, LogLine
+from .sources.swiftconfig import RunConfig
 
 MAX_EVIDENCE = 5
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from golden import FIXTURES, cases
 
 from doctor.engine import Session
 from doctor.registry import CATEGORIES, load_catalog
 from doctor.sources.logtext import LineReader
-from golden import FIXTURES, cases
 
 CATALOG = load_catalog()
 

@@ -6,6 +6,7 @@ import os
 
 from ckpt_util import full_checkpoint
 from conftest import ROOT
+
 from doctor.analyze import analyze
 
 CKPT = ROOT / "fixtures" / "ckpt"

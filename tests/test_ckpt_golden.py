@@ -19,6 +19,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from conftest import ROOT
+
 from doctor.ckpt import check_paths
 
 CKPT = ROOT / "fixtures" / "ckpt"

@@ -8,17 +8,17 @@ import sys
 from dataclasses import replace
 
 import numpy as np
-from safetensors.numpy import save_file
-
 from ckpt_util import full_checkpoint, lora_checkpoint
 from conftest import ROOT
+from safetensors.numpy import save_file
+
 from doctor.checks.checkpoint.disk_full import remaining_saves
 from doctor.ckpt import check_checkpoint_dirs, checkpoint_rules
 from doctor.engine import Session
 from doctor.model import Severity
+from doctor.signals import CheckpointInput
 from doctor.sources.checkpoint import read_checkpoint
 from doctor.sources.swiftconfig import RunConfig
-from doctor.signals import CheckpointInput
 
 
 def ids(findings) -> list[str]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ckpt_util import TINY_CONFIG, full_checkpoint, lora_checkpoint, tiny_tensors, torch_like_zip
 from safetensors.numpy import save_file
 
-from ckpt_util import TINY_CONFIG, full_checkpoint, lora_checkpoint, tiny_tensors, torch_like_zip
 from doctor.ckpt import group_paths
 from doctor.sources.checkpoint import expected_params, find_checkpoints, read_checkpoint
 from doctor.sources.inputs import InputError
@@ -172,7 +172,8 @@ def test_group_paths_files_dirs_and_runs(tmp_path):
         group_paths([str(tmp_path / "nope")])
 
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

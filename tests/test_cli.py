@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 BATCH_LOG = ROOT / "fixtures" / "logs" / "real-batch-div-grad-accum" / "log.txt"

@@ -1,9 +1,8 @@
 """GD415: several CPU processes without --use_cpu true, from the real run's own lines (edge cases)."""
 from __future__ import annotations
 
-from test_hang import ids, run
-
 from conftest import FIXTURES
+from test_hang import ids, run
 
 REAL = FIXTURES / "real-ddp2-cpu-gloo-shape-error-child-failed" / "log.txt"
 RANK = "[INFO:swift] rank: 0, local_rank: 0, world_size: 2, local_world_size: 2\n"

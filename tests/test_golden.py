@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from golden import UPDATE, cases, golden_path, provenance, report_for, write_golden
 
 CASES = cases()

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 from conftest import ROOT
+
 from doctor.sources.gpu import GpuSample
 
 REC = ROOT / "fixtures" / "gpu" / "h100-live"

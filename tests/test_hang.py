@@ -7,13 +7,13 @@ import io
 import pytest
 from conftest import REAL_SWIFT
 
+from doctor.checks.distributed._common import minutes
+from doctor.checks.distributed._elastic import ElasticBlock
+from doctor.checks.hang._progress import classify_frames
 from doctor.engine import Session
 from doctor.model import Role, Severity
 from doctor.registry import find_rule, load_catalog
 from doctor.sources.logtext import LineReader
-from doctor.checks.hang._progress import classify_frames
-from doctor.checks.distributed._common import minutes
-from doctor.checks.distributed._elastic import ElasticBlock
 
 HEALTHY = REAL_SWIFT / "grpo_lora_healthy" / "log.txt"
 

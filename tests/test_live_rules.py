@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.signals import DiskTick, Gpu, GpuTick, HostTick
 from doctor.engine import Session
 from doctor.live import actions
 from doctor.live.watchdogs import HangWatchdog, Limits
 from doctor.registry import find_rule
+from doctor.signals import DiskTick, Gpu, GpuTick, HostTick
 
 GIB = 1024 ** 3
 
@@ -133,8 +133,9 @@ def test_disk_too_small_for_next_checkpoint():
 
 
 def test_live_rules_silent_in_analyze():
-    from doctor.analyze import analyze
     from conftest import FIXTURES
+
+    from doctor.analyze import analyze
     rep = analyze([str(FIXTURES / "real-hang-cut-after-step-3")])
     assert not [f for f in rep.findings if f.rule_id.startswith("GD80")]
 

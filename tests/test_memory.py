@@ -11,9 +11,9 @@ from doctor.checks.memory._oom import parse_oom, side_of
 from doctor.checks.memory.cut_traceback import classify_cut
 from doctor.engine import Session
 from doctor.registry import load_catalog
+from doctor.signals import Frame
 from doctor.sources.logtext import LineReader
 from doctor.sources.swiftconfig import RunConfig, split_launches, split_shell, yaml_args
-from doctor.signals import Frame
 
 SP = "/opt/conda/lib/python3.10/site-packages"
 

@@ -9,16 +9,16 @@ import pytest
 
 from doctor.checks import _runargs as A
 from doctor.checks import _series as S
-from doctor.sources import metrics as msrc
 from doctor.checks.outputs import degenerate as O
 from doctor.checks.rewards import _flags as R
 from doctor.checks.rewards.collapse import kendall_tau
 from doctor.engine import Session
 from doctor.model import Severity
 from doctor.registry import find_rule, load_catalog
+from doctor.signals import Completions, Metrics, Where
+from doctor.sources import metrics as msrc
 from doctor.sources.logtext import LineReader
 from doctor.sources.swiftconfig import RunConfig
-from doctor.signals import Completions, Metrics, Where
 
 CAT = load_catalog()
 

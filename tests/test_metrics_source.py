@@ -38,7 +38,8 @@ def test_jsonl_nan_and_summary():
 # has been seen twice reads its lines with one pattern; both must give exactly what _PAIR + to_number give.
 import re  # noqa: E402
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from doctor.sources import metrics as M  # noqa: E402
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.swift.planner import GIB, CONTEXT_GIB, Settings, model_states, plan, spec_from_config, spec_from_name
+from doctor.swift.planner import CONTEXT_GIB, GIB, Settings, model_states, plan, spec_from_config, spec_from_name
 
 
 def _states_gb(params: float, zero: int, world: int) -> float:

@@ -89,5 +89,6 @@ def test_fields_table_is_the_installed_dataclass():
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("ms-swift not installed")
     from swift.arguments import RLHFArguments  # type: ignore
+
     from doctor.checks.args._swift_fields import RLHF_FIELDS_4_6
     assert {f.name for f in dataclasses.fields(RLHFArguments)} == set(RLHF_FIELDS_4_6)

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from doctor.cli import app
 from doctor.preflight import preflight_command
-from doctor.sources.swiftcmd import parse_command, flag_values
+from doctor.sources.swiftcmd import flag_values, parse_command
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / "fixtures" / "gpu"

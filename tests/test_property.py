@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from conftest import ROOT
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from doctor.analyze import analyze
 from doctor.render import jsonr, markdown, text
 from doctor.sources.inputs import InputError

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from doctor.engine import Session
 from doctor.registry import EXCEPTION_KEYS, FAMILY_IDS, KEYS, PATTERN_KEYS, CatalogError, load_catalog
 
 sys.path.insert(0, str(ROOT / "tools"))
 import new_rule  # noqa: E402
+
 from doctor.signals import LogLine, Where
 
 README = (ROOT / "rules" / "README.md").read_text(encoding="utf-8")

@@ -13,10 +13,10 @@ import signal
 from pathlib import Path
 
 import pytest
+from golden import FIXTURES, cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golden import FIXTURES, cases
 from doctor.analyze import analyze
 from doctor.engine import Session
 from doctor.gate import WordGate, engine
@@ -380,7 +380,7 @@ def test_early_child_for_another_file_is_stopped(tmp_path, monkeypatch):
     gate.store_words(Session().gate_words)
     early = scan.start_early(str(a))
     assert early is not None
-    x, y, cx, cy = None, Session(), [0], [0]
+    y, cy = Session(), [0]
     with open(b, "rb") as f:
         sc = scan.ChunkScanner(y, "log.txt", cy, early=early)
         sc.run(f)

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, ROOT
+from watchutil import CHILD, run_watch
+
 from doctor.live import integrations
 from doctor.live.supervisor import EXIT_STOPPED
 from doctor.live.watchdogs import Limits
-from watchutil import CHILD, run_watch
 
 HANG_LOG = FIXTURES / "real-hang-cut-after-step-3" / "log.txt"
 CRASH_LOG = FIXTURES / "real-batch-div-train" / "log.txt"

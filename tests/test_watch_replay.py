@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from golden import FIXTURES, cases, golden_path
 from watchutil import run_watch
 

@@ -10,12 +10,13 @@ and rules/outputs/ all read it.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..model import Evidence
 from ..rules import Rule
-from ..sources import metrics as msrc
 from ..signals import Metrics
+from ..sources import metrics as msrc
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
 EPS_STD = 1e-6            # reward_std at or below this is a flat group

@@ -7,6 +7,7 @@ does) and no rule calls anything here.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,10 +16,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
-import re
-
-from ..checks.hang._progress import _PYSPY_FRAME, _FRAME_CLASSES
 from ..checks._units import gib
+from ..checks.hang._progress import _FRAME_CLASSES, _PYSPY_FRAME
 from ..signals import Gpu
 
 PYSPY_TIMEOUT = 30.0

@@ -7,10 +7,11 @@ to inject fakes; nothing else in doctor/live imports those modules directly.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from ..live.say import say
 from ..checks._units import GIB
+from ..live.say import say
 from ..signals import Gpu
 
 _warned: set[str] = set()

@@ -9,33 +9,33 @@ watchdog and, every few seconds, evaluates the rules to surface new findings at 
 from __future__ import annotations
 
 import os
+import queue
 import selectors
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
-import queue
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 import psutil
 
 from .. import __version__
+from ..checks import _units as units
+from ..checks.hang._progress import _BAR
 from ..engine import Session, order
 from ..model import InputInfo, Report, Severity
 from ..registry import load_catalog
+from ..signals import DiskTick, GpuTick, HangReport, HostTick, Metrics, Where
 from ..sources.logtext import LineReader, LineSplitter, clean, decode
-from ..checks import _units as units
-from ..checks.hang._progress import _BAR
 from . import actions, integrations
 from .rundir import RunDirWatcher, console_name, node_identity, output_dir_of, read_args_json
 from .say import say
 from .terminal import Foreground
 from .watchdogs import PHASE_OF, PHASE_TEXT, HangWatchdog, Limits
-from ..signals import DiskTick, GpuTick, HangReport, HostTick, Metrics, Where
 
 EXIT_STOPPED = 124   # watch stopped the child (--on-hang stop), like timeout(1)
 EXIT_NOT_STARTED = 2

@@ -8,8 +8,8 @@ never below ``floor``) unless fixed with --hang-timeout.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 # phases of the HangCheck rule (doctor/checks/hang/post_mortem.py) -> watchdog phases
 PHASE_OF = {

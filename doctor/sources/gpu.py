@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import sys
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 

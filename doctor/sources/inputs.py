@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..model import InputInfo
+from ..signals import Completions, GpuSnapshot, Metrics, Where
 from . import metrics as metrics_src
 from .kinds import LOG_NAMES, LOG_SUFFIXES, SKIP_DIRS, SKIP_NAMES, classify, gpu_kind, looks_binary  # noqa: F401
 from .logtext import LineReader, decode, physical_lines
-from ..signals import Completions, GpuSnapshot, Metrics, Where
 from .safeio import NotRegular, link_out, open_regular, what_is
 
 MAX_SMALL = 32 * 1024 * 1024  # args.json / command.txt larger than this are not configuration files

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
-from ..signals import LogLine, Where
 
+from ..signals import LogLine, Where
 
 CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)

@@ -88,8 +88,8 @@ def read_header(path: str, size: int) -> HeaderFacts:
 
 def _library_check(path: str) -> str | None:
     try:
-        from safetensors import safe_open
         import numpy  # noqa: F401  safe_open(framework="numpy") needs it; without it only our own checks run
+        from safetensors import safe_open
     except ImportError:
         return None
     try:

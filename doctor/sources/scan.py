@@ -27,11 +27,12 @@ import re
 import stat
 import threading
 from collections import deque
-from typing import BinaryIO, Iterable
+from collections.abc import Iterable
+from typing import BinaryIO
 
 from ..gate import cached_words, engine, hs_database, hs_literal, trie_pattern
-from .logtext import MAX_LINE, LineReader, physical_lines, segments
 from ..signals import LogLine, Where
+from .logtext import MAX_LINE, LineReader, physical_lines, segments
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process

@@ -25,7 +25,8 @@ import os
 import signal
 import struct
 from array import array
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 HEAD = struct.Struct("=q")
 END = -1
@@ -42,7 +43,7 @@ class ScanChild:
 
     @classmethod
     def start(cls, fd: int, size: int, make_matcher: Callable[[], Any], chunk: int,
-              words: frozenset[str] | None = None) -> "ScanChild | None":
+              words: frozenset[str] | None = None) -> ScanChild | None:
         """Fork a child scanning ``[0, size)`` of ``fd`` with ``make_matcher()`` (called in the child: a
         Hyperscan database still to compile or load costs the child, not this process). None when the
         fork fails."""

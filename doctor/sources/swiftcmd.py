@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .safeio import open_regular
 from .swiftconfig import _ENV_NAMES, flag_dict, group_flags, parse_value

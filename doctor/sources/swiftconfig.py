@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..swift.version import major_minor
 from ..signals import LogLine
+from ..swift.version import major_minor
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
 
@@ -149,7 +149,7 @@ class RunConfig:
     world_size_seen: int | None = None     # from the "rank: .. world_size: N" line
     command: str | None = None             # "rlhf", "sft", ...
     torchrun: dict[str, Any] = field(default_factory=dict)
-    launches: list["Launch"] = field(default_factory=list)  # each launch in command.txt: trainer, rollout server...
+    launches: list[Launch] = field(default_factory=list)  # each launch in command.txt: trainer, rollout server...
     command_texts: list[str] = field(default_factory=list)  # raw command.txt / launcher texts (first few, capped)
     _dump_open: bool = False
 

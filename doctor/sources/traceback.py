@@ -7,8 +7,8 @@ caret lines, and lone ``ValueError: ...`` lines pasted without their stack.
 from __future__ import annotations
 
 import re
-from ..signals import ExceptionInfo, Frame, LogLine
 
+from ..signals import ExceptionInfo, Frame, LogLine
 
 _FRAME = re.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"

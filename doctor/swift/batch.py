@@ -3,7 +3,6 @@ world_size x per_device_train_batch_size x steps_per_generation, and must form w
 num_generations. Used by the batch rules, the argument rules and the preflight."""
 from __future__ import annotations
 
-
 DIVISOR_SCAN = 100_000  # trial division bound: a 23-digit batch size from a log must not take forever
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
-from ..distributed._common import _int
 from ...signals import ExceptionInfo, LogLine
+from ..distributed._common import _int
 
 _GROUP_VIEW = re.compile(r"shape '\[-1, (\d+)\]' is invalid for input of size (\d+)")
 _CPU_MODEL = re.compile(r"model_kwargs: \{'device_map': 'cpu'")

@@ -6,11 +6,11 @@ from typing import Any
 
 from ...model import Finding, Severity
 from ...rules import FinishContext, Rule
+from ...signals import LogLine
 from ...sources.swiftconfig import RunConfig
 from ...swift.batch import divisors, nearest
 from .._values import as_int
 from ._layout import gpu_ids, nproc_per_node
-from ...signals import LogLine
 
 
 def trainer_launch(run: RunConfig):

@@ -7,8 +7,8 @@ from typing import Any
 
 from ...model import Evidence
 from ...rules import Rule
-from ...sources.checkpoint import CheckpointFacts
 from ...signals import CheckpointInput
+from ...sources.checkpoint import CheckpointFacts
 
 
 def ev_at(f: CheckpointFacts, name: str, text: str) -> Evidence:

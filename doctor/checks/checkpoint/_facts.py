@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...sources.checkpoint import CheckpointFacts, config_dtype, expected_params
 from ...signals import CheckpointInput
+from ...sources.checkpoint import CheckpointFacts, config_dtype, expected_params
 from ...sources.swiftconfig import RunConfig
 
 LORA_TYPES = ("lora", "longlora", "adalora", "qlora", "dora", "loha", "lokr", "vera", "boft", "bone", "reft")

@@ -8,11 +8,23 @@ from typing import Any
 
 from ...model import Finding, Severity
 from ...rules import FinishContext
+from ...signals import CheckpointInput
 from ...sources.checkpoint import CheckpointFacts
 from ...swift.version import major_minor
 from ._base import CkptRule, ev_at
-from ._facts import DTYPE_WIDTH, base_dtype, expected_full_params, fmt_bytes, fmt_params, intent, kind, newest_per_run, parts, swift_version, tuner_value
-from ...signals import CheckpointInput
+from ._facts import (
+    DTYPE_WIDTH,
+    base_dtype,
+    expected_full_params,
+    fmt_bytes,
+    fmt_params,
+    intent,
+    kind,
+    newest_per_run,
+    parts,
+    swift_version,
+    tuner_value,
+)
 
 
 # ------------------------------------------------------------------------------------------ GD801

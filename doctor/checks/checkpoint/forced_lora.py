@@ -14,8 +14,8 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
-from ...swift.run import tuner_flag, version_label
 from ...signals import LogLine
+from ...swift.run import tuner_flag, version_label
 
 _LOADED = re.compile(r"Successfully loaded (?P<path>.+?args\.json)\.?\s*$")
 _PARAM_INFO = re.compile(r"model_parameter_info: (?P<cls>[\w.]+): .*?\[(?P<pct>[\d.]+)%\]")

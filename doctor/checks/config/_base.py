@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...model import Finding
-from ...swift.planner import spec_from_config, spec_from_name
 from ...rules import FinishContext, Rule
+from ...swift.planner import spec_from_config, spec_from_name
 
 
 def _int(v: Any) -> int | None:

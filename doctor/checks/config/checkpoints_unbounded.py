@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ...model import Finding, Severity
-from ...swift.planner import lora_trainable
 from ...rules import FinishContext
-from ._base import _ConfigRule, _bool, _int, model_spec
+from ...swift.planner import lora_trainable
+from ._base import _bool, _ConfigRule, _int, model_spec
 
 
 class CheckpointDisk(_ConfigRule):

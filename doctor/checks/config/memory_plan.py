@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ...model import Evidence, Finding, Severity
-from ...swift.planner import breakdown_lines, plan
 from ...rules import FinishContext
+from ...swift.planner import breakdown_lines, plan
 from ._base import _ConfigRule, model_spec
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...model import Finding
 from ...rules import FinishContext
-from ..memory._facts import DOC_MAX_PIXELS, _MM_ENV, _VL
+from ..memory._facts import _MM_ENV, _VL, DOC_MAX_PIXELS
 from ._base import _ConfigRule
 
 

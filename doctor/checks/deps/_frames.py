@@ -1,7 +1,7 @@
 """Where in a traceback an import or a call came from: the importing frame, library vs user code, short paths."""
 from __future__ import annotations
-from ...signals import ExceptionInfo, Frame
 
+from ...signals import ExceptionInfo, Frame
 
 
 def importer(exc: ExceptionInfo | None) -> Frame | None:

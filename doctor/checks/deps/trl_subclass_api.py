@@ -5,8 +5,8 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
-from ._frames import is_lib, short_path
 from ...signals import ExceptionInfo
+from ._frames import is_lib, short_path
 
 
 class TrlSubclassApi(Rule):

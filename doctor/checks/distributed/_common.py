@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...signals import ExceptionInfo
 from ...sources.swiftconfig import RunConfig
 from ...swift.flags import flag_exists
-from ...signals import ExceptionInfo
 
 VLLM_GROUP_PORT = 51216
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._common import _int
 from ...signals import LogLine
+from ._common import _int
 
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
 _FIELD = re.compile(r"^\s*(rank|exitcode|error_file|traceback|msg)\s*:\s*(.*)$")

@@ -6,9 +6,9 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
+from ...signals import LogLine
 from ._common import _raised_on, rank_list
 from ._elastic import ElasticBlock
-from ...signals import LogLine
 
 
 class ChildFailed(Rule):

@@ -12,8 +12,8 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
-from ._common import _int, _raised_on, minutes, rank_list
 from ...signals import LogLine
+from ._common import _int, _raised_on, minutes, rank_list
 
 SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
 

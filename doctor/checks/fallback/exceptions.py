@@ -2,9 +2,8 @@
 the first real exception, library frames and a frame's short description. Used by GD999 and by the rules
 of other families that name the first real error."""
 from __future__ import annotations
+
 from ...signals import ExceptionInfo, Frame
-
-
 
 # Raised because something else failed first (or because the user stopped the run).
 CONSEQUENCE_TYPES = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
-from .exceptions import describe_frame, first_real, is_library
 from ...signals import ExceptionInfo
+from .exceptions import describe_frame, first_real, is_library
 
 
 class Unrecognised(Rule):

@@ -10,8 +10,8 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
-from ...sources.gpu import merge
 from ...signals import GpuSnapshot
+from ...sources.gpu import merge
 
 IDLE_UTIL = 5.0       # % at or below: not computing
 BUSY_UTIL = 50.0

@@ -10,8 +10,8 @@ from typing import Any
 
 from ...model import Finding
 from ...rules import FinishContext, Rule
-from .._units import GIB, gib
 from ...signals import Gpu, GpuTick
+from .._units import GIB, gib
 
 
 class GpuIdleMemoryHeld(Rule):

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._series import step_row
 from ...signals import ExceptionInfo, LogLine, Metrics
+from .._series import step_row
 
 # --------------------------------------------------------------------------------------------- phases
 # (literal, phase). The last marker seen decides where the run stopped.

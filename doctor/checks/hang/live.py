@@ -7,8 +7,8 @@ from typing import Any
 
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
-from .._units import secs
 from ...signals import HangReport
+from .._units import secs
 
 
 class LiveHang(Rule):

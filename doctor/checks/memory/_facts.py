@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...signals import Frame
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
 from ...swift.planner import as_number  # one number reader for the memory plan and the OOM fixes
-from ...signals import Frame
 
 _PARAMS = re.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
 _VL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ._facts import Facts, gib
 from ...signals import ExceptionInfo, Frame
+from ._facts import Facts, gib
 
 _OOM_TEXT = re.compile(
     r"(?i)(?:\b(?:CUDA|NPU|XPU|HIP|MPS)\b[^.\n]{0,20}out of memory|CUDA Error: out of memory|"

@@ -7,11 +7,11 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
+from ...signals import Frame
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import facts_of
 from ._ladders import _fmt_util, training_ladder, vllm_ladder
 from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
-from ...signals import Frame
 
 _LIB_TRANSPARENT = ("torch/", "transformers/", "peft/", "deepspeed/", "accelerate/", "flash_attn", "liger_kernel",
                     "pydantic", "trl/extras/profiling.py", "contextlib", "functools", "trl/trainer/utils.py")

@@ -9,8 +9,8 @@ from typing import Any
 
 from ...model import Finding
 from ...rules import FinishContext, Rule
-from .._units import gib
 from ...signals import HostTick
+from .._units import gib
 
 
 class HostMemoryLow(Rule):

@@ -6,9 +6,9 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import MAX_EVIDENCE, FinishContext, Rule
+from ...signals import LogLine
 from ._facts import facts_of
 from ._ladders import _fmt_util
-from ...signals import LogLine
 
 _PHASE = re.compile(r"(?i)^\s*(?P<label>(?:before|after)\b[^:0-9]{0,60}?)\s*[,:]?\s*$")
 _MEM_KV = re.compile(r"(?i)(?P<key>memory allocated|memory reserved|max memory allocated|allocated|reserved|"

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from ...model import Finding
-from ...swift.planner import as_number
 from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
+from ...signals import ExceptionInfo
+from ...swift.planner import as_number
 from ..fallback.exceptions import describe_frame
-from ._facts import DOC_MAX_PIXELS, _MM_ENV, Facts, facts_of, fmt_gib
+from ._facts import _MM_ENV, DOC_MAX_PIXELS, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._oom import Side, is_oom, parse_oom, side_of
-from ...signals import ExceptionInfo
 
 
 def _the(stage: str) -> str:

@@ -6,10 +6,9 @@ from typing import Any
 
 from ...model import Finding, Severity
 from ...rules import FinishContext, Rule
+from ...signals import Metrics
 from .._series import Series, fmt, num, reward_key_name, step_row
 from ._nan_fixes import dtype_of, nan_fixes
-from ...signals import Metrics
-
 
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
 

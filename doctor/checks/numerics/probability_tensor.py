@@ -6,11 +6,10 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
+from ...signals import LogLine
 from .._runargs import arg_float
 from .._series import fmt
 from ._nan_fixes import nan_fixes
-from ...signals import LogLine
-
 
 _PROGRESS = re.compile(r"(?P<step>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<")
 

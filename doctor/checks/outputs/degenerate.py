@@ -13,10 +13,9 @@ from typing import Any
 
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
+from ...signals import Completions, Where
 from .._runargs import arg_float, more_generations
 from .._series import fmt
-from ...signals import Completions, Where
-
 
 MAX_TABLES = 20_000
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)

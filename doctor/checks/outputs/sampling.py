@@ -6,9 +6,9 @@ from typing import Any
 
 from ...model import Finding, Severity
 from ...rules import FinishContext, Rule
+from ...signals import Completions, Metrics
 from .._runargs import arg_float, more_generations
 from .._series import fmt
-from ...signals import Completions, Metrics
 
 
 class SamplingConfig(Rule):

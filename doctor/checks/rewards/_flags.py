@@ -7,7 +7,6 @@ from typing import Any
 
 from ...sources.swiftconfig import RunConfig
 
-
 BUILTIN_ORMS = ("toolbench", "math", "accuracy", "format", "react_format", "cosine", "repetition", "soft_overlong")
 # class name printed in rewards/<Name>/mean -> the --reward_funcs name
 CLASS_TO_FLAG = {

@@ -19,7 +19,6 @@ from ...sources.swiftconfig import RunConfig
 from .._series import EPS_STD, Series, fmt, longest_streak
 from ._flags import as_list
 
-
 ALWAYS_ZERO_MIN = 5       # logged steps before "this reward function is always 0" is worth saying
 EPS_ZERO = 1e-9
 

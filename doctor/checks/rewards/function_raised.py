@@ -11,9 +11,8 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
-from ._flags import as_list, plugin_files, reward_names
 from ...signals import ExceptionInfo, Frame
-
+from ._flags import as_list, plugin_files, reward_names
 
 # the frames that call reward functions: ms-swift 3.x/4.x trainer, rl_core (4.5+), trl, open-r1 style
 _CALL_FUNCS = {"_compute_rewards_per_func", "compute_rewards_per_func", "_calculate_rewards", "_score_completions",

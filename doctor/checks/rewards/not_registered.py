@@ -13,7 +13,6 @@ from ...rules import Diagnosis, FinishContext, Hit
 from ...sources.swiftconfig import RunConfig
 from ._flags import BUILTIN_ORMS, plugin_files, reward_names
 
-
 _MODULE_VERSION = {
     "swift.llm.plugin": "ms-swift 3.1-3.6",
     "swift.plugin": "ms-swift 3.7-3.12",
