@@ -1,4 +1,4 @@
-"""Rewrite the rule index in README.md from the catalog (rules/*.toml): one place for the words.
+"""Rewrite the rule index in README.md from the catalog (rules/*/*.toml): one place for the words.
 
 Usage: python tools/readme_index.py          # rewrite README.md in place
        python tools/readme_index.py --check  # exit 1 if README.md is out of date
