@@ -64,10 +64,6 @@ def known_fields(version: str | None) -> tuple[frozenset[str] | None, str]:
             return None, "unknown"
 
 
-def _mm(version: str | None) -> tuple[int, int] | None:
-    return major_minor(version)
-
-
 # --------------------------------------------------------------------------------- simulated ms-swift checks
 
 def _divs(n: int, start: int) -> list[int]:
@@ -286,7 +282,8 @@ def build_run(cmd: SwiftCommand, version: str | None) -> RunConfig:
     run.launches.append(Launch(run.command, dict(cmd.inline_env), flags))
     if version:
         run.versions["ms-swift"] = version
-        run.major_hint = _mm(version)[0] if _mm(version) else None
+        mm = major_minor(version)
+        run.major_hint = mm[0] if mm else None
     run.command_texts.append(cmd.text[:200_000])
     return run
 
@@ -333,7 +330,7 @@ def _judge(cmd: SwiftCommand, version: str | None, gpu_mem_gib: float | None, gp
            select: set[str] | None, ignore: set[str] | None, live_gpu: bool, inputs: list[InputInfo],
            check_flags: bool = True) -> Report:
     run = build_run(cmd, version)
-    mm = _mm(version)
+    mm = major_minor(version)
     facts: dict[str, Any] = {"swift_version": version}
     fields, fields_src = known_fields(version)
     facts["fields_source"] = fields_src

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..sources.swiftconfig import RunConfig
 from . import version
+from .flags import flag_exists
 
 
 def version_label(run: RunConfig) -> str:
@@ -27,3 +28,8 @@ def tuner_flag(run: RunConfig) -> str:
     if new is None and "train_type" in run.args and "tuner_type" not in run.args:
         return "train_type"
     return "tuner_type"
+
+
+def flag_in_version(run: RunConfig, flag: str) -> bool:
+    """Does the run's ms-swift have this flag (the flag table of flags.py; an unknown version is a recent one)?"""
+    return flag_exists(run.swift_major_minor, flag)

@@ -11,7 +11,7 @@ from math import gcd
 
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.batch import divisors, multiples_around, nearest
-from ...swift.flags import flag_exists
+from ...swift.run import flag_in_version
 from .._values import as_int
 
 
@@ -26,7 +26,7 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     global_only = "global train batch size" in hits[0].evidence.text  # 3.1-3.3 / trl 0.15-0.16 wording
     ga_flag = "gradient_accumulation_steps"
     spg_explicit = run.cli.get("steps_per_generation") is not None
-    mult_flag = "steps_per_generation" if (spg_explicit and flag_exists(run.swift_major_minor, "steps_per_generation")) else ga_flag
+    mult_flag = "steps_per_generation" if (spg_explicit and flag_in_version(run, "steps_per_generation")) else ga_flag
     if s is None and not global_only:
         if gbs and n and b and gbs % (n * b) == 0:
             s = gbs // (n * b)
@@ -141,7 +141,7 @@ def eval_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     opts = multiples_around(b, step)
     fix.append(f"--per_device_eval_batch_size {' or '.join(map(str, opts))} "
                f"(gives {' / '.join(str(n * v) for v in opts)}, divisible by {g}).")
-    geval = "num_generations_eval" if flag_exists(run.swift_major_minor, "num_generations_eval") else "num_generations"
+    geval = "num_generations_eval" if flag_in_version(run, "num_generations_eval") else "num_generations"
     valid = divisors(total, 2 if geval == "num_generations" else 1)
     if valid:
         fix.append(f"--{geval} {' or '.join(map(str, nearest(valid, g)))}"

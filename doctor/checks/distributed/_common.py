@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...signals import ExceptionInfo
-from ...sources.swiftconfig import RunConfig
-from ...swift.flags import flag_exists
 
 VLLM_GROUP_PORT = 51216
 
@@ -27,11 +25,6 @@ def minutes(ms: int) -> str:
 
 def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
     return ", ".join(map(str, ranks))
-
-
-def flag_in_version(run: RunConfig, flag: str) -> bool:
-    """Does the run's ms-swift have this flag (an unknown version is a recent one)?"""
-    return flag_exists(run.swift_major_minor, flag)
 
 
 

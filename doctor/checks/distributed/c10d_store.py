@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from ...rules import Diagnosis, FinishContext, Hit
-from ._common import VLLM_GROUP_PORT, _int, flag_in_version, minutes
+from ...swift.run import flag_in_version
+from ._common import VLLM_GROUP_PORT, _int, minutes
 
 _PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
 

@@ -6,7 +6,8 @@ import re
 from typing import Any
 
 from ...sources.swiftconfig import RunConfig
-from ..distributed._common import VLLM_GROUP_PORT, flag_in_version
+from ...swift.run import flag_in_version
+from ..distributed._common import VLLM_GROUP_PORT
 from ._progress import _Progress
 
 

@@ -18,7 +18,8 @@ from typing import Any
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule, evidence_of
 from ...signals import ExceptionInfo, LogLine, Metrics
-from ..distributed._common import VLLM_GROUP_PORT, flag_in_version
+from ...swift.run import flag_in_version
+from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, PHASE_TEXT, _Progress, _Thread, classify_frames
 
