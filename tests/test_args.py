@@ -12,8 +12,9 @@ from conftest import REAL_SWIFT
 from doctor.checks.args.unknown_flag import flag_advice, split_argv
 from doctor.engine import Session
 from doctor.registry import find_rule, load_catalog
+from doctor.sources.argv import group_flags
 from doctor.sources.logtext import LineReader
-from doctor.sources.swiftconfig import RunConfig, group_flags
+from doctor.sources.swiftconfig import RunConfig
 
 REAL = REAL_SWIFT
 SP = "/usr/local/lib/python3.10/site-packages"

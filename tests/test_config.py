@@ -7,9 +7,10 @@ import json
 from conftest import FIXTURES, REAL_SWIFT
 
 from doctor.engine import Session
+from doctor.sources.argv import parse_argv, parse_value
 from doctor.sources.inputs import discover, feed_input
 from doctor.sources.logtext import LineReader
-from doctor.sources.swiftconfig import RunConfig, parse_argv, parse_value
+from doctor.sources.swiftconfig import RunConfig
 
 REAL = REAL_SWIFT
 

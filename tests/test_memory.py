@@ -12,8 +12,9 @@ from doctor.checks.memory.cut_traceback import classify_cut
 from doctor.engine import Session
 from doctor.registry import load_catalog
 from doctor.signals import Frame
+from doctor.sources.argv import split_shell
 from doctor.sources.logtext import LineReader
-from doctor.sources.swiftconfig import RunConfig, split_launches, split_shell, yaml_args
+from doctor.sources.swiftconfig import RunConfig, split_launches, yaml_args
 
 SP = "/opt/conda/lib/python3.10/site-packages"
 
