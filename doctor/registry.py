@@ -113,13 +113,13 @@ class RuleMeta:
 def rule_files(directory: Path | None = None) -> list[Path]:
     """Every rule file of the catalog: ``rules/<family>/GDnnn-slug.toml``, sorted by name (= by id)."""
     d = directory if directory is not None else rules_dir()
-    return sorted(d.glob("*/*.toml"), key=lambda p: p.name)
+    return sorted(d.glob("*/GD*.toml"), key=lambda p: p.name)
 
 
 def rules_dir() -> Path:
     here = Path(__file__).resolve().parent
     packaged = here / "_rules"
-    if packaged.is_dir() and any(packaged.glob("*/*.toml")):
+    if packaged.is_dir() and any(packaged.glob("*/GD*.toml")):
         return packaged
     return here.parent / "rules"
 

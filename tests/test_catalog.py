@@ -38,7 +38,7 @@ def test_every_regex_compiles(tmp_path):
         meta.patterns[0].regex.compile()
 
 
-@pytest.mark.parametrize("meta", [m for m in CATALOG if m.patterns or m.exceptions], ids=lambda m: m.id)
+@pytest.mark.parametrize("meta", [m for m in CATALOG if m.patterns or m.exceptions or m.examples], ids=lambda m: m.id)
 def test_examples_match(meta):
     assert meta.examples, f"{meta.id} has no examples"
     for ex in meta.examples:

@@ -402,15 +402,6 @@ def test_as_list_variants():
     assert R.as_list(None) == []
 
 
-@pytest.mark.parametrize("rid", ["GD621"])
-def test_check_rule_examples_fire(rid):
-    meta = find_rule(rid, CAT)
-    for ex in meta.examples:
-        s = Session([meta])
-        feed_text(s, ex + "\n")
-        assert s.finish(), ex
-
-
 def test_long_run_is_thinned_but_nan_step_is_exact():
     n = S.MAX_ROWS * 2 + 10
     s = session(["GD620", "GD610"])
