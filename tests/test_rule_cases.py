@@ -1,7 +1,7 @@
 """The one collector of small rule cases: every ``rules/<family>/cases.toml``.
 
 Each ``[[case]]`` names a ``rule`` and feeds it, alone (plus the rules listed in ``with``), through the real
-engine: a launch ``command``, ``log`` text, ``metrics`` rows (as logging.jsonl holds them, one table per logged
+engine (as ``preflight`` judges a command before a run when ``preflight = true``): a launch ``command``, ``log`` text, ``metrics`` rows (as logging.jsonl holds them, one table per logged
 step) and an nvidia-smi ``gpu`` snapshot. ``fires`` says whether the rule must find something; ``severity`` and
 ``message_has`` / ``fix_has`` (substrings) what it must say. Every expected value is read from the case's input by
 a person, never copied from the tool's output. Pattern rules keep their one-line ``examples`` in their own TOML
@@ -25,8 +25,8 @@ from doctor.signals import GpuSnapshot, Metrics, Where
 from doctor.sources import metrics as msrc
 from doctor.sources.gpu import parse_text
 
-CASE_KEYS = {"rule", "name", "with", "command", "log", "metrics", "gpu", "fires", "severity", "message_has",
-             "fix_has"}
+CASE_KEYS = {"rule", "name", "with", "preflight", "command", "log", "metrics", "gpu", "fires", "severity",
+             "message_has", "fix_has"}
 
 
 def _cases() -> list[tuple[str, dict]]:
@@ -45,7 +45,7 @@ def run_case(case: dict):
     assert not unknown, f"unknown keys {sorted(unknown)} (known: {sorted(CASE_KEYS)})"
     metas = [find_rule(r) for r in [case["rule"], *case.get("with", [])]]
     assert all(metas), f"unknown rule in {case['rule']} / {case.get('with')}"
-    s = Session(metas)
+    s = Session(metas, preflight=bool(case.get("preflight")))
     if "command" in case:
         s.run.add_command(case["command"])
     if "log" in case:
