@@ -14,45 +14,13 @@ from typing import Any
 
 from ..model import Evidence, Report
 from . import run_line
+from .paths import rel_path, run_base
 from .safe import md_code, md_fence, md_message, md_text
 
 EVIDENCE_SHOWN = 4     # evidence lines shown before the rest is folded
 EVIDENCE_CHARS = 1500  # ... or fewer when the lines are long
 LAUNCH_SHOWN = 12      # a launch block longer than this is folded
 _SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
-
-
-def run_base(report: Report) -> str | None:
-    """The run directory the report's inputs share (their deepest common folder), None when there is none (standard
-    input, a preflight command)."""
-    dirs = []
-    for i in report.inputs:
-        p = i.path
-        if not p or p.startswith("<"):
-            continue
-        dirs.append(os.path.dirname(os.path.normpath(p)) if i.kind != "checkpoint" or
-                    os.path.basename(os.path.normpath(p)).startswith("checkpoint-") else os.path.normpath(p))
-    if not dirs:
-        return None
-    try:
-        return os.path.commonpath(dirs) if len({os.path.isabs(d) for d in dirs}) == 1 else None
-    except ValueError:
-        return None
-
-
-def rel_path(path: str, base: str | None) -> str:
-    """``path`` relative to ``base`` when inside it; an absolute path outside it keeps its last part only."""
-    if not path or path.startswith("<"):
-        return path
-    norm = os.path.normpath(path)
-    if base is not None:
-        if base in ("", "."):
-            return norm if not os.path.isabs(norm) else os.path.basename(norm)
-        if norm == base:
-            return "."
-        if norm.startswith(base.rstrip(os.sep) + os.sep):
-            return os.path.relpath(norm, base)
-    return os.path.basename(norm) if os.path.isabs(norm) else norm
 
 
 def _where(e: Evidence, base: str | None) -> str:
