@@ -29,6 +29,7 @@ class Format(str, Enum):
     json = "json"
     markdown = "markdown"
     sarif = "sarif"
+    github = "github"  # GitHub Actions annotations (::error file=...,line=...::)
 
 
 class FailOn(str, Enum):
@@ -124,6 +125,9 @@ def render_report(report: Report, fmt: Format, color: bool, width: Optional[int]
     if fmt is Format.sarif:
         from .render import sarif
         return sarif.render(report, exit_code=code)
+    if fmt is Format.github:
+        from .render import github
+        return github.render(report)
     from .render import text
     return text.render(report, color=color, width=width, quiet=quiet)
 
