@@ -60,6 +60,7 @@ def test_every_fixture_report_is_valid_sarif(case):
         _check_relative(art)
     for rule in run["tool"]["driver"]["rules"]:
         assert rule["help"]["text"] and f"grpo-doctor explain {rule['id']}" in rule["help"]["text"]
+        assert rule["helpUri"].startswith("https://")
 
 
 def test_awkward_names_are_percent_encoded_and_relative(tmp_path):
@@ -99,6 +100,14 @@ def test_preflight_pseudo_inputs_are_logical_locations():
              for ll in loc.get("logicalLocations", [])}
     assert "preflight" in names
     assert "originalUriBaseIds" not in doc["runs"][0]
+
+
+def test_help_uri_is_the_first_public_reference():
+    from doctor.registry import load_catalog
+    doc = json.loads(sarif.render(case_report("real-batch-div-grad-accum")))
+    rule = doc["runs"][0]["tool"]["driver"]["rules"][0]
+    meta = next(m for m in load_catalog() if m.id == rule["id"])
+    assert rule["helpUri"] == meta.references[0] and rule["helpUri"].startswith("https://github.com/modelscope/")
 
 
 def test_cli_sarif_carries_the_exit_code(tmp_path):
