@@ -52,7 +52,7 @@ def known_fields(version: str | None) -> tuple[frozenset[str] | None, str]:
     if version is None or version.startswith("4.6"):
         return RLHF_FIELDS_4_6, "ms-swift 4.6.0 argument table" + ("" if version else " (ms-swift not installed here)")
     if installed_swift() != version:
-        return None, f"version tables of swift-notes §7 (ms-swift {version} is not installed here)"
+        return None, f"grpo-doctor's flag tables of renamed and removed flags (ms-swift {version} is not installed here)"
     try:
         from swift.arguments import RLHFArguments  # type: ignore  # noqa: PLC0415
         return frozenset(f.name for f in dataclasses.fields(RLHFArguments)), f"installed ms-swift {version}"
