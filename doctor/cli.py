@@ -242,6 +242,25 @@ def schema_cmd() -> None:
     typer.echo(schema_text(), nl=False)
 
 
+@app.command("mcp", cls=Command)
+def mcp_cmd() -> None:
+    """Serve analyze, explain, preflight and check-ckpt to agents over the Model Context Protocol (stdio):
+    each tool returns the JSON report. Needs the MCP Python SDK: pip install 'grpo-doctor[mcp]'.
+
+    Examples:
+
+    \b
+      grpo-doctor mcp 2> grpo-doctor-mcp.log
+      claude mcp add grpo-doctor -- grpo-doctor mcp
+    """
+    from .mcp_server import build_server
+    try:
+        server = build_server()
+    except ImportError as e:
+        raise die(str(e))
+    server.run()
+
+
 class OnHang(str, Enum):
     warn = "warn"
     stop = "stop"

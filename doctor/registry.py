@@ -55,7 +55,10 @@ def id_in_family(rule_id: str, family: str) -> bool:
 # The keys a rule file may hold (rules/README.md has the table; a test checks the two agree)
 KEYS = frozenset({"id", "slug", "category", "severity", "title", "why", "message", "fix", "references", "priority",
                   "versions", "examples", "not_examples", "patterns", "exceptions", "check", "fixer", "consequence",
-                  "fallback", "options", "aliases"})
+                  "fallback", "options", "aliases", "action", "verify", "prevent"})
+# what to do about a finding (JSON ``action``; watch --on-failure acts on it): a transient fault to run again as is,
+# a run to continue from its last good checkpoint, a configuration to correct and launch again, a bug to fix first
+ACTIONS = ("restart", "resume", "relaunch", "stop")
 PATTERN_KEYS = frozenset({"literals", "regex", "origin"})
 EXCEPTION_KEYS = frozenset({"type", "message", "frames", "raised_in"})
 
@@ -105,6 +108,10 @@ class RuleMeta:
     family: str = ""
     options: dict[str, Any] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()   # former ids of this rule (merged rules): --select/--ignore/explain still take them
+    action: str = ""       # one of ACTIONS: the rule's default verdict (a diagnosis may refine it); every shipped
+    #                        rule has one and a verify (tests/test_actions.py), a rule written in a test need not
+    verify: str = ""       # what the next run's log shows when the fix worked
+    prevent: str = ""      # the preflight / check-ckpt rule (and command) that would have caught it, if any
 
     @property
     def role_hint(self) -> Role:
@@ -182,6 +189,11 @@ def _load_one(path: Path) -> RuleMeta:
         raise CatalogError(f"{where}: id {data['id']!r} is outside the ids of family {family!r} (rules/README.md)")
     if data["category"] not in CATEGORIES:
         raise CatalogError(f"{where}: unknown category {data['category']!r}")
+    if "action" in data and data["action"] not in ACTIONS:
+        raise CatalogError(f"{where}: action {data['action']!r} is not one of {', '.join(ACTIONS)}")
+    for key in ("verify", "prevent"):
+        if not isinstance(data.get(key, ""), str) or (key in data and not data[key].strip()):
+            raise CatalogError(f"{where}: {key!r} must be a non-empty string")
     pats = []
     for i, p in enumerate(data.get("patterns", [])):
         lits = tuple(p.get("literals", ()))
@@ -209,7 +221,9 @@ def _load_one(path: Path) -> RuleMeta:
         consequence=bool(data.get("consequence", False)), fallback=bool(data.get("fallback", False)),
         priority=int(data.get("priority", 50)), examples=tuple(data.get("examples", ())),
         not_examples=tuple(data.get("not_examples", ())), versions=data.get("versions", ""), path=where, family=family,
-        options=dict(data.get("options", {})), aliases=tuple(data.get("aliases", ())),
+        options=dict(data.get("options", {})), aliases=tuple(data.get("aliases", ())), action=data.get("action", ""),
+        verify=data.get("verify", "").strip(),
+        prevent=data.get("prevent", "").strip(),
     )
 
 

@@ -112,6 +112,12 @@ def render(report: Report) -> str:
             for step in f.fix:
                 out.append(f"- {md_message(step)}")
             out.append("")
+        if f.action:
+            out.append(f"Action: **{md_text(f.action)}**" + (f" · verify: {md_message(f.verify)}" if f.verify else ""))
+            out.append("")
+            if f.command:
+                out += md_fence([f.command])
+                out.append("")
     out.append(f"<sub>grpo-doctor {md_text(report.tool_version)} · inputs: "
                + ", ".join(f"{md_code(rel_path(i.path, base))} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
                          for i in report.inputs) + "</sub>")

@@ -77,6 +77,10 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             out("[green]fix:[/green]", 3)
             for step in f.fix:
                 out(escape(step), 5, bullet="[green]•[/green]")
+        if f.action:
+            out(f"[bold]action:[/bold] {escape(f.action)}" + (f" [dim]{escape(f.command)}[/dim]" if f.command else ""), 3)
+        if f.verify:
+            out(f"[dim]verify: {escape(f.verify)}[/dim]", 3)
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in Severity}
     con.print()
     out(f"[dim]{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), {counts[Severity.info]} "
