@@ -2,7 +2,8 @@
 goes through render.safe (escaped text, code spans and fences longer than any backtick run inside)."""
 from __future__ import annotations
 
-from ..model import Report
+from .. import known
+from ..model import Finding, Report
 from . import run_line
 from .safe import md_code, md_fence, md_message, md_text
 
@@ -29,13 +30,28 @@ def render(report: Report) -> str:
             out.append("")
             out += md_fence([f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}" for e in f.evidence])
             out.append("")
-        if f.fix:
+        fixes = list(f.fix) + known.fix_lines(f)
+        if fixes:
             out.append("Fix:")
             out.append("")
-            for step in f.fix:
+            for step in fixes:
                 out.append(f"- {md_message(step)}")
             out.append("")
+        out += known_lines(f)
     out.append(f"<sub>grpo-doctor {md_text(report.tool_version)} · inputs: "
                + ", ".join(f"{md_code(i.path)} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
                          for i in report.inputs) + "</sub>")
     return "\n".join(out) + "\n"
+
+
+def known_lines(f: Finding) -> list[str]:
+    """Known issues (doctor/known) as links; every text from the index (titles are input too) is escaped."""
+    shown = known.for_finding(f)
+    if not shown:
+        return []
+    out = ["Known issues:", ""]
+    for m in shown:
+        head = f"[{md_text(m.thread)}]({m.url})" if known.safe_url(m.url) else md_text(m.thread)
+        rest = known.describe(m).split(" ", 1)[1]
+        out.append(f"- {head} {md_text(rest)}")
+    return out + [""]

@@ -1,0 +1,137 @@
+"""Known-issues benchmark: leave-one-out accuracy of the thread shown first, the threshold sweep, lookup time.
+
+Usage:
+  python bench/known_issues.py [CORPUS_DIR] [--threshold X]      (default corpus: fixtures/devlogs)
+
+1. Dev logs, leave-one-out: each case is analyzed in-process; its primary finding (the first at ``error`` that
+   quotes a line) is looked up with the case's own thread (label.json ``source``) removed from the index. The
+   thread shown first counts as "about the same failure" when its category is the case's labelled category or
+   one of its ``also_accept``; otherwise it is a wrong thread. A case "has a similar thread" when the index,
+   without its own thread, holds a thread of an accepted category. Printed: right / cases with a similar
+   thread, wrong / all cases, and one line per case.
+2. The index itself, leave-one-out (the held-apart cases the threshold was tuned on): each signature of each
+   thread is a query with its own thread removed; same criterion (category).
+3. Time: analyze + JSON render of a log with an exception, with the lookup and with it switched off (best of
+   5, after a warm-up that does not load the index), and of a healthy log (the index must stay unloaded).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from doctor import known  # noqa: E402
+from doctor.analyze import analyze  # noqa: E402
+from doctor.classify.message import parse  # noqa: E402
+from doctor.known import index as kindex  # noqa: E402
+from doctor.model import Severity  # noqa: E402
+from doctor.render import jsonr  # noqa: E402
+
+
+def primary(report):
+    return next((f for f in report.findings if f.severity == Severity.error and f.evidence), None)
+
+
+def lookup(f, exclude: frozenset[str], threshold: float):
+    idx = kindex.load()
+    best = {}
+    for e in f.evidence[:known.MAX_EVIDENCE]:
+        msg = parse(e.text)
+        if len(msg.text) < 8 and not msg.exc_type:
+            continue
+        for m in idx.match(msg.exc_type, msg.text, f.category, threshold=threshold, exclude=exclude):
+            if m.thread not in best or m.score > best[m.thread].score:
+                best[m.thread] = m
+    return sorted(best.values(), key=lambda m: (-round(m.score, 3), m.thread))[:known.MAX_SHOWN]
+
+
+def devlogs(corpus: Path, threshold: float, verbose: bool = True) -> dict:
+    idx = kindex.load()
+    cats_by_thread = {t["thread"]: t["category"] for t in idx.threads}
+    n = similar = right = wrong = 0
+    for case in sorted(p for p in corpus.iterdir() if (p / "label.json").is_file()):
+        label = json.loads((case / "label.json").read_text())
+        own = re.match(r"\S+#\d+", label["source"]).group(0)
+        ok = {label["category"], *label.get("also_accept", [])}
+        n += 1
+        has_similar = any(c in ok for t, c in cats_by_thread.items() if t != own)
+        similar += has_similar
+        f = primary(analyze([str(case / "log.txt")]))
+        shown = lookup(f, frozenset({own}), threshold) if f is not None else []
+        verdict = "-"
+        if shown:
+            verdict = "right" if shown[0].category in ok else "WRONG"
+            right += verdict == "right" and has_similar
+            wrong += verdict == "WRONG"
+        if verbose:
+            top = f"{shown[0].thread} [{shown[0].category}] {shown[0].score:.2f}" if shown else "(none)"
+            print(f"  {case.name[:60]:60} {label['category']:28} {verdict:5} {top}")
+    return {"cases": n, "with_similar": similar, "right": right, "wrong": wrong}
+
+
+def index_loo(threshold: float) -> dict:
+    idx = kindex.load()
+    n = right = wrong = 0
+    for t in idx.threads:
+        for s in t["signatures"]:
+            n += 1
+            shown = idx.match(s.get("type"), s["message"], None, threshold=threshold, exclude=frozenset({t["thread"]}))
+            if shown:
+                right += shown[0].category == t["category"]
+                wrong += shown[0].category != t["category"]
+    return {"queries": n, "right": right, "wrong": wrong}
+
+
+def timing(log_exc: Path, log_ok: Path) -> None:
+    def run(path: Path, on: bool) -> float:
+        best = 1e9
+        for _ in range(5):
+            known._lookup.cache_clear()
+            saved = known.for_finding
+            if not on:
+                known.for_finding = lambda f: []  # type: ignore[assignment]
+            t = time.perf_counter()
+            jsonr.render(analyze([str(path)]))
+            best = min(best, time.perf_counter() - t)
+            known.for_finding = saved  # type: ignore[assignment]
+        return best
+    jsonr.render(analyze([str(log_ok)]))
+    print(f"healthy log: index loaded after analyze+render: {kindex.loaded()}")
+    kindex.load()  # first load is measured separately
+    off, on = run(log_exc, False), run(log_exc, True)
+    print(f"log with an exception: {off * 1000:.1f} ms without lookup, {on * 1000:.1f} ms with (+{(on - off) * 1000:.1f} ms)")
+    kindex._index = None
+    t = time.perf_counter()
+    kindex.load()
+    print(f"first load of the index ({len(kindex.load().threads)} threads): {(time.perf_counter() - t) * 1000:.1f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("corpus", nargs="?", type=Path, default=ROOT / "fixtures" / "devlogs")
+    ap.add_argument("--threshold", type=float, default=kindex.THRESHOLD)
+    ap.add_argument("--no-time", action="store_true")
+    a = ap.parse_args()
+    if not a.no_time:
+        timing(ROOT / "fixtures" / "logs" / "dev-020-batch-1x1-numgen8-plain-traceback",
+               ROOT / "fixtures" / "logs" / "real-grpo-lora-healthy")
+    print(f"index: {len(kindex.load().threads)} threads")
+    print("threshold sweep (index leave-one-out: right / wrong of queries):")
+    for th in (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7):
+        r = index_loo(th)
+        print(f"  {th:.2f}: {r['right']}/{r['queries']} right, {r['wrong']} wrong")
+    print(f"dev logs, leave-one-out, threshold {a.threshold}:")
+    r = devlogs(a.corpus, a.threshold)
+    print(f"top thread about the same failure: {r['right']}/{r['with_similar']} cases with a similar thread "
+          f"({100 * r['right'] / max(1, r['with_similar']):.0f}%); wrong thread shown: {r['wrong']}/{r['cases']} "
+          f"({100 * r['wrong'] / max(1, r['cases']):.0f}%)")
+
+
+if __name__ == "__main__":
+    main()
