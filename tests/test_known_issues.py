@@ -36,7 +36,10 @@ def test_normalise_replaces_what_changes_between_runs():
     b = normalise("CUDA out of memory. Tried to allocate 462.00 MiB. GPU 4 has 39 GiB at /opt/y/z.py 0xdead")
     assert "<n>" in a and "<path>" in a and "<hex>" in a
     assert a.replace("gib", "mib") == b.replace("gib", "mib")
-    assert normalise("KeyError 'prompt'") == "keyerror <q>"
+    assert normalise("KeyError 'prompt'") == "keyerror 'prompt'"          # an identifier names what failed
+    assert normalise("found 'cuda:0 and cuda:1' here") == "found <q> here"
+    assert signature("AttributeError", "'list' object has no attribute 'get'") != \
+        signature("AttributeError", "'Trainer' object has no attribute '_last_loaded_step'")
 
 
 def test_signature_ignores_module_of_the_type_and_numbers():

@@ -2,8 +2,9 @@
 
     python tools/refresh_known_issues.py build [--heldout FILE]
         Compile the reviewed entries (tools/known_issues/*.jsonl, written and paraphrased by people) into the
-        shipped index: validated, one row per thread (a later file wins), sorted, gzip without a timestamp, so the
-        same entries give a byte-identical file. The build date and sources come from tools/known_issues/meta.json.
+        shipped index: validated, one row per thread (a later file wins), sorted, each signature with its exact key
+        and word list precomputed (so loading it costs no regex work), gzip without a timestamp, so the same
+        entries give a byte-identical file. The build date and sources come from tools/known_issues/meta.json.
     python tools/refresh_known_issues.py fetch REPO [REPO...] [--since ISO] [--out FILE]
         Pull issues updated since the last fetch (per repository, kept in tools/known_issues/state.json) from
         GitHub's REST API (token from $GITHUB_TOKEN; rate limits respected: waits for X-RateLimit-Reset or
@@ -34,6 +35,9 @@ sys.path.insert(0, str(HERE))
 from known_issues_parse import draft, is_grpo  # noqa: E402
 
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+from doctor.known.normalise import signature, words  # noqa: E402
+
 SRC = HERE / "known_issues"
 OUT = ROOT / "doctor" / "data" / "known_issues.json.gz"
 API = "https://api.github.com"
@@ -99,7 +103,10 @@ def build(src: Path = SRC, out: Path = OUT, heldout: set[str] | None = None,
             raise ValueError(f"{where}: {row.get('thread')}: {'; '.join(errs)}")
         if heldout and is_heldout(row["thread"], heldout):
             raise ValueError(f"{where}: a held-out thread may not be shipped")
-        threads.append({k: row[k] for k in REQUIRED})
+        entry = {k: row[k] for k in REQUIRED}
+        entry["signatures"] = [dict(sig, key=signature(sig.get("type"), sig["message"]), words=words(sig["message"]))
+                               for sig in row["signatures"]]
+        threads.append(entry)
     threads.sort(key=lambda r: (r["thread"].split("#")[0].lower(), int(r["thread"].split("#")[1])))
     doc = {"meta": {**meta, "format": 1, "threads": len(threads)}, "threads": threads}
     raw = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
@@ -204,7 +211,6 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     held = heldout_hashes(a.heldout)
     if a.cmd == "build":
-        sys.path.insert(0, str(ROOT))
         from doctor.registry import CATEGORIES
         doc = build(heldout=held, categories=set(CATEGORIES))
         print(f"{OUT}: {doc['meta']['threads']} threads")

@@ -64,8 +64,10 @@ class Index:
         for ti, t in enumerate(self.threads):
             for s in t.get("signatures", []):
                 msg = s.get("message", "")
-                self.exact.setdefault(signature(s.get("type"), msg), []).append(ti)
-                bag = Counter(words(msg))
+                # "key" and "words" are precomputed by the build (tools/refresh_known_issues.py); computed here
+                # otherwise (a hand-made index in tests)
+                self.exact.setdefault(s.get("key") or signature(s.get("type"), msg), []).append(ti)
+                bag = Counter(s["words"] if "words" in s else words(msg))
                 if bag:
                     bags.append((ti, short_type(s.get("type")), bag))
         df: Counter = Counter()

@@ -1,7 +1,8 @@
 """Messages as the known-issues index stores and compares them (pure functions, no I/O).
 
 ``signature(type, message)`` is the exact key: the exception's short type and the message with what changes from
-run to run replaced by placeholders (numbers, paths, hex ids, quoted values, sizes), lowercased, spaces collapsed:
+run to run replaced by placeholders (numbers, paths, hex ids, quoted values other than identifiers, sizes),
+lowercased, spaces collapsed (a quoted identifier such as ``'prompt'`` stays: it names what failed):
 
     signature("torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 1.17 GiB. GPU 0 ...")
     -> "OutOfMemoryError: cuda out of memory. tried to allocate <n> gib. gpu <n> ..."
@@ -31,11 +32,20 @@ def short_type(exc_type: str | None) -> str:
     return (exc_type or "").rsplit(".", 1)[-1]
 
 
+_IDENT = re.compile(r"[A-Za-z_][\w.\-]{0,39}")
+
+
+def _quoted(m: re.Match) -> str:
+    """A quoted identifier ('prompt', 'vllm_client') names what failed and stays; other quoted values go."""
+    inner = m.group()[1:-1]
+    return m.group() if _IDENT.fullmatch(inner) else "<q>"
+
+
 def normalise(message: str) -> str:
     s = message[:MAX_MESSAGE]
     s = _PATH.sub("<path>", s)
     s = _HEX.sub("<hex>", s)
-    s = _QUOTED.sub("<q>", s)
+    s = _QUOTED.sub(_quoted, s)
     s = _NUM.sub("<n>", s)
     return _WS.sub(" ", s).strip().lower()
 
