@@ -48,10 +48,13 @@ def json_items(f: Finding) -> list[dict]:
 
 def describe(m: Match) -> str:
     """One line: thread (title), state, versions; resolution; how sure."""
-    bits = [f"{m.thread} ({m.title})", m.state]
-    if m.versions:
-        bits.append(m.versions)
-    line = ", ".join(bits)
+    head = f"{m.thread} ({m.title})" if m.title else m.thread  # a title not recorded: the id only
+    return f"{head}, {details(m)}"
+
+
+def details(m: Match) -> str:
+    """What follows the thread and its title: state, versions; resolution [how sure]."""
+    line = ", ".join(b for b in (m.state, m.versions) if b)
     if m.resolution:
         line += f"; {m.resolution}"
     return line + f" [{_CONF_WORDS.get(m.confidence, m.confidence)}]"
@@ -81,4 +84,4 @@ def index_summary() -> str:
             f"{meta.get('source', 'unknown sources')}")
 
 
-__all__ = ["Match", "describe", "fix_lines", "for_finding", "index_summary", "json_items", "safe_url"]
+__all__ = ["Match", "describe", "details", "fix_lines", "for_finding", "index_summary", "json_items", "safe_url"]

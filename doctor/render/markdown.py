@@ -52,6 +52,6 @@ def known_lines(f: Finding) -> list[str]:
     out = ["Known issues:", ""]
     for m in shown:
         head = f"[{md_text(m.thread)}]({m.url})" if known.safe_url(m.url) else md_text(m.thread)
-        rest = known.describe(m).split(" ", 1)[1]
-        out.append(f"- {head} {md_text(rest)}")
+        title = f" ({m.title})" if m.title else ""
+        out.append(f"- {head}{md_text(title)}, {md_text(known.details(m))}")
     return out + [""]
