@@ -236,6 +236,19 @@ def rules_cmd(
     typer.echo(rules_json(metas) if fmt is ListFormat.json else rules_text(metas))
 
 
+@app.command("schema", cls=Command)
+def schema_cmd() -> None:
+    """The JSON Schema (draft 2020-12) of the --format json report, schema_version 1.
+
+    Examples:
+
+    \b
+      grpo-doctor schema > grpo-doctor-report.schema.json
+    """
+    from .render.jsonr import schema_text
+    typer.echo(schema_text(), nl=False)
+
+
 class OnHang(str, Enum):
     warn = "warn"
     stop = "stop"

@@ -37,7 +37,7 @@ CATEGORIES = (
 FAMILY_IDS: dict[str, tuple[tuple[int, int], ...]] = {
     "batch": ((101, 199),), "memory": ((201, 209), (905, 905)), "vllm": ((210, 299),),
     "distributed": ((301, 319),), "hang": ((320, 399), (901, 902)), "args": ((401, 429),), "data": ((430, 449),),
-    "deps": ((450, 459),), "config": ((460, 499),), "gpu": ((501, 599), (903, 904)), "rewards": ((601, 619),),
+    "deps": ((450, 459),), "config": ((460, 499),), "gpu": ((501, 599),), "rewards": ((601, 619),),
     "numerics": ((620, 639),), "outputs": ((640, 699),), "checkpoint": ((701, 899), (906, 906)),
     "fallback": ((990, 999),),
 }
@@ -55,7 +55,7 @@ def id_in_family(rule_id: str, family: str) -> bool:
 # The keys a rule file may hold (rules/README.md has the table; a test checks the two agree)
 KEYS = frozenset({"id", "slug", "category", "severity", "title", "why", "message", "fix", "references", "priority",
                   "versions", "examples", "not_examples", "patterns", "exceptions", "check", "fixer", "consequence",
-                  "fallback", "options"})
+                  "fallback", "options", "aliases"})
 PATTERN_KEYS = frozenset({"literals", "regex", "origin"})
 EXCEPTION_KEYS = frozenset({"type", "message", "frames", "raised_in"})
 
@@ -104,6 +104,7 @@ class RuleMeta:
     path: str
     family: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()   # former ids of this rule (merged rules): --select/--ignore/explain still take them
 
     @property
     def role_hint(self) -> Role:
@@ -113,13 +114,13 @@ class RuleMeta:
 def rule_files(directory: Path | None = None) -> list[Path]:
     """Every rule file of the catalog: ``rules/<family>/GDnnn-slug.toml``, sorted by name (= by id)."""
     d = directory if directory is not None else rules_dir()
-    return sorted(d.glob("*/*.toml"), key=lambda p: p.name)
+    return sorted(d.glob("*/GD*.toml"), key=lambda p: p.name)
 
 
 def rules_dir() -> Path:
     here = Path(__file__).resolve().parent
     packaged = here / "_rules"
-    if packaged.is_dir() and any(packaged.glob("*/*.toml")):
+    if packaged.is_dir() and any(packaged.glob("*/GD*.toml")):
         return packaged
     return here.parent / "rules"
 
@@ -208,7 +209,7 @@ def _load_one(path: Path) -> RuleMeta:
         consequence=bool(data.get("consequence", False)), fallback=bool(data.get("fallback", False)),
         priority=int(data.get("priority", 50)), examples=tuple(data.get("examples", ())),
         not_examples=tuple(data.get("not_examples", ())), versions=data.get("versions", ""), path=where, family=family,
-        options=dict(data.get("options", {})),
+        options=dict(data.get("options", {})), aliases=tuple(data.get("aliases", ())),
     )
 
 
@@ -218,7 +219,7 @@ def load_catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
     metas = [_load_one(p) for p in rule_files(d)]
     seen: dict[str, str] = {}
     for m in metas:
-        for key in (m.id, m.slug):
+        for key in (m.id, m.slug, *m.aliases):
             if key in seen:
                 raise CatalogError(f"{m.path}: {key!r} is already used by {seen[key]}")
             seen[key] = m.path
@@ -229,7 +230,7 @@ def find_rule(key: str, catalog: tuple[RuleMeta, ...] | None = None) -> RuleMeta
     cat = catalog if catalog is not None else load_catalog()
     k = key.strip().lower()
     for m in cat:
-        if m.id.lower() == k or m.slug.lower() == k:
+        if m.id.lower() == k or m.slug.lower() == k or k in (a.lower() for a in m.aliases):
             return m
     return None
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .argv import ENV_NAMES as _ENV_NAMES
+from .argv import flag_dict, group_flags, parse_value
 from .safeio import open_regular
-from .swiftconfig import _ENV_NAMES, flag_dict, group_flags, parse_value
 
 MAX_JSON = 4 * 1024 * 1024
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")

@@ -7,21 +7,19 @@ source overrides a weaker one; flags given on the command line are also kept apa
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..signals import LogLine
 from ..swift.version import major_minor
+from ..values import as_int
+from .argv import ENV_NAMES as _ENV_NAMES
+from .argv import parse_argv, parse_value, split_shell
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
 
-_ENV_NAMES = ("NPROC_PER_NODE", "NNODES", "NODE_RANK", "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES",
-              "MASTER_PORT", "MASTER_ADDR", "MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES",
-              "PYTORCH_CUDA_ALLOC_CONF", "WORLD_SIZE", "SWIFT_SINGLE_DEVICE_MODE", "VLLM_USE_V1")
 _ENV = re.compile(r"(?:^|[\s;])(?:export\s+)?(" + "|".join(_ENV_NAMES) + r")=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
 _RANK_LINE = re.compile(r"rank: (-?\d+), local_rank: (-?\d+), world_size: (\d+), local_world_size: (\d+)")
 _SWIFT_VERSION = re.compile(r"swift\.__version__: (\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|rc|post)\d*)?)")
@@ -37,103 +35,6 @@ _V4_PATHS = ("swift/arguments/", "swift/pipelines/", "swift/rlhf_trainers/", "sw
 
 LITERALS = ("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers") + _ENV_NAMES
 
-
-def parse_value(text: str) -> Any:
-    """'8' -> 8, 'True' -> True, "['a', 'b']" -> ['a', 'b'], 'None' -> None; else the string."""
-    t = text.strip()
-    if t in ("None", "null", ""):
-        return None
-    low = t.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(t)
-    except ValueError:
-        pass
-    try:
-        return float(t)
-    except ValueError:
-        pass
-    if t[:1] in "[{(\"'" and len(t) < 4096:
-        try:
-            return ast.literal_eval(t)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return t
-    return t
-
-
-def parse_argv(argv: list[str]) -> dict[str, Any]:
-    """``--key v1 v2 --flag`` -> {key: v1 or [v1, v2], flag: True}; dashes in names become underscores."""
-    return flag_dict(group_flags(argv, normalize=True)[0])
-
-
-def group_flags(tokens: list[str], *, normalize: bool = False,
-                short: bool = False) -> tuple[list[tuple[str, list[str]]], list[str]]:
-    """(flag, its values) in order, and the values before any flag. ``--name=value`` and ``--name v1 v2``;
-    ``normalize``: dashes in names become underscores (argparse's dest); ``short``: ``-h``-style tokens are
-    flags of their own (kept with their dash) rather than values."""
-    flags: list[tuple[str, list[str]]] = []
-    stray: list[str] = []
-    for tok in tokens:
-        if tok.startswith("--") and len(tok) > 2:
-            name, eq, val = tok[2:].partition("=")
-            flags.append((name.replace("-", "_") if normalize else name, [val] if eq else []))
-        elif short and tok.startswith("-") and len(tok) == 2 and tok[1].isalpha():
-            flags.append((tok, []))
-        elif flags:
-            flags[-1][1].append(tok)
-        else:
-            stray.append(tok)
-    return flags, stray
-
-
-def flag_dict(flags: list[tuple[str, list[str]]]) -> dict[str, Any]:
-    """Grouped flags -> {name: True | value | [values]} (parse_value on each; the last of a name wins, like
-    argparse)."""
-    out: dict[str, Any] = {}
-    for name, vals in flags:
-        if not vals:
-            out[name] = True
-        elif len(vals) == 1:
-            out[name] = parse_value(vals[0])
-        else:
-            out[name] = [parse_value(v) for v in vals]
-    return out
-
-
-def _strip_comments(text: str) -> str:
-    """Drop shell comments the way bash does: '#' outside quotes at the start of a word, to the end of the line."""
-    if "#" not in text:
-        return text
-    out = []
-    quote = ""
-    prev = "\n"
-    skip = False
-    for ch in text:
-        if skip:
-            if ch != "\n":
-                continue
-            skip = False
-        elif quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and prev in " \t\n":
-            skip = True
-            continue
-        out.append(ch)
-        prev = ch
-    return "".join(out)
-
-
-def split_shell(text: str) -> list[str]:
-    # shlex's comments=True would also cut `--dataset AI-MO/NuminaMath-TIR#5000` at the '#'
-    text = _strip_comments(text).replace("\\\n", " ")
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()
 
 
 @dataclass
@@ -321,8 +222,8 @@ class RunConfig:
         """Training processes: the rank line, else NPROC_PER_NODE x NNODES, else the torchrun args."""
         if self.world_size_seen:
             return self.world_size_seen
-        nproc = self._env_int("NPROC_PER_NODE") or _as_int(self.torchrun.get("nproc_per_node"))
-        nnodes = self._env_int("NNODES") or _as_int(self.torchrun.get("nnodes")) or 1
+        nproc = self._env_int("NPROC_PER_NODE") or as_int(self.torchrun.get("nproc_per_node"))
+        nnodes = self._env_int("NNODES") or as_int(self.torchrun.get("nnodes")) or 1
         if nproc:
             return nproc * nnodes
         return None
@@ -408,15 +309,6 @@ _SUMMARY_KEYS = frozenset({
     "max_length", "max_completion_length", "temperature", "beta", "reward_funcs", "torch_dtype",
     "adapters", "eval_strategy", "split_dataset_ratio", "val_dataset", "offload_model", "offload_optimizer",
 })
-
-
-def _as_int(v: Any) -> int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def _jsonable(v: Any) -> Any:

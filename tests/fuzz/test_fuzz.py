@@ -52,7 +52,8 @@ def test_renderers_on_arbitrary_strings(strings):
 @SHORT
 @given(st.lists(hs.VALUES | hs.WORDS, max_size=12))
 def test_argv_parser(tokens):
-    from doctor.sources.swiftconfig import RunConfig, parse_argv, parse_value
+    from doctor.sources.argv import parse_argv, parse_value
+    from doctor.sources.swiftconfig import RunConfig
     parse_argv(["--" + t if i % 2 == 0 else t for i, t in enumerate(tokens)])
     for t in tokens:
         parse_value(t)

@@ -7,7 +7,8 @@ import difflib
 import re
 
 from ...rules import Diagnosis, FinishContext, Hit
-from ...sources.swiftconfig import RunConfig, group_flags
+from ...sources.argv import group_flags
+from ...sources.swiftconfig import RunConfig
 from ...swift.flags import ADDED, REMOVED, RENAMED
 from ...swift.run import at_least, version_label
 from ._layout import nproc_per_node

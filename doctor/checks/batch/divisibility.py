@@ -12,7 +12,7 @@ from math import gcd
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.batch import divisors, multiples_around, nearest
 from ...swift.run import flag_in_version
-from .._values import as_int
+from ...values import as_int
 
 
 def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:

@@ -6,7 +6,7 @@ from math import gcd
 
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.batch import divisors, nearest
-from .._values import as_int
+from ...values import as_int
 
 
 def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
