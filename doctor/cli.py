@@ -208,6 +208,8 @@ def rules_cmd(
                                                  "(repeatable)."),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, prefixes, slugs or "
                                                "categories, as analyze --select."),
+    known_issues: bool = typer.Option(False, "--known-issues", help="Print the size, date and sources of the "
+                                      "known-issues index (public threads matched to findings) instead."),
 ) -> None:
     """The rule catalog: id, severity, category and slug of each rule, under a header.
 
@@ -217,7 +219,12 @@ def rules_cmd(
       grpo-doctor rules
       grpo-doctor rules --category cuda-oom
       grpo-doctor rules --select GD1 --format json
+      grpo-doctor rules --known-issues
     """
+    if known_issues:
+        from .known import index_summary
+        typer.echo(index_summary())
+        return
     from .catalog_view import filter_rules, rules_json, rules_text
     from .selectors import SelectorError, split
     try:

@@ -11,7 +11,19 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "data" / "report-schema-1
 
 
 def render(report: Report) -> str:
-    return json_dumps(report.to_json(), indent=2) + "\n"
+    doc = report.to_json()
+    add_known_issues(report, doc)
+    return json_dumps(doc, indent=2) + "\n"
+
+
+def add_known_issues(report: Report, doc: dict) -> None:
+    """Known issues (doctor/known): ``known_issues`` on each finding that has any, the resolved one as a fix."""
+    from .. import known
+    for f, out in zip(report.findings, doc["findings"]):
+        items = known.json_items(f)
+        if items:
+            out["known_issues"] = items
+            out["fix"] = list(out["fix"]) + known.fix_lines(f)
 
 
 def schema_text() -> str:

@@ -12,7 +12,8 @@ import re
 import shlex
 from typing import Any
 
-from ..model import Evidence, Report
+from .. import known
+from ..model import Evidence, Finding, Report
 from . import run_line
 from .paths import rel_path, run_base
 from .safe import md_code, md_fence, md_message, md_text
@@ -106,10 +107,11 @@ def render(report: Report) -> str:
             out.append("Evidence:")
             out.append("")
             out += evidence_block(f.evidence, base)
-        if f.fix:
+        fixes = list(f.fix) + known.fix_lines(f)
+        if fixes:
             out.append("Fix:")
             out.append("")
-            for step in f.fix:
+            for step in fixes:
                 out.append(f"- {md_message(step)}")
             out.append("")
         if f.action:
@@ -118,7 +120,21 @@ def render(report: Report) -> str:
             if f.command:
                 out += md_fence([f.command])
                 out.append("")
+        out += known_lines(f)
     out.append(f"<sub>grpo-doctor {md_text(report.tool_version)} · inputs: "
                + ", ".join(f"{md_code(rel_path(i.path, base))} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
                          for i in report.inputs) + "</sub>")
     return "\n".join(out) + "\n"
+
+
+def known_lines(f: Finding) -> list[str]:
+    """Known issues (doctor/known) as links; every text from the index (titles are input too) is escaped."""
+    shown = known.for_finding(f)
+    if not shown:
+        return []
+    out = ["Known issues:", ""]
+    for m in shown:
+        head = f"[{md_text(m.thread)}]({m.url})" if known.safe_url(m.url) else md_text(m.thread)
+        title = f" ({m.title})" if m.title else ""
+        out.append(f"- {head}{md_text(title)}, {md_text(known.details(m))}")
+    return out + [""]
