@@ -43,6 +43,7 @@ class Session:
         self.ended = False
         self.metrics_steps = 0
         self.log_inputs: list[str] = []
+        self.observers: list = []   # callables also handed every non-line signal (the report's curves): never rules
         self._by_type: dict[type, list[Rule]] = {}
         self._all_line_rules: list[Rule] = []
         lit_rules: dict[str, list[Rule]] = {}
@@ -132,6 +133,8 @@ class Session:
         if isinstance(signal, LogLine):
             self.feed_line(signal)
             return
+        for fn in self.observers:
+            fn(signal)
         if isinstance(signal, Metrics):
             if metrics_src.is_summary(signal.values):
                 self.ended = True
