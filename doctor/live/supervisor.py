@@ -170,6 +170,8 @@ class Watch:
         self.session.run.add_command(self.o.command_text if self.o.command_text is not None else shlex.join(self.argv),
                                      "command")
         self.hang_rule = next((r for r in self.session.rules if r.meta.id == "GD320"), None)
+        from ..render.html import watch_curves  # the final report also as HTML (issue 21): curves recorded live
+        self.curves = watch_curves(self.session)
         try:
             self.console = open(self.console_path, "wb", buffering=0)
         except OSError as e:
@@ -280,6 +282,8 @@ class Watch:
         self.exit_code = code
         rep = self._report(final=True)
         self._write_report(rep)
+        from ..render.html import write_watch_html
+        write_watch_html(self.report_path, rep, self.curves, self.session)
         self._final_say(rep, rc, code)
         return code
 

@@ -10,6 +10,8 @@ LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
 LOG_NAMES = {"nohup.out", "stdout", "stderr", "log", "console", "output"}
 SKIP_DIRS = {"images", "runs", ".git", "__pycache__", "node_modules", ".ipynb_checkpoints", "global_step"}
 SKIP_NAMES = {"README.md", "label.json", "tree.txt", "meta.txt", "requirements.txt", "LICENSE", "CHANGELOG.md"}
+# the kinds of the run's own loggers' files (read by sources/loggers.py, imported only when a run has them)
+LOGGER_KINDS = ("tensorboard", "wandb-summary", "wandb-meta", "wandb-config")
 GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
 _LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
               "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
