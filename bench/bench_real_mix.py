@@ -13,7 +13,7 @@ the inputs are built under /tmp, or --keep DIR, never in the repository):
   step counters rising, --size MB (default 300), the same failure at the end;
 - jsonl: a logging.jsonl of --rows rows (default 1,000,000) cycling the real rows of fixtures' logging.jsonl
   files, step counters rising;
-- longerr: 10,000 long error lines (the longest real error lines of the fixtures, repeated), for memory;
+- longerr: 10,000 error lines of ~20 KB (real error lines carrying real healthy text), for memory;
 - oneline: one line of 1 GiB (real healthy lines joined with spaces), for memory (tool and grep only).
 
 For each mix, interleaved, --runs times (default 3): the tool (`analyze LOG --format json`; wall, peak RSS of
@@ -132,14 +132,18 @@ def build_jsonl(path: Path, rows: int) -> None:
             f.write(json.dumps(row) + "\n")
 
 
-def build_longerr(path: Path, n: int = 10_000) -> None:
-    errs = sorted({ln for p in FIX.glob("logs/*/log.txt") for ln in p.read_bytes().splitlines(keepends=True)
-                   if b"Error" in ln and ln.endswith(b"\n")}, key=len)[-50:]
+def build_longerr(path: Path, n: int = 10_000, width: int = 20_000) -> None:
+    """n error lines of ~width bytes: a real error line of the fixtures carrying real healthy lines joined, as an
+    exception message that embeds a huge repr does."""
+    errs = sorted({ln.rstrip(b"\n") for p in FIX.glob("logs/*/log.txt") for ln in p.read_bytes().splitlines()
+                   if b"Error: " in ln and len(ln) > 60})[:50]
+    filler = b" ".join(ln.rstrip(b"\n") for ln in _healthy(args_dump=False))
     with open(path, "wb") as f:
-        head = _healthy()[:200]
-        f.write(b"".join(head))
+        f.write(b"".join(_healthy()[:200]))
         for i in range(n):
-            f.write(errs[i % len(errs)])
+            e = errs[i % len(errs)]
+            off = (i * 7919) % max(1, len(filler) - width)
+            f.write(e + b" " + filler[off:off + width - len(e)].replace(b"\n", b" ") + b"\n")
 
 
 def build_oneline(path: Path, size: int = 1 << 30) -> None:

@@ -205,7 +205,7 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
 try:  # optional: a faster JSON decoder (wheels for Linux and macOS, x86_64 and arm64); json otherwise
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - the pure fallback
-    _fast_loads = None
+    _fast_loads = None  # type: ignore[assignment]
 
 
 def is_summary(values: dict[str, Any]) -> bool:
