@@ -66,6 +66,8 @@ def analyze(
       grpo-doctor analyze output/ --select GD1 --fail-on warning
     """
     from .analyze import analyze as run_analyze
+    if "-" in paths and sys.stdin.isatty():  # a terminal waits for typing: say so, not a silent hang
+        typer.echo("grpo-doctor: reading standard input (Ctrl-D to end)", err=True)
     o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
     report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore")),
                     f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,

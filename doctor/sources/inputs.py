@@ -19,7 +19,16 @@ from typing import BinaryIO
 from ..model import InputInfo
 from ..signals import Completions, GpuSnapshot, Metrics, Where
 from . import metrics as metrics_src
-from .kinds import LOG_NAMES, LOG_SUFFIXES, SKIP_DIRS, SKIP_NAMES, classify, gpu_kind, looks_binary  # noqa: F401
+from .kinds import (  # noqa: F401
+    LOG_NAMES,
+    LOG_SUFFIXES,
+    SKIP_DIRS,
+    SKIP_NAMES,
+    classify,
+    gpu_kind,
+    looks_binary,
+    nvidia_smi_other,
+)
 from .logtext import LineReader, decode, physical_lines
 from .safeio import NotRegular, link_out, open_regular, what_is
 
@@ -82,6 +91,12 @@ def _explicit_file(path: Path, display: str) -> Input:
                          "or the run directory")
     if kind == "log" and gpu_kind(path, head, st.st_size):
         kind = "gpu"
+    if kind == "log" and nvidia_smi_other(head):  # dmon/pmon/topo: no log, no snapshot; refused as preflight does
+        from .gpu import SnapshotError, parse_text
+        try:
+            parse_text(decode(head), display)
+        except SnapshotError as e:
+            raise InputError(str(e)) from None
     return Input(path, display, kind)
 
 
@@ -140,6 +155,9 @@ def _candidate(fp: Path, root: Path, display_root: str) -> tuple[str | None, Inp
             return None, None
         if gpu_kind(fp, head, st.st_size):
             kind = "gpu"
+        elif nvidia_smi_other(head):
+            return None, _skip(fp, root, display_root, f"nvidia-smi {nvidia_smi_other(head)} output, not a log or "
+                               "a GPU snapshot this tool reads")
     return kind, None
 
 
