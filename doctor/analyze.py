@@ -67,8 +67,9 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     if ckpts:
         from .ckpt import fold_into_log_finding
         from .sources.checkpoint import read_checkpoint
+        sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
         for d, display in ckpts:
-            session.emit(CheckpointInput(read_checkpoint(d, display)))
+            session.emit(CheckpointInput(read_checkpoint(d, display, sizes=sizes)))
     findings = sel.keep(session.finish())
     if ckpts:
         findings = fold_into_log_finding(findings)

@@ -70,6 +70,8 @@ def analyze(
       grpo-doctor analyze output/v0-20250101-120000 --format html -o report.html
     """
     from .analyze import analyze as run_analyze
+    if "-" in paths and sys.stdin.isatty():  # a terminal waits for typing: say so, not a silent hang
+        typer.echo("grpo-doctor: reading standard input (Ctrl-D to end)", err=True)
     o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
     curves = wants_series(o.fmt, series, quiet, output)
     report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore"),

@@ -28,6 +28,7 @@ from .kinds import (  # noqa: F401
     classify,
     gpu_kind,
     looks_binary,
+    nvidia_smi_other,
 )
 from .logtext import LineReader, decode, physical_lines
 from .safeio import NotRegular, link_out, open_regular, what_is
@@ -97,6 +98,12 @@ def _explicit_file(path: Path, display: str) -> Input:
                          "or the run directory")
     if kind == "log" and gpu_kind(path, head, st.st_size):
         kind = "gpu"
+    if kind == "log" and nvidia_smi_other(head):  # dmon/pmon/topo: no log, no snapshot; refused as preflight does
+        from .gpu import SnapshotError, parse_text
+        try:
+            parse_text(decode(head), display)
+        except SnapshotError as e:
+            raise InputError(str(e)) from None
     return Input(path, display, kind)
 
 
@@ -156,6 +163,9 @@ def _candidate(fp: Path, root: Path, display_root: str, kind: str | None = None)
             return None, None
         if gpu_kind(fp, head, st.st_size):
             kind = "gpu"
+        elif nvidia_smi_other(head):
+            return None, _skip(fp, root, display_root, f"nvidia-smi {nvidia_smi_other(head)} output, not a log or "
+                               "a GPU snapshot this tool reads")
     return kind, None
 
 
