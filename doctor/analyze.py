@@ -17,7 +17,11 @@ from .selectors import Selection, resolve
 from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
+from .sources.safeio import read_head
 from .sources.inputs import discover, feed_input, read_small, run_checkpoints
+from .swift.framework import detect as detect_framework
+
+HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
@@ -58,11 +62,36 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
         findings = fold_into_log_finding(findings)
     infos = [i.info() for i in inputs] + [InputInfo(display, "checkpoint") for _, display in ckpts]
     run = session.run.summary()
+    run.update(framework_of(session, inputs))
     if nodes:
         findings = merge_nodes(findings, nodes, sel)
         run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,
                          "first_error_time": n.first_error_time, "report": n.path} for n in nodes]
     return Report(__version__, infos, run, findings)
+
+
+def framework_of(session: Session, inputs: list | None = None) -> dict:
+    """The ``framework``, ``framework_version`` and ``recipe`` of the run object, detected (doctor/swift/framework.py)
+    from the parsed frames, the launch commands, the last lines of each log and the printed versions."""
+    rc = session.run
+    paths = [f.path for e in session.exceptions for f in e.frames]
+    paths += [f.path for _, frames in session.tracker.open_tracebacks() for f in frames]
+    texts = list(rc.command_texts) + [ln.text for tail in session.tails.values() for ln in tail]
+    texts += [e.raw for e in session.exceptions[:20]] + [e.message for e in session.exceptions[:20]]
+    for inp in (inputs or [])[:8]:  # the head of each log: banners and the launch line come first
+        if inp.kind == "log" and inp.path is not None:
+            try:
+                texts.extend(read_head(inp.path, HEAD_BYTES).decode("utf-8", "replace").splitlines()[:400])
+            except OSError:
+                pass
+    hint = bool(rc.command or rc.major or "rlhf_type" in rc.args or "swift_version" in rc.args)
+    name, version, recipe, source = detect_framework(paths, texts, rc.versions, hint)
+    # nothing points anywhere: ms-swift, the tool's first audience, but said to be assumed (framework_source)
+    out: dict = {"framework": name or "ms-swift", "framework_version": version if name else rc.swift_version,
+                 "framework_source": source if name else "assumed"}
+    if recipe:
+        out["recipe"] = recipe
+    return out
 
 
 def merge_nodes(findings: list[Finding], nodes: list, sel: Selection | None = None) -> list[Finding]:
