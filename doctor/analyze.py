@@ -17,9 +17,9 @@ from .selectors import Selection, resolve
 from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
-from .sources.safeio import read_head
 from .sources.inputs import discover, feed_input, read_small, run_checkpoints
-from .swift.framework import detect as detect_framework
+from .sources.safeio import read_head
+from .swift.framework import of_run as framework_of_run
 
 HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
 
@@ -71,21 +71,19 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
 
 
 def framework_of(session: Session, inputs: list | None = None) -> dict:
-    """The ``framework``, ``framework_version`` and ``recipe`` of the run object, detected (doctor/swift/framework.py)
-    from the parsed frames, the launch commands, the last lines of each log and the printed versions."""
-    rc = session.run
-    paths = [f.path for e in session.exceptions for f in e.frames]
-    paths += [f.path for _, frames in session.tracker.open_tracebacks() for f in frames]
-    texts = list(rc.command_texts) + [ln.text for tail in session.tails.values() for ln in tail]
-    texts += [e.raw for e in session.exceptions[:20]] + [e.message for e in session.exceptions[:20]]
+    """The ``framework``, ``framework_version``, ``framework_source`` and ``recipe`` of the run object, detected
+    (doctor/swift/framework.py) from the parsed frames, the launch commands, the first and last lines of each log
+    and the printed versions."""
+    heads: list[str] = []
     for inp in (inputs or [])[:8]:  # the head of each log: banners and the launch line come first
         if inp.kind == "log" and inp.path is not None:
             try:
-                texts.extend(read_head(inp.path, HEAD_BYTES).decode("utf-8", "replace").splitlines()[:400])
+                heads.extend(read_head(inp.path, HEAD_BYTES).decode("utf-8", "replace").splitlines()[:400])
             except OSError:
                 pass
-    hint = bool(rc.command or rc.major or "rlhf_type" in rc.args or "swift_version" in rc.args)
-    name, version, recipe, source = detect_framework(paths, texts, rc.versions, hint)
+    rc = session.run
+    name, version, recipe, source = framework_of_run(rc, session.exceptions, session.tracker.open_tracebacks(),
+                                                     session.tails, heads)
     # nothing points anywhere: ms-swift, the tool's first audience, but said to be assumed (framework_source)
     out: dict = {"framework": name or "ms-swift", "framework_version": version if name else rc.swift_version,
                  "framework_source": source if name else "assumed"}

@@ -146,3 +146,24 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
     elif name == "unsloth":
         version = unsloth_version(texts)
     return name, version, recipe, source
+
+
+def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
+    """``detect`` over what a session holds: a RunConfig, the parsed exceptions, the cut tracebacks ((line, frames)
+    pairs), the last lines of each log (path -> LogLines) and the first lines of the logs when the caller read them."""
+    paths = [f.path for e in exceptions for f in e.frames]
+    paths += [f.path for _, frames in open_tracebacks for f in frames]
+    texts = list(run.command_texts) + [ln.text for tail in (tails or {}).values() for ln in tail]
+    texts += [e.raw for e in list(exceptions)[:20]] + [e.message for e in list(exceptions)[:20]]
+    texts += list(heads)
+    hint = bool(run.command or run.major or "rlhf_type" in run.args or "swift_version" in run.args)
+    return detect(paths, texts, run.versions, hint)
+
+
+def option(framework: str | None, name: str, values: Iterable[object]) -> str:
+    """How a user of ``framework`` sets option ``name``: ``--name 4 or 8`` on the swift command line, the
+    ``GRPOConfig`` field for trl and the frameworks built on it (unsloth, open-r1 recipes take the same names)."""
+    vals = " or ".join(str(v) for v in values)
+    if framework in ("trl", "unsloth"):
+        return f"GRPOConfig({name}={vals})"
+    return f"--{name} {vals}"
