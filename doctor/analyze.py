@@ -63,6 +63,8 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     infos = [i.info() for i in inputs] + [InputInfo(display, "checkpoint") for _, display in ckpts]
     run = session.run.summary()
     run.update(framework_of(session, inputs))
+    if len(session.run.runs) > 1:  # runs appended to one log (issue 17.16): each one's line range
+        run["runs"] = session.run.runs.summary()
     if nodes:
         findings = merge_nodes(findings, nodes, sel)
         run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,

@@ -42,10 +42,10 @@ def show(name: str, num: Num) -> str:
     return f"{name} {num}"
 
 
-def assumptions(*named: tuple[str, Num]) -> str:
+def assumptions(*named: tuple[str, Num], why: str = "not in the log") -> str:
     """'' when nothing is assumed, else ' (assumes world size 1 and per_device_train_batch_size 1: not in the
     log)' for the fixes built on those values."""
     names = [f"{n} {v.value}" for n, v in named if v.assumed]
     if not names:
         return ""
-    return f" (assumes {' and '.join(names)}: not in the log)"
+    return f" (assumes {' and '.join(names)}: {why})"

@@ -10,10 +10,11 @@ from __future__ import annotations
 from math import gcd
 
 from ...rules import Diagnosis, FinishContext, Hit
+from ...signals import Where
 from ...swift.batch import divisors, multiples_around, nearest
 from ...swift.framework import of_run, option
 from ...swift.run import flag_in_version
-from .._numbers import READ, Num, assumptions, computed, first, show
+from .._numbers import ASSUMED, READ, Num, assumptions, computed, first, show
 from .._values import as_int
 
 
@@ -25,9 +26,16 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     def opt(name: str, values: list[int]) -> str:
         return option(fw, name, values)
 
-    g = as_int(g0.get("g")) or run.int_arg("num_generations")
+    ev = hits[0].evidence
+    which = run.runs.index_of(Where(ev.path, ev.line)) if ev.line else None
+    args = run.args if which is None else (run.runs.args_of(which, run.args) or {})
+
+    def arg(key: str) -> int | None:  # this failure's own run (issue 17.16), not the last one in the log
+        return as_int(args.get(key))
+
+    g = as_int(g0.get("g")) or arg("num_generations")
     n_ = first((as_int(g0.get("n")), READ), (run.world_size(), READ))
-    b_ = first((as_int(g0.get("b")), READ), (run.int_arg("per_device_train_batch_size"), READ))
+    b_ = first((as_int(g0.get("b")), READ), (arg("per_device_train_batch_size"), READ))
     n, b = n_.value, b_.value
     s_in = as_int(g0.get("s"))
     gbs_in = as_int(g0.get("gbs"))
@@ -39,11 +47,19 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
         s_ = Num(1, READ)  # this wording counts no accumulation: 1 is the formula, not a guess
     elif s_in is not None:
         s_ = Num(s_in, READ)
+    elif (s_cfg := arg("steps_per_generation") or arg("gradient_accumulation_steps")) is not None and \
+            gbs_in is not None and n * b * s_cfg == gbs_in:
+        s_ = Num(s_cfg, READ)  # the run's configuration, and it agrees with the error
     elif gbs_in and n and b and gbs_in % (n * b) == 0:
         s_ = computed(gbs_in // (n * b), n_, b_)
     else:
-        s_ = first((run.int_arg("steps_per_generation"), READ), (run.int_arg("gradient_accumulation_steps"), READ))
+        s_ = first((arg("steps_per_generation"), READ), (arg("gradient_accumulation_steps"), READ))
     s = s_.value
+    mismatch = gbs_in is not None and n * b * s != gbs_in and not global_only
+    if mismatch:
+        # the configuration read does not give the batch the error reports (issue 17.16: two runs appended to one
+        # log, the config of the other run): never print false arithmetic; keep the read batch, mark the factors
+        n_, b_, s_ = Num(n, ASSUMED), Num(b, ASSUMED), Num(s, ASSUMED)
     gbs_ = Num(gbs_in, READ) if gbs_in is not None else computed(n * b * s, n_, b_, s_)
     gbs = gbs_.value
     fix: list[str] = []
@@ -75,27 +91,35 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
                  f"{gbs_} completions per generation step")
     msg = (f"{arith}, which is not a multiple of num_generations {g}: GRPO needs whole groups of {g} "
            f"completions of the same prompt in every generation batch.")
-    if gbs_.assumed:
+    if mismatch:
+        arith = f"generation batch {gbs} (from the error message)"
+        msg = (f"{arith}, which is not a multiple of num_generations {g}: GRPO needs whole groups of {g} "
+               f"completions of the same prompt in every generation batch. The configuration read from the inputs "
+               f"(world size {n} x per_device_train_batch_size {b} x {mult_flag} {s} = {n * b * s}) does not give "
+               f"{gbs}: it belongs to another run (two runs appended to one log?) or was changed; the values marked "
+               f"(assumed) below come from it.")
+    elif gbs_.assumed:
         msg += " Values marked (assumed) are not in the log; check them against the run."
     fix.append(f"{arith}; {gbs} % {g} = {gbs % g}.")
+    why = "from a configuration that does not give this batch" if mismatch else "not in the log"
     # fixes that need no assumption first: divisors of a generation batch read from the log
     valid_g = divisors(gbs)
     if valid_g:
         fix.append(f"{opt('num_generations', nearest(valid_g, g))} (divisors of {gbs}; "
                    f"at least 4 keeps the advantage estimate stable)"
-                   + (assumptions(("world size", n_), ("per_device_train_batch_size", b_), (mult_flag, s_))
+                   + (assumptions(("world size", n_), ("per_device_train_batch_size", b_), (mult_flag, s_), why=why)
                       if gbs_.assumed else "") + ".")
     if not global_only:
         step_s = g // gcd(n * b, g)
         opts = [v for v in multiples_around(s, step_s)]
         fix.append(f"{opt(mult_flag, opts)} "
                    f"(gives {' / '.join(str(n * b * v) for v in opts)} completions, divisible by {g})"
-                   + assumptions(("world size", n_), ("per_device_train_batch_size", b_)) + ".")
+                   + assumptions(("world size", n_), ("per_device_train_batch_size", b_), why=why) + ".")
     step_b = g // gcd(n * s, g)
     opts_b = multiples_around(b, step_b)
     fix.append(f"{opt('per_device_train_batch_size', opts_b)} "
                f"(gives {' / '.join(str(n * v * s) for v in opts_b)} completions)"
-               + assumptions(("world size", n_), (mult_flag, s_)) + ".")
+               + assumptions(("world size", n_), (mult_flag, s_), why=why) + ".")
     if global_only:
         fix.append("In this version gradient accumulation does not count toward the group: only world size x "
                    "per_device_train_batch_size must be a multiple of num_generations (ms-swift >= 3.4 and "
@@ -103,6 +127,8 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     if explicit_gbs or run.cli.get("generation_batch_size") is not None:
         step = (n * b) * g // gcd(n * b, g)
         fix.append(f"{opt('generation_batch_size', multiples_around(gbs, step))}.")
+    if which is not None:
+        msg += f" ({run.runs.label(which)}: the configuration of that run.)"
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
