@@ -68,3 +68,28 @@ def test_env_named_trl_is_not_trl_and_user_frames_are_not_library():
     assert not is_library_path("/root/work/my_grpo/train.py")
     assert is_library_path("/usr/local/lib/python3.10/dist-packages/trl/trainer/grpo_trainer.py")
     assert is_library_path("/home/u/ms-swift/swift/trainers/rlhf_trainer/grpo_trainer.py")
+
+
+def test_a_library_source_checkout_is_not_your_code():
+    # fixtures/logs/edge-vllm-pydantic-model-config: trl run from a source checkout, /workspace/trl/trl/scripts/...
+    assert is_library_path("/workspace/trl/trl/scripts/vllm_serve.py")
+    assert is_library_path("/root/ms-swift/swift/llm/train/rlhf.py")
+    assert is_library_path("/home/u/vllm/vllm/v1/engine/core.py")
+    assert not is_library_path("/data/me/plugin.py")
+
+
+def test_unrecognised_failure_points_at_the_frameworks_issues(tmp_path):
+    # a trl GRPOTrainer stack (paths as trl 0.19 prints them) ending in an error no rule claims
+    log = tmp_path / "t.log"
+    log.write_text('Traceback (most recent call last):\n'
+                   '  File "/home/me/train_grpo.py", line 40, in <module>\n'
+                   '    trainer.train()\n'
+                   '  File "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 900, in '
+                   '_generate_and_score_completions\n'
+                   '    x = frob(y)\n'
+                   'ZzqError: something nobody has a rule for\n', encoding="utf-8")
+    rep = analyze([str(log)])
+    gd999 = [f for f in rep.findings if f.rule_id == "GD999"]
+    assert gd999 and any("Search the trl issues" in x for x in gd999[0].fix)
+    assert any("/home/me/train_grpo.py:40" in x for x in gd999[0].fix)
+    assert rep.run["framework"] == "trl"

@@ -59,11 +59,23 @@ def _of_path(path: str) -> str | None:
     return None
 
 
+# the package directories of the libraries a GRPO run goes through, also from a source checkout (pip install -e):
+# /workspace/trl/trl/scripts/vllm_serve.py, ~/ms-swift/swift/llm/... are the library, not "your code"
+_LIB_DIRS = ("/vllm/", "/torch/", "/transformers/", "/deepspeed/", "/accelerate/", "/peft/", "/megatron/",
+             "/flash_attn/", "/triton/", "/ray/", "/datasets/")
+
+
 def is_library_path(path: str) -> bool:
     """A frame in a framework's or a library's own code (site-packages, a framework package), not the user's."""
-    p = path.replace("\\", "/")
-    return "site-packages/" in p or "dist-packages/" in p or "/lib/python" in p or _of_path(p) is not None \
-        or p.startswith("<")
+    p = "/" + path.replace("\\", "/")
+    return ("site-packages/" in p or "dist-packages/" in p or "/lib/python" in p or _of_path(p) is not None
+            or p.startswith("/<") or any(d in p for d in _LIB_DIRS))
+
+
+def issues_of(framework: str | None) -> str:
+    """Whose issue tracker to search for a failure no rule knows."""
+    return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl",
+            "openrlhf": "OpenRLHF"}.get(framework or "", "ms-swift")
 
 
 def from_paths(paths: Iterable[str]) -> tuple[str | None, bool]:
