@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-_FIRST = frozenset(">|<*-[.")        # first characters that may open a wrapper
+_FIRST = frozenset(">|<*-.…")       # first characters that may open a wrapper ("[" only with "...": "[rank0]:" is not)
 _LAST = frozenset("|*>")            # last characters that may close one
 # "2025-11-19 18:38:40.880773 master-0 >> " (a host name, then >>), or a bare ISO timestamp before "[rank"
 _TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\S+\s+)?>>\s?")
@@ -32,8 +32,14 @@ def needs_unwrap(text: str) -> bool:
     """A cheap test: could this line carry a paste wrapper?"""
     if not text:
         return False
-    return text[0] in _FIRST or text[-1] in _LAST or (" >> " in text and text[0].isdigit()) or \
-        (text[0].isdigit() and "[rank" in text[:48]) or (text[0] == " " and text.lstrip()[:1] in _FIRST)
+    c = text[0]
+    if c in _FIRST or text[-1] in _LAST:
+        return True
+    if c == "[" or c == "(":
+        return "..." in text  # "[... 8 similar lines ...]"
+    if c == " ":
+        return "|" in text  # an indented table row
+    return c.isdigit() and (" >> " in text or "[rank" in text[:48])
 
 
 def unwrap(text: str) -> str:
