@@ -18,6 +18,10 @@ from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small, run_checkpoints
+from .sources.safeio import read_head
+from .swift.framework import of_run as framework_of_run
+
+HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
@@ -76,6 +80,9 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs] \
         + [InputInfo(display, "checkpoint") for _, display in ckpts]
     run = session.run.summary()
+    run.update(framework_of(session, inputs))
+    if len(session.run.runs) > 1:  # runs appended to one log (issue 17.16): each one's line range
+        run["runs"] = session.run.runs.summary()
     if nodes:
         findings = merge_nodes(findings, nodes, sel)
         run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,
@@ -84,6 +91,28 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     if recorder is not None:
         report.series = recorder.result(findings, session)
     return report
+
+
+def framework_of(session: Session, inputs: list | None = None) -> dict:
+    """The ``framework``, ``framework_version``, ``framework_source`` and ``recipe`` of the run object, detected
+    (doctor/swift/framework.py) from the parsed frames, the launch commands, the first and last lines of each log
+    and the printed versions."""
+    heads: list[str] = []
+    for inp in (inputs or [])[:8]:  # the head of each log: banners and the launch line come first
+        if inp.kind == "log" and inp.path is not None:
+            try:
+                heads.extend(read_head(inp.path, HEAD_BYTES).decode("utf-8", "replace").splitlines()[:400])
+            except OSError:
+                pass
+    rc = session.run
+    name, version, recipe, source = framework_of_run(rc, session.exceptions, session.tracker.open_tracebacks(),
+                                                     session.tails, heads)
+    # nothing points anywhere: ms-swift, the tool's first audience, but said to be assumed (framework_source)
+    out: dict = {"framework": name or "ms-swift", "framework_version": version if name else rc.swift_version,
+                 "framework_source": source if name else "assumed"}
+    if recipe:
+        out["recipe"] = recipe
+    return out
 
 
 def merge_nodes(findings: list[Finding], nodes: list, sel: Selection | None = None) -> list[Finding]:

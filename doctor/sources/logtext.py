@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..signals import LogLine, Where
+from .paste import needs_unwrap, unbold, unwrap
 
 CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
@@ -203,7 +204,12 @@ def segments(data: bytes) -> list[tuple[str, str, int | None, str]]:
         return []
     out = []
     for seg in split_segments(text):
-        body, rank, origin = strip_prefixes(seg.rstrip())
+        seg_text = seg.rstrip()
+        if needs_unwrap(seg_text):  # a paste wrapper: quote, table row, viewer timestamp, bold (sources/paste.py)
+            seg_text = unwrap(seg_text)
+        body, rank, origin = strip_prefixes(seg_text)
+        if rank is not None and body.startswith("**"):
+            body = unbold(body)
         raw = seg.strip()
         if len(raw) > EVIDENCE_MAX:
             raw = raw[:EVIDENCE_MAX] + "…"

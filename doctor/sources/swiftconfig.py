@@ -17,6 +17,7 @@ from ..swift.version import major_minor
 from ..values import as_int
 from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import parse_argv, parse_value, split_shell
+from .runs import RunSplit
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
 
@@ -52,6 +53,8 @@ class RunConfig:
     torchrun: dict[str, Any] = field(default_factory=dict)
     launches: list[Launch] = field(default_factory=list)  # each launch in command.txt: trainer, rollout server...
     command_texts: list[str] = field(default_factory=list)  # raw command.txt / launcher texts (first few, capped)
+    # runs appended to one log (issue 17.16), doctor/sources/runs.py: where each starts, and the args of each finished one
+    runs: RunSplit = field(default_factory=RunSplit)
     _dump_open: bool = False
 
     # ---------------------------------------------------------------- setters
@@ -136,9 +139,11 @@ class RunConfig:
             return
         if "args: " in text and text.rstrip().endswith("("):
             if _DUMP_START.search(text.rstrip()):
+                self.runs.start(line.where, self.args, dump=True)
                 self._dump_open = True
                 return
         if text.startswith("run sh: "):
+            self.runs.start(line.where, self.args, dump=False)
             body = text[len("run sh: "):].strip().strip("`")
             self.add_command(body, "launcher")
             return

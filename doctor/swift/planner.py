@@ -85,7 +85,10 @@ _KNOWN: dict[str, tuple[float, int, int, int, int, int]] = {
 
 def _norm(name: str) -> str:
     base = str(name).rstrip("/").split("/")[-1].lower()
-    base = re.sub(r"(?<=[-_])(\d+)_+(\d+)(?=b)", r"\1.\2", base)  # ModelScope writes 1.5B as 1_5B / 1___5B
+    # ModelScope writes "." as "___" (Qwen2___5-1___5B); a single "_" stands for "." only in 0_5B-1_8B style sizes:
+    # "gemma-3_27b" is Gemma 3 27B, "gemma-3_1b" Gemma 3 1B (issue 15 point 6)
+    base = base.replace("___", ".")
+    base = re.sub(r"(?<=[-_])([01])_(\d)(?=b)", r"\1.\2", base)
     return base.replace("_", "-")
 
 

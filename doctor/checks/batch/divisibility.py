@@ -10,83 +10,132 @@ from __future__ import annotations
 from math import gcd
 
 from ...rules import Diagnosis, FinishContext, Hit
+from ...signals import Where
 from ...swift.batch import divisors, multiples_around, nearest
+from ...swift.framework import of_run, option
 from ...swift.run import flag_in_version
 from ...values import as_int
+from .._numbers import ASSUMED, READ, Num, assumptions, computed, first, show
 
 
 def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     run = ctx.run
     g0 = hits[0].groups
-    g = as_int(g0.get("g")) or run.int_arg("num_generations")
-    n = as_int(g0.get("n")) or run.world_size() or 1
-    b = as_int(g0.get("b")) or run.int_arg("per_device_train_batch_size") or 1
-    s = as_int(g0.get("s"))
-    gbs = as_int(g0.get("gbs"))
+    fw = of_run(run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+
+    def opt(name: str, values: list[int]) -> str:
+        return option(fw, name, values)
+
+    ev = hits[0].evidence
+    which = run.runs.index_of(Where(ev.path, ev.line)) if ev.line else None
+    args = run.args if which is None else (run.runs.args_of(which, run.args) or {})
+
+    def arg(key: str) -> int | None:  # this failure's own run (issue 17.16), not the last one in the log
+        return as_int(args.get(key))
+
+    g = as_int(g0.get("g")) or arg("num_generations")
+    n_ = first((as_int(g0.get("n")), READ), (run.world_size(), READ))
+    b_ = first((as_int(g0.get("b")), READ), (arg("per_device_train_batch_size"), READ))
+    n, b = n_.value, b_.value
+    s_in = as_int(g0.get("s"))
+    gbs_in = as_int(g0.get("gbs"))
     global_only = "global train batch size" in hits[0].evidence.text  # 3.1-3.3 / trl 0.15-0.16 wording
     ga_flag = "gradient_accumulation_steps"
     spg_explicit = run.cli.get("steps_per_generation") is not None
     mult_flag = "steps_per_generation" if (spg_explicit and flag_in_version(run, "steps_per_generation")) else ga_flag
-    if s is None and not global_only:
-        if gbs and n and b and gbs % (n * b) == 0:
-            s = gbs // (n * b)
-        else:
-            s = run.int_arg("steps_per_generation") or run.int_arg("gradient_accumulation_steps") or 1
     if global_only:
-        s = 1
-    if gbs is None:
-        gbs = n * b * s
+        s_ = Num(1, READ)  # this wording counts no accumulation: 1 is the formula, not a guess
+    elif s_in is not None:
+        s_ = Num(s_in, READ)
+    elif (s_cfg := arg("steps_per_generation") or arg("gradient_accumulation_steps")) is not None and \
+            gbs_in is not None and n * b * s_cfg == gbs_in:
+        s_ = Num(s_cfg, READ)  # the run's configuration, and it agrees with the error
+    elif gbs_in and n and b and gbs_in % (n * b) == 0:
+        s_ = computed(gbs_in // (n * b), n_, b_)
+    else:
+        s_ = first((arg("steps_per_generation"), READ), (arg("gradient_accumulation_steps"), READ))
+    s = s_.value
+    mismatch = gbs_in is not None and n * b * s != gbs_in and not global_only
+    if mismatch:
+        # the configuration read does not give the batch the error reports (issue 17.16: two runs appended to one
+        # log, the config of the other run): never print false arithmetic; keep the read batch, mark the factors
+        n_, b_, s_ = Num(n, ASSUMED), Num(b, ASSUMED), Num(s, ASSUMED)
+    gbs_ = Num(gbs_in, READ) if gbs_in is not None else computed(n * b * s, n_, b_, s_)
+    gbs = gbs_.value
     fix: list[str] = []
     explicit_gbs = g0.get("gb") is not None or g0.get("expected") is not None
     if g0.get("expected") is not None:
         exp = as_int(g0["expected"])
         msg = (f"generation_batch_size {gbs} was set together with steps_per_generation, and they disagree: "
                f"per_device_train_batch_size x world_size x steps_per_generation = {exp}.")
-        fix.append(f"Set only one of them: drop --generation_batch_size, or drop --steps_per_generation and keep "
-                   f"--generation_batch_size {gbs} (a multiple of {n * b} and of num_generations {g}).")
+        fix.append(f"Set only one of them: drop generation_batch_size, or drop steps_per_generation and keep "
+                   f"{opt('generation_batch_size', [gbs])} (a multiple of {computed(n * b, n_, b_)} and of "
+                   f"num_generations {g}).")
         return Diagnosis(message=msg, fix=tuple(fix))
     if g0.get("gb") is not None:
-        gb = as_int(g0["gb"]) or n * b
-        msg = (f"generation_batch_size {gbs} is not a multiple of the global batch size {gb} "
-               f"(world size {n} x per_device_train_batch_size {b}).")
+        gb_ = Num(as_int(g0["gb"]), READ) if as_int(g0["gb"]) else computed(n * b, n_, b_)
+        gb = gb_.value
+        msg = (f"generation_batch_size {gbs} is not a multiple of the global batch size {gb_} "
+               f"(world size x per_device_train_batch_size).")
         step = gb * g // gcd(gb, g) if g else gb
-        fix.append(f"Use --generation_batch_size {' or '.join(map(str, multiples_around(gbs, step)))} "
+        fix.append(f"Use {opt('generation_batch_size', multiples_around(gbs, step))} "
                    f"(multiples of both the global batch {gb} and num_generations {g or '?'}), or drop it and set "
-                   f"--steps_per_generation instead.")
+                   f"steps_per_generation instead.")
         return Diagnosis(message=msg, fix=tuple(fix))
     if not g:
         return Diagnosis()
     if global_only:
-        arith = f"world size {n} x per_device_train_batch_size {b} = {gbs} completions per step"
+        arith = f"{show('world size', n_)} x {show('per_device_train_batch_size', b_)} = {gbs_} completions per step"
     else:
-        arith = (f"world size {n} x per_device_train_batch_size {b} x {mult_flag} {s} = {gbs} completions "
-                 f"per generation step")
+        arith = (f"{show('world size', n_)} x {show('per_device_train_batch_size', b_)} x {show(mult_flag, s_)} = "
+                 f"{gbs_} completions per generation step")
     msg = (f"{arith}, which is not a multiple of num_generations {g}: GRPO needs whole groups of {g} "
            f"completions of the same prompt in every generation batch.")
+    if mismatch:
+        arith = f"generation batch {gbs} (from the error message)"
+        msg = (f"{arith}, which is not a multiple of num_generations {g}: GRPO needs whole groups of {g} "
+               f"completions of the same prompt in every generation batch. The configuration read from the inputs "
+               f"(world size {n} x per_device_train_batch_size {b} x {mult_flag} {s} = {n * b * s}) does not give "
+               f"{gbs}: it belongs to another run (two runs appended to one log?) or was changed; the values marked "
+               f"(assumed) below come from it.")
+    elif gbs_.assumed:
+        msg += " Values marked (assumed) are not in the log; check them against the run."
     fix.append(f"{arith}; {gbs} % {g} = {gbs % g}.")
+    why = "from a configuration that does not give this batch" if mismatch else "not in the log"
+    # fixes that need no assumption first: divisors of a generation batch read from the log
     valid_g = divisors(gbs)
     if valid_g:
-        fix.append(f"--num_generations {' or '.join(map(str, nearest(valid_g, g)))} (divisors of {gbs}; "
-                   f"at least 4 keeps the advantage estimate stable).")
+        fix.append(f"{opt('num_generations', nearest(valid_g, g))} (divisors of {gbs}; "
+                   f"at least 4 keeps the advantage estimate stable)"
+                   + (assumptions(("world size", n_), ("per_device_train_batch_size", b_), (mult_flag, s_), why=why)
+                      if gbs_.assumed else "") + ".")
     if not global_only:
         step_s = g // gcd(n * b, g)
         opts = [v for v in multiples_around(s, step_s)]
-        fix.append(f"--{mult_flag} {' or '.join(map(str, opts))} "
-                   f"(gives {' / '.join(str(n * b * v) for v in opts)} completions, divisible by {g}).")
+        fix.append(f"{opt(mult_flag, opts)} "
+                   f"(gives {' / '.join(str(n * b * v) for v in opts)} completions, divisible by {g})"
+                   + assumptions(("world size", n_), ("per_device_train_batch_size", b_), why=why) + ".")
     step_b = g // gcd(n * s, g)
     opts_b = multiples_around(b, step_b)
-    fix.append(f"--per_device_train_batch_size {' or '.join(map(str, opts_b))} "
-               f"(gives {' / '.join(str(n * v * s) for v in opts_b)} completions).")
+    fix.append(f"{opt('per_device_train_batch_size', opts_b)} "
+               f"(gives {' / '.join(str(n * v * s) for v in opts_b)} completions)"
+               + assumptions(("world size", n_), (mult_flag, s_), why=why) + ".")
     if global_only:
         fix.append("In this version gradient accumulation does not count toward the group: only world size x "
                    "per_device_train_batch_size must be a multiple of num_generations (ms-swift >= 3.4 and "
                    "trl >= 0.17 also count gradient_accumulation_steps).")
     if explicit_gbs or run.cli.get("generation_batch_size") is not None:
         step = (n * b) * g // gcd(n * b, g)
-        fix.append(f"--generation_batch_size {' or '.join(map(str, multiples_around(gbs, step)))}.")
-    # the command line keeps num_generations (the group size chosen) and takes the first value offered
-    flags = ((f"--{mult_flag}", str(opts[0])),) if not global_only and opts else \
-        (("--per_device_train_batch_size", str(opts_b[0])),) if opts_b else ()
+        fix.append(f"{opt('generation_batch_size', multiples_around(gbs, step))}.")
+    if which is not None:
+        msg += f" ({run.runs.label(which)}: the configuration of that run.)"
+    # the corrected command keeps num_generations (the group size chosen) and takes the first value offered. It is
+    # the run's own launch command, so a factor it leaves out takes the same default there (world size 1 without a
+    # launcher, gradient_accumulation_steps 1); not when the configuration read belongs to another run (mismatch)
+    flags: tuple = ()
+    if not mismatch:
+        flags = ((f"--{mult_flag}", str(opts[0])),) if not global_only and opts else \
+            (("--per_device_train_batch_size", str(opts_b[0])),) if opts_b else ()
     return Diagnosis(message=msg, fix=tuple(fix), flags=flags)
 
 

@@ -4,6 +4,7 @@ of other families that name the first real error."""
 from __future__ import annotations
 
 from ...signals import ExceptionInfo, Frame
+from ...swift.framework import is_library_path
 
 # Raised because something else failed first (or because the user stopped the run).
 CONSEQUENCE_TYPES = {
@@ -14,7 +15,8 @@ _LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "\\Lib\\", "
 
 
 def is_library(path: str) -> bool:
-    return any(m in path for m in _LIB_MARKERS)
+    """Library code, also a framework's source checkout (never taken for the user's own frame: issue 15.5)."""
+    return any(m in path for m in _LIB_MARKERS) or is_library_path(path)
 
 
 def describe_frame(fr: Frame) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo
+from ...swift.framework import issues_of, of_run
 from .exceptions import describe_frame, first_real, is_library
 
 
@@ -49,7 +50,8 @@ class Unrecognised(Rule):
             fix.append(f"It was raised in your own code ({describe_frame(where)}): start there.")
         if ranks:
             fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; other ranks' errors after it are consequences.")
-        fix.append(f"Search the ms-swift issues for the message: \"{exc.message[:120] or exc.type}\".")
+        who = issues_of(of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0])
+        fix.append(f"Search the {who} issues for the message: \"{exc.message[:120] or exc.type}\".")
         fix.append("Share this report (grpo-doctor analyze --format markdown) when you ask for help.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                          count=len(same), ranks=ranks, seq=exc.seq,

@@ -1,0 +1,78 @@
+"""Text as people paste it (issue 15 point 3): the wrappers that a forum, a web log viewer or a chat put around a
+log line, removed so that the signature rules and the traceback parser see the line as the program printed it.
+The raw line is kept by the caller for evidence (``LogLine.raw``, with its own line number).
+
+What is undone, each a standard format seen in real pastes (bench/ACCURACY-NOTES.md §3-4, mechanism A2):
+- ``> `` quote prefixes (markdown and e-mail quoting; dev-log 069),
+- markdown table rows and separator rows: ``File "...", line 149, in f |`` and ``| | text |`` from a web log
+  viewer copied as a table (066), ``-- | --`` dropped,
+- ``<timestamp> <host> >>`` prefixes of cluster log viewers (066) and an ISO timestamp in front of ``[rankN]:``,
+- ``**bold**`` around an exception line (070),
+- HTML ``<details>``/``<summary>``/``<pre>``/``<code>`` wrapper tags and ``<br>`` (GitHub issue forms),
+- user elisions (``...``, ``[... 8 similar lines ...]``, ``<truncated>``): a line holding only one becomes empty.
+
+Cost: ordinary log lines pay one first-character test and one last-character test (``needs_unwrap``); the
+regular expressions run only on lines that show a paste sign.
+"""
+from __future__ import annotations
+
+import re
+
+_FIRST = frozenset(">|<*-.…")       # first characters that may open a wrapper ("[" only with "...": "[rank0]:" is not)
+_LAST = frozenset("|*>")            # last characters that may close one
+# "2025-11-19 18:38:40.880773 master-0 >> " (a host name, then >>), or a bare ISO timestamp before "[rank"
+_TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\S+\s+)?>>\s?")
+_TS_RANK = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_HTML = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em)\b[^>]*>", re.I)
+_ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[\s*\.{3}.*\.{3}\s*\]|\(\s*\.{3}.*\)|<truncated[^>]*>|\.\.\. \(\d+ .*\))\s*$")
+
+
+def needs_unwrap(text: str) -> bool:
+    """A cheap test: could this line carry a paste wrapper?"""
+    if not text:
+        return False
+    c = text[0]
+    if c in _FIRST or text[-1] in _LAST:
+        return True
+    if c == "[" or c == "(":
+        return "..." in text  # "[... 8 similar lines ...]"
+    if c == " ":
+        return "|" in text  # an indented table row
+    return c.isdigit() and (" >> " in text or "[rank" in text[:48])
+
+
+def unwrap(text: str) -> str:
+    """The line without its paste wrappers (unchanged when it has none)."""
+    s = text.strip()
+    orig = s
+    for _ in range(4):  # wrappers nest: "> | 2025-.. host >> [rank1]: **Error: x** |"
+        before = s
+        if s.startswith(">") and not s.startswith(">>"):
+            s = s[2:] if s[1:2] == " " else (s[1:] if s[1:2] in (">", "") else s)
+        if "|" in s and _TABLE_SEP.match(s):
+            return ""
+        if "|" in s and (s.startswith("|") or s.endswith("|")):
+            cells = [c.strip() for c in s.strip("|").split("|")]
+            cells = [c for c in cells if c]
+            s = " ".join(cells) if len(cells) > 1 else (cells[0] if cells else "")
+        if s[:1].isdigit():
+            m = _TS_HOST.match(s) or _TS_RANK.match(s)
+            if m:
+                s = s[m.end():]
+        if "<" in s and ">" in s:
+            s = _HTML.sub("", s).strip()
+        if s.startswith("**") and s.endswith("**") and len(s) > 4:
+            s = s[2:-2].strip()
+        if s == before:
+            break
+    if s and s[0] in ".[(<…" and _ELISION.match(s):
+        return ""
+    return text if s == orig else s
+
+
+def unbold(text: str) -> str:
+    """``**RuntimeError: x**`` after a ``[rankN]:`` prefix -> ``RuntimeError: x``."""
+    if text.startswith("**") and text.endswith("**") and len(text) > 4:
+        return text[2:-2].strip()
+    return text

@@ -1,0 +1,71 @@
+"""Several runs appended to one log (issue 17 point 16): ``nohup swift rlhf ... >> train.log`` or ``tee -a`` leave
+one file holding run after run, each with its own configuration. A run starts at ms-swift's launcher line
+(``run sh: ...``) or at its arguments dump (``[INFO:swift] args: RLHFArguments(``) when no launcher line opened
+it (a ``run sh:`` line followed by its dump is one run). ``RunSplit`` records where each run starts and keeps
+the arguments each finished run ended with, so a failure is diagnosed with its own run's configuration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..signals import Where
+
+MAX_RUNS = 64  # arguments kept for this many runs; later starts are still counted
+
+
+@dataclass
+class RunSplit:
+    starts: list[Where] = field(default_factory=list)
+    args: list[dict[str, Any]] = field(default_factory=list)   # args of run i, for each run already ended
+    _dump_seen: bool = False   # the current run has had its arguments dump
+
+    def start(self, where: Where, current_args: dict[str, Any], *, dump: bool) -> None:
+        """A launcher line (``dump`` False) or an arguments dump (True) at ``where``; ``current_args``: the
+        configuration read so far (the previous run's, when this starts a new one)."""
+        opens = not self.starts or self.starts[-1].path != where.path or (self._dump_seen or not dump)
+        if dump and self.starts and not self._dump_seen and self.starts[-1].path == where.path:
+            opens = False  # the dump of the run its launcher line opened
+        if opens:
+            if self.starts and len(self.args) < MAX_RUNS:
+                self.args.append(dict(current_args))
+            self.starts.append(where)
+            self._dump_seen = False
+        if dump:
+            self._dump_seen = True
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def index_of(self, where: Where) -> int | None:
+        """The run (0-based) holding ``where``, or None when the log holds fewer than two runs or not this file."""
+        if len(self.starts) < 2:
+            return None
+        found = None
+        for i, s in enumerate(self.starts):
+            if s.path == where.path and s.line <= where.line:
+                found = i
+        return found
+
+    def args_of(self, index: int, current_args: dict[str, Any]) -> dict[str, Any] | None:
+        """The arguments of run ``index`` (the last run's are the current ones); None when not kept."""
+        if index == len(self.starts) - 1:
+            return current_args
+        return self.args[index] if index < len(self.args) else None
+
+    def span(self, index: int) -> tuple[str, int, int | None]:
+        """(path, first line, last line or None for the last run of its file)."""
+        s = self.starts[index]
+        nxt = next((t for t in self.starts[index + 1:] if t.path == s.path), None)
+        return s.path, s.line, (nxt.line - 1 if nxt else None)
+
+    def label(self, index: int) -> str:
+        path, first, last = self.span(index)
+        return f"run {index + 1} of {len(self.starts)} in {path}, lines {first}-{last if last else 'end'}"
+
+    def summary(self) -> list[dict[str, Any]]:
+        out = []
+        for i in range(len(self.starts)):
+            path, first, last = self.span(i)
+            out.append({"path": path, "first_line": first, "last_line": last})
+        return out

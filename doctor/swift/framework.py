@@ -1,0 +1,181 @@
+"""Which training framework ran: ms-swift, trl (GRPOTrainer), unsloth, verifiers, verl, OpenRLHF; and the recipe
+around trl (open-r1). Knowledge of how each one shows itself in a log is kept here, once.
+
+Evidence, strongest first: the frames of the parsed tracebacks (the package directories of the library code that
+ran), the launch commands (``swift rlhf``, ``trl vllm-serve``, ``accelerate launch ... grpo.py``, ``python -m
+verl.trainer.main_ppo``), the log's own format (``[INFO:swift]``, unsloth's banner) and the versions the log
+printed. The result is ``(framework, version, recipe)``; ``framework`` is None when nothing points anywhere.
+
+Precedence among frames: a framework that wraps trl (ms-swift's trainers subclass trl's, unsloth patches it,
+verifiers and open-r1 call it) wins over trl when both appear in one stack; the sources: ms-swift
+``swift/trainers/rlhf_trainer/grpo_trainer.py`` (``class GRPOTrainer(RolloutTrainerMixin, SwiftMixin,
+HFGRPOTrainer)``, ms-swift 3.x/4.x), unsloth ``unsloth/models/rl.py`` (patches ``trl.trainer``), verifiers
+``verifiers/trainers/grpo_trainer.py`` (subclasses ``transformers.Trainer``, ships its own GRPOTrainer).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# (framework, path fragments of its package directory), most specific first
+_FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("verl", ("/verl/trainer/", "/verl/workers/", "/verl/single_controller/", "site-packages/verl/")),
+    ("openrlhf", ("/openrlhf/",)),
+    ("unsloth", ("/unsloth/", "unsloth_compiled_cache/", "/unsloth_zoo/")),
+    ("verifiers", ("/verifiers/",)),
+    ("ms-swift", ("/swift/trainers/", "/swift/llm/", "/swift/cli/", "/swift/megatron/", "/swift/plugin/",
+                  "site-packages/swift/", "/ms-swift/swift/", "/swift/pipelines/", "/swift/rlhf_trainers/")),
+    # the package directory, not any folder named trl (a conda env called "trl": envs/trl/lib/...)
+    ("trl", ("-packages/trl/", "/trl/trainer/", "/trl/extras/", "/trl/models/", "/trl/scripts/", "/trl/cli")),
+)
+# a path under an open-r1 checkout (or a fork that keeps its package name): the recipe, trl underneath
+_OPEN_R1 = ("open_r1/", "open-r1/", "open-r1-")
+# a GRPO trainer file outside the wrappers' packages: a subclass or copy of trl's GRPOTrainer (open-r1 forks copy it
+# to src/open_r1/trainer/grpo_trainer.py; rl-swarm's hivemind_grpo_trainer.py subclasses it)
+_TRL_COPY = re.compile(r"grpo_trainer\.py$")
+
+_SWIFT_LOG = ("[INFO:swift]", "[WARNING:swift]", "[ERROR:swift]", "swift.cli.", "swift/cli/")
+_UNSLOTH_VER = re.compile(r"Unsloth:?\s+(20\d\d\.\d+\.\d+)")
+# unsloth's own prints ("Unsloth: Will patch your computer", "🦥 Unsloth: ..."), its imports, its patched names
+# (unsloth/models/rl.py: _unsloth_get_batch_samples, UnslothGRPOTrainer)
+_UNSLOTH_TEXT = re.compile(r"(?:^|[\s>|])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
+                           r"\b_unsloth_\w+|\bUnsloth\w*Trainer\b")
+_CMD = (
+    ("ms-swift", re.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
+    ("verl", re.compile(r"\bverl\.trainer\.main_\w+")),
+    ("openrlhf", re.compile(r"\bopenrlhf\.cli\.")),
+    ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),
+    # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
+    ("trl", re.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
+)
+_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf")
+
+
+def _of_path(path: str) -> str | None:
+    p = "/" + path.replace("\\", "/").lower()
+    for name, signs in _FRAME_SIGNS:
+        if any(s in p for s in signs):
+            return name
+    return None
+
+
+# the package directories of the libraries a GRPO run goes through, also from a source checkout (pip install -e):
+# /workspace/trl/trl/scripts/vllm_serve.py, ~/ms-swift/swift/llm/... are the library, not "your code"
+_LIB_DIRS = ("/vllm/", "/torch/", "/transformers/", "/deepspeed/", "/accelerate/", "/peft/", "/megatron/",
+             "/flash_attn/", "/triton/", "/ray/", "/datasets/")
+
+
+def is_library_path(path: str) -> bool:
+    """A frame in a framework's or a library's own code (site-packages, a framework package), not the user's."""
+    p = "/" + path.replace("\\", "/")
+    return ("site-packages/" in p or "dist-packages/" in p or "/lib/python" in p or _of_path(p) is not None
+            or p.startswith("/<") or any(d in p for d in _LIB_DIRS))
+
+
+def issues_of(framework: str | None) -> str:
+    """Whose issue tracker to search for a failure no rule knows."""
+    return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl",
+            "openrlhf": "OpenRLHF"}.get(framework or "", "ms-swift")
+
+
+def from_paths(paths: Iterable[str]) -> tuple[str | None, bool]:
+    """The framework the frame paths point to (wrappers over trl win), and whether an open-r1 path was seen."""
+    seen: set[str] = set()
+    open_r1 = False
+    for path in paths:
+        name = _of_path(path)
+        if name:
+            seen.add(name)
+        elif _TRL_COPY.search(path):
+            seen.add("trl")
+        elif "accelerate/commands/launch.py" in path:
+            seen.add("accelerate")
+        if not open_r1 and any(s in path for s in _OPEN_R1):
+            open_r1 = True
+    for w in _WRAPPERS:
+        if w in seen:
+            return w, open_r1
+    return ("trl" if "trl" in seen or "accelerate" in seen else None), open_r1
+
+
+def from_text(texts: Iterable[str]) -> tuple[str | None, bool]:
+    """The framework that launch commands or log lines name (first match in framework order), open-r1 seen."""
+    found: set[str] = set()
+    open_r1 = False
+    for t in texts:
+        if any(s in t for s in _SWIFT_LOG):
+            found.add("ms-swift")
+        if ("nsloth" in t) and _UNSLOTH_TEXT.search(t):
+            found.add("unsloth")
+        for name, rx in _CMD:
+            if rx.search(t):
+                found.add(name)
+        if not open_r1 and any(s in t for s in _OPEN_R1):
+            open_r1 = True
+    for w in _WRAPPERS:
+        if w in found:
+            return w, open_r1
+    return ("trl" if "trl" in found or open_r1 else None), open_r1
+
+
+def unsloth_version(texts: Iterable[str]) -> str | None:
+    for t in texts:
+        if "Unsloth" in t:
+            m = _UNSLOTH_VER.search(t)
+            if m:
+                return m.group(1)
+    return None
+
+
+def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swift_hint: bool = False,
+           ) -> tuple[str | None, str | None, str | None, str]:
+    """(framework, its version or None, recipe or None, source) from frame paths, launch/log texts and printed
+    versions; ``source`` says what decided: frames, text (commands, log lines), config, versions, or none.
+
+    ``swift_hint``: the configuration shows ms-swift (its args dump, ``args.json`` with ``swift_version``, a
+    ``swift`` command): it counts like a frame in ms-swift's package."""
+    by_frames, r1_frames = from_paths(paths)
+    by_text, r1_text = from_text(texts)
+    name, source = by_frames, "frames"
+    if name in (None, "trl") and by_text in _WRAPPERS:
+        name, source = by_text, "text"  # a trl frame under a wrapper's launch (ms-swift's trainer calls trl's code)
+    if name is None and by_text:
+        name, source = by_text, "text"
+    if name in (None, "trl") and swift_hint:
+        name, source = "ms-swift", "config"
+    if name is None and "trl" in versions and "ms-swift" not in versions:
+        name, source = "trl", "versions"
+    if name is None and "ms-swift" in versions:
+        name, source = "ms-swift", "versions"
+    if name is None:
+        source = "none"
+    recipe = "open-r1" if (r1_frames or r1_text) and name == "trl" else None
+    version = None
+    if name == "ms-swift":
+        version = versions.get("ms-swift")
+    elif name == "trl":
+        version = versions.get("trl")
+    elif name == "unsloth":
+        version = unsloth_version(texts)
+    return name, version, recipe, source
+
+
+def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
+    """``detect`` over what a session holds: a RunConfig, the parsed exceptions, the cut tracebacks ((line, frames)
+    pairs), the last lines of each log (path -> LogLines) and the first lines of the logs when the caller read them."""
+    paths = [f.path for e in exceptions for f in e.frames]
+    paths += [f.path for _, frames in open_tracebacks for f in frames]
+    texts = list(run.command_texts) + [ln.text for tail in (tails or {}).values() for ln in tail]
+    texts += [e.raw for e in list(exceptions)[:20]] + [e.message for e in list(exceptions)[:20]]
+    texts += list(heads)
+    hint = bool(run.command or run.major or "rlhf_type" in run.args or "swift_version" in run.args)
+    return detect(paths, texts, run.versions, hint)
+
+
+def option(framework: str | None, name: str, values: Iterable[object]) -> str:
+    """How a user of ``framework`` sets option ``name``: ``--name 4 or 8`` on the swift command line, the
+    ``GRPOConfig`` field for trl and the frameworks built on it (unsloth, open-r1 recipes take the same names)."""
+    vals = " or ".join(str(v) for v in values)
+    if framework in ("trl", "unsloth"):
+        return f"GRPOConfig({name}={vals})"
+    return f"--{name} {vals}"

@@ -1,0 +1,50 @@
+"""Text as people paste it (issue 15 point 3): quote prefixes, markdown table rows, log-viewer timestamps, bold
+exception lines, HTML wrappers and elisions are removed before rules and the traceback parser see a line; the raw
+line (and its number) stays the evidence.
+
+Lines are from real logs in fixtures/devlogs (066: a web log viewer copied as a markdown table; 069: every line
+quoted with "> "; 070: the exception line in markdown bold); the HTML and elision shapes are GitHub issue-form
+conventions (invented here, said so).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from doctor.analyze import analyze
+from doctor.sources.logtext import segments
+from doctor.sources.paste import needs_unwrap, unwrap
+
+DEVLOGS = Path(__file__).resolve().parent.parent / "fixtures" / "devlogs"
+
+
+def test_table_row_and_viewer_prefix_give_rank_and_code():  # 066 lines 1-4
+    frame = segments(b'File "/usr/local/lib/python3.10/dist-packages/vllm/lora/ops/triton_ops/lora_shrink_op.py", '
+                     b'line 149, in _lora_shrink |  ')[0]
+    assert frame[0].endswith("in _lora_shrink")
+    assert segments(b"-- | --")[0][0] == ""
+    body, raw, rank, _ = segments(b"  |   | 2025-11-19 18:38:40.880777 master-0 >> [rank1]: AssertionError")[0]
+    assert (body, rank) == ("AssertionError", 1)
+    assert raw.startswith("|") and "master-0" in raw  # evidence keeps the line as pasted
+
+
+def test_quote_and_bold_wrappers():  # 069 line 8, 070 line 2
+    assert segments(b"> OutOfMemoryError                          Traceback (most recent call last)")[0][0] \
+        .startswith("OutOfMemoryError")
+    body, _, rank, _ = segments(b"[rank1]: **RuntimeError: world_size (8) is not equal to tensor_model_parallel_size "
+                                b"(4) x pipeline_model_parallel_size (1)**")[0]
+    assert rank == 1 and body.startswith("RuntimeError: world_size (8)") and not body.endswith("*")
+
+
+def test_html_and_elisions_and_ordinary_lines_untouched():
+    assert unwrap("<details><summary>Traceback</summary>") == "Traceback"
+    assert unwrap("[... 8 similar lines ...]") == ""
+    assert unwrap("...") == ""
+    for line in ("  File \"a.py\", line 3, in f", "    [1, 2]", ">>> import torch",
+                 "100%|##########| 3/3 [00:01<00:00,  2.1it/s]", "{'loss': 0.1, 'grad_norm': 1.2}"):
+        assert segments(line.encode())[0][0] == line
+    assert not needs_unwrap("INFO 11-01 23:47:29 [gpu_worker.py:391] Free memory")
+
+
+def test_bold_exception_070_is_no_longer_silent():
+    rep = analyze([str(next(DEVLOGS.glob("070-*")))])
+    assert rep.findings and any(e.line == 2 for f in rep.findings for e in f.evidence)

@@ -1,0 +1,45 @@
+"""Two runs appended to one log (issue 17 point 16): each failure is diagnosed with its own run's configuration,
+and the report gives each run's line range.
+
+The log is built from two real fixtures, appended as `nohup swift rlhf ... >> train.log` would: the failed run of
+fixtures/logs/real-batch-div-grad-accum (per_device_train_batch_size 2, gradient_accumulation_steps 3: 6
+completions, num_generations 4; 45 lines) and then the healthy run of fixtures/logs/real-grpo-lora-healthy
+(per_device_train_batch_size 4, gradient_accumulation_steps 1).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from doctor.analyze import analyze
+from doctor.signals import Where
+from doctor.sources.runs import RunSplit
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+
+
+def test_failure_uses_its_own_runs_config(tmp_path):
+    first = (LOGS / "real-batch-div-grad-accum" / "log.txt").read_bytes()
+    second = (LOGS / "real-grpo-lora-healthy" / "log.txt").read_bytes()
+    assert first.count(b"\n") == 45
+    log = tmp_path / "train.log"
+    log.write_bytes(first + second)
+    rep = analyze([str(log)])
+    f = rep.findings[0]
+    assert f.rule_id == "GD101"
+    # 1 x 2 x 3 = 6 (run 1), never the false '1 x 4 x 1 = 6' taken from run 2
+    assert "per_device_train_batch_size 2 x gradient_accumulation_steps 3 = 6" in f.message
+    assert "per_device_train_batch_size 4" not in f.message
+    assert "run 1 of 2" in f.message and "lines 1-45" in f.message
+    assert rep.run["runs"] == [{"path": str(log), "first_line": 1, "last_line": 45},
+                               {"path": str(log), "first_line": 46, "last_line": None}]
+
+
+def test_launcher_line_and_its_dump_are_one_run():
+    rs = RunSplit()
+    rs.start(Where("a.log", 1), {}, dump=False)    # run sh: ...
+    rs.start(Where("a.log", 13), {"x": 1}, dump=True)   # its args dump
+    rs.start(Where("a.log", 400), {"x": 1}, dump=True)  # a second dump with no launcher line: a new run
+    rs.start(Where("a.log", 900), {"x": 2}, dump=False)  # a new launcher line
+    assert [s.line for s in rs.starts] == [1, 400, 900]
+    assert rs.index_of(Where("a.log", 399)) == 0 and rs.index_of(Where("a.log", 950)) == 2
+    assert rs.args_of(0, {"x": 3}) == {"x": 1} and rs.args_of(2, {"x": 3}) == {"x": 3}
