@@ -220,3 +220,22 @@ def test_in_chromium(run, tmp_path):
     shot = _artifacts(tmp_path) / f"html-{getattr(run, 'name', run)}.png"
     s = _chromium(["--window-size=1200,1800", f"--screenshot={shot}", url], tmp_path)
     assert shot.exists() and shot.stat().st_size > 10_000, s.stderr[-2000:]
+
+
+def test_watch_writes_its_final_report_as_html_too(tmp_path):
+    """watch's hook: the final report also as HTML beside the JSON, with the curves the live run printed."""
+    rows = [ln for ln in (LOGS / "real-grpo-lora-random-init-zero-reward" / "log.txt").read_bytes().decode()
+            .replace("\r", "\n").split("\n") if "'loss'" in ln]
+    script = tmp_path / "child.py"
+    script.write_text("import sys\nfor ln in sys.argv[1:]:\n    print(ln[ln.index('{'):], flush=True)\n")
+    run_dir = tmp_path / "run"
+    p = cli("watch", "--no-preflight", "--gpu-interval", "0", "--run-dir", str(run_dir), "--",
+            sys.executable, str(script), *rows)
+    assert p.returncode == 0, p.stderr
+    page_text = (run_dir / "grpo-doctor-report.html").read_text(encoding="utf-8")
+    doc = json.loads((run_dir / "grpo-doctor-report.json").read_text())
+    ids = re.findall(r'data-rule="(GD\d+)"', page_text)
+    assert ids == [f["rule_id"] for f in doc["findings"]]
+    data = json.loads(re.search(r'id="grpo-data">(.*?)</script>', page_text, re.S).group(1))
+    reward = next(c for c in data["charts"] if c["series"][0]["label"] == "reward")
+    assert [p[0] for p in reward["series"][0]["points"]] == [1, 2, 3, 4]

@@ -27,6 +27,7 @@ from .kinds import (  # noqa: F401
     SKIP_NAMES,
     classify,
     gpu_kind,
+    logger_kind,
     looks_binary,
     nvidia_smi_other,
 )
@@ -236,7 +237,6 @@ def _walk(root: Path, display_root: str) -> list[Input]:
 
 def _logger_file(fp: Path, root: Path, display_root: str) -> Input | None:
     """An input of the run's own loggers (TensorBoard, wandb, SwanLab; see sources/loggers.py), or None."""
-    from .loggers import logger_kind
     kind, note = logger_kind(fp.relative_to(root))
     if kind is None or kind == "skipped":
         return _skip(fp, root, display_root, note) if kind else None

@@ -17,51 +17,12 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 from typing import Any
 
 from ..signals import Metrics, Where
 from . import metrics as msrc
 from .kinds import LOGGER_KINDS as KINDS  # noqa: F401
-
-WANDB_BINARY_NOTE = "wandb's binary run log (protobuf records): not read; files/output.log and wandb-summary.json are"
-
-
-def wandb_kind(rel: Path) -> tuple[str | None, str]:
-    """(kind, note) of a file inside a wandb/ folder (``rel``: its path from the run directory), or (None, '') for
-    one that is not an input. kind "copy-log" is a console copy; "skipped" comes with its note."""
-    parts = rel.parts
-    try:
-        i = parts.index("wandb")
-    except ValueError:
-        return None, ""
-    inner = parts[i + 1:]
-    if len(inner) < 2 or not inner[0].startswith(("run-", "offline-run-")):
-        return None, ""
-    name = inner[-1]
-    if name.endswith(".wandb"):
-        return "skipped", WANDB_BINARY_NOTE
-    if len(inner) != 3 or inner[1] != "files":
-        return None, ""
-    return {"output.log": "copy-log", "wandb-summary.json": "wandb-summary", "wandb-metadata.json": "wandb-meta",
-            "config.yaml": "wandb-config"}.get(name), ""
-
-
-def logger_kind(rel: Path) -> tuple[str | None, str]:
-    """(kind, note) of a file of the run's loggers (``rel``: from the run directory), (None, '') for any other."""
-    if is_event_file(rel.name):
-        return "tensorboard", ""
-    if is_swanlab_console(rel):
-        return "copy-log", ""
-    return wandb_kind(rel) if "wandb" in rel.parts else (None, "")
-
-
-def is_swanlab_console(rel: Path) -> bool:
-    return "swanlog" in rel.parts and rel.parent.name == "console" and rel.suffix == ".log"
-
-
-def is_event_file(name: str) -> bool:
-    return name.startswith("events.out.tfevents.")
+from .kinds import WANDB_BINARY_NOTE, is_event_file, is_swanlab_console, logger_kind, wandb_kind  # noqa: F401
 
 
 # ------------------------------------------------------------------------------------------------- the step ledger
