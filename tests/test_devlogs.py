@@ -27,8 +27,6 @@ DEVLOGS = ROOT / "fixtures" / "devlogs"
 KNOWN_MISSES: dict[str, str] = {
     "026-msswift-grpo-server-mode-without-use-vllm-no-vllm-client":
         "exception line cut; --vllm_mode server without --use_vllm in command.txt is not checked",
-    "030-trl-grpo-vllm-serve-input-prompt-too-long-warnings":
-        "vLLM 'Input prompt ... too long' warnings claimed by nothing; a GPU-count warning comes first",
     "039-trl-grpo-qwen3-vl-notebook-string-indices-typeerror":
         "Jupyter traceback, message cut: no exception is parsed, no finding",
     "046-msswift-grpo-2node-colocate-hang-step5-nccl-ib":
@@ -39,8 +37,6 @@ KNOWN_MISSES: dict[str, str] = {
         "AttributeError on a trl GRPOConfig field, wrapped in hydra InstantiationException, falls to GD999",
     "051-unsloth-qwen3-grpo-notebook-importerror-unpack":
         "Jupyter ImportError with Colab markdown-link frames is not parsed; no finding",
-    "059-msswift-grpo-53h-run-ends-811-of-812-no-checkpoint":
-        "swift 'No training was carried out' warning at run end is claimed by nothing",
     "060-msswift-megatron-qwen3vl30b-server-rollout-garbled":
         "pasted garbled completions (no log structure) are not judged",
     "062-video-r1-grpo-from-sft-reward-always-zero-all-wrong":
