@@ -31,20 +31,14 @@ KNOWN_MISSES: dict[str, str] = {
         "Jupyter traceback, message cut: no exception is parsed, no finding",
     "046-msswift-grpo-2node-colocate-hang-step5-nccl-ib":
         "no exception: NCCL INFO lines then silence (mid-training hang); no stall rule for NCCL debug output",
-    "048-trl-ci-grpo-vlm-unexpected-kwarg-mm-token-type-ids":
-        "pytest 'FAILED ... - TypeError: ...' summary lines are not parsed as exceptions",
     "050-rl-swarm-genrl-grpoconfig-no-attribute-top-p":
         "AttributeError on a trl GRPOConfig field, wrapped in hydra InstantiationException, falls to GD999",
-    "051-unsloth-qwen3-grpo-notebook-importerror-unpack":
-        "Jupyter ImportError with Colab markdown-link frames is not parsed; no finding",
     "060-msswift-megatron-qwen3vl30b-server-rollout-garbled":
         "pasted garbled completions (no log structure) are not judged",
     "062-video-r1-grpo-from-sft-reward-always-zero-all-wrong":
         "metrics dict pretty-printed over 13 lines is not parsed as one metrics row",
     "064-trl-vllm-serve-dp-duplicate-gpu-startup-eoferror":
         "NCCL 'Duplicate GPU detected' rule (nccl-timeout) fires first on a vllm-serve start-up failure",
-    "069-unsloth-vllm-standby-fast-inference-oom-dummy-sampler":
-        "Jupyter OutOfMemoryError under '> ' quote prefixes is not parsed; no finding",
     "070-msswift-colocate-tp4-world-size-vllm072":
         "'**RuntimeError: ...**' wrapped in markdown bold is not parsed as an exception line",
 }

@@ -104,3 +104,17 @@ def test_unknown_library_exception_stays_gd999_and_names_the_component():
     found = run(text)
     assert found[0].rule_id == "GD999"
     assert "DeepSpeed" in found[0].message
+
+
+def test_exception_named_outside_a_traceback_is_judged_at_warning():
+    found = run("FAILED tests/test_x.py::test_vlm[tiny] - TypeError: Trainer.f() got an unexpected keyword argument 'x'\n")
+    assert found[0].rule_id == "GD993" and found[0].severity == Severity.warning
+    found = run("[rank1]: **RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4)**\n")
+    assert found[0].rule_id == "GD999" and found[0].severity == Severity.warning
+    assert "world_size (8)" in found[0].message
+    found = run("> OutOfMemoryError                          Traceback (most recent call last)\n")
+    assert found[0].rule_id == "GD997" and found[0].category == "cuda-oom"
+
+
+def test_a_log_line_that_only_mentions_an_error_type_is_not_an_exception():
+    assert run("[INFO:swift] retrying after a ValueError in the data loader, attempt 2\n") == []

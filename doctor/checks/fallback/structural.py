@@ -1,4 +1,4 @@
-"""GD990-GD996 (GD995 unused): an exception no signature rule claims, classified from its structure (which component raised
+"""GD990-GD997 (GD995 unused): an exception no signature rule claims, classified from its structure (which component raised
 it, its type, the frames it went through) by doctor/data/structure.toml. One rule per category: each takes
 the session's verdict when the verdict's category is its own. GD999 steps aside when a verdict exists."""
 from __future__ import annotations
@@ -12,6 +12,27 @@ from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo, LogLine
 
+# an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
+# msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
+_EMBEDDED = re.compile(r"(?:^|[\s*>|(])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
+                       r"recent call last\))\**\s*$")
+
+
+def embedded_exceptions(ctx: FinishContext) -> list[ExceptionInfo]:
+    """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
+    if ctx.exceptions or ctx.open_tracebacks:
+        return []
+    out = []
+    for tail in ctx.tails.values():
+        for line in tail:
+            if "Error" not in line.text and "Exception" not in line.text:
+                continue
+            m = _EMBEDDED.search(line.text)
+            if m and not m.group(1).endswith("Warning"):
+                out.append(ExceptionInfo(m.group(1), (m.group(2) or "").strip()[:600], (), line.where, line.rank,
+                                         line.seq, line.raw))
+    return out
+
 
 def verdict_of(ctx: FinishContext) -> Verdict | None:
     """The structural verdict for this run, or None (a cause is already named, or nothing points anywhere)."""
@@ -19,6 +40,8 @@ def verdict_of(ctx: FinishContext) -> Verdict | None:
         return None
     explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
     excs = [e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
+    if not excs and not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
+        excs = embedded_exceptions(ctx)
     return first_failure(excs, list(ctx.open_tracebacks or ()))
 
 
@@ -104,8 +127,13 @@ class Structural(Rule):
             if ranks:
                 fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; the other ranks' errors and timeouts "
                            f"after it are consequences.")
+            embedded = exc not in ctx.exceptions  # named in a summary or header line, not a parsed traceback
+            if embedded:
+                msg += " (Read from a line that names the exception outside a traceback: judged without its stack.)"
+                same = [exc]
             return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                              count=len(same), ranks=ranks, seq=exc.seq,
+                             severity=Severity.warning if embedded else None,
                              title=f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else ""))
         line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])
         evidence = [Evidence(line.where.path, line.where.line, line.raw)]

@@ -2,12 +2,14 @@
 quotes the first real exception and where it was raised. Never silence."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...classify.component import component, deepest_library
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo
 from .exceptions import describe_frame, first_real, is_library
-from .structural import _versions, verdict_of
+from .structural import _versions, embedded_exceptions, verdict_of
 
 
 class Unrecognised(Rule):
@@ -23,6 +25,13 @@ class Unrecognised(Rule):
         exc = first_real([e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained])
         if exc is not None:
             return [self._for_exception(exc, ctx)]
+        if not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
+            named = embedded_exceptions(ctx)
+            if named:  # a pytest summary, a notebook header, markdown: the exception without its traceback
+                f = self._for_exception(named[0], ctx)
+                return [replace(f, severity=Severity.warning, message=f.message + " It is named in a line that is "
+                                "not a traceback (a test summary, a notebook header, markdown): share the full "
+                                "traceback for a surer diagnosis.")]
         if ctx.open_tracebacks:
             line, frames = ctx.open_tracebacks[0]
             last = frames[-1]
