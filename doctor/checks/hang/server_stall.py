@@ -9,6 +9,7 @@ just stops looks the same as a hang, and the finding says so.
 from __future__ import annotations
 
 from ...model import Evidence, Finding, Severity
+from ...registry import RuleMeta
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo, LogLine
 
@@ -62,12 +63,12 @@ class ServerStartStall(Rule):
     kinds = frozenset({LogLine, ExceptionInfo})
     literals = tuple(dict.fromkeys(lit for lit, _ in _MILESTONES))
 
-    def __init__(self, meta):
+    def __init__(self, meta: RuleMeta) -> None:
         super().__init__(meta)
         self.last: tuple[str, LogLine] | None = None
         self.seen: set[str] = set()
 
-    def feed(self, signal) -> None:
+    def feed(self, signal: LogLine | ExceptionInfo) -> None:
         if isinstance(signal, ExceptionInfo):
             self.seen.add("exception")
             return
