@@ -37,6 +37,14 @@ def explain_text(meta: RuleMeta) -> str:
         lines.append("Matches lines such as:")
         lines += [f"  {e}" for e in meta.examples[:5]]
         lines.append("")
+    if meta.check and meta.check.startswith("fallback.structural:"):
+        from .classify.structure import load
+        lines.append("Structural entries of this category (doctor/data/structure.toml):")
+        for e in load():
+            if e.category == meta.category:
+                lines.append(f"  {e.id}: {' '.join(e.doc.split())}")
+                lines.append(f"      backed by: {'; '.join(e.backed_by)}")
+        lines.append("")
     if meta.references:
         lines.append("References:")
         lines += [f"  - {r}" for r in meta.references]

@@ -27,60 +27,18 @@ DEVLOGS = ROOT / "fixtures" / "devlogs"
 KNOWN_MISSES: dict[str, str] = {
     "026-msswift-grpo-server-mode-without-use-vllm-no-vllm-client":
         "exception line cut; --vllm_mode server without --use_vllm in command.txt is not checked",
-    "027-msswift-grpo-sequence-parallel-unsupported":
-        "ValueError raised during swift argument parsing falls to GD999 (no phase -> argument-error rule)",
-    "028-msswift-qwen3vl-dapo-max-tokens-negative":
-        "ValueError from vllm SamplingParams._verify_args (argument validation) falls to GD999",
-    "030-trl-grpo-vllm-serve-input-prompt-too-long-warnings":
-        "vLLM 'Input prompt ... too long' warnings claimed by nothing; a GPU-count warning comes first",
-    "032-msswift-grpo-vllm-device-map-nproc":
-        "message cut inside swift rlhf_args._check_grpo (argument check) falls to GD999",
-    "035-video-r1-last-iteration-rewards-view-shape-2x8-size-17":
-        "rewards .view(num_devices, num_generations) shape RuntimeError in a TRL-derived trainer falls to GD999",
-    "038-open-r1-multimodal-grpo-concatenate-str-list-typeerror":
-        "TypeError in prompt building (str + list) inside a TRL-derived trainer falls to GD999",
     "039-trl-grpo-qwen3-vl-notebook-string-indices-typeerror":
         "Jupyter traceback, message cut: no exception is parsed, no finding",
-    "041-msswift-rollout-server-multinode-init-communicator-stall":
-        "no exception: log stops after /init_communicator/ (weight-sync group set-up); no stall rule",
-    "042-msswift-rollout-stuck-core-engine-ready-external-scheduler":
-        "no exception: rollout server log stops after 'Core engine process 0 ready'; no stall rule",
-    "044-msswift-grpo-2node-rendezvous-store-timeout-23456":
-        "c10d waitForInput socket timeout at rendezvous (torch.distributed.run) not claimed; GD999 on the cut trace",
-    "045-msswift-rollout-v4-multiturn-init-hang-port-never-opens":
-        "no exception: rollout server log stops after vLLM engine init; no stall rule",
     "046-msswift-grpo-2node-colocate-hang-step5-nccl-ib":
         "no exception: NCCL INFO lines then silence (mid-training hang); no stall rule for NCCL debug output",
-    "048-trl-ci-grpo-vlm-unexpected-kwarg-mm-token-type-ids":
-        "pytest 'FAILED ... - TypeError: ...' summary lines are not parsed as exceptions",
-    "049-unsloth-notebook-grpo-get-batch-samples-signature-typeerror":
-        "signature TypeError in unsloth's patched trainer (library-boundary API drift) falls to GD999",
     "050-rl-swarm-genrl-grpoconfig-no-attribute-top-p":
         "AttributeError on a trl GRPOConfig field, wrapped in hydra InstantiationException, falls to GD999",
-    "051-unsloth-qwen3-grpo-notebook-importerror-unpack":
-        "Jupyter ImportError with Colab markdown-link frames is not parsed; no finding",
-    "053-r1-v-qwen2vl-vllm-multimodal-tokens-placeholders-mismatch":
-        "ValueError (cut) raised in vllm _merge_multimodal_embeddings falls to GD999",
-    "054-msswift-megatron-grpo-qwen3-omni-audio-prompt-replacement-assert":
-        "AssertionError raised in vllm multimodal/processing.py (prompt replacement) falls to GD999",
-    "059-msswift-grpo-53h-run-ends-811-of-812-no-checkpoint":
-        "swift 'No training was carried out' warning at run end is claimed by nothing",
     "060-msswift-megatron-qwen3vl30b-server-rollout-garbled":
         "pasted garbled completions (no log structure) are not judged",
     "062-video-r1-grpo-from-sft-reward-always-zero-all-wrong":
         "metrics dict pretty-printed over 13 lines is not parsed as one metrics row",
-    "063-msswift-grpo-eval-async-vllm-forward-context-assert":
-        "exception line cut; 'Future ... raised AssertionError' in the swift async vLLM rollout not used",
     "064-trl-vllm-serve-dp-duplicate-gpu-startup-eoferror":
         "NCCL 'Duplicate GPU detected' rule (nccl-timeout) fires first on a vllm-serve start-up failure",
-    "065-verifiers-single-gpu-vllm-server-collective-rpc-nccl-internal-error":
-        "vLLM AsyncLLM.collective_rpc 'NCCL error: internal error' (task exception line) not claimed",
-    "066-msswift-qwen3vl-vllm-enable-lora-shrink-assert":
-        "bare AssertionError in vllm/lora/ops behind markdown-table debris and timestamp prefixes not parsed",
-    "067-msswift-megatron-grpo-gpt-oss-rollout-update-flattened-params-rpc-fail":
-        "vLLM EngineCore 'Invocation of collective_rpc method failed' (worker trace cut) not claimed",
-    "069-unsloth-vllm-standby-fast-inference-oom-dummy-sampler":
-        "Jupyter OutOfMemoryError under '> ' quote prefixes is not parsed; no finding",
     "070-msswift-colocate-tp4-world-size-vllm072":
         "'**RuntimeError: ...**' wrapped in markdown bold is not parsed as an exception line",
 }

@@ -46,7 +46,7 @@ EXPECTED: dict[str, str] = {
     "real-full-model-is-lora-ckpt": "transformers", "real-full-resume-from-lora-ckpt": "transformers",
     "real-grpo-full-bf16-no-use-cpu": "transformers", "real-legacy-train-type-flag": "ms-swift",
     "real-num-generations-1": "ms-swift", "real-probe-no-model-type": "ms-swift", "real-probe-no-template": "ms-swift",
-    "real-unknown-flag": "ms-swift",
+    "real-unknown-flag": "ms-swift", "dev-028-max-tokens-negative-sampling-params": "vllm",
 }
 # (case, exception type) -> reason no site can match
 GAPS: dict[tuple[str, str], str] = {
@@ -77,6 +77,11 @@ GAPS: dict[tuple[str, str], str] = {
     ("edge-vllm-server-mode-no-host", "AssertionError"): NO_MSG,
     ("real-dataset-missing-solution-column", "TypeError"): PY,
     ("real-reward-func-raises", "ValueError"): "the user's own reward function",
+    ("dev-035-rewards-view-2x8-size-17", "RuntimeError"): "C++ origin: ATen's view/reshape shape check",
+    ("dev-038-concatenate-str-list-prompt", "TypeError"): PY,
+    ("dev-049-unsloth-signature-typeerror", "TypeError"): PY,
+    ("dev-053-vllm-merge-multimodal-cut", "ValueError"): "message cut in the paste ('Attempted to assi')",
+    ("dev-056-index-out-of-bounds-size-0", "IndexError"): "C++ origin: ATen's index check",
 }
 CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 

@@ -2,11 +2,15 @@
 quotes the first real exception and where it was raised. Never silence."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ...classify.component import component, deepest_library
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of, of_run
 from .exceptions import describe_frame, first_real, is_library
+from .structural import _versions, embedded_exceptions, verdict_of
 
 
 class Unrecognised(Rule):
@@ -16,10 +20,19 @@ class Unrecognised(Rule):
         # consequences (NCCL timeouts, ChildFailedError...) do not explain the first real error
         if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
             return []
+        if verdict_of(ctx) is not None:
+            return []  # the structural rules (GD990-GD996) name a category
         explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
         exc = first_real([e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained])
         if exc is not None:
             return [self._for_exception(exc, ctx)]
+        if not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
+            named = embedded_exceptions(ctx)
+            if named:  # a pytest summary, a notebook header, markdown: the exception without its traceback
+                f = self._for_exception(named[0], ctx)
+                return [replace(f, severity=Severity.warning, message=f.message + " It is named in a line that is "
+                                "not a traceback (a test summary, a notebook header, markdown): share the full "
+                                "traceback for a surer diagnosis.")]
         if ctx.open_tracebacks:
             line, frames = ctx.open_tracebacks[0]
             last = frames[-1]
@@ -42,6 +55,10 @@ class Unrecognised(Rule):
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
         msg = f"No rule recognises this failure. The first real exception is `{text}`"
         msg += f", raised at {describe_frame(where)}." if where else " (no stack frames in the log)."
+        lib = deepest_library(exc.frames)
+        if lib is not None:
+            msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
+        msg += _versions(exc)
         fix = []
         user = [f for f in exc.frames if not is_library(f.path)]
         if user and user[-1] is not where:

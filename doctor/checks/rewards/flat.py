@@ -20,6 +20,11 @@ def version_at_least(run: RunConfig, mm: tuple[int, int]) -> bool:
     return version.at_least(run.swift_major_minor, mm) is not False
 
 
+def _grad_zero(s, i: int) -> bool:
+    g = s.col("grad_norm")[i]
+    return g is not None and g == 0
+
+
 def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     s = rv.s
     n = rv.n
@@ -31,9 +36,10 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     elif rv.all_flat and n == 2:
         severity, lo, hi = Severity.warning, 0, 1
         scope = f"in both logged steps ({s.span(rv.idx[0], rv.idx[-1])})"
-    elif rv.all_flat and n == 1 and rv.all_zero:
+    elif rv.all_flat and n == 1 and (rv.all_zero or _grad_zero(s, rv.idx[0])):
+        # an excerpt of one row is judged by what it shows (issue 15 point 4): flat and no gradient is a finding
         severity, lo, hi = Severity.warning, 0, 0
-        scope = f"in the only logged step ({s.label(rv.idx[0])})"
+        scope = f"in the only logged step ({s.label(rv.idx[0])}{'' if rv.all_zero else ', with grad_norm 0'})"
     elif rv.streak >= FLAT_STREAK:
         hi = rv.streak_end
         lo = hi - rv.streak + 1

@@ -1,0 +1,147 @@
+"""GD990-GD997 (GD995 unused): an exception no signature rule claims, classified from its structure (which component raised
+it, its type, the frames it went through) by doctor/data/structure.toml. One rule per category: each takes
+the session's verdict when the verdict's category is its own. GD999 steps aside when a verdict exists."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...classify.component import rel, user_frames
+from ...classify.structure import Verdict, first_failure
+from ...model import Evidence, Finding, Severity
+from ...rules import FinishContext, Rule
+from ...signals import ExceptionInfo, LogLine
+
+# an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
+# msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
+_EMBEDDED = re.compile(r"(?:^|[\s*>|(])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
+                       r"recent call last\))\**\s*$")
+
+
+def embedded_exceptions(ctx: FinishContext) -> list[ExceptionInfo]:
+    """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
+    if ctx.exceptions or ctx.open_tracebacks:
+        return []
+    out = []
+    for tail in ctx.tails.values():
+        for line in tail:
+            if "Error" not in line.text and "Exception" not in line.text:
+                continue
+            m = _EMBEDDED.search(line.text)
+            if m and not m.group(1).endswith("Warning"):
+                out.append(ExceptionInfo(m.group(1), (m.group(2) or "").strip()[:600], (), line.where, line.rank,
+                                         line.seq, line.raw))
+    return out
+
+
+def verdict_of(ctx: FinishContext) -> Verdict | None:
+    """The structural verdict for this run, or None (a cause is already named, or nothing points anywhere)."""
+    if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
+        return None
+    explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
+    excs = [e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
+    if not excs and not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
+        excs = embedded_exceptions(ctx)
+    return first_failure(excs, list(ctx.open_tracebacks or ()))
+
+
+def _versions(exc: ExceptionInfo) -> str:
+    """Where this wording is raised and in which versions (the raise-site index), or ''."""
+    try:
+        from ...classify.raise_sites import raised_by
+        sites = raised_by(f"{exc.type}: {exc.message}", top=1)
+    except (OSError, ValueError):
+        return ""
+    if not sites:
+        return ""
+    s = sites[0]
+    return f" This wording is raised by {s['package']} {s['versions']} ({s['where']})."
+
+
+# what a line printed just before a traceback says when it announces the failure: concurrent.futures'
+# `... raised AssertionError>`, asyncio's `exception=Exception('...')`, vLLM's `Invocation of X method failed`
+_NOTICE = re.compile(r"raised [A-Z]\w*|exception=[A-Z]\w*\(|method failed|[A-Z]\w*(?:Error|Exception)\b")
+
+
+def _notice_before(ctx: FinishContext, last: LogLine) -> LogLine | None:
+    """The line right before the `Traceback (most recent call last)` header of a cut traceback, when it
+    announces the failure (the traceback's own exception line is the part that was cut)."""
+    tail = ctx.tails.get(last.where.path) or ()
+    lines = [l for l in tail if l.seq <= last.seq]
+    for i in range(len(lines) - 1, 0, -1):
+        if "Traceback (most recent call last)" in lines[i].text:
+            prev = lines[i - 1]
+            return prev if _NOTICE.search(prev.text) else None
+    return None
+
+
+_SHAPE = re.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
+
+
+def _detail(v: Verdict) -> str:
+    """What the numbers of the message say, where the entry knows how to read them."""
+    m = _SHAPE.search(v.exc.message) if v.exc is not None and v.entry.category == "batch-divisibility" else None
+    if m is None:
+        return ""
+    k, n = int(m.group(2)), int(m.group(3))
+    return f" Here {n} values cannot be split into groups of {k} ({n} % {k} = {n % k})."
+
+
+class Structural(Rule):
+    kinds = frozenset()
+
+    def share(self, pool: dict[str, Any]) -> None:
+        self._pool = pool
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        pool = getattr(self, "_pool", {})
+        memo = pool.get("structural-verdict")
+        if memo is None or memo[0] is not ctx:
+            memo = (ctx, verdict_of(ctx))
+            pool["structural-verdict"] = memo
+        v: Verdict | None = memo[1]
+        if v is None or v.entry.category != self.meta.category:
+            return []
+        return [self._finding(v, ctx)]
+
+    def _finding(self, v: Verdict, ctx: FinishContext) -> Finding:
+        exc = v.exc
+        where = f" at {rel(v.where)}" if v.where is not None else ""
+        user = user_frames(v.frames)
+        fix: list[str] = list(self.meta.fix)
+        if user:
+            fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
+        doc = " ".join(v.entry.doc.split())
+        if exc is not None:
+            text = f"{exc.type}: {exc.message}" if exc.message else exc.type
+            if v.frames and not exc.frames:
+                where_txt = (f" The exception was printed without its stack; the traceback beside it runs through "
+                             f"{v.component}{where}.")
+            elif v.frames:
+                where_txt = f" Raised in {v.component}{where}."
+            else:
+                where_txt = " No stack frames in the log."
+            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc)}"
+            same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
+            ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
+            if ranks:
+                fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; the other ranks' errors and timeouts "
+                           f"after it are consequences.")
+            embedded = exc not in ctx.exceptions  # named in a summary or header line, not a parsed traceback
+            if embedded:
+                msg += " (Read from a line that names the exception outside a traceback: judged without its stack.)"
+                same = [exc]
+            return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
+                             count=len(same), ranks=ranks, seq=exc.seq,
+                             severity=Severity.warning if embedded else None,
+                             title=f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else ""))
+        line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])
+        evidence = [Evidence(line.where.path, line.where.line, line.raw)]
+        notice = _notice_before(ctx, line)
+        if notice is not None:
+            evidence.insert(0, Evidence(notice.where.path, notice.where.line, notice.raw))
+        msg = (f"The log ends inside a traceback before its exception line (cut); its stack runs through "
+               f"{v.component}{where}. {doc} Judged from the stack alone: find the exception line in the "
+               f"full log to confirm.")
+        return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
+                         title=f"{self.meta.title} (traceback cut, from its stack)")

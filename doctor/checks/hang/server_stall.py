@@ -1,0 +1,98 @@
+"""GD322: a vLLM rollout server log (`swift rollout`, `trl vllm-serve`) that stops, with no error, in a
+start-up phase: after the engine reported ready but before the HTTP server served, or after a trainer
+called `/init_communicator/` but before any weight update or generation request came.
+
+GD320/GD321 follow the trainer's console log; a rollout server's log has none of its markers, so they
+stay silent on it. This rule reads the server's own milestones. It is a warning: a pasted excerpt that
+just stops looks the same as a hang, and the finding says so.
+"""
+from __future__ import annotations
+
+from ...model import Evidence, Finding, Severity
+from ...registry import RuleMeta
+from ...rules import FinishContext, Rule
+from ...signals import ExceptionInfo, LogLine
+
+# (literal, milestone), the last one seen decides where the server stopped
+_MILESTONES: tuple[tuple[str, str], ...] = (
+    ("init engine (profile, create kv cache", "engine-ready"),
+    ("Core engine process 0 ready", "engine-ready"),
+    ("Graph capturing finished", "engine-ready"),
+    ("Asynchronous scheduling is enabled", "engine-ready"),
+    ("Started server process", "server-starting"),
+    ("Waiting for application startup", "server-starting"),
+    ("Application startup complete", "serving"),
+    ("Uvicorn running on", "serving"),
+    ("/health/", "client-connected"),
+    ("/get_world_size/", "client-connected"),
+    ("/init_communicator/", "weight-sync-setup"),
+    ("/get_model_state_keys/", "client-connected"),
+    ("/update_", "serving-requests"),  # /update_flattened_params/, /update_named_param/, /update_adapter_*
+    ("/infer/", "serving-requests"),
+    ("/generate/", "serving-requests"),
+    ("/close_communicator/", "serving-requests"),
+    ("/reset_prefix_cache/", "serving-requests"),
+)
+_STUCK = {
+    "engine-ready": ("the vLLM engine finished its start-up (KV cache, CUDA graphs) but the HTTP server never "
+                     "reported `Application startup complete`: the server process is stuck between engine init "
+                     "and binding its port (a multi-turn scheduler or plugin initialising, a second engine or "
+                     "data-parallel rank that never came up)"),
+    "server-starting": "the HTTP server started but never completed its start-up (lifespan)",
+    "weight-sync-setup": ("a trainer called `/init_communicator/` and nothing followed: the NCCL group between the "
+                          "trainer and the rollout server (weight sync) never formed; the trainer side waits too"),
+}
+_FIX = {
+    "engine-ready": [
+        "Wait a few minutes once; if the port still does not open, run the server with one engine "
+        "(data_parallel_size 1, no multi-turn scheduler or external plugin) to find which part blocks.",
+        "Take `py-spy dump --pid <server pid>` to see where the server process waits.",
+    ],
+    "server-starting": ["Take `py-spy dump --pid <server pid>`; check the server's start-up hooks and plugins."],
+    "weight-sync-setup": [
+        "The trainer must reach the server's host on the group port (--vllm_server_host / --vllm_server_port and "
+        "the NCCL group port after it): open it in the firewall, and set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME "
+        "to the interface both nodes share.",
+        "Do not mix modes: --vllm_mode server with --vllm_server_host, or colocate without any server flag.",
+        "Rerun both sides with NCCL_DEBUG=INFO to see which side stops.",
+    ],
+}
+
+
+class ServerStartStall(Rule):
+    kinds = frozenset({LogLine, ExceptionInfo})
+    literals = tuple(dict.fromkeys(lit for lit, _ in _MILESTONES))
+
+    def __init__(self, meta: RuleMeta) -> None:
+        super().__init__(meta)
+        self.last: tuple[str, LogLine] | None = None
+        self.seen: set[str] = set()
+
+    def feed(self, signal: LogLine | ExceptionInfo) -> None:
+        if isinstance(signal, ExceptionInfo):
+            self.seen.add("exception")
+            return
+        for lit, stage in _MILESTONES:
+            if lit in signal.text:
+                self.last = (stage, signal)
+                self.seen.add(stage)
+                return
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        if self.last is None or ctx.ended or ctx.metrics_steps or "exception" in self.seen or ctx.open_tracebacks:
+            return []
+        stage, line = self.last
+        if stage not in _STUCK:
+            return []
+        if any(f.severity >= Severity.warning for f in ctx.findings):
+            return []  # another rule explains the log
+        tail = ctx.tails.get(line.where.path) or ()
+        errors = [t for t in tail if t.seq > line.seq and ("Error" in t.text or "ERROR" in t.raw)]
+        if errors:
+            return []
+        after = sum(1 for t in tail if t.seq > line.seq)
+        msg = (f"The rollout server's log stops with no error after `{line.text.strip()[:160]}`: {_STUCK[stage]}. "
+               f"{after} line(s) follow it, none of them a later milestone. A log pasted up to this point looks the "
+               f"same, so this is a judgement on the excerpt: if the real log goes on, share all of it.")
+        return [self.make(message=msg, fix=_FIX[stage], evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+                          seq=line.seq, severity=Severity.warning)]

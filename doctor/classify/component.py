@@ -1,0 +1,96 @@
+"""Which component raised an exception: the package a stack frame belongs to, the deepest library frame, the
+user's own frames, and the stack an exception printed without frames belongs to.
+
+Pure functions over parsed frames (doctor/signals.py Frame); no I/O. The package names are those of the GRPO
+stack as they appear in a path (`site-packages/<pkg>/`, or a source checkout such as `ms-swift/swift/...`).
+"""
+from __future__ import annotations
+
+from ..signals import ExceptionInfo, Frame
+
+# package directory -> component name shown to the user
+PACKAGES = {
+    "swift": "ms-swift", "trl": "trl", "vllm": "vLLM", "deepspeed": "DeepSpeed", "transformers": "transformers",
+    "peft": "peft", "accelerate": "accelerate", "unsloth": "unsloth", "unsloth_zoo": "unsloth", "torch": "torch",
+    "datasets": "datasets", "megatron": "Megatron", "hydra": "hydra", "flash_attn": "flash-attn",
+    "verifiers": "verifiers", "ray": "ray", "starlette": "starlette", "uvicorn": "uvicorn", "fastapi": "fastapi",
+}
+# wrappers and the standard library: never the component that failed
+PLUMBING = {"concurrent", "asyncio", "threading", "multiprocessing", "hydra", "starlette", "uvicorn", "fastapi",
+            "runpy", "functools", "contextlib", "importlib", "<frozen", "<string>"}
+_SITE = ("site-packages/", "dist-packages/")
+
+
+def norm(path: str) -> str:
+    return path.replace("\\", "/")
+
+
+def package_of(path: str) -> str | None:
+    """The top-level package directory of a frame's file, or None for the user's own code."""
+    p = norm(path)
+    for marker in _SITE:
+        if marker in p:
+            return p.split(marker, 1)[1].split("/", 1)[0]
+    if p.startswith("<"):
+        return p  # <string>, <frozen ...>: generated code
+    if "/lib/python3" in p:  # the standard library: /usr/lib/python3.11/concurrent/futures/_base.py
+        rest = p.split("/lib/python3", 1)[1].split("/", 2)
+        return rest[1] if len(rest) > 2 else "stdlib"
+    parts = p.split("/")
+    # a source checkout of a library (`pip install -e`): .../ms-swift/swift/trainers/..., .../vllm/vllm/...
+    for i, part in enumerate(parts[:-1]):
+        if part in ("swift", "trl", "vllm", "deepspeed", "transformers", "peft", "megatron") and i > 0:
+            parent = parts[i - 1]
+            if parent in (part, "ms-swift", "Megatron-LM", "src") or parent.startswith(part):
+                return part
+    return None
+
+
+def component(path: str) -> str:
+    pkg = package_of(path)
+    if pkg is None:
+        return "your code"
+    return PACKAGES.get(pkg, pkg)
+
+
+def is_user(fr: Frame) -> bool:
+    return package_of(fr.path) is None
+
+
+def rel(fr: Frame) -> str:
+    """`vllm/multimodal/processing.py:2004 in _apply_prompt_updates`: the path below site-packages."""
+    p = norm(fr.path)
+    for marker in _SITE:
+        if marker in p:
+            p = p.split(marker, 1)[1]
+            break
+    return f"{p}:{fr.lineno} in {fr.func}"
+
+
+def deepest_library(frames: tuple[Frame, ...]) -> Frame | None:
+    """The innermost frame inside a library that is not plumbing (futures, asyncio, hydra...)."""
+    for fr in reversed(frames):
+        pkg = package_of(fr.path)
+        if pkg is not None and pkg not in PLUMBING and not pkg.startswith("<") and pkg != "stdlib":
+            return fr
+    return None
+
+
+def user_frames(frames: tuple[Frame, ...]) -> list[Frame]:
+    return [f for f in frames if is_user(f)]
+
+
+def stack_for(exc: ExceptionInfo | None, open_tbs: list) -> tuple[Frame, ...]:
+    """The frames of an exception; for one printed without frames (rank0's message above rank1's identical
+    stack, an excerpt whose first frame lost its `[rankN]:` prefix), the stack of the nearest traceback in the
+    same file that never got its own exception line."""
+    if exc is not None and exc.frames:
+        return exc.frames
+    cands = [(line, frames) for line, frames in open_tbs
+             if exc is None or line.where.path == exc.where.path]
+    if not cands:
+        return ()
+    if exc is None:
+        return cands[0][1]
+    line, frames = min(cands, key=lambda c: abs(c[0].seq - exc.seq))
+    return frames

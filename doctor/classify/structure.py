@@ -1,0 +1,134 @@
+"""The structural classifier (issue 15 point 2): the category of an exception no signature rule claims, from
+the component that raised it, the exception type and the frames it went through, by the table in
+doctor/data/structure.toml. Pure: the table is package data read once; nothing here reads an input.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import tomllib
+
+from ..signals import ExceptionInfo, Frame
+from .component import component, deepest_library, stack_for
+
+TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
+_KEYS = {"id", "category", "types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
+         "not_message", "doc", "backed_by"}
+# wrappers that only report that something else failed; the entry is decided by what they wrap
+CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
+                "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    category: str
+    doc: str
+    backed_by: tuple[str, ...]
+    types: frozenset[str] = frozenset()
+    message: re.Pattern | None = None
+    not_message: re.Pattern | None = None
+    code: re.Pattern | None = None
+    raised_in: tuple[str, ...] = ()
+    deepest_lib: tuple[str, ...] = ()
+    any_frame: tuple[str, ...] = ()
+    below: tuple[str, ...] = ()
+    not_any: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    entry: Entry
+    exc: ExceptionInfo | None     # None: a traceback cut before its exception line
+    frames: tuple[Frame, ...]
+    component: str                # who raised it: "vLLM", "ms-swift", "your code"...
+    where: Frame | None           # the frame that decided (innermost library frame, else the raise site)
+
+
+class TableError(ValueError):
+    pass
+
+
+@lru_cache(maxsize=2)
+def load(path: Path = TABLE) -> tuple[Entry, ...]:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for raw in data.get("entry", []):
+        bad = set(raw) - _KEYS
+        if bad or not {"id", "category", "doc", "backed_by"} <= set(raw):
+            raise TableError(f"{path.name}: entry {raw.get('id', '?')}: unknown keys {sorted(bad)} or missing keys")
+        rx = {k: re.compile(raw[k]) for k in ("message", "not_message", "code") if k in raw}
+        out.append(Entry(id=raw["id"], category=raw["category"], doc=raw["doc"].strip(),
+                         backed_by=tuple(raw["backed_by"]), types=frozenset(raw.get("types", ())),
+                         raised_in=tuple(raw.get("raised_in", ())), deepest_lib=tuple(raw.get("deepest_lib", ())),
+                         any_frame=tuple(raw.get("any_frame", ())), below=tuple(raw.get("below", ())),
+                         not_any=tuple(raw.get("not_any", ())), **rx))
+    return tuple(out)
+
+
+def _hay(fr: Frame) -> str:
+    return f"{fr.path.replace(chr(92), '/')} {fr.func}"
+
+
+def _has(fr: Frame | None, words: tuple[str, ...]) -> bool:
+    return fr is not None and any(w in _hay(fr) for w in words)
+
+
+def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...]) -> bool:
+    if (e.types or e.message) and exc is None:
+        return False
+    if e.types and exc is not None and exc.short_type not in e.types:
+        return False
+    msg = exc.message if exc is not None else ""
+    if e.message and not e.message.search(msg):
+        return False
+    if e.not_message and e.not_message.search(msg):
+        return False
+    if e.not_any and any(_has(f, e.not_any) for f in frames):
+        return False
+    if e.raised_in and not (frames and _has(frames[-1], e.raised_in)):
+        return False
+    if e.deepest_lib and not _has(deepest_library(frames), e.deepest_lib):
+        return False
+    if e.any_frame and not any(_has(f, e.any_frame) for f in frames):
+        return False
+    if e.code and not any(e.code.search(f.code) for f in frames if f.code):
+        return False
+    if e.below:
+        if not any(_has(f, e.below) or (f.code and any(w in f.code for w in e.below)) for f in frames[:-1]):
+            return False
+    return True
+
+
+def classify(exc: ExceptionInfo | None, frames: tuple[Frame, ...], table: tuple[Entry, ...] | None = None
+             ) -> Verdict | None:
+    for e in table if table is not None else load():
+        if matches(e, exc, frames):
+            lib = deepest_library(frames)
+            where = lib or (frames[-1] if frames else None)
+            comp = component(where.path) if where is not None else "unknown"
+            if e.category == "reward-function-error":
+                comp = "a reward function"
+            return Verdict(e, exc, frames, comp, where)
+    return None
+
+
+def first_failure(exceptions: list[ExceptionInfo], open_tbs: list) -> Verdict | None:
+    """The verdict for the first real exception of a run (or, with none, its first cut traceback)."""
+    real = [e for e in sorted(exceptions, key=lambda e: e.seq) if e.short_type not in CONSEQUENCES]
+    for exc in real[:3]:
+        v = classify(exc, stack_for(exc, open_tbs))
+        if v is not None:
+            return v
+        if exc.frames:
+            return None  # the first real exception has its own stack and nothing knows it: GD999
+    if real:
+        return None
+    for _line, frames in open_tbs[:3]:
+        v = classify(None, frames)
+        if v is not None:
+            return v
+    return None

@@ -1,0 +1,30 @@
+"""An excerpt is judged by what it shows (issue 15 point 4): one metrics row with every group flat and no
+gradient is already a finding; one flat row with a gradient is not."""
+from __future__ import annotations
+
+import io
+
+from doctor.engine import Session
+from doctor.registry import load_catalog
+from doctor.sources.logtext import LineReader
+
+
+def run(text: str):
+    s = Session(load_catalog(), console_metrics=True)
+    for line in LineReader("m.log", [0]).lines(io.BytesIO(text.encode())):
+        s.feed_line(line)
+    return s.finish()
+
+
+ROW = ("{'loss': 0.0, 'grad_norm': %s, 'learning_rate': 1e-06, 'rewards/accuracy_reward/mean': 0.5, "
+       "'reward': 0.5, 'reward_std': 0.0, 'frac_reward_zero_std': 1.0, 'kl': 0.0, 'epoch': 0.01}\n")
+
+
+def test_one_flat_row_without_gradient_is_a_warning():
+    found = run(ROW % "0.0")
+    assert found and found[0].rule_id == "GD610" and found[0].severity.name == "warning"
+    assert "only logged step" in found[0].message and "grad_norm 0" in found[0].message
+
+
+def test_one_flat_row_with_a_gradient_is_not_judged():
+    assert "GD610" not in [f.rule_id for f in run(ROW % "0.31")]

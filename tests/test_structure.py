@@ -1,0 +1,122 @@
+"""The structural classifier (doctor/classify/structure.py, doctor/data/structure.toml, GD990-GD996): an
+exception no signature rule claims gets the category its structure shows; GD999 only when nothing does."""
+from __future__ import annotations
+
+import io
+
+from doctor.classify.component import component, deepest_library, package_of
+from doctor.classify.structure import load
+from doctor.engine import Session
+from doctor.model import Severity
+from doctor.registry import load_catalog
+from doctor.signals import Frame
+from doctor.sources.logtext import LineReader
+
+SP = "/opt/conda/lib/python3.11/site-packages"
+
+
+def run(text: str):
+    s = Session(load_catalog())
+    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
+        s.feed_line(line)
+    return s.finish()
+
+
+def tb(frames: list[tuple[str, int, str, str]], exc: str | None, rank: int = 0) -> str:
+    p = f"[rank{rank}]: "
+    out = [p + "Traceback (most recent call last):"]
+    for path, line, func, code in frames:
+        out.append(f'{p}  File "{path}", line {line}, in {func}')
+        out.append(f"{p}    {code}")
+    if exc:
+        out.append(p + exc)
+    return "\n".join(out) + "\n"
+
+
+def test_every_table_category_has_its_rule_and_every_entry_is_backed():
+    structural = {m.category: m.id for m in load_catalog() if m.check and m.check.startswith("fallback.structural:")}
+    entries = load()
+    assert len(entries) >= 10
+    for e in entries:
+        assert e.category in structural, f"{e.id}: no GD99x rule has category {e.category}"
+        assert e.backed_by and e.doc, e.id
+    assert len({e.id for e in entries}) == len(entries)
+
+
+def test_component_of_paths():
+    assert package_of(f"{SP}/vllm/v1/engine/core.py") == "vllm"
+    assert component("/home/u/ms-swift/swift/llm/base.py") == "ms-swift"
+    assert component("/home/u/open-r1/src/open_r1/grpo.py") == "your code"
+    frames = (Frame(f"{SP}/vllm/engine/llm_engine.py", 1, "step"), Frame("/usr/lib/python3.11/concurrent/futures/_base.py", 2, "result"))
+    assert deepest_library(frames).path.endswith("llm_engine.py")  # plumbing (futures) skipped
+
+
+def test_reward_function_that_raises_any_exception_is_reward_function_error():
+    # trl 0.14's inline reward call (trainer/grpo_trainer.py), a user reward function below it raising ZeroDivisionError
+    text = tb([(f"{SP}/trl/trainer/grpo_trainer.py", 799, "_generate_and_score_completions",
+                "output_reward_func = reward_func(prompts=prompts, completions=completions, **reward_kwargs)"),
+               ("/home/u/proj/rewards.py", 12, "accuracy_reward", "score = hits / len(gold)")],
+              "ZeroDivisionError: division by zero")
+    found = run(text)
+    # GD606 reads the reward call structurally before the table (any exception type)
+    assert found[0].rule_id == "GD606" and found[0].category == "reward-function-error"
+    assert not [f for f in found if f.rule_id.startswith("GD99")]
+
+
+def test_argument_validator_and_cut_argument_parsing_stack():
+    text = tb([(f"{SP}/swift/llm/base.py", 31, "_parse_args", "args, remaining_argv = parse_args(self.args_class, args)"),
+               (f"{SP}/transformers/hf_argparser.py", 358, "parse_args_into_dataclasses", "obj = dtype(**inputs)"),
+               (f"{SP}/swift/llm/argument/rlhf_args.py", 297, "_check_grpo", "raise ValueError(")], None)
+    found = run(text)  # no exception line: judged from the stack alone, at warning
+    assert found[0].rule_id == "GD990" and found[0].severity == Severity.warning
+
+
+def test_frameless_exception_takes_the_stack_printed_beside_it():
+    text = ("[rank0]: ValueError: some new check failed\n"
+            + tb([(f"{SP}/swift/llm/base.py", 18, "__init__", "self.args = self._parse_args(args)"),
+                  (f"{SP}/swift/llm/base.py", 30, "_parse_args", "args = parse_args(self.args_class, args)")],
+                 None, rank=1))
+    found = run(text)
+    assert found[0].rule_id == "GD990" and found[0].evidence[0].line == 1
+
+
+def test_vllm_engine_and_multimodal_by_innermost_library_frame():
+    eng = tb([(f"{SP}/trl/trainer/grpo_trainer.py", 900, "_generate", "outputs = self.llm.generate(prompts)"),
+              (f"{SP}/vllm/v1/worker/gpu_model_runner.py", 1500, "execute_model", "x = self.model(**inputs)")],
+             "RuntimeError: something inside the engine")
+    assert run(eng)[0].rule_id == "GD991"
+    mm = tb([(f"{SP}/vllm/inputs/preprocess.py", 259, "_process_multimodal", "mm_input = mm_processor.apply("),
+             (f"{SP}/vllm/multimodal/processing.py", 2004, "_apply_prompt_updates", "assert update_idx is not None")],
+            "AssertionError: Failed to apply prompt replacement for mm_items['video'][0]")
+    assert run(mm)[0].rule_id == "GD992"
+
+
+def test_signature_drift_and_library_attribute_are_version_clashes_but_builtin_attribute_is_not():
+    assert run("TypeError: Foo.bar() got an unexpected keyword argument 'baz'\n")[0].rule_id == "GD993"
+    assert run("AttributeError: 'GRPOConfig' object has no attribute 'top_k'\n")[0].rule_id == "GD993"
+    found = run("AttributeError: 'list' object has no attribute 'get'\n")
+    assert found[0].rule_id == "GD999" and found[0].category == "other"
+
+
+def test_unknown_library_exception_stays_gd999_and_names_the_component():
+    text = tb([(f"{SP}/deepspeed/runtime/engine.py", 100, "step", "self.optimizer.step()")],
+              "RuntimeError: a brand new failure")
+    found = run(text)
+    assert found[0].rule_id == "GD999"
+    assert "DeepSpeed" in found[0].message
+
+
+def test_exception_named_outside_a_traceback_is_judged_at_warning():
+    found = run("FAILED tests/test_x.py::test_vlm[tiny] - TypeError: Trainer.f() got an unexpected keyword argument 'x'\n")
+    assert found[0].rule_id == "GD993" and found[0].severity == Severity.warning
+    # markdown bold around a pasted exception line is taken off by the paste normaliser (sources/paste.py): the line
+    # is then an exception line like any other, judged at error
+    found = run("[rank1]: **RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4)**\n")
+    assert found[0].rule_id == "GD999" and found[0].severity == Severity.error
+    assert "world_size (8)" in found[0].message
+    found = run("> OutOfMemoryError                          Traceback (most recent call last)\n")
+    assert found[0].rule_id == "GD997" and found[0].category == "cuda-oom"
+
+
+def test_a_log_line_that_only_mentions_an_error_type_is_not_an_exception():
+    assert run("[INFO:swift] retrying after a ValueError in the data loader, attempt 2\n") == []
