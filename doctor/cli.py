@@ -253,6 +253,10 @@ def watch(
     force: bool = typer.Option(False, "--force", help="Launch even when preflight finds errors."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Do not run preflight before launching."),
     gpu_interval: float = typer.Option(10.0, "--gpu-interval", help="Seconds between GPU samples (0: none)."),
+    drain: float = typer.Option(30.0, "--drain", help="After the command exits, seconds to wait for output from the "
+                                "rest of its process group."),
+    keep_launches: int = typer.Option(0, "--keep-launches", help="Keep only the newest N earlier launches' console "
+                                      "logs and reports in the run folder (0: keep all)."),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Run a training command unchanged and watch it live: same rules as analyze, plus hang, GPU, memory, disk and
@@ -280,12 +284,13 @@ def watch(
                 limits.set(name.strip(), float(value))
         except ValueError as e:
             raise die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
-    for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval)):
+    for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval),
+                    ("--drain", drain), ("--keep-launches", keep_launches)):
         if v < 0:
             raise die(f"{name} must be >= 0")
     opts = WatchOptions(run_dir=str(run_dir) if run_dir else None, report=str(report) if report else None, limits=limits,
                         on_hang=on_hang.value, grace=grace, force=force, preflight=not no_preflight,
-                        gpu_interval=gpu_interval)
+                        gpu_interval=gpu_interval, drain=drain, keep_launches=keep_launches)
     try:
         code = run_watch(list(command), opts)
     except Exception as e:  # noqa: BLE001
