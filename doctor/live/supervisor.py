@@ -62,6 +62,9 @@ class WatchOptions:
     drain: float = 30.0                # after the leader exits: wait this long for the group's output to close
     keep_launches: int = 0             # earlier launches' logs and reports kept (0: all)
     backlog_max: int = BACKLOG_MAX
+    on_failure: str = "stop"           # stop | restart | resume (doctor/live/restart.py)
+    max_restarts: int = 3
+    restart_backoff: float = 30.0      # seconds before the first relaunch, doubled each time
 
 
 class Watch(Analysis, Hangs, Reporting):
@@ -259,10 +262,21 @@ class Watch(Analysis, Hangs, Reporting):
         self.exit_code = code
         self.rc = rc
         rep = self._final_report(rc)
+        self.final_findings = list(rep.findings)
         self._write_report(rep)
         self._final_say(rep, rc, code)
         return code
 
 
 def watch(argv: list[str], opts: WatchOptions | None = None, clock: Callable[[], float] = time.monotonic) -> int:
-    return Watch(argv, opts, clock).run()
+    o = opts or WatchOptions()
+    if o.on_failure == "stop":
+        return Watch(argv, o, clock).run()
+    from .restart import supervise
+
+    def once(cmd: list[str], attempt: int) -> tuple[int, list, bool, bool]:
+        w = Watch(cmd, o, clock)
+        w.attempt = attempt
+        code = w.run()
+        return code, getattr(w, "final_findings", []), w.proc is not None, w.stopped
+    return supervise(argv, once, o.on_failure, o.max_restarts, o.restart_backoff, o.run_dir)
