@@ -263,6 +263,10 @@ def watch(
     max_restarts: int = typer.Option(3, "--max-restarts", help="At most this many relaunches."),
     restart_backoff: float = typer.Option(30.0, "--restart-backoff", help="Seconds before the first relaunch, "
                                           "doubled each time."),
+    notify: Optional[str] = typer.Option(None, "--notify", help="Webhook URL: POST {\"text\": ...} (Slack and most "
+                                         "chat incoming webhooks) on the first error, a hang and the end of the run."),
+    notify_cmd: Optional[str] = typer.Option(None, "--notify-cmd", help="Run this command with the report path as its "
+                                             "last argument on the same events."),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Run a training command unchanged and watch it live: same rules as analyze, plus hang, GPU, memory, disk and
@@ -298,7 +302,8 @@ def watch(
     opts = WatchOptions(run_dir=str(run_dir) if run_dir else None, report=str(report) if report else None, limits=limits,
                         on_hang=on_hang.value, grace=grace, force=force, preflight=not no_preflight,
                         gpu_interval=gpu_interval, drain=drain, keep_launches=keep_launches, on_failure=on_failure,
-                        max_restarts=max_restarts, restart_backoff=restart_backoff)
+                        max_restarts=max_restarts, restart_backoff=restart_backoff, notify_url=notify,
+                        notify_cmd=notify_cmd)
     if on_failure not in ("stop", "restart", "resume"):
         raise die(f"--on-failure {on_failure!r}: use stop, restart or resume")
     try:

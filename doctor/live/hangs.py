@@ -99,6 +99,8 @@ class Hangs:
         self._write_report(report)
         from ..render import text
         say(text.render(report, color=False))
+        self._alert("hang", f"no progress for {units.secs(ev.silent_s)} s in {PHASE_TEXT[ev.phase]}"
+                    + (f"; {where_text}" if where_text else "") + ("; stopping the run" if stopping else ""))
         for f in report.findings:
             self.printed[f.rule_id] = max(f.severity, self.printed.get(f.rule_id, f.severity))
         if stopping:

@@ -36,6 +36,7 @@ class Reporting:
             self.printed[f.rule_id] = f.severity
             if f.severity >= Severity.error and self.first_error_time is None:
                 self.first_error_time = time.time()
+                self._alert("error", f"error {f.rule_id} {f.title}: {f.message}")
             ev = f" [{f.evidence[0].text[:160]}]" if f.evidence else ""
             say(f"{f.severity.name} {f.rule_id} {f.title}: {f.message}{ev}")
             if f.fix:
@@ -63,6 +64,19 @@ class Reporting:
             self.first_error_time = time.time()
         return Report(__version__, list(self.inputs), self._run_info(self.status, getattr(self, "exit_code", None)),
                       findings)
+
+    def _alert(self, event: str, text: str) -> None:
+        """--notify / --notify-cmd (doctor/live/notify.py); never raises, never waits."""
+        n = getattr(self, "notifier", None)
+        if n is None:
+            return
+        try:
+            if event == "error":
+                self._write_report(self._report(final=False))  # --notify-cmd reads the report: let it hold the error
+            where = f"node {self.node_rank} " if self.node_rank is not None else ""
+            n.alert(event, f"grpo-doctor watch ({where}{self.host}, {self.run_dir}): {text}", self.report_path)
+        except Exception as e:  # noqa: BLE001 - an alert never affects the run
+            say(f"--notify: the alert could not be sent ({type(e).__name__}: {e})")
 
     def _final_report(self, rc: int) -> Report:
         """The report at the end. A command that failed by itself also feeds GD997 (the exit is a finding when no

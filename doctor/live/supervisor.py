@@ -65,6 +65,9 @@ class WatchOptions:
     on_failure: str = "stop"           # stop | restart | resume (doctor/live/restart.py)
     max_restarts: int = 3
     restart_backoff: float = 30.0      # seconds before the first relaunch, doubled each time
+    notify_url: str | None = None      # POST {"text": ...} on the first error, a hang, the end (doctor/live/notify.py)
+    notify_cmd: str | None = None      # or run this command with the report path
+    notify_backoff: float = 1.0
 
 
 class Watch(Analysis, Hangs, Reporting):
@@ -87,6 +90,9 @@ class Watch(Analysis, Hangs, Reporting):
         self.first_error_time: float | None = None
         self.survivors: list[dict] = []
         self.pids: set[int] = set()
+        if self.o.notify_url or self.o.notify_cmd:
+            from .notify import Notifier
+            self.notifier = Notifier(self.o.notify_url, self.o.notify_cmd, self.o.notify_backoff)
 
     # ------------------------------------------------------------------ setup
     def _paths(self) -> None:
@@ -265,6 +271,14 @@ class Watch(Analysis, Hangs, Reporting):
         self.final_findings = list(rep.findings)
         self._write_report(rep)
         self._final_say(rep, rc, code)
+        if getattr(self, "notifier", None) is not None:
+            from .restart import verdict
+            v, why = verdict(self.final_findings) if rc != 0 or self.stopped else ("none", "the run succeeded")
+            primary = next((f for f in self.final_findings if f.severity >= Severity.error), None)
+            self._alert("end", f"the run {'was stopped by watch' if self.stopped else 'ended'} with exit status {code}"
+                        + (f"; {primary.rule_id} {primary.title}: {primary.message[:300]}" if primary else "")
+                        + f"; verdict: {v}")
+            self.notifier.wait()
         return code
 
 
