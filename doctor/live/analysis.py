@@ -30,6 +30,7 @@ class Analysis:
     analysis_off = False
     skipped_bytes = 0
     skip_notes = 0
+    end_skipped = 0
 
     def _analyser(self, streams: list) -> None:
         """Analyser thread: owns the Session. Feeds the engine the chunks the reader hands over (it tees them itself),
@@ -52,7 +53,13 @@ class Analysis:
                 self._skipped(*item[1:])
                 continue
             if item:
-                feed.done(len(item[1]))
+                feed.done(item[0], len(item[1]))
+                if feed.drop:
+                    n, nl, rest = feed.take(*item)
+                    if n:
+                        self._skipped(item[0], n, nl, quiet=True)
+                        self.end_skipped += n
+                        item = (item[0], rest) if rest else ()
             if self.analysis_off:
                 continue
             try:
@@ -79,6 +86,10 @@ class Analysis:
                     self._write_report(self._report(final=False))
             except Exception as e:  # noqa: BLE001 - the run must go on even if the doctor breaks
                 self._analysis_failed(e)
+        if self.end_skipped:
+            say(f"the run's output ended while the live analysis was behind: skipped {self.end_skipped} bytes and "
+                f"analysed the last {feed.TAIL >> 20} MiB of each stream, so that the end of the run is not held up; "
+                "the console log has everything")
         for st in streams:
             self._guard(self._close_stream, st)
         self._guard(self._hang_tick, self.clock())  # progress in the last burst of output (never fires: the run ended)
@@ -105,18 +116,20 @@ class Analysis:
             say(f"the live analysis stopped after {self.analysis_errors} internal errors; the console log stays "
                 "complete")
 
-    def _skipped(self, st, nbytes: int, newlines: int) -> None:
+    def _skipped(self, st, nbytes: int, newlines: int, quiet: bool = False) -> None:
         """The reader skipped ``nbytes`` of this stream because the analysis was behind: say so, keep line numbers."""
         self.skipped_bytes += nbytes
         first = self.file_lines + 1
         self.file_lines += newlines
         st.splitter = LineSplitter()
         st.resync = True
+        if nbytes <= 0 or quiet:
+            return
         self.skip_notes += 1
         if self.skip_notes <= 5:
-            say(f"the live analysis fell {self.feed.limit >> 20} MiB behind the output: skipped {nbytes} bytes "
-                f"(console log lines about {first}-{self.file_lines}) to keep up; the pass-through and the console log "
-                "are complete, `grpo-doctor analyze` on the run folder reads all of it")
+            say(f"the live analysis fell behind the output (more than {self.feed.limit >> 20} MiB or {self.feed.lag:g} s): "
+                f"skipped {nbytes} bytes (console log lines about {first}-{self.file_lines}) to keep up; the pass-through "
+                "and the console log are complete, `grpo-doctor analyze` on the run folder reads all of it")
 
     # ------------------------------------------------------------------ output
     def _chunk(self, st, data: bytes) -> None:

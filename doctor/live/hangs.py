@@ -8,7 +8,7 @@ from ..checks import _units as units
 from ..model import InputInfo
 from ..signals import HangReport
 from ..sources.logtext import LineReader
-from . import actions, integrations
+from . import actions, integrations, stackgroups
 from .rundir import console_name
 from .say import say
 from .watchdogs import PHASE_OF, PHASE_TEXT
@@ -54,6 +54,12 @@ class Hangs:
         gpus = integrations.gpu_samples()
         where, where_text = actions.where_stopped(stacks)
         outlier = actions.outlier(stacks)
+        grouped = stackgroups.culprit(stacks)
+        if outlier is None and grouped:
+            outlier = grouped
+        fr_note = stackgroups.flight_recorder_note(self.env)
+        if fr_note:
+            missing = [*missing, fr_note]
         if not stacks and self.hang_rule is not None:
             phase, _ = self.hang_rule._last_phase()
             from ..checks.hang._progress import PHASE_TEXT as LOG_PHASES
@@ -64,6 +70,8 @@ class Hangs:
         body = [f"grpo-doctor hang report {self.hang_reports}: no progress for {units.secs(ev.silent_s)} s in "
                 f"{ev.phase} (limit {units.secs(ev.limit_s)} s: {ev.basis}); last progress: {ev.last_progress}", "",
                 "== process states ==", actions.proc_text(procs), "", "== GPUs ==", actions.gpu_text(gpus), ""]
+        if stacks:
+            body += ["== stacks grouped ==", *([grouped] if grouped else []), stackgroups.grouped_text(stacks), ""]
         for s in stacks:
             body += [f"== py-spy dump: pid {s.pid} {s.label} ==", s.text.rstrip(), ""]
         if missing:

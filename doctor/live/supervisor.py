@@ -62,6 +62,7 @@ class WatchOptions:
     drain: float = 30.0                # after the leader exits: wait this long for the group's output to close
     keep_launches: int = 0             # earlier launches' logs and reports kept (0: all)
     backlog_max: int = BACKLOG_MAX
+    lag_max: float = 30.0              # the analysis skips ahead when it is this many seconds behind the output
     on_failure: str = "stop"           # stop | restart | resume (doctor/live/restart.py)
     max_restarts: int = 3
     restart_backoff: float = 30.0      # seconds before the first relaunch, doubled each time
@@ -205,7 +206,7 @@ class Watch(Analysis, Hangs, Reporting):
         for st in streams:
             os.set_blocking(st.fd, False)
             sel.register(st.fd, selectors.EVENT_READ, st)
-        self.feed = Feed(self.o.backlog_max)
+        self.feed = Feed(self.o.backlog_max, self.o.lag_max)
         old_switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         analyser = threading.Thread(target=self._analyser, args=(streams,), name="grpo-doctor-analyser", daemon=True)

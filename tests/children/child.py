@@ -3,7 +3,7 @@ floods or exits, as told. Only the standard library (it must start fast).
 
   child.py [--log FILE] [--stderr-log FILE] [--out DIR] [--jsonl FILE] [--args-json FILE]
            [--chunks] [--ckpt N] [--flood MB] [--ignore-term] [--then hang|sleep:S|exit:N|kill:SIG]
-           [--late S:TEXT] [--orphan quiet|hold|quiet-ignore] [--orphan-pid FILE] [--bigint-jsonl S]
+           [--final-log FILE] [--late S:TEXT] [--orphan quiet|hold|quiet-ignore] [--orphan-pid FILE] [--bigint-jsonl S]
 """
 import hashlib
 import os
@@ -94,6 +94,11 @@ def main(argv):
             (h1 if fd == 1 else h2).update(block)
             write(fd, block)
             sent += n
+        if "--final-log" in opts:  # a traceback after the flood, on stderr (the analysis must still see it)
+            with open(opts["--final-log"], "rb") as f:
+                block = f.read()
+            h2.update(block)
+            write(2, block)
         with open(opts["--hashes"], "w") as f:
             f.write(h1.hexdigest() + " " + h2.hexdigest())
     if "--late" in opts:  # a process of the group that prints after the leader exited (the leader does not wait)
