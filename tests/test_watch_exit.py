@@ -43,7 +43,7 @@ def test_clean_exit_still_no_error(tmp_path):
 def test_hang_diagnosis_printed_once(tmp_path):
     from conftest import FIXTURES
     log = FIXTURES / "real-hang-cut-after-step-3" / "log.txt"
-    r = run_watch(tmp_path, ["--log", str(log), "--then", "hang"], limits=Limits(steady=1.0, startup=1.0),
+    r = run_watch(tmp_path, ["--log", str(log), "--then", "hang"], limits=Limits(steady=1.0, startup=60.0),
                   on_hang="stop", grace=1.0, poll=0.2)
     doc = r.doc.decode()
     assert doc.count("GD902 ") >= 1

@@ -62,7 +62,7 @@ def test_error_and_end_alerts_posted(tmp_path, hook):
 def test_hang_alert_and_notify_cmd_gets_the_report(tmp_path, hook):
     out = tmp_path / "cmd.txt"
     cmd = f"{sys.executable} -c \"import os, sys; open({str(out)!r}, 'a').write(os.environ['GRPO_DOCTOR_EVENT'] + ' ' + sys.argv[1] + chr(10))\""
-    r = run_watch(tmp_path, ["--log", str(HANG_LOG), "--then", "hang"], limits=Limits(steady=1.0, startup=1.0),
+    r = run_watch(tmp_path, ["--log", str(HANG_LOG), "--then", "hang"], limits=Limits(steady=1.0, startup=60.0),
                   on_hang="stop", grace=1.0, poll=0.2, notify_url=hook.url, notify_cmd=cmd)
     assert any("no progress for" in b["text"] for b in hook.bodies)
     lines = out.read_text().splitlines()

@@ -77,7 +77,7 @@ def test_real_stuck_ranks_two_elsewhere_named(tmp_path):
     elsewhere: the single-outlier rule says nothing, the grouping names both)."""
     launcher = str(Path(CHILD).parent / "fakedist" / "ranks.py")
     env = dict(os.environ, TORCH_NCCL_TRACE_BUFFER_SIZE="2000")
-    r = run_watch(tmp_path, [], argv=[sys.executable, launcher, "5", "1,3"], limits=Limits(startup=1.5),
+    r = run_watch(tmp_path, [], argv=[sys.executable, launcher, "5", "1,3"], limits=Limits(startup=8.0),
                   on_hang="stop", grace=1.0, poll=0.2, env=env)
     assert r.code == EXIT_STOPPED
     f = next(f for f in r.report["findings"] if f["rule_id"] == "GD901")
