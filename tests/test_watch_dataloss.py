@@ -71,6 +71,29 @@ def test_full_disk_says_where_the_console_log_stops_and_leaves_no_tmp(tmp_path, 
     assert "Traceback" not in err
 
 
+def test_file_size_limit_says_where_the_console_log_stops(tmp_path):
+    """Point 10 where no tmpfs can be mounted: RLIMIT_FSIZE (1 MiB) on the watch process makes its console log
+    writes fail with EFBIG at byte 1048576, as a full disk fails them with ENOSPC (SIGXFSZ ignored, as a shell's
+    `ulimit -f` run would need)."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+    hashes = tmp_path / "hashes"
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "watch", "--no-preflight", "--gpu-interval", "0",
+                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, CHILD, "--flood", "3", "--hashes",
+                        str(hashes), "--then", "exit:7"], capture_output=True, cwd=ROOT, timeout=300, check=False,
+                       preexec_fn=limit)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 7, err[-2000:]
+    assert hashlib.sha256(p.stdout).hexdigest() == hashes.read_text().split()[0]
+    assert "incomplete from byte 1048576 on" in err
+    assert (tmp_path / "run" / "grpo-doctor-console.log").stat().st_size == 1 << 20
+    assert not [n for n in os.listdir(tmp_path / "run") if ".tmp" in n]
+
+
 def test_every_launch_keeps_its_console_log_and_report(tmp_path):
     """Point 11: three launches in one run folder keep three console logs and three reports."""
     texts = []
