@@ -25,6 +25,14 @@ def explain_text(meta: RuleMeta) -> str:
         lines.append("Fix:")
         lines += [f"  - {f}" for f in meta.fix]
         lines.append("")
+    if meta.action:
+        lines.append(f"Action: {meta.action} (default; the run may refine it: resume from a good checkpoint)")
+    if meta.verify:
+        lines.append(f"Verify: {meta.verify}")
+    if meta.prevent:
+        lines.append(f"Prevent: {meta.prevent}")
+    if meta.action or meta.verify or meta.prevent:
+        lines.append("")
     if meta.examples:
         lines.append("Matches lines such as:")
         lines += [f"  {e}" for e in meta.examples[:5]]
@@ -65,7 +73,8 @@ def rules_json(metas: list[RuleMeta]) -> str:
     return json.dumps([{
         "id": m.id, "slug": m.slug, "category": m.category, "severity": m.severity.name, "title": m.title,
         "why": m.why, "fix": list(m.fix), "references": list(m.references), "versions": m.versions,
-        "kind": "check" if m.check else "pattern",
+        "kind": "check" if m.check else "pattern", "action": m.action, "verify": m.verify,
+        **({"prevent": m.prevent} if m.prevent else {}),
     } for m in metas], indent=2, ensure_ascii=False)
 
 

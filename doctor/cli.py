@@ -208,6 +208,8 @@ def rules_cmd(
                                                  "(repeatable)."),
     select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, prefixes, slugs or "
                                                "categories, as analyze --select."),
+    known_issues: bool = typer.Option(False, "--known-issues", help="Print the size, date and sources of the "
+                                      "known-issues index (public threads matched to findings) instead."),
 ) -> None:
     """The rule catalog: id, severity, category and slug of each rule, under a header.
 
@@ -217,7 +219,12 @@ def rules_cmd(
       grpo-doctor rules
       grpo-doctor rules --category cuda-oom
       grpo-doctor rules --select GD1 --format json
+      grpo-doctor rules --known-issues
     """
+    if known_issues:
+        from .known import index_summary
+        typer.echo(index_summary())
+        return
     from .catalog_view import filter_rules, rules_json, rules_text
     from .selectors import SelectorError, split
     try:
@@ -227,6 +234,38 @@ def rules_cmd(
     except CatalogError as e:
         raise die(f"rule catalog: {e}")
     typer.echo(rules_json(metas) if fmt is ListFormat.json else rules_text(metas))
+
+
+@app.command("schema", cls=Command)
+def schema_cmd() -> None:
+    """The JSON Schema (draft 2020-12) of the --format json report, schema_version 1.
+
+    Examples:
+
+    \b
+      grpo-doctor schema > grpo-doctor-report.schema.json
+    """
+    from .render.jsonr import schema_text
+    typer.echo(schema_text(), nl=False)
+
+
+@app.command("mcp", cls=Command)
+def mcp_cmd() -> None:
+    """Serve analyze, explain, preflight and check-ckpt to agents over the Model Context Protocol (stdio):
+    each tool returns the JSON report. Needs the MCP Python SDK: pip install 'grpo-doctor[mcp]'.
+
+    Examples:
+
+    \b
+      grpo-doctor mcp 2> grpo-doctor-mcp.log
+      claude mcp add grpo-doctor -- grpo-doctor mcp
+    """
+    from .mcp_server import build_server
+    try:
+        server = build_server()
+    except ImportError as e:
+        raise die(str(e))
+    server.run()
 
 
 class OnHang(str, Enum):

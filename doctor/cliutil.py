@@ -29,6 +29,7 @@ class Format(str, Enum):
     json = "json"
     markdown = "markdown"
     sarif = "sarif"
+    github = "github"  # GitHub Actions annotations (::error file=...,line=...::)
 
 
 class FailOn(str, Enum):
@@ -113,7 +114,8 @@ def quiet_opt():
                         "title), nothing else; the exit status tells the rest.")
 
 
-def render_report(report: Report, fmt: Format, color: bool, width: Optional[int] = None, quiet: bool = False) -> str:
+def render_report(report: Report, fmt: Format, color: bool, width: Optional[int] = None, quiet: bool = False,
+                  code: Optional[int] = None) -> str:
     if fmt is Format.json:
         from .render import jsonr
         return jsonr.render(report)
@@ -122,7 +124,10 @@ def render_report(report: Report, fmt: Format, color: bool, width: Optional[int]
         return markdown.render(report)
     if fmt is Format.sarif:
         from .render import sarif
-        return sarif.render(report)
+        return sarif.render(report, exit_code=code)
+    if fmt is Format.github:
+        from .render import github
+        return github.render(report)
     from .render import text
     return text.render(report, color=color, width=width, quiet=quiet)
 
@@ -176,7 +181,7 @@ def report_and_exit(build, what: str, debug: bool, fmt: Format, output: Optional
         tty = output is None and sys.stdout.isatty()
         width = wrap_width(tty) if output is None else None
         text = render_report(report, fmt, color_wanted(color.value, tty=tty, to_file=output is not None), width,
-                             quiet)
+                             quiet, code)
     except (InputError, *user_errors) as e:
         raise die(str(e))
     except CatalogError as e:

@@ -14,11 +14,12 @@ from .gate import WordGate
 from .model import Finding, Role, Severity
 from .registry import RuleMeta, load_catalog
 from .rules import FinishContext, Rule, build_rule
-from .signals import ExceptionInfo, LogLine, Metrics
+from .signals import CheckpointInput, ExceptionInfo, LogLine, Metrics
 from .sources import metrics as metrics_src
 from .sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from .sources.swiftconfig import RunConfig
 from .sources.traceback import TracebackTracker
+from .verdict import refine
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
@@ -43,6 +44,7 @@ class Session:
         self.ended = False
         self.metrics_steps = 0
         self.log_inputs: list[str] = []
+        self.checkpoints: list[tuple[str, int | None]] = []  # (path, step) of the checkpoints seen: verdict.refine
         self._by_type: dict[type, list[Rule]] = {}
         self._all_line_rules: list[Rule] = []
         lit_rules: dict[str, list[Rule]] = {}
@@ -138,6 +140,8 @@ class Session:
                 return
             if metrics_src.is_step(signal.values):
                 self.metrics_steps += 1
+        elif isinstance(signal, CheckpointInput):
+            self.checkpoints.append((signal.facts.path, signal.facts.step))
         self._route(signal)
 
     def _route(self, signal: Any) -> None:
@@ -163,7 +167,7 @@ class Session:
                         found.extend(r.finish(ctx))
                     except _OUT_OF_RANGE:
                         pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
-        return order(found)
+        return refine(order(found), self.run, self.checkpoints, ended=self.ended)
 
 
 # what a rule's arithmetic raises on a value read from a hostile input: a 400-digit integer as float, a division by a

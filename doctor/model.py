@@ -54,9 +54,17 @@ class Finding:
     role: Role = Role.standalone
     first_seq: int = 0  # ordering: where in the inputs the finding first appeared
     priority: int = 50  # within one severity: higher is more specific / more likely the cause
+    # what to do (additive to schema 1): restart | resume | relaunch | stop (registry.ACTIONS), what the next run's
+    # log shows when the fix worked, the preflight/check-ckpt check that would have caught it, and the command to
+    # run (resume/relaunch: the run's own launch with the corrected flags) when it can be computed
+    action: str = ""
+    verify: str = ""
+    prevent: str = ""
+    command: str = ""
+    flags: tuple[tuple[str, str], ...] = ()  # corrected flags the diagnosis computed ("--name", "value"): for command
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "rule_id": self.rule_id,
             "slug": self.slug,
             "category": self.category,
@@ -69,6 +77,10 @@ class Finding:
             "ranks": list(self.ranks),
             "role": self.role.value,
         }
+        for key in ("action", "verify", "prevent", "command"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
 
 
 @dataclass(frozen=True)

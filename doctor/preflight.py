@@ -19,7 +19,6 @@ from typing import Any
 
 from . import __version__
 from .checks.args._swift_fields import RLHF_FIELDS_4_6
-from .checks.config._base import _int
 from .engine import Session
 from .model import InputInfo, Report
 from .registry import load_catalog
@@ -29,6 +28,7 @@ from .sources import gpu as gpu_src
 from .sources.swiftcmd import CommandError, SwiftCommand, flag_values, parse_command, read_json, read_model_dir
 from .sources.swiftconfig import Launch, RunConfig
 from .swift.version import major_minor
+from .values import as_int
 
 PATH = "<preflight>"
 
@@ -52,7 +52,7 @@ def known_fields(version: str | None) -> tuple[frozenset[str] | None, str]:
     if version is None or version.startswith("4.6"):
         return RLHF_FIELDS_4_6, "ms-swift 4.6.0 argument table" + ("" if version else " (ms-swift not installed here)")
     if installed_swift() != version:
-        return None, f"version tables of swift-notes §7 (ms-swift {version} is not installed here)"
+        return None, f"grpo-doctor's flag tables of renamed and removed flags (ms-swift {version} is not installed here)"
     try:
         from swift.arguments import RLHFArguments  # type: ignore  # noqa: PLC0415
         return frozenset(f.name for f in dataclasses.fields(RLHFArguments)), f"installed ms-swift {version}"
@@ -93,15 +93,15 @@ def predicted_lines(run: RunConfig, mm: tuple[int, int] | None) -> list[str]:
         return []
     a = run.args
     n = run.world_size() or 1
-    b = _int(a.get("per_device_train_batch_size")) or 1
-    eb = _int(a.get("per_device_eval_batch_size")) or 1
-    g = _int(a.get("num_generations"))
+    b = as_int(a.get("per_device_train_batch_size"), floats=True) or 1
+    eb = as_int(a.get("per_device_eval_batch_size"), floats=True) or 1
+    g = as_int(a.get("num_generations"), floats=True)
     g = 8 if g is None else g
-    ga = _int(a.get("gradient_accumulation_steps"))
+    ga = as_int(a.get("gradient_accumulation_steps"), floats=True)
     if ga is None:
         ga = max(1, math.ceil(16 / b / n)) if (mm is not None and (3, 4) <= mm < (3, 7)) else 1
-    spg = _int(a.get("steps_per_generation"))
-    gbs = _int(a.get("generation_batch_size"))
+    spg = as_int(a.get("steps_per_generation"), floats=True)
+    gbs = as_int(a.get("generation_batch_size"), floats=True)
     teacher = bool(a.get("teacher_model") or a.get("teacher_model_server"))
     ev = eval_enabled(run, mm)
     out: list[str] = []
@@ -128,7 +128,7 @@ def predicted_lines(run: RunConfig, mm: tuple[int, int] | None) -> list[str]:
             out.append(f"ValueError: generation_batch_size ({gbs}) must be evenly divisible by num_generations ({g}). "
                        f"Valid values: {_divs(gbs, 2)}.")
         elif g > 1 and ev:
-            ge = _int(a.get("num_generations_eval")) or g
+            ge = as_int(a.get("num_generations_eval"), floats=True) or g
             if (n * eb) % ge:
                 out.append(f"ValueError: The global eval batch size ({n} x {eb}) must be evenly divisible by "
                            f"num_generations_eval ({ge}). Valid values: {_divs(n * eb, 1)}.")
@@ -144,7 +144,7 @@ def predicted_lines(run: RunConfig, mm: tuple[int, int] | None) -> list[str]:
                     f"number of generations per prompt ({g}). Given the current effective train batch size, the "
                     f"valid values for the number of generations are: {_divs(total, 2)}."]
         if ev:
-            ge = _int(a.get("num_generations_eval")) if v >= (3, 12) else None
+            ge = as_int(a.get("num_generations_eval"), floats=True) if v >= (3, 12) else None
             ge = ge or g
             if (n * eb) % ge:
                 what = "the number of generations for eval" if v >= (3, 12) else \

@@ -37,7 +37,7 @@ CATEGORIES = (
 FAMILY_IDS: dict[str, tuple[tuple[int, int], ...]] = {
     "batch": ((101, 199),), "memory": ((201, 209), (905, 905)), "vllm": ((210, 299),),
     "distributed": ((301, 319),), "hang": ((320, 399), (901, 902)), "args": ((401, 429),), "data": ((430, 449),),
-    "deps": ((450, 459),), "config": ((460, 499),), "gpu": ((501, 599), (903, 904)), "rewards": ((601, 619),),
+    "deps": ((450, 459),), "config": ((460, 499),), "gpu": ((501, 599),), "rewards": ((601, 619),),
     "numerics": ((620, 639),), "outputs": ((640, 699),), "checkpoint": ((701, 899), (906, 906)),
     "fallback": ((990, 999),),
 }
@@ -55,7 +55,10 @@ def id_in_family(rule_id: str, family: str) -> bool:
 # The keys a rule file may hold (rules/README.md has the table; a test checks the two agree)
 KEYS = frozenset({"id", "slug", "category", "severity", "title", "why", "message", "fix", "references", "priority",
                   "versions", "examples", "not_examples", "patterns", "exceptions", "check", "fixer", "consequence",
-                  "fallback", "options"})
+                  "fallback", "options", "aliases", "action", "verify", "prevent"})
+# what to do about a finding (JSON ``action``; watch --on-failure acts on it): a transient fault to run again as is,
+# a run to continue from its last good checkpoint, a configuration to correct and launch again, a bug to fix first
+ACTIONS = ("restart", "resume", "relaunch", "stop")
 PATTERN_KEYS = frozenset({"literals", "regex", "origin"})
 EXCEPTION_KEYS = frozenset({"type", "message", "frames", "raised_in"})
 
@@ -104,6 +107,11 @@ class RuleMeta:
     path: str
     family: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()   # former ids of this rule (merged rules): --select/--ignore/explain still take them
+    action: str = ""       # one of ACTIONS: the rule's default verdict (a diagnosis may refine it); every shipped
+    #                        rule has one and a verify (tests/test_actions.py), a rule written in a test need not
+    verify: str = ""       # what the next run's log shows when the fix worked
+    prevent: str = ""      # the preflight / check-ckpt rule (and command) that would have caught it, if any
 
     @property
     def role_hint(self) -> Role:
@@ -113,13 +121,13 @@ class RuleMeta:
 def rule_files(directory: Path | None = None) -> list[Path]:
     """Every rule file of the catalog: ``rules/<family>/GDnnn-slug.toml``, sorted by name (= by id)."""
     d = directory if directory is not None else rules_dir()
-    return sorted(d.glob("*/*.toml"), key=lambda p: p.name)
+    return sorted(d.glob("*/GD*.toml"), key=lambda p: p.name)
 
 
 def rules_dir() -> Path:
     here = Path(__file__).resolve().parent
     packaged = here / "_rules"
-    if packaged.is_dir() and any(packaged.glob("*/*.toml")):
+    if packaged.is_dir() and any(packaged.glob("*/GD*.toml")):
         return packaged
     return here.parent / "rules"
 
@@ -181,6 +189,11 @@ def _load_one(path: Path) -> RuleMeta:
         raise CatalogError(f"{where}: id {data['id']!r} is outside the ids of family {family!r} (rules/README.md)")
     if data["category"] not in CATEGORIES:
         raise CatalogError(f"{where}: unknown category {data['category']!r}")
+    if "action" in data and data["action"] not in ACTIONS:
+        raise CatalogError(f"{where}: action {data['action']!r} is not one of {', '.join(ACTIONS)}")
+    for key in ("verify", "prevent"):
+        if not isinstance(data.get(key, ""), str) or (key in data and not data[key].strip()):
+            raise CatalogError(f"{where}: {key!r} must be a non-empty string")
     pats = []
     for i, p in enumerate(data.get("patterns", [])):
         lits = tuple(p.get("literals", ()))
@@ -208,7 +221,9 @@ def _load_one(path: Path) -> RuleMeta:
         consequence=bool(data.get("consequence", False)), fallback=bool(data.get("fallback", False)),
         priority=int(data.get("priority", 50)), examples=tuple(data.get("examples", ())),
         not_examples=tuple(data.get("not_examples", ())), versions=data.get("versions", ""), path=where, family=family,
-        options=dict(data.get("options", {})),
+        options=dict(data.get("options", {})), aliases=tuple(data.get("aliases", ())), action=data.get("action", ""),
+        verify=data.get("verify", "").strip(),
+        prevent=data.get("prevent", "").strip(),
     )
 
 
@@ -218,7 +233,7 @@ def load_catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
     metas = [_load_one(p) for p in rule_files(d)]
     seen: dict[str, str] = {}
     for m in metas:
-        for key in (m.id, m.slug):
+        for key in (m.id, m.slug, *m.aliases):
             if key in seen:
                 raise CatalogError(f"{m.path}: {key!r} is already used by {seen[key]}")
             seen[key] = m.path
@@ -229,7 +244,7 @@ def find_rule(key: str, catalog: tuple[RuleMeta, ...] | None = None) -> RuleMeta
     cat = catalog if catalog is not None else load_catalog()
     k = key.strip().lower()
     for m in cat:
-        if m.id.lower() == k or m.slug.lower() == k:
+        if m.id.lower() == k or m.slug.lower() == k or k in (a.lower() for a in m.aliases):
             return m
     return None
 

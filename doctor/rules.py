@@ -52,6 +52,8 @@ class Diagnosis:
     fix: tuple[str, ...] | None = None
     severity: Severity | None = None
     evidence: tuple[Evidence, ...] = ()
+    action: str | None = None                 # refines the rule's default action (registry.ACTIONS)
+    flags: tuple[tuple[str, str], ...] = ()   # the corrected flags, ("--name", "value"): the finding's command
 
 
 class _Blank(dict):
@@ -122,12 +124,14 @@ class Rule:
     # helpers for subclasses
     def make(self, *, message: str | None = None, fix: list[str] | tuple[str, ...] | None = None,
              evidence: tuple[Evidence, ...] | list[Evidence] = (), count: int = 1, ranks: tuple[int, ...] = (),
-             seq: int = 0, severity: Severity | None = None, title: str | None = None) -> Finding:
+             seq: int = 0, severity: Severity | None = None, title: str | None = None, action: str | None = None,
+             flags: tuple[tuple[str, str], ...] = ()) -> Finding:
         m = self.meta
         return Finding(
             rule_id=m.id, slug=m.slug, category=m.category, severity=severity if severity is not None else m.severity,
             title=title or m.title, message=message or m.message, fix=tuple(fix if fix is not None else m.fix),
             evidence=tuple(evidence), count=count, ranks=ranks, role=m.role_hint, first_seq=seq, priority=m.priority,
+            action=action or m.action, verify=m.verify, prevent=m.prevent, flags=tuple(flags),
         )
 
 
@@ -179,6 +183,8 @@ class PatternRule(Rule):
         message = render(self.meta.message, vals)
         fix = [render(f, vals) for f in self.meta.fix]
         severity = None
+        action: str | None = None
+        flags: tuple[tuple[str, str], ...] = ()
         if self.meta.fixer:  # resolved only for a rule that matched: the catalog loads without importing hooks
             out = resolve(self.meta.fixer)(self.hits, ctx)
             if out is None:
@@ -187,8 +193,9 @@ class PatternRule(Rule):
             fix = list(out.fix) if out.fix is not None else fix
             severity = out.severity
             evidence = out.evidence + evidence
+            action, flags = out.action, out.flags
         return [self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
-                          seq=first.seq, severity=severity)]
+                          seq=first.seq, severity=severity, action=action, flags=flags)]
 
 
 def match_exception(e: Any, exc: ExceptionInfo) -> dict[str, str] | None:

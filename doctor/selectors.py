@@ -51,8 +51,8 @@ def expand(token: str, catalog: Iterable[RuleMeta] | None = None, option: str = 
     t = normalise(token)
     if t == "all":
         return {m.id for m in metas}
-    if _ID_PREFIX.fullmatch(t):
-        got = {m.id for m in metas if m.id.lower().startswith(t)}
+    if _ID_PREFIX.fullmatch(t):  # an id or id prefix; a rule's former ids (aliases) count as its own
+        got = {m.id for m in metas if any(i.lower().startswith(t) for i in (m.id, *m.aliases))}
     else:
         got = {m.id for m in metas if t in (m.slug.lower(), m.category.lower())}
     if got:
@@ -62,6 +62,7 @@ def expand(token: str, catalog: Iterable[RuleMeta] | None = None, option: str = 
 
 def _unknown(token: str, t: str, metas: tuple[RuleMeta, ...], option: str) -> str:
     names = {m.id.lower(): m.id for m in metas}
+    names.update({a.lower(): a for m in metas for a in m.aliases})
     names.update({m.slug.lower(): m.slug for m in metas})
     names.update({m.category.lower(): m.category for m in metas})
     if _ID_PREFIX.fullmatch(t):  # a prefix too long to exist: suggest its shorter, existing prefixes too

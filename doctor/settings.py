@@ -5,7 +5,7 @@
     ignore = ["GD644"]        # as --ignore
     fail-on = "warning"       # warning | error | never
     gpu-mem = 80              # GiB of one training GPU (preflight)
-    format = "text"           # text | json | markdown | sarif
+    format = "text"           # text | json | markdown | sarif | github
 
 The file is found by walking up from the run directory (the first PATH; a file's folder) and then from the
 current directory; the first pyproject.toml holding a ``[tool.grpo-doctor]`` table wins. ``--config FILE``
@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-FORMATS = ("text", "json", "markdown", "sarif")
+FORMATS = ("text", "json", "markdown", "sarif", "github")
 FAIL_ON = ("warning", "error", "never")
 KEYS = ("select", "ignore", "fail-on", "gpu-mem", "format")
 

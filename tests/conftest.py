@@ -12,3 +12,40 @@ REAL_SWIFT = ROOT / "fixtures" / "real-swift"
 os.environ.setdefault("NO_COLOR", "1")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+# ---- feeding text through the real engine (one set of helpers for every rule test) ----
+
+def lines_of(text: str, path: str = "log.txt"):
+    """The LogLines the real reader makes of ``text`` (as if it were the file ``path``)."""
+    import io
+
+    from doctor.sources.logtext import LineReader
+    return LineReader(path, [0]).lines(io.BytesIO(text.encode()))
+
+
+def feed_text(session, text: str, path: str = "log.txt") -> None:
+    for line in lines_of(text, path):
+        session.feed_line(line)
+
+
+def run_text(text: str = "", *, command: str | None = None, rules=None, path: str = "log.txt"):
+    """The findings of a session over ``text`` (and a launch ``command``), with the whole catalog or the rules
+    given (ids or RuleMeta)."""
+    from doctor.engine import Session
+    from doctor.registry import find_rule, load_catalog
+    if rules is None:
+        metas = load_catalog()
+    else:
+        metas = [find_rule(r) if isinstance(r, str) else r for r in rules]
+    s = Session(metas)
+    if command:
+        s.run.add_command(command)
+    feed_text(s, text, path)
+    return s.finish()
+
+
+def fires(rule, text: str, path: str = "<example>") -> bool:
+    """Does the rule (id or RuleMeta) fire on this text, fed alone through the real engine?"""
+    rid = rule if isinstance(rule, str) else rule.id
+    return any(f.rule_id == rid for f in run_text(text, rules=[rule], path=path))

@@ -5,15 +5,12 @@ small command/log texts through the real engine and check the arithmetic and the
 """
 from __future__ import annotations
 
-import io
-
 from conftest import REAL_SWIFT
+from conftest import run_text as _run_text
 
 from doctor.checks.args.unknown_flag import flag_advice, split_argv
-from doctor.engine import Session
-from doctor.registry import find_rule, load_catalog
+from doctor.registry import find_rule
 from doctor.sources.argv import group_flags
-from doctor.sources.logtext import LineReader
 from doctor.sources.swiftconfig import RunConfig
 
 REAL = REAL_SWIFT
@@ -21,14 +18,7 @@ SP = "/usr/local/lib/python3.10/site-packages"
 
 
 def run_text(log: str = "", command: str | None = None, rules: tuple[str, ...] | None = None):
-    metas = [m for m in load_catalog() if rules is None or m.id in rules]
-    s = Session(metas)
-    if command:
-        s.run.add_command(command, "command")
-    if log:
-        for line in LineReader("log.txt", [0]).lines(io.BytesIO(log.encode())):
-            s.feed_line(line)
-    return s.finish()
+    return _run_text(log, command=command, rules=rules)
 
 
 def only(findings, rid):

@@ -5,22 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import fires
 from golden import FIXTURES, cases
 
-from doctor.engine import Session
 from doctor.registry import CATEGORIES, load_catalog
-from doctor.sources.logtext import LineReader
 
 CATALOG = load_catalog()
-
-
-def _fires(meta, text: str) -> bool:
-    """Does the rule fire on this single line (fed through the real engine)?"""
-    import io
-    s = Session([meta])
-    for line in LineReader("<example>", [0]).lines(io.BytesIO(text.encode())):
-        s.feed_line(line)
-    return any(f.rule_id == meta.id for f in s.finish())
 
 
 def test_catalog_loads_and_ids_unique():
@@ -48,13 +38,13 @@ def test_every_regex_compiles(tmp_path):
         meta.patterns[0].regex.compile()
 
 
-@pytest.mark.parametrize("meta", [m for m in CATALOG if m.patterns or m.exceptions], ids=lambda m: m.id)
+@pytest.mark.parametrize("meta", [m for m in CATALOG if m.patterns or m.exceptions or m.examples], ids=lambda m: m.id)
 def test_examples_match(meta):
     assert meta.examples, f"{meta.id} has no examples"
     for ex in meta.examples:
-        assert _fires(meta, ex), f"{meta.id} does not fire on its example: {ex}"
+        assert fires(meta, ex), f"{meta.id} does not fire on its example: {ex}"
     for ex in meta.not_examples:
-        assert not _fires(meta, ex), f"{meta.id} fires on its counter-example: {ex}"
+        assert not fires(meta, ex), f"{meta.id} fires on its counter-example: {ex}"
 
 
 @pytest.mark.parametrize("meta", CATALOG, ids=lambda m: m.id)

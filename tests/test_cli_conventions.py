@@ -16,7 +16,7 @@ import doctor
 from doctor.console import color_wanted
 
 INFO_LOG = ROOT / "fixtures" / "logs" / "dev-018-loss-zero-is-expected"
-COMMANDS = ("analyze", "preflight", "check-ckpt", "watch", "explain", "rules")
+COMMANDS = ("analyze", "preflight", "check-ckpt", "watch", "explain", "rules", "mcp")
 
 
 def env_run(*args: str, **env: str) -> subprocess.CompletedProcess:

@@ -1,15 +1,13 @@
 """The run configuration is read from real launcher lines, argument dumps, command files and args.json."""
 from __future__ import annotations
 
-import io
 import json
 
-from conftest import FIXTURES, REAL_SWIFT
+from conftest import FIXTURES, REAL_SWIFT, feed_text
 
 from doctor.engine import Session
 from doctor.sources.argv import parse_argv, parse_value
 from doctor.sources.inputs import discover, feed_input
-from doctor.sources.logtext import LineReader
 from doctor.sources.swiftconfig import RunConfig
 
 REAL = REAL_SWIFT
@@ -63,9 +61,7 @@ def test_bare_argument_list_command():
 
 def test_v3_paths_give_major_hint():
     s = Session([])
-    data = b'  File "/x/site-packages/swift/llm/train/sft.py", line 113, in run\n'
-    for ln in LineReader("t", [0]).lines(io.BytesIO(data)):
-        s.feed_line(ln)
+    feed_text(s, '  File "/x/site-packages/swift/llm/train/sft.py", line 113, in run\n', "t")
     assert s.run.major == 3
 
 

@@ -2,10 +2,8 @@
 host OOM kills, and logs that stop without an error (hang at start / mid-training, py-spy dumps)."""
 from __future__ import annotations
 
-import io
-
 import pytest
-from conftest import REAL_SWIFT
+from conftest import REAL_SWIFT, feed_text, lines_of, run_text
 
 from doctor.checks.distributed._common import minutes
 from doctor.checks.distributed._elastic import ElasticBlock
@@ -13,18 +11,12 @@ from doctor.checks.hang._progress import classify_frames
 from doctor.engine import Session
 from doctor.model import Role, Severity
 from doctor.registry import find_rule, load_catalog
-from doctor.sources.logtext import LineReader
 
 HEALTHY = REAL_SWIFT / "grpo_lora_healthy" / "log.txt"
 
 
 def run(text: str, *, command: str | None = None, path: str = "t.log"):
-    s = Session(load_catalog())
-    if command:
-        s.run.add_command(command)
-    for line in LineReader(path, [0]).lines(io.BytesIO(text.encode())):
-        s.feed_line(line)
-    return s.finish()
+    return run_text(text, command=command, path=path)
 
 
 def ids(findings):
@@ -37,22 +29,6 @@ def by_id(findings, rid):
 
 def healthy_lines() -> list[str]:
     return HEALTHY.read_bytes().decode("utf-8").split("\n")
-
-
-# ----------------------------------------------------------------------------- catalog examples of check rules
-@pytest.mark.parametrize("rid", ["GD301", "GD310"])
-def test_check_rule_examples_fire(rid):
-    meta = find_rule(rid)
-    for ex in meta.examples:
-        s = Session([meta])
-        for line in LineReader("<ex>", [0]).lines(io.BytesIO(ex.encode())):
-            s.feed_line(line)
-        assert rid in ids(s.finish()), ex
-    for ex in meta.not_examples:
-        s = Session([meta])
-        for line in LineReader("<ex>", [0]).lines(io.BytesIO(ex.encode())):
-            s.feed_line(line)
-        assert rid not in ids(s.finish()), ex
 
 
 # ----------------------------------------------------------------------------- NCCL watchdog
@@ -133,7 +109,7 @@ Root Cause (first observed failure):
 def test_elastic_block_parser():
     b = ElasticBlock()
     text = BLOCK.replace("{code}", "-9").replace("{tb}", "Signal 9 (SIGKILL) received by PID 6916")
-    for line in LineReader("t", [0]).lines(io.BytesIO(text.encode())):
+    for line in lines_of(text, "t"):
         b.feed(line)
     assert b.root.rank == 0 and b.root.exitcode == -9 and b.root.signal == "SIGKILL"
     assert [(f.rank, f.exitcode) for f in b.others()] == [(1, -15)]
@@ -199,8 +175,7 @@ def test_hang_rules_share_one_progress_fed_once():
     fed = []
     real = start.p.feed
     start.p.feed = lambda signal: (fed.append(type(signal).__name__), real(signal))
-    for line in LineReader("t.log", [0]).lines(io.BytesIO(b"[INFO:swift] run sh: `swift rlhf`\n")):
-        s.feed_line(line)
+    feed_text(s, "[INFO:swift] run sh: `swift rlhf`\n", "t.log")
     assert fed == ["LogLine"]  # one parse for both rules
 
 
@@ -209,8 +184,7 @@ def test_hang_rule_alone_keeps_its_own_progress(cut, rid):
     # a session with only one of the two rules (--select) feeds it and finds the same hang
     text = "\n".join(healthy_lines()[:cut]) + "\n"
     alone = Session([find_rule(rid)])
-    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
-        alone.feed_line(line)
+    feed_text(alone, text, "t.log")
     assert [f.rule_id for f in alone.finish()] == [rid]
     assert [f for f in run(text) if f.rule_id == rid] == [f for f in alone.finish() if f.rule_id == rid]
 

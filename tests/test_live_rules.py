@@ -92,25 +92,27 @@ def _finish(s, rid):
 
 
 def test_gpu_idle_with_memory_held():
-    s = _session_with("GD903")
+    s = _session_with("GD903")  # the former id of the live check selects the merged rule
+    assert [r.meta.id for r in s.rules] == ["GD504"]
     for t in range(0, 400, 10):
         s.emit(GpuTick(t, (Gpu(0, 0.0, 40 * GIB, 80 * GIB), Gpu(1, 95.0, 40 * GIB, 80 * GIB))))
-    f, = _finish(s, "GD903")
-    assert "GPU 0 (390 s" in f.message and "GPU 1" not in f.message and f.category == "gpu-underutilized"
-    s2 = _session_with("GD903")
+    f, = _finish(s, "GD504")
+    assert "GPU 0 (390 s" in f.message and "GPU 1" not in f.message and f.category == "hang-mid-training"
+    assert "py-spy dump --pid <pid> of each rank" in f.fix[0]  # the live fix, not "take two more snapshots"
+    s2 = _session_with("GD504")
     for t in range(0, 400, 10):  # idle but empty (not started yet), or busy half the time
         s2.emit(GpuTick(t, (Gpu(0, 0.0, 0, 80 * GIB), Gpu(1, 0.0 if t % 200 else 90.0, 40 * GIB, 80 * GIB))))
-    assert _finish(s2, "GD903") == []
+    assert _finish(s2, "GD504") == []
 
 
 def test_gpu_memory_near_full_needs_three_samples():
-    s = _session_with("GD904")
+    s = _session_with("GD502")
     s.run.add_command("swift rlhf --rlhf_type grpo --vllm_gpu_memory_utilization 0.9")
     for t, used in enumerate((79.0, 79.5, 60.0, 79.0, 79.2)):
         s.emit(GpuTick(t, (Gpu(0, 50.0, int(used * GIB), 80 * GIB),)))
-    assert _finish(s, "GD904") == []
+    assert _finish(s, "GD502") == []
     s.emit(GpuTick(9, (Gpu(0, 50.0, int(79.9 * GIB), 80 * GIB),)))
-    f, = _finish(s, "GD904")
+    f, = _finish(s, "GD502")
     assert "79.9 GiB of 80.0 GiB" in f.message and "0.9" in f.fix[0]
 
 

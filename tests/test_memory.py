@@ -1,9 +1,8 @@
 """Memory, vLLM and device rules (GD201-GD234): parsing, which side ran out, fixes computed from the run."""
 from __future__ import annotations
 
-import io
-
 import pytest
+from conftest import feed_text
 
 from doctor.checks.memory._facts import Facts, facts_of, params_b, zero_stage
 from doctor.checks.memory._ladders import training_state_gb
@@ -13,7 +12,6 @@ from doctor.engine import Session
 from doctor.registry import load_catalog
 from doctor.signals import Frame
 from doctor.sources.argv import split_shell
-from doctor.sources.logtext import LineReader
 from doctor.sources.swiftconfig import RunConfig, split_launches, yaml_args
 
 SP = "/opt/conda/lib/python3.10/site-packages"
@@ -25,9 +23,7 @@ def run_log(text: str, command: str | None = None):
     if command:
         run.add_command(command)
     s = Session(load_catalog(), run=run)
-    s.begin_log("t.log")
-    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
-        s.feed_line(line)
+    feed_text(s, text, "t.log")
     return s.finish()
 
 

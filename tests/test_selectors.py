@@ -58,3 +58,13 @@ def test_ignore_mutes_without_the_fallback_claiming_an_unknown_failure():
     assert p.returncode == 0, got
     p = run("analyze", str(BATCH_LOG), "--ignore", "batch-divisibility")
     assert "No rule recognises" not in p.stdout.decode()
+
+
+def test_former_ids_of_merged_rules_still_select_them():
+    """GD903/GD904 (watch's GPU checks) became part of GD504/GD502: old --select, --ignore and explain still work."""
+    cat = load_catalog()
+    assert ids(select_rules(cat, {"GD903"})) == {"GD504"} and ids(select_rules(cat, {"gd904"})) == {"GD502"}
+    assert {"GD502", "GD504"} <= ids(select_rules(cat, {"GD90"}))  # the prefix of the former ids too
+    assert "GD504" not in ids(select_rules(cat, None, {"GD903"}))  # --ignore with the old id mutes it
+    p = run("explain", "GD903")
+    assert p.returncode == 0 and b"GD504" in p.stdout

@@ -22,6 +22,8 @@ TOML = '''id = "{id}"
 slug = "{slug}"
 category = "{category}"
 severity = "{severity}"
+action = "relaunch"
+verify = "TODO: what the next run's log shows when the fix worked (a metric, a line, a step reached)"
 priority = 50
 title = "TODO: one line, what failed"
 versions = "TODO: the library versions whose wording or behaviour this rule knows"

@@ -1,10 +1,85 @@
 """Markdown, ready to paste into a GitHub issue. Only the tool's own markup is markup: every input-derived string
-goes through render.safe (escaped text, code spans and fences longer than any backtick run inside)."""
+goes through render.safe (escaped text, code spans and fences longer than any backtick run inside).
+
+For an issue tracker: paths are written relative to the run directory (no user names or cluster paths; the
+directory itself is named by its last part only), the launch flags come first (what maintainers ask for), and
+long evidence is folded into ``<details>``.
+"""
 from __future__ import annotations
 
-from ..model import Report
+import os
+import re
+import shlex
+from typing import Any
+
+from .. import known
+from ..model import Evidence, Finding, Report
 from . import run_line
+from .paths import rel_path, run_base
 from .safe import md_code, md_fence, md_message, md_text
+
+EVIDENCE_SHOWN = 4     # evidence lines shown before the rest is folded
+EVIDENCE_CHARS = 1500  # ... or fewer when the lines are long
+LAUNCH_SHOWN = 12      # a launch block longer than this is folded
+_SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def _where(e: Evidence, base: str | None) -> str:
+    return f"{rel_path(e.path, base)}{f':{e.line}' if e.line else ''}: {e.text}"
+
+
+def evidence_block(evidence: tuple[Evidence, ...] | list[Evidence], base: str | None) -> list[str]:
+    """A fenced block of the evidence; past EVIDENCE_SHOWN lines (or EVIDENCE_CHARS) the rest is in <details>."""
+    lines = [_where(e, base) for e in evidence]
+    shown, size = 0, 0
+    for line in lines:
+        if shown >= EVIDENCE_SHOWN or (shown and size + len(line) > EVIDENCE_CHARS):
+            break
+        shown, size = shown + 1, size + len(line)
+    out = md_fence(lines[:shown]) + [""]
+    rest = lines[shown:]
+    if rest:
+        out += [f"<details><summary>{len(rest)} more evidence line{'s' if len(rest) > 1 else ''}</summary>", "",
+                *md_fence(rest), "", "</details>", ""]
+    return out
+
+
+def _arg(value: Any) -> str | None:
+    if value is None or value == [] or value == {} or value == "":
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return " ".join(shlex.quote(str(v)) for v in value)
+    return shlex.quote(str(value))
+
+
+def launch_lines(run: dict[str, Any]) -> list[str]:
+    """``ENV=... swift rlhf \\ --flag value ...`` from the run's env and the flags grpo-doctor read (secrets such
+    as tokens and keys are left out); [] when nothing is known."""
+    args = run.get("args") or {}
+    flags = [f"--{k} {v}" for k, v in ((k, _arg(v)) for k, v in args.items()) if v is not None]
+    env = [f"{k}={shlex.quote(str(v))}" for k, v in (run.get("env") or {}).items() if not _SECRET.search(str(k))]
+    if not flags and not env:
+        return []
+    cmd = run.get("command")
+    prog = f"swift {cmd}" if cmd and run.get("framework") == "ms-swift" else (str(cmd) if cmd else "")
+    head = " ".join([*env, prog]).strip() or "# flags"
+    body = [head] + [f"    {f}" for f in flags]
+    return [line + " \\" for line in body[:-1]] + [body[-1]]
+
+
+def _launch(run: dict[str, Any]) -> list[str]:
+    lines = launch_lines(run)
+    if not lines:
+        return []
+    note = "Launch flags (as grpo-doctor read them from the command, args.json or the log):"
+    block = md_fence(lines)
+    block[0] += "bash"
+    if len(lines) <= LAUNCH_SHOWN:
+        return [note, "", *block, ""]
+    return [f"<details><summary>Launch flags ({len(lines) - 1} lines, as grpo-doctor read them from the command, "
+            "args.json or the log)</summary>", "", *block, "", "</details>", ""]
 
 
 def render(report: Report) -> str:
@@ -12,6 +87,10 @@ def render(report: Report) -> str:
     summary = run_line(report.run)
     if summary:
         out += ["Run: " + md_text(summary), ""]
+    base = run_base(report)
+    if base not in (None, "", "."):
+        out += [f"Paths are relative to the run directory {md_code(os.path.basename(base) or base)}.", ""]
+    out += _launch(report.run)
     if not report.findings:
         out += ["No problem found.", ""]
     for i, f in enumerate(report.findings, 1):
@@ -27,15 +106,35 @@ def render(report: Report) -> str:
         if f.evidence:
             out.append("Evidence:")
             out.append("")
-            out += md_fence([f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}" for e in f.evidence])
-            out.append("")
-        if f.fix:
+            out += evidence_block(f.evidence, base)
+        fixes = list(f.fix) + known.fix_lines(f)
+        if fixes:
             out.append("Fix:")
             out.append("")
-            for step in f.fix:
+            for step in fixes:
                 out.append(f"- {md_message(step)}")
             out.append("")
+        if f.action:
+            out.append(f"Action: **{md_text(f.action)}**" + (f" · verify: {md_message(f.verify)}" if f.verify else ""))
+            out.append("")
+            if f.command:
+                out += md_fence([f.command])
+                out.append("")
+        out += known_lines(f)
     out.append(f"<sub>grpo-doctor {md_text(report.tool_version)} · inputs: "
-               + ", ".join(f"{md_code(i.path)} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
+               + ", ".join(f"{md_code(rel_path(i.path, base))} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
                          for i in report.inputs) + "</sub>")
     return "\n".join(out) + "\n"
+
+
+def known_lines(f: Finding) -> list[str]:
+    """Known issues (doctor/known) as links; every text from the index (titles are input too) is escaped."""
+    shown = known.for_finding(f)
+    if not shown:
+        return []
+    out = ["Known issues:", ""]
+    for m in shown:
+        head = f"[{md_text(m.thread)}]({m.url})" if known.safe_url(m.url) else md_text(m.thread)
+        title = f" ({m.title})" if m.title else ""
+        out.append(f"- {head}{md_text(title)}, {md_text(known.details(m))}")
+    return out + [""]

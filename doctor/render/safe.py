@@ -84,10 +84,26 @@ def md_message(text: Any) -> str:
     out: list[str] = []
     pos = 0
     for m in _SPAN.finditer(s):
-        out.append(md_text(s[pos:m.start()], lead=not pos))
+        out.append(_md_plain(s[pos:m.start()], lead=not pos))
         out.append(md_code(m.group(2)))
         pos = m.end()
-    out.append(md_text(s[pos:], lead=not pos))
+    out.append(_md_plain(s[pos:], lead=not pos))
+    return "".join(out)
+
+
+# what reads as code in a message: a flag (--num_generations, --flag=value) or a placeholder (<host>, <port>)
+_CODEY = re.compile(r"(?<![\w`<-])(--[A-Za-z][\w.-]*(?:=[^\s`,;)]+)?|<[A-Za-z_][\w.:/-]{0,40}>)")
+
+
+def _md_plain(text: str, lead: bool) -> str:
+    """Message text outside the tool's spans: flags and placeholders become code spans, the rest escaped text."""
+    out: list[str] = []
+    pos = 0
+    for m in _CODEY.finditer(text):
+        out.append(md_text(text[pos:m.start()], lead=lead and not pos))
+        out.append(md_code(m.group(1).rstrip(".")) + ("." if m.group(1).endswith(".") else ""))
+        pos = m.end()
+    out.append(md_text(text[pos:], lead=lead and not pos))
     return "".join(out)
 
 

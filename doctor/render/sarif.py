@@ -1,28 +1,90 @@
-"""SARIF 2.1.0 for code-scanning dashboards: one result per finding, rules from the catalog."""
+"""SARIF 2.1.0 (OASIS, errata 01) for code-scanning dashboards: one result per finding, rules from the catalog.
+
+Locations are relative, percent-encoded URI references against the base id ``RUNDIR`` (the run directory,
+whose absolute path is not written: the consumer resolves it); pseudo-inputs such as ``<preflight>``,
+``<memory plan>`` or ``<stdin>`` are no files and become logical locations. Each rule carries ``help`` (why and
+fix) and ``helpUri`` (its first public reference); ``invocations`` holds the exit code.
+"""
 from __future__ import annotations
 
-from ..model import Report, Severity
+from typing import Any
+
+from ..model import Evidence, Report, Severity
 from ..registry import load_catalog
+from .paths import is_pseudo, rel_uri, run_base
 from .safe import json_dumps
 
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+BASE_ID = "RUNDIR"
+MAX_RELATED = 20
 _LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.info: "note"}
 
 
-def render(report: Report) -> str:
+def _location(e: Evidence, base: str | None, loc_id: int | None = None) -> dict[str, Any]:
+    loc: dict[str, Any] = {} if loc_id is None else {"id": loc_id}
+    if is_pseudo(e.path):
+        name = e.path.strip("<>") or "input"
+        loc["logicalLocations"] = [{"name": name, "fullyQualifiedName": name, "kind": "resource"}]
+        if e.line and name == "stdin":  # a pasted excerpt's line; a preflight judgement has none
+            loc["message"] = {"text": f"line {e.line}"}
+        return loc
+    phys: dict[str, Any] = {"artifactLocation": {"uri": rel_uri(e.path, base), "uriBaseId": BASE_ID}}
+    if e.line > 0:
+        phys["region"] = {"startLine": e.line}
+    loc["physicalLocation"] = phys
+    return loc
+
+
+def _help(m) -> dict[str, str]:
+    fix = [f for f in m.fix if "{" not in f]  # fix lines with holes are filled per finding, not in the rule
+    text = m.why.strip()
+    if fix:
+        text += "\n\nFix:\n" + "\n".join(f"- {f}" for f in fix)
+    if m.references:
+        text += "\n\nReferences:\n" + "\n".join(f"- {r}" for r in m.references)
+    return {"text": text + f"\n\nMore: grpo-doctor explain {m.id}"}
+
+
+def _rule(m) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": m.id, "name": m.slug, "shortDescription": {"text": m.title}, "fullDescription": {"text": m.why},
+        "help": _help(m), "defaultConfiguration": {"level": _LEVEL[m.severity]},
+        "properties": {"category": m.category},
+    }
+    urls = [r.split()[0] for r in m.references if r.startswith("https://")]  # 'URL (what it shows)': the URL
+    if urls:
+        out["helpUri"] = urls[0]
+    return out
+
+
+def render(report: Report, exit_code: int | None = None) -> str:
+    """``exit_code``: the status the command exits with (default: 1 when a finding is an error, else 0)."""
+    if exit_code is None:
+        exit_code = 1 if any(f.severity == Severity.error for f in report.findings) else 0
     catalog = load_catalog()
     used = {f.rule_id for f in report.findings}
-    rules = [{
-        "id": m.id, "name": m.slug, "shortDescription": {"text": m.title}, "fullDescription": {"text": m.why},
-        "properties": {"category": m.category},
-    } for m in catalog if m.id in used]
+    rules = [_rule(m) for m in catalog if m.id in used]
+    base = run_base(report)
     results = []
     for f in report.findings:
-        locs = [{"physicalLocation": {"artifactLocation": {"uri": e.path}, "region": {"startLine": max(1, e.line)}}}
-                for e in f.evidence[:1]]
-        results.append({"ruleId": f.rule_id, "level": _LEVEL[f.severity],
-                        "message": {"text": f.message + ("\nFix: " + " | ".join(f.fix) if f.fix else "")},
-                        "locations": locs, "properties": {"category": f.category, "role": f.role.value}})
-    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
-           "runs": [{"tool": {"driver": {"name": "grpo-doctor", "version": report.tool_version, "rules": rules}},
-                     "results": results}]}
-    return json_dumps(doc, indent=2) + "\n"
+        res: dict[str, Any] = {
+            "ruleId": f.rule_id, "level": _LEVEL[f.severity],
+            "message": {"text": f.message + ("\nFix: " + " | ".join(f.fix) if f.fix else "")},
+            "locations": [_location(e, base) for e in f.evidence[:1]],
+            "properties": {"category": f.category, "role": f.role.value},
+        }
+        related = [_location(e, base, i) for i, e in enumerate(f.evidence[1:1 + MAX_RELATED], 1)]
+        if related:
+            res["relatedLocations"] = related
+        if f.count > 1:
+            res["occurrenceCount"] = f.count
+        results.append(res)
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "grpo-doctor", "version": report.tool_version, "rules": rules}},
+        "invocations": [{"executionSuccessful": True, "exitCode": exit_code}],
+        "results": results,
+    }
+    if base is not None:
+        run["originalUriBaseIds"] = {BASE_ID: {"description": {
+            "text": "The run directory grpo-doctor read; locations are relative to it."}}}
+    return json_dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"

@@ -13,6 +13,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .. import known
 from ..model import Finding, Report, Role, Severity
 from . import run_line
 from .safe import clean
@@ -73,10 +74,20 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             out("[dim]evidence:[/dim]", 3)
             for e in f.evidence:
                 out(f"[dim]{escape(e.path)}{f':{e.line}' if e.line else ''}[/dim] {escape(e.text)}", 5)
-        if f.fix:
+        fixes = list(f.fix) + known.fix_lines(f)
+        if fixes:
             out("[green]fix:[/green]", 3)
-            for step in f.fix:
+            for step in fixes:
                 out(escape(step), 5, bullet="[green]•[/green]")
+        if f.action:
+            out(f"[bold]action:[/bold] {escape(f.action)}" + (f" [dim]{escape(f.command)}[/dim]" if f.command else ""), 3)
+        if f.verify:
+            out(f"[dim]verify: {escape(f.verify)}[/dim]", 3)
+        shown = known.for_finding(f)
+        if shown:  # doctor/known: public threads about the same failure
+            out("[dim]known issues:[/dim]", 3)
+            for m in shown:
+                out(escape(known.describe(m)), 5, bullet="[dim]-[/dim]")
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in Severity}
     con.print()
     out(f"[dim]{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), {counts[Severity.info]} "

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from ..model import Evidence, Finding, Role, Severity
+from ..registry import ACTIONS
 
 REPORT_PREFIX = "grpo-doctor-report"
 
@@ -40,7 +41,9 @@ def _finding(d: dict) -> Finding | None:
             evidence=tuple(Evidence(str(e.get("path", "")), int(e.get("line", 0)), str(e.get("text", "")))
                            for e in d.get("evidence", ()) if isinstance(e, dict)),
             count=int(d.get("count", 1)), ranks=tuple(int(r) for r in d.get("ranks", ())),
-            role=Role(d.get("role", "standalone")))
+            role=Role(d.get("role", "standalone")),
+            **{k: d[k] for k in ("action", "verify", "prevent", "command") if isinstance(d.get(k), str)
+               and (k != "action" or d[k] in ACTIONS)})
     except (KeyError, ValueError, TypeError):
         return None
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..signals import LogLine
 from ..swift.version import major_minor
+from ..values import as_int
 from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import parse_argv, parse_value, split_shell
 
@@ -221,8 +222,8 @@ class RunConfig:
         """Training processes: the rank line, else NPROC_PER_NODE x NNODES, else the torchrun args."""
         if self.world_size_seen:
             return self.world_size_seen
-        nproc = self._env_int("NPROC_PER_NODE") or _as_int(self.torchrun.get("nproc_per_node"))
-        nnodes = self._env_int("NNODES") or _as_int(self.torchrun.get("nnodes")) or 1
+        nproc = self._env_int("NPROC_PER_NODE") or as_int(self.torchrun.get("nproc_per_node"))
+        nnodes = self._env_int("NNODES") or as_int(self.torchrun.get("nnodes")) or 1
         if nproc:
             return nproc * nnodes
         return None
@@ -308,15 +309,6 @@ _SUMMARY_KEYS = frozenset({
     "max_length", "max_completion_length", "temperature", "beta", "reward_funcs", "torch_dtype",
     "adapters", "eval_strategy", "split_dataset_ratio", "val_dataset", "offload_model", "offload_optimizer",
 })
-
-
-def _as_int(v: Any) -> int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def _jsonable(v: Any) -> Any:

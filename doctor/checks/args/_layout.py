@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...sources.swiftconfig import RunConfig
-from .._values import as_int
+from ...values import as_int
 
 
 def nproc_per_node(run: RunConfig) -> int | None:

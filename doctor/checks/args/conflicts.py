@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.run import tuner_flag
-from .._values import as_int
+from ...values import as_int
 from ._layout import nproc_per_node
 
 _MISC = {

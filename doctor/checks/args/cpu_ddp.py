@@ -7,7 +7,7 @@ from typing import Any
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
 from ...signals import ExceptionInfo, LogLine
-from ..distributed._common import _int
+from ...values import as_int
 
 _GROUP_VIEW = re.compile(r"shape '\[-1, (\d+)\]' is invalid for input of size (\d+)")
 _CPU_MODEL = re.compile(r"model_kwargs: \{'device_map': 'cpu'")
@@ -43,7 +43,7 @@ class CpuDdpWithoutUseCpu(Rule):
             return []
         if str(run.get("use_cpu")).lower() == "true":
             return []
-        g = _int(run.get("num_generations"))
+        g = as_int(run.get("num_generations"))
         if g is not None and g != self.group:
             return []
         per_rank = self.size

@@ -9,7 +9,7 @@ from ...rules import FinishContext, Rule
 from ...signals import LogLine
 from ...sources.swiftconfig import RunConfig
 from ...swift.batch import divisors, nearest
-from .._values import as_int
+from ...values import as_int
 from ._layout import gpu_ids, nproc_per_node
 
 

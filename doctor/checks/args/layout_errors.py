@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.batch import divisors, nearest
-from .._values import as_int
+from ...values import as_int
 from ._layout import gpu_ids, nproc_per_node
 
 

@@ -12,7 +12,7 @@ from math import gcd
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.batch import divisors, multiples_around, nearest
 from ...swift.run import flag_in_version
-from .._values import as_int
+from ...values import as_int
 
 
 def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
@@ -84,7 +84,10 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     if explicit_gbs or run.cli.get("generation_batch_size") is not None:
         step = (n * b) * g // gcd(n * b, g)
         fix.append(f"--generation_batch_size {' or '.join(map(str, multiples_around(gbs, step)))}.")
-    return Diagnosis(message=msg, fix=tuple(fix))
+    # the command line keeps num_generations (the group size chosen) and takes the first value offered
+    flags = ((f"--{mult_flag}", str(opts[0])),) if not global_only and opts else \
+        (("--per_device_train_batch_size", str(opts_b[0])),) if opts_b else ()
+    return Diagnosis(message=msg, fix=tuple(fix), flags=flags)
 
 
 def eval_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:

@@ -6,7 +6,7 @@ from math import gcd
 
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.batch import divisors, nearest
-from .._values import as_int
+from ...values import as_int
 
 
 def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
@@ -21,7 +21,9 @@ def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None
            f"prompt, so a group needs at least 2 (the advantage of a group of 1 is always 0).")
     cands = [d for d in divisors(gbs) if d >= 2]
     fix = []
+    flags: tuple[tuple[str, str], ...] = ()
     if cands:
+        flags = (("--num_generations", str(min(cands, key=lambda v: (abs(v - 8), -v)))),)
         fix.append(f"--num_generations {' or '.join(map(str, nearest(cands, 8)))} (divisors of the generation "
                    f"batch {n} x {b} x {s} = {gbs}); 4 to 16 is usual.")
         if max(cands) < 4:
@@ -29,10 +31,11 @@ def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None
             fix.append(f"For groups of 4: --num_generations 4 --per_device_train_batch_size {b4} "
                        f"({n} x {b4} x {s} = {n * b4 * s} completions per generation step).")
     else:
+        flags = (("--num_generations", "4"), ("--per_device_train_batch_size", "4"))
         fix.append(f"--num_generations 4 with --per_device_train_batch_size 4 (the generation batch "
                    f"world size x batch x steps_per_generation = {gbs} must be a multiple of it).")
     mm = run.swift_major_minor
     if mm is None or mm >= (4, 4):
         fix.append("For on-policy distillation with a single sample per prompt, ms-swift >= 4.4 allows "
                    "num_generations 1 only together with --teacher_model.")
-    return Diagnosis(message=msg, fix=tuple(fix))
+    return Diagnosis(message=msg, fix=tuple(fix), flags=flags)

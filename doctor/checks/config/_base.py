@@ -9,15 +9,6 @@ from ...rules import FinishContext, Rule
 from ...swift.planner import spec_from_config, spec_from_name
 
 
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return int(float(v))
-    except (TypeError, ValueError):
-        return None
-
-
 def _bool(v: Any) -> bool:
     return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1"))
 

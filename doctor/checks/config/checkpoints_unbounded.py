@@ -4,7 +4,8 @@ from __future__ import annotations
 from ...model import Finding, Severity
 from ...rules import FinishContext
 from ...swift.planner import lora_trainable
-from ._base import _bool, _ConfigRule, _int, model_spec
+from ...values import as_int
+from ._base import _bool, _ConfigRule, model_spec
 
 
 class CheckpointDisk(_ConfigRule):
@@ -18,8 +19,8 @@ class CheckpointDisk(_ConfigRule):
         tuner = str(run.get("tuner_type") or run.get("train_type") or "lora").lower()
         only_model = _bool(run.get("save_only_model"))
         ds = str(run.get("deepspeed") or "")
-        save_steps = _int(run.get("save_steps")) or 500
-        max_steps = _int(run.get("max_steps"))
+        save_steps = as_int(run.get("save_steps"), floats=True) or 500
+        max_steps = as_int(run.get("max_steps"), floats=True)
         n = (max_steps // save_steps + (1 if max_steps % save_steps else 0)) if max_steps and max_steps > 0 else None
         per = None
         what = ""
@@ -35,7 +36,7 @@ class CheckpointDisk(_ConfigRule):
                     opt, what = 4 * P, "bf16 weights + AdamW optimizer.pt"
                 per = (weights + opt) / 1024 ** 3
             else:
-                T = lora_trainable(spec, _int(run.get("lora_rank")) or 8)
+                T = lora_trainable(spec, as_int(run.get("lora_rank"), floats=True) or 8)
                 per = (T * 4 + (0 if only_model else 12 * T)) / 1024 ** 3
                 what = "adapter + optimizer states"
         if per is None:

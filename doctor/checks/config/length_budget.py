@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ...model import Finding
 from ...rules import FinishContext
-from ._base import _ConfigRule, _int, model_spec
+from ...values import as_int
+from ._base import _ConfigRule, model_spec
 
 
 class LengthBudget(_ConfigRule):
@@ -11,9 +12,9 @@ class LengthBudget(_ConfigRule):
 
     def check(self, ctx: FinishContext) -> list[Finding]:
         run = ctx.run
-        ml = _int(run.get("max_length"))
-        mcl = _int(run.get("max_completion_length")) or _int(run.get("max_new_tokens")) or 512
-        vmax = _int(run.get("vllm_max_model_len"))
+        ml = as_int(run.get("max_length"), floats=True)
+        mcl = as_int(run.get("max_completion_length"), floats=True) or as_int(run.get("max_new_tokens"), floats=True) or 512
+        vmax = as_int(run.get("vllm_max_model_len"), floats=True)
         spec = model_spec(ctx)
         mpos = spec.max_positions if spec is not None else None
         out = []

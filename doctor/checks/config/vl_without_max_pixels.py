@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...model import Finding
 from ...rules import FinishContext
-from ..memory._facts import _MM_ENV, _VL, DOC_MAX_PIXELS
+from ..memory._facts import DOC_MAX_PIXELS, MM_ENV, VL_MODEL
 from ._base import _ConfigRule
 
 
@@ -15,12 +15,12 @@ class VlWithoutMaxPixels(_ConfigRule):
         model = str(run.get("model") or "")
         mtype = str(run.get("model_type") or "")
         cfg = ctx.facts.get("model_config")
-        vl = bool(_VL.search(model) or _VL.search(mtype) or (isinstance(cfg, dict) and "vision_config" in cfg))
+        vl = bool(VL_MODEL.search(model) or VL_MODEL.search(mtype) or (isinstance(cfg, dict) and "vision_config" in cfg))
         if not vl:
             return []
         if any(k in run.env for k in ("MAX_PIXELS", "IMAGE_MAX_TOKEN_NUM")) or run.get("max_pixels"):
             return []
-        env = " ".join(f"{k}={run.env[k]}" for k in _MM_ENV if k in run.env)
+        env = " ".join(f"{k}={run.env[k]}" for k in MM_ENV if k in run.env)
         msg = (f"{model or mtype} is a vision-language model and MAX_PIXELS is not set"
                + (f" ({env} is)" if env else "") + ": ms-swift then encodes each image at up to the template default "
                "(Qwen2-VL/Qwen2.5-VL use qwen_vl_utils' 16384 x 28 x 28 = 12.8M pixels, up to 16384 visual tokens per image), which dominates "

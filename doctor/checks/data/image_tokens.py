@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...rules import Diagnosis, FinishContext, Hit
 from ...sources.swiftconfig import RunConfig
-from .._values import as_int
+from ...values import as_int
 
 
 def _pixels(run: RunConfig) -> tuple[str, str]:

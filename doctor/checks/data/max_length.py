@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...model import Severity
 from ...rules import Diagnosis, FinishContext, Hit
-from .._values import as_int
+from ...values import as_int
 
 
 def _round_up(n: int) -> int:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...rules import Diagnosis, FinishContext, Hit
-from .._values import as_int
+from ...values import as_int
 
 
 def too_little_data_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:

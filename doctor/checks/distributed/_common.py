@@ -2,18 +2,9 @@
 vLLM weight-sync port, the ms-swift version a flag appeared in, and the first real error of a rank."""
 from __future__ import annotations
 
-from typing import Any
-
 from ...signals import ExceptionInfo
 
 VLLM_GROUP_PORT = 51216
-
-
-def _int(text: Any) -> int | None:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def minutes(ms: int) -> str:

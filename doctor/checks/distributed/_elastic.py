@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...signals import LogLine
-from ._common import _int
+from ...values import as_int
 
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
 _FIELD = re.compile(r"^\s*(rank|exitcode|error_file|traceback|msg)\s*:\s*(.*)$")
@@ -84,7 +84,7 @@ class ElasticBlock:
             self._cur.lines.append(line)
             if r:
                 self._cur.rank = int(r.group(1))
-                self._cur.local_rank = _int(r.group(2))
+                self._cur.local_rank = as_int(r.group(2))
             self.failures.append(self._cur)
             return
         cur = self._cur
@@ -96,7 +96,7 @@ class ElasticBlock:
             e = _EXIT_FIELD.match(val)
             if e:
                 cur.exitcode = int(e.group(1))
-                cur.pid = _int(e.group(2))
+                cur.pid = as_int(e.group(2))
         elif key in ("traceback", "msg"):
             cur.traceback = val
         elif key == "error_file":

@@ -6,7 +6,8 @@ import re
 
 from ...rules import Diagnosis, FinishContext, Hit
 from ...swift.run import flag_in_version
-from ._common import VLLM_GROUP_PORT, _int, minutes
+from ...values import as_int
+from ._common import VLLM_GROUP_PORT, minutes
 
 _PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
 
@@ -18,7 +19,7 @@ def socket_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
         m = _PORT.search(h.evidence.text)
         if m:
             host = m.group(1) or m.group(3)
-            port = _int(m.group(2) or m.group(4) or m.group(5))
+            port = as_int(m.group(2) or m.group(4) or m.group(5))
             break
     text = " ".join(h.evidence.text for h in hits)
     timeout = None
@@ -63,9 +64,9 @@ def port_in_use_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
     for h in hits:
         m = re.search(r"(?:port: |\]:|\d:)(\d{2,5})\b", h.evidence.text)
         if m:
-            port = _int(m.group(1))
+            port = as_int(m.group(1))
             break
-    master = _int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")) or 29500
+    master = as_int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")) or 29500
     p = port or master
     msg = (f"Port {p} is already in use on this machine, so the distributed store could not listen: another "
            "training run (or a leftover process of an earlier one) holds it.")

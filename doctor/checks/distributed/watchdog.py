@@ -13,7 +13,8 @@ from typing import Any
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule, evidence_of
 from ...signals import LogLine
-from ._common import _int, _raised_on, minutes, rank_list
+from ...values import as_int
+from ._common import _raised_on, minutes, rank_list
 
 SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
 
@@ -101,9 +102,9 @@ class NcclWatchdog(Rule):
                 return
         if not (seq or to or kind == "aborted"):
             return
-        self.items.append(_Timeout(rank, _int(seq.group(1)) if seq else None, op.group(1) if op else None,
-                                   _int(to.group(1)) if to else None, _int(ran.group(1)) if ran else None,
-                                   _int(numel.group(1)) if numel else None, line, kind))
+        self.items.append(_Timeout(rank, as_int(seq.group(1)) if seq else None, op.group(1) if op else None,
+                                   as_int(to.group(1)) if to else None, as_int(ran.group(1)) if ran else None,
+                                   as_int(numel.group(1)) if numel else None, line, kind))
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
         if self._pending is not None:

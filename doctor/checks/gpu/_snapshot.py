@@ -10,7 +10,7 @@ from typing import Any
 
 from ...model import Evidence, Finding
 from ...rules import FinishContext, Rule
-from ...signals import GpuSnapshot
+from ...signals import GpuSnapshot, GpuTick
 from ...sources.gpu import merge
 
 IDLE_UTIL = 5.0       # % at or below: not computing
@@ -35,9 +35,12 @@ class GpuRule(Rule):
     def __init__(self, meta):
         super().__init__(meta)
         self.snaps: list[GpuSnapshot] = []
+        self.live: Any = None  # a tracker of doctor/checks/gpu/live.py for the rules that also judge live samples
 
     def feed(self, signal: Any) -> None:
-        if len(self.snaps) < 1000:
+        if type(signal) is GpuTick:
+            self.live.feed(signal)
+        elif len(self.snaps) < 1000:
             self.snaps.append(signal)
 
     def used(self, ctx: FinishContext, samples: list) -> list:
@@ -62,7 +65,13 @@ class GpuRule(Rule):
             if f is not None:
                 out.append(f)
                 break  # one finding per rule: the first snapshot that shows it
+        if self.live is not None and (got := self.live.message()) is not None:
+            out.append(self.make(message=got[0], fix=self.live_fix(ctx), count=got[1]))
         return out
+
+    def live_fix(self, ctx: FinishContext) -> list[str]:
+        """The fix lines of a finding from live samples (the rule's own fix, unless it says otherwise)."""
+        return list(self.meta.fix)
 
     def check(self, ctx, path, gpus, all_samples, seq) -> Finding | None:  # pragma: no cover - interface
         return None

@@ -1,11 +1,28 @@
-"""GD502: GPU memory at or above 95% of the total in a snapshot."""
+"""GD502: GPU memory at or above 95% of the total in a snapshot, or at 98% for three live samples in a row under
+``watch`` (formerly GD904)."""
 from __future__ import annotations
 
+from ...signals import GpuSnapshot, GpuTick
 from ._snapshot import NEAR_FULL, GpuRule, _gib, _ids, row
+from .live import NearFullTracker
 
 
 class GpuMemoryNearFull(GpuRule):
     """GD502: GPU memory at or above 95% of the total."""
+
+    kinds = frozenset({GpuSnapshot, GpuTick})
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.live = NearFullTracker(meta.options)
+
+    def live_fix(self, ctx):
+        fix = list(self.meta.fix)
+        vu = ctx.run.get("vllm_gpu_memory_utilization") if ctx.run else None
+        if vu is not None:
+            fix.insert(0, f"vLLM reserves --vllm_gpu_memory_utilization {vu} of each GPU in colocate mode: lower it "
+                          "(e.g. by 0.1) to leave room for training activations.")
+        return fix
 
     def check(self, ctx, path, gpus, all_samples, seq):
         full = [s for s in gpus if s.mem_frac is not None and s.mem_frac >= NEAR_FULL]

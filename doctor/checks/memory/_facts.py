@@ -13,9 +13,9 @@ from ...swift.flags import flag_exists
 from ...swift.planner import as_number  # one number reader for the memory plan and the OOM fixes
 
 _PARAMS = re.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
-_VL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"
+VL_MODEL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"
                  r"[-_]vision|qwen2_5_vl|qwen2_vl|qwen3_vl|idefics|paligemma|mllama)")
-_MM_ENV = ("MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES", "VIDEO_TOTAL_PIXELS", "IMAGE_MAX_TOKEN_NUM",
+MM_ENV = ("MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES", "VIDEO_TOTAL_PIXELS", "IMAGE_MAX_TOKEN_NUM",
            "VIDEO_MAX_TOKEN_NUM", "MIN_PIXELS", "FPS")
 DOC_MAX_PIXELS = 262144  # docs/source_en/BestPractices/GRPO-Multi-Modal-Training.md L292
 
@@ -179,7 +179,7 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
     if f.trainer_launch:
         f.env.update(f.trainer_launch.env)
     mtype = str(a.get("model_type") or "")
-    f.vl = bool(_VL.search(f.model or "") or _VL.search(mtype) or any(k in f.env for k in _MM_ENV)
+    f.vl = bool(VL_MODEL.search(f.model or "") or VL_MODEL.search(mtype) or any(k in f.env for k in MM_ENV)
                 or re.search(r"vision|visual|_vl\.py|qwen2_5_vl|qwen3_vl", paths))
     f.world = run.world_size()
     acc = next((l for l in run.launches if l.command == "accelerate"), None)

@@ -10,7 +10,7 @@ from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
 from ...signals import ExceptionInfo
 from ...swift.planner import as_number
 from ..fallback.exceptions import describe_frame
-from ._facts import _MM_ENV, DOC_MAX_PIXELS, Facts, facts_of, fmt_gib
+from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._oom import Side, is_oom, parse_oom, side_of
 
@@ -158,13 +158,13 @@ def server_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
         srv.command if srv else "", "the rollout server")
     tr_env = f.trainer_launch.env if f.trainer_launch else {}
     srv_env = srv.env if srv else {}
-    lim = {k: v for k, v in tr_env.items() if k in _MM_ENV}
+    lim = {k: v for k, v in tr_env.items() if k in MM_ENV}
     missing = {k: v for k, v in lim.items() if k not in srv_env}
     if missing:
         out.append(f"The trainer's launch sets {' '.join(f'{k}={v}' for k, v in missing.items())} but the {name} launch "
                    f"does not: the server encodes images/videos at its default limits. Start {name} with the same "
                    f"{', '.join(missing)}.")
-    elif f.vl and srv is not None and not any(k in srv_env for k in _MM_ENV):
+    elif f.vl and srv is not None and not any(k in srv_env for k in MM_ENV):
         out.append(f"Set MAX_PIXELS={DOC_MAX_PIXELS} (and VIDEO_MAX_PIXELS / FPS_MAX_FRAMES for videos) in the "
                    f"{name} launch environment: the server encodes media at its default limits.")
     flags = srv.flags if srv else {}

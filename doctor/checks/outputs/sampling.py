@@ -38,7 +38,7 @@ class SamplingConfig(Rule):
             msg = (f"--num_generations {g}: GRPO compares each completion with only {g - 1} other(s) of the same "
                    f"prompt, so the group mean and std are noisy and many groups end up with equal rewards. 4 or more "
                    f"gives a stable advantage estimate.")
-            fix = [more_generations(run, g, 4) + "; seed guides recommend 4 or more, with --temperature about 0.9."]
+            fix = [more_generations(run, g, 4) + "; GRPO recipes commonly use 4 or more, with --temperature about 0.9."]
             return [self.make(message=msg, fix=fix, severity=Severity.warning)]
         temp = arg_float(run, "temperature")
         if temp is None or temp >= 0.3:

@@ -1,0 +1,96 @@
+"""From diagnosis to action: each finding's verdict refined with what the run left (pure: no I/O).
+
+A rule's TOML declares its default ``action`` (registry.ACTIONS) and a diagnosis may refine it
+(``Diagnosis.action``). Here the run itself refines it further and writes the command to run:
+
+- ``restart`` (a transient fault): with a good checkpoint in the run, ``resume`` from it instead (the same
+  command plus ``--resume_from_checkpoint``); without one, the run's own command again.
+- ``relaunch`` (a configuration error): with a good checkpoint and corrected flags that keep it valid
+  (doctor/swift/relaunch.py ``invalidates``; checkpoints of the wrong kind, GD701/GD801/GD805, never are),
+  ``resume`` with the corrected flags; else the whole corrected command, when the diagnosis computed the flags.
+- ``resume``: from the last good checkpoint; with none left, ``relaunch``.
+- ``stop`` (a data, reward or model bug a restart would repeat): no command.
+- A consequence (``role``) takes its root cause's action and command: acting on the cause is what helps.
+
+The last good checkpoint is the ``checkpoint-N`` with the highest N that no checkpoint error points into. The
+command is the run's ``swift rlhf`` launch (command.txt, a launcher script, the ``run sh:`` line, or preflight's
+command) with the corrections; there is none when the launch is unknown.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from .model import Finding, Role, Severity
+from .sources.swiftconfig import RunConfig
+from .swift.relaunch import command_line, invalidates
+
+# findings whose fix changes what the checkpoints hold (LoRA where full weights were meant, or the reverse; a
+# --model or --resume_from_checkpoint of the wrong kind): resuming from one would carry the error on
+_WRONG_KIND = frozenset({"GD438", "GD439", "GD701", "GD801", "GD805"})
+_BROKEN_CKPT = frozenset({"checkpoint-corrupt", "checkpoint-adapter-only-load-args"})
+
+
+def launch_of(run: RunConfig) -> tuple[dict[str, str], dict[str, Any]] | None:
+    """(environment, flags) of the run's ``swift rlhf`` launch, or None when no launch was read."""
+    for launch in run.launches:
+        if launch.command == "rlhf" and launch.flags:
+            return dict(launch.env), dict(launch.flags)
+    return None
+
+
+def last_good(checkpoints: Iterable[tuple[str, int | None]], findings: list[Finding]) -> str | None:
+    """The path of the highest-numbered checkpoint that no checkpoint error's evidence points into."""
+    bad = [e.path for f in findings if f.severity == Severity.error and f.category in _BROKEN_CKPT
+           for e in f.evidence]
+    best: tuple[int, str] | None = None
+    for path, step in checkpoints:
+        if step is None:
+            continue
+        root = path.rstrip("/")
+        if any(p == root or p.startswith(root + "/") for p in bad):
+            continue
+        if best is None or step > best[0]:
+            best = (step, root)
+    return best[1] if best else None
+
+
+def refine(findings: list[Finding], run: RunConfig, checkpoints: Iterable[tuple[str, int | None]] = (), *,
+           ended: bool = False) -> list[Finding]:
+    """``ended``: the run reached its normal end, so there is nothing to resume (the next run is a new one)."""
+    ckpts = list(checkpoints)
+    good = last_good(ckpts, findings) if ckpts and not ended else None
+    launch = launch_of(run)
+    out = [_one(f, good, launch) for f in findings]
+    # a consequence (NCCL timeout, ChildFailedError after the cause) is dealt with by acting on its root cause
+    root = next((f for f in out if f.role == Role.root), None)
+    if root is not None:
+        out = [replace(f, action=root.action, command=root.command) if f.role == Role.consequence else f for f in out]
+    return out
+
+
+def _one(f: Finding, good: str | None, launch: tuple[dict[str, str], dict[str, Any]] | None) -> Finding:
+    action = f.action
+    if not action or action == "stop":
+        return f
+    changed = [name for name, _ in f.flags]
+    keeps_ckpt = good is not None and f.rule_id not in _WRONG_KIND and not invalidates(changed)
+    resume_at = None
+    if action in ("restart", "relaunch") and keeps_ckpt:
+        action, resume_at = "resume", good
+    elif action == "resume":
+        if keeps_ckpt:
+            resume_at = good
+        else:
+            action = "relaunch"
+    command = ""
+    if launch is not None and (resume_at or f.flags or action == "restart"):
+        env, flags = launch
+        command = command_line(env, flags, f.flags, resume=resume_at)
+    if action == f.action and command == f.command:
+        return f
+    return replace(f, action=action, command=command)
+
+
+__all__ = ["launch_of", "last_good", "refine"]
