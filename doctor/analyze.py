@@ -17,12 +17,13 @@ from .selectors import Selection, resolve
 from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
-from .sources.inputs import discover, feed_input, read_small, run_checkpoints
+from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small, run_checkpoints
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
-            scan_options: dict | None = None) -> Report:
-    """``scan_options``: passed to the log chunk scanner (tests: ``{"lines": True}`` forces the line path)."""
+            scan_options: dict | None = None, series: bool = False) -> Report:
+    """``scan_options``: passed to the log chunk scanner (tests: ``{"lines": True}`` forces the line path).
+    ``series``: record the run's curves (report.series: for --format html and --series)."""
     inputs = discover(paths)
     # the first log, when big: its scanning child starts now, while the catalog loads (see scan.start_early)
     big = next((i for i in inputs if i.kind == "log" and i.path is not None), None)
@@ -37,7 +38,22 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
             store_words(session.gate_words)  # the whole catalog's words: for the next run's early start
         counter = [0]
         nodes = []
+        recorder = None
+        if series:
+            from .curves import Recorder
+            recorder = Recorder()
+            session.observers.append(recorder)
+        ledger = None
+        notes: dict[str, str] = {}
+        if any(i.kind in LOGGER_KINDS for i in inputs):
+            from .sources.loggers import StepLedger
+            ledger = StepLedger()
+            session.observers.append(ledger)
         for inp in inputs:
+            if inp.kind in LOGGER_KINDS:
+                from .sources.loggers import feed as feed_logger
+                feed_logger(inp, session, counter, ledger, notes)
+                continue
             if inp.kind == "report":
                 nr = reports_src.load(inp.display, read_small(inp))
                 if nr is not None:
@@ -51,18 +67,23 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     if ckpts:
         from .ckpt import fold_into_log_finding
         from .sources.checkpoint import read_checkpoint
+        sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
         for d, display in ckpts:
-            session.emit(CheckpointInput(read_checkpoint(d, display)))
+            session.emit(CheckpointInput(read_checkpoint(d, display, sizes=sizes)))
     findings = sel.keep(session.finish())
     if ckpts:
         findings = fold_into_log_finding(findings)
-    infos = [i.info() for i in inputs] + [InputInfo(display, "checkpoint") for _, display in ckpts]
+    infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs] \
+        + [InputInfo(display, "checkpoint") for _, display in ckpts]
     run = session.run.summary()
     if nodes:
         findings = merge_nodes(findings, nodes, sel)
         run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,
                          "first_error_time": n.first_error_time, "report": n.path} for n in nodes]
-    return Report(__version__, infos, run, findings)
+    report = Report(__version__, infos, run, findings)
+    if recorder is not None:
+        report.series = recorder.result(findings, session)
+    return report
 
 
 def merge_nodes(findings: list[Finding], nodes: list, sel: Selection | None = None) -> list[Finding]:

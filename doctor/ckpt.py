@@ -46,13 +46,14 @@ def check_checkpoint_dirs(dirs: Iterable[str | os.PathLike], *, expect: str | No
     """Findings of the checkpoint rules for these checkpoint directories (each read once, headers only)."""
     session = Session(checkpoint_rules(), run=run)
     seen: set[str] = set()
+    sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
     for d in dirs:
         p = Path(d)
         key = os.path.realpath(p)
         if key in seen:
             continue
         seen.add(key)
-        session.emit(CheckpointInput(read_checkpoint(p, str(d)), expect))
+        session.emit(CheckpointInput(read_checkpoint(p, str(d), sizes=sizes), expect))
     return session.finish()
 
 
@@ -106,8 +107,9 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
     sel = resolve(checkpoint_rules(), select, ignore)
     session = Session(sel.run)
     summary = RunConfig()
+    sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
     for d, disp in groups:
-        facts = read_checkpoint(d, disp)
+        facts = read_checkpoint(d, disp, sizes=sizes)
         if isinstance(facts.args, dict) and not summary.args:
             summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
         session.emit(CheckpointInput(facts, expect))

@@ -30,6 +30,7 @@ from .cliutil import (
     report_and_exit,
     settings,
     split_selectors,
+    wants_series,
 )
 from .registry import CatalogError
 
@@ -53,6 +54,8 @@ def analyze(
     isolated: bool = isolated_opt(),
     color: Color = color_opt(),
     quiet: bool = quiet_opt(),
+    series: bool = typer.Option(False, "--series", help="JSON format: add the run's downsampled metric and GPU "
+                                "series (the curves of --format html) as \"series\"."),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Post-mortem of a GRPO run: what failed, the evidence, the fix.
@@ -64,10 +67,15 @@ def analyze(
       grpo-doctor analyze train.log --format markdown > report.md
       tail -n 300 train.log | grpo-doctor analyze -
       grpo-doctor analyze output/ --select GD1 --fail-on warning
+      grpo-doctor analyze output/v0-20250101-120000 --format html -o report.html
     """
     from .analyze import analyze as run_analyze
+    if "-" in paths and sys.stdin.isatty():  # a terminal waits for typing: say so, not a silent hang
+        typer.echo("grpo-doctor: reading standard input (Ctrl-D to end)", err=True)
     o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
-    report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore")),
+    curves = wants_series(o.fmt, series, quiet, output)
+    report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore"),
+                                        series=curves),
                     f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
                     progress=not ("-" in paths and sys.stdin.isatty()), color=color, quiet=quiet)  # no spinner over a terminal's typing
 

@@ -30,6 +30,7 @@ class Format(str, Enum):
     markdown = "markdown"
     sarif = "sarif"
     github = "github"  # GitHub Actions annotations (::error file=...,line=...::)
+    html = "html"
 
 
 class FailOn(str, Enum):
@@ -44,7 +45,16 @@ class ListFormat(str, Enum):
 
 
 def fmt_opt():
-    return typer.Option(None, "--format", "-f", help="Output format [default: text, or format in [tool.grpo-doctor]].")
+    return typer.Option(None, "--format", "-f", help="Output format (html: one self-contained page with the run's "
+                        "curves) [default: text, or format in [tool.grpo-doctor]].")
+
+
+def wants_series(fmt: Format, series: bool, quiet: bool, output: Optional[Path]) -> bool:
+    """Whether to record the run's curves: for html, for json --series, and for the sparklines of a text report
+    on a terminal (never for piped text: its output and its speed stay as they were)."""
+    if fmt is Format.html or (series and fmt is Format.json):
+        return True
+    return fmt is Format.text and not quiet and output is None and sys.stdout.isatty()
 
 
 def fail_on_opt():
@@ -115,7 +125,10 @@ def quiet_opt():
 
 
 def render_report(report: Report, fmt: Format, color: bool, width: Optional[int] = None, quiet: bool = False,
-                  code: Optional[int] = None) -> str:
+                  code: Optional[int] = None, spark: bool = False) -> str:
+    if fmt is Format.html:
+        from .render import html
+        return html.render(report)
     if fmt is Format.json:
         from .render import jsonr
         return jsonr.render(report)
@@ -129,7 +142,7 @@ def render_report(report: Report, fmt: Format, color: bool, width: Optional[int]
         from .render import github
         return github.render(report)
     from .render import text
-    return text.render(report, color=color, width=width, quiet=quiet)
+    return text.render(report, color=color, width=width, quiet=quiet, spark=spark)
 
 
 def exit_code(report: Report, fail_on: FailOn) -> int:
@@ -181,7 +194,7 @@ def report_and_exit(build, what: str, debug: bool, fmt: Format, output: Optional
         tty = output is None and sys.stdout.isatty()
         width = wrap_width(tty) if output is None else None
         text = render_report(report, fmt, color_wanted(color.value, tty=tty, to_file=output is not None), width,
-                             quiet, code)
+                             quiet, code, spark=tty)
     except (InputError, *user_errors) as e:
         raise die(str(e))
     except CatalogError as e:

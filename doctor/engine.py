@@ -45,6 +45,7 @@ class Session:
         self.metrics_steps = 0
         self.log_inputs: list[str] = []
         self.checkpoints: list[tuple[str, int | None]] = []  # (path, step) of the checkpoints seen: verdict.refine
+        self.observers: list = []   # callables also handed every non-line signal (the report's curves): never rules
         self._by_type: dict[type, list[Rule]] = {}
         self._all_line_rules: list[Rule] = []
         lit_rules: dict[str, list[Rule]] = {}
@@ -134,6 +135,8 @@ class Session:
         if isinstance(signal, LogLine):
             self.feed_line(signal)
             return
+        for fn in self.observers:
+            fn(signal)
         if isinstance(signal, Metrics):
             if metrics_src.is_summary(signal.values):
                 self.ended = True

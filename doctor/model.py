@@ -102,6 +102,7 @@ class Report:
     inputs: list[InputInfo]
     run: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
+    series: dict[str, Any] | None = None   # the run's curves (doctor/curves.py): only with --series / html
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -113,4 +114,4 @@ class Report:
             "inputs": [i.to_json() for i in self.inputs],
             "run": self.run,
             "findings": [f.to_json() for f in self.findings],
-        }
+        } | ({"series": self.series} if self.series is not None else {})

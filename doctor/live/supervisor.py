@@ -156,6 +156,8 @@ class Watch(Analysis, Hangs, Reporting):
         self.session.run.add_command(self.o.command_text if self.o.command_text is not None else shlex.join(self.argv),
                                      "command")
         self.hang_rule = next((r for r in self.session.rules if r.meta.id == "GD320"), None)
+        from ..render.html import watch_curves  # the final report also as HTML (issue 21): curves recorded live
+        self.curves = watch_curves(self.session)
         try:
             self.console = ConsoleLog(self.console_path)
         except OSError as e:
@@ -271,6 +273,8 @@ class Watch(Analysis, Hangs, Reporting):
         rep = self._final_report(rc)
         self.final_findings = list(rep.findings)
         self._write_report(rep)
+        from ..render.html import write_watch_html
+        write_watch_html(self.report_path, rep, self.curves, self.session)
         self._final_say(rep, rc, code)
         if getattr(self, "notifier", None) is not None:
             from .restart import verdict

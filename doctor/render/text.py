@@ -28,7 +28,9 @@ _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.
 NO_WRAP = 400
 
 
-def render(report: Report, color: bool = False, width: int | None = None, quiet: bool = False) -> str:
+def render(report: Report, color: bool = False, width: int | None = None, quiet: bool = False,
+           spark: bool = False) -> str:
+    """``spark``: a sparkline under the findings about a series (a terminal only; report.series must be set)."""
     if quiet:
         return "".join(quiet_line(f) + "\n" for f in report.findings)
     buf = io.StringIO()
@@ -58,6 +60,10 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     if not report.findings:
         out("[bold green]No problem found.[/bold green]")
         return _tidy(buf.getvalue())
+    sparks: dict[int, str] = {}
+    if spark and report.series:
+        from .spark import lines_for
+        sparks = lines_for(report.series)
     for i, f in enumerate(report.findings, 1):
         con.print()
         role = {Role.root: " [bold](first cause)[/bold]", Role.consequence: " [dim](consequence)[/dim]"}.get(f.role, "")
@@ -70,6 +76,8 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             f"  [dim]{escape(f.rule_id)} {escape(f.category)}{(' ' + ' '.join(extra)) if extra else ''}[/dim]",
             bullet=f"{i}.")
         out(escape(f.message), 3)
+        if i - 1 in sparks:
+            out(f"[cyan]{escape(sparks[i - 1])}[/cyan]", 3)
         if f.evidence:
             out("[dim]evidence:[/dim]", 3)
             for e in f.evidence:

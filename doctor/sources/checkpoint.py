@@ -204,8 +204,12 @@ JSON_NAMES = ("config.json", "adapter_config.json", "args.json", "trainer_state.
               "pytorch_model.bin.index.json", "generation_config.json")
 
 
-def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool = True) -> CheckpointFacts:
-    """Everything the rules need about one checkpoint directory. Reads sizes, headers and small JSON files."""
+def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool = True,
+                    sizes: dict[str, int] | None = None) -> CheckpointFacts:
+    """Everything the rules need about one checkpoint directory. Reads sizes, headers and small JSON files.
+
+    ``sizes``: bytes of checkpoint directories already measured, shared by the calls for the checkpoints of one
+    run (each call adds its own and its siblings'), so that N checkpoints cost N directory walks, not N^2."""
     facts = CheckpointFacts(display or str(d))
     for entry in sorted(os.listdir(d)):
         p = d / entry
@@ -240,7 +244,7 @@ def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool 
     except OSError:
         pass
     if run_dir_facts:
-        _read_run_dir(facts, d)
+        _read_run_dir(facts, d, {} if sizes is None else sizes)
     return facts
 
 
@@ -264,7 +268,7 @@ def dir_bytes(d: Path) -> int:
     return total
 
 
-def _read_run_dir(facts: CheckpointFacts, d: Path) -> None:
+def _read_run_dir(facts: CheckpointFacts, d: Path, sizes: dict[str, int]) -> None:
     run = d.parent
     if run == d:
         return
@@ -278,7 +282,12 @@ def _read_run_dir(facts: CheckpointFacts, d: Path) -> None:
         if p.is_symlink():
             facts.run_links[n] = (os.readlink(p), p.exists())
         elif re.match(r"checkpoint-\d+$", n) and p.is_dir():
-            facts.siblings[n] = facts.total_bytes() if p == d else dir_bytes(p)
+            key = str(p)
+            if p == d:
+                sizes[key] = facts.total_bytes()
+            elif key not in sizes:
+                sizes[key] = dir_bytes(p)
+            facts.siblings[n] = sizes[key]
     if "args.json" in names:
         try:
             size = (run / "args.json").stat().st_size

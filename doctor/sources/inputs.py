@@ -19,7 +19,17 @@ from typing import BinaryIO
 from ..model import InputInfo
 from ..signals import Completions, GpuSnapshot, Metrics, Where
 from . import metrics as metrics_src
-from .kinds import LOG_NAMES, LOG_SUFFIXES, SKIP_DIRS, SKIP_NAMES, classify, gpu_kind, looks_binary  # noqa: F401
+from .kinds import (  # noqa: F401
+    LOG_NAMES,
+    LOG_SUFFIXES,
+    LOGGER_KINDS,
+    SKIP_DIRS,
+    SKIP_NAMES,
+    classify,
+    gpu_kind,
+    looks_binary,
+    nvidia_smi_other,
+)
 from .logtext import LineReader, decode, physical_lines
 from .safeio import NotRegular, link_out, open_regular, what_is
 
@@ -41,7 +51,11 @@ class Input:
         return InputInfo(self.display, self.kind, self.note)
 
 
-_ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6}
+_SMALL = ("args", "command", "report", "wandb-summary", "wandb-meta", "wandb-config")
+_ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6,
+          "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0}
+
+
 def _check_readable(path: Path, display: str) -> None:
     try:
         with open_regular(path) as f:
@@ -59,6 +73,8 @@ def _check_readable(path: Path, display: str) -> None:
 
 def _explicit_file(path: Path, display: str) -> Input:
     _check_readable(path, display)
+    if path.name.startswith("events.out.tfevents."):
+        return Input(path, display, "tensorboard")
     kind = classify(path) or "log"
     if path.suffix.lower() == ".json" and kind == "log":
         from .reports import is_report
@@ -82,6 +98,12 @@ def _explicit_file(path: Path, display: str) -> Input:
                          "or the run directory")
     if kind == "log" and gpu_kind(path, head, st.st_size):
         kind = "gpu"
+    if kind == "log" and nvidia_smi_other(head):  # dmon/pmon/topo: no log, no snapshot; refused as preflight does
+        from .gpu import SnapshotError, parse_text
+        try:
+            parse_text(decode(head), display)
+        except SnapshotError as e:
+            raise InputError(str(e)) from None
     return Input(path, display, kind)
 
 
@@ -110,10 +132,11 @@ def _skip(fp: Path, root: Path, display_root: str, why: str) -> Input:
     return Input(None, _display(fp, root, display_root), "skipped", why)
 
 
-def _candidate(fp: Path, root: Path, display_root: str) -> tuple[str | None, Input | None]:
+def _candidate(fp: Path, root: Path, display_root: str, kind: str | None = None) -> tuple[str | None, Input | None]:
     """(kind, None) for a file to read, (None, a skipped Input) for one to name in the report, (None, None) for
-    a file that is not an input at all. Never opens a link out of the run dir, a FIFO, socket or device."""
-    kind = classify(fp)
+    a file that is not an input at all. Never opens a link out of the run dir, a FIFO, socket or device.
+    ``kind``: already known (a logger's file), else from the name."""
+    kind = kind or classify(fp)
     if kind is None:
         return None, None
     try:
@@ -126,7 +149,7 @@ def _candidate(fp: Path, root: Path, display_root: str) -> tuple[str | None, Inp
     what = what_is(st.st_mode)
     if what is not None:
         return None, _skip(fp, root, display_root, f"{what}, not a regular file")
-    if st.st_size == 0 or (kind in ("args", "command", "report") and st.st_size > MAX_SMALL):
+    if st.st_size == 0 or (kind in _SMALL and st.st_size > MAX_SMALL):
         return None, None
     if not os.access(fp, os.R_OK):
         return None, _skip(fp, root, display_root, "permission denied")
@@ -140,6 +163,9 @@ def _candidate(fp: Path, root: Path, display_root: str) -> tuple[str | None, Inp
             return None, None
         if gpu_kind(fp, head, st.st_size):
             kind = "gpu"
+        elif nvidia_smi_other(head):
+            return None, _skip(fp, root, display_root, f"nvidia-smi {nvidia_smi_other(head)} output, not a log or "
+                               "a GPU snapshot this tool reads")
     return kind, None
 
 
@@ -149,16 +175,33 @@ def _walk(root: Path, display_root: str) -> list[Input]:
     out: list[Input] = []
     skipped: list[Input] = []
     args_files: list[Path] = []
+    copies: list[Input] = []   # console copies of the loggers (wandb output.log, SwanLab console)
+    configs: list[Input] = []  # wandb config.yaml: the arguments when there is no args.json
     for dirpath, dirnames, filenames in os.walk(root, onerror=None):
         d = Path(dirpath)
-        dirnames[:] = sorted(n for n in dirnames if n not in SKIP_DIRS and not n.startswith("checkpoint-")
+        # runs/ holds TensorBoard event files only (and images): entered for those
+        dirnames[:] = sorted(n for n in dirnames if (n not in SKIP_DIRS or n == "runs") and not n.startswith("checkpoint-")
                              and not n.startswith("global_step") and not n.startswith("."))
+        in_runs = "runs" in d.relative_to(root).parts
         for n in dirnames:  # os.walk does not descend into linked directories; name those that lead out
             if os.path.islink(d / n) and link_out(d / n, root):
                 skipped.append(_skip(d / n, root, display_root, "a symlinked directory out of the run directory, "
                                                                 "not followed"))
         for name in sorted(filenames):
             fp = d / name
+            logger = _logger_file(fp, root, display_root)
+            if logger is not None:
+                if logger.kind == "copy-log":
+                    copies.append(logger)
+                elif logger.kind == "skipped":
+                    skipped.append(logger)
+                elif logger.kind == "wandb-config":
+                    configs.append(logger)
+                else:
+                    out.append(logger)
+                continue
+            if in_runs or "wandb" in fp.relative_to(root).parts:
+                continue
             kind, skip = _candidate(fp, root, display_root)
             if skip is not None:
                 skipped.append(skip)
@@ -174,11 +217,31 @@ def _walk(root: Path, display_root: str) -> list[Input]:
         shallow = [p for p in best if len(p.relative_to(root).parts) == len(best[0].relative_to(root).parts)]
         chosen = shallow[-1]
         out.append(Input(chosen, _display(chosen, root, display_root), "args"))
+    elif configs:
+        out.append(configs[-1])
+    has_log = any(i.kind == "log" for i in out)
+    for c in copies:
+        if has_log:
+            skipped.append(Input(None, c.display, "skipped", "a logger's copy of the console log: the run "
+                                 "directory's own console log is read instead (no line counted twice)"))
+        else:
+            out.append(Input(c.path, c.display, "log"))
+            has_log = True   # one copy is enough: two loggers copied the same console
     if not out and not run_checkpoints([display_root], root):
         why = f" ({len(skipped)} skipped: {skipped[0].display}: {skipped[0].note})" if skipped else ""
         raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here{why}; "
                          "pass the run's output directory or a saved console log")
     return out + skipped
+
+
+def _logger_file(fp: Path, root: Path, display_root: str) -> Input | None:
+    """An input of the run's own loggers (TensorBoard, wandb, SwanLab; see sources/loggers.py), or None."""
+    from .loggers import logger_kind
+    kind, note = logger_kind(fp.relative_to(root))
+    if kind is None or kind == "skipped":
+        return _skip(fp, root, display_root, note) if kind else None
+    real, skip = _candidate(fp, root, display_root, "log" if kind == "copy-log" else kind)
+    return skip or (Input(fp, _display(fp, root, display_root), kind) if real else None)
 
 
 def run_checkpoints(paths: list[str], root: Path | None = None) -> list[tuple[Path, str]]:
@@ -239,6 +302,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         return
     if inp.kind in ("report", "skipped"):
         return  # reports are merged by doctor.analyze; skipped inputs are only named
+    if inp.kind in LOGGER_KINDS:
+        raise ValueError(f"{inp.display}: a logger input is fed by sources.loggers.feed")
     if inp.kind == "gpu":
         from .gpu import SnapshotError, parse_text  # noqa: PLC0415
         try:

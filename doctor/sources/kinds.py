@@ -2,6 +2,7 @@
 a report of grpo-doctor watch, or nothing to read (binary, images, weights)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .safeio import open_regular
@@ -10,6 +11,8 @@ LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
 LOG_NAMES = {"nohup.out", "stdout", "stderr", "log", "console", "output"}
 SKIP_DIRS = {"images", "runs", ".git", "__pycache__", "node_modules", ".ipynb_checkpoints", "global_step"}
 SKIP_NAMES = {"README.md", "label.json", "tree.txt", "meta.txt", "requirements.txt", "LICENSE", "CHANGELOG.md"}
+# the kinds of the run's own loggers' files (read by sources/loggers.py, imported only when a run has them)
+LOGGER_KINDS = ("tensorboard", "wandb-summary", "wandb-meta", "wandb-config")
 GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
 _LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
               "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
@@ -65,3 +68,23 @@ def gpu_kind(path: Path, head: bytes, size: int) -> bool:
     except OSError:
         return False
     return not any(w in text for w in _LOG_MARKS)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_DMON = re.compile(r"\A\s*#\s*gpu\s+(pid\s+type|pwr|sm|fb|mem|gtemp)\b[^\n]*\n\s*#\s*Idx\b", re.IGNORECASE)
+_TOPO = re.compile(r"\A\s*GPU0[ \t]+(?:GPU1|NIC0|CPU Affinity)\b.*\n(?:.*\n){0,3}?GPU0[ \t]+X[ \t]")
+_SMI_ERROR = re.compile(r"\A\s*(Field \"[^\"\n]*\" is not a valid field to query|Invalid combination of input arguments)")
+
+
+def nvidia_smi_other(head: bytes) -> str | None:
+    """'dmon', 'pmon', 'topo' or 'error' when the first bytes are an nvidia-smi output that holds no GPU snapshot
+    this tool reads (``nvidia-smi dmon``/``pmon``/``topo -m``, or nvidia-smi's own error); None otherwise."""
+    text = _ANSI.sub("", head.decode("utf-8", errors="replace").replace("\r\n", "\n"))
+    m = _DMON.match(text)
+    if m:
+        return "pmon" if m.group(1).lower().startswith("pid") else "dmon"
+    if _TOPO.search(text):
+        return "topo"
+    if _SMI_ERROR.match(text):
+        return "error"
+    return None

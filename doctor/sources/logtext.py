@@ -97,8 +97,11 @@ class LineSplitter:
 def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, bytes]]:
     """Yield (1-based line number, bytes without the newline), each capped at ``max_line`` bytes."""
     splitter = LineSplitter(max_line)
+    # read1: one read of the underlying file per chunk, so that a terminal's single Ctrl-D ends the input (read(n)
+    # keeps reading until n bytes or an end, and a terminal gives its end once: a second read would wait again)
+    read = getattr(stream, "read1", stream.read)
     while True:
-        chunk = stream.read(CHUNK)
+        chunk = read(CHUNK)
         if not chunk:
             break
         yield from splitter.feed(chunk)

@@ -149,10 +149,46 @@ def _learn_layout(keys: tuple[str, ...]) -> None:
 
 
 def parse_jsonl(text: str) -> dict[str, Any] | None:
-    """One logging.jsonl record (JSON with NaN/Infinity allowed), numbers as floats."""
+    """One logging.jsonl record (JSON with NaN/Infinity allowed), numbers as floats.
+
+    With orjson (optional, the `full` extra) a record is decoded ~4x faster; a record orjson refuses (NaN,
+    Infinity, a number beyond float, a lone surrogate) or one holding a list or an object (orjson reads a
+    huge integer inside them as a float, json as an int) is decoded again by json: the values are json's."""
     text = text.strip()
     if not text.startswith("{"):
         return None
+    obj = None
+    if _fast_loads is not None:
+        try:
+            obj = _fast_loads(text)
+        except ValueError:
+            obj = None
+        else:
+            if not isinstance(obj, dict):
+                return None
+            out: dict[str, Any] = {}
+            conv = _CONVERTED
+            for k, v in obj.items():
+                t = type(v)
+                if t is float:
+                    out[k] = v
+                elif t is int:
+                    out[k] = float(v)  # orjson's ints fit 64 bits: no overflow
+                elif t is str:
+                    x = conv.get(v)
+                    if x is None:  # as _convert caches it: a text's number, never NaN/inf
+                        x = to_number(v)
+                        if not (type(x) is float and x - x != 0):
+                            if len(conv) >= _CONVERTED_MAX:
+                                conv.clear()
+                            conv[v] = x
+                    out[k] = x
+                elif t is dict or t is list:
+                    break
+                else:
+                    out[k] = to_number(v)
+            else:
+                return out
     try:
         obj = json.loads(text)
     except RecursionError:
@@ -164,6 +200,12 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
     return {k: to_number(v) for k, v in obj.items() if not isinstance(v, (dict, list))} | {
         k: v for k, v in obj.items() if isinstance(v, (dict, list))
     }
+
+
+try:  # optional: a faster JSON decoder (wheels for Linux and macOS, x86_64 and arm64); json otherwise
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - the pure fallback
+    _fast_loads = None  # type: ignore[assignment]
 
 
 def is_summary(values: dict[str, Any]) -> bool:

@@ -203,13 +203,22 @@ class MappedScan:
 
             base = max(0, p - self.overlap)
 
-            def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object, base: int = base) -> None:
+            def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object, base: int = base,
+                         q: int = q) -> bool:
                 end += base
                 if end > self.line_end:
                     self.line_end = self._newline_from(end - 1)
                     add((end, self.line_end))
+                    # the rest of the piece is on this line: stop (a line of a gigabyte full of trigger words
+                    # would cost a Python call per match)
+                    return self.line_end >= q
+                return False
 
-            self.db.scan(self.view[base:q], match_event_handler=on_match, scratch=self.scratch)
+            try:
+                self.db.scan(self.view[base:q], match_event_handler=on_match, scratch=self.scratch)
+            except Exception as e:  # noqa: BLE001 - hyperscan.ScanTerminated: on_match stopped the scan
+                if type(e).__name__ != "ScanTerminated":
+                    raise
             out = array("q")
             for hit, line_end in ends:
                 nl = rfind(b"\n", p, hit)
@@ -231,6 +240,11 @@ class MappedScan:
             yield out
             self._release(q)
             p = q
+            if self.line_end >= q:  # the last line reported runs past the piece: go on after its end
+                if self.line_end < size:  # no newline in [q, line_end): found by _newline_from
+                    self.lines += 1
+                    self.last_nl = self.line_end
+                p = self.counted = min(self.line_end + 1, size)
         self.lines += self._count(self.counted, size)
         self.counted = size
         if size and mm[size - 1] != 10:

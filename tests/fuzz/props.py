@@ -7,6 +7,7 @@ JSON and SARIF stay valid (strict: no NaN/Infinity constants), markdown has no m
 from __future__ import annotations
 
 import json
+import re
 import struct
 import tempfile
 from pathlib import Path
@@ -20,6 +21,8 @@ from doctor.sources.inputs import InputError
 ROOT = Path(__file__).resolve().parents[2]
 REAL_LOGS = sorted((ROOT / "fixtures" / "logs").glob("*/log.txt"))
 _FORBIDDEN_MD = {"html_inline", "html_block", "link_open", "image"}
+# the renderer's own folding (issue 17.11): <details><summary>tool text</summary> ... </details>, nothing from input
+_OWN_FOLD = re.compile(r"(<details><summary>[\w ,.()-]+</summary>|</details>)\n?")
 
 
 def _strict_json(out: str) -> object:
@@ -58,7 +61,7 @@ def check_rendered(rep: Report) -> None:
                 continue
             injected = [(t.type, t.content) for t in _md_tokens(out)
                         if t.type in _FORBIDDEN_MD and t.content not in ("<sub>", "</sub>")
-                        and not _own_link(t)]
+                        and not _own_link(t) and not _OWN_FOLD.fullmatch(t.content)]
             assert not injected, f"markdown markup from the input: {injected[:3]}"
 
 
