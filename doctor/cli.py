@@ -300,6 +300,20 @@ def watch(
     force: bool = typer.Option(False, "--force", help="Launch even when preflight finds errors."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Do not run preflight before launching."),
     gpu_interval: float = typer.Option(10.0, "--gpu-interval", help="Seconds between GPU samples (0: none)."),
+    drain: float = typer.Option(30.0, "--drain", help="After the command exits, seconds to wait for output from the "
+                                "rest of its process group."),
+    keep_launches: int = typer.Option(0, "--keep-launches", help="Keep only the newest N earlier launches' console "
+                                      "logs and reports in the run folder (0: keep all)."),
+    on_failure: str = typer.Option("stop", "--on-failure", help="stop: report and exit; restart: relaunch on a "
+                                   "transient failure (restart verdict); resume: also relaunch with "
+                                   "--resume_from_checkpoint when a checkpoint exists."),
+    max_restarts: int = typer.Option(3, "--max-restarts", help="At most this many relaunches."),
+    restart_backoff: float = typer.Option(30.0, "--restart-backoff", help="Seconds before the first relaunch, "
+                                          "doubled each time."),
+    notify: Optional[str] = typer.Option(None, "--notify", help="Webhook URL: POST {\"text\": ...} (Slack and most "
+                                         "chat incoming webhooks) on the first error, a hang and the end of the run."),
+    notify_cmd: Optional[str] = typer.Option(None, "--notify-cmd", help="Run this command with the report path as its "
+                                             "last argument on the same events."),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Run a training command unchanged and watch it live: same rules as analyze, plus hang, GPU, memory, disk and
@@ -327,12 +341,18 @@ def watch(
                 limits.set(name.strip(), float(value))
         except ValueError as e:
             raise die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
-    for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval)):
+    for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval),
+                    ("--drain", drain), ("--keep-launches", keep_launches), ("--max-restarts", max_restarts),
+                    ("--restart-backoff", restart_backoff)):
         if v < 0:
             raise die(f"{name} must be >= 0")
     opts = WatchOptions(run_dir=str(run_dir) if run_dir else None, report=str(report) if report else None, limits=limits,
                         on_hang=on_hang.value, grace=grace, force=force, preflight=not no_preflight,
-                        gpu_interval=gpu_interval)
+                        gpu_interval=gpu_interval, drain=drain, keep_launches=keep_launches, on_failure=on_failure,
+                        max_restarts=max_restarts, restart_backoff=restart_backoff, notify_url=notify,
+                        notify_cmd=notify_cmd)
+    if on_failure not in ("stop", "restart", "resume"):
+        raise die(f"--on-failure {on_failure!r}: use stop, restart or resume")
     try:
         code = run_watch(list(command), opts)
     except Exception as e:  # noqa: BLE001

@@ -113,7 +113,7 @@ class CheckpointInput:
 
 # the live-only signals are defined in doctor/signals_live.py, imported on first use: a post-mortem (and every
 # command's start-up) never pays for their classes
-_LIVE = ("Gpu", "GpuTick", "HostTick", "DiskTick", "HangReport")
+_LIVE = ("Gpu", "GpuTick", "HostTick", "DiskTick", "HangReport", "RunExit")
 
 
 def __getattr__(name: str) -> Any:

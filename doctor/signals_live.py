@@ -62,3 +62,14 @@ class HangReport:
     stopped: bool = False
     last_path: str = "<watch>"
     last_lineno: int = 0
+
+
+@dataclass(frozen=True)
+class RunExit:
+    """How the watched command ended when it ended badly by itself (built by doctor.live at the end)."""
+
+    t: float
+    code: int               # the exit status, or -N when killed by signal N
+    signal_name: str | None  # "SIGKILL", ...
+    kernel_lines: tuple[str, ...] = ()   # the kernel log's OOM lines about the run's processes
+    kernel_note: str | None = None       # why the kernel log could not be read

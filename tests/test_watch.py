@@ -96,7 +96,7 @@ def test_startup_hang_phase_named(tmp_path):
     lines = HANG_LOG.read_text().splitlines(keepends=True)
     cut = next(i for i, l in enumerate(lines) if "model_parameter_info" in l)
     log.write_text("".join(lines[:cut + 1]))
-    r = run_watch(tmp_path, ["--log", str(log), "--then", "hang"], limits=Limits(startup=1.0, vllm_init=1.0),
+    r = run_watch(tmp_path, ["--log", str(log), "--then", "hang"], limits=Limits(startup=60.0, vllm_init=1.0),
                   on_hang="stop", grace=1.0, poll=0.2)
     assert r.code == EXIT_STOPPED
     f = next(f for f in r.report["findings"] if f["rule_id"] == "GD901")

@@ -26,7 +26,7 @@ def run_watch(tmp: Path, child_args: list[str], argv: list[str] | None = None, *
     tmp.mkdir(parents=True, exist_ok=True)
     out_path, err_path, doc_path = tmp / "stdout.bin", tmp / "stderr.bin", tmp / "doctor.bin"
     with open(out_path, "wb") as out, open(err_path, "wb") as err, open(doc_path, "wb") as doc:
-        opts = WatchOptions(run_dir=str(tmp / "run"), preflight=kw.pop("preflight", False), gpu_interval=kw.pop("gpu_interval", 0),
+        opts = WatchOptions(run_dir=kw.pop("run_dir", str(tmp / "run")), preflight=kw.pop("preflight", False), gpu_interval=kw.pop("gpu_interval", 0),
                             out_fd=out.fileno(), err_fd=err.fileno(), **kw)
         w = Watch(argv or [sys.executable, CHILD, *child_args], opts)
         saved = os.dup(2)

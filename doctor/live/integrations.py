@@ -33,8 +33,20 @@ def preflight(argv: list[str], env: Mapping[str, str] | None = None, gpu_mem_gib
     try:
         return preflight_command(list(argv), env, gpu_mem_gib=gpu_mem_gib)
     except ValueError as e:  # CommandError: not a `swift rlhf` command, an unreadable config file, ...
-        say(f"preflight skipped: {str(e).removeprefix('preflight: ').split('; use:')[0]}")
+        why = str(e).removeprefix('preflight: ').split('; use:')[0]
+        first = why.strip().splitlines()[0] if why.strip() else "not a swift rlhf command"
+        # one line: a multi-line `-c` script quoted in the reason must not fill the terminal
+        more = len(first) > 200 or "\n" in why.strip()
+        say(f"preflight skipped: {first[:200]}{'...' if more else ''}")
         return None
+
+
+# preflight rules whose error is an estimate (the memory planner), not a certain failure: they warn, never block
+ESTIMATES = frozenset({"GD470"})
+
+
+def is_estimate(finding: Any) -> bool:
+    return getattr(finding, "rule_id", None) in ESTIMATES
 
 
 def _nvml_fallback() -> list[Gpu] | None:
@@ -115,4 +127,4 @@ def check_checkpoint(dirs: list[str], run: Any = None) -> list[Any] | None:
     return list(check_checkpoint_dirs(dirs, run=run))
 
 
-__all__ = ["preflight", "gpu_samples", "check_checkpoint"]
+__all__ = ["preflight", "gpu_samples", "check_checkpoint", "is_estimate"]

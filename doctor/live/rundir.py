@@ -180,3 +180,37 @@ def console_name(node_rank: int | None, kind: str) -> str:
             "hang": f"grpo-doctor-hang{suffix}"}[kind]
 
 
+
+
+def default_run_dir(argv: list[str]) -> str:
+    """Where watch writes when --run-dir is not given: the command's --output_dir, else ./output (said at launch)."""
+    return output_dir_of(argv) or "output"
+
+
+_ARCHIVE = re.compile(r"\.(\d+)$")
+
+
+def archive_previous(paths: list[str], keep: int = 0) -> list[str]:
+    """Move each existing file of ``paths`` (a previous launch's console log and report) to NAME.N, N the next free
+    number for that name, so that every launch's files stay; with ``keep`` > 0 only the newest ``keep`` archives of
+    each name are kept (the user asked for rotation). Returns the archived paths."""
+    moved = []
+    for p in paths:
+        if not os.path.lexists(p):
+            continue
+        d, base = os.path.split(p)
+        try:
+            nums = sorted(int(m.group(1)) for n in os.listdir(d or ".") if n.startswith(base + ".")
+                          for m in [_ARCHIVE.search(n[len(base):])] if m and n[len(base):] == m.group(0))
+        except OSError:
+            nums = []
+        n = (nums[-1] if nums else 0) + 1
+        os.replace(p, f"{p}.{n}")
+        moved.append(f"{p}.{n}")
+        if keep > 0:
+            for old in (nums + [n])[:-keep]:
+                try:
+                    os.unlink(f"{p}.{old}")
+                except OSError:
+                    pass
+    return moved

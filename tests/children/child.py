@@ -3,6 +3,7 @@ floods or exits, as told. Only the standard library (it must start fast).
 
   child.py [--log FILE] [--stderr-log FILE] [--out DIR] [--jsonl FILE] [--args-json FILE]
            [--chunks] [--ckpt N] [--flood MB] [--ignore-term] [--then hang|sleep:S|exit:N|kill:SIG]
+           [--final-log FILE] [--late S:TEXT] [--orphan quiet|hold|quiet-ignore] [--orphan-pid FILE] [--bigint-jsonl S]
 """
 import hashlib
 import os
@@ -93,8 +94,32 @@ def main(argv):
             (h1 if fd == 1 else h2).update(block)
             write(fd, block)
             sent += n
+        if "--final-log" in opts:  # a traceback after the flood, on stderr (the analysis must still see it)
+            with open(opts["--final-log"], "rb") as f:
+                block = f.read()
+            h2.update(block)
+            write(2, block)
         with open(opts["--hashes"], "w") as f:
             f.write(h1.hexdigest() + " " + h2.hexdigest())
+    if "--late" in opts:  # a process of the group that prints after the leader exited (the leader does not wait)
+        delay, _, text = opts["--late"].partition(":")
+        import subprocess
+        subprocess.Popen([sys.executable, "-c", f"import time, sys; time.sleep({float(delay)}); "
+                          f"print({text!r}, flush=True); print({text!r} + ' on stderr', file=sys.stderr, flush=True)"])
+    if "--orphan" in opts:  # a process of the group that outlives the leader; "quiet": not holding the output open
+        import subprocess
+        quiet = opts["--orphan"] == "quiet"
+        o = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
+                              + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if "ignore" in opts["--orphan"] else "")
+                              + "time.sleep(3600)"],
+                             stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.DEVNULL if quiet else None)
+        if "--orphan-pid" in opts:
+            with open(opts["--orphan-pid"], "w") as f:
+                f.write(str(o.pid))
+    if "--bigint-jsonl" in opts and run:  # one logging.jsonl row with a 401-digit integer (issue 18 point 9)
+        with open(os.path.join(run, "logging.jsonl"), "a") as g:
+            g.write('{"loss": ' + "9" * 401 + ', "global_step/max_steps": "1/10"}\n')
+        time.sleep(float(opts["--bigint-jsonl"]))
     then = opts.get("--then", "exit:0")
     if then == "hang":
         while True:

@@ -1,0 +1,56 @@
+"""GD995 (``grpo-doctor watch``): the command failed (non-zero exit, or killed by a signal) and no other rule found
+an error: the exit itself is the finding, with the last lines of output, and for SIGKILL the kernel log's OOM lines
+and the last host memory samples. Live-only signals (doctor/signals_live.py); pure, no I/O."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import Evidence, Finding, Severity
+from ...rules import FinishContext, Rule, evidence_of
+from ...signals import HostTick, RunExit
+from .._units import gib
+
+TAIL = 5
+
+
+class ExitWithoutDiagnosis(Rule):
+    kinds = frozenset({RunExit, HostTick})
+
+    def __init__(self, meta):
+        super().__init__(meta)
+        self.exit: RunExit | None = None
+        self.host: list[HostTick] = []
+
+    def feed(self, signal: Any) -> None:
+        if isinstance(signal, RunExit):
+            self.exit = signal
+        else:
+            self.host = (self.host + [signal])[-3:]
+
+    def finish(self, ctx: FinishContext) -> list[Finding]:
+        e = self.exit
+        if e is None or e.code == 0 or any(f.severity >= Severity.error for f in ctx.findings) or ctx.exceptions:
+            return []
+        how = (f"was killed by signal {-e.code} ({e.signal_name or '?'})" if e.code < 0 else
+               f"exited with status {e.code}")
+        msg = f"The command {how} after {e.t:.0f} s, and no rule found an error in its output."
+        fix = list(self.meta.fix)
+        if e.signal_name == "SIGKILL":
+            msg += (" SIGKILL is the host OOM killer's signature (a process killed that way prints nothing); it is "
+                    "also what a scheduler or a person's `kill -9` sends.")
+            if e.kernel_lines:
+                msg += f" The kernel log says: {e.kernel_lines[-1][:200]}"
+            else:
+                msg += f" The kernel log has no OOM kill of the run's processes{'' if e.kernel_note is None else ' (not readable: ' + e.kernel_note[:160] + ')'}."
+            if self.host:
+                h = self.host[-1]
+                low = min(self.host, key=lambda x: x.available)
+                msg += (f" Last host memory sample ({h.t:.0f} s): {gib(h.available)} available of {gib(h.total)}; "
+                        f"lowest of the last {len(self.host)}: {gib(low.available)}.")
+            fix.insert(0, "Confirm with `dmesg -T | grep -iE 'killed process|out of memory'` (root) or the scheduler's "
+                          "job log; lower host RAM use (dataloader workers, CPU offload, processes per node).")
+        ev: list[Evidence] = []
+        for lines in ctx.tails.values():
+            ev.extend(evidence_of(ln) for ln in list(lines)[-TAIL:])
+        ev.extend(Evidence("<kernel log>", 0, ln[:300]) for ln in e.kernel_lines[-2:])
+        return [self.make(message=msg, fix=fix, evidence=ev[-(TAIL + 2):])]

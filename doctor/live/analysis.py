@@ -1,0 +1,252 @@
+"""The analyser side of `watch` (its own thread): feeds the engine Session with the output the reader hands over,
+follows the run folder (logging.jsonl, args.json, checkpoints) and samples GPUs and host memory. Nothing here
+touches the pass-through or the console log (doctor/live/tee.py).
+"""
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import time
+
+import psutil
+
+from ..checks.hang._progress import _BAR
+from ..model import InputInfo, Severity
+from ..signals import DiskTick, GpuTick, HostTick, Metrics, Where
+from ..sources.logtext import LineSplitter, clean, decode
+from . import integrations
+from .rundir import read_args_json
+from .say import say
+
+ERRORS_MAX = 100
+
+
+class Analysis:
+    """Mixin of Watch (doctor/live/supervisor.py): the analyser thread."""
+
+    analysis_error: str | None = None
+    analysis_errors = 0
+    analysis_off = False
+    skipped_bytes = 0
+    skip_notes = 0
+    end_skipped = 0
+
+    def _analyser(self, streams: list) -> None:
+        """Analyser thread: owns the Session. Feeds the engine the chunks the reader hands over (it tees them itself),
+        and every poll runs the run-folder scan, samples, the hang watchdog, the live evaluation and the report
+        refresh. An error here is said once and never reaches the pass-through or the console log."""
+        next_tick = self.clock()
+        next_eval = self.clock() + self.o.eval_interval
+        next_report = self.clock() + min(self.o.report_interval, 5.0)
+        next_gpu = self.clock()
+        next_scan = self.clock()
+        feed = self.feed
+        while True:
+            try:
+                item = feed.q.get(timeout=max(0.0, next_tick - self.clock()))
+            except queue.Empty:
+                item = ()
+            if item is None:
+                break
+            if item and item[0] == "skip":
+                self._skipped(*item[1:])
+                continue
+            if item:
+                feed.done(item[0], len(item[1]))
+                if feed.drop:
+                    n, nl, rest = feed.take(*item)
+                    if n:
+                        self._skipped(item[0], n, nl, quiet=True)
+                        self.end_skipped += n
+                        item = (item[0], rest) if rest else ()
+            if self.analysis_off:
+                continue
+            try:
+                if item:
+                    self._chunk(*item)
+                now = self.clock()
+                if now < next_tick:
+                    continue
+                next_tick = now + self.o.poll
+                if now >= next_scan:
+                    next_scan = now + max(self.o.poll, 2.0)
+                    self._scan()
+                if self.o.gpu_interval and now >= next_gpu:
+                    next_gpu = now + self.o.gpu_interval
+                    self._sample(now)
+                self._hang_tick(now)
+                if now >= next_eval:
+                    t = time.perf_counter()
+                    self._evaluate(final=False)
+                    # evaluating all rules costs more as the run grows: keep it under ~5% of a core
+                    next_eval = now + max(self.o.eval_interval, 20 * (time.perf_counter() - t))
+                if now >= next_report:
+                    next_report = now + self.o.report_interval
+                    self._write_report(self._report(final=False))
+            except Exception as e:  # noqa: BLE001 - the run must go on even if the doctor breaks
+                self._analysis_failed(e)
+        if self.end_skipped:
+            say(f"the run's output ended while the live analysis was behind: skipped {self.end_skipped} bytes and "
+                f"analysed the last {feed.TAIL >> 20} MiB of each stream, so that the end of the run is not held up; "
+                "the console log has everything")
+        for st in streams:
+            self._guard(self._close_stream, st)
+        self._guard(self._hang_tick, self.clock())  # progress in the last burst of output (never fires: the run ended)
+
+    def _guard(self, fn, *args) -> None:
+        if self.analysis_off:
+            return
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001
+            self._analysis_failed(e)
+
+    def _analysis_failed(self, e: BaseException) -> None:
+        """Said once; the analysis goes on with the next input (a bad row costs that row), and stops after
+        ERRORS_MAX errors. The console log and the pass-through never depend on it."""
+        self.analysis_errors += 1
+        if self.analysis_error is None:
+            self.analysis_error = f"{type(e).__name__}: {str(e)[:200]}"
+            say(f"internal error in the live analysis ({self.analysis_error}); the run continues, its output still "
+                "passes through and the console log stays complete; rerun `grpo-doctor analyze` on the run folder "
+                "afterwards")
+        if self.analysis_errors >= ERRORS_MAX:
+            self.analysis_off = True
+            say(f"the live analysis stopped after {self.analysis_errors} internal errors; the console log stays "
+                "complete")
+
+    def _skipped(self, st, nbytes: int, newlines: int, quiet: bool = False) -> None:
+        """The reader skipped ``nbytes`` of this stream because the analysis was behind: say so, keep line numbers."""
+        self.skipped_bytes += nbytes
+        first = self.file_lines + 1
+        self.file_lines += newlines
+        st.splitter = LineSplitter()
+        st.resync = True
+        if nbytes <= 0 or quiet:
+            return
+        self.skip_notes += 1
+        if self.skip_notes <= 5:
+            say(f"the live analysis fell behind the output (more than {self.feed.limit >> 20} MiB or {self.feed.lag:g} s): "
+                f"skipped {nbytes} bytes (console log lines about {first}-{self.file_lines}) to keep up; the pass-through "
+                "and the console log are complete, `grpo-doctor analyze` on the run folder reads all of it")
+
+    # ------------------------------------------------------------------ output
+    def _chunk(self, st, data: bytes) -> None:
+        if st.resync:  # the line cut by a skip: drop its rest
+            nl = data.find(b"\n")
+            if nl < 0:
+                return
+            st.resync = False
+            data = data[nl + 1:]
+        lines = st.splitter.feed(data)
+        if lines:
+            base = self.file_lines
+            self.file_lines += len(lines)
+            for i, (_ln, raw) in enumerate(lines):
+                for line in self.reader.line(base + i + 1, raw):
+                    self.session.feed_line(line)
+            self.dog.output()
+            st.bar = None
+        if b"\r" in data:
+            self._partial_progress(st)
+        elif not lines:
+            self.dog.output()
+
+    def _partial_progress(self, st) -> None:
+        """tqdm redraws (\\r, no newline until the bar closes): a new Train/rollout bar count is progress."""
+        part = st.splitter.partial()
+        cut = part.rfind(b"\r")
+        if cut <= 0:
+            return
+        prev = part.rfind(b"\r", 0, cut)
+        seg = clean(decode(part[prev + 1:cut]))
+        m = _BAR.match(seg)
+        if not m:
+            self.dog.output()
+            return
+        desc = m.group("desc").strip().rstrip(":").strip()
+        k = int(m.group("k"))
+        if st.bar == (desc, k):
+            return
+        st.bar = (desc, k)
+        if desc == "Train":
+            self.dog.step(k) if k > 0 else self.dog.output()
+        elif desc.startswith(("Processed prompts", "Adding requests")):
+            self.dog.progress(f"rollout ({desc} {k})")
+        else:
+            self.dog.output()
+
+    def _close_stream(self, st) -> None:
+        if st.resync:
+            return
+        for _ln, raw in st.splitter.close():
+            self.file_lines += 1
+            for line in self.reader.line(self.file_lines, raw):
+                self.session.feed_line(line)
+
+    # ------------------------------------------------------------------ run directory
+    def _scan(self) -> None:
+        new_jsonl, new_args, new_ckpts = self.rundir.scan()
+        if new_args:
+            obj = read_args_json(new_args)
+            if obj:
+                self.session.run.add_args_json(obj)
+                self.inputs.append(InputInfo(new_args, "args"))
+        if new_jsonl:
+            # logging.jsonl and the printed dicts carry the same rows: from now on take the file (as analyze does),
+            # skipping the rows already seen on the console
+            self.session.console_metrics = False
+            self.skip_jsonl_steps = self.session.metrics_steps
+            self.inputs.append(InputInfo(new_jsonl, "metrics"))
+        if self.rundir.jsonl is not None:
+            for lineno, values in self.rundir.jsonl.read():
+                from ..sources import metrics as metrics_src
+                if metrics_src.is_step(values) and self.skip_jsonl_steps > 0:
+                    self.skip_jsonl_steps -= 1
+                    continue
+                self.reader.counter[0] += 1
+                self.session.emit(Metrics(values, Where(self.rundir.jsonl.path, lineno), self.reader.counter[0],
+                                                  "jsonl"))
+                if metrics_src.is_step(values):
+                    self.dog.progress("logging.jsonl row")
+        for c in new_ckpts:
+            self.dog.progress(f"checkpoint {os.path.basename(c.path)}")
+            self._ckpt_seq = self.reader.counter[0]
+        for c in self.rundir.settle():
+            self._check_ckpt(c)
+        need = self.rundir.last_checkpoint_size()
+        if need:
+            try:
+                free = shutil.disk_usage(self.run_dir).free
+            except OSError:
+                return
+            self.session.emit(DiskTick(self.clock() - self.t0, self.run_dir, free,
+                                                                    int(need * 1.05), "size of the last checkpoint"))
+
+    def _check_ckpt(self, c) -> None:
+        found = integrations.check_checkpoint([c.path], run=self.session.run)
+        if not found:
+            return
+        self.extra.extend(found)
+        for f in found:
+            if f.severity >= Severity.warning:
+                say(f"{os.path.basename(c.path)}: {f.severity.name} {f.rule_id} {f.title}: {f.message}")
+
+    # ------------------------------------------------------------------ samples
+    def _sample(self, now: float) -> None:
+        gpus = integrations.gpu_samples()
+        self.last_gpus = gpus
+        alive = self.proc.poll() is None
+        if gpus:
+            self.session.emit(GpuTick(now - self.t0, tuple(gpus), alive))
+        try:
+            self.pids.update(c.pid for c in psutil.Process(self.proc.pid).children(recursive=True))
+        except (psutil.Error, OSError):
+            pass
+        try:
+            vm = psutil.virtual_memory()
+            sw = psutil.swap_memory()
+            self.session.emit(HostTick(now - self.t0, vm.available, vm.total, sw.free))
+        except (psutil.Error, OSError):
+            pass

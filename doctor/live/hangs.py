@@ -1,0 +1,119 @@
+"""The hang side of `watch`: turn the watchdog's verdict into a hang report (stacks, process states, a GPU snapshot)
+and, with --on-hang stop, stop the run's process group."""
+from __future__ import annotations
+
+import os
+
+from ..checks import _units as units
+from ..model import InputInfo
+from ..signals import HangReport
+from ..sources.logtext import LineReader
+from . import actions, integrations, stackgroups
+from .rundir import console_name
+from .say import say
+from .watchdogs import PHASE_OF, PHASE_TEXT
+
+
+class Hangs:
+    """Mixin of Watch (doctor/live/supervisor.py): the hang watchdog's ticks and reports (analyser thread)."""
+
+    def _hang_tick(self, now: float) -> None:
+        h = self.hang_rule
+        if h is not None:
+            phase, seq = h._last_phase()
+            wp = PHASE_OF.get(phase, "steady" if h.p.max_step else "startup")
+            if wp == "checkpoint-save" and seq < getattr(self, "_ckpt_seq", 0) and h.p.max_step:
+                wp = "steady"  # the checkpoint folder appeared after the save began: back to steps
+            if h.p.max_step:
+                self.dog.step(h.p.max_step)
+            if wp != self.dog.phase:
+                self.dog.set_phase(wp)
+            n = len(h.p.vllm_lines)
+            if n != getattr(self, "_vllm_n", 0):
+                self._vllm_n = n
+                if self.dog.steps or self.dog.phase in ("first-step", "steady"):
+                    self.dog.progress("rollout line")
+        steps = max(self.session.metrics_steps, self.dog.steps)
+        if steps > self.dog.steps:
+            self.dog.step(steps)
+        if self.dog.resumed != getattr(self, "_resumed_seen", 0):
+            self._resumed_seen = self.dog.resumed
+            say(f"progress resumed ({self.dog.last_what}); the hang report above stays in the report")
+        ev = self.dog.check(now)
+        if ev is None or self.proc.poll() is not None:
+            return
+        self._on_hang(ev, now)
+
+    def _on_hang(self, ev, now: float) -> None:
+        self.hang_reports += 1
+        say(f"no progress for {units.secs(ev.silent_s)} s in {PHASE_TEXT[ev.phase]} (limit "
+            f"{units.secs(ev.limit_s)} s, {ev.basis}); "
+            "capturing stacks, process states and a GPU snapshot")
+        procs = actions.process_tree(self.proc.pid)
+        stacks, missing = actions.dump_stacks(procs)
+        gpus = integrations.gpu_samples()
+        where, where_text = actions.where_stopped(stacks)
+        outlier = actions.outlier(stacks)
+        grouped = stackgroups.culprit(stacks)
+        if outlier is None and grouped:
+            outlier = grouped
+        fr_note = stackgroups.flight_recorder_note(self.env)
+        if fr_note:
+            missing = [*missing, fr_note]
+        if not stacks and self.hang_rule is not None:
+            phase, _ = self.hang_rule._last_phase()
+            from ..checks.hang._progress import PHASE_TEXT as LOG_PHASES
+            if phase:
+                where_text = f"in {LOG_PHASES.get(phase, phase)} (from the log; no stacks)"
+        base = console_name(self.node_rank, "hang")
+        path = os.path.join(self.run_dir, f"{base}-{self.hang_reports}.txt")
+        body = [f"grpo-doctor hang report {self.hang_reports}: no progress for {units.secs(ev.silent_s)} s in "
+                f"{ev.phase} (limit {units.secs(ev.limit_s)} s: {ev.basis}); last progress: {ev.last_progress}", "",
+                "== process states ==", actions.proc_text(procs), "", "== GPUs ==", actions.gpu_text(gpus), ""]
+        if stacks:
+            body += ["== stacks grouped ==", *([grouped] if grouped else []), stackgroups.grouped_text(stacks), ""]
+        for s in stacks:
+            body += [f"== py-spy dump: pid {s.pid} {s.label} ==", s.text.rstrip(), ""]
+        if missing:
+            body += ["== not captured ==", *missing, ""]
+        try:
+            with open(path, "wb") as f:  # process names and stacks may hold undecodable bytes (surrogates)
+                f.write(("\n".join(body) + "\n").encode("utf-8", "backslashreplace"))
+            stacks_file = path
+        except OSError:
+            stacks_file = None
+        if stacks and stacks_file:
+            # the same text `analyze` will read from the run folder later: GD320/GD321 classify the frames too
+            rd = LineReader(stacks_file, self.reader.counter)
+            self.session.begin_log(stacks_file)
+            for i, raw in enumerate(("\n".join(body)).encode().split(b"\n")):
+                for line in rd.line(i + 1, raw):
+                    self.session.feed_line(line)
+            self.inputs.append(InputInfo(stacks_file, "log"))
+        tail = self.session.tails.get(self.console_path)
+        last_line = tail[-1] if tail else None
+        stopping = self.o.on_hang == "stop"
+        rep = HangReport(
+            t=now - self.t0, phase=ev.phase, phase_text=PHASE_TEXT[ev.phase], silent_s=ev.silent_s, limit_s=ev.limit_s,
+            limit_basis=ev.basis, steps=ev.steps, last_progress=ev.last_progress,
+            last_line=last_line.raw if last_line else "", where=where,
+            where_text=where_text, outlier=outlier,
+            stacks=tuple(f"{s.label}: {s.top or 'no frames'}" for s in stacks if not s.launcher), stacks_file=stacks_file,
+            missing=tuple(missing), gpu_text=actions.gpu_text(gpus), proc_text=actions.proc_text(procs), stopped=stopping,
+            last_path=last_line.where.path if last_line else "<watch>", last_lineno=last_line.where.line if last_line else 0)
+        self.session.emit(rep)
+        self.hung = True
+        report = self._report(final=False, hung=True)
+        self._write_report(report)
+        from ..render import text
+        say(text.render(report, color=False))
+        self._alert("hang", f"no progress for {units.secs(ev.silent_s)} s in {PHASE_TEXT[ev.phase]}"
+                    + (f"; {where_text}" if where_text else "") + ("; stopping the run" if stopping else ""))
+        for f in report.findings:
+            self.printed[f.rule_id] = max(f.severity, self.printed.get(f.rule_id, f.severity))
+        if stopping:
+            say(f"stopping the run (--on-hang stop): SIGTERM to process group {self.pgid}, SIGKILL after "
+                f"{self.o.grace:g} s")
+            self.stopped = True
+            actions.stop_group(self.pgid)
+            self.kill_at = now + self.o.grace

@@ -1,0 +1,158 @@
+"""Findings and the JSON report of `watch`: live evaluation, the report file (atomic), the final diagnosis."""
+from __future__ import annotations
+
+import os
+import time
+
+from .. import __version__
+from ..engine import order
+from ..model import Report, Severity
+from .say import say
+
+# post-mortem rules that read "the log stops here" as a hang: meaningless while the process is alive
+_POSTMORTEM_ONLY = {"GD320", "GD321"}
+
+
+class Reporting:
+    """Mixin of Watch (doctor/live/supervisor.py)."""
+
+    def _findings(self, final: bool, hung: bool = False) -> list:
+        try:
+            found = self.session.finish()
+        except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
+            self._analysis_failed(e)
+            found = []
+        if not final and not hung and not getattr(self, "hung", False):
+            found = [f for f in found if f.rule_id not in _POSTMORTEM_ONLY]
+        return order(found + list(self.extra)) if self.extra else found
+
+    def _evaluate(self, final: bool) -> None:
+        for f in self._findings(final):
+            if f.severity < Severity.warning:
+                continue
+            prev = self.printed.get(f.rule_id)
+            if prev is not None and prev >= f.severity:
+                continue
+            self.printed[f.rule_id] = f.severity
+            if f.severity >= Severity.error and self.first_error_time is None:
+                self.first_error_time = time.time()
+                self._alert("error", f"error {f.rule_id} {f.title}: {f.message}")
+            ev = f" [{f.evidence[0].text[:160]}]" if f.evidence else ""
+            say(f"{f.severity.name} {f.rule_id} {f.title}: {f.message}{ev}")
+            if f.fix:
+                say(f"  fix: {f.fix[0]}")
+
+    def _run_info(self, status: str, code: int | None) -> dict:
+        info = self.session.run.summary() if self.session is not None else {
+            "framework": "ms-swift", "framework_version": None, "args": {}, "world_size": None}
+        info.update({
+            "node_rank": self.node_rank, "host": self.host,
+            "watch": {"status": status, "exit_code": code, "pid": self.proc.pid if self.proc else None,
+                      "argv": self.argv, "started": getattr(self, "wall0", None), "updated": time.time(),
+                      "first_error_time": self.first_error_time, "console_log": getattr(self, "console_path", None),
+                      "stopped_by_watch": self.stopped, "attempt": getattr(self, "attempt", 1),
+                      "earlier_launches": getattr(self, "archived", []),
+                      "analysis_skipped_bytes": self.skipped_bytes, "analysis_error": self.analysis_error,
+                      "console_log_incomplete_from": getattr(getattr(self, "console", None), "failed_at", None),
+                      "survivors": self.survivors},
+        })
+        return info
+
+    def _report(self, final: bool, hung: bool = False) -> Report:
+        findings = self._findings(final, hung)
+        if self.first_error_time is None and any(f.severity >= Severity.error for f in findings):
+            self.first_error_time = time.time()
+        return Report(__version__, list(self.inputs), self._run_info(self.status, getattr(self, "exit_code", None)),
+                      findings)
+
+    def _alert(self, event: str, text: str) -> None:
+        """--notify / --notify-cmd (doctor/live/notify.py); never raises, never waits."""
+        n = getattr(self, "notifier", None)
+        if n is None:
+            return
+        try:
+            if event == "error":
+                self._write_report(self._report(final=False))  # --notify-cmd reads the report: let it hold the error
+            where = f"node {self.node_rank} " if self.node_rank is not None else ""
+            n.alert(event, f"grpo-doctor watch ({where}{self.host}, {self.run_dir}): {text}", self.report_path)
+        except Exception as e:  # noqa: BLE001 - an alert never affects the run
+            say(f"--notify: the alert could not be sent ({type(e).__name__}: {e})")
+
+    def _final_report(self, rc: int) -> Report:
+        """The report at the end. A command that failed by itself also feeds GD995 (the exit is a finding when no
+        rule names a cause) and, when SIGKILL ended it, the kernel log's OOM lines (GD310 reads them)."""
+        if rc != 0 and not self.stopped and not self.analysis_off:
+            import signal as _signal
+
+            from ..signals import RunExit
+            name = None
+            if rc < 0:
+                try:
+                    name = _signal.Signals(-rc).name
+                except ValueError:
+                    name = None
+            lines: list[str] = []
+            note = None
+            if rc == -_signal.SIGKILL:
+                from .exits import kernel_oom_lines
+                lines, note = kernel_oom_lines(self.pids, getattr(self, "wall0", time.time()))
+                if lines:
+                    self._guard(self._feed_kernel_lines, lines)
+            self._guard(self.session.emit, RunExit(self.clock() - self.t0, rc, name, tuple(lines), note))
+        return self._report(final=True)
+
+    def _feed_kernel_lines(self, lines: list[str]) -> None:
+        from ..sources.logtext import LineReader
+        rd = LineReader("<kernel log>", self.reader.counter)
+        self.session.begin_log("<kernel log>")
+        for i, text in enumerate(lines):
+            for line in rd.line(i + 1, text.encode("utf-8", "replace")):
+                self.session.feed_line(line)
+
+    def _write_report(self, rep: Report) -> None:
+        """Atomic (tmp + rename); any value (NaN, bytes of a non-UTF-8 argument) is written validly by render.safe;
+        on any failure the tmp file is removed and the run's exit status is untouched."""
+        from ..render.safe import json_dumps
+        tmp = f"{self.report_path}.tmp{os.getpid()}"
+        try:
+            data = (json_dumps(rep.to_json(), indent=2) + "\n").encode("utf-8", "backslashreplace")
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.report_path)
+        except Exception as e:  # noqa: BLE001 - a report that cannot be written must not cost the child's status
+            say(f"{self.report_path}: cannot write the report ({getattr(e, 'strerror', None) or e})")
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def _final_say(self, rep: Report, rc: int, code: int) -> None:
+        import signal as _signal
+        try:
+            signame = f" ({_signal.Signals(-rc).name})" if rc < 0 else ""
+        except ValueError:
+            signame = ""
+        how = (f"stopped by grpo-doctor (exit {code})" if self.stopped else
+               f"exited with status {rc}" if rc >= 0 else f"was killed by signal {-rc}{signame} (exit {code})")
+        bad = [f for f in rep.findings if f.severity >= Severity.warning]
+        if rc != 0 or self.stopped or any(f.severity >= Severity.error for f in bad):
+            from ..render import text
+            shown = [f for f in rep.findings if f.severity >= Severity.warning
+                     and self.printed.get(f.rule_id, Severity.info) >= f.severity]
+            if self.hang_reports and len(shown) == len(bad):
+                # the hang report printed this diagnosis already: do not print it twice
+                say(f"the run {how}; diagnosis: as in the hang report above ("
+                    + ", ".join(f"{f.rule_id} {f.title}" for f in bad) + ")")
+            else:
+                say(f"the run {how}; diagnosis:")
+                say(text.render(rep, color=False))
+        else:
+            say(f"the run {how}; " + (f"{len(bad)} warning(s): " + ", ".join(f"{f.rule_id} {f.title}" for f in bad)
+                                       if bad else "no findings at warning or above"))
+        failed_at = getattr(getattr(self, "console", None), "failed_at", None)
+        if failed_at is not None:
+            say(f"{self.console_path}: incomplete from byte {failed_at} on ({self.console.error})")
+        if self.skipped_bytes:
+            say(f"the live analysis skipped {self.skipped_bytes} bytes to keep up; the console log has them all: run "
+                f"`grpo-doctor analyze {self.run_dir}` for a diagnosis of every line")
+        say(f"report: {self.report_path}")

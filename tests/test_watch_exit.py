@@ -1,0 +1,76 @@
+"""Issue 17 points 18-19: a failed run is never 'No problem found'; one hang diagnosis; preflight messages on one
+line; estimates warn, certain failures block; where the default run folder goes. Real child processes."""
+from __future__ import annotations
+
+import signal
+import sys
+
+from watchutil import run_watch
+
+from doctor.live import integrations
+from doctor.live.rundir import default_run_dir
+from doctor.live.watchdogs import Limits
+from doctor.model import Finding, Report, Severity
+
+
+def test_exit_3_without_a_finding_is_a_finding(tmp_path):
+    r = run_watch(tmp_path, [], argv=[sys.executable, "-c", "print('step 1 done'); print('bye'); raise SystemExit(3)"])
+    assert r.code == 3
+    f = r.report["findings"][0]
+    assert f["rule_id"] == "GD995" and f["severity"] == "error"
+    assert "exited with status 3" in f["message"]
+    assert any("bye" in e["text"] for e in f["evidence"])
+    assert b"No problem found" not in r.doc and b"GD995" in r.doc
+
+
+def test_sigkill_names_the_signal_and_the_oom_killer(tmp_path):
+    r = run_watch(tmp_path, ["--then", f"kill:{int(signal.SIGKILL)}"])
+    assert r.code == 128 + 9
+    ids = [f["rule_id"] for f in r.report["findings"]]
+    # GD310 when the kernel log is readable and names our process; GD995 otherwise (it says why)
+    assert ids and ids[0] in ("GD995", "GD310")
+    f = r.report["findings"][0]
+    if f["rule_id"] == "GD995":
+        assert "SIGKILL" in f["message"] and "OOM killer" in f["message"] and "kernel log" in f["message"]
+    assert b"(SIGKILL)" in r.doc
+
+
+def test_clean_exit_still_no_error(tmp_path):
+    r = run_watch(tmp_path, ["--then", "exit:0"])
+    assert r.code == 0 and not [f for f in r.report["findings"] if f["severity"] == "error"]
+
+
+def test_hang_diagnosis_printed_once(tmp_path):
+    from conftest import FIXTURES
+    log = FIXTURES / "real-hang-cut-after-step-3" / "log.txt"
+    r = run_watch(tmp_path, ["--log", str(log), "--then", "hang"], limits=Limits(steady=1.0, startup=60.0),
+                  on_hang="stop", grace=1.0, poll=0.2)
+    doc = r.doc.decode()
+    assert doc.count("GD902 ") >= 1
+    assert doc.count("Diagnosis") + doc.count("diagnosis:") <= 2, doc  # the render's header once, the end's line once
+    assert "as in the hang report above" in doc
+
+
+def test_preflight_skipped_is_one_line(tmp_path, monkeypatch):
+    import importlib
+    pf = importlib.import_module("doctor.preflight")
+
+    def bad(argv, env=None, gpu_mem_gib=None):
+        raise ValueError("preflight: not a swift rlhf command: python -c 'import os\nprint(1)\nprint(2)\n'; use: ...")
+    monkeypatch.setattr(pf, "preflight_command", bad)
+    r = run_watch(tmp_path, ["--then", "exit:0"], preflight=True)
+    lines = [ln for ln in r.doc.decode().splitlines() if "preflight skipped" in ln]
+    assert len(lines) == 1 and "print(2)" not in r.doc.decode()
+
+
+def test_estimate_warns_certain_error_blocks(tmp_path, monkeypatch):
+    est = Finding("GD470", "memory-plan", "cuda-oom", Severity.error, "Memory plan", "estimated 90 GiB > 80 GiB")
+    monkeypatch.setattr(integrations, "preflight", lambda argv, env=None, gpu_mem_gib=None: Report("X", [], {}, [est]))
+    r = run_watch(tmp_path / "a", ["--then", "exit:0"], preflight=True)
+    assert r.code == 0 and b"(estimate)" in r.doc
+
+
+def test_default_run_dir_beside_output_dir():
+    assert default_run_dir(["swift", "rlhf", "--output_dir", "out/x"]) == "out/x"
+    assert default_run_dir(["swift", "rlhf", "--output_dir=out/y"]) == "out/y"
+    assert default_run_dir(["bash", "train.sh"]) == "output"
