@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from ..checks._units import gib
-from ..checks.hang._progress import _FRAME_CLASSES, _PYSPY_FRAME
+from ..checks.hang._progress import FRAME_CLASSES, PYSPY_FRAME
 from ..signals import Gpu
 
 PYSPY_TIMEOUT = 30.0
@@ -124,7 +124,7 @@ def parse_dump(text: str, pid: int | None = None) -> list[tuple[str, str, list[t
                                        f"thread {t.group('tid')}")
             threads.append((name, t.group("state"), []))
             continue
-        f = _PYSPY_FRAME.match(line)
+        f = PYSPY_FRAME.match(line)
         if f and threads:
             threads[-1][2].append((f.group("func"), f.group("file"), int(f.group("line"))))
     return threads
@@ -136,7 +136,7 @@ def classify(frames: list[tuple[str, str, int]]) -> str | None:
     idle = None
     for func, path, _ in frames:
         hay = f"{path} {func} ("
-        for name, keys in _FRAME_CLASSES:
+        for name, keys in FRAME_CLASSES:
             if any(k in hay for k in keys):
                 if name == "queue-wait":
                     idle = idle or name

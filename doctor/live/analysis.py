@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from ..checks.hang._progress import _BAR
+from ..checks.hang._progress import PROGRESS_BAR
 from ..model import InputInfo, Severity
 from ..signals import DiskTick, GpuTick, HostTick, Metrics, Where
 from ..sources.logtext import LineSplitter, clean, decode
@@ -161,7 +161,7 @@ class Analysis:
             return
         prev = part.rfind(b"\r", 0, cut)
         seg = clean(decode(part[prev + 1:cut]))
-        m = _BAR.match(seg)
+        m = PROGRESS_BAR.match(seg)
         if not m:
             self.dog.output()
             return

@@ -35,14 +35,14 @@ _VLLM_WORDS = ("LLM engine", "cumem", "sleep mode", "KV cache", "CUDA graph", "E
                "vLLM is using", "Model loading took", "Memory profiling", "GPU blocks", "init engine")
 _VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
 _SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
-_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
+PROGRESS_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
 _SOCKET = re.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
                      r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "
                      r"(?P<host2>[\w.\-]+):(?P<port2>\d+))")
 _NCCL = ("Watchdog caught collective operation timeout", "NCCL communicator was aborted")
 # py-spy dump
 _PYSPY_THREAD = re.compile(r'^\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<state>idle|active|active\+gil|gil)\): "(?P<name>[^"]*)"')
-_PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]*?\.py):(?P<line>\d+)\)\s*$")
+PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]*?\.py):(?P<line>\d+)\)\s*$")
 _PYSPY_PROCESS = re.compile(r"^Process \d+: ")
 
 PHASE_TEXT = {
@@ -64,7 +64,7 @@ PHASE_TEXT = {
 }
 
 # py-spy frame classes, most specific first: (name, substrings of "file func")
-_FRAME_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+FRAME_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("weight-sync", ("update_named_param", "_move_model_to_vllm", "update_flattened_params", "sync_weights",
                      "vllm_client.py", "load_weights")),
     ("collective", ("distributed_c10d.py", "deepspeed/comm", "all_reduce", "all_gather", "broadcast", "barrier",
@@ -96,7 +96,7 @@ class _Thread:
 
 def classify_frames(frames: list[tuple[str, str, int]]) -> str | None:
     """The frame class of a stack (py-spy lists the innermost frame first)."""
-    for name, keys in _FRAME_CLASSES:
+    for name, keys in FRAME_CLASSES:
         for func, path, _ in frames:
             hay = f"{path} {func} ("
             if any(k in hay for k in keys):
@@ -162,7 +162,7 @@ class _Progress:
                     self.threads.append(self._thread)
                 return
         if self._thread is not None and ".py:" in text:
-            f = _PYSPY_FRAME.match(text)
+            f = PYSPY_FRAME.match(text)
             if f:
                 if len(self._thread.frames) < 80:
                     self._thread.frames.append((f.group("func"), f.group("file"), int(f.group("line"))))
@@ -171,7 +171,7 @@ class _Progress:
         if self.swift_evidence is None and any(e in text for e in _SWIFT_EVIDENCE):
             self.swift_evidence = line
         if "%|" in text:
-            b = _BAR.match(text)
+            b = PROGRESS_BAR.match(text)
             if b:
                 self._bar(b, line)
                 return
