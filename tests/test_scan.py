@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from doctor.analyze import analyze
 from doctor.engine import Session
 from doctor.gate import WordGate, engine
-from doctor.sources import scan
+from doctor.sources import matchers, scan
 from doctor.sources.logtext import MAX_LINE, LineReader
 
 try:
@@ -48,9 +48,9 @@ def test_fixture_same_report_both_paths(case, monkeypatch):
     # tiny chunks: every boundary lands inside lines, \r\n pairs and multibyte characters
     monkeypatch.setenv("GRPO_DOCTOR_MATCHER", "re")
     words = Session().gate_words
-    assert _report(case, chunk=7, matcher=scan.Matcher(words)) == ref
+    assert _report(case, chunk=7, matcher=matchers.Matcher(words)) == ref
     if HAVE_HS:
-        assert _report(case, chunk=61, matcher=scan.HyperscanMatcher(words)) == ref
+        assert _report(case, chunk=61, matcher=matchers.HyperscanMatcher(words)) == ref
 
 
 def _both(data: bytes, tmp_path: Path, **opts) -> tuple[Session, Session, list[int], list[int]]:
@@ -112,7 +112,7 @@ HOSTILE = b"".join([
 def test_hostile_chunk_boundaries(chunk, use, tmp_path, monkeypatch):
     monkeypatch.setenv("GRPO_DOCTOR_MATCHER", use)
     words = Session().gate_words
-    _assert_same(HOSTILE, tmp_path, chunk=chunk, matcher=scan.matcher_for(words, use))
+    _assert_same(HOSTILE, tmp_path, chunk=chunk, matcher=matchers.matcher_for(words, use))
 
 
 @pytest.mark.parametrize("tail", [b"", b"no newline at the end", b"w" * (2 * MAX_LINE)])
@@ -149,7 +149,7 @@ _FRAGMENTS = [b"Traceback (most recent call last):", b'  File "a.py", line 3, in
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.sampled_from(_FRAGMENTS), max_size=80), chunk=st.integers(1, 40))
 def test_random_logs_same_both_paths(parts, chunk, tmp_path):
-    _assert_same(b"".join(parts), tmp_path, chunk=chunk, matcher=scan.Matcher(Session().gate_words))
+    _assert_same(b"".join(parts), tmp_path, chunk=chunk, matcher=matchers.Matcher(Session().gate_words))
 
 
 @pytest.mark.parametrize("use", ENGINES)
