@@ -3,15 +3,14 @@ installed) has json's values, the launcher-line cache gives shlex's words, and t
 Hyperscan scan on a long candidate line and jumps past it finds the same lines with the same numbers."""
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
+from test_scan import _assert_same  # the scanner and the line-by-line path agree on every count, tail, exception
 
-from doctor.engine import Session
 from doctor.sources import argv as sc
-from doctor.sources import metrics, scan
-from doctor.sources.logtext import MAX_LINE, LineReader
+from doctor.sources import metrics
+from doctor.sources.logtext import MAX_LINE
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -47,22 +46,6 @@ def test_split_shell_cache_returns_fresh_lists():
     assert sc.split_shell(text) == sc._split_shell(text)
     long = "--a " * 10_000
     assert sc.split_shell(long) == sc._split_shell(long)
-
-
-def _assert_same(data: bytes, tmp_path: Path, **opts) -> None:
-    p = tmp_path / "log.txt"
-    p.write_bytes(data)
-    a, ca = Session(), [0]
-    a.begin_log("log.txt")
-    for line in LineReader("log.txt", ca).lines(io.BytesIO(data)):
-        a.feed_line(line)
-    b, cb = Session(), [0]
-    with open(p, "rb") as f:
-        scan.scan_file(b, "log.txt", f, cb, **opts)
-    assert ca == cb
-    assert list(a.tails["log.txt"]) == list(b.tails["log.txt"])
-    assert a.exceptions == b.exceptions
-    assert a.finish() == b.finish()
 
 
 @pytest.mark.skipif(not HAVE_HS, reason="the scanning child needs Hyperscan")

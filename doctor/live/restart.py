@@ -13,8 +13,10 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from ..model import Severity
+from ..registry import ACTIONS
 from .rundir import output_dir_of
 from .say import say
 
@@ -27,7 +29,6 @@ CATEGORY_ACTION = {
     "vllm-oom-or-kv-cache": "relaunch", "host-oom-killed": "relaunch", "disk-full": "relaunch",
     "hang-at-start": "relaunch", "gpu-underutilized": "relaunch", "slow-training": "relaunch",
 }
-ACTIONS = ("restart", "resume", "relaunch", "stop")
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -44,28 +45,18 @@ def verdict(findings: list) -> tuple[str, str]:
     return action, f"{f.rule_id} {f.title} (its action)"
 
 
-def last_checkpoint(root: str, max_depth: int = 3) -> str | None:
-    """The newest complete-looking checkpoint-N folder under ``root`` (highest N; never follows links)."""
+def last_checkpoint(root: str) -> str | None:
+    """The newest non-empty checkpoint-N folder under ``root`` (highest N; links never followed), found by the same
+    walk as check-ckpt's (sources/checkpoint.py)."""
+    from ..sources.checkpoint import find_checkpoints  # noqa: PLC0415 - only when a resume is decided
     best: tuple[int, str] | None = None
-    stack = [(root, 0)]
-    while stack:
-        d, depth = stack.pop()
+    for p in find_checkpoints(Path(root)):
+        m = _CKPT.match(p.name)
         try:
-            entries = list(os.scandir(d))
+            if m and any(os.scandir(p)) and (best is None or int(m.group(1)) > best[0]):
+                best = (int(m.group(1)), str(p))
         except OSError:
             continue
-        for e in entries:
-            if not e.is_dir(follow_symlinks=False):
-                continue
-            m = _CKPT.match(e.name)
-            if m:
-                try:
-                    if any(os.scandir(e.path)) and (best is None or int(m.group(1)) > best[0]):
-                        best = (int(m.group(1)), e.path)
-                except OSError:
-                    pass
-            elif depth + 1 < max_depth:
-                stack.append((e.path, depth + 1))
     return best[1] if best else None
 
 
