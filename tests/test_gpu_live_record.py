@@ -35,3 +35,4 @@ def test_recorded_live_reports():
     # recorded before GD903 became part of GD504: the old id still names the rule (--select, --ignore, explain)
     from doctor.registry import find_rule
     assert find_rule("GD903").id == "GD504" and find_rule("GD904").id == "GD502"
+    assert find_rule("GD901").id == "GD320" and find_rule("GD902").id == "GD321"

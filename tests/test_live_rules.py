@@ -1,4 +1,4 @@
-"""The hang watchdog with an injected clock, and the live-only rules (GD901-GD906) fed with samples."""
+"""The hang watchdog with an injected clock, and the live rules (hang: GD320/GD321 from the watchdog; GD905, GD906; the GPU samples of GD502/GD504) fed with samples."""
 from __future__ import annotations
 
 import pytest

@@ -67,7 +67,7 @@ def test_hang_detected_within_limit_plus_one_poll_and_stopped(tmp_path):
                   on_hang="stop", grace=2.0, poll=poll)
     took = time.monotonic() - t0
     assert r.code == EXIT_STOPPED
-    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD902")
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD321")
     assert f["severity"] == "error" and "after training step 3" in f["message"]
     silent = float(f["message"].split("No progress for ")[1].split(" s")[0])
     assert limit <= silent <= limit + poll + 1.0  # +1 s: scheduling slack on a loaded 2-core machine
@@ -86,7 +86,7 @@ def test_hang_detected_within_limit_plus_one_poll_and_stopped(tmp_path):
 def test_hang_warn_keeps_waiting_then_child_status(tmp_path):
     r = run_watch(tmp_path, ["--log", str(HANG_LOG), "--then", "sleep:3"], limits=Limits(steady=1.0), poll=0.2)
     assert r.code == 0
-    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD902")
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD321")
     assert f["severity"] == "warning"
     assert b"no progress for" in r.doc
 
@@ -99,7 +99,7 @@ def test_startup_hang_phase_named(tmp_path):
     r = run_watch(tmp_path, ["--log", str(log), "--then", "hang"], limits=Limits(startup=60.0, vllm_init=1.0),
                   on_hang="stop", grace=1.0, poll=0.2)
     assert r.code == EXIT_STOPPED
-    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD901")
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD320")
     assert "trainer init" in f["message"]
 
 
@@ -305,7 +305,7 @@ def test_outlier_rank_named_from_real_stacks(tmp_path):
     r = run_watch(tmp_path, [], argv=[sys.executable, launcher, "4", "2"], limits=Limits(startup=1.5), on_hang="stop",
                   grace=1.0, poll=0.2)
     assert r.code == EXIT_STOPPED
-    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD901")
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD320")
     if "ptrace is not permitted" in f["message"]:
         pytest.skip("py-spy may not attach here (ptrace)")
     assert "Rank 2 is the outlier: it is inside a reward function (my_reward_func (rank.py:" in f["message"]

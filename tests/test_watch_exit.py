@@ -46,7 +46,7 @@ def test_hang_diagnosis_printed_once(tmp_path):
     r = run_watch(tmp_path, ["--log", str(log), "--then", "hang"], limits=Limits(steady=1.0, startup=60.0),
                   on_hang="stop", grace=1.0, poll=0.2)
     doc = r.doc.decode()
-    assert doc.count("GD902 ") >= 1
+    assert doc.count("GD321 ") >= 1
     assert doc.count("Diagnosis") + doc.count("diagnosis:") <= 2, doc  # the render's header once, the end's line once
     assert "as in the hang report above" in doc
 

@@ -80,7 +80,7 @@ def test_real_stuck_ranks_two_elsewhere_named(tmp_path):
     r = run_watch(tmp_path, [], argv=[sys.executable, launcher, "5", "1,3"], limits=Limits(startup=8.0),
                   on_hang="stop", grace=1.0, poll=0.2, env=env)
     assert r.code == EXIT_STOPPED
-    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD901")
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD320")
     if "ptrace is not permitted" in f["message"]:
         pytest.skip("py-spy may not attach here (ptrace)")
     assert "3 of 5 processes (ranks 0, 2, 4) wait in barrier (distributed_c10d.py:" in f["message"], f["message"]

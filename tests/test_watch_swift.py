@@ -80,7 +80,7 @@ def test_swift_run_hung_in_reward_function(tiny, tmp_path):
     err = p.stderr.decode(errors="replace")
     assert p.returncode == 124, err[-3000:]
     rep = json.loads((out / "grpo-doctor-report.json").read_text())
-    f = next(f for f in rep["findings"] if f["rule_id"] == "GD901")
+    f = next(f for f in rep["findings"] if f["rule_id"] == "GD320")
     if "ptrace is not permitted" in f["message"]:
         pytest.skip("py-spy may not attach here (ptrace)")
     assert "inside a reward function" in f["message"], f["message"]

@@ -1,59 +1,38 @@
-"""GD901 / GD902 (``grpo-doctor watch``): no progress for longer than the phase allows, before the first
-training step or after it. The live hang watchdog (doctor/live/watchdogs.py) decides when a phase's limit
-passed and sends a HangReport; these rules turn it into a finding."""
+"""The live side of the hang rules GD320 / GD321 (``grpo-doctor watch``; formerly GD901 / GD902): no progress for
+longer than the phase allows, before the first training step or after it. The live hang watchdog
+(doctor/live/watchdogs.py) decides when a phase's limit passed and sends a HangReport; the hang rules turn it
+into their finding (it replaces the post-mortem guess from the log's last lines)."""
 from __future__ import annotations
 
-from typing import Any
-
 from ...model import Evidence, Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import HangReport
 from .._units import secs
 
 
-class LiveHang(Rule):
-    kinds = frozenset({HangReport})
-    want = ""
-
-    def __init__(self, meta):
-        super().__init__(meta)
-        self.reports: list[HangReport] = []
-
-    def feed(self, signal: Any) -> None:
-        self.reports.append(signal)
-
-    def finish(self, ctx: FinishContext) -> list[Finding]:
-        mine = [r for r in self.reports if (r.steps > 0) == (self.want == "mid")]
-        if not mine:
-            return []
-        r = mine[-1]
-        parts = [f"No progress for {secs(r.silent_s)} s during {r.phase_text} (limit {secs(r.limit_s)} s: {r.limit_basis})"
-                 + (f", after training step {r.steps}" if r.steps else "") + f"; last progress: {r.last_progress}."]
-        if r.where:
-            parts.append(f"It stopped {r.where_text}.")
-        if r.outlier:
-            parts.append(r.outlier + ".")
-        if r.stacks:
-            parts.append("Stacks: " + " | ".join(r.stacks[:8]) + ".")
-        if r.stacks_file:
-            parts.append(f"Full stacks, process states and GPU snapshot: {r.stacks_file}.")
-        if r.missing:
-            parts.append("Not captured: " + "; ".join(r.missing) + ".")
-        if r.stopped:
-            parts.append("grpo-doctor stopped the run (--on-hang stop).")
-        fix = list(_WHERE_FIX.get(r.where or "", ()))
-        fix += list(self.meta.fix)
-        ev = [Evidence(r.last_path, r.last_lineno, r.last_line[:400])] if r.last_line else []
-        sev = Severity.error if r.stopped else self.meta.severity
-        return [self.make(message=" ".join(parts), fix=fix, evidence=ev, severity=sev, count=len(mine))]
-
-
-class LiveHangAtStart(LiveHang):
-    want = "start"
-
-
-class LiveHangMidTraining(LiveHang):
-    want = "mid"
+def live_finding(rule: Rule, reports: list[HangReport]) -> Finding:
+    """The finding of a hang rule (GD320 before the first step, GD321 after) from the live watchdog's reports: the
+    silence it measured, where the run stopped, the stacks, the outlier rank."""
+    r = reports[-1]
+    parts = [f"No progress for {secs(r.silent_s)} s during {r.phase_text} (limit {secs(r.limit_s)} s: {r.limit_basis})"
+             + (f", after training step {r.steps}" if r.steps else "") + f"; last progress: {r.last_progress}."]
+    if r.where:
+        parts.append(f"It stopped {r.where_text}.")
+    if r.outlier:
+        parts.append(r.outlier + ".")
+    if r.stacks:
+        parts.append("Stacks: " + " | ".join(r.stacks[:8]) + ".")
+    if r.stacks_file:
+        parts.append(f"Full stacks, process states and GPU snapshot: {r.stacks_file}.")
+    if r.missing:
+        parts.append("Not captured: " + "; ".join(r.missing) + ".")
+    if r.stopped:
+        parts.append("grpo-doctor stopped the run (--on-hang stop).")
+    fix = list(_WHERE_FIX.get(r.where or "", ()))
+    fix += list(rule.meta.options.get("live_fix", rule.meta.fix))
+    ev = [Evidence(r.last_path, r.last_lineno, r.last_line[:400])] if r.last_line else []
+    sev = Severity.error if r.stopped else rule.meta.severity
+    return rule.make(message=" ".join(parts), fix=fix, evidence=ev, severity=sev, count=len(reports))
 
 
 _WHERE_FIX = {

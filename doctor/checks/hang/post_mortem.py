@@ -17,15 +17,18 @@ from typing import Any
 
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule, evidence_of
-from ...signals import ExceptionInfo, LogLine, Metrics
+from ...signals import ExceptionInfo, HangReport, LogLine, Metrics
 from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, PHASE_TEXT, _Progress, _Thread, classify_frames
+from .live import live_finding
 
 
 class HangCheck(Rule):
-    kinds = frozenset({LogLine, Metrics, ExceptionInfo})
+    # HangReport: the live hang watchdog of `grpo-doctor watch` (doctor/live) measured the silence itself; its report
+    # (stacks, where the run stopped, the outlier rank) is the finding when there is one (formerly GD901/GD902)
+    kinds = frozenset({LogLine, Metrics, ExceptionInfo, HangReport})
     # Every ms-swift marker line carries the [INFO:swift] logger prefix, so a few words route all phases.
     literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
                 "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
@@ -35,6 +38,7 @@ class HangCheck(Rule):
     def __init__(self, meta):
         super().__init__(meta)
         self.p = _Progress()
+        self.reports: list[HangReport] = []
 
     def share(self, pool: dict[str, Any]) -> None:
         """HangAtStart and HangMidTraining read the same progress: the first one is fed, the other takes no
@@ -44,10 +48,13 @@ class HangCheck(Rule):
             pool["hang-progress"] = self.p
         elif type(self).feed is HangCheck.feed:
             self.p = p
-            self.kinds = frozenset()
+            self.kinds = frozenset({HangReport})  # the progress comes through the other rule; live reports do not
 
     def feed(self, signal: Any) -> None:
-        self.p.feed(signal)
+        if type(signal) is HangReport:
+            self.reports.append(signal)
+        else:
+            self.p.feed(signal)
 
     # ---------------------------------------------------------------- analysis
     def _last_phase(self, ctx: FinishContext | None = None) -> tuple[str | None, int]:
@@ -117,6 +124,9 @@ class HangCheck(Rule):
                 "nccl_after": nccl_after, "steps": steps}
 
     def finish(self, ctx: FinishContext) -> list[Finding]:
+        live = [r for r in self.reports if (r.steps > 0) == (self.want == "hang-mid-training")]
+        if live:
+            return [live_finding(self, live)]
         a = self._analyse(ctx)
         if a is None:
             return []
