@@ -31,11 +31,14 @@ def _ids(samples) -> str:
 
 class GpuRule(Rule):
     kinds = frozenset({GpuSnapshot})
+    tracker: Any = None  # a tracker class of doctor/checks/gpu/live.py: the rule also judges watch's live samples
 
     def __init__(self, meta):
         super().__init__(meta)
         self.snaps: list[GpuSnapshot] = []
-        self.live: Any = None  # a tracker of doctor/checks/gpu/live.py for the rules that also judge live samples
+        self.live = self.tracker(meta.options) if self.tracker is not None else None
+        if self.live is not None:
+            self.kinds = frozenset({GpuSnapshot, GpuTick})
 
     def feed(self, signal: Any) -> None:
         if type(signal) is GpuTick:
@@ -70,8 +73,8 @@ class GpuRule(Rule):
         return out
 
     def live_fix(self, ctx: FinishContext) -> list[str]:
-        """The fix lines of a finding from live samples (the rule's own fix, unless it says otherwise)."""
-        return list(self.meta.fix)
+        """The fix lines of a finding from live samples: the rule's ``live_fix`` option, else its own fix."""
+        return list(self.meta.options.get("live_fix", self.meta.fix))
 
     def check(self, ctx, path, gpus, all_samples, seq) -> Finding | None:  # pragma: no cover - interface
         return None

@@ -3,7 +3,6 @@ under ``watch`` (formerly GD903)."""
 from __future__ import annotations
 
 from ...model import Severity
-from ...signals import GpuSnapshot, GpuTick
 from ._snapshot import BUSY_UTIL, HELD_FRAC, IDLE_UTIL, GpuRule, _gib, _ids, row
 from .live import IdleHeldTracker
 
@@ -11,14 +10,7 @@ from .live import IdleHeldTracker
 class GpuIdleMemoryHeld(GpuRule):
     """GD504: GPUs hold memory but compute nothing: a hang (ranks waiting in a collective) or a pause."""
 
-    kinds = frozenset({GpuSnapshot, GpuTick})
-
-    def __init__(self, meta):
-        super().__init__(meta)
-        self.live = IdleHeldTracker(meta.options)
-
-    def live_fix(self, ctx):
-        return list(self.meta.options.get("live_fix", self.meta.fix))
+    tracker = IdleHeldTracker
 
     def check(self, ctx, path, gpus, all_samples, seq):
         held = [s for s in gpus if s.util_pct is not None and s.util_pct <= IDLE_UTIL and s.mem_frac is not None

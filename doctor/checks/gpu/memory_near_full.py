@@ -2,7 +2,6 @@
 ``watch`` (formerly GD904)."""
 from __future__ import annotations
 
-from ...signals import GpuSnapshot, GpuTick
 from ._snapshot import NEAR_FULL, GpuRule, _gib, _ids, row
 from .live import NearFullTracker
 
@@ -10,14 +9,10 @@ from .live import NearFullTracker
 class GpuMemoryNearFull(GpuRule):
     """GD502: GPU memory at or above 95% of the total."""
 
-    kinds = frozenset({GpuSnapshot, GpuTick})
-
-    def __init__(self, meta):
-        super().__init__(meta)
-        self.live = NearFullTracker(meta.options)
+    tracker = NearFullTracker
 
     def live_fix(self, ctx):
-        fix = list(self.meta.fix)
+        fix = super().live_fix(ctx)
         vu = ctx.run.get("vllm_gpu_memory_utilization") if ctx.run else None
         if vu is not None:
             fix.insert(0, f"vLLM reserves --vllm_gpu_memory_utilization {vu} of each GPU in colocate mode: lower it "
