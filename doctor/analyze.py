@@ -105,8 +105,8 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
             except OSError:
                 pass
     rc = session.run
-    name, version, recipe, source = framework_of_run(rc, session.exceptions, session.tracker.open_tracebacks(),
-                                                     session.tails, heads)
+    name, version, recipe, source = framework_of_run(rc, session.state.exceptions, session.state.open_tracebacks,
+                                                     session.state.tails, heads)
     # nothing points anywhere: ms-swift, the tool's first audience, but said to be assumed (framework_source)
     out: dict = {"framework": name or "ms-swift", "framework_version": version if name else rc.swift_version,
                  "framework_source": source if name else "assumed"}

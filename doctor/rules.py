@@ -4,14 +4,16 @@ at hand so that a fix can name this run's flags and numbers."""
 from __future__ import annotations
 
 import string
-from collections import deque
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .model import Evidence, Finding, Severity
 from .registry import RuleMeta, resolve
 from .signals import ExceptionInfo, LogLine
 from .sources.swiftconfig import RunConfig
+
+if TYPE_CHECKING:  # the engine imports this module: the state's type only for the checker
+    from .engine.state import RunState
 
 MAX_EVIDENCE = 5
 
@@ -26,20 +28,6 @@ class Hit:
     seq: int
     exc: ExceptionInfo | None = None
     line: LogLine | None = None
-
-
-@dataclass
-class FinishContext:
-    run: RunConfig
-    findings: list[Finding] = field(default_factory=list)        # findings of earlier (non-fallback) rules
-    exceptions: list[ExceptionInfo] = field(default_factory=list)  # first exceptions seen (capped)
-    tails: dict[str, deque] = field(default_factory=dict)         # last lines of each log input
-    ended: bool = False                                           # the run reached its normal end
-    log_inputs: list[str] = field(default_factory=list)
-    metrics_steps: int = 0
-    open_tracebacks: list = field(default_factory=list)           # (last frame LogLine, frames) of cut tracebacks
-    preflight: bool = False                                       # no run yet: judging the command alone
-    facts: dict = field(default_factory=dict)                     # preflight inputs read by its driver (model, GPU)
 
 
 @dataclass(frozen=True)
@@ -114,7 +102,7 @@ class Rule:
     def feed(self, signal: Any) -> None:  # pragma: no cover - interface
         pass
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:  # pragma: no cover - interface
+    def finish(self, ctx: RunState) -> list[Finding]:  # pragma: no cover - interface
         return []
 
     def share(self, pool: dict[str, Any]) -> None:
@@ -173,7 +161,7 @@ class PatternRule(Rule):
                                          exc.seq, exc=exc))
                     return
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if not self.hits:
             return []
         self.hits.sort(key=lambda h: h.seq)

@@ -69,9 +69,9 @@ def _both(data: bytes, tmp_path: Path, **opts) -> tuple[Session, Session, list[i
 def _assert_same(data: bytes, tmp_path: Path, **opts) -> None:
     a, b, ca, cb = _both(data, tmp_path, **opts)
     assert ca == cb, "seq counters differ"
-    assert list(a.tails["log.txt"]) == list(b.tails["log.txt"])
-    assert a.exceptions == b.exceptions
-    assert a.tracker.open_tracebacks() == b.tracker.open_tracebacks()
+    assert list(a.state.tails["log.txt"]) == list(b.state.tails["log.txt"])
+    assert a.state.exceptions == b.state.exceptions
+    assert a.state.open_tracebacks == b.state.open_tracebacks
     assert a.run.args == b.run.args
     assert a.finish() == b.finish()
 
@@ -124,9 +124,9 @@ def test_tail_is_rebuilt_from_a_long_quiet_end(tmp_path):
     # the last 60 lines hold no trigger word: only the rebuilt tail knows them, with their numbers
     body = HOSTILE + b"".join(b"quiet line %d\n" % i for i in range(500)) + b"\n\n" + b"q" * (5 * MAX_LINE) + b"\n"
     a, b, _, _ = _both(body, tmp_path, chunk=1000)
-    assert list(b.tails["log.txt"]) == list(a.tails["log.txt"])
-    assert b.tails["log.txt"][-2].text == "quiet line 499"
-    assert b.tails["log.txt"][-2].where.line == HOSTILE.count(b"\n") + 500
+    assert list(b.state.tails["log.txt"]) == list(a.state.tails["log.txt"])
+    assert b.state.tails["log.txt"][-2].text == "quiet line 499"
+    assert b.state.tails["log.txt"][-2].where.line == HOSTILE.count(b"\n") + 500
 
 
 def test_skipped_lines_are_not_decoded(tmp_path):
@@ -260,7 +260,7 @@ def test_child_killed_parent_reads_the_rest(tmp_path, monkeypatch):
         sc.run(f)
     assert sc.child_exit == -signal.SIGKILL
     assert sc.lineno == data.count(b"\n")
-    assert ca == cb and a.finish() == b.finish() and list(a.tails["log.txt"]) == list(b.tails["log.txt"])
+    assert ca == cb and a.finish() == b.finish() and list(a.state.tails["log.txt"]) == list(b.state.tails["log.txt"])
 
 
 @needs_fork
@@ -292,7 +292,7 @@ def test_log_truncated_under_the_child_sigbus(tmp_path, monkeypatch):
     for line in LineReader("log.txt", ca).lines(io.BytesIO(data[:cut])):
         a.feed_line(line)
     assert sc.lineno == 1024 and ca == cb
-    assert list(a.tails["log.txt"]) == list(b.tails["log.txt"])
+    assert list(a.state.tails["log.txt"]) == list(b.state.tails["log.txt"])
     assert a.finish() == b.finish()
 
 

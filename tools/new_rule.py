@@ -50,7 +50,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...model import Finding
-from ...rules import FinishContext, Rule, evidence_of
+from ...engine.state import RunState
+from ...rules import Rule, evidence_of
 from ...signals import LogLine
 
 
@@ -67,7 +68,7 @@ class {cls}(Rule):
     def feed(self, signal: Any) -> None:
         self.seen.append(signal)
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if not self.seen:
             return []
         first = self.seen[0]

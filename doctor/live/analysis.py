@@ -196,8 +196,8 @@ class Analysis:
         if new_jsonl:
             # logging.jsonl and the printed dicts carry the same rows: from now on take the file (as analyze does),
             # skipping the rows already seen on the console
-            self.session.console_metrics = False
-            self.skip_jsonl_steps = self.session.metrics_steps
+            self.session.state.console_metrics = False
+            self.skip_jsonl_steps = self.session.state.metrics_steps
             self.inputs.append(InputInfo(new_jsonl, "metrics"))
         if self.rundir.jsonl is not None:
             for lineno, values in self.rundir.jsonl.read():

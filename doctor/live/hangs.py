@@ -33,7 +33,7 @@ class Hangs:
                 self._vllm_n = n
                 if self.dog.steps or self.dog.phase in ("first-step", "steady"):
                     self.dog.progress("rollout line")
-        steps = max(self.session.metrics_steps, self.dog.steps)
+        steps = max(self.session.state.metrics_steps, self.dog.steps)
         if steps > self.dog.steps:
             self.dog.step(steps)
         if self.dog.resumed != getattr(self, "_resumed_seen", 0):
@@ -90,7 +90,7 @@ class Hangs:
                 for line in rd.line(i + 1, raw):
                     self.session.feed_line(line)
             self.inputs.append(InputInfo(stacks_file, "log"))
-        tail = self.session.tails.get(self.console_path)
+        tail = self.session.state.tails.get(self.console_path)
         last_line = tail[-1] if tail else None
         stopping = self.o.on_hang == "stop"
         rep = HangReport(

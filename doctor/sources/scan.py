@@ -9,7 +9,7 @@ skip such lines exactly when it reproduces those three:
 - the per-input tail (the last lines, for the hang and cut-log rules): rebuilt at the end from the last
   lines of the file with the very numbers the line-by-line path gives them;
 - sticky states (an open ``args: RLHFArguments(`` dump, a traceback frame awaiting its code line):
-  while ``Session.sticky()`` holds, every line is fed.
+  while ``RunState.sticky()`` holds, every line is fed.
 
 A line is a candidate when its raw bytes hold a gate word, ``StopIteration`` (the tracker reads indented
 lines without gate words), a control byte that cleaning would remove (ANSI, NUL: removing it may join a
@@ -70,7 +70,7 @@ class ChunkScanner:
 
     def _sticky_run(self, buf: bytearray, view: memoryview, pos: int, n: int) -> int:
         """Feed whole lines from ``pos`` while the session is sticky; returns the new position."""
-        sticky = self.session.sticky
+        sticky = self.session.state.sticky
         while pos < n and sticky():
             end = buf.find(b"\n", pos, n)
             self._feed(bytes(view[pos:min(end, pos + MAX_LINE)]))
@@ -200,7 +200,7 @@ class ChunkScanner:
         fd, size = stream.fileno(), child.size
         pos = 0          # offset just past the last line fed
         total = None     # physical lines in [0, size), from the child's end record
-        sticky = self.session.sticky
+        sticky = self.session.state.sticky
         try:
             if sticky():
                 pos = self._sticky_file(fd, pos, size)
@@ -229,7 +229,7 @@ class ChunkScanner:
 
     def _sticky_file(self, fd: int, pos: int, size: int) -> int:
         """Feed whole lines from offset ``pos`` while the session is sticky; returns the new offset."""
-        sticky = self.session.sticky
+        sticky = self.session.state.sticky
         while pos < size and sticky():
             got = _line_at(fd, pos, size)
             if got is None:
@@ -241,7 +241,7 @@ class ChunkScanner:
     # ------------------------------------------------------------------ tail
     def _rebuild_tail(self, stream: BinaryIO, size: int) -> None:
         """Replace the session's tail for this input by the last lines of the file, as feed_line keeps it."""
-        tail = self.session.tails.get(self.path)
+        tail = self.session.state.tails.get(self.path)
         if tail is None:
             return
         want = self.tail_len or tail.maxlen or 0
@@ -273,10 +273,9 @@ class ChunkScanner:
             window *= 4
         first_line = self.lineno - nlines + 1
         first_seq = self.counter[0] - nsegs
-        new = deque(maxlen=tail.maxlen)
-        for i, k, (body, raw, rank, origin) in keep:
-            new.append(LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin))
-        self.session.tails[self.path] = new
+        self.session.state.replace_tail(
+            self.path, (LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin)
+                        for i, k, (body, raw, rank, origin) in keep))
 
 
 def _fork_allowed() -> bool:

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 _CHOICE = re.compile(r"invalid choice: '(?P<val>[^']*)' \(choose from (?P<ch>.*)\)")
 _TYPE = re.compile(r"invalid (?P<t>\w+) value: '(?P<val>[^']*)'")
 
 
-def argparse_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def argparse_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     flag = (g.get("flag") or "").split("/")[0]
     detail = (g.get("detail") or "").strip()

@@ -2,10 +2,11 @@
 GPU torch does not see."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def bf16_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def bf16_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     text = hits[0].evidence.text
     given = run.cli.get("torch_dtype")

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import re
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 
 _CONT_COMMENT = re.compile(r"\\[ \t]*\r?\n([ \t]*#[^\n]*)\r?\n")
 
@@ -15,7 +16,7 @@ class CommentBreaksCommand(Rule):
 
     kinds = frozenset()
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         out: list[Finding] = []
         for text in ctx.run.command_texts:
             for m in _CONT_COMMENT.finditer(text):

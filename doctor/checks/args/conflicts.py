@@ -1,7 +1,8 @@
 """GD413: other arguments ms-swift refuses together (or without a companion flag)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.run import tuner_flag
 from ...values import as_int
 from ._layout import nproc_per_node
@@ -34,7 +35,7 @@ _MISC = {
 }
 
 
-def misc_arg_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def misc_arg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     key = next((k for k in _MISC if g.get(k)), None)

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import ExceptionInfo, LogLine
 from ...values import as_int
 
@@ -36,7 +37,7 @@ class CpuDdpWithoutUseCpu(Rule):
         if self.cpu_line is None and _CPU_MODEL.search(signal.text):
             self.cpu_line = signal
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         world = run.world_size()
         if self.exc is None or self.cpu_line is None or not world or world < 2:

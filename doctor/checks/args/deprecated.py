@@ -1,11 +1,12 @@
 """GD412: a flag ms-swift still accepts with a deprecation warning and removes in a later version."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.flags import RENAMED
 
 
-def deprecated_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def deprecated_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     if g.get("train_type"):
         return Diagnosis(

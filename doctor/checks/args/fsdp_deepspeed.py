@@ -1,10 +1,11 @@
 """GD422: FSDP settings GRPO refuses: FSDP2 together with DeepSpeed, FSDP1, a sharded model-only save."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def fsdp_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def fsdp_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     if g.get("both"):

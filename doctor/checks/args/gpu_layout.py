@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import LogLine
 from ...sources.swiftconfig import RunConfig
 from ...swift.batch import divisors, nearest
@@ -53,7 +54,7 @@ class GpuLayout(Rule):
         if any(lit in line.text for lit in self.literals):
             self.layout_error = True  # the log states the layout error itself; its own rule explains it
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         out: list[Finding] = []
         f = self._idle(run)

@@ -3,13 +3,14 @@ NPROC_PER_NODE, vLLM or DeepSpeed with device_map, a vLLM TP size that does not 
 3.1-3.4 vllm_device / num_infer_workers split)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.batch import divisors, nearest
 from ...values import as_int
 from ._layout import gpu_ids, nproc_per_node
 
 
-def ngpu_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def ngpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     ngpu, lws = as_int(g.get("ngpu")), as_int(g.get("lws"))
     if not ngpu or not lws:
@@ -32,7 +33,7 @@ def ngpu_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
-def vllm_device_map_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def vllm_device_map_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     vis = run.visible_gpus()
     n = nproc_per_node(run)
@@ -49,7 +50,7 @@ def vllm_device_map_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
         fix=tuple(fix))
 
 
-def ds_device_map_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def ds_device_map_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     ngpu, lws = as_int(g.get("ngpu")), as_int(g.get("lws"))
     if not ngpu or not lws:
@@ -64,7 +65,7 @@ def ds_device_map_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
              f"parallelism: the GPUs take turns)."))
 
 
-def tp_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def tp_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     tp, ws = as_int(g.get("tp")), as_int(g.get("ws"))
     if not tp or not ws:
@@ -79,7 +80,7 @@ def tp_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
              f"Or train on a multiple of {tp} processes (e.g. NPROC_PER_NODE x NNODES = {up})."))
 
 
-def old_layout_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def old_layout_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     """ms-swift 3.1-3.4 GPU split messages (vllm_device / num_infer_workers)."""
     run = ctx.run
     g = hits[0].groups

@@ -1,11 +1,12 @@
 """GD406: GRPO refuses a right-side truncation_strategy (the prompt cannot be cut where generation starts)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.run import at_least
 
 
-def truncation_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def truncation_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     ts = hits[0].groups.get("ts") or run.get("truncation_strategy", "?")
     delete_ok = at_least(run, 3, 7) is not False

@@ -6,7 +6,8 @@ import ast
 import difflib
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...sources.argv import group_flags
 from ...sources.swiftconfig import RunConfig
 from ...swift.flags import ADDED, REMOVED, RENAMED
@@ -71,7 +72,7 @@ def flag_advice(name: str, vals: list[str], run: RunConfig) -> str:
             f"Command-line-parameters page for your version, or drop it.")
 
 
-def remaining_argv_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     tokens = split_argv(hits[0].groups.get("argv") or "")
     flags, stray = group_flags(tokens, short=True)

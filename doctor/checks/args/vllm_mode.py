@@ -2,7 +2,8 @@
 mode without the address of a ``swift rollout`` server."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...sources.swiftconfig import RunConfig
 from ._layout import nproc_per_node
 
@@ -11,7 +12,7 @@ def _layout(run: RunConfig) -> tuple[int | None, int | None]:
     return (run.world_size() or nproc_per_node(run), run.visible_gpus())
 
 
-def vllm_mode_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def vllm_mode_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     n, vis = _layout(run)
@@ -36,7 +37,7 @@ def vllm_mode_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
         fix=tuple(fix))
 
 
-def server_host_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def server_host_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     port = run.get("vllm_server_port", 8000)
     return Diagnosis(

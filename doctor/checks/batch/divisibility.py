@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from math import gcd
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...signals import Where
 from ...swift.batch import divisors, multiples_around, nearest
 from ...swift.framework import of_run, option
@@ -18,7 +19,7 @@ from ...values import as_int
 from .._numbers import ASSUMED, READ, Num, assumptions, computed, first, show
 
 
-def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
+def train_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
     g0 = hits[0].groups
     fw = of_run(run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
@@ -139,7 +140,7 @@ def train_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
     return Diagnosis(message=msg, fix=tuple(fix), flags=flags)
 
 
-def eval_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
+def eval_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
     g0 = hits[0].groups
     if g0.get("size") is not None:  # eval_dataset size N is smaller than total_eval_batch_size M

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from math import gcd
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.batch import divisors, nearest
 from ...values import as_int
 
 
-def num_generations_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
+def num_generations_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
     g = as_int(hits[0].groups.get("g")) or run.int_arg("num_generations")
     n = run.world_size() or 1

@@ -6,8 +6,8 @@ import json
 import posixpath
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from ...signals import CheckpointInput
 from ...sources.checkpoint import CheckpointFacts
 from ...swift.version import major_minor
@@ -31,7 +31,7 @@ from ._facts import (
 class AdapterOnly(CkptRule):
     """A run meant to train every weight saved a LoRA adapter (load_args force-loaded tuner_type)."""
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         out = []
         for group in newest_per_run(self.inputs):
             adapters = [i for i in group if kind(i.facts) == "adapter"]
@@ -49,7 +49,7 @@ class AdapterOnly(CkptRule):
         return out
 
     def _finding(self, f: CheckpointFacts, adapters: list[CheckpointInput], args: dict[str, Any], want: str | None,
-                 why_want: str, severity: Severity, ctx: FinishContext) -> Finding:
+                 why_want: str, severity: Severity, ctx: RunState) -> Finding:
         flag = "train_type" if ("train_type" in args and "tuner_type" not in args) else "tuner_type"
         ad_name = f.adapter_files()[0]
         ad_size = f.files[ad_name].size
@@ -127,7 +127,7 @@ class AdapterOnly(CkptRule):
 class FullNotAdapter(CkptRule):
     """--expect lora (or a LoRA command) but the checkpoint holds full weights."""
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         out = []
         for group in newest_per_run(self.inputs):
             fulls = [i for i in group if kind(i.facts) == "full"]

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import posixpath
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def args_json_missing_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def args_json_missing_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     path = (hits[0].groups.get("path") or "").rstrip(".")
     ckpt = posixpath.dirname(path) or "<checkpoint>"
     parent = posixpath.dirname(ckpt)

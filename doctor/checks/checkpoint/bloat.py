@@ -1,8 +1,8 @@
 """GD803: what a full checkpoint is made of, and what each fix saves."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from ...sources.checkpoint import config_dtype
 from ._base import CkptRule, ev_at
 from ._facts import CONFIG_TO_ST, base_dtype, fmt_bytes, fmt_params, kind, newest_per_run, parts, run_config
@@ -12,7 +12,7 @@ from ._facts import CONFIG_TO_ST, base_dtype, fmt_bytes, fmt_params, kind, newes
 class Bloat(CkptRule):
     """What a full checkpoint is made of, and what each fix saves (seeds: 15 GB model, 43 GB checkpoints)."""
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         out = []
         for group in newest_per_run(self.inputs):
             full = [i for i in group if kind(i.facts) in ("full", "deepspeed")]

@@ -4,8 +4,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from ...sources.checkpoint import SHARD_RE, CheckpointFacts
 from ._base import CkptRule, ev_at
 from ._facts import expected_full_params, fmt_bytes, fmt_params, newest_per_run
@@ -162,7 +162,7 @@ def _adapter_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
 
 
 class Corrupt(CkptRule):
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         out = []
         newest = {id(g[-1]) for g in newest_per_run(self.inputs)}
         for inp in self.inputs:

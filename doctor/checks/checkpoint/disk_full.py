@@ -1,8 +1,8 @@
 """GD804: the disk fills up before the run has saved its last checkpoint."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from ._base import CkptRule, ev_at
 from ._facts import fmt_bytes, newest_per_run, parts, run_config
 
@@ -19,7 +19,7 @@ def remaining_saves(global_step: int, max_steps: int, save_steps: int) -> int:
 
 
 class DiskFull(CkptRule):
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         out = []
         for group in newest_per_run(self.inputs):
             f = group[-1].facts

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import DiskTick
 from .._units import gib
 
@@ -26,7 +27,7 @@ class DiskTooSmall(Rule):
             if self.worst is None or d.free < self.worst.free:
                 self.worst = d
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         d = self.worst
         if d is None:
             return []

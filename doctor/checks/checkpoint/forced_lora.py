@@ -12,8 +12,9 @@ import posixpath
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...swift.run import tuner_flag, version_label
 
@@ -70,7 +71,7 @@ class ForcedLora(Rule):
             if m and m.group("path") != "None":
                 self.ckpts.append(m.group("path"))
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         asked_key = "tuner_type" if "tuner_type" in run.cli else "train_type"
         asked = run.cli.get(asked_key)

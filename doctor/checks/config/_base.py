@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...swift.planner import spec_from_config, spec_from_name
 
 
@@ -13,7 +14,7 @@ def _bool(v: Any) -> bool:
     return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1"))
 
 
-def model_spec(ctx: FinishContext):
+def model_spec(ctx: RunState):
     run = ctx.run
     model = run.args.get("model") if isinstance(run.args.get("model"), str) else None
     cfg = ctx.facts.get("model_config")
@@ -28,12 +29,12 @@ class _ConfigRule(Rule):
     kinds = frozenset()
     only_preflight = True
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if self.only_preflight and not ctx.preflight:
             return []
         if str(ctx.run.get("rlhf_type", "grpo")).lower() != "grpo":
             return []
         return self.check(ctx)
 
-    def check(self, ctx: FinishContext) -> list[Finding]:  # pragma: no cover - interface
+    def check(self, ctx: RunState) -> list[Finding]:  # pragma: no cover - interface
         return []

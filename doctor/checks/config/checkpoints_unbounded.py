@@ -1,8 +1,8 @@
 """GD462: checkpoints without save_total_limit: every one is kept; the projected disk use."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from ...swift.planner import lora_trainable
 from ...values import as_int
 from ._base import _bool, _ConfigRule, model_spec
@@ -11,7 +11,7 @@ from ._base import _bool, _ConfigRule, model_spec
 class CheckpointDisk(_ConfigRule):
     """GD462: save_total_limit unset: every checkpoint is kept. Project the disk use."""
 
-    def check(self, ctx: FinishContext) -> list[Finding]:
+    def check(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         if run.get("save_total_limit") is not None or str(run.get("save_strategy", "")).lower() == "no":
             return []

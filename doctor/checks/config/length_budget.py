@@ -1,8 +1,8 @@
 """GD460: prompt (max_length) + completion (max_completion_length) must fit vLLM's and the model's context."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from ...values import as_int
 from ._base import _ConfigRule, model_spec
 
@@ -10,7 +10,7 @@ from ._base import _ConfigRule, model_spec
 class LengthBudget(_ConfigRule):
     """GD460: prompt (max_length) + completion (max_completion_length) must fit vLLM's and the model's context."""
 
-    def check(self, ctx: FinishContext) -> list[Finding]:
+    def check(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         ml = as_int(run.get("max_length"), floats=True)
         mcl = as_int(run.get("max_completion_length"), floats=True) or as_int(run.get("max_new_tokens"), floats=True) or 512

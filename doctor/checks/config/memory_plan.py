@@ -1,8 +1,8 @@
 """GD470: the memory plan (doctor/planner.py): peak per-GPU memory against the GPU memory, ranked fixes."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
-from ...rules import FinishContext
 from ...swift.planner import breakdown_lines, plan
 from ._base import _ConfigRule, model_spec
 
@@ -10,7 +10,7 @@ from ._base import _ConfigRule, model_spec
 class MemoryPlan(_ConfigRule):
     """GD470: the planner's peak per-GPU memory against the GPU memory; ranked fixes when it does not fit."""
 
-    def check(self, ctx: FinishContext) -> list[Finding]:
+    def check(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         spec = model_spec(ctx)
         if spec is None:

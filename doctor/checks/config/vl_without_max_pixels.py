@@ -1,8 +1,8 @@
 """GD461: a vision-language model without MAX_PIXELS."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from ..memory._facts import DOC_MAX_PIXELS, MM_ENV, VL_MODEL
 from ._base import _ConfigRule
 
@@ -10,7 +10,7 @@ from ._base import _ConfigRule
 class VlWithoutMaxPixels(_ConfigRule):
     """GD461: a vision-language model without MAX_PIXELS: images are encoded at up to the template's default."""
 
-    def check(self, ctx: FinishContext) -> list[Finding]:
+    def check(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         model = str(run.get("model") or "")
         mtype = str(run.get("model_type") or "")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import ast
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
 def _cands(text: str | None) -> list[str]:
@@ -17,7 +18,7 @@ def _cands(text: str | None) -> list[str]:
         return re.findall(r"'([^']+)'", text)
 
 
-def model_type_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def model_type_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     d = g.get("dir") or "the model directory"
     cands = _cands(g.get("cands"))
@@ -36,7 +37,7 @@ def model_type_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
-def template_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def template_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     d = g.get("dir") or "the model directory"
     cands = _cands(g.get("cands"))

@@ -1,10 +1,11 @@
 """GD442: the dataset could not be loaded (missing file, malformed assistant turn, unknown hub id, bad JSON)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def dataset_load_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def dataset_load_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     ds = run.get("dataset")

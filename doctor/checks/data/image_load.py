@@ -1,10 +1,11 @@
 """GD440: an image or video of the dataset could not be loaded (missing, truncated, odd aspect, undecodable)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def image_load_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def image_load_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     f = g.get("file")
     text = hits[0].evidence.text

@@ -1,7 +1,8 @@
 """GD441: the prompt's image/video placeholder tokens and the vision features disagree."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...sources.swiftconfig import RunConfig
 from ...values import as_int
 
@@ -14,7 +15,7 @@ def _pixels(run: RunConfig) -> tuple[str, str]:
             f"VIDEO_MAX_PIXELS={vmp}" if vmp else "VIDEO_MAX_PIXELS unset")
 
 
-def image_tokens_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def image_tokens_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     tok, feat = as_int(g.get("tok")), as_int(g.get("feat"))

@@ -1,8 +1,9 @@
 """GD432: dataset rows that encode to more tokens than --max_length (skipped, or the run gave up)."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Severity
-from ...rules import Diagnosis, FinishContext, Hit
+from ...rules import Diagnosis, Hit
 from ...values import as_int
 
 
@@ -13,7 +14,7 @@ def _round_up(n: int) -> int:
     return ((n + 4095) // 4096) * 4096
 
 
-def max_length_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def max_length_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     gave_up = any(h.groups.get("retrieve") for h in hits)
     sized = [h for h in hits if h.groups.get("len")]

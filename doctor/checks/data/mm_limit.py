@@ -1,11 +1,12 @@
 """GD443: a sample carries more images/videos than vLLM was started to accept per prompt."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...values import as_int
 
 
-def mm_limit_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def mm_limit_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     mod = g.get("mod") or "image"
     n = as_int(g.get("n")) or 1

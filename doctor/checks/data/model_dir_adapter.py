@@ -1,10 +1,11 @@
 """GD438: --model points at a folder without a usable config.json, usually a LoRA adapter checkpoint."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def unrecognized_model_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def unrecognized_model_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     d = (hits[0].groups.get("dir") or run.get("model") or "<dir>").rstrip("/")
     tuner = run.tuner() or "?"

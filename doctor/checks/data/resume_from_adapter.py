@@ -1,11 +1,12 @@
 """GD439: a full-parameter run resumes from a checkpoint without full weights (a LoRA adapter checkpoint)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.run import tuner_flag
 
 
-def ckpt_index_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def ckpt_index_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     d = (hits[0].groups.get("dir") or run.get("resume_from_checkpoint") or "<checkpoint>").rstrip("/.")
     t = tuner_flag(run)

@@ -1,11 +1,12 @@
 """GD437: training ended without one checkpoint because the dataset is smaller than one optimizer step."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...values import as_int
 
 
-def too_little_data_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def too_little_data_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     n = run.world_size() or 1
     b = as_int(run.get("per_device_train_batch_size")) or 1

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import ExceptionInfo, LogLine
 
 _KEY_PROMPT = re.compile(r"""KeyError: ['"]prompt['"]""")
@@ -50,7 +51,7 @@ class TrlPromptKeyError(Rule):
         elif t in ("'prompt'", '"prompt"') and self._pending_keyerror is not None and self.key_line is None:
             self.key_line = self._pending_keyerror
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if self.key_line is None or self.frame_line is None:
             return []
         ev = [evidence_of(self.key_line), evidence_of(self.frame_line)]

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.run import version_label
 from ._frames import importer, short_path
 from ._versions import README_RANGES, swift_module_move
 
 
-def cannot_import_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     name, mod = g.get("name") or "?", g.get("mod") or "?"

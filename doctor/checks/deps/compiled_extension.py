@@ -1,7 +1,8 @@
 """GD454: a compiled extension built against another torch/CUDA (undefined symbol, missing CUDA library)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 _PKG_IN_PATH = (("flash_attn", "flash-attn"), ("vllm", "vllm"), ("deepspeed", "deepspeed"),
                 ("bitsandbytes", "bitsandbytes"), ("xformers", "xformers"), ("transformer_engine", "transformer-engine"),
@@ -9,7 +10,7 @@ _PKG_IN_PATH = (("flash_attn", "flash-attn"), ("vllm", "vllm"), ("deepspeed", "d
                 ("torch", "torch"))
 
 
-def binary_ext_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     text = hits[0].evidence.text
     pkg = next((p for m, p in _PKG_IN_PATH if m in text), None)

@@ -1,10 +1,11 @@
 """GD453: importlib finds no package metadata for a package the run needs (usually DeepSpeed)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def package_not_found_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def package_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     pkg = (g.get("pkg") or g.get("pkg2") or "").strip().strip("'\"")

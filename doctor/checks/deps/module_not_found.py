@@ -2,7 +2,8 @@
 extension built for another torch, or an ms-swift 3.x/4.x module path."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._frames import importer, short_path
 from ._versions import swift_module_move
 
@@ -51,7 +52,7 @@ PIP: dict[str, tuple[str, str]] = {
 }
 
 
-def module_not_found_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     mod = (hits[0].groups.get("mod") or "").strip()
     top = mod.split(".")[0]

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import ExceptionInfo
 from ._frames import is_lib, short_path
 
@@ -36,7 +37,7 @@ class TrlSubclassApi(Rule):
         if (prompt_code and any("grpo" in fr.path.lower() or fr.func == "compute_loss" for fr in user)) or user_hook:
             self.exc = exc
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if self.exc is None:
             return []
         exc = self.exc

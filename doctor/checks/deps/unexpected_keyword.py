@@ -1,11 +1,12 @@
 """GD457: a call passes a keyword the installed library does not accept (mismatched versions)."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._frames import importer, short_path
 
 
-def unexpected_kwarg_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def unexpected_kwarg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     callee, kw = g.get("callee") or "?", g.get("kw") or "?"
     frame = importer(hits[0].exc)

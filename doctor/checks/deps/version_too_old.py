@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.run import at_least, version_label
 from ._versions import README_RANGES
 
@@ -21,7 +22,7 @@ def _trl_range(run) -> str:
     return "the trl range of your ms-swift release's README (HEAD: >=0.15,<1.0, recommended 0.29.1)"
 
 
-def require_version_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def require_version_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     if g.get("trl_old"):

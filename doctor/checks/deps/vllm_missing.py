@@ -1,10 +1,11 @@
 """GD451: --use_vllm true, but vLLM cannot be imported."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def vllm_missing_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def vllm_missing_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     return Diagnosis(
         message="--use_vllm true, but vLLM cannot be imported in this environment (not installed, or its "
                 "import failed).",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...swift.run import flag_in_version
 from ...values import as_int
 from ._common import VLLM_GROUP_PORT, minutes
@@ -12,7 +13,7 @@ from ._common import VLLM_GROUP_PORT, minutes
 _PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
 
 
-def socket_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     host = port = None
     for h in hits:
@@ -58,7 +59,7 @@ def socket_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
-def port_in_use_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     port = None
     for h in hits:

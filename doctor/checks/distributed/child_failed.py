@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ._common import _raised_on, rank_list
 from ._elastic import ElasticBlock
@@ -24,7 +25,7 @@ class ChildFailed(Rule):
     def feed(self, signal: Any) -> None:
         self.block.feed(signal)
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         b = self.block
         root = b.root
         if root is None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ._common import _raised_on
 from ._elastic import ElasticBlock
@@ -58,7 +59,7 @@ class HostOomKilled(Rule):
                 self.hits.append((name, line, {k: v for k, v in m.groupdict().items() if v}))
                 return
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         root = self.block.root
         elastic_kill = root is not None and root.exitcode == -9
         if elastic_kill and _raised_on(ctx.exceptions, root.rank) is not None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._common import rank_list
 
 
-def nccl_system_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     texts = " ".join(h.evidence.text for h in hits)
     shm = "/dev/shm" in texts or "shared memory" in texts
     world = ctx.run.world_size()
@@ -27,7 +28,7 @@ def nccl_system_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
-def duplicate_gpu_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     nproc = run.env.get("NPROC_PER_NODE") or run.torchrun.get("nproc_per_node")
@@ -53,7 +54,7 @@ def duplicate_gpu_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
 _NCCL_REASON = re.compile(r"NCCL error in: [^,]*, ([^,(]+)")
 
 
-def nccl_backend_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ranks = sorted({h.rank for h in hits if h.rank is not None})
     reason = None
     for h in hits:

@@ -10,8 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_int
 from ._common import _raised_on, minutes, rank_list
@@ -106,7 +107,7 @@ class NcclWatchdog(Rule):
                                    as_int(to.group(1)) if to else None, as_int(ran.group(1)) if ran else None,
                                    as_int(numel.group(1)) if numel else None, line, kind))
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if self._pending is not None:
             self._add(self._pending.text, self._pending)
             self._pending = None

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import HostTick, RunExit
 from .._units import gib
 
@@ -27,7 +28,7 @@ class ExitWithoutDiagnosis(Rule):
         else:
             self.host = (self.host + [signal])[-3:]
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         e = self.exit
         if e is None or e.code == 0 or any(f.severity >= Severity.error for f in ctx.findings) or ctx.exceptions:
             return []

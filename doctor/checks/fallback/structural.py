@@ -8,8 +8,9 @@ from typing import Any
 
 from ...classify.component import rel, user_frames
 from ...classify.structure import Verdict, first_failure
+from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
@@ -18,7 +19,7 @@ _EMBEDDED = re.compile(r"(?:^|[\s*>|(])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Excepti
                        r"recent call last\))\**\s*$")
 
 
-def embedded_exceptions(ctx: FinishContext) -> list[ExceptionInfo]:
+def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
         return []
@@ -34,7 +35,7 @@ def embedded_exceptions(ctx: FinishContext) -> list[ExceptionInfo]:
     return out
 
 
-def verdict_of(ctx: FinishContext) -> Verdict | None:
+def verdict_of(ctx: RunState) -> Verdict | None:
     """The structural verdict for this run, or None (a cause is already named, or nothing points anywhere)."""
     if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
         return None
@@ -63,7 +64,7 @@ def _versions(exc: ExceptionInfo) -> str:
 _NOTICE = re.compile(r"raised [A-Z]\w*|exception=[A-Z]\w*\(|method failed|[A-Z]\w*(?:Error|Exception)\b")
 
 
-def _notice_before(ctx: FinishContext, last: LogLine) -> LogLine | None:
+def _notice_before(ctx: RunState, last: LogLine) -> LogLine | None:
     """The line right before the `Traceback (most recent call last)` header of a cut traceback, when it
     announces the failure (the traceback's own exception line is the part that was cut)."""
     tail = ctx.tails.get(last.where.path) or ()
@@ -93,7 +94,7 @@ class Structural(Rule):
     def share(self, pool: dict[str, Any]) -> None:
         self._pool = pool
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         pool = getattr(self, "_pool", {})
         memo = pool.get("structural-verdict")
         if memo is None or memo[0] is not ctx:
@@ -104,7 +105,7 @@ class Structural(Rule):
             return []
         return [self._finding(v, ctx)]
 
-    def _finding(self, v: Verdict, ctx: FinishContext) -> Finding:
+    def _finding(self, v: Verdict, ctx: RunState) -> Finding:
         exc = v.exc
         where = f" at {rel(v.where)}" if v.where is not None else ""
         user = user_frames(v.frames)

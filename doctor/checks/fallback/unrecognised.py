@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...classify.component import component, deepest_library
+from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of, of_run
 from .exceptions import describe_frame, first_real, is_library
@@ -16,7 +17,7 @@ from .structural import _versions, embedded_exceptions, verdict_of
 class Unrecognised(Rule):
     kinds = frozenset({ExceptionInfo})
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         # consequences (NCCL timeouts, ChildFailedError...) do not explain the first real error
         if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
             return []
@@ -48,7 +49,7 @@ class Unrecognised(Rule):
                               title="Unrecognised failure: traceback cut before its exception")]
         return []
 
-    def _for_exception(self, exc: ExceptionInfo, ctx: FinishContext) -> Finding:
+    def _for_exception(self, exc: ExceptionInfo, ctx: RunState) -> Finding:
         same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
         where = exc.raised_at

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import GpuSnapshot, GpuTick
 from ...sources.gpu import merge
 
@@ -46,7 +47,7 @@ class GpuRule(Rule):
         elif len(self.snaps) < 1000:
             self.snaps.append(signal)
 
-    def used(self, ctx: FinishContext, samples: list) -> list:
+    def used(self, ctx: RunState, samples: list) -> list:
         """The GPUs of the run: process-only rows (compute-apps CSV) joined onto their GPU, then the
         CUDA_VISIBLE_DEVICES subset when the configuration names one."""
         merged = merge(samples)
@@ -60,7 +61,7 @@ class GpuRule(Rule):
     def ev(self, path: str, text: str, line: int | None = None) -> Evidence:
         return Evidence(path, line or 0, text)
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         out: list[Finding] = []
         for snap in self.snaps:
             path, samples, seq = snap.path, snap.samples, snap.seq
@@ -72,7 +73,7 @@ class GpuRule(Rule):
             out.append(self.make(message=got[0], fix=self.live_fix(ctx), count=got[1]))
         return out
 
-    def live_fix(self, ctx: FinishContext) -> list[str]:
+    def live_fix(self, ctx: RunState) -> list[str]:
         """The fix lines of a finding from live samples: the rule's ``live_fix`` option, else its own fix."""
         return list(self.meta.options.get("live_fix", self.meta.fix))
 

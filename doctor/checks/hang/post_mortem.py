@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
-from ...rules import FinishContext, Rule, evidence_of
+from ...rules import Rule, evidence_of
 from ...signals import ExceptionInfo, HangReport, LogLine, Metrics
 from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
@@ -57,7 +58,7 @@ class HangCheck(Rule):
             self.p.feed(signal)
 
     # ---------------------------------------------------------------- analysis
-    def _last_phase(self, ctx: FinishContext | None = None) -> tuple[str | None, int]:
+    def _last_phase(self, ctx: RunState | None = None) -> tuple[str | None, int]:
         if ctx is not None:  # vLLM engine lines (logger prefix stripped, origin kept) that carry no routed word
             for tail in ctx.tails.values():
                 for line in tail:
@@ -78,7 +79,7 @@ class HangCheck(Rule):
                 seq = v.seq  # generation during a step: same phase, later progress
         return phase, seq
 
-    def _analyse(self, ctx: FinishContext) -> dict[str, Any] | None:
+    def _analyse(self, ctx: RunState) -> dict[str, Any] | None:
         if ctx.ended:
             return None
         pyspy = [t for t in self.p.threads if t.frames or t.state]
@@ -123,7 +124,7 @@ class HangCheck(Rule):
         return {"phase": phase, "last_seq": last_seq, "pyspy": pyspy, "interrupted": interrupted, "mid": mid,
                 "nccl_after": nccl_after, "steps": steps}
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         live = [r for r in self.reports if (r.steps > 0) == (self.want == "hang-mid-training")]
         if live:
             return [live_finding(self, live)]
@@ -136,7 +137,7 @@ class HangCheck(Rule):
         return [self._finding(a, ctx)]
 
     # ---------------------------------------------------------------- message and fix
-    def _last_line(self, ctx: FinishContext) -> LogLine | None:
+    def _last_line(self, ctx: RunState) -> LogLine | None:
         paths = [self.p.last_path] if self.p.last_path in ctx.tails else list(ctx.tails)
         for p in paths:
             tail = ctx.tails.get(p)
@@ -144,7 +145,7 @@ class HangCheck(Rule):
                 return tail[-1]
         return None
 
-    def _finding(self, a: dict[str, Any], ctx: FinishContext) -> Finding:
+    def _finding(self, a: dict[str, Any], ctx: RunState) -> Finding:
         run = ctx.run
         phase = a["phase"]
         ev: list[Evidence] = []
@@ -191,7 +192,7 @@ class HangCheck(Rule):
         return self.make(message=" ".join(parts), fix=fix, evidence=ev[:5], severity=severity,
                          seq=last.seq if last is not None else a["last_seq"])
 
-    def _server_finding(self, a: dict[str, Any], ctx: FinishContext,
+    def _server_finding(self, a: dict[str, Any], ctx: RunState,
                         socket: list[tuple[LogLine, dict[str, str]]]) -> Finding:
         run = ctx.run
         line, g = socket[0]
@@ -228,7 +229,7 @@ class HangCheck(Rule):
         ev = ([evidence_of(start)] if start else []) + [evidence_of(line)]
         return self.make(message=msg, fix=fix, evidence=ev, severity=Severity.error, seq=line.seq)
 
-    def _pyspy_finding(self, a: dict[str, Any], ctx: FinishContext) -> Finding:
+    def _pyspy_finding(self, a: dict[str, Any], ctx: RunState) -> Finding:
         threads: list[_Thread] = a["pyspy"]
         classes: dict[str, list[_Thread]] = {}
         for t in threads:

@@ -8,9 +8,10 @@ just stops looks the same as a hang, and the finding says so.
 """
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...registry import RuleMeta
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
 
 # (literal, milestone), the last one seen decides where the server stopped
@@ -78,7 +79,7 @@ class ServerStartStall(Rule):
                 self.seen.add(stage)
                 return
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if self.last is None or ctx.ended or ctx.metrics_steps or "exception" in self.seen or ctx.open_tracebacks:
             return []
         stage, line = self.last

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import Frame
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import facts_of
@@ -50,7 +51,7 @@ class CutTraceback(Rule):
     def feed(self, signal: Any) -> None:  # pragma: no cover - sees no signal
         pass
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         want = self.meta.options.get("infer", "training")
         if not ctx.open_tracebacks:
             return []

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import HostTick
 from .._units import gib
 
@@ -28,7 +29,7 @@ class HostMemoryLow(Rule):
             if self.worst is None or h.available < self.worst.available:
                 self.worst = h
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         h = self.worst
         if h is None:
             return []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._facts import facts_of
 from ._ladders import _fmt_util, _round_down, vllm_ladder
 
@@ -21,7 +22,7 @@ _KV_NUMS = {
 }
 
 
-def kv_cache_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     h = hits[0]
     text = h.exc.message if h.exc else h.evidence.text
     frames = h.exc.frames if h.exc else ()

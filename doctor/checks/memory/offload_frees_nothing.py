@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import MAX_EVIDENCE, FinishContext, Rule
+from ...rules import MAX_EVIDENCE, Rule
 from ...signals import LogLine
 from ._facts import facts_of
 from ._ladders import _fmt_util
@@ -53,7 +54,7 @@ class OffloadFreesNothing(Rule):
             if mm.group("t"):
                 self._vals["total"] = float(mm.group("t"))
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         self._close()
         same: list[tuple[str, str]] = []
         ev: list[Evidence] = []

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import MAX_EVIDENCE, FinishContext, Hit, PatternRule, fold
+from ...rules import MAX_EVIDENCE, Hit, PatternRule, fold
 from ...signals import ExceptionInfo
 from ...swift.planner import as_number
 from ..fallback.exceptions import describe_frame
@@ -65,7 +66,7 @@ class OomRule(PatternRule):
             return
         super().feed(signal)
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if not self.hits:
             return []
         self.hits.sort(key=lambda h: h.seq)

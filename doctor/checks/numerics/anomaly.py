@@ -1,11 +1,12 @@
 """GD624: autograd anomaly detection: a backward function returned NaN."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._nan_fixes import nan_fixes
 
 
-def anomaly_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def anomaly_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     fn = g.get("fn") or "?"
     msg = (f"The backward pass of {fn} produced NaN (autograd anomaly detection). The forward stack printed before "

@@ -1,8 +1,8 @@
 """GD627: the PPO clip is saturated (a large share of tokens clipped in most steps)."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt
 
 KEY = "clip_ratio/region_mean"
@@ -14,7 +14,7 @@ class ClipSaturation(SeriesRule):
     series_keys = (KEY, "clip_ratio/high_mean", "clip_ratio/low_mean")
     want_rewards = False
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         o = self.meta.options
         s = self.s
         col = s.col(KEY)

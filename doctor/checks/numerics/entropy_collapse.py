@@ -1,8 +1,8 @@
 """GD626: policy entropy collapses (ms-swift logs entropy/mean with --log_entropy true)."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt
 from .kl_spike import finite
 
@@ -13,7 +13,7 @@ class EntropyCollapse(SeriesRule):
     series_keys = ("entropy/mean",)
     want_rewards = False
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         o = self.meta.options
         s = self.s
         vals = finite(s.col("entropy/mean"))

@@ -1,11 +1,12 @@
 """GD622: float16 weights under fp16 mixed precision ('Attempting to unscale FP16 gradients')."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._nan_fixes import dtype_of
 
 
-def fp16_unscale_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def fp16_unscale_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     dt = dtype_of(run)
     msg = ("The model weights are float16 and the trainer runs float16 mixed precision: the gradient scaler refuses "

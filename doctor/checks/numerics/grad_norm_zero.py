@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from .._series import EPS_STD, SeriesRule, fmt, longest_streak
 
 
@@ -18,7 +18,7 @@ class GradNormZero(SeriesRule):
     want_rewards = False
     series_keys = ("loss", "grad_norm", "learning_rate", "reward_std", "frac_reward_zero_std", "kl")
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         run = ctx.run
         gn, rstd, frac = s.col("grad_norm"), s.col("reward_std"), s.col("frac_reward_zero_std")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt
 
 
@@ -36,7 +36,7 @@ class KlSpike(SeriesRule):
     series_keys = ("kl",)
     want_rewards = False
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         o = self.meta.options
         s = self.s
         vals = finite(s.col("kl"))

@@ -1,11 +1,12 @@
 """GD623: DeepSpeed's fp16 loss scale at its minimum and the gradients still overflow."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._nan_fixes import nan_fixes
 
 
-def loss_scale_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def loss_scale_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     msg = ("DeepSpeed lowered the fp16 loss scale to its minimum and the gradients still overflowed, so it stopped "
            "the run: the gradients are inf/NaN at any scale.")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from .._runargs import arg_float
 from .._series import EPS_STD, SeriesRule, fmt
 
@@ -15,7 +15,7 @@ class LossZeroNormal(SeriesRule):
     want_rewards = False
     series_keys = ("loss", "grad_norm", "reward_std", "kl")
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         loss, gn, rstd = s.col("loss"), s.col("grad_norm"), s.col("reward_std")
         rows = [i for i in range(s.n) if loss[i] is not None]

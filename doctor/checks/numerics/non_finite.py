@@ -4,8 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import Metrics
 from .._series import Series, fmt, num, reward_key_name, step_row
 from ._nan_fixes import dtype_of, nan_fixes
@@ -73,7 +74,7 @@ class MetricsNonFinite(Rule):
             self.prev = m
         self.last = m
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if self.first is None:
             return []
         run = ctx.run

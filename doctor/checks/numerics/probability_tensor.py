@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import LogLine
 from .._runargs import arg_float
 from .._series import fmt
@@ -38,7 +39,7 @@ class ProbabilityTensorNaN(Rule):
                 m = ms[-1]
                 self.progress = (m.group("step"), m.group("total"), m.group("elapsed"))
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if not self.hits:
             return []
         run = ctx.run

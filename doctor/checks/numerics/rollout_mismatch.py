@@ -1,8 +1,8 @@
 """GD628: the rollout engine's token probabilities differ from the trainer's (training/inference mismatch)."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt
 from .kl_spike import finite
 
@@ -15,7 +15,7 @@ class RolloutMismatch(SeriesRule):
     series_keys = KEYS + ("rollout_correction/ppl_ratio",)
     want_rewards = False
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         o = self.meta.options
         s = self.s
         key = next((k for k in KEYS if finite(s.col(k))), None)

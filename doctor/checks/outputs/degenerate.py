@@ -11,8 +11,9 @@ import hashlib
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import Completions, Where
 from .._runargs import arg_float, more_generations
 from .._series import fmt
@@ -110,7 +111,7 @@ class CompletionsDegenerate(Rule):
                 if len(self.loop_ex) < 3:
                     self.loop_ex.append((where, step, unit))
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if not self.tables or not self.completions:
             return []
         run = ctx.run

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from .._runargs import arg_float, more_generations
 from .._series import SeriesRule, fmt
 
@@ -15,7 +15,7 @@ class LowGroupDiversity(SeriesRule):
 
     series_keys = ("reward", "reward_std", "kl", "grad_norm", "learning_rate", "completions/mean_length")
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         run = ctx.run
         rstd, kl, gn = s.col("reward_std"), s.col("kl"), s.col("grad_norm")

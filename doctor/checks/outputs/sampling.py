@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import Completions, Metrics
 from .._runargs import arg_float, more_generations
 from .._series import fmt
@@ -27,7 +28,7 @@ class SamplingConfig(Rule):
     def feed(self, signal: Any) -> None:
         self.trained = True
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         if not (self.trained or ctx.metrics_steps or ctx.preflight):
             return []
         run = ctx.run

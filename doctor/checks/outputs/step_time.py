@@ -1,8 +1,8 @@
 """GD650: time per step grows clearly over the run."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt
 
 
@@ -12,7 +12,7 @@ class StepTimeGrowing(SeriesRule):
     want_rewards = False
     series_keys = ("step_time", "completions/mean_length", "completion_length")
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         st = s.col("step_time")
         rows = [i for i in range(1, s.n) if st[i] is not None and st[i] > 0]   # row 0 holds start-up costs

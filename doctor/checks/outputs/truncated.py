@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt, longest_streak
 
 
@@ -15,7 +15,7 @@ class CompletionsTruncated(SeriesRule):
     series_keys = ("completions/mean_length", "completions/clipped_ratio", "completion_length", "response_clip_ratio",
                    "reward", "kl")
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         run = ctx.run
         clip = s.col("completions/clipped_ratio")

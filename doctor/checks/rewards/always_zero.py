@@ -2,8 +2,9 @@
 are silent)."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from .._series import SeriesRule
 from ._flags import as_list, flag_name
@@ -52,7 +53,7 @@ class RewardFuncAlwaysZero(SeriesRule):
 
     series_keys = REWARD_KEYS
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         rv = RewardView(self.s, run)
         if rv.n == 0 or rv.no_reward_funcs():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt
 from ._flags import as_list, flag_name
 from ._view import RewardView
@@ -44,7 +44,7 @@ class RewardCollapse(SeriesRule):
 
     series_keys = ("reward", "reward_std", "frac_reward_zero_std")
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         rv = RewardView(s, ctx.run)
         if rv.n < 2 or len(rv.names) == 0:

@@ -1,11 +1,12 @@
 """GD614: --dynamic_sample resampled up to --max_resample_times and the groups were still flat."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from .._runargs import more_generations
 
 
-def dynamic_sample_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def dynamic_sample_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     n = hits[0].groups.get("n") or run.args.get("max_resample_times") or "3"
     g = run.int_arg("num_generations")

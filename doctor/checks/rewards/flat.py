@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from ...swift import version
 from .._runargs import arg_float, more_generations
@@ -156,7 +157,7 @@ class RewardFlat(SeriesRule):
 
     series_keys = REWARD_KEYS
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         rv = RewardView(self.s, ctx.run)
         if rv.n == 0 or rv.no_reward_funcs():
             return []

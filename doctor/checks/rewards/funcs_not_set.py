@@ -1,8 +1,9 @@
 """GD611: ms-swift >= 4.4 without --reward_funcs trains silently with reward 0."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from .._series import SeriesRule
 from ._view import REWARD_KEYS, RewardView
@@ -31,7 +32,7 @@ class RewardFuncsNotSet(SeriesRule):
 
     series_keys = REWARD_KEYS
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         rv = RewardView(self.s, ctx.run)
         if rv.n == 0 or not rv.no_reward_funcs():
             return []

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.state import RunState
 from ...model import Evidence, Finding
-from ...rules import FinishContext, Rule
+from ...rules import Rule
 from ...signals import ExceptionInfo, Frame
 from ._flags import as_list, plugin_files, reward_names
 
@@ -80,7 +81,7 @@ class RewardFunctionRaised(Rule):
             return  # a missing dependency, not a reward bug
         self.hits.append(exc)
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         plugins = plugin_files(ctx.run)
         chosen = None
         for exc in sorted(self.hits, key=lambda e: e.seq):

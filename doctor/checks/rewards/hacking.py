@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import FinishContext
 from .._series import SeriesRule, fmt
 from .collapse import trend
 
@@ -24,7 +24,7 @@ class RewardHacking(SeriesRule):
 
     series_keys = ("reward", "completions/mean_length", "completions/clipped_ratio", "completion_length")
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         o = self.meta.options
         s = self.s
         reward = _finite(s.col("reward"))

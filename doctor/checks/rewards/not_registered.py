@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ...sources.swiftconfig import RunConfig
 from ._flags import BUILTIN_ORMS, plugin_files, reward_names
 
@@ -43,7 +44,7 @@ def _orm_import(mm: tuple[int, int] | None) -> str:
     return "from swift.plugin import ORM, orms"  # 3.x: the error text says swift.llm.plugin up to 3.6
 
 
-def not_registered_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def not_registered_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     names = []
     for h in hits:

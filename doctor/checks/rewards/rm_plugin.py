@@ -1,11 +1,12 @@
 """GD604: --reward_model_plugin values that do not line up with --reward_model, or are not registered."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._flags import as_list, int_or_none
 
 
-def rm_plugin_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def rm_plugin_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     run = ctx.run
     models = as_list(run.args.get("reward_model"))

@@ -1,10 +1,11 @@
 """GD605: the soft_overlong reward without --soft_cache_length."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 
 
-def soft_overlong_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def soft_overlong_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     L = run.int_arg("max_completion_length") or 512
     cache = max(1, L // 4)

@@ -1,11 +1,12 @@
 """GD602: --reward_weights does not have one weight per reward function."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ._flags import as_list, int_or_none, reward_names
 
 
-def weights_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def weights_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     g = hits[0].groups
     n_w, n_f = int_or_none(g.get("nw")), int_or_none(g.get("nf"))

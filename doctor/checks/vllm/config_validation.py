@@ -1,11 +1,12 @@
 """GD231: vLLM's pydantic validation rejected the engine arguments it was given."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ..memory._facts import facts_of
 
 
-def pydantic_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     h = hits[0]
     cls = h.groups.get("cls") or "a vLLM config"
     run = ctx.run

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
+from ...engine.state import RunState
 from ...model import Finding
-from ...rules import MAX_EVIDENCE, Diagnosis, FinishContext, Hit, PatternRule, fold
+from ...rules import MAX_EVIDENCE, Diagnosis, Hit, PatternRule, fold
 from ...sources.swiftconfig import RunConfig
 from ..fallback.exceptions import describe_frame
 from ..memory._facts import facts_of
@@ -67,7 +68,7 @@ def _lead(maybe: str, text: str) -> str:
 class DeviceMismatch(PatternRule):
     """'Expected all tensors to be on the same device' outside vLLM's own code (GD234 takes those)."""
 
-    def finish(self, ctx: FinishContext) -> list[Finding]:
+    def finish(self, ctx: RunState) -> list[Finding]:
         mism = [h for h in self.hits if h.exc is not None and not _in_vllm(h.exc.frames)]
         xformers = any(h.exc is None for h in self.hits)
         if not mism:
@@ -164,7 +165,7 @@ class DeviceMismatch(PatternRule):
                           seq=h.seq)]
 
 
-def device_in_vllm_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis | None:
+def device_in_vllm_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     hits = [h for h in hits if h.exc is not None and _in_vllm(h.exc.frames)]
     if not hits:
         return None

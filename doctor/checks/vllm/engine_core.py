@@ -1,12 +1,13 @@
 """GD220: the vLLM engine core process failed (while starting or serving); the real error is printed above."""
 from __future__ import annotations
 
+from ...engine.state import RunState
 from ...model import Role, Severity
-from ...rules import Diagnosis, FinishContext, Hit
+from ...rules import Diagnosis, Hit
 from ..memory._facts import facts_of
 
 
-def engine_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def engine_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     f = facts_of(ctx.run, hits[0].exc.frames if hits[0].exc else ())
     text = hits[0].exc.message if hits[0].exc else hits[0].evidence.text
     dead = "encountered an issue" in text or "EngineDead" in (hits[0].exc.type if hits[0].exc else "")

@@ -1,11 +1,12 @@
 """GD221: vLLM sleep mode refuses PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ..memory._facts import facts_of
 
 
-def expandable_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def expandable_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     f = facts_of(ctx.run)
     conf = f.env.get("PYTORCH_CUDA_ALLOC_CONF")
     msg = ("vLLM's sleep mode allocates through its own CUDA memory pool (cumem), which PyTorch's expandable segments "

@@ -2,12 +2,13 @@
 needs a newer vLLM."""
 from __future__ import annotations
 
-from ...rules import Diagnosis, FinishContext, Hit
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
 from ..fallback.exceptions import describe_frame
 from ..memory._facts import facts_of
 
 
-def version_fix(hits: list[Hit], ctx: FinishContext) -> Diagnosis:
+def version_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     h = hits[0]
     g = h.groups
     run = ctx.run

@@ -5,25 +5,18 @@ One ``Session`` serves a post-mortem (``analyze`` replays finished files) and a 
 """
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from .gate import WordGate
-from .model import Finding, Role, Severity
-from .registry import RuleMeta, load_catalog
-from .rules import FinishContext, Rule, build_rule
-from .signals import CheckpointInput, ExceptionInfo, LogLine, Metrics
-from .sources import metrics as metrics_src
-from .sources.swiftconfig import LITERALS as CONFIG_LITERALS
-from .sources.swiftconfig import RunConfig
-from .sources.traceback import TracebackTracker
-from .verdict import refine
-
-TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
-MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
-_END_MARKERS = ("End time of running main", "last_model_checkpoint: ")
+from ..gate import WordGate
+from ..model import Finding, Role, Severity
+from ..registry import RuleMeta, load_catalog
+from ..rules import Rule, build_rule
+from ..signals import LogLine
+from ..sources.swiftconfig import RunConfig
+from ..verdict import refine
+from .state import STATE_WORDS, RunState
 
 
 class Session:
@@ -34,17 +27,8 @@ class Session:
         pool: dict[str, Any] = {}   # state the rules of this session share (one metric series)
         for r in self.rules:
             r.share(pool)
-        self.run = run or RunConfig()
-        self.console_metrics = console_metrics
-        self.preflight = preflight
-        self.facts = dict(facts or {})
-        self.tracker = TracebackTracker()
-        self.exceptions: list[ExceptionInfo] = []
-        self.tails: dict[str, deque[LogLine]] = {}
-        self.ended = False
-        self.metrics_steps = 0
-        self.log_inputs: list[str] = []
-        self.checkpoints: list[tuple[str, int | None]] = []  # (path, step) of the checkpoints seen: verdict.refine
+        self.state = RunState(run=run or RunConfig(), preflight=preflight, facts=dict(facts or {}),
+                              console_metrics=console_metrics)
         self.observers: list = []   # callables also handed every non-line signal (the report's curves): never rules
         self._by_type: dict[type, list[Rule]] = {}
         self._all_line_rules: list[Rule] = []
@@ -60,11 +44,9 @@ class Session:
                     for lit in r.literals:
                         lit_rules.setdefault(lit, []).append(r)
         self._lit_rules = lit_rules
-        gate_words = set(lit_rules) | set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | {
-            ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout"}
-        gate_words.update(_END_MARKERS)
-        # one C-level scan per line says which words occur: the gate (any word: a rule, the config, the
-        # metrics or the traceback tracker may care) and the rules to feed (those with a literal there)
+        gate_words = set(lit_rules) | STATE_WORDS
+        # one C-level scan per line says which words occur: the gate (any word: a rule or the state's readers
+        # may care) and the rules to feed (those with a literal there)
         self.gate_words: frozenset[str] = frozenset(gate_words)
         self._gate = WordGate({w: tuple({id(r): r for r in lit_rules.get(w, ())}.values()) for w in gate_words})
         self._order = {id(r): i for i, r in enumerate(self.rules)}
@@ -75,45 +57,30 @@ class Session:
         """A rule reads every line (no literals): lines cannot be skipped, only fed one by one."""
         return bool(self._all_line_rules)
 
-    def sticky(self) -> bool:
-        """The next lines matter whatever they hold: an open args dump, or a traceback frame awaiting its
-        code line (the only state in which a line without a gate word changes anything but the tail)."""
-        return self.run._dump_open or self.tracker.expecting()
+    @property
+    def run(self) -> RunConfig:
+        """The run's configuration (launch line, args.json, args dump): the state's."""
+        return self.state.run
 
     # ------------------------------------------------------------------ feeding
     def begin_log(self, path: str) -> None:
-        self.log_inputs.append(path)
-        self.tails[path] = deque(maxlen=TAIL)
+        self.state.begin_log(path)
 
     def feed_line(self, line: LogLine) -> None:
-        tail = self.tails.get(line.where.path)
-        if tail is None:
-            self.begin_log(line.where.path)
-            tail = self.tails[line.where.path]
-        if line.text.strip():
-            tail.append(line)
+        state = self.state
+        state.keep(line)
         for r in self._all_line_rules:
             r.feed(line)
-        text = line.text
-        if self.run._dump_open:
-            self.run.feed(line)
-            return
-        hits = self._gate.hits(text)
+        hits = None if state.run._dump_open else self._gate.hits(line.text)
+        got = state.read(line, bool(hits))
+        if got is not None:
+            exc, row = got
+            if exc is not None:
+                self._route(exc)
+            if row is not None:
+                self.emit(row)
         if not hits:
-            exc = self.tracker.feed(line) if text.startswith((" ", "\t")) else None
-            if exc:
-                self._exception(exc)
             return
-        self.run.feed(line)
-        exc = self.tracker.feed(line)
-        if exc is not None:
-            self._exception(exc)
-        if any(mk in text for mk in _END_MARKERS):
-            self.ended = True
-        if self.console_metrics and ":" in text and metrics_src.has_literal(text):
-            values, finite = metrics_src.read_console(text)
-            if values is not None:
-                self.emit(Metrics(values, line.where, line.seq, "console", finite))
         rules: Iterable[Rule]
         if len(hits) == 1:
             rules = hits[0]
@@ -124,28 +91,17 @@ class Session:
         for r in rules:
             r.feed(line)
 
-    def _exception(self, exc: ExceptionInfo) -> None:
-        if len(self.exceptions) < MAX_EXCEPTIONS:
-            self.exceptions.append(exc)
-        self._route(exc)
-
     def emit(self, signal: Any) -> None:
-        """Any signal of doctor/signals.py: a log line takes the gated path above, a metrics row is counted (a
-        summary row ends the run and reaches no rule), every other signal goes to the rules of its type."""
+        """Any signal of doctor/signals.py: a log line takes the gated path above; every other signal is
+        accounted for in the state (a summary row ends the run and reaches no rule) and goes to the rules of
+        its type."""
         if isinstance(signal, LogLine):
             self.feed_line(signal)
             return
         for fn in self.observers:
             fn(signal)
-        if isinstance(signal, Metrics):
-            if metrics_src.is_summary(signal.values):
-                self.ended = True
-                return
-            if metrics_src.is_step(signal.values):
-                self.metrics_steps += 1
-        elif isinstance(signal, CheckpointInput):
-            self.checkpoints.append((signal.facts.path, signal.facts.step))
-        self._route(signal)
+        if self.state.count(signal):
+            self._route(signal)
 
     def _route(self, signal: Any) -> None:
         for r in self._by_type.get(type(signal), ()):
@@ -156,21 +112,18 @@ class Session:
 
     # ------------------------------------------------------------------ results
     def finish(self) -> list[Finding]:
-        ctx = FinishContext(run=self.run, exceptions=self.exceptions, tails=self.tails, ended=self.ended,
-                            log_inputs=self.log_inputs, metrics_steps=self.metrics_steps,
-                            open_tracebacks=self.tracker.open_tracebacks(), preflight=self.preflight,
-                            facts=self.facts)
+        state = self.state
         found: list[Finding] = []
         for fallback in (False, True):
             if fallback:
-                ctx.findings = list(found)
+                state.findings = list(found)
             for r in self.rules:
                 if r.meta.fallback == fallback:
                     try:
-                        found.extend(r.finish(ctx))
+                        found.extend(r.finish(state))
                     except _OUT_OF_RANGE:
                         pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
-        return refine(order(found), self.run, self.checkpoints, ended=self.ended)
+        return refine(order(found), state.run, state.checkpoints, ended=state.ended)
 
 
 # what a rule's arithmetic raises on a value read from a hostile input: a 400-digit integer as float, a division by a

@@ -1,0 +1,123 @@
+"""RunState: what the engine knows of the run, built from the signals, read by every rule's ``finish``.
+
+The session routes and orders; this object is the only place where a log line becomes run facts: the
+configuration (launch line, args dump), the exceptions of the traceback tracker, the console metric rows,
+the normal end, the last lines of each log input and the checkpoints seen. Rules read it in ``finish(state)``
+(``state.run``, ``state.exceptions``, ``state.tails``...); only the engine writes it.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Finding
+from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics
+from ..sources import metrics as metrics_src
+from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
+from ..sources.swiftconfig import RunConfig
+from ..sources.traceback import TracebackTracker
+
+TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
+MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
+END_MARKERS = ("End time of running main", "last_model_checkpoint: ")  # ms-swift's own end-of-run lines
+# the words of a line that the state's readers may need (configuration, metric rows, tracebacks, the end): a line
+# holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)
+STATE_WORDS: frozenset[str] = frozenset(
+    set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
+    | {", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout"})
+
+
+@dataclass
+class RunState:
+    run: RunConfig = field(default_factory=RunConfig)
+    preflight: bool = False                                       # no run yet: judging the command alone
+    facts: dict = field(default_factory=dict)                     # preflight inputs read by its driver (model, GPU)
+    console_metrics: bool = True                                  # metric rows read from console lines
+    exceptions: list[ExceptionInfo] = field(default_factory=list)  # first exceptions seen (capped)
+    tails: dict[str, deque[LogLine]] = field(default_factory=dict)  # last lines of each log input
+    ended: bool = False                                           # the run reached its normal end
+    log_inputs: list[str] = field(default_factory=list)
+    metrics_steps: int = 0                                        # training-step metric rows seen
+    checkpoints: list[tuple[str, int | None]] = field(default_factory=list)  # (path, step) of checkpoints seen
+    findings: list[Finding] = field(default_factory=list)         # for fallback rules: the earlier rules' findings
+    tracker: TracebackTracker = field(default_factory=TracebackTracker)
+
+    # ------------------------------------------------------------------ read by rules
+    @property
+    def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
+        """(last frame line, frames) of tracebacks cut before their exception line."""
+        return self.tracker.open_tracebacks()
+
+    # ------------------------------------------------------------------ written by the engine
+    def begin_log(self, path: str) -> None:
+        self.log_inputs.append(path)
+        self.tails[path] = deque(maxlen=TAIL)
+
+    def keep(self, line: LogLine) -> None:
+        """The line joins its input's tail (blank lines do not)."""
+        tail = self.tails.get(line.where.path)
+        if tail is None:
+            self.begin_log(line.where.path)
+            tail = self.tails[line.where.path]
+        if line.text.strip():
+            tail.append(line)
+
+    def replace_tail(self, path: str, lines: Iterable[LogLine]) -> None:
+        """The chunk scanner rebuilds a tail from the file's last lines (it skipped lines the tail would hold)."""
+        self.tails[path] = deque(lines, maxlen=TAIL)
+
+    def sticky(self) -> bool:
+        """The next lines matter whatever they hold: an open args dump, or a traceback frame awaiting its
+        code line (the only state in which a line without a gate word changes anything but the tail)."""
+        return self.run._dump_open or self.tracker.expecting()
+
+    def read(self, line: LogLine, gated: bool) -> tuple[ExceptionInfo | None, Metrics | None] | None:
+        """The run facts of one line: configuration, end markers, and the exception it completes and the console
+        metric row it holds, returned for the session to route. ``gated``: the line holds a gate word (a line
+        without one can only be a traceback's indented code line). None when the line gives no signal."""
+        text = line.text
+        if self.run._dump_open:
+            self.run.feed(line)
+            return None
+        if not gated:
+            if text.startswith((" ", "\t")):
+                exc = self.tracker.feed(line)
+                if exc is not None:
+                    self._keep_exception(exc)
+                    return exc, None
+            return None
+        self.run.feed(line)
+        exc = self.tracker.feed(line)
+        if exc is not None:
+            self._keep_exception(exc)
+        if any(mk in text for mk in END_MARKERS):
+            self.ended = True
+        row = None
+        if self.console_metrics and ":" in text and metrics_src.has_literal(text):
+            values, finite = metrics_src.read_console(text)
+            if values is not None:
+                row = Metrics(values, line.where, line.seq, "console", finite)
+        if exc is None and row is None:
+            return None
+        return exc, row
+
+    def _keep_exception(self, exc: ExceptionInfo) -> None:
+        if len(self.exceptions) < MAX_EXCEPTIONS:
+            self.exceptions.append(exc)
+
+    def count(self, signal: Any) -> bool:
+        """Account for a non-line signal; False when it reaches no rule (a summary row: the run's end)."""
+        if isinstance(signal, Metrics):
+            if metrics_src.is_summary(signal.values):
+                self.ended = True
+                return False
+            if metrics_src.is_step(signal.values):
+                self.metrics_steps += 1
+        elif isinstance(signal, CheckpointInput):
+            self.checkpoints.append((signal.facts.path, signal.facts.step))
+        return True
+
+
+__all__ = ["END_MARKERS", "MAX_EXCEPTIONS", "STATE_WORDS", "TAIL", "RunState"]
