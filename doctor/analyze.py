@@ -11,13 +11,13 @@ from dataclasses import replace
 from . import __version__
 from .engine import Session, order
 from .gate import store_words
-from .model import Finding, InputInfo, Report, Role, Severity
+from .model import Finding, Report, Role, Severity
 from .registry import load_catalog
 from .selectors import Selection, resolve
 from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
-from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small, run_checkpoints
+from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
 from .sources.safeio import read_head
 from .swift.framework import of_run as framework_of_run
 
@@ -54,6 +54,8 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
             ledger = StepLedger()
             session.observers.append(ledger)
         for inp in inputs:
+            if inp.kind == "checkpoint":
+                continue  # its facts go in after the logs, below
             if inp.kind in LOGGER_KINDS:
                 from .sources.loggers import feed as feed_logger
                 feed_logger(inp, session, counter, ledger, notes)
@@ -67,7 +69,7 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     finally:
         if early is not None:
             early.close()  # not adopted (the line-by-line path ran), or already reaped: nothing left behind
-    ckpts = run_checkpoints(paths)
+    ckpts = [(i.path, i.display) for i in inputs if i.kind == "checkpoint" and i.path is not None]
     if ckpts:
         from .ckpt import fold_into_log_finding
         from .sources.checkpoint import read_checkpoint
@@ -77,8 +79,7 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     findings = sel.keep(session.finish())
     if ckpts:
         findings = fold_into_log_finding(findings)
-    infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs] \
-        + [InputInfo(display, "checkpoint") for _, display in ckpts]
+    infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs]
     run = session.run.summary()
     run.update(framework_of(session, inputs))
     if len(session.run.runs) > 1:  # runs appended to one log (issue 17.16): each one's line range

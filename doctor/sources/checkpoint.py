@@ -120,17 +120,21 @@ def find_checkpoints(root: Path) -> list[Path]:
         for n in sorted(dirnames):
             if n.startswith(".") or n in ("runs", "images", "__pycache__") or n.startswith("global_step"):
                 continue
-            if re.match(r"checkpoint-\d+$", n) and not os.path.islink(os.path.join(dirpath, n)):
+            if CHECKPOINT_NAME.match(n) and not os.path.islink(os.path.join(dirpath, n)):
                 out.append(Path(dirpath) / n)
                 continue
             keep.append(n)
         dirnames[:] = keep
-    return sorted(out, key=lambda p: (str(p.parent), _step_of(p.name)))
+    return sorted(out, key=checkpoint_order)
 
 
-def _step_of(name: str) -> int:
-    m = re.match(r"checkpoint-(\d+)$", name)
-    return int(m.group(1)) if m else -1
+CHECKPOINT_NAME = re.compile(r"checkpoint-(\d+)$")
+
+
+def checkpoint_order(p: Path) -> tuple[str, int]:
+    """Folders in path order, the checkpoints of one folder by step."""
+    m = CHECKPOINT_NAME.match(p.name)
+    return str(p.parent), int(m.group(1)) if m else -1
 
 
 def _file_fact(d: Path, rel: str) -> FileFact | None:
@@ -323,7 +327,7 @@ def _read_base_config(facts: CheckpointFacts, run: Path) -> None:
 def _find_command(run: Path, names: list[str]) -> tuple[str | None, str | None]:
     """The command that started the run: command.txt / a launcher script, or the `run sh:` line that ms-swift
     prints first, in a console log saved in the run directory (only the first 64 KB are read)."""
-    from .inputs import classify
+    from .kinds import classify
     for n in names:
         low = n.lower()
         if low in ("command.txt", "cmd.txt") or low.endswith(".sh"):

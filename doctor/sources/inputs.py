@@ -19,6 +19,7 @@ from typing import BinaryIO
 from ..model import InputInfo
 from ..signals import Completions, GpuSnapshot, Metrics, Where
 from . import metrics as metrics_src
+from .checkpoint import CHECKPOINT_NAME, checkpoint_order, is_checkpoint_dir
 from .kinds import (  # noqa: F401
     LOG_NAMES,
     LOG_SUFFIXES,
@@ -45,7 +46,7 @@ class InputError(Exception):
 class Input:
     path: Path | None   # None: standard input
     display: str
-    kind: str           # log | metrics | completions | args | command | skipped
+    kind: str           # log | metrics | completions | args | command | skipped | checkpoint (a checkpoint-N/ folder)
     note: str = ""      # skipped: why
 
     def info(self) -> InputInfo:
@@ -54,7 +55,7 @@ class Input:
 
 _SMALL = ("args", "command", "report", "wandb-summary", "wandb-meta", "wandb-config")
 _ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6,
-          "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0}
+          "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0, "skipped": 9, "checkpoint": 10}
 
 
 def _check_readable(path: Path, display: str) -> None:
@@ -122,6 +123,8 @@ def discover(paths: list[str]) -> list[Input]:
         if not path.exists() and not path.is_symlink():
             raise InputError(f"{p}: no such file or directory; pass a run directory, a log file, or - for stdin")
         if path.is_dir():
+            if path.name.startswith("checkpoint-") and is_checkpoint_dir(path):
+                found.append(Input(path, p, "checkpoint"))  # a checkpoint given itself: its facts, and its logs
             found.extend(_walk(path, p))
         else:
             found.append(_explicit_file(path, p))
@@ -178,12 +181,15 @@ def _walk(root: Path, display_root: str) -> list[Input]:
     args_files: list[Path] = []
     copies: list[Input] = []   # console copies of the loggers (wandb output.log, SwanLab console)
     configs: list[Input] = []  # wandb config.yaml: the arguments when there is no args.json
+    ckpts: list[Path] = []     # checkpoint-N/ folders (not under runs/), found by this same walk
     for dirpath, dirnames, filenames in os.walk(root, onerror=None):
         d = Path(dirpath)
+        in_runs = "runs" in d.relative_to(root).parts
+        if not in_runs:
+            ckpts.extend(d / n for n in dirnames if CHECKPOINT_NAME.match(n) and not os.path.islink(d / n))
         # runs/ holds TensorBoard event files only (and images): entered for those
         dirnames[:] = sorted(n for n in dirnames if (n not in SKIP_DIRS or n == "runs") and not n.startswith("checkpoint-")
                              and not n.startswith("global_step") and not n.startswith("."))
-        in_runs = "runs" in d.relative_to(root).parts
         for n in dirnames:  # os.walk does not descend into linked directories; name those that lead out
             if os.path.islink(d / n) and link_out(d / n, root):
                 skipped.append(_skip(d / n, root, display_root, "a symlinked directory out of the run directory, "
@@ -228,11 +234,12 @@ def _walk(root: Path, display_root: str) -> list[Input]:
         else:
             out.append(Input(c.path, c.display, "log"))
             has_log = True   # one copy is enough: two loggers copied the same console
-    if not out and not run_checkpoints([display_root], root):
+    ckpt_inputs = [Input(c, _display(c, root, display_root), "checkpoint") for c in sorted(ckpts, key=checkpoint_order)]
+    if not out and not ckpt_inputs:
         why = f" ({len(skipped)} skipped: {skipped[0].display}: {skipped[0].note})" if skipped else ""
         raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here{why}; "
                          "pass the run's output directory or a saved console log")
-    return out + skipped
+    return out + skipped + ckpt_inputs
 
 
 def _logger_file(fp: Path, root: Path, display_root: str) -> Input | None:
@@ -242,23 +249,6 @@ def _logger_file(fp: Path, root: Path, display_root: str) -> Input | None:
         return _skip(fp, root, display_root, note) if kind else None
     real, skip = _candidate(fp, root, display_root, "log" if kind == "copy-log" else kind)
     return skip or (Input(fp, _display(fp, root, display_root), kind) if real else None)
-
-
-def run_checkpoints(paths: list[str], root: Path | None = None) -> list[tuple[Path, str]]:
-    """checkpoint-N/ folders under the run directories given (and any given directory that is itself a
-    checkpoint), with their display paths. Their facts feed the checkpoint rules; their files are not logs."""
-    from .checkpoint import find_checkpoints, is_checkpoint_dir
-    out: list[tuple[Path, str]] = []
-    for p in paths:
-        path = root if root is not None else Path(p)
-        if p == "-" or not path.is_dir():
-            continue
-        if is_checkpoint_dir(path) and path.name.startswith("checkpoint-"):
-            out.append((path, p))
-            continue
-        for c in find_checkpoints(path):
-            out.append((c, str(Path(p) / c.relative_to(path))))
-    return out
 
 
 def _display(fp: Path, root: Path, display_root: str) -> str:
