@@ -6,9 +6,42 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from .registry import RuleMeta, load_catalog
 from .selectors import SelectorError, expand, normalise
+
+
+def rule_doc(m: RuleMeta) -> dict[str, Any]:
+    """The one projection of a rule's documentation (its TOML file): `rules --format json` prints it as it is; the
+    SARIF rule descriptors, the README's rule index and `explain` are made from it."""
+    return {
+        "id": m.id, "slug": m.slug, "category": m.category, "severity": m.severity.name, "title": m.title,
+        "why": m.why, "fix": list(m.fix), "references": list(m.references), "versions": m.versions,
+        "kind": "check" if m.check else "pattern", "action": m.action, "verify": m.verify,
+        **({"prevent": m.prevent} if m.prevent else {}),
+    }
+
+
+def reference_urls(doc: dict[str, Any]) -> list[str]:
+    """The public URLs of a rule's references ('URL (what it shows)': the URL)."""
+    return [r.split()[0] for r in doc["references"] if r.startswith("https://")]
+
+
+def help_text(doc: dict[str, Any]) -> str:
+    """Why, the fix lines that need no run values, the references: a rule's help where one text is shown (SARIF)."""
+    fix = [f for f in doc["fix"] if "{" not in f]  # fix lines with holes are filled per finding, not in the rule
+    text = doc["why"].strip()
+    if fix:
+        text += "\n\nFix:\n" + "\n".join(f"- {f}" for f in fix)
+    if doc["references"]:
+        text += "\n\nReferences:\n" + "\n".join(f"- {r}" for r in doc["references"])
+    return text + f"\n\nMore: grpo-doctor explain {doc['id']}"
+
+
+def index_row(doc: dict[str, Any]) -> str:
+    """The rule's row in README.md's rule index."""
+    return f"| {doc['id']} | `{doc['slug']}` | {doc['category']} | {doc['severity']} | {doc['title']} |"
 
 
 def explain_rules(token: str) -> list[RuleMeta]:
@@ -18,20 +51,21 @@ def explain_rules(token: str) -> list[RuleMeta]:
 
 
 def explain_text(meta: RuleMeta) -> str:
-    lines = [f"{meta.id}  {meta.slug}", f"{meta.title}", "",
-             f"category: {meta.category}    severity: {meta.severity.name}"
-             + (f"    versions: {meta.versions}" if meta.versions else ""), "", meta.why, ""]
-    if meta.fix:
+    d = rule_doc(meta)
+    lines = [f"{d['id']}  {d['slug']}", f"{d['title']}", "",
+             f"category: {d['category']}    severity: {d['severity']}"
+             + (f"    versions: {d['versions']}" if d["versions"] else ""), "", d["why"], ""]
+    if d["fix"]:
         lines.append("Fix:")
-        lines += [f"  - {f}" for f in meta.fix]
+        lines += [f"  - {f}" for f in d["fix"]]
         lines.append("")
-    if meta.action:
-        lines.append(f"Action: {meta.action} (default; the run may refine it: resume from a good checkpoint)")
-    if meta.verify:
-        lines.append(f"Verify: {meta.verify}")
-    if meta.prevent:
-        lines.append(f"Prevent: {meta.prevent}")
-    if meta.action or meta.verify or meta.prevent:
+    if d["action"]:
+        lines.append(f"Action: {d['action']} (default; the run may refine it: resume from a good checkpoint)")
+    if d["verify"]:
+        lines.append(f"Verify: {d['verify']}")
+    if d.get("prevent"):
+        lines.append(f"Prevent: {d['prevent']}")
+    if d["action"] or d["verify"] or d.get("prevent"):
         lines.append("")
     if meta.examples:
         lines.append("Matches lines such as:")
@@ -45,9 +79,9 @@ def explain_text(meta: RuleMeta) -> str:
                 lines.append(f"  {e.id}: {' '.join(e.doc.split())}")
                 lines.append(f"      backed by: {'; '.join(e.backed_by)}")
         lines.append("")
-    if meta.references:
+    if d["references"]:
         lines.append("References:")
-        lines += [f"  - {r}" for r in meta.references]
+        lines += [f"  - {r}" for r in d["references"]]
     return "\n".join(lines).rstrip()
 
 
@@ -78,12 +112,8 @@ def rules_text(metas: list[RuleMeta]) -> str:
 
 
 def rules_json(metas: list[RuleMeta]) -> str:
-    return json.dumps([{
-        "id": m.id, "slug": m.slug, "category": m.category, "severity": m.severity.name, "title": m.title,
-        "why": m.why, "fix": list(m.fix), "references": list(m.references), "versions": m.versions,
-        "kind": "check" if m.check else "pattern", "action": m.action, "verify": m.verify,
-        **({"prevent": m.prevent} if m.prevent else {}),
-    } for m in metas], indent=2, ensure_ascii=False)
+    return json.dumps([rule_doc(m) for m in metas], indent=2, ensure_ascii=False)
 
 
-__all__ = ["explain_rules", "explain_text", "filter_rules", "rules_json", "rules_text"]
+__all__ = ["explain_rules", "explain_text", "filter_rules", "help_text", "index_row", "reference_urls", "rule_doc",
+           "rules_json", "rules_text"]

@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from doctor.catalog_view import index_row, rule_doc  # noqa: E402
 from doctor.registry import load_catalog  # noqa: E402
 
 START, END = "<!-- rule-index:start -->", "<!-- rule-index:end -->"
@@ -18,8 +19,7 @@ START, END = "<!-- rule-index:start -->", "<!-- rule-index:end -->"
 
 def index() -> str:
     rows = ["| id | slug | category | severity | what it names |", "|---|---|---|---|---|"]
-    for m in load_catalog():
-        rows.append(f"| {m.id} | `{m.slug}` | {m.category} | {m.severity.name} | {m.title} |")
+    rows += [index_row(rule_doc(m)) for m in load_catalog()]
     return "\n".join(rows)
 
 

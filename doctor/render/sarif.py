@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..catalog_view import help_text, reference_urls, rule_doc
 from ..model import Evidence, Report, Severity
 from ..registry import load_catalog
 from .paths import is_pseudo, rel_uri, run_base
@@ -35,23 +36,14 @@ def _location(e: Evidence, base: str | None, loc_id: int | None = None) -> dict[
     return loc
 
 
-def _help(m) -> dict[str, str]:
-    fix = [f for f in m.fix if "{" not in f]  # fix lines with holes are filled per finding, not in the rule
-    text = m.why.strip()
-    if fix:
-        text += "\n\nFix:\n" + "\n".join(f"- {f}" for f in fix)
-    if m.references:
-        text += "\n\nReferences:\n" + "\n".join(f"- {r}" for r in m.references)
-    return {"text": text + f"\n\nMore: grpo-doctor explain {m.id}"}
-
-
 def _rule(m) -> dict[str, Any]:
+    d = rule_doc(m)
     out: dict[str, Any] = {
-        "id": m.id, "name": m.slug, "shortDescription": {"text": m.title}, "fullDescription": {"text": m.why},
-        "help": _help(m), "defaultConfiguration": {"level": _LEVEL[m.severity]},
-        "properties": {"category": m.category},
+        "id": d["id"], "name": d["slug"], "shortDescription": {"text": d["title"]}, "fullDescription": {"text": d["why"]},
+        "help": {"text": help_text(d)}, "defaultConfiguration": {"level": _LEVEL[m.severity]},
+        "properties": {"category": d["category"]},
     }
-    urls = [r.split()[0] for r in m.references if r.startswith("https://")]  # 'URL (what it shows)': the URL
+    urls = reference_urls(d)
     if urls:
         out["helpUri"] = urls[0]
     return out
