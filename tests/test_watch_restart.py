@@ -75,10 +75,11 @@ def test_resume_uses_the_last_checkpoint(tmp_path):
     assert f"--resume_from_checkpoint {out / 'checkpoint-4'}".encode() in (run / "grpo-doctor-console.log").read_bytes()
 
 
-def test_verdict_prefers_the_action_field_and_resumed_replaces_the_flag():
+def test_verdict_is_the_finding_action_and_resumed_replaces_the_flag():
+    from dataclasses import replace
     f = Finding("GD101", "x", "batch-divisibility", Severity.error, "t", "m")
-    assert verdict([f])[0] == "relaunch"
-    object.__setattr__(f, "action", "restart") if hasattr(f, "__dataclass_fields__") else None
-    assert verdict([f])[0] in ("restart", "relaunch")
+    assert verdict([f])[0] == "stop"   # no action: no second table guesses one from the category (issue 13)
+    assert verdict([replace(f, action="relaunch")])[0] == "relaunch"
+    assert verdict([replace(f, action="restart")])[0] == "restart"
     assert verdict([])[0] == "stop"
     assert resumed(["a", "--resume_from_checkpoint", "old", "b"], "new") == ["a", "b", "--resume_from_checkpoint", "new"]

@@ -3,8 +3,8 @@ launch again, and how.
 
 Verdicts: restart (transient: an NCCL / c10d flake, a lost rollout server), resume (a checkpoint exists that the fix
 does not invalidate: relaunch with --resume_from_checkpoint), relaunch (a configuration error: a person must change
-the command) and stop (a data, reward or model bug). The finding's own ``action`` field wins when the catalog has
-one (the `health` work adds it to every rule); otherwise the category decides through the small table below.
+the command) and stop (a data, reward or model bug). The verdict is the primary finding's own ``action``: every rule
+declares one in its TOML, the diagnosis and doctor/verdict.py refine it; a finding without one is not restarted.
 A relaunch or stop verdict is never restarted. Every attempt keeps its own console log and report (NAME.N).
 """
 from __future__ import annotations
@@ -20,15 +20,6 @@ from ..registry import ACTIONS
 from .rundir import output_dir_of
 from .say import say
 
-# category -> verdict, used only when a finding has no `action` field
-CATEGORY_ACTION = {
-    "nccl-timeout": "restart", "hang-mid-training": "resume",
-    "batch-divisibility": "relaunch", "eval-batch-divisibility": "relaunch", "device-mismatch": "relaunch",
-    "argument-error-other": "relaunch", "deepspeed-config-error": "relaunch", "import-or-dependency-error": "relaunch",
-    "vllm-version-incompatible": "relaunch", "checkpoint-adapter-only-load-args": "relaunch", "cuda-oom": "relaunch",
-    "vllm-oom-or-kv-cache": "relaunch", "host-oom-killed": "relaunch", "disk-full": "relaunch",
-    "hang-at-start": "relaunch", "gpu-underutilized": "relaunch", "slow-training": "relaunch",
-}
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -40,8 +31,7 @@ def verdict(findings: list) -> tuple[str, str]:
     f = errors[0]
     action = getattr(f, "action", None)
     if action not in ACTIONS:
-        action = CATEGORY_ACTION.get(f.category, "stop")
-        return action, f"{f.rule_id} {f.title} (category {f.category})"
+        return "stop", f"{f.rule_id} {f.title} (no action: a person decides)"
     return action, f"{f.rule_id} {f.title} (its action)"
 
 
