@@ -40,6 +40,24 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class RunRef:
+    """One of several runs appended to one log (``nohup ... >>``, ``tee -a``): which, and its line range."""
+
+    number: int                # 1-based
+    of: int
+    path: str
+    first_line: int
+    last_line: int | None      # None: to the end of the file
+
+    def label(self) -> str:
+        return f"run {self.number} of {self.of}, lines {self.first_line}-{self.last_line or 'end'}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"number": self.number, "of": self.of, "path": self.path, "first_line": self.first_line,
+                "last_line": self.last_line}
+
+
+@dataclass(frozen=True)
 class Finding:
     rule_id: str
     slug: str
@@ -62,6 +80,7 @@ class Finding:
     prevent: str = ""
     command: str = ""
     flags: tuple[tuple[str, str], ...] = ()  # corrected flags the diagnosis computed ("--name", "value"): for command
+    run: RunRef | None = None  # the run of an appended log that the evidence belongs to (additive to schema 1)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -80,6 +99,8 @@ class Finding:
         for key in ("action", "verify", "prevent", "command"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.run is not None:
+            out["run"] = self.run.to_json()
         return out
 
 

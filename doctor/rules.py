@@ -166,6 +166,7 @@ class PatternRule(Rule):
             return []
         self.hits.sort(key=lambda h: h.seq)
         first = self.hits[0]
+        ctx = ctx.at(first.evidence)  # runs appended to one log: the configuration of this failure's own run
         evidence, count, ranks = fold(self.hits)
         vals = template_values(ctx.run, first.groups)
         message = render(self.meta.message, vals)

@@ -43,3 +43,67 @@ def test_launcher_line_and_its_dump_are_one_run():
     assert [s.line for s in rs.starts] == [1, 400, 900]
     assert rs.index_of(Where("a.log", 399)) == 0 and rs.index_of(Where("a.log", 950)) == 2
     assert rs.args_of(0, {"x": 3}) == {"x": 1} and rs.args_of(2, {"x": 3}) == {"x": 3}
+
+
+def test_each_finding_says_which_run_and_pattern_rules_read_their_own_run(tmp_path):
+    """The report says which run (line range) a finding belongs to, in JSON and text; a pattern rule's template
+    values and diagnose hook get the configuration of the run holding its first hit, not the last run's."""
+    from doctor.engine import RunState
+    from doctor.model import Evidence
+    from doctor.render.text import render as text_render
+
+    first = (LOGS / "real-batch-div-grad-accum" / "log.txt").read_bytes()
+    second = (LOGS / "real-grpo-lora-healthy" / "log.txt").read_bytes()
+    log = tmp_path / "train.log"
+    log.write_bytes(first + second)
+    rep = analyze([str(log)])
+    f = rep.findings[0]
+    assert f.to_json()["run"] == {"number": 1, "of": 2, "path": str(log), "first_line": 1, "last_line": 45}
+    assert "run 1 of 2, lines 1-45" in text_render(rep)
+    # RunState.at: the state as run 1 saw it (per_device_train_batch_size 2, read by hand in the first fixture's
+    # args dump) and as run 2 saw it (4); one run only: the state itself
+    from doctor.engine import Session
+    s = Session([])
+    from conftest import feed_text
+    feed_text(s, (first + second).decode(), "train.log")
+    st: RunState = s.state
+    assert st.at(Evidence("train.log", 30, "x")).run.args["per_device_train_batch_size"] == 2
+    assert st.at(Evidence("train.log", 60, "x")).run.args["per_device_train_batch_size"] == 4
+    assert st.at(Evidence("train.log", 60, "x")) is st   # the last run: the current configuration
+    one = Session([])
+    feed_text(one, first.decode(), "train.log")
+    assert one.state.at(Evidence("train.log", 30, "x")) is one.state
+    assert one.state.place([f]) == [f]
+
+
+def test_a_pattern_rules_template_takes_its_own_runs_values(tmp_path):
+    """A TOML-only rule whose message names a run value: the value of the run its line is in."""
+    from conftest import feed_text
+
+    from doctor.engine import Session
+    from doctor.registry import load_catalog
+
+    fam = tmp_path / "rules" / "batch"
+    fam.mkdir(parents=True)
+    (fam / "GD190-probe.toml").write_text('''id = "GD190"
+slug = "probe"
+category = "batch-divisibility"
+severity = "error"
+action = "relaunch"
+verify = "x"
+title = "probe"
+message = "per_device_train_batch_size {per_device_train_batch_size}"
+why = "test"
+fix = ["x"]
+[[patterns]]
+literals = ["PROBE-LINE"]
+regex = "PROBE-LINE"
+''')
+    metas = load_catalog(str(tmp_path / "rules"))
+    first = (LOGS / "real-batch-div-grad-accum" / "log.txt").read_text()
+    second = (LOGS / "real-grpo-lora-healthy" / "log.txt").read_text()
+    s = Session(metas)
+    # the probe line at the end of run 1 (line 46 of the 45-line first fixture + 1): run 1's value, 2, not run 2's 4
+    feed_text(s, first + "PROBE-LINE\n" + second, "train.log")
+    (f,) = s.finish()
+    assert f.message == "per_device_train_batch_size 2" and f.run is not None and f.run.number == 1

@@ -123,7 +123,7 @@ class Session:
                         found.extend(r.finish(state))
                     except _OUT_OF_RANGE:
                         pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
-        return refine(order(found), state.run, state.checkpoints, ended=state.ended)
+        return refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended)
 
 
 # what a rule's arithmetic raises on a value read from a hostile input: a 400-digit integer as float, a division by a

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model import Finding
-from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics
+from ..model import Evidence, Finding, RunRef
+from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
@@ -49,6 +49,31 @@ class RunState:
     def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
         """(last frame line, frames) of tracebacks cut before their exception line."""
         return self.tracker.open_tracebacks()
+
+    def at(self, ev: Evidence) -> RunState:
+        """The state as the run holding this evidence line saw it: with several runs appended to one log
+        (issue 17.16), that run's configuration instead of the last run's (``self`` otherwise)."""
+        if len(self.run.runs) < 2 or not ev.line:
+            return self
+        run = self.run.at(Where(ev.path, ev.line))
+        return self if run is self.run else replace(self, run=run)
+
+    def place(self, findings: list[Finding]) -> list[Finding]:
+        """Each finding marked with the run its first located evidence line belongs to, when the log holds
+        several runs (issue 17.16): the report says which run (line range) a finding is about."""
+        runs = self.run.runs
+        if len(runs) < 2:
+            return findings
+        out = []
+        for f in findings:
+            ev = next((e for e in f.evidence if e.line), None)
+            i = runs.index_of(Where(ev.path, ev.line)) if ev is not None else None
+            if i is None:
+                out.append(f)
+                continue
+            path, first, last = runs.span(i)
+            out.append(replace(f, run=RunRef(i + 1, len(runs), path, first, last)))
+        return out
 
     # ------------------------------------------------------------------ written by the engine
     def begin_log(self, path: str) -> None:

@@ -93,6 +93,8 @@ def _findings(report: Report) -> list[str]:
             bits.append(f"×{f.count}")
         if f.ranks:
             bits.append("ranks " + esc(",".join(map(str, f.ranks[:16]))) + ("…" if len(f.ranks) > 16 else ""))
+        if f.run is not None:
+            bits.append(esc(f.run.label()))
         out.append(f'<section class="finding {f.severity.name}" id="finding-{i}" data-rule="{esc(f.rule_id)}">')
         out.append(f'<div><span class="sev">{i}. {f.severity.name}</span><b>{esc(f.title)}</b>{esc(role)}'
                    f'<span class="id">{" · ".join(bits)}</span></div>')

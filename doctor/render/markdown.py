@@ -99,7 +99,8 @@ def render(report: Report) -> str:
         out.append("")
         out.append(f"{md_code(f.rule_id)} {md_code(f.slug)} · category {md_code(f.category)}"
                    + (f" · seen {f.count}×" if f.count > 1 else "")
-                   + (f" · ranks {', '.join(map(str, f.ranks))}" if f.ranks else ""))
+                   + (f" · ranks {', '.join(map(str, f.ranks))}" if f.ranks else "")
+                   + (f" · {md_message(f.run.label())}" if f.run is not None else ""))
         out.append("")
         out.append(md_message(f.message))
         out.append("")

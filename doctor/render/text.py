@@ -72,6 +72,8 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             extra.append(f"×{f.count}")
         if f.ranks:
             extra.append("ranks " + ",".join(map(str, f.ranks[:16])) + ("…" if len(f.ranks) > 16 else ""))
+        if f.run is not None:
+            extra.append(f.run.label())
         out(f"[{_STYLE[f.severity]}]{f.severity.name.upper()}[/] [bold]{escape(f.title)}[/bold]{role}"
             f"  [dim]{escape(f.rule_id)} {escape(f.category)}{(' ' + ' '.join(extra)) if extra else ''}[/dim]",
             bullet=f"{i}.")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..signals import LogLine
+from ..signals import LogLine, Where
 from ..swift.version import major_minor
 from ..values import as_int
 from .argv import ENV_NAMES as _ENV_NAMES
@@ -117,6 +117,16 @@ class RunConfig:
             self._hint(4)
         elif "train_type" in obj and "tuner_type" not in obj:
             self._hint(3)
+
+    def at(self, where: Where) -> RunConfig:
+        """The configuration of the run that holds ``where`` when several runs were appended to one log (issue
+        17.16): that run's arguments instead of the last run's. ``self`` for the last run, a log of one run, or a
+        run whose arguments were not kept."""
+        i = self.runs.index_of(where)
+        if i is None or i == len(self.runs) - 1:
+            return self
+        args = self.runs.args_of(i, self.args)
+        return self if args is None else replace(self, args=args)
 
     # ---------------------------------------------------------------- log lines
     def feed(self, line: LogLine) -> None:
