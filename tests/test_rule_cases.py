@@ -43,8 +43,19 @@ else:  # pragma: no cover
 
 from doctor.engine import Session
 from doctor.registry import find_rule
-from doctor.signals import (CheckpointInput, Completions, DiskTick, Gpu, GpuSnapshot, GpuTick, HangReport,
-                            HostTick, Metrics, RunExit, Where)
+from doctor.signals import (
+    CheckpointInput,
+    Completions,
+    DiskTick,
+    Gpu,
+    GpuSnapshot,
+    GpuTick,
+    HangReport,
+    HostTick,
+    Metrics,
+    RunExit,
+    Where,
+)
 from doctor.sources import metrics as msrc
 from doctor.sources.checkpoint import read_checkpoint
 from doctor.sources.gpu import parse_text
