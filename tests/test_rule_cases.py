@@ -12,8 +12,9 @@ engine (as ``preflight`` judges a command before a run when ``preflight = true``
   is the i-th triple; ``alive = false`` when the child had ended);
 - ``host_ticks``: live host memory samples: ``[{t = s, available_gib = x, total_gib = y}]``;
 - ``disk_ticks``: live disk samples: ``[{t = s, path = "...", free_gib = x, need_gib = y, basis = "..."}]``;
-- ``hang``: the live hang watchdog's HangReport, its fields as a table (lists for the tuples);
-- ``exit``: how the watched command ended (RunExit: ``t``, ``code``, ``signal_name``, ``kernel_lines``...);
+- ``hang``: the live hang watchdog's HangReport, its fields as a table (lists for the tuples; ``where`` and
+  ``outlier`` left out are None);
+- ``exit``: how the watched command ended (RunExit: ``t``, ``code``, optional ``signal_name``, ``kernel_lines``...);
 - ``checkpoint``: a tiny checkpoint directory built in tmp with tests/ckpt_util.py and read by the real reader:
   ``kind`` ("full" or "lora"), optional ``name`` (default checkpoint-2), ``dtype``, ``optimizer_factor``,
   ``args`` (its args.json), ``trainer_state``, ``files`` (name = text, written over the built ones),
@@ -78,6 +79,10 @@ def _cases() -> list[tuple[str, dict]]:
 CASES = _cases()
 
 
+def _tuples(table: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in table.items()}
+
+
 def build_checkpoint(spec: dict, root: Path) -> CheckpointInput:
     """The ``checkpoint`` key: a tiny checkpoint written by tests/ckpt_util.py, read by the real reader."""
     import numpy as np
@@ -129,10 +134,10 @@ def run_case(case: dict, tmp: Path | None = None):
     for tick in case.get("disk_ticks", []):
         s.emit(DiskTick(tick["t"], tick["path"], int(tick["free_gib"] * GIB), int(tick["need_gib"] * GIB),
                         tick["basis"]))
-    if "hang" in case:
-        s.emit(HangReport(**{k: tuple(v) if isinstance(v, list) else v for k, v in case["hang"].items()}))
+    if "hang" in case:  # TOML has no None: a field left out that may be None is None
+        s.emit(HangReport(**{"where": None, "outlier": None, **_tuples(case["hang"])}))
     if "exit" in case:
-        s.emit(RunExit(**{k: tuple(v) if isinstance(v, list) else v for k, v in case["exit"].items()}))
+        s.emit(RunExit(**{"signal_name": None, **_tuples(case["exit"])}))
     if "checkpoint" in case:
         assert tmp is not None, "a checkpoint case needs a directory"
         s.emit(build_checkpoint(case["checkpoint"], tmp))
