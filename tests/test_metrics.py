@@ -15,7 +15,7 @@ from doctor.checks.rewards.collapse import kendall_tau
 from doctor.engine import Session
 from doctor.model import Severity
 from doctor.registry import find_rule, load_catalog
-from doctor.signals import Completions, Metrics, Where
+from doctor.signals import Metrics, Where
 from doctor.sources import metrics as msrc
 from doctor.sources.swiftconfig import RunConfig
 
@@ -253,31 +253,11 @@ def test_loss_zero_with_gradients_is_info_only_dev018():
 
 
 # ------------------------------------------------------------------------------ GD640-GD644
+# (GD640's completions tables and more: cases in rules/outputs/cases.toml)
 def test_looping_detector():
     assert O.looping("<think>\nLet me compute. " + "Wait, let me check again. " * 30)[0]
     assert not O.looping("<think>\n2+7=9, then 9*3=27 and 27-4=23.\n</think>\n<answer>23</answer>")[0]
     assert not O.looping("short")[0]
-
-
-def _table(step, prompts, comps):
-    return Completions({"step": [str(step)] * len(comps), "prompt": prompts, "completion": comps,
-                        "advantages": [0.0] * len(comps)}, Where("completions.jsonl", step))
-
-
-def test_identical_groups_and_repeated_tables():
-    s = session(["GD640"])
-    for st in (1, 2):
-        t = _table(st, ["p1", "p1", "p2", "p2"], ["a", "a", f"b{st}", f"b{st}"])
-        s.emit(t)
-        s.emit(t)   # ms-swift can write the same table twice
-    (f,) = s.finish()
-    assert "in 4 of 4 groups every completion is identical" in f.message and f.severity == Severity.warning
-
-
-def test_distinct_completions_are_silent():
-    s = session(["GD640"])
-    s.emit(_table(1, ["p"] * 4, ["<answer>1</answer>", "<answer>2</answer>", "x y", "z"]))
-    assert s.finish() == []
 
 
 def test_truncated_and_length_collapse():
