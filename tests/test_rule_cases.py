@@ -1,7 +1,8 @@
 """The one collector of small rule cases: every ``rules/<family>/cases.toml``.
 
 Each ``[[case]]`` names a ``rule`` and feeds it, alone (plus the rules listed in ``with``), through the real
-engine (as ``preflight`` judges a command before a run when ``preflight = true``), in this order:
+engine (as ``preflight`` judges a command before a run when ``preflight = true``, with the ``facts`` its driver
+gathers, e.g. ``{gpu_gib = 24.0, gpu_source = "--gpu-mem 24"}``), in this order:
 
 - ``command``: a launch command (as command.txt or a pasted shell line holds it);
 - ``log``: log text, read line by line by the real reader (tracebacks and console metric rows included);
@@ -61,7 +62,7 @@ from doctor.sources import metrics as msrc
 from doctor.sources.checkpoint import read_checkpoint
 from doctor.sources.gpu import parse_text
 
-CASE_KEYS = {"rule", "name", "with", "preflight", "command", "log", "metrics", "completions", "gpu", "gpu_ticks",
+CASE_KEYS = {"rule", "name", "with", "preflight", "facts", "command", "log", "metrics", "completions", "gpu", "gpu_ticks",
              "host_ticks", "disk_ticks", "hang", "exit", "checkpoint", "fires", "severity", "message_has", "fix_has"}
 CHECKPOINT_KEYS = {"kind", "name", "dtype", "optimizer_factor", "args", "trainer_state", "files", "truncate",
                    "siblings", "expect", "fs_free_x"}
@@ -114,7 +115,7 @@ def run_case(case: dict, tmp: Path | None = None):
     assert not unknown, f"unknown keys {sorted(unknown)} (known: {sorted(CASE_KEYS)})"
     metas = [find_rule(r) for r in [case["rule"], *case.get("with", [])]]
     assert all(metas), f"unknown rule in {case['rule']} / {case.get('with')}"
-    s = Session(metas, preflight=bool(case.get("preflight")))
+    s = Session(metas, preflight=bool(case.get("preflight")), facts=case.get("facts"))
     if "command" in case:
         s.run.add_command(case["command"])
     if "log" in case:
