@@ -1,4 +1,4 @@
-"""The hang watchdog with an injected clock, and the live rules (hang: GD320/GD321 from the watchdog; GD905, GD906; the GPU samples of GD502/GD504) fed with samples."""
+"""The hang watchdog with an injected clock, and the live rules (hang: GD320/GD321 from the watchdog; GD906; the GPU samples of GD502/GD504) fed with samples (GD905 and more sample cases: rules/*/cases.toml)."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +7,7 @@ from doctor.engine import Session
 from doctor.live import actions
 from doctor.live.watchdogs import HangWatchdog, Limits
 from doctor.registry import find_rule
-from doctor.signals import DiskTick, Gpu, GpuTick, HostTick
+from doctor.signals import DiskTick, Gpu, GpuTick
 
 GIB = 1024 ** 3
 
@@ -114,15 +114,6 @@ def test_gpu_memory_near_full_needs_three_samples():
     s.emit(GpuTick(9, (Gpu(0, 50.0, int(79.9 * GIB), 80 * GIB),)))
     f, = _finish(s, "GD502")
     assert "79.9 GiB of 80.0 GiB" in f.message and "0.9" in f.fix[0]
-
-
-def test_host_memory_near_oom():
-    s = _session_with("GD905")
-    s.emit(HostTick(5, 20 * GIB, 256 * GIB))
-    assert _finish(s, "GD905") == []
-    s.emit(HostTick(6, 6 * GIB, 256 * GIB))
-    f, = _finish(s, "GD905")
-    assert "6.0 GiB available of 256.0 GiB (2.3%)" in f.message
 
 
 def test_disk_too_small_for_next_checkpoint():

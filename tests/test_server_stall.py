@@ -1,4 +1,5 @@
-"""GD322: a rollout server log that stops in a start-up phase with no error; silent once the server serves."""
+"""GD322: a rollout server log that stops in a start-up phase with no error, as the whole catalog ranks it (the near
+misses, a server that serves or fails, are cases in rules/hang/cases.toml)."""
 from __future__ import annotations
 
 import io
@@ -35,9 +36,3 @@ def test_engine_ready_then_silence_is_a_start_stall():
 def test_init_communicator_then_silence_names_the_weight_sync_group():
     found = run(READY + SERVING)
     assert ids(found)[:1] == ["GD322"] and "/init_communicator/" in found[0].message
-
-
-def test_a_server_that_serves_requests_or_fails_is_not_a_stall():
-    assert "GD322" not in ids(run(READY + SERVING + 'INFO:     127.0.0.1:1 - "POST /infer/ HTTP/1.1" 200 OK\n'))
-    assert "GD322" not in ids(run(READY + "INFO:     Application startup complete.\n"))
-    assert "GD322" not in ids(run(READY + "ValueError: bad scheduler\n"))
