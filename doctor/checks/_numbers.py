@@ -49,3 +49,8 @@ def assumptions(*named: tuple[str, Num], why: str = "not in the log") -> str:
     if not names:
         return ""
     return f" (assumes {' and '.join(names)}: {why})"
+
+
+def now(value: object) -> str:
+    """'now 1e-05' for a flag read from the run, 'now the default' when the inputs do not give it (never 'now ?')."""
+    return f"now {value}" if value is not None and value != "" else "now the default"

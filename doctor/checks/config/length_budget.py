@@ -23,8 +23,9 @@ class LengthBudget(_ConfigRule):
                 message=(f"--vllm_max_model_len {vmax} is shorter than max_length {ml} + max_completion_length {mcl} "
                          f"= {ml + mcl}: vLLM caps prompt + completion at {vmax}, so long prompts leave only "
                          f"{max(vmax - ml, 0)} tokens to generate (completions are cut) or are rejected."),
-                fix=[f"--vllm_max_model_len {ml + mcl} (max_length + max_completion_length)",
-                     f"or --max_length {max(vmax - mcl, 1)} to keep prompts within {vmax} - {mcl}."]))
+                fix=[f"--vllm_max_model_len {ml + mcl} (max_length + max_completion_length)"]
+                + ([f"or --max_length {vmax - mcl} to keep prompts within {vmax} - {mcl}."] if vmax > mcl else
+                   [f"--vllm_max_model_len {vmax} leaves no room for a prompt next to max_completion_length {mcl}."])))
         if ml and ml < mcl:
             out.append(self.make(
                 message=(f"--max_length {ml} is smaller than --max_completion_length {mcl}. In GRPO ms-swift applies "

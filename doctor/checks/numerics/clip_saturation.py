@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...engine.state import RunState
 from ...model import Finding
+from .._numbers import now
 from .._series import SeriesRule, fmt
 
 KEY = "clip_ratio/region_mean"
@@ -30,8 +31,8 @@ class ClipSaturation(SeriesRule):
                f"{fmt(max(v for _, v in high))}): that share of the completion tokens had an importance ratio outside "
                f"[1 - epsilon, 1 + epsilon], so their gradient was cut. The updates run far off-policy: each generation "
                f"batch is reused for too many optimizer steps, or the learning rate moves the policy too far per step.")
-        fix = [f"Fewer optimizer steps per generation batch: --num_iterations 1 (now {run.get('num_iterations', '?')}) "
+        fix = [f"Fewer optimizer steps per generation batch: --num_iterations 1 ({now(run.get('num_iterations'))}) "
                f"and a smaller --steps_per_generation / --gradient_accumulation_steps.",
-               f"Lower --learning_rate (now {run.get('learning_rate', '?')})."]
+               f"Lower --learning_rate ({now(run.get('learning_rate'))})."]
         ev = [s.evidence(i, (KEY, "clip_ratio/high_mean", "clip_ratio/low_mean")) for i, _ in high[:2]]
         return [self.make(message=msg, fix=fix, evidence=ev, seq=s.seq(high[0][0]))]

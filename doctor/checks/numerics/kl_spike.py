@@ -5,6 +5,7 @@ import math
 
 from ...engine.state import RunState
 from ...model import Finding
+from .._numbers import now
 from .._series import SeriesRule, fmt
 
 
@@ -52,9 +53,9 @@ class KlSpike(SeriesRule):
                f"level ({len(found)} such step(s), the first at {s.label(first)}). A sudden KL jump means one update "
                f"moved the policy far from the reference: usually a too large learning rate or gradient, or a batch "
                f"whose advantages are mostly noise.")
-        fix = [f"Lower --learning_rate (now {ctx.run.args.get('learning_rate', '?')}) and clip gradients harder "
+        fix = [f"Lower --learning_rate ({now(ctx.run.args.get('learning_rate'))}) and clip gradients harder "
                f"(--max_grad_norm 0.5).",
-               f"Keep the policy nearer the reference: raise --beta (now {beta if beta is not None else 'the default'}).",
+               f"Keep the policy nearer the reference: raise --beta ({now(beta)}).",
                "Look at the completions of the spike step (--log_completions true): a few very long or degenerate "
                "completions often carry the jump."]
         ev = [s.evidence(j, ("kl",)) for j in sorted({first, i})]
