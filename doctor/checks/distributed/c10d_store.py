@@ -8,6 +8,7 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...swift.run import flag_in_version
 from ...values import as_int
+from .._numbers import READ, first
 from ._common import VLLM_GROUP_PORT, minutes
 
 _PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
@@ -67,12 +68,15 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         if m:
             port = as_int(m.group(1))
             break
-    master = as_int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")) or 29500
-    p = port or master
-    msg = (f"Port {p} is already in use on this machine, so the distributed store could not listen: another "
+    p_ = first((port, READ), (as_int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")), READ),
+               default=29500)  # torchrun's default master port when neither the error nor the run names one
+    p = p_.value
+    msg = (f"Port {p_} is already in use on this machine, so the distributed store could not listen: another "
            "training run (or a leftover process of an earlier one) holds it.")
     fix = [f"Use another port: MASTER_PORT={p + 1} swift rlhf ... (ms-swift passes MASTER_PORT to torchrun).",
            f"Or free it: `lsof -i :{p}` / `ss -ltnp | grep {p}` and stop the stale process."]
     if p >= VLLM_GROUP_PORT and p < VLLM_GROUP_PORT + 64:
         fix.append("For the vLLM weight-sync group use --vllm_server_group_port with a free port (ms-swift >= 3.11).")
+    if p_.assumed:
+        msg += " The port is not in the log: 29500 (assumed) is torchrun's default master port."
     return Diagnosis(message=msg, fix=tuple(fix))
