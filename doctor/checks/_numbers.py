@@ -62,7 +62,8 @@ def assumptions(*named: tuple[str, Num], why: str = "not in the log") -> str:
     names = [f"{n} {v.value:g}" if isinstance(v.value, float) else f"{n} {v.value}" for n, v in named if v.assumed]
     if not names:
         return ""
-    return f" (assumes {' and '.join(names)}: {why})"
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f" (assumes {listed}: {why})"
 
 
 def sure_first(fixes: list[tuple[str, bool]]) -> list[str]:

@@ -35,6 +35,8 @@ _MISC = {
                  ["Drop --async_generate, or the multi-turn scheduler."]),
 }
 
+_DEFAULT = "ms-swift's default, not in the inputs"
+
 
 def misc_arg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
@@ -60,7 +62,7 @@ def misc_arg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         smax = Num(smax_in) if smax_in else mcl  # unset, it is max_completion_length (known as that one is)
         fix = [f"--soft_cache_length {max(smax.value // 4, 1)} (a quarter of soft_max_length {smax}; soft_max_length "
                f"defaults to max_completion_length {mcl})"
-               f"{assumptions(('max_completion_length', mcl), why='the ms-swift default: not in the inputs')}."]
+               f"{assumptions(('max_completion_length', mcl), why=_DEFAULT)}."]
     elif key == "not_adapter":
         d = g.get("adapter") or "<dir>"
         fix = [f"Pass it as --model {d} (full weights), or point --adapters at a LoRA checkpoint "

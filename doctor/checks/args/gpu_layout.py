@@ -131,7 +131,7 @@ class GpuLayout(Rule):
         g, b, s = g_.value, b_.value, s_.value
         gbs = computed(world * b * s, b_, s_)
         why = assumptions(("num_generations", g_), ("per_device_train_batch_size", b_), (sname, s_),
-                          why="the ms-swift defaults: not in the command")
+                          why="ms-swift's defaults, not in the command")
         if gbs.value % g == 0:
             return [f"With {world} processes: {world} x per_device_train_batch_size {b_} x {sname} {s_} = {gbs} "
                     f"completions per generation step, divisible by num_generations {g_}{why}."]

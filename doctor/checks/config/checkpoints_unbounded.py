@@ -59,7 +59,7 @@ class CheckpointDisk(_ConfigRule):
         if lora and per is not None:
             named += ([f"lora_rank {rank_.value}"] if rank_.assumed else []) + ([] if tuner_set else ["tuner lora"])
         if named:
-            msg += f" Assumed (the ms-swift defaults: not in the command): {', '.join(named)}."
+            msg += f" Assumed (ms-swift's defaults, not in the command): {', '.join(named)}."
         fix = ["--save_total_limit 2 (keeps the last two; with load_best_model_at_end also the best)."]
         if tuner == "full" and not only_model:
             fix.append("--save_only_model true if you do not need to resume the optimizer (cuts a full checkpoint "

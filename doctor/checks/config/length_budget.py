@@ -17,7 +17,7 @@ class LengthBudget(_ConfigRule):
         mcl_ = read_or(as_int(run.get("max_completion_length"), floats=True)
                        or as_int(run.get("max_new_tokens"), floats=True), 512)
         mcl = mcl_.value
-        why = assumptions(("max_completion_length", mcl_), why="the ms-swift default: not in the command")
+        why = assumptions(("max_completion_length", mcl_), why="ms-swift's default, not in the command")
         vmax = as_int(run.get("vllm_max_model_len"), floats=True)
         spec = model_spec(ctx)
         mpos = spec.max_positions if spec is not None else None

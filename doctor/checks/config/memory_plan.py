@@ -53,7 +53,7 @@ class MemoryPlan(_ConfigRule):
         how = ASSUMED if taken else COMPUTED
         head = (f"{spec.name}: {spec.params / 1e9:.2f}B parameters (from {where}); {world_} training process(es). "
                 f"Peak per GPU: {mark(f'{peak.total:.1f} GiB', how)} in {peak.name}")
-        note = f" Assumed (not in the command; ms-swift defaults): {', '.join(taken)}." if taken else ""
+        note = f" Assumed (ms-swift's defaults, not in the command): {', '.join(taken)}." if taken else ""
         if p.fits is None:
             msg = head + ". GPU memory unknown: no fit verdict." + note
             return [self.make(message=msg, fix=["Pass --gpu-mem GIB (or --gpu-snapshot FILE) for a verdict."],

@@ -15,7 +15,7 @@ def too_little_data_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = read_or(as_int(run.get("num_generations")), 8)
     per_step = computed(max(n.value * b.value * ga.value // g.value, 1), n, b, ga, g)
     why = assumptions(("world size", n), ("per_device_train_batch_size", b), ("gradient_accumulation_steps", ga),
-                      ("num_generations", g), why="not in the inputs; the ms-swift defaults")
+                      ("num_generations", g), why="ms-swift's defaults, not in the inputs")
     return Diagnosis(
         message=f"Training ended without a single checkpoint, so the final summary has no "
                 f"last_model_checkpoint: the dataset is too small for one step. One optimizer step uses "

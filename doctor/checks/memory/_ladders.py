@@ -131,7 +131,7 @@ def batch_advice(f: Facts) -> str | None:
     nmult = cur_ga * b // nb if (cur_ga * b) % nb == 0 else cur_ga * 2
     return (f"--per_device_train_batch_size {nb} with --{mult} {nmult} (was {b} x {ga_}): the same "
             f"{computed(b * cur_ga, ga_)} completions per rank and step, half the activations at a time"
-            f"{assumptions((mult, ga_), why='the default: not in the inputs')}.")
+            f"{assumptions((mult, ga_), why='the default, not in the inputs')}.")
 
 
 def length_advice(f: Facts) -> str | None:

@@ -5,6 +5,8 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from .._numbers import assumptions, computed, read_or
 
+_DEFAULT = "ms-swift's default, not in the inputs"
+
 
 def soft_overlong_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
@@ -13,5 +15,5 @@ def soft_overlong_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     return Diagnosis(fix=(
         f"Add --soft_cache_length {cache.value} (the last tokens before max_completion_length {L} over which the "
         f"soft_overlong penalty ramps up; soft_max_length defaults to max_completion_length)"
-        f"{assumptions(('max_completion_length', L), why='the ms-swift default: not in the inputs')}, or drop "
+        f"{assumptions(('max_completion_length', L), why=_DEFAULT)}, or drop "
         f"soft_overlong from --reward_funcs.",))
