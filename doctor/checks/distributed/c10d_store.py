@@ -78,5 +78,5 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if p >= VLLM_GROUP_PORT and p < VLLM_GROUP_PORT + 64:
         fix.append("For the vLLM weight-sync group use --vllm_server_group_port with a free port (ms-swift >= 3.11).")
     if p_.assumed:
-        msg += " The port is not in the log: 29500 (assumed) is torchrun's default master port."
+        msg += " The port is not in the log: torchrun's default master port is assumed."
     return Diagnosis(message=msg, fix=tuple(fix))
