@@ -126,3 +126,10 @@ def test_memory_plan_names_what_a_real_command_leaves_out():
 def test_memory_plan_world_size_from_the_command_is_bare():
     f = _preflight("seed02-32b-lora-zero3-8gpu", 80.0)["GD470"]
     assert "; 8 training process(es)." in f["message"] and "world size" not in f["message"].split("Assumed")[-1]
+
+
+def test_rollout_http_port_not_in_the_log_is_assumed():
+    # modelscope/ms-swift#9416: the log names the group port 51216 (read) but not the HTTP port
+    f = _findings(ROOT / "logs" / "dev-025-server-mode-socket-timeout-51216")
+    assert any("port 51216 (not only on its HTTP port 8000 (assumed))" in x for x in f["GD305"]["fix"])
+    assert any("/health/` (port 8000 assumed: the default)" in x for x in f["GD320"]["fix"])

@@ -34,7 +34,8 @@ def phase_fix(p: _Progress, phase: str | None, run: RunConfig, a: dict[str, Any]
         group = run.int_arg("vllm_server_group_port") or VLLM_GROUP_PORT
         if phase == "server-connect":
             to = read_or(run.get("vllm_server_timeout"), 240)  # ms-swift's default
-            fix.append(f"The trainer polls http://{host}:{port}/health/ until vllm_server_timeout ({to} s) and then "
+            pnote = "" if run.get("vllm_server_port") is not None else " (port 8000 assumed: the default)"
+            fix.append(f"The trainer polls http://{host}:{port}/health/{pnote} until vllm_server_timeout ({to} s) and then "
                        "raises ConnectionError: check that `swift rollout` is up (curl that URL from this node) "
                        "and that no proxy intercepts it.")
         fix.append(f"After the HTTP check the trainer joins the rollout server's NCCL weight-sync group on port "

@@ -106,8 +106,8 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
         if cur is not None and new is not None:
             over = f", more than the {fmt_gib(total)} GPU" if total and cur > total else ""
             est = (f" (weights + gradients + Adam states ≈ {_gb(cur)}{over} -> ≈ {_gb(new)} per GPU for "
-                   f"{f.params:g}B {(f.tuner or 'lora').lower()} on {n_} GPU{'s' if n > 1 else ''}"
-                   + assumptions(("world size", n_), why="not in the inputs"))
+                   f"{f.params:g}B {(f.tuner or 'lora').lower()}{'' if f.tuner else ' (assumed)'} on {n_} "
+                   f"GPU{'s' if n > 1 else ''}" + assumptions(("world size", n_), why="not in the inputs"))
             est += ", leaving that much more room for vLLM)" if for_vllm else ")"
         return f"{f.ds_flag(target)} instead of {now}: ZeRO-3 {why}{est}."
     if z == 3 and not off:
