@@ -53,10 +53,10 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         fix.append("Find out whether rank 0 (or the master node) is alive and got past the same point: if it died, "
                    "its error is the root cause.")
         fix.append("Multi-node: MASTER_ADDR must be the IP of node 0 reachable from every node, MASTER_PORT open "
-                   f"(now {master or 'default 29500'}), the same NNODES / NPROC_PER_NODE everywhere.")
+                   f"(now {master or '29500 (assumed), the default'}), the same NNODES / NPROC_PER_NODE everywhere.")
         if server:
             fix.append(f"Server mode: the trainer also connects to the rollout server's group port "
-                       f"{group_port}; make sure it is reachable.")
+                       f"{read_or(run.int_arg('vllm_server_group_port'), group_port)}; make sure it is reachable.")
     return Diagnosis(message=msg, fix=tuple(fix))
 
 

@@ -39,7 +39,7 @@ def phase_fix(p: _Progress, phase: str | None, run: RunConfig, a: dict[str, Any]
                        "raises ConnectionError: check that `swift rollout` is up (curl that URL from this node) "
                        "and that no proxy intercepts it.")
         fix.append(f"After the HTTP check the trainer joins the rollout server's NCCL weight-sync group on port "
-                   f"{group}+i: that port must be reachable from this node, and `swift rollout` must run the same "
+                   f"{read_or(run.int_arg('vllm_server_group_port'), group)}+i: that port must be reachable from this node, and `swift rollout` must run the same "
                    "ms-swift / vLLM versions as the trainer.")
     elif phase in ("setup", "launch"):
         fix.append("Stuck before the model load: every rank must reach init_process_group. Check that "
