@@ -133,3 +133,9 @@ def test_rollout_http_port_not_in_the_log_is_assumed():
     f = _findings(ROOT / "logs" / "dev-025-server-mode-socket-timeout-51216")
     assert any("port 51216 (not only on its HTTP port 8000 (assumed))" in x for x in f["GD305"]["fix"])
     assert any("/health/` (port 8000 assumed: the default)" in x for x in f["GD320"]["fix"])
+
+
+def test_gd102_expected_inputs_product_of_read_flags_is_computed():
+    # modelscope/ms-swift#4081: batch 4 and accumulation 8 read from the run, their product computed
+    f = _findings(ROOT / "logs" / "dev-002-eval-expected-32-got-4")["GD102"]
+    assert any("per_device_train_batch_size 4 x gradient_accumulation_steps 8 = 32 (computed)" in x for x in f["fix"])

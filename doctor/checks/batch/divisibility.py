@@ -169,7 +169,7 @@ def eval_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                f"batch does not match the train batch geometry (ms-swift 3.x _prepare_batch_inputs).")
         fix = []
         if b and ga:
-            fix.append(f"per_device_train_batch_size {b} x gradient_accumulation_steps {ga} = {b * ga}; "
+            fix.append(f"per_device_train_batch_size {b} x gradient_accumulation_steps {ga} = {computed(b * ga)}; "
                        f"per_device_eval_batch_size is {eb if eb else 'unset: 1 (assumed)'}.")
         if eb and b and eb == b:
             # already equal: the assert wants per_device batch x GA items, which an eval batch never holds
