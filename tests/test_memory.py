@@ -152,7 +152,7 @@ def test_training_ladder_follows_what_is_not_set():
     log = tb(0, LOSS_FRAMES, OOM.format(g=0))
     fix = _fix(run_log(log, CMD_7B.format(ds="zero2", extra="")), "GD201")
     assert "--deepspeed zero3 instead of --deepspeed zero2" in fix
-    assert "--sleep_level 1" in fix and "--vllm_gpu_memory_utilization 0.5 (was the default 0.9)" in fix
+    assert "--sleep_level 1" in fix and "--vllm_gpu_memory_utilization 0.5 (was 0.9 (assumed))" in fix
     assert "--per_device_train_batch_size 2 with --gradient_accumulation_steps 4" in fix
     assert "--tuner_type lora" in fix
     done = _fix(run_log(log, CMD_7B.format(ds="zero3", extra="--sleep_level 1 --vllm_gpu_memory_utilization 0.4")),
@@ -183,7 +183,7 @@ def test_vllm_oom_colocate_ladder_and_low_util_warning():
     fix = "\n".join(f.fix)
     assert "only 0.1" in fix and "--sleep_level" not in fix  # cumem means sleep mode is on already
     assert "--offload_model true --offload_optimizer true" in fix
-    assert "--vllm_tensor_parallel_size 2 (was 1)" in fix
+    assert "--vllm_tensor_parallel_size 2 (was 1 (assumed))" in fix
 
 
 def test_rollout_server_oom_fixes_go_on_the_server_command():

@@ -71,7 +71,7 @@ def test_more_generations_keeps_batch_divisible():
     # 1 x 4 x 1 = 4 is not a multiple of 8: GA 2 gives 8
     assert "--gradient_accumulation_steps 2" in A.more_generations(rc, 4)
     rc = run_cfg(per_device_train_batch_size=8, num_generations=4)
-    assert A.more_generations(rc, 4).startswith("--num_generations 8 (generation batch 1 x 8 x 1 = 8")
+    assert A.more_generations(rc, 4).startswith("--num_generations 8 (generation batch 1 (assumed) x 8 x 1 (assumed) = 8 (assumed)")
     rc = run_cfg(per_device_train_batch_size=4)
     rc.versions["ms-swift"] = "3.2.2"   # 3.1-3.3 count only world x batch
     assert "--per_device_train_batch_size 8" in A.more_generations(rc, 4)
@@ -267,7 +267,7 @@ def test_sampling_config_warnings_only_after_training_started():
     feed_rows(s, [row(1, 9, reward=0.5, reward_std=0.2)])
     f = by_id(s.finish())
     assert set(f) == {"GD643", "GD644"} and all(x.severity == Severity.warning for x in f.values())
-    assert f["GD643"].fix[0].startswith("--num_generations 4 (generation batch 1 x 4 x 1 = 4")
+    assert f["GD643"].fix[0].startswith("--num_generations 4 (generation batch 1 (assumed) x 4 x 1 (assumed) = 4 (assumed)")
 
 
 # ------------------------------------------------------------------------------ reward-function errors

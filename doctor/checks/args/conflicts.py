@@ -5,6 +5,7 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...swift.run import tuner_flag
 from ...values import as_int
+from .._numbers import Num, assumptions, computed, read_or
 from ._layout import nproc_per_node
 
 _MISC = {
@@ -34,6 +35,8 @@ _MISC = {
                  ["Drop --async_generate, or the multi-turn scheduler."]),
 }
 
+_DEFAULT = "ms-swift's default, not in the inputs"
+
 
 def misc_arg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
@@ -44,18 +47,22 @@ def misc_arg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     msg, fix = _MISC[key]
     fix = list(fix)
     if key == "gbs_spg":
-        n = run.world_size() or nproc_per_node(run) or 1
-        b = as_int(run.get("per_device_train_batch_size")) or 1
+        n = read_or(run.world_size() or nproc_per_node(run), 1)
+        b = read_or(as_int(run.get("per_device_train_batch_size")), 1)
         gbs, spg = as_int(run.get("generation_batch_size")), as_int(run.get("steps_per_generation"))
         if gbs and spg:
             fix = [f"Keep one: --generation_batch_size {gbs} alone, or --steps_per_generation {spg} alone (world size "
-                   f"{n} x per_device_train_batch_size {b} x {spg} = {n * b * spg} completions per generation); both "
-                   f"must give a multiple of num_generations."]
+                   f"{n} x per_device_train_batch_size {b} x {spg} = {computed(n.value * b.value * spg, n, b)} "
+                   f"completions per generation"
+                   f"{assumptions(('world size', n), ('per_device_train_batch_size', b), why='not in the inputs')}); "
+                   f"both must give a multiple of num_generations."]
     if key == "soft_cache":
-        mcl = as_int(run.get("max_completion_length")) or 512
-        smax = as_int(run.get("soft_max_length")) or mcl
-        fix = [f"--soft_cache_length {max(smax // 4, 1)} (a quarter of soft_max_length {smax}; soft_max_length "
-               f"defaults to max_completion_length {mcl})."]
+        mcl = read_or(as_int(run.get("max_completion_length")), 512)
+        smax_in = as_int(run.get("soft_max_length"))
+        smax = Num(smax_in) if smax_in else mcl  # unset, it is max_completion_length (known as that one is)
+        fix = [f"--soft_cache_length {max(smax.value // 4, 1)} (a quarter of soft_max_length {smax}; soft_max_length "
+               f"defaults to max_completion_length {mcl})"
+               f"{assumptions(('max_completion_length', mcl), why=_DEFAULT)}."]
     elif key == "not_adapter":
         d = g.get("adapter") or "<dir>"
         fix = [f"Pass it as --model {d} (full weights), or point --adapters at a LoRA checkpoint "

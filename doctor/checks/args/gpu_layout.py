@@ -11,6 +11,7 @@ from ...signals import LogLine
 from ...sources.swiftconfig import RunConfig
 from ...swift.batch import divisors, nearest
 from ...values import as_int
+from .._numbers import assumptions, computed, read_or
 from ._layout import gpu_ids, nproc_per_node
 
 
@@ -122,19 +123,22 @@ class GpuLayout(Rule):
 
     def _batch_note(self, run: RunConfig, world: int) -> list[str]:
         """What the generation batch becomes with the new world size (must stay a multiple of G)."""
-        g = as_int(run.get("num_generations")) or 8
-        b = as_int(run.get("per_device_train_batch_size")) or 1
+        g_ = read_or(as_int(run.get("num_generations")), 8)
+        b_ = read_or(as_int(run.get("per_device_train_batch_size")), 1)
         spg = as_int(run.get("steps_per_generation"))
-        s = spg or as_int(run.get("gradient_accumulation_steps")) or 1
+        s_ = read_or(spg or as_int(run.get("gradient_accumulation_steps")), 1)
         sname = "steps_per_generation" if spg else "gradient_accumulation_steps"
-        gbs = world * b * s
-        if gbs % g == 0:
-            return [f"With {world} processes: {world} x per_device_train_batch_size {b} x {sname} {s} = {gbs} "
-                    f"completions per generation step, divisible by num_generations {g}."]
-        ok = [d for d in divisors(gbs) if d >= 2]
+        g, b, s = g_.value, b_.value, s_.value
+        gbs = computed(world * b * s, b_, s_)
+        why = assumptions(("num_generations", g_), ("per_device_train_batch_size", b_), (sname, s_),
+                          why="ms-swift's defaults, not in the command")
+        if gbs.value % g == 0:
+            return [f"With {world} processes: {world} x per_device_train_batch_size {b_} x {sname} {s_} = {gbs} "
+                    f"completions per generation step, divisible by num_generations {g_}{why}."]
+        ok = [d for d in divisors(gbs.value) if d >= 2]
         alt = f" (use --num_generations {' or '.join(map(str, nearest(ok, g)))})" if ok else ""
-        return [f"With {world} processes: {world} x {b} x {s} = {gbs} completions per generation step, not divisible "
-                f"by num_generations {g}{alt}."]
+        return [f"With {world} processes: {world} x {b_} x {s_} = {gbs} completions per generation step, not divisible "
+                f"by num_generations {g_}{alt}{why}."]
 
     def _tp(self, run: RunConfig) -> Finding | None:
         if self.layout_error or not _bool(run.get("use_vllm")):

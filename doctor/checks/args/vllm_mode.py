@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...sources.swiftconfig import RunConfig
+from .._numbers import read_or
 from ._layout import nproc_per_node
 
 
@@ -25,7 +26,7 @@ def vllm_mode_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     procs = f"each of the {n} training processes" if n else "each training process"
     fix = [f"--vllm_mode colocate: {procs} runs its own vLLM engine on its GPU (this was the default in 3.5-3.11); "
            f"leave memory for training with --vllm_gpu_memory_utilization 0.4-0.6 and --sleep_level 1 "
-           f"(currently {run.get('vllm_gpu_memory_utilization', 0.9)}).",
+           f"(currently {read_or(run.get('vllm_gpu_memory_utilization'), 0.9)}).",
            "--vllm_mode server: start `CUDA_VISIBLE_DEVICES=<GPUs not used for training> swift rollout --model "
            "<model>` first, then add --vllm_server_host <host> --vllm_server_port <port> (swift rollout listens on "
            "8000 by default)."]

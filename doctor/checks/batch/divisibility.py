@@ -16,7 +16,7 @@ from ...swift.batch import divisors, multiples_around, nearest
 from ...swift.framework import of_run, option
 from ...swift.run import flag_in_version
 from ...values import as_int
-from .._numbers import ASSUMED, READ, Num, assumptions, computed, first, show
+from .._numbers import ASSUMED, READ, Num, assumptions, computed, first, show, sure_first
 
 
 def train_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
@@ -169,8 +169,8 @@ def eval_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                f"batch does not match the train batch geometry (ms-swift 3.x _prepare_batch_inputs).")
         fix = []
         if b and ga:
-            fix.append(f"per_device_train_batch_size {b} x gradient_accumulation_steps {ga} = {b * ga}; "
-                       f"per_device_eval_batch_size is {eb if eb else 'unset (1)'}.")
+            fix.append(f"per_device_train_batch_size {b} x gradient_accumulation_steps {ga} = {computed(b * ga)}; "
+                       f"per_device_eval_batch_size is {eb if eb else 'unset: 1 (assumed)'}.")
         if eb and b and eb == b:
             # already equal: the assert wants per_device batch x GA items, which an eval batch never holds
             fix.append("The eval batch already equals the train batch, so this ms-swift 3.x eval path cannot pass "
@@ -182,24 +182,32 @@ def eval_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                        "off (--eval_strategy no) and upgrade ms-swift (later 3.x releases fixed the eval batch path).")
         return Diagnosis(message=msg, fix=tuple(fix))
     g = as_int(g0.get("g")) or run.int_arg("num_generations_eval") or run.int_arg("num_generations")
-    n = as_int(g0.get("n")) or run.world_size() or 1
-    b = as_int(g0.get("b")) or run.int_arg("per_device_eval_batch_size") or 1
+    n_ = first((as_int(g0.get("n")), READ), (run.world_size(), READ))
+    b_ = first((as_int(g0.get("b")), READ), (run.int_arg("per_device_eval_batch_size"), READ))
+    n, b = n_.value, b_.value
     if not g:
         return Diagnosis()
-    total = n * b
-    msg = (f"Global eval batch = world size {n} x per_device_eval_batch_size {b} = {total}, not a multiple of "
-           f"the eval num_generations {g}.")
-    fix = [f"world size {n} x per_device_eval_batch_size {b} = {total}; {total} % {g} = {total % g}."]
+    total_ = computed(n * b, n_, b_)
+    total = total_.value
+    msg = (f"Global eval batch = {show('world size', n_)} x {show('per_device_eval_batch_size', b_)} = {total_}, not a "
+           f"multiple of the eval num_generations {g}.")
+    if total_.assumed:
+        msg += " Values marked (assumed) are not in the log; check them against the run."
+    fix = [f"world size {n_} x per_device_eval_batch_size {b_} = {total_}; {total} % {g} = {total % g}."]
     step = g // gcd(n, g)
     opts = multiples_around(b, step)
-    fix.append(f"--per_device_eval_batch_size {' or '.join(map(str, opts))} "
-               f"(gives {' / '.join(str(n * v) for v in opts)}, divisible by {g}).")
+    # fixes that need no assumption come first: the eval batch size needs only the world size
+    options = [(f"--per_device_eval_batch_size {' or '.join(map(str, opts))} "
+                f"(gives {' / '.join(str(n * v) for v in opts)}, divisible by {g})"
+                + assumptions(("world size", n_)) + ".", n_.assumed)]
     geval = "num_generations_eval" if flag_in_version(run, "num_generations_eval") else "num_generations"
     valid = divisors(total, 2 if geval == "num_generations" else 1)
     if valid:
-        fix.append(f"--{geval} {' or '.join(map(str, nearest(valid, g)))}"
-                   + (" (eval only; training keeps its num_generations)." if geval == "num_generations_eval"
-                      else " (also changes training)."))
+        options.append((f"--{geval} {' or '.join(map(str, nearest(valid, g)))}"
+                        + (" (eval only; training keeps its num_generations)" if geval == "num_generations_eval"
+                           else " (also changes training)")
+                        + assumptions(("world size", n_), ("per_device_eval_batch_size", b_)) + ".", total_.assumed))
+    fix += sure_first(options)
     mm = run.swift_major_minor
     if mm is not None and mm < (3, 6) and run.args.get("val_dataset") in (None, [], ""):
         fix.append("Or disable evaluation: this version carves 1% of the data for eval by default "

@@ -15,6 +15,7 @@ def mm_limit_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     return Diagnosis(
         message=f"vLLM was started to accept at most {n} {mod}(s) per prompt, and a sample carries "
                 f"{got if got else 'more'}.",
-        fix=(f"--vllm_limit_mm_per_prompt '{{\"{mod}\": {want}}}' (the most {mod}s any sample has; in server "
-             f"mode pass it to swift rollout).",
+        fix=(f"--vllm_limit_mm_per_prompt '{{\"{mod}\": {want}}}' (the most {mod}s any sample has"
+             + ("" if got else f"; {want} is assumed: the error does not say how many this sample carries")
+             + "; in server mode pass it to swift rollout).",
              f"Or limit the dataset to {n} {mod}(s) per sample."))

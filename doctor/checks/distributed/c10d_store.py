@@ -8,6 +8,7 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...swift.run import flag_in_version
 from ...values import as_int
+from .._numbers import READ, first, read_or
 from ._common import VLLM_GROUP_PORT, minutes
 
 _PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
@@ -37,7 +38,7 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         msg = (f"The trainer waited{waited} to join the weight-sync process group of the vLLM rollout server at "
                f"{where} (vllm_server_group_port, default {VLLM_GROUP_PORT}+i) and nobody was listening there.")
         fix.append(f"Check that `swift rollout` is running and reachable from this node on port {port} "
-                   f"(not only on its HTTP port {run.get('vllm_server_port', 8000)}): firewall, a proxy "
+                   f"(not only on its HTTP port {read_or(run.get('vllm_server_port'), 8000)}): firewall, a proxy "
                    "(unset http_proxy/https_proxy/all_proxy for the rollout host), or a server on another machine "
                    f"while the trainer connects to {host or 'the host you gave'}.")
         fix.append("Use the same ms-swift and vLLM versions for `swift rollout` and the trainer: the group "
@@ -52,10 +53,10 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         fix.append("Find out whether rank 0 (or the master node) is alive and got past the same point: if it died, "
                    "its error is the root cause.")
         fix.append("Multi-node: MASTER_ADDR must be the IP of node 0 reachable from every node, MASTER_PORT open "
-                   f"(now {master or 'default 29500'}), the same NNODES / NPROC_PER_NODE everywhere.")
+                   f"(now {master or '29500 (assumed), the default'}), the same NNODES / NPROC_PER_NODE everywhere.")
         if server:
             fix.append(f"Server mode: the trainer also connects to the rollout server's group port "
-                       f"{group_port}; make sure it is reachable.")
+                       f"{read_or(run.int_arg('vllm_server_group_port'), group_port)}; make sure it is reachable.")
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
@@ -67,12 +68,15 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         if m:
             port = as_int(m.group(1))
             break
-    master = as_int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")) or 29500
-    p = port or master
-    msg = (f"Port {p} is already in use on this machine, so the distributed store could not listen: another "
+    p_ = first((port, READ), (as_int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")), READ),
+               default=29500)  # torchrun's default master port when neither the error nor the run names one
+    p = p_.value
+    msg = (f"Port {p_} is already in use on this machine, so the distributed store could not listen: another "
            "training run (or a leftover process of an earlier one) holds it.")
     fix = [f"Use another port: MASTER_PORT={p + 1} swift rlhf ... (ms-swift passes MASTER_PORT to torchrun).",
            f"Or free it: `lsof -i :{p}` / `ss -ltnp | grep {p}` and stop the stale process."]
     if p >= VLLM_GROUP_PORT and p < VLLM_GROUP_PORT + 64:
         fix.append("For the vLLM weight-sync group use --vllm_server_group_port with a free port (ms-swift >= 3.11).")
+    if p_.assumed:
+        msg += " The port is not in the log: torchrun's default master port is assumed."
     return Diagnosis(message=msg, fix=tuple(fix))

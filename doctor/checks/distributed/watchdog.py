@@ -134,7 +134,8 @@ class NcclWatchdog(Rule):
         parts = []
         who = f"Rank(s) {rank_list(ranks)}" if ranks else "A rank"
         if main.kind == "gloo":
-            parts.append(f"{who} timed out after {minutes(main.timeout_ms or 0)} waiting for a gloo {main.op} "
+            after = f" after {minutes(main.timeout_ms)}" if main.timeout_ms else ""  # no timeout printed: none shown
+            parts.append(f"{who} timed out{after} waiting for a gloo {main.op} "
                          "from a peer that never sent it.")
         elif main.kind == "heartbeat":
             parts.append(f"{who}: the NCCL watchdog itself got stuck (heartbeat monitor), so the process was "

@@ -7,6 +7,7 @@ from typing import Any
 
 from ...sources.swiftconfig import RunConfig
 from ...swift.run import flag_in_version
+from .._numbers import computed, read_or
 from ..distributed._common import VLLM_GROUP_PORT
 from ._progress import _Progress
 
@@ -32,12 +33,13 @@ def phase_fix(p: _Progress, phase: str | None, run: RunConfig, a: dict[str, Any]
         port = run.get("vllm_server_port", 8000)
         group = run.int_arg("vllm_server_group_port") or VLLM_GROUP_PORT
         if phase == "server-connect":
-            to = run.get("vllm_server_timeout", 240)
-            fix.append(f"The trainer polls http://{host}:{port}/health/ until vllm_server_timeout ({to} s) and then "
+            to = read_or(run.get("vllm_server_timeout"), 240)  # ms-swift's default
+            pnote = "" if run.get("vllm_server_port") is not None else " (port 8000 assumed: the default)"
+            fix.append(f"The trainer polls http://{host}:{port}/health/{pnote} until vllm_server_timeout ({to} s) and then "
                        "raises ConnectionError: check that `swift rollout` is up (curl that URL from this node) "
                        "and that no proxy intercepts it.")
         fix.append(f"After the HTTP check the trainer joins the rollout server's NCCL weight-sync group on port "
-                   f"{group}+i: that port must be reachable from this node, and `swift rollout` must run the same "
+                   f"{read_or(run.int_arg('vllm_server_group_port'), group)}+i: that port must be reachable from this node, and `swift rollout` must run the same "
                    "ms-swift / vLLM versions as the trainer.")
     elif phase in ("setup", "launch"):
         fix.append("Stuck before the model load: every rank must reach init_process_group. Check that "
@@ -78,10 +80,11 @@ def phase_fix(p: _Progress, phase: str | None, run: RunConfig, a: dict[str, Any]
         spg = run.int_arg("steps_per_generation") or run.int_arg("gradient_accumulation_steps")
         g = run.int_arg("num_generations")
         if b:
-            per_rank = b * (spg or 1)
+            spg_ = read_or(spg, 1)
+            per_rank = b * spg_.value
             fix.append(f"The first step runs the first rollout: per_device_train_batch_size {b} x "
                        f"{'steps_per_generation' if run.int_arg('steps_per_generation') else 'gradient_accumulation_steps'} "
-                       f"{spg or 1} = {per_rank} completions per rank"
+                       f"{spg_} = {computed(per_rank, spg_)} completions per rank"
                        + (f" ({per_rank // g if g and per_rank % g == 0 else '?'} prompt(s) x num_generations {g})"
                           if g else "")
                        + f"{' of up to ' + str(run.get('max_completion_length')) + ' tokens' if run.get('max_completion_length') else ''}"

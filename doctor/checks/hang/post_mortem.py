@@ -214,7 +214,8 @@ class HangCheck(Rule):
         fix = []
         hp = run.get("vllm_server_host") or host
         pp = run.get("vllm_server_port", 8000)
-        fix.append(f"Check the rollout server: `curl http://{hp}:{pp}/health/` from the training node, and that "
+        pp_note = "" if run.get("vllm_server_port") is not None else " (port 8000 assumed: the default)"
+        fix.append(f"Check the rollout server: `curl http://{hp}:{pp}/health/`{pp_note} from the training node, and that "
                    f"`swift rollout` printed no error; port {port} must be reachable from this node too (firewall, "
                    "docker network, unset http_proxy/https_proxy for that host).")
         if host in ("127.0.0.1", "localhost", "0.0.0.0") or not run.get("vllm_server_host"):

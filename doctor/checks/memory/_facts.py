@@ -11,6 +11,7 @@ from ...signals import Frame
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
 from ...swift.planner import as_number  # one number reader for the memory plan and the OOM fixes
+from .._numbers import ASSUMED, READ, Num, mark, read_or
 
 _PARAMS = re.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
 VL_MODEL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"
@@ -103,6 +104,15 @@ class Facts:
     env: dict[str, str] = field(default_factory=dict)
     server_launch: Launch | None = None
     trainer_launch: Launch | None = None
+
+    def util_text(self) -> str:
+        """vllm_gpu_memory_utilization as read, or the default 0.9 marked (assumed) when the run does not set it."""
+        u = self.util if self.util is not None else 0.9
+        return mark(f"{u:.2f}".rstrip("0").rstrip("."), READ if self.util_set else ASSUMED)
+
+    def world_num(self) -> Num[int]:
+        """The world size read from the run, else 1 (assumed)."""
+        return read_or(self.world, 1)
 
     def has(self, flag: str) -> bool:
         if self.framework == "trl":

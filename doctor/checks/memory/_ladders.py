@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._numbers import assumptions, computed, read_or
 from ._facts import DOC_MAX_PIXELS, Facts, fmt_gib
 
 
@@ -71,8 +72,10 @@ def tuner_advice(f: Facts) -> str | None:
     extra = ""
     if f.params:
         cur = training_state_gb(f, f.zero, f.offload_ds)
-        n = max(f.world or 1, 1)
-        per = f", ≈ {_gb(cur)} per GPU with this run's sharding over {n} GPU{'s' if n > 1 else ''}" if cur else ""
+        n_ = f.world_num()
+        n = max(n_.value, 1)
+        per = (f", ≈ {_gb(cur)} per GPU with this run's sharding over {n_} GPU{'s' if n > 1 else ''}"
+               + assumptions(("world size", n_), why="not in the inputs")) if cur else ""
         extra = (f" (full fine-tuning of {f.params:g}B parameters carries ≈ {16 * f.params:.0f} GB of weights, "
                  f"gradients and Adam states{per}; LoRA trains a few million parameters on a frozen "
                  f"{2 * f.params:.0f} GB base)")
@@ -88,7 +91,8 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
         return ("--deepspeed zero3 if the run does not use it yet (zero3_offload on a single GPU): ZeRO-3 shards "
                 "parameters, gradients and optimizer states over the ranks (the DeepSpeed setting is not in this log).")
     z, off = f.zero, f.offload_ds
-    n = f.world or 1
+    n_ = f.world_num()
+    n = n_.value
     cur = training_state_gb(f, z, off)
     if z is None or z < 3:
         target = "zero3"
@@ -102,7 +106,8 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
         if cur is not None and new is not None:
             over = f", more than the {fmt_gib(total)} GPU" if total and cur > total else ""
             est = (f" (weights + gradients + Adam states ≈ {_gb(cur)}{over} -> ≈ {_gb(new)} per GPU for "
-                   f"{f.params:g}B {(f.tuner or 'lora').lower()} on {n} GPU{'s' if n > 1 else ''}")
+                   f"{f.params:g}B {(f.tuner or 'lora').lower()}{'' if f.tuner else ' (assumed)'} on {n_} "
+                   f"GPU{'s' if n > 1 else ''}" + assumptions(("world size", n_), why="not in the inputs"))
             est += ", leaving that much more room for vLLM)" if for_vllm else ")"
         return f"{f.ds_flag(target)} instead of {now}: ZeRO-3 {why}{est}."
     if z == 3 and not off:
@@ -112,7 +117,7 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
 
 
 def batch_advice(f: Facts) -> str | None:
-    b, ga = f.b, f.ga or 1
+    b = f.b
     if b is None and not f.run.args:
         return ("Halve per_device_train_batch_size and double gradient_accumulation_steps: the same completions per "
                 "step, half the activations at a time (the batch settings are not in this log).")
@@ -121,10 +126,12 @@ def batch_advice(f: Facts) -> str | None:
     nb = b // 2
     mult = "steps_per_generation" if (f.run.cli.get("steps_per_generation") is not None and f.has("steps_per_generation")) \
         else "gradient_accumulation_steps"
-    cur_ga = f.run.int_arg(mult) or ga
+    ga_ = read_or(f.run.int_arg(mult) or f.ga, 1)
+    cur_ga = ga_.value
     nmult = cur_ga * b // nb if (cur_ga * b) % nb == 0 else cur_ga * 2
-    return (f"--per_device_train_batch_size {nb} with --{mult} {nmult} (was {b} x {cur_ga}): the same "
-            f"{b * cur_ga} completions per rank and step, half the activations at a time.")
+    return (f"--per_device_train_batch_size {nb} with --{mult} {nmult} (was {b} x {ga_}): the same "
+            f"{computed(b * cur_ga, ga_)} completions per rank and step, half the activations at a time"
+            f"{assumptions((mult, ga_), why='the default, not in the inputs')}.")
 
 
 def length_advice(f: Facts) -> str | None:
@@ -152,7 +159,7 @@ def beta_advice(f: Facts) -> str | None:
         return None
     size = f" (≈ {2 * f.params:.0f} GB in bf16)" if f.params else ""
     return (f"--beta 0 removes the KL term and with it the second, frozen copy of the model that full-parameter "
-            f"GRPO loads as reference{size}; beta is {f.beta if f.beta is not None else 'the default 0.04'} now.")
+            f"GRPO loads as reference{size}; beta is {f.beta if f.beta is not None else '0.04 (assumed: the default)'} now.")
 
 
 def alloc_conf_advice(f: Facts, oom: dict[str, Any]) -> str | None:
@@ -173,12 +180,12 @@ def util_advice_training(f: Facts, total: float | None) -> list[str]:
     if not f.colocate:
         return out
     if (f.sleep or 0) == 0 and f.has("sleep_level"):
-        now = "0 here" if f.sleep == 0 and "sleep_level" in f.run.args else "not set, default 0"
+        now = "0 here" if f.sleep == 0 and "sleep_level" in f.run.args else "not set: 0 (assumed), the default"
         out.append(f"--sleep_level 1: the colocated vLLM engine keeps its weights and KV cache on the GPU during the "
                    f"training step unless it is put to sleep (sleep_level {now}).")
     if f.util is not None and f.util > 0.5:
         share = f" = {fmt_gib(f.util * total)} of this {fmt_gib(total)} GPU" if total else " of each GPU"
-        src = _fmt_util(f.util) if f.util_set else f"the default {_fmt_util(f.util)}"
+        src = f.util_text()
         out.append(f"--vllm_gpu_memory_utilization 0.5 (was {src}): vLLM may claim "
                    f"{_fmt_util(f.util)} x total{share} for weights and KV cache, on the same GPU as the training state.")
     return out
@@ -202,7 +209,7 @@ def vllm_ladder(f: Facts, total: float | None, stage: str, message: str) -> list
                        f"room with the levers below instead of shrinking vLLM further.")
         elif util > 0.5:
             share = f" ({fmt_gib(util * total)} of {fmt_gib(total)})" if total else ""
-            src = _fmt_util(util) if f.util_set else f"the default {_fmt_util(util)}"
+            src = f.util_text()
             new = 0.5 if util >= 0.7 else _round_down(util - 0.1)
             out.append(f"--vllm_gpu_memory_utilization {_fmt_util(new)} (was {src}{share}): in colocate "
                        f"mode vLLM's share and the training state must fit on the same GPU together.")
@@ -219,14 +226,15 @@ def vllm_ladder(f: Facts, total: float | None, stage: str, message: str) -> list
     if ds:
         out.append(ds)
     if f.world and f.world > 1 and f.has("vllm_tensor_parallel_size") and (f.params is None or f.params >= 7):
-        tp = f.tp or 1
+        tp_ = read_or(f.tp, 1)
+        tp = tp_.value
         local = f.run._env_int("NPROC_PER_NODE") or f.world
         cands = [d for d in range(tp + 1, local + 1) if f.world % d == 0 and local % d == 0]
         if cands:
             nt = cands[0] if not f.params or f.params < 14 else cands[min(len(cands) - 1, 1 if tp == 1 else 0)]
             per = (f": {f.params:g}B weights ≈ {2 * f.params / tp:.1f} -> {2 * f.params / nt:.1f} GB per GPU"
                    if f.params else "")
-            out.append(f"--vllm_tensor_parallel_size {nt} (was {tp}) splits vLLM's weights and KV cache over {nt} GPUs"
+            out.append(f"--vllm_tensor_parallel_size {nt} (was {tp_}) splits vLLM's weights and KV cache over {nt} GPUs"
                        f"{per} (it must divide the world size {f.world}).")
     if f.vllm_max_len is None and f.framework == "swift" and f.has("vllm_max_model_len"):
         need = f.max_length or None

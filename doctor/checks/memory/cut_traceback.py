@@ -11,7 +11,7 @@ from ...rules import Rule
 from ...signals import Frame
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import facts_of
-from ._ladders import _fmt_util, training_ladder, vllm_ladder
+from ._ladders import training_ladder, vllm_ladder
 from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
 
 _LIB_TRANSPARENT = ("torch/", "transformers/", "peft/", "deepspeed/", "accelerate/", "flash_attn", "liger_kernel",
@@ -90,7 +90,7 @@ class CutTraceback(Rule):
                        f"({what}): on GPUs that already hold the training model, that fails when vLLM's "
                        f"memory share is not available.")
             if f.util is not None and f.use_vllm:
-                msg += f" vllm_gpu_memory_utilization is {_fmt_util(f.util)}{'' if f.util_set else ' (default)'} here."
+                msg += f" vllm_gpu_memory_utilization is {f.util_text()} here."
             if f.framework == "trl" and not f.util_set:
                 fix = ["--vllm_gpu_memory_utilization 0.5 or lower (trl's default is 0.9 of the GPU) so the KV cache fits "
                        "next to what the training process already holds on that GPU.",

@@ -33,7 +33,7 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         util_flag, len_flag = ("--gpu_memory_utilization", "--max_model_len") if f.server_launch.command == "vllm-serve" \
             else ("--vllm_gpu_memory_utilization", "--vllm_max_model_len")
     cur = f.util
-    cur_s = f"{_fmt_util(cur)}{'' if f.util_set else ' (default)'}" if cur is not None else "?"
+    cur_s = f.util_text() if cur is not None else "?"
     fix: list[str] = []
     m = _KV_NUMS["startup"].search(text)
     if m:

@@ -10,6 +10,7 @@ from ...model import Finding
 from ...rules import MAX_EVIDENCE, Hit, PatternRule, fold
 from ...signals import ExceptionInfo
 from ...swift.planner import as_number
+from .._numbers import ASSUMED, READ, mark
 from ..fallback.exceptions import describe_frame
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
@@ -111,7 +112,7 @@ class OomRule(PatternRule):
             if nums:
                 msg += " " + nums
             if f.colocate:
-                msg += f" The colocated vLLM engine shares this GPU (vllm_gpu_memory_utilization {_fmt_util(f.util or 0.9)})."
+                msg += f" The colocated vLLM engine shares this GPU (vllm_gpu_memory_utilization {f.util_text()})."
             fix = training_ladder(f, oom)
         else:
             server = f.mode == "server" or (f.server_launch is not None and best_side.frame is None
@@ -139,7 +140,7 @@ class OomRule(PatternRule):
 
 
 def colocate_context(f: Facts) -> str:
-    bits = [f"vllm_gpu_memory_utilization {_fmt_util(f.util or 0.9)}{'' if f.util_set else ' (default)'}"]
+    bits = [f"vllm_gpu_memory_utilization {f.util_text()}"]
     if f.tp:
         bits.append(f"vllm_tensor_parallel_size {f.tp}")
     if f.sleep is not None:
@@ -181,7 +182,7 @@ def server_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
     cur = util if util is not None else 0.9
     left = f" ({fmt_gib((1 - cur) * total)} of {fmt_gib(total)})" if total else ""
     out.append(f"{util_flag} {_fmt_util(_round_down(cur - 0.1))} on the {name} command (now "
-               f"{_fmt_util(cur)}{'' if util is not None else ', the default'}): vLLM pre-allocates that share for "
+               f"{mark(_fmt_util(cur), READ if util is not None else ASSUMED)}): vLLM pre-allocates that share for "
                f"weights and KV cache, and activations of large inputs (the vision encoder) must fit in the rest{left}.")
     if len_flag.lstrip("-").replace("-", "_") not in flags:
         out.append(f"{len_flag} <longest prompt + max_completion_length> on the {name} command: unset, vLLM plans for "

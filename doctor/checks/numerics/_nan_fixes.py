@@ -18,7 +18,7 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
               lr_seen: float | None) -> list[str]:
     fix: list[str] = []
     mgn = arg_float(run, "max_grad_norm")
-    fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (default)'} -> 0.5 "
+    fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (assumed)'} -> 0.5 "
                f"(the ms-swift GRPO best practice against collapse).")
     lr = arg_float(run, "learning_rate") or lr_seen
     if lr:

@@ -72,7 +72,7 @@ class LowGroupDiversity(SeriesRule):
         else:
             fix.append("Lower --learning_rate substantially (full-parameter GRPO usually needs about 1e-6).")
         beta = arg_float(run, "beta")
-        fix.append(f"Keep the policy near the reference: --beta {fmt(beta) if beta is not None else '0.04 (default)'}"
+        fix.append(f"Keep the policy near the reference: --beta {fmt(beta) if beta is not None else '0.04 (assumed)'}"
                    f" -> {fmt((beta or 0.04) * 2)}, and --max_grad_norm 0.5.")
         g = run.int_arg("num_generations")
         temp = arg_float(run, "temperature")

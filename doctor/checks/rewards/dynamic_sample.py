@@ -14,5 +14,5 @@ def dynamic_sample_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
            f"({len(hits)} time(s) in this log): the data is mostly too easy or too hard for the model.")
     fix = [f"Raise --max_resample_times (now {n}) or filter the dataset to prompts the model solves sometimes but "
            f"not always.",
-           f"More diversity per group: {more_generations(run, g or 8)}; --temperature 0.9-1.0."]
+           f"More diversity per group: {more_generations(run, g)}; --temperature 0.9-1.0."]
     return Diagnosis(message=msg, fix=tuple(fix))

@@ -123,9 +123,9 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         fix.append(f"--temperature {fmt(temp)} makes the {gtxt} completions of a prompt nearly identical: use 0.9-1.0.")
     elif temp is not None:
         fix.append(f"More diverse groups make differing rewards likelier: --temperature {fmt(temp)} -> "
-                   f"{fmt(1.0 if temp < 1.0 else min(1.2, temp + 0.1))}, and/or {more_generations(run, g or 8)}.")
+                   f"{fmt(1.0 if temp < 1.0 else min(1.2, temp + 0.1))}, and/or {more_generations(run, g)}.")
     else:
-        fix.append(f"More diverse groups make differing rewards likelier: {more_generations(run, g or 8)}; keep "
+        fix.append(f"More diverse groups make differing rewards likelier: {more_generations(run, g)}; keep "
                    f"--temperature at 0.9-1.0.")
     if version_at_least(run, (3, 3)) and not run.args.get("dynamic_sample"):
         fix.append("--dynamic_sample true resamples groups whose rewards are all equal (DAPO; up to "
@@ -145,7 +145,7 @@ def _mostly_flat_finding(rule: Rule, rv: RewardView, run: RunConfig, mean: float
     fix = []
     if version_at_least(run, (3, 3)) and not run.args.get("dynamic_sample"):
         fix.append("--dynamic_sample true resamples flat groups (DAPO), up to --max_resample_times.")
-    fix.append(f"Raise diversity within a group: {more_generations(run, g or 8)}; --temperature 0.9-1.0.")
+    fix.append(f"Raise diversity within a group: {more_generations(run, g)}; --temperature 0.9-1.0.")
     fix.append("If rewards are saturated (every completion already scores the maximum), use harder prompts.")
     keys = ("reward", "reward_std", "frac_reward_zero_std")
     return rule.make(message=msg, fix=fix, evidence=[s.evidence(rv.idx[-1], keys)], count=k,

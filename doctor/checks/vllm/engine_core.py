@@ -25,8 +25,7 @@ def engine_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if roots:
         return Diagnosis(message=msg, fix=tuple(fix))
     if f.use_vllm and f.util is not None:
-        fix.append(f"Memory is the most common cause: vllm_gpu_memory_utilization is {f.util:g}"
-                   f"{'' if f.util_set else ' (default)'}" + (" in colocate mode, next to the training state: try 0.5 "
+        fix.append(f"Memory is the most common cause: vllm_gpu_memory_utilization is {f.util_text()}" + (" in colocate mode, next to the training state: try 0.5 "
                                                              "or lower." if f.colocate and f.util > 0.5 else "."))
     fix.append("Set VLLM_LOGGING_LEVEL=DEBUG to see each engine step; a worker that died without a traceback was often "
                "killed by the host OOM killer (check `dmesg`).")
