@@ -8,6 +8,7 @@ from typing import Any
 
 from ...classify.component import rel, user_frames
 from ...classify.structure import Verdict, first_failure
+from ...classify.wrappers import unwrap
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo, LogLine
@@ -34,12 +35,23 @@ def embedded_exceptions(ctx: FinishContext) -> list[ExceptionInfo]:
     return out
 
 
+def unwrapped(ctx: FinishContext, exc: ExceptionInfo) -> ExceptionInfo:
+    """The exception a wrapper (hydra's InstantiationException...) holds in its message (classify/wrappers.py)."""
+    tail = ctx.tails.get(exc.where.path) or ()
+    return unwrap(exc, [l for l in tail if exc.where.line < l.where.line <= exc.where.line + 3])
+
+
+def outer_of(ctx: FinishContext, exc: ExceptionInfo) -> ExceptionInfo | None:
+    """The parsed wrapper an unwrapped exception came from, or None."""
+    return next((e for e in ctx.exceptions if e.seq == exc.seq and e is not exc and e.type != exc.type), None)
+
+
 def verdict_of(ctx: FinishContext) -> Verdict | None:
     """The structural verdict for this run, or None (a cause is already named, or nothing points anywhere)."""
     if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
         return None
     explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
-    excs = [e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
+    excs = [unwrapped(ctx, e) for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
     if not excs and not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
         excs = embedded_exceptions(ctx)
     return first_failure(excs, list(ctx.open_tracebacks or ()))
@@ -121,18 +133,24 @@ class Structural(Rule):
                 where_txt = f" Raised in {v.component}{where}."
             else:
                 where_txt = " No stack frames in the log."
+            outer = outer_of(ctx, exc)
+            if outer is not None:
+                where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
+                              f"that the call failed.")
             msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc)}"
             same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
             ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
             if ranks:
                 fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; the other ranks' errors and timeouts "
                            f"after it are consequences.")
-            embedded = exc not in ctx.exceptions  # named in a summary or header line, not a parsed traceback
+            embedded = exc not in ctx.exceptions and outer is None  # named in a summary line, not a traceback
             if embedded:
                 msg += " (Read from a line that names the exception outside a traceback: judged without its stack.)"
                 same = [exc]
-            return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
-                             count=len(same), ranks=ranks, seq=exc.seq,
+            ev = [Evidence(exc.where.path, exc.where.line, exc.raw)]
+            if outer is not None:
+                ev.insert(0, Evidence(outer.where.path, outer.where.line, outer.raw))
+            return self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
                              severity=Severity.warning if embedded else None,
                              title=f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else ""))
         line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])
