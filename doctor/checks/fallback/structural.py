@@ -7,8 +7,9 @@ import re
 from typing import Any
 
 from ...classify.component import rel, user_frames
-from ...classify.structure import Verdict, first_failure
+from ...classify.structure import SITE_LINE, Verdict, first_failure
 from ...classify.wrappers import unwrap
+from .advice import advise, context_before, framework_of, meta_fix
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo, LogLine
@@ -120,13 +121,21 @@ class Structural(Rule):
         exc = v.exc
         where = f" at {rel(v.where)}" if v.where is not None else ""
         user = user_frames(v.frames)
-        fix: list[str] = list(self.meta.fix)
+        if exc is not None:
+            context = exc.message + "\n" + context_before(ctx, exc.where.path, exc.seq)
+        else:
+            context = context_before(ctx, ctx.open_tracebacks[0][0].where.path, ctx.open_tracebacks[0][0].seq)
+        extra, first = advise(v, ctx, exc, context)
+        fix: list[str] = first + meta_fix(self.meta, framework_of(ctx))
         if user:
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
-            if v.frames and not exc.frames:
+            if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
+                where_txt = (f" No stack frames in the log; the raise-site index places this wording in {v.component} "
+                             f"({v.frames[-1].path.split('/', 1)[-1]} {v.frames[-1].func}).")
+            elif v.frames and not exc.frames:
                 where_txt = (f" The exception was printed without its stack; the traceback beside it runs through "
                              f"{v.component}{where}.")
             elif v.frames:
@@ -137,7 +146,7 @@ class Structural(Rule):
             if outer is not None:
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
                               f"that the call failed.")
-            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc)}"
+            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc)}" + (f" {extra}" if extra else "")
             same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
             ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
             if ranks:
@@ -159,7 +168,7 @@ class Structural(Rule):
         if notice is not None:
             evidence.insert(0, Evidence(notice.where.path, notice.where.line, notice.raw))
         msg = (f"The log ends inside a traceback before its exception line (cut); its stack runs through "
-               f"{v.component}{where}. {doc} Judged from the stack alone: find the exception line in the "
-               f"full log to confirm.")
+               f"{v.component}{where}. {doc}" + (f" {extra}" if extra else "") + " Judged from the stack alone: "
+               f"find the exception line in the full log to confirm.")
         return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
                          title=f"{self.meta.title} (traceback cut, from its stack)")

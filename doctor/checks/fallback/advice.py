@@ -1,0 +1,75 @@
+"""The concrete part of a structural finding (GD990-GD997): what the evidence says about the cause and the fix,
+in the terms of the framework that ran. doctor/classify/hints.py reads the message, doctor/classify/parts.py the
+part of a component that failed; this module puts them together for one verdict. Pure."""
+from __future__ import annotations
+
+from ...classify.hints import (attribute_owner, flag_fix, flags_named, message_hints, negative_budget, owner_text,
+                               release_note)
+from ...classify.parts import part_fix, part_of
+from ...classify.structure import Verdict
+from ...rules import FinishContext
+from ...signals import ExceptionInfo
+from ...swift.framework import of_run
+
+FRAMEWORK_NAMES = {"ms-swift": "ms-swift", "trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers",
+                   "verl": "verl", "openrlhf": "OpenRLHF"}
+
+
+def framework_of(ctx: FinishContext) -> str | None:
+    """The framework that ran, or None when nothing in the inputs points at one (the default is only assumed)."""
+    fw, _ver, _recipe, source = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)
+    return None if source == "assumed" else fw
+
+
+def context_before(ctx: FinishContext, path: str, seq: int, n: int = 40) -> str:
+    """The text of the lines just before ``seq`` in one input (the notice and the last server requests)."""
+    tail = ctx.tails.get(path) or ()
+    return "\n".join(l.text for l in [l for l in tail if l.seq <= seq][-n:])
+
+
+def meta_fix(meta, framework: str | None) -> list[str]:
+    """The rule's fix lines, in the framework's terms when the rule has them (``[options] fix_<framework>``)."""
+    alt = meta.options.get(f"fix_{framework}") if framework else None
+    return list(alt) if alt else list(meta.fix)
+
+
+def advise(v: Verdict, ctx: FinishContext, exc: ExceptionInfo | None, context: str) -> tuple[str, list[str]]:
+    """(sentences to add to the message, fix lines to put first)."""
+    fw = framework_of(ctx)
+    why: list[str] = []
+    first: list[str] = []
+    part = part_of(v.frames, context)
+    if part is not None:
+        if part.what:
+            why.append(part.what)
+        first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
+    if exc is not None and exc.message:
+        line = f"{exc.type}: {exc.message}"
+        for h in message_hints(exc.message):
+            first.append(f"The message itself says how: \"{h}\"")
+        neg = negative_budget(exc.message)
+        if neg:
+            why.append(neg.strip())
+            first.append(_budget_fix(fw))
+        owner = attribute_owner(exc.message) if exc.short_type == "AttributeError" else None
+        if owner is not None:
+            w, f = owner_text(owner, fw)
+            why.append(w.strip())
+            first.append(f)
+        flags = flags_named(exc.message, ctx.run.cli)
+        if flags and owner is None and not neg:
+            first.append(flag_fix(flags, fw))
+        note = release_note(line)
+        if note:
+            why.append(note)
+            first.append(note.split(": ", 1)[-1][:1].upper() + note.split(": ", 1)[-1][1:])
+    return " ".join(why), first
+
+
+def _budget_fix(fw: str | None) -> str:
+    if fw in ("trl", "unsloth"):
+        return ("Make every prompt fit: GRPOConfig max_prompt_length (prompts are cut to it) plus max_completion_length "
+                "at most the engine's context (vllm_max_model_length / max_seq_length), and fewer image tokens.")
+    return ("Make every prompt fit the context: raise --vllm_max_model_len (at least the longest prompt plus "
+            "--max_completion_length), or cap prompts with --max_length and --truncation_strategy delete (drops "
+            "over-long samples) and image tokens with MAX_PIXELS.")

@@ -1,0 +1,178 @@
+"""What the failure itself says about its fix, for the structural findings (GD990-GD997) and GD999.
+
+An experienced engineer reads four things before anything else, and each is read here from the evidence only:
+- the exception's own advice: ``Did you mean ...``, ``please set/use ...``, ``requires X>=Y``, ``pip install ...``
+  (libraries write these on purpose: vLLM's config checks, transformers' ``requires_backends``, argparse);
+- the flag the message names: a word or phrase of the message that is a field of the trainer's arguments
+  (``sequence parallel`` -> ``--sequence_parallel_size``), or a value the user passed (``KeyError: 'grpo'``
+  with ``--loss_type grpo`` in the command);
+- the releases that hold the wording (the raise-site index): a wording that no release after X raises was
+  changed or removed after X, so upgrading past X may remove the failure;
+- a negative budget in a ``must be at least``/``got -N`` message: a value computed by subtraction
+  (vLLM ``SamplingParams._verify_args`` ``max_tokens must be at least 1, got {max_tokens}``, vLLM 0.6-0.13,
+  which ms-swift's infer engine computes as max_model_len minus the prompt's length).
+Pure: strings in, strings out.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_HINT = re.compile(
+    r"(?i)((?:did you mean|perhaps you meant)\b[^\n]{1,160}?(?:[?!]|\.(?=\s|$)|$)"
+    r"|(?<![\w-])please (?:set|use|install|upgrade|downgrade|pass|specify|make sure|check|add|remove|reduce|increase"
+    r"|decrease|try|consider|refer|update|provide|ensure)\b[^\n]{1,200}?(?:[.!](?=\s|$)|$)"
+    r"|\byou (?:can|should|may|need to|must) (?:set|use|install|upgrade|pass|specify|try|increase|decrease|reduce"
+    r"|disable|enable|add|remove)\b[^\n]{1,200}?(?:[.!](?=\s|$)|$)"
+    r"|\b(?:requires?|needs?) [\w.-]+\s*(?:>=|==|<=|>|<)\s*[\w.]+[^\n]{0,80}?(?:[.!](?=\s|$)|$)"
+    r"|\bpip install [^\s,;`'\"]+(?: [^\s,;`'\"]+)?"
+    r"|\b(?:try|consider) (?:setting|using|to set|to use|increasing|decreasing|reducing|lowering|raising|passing)"
+    r"\b[^\n]{1,200}?(?:[.!](?=\s|$)|$))")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*")
+_QUOTED = re.compile(r"""['"`]([^'"`\s]{1,80})['"`]""")
+_NEG = re.compile(r"\b([a-z_]+)\b[^.]{0,40}?\bmust be (?:at least|>=|greater than|positive|non-negative)[^.]{0,30}?"
+                  r"\bgot (-\d+)", re.I)
+
+
+def message_hints(message: str, limit: int = 2) -> list[str]:
+    """The sentences of an exception message that say what to do."""
+    out: list[str] = []
+    for m in _HINT.finditer(message):
+        s = m.group(1).strip().rstrip(",;")
+        if len(s) > 12 and s not in out:
+            out.append(s[:240])
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _fields() -> frozenset[str]:
+    from ..checks.args._swift_fields import RLHF_FIELDS_4_6
+    return RLHF_FIELDS_4_6 | _TRL_FIELDS
+
+
+# GRPOConfig fields of trl 0.14-0.29 that a message names (trl/trainer/grpo_config.py), beyond TrainingArguments'
+_TRL_FIELDS = frozenset("""num_generations max_prompt_length max_completion_length use_vllm vllm_mode
+vllm_server_host vllm_server_port vllm_gpu_memory_utilization vllm_tensor_parallel_size generation_batch_size
+steps_per_generation beta epsilon epsilon_high loss_type scale_rewards reward_weights temperature top_p top_k min_p
+repetition_penalty mask_truncated_completions num_iterations vllm_enable_sleep_mode vllm_importance_sampling_correction
+use_liger_loss log_completions ds3_gather_for_generation gradient_checkpointing per_device_train_batch_size
+per_device_eval_batch_size gradient_accumulation_steps eval_strategy padding_free sequence_parallel_size""".split())
+
+
+def flags_named(message: str, cli: dict | None = None) -> list[str]:
+    """Flags (argument fields) a message names by their name, by a phrase of their words, or by a value the user
+    passed: ``--sequence_parallel_size`` for "RLHF do not support sequence parallel"."""
+    fields = _fields() | set(cli or ())
+    words = [w.lower() for w in _WORD.findall(message)]
+    out: list[str] = []
+    for w in words:
+        if "_" in w and w in fields and w not in out:
+            out.append(w)
+    for n in (3, 2):
+        for i in range(len(words) - n + 1):
+            phrase = "_".join(words[i:i + n])
+            hits = sorted(f for f in fields if f == phrase or f.startswith(phrase + "_"))
+            if hits and len(hits) <= 2 and not any(h in out for h in hits):
+                out.extend(h for h in hits if h not in out)
+    if cli:
+        quoted = set(_QUOTED.findall(message))
+        for k, v in cli.items():
+            if isinstance(v, str) and v in quoted and k not in out:
+                out.append(k)
+    return out[:3]
+
+
+def negative_budget(message: str) -> str:
+    """'' or the sentence that explains a negative value computed by subtraction."""
+    m = _NEG.search(message)
+    if m is None:
+        return ""
+    name, got = m.group(1), m.group(2)
+    if name.lower() in ("max_tokens", "max_new_tokens"):
+        return (f" {name} = {got} is a computed budget: the engine sets max_tokens to the context length "
+                f"(max_model_len) minus the prompt's length, so a prompt (text plus image or video tokens) was "
+                f"{got[1:]} token(s) longer than the context left room for.")
+    return f" {name} = {got}: a value computed by subtraction went below zero; the inputs of that difference are the cause."
+
+
+def release_note(exc_line: str) -> str:
+    """'' or where the raise-site index says this wording stops: '... not raised after ms-swift 3.3 (3.4 and later
+    changed or removed the check)'."""
+    try:
+        from .raise_sites import index, lookup, narrow_versions
+        matches = lookup(exc_line)
+        if not matches or matches[0].score < 0.8:
+            return ""
+        top = matches[0].score
+        held = narrow_versions([m for m in matches if m.score >= top - 1e-9])
+        idx = index()
+    except (OSError, ValueError):
+        return ""
+    notes = []
+    for pkg, ranges in held.items():
+        labels = [v for v in (_minor(x) for x in idx.meta["versions"].get(pkg, []))]
+        last = ranges.split(",")[-1].split("-")[-1]
+        if last in labels and labels.index(last) < len(labels) - 1:
+            notes.append(f"{pkg} releases after {last} no longer raise this wording ({labels[labels.index(last) + 1]} "
+                         f"and later changed or removed the check): upgrading {pkg} past {last} may remove the failure.")
+    return " ".join(notes[:1])
+
+
+def _minor(v: str) -> str:
+    parts = re.findall(r"\d+", v)
+    return ".".join(parts[:2]) if len(parts) >= 2 else v
+
+
+def flag_fix(flags: Iterable[str], framework: str | None) -> str:
+    flags = list(flags)
+    if not flags:
+        return ""
+    if framework in ("trl", "unsloth", "verifiers"):
+        names = ", ".join(f"`{f}`" for f in flags)
+        return f"The message names {names}: change that GRPOConfig field (or drop it) and rerun."
+    names = ", ".join(f"--{f}" for f in flags)
+    return f"The message names {names}: change or drop that flag in the command and rerun."
+
+
+# classes a GRPO stack's message names, and the package that defines them (their source files)
+_OWNERS = {
+    "trl": ("GRPOConfig", "GRPOTrainer", "SFTConfig", "DPOConfig", "ScriptArguments", "ModelConfig", "VLLMClient"),
+    "transformers": ("TrainingArguments", "Trainer", "PreTrainedModel", "PretrainedConfig", "PreTrainedTokenizer",
+                     "PreTrainedTokenizerFast", "ProcessorMixin", "GenerationConfig", "BatchEncoding"),
+    "vLLM": ("LLM", "LLMEngine", "SamplingParams", "EngineArgs", "AsyncLLMEngine", "ModelConfig", "VllmConfig"),
+    "peft": ("LoraConfig", "PeftModel", "PeftModelForCausalLM", "PeftConfig"),
+    "ms-swift": ("RLHFArguments", "TrainArguments", "GRPOArguments", "SwiftMixin"),
+    "accelerate": ("Accelerator", "AcceleratorState", "PartialState"),
+}
+_ATTR = re.compile(r"^'(\w+)' object has no attribute '(\w+)'|^module '([\w.]+)' has no attribute '(\w+)'|"
+                   r"^type object '(\w+)' has no attribute '(\w+)'")
+
+
+def attribute_owner(message: str) -> tuple[str, str, str] | None:
+    """(package, class or module, attribute) of an AttributeError on a class or module a known package defines."""
+    m = _ATTR.match(message.strip())
+    if m is None:
+        return None
+    cls, attr = (m.group(1), m.group(2)) if m.group(1) else ((m.group(5), m.group(6)) if m.group(5) else (None, None))
+    if cls is None:
+        mod, attr = m.group(3), m.group(4)
+        top = mod.split(".", 1)[0]
+        pkg = {"swift": "ms-swift", "vllm": "vLLM"}.get(top, top)
+        return pkg, mod, attr
+    for pkg, names in _OWNERS.items():
+        if cls in names:
+            return pkg, cls, attr
+    return None
+
+
+def owner_text(owner: tuple[str, str, str], framework: str | None) -> tuple[str, str]:
+    """(explanation, fix) for an attribute missing on a package's class or module."""
+    pkg, cls, attr = owner
+    why = (f" {cls} is {pkg}'s; the installed {pkg} has no `{attr}` on it, so the code that reads it (the caller "
+           f"in the stack, or the project around the trainer) was written for another {pkg} release: the field or "
+           f"name was added, renamed or removed between releases.")
+    fix = (f"Install the {pkg} version the calling code pins (its requirements.txt / setup.py / README), or the "
+           f"{pkg} release that has `{cls}.{attr}` (see {pkg}'s changelog); `pip show {pkg.lower()}` shows the one "
+           f"installed now.")
+    return why, fix
