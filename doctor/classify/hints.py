@@ -176,3 +176,25 @@ def owner_text(owner: tuple[str, str, str], framework: str | None) -> tuple[str,
            f"{pkg} release that has `{cls}.{attr}` (see {pkg}'s changelog); `pip show {pkg.lower()}` shows the one "
            f"installed now.")
     return why, fix
+
+
+_ARGS_ATTR = re.compile(r"\bargs\.([a-z_][a-z0-9_]*)\b")
+_ENTRY = re.compile(r"swift[/\\](?:cli|llm[/\\]train)[/\\](\w+)\.py")
+
+
+def flag_from_code(frames) -> tuple[str, str] | None:
+    """(flag, code) of the innermost frame whose printed source line reads ``args.<flag>``."""
+    for f in reversed(frames):
+        m = _ARGS_ATTR.search(f.code or "")
+        if m:
+            return m.group(1), f.code.strip()
+    return None
+
+
+def entry_point(frames) -> str | None:
+    """The ms-swift command that ran (``sft`` for swift/cli/sft.py), from the outermost frames."""
+    for f in frames:
+        m = _ENTRY.search(f.path)
+        if m:
+            return m.group(1)
+    return None

@@ -3,8 +3,17 @@ in the terms of the framework that ran. doctor/classify/hints.py reads the messa
 part of a component that failed; this module puts them together for one verdict. Pure."""
 from __future__ import annotations
 
-from ...classify.hints import (attribute_owner, flag_fix, flags_named, message_hints, negative_budget, owner_text,
-                               release_note)
+from ...classify.hints import (
+    attribute_owner,
+    entry_point,
+    flag_fix,
+    flag_from_code,
+    flags_named,
+    message_hints,
+    negative_budget,
+    owner_text,
+    release_note,
+)
 from ...classify.parts import part_fix, part_of
 from ...classify.structure import Verdict
 from ...rules import FinishContext
@@ -56,6 +65,19 @@ def advise(v: Verdict, ctx: FinishContext, exc: ExceptionInfo | None, context: s
             w, f = owner_text(owner, fw)
             why.append(w.strip())
             first.append(f)
+        keyed = flag_from_code(v.frames) if exc.short_type == "KeyError" else None
+        if keyed is not None:
+            flag, code = keyed
+            why.append(f"The key {exc.message} comes from --{flag} (`{code[:100]}`): that value is not registered in "
+                       f"the code path that ran.")
+            first.append(f"Give --{flag} a value this entry point accepts (the choices in the documentation of the "
+                         f"installed version), or the registration (plugin) that adds {exc.message}.")
+            cmd = entry_point(v.frames)
+            if cmd in ("sft", "pt", "infer") and "grpo" in (exc.message.lower() + " " + str(ctx.run.cli).lower()):
+                why.append(f"The stack starts in `swift {cmd}`: GRPO is an RLHF type, trained by `swift rlhf "
+                           f"--rlhf_type grpo`, and `swift {cmd}` has no GRPO loss.")
+                first.insert(0, f"Launch GRPO as `swift rlhf --rlhf_type grpo ...` (not `swift {cmd}` with a grpo "
+                                f"loss type; in the web UI, pick the RLHF/GRPO tab).")
         flags = flags_named(exc.message, ctx.run.cli)
         if flags and owner is None and not neg:
             first.append(flag_fix(flags, fw))

@@ -9,10 +9,10 @@ from typing import Any
 from ...classify.component import rel, user_frames
 from ...classify.structure import SITE_LINE, Verdict, first_failure
 from ...classify.wrappers import unwrap
-from .advice import advise, context_before, framework_of, meta_fix
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo, LogLine
+from .advice import advise, context_before, framework_of, meta_fix
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
@@ -169,6 +169,6 @@ class Structural(Rule):
             evidence.insert(0, Evidence(notice.where.path, notice.where.line, notice.raw))
         msg = (f"The log ends inside a traceback before its exception line (cut); its stack runs through "
                f"{v.component}{where}. {doc}" + (f" {extra}" if extra else "") + " Judged from the stack alone: "
-               f"find the exception line in the full log to confirm.")
+               "find the exception line in the full log to confirm.")
         return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
                          title=f"{self.meta.title} (traceback cut, from its stack)")
