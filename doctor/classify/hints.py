@@ -198,3 +198,33 @@ def entry_point(frames) -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+# the phase of a run a frame's function names (transformers Trainer, trl GRPOTrainer, ms-swift trainers), innermost
+# first: the first frame (from the raise site outwards) that names one decides
+_PHASES = (
+    (("_maybe_log_save_evaluate",), None),  # a dispatcher: the frame inside it decides
+    ((" log", " _log_completions", " log_metrics"), "logging the step's metrics"),
+    ((" evaluate", " evaluation_loop", " prediction_step", " _evaluate"), "evaluation"),
+    ((" _save_checkpoint", " save_model", " _save", " save_pretrained"), "checkpoint save"),
+    ((" _move_model_to_vllm", " _sync_weights", " update_named_param", " update_flattened_params",
+      " _load_state_dict_to_vllm"), "weight sync to the rollout engine"),
+    ((" _calculate_rewards", " _compute_rewards", " _score_completions", " compute_rewards"), "reward computation"),
+    ((" _generate", " generate", " infer", " _infer", " infer_task", " _fast_infer"), "rollout generation"),
+    ((" training_step", " compute_loss", " _compute_loss"), "the training step"),
+    ((" _prepare_inputs", " _generate_and_score_completions"), "batch preparation"),
+    ((" from_pretrained", " get_model_tokenizer", " load_model"), "model loading"),
+    ((" parse_args", " __post_init__", " _parse_args"), "argument parsing"),
+)
+
+
+def phase_of(frames) -> str | None:
+    """The phase the innermost frames name, or None."""
+    for f in reversed(frames):
+        hay = f" {f.func}"
+        for names, phase in _PHASES:
+            if any(hay == n or hay.startswith(n + " ") for n in names):
+                if phase is None:
+                    break
+                return phase
+    return None
