@@ -228,3 +228,34 @@ def phase_of(frames) -> str | None:
                     break
                 return phase
     return None
+
+
+# vLLM v1 worker/gpu_worker.py (0.11+) after its memory profile: "... Replace gpu_memory_utilization config with
+# `--kv-cache-memory=A` to fit into requested memory, or `--kv-cache-memory=B` to fully utilize gpu memory. Current
+# kv cache memory in use is C bytes."
+_KV = re.compile(r"--kv-cache-memory=(\d+)`? to fit into requested memory.*?--kv-cache-memory=(\d+)`? to fully "
+                 r"utili[sz]e gpu memory\. Current kv cache memory in use is (\d+) bytes")
+_UTIL = re.compile(r"Desired GPU memory utilization is \(([\d.]+),")
+
+
+def vllm_memory_note(context: str) -> tuple[str, str] | None:
+    """(explanation, fix) from vLLM's own memory accounting line when it says the KV cache is larger than what fits."""
+    m = _KV.search(context)
+    if m is None:
+        return None
+    fit, full, cur = (int(g) for g in m.groups())
+    if cur <= fit:
+        return None
+    gib = 1 << 30
+    u = _UTIL.search(context)
+    util = float(u.group(1)) if u else None
+    why = (f"vLLM's own memory accounting (gpu_worker.py) printed before the failure says the KV cache in use "
+           f"({cur / gib:.2f} GiB) is larger than what fits the requested memory after weights, activations and CUDA "
+           f"graphs ({fit / gib:.2f} GiB; {full / gib:.2f} GiB would use the whole GPU): the KV cache was sized "
+           f"without the headroom the first sampler or training step needs.")
+    new = f"{util * fit / cur:.2f}" if util else "a lower value"
+    fix = (f"Give vLLM less: gpu_memory_utilization {new} (now {util:.2f}: scaled by {fit / gib:.2f}/{cur / gib:.2f} "
+           f"GiB) or a fixed KV cache of at most {fit} bytes (vLLM's kv_cache_memory / --kv-cache-memory={fit}); "
+           f"shorter max sequence length and fewer sequences also shrink it." if util else
+           f"Cap the KV cache at {fit} bytes (--kv-cache-memory={fit}) or lower gpu_memory_utilization.")
+    return why, fix

@@ -13,6 +13,7 @@ from ...classify.hints import (
     negative_budget,
     owner_text,
     release_note,
+    vllm_memory_note,
 )
 from ...classify.parts import part_fix, part_of
 from ...classify.structure import Verdict
@@ -52,6 +53,10 @@ def advise(v: Verdict, ctx: FinishContext, exc: ExceptionInfo | None, context: s
         if part.what:
             why.append(part.what)
         first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
+    mem = vllm_memory_note(context) if v.entry.category == "cuda-oom" else None
+    if mem is not None:
+        why.append(mem[0])
+        first.append(mem[1])
     if exc is not None and exc.message:
         line = f"{exc.type}: {exc.message}"
         for h in message_hints(exc.message):
