@@ -89,8 +89,12 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     if gn and all(v == 0 for v in gn):
         msg += " grad_norm was indeed 0 throughout."
     fix: list[str] = []
-    fmt_zero = [n for n in zero_funcs if "format" in n.lower() or flag_name(n) == "format"]
-    if zero and fmt_zero:
+    trunc = truncation_note(s, run, idx)
+    if trunc:
+        fix.append(trunc + ". " + raise_length(run))
+    # every reward 0, the format reward included, and completions not cut: no completion has the parsed structure
+    fmt_zero = [n for n in zero_funcs if "format" in n.lower() and flag_name(n) != "format"]
+    if zero and fmt_zero and not trunc:
         msg += (f" The format reward ({', '.join(fmt_zero)}) was 0 too: not one completion has the structure the "
                 f"reward parsers look for (the tags or answer layout), which points at the prompt and template (the "
                 f"model is not asked for that format, or the checkpoint was trained on another one) rather than at "
@@ -98,13 +102,8 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         fix.append("Read a few logged completions next to the reward functions' regexes (log_completions): make the "
                    "system prompt and chat template ask for exactly the format the rewards parse, the one the "
                    "checkpoint was trained to emit.")
-    trunc = truncation_note(s, run, idx)
-    if trunc:
-        fix.append(trunc + ". " + raise_length(run))
     for name in zero_funcs:
         fl = flag_name(name)
-        if fl == "format" and name in fmt_zero and len(fix) and fix[0].startswith("Read a few logged"):
-            continue
         if fl == "format":
             fix.append("The format reward (Format) was 0 for every completion: it needs the whole completion to match "
                        "<think>...</think><answer>...</answer>. Ask for that format in the system prompt, or warm the "
