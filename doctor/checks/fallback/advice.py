@@ -100,3 +100,21 @@ def _budget_fix(fw: str | None) -> str:
     return ("Make every prompt fit the context: raise --vllm_max_model_len (at least the longest prompt plus "
             "--max_completion_length), or cap prompts with --max_length and --truncation_strategy delete (drops "
             "over-long samples) and image tokens with MAX_PIXELS.")
+
+
+def cut_message(frames) -> tuple[str, list[str]]:
+    """For a traceback cut inside a raise statement: the message that statement raises (raise-site index), and the
+    fix its own words give. ('', []) when the last frame's line is no raise of an indexed message."""
+    if not frames:
+        return "", []
+    last = frames[-1]
+    try:
+        from ...classify.raise_sites import complete_cut
+        site = complete_cut(last.path, last.func, last.code)
+    except (OSError, ValueError):
+        return "", []
+    if site is None:
+        return "", []
+    why = (f"The traceback stops in the raise statement `{last.code.strip()[:80]}`; in {site.package} {site.versions} "
+           f"({site.where}) that statement raises `{site.kind}: {site.template}`.")
+    return why, [f"The message itself says how: \"{h}\"" for h in message_hints(site.template)]

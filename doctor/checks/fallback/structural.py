@@ -12,7 +12,7 @@ from ...classify.wrappers import unwrap
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo, LogLine
-from .advice import advise, context_before, framework_of, meta_fix
+from .advice import advise, context_before, cut_message, framework_of, meta_fix
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
@@ -126,6 +126,9 @@ class Structural(Rule):
         else:
             context = context_before(ctx, ctx.open_tracebacks[0][0].where.path, ctx.open_tracebacks[0][0].seq)
         extra, first = advise(v, ctx, exc, context)
+        if exc is None:
+            cut_why, cut_fix = cut_message(v.frames)
+            extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
         fix: list[str] = first + meta_fix(self.meta, framework_of(ctx))
         if user:
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")

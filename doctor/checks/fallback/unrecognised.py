@@ -11,6 +11,7 @@ from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of, of_run
+from .advice import cut_message
 from .exceptions import describe_frame, first_real, is_library
 from .structural import _versions, embedded_exceptions, verdict_of
 
@@ -66,6 +67,9 @@ class Unrecognised(Rule):
             msg = (f"The log ends inside a Python traceback, before its exception line (the paste or the file was "
                    f"cut). The last frame is {describe_frame(last)}")
             msg += f", at `{last.code.strip()[:160]}`." if last.code else "."
+            cut_why, cut_fix = cut_message(frames)
+            if cut_why:
+                msg += " " + cut_why
             key = _KEY.search(last.code or "")
             if key:
                 msg += (f" The statement reads the key '{key.group(1)}': a KeyError for it is the likely exception, "
@@ -81,7 +85,7 @@ class Unrecognised(Rule):
             user = [f for f in frames if not is_library(f.path)]
             fix = ["Find the line after this traceback in the full log (the `SomeError: message` line) and run "
                    "grpo-doctor on the whole file."]
-            fix[:0] = _phase_fix(phase, of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0])
+            fix[:0] = cut_fix + _phase_fix(phase, of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0])
             if user:
                 fix.append(f"The last frame in your own code is {describe_frame(user[-1])}.")
             return [self.make(message=msg, fix=fix, evidence=[Evidence(line.where.path, line.where.line, line.raw)],
