@@ -259,3 +259,30 @@ def vllm_memory_note(context: str) -> tuple[str, str] | None:
            f"shorter max sequence length and fewer sequences also shrink it." if util else
            f"Cap the KV cache at {fit} bytes (--kv-cache-memory={fit}) or lower gpu_memory_utilization.")
     return why, fix
+
+
+# CPython's own wordings (Objects/unicodeobject.c PyUnicode_Concat, Objects/abstract.c, Python/ceval.c): which type
+# arrived where another was expected, read as a sample-shape fact
+_SHAPES = (
+    (re.compile(r'can only concatenate str \(not "(list|dict)"\) to str'),
+     "a {0} arrived where code builds a string: a message's content is a list of typed parts ({{'type': 'image'}}, "
+     "{{'type': 'text', 'text': ...}}) where this code (a template, a processor or the trainer of this version) "
+     "expects plain text; the dataset format and the installed versions disagree"),
+    (re.compile(r"string indices must be integers"),
+     "a string arrived where a dict or list was expected: a prompt already rendered to text (chat template applied "
+     "in advance) where the trainer expects a list of {{'role', 'content'}} messages, or a column holding text where a "
+     "structure is expected"),
+    (re.compile(r"'(str)' object has no attribute '(?:get|keys|items)'"),
+     "a string arrived where a dict was expected (a rendered prompt or a text column where messages are expected)"),
+    (re.compile(r"'(list)' object has no attribute '(?:get|keys|items)'"),
+     "a list arrived where a dict was expected (a batch of samples where one sample is expected: the code path "
+     "received the trainer's list-of-dicts batch)"),
+)
+
+
+def sample_shape(message: str) -> str:
+    for rx, text in _SHAPES:
+        m = rx.search(message)
+        if m:
+            return text.format(*(m.groups() or ("value",)))[:1].upper() + text.format(*(m.groups() or ("value",)))[1:] + "."
+    return ""

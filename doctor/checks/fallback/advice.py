@@ -13,6 +13,7 @@ from ...classify.hints import (
     negative_budget,
     owner_text,
     release_note,
+    sample_shape,
     vllm_memory_note,
 )
 from ...classify.parts import part_fix, part_of
@@ -61,6 +62,12 @@ def advise(v: Verdict, ctx: FinishContext, exc: ExceptionInfo | None, context: s
         line = f"{exc.type}: {exc.message}"
         for h in message_hints(exc.message):
             first.append(f"The message itself says how: \"{h}\"")
+        shape = sample_shape(exc.message)
+        if shape:
+            why.append(shape)
+            first.append("Make the dataset's prompt format match what this trainer version expects (a list of "
+                         "messages whose content is a string, or typed parts for multimodal), or install the "
+                         "transformers/trl versions the project pins.")
         neg = negative_budget(exc.message)
         if neg:
             why.append(neg.strip())

@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 
 from ...classify.component import component, deepest_library
-from ...classify.hints import message_hints, phase_of
+from ...classify.hints import message_hints, phase_of, sample_shape
 from ...model import Evidence, Finding, Severity
 from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo
@@ -123,6 +123,15 @@ class Unrecognised(Rule):
         phase = phase_of(exc.frames)
         if phase:
             msg += f" The frames place the failure in {phase}."
+        shape = sample_shape(exc.message)
+        if shape:
+            msg += " " + shape
+            if lib is not None and lib.path.replace(chr(92), "/").endswith("transformers/trainer.py"):
+                msg += (" The frame is transformers' base Trainer, which received the GRPO trainer's batch: a "
+                        "base-class path this GRPO trainer version does not override (evaluation's prediction_step "
+                        "is the usual one).")
+                fix.insert(0, "Turn evaluation off to confirm (eval_strategy=\"no\"; ms-swift --eval_strategy no), "
+                              "then upgrade the trainer to a release whose GRPO trainer implements that path.")
         fix[:0] = [f"The message itself says how: \"{h}\"" for h in message_hints(exc.message)]
         fix[len(fix):] = _phase_fix(phase, fw)
         who = issues_of(fw)
