@@ -133,3 +133,22 @@ def test_keyerror_from_args_names_the_flag_and_entry_point():
             "    return LOSS_MAPPING[loss_type]['loss_func']\nKeyError: 'grpo'\n")
     f = run_text(text)[0]
     assert f.category == "argument-error-other" and "--loss_type" in f.message and "swift rlhf" in f.fix[0]
+
+
+IPY = ("---------------------------------------------------------------------------\n"
+       "ValueError                                Traceback (most recent call last)\n"
+       "Cell In[3], line 1\n----> 1 trainer.train()\n\n"
+       "File ~/env/lib/python3.11/site-packages/vllm/sampling_params.py:416, in SamplingParams._verify_args(self)\n"
+       "    415 if self.max_tokens < 1:\n"
+       "--> 416     raise ValueError(f\"max_tokens must be at least 1, got {self.max_tokens}.\")\n\n"
+       "ValueError: max_tokens must be at least 1, got -12.\n")
+
+
+def test_ipython_frames_are_parsed():
+    from conftest import lines_of
+
+    from doctor.sources.traceback import TracebackTracker
+    t = TracebackTracker()
+    got = [e for ln in lines_of(IPY) if (e := t.feed(ln)) is not None]
+    assert got and got[-1].frames[-1].func == "_verify_args" and "raise ValueError" in got[-1].frames[-1].code
+    assert "vllm/sampling_params.py" in got[-1].frames[-1].path

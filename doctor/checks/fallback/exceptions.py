@@ -33,3 +33,17 @@ def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
         if exc.short_type not in CONSEQUENCE_TYPES:
             return exc
     return None
+
+
+def notebook_header(tails: dict, last) -> tuple[object, str] | None:
+    """(line, exception type) of the IPython/Jupyter header (``TypeError    Traceback (most recent call last)``,
+    IPython/core/ultratb.py) that opens the cut traceback ending at ``last``: the only line naming the exception
+    when the paste stops before IPython's final ``Type: message`` line."""
+    tail = tails.get(last.where.path) or ()
+    for line in reversed([l for l in tail if l.seq <= last.seq]):
+        if "Traceback (most recent call last)" in line.text:
+            head = line.text.strip().split(None, 1)[0] if line.text.strip() else ""
+            if head.endswith(("Error", "Exception")) and head[:1].isupper():
+                return line, head
+            return None
+    return None

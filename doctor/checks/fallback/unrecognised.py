@@ -12,7 +12,7 @@ from ...rules import FinishContext, Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of, of_run
 from .advice import cut_message
-from .exceptions import describe_frame, first_real, is_library
+from .exceptions import describe_frame, first_real, is_library, notebook_header
 from .structural import _versions, embedded_exceptions, verdict_of
 
 _KEY = re.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
@@ -85,10 +85,17 @@ class Unrecognised(Rule):
             user = [f for f in frames if not is_library(f.path)]
             fix = ["Find the line after this traceback in the full log (the `SomeError: message` line) and run "
                    "grpo-doctor on the whole file."]
+            head = notebook_header(ctx.tails, line)
+            if head is not None:
+                msg += (f" The notebook header names the exception: {head[1]} (its message, printed last by "
+                        f"IPython, is not in the paste).")
             fix[:0] = cut_fix + _phase_fix(phase, of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0])
             if user:
                 fix.append(f"The last frame in your own code is {describe_frame(user[-1])}.")
-            return [self.make(message=msg, fix=fix, evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+            ev = [Evidence(line.where.path, line.where.line, line.raw)]
+            if head is not None:
+                ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
+            return [self.make(message=msg, fix=fix, evidence=ev,
                               seq=line.seq, severity=Severity.warning,
                               title="Unrecognised failure: traceback cut before its exception")]
         return []
