@@ -162,7 +162,7 @@ def attribute_owner(message: str) -> tuple[str, str, str] | None:
         return pkg, mod, attr
     for pkg, names in _OWNERS.items():
         if cls in names:
-            return pkg, cls, attr
+            return pkg, cls, attr or ""
     return None
 
 

@@ -3,7 +3,7 @@ the first real exception, library frames and a frame's short description. Used b
 of other families that name the first real error."""
 from __future__ import annotations
 
-from ...signals import ExceptionInfo, Frame
+from ...signals import ExceptionInfo, Frame, LogLine
 from ...swift.framework import is_library_path
 
 # Raised because something else failed first (or because the user stopped the run).
@@ -35,7 +35,7 @@ def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
     return None
 
 
-def notebook_header(tails: dict, last) -> tuple[object, str] | None:
+def notebook_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
     """(line, exception type) of the IPython/Jupyter header (``TypeError    Traceback (most recent call last)``,
     IPython/core/ultratb.py) that opens the cut traceback ending at ``last``: the only line naming the exception
     when the paste stops before IPython's final ``Type: message`` line."""

@@ -68,9 +68,9 @@ class CutTraceback(Rule):
         rank = f" on rank {line.rank}" if line.rank is not None else ""
         ev = [Evidence(line.where.path, line.where.line, line.raw)]
         from ..fallback.exceptions import notebook_header
-        head = notebook_header(ctx.tails, line)
-        if head is not None:  # a notebook header names the exception the paste cut: the first line to show
-            ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
+        nb = notebook_header(ctx.tails, line)
+        if nb is not None:  # a notebook header names the exception the paste cut: the first line to show
+            ev.insert(0, Evidence(nb[0].where.path, nb[0].where.line, nb[0].raw))
         head = (f"The log ends inside a traceback{rank} before its exception line (the paste or the file was cut); "
                 f"the innermost frame is {describe_frame(frames[-1])}.")
         fix_tail = "Find the exception line after this stack in the full log to confirm (grpo-doctor reads it directly)."
