@@ -289,3 +289,29 @@ def raised_by(exc_line: str, top: int = 3, min_score: float = 0.8) -> list[dict]
         if len(out) >= top:
             break
     return out
+
+
+_RAISE_CODE = re.compile(r"""^\s*(?:raise\s+([\w.]+)\(\s*|assert\b.*?,\s*)f?(['"])(.{8,})$""")
+
+
+def complete_cut(module_path: str, func: str, code: str) -> SiteMatch | None:
+    """The message a cut traceback's last frame raises, when its printed source line opens a string literal that
+    starts exactly one indexed template of that module's function (``raise ValueError('GRPO with vLLM`` ->
+    ``GRPO with vLLM is not compatible with `device_map`. Please set NPROC_PER_NODE ...``)."""
+    m = _RAISE_CODE.match(code or "")
+    if m is None:
+        return None
+    prefix = m.group(3).split(m.group(2), 1)[0].split("{", 1)[0]
+    if len(prefix) < 8:
+        return None
+    path = module_path.replace("\\", "/")
+    idx = index()
+    found: dict[str, SiteMatch] = {}
+    for site in idx.sites:
+        r = site.row
+        if r[3].rsplit(".", 1)[-1] != func or not path.endswith(r[2]) or not r[5].startswith(prefix):
+            continue
+        prev = found.get(r[5])
+        versions = r[1] if prev is None else f"{prev.versions},{r[1]}"
+        found[r[5]] = SiteMatch(r[0], versions, r[2], r[3], r[4], r[5], {}, 1.0)
+    return next(iter(found.values())) if len(found) == 1 else None

@@ -116,11 +116,34 @@ def classify(exc: ExceptionInfo | None, frames: tuple[Frame, ...], table: tuple[
     return None
 
 
+SITE_LINE = 0  # the line number of a frame taken from the raise-site index (no frame in the log)
+
+
+def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
+    """For an exception printed without any frame: the function that raises its wording, from the raise-site index
+    (doctor/classify/raise_sites.py), as one frame with line SITE_LINE; () when the wording is not indexed or
+    several packages raise it."""
+    if not exc.message or len(exc.message) < 20:
+        return ()
+    try:
+        from .raise_sites import lookup
+        found = lookup(f"{exc.type}: {exc.message}")
+    except (OSError, ValueError):
+        return ()
+    if not found or found[0].score < 0.9:
+        return ()
+    best = [m for m in found if m.score >= found[0].score - 1e-9]
+    if len({(m.package, m.module) for m in best}) != 1:
+        return ()
+    m = best[0]
+    return (Frame(f"site-packages/{m.module}", SITE_LINE, m.where.rsplit(".", 1)[-1]),)
+
+
 def first_failure(exceptions: list[ExceptionInfo], open_tbs: list) -> Verdict | None:
     """The verdict for the first real exception of a run (or, with none, its first cut traceback)."""
     real = [e for e in sorted(exceptions, key=lambda e: e.seq) if e.short_type not in CONSEQUENCES]
     for exc in real[:3]:
-        v = classify(exc, stack_for(exc, open_tbs))
+        v = classify(exc, stack_for(exc, open_tbs) or site_frames(exc))
         if v is not None:
             return v
         if exc.frames:

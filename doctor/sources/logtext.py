@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..signals import LogLine, Where
-from .paste import needs_unwrap, unbold, unwrap
+from .paste import DictJoiner, needs_unwrap, unbold, unwrap
 
 CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
@@ -181,6 +181,8 @@ class LineReader:
     def __init__(self, display_path: str, counter: list[int]):
         self.path = display_path
         self.counter = counter
+        self.dicts = DictJoiner()
+        self.dict_start: tuple[Where, int | None] | None = None
 
     def lines(self, stream: BinaryIO) -> Iterator[LogLine]:
         for lineno, data in physical_lines(stream):
@@ -194,7 +196,22 @@ class LineReader:
         for body, raw, rank, origin in segments(data):
             counter[0] += 1
             out.append(LogLine(body, raw, where, rank, counter[0], origin))
+            if body[:1] == "{" or self.dicts.parts is not None:
+                self._join_dict(body, where, rank, out)
         return out
+
+    def _join_dict(self, body: str, where: Where, rank: int | None, out: list[LogLine]) -> None:
+        """A metrics dict pretty-printed over several lines (sources/paste.py DictJoiner): once it closes, one more
+        LogLine holds it joined, at the line where it opened (the physical lines stay as they were)."""
+        was_open = self.dicts.parts is not None
+        joined = self.dicts.feed(body)
+        if self.dicts.parts is not None and (not was_open or len(self.dicts.parts) == 1):
+            self.dict_start = (where, rank)
+        if joined is not None and self.dict_start is not None:
+            # the closing line's seq: the counters stay those of the physical lines (scan.py rebuilds tails by them)
+            start, r = self.dict_start
+            raw = joined if len(joined) <= EVIDENCE_MAX else joined[:EVIDENCE_MAX] + "…"
+            out.append(LogLine(joined, raw, start, r, self.counter[0], ""))
 
 
 def segments(data: bytes) -> list[tuple[str, str, int | None, str]]:

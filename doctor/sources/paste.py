@@ -76,3 +76,37 @@ def unbold(text: str) -> str:
     if text.startswith("**") and text.endswith("**") and len(text) > 4:
         return text[2:-2].strip()
     return text
+
+
+# A metrics dict pretty-printed over several lines (``pprint`` of the trainer's log dict, a notebook cell's
+# output, a dict re-indented in an issue): ``{'loss': 0.0,`` / `` 'reward': 0.0,`` / `` 'epoch': 0.09}``.
+# Rules read one line at a time, so the lines are joined into the one-line dict the trainer prints.
+# The layout is CPython's: Lib/pprint.py PrettyPrinter._pprint_dict puts one key per line once the dict is wider
+# than 80 columns (pprint.pprint(logs), IPython's display of a dict); real case: tulerfeng/Video-R1#86 (13 lines).
+_DICT_OPEN = re.compile(r"""^\{\s*['"][^'"]{1,120}['"]\s*:""")
+_DICT_ITEM = re.compile(r"""^\s*['"][^'"]{1,120}['"]\s*:\s*\S""")
+DICT_MAX_LINES = 64
+
+
+class DictJoiner:
+    """Feeds line texts; returns the joined one-line dict when a multi-line dict closes, else None."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[str] | None = None
+
+    def feed(self, text: str) -> str | None:
+        s = text.strip()
+        if self.parts is None:
+            if s[:1] == "{" and not s.endswith("}") and _DICT_OPEN.match(s):
+                self.parts = [s]
+            return None
+        if not _DICT_ITEM.match(s) or len(self.parts) >= DICT_MAX_LINES:
+            self.parts = None
+            return self.feed(text)
+        self.parts.append(s)
+        if s.endswith("}"):
+            joined, self.parts = " ".join(self.parts), None
+            return joined
+        return None

@@ -57,6 +57,11 @@ class ChunkScanner:
         self.early = early  # a ScanChild from start_early, to adopt
 
     # ------------------------------------------------------------------ feeding
+    def _sticky(self) -> bool:
+        """Feed every line: the session is in a sticky state, or a metrics dict printed over several lines is
+        open in the reader (sources/paste.py DictJoiner; its item lines hold no gate word)."""
+        return self.session.state.sticky() or self.reader.dicts.parts is not None
+
     def _feed(self, data: bytes) -> None:
         self.lineno += 1
         self.fed += 1
@@ -70,7 +75,7 @@ class ChunkScanner:
 
     def _sticky_run(self, buf: bytearray, view: memoryview, pos: int, n: int) -> int:
         """Feed whole lines from ``pos`` while the session is sticky; returns the new position."""
-        sticky = self.session.state.sticky
+        sticky = self._sticky
         while pos < n and sticky():
             end = buf.find(b"\n", pos, n)
             self._feed(bytes(view[pos:min(end, pos + MAX_LINE)]))
@@ -200,7 +205,7 @@ class ChunkScanner:
         fd, size = stream.fileno(), child.size
         pos = 0          # offset just past the last line fed
         total = None     # physical lines in [0, size), from the child's end record
-        sticky = self.session.state.sticky
+        sticky = self._sticky
         try:
             if sticky():
                 pos = self._sticky_file(fd, pos, size)
@@ -229,7 +234,7 @@ class ChunkScanner:
 
     def _sticky_file(self, fd: int, pos: int, size: int) -> int:
         """Feed whole lines from offset ``pos`` while the session is sticky; returns the new offset."""
-        sticky = self.session.state.sticky
+        sticky = self._sticky
         while pos < size and sticky():
             got = _line_at(fd, pos, size)
             if got is None:

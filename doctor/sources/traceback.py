@@ -17,6 +17,10 @@ _EXC = re.compile(
     r"Exception|AssertionError|KeyError|StopIteration|NotImplementedError|KeyboardInterrupt|ChildFailedError))"
     r"(?::\s?(.*))?$"
 )
+# IPython / Jupyter (IPython/core/ultratb.py, IPython 8.x): "File ~/env/.../trainer.py:2316, in Trainer.train(self, ...)"
+# then source lines "   2315 code" and "-> 2316 code" (the arrow marks the line that ran)
+_IPY_FRAME = re.compile(r"^\s*File\s+(\S+?\.pyx?):(\d+),\s+in\s+([\w.<>]+)")
+_IPY_CODE = re.compile(r"^-+>\s*\d+\s(.*)$")
 _HEADER = "Traceback (most recent call last)"
 _MAX_FRAMES = 40
 _MAX_MSG = 600
@@ -72,6 +76,24 @@ class TracebackTracker:
                 if len(st.frames) > _MAX_FRAMES:
                     del st.frames[0]
                 st.expect_code = True
+                return None
+        if stripped.startswith("File ") and ".py:" in stripped:
+            m = _IPY_FRAME.match(stripped)
+            if m:
+                if st is None:
+                    st = self._states[key] = _State()
+                st.in_tb = True
+                st.last = line
+                st.frames.append(Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1]))
+                if len(st.frames) > _MAX_FRAMES:
+                    del st.frames[0]
+                st.expect_code = False
+                return None
+        if stripped[:1] == "-" and st is not None and st.frames and not st.frames[-1].code:
+            m = _IPY_CODE.match(stripped)
+            if m:
+                last = st.frames[-1]
+                st.frames[-1] = Frame(last.path, last.lineno, last.func, m.group(1).strip()[:200])
                 return None
         m = _EXC.match(stripped)
         if m:

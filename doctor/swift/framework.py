@@ -47,6 +47,8 @@ _CMD = (
     ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
     ("trl", re.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
+    # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
+    ("trl", re.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
 _WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf")
 

@@ -34,7 +34,20 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     where = f"{host}:{port}" if host and port else (f"port {port}" if port else "the rendezvous store")
     waited = f" for {minutes(timeout)}" if timeout else ""
     fix: list[str] = []
-    if port is not None and group_port <= port < group_port + 64:
+    from ...swift.framework import of_run
+    fw = of_run(run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+    if port is not None and group_port <= port < group_port + 64 and fw in ("trl", "unsloth", "verifiers"):
+        # trl: VLLMClient(group_port=51216) joins the StatelessProcessGroup that `trl vllm-serve` hosts for weight sync
+        msg = (f"The trainer waited{waited} to join the weight-sync process group of the `trl vllm-serve` server at "
+               f"{where} (GRPOConfig vllm_group_port, default {VLLM_GROUP_PORT}) and nobody was listening there: the "
+               f"server side never opened the group store on that host and port.")
+        fix.append(f"Check that `trl vllm-serve` is running and that this node reaches it on port {port} as well as "
+                   f"on its HTTP port: GRPOConfig vllm_server_host (or vllm_server_base_url) must name the server's "
+                   f"address, not {host or 'a default'} when the server runs elsewhere; unset http_proxy/https_proxy "
+                   f"and any variable that overrides the host address.")
+        fix.append(f"If another run holds port {port}, pick a free one on both sides (GRPOConfig vllm_group_port); use "
+                   f"the same trl and vLLM versions for the server and the trainer.")
+    elif port is not None and group_port <= port < group_port + 64:
         msg = (f"The trainer waited{waited} to join the weight-sync process group of the vLLM rollout server at "
                f"{where} (vllm_server_group_port, default {VLLM_GROUP_PORT}+i) and nobody was listening there.")
         fix.append(f"Check that `swift rollout` is running and reachable from this node on port {port} "

@@ -129,7 +129,15 @@ class HostOomKilled(Rule):
                        "encoded dataset in RAM" + (f"; --dataset_num_proc {run.get('dataset_num_proc')} also multiplies "
                                                    "memory during preprocessing." if run.get("dataset_num_proc", 1) > 1 else "."))
         if not run.args:
-            fix.append("Host-RAM levers in ms-swift: --dataloader_num_workers, --offload_optimizer / --offload_model "
-                       "(push states to CPU), --lazy_tokenize true, fewer processes per node (NPROC_PER_NODE).")
+            from ...swift.framework import of_run
+            fw = of_run(run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+            if fw in ("trl", "unsloth", "verifiers"):
+                fix.append("Host-RAM levers in trl's GRPOConfig: a smaller model or per_device_train_batch_size, "
+                           "shorter max_completion_length and num_generations, dataloader_num_workers=0; a CPU-only "
+                           "run holds the model, its reference copy and every rollout in host RAM: more RAM or a GPU.")
+            else:
+                fix.append("Host-RAM levers in ms-swift: --dataloader_num_workers, --offload_optimizer / "
+                           "--offload_model (push states to CPU), --lazy_tokenize true, fewer processes per node "
+                           "(NPROC_PER_NODE).")
         return [self.make(message=msg, fix=fix, evidence=ev[:6], count=max(len(self.hits), 1),
                           ranks=(root.rank,) if elastic_kill and root.rank is not None else (), seq=first_seq)]

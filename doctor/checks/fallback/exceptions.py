@@ -3,7 +3,7 @@ the first real exception, library frames and a frame's short description. Used b
 of other families that name the first real error."""
 from __future__ import annotations
 
-from ...signals import ExceptionInfo, Frame
+from ...signals import ExceptionInfo, Frame, LogLine
 from ...swift.framework import is_library_path
 
 # Raised because something else failed first (or because the user stopped the run).
@@ -32,4 +32,18 @@ def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
     for exc in sorted(exceptions, key=lambda e: e.seq):
         if exc.short_type not in CONSEQUENCE_TYPES:
             return exc
+    return None
+
+
+def notebook_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
+    """(line, exception type) of the IPython/Jupyter header (``TypeError    Traceback (most recent call last)``,
+    IPython/core/ultratb.py) that opens the cut traceback ending at ``last``: the only line naming the exception
+    when the paste stops before IPython's final ``Type: message`` line."""
+    tail = tails.get(last.where.path) or ()
+    for line in reversed([l for l in tail if l.seq <= last.seq]):
+        if "Traceback (most recent call last)" in line.text:
+            head = line.text.strip().split(None, 1)[0] if line.text.strip() else ""
+            if head.endswith(("Error", "Exception")) and head[:1].isupper():
+                return line, head
+            return None
     return None

@@ -7,11 +7,13 @@ import re
 from typing import Any
 
 from ...classify.component import rel, user_frames
-from ...classify.structure import Verdict, first_failure
+from ...classify.structure import SITE_LINE, Verdict, first_failure
+from ...classify.wrappers import unwrap
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
+from .advice import advise, context_before, cut_message, framework_of, meta_fix
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
@@ -35,12 +37,23 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     return out
 
 
+def unwrapped(ctx: RunState, exc: ExceptionInfo) -> ExceptionInfo:
+    """The exception a wrapper (hydra's InstantiationException...) holds in its message (classify/wrappers.py)."""
+    tail = ctx.tails.get(exc.where.path) or ()
+    return unwrap(exc, [l for l in tail if exc.where.line < l.where.line <= exc.where.line + 3])
+
+
+def outer_of(ctx: RunState, exc: ExceptionInfo) -> ExceptionInfo | None:
+    """The parsed wrapper an unwrapped exception came from, or None."""
+    return next((e for e in ctx.exceptions if e.seq == exc.seq and e is not exc and e.type != exc.type), None)
+
+
 def verdict_of(ctx: RunState) -> Verdict | None:
     """The structural verdict for this run, or None (a cause is already named, or nothing points anywhere)."""
     if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
         return None
     explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
-    excs = [e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
+    excs = [unwrapped(ctx, e) for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
     if not excs and not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
         excs = embedded_exceptions(ctx)
     return first_failure(excs, list(ctx.open_tracebacks or ()))
@@ -109,31 +122,48 @@ class Structural(Rule):
         exc = v.exc
         where = f" at {rel(v.where)}" if v.where is not None else ""
         user = user_frames(v.frames)
-        fix: list[str] = list(self.meta.fix)
+        if exc is not None:
+            context = exc.message + "\n" + context_before(ctx, exc.where.path, exc.seq)
+        else:
+            context = context_before(ctx, ctx.open_tracebacks[0][0].where.path, ctx.open_tracebacks[0][0].seq)
+        extra, first = advise(v, ctx, exc, context)
+        if exc is None:
+            cut_why, cut_fix = cut_message(v.frames)
+            extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
+        fix: list[str] = first + meta_fix(self.meta, framework_of(ctx))
         if user:
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
-            if v.frames and not exc.frames:
+            if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
+                where_txt = (f" No stack frames in the log; the raise-site index places this wording in {v.component} "
+                             f"({v.frames[-1].path.split('/', 1)[-1]} {v.frames[-1].func}).")
+            elif v.frames and not exc.frames:
                 where_txt = (f" The exception was printed without its stack; the traceback beside it runs through "
                              f"{v.component}{where}.")
             elif v.frames:
                 where_txt = f" Raised in {v.component}{where}."
             else:
                 where_txt = " No stack frames in the log."
-            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc)}"
+            outer = outer_of(ctx, exc)
+            if outer is not None:
+                where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
+                              f"that the call failed.")
+            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc)}" + (f" {extra}" if extra else "")
             same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
             ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
             if ranks:
                 fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; the other ranks' errors and timeouts "
                            f"after it are consequences.")
-            embedded = exc not in ctx.exceptions  # named in a summary or header line, not a parsed traceback
+            embedded = exc not in ctx.exceptions and outer is None  # named in a summary line, not a traceback
             if embedded:
                 msg += " (Read from a line that names the exception outside a traceback: judged without its stack.)"
                 same = [exc]
-            return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
-                             count=len(same), ranks=ranks, seq=exc.seq,
+            ev = [Evidence(exc.where.path, exc.where.line, exc.raw)]
+            if outer is not None:
+                ev.insert(0, Evidence(outer.where.path, outer.where.line, outer.raw))
+            return self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
                              severity=Severity.warning if embedded else None,
                              title=f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else ""))
         line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])
@@ -142,7 +172,7 @@ class Structural(Rule):
         if notice is not None:
             evidence.insert(0, Evidence(notice.where.path, notice.where.line, notice.raw))
         msg = (f"The log ends inside a traceback before its exception line (cut); its stack runs through "
-               f"{v.component}{where}. {doc} Judged from the stack alone: find the exception line in the "
-               f"full log to confirm.")
+               f"{v.component}{where}. {doc}" + (f" {extra}" if extra else "") + " Judged from the stack alone: "
+               "find the exception line in the full log to confirm.")
         return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
                          title=f"{self.meta.title} (traceback cut, from its stack)")

@@ -2,16 +2,42 @@
 quotes the first real exception and where it was raised. Never silence."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ...classify.component import component, deepest_library
+from ...classify.hints import message_hints, phase_of, sample_shape
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of, of_run
-from .exceptions import describe_frame, first_real, is_library
+from .advice import cut_message
+from .exceptions import describe_frame, first_real, is_library, notebook_header
 from .structural import _versions, embedded_exceptions, verdict_of
+
+_KEY = re.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
+_MEDIA = {"image", "images", "video", "videos", "audio", "audios", "pixel_values"}
+_SIZE0 = re.compile(r"\bwith size 0\b|\bof size 0\b|numel\(\) == 0")
+
+# how to take a phase out of the run while its failure is fixed, by framework (flag names of ms-swift 3.x-4.x and of
+# transformers TrainingArguments / trl GRPOConfig)
+_PHASE_OFF = {
+    "logging the step's metrics": {"ms-swift": "--log_completions false (and --report_to none) to confirm",
+                                   None: "log_completions=False (and report_to=\"none\") in GRPOConfig to confirm"},
+    "evaluation": {"ms-swift": "--eval_strategy no to confirm", None: "eval_strategy=\"no\" to confirm"},
+    "checkpoint save": {"ms-swift": "--save_only_model true, or another --output_dir on a disk with room",
+                        None: "save_only_model=True, or another output_dir on a disk with room"},
+}
+
+
+def _phase_fix(phase: str | None, framework: str | None) -> list[str]:
+    alt = _PHASE_OFF.get(phase or "")
+    if alt is None:
+        return []
+    how = alt.get(framework) or alt.get("ms-swift" if framework is None else None) or alt[None]
+    return [f"The failure is in {phase}: {how}, then upgrade the trainer (a release that fixes this path) or fix "
+            f"the setting that path reads."]
 
 
 class Unrecognised(Rule):
@@ -35,16 +61,42 @@ class Unrecognised(Rule):
                                 "not a traceback (a test summary, a notebook header, markdown): share the full "
                                 "traceback for a surer diagnosis.")]
         if ctx.open_tracebacks:
-            line, frames = ctx.open_tracebacks[0]
+            # the traceback the log ends in: the one whose last frame comes last (a first frame that lost its rank
+            # prefix starts a traceback of its own, before the real one)
+            line, frames = max(ctx.open_tracebacks, key=lambda t: (t[0].seq, len(t[1])))
             last = frames[-1]
             msg = (f"The log ends inside a Python traceback, before its exception line (the paste or the file was "
-                   f"cut). The last frame is {describe_frame(last)}.")
+                   f"cut). The last frame is {describe_frame(last)}")
+            msg += f", at `{last.code.strip()[:160]}`." if last.code else "."
+            cut_why, cut_fix = cut_message(frames)
+            if cut_why:
+                msg += " " + cut_why
+            key = _KEY.search(last.code or "")
+            if key:
+                msg += (f" The statement reads the key '{key.group(1)}': a KeyError for it is the likely exception, "
+                        f"the dict has no '{key.group(1)}' entry on this run")
+                msg += (" (a text-only run never fills an image/video/audio entry)." if key.group(1) in _MEDIA
+                        else ".")
+            phase = phase_of(frames)
+            if phase:
+                msg += f" The frames place the failure in {phase}."
+            if phase in ("logging the step's metrics", "evaluation", "checkpoint save"):
+                msg += (f" The training computation itself got through: the failure is in {phase}, so the options "
+                        f"that turn {phase} off or change it avoid it while the cause is fixed.")
             user = [f for f in frames if not is_library(f.path)]
             fix = ["Find the line after this traceback in the full log (the `SomeError: message` line) and run "
                    "grpo-doctor on the whole file."]
+            head = notebook_header(ctx.tails, line)
+            if head is not None:
+                msg += (f" The notebook header names the exception: {head[1]} (its message, printed last by "
+                        f"IPython, is not in the paste).")
+            fix[:0] = cut_fix + _phase_fix(phase, of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0])
             if user:
                 fix.append(f"The last frame in your own code is {describe_frame(user[-1])}.")
-            return [self.make(message=msg, fix=fix, evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+            ev = [Evidence(line.where.path, line.where.line, line.raw)]
+            if head is not None:
+                ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
+            return [self.make(message=msg, fix=fix, evidence=ev,
                               seq=line.seq, severity=Severity.warning,
                               title="Unrecognised failure: traceback cut before its exception")]
         return []
@@ -68,7 +120,29 @@ class Unrecognised(Rule):
             fix.append(f"It was raised in your own code ({describe_frame(where)}): start there.")
         if ranks:
             fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; other ranks' errors after it are consequences.")
-        who = issues_of(of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0])
+        fw = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+        if _SIZE0.search(exc.message):
+            msg += (" A dimension of size 0 is what a parameter partitioned by DeepSpeed ZeRO-3 looks like outside its "
+                    "gather (deepspeed/runtime/zero/partition_parameters.py keeps an empty tensor on each rank): a "
+                    "weight read by code that ZeRO-3's hooks do not cover (a model class the trainer does not "
+                    "recognise, a custom forward), or an empty tensor from the data.")
+            fix.insert(0, "Rerun without ZeRO-3 (ZeRO-2) to confirm; with a fine-tuned checkpoint, make sure the trainer "
+                          "recognises its architecture (model_type in config.json; ms-swift --model_type/--template).")
+        phase = phase_of(exc.frames)
+        if phase:
+            msg += f" The frames place the failure in {phase}."
+        shape = sample_shape(exc.message)
+        if shape:
+            msg += " " + shape
+            if lib is not None and lib.path.replace(chr(92), "/").endswith("transformers/trainer.py"):
+                msg += (" The frame is transformers' base Trainer, which received the GRPO trainer's batch: a "
+                        "base-class path this GRPO trainer version does not override (evaluation's prediction_step "
+                        "is the usual one).")
+                fix.insert(0, "Turn evaluation off to confirm (eval_strategy=\"no\"; ms-swift --eval_strategy no), "
+                              "then upgrade the trainer to a release whose GRPO trainer implements that path.")
+        fix[:0] = [f"The message itself says how: \"{h}\"" for h in message_hints(exc.message)]
+        fix[len(fix):] = _phase_fix(phase, fw)
+        who = issues_of(fw)
         fix.append(f"Search the {who} issues for the message: \"{exc.message[:120] or exc.type}\".")
         fix.append("Share this report (grpo-doctor analyze --format markdown) when you ask for help.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],

@@ -48,6 +48,8 @@ _FIX = {
         "Wait a few minutes once; if the port still does not open, run the server with one engine "
         "(data_parallel_size 1, no multi-turn scheduler or external plugin) to find which part blocks.",
         "Take `py-spy dump --pid <server pid>` to see where the server process waits.",
+        "Upgrade ms-swift, and try another vLLM release: `swift rollout` start-up hangs with multi-turn schedulers "
+        "loaded from external plugins were fixed in later ms-swift releases (modelscope/ms-swift PR #4822).",
     ],
     "server-starting": ["Take `py-spy dump --pid <server pid>`; check the server's start-up hooks and plugins."],
     "weight-sync-setup": [
@@ -92,7 +94,13 @@ class ServerStartStall(Rule):
         if errors:
             return []
         after = sum(1 for t in tail if t.seq > line.seq)
-        msg = (f"The rollout server's log stops with no error after `{line.text.strip()[:160]}`: {_STUCK[stage]}. "
+        cli = ctx.run.cli
+        sched = [f"--{k} {cli[k]}" for k in ("multi_turn_scheduler", "external_plugins") if cli.get(k)]
+        likely = ""
+        if stage == "engine-ready" and sched:
+            likely = (f" This server was started with {' and '.join(sched)}: the scheduler is built between engine "
+                      f"start-up and the port bind, so it is the likeliest place the start stops.")
+        msg = (f"The rollout server's log stops with no error after `{line.text.strip()[:160]}`: {_STUCK[stage]}.{likely} "
                f"{after} line(s) follow it, none of them a later milestone. A log pasted up to this point looks the "
                f"same, so this is a judgement on the excerpt: if the real log goes on, share all of it.")
         return [self.make(message=msg, fix=_FIX[stage], evidence=[Evidence(line.where.path, line.where.line, line.raw)],

@@ -68,6 +68,10 @@ class CutTraceback(Rule):
         f = facts_of(ctx.run, frames)
         rank = f" on rank {line.rank}" if line.rank is not None else ""
         ev = [Evidence(line.where.path, line.where.line, line.raw)]
+        from ..fallback.exceptions import notebook_header
+        nb = notebook_header(ctx.tails, line)
+        if nb is not None:  # a notebook header names the exception the paste cut: the first line to show
+            ev.insert(0, Evidence(nb[0].where.path, nb[0].where.line, nb[0].raw))
         head = (f"The log ends inside a traceback{rank} before its exception line (the paste or the file was cut); "
                 f"the innermost frame is {describe_frame(frames[-1])}.")
         fix_tail = "Find the exception line after this stack in the full log to confirm (grpo-doctor reads it directly)."
@@ -101,6 +105,11 @@ class CutTraceback(Rule):
                        "`trl vllm-serve` on its own GPU (vllm_mode server from 0.18)."]
             else:
                 fix = vllm_ladder(f, None, "engine creation", "")
+            from ...classify.hints import vllm_memory_note
+            mem = vllm_memory_note("\n".join(t.text for t in (tail or ()) if t.seq <= line.seq))
+            if mem is not None:  # vLLM's own accounting line, printed before the failure
+                msg += " " + mem[0]
+                fix = [mem[1]] + fix
             return [self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))]
         if want == "vllm-config" and stage == "vllm-config":
             srv = f.server_launch

@@ -114,6 +114,22 @@ class OomRule(PatternRule):
             if f.colocate:
                 msg += f" The colocated vLLM engine shares this GPU (vllm_gpu_memory_utilization {f.util_text()})."
             fix = training_ladder(f, oom)
+            gather = [fr for fr in frames_all if "zero/partition_parameters.py" in fr.path.replace(chr(92), "/")
+                      and "gather" in fr.func.lower()]
+            if gather:
+                # deepspeed/runtime/zero/partition_parameters.py _allgather_params_coalesced allocates one flat buffer
+                # for the parameters it gathers: the peak is the gather, not the activations
+                msg += (f" The allocation failed in DeepSpeed ZeRO-3's parameter all-gather ({gather[-1].func}): "
+                        f"ZeRO-3 was materialising full parameters on every rank at once (for a forward pass, or to "
+                        f"push the updated weights to vLLM, which gathers the whole model), and that gather is the "
+                        f"peak.")
+                if f.framework == "swift":
+                    fix.insert(0, "--move_model_batches 20 (or more): ms-swift then gathers and syncs the weights to "
+                                  "vLLM in batches of layers instead of the whole model at once (the peak drops with "
+                                  "the batch size); with a rollout server this is the first lever.")
+                fix.insert(1 if f.framework == "swift" else 0,
+                           "Lower ZeRO-3's gather sizes in the DeepSpeed config (stage3_max_live_parameters, "
+                           "stage3_prefetch_bucket_size, e.g. 1e8) or offload parameters (zero3_offload).")
         else:
             server = f.mode == "server" or (f.server_launch is not None and best_side.frame is None
                                             and best_side.stage in ("rollout server", "engine", "vision encoder"))

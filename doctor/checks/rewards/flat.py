@@ -93,6 +93,16 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     trunc = truncation_note(s, run, idx)
     if trunc:
         fix.append(trunc + ". " + raise_length(run))
+    # every reward 0, the format reward included, and completions not cut: no completion has the parsed structure
+    fmt_zero = [n for n in zero_funcs if "format" in n.lower() and flag_name(n) != "format"]
+    if zero and fmt_zero and not trunc:
+        msg += (f" The format reward ({', '.join(fmt_zero)}) was 0 too: not one completion has the structure the "
+                f"reward parsers look for (the tags or answer layout), which points at the prompt and template (the "
+                f"model is not asked for that format, or the checkpoint was trained on another one) rather than at "
+                f"what the model knows.")
+        fix.append("Read a few logged completions next to the reward functions' regexes (log_completions): make the "
+                   "system prompt and chat template ask for exactly the format the rewards parse, the one the "
+                   "checkpoint was trained to emit.")
     for name in zero_funcs:
         fl = flag_name(name)
         if fl == "format":

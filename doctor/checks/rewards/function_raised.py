@@ -13,6 +13,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
 from ...signals import ExceptionInfo, Frame
+from ...swift.framework import of_run
 from ._flags import as_list, plugin_files, reward_names
 
 # the frames that call reward functions: ms-swift 3.x/4.x trainer, rl_core (4.5+), trl, open-r1 style
@@ -112,13 +113,21 @@ class RewardFunctionRaised(Rule):
         if m2:
             cols = re.findall(r"'([^']+)'", m2.group("names"))
             col = ", ".join(cols) if cols else None
+        fw = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+        trl_like = fw in ("trl", "unsloth", "verifiers")
         if col:
+            who = "trl's GRPOTrainer passes" if trl_like else "ms-swift passes"
             msg += (f" The reward reads the dataset column '{col}', which the rows that reached it do not have: "
-                    f"ms-swift passes every extra dataset column to reward functions as keyword arguments.")
+                    f"{who} every extra dataset column to reward functions as keyword arguments.")
             ds = as_list(ctx.run.args.get("dataset"))
-            target = f"every row of {', '.join(ds)}" if ds else "every row of --dataset"
-            fix.append(f"Add a '{col}' field to {target} (e.g. {{\"messages\": [...], \"{col}\": "
-                       f"\"...\"}}), or map an existing column onto it with --columns '{{\"answer\": \"{col}\"}}'.")
+            if trl_like:
+                fix.append(f"Give the train dataset a '{col}' column (dataset.map(lambda x: {{'{col}': x['answer']}}) "
+                           f"or rename_column), and check that the dataset the script loads is the one you expect "
+                           f"(a config or split without '{col}').")
+            else:
+                target = f"every row of {', '.join(ds)}" if ds else "every row of --dataset"
+                fix.append(f"Add a '{col}' field to {target} (e.g. {{\"messages\": [...], \"{col}\": "
+                           f"\"...\"}}), or map an existing column onto it with --columns '{{\"answer\": \"{col}\"}}'.")
             in_orm = any("orm.py" in f.path for f in inside)
             if col == "solution" and (in_orm or "accuracy" in reward_names(ctx.run)):
                 fix.append("The built-in accuracy reward (MathAccuracy) compares each completion with the 'solution' "

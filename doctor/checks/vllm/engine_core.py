@@ -11,6 +11,11 @@ def engine_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     f = facts_of(ctx.run, hits[0].exc.frames if hits[0].exc else ())
     text = hits[0].exc.message if hits[0].exc else hits[0].evidence.text
     dead = "encountered an issue" in text or "EngineDead" in (hits[0].exc.type if hits[0].exc else "")
+    # a request path in the stack (vllm v1 llm_engine.add_request, ms-swift vllm_engine._add_request/infer): the
+    # engine had started and died while serving
+    serving_funcs = {"add_request", "_add_request", "generate", "infer", "_infer", "step", "get_output", "abort_request"}
+    frames = [fr for e in ctx.exceptions for fr in e.frames] + [fr for _l, fs in ctx.open_tracebacks for fr in fs]
+    dead = dead or "died unexpectedly" in text or any(fr.func in serving_funcs for fr in frames)
     roots = [x for x in ctx.findings if x.severity == Severity.error and x.role != Role.consequence]
     msg = ("The vLLM engine core process " + ("died while serving requests" if dead else "failed while starting")
            + "; vLLM prints the real error above this line (lines prefixed `ERROR ... [core.py:...]` or "

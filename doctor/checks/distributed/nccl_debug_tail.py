@@ -1,0 +1,81 @@
+"""GD308: a log whose last lines are NCCL's own debug output (``NCCL_DEBUG=INFO``: ``host:pid:tid [dev] NCCL INFO
+...``) with no error after them: the processes stopped inside NCCL, building or using a communicator.
+
+People turn on NCCL_DEBUG=INFO when a run hangs, and paste the end of what it printed; NCCL prints nothing more
+while a collective waits, so the last INFO lines are where the ranks stood. Real cases: NVIDIA/nccl#857 (one GPU
+hangs, the log ends in INFO lines), NVIDIA/nccl#1160 (hang before the training loop, ends in INFO lines),
+modelscope/ms-swift#3934 (2-node GRPO hangs at step 5, ends in ncclCommSplit and service-thread lines).
+The format is NCCL's own (src/include/debug.h, ``INFO(...)``: ``%s:%d:%d [%d] NCCL INFO``, NCCL 2.x).
+"""
+from __future__ import annotations
+
+import re
+
+from ...engine.state import RunState
+from ...model import Evidence, Finding, Severity
+from ...rules import Rule
+
+_INFO = re.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)")
+_ERROR = ("Error", "ERROR", "Traceback", "Killed", "Segmentation fault", "core dumped")
+TAIL_LINES = 8   # of the last non-blank lines, most must be NCCL debug lines
+# what the last NCCL lines say the ranks were doing (first match in the last lines, most specific first)
+_STAGES = (
+    ("Connection closed", "a peer closed its NCCL proxy connection (the service thread reports it): a rank left "
+                          "or stopped answering while the others still wait in the collective"),
+    ("ncclCommSplit", "the ranks were splitting a new communicator (a new process group: a tensor-parallel "
+                      "group, a weight-sync group) and it never completed on every rank"),
+    ("Init COMPLETE", "a communicator was built on the ranks shown; the first collective on it never returned"),
+    ("Connected all", "the ranks were connecting a communicator's rings and trees"),
+    ("Channel", "the ranks were connecting a communicator's channels (P2P, NET/IB or socket transports)"),
+    ("Bootstrap", "the ranks were bootstrapping NCCL (choosing the network interface); no communicator was formed"),
+)
+
+
+class NcclDebugTail(Rule):
+    kinds = frozenset()
+
+    def finish(self, ctx: RunState) -> list[Finding]:
+        if ctx.ended or ctx.exceptions or ctx.open_tracebacks or ctx.preflight:
+            return []
+        if any(f.severity >= Severity.warning for f in ctx.findings):
+            return []  # another rule explains the log (an NCCL timeout, a crash, a hang with its phase)
+        for tail in ctx.tails.values():
+            lines = [l for l in tail if l.text.strip()][-TAIL_LINES:]
+            if len(lines) < 3:
+                continue
+            nccl = [l for l in lines if "NCCL " in l.text and _INFO.search(l.text)]
+            if len(nccl) * 4 < len(lines) * 3 or "NCCL" not in lines[-1].text:
+                continue
+            if any(w in l.text for l in lines for w in _ERROR):
+                continue
+            return [self._finding(ctx, lines, nccl)]
+        return []
+
+    def _finding(self, ctx: RunState, lines: list, nccl: list) -> Finding:
+        text = " ".join(l.text for l in lines)
+        stage = next((what for key, what in _STAGES if key in text), "the ranks were inside NCCL")
+        # host names only from lines that start with the prefix (pasted ranks' lines can be glued together)
+        hosts = sorted({m.group(1) for l in nccl if (m := _INFO.match(l.text.strip()))})
+        devs = sorted({int(m.group(2)) for l in nccl for m in _INFO.finditer(l.text)})
+        when = (f"after {ctx.metrics_steps} logged training step(s)" if ctx.metrics_steps
+                else "with no training step in the excerpt")
+        msg = (f"The log ends in NCCL debug output (NCCL_DEBUG=INFO) with no error after it, {when}: {stage}. NCCL "
+               f"prints nothing while a collective waits, so the processes are stuck in (or died silently inside) "
+               f"NCCL. Last lines come from {len(hosts)} host(s) ({', '.join(hosts[:4])}) and device(s) "
+               f"{', '.join(map(str, devs[:16]))}: a rank or host missing from them is the one to look at. With "
+               f"a finite timeout the same stall ends as an NCCL watchdog timeout naming the collective.")
+        last = lines[-1]
+        fix = [
+            "Take `py-spy dump --pid <pid>` of every rank on every node while it hangs: the rank that is not in the "
+            "same collective as the others (a generation, a reward call, a save) is the cause.",
+            "Give the collectives a finite timeout so the hang is reported with its collective: ms-swift "
+            "--ddp_timeout 1800; trl/transformers `ddp_timeout=1800` in the training arguments; "
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING=1.",
+        ]
+        if len(hosts) > 1 or "NET/IB" in text or "NET/Socket" in text:
+            fix.append("Across nodes, pin the NCCL network to one interface on every node (NCCL_SOCKET_IFNAME, "
+                       "NCCL_IB_HCA) and rerun a plain all_reduce test (nccl-tests) on the same nodes.")
+        if "NVLS" in text:
+            fix.append("NVLS (NVLink SHARP) was in use: NCCL_NVLS_ENABLE=0 rules it out.")
+        return self.make(message=msg, fix=fix, evidence=[Evidence(last.where.path, last.where.line, last.raw)],
+                         seq=last.seq, severity=Severity.warning)

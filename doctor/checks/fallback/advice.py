@@ -1,0 +1,127 @@
+"""The concrete part of a structural finding (GD990-GD997): what the evidence says about the cause and the fix,
+in the terms of the framework that ran. doctor/classify/hints.py reads the message, doctor/classify/parts.py the
+part of a component that failed; this module puts them together for one verdict. Pure."""
+from __future__ import annotations
+
+from ...classify.hints import (
+    attribute_owner,
+    entry_point,
+    flag_fix,
+    flag_from_code,
+    flags_named,
+    message_hints,
+    negative_budget,
+    owner_text,
+    release_note,
+    sample_shape,
+    vllm_memory_note,
+)
+from ...classify.parts import part_fix, part_of
+from ...classify.structure import Verdict
+from ...engine.state import RunState
+from ...signals import ExceptionInfo
+from ...swift.framework import of_run
+
+FRAMEWORK_NAMES = {"ms-swift": "ms-swift", "trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers",
+                   "verl": "verl", "openrlhf": "OpenRLHF"}
+
+
+def framework_of(ctx: RunState) -> str | None:
+    """The framework that ran, or None when nothing in the inputs points at one (the default is only assumed)."""
+    fw, _ver, _recipe, source = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)
+    return None if source == "assumed" else fw
+
+
+def context_before(ctx: RunState, path: str, seq: int, n: int = 40) -> str:
+    """The text of the lines just before ``seq`` in one input (the notice and the last server requests)."""
+    tail = ctx.tails.get(path) or ()
+    return "\n".join(l.text for l in [l for l in tail if l.seq <= seq][-n:])
+
+
+def meta_fix(meta, framework: str | None) -> list[str]:
+    """The rule's fix lines, in the framework's terms when the rule has them (``[options] fix_<framework>``)."""
+    alt = meta.options.get(f"fix_{framework}") if framework else None
+    return list(alt) if alt else list(meta.fix)
+
+
+def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -> tuple[str, list[str]]:
+    """(sentences to add to the message, fix lines to put first)."""
+    fw = framework_of(ctx)
+    why: list[str] = []
+    first: list[str] = []
+    part = part_of(v.frames, context)
+    if part is not None:
+        if part.what:
+            why.append(part.what)
+        first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
+    mem = vllm_memory_note(context) if v.entry.category == "cuda-oom" else None
+    if mem is not None:
+        why.append(mem[0])
+        first.append(mem[1])
+    if exc is not None and exc.message:
+        line = f"{exc.type}: {exc.message}"
+        for h in message_hints(exc.message):
+            first.append(f"The message itself says how: \"{h}\"")
+        shape = sample_shape(exc.message)
+        if shape:
+            why.append(shape)
+            first.append("Make the dataset's prompt format match what this trainer version expects (a list of "
+                         "messages whose content is a string, or typed parts for multimodal), or install the "
+                         "transformers/trl versions the project pins.")
+        neg = negative_budget(exc.message)
+        if neg:
+            why.append(neg.strip())
+            first.append(_budget_fix(fw))
+        owner = attribute_owner(exc.message) if exc.short_type == "AttributeError" else None
+        if owner is not None:
+            w, f = owner_text(owner, fw)
+            why.append(w.strip())
+            first.append(f)
+        keyed = flag_from_code(v.frames) if exc.short_type == "KeyError" else None
+        if keyed is not None:
+            flag, code = keyed
+            why.append(f"The key {exc.message} comes from --{flag} (`{code[:100]}`): that value is not registered in "
+                       f"the code path that ran.")
+            first.append(f"Give --{flag} a value this entry point accepts (the choices in the documentation of the "
+                         f"installed version), or the registration (plugin) that adds {exc.message}.")
+            cmd = entry_point(v.frames)
+            if cmd in ("sft", "pt", "infer") and "grpo" in (exc.message.lower() + " " + str(ctx.run.cli).lower()):
+                why.append(f"The stack starts in `swift {cmd}`: GRPO is an RLHF type, trained by `swift rlhf "
+                           f"--rlhf_type grpo`, and `swift {cmd}` has no GRPO loss.")
+                first.insert(0, f"Launch GRPO as `swift rlhf --rlhf_type grpo ...` (not `swift {cmd}` with a grpo "
+                                f"loss type; in the web UI, pick the RLHF/GRPO tab).")
+        flags = flags_named(exc.message, ctx.run.cli)
+        if flags and owner is None and not neg:
+            first.append(flag_fix(flags, fw))
+        note = release_note(line)
+        if note:
+            why.append(note)
+            first.append(note.split(": ", 1)[-1][:1].upper() + note.split(": ", 1)[-1][1:])
+    return " ".join(why), first
+
+
+def _budget_fix(fw: str | None) -> str:
+    if fw in ("trl", "unsloth"):
+        return ("Make every prompt fit: GRPOConfig max_prompt_length (prompts are cut to it) plus max_completion_length "
+                "at most the engine's context (vllm_max_model_length / max_seq_length), and fewer image tokens.")
+    return ("Make every prompt fit the context: raise --vllm_max_model_len (at least the longest prompt plus "
+            "--max_completion_length), or cap prompts with --max_length and --truncation_strategy delete (drops "
+            "over-long samples) and image tokens with MAX_PIXELS.")
+
+
+def cut_message(frames) -> tuple[str, list[str]]:
+    """For a traceback cut inside a raise statement: the message that statement raises (raise-site index), and the
+    fix its own words give. ('', []) when the last frame's line is no raise of an indexed message."""
+    if not frames:
+        return "", []
+    last = frames[-1]
+    try:
+        from ...classify.raise_sites import complete_cut
+        site = complete_cut(last.path, last.func, last.code)
+    except (OSError, ValueError):
+        return "", []
+    if site is None:
+        return "", []
+    why = (f"The traceback stops in the raise statement `{last.code.strip()[:80]}`; in {site.package} {site.versions} "
+           f"({site.where}) that statement raises `{site.kind}: {site.template}`.")
+    return why, [f"The message itself says how: \"{h}\"" for h in message_hints(site.template)]

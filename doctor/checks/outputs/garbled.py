@@ -1,0 +1,95 @@
+"""GD645: completions pasted as text that are garbage: one line mixing three or more writing systems (a token soup
+of Latin, CJK, Cyrillic, Hangul, Arabic...), or a word or escaped newline repeated five times and more in a row.
+
+What it reads: the last lines of each text input (the tail), as people paste the completions they saw in a
+completions table, a wandb panel or their own print. A log line (a logger prefix, a traceback frame, a metrics
+dict) is never judged. Real cases: verl-project/verl#7904 (mixed CJK/Cyrillic/Arabic token soup after a weight
+sync), vllm-project/vllm#2255 (runs of zeros and newlines from a TP engine), modelscope/ms-swift#9656 (mixed
+scripts, `is is is is`, runs of `\\n`, after the first weight sync of a Megatron trainer to a rollout server).
+"""
+from __future__ import annotations
+
+import re
+
+from ...engine.state import RunState
+from ...model import Evidence, Finding
+from ...rules import Rule
+from ...swift.framework import of_run
+
+_REPEAT = re.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
+_NUMERIC = re.compile(r"^[-+]?[\d.,:%e]*$|^(?:nan|inf|None|True|False)[,\]]?$", re.I)
+_LOGLIKE = re.compile(r"^\s*(?:\[|\{|File \"|Traceback|\d{4}-\d\d-\d\d|[A-Z]\d{4} |\w+:\d+:\d+ \[|(?:INFO|WARNING|ERROR|"
+                      r"DEBUG)\b)|\|.*\||\bit/s\]|s/it\]")
+# writing systems by code point range (the ones real token soups mix)
+_SCRIPTS = (("latin", 0x41, 0x24F), ("greek", 0x370, 0x3FF), ("cyrillic", 0x400, 0x4FF), ("arabic", 0x600, 0x6FF),
+            ("devanagari", 0x900, 0x97F), ("thai", 0xE00, 0xE7F), ("hangul", 0xAC00, 0xD7AF),
+            ("cjk", 0x4E00, 0x9FFF), ("kana", 0x3040, 0x30FF))
+MIN_LINES = 2
+
+
+def scripts(text: str) -> set[str]:
+    out: set[str] = set()
+    for ch in text:
+        if ch.isalpha():
+            o = ord(ch)
+            for name, lo, hi in _SCRIPTS:
+                if lo <= o <= hi:
+                    out.add(name)
+                    break
+    return out
+
+
+def garbled(text: str) -> str:
+    """What makes a line look like a degenerate completion ('' when nothing does)."""
+    if _LOGLIKE.search(text):
+        return ""
+    for m in _REPEAT.finditer(text):
+        tok = m.group(1)
+        if tok == "\\n" or (not _NUMERIC.match(tok) and any(c.isalpha() for c in tok)):
+            return f"`{tok}` repeated {len(m.group(0).split())} times in a row"
+    s = scripts(text)
+    if len(s) >= 3:
+        return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
+    return ""
+
+
+class GarbledText(Rule):
+    kinds = frozenset()
+
+    def finish(self, ctx: RunState) -> list[Finding]:
+        if ctx.preflight:
+            return []
+        for tail in ctx.tails.values():
+            bad = [(l, why) for l in tail if (why := garbled(l.text))]
+            if len(bad) >= MIN_LINES:
+                return [self._finding(ctx, bad)]
+        return []
+
+    def _finding(self, ctx: RunState, bad: list) -> Finding:
+        reasons = "; ".join(f"line {l.where.line}: {why}" for l, why in bad[:4])
+        fw = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+        msg = (f"{len(bad)} pasted line(s) read as degenerate completions ({reasons}). Token soup across writing "
+               f"systems and one token repeated up to the length limit are what a policy produces when the rollout "
+               f"engine's weights are not the model's (a broken weight sync, a wrong dtype or tensor-parallel "
+               f"split, a LoRA merged wrongly), or when the prompt reaches the model without its chat template. If "
+               f"plain inference with the same checkpoint is fine, suspect the weights the rollout engine holds "
+               f"after the trainer's first sync.")
+        fix = ["Log the rollouts of the very first step (before any weight sync) and of the step after it: garbage "
+               "only after the sync means the synced weights are wrong."]
+        if fw == "ms-swift":
+            fix.append("ms-swift: try --vllm_mode colocate instead of server (or the reverse), and upgrade ms-swift and "
+                       "vLLM together to a pair whose weight sync supports this model (MoE and VL models in "
+                       "particular); with Megatron-SWIFT check the exported weights by loading them in vLLM alone.")
+        elif fw == "trl":
+            fix.append("trl: compare `trl vllm-serve` output with the trainer's model before training; upgrade trl and "
+                       "vLLM together; with PEFT make sure the adapter is merged before the weights are pushed.")
+        elif fw == "verl":
+            fix.append("verl: try actor_rollout_ref.rollout.free_cache_engine=False (sleep/wake can corrupt weights) "
+                       "and a vLLM version verl supports.")
+        else:
+            fix.append("Try the rollout engine in the trainer's process (colocate) or without sleep mode, and a vLLM "
+                       "version the trainer release supports.")
+        fix.append("Check the prompt the engine receives: it must be rendered with the model's chat template.")
+        first = bad[0][0]
+        return self.make(message=msg, fix=fix, evidence=[Evidence(l.where.path, l.where.line, l.raw) for l, _ in bad[:3]],
+                         seq=first.seq)

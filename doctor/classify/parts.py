@@ -1,0 +1,117 @@
+"""Which part of a component failed, and the fix in the terms of the framework that ran: read from the frames, the
+notice printed before a traceback and the rollout server's last request. Used by the structural findings
+(doctor/checks/fallback/structural.py) to say more than "the vLLM engine failed".
+
+Each part is backed by the library source that defines it (cited per entry) and by real cases:
+- vLLM LoRA kernels: vLLM 0.6-0.11 ``vllm/lora/`` (punica / triton ``lora_shrink_op``, ``lora_expand_op``), loaded when
+  the trainer syncs an adapter instead of merged weights (ms-swift ``--vllm_enable_lora``, unsloth
+  ``fast_inference`` with LoRA); cases modelscope/ms-swift#6670, vllm-project/vllm#26991 (Qwen3-VL with LoRA,
+  vllm/lora/layers), vllm-project/vllm#35889 (``assert inputs.is_contiguous()`` in lora_shrink_op.py with TP).
+- weight loading on a sync: the rollout server's update routes (ms-swift ``swift/llm/infer/rollout.py``
+  ``/update_flattened_params/``, trl ``trl/scripts/vllm_serve.py`` ``/update_named_param/``) call the model's
+  ``load_weights`` through ``collective_rpc``; vLLM ``model_executor/model_loader``; case modelscope/ms-swift#7270.
+- the NCCL group between trainer and server: trl ``vllm_serve.py`` ``init_communicator`` and ms-swift's
+  ``/init_communicator/`` build a PyNcclCommunicator (vLLM ``distributed/device_communicators/pynccl.py``); NCCL
+  refuses two ranks of one communicator on one GPU (NCCL docs, communicators); cases PrimeIntellect-ai/verifiers#139,
+  huggingface/trl#3487 and huggingface/trl#3158 (trl vllm-serve sharing the trainer's only GPU).
+- asynchronous generation: ms-swift 3.x ``trainers/rlhf_trainer/grpo_trainer.py`` submits ``infer_task`` to a
+  ThreadPoolExecutor when ``--async_generate true``; the engine is then driven from a worker thread
+  (concurrent/futures/thread.py in the stack); case modelscope/ms-swift#4418 (vLLM's `Forward context is not set`
+  assertion from that thread).
+Pure: frames and strings in, strings out.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..signals import Frame
+
+
+class Part(NamedTuple):
+    id: str
+    what: str                 # one sentence: what failed, as the evidence shows it
+    fix: tuple[str, ...]      # framework-independent fix lines
+    by_framework: dict        # framework -> fix line in its terms (None: any other)
+
+
+def _hay(frames: tuple[Frame, ...]) -> str:
+    return " ".join(f"{f.path.replace(chr(92), '/')} {f.func}" for f in frames)
+
+
+_LORA = Part(
+    "vllm-lora",
+    "The failing frames are vLLM's LoRA kernels (vllm/lora/: the punica/triton shrink-expand ops): the engine was "
+    "serving a LoRA adapter synced from the trainer, and the installed vLLM's LoRA path does not handle this "
+    "model or batch (a kernel bug or an unsupported layer of the architecture), not a trainer argument.",
+    ("Upgrade vLLM to a release whose LoRA support covers this architecture (and the trainer to one that supports "
+     "that vLLM).",),
+    {"ms-swift": "ms-swift: --vllm_enable_lora false, so the trainer merges the adapter and syncs full weights "
+                 "instead of loading a LoRA into vLLM (slower sync, no vLLM LoRA kernels).",
+     "unsloth": "unsloth: load the model with fast_inference=False (no vLLM LoRA), or upgrade unsloth and vLLM together.",
+     None: "Sync merged weights to the engine instead of a LoRA adapter (turn the engine's LoRA support off)."})
+_WEIGHTS = Part(
+    "vllm-weight-load",
+    "The engine failed while loading weights the trainer pushed to it (a weight-sync request, then the model's "
+    "load_weights through collective_rpc): the names, shapes or dtypes the trainer exports do not fit what this "
+    "vLLM version's model class expects (MoE, quantised or multimodal models in particular).",
+    ("Check that the installed vLLM supports this model and that trainer and vLLM versions are a documented pair; "
+     "compare the exported weight names with the model's (a rename between releases breaks the sync).",),
+    {"ms-swift": "ms-swift: --enable_flattened_weight_sync false (send named parameters instead of flattened "
+                 "buckets); with Megatron, check the exported weights by loading them in vLLM alone.",
+     "trl": "trl: upgrade trl and vLLM together (the /update_named_param/ route and the model's weight names must "
+            "match).",
+     None: "Sync weights one named parameter at a time instead of flattened buckets, if the trainer offers it."})
+_NCCL = Part(
+    "vllm-nccl-group",
+    "NCCL failed inside the engine while the trainer and the rollout engine form or use their weight-sync "
+    "communicator (PyNccl through collective_rpc): NCCL refuses two ranks of one communicator on the same GPU, "
+    "and a P2P or driver problem fails the same way.",
+    ("Run the rollout server and the trainer on different GPUs (distinct CUDA_VISIBLE_DEVICES), or generate in "
+     "the trainer's process (colocate) instead of a server.",
+     "NCCL_P2P_DISABLE=1 on both sides rules out a P2P transport problem; NCCL_DEBUG=INFO shows which step failed."),
+    {"trl": "trl: `trl vllm-serve` on GPUs the trainer does not use (CUDA_VISIBLE_DEVICES), or GRPOConfig "
+            "vllm_mode=\"colocate\".",
+     "ms-swift": "ms-swift: `swift rollout` on GPUs the trainer does not use, or --vllm_mode colocate.",
+     "verifiers": "verifiers: start the vLLM server on GPUs the trainer does not use (CUDA_VISIBLE_DEVICES).",
+     None: "Start the vLLM server on GPUs the trainer does not use."})
+_ASYNC = Part(
+    "async-generation",
+    "The rollout ran in a worker thread (concurrent.futures in the stack under the trainer's infer task): the "
+    "trainer's asynchronous generation drives the engine from another thread than the one that created it, "
+    "which this engine version does not support on every path (evaluation in particular).",
+    ("Upgrade the trainer: asynchronous rollout was reworked in later releases.",),
+    {"ms-swift": "ms-swift: --async_generate false (and, if it fails only during evaluation, --eval_strategy no "
+                 "to confirm).",
+     None: "Turn asynchronous generation off to confirm, then upgrade the trainer."})
+_LAYOUT = Part(
+    "vllm-parallel-layout",
+    "",  # the table entry's doc already says it
+    ("Upgrade vLLM and the trainer together to a documented pair that supports tensor-parallel engines colocated in a "
+     "torchrun launch (the `external_launcher` executor).",),
+    {"ms-swift": "ms-swift: keep NPROC_PER_NODE a multiple of --vllm_tensor_parallel_size, upgrade vLLM with ms-swift "
+                 "(colocated TP > 1 needs the pair that builds per-engine groups), or --vllm_tensor_parallel_size 1.",
+     "trl": "trl: GRPOConfig vllm_tensor_parallel_size must divide the processes; upgrade trl and vLLM together, or "
+            "vllm_tensor_parallel_size=1.",
+     None: "Make the engine's tensor-parallel size divide the number of processes, or use 1."})
+
+
+def part_of(frames: tuple[Frame, ...], context: str = "") -> Part | None:
+    """The part that failed: ``frames`` the stack, ``context`` the notice and the request lines before it."""
+    hay = _hay(frames)
+    if "vllm/lora/" in hay:
+        return _LORA
+    if "parallel_state" in hay and "world_size" in context:
+        return _LAYOUT
+    if "NCCL error" in context or "pynccl" in hay or "ncclInternalError" in context:
+        return _NCCL
+    if ("load_weights" in hay or "model_loader" in hay or "weight_loader" in hay
+            or any(r in context for r in ("/update_flattened_params", "/update_named_param", "update_weights"))):
+        return _WEIGHTS
+    if "concurrent/futures/thread.py" in hay and (" infer_task" in hay or " _infer" in hay):
+        return _ASYNC
+    return None
+
+
+def part_fix(part: Part, framework: str | None) -> list[str]:
+    line = part.by_framework.get(framework or "", part.by_framework.get(None))
+    return ([line] if line else []) + list(part.fix)
