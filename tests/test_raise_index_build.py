@@ -16,6 +16,7 @@ import build_raise_index as bri
 from raise_index_ast import sites
 
 from doctor.classify import raise_sites as rs
+from doctor.classify import raise_store as rs_store
 
 LIST = """updated = "2025-01-02"
 [[package]]
@@ -55,7 +56,7 @@ def built(tmp_path_factory):
     lst = tmp / "packages.toml"
     lst.write_text(LIST)
     data, meta = bri.build(lst, jobs=1, fetcher=DirFetcher(tmp))
-    out = tmp / "index.json.gz"
+    out = tmp / "index.idx"
     out.write_bytes(data)
     again, _ = bri.build(lst, jobs=1, fetcher=DirFetcher(tmp))  # second run: from the per-release cache
     return data, again, meta, rs.index(out)
@@ -69,7 +70,7 @@ def _rows(idx, **want):
 def test_rebuild_is_byte_identical_and_records_how(built):
     data, again, meta, idx = built
     assert data == again
-    assert data[4:8] == b"\0\0\0\0"  # gzip mtime
+    assert data.startswith(rs_store.MAGIC)
     assert idx.meta["updated"] == "2025-01-02"
     assert idx.meta["versions"] == {"trl": ["0.18.2", "0.20.0"], "ms-swift": ["4.5.3", "4.6.0"]}
     assert meta["sites_per_package"]["trl"] >= 10 and meta["sites_per_package"]["ms-swift"] >= 30
