@@ -39,6 +39,25 @@ class Evidence:
         return {"path": self.path, "line": self.line, "text": self.text}
 
 
+@dataclass(frozen=True, slots=True)
+class RaisedBy:
+    """Where the quoted error is raised in the library source (doctor/classify/provenance.py): the releases
+    (minor versions) whose source holds this wording, not the version that ran."""
+    package: str      # "trl"
+    versions: str     # "0.15-0.16"
+    module: str       # "trl/trainer/grpo_trainer.py"
+    function: str     # "GRPOTrainer.__init__"
+    kind: str         # the exception class ("ValueError") or the log level ("error")
+
+    def to_json(self) -> dict[str, str]:
+        return {"package": self.package, "versions": self.versions, "module": self.module,
+                "function": self.function, "kind": self.kind}
+
+    def describe(self) -> str:
+        """'raised by trl 0.15-0.16 `GRPOTrainer.__init__` (trl/trainer/grpo_trainer.py)'"""
+        return f"raised by {self.package} {self.versions} `{self.function}` ({self.module})"
+
+
 @dataclass(frozen=True)
 class Finding:
     rule_id: str
@@ -62,6 +81,7 @@ class Finding:
     prevent: str = ""
     command: str = ""
     flags: tuple[tuple[str, str], ...] = ()  # corrected flags the diagnosis computed ("--name", "value"): for command
+    raised_by: tuple[RaisedBy, ...] = ()  # where the errors it quotes are raised (additive to schema 1)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -80,6 +100,8 @@ class Finding:
         for key in ("action", "verify", "prevent", "command"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.raised_by:
+            out["raised_by"] = [r.to_json() for r in self.raised_by]
         return out
 
 

@@ -7,12 +7,14 @@ never loads it. Each site is filed under its two rarest literal words; a lookup 
 message, checks the few sites filed under them with their template's regex, and scores the matches.
 
     lookup("ValueError: generation_batch_size (3) must be evenly divisible by num_generations (4). ...")
-    raised_by(exc_line) -> [{"package": "ms-swift", "versions": "4.2-4.6", "where": "...", "module": "..."}]
+    raised_by(exc_line) -> [{"package": "ms-swift", "versions": "4.2-4.6", "module": "...", "function": "...",
+                             "kind": "ValueError"}]
 """
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from .message import parse
 from .raise_store import HOLES as _HOLES
 from .raise_store import TOKEN as _TOKEN
 from .raise_store import Store, words_of
+from .site_rank import contradicted, rank_key
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "raise_sites.idx"
 _PART = re.compile(r"\{\{|\}\}|\{(int|float|name|quoted|any)\}|[^{}]+|[{}]")
@@ -39,6 +42,7 @@ class SiteMatch:
     template: str
     holes: dict = field(default_factory=dict, compare=False)
     score: float = 0.0
+    cut: bool = field(default=False, compare=False)  # the message stops inside the template (a paste cut short)
 
 
 class _Site:
@@ -208,8 +212,9 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
             full = full or score >= 1.0
             r = site.row
             holes = {name: (v or "").strip() for name, v in zip(r[6], groups) if v is not None}
+            cut = score < 0.85
             score = round((score * 0.95 if nows else score) + _kind_bonus(r[4], msg.exc_type, msg.level), 3)
-            found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score))
+            found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score, cut))
         if full:
             break  # the words are whole: no need to read the text without its spaces
     best: dict[tuple, SiteMatch] = {}
@@ -273,18 +278,50 @@ def _ranges(ids: list[int], labels: list[str]) -> str:
     return ",".join(out)
 
 
-def raised_by(exc_line: str, top: int = 3, min_score: float = 0.8) -> list[dict]:
+def intersect(package: str, ranges: list[str], idx: Index | None = None) -> str:
+    """The releases of ``package`` held by every range text of ``ranges`` ('' when none is)."""
+    labels = [_minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
+    held: set[int] | None = None
+    for r in ranges:
+        ids = _spans(r, labels)
+        held = ids if held is None else held & ids
+    return _ranges(sorted(held or ()), labels)
+
+
+def all_releases(package: str, idx: Index | None = None) -> str:
+    """The range text of every indexed release of ``package`` ("3.0-4.6"): a narrowing to it says nothing."""
+    labels = [_minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
+    return _ranges(list(range(len(labels))), labels)
+
+
+def best_sites(text: str, min_score: float = 0.8, *, frames: Sequence[str] = (), prefer: Sequence[str] = (),
+               known: Mapping[str, str] | None = None) -> list[tuple[tuple, SiteMatch]]:
+    """(rank key, site) of the sites that match ``text`` (an exception line, or an error log line) with at least
+    ``min_score``, best first by site_rank.rank_key: ``frames`` (file paths of the stack, the raising frame
+    last), ``prefer`` (packages the run's framework points at), ``known`` (package -> the version the log
+    printed). Sites the stack contradicts are left out."""
+    msg = parse(text)
+    keyed = [(rank_key(m, idx_lit(m), msg.exc_type, msg.level, frames, prefer, known), m) for m in lookup(text)
+             if m.score >= min_score and not contradicted(m.module, frames)]
+    keyed.sort(key=lambda km: km[0])
+    return keyed
+
+
+def raised_by(exc_line: str, top: int = 3, min_score: float = 0.8, *, frames: Sequence[str] = (),
+              prefer: Sequence[str] = (), known: Mapping[str, str] | None = None) -> list[dict]:
     """The sites that raise this exception line, for a finding's ``raised_by`` (JSON schema 1): at most
-    ``top`` entries, the best-scored first, one per (package, module, where)."""
+    ``top`` entries, the best first (``best_sites``), one per (package, module, function)."""
     out, seen = [], set()
-    for m in lookup(exc_line):
-        if m.score < min_score:
-            break
+    for _, m in best_sites(exc_line, min_score, frames=frames, prefer=prefer, known=known):
         key = (m.package, m.module, m.where)
         if key in seen:
             continue
         seen.add(key)
-        out.append({"package": m.package, "versions": m.versions, "where": m.where, "module": m.module})
+        out.append(site_json(m))
         if len(out) >= top:
             break
     return out
+
+
+def site_json(m: SiteMatch) -> dict:
+    return {"package": m.package, "versions": m.versions, "module": m.module, "function": m.where, "kind": m.kind}
