@@ -34,13 +34,20 @@ MATCH = 5  # rank_key()[:MATCH]: how well the wording matches (the same for the 
 
 
 class _Site(Protocol):
-    package: str
-    versions: str
-    module: str
-    where: str
-    kind: str
-    score: float
-    cut: bool
+    @property
+    def package(self) -> str: ...
+    @property
+    def versions(self) -> str: ...
+    @property
+    def module(self) -> str: ...
+    @property
+    def where(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def cut(self) -> bool: ...
 
 
 def frame_rank(module: str, frames: Sequence[str]) -> int:
