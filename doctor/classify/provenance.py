@@ -27,7 +27,8 @@ from .site_rank import MATCH, TIE
 NARROWED = ("ms-swift", "trl", "vllm")  # the packages whose version a run summary names
 FROM = "the wording of the error"
 MIN_SCORE = 0.8        # a whole wording, or a paste cut short after all of its literal text
-MAX_LOOKUPS = 24       # distinct messages looked up per run (a log of 200 exceptions repeats a few)
+MAX_LOOKUPS = 16       # distinct messages looked up by each pass (a log of 200 exceptions repeats a few)
+MAX_TEXT = 1000        # characters of a message looked up (a longer one is read as a paste cut there)
 MAX_PER_FINDING = 3    # raised_by entries of one finding
 EVIDENCE_READ = 8      # evidence lines of one finding read for exceptions and error lines
 _ERROR_LEVELS = ("error", "critical")
@@ -52,15 +53,18 @@ class Provenance:
         self.run = run
         self.prefer = prefer
         self._memo: dict[tuple, list] = {}
+        self._budget = MAX_LOOKUPS
         self._where = {(e.where.path, e.where.line): e for e in exceptions}
 
     def _sites(self, text: str, frames: tuple[str, ...] = ()) -> list[tuple[tuple, Any]]:
         """(rank key, site) best first (raise_sites.best_sites)."""
+        text = text[:MAX_TEXT]
         key = (text, frames)
         got = self._memo.get(key)
         if got is None:
-            if len(self._memo) >= MAX_LOOKUPS:
+            if self._budget <= 0:
                 return []
+            self._budget -= 1
             from .raise_sites import best_sites
             try:
                 got = best_sites(text, MIN_SCORE, frames=frames, prefer=self.prefer, known=self.run.versions)
@@ -100,6 +104,7 @@ class Provenance:
     # ------------------------------------------------------------------ after
     def annotate(self, findings: list[Finding]) -> list[Finding]:
         """Each finding with ``raised_by`` for the exceptions and error lines it quotes."""
+        self._budget = MAX_LOOKUPS  # its own budget: what narrow looked up is remembered, not counted again
         return [self._one(f) for f in findings]
 
     def _one(self, f: Finding) -> Finding:
@@ -117,9 +122,7 @@ class Provenance:
 
     def _of_line(self, text: str) -> list[tuple[tuple, Any]]:
         """An evidence line that is not a parsed exception: an exception named in it, or an error log line."""
-        if len(text) > 4000:
-            return []
-        msg = parse(text)
+        msg = parse(text[:MAX_TEXT])
         if len(msg.text) < 8 or not (msg.exc_type or msg.level in _ERROR_LEVELS):
             return []
         if msg.exc_type and not msg.text:
