@@ -78,7 +78,7 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     framework = framework_of(session, inputs)
     # where the errors come from (doctor/classify/provenance.py): the versions they narrow down before the rules
     # make their fixes, the raise site of each quoted error after; no exception and no error line: no lookup
-    prov = provenance.Provenance(session.exceptions, session.run, provenance.prefer_of(framework))
+    prov = provenance.for_session(session)
     session.run.inferred_versions = prov.narrow()
     findings = sel.keep(session.finish())
     if ckpts:

@@ -38,28 +38,34 @@ _PREFER = {"ms-swift": ("ms-swift", "trl"), "trl": ("trl",), "unsloth": ("trl",)
            "open-r1": ("trl",)}
 
 
-def prefer_of(framework: dict | None) -> tuple[str, ...]:
-    """The packages the run's framework points at: none when the framework was only assumed."""
-    if not framework or framework.get("framework_source") == "assumed":
-        return ()
-    return _PREFER.get(str(framework.get("framework")), ())
+def for_session(session: Any, memo: dict | None = None) -> Provenance:
+    """The provenance pass of a Session (analyze and watch alike, so that both give the same findings): its
+    exceptions, and the packages that the framework read from the same session (frames, commands, last lines)
+    points at. ``memo``: lookups kept from an earlier pass over the same run (watch evaluates again and again)."""
+    prefer: tuple[str, ...] = ()
+    if session.exceptions:
+        from ..swift.framework import of_run
+        name = of_run(session.run, session.exceptions, session.tracker.open_tracebacks(), session.tails)[0]
+        prefer = _PREFER.get(name or "", ())
+    return Provenance(session.exceptions, session.run, prefer, memo)
 
 
 class Provenance:
     """The raise sites of one run's messages: each distinct message looked up once."""
 
-    def __init__(self, exceptions: list[ExceptionInfo], run: RunConfig, prefer: tuple[str, ...] = ()):
+    def __init__(self, exceptions: list[ExceptionInfo], run: RunConfig, prefer: tuple[str, ...] = (),
+                 memo: dict | None = None):
         self.exceptions = exceptions
         self.run = run
         self.prefer = prefer
-        self._memo: dict[tuple, list] = {}
+        self._memo: dict[tuple, list] = {} if memo is None else memo
         self._budget = MAX_LOOKUPS
         self._where = {(e.where.path, e.where.line): e for e in exceptions}
 
     def _sites(self, text: str, frames: tuple[str, ...] = ()) -> list[tuple[tuple, Any]]:
         """(rank key, site) best first (raise_sites.best_sites)."""
         text = text[:MAX_TEXT]
-        key = (text, frames)
+        key = (text, frames, self.prefer, tuple(sorted(self.run.versions.items())))
         got = self._memo.get(key)
         if got is None:
             if self._budget <= 0:
@@ -161,4 +167,4 @@ def summarize(run: dict[str, Any], inferred: dict[str, str]) -> None:
         run["inferred_versions"] = {pkg: {"versions": r, "from": FROM} for pkg, r in sorted(inferred.items())}
 
 
-__all__ = ["FROM", "Provenance", "prefer_of", "summarize"]
+__all__ = ["FROM", "Provenance", "for_session", "summarize"]
