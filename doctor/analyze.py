@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import __version__
+from .classify import provenance
 from .engine import Session, order
 from .gate import store_words
 from .model import Finding, Report, Role, Severity
@@ -76,12 +77,19 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
         sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
         for d, display in ckpts:
             session.emit(CheckpointInput(read_checkpoint(d, display, sizes=sizes)))
+    framework = framework_of(session, inputs)
+    # where the errors come from (doctor/classify/provenance.py): the versions they narrow down before the rules
+    # make their fixes, the raise site of each quoted error after; no exception and no error line: no lookup
+    prov = provenance.for_session(session)
+    session.run.inferred_versions = prov.narrow()
     findings = sel.keep(session.finish())
     if ckpts:
         findings = fold_into_log_finding(findings)
+    findings = prov.annotate(findings)
     infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs]
     run = session.run.summary()
-    run.update(framework_of(session, inputs))
+    run.update(framework)
+    provenance.summarize(run, session.run.inferred_versions)
     if len(session.run.runs) > 1:  # runs appended to one log (issue 17.16): each one's line range
         run["runs"] = session.run.runs.summary()
     if nodes:

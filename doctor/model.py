@@ -39,6 +39,25 @@ class Evidence:
         return {"path": self.path, "line": self.line, "text": self.text}
 
 
+@dataclass(frozen=True, slots=True)
+class RaisedBy:
+    """Where the quoted error is raised in the library source (doctor/classify/provenance.py): the releases
+    (minor versions) whose source holds this wording, not the version that ran."""
+    package: str      # "trl"
+    versions: str     # "0.15-0.16"
+    module: str       # "trl/trainer/grpo_trainer.py"
+    function: str     # "GRPOTrainer.__init__"
+    kind: str         # the exception class ("ValueError") or the log level ("error")
+
+    def to_json(self) -> dict[str, str]:
+        return {"package": self.package, "versions": self.versions, "module": self.module,
+                "function": self.function, "kind": self.kind}
+
+    def describe(self) -> str:
+        """'raised by trl 0.15-0.16 `GRPOTrainer.__init__` (trl/trainer/grpo_trainer.py)'"""
+        return f"raised by {self.package} {self.versions} `{self.function}` ({self.module})"
+
+
 @dataclass(frozen=True)
 class RunRef:
     """One of several runs appended to one log (``nohup ... >>``, ``tee -a``): which, and its line range."""
@@ -81,6 +100,7 @@ class Finding:
     command: str = ""
     flags: tuple[tuple[str, str], ...] = ()  # corrected flags the diagnosis computed ("--name", "value"): for command
     run: RunRef | None = None  # the run of an appended log that the evidence belongs to (additive to schema 1)
+    raised_by: tuple[RaisedBy, ...] = ()  # where the errors it quotes are raised (additive to schema 1)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -101,6 +121,8 @@ class Finding:
                 out[key] = getattr(self, key)
         if self.run is not None:
             out["run"] = self.run.to_json()
+        if self.raised_by:
+            out["raised_by"] = [r.to_json() for r in self.raised_by]
         return out
 
 

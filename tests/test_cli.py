@@ -36,8 +36,9 @@ def test_json_contract_and_exit_1():
     assert rep["inputs"] == [{"path": str(BATCH_LOG), "kind": "log"}]
     f = rep["findings"][0]
     base = {"rule_id", "slug", "category", "severity", "title", "message", "fix", "evidence", "count", "ranks", "role"}
-    # issue 20 (additive to schema 1): action and verify always, prevent and command where they exist
-    assert base | {"action", "verify"} <= set(f) <= base | {"action", "verify", "prevent", "command"}
+    # issue 20 (additive to schema 1): action and verify always, prevent and command where they exist; issue 14:
+    # raised_by where the quoted error is in the raise-site index
+    assert base | {"action", "verify"} <= set(f) <= base | {"action", "verify", "prevent", "command", "raised_by"}
     assert f["action"] == "relaunch" and f["prevent"].startswith("GD101: grpo-doctor preflight")
     assert f["category"] == "batch-divisibility" and f["severity"] == "error"
     assert f["evidence"][0]["line"] == 45 and "generation_batch_size (6)" in f["evidence"][0]["text"]

@@ -1,4 +1,4 @@
-"""The shipped raise-site index (doctor/data/raise_sites.json.gz) against the real exception lines of fixtures/logs
+"""The shipped raise-site index (doctor/data/raise_sites.idx) against the real exception lines of fixtures/logs
 and of the public-issue logs copied into fixtures/raise-index/dev-log-exceptions.jsonl (case id = provenance)."""
 from __future__ import annotations
 
@@ -171,14 +171,14 @@ def test_narrow_versions_and_raised_by():
             "prompt (8). Given the current train batch size, the valid values for the number of generations are: [].")
     assert rs.narrow_versions(rs.lookup(line)) == {"ms-swift": "3.1-3.3", "trl": "0.15-0.16"}
     got = rs.raised_by(line)
-    assert {"package": "trl", "versions": "0.15-0.16", "where": "GRPOTrainer.__init__",
-            "module": "trl/trainer/grpo_trainer.py"} in got
+    assert {"package": "trl", "versions": "0.15-0.16", "function": "GRPOTrainer.__init__",
+            "module": "trl/trainer/grpo_trainer.py", "kind": "ValueError"} in got
     assert rs.raised_by("RuntimeError: CUDA error: an illegal memory access was encountered") == []
 
 
 def test_index_records_how_it_was_built():
     meta = rs.index().meta
-    assert meta["format"] == 1 and meta["updated"]
+    assert meta["format"] == 2 and meta["updated"] and meta["sites"] > 30000
     assert set(meta["versions"]) >= {"ms-swift", "trl", "vllm", "deepspeed", "peft", "accelerate", "transformers",
                                      "torch"}
     assert rs.DATA.stat().st_size < 5 * 1024 * 1024
@@ -204,3 +204,11 @@ def test_explain_a_message():
     r = CliRunner().invoke(app, ["explain", "nothing anybody ever printed here"])
     assert r.exit_code == 2
     assert r.output.count("\n") <= 1
+
+
+def test_shipped_index_is_what_the_builder_writes():
+    """Re-encoding the shipped file (tools/build_raise_index.py --convert) gives its bytes back: the file holds
+    nothing the builder would not write."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_raise_index as bri
+    assert bri.convert(rs.DATA)[0] == rs.DATA.read_bytes()

@@ -16,6 +16,7 @@ import build_raise_index as bri
 from raise_index_ast import sites
 
 from doctor.classify import raise_sites as rs
+from doctor.classify import raise_store as rs_store
 
 LIST = """updated = "2025-01-02"
 [[package]]
@@ -55,7 +56,7 @@ def built(tmp_path_factory):
     lst = tmp / "packages.toml"
     lst.write_text(LIST)
     data, meta = bri.build(lst, jobs=1, fetcher=DirFetcher(tmp))
-    out = tmp / "index.json.gz"
+    out = tmp / "index.idx"
     out.write_bytes(data)
     again, _ = bri.build(lst, jobs=1, fetcher=DirFetcher(tmp))  # second run: from the per-release cache
     return data, again, meta, rs.index(out)
@@ -69,7 +70,7 @@ def _rows(idx, **want):
 def test_rebuild_is_byte_identical_and_records_how(built):
     data, again, meta, idx = built
     assert data == again
-    assert data[4:8] == b"\0\0\0\0"  # gzip mtime
+    assert data.startswith(rs_store.MAGIC)
     assert idx.meta["updated"] == "2025-01-02"
     assert idx.meta["versions"] == {"trl": ["0.18.2", "0.20.0"], "ms-swift": ["4.5.3", "4.6.0"]}
     assert meta["sites_per_package"]["trl"] >= 10 and meta["sites_per_package"]["ms-swift"] >= 30
@@ -146,3 +147,31 @@ def test_ranges():
     labels = ["0.14", "0.15", "0.16", "0.17", "0.18"]
     assert bri.ranges([1, 2, 4], labels) == "0.15-0.16,0.18"
     assert bri.ranges([0], labels) == "0.14"
+
+
+def test_convert_rewrites_an_index_without_downloading(built, tmp_path):
+    """--convert: a format-1 file (the gzip'd JSON list shipped before) of the same sites gives the bytes a
+    build gives, and converting a format-2 file gives it back unchanged."""
+    import gzip
+    import json
+    data = built[0]
+    store = rs_store.Store(data)
+    meta = {k: v for k, v in store.meta.items() if k != "sites"} | {"format": 1}
+    old = tmp_path / "old.json.gz"
+    with gzip.open(old, "wt", encoding="utf-8") as f:
+        json.dump({"meta": meta, "sites": [r[1:] for r in store.rows()]}, f)
+    assert bri.convert(old)[0] == data
+    new = tmp_path / "new.idx"
+    new.write_bytes(data)
+    assert bri.convert(new)[0] == data
+    assert bri.main(["--convert", str(old), "--out", str(tmp_path / "out.idx")]) == 0
+    assert (tmp_path / "out.idx").read_bytes() == data
+
+
+def test_every_site_is_reached_through_its_rarest_word(built):
+    """Each site is filed under its rarest word (in the bucket that word hashes to) and its next two."""
+    data = built[0]
+    store = rs_store.Store(data)
+    for gid, *row in store.rows():
+        words = rs_store.words_of(row[5])
+        assert any(r[0] == gid for w in words for r in store.first(w)), row

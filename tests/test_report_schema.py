@@ -60,13 +60,28 @@ def test_additive_fields_of_other_work_are_allowed():
     d = copy.deepcopy(_one())
     f = d["findings"][0]
     f.update(action="relaunch", verify="rerun preflight", prevent="pin the flags", command="swift rlhf ...",
-             raised_by=[{"package": "trl", "versions": "0.14-0.16", "where": "GRPOTrainer.__init__"}],
+             raised_by=[{"package": "trl", "versions": "0.14-0.16", "module": "trl/trainer/grpo_trainer.py",
+                         "function": "GRPOTrainer.__init__", "kind": "ValueError"}],
              known_issues=[{"thread": "modelscope/ms-swift#4081", "url": "https://github.com/modelscope/ms-swift/issues/4081",
                             "title": "t", "state": "closed", "confidence": "confirmed", "score": 0.9}],
              something_new={"x": 1})
     d["series"] = {"loss": [[1, 0.5]]}
     d["run"]["lines"] = {"start": 1, "end": 10}
+    d["run"]["inferred_versions"] = {"ms-swift": {"versions": "3.6-3.11", "from": "the wording of the error"}}
     assert not _errors(d)
+
+
+def test_raised_by_and_inferred_versions_are_typed():
+    """Issue 14 point 3: the additive fields are described in the schema, and a wrong shape is refused."""
+    rb = SCHEMA["$defs"]["raised_by"]["properties"]
+    assert {"package", "versions", "module", "function", "kind"} <= set(rb)
+    assert "inferred_versions" in SCHEMA["properties"]["run"]["properties"]
+    d = copy.deepcopy(_one())
+    d["findings"][0]["raised_by"] = [{"package": 1}]
+    assert _errors(d)
+    d = copy.deepcopy(_one())
+    d["run"]["inferred_versions"] = {"ms-swift": "3.6-3.11"}
+    assert _errors(d)
 
 
 def test_cli_prints_the_schema():

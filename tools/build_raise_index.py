@@ -1,13 +1,19 @@
-"""Build doctor/data/raise_sites.json.gz: every message site of the GRPO stack, in every listed release.
+"""Build doctor/data/raise_sites.idx: every message site of the GRPO stack, in every listed release.
 
     python tools/build_raise_index.py [--packages tools/raise_index_packages.toml] [--out FILE] [--jobs 2]
+    python tools/build_raise_index.py --convert OLD_FILE [--out FILE]
 
 Reads the releases listed in raise_index_packages.toml (downloaded once into ~/.cache/grpo-doctor-raise-index,
 or $GRPO_DOCTOR_RAISE_CACHE; see raise_index_fetch.py), walks their .py files with ast (raise_index_ast.py),
 merges identical templates across releases into version ranges, drops templates with fewer than
 MIN_WORDS literal words (too generic to point anywhere: ``raise ValueError(msg)``, ``f"Unknown {x}"``), and
-writes one gzip'd JSON file. The same list and the same archives give a byte-identical file: sites are
-sorted, the gzip header has no time or name, and the build date written is the list's ``updated`` key.
+writes one file in the bucketed format of doctor/classify/raise_store.py (format 2: a lookup decodes only the
+buckets of its message's words). The same list and the same archives give a byte-identical file: sites are
+sorted, nothing in the file depends on time or place, and the build date written is the list's ``updated`` key.
+
+``--convert`` rewrites an existing index (format 1, the gzip'd JSON list of earlier releases, or format 2) in
+the current format without downloading anything: the same sites and meta, re-encoded; converting the format-1
+file gives the same bytes as a build from the packages that made it.
 """
 from __future__ import annotations
 
@@ -16,7 +22,6 @@ import gzip
 import hashlib
 import importlib.metadata
 import importlib.util
-import io
 import json
 import re
 import sys
@@ -32,13 +37,17 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # doctor.classify.raise_store: the file format, shared with the reader
 from raise_index_ast import sites as file_sites
 
-ROOT = HERE.parent
+from doctor.classify import raise_store
+
 DEFAULT_LIST = HERE / "raise_index_packages.toml"
-DEFAULT_OUT = ROOT / "doctor" / "data" / "raise_sites.json.gz"
-FORMAT = 1
+DEFAULT_OUT = ROOT / "doctor" / "data" / "raise_sites.idx"
+FORMAT = raise_store.FORMAT
 MIN_WORDS = 2
 _WORD = re.compile(r"[A-Za-z]{3,}")
 # Re-implementations of CPython's own messages (a library's __getattr__ raising "'X' object has no attribute",
@@ -207,12 +216,20 @@ def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
             "excluded": {s["name"]: s.get("exclude", []) for s in cfg["package"] if s.get("exclude")},
             "sites_per_package": per_package, "dropped_generic": dropped,
             "dropped_builtin_like": builtin_like}
-    body = ('{"meta":' + json.dumps(meta, sort_keys=True, ensure_ascii=False) + ',\n"sites":[\n'
-            + ",\n".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows) + "\n]}\n")
-    buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
-        gz.write(body.encode("utf-8"))
-    return buf.getvalue(), dict(meta, files_read=files, releases=len(work))
+    return raise_store.encode(meta, rows), dict(meta, files_read=files, releases=len(work))
+
+
+def convert(path: Path) -> tuple[bytes, dict]:
+    """An existing index file (format 1 or 2) re-encoded in the current format: no download, no parse."""
+    head = path.read_bytes()[:len(raise_store.MAGIC)]
+    if head == raise_store.MAGIC:
+        store = raise_store.Store.open(path)
+        meta, rows = dict(store.meta), [r[1:] for r in store.rows()]
+        meta.pop("sites", None)
+    else:
+        meta, rows = raise_store.read_format1(path)
+    meta = dict(meta, format=FORMAT)
+    return raise_store.encode(meta, rows), meta
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,8 +237,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--packages", type=Path, default=DEFAULT_LIST)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--convert", type=Path, help="re-encode this index file (format 1 or 2); no download")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
+    if a.convert is not None:
+        data, meta = convert(a.convert)
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_bytes(data)
+        print(f"{a.out}: {len(data)} bytes, {sum(meta['sites_per_package'].values())} sites, converted from "
+              f"{a.convert}")
+        return 0
     data, meta = build(a.packages, a.jobs)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_bytes(data)

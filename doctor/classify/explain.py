@@ -22,11 +22,15 @@ def rule_findings(text: str) -> list[Finding]:
 
 def explain_text(text: str) -> str | None:
     """The explanation of a pasted message, or None when neither a rule nor a raise site knows it."""
-    from .raise_sites import lookup, narrow_versions
+    from .message import parse
+    from .raise_sites import idx_lit, lookup, narrow_versions
+    from .site_rank import rank_key
     matches = lookup(text)
     if matches:
         best = matches[0].score
-        matches = [m for m in matches if m.score >= best - NEAR]
+        msg = parse(text)  # shown in the order raised_by picks (site_rank.py): GRPOConfig before its experimental copies
+        matches = sorted((m for m in matches if m.score >= best - NEAR),
+                         key=lambda m: rank_key(m, idx_lit(m), msg.exc_type, msg.level))
     findings = rule_findings(text)
     if not matches and not findings:
         return None

@@ -1,4 +1,4 @@
-"""Where a message can come from: lookup in the raise-site index (doctor/data/raise_sites.json.gz).
+"""Where a message can come from: lookup in the raise-site index (doctor/data/raise_sites.idx, format of raise_store.py).
 
 The index (built by tools/build_raise_index.py from the released source of ms-swift, trl, vLLM, DeepSpeed,
 peft, accelerate, transformers and torch.distributed) holds message templates with typed holes. It is read
@@ -7,20 +7,24 @@ never loads it. Each site is filed under its two rarest literal words; a lookup 
 message, checks the few sites filed under them with their template's regex, and scores the matches.
 
     lookup("ValueError: generation_batch_size (3) must be evenly divisible by num_generations (4). ...")
-    raised_by(exc_line) -> [{"package": "ms-swift", "versions": "4.2-4.6", "where": "...", "module": "..."}]
+    raised_by(exc_line) -> [{"package": "ms-swift", "versions": "4.2-4.6", "module": "...", "function": "...",
+                             "kind": "ValueError"}]
 """
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .message import parse
+from .raise_store import HOLES as _HOLES
+from .raise_store import TOKEN as _TOKEN
+from .raise_store import Store, words_of
+from .site_rank import contradicted, rank_key
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "raise_sites.json.gz"
-_TOKEN = re.compile(r"[a-z0-9_]{3,}")
-_HOLES = re.compile(r"\{(?:int|float|name|quoted|any)\}")
+DATA = Path(__file__).resolve().parent.parent / "data" / "raise_sites.idx"
 _PART = re.compile(r"\{\{|\}\}|\{(int|float|name|quoted|any)\}|[^{}]+|[{}]")
 _HOLE_RX = {"int": r"[-+]?\d+", "float": r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|inf|nan)",
             "name": r"[\w.<>\-]+", "quoted": r"""'[^']*'|"[^"]*"|\S+""", "any": r".*?"}
@@ -38,15 +42,17 @@ class SiteMatch:
     template: str
     holes: dict = field(default_factory=dict, compare=False)
     score: float = 0.0
+    cut: bool = field(default=False, compare=False)  # the message stops inside the template (a paste cut short)
 
 
 class _Site:
     """One row of the index, with its literal words; regexes are compiled on first use."""
-    __slots__ = ("_lit", "_rx", "_rx_nows", "row", "words")
+    __slots__ = ("_lit", "_rx", "_rx_nows", "gid", "row", "words")
 
-    def __init__(self, row: list, words: frozenset):
+    def __init__(self, row: list, words: frozenset, gid: int = 0):
         self.row = row
         self.words = words
+        self.gid = gid
         self._lit = -1
         self._rx = self._rx_nows = None
 
@@ -78,38 +84,40 @@ class _Site:
 
 
 class Index:
-    """The sites, filed by their rarest literal word (``first``) and their next two (``second``)."""
+    """The sites, filed by their rarest literal word (``first``) and their next two (``second``): read from the
+    data file bucket by bucket (raise_store.py), each site wrapped once, on first use."""
 
-    def __init__(self, meta: dict, rows: list[list]):
-        self.meta = meta
-        findall, sub = _TOKEN.findall, _HOLES.sub
-        words = [frozenset(findall(sub(" ", r[5]).lower())) for r in rows]
-        self.sites = [_Site(r, w) for r, w in zip(rows, words)]
-        df: dict[str, int] = {}
-        for ws in words:
-            for w in ws:
-                df[w] = df.get(w, 0) + 1
-        self.first: dict[str, list[int]] = {}
-        self.second: dict[str, list[int]] = {}
-        for i, ws in enumerate(words):
-            ranked = sorted(ws, key=lambda w: (df[w], -len(w), w))[:3]
-            if ranked:
-                self.first.setdefault(ranked[0], []).append(i)
-            for w in ranked[1:]:  # for text folded mid-word, which may break the rarest word
-                self.second.setdefault(w, []).append(i)
+    def __init__(self, store: Store):
+        self.store = store
+        self.meta = store.meta
+        self._sites: dict[int, _Site] = {}
 
-    def candidates(self, tokens: set[str], second: bool) -> set[int]:
-        out: set[int] = set()
-        for table in (self.first, self.second) if second else (self.first,):
-            for t in tokens:
-                ids = table.get(t)
-                if ids:
-                    out.update(ids)
+    def _wrap(self, rows: list[list]) -> list[_Site]:
+        out = []
+        for r in rows:
+            site = self._sites.get(r[0])
+            if site is None:
+                row = r[1:]
+                site = self._sites[r[0]] = _Site(row, words_of(row[5]), r[0])
+            out.append(site)
         return out
 
+    def candidates(self, tokens: set[str], second: bool) -> list[_Site]:
+        """The sites filed under one of ``tokens`` (``second``: also under their 2nd/3rd rarest word), in the
+        order of the sorted list of all sites."""
+        found: dict[int, _Site] = {}
+        for t in tokens:
+            for site in self._wrap(self.store.first(t)):
+                found[site.gid] = site
+            if second:
+                for site in self._wrap(self.store.second(t)):
+                    found[site.gid] = site
+        return [found[g] for g in sorted(found)]
 
-def _lit_only(m: re.Match) -> str:
-    return " " if m.group(1) else m.group(0)
+    @property
+    def sites(self) -> list[_Site]:
+        """Every site (decodes the whole file: tests and tools)."""
+        return self._wrap(self.store.rows())
 
 
 _index: Index | None = None
@@ -120,20 +128,12 @@ def index(path: Path | None = None) -> Index:
     """The index, read on first use (``path``: another data file, for tests)."""
     global _index
     if path is not None:
-        return _load(path)
+        return Index(Store.open(path))
     if _index is None:
         with _lock:
             if _index is None:
-                _index = _load(DATA)
+                _index = Index(Store.open(DATA))
     return _index
-
-
-def _load(path: Path) -> Index:
-    import gzip
-    import json
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        doc = json.load(f)
-    return Index(doc["meta"], doc["sites"])
 
 
 def loaded() -> bool:
@@ -198,8 +198,7 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
     for nows in (False, True) if folded else (False,):
         text_ = msg.text.replace(" ", "") if nows else msg.text
         low = text_.lower()
-        for i in sorted(idx.candidates(tokens, second=nows)):
-            site = idx.sites[i]
+        for site in idx.candidates(tokens, second=nows):
             common = len(site.words & tokens)
             all_words = common == len(site.words)
             if not all_words and (common * 2 < len(site.words) or (common < 3 and not nows)):
@@ -213,8 +212,9 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
             full = full or score >= 1.0
             r = site.row
             holes = {name: (v or "").strip() for name, v in zip(r[6], groups) if v is not None}
+            cut = score < 0.85
             score = round((score * 0.95 if nows else score) + _kind_bonus(r[4], msg.exc_type, msg.level), 3)
-            found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score))
+            found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score, cut))
         if full:
             break  # the words are whole: no need to read the text without its spaces
     best: dict[tuple, SiteMatch] = {}
@@ -224,6 +224,10 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
             best[key] = m
     found = sorted(best.values(), key=lambda s: (-s.score, -idx_lit(s), s.package, s.module, s.where))
     return found[:limit]
+
+
+def _lit_only(m: re.Match) -> str:
+    return " " if m.group(1) else m.group(0)
 
 
 def idx_lit(s: SiteMatch) -> int:
@@ -274,18 +278,46 @@ def _ranges(ids: list[int], labels: list[str]) -> str:
     return ",".join(out)
 
 
-def raised_by(exc_line: str, top: int = 3, min_score: float = 0.8) -> list[dict]:
+def intersect(package: str, ranges: list[str], idx: Index | None = None) -> str:
+    """The releases of ``package`` held by every range text of ``ranges`` ('' when none is)."""
+    labels = [_minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
+    held: set[int] | None = None
+    for r in ranges:
+        ids = _spans(r, labels)
+        held = ids if held is None else held & ids
+    return _ranges(sorted(held or ()), labels)
+
+
+def all_releases(package: str, idx: Index | None = None) -> str:
+    """The range text of every indexed release of ``package`` ("3.0-4.6"): a narrowing to it says nothing."""
+    labels = [_minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
+    return _ranges(list(range(len(labels))), labels)
+
+
+def best_sites(text: str, min_score: float = 0.8, *, frames: Sequence[str] = (), prefer: Sequence[str] = (),
+               known: Mapping[str, str] | None = None) -> list[tuple[tuple, SiteMatch]]:
+    """(rank key, site) of the sites that match ``text`` (an exception line, or an error log line) with at least
+    ``min_score``, best first by site_rank.rank_key: ``frames`` (file paths of the stack, the raising frame
+    last), ``prefer`` (packages the run's framework points at), ``known`` (package -> the version the log
+    printed). Sites the stack contradicts are left out."""
+    msg = parse(text)
+    keyed = [(rank_key(m, idx_lit(m), msg.exc_type, msg.level, frames, prefer, known), m) for m in lookup(text)
+             if m.score >= min_score and not contradicted(m.module, frames)]
+    keyed.sort(key=lambda km: km[0])
+    return keyed
+
+
+def raised_by(exc_line: str, top: int = 3, min_score: float = 0.8, *, frames: Sequence[str] = (),
+              prefer: Sequence[str] = (), known: Mapping[str, str] | None = None) -> list[dict]:
     """The sites that raise this exception line, for a finding's ``raised_by`` (JSON schema 1): at most
-    ``top`` entries, the best-scored first, one per (package, module, where)."""
+    ``top`` entries, the best first (``best_sites``), one per (package, module, function)."""
     out, seen = [], set()
-    for m in lookup(exc_line):
-        if m.score < min_score:
-            break
+    for _, m in best_sites(exc_line, min_score, frames=frames, prefer=prefer, known=known):
         key = (m.package, m.module, m.where)
         if key in seen:
             continue
         seen.add(key)
-        out.append({"package": m.package, "versions": m.versions, "where": m.where, "module": m.module})
+        out.append(site_json(m))
         if len(out) >= top:
             break
     return out
@@ -315,3 +347,7 @@ def complete_cut(module_path: str, func: str, code: str) -> SiteMatch | None:
         versions = r[1] if prev is None else f"{prev.versions},{r[1]}"
         found[r[5]] = SiteMatch(r[0], versions, r[2], r[3], r[4], r[5], {}, 1.0)
     return next(iter(found.values())) if len(found) == 1 else None
+
+
+def site_json(m: SiteMatch) -> dict:
+    return {"package": m.package, "versions": m.versions, "module": m.module, "function": m.where, "kind": m.kind}

@@ -18,7 +18,14 @@ class Reporting:
 
     def _findings(self, final: bool, hung: bool = False) -> list:
         try:
-            found = self.session.finish()
+            # where the errors come from (doctor/classify/provenance.py), as analyze does
+            from ..classify import provenance
+            memo = getattr(self, "_provenance_memo", None)
+            if memo is None:
+                memo = self._provenance_memo = {}
+            prov = provenance.for_session(self.session, memo)
+            self.session.run.inferred_versions = prov.narrow()
+            found = prov.annotate(self.session.finish())
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
             found = []
@@ -45,6 +52,9 @@ class Reporting:
     def _run_info(self, status: str, code: int | None) -> dict:
         info = self.session.run.summary() if self.session is not None else {
             "framework": "ms-swift", "framework_version": None, "args": {}, "world_size": None}
+        if self.session is not None:
+            from ..classify.provenance import summarize
+            summarize(info, self.session.run.inferred_versions)
         info.update({
             "node_rank": self.node_rank, "host": self.host,
             "watch": {"status": status, "exit_code": code, "pid": self.proc.pid if self.proc else None,

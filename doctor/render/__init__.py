@@ -5,16 +5,29 @@ from typing import Any
 
 
 def run_line(run: dict[str, Any]) -> str:
-    """'ms-swift 4.6.0, trl 0.29.1, world size 8' from the report's run object ('' when nothing is known)."""
+    """'ms-swift 4.6.0, trl 0.29.1, world size 8' from the report's run object ('' when nothing is known); a
+    version inferred from the wording of the errors (``inferred_versions``) says so: 'ms-swift 3.6-3.11 (from the
+    wording of the error)'."""
     bits = []
     fw = str(run.get("framework") or "ms-swift")
+    inferred = {k: v for k, v in (run.get("inferred_versions") or {}).items() if isinstance(v, dict)}
+
+    def guess(name: str) -> str:
+        v = inferred[name]
+        return f"{name} {v.get('versions')} (from {v.get('from')})"
+
     if run.get("framework_version"):
         bits.append(f"{fw} {run['framework_version']}")
+    elif fw in inferred:
+        bits.append(guess(fw))
     elif run.get("framework_major") and fw == "ms-swift":
         bits.append(f"ms-swift {run['framework_major']}.x")
     for name, ver in (run.get("versions") or {}).items():
         if name != fw:
             bits.append(f"{name} {ver}")
+    for name in inferred:
+        if name != fw and name not in (run.get("versions") or {}):
+            bits.append(guess(name))
     if run.get("world_size"):
         bits.append(f"world size {run['world_size']}")
     return ", ".join(bits)

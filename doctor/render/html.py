@@ -105,6 +105,8 @@ def _findings(report: Report) -> list[str]:
         if f.evidence:
             out.append('<div class="lbl">evidence</div><pre>' + "\n".join(
                 esc(f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}") for e in f.evidence) + '</pre>')
+        for rb in f.raised_by:  # doctor/classify/provenance.py
+            out.append(f'<p class="meta">{esc(rb.describe())}</p>')
         if f.fix:
             out.append('<div class="lbl">fix</div><ul>' + "".join(f"<li>{esc(s)}</li>" for s in f.fix) + "</ul>")
         for key in ("verify", "prevent"):

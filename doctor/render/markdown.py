@@ -108,6 +108,9 @@ def render(report: Report) -> str:
             out.append("Evidence:")
             out.append("")
             out += evidence_block(f.evidence, base)
+        for rb in f.raised_by:  # doctor/classify/provenance.py: where the quoted error is raised
+            out.append(md_message(rb.describe()))
+            out.append("")
         fixes = list(f.fix) + known.fix_lines(f)
         if fixes:
             out.append("Fix:")

@@ -47,6 +47,9 @@ class RunConfig:
     provenance: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    # package -> releases ("3.5-3.11") where the log printed no version: inferred from the wording of its errors
+    # (doctor/classify/provenance.py), never read; swift/run.py uses it for flag names when the version is unknown
+    inferred_versions: dict[str, str] = field(default_factory=dict)
     major_hint: int | None = None          # 3 or 4, from paths and argument names
     world_size_seen: int | None = None     # from the "rank: .. world_size: N" line
     command: str | None = None             # "rlhf", "sft", ...

@@ -24,3 +24,9 @@ def at_least(version: MajorMinor | None, want: MajorMinor, major_hint: int | Non
     if major_hint is not None and major_hint != want[0]:
         return major_hint > want[0]
     return None
+
+
+def span(ranges: str | None) -> tuple[MajorMinor, MajorMinor] | None:
+    """The oldest and newest release of a range text ("3.5-3.11,4.2-4.6" -> ((3, 5), (4, 6))), or None."""
+    found = [mm for mm in (major_minor(p) for p in re.split(r"[-,]", ranges or "")) if mm is not None]
+    return (min(found), max(found)) if found else None

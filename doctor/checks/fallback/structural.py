@@ -59,17 +59,19 @@ def verdict_of(ctx: RunState) -> Verdict | None:
     return first_failure(excs, list(ctx.open_tracebacks or ()))
 
 
-def _versions(exc: ExceptionInfo) -> str:
-    """Where this wording is raised and in which versions (the raise-site index), or ''."""
+def _versions(exc: ExceptionInfo, ctx: RunState) -> str:
+    """Where this wording is raised and in which versions (the raise-site index, ranked as the finding's
+    ``raised_by``: doctor/classify/site_rank.py), or ''."""
     try:
         from ...classify.raise_sites import raised_by
-        sites = raised_by(f"{exc.type}: {exc.message}", top=1)
+        sites = raised_by(f"{exc.type}: {exc.message}", top=1, frames=[f.path for f in exc.frames],
+                          known=ctx.run.versions)
     except (OSError, ValueError):
         return ""
     if not sites:
         return ""
     s = sites[0]
-    return f" This wording is raised by {s['package']} {s['versions']} ({s['where']})."
+    return f" This wording is raised by {s['package']} {s['versions']} ({s['function']})."
 
 
 # what a line printed just before a traceback says when it announces the failure: concurrent.futures'
@@ -150,7 +152,7 @@ class Structural(Rule):
             if outer is not None:
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
                               f"that the call failed.")
-            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc)}" + (f" {extra}" if extra else "")
+            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc, ctx)}" + (f" {extra}" if extra else "")
             same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
             ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
             if ranks:

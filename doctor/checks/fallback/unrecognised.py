@@ -111,7 +111,7 @@ class Unrecognised(Rule):
         lib = deepest_library(exc.frames)
         if lib is not None:
             msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
-        msg += _versions(exc)
+        msg += _versions(exc, ctx)
         fix = []
         user = [f for f in exc.frames if not is_library(f.path)]
         if user and user[-1] is not where:

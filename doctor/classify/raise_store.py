@@ -1,0 +1,145 @@
+"""The raise-site index on disk (doctor/data/raise_sites.idx, format 2): sites filed in buckets by their rarest
+literal word, each bucket compressed on its own, so that a lookup decodes only the buckets of its message's words.
+
+Format 1 was one gzip'd JSON list of 34,000 sites: every failing log paid about 0.5 s of CPU to parse it and to
+rank the words of every template. Format 2 does that ranking once, at build time (``encode``, called by
+tools/build_raise_index.py), and a lookup reads the header and the few buckets it needs (``Store``).
+
+Layout (integers are big-endian u32)::
+
+    MAGIC | n_buckets | meta_len | zdict_len | meta: zlib(JSON) | zdict | offsets[n_buckets + 1] | buckets
+
+Bucket ``i`` is zlib(JSON ``[first, second, rows]``, preset dictionary ``zdict``: a sample of the buckets, which
+saves a fifth of the size of buckets compressed alone), ``i == crc32(word) % n_buckets`` for each word it files:
+
+- ``rows``: ``[gid, package, versions, module, where, kind, template, holes]`` of the sites whose rarest literal
+  word falls in this bucket; ``gid`` is the site's place in the sorted list of all sites (format 1's order);
+- ``first``: word -> indices in ``rows`` of the sites filed under it (their rarest word);
+- ``second``: word -> ``[bucket, index]`` of the sites whose second or third rarest word it is (for text folded
+  mid-word, which may break the rarest word).
+
+Words are ``[a-z0-9_]{3,}`` of the template's literal text, lower-cased; "rarest" is by the number of sites
+holding the word, then the longer word, then alphabetical. Same rows in, same bytes out.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+
+MAGIC = b"GDRSIX2\n"
+FORMAT = 2
+N_BUCKETS = 1024   # about 33 sites each: a message of 20 words decodes about 2 ms of buckets
+ZDICT_STRIDE, ZDICT_SIZE = 40, 32768
+TOKEN = re.compile(r"[a-z0-9_]{3,}")
+HOLES = re.compile(r"\{(?:int|float|name|quoted|any)\}")
+_U32 = struct.Struct(">I")
+
+
+def words_of(template: str) -> frozenset[str]:
+    """The literal words a template's site is found by."""
+    return frozenset(TOKEN.findall(HOLES.sub(" ", template).lower()))
+
+
+def bucket_of(word: str, n: int = N_BUCKETS) -> int:
+    return zlib.crc32(word.encode("utf-8")) % n
+
+
+def _dumps(obj: object) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def encode(meta: dict, rows: list[list], n: int = N_BUCKETS) -> bytes:
+    """The index file of ``rows`` (``[package, versions, module, where, kind, template, holes]``, sorted)."""
+    words = [words_of(r[5]) for r in rows]
+    df: dict[str, int] = {}
+    for ws in words:
+        for w in ws:
+            df[w] = df.get(w, 0) + 1
+    ranked = [sorted(ws, key=lambda w: (df[w], -len(w), w))[:3] for ws in words]
+    buckets: list[tuple[dict, dict, list]] = [({}, {}, []) for _ in range(n)]
+    place: dict[int, tuple[int, int]] = {}
+    for gid, (row, rk) in enumerate(zip(rows, ranked)):
+        if not rk:
+            continue  # no literal word: no lookup can reach it
+        b = bucket_of(rk[0], n)
+        first, _, brows = buckets[b]
+        place[gid] = (b, len(brows))
+        first.setdefault(rk[0], []).append(len(brows))
+        brows.append([gid, *row])
+    for gid, rk in enumerate(ranked):
+        for w in rk[1:]:
+            buckets[bucket_of(w, n)][1].setdefault(w, []).append(list(place[gid]))
+    plain = [_dumps(list(b)) for b in buckets]
+    zdict = b"".join(plain[::ZDICT_STRIDE])[:ZDICT_SIZE]
+    blobs = []
+    for text in plain:
+        z = zlib.compressobj(9, zdict=zdict)
+        blobs.append(z.compress(text) + z.flush())
+    head = zlib.compress(_dumps(dict(meta, format=FORMAT, sites=len(rows))), 9)
+    offsets, at = [], 0
+    for blob in blobs:
+        offsets.append(at)
+        at += len(blob)
+    offsets.append(at)
+    return b"".join([MAGIC, _U32.pack(n), _U32.pack(len(head)), _U32.pack(len(zdict)), head, zdict,
+                     struct.pack(f">{n + 1}I", *offsets), *blobs])
+
+
+class Store:
+    """Read access to an index file: the header at once, each bucket on first use."""
+
+    def __init__(self, data: bytes):
+        if data[:len(MAGIC)] != MAGIC:
+            raise ValueError("not a raise-site index (format 2)")
+        at = len(MAGIC)
+        self.n = _U32.unpack_from(data, at)[0]
+        head_len, zdict_len = _U32.unpack_from(data, at + 4)[0], _U32.unpack_from(data, at + 8)[0]
+        at += 12
+        self.meta: dict = json.loads(zlib.decompress(data[at:at + head_len]))
+        at += head_len
+        self._zdict = data[at:at + zdict_len]
+        at += zdict_len
+        self._offsets = struct.unpack_from(f">{self.n + 1}I", data, at)
+        self._base = at + 4 * (self.n + 1)
+        self._data = data
+        self._buckets: dict[int, list] = {}
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        return cls(path.read_bytes())
+
+    def bucket(self, b: int) -> list:
+        """``[first, second, rows]`` of bucket ``b``."""
+        got = self._buckets.get(b)
+        if got is None:
+            lo, hi = self._offsets[b], self._offsets[b + 1]
+            z = zlib.decompressobj(zdict=self._zdict)
+            got = self._buckets[b] = json.loads(z.decompress(self._data[self._base + lo:self._base + hi]) + z.flush())
+        return got
+
+    def first(self, word: str) -> list[list]:
+        """The rows filed under ``word`` as their rarest word."""
+        first, _, rows = self.bucket(bucket_of(word, self.n))
+        return [rows[i] for i in first.get(word, ())]
+
+    def second(self, word: str) -> list[list]:
+        """The rows for which ``word`` is the second or third rarest word."""
+        refs = self.bucket(bucket_of(word, self.n))[1].get(word, ())
+        return [self.bucket(b)[2][i] for b, i in refs]
+
+    def rows(self) -> list[list]:
+        """Every row, in gid order (decodes every bucket: tests and tools only)."""
+        out = [r for b in range(self.n) for r in self.bucket(b)[2]]
+        out.sort(key=lambda r: r[0])
+        return out
+
+
+def read_format1(path: Path) -> tuple[dict, list[list]]:
+    """(meta, rows) of a format-1 file (gzip'd JSON): what tools/build_raise_index.py --convert reads."""
+    import gzip
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    return doc["meta"], doc["sites"]

@@ -1,0 +1,203 @@
+"""Issue 14 point 3: ``raised_by`` on the findings that quote an exception, the versions narrowed from the wording
+of the errors (doctor/classify/provenance.py), the ranking of the sites (doctor/classify/site_rank.py), and what
+it costs (the index opens only for a failing log, and reads a few buckets)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from doctor.analyze import analyze
+from doctor.classify import raise_sites as rs
+from doctor.model import Evidence, Finding, RaisedBy, Report, Severity
+from doctor.render import jsonr, markdown, text
+from doctor.sources.swiftconfig import RunConfig
+from doctor.swift import run as swift_run
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "fixtures" / "logs"
+
+
+def _report(case: str) -> Report:
+    return analyze([str(LOGS / case)])
+
+
+def test_raised_by_from_a_real_trl_message():
+    """dev-020 (OpenManus/OpenManus-RL, trl 0.15/0.16 era): the stack runs through trl/trainer/grpo_trainer.py."""
+    r = _report("dev-020-batch-1x1-numgen8-plain-traceback")
+    f = r.findings[0]
+    assert f.rule_id == "GD101"
+    assert f.raised_by == (RaisedBy("trl", "0.15-0.16", "trl/trainer/grpo_trainer.py", "GRPOTrainer.__init__",
+                                    "ValueError"),)
+    assert r.run["inferred_versions"] == {"trl": {"versions": "0.15-0.16", "from": "the wording of the error"}}
+
+
+@pytest.mark.parametrize("case", ["real-batch-div-grad-accum", "real-unknown-flag", "real-num-generations-1"])
+def test_raised_by_and_narrowing_from_real_ms_swift_runs(case):
+    """Real ms-swift 4.6.0 runs whose logs print no version: the narrowed range holds the version that ran."""
+    r = _report(case)
+    assert r.run["versions"].get("ms-swift") is None and r.run["framework_version"] is None
+    ran = tomllib.loads((LOGS / case / "provenance.toml").read_text())["versions"]["ms_swift"]
+    narrowed = r.run["inferred_versions"]["ms-swift"]["versions"]
+    assert _holds(narrowed, ran)
+    rb = r.findings[0].raised_by[0]
+    assert rb.package == "ms-swift" and _holds(rb.versions, ran)
+
+
+def _holds(versions: str, version: str) -> bool:
+    from doctor.classify.site_rank import holds
+    return holds(versions, version)
+
+
+def test_every_narrowed_golden_holds_the_version_that_ran():
+    """Across the goldens: a narrowed range never excludes the version a case's provenance records, and no
+    package the log printed a version of is narrowed."""
+    checked = 0
+    for path in sorted(LOGS.glob("*.expected.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        inferred = doc["run"].get("inferred_versions") or {}
+        assert not set(inferred) & set(doc["run"].get("versions") or {}), path.name
+        prov = LOGS / path.name.replace(".expected.json", "") / "provenance.toml"
+        ran = tomllib.loads(prov.read_text()).get("versions", {}) if prov.is_file() else {}
+        for pkg, v in inferred.items():
+            assert v["from"] == "the wording of the error"
+            if ran.get(pkg.replace("-", "_")):
+                assert _holds(v["versions"], ran[pkg.replace("-", "_")]), (path.name, pkg, v, ran)
+                checked += 1
+    assert checked >= 8
+
+
+def test_a_tie_between_packages_shows_both_and_narrows_nothing():
+    """dev-021: trl's check and ms-swift 3.1-3.3's copy of it, pasted without stack in a log that names no
+    framework: both are shown, and no version is claimed."""
+    r = _report("dev-021-batch-1x1-numgen8-ga-not-counted")
+    assert {(s.package, s.versions) for s in r.findings[0].raised_by} == {("ms-swift", "3.1-3.3"),
+                                                                          ("trl", "0.15-0.16")}
+    assert "inferred_versions" not in r.run
+
+
+def test_the_stack_overrules_a_site_elsewhere_in_its_package():
+    """edge-fp16-unscale: torch.amp's GradScaler raised it (the stack says so); the index holds only the FSDP
+    scaler of torch.distributed with the same words, so nothing is claimed."""
+    r = _report("edge-fp16-unscale")
+    assert not any(f.raised_by for f in r.findings)
+
+
+def test_ranking_prefers_grpo_config_over_trl_experimental_copies():
+    """trl/trainer/grpo_config.py (trl 0.18+) and its copies in trl/experimental (MiniLLMConfig, SDFTConfig, ...):
+    GRPOConfig first, with or without the stack; the stack picks ms-swift's copy when it went through it."""
+    line = "ValueError: generation_batch_size (12) must be divisible by the global batch size (8)."
+    top = rs.raised_by(line, top=1)[0]
+    assert (top["package"], top["function"], top["module"]) == ("trl", "GRPOConfig.__post_init__",
+                                                                 "trl/trainer/grpo_config.py")
+    frames = ["/x/site-packages/trl/trainer/grpo_config.py"]
+    assert rs.raised_by(line, top=1, frames=frames)[0]["function"] == "GRPOConfig.__post_init__"
+    frames = ["/x/site-packages/swift/rlhf_trainers/args_mixin.py"]
+    assert rs.raised_by(line, top=1, frames=frames)[0]["module"] == "swift/rlhf_trainers/args_mixin.py"
+    assert rs.raised_by(line, top=1, prefer=("ms-swift",))[0]["package"] == "ms-swift"
+
+
+def test_a_specific_template_beats_a_free_hole():
+    """dev-002 (modelscope/ms-swift, 3.x): `Expected {any} inputs, got {int}` of ms-swift's GRPOTrainer, not
+    `Expected {any}, got {any}` of a DeepSpeed test that swallows any text."""
+    r = _report("dev-002-eval-expected-32-got-4")
+    rb = r.findings[0].raised_by[0]
+    assert (rb.package, rb.module) == ("ms-swift", "swift/trainers/rlhf_trainer/grpo_trainer.py")
+    assert r.run["inferred_versions"]["ms-swift"]["versions"] == "3.4-3.7"
+
+
+# the wording ms-swift 3.5-3.11 raises in swift/trainers/rlhf_arguments.py (GRPOConfig.check_num_generations);
+# --num_generations_eval exists from 3.12 (doctor/swift/flags.py)
+EVAL_3X = """Traceback (most recent call last):
+  File "/opt/conda/lib/python3.10/site-packages/swift/cli/rlhf.py", line 5, in <module>
+    rlhf_main()
+  File "/opt/conda/lib/python3.10/site-packages/swift/trainers/rlhf_arguments.py", line 120, in check_num_generations
+    raise ValueError(
+ValueError: The global eval batch size (2 x 2) must be evenly divisible by the number of generations per prompt \
+(8). Given the current global eval batch size, the valid values for the number of generations are: [2, 4].
+"""
+
+
+def test_the_inferred_range_chooses_the_flag_names(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(EVAL_3X)
+    r = analyze([str(log)])
+    assert r.run["inferred_versions"] == {"ms-swift": {"versions": "3.5-3.11", "from": "the wording of the error"}}
+    fix = " ".join(r.findings[0].fix)
+    assert r.findings[0].rule_id == "GD102" and "--num_generations 2 or 4" in fix
+    assert "num_generations_eval" not in fix  # a flag of 3.12+: the version unknown would read as recent
+    log.write_text("[INFO:swift] swift.__version__: 3.12.0\n" + EVAL_3X)  # the version line ms-swift prints
+    r = analyze([str(log)])
+    assert "inferred_versions" not in r.run and "--num_generations_eval" in " ".join(r.findings[0].fix)
+
+
+def test_swift_run_reads_the_inferred_range():
+    run = RunConfig(inferred_versions={"ms-swift": "3.1-3.3"})
+    assert swift_run.at_least(run, 3, 1) is True and swift_run.at_least(run, 3, 4) is False
+    assert swift_run.tuner_flag(run) == "train_type"
+    assert not swift_run.flag_in_version(run, "vllm_mode") and swift_run.flag_in_version(run, "sleep_level")
+    assert swift_run.version_label(run) == "ms-swift 3.1-3.3 (inferred from the wording of the error)"
+    run = RunConfig(inferred_versions={"ms-swift": "3.10-4.2"})
+    assert swift_run.at_least(run, 4, 0) is None and swift_run.tuner_flag(run) == "tuner_type"
+    run = RunConfig(versions={"ms-swift": "4.6.0"}, inferred_versions={"ms-swift": "3.1-3.3"})
+    assert swift_run.at_least(run, 4, 0) is True and swift_run.version_label(run) == "ms-swift 4.6.0"
+
+
+def test_rendering_text_json_markdown():
+    r = _report("real-batch-div-grad-accum")
+    line = ("raised by ms-swift 4.2-4.6 `RolloutTrainerArgumentsMixin._init_generation_batch_params` "
+            "(swift/rlhf_trainers/args_mixin.py)")
+    out = text.render(r)
+    assert line in out
+    assert out.splitlines()[0].endswith("ms-swift 4.2-4.6 (from the wording of the error), world size 1")
+    doc = json.loads(jsonr.render(r))
+    assert doc["findings"][0]["raised_by"] == [{
+        "package": "ms-swift", "versions": "4.2-4.6", "module": "swift/rlhf_trainers/args_mixin.py",
+        "function": "RolloutTrainerArgumentsMixin._init_generation_batch_params", "kind": "ValueError"}]
+    assert doc["run"]["inferred_versions"]["ms-swift"]["versions"] == "4.2-4.6"
+    md = markdown.render(r).splitlines()
+    assert line in md  # nothing in it needs escaping; the function is a code span
+    assert "Run: ms-swift 4.2-4.6 (from the wording of the error), world size 1" in md
+
+
+def test_rendering_escapes_what_the_index_holds():
+    """The index is read from third-party source: its names go through the same escaping as log text."""
+    rb = RaisedBy("x[bold]y[/bold]", "1.0", "a/<b>*c*.py", "F`oo`.[red]bar", "ValueError")
+    f = Finding("GD999", "unrecognised-failure", "other", Severity.error, "t", "m",
+                evidence=(Evidence("log.txt", 1, "ValueError: x"),), raised_by=(rb,))
+    r = Report("0", [], {"framework": "ms-swift"}, [f])
+    out = text.render(r, color=True)
+    assert "raised by x[bold]y[/bold] 1.0 `F`oo`.[red]bar` (a/<b>*c*.py)" in out  # shown, not applied as markup
+    md = next(l for l in markdown.render(r).splitlines() if l.startswith("raised by"))
+    assert "x\\[bold\\]y" in md and "\\*c\\*" in md and "<b>" not in md.replace("`<b>`", "")
+    from doctor.render import html
+    assert "raised by x[bold]y[/bold] 1.0 `F`oo`.[red]bar` (a/&lt;b&gt;*c*.py)" in html.render(r)
+
+
+def test_the_first_lookup_reads_a_few_buckets():
+    idx = rs.index(rs.DATA)  # a fresh copy: nothing decoded yet
+    rs.lookup("ValueError: generation_batch_size (3) must be evenly divisible by num_generations (4). Valid values: "
+              "[3].", idx=idx)
+    assert 0 < len(idx.store._buckets) <= 32 < idx.store.n
+
+
+def test_healthy_logs_and_help_do_not_open_the_index():
+    healthy = [str(p.parent) for p in sorted(LOGS.glob("*/provenance.toml"))
+               if tomllib.loads(p.read_text()).get("expect_no_error")]
+    assert len(healthy) >= 5
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom doctor.cli import app\n"
+            "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
+            "from doctor.analyze import analyze\n"
+            f"for c in {healthy!r}:\n    analyze([c])\n"
+            "m = sys.modules.get('doctor.classify.raise_sites')\nprint(bool(m and m.loaded()))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "False"
