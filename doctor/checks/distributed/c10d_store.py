@@ -12,6 +12,8 @@ from .._numbers import READ, first, read_or
 from ._common import VLLM_GROUP_PORT, minutes
 
 _PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
+# torch's socket.cpp: "SocketImpl(fd=11, addr=[host]:38674, remote=[::ffff:10.0.0.1]:23456)": the store's end
+_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?([\w.\-:]+?)\]?:(\d+)\)")
 
 
 def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
@@ -22,6 +24,10 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         if m:
             host = m.group(1) or m.group(3)
             port = as_int(m.group(2) or m.group(4) or m.group(5))
+            break
+        r = _REMOTE.search(h.evidence.text)
+        if r:
+            host, port = r.group(1), as_int(r.group(2))
             break
     text = " ".join(h.evidence.text for h in hits)
     timeout = None
@@ -66,11 +72,20 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         fix.append("Find out whether rank 0 (or the master node) is alive and got past the same point: if it died, "
                    "its error is the root cause.")
         fix.append("Multi-node: MASTER_ADDR must be the IP of node 0 reachable from every node, MASTER_PORT open "
-                   f"(now {master or '29500 (assumed), the default'}), the same NNODES / NPROC_PER_NODE everywhere.")
+                   f"({_master_port(master, port)}), the same NNODES / NPROC_PER_NODE everywhere.")
         if server:
             fix.append(f"Server mode: the trainer also connects to the rollout server's group port "
                        f"{read_or(run.int_arg('vllm_server_group_port'), group_port)}; make sure it is reachable.")
     return Diagnosis(message=msg, fix=tuple(fix))
+
+
+def _master_port(master: object, store_port: int | None) -> str:
+    """MASTER_PORT as the launch gives it, else the port of the store the log's socket line names, else assumed."""
+    if master:
+        return f"now {master}"
+    if store_port is not None:
+        return f"the store listens on {store_port}, read from the log"
+    return "now 29500 (assumed), the default"
 
 
 def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
