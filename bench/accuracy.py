@@ -134,7 +134,8 @@ def case_number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] | None = None) -> CaseResult:
+def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] | None = None,
+             reports: Path | None = None) -> CaseResult:
     if str(ROOT) not in sys.path:  # this checkout's doctor, also when it is not installed
         sys.path.insert(0, str(ROOT))
     from doctor.analyze import analyze
@@ -152,6 +153,15 @@ def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] |
     try:
         report = analyze([str(case_dir)])
         findings, run = report.findings, report.run
+        if reports is not None:  # the text a person reads, its own thread left out of the known issues
+            from doctor import known
+            from doctor.render.text import render as text_render
+            own = re.match(r"[\w.-]+/[\w.-]+#\d+", str(label.get("source", "")))
+            known.EXCLUDE = frozenset({own.group(0), own.group(0).lower()} if own else ())
+            try:
+                (reports / f"{case_dir.name}.txt").write_text(text_render(report), encoding="utf-8")
+            finally:
+                known.EXCLUDE = frozenset()
     except Exception as e:  # noqa: BLE001 - a crash is a result to report, not a reason to stop the bench
         error = f"{type(e).__name__}: {e}"
     dt = time.perf_counter() - t0
@@ -250,7 +260,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="dump per-case results as JSON (to FILE, or stdout)")
     ap.add_argument("--evidence", default=str(DEFAULT_EVIDENCE), metavar="FILE",
                     help="key lines per case (TOML); default bench/data/devlogs-evidence.toml")
+    ap.add_argument("--reports", default=None, metavar="DIR",
+                    help="write each case's text report to DIR/<case>.txt (for grading by bench/RUBRIC.md), with the "
+                         "case's own thread (label.json source) left out of its known issues")
     args = ap.parse_args(argv)
+    if args.reports:
+        Path(args.reports).mkdir(parents=True, exist_ok=True)
 
     cases = find_cases(args.corpus)
     table = load_table(Path(args.evidence)) if args.evidence else {}
@@ -261,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         keys = [KeyLine(int(k[0]), str(k[1])) for k in entry.get("key", [])] if entry else None
         if keys:
             check_key_lines(c, keys)
-        results.append(run_case(c, keys, frameworks_of(entry)))
+        results.append(run_case(c, keys, frameworks_of(entry), Path(args.reports) if args.reports else None))
     total = time.perf_counter() - t0
 
     out = sys.stderr if args.json == "-" else sys.stdout

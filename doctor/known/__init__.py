@@ -14,6 +14,9 @@ from .index import Match, load
 
 MAX_SHOWN = 3
 MAX_EVIDENCE = 3
+# threads never shown (owner/repo#N): benchmarks set it to a case's own thread, so that a case is not answered by the
+# very thread it was taken from (bench/accuracy.py --reports, bench/known_issues.py); empty for users
+EXCLUDE: frozenset[str] = frozenset()
 _CONF_WORDS = {"confirmed": "confirmed by a user", "maintainer": "maintainer's answer or fix PR",
                "unresolved": "unresolved"}
 
@@ -22,11 +25,11 @@ def for_finding(f: Finding) -> list[Match]:
     """At most three threads about this finding's failure, best first ([] when none scores high enough)."""
     if f.severity != Severity.error or not f.evidence:
         return []
-    return list(_lookup(tuple(e.text for e in f.evidence[:MAX_EVIDENCE]), f.category))
+    return list(_lookup(tuple(e.text for e in f.evidence[:MAX_EVIDENCE]), f.category, EXCLUDE))
 
 
 @lru_cache(maxsize=256)
-def _lookup(texts: tuple[str, ...], category: str) -> tuple[Match, ...]:
+def _lookup(texts: tuple[str, ...], category: str, exclude: frozenset[str] = frozenset()) -> tuple[Match, ...]:
     from ..classify.message import parse
     best: dict[str, Match] = {}
     idx = None
@@ -35,7 +38,7 @@ def _lookup(texts: tuple[str, ...], category: str) -> tuple[Match, ...]:
         if len(msg.text) < 8 and not msg.exc_type:
             continue
         idx = idx or load()
-        for m in idx.match(msg.exc_type, msg.text, category):
+        for m in idx.match(msg.exc_type, msg.text, category, exclude=exclude):
             if m.thread not in best or m.score > best[m.thread].score:
                 best[m.thread] = m
     ranked = sorted(best.values(), key=lambda m: (-round(m.score, 3), m.thread))
