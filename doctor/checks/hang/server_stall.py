@@ -48,8 +48,8 @@ _FIX = {
         "Wait a few minutes once; if the port still does not open, run the server with one engine "
         "(data_parallel_size 1, no multi-turn scheduler or external plugin) to find which part blocks.",
         "Take `py-spy dump --pid <server pid>` to see where the server process waits.",
-        "Upgrade ms-swift, and try another vLLM release: `swift rollout` start-up hangs with multi-turn schedulers "
-        "loaded from external plugins were fixed in later ms-swift releases (modelscope/ms-swift PR #4822).",
+        "Try the newest ms-swift and another vLLM release: the start-up path of `swift rollout` (engine, scheduler, "
+        "plugins, port bind) changes between releases.",
     ],
     "server-starting": ["Take `py-spy dump --pid <server pid>`; check the server's start-up hooks and plugins."],
     "weight-sync-setup": [
