@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 from ..gate import cached_words, engine
 from ..signals import LogLine, Where
+from . import bars as bars_mod
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 from .matchers import HyperscanMatcher, Matcher, matcher_for
 
@@ -55,14 +56,33 @@ class ChunkScanner:
         self.fork = fork  # None: fork a scanning child when it pays (see _fork_size); False: never
         self.child_exit: int | None = None  # the scanning child's exit code (-N: killed by signal N)
         self.early = early  # a ScanChild from start_early, to adopt
+        # pure progress bars between two other lines, summarised (sources/bars.py); None: every bar is fed
+        self.bars: bars_mod.BarStretch | None = None
+        if os.environ.get("GRPO_DOCTOR_BARS") != "all" and bars_mod.summarisable(session):
+            self.bars = bars_mod.BarStretch(session)
 
     # ------------------------------------------------------------------ feeding
-    def _feed(self, data: bytes) -> None:
+    def _feed(self, data: bytes, defer: bool = False) -> None:
+        """Feed one physical line; ``defer``: a candidate found by the scan (not a sticky line), which may be a
+        pure bar kept for later (``_flush``)."""
+        bars = self.bars
+        if bars is not None:
+            if defer and bars.take(self.lineno + 1, self.counter[0] + 1, data):
+                self.lineno += 1
+                self.counter[0] += 1  # a pure bar is one message
+                return
+            if bars.pending:
+                self._flush()
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
         for line in self.reader.line(self.lineno, data):
             feed(line)
+
+    def _flush(self) -> None:
+        """Feed the bars kept since the last line fed, with their own line numbers and seqs."""
+        if self.bars is not None:
+            self.fed += self.bars.flush(self.path)
 
     def _skip(self, n: int) -> None:
         self.lineno += n
@@ -88,7 +108,7 @@ class ChunkScanner:
             end = find(b"\n", hit - 1, n)
             if start > pos:
                 self._skip(count(b"\n", pos, start))
-            self._feed(bytes(view[start:min(end, start + MAX_LINE)]))  # lines are capped as physical_lines does
+            self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
             pos = self._sticky_run(buf, view, end + 1, n)
         if pos < n:
             self._skip(count(b"\n", pos, n))
@@ -103,6 +123,7 @@ class ChunkScanner:
         else:
             self._run_read(stream)
             size = stream.tell()
+        self._flush()
         self._rebuild_tail(stream, size)
 
     def _run_read(self, stream: BinaryIO) -> None:
@@ -214,7 +235,7 @@ class ChunkScanner:
                         continue  # fed already, by a sticky run
                     end = payload[i + 2]
                     self._skip(payload[i] - 1 - self.lineno)
-                    self._feed(os.pread(fd, min(end - start, MAX_LINE), start))
+                    self._feed(os.pread(fd, min(end - start, MAX_LINE), start), True)
                     pos = end + 1
                     if sticky():
                         pos = self._sticky_file(fd, pos, size)
