@@ -33,11 +33,20 @@ FRAGMENTS = [
     b"RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", b"plain line",
     b"Traceback (most recent call last):", b'  File "/x/y.py", line 3, in f', b"    y = 1",
     b"Killed", b"run sh: `swift rlhf --rlhf_type grpo`",
+    # metric lines: the short cut, and lines that must not take it
+    b"{'loss': '0.2', 'grad_norm': 'nan', 'reward': '0.0', 'reward_std': '0', 'global_step/max_steps': '4/9'}",
+    b"{'loss': 0.3, 'grad_norm': 1.5, 'reward': 0.25, 'kl': 0.01, 'global_step/max_steps': '5/9'}\r",
+    b"{'loss': '0.1', 'reward': '1', 'VLLM-0.8.5': '1', 'global_step/max_steps': '6/9'}",
+    b"{'loss': '0.1', 'reward': '1', 'trl': '1', 'global_step/max_steps': '7/9'}",
+    b"{'eval_loss': '0.5', 'eval_reward': '0.1'}", b"{'train_runtime': '10', 'train_loss': '0.1'}",
+    b"{'loss': '0.1', 'reward': '1', 'global_step/max_steps': '8/9'", b"{'loss': '0.1',\t'reward': '1'}",
+    b"{'loss': '0.1', 'reward': '1', 'Error': '1', 'global_step/max_steps': '9/9'}",
 ]
 
 
 def _state(s: Session) -> dict:
-    out: dict = {"findings": s.finish(), "exceptions": s.exceptions}
+    out: dict = {"findings": s.finish(), "exceptions": s.exceptions, "steps": s.metrics_steps, "ended": s.ended,
+                 "run": (s.run.args, s.run.versions)}
     for r in s.rules:
         name = type(r).__name__
         if hasattr(r, "p"):
@@ -48,6 +57,8 @@ def _state(s: Session) -> dict:
             out[name] = (r.progress, r.hits)
         elif name == "HostOomKilled":
             out[name] = (r.training, r.hits)
+        if hasattr(r, "s"):
+            out["series"] = (r.s.n, r.s.steps, r.s.where, r.s.cols, r.s.rmean, r.s.rstd)
     return out
 
 
@@ -87,7 +98,7 @@ def test_a_stretch_of_bars_is_fed_as_a_few(tmp_path):
 @pytest.mark.parametrize("fork", [False, True])
 def test_random_stretches(seed, fork, tmp_path):
     rnd = random.Random(seed)
-    lines = [rnd.choice(FRAGMENTS[:16]) if rnd.random() < 0.8 else rnd.choice(FRAGMENTS) for _ in range(400)]
+    lines = [rnd.choice(FRAGMENTS[:16] + FRAGMENTS[-9:]) if rnd.random() < 0.8 else rnd.choice(FRAGMENTS) for _ in range(400)]
     _same(b"\n".join(lines) + b"\n", tmp_path, fork=fork, chunk=rnd.choice([64, 1000, scan.CHUNK]))
 
 
@@ -96,6 +107,14 @@ def test_random_stretches(seed, fork, tmp_path):
 def test_any_order(parts, chunk, tmp_path):
     _same(b"\n".join(parts), tmp_path, chunk=chunk, fork=False,
           matcher=matchers.matcher_for(Session().gate_words, "re"))
+
+
+def test_metric_lines_take_the_short_cut(tmp_path):
+    rows = [b"{'loss': '0.%d', 'grad_norm': '0.1', 'reward': '0.5', 'global_step/max_steps': '%d/500'}" % (i, i)
+            for i in range(1, 500)]
+    lines = [x for i, row in enumerate(rows, 1) for x in (_bar(b"Train:", i, 500), row)] + [b"Killed"]
+    got = _same(b"\n".join(lines) + b"\n", tmp_path, fork=False)
+    assert got.lines == len(lines)
 
 
 def test_a_new_reader_turns_summaries_off():

@@ -22,7 +22,13 @@ metrics readers, can see it). ``Processed prompts`` and ``Adding requests`` bars
 keep every one.
 
 When a rule outside ``READERS`` takes one of ``BAR_WORDS``, nothing is summarised (every bar is fed as before):
-a new reader must be checked against the rule above and added there. ``tests/test_scan.py`` compares both paths.
+a new reader must be checked against the rule above and added there. ``tests/test_bars.py`` compares both paths.
+
+Metric lines take a short cut too (``BarStretch.metric_line``, issue 19 point 3): a printed dict on a line of its
+own (``{'loss': '0', ...}``: ASCII, printable, one message, no paste wrapper, no prefix) whose only trigger words
+are the metric literals goes straight to ``read_console`` and the session's ``emit``: the other readers of
+``Session.feed_line`` (config, traceback tracker, end markers, rules by literal) do nothing with such a line
+while no rule takes a metric literal (checked, else no short cut) and no ``vllm`` of any case is in it.
 """
 from __future__ import annotations
 
@@ -30,7 +36,8 @@ import re
 from typing import Any
 
 from ..gate import WordGate
-from ..signals import LogLine, Where
+from ..signals import LogLine, Metrics, Where
+from . import metrics as msrc
 from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
 
@@ -69,6 +76,9 @@ class BarStretch:
         self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
         # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]
         self._keys: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
+        metric_words = frozenset(msrc.LITERALS)
+        self.metric_words = metric_words if session.console_metrics and not any(
+            LogLine in r.kinds and metric_words.intersection(r.literals or ()) for r in session.rules) else frozenset()
 
     @property
     def pending(self) -> bool:
@@ -104,6 +114,22 @@ class BarStretch:
         slot[1 if k == 0 else 2] = entry
         if k >= slot[4]:
             slot[3], slot[4] = entry, k
+        return True
+
+    def metric_line(self, path: str, lineno: int, seq: int, data: bytes) -> bool:
+        """Emit the metrics of a lone printed dict (see the module) and say so; False: not such a line."""
+        if not self.metric_words or data[:1] != b"{" or not data.isascii() or b"/s]" in data or b"/it]" in data:
+            return False
+        text = data.decode("ascii").rstrip()
+        if not text.endswith("}") or not text.isprintable() or "llm" in text.lower():
+            return False
+        words = frozenset(w for hit in self._gate.hits(text) for w in hit)
+        if not words or not words <= self.metric_words:
+            return False
+        if ":" in text and msrc.has_literal(text):
+            values, finite = msrc.read_console(text)
+            if values is not None:
+                self.session.emit(Metrics(values, Where(path, lineno), seq, "console", finite))
         return True
 
     def flush(self, path: str) -> int:

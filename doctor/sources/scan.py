@@ -73,6 +73,11 @@ class ChunkScanner:
                 return
             if bars.pending:
                 self._flush()
+            if defer and bars.metric_line(self.path, self.lineno + 1, self.counter[0] + 1, data):
+                self.lineno += 1
+                self.counter[0] += 1
+                self.fed += 1
+                return
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
