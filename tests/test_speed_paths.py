@@ -37,6 +37,18 @@ def test_jsonl_fast_decoder_gives_json_values(monkeypatch):
     metrics._CONVERTED.clear()
     plain = [repr(metrics.parse_jsonl(c)) for c in cases]
     assert fast == plain == again
+    # the plain path's conversion loop gives what converting every value with to_number gives
+    import json
+
+    for c in cases:
+        try:
+            obj = json.loads(c.strip())
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            ref = {k: metrics.to_number(v) for k, v in obj.items() if not isinstance(v, (dict, list))} | {
+                k: v for k, v in obj.items() if isinstance(v, (dict, list))}
+            assert repr(metrics.parse_jsonl(c)) == repr(ref)
 
 
 def test_split_shell_cache_returns_fresh_lists():
