@@ -213,6 +213,15 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
     return plain | nested if nested else plain
 
 
+def jsonl_finite(values: dict[str, Any]) -> bool | None:
+    """``Metrics.finite`` of a parse_jsonl record: True when no value is NaN/inf (its texts that read as numbers
+    are floats already, and the others read as no number), else None (not known: a rule looks itself)."""
+    for x in values.values():
+        if type(x) is float and x - x != 0:
+            return None
+    return True
+
+
 try:  # optional: a faster JSON decoder (wheels for Linux and macOS, x86_64 and arm64); json otherwise
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - depends on the environment
