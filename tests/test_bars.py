@@ -26,6 +26,7 @@ FRAGMENTS = [
     _bar(b"Train:", 0), _bar(b"Train:", 1), _bar(b"Train:", 3), _bar(b"Train:", 2), _bar(b"Train:", 3, 12),
     _bar(b"Train:", 5, rate=b"2.10it/s") + b"\r", _bar(b"Train", 4), _bar(b"Val:", 1), _bar(b"Val:", 2),
     _bar(b"Map", 7, rate=b"?it/s"), _bar(b"Processed prompts:", 2), _bar(b"", 3), _bar(b"Train:", 6) + b"[INFO:swift] x",
+    _bar(b"Map (num_proc=1):", 3, rate=b"? examples/s"), _bar(b"Map (num_proc=1):", 9, rate=b"812.50 examples/s"),
     _bar(b"Control:", 2), _bar(b"StopIteration:", 1), b"[rank0]: " + _bar(b"Train:", 7),
     b"[INFO:swift] Saving model checkpoint to /o/checkpoint-2", b"***** Running training *****",
     b"[INFO:swift] model_parameter_info: PeftModelForCausalLM: 1M Params", b"[INFO:swift] hello",
