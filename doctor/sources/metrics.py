@@ -161,7 +161,7 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
     if _fast_loads is not None:
         try:
             obj = _fast_loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # msgspec: RecursionError thousands deep (orjson: a ValueError)
             obj = None
         else:
             if not isinstance(obj, dict):
