@@ -21,17 +21,7 @@ from ...signals import ExceptionInfo, HangReport, LogLine, Metrics
 from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
-from ._progress import (
-    _CLASS_TEXT,
-    _MARKERS,
-    _NCCL,
-    _VLLM_ORIGINS,
-    _VLLM_WORDS,
-    PHASE_TEXT,
-    _Progress,
-    _Thread,
-    classify_frames,
-)
+from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, PHASE_TEXT, _Progress, _Thread, classify_frames
 from .live import live_finding
 
 
@@ -39,11 +29,10 @@ class HangCheck(Rule):
     # HangReport: the live hang watchdog of `grpo-doctor watch` (doctor/live) measured the silence itself; its report
     # (stacks, where the run stopped, the outlier rank) is the finding when there is one (formerly GD901/GD902)
     kinds = frozenset({LogLine, Metrics, ExceptionInfo, HangReport})
-    # The phase markers themselves, not the [INFO:swift] prefix they carry: a long run prints thousands of other
-    # INFO lines, which are not worth a look each (issue 19 point 4); the first marker line is the swift evidence.
-    literals = tuple(dict.fromkeys(tuple(lit for lit, _ in _MARKERS) + (
-        "run sh:", "***** Running training *****", "%|", "vllm", "vLLM") + _VLLM_WORDS + (
-        "socket has timed out", "TCP client failed to connect") + _NCCL + ('(idle): "', "(active", ".py:")))
+    # Every ms-swift marker line carries the [INFO:swift] logger prefix, so a few words route all phases.
+    literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
+                "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
+                "socket has timed out", "TCP client failed to connect") + _NCCL + ('(idle): "', "(active", ".py:")
     want: str = ""  # "hang-at-start" or "hang-mid-training": set by the subclasses
 
     def __init__(self, meta):
