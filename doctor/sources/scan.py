@@ -255,9 +255,11 @@ class ChunkScanner:
 
     def _sticky_file(self, fd: int, pos: int, size: int) -> int:
         """Feed whole lines from offset ``pos`` while the session is sticky; returns the new offset."""
+        from .scanchild import line_at
+
         sticky = self.session.sticky
         while pos < size and sticky():
-            got = _line_at(fd, pos, size)
+            got = line_at(fd, pos, size)
             if got is None:
                 return size
             data, pos = got
@@ -346,35 +348,6 @@ def start_early(path: str):
         return ScanChild.start(fd, st.st_size, lambda: matcher_for(words), CHUNK, words)
     finally:
         os.close(fd)  # the child has its own copy
-
-
-def _line_at(fd: int, pos: int, size: int) -> tuple[bytes, int] | None:
-    """(the line starting at ``pos``, capped at MAX_LINE, without its newline; the offset after it), read
-    with ``pread``; None when the file ended early (it shrank)."""
-    want = 4096
-    while True:
-        n = min(want, size - pos)
-        block = os.pread(fd, n, pos)
-        if not block:
-            return None
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return block[:min(nl, MAX_LINE)], pos + nl + 1
-        if len(block) < n or pos + len(block) >= size:
-            return block[:MAX_LINE], size  # the unterminated last line
-        if want > MAX_LINE:
-            break
-        want *= 4
-    head, p = block[:MAX_LINE], pos + len(block)
-    while p < size:  # an over-long line: its head, then on to its newline
-        block = os.pread(fd, min(1 << 20, size - p), p)
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return head, p + nl + 1
-        p += len(block)
-    return head, size
 
 
 class _Bounded:
