@@ -25,6 +25,7 @@ RECORDS = [
     '{"x": true, "y": "nan", "z": null, "w": "inf", "v": "4s", "u": "-Infinity"}', "[1]", '{"loss": 0.1',
     '{"x": 12345678901234567890123}', '{"x": 18446744073709551615, "y": -9223372036854775808}',
     '{"x": {"k": 123456789012345678901234567890}}', '{"s": "\\ud800"}', '{"e": ""}', "  {} ", '{"q": "0.25"}',
+    '{"x": ' + "[" * 3000 + "]" * 3000 + "}", '{"x": 1, "y": ' + "[" * 200 + "]" * 200 + "}",
 ]
 
 
@@ -37,6 +38,18 @@ def test_jsonl_fast_decoder_gives_json_values(monkeypatch):
     metrics._CONVERTED.clear()
     plain = [repr(metrics.parse_jsonl(c)) for c in cases]
     assert fast == plain == again
+    # the plain path's conversion loop gives what converting every value with to_number gives
+    import json
+
+    for c in cases:
+        try:
+            obj = json.loads(c.strip())
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict):
+            ref = {k: metrics.to_number(v) for k, v in obj.items() if not isinstance(v, (dict, list))} | {
+                k: v for k, v in obj.items() if isinstance(v, (dict, list))}
+            assert repr(metrics.parse_jsonl(c)) == repr(ref)
 
 
 def test_split_shell_cache_returns_fresh_lists():

@@ -324,7 +324,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
                 if values is None:
                     continue
                 counter[0] += 1
-                session.emit(Metrics(values, Where(inp.display, lineno), counter[0], "jsonl"))
+                session.emit(Metrics(values, Where(inp.display, lineno), counter[0], "jsonl",
+                                     metrics_src.jsonl_finite(values)))
         elif inp.kind == "completions":
             for lineno, data in physical_lines(stream, max_line=16 * 1024 * 1024):
                 try:

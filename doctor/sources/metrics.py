@@ -161,7 +161,7 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
     if _fast_loads is not None:
         try:
             obj = _fast_loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # msgspec: RecursionError thousands deep (orjson: a ValueError)
             obj = None
         else:
             if not isinstance(obj, dict):
@@ -173,7 +173,10 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
                 if t is float:
                     out[k] = v
                 elif t is int:
-                    out[k] = float(v)  # orjson's ints fit 64 bits: no overflow
+                    try:
+                        out[k] = float(v)
+                    except OverflowError:  # msgspec reads a 400-digit integer as an int (orjson refuses it)
+                        out[k] = to_number(v)
                 elif t is str:
                     x = conv.get(v)
                     if x is None:  # as _convert caches it: a text's number, never NaN/inf
@@ -197,15 +200,35 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
         return parse_console(text)  # a cut last line: take what is there
     if not isinstance(obj, dict):
         return None
-    return {k: to_number(v) for k, v in obj.items() if not isinstance(v, (dict, list))} | {
-        k: v for k, v in obj.items() if isinstance(v, (dict, list))
-    }
+    plain: dict[str, Any] = {}
+    nested: dict[str, Any] = {}
+    for k, v in obj.items():
+        t = type(v)
+        if t is float:   # what to_number gives a float, without its checks (most values of a row)
+            plain[k] = v
+        elif t is dict or t is list:
+            nested[k] = v
+        else:
+            plain[k] = to_number(v)
+    return plain | nested if nested else plain
+
+
+def jsonl_finite(values: dict[str, Any]) -> bool | None:
+    """``Metrics.finite`` of a parse_jsonl record: True when no value is NaN/inf (its texts that read as numbers
+    are floats already, and the others read as no number), else None (not known: a rule looks itself)."""
+    for x in values.values():
+        if type(x) is float and x - x != 0:
+            return None
+    return True
 
 
 try:  # optional: a faster JSON decoder (wheels for Linux and macOS, x86_64 and arm64); json otherwise
     from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - the pure fallback
-    _fast_loads = None  # type: ignore[assignment]
+except ImportError:  # pragma: no cover - depends on the environment
+    try:  # msgspec (ms-swift's GRPO trainer imports it, so a swift environment has it): as fast, same refusals
+        from msgspec.json import decode as _fast_loads  # type: ignore[assignment]
+    except ImportError:
+        _fast_loads = None  # type: ignore[assignment]
 
 
 def is_summary(values: dict[str, Any]) -> bool:

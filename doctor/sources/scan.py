@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 from ..gate import cached_words, engine
 from ..signals import LogLine, Where
+from . import bars as bars_mod
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 from .matchers import HyperscanMatcher, Matcher, matcher_for
 
@@ -55,6 +56,10 @@ class ChunkScanner:
         self.fork = fork  # None: fork a scanning child when it pays (see _fork_size); False: never
         self.child_exit: int | None = None  # the scanning child's exit code (-N: killed by signal N)
         self.early = early  # a ScanChild from start_early, to adopt
+        # pure progress bars between two other lines, summarised (sources/bars.py); None: every bar is fed
+        self.bars: bars_mod.BarStretch | None = None
+        if os.environ.get("GRPO_DOCTOR_BARS") != "all" and bars_mod.summarisable(session):
+            self.bars = bars_mod.BarStretch(session)
 
     # ------------------------------------------------------------------ feeding
     def _sticky(self) -> bool:
@@ -62,12 +67,32 @@ class ChunkScanner:
         open in the reader (sources/paste.py DictJoiner; its item lines hold no gate word)."""
         return self.session.state.sticky() or self.reader.dicts.parts is not None
 
-    def _feed(self, data: bytes) -> None:
+    def _feed(self, data: bytes, defer: bool = False) -> None:
+        """Feed one physical line; ``defer``: a candidate found by the scan (not a sticky line), which may be a
+        pure bar kept for later (``_flush``)."""
+        bars = self.bars
+        if bars is not None:
+            if defer and bars.take(self.lineno + 1, self.counter[0] + 1, data):
+                self.lineno += 1
+                self.counter[0] += 1  # a pure bar is one message
+                return
+            if bars.pending:
+                self._flush()
+            if defer and bars.metric_line(self.path, self.lineno + 1, self.counter[0] + 1, data):
+                self.lineno += 1
+                self.counter[0] += 1
+                self.fed += 1
+                return
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
         for line in self.reader.line(self.lineno, data):
             feed(line)
+
+    def _flush(self) -> None:
+        """Feed the bars kept since the last line fed, with their own line numbers and seqs."""
+        if self.bars is not None:
+            self.fed += self.bars.flush(self.path)
 
     def _skip(self, n: int) -> None:
         self.lineno += n
@@ -93,7 +118,7 @@ class ChunkScanner:
             end = find(b"\n", hit - 1, n)
             if start > pos:
                 self._skip(count(b"\n", pos, start))
-            self._feed(bytes(view[start:min(end, start + MAX_LINE)]))  # lines are capped as physical_lines does
+            self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
             pos = self._sticky_run(buf, view, end + 1, n)
         if pos < n:
             self._skip(count(b"\n", pos, n))
@@ -108,6 +133,7 @@ class ChunkScanner:
         else:
             self._run_read(stream)
             size = stream.tell()
+        self._flush()
         self._rebuild_tail(stream, size)
 
     def _run_read(self, stream: BinaryIO) -> None:
@@ -219,7 +245,7 @@ class ChunkScanner:
                         continue  # fed already, by a sticky run
                     end = payload[i + 2]
                     self._skip(payload[i] - 1 - self.lineno)
-                    self._feed(os.pread(fd, min(end - start, MAX_LINE), start))
+                    self._feed(os.pread(fd, min(end - start, MAX_LINE), start), True)
                     pos = end + 1
                     if sticky():
                         pos = self._sticky_file(fd, pos, size)
@@ -234,9 +260,11 @@ class ChunkScanner:
 
     def _sticky_file(self, fd: int, pos: int, size: int) -> int:
         """Feed whole lines from offset ``pos`` while the session is sticky; returns the new offset."""
+        from .scanchild import line_at
+
         sticky = self._sticky
         while pos < size and sticky():
-            got = _line_at(fd, pos, size)
+            got = line_at(fd, pos, size)
             if got is None:
                 return size
             data, pos = got
@@ -324,35 +352,6 @@ def start_early(path: str):
         return ScanChild.start(fd, st.st_size, lambda: matcher_for(words), CHUNK, words)
     finally:
         os.close(fd)  # the child has its own copy
-
-
-def _line_at(fd: int, pos: int, size: int) -> tuple[bytes, int] | None:
-    """(the line starting at ``pos``, capped at MAX_LINE, without its newline; the offset after it), read
-    with ``pread``; None when the file ended early (it shrank)."""
-    want = 4096
-    while True:
-        n = min(want, size - pos)
-        block = os.pread(fd, n, pos)
-        if not block:
-            return None
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return block[:min(nl, MAX_LINE)], pos + nl + 1
-        if len(block) < n or pos + len(block) >= size:
-            return block[:MAX_LINE], size  # the unterminated last line
-        if want > MAX_LINE:
-            break
-        want *= 4
-    head, p = block[:MAX_LINE], pos + len(block)
-    while p < size:  # an over-long line: its head, then on to its newline
-        block = os.pread(fd, min(1 << 20, size - p), p)
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return head, p + nl + 1
-        p += len(block)
-    return head, size
 
 
 class _Bounded:

@@ -28,6 +28,8 @@ from array import array
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .logtext import MAX_LINE
+
 HEAD = struct.Struct("=q")
 END = -1
 
@@ -282,3 +284,33 @@ def _read_exact(fd: int, n: int) -> bytes | None:
         parts.append(got)
         n -= len(got)
     return b"".join(parts)
+
+
+def line_at(fd: int, pos: int, size: int) -> tuple[bytes, int] | None:
+    """For the parent (``scan.ChunkScanner`` feeding a sticky run): (the line starting at ``pos``, capped at
+    MAX_LINE, without its newline; the offset after it), read with ``pread``; None when the file ended early
+    (it shrank)."""
+    want = 4096
+    while True:
+        n = min(want, size - pos)
+        block = os.pread(fd, n, pos)
+        if not block:
+            return None
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return block[:min(nl, MAX_LINE)], pos + nl + 1
+        if len(block) < n or pos + len(block) >= size:
+            return block[:MAX_LINE], size  # the unterminated last line
+        if want > MAX_LINE:
+            break
+        want *= 4
+    head, p = block[:MAX_LINE], pos + len(block)
+    while p < size:  # an over-long line: its head, then on to its newline
+        block = os.pread(fd, min(1 << 20, size - p), p)
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return head, p + nl + 1
+        p += len(block)
+    return head, size

@@ -1,0 +1,161 @@
+"""Progress bars summarised inside the chunk scanner (issue 19 point 2): of a stretch of tqdm redraws between two
+other fed lines, only the few a rule can tell apart are fed.
+
+A console log of a long run is mostly tqdm redraws (``Train:  17%|█▋ | 1/500 [00:04<33:20,  4.16s/it]``); each
+was a candidate line (``%|``, ``it/s]`` and ``Train:`` are trigger words) and paid the whole line path. What
+the rules read from them is a last or a largest value:
+
+- the hang rules (``checks/hang/_progress.py``): per description the last bar (the phase it marks), and for
+  ``Train`` the last bar at step 0 (first-step), the last one past it (training), the last one holding the
+  largest step (the step counter, its total and its line) and the last one at all (the step's seq);
+- GD621 (``checks/numerics/probability_tensor.py``): the last bar with a rate before its trigger line;
+- GD310 (``checks/distributed/host_oom.py``): the last ``Train:`` bar past step 0.
+
+So of the *pure* bars of such a stretch (see ``BAR``), keyed by the text before the percentage and the trigger
+words on the line, the scanner keeps the last one, the last at step 0, the last past it and the last holding
+the key's largest step (at most four lines per key), and feeds them, in file order, with their own line number
+and seq, before the next other line. Any subset that holds these lines, fed in order, leaves every reader in
+the state the whole stretch leaves it in. A pure bar is one message (no ``\\r`` inside, nothing glued after the
+rate), starts with a letter (no rank, worker or logger prefix, not a bare bar: a bare bar's meaning depends on
+the lines before it), and holds no trigger word but ``BAR_WORDS`` (no other rule, nor the config, traceback or
+metrics readers, can see it). ``Processed prompts`` and ``Adding requests`` bars are not pure: the hang rules
+keep every one.
+
+When a rule outside ``READERS`` takes one of ``BAR_WORDS``, nothing is summarised (every bar is fed as before):
+a new reader must be checked against the rule above and added there. ``tests/test_bars.py`` compares both paths.
+
+Metric lines take a short cut too (``BarStretch.metric_line``, issue 19 point 3): a printed dict on a line of its
+own (``{'loss': '0', ...}``: ASCII, printable, one message, no paste wrapper, no prefix) whose only trigger words
+are the metric literals goes straight to ``read_console`` and the session's ``emit``: the other readers of
+``Session.feed_line`` (config, traceback tracker, end markers, rules by literal) do nothing with such a line
+while no rule takes a metric literal (checked, else no short cut) and no ``vllm`` of any case is in it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..gate import WordGate
+from ..signals import LogLine, Metrics, Where
+from . import metrics as msrc
+from .logtext import EVIDENCE_MAX
+from .matchers import EXTRA_TRIGGERS
+
+BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:"})
+# the rules that read pure bars, each only as above (class names, so that sources/ imports no rule)
+READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
+                     "doctor.checks.numerics.probability_tensor.ProbabilityTensorNaN",
+                     "doctor.checks.distributed.host_oom.HostOomKilled"})
+BAR = re.compile(rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/\d+ "
+                 rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
+_KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
+MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
+
+
+def _reads_bars(rule: Any) -> bool:
+    return any(f"{c.__module__}.{c.__qualname__}" in READERS for c in type(rule).__mro__)
+
+
+def summarisable(session: Any) -> bool:
+    """Whether every rule that takes a bar word reads bars only as the module says."""
+    for r in session.rules:
+        if BAR_WORDS.intersection(getattr(r, "literals", ()) or ()) and not _reads_bars(r):
+            return False
+    return True
+
+
+class BarStretch:
+    """The pure bars seen since the last other line fed: ``take`` keeps one (or says it is not pure),
+    ``flush`` hands back the ones to feed, in file order."""
+
+    def __init__(self, session: Any):
+        self.session = session
+        words = session.gate_words
+        self._routes: dict[frozenset[str], tuple[Any, ...]] = {}
+        self._gate: WordGate[str] = WordGate({w: (w,) for w in set(words) | set(EXTRA_TRIGGERS)})
+        self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
+        # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]
+        self._keys: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
+        metric_words = frozenset(msrc.LITERALS)
+        self.metric_words = metric_words if not any(
+            LogLine in r.kinds and metric_words.intersection(r.literals or ()) for r in session.rules) else frozenset()
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._keys)
+
+    def take(self, lineno: int, seq: int, data: bytes) -> bool:
+        """Keep the physical line ``data`` (line ``lineno``, message ``seq``) when it is a pure bar."""
+        if b"%|" not in data:
+            return False
+        m = BAR.fullmatch(data)
+        if m is None:
+            return False
+        pre = m.group("pre")
+        ok = self._pre.get(pre)
+        if ok is None:
+            ok = not pre.startswith(_KEPT_ALL)
+            if len(self._pre) < 4096:
+                self._pre[pre] = ok
+        if not ok:
+            return False
+        words = frozenset(w for hit in self._gate.hits(data.decode("utf-8")) for w in hit)
+        if not words <= BAR_WORDS:
+            return False
+        key = (pre, words)
+        slot = self._keys.get(key)
+        if slot is None:
+            if len(self._keys) >= MAX_KEYS:
+                return False
+            slot = self._keys[key] = [None, None, None, None, -1]
+        entry = (lineno, seq, data, words)
+        k = int(m.group("k"))
+        slot[0] = entry
+        slot[1 if k == 0 else 2] = entry
+        if k >= slot[4]:
+            slot[3], slot[4] = entry, k
+        return True
+
+    def metric_line(self, path: str, lineno: int, seq: int, data: bytes) -> bool:
+        """Emit the metrics of a lone printed dict (see the module) and say so; False: not such a line."""
+        if not self.metric_words or data[:1] != b"{" or not data.isascii() or b"/s]" in data or b"/it]" in data:
+            return False
+        if not self.session.state.console_metrics:  # metrics come from logging.jsonl: such a line is fed as any
+            return False
+        text = data.decode("ascii").rstrip()
+        if not text.endswith("}") or not text.isprintable() or "llm" in text.lower():
+            return False
+        words = frozenset(w for hit in self._gate.hits(text) for w in hit)
+        if not words or not words <= self.metric_words:
+            return False
+        if ":" in text and msrc.has_literal(text):
+            values, finite = msrc.read_console(text)
+            if values is not None:
+                self.session.emit(Metrics(values, Where(path, lineno), seq, "console", finite))
+        return True
+
+    def flush(self, path: str) -> int:
+        """Feed the bars kept, in file order, straight to the rules their words route them to (what
+        ``Session.feed_line`` does with such a line: its other readers do nothing with it, and the scanner
+        rebuilds the tail); returns how many."""
+        out = {e[0]: e for slot in self._keys.values() for e in slot[:4] if e is not None}
+        self._keys.clear()
+        for n in sorted(out):
+            _, seq, data, words = out[n]
+            text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
+            if text.endswith("\r"):
+                text = text[:-1]
+            raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
+            line = LogLine(text, raw, Where(path, n), None, seq, "")
+            for r in self._rules(words):
+                r.feed(line)
+        return len(out)
+
+    def _rules(self, words: frozenset[str]) -> tuple[Any, ...]:
+        """The rules a line holding exactly ``words`` goes to, in catalog order, each once."""
+        hit = self._routes.get(words)
+        if hit is None:
+            hit = self._routes[words] = tuple(
+                r for r in self.session.rules if LogLine in r.kinds and not r.wants_all_lines and r.literals
+                and words.intersection(r.literals))
+        return hit

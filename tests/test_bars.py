@@ -1,0 +1,128 @@
+"""Progress bars summarised by the chunk scanner (doctor/sources/bars.py): the readers of bars end in the state
+the line-by-line path leaves them in, on stretches of redraws of every shape (steps going up and down, step 0,
+several descriptions, a rate word or not, bars glued or prefixed, which are fed as they are)."""
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from doctor.engine import Session
+from doctor.sources import bars, matchers, scan
+from doctor.sources.logtext import LineReader
+
+BLOCK = "\u2588".encode()
+
+
+def _bar(desc: bytes, k: int, n: int = 9, rate: bytes = b"1.50s/it") -> bytes:
+    return desc + b" 50%|" + BLOCK * 3 + b"   | %d/%d [00:04<00:20, %s]" % (k, n, rate)
+
+
+FRAGMENTS = [
+    _bar(b"Train:", 0), _bar(b"Train:", 1), _bar(b"Train:", 3), _bar(b"Train:", 2), _bar(b"Train:", 3, 12),
+    _bar(b"Train:", 5, rate=b"2.10it/s") + b"\r", _bar(b"Train", 4), _bar(b"Val:", 1), _bar(b"Val:", 2),
+    _bar(b"Map", 7, rate=b"?it/s"), _bar(b"Processed prompts:", 2), _bar(b"", 3), _bar(b"Train:", 6) + b"[INFO:swift] x",
+    _bar(b"Map (num_proc=1):", 3, rate=b"? examples/s"), _bar(b"Map (num_proc=1):", 9, rate=b"812.50 examples/s"),
+    _bar(b"Control:", 2), _bar(b"StopIteration:", 1), b"[rank0]: " + _bar(b"Train:", 7),
+    b"[INFO:swift] Saving model checkpoint to /o/checkpoint-2", b"***** Running training *****",
+    b"[INFO:swift] model_parameter_info: PeftModelForCausalLM: 1M Params", b"[INFO:swift] hello",
+    b"{'loss': '0.1', 'grad_norm': '0.2', 'reward': '0.5', 'global_step/max_steps': '3/9'}",
+    b"RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", b"plain line",
+    b"Traceback (most recent call last):", b'  File "/x/y.py", line 3, in f', b"    y = 1",
+    b"Killed", b"run sh: `swift rlhf --rlhf_type grpo`",
+    # metric lines: the short cut, and lines that must not take it
+    b"{'loss': '0.2', 'grad_norm': 'nan', 'reward': '0.0', 'reward_std': '0', 'global_step/max_steps': '4/9'}",
+    b"{'loss': 0.3, 'grad_norm': 1.5, 'reward': 0.25, 'kl': 0.01, 'global_step/max_steps': '5/9'}\r",
+    b"{'loss': '0.1', 'reward': '1', 'VLLM-0.8.5': '1', 'global_step/max_steps': '6/9'}",
+    b"{'loss': '0.1', 'reward': '1', 'trl': '1', 'global_step/max_steps': '7/9'}",
+    b"{'eval_loss': '0.5', 'eval_reward': '0.1'}", b"{'train_runtime': '10', 'train_loss': '0.1'}",
+    b"{'loss': '0.1', 'reward': '1', 'global_step/max_steps': '8/9'", b"{'loss': '0.1',\t'reward': '1'}",
+    b"{'loss': '0.1', 'reward': '1', 'Error': '1', 'global_step/max_steps': '9/9'}",
+]
+
+
+def _state(s: Session) -> dict:
+    out: dict = {"findings": s.finish(), "exceptions": s.state.exceptions, "steps": s.state.metrics_steps, "ended": s.state.ended,
+                 "run": (s.run.args, s.run.versions)}
+    for r in s.rules:
+        name = type(r).__name__
+        if hasattr(r, "p"):
+            p = r.p
+            out[name] = (p.max_step, p.total_steps, p.step_line, p.step_seq, dict(p.phase_seq), dict(p.phase_line),
+                         p.metrics_seq, p.swift_evidence, p.vllm_lines, p.last_path)
+        elif name == "ProbabilityTensorNaN":
+            out[name] = (r.progress, r.hits)
+        elif name == "HostOomKilled":
+            out[name] = (r.training, r.hits)
+        if hasattr(r, "s"):
+            out["series"] = (r.s.n, r.s.steps, r.s.where, r.s.cols, r.s.rmean, r.s.rstd)
+    return out
+
+
+def _same(data: bytes, tmp_path: Path, **opts) -> ChunkStats:
+    p = tmp_path / "log.txt"
+    p.write_bytes(data)
+    a, ca = Session(), [0]
+    a.begin_log("log.txt")
+    for line in LineReader("log.txt", ca).lines(io.BytesIO(data)):
+        a.feed_line(line)
+    b, cb = Session(), [0]
+    with open(p, "rb") as f:
+        sc = scan.scan_file(b, "log.txt", f, cb, **opts)
+    assert ca == cb
+    assert list(a.state.tails["log.txt"]) == list(b.state.tails["log.txt"])
+    assert _state(a) == _state(b)
+    return ChunkStats(sc.fed, sc.lineno)
+
+
+class ChunkStats:
+    def __init__(self, fed: int, lines: int):
+        self.fed, self.lines = fed, lines
+
+
+def test_summarised_with_the_catalog():
+    assert bars.summarisable(Session())
+
+
+def test_a_stretch_of_bars_is_fed_as_a_few(tmp_path):
+    rnd = random.Random(1)
+    lines = [_bar(b"Train:", rnd.randrange(0, 50), 50) for _ in range(3000)] + [b"Killed"]
+    got = _same(b"\n".join(lines) + b"\n", tmp_path, fork=False)
+    assert got.fed <= 6 and got.lines == 3001
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("fork", [False, True])
+def test_random_stretches(seed, fork, tmp_path):
+    rnd = random.Random(seed)
+    lines = [rnd.choice(FRAGMENTS[:16] + FRAGMENTS[-9:]) if rnd.random() < 0.8 else rnd.choice(FRAGMENTS) for _ in range(400)]
+    _same(b"\n".join(lines) + b"\n", tmp_path, fork=fork, chunk=rnd.choice([64, 1000, scan.CHUNK]))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=60), chunk=st.integers(1, 200))
+def test_any_order(parts, chunk, tmp_path):
+    _same(b"\n".join(parts), tmp_path, chunk=chunk, fork=False,
+          matcher=matchers.matcher_for(Session().gate_words, "re"))
+
+
+def test_metric_lines_take_the_short_cut(tmp_path):
+    rows = [b"{'loss': '0.%d', 'grad_norm': '0.1', 'reward': '0.5', 'global_step/max_steps': '%d/500'}" % (i, i)
+            for i in range(1, 500)]
+    lines = [x for i, row in enumerate(rows, 1) for x in (_bar(b"Train:", i, 500), row)] + [b"Killed"]
+    got = _same(b"\n".join(lines) + b"\n", tmp_path, fork=False)
+    assert got.lines == len(lines)
+
+
+def test_a_new_reader_turns_summaries_off():
+    s = Session()
+
+    class Other:
+        literals = ("%|",)
+
+    s.rules.append(Other())
+    assert not bars.summarisable(s)
