@@ -158,9 +158,10 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     obj = None
-    if _fast_loads is not None:
+    fast = _fast_loads if _fast_loads is not _UNSET else _fast_decoder()
+    if fast is not None:
         try:
-            obj = _fast_loads(text)
+            obj = fast(text)
         except (ValueError, RecursionError):  # msgspec: RecursionError thousands deep (orjson: a ValueError)
             obj = None
         else:
@@ -222,13 +223,24 @@ def jsonl_finite(values: dict[str, Any]) -> bool | None:
     return True
 
 
-try:  # optional: a faster JSON decoder (wheels for Linux and macOS, x86_64 and arm64); json otherwise
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - depends on the environment
-    try:  # msgspec (ms-swift's GRPO trainer imports it, so a swift environment has it): as fast, same refusals
-        from msgspec.json import decode as _fast_loads  # type: ignore[assignment]
-    except ImportError:
-        _fast_loads = None  # type: ignore[assignment]
+def _fast_decoder() -> Any:
+    """The faster JSON decoder, imported on the first logging.jsonl record (never for a console log: msgspec
+    alone costs ~9 ms of import): orjson (the `full` extra), else msgspec (ms-swift's GRPO trainer imports it,
+    so a swift environment has it; as fast, same refusals), else None (json)."""
+    global _fast_loads
+    try:  # optional: wheels for Linux and macOS, x86_64 and arm64
+        from orjson import loads
+    except ImportError:  # pragma: no cover - depends on the environment
+        try:
+            from msgspec.json import decode as loads  # type: ignore[assignment]
+        except ImportError:
+            loads = None  # type: ignore[assignment]
+    _fast_loads = loads
+    return loads
+
+
+_UNSET: Any = object()
+_fast_loads: Any = _UNSET   # the decoder once looked up (None: json only)
 
 
 def is_summary(values: dict[str, Any]) -> bool:
