@@ -49,3 +49,24 @@ def fires(rule, text: str, path: str = "<example>") -> bool:
     """Does the rule (id or RuleMeta) fire on this text, fed alone through the real engine?"""
     rid = rule if isinstance(rule, str) else rule.id
     return any(f.rule_id == rid for f in run_text(text, rules=[rule], path=path))
+
+
+def line_and_scan(data: bytes, tmp_path, **opts):
+    """The same bytes through the line-by-line path and the chunk scanner (``opts``: its options), each into a
+    new Session: (line session, scanned session, line counter, scan counter, the scanner's statistics)."""
+    import io
+
+    from doctor.engine import Session
+    from doctor.sources import scan
+    from doctor.sources.logtext import LineReader
+
+    p = tmp_path / "log.txt"
+    p.write_bytes(data)
+    a, ca = Session(), [0]
+    a.begin_log("log.txt")
+    for line in LineReader("log.txt", ca).lines(io.BytesIO(data)):
+        a.feed_line(line)
+    b, cb = Session(), [0]
+    with open(p, "rb") as f:
+        stats = scan.scan_file(b, "log.txt", f, cb, **opts)
+    return a, b, ca, cb, stats

@@ -3,17 +3,16 @@ the line-by-line path leaves them in, on stretches of redraws of every shape (st
 several descriptions, a rate word or not, bars glued or prefixed, which are fed as they are)."""
 from __future__ import annotations
 
-import io
 import random
 from pathlib import Path
 
 import pytest
+from conftest import line_and_scan
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from doctor.engine import Session
 from doctor.sources import bars, matchers, scan
-from doctor.sources.logtext import LineReader
 
 BLOCK = "\u2588".encode()
 
@@ -64,15 +63,7 @@ def _state(s: Session) -> dict:
 
 
 def _same(data: bytes, tmp_path: Path, **opts) -> ChunkStats:
-    p = tmp_path / "log.txt"
-    p.write_bytes(data)
-    a, ca = Session(), [0]
-    a.begin_log("log.txt")
-    for line in LineReader("log.txt", ca).lines(io.BytesIO(data)):
-        a.feed_line(line)
-    b, cb = Session(), [0]
-    with open(p, "rb") as f:
-        sc = scan.scan_file(b, "log.txt", f, cb, **opts)
+    a, b, ca, cb, sc = line_and_scan(data, tmp_path, **opts)
     assert ca == cb
     assert list(a.state.tails["log.txt"]) == list(b.state.tails["log.txt"])
     assert _state(a) == _state(b)

@@ -71,29 +71,19 @@ def test_sizes_are_what_a_fresh_walk_measures(tmp_path):
         "global_step10")
 
 
-def test_analyze_walks_the_run_directory_once(tmp_path, monkeypatch):
+def test_analyze_walks_the_run_directory_once(tmp_path, walks):
     """Issue 13: analyze found its inputs with one walk and the checkpoints with a second one over the same tree.
     The input walk now also collects the checkpoint-N/ folders, in check-ckpt's order (folder, then step)."""
     from doctor.analyze import analyze
-    from doctor.sources import inputs as inputs_src
 
     run = _run(tmp_path)
     (run / "logs").mkdir()
     (run / "logs" / "train.log").write_text("{'loss': 0.1, 'global_step/max_steps': '1/10'}\n")
     (run / "runs").mkdir()   # TensorBoard's folder: never holds checkpoints for us
     (run / "runs" / "checkpoint-999").mkdir()
-    counted: list[str] = []
-    real_walk = os.walk
-
-    def counting_walk(top, *a, **kw):
-        counted.append(os.fspath(top))
-        return real_walk(top, *a, **kw)
-
-    monkeypatch.setattr(inputs_src.os, "walk", counting_walk)
-    monkeypatch.setattr(ckpt_src.os, "walk", counting_walk)
-    report = analyze([str(run)])
-    roots = [t for t in counted if t == str(run)]
-    assert roots == [str(run)], counted  # the run directory once (each checkpoint is measured by its own walk)
+    report = analyze([str(run)])   # `walks` counts every os.walk (one os module for all)
+    roots = [t for t in walks if t == str(run)]
+    assert roots == [str(run)], walks  # the run directory once (each checkpoint is measured by its own walk)
     kinds = [(i.path, i.kind) for i in report.inputs]
     ckpts = [p for p, k in kinds if k == "checkpoint"]
     # by hand: checkpoint-10 ... checkpoint-120 by step (not by name: checkpoint-100 after checkpoint-90)

@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from conftest import line_and_scan
 from golden import FIXTURES, cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -54,15 +55,7 @@ def test_fixture_same_report_both_paths(case, monkeypatch):
 
 
 def _both(data: bytes, tmp_path: Path, **opts) -> tuple[Session, Session, list[int], list[int]]:
-    p = tmp_path / "log.txt"
-    p.write_bytes(data)
-    a, ca = Session(), [0]
-    a.begin_log("log.txt")
-    for line in LineReader("log.txt", ca).lines(io.BytesIO(data)):
-        a.feed_line(line)
-    b, cb = Session(), [0]
-    with open(p, "rb") as f:
-        scan.scan_file(b, "log.txt", f, cb, **opts)
+    a, b, ca, cb, _ = line_and_scan(data, tmp_path, **opts)
     return a, b, ca, cb
 
 
