@@ -35,6 +35,14 @@ def trainer_layout(run: RunConfig) -> tuple[int | None, int | None, bool]:
     return run.visible_gpus(), nproc_per_node(run), False
 
 
+def _several_ranks(ctx: RunState) -> bool:
+    """The log itself shows more than one training process (a `[rankN]:` prefix or an exception of a rank > 0):
+    the visible GPUs are in use, whatever the launch command read says."""
+    if any(e.rank for e in ctx.exceptions):
+        return True
+    return any(line.rank for tail in ctx.tails.values() for line in tail)
+
+
 def _bool(v: Any) -> bool:
     return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1", "yes"))
 
@@ -58,7 +66,7 @@ class GpuLayout(Rule):
     def finish(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         out: list[Finding] = []
-        f = self._idle(run)
+        f = self._idle(run) if not _several_ranks(ctx) else None
         if f:
             out.append(f)
         f = self._tp(run)
@@ -88,6 +96,9 @@ class GpuLayout(Rule):
             extra, why_extra = cnt, f" + {cnt} vLLM GPU(s) (--vllm_device {dev})"
         if self.layout_error:
             return None
+        if n is None and run.command is None:
+            return None  # not a `swift` launch (accelerate, torchrun of a script, python code): its process count
+            # is the launcher's own, which this rule does not read, and NPROC_PER_NODE means nothing to it
         if n is None:
             used = 1 + extra
             if vis <= used:
