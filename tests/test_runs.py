@@ -107,3 +107,21 @@ regex = "PROBE-LINE"
     feed_text(s, first + "PROBE-LINE\n" + second, "train.log")
     (f,) = s.finish()
     assert f.message == "per_device_train_batch_size 2" and f.run is not None and f.run.number == 1
+
+
+def test_check_rules_read_the_run_that_failed(tmp_path):
+    """A Python check (the OOM rule) and the structural fallbacks take the configuration of the run whose error
+    they report, not the last run's: run 1 asked --per_device_train_batch_size 8 and ran out of memory, run 2
+    (appended, batch 2) ended normally. Lines shaped as ms-swift's launcher line and torch's OOM message print them."""
+    launch = ("run sh: `/usr/bin/python -m torch.distributed.run --nproc_per_node 1 /usr/lib/python3/swift/cli/rlhf.py "
+              "--rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct --tuner_type full --per_device_train_batch_size {b} "
+              "--use_vllm true --vllm_mode colocate`\n")
+    log = tmp_path / "train.log"
+    log.write_text(launch.format(b=8)
+                   + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                     "capacity of 79.14 GiB of which 1.00 GiB is free.\n"
+                   + launch.format(b=2) + "[INFO:swift] End time of running main: 2025-01-01\n")
+    f = analyze([str(log)]).findings[0]
+    assert f.rule_id == "GD201" and f.run is not None and (f.run.number, f.run.first_line, f.run.last_line) == (1, 1, 2)
+    fixes = " ".join(f.fix)
+    assert "--per_device_train_batch_size 4 with --gradient_accumulation_steps 2 (was 8 x" in fixes, fixes

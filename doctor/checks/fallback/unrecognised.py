@@ -51,8 +51,8 @@ class Unrecognised(Rule):
             return []  # the structural rules (GD990-GD996) name a category
         explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
         exc = first_real([e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained])
-        if exc is not None:
-            return [self._for_exception(exc, ctx)]
+        if exc is not None:  # with runs appended to one log, the configuration of the run that raised it
+            return [self._for_exception(exc, ctx.at(Evidence(exc.where.path, exc.where.line, exc.raw)))]
         if not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
             named = embedded_exceptions(ctx)
             if named:  # a pytest summary, a notebook header, markdown: the exception without its traceback

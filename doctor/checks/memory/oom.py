@@ -76,6 +76,8 @@ class OomRule(PatternRule):
         exc_seqs = {h.seq for h in oom_hits if h.exc is not None}
         chosen: list[tuple[Hit, Side]] = []
         frames_all = tuple(fr for h in oom_hits if h.exc for fr in h.exc.frames)
+        if oom_hits:  # runs appended to one log: the configuration of the run that ran out of memory
+            ctx = ctx.at(oom_hits[0].evidence)
         f = facts_of(ctx.run, frames_all)
         if context:
             c = context[-1]
