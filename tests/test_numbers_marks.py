@@ -94,9 +94,12 @@ def test_gd202_server_share_not_in_the_command_is_assumed():
     assert any("(now 0.9 (assumed))" in x for x in f["fix"])
 
 
-def test_gd420_batch_note_marks_the_defaults_of_a_real_launch():
-    # modelscope/ms-swift#8223: 8 visible GPUs; the command sets no batch size, accumulation or num_generations
-    f = _findings(ROOT / "logs" / "dev-028-max-tokens-negative-sampling-params")["GD420"]
+def test_gd420_batch_note_marks_the_defaults_of_a_real_launch(tmp_path):
+    # modelscope/ms-swift#8223's command alone: 8 visible GPUs, no NPROC_PER_NODE, no batch size, accumulation or
+    # num_generations (its log shows rank 12, so with the log GD420 stays silent: the processes were launched)
+    src = ROOT / "logs" / "dev-028-max-tokens-negative-sampling-params" / "command.txt"
+    (tmp_path / "command.txt").write_bytes(src.read_bytes())
+    f = _findings(tmp_path)["GD420"]
     note = next(x for x in f["fix"] if x.startswith("With 8 processes"))
     assert "per_device_train_batch_size 1 (assumed)" in note and "(assumes num_generations 8" in note
 
