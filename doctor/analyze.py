@@ -20,7 +20,6 @@ from .sources import reports as reports_src
 from .sources import scan
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
 from .sources.safeio import read_head
-from .swift.framework import of_run as framework_of_run
 
 HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
 
@@ -114,8 +113,7 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
             except OSError:
                 pass
     rc = session.run
-    name, version, recipe, source = framework_of_run(rc, session.state.exceptions, session.state.open_tracebacks,
-                                                     session.state.tails, heads)
+    name, version, recipe, source = session.state.framework(heads)
     # nothing points anywhere: ms-swift, the tool's first audience, but said to be assumed (framework_source)
     out: dict = {"framework": name or "ms-swift", "framework_version": version if name else rc.swift_version,
                  "framework_source": source if name else "assumed"}

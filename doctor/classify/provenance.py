@@ -45,8 +45,7 @@ def for_session(session: Any, memo: dict | None = None) -> Provenance:
     prefer: tuple[str, ...] = ()
     state = session.state
     if state.exceptions:
-        from ..swift.framework import of_run
-        name = of_run(state.run, state.exceptions, state.open_tracebacks, state.tails)[0]
+        name = state.framework()[0]
         prefer = _PREFER.get(name or "", ())
     return Provenance(state.exceptions, state.run, prefer, memo)
 

@@ -50,12 +50,20 @@ class RunState:
         """(last frame line, frames) of tracebacks cut before their exception line."""
         return self.tracker.open_tracebacks()
 
-    def at(self, ev: Evidence) -> RunState:
-        """The state as the run holding this evidence line saw it: with several runs appended to one log
-        (issue 17.16), that run's configuration instead of the last run's (``self`` otherwise)."""
-        if len(self.run.runs) < 2 or not ev.line:
+    def framework(self, heads: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
+        """(framework, version, recipe, source) of the run, detected from what the state holds (the frames, the
+        launch commands, the last lines; ``heads``: the first lines of the logs when the caller read them):
+        doctor/swift/framework.py ``of_run``."""
+        from ..swift.framework import of_run
+        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, heads)
+
+    def at(self, where: Evidence | Where) -> RunState:
+        """The state as the run holding this line (an evidence line, an exception's place) saw it: with several
+        runs appended to one log (issue 17.16), that run's configuration instead of the last run's (``self``
+        otherwise)."""
+        if len(self.run.runs) < 2 or not where.line:
             return self
-        run = self.run.at(Where(ev.path, ev.line))
+        run = self.run.at(Where(where.path, where.line))
         return self if run is self.run else replace(self, run=run)
 
     def place(self, findings: list[Finding]) -> list[Finding]:

@@ -40,8 +40,7 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     where = f"{host}:{port}" if host and port else (f"port {port}" if port else "the rendezvous store")
     waited = f" for {minutes(timeout)}" if timeout else ""
     fix: list[str] = []
-    from ...swift.framework import of_run
-    fw = of_run(run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+    fw = ctx.framework()[0]
     if port is not None and group_port <= port < group_port + 64 and fw in ("trl", "unsloth", "verifiers"):
         # trl: VLLMClient(group_port=51216) joins the StatelessProcessGroup that `trl vllm-serve` hosts for weight sync
         msg = (f"The trainer waited{waited} to join the weight-sync process group of the `trl vllm-serve` server at "

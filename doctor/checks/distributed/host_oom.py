@@ -129,8 +129,7 @@ class HostOomKilled(Rule):
                        "encoded dataset in RAM" + (f"; --dataset_num_proc {run.get('dataset_num_proc')} also multiplies "
                                                    "memory during preprocessing." if run.get("dataset_num_proc", 1) > 1 else "."))
         if not run.args:
-            from ...swift.framework import of_run
-            fw = of_run(run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+            fw = ctx.framework()[0]
             if fw in ("trl", "unsloth", "verifiers"):
                 fix.append("Host-RAM levers in trl's GRPOConfig: a smaller model or per_device_train_batch_size, "
                            "shorter max_completion_length and num_generations, dataloader_num_workers=0; a CPU-only "

@@ -20,7 +20,6 @@ from ...classify.parts import part_fix, part_of
 from ...classify.structure import Verdict
 from ...engine.state import RunState
 from ...signals import ExceptionInfo
-from ...swift.framework import of_run
 
 FRAMEWORK_NAMES = {"ms-swift": "ms-swift", "trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers",
                    "verl": "verl", "openrlhf": "OpenRLHF"}
@@ -28,7 +27,7 @@ FRAMEWORK_NAMES = {"ms-swift": "ms-swift", "trl": "trl", "unsloth": "unsloth", "
 
 def framework_of(ctx: RunState) -> str | None:
     """The framework that ran, or None when nothing in the inputs points at one (the default is only assumed)."""
-    fw, _ver, _recipe, source = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)
+    fw, _ver, _recipe, source = ctx.framework()
     return None if source == "assumed" else fw
 
 

@@ -123,7 +123,7 @@ class Structural(Rule):
     def _finding(self, v: Verdict, ctx: RunState) -> Finding:
         exc = v.exc
         if exc is not None:  # runs appended to one log: the configuration of the run that raised it
-            ctx = ctx.at(Evidence(exc.where.path, exc.where.line, exc.raw))
+            ctx = ctx.at(exc.where)
         where = f" at {rel(v.where)}" if v.where is not None else ""
         user = user_frames(v.frames)
         if exc is not None:

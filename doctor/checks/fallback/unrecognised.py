@@ -11,7 +11,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo
-from ...swift.framework import issues_of, of_run
+from ...swift.framework import issues_of
 from .advice import cut_message
 from .exceptions import describe_frame, first_real, is_library, notebook_header
 from .structural import _versions, embedded_exceptions, verdict_of
@@ -52,7 +52,7 @@ class Unrecognised(Rule):
         explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
         exc = first_real([e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained])
         if exc is not None:  # with runs appended to one log, the configuration of the run that raised it
-            return [self._for_exception(exc, ctx.at(Evidence(exc.where.path, exc.where.line, exc.raw)))]
+            return [self._for_exception(exc, ctx.at(exc.where))]
         if not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
             named = embedded_exceptions(ctx)
             if named:  # a pytest summary, a notebook header, markdown: the exception without its traceback
@@ -90,7 +90,7 @@ class Unrecognised(Rule):
             if head is not None:
                 msg += (f" The notebook header names the exception: {head[1]} (its message, printed last by "
                         f"IPython, is not in the paste).")
-            fix[:0] = cut_fix + _phase_fix(phase, of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0])
+            fix[:0] = cut_fix + _phase_fix(phase, ctx.framework()[0])
             if user:
                 fix.append(f"The last frame in your own code is {describe_frame(user[-1])}.")
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
@@ -120,7 +120,7 @@ class Unrecognised(Rule):
             fix.append(f"It was raised in your own code ({describe_frame(where)}): start there.")
         if ranks:
             fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; other ranks' errors after it are consequences.")
-        fw = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+        fw = ctx.framework()[0]
         if _SIZE0.search(exc.message):
             msg += (" A dimension of size 0 is what a parameter partitioned by DeepSpeed ZeRO-3 looks like outside its "
                     "gather (deepspeed/runtime/zero/partition_parameters.py keeps an empty tensor on each rank): a "

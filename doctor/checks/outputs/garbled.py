@@ -14,7 +14,6 @@ import re
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
-from ...swift.framework import of_run
 
 _REPEAT = re.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
 _NUMERIC = re.compile(r"^[-+]?[\d.,:%e]*$|^(?:nan|inf|None|True|False)[,\]]?$", re.I)
@@ -67,7 +66,7 @@ class GarbledText(Rule):
 
     def _finding(self, ctx: RunState, bad: list) -> Finding:
         reasons = "; ".join(f"line {l.where.line}: {why}" for l, why in bad[:4])
-        fw = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+        fw = ctx.framework()[0]
         msg = (f"{len(bad)} pasted line(s) read as degenerate completions ({reasons}). Token soup across writing "
                f"systems and one token repeated up to the length limit are what a policy produces when the rollout "
                f"engine's weights are not the model's (a broken weight sync, a wrong dtype or tensor-parallel "

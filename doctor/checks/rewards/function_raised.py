@@ -13,7 +13,6 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
 from ...signals import ExceptionInfo, Frame
-from ...swift.framework import of_run
 from ._flags import as_list, plugin_files, reward_names
 
 # the frames that call reward functions: ms-swift 3.x/4.x trainer, rl_core (4.5+), trl, open-r1 style
@@ -113,7 +112,7 @@ class RewardFunctionRaised(Rule):
         if m2:
             cols = re.findall(r"'([^']+)'", m2.group("names"))
             col = ", ".join(cols) if cols else None
-        fw = of_run(ctx.run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+        fw = ctx.framework()[0]
         trl_like = fw in ("trl", "unsloth", "verifiers")
         if col:
             who = "trl's GRPOTrainer passes" if trl_like else "ms-swift passes"
