@@ -123,13 +123,12 @@ class RunConfig:
 
     def at(self, where: Where) -> RunConfig:
         """The configuration of the run that holds ``where`` when several runs were appended to one log (issue
-        17.16): that run's arguments instead of the last run's. ``self`` for the last run, a log of one run, or a
-        run whose arguments were not kept."""
+        17.16): that run's arguments instead of the last run's (none when they were not kept: never another
+        run's). ``self`` for the last run or a log of one run."""
         i = self.runs.index_of(where)
         if i is None or i == len(self.runs) - 1:
             return self
-        args = self.runs.args_of(i, self.args)
-        return self if args is None else replace(self, args=args)
+        return replace(self, args=self.runs.args_of(i, self.args) or {})
 
     # ---------------------------------------------------------------- log lines
     def feed(self, line: LogLine) -> None:

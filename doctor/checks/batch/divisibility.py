@@ -13,7 +13,7 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...signals import Where
 from ...swift.batch import divisors, multiples_around, nearest
-from ...swift.framework import of_run, option
+from ...swift.framework import option
 from ...swift.run import flag_in_version
 from ...values import as_int
 from .._numbers import ASSUMED, READ, Num, assumptions, computed, first, show, sure_first
@@ -22,17 +22,16 @@ from .._numbers import ASSUMED, READ, Num, assumptions, computed, first, show, s
 def train_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
     g0 = hits[0].groups
-    fw = of_run(run, ctx.exceptions, ctx.open_tracebacks, ctx.tails)[0]
+    fw = ctx.framework()[0]
 
     def opt(name: str, values: list[int]) -> str:
         return option(fw, name, values)
 
     ev = hits[0].evidence
     which = run.runs.index_of(Where(ev.path, ev.line)) if ev.line else None
-    args = run.args if which is None else (run.runs.args_of(which, run.args) or {})
 
-    def arg(key: str) -> int | None:  # this failure's own run (issue 17.16), not the last one in the log
-        return as_int(args.get(key))
+    def arg(key: str) -> int | None:  # this failure's own run (issue 17.16): the pattern rule's RunState.at
+        return as_int(run.args.get(key))
 
     g = as_int(g0.get("g")) or arg("num_generations")
     n_ = first((as_int(g0.get("n")), READ), (run.world_size(), READ))
