@@ -54,6 +54,19 @@ class TracebackTracker:
         """Some frame still waits for its source line (an indented line without any gate word counts)."""
         return any(st.expect_code and st.frames for st in self._states.values())
 
+    def _frame(self, key: tuple[str, int | None], st: _State | None, line: LogLine, frame: Frame) -> _State:
+        """A frame line of the traceback of ``key`` (opened here when its header was not seen): the last
+        ``_MAX_FRAMES`` frames are kept; the state waits for no source line until the caller says so."""
+        if st is None:
+            st = self._states[key] = _State()
+        st.in_tb = True
+        st.last = line
+        st.frames.append(frame)
+        if len(st.frames) > _MAX_FRAMES:
+            del st.frames[0]
+        st.expect_code = False
+        return st
+
     def feed(self, line: LogLine) -> ExceptionInfo | None:
         text = line.text
         key = (line.where.path, line.rank)
@@ -68,26 +81,14 @@ class TracebackTracker:
         if ', line ' in text:
             m = _FRAME.match(text)
             if m:
-                if st is None:
-                    st = self._states[key] = _State()
-                st.in_tb = True
-                st.last = line
-                st.frames.append(Frame(m.group(1), int(m.group(2)), m.group(3)))
-                if len(st.frames) > _MAX_FRAMES:
-                    del st.frames[0]
-                st.expect_code = True
+                # its source line follows on the next line (indented, often without any gate word)
+                self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3))).expect_code = True
                 return None
         if stripped.startswith("File ") and ".py:" in stripped:
             m = _IPY_FRAME.match(stripped)
             if m:
-                if st is None:
-                    st = self._states[key] = _State()
-                st.in_tb = True
-                st.last = line
-                st.frames.append(Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1]))
-                if len(st.frames) > _MAX_FRAMES:
-                    del st.frames[0]
-                st.expect_code = False
+                # IPython prints the source lines after it, the one that ran marked with an arrow (below)
+                self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1]))
                 return None
         if stripped[:1] == "-" and st is not None and st.frames and not st.frames[-1].code:
             m = _IPY_CODE.match(stripped)
