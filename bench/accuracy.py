@@ -155,9 +155,12 @@ def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] |
         findings, run = report.findings, report.run
         if reports is not None:  # the text a person reads, its own thread left out of the known issues
             from doctor import known
+            from doctor.known.index import load
             from doctor.render.text import render as text_render
             own = re.match(r"[\w.-]+/[\w.-]+#\d+", str(label.get("source", "")))
-            known.EXCLUDE = frozenset({own.group(0), own.group(0).lower()} if own else ())
+            # the index's own spelling of that thread (a label may write the owner or repository in another case)
+            known.EXCLUDE = frozenset(t["thread"] for t in load().threads
+                                      if own and t["thread"].lower() == own.group(0).lower())
             try:
                 (reports / f"{case_dir.name}.txt").write_text(text_render(report), encoding="utf-8")
             finally:

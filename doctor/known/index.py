@@ -110,7 +110,7 @@ class Index:
         out = []
         for ti, (score, exact) in best.items():
             t = self.threads[ti]
-            if t["thread"] in exclude or t["thread"].lower() in exclude:
+            if t["thread"] in exclude:
                 continue
             if category and t.get("category") == category:
                 score += CATEGORY_BONUS
