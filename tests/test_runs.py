@@ -125,3 +125,18 @@ def test_check_rules_read_the_run_that_failed(tmp_path):
     assert f.rule_id == "GD201" and f.run is not None and (f.run.number, f.run.first_line, f.run.last_line) == (1, 1, 2)
     fixes = " ".join(f.fix)
     assert "--per_device_train_batch_size 4 with --gradient_accumulation_steps 2 (was 8 x" in fixes, fixes
+
+
+def test_a_run_whose_arguments_were_not_kept_gets_none_not_the_last_runs():
+    """Past MAX_RUNS the arguments of a finished run are not kept: its configuration is empty, never another run's."""
+    from doctor.sources.runs import MAX_RUNS
+    from doctor.sources.swiftconfig import RunConfig
+
+    rc = RunConfig()
+    for i in range(MAX_RUNS + 2):   # run i starts at line 10 * i + 1 with per_device_train_batch_size i
+        rc.runs.start(Where("a.log", 10 * i + 1), dict(rc.args), dump=False)
+        rc.args = {"per_device_train_batch_size": i}
+    assert rc.at(Where("a.log", 12)).args == {"per_device_train_batch_size": 1}       # kept: run 2 (index 1)
+    assert rc.at(Where("a.log", 10 * MAX_RUNS + 2)).args == {}                         # not kept
+    last = Where("a.log", 10 * (MAX_RUNS + 1) + 2)
+    assert rc.at(last) is rc and rc.at(last).args == {"per_device_train_batch_size": MAX_RUNS + 1}
