@@ -27,8 +27,8 @@ def _case(prefix: str) -> str:
     ("008", "trl", "text"),
     # log line 23: `TypeError: _unsloth_get_batch_samples() takes 3 positional arguments but 4 were given`
     ("049", "unsloth", "text"),
-    # log line 1: `Unsloth: Will patch your computer to enable 2x faster free finetuning.`
-    ("051", "unsloth", "text"),
+    # 051: the Colab-rendered frame `[/usr/.../unsloth_zoo/...py](url) in <module>` is parsed (sources/traceback.py)
+    ("051", "unsloth", "frames"),
     # frames in /root/rl-swarm/hivemind_exp/trainer/hivemind_grpo_trainer.py (a trl GRPOTrainer subclass)
     ("033", "trl", "frames"),
     # frames in .../envs/openr1/.../accelerate/commands/launch.py: an accelerate launch, no swift anywhere

@@ -20,19 +20,28 @@ _EXC = re.compile(
 # IPython / Jupyter (IPython/core/ultratb.py, IPython 8.x): "File ~/env/.../trainer.py:2316, in Trainer.train(self, ...)"
 # then source lines "   2315 code" and "-> 2316 code" (the arrow marks the line that ran)
 _IPY_FRAME = re.compile(r"^\s*File\s+(\S+?\.pyx?):(\d+),\s+in\s+([\w.<>]+)")
-_IPY_CODE = re.compile(r"^-+>\s*\d+\s(.*)$")
+# Colab's rendering of an IPython 7 frame (IPython/core/ultratb.py VerboseTB, the path made a markdown link):
+# "[/usr/local/lib/python3.12/dist-packages/x/y.py](https://localhost:8080/#) in <module>" or "... in train(self, ...)";
+# the line number comes only with the arrow line "--> 107     from transformers.processing_utils import Unpack"
+_COLAB_FRAME = re.compile(r"^\[([^\]\s]+?\.pyx?)\]\([^)\s]*\)\s+in\s+([\w.<>]+)")
+COLAB_WORD = ".py]("  # the scanner's gate word for those frame lines (doctor/engine/state.py STATE_WORDS)
+_IPY_CODE = re.compile(r"^-+>\s*(\d+)\s(.*)$")
+# the context lines IPython prints around the arrow line ("    106 try:", "   (...)     12 ")
+_IPY_CONTEXT = re.compile(r"^(?:\d+(?:\s|$)|\(\.\.\.\))")
+_NO_LINE = -1  # a Colab frame before its arrow line gave the line number
 _HEADER = "Traceback (most recent call last)"
 _MAX_FRAMES = 40
 _MAX_MSG = 600
 
 
 class _State:
-    __slots__ = ("frames", "in_tb", "expect_code", "last")
+    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "last")
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
         self.in_tb = False
         self.expect_code = False
+        self.ipy = False  # the awaited code line is IPython's arrow line (context lines come before it)
         self.last: LogLine | None = None  # the last frame line seen
 
 
@@ -65,6 +74,7 @@ class TracebackTracker:
         if len(st.frames) > _MAX_FRAMES:
             del st.frames[0]
         st.expect_code = False
+        st.ipy = False
         return st
 
     def feed(self, line: LogLine) -> ExceptionInfo | None:
@@ -88,13 +98,22 @@ class TracebackTracker:
             m = _IPY_FRAME.match(stripped)
             if m:
                 # IPython prints the source lines after it, the one that ran marked with an arrow (below)
-                self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1]))
+                st = self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1]))
+                st.expect_code = st.ipy = True
                 return None
-        if stripped[:1] == "-" and st is not None and st.frames and not st.frames[-1].code:
+        if stripped[:1] == "[" and COLAB_WORD in stripped:
+            m = _COLAB_FRAME.match(stripped)
+            if m:
+                st = self._frame(key, st, line, Frame(m.group(1), _NO_LINE, m.group(2).rsplit(".", 1)[-1]))
+                st.expect_code = st.ipy = True
+                return None
+        if stripped[:1] == "-" and st is not None and st.ipy and st.frames:
             m = _IPY_CODE.match(stripped)
             if m:
                 last = st.frames[-1]
-                st.frames[-1] = Frame(last.path, last.lineno, last.func, m.group(1).strip()[:200])
+                lineno = int(m.group(1)) if last.lineno == _NO_LINE else last.lineno
+                st.frames[-1] = Frame(last.path, lineno, last.func, m.group(2).strip()[:200])
+                st.expect_code = st.ipy = False
                 return None
         m = _EXC.match(stripped)
         if m:
@@ -107,6 +126,10 @@ class TracebackTracker:
             if len(msg) > _MAX_MSG:
                 msg = msg[:_MAX_MSG] + "…"
             return ExceptionInfo(etype, msg, frames, line.where, line.rank, line.seq, line.raw)
+        if st is not None and st.ipy:
+            if not _IPY_CONTEXT.match(stripped):  # not a context line: this frame shows no arrow line
+                st.expect_code = st.ipy = False
+            return None
         if st is not None and st.expect_code and st.frames:
             last = st.frames[-1]
             if not last.code and not set(stripped) <= set("^~ "):

@@ -3,6 +3,9 @@ in the terms of the framework that ran. doctor/classify/hints.py reads the messa
 part of a component that failed; this module puts them together for one verdict. Pure."""
 from __future__ import annotations
 
+from ...classify.boundary import boundary
+from ...classify.boundary import explain as boundary_explain
+from ...classify.boundary import fix as boundary_fix
 from ...classify.hints import (
     attribute_owner,
     entry_point,
@@ -43,11 +46,43 @@ def meta_fix(meta, framework: str | None) -> list[str]:
     return list(alt) if alt else list(meta.fix)
 
 
+_NOTEBOOK = ("ipython-input", "Cell In[", ".py](", "<ipython-")
+BOUNDARY_ENTRIES = ("import-time", "signature-drift")  # doctor/data/structure.toml entries a boundary explains
+
+
+def versions_of(ctx: RunState) -> dict[str, str]:
+    """The versions the log printed, with the framework's own (unsloth's banner) when it was read."""
+    out = dict(ctx.run.versions)
+    fw, ver, _recipe, source = ctx.framework()
+    if fw and ver and source != "assumed":
+        out.setdefault(fw, ver)
+    return out
+
+
+def boundary_advice(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -> tuple[str, str]:
+    """(explanation, fix) naming the two packages of an import or signature clash (doctor/classify/boundary.py), or
+    ('', '') when the structure does not show them."""
+    if exc is None or v.entry.id not in BOUNDARY_ENTRIES:
+        return "", ""
+    b = boundary(exc, v.frames)
+    if b is None:
+        return "", ""
+    versions = versions_of(ctx)
+    header = "Traceback (most recent call last)" in exc.raw and not exc.raw.lstrip().startswith("Traceback")
+    notebook = header or any(n in context for n in _NOTEBOOK)  # IPython's header names the type before the stack
+    return boundary_explain(b, versions), boundary_fix(b, versions, notebook)
+
+
 def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -> tuple[str, list[str]]:
     """(sentences to add to the message, fix lines to put first)."""
     fw = framework_of(ctx)
     why: list[str] = []
     first: list[str] = []
+    b_why, b_fix = boundary_advice(v, ctx, exc, context)
+    if b_why:
+        why.append(b_why)
+    if b_fix:
+        first.append(b_fix)
     part = part_of(v.frames, context)
     if part is not None:
         if part.what:

@@ -13,7 +13,8 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
-from .advice import advise, context_before, cut_message, framework_of, meta_fix
+from .advice import BOUNDARY_ENTRIES, advise, context_before, cut_message, framework_of, meta_fix
+from .exceptions import notebook_header
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
@@ -37,6 +38,19 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     return out
 
 
+def notebook_exceptions(ctx: RunState) -> list[ExceptionInfo]:
+    """A traceback cut before its exception line whose IPython header names the exception (``ImportError    Traceback
+    (most recent call last)``, IPython/core/ultratb.py): the exception, with the header's type, no message and the cut
+    stack's frames."""
+    out = []
+    for last, frames in ctx.open_tracebacks:
+        head = notebook_header(ctx.tails, last)
+        if head is not None:
+            line = head[0]
+            out.append(ExceptionInfo(head[1], "", frames, line.where, line.rank, line.seq, line.raw))
+    return out
+
+
 def unwrapped(ctx: RunState, exc: ExceptionInfo) -> ExceptionInfo:
     """The exception a wrapper (hydra's InstantiationException...) holds in its message (classify/wrappers.py)."""
     tail = ctx.tails.get(exc.where.path) or ()
@@ -56,6 +70,8 @@ def verdict_of(ctx: RunState) -> Verdict | None:
     excs = [unwrapped(ctx, e) for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
     if not excs and not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
         excs = embedded_exceptions(ctx)
+    elif not excs and not ctx.exceptions:
+        excs = notebook_exceptions(ctx)
     return first_failure(excs, list(ctx.open_tracebacks or ()))
 
 
@@ -134,7 +150,10 @@ class Structural(Rule):
         if exc is None:
             cut_why, cut_fix = cut_message(v.frames)
             extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
-        fix: list[str] = first + meta_fix(self.meta, framework_of(ctx))
+        meta = meta_fix(self.meta, framework_of(ctx))
+        if first and first[0].startswith(("Make ", "Reinstall ", "Install the ")) and v.entry.id in BOUNDARY_ENTRIES:
+            meta = [m for m in meta if "named in the stack" not in m]  # the boundary's line names them
+        fix: list[str] = first + meta
         if user:
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
@@ -143,6 +162,9 @@ class Structural(Rule):
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
                 where_txt = (f" No stack frames in the log; the raise-site index places this wording in {v.component} "
                              f"({v.frames[-1].path.split('/', 1)[-1]} {v.frames[-1].func}).")
+            elif exc.frames and exc not in ctx.exceptions:
+                where_txt = (f" The notebook's traceback header names the exception; its message (printed last by "
+                             f"IPython) is not in the paste. The stack runs through {v.component}{where}.")
             elif v.frames and not exc.frames:
                 where_txt = (f" The exception was printed without its stack; the traceback beside it runs through "
                              f"{v.component}{where}.")
@@ -160,11 +182,16 @@ class Structural(Rule):
             if ranks:
                 fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; the other ranks' errors and timeouts "
                            f"after it are consequences.")
-            embedded = exc not in ctx.exceptions and outer is None  # named in a summary line, not a traceback
+            # named in a summary line, not a traceback (a notebook header with its cut stack is a traceback)
+            embedded = exc not in ctx.exceptions and outer is None and not exc.frames
             if embedded:
                 msg += " (Read from a line that names the exception outside a traceback: judged without its stack.)"
                 same = [exc]
             ev = [Evidence(exc.where.path, exc.where.line, exc.raw)]
+            if exc.frames and exc not in ctx.exceptions:  # a notebook header: the last frame line shows the failure
+                last = next((l for l, f in ctx.open_tracebacks if f == exc.frames), None)
+                if last is not None:
+                    ev.append(Evidence(last.where.path, last.where.line, last.raw))
             if outer is not None:
                 ev.insert(0, Evidence(outer.where.path, outer.where.line, outer.raw))
             return self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
