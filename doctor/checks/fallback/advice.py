@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...classify.boundary import boundary
 from ...classify.boundary import explain as boundary_explain
 from ...classify.boundary import fix as boundary_fix
+from ...classify.groups import account
 from ...classify.hints import (
     attribute_owner,
     entry_point,
@@ -73,16 +74,27 @@ def boundary_advice(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, contex
     return boundary_explain(b, versions), boundary_fix(b, versions, notebook)
 
 
-def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -> tuple[str, list[str]]:
-    """(sentences to add to the message, fix lines to put first)."""
+def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
+           ) -> tuple[str, list[str], tuple[str, ...]]:
+    """(sentences to add to the message, fix lines to put first, the rule's fix lines the evidence makes moot:
+    substrings)."""
     fw = framework_of(ctx)
     why: list[str] = []
     first: list[str] = []
+    drop: tuple[str, ...] = ()
     b_why, b_fix = boundary_advice(v, ctx, exc, context)
     if b_why:
         why.append(b_why)
     if b_fix:
         first.append(b_fix)
+        drop += ("named in the stack",)  # the boundary's line names them
+    if exc is not None and v.entry.category == "batch-divisibility":
+        run = ctx.run
+        acc = account(exc.message, context, run.int_arg("per_device_train_batch_size"), run.int_arg("num_generations"),
+                      run.world_size(), fw)
+        why.extend(acc.why)
+        first.extend(acc.fix)
+        drop += acc.drop
     part = part_of(v.frames, context)
     if part is not None:
         if part.what:
@@ -131,7 +143,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
         if note:
             why.append(note)
             first.append(note.split(": ", 1)[-1][:1].upper() + note.split(": ", 1)[-1][1:])
-    return " ".join(why), first
+    return " ".join(why), first, drop
 
 
 def _budget_fix(fw: str | None) -> str:

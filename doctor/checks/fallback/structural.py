@@ -13,7 +13,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
-from .advice import BOUNDARY_ENTRIES, advise, context_before, cut_message, framework_of, meta_fix
+from .advice import advise, context_before, cut_message, framework_of, meta_fix
 from .exceptions import notebook_header
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
@@ -146,13 +146,11 @@ class Structural(Rule):
             context = exc.message + "\n" + context_before(ctx, exc.where.path, exc.seq)
         else:
             context = context_before(ctx, ctx.open_tracebacks[0][0].where.path, ctx.open_tracebacks[0][0].seq)
-        extra, first = advise(v, ctx, exc, context)
+        extra, first, drop = advise(v, ctx, exc, context)
         if exc is None:
             cut_why, cut_fix = cut_message(v.frames)
             extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
-        meta = meta_fix(self.meta, framework_of(ctx))
-        if first and first[0].startswith(("Make ", "Reinstall ", "Install the ")) and v.entry.id in BOUNDARY_ENTRIES:
-            meta = [m for m in meta if "named in the stack" not in m]  # the boundary's line names them
+        meta = [m for m in meta_fix(self.meta, framework_of(ctx)) if not any(d in m for d in drop)]
         fix: list[str] = first + meta
         if user:
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
