@@ -20,6 +20,7 @@ from ...classify.hints import (
     sample_shape,
     vllm_memory_note,
 )
+from ...classify.mm_budget import account as mm_account
 from ...classify.parts import part_fix, part_of
 from ...classify.structure import Verdict
 from ...engine.state import RunState
@@ -95,6 +96,12 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
         why.extend(acc.why)
         first.extend(acc.fix)
         drop += acc.drop
+    if exc is not None and v.entry.category == "multimodal-image-error":
+        texts = list(ctx.run.command_texts) + context.splitlines()
+        mm = mm_account(exc.message, texts, fw, str(ctx.run.get("model") or ""))
+        why[:0] = mm.why
+        first[:0] = mm.fix
+        drop += mm.drop
     part = part_of(v.frames, context)
     if part is not None:
         if part.what:
