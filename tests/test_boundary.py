@@ -79,3 +79,12 @@ def test_signature_boundary_reads_the_callee_owner_and_a_processor_field():
 def test_no_boundary_for_a_plain_bug():
     assert boundary(_exc("TypeError", "unsupported operand type(s) for +: 'int' and 'str'"), ()) is None
     assert boundary(_exc("TypeError", "f() got an unexpected keyword argument 'x'"), ()) is None  # nothing known
+
+
+def test_a_missing_top_level_module_is_an_install_not_a_pair():
+    fr = Frame("/v/lib/python3.11/site-packages/trl/import_utils.py", 5, "<module>", "import vllm")
+    b = boundary(_exc("ModuleNotFoundError", "No module named 'vllm'"), (fr,))
+    assert b is not None and b.missing
+    assert "provides `vllm` in this" in explain(b, {}) and "pip install vllm" in fix(b, {})
+    dotted = boundary(_exc("ModuleNotFoundError", "No module named 'vllm.worker.worker'"), (fr,))
+    assert dotted is not None and not dotted.missing and "pair" in fix(dotted, {})

@@ -81,6 +81,8 @@ class Boundary:
     user_code: str = ""     # "your code at x.py:12" when the importer/caller is the user's own file
     via: str = ""           # how the other side was read when no frame shows it
     cut: bool = False       # read from the import statement of the last frame: the message itself is not shown
+    missing: bool = False   # "No module named 'x'" (undotted): CPython names the first missing component, so x
+                            # itself is not installed (a dotted name means its parent package imported)
 
 
 def _owner(name: str) -> str | None:
@@ -111,11 +113,12 @@ def boundary(exc: ExceptionInfo, frames: tuple[Frame, ...]) -> Boundary | None:
     if t in ("ImportError", "ModuleNotFoundError"):
         m = _CANNOT.search(exc.message)
         name = mod = ""
-        cut = False
+        cut = missing = False
         if m:
             name, mod = m.group(1), m.group(2)
         elif (m := _NO_MODULE.search(exc.message)) is not None:
             mod = m.group(1)
+            missing = "." not in mod
         else:
             code = next((f.code for f in reversed(frames) if f.code and ("import " in f.code)), "")
             cut = not exc.message
@@ -128,7 +131,7 @@ def boundary(exc: ExceptionInfo, frames: tuple[Frame, ...]) -> Boundary | None:
         user, text = _user_frame(frames)
         top = mod.split(".", 1)[0]
         return Boundary("import", user, top, f"`{name}` from `{mod}`" if name else f"module `{mod}`",
-                        user_code=text, cut=cut)
+                        user_code=text, cut=cut, missing=missing)
     if t != "TypeError":
         return None
     m = _CALL.match(exc.message.strip())
@@ -161,6 +164,10 @@ def explain(b: Boundary, versions: dict[str, str]) -> str:
     user = b.user_code or (f"{display(b.user)}{_ver(b.user, versions)}" if b.user else "")
     prov = f"{display(b.provider)}{_ver(b.provider, versions)}" if b.provider else ""
     if b.kind == "import":
+        if b.missing:
+            return (f"The import that failed is {b.symbol}" + (f" (by {user})" if user else "") + f": no package "
+                    f"provides `{b.provider}` in this environment (not installed, or installed in "
+                    f"another Python environment than the one that ran).")
         if b.cut and user and prov and b.user != b.provider:
             return (f"The boundary: {user} imports {b.symbol} and that import failed (its message is not shown: "
                     f"either the installed {prov} lacks the name, or importing {display(b.provider)} itself failed on "
@@ -188,6 +195,17 @@ def explain(b: Boundary, versions: dict[str, str]) -> str:
 def fix(b: Boundary, versions: dict[str, str], notebook: bool = False) -> str:
     """The fix in the two packages' names: move the dependent package, or pin the other to its declared range."""
     a, c = b.user, b.provider
+    if b.missing and c:
+        pip = _PIP.get(c, c.replace("_", "-"))
+        dep = f" at the version {display(a)}{_ver(a, versions)} declares (`pip show {_PIP.get(a, a).split()[0]}`)" \
+            if a and a != c else ""
+        return (f"Install it in the environment that runs the training: pip install {pip}{dep} (the import name "
+                f"and the pip name can differ; the package's docs give the pip name).")
+    if b.kind == "call" and c is None and a:
+        param = f"`{b.keyword}=None` (or `**kwargs`)" if b.keyword else "the parameters the call passes"
+        return (f"{b.symbol} belongs to no package named in the log: if it is your own override (a subclass method of "
+                f"a {display(a)} class), give it {param}, as the installed {display(a)}{_ver(a, versions)} calls it; "
+                f"or pin {_PIP.get(a, a)} to the release your code was written for.")
     if b.user_code or not a or not c or a == c or {a, c} == {"unsloth", "unsloth_zoo"}:
         pkg = c if c and not ({a, c} == {"unsloth", "unsloth_zoo"}) else (a or c)
         if pkg is None:
