@@ -71,7 +71,10 @@ def verdict_of(ctx: RunState) -> Verdict | None:
     if not excs and not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
         excs = embedded_exceptions(ctx)
     elif not excs and not ctx.exceptions:
-        excs = notebook_exceptions(ctx)
+        # a cut notebook traceback: its header's type with its stack; when that names nothing, the stack alone
+        v = first_failure(notebook_exceptions(ctx), list(ctx.open_tracebacks or ()))
+        if v is not None:
+            return v
     return first_failure(excs, list(ctx.open_tracebacks or ()))
 
 
