@@ -120,3 +120,18 @@ def test_exception_named_outside_a_traceback_is_judged_at_warning():
 
 def test_a_log_line_that_only_mentions_an_error_type_is_not_an_exception():
     assert run("[INFO:swift] retrying after a ValueError in the data loader, attempt 2\n") == []
+
+
+def test_a_frame_line_cut_at_the_start_of_a_paste_is_nobodys_code_but_a_relative_script_is_the_users():
+    # a paste that starts inside the first frame's path (dev-log 034, MedicalGPT: `grpo_trainer.py", line 637,
+    # in _prepare_inputs`): the file may be trl's, so it is not "your code"; `python train.py` prints the relative
+    # path with its `File "` prefix, and that is the user's own script
+    cut = ('grpo_trainer.py", line 637, in _prepare_inputs\n'
+           "    mean_grouped_rewards = rewards.view(-1, self.num_generations).mean(dim=1)\n"
+           "RuntimeError: shape '[-1, 6]' is invalid for input of size 1\n")
+    f = run(cut)[0]
+    assert "grpo_trainer.py (path cut)" in f.title and "your code" not in f.title
+    assert not any("your own code" in x for x in f.fix)
+    own = run(tb([("train.py", 12, "<module>", "rewards.view(-1, 6)")],
+                 "RuntimeError: shape '[-1, 6]' is invalid for input of size 1"))[0]
+    assert any("your own code (train.py:12" in x for x in own.fix), own.fix

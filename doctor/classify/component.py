@@ -7,6 +7,7 @@ stack as they appear in a path (`site-packages/<pkg>/`, or a source checkout suc
 from __future__ import annotations
 
 from ..signals import ExceptionInfo, Frame
+from ..sources.traceback import CUT
 
 # package directory -> component name shown to the user
 PACKAGES = {
@@ -49,12 +50,15 @@ def package_of(path: str) -> str | None:
 def component(path: str) -> str:
     pkg = package_of(path)
     if pkg is None:
+        if path.startswith(CUT):
+            return f"{path[len(CUT):]} (path cut)"
         return "your code"
     return PACKAGES.get(pkg, pkg)
 
 
 def is_user(fr: Frame) -> bool:
-    return package_of(fr.path) is None
+    """A frame in the user's own code; a frame whose path the paste cut (CUT) is nobody's known code."""
+    return package_of(fr.path) is None and not fr.path.startswith(CUT)
 
 
 def rel(fr: Frame) -> str:

@@ -30,6 +30,7 @@ _IPY_CODE = re.compile(r"^-+>\s*(\d+)\s(.*)$")
 _IPY_CONTEXT = re.compile(r"^(?:\d+(?:\s|$)|\(\.\.\.\))")
 _NO_LINE = -1  # a Colab frame before its arrow line gave the line number
 _HEADER = "Traceback (most recent call last)"
+CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.py", line 637, in f`)
 _MAX_FRAMES = 40
 _MAX_MSG = 600
 
@@ -92,7 +93,10 @@ class TracebackTracker:
             m = _FRAME.match(text)
             if m:
                 # its source line follows on the next line (indented, often without any gate word)
-                self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3))).expect_code = True
+                path = m.group(1)
+                if not text.lstrip().startswith(("File", '"')) and "/" not in path and "\\" not in path:
+                    path = CUT + path  # the paste starts inside the path: whose file it is cannot be told
+                self._frame(key, st, line, Frame(path, int(m.group(2)), m.group(3))).expect_code = True
                 return None
         if stripped.startswith("File ") and ".py:" in stripped:
             m = _IPY_FRAME.match(stripped)
