@@ -63,10 +63,12 @@ def details(m: Match) -> str:
     return line + f" [{_CONF_WORDS.get(m.confidence, m.confidence)}]"
 
 
-def fix_lines(f: Finding) -> list[str]:
-    """The fix that the best resolved thread names, as one fix step (none when no shown thread is resolved)."""
+def fix_lines(f: Finding, run: dict | None = None) -> list[str]:
+    """The fix that the best resolved thread names, as one fix step (none when no shown thread is resolved), when it
+    fits the run (``run``: the report's run object; doctor/known/fit.py)."""
+    from .fit import fits
     for m in for_finding(f):
-        if m.confidence != "unresolved" and m.resolution:
+        if m.confidence != "unresolved" and m.resolution and fits(m, f, run):
             return [f"Known fix ({m.thread}, {_CONF_WORDS[m.confidence]}): {m.resolution}"]
     return []
 
