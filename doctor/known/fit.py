@@ -90,7 +90,7 @@ def _involved(pkg: str, f: Finding, run: dict[str, Any]) -> bool:
     if pkg in (run.get("inferred_versions") or {}) or any(rb.package == pkg for rb in f.raised_by):
         return True
     word = "swift" if pkg == "ms-swift" else pkg
-    texts = [e.text for e in f.evidence] + [str(run.get("command") or "")] + list((run.get("args") or {}))
+    texts = [e.text for e in f.evidence] + [str(run.get("command") or "")] + list(run.get("args") or {})
     return any(word in t.lower() for t in texts)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from ...classify.hints import (
     attribute_owner,
     entry_point,
-    layout_divides,
     flag_fix,
     flag_from_code,
     flags_named,
+    layout_divides,
     message_hints,
     negative_budget,
     owner_text,
