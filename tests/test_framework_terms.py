@@ -80,3 +80,14 @@ def test_in_terms_keeps_swift_findings_and_drops_a_swift_command():
     (g,) = in_terms([f], "trl")
     assert g.command == "" and g.fix == ("GRPOConfig(vllm_enable_sleep_mode=True)",)
     assert "NPROC_PER_NODE" not in g.message
+
+
+def test_the_metric_rows_format_names_the_framework_when_nothing_else_does():
+    from doctor.swift.framework import detect, row_format
+    hf = ["{'loss': 0.0, 'grad_norm': 1.9, 'rewards/accuracy_reward': 0.0,", " 'reward': 0.0, 'reward_std': 0.0}"]
+    swift = ["{'loss': 0.0, 'reward': 0.3, 'reward_std': 0.4, 'global_step/max_steps': '5/3766'}"]
+    assert row_format(hf) == "trl" and row_format(swift) == "ms-swift"
+    assert row_format(["{'loss': 1.2, 'grad_norm': 0.3}"]) is None  # no GRPO row: says nothing
+    assert row_format(hf + swift) == "ms-swift"
+    assert detect([], hf, {})[0::3] == ("trl", "log format")
+    assert detect([], hf + ["[INFO:swift] Setting args.ddp_timeout"], {})[0] == "ms-swift"  # the log line decides
