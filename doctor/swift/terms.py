@@ -10,7 +10,7 @@ as written, except a line that starts with "ms-swift:" (that framework's own ste
 The equivalents, from the sources (field names as in each release's dataclass):
 - trl ``trl/trainer/grpo_config.py`` (0.18-0.24): ``vllm_mode`` ("server" | "colocate"), ``vllm_server_host``,
   ``vllm_server_port``, ``vllm_gpu_memory_utilization``, ``vllm_tensor_parallel_size``, ``vllm_max_model_length``
-  (colocate), ``vllm_enable_sleep_mode``; ``max_prompt_length``; ``ddp_timeout`` (transformers TrainingArguments).
+  (colocate; ``vllm_max_model_len`` in the releases before), ``vllm_enable_sleep_mode``; ``max_prompt_length``; ``ddp_timeout`` (transformers TrainingArguments).
 - ``trl vllm-serve`` (``trl/scripts/vllm_serve.py`` ScriptArguments, 0.17+): ``--tensor_parallel_size``,
   ``--data_parallel_size`` (0.18+), ``--gpu_memory_utilization``, ``--max_model_len``, ``--enforce_eager``; its GPUs are
   the ``CUDA_VISIBLE_DEVICES`` of the server command.
@@ -35,8 +35,9 @@ _FLAGS: dict[str, tuple[str | None, str | None]] = {
     "--vllm_gpu_memory_utilization": ("GRPOConfig(vllm_gpu_memory_utilization={v}) (colocate; server: "
                                       "trl vllm-serve --gpu_memory_utilization {v})",
                                       "FastLanguageModel.from_pretrained(gpu_memory_utilization={v})"),
-    "--vllm_max_model_len": ("GRPOConfig(vllm_max_model_length={v}) (colocate; server: trl vllm-serve "
-                             "--max_model_len {v})", "FastLanguageModel.from_pretrained(max_seq_length={v})"),
+    "--vllm_max_model_len": ("GRPOConfig(vllm_max_model_length={v}) (vllm_max_model_len in older trl; colocate; "
+                             "server: trl vllm-serve --max_model_len {v})",
+                             "FastLanguageModel.from_pretrained(max_seq_length={v})"),
     "--vllm_tensor_parallel_size": ("GRPOConfig(vllm_tensor_parallel_size={v}) (colocate; server: trl vllm-serve "
                                     "--tensor_parallel_size {v})", ""),
     "--vllm_enforce_eager": ("trl vllm-serve --enforce_eager {v}", ""),
