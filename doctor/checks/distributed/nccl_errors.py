@@ -36,10 +36,11 @@ _SERVER_TEXT = re.compile(r"vllm_serve\.py|data[_-]parallel[_-]size|DPEngineCore
 _DP_TP = re.compile(r"--(data|tensor)[_-]parallel[_-]size[ =](\d+)")
 
 
-def _server_ranks(ctx: RunState) -> tuple[bool, dict[str, int]]:
+def _server_ranks(ctx: RunState, hits: list[Hit]) -> tuple[bool, dict[str, int]]:
     """Whether the duplicate ranks belong to a vLLM server (its DP engines), and the DP/TP sizes its command gives."""
     paths = [f.path for e in ctx.exceptions for f in e.frames] + [f.path for _, fr in ctx.open_tracebacks for f in fr]
     texts = list(ctx.run.command_texts) + [ln.text for tail in ctx.tails.values() for ln in tail]
+    texts += [h.line.origin for h in hits if h.line is not None and h.line.origin]  # "(EngineCore_DP1 pid=..)"
     server = any(s in p for p in paths for s in _SERVER_FRAMES) or any(_SERVER_TEXT.search(t) for t in texts)
     sizes: dict[str, int] = {}
     for t in ctx.run.command_texts:
@@ -48,14 +49,13 @@ def _server_ranks(ctx: RunState) -> tuple[bool, dict[str, int]]:
     return server, sizes
 
 
-def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
     g = hits[0].groups
     msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
            "and refused to build the communicator: NCCL needs one GPU per rank.")
-    server, sizes = _server_ranks(ctx)
-    if server:
-        return _server_duplicate(msg, sizes)
+    if _server_ranks(ctx, hits)[0]:
+        return None  # a vLLM server's own data-parallel engines: GD222
     nproc = run.env.get("NPROC_PER_NODE") or run.torchrun.get("nproc_per_node")
     visible = run.env.get("CUDA_VISIBLE_DEVICES")
     n_vis = run.visible_gpus()
@@ -74,9 +74,16 @@ def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
-def _server_duplicate(msg: str, sizes: dict[str, int]) -> Diagnosis:
-    """Two of the vLLM server's own data-parallel engines on one GPU (trl vllm-serve --data_parallel_size, vllm serve
-    --data-parallel-size): each DP rank takes TP GPUs of the server's visible devices, in order."""
+def server_duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
+    """GD222: two of the vLLM server's own data-parallel engines on one GPU (trl vllm-serve --data_parallel_size, vllm
+    serve --data-parallel-size): each DP rank takes TP GPUs of the server's visible devices, in order. None when the
+    ranks are not a server's (GD303)."""
+    server, sizes = _server_ranks(ctx, hits)
+    if not server:
+        return None
+    g = hits[0].groups
+    msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
+           "and refused to build the communicator: NCCL needs one GPU per rank.")
     dp, tp = sizes.get("data"), sizes.get("tensor")
     need = f"{dp} x {tp} = {dp * tp} (computed)" if dp and tp else "data_parallel_size x tensor_parallel_size"
     have = "`nvidia-smi -L` in the server's environment lists the GPUs it sees"
