@@ -42,3 +42,16 @@ def test_an_upgrade_the_run_already_has_or_of_a_package_not_involved():
     raised = _f(category="argument-error-other", raised_by=(RaisedBy("vllm", "0.6", "m", "f", "RuntimeError"),))
     assert fits(up, raised, {"framework": "ms-swift", "framework_source": "text"})
     assert not fits(up, raised, {"versions": {"vllm": "0.7.3"}})
+
+
+def test_a_known_fix_is_said_in_the_run_framework_or_left_out(monkeypatch):
+    from doctor import known
+    m = _m(category="cuda-oom", resolution="Sync the weights in chunks with --move_model_batches 8.")
+    monkeypatch.setattr(known, "for_finding", lambda f: [m])
+    f = _f(category="cuda-oom")
+    assert known.fix_lines(f, {"framework": "ms-swift", "framework_source": "text"})
+    assert known.fix_lines(f, {"framework": "trl", "framework_source": "frames"}) == []  # no trl equivalent
+    m2 = _m(category="cuda-oom", resolution="Set --vllm_gpu_memory_utilization 0.5.")
+    monkeypatch.setattr(known, "for_finding", lambda f: [m2])
+    (line,) = known.fix_lines(f, {"framework": "trl", "framework_source": "frames"})
+    assert "GRPOConfig(vllm_gpu_memory_utilization=0.5)" in line
