@@ -38,8 +38,10 @@ def _offending(report) -> list[str]:
     bad = []
     for f in report.findings:
         for line in (f.message, *f.fix, f.command):
-            if line and SWIFT_ONLY.search(line) and not ("ms-swift" in line and re.search(r"\btrl\b", line)):
-                bad.append(f"{f.rule_id}: {line}")
+            for m in SWIFT_ONLY.finditer(line or ""):
+                if "ms-swift" not in line[max(0, m.start() - 12):m.start()] and not (
+                        "ms-swift" in line and re.search(r"\btrl\b", line)):
+                    bad.append(f"{f.rule_id}: {line}")  # unlabelled: not "ms-swift --flag" nor a side-by-side line
     return bad
 
 
@@ -67,6 +69,8 @@ def test_say_translates_drops_and_keeps():
     # vllm-serve's own options stay as they are
     assert say("`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`", "trl") == (
         "`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`")
+    assert say("eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)", "trl") == (
+        "eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)")  # labelled as ms-swift's spelling
     # ms-swift and an unknown framework: unchanged
     for fw in ("ms-swift", None):
         assert say("NPROC_PER_NODE=4 --sleep_level 1", fw) == "NPROC_PER_NODE=4 --sleep_level 1"

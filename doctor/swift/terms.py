@@ -110,6 +110,8 @@ def say(line: str, framework: str | None) -> str | None:
     def flag(m: re.Match) -> str:
         nonlocal dropped
         name, value = m.group(1), m.group(2)
+        if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
+            return m.group(0)  # "ms-swift --eval_strategy no": labelled as the other framework's spelling
         tail = ""
         if value is not None:
             stripped = value.rstrip(":,.;")
