@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from doctor import known  # noqa: E402
 from doctor.analyze import analyze  # noqa: E402
 from doctor.classify.message import parse  # noqa: E402
+from doctor.known import fit  # noqa: E402
 from doctor.known import index as kindex  # noqa: E402
 from doctor.model import Severity  # noqa: E402
 from doctor.render import jsonr  # noqa: E402
@@ -69,13 +70,15 @@ def devlogs(corpus: Path, threshold: float, verbose: bool = True) -> dict:
     idx = kindex.load()
     cats_by_thread = {t["thread"]: t["category"] for t in idx.threads}
     n = similar = loose = right = wrong = 0
+    steps = {"ungated": [0, 0], "gated": [0, 0]}  # the resolution shown as a fix step: [right, wrong]
     for case in sorted(p for p in corpus.iterdir() if (p / "label.json").is_file()):
         label = json.loads((case / "label.json").read_text())
         own = re.match(r"\S+#\d+", label["source"]).group(0)
         ok = {label["category"], *label.get("also_accept", [])}
         n += 1
         loose += any(c in ok for t, c in cats_by_thread.items() if t != own)
-        f = primary(analyze([str(case / "log.txt")]))
+        report = analyze([str(case / "log.txt")])
+        f = primary(report)
         similar_here = f is not None and has_similar(f, ok, frozenset({own}))
         similar += similar_here
         shown = lookup(f, frozenset({own}), threshold) if f is not None else []
@@ -84,10 +87,19 @@ def devlogs(corpus: Path, threshold: float, verbose: bool = True) -> dict:
             verdict = "right" if shown[0].category in ok else "WRONG"
             right += verdict == "right"
             wrong += verdict == "WRONG"
+        step = ""
+        resolved = [m for m in shown if m.confidence != "unresolved" and m.resolution]
+        for kind, cands in (("ungated", resolved),
+                            ("gated", [m for m in resolved if f is not None and fit.fits(m, f, report.run)])):
+            if cands:
+                ok_step = cands[0].category in ok
+                steps[kind][0 if ok_step else 1] += 1
+                step += f" {kind[0]}:{cands[0].thread}{'' if ok_step else '(WRONG)'}"
         if verbose:
             top = f"{shown[0].thread} [{shown[0].category}] {shown[0].score:.2f}" if shown else "(none)"
-            print(f"  {case.name[:60]:60} {label['category']:28} {verdict:5} {'S' if similar_here else ' '} {top}")
-    return {"cases": n, "with_similar": similar, "loose": loose, "right": right, "wrong": wrong}
+            print(f"  {case.name[:60]:60} {label['category']:28} {verdict:5} {'S' if similar_here else ' '} {top}"
+                  + (f"  fix step{step}" if step else ""))
+    return {"cases": n, "with_similar": similar, "loose": loose, "right": right, "wrong": wrong, "steps": steps}
 
 
 def index_loo(threshold: float) -> dict:
@@ -164,6 +176,9 @@ def main() -> None:
           f"({100 * r['right'] / max(1, r['with_similar']):.0f}%; {r['right']}/{r['loose']} = "
           f"{100 * r['right'] / max(1, r['loose']):.0f}% of the cases whose category the index holds at all); "
           f"wrong thread shown: {r['wrong']}/{r['cases']} ({100 * r['wrong'] / max(1, r['cases']):.0f}%)")
+    st = r["steps"]
+    print(f"resolution shown as a fix step (doctor/known/fit.py): without the fit gate {st['ungated'][0]} right / "
+          f"{st['ungated'][1]} wrong; with it {st['gated'][0]} right / {st['gated'][1]} wrong")
 
 
 if __name__ == "__main__":

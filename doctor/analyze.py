@@ -20,6 +20,7 @@ from .sources import reports as reports_src
 from .sources import scan
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
 from .sources.safeio import read_head
+from .swift.terms import in_terms
 
 HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
 
@@ -85,6 +86,8 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     if ckpts:
         findings = fold_into_log_finding(findings)
     findings = prov.annotate(findings)
+    # the fixes in the terms of the framework that ran (doctor/swift/terms.py): no ms-swift flag for a trl user
+    findings = in_terms(findings, framework["framework"])
     infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs]
     run = session.run.summary()
     run.update(framework)

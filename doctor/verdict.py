@@ -62,7 +62,8 @@ def refine(findings: list[Finding], run: RunConfig, checkpoints: Iterable[tuple[
     ckpts = list(checkpoints)
     good = last_good(ckpts, findings) if ckpts and not ended else None
     launch = launch_of(run)
-    out = [_one(f, good, launch) for f in findings]
+    server = any(_ROLLOUT in t.replace("/", ".") or "swift rollout" in t for t in run.command_texts)
+    out = [_one(f, good, launch, server) for f in findings]
     # a consequence (NCCL timeout, ChildFailedError after the cause) is dealt with by acting on its root cause
     root = next((f for f in out if f.role == Role.root), None)
     if root is not None:
@@ -70,7 +71,26 @@ def refine(findings: list[Finding], run: RunConfig, checkpoints: Iterable[tuple[
     return out
 
 
-def _one(f: Finding, good: str | None, launch: tuple[dict[str, str], dict[str, Any]] | None) -> Finding:
+_ROLLOUT = "swift.cli.rollout"
+_SERVER_FLAGS = ("vllm_server_host", "vllm_server_port", "vllm_server_base_url")
+
+
+def mixed_modes(flags: dict[str, Any], changes: Iterable[tuple[str, str]] = ()) -> bool:
+    """Whether the launch, with ``changes`` applied, asks for a colocated engine and names a rollout server too
+    (ms-swift GRPO: --vllm_mode colocate builds the engine in the trainer and never reads --vllm_server_host /
+    --vllm_server_port; a run that mixes them is the fault, never a command to relaunch as it is)."""
+    out = {k.lstrip("-"): v for k, v in flags.items()}
+    for flag, value in changes:
+        if flag.startswith("--"):
+            if value == "":
+                out.pop(flag[2:], None)
+            else:
+                out[flag[2:]] = value
+    return str(out.get("vllm_mode") or "") == "colocate" and any(out.get(k) for k in _SERVER_FLAGS)
+
+
+def _one(f: Finding, good: str | None, launch: tuple[dict[str, str], dict[str, Any]] | None,
+         server: bool = False) -> Finding:
     action = f.action
     if not action or action == "stop":
         return f
@@ -87,7 +107,13 @@ def _one(f: Finding, good: str | None, launch: tuple[dict[str, str], dict[str, A
     command = ""
     if launch is not None and (resume_at or f.flags or action == "restart"):
         env, flags = launch
-        command = command_line(env, flags, f.flags, resume=resume_at)
+        changes = tuple(f.flags)
+        if mixed_modes(flags, changes):
+            # corrected when a rollout server is part of the run (its launch is in the inputs): server mode; else
+            # which mode was meant is unknown, and no command is better than the mixed one
+            changes = changes + (("--vllm_mode", "server"),) if server else ()
+        if not mixed_modes(flags, changes):
+            command = command_line(env, flags, changes, resume=resume_at)
     if action == f.action and command == f.command:
         return f
     return replace(f, action=action, command=command)

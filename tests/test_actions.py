@@ -187,3 +187,22 @@ def test_text_and_markdown_show_the_action():
     md = markdown.render(rep)
     assert "Action: **relaunch** · verify: the first step is logged" in md
     assert "```\nswift rlhf --x `1`\n```" in md
+
+
+def test_a_launch_mixing_colocate_and_server_flags_is_never_relaunched_as_it_is():
+    def f():
+        return Finding("GD322", "x", "hang-at-start", Severity.warning, "t", "m", action="restart")
+
+    mixed = {"rlhf_type": "grpo", "model": "m", "use_vllm": True, "vllm_mode": "colocate",
+             "vllm_server_host": "node1", "vllm_server_port": 8000}
+    run = RunConfig()
+    run.launches.append(Launch("rlhf", {}, dict(mixed)))
+    (out,) = refine([f()], run)
+    assert out.command == ""  # which mode was meant is unknown: no command rather than the mixed one
+    run.command_texts.append("python3 -m swift.cli.rollout --model m")  # the run's rollout server: server mode
+    (out,) = refine([f()], run)
+    assert "--vllm_mode server" in out.command and "colocate" not in out.command
+    run = RunConfig()
+    run.launches.append(Launch("rlhf", {}, {**mixed, "vllm_mode": "server"}))
+    (out,) = refine([f()], run)
+    assert "--vllm_mode server" in out.command

@@ -27,8 +27,6 @@ DEVLOGS = ROOT / "fixtures" / "devlogs"
 KNOWN_MISSES: dict[str, str] = {
     "039-trl-grpo-qwen3-vl-notebook-string-indices-typeerror":
         "Jupyter header names TypeError, its message and frames are cut: nothing left to classify (GD999 warning)",
-    "064-trl-vllm-serve-dp-duplicate-gpu-startup-eoferror":
-        "NCCL 'Duplicate GPU detected' rule (nccl-timeout) fires first on a vllm-serve start-up failure",
 }
 
 

@@ -82,6 +82,7 @@ GAPS: dict[tuple[str, str], str] = {
     ("dev-049-unsloth-signature-typeerror", "TypeError"): PY,
     ("dev-053-vllm-merge-multimodal-cut", "ValueError"): "message cut in the paste ('Attempted to assi')",
     ("dev-056-index-out-of-bounds-size-0", "IndexError"): "C++ origin: ATen's index check",
+    ("dev-064-vllm-serve-dp-duplicate-gpu", "EOFError"): NO_MSG,
 }
 CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 

@@ -96,9 +96,31 @@ def negative_budget(message: str) -> str:
     return f" {name} = {got}: a value computed by subtraction went below zero; the inputs of that difference are the cause."
 
 
-def release_note(exc_line: str) -> str:
-    """'' or where the raise-site index says this wording stops: '... not raised after ms-swift 3.3 (3.4 and later
-    changed or removed the check)'."""
+_LAYOUT = re.compile(r"world_size \((\d+)\) is not equal to tensor_model_parallel_size \((\d+)\) x "
+                     r"pipeline_model_parallel_size \((\d+)\)")
+
+
+def layout_divides(message: str) -> str:
+    """'' or, for vLLM's ``world_size (W) is not equal to tensor_model_parallel_size (T) x
+    pipeline_model_parallel_size (P)`` (vllm/distributed/parallel_state.py initialize_model_parallel, 0.6-0.7) when
+    W is a multiple of T x P, what the numbers rule out: the sizes fit the launch, so vLLM saw the whole launch world
+    instead of an engine group of its own (the trainer/vLLM pair does not build per-engine groups)."""
+    m = _LAYOUT.search(message)
+    if not m:
+        return ""
+    w, t, p = (int(x) for x in m.groups())
+    if t * p == 0 or w % (t * p) or w == t * p:
+        return ""
+    return (f"world_size {w} is a multiple of {t} x {p} = {t * p} (computed from the message): the sizes fit the "
+            f"launch, so the engine was built over the whole world of {w} processes instead of a group of {t * p} "
+            f"of its own: the installed trainer/vLLM pair does not build per-engine groups.")
+
+
+def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
+    """'' or where the raise-site index says this wording stops: '... the indexed ms-swift releases hold it up to 3.3
+    and not from 3.4.0: upgrading ms-swift to 3.4.0 or later may remove the failure'. The release named is the next
+    one the index holds (releases in between were not indexed); '' when the run's own version of that package
+    (``versions``, read from the log) is already that release or later: the upgrade would change nothing."""
     try:
         from .raise_sites import index, lookup, narrow_versions
         matches = lookup(exc_line)
@@ -111,12 +133,22 @@ def release_note(exc_line: str) -> str:
         return ""
     notes = []
     for pkg, ranges in held.items():
-        labels = [v for v in (_minor(x) for x in idx.meta["versions"].get(pkg, []))]
+        full = list(idx.meta["versions"].get(pkg, []))
+        labels = [_minor(x) for x in full]
         last = ranges.split(",")[-1].split("-")[-1]
         if last in labels and labels.index(last) < len(labels) - 1:
-            notes.append(f"{pkg} releases after {last} no longer raise this wording ({labels[labels.index(last) + 1]} "
-                         f"and later changed or removed the check): upgrading {pkg} past {last} may remove the failure.")
+            nxt = full[labels.index(last) + 1]
+            ran = (versions or {}).get(pkg)
+            if ran and _key(ran) >= _key(nxt):
+                continue
+            notes.append(f"The indexed {pkg} releases raise this wording up to {last} and no longer from {nxt} (the "
+                         f"check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
+                         f"failure.")
     return " ".join(notes[:1])
+
+
+def _key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
 def _minor(v: str) -> str:

@@ -63,11 +63,17 @@ def details(m: Match) -> str:
     return line + f" [{_CONF_WORDS.get(m.confidence, m.confidence)}]"
 
 
-def fix_lines(f: Finding) -> list[str]:
-    """The fix that the best resolved thread names, as one fix step (none when no shown thread is resolved)."""
+def fix_lines(f: Finding, run: dict | None = None) -> list[str]:
+    """The fix that the best resolved thread names, as one fix step (none when no shown thread is resolved), when it
+    fits the run (``run``: the report's run object; doctor/known/fit.py)."""
+    from ..swift.terms import say
+    from .fit import fits
+    fw = (run or {}).get("framework") if (run or {}).get("framework_source") != "assumed" else None
     for m in for_finding(f):
-        if m.confidence != "unresolved" and m.resolution:
-            return [f"Known fix ({m.thread}, {_CONF_WORDS[m.confidence]}): {m.resolution}"]
+        if m.confidence != "unresolved" and m.resolution and fits(m, f, run):
+            line = say(f"Known fix ({m.thread}, {_CONF_WORDS[m.confidence]}): {m.resolution}", fw)
+            if line:  # in the terms of the framework that ran; an ms-swift-only lever is no fix for a trl run
+                return [line]
     return []
 
 

@@ -26,6 +26,9 @@ class Reporting:
             prov = provenance.for_session(self.session, memo)
             self.session.run.inferred_versions = prov.narrow()
             found = prov.annotate(self.session.finish())
+            # the fixes in the terms of the framework that ran (doctor/swift/terms.py), as analyze does
+            from ..swift.terms import in_terms
+            found = in_terms(found, self.session.state.framework()[0])
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
             found = []

@@ -23,7 +23,7 @@ def add_known_issues(report: Report, doc: dict) -> None:
         items = known.json_items(f)
         if items:
             out["known_issues"] = items
-            out["fix"] = list(out["fix"]) + known.fix_lines(f)
+            out["fix"] = list(out["fix"]) + known.fix_lines(f, report.run)
 
 
 def schema_text() -> str:

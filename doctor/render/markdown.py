@@ -111,7 +111,7 @@ def render(report: Report) -> str:
         for rb in f.raised_by:  # doctor/classify/provenance.py: where the quoted error is raised
             out.append(md_message(rb.describe()))
             out.append("")
-        fixes = list(f.fix) + known.fix_lines(f)
+        fixes = list(f.fix) + known.fix_lines(f, report.run)
         if fixes:
             out.append("Fix:")
             out.append("")

@@ -86,7 +86,7 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
                 out(f"[dim]{escape(e.path)}{f':{e.line}' if e.line else ''}[/dim] {escape(e.text)}", 5)
         for rb in f.raised_by:  # doctor/classify/provenance.py: where the quoted error is raised
             out(f"[dim]{escape(rb.describe())}[/dim]", 3)
-        fixes = list(f.fix) + known.fix_lines(f)
+        fixes = list(f.fix) + known.fix_lines(f, report.run)
         if fixes:
             out("[green]fix:[/green]", 3)
             for step in fixes:

@@ -51,6 +51,11 @@ _CMD = (
     ("trl", re.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
 _WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf")
+# the log's own format: a GRPO metric row (its reward keys) printed by transformers' Trainer.log without the keys that
+# ms-swift adds to every row it logs (swift/trainers/mixin.py and its progress callback: 'global_step/max_steps',
+# 'memory(GiB)', 'train_speed(iter/s)', ms-swift 2.x-4.x): trl's GRPOTrainer or a recipe on it (open-r1, Video-R1)
+_GRPO_ROW = re.compile(r"""['"](?:reward_std|rewards/[^'"]+|frac_reward_zero_std)['"]\s*:""")
+_SWIFT_ROW = ("global_step/max_steps", "memory(GiB)", "train_speed(")
 
 
 def _of_path(path: str) -> str | None:
@@ -120,6 +125,17 @@ def from_text(texts: Iterable[str]) -> tuple[str | None, bool]:
     return ("trl" if "trl" in found or open_r1 else None), open_r1
 
 
+def row_format(texts: Iterable[str]) -> str | None:
+    """Whose metric rows the log prints: "ms-swift" (its own keys in a row), "trl" (GRPO rows in transformers' own
+    format, none of ms-swift's: ``_GRPO_ROW``), or None (no metric row)."""
+    grpo = False
+    for t in texts:
+        if any(k in t for k in _SWIFT_ROW):
+            return "ms-swift"
+        grpo = grpo or ("reward" in t and bool(_GRPO_ROW.search(t)))
+    return "trl" if grpo else None
+
+
 def unsloth_version(texts: Iterable[str]) -> str | None:
     for t in texts:
         if "Unsloth" in t:
@@ -149,6 +165,10 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         name, source = "trl", "versions"
     if name is None and "ms-swift" in versions:
         name, source = "ms-swift", "versions"
+    if name is None:
+        by_rows = row_format(texts)
+        if by_rows:
+            name, source = by_rows, "log format"
     if name is None:
         source = "none"
     recipe = "open-r1" if (r1_frames or r1_text) and name == "trl" else None

@@ -28,14 +28,37 @@ def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
-def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+# the ranks are a vLLM server's own data-parallel engines, not training ranks: the server's script or engine in the
+# stack (trl/scripts/vllm_serve.py spawns one process per DP rank, 0.18+; vLLM's DPEngineCoreProc / EngineCore_DP<N>),
+# or a server launch with data parallelism in the command
+_SERVER_FRAMES = ("trl/scripts/vllm_serve.py", "vllm/entrypoints/", "vllm/v1/engine/core.py")
+_SERVER_TEXT = re.compile(r"vllm_serve\.py|data[_-]parallel[_-]size|DPEngineCore|EngineCore_DP\d")
+_DP_TP = re.compile(r"--(data|tensor)[_-]parallel[_-]size[ =](\d+)")
+
+
+def _server_ranks(ctx: RunState, hits: list[Hit]) -> tuple[bool, dict[str, int]]:
+    """Whether the duplicate ranks belong to a vLLM server (its DP engines), and the DP/TP sizes its command gives."""
+    paths = [f.path for e in ctx.exceptions for f in e.frames] + [f.path for _, fr in ctx.open_tracebacks for f in fr]
+    texts = list(ctx.run.command_texts) + [ln.text for tail in ctx.tails.values() for ln in tail]
+    texts += [h.line.origin for h in hits if h.line is not None and h.line.origin]  # "(EngineCore_DP1 pid=..)"
+    server = any(s in p for p in paths for s in _SERVER_FRAMES) or any(_SERVER_TEXT.search(t) for t in texts)
+    sizes: dict[str, int] = {}
+    for t in ctx.run.command_texts:
+        for m in _DP_TP.finditer(t):
+            sizes.setdefault(m.group(1), int(m.group(2)))
+    return server, sizes
+
+
+def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
     g = hits[0].groups
+    msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
+           "and refused to build the communicator: NCCL needs one GPU per rank.")
+    if _server_ranks(ctx, hits)[0]:
+        return None  # a vLLM server's own data-parallel engines: GD222
     nproc = run.env.get("NPROC_PER_NODE") or run.torchrun.get("nproc_per_node")
     visible = run.env.get("CUDA_VISIBLE_DEVICES")
     n_vis = run.visible_gpus()
-    msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
-           "and refused to build the communicator: NCCL needs one GPU per rank.")
     fix = []
     if nproc is not None and n_vis is not None:
         fix.append(f"NPROC_PER_NODE={nproc} but CUDA_VISIBLE_DEVICES={visible} shows {n_vis} GPU(s): "
@@ -49,6 +72,35 @@ def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     fix.append("In your own scripts call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before "
                "init_process_group.")
     return Diagnosis(message=msg, fix=tuple(fix))
+
+
+def server_duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
+    """GD222: two of the vLLM server's own data-parallel engines on one GPU (trl vllm-serve --data_parallel_size, vllm
+    serve --data-parallel-size): each DP rank takes TP GPUs of the server's visible devices, in order. None when the
+    ranks are not a server's (GD303)."""
+    server, sizes = _server_ranks(ctx, hits)
+    if not server:
+        return None
+    g = hits[0].groups
+    msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
+           "and refused to build the communicator: NCCL needs one GPU per rank.")
+    dp, tp = sizes.get("data"), sizes.get("tensor")
+    need = f"{dp} x {tp} = {dp * tp} (computed)" if dp and tp else "data_parallel_size x tensor_parallel_size"
+    have = "`nvidia-smi -L` in the server's environment lists the GPUs it sees"
+    msg += (" The ranks are the vLLM server's data-parallel engines (its start-up failed, so the trainer's client has "
+            "nothing to connect to): each engine needs tensor_parallel_size GPUs of its own among the server's "
+            "visible GPUs.")
+    fix = (f"Start the server on exactly {need} GPUs: `CUDA_VISIBLE_DEVICES=<that many GPUs> trl vllm-serve --model "
+           f"<model> --data_parallel_size D --tensor_parallel_size T` (vllm serve: --data-parallel-size / "
+           f"--tensor-parallel-size); {have}.",
+           "In a container or a SLURM step, check that every visible GPU is a distinct device: `nvidia-smi -L` and "
+           "`python -c 'import torch; print([torch.cuda.get_device_properties(i).uuid for i in "
+           "range(torch.cuda.device_count())])'` inside it (docker --gpus / NVIDIA_VISIBLE_DEVICES, srun "
+           "--gpus-per-task, CUDA_VISIBLE_DEVICES set by the scheduler and again by hand).",
+           "To rule the data-parallel start-up out, start the server with --data_parallel_size 1 on one GPU: if that "
+           "serves, the GPU mapping is the cause.",
+           "Train on GPUs the server does not use (the trainer's own CUDA_VISIBLE_DEVICES).")
+    return Diagnosis(message=msg, fix=fix)
 
 
 _NCCL_REASON = re.compile(r"NCCL error in: [^,]*, ([^,(]+)")

@@ -16,6 +16,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_int
 from ._common import _raised_on, minutes, rank_list
+from ._slow_steps import slow_steps
 
 SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
 
@@ -56,6 +57,10 @@ class NcclWatchdog(Rule):
         super().__init__(meta)
         self.items: list[_Timeout] = []
         self._pending: LogLine | None = None
+        self._pool: dict[str, Any] | None = None
+
+    def share(self, pool: dict[str, Any]) -> None:
+        self._pool = pool  # the hang rules' progress (the last training bar), read at finish
 
     def feed(self, signal: Any) -> None:
         if not isinstance(signal, LogLine) or len(self.items) > 5000:
@@ -147,11 +152,17 @@ class NcclWatchdog(Rule):
             to_txt = f" for Timeout(ms)={timeout_ms} ({minutes(timeout_ms)})" if timeout_ms else ""
             parts.append(f"{who} waited{to_txt} in an NCCL {what}{seq_txt} that the other ranks never joined, "
                          "and the NCCL watchdog then took the process down.")
-        if seqs and max(seqs) < SETUP_SEQNUM:
+        setup = bool(seqs) and max(seqs) < SETUP_SEQNUM
+        # steps as long as the timeout (doctor/checks/distributed/_slow_steps.py): slowness, not a dead rank
+        slow = slow_steps(self._pool, ctx, items[0].line.seq, timeout_ms) if main.kind == "watchdog" and not setup \
+            else None
+        if setup:
             parts.append(f"SeqNum {max(seqs)} is tiny: these are among the first collectives of the process group, "
                          "so the ranks never got past setup (one rank was still loading the model, starting vLLM, "
                          "preparing data, or had already died).")
-        elif seqs:
+        if slow is not None:
+            parts.append((f"SeqNum {max(seqs)}: training had been running. " if seqs else "") + slow[0])
+        elif seqs and not setup:
             parts.append(f"SeqNum {max(seqs)}: training had been running; one rank fell behind, hung or died at "
                          "this collective while the others waited.")
         if len(seqs) > 1:
@@ -172,10 +183,10 @@ class NcclWatchdog(Rule):
             on = f"rank {culprit.rank}" if culprit.rank is not None else "a process"
             parts.append(f"Before the timeouts {on} raised `{culprit.type}: {culprit.message[:140]}` (line "
                          f"{culprit.where.line}): that is the cause; the timeouts are its consequence.")
-        else:
+        elif slow is None:
             parts.append("The timeout is a consequence; the cause is whatever stopped that rank.")
 
-        fix = []
+        fix = list(slow[1]) if slow is not None and culprit is None else []
         first = "Find the first rank that errored or stopped: search every rank's (and every node's) log for the " \
                 "first Traceback / Error / 'Killed' before these timeouts"
         fix.append(first + (f"; start with rank(s) {rank_list(missing)}." if missing else "."))
@@ -183,7 +194,9 @@ class NcclWatchdog(Rule):
             fix.append("Setup-stage timeout: compare where each rank's log stops (model load, vLLM engine init, "
                        "dataset map on rank 0); check NPROC_PER_NODE against the visible GPUs and that every node "
                        "runs the same command and code.")
-        if timeout_ms:
+        if slow is not None and all(e.line != slow[2].where.line or e.path != slow[2].where.path for e in ev):
+            ev.append(evidence_of(slow[2]))
+        if timeout_ms and slow is None:
             mins = timeout_ms / 60000
             fix.append(f"Timeout(ms)={timeout_ms} is {minutes(timeout_ms)}. Raise it only if a step legitimately takes "
                        f"longer (a slow first vLLM load, a long reward call): ms-swift --ddp_timeout "

@@ -13,6 +13,7 @@ from ...classify.hints import (
     flag_fix,
     flag_from_code,
     flags_named,
+    layout_divides,
     message_hints,
     negative_budget,
     owner_text,
@@ -146,7 +147,11 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
         flags = flags_named(exc.message, ctx.run.cli)
         if flags and owner is None and not neg:
             first.append(flag_fix(flags, fw))
-        note = release_note(line)
+        fits = layout_divides(exc.message)
+        if fits:  # the sizes divide: the lines that tell to make them divide cannot help
+            why.append(fits)
+            first = [x for x in first if "divide" not in x and "a multiple of" not in x]
+        note = release_note(line, ctx.run.versions)
         if note:
             why.append(note)
             first.append(note.split(": ", 1)[-1][:1].upper() + note.split(": ", 1)[-1][1:])

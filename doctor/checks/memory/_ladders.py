@@ -168,7 +168,11 @@ def alloc_conf_advice(f: Facts, oom: dict[str, Any]) -> str | None:
         return None
     un = oom.get("unalloc") or (oom.get("reserved", 0) - oom.get("by_torch", 0) if oom.get("reserved") else None)
     why = ""
-    if un and un > 0.5:
+    req = oom.get("alloc")
+    if un and req and un < req:
+        why = (f" Only {fmt_gib(un)} were reserved by PyTorch but unallocated, less than the {fmt_gib(req)} "
+               f"requested: this alone will not make room.")
+    elif un and un > 0.5:
         why = f" {fmt_gib(un)} were reserved by PyTorch but unallocated (fragmentation)."
     src = "ms-swift FAQ" if f.framework == "swift" else "PyTorch memory docs"
     return f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch environment ({src}).{why}"

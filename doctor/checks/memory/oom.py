@@ -12,6 +12,7 @@ from ...signals import ExceptionInfo
 from ...swift.planner import as_number
 from .._numbers import ASSUMED, READ, mark
 from ..fallback.exceptions import describe_frame
+from ._account import account, order
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._oom import Side, is_oom, parse_oom, side_of
@@ -105,6 +106,8 @@ class OomRule(PatternRule):
                 oom = parse_oom(h.exc.message if h.exc else h.evidence.text)
                 if oom:
                     break
+        if oom and "by_torch" not in oom and "unalloc" not in oom:
+            oom = {**oom, **parse_oom(_continued(best_hit.evidence, ctx))}  # a message hard-wrapped by the terminal
         nums = numbers_line(oom, ranks)
         where = _ranks_text(ranks, count)
         if self.want == "training":
@@ -115,7 +118,10 @@ class OomRule(PatternRule):
                 msg += " " + nums
             if f.colocate:
                 msg += f" The colocated vLLM engine shares this GPU (vllm_gpu_memory_utilization {f.util_text()})."
-            fix = training_ladder(f, oom)
+            acct, big = account(f, oom)  # where the memory went (_account.py), and the fixes ordered by it
+            if acct:
+                msg += " " + acct
+            fix = order(training_ladder(f, oom), big, oom)
             gather = [fr for fr in frames_all if "zero/partition_parameters.py" in fr.path.replace(chr(92), "/")
                       and "gather" in fr.func.lower()]
             if gather:
@@ -155,6 +161,14 @@ class OomRule(PatternRule):
             fix = list(self.meta.fix)
         return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
                           seq=hits[0].seq)]
+
+
+def _continued(ev, ctx: RunState, n: int = 3) -> str:
+    """The evidence line with the next lines of its log joined to it (a long OOM message wrapped by a terminal: its
+    "allocated by PyTorch" and "reserved but unallocated" figures are on the next line), from the log's last lines."""
+    tail = ctx.tails.get(ev.path) or ()
+    nxt = [ln.text for ln in tail if ev.line < ln.where.line <= ev.line + n]
+    return ev.text + "".join(nxt)
 
 
 def colocate_context(f: Facts) -> str:

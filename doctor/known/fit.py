@@ -1,0 +1,118 @@
+"""Whether a known thread's resolution fits this run, before it is shown as a fix step (issue 15 point 2).
+
+A thread is shown under "known issues" when its error resembles the finding's; its resolution becomes a fix step only
+when nothing the run shows contradicts it:
+- the failure: the thread's category is the finding's, or its signature is the same message exactly (then the two
+  curations only name one failure differently);
+- its condition: a ``name=value`` the resolution or title states (trl#3199: ``num_generations=1``) is not contradicted
+  by the run's own value of ``name`` (its arguments, or the finding's message and evidence, which quote the values
+  read from the log);
+- its component: an upgrade the resolution names is of a package the failure involves (vllm#3071's "fixed in vLLM
+  0.3.2" is no fix for a watchdog timeout of the training ranks when nothing of the run shows vLLM);
+- its versions: an upgrade the resolution names ("fixed in vLLM 0.3.2", "upgrade vLLM to 0.7.3") is not one the run
+  already has: the version the log printed, the lowest release that holds the error's wording (raise-site index), or
+  the floor the framework that ran requires (ms-swift README: vllm >= 0.5.1, doctor/checks/deps/_versions.py).
+Pure: a Match, a Finding and the report's run object in, a bool out.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import Finding
+from .index import Match
+
+# the lowest version of a package a framework's GRPO runs with (its README's dependency table)
+FLOORS: dict[str, dict[str, str]] = {"ms-swift": {"vllm": "0.5.1"}}
+_PKG = r"(vllm|trl|ms-swift|swift|transformers|deepspeed|torch|peft|accelerate|unsloth)"
+_UPGRADE = re.compile(r"(?i)\b(?:fixed in|(?:upgrad|updat)\w*\s+(?:(?P<p1>" + _PKG[1:-1] + r")\s+)?(?:\w+\s+){0,2}?to|>=)"
+                      r"\s*(?P<p2>" + _PKG[1:-1] + r")?\s*v?(?P<v1>\d+\.\d+(?:\.\d+)?)"
+                      r"|\b(?P<p3>" + _PKG[1:-1] + r")\s*v?(?P<v2>\d+\.\d+(?:\.\d+)?)\s*(?:or later|or newer|\+|fixes|fixed)")
+_COND = re.compile(r"\b([a-z][a-z_]{2,})\s*=\s*(\d+(?:\.\d+)?)\b")
+
+
+def _key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def _pkg(name: str | None) -> str | None:
+    if not name:
+        return None
+    name = name.lower()
+    return "ms-swift" if name == "swift" else name
+
+
+def run_floor(run: dict[str, Any], pkg: str) -> str | None:
+    """The lowest version of ``pkg`` the run can have: printed, read from the wording, or the framework's floor."""
+    ver = (run.get("versions") or {}).get(pkg)
+    if ver:
+        return str(ver)
+    inferred = (run.get("inferred_versions") or {}).get(pkg)
+    if isinstance(inferred, dict) and inferred.get("versions"):
+        return str(inferred["versions"]).split(",")[0].split("-")[0]
+    if run.get("framework_source") == "assumed":  # no framework detected: no floor to lean on
+        return None
+    return FLOORS.get(str(run.get("framework") or ""), {}).get(pkg)
+
+
+def _upgrades(m: Match) -> list[tuple[str, str]]:
+    """(package, version) pairs the resolution names as the fixed release; the package defaults to the thread's."""
+    default = _pkg(m.versions.split()[0]) if m.versions else None
+    out = []
+    for g in _UPGRADE.finditer(m.resolution):
+        pkg = _pkg(g.group("p1") or g.group("p2") or g.group("p3")) or default
+        ver = g.group("v1") or g.group("v2")
+        if pkg and ver:
+            out.append((pkg, ver))
+    return out
+
+
+def _run_value(name: str, f: Finding, run: dict[str, Any]) -> str | None:
+    val = (run.get("args") or {}).get(name)
+    if val is not None and str(val).replace(".", "", 1).isdigit():
+        return str(val)
+    rx = re.compile(r"\b" + re.escape(name) + r"\b\s*[=:]?\s*\(?(\d+(?:\.\d+)?)\b")
+    for text in (f.message, *(e.text for e in f.evidence)):
+        mv = rx.search(text)
+        if mv:
+            return mv.group(1)
+    return None
+
+
+_EVERYWHERE = ("torch", "transformers", "accelerate")  # under every GRPO trainer
+
+
+def _involved(pkg: str, f: Finding, run: dict[str, Any]) -> bool:
+    """Whether the run shows ``pkg`` at all: the framework that ran, a version printed or read from the wording, the
+    package that raised the quoted error, the evidence lines, the launch command or an argument named after it."""
+    if pkg in _EVERYWHERE or pkg == run.get("framework") or pkg in (run.get("versions") or {}):
+        return True
+    if pkg in (run.get("inferred_versions") or {}) or any(rb.package == pkg for rb in f.raised_by):
+        return True
+    word = "swift" if pkg == "ms-swift" else pkg
+    texts = [e.text for e in f.evidence] + [str(run.get("command") or "")] + list(run.get("args") or {})
+    return any(word in t.lower() for t in texts)
+
+
+def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
+    """'' when the resolution fits the run, else what contradicts it (for tests and the bench)."""
+    if m.category != f.category and not m.exact:
+        return f"the thread is about {m.category}, the finding {f.category}"
+    if run is None:
+        return ""
+    for g in _COND.finditer(f"{m.title} {m.resolution}"):
+        name, want = g.group(1), g.group(2)
+        have = _run_value(name, f, run)
+        if have is not None and float(have) != float(want):
+            return f"the thread is about {name}={want}, the run has {name} {have}"
+    for pkg, ver in _upgrades(m):
+        if not _involved(pkg, f, run):
+            return f"the resolution upgrades {pkg}, which nothing of this failure involves"
+        floor = run_floor(run, pkg)
+        if floor and _key(floor) >= _key(ver):
+            return f"the resolution's {pkg} {ver} is older than the run's {pkg} (at least {floor})"
+    return ""
+
+
+def fits(m: Match, f: Finding, run: dict[str, Any] | None) -> bool:
+    return not why_not(m, f, run)

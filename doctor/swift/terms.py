@@ -1,0 +1,165 @@
+"""The framework-aware vocabulary: a fix written in ms-swift's terms, said in the terms of the framework that ran.
+
+Rules write their fixes once, mostly in ms-swift's flags (the tool's first audience). For a run detected as trl or a
+framework built on it (open-r1, Video-R1 and other recipes, unsloth, verifiers: ``framework.detect``), each fix line
+and message goes through ``say``: an ms-swift-only flag or environment variable becomes the framework's own term, and
+a line whose lever has no equivalent there is dropped (an ms-swift flag a trl user cannot set does not help).
+A line that already names both frameworks ("ms-swift --vllm_max_model_len, trl vllm-serve --max_model_len") is kept
+as written, except a line that starts with "ms-swift:" (that framework's own step), which is dropped.
+
+The equivalents, from the sources (field names as in each release's dataclass):
+- trl ``trl/trainer/grpo_config.py`` (0.18-0.24): ``vllm_mode`` ("server" | "colocate"), ``vllm_server_host``,
+  ``vllm_server_port``, ``vllm_gpu_memory_utilization``, ``vllm_tensor_parallel_size``, ``vllm_max_model_length``
+  (colocate; ``vllm_max_model_len`` in the releases before), ``vllm_enable_sleep_mode``; ``max_prompt_length``; ``ddp_timeout`` (transformers TrainingArguments).
+- ``trl vllm-serve`` (``trl/scripts/vllm_serve.py`` ScriptArguments, 0.17+): ``--tensor_parallel_size``,
+  ``--data_parallel_size`` (0.18+), ``--gpu_memory_utilization``, ``--max_model_len``, ``--enforce_eager``; its GPUs are
+  the ``CUDA_VISIBLE_DEVICES`` of the server command.
+- accelerate ``accelerate launch --num_processes / --num_machines / --machine_rank`` and torchrun
+  ``--nproc_per_node / --nnodes / --node_rank`` replace ms-swift's NPROC_PER_NODE / NNODES / NODE_RANK
+  (``swift/cli/main.py`` turns those into torchrun arguments).
+- unsloth ``FastLanguageModel.from_pretrained(gpu_memory_utilization=, max_seq_length=)`` sizes its vLLM engine
+  (``unsloth/models/llama.py``, fast_inference=True), in place of the GRPOConfig vLLM fields.
+"""
+from __future__ import annotations
+
+import re
+
+from ..model import Finding
+
+# frameworks whose user sets GRPOConfig fields (trl itself and what is built on it)
+TRL_LIKE = frozenset({"trl", "unsloth", "verifiers"})
+
+_NONE = None  # a lever without an equivalent: the line is dropped
+# ms-swift-only flag -> (trl term, unsloth term: "" for the trl one, None for none); ``{v}``: the flag's value
+_FLAGS: dict[str, tuple[str | None, str | None]] = {
+    "--vllm_gpu_memory_utilization": ("GRPOConfig(vllm_gpu_memory_utilization={v}) (colocate; server: "
+                                      "trl vllm-serve --gpu_memory_utilization {v})",
+                                      "FastLanguageModel.from_pretrained(gpu_memory_utilization={v})"),
+    "--vllm_max_model_len": ("GRPOConfig(vllm_max_model_length={v}) (vllm_max_model_len in older trl; colocate; "
+                             "server: trl vllm-serve --max_model_len {v})",
+                             "FastLanguageModel.from_pretrained(max_seq_length={v})"),
+    "--vllm_tensor_parallel_size": ("GRPOConfig(vllm_tensor_parallel_size={v}) (colocate; server: trl vllm-serve "
+                                    "--tensor_parallel_size {v})", ""),
+    "--vllm_enforce_eager": ("trl vllm-serve --enforce_eager {v}", ""),
+    "--vllm_mode": ("GRPOConfig(vllm_mode=\"{v}\")", _NONE),
+    "--vllm_server_host": ("GRPOConfig(vllm_server_host={v})", _NONE),
+    "--vllm_server_port": ("GRPOConfig(vllm_server_port={v})", _NONE),
+    "--use_vllm": ("GRPOConfig(use_vllm={v})", ""),
+    "--sleep_level": ("GRPOConfig(vllm_enable_sleep_mode=True)", _NONE),
+    "--max_length": ("GRPOConfig(max_prompt_length={v})", ""),
+    "--ddp_timeout": ("GRPOConfig(ddp_timeout={v})", ""),
+    "--tuner_type": ("a peft LoraConfig passed as GRPOTrainer(peft_config=...)", ""),
+    "--train_type": ("a peft LoraConfig passed as GRPOTrainer(peft_config=...)", ""),
+    "--deepspeed": ("a DeepSpeed {v} config (accelerate launch --config_file <deepspeed_{v}.yaml>)", _NONE),
+    # ms-swift levers with no trl counterpart
+    "--offload_model": (_NONE, ""), "--offload_optimizer": (_NONE, ""), "--move_model_batches": (_NONE, ""),
+    "--dynamic_sample": (_NONE, ""), "--max_resample_times": (_NONE, ""), "--async_generate": (_NONE, ""),
+    "--external_plugins": (_NONE, ""), "--model_type": (_NONE, ""), "--template": (_NONE, ""),
+    "--vllm_enable_lora": (_NONE, ""), "--truncation_strategy": (_NONE, ""), "--rlhf_type": (_NONE, ""),
+    "--multi_turn_scheduler": (_NONE, ""), "--vllm_limit_mm_per_prompt": (_NONE, ""),
+    "--enable_flattened_weight_sync": (_NONE, ""), "--padding_free": (_NONE, ""),
+}
+# GRPOConfig / TrainingArguments fields that ms-swift spells as flags of the same name: GRPOConfig(name=value)
+GRPO_FIELDS = frozenset({
+    "num_generations", "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps",
+    "max_completion_length", "max_prompt_length", "temperature", "top_p", "top_k", "learning_rate", "beta",
+    "epsilon", "log_completions", "gradient_checkpointing", "num_train_epochs", "max_steps", "save_steps",
+    "eval_steps", "logging_steps", "bf16", "fp16", "max_grad_norm", "seed", "steps_per_generation",
+    "generation_batch_size", "scale_rewards", "loss_type", "num_iterations", "eval_strategy", "save_strategy",
+    "warmup_ratio", "lr_scheduler_type", "ds3_gather_for_generation", "output_dir", "dataloader_drop_last",
+    "repetition_penalty", "mask_truncated_completions", "torch_empty_cache_steps", "eval_on_start"})
+_ENV: dict[str, str] = {
+    "NPROC_PER_NODE": "the number of training processes (accelerate launch --num_processes {v}, torchrun "
+                      "--nproc_per_node {v})",
+    "NNODES": "the number of nodes (accelerate launch --num_machines {v}, torchrun --nnodes {v})",
+    "NODE_RANK": "the node's rank (accelerate launch --machine_rank {v}, torchrun --node_rank {v})",
+}
+_SWIFT_CMD = re.compile(r"`?\bswift (?:rollout|rlhf|sft|export|deploy|infer)\b[^`]*`?")
+_FLAG = re.compile(r"(?<![\w-])(--[a-z_]+)(?:[ =]((?:\"[^\"]*\"|'[^']*'|<[^>]*>|[\w.:/-]+)))?")
+_ENVVAR = re.compile(r"\b(NPROC_PER_NODE|NNODES|NODE_RANK)\b(?:=(\S+?)(?=[\s,;:)]|$))?")
+# a line that gives both frameworks' terms already, or the trl side of a choice
+# what a flag's value looks like (a sentence's next word does not): a number, a boolean, a placeholder, a quoted
+# string, an identifier with a digit or an underscore (zero3, /path), or one of the enum words ms-swift's flags take
+_VALUE = re.compile(r"""^(?:[-\d.]+(?:e-?\d+)?|true|false|True|False|<[^>]*>|"[^"]*"|'[^']*'|\S*[\d_/]\S*|"""
+                    r"server|colocate|lora|full|none|epoch|steps|no|auto)$")
+_TWO = re.compile(r"GRPOConfig\(([^()]*)\)\s+(?:with\s+|and\s+)?GRPOConfig\(([^()]*)\)")
+_LAUNCHER = re.compile(r"vllm-serve|accelerate launch|torchrun|vllm serve")
+_BOTH = re.compile(r"\btrl\b|GRPOConfig|vllm-serve|accelerate launch|torchrun|FastLanguageModel")
+
+
+def _unsloth(framework: str | None) -> bool:
+    return framework == "unsloth"
+
+
+def say(line: str, framework: str | None) -> str | None:
+    """``line`` in the terms of ``framework``; None when its lever does not exist there. Unchanged for ms-swift and
+    an unknown framework."""
+    if framework not in TRL_LIKE:
+        return line
+    if line.lstrip().lower().startswith("ms-swift:"):
+        return None
+    if _BOTH.search(line) and "ms-swift" in line:
+        return line  # both terms given, side by side
+    if _SWIFT_CMD.search(line):
+        if "swift rollout" not in line or _unsloth(framework):
+            return None
+        line = _SWIFT_CMD.sub("`CUDA_VISIBLE_DEVICES=<free GPUs> trl vllm-serve --model <model>`", line)
+    dropped = False
+    launcher = bool(_LAUNCHER.search(line))  # its --flags are the server's or the launcher's options: kept
+
+    def flag(m: re.Match) -> str:
+        nonlocal dropped
+        name, value = m.group(1), m.group(2)
+        if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
+            return m.group(0)  # "ms-swift --eval_strategy no": labelled as the other framework's spelling
+        tail = ""
+        if value is not None:
+            stripped = value.rstrip(":,.;")
+            tail, value = value[len(stripped):], stripped
+            if not _VALUE.match(value):  # "--temperature at 0.9": a word of the sentence, not the flag's value
+                tail, value = m.group(0)[len(name):], None
+        v = value if value is not None else "<value>"
+        if v.lower() in ("true", "false"):
+            v = v.capitalize()
+        if name not in _FLAGS:
+            if name[2:] in GRPO_FIELDS and not launcher:
+                return (f"GRPOConfig({name[2:]}={v})" if value is not None else f"GRPOConfig.{name[2:]}") + tail
+            return m.group(0)
+        trl_term, uns = _FLAGS[name]
+        term = (trl_term if uns == "" else uns) if _unsloth(framework) else trl_term
+        if term is None:
+            dropped = True
+            return m.group(0)
+        return term.replace("{v}", v.strip("\"'")) + tail
+
+    out = _FLAG.sub(flag, line)
+    if dropped:
+        return None
+
+    def env(m: re.Match) -> str:
+        v = m.group(2) or "N"
+        return _ENV[m.group(1)].replace("{v}", v)
+
+    out = _ENVVAR.sub(env, out)
+    while True:  # GRPOConfig(a=1) GRPOConfig(b=2) -> GRPOConfig(a=1, b=2)
+        merged = _TWO.sub(r"GRPOConfig(\1, \2)", out)
+        if merged == out:
+            return out
+        out = merged
+
+
+def in_terms(findings: list[Finding], framework: str | None) -> list[Finding]:
+    """Every finding's message and fix lines said in the framework's terms (``say``); a relaunch command written
+    as an ms-swift command is not offered to a run of another framework."""
+    if framework not in TRL_LIKE:
+        return findings
+    from dataclasses import replace
+    out = []
+    for f in findings:
+        fix = tuple(x for x in (say(line, framework) for line in f.fix) if x)
+        msg = say(f.message, framework) or f.message
+        cmd = f.command if f.command and "swift " not in f.command and "NPROC_PER_NODE" not in f.command else ""
+        if fix != f.fix or msg != f.message or cmd != f.command:
+            f = replace(f, fix=fix, message=msg, command=cmd)
+        out.append(f)
+    return out

@@ -1,0 +1,97 @@
+"""Fixes in the terms of the framework that ran (doctor/swift/terms.py, issue 15 point 5).
+
+Every dev-log case and every golden fixture whose run is detected as a framework other than ms-swift (trl, open-r1 on
+trl, unsloth, verifiers) is analyzed, and no finding's message or fix line may name an ms-swift-only flag, environment
+variable or command, except a line that names both frameworks side by side ("ms-swift --vllm_max_model_len, trl
+vllm-serve --max_model_len").
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from doctor.analyze import analyze
+from doctor.swift.terms import in_terms, say
+
+ROOT = Path(__file__).resolve().parent.parent
+# ms-swift-only: its launcher's environment, its commands, its flags with no trl field of the same name
+SWIFT_ONLY = re.compile(
+    r"\bNPROC_PER_NODE\b|\bNNODES\b|\bNODE_RANK\b|`swift (?:rollout|rlhf|sft)\b|(?<![\w-])--(?:vllm_mode|"
+    r"vllm_server_host|vllm_server_port|vllm_gpu_memory_utilization|vllm_max_model_len|vllm_tensor_parallel_size|"
+    r"sleep_level|offload_model|offload_optimizer|move_model_batches|dynamic_sample|async_generate|"
+    r"external_plugins|tuner_type|train_type|vllm_enable_lora|ddp_timeout)\b")
+
+
+def _non_swift_runs() -> list[Path]:
+    out = [p for p in sorted((ROOT / "fixtures" / "devlogs").iterdir()) if (p / "label.json").is_file()]
+    for exp in sorted((ROOT / "fixtures" / "logs").glob("*.expected.json")):
+        fw = json.loads(exp.read_text(encoding="utf-8")).get("run", {}).get("framework")
+        if fw not in (None, "ms-swift"):
+            out.append(exp.with_name(exp.name[: -len(".expected.json")]))
+    return out
+
+
+def _offending(report) -> list[str]:
+    bad = []
+    for f in report.findings:
+        for line in (f.message, *f.fix, f.command):
+            for m in SWIFT_ONLY.finditer(line or ""):
+                if "ms-swift" not in line[max(0, m.start() - 12):m.start()] and not (
+                        "ms-swift" in line and re.search(r"\btrl\b", line)):
+                    bad.append(f"{f.rule_id}: {line}")  # unlabelled: not "ms-swift --flag" nor a side-by-side line
+    return bad
+
+
+@pytest.mark.parametrize("case", _non_swift_runs(), ids=lambda p: p.name)
+def test_no_swift_only_terms_in_a_non_swift_run(case: Path):
+    report = analyze([str(case)])
+    if report.run.get("framework") in (None, "ms-swift"):
+        pytest.skip("an ms-swift run (or none detected)")
+    assert _offending(report) == []
+
+
+def test_say_translates_drops_and_keeps():
+    assert say("Make NPROC_PER_NODE=4 equal to the GPUs", "trl") == (
+        "Make the number of training processes (accelerate launch --num_processes 4, torchrun --nproc_per_node 4) "
+        "equal to the GPUs")
+    assert say("--num_generations 16 with --gradient_accumulation_steps 16; keep --temperature at 0.9.", "trl") == (
+        "GRPOConfig(num_generations=16, gradient_accumulation_steps=16); keep GRPOConfig.temperature at 0.9.")
+    assert say("--offload_model true --offload_optimizer true: move states to CPU", "trl") is None  # no equivalent
+    assert say("ms-swift: `swift rollout` on other GPUs.", "trl") is None
+    assert say("--vllm_max_model_len 4096", "unsloth") == "FastLanguageModel.from_pretrained(max_seq_length=4096)"
+    assert say("--sleep_level 1", "trl") == "GRPOConfig(vllm_enable_sleep_mode=True)"
+    assert say("--sleep_level 1", "unsloth") is None
+    side = "max_model_len (ms-swift --vllm_max_model_len, trl vllm-serve --max_model_len)."
+    assert say(side, "trl") == side
+    # vllm-serve's own options stay as they are
+    assert say("`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`", "trl") == (
+        "`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`")
+    assert say("eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)", "trl") == (
+        "eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)")  # labelled as ms-swift's spelling
+    # ms-swift and an unknown framework: unchanged
+    for fw in ("ms-swift", None):
+        assert say("NPROC_PER_NODE=4 --sleep_level 1", fw) == "NPROC_PER_NODE=4 --sleep_level 1"
+
+
+def test_in_terms_keeps_swift_findings_and_drops_a_swift_command():
+    from doctor.model import Finding, Severity
+    f = Finding("GD1", "x", "other", Severity.error, "t", "NPROC_PER_NODE=2", fix=("--sleep_level 1",),
+                command="NPROC_PER_NODE=2 swift rlhf --rlhf_type grpo")
+    assert in_terms([f], "ms-swift") == [f]
+    (g,) = in_terms([f], "trl")
+    assert g.command == "" and g.fix == ("GRPOConfig(vllm_enable_sleep_mode=True)",)
+    assert "NPROC_PER_NODE" not in g.message
+
+
+def test_the_metric_rows_format_names_the_framework_when_nothing_else_does():
+    from doctor.swift.framework import detect, row_format
+    hf = ["{'loss': 0.0, 'grad_norm': 1.9, 'rewards/accuracy_reward': 0.0,", " 'reward': 0.0, 'reward_std': 0.0}"]
+    swift = ["{'loss': 0.0, 'reward': 0.3, 'reward_std': 0.4, 'global_step/max_steps': '5/3766'}"]
+    assert row_format(hf) == "trl" and row_format(swift) == "ms-swift"
+    assert row_format(["{'loss': 1.2, 'grad_norm': 0.3}"]) is None  # no GRPO row: says nothing
+    assert row_format(hf + swift) == "ms-swift"
+    assert detect([], hf, {})[0::3] == ("trl", "log format")
+    assert detect([], hf + ["[INFO:swift] Setting args.ddp_timeout"], {})[0] == "ms-swift"  # the log line decides
