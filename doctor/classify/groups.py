@@ -48,8 +48,7 @@ def last_bar(context: str) -> tuple[int, int] | None:
 
 def _drop_last(fw: str | None) -> str:
     if fw in ("trl", "unsloth"):
-        return ("dataloader_drop_last=True in GRPOConfig (a script that parses its arguments takes "
-                "--dataloader_drop_last true)")
+        return "dataloader_drop_last=True in GRPOConfig"  # a script's own flags: doctor/swift/terms.py
     return "--dataloader_drop_last true"
 
 
