@@ -5,7 +5,9 @@ A console log of a long run is mostly tqdm redraws (``Train:  17%|█▋ | 1/500
 was a candidate line (``%|``, ``it/s]`` and ``Train:`` are trigger words) and paid the whole line path. What
 the rules read from them is a last or a largest value:
 
-- the hang rules (``checks/hang/_progress.py``): per description the last bar (the phase it marks), and for
+- the hang rules (``checks/hang/_progress.py``): per description the last bar (the phase it marks: for a
+  ``Loading weights`` / ``Loading checkpoint shards`` bar model-load or vllm-init, by whether the trainer init was
+  marked before, which no bar marks), and for
   ``Train`` the last bar at step 0 (first-step), the last one past it (training), the last one holding the
   largest step (the step counter, its total and its line) and the last one at all (the step's seq);
 - GD621 (``checks/numerics/probability_tensor.py``): the last bar with a rate before its trigger line;
@@ -41,7 +43,7 @@ from . import metrics as msrc
 from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
 
-BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:"})
+BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:", "Loading weights", "Loading checkpoint shards"})
 # the rules that read pure bars, each only as above (class names, so that sources/ imports no rule)
 READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
                      "doctor.checks.numerics.probability_tensor.ProbabilityTensorNaN",
