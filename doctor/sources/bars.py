@@ -37,11 +37,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..gate import WordGate
+from ..gate import WordGate, engine
 from ..signals import LogLine, Metrics, Where
 from . import metrics as msrc
 from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
+from .quiet import AnyWord
 
 BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:", "Loading weights", "Loading checkpoint shards"})
 # the rules that read pure bars, each only as above (class names, so that sources/ imports no rule)
@@ -81,6 +82,14 @@ class BarStretch:
         metric_words = frozenset(msrc.LITERALS)
         self.metric_words = metric_words if not any(
             LogLine in r.kinds and metric_words.intersection(r.literals or ()) for r in session.rules) else frozenset()
+        # with Hyperscan, "which trigger words" is asked as "any other word?" (one scan stopping at the first) plus
+        # a substring test per bar or metric word: the same answer as the gate's for these lines, ~3 us less each
+        self._fast = engine() == "hyperscan"
+        if self._fast:
+            vocab = set(words) | set(EXTRA_TRIGGERS)
+            self._bar_words = tuple(sorted(BAR_WORDS & vocab))
+            self._not_bar = AnyWord(vocab - BAR_WORDS)
+            self._not_metric = AnyWord(vocab - self.metric_words) if self.metric_words else None
 
     @property
     def pending(self) -> bool:
@@ -101,9 +110,15 @@ class BarStretch:
                 self._pre[pre] = ok
         if not ok:
             return False
-        words = frozenset(w for hit in self._gate.hits(data.decode("utf-8")) for w in hit)
-        if not words <= BAR_WORDS:
-            return False
+        if self._fast:  # BAR matched: the line is ASCII and block characters
+            if self._not_bar.found(data):
+                return False
+            text = data.decode("utf-8")
+            words = frozenset([w for w in self._bar_words if w in text])
+        else:
+            words = frozenset(w for hit in self._gate.hits(data.decode("utf-8")) for w in hit)
+            if not words <= BAR_WORDS:
+                return False
         key = (pre, words)
         slot = self._keys.get(key)
         if slot is None:
@@ -127,9 +142,13 @@ class BarStretch:
         text = data.decode("ascii").rstrip()
         if not text.endswith("}") or not text.isprintable() or "llm" in text.lower():
             return False
-        words = frozenset(w for hit in self._gate.hits(text) for w in hit)
-        if not words or not words <= self.metric_words:
-            return False
+        if self._not_metric is not None and self._fast:
+            if self._not_metric.found(data) or not any(w in text for w in self.metric_words):
+                return False
+        else:
+            words = frozenset(w for hit in self._gate.hits(text) for w in hit)
+            if not words or not words <= self.metric_words:
+                return False
         if ":" in text and msrc.has_literal(text):
             values, finite = msrc.read_console(text)
             if values is not None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..gate import engine, hs_database, hs_literal
-from .matchers import _CTRL_CLASS, trigger_bytes
+from .matchers import _CTRL_CLASS, EXTRA_TRIGGERS
 
 PREFIXES = (b"[INFO:swift] ", b"[WARNING:swift] ")
 PREFIX_WORDS = frozenset({"[INFO:swift]", "[WARNING:swift]"})
@@ -42,18 +42,40 @@ def _reads_prefix(rule: Any) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in READERS for c in type(rule).__mro__)
 
 
+class AnyWord:
+    """``found(data)``: whether any of ``words`` (their byte forms as the scan matches them: UTF-8 and GB18030) or
+    of the extra Hyperscan expressions occurs in the bytes ``data``; one scan that stops at the first. Hyperscan
+    only: the caller checks ``engine()``."""
+
+    def __init__(self, words: set[str] | frozenset[str], exprs: tuple[bytes, ...] = ()):
+        import hyperscan
+
+        forms = {w.encode("utf-8") for w in words if w}
+        for w in words:
+            if not w.isascii():
+                try:
+                    forms.add(w.encode("gb18030"))
+                except UnicodeEncodeError:
+                    pass
+        self._db = hs_database([hs_literal(b) for b in sorted(forms)] + list(exprs))
+        self._scratch = hyperscan.Scratch(self._db)
+        self._stopped = hyperscan.ScanTerminated
+
+    def found(self, data: bytes) -> bool:
+        try:
+            self._db.scan(data, match_event_handler=_stop, scratch=self._scratch)
+        except self._stopped:
+            return True
+        return False
+
+
 class QuietLines:
     """``skip(data)``: the physical line ``data`` (a scan candidate, not in a sticky state) is a prefix line no
     reader acts on (see the module)."""
 
     def __init__(self, words: frozenset[str], extra: tuple[str, ...]):
-        import hyperscan
-
-        danger = (set(words) | set(extra) | set(_SPLIT)) - PREFIX_WORDS
-        exprs = [hs_literal(w) for w in trigger_bytes(danger)] + [_CTRL_CLASS, rb"[vV][lL][lL][mM]"]
-        self._db = hs_database(exprs)
-        self._scratch = hyperscan.Scratch(self._db)
-        self._stopped = hyperscan.ScanTerminated
+        danger = (set(words) | set(EXTRA_TRIGGERS) | set(extra) | set(_SPLIT)) - PREFIX_WORDS
+        self._danger = AnyWord(danger, (_CTRL_CLASS, rb"[vV][lL][lL][mM]"))
         self._fed = False  # the first prefix line is fed (the hang rules keep it as evidence)
 
     @classmethod
@@ -77,11 +99,7 @@ class QuietLines:
         if not self._fed:
             self._fed = True
             return False
-        try:
-            self._db.scan(data, match_event_handler=_stop, scratch=self._scratch)
-        except self._stopped:
-            return False  # a danger word
-        return True
+        return not self._danger.found(data)
 
 
-__all__ = ["QuietLines", "PREFIXES", "READERS"]
+__all__ = ["AnyWord", "QuietLines", "PREFIXES", "READERS"]
