@@ -85,6 +85,7 @@ class BarStretch:
         # with Hyperscan, "which trigger words" is asked as "any other word?" (one scan stopping at the first) plus
         # a substring test per bar or metric word: the same answer as the gate's for these lines, ~3 us less each
         self._fast = engine() == "hyperscan"
+        self._not_metric: AnyWord | None = None
         if self._fast:
             vocab = set(words) | set(EXTRA_TRIGGERS)
             self._bar_words = tuple(sorted(BAR_WORDS & vocab))
@@ -142,7 +143,7 @@ class BarStretch:
         text = data.decode("ascii").rstrip()
         if not text.endswith("}") or not text.isprintable() or "llm" in text.lower():
             return False
-        if self._not_metric is not None and self._fast:
+        if self._not_metric is not None:
             if self._not_metric.found(data) or not any(w in text for w in self.metric_words):
                 return False
         else:
