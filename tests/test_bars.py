@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from doctor.engine import Session
+from doctor.gate import engine
 from doctor.sources import bars, matchers, quiet, scan
 
 BLOCK = "\u2588".encode()
@@ -121,12 +122,13 @@ def test_quiet_prefix_lines_are_only_counted(tmp_path):
     lines = [b"[INFO:swift] step note %d" % i if i % 2 else b"[WARNING:swift] warned %d" % i for i in range(2000)]
     lines += [b"[INFO:swift] Saving model checkpoint to /o/checkpoint-2", b"[INFO:swift] tail"]
     got = _same(b"\n".join(lines) + b"\n", tmp_path, fork=False)
-    assert got.fed <= 3 and got.lines == len(lines)
+    fast = engine() == "hyperscan"  # without Hyperscan every such line is fed
+    assert got.lines == len(lines) and (got.fed <= 3 or not fast)
     # the hang rules' markers that are no gate word of their own are fed: the phase moves as line by line
     marks = [b"[INFO:swift] model_kwargs: {}", b"[INFO:swift] note", b"[INFO:swift] model_info: m",
              b"[INFO:swift] train_dataset: D", b"[INFO:swift] note 2", b"[INFO:swift] EngineCore started"]
     got = _same(b"\n".join(marks) + b"\n", tmp_path, fork=False)
-    assert got.fed == 4  # all but the two notes
+    assert got.fed == 4 or not fast  # all but the two notes
 
 
 def test_a_new_prefix_reader_turns_quiet_lines_off():
@@ -137,7 +139,7 @@ def test_a_new_prefix_reader_turns_quiet_lines_off():
 
     s.rules.append(Other())
     assert quiet.QuietLines.of(s) is None
-    assert quiet.QuietLines.of(Session()) is not None
+    assert (quiet.QuietLines.of(Session()) is not None) == (engine() == "hyperscan")
 
 
 def test_a_new_reader_turns_summaries_off():
