@@ -45,23 +45,30 @@ def _reads_prefix(rule: Any) -> bool:
 class AnyWord:
     """``found(data)``: whether any of ``words`` (their byte forms as the scan matches them: UTF-8 and GB18030) or
     of the extra Hyperscan expressions occurs in the bytes ``data``; one scan that stops at the first. Hyperscan
-    only: the caller checks ``engine()``."""
+    only: the caller checks ``engine()``. The database is loaded (or compiled, once, into the cache) on the first
+    question: a log that never asks pays nothing."""
 
     def __init__(self, words: set[str] | frozenset[str], exprs: tuple[bytes, ...] = ()):
+        self._words, self._extra = frozenset(words), exprs
+        self._db: Any = None
+
+    def _load(self) -> None:
         import hyperscan
 
-        forms = {w.encode("utf-8") for w in words if w}
-        for w in words:
+        forms = {w.encode("utf-8") for w in self._words if w}
+        for w in self._words:
             if not w.isascii():
                 try:
                     forms.add(w.encode("gb18030"))
                 except UnicodeEncodeError:
                     pass
-        self._db = hs_database([hs_literal(b) for b in sorted(forms)] + list(exprs))
+        self._db = hs_database([hs_literal(b) for b in sorted(forms)] + list(self._extra))
         self._scratch = hyperscan.Scratch(self._db)
         self._stopped = hyperscan.ScanTerminated
 
     def found(self, data: bytes) -> bool:
+        if self._db is None:
+            self._load()
         try:
             self._db.scan(data, match_event_handler=_stop, scratch=self._scratch)
         except self._stopped:
