@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from doctor.engine import Session
-from doctor.sources import bars, matchers, scan
+from doctor.gate import engine
+from doctor.sources import bars, matchers, quiet, scan
 
 BLOCK = "\u2588".encode()
 
@@ -26,13 +27,21 @@ FRAGMENTS = [
     _bar(b"Train:", 5, rate=b"2.10it/s") + b"\r", _bar(b"Train", 4), _bar(b"Val:", 1), _bar(b"Val:", 2),
     _bar(b"Map", 7, rate=b"?it/s"), _bar(b"Processed prompts:", 2), _bar(b"", 3), _bar(b"Train:", 6) + b"[INFO:swift] x",
     _bar(b"Map (num_proc=1):", 3, rate=b"? examples/s"), _bar(b"Map (num_proc=1):", 9, rate=b"812.50 examples/s"),
-    _bar(b"Control:", 2), _bar(b"StopIteration:", 1), b"[rank0]: " + _bar(b"Train:", 7),
+    _bar(b"Control:", 2), _bar(b"StopIteration:", 1), _bar(b"Loading weights:", 3, 26, b"10412.67it/s"),
+    _bar(b"Loading checkpoint shards:", 0, 2, b"?it/s"), _bar(b"Loading weights:", 26, 26, b"9.5it/s"), b"[rank0]: " + _bar(b"Train:", 7),
     b"[INFO:swift] Saving model checkpoint to /o/checkpoint-2", b"***** Running training *****",
     b"[INFO:swift] model_parameter_info: PeftModelForCausalLM: 1M Params", b"[INFO:swift] hello",
     b"{'loss': '0.1', 'grad_norm': '0.2', 'reward': '0.5', 'global_step/max_steps': '3/9'}",
     b"RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", b"plain line",
     b"Traceback (most recent call last):", b'  File "/x/y.py", line 3, in f', b"    y = 1",
     b"Killed", b"run sh: `swift rlhf --rlhf_type grpo`",
+    # logger-prefix lines (sources/quiet.py): skipped, and lines that must be fed
+    b"[WARNING:swift] some warning", b"[INFO:swift] best_model_checkpoint: None", b"[INFO:swift] VLLM engine up",
+    b"[INFO:swift] Start connecting to vLLM server", b"[INFO:swift] KV cache usage 3 GiB", b"[INFO:swift] a\x1b[0m b",
+    b"[INFO:swift] rank: 0, local_rank: 0, world_size: 2, local_world_size: 2", b"(VllmWorker pid=1) [INFO:swift] y",
+    b"[INFO:swift] x 3.0it/s] z", b"[INFO:swift] one\rtwo", b"[WARNING:swift] Loading weights slowly",
+    b"[INFO:swift] model_info: m", b"[INFO:swift] train_dataset: Dataset(rows=4)", b"[INFO:swift] model_kwargs: {}",
+    b"[INFO:swift] The logging file will be saved in: /o/logging.jsonl", b"[INFO:swift] init engine done",
     # metric lines: the short cut, and lines that must not take it
     b"{'loss': '0.2', 'grad_norm': 'nan', 'reward': '0.0', 'reward_std': '0', 'global_step/max_steps': '4/9'}",
     b"{'loss': 0.3, 'grad_norm': 1.5, 'reward': 0.25, 'kl': 0.01, 'global_step/max_steps': '5/9'}\r",
@@ -107,6 +116,30 @@ def test_metric_lines_take_the_short_cut(tmp_path):
     lines = [x for i, row in enumerate(rows, 1) for x in (_bar(b"Train:", i, 500), row)] + [b"Killed"]
     got = _same(b"\n".join(lines) + b"\n", tmp_path, fork=False)
     assert got.lines == len(lines)
+
+
+def test_quiet_prefix_lines_are_only_counted(tmp_path):
+    lines = [b"[INFO:swift] step note %d" % i if i % 2 else b"[WARNING:swift] warned %d" % i for i in range(2000)]
+    lines += [b"[INFO:swift] Saving model checkpoint to /o/checkpoint-2", b"[INFO:swift] tail"]
+    got = _same(b"\n".join(lines) + b"\n", tmp_path, fork=False)
+    fast = engine() == "hyperscan"  # without Hyperscan every such line is fed
+    assert got.lines == len(lines) and (got.fed <= 3 or not fast)
+    # the hang rules' markers that are no gate word of their own are fed: the phase moves as line by line
+    marks = [b"[INFO:swift] model_kwargs: {}", b"[INFO:swift] note", b"[INFO:swift] model_info: m",
+             b"[INFO:swift] train_dataset: D", b"[INFO:swift] note 2", b"[INFO:swift] EngineCore started"]
+    got = _same(b"\n".join(marks) + b"\n", tmp_path, fork=False)
+    assert got.fed == 4 or not fast  # all but the two notes
+
+
+def test_a_new_prefix_reader_turns_quiet_lines_off():
+    s = Session()
+
+    class Other:
+        literals = ("[INFO:swift]",)
+
+    s.rules.append(Other())
+    assert quiet.QuietLines.of(s) is None
+    assert (quiet.QuietLines.of(Session()) is not None) == (engine() == "hyperscan")
 
 
 def test_a_new_reader_turns_summaries_off():

@@ -5,7 +5,9 @@ A console log of a long run is mostly tqdm redraws (``Train:  17%|█▋ | 1/500
 was a candidate line (``%|``, ``it/s]`` and ``Train:`` are trigger words) and paid the whole line path. What
 the rules read from them is a last or a largest value:
 
-- the hang rules (``checks/hang/_progress.py``): per description the last bar (the phase it marks), and for
+- the hang rules (``checks/hang/_progress.py``): per description the last bar (the phase it marks: for a
+  ``Loading weights`` / ``Loading checkpoint shards`` bar model-load or vllm-init, by whether the trainer init was
+  marked before, which no bar marks), and for
   ``Train`` the last bar at step 0 (first-step), the last one past it (training), the last one holding the
   largest step (the step counter, its total and its line) and the last one at all (the step's seq);
 - GD621 (``checks/numerics/probability_tensor.py``): the last bar with a rate before its trigger line;
@@ -35,13 +37,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..gate import WordGate
+from ..gate import WordGate, engine
 from ..signals import LogLine, Metrics, Where
 from . import metrics as msrc
 from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
+from .quiet import AnyWord
 
-BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:"})
+BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:", "Loading weights", "Loading checkpoint shards"})
 # the rules that read pure bars, each only as above (class names, so that sources/ imports no rule)
 READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
                      "doctor.checks.numerics.probability_tensor.ProbabilityTensorNaN",
@@ -72,13 +75,23 @@ class BarStretch:
         self.session = session
         words = session.gate_words
         self._routes: dict[frozenset[str], tuple[Any, ...]] = {}
-        self._gate: WordGate[str] = WordGate({w: (w,) for w in set(words) | set(EXTRA_TRIGGERS)})
         self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
         # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]
         self._keys: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
         metric_words = frozenset(msrc.LITERALS)
         self.metric_words = metric_words if not any(
             LogLine in r.kinds and metric_words.intersection(r.literals or ()) for r in session.rules) else frozenset()
+        # with Hyperscan, "which trigger words" is asked as "any other word?" (one scan stopping at the first) plus
+        # a substring test per bar or metric word: the same answer as the gate's for these lines, ~3 us less each
+        self._not_metric: AnyWord | None = None
+        self._gate: WordGate[str] | None = None
+        if engine() != "hyperscan":
+            self._gate = WordGate({w: (w,) for w in set(words) | set(EXTRA_TRIGGERS)})
+        else:
+            vocab = set(words) | set(EXTRA_TRIGGERS)
+            self._bar_words = tuple(sorted(BAR_WORDS & vocab))
+            self._not_bar = AnyWord(vocab - BAR_WORDS)
+            self._not_metric = AnyWord(vocab - self.metric_words) if self.metric_words else None
 
     @property
     def pending(self) -> bool:
@@ -99,9 +112,16 @@ class BarStretch:
                 self._pre[pre] = ok
         if not ok:
             return False
-        words = frozenset(w for hit in self._gate.hits(data.decode("utf-8")) for w in hit)
-        if not words <= BAR_WORDS:
-            return False
+        gate = self._gate
+        if gate is None:  # Hyperscan; BAR matched: the line is ASCII and block characters
+            if self._not_bar.found(data):
+                return False
+            text = data.decode("utf-8")
+            words = frozenset([w for w in self._bar_words if w in text])
+        else:
+            words = frozenset(w for hit in gate.hits(data.decode("utf-8")) for w in hit)
+            if not words <= BAR_WORDS:
+                return False
         key = (pre, words)
         slot = self._keys.get(key)
         if slot is None:
@@ -125,9 +145,14 @@ class BarStretch:
         text = data.decode("ascii").rstrip()
         if not text.endswith("}") or not text.isprintable() or "llm" in text.lower():
             return False
-        words = frozenset(w for hit in self._gate.hits(text) for w in hit)
-        if not words or not words <= self.metric_words:
-            return False
+        gate = self._gate
+        if gate is None:  # Hyperscan
+            if self._not_metric is None or self._not_metric.found(data) or not any(w in text for w in self.metric_words):
+                return False
+        else:
+            words = frozenset(w for hit in gate.hits(text) for w in hit)
+            if not words or not words <= self.metric_words:
+                return False
         if ":" in text and msrc.has_literal(text):
             values, finite = msrc.read_console(text)
             if values is not None:

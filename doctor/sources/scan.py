@@ -33,6 +33,7 @@ from ..signals import LogLine, Where
 from . import bars as bars_mod
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 from .matchers import HyperscanMatcher, Matcher, matcher_for
+from .quiet import QuietLines
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process
@@ -58,8 +59,11 @@ class ChunkScanner:
         self.early = early  # a ScanChild from start_early, to adopt
         # pure progress bars between two other lines, summarised (sources/bars.py); None: every bar is fed
         self.bars: bars_mod.BarStretch | None = None
+        # logger-prefix lines no reader acts on, only counted (sources/quiet.py); None: every such line is fed
+        self.quiet: QuietLines | None = None
         if os.environ.get("GRPO_DOCTOR_BARS") != "all" and bars_mod.summarisable(session):
             self.bars = bars_mod.BarStretch(session)
+            self.quiet = QuietLines.of(session)
 
     # ------------------------------------------------------------------ feeding
     def _sticky(self) -> bool:
@@ -72,9 +76,10 @@ class ChunkScanner:
         pure bar kept for later (``_flush``)."""
         bars = self.bars
         if bars is not None:
-            if defer and bars.take(self.lineno + 1, self.counter[0] + 1, data):
+            if defer and (bars.take(self.lineno + 1, self.counter[0] + 1, data)
+                          or self.quiet is not None and self.quiet.skip(data)):
                 self.lineno += 1
-                self.counter[0] += 1  # a pure bar is one message
+                self.counter[0] += 1  # a pure bar or a quiet line is one message
                 return
             if bars.pending:
                 self._flush()

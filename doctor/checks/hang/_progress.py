@@ -35,6 +35,8 @@ _VLLM_WORDS = ("LLM engine", "cumem", "sleep mode", "KV cache", "CUDA graph", "E
                "vLLM is using", "Model loading took", "Memory profiling", "GPU blocks", "init engine")
 _VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
 _SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
+# the words _Progress.feed acts on in a line besides the literals that route it there (sources/quiet.py)
+LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "',)
 PROGRESS_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
 _SOCKET = re.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
                      r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "

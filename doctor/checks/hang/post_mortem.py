@@ -22,7 +22,7 @@ from ...signals import ExceptionInfo, HangReport, LogLine, Metrics
 from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
-from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, PHASE_TEXT, _Progress, _Thread, classify_frames
+from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, LINE_WORDS, PHASE_TEXT, _Progress, _Thread, classify_frames
 from .live import live_finding
 
 
@@ -34,6 +34,7 @@ class HangCheck(Rule):
     literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
                 "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
                 "socket has timed out", "TCP client failed to connect") + _NCCL + ('(idle): "', "(active", ".py:")
+    line_words = LINE_WORDS  # the other words its feed acts on (sources/quiet.py skips a prefix line without them)
     want: str = ""  # "hang-at-start" or "hang-mid-training": set by the subclasses
 
     def __init__(self, meta):
