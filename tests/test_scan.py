@@ -162,7 +162,9 @@ def test_engine_env(monkeypatch):
 
 
 # ---------------------------------------------------------------------------- the forked scanning child
-needs_fork = pytest.mark.skipif(not (HAVE_HS and hasattr(os, "fork")), reason="the parallel path needs Hyperscan and fork")
+# the scanning child runs Hyperscan: GRPO_DOCTOR_MATCHER=re (the pure-Python matcher) never forks it
+needs_fork = pytest.mark.skipif(not (HAVE_HS and hasattr(os, "fork")) or os.environ.get("GRPO_DOCTOR_MATCHER") == "re",
+                                reason="the parallel path needs Hyperscan (not GRPO_DOCTOR_MATCHER=re) and fork")
 
 
 def _forks(monkeypatch) -> list[int]:
