@@ -102,6 +102,16 @@ class Rule:
     def feed(self, signal: Any) -> None:  # pragma: no cover - interface
         pass
 
+    def feed_many(self, signals: list[Any]) -> None:
+        """feed() of each signal in order (Session.emit_many: signals of one type, no line fed between them); a
+        signal whose value is out of range costs that signal only, as in Session._route. A rule may do the same
+        in bulk: the same state at the end."""
+        for signal in signals:
+            try:
+                self.feed(signal)
+            except OUT_OF_RANGE:
+                pass
+
     def finish(self, ctx: RunState) -> list[Finding]:  # pragma: no cover - interface
         return []
 
@@ -121,6 +131,11 @@ class Rule:
             evidence=tuple(evidence), count=count, ranks=ranks, role=m.role_hint, first_seq=seq, priority=m.priority,
             action=action or m.action, verify=m.verify, prevent=m.prevent, flags=tuple(flags),
         )
+
+
+# what a rule's arithmetic raises on a value read from a hostile input: a 400-digit integer as float, a division by a
+# zero read from the log, an int() of a 5000-digit string, a deeply nested value
+OUT_OF_RANGE = (ArithmeticError, ValueError, RecursionError)
 
 
 class PatternRule(Rule):

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..model import Evidence
-from ..rules import Rule
+from ..rules import OUT_OF_RANGE, Rule
 from ..signals import Metrics
-from ..sources import metrics as msrc
+from ._rows import RAISED, num, reward_key_name, reward_std_key_name, step_row, step_rows
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
 EPS_STD = 1e-6            # reward_std at or below this is a flat group
@@ -27,13 +27,6 @@ BASE_KEYS = ("loss", "grad_norm", "learning_rate", "reward", "reward_std", "frac
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def num(v: Any) -> float | None:
-    v = msrc.to_number(v)
-    if isinstance(v, float):
-        return v
-    return None
-
-
 def fmt(v: float | None, digits: int = 4) -> str:
     if v is None:
         return "?"
@@ -59,100 +52,13 @@ def longest_streak(flags: list[bool]) -> tuple[int, int]:
     return best, best_end
 
 
-def reward_key_name(key: str) -> str | None:
-    """'rewards/Format/mean' -> 'Format'; 'rewards/accuracy_reward' -> 'accuracy_reward'; '/std' -> None."""
-    if not key.startswith("rewards/"):
-        return None
-    rest = key[len("rewards/"):]
-    if rest.endswith("/std"):
-        return None
-    if rest.endswith("/mean"):
-        rest = rest[:-len("/mean")]
-    return rest or None
+class _Kept:
+    """A row add_many has let through the thinning."""
 
+    __slots__ = ("row",)
 
-def reward_std_key_name(key: str) -> str | None:
-    if key.startswith("rewards/") and key.endswith("/std"):
-        return key[len("rewards/"):-len("/std")] or None
-    return None
-
-
-_KEYS: dict[str, tuple[str, str | None]] = {}
-
-
-def _reward_key(key: str) -> tuple[str, str | None]:
-    """('mean'|'std', name) of a rewards/ key, cached (a run has few distinct keys)."""
-    hit = _KEYS.get(key)
-    if hit is None:
-        name = reward_key_name(key)
-        hit = ("mean", name) if name is not None else ("std", reward_std_key_name(key))
-        if len(_KEYS) < 4096:
-            _KEYS[key] = hit
-    return hit
-
-
-_REWARD_LAYOUTS: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
-
-
-def _reward_layout(v: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(key, 'mean'|'std', name) of the rewards/ keys of a dict, in order; cached per key sequence (the
-    rows of a run share one)."""
-    sig = tuple(v)
-    hit = _REWARD_LAYOUTS.get(sig)
-    if hit is None:
-        hit = []
-        for k in sig:
-            if k.startswith("rewards/"):
-                kind, name = _reward_key(k)
-                if name is not None:
-                    hit.append((k, kind, name))
-        if len(_REWARD_LAYOUTS) >= 256:
-            _REWARD_LAYOUTS.clear()
-        _REWARD_LAYOUTS[sig] = hit
-    return hit
-
-
-class _Row:
-    """What the series and the rules take from one train-step dict, computed once for all of them."""
-
-    __slots__ = ("rewards", "step", "gstep", "max_steps")
-
-    def __init__(self, v: dict[str, Any]):
-        self.rewards: list[tuple[str, str, Any]] = []
-        for k, kind, name in _reward_layout(v):
-            val = v[k]
-            self.rewards.append((kind, name, val if type(val) is float else num(val)))
-        gs = v.get("global_step/max_steps")
-        if isinstance(gs, str) and "/" in gs:   # msrc.step_number and msrc.max_steps with one split
-            done, total = gs.split("/", 1)
-            self.gstep, self.max_steps = _int_or_none(done), _int_or_none(total)
-        else:
-            self.gstep = self.max_steps = None
-        step = self.gstep
-        if step is None:
-            s = num(v.get("step"))
-            step = int(s) if s is not None and s >= 0 else None
-        self.step = step
-
-
-def _int_or_none(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-_LAST: list[Any] = [(None, None)]   # (Metrics, _Row | None) of the last dict seen, one tuple (thread-safe swap)
-
-
-def step_row(m: Metrics) -> _Row | None:
-    """The _Row of a train step (None for eval rows, summaries and the final train_runtime dict)."""
-    last_m, last_row = _LAST[0]
-    if last_m is m:
-        return last_row
-    row = _Row(m.values) if msrc.is_step(m.values) else None
-    _LAST[0] = (m, row)
-    return row
+    def __init__(self, row: Any):
+        self.row = row
 
 
 class SeriesReader:
@@ -254,11 +160,35 @@ class Series(SeriesReader):
         self.kept = self._add(m)
         return self.kept
 
-    def _add(self, m: Metrics) -> bool:
-        row = step_row(m)
+    def add_many(self, ms: list[Metrics]) -> None:
+        """add() of each, in order (a row whose reading raises is counted as fed, as add() leaves it)."""
+        rows = step_rows(ms)
+        for m, row in zip(ms, rows):
+            self.fed += 1
+            if row is RAISED:
+                continue
+            if row is None:
+                self.kept = False
+                continue
+            if self.stride > 1:   # _add's thinning, inline: most rows of a long run stop here
+                self._skip = skip = (self._skip + 1) % self.stride
+                if skip:
+                    self.kept = False
+                    continue
+                row = _Kept(row)
+            try:
+                self.kept = self._add(m, row)
+            except OUT_OF_RANGE:
+                pass
+
+    def _add(self, m: Metrics, row: Any = RAISED) -> bool:
+        if row is RAISED:
+            row = step_row(m)
         if row is None:   # eval rows carry eval_* keys only and are not steps
             return False
-        if self.stride > 1:
+        if type(row) is _Kept:   # add_many has thinned already
+            row = row.row
+        elif self.stride > 1:
             self._skip = (self._skip + 1) % self.stride
             if self._skip:
                 return False
@@ -309,6 +239,13 @@ class SeriesView(SeriesReader):
             self.store.add(m)
         return self.store.kept
 
+    def add_many(self, ms: list[Metrics]) -> None:
+        """add() of each: the rows the store has not had yet are added to it."""
+        self.fed += len(ms)
+        new = self.fed - self.store.fed
+        if new > 0:
+            self.store.add_many(ms if new >= len(ms) else ms[len(ms) - new:])
+
     @property
     def n(self) -> int:  # type: ignore[override]
         return self.store.n
@@ -356,4 +293,8 @@ class SeriesRule(Rule):
         if isinstance(signal, Metrics):
             self.s.add(signal)
 
-
+    def feed_many(self, signals: list[Any]) -> None:
+        if type(self).feed is not SeriesRule.feed or any(not isinstance(s, Metrics) for s in signals):
+            super().feed_many(signals)
+            return
+        self.s.add_many(signals)  # type: ignore[attr-defined]

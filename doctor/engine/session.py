@@ -12,7 +12,7 @@ from typing import Any
 from ..gate import WordGate
 from ..model import Finding, Role, Severity
 from ..registry import RuleMeta, load_catalog
-from ..rules import Rule, build_rule
+from ..rules import OUT_OF_RANGE, Rule, build_rule
 from ..signals import LogLine
 from ..sources.swiftconfig import RunConfig
 from ..verdict import refine
@@ -103,6 +103,26 @@ class Session:
         if self.state.count(signal):
             self._route(signal)
 
+    def emit_many(self, signals: list[Any]) -> None:
+        """emit() of each of these signals, in order, for signals of one type (not lines) that nothing else is fed
+        between (the rows of a logging.jsonl block): each rule of that type takes them all in one call
+        (Rule.feed_many), so its state at the end is what emit() of each would leave."""
+        if not signals:
+            return
+        kind = type(signals[0])
+        if kind is LogLine or any(type(s) is not kind for s in signals):
+            for s in signals:
+                self.emit(s)
+            return
+        for fn in self.observers:
+            for s in signals:
+                fn(s)
+        count = self.state.count
+        signals = [s for s in signals if count(s)]
+        if signals:
+            for r in self._by_type.get(kind, ()):
+                r.feed_many(signals)
+
     def _route(self, signal: Any) -> None:
         for r in self._by_type.get(type(signal), ()):
             try:
@@ -126,9 +146,7 @@ class Session:
         return refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended)
 
 
-# what a rule's arithmetic raises on a value read from a hostile input: a 400-digit integer as float, a division by a
-# zero read from the log, an int() of a 5000-digit string, a deeply nested value
-_OUT_OF_RANGE = (ArithmeticError, ValueError, RecursionError)
+_OUT_OF_RANGE = OUT_OF_RANGE
 
 
 def order(findings: list[Finding]) -> list[Finding]:

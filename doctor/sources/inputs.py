@@ -18,7 +18,6 @@ from typing import BinaryIO
 
 from ..model import InputInfo
 from ..signals import Completions, GpuSnapshot, Metrics, Where
-from . import metrics as metrics_src
 from .checkpoint import CHECKPOINT_NAME, checkpoint_order, is_checkpoint_dir
 from .kinds import (  # noqa: F401
     LOG_NAMES,
@@ -319,13 +318,14 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
                 for line in LineReader(inp.display, counter).lines(stream):
                     session.feed_line(line)
         elif inp.kind == "metrics":
-            for lineno, data in physical_lines(stream):
-                values = metrics_src.parse_jsonl(decode(data))
-                if values is None:
-                    continue
-                counter[0] += 1
-                session.emit(Metrics(values, Where(inp.display, lineno), counter[0], "jsonl",
-                                     metrics_src.jsonl_finite(values)))
+            from .jsonl_rows import rows  # noqa: PLC0415 - only when a logging.jsonl is read
+
+            display = inp.display
+            for block in rows(stream):
+                seq = counter[0]
+                counter[0] += len(block)
+                session.emit_many([Metrics(values, Where(display, lineno), seq + i, "jsonl", finite)
+                                   for i, (lineno, values, finite) in enumerate(block, 1)])
         elif inp.kind == "completions":
             for lineno, data in physical_lines(stream, max_line=16 * 1024 * 1024):
                 try:

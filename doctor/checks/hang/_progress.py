@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...rules import OUT_OF_RANGE
 from ...signals import ExceptionInfo, LogLine, Metrics
-from .._series import step_row
+from .._rows import RAISED, step_row, step_rows
 
 # --------------------------------------------------------------------------------------------- phases
 # (literal, phase). The last marker seen decides where the run stopped.
@@ -139,21 +140,33 @@ class _Progress:
                 self.exceptions.append(signal)
             return
         if isinstance(signal, Metrics):
-            m: Metrics = signal
-            row = step_row(m)
-            if row is not None:
-                k, n = row.gstep, row.max_steps
-                if k is None:
-                    step = m.values.get("step")
-                    k = int(step) if isinstance(step, (int, float)) and not isinstance(step, bool) else self.max_step + 1
-                if k >= self.max_step:
-                    self.max_step = k
-                    self.total_steps = n or self.total_steps
-                    self.last_metrics = m.values
-                if m.source == "console":  # logging.jsonl is read after the logs: its order says nothing
-                    self.metrics_seq = max(self.metrics_seq, m.seq)
+            self._metrics(signal, step_row(signal))
             return
-        line: LogLine = signal
+        self._line(signal)
+
+    def feed_metrics(self, signals: list[Metrics]) -> None:
+        """feed() of each of these Metrics (a row out of range costs that row only, as in Session._route)."""
+        for m, row in zip(signals, step_rows(signals)):
+            if row is not None and row is not RAISED:
+                try:
+                    self._metrics(m, row)
+                except OUT_OF_RANGE:
+                    pass
+
+    def _metrics(self, m: Metrics, row: Any) -> None:
+        if row is not None:
+            k, n = row.gstep, row.max_steps
+            if k is None:
+                step = m.values.get("step")
+                k = int(step) if isinstance(step, (int, float)) and not isinstance(step, bool) else self.max_step + 1
+            if k >= self.max_step:
+                self.max_step = k
+                self.total_steps = n or self.total_steps
+                self.last_metrics = m.values
+            if m.source == "console":  # logging.jsonl is read after the logs: its order says nothing
+                self.metrics_seq = max(self.metrics_seq, m.seq)
+
+    def _line(self, line: LogLine) -> None:
         text = line.text
         # py-spy dump: thread headers and their frames
         if '): "' in text:

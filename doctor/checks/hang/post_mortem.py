@@ -58,6 +58,12 @@ class HangCheck(Rule):
         else:
             self.p.feed(signal)
 
+    def feed_many(self, signals: list[Any]) -> None:
+        if type(self).feed is HangCheck.feed and all(type(s) is Metrics for s in signals):
+            self.p.feed_metrics(signals)
+        else:
+            super().feed_many(signals)
+
     # ---------------------------------------------------------------- analysis
     def _last_phase(self, ctx: RunState | None = None) -> tuple[str | None, int]:
         if ctx is not None:  # vLLM engine lines (logger prefix stripped, origin kept) that carry no routed word

@@ -8,6 +8,7 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule
 from ...signals import Metrics
+from .._rows import RAISED, step_rows
 from .._series import Series, fmt, num, reward_key_name, step_row
 from ._nan_fixes import dtype_of, nan_fixes
 
@@ -58,6 +59,17 @@ class MetricsNonFinite(Rule):
         m: Metrics = signal
         if not isinstance(signal, Metrics) or step_row(m) is None:
             return
+        self._feed(m)
+
+    def feed_many(self, signals: list[Any]) -> None:
+        if any(not isinstance(s, Metrics) for s in signals):
+            super().feed_many(signals)
+            return
+        for m, row in zip(signals, step_rows(signals)):
+            if row is not None and row is not RAISED:
+                self._feed(m)
+
+    def _feed(self, m: Metrics) -> None:
         self.rows += 1
         bad = [] if m.finite else _row_bad_keys(m.values)
         if bad:

@@ -28,6 +28,9 @@ class SamplingConfig(Rule):
     def feed(self, signal: Any) -> None:
         self.trained = True
 
+    def feed_many(self, signals: list[Any]) -> None:
+        self.trained = self.trained or bool(signals)
+
     def finish(self, ctx: RunState) -> list[Finding]:
         if not (self.trained or ctx.metrics_steps or ctx.preflight):
             return []

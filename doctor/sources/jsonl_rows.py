@@ -1,0 +1,287 @@
+"""logging.jsonl read in blocks: lines split in C, rows decoded a few hundred per call, converted by their key
+layout (issue 19).
+
+The result is exactly ``metrics.parse_jsonl(decode(line))`` and ``metrics.jsonl_finite`` of every physical line,
+with the same line numbers:
+
+- lines are split by ``bytes.split`` while no line of a block is longer than the cap; else the ``LineSplitter``
+  does it line by line, as ``physical_lines`` does;
+- the lines that start with ``{`` and end with ``}`` (no NUL) are decoded together, as the elements of
+  ``[line,\nline,\n...]``. Element i is line i when the decoder gives as many elements as lines and every one is
+  a flat object: a line's first byte opens an element (a string cannot run past a line: JSON forbids a raw
+  newline in one), a flat element ends at its first ``}`` outside strings, at the latest its line's last byte;
+  so each line holds one element or more, and as many elements as lines means one each. A block where one is not
+  flat is read line by line. An error of the decoder at a known byte (NaN, Infinity, broken UTF-8 ...) sends
+  that line to ``parse_jsonl`` and the others on together; an error elsewhere sends the rest of the part;
+- a row whose keys are those of the rows before it, with floats and texts in the same places, is converted with
+  one C-level get per group (``_by_layout``); any other through ``_convert``, parse_jsonl's loop.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from itertools import accumulate
+from operator import itemgetter
+from typing import Any, BinaryIO
+
+from . import metrics as msrc
+from .logtext import CHUNK, MAX_LINE, LineSplitter, decode
+
+BLOCK = CHUNK // 4   # bytes read at a time: a few hundred rows, whose objects stay in the CPU's caches
+PART = 256          # rows decoded in one call: as fast per row as one call per row (the objects' creation is
+                    # the cost), and faster than thousands at once (memory locality)
+
+
+def blocks(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, list[bytes]]]:
+    """(line number of the first line, physical lines) per block read: ``physical_lines`` in lists."""
+    splitter = LineSplitter(max_line)
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        chunk = read(BLOCK)
+        if not chunk:
+            break
+        if not splitter.skipping:
+            if splitter.pending:   # the line the last block cut: same as feeding the splitter both
+                chunk = bytes(splitter.pending) + chunk
+                splitter.pending.clear()
+            lines = chunk.split(b"\n")
+            last = lines.pop()   # the unterminated rest (b"" when the chunk ends with a newline)
+            if len(last) <= max_line and (not lines or max(map(len, lines)) <= max_line):
+                first = splitter.lineno + 1
+                splitter.lineno += len(lines)
+                splitter.pending += last
+                if lines:
+                    yield first, lines
+                continue
+        got = splitter.feed(chunk)
+        if got:
+            yield got[0][0], [data for _, data in got]
+    for lineno, data in splitter.close():
+        yield lineno, [data]
+
+
+def rows(stream: BinaryIO) -> Iterator[list[tuple[int, dict[str, Any], bool | None]]]:
+    """Per block, (line number, values, finite) of every line that parse_jsonl reads as a record."""
+    for first, lines in blocks(stream):
+        yield parse_block(first, lines)
+
+
+def parse_block(first: int, lines: list[bytes]) -> list[tuple[int, dict[str, Any], bool | None]]:
+    """(line number, values, finite) of the lines of a block (line numbers from ``first``) that parse_jsonl reads
+    as a record, in order."""
+    fast = msrc._fast_loads if msrc._fast_loads is not msrc._UNSET else msrc._fast_decoder()
+    got: list[Any] = [None] * len(lines)
+    if fast is not None:
+        batch = _batchable(lines)
+        if batch:
+            rows = lines if len(batch) == len(lines) else [lines[i] for i in batch]
+            for i, obj in zip(batch, _decode(fast, rows)):
+                if obj is not None:
+                    x = _by_layout(obj) or _convert(obj)
+                    if x is NESTED:   # not a flat record: the decoded rows may not be the lines (see above)
+                        got = [None] * len(lines)
+                        break
+                    got[i] = x
+    out: list[tuple[int, dict[str, Any], bool | None]] = []
+    append = out.append
+    for i, x in enumerate(got):
+        if x is not None:
+            append((first + i, x[0], x[1]))
+            continue
+        values = msrc.parse_jsonl(decode(lines[i]))
+        if values is not None:
+            append((first + i, values, msrc.jsonl_finite(values)))
+    return out
+
+
+def _batchable(lines: list[bytes]) -> list[int]:
+    """The indices of the lines to decode together: those that start with "{" and end with "}", with no NUL. Tested
+    on the whole block first (the rows of a run are all so), line by line only where that fails."""
+    n = len(lines)
+    joined = b"\n".join(lines)
+    if joined[:1] == b"{" and joined[-1:] == b"}" and joined.count(b"}\n{") == n - 1 and b"\x00" not in joined:
+        at = joined.find(b"NaN")
+        if at < 0:
+            return list(range(n))
+        # a run that diverged logs NaN (the decoders refuse it: parse_jsonl reads those rows with json); found
+        # here, they cost no failed decoding of the rows around them
+        starts = list(accumulate((len(x) + 1 for x in lines), initial=0))
+        nan: set[int] = set()
+        while at >= 0:
+            i = bisect_right(starts, at) - 1
+            nan.add(i)
+            at = joined.find(b"NaN", starts[i + 1])
+        return [i for i in range(n) if i not in nan]
+    return [i for i, data in enumerate(lines) if data[:1] == b"{" and data[-1:] == b"}" and b"\x00" not in data]
+
+
+def _decode(fast: Any, rows: list[bytes]) -> list[Any]:
+    """The decoded object of each row, None for a row to read alone. On an error at a known byte (a NaN row of a
+    run that diverged), the rows before it are decoded together again, the row holding it is read alone and
+    the rest go on together (about twice the decoder's work on such a block, no copy: each part is a slice of
+    one buffer whose separators are turned into brackets in place)."""
+    n = len(rows)
+    buf = bytearray(b"[" + b",\n".join(rows) + b"]")
+    begin = list(accumulate((len(r) + 2 for r in rows), initial=1))   # begin[i]: row i's first byte; begin[n]
+    out: list[Any] = []
+    for a in range(0, n, PART):
+        out.extend(_decode_rows(fast, buf, begin, a, min(n, a + PART)))
+    return out
+
+
+def _decode_rows(fast: Any, buf: bytearray, begin: list[int], a: int, n: int) -> list[Any]:
+    """The objects of rows a..n-1 (None: a row to read alone)."""
+    out: list[Any] = []
+    while a < n:
+        got = _decode_part(fast, buf, begin, a, n)
+        if not isinstance(got, int):
+            out.extend(got)
+            break
+        bad = got if got >= a else -1
+        if bad < 0:   # the decoder did not say where: the rest alone
+            out.extend([None] * (n - a))
+            break
+        if bad > a:
+            part = _decode_part(fast, buf, begin, a, bad)
+            out.extend(part if not isinstance(part, int) else [None] * (bad - a))
+        out.append(None)
+        a = bad + 1
+    return out
+
+
+def _decode_part(fast: Any, buf: bytearray, begin: list[int], a: int, b: int) -> list[Any] | int:
+    """The objects of rows a..b-1 (b > a), or the index of the row where the decoder stopped (-1: not known)."""
+    lo, hi = begin[a] - 1, begin[b] - 2   # the separator (or "[") before row a, the one (or "]") after row b-1
+    saved = buf[lo], buf[hi]
+    buf[lo], buf[hi] = 0x5B, 0x5D   # "[" and "]"
+    try:
+        got = fast(memoryview(buf)[lo:hi + 1])
+    except Exception as e:   # noqa: BLE001 - any refusal of the decoder (DecodeError, ValueError, RecursionError)
+        pos = getattr(e, "pos", None)
+        if not isinstance(pos, int):
+            m = _AT_BYTE.search(str(e))
+            pos = int(m.group(1)) if m else None
+        return -1 if pos is None else max(a, min(b - 1, bisect_right(begin, lo + pos) - 1))
+    finally:
+        buf[lo], buf[hi] = saved
+    if type(got) is not list or len(got) != b - a:
+        return [None] * (b - a)
+    return got
+
+
+_AT_BYTE = re.compile(r"\(byte (\d+)\)")   # msgspec's DecodeError says where; orjson's has .pos
+
+
+class _Layout:
+    """The keys of a row whose values were all floats or texts: one C-level get of each group per row."""
+
+    __slots__ = ("n", "floats", "texts", "keys_texts")
+
+    def __init__(self, floats: list[str], texts: list[str]):
+        self.n = len(floats) + len(texts)
+        self.keys_texts = tuple(texts)
+        self.floats = itemgetter(*floats)
+        self.texts = itemgetter(*texts)
+
+
+_LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
+_LAST: list[Any] = [None]
+_FLOAT, _STR = {float}, {str}
+
+
+def _by_layout(obj: Any) -> tuple[dict[str, Any], bool | None] | None:
+    """_convert of a dict whose keys are those of a known layout, with floats and texts where it had them (the
+    rows of a run): None for anything else. The dict itself is returned, its texts replaced by their numbers."""
+    if type(obj) is not dict:
+        return None
+    lay = _LAST[0]
+    if lay is None or len(obj) != lay.n:
+        lay = _layout(obj)
+        if lay is None:
+            return None
+    try:
+        floats, texts = lay.floats(obj), lay.texts(obj)
+    except KeyError:   # other keys, as many
+        lay = _layout(obj)
+        if lay is None:
+            return None
+        floats, texts = lay.floats(obj), lay.texts(obj)
+    if set(map(type, floats)) != _FLOAT or set(map(type, texts)) != _STR:
+        return None
+    total = sum(floats)
+    finite: bool | None = True
+    if total - total != 0:   # a NaN/inf, or finite values whose sum overflows
+        finite = None if any(x - x != 0 for x in floats) else True
+    conv = msrc._CONVERTED
+    for k, v in zip(lay.keys_texts, texts):
+        if "/" in v:   # "3/200" (global_step/max_steps): never a number (to_number gives it back)
+            continue
+        x = conv.get(v)
+        if x is None:
+            x = msrc.to_number(v)
+            if not (type(x) is float and x - x != 0):
+                if len(conv) >= msrc._CONVERTED_MAX:
+                    conv.clear()
+                conv[v] = x
+            else:
+                finite = None
+        obj[k] = x
+    _LAST[0] = lay
+    return obj, finite
+
+
+def _layout(obj: dict[str, Any]) -> _Layout | None:
+    sig = tuple(obj)
+    if sig in _LAYOUTS:
+        return _LAYOUTS[sig]
+    floats = [k for k, v in obj.items() if type(v) is float]
+    texts = [k for k, v in obj.items() if type(v) is str]
+    lay = _Layout(floats, texts) if len(floats) >= 2 and len(texts) >= 2 and len(floats) + len(texts) == len(obj) \
+        else None
+    if len(_LAYOUTS) >= 64:
+        _LAYOUTS.clear()
+    _LAYOUTS[sig] = lay
+    return lay
+
+
+NESTED: Any = ("nested",)   # _convert of an object that is not a flat record
+
+
+def _convert(obj: Any) -> Any:
+    """parse_jsonl's fast path on one decoded object, with jsonl_finite; NESTED where it would use json (a nested
+    value) or the object is not a dict."""
+    if type(obj) is not dict:
+        return NESTED
+    out: dict[str, Any] = {}
+    conv = msrc._CONVERTED
+    finite: bool | None = True
+    for k, v in obj.items():
+        t = type(v)
+        if t is float:
+            out[k] = v
+            if v - v != 0:
+                finite = None
+        elif t is int:
+            try:
+                out[k] = x = float(v)
+            except OverflowError:
+                out[k] = x = msrc.to_number(v)
+            if x - x != 0:
+                finite = None
+        elif t is str:
+            x = conv.get(v)
+            if x is None:
+                x = msrc.to_number(v)
+                if not (type(x) is float and x - x != 0):
+                    if len(conv) >= msrc._CONVERTED_MAX:
+                        conv.clear()
+                    conv[v] = x
+                else:
+                    finite = None
+            out[k] = x
+        elif t is dict or t is list:
+            return NESTED
+        else:
+            out[k] = msrc.to_number(v)
+    return out, finite
