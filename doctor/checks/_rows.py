@@ -94,7 +94,6 @@ class _Row:
             step = int(s) if s is not None and s >= 0 else None
         self.step = step
 
-
     @property
     def rewards(self) -> list[tuple[str, str, Any]]:
         got = self._rewards
@@ -127,8 +126,6 @@ def step_row(m: Metrics) -> _Row | None:
     return row
 
 
-
-
 RAISED: Any = object()   # in step_rows: the row whose reading raised (as step_row does for it, every time)
 _BLOCK: list[Any] = [(None, None)]   # (signals, rows) of the last list read by step_rows
 
@@ -141,10 +138,10 @@ def step_rows(signals: list[Metrics]) -> list[Any]:
         return rows
     rows = []
     append = rows.append
-    is_step = msrc.is_step
     for m in signals:
         v = m.values
-        if is_step(v):
+        if ("loss" in v or "reward" in v or "grad_norm" in v) and "train_runtime" not in v and not \
+                ("last_model_checkpoint" in v or "model_parameter_info" in v or "log_history" in v):  # msrc.is_step
             try:
                 append(_Row(v))
             except OUT_OF_RANGE:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..model import Evidence
-from ..rules import OUT_OF_RANGE, Rule
+from ..rules import Rule
 from ..signals import Metrics
 from ._rows import RAISED, num, reward_key_name, reward_std_key_name, step_row, step_rows
 
@@ -52,13 +52,7 @@ def longest_streak(flags: list[bool]) -> tuple[int, int]:
     return best, best_end
 
 
-class _Kept:
-    """A row add_many has let through the thinning."""
-
-    __slots__ = ("row",)
-
-    def __init__(self, row: Any):
-        self.row = row
+_FLOAT_OR_NONE = frozenset({float, type(None)})
 
 
 class SeriesReader:
@@ -161,34 +155,64 @@ class Series(SeriesReader):
         return self.kept
 
     def add_many(self, ms: list[Metrics]) -> None:
-        """add() of each, in order (a row whose reading raises is counted as fed, as add() leaves it)."""
-        rows = step_rows(ms)
-        for m, row in zip(ms, rows):
+        """add() of each, in order (a row whose reading raises is counted as fed, as add() leaves it); the rows
+        kept are appended column by column."""
+        keep: list[tuple[Metrics, Any]] = []
+        for m, row in zip(ms, step_rows(ms)):
             self.fed += 1
             if row is RAISED:
                 continue
             if row is None:
                 self.kept = False
                 continue
-            if self.stride > 1:   # _add's thinning, inline: most rows of a long run stop here
+            if self.stride > 1:   # _add's thinning
                 self._skip = skip = (self._skip + 1) % self.stride
                 if skip:
                     self.kept = False
                     continue
-                row = _Kept(row)
-            try:
-                self.kept = self._add(m, row)
-            except OUT_OF_RANGE:
-                pass
+            if self.n + len(keep) >= MAX_ROWS:
+                self._append(keep)
+                keep = []
+                self._compact()
+            keep.append((m, row))
+            self.kept = True
+        self._append(keep)
+
+    def _append(self, keep: list[tuple[Metrics, Any]]) -> None:
+        """_add's appends for rows it keeps (no compaction due among them)."""
+        if not keep:
+            return
+        values = [m.values for m, _ in keep]
+        for k, col in self.cols.items():
+            xs = [v.get(k) for v in values]
+            if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
+                xs = [x if x is None or type(x) is float else num(x) for x in xs]
+            col.extend(xs)
+        for m, row in keep:
+            if self.want_rewards:
+                n = self.n
+                for kind, name, val in row.rewards:
+                    target = self.rmean if kind == "mean" else self.rstd
+                    col = target.get(name)
+                    if col is None:
+                        col = target[name] = [None] * n
+                    col.append(val)
+                for target in (self.rmean, self.rstd):
+                    for col in target.values():
+                        if len(col) <= n:
+                            col.append(None)
+            self.steps.append(row.step)
+            if row.max_steps:
+                self.max_steps = row.max_steps
+            self.where.append((m.where.path, m.where.line, m.seq))
+            self.n += 1
 
     def _add(self, m: Metrics, row: Any = RAISED) -> bool:
         if row is RAISED:
             row = step_row(m)
         if row is None:   # eval rows carry eval_* keys only and are not steps
             return False
-        if type(row) is _Kept:   # add_many has thinned already
-            row = row.row
-        elif self.stride > 1:
+        if self.stride > 1:
             self._skip = (self._skip + 1) % self.stride
             if self._skip:
                 return False
@@ -294,7 +318,7 @@ class SeriesRule(Rule):
             self.s.add(signal)
 
     def feed_many(self, signals: list[Any]) -> None:
-        if type(self).feed is not SeriesRule.feed or any(not isinstance(s, Metrics) for s in signals):
+        if type(self).feed is not SeriesRule.feed or type(signals[0]) is not Metrics:  # one type (emit_many)
             super().feed_many(signals)
             return
         self.s.add_many(signals)  # type: ignore[attr-defined]

@@ -62,12 +62,16 @@ class MetricsNonFinite(Rule):
         self._feed(m)
 
     def feed_many(self, signals: list[Any]) -> None:
-        if any(not isinstance(s, Metrics) for s in signals):
+        if type(signals[0]) is not Metrics:   # signals of one type (Session.emit_many)
             super().feed_many(signals)
             return
         for m, row in zip(signals, step_rows(signals)):
             if row is not None and row is not RAISED:
-                self._feed(m)
+                if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
+                    self.rows += 1
+                    self.last = m
+                else:
+                    self._feed(m)
 
     def _feed(self, m: Metrics) -> None:
         self.rows += 1

@@ -1,0 +1,182 @@
+"""logging.jsonl read in blocks and fed in batches (issue 19) gives what one row at a time gives.
+
+The reference is the path before batching: every physical line through ``metrics.parse_jsonl`` and
+``jsonl_finite``, every Metrics signal through ``Session.emit``. The batched path runs with random block and
+part sizes, on every golden case that has a logging.jsonl and on hostile rows (NaN, no step, steps out of order,
+ints, nested values, lines that only parse when joined, NUL, a BOM, broken UTF-8, an over-long line, a cut last
+line), and must give the same rows and the same report.
+"""
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from doctor.analyze import analyze
+from doctor.engine.session import Session
+from doctor.sources import jsonl_rows
+from doctor.sources import metrics as msrc
+from doctor.sources.logtext import decode, physical_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = sorted(p.parent for p in (ROOT / "fixtures" / "logs").glob("*/logging.jsonl"))
+
+
+def _reference_rows(data: bytes) -> list:
+    out = []
+    for lineno, line in physical_lines(io.BytesIO(data)):
+        values = msrc.parse_jsonl(decode(line))
+        if values is not None:
+            out.append((lineno, values, msrc.jsonl_finite(values)))
+    return out
+
+
+def _block_rows(data: bytes) -> list:
+    return [row for block in jsonl_rows.rows(io.BytesIO(data)) for row in block]
+
+
+def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path before batching: rows one line at a time, signals one at a time."""
+    def rows(stream):
+        for lineno, line in physical_lines(stream):
+            values = msrc.parse_jsonl(decode(line))
+            if values is not None:
+                yield [(lineno, values, msrc.jsonl_finite(values))]
+
+    def emit_many(self, signals):
+        for s in signals:
+            self.emit(s)
+
+    monkeypatch.setattr(jsonl_rows, "rows", rows)
+    monkeypatch.setattr(Session, "emit_many", emit_many)
+
+
+def _random_sizes(monkeypatch: pytest.MonkeyPatch, rng: random.Random) -> None:
+    monkeypatch.setattr(jsonl_rows, "BLOCK", rng.choice([1, 7, 100, 700, 4096, 65536]) + rng.randrange(300))
+    monkeypatch.setattr(jsonl_rows, "PART", rng.choice([1, 2, 3, 17, 256]))
+
+
+def _report(case: Path) -> str:
+    return json.dumps(analyze([str(case)]).to_json(), sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_golden_jsonl_cases_same_report(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(case.name)
+    data = (case / "logging.jsonl").read_bytes()
+    with monkeypatch.context() as m:
+        _one_by_one(m)
+        want = _report(case)
+    for _ in range(2):
+        with monkeypatch.context() as m:
+            _random_sizes(m, rng)
+            assert repr(_block_rows(data)) == repr(_reference_rows(data))
+            assert _report(case) == want
+
+
+def _row(gstep: int | None, **over) -> dict:
+    row = {"loss": 0.1 * (gstep or 1), "grad_norm": 0.5, "learning_rate": 1e-6, "reward": 0.25, "reward_std": 0.1,
+           "rewards/Format/mean": 0.5, "rewards/Format/std": 0.2, "kl": 0.01, "completions/mean_length": 40.0,
+           "epoch": 0.1, "elapsed_time": "3m", "remaining_time": "1h 2m"}
+    if gstep is not None:
+        row["global_step/max_steps"] = f"{gstep}/400"
+    row.update(over)
+    return row
+
+
+def _hostile_log(rng: random.Random) -> bytes:
+    lines: list[bytes] = []
+    for i in range(1, 400):
+        kind = rng.random()
+        if kind < 0.55:
+            row = _row(i)
+        elif kind < 0.62:
+            row = _row(i, loss=float("nan"), grad_norm=float("inf"))
+        elif kind < 0.67:
+            row = _row(None, step=i)
+        elif kind < 0.70:
+            row = _row(None)
+        elif kind < 0.74:
+            row = _row(rng.randrange(1, 400))   # out of order
+        elif kind < 0.77:
+            row = _row(i, loss=0, grad_norm=12345678901234567890123, reward="0.5", kl="nan")   # ints, texts
+        elif kind < 0.79:
+            row = _row(i, extra=[1, 2], nested={"a": 1})
+        elif kind < 0.81:
+            row = {"eval_loss": 0.5, "eval_reward": 0.1, "epoch": 1.0}
+        else:
+            row = _row(i, memory=float(i))
+        lines.append(json.dumps(row).encode())
+        if rng.random() < 0.03:
+            lines.append(rng.choice([
+                b"", b"   ", b"not json", b'{"loss": 0.5, "grad_norm"', b"[1, 2]", b"{}", b'{"loss": 1e400, "reward": 1}',
+                b'{"a": 1', b'"b": 2}', b'{"x": 1},{"y": 2}', b'{"a": [{"b": 1}', b"{}]}",   # lines that join
+                b'{"loss": 0.5, "reward": "\xff"}', b'{"loss": 0.5,\x00 "reward": 1}', b'\xef\xbb\xbf{"loss": 1, "reward": 2}',
+                b'{"loss": 0.5, "reward": 1}\r', b' {"loss": 0.5, "reward": 1}', b'{"loss": 0.5, "k": "' + b"x" * 70000 + b'"}',
+                b'{"loss": NaN, "reward": Infinity, "kl": -Infinity}', b'{"loss": 0.5, "reward": "NaN is a word"}',
+            ]))
+    data = b"\n".join(lines)
+    return data + (b"\n" if rng.random() < 0.5 else b'\n{"loss": 0.5, "rew')   # a cut last line or none
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hostile_rows_same_rows_and_report(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    data = _hostile_log(rng)
+    (tmp_path / "logging.jsonl").write_bytes(data)
+    with monkeypatch.context() as m:
+        _one_by_one(m)
+        want = _report(tmp_path)
+    for _ in range(3):
+        with monkeypatch.context() as m:
+            _random_sizes(m, rng)
+            assert repr(_block_rows(data)) == repr(_reference_rows(data))
+            assert _report(tmp_path) == want
+
+
+@pytest.mark.parametrize("max_rows", [8, 20_000])
+def test_emit_many_random_batches_same_findings(max_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session.emit_many with random batch sizes leaves the rules as emit() of each signal does (also where the
+    series thins itself, with a small MAX_ROWS)."""
+    from doctor.checks import _series
+    from doctor.signals import Metrics, Where
+
+    monkeypatch.setattr(_series, "MAX_ROWS", max_rows)
+    rng = random.Random(7)
+    data = _hostile_log(rng)
+    rows = _reference_rows(data)
+
+    def findings(batched: bool) -> str:
+        s = Session()
+        signals = [Metrics(v, Where("logging.jsonl", n), i, "jsonl", f) for i, (n, v, f) in enumerate(rows, 1)]
+        if batched:
+            at = 0
+            while at < len(signals):
+                k = rng.choice([1, 2, 5, 64, 1000])
+                s.emit_many(signals[at:at + k])
+                at += k
+        else:
+            for sig in signals:
+                s.emit(sig)
+        series = s.rules[[r.meta.id for r in s.rules].index("GD610")].s
+        return repr([(f.rule_id, f.message, f.evidence, f.count) for f in s.finish()]) + repr(
+            (series.n, series.stride, series.steps, series.where, series.cols, series.rmean, series.rstd))
+
+    want = findings(False)
+    assert "GD620" in want   # the NaN rows were seen
+    for _ in range(3):
+        assert findings(True) == want
+
+
+def test_lines_that_join_are_read_alone() -> None:
+    """Lines that parse only when joined ([a, b] of '{"a": 1' and '"b": 2}') are never taken for one row."""
+    data = b'{"a": 1\n"b": 2}\n{"x": 1},{"y": 2}\n{"loss": 0.5, "reward": 1.0, "k": "v", "t": "w"}\n'
+    for block in (1, 10, 1000):
+        jsonl_rows.BLOCK, old = block, jsonl_rows.BLOCK
+        try:
+            assert repr(_block_rows(data)) == repr(_reference_rows(data))
+        finally:
+            jsonl_rows.BLOCK = old
