@@ -181,13 +181,23 @@ class _Layout:
     def __init__(self, floats: list[str], texts: list[str]):
         self.n = len(floats) + len(texts)
         self.keys_texts = tuple(texts)
-        self.floats = itemgetter(*floats)
-        self.texts = itemgetter(*texts)
+        self.floats = _getter(floats)
+        self.texts = _getter(texts)
+
+
+def _getter(keys: list[str]) -> Any:
+    """A callable giving the tuple of these keys' values (itemgetter gives a lone value for one key)."""
+    if len(keys) >= 2:
+        return itemgetter(*keys)
+    if keys:
+        key = keys[0]
+        return lambda d: (d[key],)
+    return lambda d: ()
 
 
 _LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
 _LAST: list[Any] = [None]
-_FLOAT, _STR = {float}, {str}
+_FLOAT, _STR = frozenset({float}), frozenset({str})
 
 
 def _by_layout(obj: Any) -> tuple[dict[str, Any], bool | None] | None:
@@ -207,7 +217,7 @@ def _by_layout(obj: Any) -> tuple[dict[str, Any], bool | None] | None:
         if lay is None:
             return None
         floats, texts = lay.floats(obj), lay.texts(obj)
-    if set(map(type, floats)) != _FLOAT or set(map(type, texts)) != _STR:
+    if not (_FLOAT.issuperset(map(type, floats)) and _STR.issuperset(map(type, texts))):
         return None
     total = sum(floats)
     finite: bool | None = True
@@ -237,8 +247,7 @@ def _layout(obj: dict[str, Any]) -> _Layout | None:
         return _LAYOUTS[sig]
     floats = [k for k, v in obj.items() if type(v) is float]
     texts = [k for k, v in obj.items() if type(v) is str]
-    lay = _Layout(floats, texts) if len(floats) >= 2 and len(texts) >= 2 and len(floats) + len(texts) == len(obj) \
-        else None
+    lay = _Layout(floats, texts) if len(floats) + len(texts) == len(obj) else None
     if len(_LAYOUTS) >= 64:
         _LAYOUTS.clear()
     _LAYOUTS[sig] = lay
