@@ -6,7 +6,7 @@ with the same line numbers:
 
 - lines are split by ``bytes.split`` while no line of a block is longer than the cap; else the ``LineSplitter``
   does it line by line, as ``physical_lines`` does;
-- the lines that start with ``{`` and end with ``}`` (no NUL) are decoded together, as the elements of
+- the lines that start with ``{`` and end with ``}`` are decoded together, as the elements of
   ``[line,\nline,\n...]``. Element i is line i when the decoder gives as many elements as lines and every one is
   a flat object: a line's first byte opens an element (a string cannot run past a line: JSON forbids a raw
   newline in one), a flat element ends at its first ``}`` outside strings, at the latest its line's last byte;
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
-from itertools import accumulate
+from itertools import accumulate, repeat
 from operator import itemgetter
 from typing import Any, BinaryIO
 
@@ -63,20 +63,25 @@ def blocks(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, li
 
 def rows(stream: BinaryIO) -> Iterator[list[tuple[int, dict[str, Any], bool | None]]]:
     """Per block, (line number, values, finite) of every line that parse_jsonl reads as a record."""
+    nan = [False]   # whether the last block had rows the decoder refused (a run that diverged logs NaN)
     for first, lines in blocks(stream):
-        yield parse_block(first, lines)
+        yield parse_block(first, lines, nan)
 
 
-def parse_block(first: int, lines: list[bytes]) -> list[tuple[int, dict[str, Any], bool | None]]:
+def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -> list[tuple[int, dict[str, Any],
+                                                                                           bool | None]]:
     """(line number, values, finite) of the lines of a block (line numbers from ``first``) that parse_jsonl reads
-    as a record, in order."""
+    as a record, in order. ``nan[0]``: look for NaN rows before decoding (set when a block had refused rows)."""
     fast = msrc._fast_loads if msrc._fast_loads is not msrc._UNSET else msrc._fast_decoder()
     got: list[Any] = [None] * len(lines)
     if fast is not None:
-        batch = _batchable(lines)
+        batch = _batchable(lines, nan is not None and nan[0])
         if batch:
             rows = lines if len(batch) == len(lines) else [lines[i] for i in batch]
-            for i, obj in zip(batch, _decode(fast, rows)):
+            decoded = _decode(fast, rows)
+            if nan is not None:
+                nan[0] = len(batch) < len(lines) or None in decoded
+            for i, obj in zip(batch, decoded):
                 if obj is not None:
                     x = _by_layout(obj) or _convert(obj)
                     if x is NESTED:   # not a flat record: the decoded rows may not be the lines (see above)
@@ -95,25 +100,25 @@ def parse_block(first: int, lines: list[bytes]) -> list[tuple[int, dict[str, Any
     return out
 
 
-def _batchable(lines: list[bytes]) -> list[int]:
-    """The indices of the lines to decode together: those that start with "{" and end with "}", with no NUL. Tested
-    on the whole block first (the rows of a run are all so), line by line only where that fails."""
+def _batchable(lines: list[bytes], look_for_nan: bool) -> list[int]:
+    """The indices of the lines to decode together: those that start with "{" and end with "}" (tested on the whole
+    block first: the rows of a run all do), less, when asked, those holding NaN: the decoders refuse it, so in a
+    run that diverged they are read alone without costing a failed decoding of the rows around them."""
     n = len(lines)
-    joined = b"\n".join(lines)
-    if joined[:1] == b"{" and joined[-1:] == b"}" and joined.count(b"}\n{") == n - 1 and b"\x00" not in joined:
+    if not (all(map(bytes.startswith, lines, repeat(b"{"))) and all(map(bytes.endswith, lines, repeat(b"}")))):
+        return [i for i, data in enumerate(lines) if data[:1] == b"{" and data[-1:] == b"}"]
+    if look_for_nan:
+        joined = b"\n".join(lines)
         at = joined.find(b"NaN")
-        if at < 0:
-            return list(range(n))
-        # a run that diverged logs NaN (the decoders refuse it: parse_jsonl reads those rows with json); found
-        # here, they cost no failed decoding of the rows around them
-        starts = list(accumulate((len(x) + 1 for x in lines), initial=0))
-        nan: set[int] = set()
-        while at >= 0:
-            i = bisect_right(starts, at) - 1
-            nan.add(i)
-            at = joined.find(b"NaN", starts[i + 1])
-        return [i for i in range(n) if i not in nan]
-    return [i for i, data in enumerate(lines) if data[:1] == b"{" and data[-1:] == b"}" and b"\x00" not in data]
+        if at >= 0:
+            starts = list(accumulate((len(x) + 1 for x in lines), initial=0))
+            found: set[int] = set()
+            while at >= 0:
+                i = bisect_right(starts, at) - 1
+                found.add(i)
+                at = joined.find(b"NaN", starts[i + 1])
+            return [i for i in range(n) if i not in found]
+    return list(range(n))
 
 
 def _decode(fast: Any, rows: list[bytes]) -> list[Any]:
