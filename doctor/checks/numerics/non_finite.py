@@ -6,7 +6,7 @@ from typing import Any
 
 from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...rules import Rule
+from ...rules import OUT_OF_RANGE, Rule
 from ...signals import Metrics
 from .._rows import RAISED, step_rows
 from .._series import Series, fmt, num, reward_key_name, step_row
@@ -71,7 +71,10 @@ class MetricsNonFinite(Rule):
                     self.rows += 1
                     self.last = m
                 else:
-                    self._feed(m)
+                    try:
+                        self._feed(m)
+                    except OUT_OF_RANGE:   # as Session._route: that row only
+                        pass
 
     def _feed(self, m: Metrics) -> None:
         self.rows += 1
