@@ -42,6 +42,8 @@ def to_number(value: Any) -> Any:
             return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         v = value.strip()
+        if "/" in v:   # float() refuses it ('1/500', a step counter: one per row), and so does every test below
+            return value
         try:
             return float(v)
         except ValueError:
