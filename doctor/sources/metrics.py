@@ -91,16 +91,19 @@ def _convert(keys: tuple[str, ...], raws: tuple[str, ...]) -> tuple[dict[str, An
     conv = _CONVERTED
     values = list(map(conv.get, raws))   # to_number never gives None: None is a value not seen lately
     finite = True
-    if None in values:
-        for i, raw in enumerate(raws):
-            if values[i] is None:
-                x = values[i] = to_number(raw)
-                if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
-                    finite = False
-                else:
-                    if len(conv) >= _CONVERTED_MAX:
-                        conv.clear()
-                    conv[raw] = x
+    misses = values.count(None)
+    if misses:
+        i = -1
+        for _ in range(misses):   # the few values not cached (a row's step counter, times), found in C
+            i = values.index(None, i + 1)
+            raw = raws[i]
+            x = values[i] = to_number(raw)
+            if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
+                finite = False
+            else:
+                if len(conv) >= _CONVERTED_MAX:
+                    conv.clear()
+                conv[raw] = x
     return dict(zip(keys, values)), finite
 
 
