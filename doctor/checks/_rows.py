@@ -114,10 +114,6 @@ def _int_or_none(text: str) -> int | None:
 
 
 _LAST: list[Any] = [(None, None)]   # (Metrics, _Row | None) of the last dict seen, one tuple (thread-safe swap)
-# id(Metrics) -> (Metrics, _Row | None) of the rows step_row read lately: step_rows takes them again (the console rows
-# the hang rules read one at a time, then the other rules in a block: Session.emit_row)
-_RECENT: dict[int, tuple[Metrics, Any]] = {}
-_RECENT_MAX = 1024
 
 
 def step_row(m: Metrics) -> _Row | None:
@@ -127,10 +123,6 @@ def step_row(m: Metrics) -> _Row | None:
         return last_row
     row = _Row(m.values) if msrc.is_step(m.values) else None
     _LAST[0] = (m, row)
-    recent = _RECENT
-    if len(recent) >= _RECENT_MAX:
-        recent.clear()
-    recent[id(m)] = (m, row)
     return row
 
 
@@ -146,12 +138,7 @@ def step_rows(signals: list[Metrics]) -> list[Any]:
         return rows
     rows = []
     append = rows.append
-    recent = _RECENT
     for m in signals:
-        hit = recent.get(id(m)) if recent else None
-        if hit is not None and hit[0] is m:
-            append(hit[1])
-            continue
         v = m.values
         if ("loss" in v or "reward" in v or "grad_norm" in v) and "train_runtime" not in v and not \
                 ("last_model_checkpoint" in v or "model_parameter_info" in v or "log_history" in v):  # msrc.is_step

@@ -188,14 +188,6 @@ class Series(SeriesReader):
             if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
                 xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)
-        if self.want_rewards and self._append_rewards(keep):
-            self.steps.extend([row.step for _, row in keep])
-            for _, row in keep:
-                if row.max_steps:
-                    self.max_steps = row.max_steps
-            self.where.extend([(m.where.path, m.where.line, m.seq) for m, _ in keep])
-            self.n += len(keep)
-            return
         for m, row in keep:
             if self.want_rewards:
                 n = self.n
@@ -214,21 +206,6 @@ class Series(SeriesReader):
                 self.max_steps = row.max_steps
             self.where.append((m.where.path, m.where.line, m.seq))
             self.n += 1
-
-    def _append_rewards(self, keep: list[tuple[Metrics, Any]]) -> bool:
-        """The reward columns of _append's rows, column by column, where every row has the same reward keys, each
-        once, and they are exactly the columns held (nothing to create or pad); False (nothing done) otherwise."""
-        rows = [row.rewards for _, row in keep]
-        sig = [(kind, name) for kind, name, _ in rows[0]]
-        if len(set(sig)) != len(sig) or any(len(r) != len(sig) for r in rows):
-            return False
-        if any([(kind, name) for kind, name, _ in r] != sig for r in rows):
-            return False
-        if set(self.rmean) != {n for k, n in sig if k == "mean"} or set(self.rstd) != {n for k, n in sig if k != "mean"}:
-            return False
-        for j, (kind, name) in enumerate(sig):
-            (self.rmean if kind == "mean" else self.rstd)[name].extend([r[j][2] for r in rows])
-        return True
 
     def _add(self, m: Metrics, row: Any = RAISED) -> bool:
         if row is RAISED:

@@ -13,7 +13,7 @@ from ..gate import WordGate
 from ..model import Finding, Role, Severity
 from ..registry import RuleMeta, load_catalog
 from ..rules import OUT_OF_RANGE, Rule, build_rule
-from ..signals import LogLine, Metrics
+from ..signals import LogLine
 from ..sources.swiftconfig import RunConfig
 from ..verdict import refine
 from .state import STATE_WORDS, RunState
@@ -50,14 +50,6 @@ class Session:
         self.gate_words: frozenset[str] = frozenset(gate_words)
         self._gate = WordGate({w: tuple({id(r): r for r in lit_rules.get(w, ())}.values()) for w in gate_words})
         self._order = {id(r): i for i, r in enumerate(self.rules)}
-        # emit_row: the Metrics rules fed at once (in order with the lines), and those fed in blocks
-        takers = self._by_type.get(Metrics, [])
-        late = [r for r in takers if _deferrable(r)]
-        if any(r not in late and _owner(type(r), "feed") not in _EAGER_OK for r in takers):
-            late = []   # an unknown reader of Metrics might read a deferred rule's state: none deferred
-        self._late_metrics = late
-        self._now_metrics = [r for r in takers if r not in late]
-        self._pending: list[Metrics] = []
 
     # ------------------------------------------------------------------ what the chunk scanner may skip
     @property
@@ -75,8 +67,6 @@ class Session:
         self.state.begin_log(path)
 
     def feed_line(self, line: LogLine) -> None:
-        if self._pending:
-            self.flush()
         state = self.state
         state.keep(line)
         for r in self._all_line_rules:
@@ -108,8 +98,6 @@ class Session:
         if isinstance(signal, LogLine):
             self.feed_line(signal)
             return
-        if self._pending:
-            self.flush()
         for fn in self.observers:
             fn(signal)
         if self.state.count(signal):
@@ -121,8 +109,6 @@ class Session:
         (Rule.feed_many), so its state at the end is what emit() of each would leave."""
         if not signals:
             return
-        if self._pending:
-            self.flush()
         kind = type(signals[0])
         if kind is LogLine or any(type(s) is not kind for s in signals):
             for s in signals:
@@ -137,33 +123,6 @@ class Session:
             for r in self._by_type.get(kind, ()):
                 r.feed_many(signals)
 
-    def emit_row(self, m: Metrics) -> None:
-        """emit(m) of a console metric row (the scanner's short cut, bars.py): the rules that read nothing but
-        Metrics and whose state no other rule reads before finish (DEFERRED) take the rows in blocks
-        (Rule.feed_many), when a block is full or before any other line or signal is fed; the others (the hang
-        rules: the order of bars and rows is theirs to read) take each row at once. Same state at the end."""
-        for fn in self.observers:
-            fn(m)
-        if not self.state.count(m):
-            return
-        for r in self._now_metrics:
-            try:
-                r.feed(m)
-            except _OUT_OF_RANGE:
-                pass  # as _route
-        if self._late_metrics:
-            pending = self._pending
-            pending.append(m)
-            if len(pending) >= _BLOCK:
-                self.flush()
-
-    def flush(self) -> None:
-        """Hand the metric rows emit_row holds back to their rules."""
-        rows, self._pending = self._pending, []
-        if rows:
-            for r in self._late_metrics:
-                r.feed_many(rows)
-
     def _route(self, signal: Any) -> None:
         for r in self._by_type.get(type(signal), ()):
             try:
@@ -173,7 +132,6 @@ class Session:
 
     # ------------------------------------------------------------------ results
     def finish(self) -> list[Finding]:
-        self.flush()
         state = self.state
         found: list[Finding] = []
         for fallback in (False, True):
@@ -189,25 +147,6 @@ class Session:
 
 
 _OUT_OF_RANGE = OUT_OF_RANGE
-_BLOCK = 256
-# Rules (the class that defines feed and feed_many) that read only Metrics (and signals emitted through emit) and
-# whose state no rule reads before finish: the first series rule (the shared Series: the other series rules take
-# no signal), GD620, GD643/644. Class names, so that the engine imports no rule; a new one is checked, then added.
-DEFERRED = frozenset({"doctor.checks._series.SeriesRule", "doctor.checks.numerics.non_finite.MetricsNonFinite",
-                      "doctor.checks.outputs.sampling.SamplingConfig"})
-# Metrics readers fed at once that read no deferred rule's state (the hang rules' progress)
-_EAGER_OK = frozenset({"doctor.checks.hang.post_mortem.HangCheck"})
-
-
-def _owner(cls: type, name: str) -> str:
-    """The dotted name of the class of cls's MRO that defines attribute name."""
-    c = next(c for c in cls.__mro__ if name in vars(c))
-    return f"{c.__module__}.{c.__qualname__}"
-
-
-def _deferrable(r: Rule) -> bool:
-    cls = type(r)
-    return LogLine not in r.kinds and _owner(cls, "feed") in DEFERRED and _owner(cls, "feed_many") in DEFERRED
 
 
 def order(findings: list[Finding]) -> list[Finding]:

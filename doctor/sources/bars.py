@@ -156,7 +156,7 @@ class BarStretch:
         if ":" in text and msrc.has_literal(text):
             values, finite = msrc.read_console(text)
             if values is not None:
-                self.session.emit_row(Metrics(values, Where(path, lineno), seq, "console", finite))
+                self.session.emit(Metrics(values, Where(path, lineno), seq, "console", finite))
         return True
 
     def flush(self, path: str) -> int:
