@@ -21,8 +21,8 @@ def spikes(vals: list[tuple[int, float]], window: int, min_history: int, sigmas:
     has a floor of 10 % of the mean, so a perfectly flat history does not make every wiggle a spike."""
     out = []
     # a value below the floor is never a spike: skipped unread, unless a value is so large that its square
-    # overflows (the arithmetic below then raises, as it did before this short cut)
-    skip = not vals or max(abs(v) for _, v in vals) < 1e150
+    # overflows or no history is asked for (the arithmetic below then raises, as it did before this short cut)
+    skip = min_history > 0 and window > 0 and (not vals or max(abs(v) for _, v in vals) < 1e150)
     for k in range(min_history, len(vals)):
         if skip and vals[k][1] < floor:
             continue
