@@ -41,7 +41,7 @@ def test_kl_spikes_floor_short_cut_is_exact(seed):
     assert kl_spike.spikes(vals, *args) == want
 
 
-@pytest.mark.parametrize("text", ["1/500", " 3/4 ", "a/b", "1/0", "nan/1", "inf/2", "-inf", "1_0", "0.5", "4s", "/"])
+@pytest.mark.parametrize("text", ["1/500", " 3/4 ", "a/b", "1/0", "nan/1", "inf/2", "-inf", "1_0", "0.5", "4s", "/", "1h 2s", " 7s ", "s", "nans", "infs", "1e5s", ""])
 def test_to_number_of_slashed_texts(text):
     got = metrics.to_number(text)
     v = text.strip()

@@ -42,8 +42,8 @@ def to_number(value: Any) -> Any:
             return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         v = value.strip()
-        if "/" in v:   # float() refuses it ('1/500', a step counter: one per row), and so does every test below
-            return value
+        if "/" in v or v[-1:] == "s":   # float() refuses these ('1/500', '7s': a step counter and times, new
+            return value                  # in every row), and so does every test below
         try:
             return float(v)
         except ValueError:
