@@ -42,6 +42,8 @@ def to_number(value: Any) -> Any:
             return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         v = value.strip()
+        if "/" in v or v[-1:] == "s":   # float() refuses these ('1/500', '7s': a step counter and times, new
+            return value                  # in every row), and so does every test below
         try:
             return float(v)
         except ValueError:
@@ -89,16 +91,19 @@ def _convert(keys: tuple[str, ...], raws: tuple[str, ...]) -> tuple[dict[str, An
     conv = _CONVERTED
     values = list(map(conv.get, raws))   # to_number never gives None: None is a value not seen lately
     finite = True
-    if None in values:
-        for i, raw in enumerate(raws):
-            if values[i] is None:
-                x = values[i] = to_number(raw)
-                if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
-                    finite = False
-                else:
-                    if len(conv) >= _CONVERTED_MAX:
-                        conv.clear()
-                    conv[raw] = x
+    misses = values.count(None)
+    if misses:
+        i = -1
+        for _ in range(misses):   # the few values not cached (a row's step counter, times), found in C
+            i = values.index(None, i + 1)
+            raw = raws[i]
+            x = values[i] = to_number(raw)
+            if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
+                finite = False
+            else:
+                if len(conv) >= _CONVERTED_MAX:
+                    conv.clear()
+                conv[raw] = x
     return dict(zip(keys, values)), finite
 
 

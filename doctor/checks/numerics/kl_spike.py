@@ -20,7 +20,12 @@ def spikes(vals: list[tuple[int, float]], window: int, min_history: int, sigmas:
     before it (at least ``min_history`` of them), at least ``ratio`` x that mean and at least ``floor``. The std
     has a floor of 10 % of the mean, so a perfectly flat history does not make every wiggle a spike."""
     out = []
+    # a value below the floor is never a spike: skipped unread, unless a value is so large that its square
+    # overflows or no history is asked for (the arithmetic below then raises, as it did before this short cut)
+    skip = min_history > 0 and window > 0 and (not vals or max(abs(v) for _, v in vals) < 1e150)
     for k in range(min_history, len(vals)):
+        if skip and vals[k][1] < floor:
+            continue
         hist = [v for _, v in vals[max(0, k - window):k]]
         mu = sum(hist) / len(hist)
         sd = math.sqrt(sum((v - mu) ** 2 for v in hist) / len(hist))
