@@ -189,23 +189,7 @@ class Series(SeriesReader):
                 xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)
         for m, row in keep:
-            if self.want_rewards:
-                n = self.n
-                for kind, name, val in row.rewards:
-                    target = self.rmean if kind == "mean" else self.rstd
-                    col = target.get(name)
-                    if col is None:
-                        col = target[name] = [None] * n
-                    col.append(val)
-                for target in (self.rmean, self.rstd):
-                    for col in target.values():
-                        if len(col) <= n:
-                            col.append(None)
-            self.steps.append(row.step)
-            if row.max_steps:
-                self.max_steps = row.max_steps
-            self.where.append((m.where.path, m.where.line, m.seq))
-            self.n += 1
+            self._close_row(m, row)
 
     def _add(self, m: Metrics, row: Any = RAISED) -> bool:
         if row is RAISED:
@@ -222,6 +206,12 @@ class Series(SeriesReader):
         for k, col in self.cols.items():
             x = values.get(k)
             col.append(x if x is None or type(x) is float else num(x))
+        self._close_row(m, row)
+        return True
+
+    def _close_row(self, m: Metrics, row: Any) -> None:
+        """The rest of a kept row, after its base columns: its reward columns (None where a function is absent),
+        step, place and count."""
         if self.want_rewards:
             n = self.n
             for kind, name, val in row.rewards:
@@ -239,7 +229,6 @@ class Series(SeriesReader):
             self.max_steps = row.max_steps
         self.where.append((m.where.path, m.where.line, m.seq))
         self.n += 1
-        return True
 
 
 class SeriesView(SeriesReader):
