@@ -180,3 +180,24 @@ def test_lines_that_join_are_read_alone() -> None:
             assert repr(_block_rows(data)) == repr(_reference_rows(data))
         finally:
             jsonl_rows.BLOCK = old
+
+
+def _decoder(name: str):
+    if name == "json":
+        return None
+    if name == "msgspec":
+        return pytest.importorskip("msgspec.json").decode
+    return pytest.importorskip("orjson").loads
+
+
+@pytest.mark.parametrize("decoder", ["json", "msgspec", "orjson"])
+def test_every_decoder_gives_the_rows_of_the_plain_json_path(decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a plain install may have neither orjson (the `full` extra) nor msgspec (ms-swift's): the block reader then
+    # reads line by line with json, and each fast decoder must give exactly what that gives
+    data = b"".join(_hostile_log(random.Random(seed)) for seed in range(3))
+    monkeypatch.setattr(msrc, "_fast_loads", None)
+    want = repr(_reference_rows(data))
+    monkeypatch.setattr(msrc, "_fast_loads", _decoder(decoder))
+    for size in (1, 700, 65536):
+        monkeypatch.setattr(jsonl_rows, "BLOCK", size)
+        assert repr(_block_rows(data)) == want
