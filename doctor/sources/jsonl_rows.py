@@ -234,12 +234,8 @@ def _by_layout(obj: Any) -> tuple[dict[str, Any], bool | None] | None:
             continue
         x = conv.get(v)
         if x is None:
-            x = msrc.to_number(v)
-            if not (type(x) is float and x - x != 0):
-                if len(conv) >= msrc._CONVERTED_MAX:
-                    conv.clear()
-                conv[v] = x
-            else:
+            x = msrc.remember(v)
+            if type(x) is float and x - x != 0:
                 finite = None
         obj[k] = x
     _LAST[0] = lay
@@ -286,12 +282,8 @@ def _convert(obj: Any) -> Any:
         elif t is str:
             x = conv.get(v)
             if x is None:
-                x = msrc.to_number(v)
-                if not (type(x) is float and x - x != 0):
-                    if len(conv) >= msrc._CONVERTED_MAX:
-                        conv.clear()
-                    conv[v] = x
-                else:
+                x = msrc.remember(v)
+                if type(x) is float and x - x != 0:
                     finite = None
             out[k] = x
         elif t is dict or t is list:

@@ -96,19 +96,26 @@ def _convert(keys: tuple[str, ...], raws: tuple[str, ...]) -> tuple[dict[str, An
         i = -1
         for _ in range(misses):   # the few values not cached (a row's step counter, times), found in C
             i = values.index(None, i + 1)
-            raw = raws[i]
-            x = values[i] = to_number(raw)
+            x = values[i] = remember(raws[i])
             if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
                 finite = False
-            else:
-                if len(conv) >= _CONVERTED_MAX:
-                    conv.clear()
-                conv[raw] = x
     return dict(zip(keys, values)), finite
 
 
 _CONVERTED: dict[str, Any] = {}   # to_number of the value texts seen lately ('0', '1', '0.25', '4s' ...)
 _CONVERTED_MAX = 4096
+
+
+def remember(text: str) -> Any:
+    """to_number(text) for a text not in _CONVERTED, which keeps it unless it is NaN/inf (those are never cached, so
+    a reader that looks a text up in _CONVERTED first sees every NaN/inf here). The readers look up
+    ``_CONVERTED.get(text)`` themselves: a hit costs no call on their per-value paths."""
+    x = to_number(text)
+    if not (type(x) is float and x - x != 0):
+        if len(_CONVERTED) >= _CONVERTED_MAX:
+            _CONVERTED.clear()
+        _CONVERTED[text] = x
+    return x
 _KEY_VALUE, _NEXT = "': '", "', '"
 _QUOTED_DICT = re.compile(r"""\{'[^'"]{1,120}': '[^'"]*'(?:, '[^'"]{1,120}': '[^'"]*')*\}""")
 
@@ -185,13 +192,7 @@ def parse_jsonl(text: str) -> dict[str, Any] | None:
                         out[k] = to_number(v)
                 elif t is str:
                     x = conv.get(v)
-                    if x is None:  # as _convert caches it: a text's number, never NaN/inf
-                        x = to_number(v)
-                        if not (type(x) is float and x - x != 0):
-                            if len(conv) >= _CONVERTED_MAX:
-                                conv.clear()
-                            conv[v] = x
-                    out[k] = x
+                    out[k] = x if x is not None else remember(v)
                 elif t is dict or t is list:
                     break
                 else:
