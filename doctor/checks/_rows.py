@@ -138,10 +138,10 @@ def step_rows(signals: list[Metrics]) -> list[Any]:
         return rows
     rows = []
     append = rows.append
+    is_step = msrc.is_step
     for m in signals:
         v = m.values
-        if ("loss" in v or "reward" in v or "grad_norm" in v) and "train_runtime" not in v and not \
-                ("last_model_checkpoint" in v or "model_parameter_info" in v or "log_history" in v):  # msrc.is_step
+        if is_step(v):
             try:
                 append(_Row(v))
             except OUT_OF_RANGE:

@@ -148,13 +148,6 @@ class _Progress:
         """feed() of each of these Metrics (a row out of range costs that row only, as in Session._route)."""
         for m, row in zip(signals, step_rows(signals)):
             if row is not None and row is not RAISED:
-                k = row.gstep
-                if k is not None and m.source != "console":   # _metrics of a logging.jsonl row, inline
-                    if k >= self.max_step:
-                        self.max_step = k
-                        self.total_steps = row.max_steps or self.total_steps
-                        self.last_metrics = m.values
-                    continue
                 try:
                     self._metrics(m, row)
                 except OUT_OF_RANGE:
