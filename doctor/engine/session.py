@@ -127,7 +127,7 @@ class Session:
         for r in self._by_type.get(type(signal), ()):
             try:
                 r.feed(signal)
-            except _OUT_OF_RANGE:
+            except OUT_OF_RANGE:
                 pass  # a value out of range (issue 18 point 16): it costs this signal for this rule, not the report
 
     # ------------------------------------------------------------------ results
@@ -141,12 +141,9 @@ class Session:
                 if r.meta.fallback == fallback:
                     try:
                         found.extend(r.finish(state))
-                    except _OUT_OF_RANGE:
+                    except OUT_OF_RANGE:
                         pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
         return refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended)
-
-
-_OUT_OF_RANGE = OUT_OF_RANGE
 
 
 def order(findings: list[Finding]) -> list[Finding]:
