@@ -88,3 +88,12 @@ def test_a_missing_top_level_module_is_an_install_not_a_pair():
     assert "provides `vllm` in this" in explain(b, {}) and "pip install vllm" in fix(b, {})
     dotted = boundary(_exc("ModuleNotFoundError", "No module named 'vllm.worker.worker'"), (fr,))
     assert dotted is not None and not dotted.missing and "pair" in fix(dotted, {})
+
+
+def test_a_caller_frame_whose_path_the_paste_cut_is_not_your_code():
+    from doctor.sources.traceback import CUT
+    msg = "GRPOTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'"
+    cut = boundary(_exc("TypeError", msg), (Frame(CUT + "trainer.py", 3600, "training_step"),))
+    own = boundary(_exc("TypeError", msg), (Frame("train.py", 12, "training_step"),))
+    assert cut is not None and cut.user_code == "" and "your code" not in explain(cut, {})
+    assert own is not None and own.user_code == "your code at train.py:12"

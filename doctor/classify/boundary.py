@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 
 from ..signals import ExceptionInfo, Frame
-from .component import PLUMBING, norm, package_of
+from .component import PLUMBING, is_user, norm, package_of
 
 _CANNOT = re.compile(r"cannot import name '([\w.]+)' from (?:partially initialized module )?'([\w.]+)'")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
@@ -100,6 +100,8 @@ def _user_frame(frames: tuple[Frame, ...]) -> tuple[str | None, str]:
     for fr in reversed(frames):
         pkg = package_of(fr.path)
         if pkg is None:
+            if not is_user(fr):
+                return None, ""   # the paste cut its path: whose code it is cannot be told
             return None, f"your code at {norm(fr.path).rsplit('/', 1)[-1]}:{fr.lineno}"
         if pkg.startswith("<") or pkg in PLUMBING or pkg == "stdlib":
             continue
