@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 
 from ..signals import ExceptionInfo, Frame
-from .component import PLUMBING, is_user, norm, package_of
+from .component import PACKAGES, PLUMBING, is_user, norm, package_of
 
 _CANNOT = re.compile(r"cannot import name '([\w.]+)' from (?:partially initialized module )?'([\w.]+)'")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
@@ -47,8 +47,9 @@ _CALL = re.compile(r"^([\w.<>]+)\(\) (?:got an unexpected keyword argument '(\w+
 _FIELD = re.compile(r"(?:_ids|_mask|^pixel_values\w*|_grid_thw|_features|_embeds|^labels)$")
 _NAMED = re.compile(r"(?:^|_)(unsloth|vllm|swift|deepspeed|peft|liger|trl)(?:_|$)")
 
-# display name and pip name of a top-level package directory
-_DISPLAY = {"swift": "ms-swift", "vllm": "vLLM", "deepspeed": "DeepSpeed", "unsloth_zoo": "unsloth_zoo"}
+# display name (component.PACKAGES', but unsloth_zoo keeps its own name: the pair can be unsloth vs unsloth_zoo) and
+# pip name of a top-level package directory
+_DISPLAY = {**PACKAGES, "unsloth_zoo": "unsloth_zoo"}
 _PIP = {"swift": "ms-swift", "unsloth": "unsloth unsloth_zoo", "unsloth_zoo": "unsloth unsloth_zoo",
         "flash_attn": "flash-attn", "megatron": "megatron-core"}
 # package -> the packages its requirements declare (the dependent side of a pair is the one to move)
