@@ -49,13 +49,17 @@ def _server_ranks(ctx: RunState, hits: list[Hit]) -> tuple[bool, dict[str, int]]
     return server, sizes
 
 
-def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
-    run = ctx.run
+def _same_gpu(hits: list[Hit]) -> str:
     g = hits[0].groups
-    msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
-           "and refused to build the communicator: NCCL needs one GPU per rank.")
+    return (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device "
+            f"{g.get('dev', '?')}) and refused to build the communicator: NCCL needs one GPU per rank.")
+
+
+def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if _server_ranks(ctx, hits)[0]:
         return None  # a vLLM server's own data-parallel engines: GD222
+    run = ctx.run
+    msg = _same_gpu(hits)
     nproc = run.env.get("NPROC_PER_NODE") or run.torchrun.get("nproc_per_node")
     visible = run.env.get("CUDA_VISIBLE_DEVICES")
     n_vis = run.visible_gpus()
@@ -81,9 +85,7 @@ def server_duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None
     server, sizes = _server_ranks(ctx, hits)
     if not server:
         return None
-    g = hits[0].groups
-    msg = (f"NCCL found rank {g.get('a', '?')} and rank {g.get('b', '?')} on the same GPU (device {g.get('dev', '?')}) "
-           "and refused to build the communicator: NCCL needs one GPU per rank.")
+    msg = _same_gpu(hits)
     dp, tp = sizes.get("data"), sizes.get("tensor")
     need = f"{dp} x {tp} = {dp * tp} (computed)" if dp and tp else "data_parallel_size x tensor_parallel_size"
     have = "`nvidia-smi -L` in the server's environment lists the GPUs it sees"
