@@ -2,7 +2,21 @@
 with their units and N/A spellings, have their own in sources/gpu_model.py)."""
 from __future__ import annotations
 
+import re
 from typing import Any
+
+_DIGITS = re.compile(r"\d+")
+
+
+def version_key(v: str) -> tuple[int, ...]:
+    """A release's text as numbers to compare ('0.7.3' -> (0, 7, 3); 'v4.46.0rc1' -> (4, 46, 0)): its first three."""
+    return tuple(int(x) for x in _DIGITS.findall(v)[:3])
+
+
+def minor(v: str) -> str:
+    """'4.46.3' -> '4.46' (the raise-site index's release labels); a text without two numbers as it is."""
+    parts = _DIGITS.findall(v)
+    return ".".join(parts[:2]) if len(parts) >= 2 else v
 
 
 def as_int(v: Any, *, floats: bool = False) -> int | None:

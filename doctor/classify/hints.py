@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..values import minor, version_key
+
 _HINT = re.compile(
     r"(?i)((?:did you mean|perhaps you meant)\b[^\n]{1,160}?(?:[?!]|\.(?=\s|$)|$)"
     r"|(?<![\w-])please (?:set|use|install|upgrade|downgrade|pass|specify|make sure|check|add|remove|reduce|increase"
@@ -134,26 +136,17 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
     notes = []
     for pkg, ranges in held.items():
         full = list(idx.meta["versions"].get(pkg, []))
-        labels = [_minor(x) for x in full]
+        labels = [minor(x) for x in full]
         last = ranges.split(",")[-1].split("-")[-1]
         if last in labels and labels.index(last) < len(labels) - 1:
             nxt = full[labels.index(last) + 1]
             ran = (versions or {}).get(pkg)
-            if ran and _key(ran) >= _key(nxt):
+            if ran and version_key(ran) >= version_key(nxt):
                 continue
             notes.append(f"The indexed {pkg} releases raise this wording up to {last} and no longer from {nxt} (the "
                          f"check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
                          f"failure.")
     return " ".join(notes[:1])
-
-
-def _key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
-
-
-def _minor(v: str) -> str:
-    parts = re.findall(r"\d+", v)
-    return ".".join(parts[:2]) if len(parts) >= 2 else v
 
 
 def flag_fix(flags: Iterable[str], framework: str | None) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..values import minor
 from .message import parse
 from .raise_store import HOLES as _HOLES
 from .raise_store import TOKEN as _TOKEN
@@ -253,18 +254,13 @@ def narrow_versions(matches: list[SiteMatch], idx: Index | None = None) -> dict[
         best[m.package] = max(best.get(m.package, -1.0), m.score)
     out = {}
     for pkg, top in best.items():
-        labels = [_minor(v) for v in idx.meta["versions"].get(pkg, [])]
+        labels = [minor(v) for v in idx.meta["versions"].get(pkg, [])]
         held: set[int] = set()
         for m in matches:
             if m.package == pkg and m.score >= top - 1e-9:
                 held |= _spans(m.versions, labels)
         out[pkg] = _ranges(sorted(held), labels)
     return out
-
-
-def _minor(v: str) -> str:
-    parts = re.findall(r"\d+", v)
-    return ".".join(parts[:2]) if len(parts) >= 2 else v
 
 
 def _ranges(ids: list[int], labels: list[str]) -> str:
@@ -280,7 +276,7 @@ def _ranges(ids: list[int], labels: list[str]) -> str:
 
 def intersect(package: str, ranges: list[str], idx: Index | None = None) -> str:
     """The releases of ``package`` held by every range text of ``ranges`` ('' when none is)."""
-    labels = [_minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
+    labels = [minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
     held: set[int] | None = None
     for r in ranges:
         ids = _spans(r, labels)
@@ -290,7 +286,7 @@ def intersect(package: str, ranges: list[str], idx: Index | None = None) -> str:
 
 def all_releases(package: str, idx: Index | None = None) -> str:
     """The range text of every indexed release of ``package`` ("3.0-4.6"): a narrowing to it says nothing."""
-    labels = [_minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
+    labels = [minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
     return _ranges(list(range(len(labels))), labels)
 
 

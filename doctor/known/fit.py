@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from ..model import Finding
+from ..values import version_key
 from .index import Match
 
 # the lowest version of a package a framework's GRPO runs with (its README's dependency table)
@@ -29,10 +30,6 @@ _UPGRADE = re.compile(r"(?i)\b(?:fixed in|(?:upgrad|updat)\w*\s+(?:(?P<p1>" + _P
                       r"\s*(?P<p2>" + _PKG[1:-1] + r")?\s*v?(?P<v1>\d+\.\d+(?:\.\d+)?)"
                       r"|\b(?P<p3>" + _PKG[1:-1] + r")\s*v?(?P<v2>\d+\.\d+(?:\.\d+)?)\s*(?:or later|or newer|\+|fixes|fixed)")
 _COND = re.compile(r"\b([a-z][a-z_]{2,})\s*=\s*(\d+(?:\.\d+)?)\b")
-
-
-def _key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
 def _pkg(name: str | None) -> str | None:
@@ -109,7 +106,7 @@ def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
         if not _involved(pkg, f, run):
             return f"the resolution upgrades {pkg}, which nothing of this failure involves"
         floor = run_floor(run, pkg)
-        if floor and _key(floor) >= _key(ver):
+        if floor and version_key(floor) >= version_key(ver):
             return f"the resolution's {pkg} {ver} is older than the run's {pkg} (at least {floor})"
     return ""
 
