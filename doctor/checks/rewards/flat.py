@@ -72,7 +72,7 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     per = []
     zero_funcs, const_funcs = [], []
     for name in rv.names:
-        vals = [v for v in (rv.means(name)[k] for k in range(lo, hi + 1)) if v is not None]
+        vals = [v for v in rv.means(name)[lo:hi + 1] if v is not None]   # one column per name: not one per step
         if not vals:
             continue
         if all(abs(v) <= EPS_ZERO for v in vals):
