@@ -94,9 +94,11 @@ def truncation_note(s: Series, run: RunConfig, idx: list[int]) -> str | None:
     if mean_clip < 0.5:
         return None
     L = run.int_arg("max_completion_length")
-    mlen = [v for v in (s.col("completions/mean_length")[i] for i in idx) if v is not None]
+    col = s.col("completions/mean_length")   # once: col() of a key the view lacks builds a list
+    mlen = [v for v in (col[i] for i in idx) if v is not None]
     if not mlen:
-        mlen = [v for v in (s.col("completion_length")[i] for i in idx) if v is not None]
+        col = s.col("completion_length")
+        mlen = [v for v in (col[i] for i in idx) if v is not None]
     lens = f", mean length {fmt(sum(mlen) / len(mlen))}" if mlen else ""
     cap = f" of max_completion_length {L}" if L else ""
     return (f"completions/clipped_ratio averaged {fmt(mean_clip, 2)} over these steps{lens}{cap}: most "

@@ -86,7 +86,8 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     msg = what + (f" ({', '.join(per)})" if per else "") + "."
     msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so loss and grad_norm are "
             f"0 and the policy does not learn from these steps.")
-    gn = [v for v in (s.col("grad_norm")[i] for i in idx) if v is not None]
+    gnorm = s.col("grad_norm")
+    gn = [v for v in (gnorm[i] for i in idx) if v is not None]
     if gn and all(v == 0 for v in gn):
         msg += " grad_norm was indeed 0 throughout."
     fix: list[str] = []
