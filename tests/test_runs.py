@@ -140,3 +140,24 @@ def test_a_run_whose_arguments_were_not_kept_gets_none_not_the_last_runs():
     assert rc.at(Where("a.log", 10 * MAX_RUNS + 2)).args == {}                         # not kept
     last = Where("a.log", 10 * (MAX_RUNS + 1) + 2)
     assert rc.at(last) is rc and rc.at(last).args == {"per_device_train_batch_size": MAX_RUNS + 1}
+
+
+def test_summary_is_each_runs_span_in_one_pass():
+    """summary() gives span() of every run (the definition), for runs of several files interleaved, computed in one
+    pass (it was span per run: quadratic on a log repeating its launcher line tens of thousands of times)."""
+    import random
+
+    from doctor.signals import Where
+    from doctor.sources.runs import RunSplit
+
+    rnd = random.Random(7)
+    split = RunSplit()
+    lines = {"a.log": 0, "b.log": 0, "c.log": 0}
+    for _ in range(3000):
+        path = rnd.choice(list(lines))
+        lines[path] += rnd.randint(1, 50)
+        split.start(Where(path, lines[path]), {}, dump=rnd.random() < 0.3)
+    assert len(split) > 1000
+    want = [dict(zip(("path", "first_line", "last_line"), split.span(i))) for i in range(len(split))]
+    assert split.summary() == want
+    assert sum(1 for r in want if r["last_line"] is None) == 3   # the last run of each file runs to its end

@@ -64,8 +64,13 @@ class RunSplit:
         return f"run {index + 1} of {len(self.starts)} in {path}, lines {first}-{last if last else 'end'}"
 
     def summary(self) -> list[dict[str, Any]]:
-        out = []
-        for i in range(len(self.starts)):
-            path, first, last = self.span(i)
-            out.append({"path": path, "first_line": first, "last_line": last})
+        """``span`` of every run, in one pass from the end (span per run copies the rest of the list: a log
+        repeating its launcher line tens of thousands of times made this quadratic)."""
+        out: list[dict[str, Any]] = []
+        next_start: dict[str, int] = {}   # path -> the first line of the run after, in that file
+        for s in reversed(self.starts):
+            nxt = next_start.get(s.path)
+            out.append({"path": s.path, "first_line": s.line, "last_line": nxt - 1 if nxt is not None else None})
+            next_start[s.path] = s.line
+        out.reverse()
         return out

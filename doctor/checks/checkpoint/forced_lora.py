@@ -39,12 +39,15 @@ class ForcedLora(Rule):
 
     def __init__(self, meta):
         super().__init__(meta)
-        self.loaded: list[tuple[LogLine, str, bool]] = []  # (line, path, before the rank line)
+        # (line, path) of the first "Successfully loaded" line, and of the first before the rank line: all finish
+        # reads (a bounded state: a log may repeat the line thousands of times)
+        self.first_loaded: tuple[LogLine, str] | None = None
+        self.first_early: tuple[LogLine, str] | None = None
         self.rank_seen = False
         self.param_line: LogLine | None = None
         self.peft = False
         self.lora_cfg: LogLine | None = None
-        self.ckpts: list[str] = []
+        self.last_ckpt: str | None = None   # the last checkpoint saved
 
     def feed(self, signal: Any) -> None:
         line: LogLine = signal
@@ -52,7 +55,11 @@ class ForcedLora(Rule):
         if "Successfully loaded" in t:
             m = _LOADED.search(t)
             if m:
-                self.loaded.append((line, m.group("path"), not self.rank_seen))
+                got = (line, m.group("path"))
+                if self.first_loaded is None:
+                    self.first_loaded = got
+                if self.first_early is None and not self.rank_seen:
+                    self.first_early = got
         elif "rank: " in t and "world_size: " in t:
             self.rank_seen = True
         elif "model_parameter_info:" in t and self.param_line is None:
@@ -65,11 +72,11 @@ class ForcedLora(Rule):
         elif "Saving model checkpoint to" in t:
             m = _SAVING.search(t)
             if m:
-                self.ckpts.append(m.group("path"))
+                self.last_ckpt = m.group("path")
         elif "last_model_checkpoint:" in t:
             m = _LAST.search(t)
             if m and m.group("path") != "None":
-                self.ckpts.append(m.group("path"))
+                self.last_ckpt = m.group("path")
 
     def finish(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
@@ -84,8 +91,7 @@ class ForcedLora(Rule):
         if not got_lora or (resolved is not None and _is_full(resolved) and not self.peft):
             return []
         ev: list[Evidence] = []
-        early = [x for x in self.loaded if x[2]]
-        src_line = early[0] if early else (self.loaded[0] if self.loaded else None)
+        src_line = self.first_early or self.first_loaded
         if src_line is not None:
             ev.append(evidence_of(src_line[0]))
         if self.lora_cfg is not None:
@@ -143,12 +149,12 @@ class ForcedLora(Rule):
         if a:
             fix.append(f"To train every weight starting from the LoRA: --model <base> --adapters {a} --{flag} full "
                        f"--load_args false (ms-swift merges the adapter into the base first; verified on 4.6.0).")
-        where = self.ckpts[-1] if self.ckpts else "checkpoint-N"
+        where = self.last_ckpt or "checkpoint-N"
         fix.append(f"Check the result: the log must show `model_parameter_info: <Model>ForCausalLM ... [100.0000%]`, "
                    f"and {where} must hold model.safetensors (or model-0000x-of-0000y.safetensors), not "
                    f"adapter_model.safetensors.")
-        if self.ckpts:
-            fix.append(f"The LoRA already trained is not lost: swift export --adapters {self.ckpts[-1]} --merge_lora "
+        if self.last_ckpt:
+            fix.append(f"The LoRA already trained is not lost: swift export --adapters {self.last_ckpt} --merge_lora "
                        f"true gives full weights of that run.")
         return [self.make(message=msg, fix=fix, evidence=ev or (),
                           seq=(src_line[0].seq if src_line else (self.param_line.seq if self.param_line else 0)))]
