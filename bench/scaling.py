@@ -7,7 +7,11 @@ copies whose metric rows are repeated to N and 4N rows (step counters rising, ev
 logging.jsonl rows for the runs that have one, the printed dicts of log.txt for the others. It times
 `analyze COPY --format json` on both and prints the ratio; a ratio far above 4 (flagged over 6) is superlinear.
 
-Usage: python bench/scaling.py [--rows N] [--only SUBSTRING]
+With --lines, every log.txt of the fixture runs is repeated whole instead (N and 4N lines: a rule's state or finish
+step that grows with any repeated line, e.g. the report's per-run line ranges, quadratic on a log repeating its
+launcher line, found this way).
+
+Usage: python bench/scaling.py [--rows N] [--lines] [--only SUBSTRING]
 (default N = 4,000: both sizes stay under the series' MAX_ROWS of 20,000, past which rows are thinned and a
 quadratic stops growing)
 Nothing is asserted: speed is not a unit test.
@@ -60,6 +64,20 @@ def build(run: Path, out: Path, n: int) -> bool:
     return True
 
 
+def build_lines(run: Path, out: Path, n: int) -> bool:
+    """A copy of fixture run ``run`` whose log.txt is repeated whole to about ``n`` lines (no logging.jsonl)."""
+    log = run / "log.txt"
+    if not log.is_file():
+        return False
+    out.mkdir(parents=True)
+    data = log.read_bytes()
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    reps = max(1, n // max(1, data.count(b"\n")))
+    (out / "log.txt").write_bytes(data * reps)
+    return True
+
+
 def _time(path: Path) -> float:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(path), "--format", "json"],
@@ -71,14 +89,15 @@ def main() -> None:
     argv = sys.argv[1:]
     n = int(argv[argv.index("--rows") + 1]) if "--rows" in argv else 4_000
     only = argv[argv.index("--only") + 1] if "--only" in argv else ""
+    make = build_lines if "--lines" in argv else build
     tmp = Path(tempfile.mkdtemp(prefix="grpo-doctor-scaling-"))
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-          f"rows {n:,} and {4 * n:,}")
+          f"{'lines' if make is build_lines else 'rows'} {n:,} and {4 * n:,}")
     worst = 0.0
     try:
         for run in sorted(p for fix in FIXES if fix.is_dir() for p in fix.iterdir() if p.is_dir() and only in p.name):
             a, b = tmp / f"{run.name}-1", tmp / f"{run.name}-4"
-            if not (build(run, a, n) and build(run, b, 4 * n)):
+            if not (make(run, a, n) and make(run, b, 4 * n)):
                 continue
             ta, tb = _time(a), _time(b)
             ratio = tb / ta
