@@ -1,7 +1,7 @@
 """The scanning child's memory stays flat on a big log (issue 19 point 3).
 
 The child maps the log and hands the pages behind its scan back to the kernel (``MADV_DONTNEED``). Two checks:
-the pages of the mapping still resident once a real scan of a ~320 MiB file is over (every page would be,
+the pages of the mapping still resident once a real scan of a ~134 MB file is over (every page would be,
 without the hand-back), and the margin handed back again below each release. Touching one page maps its whole
 page-cache folio (up to 2 MiB where the kernel built large folios, e.g. for a log read before), so the bytes a
 piece reads behind its start (the overlap of a word across the cut) mapped up to 2 MiB behind the last release
@@ -23,7 +23,7 @@ from doctor.sources.scanchild import MappedScan
 QUIET = b"[INFO:swift] step done, nothing to see here, padding padding padding padding padding\n"
 HIT = b"Traceback (most recent call last):\n"
 BLOCK = QUIET * 39 + HIT
-REPS = 4096 * 24   # 96 Mi lines' worth of blocks: ~320 MiB
+REPS = 4096 * 10   # ~134 MB: without any hand-back all of it would stay mapped
 
 
 def _log(path) -> int:
