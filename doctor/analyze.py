@@ -23,6 +23,7 @@ from .sources.safeio import read_head
 from .swift.terms import in_terms
 
 HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
+RUNS_LISTED = 200  # run line ranges listed in the report: past it the first and the last 100, and runs_total
 
 
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
@@ -93,7 +94,9 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     run.update(framework)
     provenance.summarize(run, session.run.inferred_versions)
     if len(session.run.runs) > 1:  # runs appended to one log (issue 17.16): each one's line range
-        run["runs"] = session.run.runs.summary()
+        run["runs"] = session.run.runs.summary(RUNS_LISTED)
+        if len(run["runs"]) < len(session.run.runs):   # the first and the last ones: memory flat (issue 19)
+            run["runs_total"] = len(session.run.runs)
     if nodes:
         findings = merge_nodes(findings, nodes, sel)
         run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,

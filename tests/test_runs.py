@@ -161,3 +161,25 @@ def test_summary_is_each_runs_span_in_one_pass():
     want = [dict(zip(("path", "first_line", "last_line"), split.span(i))) for i in range(len(split))]
     assert split.summary() == want
     assert sum(1 for r in want if r["last_line"] is None) == 3   # the last run of each file runs to its end
+
+
+def test_summary_limit_lists_the_first_and_last_runs(tmp_path):
+    """A log that starts more runs than the report lists (RUNS_LISTED): the first and the last half, each with the
+    line range the whole list gives it, and runs_total in the report (its memory stays flat, issue 19)."""
+    from doctor.analyze import RUNS_LISTED
+
+    split = RunSplit()
+    for i in range(1000):
+        split.start(Where("a.log", 10 * i + 1), {}, dump=False)
+    full = split.summary()
+    part = split.summary(limit=10)
+    assert part == full[:5] + full[-5:]
+    assert split.summary(limit=1000) == full
+    launch = (LOGS / "real-batch-div-grad-accum" / "log.txt").read_text().splitlines()[0]
+    assert launch.startswith("run sh:")
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([launch, "step"] * (RUNS_LISTED + 50)) + "\n")
+    rep = analyze([str(log)]).to_json()
+    assert rep["run"]["runs_total"] == RUNS_LISTED + 50 and len(rep["run"]["runs"]) == RUNS_LISTED
+    assert rep["run"]["runs"][0] == {"path": str(log), "first_line": 1, "last_line": 2}
+    assert rep["run"]["runs"][-1] == {"path": str(log), "first_line": 2 * (RUNS_LISTED + 50) - 1, "last_line": None}

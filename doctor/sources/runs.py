@@ -63,14 +63,19 @@ class RunSplit:
         path, first, last = self.span(index)
         return f"run {index + 1} of {len(self.starts)} in {path}, lines {first}-{last if last else 'end'}"
 
-    def summary(self) -> list[dict[str, Any]]:
+    def summary(self, limit: int | None = None) -> list[dict[str, Any]]:
         """``span`` of every run, in one pass from the end (span per run copies the rest of the list: a log
-        repeating its launcher line tens of thousands of times made this quadratic)."""
+        repeating its launcher line tens of thousands of times made this quadratic). With ``limit``, only the first
+        and the last ``limit // 2`` runs when there are more (the report of such a log stays small)."""
+        n = len(self.starts)
+        half = None if limit is None or n <= limit else max(1, limit // 2)
         out: list[dict[str, Any]] = []
         next_start: dict[str, int] = {}   # path -> the first line of the run after, in that file
-        for s in reversed(self.starts):
-            nxt = next_start.get(s.path)
-            out.append({"path": s.path, "first_line": s.line, "last_line": nxt - 1 if nxt is not None else None})
+        for i in range(n - 1, -1, -1):
+            s = self.starts[i]
+            if half is None or i < half or i >= n - half:
+                nxt = next_start.get(s.path)
+                out.append({"path": s.path, "first_line": s.line, "last_line": nxt - 1 if nxt is not None else None})
             next_start[s.path] = s.line
         out.reverse()
         return out
