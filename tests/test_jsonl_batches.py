@@ -63,18 +63,23 @@ def _report(case: Path) -> str:
     return json.dumps(analyze([str(case)]).to_json(), sort_keys=True, default=str)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_golden_jsonl_cases_same_report(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(case.name)
-    data = (case / "logging.jsonl").read_bytes()
+def _assert_blocks_same(run_dir: Path, rng: random.Random, tries: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows and the report of run_dir's logging.jsonl, in blocks of random sizes ``tries`` times, are those of
+    the one-row-at-a-time path."""
+    data = (run_dir / "logging.jsonl").read_bytes()
     with monkeypatch.context() as m:
         _one_by_one(m)
-        want = _report(case)
-    for _ in range(2):
+        want = _report(run_dir)
+    for _ in range(tries):
         with monkeypatch.context() as m:
             _random_sizes(m, rng)
             assert repr(_block_rows(data)) == repr(_reference_rows(data))
-            assert _report(case) == want
+            assert _report(run_dir) == want
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_golden_jsonl_cases_same_report(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _assert_blocks_same(case, random.Random(case.name), 2, monkeypatch)
 
 
 def _row(gstep: int | None, **over) -> dict:
@@ -125,16 +130,8 @@ def _hostile_log(rng: random.Random) -> bytes:
 @pytest.mark.parametrize("seed", range(6))
 def test_hostile_rows_same_rows_and_report(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(seed)
-    data = _hostile_log(rng)
-    (tmp_path / "logging.jsonl").write_bytes(data)
-    with monkeypatch.context() as m:
-        _one_by_one(m)
-        want = _report(tmp_path)
-    for _ in range(3):
-        with monkeypatch.context() as m:
-            _random_sizes(m, rng)
-            assert repr(_block_rows(data)) == repr(_reference_rows(data))
-            assert _report(tmp_path) == want
+    (tmp_path / "logging.jsonl").write_bytes(_hostile_log(rng))
+    _assert_blocks_same(tmp_path, rng, 3, monkeypatch)
 
 
 @pytest.mark.parametrize("max_rows", [8, 20_000])
