@@ -69,21 +69,18 @@ def test_forced_lora_state_stays_bounded_on_a_repeating_log(tmp_path):
     """GD701 reads the first args.json loaded (before the rank line when there is one) and the last checkpoint
     saved; a log that repeats those lines (runs appended to one file, a long run saving every few steps) leaves
     the rule holding one of each, not one per line (issue 19 point 3: it kept them all), with the same finding."""
+    from conftest import feed_text
+
     from doctor.checks.checkpoint.forced_lora import ForcedLora
     from doctor.engine import Session
-    from doctor.sources.logtext import LineReader
 
-    src = (ROOT / "fixtures/logs/real-full-from-merged-load-args-true/log.txt").read_bytes().splitlines()
-    rank = next(i for i, ln in enumerate(src) if ln.startswith(b"[INFO:swift] rank: "))
-    extra_loaded = [b"[INFO:swift] Successfully loaded other/late-%d/args.json." % i for i in range(3000)]
-    saves = [b"[INFO:swift] Saving model checkpoint to <work>/runs/x/checkpoint-%d" % (10 * i) for i in range(1, 20001)]
-    lines = src[:rank + 1] + extra_loaded + saves + src[rank + 1:]
+    src = (ROOT / "fixtures/logs/real-full-from-merged-load-args-true/log.txt").read_text().splitlines()
+    rank = next(i for i, ln in enumerate(src) if ln.startswith("[INFO:swift] rank: "))
+    extra_loaded = [f"[INFO:swift] Successfully loaded other/late-{i}/args.json." for i in range(3000)]
+    saves = [f"[INFO:swift] Saving model checkpoint to <work>/runs/x/checkpoint-{10 * i}" for i in range(1, 20001)]
     sess = Session()
     sess.begin_log("log.txt")
-    reader = LineReader("log.txt", [0])
-    for n, data in enumerate(lines, 1):
-        for line in reader.line(n, data):
-            sess.feed_line(line)
+    feed_text(sess, "\n".join(src[:rank + 1] + extra_loaded + saves + src[rank + 1:]) + "\n")
     rule = next(r for r in sess.rules if isinstance(r, ForcedLora))
     assert not [k for k, v in vars(rule).items() if isinstance(v, (list, dict, set)) and len(v) > 10]
     found = [f for f in sess.finish() if f.rule_id == "GD701"]
