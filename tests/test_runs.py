@@ -147,9 +147,6 @@ def test_summary_is_each_runs_span_in_one_pass():
     pass (it was span per run: quadratic on a log repeating its launcher line tens of thousands of times)."""
     import random
 
-    from doctor.signals import Where
-    from doctor.sources.runs import RunSplit
-
     rnd = random.Random(7)
     split = RunSplit()
     lines = {"a.log": 0, "b.log": 0, "c.log": 0}
