@@ -58,7 +58,8 @@ def build(run: Path, out: Path, n: int) -> bool:
     if not at:
         return False
     rows = [lines[i] for i in at]
-    keep = [ln for i, ln in enumerate(lines) if i not in set(at)]
+    rows_at = set(at)
+    keep = [ln for i, ln in enumerate(lines) if i not in rows_at]
     first = at[0]
     log.write_bytes(b"".join(keep[:first] + _repeat(rows, n) + keep[first:]))
     return True
