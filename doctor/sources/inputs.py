@@ -31,7 +31,8 @@ from .kinds import (  # noqa: F401
     looks_binary,
     nvidia_smi_other,
 )
-from .logtext import LineReader, decode, physical_lines
+from .logtext import MAX_LINE, LineReader, decode, physical_lines
+from .reflow import MAX_REFLOW, needs_reflow, reflowed
 from .safeio import NotRegular, link_out, open_regular, what_is
 
 MAX_SMALL = 32 * 1024 * 1024  # args.json / command.txt larger than this are not configuration files
@@ -274,6 +275,48 @@ def read_small(inp: Input) -> str:
     return decode(data[:MAX_SMALL])
 
 
+class _Rejoined:
+    """The bytes already read from a pipe, then the rest of it."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            out, self.head = (self.head, b"") if n < 0 or n >= len(self.head) else (self.head[:n], self.head[n:])
+            return out
+        return self.rest.read(n)
+
+    read1 = read
+
+    def close(self) -> None:
+        self.rest.close()
+
+
+def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int]) -> BinaryIO | None:
+    """A small log whose every line a paste indented, or whose lines a terminal hard-wrapped, is fed here put back
+    in its printed lines (None returned); any other log comes back as a stream positioned at its start."""
+    if inp.path is not None:
+        try:
+            if os.fstat(stream.fileno()).st_size > MAX_REFLOW:
+                return stream
+        except (OSError, ValueError, AttributeError):
+            return stream
+    data = stream.read(MAX_REFLOW + 1)
+    plan = needs_reflow(data) if len(data) <= MAX_REFLOW else None
+    if plan is None:
+        if inp.path is not None:
+            stream.seek(0)
+            return stream
+        return _Rejoined(data, stream)  # type: ignore[return-value]
+    session.begin_log(inp.display)
+    reader = LineReader(inp.display, counter)
+    for lineno, line in reflowed(data, *plan):
+        for ll in reader.line(lineno, line[:MAX_LINE]):
+            session.feed_line(ll)
+    return None
+
+
 def feed_input(inp: Input, session, counter: list[int], scan_options: dict | None = None) -> None:
     """Stream one input into the session. A log file goes through the chunk scanner (``scan_options``:
     its keyword arguments, or ``{"lines": True}`` for the line-by-line path); standard input line by line."""
@@ -310,12 +353,15 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         if inp.kind == "log":
             from . import scan  # the chunk scanner and its matchers: only when a log is read
 
-            opts = dict(scan_options or {})
-            if inp.path is not None and not opts.pop("lines", False) and scan.usable(session, stream):
-                scan.scan_file(session, inp.display, stream, counter, **opts)
+            log = _reflow_or_rewind(inp, stream, session, counter)
+            if log is None:
+                pass  # a paste read whole and fed as its program printed it (sources/reflow.py)
+            elif inp.path is not None and not (opts := dict(scan_options or {})).pop("lines", False) and \
+                    scan.usable(session, log):
+                scan.scan_file(session, inp.display, log, counter, **opts)
             else:
                 session.begin_log(inp.display)
-                for line in LineReader(inp.display, counter).lines(stream):
+                for line in LineReader(inp.display, counter).lines(log):
                     session.feed_line(line)
         elif inp.kind == "metrics":
             from .jsonl_rows import rows  # noqa: PLC0415 - only when a logging.jsonl is read

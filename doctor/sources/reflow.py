@@ -1,0 +1,112 @@
+"""A pasted log put back into the lines the program printed: the indentation a paste added to every line (a markdown
+code block indented under a list item, an e-mail or chat quote) removed, and lines that a terminal or a text box
+hard-wrapped at a fixed width joined again.
+
+Rules, the traceback parser and the metric readers read one line at a time: a frame line broken before its
+`line N`, an exception message broken before its matched words or a `{'loss': ...}` dict broken in two are lost to
+them. Only small inputs (pastes; a program's own log is neither indented as a whole nor wrapped) are read whole
+for this, and only when a sign of either damage is there; each joined line keeps the number of its first
+physical line, so evidence points at the paste as it is.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+MAX_REFLOW = 4 * 1024 * 1024  # bytes: larger inputs are programs' logs, read as they are
+MIN_WIDTH, MAX_WIDTH = 60, 400
+# a line that opens a record of its own: never the continuation of a wrapped line
+_RECORD = re.compile(rb"^(?:\[rank\s*\d+\]|\d{4}-\d\d-\d\d[ T]\d\d:|Traceback \(most recent|\[(?:INFO|WARNING|ERROR|"
+                     rb"DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \")")
+
+
+def _indent(line: bytes) -> int:
+    return len(line) - len(line.lstrip(b" \t"))
+
+
+def common_indent(lines: list[bytes]) -> int:
+    """The indentation every non-blank line has (0: none). A tab counts as one character: a paste that indented with
+    tabs indented every line with them."""
+    indents = [_indent(ln) for ln in lines if ln.strip()]
+    if not indents:
+        return 0
+    least = min(indents)
+    if least == 0:
+        return 0
+    # the same characters on every line (four spaces, a tab), not a mix that only looks aligned
+    heads = {ln[:least] for ln in lines if ln.strip()}
+    return least if len(heads) == 1 else 0
+
+
+def _width(text: bytes) -> int:
+    try:
+        return len(text.decode("utf-8"))
+    except UnicodeDecodeError:
+        return len(text)
+
+
+def wrap_width(lines: list[bytes]) -> int | None:
+    """The column at which the lines were hard-wrapped, or None. Signs: the longest lines all have the same
+    length W (a terminal or text box cuts every longer line there), at least three of them with different texts,
+    and no line is longer."""
+    widths = [_width(ln) for ln in lines]
+    if not widths:
+        return None
+    longest = max(widths)
+    if not MIN_WIDTH <= longest <= MAX_WIDTH:
+        return None
+    at = [i for i, w in enumerate(widths) if w == longest]
+    if len(at) < 2 or len({lines[i] for i in at}) < len(at) * 2 / 3:
+        return None  # one long line repeated (the same warning) is not a wrap
+    # a wrap leaves its continuation lines: a non-blank line that opens no record of its own; with only two lines at
+    # the width, both continuations must also start in the first column (text cut mid-line is not indented)
+    follow = Counter(i + 1 < len(lines) and bool(lines[i + 1].strip()) and not _RECORD.match(lines[i + 1])
+                     and (len(at) > 2 or not lines[i + 1][:1].isspace()) for i in at)
+    return longest if follow[True] >= max(2, 2 * follow[False]) else None
+
+
+def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
+    """(indent, width) to undo in these bytes, or None when they show neither damage."""
+    lines = data.split(b"\n")
+    lines = [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
+    indent = common_indent(lines)
+    if indent:
+        lines = [ln[indent:] for ln in lines]
+    width = wrap_width(lines)
+    if not indent and width is None:
+        return None
+    return indent, width
+
+
+def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int, bytes]]:
+    """(first physical line number, line) of the text with ``indent`` characters taken off every line and lines
+    of exactly ``width`` characters joined with the next one (a blank line or a record start is never joined)."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    pending: bytes | None = None
+    start = 0
+    for number, ln in enumerate(lines, 1):
+        if ln.endswith(b"\r"):
+            ln = ln[:-1]
+        if indent and ln.strip():
+            ln = ln[indent:]
+        if pending is not None:
+            if ln.strip() and not _RECORD.match(ln):
+                pending += ln
+                if width is None or _width(ln) != width:
+                    yield start, pending
+                    pending = None
+                continue
+            yield start, pending
+            pending = None
+        if width is not None and _width(ln) == width:
+            pending, start = ln, number
+        else:
+            yield number, ln
+    if pending is not None:
+        yield start, pending
+
+
+__all__ = ["MAX_REFLOW", "common_indent", "needs_reflow", "reflowed", "wrap_width"]
