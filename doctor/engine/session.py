@@ -134,16 +134,24 @@ class Session:
     def finish(self) -> list[Finding]:
         state = self.state
         found: list[Finding] = []
-        for fallback in (False, True):
-            if fallback:
+        # three tiers: the rules, the fallback rules (with the rules' findings at hand), and the last-resort rules
+        # that read how a log ends (with every other finding at hand: they speak only when nobody else did)
+        for tier in (0, 1, 2):
+            if tier:
                 state.findings = list(found)
             for r in self.rules:
-                if r.meta.fallback == fallback:
+                if _tier(r) == tier:
                     try:
                         found.extend(r.finish(state))
                     except OUT_OF_RANGE:
                         pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
         return refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended)
+
+
+def _tier(rule: Rule) -> int:
+    if not rule.meta.fallback:
+        return 0
+    return 2 if rule.meta.options.get("last_resort") else 1
 
 
 def order(findings: list[Finding]) -> list[Finding]:

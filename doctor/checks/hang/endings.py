@@ -1,0 +1,209 @@
+"""How a log ends, read from its last lines alone (pure: the text of the lines in, an ``Ending`` out).
+
+A log that stops without an exception still says where it stopped: a progress bar short of its total, a client
+printing the same wait line until it was killed, a faulthandler dump, a phase marker as the last line, NCCL debug
+lines and nothing after. Each shape is produced by library code whose wording is cited beside its pattern, so a
+log nobody has seen is read by what printed it, not by a user's words.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ...signals import LogLine
+
+# tqdm's format_meter: "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]" (tqdm/std.py)
+BAR = re.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
+                 r"\[(?P<elapsed>[\d:]+)(?:<(?P<remaining>[\d:?]+))?(?:,\s*(?P<rate>[\d.]+\s*(?:s/it|it/s)))?")
+# CPython faulthandler (Python/traceback.c): "Thread 0x... (most recent call first):", "  File "x.py", line 12 in f"
+FAULT_THREAD = re.compile(r"^(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+) \(most recent call first\):")
+FAULT_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+FATAL = "Fatal Python error"
+# "2025-08-11 16:11:59" (logging, ms-swift) or vLLM's "INFO 08-11 16:11:59" (no year: only differences are used)
+_TS = re.compile(r"(?P<d>(?:\d{4}-)?\d{2}-\d{2})[ T](?P<t>\d{2}:\d{2}:\d{2})")
+_RANK = re.compile(r"^\s*(?:\[rank\s*\d+\]:?\s*|\(\w+(?:\s+pid=\d+)?\)\s*)+")
+_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
+# a line a waiting loop prints: trl vllm_client.check_server "Server is not up yet. Retrying in {s} seconds...",
+# torch's TCPStore / c10d retries, huggingface_hub / requests retries, and generic "waiting for" loops
+_WAIT_WORDS = ("retry", "Retry", "retrying", "Retrying", "not up yet", "waiting", "Waiting", "Connection refused",
+               "connect", "Connect", "timed out", "Attempt", "attempt", "Trying", "trying")
+_SERVER_WORDS = ("Server is not up", "server", "Server", "/health", "Connection refused", "vllm", "vLLM", "HTTP")
+_DOWNLOAD_WORDS = ("Downloading", "download", "Fetching", "huggingface.co", "modelscope")
+_STORE_WORDS = ("TCPStore", "store", "MASTER_ADDR", "MASTER_PORT", "rendezvous", "c10d")
+# the last line as a phase marker: (words, phase). ms-swift's own markers are read by the hang rules (GD320/GD321);
+# these are the trainer-independent ones
+_PHASE_LAST: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("Saving model checkpoint", "Saving checkpoint", "save_pretrained", "Saving model"), "checkpoint save"),
+    (("fall asleep", "Sleep mode freed", "sleep mode", "Sleeping"), "vLLM sleep (freeing the engine's memory)"),
+    (("wake up", "wake_up", "Waking up"), "vLLM wake-up (taking the engine's memory back)"),
+    (("update_named_param", "sync weights", "Syncing weights", "weight sync", "load_weights", "init_communicator"),
+     "weight sync to vLLM"),
+    (("Initializing a V1 LLM engine", "Initializing an LLM engine", "init engine", "Starting vLLM"),
+     "vLLM engine start"),
+    (("Loading checkpoint shards", "Loading weights", "Loading safetensors"), "model load"),
+    (("Capturing CUDA graph", "CUDA graph"), "vLLM CUDA graph capture"),
+)
+_NCCL_DEBUG = (" NCCL INFO ", " NCCL WARN ", "NCCL INFO", "NCCL WARN", "gloo")
+_BAR_PHASES: tuple[tuple[tuple[str, ...], str, bool], ...] = (  # (desc prefixes, phase, before training)
+    (("Loading checkpoint shards", "Loading weights", "Loading safetensors"), "model load", True),
+    (("Map", "Filter", "Tokeniz", "Generating", "Running tokenizer", "Preprocess"), "dataset preprocessing", True),
+    (("Downloading", "Fetching"), "download", True),
+    (("Capturing CUDA graph",), "vLLM CUDA graph capture", True),
+    (("Processed prompts", "Adding requests"), "vLLM generation", False),
+    (("Val", "Eval", "eval"), "evaluation", False),
+)
+
+
+@dataclass
+class Ending:
+    kind: str                 # bar | loop | faulthandler | phase | nccl | error
+    phase: str                # what the run was doing, in words
+    line: LogLine             # the evidence: the last progress line, the loop line, the dump header
+    before_training: bool     # the stop comes before the first training step
+    numbers: list[str] = field(default_factory=list)  # what was read, in words ("step 37 of 500")
+    detail: str = ""
+    repeats: int = 0
+
+
+def plain(text: str) -> str:
+    """The line without rank / Ray actor prefixes."""
+    return _RANK.sub("", text).strip()
+
+
+def timestamp(text: str) -> datetime | None:
+    m = _TS.search(text)
+    if m is None:
+        return None
+    try:
+        day = m.group("d") if len(m.group("d")) > 5 else "2000-" + m.group("d")  # leap year: 02-29 parses
+        return datetime.fromisoformat(f"{day} {m.group('t')}")
+    except ValueError:
+        return None
+
+
+def _span(first: LogLine, last: LogLine) -> str | None:
+    a, b = timestamp(first.text), timestamp(last.text)
+    if a is None or b is None or b <= a:
+        return None
+    secs = int((b - a).total_seconds())
+    return f"{secs // 3600} h {secs % 3600 // 60} min" if secs >= 3600 else f"{secs // 60} min {secs % 60} s"
+
+
+def _loop(lines: list[LogLine]) -> Ending | None:
+    """The same line (numbers masked) printed again and again up to the end: a wait or retry loop."""
+    last = plain(lines[-1].text)
+    if not last or BAR.search(lines[-1].text) or last.startswith("{"):
+        return None
+    key = _VOLATILE.sub("#", last)
+    window = lines[-20:]
+    same = [ln for ln in window if _VOLATILE.sub("#", plain(ln.text)) == key]
+    exact = sum(1 for ln in window if plain(ln.text) == last)
+    waiting = any(w in last for w in _WAIT_WORDS)
+    if len(same) < 3 or not (waiting or exact >= 3):
+        return None
+    if any(w in last for w in _DOWNLOAD_WORDS):
+        phase = "a download that keeps retrying"
+    elif any(w in last for w in _STORE_WORDS):
+        phase = "process-group rendezvous (the TCP store or master port)"
+    elif any(w in last for w in _SERVER_WORDS):
+        phase = "the trainer waiting for the rollout / vLLM server"
+    else:
+        phase = "a wait or retry loop"
+    numbers = [f"the line repeats {len(same)} times in the last {len(window)} lines"]
+    span = _span(same[0], same[-1])
+    if span:
+        numbers.append(f"for at least {span} by its timestamps")
+    return Ending("loop", phase, lines[-1], True, numbers, repeats=len(same))
+
+
+def _bar(lines: list[LogLine], steps: int) -> Ending | None:
+    for ln in reversed(lines[-5:]):
+        m = None
+        for m in BAR.finditer(ln.text):
+            pass  # a line of redraws: the last one counts
+        if m is None:
+            continue
+        k, n = int(m.group("k")), int(m.group("n"))
+        if n == 0 or k >= n:
+            return None
+        desc = m.group("desc").strip().rstrip(":").strip()
+        phase, before = "training", k == 0 and steps == 0
+        for prefixes, name, pre in _BAR_PHASES:
+            if desc.startswith(prefixes):
+                phase, before = name, pre and steps == 0
+                break
+        numbers = [f"{k} of {n}" + (" steps" if phase == "training" else "")]
+        if m.group("rate"):
+            numbers.append(f"{m.group('rate')} before the stop")
+        if m.group("elapsed"):
+            numbers.append(f"{m.group('elapsed')} elapsed")
+        return Ending("bar", phase, ln, before, numbers, detail=desc)
+    return None
+
+
+def _faulthandler(lines: list[LogLine]) -> Ending | None:
+    header = next((ln for ln in lines if FAULT_THREAD.match(plain(ln.text))), None)
+    if header is None or any(FATAL in ln.text for ln in lines):
+        return None  # with its "Fatal Python error" header it is a crash (GD998)
+    threads: list[list[tuple[str, str, int]]] = []
+    for ln in lines:
+        if ln.seq < header.seq:
+            continue
+        if FAULT_THREAD.match(plain(ln.text)):
+            threads.append([])
+            continue
+        f = FAULT_FRAME.match(_RANK.sub("", ln.text))
+        if f and threads:
+            threads[-1].append((f.group("func"), f.group("path"), int(f.group("line"))))
+    # lazy import: the frame classes are shared with the py-spy reading of the hang rules
+    from ._progress import _CLASS_TEXT, classify_frames
+    classes = [classify_frames(t) for t in threads]
+    # the thread that tells: one not merely idle on a queue or a lock (helper threads are)
+    pick = next((i for i, c in enumerate(classes) if c not in (None, "queue-wait")), 0)
+    frames = threads[pick] if threads else []
+    detail = _CLASS_TEXT.get(classes[pick] or "", "") if threads else ""
+    numbers = [f"{len(threads)} thread(s) dumped"]
+    if frames:
+        numbers.append(f"innermost frame of the telling thread: {frames[0][0]} ({frames[0][1]}:{frames[0][2]})")
+    return Ending("faulthandler", "a stack dump", header, False, numbers, detail=detail)
+
+
+def _phase_last(lines: list[LogLine]) -> Ending | None:
+    last = lines[-1]
+    for words, phase in _PHASE_LAST:
+        if any(w in last.text for w in words):
+            return Ending("phase", phase, last, phase in ("vLLM engine start", "model load", "vLLM CUDA graph capture"))
+    return None
+
+
+def _nccl(lines: list[LogLine]) -> Ending | None:
+    tail = lines[-3:]
+    if len(tail) < 3 or not all(any(w in ln.text for w in _NCCL_DEBUG) for ln in tail):
+        return None
+    warn = next((ln for ln in reversed(lines) if "NCCL WARN" in ln.text), None)
+    return Ending("nccl", "NCCL communicator setup or a collective (NCCL debug lines, then nothing)",
+                  warn or lines[-1], False, detail="warn" if warn else "")
+
+
+def ending_of(lines: list[LogLine], steps: int) -> Ending | None:
+    """The shape of a log's end, or None when its last lines show none of the known shapes. ``steps``: the
+    training steps the run logged (0: none seen)."""
+    lines = [ln for ln in lines if ln.text.strip()]
+    if not lines:
+        return None
+    for read in (_faulthandler, _nccl, _loop):
+        e = read(lines)
+        if e is not None:
+            if e.kind in ("faulthandler", "nccl"):
+                e.before_training = steps == 0
+            elif e.kind == "loop":
+                e.before_training = steps == 0
+            return e
+    e = _bar(lines, steps) or _phase_last(lines)
+    if e is not None and e.kind == "phase" and steps > 0:
+        e.before_training = False
+    return e
+
+
+__all__ = ["BAR", "Ending", "ending_of", "plain", "timestamp"]

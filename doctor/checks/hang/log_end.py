@@ -1,0 +1,156 @@
+"""GD323, GD324, GD326: the answer when no other rule has one and the log's end still shows a failure: a bar short
+of its total, a wait loop, a stack dump, a phase marker last, NCCL debug lines last, an error-level line with no
+traceback. These rules run last, after the fallback rules (doctor/engine/session.py, ``last_resort``), so a failure
+log is never left with "No problem found."."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...engine.state import RunState
+from ...model import Finding, Severity
+from ...rules import Rule, evidence_of
+from ...signals import LogLine
+from ._advice import generic_fix
+from .endings import Ending, ending_of, plain
+
+# an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
+# names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
+_ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|^(?:error|Error|ERROR)\b\s*:|\bKilled\b|"
+                         r"(?:exit(?:ed)?(?: with)? (?:code|status)|exitcode|returned non-zero exit status)[:=\s]+-?[1-9]")
+_URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
+
+_PASTE_NEXT = {
+    "loop": "the other side's own log (the server's or the rank's it waits for: its first error is the cause) and "
+            "both launch commands",
+    "bar": "the stack of every rank taken while it is stuck (`py-spy dump --pid PID`) and the last 200 lines of "
+           "each rank's log",
+    "faulthandler": "the whole dump (every thread) and the 50 lines before it",
+    "phase": "the last 200 lines of the log and `nvidia-smi` taken while it is stuck",
+    "nccl": "the NCCL WARN lines of every rank, with NCCL_DEBUG=INFO, and the launch command",
+    "error": "the 100 lines before this error line and the launch command",
+}
+
+
+def _steps(pool: dict[str, Any], ctx: RunState) -> int:
+    p = pool.get("hang-progress")
+    return max(getattr(p, "max_step", 0) or 0, ctx.metrics_steps)
+
+
+def _whole_log(ctx: RunState) -> bool:
+    """A log from its launch (a command, launcher lines or an argument dump was read), not a pasted excerpt."""
+    run = ctx.run
+    return bool(run.launches or run.command_texts or run.args or run.command)
+
+
+def _fix(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
+    if e.kind == "loop" and "server" in e.phase:
+        url = next((m.group(0) for ln in reversed(lines) for m in [_URL.search(ln.text)] if m), None)
+        target = url or "http://HOST:PORT"
+        return [f"Check that the server answers from the trainer's host: `curl {target}/health/` (trl vllm-serve; "
+                f"ms-swift rollout: `curl {target}/health/` too). No answer: the server is not up or not on that "
+                "host/port, and its own log says why.",
+                "An answer from curl but not from the trainer: a proxy in the trainer's environment intercepts the "
+                "call; unset http_proxy/https_proxy or add the server's host to no_proxy in the trainer's shell.",
+                "Start the server first and wait for its 'Application startup complete' line before the trainer."]
+    if e.kind == "loop" and "download" in e.phase:
+        return ["Download the model or dataset once (huggingface-cli download / modelscope download) and pass the "
+                "local path; set HF_HUB_OFFLINE=1 on the training nodes, or HF_ENDPOINT for a mirror."]
+    if e.kind == "loop" and "rendezvous" in e.phase:
+        return ["Every node must use the same MASTER_ADDR and MASTER_PORT, and that port must be free and reachable "
+                "from each node (a process left from an earlier run holds it: `ss -ltnp | grep PORT`)."]
+    if e.kind == "nccl":
+        return ["The NCCL setup never completed on some rank: check that every rank reached this point, "
+                "NCCL_SOCKET_IFNAME names an interface all nodes share, and try NCCL_P2P_DISABLE=1 on PCIe-only "
+                "machines."] + generic_fix(ctx.run)
+    if e.phase == "model load":
+        return ["A load that stops is slow storage or host memory running out: check `dmesg -T | grep -i kill` and "
+                "`free -g` while it loads, and put the weights on a local disk."]
+    if e.phase == "dataset preprocessing":
+        return ["Run the preprocessing with one worker to confirm (ms-swift --dataset_num_proc 1; datasets "
+                "num_proc=1): a worker that died or deadlocked leaves the map waiting forever."]
+    return generic_fix(ctx.run)
+
+
+class LogEnd(Rule):
+    """One class for GD323, GD324 and GD326: each catalog entry keeps the endings of its own category (options.want)."""
+
+    kinds: frozenset[type] = frozenset()
+
+    def __init__(self, meta: Any) -> None:
+        super().__init__(meta)
+        self.want = str(meta.options.get("want", meta.category))
+        self.pool: dict[str, Any] = {}
+
+    def share(self, pool: dict[str, Any]) -> None:
+        self.pool = pool
+
+    def finish(self, ctx: RunState) -> list[Finding]:
+        if ctx.ended or any(f.severity >= Severity.warning for f in ctx.findings):
+            return []
+        steps = _steps(self.pool, ctx)
+        for path, tail in sorted(ctx.tails.items(), key=lambda kv: -(kv[1][-1].seq if kv[1] else 0)):
+            lines = list(tail)
+            if not lines:
+                continue
+            e = None
+            if self.want in ("hang-at-start", "hang-mid-training"):
+                e = ending_of(lines, steps)
+                if e is not None and (self.want == "hang-at-start") != e.before_training:
+                    return []
+            if e is None and self.want == "other" and not ctx.exceptions and not ctx.open_tracebacks:
+                e = self._error_line(lines)
+            if e is not None:
+                return [self._finding(e, ctx, lines, steps)]
+            return []  # the log that ends last decides; the others are side logs
+        return []
+
+    @staticmethod
+    def _error_line(lines: list[LogLine]) -> Ending | None:
+        for ln in lines:
+            text = plain(ln.text)
+            if _ERROR_LINE.search(text) and "Warning" not in text and "warnings.warn" not in text:
+                after = len([x for x in lines if x.seq > ln.seq])
+                return Ending("error", "an error-level line with no Python traceback", ln, False,
+                              [f"{after} line(s) after it in the log's end"])
+        return None
+
+    def _finding(self, e: Ending, ctx: RunState, lines: list[LogLine], steps: int) -> Finding:
+        shown = plain(e.line.text)[:200]
+        if e.kind == "error":
+            msg = (f"No rule knows this failure, and the log holds no Python traceback: its first error-level line "
+                   f"in the end of the log is `{shown}`.")
+        else:
+            what = {"bar": f"its progress bar short of the total ({e.detail or 'no description'})",
+                    "loop": "the same line printed again and again",
+                    "faulthandler": "a faulthandler stack dump (a watchdog or timeout printed it; no crash header)",
+                    "phase": f"the marker of {e.phase} as its last line",
+                    "nccl": "NCCL debug lines and nothing after them"}[e.kind]
+            where = f"in {e.phase}" if e.kind != "faulthandler" else "at a stack dump"
+            msg = f"The log stops {where} and ends with {what}, without an exception or an end-of-run line."
+            if e.kind == "faulthandler" and e.detail:
+                msg += f" The dumped stack shows the process {e.detail}."
+        facts = list(e.numbers)
+        if e.kind == "bar" and e.phase == "training":
+            pass  # the bar's own count is the step reached
+        elif steps:
+            facts.insert(0, f"{steps} training step(s) logged before it")
+        elif e.kind != "error":
+            facts.insert(0, "no training step logged")
+        if facts:
+            msg += " Read from the log: " + "; ".join(facts) + "."
+        if not _whole_log(ctx):
+            msg += (" This looks like an excerpt (no launch command or argument dump in it): it shows where the run "
+                    f"stopped, not why. Paste next: {_PASTE_NEXT[e.kind]}.")
+        fix = _fix(e, ctx, lines) if e.kind != "error" else [
+            f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
+        return self.make(message=msg, fix=fix, evidence=[evidence_of(e.line)], seq=e.line.seq,
+                         title=self._title(e))
+
+    def _title(self, e: Ending) -> str:
+        if e.kind == "error":
+            return "The log ends in an error line no rule knows"
+        if e.kind == "faulthandler":
+            return "The log ends in a stack dump" + (f": {e.detail}" if e.detail else "")
+        return f"The log stops in {e.phase}"
+
