@@ -2,6 +2,7 @@
 
 Usage:
   python bench/accuracy.py CORPUS_DIR... [--split 1-25,26-70] [--json [FILE]] [--evidence FILE]
+  python bench/accuracy.py CORPUS_DIR... --mutate [--seed N] [--mutations wrap,crlf,...] [--json [FILE]]
 
 A CORPUS_DIR is a folder of case folders (``NNN-slug/`` with ``log.txt``, optional ``command.txt``,
 ``label.json``), as in dev-logs, or one case folder. Each case folder is analyzed in-process, exactly as
@@ -23,6 +24,14 @@ Figures printed (over all cases, then per --split range and per labelled categor
   first word of its ``project``);
 - silent: no finding at warning or above (a real failure log must always get one);
 - one line per top-1 miss: case id, label, what came first, its title.
+
+``--mutate`` measures robustness instead: each case's log is damaged the way pastes are (bench/mutate.py: hard
+wraps, rank prefixes stripped, cut after or inside the traceback, indentation, prose lines, metric rows reversed,
+CRLF, an exception line glued to the line before), each variant is analyzed like a case (a temporary case folder with
+the damaged ``log.txt`` and the same ``command.txt``), and a variant is stable when its ``findings[0].category`` is
+the one the ORIGINAL log gets (not the label) or, for ``cut_before`` only, when a finding says the excerpt stops early
+(``mutate.says_cut_early``). Printed: the stability rate per mutation and overall, then one line per unstable variant.
+Variants are the same for the same ``--seed``.
 
 ``--json`` dumps per-case results (to FILE, or stdout when no FILE is given; the text figures then go to
 stderr). Exit code 0 always: this is a measurement, not a gate (tests/test_devlogs.py is the gate).
@@ -254,6 +263,116 @@ def misses(results: list[CaseResult], out) -> None:
         print(f"  {r.case}: label {r.label}, got {got}{extra}{where}", file=out)
 
 
+def load_mutate():
+    """bench/mutate.py as a module (bench/ is not a package)."""
+    import importlib.util
+    name = "bench_mutate"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "mutate.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+@dataclass
+class VariantResult:
+    case: str
+    mutation: str
+    original: str | None       # findings[0].category of the original log, as analyzed
+    got: str | None            # findings[0].category of the variant
+    title: str | None          # findings[0].title of the variant
+    stable: bool
+    by_cut_note: bool          # stable only because a finding says the excerpt stops early (cut_before)
+    error: str | None = None   # analyze raised on the variant (counted as unstable)
+
+
+def _analyze_top(case_dir: Path):
+    """(report, category, title, error) of findings[0] for a case folder, analyzed as run_case does."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from doctor.analyze import analyze
+    try:
+        report = analyze([str(case_dir)])
+    except Exception as e:  # noqa: BLE001 - a crash is a result to report
+        return None, None, None, f"{type(e).__name__}: {e}"
+    first = report.findings[0] if report.findings else None
+    return report, (first.category if first else None), (first.title if first else None), None
+
+
+def run_mutations(cases: list[Path], seed: int, names: list[str], tmp: Path) -> tuple[list[VariantResult], dict]:
+    """Analyze every applicable variant of every case; also returns {mutation: how many cases it does not apply to}."""
+    mut = load_mutate()
+    results: list[VariantResult] = []
+    skipped = {m: 0 for m in names}
+    for c in cases:
+        _, original, _, _ = _analyze_top(c)
+        text = (c / "log.txt").read_bytes().decode("utf-8", errors="surrogateescape")
+        for m in names:
+            variant = mut.MUTATIONS[m](text, mut.rng_for(seed, c.name, m))
+            if variant is None:
+                skipped[m] += 1
+                continue
+            d = tmp / m / c.name
+            d.mkdir(parents=True)
+            (d / "log.txt").write_bytes(variant.encode("utf-8", errors="surrogateescape"))
+            if (c / "command.txt").is_file():
+                (d / "command.txt").write_bytes((c / "command.txt").read_bytes())
+            report, got, title, error = _analyze_top(d)
+            cut_note = m == "cut_before" and report is not None and mut.says_cut_early(report)
+            stable = error is None and (got == original or cut_note)
+            results.append(VariantResult(c.name, m, original, got, title, stable,
+                                         by_cut_note=stable and got != original, error=error))
+    return results, skipped
+
+
+def mutate_summary(results: list[VariantResult], skipped: dict, names: list[str], seed: int, n_cases: int,
+                   out) -> None:
+    print(f"== mutate, seed {seed}: {n_cases} cases; stable = findings[0].category of the original log as analyzed "
+          f"(not the label), or for cut_before a finding saying the excerpt stops early", file=out)
+    print(f"  {'mutation':<14} {'n/a':>4} {'variants':>8} {'stable':>7}   rate", file=out)
+    for m in names:
+        rs = [r for r in results if r.mutation == m]
+        note = sum(r.by_cut_note for r in rs)
+        extra = f"   ({note} by the cut note)" if note else ""
+        rate = f"{100.0 * sum(r.stable for r in rs) / len(rs):5.1f}%" if rs else "    -"
+        print(f"  {m:<14} {skipped[m]:>4} {len(rs):>8} {sum(r.stable for r in rs):>7}  {rate}{extra}", file=out)
+    print(f"  {'overall':<14} {sum(skipped.values()):>4} {len(results):>8} {sum(r.stable for r in results):>7}  "
+          + (f"{100.0 * sum(r.stable for r in results) / len(results):5.1f}%" if results else "    -"), file=out)
+    bad = [r for r in results if not r.stable]
+    print(f"== unstable variants ({len(bad)})", file=out)
+    for r in bad:
+        what = f"analyze raised {r.error}" if r.error else (r.title or "(no finding)")
+        print(f"  {r.case}: {r.mutation}, {r.original or '(no finding)'} -> {r.got or '(no finding)'}: {what}",
+              file=out)
+
+
+def main_mutate(args) -> int:
+    import tempfile
+    mut = load_mutate()
+    names = [m.strip() for m in args.mutations.split(",") if m.strip()] if args.mutations else list(mut.MUTATIONS)
+    unknown = [m for m in names if m not in mut.MUTATIONS]
+    if unknown:
+        raise SystemExit(f"--mutations: unknown {', '.join(unknown)} (known: {', '.join(mut.MUTATIONS)})")
+    cases = find_cases(args.corpus)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="grpo-doctor-mutate-") as tmp:
+        results, skipped = run_mutations(cases, args.seed, names, Path(tmp))
+    total = time.perf_counter() - t0
+    out = sys.stderr if args.json == "-" else sys.stdout
+    mutate_summary(results, skipped, names, args.seed, len(cases), out)
+    print(f"== {len(results)} variants of {len(cases)} cases analyzed in {total:.2f} s", file=out)
+    if args.json is not None:
+        doc = {"seed": args.seed, "variants": [asdict(r) for r in results]}
+        if args.json == "-":
+            json.dump(doc, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -266,7 +385,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reports", default=None, metavar="DIR",
                     help="write each case's text report to DIR/<case>.txt (for grading by bench/RUBRIC.md), with the "
                          "case's own thread (label.json source) left out of its known issues")
+    ap.add_argument("--mutate", action="store_true",
+                    help="robustness instead of accuracy: analyze damaged variants of each log (bench/mutate.py) and "
+                         "print how often findings[0] keeps the original's category")
+    ap.add_argument("--seed", type=int, default=1, help="with --mutate: the seed of the variants (default 1)")
+    ap.add_argument("--mutations", default="", metavar="A,B",
+                    help="with --mutate: only these mutations (default all)")
     args = ap.parse_args(argv)
+    if args.mutate:
+        return main_mutate(args)
     if args.reports:
         Path(args.reports).mkdir(parents=True, exist_ok=True)
 
