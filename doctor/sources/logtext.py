@@ -21,6 +21,7 @@ EVIDENCE_MAX = 400       # characters of a line kept as evidence text
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
+_RANK_MID = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")  # a "[rankN]:" prefix in mid-line, after text
 _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
@@ -133,6 +134,12 @@ def split_segments(text: str) -> list[str]:
                 break
             out.append(part[:m.end()])
             part = stripped
+        if "[rank" in part[1:]:  # two ranks' writes on one physical line: the second lost its newline
+            pieces = _RANK_MID.split(part)
+            for piece in pieces[:-1]:
+                if piece.strip():
+                    out.append(piece)
+            part = pieces[-1]
         if part.strip() or not out:
             if not out or out[-1] != part:  # identical consecutive redraws carry nothing new
                 out.append(part)

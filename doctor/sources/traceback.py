@@ -31,6 +31,11 @@ _IPY_CONTEXT = re.compile(r"^(?:\d+(?:\s|$)|\(\.\.\.\))")
 _NO_LINE = -1  # a Colab frame before its arrow line gave the line number
 _HEADER = "Traceback (most recent call last)"
 CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.py", line 637, in f`)
+# an exception line glued onto the line before it (the newline lost in a paste or behind a redraw): the source line
+# of the last frame, its caret line, or any line inside an open traceback, then "SomeError: message" right after a
+# closing bracket, quote, caret or tilde ("    raise ValueError(msg)ValueError: msg", "    ^^^^^^^^^KeyError: 'x'")
+_GLUED = re.compile(r"(?<=[)\]'\"^~}>])\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout))"
+                    r"(?::\s?(.*))?$")
 _MAX_FRAMES = 40
 _MAX_MSG = 600
 
@@ -130,6 +135,19 @@ class TracebackTracker:
             if len(msg) > _MAX_MSG:
                 msg = msg[:_MAX_MSG] + "…"
             return ExceptionInfo(etype, msg, frames, line.where, line.rank, line.seq, line.raw)
+        if st is not None and st.frames and st.in_tb and not st.ipy:
+            g = _GLUED.search(stripped)
+            if g and g.start() > 0:
+                code = stripped[:g.start()].strip()
+                last = st.frames[-1]
+                if st.expect_code and not last.code and not set(code) <= set("^~ "):
+                    st.frames[-1] = Frame(last.path, last.lineno, last.func, code[:200])
+                msg = (g.group(2) or "").strip()
+                if len(msg) > _MAX_MSG:
+                    msg = msg[:_MAX_MSG] + "…"
+                frames = tuple(st.frames)
+                del self._states[key]
+                return ExceptionInfo(g.group(1), msg, frames, line.where, line.rank, line.seq, line.raw)
         if st is not None and st.ipy:
             if not _IPY_CONTEXT.match(stripped):  # not a context line: this frame shows no arrow line
                 st.expect_code = st.ipy = False
