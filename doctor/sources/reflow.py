@@ -17,7 +17,7 @@ from collections.abc import Iterator
 MAX_REFLOW = 4 * 1024 * 1024  # bytes: larger inputs are programs' logs, read as they are
 MIN_WIDTH, MAX_WIDTH = 60, 400
 # a line that opens a record of its own: never the continuation of a wrapped line
-_RECORD = re.compile(rb"^(?:\[rank\s*\d+\]|\d{4}-\d\d-\d\d[ T]\d\d:|Traceback \(most recent|\[(?:INFO|WARNING|ERROR|"
+_RECORD = re.compile(rb"^(?:\[rank\s*\d+\]|\[?\d{4}-\d\d-\d\d[ T]\d\d:|[|+]|Traceback \(most recent|\[(?:INFO|WARNING|ERROR|"
                      rb"DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \")")
 
 
@@ -46,6 +46,11 @@ def _width(text: bytes) -> int:
         return len(text)
 
 
+def _shape(line: bytes) -> bytes:
+    """The character classes of a line's first five characters (digit 9, letter a, others as they are)."""
+    return bytes(57 if 48 <= c <= 57 else 97 if (65 <= c <= 90 or 97 <= c <= 122) else c for c in line[:5])
+
+
 def wrap_width(lines: list[bytes]) -> int | None:
     """The column at which the lines were hard-wrapped, or None. Signs: the longest lines all have the same
     length W (a terminal or text box cuts every longer line there), at least three of them with different texts,
@@ -56,9 +61,14 @@ def wrap_width(lines: list[bytes]) -> int | None:
     longest = max(widths)
     if not MIN_WIDTH <= longest <= MAX_WIDTH:
         return None
-    at = [i for i, w in enumerate(widths) if w == longest]
+    # a table drawn with box characters (nvidia-smi, pasted markdown) has rows of one width that are not wrapped
+    at = [i for i, w in enumerate(widths) if w == longest and not lines[i].rstrip().endswith((b"|", b"+"))]
     if len(at) < 2 or len({lines[i] for i in at}) < len(at) * 2 / 3:
         return None  # one long line repeated (the same warning) is not a wrap
+    # rows of a column-aligned table (nvidia-smi dmon, csv) are followed by rows that start the same way; a wrapped
+    # line by its remainder, cut mid-text
+    if sum(1 for i in at if i + 1 < len(lines) and _shape(lines[i + 1]) == _shape(lines[i])) * 2 >= len(at):
+        return None
     # a wrap leaves its continuation lines: a non-blank line that opens no record of its own; with only two lines at
     # the width, both continuations must also start in the first column (text cut mid-line is not indented)
     follow = Counter(i + 1 < len(lines) and bool(lines[i + 1].strip()) and not _RECORD.match(lines[i + 1])

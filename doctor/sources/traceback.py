@@ -33,8 +33,9 @@ _HEADER = "Traceback (most recent call last)"
 CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.py", line 637, in f`)
 # an exception line glued onto the line before it (the newline lost in a paste or behind a redraw): the source line
 # of the last frame, its caret line, or any line inside an open traceback, then "SomeError: message" right after a
-# closing bracket, quote, caret or tilde ("    raise ValueError(msg)ValueError: msg", "    ^^^^^^^^^KeyError: 'x'")
-_GLUED = re.compile(r"(?<=[)\]'\"^~}>])\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout))"
+# bracket, quote, caret or tilde ("    raise ValueError(msg)ValueError: msg", "    ^^^^^^^^^KeyError: 'x'", a call cut
+# at its parenthesis "    x = f(AttributeError: ...")
+_GLUED = re.compile(r"(?<=[()\]'\"^~}>])\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout))"
                     r"(?::\s?(.*))?$")
 _MAX_FRAMES = 40
 _MAX_MSG = 600

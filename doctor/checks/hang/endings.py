@@ -98,9 +98,8 @@ def _loop(lines: list[LogLine]) -> Ending | None:
     key = _VOLATILE.sub("#", last)
     window = lines[-20:]
     same = [ln for ln in window if _VOLATILE.sub("#", plain(ln.text)) == key]
-    exact = sum(1 for ln in window if plain(ln.text) == last)
-    waiting = any(w in last for w in _WAIT_WORDS)
-    if len(same) < 3 or not (waiting or exact >= 3):
+    # a flood of one warning repeats too: only a line that says it waits or retries makes a loop
+    if len(same) < 3 or not any(w in last for w in _WAIT_WORDS):
         return None
     if any(w in last for w in _DOWNLOAD_WORDS):
         phase = "a download that keeps retrying"

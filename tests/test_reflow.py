@@ -1,0 +1,125 @@
+"""A paste put back in its printed lines (doctor/sources/reflow.py), an exception glued onto the line before it
+(sources/traceback.py) and two ranks' writes on one line (sources/logtext.split_segments): real dev-log text,
+damaged the way bench/mutate.py damages it, must read as the original."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from doctor.analyze import analyze
+from doctor.signals import LogLine, Where
+from doctor.sources.logtext import split_segments
+from doctor.sources.reflow import needs_reflow, reflowed, wrap_width
+from doctor.sources.traceback import TracebackTracker
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVLOGS = ROOT / "fixtures" / "devlogs"
+
+
+def _wrap(text: str, width: int) -> str:
+    out = []
+    for line in text.split("\n"):
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _case_copy(tmp_path: Path, case: str, text: str) -> Path:
+    d = tmp_path / case
+    d.mkdir()
+    (d / "log.txt").write_text(text, encoding="utf-8")
+    if (DEVLOGS / case / "command.txt").is_file():
+        shutil.copy(DEVLOGS / case / "command.txt", d / "command.txt")
+    return d
+
+
+@pytest.mark.parametrize("case,width", [
+    ("033-rl-swarm-grpo-batch-1x1-not-divisible-8", 90),     # the divisibility message broken before its numbers
+    ("048-trl-ci-grpo-vlm-unexpected-kwarg-mm-token-type-ids", 100),
+    ("020-openmanus-grpo-batch-1x1-numgen8-plain-traceback", 120),
+])
+def test_a_hard_wrapped_paste_reads_as_the_original(case, width, tmp_path):
+    text = (DEVLOGS / case / "log.txt").read_text(encoding="utf-8")
+    wrapped = _wrap(text, width)
+    assert wrapped != text
+    assert wrap_width([ln.encode() for ln in wrapped.split("\n")]) == width
+    before = analyze([str(DEVLOGS / case)]).findings[0]
+    after = analyze([str(_case_copy(tmp_path, case, wrapped))]).findings[0]
+    assert (after.category, after.rule_id) == (before.category, before.rule_id)
+    # the evidence points at the physical line of the wrapped paste where the quoted line starts
+    lines = wrapped.split("\n")
+    for ev in after.evidence:
+        if ev.line:
+            assert ev.text[:40].strip() in lines[ev.line - 1] or lines[ev.line - 1].strip() in ev.text
+
+
+def test_reflowed_keeps_first_line_numbers_and_joins_only_at_the_width():
+    data = b"short\n" + b"a" * 70 + b"\n" + b"bcd\n" + b"c" * 70 + b"\n" + b"x" * 70 + b"\n" + b"tail\n" + b"\n" + \
+        b"[rank0]: next\n"
+    got = list(reflowed(data, 0, 70))
+    assert got == [(1, b"short"), (2, b"a" * 70 + b"bcd"), (4, b"c" * 70 + b"x" * 70 + b"tail"), (7, b""),
+                   (8, b"[rank0]: next")]
+
+
+def test_common_indentation_is_removed_and_mixed_indentation_is_kept():
+    assert needs_reflow(b"    a\n      b\n    c\n") == (4, None)
+    assert list(reflowed(b"    a\n      b\n\n    c\n", 4, None)) == [(1, b"a"), (2, b"  b"), (3, b""), (4, b"c")]
+    assert needs_reflow(b"\ta\n    b\n") is None  # a tab on one line, spaces on another: not one paste's indent
+    assert needs_reflow(b"a\n  b\n") is None
+
+
+@pytest.mark.parametrize("name", ["table-07-h100-single-load-590.txt", "dmon-01-h100-load-590.txt",
+                                  "csvapps-05-rtxpro6000x4-noheader-nounits-shared-pid-595.txt"])
+def test_tables_of_one_width_are_not_wraps(name):
+    data = (ROOT / "fixtures" / "gpu" / name).read_bytes()
+    plan = needs_reflow(data)
+    assert plan is None or plan[1] is None
+
+
+def test_repeated_long_lines_with_timestamps_are_not_wraps():
+    log = (ROOT / "fixtures" / "logs" / "edge-deepspeed-fp16-loss-scale-min" / "log.txt").read_bytes()
+    assert wrap_width(log.split(b"\n")) is None
+
+
+def _feed(lines: list[str]):
+    tr = TracebackTracker()
+    out = []
+    for i, text in enumerate(lines, 1):
+        exc = tr.feed(LogLine(text, text, Where("log.txt", i), None, i))
+        if exc is not None:
+            out.append(exc)
+    return out
+
+
+def test_an_exception_glued_onto_its_raise_line_ends_the_traceback():
+    # dev-log 050's last frame and exception, the newline between them lost
+    got = _feed(['Traceback (most recent call last):',
+                 '  File "/root/rl-swarm/genrl/trainer/grpo_trainer.py", line 211, in __init__',
+                 "    self.top_p = config.top_p(AttributeError: 'GRPOConfig' object has no attribute 'top_p'"])
+    assert len(got) == 1
+    assert got[0].type == "AttributeError"
+    assert got[0].message == "'GRPOConfig' object has no attribute 'top_p'"
+    assert got[0].frames[-1].func == "__init__"
+
+
+def test_a_code_line_that_names_an_exception_is_not_an_exception():
+    got = _feed(['Traceback (most recent call last):',
+                 '  File "x.py", line 3, in f',
+                 '    raise ValueError(f"bad {x}")',
+                 'ValueError: bad 3'])
+    assert [(e.type, e.message, e.frames[-1].code) for e in got] == [("ValueError", "bad 3",
+                                                                       'raise ValueError(f"bad {x}")')]
+
+
+def test_two_ranks_on_one_physical_line_are_two_segments():
+    line = ("[rank0]:     return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)"
+            "[rank0]: RuntimeError: Expected all tensors to be on the same device")
+    assert split_segments(line) == [
+        "[rank0]:     return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)",
+        "[rank0]: RuntimeError: Expected all tensors to be on the same device"]
+    assert split_segments("[rank0]: text mentions [rank1] without a colon") == [
+        "[rank0]: text mentions [rank1] without a colon"]
