@@ -21,11 +21,13 @@ EVIDENCE_MAX = 400       # characters of a line kept as evidence text
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
+_MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
 _RANK_MID = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")  # a "[rankN]:" prefix in mid-line, after text
 _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
-_ORIGIN = re.compile(r"^\((\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?(?:, ip=[\d.]+)?\)\s+")
+# and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
+_ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)\s+")
 # vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
 _VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] ?")
 _FENCE = re.compile(r"^\s*```[\w+-]*\s*$")
@@ -134,7 +136,10 @@ def split_segments(text: str) -> list[str]:
                 break
             out.append(part[:m.end()])
             part = stripped
-        if "[rank" in part[1:]:  # two ranks' writes on one physical line: the second lost its newline
+        # two ranks' writes on one physical line, the second an error or a frame that lost its newline; only then,
+        # so that the line holds a word of the engine's gate (STATE_WORDS) and the chunk scanner, which counts a line
+        # without one as one segment, feeds it and counts the same
+        if "[rank" in part[1:] and any(w in part for w in _MID_WORDS):
             pieces = _RANK_MID.split(part)
             for piece in pieces[:-1]:
                 if piece.strip():
@@ -160,7 +165,7 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
         if text.startswith("("):
             m = _ORIGIN.match(text)
             if m:
-                origin = m.group(1)
+                origin = m.group(1) or "ray"
                 if m.group(2) is not None and rank is None:
                     rank = int(m.group(2))
                 text = text[m.end():]
