@@ -21,7 +21,8 @@ FAULT_THREAD = re.compile(r"^(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+) \(
 FAULT_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 FATAL = "Fatal Python error"
 # "2025-08-11 16:11:59" (logging, ms-swift) or vLLM's "INFO 08-11 16:11:59" (no year: only differences are used)
-_TS = re.compile(r"(?P<d>(?:\d{4}-)?\d{2}-\d{2})[ T](?P<t>\d{2}:\d{2}:\d{2})")
+# or transformers' logging format "11/28/2026 04:47:54"
+_TS = re.compile(r"(?P<d>(?:\d{4}-)?\d{2}-\d{2}|\d{2}/\d{2}/\d{4})[ T](?P<t>\d{2}:\d{2}:\d{2})")
 _RANK = re.compile(r"^\s*(?:\[rank\s*\d+\]:?\s*|\(\w+(?:\s+pid=\d+)?\)\s*)+")
 _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 # a line a waiting loop prints: trl vllm_client.check_server "Server is not up yet. Retrying in {s} seconds...",
@@ -76,7 +77,10 @@ def timestamp(text: str) -> datetime | None:
     if m is None:
         return None
     try:
-        day = m.group("d") if len(m.group("d")) > 5 else "2000-" + m.group("d")  # leap year: 02-29 parses
+        d = m.group("d")
+        if "/" in d:
+            d = f"{d[6:]}-{d[:2]}-{d[3:5]}"
+        day = d if len(d) > 5 else "2000-" + d  # leap year: 02-29 parses
         return datetime.fromisoformat(f"{day} {m.group('t')}")
     except ValueError:
         return None

@@ -86,8 +86,11 @@ class LogEnd(Rule):
         self.pool = pool
 
     def finish(self, ctx: RunState) -> list[Finding]:
-        if ctx.ended or any(f.severity >= Severity.warning for f in ctx.findings):
+        if ctx.ended or any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
             return []
+        # another warning explains the log: only a training bar stopped short of its total still speaks (the run
+        # did not finish, whatever else was seen on the way)
+        warned = any(f.severity >= Severity.warning for f in ctx.findings)
         steps = _steps(self.pool, ctx)
         for path, tail in sorted(ctx.tails.items(), key=lambda kv: -(kv[1][-1].seq if kv[1] else 0)):
             lines = list(tail)
@@ -98,7 +101,9 @@ class LogEnd(Rule):
                 e = ending_of(lines, steps)
                 if e is not None and (self.want == "hang-at-start") != e.before_training:
                     return []
-            if e is None and self.want == "other" and not ctx.exceptions and not ctx.open_tracebacks:
+                if e is not None and warned and not (e.kind == "bar" and e.phase == "training"):
+                    return []
+            if e is None and self.want == "other" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
                 e = self._error_line(lines)
             if e is not None:
                 return [self._finding(e, ctx, lines, steps)]
@@ -140,7 +145,7 @@ class LogEnd(Rule):
         if facts:
             msg += " Read from the log: " + "; ".join(facts) + "."
         if not _whole_log(ctx):
-            msg += (" This looks like an excerpt (no launch command or argument dump in it): it shows where the run "
+            msg += (" The log holds no launch command or argument dump, so it may be an excerpt: it shows where the run "
                     f"stopped, not why. Paste next: {_PASTE_NEXT[e.kind]}.")
         fix = _fix(e, ctx, lines) if e.kind != "error" else [
             f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
