@@ -9,7 +9,7 @@ from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from ...swift import version
 from .._runargs import arg_float, more_generations
-from .._series import SeriesRule, fmt
+from .._series import FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt
 from ._flags import as_list, flag_name
 from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
 
@@ -37,10 +37,11 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     elif rv.all_flat and n == 2:
         severity, lo, hi = Severity.warning, 0, 1
         scope = f"in both logged steps ({s.span(rv.idx[0], rv.idx[-1])})"
-    elif rv.all_flat and n == 1 and (rv.all_zero or _grad_zero(s, rv.idx[0])):
-        # an excerpt of one row is judged by what it shows (issue 15 point 4): flat and no gradient is a finding
+    elif rv.all_flat and n == 1:
+        # an excerpt of one row is judged by what it shows (issue 15 point 4), at warning: one row cannot say more
         severity, lo, hi = Severity.warning, 0, 0
-        scope = f"in the only logged step ({s.label(rv.idx[0])}{'' if rv.all_zero else ', with grad_norm 0'})"
+        gz = not rv.all_zero and _grad_zero(s, rv.idx[0])
+        scope = f"in the only logged step ({s.label(rv.idx[0])}{', with grad_norm 0' if gz else ''})"
     elif rv.streak >= FLAT_STREAK:
         hi = rv.streak_end
         lo = hi - rv.streak + 1
@@ -84,12 +85,20 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         else:
             per.append(f"rewards/{name} {fmt(min(vals))}-{fmt(max(vals))}")
     msg = what + (f" ({', '.join(per)})" if per else "") + "."
-    msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so loss and grad_norm are "
-            f"0 and the policy does not learn from these steps.")
     gnorm = s.col("grad_norm")
-    gn = [v for v in (gnorm[i] for i in idx) if v is not None]
-    if gn and all(v == 0 for v in gn):
-        msg += " grad_norm was indeed 0 throughout."
+    gn = [v for v in (gnorm[i] for i in idx) if v is not None and not math.isnan(v)]
+    if gn and max(gn) > 0:
+        msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so the rewards give no "
+                f"gradient and the policy does not learn from them in {'this step' if len(idx) == 1 else 'these steps'}; "
+                f"the grad_norm logged (up to "
+                f"{fmt(max(gn))}) comes from the other terms of the loss (the KL penalty when beta > 0).")
+    else:
+        msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so loss and grad_norm are "
+                f"0 and the policy does not learn from {'this step' if len(idx) == 1 else 'these steps'}.")
+        if gn:
+            msg += " grad_norm was indeed 0 throughout."
+    if n <= FEW_ROWS and excerpt(s, rv.idx):
+        msg += few_rows_caveat(n)
     fix: list[str] = []
     trunc = truncation_note(s, run, idx)
     if trunc:
