@@ -25,6 +25,7 @@ from .kinds import (  # noqa: F401
     LOGGER_KINDS,
     SKIP_DIRS,
     SKIP_NAMES,
+    TRAINER_STATE,
     classify,
     gpu_kind,
     logger_kind,
@@ -54,7 +55,8 @@ class Input:
 
 _SMALL = ("args", "command", "report", "wandb-summary", "wandb-meta", "wandb-config")
 _ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6,
-          "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0, "skipped": 9, "checkpoint": 10}
+          "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0, "trainer-state": 8, "skipped": 9,
+          "checkpoint": 10}
 
 
 def _check_readable(path: Path, display: str) -> None:
@@ -233,12 +235,38 @@ def _walk(root: Path, display_root: str) -> list[Input]:
         else:
             out.append(Input(c.path, c.display, "log"))
             has_log = True   # one copy is enough: two loggers copied the same console
+    out.extend(_checkpoint_states(ckpts, out, skipped, root, display_root))
     ckpt_inputs = [Input(c, _display(c, root, display_root), "checkpoint") for c in sorted(ckpts, key=checkpoint_order)]
     if not out and not ckpt_inputs:
         why = f" ({len(skipped)} skipped: {skipped[0].display}: {skipped[0].note})" if skipped else ""
         raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here{why}; "
                          "pass the run's output directory or a saved console log")
     return out + skipped + ckpt_inputs
+
+
+def _checkpoint_states(ckpts: list[Path], found: list[Input], skipped: list[Input], root: Path,
+                       display_root: str) -> list[Input]:
+    """The trainer_state.json of the last checkpoint-N/ of each folder that holds checkpoints and no trainer_state.json
+    of its own (``found``): the newest log_history of that run, read once (an older checkpoint's is a prefix of it)."""
+    have = {i.path.parent for i in found if i.kind == "trainer-state" and i.path is not None}
+    by_dir: dict[Path, list[Path]] = {}
+    for c in ckpts:
+        by_dir.setdefault(c.parent, []).append(c)
+    out: list[Input] = []
+    for parent, cs in sorted(by_dir.items()):
+        if parent in have:
+            continue
+        for c in sorted(cs, key=checkpoint_order, reverse=True):
+            fp = c / TRAINER_STATE
+            if not fp.is_file() and not fp.is_symlink():
+                continue
+            kind, skip = _candidate(fp, root, display_root)
+            if skip is not None:
+                skipped.append(skip)
+            elif kind is not None:
+                out.append(Input(fp, _display(fp, root, display_root), kind))
+            break
+    return out
 
 
 def _logger_file(fp: Path, root: Path, display_root: str) -> Input | None:
