@@ -296,6 +296,17 @@ def open_input(inp: Input) -> BinaryIO:
         raise InputError(f"{inp.display}: cannot read ({e.strerror})") from None
 
 
+def _feed_tables(session, display: str) -> None:
+    """A metric table pasted in a log that gave no metric row of its own (sources/tables.py), from its tail."""
+    tail = session.state.tails.get(display)
+    if tail and any("|" in x.raw or "\t" in x.raw or "  " in x.raw or "," in x.raw for x in tail):
+        from .tables import tail_metrics  # noqa: PLC0415
+        rows = tail_metrics(tail)
+        if rows:
+            session.state.table_metrics = True   # its columns are the ones the user chose: a missing key says nothing
+            session.emit_many(rows)
+
+
 def read_small(inp: Input) -> str:
     with open_input(inp) as f:
         data = f.read(MAX_SMALL + 1)
@@ -338,6 +349,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         if inp.kind == "log":
             from . import scan  # the chunk scanner and its matchers: only when a log is read
 
+            steps = session.state.metrics_steps
             opts = dict(scan_options or {})
             if inp.path is not None and not opts.pop("lines", False) and scan.usable(session, stream):
                 scan.scan_file(session, inp.display, stream, counter, **opts)
@@ -345,6 +357,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
                 session.begin_log(inp.display)
                 for line in LineReader(inp.display, counter).lines(stream):
                     session.feed_line(line)
+            if session.state.metrics_steps == steps and session.state.console_metrics:
+                _feed_tables(session, inp.display)
         elif inp.kind == "metrics":
             from .jsonl_rows import rows  # noqa: PLC0415 - only when a logging.jsonl is read
 

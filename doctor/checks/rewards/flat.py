@@ -179,7 +179,7 @@ class RewardFlat(SeriesRule):
 
     def finish(self, ctx: RunState) -> list[Finding]:
         rv = RewardView(self.s, ctx.run)
-        if rv.n == 0 or rv.no_reward_funcs():
+        if rv.n == 0 or rv.no_reward_funcs(ctx.table_metrics):
             return []
         flat = flat_finding(self, rv, ctx.run)
         return [flat] if flat is not None else []
