@@ -18,7 +18,7 @@ CASES = [
      ["reward_std was 0 (frac_reward_zero_std 1) in the only logged step (step 2/4, with grad_norm 0), with reward 1",
       ONE_ROW]),
     ("one-row-flat-kl-grad.txt", ("GD610", "warning"),
-     ["in the only logged step (step 2/4), with reward 1", "(up to 0.001276) comes from the other terms", ONE_ROW]),
+     ["in the only logged step (step 2/4), with reward 1", "(up to 0.001276) comes from the KL penalty (kl up to 1.03e-05)", ONE_ROW]),
     ("one-row-clipped.txt", ("GD641", "warning"),
      ["completions/clipped_ratio was 1 in the only logged step (step 12/1200)", "(mean length 1024)", ONE_ROW]),
     ("one-row-grad-norm-zero.txt", ("GD630", "warning"),
