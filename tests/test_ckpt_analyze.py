@@ -42,7 +42,10 @@ def test_run_dir_with_only_checkpoints(tmp_path):
     d = full_checkpoint(tmp_path / "out" / "checkpoint-3", optimizer_factor=0)
     os.truncate(d / "model.safetensors", 64)
     rep = analyze([str(tmp_path / "out")]).to_json()
-    assert rep["inputs"] == [{"path": str(d), "kind": "checkpoint"}]
+    # the last checkpoint's trainer_state.json is a metrics source too; this one holds no log_history
+    assert rep["inputs"] == [{"path": str(d / "trainer_state.json"), "kind": "trainer-state",
+                              "note": "no log_history in it: no metric rows"},
+                             {"path": str(d), "kind": "checkpoint"}]
     assert [f["rule_id"] for f in rep["findings"]] == ["GD802"]
 
 

@@ -42,6 +42,33 @@ def fmt(v: float | None, digits: int = 4) -> str:
     return s
 
 
+FEW_ROWS = 2              # a series of this many logged steps or fewer is an excerpt: what it shows may not last
+
+
+def few_rows_caveat(n: int) -> str:
+    """The sentence a finding read off an excerpt of ``n`` logged steps (n <= FEW_ROWS) adds: what so few rows cannot
+    show. Its findings are warnings; a sustained streak keeps the rule's own severity."""
+    rows = "one row" if n == 1 else ("two rows" if n == 2 else f"{n} rows")
+    return (f" {rows[0].upper() + rows[1:]} cannot tell whether it lasts: more logged steps (logging.jsonl, "
+            f"trainer_state.json or more of the log) would show whether the next steps are the same.")
+
+
+def excerpt(s: SeriesReader, idx: list[int]) -> bool:
+    """Whether the rows ``idx`` (FEW_ROWS or fewer) are an excerpt of a run rather than all of it: False when the
+    rows' steps reach the run's last step (global_step/max_steps) from its first logged one (a 2-step run logged whole
+    lasted as long as it could)."""
+    if not idx:
+        return True
+    return excerpt_steps(s.steps[idx[0]], s.steps[idx[-1]], s.max_steps, len(idx))
+
+
+def excerpt_steps(first: int | None, last: int | None, max_steps: int | None, n: int) -> bool:
+    """``excerpt`` from the first and last rows' steps, the run's max_steps and the number of rows."""
+    if first is None or last is None or max_steps is None or last != max_steps:
+        return True
+    return first > max(1, max_steps // max(1, n))
+
+
 def longest_streak(flags: list[bool]) -> tuple[int, int]:
     """(length, end index) of the longest run of True."""
     best, best_end, cur = 0, -1, 0

@@ -40,6 +40,7 @@ class RunState:
     ended: bool = False                                           # the run reached its normal end
     log_inputs: list[str] = field(default_factory=list)
     metrics_steps: int = 0                                        # training-step metric rows seen
+    table_metrics: bool = False                                   # rows from a pasted table (its columns chosen)
     checkpoints: list[tuple[str, int | None]] = field(default_factory=list)  # (path, step) of checkpoints seen
     findings: list[Finding] = field(default_factory=list)         # for fallback rules: the earlier rules' findings
     tracker: TracebackTracker = field(default_factory=TracebackTracker)

@@ -25,6 +25,7 @@ from .kinds import (  # noqa: F401
     LOGGER_KINDS,
     SKIP_DIRS,
     SKIP_NAMES,
+    TRAINER_STATE,
     classify,
     gpu_kind,
     logger_kind,
@@ -55,7 +56,8 @@ class Input:
 
 _SMALL = ("args", "command", "report", "wandb-summary", "wandb-meta", "wandb-config")
 _ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6,
-          "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0, "skipped": 9, "checkpoint": 10}
+          "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0, "trainer-state": 8, "skipped": 9,
+          "checkpoint": 10}
 
 
 def _check_readable(path: Path, display: str) -> None:
@@ -234,12 +236,38 @@ def _walk(root: Path, display_root: str) -> list[Input]:
         else:
             out.append(Input(c.path, c.display, "log"))
             has_log = True   # one copy is enough: two loggers copied the same console
+    out.extend(_checkpoint_states(ckpts, out, skipped, root, display_root))
     ckpt_inputs = [Input(c, _display(c, root, display_root), "checkpoint") for c in sorted(ckpts, key=checkpoint_order)]
     if not out and not ckpt_inputs:
         why = f" ({len(skipped)} skipped: {skipped[0].display}: {skipped[0].note})" if skipped else ""
         raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here{why}; "
                          "pass the run's output directory or a saved console log")
     return out + skipped + ckpt_inputs
+
+
+def _checkpoint_states(ckpts: list[Path], found: list[Input], skipped: list[Input], root: Path,
+                       display_root: str) -> list[Input]:
+    """The trainer_state.json of the last checkpoint-N/ of each folder that holds checkpoints and no trainer_state.json
+    of its own (``found``): the newest log_history of that run, read once (an older checkpoint's is a prefix of it)."""
+    have = {i.path.parent for i in found if i.kind == "trainer-state" and i.path is not None}
+    by_dir: dict[Path, list[Path]] = {}
+    for c in ckpts:
+        by_dir.setdefault(c.parent, []).append(c)
+    out: list[Input] = []
+    for parent, cs in sorted(by_dir.items()):
+        if parent in have:
+            continue
+        for c in sorted(cs, key=checkpoint_order, reverse=True):
+            fp = c / TRAINER_STATE
+            if not fp.is_file() and not fp.is_symlink():
+                continue
+            kind, skip = _candidate(fp, root, display_root)
+            if skip is not None:
+                skipped.append(skip)
+            elif kind is not None:
+                out.append(Input(fp, _display(fp, root, display_root), kind))
+            break
+    return out
 
 
 def _logger_file(fp: Path, root: Path, display_root: str) -> Input | None:
@@ -267,6 +295,17 @@ def open_input(inp: Input) -> BinaryIO:
         raise InputError(f"{inp.display}: permission denied; make the file readable") from None
     except OSError as e:
         raise InputError(f"{inp.display}: cannot read ({e.strerror})") from None
+
+
+def _feed_tables(session, display: str) -> None:
+    """A metric table pasted in a log that gave no metric row of its own (sources/tables.py), from its tail."""
+    tail = session.state.tails.get(display)
+    if tail and any("|" in x.raw or "\t" in x.raw or "  " in x.raw or "," in x.raw for x in tail):
+        from .tables import tail_metrics  # noqa: PLC0415
+        rows = tail_metrics(tail)
+        if rows:
+            session.state.table_metrics = True   # its columns are the ones the user chose: a missing key says nothing
+            session.emit_many(rows)
 
 
 def read_small(inp: Input) -> str:
@@ -353,6 +392,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         if inp.kind == "log":
             from . import scan  # the chunk scanner and its matchers: only when a log is read
 
+            steps = session.state.metrics_steps
             log = _reflow_or_rewind(inp, stream, session, counter)
             if log is None:
                 pass  # a paste read whole and fed as its program printed it (sources/reflow.py)
@@ -363,6 +403,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
                 session.begin_log(inp.display)
                 for line in LineReader(inp.display, counter).lines(log):
                     session.feed_line(line)
+            if session.state.metrics_steps == steps and session.state.console_metrics:
+                _feed_tables(session, inp.display)
         elif inp.kind == "metrics":
             from .jsonl_rows import rows  # noqa: PLC0415 - only when a logging.jsonl is read
 

@@ -291,3 +291,12 @@ def _convert(obj: Any) -> Any:
         else:
             out[k] = msrc.to_number(v)
     return out, finite
+
+
+def flat_row(obj: dict[str, Any]) -> tuple[dict[str, Any], bool | None] | None:
+    """(values, finite) of a decoded record as a logging.jsonl line gives them (``_convert``); a nested value (a
+    list or a table: no metric) is left out. None when nothing is left."""
+    got = _convert(obj)
+    if got is NESTED:
+        got = _convert({k: v for k, v in obj.items() if type(v) is not dict and type(v) is not list})
+    return got if got[0] else None

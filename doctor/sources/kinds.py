@@ -12,7 +12,8 @@ LOG_NAMES = {"nohup.out", "stdout", "stderr", "log", "console", "output"}
 SKIP_DIRS = {"images", "runs", ".git", "__pycache__", "node_modules", ".ipynb_checkpoints", "global_step"}
 SKIP_NAMES = {"README.md", "label.json", "tree.txt", "meta.txt", "requirements.txt", "LICENSE", "CHANGELOG.md"}
 # the kinds of the run's own loggers' files (read by sources/loggers.py, imported only when a run has them)
-LOGGER_KINDS = ("tensorboard", "wandb-summary", "wandb-meta", "wandb-config")
+LOGGER_KINDS = ("tensorboard", "wandb-summary", "wandb-meta", "wandb-config", "trainer-state")
+TRAINER_STATE = "trainer_state.json"   # transformers' TrainerState: its log_history is read as metric rows
 GPU_MAX = 1024 * 1024  # an nvidia-smi snapshot is small (-q of 8 GPUs ~ 200 KB); a larger file is a log
 _LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:", "[rank0]", "swift rlhf", "torchrun",
               "'loss':", '"loss":', "it/s]", "s/it]", "INFO", "Error:")
@@ -27,6 +28,8 @@ def classify(path: Path) -> str | None:
         return "completions"
     if low == "args.json":
         return "args"
+    if low == TRAINER_STATE:
+        return "trainer-state"
     if low.startswith("grpo-doctor-report") and low.endswith(".json"):
         return "report"
     if low in ("command.txt", "cmd.txt") or low.endswith(".sh"):

@@ -7,7 +7,10 @@ What is read (nothing is executed, unpickled or loaded whole):
   wandb-metadata.json`` (the command line: program and args), ``files/config.yaml`` (the trainer arguments, used
   when there is no args.json). Skipped and named: the binary ``run-*.wandb`` log (protobuf records);
   wandb's own ``logs/debug*.log`` are not inputs;
-- ``swanlog/**/console/*.log``: SwanLab's copy of the console, treated as wandb's output.log.
+- ``swanlog/**/console/*.log``: SwanLab's copy of the console, treated as wandb's output.log;
+- ``trainer_state.json`` (transformers' Trainer: trl and ms-swift runs): its ``log_history``, streamed
+  (sources/trainer_state.py); the run's own, else the last checkpoint's (sources/inputs.py). Not read at all when an
+  earlier source gave step rows without a step number (trl's printed dicts: the same rows, nothing to match them by).
 
 No step is counted twice: the metric rows of these files are fed after the logs and logging.jsonl, and a row whose
 step an earlier source already gave (the StepLedger of the session) is left out. A console copy (wandb output.log,
@@ -31,12 +34,15 @@ class StepLedger:
 
     def __init__(self) -> None:
         self.steps: set[int] = set()
+        self.stepless = 0   # step rows without a step number (a trl console dict): nothing to match a later row by
 
     def __call__(self, signal: Any) -> None:
         if isinstance(signal, Metrics) and msrc.is_step(signal.values):
             s = step_of(signal.values)
             if s is not None:
                 self.steps.add(s)
+            else:
+                self.stepless += 1
 
 
 def step_of(values: dict[str, Any]) -> int | None:
@@ -69,6 +75,9 @@ def feed(inp, session, counter: list[int], ledger: StepLedger | None, notes: dic
         if bits:
             notes[inp.display] = "; ".join(bits)
         return
+    if inp.kind == "trainer-state":
+        _feed_trainer_state(inp, session, counter, ledger, notes)
+        return
     text = read_small(inp)
     if inp.kind == "wandb-summary":
         obj = _json(text)
@@ -87,6 +96,34 @@ def feed(inp, session, counter: list[int], ledger: StepLedger | None, notes: dic
         args = read_config_yaml(text)
         if args:
             session.run.add_args_json(args)
+
+
+def _feed_trainer_state(inp, session, counter: list[int], ledger: StepLedger | None, notes: dict[str, str]) -> None:
+    """The log_history of a trainer_state.json (sources/trainer_state.py), a row per logged step; left out: the steps
+    an earlier source gave, and the whole file when an earlier source gave step rows without a step number (a
+    console log of transformers' printed dicts holds the same rows, with nothing to match them by)."""
+    from . import trainer_state
+    from .inputs import open_input
+    if ledger is not None and ledger.stepless:
+        notes[inp.display] = (f"not read: the {ledger.stepless} metric row(s) of the console log are the same steps "
+                              "without step numbers (no row counted twice)")
+        return
+    bits: list[str] = []
+    dup = kept = 0
+    with open_input(inp) as stream:
+        for lineno, values, finite in trainer_state.rows(stream, bits):
+            if ledger is not None and msrc.is_step(values):
+                s = step_of(values)
+                if s is not None and s in ledger.steps:
+                    dup += 1
+                    continue
+            counter[0] += 1
+            kept += 1
+            session.emit(Metrics(values, Where(inp.display, lineno), counter[0], "trainer_state", finite))
+    if dup:
+        bits.insert(0, f"{dup} row(s) of steps another source already gave, not counted twice")
+    if bits:
+        notes[inp.display] = "; ".join(bits)
 
 
 def _emit_row(session, values: dict[str, Any], where: Where, counter: list[int], ledger: StepLedger | None,

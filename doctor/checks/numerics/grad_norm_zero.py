@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 
 from ...engine.state import RunState
-from ...model import Finding
-from .._series import EPS_STD, SeriesRule, fmt, longest_streak
+from ...model import Finding, Severity
+from .._series import EPS_STD, FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt, longest_streak
 
 
 class GradNormZero(SeriesRule):
@@ -35,8 +35,11 @@ class GradNormZero(SeriesRule):
         idx = [rows[k] for k in range(lo, hi + 1) if bad[k]]
         i0 = idx[0]
         std_vals = [rstd[i] for i in idx]
+        # a short excerpt: a warning that says what it cannot show (a short run logged whole keeps its severity)
+        few = n_bad == len(rows) and len(rows) <= FEW_ROWS and excerpt(s, rows)
         if n_bad == len(rows):
             scope = (f"in the only logged step ({s.label(idx[0])})" if len(idx) == 1
+                     else f"in both logged steps ({s.span(idx[0], idx[-1])})" if len(idx) == 2
                      else f"in all {len(idx)} logged steps ({s.span(idx[0], idx[-1])})")
         else:
             scope = f"in {streak} consecutive logged steps ({s.span(idx[0], idx[-1])})"
@@ -48,6 +51,8 @@ class GradNormZero(SeriesRule):
         kl = s.col("kl")
         if all(kl[i] == 0 for i in idx if kl[i] is not None) and any(kl[i] is not None for i in idx):
             msg += " kl stayed 0 too: the policy never moved away from the reference."
+        if few:
+            msg += few_rows_caveat(len(rows))
         fix: list[str] = []
         offload = [f for f in ("offload_model", "offload_optimizer") if run.args.get(f) in (True, "true", "True")]
         mode = run.args.get("vllm_mode")
@@ -72,4 +77,5 @@ class GradNormZero(SeriesRule):
                    "above 0, update ms-swift/trl/vLLM together to a combination the ms-swift README lists.")
         keys = ("loss", "grad_norm", "reward_std", "frac_reward_zero_std", "kl", "learning_rate")
         ev = [s.evidence(i0, keys)] + ([s.evidence(idx[-1], keys)] if idx[-1] != i0 else [])
-        return [self.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(i0))]
+        return [self.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(i0),
+                          severity=Severity.warning if few else None)]

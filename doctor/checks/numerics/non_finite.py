@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from ...engine.state import RunState
@@ -9,10 +10,16 @@ from ...model import Finding, Severity
 from ...rules import OUT_OF_RANGE, Rule
 from ...signals import Metrics
 from .._rows import RAISED, step_rows
-from .._series import Series, fmt, num, reward_key_name, step_row
+from .._series import FEW_ROWS, Series, excerpt_steps, few_rows_caveat, fmt, num, reward_key_name, step_row
 from ._nan_fixes import dtype_of, nan_fixes
 
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
+# means over the completion tokens the loss counts (trl 0.29.1 and ms-swift 4.6.0 grpo_trainer.py: masked_batch_mean,
+# gathered with nanmean): NaN when a batch has none to average, while loss and grad_norm stay finite
+CLIP_NAN_KEYS = ("clip_ratio", "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",
+                 "clip_ratio/high_max", "clip_ratio/region_mean", "cispo_clip_ratio")
+METRIC_ONLY = frozenset(("kl",) + CLIP_NAN_KEYS)
+METRIC_ONLY_PRIORITY = 50   # below GD641 (truncated, 52) and GD610 (flat, 70): what makes such a batch
 
 
 def _bad(v: float | None) -> bool:
@@ -30,7 +37,7 @@ def _row_bad_keys(v: dict[str, Any]) -> list[str]:
                 break
     else:
         return []
-    ks = [k for k in CORE_NAN_KEYS if k in v and _bad(num(v[k]))]
+    ks = [k for k in CORE_NAN_KEYS + CLIP_NAN_KEYS if k in v and _bad(num(v[k]))]
     rk = [f"rewards/{n}" for n in (reward_key_name(k) for k in v) if n and _bad(num(v.get(f"rewards/{n}/mean",
                                                                                         v.get(f"rewards/{n}"))))]
     return ks + rk
@@ -49,11 +56,13 @@ class MetricsNonFinite(Rule):
         self.rows = 0
         self.n_bad = 0
         self.n_bad_gn_after = 0      # rows after the first bad one with a bad grad_norm
+        self.n_metric_only = 0       # bad rows whose only non-finite values are kl or clip ratios (METRIC_ONLY)
         self.first: Metrics | None = None
         self.bad_keys: list[str] = []
         self.prev: Metrics | None = None
         self.min_gn: tuple[float, Metrics] | None = None
         self.last: Metrics | None = None
+        self.first_seen: Metrics | None = None   # the first step row (with last: whether the rows are the whole run)
 
     def feed(self, signal: Any) -> None:
         m: Metrics = signal
@@ -78,9 +87,13 @@ class MetricsNonFinite(Rule):
 
     def _feed(self, m: Metrics) -> None:
         self.rows += 1
+        if self.first_seen is None:
+            self.first_seen = m
         bad = [] if m.finite else _row_bad_keys(m.values)
         if bad:
             self.n_bad += 1
+            if METRIC_ONLY.issuperset(bad):
+                self.n_metric_only += 1
             if self.first is None:
                 self.first, self.bad_keys = m, bad
             elif "grad_norm" in bad:
@@ -93,11 +106,20 @@ class MetricsNonFinite(Rule):
             self.prev = m
         self.last = m
 
+    def _excerpt(self) -> bool:
+        """Whether the rows seen are an excerpt of the run (_series.excerpt)."""
+        a = step_row(self.first_seen) if self.first_seen is not None else None
+        b = step_row(self.last) if self.last is not None else None
+        if a is None or b is None:
+            return True
+        return excerpt_steps(a.step, b.step, b.max_steps, self.rows)
+
     def finish(self, ctx: RunState) -> list[Finding]:
         if self.first is None:
             return []
         run = ctx.run
-        s = Series(("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate"))
+        s = Series(("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate", "completions/clipped_ratio")
+                   + CLIP_NAN_KEYS)
         for m in ([self.min_gn[1]] if self.min_gn else []) + ([self.prev] if self.prev else []) + [self.first]:
             s.add(m)
         first = s.n - 1
@@ -116,6 +138,8 @@ class MetricsNonFinite(Rule):
             return [self.make(message=msg, fix=["Prefer --torch_dtype bfloat16 where the GPU supports it."],
                               evidence=[s.evidence(first, ("loss", "grad_norm", "learning_rate"))], count=self.n_bad,
                               seq=s.seq(first), severity=Severity.info)]
+        if self.n_metric_only == self.n_bad:
+            return [metric_only_finding(self, s, run, first, bad_keys, self.n_bad, self.rows, self._excerpt())]
         kl_first = core == ["kl"]
         vals = ", ".join(f"{k} {fmt(s.cols[k][first]) if k in s.cols else 'nan'}" for k in bad_keys[:6])
         msg = (f"Non-finite metrics from {s.label(first)} on ({vals}); {self.n_bad} of {self.rows} logged steps are "
@@ -144,3 +168,40 @@ class MetricsNonFinite(Rule):
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
         ev = ([s.evidence(prev, keys)] if prev >= 0 else []) + [s.evidence(first, keys)]
         return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev)]
+
+
+def metric_only_finding(rule: Rule, s: Series, run, first: int, bad_keys: list[str], n_bad: int, rows: int,
+                        part: bool = True) -> Finding:
+    """NaN in kl or the clip ratios alone while loss and grad_norm are finite in every logged step: a mean over no
+    tokens, not diverged weights (a warning)."""
+    vals = ", ".join(f"{k} {fmt(s.cols[k][first])}" for k in bad_keys[:4]) + (", ..." if len(bad_keys) > 4 else "")
+    finite = [f"{k} {fmt(s.cols[k][first])}" for k in ("loss", "grad_norm") if s.cols[k][first] is not None]
+    if rows == 1:
+        msg = f"The only logged step ({s.label(first)}) shows {vals}"
+    else:
+        msg = f"{vals} from {s.label(first)} on, in {n_bad} of {rows} logged steps"
+    if finite:
+        msg += f", while {' and '.join(finite)} {'are' if rows == 1 else 'were'} finite" + (
+            "" if rows == 1 else " (loss and grad_norm finite in every logged step)") + "."
+    else:
+        msg += "; the row holds no loss or grad_norm to tell whether the weights are affected."
+    msg += (" NaN in kl or the clip ratios alone is a mean with nothing to average, not diverged weights: both "
+            "are means over the completion tokens the loss counts, gathered across ranks with nanmean, so a batch "
+            "whose completions were all masked out gives NaN (ms-swift with --overlong_filter true logs 'All "
+            "completions are overlong and truncated, resulting in NaN some values for some metrics (e.g., KL)'). "
+            "Such a batch teaches nothing, but the weights are not NaN.")
+    if rows <= FEW_ROWS and part:
+        msg += few_rows_caveat(rows)
+    clip = s.cols["completions/clipped_ratio"][first]
+    L = run.int_arg("max_completion_length")
+    fix = []
+    cut = f"completions/clipped_ratio was {fmt(clip)} in that step, so l" if clip is not None else "L"
+    fix.append(f"{cut}et completions finish: raise --max_completion_length" + (f" (now {L})" if L else "")
+               + "; with --overlong_filter true (ms-swift) or mask_truncated_completions=True (trl) a batch of only "
+                 "truncated completions leaves no token to learn from.")
+    fix.append("Watch loss and grad_norm: if they turn NaN or inf too, the weights diverged (GD620 then reports an "
+               "error with the fixes for that).")
+    keys = ("loss", "grad_norm", "kl", "clip_ratio/region_mean", "clip_ratio", "completions/clipped_ratio")
+    f = rule.make(message=msg, fix=fix, evidence=[s.evidence(first, keys)], count=n_bad, seq=s.seq(first),
+                  severity=Severity.warning)
+    return replace(f, priority=METRIC_ONLY_PRIORITY)   # after the truncation or flat rewards that explain it

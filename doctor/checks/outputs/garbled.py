@@ -24,6 +24,8 @@ _SCRIPTS = (("latin", 0x41, 0x24F), ("greek", 0x370, 0x3FF), ("cyrillic", 0x400,
             ("devanagari", 0x900, 0x97F), ("thai", 0xE00, 0xE7F), ("hangul", 0xAC00, 0xD7AF),
             ("cjk", 0x4E00, 0x9FFF), ("kana", 0x3040, 0x30FF))
 MIN_LINES = 2
+BARE_PASTE_LINES = 5   # an input of at most this many non-blank lines, none a log line, is a pasted completion: one
+                       # garbled line there is enough (the state's tail holds such an input whole)
 
 
 def scripts(text: str) -> set[str]:
@@ -52,6 +54,18 @@ def garbled(text: str) -> str:
     return ""
 
 
+def _bare_paste(tail) -> bool:
+    """The whole input is a few lines of text and none is a log line: a completion pasted alone, where one garbled
+    line is the evidence there is (in a log, one such line among thousands may be anything)."""
+    return len(tail) <= BARE_PASTE_LINES and not any(_LOGLIKE.search(l.text) for l in tail)
+
+
+def _strong(text: str) -> bool:
+    """Enough for one line alone: a token repeated, or four writing systems (three fit a sentence that translates a
+    word: 'The word 水 (water) is вода in Russian.')."""
+    return garbled(text).startswith("`") or len(scripts(text)) >= 4
+
+
 class GarbledText(Rule):
     kinds = frozenset()
 
@@ -60,14 +74,19 @@ class GarbledText(Rule):
             return []
         for tail in ctx.tails.values():
             bad = [(l, why) for l in tail if (why := garbled(l.text))]
-            if len(bad) >= MIN_LINES:
+            if len(bad) >= MIN_LINES or (len(bad) == 1 and _bare_paste(tail) and _strong(bad[0][0].text)):
                 return [self._finding(ctx, bad)]
         return []
 
     def _finding(self, ctx: RunState, bad: list) -> Finding:
         reasons = "; ".join(f"line {l.where.line}: {why}" for l, why in bad[:4])
         fw = ctx.framework()[0]
-        msg = (f"{len(bad)} pasted line(s) read as degenerate completions ({reasons}). Token soup across writing "
+        if len(bad) == 1:
+            head = (f"The one pasted line reads as a degenerate completion ({reasons}); one completion cannot tell "
+                    f"whether every rollout is like it: a few more completions of the same step would.")
+        else:
+            head = f"{len(bad)} pasted line(s) read as degenerate completions ({reasons})."
+        msg = (f"{head} Token soup across writing "
                f"systems and one token repeated up to the length limit are what a policy produces when the rollout "
                f"engine's weights are not the model's (a broken weight sync, a wrong dtype or tensor-parallel "
                f"split, a LoRA merged wrongly), or when the prompt reaches the model without its chat template. If "

@@ -5,7 +5,7 @@ import math
 
 from ...engine.state import RunState
 from ...model import Finding, Severity
-from .._series import SeriesRule, fmt, longest_streak
+from .._series import FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt, longest_streak
 
 
 class CompletionsTruncated(SeriesRule):
@@ -13,7 +13,7 @@ class CompletionsTruncated(SeriesRule):
 
     want_rewards = False
     series_keys = ("completions/mean_length", "completions/clipped_ratio", "completion_length", "response_clip_ratio",
-                   "reward", "kl")
+                   "completions/mean_terminated_length", "reward", "kl")
 
     def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
@@ -24,25 +24,45 @@ class CompletionsTruncated(SeriesRule):
         mlen = s.col("completions/mean_length")
         if not any(v is not None for v in mlen):
             mlen = s.col("completion_length")
-        rows = [i for i in range(s.n) if clip[i] is not None and not math.isnan(clip[i])]
         L = run.int_arg("max_completion_length")
+        derived = not any(v is not None for v in clip) and L is not None and L > 0
+        if derived and L is not None:
+            # no clip ratio logged (older trl releases log completion_length only): a mean length at the run's cap means
+            # every completion ran to it
+            clip = [None if v is None or math.isnan(v) else float(v >= L) for v in mlen]
+        rows = [i for i in range(s.n) if clip[i] is not None and not math.isnan(clip[i])]
         out: list[Finding] = []
         if rows:
             high = [clip[i] >= 0.9 for i in rows]
             streak, end = longest_streak(high)
-            if (all(high) and len(rows) >= 2) or streak >= 3:
+            if all(high) or streak >= 3:
                 lo = 0 if all(high) else end - streak + 1
                 hi = len(rows) - 1 if all(high) else end
                 idx = rows[lo:hi + 1]
                 mean_clip = sum(clip[i] for i in idx) / len(idx)
-                lens = [mlen[i] for i in idx if mlen[i] is not None]
-                scope = (f"in all {len(idx)} logged steps" if all(high) else f"in {len(idx)} consecutive logged steps")
-                msg = (f"completions/clipped_ratio was {fmt(mean_clip, 3)} on average {scope} "
-                       f"({s.span(idx[0], idx[-1])}): almost every completion hit max_completion_length"
-                       + (f" {L}" if L else "")
-                       + (f" (mean length {fmt(sum(lens) / len(lens))})" if lens else "")
+                lens = [v for v in (mlen[i] for i in idx) if v is not None]
+                scope = ("in the only logged step" if len(idx) == 1 else "in both logged steps" if len(idx) == 2
+                         else f"in all {len(idx)} logged steps" if all(high) else
+                         f"in {len(idx)} consecutive logged steps")
+                term = s.col("completions/mean_terminated_length")
+                no_eos = [i for i in idx if term[i] == 0]
+                if derived and lens:
+                    head = (f"the mean completion length was {fmt(min(lens))}"
+                            + (f"-{fmt(max(lens))}" if max(lens) != min(lens) else "")
+                            + f" {scope} ({s.span(idx[0], idx[-1])}), at max_completion_length {L}: every completion "
+                              f"ran to the cap (no clipped ratio is logged)")
+                else:
+                    head = (f"completions/clipped_ratio was {fmt(mean_clip, 3)}{' on average' if len(idx) > 1 else ''} "
+                            f"{scope} ({s.span(idx[0], idx[-1])}): almost every completion hit max_completion_length"
+                            + (f" {L}" if L else "")
+                            + (f" (mean length {fmt(sum(lens) / len(lens))})" if lens else ""))
+                msg = (head
+                       + (" and completions/mean_terminated_length was 0: not one completion ended with its end "
+                          "token" if len(no_eos) == len(idx) else "")
                        + ". Truncated completions cannot finish their answer or close a format tag, so "
                          "format/accuracy rewards see only cut text.")
+                if all(high) and len(rows) <= FEW_ROWS and excerpt(s, rows):
+                    msg += few_rows_caveat(len(rows))
                 fix = []
                 if L:
                     new = 512 if L < 256 else 2 * L
@@ -57,7 +77,7 @@ class CompletionsTruncated(SeriesRule):
                     fix.append("--overlong_filter true drops truncated completions from the loss: with nearly all "
                                "truncated, almost nothing is left to learn from (and KL can become NaN).")
                 keys = ("completions/clipped_ratio", "response_clip_ratio", "completions/mean_length",
-                        "completion_length", "reward")
+                        "completion_length", "completions/mean_terminated_length", "reward")
                 ev = [s.evidence(idx[0], keys)] + ([s.evidence(idx[-1], keys)] if idx[-1] != idx[0] else [])
                 out.append(self.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]),
                                      severity=Severity.warning))

@@ -64,9 +64,10 @@ class RewardView:
         col = self.s.rmean.get(name, [])
         return [col[i] if i < len(col) else None for i in self.idx]
 
-    def no_reward_funcs(self) -> bool:
-        """ms-swift >= 4.4 without --reward_funcs: reward keys present but no rewards/<Name>, all 0 and flat."""
-        if self.n == 0 or self.names or not self.all_zero:
+    def no_reward_funcs(self, table: bool = False) -> bool:
+        """ms-swift >= 4.4 without --reward_funcs: reward keys present but no rewards/<Name>, all 0 and flat. Never
+        from a pasted table (``table``: RunState.table_metrics): its columns are the ones the user chose."""
+        if self.n == 0 or table or self.names or not self.all_zero:
             return False
         if as_list(self.run.args.get("reward_funcs")) or as_list(self.run.args.get("reward_model")):
             return False

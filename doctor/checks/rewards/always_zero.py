@@ -56,7 +56,7 @@ class RewardFuncAlwaysZero(SeriesRule):
     def finish(self, ctx: RunState) -> list[Finding]:
         run = ctx.run
         rv = RewardView(self.s, run)
-        if rv.n == 0 or rv.no_reward_funcs():
+        if rv.n == 0 or rv.no_reward_funcs(ctx.table_metrics):
             return []
         if flat_finding(self, rv, run) is not None or rv.all_zero:
             return []

@@ -9,11 +9,12 @@ from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from ...swift import version
 from .._runargs import arg_float, more_generations
-from .._series import SeriesRule, fmt
+from .._series import FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt
 from ._flags import as_list, flag_name
 from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
 
 FLAT_STREAK = 5           # consecutive flat logged steps that count as "stuck" in a longer run
+GRAD_ROUNDING = 1e-6      # a grad_norm at or below this in flat steps is rounding (a real fp32 run logs 3e-08)
 
 
 def version_at_least(run: RunConfig, mm: tuple[int, int]) -> bool:
@@ -24,6 +25,19 @@ def version_at_least(run: RunConfig, mm: tuple[int, int]) -> bool:
 def _grad_zero(s, i: int) -> bool:
     g = s.col("grad_norm")[i]
     return g is not None and g == 0
+
+
+def _other_gradient(s, idx: list[int], gmax: float) -> str:
+    """Where a grad_norm above 0 comes from in flat steps: the KL penalty when kl is above 0 there (beta > 0); with kl
+    0 (or not logged) that term gives no gradient either (the k3 estimator's gradient is 0 where policy and reference
+    agree), so another term of the loss, or steps of the logging window that were not flat."""
+    kl = [v for v in (s.col("kl")[i] for i in idx) if v is not None and not math.isnan(v)]
+    if kl and max(kl) > 0:
+        return (f"the grad_norm logged (up to {fmt(gmax)}) comes from the KL penalty (kl up to {fmt(max(kl))}), not from "
+                f"the rewards.")
+    return (f"the grad_norm logged (up to {fmt(gmax)}) comes from another term of the loss ("
+            + ("kl was 0, so not the KL penalty: " if kl else "")
+            + "an auxiliary, entropy or SFT loss), or from steps of the logging window that were not flat.")
 
 
 def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
@@ -37,10 +51,11 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     elif rv.all_flat and n == 2:
         severity, lo, hi = Severity.warning, 0, 1
         scope = f"in both logged steps ({s.span(rv.idx[0], rv.idx[-1])})"
-    elif rv.all_flat and n == 1 and (rv.all_zero or _grad_zero(s, rv.idx[0])):
-        # an excerpt of one row is judged by what it shows (issue 15 point 4): flat and no gradient is a finding
+    elif rv.all_flat and n == 1:
+        # an excerpt of one row is judged by what it shows (issue 15 point 4), at warning: one row cannot say more
         severity, lo, hi = Severity.warning, 0, 0
-        scope = f"in the only logged step ({s.label(rv.idx[0])}{'' if rv.all_zero else ', with grad_norm 0'})"
+        gz = not rv.all_zero and _grad_zero(s, rv.idx[0])
+        scope = f"in the only logged step ({s.label(rv.idx[0])}{', with grad_norm 0' if gz else ''})"
     elif rv.streak >= FLAT_STREAK:
         hi = rv.streak_end
         lo = hi - rv.streak + 1
@@ -84,12 +99,21 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         else:
             per.append(f"rewards/{name} {fmt(min(vals))}-{fmt(max(vals))}")
     msg = what + (f" ({', '.join(per)})" if per else "") + "."
-    msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so loss and grad_norm are "
-            f"0 and the policy does not learn from these steps.")
     gnorm = s.col("grad_norm")
-    gn = [v for v in (gnorm[i] for i in idx) if v is not None]
-    if gn and all(v == 0 for v in gn):
-        msg += " grad_norm was indeed 0 throughout."
+    gn = [v for v in (gnorm[i] for i in idx) if v is not None and not math.isnan(v)]
+    if gn and max(gn) > GRAD_ROUNDING:
+        msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so the rewards give no "
+                f"gradient and the policy does not learn from them in {'this step' if len(idx) == 1 else 'these steps'}; "
+                + _other_gradient(s, idx, max(gn)))
+    else:
+        msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so loss and grad_norm are "
+                f"0 and the policy does not learn from {'this step' if len(idx) == 1 else 'these steps'}.")
+        if gn and max(gn) == 0:
+            msg += " grad_norm was indeed 0 throughout."
+        elif gn:
+            msg += f" grad_norm stayed at rounding level (up to {fmt(max(gn))})."
+    if n <= FEW_ROWS and excerpt(s, rv.idx):
+        msg += few_rows_caveat(n)
     fix: list[str] = []
     trunc = truncation_note(s, run, idx)
     if trunc:
@@ -166,11 +190,11 @@ def _mostly_flat_finding(rule: Rule, rv: RewardView, run: RunConfig, mean: float
 class RewardFlat(SeriesRule):
     """GD610: reward_std 0 / frac_reward_zero_std 1 for the whole run or a long stretch; all rewards 0."""
 
-    series_keys = REWARD_KEYS
+    series_keys = REWARD_KEYS + ("kl",)   # kl: where a gradient in flat steps comes from
 
     def finish(self, ctx: RunState) -> list[Finding]:
         rv = RewardView(self.s, ctx.run)
-        if rv.n == 0 or rv.no_reward_funcs():
+        if rv.n == 0 or rv.no_reward_funcs(ctx.table_metrics):
             return []
         flat = flat_finding(self, rv, ctx.run)
         return [flat] if flat is not None else []

@@ -34,6 +34,6 @@ class RewardFuncsNotSet(SeriesRule):
 
     def finish(self, ctx: RunState) -> list[Finding]:
         rv = RewardView(self.s, ctx.run)
-        if rv.n == 0 or not rv.no_reward_funcs():
+        if rv.n == 0 or not rv.no_reward_funcs(ctx.table_metrics):
             return []
         return [_unset_finding(self, rv, ctx.run)]

@@ -1,0 +1,91 @@
+"""Metric tables pasted as text: a markdown table (``| step | loss | reward_std |``), or the same columns separated by
+tabs, commas or aligned with spaces (a wandb or TensorBoard table copied from the browser, a CSV export), one row per
+logged step. Column names are the trainer's metric keys, wandb's ``train/`` prefix removed (transformers 5.19.0
+integrations/integration_utils.py ``rewrite_logs``: ``train/reward_std`` is ``reward_std``, ``eval/loss`` is
+``eval_loss``; ``Step``, ``global_step`` and ``train/global_step`` are the step).
+
+Read from the tail of a log input (the last ``engine.state.TAIL`` lines the state keeps), only when that input gave
+no metric row of its own: a pasted excerpt holds a table or printed dicts, not both. Nothing is evaluated: a cell is a
+number (``nan`` and ``inf`` included) or the row is not a metrics row.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..signals import LogLine, Metrics
+from . import metrics as msrc
+
+_STEP_NAMES = {"step", "global_step", "_step", "steps"}
+_SEP_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_SPACES = re.compile(r"\s{2,}|\t")
+MIN_KEYS = 2   # a header needs two trainer keys (metrics.TRAINER_KEYS), as a printed dict does
+
+
+def _cells(text: str) -> list[str]:
+    s = text.strip()
+    if "|" in s:
+        return [c.strip() for c in s.strip("|").split("|")]
+    if "\t" in s:
+        return [c.strip() for c in s.split("\t")]
+    if "," in s and " " not in s.replace(", ", ","):
+        return [c.strip() for c in s.split(",")]
+    return [c for c in (_SPACES.split(s) if _SPACES.search(s) else s.split()) if c]
+
+
+def _key(cell: str) -> str:
+    k = cell.strip().strip("`*").strip()
+    if k.startswith("train/"):   # wandb's names of the trainer's keys (transformers' rewrite_logs)
+        k = k[len("train/"):]
+    elif k.startswith("eval/"):
+        k = "eval_" + k[len("eval/"):]
+    return "step" if k.lower() in _STEP_NAMES else k
+
+
+def _header(cells: list[str]) -> list[str] | None:
+    keys = [_key(c) for c in cells]
+    if len(msrc.TRAINER_KEYS.intersection(keys)) < MIN_KEYS:
+        return None
+    return keys
+
+
+def _row(keys: list[str], cells: list[str]) -> dict[str, Any] | None:
+    if len(cells) != len(keys):
+        return None
+    values: dict[str, Any] = {}
+    for k, c in zip(keys, cells):
+        x = msrc.to_number(c)
+        if not isinstance(x, float):
+            if c in ("", "-", "None", "null"):
+                continue   # an empty cell: a metric not logged at that step
+            return None
+        values[k] = x
+    return values if msrc.is_step(values) else None
+
+
+def table_rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
+    """(line, values) of every row of the metric tables among these lines, in order."""
+    out: list[tuple[LogLine, dict[str, Any]]] = []
+    keys: list[str] | None = None
+    for line in lines:
+        text = line.raw
+        if keys is not None:
+            if _SEP_ROW.match(text):
+                continue
+            values = _row(keys, _cells(text))
+            if values is not None:
+                out.append((line, values))
+                continue
+            keys = None
+        keys = _header(_cells(text)) if not _SEP_ROW.match(text) else None
+    return out
+
+
+def tail_metrics(lines: Iterable[LogLine]) -> list[Metrics]:
+    """The rows of the metric tables among these lines as Metrics signals (source "table")."""
+    out = []
+    for line, values in table_rows(lines):
+        finite = all(x - x == 0 for x in values.values())
+        out.append(Metrics(values, line.where, line.seq, "table", True if finite else None))
+    return out
