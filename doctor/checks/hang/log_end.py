@@ -86,8 +86,9 @@ class LogEnd(Rule):
         self.pool = pool
 
     def finish(self, ctx: RunState) -> list[Finding]:
-        if ctx.ended or any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
-            return []
+        if ctx.ended or any(f.severity == Severity.error and f.role.value != "consequence" or
+                            f.category in ("hang-at-start", "hang-mid-training") for f in ctx.findings):
+            return []  # an error explains the log, or the trainer's own hang rules (GD320-GD322) placed the stop
         # another warning explains the log: only a training bar stopped short of its total still speaks (the run
         # did not finish, whatever else was seen on the way)
         warned = any(f.severity >= Severity.warning for f in ctx.findings)
