@@ -363,14 +363,18 @@ def main_mutate(args) -> int:
     mutate_summary(results, skipped, names, args.seed, len(cases), out)
     print(f"== {len(results)} variants of {len(cases)} cases analyzed in {total:.2f} s", file=out)
     if args.json is not None:
-        doc = {"seed": args.seed, "variants": [asdict(r) for r in results]}
-        if args.json == "-":
-            json.dump(doc, sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1)
+        _dump(args.json, {"seed": args.seed, "variants": [asdict(r) for r in results]})
     return 0
+
+
+def _dump(target: str, doc: dict) -> None:
+    """--json: to stdout ("-") or to a file."""
+    if target == "-":
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        with open(target, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,13 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"== {len(results)} cases analyzed in {total:.2f} s", file=out)
 
     if args.json is not None:
-        doc = {"cases": [asdict(r) for r in results]}
-        if args.json == "-":
-            json.dump(doc, sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1)
+        _dump(args.json, {"cases": [asdict(r) for r in results]})
     return 0
 
 
