@@ -1,4 +1,5 @@
-"""GD456: ``cannot import name``: the importing code was written for another release of the package."""
+"""GD456: ``cannot import name``: the importing code was written for another release of the package, or (with
+``(unknown location)``) a local folder shadows the package."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -17,6 +18,16 @@ def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     top = mod.split(".")[0]
     frame = importer(hits[0].exc)
     by = f" (imported by {short_path(frame.path)}:{frame.lineno})" if frame else ""
+    exc = hits[0].exc
+    if exc is not None and "(unknown location)" in exc.message:
+        # CPython's words for a namespace package (importlib: a folder without __init__.py, no file): not the
+        # installed release but a folder of that name that comes first on sys.path
+        return Diagnosis(
+            message=f"`{mod}` was imported from a folder without files (\"unknown location\"){by}: a directory named "
+                    f"`{top}` in the working directory or on PYTHONPATH shadows the installed {top}, so `{name}` is "
+                    f"not found whatever release is installed.",
+            fix=(f"Rename or move the local `{top}` folder (or run from another directory); check with "
+                 f"`python -c 'import {top}; print({top}.__path__)'`.",))
     if top == "swift":
         moved = swift_module_move(mod, run)
         if moved:

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ...classify.component import rel, user_frames
+from ...classify.failing_line import explain as explain_line
 from ...classify.structure import SITE_LINE, Verdict, first_failure
 from ...classify.wrappers import unwrap
 from ...engine.state import RunState
@@ -178,6 +179,9 @@ class Structural(Rule):
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
                               f"that the call failed.")
             msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc, ctx)}" + (f" {extra}" if extra else "")
+            read = explain_line(exc)
+            if read:
+                msg += " " + " ".join(read)
             same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
             ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
             if ranks:

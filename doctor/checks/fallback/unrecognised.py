@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 
 from ...classify.component import component, deepest_library
+from ...classify.failing_line import explain as explain_line
 from ...classify.hints import message_hints, phase_of, sample_shape
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
@@ -112,6 +113,9 @@ class Unrecognised(Rule):
         if lib is not None:
             msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
         msg += _versions(exc, ctx)
+        read = explain_line(exc)
+        if read:
+            msg += " " + " ".join(read)
         fix = []
         user = [f for f in exc.frames if not is_library(f.path)]
         if user and user[-1] is not where:

@@ -1,0 +1,116 @@
+"""Read the line that failed: the condition an exception says was violated, from its message and the source line
+the traceback printed under its innermost frame (pure: an ExceptionInfo in, sentences out).
+
+CPython prints the failing statement under each frame; its words say what was violated: the expression of an
+``assert``, the operand that was ``None`` in a subscript, call or attribute, the key a ``KeyError`` names, the sizes
+of a shape mismatch (torch's ``The size of tensor a (X) must match the size of tensor b (Y) at non-singleton
+dimension D`` and ``mat1 and mat2 shapes cannot be multiplied (AxB and CxD)``, aten/src/ATen/ExpandUtils.cpp and
+native/LinearAlgebra.cpp), an ``ImportError`` whose module has ``(unknown location)`` (CPython's wording for a
+namespace package: a folder without ``__init__.py`` that shadows the installed package). Each sentence quotes what
+it read, so a person can check it against the log.
+"""
+from __future__ import annotations
+
+import re
+
+from ..signals import ExceptionInfo
+
+_ASSERT = re.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*))?$")
+_IS_NOT_NONE = re.compile(r"^(?P<x>[\w.\[\]'\"()]+)\s+is\s+not\s+None$")
+_COMPARE = re.compile(r"^(?P<a>.+?)\s*(?P<op>==|!=|<=|>=|<|>|\bin\b|\bnot in\b)\s*(?P<b>.+)$")
+_NONE_USE = re.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable)|has no attribute "
+                       r"'(?P<attr>\w+)')")
+_KEY = re.compile(r"^(?P<q>['\"])(?P<key>[^'\"]{1,80})(?P=q)$")
+_SIZE = re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at "
+                   r"non-singleton dimension (?P<d>\d+)")
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<m>\d+)x(?P<k1>\d+) and (?P<k2>\d+)x(?P<n>\d+)\)")
+_UNKNOWN_LOCATION = re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>[\w.]+)' \(unknown location\)")
+_REWARD_FRAME = re.compile(r"reward|orm\.py|/rewards?/|accuracy_reward|format_reward", re.I)
+
+
+def _code(exc: ExceptionInfo) -> str:
+    return exc.frames[-1].code.strip() if exc.frames and exc.frames[-1].code else ""
+
+
+def _operand_before(code: str, token: str) -> str | None:
+    """The expression right before ``token`` in a source line (``batch["x"]`` before ``[0]``, ``model`` before
+    ``.config``)."""
+    i = code.find(token)
+    if i <= 0:
+        return None
+    m = re.search(r"([\w.]+(?:\[[^\[\]]{0,40}\])*)$", code[:i])
+    return m.group(1) if m else None
+
+
+def _chain(code: str, operand: str) -> list[str]:
+    """``batch``, ``batch["images"]`` for ``batch["images"][0]``: each expression a subscript was applied to."""
+    start = code.find(operand)
+    m = re.match(r"[\w.]+((?:\[[^\[\]]{0,40}\])+)", code[start:])
+    if not m:
+        return [operand]
+    base = code[start:start + m.start(1)]
+    subs = re.findall(r"\[[^\[\]]{0,40}\]", m.group(1))
+    return [base + "".join(subs[:i]) for i in range(len(subs))]
+
+
+def explain(exc: ExceptionInfo) -> list[str]:
+    """Sentences naming the violated condition, each quoting what was read; [] when the line tells nothing."""
+    out: list[str] = []
+    code = _code(exc)
+    short = exc.type.rsplit(".", 1)[-1]
+    if short == "AssertionError" and code.startswith("assert "):
+        m = _ASSERT.match(code)
+        if m:
+            expr = m.group("expr").strip()
+            n = _IS_NOT_NONE.match(expr)
+            if n:
+                out.append(f"The failing line is `{code[:160]}`: `{n.group('x')}` was None at this point.")
+            else:
+                c = _COMPARE.match(expr)
+                shown = f" (the message gives {exc.message[:120]!r})" if exc.message else ""
+                what = (f"`{c.group('a').strip()} {c.group('op')} {c.group('b').strip()}` was false" if c
+                        else f"`{expr[:120]}` was false")
+                out.append(f"The failing line is `{code[:160]}`: {what}{shown}.")
+    m = _NONE_USE.search(exc.message)
+    if m and code:
+        token = {"subscriptable": "[", "callable": "("}.get(m.group("what") or "", "")
+        if m.group("attr"):
+            token = "." + m.group("attr")
+        operand = _operand_before(code, token) if token else None
+        if operand and token == "[":
+            # a chain of subscripts: the message does not say which step met None
+            chain = _chain(code, operand)
+            if len(chain) > 1:
+                out.append(f"In `{code[:160]}`, one of " + ", ".join(f"`{c}`" for c in chain) + " was None.")
+            else:
+                out.append(f"In `{code[:160]}`, `{operand}` was None.")
+        elif operand:
+            out.append(f"In `{code[:160]}`, `{operand}` was None.")
+    if short == "KeyError":
+        k = _KEY.match(exc.message.strip())
+        if k:
+            key = k.group("key")
+            in_reward = any(_REWARD_FRAME.search(f"{f.path} {f.func}") for f in exc.frames[-3:])
+            if in_reward:
+                out.append(f"A reward function read the key '{key}' and the row has none: the dataset has no "
+                           f"'{key}' column (trl and ms-swift pass a reward function the dataset's columns by "
+                           f"name), or it was renamed or dropped by the preprocessing.")
+            elif code:
+                out.append(f"The failing line `{code[:160]}` reads the key '{key}', which the mapping does not hold.")
+    m = _SIZE.search(exc.message)
+    if m:
+        out.append(f"Two tensors differ in dimension {m.group('d')}: {m.group('a')} against {m.group('b')}.")
+    m = _MATMUL.search(exc.message)
+    if m:
+        out.append(f"A matrix product got ({m.group('m')}x{m.group('k1')}) @ ({m.group('k2')}x{m.group('n')}): the "
+                   f"inner sizes {m.group('k1')} and {m.group('k2')} differ (a layer's input width against the "
+                   f"tensor's last dimension).")
+    m = _UNKNOWN_LOCATION.search(exc.message)
+    if m:
+        mod = m.group("mod").split(".")[0]
+        out.append(f"'{m.group('mod')}' was found with no file (\"unknown location\": a namespace package), so a "
+                   f"folder named '{mod}' in the working directory or on PYTHONPATH shadows the installed package.")
+    return out
+
+
+__all__ = ["explain"]

@@ -1,0 +1,62 @@
+"""The line that failed, read (doctor/classify/failing_line.py): real frames and messages from dev-logs and torch's
+own shape messages; each expected sentence checked by hand against the quoted line."""
+from __future__ import annotations
+
+from doctor.classify.failing_line import explain
+from doctor.signals import ExceptionInfo, Frame, Where
+
+
+def _exc(etype: str, message: str, code: str, path: str = "/x/site-packages/swift/trainers/grpo_trainer.py",
+         func: str = "f") -> ExceptionInfo:
+    return ExceptionInfo(etype, message, (Frame(path, 10, func, code),), Where("log.txt", 3), None, 3, "")
+
+
+def test_assert_comparison_names_the_condition_and_the_message():
+    # dev-log 002 (ms-swift _prepare_batch_inputs)
+    got = explain(_exc("AssertionError", "Expected 32 inputs, got 4",
+                       "assert len(inputs) == bs * gas, f'Expected {bs * gas} inputs, got {len(inputs)}'"))
+    assert got == ["The failing line is `assert len(inputs) == bs * gas, f'Expected {bs * gas} inputs, got "
+                   "{len(inputs)}'`: `len(inputs) == bs * gas` was false (the message gives 'Expected 32 inputs, got "
+                   "4')."]
+
+
+def test_assert_is_not_none_names_the_operand():
+    # dev-log 054's statement, its source line as CPython prints it when the assert fits one line
+    got = explain(_exc("AssertionError", "Failed to apply prompt replacement", "assert update_idx is not None"))
+    assert got == ["The failing line is `assert update_idx is not None`: `update_idx` was None at this point."]
+
+
+def test_none_operand_of_a_subscript_and_an_attribute():
+    got = explain(_exc("TypeError", "'NoneType' object is not subscriptable", 'pixel = batch["images"][0]'))
+    assert got == ['In `pixel = batch["images"][0]`, one of `batch`, `batch["images"]` was None.']
+    got = explain(_exc("AttributeError", "'NoneType' object has no attribute 'generate'",
+                       "outputs = self.llm.generate(prompts)"))
+    assert got == ["In `outputs = self.llm.generate(prompts)`, `self.llm` was None."]
+
+
+def test_keyerror_in_a_reward_function_is_a_missing_dataset_column():
+    got = explain(_exc("KeyError", "'solution'", 'sol = kwargs["solution"]', path="/home/u/rewards.py",
+                       func="accuracy_reward"))
+    assert len(got) == 1 and "no 'solution' column" in got[0]
+    other = explain(_exc("KeyError", "'loss'", "return LOSS_MAPPING[name]", path="/x/swift/loss.py"))
+    assert other == ["The failing line `return LOSS_MAPPING[name]` reads the key 'loss', which the mapping does not "
+                     "hold."]
+
+
+def test_shape_messages_give_their_sizes():
+    got = explain(_exc("RuntimeError", "The size of tensor a (4096) must match the size of tensor b (2048) at "
+                       "non-singleton dimension 1", "x = a + b"))
+    assert got == ["Two tensors differ in dimension 1: 4096 against 2048."]
+    got = explain(_exc("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (8x1024 and 2048x512)", "y = f(x)"))
+    assert "inner sizes 1024 and 2048 differ" in got[0]
+
+
+def test_unknown_location_is_a_shadowing_folder():
+    got = explain(_exc("ImportError", "cannot import name 'GRPOTrainer' from 'trl' (unknown location)",
+                       "from trl import GRPOTrainer", path="/home/u/train.py"))
+    assert got and "folder named 'trl'" in got[0]
+
+
+def test_nothing_to_read_gives_nothing():
+    assert explain(_exc("RuntimeError", "CUDA error: an illegal memory access was encountered", "")) == []
+    assert explain(_exc("AssertionError", "", "")) == []
