@@ -1,0 +1,103 @@
+"""GD235, GD236: the trainer's call to its rollout server failed (trl `vllm-serve` with GRPOConfig
+use_vllm/vllm_mode="server", ms-swift `swift rollout` with --vllm_mode server): which side failed and at which
+stage of the connection, read from the exception the client raised.
+
+The clients' own raise sites: trl 0.29.1 trl/generation/vllm_client.py (`check_server`: "The vLLM server can't be
+reached at {url} after {t} seconds"; every route: "Request failed: {status}, {text}"), ms-swift 4.6
+swift/rlhf_trainers/vllm_client.py ("Servers not reachable after {t}s", "Server {i} failed: {status}, {text}",
+"Server {i} init failed / update failed: {text}"); below them requests' ConnectionError (refused: nothing listens)
+and ReadTimeout (the server accepted but did not answer in time).
+"""
+from __future__ import annotations
+
+import re
+
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
+
+_URL = re.compile(r"https?://(?P<host>[\w.\-\[\]:]+?):(?P<port>\d{2,5})")
+_POOL = re.compile(r"host='(?P<host>[^']+)', port=(?P<port>\d+)")
+_STATUS = re.compile(r"(?:Request failed|Server \d+(?: \w+)? failed):? (?P<code>\d{3})\b|(?P<code2>\d{3}) (?:Client|Server) Error")
+_OWN = re.compile(r"can't be reached|not reachable|Request failed|Server \d+")
+_ROUTE = re.compile(r"for url: \S+?:\d+(?P<route>/[\w/\-]*)|url: (?P<route2>/[\w/\-]*)")
+
+
+def _where(text: str) -> tuple[str, str] | None:
+    m = _URL.search(text) or _POOL.search(text)
+    return (m.group("host"), m.group("port")) if m else None
+
+
+def _stage(text: str, etype: str) -> str:
+    s = _STATUS.search(text)
+    code = (s.group("code") or s.group("code2")) if s else None
+    if code:
+        return code
+    if "Timeout" in etype or "timed out" in text:
+        return "timeout"
+    if "refused" in text or "NewConnectionError" in text or "Failed to establish" in text:
+        return "refused"
+    return "unreachable"
+
+
+def _flags(framework: str | None) -> tuple[str, str, str]:
+    """(server command, host/port setting, timeout setting) in the words of the framework that ran."""
+    if framework == "ms-swift":
+        return ("swift rollout --model <model>", "--vllm_server_host / --vllm_server_port",
+                "--vllm_server_timeout")
+    if framework is None:
+        return ("the rollout server (trl vllm-serve, or swift rollout)", "the trainer's server host and port",
+                "the client's server timeout")
+    return ("trl vllm-serve --model <model>", "vllm_server_host / vllm_server_port (or vllm_server_base_url) in "
+            "GRPOConfig", "vllm_server_timeout in GRPOConfig")
+
+
+def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+    # a chained traceback lists the socket's error first and the client's own (the one that names the stage) last
+    own = [h for h in hits if h.exc is not None and _OWN.search(h.exc.message)]
+    hit = own[0] if own else hits[-1]
+    exc = hit.exc
+    text = exc.message if exc is not None else hit.evidence.text
+    etype = exc.type if exc is not None else ""
+    stage = _stage(text, etype)
+    where = _where(text)
+    at = f"{where[0]}:{where[1]}" if where else "the configured host and port"
+    url = f"http://{where[0]}:{where[1]}" if where else "http://HOST:PORT"
+    framework = ctx.framework()[0]
+    serve, hostport, timeout = _flags(framework)
+    if stage in ("refused", "unreachable"):
+        secs = re.search(r"after (\d+(?:\.\d+)?) ?s(?:econds)?\b", text)
+        what = ("nothing accepted the connection" if stage == "refused" else "the trainer got no answer")
+        if secs:
+            what += f" within {secs.group(1)} s (the client's connection timeout, read from the message)"
+        msg = (f"The trainer could not reach its rollout server at {at}: {what}. The trainer side failed at the "
+               f"connection; the server was not up there, not yet up, or listens on another host or port.")
+        fix = (f"Start the server first ({serve}) and wait for its 'Application startup complete' line, then check "
+               f"from the trainer's host: `curl {url}/health/`.",
+               f"No answer from curl: the server's own log says why it is not up; the address the trainer uses is "
+               f"{hostport}.",
+               "curl answers but the trainer does not: a proxy in the trainer's environment intercepts the call; "
+               "unset http_proxy/https_proxy or add the server's host to no_proxy in the trainer's shell.")
+    elif stage == "timeout":
+        msg = (f"The rollout server at {at} accepted the request but did not answer in time: generation (or a "
+               f"weight update) took longer than the client waits.")
+        fix = (f"Raise the client's timeout ({timeout}) or shorten the work per request (fewer or shorter "
+               f"completions per call); the server's log shows whether it was still generating or had failed.",)
+    elif stage in ("404", "405"):
+        route = _ROUTE.search(text)
+        path = (route.group("route") or route.group("route2")) if route else None
+        msg = (f"The server at {at} has no such route{f' ({path})' if path else ''}: HTTP {stage}. The process "
+               f"answering is not the rollout server this trainer expects: a plain `vllm serve` (OpenAI API) does "
+               f"not serve the weight-sync and generate routes, and other releases name them differently.")
+        fix = (f"Serve with {serve} (not `vllm serve`), from the same release of the trainer's package as the "
+               f"trainer.",)
+    elif stage == "422":
+        msg = (f"The rollout server at {at} refused the request's fields (HTTP 422): the client and the server are "
+               f"different releases that send and expect different payloads.")
+        fix = ("Install the same trl (or ms-swift) release in the server's and the trainer's environment, and start "
+               "the server again.",)
+    else:
+        msg = (f"The rollout server at {at} failed while handling the trainer's request (HTTP {stage}): the error is "
+               f"on the server's side and its traceback is in the server's own log, not in the trainer's.")
+        fix = ("Read the server's log at the time of this request (the terminal or file of the server process): the "
+               "first exception there is the cause.",)
+    return Diagnosis(message=msg, fix=fix)
