@@ -154,7 +154,11 @@ def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] |
     want = label["category"]
     accept = [want] + list(label.get("also_accept") or [])
     if keys is None and label.get("evidence"):
-        keys = [KeyLine(int(k[0]), str(k[1])) for k in label["evidence"]]
+        # [line, marker] pairs, or {"line": N, "marker": "..."} objects
+        keys = [KeyLine(int(k["line"]), str(k["marker"])) if isinstance(k, dict) else KeyLine(int(k[0]), str(k[1]))
+                for k in label["evidence"]]
+    if frameworks is None or not frameworks:
+        frameworks = frameworks_of(label) or frameworks
     t0 = time.perf_counter()
     error = None
     findings = []

@@ -19,6 +19,7 @@ MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipp
 EVIDENCE_MAX = 400       # characters of a line kept as evidence text
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]")
+_ANSI_TEXT = re.compile(r"(?:ESC|\^\[|␛)?\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
 _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
@@ -29,7 +30,11 @@ _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
 _ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)\s+")
 # vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
-_VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] ?")
+# vLLM before 0.8 printed the place without the opening bracket: "ERROR 06-12 15:44:15 worker_base.py:148] "
+_VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] ?")
+# a collector's timestamp in front of the line: `docker logs -t` / `kubectl logs --timestamps`
+# ("2024-06-28T06:11:52.685300953Z "), Buildkite ("[2025-03-10T15:07:20Z] "): ISO 8601 with its T and a zone
+_COLLECTOR_TS = re.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?\s+")
 _FENCE = re.compile(r"^\s*```[\w+-]*\s*$")
 
 
@@ -113,8 +118,11 @@ def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple
 
 
 def clean(text: str) -> str:
-    """Remove ANSI escapes and control characters other than tab and carriage return."""
+    """Remove ANSI escapes and control characters other than tab and carriage return; also colour codes a paste
+    turned into text (``ESC[36m``, ``^[[0m``) or whose escape byte it lost (``[36m(RayWorkerWrapper ...)[0m``)."""
     if text.isprintable():  # the common case: no control character at all (one C-level pass)
+        if "[0m" in text or "ESC[" in text:
+            return _ANSI_TEXT.sub("", text)
         return text
     if "\x1b" in text:
         text = _ANSI.sub("", text)
@@ -168,6 +176,11 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
                 origin = m.group(1) or "ray"
                 if m.group(2) is not None and rank is None:
                     rank = int(m.group(2))
+                text = text[m.end():]
+                continue
+        if text[:1] in "[0123456789" and "T" in text[:30]:
+            m = _COLLECTOR_TS.match(text)
+            if m:
                 text = text[m.end():]
                 continue
         if text[:1] in "EWIDC":

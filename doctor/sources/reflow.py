@@ -76,10 +76,30 @@ def wrap_width(lines: list[bytes]) -> int | None:
     return longest if follow[True] >= max(2, 2 * follow[False]) else None
 
 
+_GUTTER = re.compile(rb"^\s*\[?(\d{1,9})\]?(?:[:|\t]|\s)\s?")
+
+
+def gutter(lines: list[bytes]) -> bool:
+    """A log viewer's line numbers in front of every line (``[80810] text``, ``  12 | text``, ``12:text``): on most
+    non-blank lines, counting up by one."""
+    numbers = []
+    for ln in lines:
+        if ln.strip():
+            m = _GUTTER.match(ln)
+            numbers.append(int(m.group(1)) if m else None)
+    if len(numbers) < 3:
+        return False
+    steps = sum(1 for a, b in zip(numbers, numbers[1:]) if a is not None and b is not None and b == a + 1)
+    return steps >= 0.8 * (len(numbers) - 1)
+
+
 def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
-    """(indent, width) to undo in these bytes, or None when they show neither damage."""
+    """(indent, width) to undo in these bytes, or None when they show neither damage; an indent of -1: a line-number
+    gutter in front of every line, taken off."""
     lines = data.split(b"\n")
     lines = [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
+    if gutter(lines):
+        return -1, None
     indent = common_indent(lines)
     if indent:
         lines = [ln[indent:] for ln in lines]
@@ -100,7 +120,9 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
     for number, ln in enumerate(lines, 1):
         if ln.endswith(b"\r"):
             ln = ln[:-1]
-        if indent and ln.strip():
+        if indent < 0:
+            ln = _GUTTER.sub(b"", ln, count=1)
+        elif indent and ln.strip():
             ln = ln[indent:]
         if pending is not None:
             if ln.strip() and not _RECORD.match(ln):

@@ -19,6 +19,12 @@ _KILLED_PATTERNS = [
     ("subprocess", re.compile(r"died with <Signals\.SIGKILL: 9>")),
     ("dataloader", re.compile(r"DataLoader worker \(pid\(?s?\)? ?(?P<pid>[\d, {}]+)\)? (?:is killed by signal: Killed|exited unexpectedly)")),
     ("oomkilled", re.compile(r"\bOOMKilled\b|(?:exit(?:ed with)? code|exit status) 137\b")),
+    # Ray's memory monitor (raylet, ray 2.x: "%d worker(s) were killed due to the node running low on memory",
+    # "Workers (tasks / actors) killed due to memory pressure (OOM)"; ray.exceptions.OutOfMemoryError "Task was killed
+    # due to the node running low on memory")
+    ("ray", re.compile(r"killed due to (?:the node running low on memory|memory pressure \(OOM\))")),
+    # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler, 0.9-0.16): "{cmd} exits with return code = -9"
+    ("launcher", re.compile(r"exits with return code = -9\b")),
 ]
 
 
@@ -30,7 +36,8 @@ class HostOomKilled(Rule):
 
     kinds = frozenset({LogLine})
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
-                                        "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:")
+                                        "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:",
+                                        "killed due to", "return code = -9")
 
     def __init__(self, meta):
         super().__init__(meta)
@@ -95,6 +102,11 @@ class HostOomKilled(Rule):
                 who = "The training process died with SIGKILL (signal 9). "
             elif "oomkilled" in kinds:
                 who = "The container was OOM-killed (exit code 137). "
+            elif "ray" in kinds:
+                who = ("Ray's memory monitor killed a worker because the node ran low on host memory (it kills "
+                       "before the kernel's OOM killer would). ")
+            elif "launcher" in kinds:
+                who = "DeepSpeed's launcher reports a process ended by signal 9 (return code -9, SIGKILL). "
             msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
                    "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
         fix = ["Confirm it: `dmesg -T | grep -iE 'killed process|out of memory'` on the node (or the scheduler's "

@@ -30,7 +30,9 @@ _WD_RAN = re.compile(r"ran for (\d+) milliseconds")
 _WD_NUMEL = re.compile(r"NumelIn=(\d+)")
 _GLOO = re.compile(r"Timed out waiting (\d+)ms for (send|recv) operation")
 _HEARTBEAT = re.compile(r"(?:Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds)")
-_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+), last enqueued NCCL work: (\d+), last completed NCCL work: (\d+)")
+# torch ProcessGroupNCCL.cpp: "Timeout at NCCL work: N, last enqueued NCCL work: M, last completed NCCL work: K" (a
+# paste often cuts the line after N)
+_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+)(?:, last enqueued NCCL work: (\d+), last completed NCCL work: (\d+))?")
 
 
 @dataclass

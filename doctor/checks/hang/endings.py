@@ -15,7 +15,9 @@ from ...signals import LogLine
 
 # tqdm's format_meter: "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]" (tqdm/std.py)
 BAR = re.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
-                 r"\[(?P<elapsed>[\d:]+)(?:<(?P<remaining>[\d:?]+))?(?:,\s*(?P<rate>[\d.]+\s*(?:s/it|it/s)))?")
+                 r"(?:\[(?P<elapsed>[\d:]+)?(?:<(?P<remaining>[\d:?]+))?(?:,\s*(?P<rate>[\d.]+\s*(?:s/it|it/s)))?|$)")
+# a training bar's description (transformers' Trainer prints none; ms-swift "Train"; others "Training", "Epoch 1")
+_TRAIN_DESC = re.compile(r"^(?:|Train\w*|train\w*|Epoch\b.*|Iteration\w*|Steps?)$")
 # CPython faulthandler (Python/traceback.c): "Thread 0x... (most recent call first):", "  File "x.py", line 12 in f"
 FAULT_THREAD = re.compile(r"^(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+) \(most recent call first\):")
 FAULT_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
@@ -121,16 +123,20 @@ def _loop(lines: list[LogLine]) -> Ending | None:
 
 
 def _bar(lines: list[LogLine], steps: int) -> Ending | None:
-    for ln in reversed(lines[-5:]):
+    """The last bar among the log's last lines: any bar in the last five; further up only a training bar (what
+    follows it there is the run's logging, not a later phase)."""
+    for back, ln in enumerate(reversed(lines)):
         m = None
         for m in BAR.finditer(ln.text):
             pass  # a line of redraws: the last one counts
         if m is None:
             continue
         k, n = int(m.group("k")), int(m.group("n"))
+        desc = m.group("desc").strip().rstrip(":").strip()
+        if back >= 5 and not _TRAIN_DESC.match(desc):
+            continue
         if n == 0 or k >= n:
             return None
-        desc = m.group("desc").strip().rstrip(":").strip()
         phase, before = "training", k == 0 and steps == 0
         for prefixes, name, pre in _BAR_PHASES:
             if desc.startswith(prefixes):

@@ -37,6 +37,11 @@ def _steps(pool: dict[str, Any], ctx: RunState) -> int:
     return max(getattr(p, "max_step", 0) or 0, ctx.metrics_steps)
 
 
+def _error_after(ctx: RunState, seq: int) -> bool:
+    """An exception, or a traceback cut before its exception line, comes after this line."""
+    return any(x.seq > seq for x in ctx.exceptions) or any(line.seq > seq for line, _ in ctx.open_tracebacks or ())
+
+
 def _whole_log(ctx: RunState) -> bool:
     """A log from its launch (a command, launcher lines or an argument dump was read), not a pasted excerpt."""
     run = ctx.run
@@ -104,6 +109,8 @@ class LogEnd(Rule):
                     return []
                 if e is not None and warned and not (e.kind == "bar" and e.phase == "training"):
                     return []
+                if e is not None and _error_after(ctx, e.line.seq):
+                    return []  # the log goes on to an exception: it did not stop there
             if e is None and self.want == "other" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
                 e = self._error_line(lines)
             if e is not None:
