@@ -123,3 +123,29 @@ def test_two_ranks_on_one_physical_line_are_two_segments():
         "[rank0]: RuntimeError: Expected all tensors to be on the same device"]
     assert split_segments("[rank0]: text mentions [rank1] without a colon") == [
         "[rank0]: text mentions [rank1] without a colon"]
+
+
+def test_a_line_number_gutter_is_taken_off_and_a_numbered_table_is_not():
+    # the shape of a log viewer's export (LLaMA-Factory issue paste): "[N] " before every line, N counting up
+    log = (b"[80816] frame #6: clone + 0x44 (0x7f7959666a04 in /usr/lib/x86_64-linux-gnu/libc.so.6)\n[80817] \n"
+           b"[80818] [rank4]:[E321 02:07:12.539400006 ProcessGroupNCCL.cpp:1709] [PG 1 Rank 4] Timeout at NCCL work: "
+           b"1580\n")
+    assert needs_reflow(log) == (-1, None)
+    assert [ln for _, ln in reflowed(log, -1, None)][2].startswith(b"[rank4]:[E321")
+    # transformers' notebook table copied from Jupyter: step numbers start the rows, not the header
+    table = (b"Step | Training Loss | reward | reward_std\n-- | -- | -- | --\n1 | 0.000000 | -17.25 | 1.5\n"
+             b"2 | -0.000000 | -10.5 | 1.73\n3 | 0.000000 | 0.0 | 0.0\n")
+    assert needs_reflow(table) is None
+
+
+def test_collector_timestamps_and_colour_codes_turned_to_text_are_prefixes():
+    from doctor.sources.logtext import clean, strip_prefixes
+    assert strip_prefixes("2024-06-28T06:11:52.685300953Z (LLMRayActor pid=20770) ERROR 06-28 06:11:45 "
+                          "worker_base.py:145] Error executing method initialize_cache.") == (
+        "Error executing method initialize_cache.", None, "LLMRayActor")
+    assert strip_prefixes("[2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] EngineCore hit an exception")[0] \
+        == "EngineCore hit an exception"
+    assert strip_prefixes("2025-08-11 16:11:59 INFO text")[0] == "2025-08-11 16:11:59 INFO text"  # logging's own
+    assert clean("ESC[36m(RayWorkerWrapper pid=37007)ESC[0m ERROR x") == "(RayWorkerWrapper pid=37007) ERROR x"
+    assert clean("[36m(pid=1)[0m ok") == "(pid=1) ok"
+    assert clean("[rank0]: no colour here [5 items]") == "[rank0]: no colour here [5 items]"

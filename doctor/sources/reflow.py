@@ -80,17 +80,21 @@ _GUTTER = re.compile(rb"^\s*\[?(\d{1,9})\]?(?:[:|\t]|\s)\s?")
 
 
 def gutter(lines: list[bytes]) -> bool:
-    """A log viewer's line numbers in front of every line (``[80810] text``, ``  12 | text``, ``12:text``): on most
-    non-blank lines, counting up by one."""
-    numbers = []
-    for ln in lines:
-        if ln.strip():
-            m = _GUTTER.match(ln)
-            numbers.append(int(m.group(1)) if m else None)
-    if len(numbers) < 3:
+    """A log viewer's line numbers in front of every line (``[80810] text``, ``  12 | text``, ``12:text``): every
+    non-blank line numbered, the numbers those of the lines themselves (a constant offset). A table whose rows start
+    with a step number is not one: its header and separator rows carry none."""
+    offsets = []
+    for i, ln in enumerate(lines):
+        if not ln.strip():
+            continue
+        m = _GUTTER.match(ln)
+        if m is None:
+            return False
+        offsets.append(int(m.group(1)) - i)
+    if len(offsets) < 3:
         return False
-    steps = sum(1 for a, b in zip(numbers, numbers[1:]) if a is not None and b is not None and b == a + 1)
-    return steps >= 0.8 * (len(numbers) - 1)
+    common = Counter(offsets).most_common(1)[0][1]
+    return common >= 0.9 * len(offsets)
 
 
 def needs_reflow(data: bytes) -> tuple[int, int | None] | None:

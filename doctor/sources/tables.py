@@ -34,8 +34,16 @@ def _cells(text: str) -> list[str]:
     return [c for c in (_SPACES.split(s) if _SPACES.search(s) else s.split()) if c]
 
 
+# transformers' notebook progress table (utils/notebook.py NotebookProgressCallback: "Step", "Training Loss",
+# "Validation Loss", then the logged keys), as Jupyter and Colab show it in unsloth's and trl's notebooks
+_NOTEBOOK_NAMES = {"Training Loss": "loss", "Validation Loss": "eval_loss"}
+
+
 def _key(cell: str) -> str:
     k = cell.strip().strip("`*").strip()
+    k = _NOTEBOOK_NAMES.get(k, k)
+    if " / " in k:  # a header cell wrapped in an HTML table copies as "rewards / name"
+        k = k.replace(" / ", "/")
     if k.startswith("train/"):   # wandb's names of the trainer's keys (transformers' rewrite_logs)
         k = k[len("train/"):]
     elif k.startswith("eval/"):
