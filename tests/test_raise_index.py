@@ -47,6 +47,7 @@ EXPECTED: dict[str, str] = {
     "real-grpo-full-bf16-no-use-cpu": "transformers", "real-legacy-train-type-flag": "ms-swift",
     "real-num-generations-1": "ms-swift", "real-probe-no-model-type": "ms-swift", "real-probe-no-template": "ms-swift",
     "real-unknown-flag": "ms-swift", "dev-028-max-tokens-negative-sampling-params": "vllm",
+    "real-trl-vllm-client-connect-timeout": "trl",
 }
 # (case, exception type) -> reason no site can match
 GAPS: dict[tuple[str, str], str] = {
@@ -54,6 +55,13 @@ GAPS: dict[tuple[str, str], str] = {
     ("edge-oom-8-ranks-zero2-colocate", "torch.OutOfMemoryError"): CPP_OOM,
     ("edge-vl-oom-no-max-pixels", "torch.OutOfMemoryError"): CPP_OOM,
     ("dev-007-colocate-cumem-allocator-oom", "RuntimeError"): "C++ origin: vLLM's cumem_allocator.cpp extension",
+    ("real-torch-save-enospc", "RuntimeError"): "C++ origin: torch's caffe2/serialize/inline_container.cc and the "
+                                                "C++ standard library's iostream",
+    ("real-trl-vllm-client-404-plain-http-server", "Exception"): "trl's `Request failed: {}, {}` has too few literal "
+                                                                 "words to be indexed",
+    ("real-thread-deepspeed-batch-assert-rich", "AssertionError"): "the message was cut by rich's wrap before the "
+                                                                   "words DeepSpeed's template is filed under",
+    ("real-torch-load-cut-file", "RuntimeError"): "C++ origin: torch's caffe2/serialize/inline_container.cc (miniz)",
     ("dev-008-vllm-device-cuda3-mismatch", "RuntimeError"): "C++ origin: ATen's device check",
     ("dev-009-custom-trainer-trl-string-indices", "TypeError"): PY,
     ("dev-016-vllm06-embedding-expe", "RuntimeError"): "message cut in the paste ('Expe')",

@@ -40,7 +40,7 @@ class RunState:
     ended: bool = False                                           # the run reached its normal end
     log_inputs: list[str] = field(default_factory=list)
     metrics_steps: int = 0                                        # training-step metric rows seen
-    table_metrics: bool = False                                   # rows from a pasted table (its columns chosen)
+    table_metrics: bool = False                                   # rows whose columns say nothing of reward functions (a pasted table, verl)
     checkpoints: list[tuple[str, int | None]] = field(default_factory=list)  # (path, step) of checkpoints seen
     findings: list[Finding] = field(default_factory=list)         # for fallback rules: the earlier rules' findings
     tracker: TracebackTracker = field(default_factory=TracebackTracker)
@@ -133,6 +133,8 @@ class RunState:
             values, finite = metrics_src.read_console(text)
             if values is not None:
                 row = Metrics(values, line.where, line.seq, "console", finite)
+                if "critic/score/mean" in text:
+                    self.table_metrics = True  # verl's row: it logs no per-function rewards, their absence says nothing
         if exc is None and row is None:
             return None
         return exc, row

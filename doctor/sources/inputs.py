@@ -332,6 +332,20 @@ class _Rejoined:
         self.rest.close()
 
 
+def _read_upto(stream: BinaryIO, limit: int) -> bytes:
+    """Up to ``limit`` bytes; one read1 at a time, so that a terminal's single Ctrl-D ends the input."""
+    read = getattr(stream, "read1", stream.read)
+    parts: list[bytes] = []
+    got = 0
+    while got < limit:
+        chunk = read(limit - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
 def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int]) -> BinaryIO | None:
     """A small log whose every line a paste indented, or whose lines a terminal hard-wrapped, is fed here put back
     in its printed lines (None returned); any other log comes back as a stream positioned at its start."""
@@ -341,7 +355,7 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
                 return stream
         except (OSError, ValueError, AttributeError):
             return stream
-    data = stream.read(MAX_REFLOW + 1)
+    data = _read_upto(stream, MAX_REFLOW + 1)
     plan = needs_reflow(data) if len(data) <= MAX_REFLOW else None
     if plan is None:
         if inp.path is not None:

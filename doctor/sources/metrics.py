@@ -22,7 +22,7 @@ TRAINER_KEYS = frozenset({
     "completions/mean_length", "frac_reward_zero_std", "eval_loss", "eval_reward",
 })
 LITERALS = ("'loss'", '"loss"', "'reward'", '"reward"', "'train_runtime'", '"train_runtime"', "'grad_norm'",
-            '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'")
+            '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'", "critic/rewards/mean:")
 # each literal holds one of these (a test checks it); has_literal spells them out: one C-level test each
 _LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime")
 
@@ -68,6 +68,9 @@ def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
     need not scan the values of every row again."""
     if ":" not in text:
         return None, True
+    if "critic/score/mean:" in text:  # verl's console row (sources/verl_rows.py)
+        from .verl_rows import read_verl
+        return read_verl(text)
     s = text.strip()
     for keys, pattern in _LAYOUTS:   # learned layouts hold two trainer keys or more
         m = pattern.fullmatch(s)
