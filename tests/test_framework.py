@@ -93,3 +93,16 @@ def test_unrecognised_failure_points_at_the_frameworks_issues(tmp_path):
     assert gd999 and any("Search the trl issues" in x for x in gd999[0].fix)
     assert any("/home/me/train_grpo.py:40" in x for x in gd999[0].fix)
     assert rep.run["framework"] == "trl"
+
+
+@pytest.mark.parametrize("paths,texts,want", [
+    # lines of real pastes (public threads): verl's Ray actor prefix and console row, LLaMA-Factory and axolotl
+    ((), ["(main_task pid=129170) step:4 - batch/solve_none:128.000 - critic/score/mean:0.000"], "verl"),
+    ((), ["(TaskRunner pid=2279) Training Progress:   0%|          | 0/125 [00:00<?, ?it/s]"], "verl"),
+    (("/opt/conda/envs/lf/lib/python3.11/site-packages/llamafactory/train/tuner.py",), [], "llamafactory"),
+    ((), ["[2023-09-17 13:15:13,336] [INFO] [axolotl.utils.dataloader._len_est:264] [PID:11100] packing"], "axolotl"),
+    # a verl frame under trl's: the wrapper wins
+    (("/x/site-packages/trl/trainer/grpo_trainer.py", "/x/verl/trainer/ppo/ray_trainer.py"), [], "verl"),
+])
+def test_more_frameworks_from_frames_and_lines(paths, texts, want):
+    assert detect(list(paths), texts, {}, False)[0] == want

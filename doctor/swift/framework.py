@@ -21,6 +21,8 @@ from collections.abc import Iterable
 _FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("verl", ("/verl/trainer/", "/verl/workers/", "/verl/single_controller/", "site-packages/verl/")),
     ("openrlhf", ("/openrlhf/",)),
+    ("llamafactory", ("/llamafactory/", "/llmtuner/")),
+    ("axolotl", ("/axolotl/",)),
     ("unsloth", ("/unsloth/", "unsloth_compiled_cache/", "/unsloth_zoo/")),
     ("verifiers", ("/verifiers/",)),
     ("ms-swift", ("/swift/trainers/", "/swift/llm/", "/swift/cli/", "/swift/megatron/", "/swift/plugin/",
@@ -44,13 +46,18 @@ _CMD = (
     ("ms-swift", re.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
     ("verl", re.compile(r"\bverl\.trainer\.main_\w+")),
     ("openrlhf", re.compile(r"\bopenrlhf\.cli\.")),
+    # verl's Ray actors and its console rows (verl/trainer/main_ppo.py TaskRunner / main_task, single_controller's
+    # WorkerDict; utils/tracking.py rows "step:N - ... critic/score/mean:...")
+    ("verl", re.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
+    ("llamafactory", re.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b")),
+    ("axolotl", re.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
     ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
     ("trl", re.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
     ("trl", re.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
-_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf")
+_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl")
 # the log's own format: a GRPO metric row (its reward keys) printed by transformers' Trainer.log without the keys that
 # ms-swift adds to every row it logs (swift/trainers/mixin.py and its progress callback: 'global_step/max_steps',
 # 'memory(GiB)', 'train_speed(iter/s)', ms-swift 2.x-4.x): trl's GRPOTrainer or a recipe on it (open-r1, Video-R1)
@@ -82,7 +89,7 @@ def is_library_path(path: str) -> bool:
 def issues_of(framework: str | None) -> str:
     """Whose issue tracker to search for a failure no rule knows."""
     return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl",
-            "openrlhf": "OpenRLHF"}.get(framework or "", "ms-swift")
+            "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "axolotl": "axolotl"}.get(framework or "", "ms-swift")
 
 
 def from_paths(paths: Iterable[str]) -> tuple[str | None, bool]:
