@@ -149,3 +149,20 @@ def test_collector_timestamps_and_colour_codes_turned_to_text_are_prefixes():
     assert clean("ESC[36m(RayWorkerWrapper pid=37007)ESC[0m ERROR x") == "(RayWorkerWrapper pid=37007) ERROR x"
     assert clean("[36m(pid=1)[0m ok") == "(pid=1) ok"
     assert clean("[rank0]: no colour here [5 items]") == "[rank0]: no colour here [5 items]"
+
+
+def test_stdin_past_the_reflow_limit_is_read_whole(tmp_path):
+    """More than MAX_REFLOW bytes on a pipe: the head read for the reflow test and the rest both reach the rules."""
+    import subprocess
+    import sys
+
+    from doctor.sources.reflow import MAX_REFLOW
+    filler = b"[INFO:swift] step log line that says nothing in particular\n"
+    n = MAX_REFLOW // len(filler) + 10
+    data = filler * n + b"ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n"
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", "-", "-f", "json"], input=data,
+                       capture_output=True, cwd=ROOT, timeout=300)
+    import json
+    report = json.loads(p.stdout)
+    first = report["findings"][0]
+    assert first["rule_id"] == "GD101" and first["evidence"][0]["line"] == n + 1

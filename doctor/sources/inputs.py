@@ -8,6 +8,7 @@ leads out of it is not followed, and what was skipped is listed in the report's 
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -361,6 +362,8 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
         if inp.path is not None:
             stream.seek(0)
             return stream
+        if len(data) <= MAX_REFLOW:  # the whole input was read (a terminal gives its end once: never read again)
+            return io.BytesIO(data)
         return _Rejoined(data, stream)  # type: ignore[return-value]
     session.begin_log(inp.display)
     reader = LineReader(inp.display, counter)
