@@ -66,7 +66,6 @@ class Ending:
     before_training: bool     # the stop comes before the first training step
     numbers: list[str] = field(default_factory=list)  # what was read, in words ("step 37 of 500")
     detail: str = ""
-    repeats: int = 0
 
 
 def plain(text: str) -> str:
@@ -119,7 +118,7 @@ def _loop(lines: list[LogLine]) -> Ending | None:
     span = _span(same[0], same[-1])
     if span:
         numbers.append(f"for at least {span} by its timestamps")
-    return Ending("loop", phase, lines[-1], True, numbers, repeats=len(same))
+    return Ending("loop", phase, lines[-1], True, numbers)
 
 
 def _bar(lines: list[LogLine], steps: int) -> Ending | None:
@@ -192,7 +191,7 @@ def _nccl(lines: list[LogLine]) -> Ending | None:
         return None
     warn = next((ln for ln in reversed(lines) if "NCCL WARN" in ln.text), None)
     return Ending("nccl", "NCCL communicator setup or a collective (NCCL debug lines, then nothing)",
-                  warn or lines[-1], False, detail="warn" if warn else "")
+                  warn or lines[-1], False)
 
 
 def ending_of(lines: list[LogLine], steps: int) -> Ending | None:
@@ -204,10 +203,7 @@ def ending_of(lines: list[LogLine], steps: int) -> Ending | None:
     for read in (_faulthandler, _nccl, _loop):
         e = read(lines)
         if e is not None:
-            if e.kind in ("faulthandler", "nccl"):
-                e.before_training = steps == 0
-            elif e.kind == "loop":
-                e.before_training = steps == 0
+            e.before_training = steps == 0
             return e
     e = _bar(lines, steps) or _phase_last(lines)
     if e is not None and e.kind == "phase" and steps > 0:

@@ -98,25 +98,22 @@ class LogEnd(Rule):
         # did not finish, whatever else was seen on the way)
         warned = any(f.severity >= Severity.warning for f in ctx.findings)
         steps = _steps(self.pool, ctx)
-        for path, tail in sorted(ctx.tails.items(), key=lambda kv: -(kv[1][-1].seq if kv[1] else 0)):
-            lines = list(tail)
-            if not lines:
-                continue
-            e = None
-            if self.want in ("hang-at-start", "hang-mid-training"):
-                e = ending_of(lines, steps)
-                if e is not None and (self.want == "hang-at-start") != e.before_training:
-                    return []
-                if e is not None and warned and not (e.kind == "bar" and e.phase == "training"):
-                    return []
-                if e is not None and _error_after(ctx, e.line.seq):
-                    return []  # the log goes on to an exception: it did not stop there
-            if e is None and self.want == "other" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
-                e = self._error_line(lines)
-            if e is not None:
-                return [self._finding(e, ctx, lines, steps)]
-            return []  # the log that ends last decides; the others are side logs
-        return []
+        # the log that ends last decides; the others are side logs
+        lines = list(max(ctx.tails.values(), key=lambda t: t[-1].seq if t else 0, default=()))
+        if not lines:
+            return []
+        e = None
+        if self.want in ("hang-at-start", "hang-mid-training"):
+            e = ending_of(lines, steps)
+            if e is None or (self.want == "hang-at-start") != e.before_training:
+                return []
+            if warned and not (e.kind == "bar" and e.phase == "training"):
+                return []
+            if _error_after(ctx, e.line.seq):
+                return []  # the log goes on to an exception: it did not stop there
+        elif self.want == "other" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
+            e = self._error_line(lines)
+        return [self._finding(e, ctx, lines, steps)] if e is not None else []
 
     @staticmethod
     def _error_line(lines: list[LogLine]) -> Ending | None:
