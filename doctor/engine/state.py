@@ -133,7 +133,7 @@ class RunState:
             values, finite = metrics_src.read_console(text)
             if values is not None:
                 row = Metrics(values, line.where, line.seq, "console", finite)
-                if "critic/score/mean" in text:
+                if metrics_src.VERL_MARK in text:
                     self.table_metrics = True  # verl's row: it logs no per-function rewards, their absence says nothing
         if exc is None and row is None:
             return None

@@ -23,6 +23,9 @@ TRAINER_KEYS = frozenset({
 })
 LITERALS = ("'loss'", '"loss"', "'reward'", '"reward"', "'train_runtime'", '"train_runtime"', "'grad_norm'",
             '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'", "critic/rewards/mean:")
+# every verl PPO/GRPO console row holds it (sources/verl_rows.py); such a row passes the gate by its
+# "critic/rewards/mean:" literal above
+VERL_MARK = "critic/score/mean:"
 # each literal holds one of these (a test checks it); has_literal spells them out: one C-level test each
 _LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime")
 
@@ -68,7 +71,7 @@ def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
     need not scan the values of every row again."""
     if ":" not in text:
         return None, True
-    if "critic/score/mean:" in text:  # verl's console row (sources/verl_rows.py)
+    if VERL_MARK in text:  # verl's console row (sources/verl_rows.py)
         from .verl_rows import read_verl
         return read_verl(text)
     s = text.strip()

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics import to_number
+from .metrics import VERL_MARK, to_number
 
-MARK = "critic/score/mean:"   # the scanner's gate word: every verl PPO/GRPO step row holds it
 _NAMES = {
     "critic/score/mean": "reward",              # the task score (reward function output) before any KL penalty
     "actor/grad_norm": "grad_norm",
@@ -28,7 +27,7 @@ _NAMES = {
 def read_verl(text: str) -> tuple[dict[str, Any] | None, bool]:
     """(values, finite) of a verl step line, or (None, True) when the line is not one."""
     start = text.find("step:")
-    if start < 0 or MARK not in text:
+    if start < 0 or VERL_MARK not in text:
         return None, True
     values: dict[str, Any] = {}
     finite = True
@@ -50,4 +49,4 @@ def read_verl(text: str) -> tuple[dict[str, Any] | None, bool]:
     return values, finite
 
 
-__all__ = ["MARK", "read_verl"]
+__all__ = ["read_verl"]
