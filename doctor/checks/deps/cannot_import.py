@@ -23,9 +23,10 @@ def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         # CPython's words for a namespace package (importlib: a folder without __init__.py, no file): not the
         # installed release but a folder of that name that comes first on sys.path
         return Diagnosis(
-            message=f"`{mod}` was imported from a folder without files (\"unknown location\"){by}: a directory named "
-                    f"`{top}` in the working directory or on PYTHONPATH shadows the installed {top}, so `{name}` is "
-                    f"not found whatever release is installed.",
+            message=f"`{mod}` was imported from a folder without files (\"unknown location\"){by}: most often a "
+                    f"directory named `{top}` in the working directory or on PYTHONPATH that shadows the installed "
+                    f"{top}, or an install of it left without its __init__.py; either way `{name}` is not found "
+                    f"whatever release is installed.",
             fix=(f"Rename or move the local `{top}` folder (or run from another directory); check with "
                  f"`python -c 'import {top}; print({top}.__path__)'`.",))
     if top == "swift":

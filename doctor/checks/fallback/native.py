@@ -12,7 +12,8 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if steps:
         msg += f" It came after {steps} logged training step(s) (read from the log's metric rows)."
     elif ctx.run.args or ctx.run.launches:
-        msg += " No training step was logged before it: it came in start-up (model load, engine start, first step)."
+        msg += (" No training step's metrics were logged before it: start-up (model load, engine start, first step), "
+                "or a run that logs its metrics rarely.")
     ckpts = [(p, s) for p, s in ctx.checkpoints if s is not None]
     if ckpts:
         path, step = max(ckpts, key=lambda c: c[1] or 0)

@@ -69,7 +69,7 @@ def _fix(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
                 "NCCL_SOCKET_IFNAME names an interface all nodes share, and try NCCL_P2P_DISABLE=1 on PCIe-only "
                 "machines."] + generic_fix(ctx.run)
     if e.phase == "model load":
-        return ["A load that stops is slow storage or host memory running out: check `dmesg -T | grep -i kill` and "
+        return ["A load that stops is most often slow storage or host memory running out: check `dmesg -T | grep -i kill` and "
                 "`free -g` while it loads, and put the weights on a local disk."]
     if e.phase == "dataset preprocessing":
         return ["Run the preprocessing with one worker to confirm (ms-swift --dataset_num_proc 1; datasets "
@@ -133,7 +133,8 @@ class LogEnd(Rule):
         else:
             what = {"bar": f"its progress bar short of the total ({e.detail or 'no description'})",
                     "loop": "the same line printed again and again",
-                    "faulthandler": "a faulthandler stack dump (a watchdog or timeout printed it; no crash header)",
+                    "faulthandler": "a faulthandler stack dump with no crash header (printed by a timeout or on request, "
+                                    "not by a crash)",
                     "phase": f"the marker of {e.phase} as its last line",
                     "nccl": "NCCL debug lines and nothing after them"}[e.kind]
             where = f"in {e.phase}" if e.kind != "faulthandler" else "at a stack dump"
