@@ -147,7 +147,7 @@ def split_segments(text: str) -> list[str]:
         # two ranks' writes on one physical line, the second an error or a frame that lost its newline; only then,
         # so that the line holds a word of the engine's gate (STATE_WORDS) and the chunk scanner, which counts a line
         # without one as one segment, feeds it and counts the same
-        if "[rank" in part[1:] and any(w in part for w in _MID_WORDS):
+        if part.find("[rank", 1) > 0 and any(w in part for w in _MID_WORDS):
             pieces = _RANK_MID.split(part)
             for piece in pieces[:-1]:
                 if piece.strip():
@@ -178,7 +178,7 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
                     rank = int(m.group(2))
                 text = text[m.end():]
                 continue
-        if text[:1] in "[0123456789" and "T" in text[:30]:
+        if text[:1] in "[0123456789" and text.find("T", 0, 30) >= 0:
             m = _COLLECTOR_TS.match(text)
             if m:
                 text = text[m.end():]

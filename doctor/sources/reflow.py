@@ -28,6 +28,8 @@ def _indent(line: bytes) -> int:
 def common_indent(lines: list[bytes]) -> int:
     """The indentation every non-blank line has (0: none). A tab counts as one character: a paste that indented with
     tabs indented every line with them."""
+    if any(ln[:1] not in (b" ", b"\t") and ln.strip() for ln in lines):
+        return 0  # a line in the first column (most logs: the first one)
     indents = [_indent(ln) for ln in lines if ln.strip()]
     if not indents:
         return 0
@@ -40,6 +42,8 @@ def common_indent(lines: list[bytes]) -> int:
 
 
 def _width(text: bytes) -> int:
+    if text.isascii():  # most log lines: no decoding
+        return len(text)
     try:
         return len(text.decode("utf-8"))
     except UnicodeDecodeError:
