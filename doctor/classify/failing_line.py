@@ -25,7 +25,6 @@ _SIZE = re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of 
                    r"non-singleton dimension (?P<d>\d+)")
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<m>\d+)x(?P<k1>\d+) and (?P<k2>\d+)x(?P<n>\d+)\)")
 _UNKNOWN_LOCATION = re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>[\w.]+)' \(unknown location\)")
-_REWARD_FRAME = re.compile(r"reward|orm\.py|/rewards?/|accuracy_reward|format_reward", re.I)
 
 
 def _code(exc: ExceptionInfo) -> str:
@@ -90,7 +89,9 @@ def explain(exc: ExceptionInfo) -> list[str]:
         k = _KEY.match(exc.message.strip())
         if k:
             key = k.group("key")
-            in_reward = any(_REWARD_FRAME.search(f"{f.path} {f.func}") for f in exc.frames[-3:])
+            # the frames GD606 reads as reward code (the trainers' reward calls, reward modules): one definition
+            from ..checks.rewards.function_raised import reward_frames
+            in_reward = bool(reward_frames(exc, [])[1])
             if in_reward:
                 out.append(f"A reward function read the key '{key}' and the row has none: the dataset has no "
                            f"'{key}' column (trl and ms-swift pass a reward function the dataset's columns by "
