@@ -1,0 +1,91 @@
+"""A directory listing pasted into a log: ``ls -l`` / ``ls -lh`` rows, ``du -sh`` / ``du -h`` rows, and
+"name  size" tables of checkpoint files, read into (name, bytes, line) entries. Pure: text in, entries out.
+
+People paste the listing of a checkpoint folder when it is too big or holds the wrong files; the numbers in it are
+the facts a checkpoint rule needs (doctor/checks/checkpoint/listing.py). Sizes are read as printed: ``ls -l``
+bytes (digits, or digits grouped by spaces, commas or dots), and the 1024-based suffixes of ``ls -h`` and
+``du -h`` (coreutils' human_readable: K, M, G, T, P, with an optional ``i``/``B``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# `ls -l`: mode, links, owner, group, size, date (any locale: "Sep 19 14:43", "9月  19 14:43", "2024-09-19 14:43"), name
+_LS = re.compile(r"^[-dlcbps][-rwxsStTl]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s+"
+                 r"(?P<date>.+?)\s+(?P<name>[^\s/]+(?:/[^\s/]+)*/?[*@/|=]?)(?:\s+->\s+\S+)?$")
+# `du -sh checkpoint-*` / `du -h --max-depth 1`: size, then a path
+_DU = re.compile(r"^(?P<size>\d+(?:[.,]\d+)?(?:[KMGTP](?:i?B)?)?)\s+(?P<name>\S+)$")
+# "pytorch_model_fsdp.bin        36 981 387 757   (37 GB ...)": a checkpoint file's name, then its size
+_TABLE = re.compile(r"^(?P<name>[\w.\-]+\.(?:safetensors|bin|pt|pth|json|ckpt|model))\s{2,}"
+                    r"(?P<size>\d{1,3}(?:[ ,.\u202f]\d{3})+|\d+(?:\.\d+)?\s?(?:[KMGTP]i?B?|bytes)?)(?:\s.*)?$")
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+_CKPT_NAME = re.compile(r"(?:checkpoint|global_step|step|epoch)[-_]?\d+|\.(?:safetensors|bin|pt|pth)$|^latest$|"
+                        r"adapter_config\.json|optimizer|zero_to_fp32")
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str        # as listed, without ls's type suffix ("global_step625", "pytorch_model.bin")
+    size: int | None  # bytes; None for a directory whose ls size is only its inode (4096)
+    is_dir: bool
+    line: int        # the log line it was read from
+    form: str        # "ls" | "du" | "table"
+    printed: str = ""  # the size as the listing printed it ("15G", "36 981 387 757")
+
+
+def size_bytes(text: str) -> int | None:
+    """'15013097353' -> 15013097353, '36 981 387 757' -> 36981387757, '15G' -> 16106127360, '1.5MiB' -> 1572864."""
+    t = text.strip().replace("\u202f", " ")
+    if re.fullmatch(r"\d{1,3}(?:[ ,.]\d{3})+", t):
+        return int(re.sub(r"\D", "", t))
+    m = re.fullmatch(r"(\d+(?:[.,]\d+)?)\s?([KMGTP]?)(?:i?B|bytes)?", t, re.I)
+    if m is None:
+        return None
+    return int(float(m.group(1).replace(",", ".")) * _UNITS[m.group(2).upper()])
+
+
+def parse_line(text: str, line: int) -> Entry | None:
+    """The listing entry on one log line, or None."""
+    t = text.strip()
+    if not t or len(t) > 300:
+        return None
+    m = _LS.match(t)
+    if m is not None:
+        name = m.group("name")
+        is_dir = t[0] == "d" or name.endswith("/")
+        name = name.rstrip("*@/|=")
+        if name in (".", ".."):
+            return None
+        size = size_bytes(m.group("size"))
+        return Entry(name, None if is_dir else size, is_dir, line, "ls", m.group("size"))
+    m = _DU.match(t)
+    if m is not None and _CKPT_NAME.search(m.group("name")):
+        name = m.group("name").rstrip("/")
+        base = name.rsplit("/", 1)[-1]
+        return Entry(base, size_bytes(m.group("size")), "." not in base, line, "du", m.group("size"))
+    m = _TABLE.match(t)
+    if m is not None:
+        return Entry(m.group("name"), size_bytes(m.group("size")), False, line, "table", m.group("size"))
+    return None
+
+
+def blocks(lines: list[tuple[int, str]], min_rows: int = 2) -> list[list[Entry]]:
+    """Runs of listing rows (a blank or unreadable line in between is allowed once) of at least ``min_rows``."""
+    out: list[list[Entry]] = []
+    cur: list[Entry] = []
+    gap = 0
+    for line_no, text in lines:
+        e = parse_line(text, line_no)
+        if e is not None:
+            cur.append(e)
+            gap = 0
+            continue
+        gap += 1
+        if gap > 1 and cur:
+            if len(cur) >= min_rows:
+                out.append(cur)
+            cur = []
+    if len(cur) >= min_rows:
+        out.append(cur)
+    return out
