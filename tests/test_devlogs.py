@@ -36,17 +36,10 @@ DEVLOGS2 = ROOT / "fixtures" / "devlogs2"
 KNOWN_MISSES_2: dict[str, str] = {
     "105": "a stack cut in vLLM's initialize_cache: no structural rule of category vllm-oom-or-kv-cache reads a stack",
     "107": "verl's DataProto.chunk assertion, cut before its message: verl is not in the raise-site index",
-    "110": "checkpoint size told in prose (37 GB), no file listing or log line to read",
     "117": "a vLLM assertion on rope_scaling from an older vLLM: read as an engine failure, not a version clash",
     "119": "a benchmark that prints no error: the empty data_source is only in the thread's prose",
-    "120": "LLaMA-Factory's 'Cannot find valid samples' RuntimeError: LLaMA-Factory is not in the raise-site index",
     "128": "one verl row with a 10751 s timing: a single row cannot show a slowdown",
-    "129": "transformers removed TrainingArguments._VALID_DICT_FIELDS: an AttributeError on a class, not classified",
-    "132": "a KeyError 'prompt' in trl's DPO collator: no structural entry for a data collator's missing column",
-    "133": "transformers' 'does not appear to have a file named config.json' on a LoRA checkpoint folder: no rule",
-    "134": "checkpoint sizes told in prose, no listing",
     "135": "the loss repeating exactly each epoch (no update) is read as a log that stops mid-training",
-    "136": "PEFT's 'trainable params: 0' printed by print_trainable_parameters: no rule",
     "142": "unsloth's 'Untrained tokens' ValueError: no rule for untrained special tokens",
 }
 

@@ -94,6 +94,9 @@ def test_vllm_engine_and_multimodal_by_innermost_library_frame():
 def test_signature_drift_and_library_attribute_are_version_clashes_but_builtin_attribute_is_not():
     assert run("TypeError: Foo.bar() got an unexpected keyword argument 'baz'\n")[0].rule_id == "GD993"
     assert run("AttributeError: 'GRPOConfig' object has no attribute 'top_k'\n")[0].rule_id == "GD993"
+    # a class attribute (CPython type_getattro): trl's GRPOConfig reading a TrainingArguments field of another release
+    assert run("AttributeError: type object 'TrainingArguments' has no attribute '_VALID_DICT_FIELDS'\n")[0].rule_id == "GD993"
+    assert run("AttributeError: type object 'list' has no attribute 'foo'\n")[0].rule_id == "GD999"
     found = run("AttributeError: 'list' object has no attribute 'get'\n")
     assert found[0].rule_id == "GD999" and found[0].category == "other"
 
@@ -135,3 +138,22 @@ def test_a_frame_line_cut_at_the_start_of_a_paste_is_nobodys_code_but_a_relative
     own = run(tb([("train.py", 12, "<module>", "rewards.view(-1, 6)")],
                  "RuntimeError: shape '[-1, 6]' is invalid for input of size 1"))[0]
     assert any("your own code (train.py:12" in x for x in own.fix), own.fix
+
+
+def test_an_exception_under_the_dataloader_fetch_is_a_sample_problem():
+    frames = [(f"{SP}/transformers/trainer.py", 1787, "_inner_training_loop", "for step, inputs in enumerate(epoch_iterator):"),
+              (f"{SP}/torch/utils/data/_utils/fetch.py", 54, "fetch", "return self.collate_fn(data)"),
+              (f"{SP}/trl/trainer/utils.py", 471, "__call__", "for k in features[0].keys():")]
+    found = run(tb(frames, "KeyError: 'chosen_input_ids'"))
+    assert found[0].rule_id == "GD994" and found[0].category == "dataset-or-template-error"
+    # the same KeyError raised outside the DataLoader is nobody's sample
+    assert run(tb(frames[:1], "KeyError: 'chosen_input_ids'"))[0].rule_id == "GD999"
+
+
+def test_an_exception_raised_by_the_dataset_loader_is_a_dataset_problem():
+    frames = [("src/train_bash.py", 14, "<module>", "main()"),
+              ("E:\\project\\LLaMA-Factory\\src\\llmtuner\\data\\loader.py", 189, "get_dataset",
+               'raise RuntimeError("Cannot find valid samples")')]
+    found = run(tb(frames, "RuntimeError: Cannot find valid samples, check `data/README.md` for the data format."))
+    assert found[0].category == "dataset-or-template-error"
+    assert run(tb(frames[:1], "RuntimeError: Cannot find valid samples"))[0].rule_id == "GD999"
