@@ -17,7 +17,7 @@ from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, W
 from ..sources import metrics as metrics_src
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
-from ..sources.traceback import COLAB_WORD, TracebackTracker
+from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
@@ -26,7 +26,8 @@ END_MARKERS = ("End time of running main", "last_model_checkpoint: ")  # ms-swif
 # holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)
 STATE_WORDS: frozenset[str] = frozenset(
     set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
-    | {", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD})
+    | {", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD}
+    | set(BARE_WORDS))
 
 
 @dataclass

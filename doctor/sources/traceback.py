@@ -37,6 +37,22 @@ CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.
 # at its parenthesis "    x = f(AttributeError: ...")
 _GLUED = re.compile(r"(?<=[()\]'\"^~}>])\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout))"
                     r"(?::\s?(.*))?$")
+# messages that C++ code raises, pasted without their type (the user copied the message only): the start of the
+# message names the exception torch gives it. Sources: c10/cuda/CUDACachingAllocator.cpp ("CUDA out of memory. Tried
+# to allocate", torch.OutOfMemoryError since 2.0), ATen's device check (aten/src/ATen/TensorIterator.cpp and
+# native/...: "Expected all tensors to be on the same device, but found at least two devices"), c10/cuda/CUDAException
+# ("CUDA error: an illegal memory access was encountered"), ProcessGroupNCCL ("NCCL error in: ...").
+_BARE: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"^(?i:cuda) out of memory\. Tried to allocate"), "torch.OutOfMemoryError"),
+    (re.compile(r"^Expected all tensors to be on the same device"), "RuntimeError"),
+    (re.compile(r"^CUDA error: (?:an illegal memory access|device-side assert|misaligned address|unspecified launch)"),
+     "RuntimeError"),
+    (re.compile(r"^NCCL error in: \S+"), "torch.distributed.DistBackendError"),
+)
+BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ")  # gate words for _BARE
+# an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
+_SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
+                     r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
 _MAX_FRAMES = 40
 _MAX_MSG = 600
 
@@ -136,6 +152,12 @@ class TracebackTracker:
             if len(msg) > _MAX_MSG:
                 msg = msg[:_MAX_MSG] + "…"
             return ExceptionInfo(etype, msg, frames, line.where, line.rank, line.seq, line.raw)
+        bare = _bare(stripped)
+        if bare is not None:
+            frames = tuple(st.frames) if st else ()
+            if st is not None:
+                del self._states[key]
+            return ExceptionInfo(bare[0], bare[1][:_MAX_MSG], frames, line.where, line.rank, line.seq, line.raw)
         if st is not None and st.frames and st.in_tb and not st.ipy:
             g = _GLUED.search(stripped)
             if g and g.start() > 0:
@@ -159,3 +181,15 @@ class TracebackTracker:
                 st.frames[-1] = Frame(last.path, last.lineno, last.func, stripped[:200])
             st.expect_code = set(stripped) <= set("^~ ")  # caret line: still under the same frame
         return None
+
+
+def _bare(text: str) -> tuple[str, str] | None:
+    """(type, message) of an exception line pasted without its type or with the type retyped with a space."""
+    m = _SPACED.match(text)
+    if m is not None:
+        return f"{m.group(1)}Error", m.group(2).strip()
+    if text[:1] in "CEN":
+        for rx, etype in _BARE:
+            if rx.match(text):
+                return etype, text
+    return None

@@ -20,7 +20,7 @@ from ._slow_steps import slow_steps
 
 SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
 
-_WD_START = ("Watchdog caught collective operation timeout", "Timeout at NCCL work", "NCCL communicator was aborted",
+_WD_START = ("Watchdog caught collective operation", "Timeout at NCCL work", "NCCL communicator was aborted",
              "Heartbeat monitor timed out", "watchdog got stuck", "Timed out waiting")
 _WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
 _WD_SEQ = re.compile(r"SeqNum=(\d+)")
@@ -51,7 +51,7 @@ class NcclWatchdog(Rule):
     """Collective timeouts. Joins a watchdog line hard-wrapped by a terminal or a paste with the next line."""
 
     kinds = frozenset({LogLine})
-    literals = ("Watchdog caught collective operation timeout", "WorkNCCL(", "Timeout(ms)=", "before timing out",
+    literals = ("Watchdog caught collective operation", "WorkNCCL(", "Timeout(ms)=", "before timing out",
                 "Timeout at NCCL work", "NCCL communicator was aborted", "Heartbeat monitor timed out",
                 "watchdog got stuck", "Timed out waiting")
 
@@ -108,8 +108,8 @@ class NcclWatchdog(Rule):
             if t and not seq:
                 self.items.append(_Timeout(rank, int(t.group(1)), None, None, None, None, line, kind))
                 return
-        if not (seq or to or kind == "aborted"):
-            return
+        if not (seq or to or kind == "aborted" or "Watchdog caught collective operation" in text):
+            return  # a watchdog line cut before its numbers still names the failure
         self.items.append(_Timeout(rank, as_int(seq.group(1)) if seq else None, op.group(1) if op else None,
                                    as_int(to.group(1)) if to else None, as_int(ran.group(1)) if ran else None,
                                    as_int(numel.group(1)) if numel else None, line, kind))
