@@ -23,6 +23,9 @@ Figures printed (over all cases, then per --split range and per labelled categor
 - framework named right: ``run.framework`` is the framework that ran (the table's ``framework``, or the
   first word of its ``project``);
 - silent: no finding at warning or above (a real failure log must always get one);
+- confidence calibration: for findings[0] of each case, per level (certain, likely, possible): how many, how many
+  are right (top-1), the share right and its target (certain >= 95%, likely >= 75%); the share of cases whose primary
+  is certain; one line per wrong primary at certain or likely;
 - one line per top-1 miss: case id, label, what came first, its title.
 
 ``--mutate`` measures robustness instead: each case's log is damaged the way pastes are (bench/mutate.py: hard
@@ -88,6 +91,8 @@ class CaseResult:
     evidence_lines: list[int] = field(default_factory=list)
     error: str | None = None   # analyze raised (a bug: counted as a miss)
     seconds: float = 0.0
+    confidence: str | None = None  # findings[0].confidence: certain | likely | possible
+    alternatives: list[str] = field(default_factory=list)  # findings[0].alternatives (a possible one's)
 
 
 def find_cases(roots: list[str]) -> list[Path]:
@@ -203,7 +208,8 @@ def run_case(case_dir: Path, keys: list[KeyLine] | None, frameworks: list[str] |
         anywhere=any(c in accept for c in cats),
         evidence=evidence,
         silent=not any(f.severity >= Severity.warning for f in findings),
-        categories=cats, evidence_lines=ev_lines, error=error, seconds=round(dt, 4))
+        categories=cats, evidence_lines=ev_lines, error=error, seconds=round(dt, 4),
+        confidence=first.confidence if first else None, alternatives=list(first.alternatives) if first else [])
 
 
 def parse_split(text: str) -> list[tuple[int, int]]:
@@ -253,6 +259,32 @@ def per_category(results: list[CaseResult], out) -> None:
         ev = [r for r in rs if r.evidence is not None]
         print(f"  {c:<{width}} {len(rs):>2}  {sum(r.top1 for r in rs):>5}  {sum(r.anywhere for r in rs):>8}"
               f"  {sum(bool(r.evidence) for r in ev):>4}/{len(ev)}", file=out)
+
+
+LEVELS = ("certain", "likely", "possible")
+TARGETS = {"certain": 0.95, "likely": 0.75}  # issue 29 point 3: share right that each level must reach
+
+
+def calibration(results: list[CaseResult], out) -> None:
+    """Is findings[0].confidence honest? Per level: primaries, how many are right (top-1), the share right (and the
+    target it must reach); then the share of cases whose primary is certain, and the wrong ones at certain/likely."""
+    print("== confidence calibration (findings[0]; right = top-1)", file=out)
+    print(f"  {'level':<9} {'n':>3} {'right':>5}  share   target", file=out)
+    for level in LEVELS:
+        rs = [r for r in results if r.confidence == level]
+        right = sum(r.top1 for r in rs)
+        share = f"{100.0 * right / len(rs):5.1f}%" if rs else "    -"
+        target = f">= {100 * TARGETS[level]:.0f}%" if level in TARGETS else "-"
+        flag = "  BELOW" if rs and level in TARGETS and right / len(rs) < TARGETS[level] else ""
+        print(f"  {level:<9} {len(rs):>3} {right:>5}  {share}  {target}{flag}", file=out)
+    none = [r for r in results if r.confidence is None]
+    if none:
+        print(f"  (no finding: {len(none)})", file=out)
+    print(f"  primary certain       {pct(sum(r.confidence == 'certain' for r in results), len(results))}", file=out)
+    for r in results:
+        if r.confidence in TARGETS and not r.top1:
+            print(f"  wrong at {r.confidence}: {r.case}: label {r.label}, got {r.got} [{r.rule_id}] {r.title}",
+                  file=out)
 
 
 def misses(results: list[CaseResult], out) -> None:
@@ -423,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         part = [r for r in results if r.number is not None and lo <= r.number <= hi]
         summary(part, f"cases {lo:03d}-{hi:03d}", out)
     per_category(results, out)
+    calibration(results, out)
     misses(results, out)
     print(f"== {len(results)} cases analyzed in {total:.2f} s", file=out)
 

@@ -23,6 +23,17 @@ class Severity(enum.IntEnum):
             raise ValueError(f"unknown severity {text!r}: use info, warning or error") from None
 
 
+# how sure a finding's category is (additive to schema 1; doctor/confidence.py and rules/README.md): the log proves
+# the rule's condition (a signature, a raise site, a computed check), the failure's structure points there (component,
+# phase, exception type, a phase inferred from a cut traceback), or weak evidence / similarity only. Strongest first.
+CONFIDENCES = ("certain", "likely", "possible")
+
+
+def weaker(a: str, b: str) -> str:
+    """The less sure of two confidence levels."""
+    return a if CONFIDENCES.index(a) >= CONFIDENCES.index(b) else b
+
+
 class Role(str, enum.Enum):
     root = "root"
     consequence = "consequence"
@@ -101,6 +112,11 @@ class Finding:
     flags: tuple[tuple[str, str], ...] = ()  # corrected flags the diagnosis computed ("--name", "value"): for command
     run: RunRef | None = None  # the run of an appended log that the evidence belongs to (additive to schema 1)
     raised_by: tuple[RaisedBy, ...] = ()  # where the errors it quotes are raised (additive to schema 1)
+    # how sure the category is (CONFIDENCES; additive to schema 1): rules.Rule.make sets it from the rule's kind and
+    # tier (registry.RuleMeta.confidence_level); a finding built by hand (a test) is taken as proven
+    confidence: str = "certain"
+    # for a "possible" finding: the other categories considered (doctor/confidence.py), best first; else ()
+    alternatives: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -115,7 +131,10 @@ class Finding:
             "count": self.count,
             "ranks": list(self.ranks),
             "role": self.role.value,
+            "confidence": self.confidence,
         }
+        if self.confidence == "possible":
+            out["alternatives"] = list(self.alternatives)
         for key in ("action", "verify", "prevent", "command"):
             if getattr(self, key):
                 out[key] = getattr(self, key)

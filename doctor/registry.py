@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .model import Role, Severity
+from .model import CONFIDENCES, Role, Severity
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,7 +55,7 @@ def id_in_family(rule_id: str, family: str) -> bool:
 # The keys a rule file may hold (rules/README.md has the table; a test checks the two agree)
 KEYS = frozenset({"id", "slug", "category", "severity", "title", "why", "message", "fix", "references", "priority",
                   "versions", "examples", "not_examples", "patterns", "exceptions", "check", "fixer", "consequence",
-                  "fallback", "options", "aliases", "action", "verify", "prevent"})
+                  "fallback", "options", "aliases", "action", "verify", "prevent", "confidence"})
 # what to do about a finding (JSON ``action``; watch --on-failure acts on it): a transient fault to run again as is,
 # a run to continue from its last good checkpoint, a configuration to correct and launch again, a bug to fix first
 ACTIONS = ("restart", "resume", "relaunch", "stop")
@@ -112,10 +112,26 @@ class RuleMeta:
     #                        rule has one and a verify (tests/test_actions.py), a rule written in a test need not
     verify: str = ""       # what the next run's log shows when the fix worked
     prevent: str = ""      # the preflight / check-ckpt rule (and command) that would have caught it, if any
+    confidence: str = ""   # the TOML's own level (CONFIDENCES), for a rule whose evidence is weaker than its kind's
 
     @property
     def role_hint(self) -> Role:
         return Role.consequence if self.consequence else Role.standalone
+
+    @property
+    def confidence_level(self) -> str:
+        """How sure this rule's findings are, from what kind of rule it is (rules/README.md, "Confidence"): a
+        signature or a check run with the other rules proves its condition (certain); a fallback check judges from
+        the failure's structure (likely); a last-resort rule reads only how the log ends (possible). The TOML's
+        ``confidence`` replaces it (a rule that fires on a trend, a risk or a threshold); a finding may still say
+        less (Rule.make), never more."""
+        if self.confidence:
+            return self.confidence
+        if self.fallback and self.options.get("last_resort"):
+            return "possible"
+        if self.fallback and self.check:
+            return "likely"
+        return "certain"
 
 
 def rule_files(directory: Path | None = None) -> list[Path]:
@@ -191,6 +207,8 @@ def _load_one(path: Path) -> RuleMeta:
         raise CatalogError(f"{where}: unknown category {data['category']!r}")
     if "action" in data and data["action"] not in ACTIONS:
         raise CatalogError(f"{where}: action {data['action']!r} is not one of {', '.join(ACTIONS)}")
+    if "confidence" in data and data["confidence"] not in CONFIDENCES:
+        raise CatalogError(f"{where}: confidence {data['confidence']!r} is not one of {', '.join(CONFIDENCES)}")
     for key in ("verify", "prevent"):
         if not isinstance(data.get(key, ""), str) or (key in data and not data[key].strip()):
             raise CatalogError(f"{where}: {key!r} must be a non-empty string")
@@ -223,7 +241,7 @@ def _load_one(path: Path) -> RuleMeta:
         not_examples=tuple(data.get("not_examples", ())), versions=data.get("versions", ""), path=where, family=family,
         options=dict(data.get("options", {})), aliases=tuple(data.get("aliases", ())), action=data.get("action", ""),
         verify=data.get("verify", "").strip(),
-        prevent=data.get("prevent", "").strip(),
+        prevent=data.get("prevent", "").strip(), confidence=data.get("confidence", ""),
     )
 
 

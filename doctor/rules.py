@@ -7,7 +7,7 @@ import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .model import Evidence, Finding, Severity
+from .model import Evidence, Finding, Severity, weaker
 from .registry import RuleMeta, resolve
 from .signals import ExceptionInfo, LogLine
 from .sources.swiftconfig import RunConfig
@@ -123,13 +123,19 @@ class Rule:
     def make(self, *, message: str | None = None, fix: list[str] | tuple[str, ...] | None = None,
              evidence: tuple[Evidence, ...] | list[Evidence] = (), count: int = 1, ranks: tuple[int, ...] = (),
              seq: int = 0, severity: Severity | None = None, title: str | None = None, action: str | None = None,
-             flags: tuple[tuple[str, str], ...] = ()) -> Finding:
+             flags: tuple[tuple[str, str], ...] = (), confidence: str | None = None,
+             alternatives: tuple[str, ...] = ()) -> Finding:
+        """``confidence``: what this finding rests on when it is less than the rule's (a structural verdict from a
+        cut traceback); never more (registry.RuleMeta.confidence_level). ``alternatives``: the other categories
+        the rule weighed (kept for a "possible" finding: doctor/confidence.py)."""
         m = self.meta
+        level = m.confidence_level if confidence is None else weaker(m.confidence_level, confidence)
         return Finding(
             rule_id=m.id, slug=m.slug, category=m.category, severity=severity if severity is not None else m.severity,
             title=title or m.title, message=message or m.message, fix=tuple(fix if fix is not None else m.fix),
             evidence=tuple(evidence), count=count, ranks=ranks, role=m.role_hint, first_seq=seq, priority=m.priority,
             action=action or m.action, verify=m.verify, prevent=m.prevent, flags=tuple(flags),
+            confidence=level, alternatives=tuple(alternatives),
         )
 
 

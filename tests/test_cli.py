@@ -37,8 +37,11 @@ def test_json_contract_and_exit_1():
     f = rep["findings"][0]
     base = {"rule_id", "slug", "category", "severity", "title", "message", "fix", "evidence", "count", "ranks", "role"}
     # issue 20 (additive to schema 1): action and verify always, prevent and command where they exist; issue 14:
-    # raised_by where the quoted error is in the raise-site index
-    assert base | {"action", "verify"} <= set(f) <= base | {"action", "verify", "prevent", "command", "raised_by"}
+    # raised_by where the quoted error is in the raise-site index; issue 29: confidence always (alternatives with a
+    # possible one)
+    assert base | {"action", "verify", "confidence"} <= set(f) <= base | {"action", "verify", "prevent", "command",
+                                                                           "raised_by", "confidence", "alternatives"}
+    assert f["confidence"] == "certain"
     assert f["action"] == "relaunch" and f["prevent"].startswith("GD101: grpo-doctor preflight")
     assert f["category"] == "batch-divisibility" and f["severity"] == "error"
     assert f["evidence"][0]["line"] == 45 and "generation_batch_size (6)" in f["evidence"][0]["text"]

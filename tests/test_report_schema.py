@@ -49,6 +49,7 @@ def _one() -> dict:
     lambda d: d.update(schema_version=2),
     lambda d: d.pop("inputs"),
     lambda d: d["findings"][0].update(role="cause"),
+    lambda d: d["findings"][0].update(confidence="high"),
 ])
 def test_contract_breaks_are_refused(breakage):
     d = _one()
@@ -96,3 +97,18 @@ def test_live_report_validates(tmp_path):
     log.write_text("ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n"
                    "{'loss': nan, 'grad_norm': inf}\n")
     assert not _errors(json.loads(jsonr.render(analyze([str(log)]))))
+
+
+def test_confidence_and_alternatives_are_typed():
+    """Issue 29 point 3: every finding's confidence is one of three levels; alternatives are categories."""
+    props = SCHEMA["$defs"]["finding"]["properties"]
+    assert props["confidence"]["enum"] == ["certain", "likely", "possible"]
+    assert props["alternatives"]["items"]["enum"] == list(CATEGORIES)
+    d = copy.deepcopy(_one())
+    assert d["findings"][0]["confidence"] == "certain"   # the goldens carry it
+    d["findings"][0].update(confidence="possible", alternatives=["cuda-oom", "nccl-timeout"])
+    assert not _errors(d)
+    for bad in ({"confidence": "sure"}, {"alternatives": ["made-up"]}, {"alternatives": "cuda-oom"}):
+        d = copy.deepcopy(_one())
+        d["findings"][0].update(bad)
+        assert _errors(d), bad

@@ -43,6 +43,9 @@ def fmt(v: float | None, digits: int = 4) -> str:
 
 
 FEW_ROWS = 2              # a series of this many logged steps or fewer is an excerpt: what it shows may not last
+# a finding read off such an excerpt (the few_rows_caveat sentence) is at most "likely": one or two rows show the
+# state, not that it lasted (doctor/confidence.py)
+EXCERPT_CONFIDENCE = "likely"
 
 
 def few_rows_caveat(n: int) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..confidence import by_raise_site
 from ..model import Finding, RaisedBy
 from ..signals import ExceptionInfo
 from ..sources.swiftconfig import RunConfig
@@ -124,7 +125,10 @@ class Provenance:
                     out.append(rb)
             if len(out) >= MAX_PER_FINDING:
                 break
-        return replace(f, raised_by=tuple(out)) if out else f
+        if not out:
+            return f
+        raised = tuple(out)
+        return replace(f, raised_by=raised, confidence=by_raise_site(f, raised))
 
     def _of_line(self, text: str) -> list[tuple[tuple, Any]]:
         """An evidence line that is not a parsed exception: an exception named in it, or an error log line."""

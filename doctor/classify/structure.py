@@ -46,6 +46,7 @@ class Verdict:
     frames: tuple[Frame, ...]
     component: str                # who raised it: "vLLM", "ms-swift", "your code"...
     where: Frame | None           # the frame that decided (innermost library frame, else the raise site)
+    runners_up: tuple[str, ...] = ()  # the categories of the later table entries that match too, in table order
 
 
 class TableError(ValueError):
@@ -105,14 +106,19 @@ def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...]) -> b
 
 def classify(exc: ExceptionInfo | None, frames: tuple[Frame, ...], table: tuple[Entry, ...] | None = None
              ) -> Verdict | None:
-    for e in table if table is not None else load():
+    """The first entry of the table that matches decides; the categories of the later ones that match too are
+    its runners-up (a finding that is only "possible" names them as its alternatives)."""
+    entries = table if table is not None else load()
+    for i, e in enumerate(entries):
         if matches(e, exc, frames):
             lib = deepest_library(frames)
             where = lib or (frames[-1] if frames else None)
             comp = component(where.path) if where is not None else "unknown"
             if e.category == "reward-function-error":
                 comp = "a reward function"
-            return Verdict(e, exc, frames, comp, where)
+            others = dict.fromkeys(o.category for o in entries[i + 1:]
+                                   if o.category != e.category and matches(o, exc, frames))
+            return Verdict(e, exc, frames, comp, where, tuple(others))
     return None
 
 

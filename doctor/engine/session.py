@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from ..confidence import assess
 from ..gate import WordGate
 from ..model import Finding, Role, Severity
 from ..registry import RuleMeta, load_catalog
@@ -145,7 +146,8 @@ class Session:
                         found.extend(r.finish(state))
                     except OUT_OF_RANGE:
                         pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
-        return refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended)
+        # the alternatives of each finding that is only possible: the other findings are all at hand here
+        return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended))
 
 
 def _tier(rule: Rule) -> int:

@@ -48,8 +48,11 @@ def annotation(f: Finding) -> str:
             props.append(f"file={escape_property(file)}")
             if e.line > 0:
                 props.append(f"line={e.line}")
-    props.append(f"title={escape_property(f'{f.rule_id} {f.title}')}")
+    sure = "" if f.confidence == "certain" else f" ({f.confidence})"
+    props.append(f"title={escape_property(f'{f.rule_id} {f.title}{sure}')}")
     body = f.message + ("\nFix:\n" + "\n".join(f"- {s}" for s in f.fix) if f.fix else "")
+    if f.alternatives:
+        body += f"\nAlso considered: {', '.join(f.alternatives)}"
     if f.evidence and is_pseudo(f.evidence[0].path):
         body += f"\n(from {f.evidence[0].path})"
     return f"::{_LEVEL[f.severity]} {','.join(props)}::{escape_data(body)}"

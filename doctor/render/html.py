@@ -29,7 +29,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:26px 0 8px;border-bott
 border-radius:4px;padding:8px 12px;margin:10px 0}.finding.error{border-left-color:#c62828}
 .finding.warning{border-left-color:#b26a00}.finding.info{border-left-color:#1565c0}
 .sev{font-weight:700;text-transform:uppercase;font-size:12px;margin-right:6px}.error .sev{color:#c62828}
-.warning .sev{color:#b26a00}.info .sev{color:#1565c0}.id{color:#555;font-size:12px;margin-left:6px}
+.warning .sev{color:#b26a00}.info .sev{color:#1565c0}.id{color:#555;font-size:12px;margin-left:6px}.conf{font-style:italic}
 pre{background:#f6f6f6;padding:6px 8px;overflow-x:auto;font-size:12px;margin:4px 0;white-space:pre-wrap;
 word-break:break-all}.lbl{font-weight:600;font-size:12.5px;margin-top:6px}.verdict{font-weight:600}
 ul{margin:4px 0 4px 20px;padding:0}.chart{margin:14px 0 22px}.chart h3{font-size:14px;margin:0 0 4px}
@@ -88,7 +88,9 @@ def _findings(report: Report) -> list[str]:
     for i, f in enumerate(report.findings, 1):
         extra = f.to_json()   # fields other helpers add (action, verify, known_issues): shown when present
         role = {Role.root: " (first cause)", Role.consequence: " (consequence)"}.get(f.role, "")
-        bits = [esc(f.rule_id), esc(f.slug), esc(f.category)]
+        bits = [esc(f.rule_id), esc(f.slug), esc(f.category), f'<span class="conf">{esc(f.confidence)}</span>']
+        if f.alternatives:
+            bits.append("also considered: " + esc(", ".join(f.alternatives)))
         if f.count > 1:
             bits.append(f"×{f.count}")
         if f.ranks:

@@ -97,7 +97,7 @@ def render(report: Report) -> str:
         tag = f" ({f.role.value})" if f.role.value != "standalone" else ""
         out.append(f"### {i}. {f.severity.name.upper()}: {md_message(f.title)}{tag}")
         out.append("")
-        out.append(f"{md_code(f.rule_id)} {md_code(f.slug)} · category {md_code(f.category)}"
+        out.append(f"{md_code(f.rule_id)} {md_code(f.slug)} · category {md_code(f.category)} · {_sureness(f)}"
                    + (f" · seen {f.count}×" if f.count > 1 else "")
                    + (f" · ranks {', '.join(map(str, f.ranks))}" if f.ranks else "")
                    + (f" · {md_message(f.run.label())}" if f.run is not None else ""))
@@ -129,6 +129,14 @@ def render(report: Report) -> str:
                + ", ".join(f"{md_code(rel_path(i.path, base))} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
                          for i in report.inputs) + "</sub>")
     return "\n".join(out) + "\n"
+
+
+def _sureness(f: Finding) -> str:
+    """'confidence `likely`', with the other categories considered for a possible finding."""
+    out = f"confidence {md_code(f.confidence)}"
+    if f.alternatives:
+        out += " (also considered: " + ", ".join(md_code(c) for c in f.alternatives) + ")"
+    return out
 
 
 def known_lines(f: Finding) -> list[str]:

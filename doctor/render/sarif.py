@@ -63,8 +63,10 @@ def render(report: Report, exit_code: int | None = None) -> str:
             "ruleId": f.rule_id, "level": _LEVEL[f.severity],
             "message": {"text": f.message + ("\nFix: " + " | ".join(f.fix) if f.fix else "")},
             "locations": [_location(e, base) for e in f.evidence[:1]],
-            "properties": {"category": f.category, "role": f.role.value},
+            "properties": {"category": f.category, "role": f.role.value, "confidence": f.confidence},
         }
+        if f.alternatives:  # a possible finding: the other categories considered
+            res["properties"]["alternatives"] = list(f.alternatives)
         related = [_location(e, base, i) for i, e in enumerate(f.evidence[1:1 + MAX_RELATED], 1)]
         if related:
             res["relatedLocations"] = related

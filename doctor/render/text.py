@@ -74,7 +74,7 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             extra.append("ranks " + ",".join(map(str, f.ranks[:16])) + ("…" if len(f.ranks) > 16 else ""))
         if f.run is not None:
             extra.append(f.run.label())
-        out(f"[{_STYLE[f.severity]}]{f.severity.name.upper()}[/] [bold]{escape(f.title)}[/bold]{role}"
+        out(f"[{_STYLE[f.severity]}]{f.severity.name.upper()}[/] [bold]{escape(f.title)}[/bold]{role}{sureness(f)}"
             f"  [dim]{escape(f.rule_id)} {escape(f.category)}{(' ' + ' '.join(extra)) if extra else ''}[/dim]",
             bullet=f"{i}.")
         out(escape(f.message), 3)
@@ -105,6 +105,15 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     out(f"[dim]{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), {counts[Severity.info]} "
         f"info. grpo-doctor explain <RULE> for details.[/dim]")
     return _tidy(buf.getvalue())
+
+
+def sureness(f: Finding) -> str:
+    """' (likely)', ' (possible; also considered: a, b)' beside the title (rich markup); nothing for certain, the
+    usual case (doctor/confidence.py)."""
+    if f.confidence == "certain":
+        return ""
+    also = f"; also considered: {', '.join(f.alternatives)}" if f.alternatives else ""
+    return f" [dim]({escape(f.confidence + also)})[/dim]"
 
 
 def quiet_line(f: Finding) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..model import Evidence, Finding, Role, Severity
-from ..registry import ACTIONS
+from ..model import CONFIDENCES, Evidence, Finding, Role, Severity
+from ..registry import ACTIONS, find_rule
 
 REPORT_PREFIX = "grpo-doctor-report"
 
@@ -32,7 +32,16 @@ def is_report(obj) -> bool:
         and obj["tool"].get("name") == "grpo-doctor" and isinstance(obj.get("findings"), list)
 
 
+def _confidence(d: dict) -> str:
+    """The report's own level; a report written before there was one: what its rule's kind says (the catalog)."""
+    if d.get("confidence") in CONFIDENCES:
+        return str(d["confidence"])
+    meta = find_rule(str(d.get("rule_id", "")))
+    return meta.confidence_level if meta is not None else "possible"
+
+
 def _finding(d: dict) -> Finding | None:
+    alts = d.get("alternatives", [])
     try:
         return Finding(
             rule_id=str(d["rule_id"]), slug=str(d.get("slug", "")), category=str(d.get("category", "other")),
@@ -42,6 +51,8 @@ def _finding(d: dict) -> Finding | None:
                            for e in d.get("evidence", ()) if isinstance(e, dict)),
             count=int(d.get("count", 1)), ranks=tuple(int(r) for r in d.get("ranks", ())),
             role=Role(d.get("role", "standalone")),
+            confidence=_confidence(d),
+            alternatives=tuple(c for c in alts if isinstance(c, str))[:4] if isinstance(alts, list) else (),
             **{k: d[k] for k in ("action", "verify", "prevent", "command") if isinstance(d.get(k), str)
                and (k != "action" or d[k] in ACTIONS)})
     except (KeyError, ValueError, TypeError):

@@ -201,6 +201,8 @@ class Structural(Rule):
                 ev.insert(0, Evidence(outer.where.path, outer.where.line, outer.raw))
             return self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
                              severity=Severity.warning if embedded else None,
+                             # named outside a traceback: its type alone, without the component and phase of a stack
+                             confidence="possible" if embedded else None, alternatives=v.runners_up,
                              title=f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else ""))
         line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])
         evidence = [Evidence(line.where.path, line.where.line, line.raw)]
@@ -211,4 +213,4 @@ class Structural(Rule):
                f"{v.component}{where}. {doc}" + (f" {extra}" if extra else "") + " Judged from the stack alone: "
                "find the exception line in the full log to confirm.")
         return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
-                         title=f"{self.meta.title} (traceback cut, from its stack)")
+                         title=f"{self.meta.title} (traceback cut, from its stack)", alternatives=v.runners_up)

@@ -9,7 +9,7 @@ import math
 
 from ...engine.state import RunState
 from ...model import Finding, Severity
-from .._series import EPS_STD, FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt, longest_streak
+from .._series import EPS_STD, EXCERPT_CONFIDENCE, FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt, longest_streak
 
 
 class GradNormZero(SeriesRule):
@@ -78,4 +78,4 @@ class GradNormZero(SeriesRule):
         keys = ("loss", "grad_norm", "reward_std", "frac_reward_zero_std", "kl", "learning_rate")
         ev = [s.evidence(i0, keys)] + ([s.evidence(idx[-1], keys)] if idx[-1] != i0 else [])
         return [self.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(i0),
-                          severity=Severity.warning if few else None)]
+                          severity=Severity.warning if few else None, confidence=EXCERPT_CONFIDENCE if few else None)]

@@ -10,7 +10,17 @@ from ...model import Finding, Severity
 from ...rules import OUT_OF_RANGE, Rule
 from ...signals import Metrics
 from .._rows import RAISED, step_rows
-from .._series import FEW_ROWS, Series, excerpt_steps, few_rows_caveat, fmt, num, reward_key_name, step_row
+from .._series import (
+    EXCERPT_CONFIDENCE,
+    FEW_ROWS,
+    Series,
+    excerpt_steps,
+    few_rows_caveat,
+    fmt,
+    num,
+    reward_key_name,
+    step_row,
+)
 from ._nan_fixes import dtype_of, nan_fixes
 
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
@@ -203,5 +213,5 @@ def metric_only_finding(rule: Rule, s: Series, run, first: int, bad_keys: list[s
                "error with the fixes for that).")
     keys = ("loss", "grad_norm", "kl", "clip_ratio/region_mean", "clip_ratio", "completions/clipped_ratio")
     f = rule.make(message=msg, fix=fix, evidence=[s.evidence(first, keys)], count=n_bad, seq=s.seq(first),
-                  severity=Severity.warning)
+                  severity=Severity.warning, confidence=EXCERPT_CONFIDENCE if rows <= FEW_ROWS and part else None)
     return replace(f, priority=METRIC_ONLY_PRIORITY)   # after the truncation or flat rewards that explain it

@@ -5,7 +5,7 @@ import math
 
 from ...engine.state import RunState
 from ...model import Finding, Severity
-from .._series import FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt, longest_streak
+from .._series import EXCERPT_CONFIDENCE, FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt, longest_streak
 
 
 class CompletionsTruncated(SeriesRule):
@@ -61,7 +61,8 @@ class CompletionsTruncated(SeriesRule):
                           "token" if len(no_eos) == len(idx) else "")
                        + ". Truncated completions cannot finish their answer or close a format tag, so "
                          "format/accuracy rewards see only cut text.")
-                if all(high) and len(rows) <= FEW_ROWS and excerpt(s, rows):
+                few = all(high) and len(rows) <= FEW_ROWS and excerpt(s, rows)
+                if few:
                     msg += few_rows_caveat(len(rows))
                 fix = []
                 if L:
@@ -80,7 +81,7 @@ class CompletionsTruncated(SeriesRule):
                         "completion_length", "completions/mean_terminated_length", "reward")
                 ev = [s.evidence(idx[0], keys)] + ([s.evidence(idx[-1], keys)] if idx[-1] != idx[0] else [])
                 out.append(self.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]),
-                                     severity=Severity.warning))
+                                     severity=Severity.warning, confidence=EXCERPT_CONFIDENCE if few else None))
         lrows = [i for i in range(s.n) if mlen[i] is not None and not math.isnan(mlen[i])]
         if not out and len(lrows) >= 4:
             k = max(1, len(lrows) // 4)

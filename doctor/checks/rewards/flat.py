@@ -9,7 +9,7 @@ from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from ...swift import version
 from .._runargs import arg_float, more_generations
-from .._series import FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt
+from .._series import EXCERPT_CONFIDENCE, FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt
 from ._flags import as_list, flag_name
 from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
 
@@ -112,8 +112,10 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
             msg += " grad_norm was indeed 0 throughout."
         elif gn:
             msg += f" grad_norm stayed at rounding level (up to {fmt(max(gn))})."
+    level = None
     if n <= FEW_ROWS and excerpt(s, rv.idx):
         msg += few_rows_caveat(n)
+        level = EXCERPT_CONFIDENCE
     fix: list[str] = []
     trunc = truncation_note(s, run, idx)
     if trunc:
@@ -169,7 +171,8 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
                                                               else f"rewards/{n}" for n in rv.names][:4] + ["grad_norm"]
     ev_idx = [idx[0]] + ([idx[-1]] if idx[-1] != idx[0] else [])
     ev = [s.evidence(i, keys) for i in ev_idx]
-    return rule.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]), severity=severity)
+    return rule.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]), severity=severity,
+                     confidence=level)
 
 
 def _mostly_flat_finding(rule: Rule, rv: RewardView, run: RunConfig, mean: float, k: int) -> Finding:
