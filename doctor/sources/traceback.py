@@ -49,7 +49,12 @@ _BARE: tuple[tuple[re.Pattern, str], ...] = (
      "RuntimeError"),
     (re.compile(r"^NCCL error in: \S+"), "torch.distributed.DistBackendError"),
 )
-BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ")  # gate words for _BARE
+# a notebook's error output as nbformat stores it (an .ipynb opened as text): "ename", then "evalue" (nbformat v4
+# schema, output_type "error"); keys are written in sorted order, so the type comes first
+_NB_ENAME = re.compile(r'^"ename":\s*"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)",?$')
+_NB_EVALUE = re.compile(r'^"evalue":\s*"(.*)",?$')
+BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ",  # gate words
+              '"ename":', '"evalue":')
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
 _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
@@ -73,6 +78,7 @@ class TracebackTracker:
 
     def __init__(self) -> None:
         self._states: dict[tuple[str, int | None], _State] = {}
+        self._ename: tuple[str, str] | None = None  # (path, type) of a notebook error output's "ename" line
 
     def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
         """Tracebacks whose exception line never came (a log cut mid-stack): (last frame line, frames)."""
@@ -99,6 +105,18 @@ class TracebackTracker:
         st.expect_code = False
         st.ipy = False
         return st
+
+    def _notebook_json(self, line: LogLine, stripped: str) -> ExceptionInfo | None:
+        """An nbformat error output: remember its "ename", and make the exception at its "evalue"."""
+        m = _NB_ENAME.match(stripped)
+        if m is not None:
+            self._ename = (line.where.path, m.group(1))
+            return None
+        m = _NB_EVALUE.match(stripped)
+        if m is None or self._ename is None or self._ename[0] != line.where.path:
+            return None
+        etype, self._ename = self._ename[1], None
+        return ExceptionInfo(etype, _unescape(m.group(1))[:_MAX_MSG], (), line.where, line.rank, line.seq, line.raw)
 
     def feed(self, line: LogLine) -> ExceptionInfo | None:
         text = line.text
@@ -152,6 +170,10 @@ class TracebackTracker:
             if len(msg) > _MAX_MSG:
                 msg = msg[:_MAX_MSG] + "…"
             return ExceptionInfo(etype, msg, frames, line.where, line.rank, line.seq, line.raw)
+        if stripped[:2] == '"e':
+            nb = self._notebook_json(line, stripped)
+            if nb is not None:
+                return nb
         bare = _bare(stripped)
         if bare is not None:
             frames = tuple(st.frames) if st else ()
@@ -181,6 +203,14 @@ class TracebackTracker:
                 st.frames[-1] = Frame(last.path, last.lineno, last.func, stripped[:200])
             st.expect_code = set(stripped) <= set("^~ ")  # caret line: still under the same frame
         return None
+
+
+def _unescape(text: str) -> str:
+    import json
+    try:
+        return str(json.loads(f'"{text}"'))
+    except ValueError:
+        return text
 
 
 def _bare(text: str) -> tuple[str, str] | None:

@@ -31,6 +31,8 @@ _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 # torch's TCPStore / c10d retries, huggingface_hub / requests retries, and generic "waiting for" loops
 _WAIT_WORDS = ("retry", "Retry", "retrying", "Retrying", "not up yet", "waiting", "Waiting", "Connection refused",
                "connect", "Connect", "timed out", "Attempt", "attempt", "Trying", "trying")
+# wordings printed only inside a wait loop: trl/extras/vllm_client.py VLLMClient.check_server (0.16-0.2x)
+_LOOP_ONLY = ("Server is not up yet. Retrying in",)
 _SERVER_WORDS = ("Server is not up", "server", "Server", "/health", "Connection refused", "vllm", "vLLM", "HTTP")
 _DOWNLOAD_WORDS = ("Downloading", "download", "Fetching", "huggingface.co", "modelscope")
 _STORE_WORDS = ("TCPStore", "store", "MASTER_ADDR", "MASTER_PORT", "rendezvous", "c10d")
@@ -104,7 +106,8 @@ def _loop(lines: list[LogLine]) -> Ending | None:
     window = lines[-20:]
     same = [ln for ln in window if _VOLATILE.sub("#", plain(ln.text)) == key]
     # a flood of one warning repeats too: only a line that says it waits or retries makes a loop
-    if len(same) < 3 or not any(w in last for w in _WAIT_WORDS):
+    # twice is enough for a wording that only a waiting loop prints (trl's check_server); a generic retry needs 3
+    if len(same) < (2 if any(w in last for w in _LOOP_ONLY) else 3) or not any(w in last for w in _WAIT_WORDS):
         return None
     if any(w in last for w in _DOWNLOAD_WORDS):
         phase = "a download that keeps retrying"
