@@ -299,14 +299,21 @@ def open_input(inp: Input) -> BinaryIO:
 
 
 def _feed_tables(session, display: str) -> None:
-    """A metric table pasted in a log that gave no metric row of its own (sources/tables.py), from its tail."""
+    """A metric table (sources/tables.py) or key/value rows (sources/keyvalue.py) pasted in a log that gave no metric row
+    of its own, from its tail."""
     tail = session.state.tails.get(display)
-    if tail and any("|" in x.raw or "\t" in x.raw or "  " in x.raw or "," in x.raw for x in tail):
+    if not tail:
+        return
+    rows = []
+    if any("|" in x.raw or "\t" in x.raw or "  " in x.raw or "," in x.raw for x in tail):
         from .tables import tail_metrics  # noqa: PLC0415
         rows = tail_metrics(tail)
-        if rows:
-            session.state.table_metrics = True   # its columns are the ones the user chose: a missing key says nothing
-            session.emit_many(rows)
+    if not rows and any(":" in x.raw or "=" in x.raw for x in tail):
+        from .keyvalue import tail_metrics as kv_metrics  # noqa: PLC0415
+        rows = kv_metrics(tail)
+    if rows:
+        session.state.table_metrics = True   # its columns are the ones the user chose: a missing key says nothing
+        session.emit_many(rows)
 
 
 def read_small(inp: Input) -> str:

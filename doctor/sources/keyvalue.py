@@ -1,0 +1,88 @@
+"""Metric rows written as ``key: value`` text rather than a dict or a table: a block of one pair per line (a summary
+copied from a dashboard, transformers' ``***** train metrics *****`` block of ``key = value`` lines), pairs on one
+line separated by ``|`` or ``,`` (a custom logger's ``step 10 | loss: 0.1 | reward: 0.2``), and MLX-LM's trainer
+lines (mlx_lm/tuner/trainer.py: ``Iter {it}: Train loss {loss:.3f}, Learning Rate {lr:.3e}, ...`` and
+``Iter {it}: Val loss {loss:.3f}, Val took {t:.3f}s``). Pure: lines in, (line, values) out; read from a log's tail
+when it gave no metric row of its own, like sources/tables.py.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..signals import LogLine, Metrics
+from . import metrics as msrc
+from .tables import MIN_KEYS
+
+_PAIR = re.compile(r"^\s*[-*•]?\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)"
+                   r"|nan|NaN|inf|-inf|Infinity)\s*$")
+_INLINE = re.compile(r"(?P<k>[A-Za-z_][\w/.\-]{0,60})\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
+                     r"(?=\s*(?:[|,;]|$))")
+_STEP_LEAD = re.compile(r"^\s*(?:step|Step|iter|Iter|iteration)\s*[:=]?\s*(?P<s>\d+)\b")
+_MLX = re.compile(r"^Iter (?P<s>\d+): (?P<kind>Train|Val) loss (?P<loss>[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf)"
+                  r"(?:, Learning Rate (?P<lr>[-+]?[\d.]+(?:e[-+]?\d+)?))?")
+_ALIASES = {"train/loss": "loss", "train/reward": "reward", "train/reward_std": "reward_std", "train/kl": "kl",
+            "train/grad_norm": "grad_norm", "global_step": "step", "Step": "step", "train_reward": "reward"}
+
+
+def _key(k: str) -> str:
+    k = _ALIASES.get(k, k)
+    return k[len("train/"):] if k.startswith("train/") else k
+
+
+def _trainer(values: dict[str, Any]) -> bool:
+    return len(msrc.TRAINER_KEYS.intersection(values)) >= MIN_KEYS and msrc.is_step(values)
+
+
+def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
+    """(first line, values) of every key/value metric row among these lines, in order."""
+    out: list[tuple[LogLine, dict[str, Any]]] = []
+    block: dict[str, Any] = {}
+    first: LogLine | None = None
+
+    def close() -> None:
+        nonlocal block, first
+        if first is not None and _trainer(block):
+            out.append((first, block))
+        block, first = {}, None
+
+    for line in lines:
+        text = line.text.strip()
+        m = _MLX.match(text)
+        if m is not None:
+            close()
+            key = "loss" if m.group("kind") == "Train" else "eval_loss"
+            values = {"step": float(m.group("s")), key: msrc.to_number(m.group("loss"))}
+            if m.group("lr"):
+                values["learning_rate"] = msrc.to_number(m.group("lr"))
+            if key == "loss":
+                out.append((line, values))
+            continue
+        m = _PAIR.match(text)
+        if m is not None:
+            k = _key(m.group("k"))
+            if k in block:
+                close()
+            first = first or line
+            block[k] = msrc.to_number(m.group("v"))
+            continue
+        close()
+        if ("|" in text or "," in text) and ":" in text or "=" in text:
+            values = {_key(p.group("k")): msrc.to_number(p.group("v")) for p in _INLINE.finditer(text)}
+            s = _STEP_LEAD.match(text)
+            if s is not None:
+                values.setdefault("step", float(s.group("s")))
+            if _trainer(values):
+                out.append((line, values))
+    close()
+    return out
+
+
+def tail_metrics(lines: Iterable[LogLine]) -> list[Metrics]:
+    """The key/value rows among these lines as Metrics signals (source "table")."""
+    out = []
+    for line, values in rows(lines):
+        finite = all(isinstance(x, float) and x - x == 0 for x in values.values())
+        out.append(Metrics(values, line.where, line.seq, "table", True if finite else None))
+    return out

@@ -1,0 +1,48 @@
+"""Metric rows written as key/value text (sources/keyvalue.py): one pair per line, pairs on one line, MLX-LM's
+trainer lines. Key names: trl/ms-swift metric keys; the values are invented and checked by hand in each test."""
+from __future__ import annotations
+
+import math
+
+from conftest import lines_of
+
+from doctor.analyze import analyze
+from doctor.sources.keyvalue import rows
+
+
+def rows_of(text: str) -> list[tuple[int, dict]]:
+    return [(line.where.line, values) for line, values in rows(lines_of(text))]
+
+
+def test_one_pair_per_line_is_one_row_from_its_first_line():
+    text = "summary of step 40\nreward: 0.0\nreward_std: 0.0\nkl: 0.0\nloss: 0.0\n\nthanks for any help\n"
+    assert rows_of(text) == [(2, {"reward": 0.0, "reward_std": 0.0, "kl": 0.0, "loss": 0.0})]
+
+
+def test_a_key_seen_again_starts_the_next_row():
+    text = "loss: 0.5\nreward: 0.1\nloss: 0.4\nreward: 0.2\n"
+    assert rows_of(text) == [(1, {"loss": 0.5, "reward": 0.1}), (3, {"loss": 0.4, "reward": 0.2})]
+
+
+def test_pairs_on_one_line_with_a_step_lead():
+    (line, values), = rows_of("step 10 | loss: nan | reward: 0.12 | kl: 0.003\n")
+    assert line == 1 and values["step"] == 10 and values["reward"] == 0.12 and math.isnan(values["loss"])
+
+
+def test_mlx_lm_train_and_val_lines():
+    text = ("Iter 10: Train loss 2.345, Learning Rate 1.000e-05, It/sec 0.512, Tokens/sec 345.1, Trained Tokens 1234, "
+            "Peak mem 12.345 GB\nIter 10: Val loss 2.500, Val took 3.210s\n")
+    assert rows_of(text) == [(1, {"step": 10.0, "loss": 2.345, "learning_rate": 1e-05})]  # a Val line is no step row
+
+
+def test_a_config_dump_is_no_metrics_row():
+    assert rows_of("learning_rate: 1.0e-06\nnum_generations: 8\nbeta: 0.04\nmax_completion_length: 1024\n") == []
+    assert rows_of("epoch: 3\ntotal: 12 files, 3 failed\n") == []
+
+
+def test_a_pasted_summary_of_flat_groups_is_judged(tmp_path):
+    p = tmp_path / "paste.txt"
+    p.write_text("my metrics after 200 steps:\nreward: 0.0\nreward_std: 0.0\nfrac_reward_zero_std: 1.0\n"
+                 "loss: 0.0\ngrad_norm: 0.0\n")
+    found = analyze([str(p)]).findings
+    assert found[0].rule_id == "GD610" and found[0].category == "reward-zero-or-flat"
