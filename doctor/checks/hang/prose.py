@@ -1,0 +1,94 @@
+"""GD327: a paste that describes its failure in words (English or Chinese prose) and shows no line that any rule
+reads. The last resort before "No problem found.": the symptom the words name, at `possible`, with what to paste
+so that the next reading rests on the run's own lines. Pure: the lines of the log's end in, one finding out."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ...engine.state import RunState
+from ...model import Finding, Severity
+from ...rules import Rule, evidence_of
+from ...signals import LogLine
+from .endings import plain
+
+# a line written by a person: words, not a logger's record (no timestamp or level in front, no frame, no dict)
+_LOGGED = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\d\d/\d\d/\d{4}|"
+                     r"File \"|\{|\[rank\d|\(\w+ pid=)")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
+_SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
+    (re.compile(r"(?i)\b(?:OOM|out of memory|CUDA memory)\b|显存不足|爆显存|显存溢出|显存不够"), "cuda-oom",
+     "the GPU runs out of memory"),
+    (re.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill"), "host-oom-killed", "the process was killed"),
+    (re.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
+     "an NCCL collective timed out"),
+    (re.compile(r"(?i)\b(?:loss|grad_norm|kl|logits?)\b.{0,30}\b(?:nan|inf)\b|\bnan\b.{0,30}\bloss\b"),
+     "loss-nan-or-inf", "a loss or metric became NaN"),
+    (re.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0"),
+     "grad-norm-zero", "the gradient norm stays 0"),
+    (re.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are)\s+(?:0|zero)\b|"
+                r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直)\s*0"), "reward-zero-or-flat", "the reward stays at 0"),
+    (re.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)\b|"
+                r"卡住|卡死|卡在|不动了?|没有?反应"), "hang", "the run stops making progress"),
+    (re.compile(r"(?i)\b(?:gibberish|garbled|repeats? (?:itself|the same)|repetitive output)\b|乱码|重复输出"),
+     "output-degenerate", "the completions are garbled or repetitive"),
+    (re.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|训练.{0,4}(?:很|太|特别)慢|速度慢"),
+     "slow-training", "training is slow"),
+)
+_START = re.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
+                    r"开始|第一步|启动")
+_PASTE_NEXT = {
+    "cuda-oom": "the traceback of the out-of-memory error and `nvidia-smi` taken at the failure",
+    "host-oom-killed": "`dmesg -T | grep -i -E 'killed|oom'` and the log's last 100 lines",
+    "nccl-timeout": "every rank's log around the first error (search for Traceback, Error or Killed before the timeout)",
+    "loss-nan-or-inf": "the metric rows of the steps before and at the first NaN",
+    "grad-norm-zero": "a few metric rows (loss, grad_norm, reward_std) and the launch command",
+    "reward-zero-or-flat": "a few metric rows (reward, reward_std, frac_reward_zero_std) and one completion with its reward",
+    "hang-at-start": "the log's last 200 lines and `py-spy dump --pid PID` of each process while it is stuck",
+    "hang-mid-training": "the log's last 200 lines and `py-spy dump --pid PID` of each process while it is stuck",
+    "output-degenerate": "two or three completions as the log prints them, with the sampling settings",
+    "slow-training": "the step timings (the bar's s/it or the metric rows' step time) and the launch command",
+}
+
+
+def prose_lines(lines: list[LogLine]) -> list[LogLine]:
+    out = []
+    for ln in lines:
+        text = plain(ln.text)
+        if not text or _LOGGED.match(text):
+            continue
+        if _CJK.search(text) or len(_WORD.findall(text)) >= 4:
+            out.append(ln)
+    return out
+
+
+def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
+    """(category, what the words say, the line) of the first symptom named in these prose lines."""
+    for rx, category, said in _SYMPTOMS:
+        for ln in lines:
+            if rx.search(plain(ln.text)):
+                if category == "hang":
+                    category = "hang-at-start" if any(_START.search(plain(x.text)) for x in lines) else "hang-mid-training"
+                return category, said, ln
+    return None
+
+
+class ProseSymptom(Rule):
+    kinds: frozenset[type] = frozenset()  # reads the last lines of each log at the end (RunState.tails)
+
+    def finish(self, ctx: RunState) -> list[Finding]:
+        if ctx.exceptions or ctx.open_tracebacks or any(f.severity >= Severity.warning for f in ctx.findings):
+            return []
+        lines = list(max(ctx.tails.values(), key=lambda t: t[-1].seq if t else 0, default=()))
+        found = symptom(prose_lines(lines))
+        if found is None:
+            return []
+        category, said, line = found
+        nxt = _PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
+        msg = (f"No log line here shows a failure that a rule reads; the words of the paste say {said} "
+               f"(`{plain(line.text)[:160]}`). That is the report's only ground, so the category is a guess from the "
+               f"description. Paste next: {nxt}.")
+        # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
+        return [replace(self.make(message=msg, evidence=[evidence_of(line)], seq=line.seq), category=category)]
