@@ -21,6 +21,7 @@ from .sources import scan
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
 from .sources.safeio import read_head
 from .swift.terms import in_terms
+from .vitals import Tracker, vitals
 
 HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
 RUNS_LISTED = 200  # run line ranges listed in the report: past it the first and the last 100, and runs_total
@@ -44,6 +45,8 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
             store_words(session.gate_words)  # the whole catalog's words: for the next run's early start
         counter = [0]
         nodes = []
+        tracker = Tracker()   # the run's vitals: first and last values only, whatever the format
+        session.observers.append(tracker)
         recorder = None
         if series:
             from .curves import Recorder
@@ -97,6 +100,9 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
         run["runs"] = session.run.runs.summary(RUNS_LISTED)
         if len(run["runs"]) < len(session.run.runs):   # the first and the last ones: memory flat (issue 19)
             run["runs_total"] = len(session.run.runs)
+    vit = vitals(tracker, [p for p, _ in session.state.checkpoints] + list(session.state.saves))
+    if vit is not None:
+        run["vitals"] = vit
     if nodes:
         findings = merge_nodes(findings, nodes, sel)
         run["nodes"] = [{"node_rank": n.node_rank, "host": n.host, "status": n.status, "exit_code": n.exit_code,

@@ -7,6 +7,7 @@ the normal end, the last lines of each log input and the checkpoints seen. Rules
 """
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -22,11 +23,14 @@ from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
 END_MARKERS = ("End time of running main", "last_model_checkpoint: ")  # ms-swift's own end-of-run lines
+# a checkpoint written (transformers' save line, ms-swift's closing line): the report's vitals name the last one
+SAVE_RE = re.compile(r"(?:Saving model checkpoint to|last_model_checkpoint:) +(\S+)")
+SAVE_WORD = "Saving model checkpoint to"
 # the words of a line that the state's readers may need (configuration, metric rows, tracebacks, the end): a line
 # holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)
 STATE_WORDS: frozenset[str] = frozenset(
     set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
-    | {", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD}
+    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD}
     | set(BARE_WORDS))
 
 
@@ -43,6 +47,7 @@ class RunState:
     metrics_steps: int = 0                                        # training-step metric rows seen
     table_metrics: bool = False                                   # rows whose columns say nothing of reward functions (a pasted table, verl)
     checkpoints: list[tuple[str, int | None]] = field(default_factory=list)  # (path, step) of checkpoints seen
+    saves: deque[str] = field(default_factory=lambda: deque(maxlen=8))  # checkpoint paths the log says were saved
     findings: list[Finding] = field(default_factory=list)         # for fallback rules: the earlier rules' findings
     tracker: TracebackTracker = field(default_factory=TracebackTracker)
 
@@ -129,6 +134,8 @@ class RunState:
             self._keep_exception(exc)
         if any(mk in text for mk in END_MARKERS):
             self.ended = True
+        if SAVE_WORD in text or "last_model_checkpoint: " in text:
+            self.saves.extend(m.group(1) for m in SAVE_RE.finditer(text))
         row = None
         if self.console_metrics and ":" in text and metrics_src.has_literal(text):
             values, finite = metrics_src.read_console(text)

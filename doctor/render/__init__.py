@@ -31,3 +31,11 @@ def run_line(run: dict[str, Any]) -> str:
     if run.get("world_size"):
         bits.append(f"world size {run['world_size']}")
     return ", ".join(bits)
+
+
+def vitals_line(run: dict[str, Any]) -> str:
+    """The run's vitals (doctor/vitals.py) as one line, '' when the inputs show none: raw input-derived text (a
+    checkpoint's name) that each renderer escapes its own way."""
+    v = run.get("vitals")
+    summary = v.get("summary") if isinstance(v, dict) else None
+    return summary if isinstance(summary, str) else ""

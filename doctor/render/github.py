@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from ..model import Finding, Report, Severity
+from . import vitals_line
 from .paths import is_pseudo
 from .safe import clean
 
@@ -59,6 +60,7 @@ def annotation(f: Finding) -> str:
 
 
 def render(report: Report) -> str:
-    if not report.findings:
-        return "::notice title=grpo-doctor::No problem found.\n"
+    if not report.findings:   # with findings: one annotation per finding, nothing else (the CI's contract)
+        vit = vitals_line(report.run)
+        return "::notice title=grpo-doctor::No problem found." + (escape_data(f" Vitals: {vit}.") if vit else "") + "\n"
     return "".join(annotation(f) + "\n" for f in report.findings)

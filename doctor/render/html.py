@@ -16,7 +16,7 @@ from typing import Any
 
 from ..model import Report, Role, Severity
 from . import charts as charts_mod
-from . import run_line
+from . import run_line, vitals_line
 from .safe import clean, json_dumps
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
@@ -68,6 +68,9 @@ def render(report: Report, title: str = "grpo-doctor report") -> str:
     out.append(f'<p class="meta">{esc(head + (" · " + summary if summary else ""))}</p>')
     shown = ", ".join(i.path + (f" ({i.kind}: {i.note})" if i.note else f" ({i.kind})") for i in report.inputs)
     out.append(f'<p class="meta">inputs: {esc(shown)}</p>')
+    vit = vitals_line(report.run)
+    if vit and report.findings:  # with no finding it follows "No problem found." instead
+        out.append(f'<p class="meta">vitals: {esc(vit)}</p>')
     out.append('<h2>Findings</h2>')
     out += _findings(report)
     out.append('<h2>Curves</h2>')
@@ -83,7 +86,8 @@ def render(report: Report, title: str = "grpo-doctor report") -> str:
 
 def _findings(report: Report) -> list[str]:
     if not report.findings:
-        return ['<p class="ok">No problem found.</p>']
+        vit = vitals_line(report.run)
+        return ['<p class="ok">No problem found.</p>'] + ([f'<p class="vitals">Vitals: {esc(vit)}.</p>'] if vit else [])
     out = []
     for i, f in enumerate(report.findings, 1):
         extra = f.to_json()   # fields other helpers add (action, verify, known_issues): shown when present

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import known
 from ..model import Evidence, Finding, Report
-from . import run_line
+from . import run_line, vitals_line
 from .paths import rel_path, run_base
 from .safe import md_code, md_fence, md_message, md_text
 
@@ -87,12 +87,15 @@ def render(report: Report) -> str:
     summary = run_line(report.run)
     if summary:
         out += ["Run: " + md_text(summary), ""]
+    vit = vitals_line(report.run)
+    if vit and report.findings:  # with no finding it ends "No problem found." below instead
+        out += ["Vitals: " + md_text(vit), ""]
     base = run_base(report)
     if base not in (None, "", "."):
         out += [f"Paths are relative to the run directory {md_code(os.path.basename(base) or base)}.", ""]
     out += _launch(report.run)
     if not report.findings:
-        out += ["No problem found.", ""]
+        out += ["No problem found." + (f" Vitals: {md_text(vit)}." if vit else ""), ""]
     for i, f in enumerate(report.findings, 1):
         tag = f" ({f.role.value})" if f.role.value != "standalone" else ""
         out.append(f"### {i}. {f.severity.name.upper()}: {md_message(f.title)}{tag}")

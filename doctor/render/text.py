@@ -15,7 +15,7 @@ from rich.text import Text
 
 from .. import known
 from ..model import Finding, Report, Role, Severity
-from . import run_line
+from . import run_line, vitals_line
 from .safe import clean
 
 
@@ -57,9 +57,12 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     out(f"[dim]{escape(head)}[/dim]")
     shown = (i.path + (f" (skipped: {i.note})" if i.note else "") for i in report.inputs)
     out(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
+    vit = vitals_line(report.run)
     if not report.findings:
-        out("[bold green]No problem found.[/bold green]")
+        out("[bold green]No problem found.[/bold green]" + (f" Vitals: {escape(vit)}." if vit else ""))
         return _tidy(buf.getvalue())
+    if vit:  # under the inputs, once: how far the run got before what the findings say
+        out(f"[dim]vitals: {escape(vit)}[/dim]")
     sparks: dict[int, str] = {}
     if spark and report.series:
         from .spark import lines_for
