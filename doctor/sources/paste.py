@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from .prose_text import is_prose
+
 _FIRST = frozenset(">|<*-.…")       # first characters that may open a wrapper ("[" only with "...": "[rank0]:" is not)
 _LAST = frozenset("|*>")            # last characters that may close one
 # "2025-11-19 18:38:40.880773 master-0 >> " (a host name, then >>), or a bare ISO timestamp before "[rank"
@@ -103,6 +105,8 @@ class DictJoiner:
                 self.parts = [s]
             return None
         if not _DICT_ITEM.match(s) or len(self.parts) >= DICT_MAX_LINES:
+            if not s or is_prose(s) and len(self.parts) < DICT_MAX_LINES:
+                return None  # a sentence or a blank line pasted inside the dict: the dict goes on after it
             self.parts = None
             return self.feed(text)
         self.parts.append(s)

@@ -13,6 +13,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ._advice import generic_fix
 from .endings import Ending, ending_of, plain
+from .prose import without_trailing_prose
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
@@ -99,7 +100,7 @@ class LogEnd(Rule):
         warned = any(f.severity >= Severity.warning for f in ctx.findings)
         steps = _steps(self.pool, ctx)
         # the log that ends last decides; the others are side logs
-        lines = list(max(ctx.tails.values(), key=lambda t: t[-1].seq if t else 0, default=()))
+        lines = without_trailing_prose(list(max(ctx.tails.values(), key=lambda t: t[-1].seq if t else 0, default=())))
         if not lines:
             return []
         e = None

@@ -10,13 +10,9 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
+from ...sources.prose_text import CJK, LOGGED, WORD, is_prose
 from .endings import plain
 
-# a line written by a person: words, not a logger's record (no timestamp or level in front, no frame, no dict)
-_LOGGED = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\d\d/\d\d/\d{4}|"
-                     r"File \"|\{|\[rank\d|\(\w+ pid=)")
-_WORD = re.compile(r"[A-Za-z]{2,}")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
 _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (re.compile(r"(?i)\b(?:OOM|out of memory|CUDA memory)\b|显存不足|爆显存|显存溢出|显存不够"), "cuda-oom",
@@ -53,13 +49,22 @@ _PASTE_NEXT = {
 }
 
 
+def without_trailing_prose(lines: list[LogLine]) -> list[LogLine]:
+    """The lines up to the last one a program printed: a paste's closing sentences ("It worked yesterday.", "报错信息
+    如下：") are not where the log ends."""
+    end = len(lines)
+    while end > 0 and (not lines[end - 1].text.strip() or is_prose(plain(lines[end - 1].text))):
+        end -= 1
+    return lines[:end] if end > 0 else lines
+
+
 def prose_lines(lines: list[LogLine]) -> list[LogLine]:
     out = []
     for ln in lines:
         text = plain(ln.text)
-        if not text or _LOGGED.match(text):
+        if not text or LOGGED.match(text):
             continue
-        if _CJK.search(text) or len(_WORD.findall(text)) >= 4:
+        if CJK.search(text) or len(WORD.findall(text)) >= 4:
             out.append(ln)
     return out
 

@@ -1,0 +1,26 @@
+"""Whether a line is a sentence a person wrote (English or Chinese prose between pasted log lines) or a line a program
+printed. Pure: a string in, a bool out; shared by the paste readers (sources/paste.py) and the rules that read how a
+log ends (checks/hang/)."""
+from __future__ import annotations
+
+import re
+
+# a line written by a person: words, not a logger's record (no timestamp or level in front, no frame, no dict)
+LOGGED = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\d\d/\d\d/\d{4}|"
+                    r"File \"|\{|\[rank\d|\(\w+ pid=)")
+WORD = re.compile(r"[A-Za-z]{2,}")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+_PLAIN_CHARS = re.compile(r"[A-Za-z\u4e00-\u9fff\u3000-\u303f\uff00-\uffef\s.,'?!()-]")
+_EXC_NAME = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)\b")
+
+
+def is_prose(text: str) -> bool:
+    """A sentence a person wrote (English or Chinese), not a line a program printed: words and punctuation only, no
+    logger prefix, numbers, paths, brackets or an exception name."""
+    t = text.strip()
+    if not t or LOGGED.match(t) or _EXC_NAME.match(t):
+        return False
+    cjk = bool(CJK.search(t))
+    if not cjk and len(WORD.findall(t)) < 4:
+        return False
+    return len(_PLAIN_CHARS.findall(t)) >= 0.9 * len(t)

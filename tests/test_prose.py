@@ -1,0 +1,46 @@
+"""Sentences a person wrote between pasted lines (sources/prose_text.py): told from program output, skipped where the
+log ends (GD308, the log-end rules) and inside a pretty-printed metrics dict (sources/paste.py DictJoiner)."""
+from __future__ import annotations
+
+import io
+
+from doctor.engine import Session
+from doctor.registry import load_catalog
+from doctor.sources.logtext import LineReader
+from doctor.sources.paste import DictJoiner
+from doctor.sources.prose_text import is_prose
+
+
+def run(text: str):
+    s = Session(load_catalog())
+    for line in LineReader("p.log", [0]).lines(io.BytesIO(text.encode())):
+        s.feed_line(line)
+    return s.finish()
+
+
+def test_prose_is_told_from_program_output():
+    assert is_prose("It worked yesterday with the same script.")
+    assert is_prose("报错信息如下：")
+    assert not is_prose("g183:161264:166015 [7] NCCL INFO Channel 10/0 : 7[7] -> 15[7] [send] via NET/IB/8/GDRDMA")
+    assert not is_prose("ValueError: too many values to unpack")  # an exception line reads like words
+    assert not is_prose("[INFO:swift] Saving model checkpoint to the output folder now")
+    assert not is_prose("Thanks!")  # too short to tell
+
+
+NCCL = "".join(f"g183:161264:166015 [7] NCCL INFO Channel {i:02d}/0 : 7[7] -> 15[7] [send] via NET/IB/8/GDRDMA\n"
+               for i in range(6))
+
+
+def test_closing_sentences_do_not_hide_how_the_log_ends():
+    assert run(NCCL)[0].rule_id == "GD308"
+    found = run(NCCL + "It worked yesterday with the same script.\n报错信息如下：\n")
+    assert found[0].rule_id == "GD308"
+
+
+def test_a_sentence_inside_a_pretty_printed_dict_does_not_end_it():
+    j = DictJoiner()
+    out = [j.feed(t) for t in ["{'loss': 0.0,", " 'reward': 0.0,", "Here is the full log:", "", " 'reward_std': 0.0}"]]
+    assert out[-1] == "{'loss': 0.0, 'reward': 0.0, 'reward_std': 0.0}"
+    j = DictJoiner()
+    out = [j.feed(t) for t in ["{'loss': 0.0,", "x = 1", " 'reward': 0.0}"]]  # code, not prose: the dict ends
+    assert out == [None, None, None]
