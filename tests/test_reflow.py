@@ -166,3 +166,22 @@ def test_stdin_past_the_reflow_limit_is_read_whole(tmp_path):
     report = json.loads(p.stdout)
     first = report["findings"][0]
     assert first["rule_id"] == "GD101" and first["evidence"][0]["line"] == n + 1
+
+
+def test_one_exception_line_cut_mid_word_is_joined_alone():
+    data = (b"ValueError: The global train batch size (1 x 1) must be evenly divisible by the number of generations per prom\n"
+            b"pt (8). Given the current train batch size, the valid values for the number of generations are: [].\n"
+            b"\n"
+            b"some other line that ends in a word\n"
+            b"and goes on\n")
+    assert needs_reflow(data) == (0, 0)
+    got = list(reflowed(data, 0, 0))
+    assert got[0] == (1, data.split(b"\n")[0] + data.split(b"\n")[1])
+    assert got[1:] == [(3, b""), (4, b"some other line that ends in a word"), (5, b"and goes on")]  # not an exception
+
+
+def test_an_exception_line_followed_by_a_frame_or_a_log_record_is_not_cut():
+    assert needs_reflow(b"RuntimeError: a long message that happens to end in a word at the end of it all ok\n"
+                        b'  File "x.py", line 1, in f\n') is None
+    assert needs_reflow(b"RuntimeError: a long message that happens to end in a word at the end of it all ok\n"
+                        b"[rank1]: next record\n") is None

@@ -101,9 +101,35 @@ def gutter(lines: list[bytes]) -> bool:
     return common >= 0.9 * len(offsets)
 
 
+# an exception line cut mid-word by a paste (one long line wrapped, so no common width shows): it ends inside a word and
+# the next line goes on in the first column inside the same word or sentence
+_EXC_LINE = re.compile(rb"^(?:\[rank\s*\d+\]:\s*)?\**(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s")
+EXC_WRAP = 0  # the width that says: join only exception lines cut mid-word with their continuation
+WORD_WRAP = -2  # the same, in a paste that rich word-wrapped (box-drawn traceback): the cut was at a space
+_RICH_BOX = "│".encode()
+MIN_CUT = 60  # a line shorter than this was not wrapped by a text box
+
+
+def _word_end(line: bytes) -> bool:
+    return len(line) >= MIN_CUT and (line[-1:].isalnum() or line[-1:] == b"_")
+
+
+def _goes_on(line: bytes) -> bool:
+    """The rest of a sentence: from the first column, with a space in it or long (a bare identifier on its own line is
+    a field name, as pydantic's ValidationError prints them)."""
+    return bool(line.strip()) and (line[:1].isalnum() or line[:1] == b"_") and not _RECORD.match(line) \
+        and not _EXC_LINE.match(line) and (b" " in line.strip() or len(line) >= 20)
+
+
+def cut_exception(line: bytes, nxt: bytes) -> bool:
+    """An exception line cut mid-word whose rest is the next line."""
+    return _word_end(line) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
+
+
 def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
     """(indent, width) to undo in these bytes, or None when they show neither damage; an indent of -1: a line-number
-    gutter in front of every line, taken off."""
+    gutter in front of every line, taken off; a width of EXC_WRAP (WORD_WRAP): only an exception line cut mid-word (at a
+    space) to join."""
     lines = data.split(b"\n")
     lines = [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
     if gutter(lines):
@@ -112,6 +138,8 @@ def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
     if indent:
         lines = [ln[indent:] for ln in lines]
     width = wrap_width(lines)
+    if width is None and any(cut_exception(a, b) for a, b in zip(lines, lines[1:])):
+        width = WORD_WRAP if _RICH_BOX in data else EXC_WRAP
     if not indent and width is None:
         return None
     return indent, width
@@ -133,7 +161,15 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
         elif indent and ln.strip():
             ln = ln[indent:]
         if pending is not None:
-            if ln.strip() and not _RECORD.match(ln):
+            if width in (EXC_WRAP, WORD_WRAP):
+                if _goes_on(ln):
+                    pending += (b" " if width == WORD_WRAP else b"") + ln
+                    if _word_end(ln) and len(pending) < 4 * MAX_WIDTH:
+                        continue  # cut again: the message goes on on the next line
+                    yield start, pending
+                    pending = None
+                    continue
+            elif ln.strip() and not _RECORD.match(ln):
                 pending += ln
                 if width is None or _width(ln) != width:
                     yield start, pending
@@ -141,7 +177,12 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
                 continue
             yield start, pending
             pending = None
-        if width is not None and _width(ln) == width:
+        if width in (EXC_WRAP, WORD_WRAP):
+            if _word_end(ln) and _EXC_LINE.match(ln):
+                pending, start = ln, number
+            else:
+                yield number, ln
+        elif width is not None and _width(ln) == width:
             pending, start = ln, number
         else:
             yield number, ln
@@ -149,4 +190,4 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
         yield start, pending
 
 
-__all__ = ["MAX_REFLOW", "common_indent", "needs_reflow", "reflowed", "wrap_width"]
+__all__ = ["EXC_WRAP", "WORD_WRAP", "MAX_REFLOW", "common_indent", "cut_exception", "needs_reflow", "reflowed", "wrap_width"]
