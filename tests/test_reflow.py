@@ -185,3 +185,16 @@ def test_an_exception_line_followed_by_a_frame_or_a_log_record_is_not_cut():
                         b'  File "x.py", line 1, in f\n') is None
     assert needs_reflow(b"RuntimeError: a long message that happens to end in a word at the end of it all ok\n"
                         b"[rank1]: next record\n") is None
+
+
+def test_a_frame_line_cut_inside_its_path_is_joined():
+    data = (b'File "/root/miniconda3/envs/r1v/lib/python3.11/site-packages/vllm/model_executor/mod\n'
+            b'els/utils.py", line 371, in _merge_multimodal_embeddings\n'
+            b"(EngineCore_0 pid=12) ValueError: Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got\n"
+            b" version: (4, 5)\n")
+    assert needs_reflow(data) == (0, 0)
+    got = [ln for _, ln in reflowed(data, 0, 0)]
+    assert got == [b'File "/root/miniconda3/envs/r1v/lib/python3.11/site-packages/vllm/model_executor/models/utils.py", '
+                   b'line 371, in _merge_multimodal_embeddings',
+                   b"(EngineCore_0 pid=12) ValueError: Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. "
+                   b"Got version: (4, 5)"]

@@ -18,7 +18,7 @@ MAX_REFLOW = 4 * 1024 * 1024  # bytes: larger inputs are programs' logs, read as
 MIN_WIDTH, MAX_WIDTH = 60, 400
 # a line that opens a record of its own: never the continuation of a wrapped line
 _RECORD = re.compile(rb"^(?:\[rank\s*\d+\]|\[?\d{4}-\d\d-\d\d[ T]\d\d:|[|+]|Traceback \(most recent|\[(?:INFO|WARNING|ERROR|"
-                     rb"DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \")")
+                     rb"DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \"|[IWEF]\d{4} \d\d:\d\d:)")
 
 
 def _indent(line: bytes) -> int:
@@ -103,26 +103,36 @@ def gutter(lines: list[bytes]) -> bool:
 
 # an exception line cut mid-word by a paste (one long line wrapped, so no common width shows): it ends inside a word and
 # the next line goes on in the first column inside the same word or sentence
-_EXC_LINE = re.compile(rb"^(?:\[rank\s*\d+\]:\s*)?\**(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s")
+_PREFIX = rb"(?:\[rank\s*\d+\]:\s*|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*)?"
+_EXC_LINE = re.compile(rb"^" + _PREFIX + rb"\**(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s")
+# a frame line cut inside its path: `File "` opened, its `", line N` on the next line
+_FRAME_OPEN = re.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+$')
+_FRAME_REST = re.compile(rb'^[^"\s]*", line \d+')
 EXC_WRAP = 0  # the width that says: join only exception lines cut mid-word with their continuation
 WORD_WRAP = -2  # the same, in a paste that rich word-wrapped (box-drawn traceback): the cut was at a space
 _RICH_BOX = "│".encode()
-MIN_CUT = 60  # a line shorter than this was not wrapped by a text box
+MIN_CUT = 30  # a line shorter than this was not wrapped by a text box
+MAX_PASTE = 128 * 1024  # bytes: a single cut exception line is looked for in pastes, not in programs' own logs
 
 
 def _word_end(line: bytes) -> bool:
-    return len(line) >= MIN_CUT and (line[-1:].isalnum() or line[-1:] == b"_")
+    # a letter last: a number at a line's end is usually whole ("local_world_size: 3")
+    return len(line) >= MIN_CUT and (line[-1:].isalpha() or line[-1:] == b"_")
 
 
 def _goes_on(line: bytes) -> bool:
     """The rest of a sentence: from the first column, with a space in it or long (a bare identifier on its own line is
     a field name, as pydantic's ValidationError prints them)."""
-    return bool(line.strip()) and (line[:1].isalnum() or line[:1] == b"_") and not _RECORD.match(line) \
+    # a character wrap at a space leaves that one space in front of the rest (never two: that is indentation)
+    head = line[1:2] if line[:1] == b" " else line[:1]
+    return bool(line.strip()) and (head.isalnum() or head == b"_") and not _RECORD.match(line.lstrip(b" ")) \
         and not _EXC_LINE.match(line) and (b" " in line.strip() or len(line) >= 20)
 
 
 def cut_exception(line: bytes, nxt: bytes) -> bool:
-    """An exception line cut mid-word whose rest is the next line."""
+    """An exception line cut mid-word whose rest is the next line, or a frame line cut inside its path."""
+    if _FRAME_OPEN.match(line):
+        return bool(_FRAME_REST.match(nxt))
     return _word_end(line) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
 
 
@@ -138,7 +148,7 @@ def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
     if indent:
         lines = [ln[indent:] for ln in lines]
     width = wrap_width(lines)
-    if width is None and any(cut_exception(a, b) for a, b in zip(lines, lines[1:])):
+    if width is None and len(data) <= MAX_PASTE and any(cut_exception(a, b) for a, b in zip(lines, lines[1:])):
         width = WORD_WRAP if _RICH_BOX in data else EXC_WRAP
     if not indent and width is None:
         return None
@@ -162,7 +172,12 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
             ln = ln[indent:]
         if pending is not None:
             if width in (EXC_WRAP, WORD_WRAP):
-                if _goes_on(ln):
+                if _FRAME_OPEN.match(pending):
+                    if _FRAME_REST.match(ln):
+                        yield start, pending + ln
+                        pending = None
+                        continue
+                elif _goes_on(ln):
                     pending += (b" " if width == WORD_WRAP else b"") + ln
                     if _word_end(ln) and len(pending) < 4 * MAX_WIDTH:
                         continue  # cut again: the message goes on on the next line
@@ -178,7 +193,7 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
             yield start, pending
             pending = None
         if width in (EXC_WRAP, WORD_WRAP):
-            if _word_end(ln) and _EXC_LINE.match(ln):
+            if _word_end(ln) and _EXC_LINE.match(ln) or _FRAME_OPEN.match(ln):
                 pending, start = ln, number
             else:
                 yield number, ln
