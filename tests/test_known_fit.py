@@ -6,8 +6,8 @@ from doctor.known.index import Match
 from doctor.model import Evidence, Finding, RaisedBy, Severity
 
 
-def _m(category="batch-divisibility", resolution="", title="", versions="", exact=False):
-    return Match("o/r#1", title, "closed", category, versions, resolution, "maintainer", 0.9, exact)
+def _m(category="batch-divisibility", resolution="", title="", versions="", exact=False, basis="raise-site"):
+    return Match("o/r#1", title, "closed", category, versions, resolution, "maintainer", 0.9, exact, basis=basis)
 
 
 def _f(category="batch-divisibility", message="", evidence="x", raised_by=()):

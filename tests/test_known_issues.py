@@ -58,7 +58,7 @@ def test_words_keep_quoted_identifiers_and_drop_paths():
 def _toy() -> kindex.Index:
     return kindex.Index({"meta": {"built": "2026-01-01", "source": "toy"}, "threads": [
         {"thread": "a/b#1", "title": "batch", "state": "closed", "category": "batch-divisibility", "versions": "trl 0.16",
-         "signatures": [{"type": "ValueError", "message": BATCH}], "resolution": "raise the batch",
+         "signatures": [{"type": "ValueError", "message": BATCH}], "resolution": "Raise the batch size to a multiple of num_generations.",
          "confidence": "maintainer"},
         {"thread": "a/b#2", "title": "oom", "state": "open", "category": "cuda-oom", "versions": "",
          "signatures": [{"type": "torch.OutOfMemoryError", "message": "CUDA out of memory. Tried to allocate 2 GiB."}],
@@ -163,7 +163,8 @@ def test_json_renderer_adds_known_issues_and_a_fix_line(toy_index):
     doc = json.loads(jsonr.render(rep))
     f = doc["findings"][0]
     assert f["known_issues"][0]["thread"] == "a/b#1"
-    assert f["fix"][0] == "own fix" and "a/b#1" in f["fix"][-1] and "raise the batch" in f["fix"][-1]
+    assert f["fix"][0] == "own fix" and "a/b#1" in f["fix"][-1] and "Raise the batch" in f["fix"][-1]
+    assert f["known_issues"][0]["basis"] == "raise-site"
     assert "known_issues" not in rep.to_json()["findings"][0]  # goldens (Report.to_json) are unchanged
 
 

@@ -1,12 +1,16 @@
 """Known issues: the public threads about the same failure as a finding, from the shipped offline index.
 
-Renderers call ``for_finding`` (JSON items, text and markdown lines) and ``fix_lines`` (a thread whose resolution
-names a fix becomes a fix step). Only findings at ``error`` whose evidence quotes an exception or a log line are
-looked up, so a healthy log never loads the index. The index and its matching live in ``index.py``.
+Renderers call ``for_finding`` (JSON items), ``same_failure`` and ``similar`` (text, markdown and HTML lines) and
+``fix_lines`` (the resolution of a thread about the same failure mechanism becomes a fix step). Each thread shown has
+a ``basis`` (doctor/known/mechanism.py): ``raise-site`` or ``type-component-phase`` (the same failure mechanism), or
+``similarity`` (words in common only: listed as a similar thread with its score, never a fix). Only findings at
+``error`` whose evidence quotes an exception or a log line are looked up, so a healthy log never loads the index. The
+index and its matching live in ``index.py``.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 
 from ..model import Finding, Severity
@@ -21,11 +25,33 @@ _CONF_WORDS = {"confirmed": "confirmed by a user", "maintainer": "maintainer's a
                "unresolved": "unresolved"}
 
 
+_BASIS_WORDS = {"raise-site": "same raise site", "type-component-phase": "same error and phase"}
+
+
 def for_finding(f: Finding) -> list[Match]:
-    """At most three threads about this finding's failure, best first ([] when none scores high enough)."""
+    """At most three threads about this finding's failure, best first, each with its ``basis`` ([] when none scores
+    high enough)."""
     if f.severity != Severity.error or not f.evidence:
         return []
-    return list(_lookup(tuple(e.text for e in f.evidence[:MAX_EVIDENCE]), f.category, EXCLUDE))
+    return list(_with_basis(f, EXCLUDE))
+
+
+def _with_basis(f: Finding, exclude: frozenset[str]) -> tuple[Match, ...]:
+    from .mechanism import basis
+    found = _lookup(tuple(e.text for e in f.evidence[:MAX_EVIDENCE]), f.category, exclude)
+    return tuple(replace(m, basis=basis(m, f)) for m in found)
+
+
+def same_failure(f: Finding) -> list[Match]:
+    """The threads shown about the same failure mechanism (basis raise-site or type-component-phase)."""
+    from .mechanism import MECHANISM
+    return [m for m in for_finding(f) if m.basis in MECHANISM]
+
+
+def similar(f: Finding) -> list[Match]:
+    """The threads shown only because their error reads alike (basis similarity): never a fix."""
+    from .mechanism import MECHANISM
+    return [m for m in for_finding(f) if m.basis not in MECHANISM]
 
 
 @lru_cache(maxsize=256)
@@ -63,15 +89,34 @@ def details(m: Match) -> str:
     return line + f" [{_CONF_WORDS.get(m.confidence, m.confidence)}]"
 
 
+def similar_line(m: Match) -> str:
+    """One line for a similar thread: thread (title), state, versions, its similarity; no resolution (what fixed
+    another failure is no advice for this one)."""
+    head = f"{m.thread} ({m.title})" if m.title else m.thread
+    return f"{head}, " + ", ".join(b for b in (m.state, m.versions) if b) + f"; similarity {m.score:.2f}"
+
+
+def why_no_fix(m: Match, f: Finding, run: dict | None) -> str:
+    """'' when the thread's resolution is a fix step for this finding, else why not (tests, the bench)."""
+    from .fit import why_not
+    from .mechanism import MECHANISM, framework_clash, whole_sentence
+    if m.basis not in MECHANISM:
+        return "similar words only: not the same raise site, nor the same error in the same phase"
+    if m.confidence == "unresolved" or not m.resolution:
+        return "the thread is not resolved"
+    return whole_sentence(m.resolution) or why_not(m, f, run) or framework_clash(m, f, run, m.basis)
+
+
 def fix_lines(f: Finding, run: dict | None = None) -> list[str]:
-    """The fix that the best resolved thread names, as one fix step (none when no shown thread is resolved), when it
-    fits the run (``run``: the report's run object; doctor/known/fit.py)."""
+    """The fix that the best thread about the same failure mechanism names, as one fix step, when its resolution is
+    a whole sentence, it fits the run (``run``: the report's run object; doctor/known/fit.py) and the thread's
+    framework is the run's (doctor/known/mechanism.py); none otherwise."""
     from ..swift.terms import say
-    from .fit import fits
     fw = (run or {}).get("framework") if (run or {}).get("framework_source") != "assumed" else None
     for m in for_finding(f):
-        if m.confidence != "unresolved" and m.resolution and fits(m, f, run):
-            line = say(f"Known fix ({m.thread}, {_CONF_WORDS[m.confidence]}): {m.resolution}", fw)
+        if not why_no_fix(m, f, run):
+            line = say(f"Known fix ({m.thread}, {_BASIS_WORDS[m.basis]}, {_CONF_WORDS[m.confidence]}): "
+                       f"{m.resolution}", fw)
             if line:  # in the terms of the framework that ran; an ms-swift-only lever is no fix for a trl run
                 return [line]
     return []
@@ -93,4 +138,5 @@ def index_summary() -> str:
             f"{meta.get('source', 'unknown sources')}")
 
 
-__all__ = ["Match", "describe", "details", "fix_lines", "for_finding", "index_summary", "json_items", "safe_url"]
+__all__ = ["Match", "describe", "details", "fix_lines", "for_finding", "index_summary", "json_items", "safe_url",
+           "same_failure", "similar", "similar_line", "why_no_fix"]

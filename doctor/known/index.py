@@ -14,7 +14,7 @@ import json
 import math
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,11 @@ class Match:
     confidence: str      # confirmed | maintainer | unresolved
     score: float
     exact: bool = False
+    # the thread's error signatures as (exception type, message): what its raise sites are looked up from
+    signatures: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # how it is tied to the finding (doctor/known/mechanism.py): raise-site | type-component-phase | similarity;
+    # '' until doctor/known.for_finding sets it
+    basis: str = ""
 
     @property
     def url(self) -> str:
@@ -48,7 +53,7 @@ class Match:
     def to_json(self) -> dict[str, Any]:
         return {"thread": self.thread, "url": self.url, "title": self.title, "state": self.state,
                 "category": self.category, "versions": self.versions, "resolution": self.resolution,
-                "confidence": self.confidence, "score": round(self.score, 3)}
+                "confidence": self.confidence, "score": round(self.score, 3)} | ({"basis": self.basis} if self.basis else {})
 
 
 class Index:
@@ -118,7 +123,8 @@ class Index:
             if score >= threshold:
                 out.append(Match(t["thread"], t.get("title", ""), t.get("state", ""), t.get("category", "other"),
                                  t.get("versions", ""), t.get("resolution", ""), t.get("confidence", "unresolved"),
-                                 score, exact))
+                                 score, exact, tuple((s.get("type") or "", s.get("message", ""))
+                                                     for s in t.get("signatures", []))))
         rank = {c: i for i, c in enumerate(CONFIDENCES)}
         out.sort(key=lambda m: (-round(m.score, 3), rank.get(m.confidence, 9), m.thread))
         return out[:top]

@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .. import known
 from ..model import Report, Role, Severity
 from . import charts as charts_mod
 from . import run_line, vitals_line
@@ -113,16 +114,18 @@ def _findings(report: Report) -> list[str]:
                 esc(f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}") for e in f.evidence) + '</pre>')
         for rb in f.raised_by:  # doctor/classify/provenance.py
             out.append(f'<p class="meta">{esc(rb.describe())}</p>')
-        if f.fix:
-            out.append('<div class="lbl">fix</div><ul>' + "".join(f"<li>{esc(s)}</li>" for s in f.fix) + "</ul>")
+        fixes = list(f.fix) + known.fix_lines(f, report.run)  # a known fix: the same failure mechanism only
+        if fixes:
+            out.append('<div class="lbl">fix</div><ul>' + "".join(f"<li>{esc(s)}</li>" for s in fixes) + "</ul>")
         for key in ("verify", "prevent"):
             if extra.get(key):
                 out.append(f'<div class="lbl">{key}</div><p>{esc(extra[key])}</p>')
-        issues = extra.get("known_issues") or []
-        if issues:
-            out.append('<div class="lbl">known issues</div><ul>' + "".join(
-                f"<li>{esc(k.get('thread', ''))}: {esc(k.get('title', ''))} ({esc(k.get('url', ''))})</li>"
-                for k in issues if isinstance(k, dict)) + "</ul>")
+        for label, shown, line in (("known issues", known.same_failure(f), known.describe),
+                                   ("similar threads (similar wording, not shown to be the same failure)",
+                                    known.similar(f), known.similar_line)):
+            if shown:
+                out.append(f'<div class="lbl">{esc(label)}</div><ul>' + "".join(
+                    f"<li>{esc(line(m))} ({esc(m.url)})</li>" for m in shown) + "</ul>")
         out.append('</section>')
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in Severity}
     out.append(f'<p class="meta">{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), '

@@ -144,12 +144,21 @@ def _sureness(f: Finding) -> str:
 
 def known_lines(f: Finding) -> list[str]:
     """Known issues (doctor/known) as links; every text from the index (titles are input too) is escaped."""
-    shown = known.for_finding(f)
-    if not shown:
-        return []
-    out = ["Known issues:", ""]
-    for m in shown:
-        head = f"[{md_text(m.thread)}]({m.url})" if known.safe_url(m.url) else md_text(m.thread)
-        title = f" ({m.title})" if m.title else ""
-        out.append(f"- {head}{md_text(title)}, {md_text(known.details(m))}")
-    return out + [""]
+    out: list[str] = []
+    same, alike = known.same_failure(f), known.similar(f)
+    if same:  # the same failure mechanism: raise site, or error and phase
+        out += ["Known issues:", ""]
+        for m in same:
+            title = f" ({m.title})" if m.title else ""
+            out.append(f"- {_link(m)}{md_text(title)}, {md_text(known.details(m))}")
+        out.append("")
+    if alike:  # similar wording only: listed with the similarity, never a fix
+        out += ["Similar threads (similar wording, not shown to be the same failure):", ""]
+        for m in alike:
+            out.append(f"- {_link(m)}{md_text(known.similar_line(m)[len(m.thread):])}")
+        out.append("")
+    return out
+
+
+def _link(m: known.Match) -> str:
+    return f"[{md_text(m.thread)}]({m.url})" if known.safe_url(m.url) else md_text(m.thread)

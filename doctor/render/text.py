@@ -98,11 +98,16 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             out(f"[bold]action:[/bold] {escape(f.action)}" + (f" [dim]{escape(f.command)}[/dim]" if f.command else ""), 3)
         if f.verify:
             out(f"[dim]verify: {escape(f.verify)}[/dim]", 3)
-        shown = known.for_finding(f)
-        if shown:  # doctor/known: public threads about the same failure
+        same = known.same_failure(f)
+        if same:  # doctor/known: public threads about the same failure mechanism (raise site, or error and phase)
             out("[dim]known issues:[/dim]", 3)
-            for m in shown:
+            for m in same:
                 out(escape(known.describe(m)), 5, bullet="[dim]-[/dim]")
+        alike = known.similar(f)
+        if alike:  # threads whose error only reads alike: listed with their similarity, never a fix
+            out("[dim]similar threads (similar wording, not shown to be the same failure):[/dim]", 3)
+            for m in alike:
+                out(escape(known.similar_line(m)), 5, bullet="[dim]-[/dim]")
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in Severity}
     con.print()
     out(f"[dim]{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), {counts[Severity.info]} "
