@@ -305,5 +305,5 @@ def check_finding(f: Finding, run: RunConfig) -> Finding:
     return replace(f, flags=flags, fix=fix)
 
 
-__all__ = ["BATCH_FLAGS", "batch_ok", "check_finding", "check_flags", "check_text", "current", "flag_for_version",
-           "proposals", "same"]
+__all__ = ["BATCH_FLAGS", "batch_ok", "check_finding", "check_flags", "check_text", "correct_launch", "current",
+           "flag_for_version", "known_flag", "proposals", "same"]
