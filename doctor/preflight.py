@@ -27,6 +27,7 @@ from .signals import GpuSnapshot, LogLine, Where
 from .sources import gpu as gpu_src
 from .sources.swiftcmd import CommandError, SwiftCommand, flag_values, parse_command, read_json, read_model_dir
 from .sources.swiftconfig import Launch, RunConfig
+from .swift.flags import REMOVED_IN
 from .swift.version import major_minor
 from .values import as_int
 
@@ -172,13 +173,6 @@ def predicted_lines(run: RunConfig, mm: tuple[int, int] | None) -> list[str]:
                 f"generations per prompt ({g}). Given the current eval batch size, the valid values for the number "
                 f"of generations are: {_divs(n * eb, 2)}."]
     return []
-
-
-# flag -> first version that no longer accepts it (swift-notes §7); ADDED in checks/args/_flags.py gives the other side
-REMOVED_IN = {"train_type": (4, 1), "gpu_memory_utilization": (3, 10), "tensor_parallel_size": (3, 10),
-              "limit_mm_per_prompt": (3, 10), "data_parallel_size": (3, 10), "use_async_engine": (3, 10),
-              "multi_turn_func": (3, 10), "gc_collect_after_offload": (3, 10), "vllm_device": (3, 6),
-              "num_infer_workers": (3, 6)}
 
 
 def unknown_by_tables(cmd: SwiftCommand, mm: tuple[int, int] | None) -> list[tuple[str, list[str]]]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from .model import Finding, Role, Severity
 from .sources.swiftconfig import RunConfig
+from .swift.fixcheck import correct_launch
 from .swift.relaunch import command_line, invalidates
 
 # findings whose fix changes what the checkpoints hold (LoRA where full weights were meant, or the reverse; a
@@ -63,7 +64,7 @@ def refine(findings: list[Finding], run: RunConfig, checkpoints: Iterable[tuple[
     good = last_good(ckpts, findings) if ckpts and not ended else None
     launch = launch_of(run)
     server = any(_ROLLOUT in t.replace("/", ".") or "swift rollout" in t for t in run.command_texts)
-    out = [_one(f, good, launch, server) for f in findings]
+    out = [_one(f, good, launch, server, run) for f in findings]
     # a consequence (NCCL timeout, ChildFailedError after the cause) is dealt with by acting on its root cause
     root = next((f for f in out if f.role == Role.root), None)
     if root is not None:
@@ -90,7 +91,7 @@ def mixed_modes(flags: dict[str, Any], changes: Iterable[tuple[str, str]] = ()) 
 
 
 def _one(f: Finding, good: str | None, launch: tuple[dict[str, str], dict[str, Any]] | None,
-         server: bool = False) -> Finding:
+         server: bool = False, run: RunConfig | None = None) -> Finding:
     action = f.action
     if not action or action == "stop":
         return f
@@ -105,8 +106,11 @@ def _one(f: Finding, good: str | None, launch: tuple[dict[str, str], dict[str, A
         else:
             action = "relaunch"
     command = ""
+    notes: list[str] = []
     if launch is not None and (resume_at or f.flags or action == "restart"):
         env, flags = launch
+        if run is not None:  # misspelt, renamed and removed flags of the launch respelled or dropped, with a note
+            flags, notes = correct_launch(flags, run)
         changes = tuple(f.flags)
         if mixed_modes(flags, changes):
             # corrected when a rollout server is part of the run (its launch is in the inputs): server mode; else
@@ -114,9 +118,10 @@ def _one(f: Finding, good: str | None, launch: tuple[dict[str, str], dict[str, A
             changes = changes + (("--vllm_mode", "server"),) if server else ()
         if not mixed_modes(flags, changes):
             command = command_line(env, flags, changes, resume=resume_at)
-    if action == f.action and command == f.command:
+    fix = f.fix + tuple(n for n in notes if n not in f.fix) if command else f.fix
+    if action == f.action and command == f.command and fix == f.fix:
         return f
-    return replace(f, action=action, command=command)
+    return replace(f, action=action, command=command, fix=fix)
 
 
 __all__ = ["launch_of", "last_good", "refine"]

@@ -16,6 +16,7 @@ from ..registry import RuleMeta, load_catalog
 from ..rules import OUT_OF_RANGE, Rule, build_rule
 from ..signals import LogLine
 from ..sources.swiftconfig import RunConfig
+from ..swift.fixcheck import check_finding
 from ..verdict import refine
 from .state import STATE_WORDS, RunState
 
@@ -146,8 +147,18 @@ class Session:
                         found.extend(r.finish(state))
                     except OUT_OF_RANGE:
                         pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
-        # the alternatives of each finding that is only possible: the other findings are all at hand here
+        # every computed fix re-checked against the run it is for (doctor/swift/fixcheck.py): no fix that names the
+        # value the run has, a flag its version lacks, or a batch that still breaks; then the relaunch command.
+        # The alternatives of each finding that is only possible: the other findings are all at hand here
+        found = [check_finding(f, _run_of(state, f)) for f in found]
         return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended))
+
+
+def _run_of(state: RunState, f: Finding) -> RunConfig:
+    """The configuration of the run a finding is about: its first located evidence line's (runs appended to one log,
+    issue 17.16), else the state's."""
+    ev = next((e for e in f.evidence if e.line), None)
+    return state.at(ev).run if ev is not None else state.run
 
 
 def _tier(rule: Rule) -> int:

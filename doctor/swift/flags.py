@@ -32,6 +32,13 @@ REMOVED = {
     "lmdeploy_device": "removed with the LMDeploy rollout backend; use vLLM (--use_vllm true --vllm_mode ...)",
     "use_lmdeploy": "removed with the LMDeploy rollout backend; use vLLM (--use_vllm true --vllm_mode ...)",
 }
+# flag -> first ms-swift (major, minor) that no longer accepts it (swift-notes §7); ADDED below gives the other side.
+# The preflight's unknown-flag check and the relaunch command (doctor/swift/fixcheck.py) read it.
+REMOVED_IN: dict[str, MajorMinor] = {
+    "train_type": (4, 1), "gpu_memory_utilization": (3, 10), "tensor_parallel_size": (3, 10),
+    "limit_mm_per_prompt": (3, 10), "data_parallel_size": (3, 10), "use_async_engine": (3, 10),
+    "multi_turn_func": (3, 10), "gc_collect_after_offload": (3, 10), "vllm_device": (3, 6),
+    "num_infer_workers": (3, 6)}
 
 # flag -> (first ms-swift (major, minor) that has it, what to say about it)
 ADDED: dict[str, tuple[MajorMinor, str]] = {

@@ -106,6 +106,12 @@ class AdapterOnly(CkptRule):
             if src_dir:
                 fix.append(f"Or rename {src} so nothing is force-loaded from it (then pass --model_type/--template "
                            f"yourself if they came from it).")
+        elif tuner_value(ctx.run.cli.get("tuner_type") or ctx.run.cli.get("train_type")) == "full":
+            # the command read here already asks for full weights (issue 29.2: never "pass --X V" where X is V)
+            fix.append(f"The command read here already passes --{flag} full, but {f.name}'s args.json records "
+                       f"{flag}={args.get(flag)!s}: another launch wrote this checkpoint (an earlier run into the same "
+                       f"output directory, or a script other than the one read here); check which command ran, and "
+                       f"run this one into a fresh --output_dir.")
         else:
             fix.append(f"Pass --{flag} full explicitly.")
         if adapters_dir:
