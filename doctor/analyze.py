@@ -126,9 +126,12 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
                 pass
     rc = session.run
     name, version, recipe, source = session.state.framework(heads)
-    # nothing points anywhere: ms-swift, the tool's first audience, but said to be assumed (framework_source)
-    out: dict = {"framework": name or "ms-swift", "framework_version": version if name else rc.swift_version,
-                 "framework_source": source if name else "assumed"}
+    if name is None and rc.swift_version:  # an args.json or version line of ms-swift's own
+        name, version, source = "ms-swift", rc.swift_version, "version"
+    # nothing points anywhere: not told (framework_source "unknown"); the fixes then name each lever in both
+    # ms-swift's and trl's spelling (doctor/swift/terms.py), never an ms-swift flag alone
+    out: dict = {"framework": name, "framework_version": version if name else None,
+                 "framework_source": source if name else "unknown"}
     if recipe:
         out["recipe"] = recipe
     return out

@@ -41,10 +41,11 @@ def test_framework_of_real_logs(case, framework, source):
         assert run["framework_source"] == source
 
 
-def test_nothing_points_anywhere_is_said_to_be_assumed():
-    # 065: vLLM frames only, under a conda env that happens to be called "trl" (envs/trl/lib/...): no evidence
+def test_nothing_points_anywhere_is_said_to_be_unknown():
+    # 065: vLLM frames only, under a conda env that happens to be called "trl" (envs/trl/lib/...): no evidence, so no
+    # framework is named (was: ms-swift, "assumed")
     run = analyze([_case("065")]).run
-    assert run["framework_source"] == "assumed"
+    assert run["framework"] is None and run["framework_source"] == "unknown"
 
 
 def test_open_r1_recipe_is_trl_with_a_recipe():

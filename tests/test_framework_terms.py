@@ -50,9 +50,9 @@ def _offending(report) -> list[str]:
 @pytest.mark.parametrize("case", _non_swift_runs(), ids=lambda p: p.name)
 def test_no_swift_only_terms_in_a_non_swift_run(case: Path):
     report = analyze([str(case)])
-    if report.run.get("framework") in (None, "ms-swift"):
-        pytest.skip("the run's framework is not detected from its log (or reads as ms-swift)")
-    assert _offending(report) == []
+    if report.run.get("framework") == "ms-swift":
+        pytest.skip("the run reads as ms-swift")
+    assert _offending(report) == []  # a framework not told gets labelled ms-swift flags, never bare ones
 
 
 def test_say_translates_drops_and_keeps():
@@ -73,9 +73,32 @@ def test_say_translates_drops_and_keeps():
         "`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`")
     assert say("eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)", "trl") == (
         "eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)")  # labelled as ms-swift's spelling
-    # ms-swift and an unknown framework: unchanged
-    for fw in ("ms-swift", None):
-        assert say("NPROC_PER_NODE=4 --sleep_level 1", fw) == "NPROC_PER_NODE=4 --sleep_level 1"
+    # ms-swift: unchanged
+    assert say("NPROC_PER_NODE=4 --sleep_level 1", "ms-swift") == "NPROC_PER_NODE=4 --sleep_level 1"
+
+
+def test_a_framework_not_told_gets_both_spellings_never_a_bare_swift_flag():
+    assert say("--num_generations 4 and --vllm_gpu_memory_utilization 0.5.", None) == (
+        "ms-swift --num_generations 4 / trl GRPOConfig(num_generations=4) and ms-swift --vllm_gpu_memory_utilization "
+        "0.5 / trl GRPOConfig(vllm_gpu_memory_utilization=0.5).")
+    assert say("--offload_model true", None) == "ms-swift --offload_model true"  # no trl lever: labelled as ms-swift's
+    assert say("`trl vllm-serve --max_model_len 8192`", None) == "`trl vllm-serve --max_model_len 8192`"
+    assert say("Set NPROC_PER_NODE=4.", None) == ("Set ms-swift NPROC_PER_NODE=4 (elsewhere the number of training "
+                                                   "processes (accelerate launch --num_processes 4, torchrun "
+                                                   "--nproc_per_node 4)).")
+    assert say("OpenRLHF has its own names: --num_generations 8", "openrlhf") == (
+        "OpenRLHF has its own names: ms-swift --num_generations 8 / trl GRPOConfig(num_generations=8)")
+
+
+def test_verl_gets_its_hydra_overrides_from_ppo_trainer_yaml():
+    # names from verl/trainer/config/ppo_trainer.yaml (verl 0.3-0.4)
+    assert say("--vllm_gpu_memory_utilization 0.4 or --vllm_max_model_len 4096.", "verl") == (
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.4 or actor_rollout_ref.rollout.max_model_len=4096.")
+    assert say("Make NPROC_PER_NODE=4 equal to the GPUs", "verl") == "Make trainer.n_gpus_per_node=4 equal to the GPUs"
+    assert say("--num_generations 8 and --max_completion_length 1024", "verl") == (
+        "actor_rollout_ref.rollout.n=8 and data.max_response_length=1024")
+    assert say("--gradient_accumulation_steps 4", "verl") is None  # no verl counterpart: the line goes
+    assert say("ms-swift: `swift rollout` on other GPUs.", "verl") is None
 
 
 def test_in_terms_keeps_swift_findings_and_drops_a_swift_command():

@@ -34,9 +34,9 @@ def test_an_upgrade_the_run_already_has_or_of_a_package_not_involved():
     watchdog = _f(category="nccl-timeout", evidence="Watchdog caught collective operation timeout: WorkNCCL(...)")
     assert "nothing of this failure involves" in why_not(m, watchdog, {"framework": "ms-swift"})
     in_vllm = _f(category="nccl-timeout", evidence="File vllm/worker.py line 3")
-    # ms-swift's README floor (vllm >= 0.5.1) is past 0.3.2; an assumed framework gives no floor
+    # ms-swift's README floor (vllm >= 0.5.1) is past 0.3.2; a framework not told gives no floor
     assert "older than the run's vllm" in why_not(m, in_vllm, {"framework": "ms-swift", "framework_source": "text"})
-    assert fits(m, in_vllm, {"framework": "ms-swift", "framework_source": "assumed"})
+    assert fits(m, in_vllm, {"framework": None, "framework_source": "unknown"})
     assert not fits(m, in_vllm, {"versions": {"vllm": "0.8.5"}})
     up = _m(category="argument-error-other", resolution="Use swift main and upgrade vLLM to 0.7.3, which supports it.")
     raised = _f(category="argument-error-other", raised_by=(RaisedBy("vllm", "0.6", "m", "f", "RuntimeError"),))

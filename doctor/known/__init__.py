@@ -112,7 +112,7 @@ def fix_lines(f: Finding, run: dict | None = None) -> list[str]:
     a whole sentence, it fits the run (``run``: the report's run object; doctor/known/fit.py) and the thread's
     framework is the run's (doctor/known/mechanism.py); none otherwise."""
     from ..swift.terms import say
-    fw = (run or {}).get("framework") if (run or {}).get("framework_source") != "assumed" else None
+    fw = (run or {}).get("framework") if (run or {}).get("framework_source") != "unknown" else None
     for m in for_finding(f):
         if not why_no_fix(m, f, run):
             line = say(f"Known fix ({m.thread}, {_BASIS_WORDS[m.basis]}, {_CONF_WORDS[m.confidence]}): "

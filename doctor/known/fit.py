@@ -47,7 +47,7 @@ def run_floor(run: dict[str, Any], pkg: str) -> str | None:
     inferred = (run.get("inferred_versions") or {}).get(pkg)
     if isinstance(inferred, dict) and inferred.get("versions"):
         return str(inferred["versions"]).split(",")[0].split("-")[0]
-    if run.get("framework_source") == "assumed":  # no framework detected: no floor to lean on
+    if run.get("framework_source") == "unknown":  # no framework detected: no floor to lean on
         return None
     return FLOORS.get(str(run.get("framework") or ""), {}).get(pkg)
 

@@ -160,7 +160,7 @@ def _family(name: str) -> str:
 def framework_clash(m: Match, f: Finding, run: dict[str, Any] | None, how: str) -> str:
     """'' when the thread's framework is the run's (or either is unknown), or the raise site is in a shared library;
     else why not."""
-    if not run or run.get("framework_source") == "assumed":
+    if not run or run.get("framework_source") == "unknown":
         return ""
     have, theirs = run.get("framework"), thread_framework(m)
     if not have or not theirs or _family(str(have).lower()) == _family(theirs):

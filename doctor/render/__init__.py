@@ -9,7 +9,7 @@ def run_line(run: dict[str, Any]) -> str:
     version inferred from the wording of the errors (``inferred_versions``) says so: 'ms-swift 3.6-3.11 (from the
     wording of the error)'."""
     bits = []
-    fw = str(run.get("framework") or "ms-swift")
+    fw = str(run.get("framework") or "")
     inferred = {k: v for k, v in (run.get("inferred_versions") or {}).items() if isinstance(v, dict)}
 
     def guess(name: str) -> str:
@@ -22,6 +22,8 @@ def run_line(run: dict[str, Any]) -> str:
         bits.append(guess(fw))
     elif run.get("framework_major") and fw == "ms-swift":
         bits.append(f"ms-swift {run['framework_major']}.x")
+    if not fw:
+        bits.append("framework not told by the log")
     for name, ver in (run.get("versions") or {}).items():
         if name != fw:
             bits.append(f"{name} {ver}")

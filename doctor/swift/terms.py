@@ -19,6 +19,14 @@ The equivalents, from the sources (field names as in each release's dataclass):
   (``swift/cli/main.py`` turns those into torchrun arguments).
 - unsloth ``FastLanguageModel.from_pretrained(gpu_memory_utilization=, max_seq_length=)`` sizes its vLLM engine
   (``unsloth/models/llama.py``, fast_inference=True), in place of the GRPOConfig vLLM fields.
+- verl: Hydra overrides of ``verl/trainer/config/ppo_trainer.yaml`` (verl 0.3-0.4): ``actor_rollout_ref.rollout.*``
+  (gpu_memory_utilization, tensor_model_parallel_size, max_model_len, enforce_eager, free_cache_engine, n,
+  temperature, top_p, top_k), ``actor_rollout_ref.actor.*`` (ppo_micro_batch_size_per_gpu, kl_loss_coef, grad_clip,
+  optim.lr, fsdp_config.param_offload / optimizer_offload), ``data.max_prompt_length`` / ``max_response_length``,
+  ``trainer.*`` (n_gpus_per_node, nnodes, save_freq, total_epochs, max_actor_ckpt_to_keep).
+
+A framework the log does not tell (or one with no table here: OpenRLHF, LLaMA-Factory, axolotl) gets each flag in
+both spellings side by side, labelled (``ms-swift --x 1 / trl GRPOConfig(x=1)``), never an ms-swift flag alone.
 """
 from __future__ import annotations
 
@@ -28,6 +36,34 @@ from ..model import Finding
 
 # frameworks whose user sets GRPOConfig fields (trl itself and what is built on it)
 TRL_LIKE = frozenset({"trl", "unsloth", "verifiers"})
+# ms-swift flag (or environment variable) -> verl's Hydra override; a flag not here has no verl counterpart
+_VERL: dict[str, str] = {
+    "--vllm_gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization={v}",
+    "--vllm_tensor_parallel_size": "actor_rollout_ref.rollout.tensor_model_parallel_size={v}",
+    "--tensor_parallel_size": "actor_rollout_ref.rollout.tensor_model_parallel_size={v}",
+    "--vllm_max_model_len": "actor_rollout_ref.rollout.max_model_len={v}",
+    "--vllm_enforce_eager": "actor_rollout_ref.rollout.enforce_eager={v}",
+    "--sleep_level": "actor_rollout_ref.rollout.free_cache_engine=True",
+    "--num_generations": "actor_rollout_ref.rollout.n={v}",
+    "--temperature": "actor_rollout_ref.rollout.temperature={v}",
+    "--top_p": "actor_rollout_ref.rollout.top_p={v}",
+    "--top_k": "actor_rollout_ref.rollout.top_k={v}",
+    "--max_completion_length": "data.max_response_length={v}",
+    "--max_prompt_length": "data.max_prompt_length={v}",
+    "--max_length": "data.max_prompt_length={v}",
+    "--per_device_train_batch_size": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={v}",
+    "--learning_rate": "actor_rollout_ref.actor.optim.lr={v}",
+    "--beta": "actor_rollout_ref.actor.kl_loss_coef={v}",
+    "--max_grad_norm": "actor_rollout_ref.actor.grad_clip={v}",
+    "--gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing={v}",
+    "--offload_model": "actor_rollout_ref.actor.fsdp_config.param_offload={v}",
+    "--offload_optimizer": "actor_rollout_ref.actor.fsdp_config.optimizer_offload={v}",
+    "--save_steps": "trainer.save_freq={v}",
+    "--save_total_limit": "trainer.max_actor_ckpt_to_keep={v}",
+    "--num_train_epochs": "trainer.total_epochs={v}",
+    "NPROC_PER_NODE": "trainer.n_gpus_per_node={v}",
+    "NNODES": "trainer.nnodes={v}",
+}
 
 _NONE = None  # a lever without an equivalent: the line is dropped
 # ms-swift-only flag -> (trl term, unsloth term: "" for the trl one, None for none); ``{v}``: the flag's value
@@ -92,10 +128,14 @@ def _unsloth(framework: str | None) -> bool:
 
 
 def say(line: str, framework: str | None) -> str | None:
-    """``line`` in the terms of ``framework``; None when its lever does not exist there. Unchanged for ms-swift and
-    an unknown framework."""
-    if framework not in TRL_LIKE:
+    """``line`` in the terms of ``framework``; None when its lever does not exist there. Unchanged for ms-swift;
+    verl's overrides for verl; both spellings side by side for a framework not told or without a table."""
+    if framework == "ms-swift":
         return line
+    if framework == "verl":
+        return _say_verl(line)
+    if framework not in TRL_LIKE:
+        return _say_both(line)
     if line.lstrip().lower().startswith("ms-swift:"):
         return None
     if _BOTH.search(line) and "ms-swift" in line:
@@ -150,8 +190,9 @@ def say(line: str, framework: str | None) -> str | None:
 
 def in_terms(findings: list[Finding], framework: str | None) -> list[Finding]:
     """Every finding's message and fix lines said in the framework's terms (``say``); a relaunch command written
-    as an ms-swift command is not offered to a run of another framework."""
-    if framework not in TRL_LIKE:
+    as an ms-swift command is offered to an ms-swift run only (a framework not told: one whose command was read
+    would have been told by it)."""
+    if framework == "ms-swift":
         return findings
     from dataclasses import replace
     out = []
@@ -163,3 +204,87 @@ def in_terms(findings: list[Finding], framework: str | None) -> list[Finding]:
             f = replace(f, fix=fix, message=msg, command=cmd)
         out.append(f)
     return out
+
+
+def _value_of(line: str, m: re.Match) -> tuple[str | None, str]:
+    """(value, what follows it) of a flag match: a sentence's next word is not a value (``--temperature at 0.9``)."""
+    value = m.group(2)
+    if value is None:
+        return None, ""
+    stripped = value.rstrip(":,.;")
+    if not _VALUE.match(stripped):
+        return None, m.group(0)[len(m.group(1)):]
+    return stripped, value[len(stripped):]
+
+
+def _say_verl(line: str) -> str | None:
+    """A line in verl's Hydra overrides; None when one of its ms-swift levers has none there."""
+    if line.lstrip().lower().startswith("ms-swift:") or (_SWIFT_CMD.search(line) and "ms-swift" not in line):
+        return None
+    if _BOTH.search(line) and "ms-swift" in line:
+        return line
+    dropped = False
+
+    def flag(m: re.Match) -> str:
+        nonlocal dropped
+        name = m.group(1)
+        if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
+            return m.group(0)
+        value, tail = _value_of(line, m)
+        term = _VERL.get(name)
+        if term is None:
+            if name in _FLAGS or name[2:] in GRPO_FIELDS:
+                dropped = True  # an ms-swift or trl lever that verl does not have
+            return m.group(0)
+        return term.replace("{v}", (value or "<value>").strip("\"'")) + tail
+
+    out = _FLAG.sub(flag, line)
+    if dropped:
+        return None
+
+    def env(m: re.Match) -> str:
+        return _VERL[m.group(1)].replace("{v}", m.group(2) or "N") if m.group(1) in _VERL else m.group(0)
+
+    return _ENVVAR.sub(env, out)
+
+
+def _say_both(line: str) -> str:
+    """A line for a framework not told: each ms-swift flag labelled, with trl's spelling beside it when trl has one."""
+    if _BOTH.search(line) and "ms-swift" in line:
+        return line
+    if _LAUNCHER.search(line):
+        return line  # a launcher's or vLLM server's own options
+
+    def flag(m: re.Match) -> str:
+        name = m.group(1)
+        if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
+            return m.group(0)
+        value, tail = _value_of(line, m)
+        shown = m.group(0)[:len(m.group(0)) - len(tail)] if tail else m.group(0)
+        v = value if value is not None else "<value>"
+        if v.lower() in ("true", "false"):
+            v = v.capitalize()
+        if name in _FLAGS:
+            trl_term = _FLAGS[name][0]
+            if trl_term and trl_term.startswith("GRPOConfig(") and ") (" in trl_term:
+                trl_term = trl_term.split(") (", 1)[0] + ")"  # the field alone: its notes are for a trl run
+            if trl_term and value is None and trl_term.startswith("GRPOConfig(") and "={v}" in trl_term:
+                trl_term = "GRPOConfig." + trl_term[len("GRPOConfig("):].split("=", 1)[0]  # no value: the field
+            other = f" / trl {trl_term.replace('{v}', v.strip(chr(34) + chr(39)))}" if trl_term else ""
+            return f"ms-swift {shown}{other}{tail}"
+        if name[2:] in GRPO_FIELDS:
+            trl = f"GRPOConfig({name[2:]}={v})" if value is not None else f"GRPOConfig.{name[2:]}"
+            return f"ms-swift {shown} / trl {trl}{tail}"
+        return m.group(0)
+
+    out = _FLAG.sub(flag, line)
+
+    def env(m: re.Match) -> str:
+        if "ms-swift" in out[max(0, m.start() - 12):m.start()]:
+            return m.group(0)
+        raw = m.group(2) or ""
+        v = raw.rstrip(".,;:")
+        shown = f"{m.group(1)}={v}" if v else m.group(1)
+        return f"ms-swift {shown} (elsewhere {_ENV[m.group(1)].replace('{v}', v or 'N')}){raw[len(v):]}"
+
+    return _ENVVAR.sub(env, out)
