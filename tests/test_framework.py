@@ -41,10 +41,14 @@ def test_framework_of_real_logs(case, framework, source):
         assert run["framework_source"] == source
 
 
-def test_nothing_points_anywhere_is_said_to_be_unknown():
-    # 065: vLLM frames only, under a conda env that happens to be called "trl" (envs/trl/lib/...): no evidence, so no
-    # framework is named (was: ms-swift, "assumed")
+def test_no_trainer_told_names_the_runtime_and_nothing_at_all_is_unknown(tmp_path):
+    # 065: vLLM frames only, under a conda env that happens to be called "trl" (envs/trl/lib/...): no trainer is told,
+    # the runtime that failed is vLLM (was: ms-swift, "assumed")
     run = analyze([_case("065")]).run
+    assert run["framework"] == "vllm" and run["framework_source"] == "runtime"
+    p = tmp_path / "words.txt"
+    p.write_text("my training crashed with an error\nValueError: bad value\n")
+    run = analyze([str(p)]).run
     assert run["framework"] is None and run["framework_source"] == "unknown"
 
 
@@ -65,7 +69,8 @@ def test_a_wrapper_over_trl_wins_and_versions_follow_the_framework():
 
 
 def test_env_named_trl_is_not_trl_and_user_frames_are_not_library():
-    assert detect(["/home/k/mamba/envs/trl/lib/python3.11/site-packages/vllm/v1/engine/core.py"], [], {})[0] is None
+    # not trl: the runtime that ran, vLLM (no trainer is told)
+    assert detect(["/home/k/mamba/envs/trl/lib/python3.11/site-packages/vllm/v1/engine/core.py"], [], {})[:1] == ("vllm",)
     assert not is_library_path("/root/work/my_grpo/train.py")
     assert is_library_path("/usr/local/lib/python3.10/dist-packages/trl/trainer/grpo_trainer.py")
     assert is_library_path("/home/u/ms-swift/swift/trainers/rlhf_trainer/grpo_trainer.py")

@@ -152,10 +152,41 @@ def unsloth_version(texts: Iterable[str]) -> str | None:
     return None
 
 
+# no trainer told: the runtime the job ran on (a vLLM server, a DeepSpeed or torch.distributed job), from its frames or
+# its launcher's and logger's own lines (vLLM's "(EngineCore_0 pid=N)" / "(APIServer pid=N)" process prefixes and
+# entrypoints; DeepSpeed's launcher module and "[deepspeed]" config prints; torch elastic's agent and torchrun)
+_RUNTIME_DIRS = (("vllm", ("/vllm/",)), ("deepspeed", ("/deepspeed/",)), ("torch", ("/torch/distributed/", "/torch/")))
+_RUNTIME_TEXT = (
+    ("vllm", re.compile(r"\((?:EngineCore(?:_\d+)?|APIServer|VllmWorker\w*) pid=\d+\)|\bvllm\.entrypoints\b|"
+                        r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]")),
+    ("deepspeed", re.compile(r"\bdeepspeed\.launcher\b|\[deepspeed\]|\bdeepspeed\s+--|\bds_config\b|DeepSpeedEngine")),
+    ("torch", re.compile(r"\btorch\.distributed\.elastic\b|\btorchrun\b|ProcessGroupNCCL|\bc10d\b")),
+)
+
+
+def runtime_of(paths: Iterable[str], texts: Iterable[str]) -> str | None:
+    """The runtime a job without a trainer framework ran on: vLLM, else DeepSpeed, else torch among its frames (a
+    DeepSpeed job's stack goes through torch too), else the first whose launcher or logger lines appear."""
+    seen = set()
+    for path in paths:
+        p = "/" + path.replace("\\", "/")
+        seen.update(name for name, dirs in _RUNTIME_DIRS if any(d in p for d in dirs))
+    found = next((name for name, _ in _RUNTIME_DIRS if name in seen), None)  # DeepSpeed's calls go through torch
+    if found:
+        return found
+    seen.clear()
+    for t in texts:
+        for name, rx in _RUNTIME_TEXT:
+            if name not in seen and rx.search(t):
+                seen.add(name)
+    return next((name for name, _ in _RUNTIME_TEXT if name in seen), None)
+
+
 def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swift_hint: bool = False,
            ) -> tuple[str | None, str | None, str | None, str]:
     """(framework, its version or None, recipe or None, source) from frame paths, launch/log texts and printed
-    versions; ``source`` says what decided: frames, text (commands, log lines), config, versions, or none.
+    versions; ``source`` says what decided: frames, text (commands, log lines), config, versions, runtime (no trainer
+    told: vLLM, DeepSpeed or torch.distributed ran the job), or none.
 
     ``swift_hint``: the configuration shows ms-swift (its args dump, ``args.json`` with ``swift_version``, a
     ``swift`` command): it counts like a frame in ms-swift's package."""
@@ -177,7 +208,8 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         if by_rows:
             name, source = by_rows, "log format"
     if name is None:
-        source = "none"
+        name = runtime_of(paths, texts)
+        source = "runtime" if name else "none"
     recipe = "open-r1" if (r1_frames or r1_text) and name == "trl" else None
     version = None
     if name == "ms-swift":
@@ -186,6 +218,8 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         version = versions.get("trl")
     elif name == "unsloth":
         version = unsloth_version(texts)
+    elif name in ("vllm", "deepspeed", "torch"):
+        version = versions.get(name)
     return name, version, recipe, source
 
 
