@@ -198,9 +198,9 @@ def _find_unset(sentence: str, masked: str) -> Iterator[Claim]:
         for m in pat.finditer(masked):
             if not _conditional(masked, m.start()):
                 yield Claim("unset", m.group(1), "", m.start(), m.end())
-    m = _NOT_SEEN.search(masked)
-    if m:
-        yield Claim("unset", m.group(1), "", m.start(2), m.end(2))
+    seen = _NOT_SEEN.search(masked)
+    if seen:
+        yield Claim("unset", seen.group(1), "", seen.start(2), seen.end(2))
 
 
 def _judge_unset(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
