@@ -117,6 +117,10 @@ class Finding:
     confidence: str = "certain"
     # for a "possible" finding: the other categories considered (doctor/confidence.py), best first; else ()
     alternatives: tuple[str, ...] = ()
+    # facts its sentences state that doctor/claims.py cannot recognise in the wording (claims.declare: the text that
+    # locates the sentence, the claim kind, what it is about, the value): checked against the run before printing;
+    # not part of the report
+    claims: tuple[tuple[str, str, str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = {

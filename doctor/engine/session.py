@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from ..claims import RunFacts, read_oom
+from ..claims import check_finding as check_claims
 from ..confidence import assess
 from ..gate import WordGate
 from ..model import Finding, Role, Severity
@@ -151,6 +153,9 @@ class Session:
         # value the run has, a flag its version lacks, or a batch that still breaks; then the relaunch command.
         # The alternatives of each finding that is only possible: the other findings are all at hand here
         found = [check_finding(f, _run_of(state, f)) for f in found]
+        # then every sentence that states a fact of the run (a flag unset, grad_norm 0, a shortage of memory, world
+        # size 1, a model size, a version to install) checked against what the run shows (doctor/claims.py)
+        found = [check_claims(f, run_facts(state, f, _run_of(state, f)))[0] for f in found]
         return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended))
 
 
@@ -159,6 +164,18 @@ def _run_of(state: RunState, f: Finding) -> RunConfig:
     issue 17.16), else the state's."""
     ev = next((e for e in f.evidence if e.line), None)
     return state.at(ev).run if ev is not None else state.run
+
+
+def run_facts(state: RunState, f: Finding, run: RunConfig) -> RunFacts:
+    """What the run shows, for the claims of finding ``f`` (doctor/claims.py): its run's configuration, the ranks,
+    the metric rows, and the CUDA OOM messages of its evidence (else of the run's exceptions)."""
+    ooms = [o for o in (read_oom(e.text) for e in f.evidence) if o is not None]
+    if not ooms:
+        ooms = [o for o in (read_oom(x.message) for x in state.exceptions if "memory" in x.message) if o is not None]
+    model = run.args.get("model") or run.args.get("model_id_or_path")
+    return RunFacts(args=run.args, cli=run.cli, env=run.env, versions=run.versions, world=run.world_size(),
+                    max_rank=state.max_rank, model=str(model) if model else None, params_read=state.params_read,
+                    metrics=state.metric_facts, ooms=tuple(ooms))
 
 
 def _tier(rule: Rule) -> int:

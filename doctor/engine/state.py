@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..claims import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
@@ -50,6 +51,11 @@ class RunState:
     saves: deque[str] = field(default_factory=lambda: deque(maxlen=8))  # checkpoint paths the log says were saved
     findings: list[Finding] = field(default_factory=list)         # for fallback rules: the earlier rules' findings
     tracker: TracebackTracker = field(default_factory=TracebackTracker)
+    # facts the claims of messages and fixes are checked against (doctor/claims.py): the highest training rank a
+    # line showed, whether the log printed a parameter count, and what the logged rows say of a few metric keys
+    max_rank: int | None = None
+    params_read: bool = False
+    metric_facts: dict[str, MetricFacts] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ read by rules
     @property
@@ -103,6 +109,8 @@ class RunState:
             tail = self.tails[line.where.path]
         if line.text.strip():
             tail.append(line)
+        if line.rank is not None and not line.origin and (self.max_rank is None or line.rank > self.max_rank):
+            self.max_rank = line.rank  # a [rankN]: prefix (a vLLM worker's rank=N is not a training rank)
 
     def replace_tail(self, path: str, lines: Iterable[LogLine]) -> None:
         """The chunk scanner rebuilds a tail from the file's last lines (it skipped lines the tail would hold)."""
@@ -134,6 +142,8 @@ class RunState:
             self._keep_exception(exc)
         if any(mk in text for mk in END_MARKERS):
             self.ended = True
+        if "model_parameter_info:" in text or "all params:" in text:
+            self.params_read = True
         if SAVE_WORD in text or "last_model_checkpoint: " in text:
             self.saves.extend(m.group(1) for m in SAVE_RE.finditer(text))
         row = None
@@ -147,6 +157,12 @@ class RunState:
             return None
         return exc, row
 
+    def _metric_facts(self, values: dict[str, Any]) -> None:
+        for key in METRIC_KEYS:
+            v = values.get(key, values.get("train/" + key))
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.metric_facts.setdefault(key, MetricFacts()).add(float(v))
+
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:
             self.exceptions.append(exc)
@@ -159,6 +175,7 @@ class RunState:
                 return False
             if metrics_src.is_step(signal.values):
                 self.metrics_steps += 1
+            self._metric_facts(signal.values)
         elif isinstance(signal, CheckpointInput):
             self.checkpoints.append((signal.facts.path, signal.facts.step))
         return True

@@ -1,0 +1,547 @@
+"""Claims with their facts (issue 29 point 1): a sentence of a message or fix that states a fact of the run is
+checked against what the run shows before it is printed, and goes (or is rewritten) when the run contradicts it.
+
+One checker for every rule, applied where findings are finished (doctor/engine/session.py, after the fix re-check
+of doctor/swift/fixcheck.py). A claim is recognised in the text itself (``KINDS``: a pattern over the sentence,
+quoted log text and backticks left out), or declared by the rule that wrote it (``Finding.claims``, built with
+``declare``) when its wording cannot be recognised. Each kind names the run fact it rests on and says when that
+fact contradicts it:
+
+- ``unset``: "X is not set", "X unset", "--x V: unset, ..." against the flag or variable that the command, the
+  args or the environment hold;
+- ``assumed``: "X V (assumed)" against a value of X the run does hold (the same value: the mark goes; another:
+  the sentence goes);
+- ``metric``: "grad_norm is 0", "loss and grad_norm are 0", "reward_std stays 0", "loss is NaN" against the
+  logged series: a key logged at least once with no zero (no NaN) value among its rows;
+- ``memory``: "runs out of memory", "not enough memory", "memory is full" against the CUDA OOM text of the run,
+  which says how much was free: free memory far above the request is not a shortage (the sentence is rewritten
+  to say so);
+- ``world``: "world size 1", "runs on a single GPU" against the ranks the log shows (``[rank15]:`` means 16
+  processes at least), the rank line and the launcher;
+- ``model-size``: "7B" taken from the model's name, marked ``(from the model's name)`` unless the log printed a
+  parameter count;
+- ``version``: "pip install 'X>=V'", "upgrade X to V", "use X >= V", "downgrade X to V" against the installed
+  version the log shows: advice that the installed release already satisfies, or that names the installed
+  (failing) release, goes; a direction the other way round is rewritten.
+
+A sentence is judged as a whole: when any claim in it is contradicted it is dropped, or replaced by the kind's
+rewrite when one is obvious. A message that loses every sentence says that its explanation was contradicted.
+
+Pure: facts in (``RunFacts``, built by the session from its RunState), a Finding out.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .model import Finding
+
+GIB = 1024 ** 3
+
+
+# ------------------------------------------------------------------------------------------------ the run's facts
+
+@dataclass
+class MetricFacts:
+    """What the logged rows say of one metric key: rows logged, rows at zero, rows NaN/inf, a non-zero example."""
+    logged: int = 0
+    zero: int = 0
+    nonfinite: int = 0
+    example: float | None = None   # a finite non-zero value (for the reason shown in tests and --debug)
+
+    def add(self, v: float) -> None:
+        self.logged += 1
+        if not math.isfinite(v):
+            self.nonfinite += 1
+        elif abs(v) <= 1e-6:
+            self.zero += 1
+        elif self.example is None:
+            self.example = v
+
+
+METRIC_KEYS = ("loss", "grad_norm", "reward", "reward_std")
+
+
+@dataclass(frozen=True)
+class Oom:
+    """One CUDA out-of-memory message: GiB requested, free and the GPU's total (None when it does not say)."""
+    requested: float
+    free: float
+    total: float | None = None
+
+    @property
+    def ample(self) -> bool:
+        """Free memory far above the request: not a shortage of memory."""
+        return self.free >= max(2 * self.requested, self.requested + 1.0)
+
+
+@dataclass
+class RunFacts:
+    """The facts a claim is checked against (all optional: an unknown fact contradicts nothing)."""
+    args: dict[str, Any] = field(default_factory=dict)
+    cli: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    world: int | None = None           # the training processes (rank line, launcher)
+    max_rank: int | None = None        # the highest training rank in the log ([rankN]: prefixes, exceptions)
+    model: str | None = None
+    params_read: bool = False          # the log printed a parameter count (model_parameter_info, trainable params)
+    metrics: dict[str, MetricFacts] = field(default_factory=dict)
+    ooms: tuple[Oom, ...] = ()
+
+    @property
+    def world_at_least(self) -> int | None:
+        """The fewest processes the run can have had: its world size, or the highest rank seen + 1."""
+        got = [w for w in (self.world, (self.max_rank + 1) if self.max_rank is not None else None) if w]
+        return max(got) if got else None
+
+    def value(self, name: str) -> Any:
+        """The run's value of a flag or environment variable, or None when the run does not set it."""
+        key = name[2:] if name.startswith("--") else name
+        for src in ((self.env,) if key.isupper() else (self.cli, self.args)):
+            v = src.get(key)
+            if v is not None and str(v).strip() not in ("", "None", "null"):
+                return v
+        return None
+
+
+_ALLOC = re.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|bytes)", re.I)
+_FREE = re.compile(r"(?:of which ([\d.]+) ?([KMGT]i?B|bytes) (?:is )?free|;\s*([\d.]+) ?([KMGT]i?B) free)", re.I)
+_TOTAL = re.compile(r"(?:total capacity of ([\d.]+) ?([KMGT]i?B)|([\d.]+) ?([KMGT]i?B) total capacity)", re.I)
+_UNIT = {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0, "b": 1 / GIB}
+
+
+def _gib(value: str, unit: str) -> float:
+    return float(value) * _UNIT[unit[0].lower()]
+
+
+def read_oom(text: str) -> Oom | None:
+    """The numbers of a CUDA OOM message (both PyTorch wordings), or None when it gives no request and free."""
+    a, f = _ALLOC.search(text), _FREE.search(text)
+    if a is None or f is None:
+        return None
+    try:
+        free = _gib(f.group(1), f.group(2)) if f.group(1) else _gib(f.group(3), f.group(4))
+        t = _TOTAL.search(text)
+        total = None if t is None else _gib(t.group(1), t.group(2)) if t.group(1) else _gib(t.group(3), t.group(4))
+        return Oom(_gib(a.group(1), a.group(2)), free, total)
+    except (ValueError, KeyError):
+        return None
+
+
+# ----------------------------------------------------------------------------------------------- claims and kinds
+
+@dataclass(frozen=True)
+class Claim:
+    """One fact a sentence states: its kind (``KINDS``), what it is about (a flag, a metric key, a package...),
+    the value it states, and where it sits in the sentence (``start``/``end``; -1 for a declared claim)."""
+    kind: str
+    subject: str
+    value: str = ""
+    start: int = -1
+    end: int = -1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A contradicted claim: why, and the sentence that replaces it (None: the sentence goes)."""
+    why: str
+    rewrite: str | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    fact: str                                                     # the run fact it rests on (documentation)
+    find: Callable[[str, str], Iterator[Claim]]                   # (sentence, masked sentence) -> claims
+    judge: Callable[[Claim, str, RunFacts], Verdict | None]       # None: the facts do not contradict it
+
+
+def declare(text: str, kind: str, subject: str, value: str = "") -> tuple[str, str, str, str]:
+    """A claim a rule attaches to its finding (``Finding.claims``) when the wording cannot be recognised: the
+    sentence holding ``text`` states the fact (kind, subject, value) and is checked like a recognised claim."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown claim kind {kind!r}: one of {sorted(KINDS)}")
+    return (text, kind, subject, value)
+
+
+# quoted log text is not a claim of ours: `...` spans and '...' quotes are masked before recognition
+_QUOTED = re.compile(r"`[^`]*`|(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]{2,}?\"")
+# words that make what follows in its clause a condition or a test, not a statement about this run
+_CONDITION = re.compile(r"\b(?:if|when|whether|unless|until|once|where|whenever|suppose|e\.g\.|say)\b[^,;:()]*$", re.I)
+
+
+def _mask(sentence: str) -> str:
+    return _QUOTED.sub(lambda m: " " * len(m.group(0)), sentence)
+
+
+def _conditional(masked: str, start: int) -> bool:
+    return _CONDITION.search(masked[:start]) is not None
+
+
+_NAME = r"(--[a-z][a-z0-9_]*|[A-Z][A-Z0-9_]{2,}|[a-z][a-z0-9]*_[a-z0-9_]+)"
+
+# -- unset -----------------------------------------------------------------------------------------------------
+_UNSET = [
+    re.compile(_NAME + r"`? (?:is |was |are )?(?:still )?(?:not set|unset)(?= *[,;.:()]|$| in | by | on )"),
+    re.compile(_NAME + r" [^\s:,;()]{1,40}: unset\b"),       # --vllm_max_model_len 4096: unset, vLLM sizes ...
+    re.compile(_NAME + r" (?:is |was )?left (?:unset|at (?:its|the) default)\b"),
+]
+_NOT_SEEN = re.compile(r"^\s*(--[a-z][a-z0-9_]*)\b[^()]*(\(not set in the configuration seen\))")
+
+
+def _find_unset(sentence: str, masked: str) -> Iterator[Claim]:
+    for pat in _UNSET:
+        for m in pat.finditer(masked):
+            if not _conditional(masked, m.start()):
+                yield Claim("unset", m.group(1), "", m.start(), m.end())
+    seen = _NOT_SEEN.search(masked)
+    if seen:
+        yield Claim("unset", seen.group(1), "", seen.start(2), seen.end(2))
+
+
+def _judge_unset(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    v = facts.value(c.subject)
+    if v is None:
+        return None
+    name = c.subject.lstrip("-")
+    why = f"the run sets {name} ({v})"
+    if sentence[c.start:c.end] == "(not set in the configuration seen)":
+        return Verdict(why, sentence[:c.start] + f"(now {v})" + sentence[c.end:])
+    m = re.match(re.escape(c.subject) + r" not set: ([^\s()]+) \(assumed\)(?:, the default)?", sentence[c.start:])
+    if m:
+        from .swift.fixcheck import same
+        if same(v, m.group(1)):  # the value the rule took is the run's: only the "not set ... assumed" is false
+            return Verdict(why, sentence[:c.start] + f"{c.subject} {v}" + sentence[c.start + m.end():])
+    return Verdict(why)
+
+
+# -- assumed ---------------------------------------------------------------------------------------------------
+_ASSUMED = re.compile(r"(?<![\w-])" + _NAME + r"(?: is| was| =|=)? ([0-9][0-9.e+-]*|true|false|[a-z][a-z0-9_]*) \(assumed\)")
+
+
+def _find_assumed(sentence: str, masked: str) -> Iterator[Claim]:
+    for m in _ASSUMED.finditer(masked):
+        if m.group(1) in ("size",):
+            continue
+        yield Claim("assumed", m.group(1), m.group(2), m.start(), m.end())
+
+
+def _judge_assumed(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    v = facts.value(c.subject)
+    if v is None:
+        return None
+    from .swift.fixcheck import same
+    name = c.subject.lstrip("-")
+    if same(v, c.value):
+        return Verdict(f"the run sets {name} {v}: read, not assumed",
+                       sentence[:c.start] + sentence[c.start:c.end].replace(" (assumed)", "") + sentence[c.end:])
+    return Verdict(f"the run sets {name} {v}, not {c.value}")
+
+
+# -- metric ----------------------------------------------------------------------------------------------------
+_MKEY = r"(grad_norm|reward_std|loss|reward)"
+_METRIC = re.compile(r"(?<![\w/])" + _MKEY + r"(?: and " + _MKEY + r")? (?:is|are|was|were|stays?|stayed|remains?|"
+                     r"remained|sits?|sat)(?: at)? (?:exactly |always |still |all |constant(?:ly)? )?(0|zero|NaN|nan|inf)"
+                     r"(?!\w|\.\d)")
+
+
+def _find_metric(sentence: str, masked: str) -> Iterator[Claim]:
+    for m in _METRIC.finditer(masked):
+        if _conditional(masked, m.start()):
+            continue
+        value = "nan" if m.group(3).lower() in ("nan", "inf") else "0"
+        for key in (m.group(1), m.group(2)):
+            if key:
+                yield Claim("metric", key, value, m.start(), m.end())
+
+
+def _judge_metric(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    mf = facts.metrics.get(c.subject)
+    if mf is None or mf.logged == 0:
+        return None
+    if c.value == "nan":
+        if mf.nonfinite == 0:
+            return Verdict(f"{c.subject} is finite in all {mf.logged} logged rows")
+        return None
+    if mf.zero == 0 and mf.logged > mf.nonfinite:
+        shown = f" (e.g. {mf.example:.4g})" if mf.example is not None else ""
+        return Verdict(f"{c.subject} is non-zero in all {mf.logged} logged rows{shown}")
+    return None
+
+
+# -- memory ----------------------------------------------------------------------------------------------------
+_SHORTAGE = re.compile(r"\b(?:^Out of (?:GPU|CUDA|device) memory|(?:runs?|ran|running|run) out of (?:GPU |CUDA |device )?memory|not enough (?:free )?"
+                       r"(?:GPU |CUDA |device )?memory|(?:GPU |CUDA |device )?memory (?:is|was) (?:full|exhausted)|"
+                       r"no (?:GPU |CUDA )?memory (?:is )?left|shortage of (?:GPU |CUDA )?memory)\b", re.I)
+
+
+def _find_memory(sentence: str, masked: str) -> Iterator[Claim]:
+    for m in _SHORTAGE.finditer(masked):
+        if not _conditional(masked, m.start()) and not re.search(r"\b(?:not|no)(?: a)?(?: plain)? $", masked[:m.start()]):
+            yield Claim("memory", "gpu", "", m.start(), m.end())
+
+
+def _judge_memory(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    if not facts.ooms or not all(o.ample for o in facts.ooms):
+        return None
+    o = max(facts.ooms, key=lambda o: o.free)
+    of = f" of {o.total:.2f} GiB" if o.total else ""
+    why = f"the OOM message itself reports {o.free:.2f} GiB free{of} against {o.requested:.2f} GiB requested"
+    said = (f"The error itself reports {o.free:.2f} GiB free{of} on that GPU against {o.requested:.2f} GiB requested: "
+            "not a plain shortage of memory, but fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), a "
+            "per-process memory limit, or another process taking the memory at that moment.")
+    if sentence.startswith("Out of"):  # the lead of an OOM finding: where it failed stays, the shortage goes
+        return Verdict(why, "A CUDA allocation failed" + sentence[c.end:] + " " + said)
+    return Verdict(why, said)
+
+
+# -- world size ------------------------------------------------------------------------------------------------
+_WORLD = re.compile(r"\bworld[ _]size(?: of)?[ =:]+1\b(?![.\d])|\b(?:runs?|running|trains?|training|launched|this run "
+                    r"is) on (?:a single|one|1) GPU\b|\bsingle-GPU run\b|\(1 process\)", re.I)
+
+
+def _find_world(sentence: str, masked: str) -> Iterator[Claim]:
+    for m in _WORLD.finditer(masked):
+        if not _conditional(masked, m.start()):
+            yield Claim("world", "world_size", "1", m.start(), m.end())
+
+
+def _judge_world(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    n = facts.world_at_least
+    if n is None or n < 2:
+        return None
+    if facts.world and facts.world >= 2:
+        return Verdict(f"the run has world size {facts.world}")
+    return Verdict(f"the log shows rank {facts.max_rank}: world size {n} at least")
+
+
+# -- model size from the name ----------------------------------------------------------------------------------
+_SIZE = re.compile(r"(?<![\w./\-])(\d+(?:\.\d+)?)B(?![\w\-])")
+FROM_NAME = "(from the model's name)"
+
+
+def _find_size(sentence: str, masked: str) -> Iterator[Claim]:
+    if re.search(r"from (?:the|its) (?:model's )?name", sentence):  # the rule marked it already
+        return
+    for m in _SIZE.finditer(masked):
+        yield Claim("model-size", m.group(1), m.group(1), m.start(), m.end())
+
+
+def _judge_size(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    if facts.params_read or not facts.model:
+        return None
+    from .checks.memory._facts import params_b
+    b = params_b(facts.model)
+    try:
+        if b is None or abs(float(c.value) - b) > 1e-9:
+            return None
+    except ValueError:
+        return None
+    return Verdict(f"{c.value}B is read from the model's name {facts.model}, not from a parameter count",
+                   sentence[:c.end] + " " + FROM_NAME + sentence[c.end:])
+
+
+# -- version advice --------------------------------------------------------------------------------------------
+_PKG = r"(vllm|vLLM|trl|transformers|ms-swift|deepspeed|DeepSpeed|torch|peft|accelerate)"
+_V = r"v?(\d+(?:\.\d+){1,2})"
+_SPEC = r"((?:(?:==|>=|<=|~=|!=|>|<) ?\d+(?:\.\d+){0,2}(?:\.\*)?,?)+)"
+_ADVICE = [
+    ("spec", re.compile(r"\bpip install (?:-U |--upgrade )?['\"]?" + _PKG + r"(?:\[\w+\])? ?" + _SPEC)),
+    ("spec", re.compile(r"\b(?:[Uu]se|[Ii]nstall|[Pp]in|[Rr]equire) " + _PKG + r" ?" + _SPEC)),
+    ("up", re.compile(r"\b(?:[Uu]pgrade|[Uu]pdate) " + _PKG + r" to (?:version |release |at least )?" + _V)),
+    ("down", re.compile(r"\b[Dd]owngrade " + _PKG + r" to (?:version |release )?" + _V)),
+]
+
+
+def _find_version(sentence: str, masked: str) -> Iterator[Claim]:
+    for how, pat in _ADVICE:
+        # a pip command in backticks is advice too: the unmasked sentence for "pip install", the masked for words
+        text = sentence if how == "spec" and "pip install" in pat.pattern else masked
+        for m in pat.finditer(text):
+            if _conditional(masked, m.start()):
+                continue
+            value = m.group(2).rstrip(",") if how == "spec" else ("<=" if how == "down" else ">=") + m.group(2)
+            yield Claim("version", _pkg(m.group(1)), f"{how}:{value}", m.start(), m.end())
+
+
+def _pkg(name: str) -> str:
+    low = name.lower()
+    return "ms-swift" if low in ("swift", "ms-swift") else low
+
+
+def _vtuple(text: str) -> tuple[int, ...] | None:
+    m = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def _cmp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = max(len(a), len(b))
+    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+    return (a > b) - (a < b)
+
+
+def satisfies(version: str, spec: str) -> bool | None:
+    """Does ``version`` satisfy a pip specifier (``>=0.26,<1.0``)? None when either cannot be read."""
+    have = _vtuple(version)
+    if have is None:
+        return None
+    ok = True
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        m = re.match(r"(==|>=|<=|~=|!=|>|<) ?(\d+(?:\.\d+)*)(\.\*)?$", part)
+        if m is None:
+            return None
+        want = _vtuple(m.group(2))
+        assert want is not None
+        op, c = m.group(1), _cmp(have, want)
+        if m.group(3) or op == "~=":  # a prefix: the same release series
+            c = _cmp(have[:len(want)], want)
+            ok = ok and (c == 0 if op in ("==", "~=") else c != 0)
+            continue
+        ok = ok and {"==": c == 0, ">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0, "!=": c != 0}[op]
+    return ok
+
+
+def _judge_version(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    have = facts.versions.get(c.subject)
+    if not have:
+        return None
+    how, spec = c.value.split(":", 1)
+    if how == "spec":
+        if satisfies(have, spec):
+            return Verdict(f"{c.subject} {have} is installed: it already satisfies {spec}")
+        return None
+    want = spec[2:]
+    vh, vw = _vtuple(have), _vtuple(want)
+    if vh is None or vw is None:
+        return None
+    c_ = _cmp(vh, vw)
+    if c_ == 0:
+        return Verdict(f"{c.subject} {have} is the installed release, the one that failed")
+    if how == "up" and c_ > 0:
+        word = re.match(r"[Uu]pgrade|[Uu]pdate", sentence[c.start:])
+        if word:
+            new = ("D" if word.group(0)[0].isupper() else "d") + "owngrade"
+            return Verdict(f"{c.subject} {have} is newer than {want}: going to {want} is a downgrade",
+                           sentence[:c.start] + new + sentence[c.start + word.end():])
+    if how == "down" and c_ < 0:
+        new = "U" if sentence[c.start] == "D" else "u"
+        return Verdict(f"{c.subject} {have} is older than {want}: going to {want} is an upgrade",
+                       sentence[:c.start] + new + "pgrade" + sentence[c.start + len("downgrade"):])
+    return None
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("unset", "the flag or environment variable in the command, args or environment", _find_unset, _judge_unset),
+    Kind("assumed", "the flag's value in the command or args", _find_assumed, _judge_assumed),
+    Kind("metric", "the logged metric series (loss, grad_norm, reward, reward_std)", _find_metric, _judge_metric),
+    Kind("memory", "the CUDA OOM message's free memory and request", _find_memory, _judge_memory),
+    Kind("world", "the world size: rank line, launcher, [rankN]: prefixes", _find_world, _judge_world),
+    Kind("model-size", "a parameter count printed by the log vs the model's name", _find_size, _judge_size),
+    Kind("version", "the installed versions the log shows", _find_version, _judge_version),
+)}
+
+
+# --------------------------------------------------------------------------------------------------- the checker
+
+_ABBREV = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.", "no.")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences: after . ! ? and a space before a capital, a backtick, a quote or a bracket,
+    never inside backticks or brackets nor after an abbreviation (e.g.)."""
+    out, start, depth, tick = [], 0, 0, False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "`":
+            tick = not tick
+        elif not tick and ch in "([":
+            depth += 1
+        elif not tick and ch in ")]":
+            depth = max(0, depth - 1)
+        elif (not tick and depth == 0 and ch in ".!?" and i + 2 < len(text) and text[i + 1] == " "
+              and re.match(r"[A-Z`'\"(\[]", text[i + 2])
+              and not text[start:i + 1].lower().endswith(_ABBREV)):
+            out.append(text[start:i + 1])
+            start = i + 2
+            i += 1
+        i += 1
+    if start < len(text):
+        out.append(text[start:])
+    return [s for s in (s.strip() for s in out) if s]
+
+
+def claims_in(sentence: str) -> list[Claim]:
+    """The claims recognised in one sentence (every kind)."""
+    masked = _mask(sentence)
+    return [c for kind in KINDS.values() for c in kind.find(sentence, masked)]
+
+
+def check_sentence(sentence: str, facts: RunFacts, declared: Iterable[Claim] = ()
+                   ) -> tuple[str | None, list[tuple[str, str]]]:
+    """The sentence as it may be printed (None: dropped) and the (kind, why) of each contradicted claim. A rewrite
+    is judged again (a sentence with two contradicted claims takes both rewrites, or goes)."""
+    reasons: list[tuple[str, str]] = []
+    current = sentence
+    extra = list(declared)
+    for _ in range(4):  # each pass settles one claim
+        found = claims_in(current) + extra
+        verdict = next(((c, v) for c in found if (v := KINDS[c.kind].judge(c, current, facts)) is not None), None)
+        if verdict is None:
+            return current, reasons
+        claim, v = verdict
+        reasons.append((claim.kind, v.why))
+        if v.rewrite is None or claim.start < 0:
+            return None, reasons
+        current = v.rewrite
+    return None, reasons
+
+
+Declared = tuple[str, str, str, str]   # (text locating the sentence, kind, subject, value): ``declare``
+
+
+def check_text(text: str, facts: RunFacts, declared: Iterable[Declared] = ()
+               ) -> tuple[str, list[tuple[str, str, str]]]:
+    """A message or fix item with its contradicted sentences dropped or rewritten, and (sentence, kind, why) of
+    each change. ``declared``: the claims a rule attached, each judged in the sentence that holds its text."""
+    changes: list[tuple[str, str, str]] = []
+    kept = []
+    decl = list(declared)
+    any_change = False
+    for s in sentences(text):
+        mine = [Claim(kind, subject, value) for where, kind, subject, value in decl if where and where in s]
+        new, reasons = check_sentence(s, facts, mine)
+        changes.extend((s, kind, why) for kind, why in reasons)
+        any_change = any_change or new != s
+        if new is not None and new not in kept:  # one rewrite said once (two shortage sentences, one correction)
+            kept.append(new)
+    if not any_change:
+        return text, []
+    return " ".join(kept), changes
+
+
+def check_finding(f: Finding, facts: RunFacts) -> tuple[Finding, list[tuple[str, str, str]]]:
+    """The finding with its message and fix checked against ``facts``, and every change (sentence, kind, why)."""
+    changes: list[tuple[str, str, str]] = []
+
+    def check(text: str) -> str:
+        new, ch = check_text(text, facts, f.claims)
+        changes.extend(ch)
+        return new
+
+    message = check(f.message)
+    if not message.strip() and f.message.strip():
+        why = "; ".join(dict.fromkeys(why for _, _, why in changes))
+        message = f"{f.title}. (Its stock explanation is left out: this run contradicts it: {why}.)"
+    fix = tuple(x for x in (check(s) for s in f.fix) if x.strip())
+    if message == f.message and fix == f.fix:
+        return f, changes
+    return replace(f, message=message, fix=fix), changes
+
+
+__all__ = ["FROM_NAME", "KINDS", "Claim", "Declared", "Kind", "MetricFacts", "Oom", "RunFacts", "Verdict", "check_finding",
+           "check_sentence", "check_text", "claims_in", "declare", "read_oom", "satisfies", "sentences"]
