@@ -167,7 +167,7 @@ _RUNTIME_TEXT = (
 def runtime_of(paths: Iterable[str], texts: Iterable[str]) -> str | None:
     """The runtime a job without a trainer framework ran on: vLLM, else DeepSpeed, else torch among its frames (a
     DeepSpeed job's stack goes through torch too), else the first whose launcher or logger lines appear."""
-    seen = set()
+    seen: set[str] = set()
     for path in paths:
         p = "/" + path.replace("\\", "/")
         seen.update(name for name, dirs in _RUNTIME_DIRS if any(d in p for d in dirs))
