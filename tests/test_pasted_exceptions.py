@@ -61,3 +61,22 @@ def test_a_notebook_oom_output_is_judged_as_an_oom():
         "\"'prompt'\"", '"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB"')
     found = run(text)
     assert found[0].rule_id == "GD201"
+
+
+def test_a_message_cut_early_is_read_by_the_template_its_start_belongs_to():
+    # trl 0.15-0.16 / ms-swift 3.1-3.3 GRPOTrainer.__init__'s batch check, cut by the paste after "the num"
+    found = run("ValueError: The global train batch size (1 x 1) must be evenly divisible by the num\n")
+    f = found[0]
+    assert (f.rule_id, f.category, f.confidence) == ("GD999", "batch-divisibility", "likely")
+    assert "read from a cut message" in f.title and "GD101" in f.message
+    assert not any("per_device_train_batch_size 8" in x for x in f.fix)  # nothing computed from values behind the cut
+
+
+def test_a_whole_unknown_message_or_a_short_start_is_not_read_as_cut():
+    from doctor.checks.fallback.cut_wording import read_cut
+    from doctor.signals import ExceptionInfo, Where
+    where = Where("p.log", 1)
+    assert read_cut(ExceptionInfo("ValueError", "The global train batch", (), where, None, 1, "")) is None  # too short
+    unknown = ExceptionInfo("ValueError", "a message no library raises, written for this test only", (), where, None,
+                            1, "")
+    assert read_cut(unknown) is None

@@ -31,6 +31,7 @@ _HOLE_RX = {"int": r"[-+]?\d+", "float": r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.
             "name": r"[\w.<>\-]+", "quoted": r"""'[^']*'|"[^"]*"|\S+""", "any": r".*?"}
 _LEVELS = {"error", "warning", "critical", "info", "debug"}
 MIN_TAIL = 20  # a truncated or embedded match needs this many characters of message
+MIN_PREFIX = 30  # a message cut early (most of its template's words missing) needs this many characters
 
 
 @dataclass(frozen=True)
@@ -193,16 +194,19 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
         return []
     idx = idx or index()
     tokens = set(_TOKEN.findall(msg.text.lower()))
+    prefix_ok = len(msg.text) >= MIN_PREFIX
     found: list[SiteMatch] = []
     full = False
     folded = "\n" in text.strip()  # only a message spread over lines can have a word cut by a line break
     for nows in (False, True) if folded else (False,):
         text_ = msg.text.replace(" ", "") if nows else msg.text
         low = text_.lower()
-        for site in idx.candidates(tokens, second=nows):
+        for site in idx.candidates(tokens, second=True) if prefix_ok else idx.candidates(tokens, second=nows):
             common = len(site.words & tokens)
             all_words = common == len(site.words)
-            if not all_words and (common * 2 < len(site.words) or (common < 3 and not nows)):
+            # a message cut early by a paste: every word of it but the cut last one is the template's
+            prefix = prefix_ok and common >= 3 and len(tokens - site.words) <= 1
+            if not all_words and not prefix and (common * 2 < len(site.words) or (common < 3 and not nows)):
                 continue  # a cut paste keeps most words; a fold mid-word breaks a few
             if nows and sum(w in low for w in site.words) < 0.8 * len(site.words):
                 continue

@@ -14,6 +14,7 @@ from ...rules import Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of
 from .advice import cut_message
+from .cut_wording import CutReading, read_cut
 from .exceptions import describe_frame, first_real, is_library, notebook_header
 from .structural import _versions, embedded_exceptions, verdict_of
 
@@ -103,6 +104,9 @@ class Unrecognised(Rule):
         return []
 
     def _for_exception(self, exc: ExceptionInfo, ctx: RunState) -> Finding:
+        cut = read_cut(exc)
+        if cut is not None:
+            return self._for_cut(exc, cut)
         same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
         where = exc.raised_at
@@ -152,3 +156,18 @@ class Unrecognised(Rule):
         return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                          count=len(same), ranks=ranks, seq=exc.seq,
                          title=f"Unrecognised failure: {exc.short_type}")
+
+    def _for_cut(self, exc: ExceptionInfo, cut: CutReading) -> Finding:
+        """A message cut by the paste, read by the one library template its start belongs to."""
+        from ...registry import find_rule
+        meta = find_rule(cut.rule_id)
+        shown = exc.message[-80:]
+        msg = (f"The exception message is cut in the paste (it ends `...{shown}`). Its start is the wording of "
+               f"{cut.where} (`{cut.template[:200]}`), which rule {cut.rule_id} reads: {cut.title}. The values after "
+               f"the cut are not in the paste, so no fix is computed from them.")
+        fix = [line for line in (meta.fix if meta else ()) if "{" not in line]
+        fix.append("Paste the whole exception line (and the launch command) for the fix computed from the run's "
+                   "numbers.")
+        f = self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)], seq=exc.seq,
+                      title=f"{cut.title} (read from a cut message)", action=meta.action if meta else None)
+        return replace(f, category=cut.category, confidence="likely", verify=meta.verify if meta else f.verify)
