@@ -16,6 +16,9 @@ from ...model import Evidence, Finding
 from ...rules import Rule
 
 _REPEAT = re.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
+# one character or a short piece repeated with no space between (`!!!!!!!!`, `。。。。`, `的的的的`, `abcabcabc`): not the
+# characters logs draw lines and bars with (-, =, _, *, #, ~, ., +, |, /, \\, box drawing and blocks)
+_GLUED_RUN = re.compile(r"([^\s\-=_*#~.+|/\\\u2500-\u259f0-9])\1{19,}|([^\s\-=_*#~.+|/\\\u2500-\u259f0-9]{2,6})\2{7,}")
 _NUMERIC = re.compile(r"^[-+]?[\d.,:%e]*$|^(?:nan|inf|None|True|False)[,\]]?$", re.I)
 _LOGLIKE = re.compile(r"^\s*(?:\[|\{|File \"|Traceback|\d{4}-\d\d-\d\d|[A-Z]\d{4} |\w+:\d+:\d+ \[|(?:INFO|WARNING|ERROR|"
                       r"DEBUG)\b)|\|.*\||\bit/s\]|s/it\]")
@@ -48,6 +51,10 @@ def garbled(text: str) -> str:
         tok = m.group(1)
         if tok == "\\n" or (not _NUMERIC.match(tok) and any(c.isalpha() for c in tok)):
             return f"`{tok}` repeated {len(m.group(0).split())} times in a row"
+    g = _GLUED_RUN.search(text)
+    if g is not None:
+        piece = g.group(1) or g.group(2)
+        return f"`{piece}` repeated {len(g.group(0)) // len(piece)} times with no space between"
     s = scripts(text)
     if len(s) >= 3:
         return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
