@@ -17,8 +17,8 @@ from ...rules import Rule
 
 _REPEAT = re.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
 # one character or a short piece repeated with no space between (`!!!!!!!!`, `。。。。`, `的的的的`, `abcabcabc`): not the
-# characters logs draw lines and bars with (-, =, _, *, #, ~, ., +, |, /, \\, box drawing and blocks)
-_GLUED_RUN = re.compile(r"([^\s\-=_*#~.+|/\\\u2500-\u259f0-9])\1{19,}|([^\s\-=_*#~.+|/\\\u2500-\u259f0-9]{2,6})\2{7,}")
+# characters logs draw lines, bars and Python's error carets with (-, =, _, *, #, ~, ^, ., +, |, /, \\, box drawing, blocks)
+_GLUED_RUN = re.compile(r"([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9])\1{19,}|([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9]{2,6})\2{7,}")
 _NUMERIC = re.compile(r"^[-+]?[\d.,:%e]*$|^(?:nan|inf|None|True|False)[,\]]?$", re.I)
 _LOGLIKE = re.compile(r"^\s*(?:\[|\{|File \"|Traceback|\d{4}-\d\d-\d\d|[A-Z]\d{4} |\w+:\d+:\d+ \[|(?:INFO|WARNING|ERROR|"
                       r"DEBUG)\b)|\|.*\||\bit/s\]|s/it\]")
