@@ -80,3 +80,14 @@ def test_a_whole_unknown_message_or_a_short_start_is_not_read_as_cut():
     unknown = ExceptionInfo("ValueError", "a message no library raises, written for this test only", (), where, None,
                             1, "")
     assert read_cut(unknown) is None
+
+
+def test_an_exception_glued_to_its_source_line_is_split_before_any_rule_reads_it():
+    from doctor.sources.logtext import split_segments
+    assert split_segments("    assert os.path.exists(p), f'args_path: {p}'AssertionError: args_path: /c/args.json") == [
+        "    assert os.path.exists(p), f'args_path: {p}'", "AssertionError: args_path: /c/args.json"]
+    code, exc = split_segments("    raise InstantiationException(msg) from ehydra.errors.InstantiationException: Error")
+    assert code.endswith("from e") and exc.startswith("hydra.errors.InstantiationException")
+    # code that names an exception class is no glued exception
+    assert split_segments("    except (ValueError, KeyError):") == ["    except (ValueError, KeyError):"]
+    assert split_segments('    raise ValueError("bad")') == ['    raise ValueError("bad")']

@@ -25,6 +25,12 @@ _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
 _RANK_MID = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")  # a "[rankN]:" prefix in mid-line, after text
 _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
+# a traceback's source line with its exception glued on (the newline lost in a paste): an indented code line, or a
+# `raise`/`assert` statement, then `Type: message` right after a closing bracket, a quote, a caret, or the identifier
+# after `from` (`raise X(msg) from ehydra.errors.InstantiationException: ...`: the glued type keeps a junk prefix, its
+# short name is whole)
+_GLUED_EXC = re.compile(r"^(?P<code>(?:\s{2,}|\s*(?:raise|assert)\b).*?(?:[()\]'\"^~}>]|\bfrom \w+?))\s*"
+                        r"(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)(?::\s.*)?)$")
 _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
@@ -153,6 +159,11 @@ def split_segments(text: str) -> list[str]:
                 if piece.strip():
                     out.append(piece)
             part = pieces[-1]
+        if ("Error" in part or "Exception" in part) and part[:1].isspace() or part.lstrip().startswith(("raise", "assert")):
+            g = _GLUED_EXC.match(part)
+            if g is not None and g.group("code").strip():
+                out.append(g.group("code"))
+                part = g.group("exc")
         if part.strip() or not out:
             if not out or out[-1] != part:  # identical consecutive redraws carry nothing new
                 out.append(part)
