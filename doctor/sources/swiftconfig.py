@@ -4,6 +4,12 @@ Sources, weakest first: ``command.txt`` (a launcher script as the user wrote it)
 launcher line, the ``[INFO:swift] args: RLHFArguments(`` dump, ``args.json``. A later, stronger
 source overrides a weaker one; flags given on the command line are also kept apart (``cli``) because
 "what was asked" and "what ran" differ exactly in the failures we look for (``load_args``).
+
+Other frameworks' forms are read into the same fields (issue 29.5): ``accelerate launch`` / ``deepspeed`` /
+``torchrun`` launchers and verl's / OpenRLHF's entry points with their Hydra overrides or flags
+(sources/launchers.py), in a command file or a log line; trl / transformers config dumps (``GRPOConfig(``...) and
+open-r1 recipes pasted in a log (sources/reprs.py). What a form implies about the framework is kept in ``implied``
+(doctor/swift/framework.py weighs it with the frames and the log's wording).
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from typing import Any
 from ..signals import LogLine, Where
 from ..swift.version import major_minor
 from ..values import as_int
+from . import launchers, reprs
 from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import parse_argv, parse_value, split_shell
 from .runs import RunSplit
@@ -34,7 +41,8 @@ _SWIFT_CMD = re.compile(r"(?:^|\s)(?:swift\s+(rlhf|sft|pt|rollout|export|infer|d
 _V3_PATHS = ("swift/llm/", "swift/trainers/rlhf_trainer/", "swift/trainers/rlhf_arguments.py", "swift/plugin/")
 _V4_PATHS = ("swift/arguments/", "swift/pipelines/", "swift/rlhf_trainers/", "swift/rewards/")
 
-LITERALS = ("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers") + _ENV_NAMES
+LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers") + _ENV_NAMES
+            + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
 
 
 
@@ -58,7 +66,12 @@ class RunConfig:
     command_texts: list[str] = field(default_factory=list)  # raw command.txt / launcher texts (first few, capped)
     # runs appended to one log (issue 17.16), doctor/sources/runs.py: where each starts, and the args of each finished one
     runs: RunSplit = field(default_factory=RunSplit)
+    # framework -> the form that implies it (a verl entry point, a GRPOConfig dump...): framework.py's evidence
+    implied: dict[str, str] = field(default_factory=dict)
+    launcher: str | None = None            # accelerate | deepspeed | torchrun | python, for a non-swift launch
     _dump_open: bool = False
+    _dump_class: str | None = None         # the trl / transformers class of an open dump (None: ms-swift's)
+    _yaml: reprs.YamlBlock = field(default_factory=reprs.YamlBlock)
 
     # ---------------------------------------------------------------- setters
     def set_arg(self, key: str, value: Any, source: str) -> None:
@@ -91,6 +104,10 @@ class RunConfig:
                 self.set_arg(k, v, source)
         m = _SWIFT_CMD.search(text)
         if not m:
+            read = launchers.read_launch(text)
+            if read is not None and launchers.is_training(read):
+                self._add_launch(read, source)
+                return
             # a bare argument list ("--rlhf_type grpo --model ...") as some people paste it
             if "--" not in text:
                 return
@@ -112,6 +129,22 @@ class RunConfig:
             self.set_arg(k, v, source)
         if "train_type" in flags and "tuner_type" not in flags:
             pass  # the flag name itself is evidence for argument rules; no version hint
+
+    def _add_launch(self, read: launchers.LaunchRead, source: str) -> None:
+        """A launch of another framework: its layout (the launcher's own options: a world size is never read from
+        the program's flags), its settings (own names and the rules' names) and the framework it implies."""
+        args, layout = launchers.run_facts(read)
+        for k in ("nproc_per_node", "nnodes", "node_rank", "master_port", "master_addr"):
+            if k in layout:
+                self.torchrun.setdefault(k, layout[k])
+        for k, v in args.items():
+            self.cli.setdefault(k, v)
+            self.set_arg(k, v, source)
+        self.launcher = self.launcher or read.launcher
+        if read.framework:
+            self.implied.setdefault(read.framework, read.program or read.launcher)
+        if read.recipe:
+            self.implied.setdefault(read.recipe, read.program or read.launcher)
 
     def add_args_json(self, obj: dict[str, Any]) -> None:
         for k, v in obj.items():
@@ -139,7 +172,9 @@ class RunConfig:
                 self._dump_open = False
                 return
             m = _DUMP_KV.match(s)
-            if m:
+            if m and self._dump_class is not None:  # trl / transformers: enums and unquoted strings
+                self.set_arg(m.group(1), reprs.value(m.group(2)), "dump")
+            elif m:
                 key = m.group(1)
                 self.set_arg(key, parse_value(m.group(2)), "dump")
                 if key == "tuner_type":
@@ -153,12 +188,24 @@ class RunConfig:
             if _DUMP_START.search(text.rstrip()):
                 self.runs.start(line.where, self.args, dump=True)
                 self._dump_open = True
+                self._dump_class = None
                 return
+        if "(" in text and any(lit in text for lit in reprs.LITERALS) and self._read_dump(text):
+            return
+        if ":" in text and text[:1].islower():
+            for k, v in self._yaml.feed(text, line.where.path, line.where.line).items():
+                self.set_arg(k, v, "command")  # a pasted recipe: what the user wrote, weaker than a dump
         if text.startswith("run sh: "):
             self.runs.start(line.where, self.args, dump=False)
             body = text[len("run sh: "):].strip().strip("`")
             self.add_command(body, "launcher")
             return
+        if any(lit in text for lit in launchers.LITERALS):
+            lm = launchers.LAUNCH_START.search(text)
+            if lm and text[lm.start():] not in self.command_texts:
+                # a launch echoed in the log (`set -x`, a ps listing, a pasted command): read from its launcher on,
+                # never from the timestamp or prefix before it
+                self.add_command(text[lm.start():], "launcher")
         if "rank: " in text and "world_size: " in text:
             m = _RANK_LINE.search(text)
             if m:
@@ -190,6 +237,27 @@ class RunConfig:
             m = _TRANSFORMERS_VERSION.search(text)
             if m and "transformers" not in self.versions:
                 self.versions["transformers"] = m.group(1)
+
+    def _read_dump(self, text: str) -> bool:
+        """A trl / transformers config dump starting on this line: the multi-line form opens (its fields follow),
+        the one-line form is read at once. True when the line was one."""
+        start = reprs.dump_start(text)
+        if start is None:
+            return False
+        cls, whole = start
+        if whole:
+            got = reprs.one_line(text)
+            if got is None:
+                return False
+            for k, v in got[1].items():
+                self.set_arg(k, v, "dump")
+        else:
+            self._dump_open = True
+            self._dump_class = cls
+        fw = reprs.CLASSES.get(cls)
+        if fw:
+            self.implied.setdefault(fw, f"{cls} dump")
+        return True
 
     # ---------------------------------------------------------------- derived views
     def get(self, key: str, default: Any = None) -> Any:
@@ -305,9 +373,12 @@ def split_launches(text: str) -> list[Launch]:
 
 
 def yaml_args(text: str) -> dict[str, Any]:
-    """``key: value`` lines of a pasted YAML config (two or more), comments dropped."""
+    """Top-level ``key: value`` lines of a pasted YAML config (two or more), comments dropped; an indented line is a
+    nested mapping's (``gradient_checkpointing_kwargs:`` / ``  use_reentrant: false``), not a setting of the run."""
     out: dict[str, Any] = {}
     for line in text.splitlines()[:2000]:
+        if line[:1].isspace():
+            continue
         m = _YAML_KV.match(line.strip())
         if not m:
             continue

@@ -46,6 +46,12 @@ _CMD = (
     ("ms-swift", re.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
     ("verl", re.compile(r"\bverl\.trainer\.main_\w+")),
     ("openrlhf", re.compile(r"\bopenrlhf\.cli\.")),
+    # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
+    # recipes' entry points (`python3 -m recipe.dapo.main_dapo`)
+    ("verl", re.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
+                        r"-m\s+recipe\.\w+\.main_\w+")),
+    # OpenRLHF's own flags (openrlhf/cli/train_ppo_ray.py: --vllm_num_engines, --actor_num_gpus_per_node)
+    ("openrlhf", re.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
     # verl's Ray actors and its console rows (verl/trainer/main_ppo.py TaskRunner / main_task, single_controller's
     # WorkerDict; utils/tracking.py rows "step:N - ... critic/score/mean:...")
     ("verl", re.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
@@ -183,13 +189,17 @@ def runtime_of(paths: Iterable[str], texts: Iterable[str]) -> str | None:
 
 
 def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swift_hint: bool = False,
-           ) -> tuple[str | None, str | None, str | None, str]:
+           implied: dict[str, str] | None = None) -> tuple[str | None, str | None, str | None, str]:
     """(framework, its version or None, recipe or None, source) from frame paths, launch/log texts and printed
     versions; ``source`` says what decided: frames, text (commands, log lines), config, versions, runtime (no trainer
     told: vLLM, DeepSpeed or torch.distributed ran the job), or none.
 
     ``swift_hint``: the configuration shows ms-swift (its args dump, ``args.json`` with ``swift_version``, a
-    ``swift`` command): it counts like a frame in ms-swift's package."""
+    ``swift`` command): it counts like a frame in ms-swift's package. ``implied``: framework -> the configuration
+    form that implies it (RunConfig.implied: a verl entry point or overrides, OpenRLHF's flags, a trl
+    ``GRPOConfig(`` dump, open-r1's script), weighed like the launch commands' text: a wrapper implied wins over trl
+    frames, trl implied loses to ms-swift's own configuration (ms-swift's trainer is trl's subclass)."""
+    implied = implied or {}
     by_frames, r1_frames = from_paths(paths)
     by_text, r1_text = from_text(texts)
     name, source = by_frames, "frames"
@@ -197,6 +207,9 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         name, source = by_text, "text"  # a trl frame under a wrapper's launch (ms-swift's trainer calls trl's code)
     if name is None and by_text:
         name, source = by_text, "text"
+    by_config = next((w for w in _WRAPPERS if w in implied), "trl" if "trl" in implied else None)
+    if by_config and (name is None or (name == "trl" and by_config in _WRAPPERS)):
+        name, source = by_config, "config"
     if name in (None, "trl") and swift_hint:
         name, source = "ms-swift", "config"
     if name is None and "trl" in versions and "ms-swift" not in versions:
@@ -210,7 +223,7 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
     if name is None:
         name = runtime_of(paths, texts)
         source = "runtime" if name else "none"
-    recipe = "open-r1" if (r1_frames or r1_text) and name == "trl" else None
+    recipe = "open-r1" if (r1_frames or r1_text or "open-r1" in implied) and name == "trl" else None
     version = None
     if name == "ms-swift":
         version = versions.get("ms-swift")
@@ -232,7 +245,7 @@ def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[s
     texts += [e.raw for e in list(exceptions)[:20]] + [e.message for e in list(exceptions)[:20]]
     texts += list(heads)
     hint = bool(run.command or run.major or "rlhf_type" in run.args or "swift_version" in run.args)
-    return detect(paths, texts, run.versions, hint)
+    return detect(paths, texts, run.versions, hint, getattr(run, "implied", None))
 
 
 def option(framework: str | None, name: str, values: Iterable[object]) -> str:

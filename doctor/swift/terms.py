@@ -65,6 +65,43 @@ _VERL: dict[str, str] = {
     "NNODES": "trainer.nnodes={v}",
 }
 
+# ms-swift flag -> OpenRLHF's flag of the same setting (openrlhf/cli/train_ppo_ray.py argparse at 021d1b0:
+# --n_samples_per_prompt, --micro_train_batch_size "batch size per GPU", --vllm_gpu_memory_utilization,
+# --vllm_tensor_parallel_size, --generate_max_len, --prompt_max_len, --actor_learning_rate, --init_kl_coef, --max_norm,
+# --temperature, --top_p, --save_steps, --actor_num_gpus_per_node, --actor_num_nodes); read back by ``read_as``
+_OPENRLHF: dict[str, str] = {
+    "--num_generations": "--n_samples_per_prompt {v}",
+    "--per_device_train_batch_size": "--micro_train_batch_size {v}",
+    "--vllm_gpu_memory_utilization": "--vllm_gpu_memory_utilization {v}",
+    "--vllm_tensor_parallel_size": "--vllm_tensor_parallel_size {v}",
+    "--max_completion_length": "--generate_max_len {v}",
+    "--max_prompt_length": "--prompt_max_len {v}",
+    "--learning_rate": "--actor_learning_rate {v}",
+    "--beta": "--init_kl_coef {v}",
+    "--max_grad_norm": "--max_norm {v}",
+    "--temperature": "--temperature {v}",
+    "--top_p": "--top_p {v}",
+    "--save_steps": "--save_steps {v}",
+    "NPROC_PER_NODE": "--actor_num_gpus_per_node {v}",
+    "NNODES": "--actor_num_nodes {v}",
+}
+
+
+def read_as(framework: str) -> dict[str, str]:
+    """The framework's own setting name -> the name the rules read (ms-swift's flag, without dashes), from the
+    equivalence tables above, read backwards: ``actor_rollout_ref.rollout.n`` -> ``num_generations`` (verl),
+    ``n_samples_per_prompt`` -> ``num_generations`` (OpenRLHF). Only settings that carry the value; the first
+    ms-swift name of a setting wins (``vllm_tensor_parallel_size`` before ``tensor_parallel_size``)."""
+    table = {"verl": _VERL, "openrlhf": _OPENRLHF}.get(framework, {})
+    out: dict[str, str] = {}
+    for swift, term in table.items():
+        if "{v}" not in term or not swift.startswith("--"):
+            continue  # a constant (free_cache_engine=True) or a process count: the layout readers take those
+        own = term.split("=", 1)[0] if "=" in term else term.split()[0]
+        out.setdefault(own.lstrip("-"), swift[2:])
+    return out
+
+
 _NONE = None  # a lever without an equivalent: the line is dropped
 # ms-swift-only flag -> (trl term, unsloth term: "" for the trl one, None for none); ``{v}``: the flag's value
 _FLAGS: dict[str, tuple[str | None, str | None]] = {

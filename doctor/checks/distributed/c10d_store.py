@@ -12,6 +12,9 @@ from .._numbers import READ, first, read_or
 from ._common import VLLM_GROUP_PORT, minutes
 
 _PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
+# the port of the address a server socket failed to bind ("[::]:29500", "0.0.0.0:29500", "localhost:29500") or
+# c10d's "port: 29500": never digits after any colon, which a timestamp ("10:29:50") has too
+_BIND_PORT = re.compile(r"(?:\bport: |\]:|(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}:|\blocalhost:)(\d{2,5})\b")
 # torch's socket.cpp: "SocketImpl(fd=11, addr=[host]:38674, remote=[::ffff:10.0.0.1]:23456)": the store's end
 _REMOTE = re.compile(r"remote=\[?(?:::ffff:)?([\w.\-:]+?)\]?:(\d+)\)")
 
@@ -91,7 +94,7 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     port = None
     for h in hits:
-        m = re.search(r"(?:port: |\]:|\d:)(\d{2,5})\b", h.evidence.text)
+        m = _BIND_PORT.search(h.evidence.text)
         if m:
             port = as_int(m.group(1))
             break

@@ -1,0 +1,257 @@
+"""Launch commands of the frameworks other than ms-swift, read back into run facts: the launcher's process layout and
+the program's own settings.
+
+- ``accelerate launch [--num_processes N] [--num_machines M] [--machine_rank R] [--main_process_port P]
+  [--config_file x.yaml] script.py --flag v`` (accelerate/commands/launch.py: ``--num_processes`` counts the
+  processes of all machines);
+- ``deepspeed [--num_gpus N] [--num_nodes M] [--master_port P] [--module] script.py|module --flag v``
+  (deepspeed/launcher/runner.py: ``--num_gpus`` is per node);
+- ``torchrun`` / ``python -m torch.distributed.run|launch`` ``[--nproc_per_node N] [--nnodes M] [--node_rank R]
+  [--master_port P] script.py --flag v`` (torch/distributed/run.py);
+- ``python[3] [-m module | script.py] ...`` when the program is verl's or OpenRLHF's entry point, or its flags are
+  GRPO settings.
+
+The program's settings: ``--flag v`` pairs (argparse / HfArgumentParser scripts: trl, open-r1, OpenRLHF) and Hydra
+overrides ``a.b.c=v`` (verl: ``python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.n=5 ...``,
+verl/examples/grpo_trainer/run_qwen2-7b.sh at 3f38806). verl's and OpenRLHF's own names are kept as they are and
+also given under the names the rules read (``num_generations``, ``vllm_gpu_memory_utilization``...), from the
+one equivalence table of doctor/swift/terms.py (``read_as``).
+
+The launcher's numbers come from its own options only: a world size is never taken from a script flag, a path or
+a date, and a value that is not a number (``--num_processes $NGPUS``) is not one. Sources never judge.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..values import as_int
+from .argv import flag_dict, group_flags, parse_value, split_shell
+
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# a Hydra override: key.path=value, with Hydra's +/++/~ prefixes (verl's overrides are dotted)
+_OVERRIDE = re.compile(r"^(?:\+\+|\+|~)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=(.*)$", re.S)
+_LINE_END = re.compile(r"(?<!\\)\r?\n")
+_PYTHON = re.compile(r"^(?:\S*/)?(?:python(?:\d(?:\.\d+)?)?|uv|pypy3?)$")
+# where a training launch starts in a line of text (a log line, a script): the launcher or the program's entry point
+LAUNCH_START = re.compile(
+    r"(?:^|(?<=[\s;&|(`'\"]))(?:accelerate\s+launch\b|torchrun\b|deepspeed\s+(?=-|\S+\.py\b)|"
+    r"(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?-m\s+(?:torch\.distributed\.(?:run|launch)|verl\.trainer\.main_|"
+    r"recipe\.\w+\.main_|openrlhf\.cli\.)|(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?\S*open_r1/\w+\.py\b)")
+# the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
+LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
+            "torch.distributed.run", "torch.distributed.launch", "main_dapo")
+
+# the launchers' boolean options (no value follows): accelerate/commands/launch.py, deepspeed/launcher/runner.py,
+# torch/distributed/run.py
+_BOOL_OPTS = frozenset({
+    "cpu", "multi_gpu", "tpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "use_xpu", "quiet", "debug",
+    "same_network", "no_python", "module", "m", "enable_cpu_affinity", "downcast_bf16", "dynamo_use_fullgraph",
+    "dynamo_use_dynamic", "fsdp_offload_params", "offload_param_device", "zero3_init_flag", "standalone", "no_local_rank",
+    "autotuning", "force_multi", "save_pid", "enable_each_rank_log", "no_ssh_check", "bind_cores_to_rank", "u",
+    "run_path", "no-python", "no_ssh", "elastic_training", "use_env"})
+# the launchers' options that take a value (so a value is never read as the program)
+_VALUE_OPTS = frozenset({
+    "num_processes", "num_machines", "machine_rank", "main_process_ip", "main_process_port", "config_file",
+    "mixed_precision", "gpu_ids", "deepspeed_config_file", "zero_stage", "gradient_accumulation_steps",
+    "dynamo_backend", "rdzv_backend", "rdzv_conf", "rdzv_endpoint", "rdzv_id", "max_restarts", "monitor_interval",
+    "num_cpu_threads_per_process", "deepspeed_multinode_launcher", "deepspeed_hostfile", "fsdp_sharding_strategy",
+    "num_gpus", "num_nodes", "master_port", "master_addr", "include", "exclude", "hostfile", "launcher",
+    "launcher_args", "node_rank", "nproc_per_node", "nnodes", "log_dir", "redirects", "tee", "local_addr",
+    "min_nodes", "max_nodes", "role", "start_method", "log_level", "ssh_port", "num_accelerators"})
+
+
+@dataclass
+class LaunchRead:
+    """One training launch read back: the launcher, its process layout, the program and its settings."""
+
+    launcher: str                                   # accelerate | deepspeed | torchrun | python
+    program: str | None = None                      # script path or module
+    layout: dict[str, Any] = field(default_factory=dict)   # nproc_per_node, nnodes, node_rank, master_port, ...
+    launcher_opts: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)      # the program's --flags, as typed
+    overrides: dict[str, Any] = field(default_factory=dict)  # the program's Hydra overrides, as typed
+    framework: str | None = None                    # the framework the program is: verl, openrlhf, trl (open-r1)
+    recipe: str | None = None                       # open-r1
+
+    def world_size(self) -> int | None:
+        n, m = as_int(self.layout.get("nproc_per_node")), as_int(self.layout.get("nnodes")) or 1
+        return n * m if n else None
+
+
+def _norm(name: str) -> str:
+    return name.lstrip("-").replace("-", "_")
+
+
+def _framework_of(program: str | None, overrides: dict[str, Any], flags: dict[str, Any]) -> tuple[str | None, str | None]:
+    p = (program or "").replace("\\", "/")
+    if re.search(r"(?:^|[./])verl[./]trainer[./]main_|^recipe[./]\w+[./]main_", p) or \
+            any(k.startswith(("actor_rollout_ref.", "critic.", "algorithm.")) for k in overrides):
+        return "verl", None
+    if re.search(r"(?:^|[./])openrlhf[./]cli[./]", p) or "n_samples_per_prompt" in flags or "vllm_num_engines" in flags:
+        return "openrlhf", None
+    if "open_r1/" in p or p.startswith("open_r1."):
+        return "trl", "open-r1"
+    return None, None
+
+
+def _split_launcher(tokens: list[str], start: int, bools: frozenset[str] = _BOOL_OPTS) -> tuple[list[str], int, bool]:
+    """The launcher's own tokens from ``start`` up to its program, the program's index (len(tokens) when none) and
+    whether the program is a module (``-m`` / ``--module``)."""
+    i, module = start, False
+    while i < len(tokens):
+        t = tokens[i]
+        if t.startswith("-") and len(t) > 1:
+            name = _norm(t.partition("=")[0])
+            if name in ("m", "module"):
+                module = True
+            if "=" in t or name in bools:
+                i += 1
+                continue
+            i += 2 if name in _VALUE_OPTS or not (i + 1 < len(tokens) and tokens[i + 1].endswith(".py")) else 1
+            continue
+        return tokens[start:i], i, module
+    return tokens[start:], len(tokens), module
+
+
+def read_launch(text: str) -> LaunchRead | None:
+    """The training launch a command line holds (the first one, from its launcher or entry point), else None."""
+    m = LAUNCH_START.search(text)
+    if m is None:
+        return None
+    body = text[m.start():]
+    end = _LINE_END.search(body)  # the command ends at a newline no backslash continues
+    tokens = split_shell(body[:end.start()] if end else body)
+    if not tokens:
+        return None
+    head = tokens[0].rsplit("/", 1)[-1]
+    if head == "accelerate":
+        launcher, i = "accelerate", 2
+    elif head in ("torchrun", "deepspeed"):
+        launcher, i = head, 1
+    elif _PYTHON.match(head):
+        launcher, i = "python", 1
+        while i < len(tokens) and tokens[i] in ("-u", "-O", "-B"):
+            i += 1
+        if i + 1 < len(tokens) and tokens[i] == "-m" and tokens[i + 1].startswith("torch.distributed."):
+            launcher, i = "torchrun", i + 2
+    else:
+        return None
+    own, j, _module = _split_launcher(tokens, i)
+    opts = flag_dict(group_flags(own, normalize=True)[0])
+    program = tokens[j] if j < len(tokens) else None
+    rest = tokens[j + 1:] if program else []
+    # the program ends at a shell separator that split_shell kept as a word (`;`, `&&`, `|`, `>`)
+    for k, t in enumerate(rest):
+        if t in (";", "&&", "||", "|", "&", ">", ">>", "2>&1") or t.startswith((">", "2>")):
+            rest = rest[:k]
+            break
+    overrides: dict[str, Any] = {}
+    argv: list[str] = []
+    for t in rest:
+        o = _OVERRIDE.match(t) if not t.startswith("-") else None
+        if o:
+            val = o.group(2)
+            overrides[o.group(1)] = parse_value(val.strip("'\"") if val[:1] in "'\"" and val[-1:] == val[:1] else val)
+        else:
+            argv.append(t)
+    flags = flag_dict(group_flags(argv, normalize=True)[0])
+    read = LaunchRead(launcher, program, {}, opts, flags, overrides)
+    read.framework, read.recipe = _framework_of(program, overrides, flags)
+    read.layout = _layout(launcher, opts)
+    return read
+
+
+def _layout(launcher: str, opts: dict[str, Any]) -> dict[str, Any]:
+    """nproc_per_node / nnodes / node_rank / master_port / master_addr from the launcher's own options (numbers only
+    where a number was given)."""
+    out: dict[str, Any] = {}
+
+    def num(key: str) -> int | None:
+        return as_int(opts.get(key))
+
+    if launcher == "accelerate":
+        total, machines = num("num_processes"), num("num_machines") or 1
+        if total and total % machines == 0:
+            out["nproc_per_node"] = total // machines
+            out["nnodes"] = machines
+        if num("machine_rank") is not None:
+            out["node_rank"] = num("machine_rank")
+        if num("main_process_port"):
+            out["master_port"] = num("main_process_port")
+        if isinstance(opts.get("main_process_ip"), str):
+            out["master_addr"] = opts["main_process_ip"]
+    elif launcher == "deepspeed":
+        if num("num_gpus"):
+            out["nproc_per_node"] = num("num_gpus")
+        if num("num_nodes"):
+            out["nnodes"] = num("num_nodes")
+        if num("master_port"):
+            out["master_port"] = num("master_port")
+        if isinstance(opts.get("master_addr"), str):
+            out["master_addr"] = opts["master_addr"]
+    elif launcher == "torchrun":
+        if num("nproc_per_node"):
+            out["nproc_per_node"] = num("nproc_per_node")
+        if num("nnodes"):
+            out["nnodes"] = num("nnodes")   # "1:4" (elastic) is a range, not a number: left out
+        if num("node_rank") is not None:
+            out["node_rank"] = num("node_rank")
+        if num("master_port"):
+            out["master_port"] = num("master_port")
+        if isinstance(opts.get("master_addr"), str):
+            out["master_addr"] = opts["master_addr"]
+    return out
+
+
+def run_facts(read: LaunchRead) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(settings under the names the rules read, process layout) of a launch: a verl or OpenRLHF setting is given
+    under its own name and under the rules' name (doctor/swift/terms.py ``read_as``); the layout of a verl launch is
+    its ``trainer.n_gpus_per_node`` x ``trainer.nnodes``, of an OpenRLHF one its actor's GPUs."""
+    from ..swift.terms import read_as
+    args: dict[str, Any] = {}
+    layout = dict(read.layout)
+    if read.framework == "verl":
+        table = read_as("verl")
+        for k, v in read.overrides.items():
+            args[k] = v
+            if k in table:
+                args.setdefault(table[k], v)
+        if read.overrides.get("actor_rollout_ref.rollout.name") == "vllm":
+            args.setdefault("use_vllm", True)  # verl's rollout engine (ppo_trainer.yaml rollout.name: vllm | sglang | hf)
+        if as_int(read.overrides.get("trainer.n_gpus_per_node")):
+            layout["nproc_per_node"] = as_int(read.overrides["trainer.n_gpus_per_node"])
+            layout["nnodes"] = as_int(read.overrides.get("trainer.nnodes")) or 1
+        args.update({k: v for k, v in read.flags.items() if k not in args})
+        return args, layout
+    if read.framework == "openrlhf":
+        table = read_as("openrlhf")
+        for k, v in read.flags.items():
+            args[k] = v
+            if k in table:
+                args.setdefault(table[k], v)
+        if as_int(read.flags.get("vllm_num_engines")):
+            args.setdefault("use_vllm", True)  # "number of vLLM Engines, set to 0 to disable vLLM"
+        if as_int(read.flags.get("actor_num_gpus_per_node")) and "nproc_per_node" not in layout:
+            layout["nproc_per_node"] = as_int(read.flags["actor_num_gpus_per_node"])
+            layout["nnodes"] = as_int(read.flags.get("actor_num_nodes")) or 1
+        return args, layout
+    args.update(read.flags)
+    args.update(read.overrides)
+    return args, layout
+
+
+# a plain `python script.py --flags` is a training launch only when its flags are GRPO settings
+GRPO_MARKS = frozenset({"num_generations", "rlhf_type", "reward_funcs", "use_vllm", "vllm_mode",
+                        "max_completion_length", "n_samples_per_prompt", "steps_per_generation"})
+
+
+def is_training(read: LaunchRead) -> bool:
+    """A launch worth reading: a distributed launcher's, a framework's entry point, or a script with GRPO flags."""
+    if read.launcher != "python" or read.framework:
+        return read.program is not None or bool(read.layout)
+    return any(k in read.flags for k in GRPO_MARKS)
+
+
+__all__ = ["GRPO_MARKS", "LAUNCH_START", "LITERALS", "LaunchRead", "is_training", "read_launch", "run_facts"]
