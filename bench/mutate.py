@@ -31,7 +31,7 @@ PROSE = (
     "Here is the full log:",
     "Same error after upgrading, any idea?",
     "It worked yesterday with the same script.",
-    "训练到这里就卡住了，请问怎么解决",
+    "日志贴在下面了，请帮忙看看",
     "报错信息如下：",
     "请问这是什么原因？",
     "换成单卡也是一样的错误",

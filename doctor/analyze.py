@@ -81,11 +81,11 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
         sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
         for d, display in ckpts:
             session.emit(CheckpointInput(read_checkpoint(d, display, sizes=sizes)))
-    framework = framework_of(session, inputs)
     # where the errors come from (doctor/classify/provenance.py): the versions they narrow down before the rules
     # make their fixes, the raise site of each quoted error after; no exception and no error line: no lookup
     prov = provenance.for_session(session)
     session.run.inferred_versions = prov.narrow()
+    framework = framework_of(session, inputs)
     findings = sel.keep(session.finish())
     if ckpts:
         findings = fold_into_log_finding(findings)
@@ -128,6 +128,11 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
     name, version, recipe, source = session.state.framework(heads)
     if name is None and rc.swift_version:  # an args.json or version line of ms-swift's own
         name, version, source = "ms-swift", rc.swift_version, "version"
+    # the wording of the errors, when the raise-site index finds it in one trainer's code only (doctor/classify/
+    # provenance.py narrow): trl's GRPOTrainer checks, ms-swift's own messages
+    trainers = [p for p in (rc.inferred_versions or {}) if p in ("trl", "ms-swift")]
+    if (name is None or source == "runtime") and len(trainers) == 1:
+        name, version, source = trainers[0], None, "wording"
     # nothing points anywhere: not told (framework_source "unknown"); the fixes then name each lever in both
     # ms-swift's and trl's spelling (doctor/swift/terms.py), never an ms-swift flag alone
     out: dict = {"framework": name, "framework_version": version if name else None,

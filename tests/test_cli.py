@@ -53,7 +53,9 @@ def test_stdin_excerpt_and_markdown():
     assert p.returncode == 1
     out = p.stdout.decode()
     assert out.startswith("## grpo-doctor report")
-    assert "generation_batch_size" in out and "--num_generations" in out and "```" in out
+    # trl's GRPOConfig.__post_init__ wording alone: the fixes speak GRPOConfig (the framework told by the wording)
+    assert "generation_batch_size" in out and "GRPOConfig(num_generations=" in out and "```" in out
+    assert "Run: trl" in out
 
 
 def test_text_escapes_rich_markup():

@@ -77,17 +77,23 @@ def test_say_translates_drops_and_keeps():
     assert say("NPROC_PER_NODE=4 --sleep_level 1", "ms-swift") == "NPROC_PER_NODE=4 --sleep_level 1"
 
 
-def test_a_framework_not_told_gets_both_spellings_never_a_bare_swift_flag():
+def test_a_framework_not_told_gets_neutral_names_never_an_ms_swift_flag():
     assert say("--num_generations 4 and --vllm_gpu_memory_utilization 0.5.", None) == (
-        "ms-swift --num_generations 4 / trl GRPOConfig(num_generations=4) and ms-swift --vllm_gpu_memory_utilization "
-        "0.5 / trl GRPOConfig(vllm_gpu_memory_utilization=0.5).")
-    assert say("--offload_model true", None) == "ms-swift --offload_model true"  # no trl lever: labelled as ms-swift's
+        "num_generations 4 and vLLM's gpu_memory_utilization 0.5.")
+    assert say("lower --vllm_gpu_memory_utilization so vLLM fits", None) == "lower vLLM's gpu_memory_utilization so vLLM fits"
+    assert say("--offload_model true: move states to CPU", None) is None  # an ms-swift-only lever has no neutral name
+    assert say("ms-swift: `swift rollout` on other GPUs.", None) is None
     assert say("`trl vllm-serve --max_model_len 8192`", None) == "`trl vllm-serve --max_model_len 8192`"
-    assert say("Set NPROC_PER_NODE=4.", None) == ("Set ms-swift NPROC_PER_NODE=4 (elsewhere the number of training "
-                                                   "processes (accelerate launch --num_processes 4, torchrun "
-                                                   "--nproc_per_node 4)).")
-    assert say("OpenRLHF has its own names: --num_generations 8", "openrlhf") == (
-        "OpenRLHF has its own names: ms-swift --num_generations 8 / trl GRPOConfig(num_generations=8)")
+    assert say("Set NPROC_PER_NODE=4.", None) == "Set the number of training processes (4)."
+
+
+def test_a_vllm_run_gets_vllm_serve_options_and_openrlhf_its_own_flags():
+    # vllm/engine/arg_utils.py EngineArgs as `vllm serve` options; openrlhf/cli/train_ppo_ray.py argparse
+    assert say("lower --vllm_gpu_memory_utilization or set --vllm_max_model_len 4096.", "vllm") == (
+        "lower --gpu-memory-utilization or set --max-model-len 4096.")
+    assert say("--num_generations 8 and --max_completion_length 1024", "openrlhf") == (
+        "--n_samples_per_prompt 8 and --generate_max_len 1024")
+    assert say("--gradient_accumulation_steps 4", "openrlhf") is None
 
 
 def test_verl_gets_its_hydra_overrides_from_ppo_trainer_yaml():

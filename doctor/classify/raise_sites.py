@@ -198,14 +198,19 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
     found: list[SiteMatch] = []
     full = False
     folded = "\n" in text.strip()  # only a message spread over lines can have a word cut by a line break
-    for nows in (False, True) if folded else (False,):
+    # passes: the words as they are, the text without spaces (a fold mid-word), and last, for a message no template
+    # took, a message cut early by a paste (every word of it but the cut last one is the template's; its rarest words
+    # may be after the cut, so the sites filed under its 2nd/3rd rarest words are read too)
+    passes = [(False, False)] + ([(True, False)] if folded else []) + ([(False, True)] if prefix_ok else [])
+    for nows, early in passes:
+        if early and found:
+            break
         text_ = msg.text.replace(" ", "") if nows else msg.text
         low = text_.lower()
-        for site in idx.candidates(tokens, second=True) if prefix_ok else idx.candidates(tokens, second=nows):
+        for site in idx.candidates(tokens, second=nows or early):
             common = len(site.words & tokens)
             all_words = common == len(site.words)
-            # a message cut early by a paste: every word of it but the cut last one is the template's
-            prefix = prefix_ok and common >= 3 and len(tokens - site.words) <= 1
+            prefix = early and common >= 3 and len(tokens - site.words) <= 1
             if not all_words and not prefix and (common * 2 < len(site.words) or (common < 3 and not nows)):
                 continue  # a cut paste keeps most words; a fold mid-word breaks a few
             if nows and sum(w in low for w in site.words) < 0.8 * len(site.words):

@@ -94,8 +94,9 @@ def is_library_path(path: str) -> bool:
 
 def issues_of(framework: str | None) -> str:
     """Whose issue tracker to search for a failure no rule knows."""
-    return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl",
-            "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "axolotl": "axolotl"}.get(framework or "", "ms-swift")
+    return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl", "ms-swift": "ms-swift",
+            "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "axolotl": "axolotl", "vllm": "vLLM",
+            "deepspeed": "DeepSpeed", "torch": "PyTorch"}.get(framework or "", "training framework's")
 
 
 def from_paths(paths: Iterable[str]) -> tuple[str | None, bool]:

@@ -25,8 +25,10 @@ The equivalents, from the sources (field names as in each release's dataclass):
   optim.lr, fsdp_config.param_offload / optimizer_offload), ``data.max_prompt_length`` / ``max_response_length``,
   ``trainer.*`` (n_gpus_per_node, nnodes, save_freq, total_epochs, max_actor_ckpt_to_keep).
 
-A framework the log does not tell (or one with no table here: OpenRLHF, LLaMA-Factory, axolotl) gets each flag in
-both spellings side by side, labelled (``ms-swift --x 1 / trl GRPOConfig(x=1)``), never an ms-swift flag alone.
+OpenRLHF's own flags come from ``_OPENRLHF`` (openrlhf/cli/train_ppo_ray.py); a run on vLLM alone gets ``vllm serve``'s
+options. A framework the log does not tell (or one with no table here: LLaMA-Factory, axolotl, a DeepSpeed or
+torch.distributed job) gets each lever by its neutral name (``num_generations 4``, ``vLLM's gpu_memory_utilization
+0.5``): never an ms-swift flag, and a line that rests on an ms-swift-only lever is left out.
 """
 from __future__ import annotations
 
@@ -169,10 +171,10 @@ def say(line: str, framework: str | None) -> str | None:
     verl's overrides for verl; both spellings side by side for a framework not told or without a table."""
     if framework == "ms-swift":
         return line
-    if framework == "verl":
-        return _say_verl(line)
+    if framework in ("verl", "openrlhf"):
+        return _say_table(line, _VERL if framework == "verl" else _OPENRLHF)
     if framework not in TRL_LIKE:
-        return _say_both(line)
+        return _say_neutral(line, _VLLM_SERVE if framework == "vllm" else None)
     if line.lstrip().lower().startswith("ms-swift:"):
         return None
     if _BOTH.search(line) and "ms-swift" in line:
@@ -254,8 +256,9 @@ def _value_of(line: str, m: re.Match) -> tuple[str | None, str]:
     return stripped, value[len(stripped):]
 
 
-def _say_verl(line: str) -> str | None:
-    """A line in verl's Hydra overrides; None when one of its ms-swift levers has none there."""
+def _say_table(line: str, table: dict[str, str]) -> str | None:
+    """A line in another framework's own settings (verl's Hydra overrides, OpenRLHF's flags, vLLM serve's options);
+    None when one of its ms-swift or trl levers has none there."""
     if line.lstrip().lower().startswith("ms-swift:") or (_SWIFT_CMD.search(line) and "ms-swift" not in line):
         return None
     if _BOTH.search(line) and "ms-swift" in line:
@@ -268,60 +271,95 @@ def _say_verl(line: str) -> str | None:
         if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
             return m.group(0)
         value, tail = _value_of(line, m)
-        term = _VERL.get(name)
+        term = table.get(name)
         if term is None:
             if name in _FLAGS or name[2:] in GRPO_FIELDS:
-                dropped = True  # an ms-swift or trl lever that verl does not have
+                dropped = True  # an ms-swift or trl lever that this framework does not have
             return m.group(0)
-        return term.replace("{v}", (value or "<value>").strip("\"'")) + tail
+        if value is None:
+            return term.replace(" {v}", "").replace("={v}", "") + tail  # the setting named, no value given
+        return term.replace("{v}", value.strip("\"'")) + tail
 
     out = _FLAG.sub(flag, line)
     if dropped:
         return None
 
     def env(m: re.Match) -> str:
-        return _VERL[m.group(1)].replace("{v}", m.group(2) or "N") if m.group(1) in _VERL else m.group(0)
+        return table[m.group(1)].replace("{v}", m.group(2) or "N") if m.group(1) in table else m.group(0)
 
     return _ENVVAR.sub(env, out)
 
 
-def _say_both(line: str) -> str:
-    """A line for a framework not told: each ms-swift flag labelled, with trl's spelling beside it when trl has one."""
+# a lever by the name it has outside any one trainer (vLLM's engine arguments, the GRPO settings trl and ms-swift share)
+_NEUTRAL: dict[str, str | None] = {
+    "--vllm_gpu_memory_utilization": "vLLM's gpu_memory_utilization {v}",
+    "--vllm_max_model_len": "vLLM's max_model_len {v}",
+    "--vllm_tensor_parallel_size": "vLLM's tensor_parallel_size {v}",
+    "--tensor_parallel_size": "vLLM's tensor_parallel_size {v}",
+    "--vllm_enforce_eager": "vLLM's enforce_eager {v}",
+    "--vllm_mode": "vLLM in {v} mode",
+    "--vllm_server_host": "the vLLM server's host {v}",
+    "--vllm_server_port": "the vLLM server's port {v}",
+    "--use_vllm": "use_vllm {v}",
+    "--sleep_level": "vLLM's sleep mode",
+    "--max_length": "max_length {v}",
+    "--ddp_timeout": "ddp_timeout {v}",
+    "--tuner_type": "{v} training",
+    "--train_type": "{v} training",
+    "--deepspeed": "DeepSpeed {v}",
+}
+# vLLM's own server options (vllm/engine/arg_utils.py EngineArgs, `vllm serve --help`): a run whose only runtime told is
+# vLLM
+_VLLM_SERVE: dict[str, str] = {
+    "--vllm_gpu_memory_utilization": "--gpu-memory-utilization {v}",
+    "--vllm_max_model_len": "--max-model-len {v}",
+    "--vllm_tensor_parallel_size": "--tensor-parallel-size {v}",
+    "--tensor_parallel_size": "--tensor-parallel-size {v}",
+    "--vllm_enforce_eager": "--enforce-eager",
+    "--vllm_max_num_seqs": "--max-num-seqs {v}",
+}
+
+
+def _say_neutral(line: str, table: dict[str, str] | None = None) -> str | None:
+    """A line for a framework not told: each lever by its neutral name (``num_generations 4``, ``vLLM's
+    gpu_memory_utilization 0.5``), or by ``table``'s term when the runtime that ran has one; None when the line rests on
+    an ms-swift-only lever (no neutral name) or an ms-swift command."""
+    low = line.lstrip().lower()
+    if low.startswith("ms-swift:") or (_SWIFT_CMD.search(line) and "ms-swift" not in line):
+        return None
     if _BOTH.search(line) and "ms-swift" in line:
         return line
     if _LAUNCHER.search(line):
         return line  # a launcher's or vLLM server's own options
+    dropped = False
 
     def flag(m: re.Match) -> str:
+        nonlocal dropped
         name = m.group(1)
         if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
             return m.group(0)
         value, tail = _value_of(line, m)
-        shown = m.group(0)[:len(m.group(0)) - len(tail)] if tail else m.group(0)
-        v = value if value is not None else "<value>"
-        if v.lower() in ("true", "false"):
-            v = v.capitalize()
+        v = value.strip("\"'") if value is not None else "<value>"
+        if table and name in table:
+            term = table[name]
+            return (term.replace(" {v}", "") if value is None else term.replace("{v}", v)) + tail
+        if name in _NEUTRAL:
+            term = _NEUTRAL[name] or ""
+            return (term.replace(" {v}", "") if value is None else term.replace("{v}", v)) + tail
         if name in _FLAGS:
-            trl_term = _FLAGS[name][0]
-            if trl_term and trl_term.startswith("GRPOConfig(") and ") (" in trl_term:
-                trl_term = trl_term.split(") (", 1)[0] + ")"  # the field alone: its notes are for a trl run
-            if trl_term and value is None and trl_term.startswith("GRPOConfig(") and "={v}" in trl_term:
-                trl_term = "GRPOConfig." + trl_term[len("GRPOConfig("):].split("=", 1)[0]  # no value: the field
-            other = f" / trl {trl_term.replace('{v}', v.strip(chr(34) + chr(39)))}" if trl_term else ""
-            return f"ms-swift {shown}{other}{tail}"
+            dropped = True  # an ms-swift-only lever: no neutral name
+            return m.group(0)
         if name[2:] in GRPO_FIELDS:
-            trl = f"GRPOConfig({name[2:]}={v})" if value is not None else f"GRPOConfig.{name[2:]}"
-            return f"ms-swift {shown} / trl {trl}{tail}"
+            return (f"{name[2:]} {v}" if value is not None else name[2:]) + tail
         return m.group(0)
 
     out = _FLAG.sub(flag, line)
+    if dropped:
+        return None
 
     def env(m: re.Match) -> str:
-        if "ms-swift" in out[max(0, m.start() - 12):m.start()]:
-            return m.group(0)
         raw = m.group(2) or ""
         v = raw.rstrip(".,;:")
-        shown = f"{m.group(1)}={v}" if v else m.group(1)
-        return f"ms-swift {shown} (elsewhere {_ENV[m.group(1)].replace('{v}', v or 'N')}){raw[len(v):]}"
+        return _ENV[m.group(1)].replace("{v}", v or "N").split(" (", 1)[0] + (f" ({v})" if v else "") + raw[len(v):]
 
-    return _ENVVAR.sub(env, out)
+    return _ENVVAR.sub(env, out).replace("the same the number", "the same number")
