@@ -128,11 +128,10 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
     name, version, recipe, source = session.state.framework(heads)
     if name is None and rc.swift_version:  # an args.json or version line of ms-swift's own
         name, version, source = "ms-swift", rc.swift_version, "version"
-    # the wording of the errors, when the raise-site index finds it in one trainer's code only (doctor/classify/
-    # provenance.py narrow): trl's GRPOTrainer checks, ms-swift's own messages
-    trainers = [p for p in (rc.inferred_versions or {}) if p in ("trl", "ms-swift")]
-    if (name is None or source == "runtime") and len(trainers) == 1:
-        name, version, source = trainers[0], None, "wording"
+    # the wording of the errors, when the raise-site index finds it in ms-swift's own code (doctor/classify/
+    # provenance.py narrow); trl's wording does not tell: ms-swift, unsloth and open-r1 run trl's GRPOConfig checks too
+    if (name is None or source == "runtime") and "ms-swift" in (rc.inferred_versions or {}):
+        name, version, source = "ms-swift", None, "wording"
     # nothing points anywhere: not told (framework_source "unknown"); the fixes then name each lever in both
     # ms-swift's and trl's spelling (doctor/swift/terms.py), never an ms-swift flag alone
     out: dict = {"framework": name, "framework_version": version if name else None,

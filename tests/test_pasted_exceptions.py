@@ -91,3 +91,12 @@ def test_an_exception_glued_to_its_source_line_is_split_before_any_rule_reads_it
     # code that names an exception class is no glued exception
     assert split_segments("    except (ValueError, KeyError):") == ["    except (ValueError, KeyError):"]
     assert split_segments('    raise ValueError("bad")') == ['    raise ValueError("bad")']
+
+
+def test_the_exception_line_inside_a_pytest_loguru_or_rich_wrapper_is_read():
+    tb = ('Traceback (most recent call last):\n  File "/usr/lib/python3/site-packages/mylib/core.py", line 900, in run\n'
+          "    y = compute(x)\n")
+    for wrapped in ("E       ValueError: shapes do not match at all",
+                    "2024-05-01 10:00:00.123 | ERROR    | __main__:main:42 - ValueError: shapes do not match at all",
+                    "│ ValueError: shapes do not match at all                               │"):
+        assert exceptions(tb + wrapped + "\n") == [("ValueError", "shapes do not match at all")], wrapped

@@ -9,7 +9,10 @@ What is undone, each a standard format seen in real pastes (bench/ACCURACY-NOTES
 - ``<timestamp> <host> >>`` prefixes of cluster log viewers (066) and an ISO timestamp in front of ``[rankN]:``,
 - ``**bold**`` around an exception line (070),
 - HTML ``<details>``/``<summary>``/``<pre>``/``<code>`` wrapper tags and ``<br>`` (GitHub issue forms),
-- user elisions (``...``, ``[... 8 similar lines ...]``, ``<truncated>``): a line holding only one becomes empty.
+- user elisions (``...``, ``[... 8 similar lines ...]``, ``<truncated>``): a line holding only one becomes empty,
+- the side borders of a box that rich draws around a traceback (``│ ValueError: x │``), pytest's ``E   `` failure
+  prefix (_pytest/_code/code.py), and loguru's default record prefix (``2024-05-01 10:00:00.123 | ERROR | mod:fn:42 -
+  ``, loguru/_defaults.py LOGURU_FORMAT).
 
 Cost: ordinary log lines pay one first-character test and one last-character test (``needs_unwrap``); the
 regular expressions run only on lines that show a paste sign.
@@ -20,8 +23,11 @@ import re
 
 from .prose_text import is_prose
 
-_FIRST = frozenset(">|<*-.…")       # first characters that may open a wrapper ("[" only with "...": "[rank0]:" is not)
-_LAST = frozenset("|*>")            # last characters that may close one
+_FIRST = frozenset(">|<*-.…│")      # first characters that may open a wrapper ("[" only with "...": "[rank0]:" is not)
+_LAST = frozenset("|*>│")           # last characters that may close one
+_PYTEST_E = re.compile(r"^E {3,}(?=\S)")
+_LOGURU = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\| "
+                     r"[\w.<>-]+:[\w.<>-]+:\d+ - ")
 # "2025-11-19 18:38:40.880773 master-0 >> " (a host name, then >>), or a bare ISO timestamp before "[rank"
 _TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\S+\s+)?>>\s?")
 _TS_RANK = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
@@ -41,7 +47,9 @@ def needs_unwrap(text: str) -> bool:
         return "..." in text  # "[... 8 similar lines ...]"
     if c == " ":
         return "|" in text  # an indented table row
-    return c.isdigit() and (" >> " in text or "[rank" in text[:48])
+    if c == "E":
+        return text[1:4] == "   "  # pytest's failure lines
+    return c.isdigit() and (" >> " in text or "[rank" in text[:48] or " | " in text[19:36])
 
 
 def unwrap(text: str) -> str:
@@ -66,6 +74,16 @@ def unwrap(text: str) -> str:
             s = _HTML.sub("", s).strip()
         if s.startswith("**") and s.endswith("**") and len(s) > 4:
             s = s[2:-2].strip()
+        if s[:1] == "│" and s[-1:] == "│" and len(s) > 2:
+            s = s[1:-1].strip()
+        if s[:1] == "E":
+            m = _PYTEST_E.match(s)
+            if m:
+                s = s[m.end():]
+        if s[:1].isdigit():
+            m = _LOGURU.match(s)
+            if m:
+                s = s[m.end():]
         if s == before:
             break
     if s and s[0] in ".[(<…" and _ELISION.match(s):

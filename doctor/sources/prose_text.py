@@ -7,7 +7,7 @@ import re
 
 # a line written by a person: words, not a logger's record (no timestamp or level in front, no frame, no dict)
 LOGGED = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\d\d/\d\d/\d{4}|"
-                    r"File \"|\{|\[rank\d|\(\w+ pid=)")
+                    r"File \"|\{|\[rank\d|\(\w+ pid=|Traceback \(most recent call)")
 WORD = re.compile(r"[A-Za-z]{2,}")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 _PLAIN_CHARS = re.compile(r"[A-Za-z\u4e00-\u9fff\u3000-\u303f\uff00-\uffef\s.,'?!()-]")
