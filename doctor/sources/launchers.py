@@ -163,46 +163,43 @@ def read_launch(text: str) -> LaunchRead | None:
     return read
 
 
+# each launcher's own option -> the layout key it sets (accelerate's --num_processes is the total: handled apart);
+# a node rank of 0 counts, the other numbers only when not 0; nnodes "1:4" (torchrun elastic) is a range: left out
+_LAYOUT_OPTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "accelerate": (("machine_rank", "node_rank"), ("main_process_port", "master_port"), ("main_process_ip", "master_addr")),
+    "deepspeed": (("num_gpus", "nproc_per_node"), ("num_nodes", "nnodes"), ("master_port", "master_port"),
+                  ("master_addr", "master_addr")),
+    "torchrun": (("nproc_per_node", "nproc_per_node"), ("nnodes", "nnodes"), ("node_rank", "node_rank"),
+                 ("master_port", "master_port"), ("master_addr", "master_addr")),
+}
+
+
 def _layout(launcher: str, opts: dict[str, Any]) -> dict[str, Any]:
     """nproc_per_node / nnodes / node_rank / master_port / master_addr from the launcher's own options (numbers only
     where a number was given)."""
     out: dict[str, Any] = {}
-
-    def num(key: str) -> int | None:
-        return as_int(opts.get(key))
-
     if launcher == "accelerate":
-        total, machines = num("num_processes"), num("num_machines") or 1
+        total, machines = as_int(opts.get("num_processes")), as_int(opts.get("num_machines")) or 1
         if total and total % machines == 0:
             out["nproc_per_node"] = total // machines
             out["nnodes"] = machines
-        if num("machine_rank") is not None:
-            out["node_rank"] = num("machine_rank")
-        if num("main_process_port"):
-            out["master_port"] = num("main_process_port")
-        if isinstance(opts.get("main_process_ip"), str):
-            out["master_addr"] = opts["main_process_ip"]
-    elif launcher == "deepspeed":
-        if num("num_gpus"):
-            out["nproc_per_node"] = num("num_gpus")
-        if num("num_nodes"):
-            out["nnodes"] = num("num_nodes")
-        if num("master_port"):
-            out["master_port"] = num("master_port")
-        if isinstance(opts.get("master_addr"), str):
-            out["master_addr"] = opts["master_addr"]
-    elif launcher == "torchrun":
-        if num("nproc_per_node"):
-            out["nproc_per_node"] = num("nproc_per_node")
-        if num("nnodes"):
-            out["nnodes"] = num("nnodes")   # "1:4" (elastic) is a range, not a number: left out
-        if num("node_rank") is not None:
-            out["node_rank"] = num("node_rank")
-        if num("master_port"):
-            out["master_port"] = num("master_port")
-        if isinstance(opts.get("master_addr"), str):
-            out["master_addr"] = opts["master_addr"]
+    for option, key in _LAYOUT_OPTS.get(launcher, ()):
+        if key == "master_addr":
+            if isinstance(opts.get(option), str):
+                out[key] = opts[option]
+            continue
+        n = as_int(opts.get(option))
+        if n or (n == 0 and key == "node_rank"):
+            out[key] = n
     return out
+
+
+def _both_names(own: dict[str, Any], table: dict[str, str], args: dict[str, Any]) -> None:
+    """Each setting under its own name and, when ``table`` has it, under the name the rules read."""
+    for k, v in own.items():
+        args[k] = v
+        if k in table:
+            args.setdefault(table[k], v)
 
 
 def run_facts(read: LaunchRead) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -213,11 +210,7 @@ def run_facts(read: LaunchRead) -> tuple[dict[str, Any], dict[str, Any]]:
     args: dict[str, Any] = {}
     layout = dict(read.layout)
     if read.framework == "verl":
-        table = read_as("verl")
-        for k, v in read.overrides.items():
-            args[k] = v
-            if k in table:
-                args.setdefault(table[k], v)
+        _both_names(read.overrides, read_as("verl"), args)
         if read.overrides.get("actor_rollout_ref.rollout.name") == "vllm":
             args.setdefault("use_vllm", True)  # verl's rollout engine (ppo_trainer.yaml rollout.name: vllm | sglang | hf)
         if as_int(read.overrides.get("trainer.n_gpus_per_node")):
@@ -226,11 +219,7 @@ def run_facts(read: LaunchRead) -> tuple[dict[str, Any], dict[str, Any]]:
         args.update({k: v for k, v in read.flags.items() if k not in args})
         return args, layout
     if read.framework == "openrlhf":
-        table = read_as("openrlhf")
-        for k, v in read.flags.items():
-            args[k] = v
-            if k in table:
-                args.setdefault(table[k], v)
+        _both_names(read.flags, read_as("openrlhf"), args)
         if as_int(read.flags.get("vllm_num_engines")):
             args.setdefault("use_vllm", True)  # "number of vLLM Engines, set to 0 to disable vLLM"
         if as_int(read.flags.get("actor_num_gpus_per_node")) and "nproc_per_node" not in layout:

@@ -256,38 +256,14 @@ def _value_of(line: str, m: re.Match) -> tuple[str | None, str]:
     return stripped, value[len(stripped):]
 
 
-def _say_table(line: str, table: dict[str, str]) -> str | None:
-    """A line in another framework's own settings (verl's Hydra overrides, OpenRLHF's flags, vLLM serve's options);
-    None when one of its ms-swift or trl levers has none there."""
-    if line.lstrip().lower().startswith("ms-swift:") or (_SWIFT_CMD.search(line) and "ms-swift" not in line):
-        return None
-    if _BOTH.search(line) and "ms-swift" in line:
-        return line
-    dropped = False
+def _swift_step(line: str) -> bool:
+    """A line that is ms-swift's own step (``ms-swift: ...``) or an unlabelled ms-swift command."""
+    return line.lstrip().lower().startswith("ms-swift:") or bool(_SWIFT_CMD.search(line) and "ms-swift" not in line)
 
-    def flag(m: re.Match) -> str:
-        nonlocal dropped
-        name = m.group(1)
-        if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
-            return m.group(0)
-        value, tail = _value_of(line, m)
-        term = table.get(name)
-        if term is None:
-            if name in _FLAGS or name[2:] in GRPO_FIELDS:
-                dropped = True  # an ms-swift or trl lever that this framework does not have
-            return m.group(0)
-        if value is None:
-            return term.replace(" {v}", "").replace("={v}", "") + tail  # the setting named, no value given
-        return term.replace("{v}", value.strip("\"'")) + tail
 
-    out = _FLAG.sub(flag, line)
-    if dropped:
-        return None
-
-    def env(m: re.Match) -> str:
-        return table[m.group(1)].replace("{v}", m.group(2) or "N") if m.group(1) in table else m.group(0)
-
-    return _ENVVAR.sub(env, out)
+def _labelled(line: str, m: re.Match) -> bool:
+    """The flag at ``m`` is labelled as ms-swift's spelling (``ms-swift --eval_strategy no``)."""
+    return "ms-swift" in line[max(0, m.start() - 12):m.start()]
 
 
 # a lever by the name it has outside any one trainer (vLLM's engine arguments, the GRPO settings trl and ms-swift share)
@@ -320,44 +296,53 @@ _VLLM_SERVE: dict[str, str] = {
 }
 
 
+def _say_table(line: str, table: dict[str, str]) -> str | None:
+    """A line in another framework's own settings (verl's Hydra overrides, OpenRLHF's flags); None when one of its
+    ms-swift or trl levers has none there."""
+    return _translate(line, table, neutral=False)
+
+
 def _say_neutral(line: str, table: dict[str, str] | None = None) -> str | None:
     """A line for a framework not told: each lever by its neutral name (``num_generations 4``, ``vLLM's
-    gpu_memory_utilization 0.5``), or by ``table``'s term when the runtime that ran has one; None when the line rests on
-    an ms-swift-only lever (no neutral name) or an ms-swift command."""
-    low = line.lstrip().lower()
-    if low.startswith("ms-swift:") or (_SWIFT_CMD.search(line) and "ms-swift" not in line):
+    gpu_memory_utilization 0.5``), or by ``table``'s term when the runtime that ran has one (vLLM serve's options);
+    None when the line rests on an ms-swift-only lever (no neutral name) or an ms-swift command."""
+    return _translate(line, table or {}, neutral=True)
+
+
+def _translate(line: str, table: dict[str, str], neutral: bool) -> str | None:
+    if _swift_step(line):
         return None
-    if _BOTH.search(line) and "ms-swift" in line:
-        return line
-    if _LAUNCHER.search(line):
-        return line  # a launcher's or vLLM server's own options
+    if (_BOTH.search(line) and "ms-swift" in line) or (neutral and _LAUNCHER.search(line)):
+        return line  # both spellings given already, or a launcher's or vLLM server's own options
     dropped = False
 
     def flag(m: re.Match) -> str:
         nonlocal dropped
         name = m.group(1)
-        if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
+        if _labelled(line, m):
             return m.group(0)
         value, tail = _value_of(line, m)
-        v = value.strip("\"'") if value is not None else "<value>"
-        if table and name in table:
-            term = table[name]
-            return (term.replace(" {v}", "") if value is None else term.replace("{v}", v)) + tail
-        if name in _NEUTRAL:
-            term = _NEUTRAL[name] or ""
-            return (term.replace(" {v}", "") if value is None else term.replace("{v}", v)) + tail
-        if name in _FLAGS:
-            dropped = True  # an ms-swift-only lever: no neutral name
+        term = table.get(name)
+        if term is None and neutral:
+            term = _NEUTRAL.get(name) or (f"{name[2:]} {{v}}" if name[2:] in GRPO_FIELDS and name not in _FLAGS
+                                          else None)
+        if term is None:
+            if name in _FLAGS or name[2:] in GRPO_FIELDS:
+                dropped = True  # a lever that has no name here (ms-swift-only, or not this framework's)
             return m.group(0)
-        if name[2:] in GRPO_FIELDS:
-            return (f"{name[2:]} {v}" if value is not None else name[2:]) + tail
-        return m.group(0)
+        if value is None:
+            return term.replace(" {v}", "").replace("={v}", "") + tail  # the setting named, no value given
+        return term.replace("{v}", value.strip("\"'")) + tail
 
     out = _FLAG.sub(flag, line)
     if dropped:
         return None
 
     def env(m: re.Match) -> str:
+        if m.group(1) in table:
+            return table[m.group(1)].replace("{v}", m.group(2) or "N")
+        if not neutral:
+            return m.group(0)
         raw = m.group(2) or ""
         v = raw.rstrip(".,;:")
         return _ENV[m.group(1)].replace("{v}", v or "N").split(" (", 1)[0] + (f" ({v})" if v else "") + raw[len(v):]
