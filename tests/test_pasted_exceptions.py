@@ -100,3 +100,10 @@ def test_the_exception_line_inside_a_pytest_loguru_or_rich_wrapper_is_read():
                     "2024-05-01 10:00:00.123 | ERROR    | __main__:main:42 - ValueError: shapes do not match at all",
                     "│ ValueError: shapes do not match at all                               │"):
         assert exceptions(tb + wrapped + "\n") == [("ValueError", "shapes do not match at all")], wrapped
+
+
+def test_a_notebook_error_output_on_one_line_or_in_another_key_order():
+    one_line = ('{"output_type": "error", "ename": "KeyError", "evalue": "\'prompt\'", "traceback": ["\\u001b[0;31m..."]}'
+                "\n")
+    assert exceptions(one_line) == [("KeyError", "'prompt'")]
+    assert exceptions('"evalue": "bad value",\n"ename": "ValueError",\n') == [("ValueError", "bad value")]

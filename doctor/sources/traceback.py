@@ -51,8 +51,8 @@ _BARE: tuple[tuple[re.Pattern, str], ...] = (
 )
 # a notebook's error output as nbformat stores it (an .ipynb opened as text): "ename", then "evalue" (nbformat v4
 # schema, output_type "error"); keys are written in sorted order, so the type comes first
-_NB_ENAME = re.compile(r'^"ename":\s*"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)",?$')
-_NB_EVALUE = re.compile(r'^"evalue":\s*"(.*)",?$')
+_NB_ENAME = re.compile(r'"ename":\s*"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)"')
+_NB_EVALUE = re.compile(r'"evalue":\s*"((?:[^"\\]|\\.)*)"')
 BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ",  # gate words
               '"ename":', '"evalue":')
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
@@ -78,7 +78,7 @@ class TracebackTracker:
 
     def __init__(self) -> None:
         self._states: dict[tuple[str, int | None], _State] = {}
-        self._ename: tuple[str, str] | None = None  # (path, type) of a notebook error output's "ename" line
+        self._nb: dict[str, str] = {}  # a notebook error output's "ename" / "evalue" seen so far, and their file
 
     def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
         """Tracebacks whose exception line never came (a log cut mid-stack): (last frame line, frames)."""
@@ -107,16 +107,19 @@ class TracebackTracker:
         return st
 
     def _notebook_json(self, line: LogLine, stripped: str) -> ExceptionInfo | None:
-        """An nbformat error output: remember its "ename", and make the exception at its "evalue"."""
-        m = _NB_ENAME.match(stripped)
-        if m is not None:
-            self._ename = (line.where.path, m.group(1))
+        """An nbformat error output, one key per line (an .ipynb file) or all on one line (a JSON view): the exception
+        once both its "ename" and its "evalue" were seen in the same file, in either order."""
+        if self._nb.get("path") != line.where.path:
+            self._nb = {"path": line.where.path}
+        for key, rx in (("ename", _NB_ENAME), ("evalue", _NB_EVALUE)):
+            m = rx.search(stripped)
+            if m is not None:
+                self._nb[key] = m.group(1)
+        if "ename" not in self._nb or "evalue" not in self._nb:
             return None
-        m = _NB_EVALUE.match(stripped)
-        if m is None or self._ename is None or self._ename[0] != line.where.path:
-            return None
-        etype, self._ename = self._ename[1], None
-        return ExceptionInfo(etype, _unescape(m.group(1))[:_MAX_MSG], (), line.where, line.rank, line.seq, line.raw)
+        etype, msg = self._nb["ename"], self._nb["evalue"]
+        self._nb = {}
+        return ExceptionInfo(etype, _unescape(msg)[:_MAX_MSG], (), line.where, line.rank, line.seq, line.raw)
 
     def feed(self, line: LogLine) -> ExceptionInfo | None:
         text = line.text
@@ -170,7 +173,7 @@ class TracebackTracker:
             if len(msg) > _MAX_MSG:
                 msg = msg[:_MAX_MSG] + "…"
             return ExceptionInfo(etype, msg, frames, line.where, line.rank, line.seq, line.raw)
-        if stripped[:2] == '"e':
+        if '"ename"' in stripped or '"evalue"' in stripped:
             nb = self._notebook_json(line, stripped)
             if nb is not None:
                 return nb
