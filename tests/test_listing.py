@@ -34,3 +34,12 @@ def test_blocks_allow_one_gap_and_need_two_rows():
              (6, "43G checkpoint-300")]
     found = blocks(lines)
     assert [[e.name for e in b] for b in found] == [["checkpoint-100", "checkpoint-200"]]  # row 6 alone is no block
+
+
+def test_tree_rows_with_sizes():
+    # tree(1) -h (and --du): "[size]" between the branch drawing and the name
+    e = parse_line("├── [ 15G]  checkpoint-100", 4)
+    assert (e.name, e.size, e.is_dir, e.form) == ("checkpoint-100", 15 * 1024 ** 3, True, "tree")
+    f = parse_line("│   ├── [3.1G]  model-00001-of-00002.safetensors", 5)
+    assert (f.name, f.size, f.is_dir) == ("model-00001-of-00002.safetensors", int(3.1 * 1024 ** 3), False)
+    assert parse_line("|-- [ 29G]  checkpoint-200/", 6).name == "checkpoint-200"

@@ -1,4 +1,4 @@
-"""A directory listing pasted into a log: ``ls -l`` / ``ls -lh`` rows, ``du -sh`` / ``du -h`` rows, and
+"""A directory listing pasted into a log: ``ls -l`` / ``ls -lh`` rows, ``du -sh`` / ``du -h`` rows, ``tree -h`` rows, and
 "name  size" tables of checkpoint files, read into (name, bytes, line) entries. Pure: text in, entries out.
 
 People paste the listing of a checkpoint folder when it is too big or holds the wrong files; the numbers in it are
@@ -16,6 +16,8 @@ _LS = re.compile(r"^[-dlcbps][-rwxsStTl]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(?P<size>\
                  r"(?P<date>.+?)\s+(?P<name>[^\s/]+(?:/[^\s/]+)*/?[*@/|=]?)(?:\s+->\s+\S+)?$")
 # `du -sh checkpoint-*` / `du -h --max-depth 1`: size, then a path
 _DU = re.compile(r"^(?P<size>\d+(?:[.,]\d+)?(?:[KMGTP](?:i?B)?)?)\s+(?P<name>\S+)$")
+# `tree -h` / `tree -s` / `tree --du -h` (tree(1): "[size]" before each name, after the branch drawing)
+_TREE = re.compile(r"^[\s│|`]*(?:[├└]──|[|`]--)\s*\[\s*(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s*\]\s+(?P<name>\S+?)/?$")
 # "pytorch_model_fsdp.bin        36 981 387 757   (37 GB ...)": a checkpoint file's name, then its size
 _TABLE = re.compile(r"^(?P<name>[\w.\-]+\.(?:safetensors|bin|pt|pth|json|ckpt|model))\s{2,}"
                     r"(?P<size>\d{1,3}(?:[ ,.\u202f]\d{3})+|\d+(?:\.\d+)?\s?(?:[KMGTP]i?B?|bytes)?)(?:\s.*)?$")
@@ -30,7 +32,7 @@ class Entry:
     size: int | None  # bytes; None for a directory whose ls size is only its inode (4096)
     is_dir: bool
     line: int        # the log line it was read from
-    form: str        # "ls" | "du" | "table"
+    form: str        # "ls" | "du" | "tree" | "table"
     printed: str = ""  # the size as the listing printed it ("15G", "36 981 387 757")
 
 
@@ -64,6 +66,10 @@ def parse_line(text: str, line: int) -> Entry | None:
         name = m.group("name").rstrip("/")
         base = name.rsplit("/", 1)[-1]
         return Entry(base, size_bytes(m.group("size")), "." not in base, line, "du", m.group("size"))
+    m = _TREE.match(t)
+    if m is not None:
+        name = m.group("name")
+        return Entry(name, size_bytes(m.group("size")), "." not in name, line, "tree", m.group("size"))
     m = _TABLE.match(t)
     if m is not None:
         return Entry(m.group("name"), size_bytes(m.group("size")), False, line, "table", m.group("size"))
