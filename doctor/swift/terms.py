@@ -273,6 +273,7 @@ _NEUTRAL: dict[str, str | None] = {
     "--vllm_tensor_parallel_size": "vLLM's tensor_parallel_size {v}",
     "--tensor_parallel_size": "vLLM's tensor_parallel_size {v}",
     "--vllm_enforce_eager": "vLLM's enforce_eager {v}",
+    "--vllm_limit_mm_per_prompt": "vLLM's limit_mm_per_prompt {v}",
     "--vllm_mode": "vLLM in {v} mode",
     "--vllm_server_host": "the vLLM server's host {v}",
     "--vllm_server_port": "the vLLM server's port {v}",
@@ -293,6 +294,7 @@ _VLLM_SERVE: dict[str, str] = {
     "--tensor_parallel_size": "--tensor-parallel-size {v}",
     "--vllm_enforce_eager": "--enforce-eager",
     "--vllm_max_num_seqs": "--max-num-seqs {v}",
+    "--vllm_limit_mm_per_prompt": "--limit-mm-per-prompt {v}",
 }
 
 

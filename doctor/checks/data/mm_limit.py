@@ -17,5 +17,5 @@ def mm_limit_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                 f"{got if got else 'more'}.",
         fix=(f"--vllm_limit_mm_per_prompt '{{\"{mod}\": {want}}}' (the most {mod}s any sample has"
              + ("" if got else f"; {want} is assumed: the error does not say how many this sample carries")
-             + "; in server mode pass it to swift rollout).",
+             + "; in server mode the rollout server needs it too).",
              f"Or limit the dataset to {n} {mod}(s) per sample."))
