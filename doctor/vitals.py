@@ -56,7 +56,14 @@ class Tracker:
             self.step = step
             self.max_steps = msrc.max_steps(v) or self.max_steps
         for part, keys in KEYS.items():
-            x = next((y for y in (msrc.to_number(v.get(k)) for k in keys) if type(y) is float), None)
+            x = None
+            for k in keys:
+                raw = v.get(k)
+                if raw is not None:
+                    y = msrc.to_number(raw)
+                    if type(y) is float:
+                        x = y
+                        break
             if x is None:
                 continue
             self.first.setdefault(part, x)

@@ -46,6 +46,11 @@ LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vL
 
 
 
+# one C-level search per line instead of a test per word: every line of a log passes here
+_REPR_WORDS = re.compile("|".join(map(re.escape, reprs.LITERALS)))
+_LAUNCH_WORDS = re.compile("|".join(map(re.escape, launchers.LITERALS)))
+
+
 @dataclass
 class RunConfig:
     """What we know about the run. ``args`` holds resolved values; ``cli`` what the user typed."""
@@ -190,7 +195,7 @@ class RunConfig:
                 self._dump_open = True
                 self._dump_class = None
                 return
-        if "(" in text and any(lit in text for lit in reprs.LITERALS) and self._read_dump(text):
+        if "(" in text and _REPR_WORDS.search(text) and self._read_dump(text):
             return
         if ":" in text and text[:1].islower():
             for k, v in self._yaml.feed(text, line.where.path, line.where.line).items():
@@ -200,7 +205,7 @@ class RunConfig:
             body = text[len("run sh: "):].strip().strip("`")
             self.add_command(body, "launcher")
             return
-        if any(lit in text for lit in launchers.LITERALS):
+        if _LAUNCH_WORDS.search(text):
             lm = launchers.LAUNCH_START.search(text)
             if lm and text[lm.start():] not in self.command_texts:
                 # a launch echoed in the log (`set -x`, a ps listing, a pasted command): read from its launcher on,
