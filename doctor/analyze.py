@@ -132,8 +132,8 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
     # provenance.py narrow); trl's wording does not tell: ms-swift, unsloth and open-r1 run trl's GRPOConfig checks too
     if (name is None or source == "runtime") and "ms-swift" in (rc.inferred_versions or {}):
         name, version, source = "ms-swift", None, "wording"
-    # nothing points anywhere: not told (framework_source "unknown"); the fixes then name each lever in both
-    # ms-swift's and trl's spelling (doctor/swift/terms.py), never an ms-swift flag alone
+    # nothing points anywhere: not told (framework_source "unknown"); the fixes then name each lever by its neutral name
+    # (doctor/swift/terms.py), never an ms-swift flag
     out: dict = {"framework": name, "framework_version": version if name else None,
                  "framework_source": source if name else "unknown"}
     if recipe:

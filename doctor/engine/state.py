@@ -116,6 +116,10 @@ class RunState:
         """The chunk scanner rebuilds a tail from the file's last lines (it skipped lines the tail would hold)."""
         self.tails[path] = deque(lines, maxlen=TAIL)
 
+    def last_tail(self) -> list[LogLine]:
+        """The last lines of the log input that ends last (the others are side logs): where a run's end is read."""
+        return list(max(self.tails.values(), key=lambda t: t[-1].seq if t else 0, default=()))
+
     def sticky(self) -> bool:
         """The next lines matter whatever they hold: an open args dump, or a traceback frame awaiting its
         code line (the only state in which a line without a gate word changes anything but the tail)."""

@@ -13,6 +13,7 @@ from typing import BinaryIO
 
 from ..signals import LogLine, Where
 from .paste import DictJoiner, needs_unwrap, unbold, unwrap
+from .traceback import EXC_TYPE
 
 CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
@@ -30,7 +31,7 @@ _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 # after `from` (`raise X(msg) from ehydra.errors.InstantiationException: ...`: the glued type keeps a junk prefix, its
 # short name is whole)
 _GLUED_EXC = re.compile(r"^(?P<code>(?:\s{2,}|\s*(?:raise|assert)\b).*?(?:[()\]'\"^~}>]|\bfrom \w+?))\s*"
-                        r"(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)(?::\s.*)?)$")
+                        r"(?P<exc>" + EXC_TYPE + r"(?::\s.*)?)$")
 _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"

@@ -35,8 +35,9 @@ CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.
 # of the last frame, its caret line, or any line inside an open traceback, then "SomeError: message" right after a
 # bracket, quote, caret or tilde ("    raise ValueError(msg)ValueError: msg", "    ^^^^^^^^^KeyError: 'x'", a call cut
 # at its parenthesis "    x = f(AttributeError: ...")
-_GLUED = re.compile(r"(?<=[()\]'\"^~}>])\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout))"
-                    r"(?::\s?(.*))?$")
+# an exception's (dotted) type name, as tracebacks print it: shared with the line splitter (sources/logtext.py)
+EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
+_GLUED = re.compile(r"(?<=[()\]'\"^~}>])\s*(" + EXC_TYPE + r")(?::\s?(.*))?$")
 # messages that C++ code raises, pasted without their type (the user copied the message only): the start of the
 # message names the exception torch gives it. Sources: c10/cuda/CUDACachingAllocator.cpp ("CUDA out of memory. Tried
 # to allocate", torch.OutOfMemoryError since 2.0), ATen's device check (aten/src/ATen/TensorIterator.cpp and

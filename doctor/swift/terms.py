@@ -168,7 +168,8 @@ def _unsloth(framework: str | None) -> bool:
 
 def say(line: str, framework: str | None) -> str | None:
     """``line`` in the terms of ``framework``; None when its lever does not exist there. Unchanged for ms-swift;
-    verl's overrides for verl; both spellings side by side for a framework not told or without a table."""
+    GRPOConfig fields for trl and what is built on it; verl's overrides and OpenRLHF's flags for those; neutral names
+    (vLLM serve's options for a vLLM-only run) for a framework not told or without a table."""
     if framework == "ms-swift":
         return line
     if framework in ("verl", "openrlhf"):
@@ -188,15 +189,10 @@ def say(line: str, framework: str | None) -> str | None:
 
     def flag(m: re.Match) -> str:
         nonlocal dropped
-        name, value = m.group(1), m.group(2)
-        if "ms-swift" in line[max(0, m.start() - 12):m.start()]:
+        name = m.group(1)
+        if _labelled(line, m):
             return m.group(0)  # "ms-swift --eval_strategy no": labelled as the other framework's spelling
-        tail = ""
-        if value is not None:
-            stripped = value.rstrip(":,.;")
-            tail, value = value[len(stripped):], stripped
-            if not _VALUE.match(value):  # "--temperature at 0.9": a word of the sentence, not the flag's value
-                tail, value = m.group(0)[len(name):], None
+        value, tail = _value_of(line, m)
         v = value if value is not None else "<value>"
         if v.lower() in ("true", "false"):
             v = v.capitalize()

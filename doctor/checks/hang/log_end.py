@@ -100,7 +100,7 @@ class LogEnd(Rule):
         warned = any(f.severity >= Severity.warning for f in ctx.findings)
         steps = _steps(self.pool, ctx)
         # the log that ends last decides; the others are side logs
-        lines = without_trailing_prose(list(max(ctx.tails.values(), key=lambda t: t[-1].seq if t else 0, default=())))
+        lines = without_trailing_prose(ctx.last_tail())
         if not lines:
             return []
         e = None

@@ -86,7 +86,7 @@ class ProseSymptom(Rule):
     def finish(self, ctx: RunState) -> list[Finding]:
         if ctx.exceptions or ctx.open_tracebacks or any(f.severity >= Severity.warning for f in ctx.findings):
             return []
-        lines = list(max(ctx.tails.values(), key=lambda t: t[-1].seq if t else 0, default=()))
+        lines = ctx.last_tail()
         found = symptom(prose_lines(lines))
         if found is None:
             return []
