@@ -101,8 +101,8 @@ class EngineStats(Rule):
             if kind == "stuck":
                 msg = (f"vLLM's last {len(rows)} statistics lines show {last.running} running and {last.waiting} "
                        f"waiting request(s) but 0.0 tokens/s generated and 0.0 tokens/s of prompt: the engine holds "
-                       f"requests and makes no progress. The rollout (and the training step waiting for it) is stuck "
-                       f"inside vLLM.")
+                       f"requests and makes no progress. Whatever sent them (in GRPO, the rollout of a training step) "
+                       f"waits inside vLLM.")
                 fix = ["Take the stacks while it is stuck (`py-spy dump --pid <vLLM engine or trainer PID>`): a stuck "
                        "collective or a CUDA kernel that never returns shows there.",
                        "With tensor parallelism, check that every TP worker is alive (a dead worker leaves the others "
@@ -111,8 +111,8 @@ class EngineStats(Rule):
                 out.append(self.make(message=msg, fix=fix, evidence=ev, seq=first.line.seq))
             elif kind == "idle":
                 msg = (f"vLLM's last {len(rows)} statistics lines show no request running or waiting and 0.0 tokens/s: "
-                       f"the engine worked earlier and is now idle. Whatever stopped is on the client side (the "
-                       f"trainer that sends the rollouts), not in vLLM.")
+                       f"the engine worked earlier and is now idle: no new request came, so what stopped is most likely on "
+                       f"the client side (in GRPO, the trainer that sends the rollouts).")
                 fix = ["Read the trainer's own log (or take its stack with `py-spy dump --pid <trainer PID>`): it "
                        "stopped before its next generate call (a collective, a reward function, a save)."]
                 out.append(self.make(message=msg, fix=fix, evidence=ev, seq=first.line.seq,
@@ -121,8 +121,8 @@ class EngineStats(Rule):
                 top = max(rows, key=lambda s: (s.waiting + s.swapped, s.kv_pct or 0))
                 msg = (f"{len(rows)} vLLM statistics lines show the GPU KV cache at {top.kv_pct:.1f}% with "
                        f"{top.waiting} request(s) waiting" + (f" and {top.swapped} swapped" if top.swapped else "")
-                       + ": new sequences wait for cache blocks (or are preempted and recomputed), so rollouts "
-                         "run far below the engine's speed.")
+                       + ": new sequences wait for cache blocks (or are preempted and recomputed) before they "
+                         "start.")
                 fix = ["Give vLLM more KV cache: a higher gpu_memory_utilization (ms-swift --vllm_gpu_memory_utilization,"
                        " trl vllm_gpu_memory_utilization), a shorter max_model_len (--vllm_max_model_len), or fewer "
                        "sequences at once (vLLM max_num_seqs).",
