@@ -30,8 +30,20 @@ RUNS_LISTED = 200  # run line ranges listed in the report: past it the first and
 def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] | None = None, *,
             scan_options: dict | None = None, series: bool = False) -> Report:
     """``scan_options``: passed to the log chunk scanner (tests: ``{"lines": True}`` forces the line path).
-    ``series``: record the run's curves (report.series: for --format html and --series)."""
-    inputs = discover(paths)
+    ``series``: record the run's curves (report.series: for --format html and --series). A folder of runs
+    (ms-swift's ``v{N}-<timestamp>`` folders) is analyzed run by run (doctor/analyze_runs.py)."""
+    from .analyze_runs import analyze_runs, split_runs
+    split = split_runs(paths)
+    if split is not None:
+        return analyze_runs(split, lambda inputs, curves: analyze_inputs(inputs, select, ignore,
+                                                                         scan_options=scan_options, series=curves),
+                            series=series)
+    return analyze_inputs(discover(paths), select, ignore, scan_options=scan_options, series=series)
+
+
+def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str] | None = None, *,
+                   scan_options: dict | None = None, series: bool = False) -> Report:
+    """One run's report from its discovered inputs."""
     # the first log, when big: its scanning child starts now, while the catalog loads (see scan.start_early)
     big = next((i for i in inputs if i.kind == "log" and i.path is not None), None)
     if big is not None and not scan.big_enough(big.path):

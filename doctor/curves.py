@@ -53,6 +53,12 @@ class Recorder:
         self.gpu_x = "seconds"
         self._t0: float | None = None
 
+    def new_run(self) -> None:
+        """Another run appended to the same log starts: the metric curves are the last run's (no line joins two
+        launches); the GPU samples stay (they are the machine's, by time)."""
+        self.steps, self.cols, self.where, self.by_path = [], {}, {}, {}
+        self.max_steps, self.stride, self._skip, self.rows = None, 1, 0, 0
+
     def __call__(self, signal: Any) -> None:
         if isinstance(signal, Metrics):
             self._metrics(signal)

@@ -76,15 +76,24 @@ class RunRef:
     number: int                # 1-based
     of: int
     path: str
-    first_line: int
+    first_line: int | None     # None: a run folder of a folder of runs, not a line range
     last_line: int | None      # None: to the end of the file
+    name: str = ""             # the run folder (``v3-20250101-120000``) when a folder of runs was analyzed
+    in_log: RunRef | None = None   # within that run folder: one of the runs appended to its log
 
     def label(self) -> str:
+        if self.name:
+            return f"run {self.name}" + (f" ({self.in_log.label()} of its log)" if self.in_log else "")
         return f"run {self.number} of {self.of}, lines {self.first_line}-{self.last_line or 'end'}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"number": self.number, "of": self.of, "path": self.path, "first_line": self.first_line,
-                "last_line": self.last_line}
+        out: dict[str, Any] = {"number": self.number, "of": self.of, "path": self.path,
+                               "first_line": self.first_line, "last_line": self.last_line}
+        if self.name:
+            out["name"] = self.name
+        if self.in_log is not None:
+            out["in_log"] = self.in_log.to_json()
+        return out
 
 
 @dataclass(frozen=True)
@@ -169,6 +178,8 @@ class Report:
     run: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
     series: dict[str, Any] | None = None   # the run's curves (doctor/curves.py): only with --series / html
+    # a folder of runs (doctor/analyze_runs.py): one overview row per run, newest first; findings carry their run
+    runs: list[dict[str, Any]] | None = None
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -180,4 +191,5 @@ class Report:
             "inputs": [i.to_json() for i in self.inputs],
             "run": self.run,
             "findings": [f.to_json() for f in self.findings],
-        } | ({"series": self.series} if self.series is not None else {})
+        } | ({"series": self.series} if self.series is not None else {}) | (
+            {"runs": self.runs} if self.runs is not None else {})

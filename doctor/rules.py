@@ -95,6 +95,10 @@ class Rule:
     kinds: frozenset[type] = frozenset()
     literals: tuple[str, ...] = ()   # for LogLine: words that must occur; empty tuple + wants_all_lines
     wants_all_lines = False
+    # its state describes one run: a log holding several appended runs gets a fresh instance at each run's start
+    # (engine/session.py _next_run), after it says what the previous run showed. The metric-series rules are
+    # per run by construction; a line rule whose finish() reads only its own state and ctx.run may set it
+    per_run = False
 
     def __init__(self, meta: RuleMeta):
         self.meta = meta

@@ -37,6 +37,10 @@ class Tracker:
         self.rows: dict[str, int] = {}   # rows that logged the part: one row has no "first -> last"
         self.saved: str | None = None    # last_model_checkpoint of ms-swift's closing logging.jsonl object
 
+    def new_run(self) -> None:
+        """Another run appended to the same log starts: the vitals are its numbers, not the previous run's."""
+        self.__init__()  # type: ignore[misc]
+
     def __call__(self, signal: Any) -> None:
         if not isinstance(signal, Metrics):
             return

@@ -16,7 +16,7 @@ from ..gate import WordGate
 from ..model import Finding, Role, Severity
 from ..registry import RuleMeta, load_catalog
 from ..rules import OUT_OF_RANGE, Rule, build_rule
-from ..signals import LogLine
+from ..signals import LogLine, Metrics
 from ..sources.swiftconfig import RunConfig
 from ..swift.fixcheck import check_finding
 from ..verdict import refine
@@ -28,12 +28,22 @@ class Session:
                  run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None):
         metas = list(load_catalog() if metas is None else metas)
         self.rules: list[Rule] = [build_rule(m) for m in metas]
+        # the rules over the metric series and the other per-run rules: built anew for each run appended to one log
+        # (see _next_run), so that no curve or finding joins two launches
+        self._series_rules = frozenset(id(r) for r in self.rules if r.per_run or (
+            Metrics in r.kinds and LogLine not in r.kinds and not r.meta.fallback))
         pool: dict[str, Any] = {}   # state the rules of this session share (one metric series)
         for r in self.rules:
             r.share(pool)
         self.state = RunState(run=run or RunConfig(), preflight=preflight, facts=dict(facts or {}),
                               console_metrics=console_metrics)
         self.observers: list = []   # callables also handed every non-line signal (the report's curves): never rules
+        self._earlier: list[Finding] = []   # series findings of the runs appended before the current one
+        self._runs_seen = 0
+        self._wire()
+
+    def _wire(self) -> None:
+        """Route each signal type to its rules and each trigger word to the line rules that hold it."""
         self._by_type: dict[type, list[Rule]] = {}
         self._all_line_rules: list[Rule] = []
         lit_rules: dict[str, list[Rule]] = {}
@@ -54,6 +64,36 @@ class Session:
         self.gate_words: frozenset[str] = frozenset(gate_words)
         self._gate = WordGate({w: tuple({id(r): r for r in lit_rules.get(w, ())}.values()) for w in gate_words})
         self._order = {id(r): i for i, r in enumerate(self.rules)}
+
+    def _next_run(self) -> None:
+        """A run appended to the same log starts: the per-run rules (the metric series, Rule.per_run) say what the
+        previous run showed (with that run's configuration), then start over; the observers that keep a run's numbers
+        (vitals, curves) too."""
+        old = [r for r in self.rules if id(r) in self._series_rules]
+        ended = self.state.at(self.state.run.runs.starts[-2])   # the configuration of the run that just ended
+        for r in old:
+            try:
+                self._earlier.extend(r.finish(ended))
+            except OUT_OF_RANGE:
+                pass
+        pool: dict[str, Any] = {}
+        fresh = {id(r): build_rule(r.meta) for r in old}
+        for r in fresh.values():
+            r.share(pool)
+        self.rules = [fresh.get(id(r), r) for r in self.rules]
+        self._series_rules = frozenset(id(r) for r in fresh.values())
+        self._wire()
+        for fn in self.observers:
+            restart = getattr(fn, "new_run", None)
+            if restart is not None:
+                restart()
+
+    def _check_run_start(self) -> None:
+        starts = self.state.run.runs.starts
+        if len(starts) != self._runs_seen:
+            self._runs_seen = len(starts)
+            if len(starts) > 1 and starts[-1].path == starts[-2].path:
+                self._next_run()
 
     # ------------------------------------------------------------------ what the chunk scanner may skip
     @property
@@ -77,6 +117,8 @@ class Session:
             r.feed(line)
         hits = None if state.run._dump_open else self._gate.hits(line.text)
         got = state.read(line, bool(hits))
+        if len(state.run.runs.starts) != self._runs_seen:
+            self._check_run_start()
         if got is not None:
             exc, row = got
             if exc is not None:
@@ -140,6 +182,7 @@ class Session:
         found: list[Finding] = []
         # three tiers: the rules, the fallback rules (with the rules' findings at hand), and the last-resort rules
         # that read how a log ends (with every other finding at hand: they speak only when nobody else did)
+        found.extend(self._earlier)
         for tier in (0, 1, 2):
             if tier:
                 state.findings = list(found)

@@ -41,3 +41,27 @@ def vitals_line(run: dict[str, Any]) -> str:
     v = run.get("vitals")
     summary = v.get("summary") if isinstance(v, dict) else None
     return summary if isinstance(summary, str) else ""
+
+
+def runs_lines(report: Any) -> list[str]:
+    """A folder of runs (doctor/analyze_runs.py): a heading and one line per run, newest first ('v3-20250101-120000
+    failed  step 12/100  GD101 error: <title>  action: relaunch'); [] for one run. Raw input-derived text: each
+    renderer escapes it its own way."""
+    rows = report.runs
+    if not rows:
+        return []
+    named = sum(1 for r in rows if not str(r.get("name", "")).startswith("("))
+    out = [f"{named} runs, each analyzed on its own (newest first):"]
+    for row in rows:
+        bits = [str(row.get("name")), str(row.get("status"))]
+        if row.get("steps") is not None:
+            bits.append(f"step {row['steps']}/{row['max_steps']}" if row.get("max_steps") else f"step {row['steps']}")
+        p = row.get("primary")
+        if p:
+            bits.append(f"{p['rule_id']} {p['severity']}: {p['title']}")
+        if row.get("action"):
+            bits.append(f"action: {row['action']}")
+        if row.get("note"):
+            bits.append(str(row["note"]))
+        out.append("  ".join(bits))
+    return out

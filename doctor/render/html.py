@@ -17,7 +17,7 @@ from typing import Any
 from .. import known
 from ..model import Report, Role, Severity
 from . import charts as charts_mod
-from . import run_line, vitals_line
+from . import run_line, runs_lines, vitals_line
 from .safe import clean, json_dumps
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
@@ -69,7 +69,11 @@ def render(report: Report, title: str = "grpo-doctor report") -> str:
     out.append(f'<p class="meta">{esc(head + (" · " + summary if summary else ""))}</p>')
     shown = ", ".join(i.path + (f" ({i.kind}: {i.note})" if i.note else f" ({i.kind})") for i in report.inputs)
     out.append(f'<p class="meta">inputs: {esc(shown)}</p>')
-    vit = vitals_line(report.run)
+    listed = runs_lines(report)
+    if listed:  # a folder of runs: one line per run, then each run's findings
+        out.append(f'<p>{esc(listed[0])}</p><ul class="runs">'
+                   + "".join(f"<li>{esc(line)}</li>" for line in listed[1:]) + "</ul>")
+    vit = vitals_line(report.run) if not listed else ""
     if vit and report.findings:  # with no finding it follows "No problem found." instead
         out.append(f'<p class="meta">vitals: {esc(vit)}</p>')
     out.append('<h2>Findings</h2>')

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import known
 from ..model import Evidence, Finding, Report
-from . import run_line, vitals_line
+from . import run_line, runs_lines, vitals_line
 from .paths import rel_path, run_base
 from .safe import md_code, md_fence, md_message, md_text
 
@@ -69,16 +69,16 @@ def launch_lines(run: dict[str, Any]) -> list[str]:
     return [line + " \\" for line in body[:-1]] + [body[-1]]
 
 
-def _launch(run: dict[str, Any]) -> list[str]:
+def _launch(run: dict[str, Any], whose: str = "") -> list[str]:
     lines = launch_lines(run)
     if not lines:
         return []
-    note = "Launch flags (as grpo-doctor read them from the command, args.json or the log):"
+    note = f"Launch flags ({whose}as grpo-doctor read them from the command, args.json or the log):"
     block = md_fence(lines)
     block[0] += "bash"
     if len(lines) <= LAUNCH_SHOWN:
         return [note, "", *block, ""]
-    return [f"<details><summary>Launch flags ({len(lines) - 1} lines, as grpo-doctor read them from the command, "
+    return [f"<details><summary>Launch flags ({whose}{len(lines) - 1} lines, as grpo-doctor read them from the command, "
             "args.json or the log)</summary>", "", *block, "", "</details>", ""]
 
 
@@ -86,14 +86,18 @@ def render(report: Report) -> str:
     out: list[str] = ["## grpo-doctor report", ""]
     summary = run_line(report.run)
     if summary:
-        out += ["Run: " + md_text(summary), ""]
-    vit = vitals_line(report.run)
+        out += [("Newest run: " if report.runs else "Run: ") + md_text(summary), ""]
+    listed = runs_lines(report)
+    if listed:  # a folder of runs: one line per run, then each run's findings
+        out += [md_text(listed[0]), ""] + [f"- {md_message(line)}" for line in listed[1:]] + [""]
+    vit = vitals_line(report.run) if not listed else ""
     if vit and report.findings:  # with no finding it ends "No problem found." below instead
         out += ["Vitals: " + md_text(vit), ""]
     base = run_base(report)
     if base not in (None, "", "."):
-        out += [f"Paths are relative to the run directory {md_code(os.path.basename(base) or base)}.", ""]
-    out += _launch(report.run)
+        where = "folder of runs" if report.runs else "run directory"
+        out += [f"Paths are relative to the {where} {md_code(os.path.basename(base) or base)}.", ""]
+    out += _launch(report.run, "the newest run's, " if report.runs else "")
     if not report.findings:
         out += ["No problem found." + (f" Vitals: {md_text(vit)}." if vit else ""), ""]
     for i, f in enumerate(report.findings, 1):

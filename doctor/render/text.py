@@ -15,7 +15,7 @@ from rich.text import Text
 
 from .. import known
 from ..model import Finding, Report, Role, Severity
-from . import run_line, vitals_line
+from . import run_line, runs_lines, vitals_line
 from .safe import clean
 
 
@@ -53,11 +53,16 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     head = "grpo-doctor " + report.tool_version
     summary = run_line(report.run)
     if summary:
-        head += " · " + summary
+        head += (" · newest run: " if report.runs else " · ") + summary
     out(f"[dim]{escape(head)}[/dim]")
     shown = (i.path + (f" (skipped: {i.note})" if i.note else "") for i in report.inputs)
     out(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
-    vit = vitals_line(report.run)
+    listed = runs_lines(report)
+    if listed:
+        out(f"[bold]{escape(listed[0])}[/bold]")
+        for line in listed[1:]:
+            out(escape(line), 2)
+    vit = vitals_line(report.run) if not listed else ""   # a folder of runs: each row says how far its run got
     if not report.findings:
         out("[bold green]No problem found.[/bold green]" + (f" Vitals: {escape(vit)}." if vit else ""))
         return _tidy(buf.getvalue())
@@ -67,8 +72,13 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     if spark and report.series:
         from .spark import lines_for
         sparks = lines_for(report.series)
+    section = None
     for i, f in enumerate(report.findings, 1):
         con.print()
+        if f.run is not None and f.run.name and f.run.name != section:  # a folder of runs: each run's findings
+            section = f.run.name
+            out(f"[bold]── run {escape(section)} ──[/bold]")
+            con.print()
         role = {Role.root: " [bold](first cause)[/bold]", Role.consequence: " [dim](consequence)[/dim]"}.get(f.role, "")
         extra = []
         if f.count > 1:

@@ -112,7 +112,9 @@ def _explicit_file(path: Path, display: str) -> Input:
     return Input(path, display, kind)
 
 
-def discover(paths: list[str]) -> list[Input]:
+def discover(paths: list[str], exclude: frozenset[Path] = frozenset()) -> list[Input]:
+    """The inputs under ``paths``; ``exclude``: folders not entered (the run folders of a folder of runs, read
+    on their own)."""
     found: list[Input] = []
     stdin_used = False
     for p in paths:
@@ -128,7 +130,7 @@ def discover(paths: list[str]) -> list[Input]:
         if path.is_dir():
             if path.name.startswith("checkpoint-") and is_checkpoint_dir(path):
                 found.append(Input(path, p, "checkpoint"))  # a checkpoint given itself: its facts, and its logs
-            found.extend(_walk(path, p))
+            found.extend(_walk(path, p, exclude))
         else:
             found.append(_explicit_file(path, p))
     found.sort(key=lambda i: _ORDER.get(i.kind, 9))
@@ -176,7 +178,7 @@ def _candidate(fp: Path, root: Path, display_root: str, kind: str | None = None)
     return kind, None
 
 
-def _walk(root: Path, display_root: str) -> list[Input]:
+def _walk(root: Path, display_root: str, exclude: frozenset[Path] = frozenset()) -> list[Input]:
     if not os.access(root, os.R_OK | os.X_OK):
         raise InputError(f"{display_root}: permission denied; make the directory readable")
     out: list[Input] = []
@@ -192,7 +194,7 @@ def _walk(root: Path, display_root: str) -> list[Input]:
             ckpts.extend(d / n for n in dirnames if CHECKPOINT_NAME.match(n) and not os.path.islink(d / n))
         # runs/ holds TensorBoard event files only (and images): entered for those
         dirnames[:] = sorted(n for n in dirnames if (n not in SKIP_DIRS or n == "runs") and not n.startswith("checkpoint-")
-                             and not n.startswith("global_step") and not n.startswith("."))
+                             and not n.startswith("global_step") and not n.startswith(".") and d / n not in exclude)
         for n in dirnames:  # os.walk does not descend into linked directories; name those that lead out
             if os.path.islink(d / n) and link_out(d / n, root):
                 skipped.append(_skip(d / n, root, display_root, "a symlinked directory out of the run directory, "

@@ -18,21 +18,30 @@ MAX_RUNS = 64  # arguments kept for this many runs; later starts are still count
 class RunSplit:
     starts: list[Where] = field(default_factory=list)
     args: list[dict[str, Any]] = field(default_factory=list)   # args of run i, for each run already ended
+    # the rest of run i's configuration (its typed flags, environment, launches), for each run already ended
+    parts: list[dict[str, Any]] = field(default_factory=list)
     _dump_seen: bool = False   # the current run has had its arguments dump
 
-    def start(self, where: Where, current_args: dict[str, Any], *, dump: bool) -> None:
-        """A launcher line (``dump`` False) or an arguments dump (True) at ``where``; ``current_args``: the
-        configuration read so far (the previous run's, when this starts a new one)."""
+    def start(self, where: Where, current_args: dict[str, Any], *, dump: bool,
+              current_parts: dict[str, Any] | None = None) -> bool:
+        """A launcher line (``dump`` False) or an arguments dump (True) at ``where``; ``current_args`` (and
+        ``current_parts``): the configuration read so far (the previous run's, when this starts a new one). True when
+        it starts another run in the same file as the previous one (the caller starts the new run's configuration
+        afresh)."""
         opens = not self.starts or self.starts[-1].path != where.path or (self._dump_seen or not dump)
         if dump and self.starts and not self._dump_seen and self.starts[-1].path == where.path:
             opens = False  # the dump of the run its launcher line opened
+        appended = False
         if opens:
             if self.starts and len(self.args) < MAX_RUNS:
                 self.args.append(dict(current_args))
+                self.parts.append(dict(current_parts or {}))
+            appended = bool(self.starts) and self.starts[-1].path == where.path
             self.starts.append(where)
             self._dump_seen = False
         if dump:
             self._dump_seen = True
+        return appended
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -52,6 +61,10 @@ class RunSplit:
         if index == len(self.starts) - 1:
             return current_args
         return self.args[index] if index < len(self.args) else None
+
+    def parts_of(self, index: int) -> dict[str, Any] | None:
+        """The typed flags, environment and launches of an ended run (``RunConfig.split_parts``); None when not kept."""
+        return self.parts[index] if index < len(self.parts) else None
 
     def span(self, index: int) -> tuple[str, int, int | None]:
         """(path, first line, last line or None for the last run of its file)."""

@@ -166,7 +166,23 @@ class RunConfig:
         i = self.runs.index_of(where)
         if i is None or i == len(self.runs) - 1:
             return self
-        return replace(self, args=self.runs.args_of(i, self.args) or {})
+        parts = self.runs.parts_of(i) or {}
+        return replace(self, args=self.runs.args_of(i, self.args) or {}, **parts)
+
+    def _parts(self) -> dict[str, Any]:
+        """What belongs to one launch besides its resolved arguments: kept for each ended run of an appended log."""
+        return {"cli": dict(self.cli), "env": dict(self.env), "provenance": dict(self.provenance),
+                "launches": list(self.launches)}
+
+    def _start_run(self, where: Where, *, dump: bool) -> None:
+        """A run starts at ``where``; another run in the same log starts its configuration afresh (only what the
+        run folder's args.json said stays: the folder's run is the last one), so no flag of one launch is read as
+        another's."""
+        if self.runs.start(where, self.args, dump=dump, current_parts=self._parts()):
+            kept = {k for k, src in self.provenance.items() if src == "args.json"}
+            self.args = {k: v for k, v in self.args.items() if k in kept}
+            self.provenance = {k: "args.json" for k in kept}
+            self.cli, self.env, self.launches = {}, {}, []
 
     # ---------------------------------------------------------------- log lines
     def feed(self, line: LogLine) -> None:
@@ -191,7 +207,7 @@ class RunConfig:
             return
         if "args: " in text and text.rstrip().endswith("("):
             if _DUMP_START.search(text.rstrip()):
-                self.runs.start(line.where, self.args, dump=True)
+                self._start_run(line.where, dump=True)
                 self._dump_open = True
                 self._dump_class = None
                 return
@@ -201,7 +217,7 @@ class RunConfig:
             for k, v in self._yaml.feed(text, line.where.path, line.where.line).items():
                 self.set_arg(k, v, "command")  # a pasted recipe: what the user wrote, weaker than a dump
         if text.startswith("run sh: "):
-            self.runs.start(line.where, self.args, dump=False)
+            self._start_run(line.where, dump=False)
             body = text[len("run sh: "):].strip().strip("`")
             self.add_command(body, "launcher")
             return

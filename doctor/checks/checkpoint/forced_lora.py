@@ -34,6 +34,7 @@ def _is_lora(v: Any) -> bool:
 
 class ForcedLora(Rule):
     kinds = frozenset({LogLine})
+    per_run = True   # the load_args line and the LoRA config of one launch, never of two
     literals = ("Successfully loaded", "model_parameter_info:", "lora_config: LoraConfig(", "rank: ",
                 "Saving model checkpoint to", "last_model_checkpoint:")
 
