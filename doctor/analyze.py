@@ -18,8 +18,9 @@ from .selectors import Selection, resolve
 from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
+from .sources.compressed import suffix_codec
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
-from .sources.safeio import read_head
+from .sources.safeio import head_text
 from .swift.terms import in_terms
 from .vitals import Tracker, vitals
 
@@ -45,7 +46,7 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
                    scan_options: dict | None = None, series: bool = False) -> Report:
     """One run's report from its discovered inputs."""
     # the first log, when big: its scanning child starts now, while the catalog loads (see scan.start_early)
-    big = next((i for i in inputs if i.kind == "log" and i.path is not None), None)
+    big = next((i for i in inputs if i.kind == "log" and i.path is not None and not suffix_codec(i.path.name)), None)
     if big is not None and not scan.big_enough(big.path):
         big = None
     early = scan.start_early(big.path) if big is not None and scan_options is None else None
@@ -104,6 +105,7 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
     findings = prov.annotate(findings)
     # the fixes in the terms of the framework that ran (doctor/swift/terms.py): no ms-swift flag for a trl user
     findings = in_terms(findings, framework["framework"])
+    notes.update(session.input_notes)
     infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs]
     run = session.run.summary()
     run.update(framework)
@@ -133,8 +135,8 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
     for inp in (inputs or [])[:8]:  # the head of each log: banners and the launch line come first
         if inp.kind == "log" and inp.path is not None:
             try:
-                heads.extend(read_head(inp.path, HEAD_BYTES).decode("utf-8", "replace").splitlines()[:400])
-            except OSError:
+                heads.extend(head_text(inp.path, HEAD_BYTES).splitlines()[:400])
+            except (OSError, EOFError):
                 pass
     rc = session.run
     name, version, recipe, source = session.state.framework(heads)

@@ -175,6 +175,33 @@ class WordGate(Generic[T]):
                             seen.setdefault(id(x), x)
                 self._closure[w] = tuple(seen.values())
 
+    def substitute(self, new: dict[int, T]) -> None:
+        """Each payload ``x`` with ``id(x)`` in ``new`` replaced by ``new[id(x)]``, the words and their pattern kept
+        (no recompiling: a rule rebuilt for the next run of a log takes its predecessor's place)."""
+        def sub(p: tuple[T, ...]) -> tuple[T, ...]:
+            return tuple(new.get(id(x), x) for x in p)
+        index = self._holders()
+        for old_id, x in new.items():
+            where = index.pop(old_id, ())
+            index[id(x)] = where
+            for table, key in where:
+                target = self.words if table == 0 else (self._payload if table == 1 else self._closure)
+                target[key] = sub(target[key])  # type: ignore[index]
+
+    def _holders(self) -> dict[int, list[tuple[int, Any]]]:
+        """id of a payload -> the entries holding it ((0, word) in words, (1, i) in the hyperscan payloads, (2, word)
+        in the closure): built at the first substitute, kept up to date by it."""
+        if getattr(self, "_index", None) is None:
+            index: dict[int, list[tuple[int, Any]]] = {}
+            tables: list[tuple[int, Any]] = [(0, self.words)]
+            tables.append((1, dict(enumerate(self._payload))) if self.engine == "hyperscan" else (2, self._closure))
+            for table, entries in tables:
+                for key, p in entries.items():
+                    for x in p:
+                        index.setdefault(id(x), []).append((table, key))
+            self._index = index
+        return self._index
+
     def hits(self, text: str) -> list[tuple[T, ...]]:
         if self.engine == "hyperscan":
             out: list[tuple[T, ...]] = []

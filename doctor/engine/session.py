@@ -39,6 +39,7 @@ class Session:
                               console_metrics=console_metrics)
         self.observers: list = []   # callables also handed every non-line signal (the report's curves): never rules
         self._earlier: list[Finding] = []   # series findings of the runs appended before the current one
+        self.input_notes: dict[str, str] = {}   # an input read only in part (a compressed log cut short): why
         self._runs_seen = 0
         self._wire()
 
@@ -78,11 +79,17 @@ class Session:
                 pass
         pool: dict[str, Any] = {}
         fresh = {id(r): build_rule(r.meta) for r in old}
-        for r in fresh.values():
+        for r in fresh.values():   # in catalog order, as at the start: the same rule adds the rows to the series
             r.share(pool)
+        # each new rule takes its predecessor's place in every route (the word gate is not rebuilt: a log of
+        # thousands of appended runs costs a rule rebuild per run, nothing more)
         self.rules = [fresh.get(id(r), r) for r in self.rules]
+        self._by_type = {k: [fresh.get(id(r), r) for r in rs] for k, rs in self._by_type.items()}
+        self._all_line_rules = [fresh.get(id(r), r) for r in self._all_line_rules]
+        self._lit_rules = {w: [fresh.get(id(r), r) for r in rs] for w, rs in self._lit_rules.items()}
+        self._gate.substitute(fresh)
+        self._order = {id(r): i for i, r in enumerate(self.rules)}
         self._series_rules = frozenset(id(r) for r in fresh.values())
-        self._wire()
         for fn in self.observers:
             restart = getattr(fn, "new_run", None)
             if restart is not None:

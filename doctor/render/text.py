@@ -55,7 +55,8 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     if summary:
         head += (" · newest run: " if report.runs else " · ") + summary
     out(f"[dim]{escape(head)}[/dim]")
-    shown = (i.path + (f" (skipped: {i.note})" if i.note else "") for i in report.inputs)
+    shown = (i.path + (f" ({'skipped' if i.kind == 'skipped' else i.kind}: {i.note})" if i.note else "")
+             for i in report.inputs)
     out(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
     listed = runs_lines(report)
     if listed:

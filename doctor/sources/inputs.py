@@ -20,6 +20,7 @@ from typing import BinaryIO
 from ..model import InputInfo
 from ..signals import Completions, GpuSnapshot, Metrics, Where
 from .checkpoint import CHECKPOINT_NAME, checkpoint_order, is_checkpoint_dir
+from .compressed import READABLE, CompressionError, codec_of, damage, decompressing, is_decompressing, suffix_codec
 from .kinds import (  # noqa: F401
     LOG_NAMES,
     LOG_SUFFIXES,
@@ -98,6 +99,16 @@ def _explicit_file(path: Path, display: str) -> Input:
         raise InputError(f"{display}: cannot read ({e.strerror}); check the path") from None
     if st.st_size == 0:
         raise InputError(f"{display}: the file is empty; pass the console log of the run (or - and paste it)")
+    codec = codec_of(head)
+    if codec is not None:   # a compressed log (sources/compressed.py): what it holds comes from its name
+        if codec not in READABLE:
+            try:
+                decompressing(io.BytesIO(head), codec, display)
+            except CompressionError as e:
+                raise InputError(str(e)) from None
+        packed = suffix_codec(path.name)
+        inner = classify(path.with_name(packed[1])) if packed else None
+        return Input(path, display, inner if inner in ("metrics", "completions") else "log")
     if looks_binary(head):
         raise InputError(f"{display}: looks like a binary file, not a log; pass the console log, logging.jsonl "
                          "or the run directory")
@@ -162,6 +173,8 @@ def _candidate(fp: Path, root: Path, display_root: str, kind: str | None = None)
         return None, None
     if not os.access(fp, os.R_OK):
         return None, _skip(fp, root, display_root, "permission denied")
+    if kind == "log" and suffix_codec(fp.name) is not None:
+        return kind, None   # decompressed when read (open_input); its raw bytes are no text to sniff
     if kind == "log":
         try:
             with open_regular(fp, root=root) as f:
@@ -288,10 +301,15 @@ def _display(fp: Path, root: Path, display_root: str) -> str:
 
 
 def open_input(inp: Input) -> BinaryIO:
-    if inp.path is None:
-        return sys.stdin.buffer
+    """The input's bytes: a compressed file or standard input decompressed as it is read (sources/compressed.py)."""
     try:
-        return open_regular(inp.path)
+        stream = sys.stdin.buffer if inp.path is None else open_regular(inp.path)
+        codec = codec_of(stream.peek(8)[:8]) if hasattr(stream, "peek") else None
+        if codec is not None:
+            return decompressing(stream, codec, inp.display)  # type: ignore[return-value]
+        return stream
+    except CompressionError as e:
+        raise InputError(str(e)) from None
     except NotRegular as e:
         raise InputError(f"{inp.display}: {e.what}; pass a regular file") from None
     except PermissionError:
@@ -359,7 +377,8 @@ def _read_upto(stream: BinaryIO, limit: int) -> bytes:
 def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int]) -> BinaryIO | None:
     """A small log whose every line a paste indented, or whose lines a terminal hard-wrapped, is fed here put back
     in its printed lines (None returned); any other log comes back as a stream positioned at its start."""
-    if inp.path is not None:
+    plain = inp.path is not None and not is_decompressing(stream)
+    if plain:
         try:
             if os.fstat(stream.fileno()).st_size > MAX_REFLOW:
                 return stream
@@ -368,7 +387,7 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
     data = _read_upto(stream, MAX_REFLOW + 1)
     plan = needs_reflow(data) if len(data) <= MAX_REFLOW else None
     if plan is None:
-        if inp.path is not None:
+        if plain:
             stream.seek(0)
             return stream
         if len(data) <= MAX_REFLOW:  # the whole input was read (a terminal gives its end once: never read again)
@@ -422,8 +441,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
             log = _reflow_or_rewind(inp, stream, session, counter)
             if log is None:
                 pass  # a paste read whole and fed as its program printed it (sources/reflow.py)
-            elif inp.path is not None and not (opts := dict(scan_options or {})).pop("lines", False) and \
-                    scan.usable(session, log):
+            elif inp.path is not None and not is_decompressing(stream) and \
+                    not (opts := dict(scan_options or {})).pop("lines", False) and scan.usable(session, log):
                 scan.scan_file(session, inp.display, log, counter, **opts)
             else:
                 session.begin_log(inp.display)
@@ -454,5 +473,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
     except OSError as e:
         raise InputError(f"{inp.display}: read failed ({e.strerror})") from None
     finally:
+        why = damage(stream)
+        if why:
+            session.input_notes[inp.display] = why
         if inp.path is not None:
             stream.close()

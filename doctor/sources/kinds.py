@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .compressed import suffix_codec
 from .safeio import open_regular
 
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
@@ -22,6 +23,10 @@ _LOG_MARKS = ("Traceback", "[INFO:swift]", "[WARNING:swift]", "run sh:", "Train:
 def classify(path: Path) -> str | None:
     name = path.name
     low = name.lower()
+    packed = suffix_codec(name)
+    if packed is not None:   # train.log.gz, logging.jsonl.gz: what the name without the suffix is (sources/compressed.py)
+        inner = classify(path.with_name(packed[1]))
+        return inner if inner in ("log", "metrics", "completions") else None
     if low == "logging.jsonl":
         return "metrics"
     if low == "completions.jsonl":

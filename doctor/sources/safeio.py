@@ -101,6 +101,19 @@ def read_head(path: str | os.PathLike, limit: int, *, root: str | os.PathLike | 
         return f.read(limit)
 
 
+def head_text(path: str | os.PathLike, limit: int) -> str:
+    """The first ``limit`` bytes of a log as text, decompressed when the file is compressed (sources/compressed.py)."""
+    from .compressed import READABLE, CompressionError, codec_of, decompressing  # noqa: PLC0415
+    with open_regular(path) as f:
+        codec = codec_of(f.peek(8)[:8])
+        if codec in READABLE:
+            try:
+                return decompressing(f, codec, str(path)).read(limit).decode("utf-8", "replace")
+            except CompressionError:
+                return ""   # said once, by the reader of the log itself
+        return f.read(limit).decode("utf-8", "replace")
+
+
 def regular_size(path: str | os.PathLike) -> int | None:
     """The size of a regular file (links followed), None for anything else or an error."""
     try:

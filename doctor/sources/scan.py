@@ -386,7 +386,7 @@ def usable(session, stream: BinaryIO) -> bool:
         return False
     try:
         return stream.seekable() and os.path.isfile(getattr(stream, "name", "") or "")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):   # a stream with no seekable(): read line by line
         return False
 
 
