@@ -186,9 +186,20 @@ def test_cli_bad_input_is_one_line(tmp_path):
 
 
 def test_fail_on_warning(tmp_path):
-    d = full_checkpoint(tmp_path / "checkpoint-2", optimizer_factor=2.0)
+    # optimizer states 4x fp16 weights: AdamW's moments kept in float32, twice what a resumable checkpoint holds
+    d = full_checkpoint(tmp_path / "checkpoint-2", optimizer_factor=4.0)
     assert cli("check-ckpt", str(d)).returncode == 0  # a bloat warning only
-    assert cli("check-ckpt", str(d), "--fail-on", "warning").returncode == 1
+    p = cli("check-ckpt", str(d), "--fail-on", "warning")
+    assert p.returncode == 1 and b"optimizer states 4.0x the weights, above the 2x of AdamW" in p.stdout
+
+
+def test_usual_optimizer_states_are_information_not_a_warning(tmp_path):
+    """A default full checkpoint (AdamW's two moments in the weights' dtype, 2x the weights) is what a resumable
+    checkpoint holds: said once as information with the disk-saving fix, never a warning at every save."""
+    d = full_checkpoint(tmp_path / "checkpoint-2", optimizer_factor=2.0)
+    p = cli("check-ckpt", str(d), "--fail-on", "warning")
+    assert p.returncode == 0
+    assert b"nothing is abnormal for what it holds" in p.stdout and b"--save_only_model true" in p.stdout
 
 
 def test_dangling_last_checkpoint_link(tmp_path):
