@@ -71,6 +71,7 @@ class Oom:
     requested: float
     free: float
     total: float | None = None
+    allowed: float | None = None   # a per-process cap torch printed ("<size> allowed;")
 
     @property
     def ample(self) -> bool:
@@ -110,6 +111,7 @@ class RunFacts:
 
 _ALLOC = re.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|bytes)", re.I)
 _FREE = re.compile(r"(?:of which ([\d.]+) ?([KMGT]i?B|bytes) (?:is )?free|;\s*([\d.]+) ?([KMGT]i?B) free)", re.I)
+_CAP = re.compile(r"([\d.]+) ?([KMGT]i?B) allowed;")   # c10/cuda/CUDACachingAllocator.cpp allowed_info
 _TOTAL = re.compile(r"(?:total capacity of ([\d.]+) ?([KMGT]i?B)|([\d.]+) ?([KMGT]i?B) total capacity)", re.I)
 _UNIT = {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0, "b": 1 / GIB}
 
@@ -127,7 +129,8 @@ def read_oom(text: str) -> Oom | None:
         free = _gib(f.group(1), f.group(2)) if f.group(1) else _gib(f.group(3), f.group(4))
         t = _TOTAL.search(text)
         total = None if t is None else _gib(t.group(1), t.group(2)) if t.group(1) else _gib(t.group(3), t.group(4))
-        return Oom(_gib(a.group(1), a.group(2)), free, total)
+        cap = _CAP.search(text)
+        return Oom(_gib(a.group(1), a.group(2)), free, total, _gib(cap.group(1), cap.group(2)) if cap else None)
     except (ValueError, KeyError):
         return None
 
@@ -294,6 +297,9 @@ def _judge_memory(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
     said = (f"The error itself reports {o.free:.2f} GiB free{of} on that GPU against {o.requested:.2f} GiB requested: "
             "not a plain shortage of memory, but fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), a "
             "per-process memory limit, or another process taking the memory at that moment.")
+    if o.allowed is not None:   # torch printed the cap: it is the limit, no guess among the three
+        said = (f"The error itself reports {o.free:.2f} GiB free{of} on that GPU against {o.requested:.2f} GiB "
+                f"requested, and a per-process cap of {o.allowed:.2f} GiB: the process reached its cap, not the card.")
     if sentence.startswith("Out of"):  # the lead of an OOM finding: where it failed stays, the shortage goes
         return Verdict(why, "A CUDA allocation failed" + sentence[c.end:] + " " + said)
     return Verdict(why, said)

@@ -61,8 +61,9 @@ def _parts(f: Facts, oom: dict[str, Any]) -> list[tuple[str, str, float, str]]:
     return parts
 
 
-def account(f: Facts, oom: dict[str, Any]) -> tuple[str, str | None]:
-    """(the account sentence, the key of its largest part or None)."""
+def account(f: Facts, oom: dict[str, Any], limited: bool = False) -> tuple[str, str | None]:
+    """(the account sentence, the key of its largest part or None). ``limited``: a cap or other processes limited
+    the allocation (_limits.py), so the tensors are not said to exceed the card."""
     held, total, req = oom.get("by_torch"), oom.get("total"), oom.get("alloc")
     if not held or not total:
         return "", None
@@ -91,6 +92,8 @@ def account(f: Facts, oom: dict[str, Any]) -> tuple[str, str | None]:
             return text + f" The training state alone exceeds the {fmt_gib(total)} card: sharding it (ZeRO-3) or " \
                           "training LoRA comes first.", big[0]
         return text + f" The largest part is the {big[1].split(' (')[0]}: its levers come first.", big[0]
+    if limited:
+        return text, None
     text += (" In a GRPO training process those tensors are the model's weights, gradients and optimizer states, the "
              "activations and logits of the batch of completions and, with a colocated vLLM engine, vLLM's weights and "
              "KV cache: together they exceed the card (the model size and flags that would split this are not in the "

@@ -13,6 +13,7 @@ from ...swift.planner import as_number
 from .._numbers import ASSUMED, READ, mark
 from ..fallback.exceptions import describe_frame
 from ._account import account, order
+from ._limits import limits
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._oom import Side, is_oom, parse_oom, side_of
@@ -110,6 +111,10 @@ class OomRule(PatternRule):
             oom = {**oom, **parse_oom(_continued(best_hit.evidence, ctx))}  # a message hard-wrapped by the terminal
         nums = numbers_line(oom, ranks)
         where = _ranks_text(ranks, count)
+        # a cap or other processes: the limit, said and fixed first (_limits.py)
+        limit_text = text if ("allowed;" in text or "this process has" in text) else \
+            text + " " + _continued(best_hit.evidence, ctx)
+        limited, limit_fix, limit_last = limits(limit_text, oom, server_mode=f.mode == "server")
         if self.want == "training":
             stage = best_side.stage
             msg = (f"Out of GPU memory in the training process{where}"
@@ -118,10 +123,12 @@ class OomRule(PatternRule):
                 msg += " " + nums
             if f.colocate:
                 msg += f" The colocated vLLM engine shares this GPU (vllm_gpu_memory_utilization {f.util_text()})."
-            acct, big = account(f, oom)  # where the memory went (_account.py), and the fixes ordered by it
+            acct, big = account(f, oom, limited=bool(limited))  # where the memory went (_account.py), and the fixes ordered by it
             if acct:
                 msg += " " + acct
-            fix = order(training_ladder(f, oom), big, oom)
+            if limited:
+                msg += " " + limited
+            fix = limit_fix + order(training_ladder(f, oom), big, oom) + limit_last
             gather = [fr for fr in frames_all if "zero/partition_parameters.py" in fr.path.replace(chr(92), "/")
                       and "gather" in fr.func.lower()]
             if gather:
@@ -152,7 +159,10 @@ class OomRule(PatternRule):
                 msg += " " + nums
             if not server and f.colocate:
                 msg += " " + colocate_context(f)
-            fix = server_ladder(f, oom) if server else vllm_ladder(f, oom.get("total"), stage, text)
+            if limited:
+                msg += " " + limited
+            fix = limit_fix + (server_ladder(f, oom) if server else vllm_ladder(f, oom.get("total"), stage, text)) \
+                + limit_last
             if best_side.stage == "weight sync to vLLM" and f.framework == "swift" and f.has("move_model_batches") \
                     and not any("move_model_batches" in x for x in fix):
                 fix.insert(0, "--move_model_batches 8 (or more): sync the weights to vLLM in batches of layers "

@@ -1,0 +1,75 @@
+"""What limited an out-of-memory allocation when it was not the work itself, read from torch's own message
+(c10/cuda/CUDACachingAllocator.cpp, torch 2.1+): a per-process cap (``"<size> allowed; "``, printed only when
+``torch.cuda.set_per_process_memory_fraction`` set one) and memory other processes hold on the same GPU
+(``reportProcessMemoryInfo``: ``"Process <pid> has <size> memory in use. "`` for each other process and ``"Including
+non-PyTorch memory, this process has <size> memory in use. "`` for this one; torch before that split printed every
+process, this one included, as ``Process <pid>``, so other processes are named only when this process's own line is
+there).
+
+The first fix is then the limit itself: the cap, or the other processes; the work's levers come after.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._facts import fmt_gib, gib
+
+_ALLOWED = re.compile(r"(?P<v>[\d.]+) (?P<u>[KMGT]i?B) allowed;")
+SIGNIFICANT = 0.5   # GiB held by other processes worth naming (a CUDA context alone is ~0.3-0.6 GiB)
+
+
+def read_limits(text: str, oom: dict[str, Any]) -> dict[str, Any]:
+    """``allowed`` (GiB) when a cap was printed; ``others``: [(pid, GiB)] of other processes when the message tells
+    them apart from this one."""
+    out: dict[str, Any] = {}
+    m = _ALLOWED.search(text)
+    if m:
+        out["allowed"] = gib(m.group("v"), m.group("u"))
+    total = oom.get("total")
+    if "this process has" in text and oom.get("procs"):
+        others = [(pid, g) for pid, g in oom["procs"] if g is not None and (not total or g <= total)]
+        if others:
+            out["others"] = others
+    return out
+
+
+def limits(text: str, oom: dict[str, Any], *, server_mode: bool = False) -> tuple[str, list[str], list[str]]:
+    """(sentences for the message, fixes that come first, fixes that come last) when a cap or other processes
+    limited the allocation; ("", [], []) otherwise. Other processes' memory is a first fix when freeing it makes the
+    request fit or it is a tenth of the card; a last one otherwise."""
+    lim = read_limits(text, oom)
+    total, free, req, gpu = oom.get("total"), oom.get("free"), oom.get("alloc"), oom.get("gpu")
+    card = f"GPU {gpu}" if gpu is not None else "the GPU"
+    said: list[str] = []
+    fixes: list[str] = []
+    later: list[str] = []
+    allowed = lim.get("allowed")
+    if allowed is not None:
+        share = f" ({allowed / total:.0%} of the card's {fmt_gib(total)})" if total else ""
+        room = free is not None and req is not None and free >= req
+        said.append(f"This process is capped at {fmt_gib(allowed)}{share} by a per-process memory fraction "
+                    f"(torch.cuda.set_per_process_memory_fraction, called by the code or an option that sets it)"
+                    + (f", and {fmt_gib(free)} of the card were still free: the cap, not the card, is the limit."
+                       if room else "; the card itself had only " + (f"{fmt_gib(free)} free." if free is not None
+                                                                      else "little free.")))
+        fixes.append(f"Raise or remove the per-process memory fraction (the cap is {fmt_gib(allowed)}"
+                     + (f", the card has {fmt_gib(total)}" if total else "") + "): find the "
+                     "torch.cuda.set_per_process_memory_fraction call, or the option of the framework that sets it.")
+    others = lim.get("others") or []
+    held = sum(g for _, g in others)
+    if held >= SIGNIFICANT:
+        named = ", ".join(f"process {pid} {fmt_gib(g)}" for pid, g in others[:6]) + (" ..." if len(others) > 6 else "")
+        fit = free is not None and req is not None and free < req <= free + held
+        said.append(f"Other processes hold {fmt_gib(held)} of {card} ({named})"
+                    + (f": without them the {fmt_gib(req)} requested would have fit ({fmt_gib(free)} free)."
+                       if fit else "."))
+        pids = ", ".join(str(pid) for pid, _ in others[:6])
+        weighty = fit or (total is not None and held >= 0.1 * total)
+        (fixes if weighty else later).append(f"Free {card}: process{'es' if len(others) > 1 else ''} {pids} hold{'' if len(others) > 1 else 's'} "
+                     f"{fmt_gib(held)} (a previous run that did not exit, a notebook, another job: `nvidia-smi "
+                     f"--query-compute-apps=pid,used_memory --format=csv` lists them), or run on a GPU no other process "
+                     f"uses (CUDA_VISIBLE_DEVICES)."
+                     + (" If one of them is this run's vLLM rollout server, give the server and the trainer separate "
+                        "GPUs." if server_mode else ""))
+    return " ".join(said), fixes, later
