@@ -13,9 +13,9 @@ from ...swift.planner import as_number
 from .._numbers import ASSUMED, READ, mark
 from ..fallback.exceptions import describe_frame
 from ._account import account, order
-from ._limits import limits
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
+from ._limits import limits
 from ._oom import Side, is_oom, parse_oom, side_of
 
 
