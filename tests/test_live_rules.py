@@ -116,6 +116,28 @@ def test_gpu_memory_near_full_needs_three_samples():
     assert "79.9 GiB of 80.0 GiB" in f.message and "0.9" in f.fix[0]
 
 
+def _near_full(command: str | None):
+    s = _session_with("GD502")
+    if command:
+        s.run.add_command(command)
+    for t in range(3):
+        s.emit(GpuTick(t, (Gpu(0, 50.0, int(79.9 * GIB), 80 * GIB),)))
+    f, = _finish(s, "GD502")
+    return f
+
+
+def test_gpu_memory_near_full_blames_vllm_only_in_runs_with_vllm():
+    """A run without vLLM (trl's default use_vllm False, said on the command line) gets the training levers alone;
+    a run that does not say gets them first and vLLM's as a condition (before, vLLM's levers came first always)."""
+    no_vllm = _near_full("swift rlhf --rlhf_type grpo --use_vllm false --per_device_train_batch_size 8")
+    assert not any("vllm" in line.lower() for line in no_vllm.fix)
+    assert no_vllm.fix[0].startswith("Training: --deepspeed zero3")
+    unknown = _near_full(None)
+    assert unknown.fix[0].startswith("Training:") and unknown.fix[-1].startswith("If vLLM is colocated")
+    colocate = _near_full("swift rlhf --rlhf_type grpo --use_vllm true --vllm_mode colocate")
+    assert colocate.fix[0].startswith("Colocated vLLM: lower --vllm_gpu_memory_utilization")
+
+
 def test_disk_too_small_for_next_checkpoint():
     s = _session_with("GD906")
     s.emit(DiskTick(1, "/out", 20 * GIB, 15 * GIB, "size of the last checkpoint"))

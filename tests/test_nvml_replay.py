@@ -82,3 +82,43 @@ def test_sample_nvml_maps_the_real_answers(name, monkeypatch):
     for f in ("name", "uuid", "mem_used_mib", "mem_total_mib", "util_pct", "temp_c", "power_w", "power_cap_w",
               "throttle_reasons", "ecc_volatile_uncorrected", "retired_pending"):
         assert getattr(g, f) == getattr(j, f), f
+
+
+H200 = Path(__file__).resolve().parent.parent / "fixtures" / "gpu" / "h200-idle"
+
+
+def _h200(with_v2: bool) -> types.ModuleType:
+    """The idle H200's real answers (fixtures/gpu/h200-idle): v1 from its NVML dump, v2 from what nvidia-smi -q
+    showed beside it (Used 0 MiB, Reserved 616 MiB, Total 143771 MiB)."""
+    m = replay(json.loads((H200 / "nvml.json").read_text()))
+    v1 = m.nvmlDeviceGetMemoryInfo
+    if with_v2:
+        m.nvmlMemory_v2 = 0x02000028
+        v2 = types.SimpleNamespace(used=0, reserved=616 * 2 ** 20, total=150754820096,
+                                   free=150754820096 - 616 * 2 ** 20)
+        m.nvmlDeviceGetMemoryInfo = lambda h, version=None: v2 if version == m.nvmlMemory_v2 else v1(h)
+    return m
+
+
+def test_used_memory_is_what_nvidia_smi_reports(monkeypatch):
+    smi = (H200 / "nvidia-smi-q.txt").read_text()
+    assert "Reserved                                       : 616 MiB" in smi
+    assert "Used                                           : 0 MiB" in smi
+    monkeypatch.setitem(sys.modules, "pynvml", _h200(with_v2=True))
+    g, = gpu_src.sample_nvml()
+    assert g.mem_used_mib == 0 and g.mem_total_mib == pytest.approx(143771.0)   # nvidia-smi: 0 / 143771 MiB
+    from doctor.live.integrations import _nvml_fallback, gpu_samples
+    live, = gpu_samples()   # watch's samples: the same figure
+    assert live.mem_used == 0
+    fallback, = _nvml_fallback()
+    assert fallback.mem_used == 0
+    # a binding without the v2 structure: the v1 figure (615 MiB, the driver's reserve counted as used)
+    monkeypatch.setitem(sys.modules, "pynvml", _h200(with_v2=False))
+    g, = gpu_src.sample_nvml()
+    assert g.mem_used_mib == pytest.approx(644939776 / 2 ** 20)
+
+
+def test_the_projects_nvml_dump_is_a_gpu_input_of_analyze():
+    from doctor.analyze import analyze
+    rep = analyze([str(H200 / "nvml.json")])
+    assert [i.kind for i in rep.inputs] == ["gpu"] and rep.findings == []

@@ -13,6 +13,7 @@ from typing import Any
 from ..checks._units import GIB
 from ..live.say import say
 from ..signals import Gpu
+from ..sources.gpu_nvml import memory_info
 
 _warned: set[str] = set()
 
@@ -65,7 +66,9 @@ def _nvml_fallback() -> list[Gpu] | None:
     try:
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            mem = memory_info(pynvml, h)
+            if mem is None:
+                continue
             try:
                 util = float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu)
             except Exception:  # noqa: BLE001

@@ -13,6 +13,7 @@ def _unsupported(v) -> bool:
 
 def parse_nvml_json(text: str, where: str = "<json>") -> list[GpuSample]:
     """The raw pynvml dump of tools/nvml_dump.py: {"driver", "gpus": [{index, name, uuid, memory{used,total} (bytes),
+    memory_v2{used,reserved,total} (bytes; preferred when there),
     utilization{gpu,memory}, temperature, power_mw, power_limit_mw, throttle_reasons (bits), ecc_uncorrected_volatile,
     retired_pages_pending, processes[{pid, used}]}]}; "unsupported: ..." strings become None."""
     try:
@@ -26,7 +27,10 @@ def parse_nvml_json(text: str, where: str = "<json>") -> list[GpuSample]:
             for k in path:
                 v = v.get(k) if isinstance(v, dict) else None
             return None if v is None or _unsupported(v) else v
-        mem_u, mem_t = val("memory", "used"), val("memory", "total")
+        # memory_v2 (dumps from this release on): used without the driver's reserved memory, as nvidia-smi shows it
+        mem_u, mem_t = val("memory_v2", "used"), val("memory_v2", "total")
+        if mem_u is None or mem_t is None:
+            mem_u, mem_t = val("memory", "used"), val("memory", "total")
         bits = val("throttle_reasons")
         procs = val("processes")
         pend = val("retired_pages_pending")
@@ -95,11 +99,24 @@ def _s(v) -> str | None:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def memory_info(nv, h):
+    """The device's memory as nvidia-smi reports it: NVML's v2 structure, whose ``used`` leaves out the memory the
+    driver reserves (nvidia-smi -q shows it apart as "Reserved"; on an idle H200 the v1 ``used`` is 616 MiB where
+    nvidia-smi says 0); the v1 structure on drivers and bindings without v2. None when NVML refuses both."""
+    v2 = getattr(nv, "nvmlMemory_v2", None)
+    if v2 is not None:
+        try:
+            return nv.nvmlDeviceGetMemoryInfo(h, version=v2)
+        except Exception:  # noqa: BLE001 - NVMLError_FunctionNotFound (old driver), a binding without version=
+            pass
+    return _try(nv.nvmlDeviceGetMemoryInfo, h)
+
+
 def _nvml_one(nv, i: int) -> GpuSample:
     h = _try(nv.nvmlDeviceGetHandleByIndex, i)
     if h is None:
         return GpuSample(index=i, error="Unknown Error", source="nvml")
-    mem = _try(nv.nvmlDeviceGetMemoryInfo, h)
+    mem = memory_info(nv, h)
     util = _try(nv.nvmlDeviceGetUtilizationRates, h)
     temp = _try(nv.nvmlDeviceGetTemperature, h, 0)  # NVML_TEMPERATURE_GPU
     power = _try(nv.nvmlDeviceGetPowerUsage, h)

@@ -68,7 +68,7 @@ def gpu_kind(path: Path, head: bytes, size: int) -> bool:
     if size > GPU_MAX:
         return False
     from .gpu import sniff
-    if sniff(head.decode("utf-8", errors="replace")) in (None, "nvml-json"):
+    if sniff(head.decode("utf-8", errors="replace")) is None:
         return False
     try:
         with open_regular(path) as f:
