@@ -56,6 +56,8 @@ def analyze(
     quiet: bool = quiet_opt(),
     series: bool = typer.Option(False, "--series", help="JSON format: add the run's downsampled metric and GPU "
                                 "series (the curves of --format html) as \"series\"."),
+    open_html: bool = typer.Option(False, "--open", help="With --format html: open the written report in the "
+                                   "browser."),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
     """Post-mortem of a GRPO run: what failed, the evidence, the fix.
@@ -77,7 +79,8 @@ def analyze(
     report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore"),
                                         series=curves),
                     f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
-                    progress=not ("-" in paths and sys.stdin.isatty()), color=color, quiet=quiet)  # no spinner over a terminal's typing
+                    progress=not ("-" in paths and sys.stdin.isatty()), color=color, quiet=quiet,  # no spinner over a terminal's typing
+                    open_html=open_html)
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},

@@ -170,19 +170,28 @@ def emit(text: str, output: Optional[Path]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    from .report_file import write_atomic
     try:
-        output.write_text(text, encoding="utf-8")
+        write_atomic(output, text)
     except OSError as e:
         raise die(f"{output}: cannot write the report ({e.strerror}); choose another --output path")
 
 
 def report_and_exit(build, what: str, debug: bool, fmt: Format, output: Optional[Path], fail_on: FailOn,
                     user_errors: tuple[type[BaseException], ...] = (), progress: bool = True,
-                    color: Color = Color.auto, quiet: bool = False) -> None:
+                    color: Color = Color.auto, quiet: bool = False, open_html: bool = False) -> None:
     """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the
     report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line and the progress
-    shown on a terminal when the work takes more than ~1 s (text and markdown formats only)."""
+    shown on a terminal when the work takes more than ~1 s (text and markdown formats only). An HTML report goes
+    to a file: ``output``, or grpo-doctor-report.html when stdout is a terminal; its path and one line are said on
+    stderr (``open_html``: and it opens in the browser)."""
     from .progress import spinner
+    html_file = None
+    if fmt is Format.html:
+        from .report_file import DEFAULT_HTML
+        if output is None and sys.stdout.isatty():
+            output = Path(DEFAULT_HTML)
+        html_file = output
     try:
         label = "grpo-doctor: " + what.removeprefix("while ").removeprefix("in ")
         with spinner(label, progress and not quiet and fmt in (Format.text, Format.markdown)):
@@ -210,4 +219,7 @@ def report_and_exit(build, what: str, debug: bool, fmt: Format, output: Optional
     if fmt is Format.text and code == EXIT_FINDINGS and not quiet:
         text += exit_note(report, fail_on, width)
     emit(text, output)
+    if html_file is not None:
+        from .report_file import announce
+        announce(html_file, report, open_html)
     raise typer.Exit(code)
