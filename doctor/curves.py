@@ -47,6 +47,7 @@ class Recorder:
         self.max_steps: int | None = None
         self.stride = 1
         self._skip = 0
+        self._last: tuple[float, dict] | None = None   # the newest row the stride skipped
         self.rows = 0
         self.gpu: dict[str, dict[str, Any]] = {}
         self.gpu_seq = 0
@@ -58,6 +59,7 @@ class Recorder:
         launches); the GPU samples stay (they are the machine's, by time)."""
         self.steps, self.cols, self.where, self.by_path = [], {}, {}, {}
         self.max_steps, self.stride, self._skip, self.rows = None, 1, 0, 0
+        self._last = None
 
     def __call__(self, signal: Any) -> None:
         if isinstance(signal, Metrics):
@@ -85,7 +87,9 @@ class Recorder:
         if self.stride > 1:
             self._skip = (self._skip + 1) % self.stride
             if self._skip:
+                self._last = (step, v)   # thinned out, unless it turns out to be the run's last row
                 return
+        self._last = None
         if len(self.steps) >= MAX_ROWS:
             for col in self.cols.values():
                 del col[1::2]
@@ -129,9 +133,7 @@ class Recorder:
                 x -= self._t0
             g = self.gpu.setdefault(str(s.index), {"name": s.name, "mem_used_mib": [], "util_pct": [],
                                                     "mem_total_mib": s.mem_total_mib})
-            if len(g["mem_used_mib"]) < MAX_ROWS:
-                g["mem_used_mib"].append([x, s.mem_used_mib])
-                g["util_pct"].append([x, s.util_pct])
+            _add_sample(g, [x, s.mem_used_mib], [x, s.util_pct])
             if s.mem_total_mib:
                 g["mem_total_mib"] = s.mem_total_mib
 
@@ -140,9 +142,7 @@ class Recorder:
         for gpu in tick.gpus:
             g = self.gpu.setdefault(str(gpu.index), {"name": None, "mem_used_mib": [], "util_pct": [],
                                                       "mem_total_mib": gpu.mem_total / 2**20 if gpu.mem_total else None})
-            if len(g["mem_used_mib"]) < MAX_ROWS:
-                g["mem_used_mib"].append([round(tick.t, 1), gpu.mem_used / 2**20])
-                g["util_pct"].append([round(tick.t, 1), gpu.util])
+            _add_sample(g, [round(tick.t, 1), gpu.mem_used / 2**20], [round(tick.t, 1), gpu.util])
 
     # ---------------------------------------------------------------------------------------------- result
     def step_at(self, path: str, line: int) -> float | None:
@@ -158,7 +158,24 @@ class Recorder:
                 break
         return best
 
+    def _keep_last(self) -> None:
+        """The newest row is always on the curves: the step a run died at matters most."""
+        if self._last is None:
+            return
+        step, v = self._last
+        self._last = None
+        n = len(self.steps)
+        self.steps.append(step)
+        for k, col in self.cols.items():
+            x = v.get(k)
+            x = x if type(x) is float else msrc.to_number(x)
+            col.append(x if type(x) is float else None)
+        for col in self.cols.values():
+            if len(col) <= n:
+                col.append(None)
+
     def result(self, findings: list, session: Any = None) -> dict[str, Any]:
+        self._keep_last()
         metrics = {k: downsample(self.steps, col) for k, col in self.cols.items()
                    if any(x is not None for x in col)}
         first = self.steps[0] if self.steps else None
@@ -223,6 +240,16 @@ def series_for(f: Any, keys: list[str], metrics: dict[str, Any], gpu: dict[str, 
         if k in metrics:
             return k
     return None
+
+
+def _add_sample(g: dict[str, Any], mem: list[Any], util: list[Any]) -> None:
+    """One GPU sample; past MAX_ROWS every other older sample goes (memory stays flat and the newest, where a run
+    died, stays on the chart)."""
+    if len(g["mem_used_mib"]) >= MAX_ROWS:
+        for key in ("mem_used_mib", "util_pct"):
+            del g[key][1:-1:2]
+    g["mem_used_mib"].append(mem)
+    g["util_pct"].append(util)
 
 
 def downsample(steps: list[float], col: list[float | None], limit: int = MAX_POINTS) -> list[list[Any]]:

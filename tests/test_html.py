@@ -239,3 +239,28 @@ def test_watch_writes_its_final_report_as_html_too(tmp_path):
     data = json.loads(re.search(r'id="grpo-data">(.*?)</script>', page_text, re.S).group(1))
     reward = next(c for c in data["charts"] if c["series"][0]["label"] == "reward")
     assert [p[0] for p in reward["series"][0]["points"]] == [1, 2, 3, 4]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install chromium)")
+def test_panels_one_point_runs_and_gpu_time_in_chromium(tmp_path):
+    """Charts sit in a grid of panels; a series of one logged step is shown as its values (no empty axes); the GPU
+    charts' time axis reads as durations (a run of hours: 1h00, 2h00), not as thousands of seconds."""
+    from doctor.model import Report
+    from doctor.render import html
+    hour = [[0.0, 100.0], [1800.0, 150.0], [3600.0, 200.0], [5400.0, 250.0], [7200.0, 300.0]]
+    series = {"steps": {"first": 1, "last": 1, "max_steps": 100, "rows": 1}, "downsampled": False,
+              "max_points": 1000, "metrics": {"reward": [[1, 0.25]], "reward_std": [[1, 0.0]]},
+              "gpu": {"x": "seconds", "gpus": {"0": {"name": "H200", "mem_used_mib": hour,
+                                                     "util_pct": [[x, 50.0] for x, _ in hour],
+                                                     "mem_total_mib": 143771.0}}},
+              "markers": [], "log_end": None}
+    out = tmp_path / "p.html"
+    out.write_text(html.render(Report("0", [], {}, [], series=series)))
+    dom = _chromium(["--window-size=1200,1800", "--dump-dom", out.as_uri()], tmp_path).stdout
+    assert '<div class="charts">' in dom
+    reward = re.search(r'<div class="chart" id="chart-0".*?</div>\s*</div>', dom, re.S).group(0)
+    assert "Only one point (step 1): reward 0.25, reward_std 0" in reward and "<canvas" not in reward
+    ticks = re.search(r'data-x-ticks="([^"]+)"', dom)
+    assert ticks, "no GPU time axis drawn"
+    shown = ticks.group(1).split("|")
+    assert "1h00" in shown and "2h00" in shown and not any(t.isdigit() and int(t) > 120 for t in shown)

@@ -33,7 +33,9 @@ border-radius:4px;padding:8px 12px;margin:10px 0}.finding.error{border-left-colo
 .warning .sev{color:#b26a00}.info .sev{color:#1565c0}.id{color:#555;font-size:12px;margin-left:6px}.conf{font-style:italic}
 pre{background:#f6f6f6;padding:6px 8px;overflow-x:auto;font-size:12px;margin:4px 0;white-space:pre-wrap;
 word-break:break-all}.lbl{font-weight:600;font-size:12.5px;margin-top:6px}.verdict{font-weight:600}
-ul{margin:4px 0 4px 20px;padding:0}.chart{margin:14px 0 22px}.chart h3{font-size:14px;margin:0 0 4px}
+ul{margin:4px 0 4px 20px;padding:0}.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));
+gap:8px 18px}.chart{margin:6px 0 10px;min-width:0}.chart h3{font-size:13px;margin:0 0 4px}
+.single{font-size:13px;color:#333;background:#f6f6f6;padding:8px 10px;border-radius:4px}
 .marks{font-size:12px;color:#444;margin:2px 0}.ok{color:#2e7d32;font-weight:700}.err{color:#c62828}
 """
 
@@ -142,7 +144,7 @@ def _charts_html(charts: list[dict[str, Any]], series: dict[str, Any]) -> list[s
         return ['<p class="meta">No metric was logged (no logging.jsonl, printed metrics, TensorBoard events or GPU '
                 'snapshot): nothing to draw.</p>']
     steps = series.get("steps") or {}
-    out = [f'<p class="meta">{esc(_steps_line(steps, series))}</p>']
+    out = [f'<p class="meta">{esc(_steps_line(steps, series))}</p>', '<div class="charts">']
     for i, c in enumerate(charts):
         out.append(f'<div class="chart" id="chart-{i}" data-keys="{esc(" ".join(c["keys"]))}">'
                    f'<h3>{esc(c["title"])}</h3><div class="plot"></div>')
@@ -153,6 +155,7 @@ def _charts_html(charts: list[dict[str, Any]], series: dict[str, Any]) -> list[s
                 f'{" at step " + esc(m["x"]) if m["x"] is not None and c["x"] == "step" else ""}</a>'
                 for m in marks) + '</p>')
         out.append('</div>')
+    out.append('</div>')
     return out
 
 

@@ -31,12 +31,16 @@ def uses_vllm(run, vllm_processes: bool = False) -> bool | None:
 
 def _fix(run, vllm: bool | None) -> list[str]:
     vu = run.get("vllm_gpu_memory_utilization") if run is not None else None
-    share = f" (now {vu})" if vu is not None else ""
+    try:
+        lower = f" (e.g. to {float(vu) - 0.1:.2g})" if vu is not None and float(vu) > 0.2 else " (e.g. by 0.1)"
+    except (TypeError, ValueError):
+        lower = " (e.g. by 0.1)"
+    reserve = (f"Colocated vLLM reserves --vllm_gpu_memory_utilization {vu} of each GPU: lower it{lower}"
+               if vu is not None else f"Colocated vLLM: lower --vllm_gpu_memory_utilization{lower}")
     if vllm:
-        return [f"Colocated vLLM: lower --vllm_gpu_memory_utilization{share} (e.g. by 0.1), add --sleep_level 1, "
-                "or --offload_model/--offload_optimizer true."] + TRAINING
+        return [f"{reserve}, add --sleep_level 1, or --offload_model/--offload_optimizer true."] + TRAINING
     if vllm is None:   # not told: the training levers first, vLLM's as a condition
-        return TRAINING + [f"If vLLM is colocated with training: lower --vllm_gpu_memory_utilization{share} or add "
+        return TRAINING + [f"If vLLM is colocated with training: {reserve[0].lower()}{reserve[1:]}, or add "
                            "--sleep_level 1."]
     return list(TRAINING)
 

@@ -6,6 +6,7 @@
   var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
   var SEV = {error: "#c62828", warning: "#b26a00", info: "#1565c0", end: "#555555"};
 
+  var TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800];
   var STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 50000, 100000];
 
   function tick(v) {
@@ -14,6 +15,17 @@
     if (a === 0) return "0";
     if (a >= 1e5 || a < 1e-3) return v.toExponential(1);
     return String(Number(v.toPrecision(3)));
+  }
+
+  /* seconds on a GPU chart as people read them: 45s, 12m, 2h05 */
+  function dur(v) {
+    if (v === null) return "";
+    var a = Math.abs(v);
+    if (a < 120) return Math.round(v) + "s";
+    if (a < 3600) return Math.round(v / 60) + "m";
+    var h = Math.floor(a / 3600), m = Math.round((a - h * 3600) / 60);
+    if (m === 60) { h += 1; m = 0; }
+    return (v < 0 ? "-" : "") + h + "h" + (m < 10 ? "0" : "") + m;
   }
 
   function num(v) {
@@ -51,6 +63,22 @@
     };
   }
 
+  /* one logged x (a run that stopped after its first step, one snapshot): the values as text, not empty axes */
+  function single(el, chart, aligned, count) {
+    var p = document.createElement("p");
+    p.className = "single";
+    var x = aligned[0][0];
+    var bits = chart.series.map(function (s, k) {
+      var v = aligned[k + 1] ? aligned[k + 1][0] : null;
+      return s.label + " " + (v === null || v === undefined ? "-" : tick(v));
+    });
+    var at = chart.x === "step" ? "step " + x : (chart.x.indexOf("seconds") === 0 ? dur(x) : chart.x + " " + x);
+    p.textContent = "Only one point (" + at + "): " + bits.join(", ");
+    el.querySelector(".plot").appendChild(p);
+    el.setAttribute("data-points", String(count));
+    el.setAttribute("data-drawn", "1");
+  }
+
   function draw(el, chart) {
     var tables = chart.series.map(function (s) {
       return [s.points.map(function (p) { return p[0]; }), s.points.map(function (p) { return num(p[1]); })];
@@ -60,6 +88,7 @@
     for (var i = 1; i < aligned.length; i++) {
       for (var j = 0; j < aligned[i].length; j++) if (aligned[i][j] !== null && aligned[i][j] !== undefined) count++;
     }
+    if (aligned[0].length <= 1) return single(el, chart, aligned, count);
     var few = aligned[0].length < 60;
     var series = [{label: chart.x}];
     chart.series.forEach(function (s, k) {
@@ -70,9 +99,10 @@
     chart.markers.forEach(function (m) { if (typeof m.x === "number") xs.push(m.x); });
     var lo = Math.min.apply(null, xs), hi = Math.max.apply(null, xs);
     if (!(hi > lo)) { lo -= 1; hi += 1; }
-    var width = Math.max(320, Math.min(el.clientWidth || 900, 1100));
+    var width = Math.max(300, Math.min(el.clientWidth || 520, 1100));
+    var seconds = chart.x.indexOf("seconds") === 0;
     var opts = {
-      width: width, height: 240, series: series,
+      width: width, height: 190, series: series,
       scales: {x: {time: false, range: function () { return [lo, hi]; }},
                y: {range: function (u, min, max) {
                  if (min === null || max === null) return [0, 1];
@@ -80,7 +110,12 @@
                  var pad = (max - min) * 0.08;
                  return [min - pad, max + pad];
                }}},
-      axes: [{label: chart.x, incrs: chart.x === "step" ? STEP_INCRS : undefined},
+      axes: [{label: seconds ? "time since the first sample" : chart.x, incrs: chart.x === "step" ? STEP_INCRS : (seconds ? TIME_INCRS : undefined),
+              values: seconds ? function (u, vals) {
+                var shown = vals.map(dur);
+                el.setAttribute("data-x-ticks", shown.join("|"));
+                return shown;
+              } : undefined},
              {size: 64, values: function (u, vals) { return vals.map(tick); }}],
       legend: {live: true},
       plugins: [markerPlugin(chart.markers)]
