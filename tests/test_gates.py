@@ -1,0 +1,75 @@
+"""The gates (check-ckpt, preflight) refuse what they exist to refuse, and say what they checked when they pass."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from ckpt_util import full_checkpoint, torch_like_zip
+from conftest import ROOT
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "doctor.cli", *args], capture_output=True, cwd=ROOT, text=True,
+                          env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+
+
+def _trainer_state_only(d):
+    """What a save cut after the optimizer state leaves: no weight file at all."""
+    d.mkdir(parents=True)
+    torch_like_zip(d / "optimizer.pt")
+    torch_like_zip(d / "scheduler.pt")
+    (d / "trainer_state.json").write_text(json.dumps({"global_step": 4, "max_steps": 10}))
+    return d
+
+
+# ------------------------------------------------------------------ check-ckpt: a checkpoint without weights
+def test_checkpoint_without_weights_fails_expect_full(tmp_path):
+    d = _trainer_state_only(tmp_path / "checkpoint-4")
+    p = cli("check-ckpt", str(d), "--expect", "full", "--format", "json")
+    assert p.returncode == 1, p.stdout + p.stderr
+    f = json.loads(p.stdout)["findings"]
+    assert [x["rule_id"] for x in f] == ["GD802"] and f[0]["severity"] == "error"
+    m = f[0]["message"]
+    assert "no model weights" in m and "optimizer.pt" in m and "trainer_state.json" in m and "--expect full" in m
+    # without --expect the gate warns: the folder may be meant to hold the trainer state alone
+    p = cli("check-ckpt", str(d), "--format", "json")
+    f = json.loads(p.stdout)["findings"]
+    assert p.returncode == 0 and [(x["rule_id"], x["severity"]) for x in f] == [("GD802", "warning")]
+    assert cli("check-ckpt", str(d), "--fail-on", "warning").returncode == 1
+    assert cli("check-ckpt", str(d), "--expect", "lora").returncode == 1
+
+
+def test_good_checkpoint_gets_an_inventory(tmp_path):
+    d = full_checkpoint(tmp_path / "checkpoint-2", optimizer_factor=0)
+    torch_like_zip(d / "optimizer.pt")
+    p = cli("check-ckpt", str(d), "--expect", "full")
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = next(x for x in p.stdout.splitlines() if x.startswith("No problem found."))
+    for part in ("checkpoint-2: full weights", "102,976 params", "F16", "safetensors headers OK",
+                 "optimizer state present", "step 2"):
+        assert part in line, line
+    size = sum(f.stat().st_size for f in d.iterdir())
+    inv = json.loads(cli("check-ckpt", str(d), "-f", "json").stdout)["run"]["vitals"]["checkpoints"][0]
+    assert inv == {"path": str(d), "kind": "full", "params": 102976, "bytes": size, "dtype": "F16",
+                   "headers_ok": True, "optimizer": True, "step": 2}
+
+
+# ------------------------------------------------------------------ preflight: GRPO without a reward
+GRPO = ["swift", "rlhf", "--rlhf_type", "grpo", "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--tuner_type", "lora",
+        "--num_generations", "4", "--per_device_train_batch_size", "4", "--dataset", "d.jsonl",
+        "--save_total_limit", "2"]
+
+
+def test_preflight_refuses_grpo_without_a_reward():
+    p = cli("preflight", "--swift-version", "4.6.0", "--gpu-mem", "80", "-f", "json", "--", *GRPO)
+    assert p.returncode == 1, p.stdout + p.stderr
+    f = next(x for x in json.loads(p.stdout)["findings"] if x["rule_id"] == "GD611")
+    assert f["severity"] == "error" and "--reward_funcs" in f["message"] and "4.6.0" in f["message"]
+    # before 4.4 ms-swift refuses it itself, after loading the model: the very error, before any GPU time
+    p = cli("preflight", "--swift-version", "4.3.0", "--gpu-mem", "80", "-f", "json", "--", *GRPO)
+    assert p.returncode == 1 and "GD603" in [x["rule_id"] for x in json.loads(p.stdout)["findings"]]
+    for more in (["--reward_funcs", "accuracy"], ["--reward_model", "m/rm"], ["--teacher_model", "m/t"]):
+        p = cli("preflight", "--swift-version", "4.6.0", "--gpu-mem", "80", "-f", "json", "--", *GRPO, *more)
+        assert not {"GD611", "GD603"} & {x["rule_id"] for x in json.loads(p.stdout)["findings"]}, more
