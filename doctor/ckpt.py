@@ -114,7 +114,7 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
         facts = read_checkpoint(d, disp, sizes=sizes)
         if isinstance(facts.args, dict) and not summary.args:
             summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
-        session.emit(CheckpointInput(facts, expect))
+        session.emit(CheckpointInput(facts, expect, gate=True))
         checked.append(inventory(facts))
     findings = sel.keep(session.finish())
     run = summary.summary()

@@ -181,7 +181,7 @@ class Corrupt(CkptRule):
         for inp in self.inputs:
             f = inp.facts
             reasons = corrupt_reasons(f)
-            empty = no_weights(f)
+            empty = no_weights(f) if inp.gate or inp.expect else None
             if empty and not reasons:
                 out.append(self._empty(inp.facts, empty, inp.expect))
                 continue
