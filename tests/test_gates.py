@@ -73,3 +73,42 @@ def test_preflight_refuses_grpo_without_a_reward():
     for more in (["--reward_funcs", "accuracy"], ["--reward_model", "m/rm"], ["--teacher_model", "m/t"]):
         p = cli("preflight", "--swift-version", "4.6.0", "--gpu-mem", "80", "-f", "json", "--", *GRPO, *more)
         assert not {"GD611", "GD603"} & {x["rule_id"] for x in json.loads(p.stdout)["findings"]}, more
+
+
+# ------------------------------------------------------------------ a metric alarm needs more than one row
+FLAT_ROW = {"loss": 0.0, "grad_norm": 1.93, "learning_rate": 1e-06, "reward": 0.0, "reward_std": 0.0,
+            "frac_reward_zero_std": 1.0, "rewards/MathAccuracy/mean": 0.0, "kl": 0.0,
+            "global_step/max_steps": "1/100"}
+
+
+def _flat(findings):
+    return next(f for f in findings if f["rule_id"] == "GD610")
+
+
+def test_one_flat_first_step_is_too_early_to_tell(tmp_path):
+    (tmp_path / "logging.jsonl").write_text(json.dumps(FLAT_ROW) + "\n")
+    p = cli("analyze", str(tmp_path), "-f", "json", "--fail-on", "warning")
+    assert p.returncode == 0, p.stdout + p.stderr
+    f = _flat(json.loads(p.stdout)["findings"])
+    assert f["severity"] == "info" and "too early to tell" in f["message"].lower() and "action" not in f
+    assert "1.93" in f["message"] and "grad_norm are 0" not in f["message"]
+    assert "grad_norm is 0" not in f["message"]
+
+
+def test_flat_steps_with_a_gradient_never_say_it_is_zero(tmp_path):
+    rows = [dict(FLAT_ROW, **{"global_step/max_steps": f"{i}/100"}) for i in range(1, 6)]
+    (tmp_path / "logging.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    p = cli("analyze", str(tmp_path), "-f", "json")
+    f = _flat(json.loads(p.stdout)["findings"])
+    assert p.returncode == 1 and f["severity"] == "error" and f["action"] == "stop"
+    assert "up to 1.93" in f["message"] and "grad_norm are 0" not in f["message"]
+    assert "grad_norm is 0" not in f["message"]
+
+
+def test_watch_one_flat_first_step_does_not_say_stop(tmp_path):
+    from watchutil import run_watch
+    row = str({**FLAT_ROW})
+    r = run_watch(tmp_path, [], argv=[sys.executable, "-c", f"print({row!r}, flush=True)"])
+    assert r.code == 0, r.doc
+    f = _flat(r.report["findings"])
+    assert f["severity"] == "info" and f.get("action") != "stop" and "too early to tell" in f["message"].lower()
