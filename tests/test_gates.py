@@ -112,3 +112,27 @@ def test_watch_one_flat_first_step_does_not_say_stop(tmp_path):
     assert r.code == 0, r.doc
     f = _flat(r.report["findings"])
     assert f["severity"] == "info" and f.get("action") != "stop" and "too early to tell" in f["message"].lower()
+
+
+# ------------------------------------------------------------------ --fail-on: a hung run, a run on zero reward
+def test_watch_hang_that_never_resumes_is_an_error(tmp_path):
+    from conftest import FIXTURES
+    from watchutil import run_watch
+
+    from doctor.live.watchdogs import Limits
+    log = FIXTURES / "real-hang-cut-after-step-3" / "log.txt"
+    r = run_watch(tmp_path, ["--log", str(log), "--then", "sleep:3"], limits=Limits(steady=1.0), poll=0.2)
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD321")
+    assert f["severity"] == "error" and "No progress for" in f["message"]
+
+
+def test_training_on_zero_reward_by_configuration_fails_the_gate(tmp_path):
+    """args.json names no reward and the one logged step has reward 0: the configuration is the evidence."""
+    (tmp_path / "args.json").write_text(json.dumps({"rlhf_type": "grpo", "reward_funcs": [], "reward_model": None,
+                                                    "num_generations": 4, "swift_version": "4.6.0"}))
+    row = {"loss": 0.0, "grad_norm": 0.0, "reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0,
+           "global_step/max_steps": "1/50"}
+    (tmp_path / "logging.jsonl").write_text(json.dumps(row) + "\n")
+    p = cli("analyze", str(tmp_path), "-f", "json")
+    f = next(x for x in json.loads(p.stdout)["findings"] if x["rule_id"] == "GD611")
+    assert f["severity"] == "error" and p.returncode == 1, p.stdout

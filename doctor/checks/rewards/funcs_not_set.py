@@ -22,7 +22,8 @@ def _unset_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding:
            "rewards are registered with orms['name'] in an --external_plugins file.",
            "The accuracy reward needs a 'solution' column in the dataset (every extra column reaches the reward "
            "functions as a keyword argument)."]
-    sev = Severity.error if rv.n >= 2 else Severity.warning
+    # one row is evidence enough when the run's own arguments (GRPO, no reward of any kind) say why it is 0
+    sev = Severity.error if rv.n >= 2 or no_reward_configured(run) else Severity.warning
     keys = ("reward", "reward_std", "frac_reward_zero_std", "loss", "grad_norm")
     ev = [s.evidence(first, keys)] + ([s.evidence(last, keys)] if last != first else [])
     return rule.make(message=msg, fix=fix, evidence=ev, count=rv.n, seq=s.seq(first), severity=sev)
