@@ -8,10 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from ckpt_util import full_checkpoint
 from conftest import ROOT
 from test_cli import BATCH_LOG
-
-from ckpt_util import full_checkpoint
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
