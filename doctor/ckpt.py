@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import __version__
+from .checks.checkpoint._facts import inventory, inventory_line
 from .engine import Session
 from .model import Finding, InputInfo, Report
 from .registry import RuleMeta, _load_one, rule_files
@@ -108,13 +109,28 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
     session = Session(sel.run)
     summary = RunConfig()
     sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
+    checked = []
     for d, disp in groups:
         facts = read_checkpoint(d, disp, sizes=sizes)
         if isinstance(facts.args, dict) and not summary.args:
             summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
-        session.emit(CheckpointInput(facts, expect))
+        session.emit(CheckpointInput(facts, expect, gate=True))
+        checked.append(inventory(facts))
     findings = sel.keep(session.finish())
-    return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups], summary.summary(), findings)
+    run = summary.summary()
+    run["vitals"] = inventory_vitals(checked)
+    return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups], run, findings)
+
+
+SHOWN = 3  # checkpoints named in the one line; the JSON report lists them all
+
+
+def inventory_vitals(checked: list[dict]) -> dict:
+    """The report's run.vitals for check-ckpt: what was checked, so that a pass says what passed."""
+    lines = [inventory_line(c) for c in checked[-SHOWN:]]
+    more = len(checked) - SHOWN
+    return {"checkpoints": checked,
+            "summary": (f"{len(checked)} checkpoints, the last {SHOWN} listed: " if more > 0 else "") + "; ".join(lines)}
 
 
 def fold_into_log_finding(findings: list[Finding]) -> list[Finding]:

@@ -21,13 +21,17 @@ from .cliutil import (
     Format,
     ListFormat,
     color_opt,
+    complete_rule,
     config_opt,
     die,
     fail_on_opt,
     fmt_opt,
     isolated_opt,
+    no_color_opt,
+    plain,
     quiet_opt,
     report_and_exit,
+    select_opt,
     settings,
     split_selectors,
     wants_series,
@@ -47,12 +51,13 @@ def analyze(
     paths: list[str] = typer.Argument(..., metavar="PATHS...", help="Run directory, log file(s), or - for standard input."),
     fmt: Optional[Format] = fmt_opt(),
     fail_on: Optional[FailOn] = fail_on_opt(),
-    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
-    ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
+    select: Optional[list[str]] = select_opt("--select", "Only these rule ids, slugs or categories."),
+    ignore: Optional[list[str]] = select_opt("--ignore", "Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     config: Optional[Path] = config_opt(),
     isolated: bool = isolated_opt(),
     color: Color = color_opt(),
+    no_color: bool = no_color_opt(),
     quiet: bool = quiet_opt(),
     series: bool = typer.Option(False, "--series", help="JSON format: add the run's downsampled metric and GPU "
                                 "series (the curves of --format html) as \"series\"."),
@@ -79,8 +84,8 @@ def analyze(
     report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore"),
                                         series=curves),
                     f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
-                    progress=not ("-" in paths and sys.stdin.isatty()), color=color, quiet=quiet,  # no spinner over a terminal's typing
-                    open_html=open_html)
+                    progress=not ("-" in paths and sys.stdin.isatty()), color=plain(color, no_color),  # no spinner over a terminal's typing
+                    quiet=quiet, open_html=open_html)
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
@@ -95,12 +100,13 @@ def preflight(
                                                 "or --query-gpu CSV) of the machine the run will use."),
     swift_version: Optional[str] = typer.Option(None, "--swift-version", help="Check against this ms-swift version "
                                                 "(default: the installed one, else 4.6)."),
-    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
-    ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
+    select: Optional[list[str]] = select_opt("--select", "Only these rule ids, slugs or categories."),
+    ignore: Optional[list[str]] = select_opt("--ignore", "Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     config: Optional[Path] = config_opt(),
     isolated: bool = isolated_opt(),
     color: Color = color_opt(),
+    no_color: bool = no_color_opt(),
     quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
@@ -140,7 +146,7 @@ def preflight(
         except OSError as e:
             raise die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
     report_and_exit(build, "in preflight", debug, o.fmt, output, o.fail_on, (CommandError, SnapshotError),
-                    color=color, quiet=quiet)
+                    color=plain(color, no_color), quiet=quiet)
 
 
 class Expect(str, Enum):
@@ -155,12 +161,13 @@ def check_ckpt(
     expect: Optional[Expect] = typer.Option(None, "--expect", help="What the checkpoint must hold: full weights or a LoRA adapter."),
     fmt: Optional[Format] = fmt_opt(),
     fail_on: Optional[FailOn] = fail_on_opt(),
-    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, slugs or categories."),
-    ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="Skip these rule ids, slugs or categories."),
+    select: Optional[list[str]] = select_opt("--select", "Only these rule ids, slugs or categories."),
+    ignore: Optional[list[str]] = select_opt("--ignore", "Skip these rule ids, slugs or categories."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     config: Optional[Path] = config_opt(),
     isolated: bool = isolated_opt(),
     color: Color = color_opt(),
+    no_color: bool = no_color_opt(),
     quiet: bool = quiet_opt(),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks of internal errors."),
 ) -> None:
@@ -177,11 +184,11 @@ def check_ckpt(
     o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
     report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None,
                                         select=split_selectors(o.select), ignore=split_selectors(o.ignore, "--ignore")),
-                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on, color=color, quiet=quiet)
+                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on, color=plain(color, no_color), quiet=quiet)
 
 
 @app.command(cls=Command)
-def explain(rule: str = typer.Argument(..., metavar="RULE", help="What --select takes: a rule id (GD101), an id "
+def explain(rule: str = typer.Argument(..., metavar="RULE", autocompletion=complete_rule, help="What --select takes: a rule id (GD101), an id "
                                        "prefix (GD1), a slug or a category (cuda-oom); or an error message "
                                        "(\"ValueError: ...\") to see where it is raised and which rule handles it.")) -> None:
     """The documentation of a rule (or of every rule a prefix or category names): what it detects, why it
@@ -217,8 +224,8 @@ def rules_cmd(
     fmt: ListFormat = typer.Option(ListFormat.text, "--format", "-f"),
     category: Optional[list[str]] = typer.Option(None, "--category", "-c", help="Only rules of this category "
                                                  "(repeatable)."),
-    select: Optional[list[str]] = typer.Option(None, "--select", help="Only these rule ids, prefixes, slugs or "
-                                               "categories, as analyze --select."),
+    select: Optional[list[str]] = select_opt("--select", "Only these rule ids, prefixes, slugs or categories, as "
+                                             "analyze --select."),
     known_issues: bool = typer.Option(False, "--known-issues", help="Print the size, date and sources of the "
                                       "known-issues index (public threads matched to findings) instead."),
 ) -> None:

@@ -119,6 +119,35 @@ def color_opt():
                         "it when piped, a non-empty NO_COLOR turns it off), always, never.")
 
 
+def complete_rule(incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of what --select, --ignore and explain take: rule ids (with their title), slugs, categories."""
+    try:
+        from .registry import load_catalog
+        metas = load_catalog()
+    except Exception:  # noqa: BLE001 - a broken catalog must not break the user's shell
+        return []
+    low = incomplete.lower()
+    out: dict[str, str] = {}
+    for m in metas:
+        for name, what in ((m.id, m.title), (m.slug, m.id), (m.category, "category")):
+            if name.lower().startswith(low):
+                out.setdefault(name, what)
+    return sorted(out.items())
+
+
+def select_opt(option: str, text: str):
+    return typer.Option(None, option, help=text, autocompletion=complete_rule)
+
+
+def no_color_opt():
+    # the spelling ruff, pytest and many others take: the same as --color never
+    return typer.Option(False, "--no-color", help="Same as --color never.")
+
+
+def plain(color: Color, no_color: bool) -> Color:
+    return Color.never if no_color else color
+
+
 def quiet_opt():
     return typer.Option(False, "--quiet", "-q", help="Text format: one line per finding (path:line: RULE severity "
                         "title), nothing else; the exit status tells the rest.")

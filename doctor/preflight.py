@@ -19,6 +19,7 @@ from typing import Any
 
 from . import __version__
 from .checks.args._swift_fields import RLHF_FIELDS_4_6
+from .checks.rewards.funcs_not_set import no_reward_configured
 from .engine import Session
 from .model import InputInfo, Report
 from .registry import load_catalog
@@ -337,6 +338,8 @@ def _judge(cmd: SwiftCommand, version: str | None, gpu_mem_gib: float | None, gp
                 shown += [f"--{name}"] + vals
             lines.append(f"ValueError: remaining_argv: {shown!r}")
     lines += predicted_lines(run, mm)
+    if mm is not None and mm < (4, 4) and no_reward_configured(run):  # 4.4+: GD611 judges the command itself
+        lines.append("ValueError: You must specify reward_funcs or reward_model")
     la_lines, la_args = load_args_lines(run, mm)
     lines += la_lines
     model = run.args.get("model") if isinstance(run.args.get("model"), str) else None

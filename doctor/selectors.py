@@ -70,6 +70,10 @@ def _unknown(token: str, t: str, metas: tuple[RuleMeta, ...], option: str) -> st
                                                                              for m in metas)})
     base = re.sub(r"^(gd\d+)[a-z]+$", r"\1", t)
     close = difflib.get_close_matches(base, list(names), n=3, cutoff=0.6)
+    # a word of a longer name ("oom": cuda-oom, host-oom-killed), which a similarity ratio misses; categories first
+    parts = sorted((n for n in names if len(t) >= 3 and n != t and t in n.split("-")),
+                   key=lambda n: (n not in {m.category.lower() for m in metas}, len(n), n))
+    close = list(dict.fromkeys(parts[:4] + close))[:5]
     hint = f"; did you mean {' or '.join(names[c] for c in close)}?" if close else ""
     return (f"{option} {token}: no rule id, id prefix, slug or category of that name{hint} "
             f"(list them: grpo-doctor rules)")

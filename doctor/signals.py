@@ -104,11 +104,13 @@ class GpuSnapshot:
 class CheckpointInput:
     """The facts of one checkpoint directory (file sizes and headers only) and what the user said to expect."""
 
-    __slots__ = ("facts", "expect")
+    __slots__ = ("facts", "expect", "gate")
 
-    def __init__(self, facts: CheckpointFacts, expect: str | None = None):
+    def __init__(self, facts: CheckpointFacts, expect: str | None = None, gate: bool = False):
         self.facts = facts
         self.expect = expect  # "full" | "lora" | None
+        # check-ckpt, where the folder is the thing judged: a run folder shared for analyze often leaves the weights out
+        self.gate = gate
 
 
 # the live-only signals are defined in doctor/signals_live.py, imported on first use: a post-mortem (and every

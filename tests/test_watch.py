@@ -87,7 +87,7 @@ def test_hang_warn_keeps_waiting_then_child_status(tmp_path):
     r = run_watch(tmp_path, ["--log", str(HANG_LOG), "--then", "sleep:3"], limits=Limits(steady=1.0), poll=0.2)
     assert r.code == 0
     f = next(f for f in r.report["findings"] if f["rule_id"] == "GD321")
-    assert f["severity"] == "warning"
+    assert f["severity"] == "error"  # silent past the limit to the end: a hang, not a stall
     assert b"no progress for" in r.doc
 
 
@@ -264,6 +264,9 @@ def test_hang_warn_then_progress_resumes(tmp_path):
     assert "no progress for" in doc and re.search(r"progress resumed \(training step [34]\)", doc)
     assert doc.index("no progress for") < doc.index("progress resumed")
     assert "checkpoint save (limit 1.0 s" in doc
+    # the run came out of it: a stall, at the rule's own level (warning), not a failure for --fail-on error
+    f = next(f for f in r.report["findings"] if f["rule_id"] == "GD321")
+    assert f["severity"] == "warning" and "Progress resumed afterwards" in f["message"]
 
 
 def test_error_printed_while_running_and_report_refreshed(tmp_path):

@@ -255,9 +255,9 @@ def _walk(root: Path, display_root: str, exclude: frozenset[Path] = frozenset())
     out.extend(_checkpoint_states(ckpts, out, skipped, root, display_root))
     ckpt_inputs = [Input(c, _display(c, root, display_root), "checkpoint") for c in sorted(ckpts, key=checkpoint_order)]
     if not out and not ckpt_inputs:
-        why = f" ({len(skipped)} skipped: {skipped[0].display}: {skipped[0].note})" if skipped else ""
-        raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here{why}; "
-                         "pass the run's output directory or a saved console log")
+        why = f"; {len(skipped)} skipped: {skipped[0].display}: {skipped[0].note}" if skipped else ""
+        raise InputError(f"no log found in {display_root} (no console log, logging.jsonl, completions.jsonl or "
+                         f"args.json{why}); pass the run's output directory or a saved console log")
     return out + skipped + ckpt_inputs
 
 

@@ -12,6 +12,7 @@ LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".md"}
 LOG_NAMES = {"nohup.out", "stdout", "stderr", "log", "console", "output"}
 SKIP_DIRS = {"images", "runs", ".git", "__pycache__", "node_modules", ".ipynb_checkpoints", "global_step"}
 SKIP_NAMES = {"README.md", "label.json", "tree.txt", "meta.txt", "requirements.txt", "LICENSE", "CHANGELOG.md"}
+DOC_STEMS = ("readme", "changelog", "license", "licence", "contributing", "code_of_conduct", "authors", "copying")
 # the kinds of the run's own loggers' files (read by sources/loggers.py, imported only when a run has them)
 LOGGER_KINDS = ("tensorboard", "wandb-summary", "wandb-meta", "wandb-config", "trainer-state")
 TRAINER_STATE = "trainer_state.json"   # transformers' TrainerState: its log_history is read as metric rows
@@ -41,6 +42,8 @@ def classify(path: Path) -> str | None:
         return "command"
     if low.endswith(".csv") and ("gpu" in low or "smi" in low or "nvidia" in low or "apps" in low):
         return "log"  # sniffed below: a --query-gpu / --query-compute-apps CSV becomes kind "gpu"
+    if low.startswith(DOC_STEMS):  # a folder's documentation (README.txt, readme.md, LICENSE): never its log
+        return None
     if name in SKIP_NAMES or low.endswith((".safetensors", ".pt", ".pth", ".bin", ".png", ".jpg", ".json", ".jsonl",
                                            ".pkl", ".npy", ".gz", ".zip", ".tar", ".py", ".yaml", ".yml", ".toml")):
         return None

@@ -158,6 +158,39 @@ def expected_full_params(f: CheckpointFacts) -> tuple[int | None, str]:
     return None, ""
 
 
+KIND_TEXT = {"full": "full weights", "adapter": "adapter", "deepspeed": "DeepSpeed shards only", None: "no weights"}
+
+
+def inventory(f: CheckpointFacts) -> dict[str, Any]:
+    """What check-ckpt checked in one checkpoint, for the report of a checkpoint that passes: its kind, parameters and
+    bytes, the weights' dtype, whether every safetensors header parsed, whether optimizer state is there, its step."""
+    p = parts(f)
+    k = kind(f)
+    state = f.json("trainer_state.json")
+    step = state.get("global_step") if isinstance(state, dict) else None
+    return {"path": f.path, "kind": k or "none", "params": p.params or None, "bytes": f.total_bytes(),
+            "dtype": p.weight_dtype, "headers_ok": all(h.ok for h in f.headers.values()) if f.headers else None,
+            "optimizer": p.optimizer > 0, "step": step if isinstance(step, int) else f.step}
+
+
+def inventory_line(inv: dict[str, Any]) -> str:
+    """'checkpoint-2: full weights, 102,976 params, 412.4 kB, F16, safetensors headers OK, optimizer state present,
+    step 2', each part only when the checkpoint shows it."""
+    name = inv["path"].rstrip("/").rsplit("/", 1)[-1] or inv["path"]
+    bits = [KIND_TEXT.get(inv["kind"], inv["kind"])]
+    if inv["params"]:
+        bits.append(f"{fmt_params(inv['params'])} params")
+    bits.append(fmt_bytes(inv["bytes"]))
+    if inv["dtype"]:
+        bits.append(inv["dtype"])
+    if inv["headers_ok"] is not None:
+        bits.append("safetensors headers OK" if inv["headers_ok"] else "a safetensors header is broken")
+    bits.append("optimizer state present" if inv["optimizer"] else "no optimizer state")
+    if inv["step"] is not None:
+        bits.append(f"step {inv['step']}")
+    return f"{name}: " + ", ".join(bits)
+
+
 def newest_per_run(inputs: list[CheckpointInput]) -> list[list[CheckpointInput]]:
     """Checkpoints grouped by run directory (each group sorted by step, newest last)."""
     groups: dict[str, list[CheckpointInput]] = {}

@@ -8,7 +8,7 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...sources.checkpoint import SHARD_RE, CheckpointFacts
 from ._base import CkptRule, ev_at
-from ._facts import expected_full_params, fmt_bytes, fmt_params, newest_per_run
+from ._facts import expected_full_params, fmt_bytes, fmt_params, kind, newest_per_run
 
 
 # ------------------------------------------------------------------------------------------ GD802
@@ -161,6 +161,19 @@ def _adapter_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
     return out
 
 
+def no_weights(f: CheckpointFacts) -> str | None:
+    """What a checkpoint holds instead of weights, when it holds none (no model, adapter or DeepSpeed files)."""
+    if kind(f) is not None:
+        return None
+    names = sorted(n for n in f.top() if not n.startswith("."))
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return (f"holds no model weights: no model*.safetensors, pytorch_model*.bin, adapter_model.* or global_stepN/, "
+            f"only {shown or 'nothing'} ({fmt_bytes(f.total_bytes())})")
+
+
+_WANT = {"full": "full weights", "lora": "a LoRA adapter"}
+
+
 class Corrupt(CkptRule):
     def finish(self, ctx: RunState) -> list[Finding]:
         out = []
@@ -168,6 +181,12 @@ class Corrupt(CkptRule):
         for inp in self.inputs:
             f = inp.facts
             reasons = corrupt_reasons(f)
+            empty = no_weights(f) if inp.gate or inp.expect else None
+            if empty and not reasons:
+                out.append(self._empty(inp.facts, empty, inp.expect))
+                continue
+            if empty:
+                reasons.append((f.name, empty, "copy the weight files from the machine that trained, or re-save"))
             if id(inp) in newest:  # run-level links, reported once per run
                 for link, (target, exists) in sorted(f.run_links.items()):
                     if not exists:
@@ -190,3 +209,17 @@ class Corrupt(CkptRule):
             ev = [ev_at(f, name, f"{name}: {why}") for name, why, _ in reasons[:6]]
             out.append(self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning if soft else None))
         return out
+
+    def _empty(self, f: CheckpointFacts, what: str, expect: str | None) -> Finding:
+        """A checkpoint without any weight file: an error when --expect asked for weights, else a warning (a folder
+        may hold the trainer state alone on purpose, e.g. weights pushed elsewhere)."""
+        msg = f"{f.path} {what}."
+        if expect in _WANT:
+            msg += f" --expect {expect} asks for {_WANT[expect]}: nothing here can be loaded as a model."
+        fix = ["The save stopped before the weights were written, or only part of the folder was copied: check free "
+               "disk space where it was saved, copy the weight files from the machine that trained, or re-save.",
+               "--resume_from_checkpoint cannot use it as it is: transformers loads the model weights (or the adapter) "
+               "from the checkpoint as well as optimizer.pt."]
+        ev = [ev_at(f, "", f"{f.name}: {', '.join(sorted(f.top())[:6]) or 'empty'}")]
+        return self.make(message=msg, fix=fix, evidence=ev,
+                         severity=Severity.error if expect in _WANT else Severity.warning)

@@ -10,10 +10,12 @@ from ...signals import HangReport
 from .._units import secs
 
 
-def live_finding(rule: Rule, reports: list[HangReport]) -> Finding:
+def live_finding(rule: Rule, reports: list[HangReport], steps_now: int = 0) -> Finding:
     """The finding of a hang rule (GD320 before the first step, GD321 after) from the live watchdog's reports: the
-    silence it measured, where the run stopped, the stacks, the outlier rank."""
+    silence it measured, where the run stopped, the stacks, the outlier rank. ``steps_now``: the last training step
+    the run reached; past the step of the last report, the run moved on (a stall, not a hang)."""
     r = reports[-1]
+    resumed = steps_now > r.steps and not r.stopped
     parts = [f"No progress for {secs(r.silent_s)} s during {r.phase_text} (limit {secs(r.limit_s)} s: {r.limit_basis})"
              + (f", after training step {r.steps}" if r.steps else "") + f"; last progress: {r.last_progress}."]
     if r.where:
@@ -28,10 +30,13 @@ def live_finding(rule: Rule, reports: list[HangReport]) -> Finding:
         parts.append("Not captured: " + "; ".join(r.missing) + ".")
     if r.stopped:
         parts.append("grpo-doctor stopped the run (--on-hang stop).")
+    if resumed:
+        parts.append(f"Progress resumed afterwards (training step {steps_now}): a stall the run came out of.")
     fix = list(_WHERE_FIX.get(r.where or "", ()))
     fix += list(rule.meta.options.get("live_fix", rule.meta.fix))
     ev = [Evidence(r.last_path, r.last_lineno, r.last_line[:400])] if r.last_line else []
-    sev = Severity.error if r.stopped else rule.meta.severity
+    # a measured silence past the limit that the run never came out of is a failure, whatever stopped it
+    sev = rule.meta.severity if resumed else Severity.error
     return rule.make(message=" ".join(parts), fix=fix, evidence=ev, severity=sev, count=len(reports))
 
 

@@ -134,7 +134,7 @@ class HangCheck(Rule):
     def finish(self, ctx: RunState) -> list[Finding]:
         live = [r for r in self.reports if (r.steps > 0) == (self.want == "hang-mid-training")]
         if live:
-            return [live_finding(self, live)]
+            return [live_finding(self, live, self.p.max_step)]
         a = self._analyse(ctx)
         if a is None:
             return []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ...engine.state import RunState
 from ...model import Finding, Severity
@@ -113,9 +114,13 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         elif gn:
             msg += f" grad_norm stayed at rounding level (up to {fmt(max(gn))})."
     level = None
-    if n <= FEW_ROWS and excerpt(s, rv.idx):
+    early = n <= FEW_ROWS and excerpt(s, rv.idx)
+    if early:
+        # a flat first step or two is common in a healthy run: info until more steps show that it lasts
+        msg = f"Too early to tell from {'one logged step' if n == 1 else f'{n} logged steps'}: " + msg
         msg += few_rows_caveat(n)
         level = EXCERPT_CONFIDENCE
+        severity = Severity.info
     fix: list[str] = []
     trunc = truncation_note(s, run, idx)
     if trunc:
@@ -171,8 +176,9 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
                                                               else f"rewards/{n}" for n in rv.names][:4] + ["grad_norm"]
     ev_idx = [idx[0]] + ([idx[-1]] if idx[-1] != idx[0] else [])
     ev = [s.evidence(i, keys) for i in ev_idx]
-    return rule.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]), severity=severity,
-                     confidence=level)
+    found = rule.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(idx[0]), severity=severity,
+                      confidence=level)
+    return replace(found, action="") if early else found  # nothing to stop yet: the next steps decide
 
 
 def _mostly_flat_finding(rule: Rule, rv: RewardView, run: RunConfig, mean: float, k: int) -> Finding:
