@@ -290,8 +290,18 @@ def preflight_command(argv: list[str], env: Mapping[str, str] | None = None, *, 
     """Judge a ``swift rlhf`` command line (argv without the leading ``--``). Raises CommandError (exit 2)."""
     cmd = parse_command(argv, env, cwd)
     version = swift_version or installed_swift()
-    return _judge(cmd, version, gpu_mem_gib, gpu_snapshot, select, ignore, live_gpu,
-                  [InputInfo(PATH if not cmd.config_file else cmd.config_file, "command")])
+    rep = _judge(cmd, version, gpu_mem_gib, gpu_snapshot, select, ignore, live_gpu,
+                 [InputInfo(PATH if not cmd.config_file else cmd.config_file, "command")])
+    if cmd.config_file is None:   # a --config file's flags stay in the file: no command line to rewrite
+        from .preflight_relaunch import one_command
+
+        def judge(again: list[str]) -> Report:
+            return _judge(parse_command(again, env, cwd), version, gpu_mem_gib, gpu_snapshot, select, ignore,
+                          live_gpu, [])
+        fixed = one_command(rep, argv, judge, version)
+        if fixed is not None:
+            rep.run.setdefault("preflight", {})["relaunch"] = fixed
+    return rep
 
 
 def preflight_args_json(path: str, *, gpu_mem_gib: float | None = None, gpu_snapshot: str | None = None,

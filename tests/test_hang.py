@@ -291,3 +291,17 @@ def test_log_stopping_after_connected_points_at_the_group_port():
                           "--vllm_server_host 10.0.0.5 --vllm_server_group_port 51300")[0]
     assert f.rule_id == "GD320" and f.severity == Severity.warning
     assert "weight-sync NCCL group" in f.message and any("port 51300+i" in x for x in f.fix)
+
+
+def test_a_hang_inside_the_reward_function_is_not_restarted():
+    """A real H200 run whose reward plugin stops answering after step 2 (fixtures/logs/real-gpu-reward-plugin-hang):
+    the py-spy stack puts the main thread in JudgeThatStopsAnswering.__call__; a restart would stop at the same
+    call, so the verdict is stop, with no command (before: restart with the run's own command)."""
+    from pathlib import Path
+
+    from doctor.analyze import analyze
+    case = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real-gpu-reward-plugin-hang"
+    f = analyze([str(case)]).findings[0]
+    assert f.rule_id == "GD321" and "plugin_hang.py:17 in JudgeThatStopsAnswering.__call__" in f.message
+    assert f.action == "stop" and not f.command
+    assert "fix the reward function first" in f.message

@@ -119,6 +119,13 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             out("[dim]similar threads (similar wording, not shown to be the same failure):[/dim]", 3)
             for m in alike:
                 out(escape(known.similar_line(m)), 5, bullet="[dim]-[/dim]")
+    fixed = (report.run.get("preflight") or {}).get("relaunch") if isinstance(report.run, dict) else None
+    if isinstance(fixed, dict) and fixed.get("command"):   # doctor/preflight_relaunch.py
+        con.print()
+        verdict = ("preflight accepts it" if fixed.get("accepted") else
+                   f"preflight still reports {', '.join(map(str, fixed.get('remaining') or ()))}")
+        out(f"[bold]One command with every fix[/bold] ({escape(verdict)}):")
+        out(escape(fixed["command"]), 2)
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in Severity}
     con.print()
     out(f"[dim]{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), {counts[Severity.info]} "

@@ -251,6 +251,7 @@ class HangCheck(Rule):
                  " was taken from a process that had stopped making progress"
                  + (f" after training step {a['steps']}" if a["steps"] else "") + "."]
         fix: list[str] = []
+        action = None   # the rule's (restart) unless the stack says a restart would stop at the same place
         shown: dict[str, _Thread] = {}
         for t in focus or threads:
             shown.setdefault(t.name, t)
@@ -278,6 +279,10 @@ class HangCheck(Rule):
             elif c == "reward":
                 fix.append("Stuck inside a reward function: add a timeout to any network / sandbox / judge-model call "
                            "in your reward plugin, and make sure every rank calls it the same number of times.")
+                # the same code runs again on a restart: it stops at the same call, so the code changes first
+                parts.append("A restart runs the same reward code and stops at the same call: fix the reward "
+                             "function first, then relaunch.")
+                action = "stop"
             elif c == "dataloader":
                 fix.append("Stuck waiting for data: try --dataloader_num_workers 0 to see the real error of a "
                            "worker, and check shared memory (docker --shm-size).")
@@ -297,7 +302,7 @@ class HangCheck(Rule):
                          "runs a vLLM engine (the trainer in colocate mode, or the rollout server): a generation or "
                          "weight sync that never returns on one rank stalls every rank.")
         return self.make(message=" ".join(parts), fix=fix, evidence=ev, severity=Severity.warning,
-                         seq=threads[0].header.seq)
+                         seq=threads[0].header.seq, action=action)
 
 
 
