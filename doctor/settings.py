@@ -14,6 +14,7 @@ names it instead; ``--isolated`` reads none. An option given on the command line
 from __future__ import annotations
 
 import difflib
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,15 @@ else:  # pragma: no cover
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 FAIL_ON = ("warning", "error", "never")
 KEYS = ("select", "ignore", "fail-on", "gpu-mem", "format")
+# GiB of one GPU: above 0 (nan, inf and negatives gave plans against "nan GiB"), at most far beyond any GPU made
+GPU_MEM_MAX = 4096
+GPU_MEM_RANGE = f"a number of GiB between 0 and {GPU_MEM_MAX} (e.g. 80)"
+
+
+def gpu_mem_ok(value: object) -> bool:
+    """Whether ``value`` can be the memory of one GPU in GiB (finite, above 0, at most GPU_MEM_MAX)."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and 0 < value <= GPU_MEM_MAX)
 
 
 class SettingsError(ValueError):
@@ -67,8 +77,8 @@ def validate(path: Path, table: dict[str, Any]) -> dict[str, Any]:
         if k in ("select", "ignore"):
             out[k] = _strings(path, k, value)
         elif k == "gpu-mem":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise SettingsError(f"{path}: gpu-mem must be a positive number of GiB, not {value!r}")
+            if not gpu_mem_ok(value):
+                raise SettingsError(f"{path}: gpu-mem must be {GPU_MEM_RANGE}, not {value!r}")
             out["gpu_mem"] = float(value)
         else:
             allowed = FORMATS if k == "format" else FAIL_ON
@@ -123,4 +133,4 @@ def merge(given: dict[str, Any], found: dict[str, Any], defaults: dict[str, Any]
             for k in set(given) | set(defaults)}
 
 
-__all__ = ["FAIL_ON", "FORMATS", "KEYS", "SettingsError", "find", "load", "merge", "validate"]
+__all__ = ["FAIL_ON", "FORMATS", "GPU_MEM_RANGE", "KEYS", "SettingsError", "find", "gpu_mem_ok", "load", "merge", "validate"]
