@@ -75,12 +75,16 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
         if early is not None:
             early.close()  # not adopted (the line-by-line path ran), or already reaped: nothing left behind
     ckpts = [(i.path, i.display) for i in inputs if i.kind == "checkpoint" and i.path is not None]
+    ckpt_skipped: list = []
     if ckpts:
         from .ckpt import fold_into_log_finding
         from .sources.checkpoint import read_checkpoint
+        from .ckpt import skipped_inputs
         sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
         for d, display in ckpts:
-            session.emit(CheckpointInput(read_checkpoint(d, display, sizes=sizes)))
+            facts = read_checkpoint(d, display, sizes=sizes)
+            ckpt_skipped += skipped_inputs(facts)
+            session.emit(CheckpointInput(facts))
     # where the errors come from (doctor/classify/provenance.py): the versions they narrow down before the rules
     # make their fixes, the raise site of each quoted error after; no exception and no error line: no lookup
     prov = provenance.for_session(session)
@@ -92,7 +96,7 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     findings = prov.annotate(findings)
     # the fixes in the terms of the framework that ran (doctor/swift/terms.py): no ms-swift flag for a trl user
     findings = in_terms(findings, framework["framework"])
-    infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs]
+    infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs] + ckpt_skipped
     run = session.run.summary()
     run.update(framework)
     provenance.summarize(run, session.run.inferred_versions)

@@ -7,6 +7,7 @@ what the command line asked for.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
@@ -18,7 +19,7 @@ from .model import Finding, InputInfo, Report
 from .registry import RuleMeta, _load_one, rule_files
 from .selectors import resolve
 from .signals import CheckpointInput
-from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
+from .sources.checkpoint import CheckpointFacts, checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
 from .sources.inputs import InputError
 from .sources.safeio import what_is
 from .sources.swiftconfig import RunConfig
@@ -108,13 +109,21 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
     session = Session(sel.run)
     summary = RunConfig()
     sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
+    skipped: list[InputInfo] = []
     for d, disp in groups:
         facts = read_checkpoint(d, disp, sizes=sizes)
         if isinstance(facts.args, dict) and not summary.args:
             summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
+        skipped += skipped_inputs(facts)
         session.emit(CheckpointInput(facts, expect))
     findings = sel.keep(session.finish())
-    return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups], summary.summary(), findings)
+    return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups] + skipped, summary.summary(),
+                  findings)
+
+
+def skipped_inputs(facts: CheckpointFacts) -> list[InputInfo]:
+    """What a checkpoint held but was not read (a link out of it, an unreadable folder), named in the report."""
+    return [InputInfo(posixpath.join(facts.path, name), "skipped", why) for name, why in sorted(facts.skipped.items())]
 
 
 def fold_into_log_finding(findings: list[Finding]) -> list[Finding]:

@@ -177,6 +177,7 @@ class Watch(Analysis, Hangs, Reporting):
         self.reader = LineReader(self.console_path, [0])
         self.session.begin_log(self.console_path)
         self.inputs = [InputInfo(self.console_path, "log")]
+        self.skipped_said: set[str] = set()  # run-folder files not followed (links out), each said once
         self.file_lines = 0
         self.skip_jsonl_steps = 0
         shown = shlex.join(self.argv).replace("\n", " ")

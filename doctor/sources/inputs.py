@@ -35,7 +35,7 @@ from .kinds import (  # noqa: F401
 )
 from .logtext import MAX_LINE, LineReader, decode, physical_lines
 from .reflow import MAX_REFLOW, needs_reflow, reflowed
-from .safeio import NotRegular, link_out, open_regular, what_is
+from .safeio import NotRegular, link_out, open_regular, walk, what_is
 
 MAX_SMALL = 32 * 1024 * 1024  # args.json / command.txt larger than this are not configuration files
 
@@ -185,7 +185,7 @@ def _walk(root: Path, display_root: str) -> list[Input]:
     copies: list[Input] = []   # console copies of the loggers (wandb output.log, SwanLab console)
     configs: list[Input] = []  # wandb config.yaml: the arguments when there is no args.json
     ckpts: list[Path] = []     # checkpoint-N/ folders (not under runs/), found by this same walk
-    for dirpath, dirnames, filenames in os.walk(root, onerror=None):
+    for dirpath, dirnames, filenames in walk(root):
         d = Path(dirpath)
         in_runs = "runs" in d.relative_to(root).parts
         if not in_runs:
