@@ -200,3 +200,36 @@ def test_watch_does_not_follow_links_out_of_the_run_folder(tmp_path):
     skipped = {Path(i["path"]).name: i["note"] for i in res.report["inputs"] if i["kind"] == "skipped"}
     assert set(skipped) == {"logging.jsonl", "args.json"} and all("out of the run" in n for n in skipped.values())
     assert b"logging.jsonl" in res.doc and b"not followed" in res.doc
+
+
+# -------------------------------------------------------------------------------------------------- point 1
+
+def _watch_cli(run: Path, code: int = 3) -> subprocess.CompletedProcess:
+    return cli("watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0", "--run-dir", str(run), "--",
+               sys.executable, "-c", f"import sys; print('step'); sys.exit({code})")
+
+
+def test_watch_html_report_replaces_a_planted_link_and_never_writes_through_it(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("grpo-doctor-report.html", "grpo-doctor-report.json", "grpo-doctor-console.log"):
+        (run / name).symlink_to(victim)  # a copied or shared output folder with links in it
+    p = _watch_cli(run)
+    assert p.returncode == 3, p.stderr
+    assert victim.read_text() == "the user's own file\n"  # before: overwritten with the HTML page
+    page = run / "grpo-doctor-report.html"
+    assert not page.is_symlink() and page.read_text().lstrip().lower().startswith("<!doctype html")
+    assert not [n for n in os.listdir(run) if ".tmp" in n], os.listdir(run)
+
+
+def test_watch_html_report_is_archived_at_each_relaunch(tmp_path):
+    run = tmp_path / "run"
+    for code in (3, 4):
+        assert _watch_cli(run, code).returncode == code
+    names = set(os.listdir(run))
+    # before: the console log and the JSON report kept .1 copies, the HTML page was overwritten
+    assert {"grpo-doctor-console.log.1", "grpo-doctor-report.json.1", "grpo-doctor-report.html.1"} <= names, names
+    first = json.loads((run / "grpo-doctor-report.json.1").read_text())["run"]["watch"]["exit_code"]
+    assert first == 3 and "html" in (run / "grpo-doctor-report.html.1").read_text().lower()

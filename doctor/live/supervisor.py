@@ -105,7 +105,9 @@ class Watch(Analysis, Hangs, Reporting):
         self.console_path = os.path.join(run_dir, console_name(self.node_rank, "console"))
         self.report_path = self.o.report or os.path.join(run_dir, console_name(self.node_rank, "report"))
         # every launch keeps its own files: the previous ones move to the next free NAME.N (never overwritten)
-        self.archived = archive_previous([self.console_path, self.report_path], self.o.keep_launches)
+        from ..render.html import html_path
+        self.archived = archive_previous([self.console_path, self.report_path, html_path(self.report_path)],
+                                         self.o.keep_launches)
 
     def _preflight(self) -> int | None:
         if not self.o.preflight:
