@@ -233,3 +233,42 @@ def test_watch_html_report_is_archived_at_each_relaunch(tmp_path):
     assert {"grpo-doctor-console.log.1", "grpo-doctor-report.json.1", "grpo-doctor-report.html.1"} <= names, names
     first = json.loads((run / "grpo-doctor-report.json.1").read_text())["run"]["watch"]["exit_code"]
     assert first == 3 and "html" in (run / "grpo-doctor-report.html.1").read_text().lower()
+
+
+# ------------------------------------------------------------------------------------------------- point 10
+
+def _run_with_checkpoint(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "checkpoint-1").mkdir()
+    (run / "checkpoint-1" / "trainer_state.json").write_text('{"global_step": 1}')
+    return run
+
+
+def test_nothing_readable_left_is_exit_2(tmp_path):
+    run = _run_with_checkpoint(tmp_path)
+    (run / "logs" / "train.log").symlink_to("gone.log")  # the log's target was removed (stat fails, as unreadable)
+    p = cli("analyze", str(run))  # before: "train.log (skipped: cannot read it ...)", "No problem found.", exit 0
+    one_line_exit_2(p, "train.log", "cannot read it")
+    assert b"No problem found" not in p.stdout
+
+
+def test_permission_denied_log_with_nothing_else_is_exit_2(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from doctor.cli import app
+    run = _run_with_checkpoint(tmp_path)
+    (run / "logs" / "train.log").write_bytes(BATCH)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, m, **k: False if str(p).endswith("train.log") else real(p, m, **k))
+    r = CliRunner().invoke(app, ["analyze", str(run)])
+    assert r.exit_code == 2 and "No problem found" not in r.output and "train.log" in r.output, r.output
+    assert "permission denied" in r.output
+
+
+def test_a_readable_log_beside_an_unreadable_one_is_still_analysed(tmp_path):
+    run = _run_with_checkpoint(tmp_path)
+    (run / "logs" / "train.log").symlink_to("gone.log")
+    (run / "logs" / "node1.log").write_bytes(BATCH)
+    p = cli("analyze", str(run))
+    assert p.returncode == 1 and b"train.log (skipped: cannot read it" in p.stdout, p.stdout

@@ -55,6 +55,11 @@ class Input:
         return InputInfo(self.display, self.kind, self.note)
 
 
+# the notes of a file the run wrote that could not be read (not a logger's second copy, not another tool's output)
+_UNREAD = ("permission denied", "cannot read it", "a symlink out of the run directory", "a symlinked directory out")
+# inputs that record how the run went to its end; args.json, a command file, GPU snapshots and checkpoints (their
+# trainer_state.json stops at the save) do not
+_RECORDS = ("log", "metrics", "completions", "report", *(k for k in LOGGER_KINDS if k != "trainer-state"))
 _SMALL = ("args", "command", "report", "wandb-summary", "wandb-meta", "wandb-config")
 _ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6,
           "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0, "trainer-state": 8, "skipped": 9,
@@ -243,6 +248,11 @@ def _walk(root: Path, display_root: str) -> list[Input]:
         why = f" ({len(skipped)} skipped: {skipped[0].display}: {skipped[0].note})" if skipped else ""
         raise InputError(f"{display_root}: no log, logging.jsonl, completions.jsonl or args.json found here{why}; "
                          "pass the run's output directory or a saved console log")
+    unread = [s for s in skipped if s.note.startswith(_UNREAD)]
+    if unread and not any(i.kind in _RECORDS for i in out):
+        # a checkpoint or an args.json alone cannot tell how the run ended: "No problem found" would be a guess
+        raise InputError(f"{unread[0].display}: skipped ({unread[0].note}) and nothing else here records the run "
+                         f"(log, logging.jsonl, metrics); make it readable, or pass a log that is")
     return out + skipped + ckpt_inputs
 
 
