@@ -77,9 +77,8 @@ def analyze(paths: list[str], select: set[str] | None = None, ignore: set[str] |
     ckpts = [(i.path, i.display) for i in inputs if i.kind == "checkpoint" and i.path is not None]
     ckpt_skipped: list = []
     if ckpts:
-        from .ckpt import fold_into_log_finding
+        from .ckpt import fold_into_log_finding, skipped_inputs
         from .sources.checkpoint import read_checkpoint
-        from .ckpt import skipped_inputs
         sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
         for d, display in ckpts:
             facts = read_checkpoint(d, display, sizes=sizes)

@@ -20,7 +20,7 @@ from .registry import RuleMeta, _load_one, rule_files
 from .selectors import resolve
 from .signals import CheckpointInput
 from .sources.checkpoint import CheckpointFacts, checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
-from .sources.inputs import InputError
+from .sources.inputs import InputError, path_exists
 from .sources.safeio import what_is
 from .sources.swiftconfig import RunConfig
 
@@ -72,7 +72,7 @@ def group_paths(paths: list[str]) -> list[tuple[Path, str]]:
 
     for p in paths:
         path = Path(p)
-        if not path.exists() and not path.is_symlink():
+        if not path_exists(path, p):
             raise InputError(f"{p}: no such file or directory; pass a checkpoint directory or a file inside one")
         if path.is_dir():
             if not os.access(path, os.R_OK | os.X_OK):

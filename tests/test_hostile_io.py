@@ -272,3 +272,78 @@ def test_a_readable_log_beside_an_unreadable_one_is_still_analysed(tmp_path):
     (run / "logs" / "node1.log").write_bytes(BATCH)
     p = cli("analyze", str(run))
     assert p.returncode == 1 and b"train.log (skipped: cannot read it" in p.stdout, p.stdout
+
+
+# -------------------------------------------------------------------------------------------------- point 3
+
+SILENCE = '[tool.grpo-doctor]\nignore = ["ALL"]\nfail-on = "never"\n'
+
+
+def _run_folder(parent: Path) -> Path:
+    run = parent / "run"
+    run.mkdir(parents=True)
+    (run / "train.log").write_bytes(BATCH)
+    return run
+
+
+@pytest.mark.parametrize("cmd", ["analyze", "check-ckpt"])
+def test_a_config_in_the_analysed_tree_is_not_obeyed(tmp_path, cmd):
+    there = tmp_path / "from-elsewhere"
+    run = _run_folder(there)
+    (there / "pyproject.toml").write_text(SILENCE)  # shipped with a copied run folder, or anywhere above /tmp/x
+    if cmd == "check-ckpt":
+        (run / "checkpoint-1").mkdir()
+        (run / "checkpoint-1" / "model.safetensors").write_bytes(b"")  # empty: GD802
+    here = tmp_path / "here"
+    here.mkdir()
+    p = cli(cmd, str(run), cwd=here, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    # before: the run folder's pyproject.toml silenced every rule and set fail-on never: exit 0
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert b"config:" not in p.stdout
+
+
+def test_the_config_used_is_named_in_the_report(tmp_path):
+    proj = tmp_path / "proj"
+    run = _run_folder(proj / "runs")
+    (proj / "pyproject.toml").write_text('[tool.grpo-doctor]\nfail-on = "never"\n')
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    p = cli("analyze", str(run), cwd=proj / "runs", env=env)  # found above the working directory, as ruff does
+    assert p.returncode == 0 and f"config: {proj / 'pyproject.toml'}".encode() in p.stdout, p.stdout
+    p = cli("analyze", str(run), "--format", "json", cwd=proj, env=env)
+    assert json.loads(p.stdout)["tool"]["config"] == str(proj / "pyproject.toml")
+    p = cli("analyze", str(run), "--format", "json", "--isolated", cwd=proj, env=env)
+    assert p.returncode == 1 and "config" not in json.loads(p.stdout)["tool"]
+
+
+def test_the_user_config_is_read_when_the_project_has_none(tmp_path):
+    user = tmp_path / "xdg" / "grpo-doctor" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('format = "json"\n')
+    run = _run_folder(tmp_path)
+    p = cli("analyze", str(run), cwd=tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert json.loads(p.stdout)["tool"]["config"] == str(user), p.stdout
+
+
+@pytest.mark.parametrize("how", ["found", "--config"])
+def test_a_huge_config_is_one_line_not_gigabytes(tmp_path, how):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    big = proj / "pyproject.toml"
+    with open(big, "wb") as f:  # sparse: 1 GiB on paper, nothing on disk
+        f.truncate(1 << 30)
+    run = _run_folder(tmp_path)
+    args = ["--config", str(big)] if how == "--config" else []
+    # before: read whole (2 GiB of memory), then "not valid TOML"
+    one_line_exit_2(cli("analyze", str(run), *args, cwd=proj, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}),
+                    str(big), "MiB")
+
+
+@pytest.mark.parametrize("cmd", ["analyze", "check-ckpt"])
+def test_a_too_long_path_is_one_line(cmd):
+    # before: the config lookup stat'ed the path outside the error handler: a traceback (OSError: File name too long)
+    one_line_exit_2(cli(cmd, "a/" * 3000), "File name too long")
+
+
+def test_a_config_that_is_no_file_is_one_line(tmp_path):
+    one_line_exit_2(cli("analyze", str(ROOT / "fixtures"), "--config", str(tmp_path)), str(tmp_path))
+    one_line_exit_2(cli("analyze", str(ROOT / "fixtures"), "--config", "/dev/zero"), "/dev/zero")

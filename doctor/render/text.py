@@ -57,6 +57,8 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     out(f"[dim]{escape(head)}[/dim]")
     shown = (i.path + (f" (skipped: {i.note})" if i.note else "") for i in report.inputs)
     out(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
+    if report.config:  # which file's select / ignore / fail-on shaped this report
+        out(f"[dim]config: {escape(report.config)}[/dim]")
     vit = vitals_line(report.run)
     if not report.findings:
         out("[bold green]No problem found.[/bold green]" + (f" Vitals: {escape(vit)}." if vit else ""))

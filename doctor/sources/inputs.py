@@ -117,6 +117,15 @@ def _explicit_file(path: Path, display: str) -> Input:
     return Input(path, display, kind)
 
 
+def path_exists(path: Path, display: str) -> bool:
+    """Whether ``path`` (or a link there) exists; InputError when the question itself fails (a name too long, a
+    folder on the way that cannot be searched): one line, never a traceback."""
+    try:
+        return path.exists() or path.is_symlink()
+    except OSError as e:
+        raise InputError(f"{display}: cannot read it ({e.strerror}); check the path") from None
+
+
 def discover(paths: list[str]) -> list[Input]:
     found: list[Input] = []
     stdin_used = False
@@ -128,7 +137,7 @@ def discover(paths: list[str]) -> list[Input]:
             found.append(Input(None, "<stdin>", "log"))
             continue
         path = Path(p)
-        if not path.exists() and not path.is_symlink():
+        if not path_exists(path, p):
             raise InputError(f"{p}: no such file or directory; pass a run directory, a log file, or - for stdin")
         if path.is_dir():
             if path.name.startswith("checkpoint-") and is_checkpoint_dir(path):
