@@ -88,12 +88,15 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
         if early is not None:
             early.close()  # not adopted (the line-by-line path ran), or already reaped: nothing left behind
     ckpts = [(i.path, i.display) for i in inputs if i.kind == "checkpoint" and i.path is not None]
+    ckpt_skipped: list = []
     if ckpts:
-        from .ckpt import fold_into_log_finding
+        from .ckpt import fold_into_log_finding, skipped_inputs
         from .sources.checkpoint import read_checkpoint
         sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
         for d, display in ckpts:
-            session.emit(CheckpointInput(read_checkpoint(d, display, sizes=sizes)))
+            facts = read_checkpoint(d, display, sizes=sizes)
+            ckpt_skipped += skipped_inputs(facts)
+            session.emit(CheckpointInput(facts))
     # where the errors come from (doctor/classify/provenance.py): the versions they narrow down before the rules
     # make their fixes, the raise site of each quoted error after; no exception and no error line: no lookup
     prov = provenance.for_session(session)
@@ -106,7 +109,7 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
     # the fixes in the terms of the framework that ran (doctor/swift/terms.py): no ms-swift flag for a trl user
     findings = in_terms(findings, framework["framework"])
     notes.update(session.input_notes)
-    infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs]
+    infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs] + ckpt_skipped
     run = session.run.summary()
     run.update(framework)
     provenance.summarize(run, session.run.inferred_versions)

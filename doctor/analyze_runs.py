@@ -119,6 +119,6 @@ def _why_empty(e: InputError) -> str:
     """A run folder with nothing to read, in a few words: ms-swift creates it while parsing the arguments, so a
     launch that stopped there (or is starting now) leaves it empty."""
     text = str(e)
-    if "no log, logging.jsonl" in text:
+    if "no log found in" in text:
         return "no log, metrics or args.json in it (a launch that stopped while parsing its arguments, or one starting)"
     return text.split(": ", 1)[-1]

@@ -7,6 +7,7 @@ what the command line asked for.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
@@ -19,8 +20,8 @@ from .model import Finding, InputInfo, Report
 from .registry import RuleMeta, _load_one, rule_files
 from .selectors import resolve
 from .signals import CheckpointInput
-from .sources.checkpoint import checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
-from .sources.inputs import InputError
+from .sources.checkpoint import CheckpointFacts, checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
+from .sources.inputs import InputError, path_exists
 from .sources.safeio import what_is
 from .sources.swiftconfig import RunConfig
 
@@ -72,7 +73,7 @@ def group_paths(paths: list[str]) -> list[tuple[Path, str]]:
 
     for p in paths:
         path = Path(p)
-        if not path.exists() and not path.is_symlink():
+        if not path_exists(path, p):
             raise InputError(f"{p}: no such file or directory; pass a checkpoint directory or a file inside one")
         if path.is_dir():
             if not os.access(path, os.R_OK | os.X_OK):
@@ -110,16 +111,18 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
     summary = RunConfig()
     sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
     checked = []
+    skipped: list[InputInfo] = []
     for d, disp in groups:
         facts = read_checkpoint(d, disp, sizes=sizes)
         if isinstance(facts.args, dict) and not summary.args:
             summary.add_args_json(facts.args)  # the report's run line (version); rules read each checkpoint's own
+        skipped += skipped_inputs(facts)
         session.emit(CheckpointInput(facts, expect, gate=True))
         checked.append(inventory(facts))
     findings = sel.keep(session.finish())
     run = summary.summary()
     run["vitals"] = inventory_vitals(checked)
-    return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups], run, findings)
+    return Report(__version__, [InputInfo(disp, "checkpoint") for _, disp in groups] + skipped, run, findings)
 
 
 SHOWN = 3  # checkpoints named in the one line; the JSON report lists them all
@@ -131,6 +134,11 @@ def inventory_vitals(checked: list[dict]) -> dict:
     more = len(checked) - SHOWN
     return {"checkpoints": checked,
             "summary": (f"{len(checked)} checkpoints, the last {SHOWN} listed: " if more > 0 else "") + "; ".join(lines)}
+
+
+def skipped_inputs(facts: CheckpointFacts) -> list[InputInfo]:
+    """What a checkpoint held but was not read (a link out of it, an unreadable folder), named in the report."""
+    return [InputInfo(posixpath.join(facts.path, name), "skipped", why) for name, why in sorted(facts.skipped.items())]
 
 
 def fold_into_log_finding(findings: list[Finding]) -> list[Finding]:

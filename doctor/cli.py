@@ -79,13 +79,13 @@ def analyze(
     from .analyze import analyze as run_analyze
     if "-" in paths and sys.stdin.isatty():  # a terminal waits for typing: say so, not a silent hang
         typer.echo("grpo-doctor: reading standard input (Ctrl-D to end)", err=True)
-    o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    o = settings(config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
     curves = wants_series(o.fmt, series, quiet, output)
     report_and_exit(lambda: run_analyze(paths, split_selectors(o.select), split_selectors(o.ignore, "--ignore"),
                                         series=curves),
                     f"while analysing {' '.join(paths)}", debug, o.fmt, output, o.fail_on,
                     progress=not ("-" in paths and sys.stdin.isatty()), color=plain(color, no_color),  # no spinner over a terminal's typing
-                    quiet=quiet, open_html=open_html)
+                    quiet=quiet, open_html=open_html, config=o.config)
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
@@ -130,9 +130,7 @@ def preflight(
         raise die("preflight: give the command after --, e.g. grpo-doctor preflight -- swift rlhf --rlhf_type grpo "
                    "..., or the path of an args.json")
     snap = str(gpu_snapshot) if gpu_snapshot else None
-    json_arg = [argv[0]] if len(argv) == 1 and argv[0].endswith(".json") else None
-    o = settings(json_arg, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore,
-                  gpu_mem=gpu_mem)
+    o = settings(config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore, gpu_mem=gpu_mem)
     opts = dict(gpu_mem_gib=o.gpu_mem, gpu_snapshot=snap, select=split_selectors(o.select), ignore=split_selectors(o.ignore, "--ignore"),
                 swift_version=swift_version)
 
@@ -146,7 +144,7 @@ def preflight(
         except OSError as e:
             raise die(f"{e.filename or 'input'}: cannot read ({e.strerror}); check the path")
     report_and_exit(build, "in preflight", debug, o.fmt, output, o.fail_on, (CommandError, SnapshotError),
-                    color=plain(color, no_color), quiet=quiet)
+                    color=plain(color, no_color), quiet=quiet, config=o.config)
 
 
 class Expect(str, Enum):
@@ -181,10 +179,11 @@ def check_ckpt(
       grpo-doctor check-ckpt checkpoint-500 --format json
     """
     from .ckpt import check_paths
-    o = settings(paths, config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
+    o = settings(config, isolated, format=fmt, fail_on=fail_on, select=select, ignore=ignore)
     report_and_exit(lambda: check_paths(paths, expect=expect.value if expect else None,
                                         select=split_selectors(o.select), ignore=split_selectors(o.ignore, "--ignore")),
-                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on, color=plain(color, no_color), quiet=quiet)
+                    f"while checking {' '.join(paths)}", debug, o.fmt, output, o.fail_on, color=plain(color, no_color),
+                    quiet=quiet, config=o.config)
 
 
 @app.command(cls=Command)

@@ -64,28 +64,30 @@ def fail_on_opt():
 
 def config_opt():
     return typer.Option(None, "--config", help="Read the defaults from this file ([tool.grpo-doctor] of a "
-                        "pyproject.toml, or the keys at the top level) instead of the pyproject.toml found above the "
-                        "run directory or the current directory.")
+                        "pyproject.toml, or the keys at the top level) instead of the pyproject.toml found in the "
+                        "current directory or above it, or the user's ~/.config/grpo-doctor/config.toml (never one "
+                        "found beside the analysed files).")
 
 
 def isolated_opt():
     return typer.Option(False, "--isolated", help="Ignore every configuration file.")
 
 
-def settings(paths: Optional[list[str]], config: Optional[Path], isolated: bool, **given):
-    """Command line over [tool.grpo-doctor] over the defaults: a namespace of fmt, fail_on, select, ignore,
-    gpu_mem."""
+def settings(config: Optional[Path], isolated: bool, **given):
+    """Command line over the configuration file over the defaults: a namespace of fmt, fail_on, select, ignore,
+    gpu_mem and config (the file used, None for none). Runs before report_and_exit: every failure here is a
+    SettingsError, one line and exit 2."""
     from types import SimpleNamespace
 
     from .settings import SettingsError, load, merge
     try:
-        found = load(paths, str(config) if config else None, isolated)
+        path, found = load(str(config) if config else None, isolated)
     except SettingsError as e:
         raise die(str(e))
     o = merge({k: (v.value if isinstance(v, Enum) else v) for k, v in given.items()}, found,
               {"format": "text", "fail_on": "error"})
     return SimpleNamespace(fmt=Format(o["format"]), fail_on=FailOn(o["fail_on"]), select=o.get("select"),
-                           ignore=o.get("ignore"), gpu_mem=o.get("gpu_mem"))
+                           ignore=o.get("ignore"), gpu_mem=o.get("gpu_mem"), config=path)
 
 
 def die(msg: str) -> typer.Exit:
@@ -208,12 +210,14 @@ def emit(text: str, output: Optional[Path]) -> None:
 
 def report_and_exit(build, what: str, debug: bool, fmt: Format, output: Optional[Path], fail_on: FailOn,
                     user_errors: tuple[type[BaseException], ...] = (), progress: bool = True,
-                    color: Color = Color.auto, quiet: bool = False, open_html: bool = False) -> None:
+                    color: Color = Color.auto, quiet: bool = False, open_html: bool = False,
+                    config: Optional[Path] = None) -> None:
     """Run ``build()`` (which returns a Report), turn every failure into one line and exit 2, else render the
     report and exit 0 or 1 by --fail-on. ``what`` names the input in the internal-error line and the progress
     shown on a terminal when the work takes more than ~1 s (text and markdown formats only). An HTML report goes
     to a file: ``output``, or grpo-doctor-report.html when stdout is a terminal; its path and one line are said on
-    stderr (``open_html``: and it opens in the browser)."""
+    stderr (``open_html``: and it opens in the browser). ``config``: the configuration file used, named in the
+    report."""
     from .progress import spinner
     html_file = None
     if fmt is Format.html:
@@ -225,6 +229,8 @@ def report_and_exit(build, what: str, debug: bool, fmt: Format, output: Optional
         label = "grpo-doctor: " + what.removeprefix("while ").removeprefix("in ")
         with spinner(label, progress and not quiet and fmt in (Format.text, Format.markdown)):
             report = build()
+        if config is not None:
+            report.config = str(config)
         # rendering is inside the error path too: a value no renderer expected costs one line and exit 2, never a
         # traceback (render.safe already writes NaN/inf and undecodable names validly)
         from .console import color_wanted, wrap_width

@@ -180,6 +180,7 @@ class Report:
     series: dict[str, Any] | None = None   # the run's curves (doctor/curves.py): only with --series / html
     # a folder of runs (doctor/analyze_runs.py): one overview row per run, newest first; findings carry their run
     runs: list[dict[str, Any]] | None = None
+    config: str | None = None  # the configuration file the command obeyed (doctor/settings.py), None for none
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -187,7 +188,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": 1,
-            "tool": {"name": "grpo-doctor", "version": self.tool_version},
+            "tool": {"name": "grpo-doctor", "version": self.tool_version} | ({"config": self.config} if self.config else {}),
             "inputs": [i.to_json() for i in self.inputs],
             "run": self.run,
             "findings": [f.to_json() for f in self.findings],

@@ -334,6 +334,9 @@ def preflight_args_json(path: str, *, gpu_mem_gib: float | None = None, gpu_snap
 def _judge(cmd: SwiftCommand, version: str | None, gpu_mem_gib: float | None, gpu_snapshot: str | None,
            select: set[str] | None, ignore: set[str] | None, live_gpu: bool, inputs: list[InputInfo],
            check_flags: bool = True) -> Report:
+    from .settings import GPU_MEM_RANGE, gpu_mem_ok
+    if gpu_mem_gib is not None and not gpu_mem_ok(gpu_mem_gib):  # every caller: the CLI, watch, the MCP tool
+        raise CommandError(f"--gpu-mem {gpu_mem_gib}: give the memory of one training GPU as {GPU_MEM_RANGE}")
     run = build_run(cmd, version)
     mm = major_minor(version)
     facts: dict[str, Any] = {"swift_version": version}

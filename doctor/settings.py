@@ -7,13 +7,19 @@
     gpu-mem = 80              # GiB of one training GPU (preflight)
     format = "text"           # text | json | markdown | sarif | github
 
-The file is found by walking up from the run directory (the first PATH; a file's folder) and then from the
-current directory; the first pyproject.toml holding a ``[tool.grpo-doctor]`` table wins. ``--config FILE``
-names it instead; ``--isolated`` reads none. An option given on the command line replaces the file's value.
+Where it comes from, as ruff does: ``--config FILE``; else the first pyproject.toml holding a ``[tool.grpo-doctor]``
+table in the current directory or above it; else the user's ``$XDG_CONFIG_HOME/grpo-doctor/config.toml``
+(``~/.config/grpo-doctor/config.toml``, the keys at its top level). Never from the analysed input's tree: a run
+folder copied from elsewhere (or anything under /tmp) could silence every rule and set fail-on = never, turning a
+crash into exit 0 in CI. ``--isolated`` reads none. An option given on the command line replaces the file's value.
+A file is read only when regular and at most MAX_CONFIG bytes (a sparse 1 GiB pyproject took 2 GiB of memory);
+anything wrong with it is one SettingsError line.
 """
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,19 +32,48 @@ else:  # pragma: no cover
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 FAIL_ON = ("warning", "error", "never")
 KEYS = ("select", "ignore", "fail-on", "gpu-mem", "format")
+# GiB of one GPU: above 0 (nan, inf and negatives gave plans against "nan GiB"), at most far beyond any GPU made
+GPU_MEM_MAX = 4096
+GPU_MEM_RANGE = f"a number of GiB between 0 and {GPU_MEM_MAX} (e.g. 80)"
+
+
+def gpu_mem_ok(value: object) -> bool:
+    """Whether ``value`` can be the memory of one GPU in GiB (finite, above 0, at most GPU_MEM_MAX)."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and 0 < value <= GPU_MEM_MAX)
 
 
 class SettingsError(ValueError):
     """A configuration file that cannot be used; the message is the CLI's one line."""
 
 
-def _table(path: Path, explicit: bool) -> dict[str, Any] | None:
+MAX_CONFIG = 1 << 20  # bytes; a pyproject.toml is a few KB
+
+
+def _text(path: Path, hint: str) -> str:
+    from .sources.safeio import NotRegular, open_regular
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as f:  # never a FIFO or a device: nothing makes the command wait
+            raw = f.read(MAX_CONFIG + 1)
+    except NotRegular as e:
+        raise SettingsError(f"{path}: {e.what}, not a configuration file; {hint}") from None
     except OSError as e:
-        raise SettingsError(f"{path}: cannot read the configuration ({e.strerror}); check --config") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise SettingsError(f"{path}: not valid TOML ({e}); fix the file or pass --isolated") from None
+        raise SettingsError(f"{path}: cannot read the configuration ({e.strerror}); {hint}") from None
+    if len(raw) > MAX_CONFIG:
+        raise SettingsError(f"{path}: larger than {MAX_CONFIG >> 20} MiB, not a configuration file; {hint}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SettingsError(f"{path}: not valid TOML ({e}); {hint}") from None
+
+
+def _table(path: Path, explicit: bool) -> dict[str, Any] | None:
+    hint = "check --config" if explicit else "fix the file, or pass --config FILE or --isolated"
+    text = _text(path, hint)
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as e:  # RecursionError: arrays nested thousands deep
+        raise SettingsError(f"{path}: not valid TOML ({str(e)[:120] or type(e).__name__}); {hint}") from None
     table = data.get("tool", {}).get("grpo-doctor") if isinstance(data.get("tool"), dict) else None
     if table is None and explicit and path.name != "pyproject.toml":
         table = data  # a grpo-doctor.toml of its own: the keys at the top level
@@ -67,8 +102,8 @@ def validate(path: Path, table: dict[str, Any]) -> dict[str, Any]:
         if k in ("select", "ignore"):
             out[k] = _strings(path, k, value)
         elif k == "gpu-mem":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise SettingsError(f"{path}: gpu-mem must be a positive number of GiB, not {value!r}")
+            if not gpu_mem_ok(value):
+                raise SettingsError(f"{path}: gpu-mem must be {GPU_MEM_RANGE}, not {value!r}")
             out["gpu_mem"] = float(value)
         else:
             allowed = FORMATS if k == "format" else FAIL_ON
@@ -78,43 +113,50 @@ def validate(path: Path, table: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def find(starts: list[Path]) -> tuple[Path, dict[str, Any]] | None:
-    """The first pyproject.toml with a [tool.grpo-doctor] table above each start, in order."""
-    seen: set[Path] = set()
-    for start in starts:
-        try:
-            d = start.resolve()
-        except OSError:
-            continue
-        if not d.is_dir():
-            d = d.parent
-        for folder in (d, *d.parents):
-            if folder in seen:
-                break
-            seen.add(folder)
-            f = folder / "pyproject.toml"
-            if f.is_file():
-                table = _table(f, explicit=False)
-                if table is not None:
-                    return f, table
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a folder we may not search, a name too long: no file there for us
+        return False
+
+
+def find_project(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The first pyproject.toml with a [tool.grpo-doctor] table in ``start`` (the working directory) or above."""
+    try:
+        d = (start or Path.cwd()).resolve()
+    except OSError:  # the working directory was removed
+        return None
+    for folder in (d, *d.parents):
+        f = folder / "pyproject.toml"
+        if _is_file(f):
+            table = _table(f, explicit=False)
+            if table is not None:
+                return f, table
     return None
 
 
-def load(paths: list[str] | None, config: str | None = None, isolated: bool = False) -> dict[str, Any]:
-    """The project defaults for a command run on ``paths`` (CLI parameter names), {} when there are none."""
+def user_config() -> Path:
+    """The user's own defaults: $XDG_CONFIG_HOME/grpo-doctor/config.toml (else ~/.config/...)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "grpo-doctor" / "config.toml"
+
+
+def load(config: str | None = None, isolated: bool = False) -> tuple[Path | None, dict[str, Any]]:
+    """The configuration file used (None: none) and its defaults under the CLI parameter names. The analysed
+    inputs play no part: only --config, the current project, then the user's file."""
     if isolated:
-        return {}
+        return None, {}
     if config:
         p = Path(config)
-        if not p.is_file():
-            raise SettingsError(f"{config}: no such configuration file; check --config")
         table = _table(p, explicit=True)
         if table is None:
-            raise SettingsError(f"{config}: no [tool.grpo-doctor] table in it")
-        return validate(p, table)
-    starts = [Path(p) for p in paths or () if p != "-" and Path(p).exists()][:1] + [Path.cwd()]
-    got = find(starts)
-    return validate(*got) if got else {}
+            raise SettingsError(f"{config}: no [tool.grpo-doctor] table in it; check --config")
+        return p, validate(p, table)
+    got = find_project()
+    if got is None and _is_file(user_config()):
+        table = _table(user_config(), explicit=True)
+        got = (user_config(), table) if table is not None else None
+    return (got[0], validate(*got)) if got else (None, {})
 
 
 def merge(given: dict[str, Any], found: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -123,4 +165,5 @@ def merge(given: dict[str, Any], found: dict[str, Any], defaults: dict[str, Any]
             for k in set(given) | set(defaults)}
 
 
-__all__ = ["FAIL_ON", "FORMATS", "KEYS", "SettingsError", "find", "load", "merge", "validate"]
+__all__ = ["FAIL_ON", "FORMATS", "GPU_MEM_RANGE", "KEYS", "SettingsError", "find_project", "gpu_mem_ok", "load", "merge",
+           "user_config", "validate"]

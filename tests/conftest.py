@@ -10,6 +10,8 @@ FIXTURES = ROOT / "fixtures" / "logs"
 REAL_SWIFT = ROOT / "fixtures" / "real-swift"
 
 os.environ.setdefault("NO_COLOR", "1")
+# the user's own ~/.config/grpo-doctor/config.toml (doctor/settings.py) must not shape the suite's reports
+os.environ["XDG_CONFIG_HOME"] = str(ROOT / "tests" / "no-user-config")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

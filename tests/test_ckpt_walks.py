@@ -27,14 +27,18 @@ def _run(tmp_path):
 
 @pytest.fixture
 def walks(monkeypatch):
+    """Every walk of a tree: the sources walk through safeio.walk (os.walk recursed: issue 30.9), imported by name."""
+    from doctor.live import rundir
+    from doctor.sources import inputs, safeio
     counted: list[str] = []
-    real_walk = os.walk
+    real_walk = safeio.walk
 
     def counting_walk(top, *a, **kw):
         counted.append(os.fspath(top))
         return real_walk(top, *a, **kw)
 
-    monkeypatch.setattr(ckpt_src.os, "walk", counting_walk)
+    for module in (ckpt_src, inputs, rundir):
+        monkeypatch.setattr(module, "walk", counting_walk)
     return counted
 
 

@@ -1,5 +1,5 @@
-"""[tool.grpo-doctor] in pyproject.toml: found above the run directory or the CWD, --config FILE, --isolated;
-the command line wins; --fail-on never; a bad file is one line and exit 2."""
+"""[tool.grpo-doctor] in pyproject.toml: found in or above the CWD (never above the analysed run: issue 30.3),
+--config FILE, --isolated; the command line wins; --fail-on never; a bad file is one line and exit 2."""
 from __future__ import annotations
 
 import json
@@ -16,11 +16,13 @@ def project(tmp_path, body: str):
     return proj
 
 
-def test_found_above_the_run_directory(tmp_path):
+def test_found_in_the_cwd_not_above_the_run_directory(tmp_path):
     proj = project(tmp_path, 'format = "json"\nignore = ["GD101"]\nfail-on = "never"')
-    p = run("analyze", str(proj / "runs" / "a"), cwd=tmp_path)
+    p = run("analyze", str(proj / "runs" / "a"), cwd=proj)
     assert p.returncode == 0, p.stderr
     assert "GD101" not in {f["rule_id"] for f in json.loads(p.stdout)["findings"]}
+    p = run("analyze", str(proj / "runs" / "a"), cwd=tmp_path)  # the run's own tree: not obeyed
+    assert p.returncode == 1 and p.stdout.decode().startswith("grpo-doctor "), p.stderr
 
 
 def test_found_above_the_cwd_and_the_command_line_wins(tmp_path):
@@ -55,9 +57,9 @@ def test_gpu_mem_for_preflight(tmp_path):
 
 def test_bad_files_are_one_line_errors(tmp_path):
     proj = project(tmp_path, 'fail_on = "sometimes"')
-    assert_one_line_error(run("analyze", str(proj / "runs" / "a"), cwd=tmp_path), "pyproject.toml", "fail-on")
+    assert_one_line_error(run("analyze", str(proj / "runs" / "a"), cwd=proj), "pyproject.toml", "fail-on")
     proj = project(tmp_path / "2", 'formt = "json"')
-    assert_one_line_error(run("check-ckpt", str(proj / "runs" / "a"), cwd=tmp_path), "formt", "did you mean format")
+    assert_one_line_error(run("check-ckpt", str(proj / "runs" / "a"), cwd=proj), "formt", "did you mean format")
     proj = project(tmp_path / "3", 'select = ["GD999X"]')
-    assert_one_line_error(run("analyze", str(proj / "runs" / "a"), cwd=tmp_path), "GD999X", "did you mean")
+    assert_one_line_error(run("analyze", str(proj / "runs" / "a"), cwd=proj), "GD999X", "did you mean")
     assert_one_line_error(run("analyze", str(BATCH_LOG), "--config", str(tmp_path / "nope.toml")), "nope.toml")

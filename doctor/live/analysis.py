@@ -188,8 +188,13 @@ class Analysis:
     # ------------------------------------------------------------------ run directory
     def _scan(self) -> None:
         new_jsonl, new_args, new_ckpts = self.rundir.scan()
+        for path, why in self.rundir.skipped.items():
+            if path not in self.skipped_said:
+                self.skipped_said.add(path)
+                say(f"{path}: skipped ({why})")
+                self.inputs.append(InputInfo(path, "skipped", why))
         if new_args:
-            obj = read_args_json(new_args)
+            obj = read_args_json(new_args, self.run_dir)
             if obj:
                 self.session.run.add_args_json(obj)
                 self.inputs.append(InputInfo(new_args, "args"))

@@ -9,6 +9,7 @@ from ..model import InputInfo
 from ..signals import HangReport
 from ..sources.logtext import LineReader
 from . import actions, integrations, stackgroups
+from .atomic import write_atomic
 from .rundir import console_name
 from .say import say
 from .watchdogs import PHASE_OF, PHASE_TEXT
@@ -77,8 +78,8 @@ class Hangs:
         if missing:
             body += ["== not captured ==", *missing, ""]
         try:
-            with open(path, "wb") as f:  # process names and stacks may hold undecodable bytes (surrogates)
-                f.write(("\n".join(body) + "\n").encode("utf-8", "backslashreplace"))
+            # process names and stacks may hold undecodable bytes (surrogates); never written through a planted link
+            write_atomic(path, ("\n".join(body) + "\n").encode("utf-8", "backslashreplace"))
             stacks_file = path
         except OSError:
             stacks_file = None

@@ -1,12 +1,12 @@
 """Findings and the JSON report of `watch`: live evaluation, the report file (atomic), the final diagnosis."""
 from __future__ import annotations
 
-import os
 import time
 
 from .. import __version__
 from ..engine import order
 from ..model import Report, Severity
+from .atomic import write_atomic
 from .say import say
 
 # post-mortem rules that read "the log stops here" as a hang: meaningless while the process is alive
@@ -123,21 +123,14 @@ class Reporting:
                 self.session.feed_line(line)
 
     def _write_report(self, rep: Report) -> None:
-        """Atomic (tmp + rename); any value (NaN, bytes of a non-UTF-8 argument) is written validly by render.safe;
+        """Atomic (doctor/live/atomic.py: tmp + rename); any value (NaN, bytes of a non-UTF-8 argument) is written validly by render.safe;
         on any failure the tmp file is removed and the run's exit status is untouched."""
         from ..render.safe import json_dumps
-        tmp = f"{self.report_path}.tmp{os.getpid()}"
         try:
             data = (json_dumps(rep.to_json(), indent=2) + "\n").encode("utf-8", "backslashreplace")
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.report_path)
+            write_atomic(self.report_path, data)  # a link planted at the name is replaced, never written through
         except Exception as e:  # noqa: BLE001 - a report that cannot be written must not cost the child's status
             say(f"{self.report_path}: cannot write the report ({getattr(e, 'strerror', None) or e})")
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
     def _final_say(self, rep: Report, rc: int, code: int) -> None:
         import signal as _signal

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..sources import metrics as metrics_src
 from ..sources.logtext import LineSplitter, decode
-from ..sources.safeio import open_regular
+from ..sources.safeio import link_out, open_regular, walk
 
 MAX_DEPTH = 3  # output_dir / v0-2026... / checkpoint-N
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
@@ -28,7 +28,7 @@ class Checkpoint:
 
 def dir_size(path: str) -> tuple[int, int]:
     total = n = 0
-    for dirpath, _dirs, files in os.walk(path):
+    for dirpath, _dirs, files in walk(path):
         for f in files:
             try:
                 total += os.lstat(os.path.join(dirpath, f)).st_size
@@ -38,15 +38,19 @@ def dir_size(path: str) -> tuple[int, int]:
     return total, n
 
 
+OUT_OF_RUN = "a symlink out of the run directory, not followed"
+
+
 @dataclass
 class JsonlTail:
     path: str
     offset: int = 0
     splitter: LineSplitter = field(default_factory=lambda: LineSplitter(16 * 1024 * 1024))
+    root: str | None = None  # the run folder: a link out of it is never read, even one made after the scan
 
     def read(self) -> list[tuple[int, dict]]:
         try:
-            with open_regular(self.path) as f:  # never blocks on a FIFO; reads up to the size now
+            with open_regular(self.path, root=self.root) as f:  # never blocks on a FIFO; reads up to the size now
                 f.seek(self.offset)
                 data = f.read()
         except OSError:
@@ -67,6 +71,7 @@ class RunDirWatcher:
         self.jsonl: JsonlTail | None = None
         self.args_json: str | None = None
         self.checkpoints: dict[str, Checkpoint] = {}
+        self.skipped: dict[str, str] = {}  # path -> why it is not read (a link out of the run folder), said once
 
     def _walk(self):
         stack = [(self.root, 0)]
@@ -98,6 +103,9 @@ class RunDirWatcher:
                 mtime = e.stat().st_mtime
             except OSError:
                 continue
+            if kind != "ckpt" and link_out(e.path, self.root):  # as analyze: skipped, named, not followed
+                self.skipped.setdefault(e.path, OUT_OF_RUN)
+                continue
             if kind == "ckpt":
                 if e.path not in self.checkpoints and mtime >= self.since:
                     c = Checkpoint(e.path, int(_CKPT.match(e.name).group(1)))
@@ -109,7 +117,7 @@ class RunDirWatcher:
             elif kind == "args.json" and self.args_json is None and mtime >= self.since:
                 self.args_json = new_args = e.path
         if best_jsonl and (self.jsonl is None or self.jsonl.path != best_jsonl[1]) and self.jsonl is None:
-            self.jsonl = JsonlTail(best_jsonl[1])
+            self.jsonl = JsonlTail(best_jsonl[1], root=self.root)
             new_jsonl = best_jsonl[1]
         return new_jsonl, new_args, sorted(new_ckpts, key=lambda c: c.step)
 
@@ -147,9 +155,9 @@ class RunDirWatcher:
         return max(done, key=lambda c: c.step).size
 
 
-def read_args_json(path: str) -> dict | None:
+def read_args_json(path: str, root: str | None = None) -> dict | None:
     try:
-        with open_regular(path) as f:
+        with open_regular(path, root=root) as f:
             obj = json.loads(decode(f.read(32 * 1024 * 1024)))
     except (OSError, ValueError, RecursionError):
         return None

@@ -105,7 +105,9 @@ class Watch(Analysis, Hangs, Reporting):
         self.console_path = os.path.join(run_dir, console_name(self.node_rank, "console"))
         self.report_path = self.o.report or os.path.join(run_dir, console_name(self.node_rank, "report"))
         # every launch keeps its own files: the previous ones move to the next free NAME.N (never overwritten)
-        self.archived = archive_previous([self.console_path, self.report_path], self.o.keep_launches)
+        from ..render.html import html_path
+        self.archived = archive_previous([self.console_path, self.report_path, html_path(self.report_path)],
+                                         self.o.keep_launches)
 
     def _preflight(self) -> int | None:
         if not self.o.preflight:
@@ -177,6 +179,7 @@ class Watch(Analysis, Hangs, Reporting):
         self.reader = LineReader(self.console_path, [0])
         self.session.begin_log(self.console_path)
         self.inputs = [InputInfo(self.console_path, "log")]
+        self.skipped_said: set[str] = set()  # run-folder files not followed (links out), each said once
         self.file_lines = 0
         self.skip_jsonl_steps = 0
         shown = shlex.join(self.argv).replace("\n", " ")

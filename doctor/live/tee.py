@@ -53,7 +53,8 @@ class ConsoleLog:
 
     def __init__(self, path: str):
         self.path = path
-        self.f = open(path, "wb", buffering=0)
+        from .atomic import open_fresh
+        self.f = open_fresh(path)  # a link left at the name (archived already, unless it came back) is refused
         self.written = 0
         self.failed_at: int | None = None
         self.error: str | None = None

@@ -181,23 +181,22 @@ def watch_curves(session: Any) -> Any:
     return rec
 
 
-def write_watch_html(json_path: str, report: Report, recorder: Any, session: Any) -> str | None:
-    """The final report of watch as HTML beside its JSON report (``X.json`` -> ``X.html``); the path, or None when
-    it could not be written (the run's exit status never depends on it)."""
-    import dataclasses
+def html_path(json_path: str) -> str:
+    """Where watch's HTML page goes: beside its JSON report (``X.json`` -> ``X.html``)."""
     import os
-    path = None
+    jp = os.fsdecode(json_path)
+    return (jp[:-5] if jp.endswith(".json") else jp) + ".html"
+
+
+def write_watch_html(json_path: str, report: Report, recorder: Any, session: Any) -> str | None:
+    """The final report of watch as HTML (at ``html_path``); the path, or None when it could not be written (the
+    run's exit status never depends on it)."""
+    import dataclasses
     try:
-        jp = os.fsdecode(json_path)
-        path = (jp[:-5] if jp.endswith(".json") else jp) + ".html"
+        path = html_path(json_path)
         rep = dataclasses.replace(report, series=recorder.result(report.findings, session))
-        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
-            f.write(render(rep, title="grpo-doctor watch report"))
+        from ..live.atomic import write_atomic  # as the JSON report: a link planted at the name is never followed
+        write_atomic(path, render(rep, title="grpo-doctor watch report").encode("utf-8", "backslashreplace"))
     except Exception:  # noqa: BLE001 - a page that cannot be written must not cost the run's status
-        try:
-            if path:
-                os.unlink(path)
-        except OSError:
-            pass
         return None
     return path

@@ -58,6 +58,8 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     shown = (i.path + (f" ({'skipped' if i.kind == 'skipped' else i.kind}: {i.note})" if i.note else "")
              for i in report.inputs)
     out(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
+    if report.config:  # which file's select / ignore / fail-on shaped this report
+        out(f"[dim]config: {escape(report.config)}[/dim]")
     listed = runs_lines(report)
     if listed:
         out(f"[bold]{escape(listed[0])}[/bold]")

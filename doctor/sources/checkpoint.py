@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .safeio import open_regular, read_head
+from .safeio import link_out, open_regular, read_head, walk
 from .safetensors_header import LFS_MAGIC, HeaderFacts, parse_lfs_pointer, read_header
 
 MAX_JSON = 64 * 1024 * 1024
@@ -62,6 +62,7 @@ class CheckpointFacts:
     base_config: dict[str, Any] | None = None   # config.json of the base model (args.json `model`) when readable
     fs_free: int | None = None
     fs_mount: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> why it was not read (a link out, unreadable)
 
     # ------------------------------------------------------------ views (no judgement, only grouping)
     @property
@@ -115,7 +116,7 @@ def checkpoint_dir_of(path: Path) -> Path:
 def find_checkpoints(root: Path) -> list[Path]:
     """checkpoint-N/ folders anywhere under a run directory (any nesting swift produces), by path order."""
     out = []
-    for dirpath, dirnames, _ in os.walk(root):
+    for dirpath, dirnames, _ in walk(root):
         keep = []
         for n in sorted(dirnames):
             if n.startswith(".") or n in ("runs", "images", "__pycache__") or n.startswith("global_step"):
@@ -137,6 +138,9 @@ def checkpoint_order(p: Path) -> tuple[str, int]:
     return str(p.parent), int(m.group(1)) if m else -1
 
 
+OUT_OF_CHECKPOINT = "a symlink out of the checkpoint directory, not followed"
+
+
 def _file_fact(d: Path, rel: str) -> FileFact | None:
     p = d / rel
     try:
@@ -146,13 +150,15 @@ def _file_fact(d: Path, rel: str) -> FileFact | None:
     link = None
     dangling = False
     if stat.S_ISLNK(lst.st_mode):
-        link = os.readlink(p)
         try:
+            link = os.readlink(p)
             st = p.stat()
         except OSError:
             return FileFact(rel, 0, link, True)
         if not stat.S_ISREG(st.st_mode):
             return None
+        if link_out(p, d):  # measured as a link (its size is never counted), its bytes never read
+            return FileFact(rel, st.st_size, link)
         size = st.st_size
     elif stat.S_ISREG(lst.st_mode):
         size = lst.st_size
@@ -219,8 +225,13 @@ def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool 
         p = d / entry
         if p.is_dir() and not p.is_symlink():
             if entry.startswith("global_step"):
+                try:
+                    subs = sorted(os.listdir(p))
+                except OSError as e:  # an unreadable DeepSpeed folder: named, its size unknown
+                    facts.skipped[entry] = f"cannot read it ({e.strerror})"
+                    continue
                 total = 0
-                for sub in sorted(os.listdir(p)):
+                for sub in subs:
                     ff = _file_fact(d, f"{entry}/{sub}")
                     if ff is not None:
                         facts.files[ff.name] = ff
@@ -231,11 +242,16 @@ def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool 
         if ff is None:
             continue
         facts.files[entry] = ff
+    for name, ff in facts.files.items():
+        if ff.link is not None and not ff.dangling and link_out(d / name, d):
+            facts.skipped[name] = OUT_OF_CHECKPOINT
     for name, ff in facts.top().items():
-        if name.endswith(".safetensors") and not ff.dangling:
+        if ff.dangling or name in facts.skipped:  # a link out of the checkpoint: its bytes never reach the report
+            continue
+        if name.endswith(".safetensors"):
             facts.headers[name] = read_header(str(d / name), ff.size)
-        elif name in JSON_NAMES and not ff.dangling:
-            facts.jsons[name] = _read_json(d / name, ff.size)
+        elif name in JSON_NAMES:
+            facts.jsons[name] = _read_json(d / name, ff.size, root=d)
     if "latest" in facts.files and 0 < facts.files["latest"].size < 4096:
         try:
             facts.latest = read_head(d / "latest", 4096, root=d).decode("utf-8", errors="replace").strip()
@@ -261,7 +277,7 @@ def _mount_of(d: Path) -> str:
 
 def dir_bytes(d: Path) -> int:
     total = 0
-    for dirpath, _, files in os.walk(d):
+    for dirpath, _, files in walk(d):
         for n in files:
             try:
                 st = os.lstat(os.path.join(dirpath, n))

@@ -36,7 +36,7 @@ from .kinds import (  # noqa: F401
 )
 from .logtext import MAX_LINE, LineReader, decode, physical_lines
 from .reflow import MAX_REFLOW, needs_reflow, reflowed
-from .safeio import NotRegular, link_out, open_regular, what_is
+from .safeio import NotRegular, link_out, open_regular, walk, what_is
 
 MAX_SMALL = 32 * 1024 * 1024  # args.json / command.txt larger than this are not configuration files
 
@@ -56,6 +56,11 @@ class Input:
         return InputInfo(self.display, self.kind, self.note)
 
 
+# the notes of a file the run wrote that could not be read (not a logger's second copy, not another tool's output)
+_UNREAD = ("permission denied", "cannot read it", "a symlink out of the run directory", "a symlinked directory out")
+# inputs that record how the run went to its end; args.json, a command file, GPU snapshots and checkpoints (their
+# trainer_state.json stops at the save) do not
+_RECORDS = ("log", "metrics", "completions", "report", *(k for k in LOGGER_KINDS if k != "trainer-state"))
 _SMALL = ("args", "command", "report", "wandb-summary", "wandb-meta", "wandb-config")
 _ORDER = {"args": 0, "command": 1, "log": 2, "metrics": 3, "completions": 4, "gpu": 5, "report": 6,
           "tensorboard": 7, "wandb-summary": 8, "wandb-meta": 1, "wandb-config": 0, "trainer-state": 8, "skipped": 9,
@@ -123,6 +128,15 @@ def _explicit_file(path: Path, display: str) -> Input:
     return Input(path, display, kind)
 
 
+def path_exists(path: Path, display: str) -> bool:
+    """Whether ``path`` (or a link there) exists; InputError when the question itself fails (a name too long, a
+    folder on the way that cannot be searched): one line, never a traceback."""
+    try:
+        return path.exists() or path.is_symlink()
+    except OSError as e:
+        raise InputError(f"{display}: cannot read it ({e.strerror}); check the path") from None
+
+
 def discover(paths: list[str], exclude: frozenset[Path] = frozenset()) -> list[Input]:
     """The inputs under ``paths``; ``exclude``: folders not entered (the run folders of a folder of runs, read
     on their own)."""
@@ -136,7 +150,7 @@ def discover(paths: list[str], exclude: frozenset[Path] = frozenset()) -> list[I
             found.append(Input(None, "<stdin>", "log"))
             continue
         path = Path(p)
-        if not path.exists() and not path.is_symlink():
+        if not path_exists(path, p):
             raise InputError(f"{p}: no such file or directory; pass a run directory, a log file, or - for stdin")
         if path.is_dir():
             if path.name.startswith("checkpoint-") and is_checkpoint_dir(path):
@@ -200,7 +214,7 @@ def _walk(root: Path, display_root: str, exclude: frozenset[Path] = frozenset())
     copies: list[Input] = []   # console copies of the loggers (wandb output.log, SwanLab console)
     configs: list[Input] = []  # wandb config.yaml: the arguments when there is no args.json
     ckpts: list[Path] = []     # checkpoint-N/ folders (not under runs/), found by this same walk
-    for dirpath, dirnames, filenames in os.walk(root, onerror=None):
+    for dirpath, dirnames, filenames in walk(root):
         d = Path(dirpath)
         in_runs = "runs" in d.relative_to(root).parts
         if not in_runs:
@@ -258,6 +272,11 @@ def _walk(root: Path, display_root: str, exclude: frozenset[Path] = frozenset())
         why = f"; {len(skipped)} skipped: {skipped[0].display}: {skipped[0].note}" if skipped else ""
         raise InputError(f"no log found in {display_root} (no console log, logging.jsonl, completions.jsonl or "
                          f"args.json{why}); pass the run's output directory or a saved console log")
+    unread = [s for s in skipped if s.note.startswith(_UNREAD)]
+    if unread and not any(i.kind in _RECORDS for i in out):
+        # a checkpoint or an args.json alone cannot tell how the run ended: "No problem found" would be a guess
+        raise InputError(f"{unread[0].display}: skipped ({unread[0].note}) and nothing else here records the run "
+                         f"(log, logging.jsonl, metrics); make it readable, or pass a log that is")
     return out + skipped + ckpt_inputs
 
 

@@ -114,6 +114,33 @@ def head_text(path: str | os.PathLike, limit: int) -> str:
         return f.read(limit).decode("utf-8", "replace")
 
 
+def walk(top: str | os.PathLike):
+    """``os.walk(top)`` without recursion: Python 3.11's os.walk recurses once per level, so ~990 nested folders
+    ended analyze and check-ckpt in RecursionError. Top-down and depth-first like os.walk (the caller may prune
+    ``dirnames`` in place), links to folders listed among ``dirnames`` but never entered, unreadable folders
+    skipped (os.walk's default)."""
+    stack = [os.fspath(top)]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        dirnames, filenames = [], []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            (dirnames if is_dir else filenames).append(e.name)
+        yield d, dirnames, filenames
+        for name in reversed(dirnames):  # popped in order: the first folder's tree first, as os.walk
+            sub = os.path.join(d, name)
+            if not os.path.islink(sub):
+                stack.append(sub)
+
+
 def regular_size(path: str | os.PathLike) -> int | None:
     """The size of a regular file (links followed), None for anything else or an error."""
     try:

@@ -67,6 +67,17 @@ class HeaderFacts:
         return out
 
 
+U64 = 1 << 64
+
+
+def _u64(value: object) -> int:
+    """A header number as the format stores it (u64): a JSON integer in 0..2**64-1. Anything else (1e999, -4,
+    "2", a 400-digit shape) is a malformed entry, never an overflow in arithmetic later."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < U64:
+        raise ValueError(value)
+    return value
+
+
 def parse_lfs_pointer(head: bytes) -> dict[str, str] | None:
     if not head.startswith(LFS_MAGIC):
         return None
@@ -147,8 +158,8 @@ def _own_checks(facts: HeaderFacts) -> None:
     for name, spec in hdr.items():
         try:
             dtype = str(spec["dtype"])
-            shape = tuple(int(s) for s in spec["shape"])
-            begin, end = (int(x) for x in spec["data_offsets"])
+            shape = tuple(_u64(s) for s in spec["shape"])
+            begin, end = (_u64(x) for x in spec["data_offsets"])
         except (KeyError, TypeError, ValueError):
             facts.problems.append(f"tensor {name!r} has a malformed entry in the header")
             continue
@@ -157,9 +168,13 @@ def _own_checks(facts: HeaderFacts) -> None:
         width = DTYPE_BYTES.get(dtype)
         if width is None:
             facts.problems.append(f"tensor {name!r} has an unknown dtype {dtype!r}")
-        elif end - begin != t.numel * width:
-            facts.problems.append(f"tensor {name!r} ({dtype} {list(shape)}) needs {int(t.numel * width):,} bytes "
-                                  f"but its data_offsets span {end - begin:,}")
+            continue
+        need = t.numel * int(width * 8) // 8  # whole integers: a shape of 10**400 overflows any float
+        if end - begin != need:
+            shown = f"{need:,}" if need < U64 else f"more than {U64 - 1:,}"  # 10**400 has too many digits to print
+            dims = list(shape) if len(shape) <= 8 else f"{len(shape)} dims"
+            facts.problems.append(f"tensor {name!r} ({dtype} {dims}) needs {shown} bytes but its data_offsets span "
+                                  f"{end - begin:,}")
     if not facts.tensors:
         return
     facts.tensors.sort(key=lambda t: (t.begin, t.end))

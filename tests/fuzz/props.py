@@ -113,3 +113,54 @@ def check_strings(strings: list[str]) -> None:
     rep = Report("0.1.0", [InputInfo(s[4], "log"), InputInfo(s[0], "skipped", s[1])],
                  {"framework": "ms-swift", "framework_version": s[3], "args": {s[2]: s[5], "lr": float("nan")}}, [f])
     check_rendered(rep)
+
+
+def _cli_exit(args: list[str], documented: tuple[int, ...] = (0, 1, 2)) -> None:
+    """The real command in-process: an exit status from the contract, never a traceback nor an internal error."""
+    from typer.testing import CliRunner
+
+    from doctor.cli import app
+    r = CliRunner().invoke(app, args)
+    out = r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)  # escaped: exit 1 too
+    assert r.exit_code in documented, (r.exit_code, out[-2000:], r.exception)
+    assert "Traceback" not in out and "internal error" not in out, out[-2000:]
+    if r.exit_code == 2:
+        assert len([x for x in out.splitlines() if x.startswith("grpo-doctor: ")]) == 1, out[-2000:]
+
+
+def check_config(data: bytes, pyproject: bool) -> None:
+    """A configuration file, named by --config and found in the working directory: 0/1 (obeyed) or 2 (one line)."""
+    import os
+    log = ROOT / "fixtures" / "logs"
+    sample = next(iter(sorted(log.glob("*/log.txt"))), None)
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / ("pyproject.toml" if pyproject else "grpo-doctor.toml")
+        f.write_bytes(data)
+        target = str(sample) if sample else str(f)
+        _cli_exit(["analyze", "--config", str(f), target, "--format", "json"])
+        if pyproject:
+            here = os.getcwd()
+            os.chdir(d)  # found in the working directory, as ruff finds it
+            try:
+                _cli_exit(["analyze", target, "--format", "json"])
+            finally:
+                os.chdir(here)
+
+
+def check_checkpoint_files(files: dict[str, bytes]) -> None:
+    """check-ckpt and analyze on a run folder whose checkpoint holds ``files`` (a .safetensors value is its JSON
+    header, packed here with its length and a few data bytes)."""
+    with tempfile.TemporaryDirectory() as d:
+        run = Path(d) / "run"
+        ck = run / "checkpoint-2"
+        ck.mkdir(parents=True)
+        for n, data in files.items():
+            if n.endswith(".safetensors"):
+                data = struct.pack("<Q", len(data)) + data + b"\0" * 16
+            (ck / n).write_bytes(data)
+            if n == "args.json":
+                (run / n).write_bytes(data)
+        (run / "train.log").write_bytes(b"{'loss': 0.5, 'reward': 0.1, 'global_step/max_steps': '2/4'}\n")
+        _cli_exit(["check-ckpt", str(ck), "--format", "json"])
+        _cli_exit(["analyze", str(run), "--format", "json"])

@@ -98,3 +98,79 @@ def run_dir_files(draw) -> dict[str, bytes]:
             "logging.jsonl": "\n".join(rows).encode("utf-8", "surrogatepass"),
             "command.txt": cmd.encode("utf-8", "surrogatepass"),
             "train.log": draw(hostile_log())}
+
+
+# ------------------------------------------------------------------------------ configuration files (issue 30)
+TOML_VALUES = st.one_of(
+    st.sampled_from(['"json"', '"text"', '"never"', '"warning"', '"ALL"', '["GD1", "cuda-oom"]', '["GD999X"]', "80",
+                     "0", "-1", "nan", "inf", "-inf", "1e400", "true", "[]", "{}", '{a = 1}', "[[1], [2]]",
+                     "1979-05-27T07:32:00Z", '"\\u202e"', "'''\n'''", "[" * 50 + "]" * 50]),
+    st.integers(-(10 ** 30), 10 ** 30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(lambda f: repr(f).replace("nan", "nan").replace("inf", "inf")),
+    WORDS.map(lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'),
+)
+TOML_KEYS = st.one_of(st.sampled_from(["select", "ignore", "fail-on", "fail_on", "gpu-mem", "format", "formt", "tool"]),
+                      st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,12}", fullmatch=True))
+
+
+@st.composite
+def config_text(draw) -> tuple[bytes, bool]:
+    """(the bytes of a configuration file, whether it is a pyproject.toml): [tool.grpo-doctor] tables, top-level
+    keys, odd shapes of `tool`, invalid TOML and bytes cut anywhere."""
+    body = "\n".join(f"{draw(TOML_KEYS)} = {draw(TOML_VALUES)}" for _ in range(draw(st.integers(0, 6))))
+    head = draw(st.sampled_from(["[tool.grpo-doctor]\n", "", "[project]\nname = 'x'\n[tool.grpo-doctor]\n",
+                                 "tool = 1\n", "[tool]\ngrpo-doctor = [1]\n", "[[tool.grpo-doctor]]\n",
+                                 "[tool.grpo-doctor]\n[tool.grpo-doctor]\n"]))
+    data = (head + body + "\n").encode("utf-8", "surrogatepass")
+    if draw(st.booleans()) and data:
+        i = draw(st.integers(0, len(data)))
+        data = data[:i] + draw(st.sampled_from([b"\xff", b"\x00", b"=", b"[", b'"', b"\n[tool.grpo-doctor]\n"])) + data[i:]
+    return data, draw(st.booleans())
+
+
+# --------------------------------------------------------------------- checkpoint side files (issue 30)
+def _json_text(draw, keys: list[str]) -> str:
+    return "{" + ", ".join(f'"{k}": {draw(JSON_VALUES)}' for k in draw(st.lists(st.sampled_from(keys), max_size=8))) + "}"
+
+
+HEADER_NUMBERS = st.one_of(st.integers(-5, 70).map(str), st.sampled_from(["1e999", "-1e999", str(10 ** 400), "2.5",
+                                                                         '"4"', "null", str(1 << 64), "NaN"]))
+
+
+@st.composite
+def safetensors_header(draw) -> str:
+    """A JSON header with one to three tensors whose numbers may overflow (10**400, 1e999), be negative or no ints."""
+    tensors = []
+    for i in range(draw(st.integers(1, 3))):
+        shape = ", ".join(draw(st.lists(HEADER_NUMBERS, max_size=4)))
+        lo, hi = draw(HEADER_NUMBERS), draw(HEADER_NUMBERS)
+        dtype = draw(st.sampled_from(["F16", "BF16", "F4", "F6_E2M3", "I64", "X9", "BOOL"]))
+        tensors.append(f'"w{i}": {{"dtype": "{dtype}", "shape": [{shape}], "data_offsets": [{lo}, {hi}]}}')
+    meta = draw(st.sampled_from(['', '"__metadata__": {"format": "pt"}, ', '"__metadata__": [1], ']))
+    return "{" + meta + ", ".join(tensors) + "}"
+
+
+@st.composite
+def checkpoint_files(draw) -> dict[str, bytes]:
+    """A checkpoint-N/ folder's JSON side files and safetensors shards, hostile in their numbers and shapes."""
+    shard = "model-00001-of-00002.safetensors"
+    wm = draw(st.sampled_from(['{"w0": "%s"}' % shard, '["a"]', '{"w0": ["x"], "w1": 1}', "null", '{"w0": "x/../../y"}']))
+    ts = draw(st.sampled_from(["1e999", str(10 ** 400), "-1", "8", '"8"', "NaN"]))
+    files = {
+        "args.json": _json_text(draw, ["model", "train_type", "tuner_type", "num_generations", "save_steps",
+                                       "per_device_train_batch_size", "model_type", "torch_dtype"]),
+        "trainer_state.json": ('{"global_step": %s, "log_history": [%s]}' % (
+            draw(JSON_VALUES), ", ".join(_json_text(draw, ["loss", "reward", "grad_norm", "step", "epoch", "kl"])
+                                         for _ in range(draw(st.integers(0, 4)))))),
+        "config.json": _json_text(draw, ["model_type", "vocab_size", "hidden_size", "intermediate_size",
+                                         "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+                                         "torch_dtype", "tie_word_embeddings"]),
+        "adapter_config.json": _json_text(draw, ["r", "lora_alpha", "peft_type", "target_modules", "rank_pattern"]),
+        "model.safetensors.index.json": '{"metadata": {"total_size": %s}, "weight_map": %s}' % (ts, wm),
+    }
+    keep = draw(st.lists(st.sampled_from(sorted(files)), unique=True, min_size=1))
+    out = {k: files[k].encode("utf-8", "surrogatepass") for k in keep}
+    for name in draw(st.sampled_from([[shard], [shard, "model-00002-of-00002.safetensors"], ["model.safetensors"],
+                                      ["adapter_model.safetensors"]])):
+        out[name] = draw(safetensors_header()).encode("utf-8", "surrogatepass")  # the header; props packs it
+    return out

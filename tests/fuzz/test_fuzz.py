@@ -65,3 +65,15 @@ def test_argv_parser(tokens):
 @pytest.mark.parametrize("path", FOUND, ids=[p.name for p in FOUND])
 def test_regressions_found_by_the_long_run(path):
     props.check_log_bytes(path.read_bytes(), name=path.name)
+
+
+@SHORT
+@given(hs.config_text())
+def test_config_files(case):
+    props.check_config(*case)
+
+
+@SHORT
+@given(hs.checkpoint_files())
+def test_checkpoint_side_files(files):
+    props.check_checkpoint_files(files)

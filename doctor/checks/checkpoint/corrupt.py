@@ -1,6 +1,7 @@
 """GD802: files of a checkpoint that cannot be loaded (cut, empty, LFS pointers, missing shards, bad headers)."""
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 
@@ -72,6 +73,9 @@ def _index_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
                 out.append((idx_name, "has no weight_map", f"copy {idx_name} again"))
             continue
         wm: dict[str, str] = idx["weight_map"]
+        if not all(isinstance(v, str) for v in wm.values()):  # a list or a number where a shard's name belongs
+            out.append((idx_name, "has a weight_map whose values are not all shard file names", f"copy {idx_name} again"))
+            continue
         referenced = set(wm.values())
         missing = sorted(s for s in referenced if s not in f.files)
         if missing:
@@ -113,7 +117,7 @@ def _index_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
                         "the index and the shards come from different saves: copy both again"))
         meta = idx.get("metadata") if isinstance(idx.get("metadata"), dict) else {}
         ts = meta.get("total_size")
-        if complete and not absent and isinstance(ts, (int, float)) and int(ts) != total:
+        if complete and not absent and isinstance(ts, (int, float)) and math.isfinite(ts) and int(ts) != total:
             out.append((idx_name, f"metadata.total_size is {int(ts):,} bytes but the shards' headers add up to "
                         f"{total:,}", "the index and the shards come from different saves: copy both again"))
     return out
