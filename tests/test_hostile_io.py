@@ -48,6 +48,20 @@ def _deep(root: Path, depth: int) -> Path:
     return root
 
 
+def _undeep(root: Path, depth: int) -> None:
+    """Remove what _deep made, deepest first and without recursion: pytest's own clean-up of old temporary folders
+    recurses once per level, and a 990-level tree left behind would end a later session in RecursionError."""
+    fds = [os.open(root, os.O_RDONLY)]
+    try:
+        for _ in range(depth):
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        for parent in reversed(fds[:-1]):
+            os.rmdir("d", dir_fd=parent)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 @pytest.mark.parametrize("cmd", ["analyze", "check-ckpt"])
 def test_deep_folders_are_no_internal_error(tmp_path, cmd):
     run = tmp_path / "run"
@@ -57,7 +71,10 @@ def test_deep_folders_are_no_internal_error(tmp_path, cmd):
     ck.mkdir()
     (ck / "trainer_state.json").write_text('{"global_step": 1}')
     _deep(run, 990)
-    p = cli(cmd, str(run))  # before: "internal error ...: RecursionError" (Python 3.11's os.walk recurses)
+    try:
+        p = cli(cmd, str(run))  # before: "internal error ...: RecursionError" (Python 3.11's os.walk recurses)
+    finally:
+        _undeep(run, 990)
     err = p.stderr.decode()
     assert p.returncode in (0, 1) and "internal error" not in err and "Traceback" not in err, err
 
