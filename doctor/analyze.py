@@ -20,7 +20,7 @@ from .sources import reports as reports_src
 from .sources import scan
 from .sources.compressed import suffix_codec
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
-from .sources.safeio import head_text
+from .sources.safeio import head_text, regular_size
 from .swift.terms import in_terms
 from .vitals import Tracker, vitals
 
@@ -58,6 +58,9 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
             store_words(session.gate_words)  # the whole catalog's words: for the next run's early start
         counter = [0]
         nodes = []
+        from .progress import METER  # the bar's total: what the readers below will read, by size on disk
+        METER.plan(sum(regular_size(i.path) or 0 for i in inputs
+                       if i.path is not None and i.kind in ("log", "metrics", "completions")))
         tracker = Tracker()   # the run's vitals: first and last values only, whatever the format
         session.observers.append(tracker)
         recorder = None

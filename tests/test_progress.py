@@ -73,3 +73,22 @@ def test_help_does_not_import_rich_progress():
             "print(sorted(m for m in sys.modules if m.startswith('rich')))")
     p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT)
     assert p.stdout.strip().splitlines()[-1] == "[]", p.stdout
+
+
+def test_a_long_input_gets_a_bar_with_bytes_and_an_eta(tmp_path):
+    """The inputs' size is known: the terminal shows bytes done / total and an ETA (rich's bar), never on stdout.
+    The log is a real healthy run repeated to ~25 MB (runs appended: each one read as its own)."""
+    import re
+    body = (ROOT / "fixtures" / "logs" / "real-grpo-lora-healthy" / "log.txt").read_bytes()
+    big = tmp_path / "train.log"
+    with open(big, "wb") as f:
+        for _ in range(25 * 2**20 // len(body) + 1):
+            f.write(body)
+    size_mb = big.stat().st_size / 1e6
+    code, out, err = _run_on_pty("analyze", str(big))
+    assert code in (0, 1) and b"\x1b" not in out
+    shown = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", err).decode(errors="replace")
+    bars = re.findall(r"([\d.]+)/([\d.]+) MB eta", shown)
+    assert bars, shown[-500:]
+    assert {float(total) for _, total in bars} == {round(size_mb, 1)}
+    assert max(float(done) for done, _ in bars) == round(size_mb, 1)

@@ -36,7 +36,7 @@ from .kinds import (  # noqa: F401
 )
 from .logtext import MAX_LINE, LineReader, decode, physical_lines
 from .reflow import MAX_REFLOW, needs_reflow, reflowed
-from .safeio import NotRegular, link_out, open_regular, walk, what_is
+from .safeio import NotRegular, link_out, open_regular, regular_size, walk, what_is
 
 MAX_SMALL = 32 * 1024 * 1024  # args.json / command.txt larger than this are not configuration files
 
@@ -420,6 +420,20 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
     return None
 
 
+def _meter_begin(path: Path, stream: BinaryIO) -> None:
+    """The progress bar's file (doctor/progress.py): its size on disk and the descriptor the reader moves (of the
+    compressed file under a decompressing stream: its size is the compressed one too)."""
+    from ..progress import METER
+    if not METER.total:
+        return
+    under = getattr(getattr(stream, "raw", None), "_raw", stream)
+    try:
+        fd = under.fileno()
+    except (OSError, ValueError, AttributeError):
+        fd = None
+    METER.begin(regular_size(path) or 0, fd)
+
+
 def feed_input(inp: Input, session, counter: list[int], scan_options: dict | None = None) -> None:
     """Stream one input into the session. A log file goes through the chunk scanner (``scan_options``:
     its keyword arguments, or ``{"lines": True}`` for the line-by-line path); standard input line by line."""
@@ -449,6 +463,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
         session.emit(GpuSnapshot(inp.display, samples, counter[0]))
         return
     stream = open_input(inp)
+    if inp.path is not None:
+        _meter_begin(inp.path, stream)
     if inp.path is None and not stream.peek(1):
         raise InputError("<stdin>: standard input is empty; pipe or paste the console log of the run (an empty "
                          "input is an error, as an empty file is)")

@@ -29,6 +29,7 @@ from collections import deque
 from typing import BinaryIO
 
 from ..gate import cached_words, engine
+from ..progress import METER
 from ..signals import LogLine, Where
 from . import bars as bars_mod
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
@@ -244,6 +245,7 @@ class ChunkScanner:
                 if k == END:
                     total = payload
                     break
+                METER.at(payload[3 * k - 1])   # the progress bar: the reads here are preads (no file offset)
                 for i in range(0, 3 * k, 3):
                     start = payload[i + 1]
                     if start < pos:
