@@ -12,6 +12,7 @@ from . import __version__
 from .classify import provenance
 from .engine import Session, order
 from .gate import store_words
+from .gpu_summary import GpuSummary
 from .model import Finding, Report, Role, Severity
 from .registry import load_catalog
 from .selectors import Selection, resolve
@@ -63,6 +64,8 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
                        if i.path is not None and i.kind in ("log", "metrics", "completions")))
         tracker = Tracker()   # the run's vitals: first and last values only, whatever the format
         session.observers.append(tracker)
+        gpus = GpuSummary()   # the GPU samples in the JSON report, not only in the HTML charts
+        session.observers.append(gpus)
         recorder = None
         if series:
             from .curves import Recorder
@@ -120,6 +123,8 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
         run["runs"] = session.run.runs.summary(RUNS_LISTED)
         if len(run["runs"]) < len(session.run.runs):   # the first and the last ones: memory flat (issue 19)
             run["runs_total"] = len(session.run.runs)
+    if gpus.result() is not None:
+        run["gpus"] = gpus.result()
     vit = vitals(tracker, [p for p, _ in session.state.checkpoints] + list(session.state.saves))
     if vit is not None:
         run["vitals"] = vit

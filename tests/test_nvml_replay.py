@@ -122,3 +122,27 @@ def test_the_projects_nvml_dump_is_a_gpu_input_of_analyze():
     from doctor.analyze import analyze
     rep = analyze([str(H200 / "nvml.json")])
     assert [i.kind for i in rep.inputs] == ["gpu"] and rep.findings == []
+
+
+def test_gpu_samples_reach_the_json_report(tmp_path):
+    """Every GPU sampled, summarised in run.gpus (samples, memory peak, utilisation mean/max, last): before, GPU data
+    reached only the HTML charts. Two snapshots of a real 2 x A100 query CSV (fixtures/gpu), the second with GPU 1
+    busy (values edited: 30000 MiB used, 80 %), checked by hand: GPU 1 peak 30000 MiB, mean util (0 + 80) / 2 = 40."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from doctor.cli import app
+    src = (Path(__file__).resolve().parent.parent / "fixtures" / "gpu" /
+           "csvgpu-03-a100pcie-x2-header-units-555.txt").read_text()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "nvidia-smi-1.csv").write_text(src)
+    busy = src.splitlines()
+    busy[2] = busy[2].replace("0 %", "80 %").replace("40447 MiB, 1 MiB", "10960 MiB, 30000 MiB")
+    (run / "nvidia-smi-2.csv").write_text("\n".join(busy) + "\n")
+    res = CliRunner().invoke(app, ["analyze", str(run), "--format", "json"])
+    gpus = _json.loads(res.stdout)["run"]["gpus"]
+    assert [g["index"] for g in gpus] == [0, 1] and all(g["samples"] == 2 for g in gpus)
+    assert gpus[1]["mem_used_max_mib"] == 30000 and gpus[1]["util_mean_pct"] == 40.0 and gpus[1]["util_max_pct"] == 80
+    assert gpus[0]["mem_used_max_mib"] == 1 and gpus[0]["mem_total_mib"] == 40960
