@@ -33,6 +33,13 @@ def split_runs(paths: list[str]) -> RunSplit | None:
     standard input)."""
     if "-" in paths:
         return None
+    try:
+        return _split(paths)
+    except OSError:   # a path the system cannot even look at (a name too long): discover() says it in one line
+        return None
+
+
+def _split(paths: list[str]) -> RunSplit | None:
     if len(paths) == 1:
         root = Path(paths[0])
         if not root.is_dir() or root.is_symlink():

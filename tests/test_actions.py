@@ -24,6 +24,7 @@ LOGS = ROOT / "fixtures" / "logs"
 # config-only rules, and the GPU rules with --gpu-snapshot)
 # (checked by hand: NPROC_PER_NODE against the visible GPUs gives GD420, never GD408/GD303, so those have no prevent)
 PREFLIGHT_RULES = {"GD101", "GD102", "GD103", "GD401", "GD420", "GD460", "GD461", "GD462", "GD470", "GD501", "GD503",
+                   "GD603", "GD611",
                    "GD643", "GD644", "GD701"}
 
 

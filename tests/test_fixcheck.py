@@ -158,7 +158,7 @@ def test_refine_writes_the_corrected_command_with_a_note():
 def test_preflight_accepts_the_corrected_command_of_a_misspelt_launch():
     """Preflight of a command with a typo and a batch error: GD101's command fixes both, and preflight passes it."""
     argv = shlex.split("swift rlhf --rlhf_type grpo --model m --num_generations 4 --per_device_train_batch_size 3 "
-                       "--gradient_accumulation_steps 1 --max_completion_lenght 64")
+                       "--gradient_accumulation_steps 1 --max_completion_lenght 64 --reward_funcs accuracy")
     rep = preflight_command(argv, {}, swift_version="4.6.0", live_gpu=False)
     gd101 = next(f for f in rep.findings if f.rule_id == "GD101")
     assert gd101.command and "--max_completion_length 64" in gd101.command
