@@ -17,6 +17,7 @@ from ..model import Finding, Role, Severity
 from ..registry import RuleMeta, load_catalog
 from ..rules import OUT_OF_RANGE, Rule, build_rule
 from ..signals import LogLine, Metrics
+from ..sources.runs import MAX_RUNS
 from ..sources.swiftconfig import RunConfig
 from ..swift.fixcheck import check_finding
 from ..verdict import refine
@@ -99,7 +100,9 @@ class Session:
         starts = self.state.run.runs.starts
         if len(starts) != self._runs_seen:
             self._runs_seen = len(starts)
-            if len(starts) > 1 and starts[-1].path == starts[-2].path:
+            # past MAX_RUNS runs (a log repeating its launch line thousands of times) the later ones share one set
+            # of rules: the same bound as the configurations kept per run (doctor/sources/runs.py)
+            if 1 < len(starts) <= MAX_RUNS and starts[-1].path == starts[-2].path:
                 self._next_run()
 
     # ------------------------------------------------------------------ what the chunk scanner may skip

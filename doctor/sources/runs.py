@@ -6,6 +6,7 @@ the arguments each finished run ended with, so a failure is diagnosed with its o
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,9 @@ class RunSplit:
     # the rest of run i's configuration (its typed flags, environment, launches), for each run already ended
     parts: list[dict[str, Any]] = field(default_factory=list)
     _dump_seen: bool = False   # the current run has had its arguments dump
+    # per file, the start lines (ascending: a file is read in order) and their run indexes: index_of by bisection
+    _lines: dict[str, list[int]] = field(default_factory=dict)
+    _index: dict[str, list[int]] = field(default_factory=dict)
 
     def start(self, where: Where, current_args: dict[str, Any], *, dump: bool,
               current_parts: dict[str, Any] | None = None) -> bool:
@@ -37,6 +41,8 @@ class RunSplit:
                 self.args.append(dict(current_args))
                 self.parts.append(dict(current_parts or {}))
             appended = bool(self.starts) and self.starts[-1].path == where.path
+            self._lines.setdefault(where.path, []).append(where.line)
+            self._index.setdefault(where.path, []).append(len(self.starts))
             self.starts.append(where)
             self._dump_seen = False
         if dump:
@@ -50,11 +56,11 @@ class RunSplit:
         """The run (0-based) holding ``where``, or None when the log holds fewer than two runs or not this file."""
         if len(self.starts) < 2:
             return None
-        found = None
-        for i, s in enumerate(self.starts):
-            if s.path == where.path and s.line <= where.line:
-                found = i
-        return found
+        lines = self._lines.get(where.path)
+        if not lines:
+            return None
+        k = bisect_right(lines, where.line) - 1   # a log of thousands of appended runs: no scan of every start
+        return self._index[where.path][k] if k >= 0 else None
 
     def args_of(self, index: int, current_args: dict[str, Any]) -> dict[str, Any] | None:
         """The arguments of run ``index`` (the last run's are the current ones); None when not kept."""
