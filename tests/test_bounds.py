@@ -138,3 +138,28 @@ def test_one_bad_field_costs_the_field(tmp_path):
     doc = _strict_json(p.stdout)
     # the report survives the bad fields (a 401-digit loss is beyond float: read as inf, as float("1e401") is)
     assert {"batch-divisibility", "loss-nan-or-inf"} <= {f["category"] for f in doc["findings"]}
+
+
+def test_a_new_reward_function_per_row_costs_no_column_per_row(tmp_path):
+    """A logging.jsonl naming a new reward function on every row (6,000 rows): each new name used to get a column as
+    long as the run, so memory grew as rows x names (0.9 MB: 708 MB and 1:54 on this machine). The series keeps the
+    first 64 functions and counts the rest; the run is still read (GD-free healthy rows: exit 0)."""
+    from doctor.checks._series import MAX_REWARD_FUNCS, Series
+    from doctor.signals import Metrics, Where
+
+    s = Series()
+    for i in range(3 * MAX_REWARD_FUNCS):
+        s.add(Metrics({"loss": 0.1, "reward": 0.5, "reward_std": 0.1, "global_step/max_steps": f"{i + 1}/1000",
+                       f"rewards/f{i}/mean": 0.5, f"rewards/f{i}/std": 0.1}, Where("x", i + 1), i, "jsonl", True))
+    assert len(s.rmean) == MAX_REWARD_FUNCS == len(s.rstd)
+    assert all(len(col) == s.n == 3 * MAX_REWARD_FUNCS for col in s.rmean.values())
+    assert len(s.dropped_rewards) == MAX_REWARD_FUNCS   # counted up to the same bound
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(run / "logging.jsonl", "w") as f:
+        for i in range(6000):
+            f.write(json.dumps({"loss": 0.1, "reward": 0.5, "reward_std": 0.1, "global_step/max_steps": f"{i + 1}/6000",
+                                f"rewards/func_{i}/mean": 0.5, f"rewards/func_{i}/std": 0.1}) + "\n")
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(run), "-q"], capture_output=True,
+                       timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr

@@ -19,6 +19,7 @@ from ..signals import Metrics
 from ._rows import RAISED, num, reward_key_name, reward_std_key_name, step_row, step_rows
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
+MAX_REWARD_FUNCS = 64   # reward functions kept per run (mean and std each); later names are counted, not kept
 EPS_STD = 1e-6            # reward_std at or below this is a flat group
 
 BASE_KEYS = ("loss", "grad_norm", "learning_rate", "reward", "reward_std", "frac_reward_zero_std", "kl",
@@ -156,6 +157,7 @@ class Series(SeriesReader):
         self.fed = 0          # rows offered to add (kept or not)
         self.kept = False     # whether the last row offered was kept
         self._skip = 0
+        self.dropped_rewards: set[str] = set()   # reward functions past MAX_REWARD_FUNCS, not kept
 
     def widen(self, keys: Iterable[str], rewards: bool) -> None:
         """Also store these keys (and the reward columns): only before the first row."""
@@ -248,6 +250,12 @@ class Series(SeriesReader):
                 target = self.rmean if kind == "mean" else self.rstd
                 col = target.get(name)
                 if col is None:
+                    if len(target) >= MAX_REWARD_FUNCS:
+                        # each new name costs a column as long as the run: a file naming a new function on every
+                        # row would grow as rows x names (1.5 MB took 3.6 GiB); real runs have a handful
+                        if len(self.dropped_rewards) < MAX_REWARD_FUNCS:
+                            self.dropped_rewards.add(name)
+                        continue
                     col = target[name] = [None] * n
                 col.append(val)
             for target in (self.rmean, self.rstd):
