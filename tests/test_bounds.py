@@ -163,3 +163,28 @@ def test_a_new_reward_function_per_row_costs_no_column_per_row(tmp_path):
     p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(run), "-q"], capture_output=True,
                        timeout=300, cwd=ROOT)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_huge_args_json_is_named_not_read(tmp_path):
+    """json.loads takes ~25x a file's size (a 20 MB args.json: 224 MB peak); an args.json is tens of kB, so one over
+    4 MiB is skipped with its size said, and the log beside it is still analysed."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "log.txt").write_bytes((ROOT / "fixtures" / "logs" / "real-dataset-missing-solution-column" /
+                                   "log.txt").read_bytes())
+    (run / "args.json").write_text(json.dumps({"tuner_type": "full", "junk": ["x" * 100] * 60_000}))
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(run), "--format", "json"],
+                       capture_output=True, timeout=300, cwd=ROOT)
+    rep = json.loads(p.stdout)
+    skipped = [i for i in rep["inputs"] if i["kind"] == "skipped"]
+    assert len(skipped) == 1 and skipped[0]["path"].endswith("args.json")
+    assert "larger than such a file takes: not read" in skipped[0]["note"]
+    assert rep["findings"][0]["rule_id"] == "GD606"
+
+
+def test_a_huge_checkpoint_config_is_named_not_read(tmp_path):
+    from doctor.sources.checkpoint import _read_json
+    big = tmp_path / "config.json"
+    big.write_text(json.dumps({"junk": ["x" * 100] * 50_000}))
+    got = _read_json(big, big.stat().st_size)
+    assert got.data is None and "larger than the 4 MiB such a file takes: not read" in got.error

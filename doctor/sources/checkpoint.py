@@ -192,11 +192,19 @@ def _zip_complete(p: Path, size: int) -> bool | None:
     return b"PK\x05\x06" in tail[-65_557:]
 
 
+# what each JSON file of a checkpoint may weigh: json.loads takes ~25x the file's size in memory, and the real files
+# are small (config and argument files tens of kB; a 671B model's weight index ~9 MB; a trainer_state.json of
+# 10,000+ logged steps ~8 MB); larger ones are named and not read
+JSON_CAPS = {"config.json": 4 << 20, "adapter_config.json": 4 << 20, "args.json": 4 << 20,
+             "generation_config.json": 4 << 20, "trainer_state.json": 8 << 20}
+
+
 def _read_json(p: Path, size: int, root: Path | None = None) -> JsonFile:
     if size == 0:
         return JsonFile(None, "the file is empty (0 bytes)")
-    if size > MAX_JSON:
-        return JsonFile(None, f"{size:,} bytes, too large to be this JSON file")
+    cap = JSON_CAPS.get(p.name, MAX_JSON)
+    if size > cap:
+        return JsonFile(None, f"{size:,} bytes, larger than the {cap >> 20} MiB such a file takes: not read")
     try:
         with open_regular(p, root=root) as f:
             raw = f.read(MAX_JSON + 1)

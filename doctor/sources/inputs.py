@@ -38,7 +38,8 @@ from .logtext import MAX_LINE, LineReader, decode, physical_lines
 from .reflow import MAX_REFLOW, needs_reflow, reflowed
 from .safeio import NotRegular, link_out, open_regular, regular_size, walk, what_is
 
-MAX_SMALL = 32 * 1024 * 1024  # args.json / command.txt larger than this are not configuration files
+MAX_SMALL = 32 * 1024 * 1024  # the most read of a small input (a report, an explicit command file)
+MAX_CONFIG = 4 * 1024 * 1024  # args.json / command.txt / wandb config larger than this are not configuration files
 
 
 class InputError(Exception):
@@ -183,8 +184,11 @@ def _candidate(fp: Path, root: Path, display_root: str, kind: str | None = None)
     what = what_is(st.st_mode)
     if what is not None:
         return None, _skip(fp, root, display_root, f"{what}, not a regular file")
-    if st.st_size == 0 or (kind in _SMALL and st.st_size > MAX_SMALL):
+    if st.st_size == 0:
         return None, None
+    if kind in _SMALL and st.st_size > (MAX_SMALL if kind == "report" else MAX_CONFIG):
+        # json.loads takes ~25x a file's size: an args.json of 30 MB took 817 MiB; real ones are tens of kB
+        return None, _skip(fp, root, display_root, f"{st.st_size:,} bytes, larger than such a file takes: not read")
     if not os.access(fp, os.R_OK):
         return None, _skip(fp, root, display_root, "permission denied")
     if kind == "log" and suffix_codec(fp.name) is not None:
