@@ -38,7 +38,10 @@ from .watchdogs import HangWatchdog, Limits
 EXIT_STOPPED = 124   # watch stopped the child (--on-hang stop), like timeout(1)
 EXIT_NOT_STARTED = 2
 READ = 1 << 20
-BACKLOG_MAX = 256 << 20   # output waiting for the analyser beyond this is skipped by the analysis (never the tee)
+# output waiting for the analyser beyond this is skipped by the analysis (never the tee). 16 MiB is minutes of a dense
+# run's output (~100 KB/s) and keeps watch near 100 MiB RSS under a flood; 256 MiB put it at 341-446 MiB
+# (bench/bench_watch_flood.py)
+BACKLOG_MAX = 16 << 20
 SWITCH_INTERVAL = 0.0005  # the pass-through thread gets the GIL back within 0.5 ms of asking (Python default: 5 ms)
 
 
