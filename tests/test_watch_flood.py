@@ -42,3 +42,16 @@ def test_skipping_said_once_and_pass_through_exact(tmp_path, monkeypatch):
     assert hashlib.sha256(r.out).hexdigest() == h_out and hashlib.sha256(r.err).hexdigest() == h_err
     assert r.doc.count(b"fell behind") == 1, r.doc.decode(errors="replace")
     assert r.report["run"]["watch"]["analysis_skipped_bytes"] > 0
+
+
+def test_long_lines_of_words_at_the_end_are_read_in_linear_time():
+    """A flood's last lines are read for the log's ending at the end of watch (and by analyze): tqdm's bar pattern
+    tried every blank of a long line with no bar, quadratic (a 16 KB line of words: 4.8 s; the 24 MB flood test
+    above once took 8 minutes there). Every bar has '%|': lines without it are not searched."""
+    from doctor.checks.hang.endings import ending_of
+    from doctor.signals import LogLine, Where
+    text = "flood " * 8000 + "x"
+    lines = [LogLine(text, text, Where("x.log", i + 1), None, i) for i in range(4)]
+    t = time.perf_counter()
+    ending_of(lines, 0)
+    assert time.perf_counter() - t < 5
