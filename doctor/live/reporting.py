@@ -169,4 +169,8 @@ class Reporting:
             say(f"the live analysis skipped {self.skipped_bytes} bytes to keep up"
                 + (f"; the console log has them all: run `grpo-doctor analyze {self.run_dir}` for a diagnosis of every "
                    "line" if failed_at is None else "; the console log is incomplete too (above)"))
-        say(f"report: {self.report_path}")
+        if getattr(self, "report_written", True):
+            say(f"report: {self.report_path}")
+        else:
+            say(f"the final report was not written ({self.report_path}: see above); the diagnosis printed above is "
+                "its only copy")

@@ -36,6 +36,23 @@ def write_all(fd: int, data: bytes) -> bool:
     return True
 
 
+def hold_std_fds() -> None:
+    """Open /dev/null on fd 0, 1 or 2 when it is closed (`watch ... >&-`, a daemon's launcher). Otherwise the next
+    file watch opens, the console log, gets that number: the pass-through to fd 1 would write every line into the
+    console log a second time, and the doctor's messages on fd 2 would land in it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                nul = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            except OSError:
+                return
+            if nul != fd:  # cannot happen (lower fds are filled first, open takes the lowest), but never leak one
+                os.dup2(nul, fd)
+                os.close(nul)
+
+
 class Stream:
     """One of the child's output streams: pass-through fd, the tee's held partial line, the analyser's state."""
 
