@@ -63,7 +63,7 @@ def main() -> None:
         size = (Path(d) / "grpo-doctor-console.log").stat().st_size
     print(f"flood {mb} MB: watch exit {p.returncode}, peak RSS {peak / 2**20:.0f} MiB (VmHWM, sampled every 20 ms), "
           f"wall {wall:.1f} s, analysis skipped {skipped} bytes, console log {size} bytes")
-    notes = [ln for ln in err.splitlines() if "skipped" in ln]
+    notes = [ln for ln in err.splitlines() if "skipp" in ln or "fell behind" in ln]
     print(f"{len(notes)} line(s) about skipping:", *notes[:8], sep="\n  ")
 
 
