@@ -88,11 +88,19 @@ class Analysis:
                 self._analysis_failed(e)
         if self.end_skipped:
             say(f"the run's output ended while the live analysis was behind: skipped {self.end_skipped} bytes and "
-                f"analysed the last {feed.TAIL >> 20} MiB of each stream, so that the end of the run is not held up; "
-                "the console log has everything")
+                f"analysed the last {feed.TAIL >> 20} MiB of each stream, so that the end of the run is not held up"
+                + self._console_note())
         for st in streams:
             self._guard(self._close_stream, st)
         self._guard(self._hang_tick, self.clock())  # progress in the last burst of output (never fires: the run ended)
+
+    def _console_note(self) -> str:
+        """How complete the console log is, for a message that says what the live analysis missed: "has everything"
+        only while no write to it has failed (a full disk)."""
+        c = getattr(self, "console", None)
+        if c is None or c.failed_at is None:
+            return "; the console log has all of it (`grpo-doctor analyze` on the run folder reads it)"
+        return f"; the console log is incomplete from byte {c.failed_at} on ({c.error})"
 
     def _guard(self, fn, *args) -> None:
         if self.analysis_off:
@@ -109,12 +117,11 @@ class Analysis:
         if self.analysis_error is None:
             self.analysis_error = f"{type(e).__name__}: {str(e)[:200]}"
             say(f"internal error in the live analysis ({self.analysis_error}); the run continues, its output still "
-                "passes through and the console log stays complete; rerun `grpo-doctor analyze` on the run folder "
-                "afterwards")
+                f"passes through{self._console_note()}")
         if self.analysis_errors >= ERRORS_MAX:
             self.analysis_off = True
-            say(f"the live analysis stopped after {self.analysis_errors} internal errors; the console log stays "
-                "complete")
+            say(f"the live analysis stopped after {self.analysis_errors} internal errors; the output still passes "
+                f"through{self._console_note()}")
 
     def _skipped(self, st, nbytes: int, newlines: int, quiet: bool = False) -> None:
         """The reader skipped ``nbytes`` of this stream because the analysis was behind: say so, keep line numbers."""
@@ -126,10 +133,10 @@ class Analysis:
         if nbytes <= 0 or quiet:
             return
         self.skip_notes += 1
-        if self.skip_notes <= 5:
+        if self.skip_notes == 1:  # said once: under a flood it happens again and again; the end says the total
             say(f"the live analysis fell behind the output (more than {self.feed.limit >> 20} MiB or {self.feed.lag:g} s): "
-                f"skipped {nbytes} bytes (console log lines about {first}-{self.file_lines}) to keep up; the pass-through "
-                "and the console log are complete, `grpo-doctor analyze` on the run folder reads all of it")
+                f"skipping parts of it from console log line about {first} on to keep up (the total is said at the "
+                f"end); the pass-through is complete{self._console_note()}")
 
     # ------------------------------------------------------------------ output
     def _chunk(self, st, data: bytes) -> None:

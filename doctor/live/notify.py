@@ -8,6 +8,7 @@ never affects the run or watch's exit status.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shlex
@@ -35,7 +36,7 @@ class Notifier:
         self.url = url
         self.cmd = cmd
         self.backoff = backoff
-        self.threads: list[threading.Thread] = []
+        self.threads: list[tuple[str, threading.Thread]] = []
         self.sent: list[str] = []      # events sent (tests, report)
         self.failed: list[str] = []
         self.lock = threading.Lock()
@@ -43,21 +44,34 @@ class Notifier:
     def alert(self, event: str, text: str, report_path: str | None) -> None:
         t = threading.Thread(target=self._send, args=(event, text, report_path), name=f"grpo-doctor-alert-{event}",
                              daemon=True)
-        self.threads.append(t)
+        self.threads.append((event, t))
         t.start()
 
-    def wait(self, timeout: float = 30.0) -> None:
-        """At the end of the run: give pending alerts a bounded time to go out."""
+    def wait(self, timeout: float = 30.0, stop: threading.Event | None = None) -> list[str]:
+        """At the end of the run: give pending alerts a bounded time to go out; ``stop`` (set by a SIGINT/SIGTERM to
+        watch after the run ended) ends the wait at once. Each alert still out is said as not delivered (its
+        thread is a daemon: it dies with watch). Returns those events."""
         end = time.monotonic() + timeout
-        for t in self.threads:
-            t.join(max(0.0, end - time.monotonic()))
+        for _event, t in self.threads:
+            # in slices: the user's Ctrl-C or kill must end watch now, not after the webhook's timeouts
+            while t.is_alive() and not (stop is not None and stop.is_set()) and time.monotonic() < end:
+                t.join(min(0.1, max(0.0, end - time.monotonic())))
+        pending = [event for event, t in self.threads if t.is_alive()]
+        why = "watch was told to stop" if stop is not None and stop.is_set() else f"no answer within {timeout:g} s"
+        for event in pending:
+            say(f"--notify: the {event} alert was not delivered ({why}); the run's status is not affected")
+        return pending
 
     def _send(self, event: str, text: str, report_path: str | None) -> None:
         ok = True
-        if self.url:
-            ok = self._post(text) and ok
-        if self.cmd:
-            ok = self._run(event, text, report_path) and ok
+        try:
+            if self.url:
+                ok = self._post(text) and ok
+            if self.cmd:
+                ok = self._run(event, text, report_path) and ok
+        except Exception as e:  # noqa: BLE001 - an alert thread never dies with a traceback on the terminal
+            say(f"--notify: the {event} alert could not be sent ({type(e).__name__}); the run is not affected")
+            ok = False
         with self.lock:
             (self.sent if ok else self.failed).append(event)
 
@@ -76,6 +90,9 @@ class Notifier:
                 err = f"HTTP {e.code}"
                 if 400 <= e.code < 500 and e.code != 429:
                     break  # the webhook refuses this message: retrying will not help
+            except http.client.HTTPException as e:
+                # not an HTTP answer (BadStatusLine, LineTooLong...): its text would carry the server's raw bytes
+                err = f"the endpoint did not answer HTTP ({type(e).__name__})"
             except (urllib.error.URLError, OSError, ValueError) as e:
                 err = str(getattr(e, "reason", None) or e)
             if i + 1 < TRIES:

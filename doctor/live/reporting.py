@@ -159,6 +159,11 @@ class Reporting:
         if failed_at is not None:
             say(f"{self.console_path}: incomplete from byte {failed_at} on ({self.console.error})")
         if self.skipped_bytes:
-            say(f"the live analysis skipped {self.skipped_bytes} bytes to keep up; the console log has them all: run "
-                f"`grpo-doctor analyze {self.run_dir}` for a diagnosis of every line")
-        say(f"report: {self.report_path}")
+            say(f"the live analysis skipped {self.skipped_bytes} bytes to keep up"
+                + (f"; the console log has them all: run `grpo-doctor analyze {self.run_dir}` for a diagnosis of every "
+                   "line" if failed_at is None else "; the console log is incomplete too (above)"))
+        if getattr(self, "report_written", True):
+            say(f"report: {self.report_path}")
+        else:
+            say(f"the final report was not written ({self.report_path}: see above); the diagnosis printed above is "
+                "its only copy")

@@ -188,6 +188,14 @@ def console_name(node_rank: int | None, kind: str) -> str:
             "hang": f"grpo-doctor-hang{suffix}"}[kind]
 
 
+def file_stamp(path: str) -> tuple[int, int, int] | None:
+    """(inode, mtime, size) of a file, None when there is none: a report written by tmp + rename has a new inode, so
+    an unchanged stamp means it was not written."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def default_run_dir(argv: list[str]) -> str:
@@ -195,7 +203,9 @@ def default_run_dir(argv: list[str]) -> str:
     return output_dir_of(argv) or "output"
 
 
-_ARCHIVE = re.compile(r"\.(\d+)$")
+# an archive number has at most 9 digits: a planted NAME.<231 digits> would make the next name too long for the file
+# system (and refuse the launch); such names are left alone
+_ARCHIVE = re.compile(r"\.(\d{1,9})$")
 
 
 def archive_previous(paths: list[str], keep: int = 0) -> list[str]:
@@ -213,6 +223,8 @@ def archive_previous(paths: list[str], keep: int = 0) -> list[str]:
         except OSError:
             nums = []
         n = (nums[-1] if nums else 0) + 1
+        while os.path.lexists(f"{p}.{n}"):  # never overwrite (a NAME.N the listing did not show, e.g. a race)
+            n += 1
         os.replace(p, f"{p}.{n}")
         moved.append(f"{p}.{n}")
         if keep > 0:

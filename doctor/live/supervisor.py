@@ -31,14 +31,17 @@ from .hangs import Hangs
 from .reporting import Reporting
 from .rundir import RunDirWatcher, archive_previous, console_name, default_run_dir, node_identity, output_dir_of
 from .say import say
-from .tee import ConsoleLog, Feed, Stream, write_all
+from .tee import ConsoleLog, Feed, Stream, hold_std_fds, write_all
 from .terminal import Foreground
 from .watchdogs import HangWatchdog, Limits
 
 EXIT_STOPPED = 124   # watch stopped the child (--on-hang stop), like timeout(1)
 EXIT_NOT_STARTED = 2
 READ = 1 << 20
-BACKLOG_MAX = 256 << 20   # output waiting for the analyser beyond this is skipped by the analysis (never the tee)
+# output waiting for the analyser beyond this is skipped by the analysis (never the tee). 16 MiB is minutes of a dense
+# run's output (~100 KB/s) and keeps watch near 100 MiB RSS under a flood; 256 MiB put it at 341-446 MiB
+# (bench/bench_watch_flood.py)
+BACKLOG_MAX = 16 << 20
 SWITCH_INTERVAL = 0.0005  # the pass-through thread gets the GIL back within 0.5 ms of asking (Python default: 5 ms)
 
 
@@ -91,6 +94,7 @@ class Watch(Analysis, Hangs, Reporting):
         self.first_error_time: float | None = None
         self.survivors: list[dict] = []
         self.pids: set[int] = set()
+        self.interrupted = threading.Event()   # SIGINT/SIGTERM/SIGHUP after the run ended: stop waiting on alerts
         if self.o.notify_url or self.o.notify_cmd:
             from .notify import Notifier
             self.notifier = Notifier(self.o.notify_url, self.o.notify_cmd, self.o.notify_backoff)
@@ -145,6 +149,7 @@ class Watch(Analysis, Hangs, Reporting):
 
     # ------------------------------------------------------------------ main
     def run(self) -> int:
+        hold_std_fds()  # before any file is opened: a closed fd 1/2 must not become the console log
         try:
             self._paths()
         except OSError as e:
@@ -201,6 +206,8 @@ class Watch(Analysis, Hangs, Reporting):
         self.signals.append(signum)
         if self.proc is not None and self.proc.poll() is None:
             actions.signal_group(self.pgid, signum)
+        else:  # the run has ended: what is left (alerts going out) must not make watch ignore the user
+            self.interrupted.set()
 
     def _loop(self) -> int:
         """Main thread: pass-through and tee only (read, write, tee, hand the chunk to the analyser); never waits on
@@ -275,7 +282,10 @@ class Watch(Analysis, Hangs, Reporting):
         self.rc = rc
         rep = self._final_report(rc)
         self.final_findings = list(rep.findings)
-        self._write_report(rep)
+        from .rundir import file_stamp
+        before = file_stamp(self.report_path)
+        self._write_report(rep)  # says its own failure; the last line must not name a report it did not write
+        self.report_written = file_stamp(self.report_path) not in (None, before)
         from ..render.html import write_watch_html
         write_watch_html(self.report_path, rep, self.curves, self.session)
         self._final_say(rep, rc, code)
@@ -286,7 +296,7 @@ class Watch(Analysis, Hangs, Reporting):
             self._alert("end", f"the run {'was stopped by watch' if self.stopped else 'ended'} with exit status {code}"
                         + (f"; {primary.rule_id} {primary.title}: {primary.message[:300]}" if primary else "")
                         + f"; verdict: {v}")
-            self.notifier.wait()
+            self.notifier.wait(stop=self.interrupted)
         return code
 
 

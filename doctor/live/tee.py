@@ -16,6 +16,9 @@ from collections import deque
 from .say import say
 
 HOLD_MAX = 1 << 20        # a giant unterminated line is teed in pieces beyond this
+# what one queued chunk costs besides its bytes (the tuple, the bytes header, its read time, the queue's slot): a
+# child writing a byte at a time must not queue a million tuples within a byte bound
+CHUNK_COST = 256
 
 
 def write_all(fd: int, data: bytes) -> bool:
@@ -31,6 +34,23 @@ def write_all(fd: int, data: bytes) -> bool:
             return False
         view = view[n:]
     return True
+
+
+def hold_std_fds() -> None:
+    """Open /dev/null on fd 0, 1 or 2 when it is closed (`watch ... >&-`, a daemon's launcher). Otherwise the next
+    file watch opens, the console log, gets that number: the pass-through to fd 1 would write every line into the
+    console log a second time, and the doctor's messages on fd 2 would land in it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                nul = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            except OSError:
+                return
+            if nul != fd:  # cannot happen (lower fds are filled first, open takes the lowest), but never leak one
+                os.dup2(nul, fd)
+                os.close(nul)
 
 
 class Stream:
@@ -99,7 +119,7 @@ class ConsoleLog:
 
 
 class Feed:
-    """Chunks for the analyser. ``put`` never blocks: when more than ``limit`` bytes wait, or the analyser is more than
+    """Chunks for the analyser. ``put`` never blocks: when more than ``limit`` bytes wait (data plus CHUNK_COST each), or the analyser is more than
     ``lag`` seconds behind the output, chunks are skipped (counted, with their newlines) and the analyser gets one
     ("skip", stream, bytes, newlines) item before the next chunk. The last TAIL bytes skipped are kept: at the end
     of the run they are analysed (the final traceback is there)."""
@@ -121,7 +141,7 @@ class Feed:
         self.drop: dict[int, int] = {}       # set at close: bytes of each stream the analyser skips (all but TAIL)
 
     def behind(self, n: int) -> bool:
-        if self.backlog + n > self.limit:
+        if self.backlog + n + CHUNK_COST > self.limit:
             return True
         t = self.head_t
         return t is not None and self.clock() - t > self.lag
@@ -142,7 +162,7 @@ class Feed:
             self.q.put(("skip", sk[0], sk[1], sk[2]))
         now = self.clock()
         with self.lock:
-            self.backlog += n
+            self.backlog += n + CHUNK_COST
             self.queued[st.fd] = self.queued.get(st.fd, 0) + n
             self.pending.append(now)
             if self.head_t is None:
@@ -151,7 +171,7 @@ class Feed:
 
     def done(self, st: Stream, n: int) -> None:
         with self.lock:
-            self.backlog -= n
+            self.backlog -= n + CHUNK_COST
             self.queued[st.fd] = self.queued.get(st.fd, 0) - n
             if self.pending:
                 self.pending.popleft()
@@ -171,7 +191,7 @@ class Feed:
             self.q.put(("skip", st, nbytes - len(tail), newlines - tail_nl))
             if tail:
                 with self.lock:
-                    self.backlog += len(tail)
+                    self.backlog += len(tail) + CHUNK_COST
                     self.pending.append(self.clock())
                 self.q.put((st, bytes(tail)))
         self.skipping.clear()

@@ -3,7 +3,8 @@
 
 Escaped as GitHub's toolkit does (actions/toolkit, packages/core/src/command.ts): in the message ``%``, CR and LF
 become ``%25``, ``%0D``, ``%0A``; in a property also ``:`` and ``,`` (``%3A``, ``%2C``). What is left is cleaned
-by render.safe (no control or bidi character reaches the log). A workflow reading the report from an untrusted
+by render.safe (no control, bidi or invisible character reaches the log; in the message, the '@' of a mention from the input
+is written as U+FF20 so that pasting it into an issue notifies no one). A workflow reading the report from an untrusted
 run should still print it with ``::stop-commands::`` around it when the text could hold ``::`` commands of its
 own: here every line starts with the tool's own command and the data cannot start a new line.
 """
@@ -14,17 +15,23 @@ import os
 from ..model import Finding, Report, Severity
 from . import vitals_line
 from .paths import is_pseudo
-from .safe import clean
+from .safe import clean, unmention
 
 _LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.info: "notice"}
 
 
-def escape_data(text: str) -> str:
+def _escape(text: str) -> str:
     return clean(str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
+def escape_data(text: str) -> str:
+    """A message: mentions inert too (annotations end up in check runs and pasted into issues)."""
+    return unmention(_escape(text))
+
+
 def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    """A property (file, title): exact, a file name must stay the file's name."""
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def _file(path: str) -> str | None:

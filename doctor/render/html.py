@@ -18,7 +18,7 @@ from .. import known
 from ..model import Report, Role, Severity
 from . import charts as charts_mod
 from . import run_line, runs_lines, vitals_line
-from .safe import clean, json_dumps
+from .safe import clean, json_dumps, wrap_mentions
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
         "connect-src 'none'; font-src 'none'; form-action 'none'; base-uri 'none'")
@@ -41,7 +41,13 @@ gap:8px 18px}.chart{margin:6px 0 10px;min-width:0}.chart h3{font-size:13px;margi
 
 
 def esc(text: Any) -> str:
-    """Input-derived text as HTML text: control and bidi characters shown escaped, then &, <, >, quotes escaped."""
+    """Input-derived text as HTML text: control, bidi and invisible characters shown escaped, then &, <, >, quotes
+    escaped, and @mentions in <code> (GitHub never links a mention inside code, should the HTML be pasted there)."""
+    return wrap_mentions(html.escape(clean(text), quote=True), "<code>", "</code>")
+
+
+def attr(text: Any) -> str:
+    """Input-derived text in an attribute value or <title> (no markup there): escaped, nothing added."""
     return html.escape(clean(text), quote=True)
 
 
@@ -63,7 +69,7 @@ def render(report: Report, title: str = "grpo-doctor report") -> str:
     out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
            '<meta name="viewport" content="width=device-width,initial-scale=1">',
-           f'<title>{esc(title)}</title>',
+           f'<title>{attr(title)}</title>',
            f'<style>{_asset("uPlot.min.css")}{_CSS}</style></head><body>',
            f'<h1>{esc(title)}</h1>']
     head = "grpo-doctor " + report.tool_version
@@ -108,7 +114,7 @@ def _findings(report: Report) -> list[str]:
             bits.append("ranks " + esc(",".join(map(str, f.ranks[:16]))) + ("…" if len(f.ranks) > 16 else ""))
         if f.run is not None:
             bits.append(esc(f.run.label()))
-        out.append(f'<section class="finding {f.severity.name}" id="finding-{i}" data-rule="{esc(f.rule_id)}">')
+        out.append(f'<section class="finding {f.severity.name}" id="finding-{i}" data-rule="{attr(f.rule_id)}">')
         out.append(f'<div><span class="sev">{i}. {f.severity.name}</span><b>{esc(f.title)}</b>{esc(role)}'
                    f'<span class="id">{" · ".join(bits)}</span></div>')
         action = extra.get("action")
@@ -146,7 +152,7 @@ def _charts_html(charts: list[dict[str, Any]], series: dict[str, Any]) -> list[s
     steps = series.get("steps") or {}
     out = [f'<p class="meta">{esc(_steps_line(steps, series))}</p>', '<div class="charts">']
     for i, c in enumerate(charts):
-        out.append(f'<div class="chart" id="chart-{i}" data-keys="{esc(" ".join(c["keys"]))}">'
+        out.append(f'<div class="chart" id="chart-{i}" data-keys="{attr(" ".join(c["keys"]))}">'
                    f'<h3>{esc(c["title"])}</h3><div class="plot"></div>')
         marks = [m for m in c["markers"] if m["finding"] is not None]
         if marks:

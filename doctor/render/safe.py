@@ -7,8 +7,19 @@ issue or a CI dashboard.
   non-UTF-8 file name decoded with surrogateescape) are shown escaped: ``\\x1b``, ``\\u202e``, ``\\xff``.
 - Markdown: ``md_text`` backslash-escapes what could become markup, ``md_code`` makes a code span whose fence
   is longer than any backtick run inside, ``md_message`` keeps the tool's own code spans and escapes the rest.
-- JSON: ``json_dumps`` keeps values faithful (JSON escapes) but writes C1/bidi/DEL as ``\\uXXXX``, lone
-  surrogates as ``\\xNN`` text and non-finite numbers as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+- Invisible characters (zero-width space/joiners, word joiner, BOM, soft hyphen, Unicode tags U+E0000-E007F,
+  variation selectors supplement, Hangul fillers) are shown escaped by ``clean`` as well: text hidden in them (tag
+  "ASCII smuggling") would otherwise pass unseen into every format. ``\\u200b``; astral ones ``\\U000e0041``.
+- GitHub @mentions (``@user``, ``@org/team``) from the input are made inert where text may be pasted into GitHub:
+  markdown puts each in a code span (`` `@user` ``; every other backtick is escaped, so none can pair with it),
+  ``html.py`` in ``<code>``: GitHub links and notifies mentions in text nodes only, never inside code or pre
+  elements. Plain text (the text report, workflow annotations) has no markup to scope a span with, so
+  ``unmention`` writes the '@' as U+FF20 (``＠user``), which GitHub never links. The name stays exact and readable
+  everywhere; a backslash or ``&#64;`` would not help (both are gone before GitHub looks for mentions) and an
+  inserted zero-width character is what the previous point removes.
+- JSON: ``json_dumps`` keeps values faithful (JSON escapes) but writes C1/bidi/DEL/invisible characters as
+  ``\\uXXXX``, lone surrogates as ``\\xNN`` text and non-finite numbers as the strings ``"nan"``, ``"inf"``,
+  ``"-inf"``. Mentions stay as they are there: JSON is data for programs, not rendered by GitHub.
 """
 from __future__ import annotations
 
@@ -18,22 +29,61 @@ import re
 from typing import Any
 
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
-_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}\ud800-\udfff]")
+# invisible: they render as nothing (or as a blank) and can carry hidden text
+_INVISIBLE = ("\u00ad\u034f\u115f\u1160\u180e\u200b-\u200d\u2060-\u2064\u206a-\u206f\u3164\ufeff\uffa0"
+              "\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef")
+# invisible characters that str.isprintable() lets through (Lo fillers, Mn joiners and selectors)
+_PRINTABLE_HIDDEN = re.compile("[\u034f\u115f\u1160\u3164\uffa0\U000e0100-\U000e01ef]")
+_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}\ud800-\udfff]")
 # what JSON leaves raw with ensure_ascii=False (C0 controls it escapes itself)
-_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}]")
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}{_INVISIBLE}]")
 
 
 def _esc(m: re.Match) -> str:
     c = ord(m.group())
     if 0xDC80 <= c <= 0xDCFF:  # surrogateescape: the original byte
         return f"\\x{c - 0xDC00:02x}"
+    if c > 0xFFFF:  # \\uXXXX would read as four hex digits and a separate character
+        return f"\\U{c:08x}"
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
+def _json_esc(m: re.Match) -> str:
+    """A JSON escape: astral characters as their UTF-16 surrogate pair (the only form JSON has)."""
+    c = ord(m.group())
+    if c <= 0xFFFF:
+        return f"\\u{c:04x}"
+    c -= 0x10000
+    return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
+
+
+# GitHub's mention: '@' after the start or a non-word ASCII character, then a login (letters, digits, '-') and
+# for a team '/slug'. Wider than GitHub's own pattern on purpose (a decorator such as @dataclass is wrapped too):
+# a code span more than needed costs nothing, one too few notifies a stranger.
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9_-])?)?")
+
+
+def wrap_mentions(text: str, open_: str, close: str) -> str:
+    """Every mention of ``text`` between ``open_`` and ``close`` (markup of the caller's format)."""
+    if "@" not in text:
+        return text
+    return _MENTION.sub(lambda m: open_ + m.group() + close, text)
+
+
+def unmention(text: str) -> str:
+    """Plain text (the text report, workflow annotations) with its mentions inert once pasted into GitHub: the '@'
+    of each becomes U+FF20 FULLWIDTH COMMERCIAL AT. Plain text has no markup to scope a code span with: a stray
+    backtick from the log pairs with a wrapper's backtick and leaves the name live; GitHub links only the ASCII '@',
+    whatever surrounds it, and the name stays exact and readable."""
+    if "@" not in text:
+        return text
+    return _MENTION.sub(lambda m: "\uff20" + m.group()[1:], text)
+
+
 def clean(text: Any) -> str:
-    """``text`` as a string with no control, bidi or surrogate character left (they are shown escaped)."""
+    """``text`` as a string with no control, bidi, invisible or surrogate character left (shown escaped)."""
     s = text if isinstance(text, str) else str(text)
-    if s.isprintable():  # no Cc/Cf/Cs/Zl/Zp at all: the common case, one C-level pass
+    if s.isprintable() and (s.isascii() or not _PRINTABLE_HIDDEN.search(s)):  # the common case: C-level passes
         return s
     return _UNSAFE.sub(_esc, s)
 
@@ -54,7 +104,8 @@ def md_text(text: Any, lead: bool = False) -> str:
     """Input-derived text as markdown that renders as that text and never as markup. ``lead``: the text starts a
     line (a leading ``-``, ``+``, ``>``, ``=`` or ``1.`` is escaped too)."""
     s = _MD_SPECIAL.sub(r"\\\1", clean(text))
-    s = _MD_UNDERSCORE.sub(r"\\_", s)
+    # every backtick is escaped by now (no span to skip): a plain code span per mention
+    s = wrap_mentions(_MD_UNDERSCORE.sub(r"\\_", s), "`", "`")
     return _MD_LEAD.sub(lambda m: m.group(1) + "\\" + m.group(2), s) if lead else s
 
 
@@ -146,4 +197,4 @@ def json_value(obj: Any) -> Any:
 def json_dumps(obj: Any, **kw: Any) -> str:
     """Valid JSON whatever the values (see the module doc); C1, DEL and bidi characters as ``\\uXXXX``."""
     text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, default=lambda o: clean(o), **kw)
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _JSON_RAW.sub(_json_esc, text)

@@ -16,12 +16,13 @@ from rich.text import Text
 from .. import known
 from ..model import Finding, Report, Role, Severity
 from . import run_line, runs_lines, vitals_line
-from .safe import clean
+from .safe import clean, unmention
 
 
 def escape(text: object) -> str:
-    """Input-derived text for rich: control and bidi characters shown escaped, then markup escaped."""
-    return _markup_escape(clean(text))
+    """Input-derived text for rich: control, bidi and invisible characters shown escaped, mentions inert (pasted
+    into an issue), then markup escaped."""
+    return _markup_escape(unmention(clean(text)))
 
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}

@@ -16,6 +16,14 @@ from ...signals import LogLine
 # tqdm's format_meter: "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]" (tqdm/std.py)
 BAR = re.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
                  r"(?:\[(?P<elapsed>[\d:]+)?(?:<(?P<remaining>[\d:?]+))?(?:,\s*(?P<rate>[\d.]+\s*(?:s/it|it/s)))?|$)")
+
+
+def _has_bar(text: str) -> bool:
+    # BAR's lazy description tries every blank of a line that has no bar: quadratic (a 200 KB line of words took
+    # minutes at the end of a watched flood); every bar has '%|'
+    return "%|" in text and BAR.search(text) is not None
+
+
 # a training bar's description (transformers' Trainer prints none; ms-swift "Train"; others "Training", "Epoch 1")
 _TRAIN_DESC = re.compile(r"^(?:|Train\w*|train\w*|Epoch\b.*|Iteration\w*|Steps?)$")
 # CPython faulthandler (Python/traceback.c): "Thread 0x... (most recent call first):", "  File "x.py", line 12 in f"
@@ -100,7 +108,7 @@ def _span(first: LogLine, last: LogLine) -> str | None:
 def _loop(lines: list[LogLine]) -> Ending | None:
     """The same line (numbers masked) printed again and again up to the end: a wait or retry loop."""
     last = plain(lines[-1].text)
-    if not last or BAR.search(lines[-1].text) or last.startswith("{"):
+    if not last or _has_bar(lines[-1].text) or last.startswith("{"):
         return None
     key = _VOLATILE.sub("#", last)
     window = lines[-20:]
@@ -129,7 +137,7 @@ def _bar(lines: list[LogLine], steps: int) -> Ending | None:
     follows it there is the run's logging, not a later phase)."""
     for back, ln in enumerate(reversed(lines)):
         m = None
-        for m in BAR.finditer(ln.text):
+        for m in (BAR.finditer(ln.text) if "%|" in ln.text else ()):
             pass  # a line of redraws: the last one counts
         if m is None:
             continue
