@@ -325,3 +325,18 @@ def test_new_checkpoint_real_rules_after_merge(tmp_path):
     corrupt = [f for f in r.report["findings"] if f["rule_id"] == "GD802"]
     assert corrupt and corrupt[0]["category"] == "checkpoint-corrupt", r.report["findings"]
     assert "adapter_model.safetensors" in " ".join(e["text"] + e["path"] for e in corrupt[0]["evidence"])
+
+
+def test_live_gpu_samples_reach_the_json_report(tmp_path, monkeypatch):
+    """watch's NVML samples went to the HTML charts only: run.gpus of the JSON report holds them too (two GPUs
+    sampled every 0.2 s while the child sleeps; GPU 1 at 40 GiB of 80, 75 %)."""
+    from doctor.signals_live import Gpu
+    gib = 2 ** 30
+    monkeypatch.setattr(integrations, "gpu_samples",
+                        lambda: [Gpu(0, 0.0, 1 * gib, 80 * gib), Gpu(1, 75.0, 40 * gib, 80 * gib)])
+    r = run_watch(tmp_path, ["--then", "sleep:2"], gpu_interval=0.2, poll=0.2)
+    assert r.code == 0
+    gpus = r.report["run"]["gpus"]
+    assert [g["index"] for g in gpus] == [0, 1] and gpus[0]["samples"] >= 2
+    assert gpus[1]["mem_used_max_mib"] == 40 * 1024 and gpus[1]["mem_total_mib"] == 80 * 1024
+    assert gpus[1]["util_mean_pct"] == 75.0

@@ -165,6 +165,9 @@ class Watch(Analysis, Hangs, Reporting):
         self.hang_rule = next((r for r in self.session.rules if r.meta.id == "GD320"), None)
         from ..render.html import watch_curves  # the final report also as HTML (issue 21): curves recorded live
         self.curves = watch_curves(self.session)
+        from ..gpu_summary import GpuSummary  # the live GPU samples in the JSON report too, not only in the HTML
+        self.gpus = GpuSummary()
+        self.session.observers.append(self.gpus)
         try:
             self.console = ConsoleLog(self.console_path)
         except OSError as e:
