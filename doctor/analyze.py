@@ -22,6 +22,7 @@ from .sources import scan
 from .sources.compressed import suffix_codec
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
 from .sources.safeio import head_text, regular_size
+from .sources.sparse import is_sparse
 from .swift.terms import in_terms
 from .vitals import Tracker, vitals
 
@@ -47,7 +48,8 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
                    scan_options: dict | None = None, series: bool = False) -> Report:
     """One run's report from its discovered inputs."""
     # the first log, when big: its scanning child starts now, while the catalog loads (see scan.start_early)
-    big = next((i for i in inputs if i.kind == "log" and i.path is not None and not suffix_codec(i.path.name)), None)
+    big = next((i for i in inputs if i.kind == "log" and i.path is not None and not suffix_codec(i.path.name)
+                and not is_sparse(i.path)), None)   # both are read as streams, not mapped
     if big is not None and not scan.big_enough(big.path):
         big = None
     early = scan.start_early(big.path) if big is not None and scan_options is None else None

@@ -188,3 +188,24 @@ def test_a_huge_checkpoint_config_is_named_not_read(tmp_path):
     big.write_text(json.dumps({"junk": ["x" * 100] * 50_000}))
     got = _read_json(big, big.stat().st_size)
     assert got.data is None and "larger than the 4 MiB such a file takes: not read" in got.error
+
+
+def test_a_sparse_log_is_read_without_its_holes(tmp_path):
+    """A log with a 1 GiB hole (apparent size 1 GiB + 28 kB, a few blocks on disk): the holes hold no line, only NUL
+    bytes, and reading them cost 65 s for 20 GiB; now what the file holds is read (the bytes the reader returns are
+    the data, not the apparent size) and the report is the plain log's."""
+    from doctor.sources.sparse import is_sparse, skipping_holes
+    data = (ROOT / "fixtures" / "logs" / "real-dataset-missing-solution-column" / "log.txt").read_bytes()
+    log = tmp_path / "train.log"
+    with open(log, "wb") as f:
+        f.write(data[:20000])
+        f.seek(1 << 30, 1)
+        f.write(data[20000:])
+    if not is_sparse(str(log)):
+        pytest.skip("this filesystem keeps no holes")
+    with open(log, "rb") as f:
+        read = skipping_holes(f).read()
+    assert read.replace(b"\0", b"") == data and len(read) < len(data) + (1 << 20)
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(log), "-q"], capture_output=True,
+                       timeout=300, cwd=ROOT)
+    assert p.stdout.decode().startswith(f"{log}:775: GD606 error")

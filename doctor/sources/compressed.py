@@ -49,6 +49,8 @@ class _Decoded(io.RawIOBase):
     call bounded in output. A stream that ends early (cut, or still being written) or damaged ends the input there,
     with everything decoded before it kept, and says why in ``damaged``."""
 
+    streamed = True
+
     def __init__(self, raw: BinaryIO, codec: str) -> None:
         self._raw = raw
         self._codec = codec
@@ -155,4 +157,6 @@ def damage(stream: object) -> str:
 
 
 def is_decompressing(stream: object) -> bool:
-    return isinstance(getattr(stream, "raw", None), _Decoded)
+    """A stream read in order with no size or seek: decompressed, or a sparse file without its holes
+    (sources/sparse.py)."""
+    return bool(getattr(getattr(stream, "raw", None), "streamed", False))

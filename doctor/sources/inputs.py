@@ -37,6 +37,7 @@ from .kinds import (  # noqa: F401
 from .logtext import MAX_LINE, LineReader, decode, physical_lines
 from .reflow import MAX_REFLOW, needs_reflow, reflowed
 from .safeio import NotRegular, link_out, open_regular, regular_size, walk, what_is
+from .sparse import is_sparse, skipping_holes
 
 MAX_SMALL = 32 * 1024 * 1024  # the most read of a small input (a report, an explicit command file)
 MAX_CONFIG = 4 * 1024 * 1024  # args.json / command.txt / wandb config larger than this are not configuration files
@@ -330,6 +331,8 @@ def open_input(inp: Input) -> BinaryIO:
         codec = codec_of(stream.peek(8)[:8]) if hasattr(stream, "peek") else None
         if codec is not None:
             return decompressing(stream, codec, inp.display)  # type: ignore[return-value]
+        if inp.path is not None and is_sparse(stream.fileno()):
+            return skipping_holes(stream)  # type: ignore[return-value]
         return stream
     except CompressionError as e:
         raise InputError(str(e)) from None
