@@ -209,3 +209,27 @@ def test_a_sparse_log_is_read_without_its_holes(tmp_path):
     p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(log), "-q"], capture_output=True,
                        timeout=300, cwd=ROOT)
     assert p.stdout.decode().startswith(f"{log}:775: GD606 error")
+
+
+def test_a_folder_of_thousands_of_files_reads_the_largest_logs(tmp_path, monkeypatch):
+    """A run folder of thousands of small .txt files beside the real log (30,000 took 2:45 and listed every name):
+    at most MAX_LOGS logs are read, the largest, the rest counted in one skipped entry; the text report names 20
+    inputs and the count."""
+    from doctor.analyze import analyze
+    from doctor.render.text import render
+    from doctor.sources import inputs as inputs_mod
+    monkeypatch.setattr(inputs_mod, "MAX_LOGS", 50)
+    run = tmp_path / "run"
+    run.mkdir()
+    for i in range(120):
+        (run / f"note{i}.txt").write_text("hello\n")
+    (run / "train.log").write_bytes((ROOT / "fixtures" / "logs" / "real-dataset-missing-solution-column" /
+                                     "log.txt").read_bytes())
+    rep = analyze([str(run)])
+    logs = [i for i in rep.inputs if i.kind == "log"]
+    skipped = [i for i in rep.inputs if i.kind == "skipped"]
+    assert len(logs) == 50 and any(i.path.endswith("train.log") for i in logs)
+    assert len(skipped) == 1 and skipped[0].path.startswith("71 more log file(s) under")
+    assert rep.findings[0].rule_id == "GD606"
+    line = next(ln for ln in render(rep).splitlines() if ln.startswith("inputs:"))
+    assert line.endswith("... and 31 more (all in --format json)")

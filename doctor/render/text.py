@@ -27,6 +27,7 @@ def escape(text: object) -> str:
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "bold yellow", Severity.info: "bold cyan"}
 NO_WRAP = 400
+INPUTS_SHOWN = 20  # inputs named in the text report's inputs line
 
 
 def render(report: Report, color: bool = False, width: int | None = None, quiet: bool = False,
@@ -56,8 +57,10 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     if summary:
         head += (" · newest run: " if report.runs else " · ") + summary
     out(f"[dim]{escape(head)}[/dim]")
-    shown = (i.path + (f" ({'skipped' if i.kind == 'skipped' else i.kind}: {i.note})" if i.note else "")
-             for i in report.inputs)
+    shown = [i.path + (f" ({'skipped' if i.kind == 'skipped' else i.kind}: {i.note})" if i.note else "")
+             for i in report.inputs]
+    if len(shown) > INPUTS_SHOWN:   # hundreds of rank logs: the first ones, the count, the rest in --format json
+        shown = shown[:INPUTS_SHOWN] + [f"... and {len(shown) - INPUTS_SHOWN:,} more (all in --format json)"]
     out(f"[dim]inputs: {escape(', '.join(shown))}[/dim]")
     if report.config:  # which file's select / ignore / fail-on shaped this report
         out(f"[dim]config: {escape(report.config)}[/dim]")

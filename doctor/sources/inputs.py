@@ -40,6 +40,7 @@ from .safeio import NotRegular, link_out, open_regular, regular_size, walk, what
 from .sparse import is_sparse, skipping_holes
 
 MAX_SMALL = 32 * 1024 * 1024  # the most read of a small input (a report, an explicit command file)
+MAX_LOGS = 1024  # console logs read from one folder (one per rank of a 1024-rank job)
 MAX_CONFIG = 4 * 1024 * 1024  # args.json / command.txt / wandb config larger than this are not configuration files
 
 
@@ -263,6 +264,11 @@ def _walk(root: Path, display_root: str, exclude: frozenset[Path] = frozenset())
         out.append(Input(chosen, _display(chosen, root, display_root), "args"))
     elif configs:
         out.append(configs[-1])
+    out, dropped = _cap_logs(out)
+    if dropped:
+        skipped.append(Input(None, f"{dropped:,} more log file(s) under {display_root}", "skipped",
+                             f"a folder of more than {MAX_LOGS:,} logs: the {MAX_LOGS:,} largest were read; pass the "
+                             "logs to read"))
     has_log = any(i.kind == "log" for i in out)
     for c in copies:
         if has_log:
@@ -283,6 +289,16 @@ def _walk(root: Path, display_root: str, exclude: frozenset[Path] = frozenset())
         raise InputError(f"{unread[0].display}: skipped ({unread[0].note}) and nothing else here records the run "
                          f"(log, logging.jsonl, metrics); make it readable, or pass a log that is")
     return out + skipped + ckpt_inputs
+
+
+def _cap_logs(found: list[Input]) -> tuple[list[Input], int]:
+    """At most MAX_LOGS console logs (the largest: a folder of thousands of small files is not one run's logs, and
+    each file read costs its own start); the other inputs all stay. (inputs, how many logs were left out)"""
+    logs = [i for i in found if i.kind == "log"]
+    if len(logs) <= MAX_LOGS:
+        return found, 0
+    keep = {id(i) for i in sorted(logs, key=lambda i: -(regular_size(i.path) or 0) if i.path else 0)[:MAX_LOGS]}
+    return [i for i in found if i.kind != "log" or id(i) in keep], len(logs) - MAX_LOGS
 
 
 def _checkpoint_states(ckpts: list[Path], found: list[Input], skipped: list[Input], root: Path,
