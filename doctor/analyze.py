@@ -7,6 +7,7 @@ that failed first becomes the primary finding (the root cause; other nodes' fail
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from . import __version__
 from .classify import provenance
@@ -100,7 +101,7 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
     if ckpts:
         from .ckpt import fold_into_log_finding, skipped_inputs
         from .sources.checkpoint import read_checkpoint
-        sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
+        sizes: dict[str, Any] = {}  # each checkpoint measured once for all its siblings (and each run folder read once)
         for d, display in ckpts:
             facts = read_checkpoint(d, display, sizes=sizes)
             ckpt_skipped += skipped_inputs(facts)

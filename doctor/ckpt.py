@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .checks.checkpoint._facts import inventory, inventory_line
@@ -48,7 +49,7 @@ def check_checkpoint_dirs(dirs: Iterable[str | os.PathLike], *, expect: str | No
     """Findings of the checkpoint rules for these checkpoint directories (each read once, headers only)."""
     session = Session(checkpoint_rules(), run=run)
     seen: set[str] = set()
-    sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
+    sizes: dict[str, Any] = {}  # each checkpoint measured once for all its siblings (and each run folder read once)
     for d in dirs:
         p = Path(d)
         key = os.path.realpath(p)
@@ -109,7 +110,7 @@ def check_paths(paths: list[str], *, expect: str | None = None, select: set[str]
     sel = resolve(checkpoint_rules(), select, ignore)
     session = Session(sel.run)
     summary = RunConfig()
-    sizes: dict[str, int] = {}  # each checkpoint measured once for all its siblings
+    sizes: dict[str, Any] = {}  # each checkpoint measured once for all its siblings (and each run folder read once)
     checked = []
     skipped: list[InputInfo] = []
     for d, disp in groups:

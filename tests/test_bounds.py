@@ -233,3 +233,36 @@ def test_a_folder_of_thousands_of_files_reads_the_largest_logs(tmp_path, monkeyp
     assert rep.findings[0].rule_id == "GD606"
     line = next(ln for ln in render(rep).splitlines() if ln.startswith("inputs:"))
     assert line.endswith("... and 31 more (all in --format json)")
+
+
+def test_a_big_log_without_a_candidate_line_in_a_chunk(tmp_path):
+    """The scanning child (logs of 32 MB and more) sends an empty batch for a stretch with no candidate line; the
+    progress meter read the batch's last offset and ended the run in 'internal error: IndexError' (a 47 MB log of
+    plain lines)."""
+    log = tmp_path / "plain.log"
+    line = b"just a plain line of text with nothing special in it, number %d\n"
+    with open(log, "wb") as f:
+        for i in range(560_000):
+            f.write(line % i)
+    assert log.stat().st_size >= 32 << 20
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(log), "-q"], capture_output=True,
+                       timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+
+
+def test_check_ckpt_lists_a_run_folder_once(tmp_path, monkeypatch):
+    """Each checkpoint listed its run folder again (stat of every sibling, args.json, the command): check-ckpt of
+    1,000 checkpoints took 82 s, quadratic; the run folder is read once per call (12.6 s)."""
+    import ckpt_util
+
+    from doctor.ckpt import check_paths
+    from doctor.sources import checkpoint as ck
+    run = tmp_path / "v0"
+    for s in range(1, 21):
+        ckpt_util.full_checkpoint(run / f"checkpoint-{s}", optimizer_factor=0)
+    calls = []
+    real = os.listdir
+    monkeypatch.setattr(ck.os, "listdir", lambda p=".": calls.append(str(p)) or real(p))
+    rep = check_paths([str(run)])
+    assert calls.count(str(run)) <= 2   # finding the checkpoints, and their run's facts (was 1 + one per checkpoint)
+    assert len([i for i in rep.inputs if i.kind == "checkpoint"]) == 20

@@ -223,7 +223,7 @@ JSON_NAMES = ("config.json", "adapter_config.json", "args.json", "trainer_state.
 
 
 def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool = True,
-                    sizes: dict[str, int] | None = None) -> CheckpointFacts:
+                    sizes: dict[str, Any] | None = None) -> CheckpointFacts:
     """Everything the rules need about one checkpoint directory. Reads sizes, headers and small JSON files.
 
     ``sizes``: bytes of checkpoint directories already measured, shared by the calls for the checkpoints of one
@@ -296,26 +296,50 @@ def dir_bytes(d: Path) -> int:
     return total
 
 
-def _read_run_dir(facts: CheckpointFacts, d: Path, sizes: dict[str, int]) -> None:
+def _read_run_dir(facts: CheckpointFacts, d: Path, sizes: dict[str, Any]) -> None:
     run = d.parent
     if run == d:
         return
     facts.run_dir = str(Path(facts.path).parent)
+    shared = _run_dir_facts(run, sizes)
+    if shared is None:
+        return
+    links, ckpts, run_args, command = shared
+    facts.run_links.update(links)
+    for n in ckpts:
+        key = str(run / n)
+        if n == d.name:
+            sizes[key] = facts.total_bytes()
+        elif key not in sizes:
+            sizes[key] = dir_bytes(run / n)
+        facts.siblings[n] = sizes[key]
+    if run_args is not None:
+        facts.run_args = run_args
+    facts.command_text, facts.command_source = command
+    if LOOK_UP_BASE:
+        _read_base_config(facts, run)
+
+
+def _run_dir_facts(run: Path, memo: dict[str, Any]) -> tuple[dict, list[str], dict | None, tuple] | None:
+    """(links, checkpoint-N names, args.json, command) of a run directory, read once for all its checkpoints (each
+    listing the folder again made check-ckpt of 1,000 checkpoints quadratic: 82 s); None when it cannot be listed."""
+    key = "\0run " + str(run)   # beside the sizes of the checkpoints measured, in the same per-call dict
+    if key in memo:
+        return memo[key]
     try:
         names = sorted(os.listdir(run))
     except OSError:
-        return
+        memo[key] = None
+        return None
+    links: dict[str, tuple[str, bool]] = {}
+    ckpts: list[str] = []
     for n in names:
         p = run / n
         if p.is_symlink():
-            facts.run_links[n] = (os.readlink(p), p.exists())
+            links[n] = (os.readlink(p), p.exists())
         elif re.match(r"checkpoint-\d+$", n) and p.is_dir():
-            key = str(p)
-            if p == d:
-                sizes[key] = facts.total_bytes()
-            elif key not in sizes:
-                sizes[key] = dir_bytes(p)
-            facts.siblings[n] = sizes[key]
+            ckpts.append(n)
+    run_args = None
     if "args.json" in names:
         try:
             size = (run / "args.json").stat().st_size
@@ -323,10 +347,9 @@ def _read_run_dir(facts: CheckpointFacts, d: Path, sizes: dict[str, int]) -> Non
             size = 0
         j = _read_json(run / "args.json", size, root=run)
         if isinstance(j.data, dict):
-            facts.run_args = j.data
-    facts.command_text, facts.command_source = _find_command(run, names)
-    if LOOK_UP_BASE:
-        _read_base_config(facts, run)
+            run_args = j.data
+    memo[key] = got = (links, ckpts, run_args, _find_command(run, names))
+    return got
 
 
 def _read_base_config(facts: CheckpointFacts, run: Path) -> None:

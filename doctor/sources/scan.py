@@ -245,7 +245,8 @@ class ChunkScanner:
                 if k == END:
                     total = payload
                     break
-                METER.at(payload[3 * k - 1])   # the progress bar: the reads here are preads (no file offset)
+                if k:   # the progress bar: the reads here are preads (no file offset); a batch may be empty
+                    METER.at(payload[3 * k - 1])
                 for i in range(0, 3 * k, 3):
                     start = payload[i + 1]
                     if start < pos:
