@@ -1,0 +1,84 @@
+"""``grpo-doctor fleet ...``: the hooks that record failed jobs, and the view across the records."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..cliutil import Command, die
+
+fleet_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                        help="Diagnose every failed job where it ran (Slurm epilog, follow-up job, Kubernetes "
+                             "sidecar) into a store of JSON records, and report across them.")
+
+
+def _store_opt():
+    return typer.Option(None, "--store", help="Directory of the records (shared file system). Default: store in "
+                        "the config file.")
+
+
+def _hook_opts(store, config, timeout, memory_mb, max_log_mb, all_jobs):
+    from .hook import ConfigError, load_options, say
+    try:
+        return load_options(store, str(config) if config else None, timeout, memory_mb, max_log_mb, all_jobs)
+    except ConfigError as e:   # still exit 0: a hook that fails drains the node
+        say(f"config: {e}; nothing recorded")
+        raise typer.Exit(0)
+
+
+_CONFIG_HELP = "TOML file with store, timeout, memory_mb, max_log_mb, all_jobs (default /etc/grpo-doctor/fleet.toml)."
+
+
+@fleet_app.command("slurm-epilog", cls=Command)
+def slurm_epilog(
+    store: Optional[str] = _store_opt(),
+    config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
+    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
+    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read from their end only "
+                                             "[1024]."),
+    all_jobs: bool = typer.Option(False, "--all", help="Record successful jobs too."),
+) -> None:
+    """For EpilogSlurmctld (or slurmd Epilog): record the job in the hook's environment when it did not complete.
+    Always exits 0.
+
+    Examples:
+
+    \b
+      EpilogSlurmctld=/etc/slurm/grpo-doctor-epilog   (a script: exec grpo-doctor fleet slurm-epilog --store DIR)
+    """
+    from .hook import slurm_hook
+    raise typer.Exit(slurm_hook(None, "slurm-epilog", _hook_opts(store, config, timeout, memory_mb, max_log_mb,
+                                                                  all_jobs)))
+
+
+@fleet_app.command("slurm-job", cls=Command)
+def slurm_job(
+    job_id: str = typer.Argument(..., metavar="JOBID", help="The failed job's id."),
+    store: Optional[str] = _store_opt(),
+    config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
+    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
+    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read from their end only "
+                                             "[1024]."),
+    all_jobs: bool = typer.Option(False, "--all", help="Record the job even when it completed."),
+) -> None:
+    """Record job JOBID: for a follow-up job, where users cannot set epilogs. Always exits 0.
+
+    Examples:
+
+    \b
+      J=$(sbatch --parsable train.sh)
+      sbatch --dependency=afternotok:$J --kill-on-invalid-dep=yes -J doctor --wrap "grpo-doctor fleet slurm-job $J --store DIR"
+    """
+    from .hook import slurm_hook
+    if not job_id.replace("_", "").isdigit():
+        from .hook import say
+        say(f"{job_id!r} is not a Slurm job id; nothing recorded")
+        raise typer.Exit(0)
+    raise typer.Exit(slurm_hook(job_id, "slurm-job", _hook_opts(store, config, timeout, memory_mb, max_log_mb,
+                                                                 all_jobs)))
+
+
+__all__ = ["fleet_app", "die"]
