@@ -1,6 +1,7 @@
 """``grpo-doctor fleet ...``: the hooks that record failed jobs, and the view across the records."""
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -81,4 +82,43 @@ def slurm_job(
                                                                  all_jobs)))
 
 
-__all__ = ["fleet_app", "die"]
+class ReportFormat(str, Enum):
+    text = "text"
+    json = "json"
+    html = "html"
+
+
+@fleet_app.command("report", cls=Command)
+def report_cmd(
+    store: str = typer.Argument(..., metavar="STORE", help="The directory of the records."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only records of the last 7d, 12h, 30m, 2w..."),
+    fmt: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f", help="text, json or html (one "
+                                     "self-contained page)."),
+    like: Optional[str] = typer.Option(None, "--like", help="Also list the jobs that failed the same way (same "
+                                       "rule) as this job id."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+) -> None:
+    """Failures across the store: by category and rule over time, GPU-hours lost, the top recurring failures with
+    an example job, the users and partitions most hit.
+
+    Examples:
+
+    \b
+      grpo-doctor fleet report /shared/grpo-doctor-fleet --since 7d
+      grpo-doctor fleet report /shared/grpo-doctor-fleet --format html -o fleet.html
+    """
+    from ..cliutil import emit
+    from . import render
+    from .store import StoreError, load, parse_since
+    from .summary import summarize
+    try:
+        records, problems = load(store, parse_since(since) if since else None)
+    except StoreError as e:
+        raise die(str(e))
+    doc = {"store": store, "since": since, **summarize(records, like), "problems": problems}
+    if fmt is ReportFormat.json:
+        from ..render.safe import json_dumps
+        out = json_dumps(doc, indent=2) + "\n"
+    else:
+        out = render.page(doc) if fmt is ReportFormat.html else render.text(doc)
+    emit(out, output)
