@@ -245,7 +245,8 @@ class ChunkScanner:
                 if k == END:
                     total = payload
                     break
-                METER.at(payload[3 * k - 1])   # the progress bar: the reads here are preads (no file offset)
+                if k:   # a piece without a candidate line comes as an empty batch: no offset to show
+                    METER.at(payload[3 * k - 1])   # the progress bar: the reads here are preads (no file offset)
                 for i in range(0, 3 * k, 3):
                     start = payload[i + 1]
                     if start < pos:
