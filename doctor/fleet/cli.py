@@ -37,8 +37,8 @@ def slurm_epilog(
     config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
     memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
-    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read from their end only "
-                                             "[1024]."),
+    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read in part: head and end "
+                                             "[16]."),
     all_jobs: bool = typer.Option(False, "--all", help="Record successful jobs too."),
 ) -> None:
     """For EpilogSlurmctld (or slurmd Epilog): record the job in the hook's environment when it did not complete.
@@ -61,8 +61,8 @@ def slurm_job(
     config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
     memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
-    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read from their end only "
-                                             "[1024]."),
+    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read in part: head and end "
+                                             "[16]."),
     all_jobs: bool = typer.Option(False, "--all", help="Record the job even when it completed."),
 ) -> None:
     """Record job JOBID: for a follow-up job, where users cannot set epilogs. Always exits 0.

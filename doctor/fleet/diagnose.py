@@ -21,7 +21,7 @@ STDERR_KEPT = 2000   # characters of the child's standard error kept in the reco
 class Limits:
     seconds: float = 30.0               # an epilog holds the job in COMPLETING while it runs
     memory_mb: int = 4096               # address space of the analysis
-    log_bytes: int = 1 << 30            # past this a log is read from its end only (doctor/fleet/child.py)
+    log_bytes: int = 16 << 20           # past this a log is read in part: its head and its end (doctor/fleet/child.py)
 
 
 @dataclass

@@ -91,6 +91,13 @@ def slurm_hook(job_id: str | None, source: str, opts: HookOptions, env: dict[str
         if not opts.store:
             say(f"no store: pass --store DIR or set store in {DEFAULT_CONFIG}; nothing recorded")
             return 0
+        try:   # before the analysis: a store that cannot be written is said at once, in one line
+            os.makedirs(opts.store, exist_ok=True)
+            if not os.access(opts.store, os.W_OK | os.X_OK):
+                raise PermissionError(13, "permission denied")
+        except OSError as e:
+            say(f"store {opts.store}: {e.strerror or e}; nothing recorded")
+            return 0
         job = read_job(job_id, env)
         if not job.job_id:
             say("no job id (SLURM_JOB_ID is not set and none was given); nothing recorded")
