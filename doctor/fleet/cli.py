@@ -82,6 +82,37 @@ def slurm_job(
                                                                  all_jobs)))
 
 
+@fleet_app.command("k8s-sidecar", cls=Command)
+def k8s_sidecar(
+    log: str = typer.Option(..., "--log", help="The trainer's log: a file on a shared volume, or the kubelet's "
+                            "/var/log/pods/<ns>_<pod>_<uid>/<container>/ folder or file (CRI format)."),
+    exit_file: Optional[str] = typer.Option(None, "--exit-file", help="Wait for this file, where the trainer "
+                                            "writes its exit code last."),
+    exit_code: Optional[int] = typer.Option(None, "--exit-code", help="The trainer's exit code, when known."),
+    wait: float = typer.Option(7 * 86400.0, "--wait", help="Seconds to wait for --exit-file."),
+    store: Optional[str] = _store_opt(),
+    config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
+    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
+    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read in part: head and end "
+                                             "[16]."),
+    all_jobs: bool = typer.Option(False, "--all", help="Record the pod even when the trainer exited 0."),
+) -> None:
+    """For a sidecar container (or a follow-up Job) on Kubernetes: record the trainer's failure from its log.
+    Pod facts come from the Downward API variables POD_NAME, POD_NAMESPACE, NODE_NAME, and JOB_NAME, GPUS,
+    CLUSTER_NAME when set. Always exits 0.
+
+    Examples:
+
+    \b
+      grpo-doctor fleet k8s-sidecar --log /shared/train.log --exit-file /shared/exit-code --store /store
+      grpo-doctor fleet k8s-sidecar --log /var/log/pods/ml_grpo-0_1f2e.../trainer/ --exit-code 1 --store /store
+    """
+    from .hook import k8s_hook
+    raise typer.Exit(k8s_hook(log, exit_file, exit_code, wait, _hook_opts(store, config, timeout, memory_mb,
+                                                                          max_log_mb, all_jobs)))
+
+
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"

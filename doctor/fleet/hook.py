@@ -119,3 +119,53 @@ def slurm_hook(job_id: str | None, source: str, opts: HookOptions, env: dict[str
             except BaseException as e2:  # noqa: BLE001
                 say(f"cannot write the record either: {e2}")
     return 0
+
+
+def k8s_hook(log_path: str, exit_file: str | None, exit_code: int | None, wait_s: float, opts: HookOptions,
+             env: dict[str, str] | None = None) -> int:
+    """The sidecar: wait for the trainer's exit code (``exit_file``) or take ``exit_code``, then record the pod
+    when it failed. Always 0 (the pod's own status is the trainer's)."""
+    import tempfile
+
+    from . import k8s
+    from .locate import Located
+    env = dict(os.environ if env is None else env)
+    signal.signal(signal.SIGTERM, _on_term)
+    try:
+        if not opts.store:
+            say(f"no store: pass --store DIR or set store in {DEFAULT_CONFIG}; nothing recorded")
+            return 0
+        if exit_file:
+            if not k8s.wait_for(exit_file, wait_s):
+                say(f"no exit code at {exit_file} after {wait_s:g} s; recording the pod as UNKNOWN")
+            exit_code = k8s.read_exit(exit_file)
+        if exit_code == 0 and not opts.all_jobs:
+            return 0
+        log, facts = k8s.pod_log(log_path)
+        job = k8s.pod_job(env, facts, exit_code, log)
+        with tempfile.TemporaryDirectory(prefix="grpo-doctor-k8s-") as tmp:
+            read = log
+            if k8s.is_cri(log):
+                read = os.path.join(tmp, os.path.basename(log))
+                first, last = k8s.decri(log, read)
+                job.start, job.end, job.run_seconds = first, last, k8s.seconds_between(first, last)
+            outcome = run_analysis([read], opts.limits)
+        if outcome.report is not None and read != log:   # evidence names the pod's log, not the plain copy
+            _rename_paths(outcome.report, read, log)
+        rec = build(job, "k8s-sidecar", outcome, Located(paths=[log]))
+        path = write(opts.store, rec, outcome.report)
+        cat = (rec["primary"] or {}).get("category") or "no finding"
+        say(f"pod {job.job_id} {job.state}: {cat} -> {path}")
+    except BaseException as e:  # noqa: BLE001 - a sidecar that fails would mark the pod failed for the wrong reason
+        say(f"pod log {log_path}: {'terminated' if isinstance(e, _Terminated) else f'{type(e).__name__}: {e}'}")
+    return 0
+
+
+def _rename_paths(report: dict, old: str, new: str) -> None:
+    for item in report.get("inputs") or []:
+        if item.get("path") == old:
+            item["path"] = new
+    for f in report.get("findings") or []:
+        for ev in f.get("evidence") or []:
+            if ev.get("path") == old:
+                ev["path"] = new
