@@ -374,3 +374,15 @@ def test_report_page_in_chromium(store, tmp_path):
     shot = tmp_path / "fleet.png"
     _chromium(["--window-size=1200,1400", f"--screenshot={shot}", out.as_uri()], tmp_path)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_readme_duckdb_query_reads_the_store(store):
+    """The README's DuckDB query, as printed there, on a store with a broken file and a temporary one."""
+    duckdb = pytest.importorskip("duckdb", reason="DuckDB is not installed (pip install duckdb): the README's query "
+                                 "is checked where it is")
+    readme = (ROOT / "README.md").read_text()
+    sql = readme.split("duckdb <<'SQL'\n", 1)[1].split("\nSQL\n", 1)[0]
+    assert "read_json('/shared/grpo-doctor-fleet/*.json'" in sql
+    rows = duckdb.sql(sql.replace("/shared/grpo-doctor-fleet", str(store)).rstrip(";")).fetchall()
+    assert sorted(rows) == [("(no finding: TIMEOUT)", 1, 16.0), ("batch-divisibility", 2, 16.0),
+                            ("reward-function-error", 1, 1.0)]

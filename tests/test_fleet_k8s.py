@@ -74,7 +74,7 @@ def test_followup_job_on_the_kubelets_log_layout(tmp_path):
             .replace("/store", str(store)) for a in container("grpo-doctor-followup-job.yaml", "grpo-doctor")["command"]]
     p = run_doctor(argv, {"GPUS": "8"})
     assert p.wait(120) == 0, p.stderr.read()
-    rec = json.loads((store / f"k8s-ml.grpo-train-x7k2p.json").read_text())
+    rec = json.loads((store / "k8s-ml.grpo-train-x7k2p.json").read_text())
     valid(rec)
     assert rec["source"] == "k8s-sidecar" and rec["job"]["user"] == "ml" and rec["job"]["name"] == "trainer"
     assert rec["job"]["state"] == "FAILED" and rec["job"]["exit_code"] == 1

@@ -51,7 +51,7 @@ def build(job: Any, source: str, outcome: Outcome | None, located: Any = None, r
           notes: list[str] | None = None) -> dict:
     """The record: ``job`` a SlurmJob (or any dataclass with the same fields), the analysis outcome (None: not
     analysed, e.g. the job succeeded)."""
-    fields = dataclasses.asdict(job) if dataclasses.is_dataclass(job) else dict(job)
+    fields = dataclasses.asdict(job) if dataclasses.is_dataclass(job) and not isinstance(job, type) else dict(job)
     job_out = {("id" if k == "job_id" else k): fields.get(k) for k in _JOB_KEYS}
     report = outcome.report if outcome is not None else None
     findings = (report or {}).get("findings") or []

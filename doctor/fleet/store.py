@@ -58,8 +58,11 @@ def load(store: str, since: timedelta | None = None, now: datetime | None = None
             continue
         try:
             rec = json.loads(data)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             problems.append(f"{name}: not JSON ({e.msg})")
+            continue
+        except ValueError:   # bytes that are not UTF-8
+            problems.append(f"{name}: not JSON (not UTF-8)")
             continue
         if not isinstance(rec, dict) or rec.get("record_schema") != 1 or not isinstance(rec.get("job"), dict):
             problems.append(f"{name}: not a grpo-doctor fleet record (record_schema 1)")
