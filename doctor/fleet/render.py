@@ -32,6 +32,9 @@ def text(doc: dict) -> str:
                                       for r in doc[key]]
     if doc["by_rule"]:
         lines += ["", "By rule:"] + [f"  {r['jobs']:>5}  {r['rule_id']}  {clean(r['title'])}" for r in doc["by_rule"]]
+    if len(doc["by_day"]) > 1:
+        lines += ["", "By day:"] + [f"  {clean(d['day'])}  {d['jobs']:>5}  " + ", ".join(
+            f"{clean(c)} {n}" for c, n in d["by_category"].items()) for d in doc["by_day"]]
     if doc["top_recurring"]:
         lines += ["", "Top recurring (latest example):"]
         for r in doc["top_recurring"]:

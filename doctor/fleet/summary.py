@@ -45,6 +45,7 @@ def summarize(records: list[dict], like: str | None = None) -> dict[str, Any]:
     parts: Counter = Counter()
     part_hours: dict[str, float] = defaultdict(float)
     days: dict[str, Counter] = defaultdict(Counter)
+    day_rules: dict[str, Counter] = defaultdict(Counter)
     for rec in records:
         job, prim, h = rec.get("job") or {}, rec.get("primary") or {}, _hours(rec)
         cat = category_of(rec)
@@ -60,7 +61,10 @@ def summarize(records: list[dict], like: str | None = None) -> dict[str, Any]:
         user_hours[u] += h
         parts[p] += 1
         part_hours[p] += h
-        days[str(rec.get("recorded_at") or "")[:10]][cat] += 1
+        day = str(rec.get("recorded_at") or "")[:10]
+        days[day][cat] += 1
+        if prim.get("rule_id"):
+            day_rules[day][prim["rule_id"]] += 1
     out: dict[str, Any] = {
         "jobs": len(records),
         "gpu_hours_lost": round(sum(cat_hours.values()), 2),
@@ -68,8 +72,8 @@ def summarize(records: list[dict], like: str | None = None) -> dict[str, Any]:
         "by_rule": [{"rule_id": r, "jobs": n, **{k: v for k, v in rule_info[r].items() if k != "example"}}
                     for r, n in rules.most_common()],
         "by_state": [{"state": s, "jobs": n} for s, n in states.most_common()],
-        "by_day": [{"day": d, "jobs": sum(c.values()), "by_category": dict(c.most_common())}
-                   for d, c in sorted(days.items())],
+        "by_day": [{"day": d, "jobs": sum(c.values()), "by_category": dict(c.most_common()),
+                    "by_rule": dict(day_rules[d].most_common())} for d, c in sorted(days.items())],
         "top_recurring": [{"rule_id": r, "jobs": n, "title": rule_info[r]["title"],
                            "category": rule_info[r]["category"], "example": rule_info[r]["example"]}
                           for r, n in rules.most_common(TOP)],
