@@ -40,7 +40,8 @@ EPILOG_ENV = {
 
 
 def cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    e = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    e = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [os.environ["PYTHONPATH"]] * bool(
+        os.environ.get("PYTHONPATH"))), **(env or {})}
     return subprocess.run([sys.executable, "-m", "doctor.cli", *args], capture_output=True, text=True, env=e,
                           timeout=timeout)
 
@@ -386,3 +387,21 @@ def test_readme_duckdb_query_reads_the_store(store):
     rows = duckdb.sql(sql.replace("/shared/grpo-doctor-fleet", str(store)).rstrip(";")).fetchall()
     assert sorted(rows) == [("(no finding: TIMEOUT)", 1, 16.0), ("batch-divisibility", 2, 16.0),
                             ("reward-function-error", 1, 1.0)]
+
+
+def test_compact_folds_old_records_into_parquet_and_report_counts_them_once(store, tmp_path):
+    pytest.importorskip("duckdb", reason="fleet compact needs DuckDB (pip install 'grpo-doctor[fleet]')")
+    before = json.loads(cli("fleet", "report", str(store), "--format", "json").stdout)
+    p = cli("fleet", "compact", str(store), "--older-than", "7d")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("folded 1 records into ") and not (store / "c-5.json").exists()
+    parquet = list((store / "parquet").glob("*.parquet"))
+    assert len(parquet) == 1
+    # a compaction that died after writing the Parquet file: the record is both a file and folded, counted once
+    (store / "c-5.json").write_text(json.dumps(_rec("5", "batch-divisibility", "GD101", "carol", "h100", 8, 3600,
+                                                    when=datetime.now(timezone.utc) - timedelta(days=30))))
+    after = json.loads(cli("fleet", "report", str(store), "--format", "json").stdout)
+    for key in ("jobs", "by_category", "gpu_hours_lost", "users"):
+        assert after[key] == before[key], key
+    assert cli("fleet", "compact", str(store), "--older-than", "90d").stdout.startswith("nothing older")
+    assert cli("fleet", "compact", str(tmp_path / "none")).returncode == 2

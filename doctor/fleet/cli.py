@@ -153,3 +153,28 @@ def report_cmd(
     else:
         out = render.page(doc) if fmt is ReportFormat.html else render.text(doc)
     emit(out, output)
+
+
+@fleet_app.command("compact", cls=Command)
+def compact_cmd(
+    store: str = typer.Argument(..., metavar="STORE", help="The directory of the records."),
+    older_than: str = typer.Option("1d", "--older-than", help="Fold records older than this (7d, 12h, ...): a newer "
+                                   "record may still be replaced by a follow-up job."),
+) -> None:
+    """Fold the store's older records into one Parquet file under STORE/parquet/ (needs DuckDB: pip install
+    'grpo-doctor[fleet]'); fleet report reads both.
+
+    Examples:
+
+    \b
+      grpo-doctor fleet compact /shared/grpo-doctor-fleet --older-than 7d
+    """
+    from .compact import compact
+    from .store import StoreError, parse_since
+    try:
+        n, path = compact(store, parse_since(older_than))
+    except StoreError as e:
+        raise die(str(e))
+    except OSError as e:
+        raise die(f"{e.filename or store}: {e.strerror}")
+    typer.echo(f"folded {n} records into {path}" if n else "nothing older than " + older_than + " to fold")

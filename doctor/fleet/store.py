@@ -33,8 +33,10 @@ def recorded_at(rec: dict) -> datetime | None:
         return None
 
 
-def load(store: str, since: timedelta | None = None, now: datetime | None = None) -> tuple[list[dict], list[str]]:
-    """The records (newest first) and the problems met (``name: why``)."""
+def load(store: str, since: timedelta | None = None, now: datetime | None = None,
+         include_parquet: bool = True) -> tuple[list[dict], list[str]]:
+    """The records (newest first), one per job (the newest, should a job be both a file and in Parquet after an
+    interrupted compaction), and the problems met (``name: why``)."""
     try:
         names = sorted(n for n in os.listdir(store) if n.endswith(".json") and not n.startswith("."))
     except FileNotFoundError:
@@ -67,10 +69,19 @@ def load(store: str, since: timedelta | None = None, now: datetime | None = None
         if not isinstance(rec, dict) or rec.get("record_schema") != 1 or not isinstance(rec.get("job"), dict):
             problems.append(f"{name}: not a grpo-doctor fleet record (record_schema 1)")
             continue
-        when = recorded_at(rec)
-        if cutoff is not None and (when is None or when < cutoff):
-            continue
         rec["_file"] = name
         records.append(rec)
+    if include_parquet:
+        from .compact import parquet_records
+        records += parquet_records(store)
+    if cutoff is not None:
+        records = [r for r in records if (recorded_at(r) or cutoff) > cutoff]
     records.sort(key=lambda r: str(r.get("recorded_at")), reverse=True)
-    return records, problems
+    seen, unique = set(), []
+    for r in records:
+        job = r.get("job") or {}
+        key = (job.get("cluster"), job.get("id")) if job.get("id") else ("", r.get("_file") or id(r))
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    return unique, problems
