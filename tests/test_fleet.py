@@ -74,6 +74,7 @@ def test_show_job_line_of_an_array_task_with_spaces_in_values():
     assert f["JobName"] == "grpo run" and f["Command"] == "/home/alice/train.sh --x 1"
     assert f["AllocTRES"] == "cpu=64,mem=512G,node=2,billing=64,gres/gpu=16"
     assert parse_show_job(text, "10")["JobName"] == "other"
+    assert parse_show_job(text, "10_1")["JobId"] == "11"     # an array task as users name it
     assert parse_show_job(text, "12") == {}
 
 

@@ -55,6 +55,14 @@ def _identity(uid: int | None, gid: int | None) -> dict:
     return out
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)   # the scanner's own children too
+    except OSError:
+        proc.kill()
+    proc.communicate()
+
+
 def run_analysis(paths: list[str], limits: Limits, uid: int | None = None, gid: int | None = None) -> Outcome:
     t0 = time.monotonic()
     if not paths:
@@ -75,13 +83,12 @@ def run_analysis(paths: list[str], limits: Limits, uid: int | None = None, gid: 
     try:
         out, err = proc.communicate(timeout=limits.seconds)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)   # the scanner's own children too
-        except OSError:
-            proc.kill()
-        proc.communicate()
+        _kill_group(proc)
         return Outcome("timeout", time.monotonic() - t0, error=f"analysis stopped after {limits.seconds:g} s",
                        as_user=ident.get("user"))
+    except BaseException:   # the hook itself was told to stop: no analysis is left running behind it
+        _kill_group(proc)
+        raise
     took = time.monotonic() - t0
     text = err.decode("utf-8", "replace").strip()
     if proc.returncode != 0:

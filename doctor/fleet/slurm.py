@@ -57,13 +57,14 @@ class SlurmJob:
 
 def parse_show_job(text: str, job_id: str) -> dict[str, str]:
     """``scontrol show job -o`` as a dict, from the line whose JobId is ``job_id`` (an array's master id lists
-    every task). Values may hold spaces (a Command with arguments): a value runs to the next `` Key=``."""
+    every task), or whose ArrayJobId_ArrayTaskId is (``123_4``, as users name an array task). Values may hold
+    spaces (a Command with arguments): a value runs to the next `` Key=``."""
     for line in text.splitlines():
         keys = list(_KEY.finditer(line))
         fields = {}
         for k, nxt in zip(keys, keys[1:] + [None]):
             fields[k.group(1)] = line[k.end():nxt.start() if nxt else len(line)].strip()
-        if fields.get("JobId") == job_id:
+        if fields.get("JobId") == job_id or f"{fields.get('ArrayJobId')}_{fields.get('ArrayTaskId')}" == job_id:
             return fields
     return {}
 
@@ -205,6 +206,7 @@ def read_job(job_id: str | None, env: dict[str, str], use_scontrol: bool = True)
 
 
 def _from_scontrol(job: SlurmJob, f: dict[str, str]) -> None:
+    job.job_id = f.get("JobId") or job.job_id   # an array task named 123_4 has a job id of its own
     job.name = _null(f.get("JobName")) or job.name
     user, uid = _name_id(f.get("UserId"))
     group, gid = _name_id(f.get("GroupId"))
