@@ -105,7 +105,11 @@ def cluster():
     base = Path(tempfile.mkdtemp(prefix="gd-slurm-"))
     base.chmod(0o755)   # munged refuses a socket under a folder that others cannot traverse
     store = base / "store"
-    c = _start_or_skip(base, store)
+    try:
+        c = _start_or_skip(base, store)
+    except BaseException:   # a skip too: nothing of this session's cluster is left in /tmp
+        shutil.rmtree(base, ignore_errors=True)
+        raise
     # the TIMEOUT job takes 60-90 s to be killed (Slurm's time limit is in minutes, enforced every 30 s): it is
     # submitted first and checked last, while the other tests run
     c.timeout_job = c.sbatch("grpo-timeout", f"head -c 20000 {NO_SOLUTION}\nsleep 600\n", "--time=0:01")
