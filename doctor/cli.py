@@ -36,6 +36,7 @@ from .cliutil import (
     split_selectors,
     wants_series,
 )
+from .fleet.cli import fleet_app
 from .registry import CatalogError
 
 # rich_markup_mode=None: plain click help and usage errors, so start-up never imports rich (only the text
@@ -371,6 +372,9 @@ def watch(
                    err=True)
         code = EXIT_NOT_STARTED
     raise typer.Exit(code)
+
+
+app.add_typer(fleet_app, name="fleet")
 
 
 @app.callback(invoke_without_command=True)
