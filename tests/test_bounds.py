@@ -266,3 +266,45 @@ def test_check_ckpt_lists_a_run_folder_once(tmp_path, monkeypatch):
     rep = check_paths([str(run)])
     assert calls.count(str(run)) <= 2   # finding the checkpoints, and their run's facts (was 1 + one per checkpoint)
     assert len([i for i in rep.inputs if i.kind == "checkpoint"]) == 20
+
+
+def _tf_record(data: bytes) -> bytes:
+    import struct
+
+    from doctor.sources.tfevents import masked_crc
+    head = struct.pack("<Q", len(data))
+    return head + struct.pack("<I", masked_crc(head)) + data + struct.pack("<I", masked_crc(data))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _tf_scalar_event(step: int, tags: list[str]) -> bytes:
+    """An Event proto (step, summary of simple_value scalars), encoded by hand as tensorboard writes it."""
+    import struct
+    values = b""
+    for tag in tags:
+        t = tag.encode()
+        v = b"\x0a" + _varint(len(t)) + t + b"\x15" + struct.pack("<f", 0.5)
+        values += b"\x0a" + _varint(len(v)) + v
+    return b"\x10" + _varint(step) + b"\x2a" + _varint(len(values)) + values
+
+
+def test_a_tensorboard_file_adding_tags_at_one_step_is_bounded(tmp_path):
+    """20,000 scalar tags logged at one step made one row of them all (333 MiB for a larger file); a row keeps
+    MAX_ROW_KEYS scalars and the rest are said to be skipped."""
+    import io
+
+    from doctor.sources.tfevents import MAX_ROW_KEYS, rows
+    tags = [f"train/metric_{i}" for i in range(20_000)]
+    data = b"".join(_tf_record(_tf_scalar_event(1, tags[i:i + 500])) for i in range(0, len(tags), 500))
+    skipped: set[str] = set()
+    got = list(rows(io.BytesIO(data), skipped))
+    assert len(got) == 1 and len(got[0][1]) == MAX_ROW_KEYS   # the step and 4,095 scalars
+    assert skipped == {f"tags past {MAX_ROW_KEYS} in one step"}

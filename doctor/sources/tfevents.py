@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 MAX_RECORD = 16 * 1024 * 1024   # an Event larger than this (a graph, an image) is skipped unread
+MAX_ROW_KEYS = 4096              # scalars kept of one logging call (one step and kind)
 _SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
                            "train_loss"})
 
@@ -218,6 +219,11 @@ def rows(stream: BinaryIO, skipped: set[str]) -> Iterator[tuple[int, dict[str, A
                 cur_key, first = k, n
                 if step is not None:
                     cur["step"] = float(step)
+            if len(cur) >= MAX_ROW_KEYS and key not in cur:
+                # a file adding tag after tag at one step would make one row of them all (333 MiB); a trainer logs
+                # tens of scalars per step
+                skipped.add(f"tags past {MAX_ROW_KEYS} in one step")
+                continue
             cur[key] = float(value)
     if cur:
         yield first, cur
