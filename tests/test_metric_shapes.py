@@ -15,7 +15,7 @@ EARLY = "Too early to tell from one logged step"
 
 CASES = [
     # file, (rule, severity) of findings[0], words of its message
-    # one flat step is named, at info: a healthy run has flat steps too ("too early to tell")
+    # one flat step among the run's first two is named at info: a healthy run starts so too ("too early to tell")
     ("one-row-flat-grad-zero.txt", ("GD610", "info"),
      ["reward_std was 0 (frac_reward_zero_std 1) in the only logged step (step 2/4, with grad_norm 0), with reward 1",
       EARLY]),
@@ -44,12 +44,12 @@ def test_primary_finding_of_one_row(name, first, words):
 
 def test_kl_nan_with_finite_loss_is_a_metric_not_diverged_weights():
     """kl and the clip ratios nan, loss 0.0311 and grad_norm 0.2874 finite, every completion clipped, reward 0: the
-    truncation comes first, the NaN is said to be a mean over no tokens, both at warning; the flat rewards of one step
-    are named at info (too early to tell)."""
+    truncation and the flat rewards come first (a flat row at step 30, not the run's first steps: a warning), the NaN
+    is said to be a mean over no tokens, all at warning."""
     rep = analyze([str(SHAPES / "one-row-kl-nan-loss-finite.txt")])
     assert [(f.rule_id, f.severity.name) for f in rep.findings] == \
-        [("GD641", "warning"), ("GD620", "warning"), ("GD610", "info")]
-    nan = rep.findings[1]
+        [("GD610", "warning"), ("GD641", "warning"), ("GD620", "warning")]
+    nan = rep.findings[2]
     assert "The only logged step (step 30/1500) shows kl nan" in nan.message
     assert "while loss 0.0311 and grad_norm 0.2874 are finite" in nan.message
     assert "weights are corrupted" not in nan.message and ONE_ROW in nan.message

@@ -114,12 +114,16 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         elif gn:
             msg += f" grad_norm stayed at rounding level (up to {fmt(max(gn))})."
     level = None
-    early = n <= FEW_ROWS and excerpt(s, rv.idx)
-    if early:
-        # a flat first step or two is common in a healthy run: info until more steps show that it lasts
-        msg = f"Too early to tell from {'one logged step' if n == 1 else f'{n} logged steps'}: " + msg
+    start = s.steps[rv.idx[0]] if rv.idx else None
+    few = n <= FEW_ROWS and excerpt(s, rv.idx)
+    # a flat first step or two is common in a healthy run: info until more steps show that it lasts (a flat row from
+    # later in a run is not that, and stays a warning that says what one row cannot show)
+    early = few and (start is None or start <= FEW_ROWS)
+    if few:
         msg += few_rows_caveat(n)
         level = EXCERPT_CONFIDENCE
+    if early:
+        msg = f"Too early to tell from {'one logged step' if n == 1 else f'{n} logged steps'}: " + msg
         severity = Severity.info
     fix: list[str] = []
     trunc = truncation_note(s, run, idx)
