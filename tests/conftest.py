@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -10,8 +11,9 @@ FIXTURES = ROOT / "fixtures" / "logs"
 REAL_SWIFT = ROOT / "fixtures" / "real-swift"
 
 os.environ.setdefault("NO_COLOR", "1")
-# the user's own ~/.config/grpo-doctor/config.toml (doctor/settings.py) must not shape the suite's reports
-os.environ["XDG_CONFIG_HOME"] = str(ROOT / "tests" / "no-user-config")
+# the user's own ~/.config/grpo-doctor/config.toml (doctor/settings.py) must not shape the suite's reports; an empty
+# folder outside the tree (Chromium, started by the HTML tests, writes its own settings under XDG_CONFIG_HOME)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="grpo-doctor-tests-config-")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
