@@ -3,9 +3,7 @@ replaced, never followed), and the line said after it (where it is and what it s
 terminal writes ``grpo-doctor-report.html`` instead of printing a page of HTML into the terminal."""
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from .model import Report, Severity
@@ -14,20 +12,9 @@ DEFAULT_HTML = "grpo-doctor-report.html"
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """``text`` in ``path``, whole or not at all; OSError for the caller to say in one line."""
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """``text`` in ``path``, whole or not at all (doctor/live/atomic.py); OSError for the caller to say in one line."""
+    from .live.atomic import write_atomic as write_bytes
+    write_bytes(str(path), text.encode("utf-8"))
 
 
 def summary(report: Report) -> str:
