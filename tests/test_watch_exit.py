@@ -74,3 +74,20 @@ def test_default_run_dir_beside_output_dir():
     assert default_run_dir(["swift", "rlhf", "--output_dir", "out/x"]) == "out/x"
     assert default_run_dir(["swift", "rlhf", "--output_dir=out/y"]) == "out/y"
     assert default_run_dir(["bash", "train.sh"]) == "output"
+
+
+def test_refused_launch_says_the_one_command_that_passes(tmp_path):
+    """A launch preflight refuses (a misspelt flag and a batch of 3 completions for num_generations 4) ends with the
+    one command carrying every fix, as watch would run it; nothing is launched."""
+    import subprocess
+    import sys
+    argv = ["swift", "rlhf", "--rlhf_type", "grpo", "--model", "m", "--reward_funcs", "accuracy",
+            "--num_generation", "4", "--per_device_train_batch_size", "3"]
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "watch", "--gpu-interval", "0", "--run-dir",
+                        str(tmp_path / "run"), "--", *argv], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 2, p.stderr[-2000:]
+    line = next(ln for ln in p.stderr.splitlines() if "relaunch with every fix" in ln)
+    cmd = line.split("grpo-doctor watch -- ", 1)[1]
+    assert "--num_generations 4" in cmd and "--num_generation " not in cmd + " "
+    accum = int(cmd.split("--gradient_accumulation_steps ", 1)[1].split()[0])
+    assert (1 * 3 * accum) % 4 == 0   # world 1 x batch 3 x accumulation: whole groups of 4 (8 here: 24)

@@ -132,6 +132,9 @@ class Watch(Analysis, Hangs, Reporting):
             say(f"preflight found {len(blocking)} error(s); launching anyway (--force)")
             return None
         say(f"preflight found {len(blocking)} error(s): not launching. Fix them, or pass --force to launch anyway.")
+        fixed = (rep.run.get("preflight") or {}).get("relaunch") if isinstance(rep.run, dict) else None
+        if isinstance(fixed, dict) and fixed.get("accepted"):   # doctor/preflight_relaunch.py: every fix, judged again
+            say(f"relaunch with every fix (preflight accepts it): grpo-doctor watch -- {fixed['command']}")
         self._write_report(Report(__version__, [InputInfo("<command>", "args")], self._run_info("blocked-by-preflight", None),
                                   list(rep.findings)))
         return EXIT_NOT_STARTED
