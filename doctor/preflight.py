@@ -366,9 +366,10 @@ def _judge(cmd: SwiftCommand, version: str | None, gpu_mem_gib: float | None, gp
     session = Session(sel.run, run=run, preflight=True, facts=facts)
     for i, text in enumerate(lines, 1):
         session.feed_line(LogLine(text, text, Where(PATH, i), None, i))
-    if samples and gpu_snapshot:
-        session.emit(GpuSnapshot(gpu_snapshot, samples, len(lines) + 1))
-        inputs = inputs + [InputInfo(gpu_snapshot, "gpu")]
+    if samples:   # a saved snapshot, or the live NVML sample: other jobs' memory on the GPUs is judged either way
+        where = gpu_snapshot or "<nvml>"
+        session.emit(GpuSnapshot(where, samples, len(lines) + 1))
+        inputs = inputs + [InputInfo(where, "gpu")]
     findings = sel.keep(session.finish())
     summary = run.summary()
     summary["preflight"] = {"swift_version_checked": version, "flags_checked_against": fields_src,

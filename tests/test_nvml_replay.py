@@ -146,3 +146,18 @@ def test_gpu_samples_reach_the_json_report(tmp_path):
     assert [g["index"] for g in gpus] == [0, 1] and all(g["samples"] == 2 for g in gpus)
     assert gpus[1]["mem_used_max_mib"] == 30000 and gpus[1]["util_mean_pct"] == 40.0 and gpus[1]["util_max_pct"] == 80
     assert gpus[0]["mem_used_max_mib"] == 1 and gpus[0]["mem_total_mib"] == 40960
+
+
+def test_preflight_with_live_nvml_sees_another_jobs_memory(monkeypatch):
+    """Before launch, with no snapshot file, preflight samples the GPUs through NVML: those samples now reach the
+    rules, so memory another job holds (the real H100 under load: process 432 with 31,722 MiB) is GD503 (before, the
+    live samples only sized the memory plan and GD503 never fired)."""
+    from doctor.preflight import preflight_command
+    dump = json.loads((CAP / "nvml-load.json").read_text())
+    monkeypatch.setitem(sys.modules, "pynvml", replay(dump))
+    rep = preflight_command(["swift", "rlhf", "--rlhf_type", "grpo", "--model", "m", "--reward_funcs", "accuracy",
+                             "--num_generations", "4", "--per_device_train_batch_size", "4"], {},
+                            swift_version="4.6.0", live_gpu=True)
+    gd503 = [f for f in rep.findings if f.rule_id == "GD503"]
+    assert gd503 and "432" in " ".join(e.text for e in gd503[0].evidence) + gd503[0].message
+    assert any(i.path == "<nvml>" and i.kind == "gpu" for i in rep.inputs)
