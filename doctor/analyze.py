@@ -128,6 +128,9 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
             run["runs_total"] = len(session.run.runs)
     if gpus.result() is not None:
         run["gpus"] = gpus.result()
+    fixed = one_relaunch(findings, framework)
+    if fixed is not None:
+        run["relaunch"] = fixed
     vit = vitals(tracker, [p for p, _ in session.state.checkpoints] + list(session.state.saves))
     if vit is not None:
         run["vitals"] = vit
@@ -139,6 +142,26 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
     if recorder is not None:
         report.series = recorder.result(findings, session)
     return report
+
+
+def one_relaunch(findings: list[Finding], framework: dict) -> dict | None:
+    """The ms-swift run's errors' commands joined into one, judged by preflight round by round (doctor/
+    preflight_relaunch.py): ``{"command", "accepted", "remaining"}``, or None when no error computed a command."""
+    first = next((f.command for f in findings if f.severity == Severity.error and f.command), None)
+    if first is None or framework.get("framework") != "ms-swift":
+        return None
+    import shlex
+
+    from .preflight import preflight_command
+    from .preflight_relaunch import one_command
+    version = framework.get("framework_version")
+
+    def judge(argv: list[str]) -> Report:   # a past run: no live GPU of this machine in the verdict
+        return preflight_command(argv, {}, swift_version=version, live_gpu=False)
+    try:
+        return one_command(Report(__version__, [], {}, findings), shlex.split(first), judge, version)
+    except Exception:  # noqa: BLE001 - a command preflight cannot read (a launcher it does not parse) is no relaunch
+        return None
 
 
 def framework_of(session: Session, inputs: list | None = None) -> dict:

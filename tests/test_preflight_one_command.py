@@ -45,3 +45,18 @@ def test_a_misspelt_flag_alone_is_respelled():
 def test_text_report_ends_with_the_command():
     p = _preflight(BASE + ["--num_generation", "8", "--per_device_train_batch_size", "3"])
     assert "One command with every fix (preflight accepts it):" in p.stdout
+
+
+def test_analyze_joins_the_fixes_of_a_failed_run_into_one_command():
+    """A real ms-swift run that failed on its batch (fixtures/logs/real-batch-div-grad-accum: per_device 2 x
+    accumulation 3 = 6 completions for num_generations 4): analyze's report ends with the one command, and preflight
+    accepts it fed back (2 x 2 = 4 whole groups, checked by hand)."""
+    from pathlib import Path
+
+    from doctor.analyze import analyze
+    case = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real-batch-div-grad-accum"
+    fixed = analyze([str(case)]).run["relaunch"]
+    assert fixed["accepted"]
+    argv = shlex.split(fixed["command"])
+    assert argv[argv.index("--gradient_accumulation_steps") + 1] == "2"
+    assert _preflight(argv).returncode == 0

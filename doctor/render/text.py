@@ -125,7 +125,8 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             out("[dim]similar threads (similar wording, not shown to be the same failure):[/dim]", 3)
             for m in alike:
                 out(escape(known.similar_line(m)), 5, bullet="[dim]-[/dim]")
-    fixed = (report.run.get("preflight") or {}).get("relaunch") if isinstance(report.run, dict) else None
+    fixed = (report.run.get("relaunch") or (report.run.get("preflight") or {}).get("relaunch")) \
+        if isinstance(report.run, dict) else None
     if isinstance(fixed, dict) and fixed.get("command"):   # doctor/preflight_relaunch.py
         con.print()
         verdict = ("preflight accepts it" if fixed.get("accepted") else
