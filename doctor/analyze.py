@@ -198,6 +198,12 @@ def merge_nodes(findings: list[Finding], nodes: list, sel: Selection | None = No
     def key_of(f: Finding) -> tuple[str, str]:
         return (f.rule_id, f.evidence[0].text if f.evidence else f.message)
 
+    # one watch report beside its own run's logs (no node label): its finding of a rule the logs also gave is the
+    # same failure seen live (a hang watch measured and the post-mortem of the log it left); said once, as watch saw it
+    single = len(nodes) == 1 and nodes[0].node_rank is None
+    if single:
+        live = {f.rule_id for f in nodes[0].findings if sel is None or sel.wants(f.rule_id)}
+        findings = [f for f in findings if f.rule_id not in live]
     by_key = {key_of(f): f for f in findings}
     failing = sorted((n for n in nodes if n.first_error_time is not None),
                      key=lambda n: (n.first_error_time, n.node_rank if n.node_rank is not None else 1 << 30))

@@ -81,6 +81,12 @@ def test_hang_detected_within_limit_plus_one_poll_and_stopped(tmp_path):
         assert ("child.py" in text and "main" in text) or "py-spy dump of pid" in text
     else:
         assert "py-spy is not installed" in text
+    # analyze of the watched run folder says the hang once: watch's hang report file is read for its stacks, its
+    # words ("no progress for 1.5 s") are not a second, prose-level hang (GD327) beside the report's GD321
+    from doctor.analyze import analyze
+    rep = analyze([r.watch.run_dir])
+    hangs = [x.rule_id for x in rep.findings if x.category.startswith("hang") or x.rule_id == "GD327"]
+    assert hangs.count("GD321") == 1 and "GD327" not in hangs, hangs
 
 
 def test_hang_warn_keeps_waiting_then_child_status(tmp_path):

@@ -117,8 +117,11 @@ class RunState:
         self.tails[path] = deque(lines, maxlen=TAIL)
 
     def last_tail(self) -> list[LogLine]:
-        """The last lines of the log input that ends last (the others are side logs): where a run's end is read."""
-        return list(max(self.tails.values(), key=lambda t: t[-1].seq if t else 0, default=()))
+        """The last lines of the log input that ends last (the others are side logs): where a run's end is read.
+        watch's own hang reports (grpo-doctor-hang-N.txt: process states and stacks, read for their stacks) are no
+        end of the run: their words describe the hang watch measured, which its report already gives."""
+        tails = [t for path, t in self.tails.items() if not _own_hang_report(path)] or list(self.tails.values())
+        return list(max(tails, key=lambda t: t[-1].seq if t else 0, default=()))
 
     def sticky(self) -> bool:
         """The next lines matter whatever they hold: an open args dump, or a traceback frame awaiting its
@@ -186,3 +189,8 @@ class RunState:
 
 
 __all__ = ["END_MARKERS", "MAX_EXCEPTIONS", "STATE_WORDS", "TAIL", "RunState"]
+
+
+def _own_hang_report(path: str) -> bool:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.startswith("grpo-doctor-hang-") and name.endswith(".txt")
