@@ -12,6 +12,7 @@ class Gpu:
     util: float | None      # percent
     mem_used: int           # bytes
     mem_total: int          # bytes
+    procs: tuple[tuple[int, int], ...] = ()   # (pid, bytes) of the compute processes NVML lists on it
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,7 @@ class GpuTick:
     t: float                # seconds since watch started
     gpus: tuple[Gpu, ...]
     alive: bool = True      # the child was running when sampled
+    own: frozenset[int] = frozenset()   # pids of the watched run (the child and its descendants)
 
 
 @dataclass(frozen=True)

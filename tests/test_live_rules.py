@@ -187,3 +187,19 @@ def test_thread_without_name_is_main_thread_by_pid():
     text = "Process 55: python x.py\n\nThread 55 (idle)\n    hold (x.py:3)\n    <module> (x.py:9)\n"
     (name, state, frames), = actions.parse_dump(text, 55)
     assert name == "MainThread" and state == "idle" and frames[0] == ("hold", "x.py", 3)
+
+
+def test_memory_another_job_holds_under_watch():
+    """Under watch, a GPU process that is not the run's (neither the child nor a descendant) holding 1 GiB or more in
+    three samples in a row is GD503 (before, watch's samples carried no process list and GD503 never fired live);
+    the run's own processes and a one-off sample are not."""
+    s = _session_with("GD503")
+    own = frozenset({100, 101})
+    for t in range(5):   # the run's own processes only
+        s.emit(GpuTick(t, (Gpu(0, 90.0, 60 * GIB, 80 * GIB, ((100, 50 * GIB), (101, 9 * GIB))),), True, own))
+    s.emit(GpuTick(6, (Gpu(0, 90.0, 70 * GIB, 80 * GIB, ((100, 50 * GIB), (4242, 10 * GIB))),), True, own))
+    assert _finish(s, "GD503") == []    # one sample: a process passing by
+    for t in (7, 8):
+        s.emit(GpuTick(t, (Gpu(0, 90.0, 70 * GIB, 80 * GIB, ((100, 50 * GIB), (4242, 10 * GIB))),), True, own))
+    f, = _finish(s, "GD503")
+    assert "GPU 0: process 4242 10.0 GiB" in f.message and f.category == "gpu-underutilized"

@@ -250,12 +250,12 @@ class Analysis:
         gpus = integrations.gpu_samples()
         self.last_gpus = gpus
         alive = self.proc.poll() is None
-        if gpus:
-            self.session.emit(GpuTick(now - self.t0, tuple(gpus), alive))
-        try:
+        try:   # the run's own processes first: a GPU process that is none of them belongs to another job
             self.pids.update(c.pid for c in psutil.Process(self.proc.pid).children(recursive=True))
         except (psutil.Error, OSError):
             pass
+        if gpus:
+            self.session.emit(GpuTick(now - self.t0, tuple(gpus), alive, frozenset(self.pids)))
         try:
             vm = psutil.virtual_memory()
             sw = psutil.swap_memory()

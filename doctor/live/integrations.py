@@ -101,7 +101,10 @@ def _to_gpu(s: Any, i: int) -> Gpu:
         mib = as_number(s, "mem_total_mib", "memory_total_mib", "total_mib")
         gb = as_number(s, "mem_total_gib", "memory_total_gib")
         total = mib * 1024 * 1024 if mib is not None else gb * GIB if gb is not None else 0
-    return Gpu(int(idx) if idx is not None else i, float(util) if util is not None else None, int(used), int(total))
+    procs = tuple((int(p.pid), int(p.mem_mib * 1024 * 1024)) for p in (getattr(s, "processes", None) or ())
+                  if getattr(p, "pid", None) is not None and getattr(p, "mem_mib", None) is not None)
+    return Gpu(int(idx) if idx is not None else i, float(util) if util is not None else None, int(used), int(total),
+               procs)
 
 
 def gpu_samples() -> list[Gpu] | None:

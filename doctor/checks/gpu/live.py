@@ -69,3 +69,40 @@ class NearFullTracker:
         desc = ", ".join(f"GPU {i} {gib(g.mem_used)} of {gib(g.mem_total)}" for i, g in sorted(self.hit.items()))
         return (f"GPU memory stayed near full ({desc}); the next longer batch or completion can fail with CUDA out "
                 "of memory."), len(self.hit)
+
+
+class OtherJobTracker:
+    """Memory on the run's GPUs held by processes that are not the watched run's (neither the child nor one of its
+    descendants) in ``live_samples`` samples in a row: another job started on them, or a previous run's worker
+    is still there."""
+
+    def __init__(self, opt: dict[str, Any]):
+        self.samples = int(opt.get("live_samples", 3))
+        self.held = float(opt.get("live_min_mem_gib", 1.0)) * GIB
+        self.streak: dict[tuple[int, int], int] = {}
+        self.hit: dict[tuple[int, int], int] = {}   # (gpu, pid) -> most bytes seen
+
+    def feed(self, tick: GpuTick) -> None:
+        if not tick.own:   # the run's processes are not known: nothing to tell another job by
+            return
+        seen = set()
+        for g in tick.gpus:
+            for pid, used in g.procs:
+                if pid in tick.own or used < self.held:
+                    continue
+                key = (g.index, pid)
+                seen.add(key)
+                self.streak[key] = self.streak.get(key, 0) + 1
+                if self.streak[key] >= self.samples:
+                    self.hit[key] = max(used, self.hit.get(key, 0))
+        for key in list(self.streak):
+            if key not in seen:
+                del self.streak[key]
+
+    def message(self) -> tuple[str, int] | None:
+        if not self.hit:
+            return None
+        desc = ", ".join(f"GPU {i}: process {pid} {gib(b)}" for (i, pid), b in sorted(self.hit.items()))
+        return (f"Processes that are not part of the watched run held memory on its GPUs ({desc}): another job "
+                "shares them, or a worker of an earlier run is still alive; the run has that much less memory, and "
+                "vLLM's start-up check counts it against vllm_gpu_memory_utilization."), len(self.hit)

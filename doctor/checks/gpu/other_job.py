@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ._snapshot import HELD_FRAC, GpuRule, _gib, row
+from .live import OtherJobTracker
 
 
 def _family(name: str | None) -> str:
@@ -15,7 +16,9 @@ def _family(name: str | None) -> str:
 
 class GpuHeldByOtherJob(GpuRule):
     """GD503: memory on the run's GPUs held by processes of another job (before launch: any process; in a run's
-    snapshot: processes of more than one program on one GPU)."""
+    snapshot: processes of more than one program on one GPU; under watch: processes outside the run's own tree)."""
+
+    tracker = OtherJobTracker
 
     def check(self, ctx, path, gpus, all_samples, seq):
         hits = []
