@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import swiftgen  # noqa: E402
 
 PLUGIN = HERE / "scoreboard_plugins" / "faults.py"
+TRL_SCRIPT = HERE / "scoreboard_plugins" / "trl_grpo.py"
 RESULTS = HERE / "results"
 DOC = ROOT / "docs" / "SCOREBOARD.md"
 BASELINE = RESULTS / "quick-baseline.json"
@@ -177,6 +178,29 @@ CASES: list[Case] = [
          ("resume", "restart", "relaunch"), r"No space left on device",
          "--output_dir on a 256 KB tmpfs: the first checkpoint save fails", needs=("root",), tmpfs_kb=256),
 ]
+
+
+
+def trl(**flags: str) -> tuple[str, ...]:
+    """A TRL GRPOTrainer run (bench/scoreboard_plugins/trl_grpo.py) of the same tiny model and data."""
+    return tuple(argv_with(["--model", "{TINY}", "--dataset", "data/train.jsonl", "--reward", "noisy"], **flags))
+
+
+CASES += [
+    Case("trl-healthy", "healthy", trl(), description="TRL GRPOTrainer, 4 steps, a reward that varies", framework="trl"),
+    Case("trl-batch-div", "batch-divisibility", trl(per_device_train_batch_size="3", num_generations="2"),
+         ("relaunch",), r"divisible", "GRPOConfig per_device_train_batch_size 3, num_generations 2", framework="trl"),
+    Case("trl-missing-module", "import-or-dependency-error", trl(**{"import": "judge_client"}), ("relaunch",),
+         r"No module named", "the training script imports a module that is not installed", framework="trl"),
+    Case("trl-reward-raises", "reward-function-error", trl(reward="raising"), ("stop", "relaunch"),
+         r"judge_score: cannot score", "the reward function raises ValueError at its first call", framework="trl"),
+    Case("trl-reward-constant", "reward-zero-or-flat", trl(reward="constant", max_steps="6"), ("stop",),
+         r"reward", "every completion gets the same reward: reward_std 0 at every step", framework="trl"),
+    Case("trl-diverged-lr", "loss-nan-or-inf", trl(learning_rate="1e4", max_grad_norm="1e9"), ("relaunch",), r"nan",
+         "learning_rate 1e4 without clipping", framework="trl"),
+    Case("trl-hang-reward-mid", "hang-mid-training", trl(reward="stuck", ok_calls="2", max_steps="6"), ("stop",), r"",
+         "the reward function never returns from its 3rd call", framework="trl", hang=True),
+]
 BY_NAME = {c.name: c for c in CASES}
 
 MISSING_MODULE_PLUGIN = '''\
@@ -236,6 +260,9 @@ class Bench:
         argv = [re.sub(r"\{(\w+)\}", lambda m: vals[m.group(1)], a) for a in case.argv]
         return [*argv, "--output_dir", out]
 
+    def launcher(self, case: Case) -> list[str]:
+        return [self.py, str(TRL_SCRIPT)] if case.framework == "trl" else list(self.swift)
+
     def run_case(self, case: Case) -> CaseResult:
         res = CaseResult(case.name, case.cls, case.framework, case.description, list(case.verdicts))
         if "root" in case.needs and os.geteuid() != 0:
@@ -266,7 +293,7 @@ class Bench:
         cmd = [sys.executable, "-m", "doctor.cli", "watch", "--no-preflight", "--gpu-interval", "0",
                "--run-dir", str(run_dir), "--on-hang", "stop", "--grace", str(GRACE), "--drain", str(DRAIN),
                "--hang-timeout", str(HANG_TIMEOUT), "--phase-timeout", f"first-step={FIRST_STEP_TIMEOUT:g}",
-               "--startup-timeout", "300", "--", *self.swift, *self.fill(case, str(out))]
+               "--startup-timeout", "300", "--", *self.launcher(case), *self.fill(case, str(out))]
         start = time.monotonic()
         with open(self.work / "runs" / f"{case.name}.watch.stderr", "wb") as err:
             proc = subprocess.Popen(cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL, stderr=err)
@@ -442,7 +469,7 @@ def render_markdown(doc: dict) -> str:
         "for how each figure is computed.",
         "",
         f"- date: {doc['generated']}, mode: {doc['mode']}, grpo-doctor {doc['grpo_doctor']['version']} "
-        f"(commit {doc['grpo_doctor']['commit']})",
+        f"(commit {doc['grpo_doctor']['commit']}), {doc['total_s']:.0f} s in all (one run at a time)",
         "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
         f"- machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, no GPU, {m['os']}, Python {m['python']}",
         "",
@@ -494,6 +521,42 @@ def regressions(classes: dict[str, dict], base: dict[str, list[str]]) -> list[st
     return out
 
 
+def document(results: list[CaseResult], mode: str, versions: dict, total_s: float) -> dict:
+    from doctor import __version__
+    classes = class_scores(results)
+    return {
+        "schema_version": 1,
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "mode": mode,
+        "grpo_doctor": {"version": __version__, "commit": commit()},
+        "versions": versions,
+        "machine": machine(),
+        "total_s": round(total_s, 1),
+        "summary": summary(results, classes),
+        "classes": classes,
+        "cases": [asdict(r) for r in results],
+    }
+
+
+def rescore(a) -> int:
+    by_name: dict[str, CaseResult] = {}
+    versions: dict = {}
+    total = 0.0
+    for path in a.from_json:
+        old = json.loads(Path(path).read_text(encoding="utf-8"))
+        versions = old.get("versions") or versions
+        total += old.get("total_s") or 0.0
+        for d in old["cases"]:
+            by_name[d["name"]] = CaseResult(**d)
+    order = {c.name: i for i, c in enumerate(CASES)}
+    results = sorted(by_name.values(), key=lambda r: order.get(r.name, len(order)))
+    doc = document(results, "full", versions, total)
+    Path(a.json or RESULTS / "scoreboard.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    Path(a.markdown or DOC).write_text(render_markdown(doc), encoding="utf-8")
+    print(render_markdown(doc))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one case per class and the healthy run")
@@ -504,7 +567,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", help="markdown file (default: docs/SCOREBOARD.md; --quick: none)")
     ap.add_argument("--check-baseline", metavar="FILE", help="exit 1 when a check that passed there fails now")
     ap.add_argument("--write-baseline", metavar="FILE", help="write the passing checks per class there")
+    ap.add_argument("--from-json", metavar="FILE", nargs="+",
+                    help="run nothing: score the cases of these result files together (a later file's case replaces "
+                         "an earlier one of the same name), then write the outputs as a full run would")
     a = ap.parse_args(argv)
+    if a.from_json:
+        return rescore(a)
     cases = [c for c in CASES if c.quick] if a.quick else list(CASES)
     if a.only:
         names = a.only.split(",")
@@ -534,20 +602,9 @@ def main(argv: list[str] | None = None) -> int:
             f"evidence {r.evidence_ok} rc {r.rc} {r.wall_s} s"
             + (f" hang stopped {r.hang_detect_s} s after the fault" if r.hang_detect_s is not None else ""))
         print(f"{c.name:30} {c.cls:34} {verdict}", file=sys.stderr, flush=True)
-    classes = class_scores(results)
-    from doctor import __version__
-    doc = {
-        "schema_version": 1,
-        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "mode": "quick" if a.quick else ("only" if a.only else "full"),
-        "grpo_doctor": {"version": __version__, "commit": commit()},
-        "versions": bench.gen.versions,
-        "machine": machine(),
-        "total_s": round(time.monotonic() - t0, 1),
-        "summary": summary(results, classes),
-        "classes": classes,
-        "cases": [asdict(r) for r in results],
-    }
+    doc = document(results, "quick" if a.quick else ("only" if a.only else "full"), bench.gen.versions,
+                   time.monotonic() - t0)
+    classes = doc["classes"]
     full = not a.quick and not a.only
     json_path = a.json or (str(RESULTS / "scoreboard.json") if full else None)
     md_path = a.markdown or (str(DOC) if full else None)
