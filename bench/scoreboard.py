@@ -45,6 +45,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(1, str(ROOT))     # this checkout's doctor package, not an installed one
 import swiftgen  # noqa: E402
 
 PLUGIN = HERE / "scoreboard_plugins" / "faults.py"
@@ -65,7 +66,10 @@ MT = ["--model_type", "qwen2", "--template", "qwen2_5"]
 BASE = ["rlhf", "--rlhf_type", "grpo", "--model", "{TINY}", *MT, "--check_model", "false",
         "--dataset", "data/train.jsonl", "--tuner_type", "lora", "--torch_dtype", "float32",
         "--max_completion_length", "8", "--num_generations", "4", "--per_device_train_batch_size", "4",
-        "--max_steps", "4", "--save_steps", "2", "--logging_steps", "1", "--dataloader_num_workers", "0"]
+        "--max_steps", "4", "--save_steps", "2", "--logging_steps", "1", "--dataloader_num_workers", "0",
+        # no tensorboard: swift then skips drawing its curves with matplotlib after the last step (10-20 s of CPU
+        # per run on 2 shared cores); logging.jsonl is written all the same
+        "--report_to", "none"]
 PLUG = ["--external_plugins", str(PLUGIN)]
 
 
