@@ -155,7 +155,7 @@ CASES: list[Case] = [
          tuple(argv_with([*BASE], dataset="data/no_solution.jsonl", reward_funcs="accuracy")), ("stop", "relaunch"),
          r"solution", "--reward_funcs accuracy on a dataset without a `solution` column"),
     # ---- reward-zero-or-flat
-    Case("reward-constant", "reward-zero-or-flat", tuple(noisy(reward_funcs="sb_constant", max_steps="6")), ("stop",),
+    Case("reward-constant", "reward-zero-or-flat", tuple(noisy(reward_funcs="sb_constant")), ("stop",),
          r"reward_std", "a reward that gives every completion the same score: reward_std 0 at every step", quick=True),
     Case("reward-nan-swallowed", "reward-zero-or-flat", tuple(noisy(reward_funcs="sb_nan", max_steps="6")), ("stop",),
          r"reward", "a reward returning NaN: swift's nansum turns it into reward 0, reward_std 0"),
@@ -167,7 +167,7 @@ CASES: list[Case] = [
          tuple(noisy(tuner_type="full", learning_rate="1e4", max_grad_norm="1e9", save_steps="4")), ("relaunch",),
          r"nan", "learning_rate 1e4 without clipping: the model diverges, grad_norm nan at step 4", quick=True),
     # ---- hangs (watch stops them)
-    Case("hang-reward-mid", "hang-mid-training", tuple(noisy(reward_funcs="sb_stuck", max_steps="6", save_steps="3")),
+    Case("hang-reward-mid", "hang-mid-training", tuple(noisy(reward_funcs="sb_stuck")),
          ("stop",), r"", "the reward function never returns from its 3rd call (step 3)", quick=True,
          env=(("SCOREBOARD_OK_CALLS", "2"),), hang=True),
     Case("hang-reward-first", "hang-at-start", tuple(noisy(reward_funcs="sb_stuck")), ("stop",), r"",
