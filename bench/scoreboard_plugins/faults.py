@@ -1,0 +1,73 @@
+"""ms-swift reward plugins that inject real faults for bench/scoreboard.py (loaded with --external_plugins).
+
+Each reward is an ordinary ORM; the fault happens inside the real trainer. A fault that has a moment (a hang)
+writes the wall-clock time it began to $SCOREBOARD_FAULT_FILE, so the scoreboard can time watch's reaction.
+"""
+import os
+import random
+import time
+
+from swift.rewards import ORM, orms
+
+
+def _mark_fault() -> None:
+    path = os.environ.get("SCOREBOARD_FAULT_FILE")
+    if path and not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(repr(time.time()))
+
+
+class NoisyReward(ORM):
+    """Healthy: rewards vary within each group, so the loss and gradients are non-zero."""
+
+    def __call__(self, completions, **kwargs):
+        return [random.random() for _ in completions]
+
+
+class RaisingReward(ORM):
+    """A user reward with a bug: raises at its first call."""
+
+    def __call__(self, completions, **kwargs):
+        lengths = [len(c) for c in completions]
+        raise ValueError(f"judge_score: cannot score completions of lengths {lengths}")
+
+
+class StuckReward(ORM):
+    """A remote judge that stops answering after $SCOREBOARD_OK_CALLS calls (0: the very first call hangs)."""
+
+    calls = 0
+
+    def __call__(self, completions, **kwargs):
+        StuckReward.calls += 1
+        if StuckReward.calls > int(os.environ.get("SCOREBOARD_OK_CALLS", "0")):
+            _mark_fault()
+            while True:
+                time.sleep(3600)
+        return [random.random() for _ in completions]
+
+
+class NanReward(ORM):
+    """A reward that divides by a zero count from its $SCOREBOARD_OK_CALLS+1-th call: NaN rewards."""
+
+    calls = 0
+
+    def __call__(self, completions, **kwargs):
+        NanReward.calls += 1
+        if NanReward.calls > int(os.environ.get("SCOREBOARD_OK_CALLS", "0")):
+            _mark_fault()
+            return [float("nan") for _ in completions]
+        return [random.random() for _ in completions]
+
+
+class ConstantReward(ORM):
+    """A reward that gives every completion the same score: zero advantage, nothing to learn."""
+
+    def __call__(self, completions, **kwargs):
+        return [1.0 for _ in completions]
+
+
+orms["sb_noisy"] = NoisyReward
+orms["sb_raising"] = RaisingReward
+orms["sb_stuck"] = StuckReward
+orms["sb_nan"] = NanReward
+orms["sb_constant"] = ConstantReward

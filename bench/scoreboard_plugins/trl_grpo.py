@@ -1,0 +1,90 @@
+"""A small TRL GRPOTrainer script for bench/scoreboard.py: the tiny local model, the tiny math data, one reward.
+
+    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant
+                       [--num_generations 4] [--per_device_train_batch_size 4] [--max_steps 4] [--learning_rate 1e-5]
+                       [--max_grad_norm 1.0] [--ok_calls 0] [--import MODULE]
+
+Faults are the same as the ms-swift plugins' (faults.py): a reward that raises, never returns after --ok_calls calls
+(writes the time it began to $SCOREBOARD_FAULT_FILE), or gives every completion the same score; the rest come from
+the arguments (a batch that is not a multiple of num_generations, a learning rate that diverges, --import of a module
+that is not installed).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import random
+import time
+
+
+def _mark_fault() -> None:
+    path = os.environ.get("SCOREBOARD_FAULT_FILE")
+    if path and not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(repr(time.time()))
+
+
+def make_reward(kind: str, ok_calls: int):
+    calls = {"n": 0}
+
+    def noisy(completions, **kwargs):
+        return [random.random() for _ in completions]
+
+    def raising(completions, **kwargs):
+        raise ValueError(f"judge_score: cannot score completions of lengths {[len(str(c)) for c in completions]}")
+
+    def stuck(completions, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > ok_calls:
+            _mark_fault()
+            while True:
+                time.sleep(3600)
+        return [random.random() for _ in completions]
+
+    def constant(completions, **kwargs):
+        return [1.0 for _ in completions]
+
+    fn = {"noisy": noisy, "raising": raising, "stuck": stuck, "constant": constant}[kind]
+    fn.__name__ = f"{kind}_reward"
+    return fn
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--output_dir", required=True)
+    ap.add_argument("--reward", default="noisy")
+    ap.add_argument("--num_generations", type=int, default=4)
+    ap.add_argument("--per_device_train_batch_size", type=int, default=4)
+    ap.add_argument("--max_steps", type=int, default=4)
+    ap.add_argument("--learning_rate", type=float, default=1e-5)
+    ap.add_argument("--max_grad_norm", type=float, default=1.0)
+    ap.add_argument("--ok_calls", type=int, default=0)
+    ap.add_argument("--import", dest="imports", action="append", default=[])
+    a = ap.parse_args()
+    for name in a.imports:
+        importlib.import_module(name)
+
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    rows = [json.loads(line) for line in open(a.dataset, encoding="utf-8")]
+    ds = Dataset.from_list([{"prompt": r["messages"], "solution": r["solution"]} for r in rows])
+    tok = AutoTokenizer.from_pretrained(a.model)
+    model = AutoModelForCausalLM.from_pretrained(a.model, dtype="float32")
+    cfg = GRPOConfig(output_dir=a.output_dir, num_generations=a.num_generations,
+                     per_device_train_batch_size=a.per_device_train_batch_size, max_steps=a.max_steps,
+                     learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm, max_completion_length=8,
+                     logging_steps=1, save_steps=2, report_to=[], use_cpu=True, bf16=False, seed=42,
+                     dataloader_num_workers=0)
+    trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[make_reward(a.reward, a.ok_calls)],
+                          args=cfg, train_dataset=ds)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""bench/scoreboard.py: its scoring, and its --quick run against the committed baseline of passing classes.
+
+The quick run (marked `swift`, so CI runs it: .ci/run installs ms-swift) injects one real fault per class into a
+real `swift rlhf` GRPO run on CPU, diagnoses each with grpo-doctor, and fails when a check (category, verdict,
+evidence) that passed in bench/results/quick-baseline.json fails now. About 3-4 minutes on 2 cores. The full matrix
+is a benchmark (python bench/scoreboard.py), not a test.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+import scoreboard  # noqa: E402
+
+
+def _res(name, cls, got, ok, **kw):
+    r = scoreboard.CaseResult(name, cls, "ms-swift", "", ["relaunch"])
+    r.got_category, r.category_ok = got, ok
+    r.verdict_ok = kw.get("verdict_ok", True)
+    r.evidence_ok = kw.get("evidence_ok", True)
+    r.false_alarm = kw.get("false_alarm")
+    return r
+
+
+def test_class_scores_count_false_alarms_as_false_positives():
+    results = [_res("a", "batch-divisibility", "batch-divisibility", True),
+               _res("b", "batch-divisibility", "other", False, verdict_ok=False),
+               _res("c", "cuda-oom", "batch-divisibility", False),
+               _res("h", "healthy", "batch-divisibility", False, false_alarm=True, verdict_ok=None, evidence_ok=None)]
+    cs = scoreboard.class_scores(results)
+    b = cs["batch-divisibility"]
+    assert (b["tp"], b["fp"], b["fn"]) == (1, 2, 1)
+    assert b["precision"] == pytest.approx(1 / 3, abs=1e-3) and b["recall"] == 0.5
+    assert b["passed"] == {"category": False, "verdict": False, "evidence": True}
+    s = scoreboard.summary(results, cs)
+    assert s["false_alarms"] == 1 and s["healthy_runs"] == 1 and s["fault_cases"] == 3
+
+
+def test_regressions_only_for_checks_that_passed_in_the_baseline():
+    cs = scoreboard.class_scores([_res("a", "batch-divisibility", "other", False, evidence_ok=True)])
+    assert scoreboard.regressions(cs, {"batch-divisibility": ["evidence"]}) == []
+    assert scoreboard.regressions(cs, {"batch-divisibility": ["category", "evidence"]}) == [
+        "batch-divisibility: category passed in the baseline, fails now"]
+    assert scoreboard.regressions(cs, {"cuda-oom": ["category"]}) == ["cuda-oom: no case ran"]
+
+
+def test_every_quick_class_is_in_the_baseline():
+    import json
+    base = json.loads(scoreboard.BASELINE.read_text())["classes"]
+    quick = {c.cls for c in scoreboard.CASES if c.quick}
+    assert quick == set(base), "regenerate: python bench/scoreboard.py --quick --write-baseline " \
+                               "bench/results/quick-baseline.json"
+
+
+@pytest.mark.swift
+def test_quick_scoreboard_has_no_regression(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import swiftgen
+    py = swiftgen.swift_python()
+    if not py or not swiftgen.swift_ok(py):
+        pytest.skip("ms-swift is not importable (pip install -e '.[swift]')")
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "scoreboard.py"), "--quick", "--work", str(tmp_path),
+                        "--check-baseline", str(scoreboard.BASELINE)], capture_output=True, text=True, timeout=600,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-4000:] + r.stdout[-3000:]
