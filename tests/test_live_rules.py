@@ -203,3 +203,21 @@ def test_memory_another_job_holds_under_watch():
         s.emit(GpuTick(t, (Gpu(0, 90.0, 70 * GIB, 80 * GIB, ((100, 50 * GIB), (4242, 10 * GIB))),), True, own))
     f, = _finish(s, "GD503")
     assert "GPU 0: process 4242 10.0 GiB" in f.message and f.category == "gpu-underutilized"
+
+
+def test_live_hang_in_the_reward_function_is_stopped_not_restarted():
+    """watch's stacks put the stall inside the user's reward function: a restart would stop at the same call, so the
+    verdict is stop (the fault scoreboard's real runs got restart); a hang elsewhere keeps the rule's action."""
+    from doctor.signals import HangReport
+
+    def report(where):
+        return HangReport(30.0, "steady", "training", 31.0, 30.0, "--hang-timeout", 3, "step 3", "step 3/10",
+                          where, "inside a reward function" if where else "", None, stopped=True)
+    s = _session_with("GD321")
+    s.emit(report("reward-function"))
+    f, = _finish(s, "GD321")
+    assert f.action == "stop" and not f.command and "fix the reward function first" in f.message
+    s2 = _session_with("GD321")
+    s2.emit(report("nccl-collective"))
+    g, = _finish(s2, "GD321")
+    assert g.action != "stop"

@@ -18,8 +18,14 @@ def live_finding(rule: Rule, reports: list[HangReport], steps_now: int = 0) -> F
     resumed = steps_now > r.steps and not r.stopped
     parts = [f"No progress for {secs(r.silent_s)} s during {r.phase_text} (limit {secs(r.limit_s)} s: {r.limit_basis})"
              + (f", after training step {r.steps}" if r.steps else "") + f"; last progress: {r.last_progress}."]
+    action = None
     if r.where:
         parts.append(f"It stopped {r.where_text}.")
+        if r.where == "reward-function" and not resumed:
+            # the same reward code runs again on a restart and stops at the same call: the code changes first
+            parts.append("A restart runs the same reward code and stops at the same call: fix the reward function "
+                         "first, then relaunch.")
+            action = "stop"
     if r.outlier:
         parts.append(r.outlier + ".")
     if r.stacks:
@@ -37,7 +43,7 @@ def live_finding(rule: Rule, reports: list[HangReport], steps_now: int = 0) -> F
     ev = [Evidence(r.last_path, r.last_lineno, r.last_line[:400])] if r.last_line else []
     # a measured silence past the limit that the run never came out of is a failure, whatever stopped it
     sev = rule.meta.severity if resumed else Severity.error
-    return rule.make(message=" ".join(parts), fix=fix, evidence=ev, severity=sev, count=len(reports))
+    return rule.make(message=" ".join(parts), fix=fix, evidence=ev, severity=sev, count=len(reports), action=action)
 
 
 _WHERE_FIX = {
