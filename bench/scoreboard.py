@@ -426,7 +426,7 @@ def healthy_scores(results: list[CaseResult]) -> dict:
 
 def gated(doc: dict) -> dict[str, dict]:
     """What the baseline and the regression check compare: the fault classes and the healthy runs."""
-    return {**doc["classes"], "healthy": doc["healthy"]}
+    return {**doc["categories"], "healthy": doc["healthy"]}
 
 
 def summary(results: list[CaseResult], classes: dict[str, dict]) -> dict:
@@ -509,7 +509,7 @@ def render_markdown(doc: dict) -> str:
         "| class | frameworks | cases | precision | recall | F1 | evidence | verdict | hang s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for c, x in doc["classes"].items():
+    for c, x in doc["categories"].items():
         lines.append(f"| {c} | {', '.join(x['frameworks'])} | {x['cases']} | {x['precision']} | {x['recall']} | "
                      f"{x['f1']} | {x['evidence_right'] or 'n/a'} | {x['verdict_right']} | "
                      f"{x['hang_detect_s'] if x['hang_detect_s'] is not None else ''} |")
@@ -566,9 +566,33 @@ def regressions(classes: dict[str, dict], base: dict[str, list[str]]) -> list[st
     return out
 
 
+def fault_classes(results: list[CaseResult], categories: dict[str, dict]) -> list[dict]:
+    """One object per fault class and framework (the published schema): the category it should get, its runs, the
+    category's precision and recall over every run of that framework, and the share of runs with the right evidence
+    line and verdict; for hangs the seconds from the fault to watch's stop."""
+    done = [r for r in results if not r.skipped and r.cls != "healthy"]
+    out = []
+    for cls, fw in sorted({(r.cls, r.framework) for r in done}):
+        mine = [r for r in done if r.cls == cls and r.framework == fw]
+        same_fw = [r for r in results if not r.skipped and r.framework == fw]
+        tp = sum(r.category_ok for r in mine)
+        fp = sum(1 for r in same_fw if r.cls != cls and r.got_category == cls and (r.cls != "healthy" or r.false_alarm))
+        ev = [r.evidence_ok for r in mine if r.evidence_ok is not None]
+        hangs = [r.hang_detect_s for r in mine if r.hang_detect_s is not None]
+        out.append({"fault": cls, "framework": fw, "expected_category": cls, "runs": len(mine),
+                    "precision": round(tp / (tp + fp), 3) if tp + fp else 0.0,
+                    "recall": round(tp / len(mine), 3) if mine else 0.0,
+                    "evidence_right": round(sum(bool(x) for x in ev) / len(ev), 3) if ev else None,
+                    "verdict_right": round(sum(bool(r.verdict_ok) for r in mine) / len(mine), 3) if mine else None,
+                    "detect_s": max(hangs) if hangs else None,
+                    "cases": [r.name for r in mine]})
+    return out
+
+
 def document(results: list[CaseResult], mode: str, versions: dict, total_s: float) -> dict:
     from doctor import __version__
     classes = class_scores(results)
+    summ = summary(results, classes)
     return {
         "schema_version": 1,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -577,8 +601,11 @@ def document(results: list[CaseResult], mode: str, versions: dict, total_s: floa
         "versions": versions,
         "machine": machine(),
         "total_s": round(total_s, 1),
-        "summary": summary(results, classes),
-        "classes": classes,
+        "macro_f1": summ["macro_f1"],
+        "false_alarms": summ["false_alarms"],
+        "summary": summ,
+        "classes": fault_classes(results, classes),   # per fault class and framework
+        "categories": classes,                         # per expected category, all frameworks together
         "healthy": healthy_scores(results),
         "cases": [asdict(r) for r in results],
     }
