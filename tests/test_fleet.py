@@ -40,8 +40,8 @@ EPILOG_ENV = {
 
 
 def cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    e = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [os.environ["PYTHONPATH"]] * bool(
-        os.environ.get("PYTHONPATH"))), **(env or {})}
+    e = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
+                                                        if os.environ.get("PYTHONPATH") else [])), **(env or {})}
     return subprocess.run([sys.executable, "-m", "doctor.cli", *args], capture_output=True, text=True, env=e,
                           timeout=timeout)
 

@@ -31,14 +31,30 @@ def _hook_opts(store, config, timeout, memory_mb, max_log_mb, all_jobs):
 _CONFIG_HELP = "TOML file with store, timeout, memory_mb, max_log_mb, all_jobs (default /etc/grpo-doctor/fleet.toml)."
 
 
+# the hook commands' shared options: one definition each
+def _config_opt():
+    return typer.Option(None, "--config", help=_CONFIG_HELP)
+
+
+def _timeout_opt():
+    return typer.Option(None, "--timeout", help="Seconds the analysis may take [30].")
+
+
+def _memory_opt():
+    return typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096].")
+
+
+def _max_log_opt():
+    return typer.Option(None, "--max-log-mb", help="Larger logs are read in part: head and end [16].")
+
+
 @fleet_app.command("slurm-epilog", cls=Command)
 def slurm_epilog(
     store: Optional[str] = _store_opt(),
-    config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
-    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
-    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read in part: head and end "
-                                             "[16]."),
+    config: Optional[Path] = _config_opt(),
+    timeout: Optional[float] = _timeout_opt(),
+    memory_mb: Optional[int] = _memory_opt(),
+    max_log_mb: Optional[int] = _max_log_opt(),
     all_jobs: bool = typer.Option(False, "--all", help="Record successful jobs too."),
 ) -> None:
     """For EpilogSlurmctld (or slurmd Epilog): record the job in the hook's environment when it did not complete.
@@ -58,11 +74,10 @@ def slurm_epilog(
 def slurm_job(
     job_id: str = typer.Argument(..., metavar="JOBID", help="The failed job's id."),
     store: Optional[str] = _store_opt(),
-    config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
-    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
-    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read in part: head and end "
-                                             "[16]."),
+    config: Optional[Path] = _config_opt(),
+    timeout: Optional[float] = _timeout_opt(),
+    memory_mb: Optional[int] = _memory_opt(),
+    max_log_mb: Optional[int] = _max_log_opt(),
     all_jobs: bool = typer.Option(False, "--all", help="Record the job even when it completed."),
 ) -> None:
     """Record job JOBID: for a follow-up job, where users cannot set epilogs. Always exits 0.
@@ -91,11 +106,10 @@ def k8s_sidecar(
     exit_code: Optional[int] = typer.Option(None, "--exit-code", help="The trainer's exit code, when known."),
     wait: float = typer.Option(7 * 86400.0, "--wait", help="Seconds to wait for --exit-file."),
     store: Optional[str] = _store_opt(),
-    config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the analysis may take [30]."),
-    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="Address-space limit of the analysis [4096]."),
-    max_log_mb: Optional[int] = typer.Option(None, "--max-log-mb", help="Larger logs are read in part: head and end "
-                                             "[16]."),
+    config: Optional[Path] = _config_opt(),
+    timeout: Optional[float] = _timeout_opt(),
+    memory_mb: Optional[int] = _memory_opt(),
+    max_log_mb: Optional[int] = _max_log_opt(),
     all_jobs: bool = typer.Option(False, "--all", help="Record the pod even when the trainer exited 0."),
 ) -> None:
     """For a sidecar container (or a follow-up Job) on Kubernetes: record the trainer's failure from its log.
