@@ -138,16 +138,19 @@ def test_full_disk_last_lines_say_what_is_missing(tmp_path, small_disk):
 
 
 def test_full_disk_report_unit(tmp_path, monkeypatch):
-    """The same without mount rights: every write of the report fails with ENOSPC (monkeypatched open)."""
-    import builtins
+    """The same without mount rights: every write of the report fails with ENOSPC (the atomic writer that the JSON
+    and HTML reports go through, doctor/live/atomic.py, monkeypatched)."""
     import errno
-    real_open = builtins.open
 
-    def no_space(file, mode="r", *a, **k):
-        if "w" in mode and "grpo-doctor-report" in os.fsdecode(file):
+    from doctor.live import atomic, reporting
+    real_write = atomic.write_atomic
+
+    def no_space(path, data):
+        if "grpo-doctor-report" in os.fsdecode(path):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_open(file, mode, *a, **k)
-    monkeypatch.setattr(builtins, "open", no_space)
+        return real_write(path, data)
+    monkeypatch.setattr(atomic, "write_atomic", no_space)
+    monkeypatch.setattr(reporting, "write_atomic", no_space)
     r = run_watch(tmp_path, ["--log", str(HEALTHY), "--then", "exit:0"])
     assert r.code == 0
     assert b"report: " not in r.doc and b"final report was not written" in r.doc, r.doc
