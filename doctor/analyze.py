@@ -126,8 +126,9 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
         run["runs"] = session.run.runs.summary(RUNS_LISTED)
         if len(run["runs"]) < len(session.run.runs):   # the first and the last ones: memory flat (issue 19)
             run["runs_total"] = len(session.run.runs)
-    if gpus.result() is not None:
-        run["gpus"] = gpus.result()
+    sampled = gpus.result()
+    if sampled is not None:
+        run["gpus"] = sampled
     fixed = one_relaunch(findings, framework)
     if fixed is not None:
         run["relaunch"] = fixed

@@ -18,6 +18,19 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def drain_pty(master: int) -> bytes:
+    """Everything written to a pseudo-terminal until its other side closes (Linux ends the read with EIO)."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
 # ---- feeding text through the real engine (one set of helpers for every rule test) ----
 
 def lines_of(text: str, path: str = "log.txt"):

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import drain_pty
+
 LOG = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real-dataset-missing-solution-column" / "log.txt"
 ENV = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
 
@@ -33,15 +35,7 @@ def test_on_a_terminal_the_page_goes_to_the_default_file(tmp_path):
         p = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(LOG), "--format", "html"],
                            cwd=tmp_path, stdout=slave, stderr=subprocess.PIPE, timeout=120, env=ENV)
         os.close(slave)
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            shown += chunk
+        shown = drain_pty(master)
     finally:
         os.close(master)
     assert p.returncode == 1

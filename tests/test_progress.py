@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, drain_pty
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from test_packaging import PROJECT
@@ -40,15 +40,7 @@ def _run_on_pty(*args: str) -> tuple[int, bytes, bytes]:
     p = subprocess.Popen([sys.executable, "-m", "doctor.cli", *args], stdout=subprocess.PIPE, stderr=slave,
                          cwd=ROOT, env=env)
     os.close(slave)
-    err = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        err += chunk
+    err = drain_pty(master)
     out = p.stdout.read()
     p.wait(timeout=120)
     os.close(master)

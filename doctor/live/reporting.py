@@ -58,9 +58,9 @@ class Reporting:
         if self.session is not None:
             from ..classify.provenance import summarize
             summarize(info, self.session.run.inferred_versions)
-        gpus = getattr(self, "gpus", None)
-        if gpus is not None and gpus.result() is not None:
-            info["gpus"] = gpus.result()
+        sampled = self.gpus.result() if getattr(self, "gpus", None) is not None else None
+        if sampled is not None:
+            info["gpus"] = sampled
         info.update({
             "node_rank": self.node_rank, "host": self.host,
             "watch": {"status": status, "exit_code": code, "pid": self.proc.pid if self.proc else None,

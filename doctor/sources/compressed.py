@@ -156,7 +156,7 @@ def damage(stream: object) -> str:
     return raw.damaged if isinstance(raw, _Decoded) else ""
 
 
-def is_decompressing(stream: object) -> bool:
+def is_streamed(stream: object) -> bool:
     """A stream read in order with no size or seek: decompressed, or a sparse file without its holes
     (sources/sparse.py)."""
     return bool(getattr(getattr(stream, "raw", None), "streamed", False))

@@ -20,7 +20,7 @@ from typing import BinaryIO
 from ..model import InputInfo
 from ..signals import Completions, GpuSnapshot, Metrics, Where
 from .checkpoint import CHECKPOINT_NAME, checkpoint_order, is_checkpoint_dir
-from .compressed import READABLE, CompressionError, codec_of, damage, decompressing, is_decompressing, suffix_codec
+from .compressed import READABLE, CompressionError, codec_of, damage, decompressing, is_streamed, suffix_codec
 from .kinds import (  # noqa: F401
     LOG_NAMES,
     LOG_SUFFIXES,
@@ -419,7 +419,7 @@ def _read_upto(stream: BinaryIO, limit: int) -> bytes:
 def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int]) -> BinaryIO | None:
     """A small log whose every line a paste indented, or whose lines a terminal hard-wrapped, is fed here put back
     in its printed lines (None returned); any other log comes back as a stream positioned at its start."""
-    plain = inp.path is not None and not is_decompressing(stream)
+    plain = inp.path is not None and not is_streamed(stream)
     if plain:
         try:
             if os.fstat(stream.fileno()).st_size > MAX_REFLOW:
@@ -499,7 +499,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
             log = _reflow_or_rewind(inp, stream, session, counter)
             if log is None:
                 pass  # a paste read whole and fed as its program printed it (sources/reflow.py)
-            elif inp.path is not None and not is_decompressing(stream) and \
+            elif inp.path is not None and not is_streamed(stream) and \
                     not (opts := dict(scan_options or {})).pop("lines", False) and scan.usable(session, log):
                 scan.scan_file(session, inp.display, log, counter, **opts)
             else:

@@ -23,8 +23,9 @@ def live_finding(rule: Rule, reports: list[HangReport], steps_now: int = 0) -> F
         parts.append(f"It stopped {r.where_text}.")
         if r.where == "reward-function" and not resumed:
             # the same reward code runs again on a restart and stops at the same call: the code changes first
-            parts.append("A restart runs the same reward code and stops at the same call: fix the reward function "
-                         "first, then relaunch.")
+            parts.append("A restart runs the same reward code and most likely stops at the same call (unless what it "
+                         "waited on was down for a moment): fix the reward function first (a timeout on the call), "
+                         "then relaunch.")
             action = "stop"
     if r.outlier:
         parts.append(r.outlier + ".")

@@ -280,8 +280,9 @@ class HangCheck(Rule):
                 fix.append("Stuck inside a reward function: add a timeout to any network / sandbox / judge-model call "
                            "in your reward plugin, and make sure every rank calls it the same number of times.")
                 # the same code runs again on a restart: it stops at the same call, so the code changes first
-                parts.append("A restart runs the same reward code and stops at the same call: fix the reward "
-                             "function first, then relaunch.")
+                parts.append("A restart runs the same reward code and most likely stops at the same call (unless "
+                             "what it waited on was down for a moment): fix the reward function first (a timeout on "
+                             "the call), then relaunch.")
                 action = "stop"
             elif c == "dataloader":
                 fix.append("Stuck waiting for data: try --dataloader_num_workers 0 to see the real error of a "
