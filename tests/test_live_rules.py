@@ -221,3 +221,9 @@ def test_live_hang_in_the_reward_function_is_stopped_not_restarted():
     s2.emit(report("nccl-collective"))
     g, = _finish(s2, "GD321")
     assert g.action != "stop"
+
+
+def test_gpu_memory_near_full_in_server_mode_does_not_say_colocated():
+    f = _near_full("swift rlhf --rlhf_type grpo --use_vllm true --vllm_mode server --vllm_gpu_memory_utilization 0.9")
+    assert f.fix[0].startswith("The vLLM rollout server reserves --vllm_gpu_memory_utilization 0.9")
+    assert not any("Colocated" in line for line in f.fix)

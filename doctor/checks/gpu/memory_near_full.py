@@ -35,8 +35,10 @@ def _fix(run, vllm: bool | None) -> list[str]:
         lower = f" (e.g. to {float(vu) - 0.1:.2g})" if vu is not None and float(vu) > 0.2 else " (e.g. by 0.1)"
     except (TypeError, ValueError):
         lower = " (e.g. by 0.1)"
-    reserve = (f"Colocated vLLM reserves --vllm_gpu_memory_utilization {vu} of each GPU: lower it{lower}"
-               if vu is not None else f"Colocated vLLM: lower --vllm_gpu_memory_utilization{lower}")
+    # a rollout server holds its own GPUs (full by design): the training GPUs then share nothing with vLLM
+    who = "The vLLM rollout server" if run is not None and run.get("vllm_mode") == "server" else "Colocated vLLM"
+    reserve = (f"{who} reserves --vllm_gpu_memory_utilization {vu} of each GPU: lower it{lower}"
+               if vu is not None else f"{who}: lower --vllm_gpu_memory_utilization{lower}")
     if vllm:
         return [f"{reserve}, add --sleep_level 1, or --offload_model/--offload_optimizer true."] + TRAINING
     if vllm is None:   # not told: the training levers first, vLLM's as a condition
