@@ -34,13 +34,10 @@ KNOWN_MISSES: dict[str, str] = {
 # frameworks beyond ms-swift and trl; the cases it still misses, each with why
 DEVLOGS2 = ROOT / "fixtures" / "devlogs2"
 KNOWN_MISSES_2: dict[str, str] = {
-    "105": "a stack cut in vLLM's initialize_cache: no structural rule of category vllm-oom-or-kv-cache reads a stack",
-    "107": "verl's DataProto.chunk assertion, cut before its message: verl is not in the raise-site index",
-    "117": "a vLLM assertion on rope_scaling from an older vLLM: read as an engine failure, not a version clash",
+    "107": "one frame line of verl's DataProto.chunk, cut before the assertion's message (GD104 reads the message)",
     "119": "a benchmark that prints no error: the empty data_source is only in the thread's prose",
     "128": "one verl row with a 10751 s timing: a single row cannot show a slowdown",
     "135": "the loss repeating exactly each epoch (no update) is read as a log that stops mid-training",
-    "142": "unsloth's 'Untrained tokens' ValueError: no rule for untrained special tokens",
 }
 
 

@@ -27,8 +27,8 @@ def test_rules_header_and_filters():
     lines = run("rules", "--category", "nccl_timeout").stdout.decode().splitlines()
     assert len(lines) > 1 and all("nccl-timeout" in line for line in lines[1:])
     lines = run("rules", "--select", "GD1").stdout.decode().splitlines()
-    assert [line.split()[0] for line in lines[1:]] == ["GD101", "GD102", "GD103"]
+    assert [line.split()[0] for line in lines[1:]] == ["GD101", "GD102", "GD103", "GD104"]
     data = json.loads(run("rules", "--select", "GD1", "--format", "json").stdout)
-    assert [r["id"] for r in data] == ["GD101", "GD102", "GD103"]
+    assert [r["id"] for r in data] == ["GD101", "GD102", "GD103", "GD104"]
     assert_one_line_error(run("rules", "--category", "cuda-om"), "--category", "did you mean", "cuda-oom")
     assert_one_line_error(run("rules", "--category", "train-batch-not-divisible"), "--category")

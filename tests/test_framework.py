@@ -107,6 +107,14 @@ def test_unrecognised_failure_points_at_the_frameworks_issues(tmp_path):
     ((), ["(TaskRunner pid=2279) Training Progress:   0%|          | 0/125 [00:00<?, ?it/s]"], "verl"),
     (("/opt/conda/envs/lf/lib/python3.11/site-packages/llamafactory/train/tuner.py",), [], "llamafactory"),
     ((), ["[2023-09-17 13:15:13,336] [INFO] [axolotl.utils.dataloader._len_est:264] [PID:11100] packing"], "axolotl"),
+    # verl's metric keys without its Ray prefix (fixtures/devlogs2/128, verl/trainer/ppo/metric_utils.py), and a frame
+    # in verl's protocol module (fixtures/devlogs2/107: only the frame line was pasted)
+    ((), ["timing_s/adv:10751.941"], "verl"),
+    ((), ["step:12 - actor/pg_loss:0.013 - actor/pg_clipfrac:0.002"], "verl"),
+    (("/verl/protocol.py",), [], "verl"),
+    (("/data/EasyR1/verl/utils/dataset.py",), [], "verl"),
+    # a trainer's own timing key of another name is no verl sign
+    ((), ["{'timing/gen': 1.5, 'reward': 0.2}"], None),
     # a verl frame under trl's: the wrapper wins
     (("/x/site-packages/trl/trainer/grpo_trainer.py", "/x/verl/trainer/ppo/ray_trainer.py"), [], "verl"),
 ])

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 
 # (framework, path fragments of its package directory), most specific first
 _FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("verl", ("/verl/trainer/", "/verl/workers/", "/verl/single_controller/", "site-packages/verl/")),
+    ("verl", ("/verl/trainer/", "/verl/workers/", "/verl/single_controller/", "site-packages/verl/", "/verl/protocol.py",
+              "/verl/utils/", "/verl/models/", "/verl/third_party/", "/verl/experimental/")),
     ("openrlhf", ("/openrlhf/",)),
     ("llamafactory", ("/llamafactory/", "/llmtuner/")),
     ("axolotl", ("/axolotl/",)),
@@ -55,6 +56,10 @@ _CMD = (
     # verl's Ray actors and its console rows (verl/trainer/main_ppo.py TaskRunner / main_task, single_controller's
     # WorkerDict; utils/tracking.py rows "step:N - ... critic/score/mean:...")
     ("verl", re.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
+    # verl's metric keys (verl/trainer/ppo/metric_utils.py compute_timing_metrics "timing_s/{name}" over its stages;
+    # workers/actor/dp_actor.py "actor/pg_loss", "actor/pg_clipfrac"), also in its forks (EasyR1, TinyZero)
+    ("verl", re.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
+                        r"\bactor/(?:pg_loss|pg_clipfrac|ppo_kl|entropy_loss)\b")),
     ("llamafactory", re.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b")),
     ("axolotl", re.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
     ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),

@@ -20,6 +20,21 @@ _CONFIG_FUNCS = {"create_model_config", "create_engine_config", "create_load_con
                  "__post_init__", "from_cli_args", "__pydantic_validator__"}
 
 
+# vLLM 0.4-0.6 workers run engine calls through worker_base.execute_method, which logs `Error executing method <name>.
+# This might cause deadlock in distributed execution.` before the traceback: the method is the stage the stack was in
+_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
+_EXECUTED = re.compile(r"Error executing method '?(\w+)'?")
+
+
+def with_executed_method(frames: tuple[Frame, ...], lines) -> tuple[Frame, ...]:
+    """``frames`` with the method vLLM's execute_method named (in ``lines``, the log lines up to the stack's last) as
+    the innermost frame, when the stack stops in execute_method itself (cut before the method's own frames)."""
+    if not frames or frames[-1].func != "execute_method" or "vllm/" not in frames[-1].path.replace("\\", "/"):
+        return frames
+    name = next((m.group(1) for t in reversed(list(lines)) if (m := _EXECUTED.search(t.text))), None)
+    return frames if name is None else frames + (Frame(frames[-1].path, 0, name),)
+
+
 def classify_cut(frames: tuple[Frame, ...]) -> tuple[str, Frame] | None:
     """Which stage a traceback that stops before its exception line was in: 'training', 'vllm-kv', 'vllm-init',
     'vllm-config'; None when it is anything else."""
@@ -61,7 +76,7 @@ class CutTraceback(Rule):
         tail = ctx.tails.get(line.where.path)
         if tail and sum(1 for t in tail if t.seq > line.seq) > 4:
             return []  # the log goes on after this stack: not a cut excerpt
-        got = classify_cut(frames)
+        got = classify_cut(with_executed_method(frames, (t for t in tail or () if t.seq <= line.seq)))
         if got is None:
             return []
         stage, fr = got
@@ -87,6 +102,13 @@ class CutTraceback(Rule):
                 msg = (f"{head} The stack is in vLLM's KV-cache initialisation ({fr.func}): vLLM sizes its cache from "
                        f"gpu_memory_utilization x GPU memory minus what is already in use, and fails here when that is "
                        f"not free (out of memory, or 'No available memory for the cache blocks').")
+                blocks = next((int(m.group(1)) for t in reversed(list(tail or ())) if t.seq <= line.seq
+                               and (m := _GPU_BLOCKS.search(t.text))), None)
+                if blocks is not None:  # vLLM 0.4-0.6 executor log: raise_if_cache_size_invalid compares this
+                    msg += (f" vLLM found room for {blocks} GPU blocks (read from the log): {blocks * 16} tokens at "
+                            f"vLLM's default block size of 16 (assumed), and it refuses a max_model_len above that "
+                            f"('The model's max seq len ... is larger than the maximum number of tokens that can be "
+                            f"stored in KV cache').")
             else:
                 callee = re.match(r"[\w.= ]*?(\w+)\($", fr.code.strip())
                 what = f"{fr.func} -> {callee.group(1)}" if callee else fr.func
