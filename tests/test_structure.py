@@ -91,6 +91,23 @@ def test_vllm_engine_and_multimodal_by_innermost_library_frame():
     assert run(mm)[0].rule_id == "GD992"
 
 
+def test_a_shape_error_in_a_vlm_position_index_is_a_multimodal_input_problem():
+    # the last frames of unslothai/unsloth#5176 (trl GRPO on Qwen3-VL) and Liuziyu77/Visual-RFT#204 (Qwen2.5-VL)
+    rope = tb([(f"{SP}/transformers/trainer.py", 3736, "training_step", "loss = self.compute_loss(model, inputs)"),
+               (f"{SP}/transformers/models/qwen3_vl/modeling_qwen3_vl.py", 1117, "get_rope_index",
+                "position_ids[:, batch_idx, attention_mask[batch_idx].bool()] = llm_positions.to(position_ids.device)")],
+              "RuntimeError: shape mismatch: value tensor of shape [3, 454] cannot be broadcast to indexing result of "
+              "shape [3, 447]")
+    got = run(rope)[0]
+    assert (got.rule_id, got.category) == ("GD992", "multimodal-image-error")
+    assert "get_rope_index" in got.message and "image_grid_thw" in got.message
+    # the same message from a text model's own indexing is not read as an image problem
+    other = tb([(f"{SP}/transformers/models/llama/modeling_llama.py", 500, "forward", "x[mask] = y")],
+               "RuntimeError: shape mismatch: value tensor of shape [3, 454] cannot be broadcast to indexing result of "
+               "shape [3, 447]")
+    assert run(other)[0].category != "multimodal-image-error"
+
+
 def test_signature_drift_and_library_attribute_are_version_clashes_but_builtin_attribute_is_not():
     assert run("TypeError: Foo.bar() got an unexpected keyword argument 'baz'\n")[0].rule_id == "GD993"
     assert run("AttributeError: 'GRPOConfig' object has no attribute 'top_k'\n")[0].rule_id == "GD993"
