@@ -18,10 +18,11 @@ from ._flags import as_list, plugin_files, reward_names
 # the frames that call reward functions: ms-swift 3.x/4.x trainer, rl_core (4.5+), trl, open-r1 style
 _CALL_FUNCS = {"_compute_rewards_per_func", "compute_rewards_per_func", "_calculate_rewards", "_score_completions",
                "score_completions"}
-_CALL_CODE = ("reward_func(", "reward_model_plugin(", "reward_funcs[idx](", "reward_funcs[i](")
+# verl's reward managers (verl/workers/reward_manager/naive.py, dapo.py) call `self.compute_score(data_source=...)`
+_CALL_CODE = ("reward_func(", "reward_model_plugin(", "reward_funcs[idx](", "reward_funcs[i](", "self.compute_score(")
 _REWARD_PATHS = ("swift/rewards/", "swift/plugin/orm.py", "swift/plugin/prm.py", "swift/plugin/rm_plugin.py",
                  "swift/llm/plugin/orm.py", "open_r1/rewards.py", "/rewards.py", "/reward_func", "/reward_fn",
-                 "plugin/plugin.py", "/orm.py")
+                 "plugin/plugin.py", "/orm.py", "/reward_score/", "/reward_manager/")
 _NOT_OURS = ("OutOfMemoryError", "OOM", "DistBackendError", "ChildFailedError", "KeyboardInterrupt",
              "ModuleNotFoundError", "ImportError")
 _COMM = re.compile(r"NCCL|[Tt]imeout|timed out|gloo|ProcessGroup|Connection")
