@@ -139,10 +139,17 @@ class RewardFunctionRaised(Rule):
                     "whose length differs from the number of completions it was given.")
             fix.append("Return exactly one float (or None) per completion, in order: len(output) == len(completions).")
         else:
-            fix.append(f"Fix the reward code at {_short(where.path)}:{where.lineno}: call it offline on a few "
-                       f"completions and the dataset columns (kwargs) to reproduce the error before restarting.")
-            fix.append("A reward must return one float (or None) per completion: `def __call__(self, completions, "
-                       "**kwargs) -> List[float]`; every extra dataset column arrives in kwargs.")
+            if fw == "verl":  # verl scores one sample per call (workers/reward_manager/naive.py)
+                fix.append(f"Fix the reward code at {_short(where.path)}:{where.lineno}: call it offline with a few "
+                           f"logged responses and their ground truth to reproduce the error before restarting.")
+                fix.append("verl calls compute_score(data_source, solution_str, ground_truth, extra_info) once per "
+                           "sample and expects a float (or a dict with a 'score' key): catch parse errors of a "
+                           "malformed response inside it and return 0.0.")
+            else:
+                fix.append(f"Fix the reward code at {_short(where.path)}:{where.lineno}: call it offline on a few "
+                           f"completions and the dataset columns (kwargs) to reproduce the error before restarting.")
+                fix.append("A reward must return one float (or None) per completion: `def __call__(self, completions, "
+                           "**kwargs) -> List[float]`; every extra dataset column arrives in kwargs.")
         if plugins:
             fix.append(f"Reward plugin file of this run: {', '.join(plugins)}.")
         if ranks:
