@@ -108,6 +108,21 @@ def test_a_shape_error_in_a_vlm_position_index_is_a_multimodal_input_problem():
     assert run(other)[0].category != "multimodal-image-error"
 
 
+def test_a_failed_divisibility_assertion_on_a_batch_quantity_is_batch_divisibility():
+    # verl's start-up check and a GRPO trainer copied from trl 0.14 (both assert `A % B == 0` without a message)
+    for path, func, code in ((f"{SP}/verl/trainer/ppo/ray_trainer.py", "_validate_config",
+                              "assert real_train_batch_size % n_gpus == 0"),
+                             ("/work/src/open_r1/trainer/grpo_trainer.py", "_prepare_inputs",
+                              "assert len(prompts) % self.num_generations == 0")):
+        got = run(tb([(path, 10, func, code)], "AssertionError"))[0]
+        assert (got.rule_id, got.category) == ("GD996", "batch-divisibility"), code
+        assert "to be a multiple of" in got.message
+    # a divisibility of model dimensions is no batch problem
+    heads = tb([(f"{SP}/transformers/models/x/modeling_x.py", 10, "__init__", "assert hidden_size % num_heads == 0")],
+               "AssertionError")
+    assert run(heads)[0].category != "batch-divisibility"
+
+
 def test_signature_drift_and_library_attribute_are_version_clashes_but_builtin_attribute_is_not():
     assert run("TypeError: Foo.bar() got an unexpected keyword argument 'baz'\n")[0].rule_id == "GD993"
     assert run("AttributeError: 'GRPOConfig' object has no attribute 'top_k'\n")[0].rule_id == "GD993"

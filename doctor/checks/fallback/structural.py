@@ -114,11 +114,18 @@ def _notice_before(ctx: RunState, last: LogLine) -> LogLine | None:
 _SHAPE = re.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
 
 
+_DIVIDES = re.compile(r"\bassert\s+\(?(?P<a>[^%#]{1,80}?)\s*%\s*(?P<b>[\w.\[\]()]{1,60}?)\)?\s*==\s*0")
+
+
 def _detail(v: Verdict) -> str:
-    """What the numbers of the message say, where the entry knows how to read them."""
-    m = _SHAPE.search(v.exc.message) if v.exc is not None and v.entry.category == "batch-divisibility" else None
-    if m is None:
+    """What the numbers of the message (or the failed assertion) say, where the entry knows how to read them."""
+    if v.entry.category != "batch-divisibility" or v.exc is None:
         return ""
+    m = _SHAPE.search(v.exc.message)
+    if m is None:
+        d = next((d for f in reversed(v.frames) if f.code and (d := _DIVIDES.search(f.code))), None)
+        return (f" The failed assertion wants `{d.group('a').strip()}` to be a multiple of `{d.group('b')}`: change the "
+                f"setting behind the first, or the one behind the second." if d else "")
     k, n = int(m.group(2)), int(m.group(3))
     return f" Here {n} values cannot be split into groups of {k} ({n} % {k} = {n % k})."
 
