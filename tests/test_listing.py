@@ -43,3 +43,40 @@ def test_tree_rows_with_sizes():
     f = parse_line("│   ├── [3.1G]  model-00001-of-00002.safetensors", 5)
     assert (f.name, f.size, f.is_dir) == ("model-00001-of-00002.safetensors", int(3.1 * 1024 ** 3), False)
     assert parse_line("|-- [ 29G]  checkpoint-200/", 6).name == "checkpoint-200"
+
+
+def test_windows_dir_eza_and_hand_written_rows():
+    e = parse_line("11/28/2024  01:02 PM    15,013,097,353 model.safetensors", 4)
+    assert (e.name, e.size, e.is_dir, e.form) == ("model.safetensors", 15013097353, False, "dir")
+    assert parse_line("28.11.2024  13:02    <DIR>          global_step300", 1).is_dir
+    assert parse_line("11/28/2024  01:02 PM    <DIR>          .", 1) is None
+    z = parse_line(".rw-r--r-- 1.1k root 28 Nov 13:02 scheduler.pt", 2)
+    assert (z.name, z.size, z.form) == ("scheduler.pt", int(1.1 * 1024), "eza")  # eza prints a lowercase k
+    d = parse_line("drwxr-xr-x    - root 28 Nov 13:02 global_step300", 3)
+    assert (d.name, d.size, d.is_dir) == ("global_step300", None, True)
+    c = parse_line("checkpoint-300: 43 GB", 5)
+    assert (c.name, c.size, c.form) == ("checkpoint-300", 43 * 1024 ** 3, "colon")
+    assert parse_line("Note: 3 GB", 1) is None  # a "name: size" line of something that is not a checkpoint
+
+
+def test_tree_rows_without_sizes_keep_the_names():
+    rows = blocks([(1, "checkpoint-300"), (2, "├── config.json"), (3, "├── global_step300"),
+                   (4, "│   └── bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"),
+                   (5, "└── model-00001-of-00004.safetensors")])[0]
+    assert [(e.name, e.size, e.is_dir) for e in rows] == [
+        ("config.json", None, False), ("global_step300", None, True),
+        ("bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt", None, False),
+        ("model-00001-of-00004.safetensors", None, False)]
+
+
+def test_names_only_listing_judged_by_what_the_checkpoint_holds():
+    from doctor.checks.checkpoint.listing import judge
+    tree = [(1, "├── global_step300"), (2, "│   └── bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"),
+            (3, "├── model-00001-of-00004.safetensors"), (4, "└── zero_to_fp32.py")]
+    msg, fix, ev = judge(blocks(tree)[0], "t.log")
+    assert "optimizer states" in msg and "no sizes" in msg and any("save_only_model" in f for f in fix)
+    lora = [(1, "├── adapter_config.json"), (2, "├── adapter_model.safetensors"), (3, "└── model.safetensors")]
+    assert "beside the LoRA adapter" in judge(blocks(lora)[0], "t.log")[0]
+    # a source tree is no checkpoint: nothing to say
+    src = [(1, "├── README.md"), (2, "├── src"), (3, "│   └── train.py"), (4, "└── setup.py")]
+    assert judge(blocks(src)[0], "t.log") is None

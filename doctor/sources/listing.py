@@ -1,5 +1,6 @@
-"""A directory listing pasted into a log: ``ls -l`` / ``ls -lh`` rows, ``du -sh`` / ``du -h`` rows, ``tree -h`` rows, and
-"name  size" tables of checkpoint files, read into (name, bytes, line) entries. Pure: text in, entries out.
+"""A directory listing pasted into a log: ``ls -l`` / ``ls -lh`` rows, ``du -sh`` / ``du -h`` rows, ``tree`` rows (with
+``-h`` sizes or names only), Windows ``dir`` rows, eza/exa ``-l`` rows, "name: size" lines and "name  size" tables of
+checkpoint files, read into (name, bytes, line) entries. Pure: text in, entries out.
 
 People paste the listing of a checkpoint folder when it is too big or holds the wrong files; the numbers in it are
 the facts a checkpoint rule needs (doctor/checks/checkpoint/listing.py). Sizes are read as printed: ``ls -l``
@@ -18,6 +19,16 @@ _LS = re.compile(r"^[-dlcbps][-rwxsStTl]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(?P<size>\
 _DU = re.compile(r"^(?P<size>\d+(?:[.,]\d+)?(?:[KMGTP](?:i?B)?)?)\s+(?P<name>\S+)$")
 # `tree -h` / `tree -s` / `tree --du -h` (tree(1): "[size]" before each name, after the branch drawing)
 _TREE = re.compile(r"^[\s│|`]*(?:[├└]──|[|`]--)\s*\[\s*(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s*\]\s+(?P<name>\S+?)/?$")
+# `tree` without -h: the names only (what a checkpoint holds, not how big it is)
+_TREE_NAME = re.compile(r"^[\s│|`]*(?:[├└]──|[|`]--)\s*(?P<name>[^\s\[][^\s]*?)/?$")
+# Windows `dir`: date, time (12 or 24 h), <DIR> or the size in bytes with the locale's group separator, name
+_DIR = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}\s+\d{1,2}:\d{2}(?:\s*[AP]M)?\s+"
+                  r"(?P<size><DIR>|\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+|\d+)\s+(?P<name>\S.*?)$")
+# eza/exa `-l`: permissions (a leading "." for a plain file), size with a lowercase k, user, date, name
+_EZA = re.compile(r"^[.dl][-rwxsStT]{9}[@+.]?\s+(?P<size>-|\d+(?:\.\d+)?[kKMGTP]?)\s+\S+\s+(?P<date>.+?)\s+"
+                  r"(?P<name>[^\s/]+/?)$")
+# "checkpoint-300: 43 GB" written by hand
+_COLON = re.compile(r"^(?P<name>[\w.\-/]+):\s+(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP](?:i?B)?)$", re.I)
 # "pytorch_model_fsdp.bin        36 981 387 757   (37 GB ...)": a checkpoint file's name, then its size
 _TABLE = re.compile(r"^(?P<name>[\w.\-]+\.(?:safetensors|bin|pt|pth|json|ckpt|model))\s{2,}"
                     r"(?P<size>\d{1,3}(?:[ ,.\u202f]\d{3})+|\d+(?:\.\d+)?\s?(?:[KMGTP]i?B?|bytes)?)(?:\s.*)?$")
@@ -73,6 +84,25 @@ def parse_line(text: str, line: int) -> Entry | None:
     m = _TABLE.match(t)
     if m is not None:
         return Entry(m.group("name"), size_bytes(m.group("size")), False, line, "table", m.group("size"))
+    m = _DIR.match(t)
+    if m is not None:
+        name, size = m.group("name"), m.group("size")
+        if size == "<DIR>":
+            return None if name in (".", "..") else Entry(name, None, True, line, "dir", size)
+        return Entry(name, int(re.sub(r"\D", "", size)), False, line, "dir", size)
+    m = _EZA.match(t)
+    if m is not None:
+        name, is_dir = m.group("name").rstrip("/"), t[0] == "d" or m.group("name").endswith("/")
+        size = None if is_dir or m.group("size") == "-" else size_bytes(m.group("size"))
+        return Entry(name, size, is_dir, line, "eza", m.group("size"))
+    m = _COLON.match(t)
+    if m is not None and _CKPT_NAME.search(m.group("name")):
+        base = m.group("name").rstrip("/").rsplit("/", 1)[-1]
+        return Entry(base, size_bytes(m.group("size")), "." not in base, line, "colon", m.group("size"))
+    m = _TREE_NAME.match(t)
+    if m is not None:
+        name = m.group("name")
+        return Entry(name, None, "." not in name, line, "tree", "")
     return None
 
 

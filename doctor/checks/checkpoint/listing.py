@@ -69,6 +69,26 @@ def judge(rows: list[Entry], path: str) -> tuple[str, list[str], list[Evidence]]
             fix.append("If this was a LoRA run, the checkpoint should hold adapter_model.* (tens to hundreds of MB), "
                        "not the full weights: save the PeftModel, not the base model.")
         ev += [_ev(path, e) for e in weights[:2]] + [_ev(path, (optim or ds_tags)[0])]
+    if not causes and not sized:  # names only (`tree` without -h): what each save holds, not its size
+        n_weights = [e for e in rows if not e.is_dir and _WEIGHTS.match(e.name)]
+        n_adapters = [e for e in rows if _ADAPTER.match(e.name)]
+        n_optim = [e for e in rows if _OPTIM.search(e.name)]
+        if n_weights and n_adapters:
+            causes.append(f"full model weights ({', '.join(e.name for e in n_weights[:3])}) are saved beside the LoRA "
+                          f"adapter ({n_adapters[0].name}); the listing has no sizes, but every checkpoint then carries "
+                          f"a copy of the base model")
+            fix.append("Save only the adapter: with PEFT, save_pretrained of the PeftModel writes adapter_config.json "
+                       "and adapter_model.*; check that the trainer saves the PeftModel, not the merged or base model.")
+            ev += [_ev(path, n_weights[0]), _ev(path, n_adapters[0])]
+        elif n_weights and (n_optim or ds_tags):
+            states = ", ".join(e.name for e in (n_optim or ds_tags)[:2])
+            causes.append(f"each checkpoint holds the full model weights ({', '.join(e.name for e in n_weights[:2])}) "
+                          f"and the optimizer states ({states}); the listing has no sizes, but mixed-precision Adam "
+                          f"keeps 12 bytes per parameter, about 6x bf16 weights")
+            fix.append("save_only_model (ms-swift --save_only_model true; transformers/trl save_only_model=True) drops "
+                       "the optimizer, scheduler and DeepSpeed states from each save; such checkpoints cannot resume "
+                       "the optimizer, so keep the last one full if you need to resume.")
+            ev += [_ev(path, n_weights[0]), _ev(path, (n_optim or ds_tags)[0])]
     if len(ckpts) >= 2:
         first, last = ckpts[0][1], ckpts[-1][1]
         if (last.size or 0) >= GROWTH * (first.size or 1):
