@@ -70,3 +70,20 @@ def test_truncated_last_line_without_newline():
 def test_split_segments_keeps_plain_lines():
     assert split_segments("plain text") == ["plain text"]
     assert split_segments("") == [""]
+
+
+def test_a_ray_prefix_keeps_the_indentation_of_the_line_it_carries():
+    # verl prints its driver's traceback through Ray: "(main_task pid=N) " then the line as the process wrote it; the
+    # code line under a frame is told from other text by its indentation (fixtures/devlogs2/117)
+    from doctor.engine import Session
+    from doctor.registry import load_catalog
+    text = ("Traceback (most recent call last):\n"
+            '(main_task pid=1234)   File "/x/verl/trainer/ppo/ray_trainer.py", line 500, in fit\n'
+            "(main_task pid=1234)     assert real_train_batch_size % n_gpus == 0\n"
+            "(main_task pid=1234) AssertionError\n")
+    s = Session(load_catalog())
+    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
+        s.feed_line(line)
+    first = s.finish()[0]
+    assert (first.rule_id, first.category) == ("GD996", "batch-divisibility")
+    assert "in verl" in first.title  # a checkout's verl/trainer/ is verl's code, not the user's

@@ -15,7 +15,13 @@ PACKAGES = {
     "peft": "peft", "accelerate": "accelerate", "unsloth": "unsloth", "unsloth_zoo": "unsloth", "torch": "torch",
     "datasets": "datasets", "megatron": "Megatron", "hydra": "hydra", "flash_attn": "flash-attn",
     "verifiers": "verifiers", "ray": "ray", "starlette": "starlette", "uvicorn": "uvicorn", "fastapi": "fastapi",
+    "verl": "verl", "openrlhf": "OpenRLHF",
 }
+# frameworks run from their repository (and its forks: EasyR1 and TinyZero keep the package verl/): the package
+# directory followed by one of its own subpackages
+_CHECKOUT_SUBS = {"verl": {"trainer", "workers", "utils", "single_controller", "models", "third_party", "protocol.py",
+                           "experimental"},
+                  "openrlhf": {"cli", "trainer", "models", "utils", "datasets"}}
 # wrappers and the standard library: never the component that failed
 PLUMBING = {"concurrent", "asyncio", "threading", "multiprocessing", "hydra", "starlette", "uvicorn", "fastapi",
             "runpy", "functools", "contextlib", "importlib", "<frozen", "<string>"}
@@ -40,6 +46,8 @@ def package_of(path: str) -> str | None:
     parts = p.split("/")
     # a source checkout of a library (`pip install -e`): .../ms-swift/swift/trainers/..., .../vllm/vllm/...
     for i, part in enumerate(parts[:-1]):
+        if part in _CHECKOUT_SUBS and parts[i + 1] in _CHECKOUT_SUBS[part]:
+            return part
         if part in ("swift", "trl", "vllm", "deepspeed", "transformers", "peft", "megatron") and i > 0:
             parent = parts[i - 1]
             if parent in (part, "ms-swift", "Megatron-LM", "src") or parent.startswith(part):

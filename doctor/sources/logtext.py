@@ -35,7 +35,8 @@ _GLUED_EXC = re.compile(r"^(?P<code>(?:\s{2,}|\s*(?:raise|assert)\b).*?(?:[()\]'
 _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
-_ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)\s+")
+# (one space after it: Ray prints the process's own line after "(name pid=N) ", its indentation included)
+_ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)(?: |\t|$)")
 # vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
 # vLLM before 0.8 printed the place without the opening bracket: "ERROR 06-12 15:44:15 worker_base.py:148] "
 _VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] ?")

@@ -1,0 +1,60 @@
+"""GD312: a wrapper's report of a failure whose cause is elsewhere (Hydra's run_and_report, Ray's RayTaskError, a
+launcher's CalledProcessError): say which wrapper, what it does tell (the wrapped type, the exit status), and where
+the cause is printed."""
+from __future__ import annotations
+
+from ...classify.structure import CONSEQUENCES
+from ...rules import Diagnosis, Hit
+
+# CPython subprocess: a negative returncode is the signal that ended the child (Popen.returncode)
+_SIGNALS = {"9": "SIGKILL", "15": "SIGTERM", "11": "SIGSEGV", "6": "SIGABRT", "7": "SIGBUS", "2": "SIGINT"}
+_SIGNAL_MEANS = {
+    "SIGKILL": "killed with SIGKILL, which without a Python traceback is most often the host's out-of-memory killer "
+               "(check `dmesg` or `journalctl -k` for 'Out of memory: Killed process')",
+    "SIGTERM": "stopped with SIGTERM (a scheduler's time limit, a preemption, or a launcher stopping it after another "
+               "process failed)",
+    "SIGSEGV": "crashed in native code (SIGSEGV)",
+    "SIGABRT": "aborted in native code (SIGABRT: a C++ exception or a failed check, printed just before)",
+    "SIGBUS": "crashed on a bus error (SIGBUS: often /dev/shm too small for DataLoader workers or NCCL)",
+    "SIGINT": "interrupted (SIGINT)",
+}
+
+
+def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
+    # the log holds a real exception besides the wrapper's: the rules that read it speak, and "the cause is not in
+    # this log" would be false
+    if any(e.short_type not in CONSEQUENCES and not e.short_type.startswith("RayTaskError") for e in ctx.exceptions):
+        return None
+    g = hits[0].groups
+    if g.get("overrides") is not None:
+        return Diagnosis(
+            message="Hydra's run_and_report caught the job's exception and printed only `Error executing job with "
+                    "overrides`; without HYDRA_FULL_ERROR=1 it shortens the stack, and this log does not hold the "
+                    "exception line that follows it.",
+            fix=("Rerun with HYDRA_FULL_ERROR=1 in the environment (export HYDRA_FULL_ERROR=1) to get the full stack, "
+                 "and paste the exception line printed after `Error executing job with overrides`.",))
+    if g.get("inner"):
+        return Diagnosis(
+            message=f"Ray re-raised a `{g['inner']}` from the remote task {g['task']}() as RayTaskError: the "
+                    f"`{g['inner']}` itself, with the task's own traceback, is printed after the `ray::{g['task']}()` "
+                    f"header (often with a `({g['task']} pid=N)` prefix) and is the cause.",
+            fix=(f"Read the `{g['inner']}:` line and the frames under the RayTaskError header (or the task's log under "
+                 f"/tmp/ray/session_latest/logs/) and analyze those lines.",))
+    status, signal = g.get("status"), g.get("signal")
+    if signal is None and status and status.startswith("-"):
+        signal = _SIGNALS.get(status[1:])
+    if signal:
+        means = _SIGNAL_MEANS.get(signal, f"ended by {signal}")
+        return Diagnosis(
+            message=f"A launcher's child process (subprocess.CalledProcessError) was {means}; the child printed "
+                    f"nothing the launcher could report.",
+            fix=("Look for the child's last lines (its own log or the lines above this one) and the kernel log; "
+                 "for SIGKILL, lower host memory use (fewer DataLoader workers, offload less to CPU) or give the job "
+                 "more RAM.",) if signal == "SIGKILL" else
+                ("Look for the child's last lines (its own log or the lines above this one): the cause is printed "
+                 "there.",))
+    return Diagnosis(
+        message=f"A launcher ran the training as a subprocess, and it exited with status {status or '?'} "
+                f"(subprocess.CalledProcessError): the child's own traceback, printed before this line, is the cause.",
+        fix=("Scroll up to the child's own exception (its last `Traceback (most recent call last):` block) and "
+             "analyze that part of the log.",))
