@@ -1,11 +1,29 @@
 """GD998's run context: where in the run a native crash came and what of the run survives it (a fixer: pure)."""
 from __future__ import annotations
 
+import re
+
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
+# torch's NCCL watchdog ends a process whose collective failed or timed out by throwing from its own thread
+# (ProcessGroupNCCL.cpp: "To avoid data inconsistency, we are taking the entire process down.", then
+# `terminate called after throwing an instance of 'c10::DistBackendError'` / what(): "... watchdog thread terminated
+# with exception: ... Watchdog caught collective operation timeout"): that abort is the NCCL failure's teardown
+_WATCHDOG = re.compile(r"[Ww]atchdog (?:caught collective operation timeout|thread terminated)|"
+                       r"taking the entire process down|ProcessGroupNCCL")
 
-def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+
+def _watchdog_teardown(hit: Hit, ctx: RunState) -> bool:
+    """The native abort at ``hit`` is torch's NCCL watchdog taking the process down (its lines just around it)."""
+    tail = ctx.tails.get(hit.evidence.path) or ()
+    near = [t.text for t in tail if hit.seq - 6 <= t.seq <= hit.seq + 3]
+    return any(_WATCHDOG.search(t) for t in near)
+
+
+def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
+    if all(_watchdog_teardown(h, ctx) for h in hits):
+        return None  # the NCCL rules (GD301, GD304) name the failure; this abort is how torch ends the process
     what = hits[0].groups.get("what") or "a native crash"
     msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
     steps = ctx.metrics_steps
