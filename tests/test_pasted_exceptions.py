@@ -107,3 +107,26 @@ def test_a_notebook_error_output_on_one_line_or_in_another_key_order():
                 "\n")
     assert exceptions(one_line) == [("KeyError", "'prompt'")]
     assert exceptions('"evalue": "bad value",\n"ename": "ValueError",\n') == [("ValueError", "bad value")]
+
+
+# a notebook's error output with its whole IPython traceback: each entry of "traceback" is one JSON string, colours
+# escaped as \u001b[...m, lines joined by \n (the shape of a trl GRPO run in Colab; frames as IPython 8 prints them)
+NOTEBOOK_TB = r'''  {
+   "ename": "KeyError",
+   "evalue": "'solution'",
+   "output_type": "error",
+   "traceback": [
+    "\u001b[0;31mKeyError\u001b[0m                                  Traceback (most recent call last)",
+    "Cell \u001b[0;32mIn[12], line 1\u001b[0m\n\u001b[0;32m----> 1\u001b[0m trainer\u001b[38;5;241m.\u001b[39mtrain()\n",
+    "File \u001b[0;32m/usr/local/lib/python3.10/dist-packages/trl/trainer/grpo_trainer.py:1050\u001b[0m, in \u001b[0;36mGRPOTrainer._calculate_rewards\u001b[0;34m(self, inputs, prompts, completions)\u001b[0m\n\u001b[1;32m   1048\u001b[0m         output_reward_func \u001b[38;5;241m=\u001b[39m reward_func(prompts\u001b[38;5;241m=\u001b[39mprompts, completions\u001b[38;5;241m=\u001b[39mcompletions, \u001b[38;5;241m*\u001b[39m\u001b[38;5;241m*\u001b[39mreward_kwargs)\n",
+    "Cell \u001b[0;32mIn[8], line 5\u001b[0m, in \u001b[0;36mcorrectness_reward_func\u001b[0;34m(prompts, completions, **kwargs)\u001b[0m\n\u001b[0;32m----> 5\u001b[0m     answer \u001b[38;5;241m=\u001b[39m kwargs[\u001b[38;5;124m'\u001b[39m\u001b[38;5;124msolution\u001b[39m\u001b[38;5;124m'\u001b[39m]\n",
+    "\u001b[0;31mKeyError\u001b[0m: 'solution'"
+   ]
+  }
+'''
+
+
+def test_a_notebook_traceback_stored_as_json_strings_is_read_frame_by_frame():
+    first = run(NOTEBOOK_TB)[0]
+    assert (first.rule_id, first.category) == ("GD606", "reward-function-error")
+    assert "'solution'" in first.message and "_calculate_rewards" in first.message

@@ -7,6 +7,7 @@ NUL bytes and single lines of many megabytes. This module never holds more than 
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -137,8 +138,32 @@ def clean(text: str) -> str:
     return _CTRL.sub("", text)
 
 
+# one entry of a notebook error output's "traceback" array (nbformat v4, an .ipynb opened as text): a JSON string
+# of IPython's formatted traceback, ANSI colours escaped as \u001b[...m and its lines joined by \n
+NB_TB_WORD = "\\u001b"
+_NB_TB_ITEM = re.compile(r'^\s*"((?:[^"\\]|\\.)*)",?\s*$')
+_ANSI = re.compile(r"\x1b(?:\[[0-9;]*[A-Za-z])?")  # the colour codes may already be gone, the escape left
+
+
+def _notebook_traceback_lines(text: str) -> list[str] | None:
+    """The lines of one JSON-escaped traceback entry, decoded and without colours; None when ``text`` is not one."""
+    m = _NB_TB_ITEM.match(text)
+    if m is None:
+        return None
+    try:
+        decoded = json.loads(f'"{m.group(1)}"')
+    except ValueError:
+        return None
+    return [ln for ln in _ANSI.sub("", decoded).split("\n") if ln.strip()] or None
+
+
 def split_segments(text: str) -> list[str]:
-    """Split a physical line into the messages it holds (tqdm \\r redraws, text glued on a bar)."""
+    """Split a physical line into the messages it holds (tqdm \\r redraws, text glued on a bar, the lines of a
+    notebook's JSON-escaped traceback entry)."""
+    if NB_TB_WORD in text:
+        lines = _notebook_traceback_lines(text)
+        if lines is not None:
+            return lines
     parts = text.split("\r") if "\r" in text else [text]
     out: list[str] = []
     for part in parts:

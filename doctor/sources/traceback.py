@@ -55,7 +55,7 @@ _BARE: tuple[tuple[re.Pattern, str], ...] = (
 _NB_ENAME = re.compile(r'"ename":\s*"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)"')
 _NB_EVALUE = re.compile(r'"evalue":\s*"((?:[^"\\]|\\.)*)"')
 BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ",  # gate words
-              '"ename":', '"evalue":')
+              '"ename":', '"evalue":', "\\u001b")  # the last: logtext.NB_TB_WORD, an escaped notebook traceback
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
 _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
