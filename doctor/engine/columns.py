@@ -1,0 +1,105 @@
+"""The metric rows of one block as columns (issue 32): per key a float64 numpy array, NaN where the row lacks the key,
+with a mask of the rows that hold it (a logged NaN and a missing key both read NaN, and the rules tell them apart).
+
+A block is the list of Metrics signals a source hands ``Session.emit_many`` at once (a few hundred rows of a
+logging.jsonl). Its columns are built once, on first use, and shared by every consumer of that block. The fast
+path takes only the values the decoders give for numbers, floats, and missing keys; a column holding anything
+else (an int, a text, a bool, a 400-digit integer) is not built (``floats`` gives None) and its consumer reads
+those rows one by one, exactly as before: the column path never has to reproduce a conversion rule.
+
+numpy is optional (the ``full`` extra): without it ``Block.of`` gives None and every consumer keeps the row path.
+"""
+from __future__ import annotations
+
+from operator import is_not
+from typing import Any
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - the base install: every consumer reads rows
+    np = None  # type: ignore[assignment]
+
+from ..signals import Metrics
+from ..sources import metrics as msrc
+
+ENABLED = np is not None   # False: every block is read row by row (the equivalence tests compare both paths)
+_ABSENT = float("nan")   # the default of a missing key: this one object (a decoded NaN is another), so `is` finds it
+
+
+class Block:
+    """Columns of one block of Metrics rows, built on demand and kept for the block's other consumers."""
+
+    __slots__ = ("values", "n", "_cols", "_steps", "_summary")
+
+    def __init__(self, signals: list[Metrics]):
+        self.values = [m.values for m in signals]
+        self.n = len(signals)
+        self._cols: dict[str, Any] = {}
+        self._steps: Any = None
+        self._summary: Any = None
+
+    @classmethod
+    def of(cls, signals: list[Any]) -> Block | None:
+        """The block of these signals, or None when they are not all Metrics or numpy is missing."""
+        if not ENABLED or not signals or any(type(s) is not Metrics for s in signals):
+            return None
+        return cls(signals)
+
+    def floats(self, key: str) -> tuple[Any, Any] | None:
+        """(values, present) of ``key``: float64 with NaN where absent, and the rows that hold it. None when a row
+        holds it as anything but a float (the consumer then reads the rows)."""
+        got = self._cols.get(key, False)
+        if got is not False:
+            return got
+        xs = [v.get(key, _ABSENT) for v in self.values]
+        if len(set(map(type, xs))) == 1 and type(xs[0]) is float:   # a null, an int or a text: not a plain column
+            # the absent rows read NaN; the mask keeps which NaN was logged
+            got = (np.array(xs, dtype=np.float64), np.fromiter(map(is_not, xs, [_ABSENT] * self.n), bool, self.n))
+        else:
+            got = None
+        self._cols[key] = got
+        return got
+
+    def summary(self) -> Any:
+        """Rows that are ms-swift's closing object (metrics.is_summary)."""
+        if self._summary is None:
+            self._summary = np.fromiter(map(msrc.is_summary, self.values), bool, self.n)
+        return self._summary
+
+    def steps(self) -> Any:
+        """Rows that are train steps (metrics.is_step)."""
+        if self._steps is None:
+            self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
+        return self._steps
+
+
+def first_of(block: Block, keys: tuple[str, ...]) -> tuple[Any, Any] | None:
+    """(values, present) of the first key of ``keys`` that a row holds, per row (``values.get(k1, values.get(k2))``
+    over columns); None when a column is not plain floats."""
+    out_v: Any = None
+    out_ok: Any = None
+    for k in keys:
+        col = block.floats(k)
+        if col is None:
+            return None
+        v, ok = col
+        if out_v is None:
+            out_v, out_ok = v.copy(), ok.copy()
+        else:
+            take = ok & ~out_ok
+            out_v[take] = v[take]
+            out_ok |= ok
+    return out_v, out_ok
+
+
+def add_facts(facts: Any, v: Any) -> None:
+    """claims.MetricFacts.add of each value of ``v`` (float64), in order."""
+    fin = np.isfinite(v)
+    small = np.abs(v) <= 1e-6
+    facts.logged += int(v.size)
+    facts.nonfinite += int(v.size - np.count_nonzero(fin))
+    facts.zero += int(np.count_nonzero(fin & small))
+    if facts.example is None:
+        other = np.flatnonzero(fin & ~small)
+        if other.size:
+            facts.example = float(v[other[0]])
