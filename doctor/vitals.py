@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .engine.columns import first_of, np
+from .engine.columns import first_of
 from .signals import Metrics
 from .sources import metrics as msrc
 
@@ -69,12 +69,12 @@ class Tracker:
         """__call__ of each of a block's rows (engine/columns.Block), over its columns: only the last step and
         each part's first and last value and count matter, so the rows are not visited one by one."""
         summary = block.summary()
-        for i in np.flatnonzero(summary):
+        for i in summary.nonzero()[0]:
             path = block.values[i].get("last_model_checkpoint")
             if isinstance(path, str) and path:
                 self.saved = path
         steps = block.steps()
-        at = np.flatnonzero(steps)
+        at = steps.nonzero()[0]
         if not at.size:
             return
         found = False
@@ -99,7 +99,7 @@ class Tracker:
                         self.last[part] = x
                         self.rows[part] = self.rows.get(part, 0) + 1
                 continue
-            got = np.flatnonzero(col[1] & steps)
+            got = (col[1] & steps).nonzero()[0]
             if got.size:
                 self.first.setdefault(part, float(col[0][got[0]]))
                 self.last[part] = float(col[0][got[-1]])

@@ -14,15 +14,11 @@ from __future__ import annotations
 from operator import is_not
 from typing import Any
 
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - the base install: every consumer reads rows
-    np = None  # type: ignore[assignment]
-
 from ..signals import Metrics
 from ..sources import metrics as msrc
 
-ENABLED = np is not None   # False: every block is read row by row (the equivalence tests compare both paths)
+ENABLED = True   # False: every block is read row by row (the equivalence tests compare both paths)
+np: Any = None   # numpy, imported by the first block: a log without metric rows never pays its import (~0.1 s)
 _ABSENT = float("nan")   # the default of a missing key: this one object (a decoded NaN is another), so `is` finds it
 
 
@@ -41,7 +37,7 @@ class Block:
     @classmethod
     def of(cls, signals: list[Any]) -> Block | None:
         """The block of these signals, or None when they are not all Metrics or numpy is missing."""
-        if not ENABLED or not signals or any(type(s) is not Metrics for s in signals):
+        if not ENABLED or not signals or any(type(s) is not Metrics for s in signals) or _numpy() is None:
             return None
         return cls(signals)
 
@@ -71,6 +67,17 @@ class Block:
         if self._steps is None:
             self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
         return self._steps
+
+
+def _numpy() -> Any:
+    global np
+    if np is None:
+        try:
+            import numpy  # noqa: PLC0415 - see np
+        except ImportError:   # the base install: every consumer reads rows
+            return None
+        np = numpy
+    return np
 
 
 def first_of(block: Block, keys: tuple[str, ...]) -> tuple[Any, Any] | None:

@@ -20,7 +20,7 @@ from ..sources import metrics as metrics_src
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
 from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
-from .columns import Block, add_facts, first_of, np
+from .columns import Block, add_facts, first_of
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
@@ -174,7 +174,7 @@ class RunState:
     def count_many(self, signals: list[Metrics], block: Block) -> list[Metrics]:
         """count() of each of a block's rows, over its columns: the rows that reach the rules."""
         summary = block.summary()
-        self.metrics_steps += int(np.count_nonzero(block.steps()))
+        self.metrics_steps += int(block.steps().sum())
         rows = ~summary
         for key in METRIC_KEYS:
             col = first_of(block, (key, "train/" + key))
