@@ -19,13 +19,14 @@ from ..sources import metrics as msrc
 
 ENABLED = True   # False: every block is read row by row (the equivalence tests compare both paths)
 np: Any = None   # numpy, imported by the first block: a log without metric rows never pays its import (~0.1 s)
+_LAST: list[Any] = [(None, None)]   # (signals, Block) of the last list asked for: one tuple, swapped whole
 _ABSENT = float("nan")   # the default of a missing key: this one object (a decoded NaN is another), so `is` finds it
 
 
 class Block:
     """Columns of one block of Metrics rows, built on demand and kept for the block's other consumers."""
 
-    __slots__ = ("values", "n", "_cols", "_steps", "_summary")
+    __slots__ = ("values", "n", "_cols", "_steps", "_summary", "_gsteps")
 
     def __init__(self, signals: list[Metrics]):
         self.values = [m.values for m in signals]
@@ -33,13 +34,21 @@ class Block:
         self._cols: dict[str, Any] = {}
         self._steps: Any = None
         self._summary: Any = None
+        self._gsteps: Any = False
 
     @classmethod
     def of(cls, signals: list[Any]) -> Block | None:
-        """The block of these signals, or None when they are not all Metrics or numpy is missing."""
+        """The block of these signals, or None when they are not all Metrics or numpy is missing. The same list
+        gives the same block (the session's consumers and then each rule read one block in turn)."""
+        last, block = _LAST[0]
+        if last is signals:
+            return block  # type: ignore[no-any-return]
         if not ENABLED or not signals or any(type(s) is not Metrics for s in signals) or _numpy() is None:
-            return None
-        return cls(signals)
+            block = None
+        else:
+            block = cls(signals)
+        _LAST[0] = (signals, block)
+        return block
 
     def floats(self, key: str) -> tuple[Any, Any] | None:
         """(values, present) of ``key``: float64 with NaN where absent, and the rows that hold it. None when a row
@@ -67,6 +76,25 @@ class Block:
         if self._steps is None:
             self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
         return self._steps
+
+
+    def gsteps(self) -> tuple[Any, Any] | None:
+        """(step, max_steps) of the train-step rows (``steps()``), int64, from their "global_step/max_steps": None
+        unless every one of them holds it as ASCII digits "K/N" of at most 18 digits each (what
+        metrics.step_number and metrics.max_steps read without a doubt; anything else is read row by row)."""
+        if self._gsteps is not False:
+            return self._gsteps  # type: ignore[no-any-return]
+        self._gsteps = None
+        at = self.steps().nonzero()[0]
+        if at.size:
+            gs = [self.values[i].get("global_step/max_steps") for i in at]
+            if len(set(map(type, gs))) == 1 and type(gs[0]) is str and set(map(str.count, gs, ["/"] * len(gs))) == {1}:
+                parts = "/".join(gs).split("/")   # one "/" in each: K and N of each row, in turn
+                digits = "".join(parts)
+                if all(parts) and max(map(len, parts)) <= 18 and digits.isascii() and digits.isdigit():
+                    both = np.array(parts).astype(np.int64)
+                    self._gsteps = (both[0::2], both[1::2])
+        return self._gsteps  # type: ignore[no-any-return]
 
 
 def _numpy() -> Any:
