@@ -176,3 +176,32 @@ def test_block_column_of_anything_but_floats_is_left_to_the_rows(odd) -> None:
     sig = [Metrics(v, Where("x", i), i, "jsonl", True) for i, v in enumerate([{"loss": 1.0}, {"loss": odd}])]
     block = columns.Block.of(sig)
     assert block is not None and block.floats("loss") is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_groups_and_longest_run_are_the_row_loops(seed: int) -> None:
+    """checks/_columns.py's flat groups and longest run against RewardView's row loop and _series.longest_streak, on
+    columns with NaN, inf, the thresholds themselves and missing rows."""
+    from doctor.checks import _columns
+    from doctor.checks._series import EPS_STD, longest_streak
+
+    rng = random.Random(seed)
+    pick = [None, float("nan"), float("inf"), float("-inf"), 0.0, -0.0, EPS_STD, 2e-6, 0.5, 0.999, 0.998, 1.0]
+    n = rng.choice([0, 1, 5, 300])
+    rstd = [rng.choice(pick) for _ in range(n)]
+    frac = [rng.choice(pick) for _ in range(n)]
+    want = []
+    for r, f in zip(rstd, frac):
+        if r is not None and r == r:
+            want.append(r <= EPS_STD)
+        elif f is not None and f == f:
+            want.append(f >= 0.999)
+        else:
+            want.append(False)
+    r_v, r_ok = _columns.column(rstd)
+    f_v, f_ok = _columns.column(frac)
+    got = _columns.flat_groups(r_v, r_ok, f_v, f_ok)
+    assert got.tolist() == want
+    assert _columns.longest_run(got) == longest_streak(want)
+    runs = [rng.random() < 0.6 for _ in range(n)]
+    assert _columns.longest_run(np.array(runs, dtype=bool)) == longest_streak(runs)

@@ -43,7 +43,7 @@ class Block:
         last, block = _LAST[0]
         if last is signals:
             return block  # type: ignore[no-any-return]
-        if not ENABLED or not signals or any(type(s) is not Metrics for s in signals) or _numpy() is None:
+        if not ENABLED or not signals or any(type(s) is not Metrics for s in signals) or load_numpy() is None:
             block = None
         else:
             block = cls(signals)
@@ -97,7 +97,7 @@ class Block:
         return self._gsteps  # type: ignore[no-any-return]
 
 
-def _numpy() -> Any:
+def load_numpy() -> Any:
     global np
     if np is None:
         try:
