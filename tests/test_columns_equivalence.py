@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -64,13 +65,14 @@ def _hostile_rows(rng: random.Random, n: int = 600) -> list[dict]:
             row = {"train/loss": 0.1, "train/grad_norm": 0.2, "train/reward": rng.random(), "step": float(i),
                    "response_clip_ratio": 0.9, "kl": rng.random()}
         else:
-            row.update({"kl": 0.02, "frac_reward_zero_std": rng.random()})
+            row.update({"kl": 0.02, "frac_reward_zero_std": rng.random(), "reward_std": rng.choice([0.0, 0.2]),
+                        "clip_ratio/region_mean": rng.choice([0.05, 0.2, 0.5])})
             del row["loss"]
         if era != 2:   # now and then a step logged again, or out of order (a resumed run)
             k = i if rng.random() < 0.9 else rng.choice([i - 1, i // 2, max(1, i - 50)])
             row["global_step/max_steps"] = f"{k}/{n if rng.random() < 0.95 else 0}"
         if rng.random() < 0.12:   # an odd value under a metric key
-            row[rng.choice(["loss", "grad_norm", "reward", "reward_std", "kl", "frac_reward_zero_std",
+            row[rng.choice(["loss", "grad_norm", "reward", "reward_std", "kl", "frac_reward_zero_std", "clip_ratio/region_mean",
                             "completions/clipped_ratio", "train/reward", "rewards/Acc/mean"])] = rng.choice(odd)
         if rng.random() < 0.004:   # a step counter the column does not read (the rows are read one by one)
             row["global_step/max_steps"] = rng.choice(["1/2/3", " 5/10", "\u0663/10", "5/", "/5", "0/0", "x/y", 7.0,
@@ -85,6 +87,8 @@ def _hostile_rows(rng: random.Random, n: int = 600) -> list[dict]:
                 {"last_model_checkpoint": f"out/checkpoint-{i}", "loss": 0.1},
                 {"model_parameter_info": "x", "reward": 1.0},
             ]))
+    for i, bad in ((30, float("nan")), (31, float("inf")), (32, float("-inf"))):   # whatever the draw, some
+        rows[i]["grad_norm"] = bad
     return rows
 
 
@@ -140,7 +144,7 @@ def test_hostile_rows_same_facts_vitals_findings(seed: int, monkeypatch: pytest.
     rows = _hostile_rows(rng)
     sizes = [rng.choice([1, 2, 7, 64, 256, 1000]) for _ in range(5)]
     want = _state(rows, sizes, False, monkeypatch)
-    assert "nan" in "".join(want) and "inf" in "".join(want)   # the odd values reached the facts
+    assert re.search(r"'grad_norm', \{'logged': \d+, 'zero': \d+, 'nonfinite': [1-9]", want[-2])   # they were counted
     assert _state(rows, sizes, True, monkeypatch) == want
 
 
@@ -205,3 +209,21 @@ def test_flat_groups_and_longest_run_are_the_row_loops(seed: int) -> None:
     assert _columns.longest_run(got) == longest_streak(want)
     runs = [rng.random() < 0.6 for _ in range(n)]
     assert _columns.longest_run(np.array(runs, dtype=bool)) == longest_streak(runs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grad_norm_zero_and_clip_masks_are_the_row_loops(seed: int) -> None:
+    """GD630's and GD627's column functions against their row loops, on columns holding the thresholds themselves."""
+    from doctor.checks._series import EPS_STD, longest_streak
+    from doctor.checks.numerics.clip_saturation import _clipped_columns
+    from doctor.checks.numerics.grad_norm_zero import _no_update_columns
+
+    rng = random.Random(seed)
+    pick = [None, float("nan"), float("inf"), 0.0, -0.0, EPS_STD, 2e-6, 0.2, 0.5, 0.999, 1.0]
+    n = rng.choice([0, 1, 7, 300])
+    gn, rstd, frac = ([rng.choice(pick) for _ in range(n)] for _ in range(3))
+    rows = [i for i in range(n) if gn[i] is not None and rstd[i] is not None and rstd[i] == rstd[i]]
+    bad = [gn[i] == 0 and rstd[i] > EPS_STD and (frac[i] is None or frac[i] < 0.999) for i in rows]
+    assert _no_update_columns(gn, rstd, frac) == (rows, bad, longest_streak(bad))
+    vals = [(i, v) for i, v in enumerate(gn) if v is not None and v == v]
+    assert _clipped_columns(gn, 0.2) == (len(vals), [(i, v) for i, v in vals if v >= 0.2])

@@ -40,10 +40,12 @@ class Block:
     def of(cls, signals: list[Any]) -> Block | None:
         """The block of these signals, or None when they are not all Metrics or numpy is missing. The same list
         gives the same block (the session's consumers and then each rule read one block in turn)."""
+        if not ENABLED:
+            return None
         last, block = _LAST[0]
-        if last is signals:
+        if last is signals and (block is None or block.n == len(signals)):   # not a list grown since
             return block  # type: ignore[no-any-return]
-        if not ENABLED or not signals or any(type(s) is not Metrics for s in signals) or load_numpy() is None:
+        if not signals or any(type(s) is not Metrics for s in signals) or load_numpy() is None:
             block = None
         else:
             block = cls(signals)
