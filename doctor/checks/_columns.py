@@ -6,6 +6,8 @@ Pure: numpy arrays in, arrays or numbers out. ``available()`` says whether numpy
 """
 from __future__ import annotations
 
+from itertools import repeat
+from operator import is_not
 from typing import Any
 
 from ..engine import columns
@@ -22,7 +24,7 @@ def column(xs: list[float | None]) -> tuple[Any, Any]:
     """(values, present) of a Series column: float64 with NaN where a row has no value, and the rows that have one
     (a logged NaN is present)."""
     np = columns.load_numpy()
-    return np.array(xs, dtype=np.float64), np.fromiter((x is not None for x in xs), bool, len(xs))
+    return np.array(xs, dtype=np.float64), np.fromiter(map(is_not, xs, repeat(None)), bool, len(xs))
 
 
 def flat_groups(rstd: Any, rstd_ok: Any, frac: Any, frac_ok: Any) -> Any:
