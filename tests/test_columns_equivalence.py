@@ -227,3 +227,16 @@ def test_grad_norm_zero_and_clip_masks_are_the_row_loops(seed: int) -> None:
     assert _no_update_columns(gn, rstd, frac) == (rows, bad, longest_streak(bad))
     vals = [(i, v) for i, v in enumerate(gn) if v is not None and v == v]
     assert _clipped_columns(gn, 0.2) == (len(vals), [(i, v) for i, v in vals if v >= 0.2])
+
+
+def test_a_log_without_metric_rows_does_not_import_numpy() -> None:
+    """numpy is imported by the first block of metric rows or a rule with rows to read, never at start-up."""
+    import subprocess
+    import sys
+
+    log = ROOT / "fixtures" / "logs" / "dev-001-evalscope-empty-eval-dataset" / "log.txt"
+    code = ("import sys; from doctor.analyze import analyze; analyze([sys.argv[1]]); "
+            "print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    assert out.strip() == "False"
