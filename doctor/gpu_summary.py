@@ -33,6 +33,9 @@ class GpuSummary:
             g["_util_n"] += 1
         g["last"] = {"mem_used_mib": None if used_mib is None else round(used_mib), "util_pct": util}
 
+    def observe_many(self, signals: list[Any], block: Any) -> None:
+        """__call__ of each row of a block of metric rows (engine/columns.Block): none is a GPU sample."""
+
     def __call__(self, signal: Any) -> None:
         if isinstance(signal, GpuSnapshot):
             for position, s in enumerate(signal.samples):   # a query CSV without an index column: its row order

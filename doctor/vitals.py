@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .engine.columns import first_of
 from .signals import Metrics
 from .sources import metrics as msrc
 
@@ -52,27 +53,77 @@ class Tracker:
             return
         if not msrc.is_step(v):
             return
-        step = msrc.step_number(v)
-        if step is None:   # trainer_state.json, tfevents and wandb rows say "step"; a row count is not a step
-            x = msrc.to_number(v.get("step"))
-            step = int(x) if type(x) is float and math.isfinite(x) and x == int(x) else None
+        step = _step(v)   # trainer_state.json, tfevents and wandb rows say "step"; a row count is not a step
         if step is not None:
             self.step = step
             self.max_steps = msrc.max_steps(v) or self.max_steps
         for part, keys in KEYS.items():
-            x = None
-            for k in keys:
-                raw = v.get(k)
-                if raw is not None:
-                    y = msrc.to_number(raw)
-                    if type(y) is float:
-                        x = y
-                        break
+            x = _part(v, keys)
             if x is None:
                 continue
             self.first.setdefault(part, x)
             self.last[part] = x
             self.rows[part] = self.rows.get(part, 0) + 1
+
+    def observe_many(self, signals: list[Metrics], block: Any) -> None:
+        """__call__ of each of a block's rows (engine/columns.Block), over its columns: only the last step and
+        each part's first and last value and count matter, so the rows are not visited one by one."""
+        summary = block.summary()
+        for i in summary.nonzero()[0]:
+            path = block.values[i].get("last_model_checkpoint")
+            if isinstance(path, str) and path:
+                self.saved = path
+        steps = block.steps()
+        at = steps.nonzero()[0]
+        if not at.size:
+            return
+        found = False
+        for i in at[::-1]:   # the last row with a step sets it; max_steps: the last such row that gives one
+            v = block.values[i]
+            step = _step(v)
+            if step is None:
+                continue
+            if not found:
+                self.step, found = step, True
+            total = msrc.max_steps(v)
+            if total:
+                self.max_steps = total
+                break
+        for part, keys in KEYS.items():
+            col = first_of(block, keys)
+            if col is None:   # not plain floats: those rows one by one
+                for i in at:
+                    x = _part(block.values[i], keys)
+                    if x is not None:
+                        self.first.setdefault(part, x)
+                        self.last[part] = x
+                        self.rows[part] = self.rows.get(part, 0) + 1
+                continue
+            got = (col[1] & steps).nonzero()[0]
+            if got.size:
+                self.first.setdefault(part, float(col[0][got[0]]))
+                self.last[part] = float(col[0][got[-1]])
+                self.rows[part] = self.rows.get(part, 0) + int(got.size)
+
+
+def _step(v: dict[str, Any]) -> int | None:
+    """A row's step: global_step/max_steps, else an integral "step" (trainer_state.json, tfevents, wandb)."""
+    step = msrc.step_number(v)
+    if step is None:
+        x = msrc.to_number(v.get("step"))
+        step = int(x) if type(x) is float and math.isfinite(x) and x == int(x) else None
+    return step
+
+
+def _part(v: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    """The value of a shown part in one row: the first of its keys that the row holds as a number."""
+    for k in keys:
+        raw = v.get(k)
+        if raw is not None:
+            y = msrc.to_number(raw)
+            if type(y) is float:
+                return y
+    return None
 
 
 def checkpoint_name(path: str) -> str:

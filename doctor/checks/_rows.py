@@ -106,6 +106,11 @@ class _Row:
         return got
 
 
+def train_row(v: dict[str, Any]) -> _Row:
+    """The _Row of a dict known to be a train step (metrics.is_step), read straight (step_row checks and caches)."""
+    return _Row(v)
+
+
 def _int_or_none(text: str) -> int | None:
     try:
         return int(text)

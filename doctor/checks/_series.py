@@ -13,10 +13,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..engine.columns import Block
 from ..model import Evidence
 from ..rules import Rule
 from ..signals import Metrics
-from ._rows import RAISED, num, reward_key_name, reward_std_key_name, step_row, step_rows
+from ._rows import RAISED, num, reward_key_name, reward_std_key_name, step_row, step_rows, train_row
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
 MAX_REWARD_FUNCS = 64   # reward functions kept per run (mean and std each); later names are counted, not kept
@@ -189,6 +190,10 @@ class Series(SeriesReader):
     def add_many(self, ms: list[Metrics]) -> None:
         """add() of each, in order (a row whose reading raises is counted as fed, as add() leaves it); the rows
         kept are appended column by column."""
+        block = Block.of(ms)
+        if block is not None and block.gsteps() is not None:
+            self._add_block(ms, block)
+            return
         keep: list[tuple[Metrics, Any]] = []
         for m, row in zip(ms, step_rows(ms)):
             self.fed += 1
@@ -209,6 +214,28 @@ class Series(SeriesReader):
             keep.append((m, row))
             self.kept = True
         self._append(keep)
+
+    def _add_block(self, ms: list[Metrics], block: Block) -> None:
+        """add_many over a block whose step rows all give their step as digits (no row's reading raises): only
+        the rows the thinning keeps are read."""
+        keep: list[tuple[Metrics, Any]] = []
+        last = len(ms) - 1
+        kept = False
+        for i in block.steps().nonzero()[0].tolist():
+            if self.stride > 1:   # _add's thinning
+                self._skip = skip = (self._skip + 1) % self.stride
+                if skip:
+                    kept = False
+                    continue
+            if self.n + len(keep) >= MAX_ROWS:
+                self._append(keep)
+                keep = []
+                self._compact()
+            keep.append((ms[i], train_row(ms[i].values)))
+            kept = i == last
+        self._append(keep)
+        self.fed += len(ms)
+        self.kept = kept
 
     def _append(self, keep: list[tuple[Metrics, Any]]) -> None:
         """_add's appends for rows it keeps (no compaction due among them)."""

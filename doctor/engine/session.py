@@ -21,6 +21,7 @@ from ..sources.runs import MAX_RUNS
 from ..sources.swiftconfig import RunConfig
 from ..swift.fixcheck import check_finding
 from ..verdict import refine
+from .columns import Block
 from .state import STATE_WORDS, RunState
 
 
@@ -170,11 +171,19 @@ class Session:
             for s in signals:
                 self.emit(s)
             return
+        block = Block.of(signals) if kind is Metrics else None
         for fn in self.observers:
-            for s in signals:
-                fn(s)
-        count = self.state.count
-        signals = [s for s in signals if count(s)]
+            many = getattr(fn, "observe_many", None) if block is not None else None
+            if many is not None:
+                many(signals, block)
+            else:
+                for s in signals:
+                    fn(s)
+        if block is not None:
+            signals = self.state.count_many(signals, block)
+        else:
+            count = self.state.count
+            signals = [s for s in signals if count(s)]
         if signals:
             for r in self._by_type.get(kind, ()):
                 r.feed_many(signals)

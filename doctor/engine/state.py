@@ -20,6 +20,7 @@ from ..sources import metrics as metrics_src
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
 from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
+from .columns import Block, add_facts, first_of
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
@@ -169,6 +170,28 @@ class RunState:
             v = values.get(key, values.get("train/" + key))
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 self.metric_facts.setdefault(key, MetricFacts()).add(float(v))
+
+    def count_many(self, signals: list[Metrics], block: Block) -> list[Metrics]:
+        """count() of each of a block's rows, over its columns: the rows that reach the rules."""
+        summary = block.summary()
+        self.metrics_steps += int(block.steps().sum())
+        rows = ~summary
+        for key in METRIC_KEYS:
+            col = first_of(block, (key, "train/" + key))
+            if col is None:   # not plain floats: those rows one by one (_metric_facts of this key)
+                for m, skip in zip(signals, summary):
+                    if not skip:
+                        v = m.values.get(key, m.values.get("train/" + key))
+                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                            self.metric_facts.setdefault(key, MetricFacts()).add(float(v))
+                continue
+            v = col[0][col[1] & rows]
+            if v.size:
+                add_facts(self.metric_facts.setdefault(key, MetricFacts()), v)
+        if not summary.any():
+            return signals
+        self.ended = True
+        return [m for m, skip in zip(signals, summary) if not skip]
 
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:

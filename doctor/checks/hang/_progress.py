@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...engine import columns
+from ...engine.columns import Block
 from ...rules import OUT_OF_RANGE
 from ...signals import ExceptionInfo, LogLine, Metrics
 from .._rows import RAISED, step_row, step_rows
@@ -146,12 +148,39 @@ class _Progress:
 
     def feed_metrics(self, signals: list[Metrics]) -> None:
         """feed() of each of these Metrics (a row out of range costs that row only, as in Session._route)."""
+        block = Block.of(signals)
+        if block is not None and self._metrics_block(signals, block):
+            return
         for m, row in zip(signals, step_rows(signals)):
             if row is not None and row is not RAISED:
                 try:
                     self._metrics(m, row)
                 except OUT_OF_RANGE:
                     pass
+
+    def _metrics_block(self, signals: list[Metrics], block: Block) -> bool:
+        """_metrics of each train-step row of a block, from its step column: the cadence is the running maximum of
+        the steps, and what the last row to reach it says. False (nothing read) unless every step row gives its
+        step and max_steps as digits (columns.Block.gsteps)."""
+        got = block.gsteps()
+        if got is None or abs(self.max_step) >= 1 << 62:   # a step read off a row beyond int64: rows
+            return False
+        ks, ns = got
+        if ks.size:
+            np = columns.np
+            before = np.maximum.accumulate(np.concatenate(([self.max_step], ks)))[:-1]   # the maximum before each row
+            reach = (ks >= before).nonzero()[0]
+            at = block.steps().nonzero()[0]
+            if reach.size:
+                self.max_step = int(ks[reach[-1]])
+                self.last_metrics = block.values[at[reach[-1]]]
+                given = ns[reach].nonzero()[0]   # total_steps = n or total_steps: the last reaching row with an n
+                if given.size:
+                    self.total_steps = int(ns[reach[given[-1]]])
+            seqs = [signals[i].seq for i in at if signals[i].source == "console"]   # logging.jsonl's order says nothing
+            if seqs:
+                self.metrics_seq = max(self.metrics_seq, max(seqs))
+        return True
 
     def _metrics(self, m: Metrics, row: Any) -> None:
         if row is not None:

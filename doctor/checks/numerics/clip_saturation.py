@@ -1,12 +1,23 @@
 """GD627: the PPO clip is saturated (a large share of tokens clipped in most steps)."""
 from __future__ import annotations
 
+from ...engine.columns import load_numpy
 from ...engine.state import RunState
 from ...model import Finding
+from .._columns import available, column
 from .._numbers import now
 from .._series import SeriesRule, fmt
 
 KEY = "clip_ratio/region_mean"
+
+
+def _clipped_columns(col: list[float | None], limit: float) -> tuple[int, list[tuple[int, float]]]:
+    """The steps that log a number for the clipped share, and (row, value) of those at or above ``limit``."""
+    v, ok = column(col)
+    with load_numpy().errstate(invalid="ignore"):
+        ok &= v == v
+        at = (ok & (v >= limit)).nonzero()[0]
+    return int(ok.sum()), [(i, col[i]) for i in at.tolist()]   # the logged floats themselves
 
 
 class ClipSaturation(SeriesRule):
@@ -19,15 +30,18 @@ class ClipSaturation(SeriesRule):
         o = self.meta.options
         s = self.s
         col = s.col(KEY)
-        vals = [(i, v) for i, v in enumerate(col) if v is not None and v == v]
-        if len(vals) < int(o.get("min_steps", 4)):
-            return []
         limit = float(o.get("threshold", 0.2))
-        high = [(i, v) for i, v in vals if v >= limit]
-        if len(high) < float(o.get("share", 0.5)) * len(vals):
+        if s.n and available():   # no rows: numpy is not even imported
+            logged, high = _clipped_columns(col, limit)
+        else:   # no numpy: the same row by row
+            vals = [(i, v) for i, v in enumerate(col) if v is not None and v == v]
+            logged, high = len(vals), [(i, v) for i, v in vals if v >= limit]
+        if logged < int(o.get("min_steps", 4)):
+            return []
+        if len(high) < float(o.get("share", 0.5)) * logged:
             return []
         run = ctx.run.args
-        msg = (f"clip_ratio/region_mean was {fmt(limit)} or more in {len(high)} of {len(vals)} logged steps (up to "
+        msg = (f"clip_ratio/region_mean was {fmt(limit)} or more in {len(high)} of {logged} logged steps (up to "
                f"{fmt(max(v for _, v in high))}): that share of the completion tokens had an importance ratio outside "
                f"[1 - epsilon, 1 + epsilon], so their gradient was cut. The updates run far off-policy: each generation "
                f"batch is reused for too many optimizer steps, or the learning rate moves the policy too far per step.")

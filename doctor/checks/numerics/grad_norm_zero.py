@@ -7,9 +7,25 @@ from __future__ import annotations
 
 import math
 
+from ...engine.columns import load_numpy
 from ...engine.state import RunState
 from ...model import Finding, Severity
+from .._columns import available, column, longest_run
 from .._series import EPS_STD, EXCERPT_CONFIDENCE, FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt, longest_streak
+
+
+def _no_update_columns(gn: list[float | None], rstd: list[float | None],
+                       frac: list[float | None]) -> tuple[list[int], list[bool], tuple[int, int]]:
+    """The rows that log grad_norm and a number for reward_std, whether each had no update although its groups had
+    a reward spread (grad_norm exactly 0, reward_std above EPS_STD, not every group flat by frac_reward_zero_std),
+    and the longest run of such rows."""
+    (g, g_ok), (r, r_ok), (f, f_ok) = column(gn), column(rstd), column(frac)
+    np = load_numpy()
+    with np.errstate(invalid="ignore"):
+        at = (g_ok & r_ok & ~np.isnan(r)).nonzero()[0]
+        g, r, f, f_ok = g[at], r[at], f[at], f_ok[at]
+        bad = (g == 0) & (r > EPS_STD) & (~f_ok | (f < 0.999))
+    return at.tolist(), bad.tolist(), longest_run(bad)
 
 
 class GradNormZero(SeriesRule):
@@ -22,12 +38,15 @@ class GradNormZero(SeriesRule):
         s = self.s
         run = ctx.run
         gn, rstd, frac = s.col("grad_norm"), s.col("reward_std"), s.col("frac_reward_zero_std")
-        rows = [i for i in range(s.n) if gn[i] is not None and rstd[i] is not None and not math.isnan(rstd[i])]
+        if s.n and available():   # no rows: numpy is not even imported
+            rows, bad, (streak, end) = _no_update_columns(gn, rstd, frac)
+        else:   # no numpy: the same row by row
+            rows = [i for i in range(s.n) if gn[i] is not None and rstd[i] is not None and not math.isnan(rstd[i])]
+            bad = [gn[i] == 0 and rstd[i] > EPS_STD and (frac[i] is None or frac[i] < 0.999) for i in rows]
+            streak, end = longest_streak(bad)
         if not rows:
             return []
-        bad = [gn[i] == 0 and rstd[i] > EPS_STD and (frac[i] is None or frac[i] < 0.999) for i in rows]
         n_bad = sum(bad)
-        streak, end = longest_streak(bad)
         if not (n_bad == len(rows) or streak >= 3):
             return []
         lo = end - streak + 1 if n_bad != len(rows) else 0

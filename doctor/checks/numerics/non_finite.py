@@ -5,6 +5,8 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from ...engine import columns
+from ...engine.columns import Block
 from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import OUT_OF_RANGE, Rule
@@ -84,6 +86,9 @@ class MetricsNonFinite(Rule):
         if type(signals[0]) is not Metrics:   # signals of one type (Session.emit_many)
             super().feed_many(signals)
             return
+        block = Block.of(signals)
+        if block is not None and block.gsteps() is not None and self._feed_block(signals, block):
+            return
         for m, row in zip(signals, step_rows(signals)):
             if row is not None and row is not RAISED:
                 if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
@@ -94,6 +99,53 @@ class MetricsNonFinite(Rule):
                         self._feed(m)
                     except OUT_OF_RANGE:   # as Session._route: that row only
                         pass
+
+    def _feed_block(self, signals: list[Metrics], block: Block) -> bool:
+        """feed_many over a block whose step rows all read without raising (columns.Block.gsteps): the finite rows
+        before the first bad one by their grad_norm column (the smallest, its first row), the rest as rows. False,
+        nothing read, when that column is not plain finite floats."""
+        at = block.steps().nonzero()[0].tolist()
+        head = at
+        if self.first is None:
+            finite = [bool(signals[i].finite) for i in at]
+            head = at[:finite.index(False)] if False in finite else at
+            if head:
+                col = block.floats("grad_norm")
+                if col is None:
+                    return False
+                cand = head[:-1]   # the last row of the run of finite rows stays prev, its grad_norm not yet read
+                gn, has = col[0][cand], col[1][cand]
+                gn = gn[has]
+                if gn.size and not bool(columns.np.isfinite(gn).all()):
+                    return False
+                self._finite_rows(signals, head, cand, has, gn)
+        for i in at[len(head):] if self.first is None else at:
+            m = signals[i]
+            if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
+                self.rows += 1
+                self.last = m
+            else:
+                try:
+                    self._feed(m)
+                except OUT_OF_RANGE:   # as Session._route: that row only
+                    pass
+        return True
+
+    def _finite_rows(self, signals: list[Metrics], head: list[int], cand: list[int], has: Any, gn: Any) -> None:
+        """_feed of the finite rows ``head`` while no bad row was seen: prev's grad_norm and then each but the last
+        row's is a candidate for the smallest before the first bad row (the first of equal ones)."""
+        if self.first_seen is None:
+            self.first_seen = signals[head[0]]
+        if self.prev is not None:
+            g = num(self.prev.values.get("grad_norm"))
+            if g is not None and (self.min_gn is None or g < self.min_gn[0]):
+                self.min_gn = (g, self.prev)
+        if gn.size:
+            j = int(gn.argmin())
+            if self.min_gn is None or gn[j] < self.min_gn[0]:
+                self.min_gn = (float(gn[j]), signals[[c for c, h in zip(cand, has.tolist()) if h][j]])
+        self.rows += len(head)
+        self.prev = self.last = signals[head[-1]]
 
     def _feed(self, m: Metrics) -> None:
         self.rows += 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from ...sources.swiftconfig import RunConfig
+from .._columns import available, column, flat_groups, longest_run
 from .._series import EPS_STD, Series, fmt, longest_streak
 from ._flags import as_list
 
@@ -34,19 +35,24 @@ class RewardView:
         self.s = s
         self.run = run
         rstd, frac, rew = s.col("reward_std"), s.col("frac_reward_zero_std"), s.col("reward")
-        idx = [i for i in range(s.n) if rstd[i] is not None or frac[i] is not None or rew[i] is not None
-               or any(c[i] is not None for c in s.rmean.values())]
-        self.idx = idx
+        if s.n and available():   # no rows: numpy is not even imported
+            self._flat_columns(rstd, frac, rew)
+        else:   # no numpy: the same row by row
+            idx = [i for i in range(s.n) if rstd[i] is not None or frac[i] is not None or rew[i] is not None
+                   or any(c[i] is not None for c in s.rmean.values())]
+            self.idx = idx
+            self.flat = []
+            for i in idx:
+                if rstd[i] is not None and not math.isnan(rstd[i]):
+                    self.flat.append(rstd[i] <= EPS_STD)
+                elif frac[i] is not None and not math.isnan(frac[i]):
+                    self.flat.append(frac[i] >= 0.999)
+                else:
+                    self.flat.append(False)
+            self.known_flat = [rstd[i] is not None or frac[i] is not None for i in idx]
+            self.streak, self.streak_end = longest_streak(self.flat)
+        idx = self.idx
         self.n = len(idx)
-        self.flat: list[bool] = []
-        for i in idx:
-            if rstd[i] is not None and not math.isnan(rstd[i]):
-                self.flat.append(rstd[i] <= EPS_STD)
-            elif frac[i] is not None and not math.isnan(frac[i]):
-                self.flat.append(frac[i] >= 0.999)
-            else:
-                self.flat.append(False)
-        self.known_flat = [rstd[i] is not None or frac[i] is not None for i in idx]
 
         def total(i: int) -> float | None:
             if rew[i] is not None:
@@ -58,7 +64,20 @@ class RewardView:
         self.names = list(s.rmean)
         self.all_flat = self.n > 0 and all(self.flat) and all(self.known_flat)
         self.all_zero = self.n > 0 and all(self.zero) and self.all_flat
-        self.streak, self.streak_end = longest_streak(self.flat)
+
+    def _flat_columns(self, rstd: list[float | None], frac: list[float | None], rew: list[float | None]) -> None:
+        """idx, flat, known_flat and the longest flat streak over the columns (checks/_columns.py)."""
+        rstd_v, rstd_ok = column(rstd)
+        frac_v, frac_ok = column(frac)
+        logged = rstd_ok | frac_ok | column(rew)[1]
+        for c in self.s.rmean.values():
+            logged |= column(c)[1]
+        at = logged.nonzero()[0]
+        flat = flat_groups(rstd_v[at], rstd_ok[at], frac_v[at], frac_ok[at])
+        self.idx = at.tolist()
+        self.flat = flat.tolist()
+        self.known_flat = (rstd_ok | frac_ok)[at].tolist()
+        self.streak, self.streak_end = longest_run(flat)
 
     def means(self, name: str) -> list[float | None]:
         col = self.s.rmean.get(name, [])

@@ -1,0 +1,142 @@
+"""The metric rows of one block as columns (issue 32): per key a float64 numpy array, NaN where the row lacks the key,
+with a mask of the rows that hold it (a logged NaN and a missing key both read NaN, and the rules tell them apart).
+
+A block is the list of Metrics signals a source hands ``Session.emit_many`` at once (a few hundred rows of a
+logging.jsonl). Its columns are built once, on first use, and shared by every consumer of that block. The fast
+path takes only the values the decoders give for numbers, floats, and missing keys; a column holding anything
+else (an int, a text, a bool, a 400-digit integer) is not built (``floats`` gives None) and its consumer reads
+those rows one by one, exactly as before: the column path never has to reproduce a conversion rule.
+
+numpy is optional (the ``full`` extra): without it ``Block.of`` gives None and every consumer keeps the row path.
+"""
+from __future__ import annotations
+
+from operator import is_not
+from typing import Any
+
+from ..signals import Metrics
+from ..sources import metrics as msrc
+
+ENABLED = True   # False: every block is read row by row (the equivalence tests compare both paths)
+np: Any = None   # numpy, imported by the first block: a log without metric rows never pays its import (~0.1 s)
+_LAST: list[Any] = [(None, None)]   # (signals, Block) of the last list asked for: one tuple, swapped whole
+_ABSENT = float("nan")   # the default of a missing key: this one object (a decoded NaN is another), so `is` finds it
+
+
+class Block:
+    """Columns of one block of Metrics rows, built on demand and kept for the block's other consumers."""
+
+    __slots__ = ("values", "n", "_cols", "_steps", "_summary", "_gsteps")
+
+    def __init__(self, signals: list[Metrics]):
+        self.values = [m.values for m in signals]
+        self.n = len(signals)
+        self._cols: dict[str, Any] = {}
+        self._steps: Any = None
+        self._summary: Any = None
+        self._gsteps: Any = False
+
+    @classmethod
+    def of(cls, signals: list[Any]) -> Block | None:
+        """The block of these signals, or None when they are not all Metrics or numpy is missing. The same list
+        gives the same block (the session's consumers and then each rule read one block in turn)."""
+        if not ENABLED:
+            return None
+        last, block = _LAST[0]
+        if last is signals and (block is None or block.n == len(signals)):   # not a list grown since
+            return block  # type: ignore[no-any-return]
+        if not signals or any(type(s) is not Metrics for s in signals) or load_numpy() is None:
+            block = None
+        else:
+            block = cls(signals)
+        _LAST[0] = (signals, block)
+        return block
+
+    def floats(self, key: str) -> tuple[Any, Any] | None:
+        """(values, present) of ``key``: float64 with NaN where absent, and the rows that hold it. None when a row
+        holds it as anything but a float (the consumer then reads the rows)."""
+        got = self._cols.get(key, False)
+        if got is not False:
+            return got
+        xs = [v.get(key, _ABSENT) for v in self.values]
+        if len(set(map(type, xs))) == 1 and type(xs[0]) is float:   # a null, an int or a text: not a plain column
+            # the absent rows read NaN; the mask keeps which NaN was logged
+            got = (np.array(xs, dtype=np.float64), np.fromiter(map(is_not, xs, [_ABSENT] * self.n), bool, self.n))
+        else:
+            got = None
+        self._cols[key] = got
+        return got
+
+    def summary(self) -> Any:
+        """Rows that are ms-swift's closing object (metrics.is_summary)."""
+        if self._summary is None:
+            self._summary = np.fromiter(map(msrc.is_summary, self.values), bool, self.n)
+        return self._summary
+
+    def steps(self) -> Any:
+        """Rows that are train steps (metrics.is_step)."""
+        if self._steps is None:
+            self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
+        return self._steps
+
+
+    def gsteps(self) -> tuple[Any, Any] | None:
+        """(step, max_steps) of the train-step rows (``steps()``), int64, from their "global_step/max_steps": None
+        unless every one of them holds it as ASCII digits "K/N" of at most 18 digits each (what
+        metrics.step_number and metrics.max_steps read without a doubt; anything else is read row by row)."""
+        if self._gsteps is not False:
+            return self._gsteps  # type: ignore[no-any-return]
+        self._gsteps = None
+        at = self.steps().nonzero()[0]
+        if at.size:
+            gs = [self.values[i].get("global_step/max_steps") for i in at]
+            if len(set(map(type, gs))) == 1 and type(gs[0]) is str and set(map(str.count, gs, ["/"] * len(gs))) == {1}:
+                parts = "/".join(gs).split("/")   # one "/" in each: K and N of each row, in turn
+                digits = "".join(parts)
+                if all(parts) and max(map(len, parts)) <= 18 and digits.isascii() and digits.isdigit():
+                    both = np.array(parts).astype(np.int64)
+                    self._gsteps = (both[0::2], both[1::2])
+        return self._gsteps  # type: ignore[no-any-return]
+
+
+def load_numpy() -> Any:
+    global np
+    if np is None:
+        try:
+            import numpy  # noqa: PLC0415 - see np
+        except ImportError:   # the base install: every consumer reads rows
+            return None
+        np = numpy
+    return np
+
+
+def first_of(block: Block, keys: tuple[str, ...]) -> tuple[Any, Any] | None:
+    """(values, present) of the first key of ``keys`` that a row holds, per row (``values.get(k1, values.get(k2))``
+    over columns); None when a column is not plain floats."""
+    out_v: Any = None
+    out_ok: Any = None
+    for k in keys:
+        col = block.floats(k)
+        if col is None:
+            return None
+        v, ok = col
+        if out_v is None:
+            out_v, out_ok = v.copy(), ok.copy()
+        else:
+            take = ok & ~out_ok
+            out_v[take] = v[take]
+            out_ok |= ok
+    return out_v, out_ok
+
+
+def add_facts(facts: Any, v: Any) -> None:
+    """claims.MetricFacts.add of each value of ``v`` (float64), in order."""
+    fin = np.isfinite(v)
+    small = np.abs(v) <= 1e-6
+    facts.logged += int(v.size)
+    facts.nonfinite += int(v.size - np.count_nonzero(fin))
+    facts.zero += int(np.count_nonzero(fin & small))
+    if facts.example is None:
+        other = np.flatnonzero(fin & ~small)
+        if other.size:
+            facts.example = float(v[other[0]])

@@ -1,0 +1,242 @@
+"""The column path (doctor/engine/columns.py: a block of metric rows read as numpy columns) gives what the row path
+gives (issue 32 point 4): the same report on every fixture run that has metric rows, and the same run facts, vitals
+and findings on hostile rows (NaN, inf, 400-digit numbers, nulls, texts, missing keys, keys changing mid-run, a
+summary row mid-block). Kept until the row path of these consumers is deleted.
+"""
+from __future__ import annotations
+
+import io
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from doctor.analyze import analyze
+from doctor.engine import columns
+from doctor.engine.session import Session
+from doctor.signals import Metrics, Where
+from doctor.sources import jsonl_rows
+from doctor.vitals import Tracker
+
+np = pytest.importorskip("numpy")
+
+ROOT = Path(__file__).resolve().parent.parent
+# every fixture run whose metric rows come in blocks (a logging.jsonl; a table pasted at a log's end, in the goldens)
+RUNS = sorted({p.parent for p in (ROOT / "fixtures").glob("**/logging.jsonl")})
+
+
+def _report(case: Path) -> str:
+    return json.dumps(analyze([str(case)]).to_json(), sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("case", RUNS, ids=[str(c.relative_to(ROOT / "fixtures")) for c in RUNS])
+def test_fixture_runs_same_report(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(columns, "ENABLED", False)
+        want = _report(case)
+    assert _report(case) == want
+
+
+def test_fixture_runs_were_found() -> None:
+    assert len(RUNS) >= 20
+
+
+BIG = 7 * 10 ** 399   # a 400-digit integer: beyond float64
+
+
+def _hostile_rows(rng: random.Random, n: int = 600) -> list[dict]:
+    """Rows of a run whose keys change mid-run (ms-swift 3.2 rewards/<Name> to 3.3 rewards/<Name>/mean, trl's train/
+    prefix, a key that stops being logged), with every kind of value a decoder can give for a metric."""
+    # no 400-digit integer here: every source turns one into inf before a Metrics signal holds it (the file test
+    # below writes them into a logging.jsonl)
+    odd = [float("nan"), float("inf"), float("-inf"), None, "0.5", "nan", "x", True, 0, 3, 0.0, 1e-7, 1e-6, -1e-6, -0.0]
+    rows: list[dict] = []
+    for i in range(1, n + 1):
+        era = i * 4 // n   # 0..3: the key layout of this stretch of the run
+        row: dict = {"loss": 0.01 * i, "grad_norm": rng.choice([0.0, 0.5, 1e-8]), "learning_rate": 1e-6}
+        if era == 0:
+            row.update({"reward": rng.random(), "reward_std": rng.choice([0.0, 0.1]), "rewards/Acc": 0.5})
+        elif era == 1:
+            row.update({"reward": 0.0, "reward_std": 0.0, "rewards/Acc/mean": 0.0, "rewards/Acc/std": 0.0,
+                        "frac_reward_zero_std": 1.0, "completions/clipped_ratio": rng.random()})
+        elif era == 2:
+            row = {"train/loss": 0.1, "train/grad_norm": 0.2, "train/reward": rng.random(), "step": float(i),
+                   "response_clip_ratio": 0.9, "kl": rng.random()}
+        else:
+            row.update({"kl": 0.02, "frac_reward_zero_std": rng.random(), "reward_std": rng.choice([0.0, 0.2]),
+                        "clip_ratio/region_mean": rng.choice([0.05, 0.2, 0.5])})
+            del row["loss"]
+        if era != 2:   # now and then a step logged again, or out of order (a resumed run)
+            k = i if rng.random() < 0.9 else rng.choice([i - 1, i // 2, max(1, i - 50)])
+            row["global_step/max_steps"] = f"{k}/{n if rng.random() < 0.95 else 0}"
+        if rng.random() < 0.12:   # an odd value under a metric key
+            row[rng.choice(["loss", "grad_norm", "reward", "reward_std", "kl", "frac_reward_zero_std", "clip_ratio/region_mean",
+                            "completions/clipped_ratio", "train/reward", "rewards/Acc/mean"])] = rng.choice(odd)
+        if rng.random() < 0.004:   # a step counter the column does not read (the rows are read one by one)
+            row["global_step/max_steps"] = rng.choice(["1/2/3", " 5/10", "\u0663/10", "5/", "/5", "0/0", "x/y", 7.0,
+                                                       "99999999999999999999/1", f"{i}/{n}  ", None])
+        if rng.random() < 0.05:   # a key missing
+            row.pop(rng.choice(list(row)), None)
+        rows.append(row)
+        if rng.random() < 0.02:
+            rows.append(rng.choice([
+                {"eval_loss": 0.5, "eval_reward": 0.1, "epoch": 1.0},
+                {"train_runtime": 10.0, "loss": 0.3},
+                {"last_model_checkpoint": f"out/checkpoint-{i}", "loss": 0.1},
+                {"model_parameter_info": "x", "reward": 1.0},
+            ]))
+    for i, bad in ((30, float("nan")), (31, float("inf")), (32, float("-inf"))):   # whatever the draw, some
+        rows[i]["grad_norm"] = bad
+    return rows
+
+
+def _finite(v: dict) -> bool:
+    return all(not isinstance(x, float) or x - x == 0 for x in v.values())
+
+
+def _snapshot(s: Session, tracker: Tracker) -> str:
+    st = s.state
+    # the tracker's dicts compared as sorted items: their order is not read (vitals() walks vitals.KEYS)
+    seen = {k: sorted(v.items()) if isinstance(v, dict) else v for k, v in vars(tracker).items()}
+    hang = next(r.p for r in s.rules if type(getattr(r, "p", None)).__name__ == "_Progress")
+    cadence = (hang.max_step, hang.total_steps, hang.last_metrics, hang.metrics_seq)
+    nan = next(r for r in s.rules if r.meta.id == "GD620")
+    seq = lambda m: m and m.seq  # noqa: E731
+    nans = (nan.rows, nan.n_bad, nan.n_bad_gn_after, nan.n_metric_only, seq(nan.first), nan.bad_keys, seq(nan.prev),
+            nan.min_gn and (nan.min_gn[0], nan.min_gn[1].seq), seq(nan.last), seq(nan.first_seen))
+    series = s.rules[[r.meta.id for r in s.rules].index("GD610")].s
+    kept = (series.n, series.stride, series.fed, series.store.kept, series.steps, series.where, series.cols,
+            series.rmean, series.rstd)
+    return repr((sorted((k, vars(f)) for k, f in st.metric_facts.items()), st.metrics_steps, st.ended, seen, cadence,
+                 nans, kept))
+
+
+def _state(rows: list[dict], sizes: list[int], on: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The run facts, vitals and hang cadence after each block of rows fed in blocks of these sizes, and the
+    findings at the end, columns on or off."""
+    with monkeypatch.context() as m:
+        m.setattr(columns, "ENABLED", on)
+        s = Session()
+        tracker = Tracker()
+        s.observers.append(tracker)
+        # a console row now and then: the hang rules take the latest console row's place as the training phase
+        signals = [Metrics(v, Where("logging.jsonl", i), i, "console" if i % 7 == 0 else "jsonl", _finite(v))
+                   for i, v in enumerate(rows, 1)]
+        out = []
+        at, k = 0, 0
+        while at < len(signals):
+            size = sizes[k % len(sizes)]
+            s.emit_many(signals[at:at + size])
+            at, k = at + size, k + 1
+            out.append(_snapshot(s, tracker))
+        out.append(repr([(f.rule_id, f.message, f.evidence, f.count, f.severity) for f in s.finish()]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_hostile_rows_same_facts_vitals_findings(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    if seed % 2:   # a series that thins itself within the run (every other row dropped past MAX_ROWS)
+        from doctor.checks import _series
+        monkeypatch.setattr(_series, "MAX_ROWS", 16)
+    rows = _hostile_rows(rng)
+    sizes = [rng.choice([1, 2, 7, 64, 256, 1000]) for _ in range(5)]
+    want = _state(rows, sizes, False, monkeypatch)
+    assert re.search(r"'grad_norm', \{'logged': \d+, 'zero': \d+, 'nonfinite': [1-9]", want[-2])   # they were counted
+    assert _state(rows, sizes, True, monkeypatch) == want
+
+
+def test_hostile_file_same_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same rows written as a logging.jsonl (the decoders' own NaN, Infinity and big integers) give one report."""
+    rows = _hostile_rows(random.Random(11), 2000)
+    for i in range(100, 2000, 97):
+        rows[i]["grad_norm" if i % 2 else "reward"] = BIG if i % 3 else -BIG
+    text = "\n".join(json.dumps(r) for r in rows) + "\n"
+    assert str(BIG) in text
+    (tmp_path / "logging.jsonl").write_text(text)
+    assert any(len(v) for v in jsonl_rows.rows(io.BytesIO(text.encode())))
+    with monkeypatch.context() as m:
+        m.setattr(columns, "ENABLED", False)
+        want = _report(tmp_path)
+    assert _report(tmp_path) == want
+
+
+def test_block_columns_tell_a_logged_nan_from_a_missing_key() -> None:
+    sig = [Metrics(v, Where("x", i), i, "jsonl", True) for i, v in enumerate(
+        [{"loss": float("nan")}, {"reward": 1.0}, {"loss": 2.0}])]
+    block = columns.Block.of(sig)
+    assert block is not None
+    got = block.floats("loss")
+    assert got is not None
+    vals, present = got
+    assert present.tolist() == [True, False, True]
+    assert np.isnan(vals[0]) and np.isnan(vals[1]) and vals[2] == 2.0
+
+
+@pytest.mark.parametrize("odd", [None, "0.5", 1, True, BIG])
+def test_block_column_of_anything_but_floats_is_left_to_the_rows(odd) -> None:
+    sig = [Metrics(v, Where("x", i), i, "jsonl", True) for i, v in enumerate([{"loss": 1.0}, {"loss": odd}])]
+    block = columns.Block.of(sig)
+    assert block is not None and block.floats("loss") is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_groups_and_longest_run_are_the_row_loops(seed: int) -> None:
+    """checks/_columns.py's flat groups and longest run against RewardView's row loop and _series.longest_streak, on
+    columns with NaN, inf, the thresholds themselves and missing rows."""
+    from doctor.checks import _columns
+    from doctor.checks._series import EPS_STD, longest_streak
+
+    rng = random.Random(seed)
+    pick = [None, float("nan"), float("inf"), float("-inf"), 0.0, -0.0, EPS_STD, 2e-6, 0.5, 0.999, 0.998, 1.0]
+    n = rng.choice([0, 1, 5, 300])
+    rstd = [rng.choice(pick) for _ in range(n)]
+    frac = [rng.choice(pick) for _ in range(n)]
+    want = []
+    for r, f in zip(rstd, frac):
+        if r is not None and r == r:
+            want.append(r <= EPS_STD)
+        elif f is not None and f == f:
+            want.append(f >= 0.999)
+        else:
+            want.append(False)
+    r_v, r_ok = _columns.column(rstd)
+    f_v, f_ok = _columns.column(frac)
+    got = _columns.flat_groups(r_v, r_ok, f_v, f_ok)
+    assert got.tolist() == want
+    assert _columns.longest_run(got) == longest_streak(want)
+    runs = [rng.random() < 0.6 for _ in range(n)]
+    assert _columns.longest_run(np.array(runs, dtype=bool)) == longest_streak(runs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grad_norm_zero_and_clip_masks_are_the_row_loops(seed: int) -> None:
+    """GD630's and GD627's column functions against their row loops, on columns holding the thresholds themselves."""
+    from doctor.checks._series import EPS_STD, longest_streak
+    from doctor.checks.numerics.clip_saturation import _clipped_columns
+    from doctor.checks.numerics.grad_norm_zero import _no_update_columns
+
+    rng = random.Random(seed)
+    pick = [None, float("nan"), float("inf"), 0.0, -0.0, EPS_STD, 2e-6, 0.2, 0.5, 0.999, 1.0]
+    n = rng.choice([0, 1, 7, 300])
+    gn, rstd, frac = ([rng.choice(pick) for _ in range(n)] for _ in range(3))
+    rows = [i for i in range(n) if gn[i] is not None and rstd[i] is not None and rstd[i] == rstd[i]]
+    bad = [gn[i] == 0 and rstd[i] > EPS_STD and (frac[i] is None or frac[i] < 0.999) for i in rows]
+    assert _no_update_columns(gn, rstd, frac) == (rows, bad, longest_streak(bad))
+    vals = [(i, v) for i, v in enumerate(gn) if v is not None and v == v]
+    assert _clipped_columns(gn, 0.2) == (len(vals), [(i, v) for i, v in vals if v >= 0.2])
+
+
+def test_a_log_without_metric_rows_does_not_import_numpy() -> None:
+    """numpy is imported by the first block of metric rows or a rule with rows to read, never at start-up."""
+    import subprocess
+    import sys
+
+    log = ROOT / "fixtures" / "logs" / "dev-001-evalscope-empty-eval-dataset" / "log.txt"
+    code = ("import sys; from doctor.analyze import analyze; analyze([sys.argv[1]]); "
+            "print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    assert out.strip() == "False"
