@@ -7,6 +7,7 @@ the normal end, the last lines of each log input and the checkpoints seen. Rules
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Iterable
@@ -56,6 +57,10 @@ class RunState:
     max_rank: int | None = None
     params_read: bool = False
     metric_facts: dict[str, MetricFacts] = field(default_factory=dict)
+    # the first training step whose row shows weights a checkpoint should not be resumed from: {category: step}, for
+    # loss-nan-or-inf (loss or grad_norm not finite) and grad-norm-zero (grad_norm exactly 0 while reward_std > 0).
+    # Read by doctor/verdict.py: a checkpoint saved at or after it holds the diverged or dead weights
+    broken_at: dict[str, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ read by rules
     @property
@@ -170,6 +175,27 @@ class RunState:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 self.metric_facts.setdefault(key, MetricFacts()).add(float(v))
 
+    def _broken(self, v: dict[str, Any]) -> None:
+        gn, loss, rstd = (_num(v.get(k, v.get("train/" + k))) for k in ("grad_norm", "loss", "reward_std"))
+        bad = []
+        if any(x is not None and not math.isfinite(x) for x in (gn, loss)):
+            bad.append("loss-nan-or-inf")
+        if gn == 0 and rstd is not None and rstd > 0:
+            bad.append("grad-norm-zero")
+        if not bad:
+            return
+        step = metrics_src.step_number(v)
+        if step is None:
+            st = _num(v.get("step"))
+            step = int(st) if st is not None and math.isfinite(st) else None
+        if step is None:
+            # TRL's console rows carry no step: the row's ordinal x --logging_steps, or x 1 when unknown (the
+            # earliest the step can be: more checkpoints judged suspect, never a dead one kept)
+            every = _num(self.run.args.get("logging_steps"))
+            step = self.metrics_steps * (int(every) if every and math.isfinite(every) and every >= 1 else 1)
+        for c in bad:
+            self.broken_at.setdefault(c, step)
+
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:
             self.exceptions.append(exc)
@@ -182,6 +208,8 @@ class RunState:
                 return False
             if metrics_src.is_step(signal.values):
                 self.metrics_steps += 1
+                if len(self.broken_at) < 2:
+                    self._broken(signal.values)
             self._metric_facts(signal.values)
         elif isinstance(signal, CheckpointInput):
             self.checkpoints.append((signal.facts.path, signal.facts.step))
@@ -194,3 +222,17 @@ __all__ = ["END_MARKERS", "MAX_EXCEPTIONS", "STATE_WORDS", "TAIL", "RunState"]
 def _own_hang_report(path: str) -> bool:
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     return name.startswith("grpo-doctor-hang-") and name.endswith(".txt")
+
+
+def _num(x: Any) -> float | None:
+    """A metric value as a float (rows hold floats, or strings when read from a console dict); None otherwise."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, str):
+        try:
+            return float(x)
+        except ValueError:
+            return None
+    return None
