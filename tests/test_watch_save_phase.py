@@ -84,3 +84,14 @@ def test_a_save_that_never_ends_is_bounded_by_a_multiple_of_hang_timeout(tmp_pat
     assert code == EXIT_STOPPED, (code, err[-3000:])
     assert "in checkpoint save" in err and "x --hang-timeout" in err, err[-3000:]
     assert took < 90
+
+
+def test_watch_report_names_the_framework_of_the_run_not_ms_swift(tmp_path):
+    """The live report's framework follows the command and the log (as analyze's does): a real TRL GRPO log replayed by
+    a python child is trl; before, watch's report always said ms-swift (RunConfig's default)."""
+    from watchutil import run_watch
+    r = run_watch(tmp_path, ["--log", str(FIXTURES / "real-trl-grpo-killed-mid-training" / "log.txt")], poll=0.2)
+    assert r.code == 0
+    assert r.report["run"]["framework"] == "trl", r.report["run"]
+    swift = run_watch(tmp_path / "swift", ["--log", str(LOG)], poll=0.2)
+    assert swift.report["run"]["framework"] == "ms-swift"
