@@ -304,7 +304,7 @@ def watch(
                                                  "(default: 5 x the slowest step seen, at least 300); a silent checkpoint save: 3 x this, "
                                                  "at most 1800."),
     phase_timeout: Optional[list[str]] = typer.Option(None, "--phase-timeout", help="PHASE=SECONDS for vllm-init, "
-                                                      "first-step, eval, checkpoint-save, steady-floor (repeatable)."),
+                                                      "first-step, eval, checkpoint-save, teardown, steady-floor (repeatable)."),
     on_hang: OnHang = typer.Option(OnHang.warn, "--on-hang", help="warn: report and keep waiting; stop: report, then "
                                    "SIGTERM the run's process group and SIGKILL after --grace."),
     grace: float = typer.Option(30.0, "--grace", help="Seconds between SIGTERM and SIGKILL when stopping."),

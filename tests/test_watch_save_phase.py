@@ -34,6 +34,19 @@ for raw in open(log, "rb"):
         break
 sys.stdout.flush()
 ck = os.path.join(out, "checkpoint-2")
+if mode.startswith("teardown"):
+    # the rest of the log: a finished run, through its end line ("teardown-end") or only its last step's row
+    last = b"End time of running main" if mode == "teardown-end" else b"'global_step/max_steps': '4/4'"
+    seen = False
+    for raw in open(log, "rb"):
+        if seen:
+            sys.stdout.buffer.write(raw)
+            if last in raw:
+                break
+        seen = seen or b"'global_step/max_steps': '2/" in raw
+    sys.stdout.flush()
+    time.sleep(float(sys.argv[4]))   # torchrun's agent and the ranks' exit under load: silent
+    sys.exit(0)
 if mode == "swift-after-save":
     os.makedirs(ck)
     with open(os.path.join(ck, "model.safetensors"), "wb") as f:
@@ -51,14 +64,15 @@ time.sleep(3600)
 '''
 
 
-def _watch(tmp: Path, mode: str, hang_timeout: float, budget: float) -> tuple[int, float, str]:
+def _watch(tmp: Path, mode: str, hang_timeout: float, budget: float, *extra: str) -> tuple[int, float, str]:
+    tmp.mkdir(parents=True, exist_ok=True)
     child = tmp / "child.py"
     child.write_text(CHILD)
     out = tmp / "run"
     out.mkdir()
     cmd = [sys.executable, "-m", "doctor.cli", "watch", "--no-preflight", "--gpu-interval", "0", "--on-hang", "stop",
            "--hang-timeout", str(hang_timeout), "--grace", "1", "--drain", "1", "--run-dir", str(out), "--",
-           sys.executable, str(child), str(LOG), str(out), mode]
+           sys.executable, str(child), str(LOG), str(out), mode, *extra]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -84,6 +98,15 @@ def test_a_save_that_never_ends_is_bounded_by_a_multiple_of_hang_timeout(tmp_pat
     assert code == EXIT_STOPPED, (code, err[-3000:])
     assert "in checkpoint save" in err and "x --hang-timeout" in err, err[-3000:]
     assert took < 90
+
+
+def test_a_finished_run_silent_while_its_processes_exit_is_not_a_hang(tmp_path):
+    """After the last step (4/4) or swift's end line the run is in teardown: a finished 2-rank run whose torchrun took
+    longer than --hang-timeout to exit under load was stopped as a hang (exit 124 instead of 0). The teardown limit is
+    a save's (3 x --hang-timeout), so 4 s of silence at --hang-timeout 2 is not a hang, and the run's status is kept."""
+    for mode in ("teardown-end", "teardown-last-step"):
+        code, took, err = _watch(tmp_path / mode, mode, 2, 60, "4")
+        assert code == 0, (mode, code, err[-3000:])
 
 
 def test_watch_report_names_the_framework_of_the_run_not_ms_swift(tmp_path):

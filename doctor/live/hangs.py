@@ -36,6 +36,10 @@ class Hangs:
                 wp = "steady"
             if h.p.max_step:
                 self.dog.step(h.p.max_step)
+            total = h.p.total_steps
+            ended = self.session.state.ended     # the run's end line: after its last save too
+            if h.p.max_step and (ended or (wp not in ("checkpoint-save", "eval") and total and h.p.max_step >= total)):
+                wp = "teardown"   # training is over: what is left is the final save and the processes' exit
             if wp != self.dog.phase:
                 self.dog.set_phase(wp)
             n = len(h.p.vllm_lines)
