@@ -299,6 +299,22 @@ class Bench:
         if any("merged" in c.needs for c in cases):
             self.gen.ensure(("merged",))
 
+    def start_cost(self, times: int = 3) -> float:
+        """watch's own CPU around a command that does nothing (`true`): its fixed cost (imports, the rule catalog,
+        the final analysis and report), the median of ``times``. A 20 s tiny run pays it in full; a real run of
+        hours does not notice it, so the summary gives watch's share with and without it."""
+        import resource
+        vals = []
+        for _ in range(times):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-m", "doctor.cli", "watch", "--no-preflight", "--gpu-interval", "0",
+                            "--run-dir", str(self.work / "runs" / "start-cost"), "--drain", "0", "--", "true"],
+                           capture_output=True, cwd=self.work,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            vals.append((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
+        return round(sorted(vals)[len(vals) // 2], 3)
+
     def fill(self, case: Case, out: str) -> list[str]:
         vals = {"TINY": "tiny-qwen2", "MERGED": "bases/lora-sft-merged", "WORK": str(self.work)}
         argv = [re.sub(r"\{(\w+)\}", lambda m: vals[m.group(1)], a) for a in case.argv]
@@ -470,7 +486,7 @@ def gated(doc: dict) -> dict[str, dict]:
     return {**doc["categories"], "healthy": doc["healthy"]}
 
 
-def summary(results: list[CaseResult], classes: dict[str, dict]) -> dict:
+def summary(results: list[CaseResult], classes: dict[str, dict], start_cpu: float | None = None) -> dict:
     done = [r for r in results if not r.skipped]
     faults = [r for r in done if r.cls != "healthy"]
     healthy = [r for r in done if r.cls == "healthy"]
@@ -496,6 +512,10 @@ def summary(results: list[CaseResult], classes: dict[str, dict]) -> dict:
         "watch_cpu_share": round(cpu / wall, 4) if wall else None,
         "watch_cpu_s": round(cpu, 1), "wall_s": round(wall, 1),
         "run_cpu_s": round(run_cpu, 1), "watch_cpu_of_run_cpu": round(cpu / run_cpu, 4) if run_cpu else None,
+        # watch's fixed cost per launch (watch -- true) and its share of the wall time without it: what a long run sees
+        "watch_start_cpu_s": start_cpu,
+        "watch_cpu_share_after_start": round(max(cpu - start_cpu * len(done), 0.0) / wall, 4)
+        if start_cpu is not None and wall else None,
         "skipped": [f"{r.name}: {r.skipped}" for r in results if r.skipped],
     }
 
@@ -548,6 +568,9 @@ def render_markdown(doc: dict) -> str:
            f"--grace {hd['grace_s']:g}); " if hd else "")
         + f"watch's own CPU {100 * (s['watch_cpu_share'] or 0):.1f}% of the runs' wall time"
         + (f" ({100 * s['watch_cpu_of_run_cpu']:.1f}% of the runs' own CPU time)" if s.get("watch_cpu_of_run_cpu")
+           else "")
+        + (f", of which {s['watch_start_cpu_s']:g} s per launch is its fixed start and end (watch -- true): without "
+           f"it {100 * s['watch_cpu_share_after_start']:.1f}%" if s.get("watch_cpu_share_after_start") is not None
            else "") + "; framework named right "
         f"in {s.get('framework_right', '?')}/{s.get('runs', '?')} runs.",
         "",
@@ -634,10 +657,11 @@ def fault_classes(results: list[CaseResult], categories: dict[str, dict]) -> lis
     return out
 
 
-def document(results: list[CaseResult], mode: str, versions: dict, total_s: float) -> dict:
+def document(results: list[CaseResult], mode: str, versions: dict, total_s: float,
+             start_cpu: float | None = None) -> dict:
     from doctor import __version__
     classes = class_scores(results)
-    summ = summary(results, classes)
+    summ = summary(results, classes, start_cpu)
     return {
         "schema_version": 1,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -715,6 +739,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     bench = Bench(work, py, log=lambda m: print(m, file=sys.stderr, flush=True))
     bench.setup(cases)
+    start_cpu = bench.start_cost()
     results = []
     for c in cases:
         r = bench.run_case(c)
@@ -725,7 +750,7 @@ def main(argv: list[str] | None = None) -> int:
             + (f" hang stopped {r.hang_detect_s} s after the fault" if r.hang_detect_s is not None else ""))
         print(f"{c.name:30} {c.cls:34} {verdict}", file=sys.stderr, flush=True)
     doc = document(results, "quick" if a.quick else ("only" if a.only else "full"), bench.gen.versions,
-                   time.monotonic() - t0)
+                   time.monotonic() - t0, start_cpu)
     checks = gated(doc)
     full = not a.quick and not a.only
     json_path = a.json or (str(RESULTS / "scoreboard.json") if full else None)
