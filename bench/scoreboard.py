@@ -215,6 +215,11 @@ def trl(**flags: str) -> tuple[str, ...]:
 
 CASES += [
     Case("trl-healthy", "healthy", trl(), description="TRL GRPOTrainer, 4 steps, a reward that varies", framework="trl"),
+    Case("trl-healthy-6-steps", "healthy", trl(max_steps="6", learning_rate="1e-6"),
+         description="TRL GRPOTrainer, 6 steps at learning_rate 1e-6", framework="trl"),
+    Case("trl-healthy-slow-first-step", "healthy", trl(reward="slow_first"),
+         description="TRL GRPOTrainer whose first reward call takes 12 s (a cold judge): a slow first step, no hang",
+         framework="trl"),
     Case("trl-batch-div", "batch-divisibility", trl(per_device_train_batch_size="3", num_generations="2"),
          ("relaunch",), r"divisible", "GRPOConfig per_device_train_batch_size 3, num_generations 2", framework="trl"),
     Case("trl-missing-module", "import-or-dependency-error", trl(**{"import": "judge_client"}), ("relaunch",),

@@ -1,6 +1,6 @@
 """A small TRL GRPOTrainer script for bench/scoreboard.py: the tiny local model, the tiny math data, one reward.
 
-    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant|killed|short
+    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant|killed|short|slow_first
                        [--num_generations 4] [--per_device_train_batch_size 4] [--max_steps 4] [--learning_rate 1e-5]
                        [--max_grad_norm 1.0] [--ok_calls 0] [--max_completion_length 8] [--import MODULE]
 
@@ -54,10 +54,16 @@ def make_reward(kind: str, ok_calls: int):
             os.kill(os.getpid(), signal.SIGKILL)
         return [random.random() for _ in completions]
 
+    def slow_first(completions, **kwargs):   # healthy, but its first call waits on a cold judge (12 s)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            time.sleep(float(os.environ.get("SCOREBOARD_FIRST_S", "12")))
+        return [random.random() for _ in completions]
+
     def short(completions, **kwargs):    # drops the completion it cannot parse: one score too few
         return [random.random() for _ in completions][:-1]
 
-    fn = {"noisy": noisy, "raising": raising, "stuck": stuck, "constant": constant, "killed": killed,
+    fn = {"noisy": noisy, "raising": raising, "stuck": stuck, "constant": constant, "killed": killed, "slow_first": slow_first,
           "short": short}[kind]
     fn.__name__ = f"{kind}_reward"
     return fn
