@@ -178,6 +178,29 @@ CASES: list[Case] = [
          tuple(noisy(model="{MERGED}", tuner_type="full", load_args="true")), ("relaunch",), r"adapter|lora",
          "--model <merged LoRA dir> --tuner_type full --load_args true: the LoRA run's tuner_type wins",
          needs=("merged",)),
+    # ---- more reward-function faults and argument checks
+    Case("reward-short", "reward-function-error", tuple(noisy(reward_funcs="sb_short")), ("stop", "relaunch"),
+         r"", "a reward that returns one score fewer than completions (drops the ones it cannot parse)"),
+    Case("num-generations-1", "batch-divisibility", tuple(noisy(num_generations="1", per_device_train_batch_size="1")),
+         ("relaunch",), r"num_generations", "--num_generations 1: GRPO needs at least 2 completions per prompt"),
+    # ---- a rank killed with SIGKILL (what the OOM killer sends); one rank that stalls before a collective: the other
+    # waits in it, and watch stops the run before any process-group timeout (stacks of both ranks)
+    Case("rank-sigkill-ddp2", "host-oom-killed",
+         tuple(noisy(reward_funcs="sb_killed", per_device_train_batch_size="2", use_cpu="true", ddp_backend="gloo")),
+         ("relaunch", "resume"), r"SIGKILL|Signal 9|-9", "rank 1 gets SIGKILL in its 3rd reward call (2 processes)",
+         env=(("NPROC_PER_NODE", "2"), ("MASTER_PORT", "29625"), ("SCOREBOARD_OK_CALLS", "2"),
+                          ("SCOREBOARD_RANK", "1"))),
+    Case("rank-stall-ddp2", "hang-mid-training",
+         tuple(noisy(reward_funcs="sb_rank_stall", per_device_train_batch_size="2", use_cpu="true",
+                     ddp_backend="gloo")),
+         ("stop",), r"", "rank 1's reward never returns from its 3rd call; rank 0 waits in the next collective",
+         env=(("NPROC_PER_NODE", "2"), ("MASTER_PORT", "29627"), ("SCOREBOARD_OK_CALLS", "2"),
+              ("SCOREBOARD_RANK", "1")), hang=True),
+    # ---- output-degenerate: every completion cut at --max_completion_length
+    Case("clipped-completions", "output-degenerate",
+         tuple(noisy(model="{MERGED}", max_completion_length="3", max_steps="6")),
+         ("relaunch",), r"clipped_ratio", "--max_completion_length 3 for a policy that writes 13-token answers",
+         needs=("merged",)),
     Case("disk-full-tmpfs", "disk-full", tuple(noisy(tuner_type="full", save_steps="2")),
          ("resume", "restart", "relaunch"), r"No space left on device",
          "--output_dir on a 256 KB tmpfs: the first checkpoint save fails", needs=("root",), tmpfs_kb=256),
@@ -192,6 +215,11 @@ def trl(**flags: str) -> tuple[str, ...]:
 
 CASES += [
     Case("trl-healthy", "healthy", trl(), description="TRL GRPOTrainer, 4 steps, a reward that varies", framework="trl"),
+    Case("trl-healthy-6-steps", "healthy", trl(max_steps="6", learning_rate="1e-6"),
+         description="TRL GRPOTrainer, 6 steps at learning_rate 1e-6", framework="trl"),
+    Case("trl-healthy-slow-first-step", "healthy", trl(reward="slow_first"),
+         description="TRL GRPOTrainer whose first reward call takes 12 s (a cold judge): a slow first step, no hang",
+         framework="trl"),
     Case("trl-batch-div", "batch-divisibility", trl(per_device_train_batch_size="3", num_generations="2"),
          ("relaunch",), r"divisible", "GRPOConfig per_device_train_batch_size 3, num_generations 2", framework="trl"),
     Case("trl-missing-module", "import-or-dependency-error", trl(**{"import": "judge_client"}), ("relaunch",),
@@ -206,6 +234,12 @@ CASES += [
     Case("trl-diverged-lr", "grad-norm-zero", trl(learning_rate="1e4", max_grad_norm="1e9"), ("relaunch",),
          r"grad_norm", "learning_rate 1e4 without clipping: grad_norm 2.1 at step 1, exactly 0 from step 2",
          framework="trl"),
+    Case("trl-reward-short", "reward-function-error", trl(reward="short"), ("stop", "relaunch"), r"",
+         "the reward function returns one score fewer than completions", framework="trl"),
+    Case("trl-sigkill", "host-oom-killed", trl(reward="killed", ok_calls="2"), ("relaunch", "resume"),
+         r"SIGKILL|Signal 9|-9|137", "the training process gets SIGKILL in its 3rd reward call", framework="trl"),
+    Case("trl-hang-reward-first", "hang-at-start", trl(reward="stuck", ok_calls="0"), ("stop",), r"",
+         "the reward function never returns from its first call", framework="trl", hang=True),
     Case("trl-hang-reward-mid", "hang-mid-training", trl(reward="stuck", ok_calls="2", max_steps="6"), ("stop",), r"",
          "the reward function never returns from its 3rd call", framework="trl", hang=True),
 ]
@@ -228,6 +262,7 @@ class CaseResult:
     wall_s: float = 0.0
     watch_cpu_s: float = 0.0
     watch_cpu_share: float = 0.0
+    run_cpu_s: float = 0.0            # the CPU of the run watch supervised (all its processes, reaped)
     got_category: str | None = None
     got_rule: str | None = None
     got_severity: str | None = None
@@ -257,12 +292,33 @@ class Bench:
         self.swift = swiftgen.swift_cmd(py)
 
     def setup(self, cases: list[Case]) -> None:
+        # watch's CPU share is measured as users run it: from an installed package, whose modules pip compiled to
+        # bytecode at install. A checkout run with PYTHONDONTWRITEBYTECODE=1 (as on the dev machine) compiles the
+        # ~200 modules at every start instead: 0.6 s of CPU per watch, about half of its CPU in a 20 s run
+        import compileall
+        compileall.compile_dir(str(ROOT / "doctor"), quiet=1)
         self.gen.build_tiny()
         plugins = self.work / "plugins"
         plugins.mkdir(exist_ok=True)
         (plugins / "needs_judge_client.py").write_text(MISSING_MODULE_PLUGIN, encoding="utf-8")
         if any("merged" in c.needs for c in cases):
             self.gen.ensure(("merged",))
+
+    def start_cost(self, times: int = 3) -> float:
+        """watch's own CPU around a command that does nothing (`true`): its fixed cost (imports, the rule catalog,
+        the final analysis and report), the median of ``times``. A 20 s tiny run pays it in full; a real run of
+        hours does not notice it, so the summary gives watch's share with and without it."""
+        import resource
+        vals = []
+        for _ in range(times):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-m", "doctor.cli", "watch", "--no-preflight", "--gpu-interval", "0",
+                            "--run-dir", str(self.work / "runs" / "start-cost"), "--drain", "0", "--", "true"],
+                           capture_output=True, cwd=self.work,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            vals.append((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
+        return round(sorted(vals)[len(vals) // 2], 3)
 
     def fill(self, case: Case, out: str) -> list[str]:
         vals = {"TINY": "tiny-qwen2", "MERGED": "bases/lora-sft-merged", "WORK": str(self.work)}
@@ -304,6 +360,8 @@ class Bench:
                "--hang-timeout", str(HANG_TIMEOUT), "--phase-timeout", f"first-step={FIRST_STEP_TIMEOUT:g}",
                "--startup-timeout", "300", "--", *self.launcher(case), *self.fill(case, str(out))]
         start = time.monotonic()
+        import resource
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with open(self.work / "runs" / f"{case.name}.watch.stderr", "wb") as err:
             proc = subprocess.Popen(cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL, stderr=err)
             me = psutil.Process(proc.pid)
@@ -321,6 +379,10 @@ class Bench:
                     if time.monotonic() - start > 600:
                         proc.kill()
         ended = time.time()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # watch and every process below it that was waited for (the run): minus watch's own, the run's CPU
+        total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        res.run_cpu_s = round(max(total - cpu, 0.0), 2)
         res.wall_s = round(time.monotonic() - start, 1)
         res.watch_cpu_s = round(cpu, 2)
         res.watch_cpu_share = round(cpu / res.wall_s, 4) if res.wall_s else 0.0
@@ -429,7 +491,7 @@ def gated(doc: dict) -> dict[str, dict]:
     return {**doc["categories"], "healthy": doc["healthy"]}
 
 
-def summary(results: list[CaseResult], classes: dict[str, dict]) -> dict:
+def summary(results: list[CaseResult], classes: dict[str, dict], start_cpu: float | None = None) -> dict:
     done = [r for r in results if not r.skipped]
     faults = [r for r in done if r.cls != "healthy"]
     healthy = [r for r in done if r.cls == "healthy"]
@@ -437,6 +499,7 @@ def summary(results: list[CaseResult], classes: dict[str, dict]) -> dict:
     hangs = [r.hang_detect_s for r in faults if r.hang_detect_s is not None]
     wall = sum(r.wall_s for r in done)
     cpu = sum(r.watch_cpu_s for r in done)
+    run_cpu = sum(r.run_cpu_s for r in done)
     f1s = [v["f1"] for v in classes.values()]
     return {
         "macro_f1": round(sum(f1s) / len(f1s), 3) if f1s else None,
@@ -453,6 +516,11 @@ def summary(results: list[CaseResult], classes: dict[str, dict]) -> dict:
                           "grace_s": GRACE} if hangs else None,
         "watch_cpu_share": round(cpu / wall, 4) if wall else None,
         "watch_cpu_s": round(cpu, 1), "wall_s": round(wall, 1),
+        "run_cpu_s": round(run_cpu, 1), "watch_cpu_of_run_cpu": round(cpu / run_cpu, 4) if run_cpu else None,
+        # watch's fixed cost per launch (watch -- true) and its share of the wall time without it: what a long run sees
+        "watch_start_cpu_s": start_cpu,
+        "watch_cpu_share_after_start": round(max(cpu - start_cpu * len(done), 0.0) / wall, 4)
+        if start_cpu is not None and wall else None,
         "skipped": [f"{r.name}: {r.skipped}" for r in results if r.skipped],
     }
 
@@ -503,7 +571,12 @@ def render_markdown(doc: dict) -> str:
         + (f"hang caught and stopped {hd['mean']} s (mean), {hd['max']} s (max) after the fault began "
            f"(--hang-timeout {hd['hang_timeout_s']:g}, --phase-timeout first-step={hd['first_step_timeout_s']:g}, "
            f"--grace {hd['grace_s']:g}); " if hd else "")
-        + f"watch's own CPU {100 * (s['watch_cpu_share'] or 0):.1f}% of the runs' wall time; framework named right "
+        + f"watch's own CPU {100 * (s['watch_cpu_share'] or 0):.1f}% of the runs' wall time"
+        + (f" ({100 * s['watch_cpu_of_run_cpu']:.1f}% of the runs' own CPU time)" if s.get("watch_cpu_of_run_cpu")
+           else "")
+        + (f", of which {s['watch_start_cpu_s']:g} s per launch is its fixed start and end (watch -- true): without "
+           f"it {100 * s['watch_cpu_share_after_start']:.1f}%" if s.get("watch_cpu_share_after_start") is not None
+           else "") + "; framework named right "
         f"in {s.get('framework_right', '?')}/{s.get('runs', '?')} runs.",
         "",
         "| class | frameworks | cases | precision | recall | F1 | evidence | verdict | hang s |",
@@ -589,10 +662,11 @@ def fault_classes(results: list[CaseResult], categories: dict[str, dict]) -> lis
     return out
 
 
-def document(results: list[CaseResult], mode: str, versions: dict, total_s: float) -> dict:
+def document(results: list[CaseResult], mode: str, versions: dict, total_s: float,
+             start_cpu: float | None = None) -> dict:
     from doctor import __version__
     classes = class_scores(results)
-    summ = summary(results, classes)
+    summ = summary(results, classes, start_cpu)
     return {
         "schema_version": 1,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -670,6 +744,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     bench = Bench(work, py, log=lambda m: print(m, file=sys.stderr, flush=True))
     bench.setup(cases)
+    start_cpu = bench.start_cost()
     results = []
     for c in cases:
         r = bench.run_case(c)
@@ -680,7 +755,7 @@ def main(argv: list[str] | None = None) -> int:
             + (f" hang stopped {r.hang_detect_s} s after the fault" if r.hang_detect_s is not None else ""))
         print(f"{c.name:30} {c.cls:34} {verdict}", file=sys.stderr, flush=True)
     doc = document(results, "quick" if a.quick else ("only" if a.only else "full"), bench.gen.versions,
-                   time.monotonic() - t0)
+                   time.monotonic() - t0, start_cpu)
     checks = gated(doc)
     full = not a.quick and not a.only
     json_path = a.json or (str(RESULTS / "scoreboard.json") if full else None)

@@ -301,9 +301,10 @@ def watch(
     startup_timeout: float = typer.Option(1800.0, "--startup-timeout", help="Seconds without any output before the "
                                           "first training step (launch, model and dataset load)."),
     hang_timeout: Optional[float] = typer.Option(None, "--hang-timeout", help="Seconds without progress between steps "
-                                                 "(default: 5 x the slowest step seen, at least 300)."),
+                                                 "(default: 5 x the slowest step seen, at least 300); a silent checkpoint save: 3 x this, "
+                                                 "at most 1800."),
     phase_timeout: Optional[list[str]] = typer.Option(None, "--phase-timeout", help="PHASE=SECONDS for vllm-init, "
-                                                      "first-step, eval, checkpoint-save, steady-floor (repeatable)."),
+                                                      "first-step, eval, checkpoint-save, teardown, steady-floor (repeatable)."),
     on_hang: OnHang = typer.Option(OnHang.warn, "--on-hang", help="warn: report and keep waiting; stop: report, then "
                                    "SIGTERM the run's process group and SIGKILL after --grace."),
     grace: float = typer.Option(30.0, "--grace", help="Seconds between SIGTERM and SIGKILL when stopping."),

@@ -12,7 +12,10 @@ A rule's TOML declares its default ``action`` (registry.ACTIONS) and a diagnosis
 - ``stop`` (a data, reward or model bug a restart would repeat): no command.
 - A consequence (``role``) takes its root cause's action and command: acting on the cause is what helps.
 
-The last good checkpoint is the ``checkpoint-N`` with the highest N that no checkpoint error points into. The
+The last good checkpoint is the ``checkpoint-N`` with the highest N that no checkpoint error points into and that
+was not saved at or after the first step of a weight-breaking error (loss or grad_norm not finite, grad_norm
+exactly 0 while the rewards differ: RunState.broken_at): its weights are the diverged or dead ones, so resuming
+from it repeats the fault, and the verdict is the relaunch with the fix. The
 command is the run's ``swift rlhf`` launch (command.txt, a launcher script, the ``run sh:`` line, or preflight's
 command) with the corrections; there is none when the launch is unknown.
 """
@@ -31,6 +34,8 @@ from .swift.relaunch import command_line, invalidates
 # --model or --resume_from_checkpoint of the wrong kind): resuming from one would carry the error on
 _WRONG_KIND = frozenset({"GD438", "GD439", "GD701", "GD801", "GD805"})
 _BROKEN_CKPT = frozenset({"checkpoint-corrupt", "checkpoint-adapter-only-load-args"})
+# error categories whose first step breaks the weights every later checkpoint holds (engine/state.py broken_at)
+_BROKEN_WEIGHTS = frozenset({"loss-nan-or-inf", "grad-norm-zero"})
 
 
 def launch_of(run: RunConfig) -> tuple[dict[str, str], dict[str, Any]] | None:
@@ -41,13 +46,18 @@ def launch_of(run: RunConfig) -> tuple[dict[str, str], dict[str, Any]] | None:
     return None
 
 
-def last_good(checkpoints: Iterable[tuple[str, int | None]], findings: list[Finding]) -> str | None:
-    """The path of the highest-numbered checkpoint that no checkpoint error's evidence points into."""
+def last_good(checkpoints: Iterable[tuple[str, int | None]], findings: list[Finding],
+              broken_at: dict[str, int] | None = None) -> str | None:
+    """The path of the highest-numbered checkpoint that no checkpoint error's evidence points into, saved before the
+    first step of any weight-breaking error finding (``broken_at``: category -> first step)."""
     bad = [e.path for f in findings if f.severity == Severity.error and f.category in _BROKEN_CKPT
            for e in f.evidence]
+    steps = [broken_at[f.category] for f in findings if broken_at and f.severity == Severity.error
+             and f.category in _BROKEN_WEIGHTS and f.category in broken_at]
+    limit = min(steps) if steps else None
     best: tuple[int, str] | None = None
     for path, step in checkpoints:
-        if step is None:
+        if step is None or (limit is not None and step >= limit):
             continue
         root = path.rstrip("/")
         if any(p == root or p.startswith(root + "/") for p in bad):
@@ -58,10 +68,11 @@ def last_good(checkpoints: Iterable[tuple[str, int | None]], findings: list[Find
 
 
 def refine(findings: list[Finding], run: RunConfig, checkpoints: Iterable[tuple[str, int | None]] = (), *,
-           ended: bool = False) -> list[Finding]:
-    """``ended``: the run reached its normal end, so there is nothing to resume (the next run is a new one)."""
+           ended: bool = False, broken_at: dict[str, int] | None = None) -> list[Finding]:
+    """``ended``: the run reached its normal end, so there is nothing to resume (the next run is a new one).
+    ``broken_at``: the first step of each weight-breaking fault (RunState.broken_at)."""
     ckpts = list(checkpoints)
-    good = last_good(ckpts, findings) if ckpts and not ended else None
+    good = last_good(ckpts, findings, broken_at) if ckpts and not ended else None
     launch = launch_of(run)
     server = any(_ROLLOUT in t.replace("/", ".") or "swift rollout" in t for t in run.command_texts)
     out = [_one(f, good, launch, server, run) for f in findings]

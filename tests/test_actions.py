@@ -163,6 +163,28 @@ def test_no_checkpoint_no_launch_ended_run_and_stop():
     assert last_good([("out/checkpoint-5", 5), ("out/last", None)], []) == "out/checkpoint-5"
 
 
+def test_checkpoints_saved_after_the_weights_broke_are_not_resumed_from():
+    """A checkpoint saved at or after the first step of a NaN loss / zero grad_norm holds the diverged or dead weights:
+    resuming from it repeats the fault (the scoreboard's TRL lr 1e4 run said resume; right is relaunch)."""
+    gnz = _finding("GD630", "relaunch", category="grad-norm-zero")
+    assert refine([gnz], _run(), CKPTS, broken_at={"grad-norm-zero": 10})[0].action == "relaunch"
+    f, = refine([gnz], _run(), CKPTS, broken_at={"grad-norm-zero": 25})
+    assert f.action == "resume" and f.command.endswith("out/checkpoint-20")
+    nan = _finding("GD620", "relaunch", category="loss-nan-or-inf")
+    assert last_good(CKPTS, [nan], {"loss-nan-or-inf": 30}) == "out/checkpoint-20"
+    # the step of a category no error finding has says nothing
+    assert last_good(CKPTS, [], {"loss-nan-or-inf": 5}) == "out/checkpoint-30"
+
+
+def test_real_trl_run_whose_grad_norm_went_to_zero_is_relaunched():
+    """The real TRL run (tests/data/trl-diverged-lr-cut/README.md): grad_norm 0 from step 2, checkpoints 2 and 4, no
+    normal end. Its rows carry no step number: the row's ordinal stands for it (logging_steps 1)."""
+    rep = analyze([str(ROOT / "tests" / "data" / "trl-diverged-lr-cut")])
+    f = rep.findings[0]
+    assert f.rule_id == "GD630" and f.action == "relaunch", (f.rule_id, f.action, f.command)
+    assert "--resume_from_checkpoint" not in f.command
+
+
 def test_real_run_dir_with_a_checkpoint_resumes(tmp_path):
     # a real log of a run cut while it hung mid-training, placed beside a real checkpoint folder copied from a
     # real healthy ms-swift 4.6 LoRA run (fixtures/ckpt/real-lora-healthy, the same scenario as the log): the hang

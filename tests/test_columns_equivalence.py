@@ -110,7 +110,7 @@ def _snapshot(s: Session, tracker: Tracker) -> str:
     kept = (series.n, series.stride, series.fed, series.store.kept, series.steps, series.where, series.cols,
             series.rmean, series.rstd)
     return repr((sorted((k, vars(f)) for k, f in st.metric_facts.items()), st.metrics_steps, st.ended, seen, cadence,
-                 nans, kept))
+                 nans, kept, sorted(st.broken_at.items())))
 
 
 def _state(rows: list[dict], sizes: list[int], on: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:

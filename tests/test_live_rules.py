@@ -83,6 +83,28 @@ def test_phase_limits_and_overrides():
         lim.set("nap", 3)
 
 
+def test_checkpoint_save_limit_is_bounded_by_the_step_limit():
+    """Without --phase-timeout checkpoint-save, a save may be silent for 3 x the step limit (the --hang-timeout or the
+    calibrated one), never more than 1800 s; before, it was 1800 s whatever --hang-timeout said."""
+    c = Clock()
+    d = HangWatchdog(Limits(steady=30), c)
+    d.step(2)
+    d.set_phase("checkpoint-save")
+    assert d.limit() == (90, "3 x --hang-timeout")
+    d2 = HangWatchdog(Limits(steady_floor=300, steady_factor=5), c)   # calibrated: the floor, 300 s
+    d2.step(1)
+    c.t += 10
+    d2.step(2)
+    d2.set_phase("checkpoint-save")
+    assert d2.limit()[0] == 900 and "the step limit (floor 300 s" in d2.limit()[1]
+    d3 = HangWatchdog(Limits(steady=1200), c)
+    d3.step(1)
+    d3.set_phase("checkpoint-save")
+    assert d3.limit()[0] == 1800     # the cap
+    c.t += 91
+    assert d.check() is not None and d.check() is None   # fired once
+
+
 def _session_with(*ids):
     return Session([find_rule(i) for i in ids])
 

@@ -1,9 +1,10 @@
 """bench/scoreboard.py: its scoring, and its --quick run against the committed baseline of passing classes.
 
-The quick run (marked `swift`, so CI runs it: .ci/run installs ms-swift) injects one real fault per class into a
-real `swift rlhf` GRPO run on CPU, diagnoses each with grpo-doctor, and fails when a check (category, verdict,
-evidence) that passed in bench/results/quick-baseline.json fails now. About 3-4 minutes on 2 cores. The full matrix
-is a benchmark (python bench/scoreboard.py), not a test.
+The quick run injects one real fault per class into a real `swift rlhf` GRPO run on CPU, diagnoses each with
+grpo-doctor, and fails when a check (category, verdict, evidence) that passed in bench/results/quick-baseline.json
+fails now. It is opt-in (GRPO_DOCTOR_SCOREBOARD=1), not part of .ci/run's test command: 10 real runs took 295 s on the
+2 shared cores, not well under the 5 minutes CI allows it, and its hang case alone waits the 30 s hang timeout. The
+full matrix is a benchmark (python bench/scoreboard.py), not a test.
 """
 from __future__ import annotations
 
@@ -59,8 +60,8 @@ def test_every_quick_class_is_in_the_baseline():
 
 @pytest.mark.swift
 @pytest.mark.skipif(os.environ.get("GRPO_DOCTOR_SCOREBOARD") != "1",
-                    reason="the quick scoreboard (real runs, ~5 min) runs with GRPO_DOCTOR_SCOREBOARD=1: in a full "
-                           "suite on 2 cores its hang case stalled after a checkpoint-save line past watch's limit")
+                    reason="the quick scoreboard (10 real runs, ~5 min on 2 cores: not well under CI's 5 minutes) runs "
+                           "with GRPO_DOCTOR_SCOREBOARD=1")
 def test_quick_scoreboard_has_no_regression(tmp_path):
     sys.path.insert(0, str(ROOT / "tools"))
     import swiftgen

@@ -5,6 +5,7 @@ writes the wall-clock time it began to $SCOREBOARD_FAULT_FILE, so the scoreboard
 """
 import os
 import random
+import signal
 import time
 
 from swift.rewards import ORM, orms
@@ -66,7 +67,54 @@ class ConstantReward(ORM):
         return [1.0 for _ in completions]
 
 
+def _calls_past_ok(cls) -> bool:
+    cls.calls += 1
+    return cls.calls > int(os.environ.get("SCOREBOARD_OK_CALLS", "0"))
+
+
+def _my_rank_faults() -> bool:
+    """Only the rank $SCOREBOARD_RANK (default: every rank) meets the fault: one rank of a 2-process run."""
+    want = os.environ.get("SCOREBOARD_RANK")
+    return want is None or os.environ.get("RANK", "0") == want
+
+
+class KilledReward(ORM):
+    """The kernel's OOM killer, as it meets one rank: SIGKILL to this process after $SCOREBOARD_OK_CALLS calls."""
+
+    calls = 0
+
+    def __call__(self, completions, **kwargs):
+        if _calls_past_ok(KilledReward) and _my_rank_faults():
+            _mark_fault()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return [random.random() for _ in completions]
+
+
+class RankStallReward(ORM):
+    """One rank's judge call never returns after $SCOREBOARD_OK_CALLS calls: the other rank waits in the next
+    collective until the process group's timeout (--ddp_timeout)."""
+
+    calls = 0
+
+    def __call__(self, completions, **kwargs):
+        if _calls_past_ok(RankStallReward) and _my_rank_faults():
+            _mark_fault()
+            while True:
+                time.sleep(3600)
+        return [random.random() for _ in completions]
+
+
+class ShortReward(ORM):
+    """A reward that drops the completions it cannot parse: one score fewer than completions."""
+
+    def __call__(self, completions, **kwargs):
+        return [random.random() for _ in completions][:-1]
+
+
 orms["sb_noisy"] = NoisyReward
+orms["sb_killed"] = KilledReward
+orms["sb_rank_stall"] = RankStallReward
+orms["sb_short"] = ShortReward
 orms["sb_raising"] = RaisingReward
 orms["sb_stuck"] = StuckReward
 orms["sb_nan"] = NanReward

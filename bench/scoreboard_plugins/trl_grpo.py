@@ -1,8 +1,8 @@
 """A small TRL GRPOTrainer script for bench/scoreboard.py: the tiny local model, the tiny math data, one reward.
 
-    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant
+    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant|killed|short|slow_first
                        [--num_generations 4] [--per_device_train_batch_size 4] [--max_steps 4] [--learning_rate 1e-5]
-                       [--max_grad_norm 1.0] [--ok_calls 0] [--import MODULE]
+                       [--max_grad_norm 1.0] [--ok_calls 0] [--max_completion_length 8] [--import MODULE]
 
 Faults are the same as the ms-swift plugins' (faults.py): a reward that raises, never returns after --ok_calls calls
 (writes the time it began to $SCOREBOARD_FAULT_FILE), or gives every completion the same score; the rest come from
@@ -16,6 +16,7 @@ import importlib
 import json
 import os
 import random
+import signal
 import time
 
 
@@ -46,7 +47,24 @@ def make_reward(kind: str, ok_calls: int):
     def constant(completions, **kwargs):
         return [1.0 for _ in completions]
 
-    fn = {"noisy": noisy, "raising": raising, "stuck": stuck, "constant": constant}[kind]
+    def killed(completions, **kwargs):   # the kernel's OOM killer: SIGKILL after ok_calls calls
+        calls["n"] += 1
+        if calls["n"] > ok_calls:
+            _mark_fault()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return [random.random() for _ in completions]
+
+    def slow_first(completions, **kwargs):   # healthy, but its first call waits on a cold judge (12 s)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            time.sleep(float(os.environ.get("SCOREBOARD_FIRST_S", "12")))
+        return [random.random() for _ in completions]
+
+    def short(completions, **kwargs):    # drops the completion it cannot parse: one score too few
+        return [random.random() for _ in completions][:-1]
+
+    fn = {"noisy": noisy, "raising": raising, "stuck": stuck, "constant": constant, "killed": killed, "slow_first": slow_first,
+          "short": short}[kind]
     fn.__name__ = f"{kind}_reward"
     return fn
 
@@ -63,6 +81,7 @@ def main() -> None:
     ap.add_argument("--learning_rate", type=float, default=1e-5)
     ap.add_argument("--max_grad_norm", type=float, default=1.0)
     ap.add_argument("--ok_calls", type=int, default=0)
+    ap.add_argument("--max_completion_length", type=int, default=8)
     ap.add_argument("--import", dest="imports", action="append", default=[])
     a = ap.parse_args()
     for name in a.imports:
@@ -78,7 +97,8 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype="float32")
     cfg = GRPOConfig(output_dir=a.output_dir, num_generations=a.num_generations,
                      per_device_train_batch_size=a.per_device_train_batch_size, max_steps=a.max_steps,
-                     learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm, max_completion_length=8,
+                     learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm,
+                     max_completion_length=a.max_completion_length,
                      logging_steps=1, save_steps=2, report_to=[], use_cpu=True, bf16=False, seed=42,
                      dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[make_reward(a.reward, a.ok_calls)],

@@ -218,7 +218,8 @@ class Session:
         # then every sentence that states a fact of the run (a flag unset, grad_norm 0, a shortage of memory, world
         # size 1, a model size, a version to install) checked against what the run shows (doctor/claims.py)
         found = [check_claims(f, run_facts(state, f, _run_of(state, f)))[0] for f in found]
-        return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended))
+        return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended,
+                             broken_at=state.broken_at))
 
 
 def _run_of(state: RunState, f: Finding) -> RunConfig:

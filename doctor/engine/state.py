@@ -7,6 +7,7 @@ the normal end, the last lines of each log input and the checkpoints seen. Rules
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Iterable
@@ -20,7 +21,7 @@ from ..sources import metrics as metrics_src
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
 from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
-from .columns import Block, add_facts, first_of
+from .columns import Block, add_facts, first_of, load_numpy
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
@@ -57,6 +58,10 @@ class RunState:
     max_rank: int | None = None
     params_read: bool = False
     metric_facts: dict[str, MetricFacts] = field(default_factory=dict)
+    # the first training step whose row shows weights a checkpoint should not be resumed from: {category: step}, for
+    # loss-nan-or-inf (loss or grad_norm not finite) and grad-norm-zero (grad_norm exactly 0 while reward_std > 0).
+    # Read by doctor/verdict.py: a checkpoint saved at or after it holds the diverged or dead weights
+    broken_at: dict[str, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ read by rules
     @property
@@ -174,6 +179,8 @@ class RunState:
     def count_many(self, signals: list[Metrics], block: Block) -> list[Metrics]:
         """count() of each of a block's rows, over its columns: the rows that reach the rules."""
         summary = block.summary()
+        if len(self.broken_at) < 2:
+            self._broken_in(signals, block, summary)
         self.metrics_steps += int(block.steps().sum())
         rows = ~summary
         for key in METRIC_KEYS:
@@ -193,6 +200,53 @@ class RunState:
         self.ended = True
         return [m for m, skip in zip(signals, summary) if not skip]
 
+    def _broken_in(self, signals: list[Metrics], block: Block, summary: Any) -> None:
+        """_broken() of a block's step rows, in order, with metrics_steps as count() would have it at each; rows are
+        visited only when a column shows a candidate (a loss or grad_norm not finite, a grad_norm of 0) or is not
+        plain floats."""
+        np = load_numpy()
+        suspect = None
+        for key in ("grad_norm", "loss"):
+            col = first_of(block, (key, "train/" + key))
+            if col is None:
+                suspect = None
+                break
+            v, ok = col
+            hit = ok & (~np.isfinite(v) | ((v == 0) if key == "grad_norm" else False))
+            suspect = hit if suspect is None else (suspect | hit)
+        if suspect is not None and not suspect.any():
+            return
+        base = self.metrics_steps
+        for m, skip, is_step in zip(signals, summary, block.steps()):
+            if skip or not is_step:
+                continue
+            self.metrics_steps += 1
+            self._broken(m.values)
+            if len(self.broken_at) >= 2:
+                break
+        self.metrics_steps = base
+
+    def _broken(self, v: dict[str, Any]) -> None:
+        gn, loss, rstd = (_num(v.get(k, v.get("train/" + k))) for k in ("grad_norm", "loss", "reward_std"))
+        bad = []
+        if any(x is not None and not math.isfinite(x) for x in (gn, loss)):
+            bad.append("loss-nan-or-inf")
+        if gn == 0 and rstd is not None and rstd > 0:
+            bad.append("grad-norm-zero")
+        if not bad:
+            return
+        step = metrics_src.step_number(v)
+        if step is None:
+            st = _num(v.get("step"))
+            step = int(st) if st is not None and math.isfinite(st) else None
+        if step is None:
+            # TRL's console rows carry no step: the row's ordinal x --logging_steps, or x 1 when unknown (the
+            # earliest the step can be: more checkpoints judged suspect, never a dead one kept)
+            every = _num(self.run.args.get("logging_steps"))
+            step = self.metrics_steps * (int(every) if every and math.isfinite(every) and every >= 1 else 1)
+        for c in bad:
+            self.broken_at.setdefault(c, step)
+
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:
             self.exceptions.append(exc)
@@ -205,6 +259,8 @@ class RunState:
                 return False
             if metrics_src.is_step(signal.values):
                 self.metrics_steps += 1
+                if len(self.broken_at) < 2:
+                    self._broken(signal.values)
             self._metric_facts(signal.values)
         elif isinstance(signal, CheckpointInput):
             self.checkpoints.append((signal.facts.path, signal.facts.step))
@@ -217,3 +273,17 @@ __all__ = ["END_MARKERS", "MAX_EXCEPTIONS", "STATE_WORDS", "TAIL", "RunState"]
 def _own_hang_report(path: str) -> bool:
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     return name.startswith("grpo-doctor-hang-") and name.endswith(".txt")
+
+
+def _num(x: Any) -> float | None:
+    """A metric value as a float (rows hold floats, or strings when read from a console dict); None otherwise."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, str):
+        try:
+            return float(x)
+        except ValueError:
+            return None
+    return None

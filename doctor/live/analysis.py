@@ -227,6 +227,8 @@ class Analysis:
             self._ckpt_seq = self.reader.counter[0]
         for c in self.rundir.settle():
             self._check_ckpt(c)
+        if self.rundir.grew is not None:
+            self.dog.progress(f"checkpoint {os.path.basename(self.rundir.grew.path)} growing")
         need = self.rundir.last_checkpoint_size()
         if need:
             try:

@@ -3,6 +3,7 @@ and, with --on-hang stop, stop the run's process group."""
 from __future__ import annotations
 
 import os
+import re
 
 from ..checks import _units as units
 from ..model import InputInfo
@@ -14,6 +15,11 @@ from .rundir import console_name
 from .say import say
 from .watchdogs import PHASE_OF, PHASE_TEXT
 
+_SAVE_TO = re.compile(r"Saving model checkpoint to (\S+)")
+# transformers' Trainer._save_checkpoint writes trainer_state.json after the weights, optimizer and RNG states: its
+# presence in the folder the save line names is the save's own evidence that it ended
+_SAVE_DONE = "trainer_state.json"
+
 
 class Hangs:
     """Mixin of Watch (doctor/live/supervisor.py): the hang watchdog's ticks and reports (analyser thread)."""
@@ -23,10 +29,17 @@ class Hangs:
         if h is not None:
             phase, seq = h._last_phase()
             wp = PHASE_OF.get(phase, "steady" if h.p.max_step else "startup")
-            if wp == "checkpoint-save" and seq < getattr(self, "_ckpt_seq", 0) and h.p.max_step:
-                wp = "steady"  # the checkpoint folder appeared after the save began: back to steps
+            if wp == "checkpoint-save" and h.p.max_step and (seq < getattr(self, "_ckpt_seq", 0)
+                                                            or self._save_ended(h.p.phase_line.get(phase or ""))):
+                # the checkpoint folder appeared after the save line, or the save it names ended: back to steps
+                # (ms-swift 4.6 logs the line after the save, transformers before it)
+                wp = "steady"
             if h.p.max_step:
                 self.dog.step(h.p.max_step)
+            total = h.p.total_steps
+            ended = self.session.state.ended     # the run's end line: after its last save too
+            if h.p.max_step and (ended or (wp not in ("checkpoint-save", "eval") and total and h.p.max_step >= total)):
+                wp = "teardown"   # training is over: what is left is the final save and the processes' exit
             if wp != self.dog.phase:
                 self.dog.set_phase(wp)
             n = len(h.p.vllm_lines)
@@ -44,6 +57,22 @@ class Hangs:
         if ev is None or self.proc.poll() is not None:
             return
         self._on_hang(ev, now)
+
+    def _save_ended(self, line) -> bool:
+        """True when the checkpoint folder the save line names holds trainer_state.json; one stat a tick, only while
+        the last phase marker is a save, and none once that line's save was seen ended."""
+        if line is None:
+            return False
+        if getattr(self, "_save_done_seq", None) == line.seq:
+            return True
+        m = _SAVE_TO.search(line.text)
+        if m is None:
+            return False
+        # a relative --output_dir is relative to the command's working directory, which is watch's own
+        if not os.path.isfile(os.path.join(m.group(1).rstrip(".,;'\""), _SAVE_DONE)):
+            return False
+        self._save_done_seq = line.seq
+        return True
 
     def _on_hang(self, ev, now: float) -> None:
         self.hang_reports += 1

@@ -52,11 +52,16 @@ class Reporting:
             if f.fix:
                 say(f"  fix: {f.fix[0]}")
 
-    def _run_info(self, status: str, code: int | None) -> dict:
+    def _run_info(self, status: str, code: int | None, final: bool = False) -> dict:
         info = self.session.run.summary() if self.session is not None else {
-            "framework": "ms-swift", "framework_version": None, "args": {}, "world_size": None}
+            "framework": None, "framework_version": None, "args": {}, "world_size": None}
         if self.session is not None:
+            from ..analyze import framework_of
             from ..classify.provenance import summarize
+            # the framework as analyze detects it (the command, frames, log lines, versions), not RunConfig's
+            # "ms-swift" default: a TRL script under watch was reported as ms-swift. The heads of the logs are
+            # read for the final report only (a file read at every refresh would cost the run CPU)
+            info.update(framework_of(self.session, list(self.inputs) if final else None))
             summarize(info, self.session.run.inferred_versions)
         sampled = self.gpus.result() if getattr(self, "gpus", None) is not None else None
         if sampled is not None:
@@ -78,7 +83,7 @@ class Reporting:
         findings = self._findings(final, hung)
         if self.first_error_time is None and any(f.severity >= Severity.error for f in findings):
             self.first_error_time = time.time()
-        return Report(__version__, list(self.inputs), self._run_info(self.status, getattr(self, "exit_code", None)),
+        return Report(__version__, list(self.inputs), self._run_info(self.status, getattr(self, "exit_code", None), final),
                       findings)
 
     def _alert(self, event: str, text: str) -> None:

@@ -72,6 +72,7 @@ class RunDirWatcher:
         self.args_json: str | None = None
         self.checkpoints: dict[str, Checkpoint] = {}
         self.skipped: dict[str, str] = {}  # path -> why it is not read (a link out of the run folder), said once
+        self.grew: Checkpoint | None = None  # set by settle()
 
     def _walk(self):
         stack = [(self.root, 0)]
@@ -122,8 +123,10 @@ class RunDirWatcher:
         return new_jsonl, new_args, sorted(new_ckpts, key=lambda c: c.step)
 
     def settle(self) -> list[Checkpoint]:
-        """Checkpoints whose size and file count stopped changing (two scans in a row): ready to check."""
+        """Checkpoints whose size and file count stopped changing (two scans in a row): ready to check. Sets
+        ``grew``: a checkpoint being written grew since the last scan (a long save is progress, not a hang)."""
         ready = []
+        self.grew = None
         for c in self.checkpoints.values():
             if c.checked:
                 continue
@@ -131,6 +134,8 @@ class RunDirWatcher:
             if (size, n) == (c.size, c.files) and n > 0:
                 c.stable += 1
             else:
+                if c.files >= 0 and (size, n) != (c.size, c.files):
+                    self.grew = c
                 c.stable = 0
             c.size, c.files = size, n
             if c.stable >= 2:

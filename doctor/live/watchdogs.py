@@ -4,6 +4,16 @@ Progress is a new training step, a logging.jsonl row, a new checkpoint folder or
 the first step any output counts (a model load prints, a stuck one does not). Each phase has its own
 limit; the steady-state limit calibrates itself from observed step times (``factor`` x the slowest step,
 never below ``floor``) unless fixed with --hang-timeout.
+
+After the last training step (the step count reached the run's total, or the run printed its end line) the run is
+in teardown: the final save, plots, the process-group shutdown and torchrun's exit, which under load took more than
+the between-steps limit of a finished 2-rank run (it was stopped as a hang). Output counts as progress there, and
+its limit is a save's. A checkpoint save's limit is bounded by the step limit: ``save_factor`` (3) x the steady limit (the --hang-timeout
+or the calibrated one), at most ``save_cap`` (1800 s), unless fixed with --phase-timeout checkpoint-save. A long
+save is not silent: the checkpoint folder growing counts as progress (doctor/live/analysis.py), and the save's own
+end (transformers writes trainer_state.json last) sends the run back to the step limit (doctor/live/hangs.py).
+Before, the save phase had a fixed 1800 s whatever --hang-timeout said, and ms-swift logs `Saving model checkpoint`
+*after* the save, so a run that hung in the next step was judged under it (not stopped in 17 minutes).
 """
 from __future__ import annotations
 
@@ -25,6 +35,7 @@ PHASE_TEXT = {
     "steady": "training steps",
     "eval": "evaluation",
     "checkpoint-save": "checkpoint save",
+    "teardown": "teardown after the last training step (final save, process-group shutdown, the launcher's exit)",
 }
 PHASES = tuple(PHASE_TEXT)
 
@@ -38,11 +49,14 @@ class Limits:
     steady_floor: float = 300.0
     steady_factor: float = 5.0
     eval: float = 1800.0
-    checkpoint_save: float = 1800.0
+    checkpoint_save: float | None = None   # None: save_factor x the steady limit, at most save_cap
+    save_factor: float = 3.0
+    save_cap: float = 1800.0
+    teardown: float | None = None          # None: as a save, save_factor x the steady limit, at most save_cap
 
     def set(self, phase: str, seconds: float) -> None:
         key = phase.replace("-", "_")
-        if key not in ("startup", "vllm_init", "first_step", "steady", "eval", "checkpoint_save"):
+        if key not in ("startup", "vllm_init", "first_step", "steady", "eval", "checkpoint_save", "teardown"):
             raise ValueError(f"unknown phase {phase!r}: use one of {', '.join(PHASES)}")
         setattr(self, key, float(seconds))
 
@@ -84,7 +98,7 @@ class HangWatchdog:
 
     def output(self, now: float | None = None) -> bool:
         """Any output line: progress only before the first step."""
-        if self.steps == 0 and self.phase in ("startup", "vllm-init", "first-step"):
+        if (self.steps == 0 and self.phase in ("startup", "vllm-init", "first-step")) or self.phase == "teardown":
             return self.progress("output line", now)
         return False
 
@@ -110,19 +124,32 @@ class HangWatchdog:
     def limit(self) -> tuple[float, str]:
         lim = self.limits
         p = self.phase
+        if p in ("checkpoint-save", "teardown"):
+            fixed = lim.checkpoint_save if p == "checkpoint-save" else lim.teardown
+            if fixed is not None:
+                return fixed, f"{p} limit"
+            steady, basis = self._steady_limit()
+            if lim.save_factor * steady >= lim.save_cap:
+                return lim.save_cap, f"{p} limit (cap; {lim.save_factor:g} x the step limit, {basis})"
+            name = "--hang-timeout" if basis == "--hang-timeout" else f"the step limit ({basis})"
+            return lim.save_factor * steady, f"{lim.save_factor:g} x {name}"
         if p == "steady":
-            if lim.steady is not None:
-                return lim.steady, "--hang-timeout"
-            if self.slowest is None:
-                return max(lim.steady_floor, lim.first_step), "no step time measured yet: the first-step limit"
-            cal = lim.steady_factor * self.slowest
-            if cal <= lim.steady_floor:
-                return lim.steady_floor, (f"floor {lim.steady_floor:.0f} s (calibrated {lim.steady_factor:g} x slowest "
-                                          f"step {self.slowest:.1f} s is below it)")
-            return cal, f"{lim.steady_factor:g} x slowest step {self.slowest:.1f} s"
+            return self._steady_limit()
         value = {"startup": lim.startup, "vllm-init": lim.vllm_init, "first-step": lim.first_step,
-                 "eval": lim.eval, "checkpoint-save": lim.checkpoint_save}[p]
+                 "eval": lim.eval}[p]
         return value, f"{p} limit"
+
+    def _steady_limit(self) -> tuple[float, str]:
+        lim = self.limits
+        if lim.steady is not None:
+            return lim.steady, "--hang-timeout"
+        if self.slowest is None:
+            return max(lim.steady_floor, lim.first_step), "no step time measured yet: the first-step limit"
+        cal = lim.steady_factor * self.slowest
+        if cal <= lim.steady_floor:
+            return lim.steady_floor, (f"floor {lim.steady_floor:.0f} s (calibrated {lim.steady_factor:g} x slowest "
+                                      f"step {self.slowest:.1f} s is below it)")
+        return cal, f"{lim.steady_factor:g} x slowest step {self.slowest:.1f} s"
 
     def check(self, now: float | None = None) -> HangEvent | None:
         """A HangEvent the first time the silence passes the phase's limit; None otherwise."""

@@ -61,9 +61,10 @@ PHASE_TEXT = {
     "vllm-init": "colocated vLLM engine init (inside the GRPO trainer init)",
     "first-step": "the first training step (first rollout generation, rewards, first optimizer step)",
     "training": "training",
-    "checkpoint-save": ("a checkpoint save (ms-swift prints `Saving model checkpoint to` before saving and nothing "
-                        "when the save ends, so the run is stuck either in that save or in the next step's "
-                        "generation and reward functions)"),
+    "checkpoint-save": ("a checkpoint save (ms-swift 4.6 prints `Saving model checkpoint to` once the save's files "
+                        "are written, transformers before writing them, and nothing marks the next step's start, "
+                        "so the run is stuck either in that save or in the next step's generation and reward "
+                        "functions)"),
     "eval": "evaluation",
     "dataset-map": "dataset preprocessing (datasets map)",
 }
