@@ -1,0 +1,112 @@
+"""Issue 30 points 2/6: a checkpoint's JSON side files within their size caps stay within 150 MiB peak RSS.
+
+json.loads costs ~25x a file of small containers: an 8 MiB trainer_state.json whose log_history holds `{}` entries
+took 240 MiB peak in check-ckpt and 245 MiB in analyze; a 16 MiB weight index of `[]` 454 MiB. The estimate of
+sources/jsoncost.py stops those before decoding: a trainer_state.json over it is streamed for the top-level numbers
+the rules read, any other side file is named as not read. Peak RSS is the child's own (wait4), measured whole."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import pytest
+from conftest import ROOT
+
+from doctor.sources.jsoncost import BUDGET, decode_cost
+from doctor.sources.trainer_state import top_scalars
+
+PEAK_MAX = 150 << 20
+
+SHAPES = {
+    "empty dicts": b"[" + b"{}," * 100_000 + b"{}]",
+    "empty lists": b"[" + b"[]," * 100_000 + b"[]]",
+    "small ints": b"[" + b"1," * 100_000 + b"1]",
+    "floats": b"[" + b"1.5," * 100_000 + b"1]",
+    "short strings": b"[" + b'"ab",' * 100_000 + b'"a"]',
+    "keys": b"{" + b",".join(b'"k%d":"v%d"' % (i, i) for i in range(100_000)) + b"}",
+    "nested": b"[" + b'{"a":[]},' * 100_000 + b"1]",
+    "non-ASCII": b'["' + "\u663e".encode() * 300_000 + b'"]',
+}
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_the_estimate_bounds_what_json_loads_takes(name):
+    raw = SHAPES[name]
+    tracemalloc.start()
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del obj
+    assert peak <= decode_cost(raw), (name, peak, decode_cost(raw))
+
+
+def test_a_real_trainer_state_is_decoded_whole():
+    """transformers' own layout (indent=2, sort_keys) with 8,700 logged steps of 20 metrics: ~8 MiB, well under the
+    budget, so the fast path (json.loads) reads it."""
+    row = {f"metric_{k}": 0.123456789 for k in range(20)}
+    state = {"global_step": 8700, "log_history": [dict(row, step=i) for i in range(8700)]}
+    raw = json.dumps(state, indent=2, sort_keys=True).encode()
+    assert decode_cost(raw) < BUDGET
+
+
+def test_top_scalars_reads_the_numbers_and_tells_a_cut_file():
+    raw = json.dumps({"global_step": 7, "log_history": [{}, [], {"loss": [1, {"a": "x,]"}]}] * 5000,
+                      "max_steps": 10, "save_steps": 2, "stateful_callbacks": {"a": {"b": [1, 2]}}},
+                     indent=2).encode()
+    assert top_scalars(io.BytesIO(raw)) == ({"global_step": 7, "max_steps": 10, "save_steps": 2}, None)
+    values, why = top_scalars(io.BytesIO(raw[:len(raw) // 2]))
+    assert why is not None and why.startswith("not valid JSON: cut or broken at line")
+    assert top_scalars(io.BytesIO(raw + b"x"))[1] is not None  # text after the object, as json.loads says
+
+
+def _peak(args: list[str], tmp) -> tuple[int, bytes]:
+    """(peak RSS in bytes of the command and the children it waited for, its stdout)."""
+    with open(tmp / "out", "wb+") as out, open(tmp / "err", "wb+") as err:
+        p = subprocess.Popen([sys.executable, "-m", "doctor.cli", *args], stdout=out, stderr=err, cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        _, status, ru = os.wait4(p.pid, 0)  # its own rusage, not the maximum over every child of this process
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        assert p.returncode in (0, 1), err.read().decode(errors="replace")[-2000:]
+        return ru.ru_maxrss * 1024, out.read()
+
+
+def _bomb(run, name: str, raw: bytes) -> None:
+    ck = run / "checkpoint-3"
+    ck.mkdir(parents=True)
+    (ck / name).write_bytes(raw)
+    if name != "trainer_state.json":
+        (ck / "trainer_state.json").write_text('{"global_step": 3}')
+
+
+def test_an_8_mib_trainer_state_of_empty_entries_stays_under_150_mib(tmp_path):
+    run = tmp_path / "run"
+    head = b'{"global_step": 7, "max_steps": 9, "save_steps": 3, "log_history": ['
+    n = ((8 << 20) - len(head) - 2) // 3
+    _bomb(run, "trainer_state.json", head + b"{}," * (n - 1) + b"{}]}")
+    assert (run / "checkpoint-3" / "trainer_state.json").stat().st_size <= 8 << 20  # within its cap
+    peak, out = _peak(["check-ckpt", str(run), "--format", "json"], tmp_path)
+    assert peak < PEAK_MAX, f"check-ckpt peak RSS {peak >> 20} MiB"
+    rep = json.loads(out)
+    assert rep["run"]["vitals"]["checkpoints"][0]["step"] == 7  # global_step still read
+    assert not [f for f in rep["findings"] if "trainer_state.json is broken" in f["message"]]
+    peak, _ = _peak(["analyze", str(run), "--format", "json"], tmp_path)
+    assert peak < PEAK_MAX, f"analyze peak RSS {peak >> 20} MiB"
+
+
+def test_a_16_mib_weight_index_of_empty_lists_is_named_not_read(tmp_path):
+    run = tmp_path / "run"
+    head, tail = b'{"metadata": {"total_size": 10, "x": [', b']}, "weight_map": {}}'
+    n = ((16 << 20) - len(head) - len(tail)) // 3
+    _bomb(run, "model.safetensors.index.json", head + b"[]," * (n - 1) + b"[]" + tail)
+    peak, out = _peak(["check-ckpt", str(run), "--format", "json"], tmp_path)
+    assert peak < PEAK_MAX, f"check-ckpt peak RSS {peak >> 20} MiB"
+    said = [f["message"] for f in json.loads(out)["findings"]]
+    assert any("model.safetensors.index.json" in m and "not read" in m for m in said), said
