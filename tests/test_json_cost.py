@@ -110,3 +110,30 @@ def test_a_16_mib_weight_index_of_empty_lists_is_named_not_read(tmp_path):
     assert peak < PEAK_MAX, f"check-ckpt peak RSS {peak >> 20} MiB"
     said = [f["message"] for f in json.loads(out)["findings"]]
     assert any("model.safetensors.index.json" in m and "not read" in m for m in said), said
+
+
+def test_a_16_mib_safetensors_header_of_empty_lists_is_named_not_read(tmp_path):
+    """The safetensors library allows a 100 MB header: 16 MiB of `[]` took 443 MiB (json.loads), then 245 MiB (the
+    library's own parser of the `full` extra)."""
+    import struct
+    run = tmp_path / "run"
+    hdr = (b'{"w": {"dtype": "F16", "shape": [1], "data_offsets": [0, 2]}, "z": [' + b"[]," * ((16 << 20) // 3)
+           + b"[]]}")
+    _bomb(run, "model.safetensors", struct.pack("<Q", len(hdr)) + hdr + b"\0\0")
+    peak, out = _peak(["check-ckpt", str(run), "--format", "json"], tmp_path)
+    assert peak < PEAK_MAX, f"check-ckpt peak RSS {peak >> 20} MiB"
+    said = [f["message"] for f in json.loads(out)["findings"]]
+    assert any("model.safetensors is broken: the header: decoding" in m and "not read" in m for m in said), said
+
+
+def test_watch_names_an_args_json_too_costly_to_decode(tmp_path):
+    """watch read up to 32 MiB of args.json whole: 30 MiB of `{}` took 818 MiB beside the training."""
+    big = tmp_path / "args.json"
+    big.write_bytes(b'{"model": "x", "junk": [' + b"{}," * ((30 << 20) // 3) + b"{}]}")
+    run = tmp_path / "run"
+    child = f"import os, shutil, time; os.makedirs({str(run / 'v0')!r}); shutil.copy({str(big)!r}, {str(run / 'v0')!r}); time.sleep(3)"
+    peak, _ = _peak(["watch", "--no-preflight", "--gpu-interval", "0", "--run-dir", str(run), "--", sys.executable, "-c",
+                     child], tmp_path)
+    assert peak < PEAK_MAX, f"watch peak RSS {peak >> 20} MiB"
+    said = (tmp_path / "err").read_text(errors="replace")
+    assert "args.json: skipped (decoding its" in said, said[-2000:]

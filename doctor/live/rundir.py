@@ -155,10 +155,19 @@ class RunDirWatcher:
         return max(done, key=lambda c: c.step).size
 
 
-def read_args_json(path: str, root: str | None = None) -> dict | None:
+def read_args_json(path: str, root: str | None = None, skipped: dict[str, str] | None = None) -> dict | None:
+    """The run's args.json as a dict, or None; one too costly to decode (30 MiB of `{}`: 818 MiB peak beside the
+    training) is not read, and why goes to ``skipped`` (said once by the analyser)."""
+    from ..sources.jsoncost import too_costly
     try:
         with open_regular(path, root=root) as f:
-            obj = json.loads(decode(f.read(32 * 1024 * 1024)))
+            raw = f.read(32 * 1024 * 1024)
+        costly = too_costly(raw)
+        if costly is not None:
+            if skipped is not None:
+                skipped[path] = costly
+            return None
+        obj = json.loads(decode(raw))
     except (OSError, ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
