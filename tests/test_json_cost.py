@@ -137,3 +137,25 @@ def test_watch_names_an_args_json_too_costly_to_decode(tmp_path):
     assert peak < PEAK_MAX, f"watch peak RSS {peak >> 20} MiB"
     said = (tmp_path / "err").read_text(errors="replace")
     assert "args.json: skipped (decoding its" in said, said[-2000:]
+
+
+def test_an_args_json_within_its_cap_but_costly_is_named_not_read(tmp_path):
+    """4 MiB is args.json's cap, and 4 MiB of `{"a":[]}` took 158 MiB to decode: named as skipped, the log still read."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "args.json").write_bytes(b'{"model": "x", "junk": [' + b'{"a":[]},' * (((4 << 20) - 100) // 9) + b"{}]}")
+    (run / "train.log").write_text("ValueError: generation_batch_size (3) must be divisible by num_generations (2).\n")
+    peak, out = _peak(["analyze", str(run), "--format", "json"], tmp_path)
+    assert peak < PEAK_MAX, f"analyze peak RSS {peak >> 20} MiB"
+    rep = json.loads(out)
+    skipped = [i for i in rep["inputs"] if i["kind"] == "skipped"]
+    assert len(skipped) == 1 and skipped[0]["path"].endswith("args.json") and "not read" in skipped[0]["note"]
+    assert rep["findings"][0]["rule_id"] == "GD101"
+
+
+def test_an_explicit_json_file_is_not_decoded_whole_to_tell_a_report(tmp_path):
+    """A .json file given by name is decoded to see whether it is a grpo-doctor report (up to 32 MiB): 30 MiB of `{}`."""
+    big = tmp_path / "x.json"
+    big.write_bytes(b"[" + b"{}," * ((30 << 20) // 3) + b"{}]")
+    peak, _ = _peak(["analyze", str(big), "--format", "json"], tmp_path)
+    assert peak < PEAK_MAX, f"analyze peak RSS {peak >> 20} MiB"
