@@ -159,3 +159,15 @@ def test_an_explicit_json_file_is_not_decoded_whole_to_tell_a_report(tmp_path):
     big.write_bytes(b"[" + b"{}," * ((30 << 20) // 3) + b"{}]")
     peak, _ = _peak(["analyze", str(big), "--format", "json"], tmp_path)
     assert peak < PEAK_MAX, f"analyze peak RSS {peak >> 20} MiB"
+
+
+def test_preflight_refuses_an_args_json_too_costly_to_decode_in_one_line(tmp_path):
+    """preflight ARGS.json (and swift's --config FILE.json) read up to 4 MiB whole: 4 MiB of `{"a":[]}` took 326 MiB
+    and 26 s. Now exit 2 with one line."""
+    args = tmp_path / "args.json"
+    args.write_bytes(b'{"model": "x", "junk": [' + b'{"a":[]},' * (((4 << 20) - 100) // 9) + b"{}]}")
+    p = subprocess.run([sys.executable, "-m", "doctor.cli", "preflight", str(args)], capture_output=True, timeout=300,
+                       cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 2 and "would take about" in err and "Traceback" not in err, err[-2000:]
+    assert len([ln for ln in err.splitlines() if ln.startswith("grpo-doctor: ")]) == 1, err
