@@ -113,6 +113,13 @@ def rows(stream: BinaryIO, notes: list[str] | None = None) -> Iterator[tuple[int
                 found = True
                 r.expect("[")
                 while r.peek() != "]":
+                    for line, entry in _fast_entries(r):   # the entries whole in the window, at C speed
+                        if isinstance(entry, dict):
+                            row = flat_row(entry)
+                            if row is not None:
+                                yield line, row[0], row[1]
+                    if r.peek() == "]":
+                        break
                     line = r.line
                     entry = r.value()
                     if isinstance(entry, dict):
@@ -191,6 +198,30 @@ def _skip(r: _Reader) -> None:
 _COMMA = re.compile(r"[ \t\r\n]*,[ \t\r\n]*")
 _COLON = re.compile(r"[ \t\r\n]*:[ \t\r\n]*")
 _SPACE = re.compile(r"[ \t\r\n]*")
+
+
+def _fast_entries(r: _Reader) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of the entries of a list that end before the window does and are followed by a comma, as
+    _fast_elements finds them (a Python call per entry through _Reader cost ~6 us: 8 MiB of `{}` entries took 17.8 s);
+    the cursor then stands at the first entry left to the careful path."""
+    buf, scan, n = r.buf, _DECODER.scan_once, len(r.buf)
+    pos = last = _SPACE.match(buf, r.pos).end()
+    line = r.line + buf.count("\n", r.pos, pos)
+    try:
+        while True:
+            try:
+                obj, end = scan(buf, pos)
+            except (StopIteration, ValueError, RecursionError):
+                return
+            m = _COMMA.match(buf, end)
+            if m is None or m.end() >= n:
+                return
+            line += buf.count("\n", last, pos)
+            last = pos
+            yield line, obj
+            pos = m.end()
+    finally:
+        r._advance(pos)
 
 
 def _fast_elements(r: _Reader, keyed: bool) -> int:
