@@ -300,7 +300,10 @@ def _int(s: float | None) -> int | None:
 def _step(v: dict[str, Any]) -> float | None:
     s = msrc.step_number(v)
     if s is not None:
-        return float(s)
+        try:
+            return float(s)
+        except OverflowError:  # a step of 400 digits ("global_step/max_steps" is text): no point of a curve
+            return None
     x = v.get("step")
     x = x if type(x) is float else msrc.to_number(x)
     return x if type(x) is float and math.isfinite(x) else None

@@ -125,10 +125,39 @@ def test_open_regular_never_blocks_and_is_bounded(tmp_path):
 def test_fifo_logging_jsonl_in_watch_tail(tmp_path):
     from doctor.live.rundir import JsonlTail
     tail = JsonlTail(str(_fifo(tmp_path / "logging.jsonl")))
-    t = threading.Thread(target=tail.read, daemon=True)
+    t = threading.Thread(target=lambda: list(tail.read()), daemon=True)
     t.start()
     t.join(10)
     assert not t.is_alive(), "the live jsonl tail blocked on a FIFO"
+
+
+def test_watch_tail_reads_a_big_logging_jsonl_a_piece_at_a_time(tmp_path):
+    """A 100 MB logging.jsonl that appeared at once in the run folder was read whole with its rows in a list: 656 MiB
+    peak beside the training (111 MiB now). Here 8 MB: the traced peak stays near one 1 MiB piece and its rows."""
+    import json
+    import tracemalloc
+
+    from doctor.live.rundir import JsonlTail
+    path = tmp_path / "logging.jsonl"
+    row = {"loss": 0.1, "grad_norm": 0.5, "reward": 0.3, "reward_std": 0.1, "kl": 0.01, "learning_rate": 1e-6,
+           "completions/mean_length": 300.5, "epoch": 0.1}
+    with open(path, "w") as f:
+        i = 0
+        while f.tell() < 8 << 20:
+            i += 1
+            f.write(json.dumps({**row, "global_step/max_steps": f"{i}/1000000"}) + "\n")
+    tail = JsonlTail(str(path))
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in tail.read())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n == i and tail.offset == path.stat().st_size
+    assert peak < 24 << 20, f"traced peak {peak >> 20} MiB for an 8 MB file"
+    with open(path, "a") as f:
+        f.write(json.dumps({**row, "global_step/max_steps": "0/1"}) + "\n")
+    assert len(list(tail.read())) == 1  # what grows after is read next time
 
 
 # ------------------------------------------------------------------------------------------------- point 17

@@ -44,6 +44,18 @@ def test_rows_are_the_log_history_whatever_the_window(path, read, monkeypatch):
     assert notes == []
 
 
+@pytest.mark.parametrize("read", [4096, 1 << 20])
+def test_many_small_entries_keep_their_lines(read, monkeypatch):
+    """Entries read at C speed while they lie whole in the window, the careful path at each window's end: the same
+    rows and lines either way (an entry per line here, so entry i is at line i + 2), odd entries skipped."""
+    monkeypatch.setattr(trainer_state, "READ", read)
+    entries = [{"loss": i / 7, "step": i} if i % 5 else ([] if i % 2 else 5) for i in range(20_000)]
+    text = '{"global_step": 3, "log_history": [\n' + ",\n".join(json.dumps(e) for e in entries) + '\n], "x": 1}'
+    got = list(trainer_state.rows(io.BytesIO(text.encode())))
+    want = [(i + 2, {"loss": e["loss"], "step": float(e["step"])}) for i, e in enumerate(entries) if isinstance(e, dict)]
+    assert [(line, v) for line, v, _ in got] == want
+
+
 def test_real_trl_values_by_hand():
     (l1, r1, f1), (_, r2, _), (l3, r3, _) = trainer_state.rows(io.BytesIO(TRL_STATE.read_bytes()))
     assert (l1, l3) == (12, 72)

@@ -75,3 +75,16 @@ def test_child_can_read_the_terminal(tmp_path):
     # before: the child ran in a background process group, its read from the terminal stopped it (SIGTTIN)
     assert status == 5, out.decode("utf-8", "replace")
     assert b"hello alice" in out and b"the run exited with status 5" in out  # watch got the terminal back
+
+
+def test_a_step_number_of_hundreds_of_digits_is_no_internal_error():
+    """Found by the watch fuzz (tests/fuzz/): a logged "global_step/max_steps" of 400 digits overflowed the hang
+    watchdog's time per step and the HTML curves' step (OverflowError: said as an internal error of the live analysis,
+    whose findings stopped there)."""
+    from doctor.curves import _step
+    from doctor.live.watchdogs import HangWatchdog, Limits
+    dog = HangWatchdog(Limits(), lambda: 0.0)
+    dog.step(1, now=1.0)
+    dog.step(10 ** 400, now=2.0)
+    assert dog.steps == 10 ** 400
+    assert _step({"global_step/max_steps": "1" + "0" * 400 + "/5"}) is None

@@ -2,9 +2,10 @@
 memory bound. Every input that breaks a property (an exception, a control character in the output, invalid
 JSON, markup from the input, more than --timeout seconds) is saved under fixtures/fuzz/ as a regression fixture
 (logs as <sha>.log, replayed by tests/fuzz/test_fuzz.py; run directories as <sha>.rundir.json for a person to turn
-into a test), and counted.
+into a test; watch inputs as <sha>.watch.txt, their repr), and counted.
 
-    python tools/fuzz_long.py --examples 2000 [--strategy hostile_log,mutated_real_log,run_dir_files] [--seed N]
+    python tools/fuzz_long.py --examples 2000 [--strategy hostile_log,mutated_real_log,run_dir_files,watch_inputs]
+        [--seed N]
 """
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ def _save(data, why: str) -> Path:
     if isinstance(data, bytes):
         p = out / f"{hashlib.sha256(data).hexdigest()[:16]}.log"
         p.write_bytes(data)
+    elif isinstance(data, tuple):   # watch_inputs: (chunks, run-folder writes, backlog limit), for a person to replay
+        blob = repr(data)
+        p = out / f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}.watch.txt"
+        p.write_text(blob)
     else:
         blob = json.dumps({k: v.decode("utf-8", "surrogateescape") for k, v in data.items()}, ensure_ascii=True)
         p = out / f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}.rundir.json"
@@ -72,7 +77,10 @@ def main() -> int:
             tried += 1
             signal.setitimer(signal.ITIMER_REAL, a.timeout)
             try:
-                (props.check_log_bytes if isinstance(data, bytes) else props.check_run_dir)(data)
+                if name == "watch_inputs":
+                    props.check_watch_inputs(*data)
+                else:
+                    (props.check_log_bytes if isinstance(data, bytes) else props.check_run_dir)(data)
                 why = None
             except _Timeout:
                 why = f"took more than {a.timeout:g} s"

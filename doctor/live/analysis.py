@@ -201,7 +201,7 @@ class Analysis:
                 say(f"{path}: skipped ({why})")
                 self.inputs.append(InputInfo(path, "skipped", why))
         if new_args:
-            obj = read_args_json(new_args, self.run_dir)
+            obj = read_args_json(new_args, self.run_dir, self.rundir.skipped)
             if obj:
                 self.session.run.add_args_json(obj)
                 self.inputs.append(InputInfo(new_args, "args"))

@@ -162,15 +162,7 @@ class Watch(Analysis, Hangs, Reporting):
         code = self._preflight()
         if code is not None:
             return code
-        self.session = Session(load_catalog())
-        self.session.run.add_command(self.o.command_text if self.o.command_text is not None else shlex.join(self.argv),
-                                     "command")
-        self.hang_rule = next((r for r in self.session.rules if r.meta.id == "GD320"), None)
-        from ..render.html import watch_curves  # the final report also as HTML (issue 21): curves recorded live
-        self.curves = watch_curves(self.session)
-        from ..gpu_summary import GpuSummary  # the live GPU samples in the JSON report too, not only in the HTML
-        self.gpus = GpuSummary()
-        self.session.observers.append(self.gpus)
+        self._begin_session()
         try:
             self.console = ConsoleLog(self.console_path)
         except OSError as e:
@@ -182,17 +174,7 @@ class Watch(Analysis, Hangs, Reporting):
             say(f"cannot start {self.argv[0]!r}: {e.strerror or e}; check the command and PATH")
             self.console.close()
             return EXIT_NOT_STARTED
-        self.t0 = self.clock()
-        self.wall0 = time.time()
-        self.status = "running"
-        self.dog = HangWatchdog(self.o.limits, self.clock)
-        self.rundir = RunDirWatcher(self.run_dir, self.wall0)
-        self.reader = LineReader(self.console_path, [0])
-        self.session.begin_log(self.console_path)
-        self.inputs = [InputInfo(self.console_path, "log")]
-        self.skipped_said: set[str] = set()  # run-folder files not followed (links out), each said once
-        self.file_lines = 0
-        self.skip_jsonl_steps = 0
+        self._begin_watching()
         shown = shlex.join(self.argv).replace("\n", " ")
         say(f"watching pid {self.proc.pid} ({shown[:200]}{'...' if len(shown) > 200 else ''}); console log {self.console_path}; "
             f"report {self.report_path}")
@@ -207,6 +189,33 @@ class Watch(Analysis, Hangs, Reporting):
                 signal.signal(s, h)
             self.console.close()
         return rc
+
+    def _begin_session(self) -> None:
+        """The engine Session and what records beside it (the analyser's state before launch; the fuzz of
+        tests/fuzz/ builds a Watch with these two methods and no child)."""
+        self.session = Session(load_catalog())
+        self.session.run.add_command(self.o.command_text if self.o.command_text is not None else shlex.join(self.argv),
+                                     "command")
+        self.hang_rule = next((r for r in self.session.rules if r.meta.id == "GD320"), None)
+        from ..render.html import watch_curves  # the final report also as HTML (issue 21): curves recorded live
+        self.curves = watch_curves(self.session)
+        from ..gpu_summary import GpuSummary  # the live GPU samples in the JSON report too, not only in the HTML
+        self.gpus = GpuSummary()
+        self.session.observers.append(self.gpus)
+
+    def _begin_watching(self) -> None:
+        """The analyser's state once the child runs: watchdog, run-folder watcher, line reader."""
+        self.t0 = self.clock()
+        self.wall0 = time.time()
+        self.status = "running"
+        self.dog = HangWatchdog(self.o.limits, self.clock)
+        self.rundir = RunDirWatcher(self.run_dir, self.wall0)
+        self.reader = LineReader(self.console_path, [0])
+        self.session.begin_log(self.console_path)
+        self.inputs = [InputInfo(self.console_path, "log")]
+        self.skipped_said: set[str] = set()  # run-folder files not followed (links out), each said once
+        self.file_lines = 0
+        self.skip_jsonl_steps = 0
 
     def _on_signal(self, signum: int, frame) -> None:
         self.signals.append(signum)
@@ -246,10 +255,7 @@ class Watch(Analysis, Hangs, Reporting):
                     sel.unregister(st.fd)
                     open_streams -= 1
                     continue
-                if st.out_ok:
-                    st.out_ok = write_all(st.out_fd, data)
-                console.tee(st, data)
-                self.feed.put(st, data)
+                self._through(st, data)
             rc = proc.poll()
             if rc is not None:
                 now = time.monotonic()
@@ -277,6 +283,13 @@ class Watch(Analysis, Hangs, Reporting):
         rc = proc.wait()
         self.survivors = exits.stop_survivors(self.pgid, 1.0 if self.stopped else min(self.o.grace, 10.0))
         return self._finish(rc)
+
+    def _through(self, st: Stream, data: bytes) -> None:
+        """A chunk read from the child: to our fd as it is, to the console log, to the analyser (never waiting)."""
+        if st.out_ok:
+            st.out_ok = write_all(st.out_fd, data)
+        self.console.tee(st, data)
+        self.feed.put(st, data)
 
     def _finish(self, rc: int) -> int:
         self._guard(self._scan)

@@ -107,7 +107,8 @@ class HangWatchdog:
             return False
         now = self.clock() if now is None else now
         if self.step_t is not None and self.steps >= 1:
-            per = (now - self.step_t) / (k - self.steps)
+            # a printed step may have 400 digits (garbage in a log): int/float division would overflow
+            per = (now - self.step_t) / min(k - self.steps, 1 << 60)
             if self.slowest is None or per > self.slowest:
                 self.slowest = per
         self.steps, self.step_t = k, now

@@ -212,6 +212,17 @@ def _read_json(p: Path, size: int, root: Path | None = None) -> JsonFile:
         return JsonFile(None, f"cannot read it ({e.strerror})")
     if raw.startswith(LFS_MAGIC):
         return JsonFile(None, "a git-LFS pointer, not the file")
+    from .jsoncost import too_costly
+    costly = too_costly(raw)
+    if costly is not None:
+        if p.name != "trainer_state.json":
+            return JsonFile(None, costly)
+        # the rules read its top-level numbers only (global_step, max_steps, save_steps): stream those, drop the rest
+        import io
+
+        from .trainer_state import top_scalars
+        values, why = top_scalars(io.BytesIO(raw))
+        return JsonFile(values if why is None else None, why)
     try:
         return JsonFile(json.loads(raw.decode("utf-8-sig")))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:

@@ -36,7 +36,7 @@ from .kinds import (  # noqa: F401
 )
 from .logtext import MAX_LINE, LineReader, decode, physical_lines
 from .reflow import MAX_REFLOW, needs_reflow, reflowed
-from .safeio import NotRegular, link_out, open_regular, regular_size, walk, what_is
+from .safeio import NotRegular, link_out, open_regular, read_head, regular_size, walk, what_is
 from .sparse import is_sparse, skipping_holes
 
 MAX_SMALL = 32 * 1024 * 1024  # the most read of a small input (a report, an explicit command file)
@@ -91,10 +91,13 @@ def _explicit_file(path: Path, display: str) -> Input:
         return Input(path, display, "tensorboard")
     kind = classify(path) or "log"
     if path.suffix.lower() == ".json" and kind == "log":
+        from .jsoncost import too_costly
         from .reports import is_report
         try:
             with open_regular(path) as f:
-                obj = json.loads(decode(f.read(MAX_SMALL)))
+                raw = f.read(MAX_SMALL)
+            # a file too costly to decode is read as a log (the scanner's cost is bounded), never as a report
+            obj = json.loads(decode(raw)) if too_costly(raw) is None else None
             if is_report(obj):
                 kind = "report"
         except (OSError, ValueError, RecursionError):
@@ -193,6 +196,15 @@ def _candidate(fp: Path, root: Path, display_root: str, kind: str | None = None)
         return None, _skip(fp, root, display_root, f"{st.st_size:,} bytes, larger than such a file takes: not read")
     if not os.access(fp, os.R_OK):
         return None, _skip(fp, root, display_root, "permission denied")
+    if kind in _SMALL and fp.suffix.lower() == ".json":
+        # within the size cap, 4 MiB of `{"a":[]},` still took 158 MiB to decode (sources/jsoncost.py)
+        from .jsoncost import too_costly
+        try:
+            costly = too_costly(read_head(fp, MAX_SMALL, root=root))
+        except OSError as e:
+            return None, _skip(fp, root, display_root, f"cannot read it ({e.strerror})")
+        if costly is not None:
+            return None, _skip(fp, root, display_root, costly)
     if kind == "log" and suffix_codec(fp.name) is not None:
         return kind, None   # decompressed when read (open_input); its raw bytes are no text to sniff
     if kind == "log":

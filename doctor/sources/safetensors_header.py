@@ -46,6 +46,7 @@ class HeaderFacts:
     lib_error: str | None = None       # what safetensors' own parser says, None when it accepts the file
     problems: list[str] = field(default_factory=list)  # our bounds checks: why the file is broken
     lfs: dict[str, str] | None = None  # a git-LFS pointer instead of the file: {"oid":..., "size":...}
+    costly: bool = False               # too costly to decode (sources/jsoncost.py): the library is not asked either
 
     @property
     def ok(self) -> bool:
@@ -93,6 +94,8 @@ def read_header(path: str, size: int) -> HeaderFacts:
     """Header facts of one ``.safetensors`` file of ``size`` bytes. Reads at most the header bytes."""
     facts = HeaderFacts(path, size)
     _own_checks(facts)
+    if facts.costly:  # its parser takes as much as json.loads (the 16 MiB header of the test: 245 MiB peak)
+        return facts
     facts.lib_error = _library_check(path) if facts.lfs is None else "git-LFS pointer, not a safetensors file"
     return facts
 
@@ -142,6 +145,12 @@ def _own_checks(facts: HeaderFacts) -> None:
             raw = f.read(n)
     except OSError as e:
         facts.problems.append(f"cannot read the file ({e.strerror})")
+        return
+    from .jsoncost import too_costly
+    costly = too_costly(raw)  # the library allows 100 MB of header: of small containers, 2.5 GB to decode
+    if costly is not None:
+        facts.problems.append(f"the header: {costly}")
+        facts.costly = True
         return
     try:
         hdr = json.loads(raw.decode("utf-8"))

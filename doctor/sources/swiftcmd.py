@@ -50,6 +50,10 @@ def read_json(path: Path) -> Any:
         data = f.read(MAX_JSON + 1)
     if len(data) > MAX_JSON:
         raise CommandError(f"{path}: larger than {MAX_JSON // 1024 // 1024} MiB; not a configuration file")
+    from .jsoncost import too_costly
+    costly = too_costly(data)  # 4 MiB of `{"a":[]},` takes ~120 MiB to decode
+    if costly is not None:
+        raise CommandError(f"{path}: {costly}; not a configuration file")
     try:
         return json.loads(data.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError) as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import sys
 import tempfile
 from pathlib import Path
 
@@ -164,3 +165,82 @@ def check_checkpoint_files(files: dict[str, bytes]) -> None:
         (run / "train.log").write_bytes(b"{'loss': 0.5, 'reward': 0.1, 'global_step/max_steps': '2/4'}\n")
         _cli_exit(["check-ckpt", str(ck), "--format", "json"])
         _cli_exit(["analyze", str(run), "--format", "json"])
+
+
+# ------------------------------------------------------------------------------ watch's live inputs (issue 30)
+# traced peak of the live analysis <= 48 MiB (the first example imports the rules' lazy modules: 32 MiB) + 16 bytes per
+# input byte
+WATCH_MEMORY = (48 << 20, 16)
+
+
+def _raise(e: BaseException) -> None:
+    raise e
+
+
+def check_watch_inputs(chunks: list[tuple[int, bytes]], files: list[tuple[str, bool, bytes]], limit: int) -> None:
+    """`watch`'s live side in-process, with no child (doctor/live/supervisor.py, analysis.py, tee.py): each chunk the
+    child would have written to stdout (0) or stderr (1) goes through Watch._through (our fd, the console log, the
+    analyser's feed of ``limit`` bytes); the analyser's own loop then takes them, and before each of its run-folder
+    scans the next of ``files`` is written (``(name, append, bytes)``: logging.jsonl / args.json appearing, growing,
+    rewritten). Properties: no exception from the analysis (the error it would say once is raised here), a report
+    that renders safely, a byte-exact pass-through, a console log with every byte (plus at most the newline that
+    ends each stream; stdout and stderr merge by lines there), and traced memory linear in the input."""
+    import itertools
+    import os
+    import tracemalloc
+    from collections import deque
+    from types import SimpleNamespace
+
+    from doctor.live.supervisor import Watch, WatchOptions
+    from doctor.live.tee import ConsoleLog, Feed, Stream
+    ticks = itertools.count()
+    clock = lambda: next(ticks) * 0.5  # noqa: E731 - a fake monotonic clock: scans and evaluations come by count
+    with tempfile.TemporaryDirectory() as d, open(Path(d) / "out", "wb+") as fo, open(Path(d) / "err", "wb+") as fe:
+        run = Path(d) / "run"
+        swift = run / "v0-20260101-000000"   # where ms-swift writes logging.jsonl and args.json
+        o = WatchOptions(run_dir=str(run), preflight=False, gpu_interval=0, poll=1.0, eval_interval=3.0,
+                         report_interval=1e9, out_fd=fo.fileno(), err_fd=fe.fileno(), backlog_max=limit, lag_max=1e9)
+        w = Watch([sys.executable, "-c", "pass"], o, clock)
+        w._paths()
+        w._begin_session()
+        w.console = ConsoleLog(w.console_path)
+        w._begin_watching()
+        w.proc = SimpleNamespace(pid=0, poll=lambda: 0)   # the child has exited: a hang is never acted on
+        w._analysis_failed = _raise
+        pending = deque(files)
+        scan = w._scan
+
+        def scan_after_a_write() -> None:
+            if pending:
+                name, append, data = pending.popleft()
+                swift.mkdir(parents=True, exist_ok=True)
+                with open(swift / name, "ab" if append else "wb") as f:
+                    f.write(data)
+            scan()
+        w._scan = scan_after_a_write
+        streams = [Stream(-1, fo.fileno()), Stream(-2, fe.fileno())]
+        w.feed = Feed(limit, 1e9, clock)
+        tracemalloc.start()
+        try:
+            for i, data in chunks:
+                w._through(streams[i], data)
+            for s in streams:
+                w.console.close_stream(s)
+            w.feed.close()
+            w._analyser(streams)
+            while pending:
+                w._scan()
+            w._scan()
+            check_rendered(w._final_report(1))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            w.console.close()
+        size = sum(len(c) for _, c in chunks) + sum(len(f[2]) for f in files)
+        assert peak <= WATCH_MEMORY[0] + WATCH_MEMORY[1] * size, f"traced peak {peak >> 20} MiB for {size:,} bytes"
+        wrote = [b"".join(c for i, c in chunks if i == k) for k in (0, 1)]
+        fo.seek(0)
+        fe.seek(0)
+        assert fo.read() == wrote[0] and fe.read() == wrote[1], "the pass-through is not byte-exact"
+        extra = os.path.getsize(w.console_path) - len(wrote[0]) - len(wrote[1])
+        assert 0 <= extra <= sum(1 for b in wrote if b and not b.endswith(b"\n")), extra

@@ -174,3 +174,51 @@ def checkpoint_files(draw) -> dict[str, bytes]:
                                       ["adapter_model.safetensors"]])):
         out[name] = draw(safetensors_header()).encode("utf-8", "surrogatepass")  # the header; props packs it
     return out
+
+
+# ------------------------------------------------------------------------------ watch's live inputs (issue 30)
+BAR = "Train: {k:>3}%|{bar}| {k}/{m} [00:{k:02d}<00:00, 1.00it/s]"
+
+
+@st.composite
+def child_piece(draw) -> bytes:
+    """What a training process writes: log lines, arbitrary bytes (NUL, invalid UTF-8), tqdm's CR-only redraws, a
+    lone CR or newline, a line longer than the tee holds (1 MiB) or than a read (1 MiB)."""
+    kind = draw(st.sampled_from(["line", "line", "bytes", "redraw", "sep", "huge"]))
+    if kind == "line":
+        return draw(hostile_line()) + draw(st.sampled_from([b"\n", b"\r\n", b"", b"\r"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=300))
+    if kind == "redraw":
+        m = draw(st.integers(1, 30))
+        return b"".join(("\r" + BAR.format(k=k, m=m, bar="#" * (k * 10 // m))).encode() for k in range(m + 1))
+    if kind == "sep":
+        return draw(st.sampled_from([b"\r", b"\n", b"\r\n", b"\x00", b"\xff\xfe", b"\x1b[2K\r", b"\n" * 50]))
+    n = draw(st.sampled_from([(1 << 16) + 1, (1 << 20) + 1, 3 << 20]))
+    return draw(st.sampled_from([b"x", b"\xff", b"word ", b"\x00"])) * (n // 4) + draw(hostile_line())
+
+
+def _cut(draw, data: bytes, most: int) -> list[bytes]:
+    """``data`` in pieces cut anywhere (mid-line, mid-character), as reads of a pipe return it."""
+    if not data:
+        return []
+    cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(data) - 1)), max_size=most))))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)]) if b > a]
+
+
+@st.composite
+def watch_inputs(draw) -> tuple[list[tuple[int, bytes]], list[tuple[str, bool, bytes]], int]:
+    """(the child's output as (stream, chunk), the run folder's writes as (name, append, bytes), the analyser's
+    backlog limit: tiny, so that it skips, or watch's own)."""
+    chunks = []
+    for stream, piece in draw(st.lists(st.tuples(st.integers(0, 1), child_piece()), max_size=20)):
+        chunks += [(stream, c) for c in _cut(draw, piece, 3)]
+    rd = draw(run_dir_files())
+    jsonl = rd["logging.jsonl"] + draw(st.sampled_from([b"", b"\n", b'\n{"loss": 1', b"\n\xff\x00"]))
+    files = [("logging.jsonl", draw(st.booleans()) or i > 0, part) for i, part in enumerate(_cut(draw, jsonl, 4))]
+    args = _cut(draw, rd["args.json"], 2)
+    at = draw(st.integers(0, len(files)))
+    files[at:at] = [("args.json", i > 0, part) for i, part in enumerate(args)]
+    if draw(st.booleans()) and files:   # rewritten from the start (a relaunch into the same folder)
+        files.append(("logging.jsonl", False, rd["logging.jsonl"][: len(rd["logging.jsonl"]) // 2]))
+    return chunks, files, draw(st.sampled_from([4096, 16 << 20]))
