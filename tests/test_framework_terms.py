@@ -44,6 +44,8 @@ def _offending(report) -> list[str]:
                 if "ms-swift" not in line[max(0, m.start() - 12):m.start()] and not (
                         "ms-swift" in line and re.search(r"\btrl\b", line)):
                     bad.append(f"{f.rule_id}: {line}")  # unlabelled: not "ms-swift --flag" nor a side-by-side line
+            if "{v}" in (line or "") or "{tuner}" in (line or ""):
+                bad.append(f"{f.rule_id}: unfilled hole: {line}")
     return bad
 
 
@@ -126,3 +128,17 @@ def test_the_metric_rows_format_names_the_framework_when_nothing_else_does():
     assert row_format(hf + swift) == "ms-swift"
     assert detect([], hf, {})[0::3] == ("trl", "log format")
     assert detect([], hf + ["[INFO:swift] Setting args.ddp_timeout"], {})[0] == "ms-swift"  # the log line decides
+
+
+def test_a_value_hole_is_always_filled_and_tuner_type_keeps_its_meaning():
+    # a lever named without its value: its plain name, never a "{v}" left in the sentence
+    assert say("Set --tuner_type explicitly so the run cannot change it.", None) == \
+        "Set tuner_type explicitly so the run cannot change it."
+    # trl has no --tuner_type: a full run passes no peft_config (it was "a peft LoraConfig" whatever the value)
+    full = say("Use --tuner_type full for a full run.", "trl")
+    assert "no peft_config" in full and "LoraConfig" not in full
+    assert "LoraConfig" in say("Use --tuner_type lora.", "trl")
+    for fw in (None, "trl", "unsloth", "verl", "openrlhf", "vllm"):
+        for flag in ("--tuner_type", "--train_type", "--vllm_gpu_memory_utilization", "--deepspeed", "--num_generations"):
+            out = say(f"Check {flag} first.", fw) or ""
+            assert "{v}" not in out and "{tuner}" not in out, (fw, flag, out)

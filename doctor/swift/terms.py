@@ -123,8 +123,9 @@ _FLAGS: dict[str, tuple[str | None, str | None]] = {
     "--sleep_level": ("GRPOConfig(vllm_enable_sleep_mode=True)", _NONE),
     "--max_length": ("GRPOConfig(max_prompt_length={v})", ""),
     "--ddp_timeout": ("GRPOConfig(ddp_timeout={v})", ""),
-    "--tuner_type": ("a peft LoraConfig passed as GRPOTrainer(peft_config=...)", ""),
-    "--train_type": ("a peft LoraConfig passed as GRPOTrainer(peft_config=...)", ""),
+    # trl has no such flag: LoRA is a peft_config given to GRPOTrainer, a full run passes none (_tuner_term)
+    "--tuner_type": ("{tuner}", ""),
+    "--train_type": ("{tuner}", ""),
     "--deepspeed": ("a DeepSpeed {v} config (accelerate launch --config_file <deepspeed_{v}.yaml>)", _NONE),
     # ms-swift levers with no trl counterpart
     "--offload_model": (_NONE, ""), "--offload_optimizer": (_NONE, ""), "--move_model_batches": (_NONE, ""),
@@ -160,6 +161,16 @@ _VALUE = re.compile(r"""^(?:[-\d.]+(?:e-?\d+)?|true|false|True|False|<[^>]*>|"[^
 _TWO = re.compile(r"GRPOConfig\(([^()]*)\)\s+(?:with\s+|and\s+)?GRPOConfig\(([^()]*)\)")
 _LAUNCHER = re.compile(r"vllm-serve|accelerate launch|torchrun|vllm serve")
 _BOTH = re.compile(r"\btrl\b|GRPOConfig|vllm-serve|accelerate launch|torchrun|FastLanguageModel")
+
+
+def _tuner_term(value: str | None) -> str:
+    """ms-swift's --tuner_type in trl's terms: a LoRA run passes a peft LoraConfig to GRPOTrainer, a full run none."""
+    v = (value or "").strip("\"'").lower()
+    if v == "full":
+        return "full-parameter training (no peft_config passed to GRPOTrainer)"
+    if v in ("lora", "qlora", "dora"):
+        return "a peft LoraConfig passed as GRPOTrainer(peft_config=...)"
+    return "the choice between full-parameter training and a peft_config passed to GRPOTrainer"
 
 
 def _unsloth(framework: str | None) -> bool:
@@ -205,6 +216,8 @@ def say(line: str, framework: str | None) -> str | None:
         if term is None:
             dropped = True
             return m.group(0)
+        if term == "{tuner}":
+            return _tuner_term(value) + tail
         return term.replace("{v}", v.strip("\"'")) + tail
 
     out = _FLAG.sub(flag, line)
@@ -328,8 +341,9 @@ def _translate(line: str, table: dict[str, str], neutral: bool) -> str | None:
             if name in _FLAGS or name[2:] in GRPO_FIELDS:
                 dropped = True  # a lever that has no name here (ms-swift-only, or not this framework's)
             return m.group(0)
-        if value is None:
-            return term.replace(" {v}", "").replace("={v}", "") + tail  # the setting named, no value given
+        if value is None:  # the setting named, no value given
+            named = term.replace(" {v}", "").replace("={v}", "")
+            return (named if "{v}" not in named else name[2:]) + tail  # a term built around its value: the plain name
         return term.replace("{v}", value.strip("\"'")) + tail
 
     out = _FLAG.sub(flag, line)

@@ -33,13 +33,14 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
                     "exception line that follows it.",
             fix=("Rerun with HYDRA_FULL_ERROR=1 in the environment (export HYDRA_FULL_ERROR=1) to get the full stack, "
                  "and paste the exception line printed after `Error executing job with overrides`.",))
-    if g.get("inner"):
+    if g.get("task"):
+        inner = f"`{g['inner']}`" if g.get("inner") else "an exception"
         return Diagnosis(
-            message=f"Ray re-raised a `{g['inner']}` from the remote task {g['task']}() as RayTaskError: the "
-                    f"`{g['inner']}` itself, with the task's own traceback, is printed after the `ray::{g['task']}()` "
-                    f"header (often with a `({g['task']} pid=N)` prefix) and is the cause.",
-            fix=(f"Read the `{g['inner']}:` line and the frames under the RayTaskError header (or the task's log under "
-                 f"/tmp/ray/session_latest/logs/) and analyze those lines.",))
+            message=f"Ray re-raised {inner} from the remote task {g['task']}() as RayTaskError: the exception itself, "
+                    f"with the task's own traceback, is printed after the `ray::{g['task']}()` header (often with a "
+                    f"`(name pid=N)` prefix) and is the cause.",
+            fix=("Read the exception line and the frames under the RayTaskError header (or the task's log under "
+                 "/tmp/ray/session_latest/logs/) and analyze those lines.",))
     status, signal = g.get("status"), g.get("signal")
     if signal is None and status and status.startswith("-"):
         signal = _SIGNALS.get(status[1:])

@@ -243,7 +243,9 @@ def vllm_ladder(f: Facts, total: float | None, stage: str, message: str) -> list
     if f.vllm_max_len is None and f.framework == "swift" and f.has("vllm_max_model_len"):
         need = f.max_length or None
         val = f"{need}" if need else "<prompt length + max_completion_length>"
-        out.append(f"--vllm_max_model_len {val}: unset, vLLM sizes its KV cache for the model's full context window.")
+        out.append(f"--vllm_max_model_len {val}: unset, vLLM takes the model's full context window as its max_model_len "
+                   f"and refuses to start unless the KV cache can hold one sequence that long; a shorter one lets it "
+                   f"start in less memory.")
     if f.framework == "swift" and f.has("move_model_batches") and (f.zero == 3) and not f.run.args.get("move_model_batches") \
             and ((f.tuner or "").lower() == "full" or (f.params or 0) >= 14):
         out.append("--move_model_batches 8 (or more): under ZeRO-3 the weight sync gathers the whole model at once; "
