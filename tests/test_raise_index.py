@@ -64,6 +64,8 @@ GAPS: dict[tuple[str, str], str] = {
     ("real-safetensors-header-lfs", "safetensors._safetensors_rust.SafetensorError"):
         "safetensors raises from Rust (src/tensor.rs): no Python source to index",
     ("real-thread-verl-ray-actor-died-system-error", "ray.exceptions.ActorDiedError"): "ray is not an indexed package",
+    ("real-thread-unsloth-untrained-tokens", "ValueError"): "unsloth_zoo is not an indexed package (GD444 reads it)",
+    ("real-thread-verl-vllm-rope-scaling-factor", "AssertionError"): NO_MSG,
     ("real-thread-x-r1-grpo-zero3-free-param-assert", "AssertionError"):
         "DeepSpeed's `assert ..., param.ds_summary()` message is a dict: no literal words to index",
     ("dev-004-rollout-server-vision-oom", "torch.OutOfMemoryError"): CPP_OOM,
