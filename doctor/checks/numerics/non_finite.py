@@ -91,14 +91,7 @@ class MetricsNonFinite(Rule):
             return
         for m, row in zip(signals, step_rows(signals)):
             if row is not None and row is not RAISED:
-                if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
-                    self.rows += 1
-                    self.last = m
-                else:
-                    try:
-                        self._feed(m)
-                    except OUT_OF_RANGE:   # as Session._route: that row only
-                        pass
+                self._feed_step(m)
 
     def _feed_block(self, signals: list[Metrics], block: Block) -> bool:
         """feed_many over a block whose step rows all read without raising (columns.Block.gsteps): the finite rows
@@ -120,16 +113,18 @@ class MetricsNonFinite(Rule):
                     return False
                 self._finite_rows(signals, head, cand, has, gn)
         for i in at[len(head):] if self.first is None else at:
-            m = signals[i]
-            if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
-                self.rows += 1
-                self.last = m
-            else:
-                try:
-                    self._feed(m)
-                except OUT_OF_RANGE:   # as Session._route: that row only
-                    pass
+            self._feed_step(signals[i])
         return True
+
+    def _feed_step(self, m: Metrics) -> None:
+        if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
+            self.rows += 1
+            self.last = m
+        else:
+            try:
+                self._feed(m)
+            except OUT_OF_RANGE:   # as Session._route: that row only
+                pass
 
     def _finite_rows(self, signals: list[Metrics], head: list[int], cand: list[int], has: Any, gn: Any) -> None:
         """_feed of the finite rows ``head`` while no bad row was seen: prev's grad_norm and then each but the last
