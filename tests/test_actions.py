@@ -176,6 +176,18 @@ def test_checkpoints_saved_after_the_weights_broke_are_not_resumed_from():
     assert last_good(CKPTS, [], {"loss-nan-or-inf": 5}) == "out/checkpoint-30"
 
 
+def test_a_grad_norm_beyond_float_counts_as_not_finite():
+    """A 400-digit integer in a row (json.loads keeps it an int) is inf, as the metric rules read it: the run's
+    facts and broken_at take it, and accounting the row raises nothing (it raised OverflowError)."""
+    from doctor.engine.state import RunState
+    from doctor.signals import Metrics, Where
+    st = RunState()
+    row = {"loss": 0.1, "grad_norm": 10 ** 400, "reward_std": 0.5, "global_step/max_steps": "3/10"}
+    assert st.count(Metrics(row, Where("logging.jsonl", 1), 1, "jsonl", False))
+    assert st.broken_at == {"loss-nan-or-inf": 3}
+    assert st.metric_facts["grad_norm"].nonfinite == 1
+
+
 def test_real_trl_run_whose_grad_norm_went_to_zero_is_relaunched():
     """The real TRL run (tests/data/trl-diverged-lr-cut/README.md): grad_norm 0 from step 2, checkpoints 2 and 4, no
     normal end. Its rows carry no step number: the row's ordinal stands for it (logging_steps 1)."""

@@ -12,12 +12,7 @@ from ..rules import OUT_OF_RANGE
 from ..signals import Metrics
 from ..sources import metrics as msrc
 
-
-def num(v: Any) -> float | None:
-    v = msrc.to_number(v)
-    if isinstance(v, float):
-        return v
-    return None
+num = msrc.as_float
 
 
 def reward_key_name(key: str) -> str | None:

@@ -172,9 +172,12 @@ class RunState:
 
     def _metric_facts(self, values: dict[str, Any]) -> None:
         for key in METRIC_KEYS:
-            v = values.get(key, values.get("train/" + key))
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                self.metric_facts.setdefault(key, MetricFacts()).add(float(v))
+            self._metric_fact(key, values)
+
+    def _metric_fact(self, key: str, values: dict[str, Any]) -> None:
+        v = values.get(key, values.get("train/" + key))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):   # a 400-digit integer reads inf (as_float)
+            self.metric_facts.setdefault(key, MetricFacts()).add(metrics_src.as_float(v))  # type: ignore[arg-type]
 
     def count_many(self, signals: list[Metrics], block: Block) -> list[Metrics]:
         """count() of each of a block's rows, over its columns: the rows that reach the rules."""
@@ -188,9 +191,7 @@ class RunState:
             if col is None:   # not plain floats: those rows one by one (_metric_facts of this key)
                 for m, skip in zip(signals, summary):
                     if not skip:
-                        v = m.values.get(key, m.values.get("train/" + key))
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
-                            self.metric_facts.setdefault(key, MetricFacts()).add(float(v))
+                        self._metric_fact(key, m.values)
                 continue
             v = col[0][col[1] & rows]
             if v.size:
@@ -227,7 +228,8 @@ class RunState:
         self.metrics_steps = base
 
     def _broken(self, v: dict[str, Any]) -> None:
-        gn, loss, rstd = (_num(v.get(k, v.get("train/" + k))) for k in ("grad_norm", "loss", "reward_std"))
+        gn, loss, rstd = (metrics_src.as_float(v.get(k, v.get("train/" + k)))
+                          for k in ("grad_norm", "loss", "reward_std"))
         bad = []
         if any(x is not None and not math.isfinite(x) for x in (gn, loss)):
             bad.append("loss-nan-or-inf")
@@ -237,12 +239,12 @@ class RunState:
             return
         step = metrics_src.step_number(v)
         if step is None:
-            st = _num(v.get("step"))
+            st = metrics_src.as_float(v.get("step"))
             step = int(st) if st is not None and math.isfinite(st) else None
         if step is None:
             # TRL's console rows carry no step: the row's ordinal x --logging_steps, or x 1 when unknown (the
             # earliest the step can be: more checkpoints judged suspect, never a dead one kept)
-            every = _num(self.run.args.get("logging_steps"))
+            every = metrics_src.as_float(self.run.args.get("logging_steps"))
             step = self.metrics_steps * (int(every) if every and math.isfinite(every) and every >= 1 else 1)
         for c in bad:
             self.broken_at.setdefault(c, step)
@@ -273,17 +275,3 @@ __all__ = ["END_MARKERS", "MAX_EXCEPTIONS", "STATE_WORDS", "TAIL", "RunState"]
 def _own_hang_report(path: str) -> bool:
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     return name.startswith("grpo-doctor-hang-") and name.endswith(".txt")
-
-
-def _num(x: Any) -> float | None:
-    """A metric value as a float (rows hold floats, or strings when read from a console dict); None otherwise."""
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, (int, float)):
-        return float(x)
-    if isinstance(x, str):
-        try:
-            return float(x)
-        except ValueError:
-            return None
-    return None

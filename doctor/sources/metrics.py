@@ -60,6 +60,13 @@ def to_number(value: Any) -> Any:
     return value
 
 
+def as_float(value: Any) -> float | None:
+    """A metric value as a float (to_number's reading: a 400-digit integer is inf, not an OverflowError); None for
+    anything to_number leaves as it is (a bool, a step counter, a text)."""
+    v = to_number(value)
+    return v if isinstance(v, float) else None
+
+
 def parse_console(text: str) -> dict[str, Any] | None:
     """Metrics from one printed dict (possibly cut or without braces), or None."""
     return read_console(text)[0]
