@@ -87,3 +87,11 @@ def test_a_ray_prefix_keeps_the_indentation_of_the_line_it_carries():
     first = s.finish()[0]
     assert (first.rule_id, first.category) == ("GD996", "batch-divisibility")
     assert "in verl" in first.title  # a checkout's verl/trainer/ is verl's code, not the user's
+
+
+def test_clean_removes_a_terminal_title_sequence_whole():
+    # OSC sequences (a terminal title set by a launcher) go with their text, not only their escape byte; a second,
+    # narrower _ANSI defined later in the module (for notebook tracebacks) once replaced the one clean() reads
+    from doctor.sources.logtext import clean
+    assert clean("\x1b]0;train\x07step 1") == "step 1"
+    assert clean("\x1b[1;31mError\x1b[0m") == "Error"

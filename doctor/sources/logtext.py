@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from ..signals import LogLine, Where
 from .paste import DictJoiner, needs_unwrap, unbold, unwrap
-from .traceback import EXC_TYPE
+from .traceback import EXC_TYPE, NB_TB_WORD
 
 CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
@@ -140,9 +140,10 @@ def clean(text: str) -> str:
 
 # one entry of a notebook error output's "traceback" array (nbformat v4, an .ipynb opened as text): a JSON string
 # of IPython's formatted traceback, ANSI colours escaped as \u001b[...m and its lines joined by \n
-NB_TB_WORD = "\\u001b"
 _NB_TB_ITEM = re.compile(r'^\s*"((?:[^"\\]|\\.)*)",?\s*$')
-_ANSI = re.compile(r"\x1b(?:\[[0-9;]*[A-Za-z])?")  # the colour codes may already be gone, the escape left
+# its colour codes once decoded: SGR sequences, or the bare escape a line-level pass left when it already removed
+# the "[0;31m" text behind it (clean()'s _ANSI would read "ESC=" or "ESC(p" as sequences and eat the "=" or "(p")
+_NB_COLOUR = re.compile(r"\x1b(?:\[[0-9;]*m)?")
 
 
 def _notebook_traceback_lines(text: str) -> list[str] | None:
@@ -154,7 +155,7 @@ def _notebook_traceback_lines(text: str) -> list[str] | None:
         decoded = json.loads(f'"{m.group(1)}"')
     except ValueError:
         return None
-    return [ln for ln in _ANSI.sub("", decoded).split("\n") if ln.strip()] or None
+    return [ln for ln in _NB_COLOUR.sub("", decoded).split("\n") if ln.strip()] or None
 
 
 def split_segments(text: str) -> list[str]:

@@ -54,8 +54,10 @@ _BARE: tuple[tuple[re.Pattern, str], ...] = (
 # schema, output_type "error"); keys are written in sorted order, so the type comes first
 _NB_ENAME = re.compile(r'"ename":\s*"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)"')
 _NB_EVALUE = re.compile(r'"evalue":\s*"((?:[^"\\]|\\.)*)"')
+# the escaped colour code in each entry of an nbformat "traceback" array (logtext.split_segments decodes the entry)
+NB_TB_WORD = "\\u001b"
 BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ",  # gate words
-              '"ename":', '"evalue":', "\\u001b")  # the last: logtext.NB_TB_WORD, an escaped notebook traceback
+              '"ename":', '"evalue":', NB_TB_WORD)
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
 _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
