@@ -8,7 +8,7 @@ from typing import Any
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
-from ...signals import Frame
+from ...signals import Frame, LogLine
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import facts_of
 from ._ladders import training_ladder, vllm_ladder
@@ -26,12 +26,12 @@ _GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
 _EXECUTED = re.compile(r"Error executing method '?(\w+)'?")
 
 
-def with_executed_method(frames: tuple[Frame, ...], lines) -> tuple[Frame, ...]:
+def with_executed_method(frames: tuple[Frame, ...], lines: list[LogLine]) -> tuple[Frame, ...]:
     """``frames`` with the method vLLM's execute_method named (in ``lines``, the log lines up to the stack's last) as
     the innermost frame, when the stack stops in execute_method itself (cut before the method's own frames)."""
     if not frames or frames[-1].func != "execute_method" or "vllm/" not in frames[-1].path.replace("\\", "/"):
         return frames
-    name = next((m.group(1) for t in reversed(list(lines)) if (m := _EXECUTED.search(t.text))), None)
+    name = next((m.group(1) for t in reversed(lines) if (m := _EXECUTED.search(t.text))), None)
     return frames if name is None else frames + (Frame(frames[-1].path, 0, name),)
 
 
@@ -76,7 +76,8 @@ class CutTraceback(Rule):
         tail = ctx.tails.get(line.where.path)
         if tail and sum(1 for t in tail if t.seq > line.seq) > 4:
             return []  # the log goes on after this stack: not a cut excerpt
-        got = classify_cut(with_executed_method(frames, (t for t in tail or () if t.seq <= line.seq)))
+        before = [t for t in tail or () if t.seq <= line.seq]   # the log up to the stack's last line
+        got = classify_cut(with_executed_method(frames, before))
         if got is None:
             return []
         stage, fr = got
@@ -102,8 +103,7 @@ class CutTraceback(Rule):
                 msg = (f"{head} The stack is in vLLM's KV-cache initialisation ({fr.func}): vLLM sizes its cache from "
                        f"gpu_memory_utilization x GPU memory minus what is already in use, and fails here when that is "
                        f"not free (out of memory, or 'No available memory for the cache blocks').")
-                blocks = next((int(m.group(1)) for t in reversed(list(tail or ())) if t.seq <= line.seq
-                               and (m := _GPU_BLOCKS.search(t.text))), None)
+                blocks = next((int(m.group(1)) for t in reversed(before) if (m := _GPU_BLOCKS.search(t.text))), None)
                 if blocks is not None:  # vLLM 0.4-0.6 executor log: raise_if_cache_size_invalid compares this
                     msg += (f" vLLM found room for {blocks} GPU blocks (read from the log): {blocks * 16} tokens at "
                             f"vLLM's default block size of 16 (assumed), and it refuses a max_model_len above that "
@@ -128,7 +128,7 @@ class CutTraceback(Rule):
             else:
                 fix = vllm_ladder(f, None, "engine creation", "")
             from ...classify.hints import vllm_memory_note
-            mem = vllm_memory_note("\n".join(t.text for t in (tail or ()) if t.seq <= line.seq))
+            mem = vllm_memory_note("\n".join(t.text for t in before))
             if mem is not None:  # vLLM's own accounting line, printed before the failure
                 msg += " " + mem[0]
                 fix = [mem[1]] + fix
