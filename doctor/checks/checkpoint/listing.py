@@ -18,6 +18,9 @@ _WEIGHTS = re.compile(r"^(?:model|pytorch_model(?:_fsdp)?|consolidated|merged_mo
 _OPTIM = re.compile(r"^optimizer(?:_\d+)?\.(?:pt|bin)$|optim_states")
 _DS_TAG = re.compile(r"^global_step\d+$")
 _CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
+_SAVE_ONLY_MODEL = ("save_only_model (ms-swift --save_only_model true; transformers/trl save_only_model=True) drops the "
+                    "optimizer, scheduler and DeepSpeed states from each save; such checkpoints cannot resume the "
+                    "optimizer, so keep the last one full if you need to resume.")
 GROWTH = 1.3      # newest / oldest checkpoint size that counts as growing
 MIN_FULL = 1 << 30  # weights of at least 1 GiB: a model, not a head or an embedding file
 
@@ -36,9 +39,11 @@ def _ev(path: str, e: Entry) -> Evidence:
 def judge(rows: list[Entry], path: str) -> tuple[str, list[str], list[Evidence]] | None:
     """(message, fix, evidence) for one listing block, or None when its numbers show nothing wrong."""
     sized = [e for e in rows if e.size is not None]
-    adapters = [e for e in sized if _ADAPTER.match(e.name)]
-    weights = [e for e in sized if not e.is_dir and _WEIGHTS.match(e.name)]
-    optim = [e for e in sized if _OPTIM.search(e.name)]
+    # by name (a listing without sizes still tells what each save holds), then those whose size was printed
+    n_adapters = [e for e in rows if _ADAPTER.match(e.name)]
+    n_weights = [e for e in rows if not e.is_dir and _WEIGHTS.match(e.name)]
+    n_optim = [e for e in rows if _OPTIM.search(e.name)]
+    adapters, weights, optim = ([e for e in es if e.size is not None] for es in (n_adapters, n_weights, n_optim))
     ds_tags = [e for e in rows if _DS_TAG.match(e.name)]
     ckpts = sorted(((int(m.group(1)), e) for e in sized for m in [_CKPT_DIR.match(e.name)] if m),
                    key=lambda se: se[0])
@@ -62,17 +67,12 @@ def judge(rows: list[Entry], path: str) -> tuple[str, list[str], list[Evidence]]
                   f"keeps 12 bytes per parameter, 6x bf16 weights)")
         causes.append(f"the checkpoint holds the full model weights ({fmt_bytes(w_total)}) and {states}: each save "
                       f"writes both")
-        fix.append("save_only_model (ms-swift --save_only_model true; transformers/trl save_only_model=True) drops the "
-                   "optimizer, scheduler and DeepSpeed states from each save; such checkpoints cannot resume the "
-                   "optimizer, so keep the last one full if you need to resume.")
+        fix.append(_SAVE_ONLY_MODEL)
         if not adapters:
             fix.append("If this was a LoRA run, the checkpoint should hold adapter_model.* (tens to hundreds of MB), "
                        "not the full weights: save the PeftModel, not the base model.")
         ev += [_ev(path, e) for e in weights[:2]] + [_ev(path, (optim or ds_tags)[0])]
     if not causes and not sized:  # names only (`tree` without -h): what each save holds, not its size
-        n_weights = [e for e in rows if not e.is_dir and _WEIGHTS.match(e.name)]
-        n_adapters = [e for e in rows if _ADAPTER.match(e.name)]
-        n_optim = [e for e in rows if _OPTIM.search(e.name)]
         if n_weights and n_adapters:
             causes.append(f"full model weights ({', '.join(e.name for e in n_weights[:3])}) are saved beside the LoRA "
                           f"adapter ({n_adapters[0].name}); the listing has no sizes, but every checkpoint then carries "
@@ -85,9 +85,7 @@ def judge(rows: list[Entry], path: str) -> tuple[str, list[str], list[Evidence]]
             causes.append(f"each checkpoint holds the full model weights ({', '.join(e.name for e in n_weights[:2])}) "
                           f"and the optimizer states ({states}); the listing has no sizes, but mixed-precision Adam "
                           f"keeps 12 bytes per parameter, about 6x bf16 weights")
-            fix.append("save_only_model (ms-swift --save_only_model true; transformers/trl save_only_model=True) drops "
-                       "the optimizer, scheduler and DeepSpeed states from each save; such checkpoints cannot resume "
-                       "the optimizer, so keep the last one full if you need to resume.")
+            fix.append(_SAVE_ONLY_MODEL)
             ev += [_ev(path, n_weights[0]), _ev(path, (n_optim or ds_tags)[0])]
     if len(ckpts) >= 2:
         first, last = ckpts[0][1], ckpts[-1][1]
