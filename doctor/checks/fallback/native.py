@@ -6,12 +6,12 @@ import re
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
-# torch's NCCL watchdog ends a process whose collective failed or timed out by throwing from its own thread
-# (ProcessGroupNCCL.cpp: "To avoid data inconsistency, we are taking the entire process down.", then
-# `terminate called after throwing an instance of 'c10::DistBackendError'` / what(): "... watchdog thread terminated
-# with exception: ... Watchdog caught collective operation timeout"): that abort is the NCCL failure's teardown
-_WATCHDOG = re.compile(r"[Ww]atchdog (?:caught collective operation timeout|thread terminated)|"
-                       r"taking the entire process down|ProcessGroupNCCL")
+# torch's NCCL watchdog ends a process whose collective timed out or whose NCCL call failed by throwing from its own
+# thread (`terminate called after throwing an instance of 'c10::DistBackendError'`, what(): "... watchdog thread
+# terminated with exception: ... Watchdog caught collective operation timeout"): that abort is the NCCL failure's
+# teardown, which GD301/GD304 report. Only their words count: the same watchdog also carries a CUDA error (an illegal
+# memory access), and then the native crash is the failure itself
+_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout|NCCL error|NCCL communicator was aborted")
 
 
 def _watchdog_teardown(hit: Hit, ctx: RunState) -> bool:
