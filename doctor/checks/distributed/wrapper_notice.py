@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from ...classify.structure import CONSEQUENCES
 from ...rules import Diagnosis, Hit
+from ._elastic import SIGNALS
 
-# CPython subprocess: a negative returncode is the signal that ended the child (Popen.returncode)
-_SIGNALS = {"9": "SIGKILL", "15": "SIGTERM", "11": "SIGSEGV", "6": "SIGABRT", "7": "SIGBUS", "2": "SIGINT"}
 _SIGNAL_MEANS = {
     "SIGKILL": "killed with SIGKILL, which without a Python traceback is most often the host's out-of-memory killer "
                "(check `dmesg` or `journalctl -k` for 'Out of memory: Killed process')",
@@ -42,8 +41,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
             fix=("Read the exception line and the frames under the RayTaskError header (or the task's log under "
                  "/tmp/ray/session_latest/logs/) and analyze those lines.",))
     status, signal = g.get("status"), g.get("signal")
-    if signal is None and status and status.startswith("-"):
-        signal = _SIGNALS.get(status[1:])
+    if signal is None and status and status.startswith("-"):   # CPython: a negative returncode is the signal
+        signal = SIGNALS.get(int(status))
     if signal:
         means = _SIGNAL_MEANS.get(signal, f"ended by {signal}")
         return Diagnosis(
