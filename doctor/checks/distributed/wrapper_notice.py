@@ -46,8 +46,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     if signal:
         means = _SIGNAL_MEANS.get(signal, f"ended by {signal}")
         return Diagnosis(
-            message=f"A launcher's child process (subprocess.CalledProcessError) was {means}; the child printed "
-                    f"nothing the launcher could report.",
+            message=f"A launcher's child process (subprocess.CalledProcessError) was {means}; the launcher reports "
+                    f"only how the child ended, not why.",
             fix=("Look for the child's last lines (its own log or the lines above this one) and the kernel log; "
                  "for SIGKILL, lower host memory use (fewer DataLoader workers, offload less to CPU) or give the job "
                  "more RAM.",) if signal == "SIGKILL" else
