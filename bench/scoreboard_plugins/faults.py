@@ -18,6 +18,12 @@ def _mark_fault() -> None:
             f.write(repr(time.time()))
 
 
+def _calls_past_ok(cls) -> bool:
+    """Count a call of the reward ``cls``; True once it is past $SCOREBOARD_OK_CALLS healthy calls."""
+    cls.calls += 1
+    return cls.calls > int(os.environ.get("SCOREBOARD_OK_CALLS", "0"))
+
+
 class NoisyReward(ORM):
     """Healthy: rewards vary within each group, so the loss and gradients are non-zero."""
 
@@ -39,8 +45,7 @@ class StuckReward(ORM):
     calls = 0
 
     def __call__(self, completions, **kwargs):
-        StuckReward.calls += 1
-        if StuckReward.calls > int(os.environ.get("SCOREBOARD_OK_CALLS", "0")):
+        if _calls_past_ok(StuckReward):
             _mark_fault()
             while True:
                 time.sleep(3600)
@@ -53,8 +58,7 @@ class NanReward(ORM):
     calls = 0
 
     def __call__(self, completions, **kwargs):
-        NanReward.calls += 1
-        if NanReward.calls > int(os.environ.get("SCOREBOARD_OK_CALLS", "0")):
+        if _calls_past_ok(NanReward):
             _mark_fault()
             return [float("nan") for _ in completions]
         return [random.random() for _ in completions]
@@ -65,11 +69,6 @@ class ConstantReward(ORM):
 
     def __call__(self, completions, **kwargs):
         return [1.0 for _ in completions]
-
-
-def _calls_past_ok(cls) -> bool:
-    cls.calls += 1
-    return cls.calls > int(os.environ.get("SCOREBOARD_OK_CALLS", "0"))
 
 
 def _my_rank_faults() -> bool:
