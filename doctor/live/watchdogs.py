@@ -6,14 +6,13 @@ limit; the steady-state limit calibrates itself from observed step times (``fact
 never below ``floor``) unless fixed with --hang-timeout.
 
 After the last training step (the step count reached the run's total, or the run printed its end line) the run is
-in teardown: the final save, plots, the process-group shutdown and torchrun's exit, which under load took more than
-the between-steps limit of a finished 2-rank run (it was stopped as a hang). Output counts as progress there, and
-its limit is a save's. A checkpoint save's limit is bounded by the step limit: ``save_factor`` (3) x the steady limit (the --hang-timeout
-or the calibrated one), at most ``save_cap`` (1800 s), unless fixed with --phase-timeout checkpoint-save. A long
-save is not silent: the checkpoint folder growing counts as progress (doctor/live/analysis.py), and the save's own
-end (transformers writes trainer_state.json last) sends the run back to the step limit (doctor/live/hangs.py).
-Before, the save phase had a fixed 1800 s whatever --hang-timeout said, and ms-swift logs `Saving model checkpoint`
-*after* the save, so a run that hung in the next step was judged under it (not stopped in 17 minutes).
+in teardown: the final save, plots, the process-group shutdown and torchrun's exit, which under load can take longer
+than the between-steps limit. Output counts as progress there, and its limit is a save's. A checkpoint save's limit
+is bounded by the step limit: ``save_factor`` (3) x the steady limit (the --hang-timeout or the calibrated one), at
+most ``save_cap`` (1800 s), unless fixed with --phase-timeout checkpoint-save, because ms-swift logs `Saving model
+checkpoint` *after* the save: a hang in the next step would otherwise be judged under a save's limit. A long save is
+not silent: the checkpoint folder growing counts as progress (doctor/live/analysis.py), and the save's own end
+(transformers writes trainer_state.json last) sends the run back to the step limit (doctor/live/hangs.py).
 """
 from __future__ import annotations
 
