@@ -12,9 +12,9 @@ _SIGNAL_MEANS = {
                "(check `dmesg` or `journalctl -k` for 'Out of memory: Killed process')",
     "SIGTERM": "stopped with SIGTERM (a scheduler's time limit, a preemption, or a launcher stopping it after another "
                "process failed)",
-    "SIGSEGV": "crashed in native code (SIGSEGV)",
+    "SIGSEGV": "ended by a crash in native code (SIGSEGV)",
     "SIGABRT": "aborted in native code (SIGABRT: a C++ exception or a failed check, printed just before)",
-    "SIGBUS": "crashed on a bus error (SIGBUS: often /dev/shm too small for DataLoader workers or NCCL)",
+    "SIGBUS": "ended by a bus error (SIGBUS: often /dev/shm too small for DataLoader workers or NCCL)",
     "SIGINT": "interrupted (SIGINT)",
 }
 
@@ -40,6 +40,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
                     f"`(name pid=N)` prefix) and is the cause.",
             fix=("Read the exception line and the frames under the RayTaskError header (or the task's log under "
                  "/tmp/ray/session_latest/logs/) and analyze those lines.",))
+    if g.get("ds_status") is not None:
+        return _deepspeed_launcher(int(g["ds_status"]))
     status, signal = g.get("status"), g.get("signal")
     if signal is None and status and status.startswith("-"):   # CPython: a negative returncode is the signal
         signal = SIGNALS.get(int(status))
@@ -58,3 +60,16 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
                 f"(subprocess.CalledProcessError): the child's own traceback, printed before this line, is the cause.",
         fix=("Scroll up to the child's own exception (its last `Traceback (most recent call last):` block) and "
              "analyze that part of the log.",))
+
+
+def _deepspeed_launcher(status: int) -> Diagnosis:
+    """DeepSpeed's launcher (launcher/launch.py sigkill_handler) logs the first rank that ended badly, with Popen's
+    returncode (negative: the signal), then kills the other ranks: its line is how the run ended, not why."""
+    signal = SIGNALS.get(status) if status < 0 else None
+    how = (f"was {_SIGNAL_MEANS.get(signal, f'ended by {signal}')}" if signal else
+           f"ended by signal {-status}" if status < 0 else f"exited with status {status}")
+    return Diagnosis(
+        message=f"DeepSpeed's launcher reports that a training process {how} (`exits with return code = {status}`) "
+                f"and then stopped the other ranks; the launcher's line says how that process ended, not why.",
+        fix=("Scroll up to that rank's own last lines (its `Traceback (most recent call last):` block, or an error "
+             "printed just before the launcher's `Killing subprocess` lines) and analyze that part of the log.",))
