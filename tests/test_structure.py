@@ -189,3 +189,21 @@ def test_an_exception_raised_by_the_dataset_loader_is_a_dataset_problem():
     found = run(tb(frames, "RuntimeError: Cannot find valid samples, check `data/README.md` for the data format."))
     assert found[0].category == "dataset-or-template-error"
     assert run(tb(frames[:1], "RuntimeError: Cannot find valid samples"))[0].rule_id == "GD999"
+
+
+def test_a_value_error_from_a_constructor_or_validator_is_an_argument_error():
+    # accelerate 1.x utils/dataclasses.py: a plugin's setting refused before any work starts
+    acc = tb([("train.py", 9, "<module>", "acc = Accelerator(mixed_precision='fp16')"),
+              (f"{SP}/accelerate/accelerator.py", 425, "__init__", "raise ValueError(")],
+             "ValueError: You cannot pass in both `dynamo_plugin` and `dynamo_backend`, please only pass in one.")
+    assert run(acc)[0].category == "argument-error-other"
+    # trl's trainer constructor compares GRPOConfig fields
+    trl = tb([("grpo.py", 30, "<module>", "trainer = GRPOTrainer("),
+              (f"{SP}/trl/trainer/grpo_trainer.py", 512, "__init__", "raise ValueError(")],
+             "ValueError: `model` and `ref_model` cannot be the same object.")
+    assert run(trl)[0].category == "argument-error-other"
+    # the same exception type raised deep in a forward pass is not a settings check
+    fwd = tb([("grpo.py", 30, "<module>", "trainer.train()"),
+              (f"{SP}/trl/trainer/grpo_trainer.py", 900, "_compute_loss", "raise ValueError(")],
+             "ValueError: `model` and `ref_model` cannot be the same object.")
+    assert run(fwd)[0].category == "other"
