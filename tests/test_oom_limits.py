@@ -66,3 +66,25 @@ def test_old_torch_wording_names_no_other_process(tmp_path):
     f = _oom(tmp_path, OLD_SELF)
     assert "Other processes hold" not in f.message and not f.fix[0].startswith("Free GPU")
     assert "capped at" not in f.message
+
+
+# torch 2.1-2.3 wording: both processes as "Process <pid>"; this one's PyTorch memory (0.58 + 0.02 GiB reserved) fits
+# only process 449657's 1022 MiB (0.6 <= 1.0 <= 0.6 + 2), so process 441650's 30.5 GiB is another process's
+OLD_TWO = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 260.00 MiB. GPU 0 has a total capacity of "
+           "31.60 GiB of which 87.44 MiB is free. Process 441650 has 30.51 GiB memory in use. Process 449657 has "
+           "1022.00 MiB memory in use. Of the allocated memory 594.01 MiB is allocated by PyTorch, and 19.99 MiB is "
+           "reserved by PyTorch but unallocated. ")
+
+
+def test_old_torch_wording_tells_this_process_by_its_pytorch_memory(tmp_path):
+    f = _oom(tmp_path, OLD_TWO)
+    assert "Other processes hold 30.5 GiB of GPU 0 (process 441650 30.5 GiB) (computed: this process is process " \
+           "449657" in f.message
+    assert f.fix[0].startswith("Free GPU 0: process 441650 holds 30.5 GiB")
+    assert "together they exceed the card" not in f.message
+
+
+def test_old_torch_wording_with_two_processes_that_could_be_this_one_names_neither(tmp_path):
+    both = OLD_TWO.replace("Process 441650 has 30.51 GiB", "Process 441650 has 1.50 GiB")
+    f = _oom(tmp_path, both)
+    assert "Other processes hold" not in f.message

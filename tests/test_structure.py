@@ -207,3 +207,12 @@ def test_a_value_error_from_a_constructor_or_validator_is_an_argument_error():
               (f"{SP}/trl/trainer/grpo_trainer.py", 900, "_compute_loss", "raise ValueError(")],
              "ValueError: `model` and `ref_model` cannot be the same object.")
     assert run(fwd)[0].category == "other"
+
+
+def test_not_implemented_by_vllm_base_platform_means_no_device_platform_was_found():
+    text = tb([(f"{SP}/vllm/engine/arg_utils.py", 1036, "create_engine_config",
+                "if not current_platform.is_async_output_supported(self.enforce_eager):"),
+               (f"{SP}/vllm/platforms/interface.py", 204, "is_async_output_supported", "raise NotImplementedError")],
+              "NotImplementedError")
+    first = run(text)[0]
+    assert first.category == "import-or-dependency-error" and "UnspecifiedPlatform" in first.message

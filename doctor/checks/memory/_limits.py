@@ -17,28 +17,46 @@ from ._facts import fmt_gib, gib
 
 _ALLOWED = re.compile(r"(?P<v>[\d.]+) (?P<u>[KMGT]i?B) allowed;")
 SIGNIFICANT = 0.5   # GiB held by other processes worth naming (a CUDA context alone is ~0.3-0.6 GiB)
+OUTSIDE_TORCH = 2.0  # GiB a training process holds beyond PyTorch's reserve without a pool of its own (context, NCCL)
 
 
-def read_limits(text: str, oom: dict[str, Any]) -> dict[str, Any]:
+def _own_line(procs: list, oom: dict[str, Any]) -> tuple | None:
+    """Torch before the split prints this process among the others as ``Process <pid>``: it holds PyTorch's reserve
+    plus its CUDA context and NCCL buffers. When exactly one listed process fits that, it is this one."""
+    by_torch = oom.get("by_torch")
+    if by_torch is None:
+        return None
+    reserved = by_torch + (oom.get("unalloc") or 0.0) if oom.get("reserved") is None else oom["reserved"]
+    fits = [p for p in procs if p[1] is not None and reserved <= p[1] <= reserved + OUTSIDE_TORCH]
+    return fits[0] if len(fits) == 1 else None
+
+
+def read_limits(text: str, oom: dict[str, Any], own_pool: bool = False) -> dict[str, Any]:
     """``allowed`` (GiB) when a cap was printed; ``others``: [(pid, GiB)] of other processes when the message tells
-    them apart from this one."""
+    them apart from this one, or when this one is the only listed process its PyTorch numbers fit (``inferred``; not
+    when ``own_pool``: a colocated vLLM engine keeps memory outside PyTorch's allocator in the same process)."""
     out: dict[str, Any] = {}
     m = _ALLOWED.search(text)
     if m:
         out["allowed"] = gib(m.group("v"), m.group("u"))
     total = oom.get("total")
-    if "this process has" in text and oom.get("procs"):
-        others = [(pid, g) for pid, g in oom["procs"] if g is not None and (not total or g <= total)]
-        if others:
-            out["others"] = others
+    procs = [(pid, g) for pid, g in oom.get("procs") or () if g is not None and (not total or g <= total)]
+    if "this process has" in text and procs:
+        out["others"] = procs
+    elif len(procs) > 1 and not own_pool:
+        own = _own_line(procs, oom)
+        if own is not None:
+            out["others"] = [p for p in procs if p is not own]
+            out["inferred"] = own
     return out
 
 
-def limits(text: str, oom: dict[str, Any], *, server_mode: bool = False) -> tuple[str, list[str], list[str]]:
+def limits(text: str, oom: dict[str, Any], *, server_mode: bool = False, own_pool: bool = False
+           ) -> tuple[str, list[str], list[str]]:
     """(sentences for the message, fixes that come first, fixes that come last) when a cap or other processes
     limited the allocation; ("", [], []) otherwise. Other processes' memory is a first fix when freeing it makes the
     request fit or it is a tenth of the card; a last one otherwise."""
-    lim = read_limits(text, oom)
+    lim = read_limits(text, oom, own_pool)
     total, free, req, gpu = oom.get("total"), oom.get("free"), oom.get("alloc"), oom.get("gpu")
     card = f"GPU {gpu}" if gpu is not None else "the GPU"
     said: list[str] = []
@@ -61,7 +79,10 @@ def limits(text: str, oom: dict[str, Any], *, server_mode: bool = False) -> tupl
     if held >= SIGNIFICANT:
         named = ", ".join(f"process {pid} {fmt_gib(g)}" for pid, g in others[:6]) + (" ..." if len(others) > 6 else "")
         fit = free is not None and req is not None and free < req <= free + held
+        own = lim.get("inferred")
         said.append(f"Other processes hold {fmt_gib(held)} of {card} ({named})"
+                    + (f" (computed: this process is process {own[0]}, the only one whose {fmt_gib(own[1])} fits its "
+                       f"PyTorch memory plus a CUDA context)" if own else "")
                     + (f": without them the {fmt_gib(req)} requested would have fit ({fmt_gib(free)} free)."
                        if fit else "."))
         pids = ", ".join(str(pid) for pid, _ in others[:6])

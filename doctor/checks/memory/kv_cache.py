@@ -104,6 +104,9 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         after_weights = f" ({f.params:g}B in bf16 ≈ {2 * f.params / max(f.tp or 1, 1):.1f} GB of weights per GPU)"
     msg = (f"vLLM has no memory left for its KV cache after loading the weights{after_weights} and profiling: "
            f"gpu_memory_utilization x GPU memory, minus what this process already uses, is <= 0.")
+    if "# GPU blocks: 0," in text:  # vLLM 0.2-0.6 log the block count, then raise when it is 0
+        msg = ("vLLM logged `# GPU blocks: 0`: it found no room for a single KV-cache block, and raises 'No available "
+               "memory for the cache blocks' right after this line. " + msg)
     if f.colocate:
         msg += " In colocate mode the training model in the same process counts against that budget."
     if cur is not None and cur < 0.3:

@@ -114,7 +114,8 @@ class OomRule(PatternRule):
         # a cap or other processes: the limit, said and fixed first (_limits.py)
         limit_text = text if ("allowed;" in text or "this process has" in text) else \
             text + " " + _continued(best_hit.evidence, ctx)
-        limited, limit_fix, limit_last = limits(limit_text, oom, server_mode=f.mode == "server")
+        limited, limit_fix, limit_last = limits(limit_text, oom, server_mode=f.mode == "server",
+                                                   own_pool=bool(f.colocate))
         if self.want == "training":
             stage = best_side.stage
             msg = (f"Out of GPU memory in the training process{where}"
