@@ -75,6 +75,11 @@ def test_say_translates_drops_and_keeps():
         "`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`")
     assert say("eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)", "trl") == (
         "eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)")  # labelled as ms-swift's spelling
+    # a quote of the log in a code span is what the run wrote: never translated
+    assert say("The parser does not take `--vllm_gpu_memory_utilization 0.8`.", None) == (
+        "The parser does not take `--vllm_gpu_memory_utilization 0.8`.")
+    assert say("It refused `--num_generations 16`; use --num_generations 8.", "trl") == (
+        "It refused `--num_generations 16`; use GRPOConfig(num_generations=8).")
     # ms-swift: unchanged
     assert say("NPROC_PER_NODE=4 --sleep_level 1", "ms-swift") == "NPROC_PER_NODE=4 --sleep_level 1"
 

@@ -33,3 +33,28 @@ def test_deepspeed_launcher_steps_aside_for_the_rank_own_exception():
     text = "Traceback (most recent call last):\n  File \"fix.py\", line 3, in <module>\n    1/0\n" \
            "ZeroDivisionError: division by zero\n" + _DS.format(code=1)
     assert all(f.rule_id != "GD312" for f in run_text(text))
+
+
+def test_an_old_trl_cli_without_vllm_serve_says_which_release_has_it():
+    f = _first("usage: trl [-h] {chat,dpo,env,grpo,kto,sft} ...\nTRL CLI: error: argument command: invalid choice: "
+               "'vllm-serve' (choose from 'chat', 'dpo', 'env', 'grpo', 'kto', 'sft')")
+    assert f.rule_id == "GD402" and "trl 0.16" in f.message
+    assert f.fix[0].startswith("pip install -U 'trl[vllm]>=0.16'")
+
+
+def test_argparse_unrecognized_and_missing_arguments_are_argument_errors():
+    f = _first("vllm_serve.py: error: unrecognized arguments: --vllm_gpu_memory_utilization 0.8")
+    assert f.rule_id == "GD402" and "`--vllm_gpu_memory_utilization 0.8`" in f.message
+    f = _first("torchrun: error: the following arguments are required: training_script, training_script_args")
+    assert f.rule_id == "GD402" and "training_script, training_script_args" in f.message
+
+
+def test_remaining_argv_glued_to_its_raise_line_is_the_unknown_flag_and_names_ms_swift(tmp_path):
+    from doctor.analyze import analyze
+    log = tmp_path / "paste.txt"
+    log.write_text("`raise ValueError(f'remaining_argv: {remaining_argv}'). ValueError: remaining_argv: "
+                   "['--disable_custom_all_reduce', 'true']`\n")
+    rep = analyze([str(log)])
+    assert rep.findings[0].rule_id == "GD401"
+    assert rep.run["framework"] == "ms-swift"
+    assert any("--vllm_disable_custom_all_reduce" in x for x in rep.findings[0].fix)

@@ -128,7 +128,7 @@ SITE_LINE = 0  # the line number of a frame taken from the raise-site index (no 
 def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
     """For an exception printed without any frame: the function that raises its wording, from the raise-site index
     (doctor/classify/raise_sites.py), as one frame with line SITE_LINE; () when the wording is not indexed or
-    several packages raise it."""
+    several packages or functions raise it."""
     if not exc.message or len(exc.message) < 20:
         return ()
     try:
@@ -139,7 +139,8 @@ def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
     if not found or found[0].score < 0.9:
         return ()
     best = [m for m in found if m.score >= found[0].score - 1e-9]
-    if len({(m.package, m.module) for m in best}) != 1:
+    # one function of one package; a module moved between releases (swift/llm/ -> swift/pipelines/) is the same site
+    if len({(m.package, m.where.rsplit(".", 1)[-1]) for m in best}) != 1:
         return ()
     m = best[0]
     return (Frame(f"site-packages/{m.module}", SITE_LINE, m.where.rsplit(".", 1)[-1]),)

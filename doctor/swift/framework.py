@@ -61,6 +61,10 @@ _CMD = (
     ("verl", re.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
                         r"\bactor/(?:pg_loss|pg_clipfrac|ppo_kl|entropy_loss)\b")),
     ("llamafactory", re.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b")),
+    # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
+    # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
+    ("ms-swift", re.compile(r"\bremaining_argv: \[")),
+    ("trl", re.compile(r"^TRL CLI: error:")),
     ("axolotl", re.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
     ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
@@ -247,6 +251,9 @@ def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[s
     pairs), the last lines of each log (path -> LogLines) and the first lines of the logs when the caller read them."""
     paths = [f.path for e in exceptions for f in e.frames]
     paths += [f.path for _, frames in open_tracebacks for f in frames]
+    if not paths:  # exceptions pasted without frames: the function the raise-site index finds for their wording
+        from ..classify.structure import site_frames
+        paths = [f.path for e in list(exceptions)[:3] for f in site_frames(e)]
     texts = list(run.command_texts) + [ln.text for tail in (tails or {}).values() for ln in tail]
     texts += [e.raw for e in list(exceptions)[:20]] + [e.message for e in list(exceptions)[:20]]
     texts += list(heads)

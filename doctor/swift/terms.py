@@ -201,7 +201,7 @@ def say(line: str, framework: str | None) -> str | None:
     def flag(m: re.Match) -> str:
         nonlocal dropped
         name = m.group(1)
-        if _labelled(line, m):
+        if _labelled(line, m) or _quoted(line, m):
             return m.group(0)  # "ms-swift --eval_strategy no": labelled as the other framework's spelling
         value, tail = _value_of(line, m)
         v = value if value is not None else "<value>"
@@ -270,6 +270,11 @@ def _swift_step(line: str) -> bool:
     return line.lstrip().lower().startswith("ms-swift:") or bool(_SWIFT_CMD.search(line) and "ms-swift" not in line)
 
 
+def _quoted(line: str, m: re.Match) -> bool:
+    """The flag at ``m`` is inside a `code span`: a quote of the log or the command, kept as the run wrote it."""
+    return line.count("`", 0, m.start()) % 2 == 1
+
+
 def _labelled(line: str, m: re.Match) -> bool:
     """The flag at ``m`` is labelled as ms-swift's spelling (``ms-swift --eval_strategy no``)."""
     return "ms-swift" in line[max(0, m.start() - 12):m.start()]
@@ -330,7 +335,7 @@ def _translate(line: str, table: dict[str, str], neutral: bool) -> str | None:
     def flag(m: re.Match) -> str:
         nonlocal dropped
         name = m.group(1)
-        if _labelled(line, m):
+        if _labelled(line, m) or _quoted(line, m):
             return m.group(0)
         value, tail = _value_of(line, m)
         term = table.get(name)

@@ -12,9 +12,30 @@ _TYPE = re.compile(r"invalid (?P<t>\w+) value: '(?P<val>[^']*)'")
 
 def argparse_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
+    if g.get("unrec"):
+        return Diagnosis(
+            message=f"The argument parser does not take `{g['unrec'].strip()}`: the script or tool that ran has no such "
+                    f"argument (argparse's parse_args stops on any argument it does not know).",
+            fix=("Drop or rename those arguments: `<command> --help` lists what the installed version takes (a flag "
+                 "meant for another process, such as a trainer's vLLM flag given to a server, lands here too).",))
+    if g.get("required"):
+        return Diagnosis(
+            message=f"The command is missing required arguments: {g['required'].strip()}.",
+            fix=(f"Give {g['required'].strip()} (a line continuation `\\` that broke the command cuts them off).",))
     flag = (g.get("flag") or "").split("/")[0]
     detail = (g.get("detail") or "").strip()
     m = _CHOICE.search(detail)
+    if m and not flag.startswith("-"):  # a positional: the subcommand of a command-line tool
+        choices = re.findall(r"'([^']*)'", m.group("ch"))
+        msg = (f"The installed command-line tool has no '{m.group('val')}' {flag}: its choices are "
+               f"{', '.join(choices)}.")
+        fix = [f"Check the spelling, or install the release that has '{m.group('val')}'."]
+        if m.group("val") == "vllm-serve" and "grpo" in choices:
+            # trl/cli.py gained the vllm-serve subcommand in trl 0.16 (trl/scripts/vllm_serve.py)
+            msg += " trl's CLI gained `trl vllm-serve` in trl 0.16: the installed trl is older."
+            fix = ["pip install -U 'trl[vllm]>=0.16' (and a vLLM release that trl release supports), then run "
+                   "`trl vllm-serve --model ...` again."]
+        return Diagnosis(message=msg, fix=tuple(fix))
     if m:
         choices = re.findall(r"'([^']*)'", m.group("ch")) or [c.strip() for c in m.group("ch").split(",")]
         msg = f"{flag} got '{m.group('val')}', which is not one of its choices: {', '.join(choices)}."
