@@ -124,6 +124,9 @@ def _detail(v: Verdict) -> str:
     m = _SHAPE.search(v.exc.message)
     if m is None:
         d = next((d for f in reversed(v.frames) if f.code and (d := _DIVIDES.search(f.code))), None)
+        if d is not None and v.exc.short_type == "ZeroDivisionError":  # the check itself divided by zero
+            return (f" The assertion `{d.group('a').strip()} % {d.group('b')} == 0` could not even be evaluated: "
+                    f"`{d.group('b')}` was 0 when it ran.")
         return (f" The failed assertion wants `{d.group('a').strip()}` to be a multiple of `{d.group('b')}`: change the "
                 f"setting behind the first, or the one behind the second." if d else "")
     k, n = int(m.group(2)), int(m.group(3))

@@ -22,7 +22,10 @@ _CALL_FUNCS = {"_compute_rewards_per_func", "compute_rewards_per_func", "_calcul
 _CALL_CODE = ("reward_func(", "reward_model_plugin(", "reward_funcs[idx](", "reward_funcs[i](", "self.compute_score(")
 _REWARD_PATHS = ("swift/rewards/", "swift/plugin/orm.py", "swift/plugin/prm.py", "swift/plugin/rm_plugin.py",
                  "swift/llm/plugin/orm.py", "open_r1/rewards.py", "/rewards.py", "/reward_func", "/reward_fn",
-                 "plugin/plugin.py", "/orm.py", "/reward_score/", "/reward_manager/")
+                 "plugin/plugin.py", "/orm.py", "/reward_score/", "/reward_manager/",
+                 # OpenRLHF's remote reward-model client (openrlhf/utils/remote_rm_utils.py request_api_wrapper,
+                 # 0.5-0.8; kept by its forks lmm-r1, Open-Reasoner-Zero): the reward comes from an HTTP server
+                 "/remote_rm_utils.py")
 _NOT_OURS = ("OutOfMemoryError", "OOM", "DistBackendError", "ChildFailedError", "KeyboardInterrupt",
              "ModuleNotFoundError", "ImportError")
 _COMM = re.compile(r"NCCL|[Tt]imeout|timed out|gloo|ProcessGroup|Connection")
@@ -53,6 +56,22 @@ def reward_frames(exc: ExceptionInfo, plugins: list[str]) -> tuple[int | None, l
         if call_idx is not None or any(m in p for m in _REWARD_PATHS) or _user_plugin_match(p, plugins):
             inside.append(fr)
     return call_idx, inside
+
+
+# urllib3's retry error, logged by the client before it gives up: which server and why
+_HTTP_POOL = re.compile(r"HTTPS?ConnectionPool\(host='(?P<host>[^']+)', port=(?P<port>\d+)\): Max retries exceeded with "
+                        r"url: (?P<url>[^\s(]+)")
+
+
+def _remote_rm_server(ctx: RunState) -> str | None:
+    """'http://host:port/path: Connection refused' from the client's last logged retry error, or None."""
+    for tail in ctx.tails.values():
+        for line in reversed(tail):
+            m = _HTTP_POOL.search(line.text)
+            if m:
+                why = re.search(r"Connection refused|timed out|Name or service not known", line.text)
+                return f"http://{m.group('host')}:{m.group('port')}{m.group('url')}" + (f": {why.group(0)}" if why else "")
+    return None
 
 
 def _short(path: str) -> str:
@@ -134,6 +153,14 @@ class RewardFunctionRaised(Rule):
                            "column (FAQ: math accuracy needs a solution field).")
             fix.append(f"In a custom reward read it defensively: `kwargs.get('{col}')` and return None for rows "
                        f"without it (None rewards are ignored).")
+        elif any("remote_rm_utils.py" in f.path for f in inside):
+            server = _remote_rm_server(ctx)
+            msg += (" It is OpenRLHF's remote reward-model client: it posts the completions to the reward server "
+                    "(--remote_rm_url) and gave up after its retries, so the server did not answer"
+                    + (f" ({server}, read from the log)." if server else "."))
+            fix.append("Start the reward server before training and check it answers from the training nodes (curl "
+                       "the URL given to --remote_rm_url); a server on 127.0.0.1 is reachable only from its own "
+                       "node, so Ray workers on other nodes need its real address.")
         elif not inside and _SIZE.search(exc.message):
             msg += (" It was raised where the trainer stores the reward outputs: a reward function returned a list "
                     "whose length differs from the number of completions it was given.")

@@ -1,0 +1,59 @@
+"""Failures placed by the component that raised them or the line that failed: vLLM's engine loop and engine calls, a
+batch share rounded down to zero, OpenRLHF's remote reward client."""
+from __future__ import annotations
+
+from conftest import run_text
+
+SP = "/usr/local/lib/python3.10/dist-packages"
+
+
+def _tb(frames: list[tuple[str, int, str, str]], exc: str | None, prefix: str = "") -> str:
+    out = [prefix + "Traceback (most recent call last):"]
+    for path, line, func, code in frames:
+        out += [f'{prefix}  File "{path}", line {line}, in {func}', f"{prefix}    {code}"]
+    if exc:
+        out.append(prefix + exc)
+    return "\n".join(out) + "\n"
+
+
+def test_vllm_v0_engine_loop_death_is_an_engine_failure_not_an_argument_check():
+    text = _tb([(f"{SP}/vllm/engine/multiprocessing/client.py", 150, "run_heartbeat_loop", "await self._check_success("),
+                (f"{SP}/vllm/engine/multiprocessing/client.py", 314, "_check_success", "raise response")],
+               "RuntimeError: Engine loop has died")
+    first = run_text(text)[0]
+    assert first.category == "vllm-engine-error" and "Engine loop has died" in first.message
+
+
+def test_a_cut_stack_through_vllm_engine_core_into_a_trainer_extension_is_the_engine_call():
+    text = _tb([(f"{SP}/vllm/v1/engine/core.py", 456, "_handle_client_request", "output.result = method("),
+                (f"{SP}/vllm/v1/engine/core.py", 271, "wake_up", "self.model_executor.wake_up(tags)"),
+                ("/workspace/verl/verl/workers/rollout/vllm_rollout/vllm_async_server.py", 98, "collective_rpc",
+                 "return ray.get(")], None, prefix="(AsyncvLLMServer pid=4343) ")
+    first = run_text(text)[0]
+    assert first.category == "vllm-engine-error" and first.rule_id == "GD991"
+
+
+def test_a_batch_share_rounded_down_to_zero_is_batch_divisibility_and_says_which_operand():
+    text = _tb([("/data/RAGEN/verl/workers/critic/dp_critic.py", 54, "__init__",
+                 "assert self.config.ppo_mini_batch_size % self.config.ppo_micro_batch_size == 0")],
+               "ZeroDivisionError: integer division or modulo by zero", prefix="(main_task pid=3666690) ")
+    first = run_text(text)[0]
+    assert first.category == "batch-divisibility"
+    assert "`self.config.ppo_micro_batch_size` was 0" in first.message
+    assert "The failed assertion wants" not in first.message
+
+
+def test_openrlhf_remote_reward_client_giving_up_names_the_unreachable_server():
+    retry = ("(remote_rm_fn_ray pid=98924) INFO 03-01 10:00:00 remote_rm_utils.py:24] Request error, please check: "
+             "HTTPConnectionPool(host='127.0.0.1', port=5000): Max retries exceeded with url: /get_reward (Caused by "
+             "NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new "
+             "connection: [Errno 111] Connection refused')) [repeated 15x across cluster]\n")
+    text = retry + _tb([("/root/lmm-r1/openrlhf/trainer/ppo_utils/experience_maker.py", 400, "make_experience",
+                         "rewards = remote_rm_fn(self.remote_rm_url, queries=queries)"),
+                        ("/root/lmm-r1/openrlhf/utils/remote_rm_utils.py", 29, "request_api_wrapper",
+                         'raise Exception(f"Request error for {try_max_times} times")')],
+                       "Exception: Request error for 5 times, returning None. Please check the API server.")
+    first = run_text(text)[0]
+    assert first.rule_id == "GD606"
+    assert "http://127.0.0.1:5000/get_reward: Connection refused" in first.message
+    assert first.fix[0].startswith("Start the reward server")
