@@ -57,3 +57,16 @@ def test_openrlhf_remote_reward_client_giving_up_names_the_unreachable_server():
     assert first.rule_id == "GD606"
     assert "http://127.0.0.1:5000/get_reward: Connection refused" in first.message
     assert first.fix[0].startswith("Start the reward server")
+
+
+def test_any_assertion_in_verl_dataproto_chunk_is_the_split_into_workers_and_no_other_protocol_assertion():
+    chunk = _tb([("/root/VisionThink/verl/single_controller/base/decorator.py", 60, "_split_args_kwargs_data_proto",
+                  "splitted_args.append(arg.chunk(chunks=chunks))"),
+                 ("/root/VisionThink/verl/protocol.py", 907, "chunk", "assert len(non_tensor_lst) == chunks")],
+                "AssertionError")
+    first = run_text(chunk)[0]
+    assert first.rule_id == "GD104" and "`assert len(non_tensor_lst) == chunks`" in first.message
+    assert "?" not in first.message
+    union = _tb([("/root/verl/verl/protocol.py", 500, "union", "assert self.batch.batch_size == other.batch.batch_size")],
+                "AssertionError")
+    assert all(f.rule_id != "GD104" for f in run_text(union))

@@ -48,3 +48,21 @@ def test_html_and_elisions_and_ordinary_lines_untouched():
 def test_bold_exception_070_is_no_longer_silent():
     rep = analyze([str(next(DEVLOGS.glob("070-*")))])
     assert rep.findings and any(e.line == 2 for f in rep.findings for e in f.evidence)
+
+
+def test_html_character_entities_of_a_log_copied_from_a_web_page_are_undone():
+    line = '  File &quot;/home/t/.local/lib/python3.10/site-packages/vllm/engine/llm_engine.py&quot;, line 2010, in f'
+    assert needs_unwrap(line)
+    assert unwrap(line) == 'File "/home/t/.local/lib/python3.10/site-packages/vllm/engine/llm_engine.py", line 2010, in f'
+    assert unwrap("KeyError: &#39;solution&#39;") == "KeyError: 'solution'"
+    assert not needs_unwrap("loss & reward improved; ok")  # a bare ampersand is text
+
+
+def test_frames_behind_entities_are_read_as_frames(tmp_path):
+    log = tmp_path / "paste.txt"
+    log.write_text('Traceback (most recent call last):\n'
+                   '  File &quot;/x/site-packages/vllm/engine/llm_engine.py&quot;, line 2010, in _validate_model_input\n'
+                   '    raise ValueError(\n'
+                   'ValueError: The decoder prompt (length 17772) is longer than the maximum model length of 16384.\n')
+    f = analyze([str(log)]).findings[0]
+    assert f.rule_id == "GD416" and "17772 tokens, more than its max_model_len 16384" in f.message

@@ -8,7 +8,8 @@ What is undone, each a standard format seen in real pastes (bench/ACCURACY-NOTES
   viewer copied as a table (066), ``-- | --`` dropped,
 - ``<timestamp> <host> >>`` prefixes of cluster log viewers (066) and an ISO timestamp in front of ``[rankN]:``,
 - ``**bold**`` around an exception line (070),
-- HTML ``<details>``/``<summary>``/``<pre>``/``<code>`` wrapper tags and ``<br>`` (GitHub issue forms),
+- HTML ``<details>``/``<summary>``/``<pre>``/``<code>`` wrapper tags and ``<br>`` (GitHub issue forms), and the
+  character entities of a log copied from an HTML page (``File &quot;/x.py&quot;, line 3``),
 - user elisions (``...``, ``[... 8 similar lines ...]``, ``<truncated>``): a line holding only one becomes empty,
 - the side borders of a box that rich draws around a traceback (``│ ValueError: x │``), pytest's ``E   `` failure
   prefix (_pytest/_code/code.py), and loguru's default record prefix (``2024-05-01 10:00:00.123 | ERROR | mod:fn:42 -
@@ -19,6 +20,7 @@ regular expressions run only on lines that show a paste sign.
 """
 from __future__ import annotations
 
+import html
 import re
 
 from .prose_text import is_prose
@@ -33,6 +35,7 @@ _TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\
 _TS_RANK = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _HTML = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em)\b[^>]*>", re.I)
+_ENTITY = re.compile(r"&(?:quot|#39|#x27|apos|lt|gt|amp);")
 _ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[\s*\.{3}.*\.{3}\s*\]|\(\s*\.{3}.*\)|<truncated[^>]*>|\.\.\. \(\d+ .*\))\s*$")
 
 
@@ -42,6 +45,8 @@ def needs_unwrap(text: str) -> bool:
         return False
     c = text[0]
     if c in _FIRST or text[-1] in _LAST:
+        return True
+    if "&" in text and _ENTITY.search(text):
         return True
     if c == "[" or c == "(":
         return "..." in text  # "[... 8 similar lines ...]"
@@ -70,6 +75,8 @@ def unwrap(text: str) -> str:
             m = _TS_HOST.match(s) or _TS_RANK.match(s)
             if m:
                 s = s[m.end():]
+        if "&" in s and _ENTITY.search(s):
+            s = html.unescape(s).strip()
         if "<" in s and ">" in s:
             s = _HTML.sub("", s).strip()
         if s.startswith("**") and s.endswith("**") and len(s) > 4:
