@@ -70,3 +70,31 @@ def test_any_assertion_in_verl_dataproto_chunk_is_the_split_into_workers_and_no_
     union = _tb([("/root/verl/verl/protocol.py", 500, "union", "assert self.batch.batch_size == other.batch.batch_size")],
                 "AssertionError")
     assert all(f.rule_id != "GD104" for f in run_text(union))
+
+
+def test_a_checkout_of_ms_swift_under_a_release_folder_is_ms_swift_not_the_users_code():
+    from doctor.classify.component import package_of
+    assert package_of("/ms-swift-main/swift/llm/argument/base_args/model_args.py") == "swift"
+    assert package_of("/home/u/ms-swift-3.2/swift/llm/train/sft.py") == "swift"
+    assert package_of("/home/u/myproject/swift/train.py") is None
+
+
+def test_ms_swift_2x_module_layout_tells_the_major_version(tmp_path):
+    from doctor.analyze import analyze
+    log = tmp_path / "paste.txt"
+    log.write_text('Traceback (most recent call last):\n'
+                   '  File "/root/swift/swift/llm/utils/preprocess.py", line 232, in preprocess\n'
+                   '    conversations = d[self.conversations_key]\n'
+                   "KeyError: 'conversations'\n")
+    assert analyze([str(log)]).run["framework_major"] == 2
+
+
+def test_nccl_system_error_of_a_multi_node_job_leads_with_the_network_not_docker_shm():
+    err = ("[rank13]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+           "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n")
+    info = "g105:26924:27251 [0] NCCL INFO comm 0x55e1fc06b510 rank 11 nranks 16 cudaDev 3 busId 5d000 - Abort COMPLETE\n"
+    f = next(x for x in run_text(info + err) if x.rule_id == "GD302")
+    assert "nranks 16" in f.message and "Docker" not in f.message
+    assert f.fix[0].startswith("Check the network NCCL picks")
+    one_node = next(x for x in run_text(info.replace("nranks 16", "nranks 4") + err) if x.rule_id == "GD302")
+    assert "container" in one_node.message and one_node.fix[0].startswith("Give the container more shared memory")

@@ -50,7 +50,8 @@ def package_of(path: str) -> str | None:
             return part
         if part in ("swift", "trl", "vllm", "deepspeed", "transformers", "peft", "megatron") and i > 0:
             parent = parts[i - 1]
-            if parent in (part, "ms-swift", "Megatron-LM", "src") or parent.startswith(part):
+            # the checkout's folder: the package's own name, a release or branch of it (ms-swift-main, vllm-0.8.5)
+            if parent in (part, "ms-swift", "Megatron-LM", "src") or parent.startswith((part, "ms-swift")):
                 return part
     return None
 

@@ -40,6 +40,10 @@ _SWIFT_CMD = re.compile(r"(?:^|\s)(?:swift\s+(rlhf|sft|pt|rollout|export|infer|d
 # traceback / log path fingerprints (swift-notes §7)
 _V3_PATHS = ("swift/llm/", "swift/trainers/rlhf_trainer/", "swift/trainers/rlhf_arguments.py", "swift/plugin/")
 _V4_PATHS = ("swift/arguments/", "swift/pipelines/", "swift/rlhf_trainers/", "swift/rewards/")
+# 2.x modules that 3.0 moved (llm/utils/ became llm/utils.py and llm/{model,template,dataset}/; the entry points moved
+# into llm/train/, llm/infer/, llm/export/): their frames tell a 2.x install
+_V2_PATHS = ("swift/llm/utils/", "swift/llm/sft.py", "swift/llm/rlhf.py", "swift/llm/deploy.py", "swift/llm/infer.py",
+             "swift/llm/export.py")
 
 LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers") + _ENV_NAMES
             + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
@@ -241,6 +245,8 @@ class RunConfig:
         if "swift/" in text:
             if any(p in text for p in _V4_PATHS):
                 self._hint(4)
+            elif any(p in text for p in _V2_PATHS):
+                self._hint(2)
             elif any(p in text for p in _V3_PATHS):
                 self._hint(3)
         if "=" in text and any(n in text for n in _ENV_NAMES) and ("swift" in text or text.lstrip().startswith(_ENV_NAMES) or "export" in text):

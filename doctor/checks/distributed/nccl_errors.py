@@ -9,22 +9,62 @@ from ...rules import Diagnosis, Hit
 from ._common import rank_list
 
 
+# NCCL's INFO lines: "host:pid:tid [dev] NCCL INFO comm 0x.. rank 11 nranks 16 cudaDev 3 ..." (init.cc)
+_NCCL_HOST = re.compile(r"^(?:\[rank\d+\]:\s*)?([\w.-]+):\d+:\d+ \[\d+\] NCCL ")
+_NRANKS = re.compile(r"\bnranks (\d+)\b")
+_GPUS_PER_NODE = 8   # the most GPUs a training node has in practice: more ranks than that span nodes
+
+
+def _spans_nodes(ctx: RunState) -> str | None:
+    """What shows that the job spans several nodes (NNODES, two NCCL host names, more ranks than one node holds)."""
+    nnodes = ctx.run.env.get("NNODES") or ctx.run.torchrun.get("nnodes")
+    if nnodes and str(nnodes).isdigit() and int(nnodes) > 1:
+        return f"NNODES {nnodes}"
+    hosts: set[str] = set()
+    nranks = 0
+    for tail in ctx.tails.values():
+        for line in tail:
+            if "NCCL" not in line.text:
+                continue
+            m = _NCCL_HOST.match(line.text)
+            if m:
+                hosts.add(m.group(1))
+            n = _NRANKS.search(line.text)
+            if n:
+                nranks = max(nranks, int(n.group(1)))
+    if len(hosts) > 1:
+        return f"NCCL lines from {len(hosts)} hosts"
+    if nranks > _GPUS_PER_NODE:
+        return f"nranks {nranks}"
+    return None
+
+
 def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     texts = " ".join(h.evidence.text for h in hits)
     shm = "/dev/shm" in texts or "shared memory" in texts
     world = ctx.run.world_size()
+    nodes = None if shm else _spans_nodes(ctx)
     msg = ("NCCL failed with a system error while it set up its transports"
            + (" because it could not create or extend a shared-memory segment in /dev/shm." if shm else
               " (ncclSystemError: a system call such as shm_open, socket or malloc failed)."))
-    msg += (" In Docker the default /dev/shm is 64 MB, far too small for NCCL between "
+    shm_fix = ["Give the container more shared memory: `docker run --shm-size=16g ...` or `--ipc=host` "
+               "(Kubernetes: mount an emptyDir with medium: Memory at /dev/shm).",
+               "Check it on the node: `df -h /dev/shm`.",
+               "Rerun with NCCL_DEBUG=INFO to see the failing call; as a stop-gap NCCL_SHM_DISABLE=1 makes NCCL "
+               "use sockets/P2P instead of shared memory (slower)."]
+    if nodes:
+        msg += (f" The job spans several nodes ({nodes}, read from the log): between nodes NCCL uses the network "
+                f"(sockets or InfiniBand), and a failed socket or verbs call there is the usual system error.")
+        fix = ["Check the network NCCL picks between the nodes: NCCL_SOCKET_IFNAME set to the interface the nodes "
+               "reach each other on, firewalls open between them, and for InfiniBand/RoCE the right NCCL_IB_HCA "
+               "(NCCL_IB_DISABLE=1 to test over sockets).",
+               "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: the WARN line before the error names the "
+               "failing call and interface."] + shm_fix[:2]
+        return Diagnosis(message=msg, fix=tuple(fix))
+    msg += (" In a container the default /dev/shm (Docker: 64 MB) is far too small for NCCL between "
             + (f"{world} local ranks" if world else "the local ranks") + ".")
-    fix = ["Give the container more shared memory: `docker run --shm-size=16g ...` or `--ipc=host` "
-           "(Kubernetes: mount an emptyDir with medium: Memory at /dev/shm).",
-           "Check it on the node: `df -h /dev/shm`.",
-           "Rerun with NCCL_DEBUG=INFO to see the failing call; as a stop-gap NCCL_SHM_DISABLE=1 makes NCCL "
-           "use sockets/P2P instead of shared memory (slower).",
-           "If /dev/shm is large, the same error comes from the network (NCCL_SOCKET_IFNAME set to the right "
-           "interface, InfiniBand: NCCL_IB_DISABLE=1 to test)."]
+    fix = shm_fix + ["If /dev/shm is large, the same error comes from the network (NCCL_SOCKET_IFNAME set to the right "
+                     "interface, InfiniBand: NCCL_IB_DISABLE=1 to test)."]
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
