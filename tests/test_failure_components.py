@@ -98,3 +98,20 @@ def test_nccl_system_error_of_a_multi_node_job_leads_with_the_network_not_docker
     assert f.fix[0].startswith("Check the network NCCL picks")
     one_node = next(x for x in run_text(info.replace("nranks 16", "nranks 4") + err) if x.rule_id == "GD302")
     assert "container" in one_node.message and one_node.fix[0].startswith("Give the container more shared memory")
+
+
+def test_a_missing_trl_name_outside_ms_swift_names_the_trl_release_not_ms_swift_pins():
+    f = run_text("ImportError: cannot import name 'GRPOConfig' from 'trl' "
+                 "(/usr/local/lib/python3.10/site-packages/trl/__init__.py)\n")[0]
+    assert f.rule_id == "GD456" and "first shipped in trl 0.14" in f.message
+    assert "ms-swift" not in " ".join(f.fix) and "trl>=0.14" in f.fix[0]
+
+
+def test_image_token_mismatch_outside_ms_swift_gives_both_levers_without_ms_swift_env_defaults():
+    text = _tb([("/envs/llama_fac/lib/python3.9/site-packages/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py",
+                 1665, "forward", "raise ValueError(")],
+               "ValueError: Image features and image tokens do not match: tokens: 2005, features 2695")
+    f = run_text(text)[0]
+    assert f.rule_id == "GD441" and len(f.fix) >= 2
+    assert f.fix[0].startswith("Raise the maximum sequence length") and "2695 tokens" in f.fix[0]
+    assert "MAX_PIXELS unset" not in " ".join(f.fix)

@@ -147,3 +147,11 @@ def test_a_value_hole_is_always_filled_and_tuner_type_keeps_its_meaning():
         for flag in ("--tuner_type", "--train_type", "--vllm_gpu_memory_utilization", "--deepspeed", "--num_generations"):
             out = say(f"Check {flag} first.", fw) or ""
             assert "{v}" not in out and "{tuner}" not in out, (fw, flag, out)
+
+
+def test_attention_implementation_is_said_in_each_framework_own_terms():
+    line = "Or avoid flash-attn: --attn_impl sdpa."
+    assert say(line, None) == ('Or avoid flash-attn: the model\'s attention implementation sdpa (transformers: '
+                               'attn_implementation="sdpa").')
+    assert say(line, "trl") == 'Or avoid flash-attn: GRPOConfig(model_init_kwargs={"attn_implementation": "sdpa"}).'
+    assert say(line, "verl") is None  # verl has no such override in its table: the line goes

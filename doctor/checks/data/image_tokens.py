@@ -26,9 +26,17 @@ def image_tokens_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
            f"prompt was truncated through the image tokens, or the processor settings differ between encoding and "
            f"the model.")
     need = f"; these images need {feat} tokens" if feat else ""
-    fix = [f"Raise --max_length (now {ml or 'the model default'}{need}) so no prompt is cut inside its image tokens, and "
-           f"use --truncation_strategy delete rather than left for multimodal GRPO.",
-           f"Or shrink images so they need fewer tokens: {mp}; {vmp}. E.g. MAX_PIXELS=262144 (the value of "
-           f"ms-swift's multimodal GRPO guide) or 1003520 (1280x28x28); for video also VIDEO_MAX_PIXELS and "
-           f"FPS_MAX_FRAMES."]
+    if ctx.framework()[0] == "ms-swift":
+        fix = [f"Raise --max_length (now {ml or 'the model default'}{need}) so no prompt is cut inside its image tokens, "
+               f"and use --truncation_strategy delete rather than left for multimodal GRPO.",
+               f"Or shrink images so they need fewer tokens: {mp}; {vmp}. E.g. MAX_PIXELS=262144 (the value of "
+               f"ms-swift's multimodal GRPO guide) or 1003520 (1280x28x28); for video also VIDEO_MAX_PIXELS and "
+               f"FPS_MAX_FRAMES."]
+    else:  # the same two levers under the names other trainers give them
+        images = f" (these images need {feat} tokens)" if feat else ""
+        fix = [f"Raise the maximum sequence length the prompt is cut to{images}, so that no prompt is cut "
+               f"inside its image tokens (trl: max_prompt_length; LLaMA-Factory: cutoff_len; ms-swift: --max_length), "
+               f"or drop over-long samples instead of truncating them.",
+               "Or shrink images so they need fewer tokens: the image processor's max_pixels (Qwen2-VL-style "
+               "processors; LLaMA-Factory: image_max_pixels; ms-swift: the MAX_PIXELS environment variable)."]
     return Diagnosis(message=msg, fix=tuple(fix))

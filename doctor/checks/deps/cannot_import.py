@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...classify.component import package_of
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...swift.run import version_label
 from ._frames import importer, short_path
 from ._versions import README_RANGES, swift_module_move
+
+
+# names users import from a GRPO library directly, and the release that added them (trl v0.14.0 release notes: GRPO
+# added, trl/trainer/grpo_config.py and grpo_trainer.py first in 0.14)
+_FIRST_IN = {("trl", "GRPOConfig"): "0.14", ("trl", "GRPOTrainer"): "0.14"}
 
 
 def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
@@ -39,8 +45,19 @@ def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             fix=("Install the ms-swift release the code targets, or update the import to this release.",))
     msg = (f"The installed {top} has no `{name}` in `{mod}`{by}: the importing code was written for another {top} "
            f"release.")
-    fix = [f"pip show {top} ms-swift, then install the {top} version the importing package pins"
-           + (f" (ms-swift README: {README_RANGES[top]})." if top in README_RANGES else ".")]
+    first = _FIRST_IN.get((top, name))
+    if first:
+        msg += f" `{name}` first shipped in {top} {first}."
+    swift_run = ctx.framework()[0] == "ms-swift" or bool(frame and "swift" in frame.path)
+    if swift_run:
+        fix = [f"pip show {top} ms-swift, then install the {top} version the importing package pins"
+               + (f" (ms-swift README: {README_RANGES[top]})." if top in README_RANGES else ".")]
+    else:
+        pkg = package_of(frame.path) if frame else None
+        who = f"the installed {pkg} pins (pip show {pkg}: Requires)" if pkg and not pkg.startswith("<") else \
+            "the importing code pins (its requirements or README)"
+        fix = [f"pip show {top}, then install a {top} release that has `{name}`"
+               + (f" (>= {first}: pip install -U '{top}>={first}')" if first else "") + f", or the one {who}."]
     if frame and "swift" in frame.path:
         fix.append(f"ms-swift itself imports it here: pip install 'ms-swift==<your version>' reinstalls a matching "
                    f"{top}.")
