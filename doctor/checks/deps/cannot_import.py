@@ -11,7 +11,6 @@ from ...swift.run import version_label
 from ._frames import importer, short_path
 from ._versions import README_RANGES, swift_module_move
 
-
 # names users import from a GRPO library directly, and the release that added them (trl v0.14.0 release notes: GRPO
 # added, trl/trainer/grpo_config.py and grpo_trainer.py first in 0.14)
 _FIRST_IN = {("trl", "GRPOConfig"): "0.14", ("trl", "GRPOTrainer"): "0.14"}

@@ -8,7 +8,6 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ._common import rank_list
 
-
 # NCCL's INFO lines: "host:pid:tid [dev] NCCL INFO comm 0x.. rank 11 nranks 16 cudaDev 3 ..." (init.cc)
 _NCCL_HOST = re.compile(r"^(?:\[rank\d+\]:\s*)?([\w.-]+):\d+:\d+ \[\d+\] NCCL ")
 _NRANKS = re.compile(r"\bnranks (\d+)\b")
