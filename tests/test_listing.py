@@ -80,3 +80,12 @@ def test_names_only_listing_judged_by_what_the_checkpoint_holds():
     # a source tree is no checkpoint: nothing to say
     src = [(1, "├── README.md"), (2, "├── src"), (3, "│   └── train.py"), (4, "└── setup.py")]
     assert judge(blocks(src)[0], "t.log") is None
+
+
+def test_deepspeed_module_and_optimizer_state_files_in_a_du_listing():
+    from doctor.checks.checkpoint.listing import judge
+    du = [(1, "90G\tbf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"), (2, "15G\tmp_rank_00_model_states.pt")]
+    msg, fix, ev = judge(blocks(du)[0], "t.log")
+    # 90G / 15G = 6.0, as the listing prints them
+    assert "full model weights (15G) and optimizer states 90G (6.0x the weights)" in msg
+    assert fix[0].startswith("save_only_model")

@@ -13,8 +13,10 @@ from ._facts import fmt_bytes
 
 _ADAPTER = re.compile(r"^adapter_model(?:-\d{5}-of-\d{5})?\.(?:safetensors|bin)$")
 # full weights: transformers' model*.safetensors / pytorch_model*.bin, accelerate FSDP's pytorch_model_fsdp*.bin,
-# consolidated / merged copies
-_WEIGHTS = re.compile(r"^(?:model|pytorch_model(?:_fsdp)?|consolidated|merged_model)[\w.\-]*\.(?:safetensors|bin|pt|pth)$")
+# consolidated / merged copies, and DeepSpeed's module states (runtime/engine.py _save_checkpoint writes
+# mp_rank_NN_model_states.pt: the whole module under ZeRO-0/1/2, beside the bf16_zero_pp_rank_*_optim_states.pt shards)
+_WEIGHTS = re.compile(r"^(?:model|pytorch_model(?:_fsdp)?|consolidated|merged_model)[\w.\-]*\.(?:safetensors|bin|pt|pth)$|"
+                      r"^mp_rank_\d+_model_states\.pt$")
 _OPTIM = re.compile(r"^optimizer(?:_\d+)?\.(?:pt|bin)$|optim_states")
 _DS_TAG = re.compile(r"^global_step\d+$")
 _CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
@@ -62,10 +64,12 @@ def judge(rows: list[Entry], path: str) -> tuple[str, list[str], list[Evidence]]
         ev += [_ev(path, e) for e in sorted(weights, key=lambda e: -(e.size or 0))[:2]] + [_ev(path, adapters[0])]
     elif weights and w_total >= MIN_FULL and (optim or ds_tags):
         o_total = sum(e.size or 0 for e in optim)
-        states = (f"optimizer states {fmt_bytes(o_total)} ({o_total / w_total:.1f}x the weights)" if o_total else
+        o_shown = size_of(optim[0]) if len(optim) == 1 else fmt_bytes(o_total)   # one file: its size as printed
+        w_shown = size_of(weights[0]) if len(weights) == 1 else fmt_bytes(w_total)
+        states = (f"optimizer states {o_shown} ({o_total / w_total:.1f}x the weights)" if o_total else
                   f"DeepSpeed states in {ds_tags[0].name}/ (their size is not in the listing; mixed-precision Adam "
                   f"keeps 12 bytes per parameter, 6x bf16 weights)")
-        causes.append(f"the checkpoint holds the full model weights ({fmt_bytes(w_total)}) and {states}: each save "
+        causes.append(f"the checkpoint holds the full model weights ({w_shown}) and {states}: each save "
                       f"writes both")
         fix.append(_SAVE_ONLY_MODEL)
         if not adapters:
