@@ -66,3 +66,13 @@ def test_frames_behind_entities_are_read_as_frames(tmp_path):
                    'ValueError: The decoder prompt (length 17772) is longer than the maximum model length of 16384.\n')
     f = analyze([str(log)]).findings[0]
     assert f.rule_id == "GD416" and "17772 tokens, more than its max_model_len 16384" in f.message
+
+
+def test_log_viewer_source_column_and_ray_repeat_suffix_are_not_part_of_the_line(tmp_path):
+    line = ("2025-02-22 12:25:22 | orz-master-0/pytorch | (LLMActor pid=619, ip=10.42.4.232)  Loading safetensors "
+            "checkpoint shards:  71% Completed | 12/17 [01:21<00:36,  7.20s/it] [repeated 15x across cluster]")
+    assert unwrap(line).startswith("(LLMActor pid=619")
+    assert "repeated" not in segments(("(w pid=1) ValueError: x [repeated 7x across cluster]").encode())[0][0]
+    log = tmp_path / "paste.txt"
+    log.write_text(line + "\n")
+    assert analyze([str(log)]).findings[0].rule_id == "GD323"

@@ -198,6 +198,10 @@ def split_segments(text: str) -> list[str]:
     return out
 
 
+# "[repeated 15x across cluster]": Ray's driver folds identical lines of several workers into one and says how many
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+
+
 def strip_prefixes(text: str) -> tuple[str, int | None, str]:
     """Remove rank, worker and vLLM logger prefixes. Returns (text, rank, origin)."""
     rank: int | None = None
@@ -233,6 +237,10 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
         text = text.lstrip("`")
     if text.endswith("`"):
         text = text.rstrip("`")
+    if text.endswith(" across cluster]"):  # Ray's log deduplication (ray/_private/ray_logging.py, Ray >= 2.5)
+        m = _RAY_REPEATED.search(text)
+        if m:
+            text = text[:m.start()]
     return text, rank, origin
 
 

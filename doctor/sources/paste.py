@@ -6,7 +6,8 @@ What is undone, each a standard format seen in real pastes (bench/ACCURACY-NOTES
 - ``> `` quote prefixes (markdown and e-mail quoting; dev-log 069),
 - markdown table rows and separator rows: ``File "...", line 149, in f |`` and ``| | text |`` from a web log
   viewer copied as a table (066), ``-- | --`` dropped,
-- ``<timestamp> <host> >>`` prefixes of cluster log viewers (066) and an ISO timestamp in front of ``[rankN]:``,
+- ``<timestamp> <host> >>`` prefixes of cluster log viewers (066), ``<timestamp> | <pod>/<container> | `` of log
+  viewers' exports, and an ISO timestamp in front of ``[rankN]:``,
 - ``**bold**`` around an exception line (070),
 - HTML ``<details>``/``<summary>``/``<pre>``/``<code>`` wrapper tags and ``<br>`` (GitHub issue forms), and the
   character entities of a log copied from an HTML page (``File &quot;/x.py&quot;, line 3``),
@@ -32,6 +33,8 @@ _LOGURU = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEB
                      r"[\w.<>-]+:[\w.<>-]+:\d+ - ")
 # "2025-11-19 18:38:40.880773 master-0 >> " (a host name, then >>), or a bare ISO timestamp before "[rank"
 _TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\S+\s+)?>>\s?")
+# a log viewer's "time | source | message" export (Kubernetes log tools, Grafana/Loki: pod/container as the source)
+_TS_SOURCE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+\|\s+[\w.\-]+(?:/[\w.\-]+)*\s+\|\s+")
 _TS_RANK = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _HTML = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em)\b[^>]*>", re.I)
@@ -72,7 +75,7 @@ def unwrap(text: str) -> str:
             cells = [c for c in cells if c]
             s = " ".join(cells) if len(cells) > 1 else (cells[0] if cells else "")
         if s[:1].isdigit():
-            m = _TS_HOST.match(s) or _TS_RANK.match(s)
+            m = _TS_HOST.match(s) or _TS_RANK.match(s) or _TS_SOURCE.match(s)
             if m:
                 s = s[m.end():]
         if "&" in s and _ENTITY.search(s):
