@@ -305,3 +305,17 @@ def test_a_hang_inside_the_reward_function_is_not_restarted():
     assert f.rule_id == "GD321" and "plugin_hang.py:17 in JudgeThatStopsAnswering.__call__" in f.message
     assert f.action == "stop" and not f.command
     assert "fix the reward function first" in f.message
+
+
+def test_a_log_whose_end_is_only_a_servers_idle_polling_stops_at_the_runs_last_own_line():
+    from doctor.checks.hang.endings import ending_of
+    from conftest import lines_of
+    text = ("(MegatronTrainRayActor pid=19450) [2026-03-24 06:36:50] timer.py:24 - Timer actor_train start\n"
+            + "".join(f'(SGLangEngine pid=17467) [2026-03-24 06:37:{s:02d}] INFO:     172.17.0.11:41646 - "GET /metrics '
+                      f'HTTP/1.1" 200 OK\n' for s in (7, 22, 37)))
+    e = ending_of(list(lines_of(text)), 0)
+    assert e is not None and e.kind == "heartbeat" and "Timer actor_train start" in e.detail
+    assert "then only 3 line(s) of a server's idle polling or stats" in e.numbers
+    assert "for 0 min 47 s by their timestamps" in e.numbers
+    # one poll is not a tail of polling
+    assert ending_of(list(lines_of(text.split("\n", 2)[0] + "\n" + text.split("\n")[1] + "\n")), 0) is None

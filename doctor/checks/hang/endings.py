@@ -58,6 +58,12 @@ _PHASE_LAST: tuple[tuple[tuple[str, ...], str], ...] = (
     (("Capturing CUDA graph", "CUDA graph"), "vLLM CUDA graph capture"),
 )
 _NCCL_DEBUG = (" NCCL INFO ", " NCCL WARN ", "NCCL INFO", "NCCL WARN", "gloo")
+# what a server prints while nobody works: uvicorn's access log of a monitor's polling (`"GET /metrics HTTP/1.1" 200`,
+# /health, /ping, /v1/models) and vLLM's idle stats line (vllm/engine/metrics.py LoggingStatLogger, 0.4-0.6; v1
+# loggers.py: "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs")
+_HEARTBEAT = re.compile(r'"(?:GET|HEAD) /(?:metrics|health\w*|ping|v1/models|get_model_info)/? HTTP/[\d.]+" 2\d\d|'
+                        r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
+MIN_HEARTBEATS = 2
 _BAR_PHASES: tuple[tuple[tuple[str, ...], str, bool], ...] = (  # (desc prefixes, phase, before training)
     (("Loading checkpoint shards", "Loading weights", "Loading safetensors"), "model load", True),
     (("Map", "Filter", "Tokeniz", "Generating", "Running tokenizer", "Preprocess"), "dataset preprocessing", True),
@@ -70,7 +76,7 @@ _BAR_PHASES: tuple[tuple[tuple[str, ...], str, bool], ...] = (  # (desc prefixes
 
 @dataclass
 class Ending:
-    kind: str                 # bar | loop | faulthandler | phase | nccl | error
+    kind: str                 # bar | loop | faulthandler | phase | nccl | heartbeat | error
     phase: str                # what the run was doing, in words
     line: LogLine             # the evidence: the last progress line, the loop line, the dump header
     before_training: bool     # the stop comes before the first training step
@@ -216,9 +222,29 @@ def ending_of(lines: list[LogLine], steps: int) -> Ending | None:
         if e is not None:
             e.before_training = steps == 0
             return e
+    beats = 0
+    while beats < len(lines) and _HEARTBEAT.search(lines[-1 - beats].text):
+        beats += 1
+    if beats >= MIN_HEARTBEATS and beats < len(lines):
+        return _after_heartbeats(lines[:-beats], lines[-1], beats, steps)
     e = _bar(lines, steps) or _phase_last(lines)
     if e is not None and e.kind == "phase" and steps > 0:
         e.before_training = False
+    return e
+
+
+def _after_heartbeats(work: list[LogLine], last: LogLine, beats: int, steps: int) -> Ending:
+    """A log whose end is only a server's idle polling: the stop is where the work's own last line is."""
+    e = _bar(work, steps) or _phase_last(work)
+    if e is None:
+        e = Ending("heartbeat", "what followed the run's last own line", work[-1], steps == 0, [],
+                   detail=plain(work[-1].text)[:160])
+    elif e.kind == "phase" and steps > 0:
+        e.before_training = False
+    e.numbers.append(f"then only {beats} line(s) of a server's idle polling or stats")
+    span = _span(work[-1], last)
+    if span:
+        e.numbers.append(f"for {span} by their timestamps")
     return e
 
 

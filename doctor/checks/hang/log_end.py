@@ -29,6 +29,8 @@ _PASTE_NEXT = {
     "faulthandler": "the whole dump (every thread) and the 50 lines before it",
     "phase": "the last 200 lines of the log and `nvidia-smi` taken while it is stuck",
     "nccl": "the NCCL WARN lines of every rank, with NCCL_DEBUG=INFO, and the launch command",
+    "heartbeat": "the stack of every training process taken while it is stuck (`py-spy dump --pid PID`) and the "
+                 "lines the trainer printed before its last one",
     "error": "the 100 lines before this error line and the launch command",
 }
 
@@ -137,7 +139,8 @@ class LogEnd(Rule):
                     "faulthandler": "a faulthandler stack dump with no crash header (printed by a timeout or on request, "
                                     "not by a crash)",
                     "phase": f"the marker of {e.phase} as its last line",
-                    "nccl": "NCCL debug lines and nothing after them"}[e.kind]
+                    "nccl": "NCCL debug lines and nothing after them",
+                    "heartbeat": f"a server's idle polling; the run's last own line is `{e.detail}`"}[e.kind]
             where = f"in {e.phase}" if e.kind != "faulthandler" else "at a stack dump"
             msg = f"The log stops {where} and ends with {what}, without an exception or an end-of-run line."
             if e.kind == "faulthandler" and e.detail:
