@@ -308,8 +308,9 @@ def test_a_hang_inside_the_reward_function_is_not_restarted():
 
 
 def test_a_log_whose_end_is_only_a_servers_idle_polling_stops_at_the_runs_last_own_line():
-    from doctor.checks.hang.endings import ending_of
     from conftest import lines_of
+
+    from doctor.checks.hang.endings import ending_of
     text = ("(MegatronTrainRayActor pid=19450) [2026-03-24 06:36:50] timer.py:24 - Timer actor_train start\n"
             + "".join(f'(SGLangEngine pid=17467) [2026-03-24 06:37:{s:02d}] INFO:     172.17.0.11:41646 - "GET /metrics '
                       f'HTTP/1.1" 200 OK\n' for s in (7, 22, 37)))

@@ -72,7 +72,7 @@ def test_log_viewer_source_column_and_ray_repeat_suffix_are_not_part_of_the_line
     line = ("2025-02-22 12:25:22 | orz-master-0/pytorch | (LLMActor pid=619, ip=10.42.4.232)  Loading safetensors "
             "checkpoint shards:  71% Completed | 12/17 [01:21<00:36,  7.20s/it] [repeated 15x across cluster]")
     assert unwrap(line).startswith("(LLMActor pid=619")
-    assert "repeated" not in segments(("(w pid=1) ValueError: x [repeated 7x across cluster]").encode())[0][0]
+    assert "repeated" not in segments(b"(w pid=1) ValueError: x [repeated 7x across cluster]")[0][0]
     log = tmp_path / "paste.txt"
     log.write_text(line + "\n")
     assert analyze([str(log)]).findings[0].rule_id == "GD323"
