@@ -115,3 +115,14 @@ def test_image_token_mismatch_outside_ms_swift_gives_both_levers_without_ms_swif
     assert f.rule_id == "GD441" and len(f.fix) >= 2
     assert f.fix[0].startswith("Raise the maximum sequence length") and "2695 tokens" in f.fix[0]
     assert "MAX_PIXELS unset" not in " ".join(f.fix)
+
+
+def test_disk_full_fixes_name_shared_memory_only_for_its_files_and_verl_checkpoint_keys_for_verl():
+    ckpt = ("RuntimeError: [enforce fail at inline_container.cc:857] . PytorchStreamWriter failed writing file data/37: "
+            "file write failed\n")
+    f = run_text(ckpt)[0]
+    assert f.rule_id == "GD806" and not any("shm-size" in x for x in f.fix)
+    shm = run_text("RuntimeError: unable to write to file </torch_3915_2891347622_0>: No space left on device (28)\n")[0]
+    assert any("shm-size" in x for x in shm.fix)
+    verl = run_text("(WorkerDict pid=77) " + ckpt, command="python3 -m verl.trainer.main_ppo trainer.save_freq=10")
+    assert any(x.startswith("Keep fewer checkpoints: trainer.max_actor_ckpt_to_keep=2") for x in verl[0].fix)
