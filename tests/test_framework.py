@@ -120,3 +120,12 @@ def test_unrecognised_failure_points_at_the_frameworks_issues(tmp_path):
 ])
 def test_more_frameworks_from_frames_and_lines(paths, texts, want):
     assert detect(list(paths), texts, {}, False)[0] == want
+
+
+def test_runtime_told_by_its_own_files_and_dump_lines():
+    dump = ["INFO 02-19 12:14:43 model_runner_base.py:120] Writing input of failed execution to "
+            "/tmp/err_execute_model_input_20250219-121443.pkl..."]
+    assert detect([], dump, {})[0] == "vllm"
+    listing = ["90G\tbf16_zero_pp_rank_0_mp_rank_00_optim_states.pt", "15G\tmp_rank_00_model_states.pt"]
+    assert detect([], listing, {})[0] == "deepspeed"
+    assert detect([], ["15G\tmodel.safetensors"], {})[0] is None

@@ -174,8 +174,12 @@ def unsloth_version(texts: Iterable[str]) -> str | None:
 _RUNTIME_DIRS = (("vllm", ("/vllm/",)), ("deepspeed", ("/deepspeed/",)), ("torch", ("/torch/distributed/", "/torch/")))
 _RUNTIME_TEXT = (
     ("vllm", re.compile(r"\((?:EngineCore(?:_\d+)?|APIServer|VllmWorker\w*) pid=\d+\)|\bvllm\.entrypoints\b|"
-                        r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]")),
-    ("deepspeed", re.compile(r"\bdeepspeed\.launcher\b|\[deepspeed\]|\bdeepspeed\s+--|\bds_config\b|DeepSpeedEngine")),
+                        r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
+                        # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
+                        r"Writing input of failed execution to ")),
+    # DeepSpeed's checkpoint files (runtime/engine.py: mp_rank_NN_model_states.pt, *_optim_states.pt shards)
+    ("deepspeed", re.compile(r"\bdeepspeed\.launcher\b|\[deepspeed\]|\bdeepspeed\s+--|\bds_config\b|DeepSpeedEngine|"
+                             r"\bmp_rank_\d+_model_states\.pt\b|_zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt\b")),
     ("torch", re.compile(r"\btorch\.distributed\.elastic\b|\btorchrun\b|ProcessGroupNCCL|\bc10d\b")),
 )
 
