@@ -126,3 +126,17 @@ def test_disk_full_fixes_name_shared_memory_only_for_its_files_and_verl_checkpoi
     assert any("shm-size" in x for x in shm.fix)
     verl = run_text("(WorkerDict pid=77) " + ckpt, command="python3 -m verl.trainer.main_ppo trainer.save_freq=10")
     assert any(x.startswith("Keep fewer checkpoints: trainer.max_actor_ckpt_to_keep=2") for x in verl[0].fix)
+
+
+def test_validation_summaries_all_zero_and_not():
+    pp = ("(TaskRunner pid=1) (\"Initial validation metrics: {'val/test_score/openai/gsm8k': \"\n"
+          "(TaskRunner pid=1)  '0.0}')\n")
+    f = run_text(pp)[0]
+    assert f.rule_id == "GD617" and "before training" in f.message
+    assert "val/test_score/openai/gsm8k 0" in f.message
+    some = pp.replace("'0.0}'", "'0.3199393479909022}'")
+    assert all(x.rule_id != "GD617" for x in run_text(some))
+    # spreads are not scores: a std of 0 beside a mean above 0 is not "all zero"
+    mixed = ("(TaskRunner pid=1) Initial validation metrics: {'val-core/openai/gsm8k/reward/mean@1': 0.25, "
+             "'val-aux/openai/gsm8k/reward/std@1': 0.0}\n")
+    assert all(x.rule_id != "GD617" for x in run_text(mixed))
