@@ -76,3 +76,15 @@ def test_log_viewer_source_column_and_ray_repeat_suffix_are_not_part_of_the_line
     log = tmp_path / "paste.txt"
     log.write_text(line + "\n")
     assert analyze([str(log)]).findings[0].rule_id == "GD323"
+
+
+def test_one_exception_line_written_by_two_processes_at_once_is_read_once(tmp_path):
+    line = "AssertionErrorAssertionError: : can only test a child processcan only test a child process"
+    assert unwrap(line) == "AssertionError: can only test a child process"
+    assert unwrap("ValueErrorValueError: : ab") == "ValueError: ab"  # two different messages: both kept
+    log = tmp_path / "paste.txt"
+    log.write_text("Traceback (most recent call last):\n"
+                   '  File "/opt/conda/lib/python3.10/multiprocessing/process.py", line 160, in is_alive\n'
+                   "    assert self._parent_pid == os.getpid(), 'can only test a child process'\n" + line + "\n")
+    rep = analyze([str(log)])
+    assert rep.findings and "can only test a child process" in rep.findings[0].message

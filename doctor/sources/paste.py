@@ -8,7 +8,8 @@ What is undone, each a standard format seen in real pastes (bench/ACCURACY-NOTES
   viewer copied as a table (066), ``-- | --`` dropped,
 - ``<timestamp> <host> >>`` prefixes of cluster log viewers (066), ``<timestamp> | <pod>/<container> | `` of log
   viewers' exports, and an ISO timestamp in front of ``[rankN]:``,
-- ``**bold**`` around an exception line (070),
+- ``**bold**`` around an exception line (070), and one exception line written by two processes at once
+  (``AssertionErrorAssertionError: : msgmsg``),
 - HTML ``<details>``/``<summary>``/``<pre>``/``<code>`` wrapper tags and ``<br>`` (GitHub issue forms), and the
   character entities of a log copied from an HTML page (``File &quot;/x.py&quot;, line 3``),
 - user elisions (``...``, ``[... 8 similar lines ...]``, ``<truncated>``): a line holding only one becomes empty,
@@ -34,10 +35,15 @@ _LOGURU = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEB
 # "2025-11-19 18:38:40.880773 master-0 >> " (a host name, then >>), or a bare ISO timestamp before "[rank"
 _TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\S+\s+)?>>\s?")
 # a log viewer's "time | source | message" export (Kubernetes log tools, Grafana/Loki: pod/container as the source)
-_TS_SOURCE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+\|\s+[\w.\-]+(?:/[\w.\-]+)*\s+\|\s+")
+# (a level name in that column is loguru's record, read by _LOGURU with its module:function:line)
+_TS_SOURCE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+\|\s+"
+                        r"(?!(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s)[\w.\-]+(?:/[\w.\-]+)*\s+\|\s+")
 _TS_RANK = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _HTML = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em)\b[^>]*>", re.I)
+# two processes writing the same exception line at once, their writes interleaved: "AssertionErrorAssertionError: :
+# msgmsg" (each process's type, then both separators, then both messages)
+_TWICE = re.compile(r"^(?P<t>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?P=t): : (?P<m>.*)$")
 _ENTITY = re.compile(r"&(?:quot|#39|#x27|apos|lt|gt|amp);")
 _ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[\s*\.{3}.*\.{3}\s*\]|\(\s*\.{3}.*\)|<truncated[^>]*>|\.\.\. \(\d+ .*\))\s*$")
 
@@ -50,6 +56,8 @@ def needs_unwrap(text: str) -> bool:
     if c in _FIRST or text[-1] in _LAST:
         return True
     if "&" in text and _ENTITY.search(text):
+        return True
+    if ": : " in text:
         return True
     if c == "[" or c == "(":
         return "..." in text  # "[... 8 similar lines ...]"
@@ -78,6 +86,12 @@ def unwrap(text: str) -> str:
             m = _TS_HOST.match(s) or _TS_RANK.match(s) or _TS_SOURCE.match(s)
             if m:
                 s = s[m.end():]
+        if ": : " in s:
+            m = _TWICE.match(s)
+            if m:
+                msg = m.group("m")
+                half = len(msg) // 2
+                s = f"{m.group('t')}: {msg[:half] if msg[:half] == msg[half:] else msg}"
         if "&" in s and _ENTITY.search(s):
             s = html.unescape(s).strip()
         if "<" in s and ">" in s:
