@@ -153,7 +153,8 @@ def test_html_shows_known_fix_and_similar_threads(index_of):
 # ------------------------------------------------------------------ no sentence addressed to developers
 # what a maintainer writes to another maintainer ("matched above" meant: by an earlier entry of a table)
 DEV_PHRASES = re.compile(r"(?i)\bmatched (?:above|below|here|earlier)\b|\bis matched by\b|\bthis (?:entry|table)\b(?! point)|"
-                         r"\b(?:entry|rule|table) above\b|\bTODO\b|\bFIXME\b|\bXXX\b|\bgolden\b")
+                         r"\b(?:entry|rule|table) above\b|\bTODO\b|\bFIXME\b|\bXXX\b|\bgolden\b|"
+                         r"\braise-site index\b|\bstructure table\b|\bfixer\b")
 
 
 def _cases() -> list[Path]:

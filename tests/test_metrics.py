@@ -475,3 +475,13 @@ def test_nan_console_row_after_a_learned_layout_still_trips_gd620():
     (f,) = s.finish()
     # 1e999 overflows to inf: step 6 is the first non-finite one (grad_norm only), step 7 the second
     assert f.rule_id == "GD620" and "from step 6/9 on" in f.message and "2 of 7 logged steps" in f.message
+
+
+def test_other_loggers_names_of_the_trainer_keys_make_a_metrics_row():
+    from doctor.sources.metrics import parse_console
+    row = parse_console("train stats after 160768 examples: {'loss/train': 'nan', 'grad_norm': 'nan', "
+                        "'counters/examples': 160768}")
+    assert row is not None and row["loss"] != row["loss"] and "loss/train" not in row
+    wandb = parse_console("{'train/loss': 0.5, 'train/grad_norm': 1.25, 'train/epoch': 0.1}")
+    assert wandb == {"loss": 0.5, "grad_norm": 1.25, "epoch": 0.1}
+    assert parse_console("{'loss/train': 0.5, 'note': 'x'}") is None  # one trainer key is not a row

@@ -216,3 +216,10 @@ def test_not_implemented_by_vllm_base_platform_means_no_device_platform_was_foun
               "NotImplementedError")
     first = run(text)[0]
     assert first.category == "import-or-dependency-error" and "UnspecifiedPlatform" in first.message
+
+
+def test_a_frameless_exception_placed_by_its_wording_says_so_in_the_users_words():
+    found = run("RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4) x "
+                "pipeline_model_parallel_size (1)\n")
+    assert "vLLM's released source raises this wording in vllm/distributed/parallel_state.py" in found[0].message
+    assert "index" not in found[0].message

@@ -143,8 +143,8 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
             ran = (versions or {}).get(pkg)
             if ran and version_key(ran) >= version_key(nxt):
                 continue
-            notes.append(f"The indexed {pkg} releases raise this wording up to {last} and no longer from {nxt} (the "
-                         f"check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
+            notes.append(f"Of the {pkg} releases grpo-doctor has read, those up to {last} raise this wording and those "
+                         f"from {nxt} on do not (the check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
                          f"failure.")
     return " ".join(notes[:1])
 

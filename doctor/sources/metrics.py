@@ -21,6 +21,12 @@ TRAINER_KEYS = frozenset({
     "train_runtime", "train_loss", "global_step/max_steps", "completion_length",
     "completions/mean_length", "frac_reward_zero_std", "eval_loss", "eval_reward",
 })
+# the same keys under other loggers' names: transformers' WandbCallback prefixes "train/" (integration_utils.py
+# rewrite_logs); the DPO reference trainer (eric-mitchell/direct-preference-optimization trainers.py) prints
+# "train stats after N examples: {'loss/train': ..., 'grad_norm': ...}"
+_ALIASES = {"train/loss": "loss", "loss/train": "loss", "train/grad_norm": "grad_norm", "train/reward": "reward",
+            "train/reward_std": "reward_std", "train/kl": "kl", "train/learning_rate": "learning_rate",
+            "train/epoch": "epoch", "train/global_step": "step"}
 LITERALS = ("'loss'", '"loss"', "'reward'", '"reward"', "'train_runtime'", '"train_runtime"', "'grad_norm'",
             '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'", "critic/rewards/mean:")
 # every verl PPO/GRPO console row holds it (sources/verl_rows.py); such a row passes the gate by its
@@ -95,7 +101,10 @@ def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
         keys = tuple(key for key, _, _, _ in found)
         raws = tuple(q1 or q2 or bare for _, q1, q2, bare in found)
     if len(TRAINER_KEYS.intersection(keys)) < 2:
-        return None, True
+        named = tuple(_ALIASES.get(k, k) for k in keys)
+        if named == keys or len(TRAINER_KEYS.intersection(named)) < 2:
+            return None, True
+        keys = named
     return _convert(keys, raws)
 
 

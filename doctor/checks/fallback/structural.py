@@ -172,8 +172,8 @@ class Structural(Rule):
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
-                where_txt = (f" No stack frames in the log; the raise-site index places this wording in {v.component} "
-                             f"({v.frames[-1].path.split('/', 1)[-1]} {v.frames[-1].func}).")
+                where_txt = (f" No stack frames in the log; {v.component}'s released source raises this wording in "
+                             f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
             elif exc.frames and exc not in ctx.exceptions:
                 where_txt = (f" The notebook's traceback header names the exception; its message (printed last by "
                              f"IPython) is not in the paste. The stack runs through {v.component}{where}.")
