@@ -28,8 +28,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     if g.get("overrides") is not None:
         return Diagnosis(
             message="Hydra's run_and_report caught the job's exception and printed only `Error executing job with "
-                    "overrides`; without HYDRA_FULL_ERROR=1 it shortens the stack, and this log does not hold the "
-                    "exception line that follows it.",
+                    "overrides`; without HYDRA_FULL_ERROR=1 it shortens the stack, and no exception line after it "
+                    "was read from this log.",
             fix=("Rerun with HYDRA_FULL_ERROR=1 in the environment (export HYDRA_FULL_ERROR=1) to get the full stack, "
                  "and paste the exception line printed after `Error executing job with overrides`.",))
     if g.get("task"):

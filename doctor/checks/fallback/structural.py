@@ -172,7 +172,7 @@ class Structural(Rule):
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
-                where_txt = (f" No stack frames in the log; {v.component}'s released source raises this wording in "
+                where_txt = (f" No stack frames were read from the log; {v.component}'s released source raises this wording in "
                              f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
             elif exc.frames and exc not in ctx.exceptions:
                 where_txt = (f" The notebook's traceback header names the exception; its message (printed last by "
@@ -183,7 +183,7 @@ class Structural(Rule):
             elif v.frames:
                 where_txt = f" Raised in {v.component}{where}."
             else:
-                where_txt = " No stack frames in the log."
+                where_txt = " No stack frames were read from the log."
             outer = outer_of(ctx, exc)
             if outer is not None:
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "

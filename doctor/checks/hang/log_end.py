@@ -131,7 +131,7 @@ class LogEnd(Rule):
     def _finding(self, e: Ending, ctx: RunState, lines: list[LogLine], steps: int) -> Finding:
         shown = plain(e.line.text)[:200]
         if e.kind == "error":
-            msg = (f"No rule knows this failure, and the log holds no Python traceback: its first error-level line "
+            msg = (f"No rule knows this failure, and no Python traceback was read from the log: its first error-level line "
                    f"in the end of the log is `{shown}`.")
         else:
             what = {"bar": f"its progress bar short of the total ({e.detail or 'no description'})",
@@ -155,7 +155,7 @@ class LogEnd(Rule):
         if facts:
             msg += " Read from the log: " + "; ".join(facts) + "."
         if not _whole_log(ctx):
-            msg += (" The log holds no launch command or argument dump, so it may be an excerpt: it shows where the run "
+            msg += (" No launch command or argument dump was read from this log, so it may be an excerpt: it shows where the run "
                     f"stopped, not why. Paste next: {_PASTE_NEXT[e.kind]}.")
         fix = _fix(e, ctx, lines) if e.kind != "error" else [
             f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
