@@ -92,6 +92,7 @@ class RunFacts:
     params_read: bool = False          # the log printed a parameter count (model_parameter_info, trainable params)
     metrics: dict[str, MetricFacts] = field(default_factory=dict)
     ooms: tuple[Oom, ...] = ()
+    config_read: bool = True           # a command, an argument dump or args.json was read (False: "unset" is unknown)
 
     @property
     def world_at_least(self) -> int | None:
@@ -206,8 +207,17 @@ def _find_unset(sentence: str, masked: str) -> Iterator[Claim]:
         yield Claim("unset", seen.group(1), "", seen.start(2), seen.end(2))
 
 
+_UNSET_WORDS = re.compile(r"(?:is |was |are )?(?:still )?(?:not set|unset)|(?:is |was )?left (?:unset|at (?:its|the) default)")
+
+
 def _judge_unset(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
     v = facts.value(c.subject)
+    if v is None and not facts.config_read:  # nothing of the configuration was read: "unset" is not known
+        span = sentence[c.start:c.end]
+        said = _UNSET_WORDS.sub("not read from the inputs", span, count=1)
+        if said == span or "(not set in the configuration seen)" in span:
+            said = span.replace("(not set in the configuration seen)", "(not read from the inputs)")
+        return Verdict("no command, argument dump or args.json was read", sentence[:c.start] + said + sentence[c.end:])
     if v is None:
         return None
     name = c.subject.lstrip("-")

@@ -253,3 +253,14 @@ def test_unset_claim_of_a_real_rule_goes_when_the_command_sets_it():
     dump = "[INFO:swift] args: RLHFArguments(\nsleep_level=0,\n)\n"
     after = _text(run_case({**case, "log": dump + case["log"]}))
     assert claim not in after
+
+
+def test_unset_is_not_claimed_when_no_configuration_was_read():
+    from doctor.claims import RunFacts, check_text
+    blind = RunFacts(config_read=False)
+    out, dropped = check_text("MAX_PIXELS is not set, so each image is encoded at up to 12845056 pixels.", blind)
+    assert out.startswith("MAX_PIXELS not read from the inputs, so") and dropped
+    out, _ = check_text("--vllm_max_model_len 4096: unset, vLLM plans for the whole window.", blind)
+    assert out.startswith("--vllm_max_model_len 4096: not read from the inputs")
+    # a run whose command was read and does not hold it: "unset" is what the inputs show
+    assert check_text("MAX_PIXELS is not set.", RunFacts())[0] == "MAX_PIXELS is not set."

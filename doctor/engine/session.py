@@ -238,7 +238,8 @@ def run_facts(state: RunState, f: Finding, run: RunConfig) -> RunFacts:
     model = run.args.get("model") or run.args.get("model_id_or_path")
     return RunFacts(args=run.args, cli=run.cli, env=run.env, versions=run.versions, world=run.world_size(),
                     max_rank=state.max_rank, model=str(model) if model else None, params_read=state.params_read,
-                    metrics=state.metric_facts, ooms=tuple(ooms))
+                    metrics=state.metric_facts, ooms=tuple(ooms),
+                    config_read=bool(run.command or run.args or run.cli or run.command_texts or run.launches))
 
 
 def _tier(rule: Rule) -> int:
