@@ -140,3 +140,12 @@ def test_validation_summaries_all_zero_and_not():
     mixed = ("(TaskRunner pid=1) Initial validation metrics: {'val-core/openai/gsm8k/reward/mean@1': 0.25, "
              "'val-aux/openai/gsm8k/reward/std@1': 0.0}\n")
     assert all(x.rule_id != "GD617" for x in run_text(mixed))
+
+
+def test_rays_memory_monitor_kill_is_not_blamed_on_the_kernel_oom_killer():
+    line = ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
+            "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 351e406b19, IP: "
+            "10.0.0.1) over the last time period.\n")
+    f = run_text(line)[0]
+    assert f.rule_id == "GD310" and "RAY_memory_usage_threshold" in f.message
+    assert "Linux OOM killer" not in f.message and "dmesg" not in f.fix[0]

@@ -107,10 +107,21 @@ class HostOomKilled(Rule):
                        "before the kernel's OOM killer would). ")
             elif "launcher" in kinds:
                 who = "DeepSpeed's launcher reports a process ended by signal 9 (return code -9, SIGKILL). "
-            msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
-                   "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
-        fix = ["Confirm it: `dmesg -T | grep -iE 'killed process|out of memory'` on the node (or the scheduler's "
-               "job log: OOMKilled / exceeded memory limit), and watch `free -g` during the run."]
+            if set(kinds) == {"ray"}:
+                # ray/_private/memory_monitor.py: the raylet kills a worker when the node's memory use passes
+                # RAY_memory_usage_threshold (0.95 by default): the kill is Ray's, not the kernel's
+                msg = (who + "The killed worker leaves no error of its own: the node's host RAM (not GPU memory) passed "
+                       "Ray's threshold (RAY_memory_usage_threshold, 0.95 of the node's memory by default).")
+            else:
+                msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
+                       "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
+        if set(kinds) == {"ray"}:
+            fix = ["Ray's message lists the top memory users of the node: the biggest one (often the rollout or the "
+                   "actor workers holding batches, or a reward worker) is where to cut host memory; `ray memory` and "
+                   "`free -g` during the run show the trend."]
+        else:
+            fix = ["Confirm it: `dmesg -T | grep -iE 'killed process|out of memory'` on the node (or the scheduler's "
+                   "job log: OOMKilled / exceeded memory limit), and watch `free -g` during the run."]
         world = run.world_size()
         workers = run.int_arg("dataloader_num_workers")
         if workers is not None and workers > 0:
