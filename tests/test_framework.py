@@ -129,3 +129,7 @@ def test_runtime_told_by_its_own_files_and_dump_lines():
     listing = ["90G\tbf16_zero_pp_rank_0_mp_rank_00_optim_states.pt", "15G\tmp_rank_00_model_states.pt"]
     assert detect([], listing, {})[0] == "deepspeed"
     assert detect([], ["15G\tmodel.safetensors"], {})[0] is None
+
+
+def test_ms_swift_reward_lookup_wording_names_ms_swift():
+    assert detect([], ["reward_function my_format is not implemented in swift.llm.plugin"], {})[0] == "ms-swift"

@@ -155,3 +155,13 @@ def test_attention_implementation_is_said_in_each_framework_own_terms():
                                'attn_implementation="sdpa").')
     assert say(line, "trl") == 'Or avoid flash-attn: GRPOConfig(model_init_kwargs={"attn_implementation": "sdpa"}).'
     assert say(line, "verl") is None  # verl has no such override in its table: the line goes
+
+
+def test_dtype_and_reward_functions_outside_ms_swift():
+    line = "Train in bfloat16 (--torch_dtype bfloat16), not float16, which overflows easily."
+    assert say(line, None) == "Train in bfloat16 (the model's dtype bfloat16), not float16, which overflows easily."
+    assert 'model_init_kwargs={"torch_dtype": "bfloat16"}' in say(line, "trl")
+    funcs = "check that --reward_funcs is set"
+    assert say(funcs, None) == "check that reward_funcs is set"
+    assert say(funcs, "trl") == "check that GRPOTrainer(reward_funcs=[...]) is set"
+    assert say(funcs, "verl") is None  # verl has no such flag: its reward is custom_reward_function

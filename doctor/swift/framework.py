@@ -64,6 +64,9 @@ _CMD = (
     # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
     # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
     ("ms-swift", re.compile(r"\bremaining_argv: \[")),
+    # its GRPO trainer's reward lookup (trainers/rlhf_trainer/grpo_trainer.py 3.1-3.6: "reward_function {name} is not
+    # implemented in swift.llm.plugin")
+    ("ms-swift", re.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
     ("trl", re.compile(r"^TRL CLI: error:")),
     ("axolotl", re.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
     ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),

@@ -134,8 +134,14 @@ _FLAGS: dict[str, tuple[str | None, str | None]] = {
     "--vllm_enable_lora": (_NONE, ""), "--truncation_strategy": (_NONE, ""), "--rlhf_type": (_NONE, ""),
     "--multi_turn_scheduler": (_NONE, ""), "--vllm_limit_mm_per_prompt": (_NONE, ""),
     "--enable_flattened_weight_sync": (_NONE, ""), "--padding_free": (_NONE, ""),
-    # transformers' from_pretrained(attn_implementation=...), which trl passes through GRPOConfig.model_init_kwargs
+    # transformers' from_pretrained(attn_implementation=..., torch_dtype=...), which trl passes through
+    # GRPOConfig.model_init_kwargs
     "--attn_impl": ("GRPOConfig(model_init_kwargs={\"attn_implementation\": \"{v}\"})", _NONE),
+    "--torch_dtype": ("GRPOConfig(model_init_kwargs={\"torch_dtype\": \"{v}\"}) with bf16=True", ""),
+    # trl takes the reward functions as GRPOTrainer(reward_funcs=[...]) and their weights in GRPOConfig
+    "--reward_funcs": ("GRPOTrainer(reward_funcs=[...])", ""),
+    "--reward_weights": ("GRPOConfig(reward_weights=[...])", ""),
+    "--target_modules": ("peft LoraConfig(target_modules={v})", ""),
 }
 # GRPOConfig / TrainingArguments fields that ms-swift spells as flags of the same name: GRPOConfig(name=value)
 GRPO_FIELDS = frozenset({
@@ -159,7 +165,7 @@ _ENVVAR = re.compile(r"\b(NPROC_PER_NODE|NNODES|NODE_RANK)\b(?:=(\S+?)(?=[\s,;:)
 # what a flag's value looks like (a sentence's next word does not): a number, a boolean, a placeholder, a quoted
 # string, an identifier with a digit or an underscore (zero3, /path), or one of the enum words ms-swift's flags take
 _VALUE = re.compile(r"""^(?:[-\d.]+(?:e-?\d+)?|true|false|True|False|<[^>]*>|"[^"]*"|'[^']*'|\S*[\d_/]\S*|"""
-                    r"server|colocate|lora|full|none|epoch|steps|no|auto|sdpa|eager)$")
+                    r"server|colocate|lora|full|none|epoch|steps|no|auto|sdpa|eager|bfloat16|float16|float32)$")
 _TWO = re.compile(r"GRPOConfig\(([^()]*)\)\s+(?:with\s+|and\s+)?GRPOConfig\(([^()]*)\)")
 _LAUNCHER = re.compile(r"vllm-serve|accelerate launch|torchrun|vllm serve")
 _BOTH = re.compile(r"\btrl\b|GRPOConfig|vllm-serve|accelerate launch|torchrun|FastLanguageModel")
@@ -301,6 +307,10 @@ _NEUTRAL: dict[str, str | None] = {
     "--train_type": "{v} training",
     "--deepspeed": "DeepSpeed {v}",
     "--attn_impl": "the model's attention implementation {v} (transformers: attn_implementation=\"{v}\")",
+    "--torch_dtype": "the model's dtype {v}",
+    "--reward_funcs": "reward_funcs",
+    "--reward_weights": "reward_weights",
+    "--target_modules": "the LoRA target_modules {v}",
 }
 # vLLM's own server options (vllm/engine/arg_utils.py EngineArgs, `vllm serve --help`): a run whose only runtime told is
 # vLLM
