@@ -10,6 +10,7 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -240,3 +241,115 @@ def test_a_log_without_metric_rows_does_not_import_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True,
                          cwd=ROOT).stdout
     assert out.strip() == "False"
+
+
+# ------------------------------------------------------------------ console metric rows gathered into blocks
+# every fixture log holding a printed metrics dict, read alone (without its run's logging.jsonl, so that its console
+# rows are the run's metrics)
+CONSOLE = sorted({p for p in (ROOT / "fixtures").glob("**/*") if p.suffix in (".txt", ".log") and p.is_file()
+                  and re.search(rb"""\{['"](?:loss|reward|grad_norm|train_runtime|eval_loss)['"]""", p.read_bytes())})
+
+
+def _rows_one_by_one(m: pytest.MonkeyPatch) -> None:
+    """The path before blocks: each console row emitted alone, each block of rows read row by row."""
+    from doctor.sources import bars
+    m.setattr(bars, "GATHER", False)
+    m.setattr(columns, "ENABLED", False)
+
+
+@pytest.mark.parametrize("log", CONSOLE, ids=[str(c.relative_to(ROOT / "fixtures")) for c in CONSOLE])
+def test_console_logs_same_report(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as m:
+        _rows_one_by_one(m)
+        want = _report(log)
+    assert _report(log) == want
+
+
+def test_console_logs_were_found() -> None:
+    assert len(CONSOLE) >= 40
+
+
+def _bar(k: int, n: int, desc: str = "Train") -> str:
+    pct = k * 100 // max(n, 1) % 1000
+    return f"{desc}: {pct:3d}%|{'█' * (pct // 10):10s}| {k}/{n} [00:0{k % 10}<00:13,  3.31s/it]"
+
+
+def _console_text(rows: list[dict], rng: random.Random) -> str:
+    """The rows printed as a console log prints them (transformers 4 numbers, transformers 5 quoted texts), with
+    progress bars (rising, repeated, back to 0, beyond the rows' steps), phase markers and checkpoint saves between
+    them, and now and then a row the short cut does not take (a prefix, a text after it)."""
+    out = ["[INFO:swift] args: RLHFArguments(", "    output_dir='out')", "[INFO:swift] model_parameter_info: x",
+           "***** Running training *****"]
+    for i, row in enumerate(rows, 1):
+        for _ in range(rng.choice([0, 0, 1, 1, 1, 2, 5])):
+            k = rng.choice([i, i, i - 1, 0, i + 40, i // 2])
+            out.append(rng.choice([_bar(k, len(rows)), _bar(k, rng.choice([0, 9, len(rows)])), _bar(k, 3, "Val"),
+                                   _bar(k, len(rows), "")]))
+        if rng.random() < 0.5:
+            text = repr({k: str(v) if not isinstance(v, str) else v for k, v in row.items()})
+        else:
+            text = repr(row)
+        r = rng.random()
+        if r < 0.03:
+            text = "[rank0]: " + text
+        elif r < 0.05:
+            text += " trailing"
+        out.append(text)
+        r = rng.random()
+        if r < 0.03:
+            out.append(f"[INFO:swift] Saving model checkpoint to out/checkpoint-{i}")
+        elif r < 0.04:
+            out.append("[WARNING:swift] something else")
+        elif r < 0.045:
+            out.append("[INFO:swift] The logging file will be saved in out/logging.jsonl")
+    out += ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
+            "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"]
+    return "\n".join(out) + "\n"
+
+
+def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, gather: bool, rows_max: int) -> list[Any]:
+    """The metric rows counted, the state the scanner leaves after reading this console log, and the findings."""
+    from doctor.sources import bars, scan
+    with monkeypatch.context() as m:
+        if not gather:
+            _rows_one_by_one(m)
+        m.setattr(bars, "ROWS_MAX", rows_max)
+        s = Session()
+        tracker = Tracker()
+        s.observers.append(tracker)
+        seen: list[str] = []   # the state before each line fed whole: every row printed before it has been read
+        feed_line = s.feed_line
+
+        def snap_and_feed(line: Any) -> None:
+            seen.append(_snapshot(s, tracker))
+            feed_line(line)
+
+        m.setattr(s, "feed_line", snap_and_feed)
+        with path.open("rb") as f:
+            scan.scan_file(s, str(path), f, [0], fork=False)
+        return [s.state.metrics_steps, seen, _snapshot(s, tracker), repr([(f.rule_id, f.message, f.evidence, f.count, f.severity)
+                                             for f in s.finish()])]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hostile_console_rows_same_state_and_report(seed: int, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile rows printed between progress bars, gathered into blocks of several sizes: the run facts, vitals,
+    hang cadence, series and findings are those of the rows emitted one by one."""
+    rng = random.Random(seed)
+    if seed % 2:
+        from doctor.checks import _series
+        monkeypatch.setattr(_series, "MAX_ROWS", 16)
+    rows = _hostile_rows(rng, 400)
+    for i in range(50, 400, 61):   # a 400-digit number, printed as transformers 4 would
+        rows[i]["grad_norm"] = BIG
+    log = tmp_path / "console.log"
+    log.write_text(_console_text(rows, rng))
+    want = _scan_state(log, monkeypatch, False, 1)
+    assert want[0] > 300   # the rows were read
+    for size in (1, 3, 256):
+        assert _scan_state(log, monkeypatch, True, size) == want
+    with monkeypatch.context() as m:
+        _rows_one_by_one(m)
+        report = _report(log)
+    assert _report(log) == report
