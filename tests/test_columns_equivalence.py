@@ -90,6 +90,8 @@ def _hostile_rows(rng: random.Random, n: int = 600) -> list[dict]:
             ]))
     for i, bad in ((30, float("nan")), (31, float("inf")), (32, float("-inf"))):   # whatever the draw, some
         rows[i]["grad_norm"] = bad
+    if rng.random() < 0.5:   # a loss broken before any grad_norm (the first broken step is the loss's)
+        rows[rng.randrange(2, 30)]["loss"] = rng.choice([float("nan"), float("inf")])
     return rows
 
 
