@@ -355,3 +355,38 @@ def test_hostile_console_rows_same_state_and_report(seed: int, tmp_path: Path,
         _rows_one_by_one(m)
         report = _report(log)
     assert _report(log) == report
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_loss_zero_columns_are_the_row_loop(seed: int) -> None:
+    """GD631's column function against its row loop, on columns of zeros with NaN, inf, -0.0 and the thresholds."""
+    import math
+
+    from doctor.checks._series import EPS_STD
+    from doctor.checks.numerics.loss_zero import _zero_loss_columns
+
+    rng = random.Random(seed)
+    n = [0, 1, 6, 200][seed % 4]
+    odd = [None, float("nan"), float("inf"), float("-inf"), 0.0, -0.0, EPS_STD, 2e-6, 0.3, -0.5]
+    loss = [rng.choice([0.0, -0.0, None]) for _ in range(n)]
+    if seed % 3 == 0 and n:   # one loss that may not be 0
+        loss[rng.randrange(n)] = rng.choice(odd)
+    gn, rstd = ([rng.choice(odd) for _ in range(n)] for _ in range(2))
+    rows = [i for i in range(n) if loss[i] is not None]
+    want = None   # what the rule reports from: the rows logging a loss and the first row with a gradient
+    if rows and all(loss[i] == 0 for i in rows):
+        alive = [i for i in rows if gn[i] and gn[i] > 0 and not math.isnan(gn[i]) and rstd[i] and rstd[i] > EPS_STD]
+        want = (len(rows), alive[0]) if alive else None
+    got_rows, got_alive = _zero_loss_columns(loss, gn, rstd)
+    assert ((len(got_rows), got_alive[0]) if got_rows and got_alive else None) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_step_time_columns_are_the_row_loop(seed: int) -> None:
+    """GD650's timed rows over columns against its row loop (the first row left out, NaN, inf, 0, negatives)."""
+    from doctor.checks.outputs.step_time import _timed_rows
+
+    rng = random.Random(seed)
+    n = [0, 1, 2, 300][seed % 4]
+    st = [rng.choice([None, float("nan"), float("inf"), float("-inf"), 0.0, -0.0, -1.0, 1e-9, 2.5]) for _ in range(n)]
+    assert _timed_rows(st) == [i for i in range(1, n) if st[i] is not None and st[i] > 0]
