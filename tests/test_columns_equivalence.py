@@ -309,13 +309,15 @@ def _console_text(rows: list[dict], rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
-def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, gather: bool, rows_max: int) -> list[Any]:
+def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, gather: bool, rows_max: int,
+                rows_min: int = 1) -> list[Any]:
     """The metric rows counted, the state the scanner leaves after reading this console log, and the findings."""
     from doctor.sources import bars, scan
     with monkeypatch.context() as m:
         if not gather:
             _rows_one_by_one(m)
         m.setattr(bars, "ROWS_MAX", rows_max)
+        m.setattr(bars, "ROWS_MIN", rows_min)
         s = Session()
         tracker = Tracker()
         s.observers.append(tracker)
@@ -349,8 +351,8 @@ def test_hostile_console_rows_same_state_and_report(seed: int, tmp_path: Path,
     log.write_text(_console_text(rows, rng))
     want = _scan_state(log, monkeypatch, False, 1)
     assert want[0] > 300   # the rows were read
-    for size in (1, 3, 256):
-        assert _scan_state(log, monkeypatch, True, size) == want
+    for size, least in ((1, 1), (3, 1), (256, 1), (256, 16)):   # blocks of any size; small ones row by row
+        assert _scan_state(log, monkeypatch, True, size, least) == want
     with monkeypatch.context() as m:
         _rows_one_by_one(m)
         report = _report(log)

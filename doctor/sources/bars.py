@@ -60,6 +60,7 @@ BAR = re.compile(rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
 ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)
+ROWS_MIN = 16    # fewer are emitted one by one: a block's columns cost more than reading a few rows (measured)
 GATHER = True    # False: each console metric row is emitted alone (the equivalence tests compare both)
 
 
@@ -177,10 +178,21 @@ class BarStretch:
 
     def emit_rows(self) -> None:
         """Hand the gathered rows, with the bars held among them, to the session (see the module)."""
-        if self.rows:
-            rows, between = self.rows, self._between
-            self.rows, self._between = [], []
+        if not self.rows:
+            return
+        rows, between = self.rows, self._between
+        self.rows, self._between = [], []
+        if len(rows) >= ROWS_MIN:
             self.session.emit_many(rows, between)
+            return
+        at = 0
+        for i, row in enumerate(rows):   # as they came: each row after the bars printed before it
+            while at < len(between) and between[at][0] <= i:
+                between[at][2].feed(between[at][1])
+                at += 1
+            self.session.emit(row)
+        for _, line, r in between[at:]:
+            r.feed(line)
 
     def flush(self, path: str) -> int:
         """Feed the bars kept, in file order, straight to the rules their words route them to (what
