@@ -62,6 +62,10 @@ def _hostile_rows(rng: random.Random, n: int = 600) -> list[dict]:
         elif era == 1:
             row.update({"reward": 0.0, "reward_std": 0.0, "rewards/Acc/mean": 0.0, "rewards/Acc/std": 0.0,
                         "frac_reward_zero_std": 1.0, "completions/clipped_ratio": rng.random()})
+            if rng.random() < 0.1:   # one function named twice (its 3.2 and 3.3 keys)
+                row["rewards/Acc"] = rng.random()
+            if rng.random() < 0.1:   # a function that comes and goes
+                row[f"rewards/F{i % 4}/mean"] = rng.random()
         elif era == 2:
             row = {"train/loss": 0.1, "train/grad_norm": 0.2, "train/reward": rng.random(), "step": float(i),
                    "response_clip_ratio": 0.9, "kl": rng.random()}
@@ -111,7 +115,7 @@ def _snapshot(s: Session, tracker: Tracker) -> str:
             nan.min_gn and (nan.min_gn[0], nan.min_gn[1].seq), seq(nan.last), seq(nan.first_seen))
     series = s.rules[[r.meta.id for r in s.rules].index("GD610")].s
     kept = (series.n, series.stride, series.fed, series.store.kept, series.steps, series.where, series.cols,
-            series.rmean, series.rstd)
+            series.rmean, series.rstd, sorted(series.store.dropped_rewards))
     return repr((sorted((k, vars(f)) for k, f in st.metric_facts.items()), st.metrics_steps, st.ended, seen, cadence,
                  nans, kept, sorted(st.broken_at.items())))
 
@@ -141,6 +145,9 @@ def _state(rows: list[dict], sizes: list[int], on: bool, monkeypatch: pytest.Mon
 @pytest.mark.parametrize("seed", range(8))
 def test_hostile_rows_same_facts_vitals_findings(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(seed)
+    if seed % 3 == 2:   # reward functions past the series' bound are dropped
+        from doctor.checks import _series as series_mod
+        monkeypatch.setattr(series_mod, "MAX_REWARD_FUNCS", 2)
     if seed % 2:   # a series that thins itself within the run (every other row dropped past MAX_ROWS)
         from doctor.checks import _series
         monkeypatch.setattr(_series, "MAX_ROWS", 16)
@@ -341,6 +348,9 @@ def test_hostile_console_rows_same_state_and_report(seed: int, tmp_path: Path,
     """Hostile rows printed between progress bars, gathered into blocks of several sizes: the run facts, vitals,
     hang cadence, series and findings are those of the rows emitted one by one."""
     rng = random.Random(seed)
+    if seed % 3 == 2:   # reward functions past the series' bound are dropped
+        from doctor.checks import _series as series_mod
+        monkeypatch.setattr(series_mod, "MAX_REWARD_FUNCS", 2)
     if seed % 2:
         from doctor.checks import _series
         monkeypatch.setattr(_series, "MAX_ROWS", 16)
