@@ -10,6 +10,7 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,6 +62,10 @@ def _hostile_rows(rng: random.Random, n: int = 600) -> list[dict]:
         elif era == 1:
             row.update({"reward": 0.0, "reward_std": 0.0, "rewards/Acc/mean": 0.0, "rewards/Acc/std": 0.0,
                         "frac_reward_zero_std": 1.0, "completions/clipped_ratio": rng.random()})
+            if rng.random() < 0.1:   # one function named twice (its 3.2 and 3.3 keys)
+                row["rewards/Acc"] = rng.random()
+            if rng.random() < 0.1:   # a function that comes and goes
+                row[f"rewards/F{i % 4}/mean"] = rng.random()
         elif era == 2:
             row = {"train/loss": 0.1, "train/grad_norm": 0.2, "train/reward": rng.random(), "step": float(i),
                    "response_clip_ratio": 0.9, "kl": rng.random()}
@@ -89,6 +94,8 @@ def _hostile_rows(rng: random.Random, n: int = 600) -> list[dict]:
             ]))
     for i, bad in ((30, float("nan")), (31, float("inf")), (32, float("-inf"))):   # whatever the draw, some
         rows[i]["grad_norm"] = bad
+    if rng.random() < 0.5:   # a loss broken before any grad_norm (the first broken step is the loss's)
+        rows[rng.randrange(2, 30)]["loss"] = rng.choice([float("nan"), float("inf")])
     return rows
 
 
@@ -108,7 +115,7 @@ def _snapshot(s: Session, tracker: Tracker) -> str:
             nan.min_gn and (nan.min_gn[0], nan.min_gn[1].seq), seq(nan.last), seq(nan.first_seen))
     series = s.rules[[r.meta.id for r in s.rules].index("GD610")].s
     kept = (series.n, series.stride, series.fed, series.store.kept, series.steps, series.where, series.cols,
-            series.rmean, series.rstd)
+            series.rmean, series.rstd, sorted(series.store.dropped_rewards))
     return repr((sorted((k, vars(f)) for k, f in st.metric_facts.items()), st.metrics_steps, st.ended, seen, cadence,
                  nans, kept, sorted(st.broken_at.items())))
 
@@ -138,6 +145,9 @@ def _state(rows: list[dict], sizes: list[int], on: bool, monkeypatch: pytest.Mon
 @pytest.mark.parametrize("seed", range(8))
 def test_hostile_rows_same_facts_vitals_findings(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(seed)
+    if seed % 3 == 2:   # reward functions past the series' bound are dropped
+        from doctor.checks import _series as series_mod
+        monkeypatch.setattr(series_mod, "MAX_REWARD_FUNCS", 2)
     if seed % 2:   # a series that thins itself within the run (every other row dropped past MAX_ROWS)
         from doctor.checks import _series
         monkeypatch.setattr(_series, "MAX_ROWS", 16)
@@ -240,3 +250,155 @@ def test_a_log_without_metric_rows_does_not_import_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True,
                          cwd=ROOT).stdout
     assert out.strip() == "False"
+
+
+# ------------------------------------------------------------------ console metric rows gathered into blocks
+# every fixture log holding a printed metrics dict, read alone (without its run's logging.jsonl, so that its console
+# rows are the run's metrics)
+CONSOLE = sorted({p for p in (ROOT / "fixtures").glob("**/*") if p.suffix in (".txt", ".log") and p.is_file()
+                  and re.search(rb"""\{['"](?:loss|reward|grad_norm|train_runtime|eval_loss)['"]""", p.read_bytes())})
+
+
+def _rows_one_by_one(m: pytest.MonkeyPatch) -> None:
+    """The path before blocks: each console row emitted alone, each block of rows read row by row."""
+    from doctor.sources import bars
+    m.setattr(bars, "GATHER", False)
+    m.setattr(columns, "ENABLED", False)
+
+
+@pytest.mark.parametrize("log", CONSOLE, ids=[str(c.relative_to(ROOT / "fixtures")) for c in CONSOLE])
+def test_console_logs_same_report(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as m:
+        _rows_one_by_one(m)
+        want = _report(log)
+    assert _report(log) == want
+
+
+def test_console_logs_were_found() -> None:
+    assert len(CONSOLE) >= 40
+
+
+def _bar(k: int, n: int, desc: str = "Train") -> str:
+    pct = k * 100 // max(n, 1) % 1000
+    return f"{desc}: {pct:3d}%|{'█' * (pct // 10):10s}| {k}/{n} [00:0{k % 10}<00:13,  3.31s/it]"
+
+
+def _console_text(rows: list[dict], rng: random.Random) -> str:
+    """The rows printed as a console log prints them (transformers 4 numbers, transformers 5 quoted texts), with
+    progress bars (rising, repeated, back to 0, beyond the rows' steps), phase markers and checkpoint saves between
+    them, and now and then a row the short cut does not take (a prefix, a text after it)."""
+    out = ["[INFO:swift] args: RLHFArguments(", "    output_dir='out')", "[INFO:swift] model_parameter_info: x",
+           "***** Running training *****"]
+    for i, row in enumerate(rows, 1):
+        for _ in range(rng.choice([0, 0, 1, 1, 1, 2, 5])):
+            k = rng.choice([i, i, i - 1, 0, i + 40, i // 2])
+            out.append(rng.choice([_bar(k, len(rows)), _bar(k, rng.choice([0, 9, len(rows)])), _bar(k, 3, "Val"),
+                                   _bar(k, len(rows), "")]))
+        if rng.random() < 0.5:
+            text = repr({k: str(v) if not isinstance(v, str) else v for k, v in row.items()})
+        else:
+            text = repr(row)
+        r = rng.random()
+        if r < 0.03:
+            text = "[rank0]: " + text
+        elif r < 0.05:
+            text += " trailing"
+        out.append(text)
+        r = rng.random()
+        if r < 0.03:
+            out.append(f"[INFO:swift] Saving model checkpoint to out/checkpoint-{i}")
+        elif r < 0.04:
+            out.append("[WARNING:swift] something else")
+        elif r < 0.045:
+            out.append("[INFO:swift] The logging file will be saved in out/logging.jsonl")
+    out += ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
+            "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"]
+    return "\n".join(out) + "\n"
+
+
+def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, gather: bool, rows_max: int,
+                rows_min: int = 1) -> list[Any]:
+    """The metric rows counted, the state the scanner leaves after reading this console log, and the findings."""
+    from doctor.sources import bars, scan
+    with monkeypatch.context() as m:
+        if not gather:
+            _rows_one_by_one(m)
+        m.setattr(bars, "ROWS_MAX", rows_max)
+        m.setattr(bars, "ROWS_MIN", rows_min)
+        s = Session()
+        tracker = Tracker()
+        s.observers.append(tracker)
+        seen: list[str] = []   # the state before each line fed whole: every row printed before it has been read
+        feed_line = s.feed_line
+
+        def snap_and_feed(line: Any) -> None:
+            seen.append(_snapshot(s, tracker))
+            feed_line(line)
+
+        m.setattr(s, "feed_line", snap_and_feed)
+        with path.open("rb") as f:
+            scan.scan_file(s, str(path), f, [0], fork=False)
+        return [s.state.metrics_steps, seen, _snapshot(s, tracker), repr([(f.rule_id, f.message, f.evidence, f.count, f.severity)
+                                             for f in s.finish()])]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hostile_console_rows_same_state_and_report(seed: int, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile rows printed between progress bars, gathered into blocks of several sizes: the run facts, vitals,
+    hang cadence, series and findings are those of the rows emitted one by one."""
+    rng = random.Random(seed)
+    if seed % 3 == 2:   # reward functions past the series' bound are dropped
+        from doctor.checks import _series as series_mod
+        monkeypatch.setattr(series_mod, "MAX_REWARD_FUNCS", 2)
+    if seed % 2:
+        from doctor.checks import _series
+        monkeypatch.setattr(_series, "MAX_ROWS", 16)
+    rows = _hostile_rows(rng, 400)
+    for i in range(50, 400, 61):   # a 400-digit number, printed as transformers 4 would
+        rows[i]["grad_norm"] = BIG
+    log = tmp_path / "console.log"
+    log.write_text(_console_text(rows, rng))
+    want = _scan_state(log, monkeypatch, False, 1)
+    assert want[0] > 300   # the rows were read
+    for size, least in ((1, 1), (3, 1), (256, 1), (256, 16)):   # blocks of any size; small ones row by row
+        assert _scan_state(log, monkeypatch, True, size, least) == want
+    with monkeypatch.context() as m:
+        _rows_one_by_one(m)
+        report = _report(log)
+    assert _report(log) == report
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_loss_zero_columns_are_the_row_loop(seed: int) -> None:
+    """GD631's column function against its row loop, on columns of zeros with NaN, inf, -0.0 and the thresholds."""
+    import math
+
+    from doctor.checks._series import EPS_STD
+    from doctor.checks.numerics.loss_zero import _zero_loss_columns
+
+    rng = random.Random(seed)
+    n = [0, 1, 6, 200][seed % 4]
+    odd = [None, float("nan"), float("inf"), float("-inf"), 0.0, -0.0, EPS_STD, 2e-6, 0.3, -0.5]
+    loss = [rng.choice([0.0, -0.0, None]) for _ in range(n)]
+    if seed % 3 == 0 and n:   # one loss that may not be 0
+        loss[rng.randrange(n)] = rng.choice(odd)
+    gn, rstd = ([rng.choice(odd) for _ in range(n)] for _ in range(2))
+    rows = [i for i in range(n) if loss[i] is not None]
+    want = None   # what the rule reports from: the rows logging a loss and the first row with a gradient
+    if rows and all(loss[i] == 0 for i in rows):
+        alive = [i for i in rows if gn[i] and gn[i] > 0 and not math.isnan(gn[i]) and rstd[i] and rstd[i] > EPS_STD]
+        want = (len(rows), alive[0]) if alive else None
+    got_rows, got_alive = _zero_loss_columns(loss, gn, rstd)
+    assert ((len(got_rows), got_alive[0]) if got_rows and got_alive else None) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_step_time_columns_are_the_row_loop(seed: int) -> None:
+    """GD650's timed rows over columns against its row loop (the first row left out, NaN, inf, 0, negatives)."""
+    from doctor.checks.outputs.step_time import _timed_rows
+
+    rng = random.Random(seed)
+    n = [0, 1, 2, 300][seed % 4]
+    st = [rng.choice([None, float("nan"), float("inf"), float("-inf"), 0.0, -0.0, -1.0, 1e-9, 2.5]) for _ in range(n)]
+    assert _timed_rows(st) == [i for i in range(1, n) if st[i] is not None and st[i] > 0]

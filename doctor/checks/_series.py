@@ -17,7 +17,7 @@ from ..engine.columns import Block
 from ..model import Evidence
 from ..rules import Rule
 from ..signals import Metrics
-from ._rows import RAISED, num, reward_key_name, reward_std_key_name, step_row, step_rows, train_row
+from ._rows import RAISED, _reward_layout, num, reward_key_name, reward_std_key_name, step_row, step_rows, train_row
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
 MAX_REWARD_FUNCS = 64   # reward functions kept per run (mean and std each); later names are counted, not kept
@@ -247,8 +247,7 @@ class Series(SeriesReader):
             if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
                 xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)
-        for m, row in keep:
-            self._close_row(m, row)
+        self._close_rows(keep)
 
     def _add(self, m: Metrics, row: Any = RAISED) -> bool:
         if row is RAISED:
@@ -267,6 +266,49 @@ class Series(SeriesReader):
             col.append(x if x is None or type(x) is float else num(x))
         self._close_row(m, row)
         return True
+
+    def _close_rows(self, keep: list[tuple[Metrics, Any]]) -> None:
+        """_close_row of each kept row, in order. The first row of a stretch of rows with one reward layout makes
+        the columns its names need (or drops them for good); the rest of the stretch is appended column by column:
+        one value to each named column per row and None to the others, as _close_row leaves them. A layout naming
+        one function twice goes through _close_row row by row, and so do the rows after it while a column is longer
+        than the series (_close_row pads only the columns not ahead)."""
+        i, end = 0, len(keep)
+        while i < end:
+            m, row = keep[i]
+            self._close_row(m, row)
+            j = i = i + 1
+            layout = _reward_layout(m.values) if self.want_rewards else None
+            while j < end and (layout is None or _reward_layout(keep[j][0].values) is layout):
+                j += 1
+            if j == i:
+                continue
+            run = keep[i:j]
+            if layout is not None and (len({(kind, name) for _, kind, name in layout}) < len(layout) or any(
+                    len(col) != self.n for target in (self.rmean, self.rstd) for col in target.values())):
+                for m, row in run:
+                    self._close_row(m, row)
+                i = j
+                continue
+            if layout is not None:
+                values = [x.values for x, _ in run]
+                filled = set()
+                for k, kind, name in layout:
+                    col = (self.rmean if kind == "mean" else self.rstd).get(name)
+                    if col is not None:
+                        col.extend([x if type(x) is float else num(x) for x in [v[k] for v in values]])
+                        filled.add(id(col))
+                for target in (self.rmean, self.rstd):
+                    for col in target.values():
+                        if id(col) not in filled:
+                            col.extend([None] * len(run))
+            self.steps.extend([r.step for _, r in run])
+            total = [r.max_steps for _, r in run if r.max_steps]
+            if total:
+                self.max_steps = total[-1]
+            self.where.extend([(x.where.path, x.where.line, x.seq) for x, _ in run])
+            self.n += len(run)
+            i = j
 
     def _close_row(self, m: Metrics, row: Any) -> None:
         """The rest of a kept row, after its base columns: its reward columns (None where a function is absent),

@@ -160,17 +160,24 @@ class Session:
         if self.state.count(signal):
             self._route(signal)
 
-    def emit_many(self, signals: list[Any]) -> None:
+    def emit_many(self, signals: list[Any], between: list[tuple[int, LogLine, Rule]] | None = None) -> None:
         """emit() of each of these signals, in order, for signals of one type (not lines) that nothing else is fed
         between (the rows of a logging.jsonl block): each rule of that type takes them all in one call
-        (Rule.feed_many), so its state at the end is what emit() of each would leave."""
+        (Rule.feed_many), so its state at the end is what emit() of each would leave.
+
+        ``between``: lines printed among the signals that reach one rule each, straight (the progress bars among
+        console metric rows, sources/bars.py), as (index of the signal they precede, line, rule). A rule named
+        there takes those lines and the signals one at a time, in file order: it reads both, so their order
+        matters to it; every other rule reads no such line and takes the signals in one call."""
         if not signals:
             return
         kind = type(signals[0])
         if kind is LogLine or any(type(s) is not kind for s in signals):
+            assert not between, "lines between signals of one type only"
             for s in signals:
                 self.emit(s)
             return
+        rows = signals
         block = Block.of(signals) if kind is Metrics else None
         for fn in self.observers:
             many = getattr(fn, "observe_many", None) if block is not None else None
@@ -184,9 +191,31 @@ class Session:
         else:
             count = self.state.count
             signals = [s for s in signals if count(s)]
+        held = {id(r) for _, _, r in between or ()}
         if signals:
             for r in self._by_type.get(kind, ()):
-                r.feed_many(signals)
+                if id(r) not in held:
+                    r.feed_many(signals)
+        if held:
+            self._interleave(rows, signals, between or [])
+
+    def _interleave(self, rows: list[Any], counted: list[Any], between: list[tuple[int, LogLine, Rule]]) -> None:
+        """The rules of ``between`` take its lines and the ``counted`` ones of ``rows`` in file order (emit_many)."""
+        held = list({id(r): r for _, _, r in between}.values())
+        kept = None if len(counted) == len(rows) else {id(s) for s in counted}
+        at, n = 0, len(between)
+        for i, s in enumerate(rows):
+            while at < n and between[at][0] <= i:
+                between[at][2].feed(between[at][1])
+                at += 1
+            if kept is None or id(s) in kept:
+                for r in held:
+                    try:
+                        r.feed(s)
+                    except OUT_OF_RANGE:
+                        pass  # as _route: it costs this signal for this rule
+        for _, line, r in between[at:]:
+            r.feed(line)
 
     def _route(self, signal: Any) -> None:
         for r in self._by_type.get(type(signal), ()):

@@ -202,27 +202,26 @@ class RunState:
         return [m for m, skip in zip(signals, summary) if not skip]
 
     def _broken_in(self, signals: list[Metrics], block: Block, summary: Any) -> None:
-        """_broken() of a block's step rows, in order, with metrics_steps as count() would have it at each; rows are
-        visited only when a column shows a candidate (a loss or grad_norm not finite, a grad_norm of 0) or is not
-        plain floats."""
+        """_broken() of a block's step rows, in order, with metrics_steps as count() would have it at each; only the
+        rows a column shows to be broken (a loss or grad_norm not finite, a grad_norm of 0 with a reward spread) are
+        visited, every step row when a column is not plain floats."""
         np = load_numpy()
-        suspect = None
-        for key in ("grad_norm", "loss"):
-            col = first_of(block, (key, "train/" + key))
-            if col is None:
-                suspect = None
-                break
-            v, ok = col
-            hit = ok & (~np.isfinite(v) | ((v == 0) if key == "grad_norm" else False))
-            suspect = hit if suspect is None else (suspect | hit)
-        if suspect is not None and not suspect.any():
+        steps = block.steps() & ~summary
+        cols = [first_of(block, (k, "train/" + k)) for k in ("grad_norm", "loss", "reward_std")]
+        if all(c is not None for c in cols):
+            (gn, gn_ok), (loss, loss_ok), (rstd, rstd_ok) = cols  # type: ignore[misc]
+            with np.errstate(invalid="ignore"):
+                visit = steps & ((gn_ok & ~np.isfinite(gn)) | (loss_ok & ~np.isfinite(loss))
+                                 | (gn_ok & (gn == 0) & rstd_ok & (rstd > 0)))
+        else:
+            visit = steps
+        if not visit.any():
             return
         base = self.metrics_steps
-        for m, skip, is_step in zip(signals, summary, block.steps()):
-            if skip or not is_step:
-                continue
-            self.metrics_steps += 1
-            self._broken(m.values)
+        ordinal = np.cumsum(steps)   # metrics_steps after each row, from the block's start
+        for i in np.flatnonzero(visit).tolist():
+            self.metrics_steps = base + int(ordinal[i])
+            self._broken(signals[i].values)
             if len(self.broken_at) >= 2:
                 break
         self.metrics_steps = base

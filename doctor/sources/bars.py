@@ -28,9 +28,15 @@ a new reader must be checked against the rule above and added there. ``tests/tes
 
 Metric lines take a short cut too (``BarStretch.metric_line``, issue 19 point 3): a printed dict on a line of its
 own (``{'loss': '0', ...}``: ASCII, printable, one message, no paste wrapper, no prefix) whose only trigger words
-are the metric literals goes straight to ``read_console`` and the session's ``emit``: the other readers of
-``Session.feed_line`` (config, traceback tracker, end markers, rules by literal) do nothing with such a line
-while no rule takes a metric literal (checked, else no short cut) and no ``vllm`` of any case is in it.
+are the metric literals goes straight to ``read_console``: the other readers of ``Session.feed_line`` (config,
+traceback tracker, end markers, rules by literal) do nothing with such a line while no rule takes a metric literal
+(checked, else no short cut) and no ``vllm`` of any case is in it.
+
+Such rows are gathered into a block (``rows``) that goes to ``Session.emit_many`` at once, so the Metrics readers
+take it in one call, as the rows of a logging.jsonl (over columns, engine/columns.py): the scanner hands the block
+over (``emit_rows``) before it feeds any other line, at most ``ROWS_MAX`` rows at a time. The bars fed between two
+rows of the block reach the rules that read no Metrics at once; a rule that reads both (the hang rules: a bar and
+a row both move the step counter) gets them with the block, in file order (``Session.emit_many``'s ``between``).
 """
 from __future__ import annotations
 
@@ -53,6 +59,9 @@ BAR = re.compile(rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2
                  rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
+ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)
+ROWS_MIN = 16    # fewer are emitted one by one: a block's columns cost more than reading a few rows (measured)
+GATHER = True    # False: each console metric row is emitted alone (the equivalence tests compare both)
 
 
 def _reads_bars(rule: Any) -> bool:
@@ -75,6 +84,8 @@ class BarStretch:
         self.session = session
         words = session.gate_words
         self._routes: dict[frozenset[str], tuple[Any, ...]] = {}
+        self.rows: list[Metrics] = []   # console metric rows not emitted yet
+        self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
         self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
         # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]
         self._keys: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
@@ -156,8 +167,32 @@ class BarStretch:
         if ":" in text and msrc.has_literal(text):
             values, finite = msrc.read_console(text)
             if values is not None:
-                self.session.emit(Metrics(values, Where(path, lineno), seq, "console", finite))
+                row = Metrics(values, Where(path, lineno), seq, "console", finite)
+                if not GATHER:
+                    self.session.emit(row)
+                    return True
+                self.rows.append(row)
+                if len(self.rows) >= ROWS_MAX:
+                    self.emit_rows()
         return True
+
+    def emit_rows(self) -> None:
+        """Hand the gathered rows, with the bars held among them, to the session (see the module)."""
+        if not self.rows:
+            return
+        rows, between = self.rows, self._between
+        self.rows, self._between = [], []
+        if len(rows) >= ROWS_MIN:
+            self.session.emit_many(rows, between)
+            return
+        at = 0
+        for i, row in enumerate(rows):   # as they came: each row after the bars printed before it
+            while at < len(between) and between[at][0] <= i:
+                between[at][2].feed(between[at][1])
+                at += 1
+            self.session.emit(row)
+        for _, line, r in between[at:]:
+            r.feed(line)
 
     def flush(self, path: str) -> int:
         """Feed the bars kept, in file order, straight to the rules their words route them to (what
@@ -173,7 +208,10 @@ class BarStretch:
             raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
             line = LogLine(text, raw, Where(path, n), None, seq, "")
             for r in self._rules(words):
-                r.feed(line)
+                if self.rows and Metrics in r.kinds:   # it reads the rows too: after the rows before it
+                    self._between.append((len(self.rows), line, r))
+                else:
+                    r.feed(line)
         return len(out)
 
     def _rules(self, words: frozenset[str]) -> tuple[Any, ...]:

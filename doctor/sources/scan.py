@@ -89,6 +89,7 @@ class ChunkScanner:
                 self.counter[0] += 1
                 self.fed += 1
                 return
+            bars.emit_rows()   # the metric rows gathered so far reach the rules before this line
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
@@ -99,6 +100,12 @@ class ChunkScanner:
         """Feed the bars kept since the last line fed, with their own line numbers and seqs."""
         if self.bars is not None:
             self.fed += self.bars.flush(self.path)
+
+    def _end(self) -> None:
+        """The bars kept and the metric rows gathered, fed: the file's last lines are read."""
+        self._flush()
+        if self.bars is not None:
+            self.bars.emit_rows()
 
     def _skip(self, n: int) -> None:
         self.lineno += n
@@ -132,14 +139,16 @@ class ChunkScanner:
     def run(self, stream: BinaryIO) -> None:
         self.session.begin_log(self.path)
         early = self._adopt(stream)
-        if early is not None:
-            size = self._run_child(stream, early)
-        elif (fork_size := self._fork_size(stream)) is not None:
-            size = self._run_forked(stream, fork_size)
-        else:
-            self._run_read(stream)
-            size = stream.tell()
-        self._flush()
+        try:
+            if early is not None:
+                size = self._run_child(stream, early)
+            elif (fork_size := self._fork_size(stream)) is not None:
+                size = self._run_forked(stream, fork_size)
+            else:
+                self._run_read(stream)
+                size = stream.tell()
+        finally:   # a read error ends the file here: what was read before it still reaches the rules
+            self._end()
         self._rebuild_tail(stream, size)
 
     def _run_read(self, stream: BinaryIO) -> None:

@@ -3,10 +3,25 @@ from __future__ import annotations
 
 import math
 
+from ...engine.columns import load_numpy
 from ...engine.state import RunState
 from ...model import Finding, Severity
+from .._columns import available, column
 from .._runargs import arg_float
 from .._series import EPS_STD, SeriesRule, fmt
+
+
+def _zero_loss_columns(loss: list[float | None], gn: list[float | None],
+                       rstd: list[float | None]) -> tuple[list[int], list[int]]:
+    """The rows that log a loss, and of them the ones with a gradient and a reward spread (grad_norm above 0,
+    reward_std above EPS_STD); no rows at all when a logged loss is anything but 0 (NaN included)."""
+    (lv, l_ok), (g, g_ok), (r, r_ok) = column(loss), column(gn), column(rstd)
+    np = load_numpy()
+    with np.errstate(invalid="ignore"):
+        if (lv[l_ok] != 0).any():
+            return [], []
+        alive = l_ok & g_ok & (g > 0) & r_ok & (r > EPS_STD)
+    return l_ok.nonzero()[0].tolist(), alive.nonzero()[0].tolist()
 
 
 class LossZeroNormal(SeriesRule):
@@ -18,11 +33,14 @@ class LossZeroNormal(SeriesRule):
     def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         loss, gn, rstd = s.col("loss"), s.col("grad_norm"), s.col("reward_std")
-        rows = [i for i in range(s.n) if loss[i] is not None]
-        if not rows or any(loss[i] != 0 for i in rows):
-            return []
-        alive = [i for i in rows if gn[i] and gn[i] > 0 and not math.isnan(gn[i]) and rstd[i] and rstd[i] > EPS_STD]
-        if not alive:
+        if s.n and available():   # no rows: numpy is not even imported
+            rows, alive = _zero_loss_columns(loss, gn, rstd)
+        else:
+            rows = [i for i in range(s.n) if loss[i] is not None]
+            if not rows or any(loss[i] != 0 for i in rows):
+                return []
+            alive = [i for i in rows if gn[i] and gn[i] > 0 and not math.isnan(gn[i]) and rstd[i] and rstd[i] > EPS_STD]
+        if not rows or not alive:
             return []
         i = alive[0]
         beta = arg_float(ctx.run, "beta")
