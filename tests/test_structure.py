@@ -223,3 +223,16 @@ def test_a_frameless_exception_placed_by_its_wording_says_so_in_the_users_words(
                 "pipeline_model_parallel_size (1)\n")
     assert "vLLM's released source raises this wording in vllm/distributed/parallel_state.py" in found[0].message
     assert "index" not in found[0].message
+
+
+def test_an_exception_while_the_chat_template_renders_is_a_template_problem():
+    text = tb([(f"{SP}/transformers/tokenization_utils_base.py", 1600, "apply_chat_template",
+                "rendered_chat = compiled_template.render("),
+               (f"{SP}/jinja2/environment.py", 1301, "render", "self.environment.handle_exception()"),
+               ("<template>", 1, "top-level template code", "")],
+              "jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'content'")
+    assert run(text)[0].category == "dataset-or-template-error"
+    unset = tb([(f"{SP}/transformers/tokenization_utils_base.py", 1780, "get_chat_template", "raise ValueError(")],
+               "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no "
+               "template argument was passed!")
+    assert run(unset)[0].category == "dataset-or-template-error"
