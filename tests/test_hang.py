@@ -305,3 +305,22 @@ def test_a_hang_inside_the_reward_function_is_not_restarted():
     assert f.rule_id == "GD321" and "plugin_hang.py:17 in JudgeThatStopsAnswering.__call__" in f.message
     assert f.action == "stop" and not f.command
     assert "fix the reward function first" in f.message
+
+
+def _phase_after(text: str) -> str | None:
+    """The phase the live watchdog reads (doctor/live/hangs.py) once ``text`` was fed."""
+    s = Session(load_catalog())
+    feed_text(s, text)
+    return next(r for r in s.rules if r.meta.id == "GD320")._last_phase()[0]
+
+
+def test_trl_log_in_the_trainers_bare_bar_is_in_its_first_step():
+    # transformers' ProgressCallback draws the training bar with no description; after the model's weights have
+    # loaded (its own `Loading weights` bar) a bare 0/N bar is that bar: watch then applies the first-step limit
+    text = ("Loading weights:   0%|          | 0/26 [00:00<?, ?it/s]Loading weights: 100%|##########| 26/26 "
+            "[00:00<00:00, 8399.59it/s]\n"
+            "  0%|          | 0/4 [00:00<?, ?it/s][transformers] Passing `generation_config` together with "
+            "generation-related arguments=({'disable_compile'}) is deprecated.\n")
+    assert _phase_after(text) == "first-step"
+    # before any weights loaded, a bare bar is anyone's progress (a download, a preprocessing script)
+    assert _phase_after("  0%|          | 0/4 [00:00<?, ?it/s]\n") != "first-step"
