@@ -324,3 +324,12 @@ def test_trl_log_in_the_trainers_bare_bar_is_in_its_first_step():
     assert _phase_after(text) == "first-step"
     # before any weights loaded, a bare bar is anyone's progress (a download, a preprocessing script)
     assert _phase_after("  0%|          | 0/4 [00:00<?, ?it/s]\n") != "first-step"
+
+
+def test_store_master_waiting_for_clients_names_the_nodes_that_never_joined():
+    # torchrun's static rendezvous: node 0 hosts the TCPStore and waits for every node's agent
+    # (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py); only 1 of 2 came
+    f = by_id(run("torch.distributed.DistStoreError: Timed out after 16 seconds waiting for clients. 1/2 clients "
+                  "joined.\n", command="NNODES=2 NODE_RANK=0 MASTER_ADDR=10.0.0.1 swift rlhf --rlhf_type grpo"),
+              "GD305")
+    assert "1 of 2" in f.message and "was not listening" not in f.message, f.message
