@@ -25,7 +25,8 @@ error of class C is a false positive of C), then macro-F1 over the classes, evid
     python bench/scoreboard.py --list
 
 Options: --work DIR (default: a new temp dir; the model, runs and logs), --json FILE, --markdown FILE, --only NAMES
-(comma list), --write-baseline FILE. Runs one swift process at a time. Exit status: 0, or 1 when
+(comma list), --write-baseline FILE, --jobs N (cases side by side; the runs' own CPU is then not measured; the
+default, 1, runs one case at a time). Exit status: 0, or 1 when
 --check-baseline finds a class whose check passed in the baseline and fails now.
 """
 from __future__ import annotations
