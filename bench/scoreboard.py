@@ -307,6 +307,7 @@ def rescore(a) -> int:
     order = {c.name: i for i, c in enumerate(CASES)}
     results = sorted(by_name.values(), key=lambda r: order.get(r.name, len(order)))
     doc = document(results, "full", versions, total)
+    doc["merged_from"] = len(a.from_json)
     if a.write_baseline:    # from the quick cases of these results: the same runs --quick makes
         quick = {c.name for c in CASES if c.quick}
         mine = [r for r in results if r.name in quick]

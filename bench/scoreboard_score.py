@@ -155,7 +155,9 @@ def render_markdown(doc: dict) -> str:
         "for how each figure is computed.",
         "",
         f"- date: {doc['generated']}, mode: {doc['mode']}, grpo-doctor {doc['grpo_doctor']['version']} "
-        f"(commit {doc['grpo_doctor']['commit']}), {doc['total_s']:.0f} s in all (one run at a time)",
+        f"(commit {doc['grpo_doctor']['commit']}), {doc['total_s']:.0f} s in all "
+        + (f"(summed over {doc['merged_from']} result files, which may have run side by side)"
+           if doc.get("merged_from", 1) > 1 else "(one run at a time)"),
         "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
         f"- machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, no GPU, {m['os']}, Python {m['python']}",
         "",
