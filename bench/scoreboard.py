@@ -163,7 +163,8 @@ class Bench:
 
     def fill(self, case: Case, out: str) -> list[str]:
         vals = {"TINY": "tiny-qwen2", "MERGED": "bases/lora-sft-merged", "BASE": "bases/full-sft",
-                "DAMAGED": "bases/damaged-ckpt", "TRL_DAMAGED": "bases/trl-damaged-ckpt", "WORK": str(self.work)}
+                "LORA": "bases/lora-sft", "DAMAGED": "bases/damaged-ckpt", "TRL_DAMAGED": "bases/trl-damaged-ckpt",
+                "WORK": str(self.work)}
         argv = [re.sub(r"\{(\w+)\}", lambda m: vals[m.group(1)], a) for a in case.argv]
         return [*argv, "--output_dir", out]
 

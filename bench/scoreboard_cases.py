@@ -182,6 +182,11 @@ CASES: list[Case] = [
          ("resume", "relaunch"), r"safetensors|deserializ|header|incomplete",
          "--resume_from_checkpoint of a LoRA checkpoint whose adapter_model.safetensors lost its second half",
          needs=("damaged",)),
+    # ---- resume from the wrong kind of checkpoint: a LoRA checkpoint in a full-parameter run (the trainer looks for
+    # full weights there), the class of GD439
+    Case("resume-lora-ckpt-in-full-run", "dataset-or-template-error",
+         tuple(noisy(tuner_type="full", resume_from_checkpoint="{LORA}")), ("relaunch",), r"checkpoint index",
+         "--tuner_type full --resume_from_checkpoint <a LoRA SFT checkpoint>", needs=("merged",)),
     # ---- checkpoint-bloat: --load_args true from a full SFT checkpoint: its tuner_type full wins over --tuner_type lora
     Case("lora-from-full-load-args", "checkpoint-bloat",
          tuple(noisy(model="{BASE}", tuner_type="lora", load_args="true")), ("relaunch",),
