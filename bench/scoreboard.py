@@ -81,6 +81,10 @@ RESULTS = HERE / "results"
 DOC = ROOT / "docs" / "SCOREBOARD.md"
 BASELINE = RESULTS / "quick-baseline.json"
 
+# classes whose runs stop at an argument or data check, before any training step (the shortest runs)
+EARLY = frozenset({"batch-divisibility", "eval-batch-divisibility", "argument-error-other", "dataset-or-template-error",
+                   "import-or-dependency-error"})
+
 # --------------------------------------------------------------------------- running
 
 
@@ -378,10 +382,11 @@ def main(argv: list[str] | None = None) -> int:
     if bench.exclusive:
         results = [one(c) for c in cases]
     else:
-        # the hang cases first: they mostly wait, so the short ones run beside them
+        # longest first: the hang cases (they mostly wait, so others run beside them), then the runs that train,
+        # then those that stop at an argument or data check before the first step
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(a.jobs) as pool:
-            futures = {c.name: pool.submit(one, c) for c in sorted(cases, key=lambda c: not c.hang)}
+            futures = {c.name: pool.submit(one, c) for c in sorted(cases, key=lambda c: (not c.hang, c.cls in EARLY))}
             results = [futures[c.name].result() for c in cases]
     doc = document(results, "quick" if a.quick else ("only" if a.only else "full"), bench.gen.versions,
                    time.monotonic() - t0, start_cpu)
