@@ -153,6 +153,18 @@ def test_max_length_rows_skipped_in_a_run_that_trains_is_a_warning():
     assert "--max_length 3072" in f.fix[0] and "3072 + 1024 = 4096" in f.fix[2]
 
 
+def test_max_length_resample_giving_up_is_an_error():
+    # ms-swift 4.6's GRPO resamples rows that fail to encode and gives up with this RuntimeError
+    # (swift/rl_core/resample.py): every row longer than --max_length with --truncation_strategy delete
+    log = ("[INFO:swift] Encoding failed for one sample; will resample. Current length of row(35) is larger than the "
+           "max_length(4).\n"
+           "RuntimeError: resample: only collected 0/4 valid samples after 44 attempts (44 failed). Increase "
+           "`max_length` or adjust `truncation_strategy`.\n")
+    found = run_text(log, command="swift rlhf --rlhf_type grpo --max_length 4 --truncation_strategy delete")
+    assert found[0].rule_id == "GD432" and found[0].severity.name == "error", [(f.rule_id, f.severity) for f in found]
+    assert "resample: only collected 0/4" in " ".join(e.text for e in found[0].evidence)
+
+
 # ---------------------------------------------------------------- deps
 
 def test_swift_3x_module_on_4x():

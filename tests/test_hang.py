@@ -320,3 +320,31 @@ def test_a_log_whose_end_is_only_a_servers_idle_polling_stops_at_the_runs_last_o
     assert "for 0 min 47 s by their timestamps" in e.numbers
     # one poll is not a tail of polling
     assert ending_of(list(lines_of(text.split("\n", 2)[0] + "\n" + text.split("\n")[1] + "\n")), 0) is None
+
+
+def _phase_after(text: str) -> str | None:
+    """The phase the live watchdog reads (doctor/live/hangs.py) once ``text`` was fed."""
+    s = Session(load_catalog())
+    feed_text(s, text)
+    return next(r for r in s.rules if r.meta.id == "GD320")._last_phase()[0]
+
+
+def test_trl_log_in_the_trainers_bare_bar_is_in_its_first_step():
+    # transformers' ProgressCallback draws the training bar with no description; after the model's weights have
+    # loaded (its own `Loading weights` bar) a bare 0/N bar is that bar: watch then applies the first-step limit
+    text = ("Loading weights:   0%|          | 0/26 [00:00<?, ?it/s]Loading weights: 100%|##########| 26/26 "
+            "[00:00<00:00, 8399.59it/s]\n"
+            "  0%|          | 0/4 [00:00<?, ?it/s][transformers] Passing `generation_config` together with "
+            "generation-related arguments=({'disable_compile'}) is deprecated.\n")
+    assert _phase_after(text) == "first-step"
+    # before any weights loaded, a bare bar is anyone's progress (a download, a preprocessing script)
+    assert _phase_after("  0%|          | 0/4 [00:00<?, ?it/s]\n") != "first-step"
+
+
+def test_store_master_waiting_for_clients_names_the_nodes_that_never_joined():
+    # torchrun's static rendezvous: node 0 hosts the TCPStore and waits for every node's agent
+    # (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py); only 1 of 2 came
+    f = by_id(run("torch.distributed.DistStoreError: Timed out after 16 seconds waiting for clients. 1/2 clients "
+                  "joined.\n", command="NNODES=2 NODE_RANK=0 MASTER_ADDR=10.0.0.1 swift rlhf --rlhf_type grpo"),
+              "GD305")
+    assert "1 of 2" in f.message and "was not listening" not in f.message, f.message

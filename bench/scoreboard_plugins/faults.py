@@ -110,7 +110,23 @@ class ShortReward(ORM):
         return [random.random() for _ in completions][:-1]
 
 
+class SlowingReward(ORM):
+    """A judge that slows down as its queue grows: after $SCOREBOARD_OK_CALLS calls each call waits
+    $SCOREBOARD_SLOW_STEP_S seconds longer than the last (at most $SCOREBOARD_SLOW_MAX_S), so s/it collapses."""
+
+    calls = 0
+
+    def __call__(self, completions, **kwargs):
+        if _calls_past_ok(SlowingReward):
+            _mark_fault()
+            late = SlowingReward.calls - int(os.environ.get("SCOREBOARD_OK_CALLS", "0"))
+            time.sleep(min(late * float(os.environ.get("SCOREBOARD_SLOW_STEP_S", "0.6")),
+                           float(os.environ.get("SCOREBOARD_SLOW_MAX_S", "4"))))
+        return [random.random() for _ in completions]
+
+
 orms["sb_noisy"] = NoisyReward
+orms["sb_slowing"] = SlowingReward
 orms["sb_killed"] = KilledReward
 orms["sb_rank_stall"] = RankStallReward
 orms["sb_short"] = ShortReward

@@ -3,11 +3,13 @@
     python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant|killed|short|slow_first
                        [--num_generations 4] [--per_device_train_batch_size 4] [--max_steps 4] [--learning_rate 1e-5]
                        [--max_grad_norm 1.0] [--ok_calls 0] [--max_completion_length 8] [--import MODULE]
+                       [--resume_from_checkpoint DIR] [--bf16] [--raw_columns]
 
 Faults are the same as the ms-swift plugins' (faults.py): a reward that raises, never returns after --ok_calls calls
 (writes the time it began to $SCOREBOARD_FAULT_FILE), or gives every completion the same score; the rest come from
 the arguments (a batch that is not a multiple of num_generations, a learning rate that diverges, --import of a module
-that is not installed).
+that is not installed, bf16 on a machine without a GPU, rows passed with their `messages` column where GRPOTrainer
+reads `prompt`, a resume from a checkpoint the scoreboard damaged).
 """
 from __future__ import annotations
 
@@ -83,6 +85,9 @@ def main() -> None:
     ap.add_argument("--ok_calls", type=int, default=0)
     ap.add_argument("--max_completion_length", type=int, default=8)
     ap.add_argument("--import", dest="imports", action="append", default=[])
+    ap.add_argument("--resume_from_checkpoint")
+    ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--raw_columns", action="store_true", help="pass the rows as they are (messages, not prompt)")
     a = ap.parse_args()
     for name in a.imports:
         importlib.import_module(name)
@@ -92,18 +97,18 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     rows = [json.loads(line) for line in open(a.dataset, encoding="utf-8")]
-    ds = Dataset.from_list([{"prompt": r["messages"], "solution": r["solution"]} for r in rows])
+    ds = Dataset.from_list(rows if a.raw_columns else [{"prompt": r["messages"], "solution": r["solution"]} for r in rows])
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype="float32")
     cfg = GRPOConfig(output_dir=a.output_dir, num_generations=a.num_generations,
                      per_device_train_batch_size=a.per_device_train_batch_size, max_steps=a.max_steps,
                      learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm,
                      max_completion_length=a.max_completion_length,
-                     logging_steps=1, save_steps=2, report_to=[], use_cpu=True, bf16=False, seed=42,
+                     logging_steps=1, save_steps=2, report_to=[], use_cpu=not a.bf16, bf16=a.bf16, seed=42,
                      dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[make_reward(a.reward, a.ok_calls)],
                           args=cfg, train_dataset=ds)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=a.resume_from_checkpoint)
 
 
 if __name__ == "__main__":

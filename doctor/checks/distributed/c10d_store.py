@@ -19,6 +19,9 @@ _BIND_PORT = re.compile(r"(?:\bport: |\]:|(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}:|\bl
 _REMOTE = re.compile(r"remote=\[?(?:::ffff:)?([\w.\-:]+?)\]?:(\d+)\)")
 
 
+_JOINED = re.compile(r"waiting for clients\. (\d+)/(\d+) clients joined")
+
+
 def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     host = port = None
@@ -67,6 +70,17 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         if flag_in_version(run, "vllm_server_group_port"):
             fix.append(f"If another run already holds port {port}, pass a free one with --vllm_server_group_port "
                        "(ms-swift >= 3.11), and restart `swift rollout` between runs.")
+    elif joined := _JOINED.search(text):
+        # the store's own side: torchrun's static rendezvous makes node 0 host the TCPStore and wait for every
+        # node's agent (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py, torch 2.x)
+        k, n = joined.groups()
+        msg = (f"The rendezvous store on this node (the master) waited{waited} for the other nodes' launchers and "
+               f"only {k} of {n} joined: the missing node(s) never started torchrun, or cannot reach "
+               "MASTER_ADDR:MASTER_PORT.")
+        fix.append(f"Start the job on all {n} nodes (NNODES {n}, each with its own NODE_RANK) within the rendezvous "
+                   "timeout, or set NNODES to the nodes you have.")
+        fix.append("From each missing node, check that MASTER_ADDR (this node's address) and MASTER_PORT are reachable "
+                   "(firewall, a wrong interface address); the same NNODES / NPROC_PER_NODE everywhere.")
     else:
         master = run.env.get("MASTER_PORT") or run.torchrun.get("master_port")
         msg = (f"A c10d store connection to {where} timed out{waited} or broke: the process that should serve "

@@ -244,8 +244,11 @@ class _Progress:
         desc = b.group("desc").strip().rstrip(":").strip()
         k, n = int(b.group("k")), int(b.group("n"))
         if desc in ("Train", ""):
-            if desc == "" and self.swift_evidence is None and "first-step" not in self.phase_seq:
-                return  # a bare tqdm bar outside a trainer log is anyone's progress
+            if desc == "" and self.swift_evidence is None and not {"first-step", "model-load"} & set(self.phase_seq):
+                # a bare tqdm bar outside a trainer log is anyone's progress; after the weights loaded it is the
+                # trainer's own: transformers' ProgressCallback.on_train_begin draws tqdm(total=max_steps) with no
+                # description (transformers 5.19 trainer_callback.py), the bar of every trl run
+                return
             if k >= self.max_step:
                 self.max_step = k
                 self.total_steps = n
