@@ -149,3 +149,18 @@ def test_rays_memory_monitor_kill_is_not_blamed_on_the_kernel_oom_killer():
     f = run_text(line)[0]
     assert f.rule_id == "GD310" and "RAY_memory_usage_threshold" in f.message
     assert "Linux OOM killer" not in f.message and "dmesg" not in f.fix[0]
+
+
+def test_a_failed_cpu_allocation_is_host_memory_with_its_size_and_phase():
+    text = _tb([("/opt/venv/lib/python3.10/site-packages/transformers/modeling_utils.py", 4000, "from_pretrained",
+                 "model = cls(config, *model_args, **model_kwargs)")],
+               "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory: "
+               "you tried to allocate 268435456 bytes. Error code 12 (Cannot allocate memory)")
+    f = run_text(text)[0]
+    assert f.rule_id == "GD313" and f.category == "host-oom-killed"
+    assert "256 MiB (268435456 bytes" in f.message and "while the model's weights were loading" in f.message
+    bare = run_text(_tb([("train.py", 3, "<module>", "x = [0] * 10**12")], "MemoryError"))[0]
+    assert bare.rule_id == "GD313"
+    cuda = run_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+                    "capacity of 79.19 GiB of which 3.06 MiB is free.\n")
+    assert all(x.rule_id != "GD313" for x in cuda)
