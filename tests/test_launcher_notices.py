@@ -58,3 +58,22 @@ def test_remaining_argv_glued_to_its_raise_line_is_the_unknown_flag_and_names_ms
     assert rep.findings[0].rule_id == "GD401"
     assert rep.run["framework"] == "ms-swift"
     assert any("--vllm_disable_custom_all_reduce" in x for x in rep.findings[0].fix)
+
+
+def test_torch_multiprocessing_spawn_reports_a_childs_end_and_its_own_exception_comes_first():
+    f = _first("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL")
+    assert f.rule_id == "GD312" and "child process 1 was killed with SIGKILL" in f.message
+    f = _first("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 1")
+    assert f.rule_id == "GD312" and "exited with status 1" in f.message
+    wrapped = ("Traceback (most recent call last):\n"
+               '  File "/opt/conda/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 158, in join\n'
+               "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
+               "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+               "-- Process 0 terminated with the following error:\n"
+               "Traceback (most recent call last):\n"
+               '  File "/work/train.py", line 20, in main\n'
+               '    x = batch["solution"]\n'
+               "KeyError: 'solution'\n")
+    found = run_text(wrapped)
+    assert all(x.rule_id != "GD312" for x in found)
+    assert "KeyError: 'solution'" in found[0].message

@@ -19,7 +19,9 @@ _KEYS = {"id", "category", "types", "message", "raised_in", "deepest_lib", "any_
          "not_message", "doc", "backed_by"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
-                "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException"}
+                "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
+                # torch.multiprocessing.spawn's report of a child's failure: the child's own exception follows it
+                "ProcessRaisedException", "ProcessExitedException"}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from ...classify.structure import CONSEQUENCES
 from ...rules import Diagnosis, Hit
 from ._elastic import SIGNALS
 
+# exceptions that are a wrapper's own report of a child's failure (torch/multiprocessing/spawn.py)
+_WRAPPER_TYPES = frozenset({"ProcessRaisedException", "ProcessExitedException"})
 _SIGNAL_MEANS = {
     "SIGKILL": "killed with SIGKILL, which without a Python traceback is most often the host's out-of-memory killer "
                "(check `dmesg` or `journalctl -k` for 'Out of memory: Killed process')",
@@ -22,7 +24,8 @@ _SIGNAL_MEANS = {
 def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     # the log holds a real exception besides the wrapper's: the rules that read it speak, and "the cause is not in
     # this log" would be false
-    if any(e.short_type not in CONSEQUENCES and not e.short_type.startswith("RayTaskError") for e in ctx.exceptions):
+    if any(e.short_type not in CONSEQUENCES and not e.short_type.startswith("RayTaskError")
+           and e.short_type not in _WRAPPER_TYPES for e in ctx.exceptions):
         return None
     g = hits[0].groups
     if g.get("overrides") is not None:
@@ -40,6 +43,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
                     f"`(name pid=N)` prefix) and is the cause.",
             fix=("Read the exception line and the frames under the RayTaskError header (or the task's log under "
                  "/tmp/ray/session_latest/logs/) and analyze those lines.",))
+    if "sp_rank" in g or "sp_status" in g or "sp_signal" in g:
+        return _spawn(g)
     if g.get("ds_status") is not None:
         return _deepspeed_launcher(int(g["ds_status"]))
     status, signal = g.get("status"), g.get("signal")
@@ -73,3 +78,24 @@ def _deepspeed_launcher(status: int) -> Diagnosis:
                 f"and then stopped the other ranks; the launcher's line says how that process ended, not why.",
         fix=("Scroll up to that rank's own last lines (its `Traceback (most recent call last):` block, or an error "
              "printed just before the launcher's `Killing subprocess` lines) and analyze that part of the log.",))
+
+
+def _spawn(g: dict) -> Diagnosis:
+    """torch.multiprocessing.spawn: the parent re-raises a child's failure (torch/multiprocessing/spawn.py)."""
+    signal = g.get("sp_signal")
+    if signal:
+        how = f"was {_SIGNAL_MEANS.get(signal, f'ended by {signal}')}"
+    elif g.get("sp_status") is not None:
+        how = f"exited with status {g['sp_status']}"
+    else:
+        return Diagnosis(
+            message="torch.multiprocessing.spawn re-raised a child process's exception (ProcessRaisedException): the "
+                    "child's own traceback is printed after its `-- Process N terminated with the following error:` "
+                    "line and is the cause.",
+            fix=("Read the traceback under `-- Process N terminated with the following error:` (or the child's own "
+                 "log) and analyze those lines.",))
+    return Diagnosis(
+        message=f"torch.multiprocessing.spawn reports that child process {g.get('sp_rank') or '?'} {how} "
+                f"(ProcessExitedException); the parent says how the child ended, not why.",
+        fix=("Look for that child's last lines above this one (its own error, or nothing at all for a kill from "
+             "outside: then `dmesg -T | grep -i oom` on the node).",))

@@ -3,14 +3,12 @@ the first real exception, library frames and a frame's short description. Used b
 of other families that name the first real error."""
 from __future__ import annotations
 
+from ...classify.structure import CONSEQUENCES
 from ...signals import ExceptionInfo, Frame, LogLine
 from ...swift.framework import is_library_path
 
-# Raised because something else failed first (or because the user stopped the run).
-CONSEQUENCE_TYPES = {
-    "ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
-    "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
-}
+# Raised because something else failed first (or because the user stopped the run): one set, the structure table's
+CONSEQUENCE_TYPES = CONSEQUENCES
 _LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "\\Lib\\", "<frozen", "<string>")
 
 
