@@ -17,8 +17,8 @@ What is undone, each a standard format seen in real pastes (bench/ACCURACY-NOTES
   prefix (_pytest/_code/code.py), and loguru's default record prefix (``2024-05-01 10:00:00.123 | ERROR | mod:fn:42 -
   ``, loguru/_defaults.py LOGURU_FORMAT).
 
-Cost: ordinary log lines pay one first-character test and one last-character test (``needs_unwrap``); the
-regular expressions run only on lines that show a paste sign.
+Cost: ordinary log lines pay one first-character test, one last-character test and two substring tests (``&`` and
+``: : ``, ``needs_unwrap``); the regular expressions run only on lines that show a paste sign.
 """
 from __future__ import annotations
 

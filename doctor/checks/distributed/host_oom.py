@@ -84,6 +84,9 @@ class HostOomKilled(Rule):
             ev.extend(evidence_of(a[3]) for a in self.block.agent[:1])
             ev.extend(evidence_of(l) for l in root.lines[:3])
         dataloader_only = kinds and all(k == "dataloader" for k in kinds) and not elastic_kill
+        # ray/_private/memory_monitor.py: the raylet kills a worker when the node's memory use passes
+        # RAY_memory_usage_threshold (0.95 by default): the kill is Ray's, not the kernel's
+        ray_only = set(kinds) == {"ray"}
         if dataloader_only:
             msg = ("A DataLoader worker process was killed by the operating system (signal: Killed): the host ran "
                    "out of RAM (or /dev/shm) while the workers held their batches.")
@@ -107,15 +110,13 @@ class HostOomKilled(Rule):
                        "before the kernel's OOM killer would). ")
             elif "launcher" in kinds:
                 who = "DeepSpeed's launcher reports a process ended by signal 9 (return code -9, SIGKILL). "
-            if set(kinds) == {"ray"}:
-                # ray/_private/memory_monitor.py: the raylet kills a worker when the node's memory use passes
-                # RAY_memory_usage_threshold (0.95 by default): the kill is Ray's, not the kernel's
+            if ray_only:
                 msg = (who + "The killed worker leaves no error of its own: the node's host RAM (not GPU memory) passed "
                        "Ray's threshold (RAY_memory_usage_threshold, 0.95 of the node's memory by default).")
             else:
                 msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
                        "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
-        if set(kinds) == {"ray"}:
+        if ray_only:
             fix = ["Ray's message lists the top memory users of the node: the biggest one (often the rollout or the "
                    "actor workers holding batches, or a reward worker) is where to cut host memory; `ray memory` and "
                    "`free -g` during the run show the trend."]

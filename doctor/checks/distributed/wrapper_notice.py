@@ -51,10 +51,9 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     if signal is None and status and status.startswith("-"):   # CPython: a negative returncode is the signal
         signal = SIGNALS.get(int(status))
     if signal:
-        means = _SIGNAL_MEANS.get(signal, f"ended by {signal}")
         return Diagnosis(
-            message=f"A launcher's child process (subprocess.CalledProcessError) was {means}; the launcher reports "
-                    f"only how the child ended, not why.",
+            message=f"A launcher's child process (subprocess.CalledProcessError) {_ended(signal, None)}; the launcher "
+                    f"reports only how the child ended, not why.",
             fix=("Look for the child's last lines (its own log or the lines above this one) and the kernel log; "
                  "for SIGKILL, lower host memory use (fewer DataLoader workers, offload less to CPU) or give the job "
                  "more RAM.",) if signal == "SIGKILL" else
@@ -70,9 +69,7 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
 def _deepspeed_launcher(status: int) -> Diagnosis:
     """DeepSpeed's launcher (launcher/launch.py sigkill_handler) logs the first rank that ended badly, with Popen's
     returncode (negative: the signal), then kills the other ranks: its line is how the run ended, not why."""
-    signal = SIGNALS.get(status) if status < 0 else None
-    how = (f"was {_SIGNAL_MEANS.get(signal, f'ended by {signal}')}" if signal else
-           f"ended by signal {-status}" if status < 0 else f"exited with status {status}")
+    how = _ended(SIGNALS.get(status) if status < 0 else None, status)
     return Diagnosis(
         message=f"DeepSpeed's launcher reports that a training process {how} (`exits with return code = {status}`) "
                 f"and then stopped the other ranks; the launcher's line says how that process ended, not why.",
@@ -82,20 +79,27 @@ def _deepspeed_launcher(status: int) -> Diagnosis:
 
 def _spawn(g: dict) -> Diagnosis:
     """torch.multiprocessing.spawn: the parent re-raises a child's failure (torch/multiprocessing/spawn.py)."""
-    signal = g.get("sp_signal")
-    if signal:
-        how = f"was {_SIGNAL_MEANS.get(signal, f'ended by {signal}')}"
-    elif g.get("sp_status") is not None:
-        how = f"exited with status {g['sp_status']}"
-    else:
+    signal, status = g.get("sp_signal"), g.get("sp_status")
+    if not signal and status is None:
         return Diagnosis(
             message="torch.multiprocessing.spawn re-raised a child process's exception (ProcessRaisedException): the "
                     "child's own traceback is printed after its `-- Process N terminated with the following error:` "
                     "line and is the cause.",
             fix=("Read the traceback under `-- Process N terminated with the following error:` (or the child's own "
                  "log) and analyze those lines.",))
+    how = _ended(signal, int(status) if status is not None else None)
     return Diagnosis(
         message=f"torch.multiprocessing.spawn reports that child process {g.get('sp_rank') or '?'} {how} "
                 f"(ProcessExitedException); the parent says how the child ended, not why.",
         fix=("Look for that child's last lines above this one (its own error, or nothing at all for a kill from "
              "outside: then `dmesg -T | grep -i oom` on the node).",))
+
+
+def _ended(signal: str | None, status: int | None) -> str:
+    """How a child ended, as a launcher reports it: by a named signal, by a signal number (a negative status), or with
+    an exit status."""
+    if signal:
+        return f"was {_SIGNAL_MEANS.get(signal, f'ended by {signal}')}"
+    if status is not None and status < 0:
+        return f"ended by signal {-status}"
+    return f"exited with status {status}"
