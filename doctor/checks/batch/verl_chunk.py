@@ -16,7 +16,7 @@ def chunk_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     return Diagnosis(
         message=f"verl's DataProto.chunk could not split a batch into equal per-worker chunks{code}: the number of "
                 f"samples reaching this dispatch is not a multiple of the number of workers it is dispatched to "
-                f"(the log does not print either number).",
+                f"(this assertion prints neither number).",
         fix=("Make data.train_batch_size x actor_rollout_ref.rollout.n (and the validation batch, when validation "
              "fails) a multiple of the workers of that call: trainer.n_gpus_per_node x trainer.nnodes for the actor, "
              "with Megatron its data-parallel size.",

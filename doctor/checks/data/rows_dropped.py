@@ -30,14 +30,14 @@ def rows_dropped_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         return Diagnosis(message="Some dataset rows raised errors while being preprocessed and were dropped." + said,
                          fix=tuple(fix))
     origin = int(emptied.groups["origin"])
-    msg = (f"ms-swift dropped every row of the dataset while preprocessing it (origin length {origin}, filtered "
-           f"dataset length 0, read from the log): the run has nothing to train on, and whatever fails after this "
-           f"line is a consequence." + said)
+    msg = (f"ms-swift dropped every row of a dataset while preprocessing it (origin length {origin}, filtered "
+           f"dataset length 0, read from the log; the line does not say whether the training or the validation set): "
+           f"that set is empty, and whatever fails after this line is a consequence." + said)
     if not preference:
         fix.append("Read the row error printed above the first `There are errors in the dataset` warning and fix the "
                    "dataset's columns to the format of this rlhf_type (ms-swift's Custom-dataset guide); check the "
                    "dataset file is the one you meant.")
-        if warned == []:
-            fix.append("Without row errors, the rows were dropped for their length (truncation_strategy delete): "
-                       "raise --max_length or use --truncation_strategy left.")
+        if not warned:
+            fix.append("No row error was read: rows are also dropped for their length (truncation_strategy delete): "
+                       "then raise --max_length or use --truncation_strategy left.")
     return Diagnosis(message=msg, fix=tuple(fix), severity=Severity.error)

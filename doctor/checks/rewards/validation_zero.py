@@ -56,9 +56,9 @@ def validation_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     shown = ", ".join(f"{k} {found[k]:g}" for k in keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
     initial = any("Initial validation" in h.evidence.text or "step:0 - " in h.evidence.text for h in hits)
     when = "before training (the initial validation)" if initial else "at that step"
-    msg = (f"Every validation score the log shows is 0 {when}: {shown} (read from the log). On the whole validation "
-           f"set the reward function gave no completion any credit, and the same scorer gives the training rewards, "
-           f"so every GRPO group is flat: no gradient.")
+    msg = (f"Every validation score the log shows is 0 {when}: {shown} (read from the log). These are means over the "
+           f"validation set: with verl's scorers, which give 0 or more, no completion got any credit. The same scorer "
+           f"gives the training rewards: if they are 0 too, every group is flat and the policy gets no gradient.")
     sample = _printed_sample(ctx, last.seq)
     if sample:
         msg += f" verl printed one sample before it: {sample}; its [response] line is the completion to check."
