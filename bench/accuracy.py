@@ -30,7 +30,8 @@ Figures printed (over all cases, then per --split range and per labelled categor
 
 ``--mutate`` measures robustness instead: each case's log is damaged the way pastes are (bench/mutate.py: hard
 wraps, rank prefixes stripped, cut after or inside the traceback, indentation, prose lines, metric rows reversed,
-CRLF, an exception line glued to the line before), each variant is analyzed like a case (a temporary case folder with
+CRLF, an exception line glued to the line before, a prefix on every line: Ray's worker prefix, a collector's
+timestamp, a launcher's host or task label, a markdown quote), each variant is analyzed like a case (a temporary case folder with
 the damaged ``log.txt`` and the same ``command.txt``), and a variant is stable when its ``findings[0].category`` is
 the one the ORIGINAL log gets (not the label) or, for ``cut_before`` only, when a finding says the excerpt stops early
 (``mutate.says_cut_early``). Printed: the stability rate per mutation and overall, then one line per unstable variant.

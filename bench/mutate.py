@@ -189,9 +189,54 @@ def glue(text: str, rng: random.Random) -> str | None:
     return "".join(lines)
 
 
+def _prefix_lines(text: str, prefix_of: Callable[[int], str]) -> str | None:
+    """Every non-blank line with ``prefix_of(i)`` in front (i: the line's index)."""
+    lines = lines_of(text)
+    if not any(line.strip() for line in lines):
+        return None
+    return "".join(prefix_of(i) + line if line.strip() else line for i, line in enumerate(lines))
+
+
+def ray_prefix(text: str, rng: random.Random) -> str | None:
+    """Ray's worker-output prefix on every line (``(WorkerDict pid=2547185)``, ``(pid=4242, ip=10.0.3.7)``): a job run
+    under Ray (verl, OpenRLHF, vLLM's Ray executor) prints its workers' lines this way."""
+    pid = rng.randint(1000, 4_000_000)
+    name = rng.choice(("WorkerDict", "TaskRunner", "RayWorkerWrapper", "LLMRayActor"))
+    prefix = f"({name} pid={pid}) " if rng.random() < 0.7 else f"(pid={pid}, ip=10.0.{rng.randint(0, 9)}.{rng.randint(2, 250)}) "
+    return _prefix_lines(text, lambda i: prefix)
+
+
+def time_prefix(text: str, rng: random.Random) -> str | None:
+    """An RFC 3339 timestamp on every line, as ``kubectl logs --timestamps`` and ``docker logs -t`` print them."""
+    start, day = rng.randint(0, 36_000), rng.randint(10, 28)
+
+    def stamp(i: int) -> str:  # non-decreasing: a few lines per second
+        t = start + i // 3
+        return f"2025-05-{day:02d}T{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}.{rng.randint(0, 999_999_999):09d}Z "
+    return _prefix_lines(text, stamp)
+
+
+def host_prefix(text: str, rng: random.Random) -> str | None:
+    """A host or task label on every line: DeepSpeed's pdsh launcher (``worker-1: ``), ``srun --label`` (``3: ``),
+    docker compose (``trainer-1  | ``)."""
+    style = rng.randrange(3)
+    node = rng.randint(0, 7)
+    prefix = (f"worker-{node}: ", f"{node}: ", f"trainer-{node + 1}  | ")[style]
+    return _prefix_lines(text, lambda i: prefix)
+
+
+def quote(text: str, rng: random.Random) -> str | None:
+    """A GitHub reply quoting the log: ``> `` before every line (blank lines become ``>``)."""
+    lines = lines_of(text)
+    if not lines:
+        return None
+    return "".join(("> " + line) if line.strip() else (">" + line.lstrip(" \t")) for line in lines)
+
+
 MUTATIONS: dict[str, Mutation] = {
     "wrap": wrap, "strip_rank": strip_rank, "cut_after": cut_after, "cut_before": cut_before, "pad": pad,
     "prose": prose, "reverse_table": reverse_table, "crlf": crlf, "glue": glue,
+    "ray_prefix": ray_prefix, "time_prefix": time_prefix, "host_prefix": host_prefix, "quote": quote,
 }
 
 

@@ -95,3 +95,15 @@ def test_clean_removes_a_terminal_title_sequence_whole():
     from doctor.sources.logtext import clean
     assert clean("\x1b]0;train\x07step 1") == "step 1"
     assert clean("\x1b[1;31mError\x1b[0m") == "Error"
+
+
+def test_a_collectors_timestamp_leaves_the_lines_own_indentation():
+    # kubectl logs --timestamps / docker logs -t: one space after the stamp, then the process's line as printed
+    data = (b"2025-05-19T02:15:51.111457612Z Traceback (most recent call last):\n"
+            b'2025-05-19T02:15:51.348645373Z   File "/root/x/stage3_rewards.py", line 245, in final_correctness_reward_func\n'
+            b"2025-05-19T02:15:51.348645373Z     1.0 * weighting if r == a else 0.0 for r, a in zip(responses, answer)\n"
+            b"2025-05-19T02:15:54.589221185Z TypeError: 'NoneType' object is not iterable\n")
+    texts = [ln.text for ln in lines_of(data)]
+    assert texts[1] == '  File "/root/x/stage3_rewards.py", line 245, in final_correctness_reward_func'
+    assert texts[2].startswith("    1.0 * weighting")
+    assert texts[3] == "TypeError: 'NoneType' object is not iterable"

@@ -228,8 +228,10 @@ def test_bench_mutate_prints_rates_and_unstable_variants():
 # ---- metamorphic: damage a sane tool must not notice ----
 
 # (mutation, case prefix) -> why findings[0]'s category changes today (strict: a fix makes the test fail until removed).
-# Empty since sources/reflow.py (a paste's common indentation removed) and the mid-line "[rankN]:" split.
-KNOWN_UNSTABLE: dict[tuple[str, str], str] = {}
+KNOWN_UNSTABLE: dict[tuple[str, str], str] = {
+    ("host_prefix", "007"): "a one-line paste: a launcher's label ('trainer-4  | ') cannot be told from the program's "
+                            "own words on one line, so it stays and the exception line is not read",
+}
 
 
 def _cases() -> list[Path]:
@@ -243,7 +245,7 @@ def _top(case: Path) -> str | None:
 
 
 def _params():
-    for name in ("crlf", "pad", "strip_rank"):
+    for name in ("crlf", "pad", "strip_rank", "host_prefix", "quote"):
         for case in _cases():
             if name == "strip_rank" and mut.strip_rank((case / "log.txt").read_text(encoding="utf-8"),
                                                        mut.rng_for(1, case.name, name)) is None:

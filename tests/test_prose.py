@@ -44,3 +44,12 @@ def test_a_sentence_inside_a_pretty_printed_dict_does_not_end_it():
     j = DictJoiner()
     out = [j.feed(t) for t in ["{'loss': 0.0,", "x = 1", " 'reward': 0.0}"]]  # code, not prose: the dict ends
     assert out == [None, None, None]
+
+
+def test_a_metric_row_behind_a_label_is_not_a_description_in_words():
+    # a Megatron-style row with a host label in front: numbers and separators, not a sentence (no GD327 guess)
+    row = ("worker-5:  [2025-11-25 07:19:22] iteration        7/    2174 | consumed samples:          448 | "
+           "learning rate: 4.999872E-05 | grad norm: 0.000000E+00 | loss: -2.365559E-06 | reward_std: 1.261245E-01\n")
+    assert not [f for f in run(row) if f.rule_id == "GD327"]
+    said = "After step 10 the grad_norm is always 0 and nothing changes in the loss at all\n"
+    assert [f.category for f in run(said) if f.rule_id == "GD327"] == ["grad-norm-zero"]

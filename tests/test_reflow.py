@@ -11,7 +11,7 @@ import pytest
 from doctor.analyze import analyze
 from doctor.signals import LogLine, Where
 from doctor.sources.logtext import split_segments
-from doctor.sources.reflow import needs_reflow, reflowed, wrap_width
+from doctor.sources.reflow import COMPOSE, HOST_LABEL, labelled, needs_reflow, reflowed, wrap_width
 from doctor.sources.traceback import TracebackTracker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,3 +198,61 @@ def test_a_frame_line_cut_inside_its_path_is_joined():
                    b'line 371, in _merge_multimodal_embeddings',
                    b"(EngineCore_0 pid=12) ValueError: Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. "
                    b"Got version: (4, 5)"]
+
+
+# ---- a label in front of every line: DeepSpeed's pdsh runner, srun --label, docker compose ----
+
+def test_a_launchers_label_is_taken_off_every_line():
+    # pdsh (DeepSpeed's multinode runner) writes "host: " before each line of the remote process; two hosts here
+    log = (b"worker-0: Traceback (most recent call last):\n"
+           b'worker-0:   File "/opt/train.py", line 9, in <module>\n'
+           b"worker-0:     trainer.train()\n"
+           b"worker-1: [rank8]:[W ProcessGroupNCCL.cpp:1] warning\n"
+           b"worker-0: ValueError: bad value\n")
+    assert needs_reflow(log) == (HOST_LABEL, None)
+    lines = [ln for _, ln in reflowed(log, HOST_LABEL, None)]
+    assert lines[1] == b'  File "/opt/train.py", line 9, in <module>'  # the process's own indentation stays
+    assert lines[3].startswith(b"[rank8]:") and lines[4] == b"ValueError: bad value"
+    # srun --label: the task number; docker compose: the service, padded, then "| "
+    assert needs_reflow(b"0: a\n1: b\n0: c\n1: d\n") == (HOST_LABEL, None)
+    compose = b"trainer-1  | x = 1\ntrainer-1  | ValueError: bad\nrollout-1  | INFO started\n"
+    assert needs_reflow(compose) == (COMPOSE, None)
+    assert [ln for _, ln in reflowed(compose, COMPOSE, None)] == [b"x = 1", b"ValueError: bad", b"INFO started"]
+    # two lines are enough when both carry the same label
+    assert needs_reflow(b"worker-3: ValueError: No available memory\nworker-3: [rank0]: x\n") == (HOST_LABEL, None)
+
+
+def test_the_programs_own_words_are_not_a_label():
+    config = b"model: Qwen/Qwen2.5-7B\nlr: 1e-6\nnum_generations: 8\nbeta: 0.04\nmax_steps: 100\n"
+    assert labelled(config.split(b"\n")) == 0  # a pasted config: a different key on every line
+    table = b"reward      | 0.0\nreward_std  | 0.0\nkl          | 0.01\nloss        | 0.0\n"
+    assert labelled(table.split(b"\n")) == 0
+    every_rank = b"ValueError: x\nValueError: x\nValueError: x\nRuntimeError: y\n"
+    assert labelled(every_rank.split(b"\n")) == 0  # the exception every rank printed, not a label
+    uvicorn = b"INFO:     127.0.0.1:5 - GET /health\nINFO:     started\nINFO:     waiting\n"
+    assert labelled(uvicorn.split(b"\n")) == 0
+    assert labelled([b"worker-3: RuntimeError: CUDA error"]) == 0  # one line: no way to tell
+    assert labelled([b"worker-3: a", b"worker-4: b"]) == 0  # two lines, two labels
+
+
+@pytest.mark.parametrize("case", ["020-openmanus-grpo-batch-1x1-numgen8-plain-traceback",
+                                  "061-open-r1-accuracy-reward-missing-solution-7gpu",
+                                  "019-trl-qwen3-06b-20gb-gpu-oom-in-compute-loss"])
+def test_a_labelled_paste_reads_as_the_original(case, tmp_path):
+    text = (DEVLOGS / case / "log.txt").read_text(encoding="utf-8")
+    before = analyze([str(_case_copy(tmp_path, case, text))]).findings[0]
+    labelled_text = "".join(f"worker-{i % 2}: {ln}" if ln.strip() else ln for i, ln in enumerate(text.splitlines(True)))
+    (tmp_path / "b").mkdir()
+    after = analyze([str(_case_copy(tmp_path / "b", case, labelled_text))]).findings[0]
+    assert (after.rule_id, after.category) == (before.rule_id, before.category)
+    assert after.evidence[0].line == before.evidence[0].line  # evidence points at the paste's own line
+
+
+def test_a_timestamped_traceback_reads_as_the_original(tmp_path):
+    # rl-swarm's reward function failing (fixtures/devlogs3/212), as `kubectl logs --timestamps` shows it
+    case = next(p for p in (ROOT / "fixtures" / "devlogs3").iterdir() if p.name.startswith("212-"))
+    text = (case / "log.txt").read_text(encoding="utf-8")
+    stamped = "".join(f"2025-05-19T02:15:{i % 60:02d}.348645373Z {ln}" for i, ln in enumerate(text.splitlines(True)))
+    (tmp_path / "log.txt").write_text(stamped, encoding="utf-8")
+    assert analyze([str(case)]).findings[0].rule_id == "GD606"
+    assert analyze([str(tmp_path)]).findings[0].rule_id == "GD606"

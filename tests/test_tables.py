@@ -83,3 +83,17 @@ def test_a_log_with_its_own_metric_rows_does_not_read_a_table(tmp_path):
                  "| 41 | 0 | 0 | 1 | 0 |\n")
     (f,) = analyze([str(p)]).findings
     assert f.rule_id == "GD610" and f.count == 1 and "in the only logged step (step 40/100" in f.message
+
+
+def test_a_table_behind_a_quote_ray_or_collector_prefix():
+    # a GitHub reply quoting the table, a Ray worker printing it, a container runtime's timestamps on every row
+    table = ["Step | Training Loss | reward | reward_std", "-- | -- | -- | --", "1 | 0.000000 | -17.25 | 1.5",
+             "2 | -0.000000 | -10.5 | 1.73"]
+    want = [(3, {"step": 1.0, "loss": 0.0, "reward": -17.25, "reward_std": 1.5}),
+            (4, {"step": 2.0, "loss": 0.0, "reward": -10.5, "reward_std": 1.73})]
+    assert rows_of("\n".join(table) + "\n") == want
+    for lead in ("> ", "(WorkerDict pid=2547185) ", "(pid=42, ip=10.0.0.7) ", "2025-05-10T01:02:03.123456789Z "):
+        assert rows_of("".join(lead + row + "\n" for row in table)) == want, lead
+    # a header with a time column of its own keeps it: the rows are read against the whole header
+    timed = "time step loss reward reward_std\n2025-05-10T01:02:03Z 1 0.5 0.25 0.1\n"
+    assert rows_of(timed) == []  # the time cell is not a number: not a metrics row (and not cut into one)

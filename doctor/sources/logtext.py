@@ -42,8 +42,9 @@ _ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d
 # vLLM before 0.8 printed the place without the opening bracket: "ERROR 06-12 15:44:15 worker_base.py:148] "
 _VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] ?")
 # a collector's timestamp in front of the line: `docker logs -t` / `kubectl logs --timestamps`
-# ("2024-06-28T06:11:52.685300953Z "), Buildkite ("[2025-03-10T15:07:20Z] "): ISO 8601 with its T and a zone
-_COLLECTOR_TS = re.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?\s+")
+# ("2024-06-28T06:11:52.685300953Z "), Buildkite ("[2025-03-10T15:07:20Z] "): ISO 8601 with its T and a zone, and the
+# one space the collector writes after it (the process's own indentation follows: a traceback's frame and code lines)
+_COLLECTOR_TS = re.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?(?: |\t|$)")
 _FENCE = re.compile(r"^\s*```[\w+-]*\s*$")
 
 

@@ -14,6 +14,11 @@ _PLAIN_CHARS = re.compile(r"[A-Za-z\u4e00-\u9fff\u3000-\u303f\uff00-\uffef\s.,'?
 _EXC_NAME = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)\b")
 
 
+def plain_share(text: str) -> float:
+    """The share of a text's characters that are letters, spaces and sentence punctuation."""
+    return len(_PLAIN_CHARS.findall(text)) / len(text) if text else 0.0
+
+
 def is_prose(text: str) -> bool:
     """A sentence a person wrote (English or Chinese), not a line a program printed: words and punctuation only, no
     logger prefix, numbers, paths, brackets or an exception name."""
@@ -23,4 +28,4 @@ def is_prose(text: str) -> bool:
     cjk = bool(CJK.search(t))
     if not cjk and len(WORD.findall(t)) < 4:
         return False
-    return len(_PLAIN_CHARS.findall(t)) >= 0.9 * len(t)
+    return plain_share(t) >= 0.9

@@ -101,6 +101,38 @@ def gutter(lines: list[bytes]) -> bool:
     return common >= 0.9 * len(offsets)
 
 
+# a label a launcher or a log collector writes in front of every line of a process: DeepSpeed's pdsh runner the host
+# (``worker-1: ``, deepspeed/launcher/multinode_runner.py runs pdsh, which prefixes each line with "host: "), ``srun
+# --label`` the task number (``3: ``), docker compose the service (``trainer-1  | ``)
+_HOST_LABEL = re.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}): (?=\S| )")
+_COMPOSE = re.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}) +\| ")
+# the program's own words: a log level (uvicorn's "INFO:     ..."), an exception or warning type ("ValueError: x" printed
+# by every rank), an all-capitals tag
+_NOT_LABEL = re.compile(rb"(?:[\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure)|[A-Z]+|Traceback|Caused")
+GUTTER, HOST_LABEL, COMPOSE = -1, -2, -3  # the ``indent`` of a plan that takes a prefix off instead
+_LABELS = {HOST_LABEL: _HOST_LABEL, COMPOSE: _COMPOSE}
+
+
+def labelled(lines: list[bytes]) -> int:
+    """HOST_LABEL or COMPOSE when (nearly) every non-blank line starts with that kind of label, else 0. A label names a
+    few processes, each on many lines; keys of a pasted config (``lr: 0.1``) or of a key | value table differ from line
+    to line, and a log level (``INFO: ``) or an exception type (``ValueError: ``) is the program's own."""
+    text = [ln for ln in lines if ln.strip()]
+    if len(text) < 2:
+        return 0
+    for kind, rx in _LABELS.items():
+        labels = [m.group(1) for m in map(rx.match, text) if m]
+        if len(labels) < 0.9 * len(text):
+            continue
+        counts = Counter(labels)
+        if len(text) == 2 and len(counts) > 1:
+            continue  # two lines: one label on both
+        if len(counts) <= 16 and counts.most_common(1)[0][1] >= 0.3 * len(labels) \
+                and not any(_NOT_LABEL.fullmatch(label) for label in counts):
+            return kind
+    return 0
+
+
 # an exception line cut mid-word by a paste (one long line wrapped, so no common width shows): it ends inside a word and
 # the next line goes on in the first column inside the same word or sentence
 _PREFIX = rb"(?:\[rank\s*\d+\]:\s*|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*)?"
@@ -137,15 +169,18 @@ def cut_exception(line: bytes, nxt: bytes) -> bool:
 
 
 def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
-    """(indent, width) to undo in these bytes, or None when they show neither damage; an indent of -1: a line-number
-    gutter in front of every line, taken off; a width of EXC_WRAP (WORD_WRAP): only an exception line cut mid-word (at a
-    space) to join."""
+    """(indent, width) to undo in these bytes, or None when they show neither damage; a negative indent: a prefix in
+    front of every line to take off (GUTTER: a line-number gutter; HOST_LABEL, COMPOSE: a launcher's label); a width
+    of EXC_WRAP (WORD_WRAP): only an exception line cut mid-word (at a space) to join."""
     lines = data.split(b"\n")
     lines = [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
     if gutter(lines):
-        return -1, None
-    indent = common_indent(lines)
-    if indent:
+        return GUTTER, None
+    label = labelled(lines)
+    if label:
+        lines = [_LABELS[label].sub(b"", ln, count=1) for ln in lines]
+    indent = label or common_indent(lines)
+    if indent > 0:
         lines = [ln[indent:] for ln in lines]
     width = wrap_width(lines)
     if width is None and len(data) <= MAX_PASTE and any(cut_exception(a, b) for a, b in zip(lines, lines[1:])):
@@ -167,7 +202,7 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
         if ln.endswith(b"\r"):
             ln = ln[:-1]
         if indent < 0:
-            ln = _GUTTER.sub(b"", ln, count=1)
+            ln = (_LABELS.get(indent) or _GUTTER).sub(b"", ln, count=1)
         elif indent and ln.strip():
             ln = ln[indent:]
         if pending is not None:
@@ -205,4 +240,5 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
         yield start, pending
 
 
-__all__ = ["EXC_WRAP", "WORD_WRAP", "MAX_REFLOW", "common_indent", "cut_exception", "needs_reflow", "reflowed", "wrap_width"]
+__all__ = ["COMPOSE", "EXC_WRAP", "GUTTER", "HOST_LABEL", "MAX_REFLOW", "WORD_WRAP", "common_indent", "cut_exception",
+           "labelled", "needs_reflow", "reflowed", "wrap_width"]

@@ -21,6 +21,10 @@ _STEP_NAMES = {"step", "global_step", "_step", "steps"}
 _SEP_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _SPACES = re.compile(r"\s{2,}|\t")
 MIN_KEYS = 2   # a header needs two trainer keys (metrics.TRAINER_KEYS), as a printed dict does
+# what a paste or a collector put in front of every row: a quote ("> "), Ray's worker prefix ("(WorkerDict pid=7) "),
+# a container runtime's timestamp ("2025-05-10T01:02:03.123Z "); taken off the rows when the header had it too
+_LEAD = re.compile(r"^(?:\s*>[ ]?|\((?:\w+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\)[ \t]|"
+                   r"\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]+)+")
 
 
 def _cells(text: str) -> list[str]:
@@ -76,8 +80,9 @@ def table_rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]
     """(line, values) of every row of the metric tables among these lines, in order."""
     out: list[tuple[LogLine, dict[str, Any]]] = []
     keys: list[str] | None = None
+    lead = False  # the header was read with its lead taken off: so are its rows
     for line in lines:
-        text = line.raw
+        text = _LEAD.sub("", line.raw, count=1) if lead else line.raw
         if keys is not None:
             if _SEP_ROW.match(text):
                 continue
@@ -86,7 +91,15 @@ def table_rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]
                 out.append((line, values))
                 continue
             keys = None
-        keys = _header(_cells(text)) if not _SEP_ROW.match(text) else None
+        text = line.raw
+        if _SEP_ROW.match(text):
+            keys = None
+            continue
+        keys, lead = None, False
+        if _LEAD.match(text):
+            keys, lead = _header(_cells(_LEAD.sub("", text, count=1))), True
+        if keys is None:
+            keys, lead = _header(_cells(text)), False
     return out
 
 

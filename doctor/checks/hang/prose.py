@@ -10,7 +10,7 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
-from ...sources.prose_text import CJK, LOGGED, WORD, is_prose
+from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, plain_share
 from .endings import plain
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
@@ -64,7 +64,8 @@ def prose_lines(lines: list[LogLine]) -> list[LogLine]:
         text = plain(ln.text)
         if not text or LOGGED.match(text):
             continue
-        if CJK.search(text) or len(WORD.findall(text)) >= 4:
+        # a sentence holds few digits and separators; a metric row or a log record that lost its prefix holds many
+        if CJK.search(text) or (len(WORD.findall(text)) >= 4 and plain_share(text) >= 0.75):
             out.append(ln)
     return out
 
