@@ -31,6 +31,9 @@ _NOT_OURS = ("OutOfMemoryError", "OOM", "DistBackendError", "ChildFailedError", 
 _COMM = re.compile(r"NCCL|[Tt]imeout|timed out|gloo|ProcessGroup|Connection")
 _SIZE = re.compile(r"expanded size of the tensor|must match the (?:existing )?size|shape mismatch|could not broadcast")
 _MISSING_ARG = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (?P<names>.+)$")
+# CPython's TypeError for a call that does not fit the callee (Python/getargs.c, Objects/call.c): the callee's name first
+_CALLEE = re.compile(r"^(?:[\w.<>]+\.)?(?P<fn>\w+)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'|"
+                     r"missing \d+ required|takes \d+ positional)")
 _KEYERR = re.compile(r"""^['"](?P<col>[^'"]{1,80})['"]$""")
 
 
@@ -56,6 +59,18 @@ def reward_frames(exc: ExceptionInfo, plugins: list[str]) -> tuple[int | None, l
         if call_idx is not None or any(m in p for m in _REWARD_PATHS) or _user_plugin_match(p, plugins):
             inside.append(fr)
     return call_idx, inside
+
+
+def reward_callee(exc: ExceptionInfo, names: list[str]) -> re.Match | None:
+    """The TypeError of a call to a reward function whose signature does not fit the call: the callee's name says
+    reward, or it is one of the run's reward functions. Raised at the call site, so no frame of the function shows."""
+    if exc.short_type != "TypeError":
+        return None
+    m = _CALLEE.match(exc.message.strip())
+    if m is None:
+        return None
+    fn = m.group("fn")
+    return m if "reward" in fn.lower() or fn in names else None
 
 
 # urllib3's retry error, logged by the client before it gives up: which server and why
@@ -104,10 +119,11 @@ class RewardFunctionRaised(Rule):
     def finish(self, ctx: RunState) -> list[Finding]:
         plugins = plugin_files(ctx.run)
         chosen = None
+        names = reward_names(ctx.run)
         for exc in sorted(self.hits, key=lambda e: e.seq):
             call_idx, inside = reward_frames(exc, plugins)
             direct = call_idx is not None and call_idx == len(exc.frames) - 1 and not _COMM.search(exc.message)
-            if inside or direct:
+            if inside or direct or reward_callee(exc, names):
                 chosen = (exc, call_idx, inside)
                 break
         if chosen is None:
@@ -115,14 +131,19 @@ class RewardFunctionRaised(Rule):
         exc, call_idx, inside = chosen
         same = [e for e in self.hits if e.type == exc.type and e.message == exc.message]
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
-        where = inside[-1] if inside else exc.frames[-1]
-        own = [f for f in inside if "site-packages" not in f.path and "dist-packages" not in f.path]
-        top = own[0] if own else (inside[0] if inside else where)
-        fn = top.func if top.func not in ("<module>",) else "?"
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
-        msg = (f"A reward function raised `{text}` while scoring completions, in {_short(top.path)}:{top.lineno} "
-               f"({fn})")
-        msg += f"; raised at {_short(where.path)}:{where.lineno} in {where.func}." if where is not top else "."
+        if not exc.frames:  # the exception line alone: the call to a reward function named in the message
+            where = top = Frame("", 0, "")
+            msg = f"A call to a reward function failed while scoring completions: `{text}`."
+        else:
+            where = inside[-1] if inside else exc.frames[-1]
+            own = [f for f in inside if "site-packages" not in f.path and "dist-packages" not in f.path]
+            top = own[0] if own else (inside[0] if inside else where)
+            fn = top.func if top.func not in ("<module>",) else "?"
+            msg = (f"A reward function raised `{text}` while scoring completions, in {_short(top.path)}:{top.lineno} "
+                   f"({fn})")
+            msg += f"; raised at {_short(where.path)}:{where.lineno} in {where.func}." if where is not top else "."
+        at = f" at {_short(where.path)}:{where.lineno}" if where.path else ""
         fix: list[str] = []
         col = None
         if exc.short_type == "KeyError":
@@ -134,8 +155,16 @@ class RewardFunctionRaised(Rule):
             col = ", ".join(cols) if cols else None
         fw = ctx.framework()[0]
         trl_like = fw in ("trl", "unsloth", "verifiers")
-        if col:
-            who = "trl's GRPOTrainer passes" if trl_like else "ms-swift passes"
+        callee = reward_callee(exc, names)
+        if callee and callee.group("kw"):
+            fn, kw = callee.group("fn"), callee.group("kw")
+            msg += (f" The trainer calls every reward function with keyword arguments: the completions and every "
+                    f"other column of the dataset's rows (trl's GRPOTrainer also passes prompts and completion_ids), "
+                    f"so {fn}() was handed '{kw}', which its signature does not name.")
+            fix.append(f"Let {fn} take what it does not use: `def {fn}(completions, **kwargs)` (or add '{kw}' as a "
+                       f"parameter), then read the columns it needs from kwargs.")
+        elif col:
+            who = "trl's GRPOTrainer passes" if trl_like else "ms-swift passes" if fw == "ms-swift" else "the trainer passes"
             msg += (f" The reward reads the dataset column '{col}', which the rows that reached it do not have: "
                     f"{who} every extra dataset column to reward functions as keyword arguments.")
             ds = as_list(ctx.run.args.get("dataset"))
@@ -143,6 +172,9 @@ class RewardFunctionRaised(Rule):
                 fix.append(f"Give the train dataset a '{col}' column (dataset.map(lambda x: {{'{col}': x['answer']}}) "
                            f"or rename_column), and check that the dataset the script loads is the one you expect "
                            f"(a config or split without '{col}').")
+            elif fw != "ms-swift" and not ds:  # no framework told: no flag of any one framework
+                fix.append(f"Give every row of the training dataset a '{col}' field, or rename the column that holds "
+                           f"it to '{col}'.")
             else:
                 target = f"every row of {', '.join(ds)}" if ds else "every row of --dataset"
                 fix.append(f"Add a '{col}' field to {target} (e.g. {{\"messages\": [...], \"{col}\": "
@@ -167,13 +199,13 @@ class RewardFunctionRaised(Rule):
             fix.append("Return exactly one float (or None) per completion, in order: len(output) == len(completions).")
         else:
             if fw == "verl":  # verl scores one sample per call (workers/reward_manager/naive.py)
-                fix.append(f"Fix the reward code at {_short(where.path)}:{where.lineno}: call it offline with a few "
+                fix.append(f"Fix the reward code{at}: call it offline with a few "
                            f"logged responses and their ground truth to reproduce the error before restarting.")
                 fix.append("verl calls compute_score(data_source, solution_str, ground_truth, extra_info) once per "
                            "sample and expects a float (or a dict with a 'score' key): catch parse errors of a "
                            "malformed response inside it and return 0.0.")
             else:
-                fix.append(f"Fix the reward code at {_short(where.path)}:{where.lineno}: call it offline on a few "
+                fix.append(f"Fix the reward code{at}: call it offline on a few "
                            f"completions and the dataset columns (kwargs) to reproduce the error before restarting.")
                 fix.append("A reward must return one float (or None) per completion: `def __call__(self, completions, "
                            "**kwargs) -> List[float]`; every extra dataset column arrives in kwargs.")
