@@ -107,3 +107,15 @@ def test_a_collectors_timestamp_leaves_the_lines_own_indentation():
     assert texts[1] == '  File "/root/x/stage3_rewards.py", line 245, in final_correctness_reward_func'
     assert texts[2].startswith("    1.0 * weighting")
     assert texts[3] == "TypeError: 'NoneType' object is not iterable"
+
+
+def test_utf8_read_as_windows_1252_is_put_back():
+    # a browser or editor that read a UTF-8 log as Windows-1252 and copied it: rich's box borders become "â”‚"
+    line = "│ ValueError: x │"
+    mangled = line.encode("utf-8").decode("cp1252").encode("utf-8")
+    assert decode(mangled) == line
+    assert decode("l'âge du modèle".encode()) == "l'âge du modèle"  # real accents stay
+    # "━" (E2 94 81) has a byte Windows-1252 leaves out: the bars and the words come back, the lost byte is U+FFFD
+    ruled = "┡━━╇━━┩ │ step │".encode().decode("cp1252", errors="ignore").encode("utf-8")
+    back = decode(ruled)
+    assert back.startswith("┡") and "╇" in back and back.endswith("│ step │") and "\ufffd" in back

@@ -97,3 +97,24 @@ def test_a_table_behind_a_quote_ray_or_collector_prefix():
     # a header with a time column of its own keeps it: the rows are read against the whole header
     timed = "time step loss reward reward_std\n2025-05-10T01:02:03Z 1 0.5 0.25 0.1\n"
     assert rows_of(timed) == []  # the time cell is not a number: not a metrics row (and not cut into one)
+
+
+BOXED = """┏━━━━━━┳━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━━━┓
+┃ step ┃ loss   ┃ reward ┃ reward_std ┃
+┡━━━━━━╇━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━━━┩
+│ 1    │ 0.0    │ 0.0    │ 0.0        │
+│ 2    │ 0.0    │ 0.0    │ 0.0        │
+│ 3    │ 0.0    │ 0.0    │ 0.0        │
+└──────┴────────┴────────┴────────────┘
+"""
+
+
+def test_a_table_drawn_with_box_characters(tmp_path):
+    # rich's Table (box.HEAVY_HEAD: ┃ header bars, ┡━╇ under the header, │ row bars)
+    assert [line for line, _ in rows_of(BOXED)] == [4, 5, 6]
+    assert rows_of(BOXED)[0][1] == {"step": 1.0, "loss": 0.0, "reward": 0.0, "reward_std": 0.0}
+    # the same table read as Windows-1252 by a browser and copied (bytes it has no character for are lost)
+    mangled = BOXED.encode("utf-8").decode("cp1252", errors="ignore")
+    (tmp_path / "log.txt").write_text(mangled, encoding="utf-8")
+    first = analyze([str(tmp_path)]).findings[0]
+    assert (first.rule_id, first.category) == ("GD610", "reward-zero-or-flat")

@@ -53,13 +53,32 @@ def decode(data: bytes) -> str:
     if b"\x00" in data:
         data = data.replace(b"\x00", b"")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         pass
+    else:
+        if data.isascii() or ("\u00e2" not in text and "\u00c3" not in text):
+            return text
+        return unmangle(text)
     try:
         return data.decode("gb18030")
     except UnicodeDecodeError:
         return data.decode("utf-8", errors="replace")
+
+
+def unmangle(text: str) -> str:
+    """UTF-8 text that was once read as Windows-1252 or Latin-1 and written out again (a browser or an editor copying a
+    log): "â”‚ ValueError â”‚" is "│ ValueError │". Put back only when the whole line turns back into UTF-8."""
+    for enc in ("cp1252", "latin-1"):
+        try:
+            return text.encode(enc).decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+    if "\u00e2\u201d" in text or "\u00e2\u2022" in text:
+        # box drawing ("â”" and "â•" open U+2500-U+257F) through Windows-1252, which has no character for some of its
+        # bytes (0x81: "━" lost its last byte): the bars and letters come back, a lost byte becomes U+FFFD
+        return text.encode("cp1252", errors="ignore").decode("utf-8", errors="replace")
+    return text
 
 
 class LineSplitter:

@@ -27,8 +27,15 @@ _LEAD = re.compile(r"^(?:\s*>[ ]?|\((?:\w+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+
                    r"\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]+)+")
 
 
+# a table drawn with box characters (rich's Table, tabulate's "fancy_grid"): its bars are separators, its rules rows
+_BOX_BARS = str.maketrans({"│": "|", "┃": "|", "║": "|", "┆": "|", "┊": "|"})
+_BOX_RULE = re.compile(r"^\s*[\ufffd━─═┄┈╌┼╇╪╋┿╂┡┩├┤┝┥┞┦╞╡╟╢┌┐└┘┏┓┗┛╔╗╚╝╭╮╰╯┬┴┳┻╤╧┯┷+|\s-]+$")
+
+
 def _cells(text: str) -> list[str]:
     s = text.strip()
+    if not s.isascii():
+        s = s.translate(_BOX_BARS)
     if "|" in s:
         return [c.strip() for c in s.strip("|").split("|")]
     if "\t" in s:
@@ -84,7 +91,7 @@ def table_rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]
     for line in lines:
         text = _LEAD.sub("", line.raw, count=1) if lead else line.raw
         if keys is not None:
-            if _SEP_ROW.match(text):
+            if _SEP_ROW.match(text) or (not text.isascii() and _BOX_RULE.match(text)):
                 continue
             values = _row(keys, _cells(text))
             if values is not None:
