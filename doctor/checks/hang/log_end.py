@@ -1,6 +1,6 @@
-"""GD323, GD324, GD326: the answer when no other rule has one and the log's end still shows a failure: a bar short
-of its total, a wait loop, a stack dump, a phase marker last, NCCL debug lines last, an error-level line with no
-traceback. These rules run last, after the fallback rules (doctor/engine/session.py, ``last_resort``), so a failure
+"""GD323, GD324, GD326, GD329: the answer when no other rule has one and the log's end still shows a failure: a bar
+short of its total, a wait loop, a stack dump, a phase marker last, NCCL debug lines last, an error-level line with no
+traceback; or, in a pasted excerpt with none of these, the last warning its author saw. These rules run last, after the fallback rules (doctor/engine/session.py, ``last_resort``), so a failure
 log is never left with "No problem found."."""
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ from .prose import without_trailing_prose
 _ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|^(?:error|Error|ERROR)\b\s*:|\bKilled\b|"
                          r"(?:exit(?:ed)?(?: with)? (?:code|status)|exitcode|returned non-zero exit status)[:=\s]+-?[1-9]")
 _URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
+# a warning-level line: logging's WARNING/WARN level names, glog's "W1128 12:00:00" (torch, NCCL: "[W1128 ..."),
+# Python's warnings ("UserWarning: ", "RuntimeWarning: ") and "NCCL WARN"; deprecation notices say what a later
+# release will change, not what went wrong in this run
+_WARNING_LINE = re.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User|Runtime|Resource)Warning\b\s*:")
+_NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
 _PASTE_NEXT = {
     "loop": "the other side's own log (the server's or the rank's it waits for: its first error is the cause) and "
@@ -32,6 +37,8 @@ _PASTE_NEXT = {
     "heartbeat": "the stack of every training process taken while it is stuck (`py-spy dump --pid PID`) and the "
                  "lines the trainer printed before its last one",
     "error": "the 100 lines before this error line and the launch command",
+    "warning": "the lines where the run stopped or went wrong (a traceback, an exit code, the last metric rows) and "
+               "the launch command",
 }
 
 
@@ -116,6 +123,8 @@ class LogEnd(Rule):
                 return []  # the log goes on to an exception: it did not stop there
         elif self.want == "other" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
             e = self._error_line(lines)
+        elif self.want == "warnings" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
+            e = None if _whole_log(ctx) or self._error_line(lines) else self._warning_line(lines)
         return [self._finding(e, ctx, lines, steps)] if e is not None else []
 
     @staticmethod
@@ -128,9 +137,23 @@ class LogEnd(Rule):
                               [f"{after} line(s) after it in the log's end"])
         return None
 
+    @staticmethod
+    def _warning_line(lines: list[LogLine]) -> Ending | None:
+        """The last warning-level line of a pasted excerpt that shows nothing else: what its author took for the
+        failure."""
+        for ln in reversed(lines):
+            text = plain(ln.raw)  # the level as printed: the reader takes vLLM's logger prefix off the text
+            if _WARNING_LINE.search(text) and not _NOT_WARNING.search(text):
+                return Ending("warning", "a warning-level line", ln, False)
+        return None
+
     def _finding(self, e: Ending, ctx: RunState, lines: list[LogLine], steps: int) -> Finding:
-        shown = plain(e.line.text)[:200]
-        if e.kind == "error":
+        shown = (e.line.raw.strip() if e.kind == "warning" else plain(e.line.text))[:200]
+        if e.kind == "warning":
+            msg = (f"No error, exception, stop or failing metric was read from this excerpt; the last warning it shows "
+                   f"is `{shown}`. A warning does not stop a run by itself: it explains the failure only if what went "
+                   f"wrong follows from it.")
+        elif e.kind == "error":
             msg = (f"No rule knows this failure, and no Python traceback was read from the log: its first error-level line "
                    f"in the end of the log is `{shown}`.")
         else:
@@ -150,21 +173,29 @@ class LogEnd(Rule):
             pass  # the bar's own count is the step reached
         elif steps:
             facts.insert(0, f"{steps} training step(s) logged before it")
-        elif e.kind != "error":
+        elif e.kind not in ("error", "warning"):
             facts.insert(0, "no training step logged")
         if facts:
             msg += " Read from the log: " + "; ".join(facts) + "."
-        if not _whole_log(ctx):
+        if e.kind == "warning":
+            msg += f" Paste next: {_PASTE_NEXT['warning']}."
+        elif not _whole_log(ctx):
             msg += (" No launch command or argument dump was read from this log, so it may be an excerpt: it shows where the run "
                     f"stopped, not why. Paste next: {_PASTE_NEXT[e.kind]}.")
-        fix = _fix(e, ctx, lines) if e.kind != "error" else [
-            f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
+        if e.kind == "error":
+            fix = [f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
+        elif e.kind == "warning":
+            fix = list(self.meta.fix)
+        else:
+            fix = _fix(e, ctx, lines)
         return self.make(message=msg, fix=fix, evidence=[evidence_of(e.line)], seq=e.line.seq,
                          title=self._title(e))
 
     def _title(self, e: Ending) -> str:
         if e.kind == "error":
             return "The log ends in an error line no rule knows"
+        if e.kind == "warning":
+            return "The excerpt shows only warnings"
         if e.kind == "faulthandler":
             return "The log ends in a stack dump" + (f": {e.detail}" if e.detail else "")
         return f"The log stops in {e.phase}"
