@@ -1,4 +1,4 @@
-"""GD630: grad_norm exactly 0 while reward_std > 0.
+"""GD630: grad_norm exactly 0 while reward_std > 0, or, in rows without rewards, while the loss is not 0.
 
 In GRPO a group whose completions all get the same reward has zero advantages, so grad_norm 0 is expected
 when every group is flat (GD610); with reward_std above 0 it means no update reached the trainable weights.
@@ -6,6 +6,7 @@ when every group is flat (GD610); with reward_std above 0 it means no update rea
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ...engine.columns import load_numpy
 from ...engine.state import RunState
@@ -45,7 +46,7 @@ class GradNormZero(SeriesRule):
             bad = [gn[i] == 0 and rstd[i] > EPS_STD and (frac[i] is None or frac[i] < 0.999) for i in rows]
             streak, end = longest_streak(bad)
         if not rows:
-            return []
+            return self._no_rewards(ctx) if not any(v is not None for v in rstd) else []
         n_bad = sum(bad)
         if not (n_bad == len(rows) or streak >= 3):
             return []
@@ -98,3 +99,46 @@ class GradNormZero(SeriesRule):
         ev = [s.evidence(i0, keys)] + ([s.evidence(idx[-1], keys)] if idx[-1] != i0 else [])
         return [self.make(message=msg, fix=fix, evidence=ev, count=len(idx), seq=s.seq(i0),
                           severity=Severity.warning if few else None, confidence=EXCERPT_CONFIDENCE if few else None)]
+
+    def _no_rewards(self, ctx: RunState) -> list[Finding]:
+        """Rows without rewards (SFT, DPO, PPO's actor rows): grad_norm exactly 0 in every logged step while the loss
+        is not 0. transformers' Trainer logs the norm clip_grad_norm_ returns over the trainable parameters' gradients,
+        and torch returns 0.0 when there are none (torch/nn/utils/clip_grad.py: `if len(grads) == 0: return
+        torch.tensor(0.0)`) or when every one is 0: the loss reached no trainable weight."""
+        s = self.s
+        gn, loss = s.col("grad_norm"), s.col("loss")
+        rows = [i for i in range(s.n) if gn[i] is not None and loss[i] is not None and not math.isnan(loss[i])]
+        if len(rows) < 2 or any(gn[i] != 0 or abs(loss[i] or 0.0) < 1e-8 for i in rows):
+            return []
+        first, last = loss[rows[0]] or 0.0, loss[rows[-1]] or 0.0
+        if len(rows) >= 3 and last < 0.9 * first:
+            return []  # the loss falls: weights are updated, and the 0 is how the norm was reported (DeepSpeed below)
+        few = len(rows) <= FEW_ROWS and excerpt(s, rows)
+        lo, hi = min(loss[i] or 0.0 for i in rows), max(loss[i] or 0.0 for i in rows)
+        scope = "in both logged steps" if len(rows) == 2 else f"in all {len(rows)} logged steps"
+        msg = (f"grad_norm was exactly 0 {scope} ({s.span(rows[0], rows[-1])}) while the loss was {fmt(lo)}"
+               + (f"-{fmt(hi)}" if hi != lo else "") + ": the trainer logs the norm of the trainable parameters' "
+               "gradients, and it is 0 when no trainable parameter received a gradient. The loss is computed, but "
+               "nothing it depends on is being trained.")
+        if few:
+            msg += few_rows_caveat(len(rows))
+        fix = ["Count the trainable parameters before training (`model.print_trainable_parameters()` for a PEFT "
+               "model, or sum(p.numel() for p in model.parameters() if p.requires_grad)): 0 means the adapter's "
+               "target modules matched no layer or every weight is frozen.",
+               "With gradient checkpointing and a frozen base model (LoRA), the inputs of the checkpointed blocks need "
+               "gradients: call model.enable_input_require_grads() (transformers) before training, or turn "
+               "gradient checkpointing off for a test step.",
+               "Run one step by hand: loss.backward(), then list the parameters whose .grad is not None; the first "
+               "layer missing from that list is where the graph is cut (a detach, torch.no_grad, a frozen embedding)."]
+        if ctx.run.args.get("deepspeed") or any("deepspeed" in t.lower() for t in ctx.run.command_texts):
+            fix.append("This run uses DeepSpeed, where a logged grad_norm of 0 can be the report, not the training: "
+                       "DeepSpeed 0.14.3 logged 0 (deepspeedai/DeepSpeed#5692), and a norm read after DeepSpeed's step "
+                       "is 0 (huggingface/finetrainers#63). If the loss falls over more steps, the weights are being "
+                       "updated; check the DeepSpeed version before anything else.")
+        ev = [s.evidence(rows[0], ("loss", "grad_norm", "learning_rate"))]
+        if rows[-1] != rows[0]:
+            ev.append(s.evidence(rows[-1], ("loss", "grad_norm", "learning_rate")))
+        found = self.make(message=msg, fix=fix, evidence=ev, count=len(rows), seq=s.seq(rows[0]),
+                          title="grad_norm is 0 in every logged step while the loss is not",
+                          severity=Severity.warning if few else None, confidence=EXCERPT_CONFIDENCE if few else None)
+        return [replace(found, verify="grad_norm above 0 from the first logged step")]
