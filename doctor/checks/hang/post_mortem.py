@@ -23,6 +23,7 @@ from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, LINE_WORDS, PHASE_TEXT, _Progress, _Thread, classify_frames
+from .interrupted import interrupted_at_start, message_and_fix
 from .live import live_finding
 
 
@@ -137,7 +138,12 @@ class HangCheck(Rule):
             return [live_finding(self, live, self.p.max_step)]
         a = self._analyse(ctx)
         if a is None:
-            return []
+            stopped = interrupted_at_start(ctx, self.p.max_step) if self.want == "hang-at-start" else None
+            if stopped is None:
+                return []
+            msg, fix, ev = message_and_fix(*stopped)
+            return [self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=stopped[0].seq,
+                              title="Stopped by hand during start-up (KeyboardInterrupt)")]
         category = "hang-mid-training" if a["mid"] else "hang-at-start"
         if category != self.want:
             return []

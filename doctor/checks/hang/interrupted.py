@@ -1,0 +1,74 @@
+"""A run stopped by hand (Ctrl-C: KeyboardInterrupt) during start-up, pasted without the lines before it: the stack
+says where the process sat when its user gave up on it. People press Ctrl-C on a run that stays silent, so a
+KeyboardInterrupt raised inside process-group setup, a weight load or a vLLM engine's start is a start-up hang
+(GD320) named by its frames. Pure: the exceptions and findings of a session in, a finding or None out."""
+from __future__ import annotations
+
+from ...engine.state import RunState
+from ...model import Evidence, Severity
+from ...signals import ExceptionInfo
+
+# start-up phases by the frames they run ("path func" substrings; innermost checked first), from the libraries'
+# own call chains: torch.distributed (distributed_c10d.py init_process_group -> rendezvous.py -> TCPStore),
+# torch elastic's rendezvous, DeepSpeed's init_distributed; transformers' from_pretrained and safetensors loads;
+# vLLM's engine start (LLM.__init__, KV-cache sizing) and trl's client waiting for `trl vllm-serve`
+_STARTUP: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("server-connect", ("vllm_client.py check_server", "vllm_client.py init_communicator", "vllm_client.py __init__")),
+    ("setup", (" init_process_group", "rendezvous.py", "TCPStore", "_create_c10d_store", "next_rendezvous",
+               " init_distributed", "elastic/rendezvous/", "_store_based_barrier")),
+    ("vllm-init", ("vllm/entrypoints/llm.py __init__", "_initialize_kv_caches", "determine_num_available_blocks",
+                   "initialize_cache", "vllm/engine/llm_engine.py __init__", "vllm/v1/engine/core.py __init__",
+                   "wait_for_engine_startup")),
+    ("model-load", (" from_pretrained", " _load_pretrained_model", " load_state_dict", "safetensors/torch.py",
+                    " load_checkpoint_in_model", " load_checkpoint_and_dispatch")),
+)
+_WHERE = {
+    "server-connect": "waiting for the vLLM rollout server to answer",
+    "setup": "setting up the process group (rendezvous: every rank must join before any of them goes on)",
+    "vllm-init": "starting the vLLM engine (loading it and sizing its KV cache)",
+    "model-load": "loading the model weights",
+}
+_FIX = {
+    "server-connect": ["Start the rollout server first and wait for its 'Application startup complete' line; then "
+                       "`curl http://HOST:PORT/health/` from the trainer's machine must answer (HOST and PORT the "
+                       "server's, as the trainer is given them)."],
+    "setup": ["Every rank must reach init_process_group: the number of processes started must equal the world size "
+              "the launcher was given, on every node, with the same MASTER_ADDR and MASTER_PORT; a port held by an "
+              "earlier run (`ss -ltnp | grep PORT`) or a firewall between nodes keeps the others waiting.",
+              "Run with TORCH_DISTRIBUTED_DEBUG=DETAIL (and NCCL_DEBUG=INFO) to see which rank never joins."],
+    "vllm-init": ["A vLLM engine that never finishes starting is most often waiting for GPU memory or for its "
+                  "workers: check `nvidia-smi` while it waits (another process on the GPU?) and lower "
+                  "gpu_memory_utilization or max_model_len for a test."],
+    "model-load": ["A load that stops is most often slow storage or host memory running out: check `free -g` and "
+                   "`dmesg -T | grep -i kill` while it loads, and put the weights on a local disk."],
+}
+
+
+def startup_phase(exc: ExceptionInfo) -> str | None:
+    """The start-up phase a KeyboardInterrupt's stack was in, or None (training, or frames that say nothing)."""
+    hays = [f"{f.path} {f.func}" for f in reversed(exc.frames)]
+    for phase, keys in _STARTUP:
+        if any(k in hay for hay in hays for k in keys):
+            return phase
+    return None
+
+
+def interrupted_at_start(ctx: RunState, steps: int) -> tuple[ExceptionInfo, str] | None:
+    """The KeyboardInterrupt that ends the log, raised in a start-up phase, when nothing else explains the log."""
+    if steps or ctx.open_tracebacks or any(f.severity == Severity.error and f.role.value != "consequence"
+                                           for f in ctx.findings):
+        return None
+    last = max(ctx.exceptions, key=lambda e: e.seq, default=None)
+    if last is None or last.short_type != "KeyboardInterrupt" or not last.frames:
+        return None
+    phase = startup_phase(last)
+    return (last, phase) if phase else None
+
+
+def message_and_fix(exc: ExceptionInfo, phase: str) -> tuple[str, list[str], list[Evidence]]:
+    inner = exc.frames[-1]
+    msg = (f"The process was stopped by hand (KeyboardInterrupt) while {_WHERE[phase]}: its stack ends at "
+           f"{inner.path}:{inner.lineno} in {inner.func}. A run interrupted there had not reached its first "
+           f"training step, and a Ctrl-C at start-up usually means it sat there without progress. The log shows "
+           f"no error before it; how long it waited is not in the excerpt.")
+    return msg, list(_FIX[phase]), [Evidence(exc.where.path, exc.where.line, exc.raw)]
