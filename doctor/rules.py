@@ -3,6 +3,7 @@ no I/O and never prints. ``finish`` turns what it saw into findings, with the ru
 at hand so that a fix can name this run's flags and numbers."""
 from __future__ import annotations
 
+import dataclasses
 import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ class Diagnosis:
     evidence: tuple[Evidence, ...] = ()
     action: str | None = None                 # refines the rule's default action (registry.ACTIONS)
     flags: tuple[tuple[str, str], ...] = ()   # the corrected flags, ("--name", "value"): the finding's command
+    category: str | None = None               # the category the run's context places the failure in (not the rule's)
 
 
 class _Blank(dict):
@@ -199,6 +201,7 @@ class PatternRule(Rule):
         severity = None
         action: str | None = None
         flags: tuple[tuple[str, str], ...] = ()
+        category: str | None = None
         if self.meta.fixer:  # resolved only for a rule that matched: the catalog loads without importing hooks
             out = resolve(self.meta.fixer)(self.hits, ctx)
             if out is None:
@@ -207,9 +210,10 @@ class PatternRule(Rule):
             fix = list(out.fix) if out.fix is not None else fix
             severity = out.severity
             evidence = out.evidence + evidence
-            action, flags = out.action, out.flags
-        return [self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
-                          seq=first.seq, severity=severity, action=action, flags=flags)]
+            action, flags, category = out.action, out.flags, out.category
+        found = self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
+                          seq=first.seq, severity=severity, action=action, flags=flags)
+        return [dataclasses.replace(found, category=category) if category else found]
 
 
 def match_exception(e: Any, exc: ExceptionInfo) -> dict[str, str] | None:

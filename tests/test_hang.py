@@ -348,3 +348,25 @@ def test_store_master_waiting_for_clients_names_the_nodes_that_never_joined():
                   "joined.\n", command="NNODES=2 NODE_RANK=0 MASTER_ADDR=10.0.0.1 swift rlhf --rlhf_type grpo"),
               "GD305")
     assert "1 of 2" in f.message and "was not listening" not in f.message, f.message
+
+
+# a CUDA fault inside a vLLM engine process: vLLM's own lines around the crash place it (vllm-engine-error), a bare
+# crash line stays the native crash it is (other). Lines in the formats of vLLM 0.7 (logger tag "file.py:N]",
+# worker/model_runner_base.py's input dump) and 0.8+ (the "(EngineCore_0 pid=N)" process prefix)
+_ENGINE_CRASH = (
+    "INFO 02-19 12:14:40 model_runner_base.py:120] Writing input of failed execution to /tmp/err_execute_model_input.pkl...\n"
+    "[rank0]:[E219 12:14:43.351647859 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 Rank 0] Process group watchdog "
+    "thread terminated with exception: CUDA error: an illegal memory access was encountered\n")
+
+
+@pytest.mark.parametrize("text,category", [
+    (_ENGINE_CRASH, "vllm-engine-error"),
+    ("(EngineCore_0 pid=713790) terminate called after throwing an instance of 'c10::Error'\n"
+     "(EngineCore_0 pid=713790)   what():  CUDA error: an illegal memory access was encountered\n", "vllm-engine-error"),
+    ("terminate called after throwing an instance of 'c10::Error'\n"
+     "  what():  CUDA error: an illegal memory access was encountered\n", "other"),
+])
+def test_a_native_crash_is_placed_by_the_process_around_it(text, category):
+    [f] = [f for f in run_text(text) if f.rule_id == "GD998"]
+    assert f.category == category
+    assert ("It happened in the vLLM engine" in f.message) == (category == "vllm-engine-error")

@@ -5,6 +5,7 @@ import re
 
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
+from ..hang._progress import VLLM_ORIGINS
 
 # torch's NCCL watchdog ends a process whose collective timed out or whose NCCL call failed by throwing from its own
 # thread (`terminate called after throwing an instance of 'c10::DistBackendError'`, what(): "... watchdog thread
@@ -21,11 +22,43 @@ def _watchdog_teardown(hit: Hit, ctx: RunState) -> bool:
     return any(_WATCHDOG.search(t) for t in near)
 
 
+# a vLLM process's own marks: its logger's "[file.py:N]" tag (0.5-0.7 without the bracket), the input dump it writes
+# when model execution fails (worker/model_runner_base.py), its package's frames
+_VLLM_TEXT = re.compile(r"/vllm/|Writing input of failed execution|\b(?:model_runner(?:_base)?|gpu_model_runner|llm_engine|"
+                        r"core|multiproc_executor|worker_base|gpu_worker|async_llm_engine|engine)\.py:\d+\]")
+
+
+def in_vllm(hit: Hit, ctx: RunState) -> bool:
+    """The crash line belongs to a vLLM engine: printed by one of its processes (their prefixes, its logger), or beside
+    its lines and frames (the few lines around it, an exception with vLLM frames at the same place)."""
+    if hit.line is not None and hit.line.origin in VLLM_ORIGINS:
+        return True
+    tail = ctx.tails.get(hit.evidence.path) or ()
+    near = [t for t in tail if hit.seq - 8 <= t.seq <= hit.seq + 3]
+    if any(t.origin in VLLM_ORIGINS or _VLLM_TEXT.search(t.raw) for t in near):
+        return True
+    return any(abs(e.seq - hit.seq) <= 8 and any("/vllm/" in f.path for f in e.frames) for e in ctx.exceptions)
+
+
 def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if all(_watchdog_teardown(h, ctx) for h in hits):
         return None  # the NCCL rules (GD301, GD304) name the failure; this abort is how torch ends the process
     what = hits[0].groups.get("what") or "a native crash"
     msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
+    if in_vllm(hits[0], ctx):
+        msg += (" It happened in the vLLM engine (its process prefix, logger lines or frames are around the crash "
+                "line): the rollout or serving engine died there, and errors its callers print after it are "
+                "consequences.")
+        fix = ("Run the engine once with enforce_eager (no CUDA graphs) and once with another attention backend "
+               "(VLLM_ATTENTION_BACKEND): a crash that goes away names the kernel; report it to vLLM with its version.",
+               "Check that vLLM, torch and the CUDA driver are a combination vLLM's release notes list (pip list | grep "
+               "-E 'vllm|torch'; nvidia-smi), and rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing kernel.")
+        return Diagnosis(message=msg + _context(ctx), fix=fix, category="vllm-engine-error")
+    return Diagnosis(message=msg + _context(ctx))
+
+
+def _context(ctx: RunState) -> str:
+    msg = ""
     steps = ctx.metrics_steps
     if steps:
         msg += f" It came after {steps} logged training step(s) (read from the log's metric rows)."
@@ -37,4 +70,4 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         path, step = max(ckpts, key=lambda c: c[1] or 0)
         msg += (f" The last checkpoint on disk is {path} (step {step}): resume from it once the cause is fixed; a "
                 f"checkpoint that was being written when the process died is cut (grpo-doctor check-ckpt tells).")
-    return Diagnosis(message=msg)
+    return msg

@@ -36,7 +36,7 @@ _MARKERS: tuple[tuple[str, str], ...] = (
 # vLLM engine progress (not any line that mentions vllm: argument names and traceback paths do too)
 _VLLM_WORDS = ("LLM engine", "cumem", "sleep mode", "KV cache", "CUDA graph", "EngineCore", "VllmWorker",
                "vLLM is using", "Model loading took", "Memory profiling", "GPU blocks", "init engine")
-_VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
+VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
 _SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
 # the words _Progress.feed acts on in a line besides the literals that route it there (sources/quiet.py)
 LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "',)
@@ -229,7 +229,7 @@ class _Progress:
                 self._mark(phase, line)
                 break
         else:
-            if (line.origin in _VLLM_ORIGINS or any(w in text for w in _VLLM_WORDS)) and \
+            if (line.origin in VLLM_ORIGINS or any(w in text for w in _VLLM_WORDS)) and \
                     "Error" not in text and "Traceback" not in text and ", line " not in text:
                 if len(self.vllm_lines) < 2000:
                     self.vllm_lines.append(line)

@@ -22,7 +22,7 @@ from ...signals import ExceptionInfo, HangReport, LogLine, Metrics
 from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
-from ._progress import _CLASS_TEXT, _NCCL, _VLLM_ORIGINS, LINE_WORDS, PHASE_TEXT, _Progress, _Thread, classify_frames
+from ._progress import _CLASS_TEXT, _NCCL, LINE_WORDS, PHASE_TEXT, VLLM_ORIGINS, _Progress, _Thread, classify_frames
 from .interrupted import interrupted_at_start, message_and_fix
 from .live import live_finding
 
@@ -70,7 +70,7 @@ class HangCheck(Rule):
         if ctx is not None:  # vLLM engine lines (logger prefix stripped, origin kept) that carry no routed word
             for tail in ctx.tails.values():
                 for line in tail:
-                    if line.origin in _VLLM_ORIGINS and "Error" not in line.text and \
+                    if line.origin in VLLM_ORIGINS and "Error" not in line.text and \
                             (not self.p.vllm_lines or line.seq > self.p.vllm_lines[-1].seq):
                         self.p.vllm_lines.append(line)
         phase, seq = None, 0
