@@ -22,13 +22,13 @@ _STARTUP: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model-load", (" from_pretrained", " _load_pretrained_model", " load_state_dict", "safetensors/torch.py",
                     " load_checkpoint_in_model", " load_checkpoint_and_dispatch")),
 )
-_WHERE = {
+STARTUP_WHERE = {
     "server-connect": "waiting for the vLLM rollout server to answer",
     "setup": "setting up the process group (rendezvous: every rank must join before any of them goes on)",
     "vllm-init": "starting the vLLM engine (loading it and sizing its KV cache)",
     "model-load": "loading the model weights",
 }
-_FIX = {
+STARTUP_FIX = {
     "server-connect": ["Start the rollout server first and wait for its 'Application startup complete' line; then "
                        "`curl http://HOST:PORT/health/` from the trainer's machine must answer (HOST and PORT the "
                        "server's, as the trainer is given them)."],
@@ -46,7 +46,11 @@ _FIX = {
 
 def startup_phase(exc: ExceptionInfo) -> str | None:
     """The start-up phase a KeyboardInterrupt's stack was in, or None (training, or frames that say nothing)."""
-    hays = [f"{f.path} {f.func}" for f in reversed(exc.frames)]
+    return startup_phase_of([f"{f.path} {f.func}" for f in reversed(exc.frames)])
+
+
+def startup_phase_of(hays: list[str]) -> str | None:
+    """The start-up phase of a stack given as "path func" strings, innermost first (a py-spy dump's order)."""
     for phase, keys in _STARTUP:
         if any(k in hay for hay in hays for k in keys):
             return phase
@@ -67,8 +71,8 @@ def interrupted_at_start(ctx: RunState, steps: int) -> tuple[ExceptionInfo, str]
 
 def message_and_fix(exc: ExceptionInfo, phase: str) -> tuple[str, list[str], list[Evidence]]:
     inner = exc.frames[-1]
-    msg = (f"The process was stopped by hand (KeyboardInterrupt) while {_WHERE[phase]}: its stack ends at "
+    msg = (f"The process was stopped by hand (KeyboardInterrupt) while {STARTUP_WHERE[phase]}: its stack ends at "
            f"{inner.path}:{inner.lineno} in {inner.func}. A run interrupted there had not reached its first "
            f"training step, and a Ctrl-C at start-up usually means it sat there without progress. The log shows "
            f"no error before it; how long it waited is not in the excerpt.")
-    return msg, list(_FIX[phase]), [Evidence(exc.where.path, exc.where.line, exc.raw)]
+    return msg, list(STARTUP_FIX[phase]), [Evidence(exc.where.path, exc.where.line, exc.raw)]
