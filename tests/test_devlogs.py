@@ -46,7 +46,6 @@ DEVLOGS3 = ROOT / "fixtures" / "devlogs3"
 KNOWN_MISSES_3: dict[str, str] = {
     "211": "one Megatron-format row (`key: value |` pairs, elapsed time per iteration): not a metrics format read",
     "213": "a frameless one-line TypeError ('string indices must be integers'): reward or dataset code, no frame to tell",
-    "220": "a trainer_state.json log_history fragment pasted one key per line: not a metrics format read",
     "235": "a traceback cut inside vLLM's engine construction: the KV-cache message is only in the thread's title",
 }
 

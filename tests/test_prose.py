@@ -53,3 +53,18 @@ def test_a_metric_row_behind_a_label_is_not_a_description_in_words():
     assert not [f for f in run(row) if f.rule_id == "GD327"]
     said = "After step 10 the grad_norm is always 0 and nothing changes in the loss at all\n"
     assert [f.category for f in run(said) if f.rule_id == "GD327"] == ["grad-norm-zero"]
+
+
+def test_a_trainer_state_entry_pasted_as_the_file_holds_it_is_one_metrics_row():
+    # transformers' TrainerState.save_to_json: json.dumps(indent=2, sort_keys=True), "epoch" first in each entry
+    d = DictJoiner()
+    got = [d.feed(t) for t in ['"log_history": [', "{", '"epoch": 0.0,', '"grad_norm": NaN,', '"loss": 9078019.2,',
+                               '"step": 5', "},"]]
+    assert got[:-1] == [None] * 6
+    assert got[-1] == '{ "epoch": 0.0, "grad_norm": NaN, "loss": 9078019.2, "step": 5 }'
+    # a Python dict printed one key per line and closed by a brace alone
+    d = DictJoiner()
+    assert [d.feed(t) for t in ["{'loss': 0.5,", "'grad_norm': 1.2,", "}"]][-1] == "{'loss': 0.5, 'grad_norm': 1.2, }"
+    found = run('"log_history": [\n  {\n    "epoch": 0.0,\n    "grad_norm": NaN,\n    "loss": 9078019.2,\n'
+                '    "step": 5\n  },\n')
+    assert [f.rule_id for f in found][:1] == ["GD620"]

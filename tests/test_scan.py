@@ -92,6 +92,9 @@ HOSTILE = b"".join([
     b"{'loss': '0', 'grad_norm': '0', 'reward': '1', 'reward_std': '0'}\n",
     b"```\n",
     b"Downloading: 5.2MB [00:01, 3.4MB/s]   next message glued\n",
+    # a trainer_state.json log_history entry as the file holds it (json.dumps(indent=2, sort_keys=True))
+    b'  "log_history": [\n    {\n      "epoch": 0.5,\n      "grad_norm": NaN,\n      "loss": 1.5,\n'
+    b'      "step": 5\n    },\n',
     b"\n   \n",
     b"y" * (MAX_LINE + 100) + b" Traceback beyond the cap\n",
     b"z" * (3 * MAX_LINE) + b"\n",

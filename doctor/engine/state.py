@@ -18,6 +18,7 @@ from ..claims import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
+from ..sources.paste import ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
 from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
@@ -33,7 +34,8 @@ SAVE_WORD = "Saving model checkpoint to"
 # holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)
 STATE_WORDS: frozenset[str] = frozenset(
     set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
-    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD}
+    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD,
+       ENTRY_WORD}
     | set(BARE_WORDS))
 
 
@@ -108,12 +110,13 @@ class RunState:
         self.tails[path] = deque(maxlen=TAIL)
 
     def keep(self, line: LogLine) -> None:
-        """The line joins its input's tail (blank lines do not)."""
+        """The line joins its input's tail (blank lines do not, nor a pretty-printed dict joined into one line: it
+        carries the seq of its closing line, which the tail holds, and the scanner's rebuilt tail has no such line)."""
         tail = self.tails.get(line.where.path)
         if tail is None:
             self.begin_log(line.where.path)
             tail = self.tails[line.where.path]
-        if line.text.strip():
+        if line.text.strip() and not (tail and tail[-1].seq == line.seq):
             tail.append(line)
         if line.rank is not None and not line.origin and (self.max_rank is None or line.rank > self.max_rank):
             self.max_rank = line.rank  # a [rankN]: prefix (a vLLM worker's rank=N is not a training rank)

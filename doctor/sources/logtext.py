@@ -288,7 +288,7 @@ class LineReader:
         for body, raw, rank, origin in segments(data):
             counter[0] += 1
             out.append(LogLine(body, raw, where, rank, counter[0], origin))
-            if body[:1] == "{" or self.dicts.parts is not None:
+            if body[:1] == "{" or self.dicts.parts is not None or '"epoch"' in body[:16]:
                 self._join_dict(body, where, rank, out)
         return out
 
