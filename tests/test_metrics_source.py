@@ -139,3 +139,40 @@ def test_every_layout_pattern_only_takes_quote_free_values():
         line = "{" + ", ".join(f"'{k}': 'v'" for k in keys) + "}"
         assert pattern.fullmatch(line) and not pattern.fullmatch(line.replace("'v'", "'v\"'", 1))
         assert all(isinstance(k, str) and re.escape(k) for k in keys)
+
+
+from pathlib import Path  # noqa: E402
+
+from doctor.analyze import analyze  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Megatron-LM's training_log line (megatron/training/training.py) and ms-swift's Megatron GRPO line (fixtures/devlogs3/
+# 211, a real paste): values read by hand off the lines
+MEGATRON_LM = (" [2024-06-01 10:00:00] iteration      100/   10000 | consumed samples:        12800 | elapsed time per "
+               "iteration (ms): 1532.4 | learning rate: 2.999E-04 | global batch size:   128 | lm loss: 2.345678E+00 | "
+               "loss scale: 65536.0 | grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:"
+               "   0 |")
+
+
+def test_megatron_iteration_lines_are_metric_rows():
+    from doctor.sources.megatron_rows import read_megatron
+    values, finite = read_megatron(MEGATRON_LM)
+    assert finite and values == {"step": 100.0, "max_steps": 10000.0, "step_time": 1.5324, "learning_rate": 2.999e-4,
+                                 "loss": 2.345678, "loss_scale": 65536.0, "grad_norm": 1.234,
+                                 "skipped_iterations": 0.0, "nan_iterations": 0.0}
+    case = next((ROOT / "fixtures" / "devlogs3").glob("211-*"))
+    values, _ = read_megatron((case / "log.txt").read_text(encoding="utf-8"))
+    assert (values["step"], values["loss"], values["reward_std"], values["rewards/Format/mean"]) == (7.0, -2.365559e-06,
+                                                                                                    0.1261245, 0.0)
+    assert values["step_time"] == 215.6130 and values["grad_norm"] == 0.016
+    assert read_megatron("iteration 5/10 | loss: 1.0") == (None, True)  # not Megatron's line
+
+
+def test_a_nan_megatron_loss_is_read_through_a_paste(tmp_path):
+    rows = "".join(MEGATRON_LM.replace("iteration      100/", f"iteration      {100 + i}/")
+                   .replace("lm loss: 2.345678E+00", "lm loss: nan" if i else "lm loss: 2.345678E+00") + "\n"
+                   for i in range(3))
+    (tmp_path / "log.txt").write_text(rows, encoding="utf-8")
+    first = analyze([str(tmp_path)]).findings[0]
+    assert (first.rule_id, first.category) == ("GD620", "loss-nan-or-inf")

@@ -18,6 +18,7 @@ from ..claims import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
+from ..sources.megatron_rows import MEGATRON_MARK
 from ..sources.paste import ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
@@ -164,7 +165,9 @@ class RunState:
             self.saves.extend(m.group(1) for m in SAVE_RE.finditer(text))
         row = None
         if self.console_metrics and ":" in text and metrics_src.has_literal(text):
-            values, finite = metrics_src.read_console(text)
+            # Megatron's line ends in " |": the paste reader takes it for a table row and drops its bars, which the
+            # line's fields need (sources/megatron_rows.py)
+            values, finite = metrics_src.read_console(line.raw if MEGATRON_MARK in text else text)
             if values is not None:
                 row = Metrics(values, line.where, line.seq, "console", finite)
                 if metrics_src.VERL_MARK in text:

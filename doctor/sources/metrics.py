@@ -28,17 +28,19 @@ _ALIASES = {"train/loss": "loss", "loss/train": "loss", "train/grad_norm": "grad
             "train/reward_std": "reward_std", "train/kl": "kl", "train/learning_rate": "learning_rate",
             "train/epoch": "epoch", "train/global_step": "step"}
 LITERALS = ("'loss'", '"loss"', "'reward'", '"reward"', "'train_runtime'", '"train_runtime"', "'grad_norm'",
-            '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'", "critic/rewards/mean:")
+            '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'", "critic/rewards/mean:",
+            # Megatron's iteration line (sources/megatron_rows.py)
+            "elapsed time per iteration (ms):")
 # every verl PPO/GRPO console row holds it (sources/verl_rows.py); such a row passes the gate by its
 # "critic/rewards/mean:" literal above
 VERL_MARK = "critic/score/mean:"
 # each literal holds one of these (a test checks it); has_literal spells them out: one C-level test each
-_LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime")
+_LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime", "iteration")
 
 
 def has_literal(text: str) -> bool:
-    """Whether the line holds one of LITERALS (most lines hold none of the four words: one test each)."""
-    return ("loss" in text or "reward" in text or "grad_norm" in text or "train_runtime" in text) \
+    """Whether the line holds one of LITERALS (most lines hold none of the five words: one test each)."""
+    return ("loss" in text or "reward" in text or "grad_norm" in text or "train_runtime" in text or "iteration" in text) \
         and any(lit in text for lit in LITERALS)
 
 
@@ -87,6 +89,9 @@ def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
     if VERL_MARK in text:  # verl's console row (sources/verl_rows.py)
         from .verl_rows import read_verl
         return read_verl(text)
+    if "elapsed time per iteration" in text:  # Megatron's iteration line (sources/megatron_rows.py)
+        from .megatron_rows import read_megatron
+        return read_megatron(text)
     s = text.strip()
     for keys, pattern in _LAYOUTS:   # learned layouts hold two trainer keys or more
         m = pattern.fullmatch(s)
