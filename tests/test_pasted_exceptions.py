@@ -54,6 +54,9 @@ def test_a_notebook_error_output_is_its_exception():
     assert exceptions(NOTEBOOK) == [("KeyError", "'prompt'")]
     # an "evalue" without its "ename" (a cut paste) names nothing
     assert exceptions('"evalue": "x"\n') == []
+    # a message of several lines (JSON's "\n" inside the string) reads as one line
+    two = NOTEBOOK.replace('"\'prompt\'"', '"Unsloth: Your model needs to be compiled.\\nPlease update transformers"')
+    assert exceptions(two) == [("KeyError", "Unsloth: Your model needs to be compiled. Please update transformers")]
 
 
 def test_a_notebook_oom_output_is_judged_as_an_oom():

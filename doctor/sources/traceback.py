@@ -122,7 +122,9 @@ class TracebackTracker:
             return None
         etype, msg = self._nb["ename"], self._nb["evalue"]
         self._nb = {}
-        return ExceptionInfo(etype, _unescape(msg)[:_MAX_MSG], (), line.where, line.rank, line.seq, line.raw)
+        # a message of several lines ("...compiled.\nPlease update") reads as one, as a one-line exception does
+        return ExceptionInfo(etype, " ".join(_unescape(msg).split())[:_MAX_MSG], (), line.where, line.rank, line.seq,
+                             line.raw)
 
     def feed(self, line: LogLine) -> ExceptionInfo | None:
         text = line.text
