@@ -256,3 +256,14 @@ def test_a_timestamped_traceback_reads_as_the_original(tmp_path):
     (tmp_path / "log.txt").write_text(stamped, encoding="utf-8")
     assert analyze([str(case)]).findings[0].rule_id == "GD606"
     assert analyze([str(tmp_path)]).findings[0].rule_id == "GD606"
+
+
+def test_a_bare_raise_and_a_padded_rank_line_with_their_exception_glued_on():
+    # `raise NotImplementedError` (no message) with the exception line glued on: the type twice in one word
+    assert split_segments("    raise NotImplementedErrorNotImplementedError") == [
+        "    raise NotImplementedError", "NotImplementedError"]
+    assert split_segments("    raise ValueErrorValueError: bad") == ["    raise ValueError", "ValueError: bad"]
+    assert split_segments("    raise ValueError") == ["    raise ValueError"]
+    # a terminal pads its lines with spaces: the next rank's line glued after the padding
+    assert split_segments("[rank0]:     value = self.data[key]          [rank0]: KeyError: 'messages' ") == [
+        "[rank0]:     value = self.data[key]", "[rank0]: KeyError: 'messages' "]

@@ -25,7 +25,8 @@ _ANSI_TEXT = re.compile(r"(?:ESC|\^\[|␛)?\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
 _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
-_RANK_MID = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")  # a "[rankN]:" prefix in mid-line, after text
+# a "[rankN]:" prefix in mid-line, after text (and the spaces a terminal padded that text's line with)
+_RANK_MID = re.compile(r"(?<=\S)[ \t]*(?=\[rank\d+\]:)")
 _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 # a traceback's source line with its exception glued on (the newline lost in a paste): an indented code line, or a
 # `raise`/`assert` statement, then `Type: message` right after a closing bracket, a quote, a caret, or the identifier
@@ -33,6 +34,8 @@ _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 # short name is whole)
 _GLUED_EXC = re.compile(r"^(?P<code>(?:\s{2,}|\s*(?:raise|assert)\b).*?(?:[()\]'\"^~}>]|\bfrom \w+?))\s*"
                         r"(?P<exc>" + EXC_TYPE + r"(?::\s.*)?)$")
+# a bare type raised ("raise NotImplementedError"), then the exception line printed right after it with no newline
+_GLUED_RAISE = re.compile(r"^(?P<code>\s*raise\s+" + EXC_TYPE + r")(?P<exc>" + EXC_TYPE + r"(?::\s.*)?)$")
 _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
@@ -208,7 +211,7 @@ def split_segments(text: str) -> list[str]:
                     out.append(piece)
             part = pieces[-1]
         if ("Error" in part or "Exception" in part) and part[:1].isspace() or part.lstrip().startswith(("raise", "assert")):
-            g = _GLUED_EXC.match(part)
+            g = _GLUED_EXC.match(part) or _GLUED_RAISE.match(part)
             if g is not None and g.group("code").strip():
                 out.append(g.group("code"))
                 part = g.group("exc")
