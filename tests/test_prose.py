@@ -68,3 +68,23 @@ def test_a_trainer_state_entry_pasted_as_the_file_holds_it_is_one_metrics_row():
     found = run('"log_history": [\n  {\n    "epoch": 0.0,\n    "grad_norm": NaN,\n    "loss": 9078019.2,\n'
                 '    "step": 5\n  },\n')
     assert [f.rule_id for f in found][:1] == ["GD620"]
+
+
+def test_sentences_between_pasted_rows_do_not_break_them(tmp_path):
+    from doctor.analyze import analyze
+
+    def run(text: str):
+        (tmp_path / "log.txt").write_text(text, encoding="utf-8")
+        return analyze([str(tmp_path)]).findings
+
+    # a DeepSpeed checkpoint listing (du -h), a metric table and NCCL's debug tail, each with a person's words inside
+    listing = ("90G\tbf16_zero_pp_rank_0_mp_rank_00_optim_states.pt\nIt worked yesterday with the same script.\n"
+               "请问这是什么原因？\n15G\tmp_rank_00_model_states.pt\n")
+    assert [f.rule_id for f in run(listing)][:1] == ["GD808"]
+    table = ("step | loss | reward | reward_std\n-- | -- | -- | --\n1 | 0.0 | 0.0 | 0.0\nHere is the full log:\n"
+             "2 | 0.0 | 0.0 | 0.0\n3 | 0.0 | 0.0 | 0.0\n")
+    assert [f.rule_id for f in run(table)][:1] == ["GD610"]
+    nccl = "".join(f"g183:161264:166015 [7] NCCL INFO Channel {i:02d}/0 : 7[7] -> 15[7] [send] via NET/IB/8/GDRDMA\n"
+                   + ("It worked yesterday with the same script.\n" if i == 2 else "") for i in range(5))
+    nccl += "g183:161260:166045 [3] NCCL INFO [Service thread] Connection closed by localRank 5\n"
+    assert [f.rule_id for f in run(nccl)][:1] == ["GD308"]

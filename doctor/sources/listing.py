@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .prose_text import is_prose
+
 # `ls -l`: mode, links, owner, group, size, date (any locale: "Sep 19 14:43", "9月  19 14:43", "2024-09-19 14:43"), name
 _LS = re.compile(r"^[-dlcbps][-rwxsStTl]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s+"
                  r"(?P<date>.+?)\s+(?P<name>[^\s/]+(?:/[^\s/]+)*/?[*@/|=]?)(?:\s+->\s+\S+)?$")
@@ -107,7 +109,8 @@ def parse_line(text: str, line: int) -> Entry | None:
 
 
 def blocks(lines: list[tuple[int, str]], min_rows: int = 2) -> list[list[Entry]]:
-    """Runs of listing rows (a blank or unreadable line in between is allowed once) of at least ``min_rows``."""
+    """Runs of listing rows (a blank or unreadable line in between is allowed once, a person's sentences any number
+    of times) of at least ``min_rows``."""
     out: list[list[Entry]] = []
     cur: list[Entry] = []
     gap = 0
@@ -117,6 +120,8 @@ def blocks(lines: list[tuple[int, str]], min_rows: int = 2) -> list[list[Entry]]
             cur.append(e)
             gap = 0
             continue
+        if cur and is_prose(text):
+            continue  # "here is the second one:" between two pasted rows
         gap += 1
         if gap > 1 and cur:
             if len(cur) >= min_rows:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..signals import LogLine, Metrics
 from . import metrics as msrc
+from .prose_text import is_prose
 
 _STEP_NAMES = {"step", "global_step", "_step", "steps"}
 _SEP_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -91,8 +92,8 @@ def table_rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]
     for line in lines:
         text = _LEAD.sub("", line.raw, count=1) if lead else line.raw
         if keys is not None:
-            if _SEP_ROW.match(text) or (not text.isascii() and _BOX_RULE.match(text)):
-                continue
+            if _SEP_ROW.match(text) or (not text.isascii() and _BOX_RULE.match(text)) or is_prose(text):
+                continue  # a rule row, or a person's sentence between pasted rows
             values = _row(keys, _cells(text))
             if values is not None:
                 out.append((line, values))

@@ -14,7 +14,7 @@ import re
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
-from ..hang.prose import without_trailing_prose
+from ..hang.prose import program_lines
 
 _INFO = re.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)")
 _ERROR = ("Error", "ERROR", "Traceback", "Killed", "Segmentation fault", "core dumped")
@@ -41,7 +41,7 @@ class NcclDebugTail(Rule):
         if any(f.severity >= Severity.warning for f in ctx.findings):
             return []  # another rule explains the log (an NCCL timeout, a crash, a hang with its phase)
         for tail in ctx.tails.values():
-            lines = [l for l in without_trailing_prose(list(tail)) if l.text.strip()][-TAIL_LINES:]
+            lines = [l for l in program_lines(list(tail)) if l.text.strip()][-TAIL_LINES:]
             if len(lines) < 3:
                 continue
             nccl = [l for l in lines if "NCCL " in l.text and _INFO.search(l.text)]

@@ -13,7 +13,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ._advice import generic_fix
 from .endings import Ending, ending_of, plain
-from .prose import without_trailing_prose
+from .prose import program_lines
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
@@ -109,7 +109,7 @@ class LogEnd(Rule):
         warned = any(f.severity >= Severity.warning for f in ctx.findings)
         steps = _steps(self.pool, ctx)
         # the log that ends last decides; the others are side logs
-        lines = without_trailing_prose(ctx.last_tail())
+        lines = program_lines(ctx.last_tail())
         if not lines:
             return []
         e = None

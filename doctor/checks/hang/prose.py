@@ -49,13 +49,11 @@ _PASTE_NEXT = {
 }
 
 
-def without_trailing_prose(lines: list[LogLine]) -> list[LogLine]:
-    """The lines up to the last one a program printed: a paste's closing sentences ("It worked yesterday.", "报错信息
-    如下：") are not where the log ends."""
-    end = len(lines)
-    while end > 0 and (not lines[end - 1].text.strip() or is_prose(plain(lines[end - 1].text))):
-        end -= 1
-    return lines[:end] if end > 0 else lines
+def program_lines(lines: list[LogLine]) -> list[LogLine]:
+    """The lines a program printed, up to the last one: a paste's sentences ("It worked yesterday.", "报错信息如下："),
+    at its end or between its lines, are not where or how the log ends. All of them when every line is a sentence."""
+    kept = [ln for ln in lines if ln.text.strip() and not is_prose(plain(ln.text))]
+    return kept if kept else lines
 
 
 def prose_lines(lines: list[LogLine]) -> list[LogLine]:
