@@ -267,3 +267,11 @@ def test_a_bare_raise_and_a_padded_rank_line_with_their_exception_glued_on():
     # a terminal pads its lines with spaces: the next rank's line glued after the padding
     assert split_segments("[rank0]:     value = self.data[key]          [rank0]: KeyError: 'messages' ") == [
         "[rank0]:     value = self.data[key]", "[rank0]: KeyError: 'messages' "]
+
+
+def test_an_exception_cut_mid_word_behind_nested_prefixes():
+    # a collector's timestamp before Ray's worker prefix (a Ray job's log read with kubectl logs --timestamps)
+    from doctor.sources.reflow import cut_exception
+    line = (b"2025-05-22T02:51:37.050655660Z (EngineCore pid=316) ValueError: To serve at least one request with the "
+            b"model's max seq len (100000), (4.26 GiB KV cach")
+    assert cut_exception(line, b"e is needed, which is larger than the available KV cache memory (4.25 GiB).")

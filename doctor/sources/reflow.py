@@ -135,7 +135,9 @@ def labelled(lines: list[bytes]) -> int:
 
 # an exception line cut mid-word by a paste (one long line wrapped, so no common width shows): it ends inside a word and
 # the next line goes on in the first column inside the same word or sentence
-_PREFIX = rb"(?:\[rank\s*\d+\]:\s*|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*)?"
+# the prefixes a line may carry, any of them, nested (a collector's timestamp before Ray's worker prefix before a rank)
+_PREFIX = (rb"(?:\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?\s|\[rank\s*\d+\]:\s*|"
+           rb"\((?:\w+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*)*")
 _EXC_LINE = re.compile(rb"^" + _PREFIX + rb"\**(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s")
 # a frame line cut inside its path: `File "` opened, its `", line N` on the next line
 _FRAME_OPEN = re.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+$')
