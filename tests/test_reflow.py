@@ -275,3 +275,24 @@ def test_an_exception_cut_mid_word_behind_nested_prefixes():
     line = (b"2025-05-22T02:51:37.050655660Z (EngineCore pid=316) ValueError: To serve at least one request with the "
             b"model's max seq len (100000), (4.26 GiB KV cach")
     assert cut_exception(line, b"e is needed, which is larger than the available KV cache memory (4.25 GiB).")
+
+
+def test_wraps_a_terminal_makes_inside_numbers_frames_and_repeated_lines():
+    # an address cut inside its number (torch's DistNetworkError message): joined when the next line goes on in digits
+    exc = (b"torch.distributed.DistNetworkError: The client socket has timed out after 300000ms while trying to "
+           b"connect to (12\n7.0.0.1, 51216).\n")
+    plan = needs_reflow(exc)
+    assert plan is not None
+    assert [ln for _, ln in reflowed(exc, *plan)][0].endswith(b"connect to (127.0.0.1, 51216).")
+    assert needs_reflow(b"ValueError: local_world_size is not what the launcher expected at all: 3\nnext line\n") is None
+    # a frame line cut after its line number, the function on the next line
+    frame = (b'  File "/usr/local/lib/python3.11/site-packages/swift/trainers/rlhf_trainer/grpo_trainer.py", line 755,\n'
+             b" in done\n    current_queue.put(x)\n")
+    plan = needs_reflow(frame)
+    assert plan is not None
+    assert [ln for _, ln in reflowed(frame, *plan)][0].endswith(b'grpo_trainer.py", line 755, in done')
+    # the same warning wrapped the same way each time it was printed: each copy goes on in its own remainder
+    warn = (b"WARNING 03-30 00:24:16 [_logger.py:72] Input prompt (8128 tokens) is too long and exceeds l\n"
+            b"imit of 6000\n") * 4
+    assert needs_reflow(warn) == (0, 91)
+    assert needs_reflow(b"WARNING 03-30 00:24:16 [_logger.py:72] the same long warning printed again and again x\n" * 4) is None

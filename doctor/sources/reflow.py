@@ -67,8 +67,14 @@ def wrap_width(lines: list[bytes]) -> int | None:
         return None
     # a table drawn with box characters (nvidia-smi, pasted markdown) has rows of one width that are not wrapped
     at = [i for i, w in enumerate(widths) if w == longest and not lines[i].rstrip().endswith((b"|", b"+"))]
-    if len(at) < 2 or len({lines[i] for i in at}) < len(at) * 2 / 3:
-        return None  # one long line repeated (the same warning) is not a wrap
+    if len(at) < 2:
+        return None
+    # one long line repeated (the same warning) is not a wrap, unless each copy goes on in a line of its own: the
+    # remainder a terminal cut off, from the first column, opening no record
+    if len({lines[i] for i in at}) < len(at) * 2 / 3 and not all(
+            i + 1 < len(lines) and lines[i + 1].strip() and lines[i + 1] != lines[i] and not _RECORD.match(lines[i + 1])
+            and not lines[i + 1][:1].isspace() for i in at):
+        return None
     # rows of a column-aligned table (nvidia-smi dmon, csv) are followed by rows that start the same way; a wrapped
     # line by its remainder, cut mid-text
     if sum(1 for i in at if i + 1 < len(lines) and _shape(lines[i + 1]) == _shape(lines[i])) * 2 >= len(at):
@@ -142,6 +148,9 @@ _EXC_LINE = re.compile(rb"^" + _PREFIX + rb"\**(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Err
 # a frame line cut inside its path: `File "` opened, its `", line N` on the next line
 _FRAME_OPEN = re.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+$')
 _FRAME_REST = re.compile(rb'^[^"\s]*", line \d+')
+# a frame line cut after its line number, its function on the next line (" in done")
+_FRAME_NO_FUNC = re.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+", line \d+,?\s*$')
+_FUNC_REST = re.compile(rb'^ ?in [\w<>.]+\s*$')
 EXC_WRAP = 0  # the width that says: join only exception lines cut mid-word with their continuation
 WORD_WRAP = -2  # the same, in a paste that rich word-wrapped (box-drawn traceback): the cut was at a space
 _RICH_BOX = "│".encode()
@@ -149,9 +158,13 @@ MIN_CUT = 30  # a line shorter than this was not wrapped by a text box
 MAX_PASTE = 128 * 1024  # bytes: a single cut exception line is looked for in pastes, not in programs' own logs
 
 
-def _word_end(line: bytes) -> bool:
-    # a letter last: a number at a line's end is usually whole ("local_world_size: 3")
-    return len(line) >= MIN_CUT and (line[-1:].isalpha() or line[-1:] == b"_")
+def _word_end(line: bytes, nxt: bytes = b"") -> bool:
+    # a letter last: a number at a line's end is usually whole ("local_world_size: 3"), unless the next line goes on
+    # with digits or a dot (an address or a size cut in two: "(12" then "7.0.0.1, 51216).")
+    if len(line) < MIN_CUT:
+        return False
+    last = line[-1:]
+    return last.isalpha() or last == b"_" or (last.isdigit() and nxt[:1].isdigit() or last.isdigit() and nxt[:1] == b".")
 
 
 def _goes_on(line: bytes) -> bool:
@@ -167,7 +180,9 @@ def cut_exception(line: bytes, nxt: bytes) -> bool:
     """An exception line cut mid-word whose rest is the next line, or a frame line cut inside its path."""
     if _FRAME_OPEN.match(line):
         return bool(_FRAME_REST.match(nxt))
-    return _word_end(line) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
+    if _FRAME_NO_FUNC.match(line):
+        return bool(_FUNC_REST.match(nxt))
+    return _word_end(line, nxt) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
 
 
 def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
@@ -214,7 +229,12 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
                         yield start, pending + ln
                         pending = None
                         continue
-                elif _goes_on(ln):
+                elif _FRAME_NO_FUNC.match(pending):
+                    if _FUNC_REST.match(ln):
+                        yield start, pending.rstrip() + b" " + ln.strip()
+                        pending = None
+                        continue
+                elif _goes_on(ln) and _word_end(pending, ln):
                     pending += (b" " if width == WORD_WRAP else b"") + ln
                     if _word_end(ln) and len(pending) < 4 * MAX_WIDTH:
                         continue  # cut again: the message goes on on the next line
@@ -230,8 +250,9 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
             yield start, pending
             pending = None
         if width in (EXC_WRAP, WORD_WRAP):
-            if _word_end(ln) and _EXC_LINE.match(ln) or _FRAME_OPEN.match(ln):
-                pending, start = ln, number
+            if (_word_end(ln) or len(ln) >= MIN_CUT and ln[-1:].isdigit()) and _EXC_LINE.match(ln) or \
+                    _FRAME_OPEN.match(ln) or _FRAME_NO_FUNC.match(ln):
+                pending, start = ln, number  # a number last: joined only if the next line goes on with digits
             else:
                 yield number, ln
         elif width is not None and _width(ln) == width:
