@@ -46,3 +46,31 @@ def test_a_pasted_summary_of_flat_groups_is_judged(tmp_path):
                  "loss: 0.0\ngrad_norm: 0.0\n")
     found = analyze([str(p)]).findings
     assert found[0].rule_id == "GD610" and found[0].category == "reward-zero-or-flat"
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("row", [
+    "step 7 reward: 0.25 reward_std: 0.5 loss: 0.01",          # pairs separated by spaces only
+    "[step 7] loss=0.01 reward=0.25 reward_std=0.5",            # key=value pairs after a bracketed step
+    "step=7 reward=0.25 reward_std=0.5 loss=0.01",
+    "INFO:root:step 7 - loss: 0.01 - reward: 0.25 - reward_std: 0.5",  # logging's default format, " - " between
+    "Iteration 7: reward 0.25, reward_std 0.5, loss 0.01",      # a key and its number with no sign between
+    "epoch 1 step 7 loss 0.0100 reward 0.2500 reward_std 0.5000",
+])
+def test_custom_loggers_rows(row):
+    ((line, values),) = rows_of(row + "\n")
+    assert values == {"step": 7.0, "loss": 0.01, "reward": 0.25, "reward_std": 0.5} or \
+        values == {"step": 7.0, "epoch": 1.0, "loss": 0.01, "reward": 0.25, "reward_std": 0.5}
+
+
+def test_a_sentence_that_mentions_a_loss_and_a_reward_is_not_a_row():
+    assert rows_of("The loss 0.5 after step 3 and then reward 0.2 was printed\n") == []
+    assert rows_of("I think loss 1 and reward 2 are fine\n") == []
+
+
+def test_flat_rewards_from_space_separated_rows(tmp_path):
+    (tmp_path / "log.txt").write_text("".join(f"step {i} reward: 0.0 reward_std: 0.0 loss: 0.0\n" for i in range(1, 5)))
+    first = analyze([str(tmp_path)]).findings[0]
+    assert (first.rule_id, first.category) == ("GD610", "reward-zero-or-flat")

@@ -17,9 +17,15 @@ from .tables import MIN_KEYS
 
 _PAIR = re.compile(r"^\s*[-*•]?\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)"
                    r"|nan|NaN|inf|-inf|Infinity)\s*$")
+# a pair ends at a separator ("|", ",", ";", " - "), at the line's end, or where the next "key:" / "key=" begins
 _INLINE = re.compile(r"(?P<k>[A-Za-z_][\w/.\-]{0,60})\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
-                     r"(?=\s*(?:[|,;]|$))")
-_STEP_LEAD = re.compile(r"^\s*(?:step|Step|iter|Iter|iteration)\s*[:=]?\s*(?P<s>\d+)\b")
+                     r"(?=\s*(?:[|,;]|$)|\s+-\s|\s+[A-Za-z_][\w/.\-]{0,60}\s*[:=])")
+# a trainer's own key then its number with no sign between ("loss 0.0000 reward 0.2500", "reward 0.00, kl 0.01"):
+# only the keys every trainer logs, so that words of a sentence are not read as pairs
+_BARE = re.compile(r"\b(?P<k>loss|grad_norm|learning_rate|reward|reward_std|kl|epoch)\s+(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|"
+                   r"\.\d+)|nan|NaN|inf)(?=\s*(?:[|,;]|$)|\s)")
+_STEP_LEAD = re.compile(r"^\s*\[?(?:[A-Z]+:\w*:)?(?:epoch\s+\d+\s+)?(?:step|Step|iter|Iter|iteration|Iteration)\s*[:=]?\s*"
+                        r"(?P<s>\d+)\b")
 _MLX = re.compile(r"^Iter (?P<s>\d+): (?P<kind>Train|Val) loss (?P<loss>[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf)"
                   r"(?:, Learning Rate (?P<lr>[-+]?[\d.]+(?:e[-+]?\d+)?))?")
 _ALIASES = {"train/loss": "loss", "train/reward": "reward", "train/reward_std": "reward_std", "train/kl": "kl",
@@ -68,8 +74,13 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
             block[k] = msrc.to_number(m.group("v"))
             continue
         close()
-        if ("|" in text or "," in text) and ":" in text or "=" in text:
+        if ":" in text or "=" in text or " " in text:
             values = {_key(p.group("k")): msrc.to_number(p.group("v")) for p in _INLINE.finditer(text)}
+            if len(values) < MIN_KEYS:
+                bare = list(_BARE.finditer(text))
+                # the pairs make most of the line: a sentence that mentions a loss and a reward is not a row
+                if sum(len(p.group(0)) for p in bare) >= 0.6 * len(text):
+                    values = {_key(p.group("k")): msrc.to_number(p.group("v")) for p in bare}
             s = _STEP_LEAD.match(text)
             if s is not None:
                 values.setdefault("step", float(s.group("s")))
