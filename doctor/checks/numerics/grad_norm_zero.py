@@ -108,7 +108,11 @@ class GradNormZero(SeriesRule):
         s = self.s
         gn, loss = s.col("grad_norm"), s.col("loss")
         rows = [i for i in range(s.n) if gn[i] is not None and loss[i] is not None and not math.isnan(loss[i])]
-        if len(rows) < 2 or any(gn[i] != 0 or abs(loss[i] or 0.0) < 1e-8 for i in rows):
+        if len(rows) < 2 or any(gn[i] != 0 for i in rows):
+            return []
+        if all(abs(loss[i] or 0.0) < 1e-8 for i in rows):
+            return self._no_signal(ctx, rows)
+        if any(abs(loss[i] or 0.0) < 1e-8 for i in rows):
             return []
         first, last = loss[rows[0]] or 0.0, loss[rows[-1]] or 0.0
         if len(rows) >= 3 and last < 0.9 * first:
@@ -142,3 +146,30 @@ class GradNormZero(SeriesRule):
                           title="grad_norm is 0 in every logged step while the loss is not",
                           severity=Severity.warning if few else None, confidence=EXCERPT_CONFIDENCE if few else None)
         return [replace(found, verify="grad_norm above 0 from the first logged step")]
+
+    def _no_signal(self, ctx: RunState, rows: list[int]) -> list[Finding]:
+        """Rows without rewards whose loss and grad_norm are both exactly 0 in every logged step: the loss carries no
+        training signal at all (nothing is learned from these batches), whatever the trainer."""
+        s = self.s
+        few = len(rows) <= FEW_ROWS and excerpt(s, rows)
+        scope = "in both logged steps" if len(rows) == 2 else f"in all {len(rows)} logged steps"
+        msg = (f"loss and grad_norm were both exactly 0 {scope} ({s.span(rows[0], rows[-1])}): the loss gives the "
+               "weights no signal, so nothing is learned from these batches. In GRPO this is what flat rewards do "
+               "(every completion of a group scores the same: zero advantages; these rows log no reward_std to "
+               "tell); in supervised or preference training it means no token counts toward the loss (every label "
+               "masked) or the loss is multiplied by 0.")
+        if few:
+            msg += few_rows_caveat(len(rows))
+        fix = ["If this is a GRPO run: log reward and reward_std (or frac_reward_zero_std) per step; reward_std 0 "
+               "means every group is flat, and the reward functions or the prompts' difficulty are what to change.",
+               "Otherwise decode one training batch and count the label tokens that are not -100: 0 means the "
+               "template or a completion-only collator masks everything (a response template that never matches, "
+               "a max length that cuts every answer off).",
+               "Check the loss's weight and scale settings for a 0 (a loss coefficient, beta or a weight set to 0)."]
+        ev = [s.evidence(rows[0], ("loss", "grad_norm", "learning_rate"))]
+        if rows[-1] != rows[0]:
+            ev.append(s.evidence(rows[-1], ("loss", "grad_norm", "learning_rate")))
+        found = self.make(message=msg, fix=fix, evidence=ev, count=len(rows), seq=s.seq(rows[0]),
+                          title="loss and grad_norm are 0 in every logged step: no training signal",
+                          severity=Severity.warning, confidence=EXCERPT_CONFIDENCE if few else None)
+        return [replace(found, verify="loss and grad_norm above 0 from the first logged steps")]
