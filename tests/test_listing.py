@@ -89,3 +89,14 @@ def test_deepspeed_module_and_optimizer_state_files_in_a_du_listing():
     # 90G / 15G = 6.0, as the listing prints them
     assert "full model weights (15G) and optimizer states 90G (6.0x the weights)" in msg
     assert fix[0].startswith("save_only_model")
+
+
+def test_aws_s3_ls_rows_and_a_typed_table_of_checkpoint_folders():
+    # awscli `aws s3 ls --recursive`: date, time, bytes, key
+    e = parse_line("2025-03-01 10:00:00 30462466048 run1/checkpoint-100/optimizer.pt", 4)
+    assert (e.name, e.size, e.is_dir, e.form) == ("optimizer.pt", 30462466048, False, "s3")
+    assert parse_line("2025-03-01 10:00:00 1234 notes/readme.txt", 1) is None  # no checkpoint file
+    # "checkpoint-300   43G": a folder's name then its size, aligned
+    e = parse_line("output/checkpoint-300   43G", 2)
+    assert (e.name, e.size, e.is_dir) == ("checkpoint-300", 43 << 30, True)
+    assert parse_line("checkpoint-300 saved", 1) is None

@@ -32,6 +32,11 @@ _EZA = re.compile(r"^[.dl][-rwxsStT]{9}[@+.]?\s+(?P<size>-|\d+(?:\.\d+)?[kKMGTP]
 # "checkpoint-300: 43 GB" written by hand
 _COLON = re.compile(r"^(?P<name>[\w.\-/]+):\s+(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP](?:i?B)?)$", re.I)
 # "pytorch_model_fsdp.bin        36 981 387 757   (37 GB ...)": a checkpoint file's name, then its size
+# `aws s3 ls --recursive` (awscli's ls: date, time, size in bytes, key) of a checkpoint folder copied to object storage
+_S3 = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(?P<size>\d+)\s+(?P<name>\S+)$")
+# a checkpoint folder's name then its size, aligned (a table typed or copied by hand: "checkpoint-300   43G")
+_DIR_TABLE = re.compile(r"^(?P<name>(?:[\w.\-]+/)*(?:checkpoint|global_step)[-_]?\d+/?)\s{2,}"
+                        r"(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP](?:i?B)?)$", re.I)
 _TABLE = re.compile(r"^(?P<name>[\w.\-]+\.(?:safetensors|bin|pt|pth|json|ckpt|model))\s{2,}"
                     r"(?P<size>\d{1,3}(?:[ ,.\u202f]\d{3})+|\d+(?:\.\d+)?\s?(?:[KMGTP]i?B?|bytes)?)(?:\s.*)?$")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
@@ -45,7 +50,7 @@ class Entry:
     size: int | None  # bytes; None for a directory whose ls size is only its inode (4096)
     is_dir: bool
     line: int        # the log line it was read from
-    form: str        # "ls" | "du" | "tree" | "table"
+    form: str        # "ls" | "du" | "tree" | "table" | "dir" | "eza" | "colon" | "s3"
     printed: str = ""  # the size as the listing printed it ("15G", "36 981 387 757")
 
 
@@ -86,6 +91,13 @@ def parse_line(text: str, line: int) -> Entry | None:
     m = _TABLE.match(t)
     if m is not None:
         return Entry(m.group("name"), size_bytes(m.group("size")), False, line, "table", m.group("size"))
+    m = _DIR_TABLE.match(t)
+    if m is not None:
+        base = m.group("name").rstrip("/").rsplit("/", 1)[-1]
+        return Entry(base, size_bytes(m.group("size")), True, line, "table", m.group("size"))
+    m = _S3.match(t)
+    if m is not None and _CKPT_NAME.search(m.group("name")):
+        return Entry(m.group("name").rsplit("/", 1)[-1], int(m.group("size")), False, line, "s3", m.group("size"))
     m = _DIR.match(t)
     if m is not None:
         name, size = m.group("name"), m.group("size")
