@@ -133,3 +133,37 @@ def test_a_notebook_traceback_stored_as_json_strings_is_read_frame_by_frame():
     first = run(NOTEBOOK_TB)[0]
     assert (first.rule_id, first.category) == ("GD606", "reward-function-error")
     assert "'solution'" in first.message and "_calculate_rewards" in first.message
+
+
+def _rich_traceback(width: int) -> str:
+    """A real rich traceback (rich.traceback.Traceback, as typer and other CLIs print them), rendered to text."""
+    import io as _io
+
+    from rich.console import Console
+    from rich.traceback import Traceback
+
+    def score(row):
+        return row["solution"]
+
+    def train():
+        score({"prompt": 1})
+
+    out = _io.StringIO()
+    try:
+        train()
+    except KeyError:
+        Console(file=out, width=width, force_terminal=False, color_system=None).print(Traceback(width=width))
+    return out.getvalue()
+
+
+def test_a_rich_traceback_is_read_with_its_frames():
+    for width in (100, 60):  # at 60 columns rich wraps the long paths after their ":"
+        text = _rich_traceback(width)
+        assert "╭" in text and "❱" in text
+        tracker = TracebackTracker()
+        parsed = [tracker.feed(ln) for ln in LineReader("p.log", [0]).lines(io.BytesIO(text.encode()))]
+        found = [e for e in parsed if e is not None and e.type == "KeyError"]
+        assert len(found) == 1 and found[0].message == "'solution'"
+        frames = found[0].frames
+        assert [f.func for f in frames][-2:] == ["train", "score"], [f.func for f in frames]
+        assert frames[-1].path.endswith("test_pasted_exceptions.py") and frames[-1].code == 'return row["solution"]'

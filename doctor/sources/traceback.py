@@ -61,12 +61,18 @@ BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "N
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
 _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
+# rich's traceback (rich/traceback.py, also typer's and many CLIs' pretty exceptions): a box whose top border holds the
+# header, one "path:line in func" line per frame (a long path wrapped after its ":"), the line that ran marked "❱ N │"
+_RICH_FRAME = re.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
+_RICH_PATH = re.compile(r"^(\S+?\.pyx?):$")
+_RICH_REST = re.compile(r"^(\d+) in ([\w<>.]+)$")
+_RICH_CODE = re.compile(r"^❱\s*\d+\s*│\s?(.*)$")
 _MAX_FRAMES = 40
 _MAX_MSG = 600
 
 
 class _State:
-    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "last")
+    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "last", "rich", "rich_path")
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
@@ -74,6 +80,8 @@ class _State:
         self.expect_code = False
         self.ipy = False  # the awaited code line is IPython's arrow line (context lines come before it)
         self.last: LogLine | None = None  # the last frame line seen
+        self.rich = False  # inside rich's traceback box (its lines hold no gate word: every one is fed)
+        self.rich_path: str | None = None  # a frame's path wrapped after its ":", awaiting "N in func"
 
 
 class TracebackTracker:
@@ -93,7 +101,7 @@ class TracebackTracker:
 
     def expecting(self) -> bool:
         """Some frame still waits for its source line (an indented line without any gate word counts)."""
-        return any(st.expect_code and st.frames for st in self._states.values())
+        return any(st.expect_code and st.frames or st.rich for st in self._states.values())
 
     def _frame(self, key: tuple[str, int | None], st: _State | None, line: LogLine, frame: Frame) -> _State:
         """A frame line of the traceback of ``key`` (opened here when its header was not seen): the last
@@ -108,6 +116,32 @@ class TracebackTracker:
         st.expect_code = False
         st.ipy = False
         return st
+
+    def _rich(self, key: tuple[str, int | None], st: _State, line: LogLine, stripped: str) -> bool:
+        """A line inside rich's traceback box (its side borders already taken off by the paste reader): a frame, the
+        second half of a wrapped frame, the code line that ran, or the box's end. True when the line was one."""
+        if line.raw.lstrip()[:1] == "╰":
+            st.rich = False
+            return True
+        m = _RICH_FRAME.match(stripped)
+        if m:
+            self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3))).rich = True
+            return True
+        m = _RICH_PATH.match(stripped)
+        if m:
+            st.rich_path = m.group(1)
+            return True
+        m = _RICH_REST.match(stripped)
+        if m and st.rich_path:
+            self._frame(key, st, line, Frame(st.rich_path, int(m.group(1)), m.group(2))).rich = True
+            st.rich_path = None
+            return True
+        m = _RICH_CODE.match(stripped)
+        if m and st.frames:
+            last = st.frames[-1]
+            st.frames[-1] = Frame(last.path, last.lineno, last.func, m.group(1).replace("│", " ").strip()[:200])
+            return True
+        return False
 
     def _notebook_json(self, line: LogLine, stripped: str) -> ExceptionInfo | None:
         """An nbformat error output, one key per line (an .ipynb file) or all on one line (a JSON view): the exception
@@ -136,7 +170,11 @@ class TracebackTracker:
         if _HEADER in text:
             st = self._states[key] = _State()
             st.in_tb = True
+            st.rich = "╭" in line.raw
             return None
+        if st is not None and st.rich:
+            if self._rich(key, st, line, stripped):
+                return None
         if ', line ' in text:
             m = _FRAME.match(text)
             if m:
