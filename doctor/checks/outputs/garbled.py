@@ -10,6 +10,7 @@ scripts, `is is is is`, runs of `\\n`, after the first weight sync of a Megatron
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ...engine.state import RunState
 from ...model import Evidence, Finding
@@ -43,8 +44,10 @@ def scripts(text: str) -> set[str]:
     return out
 
 
+@lru_cache(maxsize=4096)
 def garbled(text: str) -> str:
-    """What makes a line look like a degenerate completion ('' when nothing does)."""
+    """What makes a line look like a degenerate completion ('' when nothing does). Cached: watch reads the same last
+    lines at every live evaluation."""
     if _LOGLIKE.search(text):
         return ""
     for m in _REPEAT.finditer(text):
