@@ -470,12 +470,12 @@ _ABBREV = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.", "no.")
 def sentences(text: str) -> list[str]:
     """``text`` cut into sentences: after . ! ? and a space before a capital, a backtick, a quote or a bracket,
     never inside backticks or brackets nor after an abbreviation (e.g.)."""
-    return list(_sentences(text))
+    return list(_sentences_cached(text) if len(text) <= 8192 else _sentences(text))
 
 
-@lru_cache(maxsize=1024)
 def _sentences(text: str) -> tuple[str, ...]:
-    """``sentences``, cached: watch checks the same findings' messages and fixes at every live evaluation."""
+    """``sentences``; cached for texts up to 8 KiB: watch checks the same findings' messages and fixes at every live
+    evaluation."""
     out, start, depth, tick = [], 0, 0, False
     i = 0
     while i < len(text):
@@ -496,6 +496,9 @@ def _sentences(text: str) -> tuple[str, ...]:
     if start < len(text):
         out.append(text[start:])
     return tuple(s for s in (s.strip() for s in out) if s)
+
+
+_sentences_cached = lru_cache(maxsize=512)(_sentences)
 
 
 def claims_in(sentence: str) -> list[Claim]:

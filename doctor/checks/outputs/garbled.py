@@ -44,10 +44,13 @@ def scripts(text: str) -> set[str]:
     return out
 
 
-@lru_cache(maxsize=4096)
 def garbled(text: str) -> str:
-    """What makes a line look like a degenerate completion ('' when nothing does). Cached: watch reads the same last
-    lines at every live evaluation."""
+    """What makes a line look like a degenerate completion ('' when nothing does). Cached for lines up to 8 KiB: watch
+    reads the same last lines at every live evaluation."""
+    return _garbled_cached(text) if len(text) <= 8192 else _garbled(text)
+
+
+def _garbled(text: str) -> str:
     if _LOGLIKE.search(text):
         return ""
     for m in _REPEAT.finditer(text):
@@ -62,6 +65,9 @@ def garbled(text: str) -> str:
     if len(s) >= 3:
         return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
     return ""
+
+
+_garbled_cached = lru_cache(maxsize=512)(_garbled)
 
 
 def _bare_paste(tail) -> bool:
