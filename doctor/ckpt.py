@@ -18,7 +18,7 @@ from . import __version__
 from .checks.checkpoint._facts import inventory, inventory_line
 from .engine import Session
 from .model import Finding, InputInfo, Report
-from .registry import RuleMeta, _load_one, rule_files
+from .registry import RuleMeta, _load_one, _parsed, rule_files
 from .selectors import resolve
 from .signals import CheckpointInput
 from .sources.checkpoint import CheckpointFacts, checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
@@ -31,7 +31,8 @@ from .sources.swiftconfig import RunConfig
 def _ckpt_metas() -> tuple[RuleMeta, ...]:
     """Only the checkpoint rules' TOML files: compiling the whole catalog's regexes costs ~0.4 s, more than the
     checks of a 70B checkpoint."""
-    return tuple(_load_one(p) for p in rule_files() if p.parent.name == "checkpoint")
+    files = [p for p in rule_files() if p.parent.name == "checkpoint"]
+    return tuple(_load_one(p, data) for p, data in zip(files, _parsed(files)))   # parsed once (registry._parsed)
 
 
 def checkpoint_rules(metas: Iterable[RuleMeta] | None = None) -> list[RuleMeta]:

@@ -184,15 +184,23 @@ class LazyRegex:
         return getattr(self.compile(), name)
 
 
-def _load_one(path: Path) -> RuleMeta:
+def _parse(path: Path, raw: bytes | None = None) -> dict[str, Any]:
+    """A rule file's TOML as a dict; a file that is not TOML (or not UTF-8) is a CatalogError naming it."""
+    try:
+        text = (path.read_bytes() if raw is None else raw).decode("utf-8")
+        # newlines as read_text translates them (the cache and a plain read parse the same text)
+        return tomllib.loads(text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise CatalogError(f"{path}: {e}") from None
+
+
+def _load_one(path: Path, data: dict[str, Any] | None = None) -> RuleMeta:
     where = str(path)
     family = path.parent.name
     if family not in FAMILIES:
         raise CatalogError(f"{where}: rules live in rules/<family>/, one of {', '.join(FAMILIES)}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise CatalogError(f"{where}: {e}") from None
+    if data is None:
+        data = _parse(path)
     unknown = sorted(set(data) - KEYS)
     unknown += [f"patterns.{k}" for p in data.get("patterns", []) for k in sorted(set(p) - PATTERN_KEYS)]
     unknown += [f"exceptions.{k}" for e in data.get("exceptions", []) for k in sorted(set(e) - EXCEPTION_KEYS)]
@@ -245,10 +253,64 @@ def _load_one(path: Path) -> RuleMeta:
     )
 
 
+# the parsed rule files, cached as JSON beside gate.py's caches ($XDG_CACHE_HOME/grpo-doctor), under a key made of
+# every file's name and bytes: parsing the ~160 TOML files with tomllib cost ~0.1 s of CPU at every start of every
+# command (a sixth of `watch -- true`); reading and hashing them and loading the JSON costs ~0.01 s. The checks
+# below (keys, ids, categories) still run on the parsed data at every load; an edited, added or removed file gives
+# a new key, and an unreadable or unwritable cache only costs the parse
+_PARSED_CACHE_VERSION = 1
+
+
+def _parsed(files: list[Path]) -> list[dict[str, Any] | None]:
+    """Each file's parsed TOML, from the cache when it holds these very files; None for a file that does not parse
+    (``_load_one`` parses it again and raises its CatalogError in catalog order, as without a cache)."""
+    import hashlib
+    import json
+    import os
+
+    from .gate import _cache_dir, _cache_write
+
+    raws = []
+    h = hashlib.sha256(f"{_PARSED_CACHE_VERSION}\0{sys.version_info[:2]}".encode())
+    for p in files:
+        try:
+            raw = p.read_bytes()
+        except OSError:   # _load_one reads it again and raises, in catalog order
+            return [None] * len(files)
+        raws.append(raw)
+        h.update(f"\0{p.parent.name}/{p.name}\0{len(raw)}\0".encode("utf-8", "surrogatepass"))
+        h.update(raw)
+    path = os.path.join(_cache_dir(), f"rules-{h.hexdigest()[:24]}.json")
+    try:
+        with open(path, "rb") as f:
+            cached = json.loads(f.read())
+        if isinstance(cached, list) and len(cached) == len(files) and all(isinstance(d, dict) for d in cached):
+            return cached
+    except (OSError, ValueError, RecursionError):
+        pass
+    datas: list[dict[str, Any] | None] = []
+    for p, raw in zip(files, raws):
+        try:
+            datas.append(_parse(p, raw))
+        except CatalogError:
+            datas.append(None)
+    if None in datas:
+        return datas
+    try:
+        # only what JSON gives back unchanged (a TOML date or time would come back a string: not cached)
+        text = json.dumps(datas, ensure_ascii=False)
+        if json.loads(text) == datas:
+            _cache_write(path, text.encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        pass
+    return datas
+
+
 @lru_cache(maxsize=4)
 def load_catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
     d = Path(directory) if directory else rules_dir()
-    metas = [_load_one(p) for p in rule_files(d)]
+    files = rule_files(d)
+    metas = [_load_one(p, data) for p, data in zip(files, _parsed(files))]
     seen: dict[str, str] = {}
     for m in metas:
         for key in (m.id, m.slug, *m.aliases):

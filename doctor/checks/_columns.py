@@ -16,8 +16,9 @@ EPS_STD = 1e-6            # reward_std at or below this is a flat group (as _ser
 FRAC_FLAT = 0.999         # frac_reward_zero_std at or above this: every group flat
 
 
-def available() -> bool:
-    return columns.ENABLED and columns.load_numpy() is not None
+def available(n: int | None = None) -> bool:
+    """Whether the column path is taken (for a series of ``n`` rows: see engine/columns.worth)."""
+    return columns.ENABLED and (n is None or columns.worth(n)) and columns.load_numpy() is not None
 
 
 def column(xs: list[float | None]) -> tuple[Any, Any]:

@@ -168,7 +168,9 @@ class Analysis:
             return
         prev = part.rfind(b"\r", 0, cut)
         seg = clean(decode(part[prev + 1:cut]))
-        m = PROGRESS_BAR.match(seg)
+        # the pattern needs "%|" (as the hang rule's own test before it): a segment without it, such as the spaces tqdm
+        # clears a bar with, is not matched at all (52 spaces cost the pattern's backtracking ~30 ms each)
+        m = PROGRESS_BAR.match(seg) if "%|" in seg else None
         if not m:
             self.dog.output()
             return

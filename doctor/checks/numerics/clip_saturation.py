@@ -31,7 +31,7 @@ class ClipSaturation(SeriesRule):
         s = self.s
         col = s.col(KEY)
         limit = float(o.get("threshold", 0.2))
-        if s.n and available():   # no rows: numpy is not even imported
+        if s.n and available(s.n):   # no rows (or a few): numpy is not even imported
             logged, high = _clipped_columns(col, limit)
         else:   # no numpy: the same row by row
             vals = [(i, v) for i, v in enumerate(col) if v is not None and v == v]

@@ -39,7 +39,7 @@ class GradNormZero(SeriesRule):
         s = self.s
         run = ctx.run
         gn, rstd, frac = s.col("grad_norm"), s.col("reward_std"), s.col("frac_reward_zero_std")
-        if s.n and available():   # no rows: numpy is not even imported
+        if s.n and available(s.n):   # no rows (or a few): numpy is not even imported
             rows, bad, (streak, end) = _no_update_columns(gn, rstd, frac)
         else:   # no numpy: the same row by row
             rows = [i for i in range(s.n) if gn[i] is not None and rstd[i] is not None and not math.isnan(rstd[i])]

@@ -33,7 +33,7 @@ class LossZeroNormal(SeriesRule):
     def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         loss, gn, rstd = s.col("loss"), s.col("grad_norm"), s.col("reward_std")
-        if s.n and available():   # no rows: numpy is not even imported
+        if s.n and available(s.n):   # no rows (or a few): numpy is not even imported
             rows, alive = _zero_loss_columns(loss, gn, rstd)
         else:
             rows = [i for i in range(s.n) if loss[i] is not None]

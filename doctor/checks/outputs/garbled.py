@@ -10,6 +10,7 @@ scripts, `is is is is`, runs of `\\n`, after the first weight sync of a Megatron
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ...engine.state import RunState
 from ...model import Evidence, Finding
@@ -44,7 +45,12 @@ def scripts(text: str) -> set[str]:
 
 
 def garbled(text: str) -> str:
-    """What makes a line look like a degenerate completion ('' when nothing does)."""
+    """What makes a line look like a degenerate completion ('' when nothing does). Cached for lines up to 8 KiB: watch
+    reads the same last lines at every live evaluation."""
+    return _garbled_cached(text) if len(text) <= 8192 else _garbled(text)
+
+
+def _garbled(text: str) -> str:
     if _LOGLIKE.search(text):
         return ""
     for m in _REPEAT.finditer(text):
@@ -59,6 +65,9 @@ def garbled(text: str) -> str:
     if len(s) >= 3:
         return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
     return ""
+
+
+_garbled_cached = lru_cache(maxsize=512)(_garbled)
 
 
 def _bare_paste(tail) -> bool:

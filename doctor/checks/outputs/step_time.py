@@ -26,7 +26,7 @@ class StepTimeGrowing(SeriesRule):
     def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
         st = s.col("step_time")
-        if s.n and available():   # no rows: numpy is not even imported
+        if s.n and available(s.n):   # no rows (or a few): numpy is not even imported
             rows = _timed_rows(st)
         else:
             rows = [i for i in range(1, s.n) if st[i] is not None and st[i] > 0]   # row 0 holds start-up costs

@@ -35,7 +35,7 @@ class RewardView:
         self.s = s
         self.run = run
         rstd, frac, rew = s.col("reward_std"), s.col("frac_reward_zero_std"), s.col("reward")
-        if s.n and available():   # no rows: numpy is not even imported
+        if s.n and available(s.n):   # no rows (or a few): numpy is not even imported
             self._flat_columns(rstd, frac, rew)
         else:   # no numpy: the same row by row
             idx = [i for i in range(s.n) if rstd[i] is not None or frac[i] is not None or rew[i] is not None

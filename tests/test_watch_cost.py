@@ -1,0 +1,53 @@
+"""What watch's own CPU does not pay for (issue 33: watch's share of the fault scoreboard's short runs): the rule
+catalog's TOML parsed once and cached, numpy not imported for a run of a few metric rows."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from doctor import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# four metric rows as transformers prints them (numbers), then the end of the run
+ROWS = "".join(
+    f"print({{'loss': {0.1 * k!r}, 'grad_norm': 0.9, 'learning_rate': 1e-06, 'reward': 0.{k}, 'reward_std': 0.2, "
+    f"'frac_reward_zero_std': 0.0, 'kl': 0.01, 'epoch': 0.{k}, 'global_step/max_steps': '{k}/4'}}); "
+    for k in range(1, 5))
+
+
+def test_watch_of_a_short_run_does_not_import_numpy(tmp_path: Path) -> None:
+    """A run of four metric rows is read row by row (engine/columns.MIN_ROWS): numpy, ~0.17 s of CPU to import, is
+    not imported by watch at start, by the live evaluation or by the final report."""
+    code = ("import sys, atexit; atexit.register(lambda: print('numpy imported:', 'numpy' in sys.modules, "
+            "file=sys.stderr)); from doctor.cli import main; sys.argv[0] = 'grpo-doctor'; main()")
+    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
+                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", ROWS],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
+    assert rep["run"]["watch"]["status"] == "exited"
+    assert p.stdout.count("'global_step/max_steps'") == 4   # the rows passed through (and were read as metrics)
+    assert "numpy imported: False" in p.stderr, p.stderr[-2000:]
+
+
+def test_catalog_cache_gives_what_the_toml_gives(tmp_path: Path, monkeypatch) -> None:
+    """The parsed rule files come from the cache only for the very same files: an edited file is parsed again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    rules = tmp_path / "rules"
+    for f in registry.rule_files()[:3]:
+        (rules / f.parent.name).mkdir(parents=True, exist_ok=True)
+        (rules / f.parent.name / f.name).write_bytes(f.read_bytes())
+    files = registry.rule_files(rules)
+    want = [registry._parse(f) for f in files]
+    assert registry._parsed(files) == want                       # parsed, then written
+    assert len(list((tmp_path / "cache" / "grpo-doctor").glob("rules-*.json"))) == 1
+    assert registry._parsed(files) == want                       # read back
+    text = files[0].read_text()
+    files[0].write_text(re.sub(r'(?m)^title = ".*"$', 'title = "edited"', text, count=1))
+    got = registry._parsed(files)
+    assert got[0]["title"] == "edited" and got[1:] == want[1:]
+    assert len(list((tmp_path / "cache" / "grpo-doctor").glob("rules-*.json"))) == 2
