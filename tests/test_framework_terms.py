@@ -69,12 +69,15 @@ def test_say_translates_drops_and_keeps():
     assert say("--sleep_level 1", "trl") == "GRPOConfig(vllm_enable_sleep_mode=True)"
     assert say("--sleep_level 1", "unsloth") is None
     side = "max_model_len (ms-swift --vllm_max_model_len, trl vllm-serve --max_model_len)."
-    assert say(side, "trl") == side
+    assert say(side, "trl") == "max_model_len (trl vllm-serve --max_model_len)."  # the other spellings for trl
+    assert say(side, None) == side  # the framework not told: every spelling, the user picks theirs
     # vllm-serve's own options stay as they are
     assert say("`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`", "trl") == (
         "`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`")
     assert say("eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)", "trl") == (
-        "eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)")  # labelled as ms-swift's spelling
+        "eval off (eval_strategy=\"no\")")  # ms-swift's spelling left out of a trl run's report
+    assert say("cut (trl: max_prompt_length; LLaMA-Factory: cutoff_len; ms-swift: --max_length), or", "llamafactory") == (
+        "cut (trl: max_prompt_length; LLaMA-Factory: cutoff_len), or")
     # a quote of the log in a code span is what the run wrote: never translated
     assert say("The parser does not take `--vllm_gpu_memory_utilization 0.8`.", None) == (
         "The parser does not take `--vllm_gpu_memory_utilization 0.8`.")

@@ -185,12 +185,26 @@ def _unsloth(framework: str | None) -> bool:
     return framework == "unsloth"
 
 
+# one alternative of a list that gives each framework's spelling ("(ms-swift --save_total_limit 2; transformers/trl
+# save_total_limit=2)", "(trl: max_prompt_length; ...; ms-swift: --max_length)"): the ms-swift one, with its separator
+_SWIFT_ALT = re.compile(r"(?<=\()ms-swift(?::\s|\s)[^;()]*;\s*|(?<=\()ms-swift(?::\s|\s)[^,;()]*,\s*|"
+                        r"[;,]\s*ms-swift(?::\s|\s)[^;,()]*(?=\))")
+
+
+def without_swift_alternative(line: str) -> str:
+    """``line`` without the ms-swift entry of a list of per-framework spellings, for a run of another framework that
+    the report names (a run whose framework is not told keeps every entry: the user picks theirs)."""
+    return _SWIFT_ALT.sub("", line) if "ms-swift" in line else line
+
+
 def say(line: str, framework: str | None) -> str | None:
     """``line`` in the terms of ``framework``; None when its lever does not exist there. Unchanged for ms-swift;
     GRPOConfig fields for trl and what is built on it; verl's overrides and OpenRLHF's flags for those; neutral names
     (vLLM serve's options for a vLLM-only run) for a framework not told or without a table."""
     if framework == "ms-swift":
         return line
+    if framework is not None:
+        line = without_swift_alternative(line)
     if framework in ("verl", "openrlhf"):
         return _say_table(line, _VERL if framework == "verl" else _OPENRLHF)
     if framework not in TRL_LIKE:
