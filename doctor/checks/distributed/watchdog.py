@@ -163,10 +163,12 @@ class NcclWatchdog(Rule):
                          "so the ranks never got past setup (one rank was still loading the model, starting vLLM, "
                          "preparing data, or had already died).")
         if slow is not None:
-            parts.append((f"SeqNum {max(seqs)}: training had been running. " if seqs else "") + slow[0])
+            parts.append((f"SeqNum {max(seqs)}: the process group had already run that many collectives (past its "
+                          "setup). " if seqs else "") + slow[0])
         elif seqs and not setup:
-            parts.append(f"SeqNum {max(seqs)}: training had been running; one rank fell behind, hung or died at "
-                         "this collective while the others waited.")
+            parts.append(f"SeqNum {max(seqs)}: the process group had already run that many collectives, so the ranks "
+                         "were past its setup (in training, or in a model load or evaluation that gathers weights); one "
+                         "rank fell behind, hung or died at this collective while the others waited.")
         if len(seqs) > 1:
             parts.append(f"The ranks disagree on the sequence number ({', '.join(map(str, seqs))}): they are "
                          "desynchronised (one rank skipped or added a collective).")
