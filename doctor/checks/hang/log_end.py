@@ -154,7 +154,7 @@ class LogEnd(Rule):
                    f"is `{shown}`. A warning does not stop a run by itself: it explains the failure only if what went "
                    f"wrong follows from it.")
         elif e.kind == "error":
-            msg = (f"No rule knows this failure, and no Python traceback was read from the log: its first error-level line "
+            msg = (f"No rule knows this failure, and grpo-doctor read no Python traceback from the log: its first error-level line "
                    f"in the end of the log is `{shown}`.")
         else:
             what = {"bar": f"its progress bar short of the total ({e.detail or 'no description'})",
