@@ -26,9 +26,11 @@ class Reporting:
             prov = provenance.for_session(self.session, memo)
             self.session.run.inferred_versions = prov.narrow()
             found = prov.annotate(self.session.finish())
-            # the fixes in the terms of the framework that ran (doctor/swift/terms.py), as analyze does
+            # the fixes in the terms of the framework that ran (doctor/swift/terms.py), detected as analyze detects it
+            # (the heads of the logs read for the final report only: a file read at every refresh costs the run CPU)
+            from ..analyze import framework_of
             from ..swift.terms import in_terms
-            found = in_terms(found, self.session.state.framework()[0])
+            found = in_terms(found, framework_of(self.session, list(self.inputs) if final else None)["framework"])
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
             found = []

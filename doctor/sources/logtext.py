@@ -26,7 +26,7 @@ _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
 _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
 # a "[rankN]:" prefix in mid-line, after text (and the spaces a terminal padded that text's line with)
-_RANK_MID = re.compile(r"(?<=\S)[ \t]*(?=\[rank\d+\]:)")
+_RANK_MID = re.compile(r"(?<=[^\s>])(?:[ \t]{2,})?(?=\[rank\d+\]:)")  # not after a viewer's "host >> " prefix
 _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 # a traceback's source line with its exception glued on (the newline lost in a paste): an indented code line, or a
 # `raise`/`assert` statement, then `Type: message` right after a closing bracket, a quote, a caret, or the identifier
