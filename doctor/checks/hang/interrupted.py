@@ -21,12 +21,18 @@ _STARTUP: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "wait_for_engine_startup")),
     ("model-load", (" from_pretrained", " _load_pretrained_model", " load_state_dict", "safetensors/torch.py",
                     " load_checkpoint_in_model", " load_checkpoint_and_dispatch")),
+    # huggingface_hub's and modelscope's downloads (file_download.py http_get, snapshot_download), innermost first: a
+    # download runs inside from_pretrained, and a stuck download is the download's, not the load's
+    ("download", ("huggingface_hub/file_download.py", " snapshot_download", " hf_hub_download", "modelscope/hub/")),
+    ("dataset-map", ("datasets/arrow_dataset.py map", "datasets/load.py load_dataset", " _map_single")),
 )
 STARTUP_WHERE = {
     "server-connect": "waiting for the vLLM rollout server to answer",
     "setup": "setting up the process group (rendezvous: every rank must join before any of them goes on)",
     "vllm-init": "starting the vLLM engine (loading it and sizing its KV cache)",
     "model-load": "loading the model weights",
+    "download": "downloading the model or dataset files",
+    "dataset-map": "loading or preprocessing the dataset (datasets' load_dataset / map)",
 }
 STARTUP_FIX = {
     "server-connect": ["Start the rollout server first and wait for its 'Application startup complete' line; then "
@@ -41,7 +47,15 @@ STARTUP_FIX = {
                   "gpu_memory_utilization or max_model_len for a test."],
     "model-load": ["A load that stops is most often slow storage or host memory running out: check `free -g` and "
                    "`dmesg -T | grep -i kill` while it loads, and put the weights on a local disk."],
+    "download": ["Download the files once outside the run (huggingface-cli download / modelscope download) and pass "
+                 "the local path; on the training nodes set HF_HUB_OFFLINE=1, or HF_ENDPOINT to a mirror that answers."],
+    "dataset-map": ["Preprocess with one worker to confirm (datasets num_proc=1, or the trainer's dataset_num_proc 1): a "
+                    "worker that died or deadlocked leaves the map waiting; a dataset on a network disk can also be "
+                    "that slow."],
 }
+
+
+_AFTER_CTRL_C = {"KeyboardInterrupt", "SignalException", "ChildFailedError", "SystemExit"}
 
 
 def startup_phase(exc: ExceptionInfo) -> str | None:
@@ -51,19 +65,27 @@ def startup_phase(exc: ExceptionInfo) -> str | None:
 
 def startup_phase_of(hays: list[str]) -> str | None:
     """The start-up phase of a stack given as "path func" strings, innermost first (a py-spy dump's order)."""
-    for phase, keys in _STARTUP:
-        if any(k in hay for hay in hays for k in keys):
-            return phase
+    for hay in hays:  # the innermost frame that names a phase decides (a download inside from_pretrained)
+        for phase, keys in _STARTUP:
+            if any(k in hay for k in keys):
+                return phase
     return None
 
 
 def interrupted_at_start(ctx: RunState, steps: int) -> tuple[ExceptionInfo, str] | None:
     """The KeyboardInterrupt that ends the log, raised in a start-up phase, when nothing else explains the log."""
-    if steps or ctx.open_tracebacks or any(f.severity == Severity.error and f.role.value != "consequence"
-                                           for f in ctx.findings):
+    if steps or any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
         return None
-    last = max(ctx.exceptions, key=lambda e: e.seq, default=None)
-    if last is None or last.short_type != "KeyboardInterrupt" or not last.frames:
+    stops = [e for e in ctx.exceptions if e.short_type == "KeyboardInterrupt" and e.frames]
+    if not stops:
+        return None
+    last = stops[-1]
+    # what a Ctrl-C leaves after it: the other ranks' interrupts, torch elastic's SignalException and ChildFailedError;
+    # any other exception after it, or a cut stack outside start-up, is a failure of its own
+    if any(e.seq > last.seq and e.short_type not in _AFTER_CTRL_C for e in ctx.exceptions):
+        return None
+    if any(line.seq > last.seq and not startup_phase_of([f"{f.path} {f.func}" for f in reversed(frames)])
+           for line, frames in ctx.open_tracebacks or ()):
         return None
     phase = startup_phase(last)
     return (last, phase) if phase else None
