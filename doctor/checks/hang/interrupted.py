@@ -4,9 +4,11 @@ KeyboardInterrupt raised inside process-group setup, a weight load or a vLLM eng
 (GD320) named by its frames. Pure: the exceptions and findings of a session in, a finding or None out."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...engine.state import RunState
 from ...model import Evidence, Severity
-from ...signals import ExceptionInfo
+from ...signals import ExceptionInfo, Frame
 
 # start-up phases by the frames they run ("path func" substrings; innermost checked first), from the libraries'
 # own call chains: torch.distributed (distributed_c10d.py init_process_group -> rendezvous.py -> TCPStore),
@@ -58,9 +60,15 @@ STARTUP_FIX = {
 _AFTER_CTRL_C = {"KeyboardInterrupt", "SignalException", "ChildFailedError", "SystemExit"}
 
 
-def startup_phase(exc: ExceptionInfo) -> str | None:
-    """The start-up phase a KeyboardInterrupt's stack was in, or None (training, or frames that say nothing)."""
-    return startup_phase_of([f"{f.path} {f.func}" for f in reversed(exc.frames)])
+def startup_phase(frames: Sequence[Frame]) -> str | None:
+    """The start-up phase a traceback's stack (outermost frame first) was in, or None (training, or frames that say
+    nothing)."""
+    return startup_phase_of([f"{f.path} {f.func}" for f in reversed(frames)])
+
+
+def dump_startup_phase(frames: Sequence[tuple[str, str, int]]) -> str | None:
+    """The same for a py-spy thread's (func, file, line) frames, innermost first."""
+    return startup_phase_of([f"{path} {func}" for func, path, _ in frames])
 
 
 def startup_phase_of(hays: list[str]) -> str | None:
@@ -84,17 +92,16 @@ def interrupted_at_start(ctx: RunState, steps: int) -> tuple[ExceptionInfo, str]
     # any other exception after it, or a cut stack outside start-up, is a failure of its own
     if any(e.seq > last.seq and e.short_type not in _AFTER_CTRL_C for e in ctx.exceptions):
         return None
-    if any(line.seq > last.seq and not startup_phase_of([f"{f.path} {f.func}" for f in reversed(frames)])
-           for line, frames in ctx.open_tracebacks or ()):
+    if any(line.seq > last.seq and not startup_phase(frames) for line, frames in ctx.open_tracebacks or ()):
         return None
-    phase = startup_phase(last)
+    phase = startup_phase(last.frames)
     return (last, phase) if phase else None
 
 
 def message_and_fix(exc: ExceptionInfo, phase: str) -> tuple[str, list[str], list[Evidence]]:
     inner = exc.frames[-1]
     msg = (f"The process was stopped by hand (KeyboardInterrupt) while {STARTUP_WHERE[phase]}: its stack ends at "
-           f"{inner.path}:{inner.lineno} in {inner.func}. A run interrupted there had not reached its first "
-           f"training step, and a Ctrl-C at start-up usually means it sat there without progress. The log shows "
-           f"no error before it; how long it waited is not in the excerpt.")
+           f"{inner.path}:{inner.lineno} in {inner.func}. No training step was logged before it, "
+           f"and a Ctrl-C in start-up code usually means the run sat there without progress. The log shows no error "
+           f"before it; how long it waited is not in the excerpt.")
     return msg, list(STARTUP_FIX[phase]), [Evidence(exc.where.path, exc.where.line, exc.raw)]
