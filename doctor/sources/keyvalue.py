@@ -74,18 +74,17 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
             block[k] = msrc.to_number(m.group("v"))
             continue
         close()
-        if ":" in text or "=" in text or " " in text:
-            values = {_key(p.group("k")): msrc.to_number(p.group("v")) for p in _INLINE.finditer(text)}
-            if len(values) < MIN_KEYS:
-                bare = list(_BARE.finditer(text))
-                # the pairs make most of the line: a sentence that mentions a loss and a reward is not a row
-                if sum(len(p.group(0)) for p in bare) >= 0.6 * len(text):
-                    values = {_key(p.group("k")): msrc.to_number(p.group("v")) for p in bare}
-            s = _STEP_LEAD.match(text)
-            if s is not None:
-                values.setdefault("step", float(s.group("s")))
-            if _trainer(values):
-                out.append((line, values))
+        values = {_key(p.group("k")): msrc.to_number(p.group("v")) for p in _INLINE.finditer(text)}
+        if len(values) < MIN_KEYS:
+            bare = list(_BARE.finditer(text))
+            # the pairs make most of the line: a sentence that mentions a loss and a reward is not a row
+            if sum(len(p.group(0)) for p in bare) >= 0.6 * len(text):
+                values = {_key(p.group("k")): msrc.to_number(p.group("v")) for p in bare}
+        s = _STEP_LEAD.match(text)
+        if s is not None:
+            values.setdefault("step", float(s.group("s")))
+        if _trainer(values):
+            out.append((line, values))
     close()
     return out
 

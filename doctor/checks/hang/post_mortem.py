@@ -23,7 +23,7 @@ from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, LINE_WORDS, PHASE_TEXT, VLLM_ORIGINS, _Progress, _Thread, classify_frames
-from .interrupted import STARTUP_FIX, STARTUP_WHERE, interrupted_at_start, message_and_fix, startup_phase_of
+from .interrupted import STARTUP_FIX, STARTUP_WHERE, dump_startup_phase, interrupted_at_start, message_and_fix
 from .live import live_finding
 
 
@@ -122,7 +122,7 @@ class HangCheck(Rule):
         steps = self.p.max_step
         # a dump taken before any step whose main thread sits in a start-up call (rendezvous, weight load, vLLM
         # engine start) shows a start-up hang, not a stop in training
-        at_start = not steps and any(t.name == "MainThread" and startup_phase_of([f"{path} {func}" for func, path, _ in t.frames])
+        at_start = not steps and any(t.name == "MainThread" and dump_startup_phase(t.frames)
                                      for t in pyspy)
         mid = steps > 0 or (pyspy and phase in (None, "training", "checkpoint-save", "eval") and not at_start)
         if mid and not pyspy and interrupted is None and not nccl_after and phase == "training":
@@ -271,7 +271,7 @@ class HangCheck(Rule):
             c = classify_frames(t.frames)
             top = t.frames[0] if t.frames else None
             where = f" at {top[1]}:{top[2]} in {top[0]}" if top else ""
-            startup = None if a["steps"] else startup_phase_of([f"{path} {func}" for func, path, _ in t.frames])
+            startup = None if a["steps"] else dump_startup_phase(t.frames)
             doing = STARTUP_WHERE[startup] if startup else _CLASS_TEXT.get(c or "", "running")
             parts.append(f"Thread {t.name!r} ({t.state}) is {doing}{where}.")
             if startup:

@@ -139,9 +139,7 @@ class GradNormZero(SeriesRule):
                        "DeepSpeed 0.14.3 logged 0 (deepspeedai/DeepSpeed#5692), and a norm read after DeepSpeed's step "
                        "is 0 (huggingface/finetrainers#63). If the loss falls over more steps, the weights are being "
                        "updated; check the DeepSpeed version before anything else.")
-        ev = [s.evidence(rows[0], ("loss", "grad_norm", "learning_rate"))]
-        if rows[-1] != rows[0]:
-            ev.append(s.evidence(rows[-1], ("loss", "grad_norm", "learning_rate")))
+        ev = self._first_and_last(rows)
         found = self.make(message=msg, fix=fix, evidence=ev, count=len(rows), seq=s.seq(rows[0]),
                           title="grad_norm is 0 in every logged step while the loss is not",
                           severity=Severity.warning if few else None, confidence=EXCERPT_CONFIDENCE if few else None)
@@ -166,10 +164,13 @@ class GradNormZero(SeriesRule):
                "template or a completion-only collator masks everything (a response template that never matches, "
                "a max length that cuts every answer off).",
                "Check the loss's weight and scale settings for a 0 (a loss coefficient, beta or a weight set to 0)."]
-        ev = [s.evidence(rows[0], ("loss", "grad_norm", "learning_rate"))]
-        if rows[-1] != rows[0]:
-            ev.append(s.evidence(rows[-1], ("loss", "grad_norm", "learning_rate")))
+        ev = self._first_and_last(rows)
         found = self.make(message=msg, fix=fix, evidence=ev, count=len(rows), seq=s.seq(rows[0]),
                           title="loss and grad_norm are 0 in every logged step: no training signal",
                           severity=Severity.warning, confidence=EXCERPT_CONFIDENCE if few else None)
         return [replace(found, verify="loss and grad_norm above 0 from the first logged steps")]
+
+    def _first_and_last(self, rows: list[int]) -> list:
+        """The evidence of a rows-without-rewards finding: the first logged row and, when another, the last."""
+        keys = ("loss", "grad_norm", "learning_rate")
+        return [self.s.evidence(i, keys) for i in dict.fromkeys((rows[0], rows[-1]))]

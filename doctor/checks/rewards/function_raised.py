@@ -123,12 +123,13 @@ class RewardFunctionRaised(Rule):
         for exc in sorted(self.hits, key=lambda e: e.seq):
             call_idx, inside = reward_frames(exc, plugins)
             direct = call_idx is not None and call_idx == len(exc.frames) - 1 and not _COMM.search(exc.message)
-            if inside or direct or reward_callee(exc, names):
-                chosen = (exc, call_idx, inside)
+            callee = reward_callee(exc, names)
+            if inside or direct or callee:
+                chosen = (exc, call_idx, inside, callee)
                 break
         if chosen is None:
             return []
-        exc, call_idx, inside = chosen
+        exc, call_idx, inside, callee = chosen
         same = [e for e in self.hits if e.type == exc.type and e.message == exc.message]
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
@@ -155,7 +156,6 @@ class RewardFunctionRaised(Rule):
             col = ", ".join(cols) if cols else None
         fw = ctx.framework()[0]
         trl_like = fw in ("trl", "unsloth", "verifiers")
-        callee = reward_callee(exc, names)
         if callee and callee.group("kw"):
             fn, kw = callee.group("fn"), callee.group("kw")
             msg += (f" The trainer calls every reward function with keyword arguments: the completions and every "
