@@ -62,10 +62,14 @@ BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "N
 _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
 # rich's traceback (rich/traceback.py, also typer's and many CLIs' pretty exceptions): a box whose top border holds the
-# header, one "path:line in func" line per frame (a long path wrapped after its ":"), the line that ran marked "❱ N │"
+# header, one "path:line in func" line per frame, the line that ran marked "❱ N │". A frame line longer than the box
+# is wrapped: at a space (which rich drops) or, inside a word, at any character (after the ":", inside the file name or
+# the line number); its pieces are joined without a separator and read with the spaces optional
 _RICH_FRAME = re.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
-_RICH_PATH = re.compile(r"^(\S+?\.pyx?):$")
-_RICH_REST = re.compile(r"^(\d+) in ([\w<>.]+)$")
+_RICH_FOLDED = re.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
+_RICH_PIECE = re.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
+_RICH_HEADER = "Traceback (most recent"
+_MAX_PATH = 1000
 _RICH_CODE = re.compile(r"^❱\s*\d+\s*│\s?(.*)$")
 _MAX_FRAMES = 40
 _MAX_MSG = 600
@@ -81,7 +85,7 @@ class _State:
         self.ipy = False  # the awaited code line is IPython's arrow line (context lines come before it)
         self.last: LogLine | None = None  # the last frame line seen
         self.rich = False  # inside rich's traceback box (its lines hold no gate word: every one is fed)
-        self.rich_path: str | None = None  # a frame's path wrapped after its ":", awaiting "N in func"
+        self.rich_path: str | None = None  # the pieces so far of a frame line rich folded, awaiting its " in func"
 
 
 class TracebackTracker:
@@ -123,18 +127,15 @@ class TracebackTracker:
         if line.raw.lstrip()[:1] == "╰":
             st.rich = False
             return True
-        m = _RICH_FRAME.match(stripped)
+        pieces, st.rich_path = st.rich_path, None
+        m = _RICH_FOLDED.match(pieces + stripped) if pieces else _RICH_FRAME.match(stripped)
         if m:
             self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3))).rich = True
             return True
-        m = _RICH_PATH.match(stripped)
-        if m:
-            st.rich_path = m.group(1)
-            return True
-        m = _RICH_REST.match(stripped)
-        if m and st.rich_path:
-            self._frame(key, st, line, Frame(st.rich_path, int(m.group(1)), m.group(2))).rich = True
-            st.rich_path = None
+        joined = (pieces or "") + stripped
+        if (_RICH_PIECE.match(joined) and (pieces or "/" in stripped or "\\" in stripped)
+                and len(joined) <= _MAX_PATH):
+            st.rich_path = joined
             return True
         m = _RICH_CODE.match(stripped)
         if m and st.frames:
@@ -167,10 +168,11 @@ class TracebackTracker:
         stripped = text.strip()
         if not stripped:
             return None
-        if _HEADER in text:
+        rich = "╭" in line.raw and _RICH_HEADER in text  # a narrow box cuts its title short
+        if rich or _HEADER in text:
             st = self._states[key] = _State()
             st.in_tb = True
-            st.rich = "╭" in line.raw
+            st.rich = rich
             return None
         if st is not None and st.rich:
             if self._rich(key, st, line, stripped):
