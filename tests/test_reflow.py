@@ -180,6 +180,34 @@ def test_one_exception_line_cut_mid_word_is_joined_alone():
     assert got[1:] == [(3, b""), (4, b"some other line that ends in a word"), (5, b"and goes on")]  # not an exception
 
 
+_DIV = (b"ValueError: The global train batch size (1 x 3) must be evenly divisible by the number of generations per",
+        b"prompt (8). Given the current train batch size, the valid values for the number of generations are: [3].")
+
+
+def test_an_exception_line_cut_between_two_words_gets_its_space_back():
+    # the raise-site index's words tell a cut between words ("per" | "prompt") from one inside a word
+    data = _DIV[0] + b"\n" + _DIV[1] + b"\n"
+    assert needs_reflow(data) == (0, 0)
+    assert [ln for _, ln in reflowed(data, 0, 0)] == [_DIV[0] + b" " + _DIV[1]]
+    inside = data.replace(b"generations per\nprompt", b"genera\ntions per prompt")
+    assert [ln for _, ln in reflowed(inside, 0, 0)] == [_DIV[0] + b" " + _DIV[1]]
+
+
+def test_an_exception_line_word_wrapped_with_its_space_kept_is_joined(tmp_path):
+    # an editor's or a browser's word wrap keeps the space it broke at
+    data = (b"Traceback (most recent call last):\n"
+            b'  File "/usr/lib/python3.10/site-packages/trl/trainer/grpo_trainer.py", line 512, in __init__\n'
+            b"    raise ValueError(\n" + _DIV[0] + b" \n" + _DIV[1] + b"\n")
+    assert needs_reflow(data) == (0, 0)
+    assert [ln for _, ln in reflowed(data, 0, 0)][-1] == _DIV[0] + b" " + _DIV[1]
+    (tmp_path / "p.log").write_bytes(data)
+    first = analyze([str(tmp_path / "p.log")]).findings[0]
+    assert (first.rule_id, first.category) == ("GD101", "batch-divisibility")
+    # a new sentence after a line that ends in a space is not a continuation, nor is a short line
+    assert needs_reflow(_DIV[0] + b" \nThe next line is a sentence of its own.\n") is None
+    assert needs_reflow(b"ValueError: a short message \nthat goes on\n") is None
+
+
 def test_an_exception_line_followed_by_a_frame_or_a_log_record_is_not_cut():
     assert needs_reflow(b"RuntimeError: a long message that happens to end in a word at the end of it all ok\n"
                         b'  File "x.py", line 1, in f\n') is None

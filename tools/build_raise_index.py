@@ -40,10 +40,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # doctor.classify.raise_store: the file format, shared with the reader
+    sys.path.append(str(ROOT))  # doctor.classify.raise_store (the file format) and doctor.sources.message_words
 from raise_index_ast import sites as file_sites
 
 from doctor.classify import raise_store
+from doctor.sources import message_words
 
 DEFAULT_LIST = HERE / "raise_index_packages.toml"
 DEFAULT_OUT = ROOT / "doctor" / "data" / "raise_sites.idx"
@@ -232,6 +233,12 @@ def convert(path: Path) -> tuple[bytes, dict]:
     return raise_store.encode(meta, rows), meta
 
 
+def _write_words(index_path: Path) -> None:
+    """The message words beside the index (doctor/sources/message_words.py reads them to mend wrapped messages)."""
+    rows = raise_store.Store.open(index_path).rows()
+    index_path.with_name(message_words.WORDS_FILE.name).write_bytes(message_words.words_of_index(r[6] for r in rows))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--packages", type=Path, default=DEFAULT_LIST)
@@ -244,12 +251,14 @@ def main(argv: list[str] | None = None) -> int:
         data, meta = convert(a.convert)
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_bytes(data)
+        _write_words(a.out)
         print(f"{a.out}: {len(data)} bytes, {sum(meta['sites_per_package'].values())} sites, converted from "
               f"{a.convert}")
         return 0
     data, meta = build(a.packages, a.jobs)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_bytes(data)
+    _write_words(a.out)
     dt = time.perf_counter() - t0
     print(f"{a.out}: {len(data)} bytes, {sum(meta['sites_per_package'].values())} sites from {meta['releases']} "
           f"releases ({meta['files_read']} files) in {dt:.0f} s; {meta['dropped_generic']} generic and "

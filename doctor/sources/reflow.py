@@ -14,6 +14,8 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
+from doctor.sources.message_words import between_words
+
 MAX_REFLOW = 4 * 1024 * 1024  # bytes: larger inputs are programs' logs, read as they are
 MIN_WIDTH, MAX_WIDTH = 60, 400
 # a line that opens a record of its own: never the continuation of a wrapped line
@@ -155,6 +157,7 @@ EXC_WRAP = 0  # the width that says: join only exception lines cut mid-word with
 WORD_WRAP = -2  # the same, in a paste that rich word-wrapped (box-drawn traceback): the cut was at a space
 _RICH_BOX = "│".encode()
 MIN_CUT = 30  # a line shorter than this was not wrapped by a text box
+SPACE_CUT = 60  # nor one this short that ends in a space: editors and browsers wrap prose at 72 columns or more
 MAX_PASTE = 128 * 1024  # bytes: a single cut exception line is looked for in pastes, not in programs' own logs
 
 
@@ -165,6 +168,18 @@ def _word_end(line: bytes, nxt: bytes = b"") -> bool:
         return False
     last = line[-1:]
     return last.isalpha() or last == b"_" or (last.isdigit() and nxt[:1].isdigit() or last.isdigit() and nxt[:1] == b".")
+
+
+def _space_end(line: bytes) -> bool:
+    """A long line that ends in one space after a word: an editor's or a browser's word wrap keeps the space it broke
+    at (padding to a terminal's width leaves many)."""
+    return len(line) >= SPACE_CUT and line[-1:] == b" " and line[-2:-1] not in (b" ", b"")
+
+
+def _cut(line: bytes, nxt: bytes) -> bool:
+    """``line`` was cut where ``nxt`` goes on: inside a word, or at a space kept at its end before a lower-case word or
+    a number (a new sentence or a record starts with a capital)."""
+    return _word_end(line, nxt) or _space_end(line) and (nxt[:1].islower() or nxt[:1].isdigit())
 
 
 def _goes_on(line: bytes) -> bool:
@@ -182,7 +197,7 @@ def cut_exception(line: bytes, nxt: bytes) -> bool:
         return bool(_FRAME_REST.match(nxt))
     if _FRAME_NO_FUNC.match(line):
         return bool(_FUNC_REST.match(nxt))
-    return _word_end(line, nxt) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
+    return _cut(line, nxt) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
 
 
 def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
@@ -234,9 +249,11 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
                         yield start, pending.rstrip() + b" " + ln.strip()
                         pending = None
                         continue
-                elif _goes_on(ln) and _word_end(pending, ln):
-                    pending += (b" " if width == WORD_WRAP else b"") + ln
-                    if _word_end(ln) and len(pending) < 4 * MAX_WIDTH:
+                elif _goes_on(ln) and _cut(pending, ln):
+                    # rich wraps at a space; a plain paste may have cut inside a word or between two
+                    sep = width == WORD_WRAP or pending[-1:] != b" " and between_words(pending, ln)
+                    pending += (b" " if sep else b"") + ln
+                    if (_word_end(ln) or _space_end(ln)) and len(pending) < 4 * MAX_WIDTH:
                         continue  # cut again: the message goes on on the next line
                     yield start, pending
                     pending = None
@@ -250,7 +267,7 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
             yield start, pending
             pending = None
         if width in (EXC_WRAP, WORD_WRAP):
-            if (_word_end(ln) or len(ln) >= MIN_CUT and ln[-1:].isdigit()) and _EXC_LINE.match(ln) or \
+            if (_word_end(ln) or _space_end(ln) or len(ln) >= MIN_CUT and ln[-1:].isdigit()) and _EXC_LINE.match(ln) or \
                     _FRAME_OPEN.match(ln) or _FRAME_NO_FUNC.match(ln):
                 pending, start = ln, number  # a number last: joined only if the next line goes on with digits
             else:
