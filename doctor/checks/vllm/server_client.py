@@ -6,7 +6,9 @@ The clients' own raise sites: trl 0.29.1 trl/generation/vllm_client.py (`check_s
 reached at {url} after {t} seconds"; every route: "Request failed: {status}, {text}"), ms-swift 4.6
 swift/rlhf_trainers/vllm_client.py ("Servers not reachable after {t}s", "Server {i} failed: {status}, {text}",
 "Server {i} init failed / update failed: {text}"); below them requests' ConnectionError (refused: nothing listens)
-and ReadTimeout (the server accepted but did not answer in time).
+and ReadTimeout (the server accepted but did not answer in time); urllib3's ProtocolError ("Connection aborted.", with
+http.client's RemoteDisconnected or a reset), which requests raises as ConnectionError, and requests'
+ChunkedEncodingError: the server closed the connection while the call was in flight.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ _URL = re.compile(r"https?://(?P<host>[\w.\-\[\]:]+?):(?P<port>\d{2,5})")
 _POOL = re.compile(r"host='(?P<host>[^']+)', port=(?P<port>\d+)")
 _STATUS = re.compile(r"(?:Request failed|Server \d+(?: \w+)? failed):? (?P<code>\d{3})\b|(?P<code2>\d{3}) (?:Client|Server) Error")
 _OWN = re.compile(r"can't be reached|not reachable|Request failed|Server \d+")
+_DROPPED = re.compile(r"Connection aborted|RemoteDisconnected|Remote end closed|Connection reset|IncompleteRead|"
+                      r"ChunkedEncodingError|Connection broken")
 _ROUTE = re.compile(r"for url: \S+?:\d+(?P<route>/[\w/\-]*)|url: (?P<route2>/[\w/\-]*)")
 
 
@@ -32,6 +36,8 @@ def _stage(text: str, etype: str) -> str:
     code = (s.group("code") or s.group("code2")) if s else None
     if code:
         return code
+    if _DROPPED.search(text) or _DROPPED.search(etype):
+        return "dropped"
     if "Timeout" in etype or "timed out" in text:
         return "timeout"
     if "refused" in text or "NewConnectionError" in text or "Failed to establish" in text:
@@ -77,6 +83,17 @@ def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                f"{hostport}.",
                "curl answers but the trainer does not: a proxy in the trainer's environment intercepts the call; "
                "unset http_proxy/https_proxy or add the server's host to no_proxy in the trainer's shell.")
+    elif stage == "dropped":
+        before = (f" The log holds {ctx.metrics_steps} metric row(s) of training steps before it: the server had "
+                  f"answered earlier calls." if ctx.metrics_steps else "")
+        msg = (f"The rollout server at {at} closed the connection while the trainer's request was in flight (no "
+               f"answer came back).{before} The trainer only saw the connection drop: the server process died, was "
+               f"killed or restarted while it handled the call, and its own log holds the cause.")
+        fix = ("Read the end of the server's log (the terminal or file of the server process): its last lines before "
+               "the drop name the failure (an out-of-memory, an engine error); `dmesg -T | grep -i kill` on the "
+               "server's host shows whether the kernel's OOM killer ended it.",
+               f"Start the server again ({serve}), then restart the trainer from its last checkpoint: its weight-sync "
+               f"group was joined with the server process that is gone.")
     elif stage == "timeout":
         msg = (f"The rollout server at {at} accepted the request but did not answer in time: generation (or a "
                f"weight update) took longer than the client waits.")
