@@ -48,13 +48,17 @@ def _user_plugin_match(path: str, plugins: list[str]) -> bool:
 
 def reward_frames(exc: ExceptionInfo, plugins: list[str]) -> tuple[int | None, list[Frame]]:
     """(index of the frame that calls the reward function, the frames inside reward code)."""
+    return _reward_frames(exc.frames, plugins)
+
+
+def _reward_frames(frames: tuple[Frame, ...], plugins: list[str]) -> tuple[int | None, list[Frame]]:
     call_idx = None
-    for i, fr in enumerate(exc.frames):
+    for i, fr in enumerate(frames):
         if fr.func in _CALL_FUNCS or any(c in fr.code for c in _CALL_CODE):
             call_idx = i
     inside: list[Frame] = []
     start = call_idx + 1 if call_idx is not None else 0
-    for fr in exc.frames[start:]:
+    for fr in frames[start:]:
         p = fr.path.replace("\\", "/")
         if call_idx is not None or any(m in p for m in _REWARD_PATHS) or _user_plugin_match(p, plugins):
             inside.append(fr)
@@ -128,7 +132,7 @@ class RewardFunctionRaised(Rule):
                 chosen = (exc, call_idx, inside, callee)
                 break
         if chosen is None:
-            return []
+            return self._cut(ctx, plugins)
         exc, call_idx, inside, callee = chosen
         same = [e for e in self.hits if e.type == exc.type and e.message == exc.message]
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
@@ -216,3 +220,31 @@ class RewardFunctionRaised(Rule):
                        f"the same bad rows fail everywhere.")
         return [self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                           count=len(same), ranks=ranks, seq=exc.seq)]
+
+    def _cut(self, ctx: RunState, plugins: list[str]) -> list[Finding]:
+        """The log ends inside a traceback, before its exception line, whose innermost frames are a reward function
+        the trainer called: the failure was raised in (or below) that reward, the exception is not in the excerpt."""
+        if ctx.exceptions or not ctx.open_tracebacks:
+            return []
+        line, frames = max(ctx.open_tracebacks, key=lambda t: (t[0].seq, len(t[1])))
+        call_idx, inside = _reward_frames(frames, plugins)
+        if call_idx is None or not inside:
+            return []
+        caller, last = frames[call_idx], frames[-1]
+        own = [f for f in inside if "site-packages" not in f.path and "dist-packages" not in f.path]
+        top = own[0] if own else inside[0]
+        code = f", at `{last.code.strip()[:120]}`" if last.code else ""
+        deepest = ("where the stack stops" if last is top else
+                   f"the innermost frame is {_short(last.path)}:{last.lineno} in {last.func}")
+        msg = (f"The log ends inside a traceback, before its exception line (the paste or the file was cut). Its "
+               f"frames run from the trainer's reward call ({caller.func}) into the reward function {top.func} "
+               f"({_short(top.path)}:{top.lineno}), {deepest}{code}. So the failure was raised while that reward "
+               f"scored completions; which exception it was is not in the excerpt.")
+        fix = ["Find the exception line after this traceback in the full log (the `SomeError: message` line): it "
+               "says what the reward tripped on.",
+               f"Reproduce it offline: call {top.func} on a few logged completions with the dataset's columns as "
+               f"keyword arguments; a reward must return one float (or None) per completion."]
+        if plugins:
+            fix.append(f"Reward plugin file of this run: {', '.join(plugins)}.")
+        return [self.make(message=msg, fix=fix, evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+                          seq=line.seq, confidence="likely")]
