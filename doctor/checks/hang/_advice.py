@@ -57,10 +57,16 @@ def phase_fix(p: _Progress, phase: str | None, run: RunConfig, a: dict[str, Any]
         fix.append("Stuck preparing the dataset: with --dataset_num_proc > 1 a worker can hang or be killed; "
                    "try --dataset_num_proc 1, and check that every rank sees the same dataset files.")
     elif phase in ("trainer-init", "vllm-init"):
-        if use_vllm and mode != "server":
+        # the engine's own lines show it is used when the arguments were not read (an excerpt without the command)
+        engine_seen = phase == "vllm-init" or bool(p.vllm_lines)
+        if (use_vllm or engine_seen and "use_vllm" not in run.args) and mode != "server":
             fix.extend(_vllm_colocate_fix(run, tp, tp_flag, gm, gm_flag, world, vis, ds, offl, mpx))
         elif use_vllm:
             fix.append("Server mode: the trainer only connects to `swift rollout`; check the rollout server's log.")
+        elif not run.args:
+            fix.append("No arguments of the run were read: this phase builds the reference model (unless beta is 0), "
+                       "any reward model and the reward functions, and the colocated vLLM engine when --use_vllm is "
+                       "set; the launch command tells which.")
         else:
             beta = run.args.get("beta")
             rm = run.args.get("reward_model")
@@ -150,7 +156,8 @@ def phase_fix(p: _Progress, phase: str | None, run: RunConfig, a: dict[str, Any]
 def _vllm_colocate_fix(run: RunConfig, tp: int | None, tp_flag: str, gm: Any, gm_flag: str, world: int | None,
                        vis: int | None, ds: str, offl: dict[str, Any], mpx: str | None) -> list[str]:
     fix = []
-    gm_txt = f"{gm_flag} is {gm}" if gm is not None else f"{gm_flag} is the default 0.9"
+    gm_txt = (f"{gm_flag} is {gm}" if gm is not None else f"{gm_flag} is the default 0.9" if run.args else
+              f"{gm_flag} was not read from the run (ms-swift's default: 0.9)")
     sleep = ", and use --sleep_level 1 to free it during training" if flag_in_version(run, "sleep_level") else ""
     mmb = flag_in_version(run, "move_model_batches")
     fix.append(f"Colocated vLLM shares each GPU with training: {gm_txt}; lower it (e.g. 0.4-0.5) so the engine "

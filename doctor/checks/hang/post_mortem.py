@@ -13,6 +13,7 @@ those), and when the input is not a training console log (a pasted error line, a
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...engine.state import RunState
@@ -25,6 +26,9 @@ from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, LINE_WORDS, PHASE_TEXT, VLLM_ORIGINS, _Progress, _Thread, classify_frames
 from .interrupted import STARTUP_FIX, STARTUP_WHERE, dump_startup_phase, interrupted_at_start, message_and_fix
 from .live import live_finding
+
+# Lib/warnings.py formatwarning: "{filename}:{lineno}: {category}: {message}", the source line after it
+_WARNING_LINE = re.compile(r"\.py:\d+: \w*Warning: ")
 
 
 class HangCheck(Rule):
@@ -81,7 +85,7 @@ class HangCheck(Rule):
             phase, seq = "training", self.p.metrics_seq
         if self.p.vllm_lines:
             v = self.p.vllm_lines[-1]
-            if v.seq > seq and phase in ("trainer-init", "vllm-init", "model-loaded"):
+            if v.seq > seq and phase in ("model-load", "trainer-init", "vllm-init", "model-loaded"):
                 phase, seq = "vllm-init", v.seq
             elif v.seq > seq and phase in ("first-step", "training"):
                 seq = v.seq  # generation during a step: same phase, later progress
@@ -159,6 +163,9 @@ class HangCheck(Rule):
         for p in paths:
             tail = ctx.tails.get(p)
             if tail:
+                # CPython's warnings print the warning, then its source line indented: the warning says more
+                if len(tail) > 1 and tail[-1].text[:1].isspace() and _WARNING_LINE.search(tail[-2].text):
+                    return tail[-2]
                 return tail[-1]
         return None
 
