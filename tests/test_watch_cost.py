@@ -51,3 +51,26 @@ def test_catalog_cache_gives_what_the_toml_gives(tmp_path: Path, monkeypatch) ->
     got = registry._parsed(files)
     assert got[0]["title"] == "edited" and got[1:] == want[1:]
     assert len(list((tmp_path / "cache" / "grpo-doctor").glob("rules-*.json"))) == 2
+
+
+def test_watch_detects_the_framework_once_per_evaluation(tmp_path: Path) -> None:
+    """A report's findings and its run block name the framework from one detection (framework_of reads the logs'
+    heads for the final report): framework_of runs once per evaluation of the findings, not once more per report."""
+    code = ("import sys, atexit, doctor.analyze as a, doctor.live.reporting as r\n"
+            "n = {'fw': 0, 'eval': 0}\n"
+            "orig, find = a.framework_of, r.Reporting._findings\n"
+            "def fw(*x, **k):\n    n['fw'] += 1\n    return orig(*x, **k)\n"
+            "def fi(*x, **k):\n    n['eval'] += 1\n    return find(*x, **k)\n"
+            "a.framework_of, r.Reporting._findings = fw, fi\n"
+            "atexit.register(lambda: print('counts', n['fw'], n['eval'], file=sys.stderr))\n"
+            "from doctor.cli import main\nsys.argv[0] = 'grpo-doctor'\nmain()\n")
+    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
+                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", ROWS],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"counts (\d+) (\d+)", p.stderr)
+    assert m, p.stderr[-2000:]
+    detections, evaluations = int(m.group(1)), int(m.group(2))
+    assert evaluations >= 1 and detections == evaluations, (detections, evaluations)
+    rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
+    assert "framework_source" in rep["run"]

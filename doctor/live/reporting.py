@@ -16,7 +16,14 @@ _POSTMORTEM_ONLY = {"GD320", "GD321"}
 class Reporting:
     """Mixin of Watch (doctor/live/supervisor.py)."""
 
+    def _framework(self, final: bool) -> dict:
+        """The framework as analyze detects it (the heads of the logs are read for the final report only: a file read
+        at every refresh would cost the run CPU)."""
+        from ..analyze import framework_of
+        return framework_of(self.session, list(self.inputs) if final else None)
+
     def _findings(self, final: bool, hung: bool = False) -> list:
+        self.report_framework: dict | None = None  # detected once after the versions are narrowed; _report reuses it
         try:
             # where the errors come from (doctor/classify/provenance.py), as analyze does
             from ..classify import provenance
@@ -27,10 +34,9 @@ class Reporting:
             self.session.run.inferred_versions = prov.narrow()
             found = prov.annotate(self.session.finish())
             # the fixes in the terms of the framework that ran (doctor/swift/terms.py), detected as analyze detects it
-            # (the heads of the logs read for the final report only: a file read at every refresh costs the run CPU)
-            from ..analyze import framework_of
             from ..swift.terms import in_terms
-            found = in_terms(found, framework_of(self.session, list(self.inputs) if final else None)["framework"])
+            self.report_framework = self._framework(final)
+            found = in_terms(found, self.report_framework["framework"])
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
             found = []
@@ -54,16 +60,14 @@ class Reporting:
             if f.fix:
                 say(f"  fix: {f.fix[0]}")
 
-    def _run_info(self, status: str, code: int | None, final: bool = False) -> dict:
+    def _run_info(self, status: str, code: int | None, final: bool = False, framework: dict | None = None) -> dict:
         info = self.session.run.summary() if self.session is not None else {
             "framework": None, "framework_version": None, "args": {}, "world_size": None}
         if self.session is not None:
-            from ..analyze import framework_of
             from ..classify.provenance import summarize
             # the framework as analyze detects it (the command, frames, log lines, versions), not RunConfig's
-            # "ms-swift" default: a TRL script under watch was reported as ms-swift. The heads of the logs are
-            # read for the final report only (a file read at every refresh would cost the run CPU)
-            info.update(framework_of(self.session, list(self.inputs) if final else None))
+            # "ms-swift" default: a TRL script under watch was reported as ms-swift
+            info.update(framework or self._framework(final))
             summarize(info, self.session.run.inferred_versions)
         sampled = self.gpus.result() if getattr(self, "gpus", None) is not None else None
         if sampled is not None:
@@ -85,8 +89,8 @@ class Reporting:
         findings = self._findings(final, hung)
         if self.first_error_time is None and any(f.severity >= Severity.error for f in findings):
             self.first_error_time = time.time()
-        return Report(__version__, list(self.inputs), self._run_info(self.status, getattr(self, "exit_code", None), final),
-                      findings)
+        info = self._run_info(self.status, getattr(self, "exit_code", None), final, self.report_framework)
+        return Report(__version__, list(self.inputs), info, findings)
 
     def _alert(self, event: str, text: str) -> None:
         """--notify / --notify-cmd (doctor/live/notify.py); never raises, never waits."""
