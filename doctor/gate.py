@@ -8,8 +8,8 @@ of it, so searching again from that start + 1 visits every occurrence; the words
 one are added through a closure table. ``GRPO_DOCTOR_MATCHER=re`` forces the pure-Python engine.
 
 Compiling ~250 words takes Hyperscan about a second, so compiled databases are cached under
-``$XDG_CACHE_HOME/grpo-doctor`` (keyed by the patterns and the Hyperscan version); an unwritable cache
-only costs the compile.
+``$XDG_CACHE_HOME/grpo-doctor`` (cachefiles.py; keyed by the patterns and the Hyperscan version); an unwritable
+cache only costs the compile.
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
+
+from . import cachefiles
 
 T = TypeVar("T")
 
@@ -42,11 +44,6 @@ def hs_literal(word: bytes) -> bytes:
                     for c in word)
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "grpo-doctor")
-
-
 def hs_database(exprs: list[bytes]) -> Any:
     """A block-mode Hyperscan database of ``exprs`` (id = index), from the cache when it is there."""
     import hashlib
@@ -54,29 +51,16 @@ def hs_database(exprs: list[bytes]) -> Any:
     import hyperscan
 
     key = hashlib.sha256(b"\0".join(exprs) + repr(getattr(hyperscan, "__version__", "")).encode()).hexdigest()[:24]
-    path = os.path.join(_cache_dir(), f"hs-{key}.db")
-    try:
-        with open(path, "rb") as f:
-            return hyperscan.loadb(f.read(), hyperscan.HS_MODE_BLOCK)
-    except Exception:  # absent, unreadable, or from another Hyperscan build
-        pass
+    data = cachefiles.read(cachefiles.HS, key)
+    if data is not None:
+        try:
+            return hyperscan.loadb(data, hyperscan.HS_MODE_BLOCK)
+        except Exception:  # from another Hyperscan build, or cut short
+            pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=0)
-    _cache_write(path, hyperscan.dumpb(db))
+    cachefiles.write(cachefiles.HS, key, hyperscan.dumpb(db))
     return db
-
-
-def _cache_write(path: str, data: bytes) -> None:
-    """Write a cache file atomically (readers see the old file or the whole new one); an unwritable cache
-    only costs the work it would have saved."""
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,10 +94,12 @@ def cached_words() -> frozenset[str] | None:
     """The trigger words of the whole catalog as the last run of this very code stored them, or None."""
     import json
 
+    data = cachefiles.read(cachefiles.WORDS, _code_key())
+    if data is None:
+        return None
     try:
-        with open(os.path.join(_cache_dir(), f"words-{_code_key()}.json"), encoding="utf-8") as f:
-            words = json.load(f)
-    except (OSError, ValueError):
+        words = json.loads(data)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
         return None
@@ -125,9 +111,12 @@ def store_words(words: Iterable[str]) -> None:
     unwritable cache only costs that head start."""
     import json
 
-    path = os.path.join(_cache_dir(), f"words-{_code_key()}.json")
-    if not os.path.exists(path):
-        _cache_write(path, json.dumps(sorted(words)).encode("utf-8"))
+    key = _code_key()
+    path = os.path.join(cachefiles.cache_dir(), cachefiles.WORDS.name(key))
+    if os.path.exists(path):
+        cachefiles.mark_used(path)
+    else:
+        cachefiles.write(cachefiles.WORDS, key, json.dumps(sorted(words)).encode("utf-8"))
 
 
 def trie_pattern(words: Iterable[str]) -> str:

@@ -253,11 +253,11 @@ def _load_one(path: Path, data: dict[str, Any] | None = None) -> RuleMeta:
     )
 
 
-# the parsed rule files, cached as JSON beside gate.py's caches ($XDG_CACHE_HOME/grpo-doctor), under a key made of
-# every file's name and bytes: parsing the ~160 TOML files with tomllib cost ~0.1 s of CPU at every start of every
-# command (a sixth of `watch -- true`); reading and hashing them and loading the JSON costs ~0.01 s. The checks
-# below (keys, ids, categories) still run on the parsed data at every load; an edited, added or removed file gives
-# a new key, and an unreadable or unwritable cache only costs the parse
+# the parsed rule files, cached as JSON beside gate.py's caches (cachefiles.py), under a key made of every file's name
+# and bytes: parsing the ~160 TOML files with tomllib cost ~0.1 s of CPU at every start of every command (a sixth of
+# `watch -- true`); reading and hashing them and loading the JSON costs ~0.01 s. The checks below (keys, ids,
+# categories) still run on the parsed data at every load; an edited, added or removed file gives a new key (the
+# write prunes the older ones), and an unreadable or unwritable cache only costs the parse
 _PARSED_CACHE_VERSION = 1
 
 
@@ -266,9 +266,8 @@ def _parsed(files: list[Path]) -> list[dict[str, Any] | None]:
     (``_load_one`` parses it again and raises its CatalogError in catalog order, as without a cache)."""
     import hashlib
     import json
-    import os
 
-    from .gate import _cache_dir, _cache_write
+    from . import cachefiles
 
     raws = []
     h = hashlib.sha256(f"{_PARSED_CACHE_VERSION}\0{sys.version_info[:2]}".encode())
@@ -280,14 +279,15 @@ def _parsed(files: list[Path]) -> list[dict[str, Any] | None]:
         raws.append(raw)
         h.update(f"\0{p.parent.name}/{p.name}\0{len(raw)}\0".encode("utf-8", "surrogatepass"))
         h.update(raw)
-    path = os.path.join(_cache_dir(), f"rules-{h.hexdigest()[:24]}.json")
-    try:
-        with open(path, "rb") as f:
-            cached = json.loads(f.read())
-        if isinstance(cached, list) and len(cached) == len(files) and all(isinstance(d, dict) for d in cached):
-            return cached
-    except (OSError, ValueError, RecursionError):
-        pass
+    key = h.hexdigest()[:24]
+    data = cachefiles.read(cachefiles.RULES, key)
+    if data is not None:
+        try:
+            cached = json.loads(data)
+            if isinstance(cached, list) and len(cached) == len(files) and all(isinstance(d, dict) for d in cached):
+                return cached
+        except (ValueError, RecursionError):
+            pass
     datas: list[dict[str, Any] | None] = []
     for p, raw in zip(files, raws):
         try:
@@ -300,7 +300,7 @@ def _parsed(files: list[Path]) -> list[dict[str, Any] | None]:
         # only what JSON gives back unchanged (a TOML date or time would come back a string: not cached)
         text = json.dumps(datas, ensure_ascii=False)
         if json.loads(text) == datas:
-            _cache_write(path, text.encode("utf-8", "surrogatepass"))
+            cachefiles.write(cachefiles.RULES, key, text.encode("utf-8", "surrogatepass"))
     except (TypeError, ValueError):
         pass
     return datas

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,8 +15,16 @@ os.environ.setdefault("NO_COLOR", "1")
 # the user's own ~/.config/grpo-doctor/config.toml (doctor/settings.py) must not shape the suite's reports; an empty
 # folder outside the tree (Chromium, started by the HTML tests, writes its own settings under XDG_CONFIG_HOME)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="grpo-doctor-tests-config-")
+# the caches a run writes (doctor/cachefiles.py) go to this session's own folder, not the user's ~/.cache: set before
+# any test module is collected (some load the catalog at import) and inherited by the subprocesses tests start
+SESSION_CACHE = tempfile.mkdtemp(prefix="grpo-doctor-tests-cache-")
+os.environ["XDG_CACHE_HOME"] = SESSION_CACHE
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(SESSION_CACHE, ignore_errors=True)
 
 
 def drain_pty(master: int) -> bytes:

@@ -1,9 +1,14 @@
 """The suite passes in a clone that has nothing beside it: no test reads ../shared or another path outside
-the repository (DESIGN.md, Testing)."""
+the repository (DESIGN.md, Testing), and none writes to the user's home cache."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+from conftest import SESSION_CACHE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,3 +30,24 @@ def test_copied_real_logs_have_their_provenance():
     for case in sorted(p.name for p in (ROOT / "fixtures" / "real-swift").iterdir() if p.is_dir()):
         assert case in readme, f"fixtures/real-swift/{case} has no provenance line"
         assert (ROOT / "fixtures" / "real-swift" / case / "log.txt").is_file()
+
+
+def test_a_run_under_the_suite_writes_its_cache_in_the_session_folder(tmp_path: Path) -> None:
+    """A run started by a test (here a subprocess, as the CLI tests start it) writes the parsed rule files under the
+    session's own cache folder; with HOME pointed at an empty folder, nothing appears under its ~/.cache."""
+    from doctor.cachefiles import RULES
+
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    assert cache == Path(SESSION_CACHE)
+    assert not cache.resolve().is_relative_to((Path.home() / ".cache").resolve())
+    folder = cache / "grpo-doctor"
+    for p in folder.glob("rules-*.json"):
+        p.unlink()                       # written by earlier tests: the run below must write its own
+    home = tmp_path / "home"
+    home.mkdir()
+    p = subprocess.run([sys.executable, "-c", "from doctor.cli import main; main()", "analyze", "--isolated",
+                        "-f", "json", str(ROOT / "fixtures" / "logs" / "real-grpo-lora-healthy")],
+                       env=dict(os.environ, HOME=str(home)), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert [p.name for p in folder.iterdir() if RULES.owns(p.name)]
+    assert not (home / ".cache").exists()

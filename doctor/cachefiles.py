@@ -1,0 +1,102 @@
+"""The cache folder, ``$XDG_CACHE_HOME/grpo-doctor`` (default ``~/.cache/grpo-doctor``), and its files: compiled
+Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files (registry.py).
+
+Every file there is a speed-up only: one that cannot be read, written or pruned costs the work it would have saved,
+never the run. Each kind is named ``<prefix>-<24 hex digits><suffix>``, the digits a key of what the file holds, so
+every new release, edited rule or other Hyperscan build adds a file; each write therefore prunes its own kind to the
+few most recently used (a read refreshes a file's mtime, so a file in use stays among them). Nothing else in the
+folder is touched: not another kind's files, not a name outside the pattern, not a symlink or what it points to.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+
+
+class Kind(NamedTuple):
+    prefix: str
+    suffix: str
+    keep: int   # how many files of this kind a write leaves, the one it wrote included
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}-{key}{self.suffix}"
+
+    def owns(self, name: str) -> bool:
+        return re.fullmatch(rf"{re.escape(self.prefix)}-[0-9a-f]{{24}}{re.escape(self.suffix)}", name) is not None
+
+
+# one analyze or watch compiles three databases (the gate's words, the line matchers, the quiet forms), and a
+# --select or --ignore run others: room for a few catalog versions of each
+HS = Kind("hs", ".db", 16)
+WORDS = Kind("words", ".json", 4)
+RULES = Kind("rules", ".json", 4)
+
+
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "grpo-doctor")
+
+
+def read(kind: Kind, key: str) -> bytes | None:
+    """The bytes of the cached file, or None when it is absent or unreadable; a file read is marked as just used."""
+    path = os.path.join(cache_dir(), kind.name(key))
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    mark_used(path)
+    return data
+
+
+def mark_used(path: str) -> None:
+    """Refresh the file's mtime: pruning keeps the most recently used files, not the most recently written."""
+    try:
+        os.utime(path)
+    except OSError:  # a read-only cache: pruning may then drop a file still in use, which only costs its rebuild
+        pass
+
+
+def write(kind: Kind, key: str, data: bytes) -> None:
+    """Write the file atomically (readers see the old file or the whole new one), then prune its kind."""
+    folder = cache_dir()
+    name = kind.name(key)
+    path = os.path.join(folder, name)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return
+    prune(kind, folder, name)
+
+
+def prune(kind: Kind, folder: str, keep_name: str) -> None:
+    """Delete the regular files of ``kind`` in ``folder`` beyond its ``keep`` most recently used, never
+    ``keep_name`` (the file just written, whatever the clock says of it)."""
+    try:
+        with os.scandir(folder) as it:
+            found = []
+            for e in it:
+                if e.name == keep_name or not kind.owns(e.name):
+                    continue
+                try:
+                    if e.is_file(follow_symlinks=False):
+                        found.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
+                except OSError:
+                    continue
+    except OSError:
+        return
+    found.sort(reverse=True)
+    for _, name in found[max(0, kind.keep - 1):]:
+        try:
+            os.unlink(os.path.join(folder, name))   # unlink removes the entry itself, never what a link points to
+        except OSError:  # already gone (another process pruned it) or not ours to delete
+            pass
