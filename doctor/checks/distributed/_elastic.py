@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from ...signals import LogLine
 from ...values import as_int
 
-_AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+# torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: {code}) local_rank: {rank} (pid: {pid}) of
+# binary: {bin}"; a paste may end before the pid
+_AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)(?: \(pid: (\d+)\))?")
 _FIELD = re.compile(r"^\s*(rank|exitcode|error_file|traceback|msg)\s*:\s*(.*)$")
 _RANK_FIELD = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
 _EXIT_FIELD = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
@@ -43,7 +45,7 @@ class ElasticBlock:
 
     def __init__(self) -> None:
         self.failures: list[Failure] = []
-        self.agent: list[tuple[int, int, int, LogLine]] = []  # exitcode, local_rank, pid, line
+        self.agent: list[tuple[int, int, int | None, LogLine]] = []  # exitcode, local_rank, pid, line
         self.header: LogLine | None = None
         self.nccl_abort = False  # the NCCL watchdog aborted a process (its SIGABRT is then a consequence)
         self._section: str | None = None
@@ -54,7 +56,7 @@ class ElasticBlock:
         if "failed (exitcode:" in text:
             m = _AGENT_FAILED.search(text)
             if m:
-                self.agent.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), line))
+                self.agent.append((int(m.group(1)), int(m.group(2)), as_int(m.group(3)), line))
             return
         if "ChildFailedError" in text:
             if "ChildFailedError:" in text or text.rstrip().endswith("ChildFailedError"):

@@ -28,6 +28,9 @@ _KILLED_PATTERNS = [
 ]
 
 
+# ray's raylet (node_manager.cc): "To see more information about the Workers killed on this node, use `ray logs
+# raylet.out -ip 10.0.0.1`"
+_RAY_LOGS = re.compile(r"ray logs raylet\.out -ip ([\w.:\-]+)")
 _TRAIN_BAR = re.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
 
 
@@ -83,6 +86,7 @@ class HostOomKilled(Rule):
         if elastic_kill:
             ev.extend(evidence_of(a[3]) for a in self.block.agent[:1])
             ev.extend(evidence_of(l) for l in root.lines[:3])
+            ev = list(dict.fromkeys(ev))  # the agent's line is the root's when no summary block was printed
         dataloader_only = kinds and all(k == "dataloader" for k in kinds) and not elastic_kill
         # ray/_private/memory_monitor.py: the raylet kills a worker when the node's memory use passes
         # RAY_memory_usage_threshold (0.95 by default): the kill is Ray's, not the kernel's
@@ -117,8 +121,13 @@ class HostOomKilled(Rule):
                 msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
                        "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
         if ray_only:
-            fix = ["Ray's message lists the top memory users of the node: the biggest one (often the rollout or the "
-                   "actor workers holding batches, or a reward worker) is where to cut host memory; `ray memory` and "
+            ray_text = " ".join(l.text for n, l, _ in self.hits if n == "ray")
+            ip = _RAY_LOGS.search(ray_text)
+            where = f"`ray logs raylet.out -ip {ip.group(1)}` (named in Ray's message)" if ip else \
+                "`ray logs raylet.out -ip <node ip>`"
+            listed = "it lists" if "memory users" in ray_text else "Ray's OutOfMemoryError, where it is raised, lists"
+            fix = [f"Find what filled the node's memory: {where} shows each kill, and {listed} the top memory users "
+                   "(often the rollout or actor workers holding batches, or a reward worker); `ray memory` and "
                    "`free -g` during the run show the trend."]
         else:
             fix = ["Confirm it: `dmesg -T | grep -iE 'killed process|out of memory'` on the node (or the scheduler's "
