@@ -162,7 +162,8 @@ def test_attention_implementation_is_said_in_each_framework_own_terms():
 
 def test_dtype_and_reward_functions_outside_ms_swift():
     line = "Train in bfloat16 (--torch_dtype bfloat16), not float16, which overflows easily."
-    assert say(line, None) == "Train in bfloat16 (the model's dtype bfloat16), not float16, which overflows easily."
+    # an instruction, not the run's current setting (which the log may not show)
+    assert say(line, None) == "Train in bfloat16 (load the model with torch_dtype=bfloat16), not float16, which overflows easily."
     assert 'model_init_kwargs={"torch_dtype": "bfloat16"}' in say(line, "trl")
     funcs = "check that --reward_funcs is set"
     assert say(funcs, None) == "check that reward_funcs is set"

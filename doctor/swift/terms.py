@@ -321,7 +321,7 @@ _NEUTRAL: dict[str, str | None] = {
     "--train_type": "{v} training",
     "--deepspeed": "DeepSpeed {v}",
     "--attn_impl": "the model's attention implementation {v} (transformers: attn_implementation=\"{v}\")",
-    "--torch_dtype": "the model's dtype {v}",
+    "--torch_dtype": "load the model with torch_dtype={v}",
     "--reward_funcs": "reward_funcs",
     "--reward_weights": "reward_weights",
     "--target_modules": "the LoRA target_modules {v}",

@@ -19,7 +19,7 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
     fix: list[str] = []
     mgn = arg_float(run, "max_grad_norm")
     fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (assumed)'} -> 0.5 "
-               f"(the ms-swift GRPO best practice against collapse).")
+               f"(0.5 is what the ms-swift GRPO best practice uses against collapse).")
     lr = arg_float(run, "learning_rate") or lr_seen
     if lr:
         fix.append(f"Lower --learning_rate from {fmt(lr)} to {fmt(lr / 5)} (or use warmup: --warmup_ratio 0.05).")
