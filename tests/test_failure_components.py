@@ -164,3 +164,22 @@ def test_a_failed_cpu_allocation_is_host_memory_with_its_size_and_phase():
     cuda = run_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
                     "capacity of 79.19 GiB of which 3.06 MiB is free.\n")
     assert all(x.rule_id != "GD313" for x in cuda)
+
+
+def test_a_source_checkout_of_llamafactory_or_rllm_and_its_entry_script_are_not_the_users_code():
+    from doctor.classify.component import component, user_frames
+    from doctor.signals import Frame
+    assert component("E:/project/LLaMA-Factory/src/llmtuner/data/loader.py") == "LLaMA-Factory"
+    assert component("/app/LLaMA-Factory/src/llamafactory/train/tuner.py") == "LLaMA-Factory"
+    assert component("/home/u/rllm/rllm/trainer/verl/train_agent_ppo.py") == "rLLM"
+    stack = (Frame("/c1/LLaMA-Efficient-Tuning/src/train_bash.py", 14, "main"),
+             Frame("/c1/LLaMA-Efficient-Tuning/src/llmtuner/tuner/ppo/trainer.py", 172, "get_inputs"),
+             Frame("/home/u/my_reward.py", 3, "score"))
+    assert [f.func for f in user_frames(stack)] == ["score"]
+    # started from the checkout: its entry script printed relative to it
+    relative = (Frame("src/train_bash.py", 5, "main"),) + stack[1:2]
+    assert user_frames(relative) == []
+    # a script of the user's beside an installed LLaMA-Factory stays theirs
+    installed = (Frame("/home/u/train.py", 9, "main"),
+                 Frame("/usr/lib/python3.10/site-packages/llamafactory/train/tuner.py", 50, "run_exp"))
+    assert [f.func for f in user_frames(installed)] == ["main"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..signals import ExceptionInfo, Frame
 from ..sources.traceback import CUT
+from ..swift.framework import is_library_path
 
 # package directory -> component name shown to the user
 PACKAGES = {
@@ -15,8 +16,12 @@ PACKAGES = {
     "peft": "peft", "accelerate": "accelerate", "unsloth": "unsloth", "unsloth_zoo": "unsloth", "torch": "torch",
     "datasets": "datasets", "megatron": "Megatron", "hydra": "hydra", "flash_attn": "flash-attn",
     "verifiers": "verifiers", "ray": "ray", "starlette": "starlette", "uvicorn": "uvicorn", "fastapi": "fastapi",
-    "verl": "verl", "openrlhf": "OpenRLHF",
+    "verl": "verl", "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "llmtuner": "LLaMA-Factory",
+    "rllm": "rLLM",
 }
+# frameworks people run from a clone of their repository, under src/ (LLaMA-Factory: src/llamafactory, formerly
+# src/llmtuner) or a folder of the package's own name (rLLM: rllm/rllm/trainer/...)
+_SRC_CHECKOUTS = {"llamafactory": ("src",), "llmtuner": ("src",), "rllm": ("rllm",)}
 # frameworks run from their repository (and its forks: EasyR1 and TinyZero keep the package verl/): the package
 # directory followed by one of its own subpackages
 _CHECKOUT_SUBS = {"verl": {"trainer", "workers", "utils", "single_controller", "models", "third_party", "protocol.py",
@@ -47,6 +52,8 @@ def package_of(path: str) -> str | None:
     # a source checkout of a library (`pip install -e`): .../ms-swift/swift/trainers/..., .../vllm/vllm/...
     for i, part in enumerate(parts[:-1]):
         if part in _CHECKOUT_SUBS and parts[i + 1] in _CHECKOUT_SUBS[part]:
+            return part
+        if part in _SRC_CHECKOUTS and i > 0 and parts[i - 1] in _SRC_CHECKOUTS[part]:
             return part
         if part in ("swift", "trl", "vllm", "deepspeed", "transformers", "peft", "megatron") and i > 0:
             parent = parts[i - 1]
@@ -89,8 +96,33 @@ def deepest_library(frames: tuple[Frame, ...]) -> Frame | None:
     return None
 
 
+def _checkout_root(path: str) -> tuple[str, str] | None:
+    """(the folder of the repository clone a frame of a framework's source checkout lies in, the first folder inside
+    it): (".../LLaMA-Factory", "src") for .../LLaMA-Factory/src/llmtuner/data/loader.py; None for installed packages
+    and the user's own files."""
+    p = norm(path)
+    pkg = package_of(p)
+    if pkg is None or any(m in p for m in _SITE) or "/lib/python3" in p or pkg.startswith("<"):
+        return None
+    parts = p.split("/")
+    for i in range(len(parts) - 2, 0, -1):  # the innermost folder of that name: rllm/rllm/trainer is the package's
+        if parts[i] == pkg:
+            at = i - 1 if parts[i - 1] == "src" else i
+            return ("/".join(parts[:at]), parts[at]) if at > 0 and parts[:at] != [""] else None
+    return None
+
+
 def user_frames(frames: tuple[Frame, ...]) -> list[Frame]:
-    return [f for f in frames if is_user(f)]
+    """The frames of the user's own code: not an installed package, not the standard library, and not a file of a
+    framework's source checkout that the same stack runs through (its entry script, e.g. src/train_bash.py, also
+    printed relative to the checkout when it was started from there)."""
+    roots = {r for r in map(_checkout_root, (f.path for f in frames)) if r}
+
+    def inside(path: str) -> bool:
+        p = norm(path)
+        return any(p.startswith(root + "/") or p.startswith(first + "/") for root, first in roots)
+
+    return [f for f in frames if is_user(f) and not is_library_path(f.path) and not inside(f.path)]
 
 
 def stack_for(exc: ExceptionInfo | None, open_tbs: list) -> tuple[Frame, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ...classify.component import component, deepest_library
+from ...classify.component import component, deepest_library, user_frames
 from ...classify.failing_line import explain as explain_line
 from ...classify.hints import message_hints, phase_of, sample_shape
 from ...engine.state import RunState
@@ -85,7 +85,7 @@ class Unrecognised(Rule):
             if phase in ("logging the step's metrics", "evaluation", "checkpoint save"):
                 msg += (f" The training computation itself got through: the failure is in {phase}, so the options "
                         f"that turn {phase} off or change it avoid it while the cause is fixed.")
-            user = [f for f in frames if not is_library(f.path)]
+            user = user_frames(frames)
             fix = ["Find the line after this traceback in the full log (the `SomeError: message` line) and run "
                    "grpo-doctor on the whole file."]
             head = notebook_header(ctx.tails, line)
@@ -121,7 +121,7 @@ class Unrecognised(Rule):
         if read:
             msg += " " + " ".join(read)
         fix = []
-        user = [f for f in exc.frames if not is_library(f.path)]
+        user = user_frames(exc.frames)
         if user and user[-1] is not where:
             fix.append(f"The last frame in your own code is {describe_frame(user[-1])}: start there.")
         elif where is not None and not is_library(where.path):
