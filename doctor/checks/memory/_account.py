@@ -94,10 +94,10 @@ def account(f: Facts, oom: dict[str, Any], limited: bool = False) -> tuple[str, 
         return text + f" The largest part is the {big[1].split(' (')[0]}: its levers come first.", big[0]
     if limited:
         return text, None
-    text += (" In a GRPO training process those tensors are the model's weights, gradients and optimizer states, the "
-             "activations and logits of the batch of completions and, with a colocated vLLM engine, vLLM's weights and "
-             "KV cache: together they exceed the card (the model size and flags that would split this are not in the "
-             "inputs).")
+    text += (" In a training process those tensors are the model's weights, gradients and optimizer states and the "
+             "activations of the batch (in GRPO also the logits of the batch of completions and, with a colocated vLLM "
+             "engine, vLLM's weights and KV cache): together they exceed the card (grpo-doctor read no model size or "
+             "flags that would split this).")
     return text, None
 
 
