@@ -64,13 +64,15 @@ class RewardCollapse(SeriesRule):
             if len(vals) <= 3:
                 strictly_down = all(b < a for a, b in zip(vals, vals[1:]))
                 strictly_up = all(b > a for a, b in zip(vals, vals[1:]))
-                if strictly_down and early > 0.05 and (early - late) >= 0.2 * early:
+                # towards zero: a reward that ends far below 0 has not collapsed to it (rewards can be negative)
+                if strictly_down and early > 0.05 and (early - late) >= 0.2 * early and late > -0.1 * early:
                     falling.append((name, vals[0], vals[-1], pts))
                 elif strictly_up and (late - early) >= 0.05 and (late - early) >= 0.1 * abs(early):
                     rising.append(name)
             else:
                 peak = max(vals[: max(2, len(vals) // 2)])
-                if (tau <= -0.5 and early > 0.05 and late <= 0.5 * early) or (peak > 0.1 and late <= 0.1 * peak):
+                if (tau <= -0.5 and early > 0.05 and -0.1 * early < late <= 0.5 * early) or \
+                        (peak > 0.1 and early > 0 and abs(late) <= 0.1 * peak):
                     falling.append((name, early, late, pts))
                 elif tau >= 0.4 and late > early:
                     rising.append(name)
@@ -88,7 +90,7 @@ class RewardCollapse(SeriesRule):
             msg += (f" while {', '.join('rewards/' + r for r in rising)} rose: the policy is optimising the easier "
                     f"reward at the expense of this one")
         msg += "."
-        if b <= 0.02:
+        if abs(b) <= 0.02:
             msg += " It has collapsed to about 0."
         fix = []
         fl = flag_name(name)
