@@ -141,13 +141,15 @@ class RunState:
     def read(self, line: LogLine, gated: bool) -> tuple[ExceptionInfo | None, Metrics | None] | None:
         """The run facts of one line: configuration, end markers, and the exception it completes and the console
         metric row it holds, returned for the session to route. ``gated``: the line holds a gate word (a line
-        without one can only be a traceback's indented code line). None when the line gives no signal."""
+        without one can only be a traceback's code line). None when the line gives no signal."""
         text = line.text
         if self.run._dump_open:
             self.run.feed(line)
             return None
         if not gated:
-            if text.startswith((" ", "\t", "-")):  # "-" : IPython's arrow line "--> 107 code"
+            # "-": IPython's arrow line "--> 107 code"; a code line a paste took the indentation off while a frame
+            # waits for it (the tracker reads it as the line path, which feeds every line, does)
+            if text.startswith((" ", "\t", "-")) or self.tracker.expecting():
                 exc = self.tracker.feed(line)
                 if exc is not None:
                     self._keep_exception(exc)

@@ -42,6 +42,12 @@ def _phase_fix(phase: str | None, framework: str | None) -> list[str]:
             f"the setting that path reads."]
 
 
+def _zero3_told(exc: ExceptionInfo, ctx: RunState) -> bool:
+    """DeepSpeed in the stack or ZeRO-3 in the run's arguments: a size-0 dimension may be a partitioned weight."""
+    ds = str(ctx.run.args.get("deepspeed") or "") + str(ctx.run.args.get("zero_stage") or "")
+    return any("deepspeed" in f.path for f in exc.frames) or "3" in ds or "zero3" in ds
+
+
 class Unrecognised(Rule):
     kinds = frozenset({ExceptionInfo})
 
@@ -129,11 +135,23 @@ class Unrecognised(Rule):
         if ranks:
             fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; other ranks' errors after it are consequences.")
         fw = ctx.framework()[0]
-        if _SIZE0.search(exc.message):
-            msg += (" A dimension of size 0 is what a parameter partitioned by DeepSpeed ZeRO-3 looks like outside its "
-                    "gather (deepspeed/runtime/zero/partition_parameters.py keeps an empty tensor on each rank): a "
-                    "weight read by code that ZeRO-3's hooks do not cover (a model class the trainer does not "
-                    "recognise, a custom forward), or an empty tensor from the data.")
+        code = exc.frames[-1].code if exc.frames else ""
+        if _SIZE0.search(exc.message) and ".nonzero()" in code:
+            # the failing line indexes what nonzero() found: it found nothing
+            msg += (f" The failing line `{code.strip()[:160]}` indexes the positions nonzero() found, and it found "
+                    f"none" + (": the row compared with pad_token_id is all padding, an empty response (the model "
+                               "generated only padding or stopped at once)." if "pad_token_id" in code else "."))
+            fix.insert(0, "Guard the empty case before indexing (a row with no such position), and look at the "
+                          "generation settings that give empty responses (max_new_tokens, an EOS or pad token "
+                          "generated first, a pad token equal to EOS).")
+        elif _SIZE0.search(exc.message):
+            # with no sign of DeepSpeed in the log the ZeRO-3 reading is one possibility, said as one
+            lead = (" A dimension of size 0 is what" if _zero3_told(exc, ctx) else
+                    " The log shows no DeepSpeed; if the run uses ZeRO-3, a dimension of size 0 is what")
+            msg += (lead + " a parameter partitioned by DeepSpeed ZeRO-3 looks like outside its gather (deepspeed/"
+                    "runtime/zero/partition_parameters.py keeps an empty tensor on each rank): a weight read by code "
+                    "that ZeRO-3's hooks do not cover (a model class the trainer does not recognise, a custom "
+                    "forward); otherwise an empty tensor from the data.")
             fix.insert(0, "Rerun without ZeRO-3 (ZeRO-2) to confirm; with a fine-tuned checkpoint, make sure the trainer "
                           "recognises its architecture (model_type in config.json; ms-swift --model_type/--template).")
         phase = phase_of(exc.frames)
