@@ -96,6 +96,12 @@ def deepest_library(frames: tuple[Frame, ...]) -> Frame | None:
     return None
 
 
+def stack_packages(frames: tuple[Frame, ...]) -> set[str]:
+    """The libraries a stack runs through (not the user's code, the standard library or wrappers)."""
+    pkgs = {package_of(f.path) for f in frames}
+    return {p for p in pkgs if p and p not in PLUMBING and p != "stdlib" and not p.startswith("<")}
+
+
 def _checkout_root(path: str) -> tuple[str, str] | None:
     """(the folder of the repository clone a frame of a framework's source checkout lies in, the first folder inside
     it): (".../LLaMA-Factory", "src") for .../LLaMA-Factory/src/llmtuner/data/loader.py; None for installed packages

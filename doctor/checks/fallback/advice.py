@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...classify.boundary import boundary
 from ...classify.boundary import explain as boundary_explain
 from ...classify.boundary import fix as boundary_fix
+from ...classify.component import stack_packages
 from ...classify.groups import account
 from ...classify.hints import (
     attribute_owner,
@@ -96,6 +97,8 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
                      "if this was an excerpt) and upgrade or pin them together: the caller was written for another "
                      "version of the callee.")
         drop += ("named in the stack",)
+    elif len(stack_packages(v.frames)) < 2:
+        drop += ("named in the stack",)  # every library frame is one package's: no caller/callee pair to pin
     if exc is not None and v.entry.category == "batch-divisibility":
         run = ctx.run
         acc = account(exc.message, context, run.int_arg("per_device_train_batch_size"), run.int_arg("num_generations"),
