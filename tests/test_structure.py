@@ -236,3 +236,14 @@ def test_an_exception_while_the_chat_template_renders_is_a_template_problem():
                "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no "
                "template argument was passed!")
     assert run(unset)[0].category == "dataset-or-template-error"
+
+
+def test_an_entry_with_its_own_verify_line_replaces_the_rules(tmp_path):
+    from doctor.analyze import analyze
+    p = tmp_path / "log.txt"
+    p.write_text('  File "/data/j/RAGEN/verl/workers/critic/dp_critic.py", line 54, in __init__\n'
+                 '    assert self.config.ppo_mini_batch_size % self.config.ppo_micro_batch_size == 0\n'
+                 'ZeroDivisionError: integer division or modulo by zero\n')
+    first = analyze([str(p)]).findings[0]
+    assert first.rule_id == "GD996"
+    assert first.verify.startswith("the workers start") and "reshape" not in first.verify

@@ -16,7 +16,7 @@ from .component import component, deepest_library, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
 _KEYS = {"id", "category", "types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
-         "not_message", "doc", "backed_by"}
+         "not_message", "doc", "backed_by", "fix", "verify"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
                 "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
@@ -39,6 +39,8 @@ class Entry:
     any_frame: tuple[str, ...] = ()
     below: tuple[str, ...] = ()
     not_any: tuple[str, ...] = ()
+    fix: tuple[str, ...] = ()   # the fix lines of this entry, in place of its rule's (a rule shared by several entries)
+    verify: str = ""            # how to see it fixed, in place of its rule's
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
                          backed_by=tuple(raw["backed_by"]), types=frozenset(raw.get("types", ())),
                          raised_in=tuple(raw.get("raised_in", ())), deepest_lib=tuple(raw.get("deepest_lib", ())),
                          any_frame=tuple(raw.get("any_frame", ())), below=tuple(raw.get("below", ())),
-                         not_any=tuple(raw.get("not_any", ())), **rx))
+                         not_any=tuple(raw.get("not_any", ())), fix=tuple(raw.get("fix", ())),
+                         verify=raw.get("verify", ""), **rx))
     return tuple(out)
 
 

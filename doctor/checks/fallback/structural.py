@@ -3,6 +3,7 @@ it, its type, the frames it went through) by doctor/data/structure.toml. One rul
 the session's verdict when the verdict's category is its own. GD999 steps aside when a verdict exists."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -148,7 +149,8 @@ class Structural(Rule):
         v: Verdict | None = memo[1]
         if v is None or v.entry.category != self.meta.category:
             return []
-        return [self._finding(v, ctx)]
+        found = self._finding(v, ctx)
+        return [dataclasses.replace(found, verify=v.entry.verify) if v.entry.verify else found]
 
     def _finding(self, v: Verdict, ctx: RunState) -> Finding:
         exc = v.exc
@@ -164,7 +166,7 @@ class Structural(Rule):
         if exc is None:
             cut_why, cut_fix = cut_message(v.frames)
             extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
-        meta = [m for m in meta_fix(self.meta, framework_of(ctx)) if not any(d in m for d in drop)]
+        meta = [m for m in (list(v.entry.fix) or meta_fix(self.meta, framework_of(ctx))) if not any(d in m for d in drop)]
         fix: list[str] = first + meta
         if user:
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
