@@ -169,3 +169,8 @@ def test_dtype_and_reward_functions_outside_ms_swift():
     assert say(funcs, None) == "check that reward_funcs is set"
     assert say(funcs, "trl") == "check that GRPOTrainer(reward_funcs=[...]) is set"
     assert say(funcs, "verl") is None  # verl has no such flag: its reward is custom_reward_function
+
+
+def test_the_process_group_timeout_in_verls_terms():
+    line = "Raise it only if a step legitimately takes longer: --ddp_timeout 3600 (seconds)."
+    assert say(line, "verl") == "Raise it only if a step legitimately takes longer: actor_rollout_ref.nccl_timeout=3600 (seconds)."

@@ -15,7 +15,21 @@ def minutes(ms: int) -> str:
 
 
 def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
-    return ", ".join(map(str, ranks))
+    """Ranks in order, runs of four or more consecutive ones as a range: "0-14, 16-63", "1, 2, 3"."""
+    out: list[str] = []
+    run: list[int] = []
+    for r in sorted(set(ranks)):
+        if run and r != run[-1] + 1:
+            out.append(_run_text(run))
+            run = []
+        run.append(r)
+    if run:
+        out.append(_run_text(run))
+    return ", ".join(out)
+
+
+def _run_text(run: list[int]) -> str:
+    return f"{run[0]}-{run[-1]}" if len(run) >= 4 else ", ".join(map(str, run))
 
 
 

@@ -28,6 +28,11 @@ _WD_OP = re.compile(r"OpType=(\w+)")
 _WD_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
 _WD_RAN = re.compile(r"ran for (\d+) milliseconds")
 _WD_NUMEL = re.compile(r"NumelIn=(\d+)")
+_WD_NUMEL_OUT = re.compile(r"NumelOut=(\d+)")
+# torch's all_gather_into_tensor (c10d OpType _ALLGATHER_BASE / ALLGATHER): every rank gives NumelIn elements and gets
+# NumelOut = group size x NumelIn back; DeepSpeed ZeRO-3 (partition_parameters.py) and FSDP fetch a partitioned weight
+# this way before each forward that uses it
+_GATHERS = ("_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER")
 _GLOO = re.compile(r"Timed out waiting (\d+)ms for (send|recv) operation")
 _HEARTBEAT = re.compile(r"(?:Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds)")
 # torch ProcessGroupNCCL.cpp: "Timeout at NCCL work: N, last enqueued NCCL work: M, last completed NCCL work: K" (a
@@ -45,6 +50,22 @@ class _Timeout:
     numel: int | None
     line: LogLine
     kind: str  # "watchdog" | "gloo" | "heartbeat" | "aborted" | "work"
+    numel_out: int | None = None
+
+
+def _gather_group(t: _Timeout) -> int | None:
+    """The number of ranks an all-gather collects from (NumelOut / NumelIn), or None for another collective."""
+    if t.op not in _GATHERS or not t.numel or not t.numel_out or t.numel_out % t.numel:
+        return None
+    n = t.numel_out // t.numel
+    return n if 2 <= n <= 1 << 16 else None
+
+
+def _timeout_lever(ctx: RunState, secs: int) -> str:
+    """The process group's timeout as an ms-swift flag; doctor/swift/terms.py says it in the framework that ran
+    (transformers' ddp_timeout, verl's actor_rollout_ref.nccl_timeout)."""
+    default = "; ms-swift's own default is 18000000" if ctx.framework()[0] == "ms-swift" else ""
+    return f"--ddp_timeout {secs} (seconds{default})"
 
 
 class NcclWatchdog(Rule):
@@ -110,9 +131,11 @@ class NcclWatchdog(Rule):
                 return
         if not (seq or to or kind == "aborted" or "Watchdog caught collective operation" in text):
             return  # a watchdog line cut before its numbers still names the failure
+        out = _WD_NUMEL_OUT.search(text)
         self.items.append(_Timeout(rank, as_int(seq.group(1)) if seq else None, op.group(1) if op else None,
                                    as_int(to.group(1)) if to else None, as_int(ran.group(1)) if ran else None,
-                                   as_int(numel.group(1)) if numel else None, line, kind))
+                                   as_int(numel.group(1)) if numel else None, line, kind,
+                                   as_int(out.group(1)) if out else None))
 
     def finish(self, ctx: RunState) -> list[Finding]:
         if self._pending is not None:
@@ -127,6 +150,7 @@ class NcclWatchdog(Rule):
         seqs = sorted({t.seqnum for t in items if t.seqnum is not None})
         timeout_ms = next((t.timeout_ms for t in items if t.timeout_ms), None)
         world = ctx.run.world_size()
+        group = _gather_group(main)
         ev: list[Evidence] = []
         seen: set[str] = set()
         for t in items:
@@ -172,13 +196,21 @@ class NcclWatchdog(Rule):
         if len(seqs) > 1:
             parts.append(f"The ranks disagree on the sequence number ({', '.join(map(str, seqs))}): they are "
                          "desynchronised (one rank skipped or added a collective).")
+        if group is not None:
+            parts.append(f"OpType {main.op} with NumelOut {main.numel_out} = {group} x NumelIn {main.numel} (computed): "
+                         f"each of {group} ranks gives an equal shard, the shape of a DeepSpeed ZeRO-3 (or FSDP) "
+                         "gather of a partitioned weight before a forward pass or a save. So the ranks had run "
+                         "different numbers of forward passes, or one never reached the gather: a generation loop that "
+                         "ends earlier on some ranks (transformers' generate keeps every rank stepping only with "
+                         "synced_gpus=True), an evaluation or save that not every rank runs, or an uneven last batch.")
         missing: list[int] = []
         if ranks:
-            top = (world - 1) if world else max(ranks)
+            top = (world - 1) if world else (group - 1) if group and group > max(ranks) else max(ranks)
             missing = [r for r in range(0, min(top, 1 << 16) + 1) if r not in ranks]  # bounded: ranks come from logs
         if missing:
             parts.append(f"Rank(s) {rank_list(missing)} did not report this timeout"
-                         + ("" if world else f" (and any rank above {max(ranks)} is not shown)")
+                         + ("" if world or group and group > max(ranks) else
+                            f" (and any rank above {max(ranks)} is not shown)")
                          + ": the rank that never reached the collective is usually among them.")
         first_seq = items[0].line.seq
         culprit = _raised_on([e for e in ctx.exceptions if e.seq < first_seq and (e.rank is None or e.rank not in ranks)],
@@ -200,12 +232,14 @@ class NcclWatchdog(Rule):
                        "runs the same command and code.")
         if slow is not None and all(e.line != slow[2].where.line or e.path != slow[2].where.path for e in ev):
             ev.append(evidence_of(slow[2]))
+        if group is not None:
+            fix.append("Under ZeRO-3 or FSDP every rank must run the same forward passes: pass synced_gpus=True to any "
+                       "generate() call of your own, run evaluation and checkpoint saves on every rank (not only rank "
+                       "0), and drop an uneven last batch (dataloader_drop_last=True).")
         if timeout_ms and slow is None:
-            mins = timeout_ms / 60000
+            secs = int(max(timeout_ms / 60000 * 2, 60) * 60)
             fix.append(f"Timeout(ms)={timeout_ms} is {minutes(timeout_ms)}. Raise it only if a step legitimately takes "
-                       f"longer (a slow first vLLM load, a long reward call): ms-swift --ddp_timeout "
-                       f"{int(max(mins * 2, 60) * 60)} (seconds; ms-swift's own default is 18000000); trl / accelerate "
-                       "scripts: ddp_timeout in the training arguments.")
+                       f"longer (a slow first vLLM load, a long reward call): {_timeout_lever(ctx, secs)}.")
         fix.append("Rerun with NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch's flight recorder), "
                    "and while it waits take `py-spy dump --pid <pid>` of every rank: the rank not in a collective "
                    "is the one to fix.")
