@@ -3,6 +3,8 @@ in the terms of the framework that ran. doctor/classify/hints.py reads the messa
 part of a component that failed; this module puts them together for one verdict. Pure."""
 from __future__ import annotations
 
+import re
+
 from ...classify.boundary import boundary
 from ...classify.boundary import explain as boundary_explain
 from ...classify.boundary import fix as boundary_fix
@@ -121,6 +123,11 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
     if mem is not None:
         why.append(mem[0])
         first.append(mem[1])
+    limit = model_code_limit(v.frames, exc)
+    if limit is not None:
+        why.append(limit[0])
+        first.insert(0, limit[1])
+        drop += ("Retry with the smallest change to the vLLM side", "Look above this traceback")
     if exc is not None and exc.message:
         line = f"{exc.type}: {exc.message}"
         for h in message_hints(exc.message):
@@ -165,6 +172,31 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
             why.append(note)
             first.append(note.split(": ", 1)[-1][:1].upper() + note.split(": ", 1)[-1][1:])
     return " ".join(why), first, drop
+
+
+# vLLM's model implementations refuse what their code does not cover: a model version or variant, a feature for that
+# architecture (the raise-site index holds 323 such sites in vllm/model_executor/models/, e.g. minicpmv.py
+# "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got version: ...", "... does not support prefix
+# caching", "Pipeline Parallel not supported")
+_LIMIT = re.compile(r"\b(?:only supports?|does not support|do not support|not supported|[Uu]nsupported|not yet supported)\b")
+
+
+def model_code_limit(frames, exc: ExceptionInfo | None) -> tuple[str, str] | None:
+    """(why, fix) when vLLM's implementation of the model refused the checkpoint or a feature, else None."""
+    if exc is None or not _LIMIT.search(exc.message) or not frames:
+        return None
+    inner = frames[-1].path.replace("\\", "/")
+    if "vllm/model_executor/models/" not in inner:
+        return None
+    name = inner.rsplit("/", 1)[-1]
+    return (f"vLLM's own implementation of this architecture (vllm/model_executor/models/{name}) refused it: the "
+            f"installed vLLM's code for the model does not cover what the checkpoint or the run asks for (a newer "
+            f"variant or version of the model, or a feature such as prefix caching or pipeline parallelism for "
+            f"this model).",
+            f"Compare what the message says is supported with the checkpoint (its config.json) and the engine "
+            f"options: a newer model variant needs a vLLM release whose models/{name} supports it (upgrade vLLM "
+            f"within the range the trainer supports); a feature the model code refuses is turned off in the engine "
+            f"options.")
 
 
 def _budget_fix(fw: str | None) -> str:
