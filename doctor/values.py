@@ -2,6 +2,7 @@
 with their units and N/A spellings, have their own in sources/gpu_model.py)."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -30,3 +31,15 @@ def as_int(v: Any, *, floats: bool = False) -> int | None:
         return int(float(v)) if floats else int(v)
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def as_float(v: Any) -> float | None:
+    """A logged or configured value as a finite float ('0.99', 0.99); None for missing, a bool, NaN, infinity or text
+    that is not a number."""
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) else None

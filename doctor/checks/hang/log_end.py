@@ -11,7 +11,9 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
+from ...values import as_float
 from ._advice import generic_fix
+from ._progress import PROGRESS_BAR
 from .endings import Ending, ending_of, plain
 from .prose import program_lines
 
@@ -177,6 +179,9 @@ class LogEnd(Rule):
             facts.insert(0, "no training step logged")
         if facts:
             msg += " Read from the log: " + "; ".join(facts) + "."
+        boundary = self._epoch_boundary(e)
+        if boundary is not None:
+            msg += " " + boundary[0]
         if e.kind == "warning":
             msg += f" Paste next: {_PASTE_NEXT['warning']}."
         elif not _whole_log(ctx):
@@ -188,8 +193,37 @@ class LogEnd(Rule):
             fix = list(self.meta.fix)
         else:
             fix = _fix(e, ctx, lines)
+        if boundary is not None:
+            fix.insert(0, boundary[1])
         return self.make(message=msg, fix=fix, evidence=[evidence_of(e.line)], seq=e.line.seq,
                          title=self._title(e))
+
+    def _epoch_boundary(self, e: Ending) -> tuple[str, str] | None:
+        """(why, fix) when a training bar stopped exactly at the end of an epoch: its count a whole fraction of its
+        total, and the last metric row's epoch just below that epoch's number."""
+        if e.kind != "bar" or e.phase != "training":
+            return None
+        m = PROGRESS_BAR.match(plain(e.line.text))
+        p = self.pool.get("hang-progress")
+        epoch = as_float(getattr(p, "last_metrics", {}).get("epoch")) if p is not None else None
+        if m is None or epoch is None:
+            return None
+        k, n = int(m.group("k")), int(m.group("n"))
+        done = round(epoch)
+        if k <= 0 or done < 1 or not done - 0.05 <= epoch <= done or k % done:
+            return None
+        per_epoch = k // done
+        if n % per_epoch or not done < n // per_epoch <= 1000:
+            return None
+        epochs = n // per_epoch
+        why = (f"The bar stopped at {k} of {n} steps, exactly {done}/{epochs} of the total, and the last metric row says "
+               f"epoch {epoch:g}: the run stopped at the end of epoch {done} of {epochs} (computed), where every rank "
+               f"does something together (an evaluation or a checkpoint save with a per-epoch strategy, the last and "
+               f"possibly uneven batch of the epoch, the next epoch's sampler).")
+        fix = ("Look at what this run does at an epoch's end: an evaluation or save with eval_strategy / save_strategy "
+               "'epoch' that one rank never finishes, and ranks that get different numbers of batches "
+               "(dataloader_drop_last=True evens them); take py-spy dumps of every rank while it waits.")
+        return why, fix
 
     def _title(self, e: Ending) -> str:
         if e.kind == "error":
