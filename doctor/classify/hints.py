@@ -296,7 +296,8 @@ _SHAPES = (
     (re.compile(r"string indices must be integers"),
      "a string arrived where a dict or list was expected: a prompt already rendered to text (chat template applied "
      "in advance) where the trainer expects a list of {{'role', 'content'}} messages, or a column holding text where a "
-     "structure is expected"),
+     "structure is expected; in GRPO, also a reward function reading completion[0]['content'] from completions that "
+     "are plain strings (trl's GRPOTrainer passes message lists only for conversational prompts)"),
     (re.compile(r"'(str)' object has no attribute '(?:get|keys|items)'"),
      "a string arrived where a dict was expected (a rendered prompt or a text column where messages are expected)"),
     (re.compile(r"'(list)' object has no attribute '(?:get|keys|items)'"),
