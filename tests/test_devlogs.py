@@ -34,7 +34,6 @@ KNOWN_MISSES: dict[str, str] = {
 # frameworks beyond ms-swift and trl; the cases it still misses, each with why
 DEVLOGS2 = ROOT / "fixtures" / "devlogs2"
 KNOWN_MISSES_2: dict[str, str] = {
-    "107": "one frame line of verl's DataProto.chunk, cut before the assertion's message (GD104 reads the message)",
     "128": "one verl row with a 10751 s timing: a single row cannot show a slowdown",
     "135": "the loss repeating exactly each epoch (no update) is read as a log that stops mid-training",
 }
