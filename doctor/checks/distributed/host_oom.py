@@ -9,6 +9,7 @@ from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ._common import _raised_on
+from . import _ray_oom as ray_oom
 from ._elastic import ElasticBlock
 
 _KILLED_PATTERNS = [
@@ -40,13 +41,14 @@ class HostOomKilled(Rule):
     kinds = frozenset({LogLine})
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
                                         "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:",
-                                        "killed due to", "return code = -9")
+                                        "killed due to", "return code = -9") + ray_oom.LITERALS
 
     def __init__(self, meta):
         super().__init__(meta)
         self.block = ElasticBlock()
         self.hits: list[tuple[str, LogLine, dict[str, str]]] = []
         self.training = 0  # last training step seen on a Train bar before the kill
+        self.ray = ray_oom.RayMemory()
 
     def feed(self, signal: Any) -> None:
         line: LogLine = signal
@@ -56,6 +58,7 @@ class HostOomKilled(Rule):
                 self.training = int(m.group(1))
             return
         self.block.feed(line)
+        self.ray.feed(line)
         if len(self.hits) > 1000:
             return
         text = line.text
@@ -129,6 +132,11 @@ class HostOomKilled(Rule):
             fix = [f"Find what filled the node's memory: {where} shows each kill, and {listed} the top memory users "
                    "(often the rollout or actor workers holding batches, or a reward worker); `ray memory` and "
                    "`free -g` during the run show the trend."]
+            read = self.ray.summary()
+            if read is not None:
+                msg += " " + read[0]
+                if read[1]:
+                    fix = [read[1]]
         else:
             fix = ["Confirm it: `dmesg -T | grep -iE 'killed process|out of memory'` on the node (or the scheduler's "
                    "job log: OOMKilled / exceeded memory limit), and watch `free -g` during the run."]
