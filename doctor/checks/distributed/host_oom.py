@@ -8,8 +8,8 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
-from ._common import _raised_on
 from . import _ray_oom as ray_oom
+from ._common import _raised_on
 from ._elastic import ElasticBlock
 
 _KILLED_PATTERNS = [
