@@ -118,6 +118,8 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
     if part is not None:
         if part.what:
             why.append(part.what)
+        if part.id in ("vllm-weight-load", "vllm-lora"):
+            drop += ("Retry with the smallest change to the vLLM side",)  # eager mode or one GPU cannot fix these
         first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
     mem = vllm_memory_note(context) if v.entry.category == "cuda-oom" else None
     if mem is not None:
