@@ -225,3 +225,21 @@ def test_rules_known_issues_prints_size_and_date():
     assert p.returncode == 0, p.stderr
     doc = _shipped()
     assert p.stdout.startswith(f"known-issues index: {len(doc['threads'])} threads, built {doc['meta']['built']} from ")
+
+
+def test_similar_threads_of_another_trainer_are_left_out_when_the_trainer_is_known():
+    """A verl run's NCCL timeout reads like ms-swift threads' too; words alike across trainers say nothing about this
+    run, so those threads go from 'similar threads' (text, markdown, JSON); a runtime's tracker (vLLM) stays."""
+    case = FIX / "devlogs2" / "144-verl-sglang-rollout-build-stuck-mesh-tp-allreduce-600s"
+    report = analyze([str(case / "log.txt")])
+    assert report.run["framework"] == "verl"
+    first = report.findings[0]
+    everyone = [m.thread for m in known.similar(first)]
+    assert any(t.startswith("modelscope/ms-swift#") for t in everyone)   # the thread is there without the run
+    shown = [m.thread for m in known.similar(first, report.run)]
+    assert shown and not any(t.startswith("modelscope/ms-swift#") for t in shown)
+    assert "vllm-project/vllm#3071" in shown
+    out = text.render(report) + markdown.render(report) + jsonr.render(report)
+    assert "modelscope/ms-swift#" not in out
+    # with the trainer unknown nothing is left out
+    assert known.similar(first, {"framework": None, "framework_source": "unknown"}) == known.similar(first)

@@ -134,7 +134,7 @@ def _findings(report: Report) -> list[str]:
                 out.append(f'<div class="lbl">{key}</div><p>{esc(extra[key])}</p>')
         for label, shown, line in (("known issues", known.same_failure(f), known.describe),
                                    ("similar threads (similar wording, not shown to be the same failure)",
-                                    known.similar(f), known.similar_line)):
+                                    known.similar(f, report.run), known.similar_line)):
             if shown:
                 out.append(f'<div class="lbl">{esc(label)}</div><ul>' + "".join(
                     f"<li>{esc(line(m))} ({esc(m.url)})</li>" for m in shown) + "</ul>")

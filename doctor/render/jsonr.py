@@ -20,7 +20,7 @@ def add_known_issues(report: Report, doc: dict) -> None:
     """Known issues (doctor/known): ``known_issues`` on each finding that has any, the resolved one as a fix."""
     from .. import known
     for f, out in zip(report.findings, doc["findings"]):
-        items = known.json_items(f)
+        items = known.json_items(f, report.run)
         if items:
             out["known_issues"] = items
             out["fix"] = list(out["fix"]) + known.fix_lines(f, report.run)

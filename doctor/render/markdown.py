@@ -131,7 +131,7 @@ def render(report: Report) -> str:
             if f.command:
                 out += md_fence([f.command])
                 out.append("")
-        out += known_lines(f)
+        out += known_lines(f, report.run)
     out.append(f"<sub>grpo-doctor {md_text(report.tool_version)} · inputs: "
                + ", ".join(f"{md_code(rel_path(i.path, base))} ({md_text(i.kind + (': ' + i.note if i.note else ''))})"
                          for i in report.inputs) + "</sub>")
@@ -146,10 +146,10 @@ def _sureness(f: Finding) -> str:
     return out
 
 
-def known_lines(f: Finding) -> list[str]:
+def known_lines(f: Finding, run: dict | None = None) -> list[str]:
     """Known issues (doctor/known) as links; every text from the index (titles are input too) is escaped."""
     out: list[str] = []
-    same, alike = known.same_failure(f), known.similar(f)
+    same, alike = known.same_failure(f), known.similar(f, run)
     if same:  # the same failure mechanism: raise site, or error and phase
         out += ["Known issues:", ""]
         for m in same:

@@ -120,7 +120,7 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             out("[dim]known issues:[/dim]", 3)
             for m in same:
                 out(escape(known.describe(m)), 5, bullet="[dim]-[/dim]")
-        alike = known.similar(f)
+        alike = known.similar(f, report.run)
         if alike:  # threads whose error only reads alike: listed with their similarity, never a fix
             out("[dim]similar threads (similar wording, not shown to be the same failure):[/dim]", 3)
             for m in alike:
