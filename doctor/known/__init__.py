@@ -69,7 +69,7 @@ def other_trainer(m: Match, run: dict | None) -> bool:
     if not isinstance(run, dict) or run.get("framework_source") in (None, "unknown", "runtime"):
         return False
     ran = run.get("framework")
-    if ran not in _TRAINER_REPOS.values():
+    if not isinstance(ran, str) or ran not in _TRAINER_REPOS.values():
         return False
     theirs = _TRAINER_REPOS.get(m.thread.split("#", 1)[0].lower())
     return theirs is not None and theirs != ran and theirs not in _BUILT_ON.get(ran, ())
