@@ -105,6 +105,15 @@ def test_ranking_prefers_grpo_config_over_trl_experimental_copies():
     assert rs.raised_by(line, top=1, prefer=("ms-swift",))[0]["package"] == "ms-swift"
 
 
+def test_ranking_puts_transformers_flax_and_tensorflow_copies_after_the_pytorch_code():
+    """modeling_flax_utils.py repeats modeling_utils.py's wordings; a GRPO run loads PyTorch models, so without a
+    frame in Flax code its site is not the one named (a QLoRA checkpoint load was told to come from Flax)."""
+    line = ("OSError: /home/u/qlora/7b/checkpoint-21250 does not appear to have a file named config.json. Checkout "
+            "'https://huggingface.co//home/u/qlora/7b/checkpoint-21250/None' for available files.")
+    sites = rs.raised_by(line, top=3)
+    assert sites and "flax" not in sites[0]["module"] and "_tf_" not in sites[0]["module"], sites[0]
+
+
 def test_a_specific_template_beats_a_free_hole():
     """dev-002 (modelscope/ms-swift, 3.x): `Expected {any} inputs, got {int}` of ms-swift's GRPOTrainer, not
     `Expected {any}, got {any}` of a DeepSpeed test that swallows any text."""

@@ -14,7 +14,7 @@ its words. Best first:
    (raise_sites.lookup: the whole message, or the template's words followed by more text);
 4. a site whose releases hold the version the log printed for its package;
 5. the package the run's framework points at (``prefer``: ms-swift, then the trl under it);
-6. a module outside ``experimental`` and outside tests (rarely what ran), then a GRPO module;
+6. a module outside ``experimental``, tests and the Flax/TensorFlow backends (rarely what ran), then a GRPO module;
 7. package, module and function names (a stable order).
 
 Sites equal on 1-6 in different packages are a tie no evidence breaks (provenance.py shows each of them).
@@ -71,9 +71,12 @@ def contradicted(module: str, frames: Sequence[str]) -> bool:
 
 
 def _side(module: str) -> bool:
-    """Experimental code or tests shipped inside the package."""
+    """Experimental code or tests shipped inside the package, or transformers' Flax and TensorFlow backends (a GRPO
+    stack runs PyTorch: modeling_flax_utils.py repeats modeling_utils.py's wordings)."""
     m = "/" + module
-    return "/experimental/" in m or "/tests/" in m or "/test_utils/" in m or m.rsplit("/", 1)[-1].startswith("test_")
+    name = m.rsplit("/", 1)[-1]
+    return ("/experimental/" in m or "/tests/" in m or "/test_utils/" in m or name.startswith("test_")
+            or "flax" in name or name.startswith(("modeling_tf_", "tf_")))
 
 
 def holds(versions: str, version: str) -> bool:
