@@ -173,3 +173,19 @@ def test_a_rich_traceback_is_read_with_its_frames():
         assert frames[-1].path == __file__, (width, frames[-1].path)
         # rich crops a source line at the box's edge
         assert frames[-1].code.startswith("return row[") and 'return row["solution"]'.startswith(frames[-1].code)
+
+
+def test_vllm_logger_lines_whose_closing_bracket_a_paste_escaped_keep_their_traceback():
+    # fixtures/devlogs2/112: "[async_llm.py:485[]" (a markdown escape of "]"), and "\]" as typed in markdown
+    for close in ("[]", "\\]"):
+        text = "".join(f"(APIServer pid=1) ERROR 10-20 03:20:50 [async_llm.py:485{close} {ln}\n" for ln in (
+            "Traceback (most recent call last):",
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core_client.py", line 845, in get_output_async',
+            "    raise self._format_exception(outputs) from None",
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+            "the root cause."))
+        tracker = TracebackTracker()
+        parsed = [tracker.feed(ln) for ln in LineReader("p.log", [0]).lines(io.BytesIO(text.encode()))]
+        found = [e for e in parsed if e is not None]
+        assert len(found) == 1 and found[0].type.endswith("EngineDeadError"), close
+        assert [f.func for f in found[0].frames] == ["get_output_async"], close

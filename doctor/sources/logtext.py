@@ -43,7 +43,9 @@ _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 _ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)(?: |\t|$)")
 # vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
 # vLLM before 0.8 printed the place without the opening bracket: "ERROR 06-12 15:44:15 worker_base.py:148] "
-_VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] ?")
+# the closing bracket as a markdown escape turned it in some pastes: "[async_llm.py:485[]", "[core.py:1229\\]"
+_VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+"
+                       r"(?:\]|\[\]|\\\]) ?")
 # a collector's timestamp in front of the line: `docker logs -t` / `kubectl logs --timestamps`
 # ("2024-06-28T06:11:52.685300953Z "), Buildkite ("[2025-03-10T15:07:20Z] "): ISO 8601 with its T and a zone, and the
 # one space the collector writes after it (the process's own indentation follows: a traceback's frame and code lines)
