@@ -135,8 +135,9 @@ def test_a_notebook_traceback_stored_as_json_strings_is_read_frame_by_frame():
     assert "'solution'" in first.message and "_calculate_rewards" in first.message
 
 
-def _rich_traceback(width: int) -> str:
-    """A real rich traceback (rich.traceback.Traceback, as typer and other CLIs print them), rendered to text."""
+def _rich_traceback(width: int, ascii_only: bool = False) -> str:
+    """A real rich traceback (rich.traceback.Traceback, as typer and other CLIs print them), rendered to text; with
+    ``ascii_only`` as rich draws it for a console whose encoding is not UTF-8 (an ASCII box of +, - and |)."""
     import io as _io
 
     from rich.console import Console
@@ -148,7 +149,10 @@ def _rich_traceback(width: int) -> str:
     def train():
         score({"prompt": 1})
 
-    out = _io.StringIO()
+    class _Ascii(_io.StringIO):
+        encoding = "ascii"
+
+    out = _Ascii() if ascii_only else _io.StringIO()
     try:
         train()
     except KeyError:
@@ -189,3 +193,16 @@ def test_vllm_logger_lines_whose_closing_bracket_a_paste_escaped_keep_their_trac
         found = [e for e in parsed if e is not None]
         assert len(found) == 1 and found[0].type.endswith("EngineDeadError"), close
         assert [f.func for f in found[0].frames] == ["get_output_async"], close
+
+
+def test_a_rich_traceback_in_an_ascii_box_is_read_with_its_frames():
+    for width in (100, 60):
+        text = _rich_traceback(width, ascii_only=True)
+        assert text.lstrip().startswith("+-") and "╭" not in text
+        tracker = TracebackTracker()
+        parsed = [tracker.feed(ln) for ln in LineReader("p.log", [0]).lines(io.BytesIO(text.encode()))]
+        found = [e for e in parsed if e is not None and e.type == "KeyError"]
+        assert len(found) == 1
+        frames = found[0].frames
+        assert [f.func for f in frames][-2:] == ["train", "score"], (width, [f.func for f in frames])
+        assert frames[-1].code.startswith("return row[")

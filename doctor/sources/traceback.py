@@ -70,7 +70,10 @@ _RICH_FOLDED = re.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
 _RICH_PIECE = re.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
 _RICH_HEADER = "Traceback (most recent"
 _MAX_PATH = 1000
-_RICH_CODE = re.compile(r"^❱\s*\d+\s*│\s?(.*)$")
+_RICH_CODE = re.compile(r"^❱\s*\d+(?:\s*[│|]\s?|\s+)(.*)$")
+# rich's ASCII box (a console whose encoding is not UTF-8): "+--- Traceback ... ---+", "| line |", "+------+"
+_ASCII_TOP = re.compile(r"^\s*\+-+ Traceback \(most recent")
+_ASCII_END = re.compile(r"^\s*\+-+\+\s*$")
 _MAX_FRAMES = 40
 _MAX_MSG = 600
 
@@ -124,9 +127,13 @@ class TracebackTracker:
     def _rich(self, key: tuple[str, int | None], st: _State, line: LogLine, stripped: str) -> bool:
         """A line inside rich's traceback box (its side borders already taken off by the paste reader): a frame, the
         second half of a wrapped frame, the code line that ran, or the box's end. True when the line was one."""
-        if line.raw.lstrip()[:1] == "╰":
+        if line.raw.lstrip()[:1] == "╰" or _ASCII_END.match(line.raw):
             st.rich = False
             return True
+        if stripped[:1] == "|" and stripped[-1:] == "|" and len(stripped) > 1:
+            stripped = stripped[1:-1].strip()  # the ASCII box's side borders (the paste reader takes off "│" only)
+            if not stripped:
+                return True
         pieces, st.rich_path = st.rich_path, None
         m = _RICH_FOLDED.match(pieces + stripped) if pieces else _RICH_FRAME.match(stripped)
         if m:
@@ -168,7 +175,7 @@ class TracebackTracker:
         stripped = text.strip()
         if not stripped:
             return None
-        rich = "╭" in line.raw and _RICH_HEADER in text  # a narrow box cuts its title short
+        rich = _RICH_HEADER in text and ("╭" in line.raw or bool(_ASCII_TOP.match(line.raw)))  # a narrow box cuts its title short
         if rich or _HEADER in text:
             st = self._states[key] = _State()
             st.in_tb = True
