@@ -123,6 +123,13 @@ def test_two_ranks_on_one_physical_line_are_two_segments():
         "[rank0]: RuntimeError: Expected all tensors to be on the same device"]
     assert split_segments("[rank0]: text mentions [rank1] without a colon") == [
         "[rank0]: text mentions [rank1] without a colon"]
+    # a launcher's label and its one space before the rank prefix (pdsh "worker-1: ", srun --label "3: "): split
+    # even where too few lines carry the label for the paste reader to take it off every line
+    assert split_segments("worker-1: [rank0]: ValueError: bad batch")[-1] == "[rank0]: ValueError: bad batch"
+    assert split_segments("3: [rank2]: Traceback (most recent call last):")[-1] == \
+        "[rank2]: Traceback (most recent call last):"
+    # a log viewer's "host >> " prefix is not a line of its own
+    assert split_segments("node-a >> [rank1]: RuntimeError: y") == ["node-a >> [rank1]: RuntimeError: y"]
 
 
 def test_a_line_number_gutter_is_taken_off_and_a_numbered_table_is_not():

@@ -25,8 +25,9 @@ _ANSI_TEXT = re.compile(r"(?:ESC|\^\[|␛)?\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
 _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
-# a "[rankN]:" prefix in mid-line, after text (and the spaces a terminal padded that text's line with)
-_RANK_MID = re.compile(r"(?<=[^\s>])(?:[ \t]{2,})?(?=\[rank\d+\]:)")  # not after a viewer's "host >> " prefix
+# a "[rankN]:" prefix in mid-line, after text (and the spaces a terminal padded that text's line with), or after a
+# launcher's label and its one space ("worker-1: [rank0]: ..."); not after a log viewer's "host >> " prefix
+_RANK_MID = re.compile(r"(?<=[^\s>])(?:[ \t]{2,})?(?=\[rank\d+\]:)|(?<=:)[ \t](?=\[rank\d+\]:)")
 _TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 # a traceback's source line with its exception glued on (the newline lost in a paste): an indented code line, or a
 # `raise`/`assert` statement, then `Type: message` right after a closing bracket, a quote, a caret, or the identifier
