@@ -118,3 +118,23 @@ def test_a_table_drawn_with_box_characters(tmp_path):
     (tmp_path / "log.txt").write_text(mangled, encoding="utf-8")
     first = analyze([str(tmp_path)]).findings[0]
     assert (first.rule_id, first.category) == ("GD610", "reward-zero-or-flat")
+
+
+ASCII_BOX = """\
++--------------------------------------------+
+| step | loss | reward | reward_std | kl     |
+|------+------+--------+------------+--------|
+| 1    | 0.0  | 0.000  | 0.000      | 0.0010 |
+| 2    | 0.0  | 0.000  | 0.000      | 0.0020 |
++--------------------------------------------+
+"""
+
+
+def test_a_table_drawn_in_an_ascii_box(tmp_path):
+    # rich's Table on a console whose encoding is not UTF-8 (box.ASCII: "+" joints in its rules), as psql and
+    # prettytable draw theirs too
+    assert [line for line, _ in rows_of(ASCII_BOX)] == [4, 5]
+    assert rows_of(ASCII_BOX)[1][1] == {"step": 2.0, "loss": 0.0, "reward": 0.0, "reward_std": 0.0, "kl": 0.002}
+    (tmp_path / "log.txt").write_text(ASCII_BOX, encoding="utf-8")
+    first = analyze([str(tmp_path)]).findings[0]
+    assert (first.rule_id, first.category) == ("GD610", "reward-zero-or-flat")

@@ -19,7 +19,8 @@ from . import metrics as msrc
 from .prose_text import is_prose
 
 _STEP_NAMES = {"step", "global_step", "_step", "steps"}
-_SEP_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+# a markdown separator row, or an ASCII box's rule with "+" joints (rich's ASCII tables, psql, prettytable)
+_SEP_ROW = re.compile(r"^\s*[|+]?\s*:?-{2,}:?\s*(?:[|+]\s*:?-{2,}:?\s*)*[|+]?\s*$")
 _SPACES = re.compile(r"\s{2,}|\t")
 MIN_KEYS = 2   # a header needs two trainer keys (metrics.TRAINER_KEYS), as a printed dict does
 # what a paste or a collector put in front of every row: a quote ("> "), Ray's worker prefix ("(WorkerDict pid=7) "),
