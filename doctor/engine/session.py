@@ -14,7 +14,7 @@ from ..claims import check_finding as check_claims
 from ..confidence import assess
 from ..gate import WordGate
 from ..model import Finding, Role, Severity
-from ..registry import RuleMeta, load_catalog
+from ..registry import RuleMeta, id_in_family, load_catalog
 from ..rules import OUT_OF_RANGE, Rule, build_rule
 from ..signals import LogLine, Metrics
 from ..sources.runs import MAX_RUNS
@@ -234,12 +234,16 @@ class Session:
         for tier in (0, 1, 2):
             if tier:
                 state.findings = list(found)
-            for r in self.rules:
+            # within a tier the fallback family's generic readers (GD990-GD999) come after the other fallbacks
+            for r in sorted(self.rules, key=lambda r: id_in_family(r.meta.id, "fallback")):
                 if _tier(r) == tier:
                     try:
-                        found.extend(r.finish(state))
+                        new = r.finish(state)
                     except OUT_OF_RANGE:
-                        pass  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
+                        continue  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
+                    found.extend(new)
+                    if tier:  # a fallback sees the fallbacks before it too (GD220 quoted the line GD999 would)
+                        state.findings.extend(new)
         # every computed fix re-checked against the run it is for (doctor/swift/fixcheck.py): no fix that names the
         # value the run has, a flag its version lacks, or a batch that still breaks; then the relaunch command.
         # The alternatives of each finding that is only possible: the other findings are all at hand here

@@ -45,3 +45,12 @@ def notebook_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
                 return line, head
             return None
     return None
+
+
+def unexplained(ctx, exceptions: list[ExceptionInfo]) -> list[ExceptionInfo]:
+    """The exceptions no earlier finding quotes as evidence: the same line (an evidence text may be cut short), or
+    the same text on another line (a rank's copy of it)."""
+    at = {(e.path, e.line) for f in ctx.findings for e in f.evidence}
+    texts = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
+    return [x for x in exceptions
+            if (x.where.path, x.where.line) not in at and x.raw.split("]:", 1)[-1].strip() not in texts]

@@ -16,7 +16,7 @@ from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
 from .advice import advise, context_before, cut_message, framework_of, meta_fix
-from .exceptions import notebook_header
+from .exceptions import notebook_header, unexplained
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
@@ -68,8 +68,7 @@ def verdict_of(ctx: RunState) -> Verdict | None:
     """The structural verdict for this run, or None (a cause is already named, or nothing points anywhere)."""
     if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
         return None
-    explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
-    excs = [unwrapped(ctx, e) for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained]
+    excs = [unwrapped(ctx, e) for e in unexplained(ctx, ctx.exceptions)]
     if not excs and not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
         excs = embedded_exceptions(ctx)
     elif not excs and not ctx.exceptions:

@@ -15,7 +15,7 @@ from ...signals import ExceptionInfo
 from ...swift.framework import issues_of
 from .advice import cut_message
 from .cut_wording import CutReading, read_cut
-from .exceptions import describe_frame, first_real, is_library, notebook_header
+from .exceptions import describe_frame, first_real, is_library, notebook_header, unexplained
 from .structural import _versions, embedded_exceptions, verdict_of
 
 _KEY = re.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
@@ -57,8 +57,7 @@ class Unrecognised(Rule):
             return []
         if verdict_of(ctx) is not None:
             return []  # the structural rules (GD990-GD996) name a category
-        explained = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
-        exc = first_real([e for e in ctx.exceptions if e.raw.split("]:", 1)[-1].strip() not in explained])
+        exc = first_real(unexplained(ctx, ctx.exceptions))
         if exc is not None:  # with runs appended to one log, the configuration of the run that raised it
             return [self._for_exception(exc, ctx.at(exc.where))]
         if not ctx.open_tracebacks and not any(f.severity >= Severity.warning for f in ctx.findings):
