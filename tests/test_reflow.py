@@ -260,6 +260,9 @@ def test_a_launchers_label_is_taken_off_every_line():
 def test_the_programs_own_words_are_not_a_label():
     config = b"model: Qwen/Qwen2.5-7B\nlr: 1e-6\nnum_generations: 8\nbeta: 0.04\nmax_steps: 100\n"
     assert labelled(config.split(b"\n")) == 0  # a pasted config: a different key on every line
+    # a listing typed as "name: size", one line per checkpoint: each "label" once
+    listing = b"checkpoint-100: 15.2 GB\ncheckpoint-200: 30.4 GB\ncheckpoint-300: 43.1 GB\n"
+    assert labelled(listing.split(b"\n")) == 0
     table = b"reward      | 0.0\nreward_std  | 0.0\nkl          | 0.01\nloss        | 0.0\n"
     assert labelled(table.split(b"\n")) == 0
     every_rank = b"ValueError: x\nValueError: x\nValueError: x\nRuntimeError: y\n"

@@ -135,7 +135,9 @@ def labelled(lines: list[bytes]) -> int:
         counts = Counter(labels)
         if len(text) == 2 and len(counts) > 1:
             continue  # two lines: one label on both
-        if len(counts) <= 16 and counts.most_common(1)[0][1] >= 0.3 * len(labels) \
+        # each label on several lines ("checkpoint-100: 15 GB", one line per name, is a listing, not a launcher's)
+        top = counts.most_common(1)[0][1]
+        if len(counts) <= 16 and top >= max(2, 0.3 * len(labels)) \
                 and not any(_NOT_LABEL.fullmatch(label) for label in counts):
             return kind
     return 0
