@@ -100,3 +100,13 @@ def test_aws_s3_ls_rows_and_a_typed_table_of_checkpoint_folders():
     e = parse_line("output/checkpoint-300   43G", 2)
     assert (e.name, e.size, e.is_dir) == ("checkpoint-300", 43 << 30, True)
     assert parse_line("checkpoint-300 saved", 1) is None
+
+
+def test_a_markdown_table_of_checkpoint_folders_and_their_sizes():
+    # as pasted (bars kept) and as the paste reader hands it on (bars taken off: one space between the cells)
+    assert parse_line("| checkpoint-100 | 15 GB |", 3).size == 15 * (1 << 30)
+    assert parse_line("checkpoint-200 43 GB", 4).name == "checkpoint-200"
+    # the table's rule row is neither a tree branch nor an entry
+    assert parse_line("|---|---|", 2) is None and parse_line("| --- | :---: |", 2) is None
+    # a checkpoint name followed by a word is not a size row
+    assert parse_line("checkpoint-200 saved", 5) is None

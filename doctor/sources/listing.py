@@ -1,6 +1,6 @@
 """A directory listing pasted into a log: ``ls -l`` / ``ls -lh`` rows, ``du -sh`` / ``du -h`` rows, ``tree`` rows (with
-``-h`` sizes or names only), Windows ``dir`` rows, eza/exa ``-l`` rows, "name: size" lines and "name  size" tables of
-checkpoint files, read into (name, bytes, line) entries. Pure: text in, entries out.
+``-h`` sizes or names only), Windows ``dir`` rows, eza/exa ``-l`` rows, "name: size" lines and "name  size" tables
+(plain or markdown) of checkpoint files, read into (name, bytes, line) entries. Pure: text in, entries out.
 
 People paste the listing of a checkpoint folder when it is too big or holds the wrong files; the numbers in it are
 the facts a checkpoint rule needs (doctor/checks/checkpoint/listing.py). Sizes are read as printed: ``ls -l``
@@ -34,11 +34,13 @@ _COLON = re.compile(r"^(?P<name>[\w.\-/]+):\s+(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP]
 # "pytorch_model_fsdp.bin        36 981 387 757   (37 GB ...)": a checkpoint file's name, then its size
 # `aws s3 ls --recursive` (awscli's ls: date, time, size in bytes, key) of a checkpoint folder copied to object storage
 _S3 = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(?P<size>\d+)\s+(?P<name>\S+)$")
-# a checkpoint folder's name then its size, aligned (a table typed or copied by hand: "checkpoint-300   43G")
-_DIR_TABLE = re.compile(r"^(?P<name>(?:[\w.\-]+/)*(?:checkpoint|global_step)[-_]?\d+/?)\s{2,}"
+# a checkpoint folder's name then its size (a table typed or copied by hand: "checkpoint-300   43G"; a markdown table's
+# row once the paste reader took its bars off: "checkpoint-300 43 GB")
+_DIR_TABLE = re.compile(r"^(?P<name>(?:[\w.\-]+/)*(?:checkpoint|global_step)[-_]?\d+/?)\s+"
                         r"(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP](?:i?B)?)$", re.I)
 _TABLE = re.compile(r"^(?P<name>[\w.\-]+\.(?:safetensors|bin|pt|pth|json|ckpt|model))\s{2,}"
                     r"(?P<size>\d{1,3}(?:[ ,.\u202f]\d{3})+|\d+(?:\.\d+)?\s?(?:[KMGTP]i?B?|bytes)?)(?:\s.*)?$")
+_MD_RULE = re.compile(r"^\|?[\s:|-]*-{3}[\s:|-]*$")  # a markdown table's rule row, not a tree's branch
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 _CKPT_NAME = re.compile(r"(?:checkpoint|global_step|step|epoch)[-_]?\d+|\.(?:safetensors|bin|pt|pth)$|^latest$|"
                         r"adapter_config\.json|optimizer|zero_to_fp32")
@@ -113,8 +115,14 @@ def parse_line(text: str, line: int) -> Entry | None:
     if m is not None and _CKPT_NAME.search(m.group("name")):
         base = m.group("name").rstrip("/").rsplit("/", 1)[-1]
         return Entry(base, size_bytes(m.group("size")), "." not in base, line, "colon", m.group("size"))
+    if t[:1] == "|" and t[-1:] == "|":
+        cells = [c.strip() for c in t[1:-1].split("|")]
+        if len(cells) == 2 and _CKPT_NAME.search(cells[0]) and size_bytes(cells[1]) is not None:
+            # a markdown table of checkpoint folders (or files) and their sizes, typed or copied by hand
+            base = cells[0].strip("`").rstrip("/").rsplit("/", 1)[-1]
+            return Entry(base, size_bytes(cells[1]), "." not in base, line, "table", cells[1])
     m = _TREE_NAME.match(t)
-    if m is not None:
+    if m is not None and not _MD_RULE.match(t):
         name = m.group("name")
         return Entry(name, None, "." not in name, line, "tree", "")
     return None
