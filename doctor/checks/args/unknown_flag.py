@@ -1,4 +1,5 @@
-"""GD401: ms-swift hands back the flags no argument class accepted (``remaining_argv``) and stops; each one is
+"""GD401: ms-swift (or an HfArgumentParser script) hands back the flags no argument class accepted and stops; a carriage
+return among them (a launch script with Windows line endings) is said as such, and every other one is
 explained with the flag history of the version the log shows (renamed, removed, added later, misspelt)."""
 from __future__ import annotations
 
@@ -72,9 +73,31 @@ def flag_advice(name: str, vals: list[str], run: RunConfig) -> str:
             f"Command-line-parameters page for your version, or drop it.")
 
 
+_CRLF_FIX = ("Convert the launch script to Unix line endings and run it again: `dos2unix train.sh` or "
+             "`sed -i 's/\\r$//' train.sh` (an editor's 'LF' line-ending setting prevents it).",)
+
+
+def _crlf(hits: list[Hit], tokens: list[str]) -> Diagnosis | None:
+    """A script saved with Windows line endings: bash reads each line's carriage return as part of the last word,
+    so a `\\`-continued command passes "\\r" to the program (and a line of its own runs a command named $'\\r')."""
+    bash = any(h.groups.get("crlf") for h in hits)
+    carried = [t for t in tokens if t.endswith("\r")]
+    if not bash and not carried:
+        return None
+    what = (f"the program received {', '.join(repr(t) for t in carried)} as argument(s)" if carried else
+            "bash ran each line's trailing carriage return as a command named $'\\r'")
+    return Diagnosis(message=f"The launch script has Windows line endings (CRLF): {what}. A carriage return at the "
+                             f"end of a `\\`-continued line becomes part of the next argument, so the parser sees an "
+                             f"unknown argument (or a flag's value ends in \\r) although the flags are spelled "
+                             f"right.", fix=_CRLF_FIX)
+
+
 def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     tokens = split_argv(hits[0].groups.get("argv") or "")
+    crlf = _crlf(hits, tokens)
+    if crlf is not None:
+        return crlf
     flags, stray = group_flags(tokens, short=True)
     names = ", ".join(_shown(n, []) for n, _ in flags) or ", ".join(repr(s) for s in stray) or "(empty list)"
     if hits[0].groups.get("hf") and run.command is None:
