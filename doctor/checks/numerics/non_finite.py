@@ -34,6 +34,9 @@ METRIC_ONLY = frozenset(("kl",) + CLIP_NAN_KEYS)
 METRIC_ONLY_PRIORITY = 50   # below GD641 (truncated, 52) and GD610 (flat, 70): what makes such a batch
 
 
+_PREFERENCE_KEYS = ("rewards/chosen", "rewards/margins", "logps/chosen")  # trl's DPO/ORPO/CPO trainers log these
+
+
 def _bad(v: float | None) -> bool:
     return v is not None and (math.isnan(v) or math.isinf(v))
 
@@ -227,9 +230,11 @@ class MetricsNonFinite(Rule):
             fix = ["Load and train the model in bfloat16, or float32 on GPUs without bfloat16 (V100, T4): float16 "
                    "activations of large models overflow in the first forward pass."]
         else:
-            msg += (" Once the loss or gradients are NaN the weights are corrupted and every later step is "
-                    "meaningless; sampling from NaN logits then fails with 'probability tensor contains either "
-                    "inf, nan or element < 0'.")
+            msg += " Once the loss or gradients are NaN the weights are corrupted and every later step is meaningless"
+            # a preference run (DPO's chosen/rejected metrics) samples nothing: no rollout to fail
+            msg += ("." if any(k in self.first.values for k in _PREFERENCE_KEYS) else
+                    "; sampling from NaN logits then fails with 'probability tensor contains either inf, nan or "
+                    "element < 0'.")
             sev = Severity.error
             fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen)
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
