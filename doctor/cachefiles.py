@@ -13,6 +13,8 @@ import os
 import re
 from typing import NamedTuple
 
+from .live.atomic import write_atomic
+
 
 class Kind(NamedTuple):
     prefix: str
@@ -62,18 +64,10 @@ def write(kind: Kind, key: str, data: bytes) -> None:
     """Write the file atomically (readers see the old file or the whole new one), then prune its kind."""
     folder = cache_dir()
     name = kind.name(key)
-    path = os.path.join(folder, name)
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(folder, exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        write_atomic(os.path.join(folder, name), data)  # a random temporary name, no link followed, removed on failure
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return
     prune(kind, folder, name)
 
