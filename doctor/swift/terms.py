@@ -58,7 +58,8 @@ _VERL: dict[str, str] = {
     "--beta": "actor_rollout_ref.actor.kl_loss_coef={v}",
     "--max_grad_norm": "actor_rollout_ref.actor.grad_clip={v}",
     "--gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing={v}",
-    "--ddp_timeout": "actor_rollout_ref.nccl_timeout={v}",  # seconds, default 600 (verl trainer/config ppo_trainer.yaml)
+    # seconds, default 600; in verl's later configs (MegatronCriticConfig.nccl_timeout in its source), not in 0.3's
+    "--ddp_timeout": "actor_rollout_ref.nccl_timeout={v}",
     "--offload_model": "actor_rollout_ref.actor.fsdp_config.param_offload={v}",
     "--offload_optimizer": "actor_rollout_ref.actor.fsdp_config.optimizer_offload={v}",
     "--save_steps": "trainer.save_freq={v}",
