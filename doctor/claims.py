@@ -35,10 +35,10 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
 from .model import Finding
+from .textcache import for_short_texts
 
 GIB = 1024 ** 3
 
@@ -470,11 +470,12 @@ _ABBREV = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.", "no.")
 def sentences(text: str) -> list[str]:
     """``text`` cut into sentences: after . ! ? and a space before a capital, a backtick, a quote or a bracket,
     never inside backticks or brackets nor after an abbreviation (e.g.)."""
-    return list(_sentences_cached(text) if len(text) <= 8192 else _sentences(text))
+    return list(_sentences(text))
 
 
+@for_short_texts
 def _sentences(text: str) -> tuple[str, ...]:
-    """``sentences``; cached for texts up to 8 KiB: watch checks the same findings' messages and fixes at every live
+    """``sentences``, cached for short texts: watch checks the same findings' messages and fixes at every live
     evaluation."""
     out, start, depth, tick = [], 0, 0, False
     i = 0
@@ -497,8 +498,6 @@ def _sentences(text: str) -> tuple[str, ...]:
         out.append(text[start:])
     return tuple(s for s in (s.strip() for s in out) if s)
 
-
-_sentences_cached = lru_cache(maxsize=512)(_sentences)
 
 
 def claims_in(sentence: str) -> list[Claim]:

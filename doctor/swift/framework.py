@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
+
+from ..textcache import for_short_texts
 
 # (framework, path fragments of its package directory), most specific first
 _FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -132,17 +133,10 @@ def from_paths(paths: Iterable[str]) -> tuple[str | None, bool]:
     return ("trl" if "trl" in seen or "accelerate" in seen else None), open_r1
 
 
-# texts up to this long are cached (the last lines of each log, 60 a log, and the commands; a line may be 64 KiB)
-_CACHED_TEXT = 8192
-
-
+@for_short_texts
 def _text_marks(t: str) -> tuple[frozenset[str], bool]:
     """(the frameworks one text names, whether it names open-r1). Cached: watch asks the framework of the same last
     lines at every live evaluation (~0.1 s of a 4-step scoreboard run's CPU in these searches)."""
-    return _text_marks_cached(t) if len(t) <= _CACHED_TEXT else _marks(t)
-
-
-def _marks(t: str) -> tuple[frozenset[str], bool]:
     found: set[str] = set()
     if any(s in t for s in _SWIFT_LOG):
         found.add("ms-swift")
@@ -152,9 +146,6 @@ def _marks(t: str) -> tuple[frozenset[str], bool]:
         if rx.search(t):
             found.add(name)
     return frozenset(found), any(s in t for s in _OPEN_R1)
-
-
-_text_marks_cached = lru_cache(maxsize=512)(_marks)
 
 
 def from_text(texts: Iterable[str]) -> tuple[str | None, bool]:

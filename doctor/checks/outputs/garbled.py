@@ -10,11 +10,11 @@ scripts, `is is is is`, runs of `\\n`, after the first weight sync of a Megatron
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
+from ...textcache import for_short_texts
 
 _REPEAT = re.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
 # one character or a short piece repeated with no space between (`!!!!!!!!`, `。。。。`, `的的的的`, `abcabcabc`): not the
@@ -44,13 +44,10 @@ def scripts(text: str) -> set[str]:
     return out
 
 
+@for_short_texts
 def garbled(text: str) -> str:
-    """What makes a line look like a degenerate completion ('' when nothing does). Cached for lines up to 8 KiB: watch
-    reads the same last lines at every live evaluation."""
-    return _garbled_cached(text) if len(text) <= 8192 else _garbled(text)
-
-
-def _garbled(text: str) -> str:
+    """What makes a line look like a degenerate completion ('' when nothing does). Cached for short lines: watch reads
+    the same last lines at every live evaluation."""
     if _LOGLIKE.search(text):
         return ""
     for m in _REPEAT.finditer(text):
@@ -66,8 +63,6 @@ def _garbled(text: str) -> str:
         return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
     return ""
 
-
-_garbled_cached = lru_cache(maxsize=512)(_garbled)
 
 
 def _bare_paste(tail) -> bool:
