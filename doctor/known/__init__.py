@@ -51,28 +51,8 @@ def same_failure(f: Finding) -> list[Match]:
 def similar(f: Finding, run: dict | None = None) -> list[Match]:
     """The threads shown only because their error reads alike (basis similarity): never a fix; none from another
     trainer's tracker when the run's trainer is known (words alike across trainers say nothing of this run)."""
-    from .mechanism import MECHANISM
+    from .mechanism import MECHANISM, other_trainer
     return [m for m in for_finding(f) if m.basis not in MECHANISM and not other_trainer(m, run)]
-
-
-# the issue trackers of trainers, by the framework name doctor/swift/framework.py gives a run (open-r1 is a recipe on
-# trl); a runtime's tracker (vLLM, DeepSpeed, torch, transformers) concerns every trainer
-_TRAINER_REPOS = {"modelscope/ms-swift": "ms-swift", "huggingface/trl": "trl", "huggingface/open-r1": "trl",
-                  "volcengine/verl": "verl", "openrlhf/openrlhf": "openrlhf", "hiyouga/llama-factory": "llamafactory",
-                  "unslothai/unsloth": "unsloth", "axolotl-ai-cloud/axolotl": "axolotl",
-                  "willccbb/verifiers": "verifiers"}
-_BUILT_ON = {"unsloth": {"trl"}, "verifiers": {"trl"}}  # a run of these also runs trl's code
-
-
-def other_trainer(m: Match, run: dict | None) -> bool:
-    """The thread is from another trainer's tracker than the one the run is known to use."""
-    if not isinstance(run, dict) or run.get("framework_source") in (None, "unknown", "runtime"):
-        return False
-    ran = run.get("framework")
-    if not isinstance(ran, str) or ran not in _TRAINER_REPOS.values():
-        return False
-    theirs = _TRAINER_REPOS.get(m.thread.split("#", 1)[0].lower())
-    return theirs is not None and theirs != ran and theirs not in _BUILT_ON.get(ran, ())
 
 
 @lru_cache(maxsize=256)
@@ -93,7 +73,7 @@ def _lookup(texts: tuple[str, ...], category: str, exclude: frozenset[str] = fro
 
 
 def json_items(f: Finding, run: dict | None = None) -> list[dict]:
-    from .mechanism import MECHANISM
+    from .mechanism import MECHANISM, other_trainer
     return [m.to_json() for m in for_finding(f) if m.basis in MECHANISM or not other_trainer(m, run)]
 
 
@@ -161,4 +141,4 @@ def index_summary() -> str:
 
 
 __all__ = ["Match", "describe", "details", "fix_lines", "for_finding", "index_summary", "json_items", "safe_url",
-           "other_trainer", "same_failure", "similar", "similar_line", "why_no_fix"]
+           "same_failure", "similar", "similar_line", "why_no_fix"]

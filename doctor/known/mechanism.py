@@ -139,6 +139,8 @@ SHARED_REPOS = {"vllm-project/vllm", "vllm-project/vllm-ascend", "pytorch/pytorc
                 "dao-ailab/flash-attention"}
 # frameworks that run another's trainer: open-r1 runs trl's GRPOTrainer
 _FAMILY = {"open-r1": "trl"}
+# frameworks built on trl's trainers: a trl thread speaks of their runs too (not the other way round)
+_BUILT_ON = {"unsloth": {"trl"}, "verifiers": {"trl"}}
 
 
 def thread_framework(m: Match) -> str | None:
@@ -155,6 +157,19 @@ def thread_framework(m: Match) -> str | None:
 
 def _family(name: str) -> str:
     return _FAMILY.get(name, name)
+
+
+def other_trainer(m: Match, run: dict[str, Any] | None) -> bool:
+    """A similar thread about another trainer than the one the run is known to use (a run told only by its runtime,
+    torch or vLLM, has no trainer to compare)."""
+    if not isinstance(run, dict) or run.get("framework_source") in (None, "unknown", "runtime"):
+        return False
+    # by the repository alone: a thread elsewhere that names a trainer in its versions may still concern this run
+    have, theirs = run.get("framework"), FRAMEWORK_REPOS.get(m.thread.split("#", 1)[0].lower())
+    if not isinstance(have, str) or theirs is None:
+        return False
+    have, theirs = _family(have.lower()), _family(theirs)
+    return theirs != have and theirs not in _BUILT_ON.get(have, ())
 
 
 def framework_clash(m: Match, f: Finding, run: dict[str, Any] | None, how: str) -> str:
