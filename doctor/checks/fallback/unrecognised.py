@@ -13,6 +13,8 @@ from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of
+from ...values import as_int
+from ..memory._facts import zero_stage
 from .advice import cut_message
 from .cut_wording import CutReading, read_cut
 from .exceptions import describe_frame, first_real, is_library, notebook_header, unexplained
@@ -44,8 +46,8 @@ def _phase_fix(phase: str | None, framework: str | None) -> list[str]:
 
 def _zero3_told(exc: ExceptionInfo, ctx: RunState) -> bool:
     """DeepSpeed in the stack or ZeRO-3 in the run's arguments: a size-0 dimension may be a partitioned weight."""
-    ds = str(ctx.run.args.get("deepspeed") or "") + str(ctx.run.args.get("zero_stage") or "")
-    return any("deepspeed" in f.path for f in exc.frames) or "3" in ds or "zero3" in ds
+    stage, _ = zero_stage(ctx.run.args.get("deepspeed"))
+    return any("deepspeed" in f.path for f in exc.frames) or stage == 3 or as_int(ctx.run.args.get("zero_stage")) == 3
 
 
 class Unrecognised(Rule):
@@ -145,14 +147,18 @@ class Unrecognised(Rule):
                           "generated first, a pad token equal to EOS).")
         elif _SIZE0.search(exc.message):
             # with no sign of DeepSpeed in the log the ZeRO-3 reading is one possibility, said as one
-            lead = (" A dimension of size 0 is what" if _zero3_told(exc, ctx) else
-                    " The log shows no DeepSpeed; if the run uses ZeRO-3, a dimension of size 0 is what")
+            ds, told = ctx.run.args.get("deepspeed"), _zero3_told(exc, ctx)
+            lead = (" A dimension of size 0 is what" if told else
+                    f" The run's DeepSpeed config ({ds}) is not ZeRO-3; under ZeRO-3 a dimension of size 0 is what"
+                    if ds else " The log shows no DeepSpeed; if the run uses ZeRO-3, a dimension of size 0 is what")
             msg += (lead + " a parameter partitioned by DeepSpeed ZeRO-3 looks like outside its gather (deepspeed/"
                     "runtime/zero/partition_parameters.py keeps an empty tensor on each rank): a weight read by code "
                     "that ZeRO-3's hooks do not cover (a model class the trainer does not recognise, a custom "
                     "forward); otherwise an empty tensor from the data.")
-            fix.insert(0, "Rerun without ZeRO-3 (ZeRO-2) to confirm; with a fine-tuned checkpoint, make sure the trainer "
-                          "recognises its architecture (model_type in config.json; ms-swift --model_type/--template).")
+            if told or not ds:  # a run on ZeRO-2 or below has nothing to rerun without
+                fix.insert(0, "Rerun without ZeRO-3 (ZeRO-2) to confirm; with a fine-tuned checkpoint, make sure the "
+                              "trainer recognises its architecture (model_type in config.json; ms-swift "
+                              "--model_type/--template).")
         phase = phase_of(exc.frames)
         if phase:
             msg += f" The frames place the failure in {phase}."
