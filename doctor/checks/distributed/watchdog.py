@@ -204,13 +204,15 @@ class NcclWatchdog(Rule):
                          "ends earlier on some ranks (transformers' generate keeps every rank stepping only with "
                          "synced_gpus=True), an evaluation or save that not every rank runs, or an uneven last batch.")
         missing: list[int] = []
+        # with no world size read, an all-gather's group bounds the ranks (assumed to be ranks 0..group-1)
+        bound_by_group = bool(ranks) and not world and group is not None and group > max(ranks)
         if ranks:
-            top = (world - 1) if world else (group - 1) if group and group > max(ranks) else max(ranks)
+            top = (world - 1) if world else (group - 1) if bound_by_group and group else max(ranks)
             missing = [r for r in range(0, min(top, 1 << 16) + 1) if r not in ranks]  # bounded: ranks come from logs
         if missing:
             parts.append(f"Rank(s) {rank_list(missing)} did not report this timeout"
-                         + ("" if world or group and group > max(ranks) else
-                            f" (and any rank above {max(ranks)} is not shown)")
+                         + (f" (the gather's {group} ranks taken as ranks 0-{group - 1}: the world size was not read)"
+                            if bound_by_group else "" if world else f" (and any rank above {max(ranks)} is not shown)")
                          + ": the rank that never reached the collective is usually among them.")
         first_seq = items[0].line.seq
         culprit = _raised_on([e for e in ctx.exceptions if e.seq < first_seq and (e.rank is None or e.rank not in ranks)],
