@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from doctor.sources.message_words import between_words
+from .message_words import between_words
 
 MAX_REFLOW = 4 * 1024 * 1024  # bytes: larger inputs are programs' logs, read as they are
 MIN_WIDTH, MAX_WIDTH = 60, 400

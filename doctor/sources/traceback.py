@@ -175,12 +175,13 @@ class TracebackTracker:
         stripped = text.strip()
         if not stripped:
             return None
-        rich = _RICH_HEADER in text and ("╭" in line.raw or bool(_ASCII_TOP.match(line.raw)))  # a narrow box cuts its title short
-        if rich or _HEADER in text:
-            st = self._states[key] = _State()
-            st.in_tb = True
-            st.rich = rich
-            return None
+        if _RICH_HEADER in text:  # the header's start: one test per line for both forms (_HEADER begins with it)
+            rich = "╭" in line.raw or bool(_ASCII_TOP.match(line.raw))  # a narrow rich box cuts its title short
+            if rich or _HEADER in text:
+                st = self._states[key] = _State()
+                st.in_tb = True
+                st.rich = rich
+                return None
         if st is not None and st.rich:
             if self._rich(key, st, line, stripped):
                 return None
