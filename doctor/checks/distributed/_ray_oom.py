@@ -69,8 +69,8 @@ class RayMemory:
         part = "nearly all" if share >= 0.995 else f"{share:.0%}"
         said.append(f"its table of the biggest users is led by {count} x {top} at about {each:.0f} GB each "
                     f"({gb[top]:.0f} GB, {part} of the listed memory; read)")
-        fix = (f"Cut what {top} holds in host memory: it is the {count} process(es) that filled the node. For rollout "
-               f"or generation workers that is the batch of sequences generated at once (fewer prompts or samples "
+        fix = (f"Cut what {top} holds in host memory: its {count} process(es) hold {part} of the memory Ray listed. "
+               f"For rollout or generation workers that is the batch of sequences generated at once (fewer prompts or samples "
                f"per step, shorter responses) and any weights or optimizer states offloaded to CPU; or give the "
                f"node more memory.")
         return ("Ray's message: " + "; ".join(said) + ".", fix)

@@ -222,9 +222,9 @@ class MetricsNonFinite(Rule):
         elif lr_col[first] == 0 and all(not v for v in lr_col[:first]):
             # no update had moved the weights: a lower learning rate or harder clipping cannot change the forward pass
             msg += (f" learning_rate was still 0 at {s.label(first)} (read), with no positive value logged before it: "
-                    f"the optimizer had not moved the weights yet (with warmup from 0 the learning rate stays 0 while "
-                    f"the float16 loss scaler skips every step whose gradients are not finite), so the forward or "
-                    f"backward pass itself overflowed (float16 does most often: its range ends at 65504); no learning "
+                    f"no update with a positive learning rate shows before the NaN, so the weights were most likely "
+                    f"unchanged and the forward or backward pass itself overflowed (float16 does most often: its range "
+                    f"ends at 65504, and its loss scaler skips the steps whose gradients are not finite); no learning "
                     f"rate or clipping setting caused it.")
             sev = Severity.error
             fix = ["Load and train the model in bfloat16, or float32 on GPUs without bfloat16 (V100, T4): float16 "

@@ -87,13 +87,14 @@ def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         before = (f" The log holds {ctx.metrics_steps} metric row(s) of training steps before it: the server had "
                   f"answered earlier calls." if ctx.metrics_steps else "")
         msg = (f"The rollout server at {at} closed the connection while the trainer's request was in flight (no "
-               f"answer came back).{before} The trainer only saw the connection drop: the server process died, was "
-               f"killed or restarted while it handled the call, and its own log holds the cause.")
+               f"answer came back).{before} The trainer only saw the connection drop: most often the server process "
+               f"died, was killed or restarted while it handled the call (a proxy or a network cut drops it too), and "
+               f"the server's own log says which.")
         fix = ("Read the end of the server's log (the terminal or file of the server process): its last lines before "
                "the drop name the failure (an out-of-memory, an engine error); `dmesg -T | grep -i kill` on the "
                "server's host shows whether the kernel's OOM killer ended it.",
-               f"Start the server again ({serve}), then restart the trainer from its last checkpoint: its weight-sync "
-               f"group was joined with the server process that is gone.")
+               f"If the server process is gone, start it again ({serve}), then restart the trainer from its last "
+               f"checkpoint: its weight-sync group was joined with the old server process.")
     elif stage == "timeout":
         msg = (f"The rollout server at {at} accepted the request but did not answer in time: generation (or a "
                f"weight update) took longer than the client waits.")
