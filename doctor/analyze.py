@@ -10,8 +10,11 @@ from dataclasses import replace
 from typing import Any
 
 from . import __version__
+from .claim_facts import RunFacts
+from .claims import in_trainer_terms
 from .classify import provenance
 from .engine import Session, order
+from .engine.session import trainer_facts
 from .gate import store_words
 from .gpu_summary import GpuSummary
 from .model import Finding, Report, Role, Severity
@@ -25,6 +28,7 @@ from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
 from .sources.safeio import head_text, regular_size
 from .sources.sparse import is_sparse
 from .swift.terms import in_terms
+from .swift.trainer_kind import TrainerKind
 from .vitals import Tracker, vitals
 
 HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
@@ -110,13 +114,13 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
     # make their fixes, the raise site of each quoted error after; no exception and no error line: no lookup
     prov = provenance.for_session(session)
     session.run.inferred_versions = prov.narrow()
-    framework = framework_of(session, inputs)
+    kind = session.state.trainer_kind()
+    framework = framework_of(session, inputs, kind)
     findings = sel.keep(session.finish())
     if ckpts:
         findings = fold_into_log_finding(findings)
     findings = prov.annotate(findings)
-    # the fixes in the terms of the framework that ran (doctor/swift/terms.py): no ms-swift flag for a trl user
-    findings = in_terms(findings, framework["framework"])
+    findings = in_run_terms(findings, framework)
     notes.update(session.input_notes)
     infos = [replace(i.info(), note=notes[i.display]) if i.display in notes else i.info() for i in inputs] + ckpt_skipped
     run = session.run.summary()
@@ -165,7 +169,7 @@ def one_relaunch(findings: list[Finding], framework: dict) -> dict | None:
         return None
 
 
-def framework_of(session: Session, inputs: list | None = None) -> dict:
+def framework_of(session: Session, inputs: list | None = None, kind: TrainerKind | None = None) -> dict:
     """The ``framework``, ``framework_version``, ``framework_source`` and ``recipe`` of the run object, detected
     (doctor/swift/framework.py) from the parsed frames, the launch commands, the first and last lines of each log
     and the printed versions."""
@@ -190,7 +194,20 @@ def framework_of(session: Session, inputs: list | None = None) -> dict:
                  "framework_source": source if name else "unknown"}
     if recipe:
         out["recipe"] = recipe
+    kind = kind or session.state.trainer_kind()
+    if kind.kind is not None:   # GRPO, DPO, SFT, a server...: what the GRPO-only sentences are checked against
+        out["trainer"] = kind.kind
+        out["trainer_source"] = kind.source
     return out
+
+
+def in_run_terms(findings: list[Finding], framework: dict) -> list[Finding]:
+    """The fixes in the terms of the framework that ran (doctor/swift/terms.py: no ms-swift flag for a trl user),
+    then without the GRPO-only sentences or GRPOConfig fields those terms wrote, for a run of another trainer
+    (``framework``: framework_of's object)."""
+    findings = in_terms(findings, framework["framework"])
+    trainer = framework.get("trainer")
+    return in_trainer_terms(findings, RunFacts(**trainer_facts(TrainerKind(trainer, "report")))) if trainer else findings
 
 
 def merge_nodes(findings: list[Finding], nodes: list, sel: Selection | None = None) -> list[Finding]:

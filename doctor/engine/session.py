@@ -20,6 +20,7 @@ from ..signals import LogLine, Metrics
 from ..sources.runs import MAX_RUNS
 from ..sources.swiftconfig import RunConfig
 from ..swift.fixcheck import check_finding
+from ..swift.trainer_kind import TrainerKind
 from ..verdict import refine
 from .columns import Block
 from .state import STATE_WORDS, RunState
@@ -250,7 +251,8 @@ class Session:
         found = [check_finding(f, _run_of(state, f)) for f in found]
         # then every sentence that states a fact of the run (a flag unset, grad_norm 0, a shortage of memory, world
         # size 1, a model size, a version to install) checked against what the run shows (doctor/claims.py)
-        found = [check_claims(f, run_facts(state, f, _run_of(state, f)))[0] for f in found]
+        kind = state.trainer_kind()
+        found = [check_claims(f, run_facts(state, f, _run_of(state, f), kind))[0] for f in found]
         return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended,
                              broken_at=state.broken_at))
 
@@ -262,7 +264,7 @@ def _run_of(state: RunState, f: Finding) -> RunConfig:
     return state.at(ev).run if ev is not None else state.run
 
 
-def run_facts(state: RunState, f: Finding, run: RunConfig) -> RunFacts:
+def run_facts(state: RunState, f: Finding, run: RunConfig, kind: TrainerKind | None = None) -> RunFacts:
     """What the run shows, for the claims of finding ``f`` (doctor/claims.py): its run's configuration, the ranks,
     the metric rows, and the CUDA OOM messages of its evidence (else of the run's exceptions)."""
     ooms = [o for o in (read_oom(e.text) for e in f.evidence) if o is not None]
@@ -272,7 +274,15 @@ def run_facts(state: RunState, f: Finding, run: RunConfig) -> RunFacts:
     return RunFacts(args=run.args, cli=run.cli, env=run.env, versions=run.versions, world=run.world_size(),
                     max_rank=state.max_rank, model=str(model) if model else None, params_read=state.params_read,
                     metrics=state.metric_facts, ooms=tuple(ooms),
-                    config_read=bool(run.command or run.args or run.cli or run.command_texts or run.launches))
+                    config_read=bool(run.command or run.args or run.cli or run.command_texts or run.launches),
+                    **trainer_facts(kind))
+
+
+def trainer_facts(kind: TrainerKind | None) -> dict[str, Any]:
+    """RunFacts' trainer fields: the kind of trainer the run shows (None: not told)."""
+    if kind is None or kind.kind is None:
+        return {}
+    return {"trainer": kind.kind, "trainer_label": kind.label, "trainer_config": kind.config_class}
 
 
 def _tier(rule: Rule) -> int:

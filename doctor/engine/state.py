@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..claims import METRIC_KEYS, MetricFacts
+from ..claim_facts import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
@@ -23,6 +23,7 @@ from ..sources.paste import ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
 from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
+from ..swift.trainer_kind import MetricMarks, TrainerKind
 from .columns import Block, add_facts, first_of, load_numpy
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
@@ -61,6 +62,9 @@ class RunState:
     max_rank: int | None = None
     params_read: bool = False
     metric_facts: dict[str, MetricFacts] = field(default_factory=dict)
+    # what the metric keys say of the trainer (GRPO's group keys, DPO's chosen/rejected), noted per row layout
+    metric_marks: MetricMarks = field(default_factory=MetricMarks)
+    _row_width: int = -1
     # the first training step whose row shows weights a checkpoint should not be resumed from: {category: step}, for
     # loss-nan-or-inf (loss or grad_norm not finite) and grad-norm-zero (grad_norm exactly 0 while reward_std > 0).
     # Read by doctor/verdict.py: a checkpoint saved at or after it holds the diverged or dead weights
@@ -78,6 +82,13 @@ class RunState:
         doctor/swift/framework.py ``of_run``."""
         from ..swift.framework import of_run
         return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, heads)
+
+    def trainer_kind(self) -> TrainerKind:
+        """GRPO, DPO, SFT, a server...: doctor/swift/trainer_kind.py over what the state holds."""
+        from ..swift.trainer_kind import of_run
+        loss = self.metric_facts.get("loss")
+        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, self.metric_marks,
+                      loss.logged if loss else 0)
 
     def at(self, where: Evidence | Where) -> RunState:
         """The state as the run holding this line (an evidence line, an exception's place) saw it: with several
@@ -193,6 +204,9 @@ class RunState:
         if len(self.broken_at) < 2:
             self._broken_in(signals, block, summary)
         self.metrics_steps += int(block.steps().sum())
+        for values in block.values:
+            if len(values) != self._row_width:
+                self._note_layout(values)
         rows = ~summary
         for key in METRIC_KEYS:
             col = first_of(block, (key, "train/" + key))
@@ -256,6 +270,11 @@ class RunState:
         for c in bad:
             self.broken_at.setdefault(c, step)
 
+    def _note_layout(self, values: dict[str, Any]) -> None:
+        """A new row layout (its width changed): what its keys say of the trainer."""
+        self._row_width = len(values)
+        self.metric_marks.note(values)
+
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:
             self.exceptions.append(exc)
@@ -263,6 +282,8 @@ class RunState:
     def count(self, signal: Any) -> bool:
         """Account for a non-line signal; False when it reaches no rule (a summary row: the run's end)."""
         if isinstance(signal, Metrics):
+            if len(signal.values) != self._row_width:
+                self._note_layout(signal.values)
             if metrics_src.is_summary(signal.values):
                 self.ended = True
                 return False

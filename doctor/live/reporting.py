@@ -34,9 +34,9 @@ class Reporting:
             self.session.run.inferred_versions = prov.narrow()
             found = prov.annotate(self.session.finish())
             # the fixes in the terms of the framework that ran (doctor/swift/terms.py), detected as analyze detects it
-            from ..swift.terms import in_terms
+            from ..analyze import in_run_terms
             self.report_framework = self._framework(final)
-            found = in_terms(found, self.report_framework["framework"])
+            found = in_run_terms(found, self.report_framework)
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
             found = []

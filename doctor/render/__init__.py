@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..swift.trainer_kind import GROUP_KINDS, LABEL
+
 
 def run_line(run: dict[str, Any]) -> str:
     """'ms-swift 4.6.0, trl 0.29.1, world size 8' from the report's run object ('' when nothing is known); a
@@ -32,6 +34,10 @@ def run_line(run: dict[str, Any]) -> str:
             bits.append(guess(name))
     if run.get("world_size"):
         bits.append(f"world size {run['world_size']}")
+    trainer = run.get("trainer")
+    if isinstance(trainer, str) and trainer not in GROUP_KINDS:   # a GRPO run is the default subject: said only otherwise
+        bits.append(f"{LABEL.get(trainer, trainer)} trainer, not GRPO (from the {run.get('trainer_source') or 'log'})"
+                    if trainer not in ("serve", "infer") else f"{LABEL.get(trainer, trainer)} only, no trainer")
     return ", ".join(bits)
 
 

@@ -1,0 +1,70 @@
+"""The ``trainer`` claim: a sentence that holds only for GRPO (its generation groups, ``num_generations``,
+``GRPOConfig``, "in GRPO ...") is a claim that the run trains with GRPO. When the run shows another trainer (DPO, SFT,
+PPO, a model server: doctor/swift/trainer_kind.py), the GRPO part goes: a parenthesis or a clause after ";" that holds
+it is cut out, a trl config class is renamed to the run's (``DPOConfig(beta=...)``), and a sentence that is GRPO
+through and through is dropped. An unknown trainer contradicts nothing (grpo-doctor's subject is GRPO)."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .claim_facts import Claim, RunFacts, Verdict, conditional
+from .swift.trainer_kind import GROUP_KINDS
+
+# what only a grouped-sampling trainer has: GRPO by name, its group size, its groups of completions
+_GRPO = re.compile(r"\bGRPO\b|\bnum_generations\b|\bgeneration groups?\b|\bgroups? of (?:\d+ )?completions\b|"
+                   r"\bcompletions per prompt\b|\bflat groups?\b|\bgroup(?:-relative)? advantages?\b")
+# a trainer that scores nothing (SFT, pre-training) or scores pairs (DPO and its relatives), or a server: no reward
+# function runs there
+_REWARD_FUNCS = re.compile(r"\breward functions?\b|\breward_funcs\b")
+_UNSCORED = frozenset({"sft", "pt", "supervised", "serve", "infer", "dpo", "kto", "orpo", "cpo", "simpo", "ipo",
+                       "bco", "preference"})
+_CONFIG = re.compile(r"\bGRPOConfig\(([^()]*)\)")
+# the GRPO-only fields of trl's GRPOConfig (trl/trainer/grpo_config.py): no other trainer's config has them
+_GRPO_FIELDS = re.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
+                          r"generation_batch_size|steps_per_generation|num_iterations|scale_rewards)\b")
+_PAREN = re.compile(r"\s*\([^()]*\)")
+
+
+def find(sentence: str, masked: str) -> Iterator[Claim]:
+    for m in _CONFIG.finditer(masked):
+        yield Claim("trainer", "GRPOConfig", m.group(0), m.start(), m.end())
+    for subject, pattern in (("grpo", _GRPO), ("reward", _REWARD_FUNCS)):
+        for m in pattern.finditer(masked):
+            if masked[max(0, m.start() - 1):m.start()] != "`" and not conditional(masked, m.start()):
+                yield Claim("trainer", subject, m.group(0), m.start(), m.end())
+
+
+def _without(sentence: str, words: re.Pattern) -> str | None:
+    """The sentence with the parentheses (or the items of a parenthesised list) and the clauses after ";" that hold
+    ``words`` cut out; None when nothing else is left."""
+    def paren(m: re.Match) -> str:
+        inner = m.group(0).strip()[1:-1]
+        items = [i for i in inner.split(", ") if not words.search(i)]
+        return "" if not items else m.group(0)[:m.group(0).index("(") + 1] + ", ".join(items) + ")"
+
+    out = _PAREN.sub(lambda m: paren(m) if words.search(m.group(0)) else m.group(0), sentence)
+    clauses = [c for c in re.split(r";\s+", out) if not words.search(c)]
+    out = "; ".join(clauses).strip()
+    if not out or words.search(out) or len(out.split()) < 3:
+        return None
+    return out if out.endswith((".", "!", "?", ":")) else out.rstrip(",;") + "."
+
+
+def judge(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    if facts.trainer is None or facts.trainer in GROUP_KINDS:
+        return None
+    why = f"the run trains with {facts.trainer_label}, not GRPO"
+    if c.subject == "GRPOConfig":
+        cls = facts.trainer_config
+        if cls is None or _GRPO_FIELDS.search(c.value):
+            return Verdict(why)
+        return Verdict(why, sentence[:c.start] + cls + c.value[len("GRPOConfig"):] + sentence[c.end:])
+    if c.subject == "reward":
+        if facts.trainer not in _UNSCORED:
+            return None
+        return Verdict(f"the run trains with {facts.trainer_label}: no reward function runs", _without(sentence, _REWARD_FUNCS))
+    return Verdict(why, _without(sentence, _GRPO))
+
+
+__all__ = ["find", "judge"]

@@ -1,0 +1,189 @@
+"""Which kind of training ran: GRPO, or another trainer (DPO and its preference relatives, SFT, PPO, a reward model),
+or a model server with no trainer at all. Sentences that hold only for GRPO (generation groups, num_generations,
+GRPOConfig) are checked against it (doctor/claims.py), so that a DPO or SFT run never reads GRPO advice as its own.
+
+Evidence, strongest first, the first that tells decides:
+- the configuration: ms-swift's ``rlhf_type`` (args.json, the argument dump, ``--rlhf_type``), the swift subcommand
+  (``swift sft``, ``swift pt``, ``swift rollout`` serves GRPO), trl's CLI (``trl dpo``), verl's
+  ``algorithm.adv_estimator=grpo`` override, a trl config dump (``DPOConfig(``);
+- the frames: the trainer module that ran (trl ``trl/trainer/dpo_trainer.py``, ms-swift
+  ``swift/trainers/rlhf_trainer/grpo_trainer.py``, copies named ``*grpo_trainer.py``), else a user script named for
+  its method (``train_dpo.py``, open-r1's ``grpo.py``);
+- the log's text: trainer and config class names (``DPOTrainer``, ``GRPOConfig``) when one kind alone is named;
+- the metric rows: trl's and ms-swift's GRPO trainers log ``reward_std`` / ``frac_reward_zero_std`` /
+  ``completions/...``; trl's DPO, ORPO, CPO and KTO trainers log ``rewards/chosen``, ``rewards/margins`` and
+  ``logps/chosen`` (trl/trainer/dpo_trainer.py ``get_batch_loss_metrics``); rows with a loss and no reward of any
+  kind come from a trainer that scores nothing (supervised training).
+
+None when nothing tells: the reader then keeps GRPO wording, grpo-doctor's default subject.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# kinds whose training samples groups of completions per prompt and scores them (num_generations, group advantages)
+GROUP_KINDS = frozenset({"grpo", "rloo", "dapo", "gspo", "drgrpo"})
+PREFERENCE_KINDS = frozenset({"dpo", "kto", "orpo", "cpo", "simpo", "ipo", "bco", "online_dpo", "preference"})
+
+LABEL = {"dpo": "DPO", "kto": "KTO", "orpo": "ORPO", "cpo": "CPO", "simpo": "SimPO", "ipo": "IPO", "bco": "BCO",
+          "online_dpo": "online DPO", "preference": "preference (DPO-style)", "sft": "SFT", "pt": "pre-training",
+          "ppo": "PPO", "rm": "reward-model", "reward": "reward-model", "gkd": "GKD", "supervised": "supervised",
+          "serve": "model-serving", "infer": "inference", "prm": "process-reward-model", "rloo": "RLOO", "grpo": "GRPO"}
+# trl's config class per trainer (trl/trainer/<kind>_config.py)
+CONFIG_CLASS = {"grpo": "GRPOConfig", "dpo": "DPOConfig", "sft": "SFTConfig", "kto": "KTOConfig", "orpo": "ORPOConfig",
+                "cpo": "CPOConfig", "ppo": "PPOConfig", "rloo": "RLOOConfig", "gkd": "GKDConfig", "rm": "RewardConfig",
+                "reward": "RewardConfig", "online_dpo": "OnlineDPOConfig", "bco": "BCOConfig", "prm": "PRMConfig"}
+
+_SWIFT_CMD = re.compile(r"(?:^|[\s;/])swift\s+(rlhf|sft|pt|rollout|deploy|infer)\b|swift[./]cli[./](rlhf|sft|pt|rollout|deploy|infer)\b")
+_RLHF_TYPE = re.compile(r"--rlhf_type[= ]+['\"]?([a-z_]+)")
+_TRL_CLI = re.compile(r"(?:^|[\s;/])trl\s+(sft|dpo|grpo|kto|rloo|orpo|cpo|ppo|reward|gkd|online_dpo)\b")
+# verl's override and OpenRLHF's flag (openrlhf/cli/train_ppo_ray.py: group_norm is its GRPO)
+_ADV = re.compile(r"\balgorithm\.adv_estimator=['\"]?(\w+)|--advantage_estimator[= ]+['\"]?(\w+)")
+_VLLM_SERVE = re.compile(r"(?:^|[\s;/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server")
+_TRAINER_FILE = re.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|reward|gkd|online_dpo|bco|prm)_trainer\.py$")
+# "ppo" is left out: verl's and rLLM's entry points (main_ppo.py, train_agent_ppo.py) run GRPO as well
+_SCRIPT = re.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*)?\.py$")
+_CLASS = re.compile(r"(?:\b|(?<=[a-z0-9]))(GRPO|DPO|SFT|PPO|KTO|ORPO|CPO|RLOO|GKD|OnlineDPO|Reward)(?:Trainer\b|Config\()")
+_SWIFT_SUB = {"sft": "sft", "pt": "pt", "rollout": "grpo", "deploy": "serve", "infer": "infer"}
+_ADV_KIND = {"gae": "ppo", "group_norm": "grpo"}
+
+
+@dataclass(frozen=True)
+class TrainerKind:
+    kind: str | None     # "grpo", "dpo", "sft", "ppo", "supervised", "serve", ... (None: not told)
+    source: str          # config | frames | text | metrics | none
+
+    @property
+    def grouped(self) -> bool | None:
+        """Whether the run samples groups of completions per prompt (GRPO and its relatives); None: not told."""
+        return None if self.kind is None else self.kind in GROUP_KINDS
+
+    @property
+    def label(self) -> str:
+        return LABEL.get(self.kind or "", self.kind or "unknown")
+
+    @property
+    def config_class(self) -> str | None:
+        return CONFIG_CLASS.get(self.kind or "")
+
+
+def _norm(kind: str) -> str:
+    kind = kind.lower()
+    if kind == "online_dpo":
+        return kind
+    if kind.startswith("grpo") or kind in GROUP_KINDS:
+        return "grpo" if kind.startswith("grpo") else kind
+    return {"reward": "rm", "pretrain": "pt", "onlinedpo": "online_dpo"}.get(kind, kind)
+
+
+def from_config(args: dict, command: str | None, texts: Iterable[str]) -> str | None:
+    rlhf_type = args.get("rlhf_type")
+    if isinstance(rlhf_type, str) and rlhf_type.strip():
+        return _norm(rlhf_type.strip())
+    for text in texts:
+        m = _RLHF_TYPE.search(text)
+        if m:
+            return _norm(m.group(1))
+        m = _SWIFT_CMD.search(text)
+        if m and (m.group(1) or m.group(2)) in _SWIFT_SUB:
+            return _SWIFT_SUB[m.group(1) or m.group(2)]
+        m = _TRL_CLI.search(text)
+        if m:
+            return _norm(m.group(1))
+        m = _ADV.search(text)
+        if m:
+            adv = (m.group(1) or m.group(2)).lower()
+            return _ADV_KIND.get(adv, _norm(adv))
+        if _VLLM_SERVE.search(text):
+            return "serve"
+    if command in _SWIFT_SUB:
+        return _SWIFT_SUB[command]
+    return None
+
+
+def from_frames(paths: Iterable[str], is_library: object = None) -> str | None:
+    """The trainer module innermost in the stacks, else a user script named for its method."""
+    trainer = script = None
+    for path in paths:
+        p = path.replace("\\", "/")
+        m = _TRAINER_FILE.search(p)
+        if m and "/openrlhf/" in p:
+            continue   # OpenRLHF runs GRPO through its ppo_trainer.py too (--advantage_estimator group_norm)
+        if m:
+            trainer = _norm(m.group(1))
+            continue
+        m = _SCRIPT.search(p)
+        if m and not (callable(is_library) and is_library(p)):
+            script = _norm(m.group(1))
+    return trainer or script
+
+
+def from_text(texts: Iterable[str]) -> str | None:
+    """The one trainer kind the log's class names point at (several different ones: not told)."""
+    seen = {_norm(m.group(1)) for t in texts for m in _CLASS.finditer(t)}
+    return next(iter(seen)) if len(seen) == 1 else None
+
+
+@dataclass
+class MetricMarks:
+    """What the logged metric keys say of the trainer (filled from each row layout seen, doctor/engine/state.py)."""
+    grouped: bool = False       # GRPO's reward_std / frac_reward_zero_std / completions/...
+    preference: bool = False    # rewards/chosen, rewards/margins, logps/chosen
+    scored: bool = False        # any reward or score key at all
+
+    def note(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            k = key.lower()
+            if "reward_std" in k or "frac_reward_zero_std" in k or k.startswith("completions/") or \
+                    k.endswith("completion_length") or k.startswith("train/reward_std"):
+                self.grouped = True
+            if _PREFERENCE.search(k):
+                self.preference = True
+            if "reward" in k or "score" in k or k.startswith("kl") or "/kl" in k:
+                self.scored = True
+
+    def kind(self, loss_rows: int) -> str | None:
+        """The kind the keys point at; ``loss_rows``: rows that logged a loss (two or more with no reward or score
+        key anywhere: a trainer that scores nothing)."""
+        if self.grouped:
+            return "grpo"
+        if self.preference:
+            return "preference"
+        if loss_rows >= 2 and not self.scored:
+            return "supervised"
+        return None
+
+
+_PREFERENCE = re.compile(r"(?:^|/)(?:rewards|logps|logits)(?:_\w+)?/(?:chosen|rejected|margins)\b")
+
+
+def detect(args: dict, command: str | None, commands: list[str], texts: list[str], paths: Iterable[str],
+           marks: MetricMarks | None = None, loss_rows: int = 0, is_library: object = None) -> TrainerKind:
+    """``commands``: the launch commands read (command.txt, launcher lines); ``texts``: those and the log's lines
+    (tails, exception lines); ``paths``: the frames' files."""
+    for source, kind in (("config", lambda: from_config(args, command, commands)),
+                         ("frames", lambda: from_frames(paths, is_library)),
+                         ("text", lambda: from_text(texts)),
+                         ("metrics", lambda: marks.kind(loss_rows) if marks is not None else None)):
+        got = kind()
+        if got:
+            return TrainerKind(got, source)
+    return TrainerKind(None, "none")
+
+
+def of_run(run, exceptions=(), open_tracebacks=(), tails=None, marks: MetricMarks | None = None,
+           loss_rows: int = 0) -> TrainerKind:
+    """``detect`` over what a session holds (the arguments of doctor/swift/framework.py ``of_run``)."""
+    from .framework import is_library_path
+    paths = [f.path for e in exceptions for f in e.frames]
+    paths += [f.path for _, frames in open_tracebacks for f in frames]
+    commands = list(run.command_texts)
+    texts = commands + [ln.text for tail in (tails or {}).values() for ln in tail]
+    texts += [e.raw for e in list(exceptions)[:20]]
+    texts += [v for v in run.implied.values() if isinstance(v, str)]
+    return detect(run.args, run.command, commands, texts, paths, marks, loss_rows, is_library_path)
+
+
+__all__ = ["CONFIG_CLASS", "GROUP_KINDS", "LABEL", "PREFERENCE_KINDS", "MetricMarks", "TrainerKind", "detect", "of_run"]
