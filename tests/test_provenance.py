@@ -210,3 +210,16 @@ def test_healthy_logs_and_help_do_not_open_the_index():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "False"
+
+
+def test_a_raising_frame_in_another_installed_package_contradicts_the_site():
+    from doctor.classify.site_rank import contradicted
+    site = "trl/trainer/grpo_trainer.py"
+    sp = "/usr/local/lib/python3.10/site-packages/"
+    assert not contradicted(site, [sp + "trl/trainer/grpo_trainer.py"])
+    assert contradicted(site, [sp + "trl/trainer/utils.py"])                         # same package, another file
+    assert contradicted(site, [sp + "trl/trainer/grpo_trainer.py", sp + "transformers/trainer.py"])  # transformers raised
+    assert contradicted(site, ["/usr/lib/python3/dist-packages/vllm/config.py"])
+    assert not contradicted(site, ["/home/me/open-r1/src/open_r1/grpo_trainer_copy.py"])  # a copy in the user's code
+    assert not contradicted(site, ["/workspace/transformers/src/transformers/trainer.py"])  # a source checkout: not told
+    assert not contradicted(site, [])

@@ -61,13 +61,23 @@ def frame_rank(module: str, frames: Sequence[str]) -> int:
 
 
 def contradicted(module: str, frames: Sequence[str]) -> bool:
-    """The raising frame is in the site's package (its top directory: ``swift/``, ``torch/``) but in another file:
-    that package raised it elsewhere (torch.amp's GradScaler, not the FSDP one the index holds)."""
+    """The stack's raising frame says the site did not raise it: that frame is in the site's package (its top
+    directory: ``swift/``, ``torch/``) but in another file (torch.amp's GradScaler, not the FSDP one the index holds),
+    or it is in another installed package's code (a site-packages frame of transformers under a trl site: transformers
+    raised it, with the same words)."""
     if not frames:
         return False
     last = "/" + frames[-1].replace("\\", "/").lstrip("/")
     top = "/" + module.split("/", 1)[0] + "/"
-    return top in last and not last.endswith("/" + module)
+    if top in last:
+        return not last.endswith("/" + module)
+    installed = _INSTALLED.search(last)
+    return installed is not None and "/" + installed.group(1) + "/" != top
+
+
+# the indexed packages' top directories as installed (a frame under site-packages tells its package for certain; a
+# source checkout's paths are left alone)
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\](swift|trl|vllm|transformers|deepspeed|peft|accelerate|torch)[/\\]")
 
 
 def _side(module: str) -> bool:
