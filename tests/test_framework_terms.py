@@ -174,3 +174,17 @@ def test_dtype_and_reward_functions_outside_ms_swift():
 def test_the_process_group_timeout_in_verls_terms():
     line = "Raise it only if a step legitimately takes longer: --ddp_timeout 3600 (seconds)."
     assert say(line, "verl") == "Raise it only if a step legitimately takes longer: actor_rollout_ref.nccl_timeout=3600 (seconds)."
+
+
+@pytest.mark.parametrize("line, want", [
+    # a pair written "A (trl) / B (ms-swift)", in either order, and two frameworks as one subject
+    ("Or cut the prompts: max_prompt_length (trl) / max_length with truncation_strategy (ms-swift), or filter them.",
+     "Or cut the prompts: max_prompt_length (trl), or filter them."),
+    ("Or cut the prompts: max_length with truncation_strategy (ms-swift) / max_prompt_length (trl), or filter them.",
+     "Or cut the prompts: max_prompt_length (trl), or filter them."),
+    ("must be a multiple of num_generations (ms-swift >= 3.4 and trl >= 0.17 also count gradient_accumulation_steps).",
+     "must be a multiple of num_generations (trl >= 0.17 also counts gradient_accumulation_steps)."),
+])
+def test_the_ms_swift_half_of_a_pair_leaves_a_trl_run(line, want):
+    assert say(line, "trl") == want
+    assert say(line, "ms-swift") == line        # an ms-swift run keeps both

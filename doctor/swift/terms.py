@@ -190,13 +190,23 @@ def _unsloth(framework: str | None) -> bool:
 # one alternative of a list that gives each framework's spelling ("(ms-swift --save_total_limit 2; transformers/trl
 # save_total_limit=2)", "(trl: max_prompt_length; ...; ms-swift: --max_length)"): the ms-swift one, with its separator
 _SWIFT_ALT = re.compile(r"(?<=\()ms-swift(?::\s|\s)[^;()]*;\s*|(?<=\()ms-swift(?::\s|\s)[^,;()]*,\s*|"
-                        r"[;,]\s*ms-swift(?::\s|\s)[^;,()]*(?=\))")
+                        r"[;,]\s*ms-swift(?::\s|\s)[^;,()]*(?=\))|"
+                        # "max_prompt_length (trl) / max_length with truncation_strategy (ms-swift)", either order
+                        r"\s*/\s*[^/;,():]*?\(ms-swift\)|(?<=: )[^/;,():]*?\(ms-swift\)\s*/\s*|"
+                        # "(ms-swift >= 3.4 and trl >= 0.17 also count ...)"
+                        r"\bms-swift\s*[<>=]=?\s*\d+(?:\.\d+)*\s+and\s+(?=trl\b)")
 
 
 def without_swift_alternative(line: str) -> str:
     """``line`` without the ms-swift entry of a list of per-framework spellings, for a run of another framework that
     the report names (a run whose framework is not told keeps every entry: the user picks theirs)."""
-    return _SWIFT_ALT.sub("", line) if "ms-swift" in line else line
+    if "ms-swift" not in line:
+        return line
+    # "ms-swift >= 3.4 and trl >= 0.17 also count" loses its first subject: the verb follows the one left
+    return _ONE_LEFT.sub(r"\1 counts", _SWIFT_ALT.sub("", line))
+
+
+_ONE_LEFT = re.compile(r"(\(trl\s*[<>=]=?\s*\d+(?:\.\d+)* also) count\b")
 
 
 def say(line: str, framework: str | None) -> str | None:
