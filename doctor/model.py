@@ -59,6 +59,7 @@ class RaisedBy:
     module: str       # "trl/trainer/grpo_trainer.py"
     function: str     # "GRPOTrainer.__init__"
     kind: str         # the exception class ("ValueError") or the log level ("error")
+    shown: str = field(default="", compare=False)   # ``versions`` as printed: "<=0.12" when the range starts at the oldest release read
 
     def to_json(self) -> dict[str, str]:
         return {"package": self.package, "versions": self.versions, "module": self.module,
@@ -66,7 +67,7 @@ class RaisedBy:
 
     def describe(self) -> str:
         """'raised by trl 0.15-0.16 `GRPOTrainer.__init__` (trl/trainer/grpo_trainer.py)'"""
-        return f"raised by {self.package} {self.versions} `{self.function}` ({self.module})"
+        return f"raised by {self.package} {self.shown or self.versions} `{self.function}` ({self.module})"
 
 
 @dataclass(frozen=True)

@@ -223,3 +223,16 @@ def test_a_raising_frame_in_another_installed_package_contradicts_the_site():
     assert not contradicted(site, ["/home/me/open-r1/src/open_r1/grpo_trainer_copy.py"])  # a copy in the user's code
     assert not contradicted(site, ["/workspace/transformers/src/transformers/trainer.py"])  # a source checkout: not told
     assert not contradicted(site, [])
+
+
+def test_a_range_from_the_oldest_release_read_is_open_below():
+    from doctor.classify.raise_sites import index, minor, open_below
+    from doctor.model import RaisedBy
+    first = minor(index().meta["versions"]["vllm"][0])        # the oldest vLLM release the index has read
+    assert open_below("vllm", f"{first}-0.12") == "<=0.12"
+    assert open_below("vllm", f"{first},0.20-0.22") == f"<={first},0.20-0.22"
+    assert open_below("vllm", "0.20-0.22") == "0.20-0.22"       # a range that starts later: its start is known
+    assert open_below("no-such-package", "1.0-2.0") == "1.0-2.0"
+    rb = RaisedBy("vllm", f"{first}-0.12", "vllm/config.py", "ModelConfig.verify", "ValueError", "<=0.12")
+    assert rb.describe() == "raised by vllm <=0.12 `ModelConfig.verify` (vllm/config.py)"
+    assert rb.to_json()["versions"] == f"{first}-0.12"           # the JSON keeps the releases read

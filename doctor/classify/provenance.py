@@ -119,8 +119,9 @@ class Provenance:
         for ev in f.evidence[:EVIDENCE_READ]:
             exc = self._where.get((ev.path, ev.line))
             keyed = self._of_exception(exc) if exc is not None and exc.message else self._of_line(ev.text)
+            from .raise_sites import open_below
             for s in _pick(keyed):
-                rb = RaisedBy(s.package, s.versions, s.module, s.where, s.kind)
+                rb = RaisedBy(s.package, s.versions, s.module, s.where, s.kind, open_below(s.package, s.versions))
                 if rb not in out and len(out) < MAX_PER_FINDING:
                     out.append(rb)
             if len(out) >= MAX_PER_FINDING:
@@ -168,7 +169,14 @@ def _held(keyed: list[tuple[tuple, Any]]) -> str:
 def summarize(run: dict[str, Any], inferred: dict[str, str]) -> None:
     """The run object's ``inferred_versions`` (additive to schema 1)."""
     if inferred:
-        run["inferred_versions"] = {pkg: {"versions": r, "from": FROM} for pkg, r in sorted(inferred.items())}
+        from .raise_sites import open_below
+        run["inferred_versions"] = {}
+        for pkg, r in sorted(inferred.items()):
+            entry = {"versions": r, "from": FROM}
+            shown = open_below(pkg, r)
+            if shown != r:   # the range starts at the oldest release read: older ones are not ruled out
+                entry["shown"] = shown
+            run["inferred_versions"][pkg] = entry
 
 
 __all__ = ["FROM", "Provenance", "for_session", "summarize"]

@@ -299,6 +299,20 @@ def all_releases(package: str, idx: Index | None = None) -> str:
     return _ranges(list(range(len(labels))), labels)
 
 
+def open_below(package: str, versions: str, idx: Index | None = None) -> str:
+    """``versions`` as a reader may take it: a range that starts at the oldest release grpo-doctor has read says
+    nothing of the older ones ("0.6-0.12" of vLLM, whose index starts at 0.6, is "<=0.12")."""
+    try:
+        labels = [minor(v) for v in (idx or index()).meta["versions"].get(package, [])]
+    except (OSError, ValueError):
+        return versions
+    first, _, rest = versions.partition(",")
+    low, _, high = first.partition("-")
+    if not labels or low != labels[0]:
+        return versions
+    return "<=" + (high or low) + ("," + rest if rest else "")
+
+
 def best_sites(text: str, min_score: float = 0.8, *, frames: Sequence[str] = (), prefer: Sequence[str] = (),
                known: Mapping[str, str] | None = None) -> list[tuple[tuple, SiteMatch]]:
     """(rank key, site) of the sites that match ``text`` (an exception line, or an error log line) with at least

@@ -16,7 +16,7 @@ def run_line(run: dict[str, Any]) -> str:
 
     def guess(name: str) -> str:
         v = inferred[name]
-        return f"{name} {v.get('versions')} (from {v.get('from')})"
+        return f"{name} {v.get('shown') or v.get('versions')} (from {v.get('from')})"
 
     if run.get("framework_version"):
         bits.append(f"{fw} {run['framework_version']}")

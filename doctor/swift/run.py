@@ -25,7 +25,8 @@ def version_label(run: RunConfig) -> str:
     if run.swift_version:
         return f"ms-swift {run.swift_version}"
     if inferred(run) is not None:
-        return f"ms-swift {run.inferred_versions['ms-swift']} ({INFERRED})"
+        from ..classify.raise_sites import open_below
+        return f"ms-swift {open_below('ms-swift', run.inferred_versions['ms-swift'])} ({INFERRED})"
     if run.major:
         return f"ms-swift {run.major}.x"
     return "ms-swift"
