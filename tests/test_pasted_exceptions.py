@@ -206,3 +206,28 @@ def test_a_rich_traceback_in_an_ascii_box_is_read_with_its_frames():
         frames = found[0].frames
         assert [f.func for f in frames][-2:] == ["train", "score"], (width, [f.func for f in frames])
         assert frames[-1].code.startswith("return row[")
+
+
+def test_a_rich_frame_whose_file_is_not_on_disk_is_read():
+    # rich prints "in func:N" instead of "path:N in func" for code compiled from a string (an exec'd reward plugin,
+    # a notebook cell): rich/traceback.py _render_stack, when os.path.exists(frame.filename) is false
+    import io as _io
+
+    from rich.console import Console
+    from rich.traceback import Traceback
+
+    code = "def accuracy_reward(rows):\n    return [r['solution'] for r in rows]\naccuracy_reward([{}])\n"
+    out = _io.StringIO()
+    try:
+        exec(compile(code, "<reward-plugin>", "exec"))
+    except KeyError:
+        Console(file=out, width=100, force_terminal=False, color_system=None).print(Traceback(width=100))
+    text = out.getvalue()
+    assert "│ in accuracy_reward:2" in text
+    tracker = TracebackTracker()
+    parsed = [tracker.feed(ln) for ln in LineReader("p.log", [0]).lines(io.BytesIO(text.encode()))]
+    found = [e for e in parsed if e is not None]
+    assert len(found) == 1 and found[0].message == "'solution'"
+    funcs = [f.func for f in found[0].frames]
+    assert "accuracy_reward" in funcs and funcs[-1] in ("accuracy_reward", "<listcomp>")   # 3.12 inlines listcomps
+    assert found[0].frames[-1].lineno == 2

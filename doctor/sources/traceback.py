@@ -66,6 +66,10 @@ _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import
 # is wrapped: at a space (which rich drops) or, inside a word, at any character (after the ":", inside the file name or
 # the line number); its pieces are joined without a separator and read with the spaces optional
 _RICH_FRAME = re.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
+# a frame whose file rich could not find on disk (exec'd or compiled code, a notebook cell): "in score:2"
+# (rich/traceback.py _render_stack: "in " name ":" lineno when not os.path.exists(frame.filename))
+_RICH_NOFILE = re.compile(r"^in ([\w<>.]+):(\d+)$")
+NOFILE = "<file not on disk>"
 _RICH_FOLDED = re.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
 _RICH_PIECE = re.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
 _RICH_HEADER = "Traceback (most recent"
@@ -138,6 +142,10 @@ class TracebackTracker:
         m = _RICH_FOLDED.match(pieces + stripped) if pieces else _RICH_FRAME.match(stripped)
         if m:
             self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3))).rich = True
+            return True
+        m = None if pieces else _RICH_NOFILE.match(stripped)
+        if m:
+            self._frame(key, st, line, Frame(NOFILE, int(m.group(2)), m.group(1))).rich = True
             return True
         joined = (pieces or "") + stripped
         if (_RICH_PIECE.match(joined) and (pieces or "/" in stripped or "\\" in stripped)
