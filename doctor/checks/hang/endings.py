@@ -39,8 +39,12 @@ _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 # torch's TCPStore / c10d retries, huggingface_hub / requests retries, and generic "waiting for" loops
 _WAIT_WORDS = ("retry", "Retry", "retrying", "Retrying", "not up yet", "waiting", "Waiting", "Connection refused",
                "connect", "Connect", "timed out", "Attempt", "attempt", "Trying", "trying")
-# wordings printed only inside a wait loop: trl/extras/vllm_client.py VLLMClient.check_server (0.16-0.2x)
-_LOOP_ONLY = ("Server is not up yet. Retrying in",)
+# wordings printed only inside a wait loop: trl/extras/vllm_client.py VLLMClient.check_server (0.16-0.2x); vLLM V1's
+# API server polling its engine core processes every 10 s until they report ready (vllm/v1/engine/utils.py
+# wait_for_engine_startup: logger.debug "Waiting for %d local, %d remote core engine proc(s) to start.")
+_LOOP_ONLY = ("Server is not up yet. Retrying in", "core engine proc(s) to start", "core engine proc(s) to connect")
+_ENGINE_WAIT = "core engine proc(s) to"
+ENGINE_CORE_PHASE = "vLLM engine start"
 _SERVER_WORDS = ("Server is not up", "server", "Server", "/health", "Connection refused", "vllm", "vLLM", "HTTP")
 _DOWNLOAD_WORDS = ("Downloading", "download", "Fetching", "huggingface.co", "modelscope")
 _STORE_WORDS = ("TCPStore", "store", "MASTER_ADDR", "MASTER_PORT", "rendezvous", "c10d")
@@ -56,7 +60,13 @@ _PHASE_LAST: tuple[tuple[tuple[str, ...], str], ...] = (
      "vLLM engine start"),
     (("Loading checkpoint shards", "Loading weights", "Loading safetensors"), "model load"),
     (("Capturing CUDA graph", "CUDA graph"), "vLLM CUDA graph capture"),
+    # ray/_private/worker.py init: the driver's Ray is up; its actors and placement groups are created next
+    (("Started a local Ray instance", "Connected to Ray cluster", "Connecting to existing Ray cluster"),
+     RAY_START_PHASE := "Ray start-up"),
+    # vLLM's periodic stats line (vllm/engine/metrics.py LoggingStatLogger; v1/metrics/loggers.py) as the last line
+    (("Avg prompt throughput:",), GENERATION_PHASE := "vLLM generation"),
 )
+_START_PHASES = ("vLLM engine start", "model load", "vLLM CUDA graph capture", RAY_START_PHASE)
 _NCCL_DEBUG = (" NCCL INFO ", " NCCL WARN ", "NCCL INFO", "NCCL WARN", "gloo")
 # what a server prints while nobody works: uvicorn's access log of a monitor's polling (`"GET /metrics HTTP/1.1" 200`,
 # /health, /ping, /v1/models) and vLLM's idle stats line (vllm/engine/metrics.py LoggingStatLogger, 0.4-0.6; v1
@@ -104,7 +114,8 @@ def timestamp(text: str) -> datetime | None:
 
 
 def _span(first: LogLine, last: LogLine) -> str | None:
-    a, b = timestamp(first.text), timestamp(last.text)
+    # the reader takes a logger's prefix (and its time) off the text: the line as printed keeps it
+    a, b = timestamp(first.text) or timestamp(first.raw), timestamp(last.text) or timestamp(last.raw)
     if a is None or b is None or b <= a:
         return None
     secs = int((b - a).total_seconds())
@@ -123,7 +134,9 @@ def _loop(lines: list[LogLine]) -> Ending | None:
     # twice is enough for a wording that only a waiting loop prints (trl's check_server); a generic retry needs 3
     if len(same) < (2 if any(w in last for w in _LOOP_ONLY) else 3) or not any(w in last for w in _WAIT_WORDS):
         return None
-    if any(w in last for w in _DOWNLOAD_WORDS):
+    if _ENGINE_WAIT in last:
+        phase = ENGINE_CORE_PHASE
+    elif any(w in last for w in _DOWNLOAD_WORDS):
         phase = "a download that keeps retrying"
     elif any(w in last for w in _STORE_WORDS):
         phase = "process-group rendezvous (the TCP store or master port)"
@@ -135,7 +148,9 @@ def _loop(lines: list[LogLine]) -> Ending | None:
     span = _span(same[0], same[-1])
     if span:
         numbers.append(f"for at least {span} by its timestamps")
-    return Ending("loop", phase, lines[-1], True, numbers)
+    detail = "vLLM's API server polling for its engine core process, which never reported ready" \
+        if phase == ENGINE_CORE_PHASE else ""
+    return Ending("loop", phase, lines[-1], True, numbers, detail=detail)
 
 
 def _bar(lines: list[LogLine], steps: int) -> Ending | None:
@@ -198,7 +213,7 @@ def _phase_last(lines: list[LogLine]) -> Ending | None:
     last = lines[-1]
     for words, phase in _PHASE_LAST:
         if any(w in last.text for w in words):
-            return Ending("phase", phase, last, phase in ("vLLM engine start", "model load", "vLLM CUDA graph capture"))
+            return Ending("phase", phase, last, phase in _START_PHASES)
     return None
 
 
@@ -248,4 +263,4 @@ def _after_heartbeats(work: list[LogLine], last: LogLine, beats: int, steps: int
     return e
 
 
-__all__ = ["BAR", "Ending", "ending_of", "plain", "timestamp"]
+__all__ = ["BAR", "ENGINE_CORE_PHASE", "GENERATION_PHASE", "RAY_START_PHASE", "Ending", "ending_of", "plain", "timestamp"]

@@ -14,7 +14,7 @@ from ...signals import LogLine
 from ...values import as_float
 from ._advice import generic_fix
 from ._progress import PROGRESS_BAR
-from .endings import Ending, ending_of, plain
+from .endings import ENGINE_CORE_PHASE, GENERATION_PHASE, RAY_START_PHASE, Ending, ending_of, plain
 from .prose import program_lines
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
@@ -80,6 +80,21 @@ def _fix(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
         return ["The NCCL setup never completed on some rank: check that every rank reached this point, "
                 "NCCL_SOCKET_IFNAME names an interface all nodes share, and try NCCL_P2P_DISABLE=1 on PCIe-only "
                 "machines."] + generic_fix(ctx.run)
+    if e.kind == "loop" and e.phase == ENGINE_CORE_PHASE:
+        return ["The engine core process (its lines carry `EngineCore` or `Worker_TP<N>`) is stuck in its own start: "
+                "model load, the NCCL setup between its tensor-parallel GPUs, compilation or CUDA graph capture. Its own "
+                "last lines say which; take `py-spy dump --pid <EngineCore pid>` while it waits.",
+                "With tensor parallelism over several GPUs the NCCL setup is the usual place: rerun with NCCL_DEBUG=INFO, "
+                "try NCCL_P2P_DISABLE=1 (GPUs without a working peer-to-peer path: PCIe, VMs, GPU virtualization) and "
+                "--disable-custom-all-reduce; --enforce-eager skips graph capture."]
+    if e.phase == RAY_START_PHASE:
+        return ["Run `ray status` while it waits: an actor or placement group that asks for more GPUs or CPUs than the "
+                "cluster has waits without an error (verl: trainer.n_gpus_per_node x trainer.nnodes must match the GPUs "
+                "Ray sees). The actors' own logs are in /tmp/ray/session_latest/logs/ (worker-*.err)."]
+    if e.phase == GENERATION_PHASE:
+        return ["The engine was generating when the log stopped: its stats line shows the requests still running. Take "
+                "`py-spy dump --pid PID` of the trainer and the engine while it is stuck; a generation that never ends "
+                "is most often an unbounded max_tokens / response length or a rank waiting for the others' rollouts."]
     if e.phase == "model load":
         return ["A load that stops is most often slow storage or host memory running out: check `dmesg -T | grep -i kill` and "
                 "`free -g` while it loads, and put the weights on a local disk."]
@@ -160,7 +175,7 @@ class LogEnd(Rule):
                    f"in the end of the log is `{shown}`.")
         else:
             what = {"bar": f"its progress bar short of the total ({e.detail or 'no description'})",
-                    "loop": "the same line printed again and again",
+                    "loop": "the same line printed again and again" + (f" ({e.detail})" if e.detail else ""),
                     "faulthandler": "a faulthandler stack dump with no crash header (printed by a timeout or on request, "
                                     "not by a crash)",
                     "phase": f"the marker of {e.phase} as its last line",

@@ -52,8 +52,15 @@ _PASTE_NEXT = {
 def program_lines(lines: list[LogLine]) -> list[LogLine]:
     """The lines a program printed, up to the last one: a paste's sentences ("It worked yesterday.", "报错信息如下："),
     at its end or between its lines, are not where or how the log ends. All of them when every line is a sentence."""
-    kept = [ln for ln in lines if ln.text.strip() and not is_prose(plain(ln.text))]
+    kept = [ln for ln in lines if ln.text.strip() and not _sentence(ln)]
     return kept if kept else lines
+
+
+def _sentence(ln: LogLine) -> bool:
+    """A line of a person's words: prose once its prefixes are off, and printed without a logger's prefix (vLLM's
+    "(APIServer pid=1) DEBUG 08-09 20:55:10 [utils.py:777] Waiting for 1 local ... to start." reads as a sentence
+    once the reader took its prefix off)."""
+    return not ln.origin and is_prose(plain(ln.text)) and not LOGGED.match(plain(ln.raw))
 
 
 def prose_lines(lines: list[LogLine]) -> list[LogLine]:
