@@ -18,11 +18,10 @@ import psutil
 
 from ..checks._units import gib
 from ..checks.hang._progress import FRAME_CLASSES, PYSPY_FRAME
+from ..checks.hang._progress import PYSPY_THREAD as _THREAD
 from ..signals import Gpu
 
 PYSPY_TIMEOUT = 30.0
-# py-spy prints the thread name only when it can read it: `Thread 123 (idle): "MainThread"` or `Thread 123 (idle)`
-_THREAD = re.compile(r'^\s*Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>[^)]*)\)(?::\s*"(?P<name>[^"]*)")?')
 # doctor/checks/hang/_progress.py frame classes -> the names watch reports
 WHERE = {
     "vllm-generate": ("rollout-generation", "in rollout generation (vLLM generate)"),

@@ -39,14 +39,17 @@ _VLLM_WORDS = ("LLM engine", "cumem", "sleep mode", "KV cache", "CUDA graph", "E
 VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
 _SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
 # the words _Progress.feed acts on in a line besides the literals that route it there (sources/quiet.py)
-LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "',)
+LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "', "(idle)", "(active")
 PROGRESS_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
 _SOCKET = re.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
                      r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "
                      r"(?P<host2>[\w.\-]+):(?P<port2>\d+))")
 _NCCL = ("Watchdog caught collective operation timeout", "NCCL communicator was aborted")
 # py-spy dump
-_PYSPY_THREAD = re.compile(r'^\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<state>idle|active|active\+gil|gil)\): "(?P<name>[^"]*)"')
+# py-spy prints the thread name only when it can read it: `Thread 123 (idle): "MainThread"` or `Thread 123 (idle)`
+# (py-spy src/dump.rs; the status is "idle", "active" or "active+gil")
+PYSPY_THREAD = re.compile(r'^\s*Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>idle|active|active\+gil|gil)\)'
+                          r'(?::\s*"(?P<name>[^"]*)")?\s*$')
 PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]*?\.py):(?P<line>\d+)\)\s*$")
 _PYSPY_PROCESS = re.compile(r"^Process \d+: ")
 
@@ -94,10 +97,15 @@ _CLASS_TEXT = {
 
 @dataclass
 class _Thread:
-    name: str
+    name: str            # "" when py-spy could not read it
     state: str
     header: LogLine
     frames: list[tuple[str, str, int]] = field(default_factory=list)  # func, file, line (innermost first)
+    tid: str = ""
+
+    @property
+    def label(self) -> str:
+        return repr(self.name) if self.name else self.tid
 
 
 def classify_frames(frames: list[tuple[str, str, int]]) -> str | None:
@@ -199,10 +207,10 @@ class _Progress:
     def _line(self, line: LogLine) -> None:
         text = line.text
         # py-spy dump: thread headers and their frames
-        if '): "' in text:
-            t = _PYSPY_THREAD.match(text)
+        if "Thread " in text:
+            t = PYSPY_THREAD.match(text)
             if t:
-                self._thread = _Thread(t.group("name"), t.group("state"), line)
+                self._thread = _Thread(t.group("name") or "", t.group("state"), line, tid=t.group("tid"))
                 if len(self.threads) < 500:
                     self.threads.append(self._thread)
                 return

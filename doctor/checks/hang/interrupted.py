@@ -20,7 +20,10 @@ _STARTUP: tuple[tuple[str, tuple[str, ...]], ...] = (
                " init_distributed", "elastic/rendezvous/", "_store_based_barrier")),
     ("vllm-init", ("vllm/entrypoints/llm.py __init__", "_initialize_kv_caches", "determine_num_available_blocks",
                    "initialize_cache", "vllm/engine/llm_engine.py __init__", "vllm/v1/engine/core.py __init__",
-                   "wait_for_engine_startup")),
+                   "wait_for_engine_startup",
+                   # vLLM V1's worker warming up after the load (vllm/v1/worker/gpu_worker.py compile_or_warm_up_model,
+                   # gpu_model_runner.py capture_model / profile_run)
+                   " compile_or_warm_up_model", " capture_model", " profile_run", "vllm/v1/worker/gpu/warmup.py")),
     ("model-load", (" from_pretrained", " _load_pretrained_model", " load_state_dict", "safetensors/torch.py",
                     " load_checkpoint_in_model", " load_checkpoint_and_dispatch")),
     # huggingface_hub's and modelscope's downloads (file_download.py http_get, snapshot_download), innermost first: a

@@ -38,7 +38,7 @@ class HangCheck(Rule):
     # Every ms-swift marker line carries the [INFO:swift] logger prefix, so a few words route all phases.
     literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
                 "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
-                "socket has timed out", "TCP client failed to connect") + _NCCL + ('(idle): "', "(active", ".py:")
+                "socket has timed out", "TCP client failed to connect") + _NCCL + ("(idle)", "(active", ".py:")
     line_words = LINE_WORDS  # the other words its feed acts on (sources/quiet.py skips a prefix line without them)
     want: str = ""  # "hang-at-start" or "hang-mid-training": set by the subclasses
 
@@ -125,8 +125,8 @@ class HangCheck(Rule):
             nccl_after = False
         steps = self.p.max_step
         # a dump taken before any step whose main thread sits in a start-up call (rendezvous, weight load, vLLM
-        # engine start) shows a start-up hang, not a stop in training
-        at_start = not steps and any(t.name == "MainThread" and dump_startup_phase(t.frames)
+        # engine start) shows a start-up hang, not a stop in training (a thread whose name py-spy could not read counts)
+        at_start = not steps and any(t.name in ("MainThread", "") and dump_startup_phase(t.frames)
                                      for t in pyspy)
         mid = steps > 0 or (pyspy and phase in (None, "training", "checkpoint-save", "eval") and not at_start)
         if mid and not pyspy and interrupted is None and not nccl_after and phase == "training":
@@ -263,7 +263,7 @@ class HangCheck(Rule):
         main = [t for t in threads if t.name == "MainThread"]
         busy = [t for t in threads if t.state != "idle"]
         focus = main or busy
-        names = sorted({t.name for t in threads})
+        names = sorted({t.name or t.tid for t in threads})
         parts = [f"A py-spy dump of {len(threads)} thread(s) ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
                  " was taken from a process that had stopped making progress"
                  + (f" after training step {a['steps']}" if a["steps"] else "") + "."]
@@ -280,7 +280,7 @@ class HangCheck(Rule):
             where = f" at {top[1]}:{top[2]} in {top[0]}" if top else ""
             startup = None if a["steps"] else dump_startup_phase(t.frames)
             doing = STARTUP_WHERE[startup] if startup else _CLASS_TEXT.get(c or "", "running")
-            parts.append(f"Thread {t.name!r} ({t.state}) is {doing}{where}.")
+            parts.append(f"Thread {t.label} ({t.state}) is {doing}{where}.")
             if startup:
                 fix.extend(STARTUP_FIX[startup])
             elif c == "collective":
