@@ -39,7 +39,11 @@ _VLLM_WORDS = ("LLM engine", "cumem", "sleep mode", "KV cache", "CUDA graph", "E
 VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
 _SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
 # the words _Progress.feed acts on in a line besides the literals that route it there (sources/quiet.py)
-LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "', "(idle)", "(active")
+LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "', "(idle)", "(active",
+                                                                                 "death signal")
+# torch elastic's agent stopping its workers on a signal it received (torch/distributed/elastic/agent/server/api.py
+# run: logger.warning("Received %s death signal, shutting down workers", e.sigval): "Signals.SIGINT" or "15")
+DEATH_SIGNAL = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal")
 PROGRESS_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
 _SOCKET = re.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
                      r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "
@@ -139,6 +143,7 @@ class _Progress:
         self._thread: _Thread | None = None
         self.last_path: str | None = None
         self.last_metrics: dict[str, Any] = {}
+        self.death: tuple[LogLine, str] | None = None   # torch elastic's agent: the signal it received, its line
 
     def _mark(self, phase: str, line: LogLine) -> None:
         self.phase_seq[phase] = line.seq
@@ -221,6 +226,10 @@ class _Progress:
                     self._thread.frames.append((f.group("func"), f.group("file"), int(f.group("line"))))
                 return
             self._thread = None
+        if "death signal" in text:
+            d = DEATH_SIGNAL.search(text)
+            if d:
+                self.death = (line, d.group("sig"))
         if self.swift_evidence is None and any(e in text for e in _SWIFT_EVIDENCE):
             self.swift_evidence = line
         if "%|" in text:

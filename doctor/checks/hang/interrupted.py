@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ...engine.state import RunState
 from ...model import Evidence, Severity
-from ...signals import ExceptionInfo, Frame
+from ...signals import ExceptionInfo, Frame, LogLine
 
 # start-up phases by the frames they run ("path func" substrings; innermost checked first), from the libraries'
 # own call chains: torch.distributed (distributed_c10d.py init_process_group -> rendezvous.py -> TCPStore),
@@ -99,6 +99,37 @@ def interrupted_at_start(ctx: RunState, steps: int) -> tuple[ExceptionInfo, str]
         return None
     phase = startup_phase(last.frames)
     return (last, phase) if phase else None
+
+
+_INTERRUPTS = ("SIGINT", "2", "SIGHUP", "1")
+
+
+def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | None) -> tuple[LogLine, str | None] | None:
+    """(the launcher's death-signal line, the start-up phase its workers' cut stack shows or None) when torch
+    elastic's agent received an interrupt (Ctrl-C: SIGINT; a closed terminal: SIGHUP) before any training step and
+    nothing else explains the log."""
+    if death is None or death[1] not in _INTERRUPTS or steps:
+        return None
+    line = death[0]
+    if any(f.severity == Severity.error and f.role.value != "consequence" for f in ctx.findings):
+        return None
+    if any(e.seq > line.seq and e.short_type not in _AFTER_CTRL_C for e in ctx.exceptions):
+        return None
+    stacks = [startup_phase(frames) for ln, frames in ctx.open_tracebacks or () if ln.seq > line.seq]
+    stacks += [startup_phase(e.frames) for e in ctx.exceptions if e.seq > line.seq]
+    return line, next((p for p in stacks if p), None)
+
+
+def signal_message_and_fix(line: LogLine, sig: str, phase: str | None) -> tuple[str, list[str], list[Evidence]]:
+    where = f"while {STARTUP_WHERE[phase]}" if phase else "before the first training step"
+    msg = (f"torch's launcher received {'SIGINT (a Ctrl-C)' if sig in ('SIGINT', '2') else 'SIGHUP (its terminal closed)'} "
+           f"and shut its workers down {where}. No training step was logged before it, and a run stopped by hand in "
+           f"start-up usually sat there without progress; the log shows no error before it, and how long it waited is "
+           f"not in the excerpt.")
+    fix = list(STARTUP_FIX[phase]) if phase else [
+        "Next time take `py-spy dump --pid <pid>` of each worker while it sits there (or run it under `grpo-doctor "
+        "watch`, which takes them): the stack says which start-up step never finishes."]
+    return msg, fix, [Evidence(line.where.path, line.where.line, line.raw)]
 
 
 def message_and_fix(exc: ExceptionInfo, phase: str) -> tuple[str, list[str], list[Evidence]]:

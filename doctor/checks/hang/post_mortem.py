@@ -24,7 +24,15 @@ from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, LINE_WORDS, PHASE_TEXT, VLLM_ORIGINS, _Progress, _Thread, classify_frames
-from .interrupted import STARTUP_FIX, STARTUP_WHERE, dump_startup_phase, interrupted_at_start, message_and_fix
+from .interrupted import (
+    STARTUP_FIX,
+    STARTUP_WHERE,
+    dump_startup_phase,
+    interrupted_at_start,
+    message_and_fix,
+    signal_message_and_fix,
+    signalled_at_start,
+)
 from .live import live_finding
 
 # Lib/warnings.py formatwarning: "{filename}:{lineno}: {category}: {message}", the source line after it
@@ -38,7 +46,7 @@ class HangCheck(Rule):
     # Every ms-swift marker line carries the [INFO:swift] logger prefix, so a few words route all phases.
     literals = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "Loading checkpoint shards", "Loading weights",
                 "***** Running training *****", "%|", "vllm", "vLLM", "LLM engine", "KV cache", "CUDA graph",
-                "socket has timed out", "TCP client failed to connect") + _NCCL + ("(idle)", "(active", ".py:")
+                "socket has timed out", "TCP client failed to connect") + _NCCL + ("(idle)", "(active", ".py:", "death signal")
     line_words = LINE_WORDS  # the other words its feed acts on (sources/quiet.py skips a prefix line without them)
     want: str = ""  # "hang-at-start" or "hang-mid-training": set by the subclasses
 
@@ -148,7 +156,14 @@ class HangCheck(Rule):
         if a is None:
             stopped = interrupted_at_start(ctx, self.p.max_step) if self.want == "hang-at-start" else None
             if stopped is None:
-                return []
+                signalled = signalled_at_start(ctx, self.p.max_step, self.p.death) if self.want == "hang-at-start" \
+                    else None
+                if signalled is None:
+                    return []
+                assert self.p.death is not None
+                msg, fix, ev = signal_message_and_fix(signalled[0], self.p.death[1], signalled[1])
+                return [self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=signalled[0].seq,
+                                  title="Stopped by hand during start-up (the launcher got SIGINT)")]
             msg, fix, ev = message_and_fix(*stopped)
             return [self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=stopped[0].seq,
                               title="Stopped by hand during start-up (KeyboardInterrupt)")]
