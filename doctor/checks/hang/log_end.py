@@ -13,7 +13,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_float
 from ._advice import generic_fix
-from ._progress import PROGRESS_BAR
+from ._progress import DEATH_SIGNAL, PROGRESS_BAR
 from .endings import ENGINE_CORE_PHASE, GENERATION_PHASE, RAY_START_PHASE, Ending, ending_of, plain
 from .prose import program_lines
 
@@ -28,6 +28,10 @@ _URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
 _WARNING_LINE = re.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User|Runtime|Resource)Warning\b\s*:")
 _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
+_SIGNAL_NAMES = {"15": "SIGTERM", "2": "SIGINT", "1": "SIGHUP", "9": "SIGKILL", "Signals.SIGTERM": "SIGTERM"}
+_SIGNAL_SENDERS = {"SIGTERM": "a kill, a job scheduler's time limit or preemption, a container being stopped",
+                   "SIGINT": "a Ctrl-C, or a tool that interrupts like one", "SIGHUP": "its terminal or SSH session closed"}
+
 _PASTE_NEXT = {
     "loop": "the other side's own log (the server's or the rank's it waits for: its first error is the cause) and "
             "both launch commands",
@@ -39,6 +43,7 @@ _PASTE_NEXT = {
     "heartbeat": "the stack of every training process taken while it is stuck (`py-spy dump --pid PID`) and the "
                  "lines the trainer printed before its last one",
     "error": "the 100 lines before this error line and the launch command",
+    "signal": "the job scheduler's record of the job and the 100 lines before the signal",
     "warning": "the lines where the run stopped or went wrong (a traceback, an exit code, the last metric rows) and "
                "the launch command",
 }
@@ -139,10 +144,23 @@ class LogEnd(Rule):
             if _error_after(ctx, e.line.seq):
                 return []  # the log goes on to an exception: it did not stop there
         elif self.want == "other" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
-            e = self._error_line(lines)
+            e = self._signal_line(lines) or self._error_line(lines)
         elif self.want == "warnings" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
-            e = None if _whole_log(ctx) or self._error_line(lines) else self._warning_line(lines)
+            e = None if _whole_log(ctx) or self._signal_line(lines) or self._error_line(lines) \
+                else self._warning_line(lines)
         return [self._finding(e, ctx, lines, steps)] if e is not None else []
+
+    @staticmethod
+    def _signal_line(lines: list[LogLine]) -> Ending | None:
+        """torch elastic's agent shutting its workers down on a signal it received: the run was stopped from
+        outside (a kill, a scheduler's time limit or preemption, a Ctrl-C), not by an error of its own."""
+        for ln in reversed(lines):
+            m = DEATH_SIGNAL.search(ln.text) if "death signal" in ln.text else None
+            if m:
+                sig = _SIGNAL_NAMES.get(m.group("sig"), m.group("sig"))
+                return Ending("signal", "a stop by a signal from outside", ln, False, [f"the launcher received {sig}"],
+                              detail=sig)
+        return None
 
     @staticmethod
     def _error_line(lines: list[LogLine]) -> Ending | None:
@@ -166,7 +184,11 @@ class LogEnd(Rule):
 
     def _finding(self, e: Ending, ctx: RunState, lines: list[LogLine], steps: int) -> Finding:
         shown = (e.line.raw.strip() if e.kind == "warning" else plain(e.line.text))[:200]
-        if e.kind == "warning":
+        if e.kind == "signal":
+            msg = (f"torch's launcher received {e.detail} and shut its workers down: the run was stopped from outside "
+                   f"({_SIGNAL_SENDERS.get(e.detail, 'a kill, a job scheduler or a container runtime')}), not by an "
+                   f"error of its own that this log shows. The line: `{shown}`.")
+        elif e.kind == "warning":
             msg = (f"No error, exception, stop or failing metric was read from this excerpt; the last warning it shows "
                    f"is `{shown}`. A warning does not stop a run by itself: it explains the failure only if what went "
                    f"wrong follows from it.")
@@ -202,7 +224,13 @@ class LogEnd(Rule):
         elif not _whole_log(ctx):
             msg += (" No launch command or argument dump was read from this log, so it may be an excerpt: it shows where the run "
                     f"stopped, not why. Paste next: {_PASTE_NEXT[e.kind]}.")
-        if e.kind == "error":
+        if e.kind == "signal":
+            fix = ["If nobody stopped it by hand: ask the job scheduler why it ended the job (Slurm: `sacct -j <job> -o "
+                   "State,ExitCode,Elapsed,Timelimit`; Kubernetes: `kubectl describe pod`): a time limit, a preemption "
+                   "or a memory limit sends SIGTERM before SIGKILL.",
+                   "Resume from the last checkpoint (a save interval shorter than the job's time limit keeps the loss "
+                   "small)."]
+        elif e.kind == "error":
             fix = [f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
         elif e.kind == "warning":
             fix = list(self.meta.fix)
@@ -241,6 +269,8 @@ class LogEnd(Rule):
         return why, fix
 
     def _title(self, e: Ending) -> str:
+        if e.kind == "signal":
+            return f"The run was stopped by a signal from outside ({e.detail})"
         if e.kind == "error":
             return "The log ends in an error line no rule knows"
         if e.kind == "warning":
