@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +27,9 @@ from .._series import (
 from ._nan_fixes import dtype_of, nan_fixes
 
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
+# a preference trainer's values of the policy itself (trl dpo_trainer.py get_batch_loss_metrics, ms-swift's DPO rows:
+# rewards/chosen, logps/rejected, logits/chosen, nll_loss): NaN there is the model's forward pass, not a reward function
+_POLICY_KEYS = re.compile(r"^(?:train/)?(?:(?:rewards|logps|logits)(?:_\w+)?/(?:chosen|rejected|margins)|nll_loss)$")
 # means over the completion tokens the loss counts (trl 0.29.1 and ms-swift 4.6.0 grpo_trainer.py: masked_batch_mean,
 # gathered with nanmean): NaN when a batch has none to average, while loss and grad_norm stay finite
 CLIP_NAN_KEYS = ("clip_ratio", "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",
@@ -185,7 +189,7 @@ class MetricsNonFinite(Rule):
         first = s.n - 1
         prev = first - 1 if self.prev is not None else -1
         bad_keys = self.bad_keys
-        core = [k for k in bad_keys if k in CORE_NAN_KEYS]
+        core = [k for k in bad_keys if k in CORE_NAN_KEYS or _POLICY_KEYS.match(k)]
         last_ok = s.steps[prev] if prev >= 0 else None
         lr_col = s.col("learning_rate")
         lr_seen = lr_col[first] if lr_col[first] else (lr_col[prev] if prev >= 0 else None)
@@ -230,7 +234,11 @@ class MetricsNonFinite(Rule):
             fix = ["Load and train the model in bfloat16, or float32 on GPUs without bfloat16 (V100, T4): float16 "
                    "activations of large models overflow in the first forward pass."]
         else:
-            msg += " Once the loss or gradients are NaN the weights are corrupted and every later step is meaningless"
+            if all(_POLICY_KEYS.match(k) for k in core):
+                msg += (" The policy's own log-probabilities or logits are not finite: its forward pass no longer "
+                        "gives numbers, so every later step is meaningless")
+            else:
+                msg += " Once the loss or gradients are NaN the weights are corrupted and every later step is meaningless"
             # a preference run (DPO's chosen/rejected metrics) samples nothing: no rollout to fail
             msg += ("." if any(k in self.first.values for k in _PREFERENCE_KEYS) else
                     "; sampling from NaN logits then fails with 'probability tensor contains either inf, nan or "
@@ -238,7 +246,8 @@ class MetricsNonFinite(Rule):
             sev = Severity.error
             fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen)
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
-        ev = ([s.evidence(prev, keys)] if prev >= 0 else []) + [s.evidence(first, keys)]
+        shown = keys + tuple(k for k in core if k not in keys)[:3]   # the NaN values themselves, when not among these
+        ev = ([s.evidence(prev, shown)] if prev >= 0 else []) + [s.evidence(first, shown)]
         return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev)]
 
 
