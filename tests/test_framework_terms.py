@@ -76,8 +76,9 @@ def test_say_translates_drops_and_keeps():
         "`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`")
     assert say("eval off (eval_strategy=\"no\"; ms-swift --eval_strategy no)", "trl") == (
         "eval off (eval_strategy=\"no\")")  # ms-swift's spelling left out of a trl run's report
+    # a LLaMA-Factory run reads its own spelling only (its YAML's cutoff_len, not trl's field)
     assert say("cut (trl: max_prompt_length; LLaMA-Factory: cutoff_len; ms-swift: --max_length), or", "llamafactory") == (
-        "cut (trl: max_prompt_length; LLaMA-Factory: cutoff_len), or")
+        "cut (LLaMA-Factory: cutoff_len), or")
     # a quote of the log in a code span is what the run wrote: never translated
     assert say("The parser does not take `--vllm_gpu_memory_utilization 0.8`.", None) == (
         "The parser does not take `--vllm_gpu_memory_utilization 0.8`.")
@@ -188,3 +189,17 @@ def test_the_process_group_timeout_in_verls_terms():
 def test_the_ms_swift_half_of_a_pair_leaves_a_trl_run(line, want):
     assert say(line, "trl") == want
     assert say(line, "ms-swift") == line        # an ms-swift run keeps both
+
+
+def test_only_the_runs_own_spelling_of_a_labelled_alternative_is_kept():
+    line = ("If it is host memory: less CPU offload (verl: actor_rollout_ref.actor.fsdp_config.param_offload=False; "
+            "OpenRLHF: without --adam_offload), a smaller rollout batch.")
+    assert say(line, "openrlhf") == "If it is host memory: less CPU offload (OpenRLHF: without --adam_offload), a smaller rollout batch."
+    assert say("less CPU offload (verl actor_rollout_ref.actor.fsdp_config.param_offload=False), a smaller batch", "openrlhf") == (
+        "less CPU offload, a smaller batch")                      # another framework's only spelling goes
+    assert say(line, None) == line                                # not told: every spelling, the user picks
+    assert say(line, "torch") == line                             # a runtime, not a trainer: the same
+    cited = "Nothing to fix: judge by the reward, not by the loss (ms-swift FAQ: loss approx. 0 is normal in GRPO)."
+    assert say(cited, "trl") == cited                             # a source cited, not a spelling
+    assert say("set it (trl: beta=0.0; verl: actor_rollout_ref.actor.use_kl_loss=False)", "ms-swift") == (
+        "set it (trl: beta=0.0)")                                 # ms-swift's trainers are trl's: its fields apply

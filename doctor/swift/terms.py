@@ -209,14 +209,59 @@ def without_swift_alternative(line: str) -> str:
 _ONE_LEFT = re.compile(r"(\(trl\s*[<>=]=?\s*\d+(?:\.\d+)* also) count\b")
 
 
-def say(line: str, framework: str | None) -> str | None:
-    """``line`` in the terms of ``framework``; None when its lever does not exist there. Unchanged for ms-swift;
-    GRPOConfig fields for trl and what is built on it; verl's overrides and OpenRLHF's flags for those; neutral names
-    (vLLM serve's options for a vLLM-only run) for a framework not told or without a table."""
-    if framework == "ms-swift":
+# how a fix labels one framework's spelling: "(verl actor_rollout_ref.actor...)", "(OpenRLHF: --adam_offload)"
+_FW_LABELS: dict[str, tuple[str, ...]] = {
+    "ms-swift": ("ms-swift",), "trl": ("trl",), "verl": ("verl",), "openrlhf": ("OpenRLHF", "openrlhf"),
+    "llamafactory": ("LLaMA-Factory", "LlamaFactory", "llamafactory"), "unsloth": ("unsloth", "Unsloth"),
+    "axolotl": ("axolotl",)}
+# a framework built on another reads that one's spellings too (ms-swift's and unsloth's trainers are trl's subclasses)
+_BASE = {"ms-swift": {"trl"}, "unsloth": {"trl"}, "verifiers": {"trl"}}
+_PAREN_ALT = re.compile(r"\s*\(([^()]*)\)")
+
+
+def _label_of(part: str) -> str | None:
+    for fw, labels in _FW_LABELS.items():
+        for label in labels:
+            if part.startswith(label) and part[len(label):len(label) + 1] in (":", " ") and \
+                    not _CITATION.match(part[len(label):]):
+                return fw
+    return None
+
+
+# "(ms-swift FAQ: ...)", "(verl docs)": a source cited, not a spelling to use
+_CITATION = re.compile(r"^:?\s*(?:FAQ|docs?|documentation|best practice|README|issue|source)\b", re.I)
+
+
+def only_own_alternatives(line: str, framework: str | None) -> str:
+    """``line`` without the spellings a parenthesis gives for other trainer frameworks than the run's: "(verl X; OpenRLHF
+    Y)" keeps the run's entry, and "(verl X)" alone goes from an OpenRLHF run's fix. A framework not told, or a runtime
+    (torch, vLLM, DeepSpeed), keeps them all: the user picks theirs."""
+    if framework not in _FW_LABELS or "(" not in line:
         return line
+    mine = {framework} | _BASE.get(framework, set())
+
+    def paren(m: re.Match) -> str:
+        parts = [p.strip() for p in m.group(1).split(";")]
+        labels = [_label_of(p) for p in parts]
+        if not all(labels):
+            return m.group(0)   # not a list of per-framework spellings
+        keep = [p for p, fw in zip(parts, labels) if fw in mine]
+        if len(keep) == len(parts):
+            return m.group(0)
+        return f" ({'; '.join(keep)})" if keep else ""
+
+    return _PAREN_ALT.sub(paren, line)
+
+
+def say(line: str, framework: str | None) -> str | None:
+    """``line`` in the terms of ``framework``; None when its lever does not exist there. Unchanged for ms-swift
+    (but for other frameworks' spellings in parentheses); GRPOConfig fields for trl and what is built on it; verl's
+    overrides and OpenRLHF's flags for those; neutral names (vLLM serve's options for a vLLM-only run) for a framework
+    not told or without a table."""
+    if framework == "ms-swift":
+        return only_own_alternatives(line, framework)
     if framework is not None:
-        line = without_swift_alternative(line)
+        line = only_own_alternatives(without_swift_alternative(line), framework)
     if framework in ("verl", "openrlhf"):
         return _say_table(line, _VERL if framework == "verl" else _OPENRLHF)
     if framework not in TRL_LIKE:
@@ -274,14 +319,13 @@ def in_terms(findings: list[Finding], framework: str | None) -> list[Finding]:
     """Every finding's message and fix lines said in the framework's terms (``say``); a relaunch command written
     as an ms-swift command is offered to an ms-swift run only (a framework not told: one whose command was read
     would have been told by it)."""
-    if framework == "ms-swift":
-        return findings
     from dataclasses import replace
     out = []
     for f in findings:
         fix = tuple(x for x in (say(line, framework) for line in f.fix) if x)
         msg = say(f.message, framework) or f.message
-        cmd = f.command if f.command and "swift " not in f.command and "NPROC_PER_NODE" not in f.command else ""
+        cmd = f.command if framework == "ms-swift" or (f.command and "swift " not in f.command
+                                                       and "NPROC_PER_NODE" not in f.command) else ""
         if fix != f.fix or msg != f.message or cmd != f.command:
             f = replace(f, fix=fix, message=msg, command=cmd)
         out.append(f)
