@@ -88,3 +88,14 @@ def test_sentences_between_pasted_rows_do_not_break_them(tmp_path):
                    + ("It worked yesterday with the same script.\n" if i == 2 else "") for i in range(5))
     nccl += "g183:161260:166045 [3] NCCL INFO [Service thread] Connection closed by localRank 5\n"
     assert [f.rule_id for f in run(nccl)][:1] == ["GD308"]
+
+
+def test_a_piece_of_a_wrapped_metrics_dict_is_not_prose():
+    # a dict wrapped at its items' commas: its pieces hold words and few digits, but they are a program's output
+    from doctor.checks.hang.prose import prose_lines
+    from doctor.signals import LogLine, Where
+    piece = "'rewards/json_format_reward_func/mean': 1.0, 'rewards/json_format_reward_func/std': 0.0, "
+    sentence = "The reward stays at zero and the loss does not move at all."
+    lines = [LogLine(t, t, Where("p.log", i + 1), None, i + 1) for i, t in enumerate((piece, sentence))]
+    assert [ln.text for ln in prose_lines(lines)] == [sentence]
+    assert not is_prose(piece) and is_prose(sentence)

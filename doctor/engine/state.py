@@ -65,6 +65,7 @@ class RunState:
     # what the metric keys say of the trainer (GRPO's group keys, DPO's chosen/rejected), noted per row layout
     metric_marks: MetricMarks = field(default_factory=MetricMarks)
     _row_width: int = -1
+    _wrapped_dict: bool = False   # a metrics dict wrapped over lines is open (its pieces hold no row of their own)
     # the first training step whose row shows weights a checkpoint should not be resumed from: {category: step}, for
     # loss-nan-or-inf (loss or grad_norm not finite) and grad-norm-zero (grad_norm exactly 0 while reward_std > 0).
     # Read by doctor/verdict.py: a checkpoint saved at or after it holds the diverged or dead weights
@@ -177,7 +178,7 @@ class RunState:
         if SAVE_WORD in text or "last_model_checkpoint: " in text:
             self.saves.extend(m.group(1) for m in SAVE_RE.finditer(text))
         row = None
-        if self.console_metrics and ":" in text and metrics_src.has_literal(text):
+        if self.console_metrics and ":" in text and not self._dict_piece(text) and metrics_src.has_literal(text):
             # Megatron's line ends in " |": the paste reader takes it for a table row and drops its bars, which the
             # line's fields need (sources/megatron_rows.py)
             values, finite = metrics_src.read_console(line.raw if MEGATRON_MARK in text else text)
@@ -269,6 +270,21 @@ class RunState:
             step = self.metrics_steps * (int(every) if every and math.isfinite(every) and every >= 1 else 1)
         for c in bad:
             self.broken_at.setdefault(c, step)
+
+    def _dict_piece(self, text: str) -> bool:
+        """A line of a metrics dict wrapped over several lines (its opening line ends at an item's comma, the next
+        ones are items): the reader joins them into one line (sources/paste.py DictJoiner), whose row is the row; a
+        piece holds none. A cut row (its line ends inside an item) is read as it is."""
+        s = text.strip()
+        if s[:1] == "{" and not s.endswith("}"):
+            self._wrapped_dict = s.endswith(",")
+            return self._wrapped_dict
+        if self._wrapped_dict:
+            if s[:1] in ("'", '"') and ":" in s:
+                self._wrapped_dict = not s.endswith(("}", "},"))
+                return True
+            self._wrapped_dict = False
+        return False
 
     def _note_layout(self, values: dict[str, Any]) -> None:
         """A new row layout (its width changed): what its keys say of the trainer."""

@@ -19,11 +19,20 @@ def plain_share(text: str) -> float:
     return len(_PLAIN_CHARS.findall(text)) / len(text) if text else 0.0
 
 
+# a piece of a printed mapping ("'reward': 4.0, 'reward_std': 0.0,"): keys in quotes before a colon, twice or more
+_KEYED = re.compile(r"""['"][\w/().\-]{1,80}['"]\s*:""")
+
+
+def keyed(text: str) -> bool:
+    """A piece of a printed dict or JSON object (a metric row wrapped over several lines), not a sentence."""
+    return len(_KEYED.findall(text, 0, 400)) >= 2
+
+
 def is_prose(text: str) -> bool:
     """A sentence a person wrote (English or Chinese), not a line a program printed: words and punctuation only, no
     logger prefix, numbers, paths, brackets or an exception name."""
     t = text.strip()
-    if not t or LOGGED.match(t) or _EXC_NAME.match(t):
+    if not t or LOGGED.match(t) or _EXC_NAME.match(t) or keyed(t):
         return False
     cjk = bool(CJK.search(t))
     if not cjk and len(WORD.findall(t)) < 4:

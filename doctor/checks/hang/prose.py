@@ -10,7 +10,7 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
-from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, plain_share
+from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_share
 from .endings import plain
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
@@ -67,7 +67,7 @@ def prose_lines(lines: list[LogLine]) -> list[LogLine]:
     out = []
     for ln in lines:
         text = plain(ln.text)
-        if not text or LOGGED.match(text):
+        if not text or LOGGED.match(text) or keyed(text):
             continue
         # a sentence holds few digits and separators; a metric row or a log record that lost its prefix holds many
         if CJK.search(text) or (len(WORD.findall(text)) >= 4 and plain_share(text) >= 0.75):
