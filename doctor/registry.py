@@ -16,11 +16,6 @@ from typing import Any
 
 from .model import CONFIDENCES, Role, Severity
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 CATEGORIES = (
     "batch-divisibility", "eval-batch-divisibility", "device-mismatch", "cuda-oom", "host-oom-killed",
     "vllm-oom-or-kv-cache", "hang-at-start", "hang-mid-training", "nccl-timeout",
@@ -186,6 +181,11 @@ class LazyRegex:
 
 def _parse(path: Path, raw: bytes | None = None) -> dict[str, Any]:
     """A rule file's TOML as a dict; a file that is not TOML (or not UTF-8) is a CatalogError naming it."""
+    # imported here: the catalog is read from its cache (_parsed) at most starts, and watch pays every import
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         text = (path.read_bytes() if raw is None else raw).decode("utf-8")
         # newlines as read_text translates them (the cache and a plain read parse the same text)

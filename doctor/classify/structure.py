@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import tomllib
-
 from ..signals import ExceptionInfo, Frame
 from .component import component, deepest_library, stack_for
 
@@ -59,6 +57,8 @@ class TableError(ValueError):
 
 @lru_cache(maxsize=2)
 def load(path: Path = TABLE) -> tuple[Entry, ...]:
+    import tomllib  # here: most runs never read the table, and watch pays every import at its start
+
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     out = []
     for raw in data.get("entry", []):

@@ -13,7 +13,6 @@ from typing import Any
 from ..checks._units import GIB
 from ..live.say import say
 from ..signals import Gpu
-from ..sources.gpu_nvml import memory_info
 
 _warned: set[str] = set()
 
@@ -52,6 +51,8 @@ def is_estimate(finding: Any) -> bool:
 
 def _nvml_fallback() -> list[Gpu] | None:
     import warnings
+
+    from ..sources.gpu_nvml import memory_info
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "pynvml is deprecated, install nvidia-ml-py": same module name

@@ -8,14 +8,12 @@ import re
 from typing import Any
 
 from ...classify.component import rel, user_frames
-from ...classify.failing_line import explain as explain_line
 from ...classify.structure import SITE_LINE, Verdict, first_failure
 from ...classify.wrappers import unwrap
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
-from .advice import advise, context_before, cut_message, framework_of, meta_fix
 from .exceptions import notebook_header, unexplained
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
@@ -152,6 +150,9 @@ class Structural(Rule):
         return [dataclasses.replace(found, verify=v.entry.verify) if v.entry.verify else found]
 
     def _finding(self, v: Verdict, ctx: RunState) -> Finding:
+        # imported at the first verdict: a run without a traceback never needs them, and watch pays every import
+        from ...classify.failing_line import explain as explain_line
+        from .advice import advise, context_before, cut_message, framework_of, meta_fix
         exc = v.exc
         if exc is not None:  # runs appended to one log: the configuration of the run that raised it
             ctx = ctx.at(exc.where)

@@ -6,8 +6,6 @@ import re
 from dataclasses import replace
 
 from ...classify.component import component, deepest_library, user_frames
-from ...classify.failing_line import explain as explain_line
-from ...classify.hints import message_hints, phase_of, sample_shape
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
@@ -15,7 +13,6 @@ from ...signals import ExceptionInfo
 from ...swift.framework import issues_of
 from ...values import as_int
 from ..memory._facts import zero_stage
-from .advice import cut_message
 from .cut_wording import CutReading, read_cut
 from .exceptions import describe_frame, first_real, is_library, notebook_header, unexplained
 from .structural import _versions, embedded_exceptions, verdict_of
@@ -70,6 +67,8 @@ class Unrecognised(Rule):
                                 "not a traceback (a test summary, a notebook header, markdown): share the full "
                                 "traceback for a surer diagnosis.")]
         if ctx.open_tracebacks:
+            from ...classify.hints import phase_of  # here: most runs end in no traceback
+            from .advice import cut_message
             # the traceback the log ends in: the one whose last frame comes last (a first frame that lost its rank
             # prefix starts a traceback of its own, before the real one)
             line, frames = max(ctx.open_tracebacks, key=lambda t: (t[0].seq, len(t[1])))
@@ -111,6 +110,9 @@ class Unrecognised(Rule):
         return []
 
     def _for_exception(self, exc: ExceptionInfo, ctx: RunState) -> Finding:
+        # imported at the first exception: a run without one never needs them, and watch pays every import
+        from ...classify.failing_line import explain as explain_line
+        from ...classify.hints import message_hints, phase_of, sample_shape
         cut = read_cut(exc)
         if cut is not None:
             return self._for_cut(exc, cut)

@@ -12,7 +12,6 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
 from ...signals import GpuSnapshot, GpuTick
-from ...sources.gpu import merge
 
 IDLE_UTIL = 5.0       # % at or below: not computing
 BUSY_UTIL = 50.0
@@ -50,6 +49,7 @@ class GpuRule(Rule):
     def used(self, ctx: RunState, samples: list) -> list:
         """The GPUs of the run: process-only rows (compute-apps CSV) joined onto their GPU, then the
         CUDA_VISIBLE_DEVICES subset when the configuration names one."""
+        from ...sources.gpu import merge  # with its snapshot parsers: imported once a GPU was seen, not at every start
         merged = merge(samples)
         vis = ctx.run.env.get("CUDA_VISIBLE_DEVICES")
         if not vis:
