@@ -74,3 +74,43 @@ def test_watch_detects_the_framework_once_per_evaluation(tmp_path: Path) -> None
     assert evaluations >= 1 and detections == evaluations, (detections, evaluations)
     rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
     assert "framework_source" in rep["run"]
+
+
+# imported only when a run needs them: the fallback rules' advice at the first exception or traceback, the GPU
+# snapshot parsers at the first GPU sample, tomllib when a rule file is parsed rather than read from the cache,
+# secrets (hmac, OpenSSL) never
+LAZY = ("secrets", "tomllib", "doctor.checks.fallback.advice", "doctor.classify.hints", "doctor.classify.failing_line",
+        "doctor.sources.gpu", "doctor.sources.gpu_nvml")
+
+
+def test_watch_of_a_clean_run_leaves_the_lazy_modules_unimported(tmp_path: Path) -> None:
+    """watch of a run that prints metric rows and exits 0, no GPU sampling: none of LAZY is imported from its start
+    to its final report (the second launch: the first may parse the rule files to fill the catalog cache)."""
+    code = ("import sys, atexit; atexit.register(lambda: print('lazy imported:', [m for m in " + repr(LAZY)
+            + " if m in sys.modules], file=sys.stderr)); from doctor.cli import main; sys.argv[0] = 'grpo-doctor'; "
+            "main()")
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain",
+                            "0", "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", ROWS],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert p.returncode == 0, p.stderr
+    rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
+    assert rep["run"]["watch"]["status"] == "exited"
+    assert p.stdout.count("'global_step/max_steps'") == 4
+    assert "lazy imported: []" in p.stderr, p.stderr[-2000:]
+
+
+def test_the_lazy_modules_load_when_a_run_needs_them(tmp_path: Path) -> None:
+    """The other side: a run that ends in an exception no rule knows gets GD999 with the message hints
+    (doctor/classify/hints.py) read, so what is imported late is still imported."""
+    code = ("import sys, atexit; atexit.register(lambda: print('hints imported:', 'doctor.classify.hints' in "
+            "sys.modules, file=sys.stderr)); from doctor.cli import main; sys.argv[0] = 'grpo-doctor'; main()")
+    crash = "import sys; print('Traceback (most recent call last):\\n  File \"x.py\", line 1, in <module>\\n" \
+            "WidgetError: the widget broke', file=sys.stderr); sys.exit(1)"
+    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
+                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", crash],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 1, p.stderr
+    rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
+    assert any("WidgetError" in f["message"] for f in rep["findings"]), rep["findings"]
+    assert "hints imported: True" in p.stderr, p.stderr[-2000:]
