@@ -162,7 +162,6 @@ class Watch(Analysis, Hangs, Reporting):
         code = self._preflight()
         if code is not None:
             return code
-        self._begin_session()
         try:
             self.console = ConsoleLog(self.console_path)
         except OSError as e:
@@ -174,14 +173,23 @@ class Watch(Analysis, Hangs, Reporting):
             say(f"cannot start {self.argv[0]!r}: {e.strerror or e}; check the command and PATH")
             self.console.close()
             return EXIT_NOT_STARTED
-        self._begin_watching()
-        shown = shlex.join(self.argv).replace("\n", " ")
-        say(f"watching pid {self.proc.pid} ({shown[:200]}{'...' if len(shown) > 200 else ''}); console log {self.console_path}; "
-            f"report {self.report_path}")
         # SIGHUP too, unless it is ignored (nohup): then the child inherits the ignore and keeps running
         sigs = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN else [])
         old = {s: signal.signal(s, self._on_signal) for s in sigs}
         try:
+            # the rules are built while the run starts (a fifth of a second of CPU it need not wait for); its output
+            # waits in the pipes meanwhile, so none is lost
+            try:
+                self._begin_session()
+            except BaseException:
+                # a run watch cannot analyse is not left running unwatched: stopped, as if never started
+                actions.signal_group(self.pgid, signal.SIGKILL)
+                self.proc.wait()
+                raise
+            self._begin_watching()
+            shown = shlex.join(self.argv).replace("\n", " ")
+            say(f"watching pid {self.proc.pid} ({shown[:200]}{'...' if len(shown) > 200 else ''}); console log "
+                f"{self.console_path}; report {self.report_path}")
             rc = self._loop()
         finally:
             self.terminal.take_back()
@@ -191,8 +199,8 @@ class Watch(Analysis, Hangs, Reporting):
         return rc
 
     def _begin_session(self) -> None:
-        """The engine Session and what records beside it (the analyser's state before launch; the fuzz of
-        tests/fuzz/ builds a Watch with these two methods and no child)."""
+        """The engine Session and what records beside it (the analyser's state, built once the child runs; the fuzz
+        of tests/fuzz/ builds a Watch with these two methods and no child)."""
         self.session = Session(load_catalog())
         self.session.run.add_command(self.o.command_text if self.o.command_text is not None else shlex.join(self.argv),
                                      "command")
