@@ -77,10 +77,10 @@ def test_watch_detects_the_framework_once_per_evaluation(tmp_path: Path) -> None
 
 
 # imported only when a run needs them: the fallback rules' advice at the first exception or traceback, the GPU
-# snapshot parsers at the first GPU sample, tomllib when a rule file is parsed rather than read from the cache,
-# secrets (hmac, OpenSSL) never
+# snapshot parsers at the first GPU sample, psutil at the first sample or when processes outlive the run,
+# tomllib when a rule file is parsed rather than read from the cache, secrets (hmac, OpenSSL) never
 LAZY = ("secrets", "tomllib", "doctor.checks.fallback.advice", "doctor.classify.hints", "doctor.classify.failing_line",
-        "doctor.sources.gpu", "doctor.sources.gpu_nvml")
+        "doctor.sources.gpu", "doctor.sources.gpu_nvml", "psutil")
 
 
 def test_watch_of_a_clean_run_leaves_the_lazy_modules_unimported(tmp_path: Path) -> None:

@@ -13,13 +13,15 @@ import signal
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
-
-import psutil
+from typing import TYPE_CHECKING
 
 from ..checks._units import gib
 from ..checks.hang._progress import FRAME_CLASSES, PYSPY_FRAME
 from ..checks.hang._progress import PYSPY_THREAD as _THREAD
 from ..signals import Gpu
+
+if TYPE_CHECKING:
+    import psutil
 
 PYSPY_TIMEOUT = 30.0
 # doctor/checks/hang/_progress.py frame classes -> the names watch reports
@@ -68,6 +70,7 @@ class Stack:
 
 
 def _rank_of(p: psutil.Process) -> int | None:
+    import psutil
     try:
         env = p.environ()
     except (psutil.Error, OSError):
@@ -80,6 +83,7 @@ def _rank_of(p: psutil.Process) -> int | None:
 
 
 def _is_python(p: psutil.Process) -> bool:
+    import psutil
     try:
         exe = os.path.basename(p.exe() or "")
     except (psutil.Error, OSError):
@@ -92,6 +96,7 @@ def _is_python(p: psutil.Process) -> bool:
 
 
 def process_tree(root_pid: int) -> list[ProcInfo]:
+    import psutil  # here: only a hang report reads the process tree, and watch pays every import at its start
     try:
         root = psutil.Process(root_pid)
         procs = [root] + root.children(recursive=True)

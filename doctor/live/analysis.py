@@ -9,8 +9,6 @@ import queue
 import shutil
 import time
 
-import psutil
-
 from ..checks.hang._progress import PROGRESS_BAR
 from ..model import InputInfo, Severity
 from ..signals import DiskTick, GpuTick, HostTick, Metrics, Where
@@ -251,6 +249,7 @@ class Analysis:
 
     # ------------------------------------------------------------------ samples
     def _sample(self, now: float) -> None:
+        import psutil  # here: without GPU samples (--gpu-interval 0) watch never needs it
         gpus = integrations.gpu_samples()
         self.last_gpus = gpus
         alive = self.proc.poll() is None

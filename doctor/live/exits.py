@@ -8,15 +8,24 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-
-import psutil
+from typing import TYPE_CHECKING
 
 from .say import say
+
+if TYPE_CHECKING:
+    import psutil
 
 _OOM = re.compile(r"Out of memory|oom-kill|Killed process|Memory cgroup out of memory|oom_reaper", re.I)
 
 
 def group_members(pgid: int) -> list[psutil.Process]:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:   # nobody left in the group (the usual end): no need to read every process
+        return []
+    except OSError:
+        pass
+    import psutil  # here: a run that leaves nothing behind never needs it, and watch pays every import
     out = []
     for p in psutil.process_iter():
         try:
@@ -41,6 +50,7 @@ def stop_survivors(pgid: int, grace: float, wait: Callable[[float], None] = time
     alive = group_members(pgid)
     if not alive:
         return []
+    import psutil
     records = {p.pid: {"pid": p.pid, "command": describe(p), "outcome": "running"} for p in alive}
     say(f"{len(alive)} process(es) of the run's process group still run after the command exited: "
         + ", ".join(r["command"] for r in records.values()) + f"; sending SIGTERM (SIGKILL after {grace:g} s)")
