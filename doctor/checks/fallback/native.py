@@ -6,6 +6,7 @@ import re
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ..hang._progress import VLLM_ORIGINS
+from ..hang.endings import FAULT_FRAME
 
 # torch's NCCL watchdog ends a process whose collective timed out or whose NCCL call failed by throwing from its own
 # thread (`terminate called after throwing an instance of 'c10::DistBackendError'`, what(): "... watchdog thread
@@ -28,16 +29,37 @@ _VLLM_TEXT = re.compile(r"/vllm/|Writing input of failed execution|\b(?:model_ru
                         r"core|multiproc_executor|worker_base|gpu_worker|async_llm_engine|engine)\.py:\d+\]")
 
 
+def dumped_frames(hit: Hit, ctx: RunState) -> list[tuple[str, str]]:
+    """(path, function) of the faulthandler stack CPython prints after a fatal signal ('Fatal Python error:
+    Segmentation fault', then 'Stack (most recent call first):' and its File lines), innermost first."""
+    tail = ctx.tails.get(hit.evidence.path) or ()
+    out = []
+    for t in tail:
+        if hit.seq <= t.seq <= hit.seq + 60:
+            m = FAULT_FRAME.match(t.text) or FAULT_FRAME.match(t.raw)
+            if m:
+                out.append((m.group("path"), m.group("func")))
+    return out
+
+
 def in_vllm(hit: Hit, ctx: RunState) -> bool:
     """The crash line belongs to a vLLM engine: printed by one of its processes (their prefixes, its logger), or beside
-    its lines and frames (the few lines around it, an exception with vLLM frames at the same place)."""
+    its lines and frames (the few lines around it, an exception with vLLM frames at the same place, the stack
+    faulthandler dumped after it)."""
     if hit.line is not None and hit.line.origin in VLLM_ORIGINS:
         return True
     tail = ctx.tails.get(hit.evidence.path) or ()
     near = [t for t in tail if hit.seq - 8 <= t.seq <= hit.seq + 3]
     if any(t.origin in VLLM_ORIGINS or _VLLM_TEXT.search(t.raw) for t in near):
         return True
+    if any("/vllm/" in path for path, _ in dumped_frames(hit, ctx)):
+        return True
     return any(abs(e.seq - hit.seq) <= 8 and any("/vllm/" in f.path for f in e.frames) for e in ctx.exceptions)
+
+
+# vLLM capturing its CUDA graphs at engine start (vllm/worker/model_runner.py capture_model; v1 gpu_model_runner.py
+# capture_model; torch/cuda/graphs.py CUDAGraph.capture_begin)
+_GRAPH_CAPTURE = ("capture_model", "capture_begin", "/cuda/graphs.py")
 
 
 def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
@@ -49,6 +71,10 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         msg += (" It happened in the vLLM engine (its process prefix, logger lines or frames are around the crash "
                 "line): the rollout or serving engine died there, and errors its callers print after it are "
                 "consequences.")
+        if any(w in path or w == func for path, func in dumped_frames(hits[0], ctx) for w in _GRAPH_CAPTURE):
+            msg += (" The stack dumped after it is in vLLM's CUDA graph capture (capture_model, torch.cuda.graphs): "
+                    "the engine died recording its graphs at start, before serving anything; enforce_eager (no "
+                    "graphs) avoids that step.")
         fix = ("Run the engine once with enforce_eager (no CUDA graphs) and once with another attention backend "
                "(VLLM_ATTENTION_BACKEND): a crash that goes away names the kernel; report it to vLLM with its version.",
                "Check that vLLM, torch and the CUDA driver are a combination vLLM's release notes list (pip list | grep "

@@ -226,13 +226,38 @@ def _nccl(lines: list[LogLine]) -> Ending | None:
                   warn or lines[-1], False)
 
 
+# c10's C++ backtrace under a torch error (c10/util/Backtrace.cpp): "frame #9: c10d::ProcessGroupNCCL::
+# broadcastUniqueNCCLID(...) + 0xaf (0x7fdf... in .../libtorch_cuda.so)"
+_CPP_FRAME = re.compile(r"^frame #\d+: (?P<sym>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in ")
+# (symbols, phase) innermost first: ProcessGroupNCCL.cpp broadcastUniqueNCCLID has rank 0 put the NCCL id in the
+# store and every other rank wait for it in store->get; the watchdog thread checks each collective's timeout
+_CPP_PHASES = (
+    (("broadcastUniqueNCCLID",), "NCCL communicator setup: this rank waits in the TCP store for rank 0's NCCL id"),
+    (("ncclCommWatchdog", "WorkNCCL::checkTimeout", "watchdogHandler"), "an NCCL collective that timed out (the watchdog)"),
+    (("TCPStore::get", "TCPStore::wait", "PrefixStore::get"), "the TCP store: this rank waits for a key another rank never set"),
+)
+
+
+def _native(lines: list[LogLine]) -> Ending | None:
+    """A log that ends in c10's C++ frames: the torch error above them is not in the excerpt, the frames say where."""
+    tail = [plain(ln.text) for ln in lines[-3:]]
+    if len(tail) < 2 or not all(_CPP_FRAME.match(t) for t in tail):
+        return None
+    syms = [m.group("sym") for ln in lines if (m := _CPP_FRAME.match(plain(ln.text)))]
+    for words, phase in _CPP_PHASES:
+        if any(w in sym for sym in syms for w in words):
+            return Ending("native", phase, lines[-1], False, [f"{len(syms)} C++ frame(s) of torch read"],
+                          detail=next(sym for sym in syms if any(w in sym for w in words))[:120])
+    return None
+
+
 def ending_of(lines: list[LogLine], steps: int) -> Ending | None:
     """The shape of a log's end, or None when its last lines show none of the known shapes. ``steps``: the
     training steps the run logged (0: none seen)."""
     lines = [ln for ln in lines if ln.text.strip()]
     if not lines:
         return None
-    for read in (_faulthandler, _nccl, _loop):
+    for read in (_faulthandler, _nccl, _native, _loop):
         e = read(lines)
         if e is not None:
             e.before_training = steps == 0

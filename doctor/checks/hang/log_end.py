@@ -40,6 +40,8 @@ _PASTE_NEXT = {
     "faulthandler": "the whole dump (every thread) and the 50 lines before it",
     "phase": "the last 200 lines of the log and `nvidia-smi` taken while it is stuck",
     "nccl": "the NCCL WARN lines of every rank, with NCCL_DEBUG=INFO, and the launch command",
+    "native": "the error line above these frames (DistBackendError, DistStoreError or the watchdog's message) and rank "
+              "0's own log from the same minutes",
     "heartbeat": "the stack of every training process taken while it is stuck (`py-spy dump --pid PID`) and the "
                  "lines the trainer printed before its last one",
     "error": "the 100 lines before this error line and the launch command",
@@ -81,7 +83,15 @@ def _fix(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
     if e.kind == "loop" and "rendezvous" in e.phase:
         return ["Every node must use the same MASTER_ADDR and MASTER_PORT, and that port must be free and reachable "
                 "from each node (a process left from an earlier run holds it: `ss -ltnp | grep PORT`)."]
-    if e.kind == "nccl":
+    if e.kind == "native" and "rank 0" in e.phase:
+        return ["Look at what rank 0 was doing meanwhile (its own log): the other ranks wait for it at the first "
+                "collective, and a rank 0 still preprocessing the dataset, loading or crashed leaves them waiting until "
+                "the store's timeout. Preprocess the data before the launch (or on every rank), and raise the timeout "
+                "(TrainingArguments ddp_timeout / ms-swift --ddp_timeout) if rank 0 only needs longer."]
+    if e.kind == "native" and "TCP store" in e.phase:
+        return ["Every rank must use the same MASTER_ADDR / MASTER_PORT and reach the same collectives: find the rank "
+                "that never set the key (its log stops earlier or shows an error) and start from its failure."]
+    if e.kind == "nccl" or e.kind == "native":
         return ["The NCCL setup never completed on some rank: check that every rank reached this point, "
                 "NCCL_SOCKET_IFNAME names an interface all nodes share, and try NCCL_P2P_DISABLE=1 on PCIe-only "
                 "machines."] + generic_fix(ctx.run)
@@ -202,6 +212,7 @@ class LogEnd(Rule):
                                     "not by a crash)",
                     "phase": f"the marker of {e.phase} as its last line",
                     "nccl": "NCCL debug lines and nothing after them",
+                    "native": f"torch's C++ frames (`{e.detail}`), the error above them not in the excerpt",
                     "heartbeat": f"a server's idle polling; the run's last own line is `{e.detail}`"}[e.kind]
             where = f"in {e.phase}" if e.kind != "faulthandler" else "at a stack dump"
             msg = f"The log stops {where} and ends with {what}, without an exception or an end-of-run line."
