@@ -119,3 +119,33 @@ class CheckpointListing(Rule):
                     msg, fix, ev = found
                     out.append(self.make(message=msg, fix=fix, evidence=ev))
         return out
+
+
+TINY_ADAPTER = 64 << 10   # a LoRA adapter of any real model holds megabytes; one of a few KB holds empty tensors
+
+
+def empty_adapter(rows: list[Entry], path: str) -> tuple[str, list[Evidence]] | None:
+    """(message, evidence) when a listing block shows an adapter file of a few KB beside DeepSpeed's states of GBs:
+    the adapter was saved from ZeRO-3 partitions that were not gathered."""
+    tiny = [e for e in rows if _ADAPTER.match(e.name) and e.size is not None and e.size < TINY_ADAPTER]
+    shards = [e for e in rows if _DS_TAG.match(e.name) and (e.size or 0) >= MIN_FULL]
+    if not tiny or not shards:
+        return None
+    a, g = tiny[0], shards[0]
+    msg = (f"The pasted listing shows {a.name} of {size_of(a)} beside the DeepSpeed states {g.name}/ of {size_of(g)}: "
+           f"a LoRA adapter of a real model holds megabytes, and one of a few KB was written from ZeRO-3 partitions "
+           f"that were not gathered, so its tensors are empty. What was trained is in {g.name}/.")
+    return msg, [_ev(path, a), _ev(path, g)]
+
+
+class EmptyAdapterListing(Rule):
+    kinds: frozenset[type] = frozenset()  # reads the last lines of each log at the end (RunState.tails)
+
+    def finish(self, ctx: RunState) -> list[Finding]:
+        out = []
+        for path, tail in ctx.tails.items():
+            for rows in blocks([(ln.where.line, ln.text) for ln in tail]):
+                found = empty_adapter(rows, path)
+                if found is not None:
+                    out.append(self.make(message=found[0], evidence=found[1]))
+        return out
