@@ -87,9 +87,9 @@ class RunState:
     def trainer_kind(self) -> TrainerKind:
         """GRPO, DPO, SFT, a server...: doctor/swift/trainer_kind.py over what the state holds."""
         from ..swift.trainer_kind import of_run
-        loss = self.metric_facts.get("loss")
-        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, self.metric_marks,
-                      loss.logged if loss else 0)
+        # rows of a training step (a loss or a gradient norm: Megatron leaves a NaN loss out of its line)
+        rows = max((f.logged for k, f in self.metric_facts.items() if k in ("loss", "grad_norm")), default=0)
+        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, self.metric_marks, rows)
 
     def at(self, where: Evidence | Where) -> RunState:
         """The state as the run holding this line (an evidence line, an exception's place) saw it: with several

@@ -49,7 +49,9 @@ def read_megatron(text: str) -> tuple[dict[str, Any] | None, bool]:
         if x - x != 0:
             finite = False
         values[_NAMES.get(key, key)] = x
-    if "loss" not in values:
+    # training_log prints a loss only when its average is above 0 (`if avg > 0.0`): a NaN loss is left out of the
+    # line, whose grad norm still shows it
+    if "loss" not in values and "grad_norm" not in values:
         return None, True
     return values, finite
 

@@ -239,8 +239,10 @@ class MetricsNonFinite(Rule):
                         "gives numbers, so every later step is meaningless")
             else:
                 msg += " Once the loss or gradients are NaN the weights are corrupted and every later step is meaningless"
-            # a preference run (DPO's chosen/rejected metrics) samples nothing: no rollout to fail
-            msg += ("." if any(k in self.first.values for k in _PREFERENCE_KEYS) else
+            # a preference run (DPO's chosen/rejected metrics) samples nothing, nor does a run whose rows hold no
+            # reward at all (supervised training, pre-training): no rollout to fail
+            samples = any(k == "reward" or k.startswith(("rewards/", "completions/")) for k in self.first.values)
+            msg += ("." if any(k in self.first.values for k in _PREFERENCE_KEYS) or not samples else
                     "; sampling from NaN logits then fails with 'probability tensor contains either inf, nan or "
                     "element < 0'.")
             sev = Severity.error
