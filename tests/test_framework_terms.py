@@ -203,3 +203,9 @@ def test_only_the_runs_own_spelling_of_a_labelled_alternative_is_kept():
     assert say(cited, "trl") == cited                             # a source cited, not a spelling
     assert say("set it (trl: beta=0.0; verl: actor_rollout_ref.actor.use_kl_loss=False)", "ms-swift") == (
         "set it (trl: beta=0.0)")                                 # ms-swift's trainers are trl's: its fields apply
+
+
+def test_llama_factory_under_its_old_package_name_is_told():
+    from doctor.swift.framework import detect
+    line = "03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {'loss': 0.0000, 'learning_rate': 4.9999e-02}"
+    assert detect([], [line], {})[0] == "llamafactory"

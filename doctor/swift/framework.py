@@ -62,7 +62,9 @@ _CMD = (
     # workers/actor/dp_actor.py "actor/pg_loss", "actor/pg_clipfrac"), also in its forks (EasyR1, TinyZero)
     ("verl", re.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
                         r"\bactor/(?:pg_loss|pg_clipfrac|ppo_kl|entropy_loss)\b")),
-    ("llamafactory", re.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b")),
+    # its package, and its name before 0.6 (llmtuner: "llmtuner.extras.callbacks - {'loss': ...}" log lines)
+    ("llamafactory", re.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
+                                r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b")),
     # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
     # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
     ("ms-swift", re.compile(r"\bremaining_argv: \[")),

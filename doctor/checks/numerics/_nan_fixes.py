@@ -14,14 +14,23 @@ def dtype_of(run: RunConfig) -> str | None:
     return {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}.get(s, s)
 
 
+FAR_ABOVE = 1e-2   # a learning rate no fine-tuning recipe of an LLM uses (they run about 1e-6 to 5e-4)
+
+
 def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
               lr_seen: float | None) -> list[str]:
     fix: list[str] = []
-    mgn = arg_float(run, "max_grad_norm")
-    fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (assumed)'} -> 0.5 "
-               f"(0.5 is what the ms-swift GRPO best practice uses against collapse).")
     lr = arg_float(run, "learning_rate") or lr_seen
-    if lr:
+    mgn = arg_float(run, "max_grad_norm")
+    if not (lr and lr >= FAR_ABOVE):   # against such a learning rate clipping changes nothing that matters
+        fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (assumed)'} -> 0.5 "
+                   f"(0.5 is what the ms-swift GRPO best practice uses against collapse).")
+    if lr and lr >= FAR_ABOVE:
+        lora = str(run.args.get("tuner_type") or run.args.get("train_type") or run.args.get("finetuning_type") or "")
+        target = 1e-4 if "lora" in lora.lower() else 1e-5
+        fix.append(f"Lower --learning_rate from {fmt(lr)} to about {fmt(target)}: {fmt(lr)} is far above what fine-tuning "
+                   f"uses (about 1e-6 to 5e-4, LoRA at the upper end), so no clipping keeps its updates finite.")
+    elif lr:
         fix.append(f"Lower --learning_rate from {fmt(lr)} to {fmt(lr / 5)} (or use warmup: --warmup_ratio 0.05).")
     else:
         fix.append("Lower --learning_rate (e.g. 5x) and add warmup (--warmup_ratio 0.05).")
