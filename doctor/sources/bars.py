@@ -61,6 +61,7 @@ _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep e
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
 ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)
 ROWS_MIN = 16    # fewer are emitted one by one: a block's columns cost more than reading a few rows (measured)
+NUMPY_AFTER = 64   # console metric rows after which numpy is imported (engine/columns.MIN_ROWS: a run this long pays it back)
 GATHER = True    # False: each console metric row is emitted alone (the equivalence tests compare both)
 
 
@@ -85,6 +86,7 @@ class BarStretch:
         words = session.gate_words
         self._routes: dict[frozenset[str], tuple[Any, ...]] = {}
         self.rows: list[Metrics] = []   # console metric rows not emitted yet
+        self.emitted = 0                # console metric rows emitted so far
         self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
         self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
         # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]
@@ -182,6 +184,13 @@ class BarStretch:
             return
         rows, between = self.rows, self._between
         self.rows, self._between = [], []
+        self.emitted += len(rows)
+        if self.emitted >= NUMPY_AFTER and self.emitted - len(rows) < NUMPY_AFTER:
+            # a long run: its blocks are read as columns from here on, however few rows each holds (a checkpoint line
+            # every few steps cuts DENSE's blocks to ~20 rows, each read row by row while numpy was not imported)
+            from ..engine.columns import load_numpy
+
+            load_numpy()
         if len(rows) >= ROWS_MIN:
             self.session.emit_many(rows, between)
             return
