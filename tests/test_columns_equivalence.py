@@ -118,8 +118,11 @@ def _snapshot(s: Session, tracker: Tracker) -> str:
     series = s.rules[[r.meta.id for r in s.rules].index("GD610")].s
     kept = (series.n, series.stride, series.fed, series.store.kept, series.steps, series.where, series.cols,
             series.rmean, series.rstd, sorted(series.store.dropped_rewards))
+    # the rules that read bars and no rows (GD621's last rate, GD310's last training step)
+    by_name = {type(r).__name__: r for r in s.rules}
+    bars = (by_name["ProbabilityTensorNaN"].progress, by_name["HostOomKilled"].training)
     return repr((sorted((k, vars(f)) for k, f in st.metric_facts.items()), st.metrics_steps, st.ended, seen, cadence,
-                 nans, kept, sorted(st.broken_at.items())))
+                 nans, kept, sorted(st.broken_at.items()), bars))
 
 
 def _state(rows: list[dict], sizes: list[int], on: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -84,13 +84,16 @@ class BarStretch:
     def __init__(self, session: Any):
         self.session = session
         words = session.gate_words
-        self._routes: dict[frozenset[str], tuple[Any, ...]] = {}
+        self._routes: dict[tuple[frozenset[str], bool], tuple[Any, ...]] = {}
         self.rows: list[Metrics] = []   # console metric rows not emitted yet
         self.emitted = 0                # console metric rows emitted so far
         self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
         self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
-        # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]
+        # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]: the bars since
+        # the last line fed whole (for the rules that read no rows: the rows among them are not theirs) and since
+        # the last row gathered (for a rule that reads rows too, which takes bars and rows in file order)
         self._keys: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
+        self._since_row: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
         metric_words = frozenset(msrc.LITERALS)
         self.metric_words = metric_words if not any(
             LogLine in r.kinds and metric_words.intersection(r.literals or ()) for r in session.rules) else frozenset()
@@ -141,12 +144,16 @@ class BarStretch:
             if len(self._keys) >= MAX_KEYS:
                 return False
             slot = self._keys[key] = [None, None, None, None, -1]
+        near = self._since_row.get(key)
+        if near is None:
+            near = self._since_row[key] = [None, None, None, None, -1]
         entry = (lineno, seq, data, words)
         k = int(m.group("k"))
-        slot[0] = entry
-        slot[1 if k == 0 else 2] = entry
-        if k >= slot[4]:
-            slot[3], slot[4] = entry, k
+        for kept in (slot, near):
+            kept[0] = entry
+            kept[1 if k == 0 else 2] = entry
+            if k >= kept[4]:
+                kept[3], kept[4] = entry, k
         return True
 
     def metric_line(self, path: str, lineno: int, seq: int, data: bytes) -> bool:
@@ -170,6 +177,7 @@ class BarStretch:
             values, finite = msrc.read_console(text)
             if values is not None:
                 row = Metrics(values, Where(path, lineno), seq, "console", finite)
+                self._feed_kept(path, self._since_row, True, {})   # a rule reading rows: the bars before this one
                 if not GATHER:
                     self.session.emit(row)
                     return True
@@ -206,28 +214,39 @@ class BarStretch:
     def flush(self, path: str) -> int:
         """Feed the bars kept, in file order, straight to the rules their words route them to (what
         ``Session.feed_line`` does with such a line: its other readers do nothing with it, and the scanner
-        rebuilds the tail); returns how many."""
-        out = {e[0]: e for slot in self._keys.values() for e in slot[:4] if e is not None}
-        self._keys.clear()
+        rebuilds the tail): to a rule that reads rows too those since the last row, to the others those since the
+        last line fed whole (the rows among them are not theirs); returns how many lines."""
+        lines: dict[int, LogLine] = {}
+        self._feed_kept(path, self._since_row, True, lines)
+        self._feed_kept(path, self._keys, False, lines)
+        return len(lines)
+
+    def _feed_kept(self, path: str, keys: dict[Any, list[Any]], reads_rows: bool, lines: dict[int, LogLine]) -> None:
+        """Feed the bars kept in ``keys`` to the rules that read rows (``reads_rows``) or to the others, and clear it;
+        ``lines``: the lines built so far in this flush, by line number."""
+        out = {e[0]: e for slot in keys.values() for e in slot[:4] if e is not None}
+        keys.clear()
         for n in sorted(out):
             _, seq, data, words = out[n]
-            text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
-            if text.endswith("\r"):
-                text = text[:-1]
-            raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
-            line = LogLine(text, raw, Where(path, n), None, seq, "")
-            for r in self._rules(words):
-                if self.rows and Metrics in r.kinds:   # it reads the rows too: after the rows before it
+            line = lines.get(n)
+            if line is None:
+                text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
+                if text.endswith("\r"):
+                    text = text[:-1]
+                raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
+                line = lines[n] = LogLine(text, raw, Where(path, n), None, seq, "")
+            for r in self._rules(words, reads_rows):
+                if reads_rows and self.rows:   # after the rows before it
                     self._between.append((len(self.rows), line, r))
                 else:
                     r.feed(line)
-        return len(out)
 
-    def _rules(self, words: frozenset[str]) -> tuple[Any, ...]:
-        """The rules a line holding exactly ``words`` goes to, in catalog order, each once."""
-        hit = self._routes.get(words)
+    def _rules(self, words: frozenset[str], reads_rows: bool) -> tuple[Any, ...]:
+        """The rules a line holding exactly ``words`` goes to that read Metrics too (``reads_rows``) or not, in catalog
+        order, each once."""
+        hit = self._routes.get((words, reads_rows))
         if hit is None:
-            hit = self._routes[words] = tuple(
+            hit = self._routes[(words, reads_rows)] = tuple(
                 r for r in self.session.rules if LogLine in r.kinds and not r.wants_all_lines and r.literals
-                and words.intersection(r.literals))
+                and words.intersection(r.literals) and (Metrics in r.kinds) is reads_rows)
         return hit
