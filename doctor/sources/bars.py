@@ -77,6 +77,14 @@ def summarisable(session: Any) -> bool:
     return True
 
 
+def _keep(slot: list[Any], entry: tuple[Any, ...], k: int) -> None:
+    """Keep a bar at step ``k`` in its key's slot (see BarStretch._keys)."""
+    slot[0] = entry
+    slot[1 if k == 0 else 2] = entry
+    if k >= slot[4]:
+        slot[3], slot[4] = entry, k
+
+
 class BarStretch:
     """The pure bars seen since the last other line fed: ``take`` keeps one (or says it is not pure),
     ``flush`` hands back the ones to feed, in file order."""
@@ -84,16 +92,19 @@ class BarStretch:
     def __init__(self, session: Any):
         self.session = session
         words = session.gate_words
-        self._routes: dict[tuple[frozenset[str], bool], tuple[Any, ...]] = {}
+        # reads rows (True), not (False), any (None) -> the words of a line -> the rules it goes to
+        self._routes: dict[bool | None, dict[frozenset[str], tuple[Any, ...]]] = {True: {}, False: {}, None: {}}
         self.rows: list[Metrics] = []   # console metric rows not emitted yet
         self.emitted = 0                # console metric rows emitted so far
         self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
         self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
         # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]: the bars since
         # the last line fed whole (for the rules that read no rows: the rows among them are not theirs) and since
-        # the last row gathered (for a rule that reads rows too, which takes bars and rows in file order)
+        # the last row gathered (for a rule that reads rows too, which takes bars and rows in file order); until a
+        # row comes after the last line fed whole, both are the same and only the first is kept
         self._keys: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
         self._since_row: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
+        self._row_seen = False   # a row gathered since the last line fed whole: _since_row is kept apart
         metric_words = frozenset(msrc.LITERALS)
         self.metric_words = metric_words if not any(
             LogLine in r.kinds and metric_words.intersection(r.literals or ()) for r in session.rules) else frozenset()
@@ -145,16 +156,14 @@ class BarStretch:
             if len(self._keys) >= MAX_KEYS:
                 return False
             slot = self._keys[key] = [None, None, None, None, -1]
-        near = self._since_row.get(key)
-        if near is None:
-            near = self._since_row[key] = [None, None, None, None, -1]
         entry = (lineno, seq, data, words)
         k = int(m.group("k"))
-        for kept in (slot, near):
-            kept[0] = entry
-            kept[1 if k == 0 else 2] = entry
-            if k >= kept[4]:
-                kept[3], kept[4] = entry, k
+        _keep(slot, entry, k)
+        if self._row_seen:
+            near = self._since_row.get(key)
+            if near is None:
+                near = self._since_row[key] = [None, None, None, None, -1]
+            _keep(near, entry, k)
         return True
 
     def metric_line(self, path: str, lineno: int, seq: int, data: bytes) -> bool:
@@ -179,7 +188,7 @@ class BarStretch:
             values, finite = msrc.read_console(text)
             if values is not None:
                 row = Metrics(values, Where(path, lineno), seq, "console", finite)
-                self._feed_kept(path, self._since_row, True, {})   # a rule reading rows: the bars before this one
+                self._bars_before_row(path)
                 if not GATHER:
                     self.session.emit(row)
                     return True
@@ -218,37 +227,55 @@ class BarStretch:
         ``Session.feed_line`` does with such a line: its other readers do nothing with it, and the scanner
         rebuilds the tail): to a rule that reads rows too those since the last row, to the others those since the
         last line fed whole (the rows among them are not theirs); returns how many lines."""
+        if not self._row_seen:
+            return self._feed_kept(path, self._keys, None, None)
+        self._row_seen = False
         lines: dict[int, LogLine] = {}
         self._feed_kept(path, self._since_row, True, lines)
         self._feed_kept(path, self._keys, False, lines)
         return len(lines)
 
-    def _feed_kept(self, path: str, keys: dict[Any, list[Any]], reads_rows: bool, lines: dict[int, LogLine]) -> None:
-        """Feed the bars kept in ``keys`` to the rules that read rows (``reads_rows``) or to the others, and clear it;
-        ``lines``: the lines built so far in this flush, by line number."""
+    def _bars_before_row(self, path: str) -> None:
+        """A row is gathered: a rule that reads rows takes the bars kept since the last row (or line fed whole)."""
+        if self._row_seen:
+            self._feed_kept(path, self._since_row, True, None)
+        else:
+            self._feed_kept(path, self._keys, True, None, clear=False)   # the others still wait for the next line
+            self._row_seen = True
+
+    def _feed_kept(self, path: str, keys: dict[Any, list[Any]], reads_rows: bool | None,
+                   lines: dict[int, LogLine] | None, clear: bool = True) -> int:
+        """Feed the bars kept in ``keys`` to the rules that read rows (``reads_rows``), to the others (False) or to all
+        (None), and clear it; ``lines``: the lines built so far in this flush, by line number (None: not kept).
+        Returns how many."""
         out = {e[0]: e for slot in keys.values() for e in slot[:4] if e is not None}
-        keys.clear()
+        if clear:
+            keys.clear()
         for n in sorted(out):
             _, seq, data, words = out[n]
-            line = lines.get(n)
+            line = lines.get(n) if lines is not None else None
             if line is None:
                 text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
                 if text.endswith("\r"):
                     text = text[:-1]
                 raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
-                line = lines[n] = LogLine(text, raw, Where(path, n), None, seq, "")
+                line = LogLine(text, raw, Where(path, n), None, seq, "")
+                if lines is not None:
+                    lines[n] = line
             for r in self._rules(words, reads_rows):
-                if reads_rows and self.rows:   # after the rows before it
+                if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
                     self._between.append((len(self.rows), line, r))
                 else:
                     r.feed(line)
+        return len(out)
 
-    def _rules(self, words: frozenset[str], reads_rows: bool) -> tuple[Any, ...]:
-        """The rules a line holding exactly ``words`` goes to that read Metrics too (``reads_rows``) or not, in catalog
-        order, each once."""
-        hit = self._routes.get((words, reads_rows))
+    def _rules(self, words: frozenset[str], reads_rows: bool | None) -> tuple[Any, ...]:
+        """The rules a line holding exactly ``words`` goes to that read Metrics too (``reads_rows``), or not (False), or
+        all (None), in catalog order, each once."""
+        table = self._routes[reads_rows]
+        hit = table.get(words)
         if hit is None:
-            hit = self._routes[(words, reads_rows)] = tuple(
+            hit = table[words] = tuple(
                 r for r in self.session.rules if LogLine in r.kinds and not r.wants_all_lines and r.literals
-                and words.intersection(r.literals) and (Metrics in r.kinds) is reads_rows)
+                and words.intersection(r.literals) and (reads_rows is None or (Metrics in r.kinds) is reads_rows))
         return hit
