@@ -34,9 +34,12 @@ traceback tracker, end markers, rules by literal) do nothing with such a line wh
 
 Such rows are gathered into a block (``rows``) that goes to ``Session.emit_many`` at once, so the Metrics readers
 take it in one call, as the rows of a logging.jsonl (over columns, engine/columns.py): the scanner hands the block
-over (``emit_rows``) before it feeds any other line, at most ``ROWS_MAX`` rows at a time. The bars fed between two
-rows of the block reach the rules that read no Metrics at once; a rule that reads both (the hang rules: a bar and
-a row both move the step counter) gets them with the block, in file order (``Session.emit_many``'s ``between``).
+over (``emit_rows``) before it feeds any other line, at most ``ROWS_MAX`` rows at a time. A row ends the bars'
+stretch only for a rule that reads Metrics too (the hang rules: a bar and a row both move the step counter): it gets
+the bars kept since the last row with the block, in file order (``Session.emit_many``'s ``between``). A rule that
+reads no Metrics never sees the rows, so for it the stretch runs on to the next line fed whole, and it gets the bars
+kept over the whole stretch then. A console log imports numpy once ``NUMPY_AFTER`` rows are emitted: its blocks are
+then read as columns, however few rows each holds.
 """
 from __future__ import annotations
 
