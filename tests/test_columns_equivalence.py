@@ -108,7 +108,9 @@ def _snapshot(s: Session, tracker: Tracker) -> str:
     # the tracker's dicts compared as sorted items: their order is not read (vitals() walks vitals.KEYS)
     seen = {k: sorted(v.items()) if isinstance(v, dict) else v for k, v in vars(tracker).items()}
     hang = next(r.p for r in s.rules if type(getattr(r, "p", None)).__name__ == "_Progress")
-    cadence = (hang.max_step, hang.total_steps, hang.last_metrics, hang.metrics_seq)
+    where = lambda line: line and (line.where, line.seq)  # noqa: E731
+    cadence = (hang.max_step, hang.total_steps, hang.last_metrics, hang.metrics_seq, where(hang.step_line), hang.step_seq,
+               sorted(hang.phase_seq.items()), sorted((k, where(v)) for k, v in hang.phase_line.items()))
     nan = next(r for r in s.rules if r.meta.id == "GD620")
     seq = lambda m: m and m.seq  # noqa: E731
     nans = (nan.rows, nan.n_bad, nan.n_bad_gn_after, nan.n_metric_only, seq(nan.first), nan.bad_keys, seq(nan.prev),
@@ -116,8 +118,11 @@ def _snapshot(s: Session, tracker: Tracker) -> str:
     series = s.rules[[r.meta.id for r in s.rules].index("GD610")].s
     kept = (series.n, series.stride, series.fed, series.store.kept, series.steps, series.where, series.cols,
             series.rmean, series.rstd, sorted(series.store.dropped_rewards))
+    # the rules that read bars and no rows (GD621's last rate, GD310's last training step)
+    by_name = {type(r).__name__: r for r in s.rules}
+    bars = (by_name["ProbabilityTensorNaN"].progress, by_name["HostOomKilled"].training)
     return repr((sorted((k, vars(f)) for k, f in st.metric_facts.items()), st.metrics_steps, st.ended, seen, cadence,
-                 nans, kept, sorted(st.broken_at.items())))
+                 nans, kept, sorted(st.broken_at.items()), bars))
 
 
 def _state(rows: list[dict], sizes: list[int], on: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -250,6 +255,28 @@ def test_a_log_without_metric_rows_does_not_import_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True,
                          cwd=ROOT).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize(("rows", "imported"), [(20, "False"), (80, "True")])
+def test_a_console_log_imports_numpy_once_its_rows_make_a_long_run(rows: int, imported: str, tmp_path: Path) -> None:
+    """A console log's blocks are read as columns once its rows reach bars.NUMPY_AFTER, however small each block
+    is (a checkpoint line every few steps ends a block): a short run still never imports numpy."""
+    import subprocess
+    import sys
+
+    lines = []
+    for i in range(1, rows + 1):
+        lines.append(_bar(i, rows))
+        lines.append(repr({"loss": "0.1", "grad_norm": "0.2", "reward": "0.5", "global_step/max_steps": f"{i}/{rows}"}))
+        if i % 10 == 0:
+            lines.append(f"[INFO:swift] Saving model checkpoint to out/checkpoint-{i}")
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(lines) + "\n")
+    code = ("import sys; from doctor.engine import Session; from doctor.sources import scan; s = Session(); "
+            "scan.scan_file(s, sys.argv[1], open(sys.argv[1], 'rb'), [0], fork=False); print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    assert out.strip() == imported   # before the rules' finish, which imports it for a series this long
 
 
 # ------------------------------------------------------------------ console metric rows gathered into blocks

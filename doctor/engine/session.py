@@ -25,6 +25,10 @@ from ..verdict import refine
 from .columns import Block
 from .state import STATE_WORDS, RunState
 
+# False: a rule reading both the rows of a block and the lines among them takes them one at a time even when it can
+# take them in one call (feed_between); the equivalence tests compare both
+INTERLEAVE_BULK = True
+
 
 class Session:
     def __init__(self, metas: Iterable[RuleMeta] | None = None, *, console_metrics: bool = True,
@@ -198,19 +202,33 @@ class Session:
                 if id(r) not in held:
                     r.feed_many(signals)
         if held:
-            self._interleave(rows, signals, between or [])
+            self._interleave(rows, signals, between or [], block)
 
-    def _interleave(self, rows: list[Any], counted: list[Any], between: list[tuple[int, LogLine, Rule]]) -> None:
-        """The rules of ``between`` take its lines and the ``counted`` ones of ``rows`` in file order (emit_many)."""
+    def _interleave(self, rows: list[Any], counted: list[Any], between: list[tuple[int, LogLine, Rule]],
+                    block: Block | None = None) -> None:
+        """The rules of ``between`` take its lines and the ``counted`` ones of ``rows`` in file order (emit_many). Each
+        rule's own order is what matters (rules share no state through their feed): a rule with ``feed_between``
+        takes its lines and the block in one call, which may read the rows over columns and says whether it did;
+        the others, and a rule that declines, take them one at a time."""
         held = list({id(r): r for _, _, r in between}.values())
         kept = None if len(counted) == len(rows) else {id(s) for s in counted}
+        loop = []
+        for r in held:
+            bulk = getattr(r, "feed_between", None) if block is not None and INTERLEAVE_BULK else None
+            if bulk is None or not bulk(rows, block, [(i, line) for i, line, x in between if x is r], kept):
+                loop.append(r)
+        if not loop:
+            return
+        if len(loop) < len(held):
+            ids = {id(r) for r in loop}
+            between = [b for b in between if id(b[2]) in ids]
         at, n = 0, len(between)
         for i, s in enumerate(rows):
             while at < n and between[at][0] <= i:
                 between[at][2].feed(between[at][1])
                 at += 1
             if kept is None or id(s) in kept:
-                for r in held:
+                for r in loop:
                     try:
                         r.feed(s)
                     except OUT_OF_RANGE:

@@ -34,9 +34,12 @@ traceback tracker, end markers, rules by literal) do nothing with such a line wh
 
 Such rows are gathered into a block (``rows``) that goes to ``Session.emit_many`` at once, so the Metrics readers
 take it in one call, as the rows of a logging.jsonl (over columns, engine/columns.py): the scanner hands the block
-over (``emit_rows``) before it feeds any other line, at most ``ROWS_MAX`` rows at a time. The bars fed between two
-rows of the block reach the rules that read no Metrics at once; a rule that reads both (the hang rules: a bar and
-a row both move the step counter) gets them with the block, in file order (``Session.emit_many``'s ``between``).
+over (``emit_rows``) before it feeds any other line, at most ``ROWS_MAX`` rows at a time. A row ends the bars'
+stretch only for a rule that reads Metrics too (the hang rules: a bar and a row both move the step counter): it gets
+the bars kept since the last row with the block, in file order (``Session.emit_many``'s ``between``). A rule that
+reads no Metrics never sees the rows, so for it the stretch runs on to the next line fed whole, and it gets the bars
+kept over the whole stretch then. A console log imports numpy once ``NUMPY_AFTER`` rows are emitted: its blocks are
+then read as columns, however few rows each holds.
 """
 from __future__ import annotations
 
@@ -61,6 +64,7 @@ _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep e
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
 ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)
 ROWS_MIN = 16    # fewer are emitted one by one: a block's columns cost more than reading a few rows (measured)
+NUMPY_AFTER = 64   # console metric rows after which numpy is imported (engine/columns.MIN_ROWS: a run this long pays it back)
 GATHER = True    # False: each console metric row is emitted alone (the equivalence tests compare both)
 
 
@@ -76,6 +80,14 @@ def summarisable(session: Any) -> bool:
     return True
 
 
+def _keep(slot: list[Any], entry: tuple[Any, ...], k: int) -> None:
+    """Keep a bar at step ``k`` in its key's slot (see BarStretch._keys)."""
+    slot[0] = entry
+    slot[1 if k == 0 else 2] = entry
+    if k >= slot[4]:
+        slot[3], slot[4] = entry, k
+
+
 class BarStretch:
     """The pure bars seen since the last other line fed: ``take`` keeps one (or says it is not pure),
     ``flush`` hands back the ones to feed, in file order."""
@@ -83,15 +95,23 @@ class BarStretch:
     def __init__(self, session: Any):
         self.session = session
         words = session.gate_words
-        self._routes: dict[frozenset[str], tuple[Any, ...]] = {}
+        # reads rows (True), not (False), any (None) -> the words of a line -> the rules it goes to
+        self._routes: dict[bool | None, dict[frozenset[str], tuple[Any, ...]]] = {True: {}, False: {}, None: {}}
         self.rows: list[Metrics] = []   # console metric rows not emitted yet
+        self.emitted = 0                # console metric rows emitted so far
         self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
         self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
-        # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]
+        # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]: the bars since
+        # the last line fed whole (for the rules that read no rows: the rows among them are not theirs) and since
+        # the last row gathered (for a rule that reads rows too, which takes bars and rows in file order); until a
+        # row comes after the last line fed whole, both are the same and only the first is kept
         self._keys: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
+        self._since_row: dict[tuple[bytes, frozenset[str]], list[Any]] = {}
+        self._row_seen = False   # a row gathered since the last line fed whole: _since_row is kept apart
         metric_words = frozenset(msrc.LITERALS)
         self.metric_words = metric_words if not any(
             LogLine in r.kinds and metric_words.intersection(r.literals or ()) for r in session.rules) else frozenset()
+        self._metric_rx = re.compile("|".join(map(re.escape, sorted(metric_words))))   # any of them, in one search
         # with Hyperscan, "which trigger words" is asked as "any other word?" (one scan stopping at the first) plus
         # a substring test per bar or metric word: the same answer as the gate's for these lines, ~3 us less each
         self._not_metric: AnyWord | None = None
@@ -141,10 +161,12 @@ class BarStretch:
             slot = self._keys[key] = [None, None, None, None, -1]
         entry = (lineno, seq, data, words)
         k = int(m.group("k"))
-        slot[0] = entry
-        slot[1 if k == 0 else 2] = entry
-        if k >= slot[4]:
-            slot[3], slot[4] = entry, k
+        _keep(slot, entry, k)
+        if self._row_seen:
+            near = self._since_row.get(key)
+            if near is None:
+                near = self._since_row[key] = [None, None, None, None, -1]
+            _keep(near, entry, k)
         return True
 
     def metric_line(self, path: str, lineno: int, seq: int, data: bytes) -> bool:
@@ -158,16 +180,18 @@ class BarStretch:
             return False
         gate = self._gate
         if gate is None:  # Hyperscan
-            if self._not_metric is None or self._not_metric.found(data) or not any(w in text for w in self.metric_words):
+            if self._not_metric is None or self._not_metric.found(data) or not self._metric_rx.search(text):
                 return False
         else:
             words = frozenset(w for hit in gate.hits(text) for w in hit)
             if not words or not words <= self.metric_words:
                 return False
-        if ":" in text and msrc.has_literal(text):
+        # a metric word is in the line, so msrc.has_literal(text) holds (the metric words are its literals)
+        if ":" in text:
             values, finite = msrc.read_console(text)
             if values is not None:
                 row = Metrics(values, Where(path, lineno), seq, "console", finite)
+                self._bars_before_row(path)
                 if not GATHER:
                     self.session.emit(row)
                     return True
@@ -182,6 +206,13 @@ class BarStretch:
             return
         rows, between = self.rows, self._between
         self.rows, self._between = [], []
+        self.emitted += len(rows)
+        if self.emitted >= NUMPY_AFTER and self.emitted - len(rows) < NUMPY_AFTER:
+            # a long run: its blocks are read as columns from here on, however few rows each holds (a checkpoint line
+            # every few steps cuts DENSE's blocks to ~20 rows, each read row by row while numpy was not imported)
+            from ..engine.columns import load_numpy
+
+            load_numpy()
         if len(rows) >= ROWS_MIN:
             self.session.emit_many(rows, between)
             return
@@ -197,28 +228,57 @@ class BarStretch:
     def flush(self, path: str) -> int:
         """Feed the bars kept, in file order, straight to the rules their words route them to (what
         ``Session.feed_line`` does with such a line: its other readers do nothing with it, and the scanner
-        rebuilds the tail); returns how many."""
-        out = {e[0]: e for slot in self._keys.values() for e in slot[:4] if e is not None}
-        self._keys.clear()
+        rebuilds the tail): to a rule that reads rows too those since the last row, to the others those since the
+        last line fed whole (the rows among them are not theirs); returns how many lines."""
+        if not self._row_seen:
+            return self._feed_kept(path, self._keys, None, None)
+        self._row_seen = False
+        lines: dict[int, LogLine] = {}
+        self._feed_kept(path, self._since_row, True, lines)
+        self._feed_kept(path, self._keys, False, lines)
+        return len(lines)
+
+    def _bars_before_row(self, path: str) -> None:
+        """A row is gathered: a rule that reads rows takes the bars kept since the last row (or line fed whole)."""
+        if self._row_seen:
+            self._feed_kept(path, self._since_row, True, None)
+        else:
+            self._feed_kept(path, self._keys, True, None, clear=False)   # the others still wait for the next line
+            self._row_seen = True
+
+    def _feed_kept(self, path: str, keys: dict[Any, list[Any]], reads_rows: bool | None,
+                   lines: dict[int, LogLine] | None, clear: bool = True) -> int:
+        """Feed the bars kept in ``keys`` to the rules that read rows (``reads_rows``), to the others (False) or to all
+        (None), and clear it; ``lines``: the lines built so far in this flush, by line number (None: not kept).
+        Returns how many."""
+        out = {e[0]: e for slot in keys.values() for e in slot[:4] if e is not None}
+        if clear:
+            keys.clear()
         for n in sorted(out):
             _, seq, data, words = out[n]
-            text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
-            if text.endswith("\r"):
-                text = text[:-1]
-            raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
-            line = LogLine(text, raw, Where(path, n), None, seq, "")
-            for r in self._rules(words):
-                if self.rows and Metrics in r.kinds:   # it reads the rows too: after the rows before it
+            line = lines.get(n) if lines is not None else None
+            if line is None:
+                text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
+                if text.endswith("\r"):
+                    text = text[:-1]
+                raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
+                line = LogLine(text, raw, Where(path, n), None, seq, "")
+                if lines is not None:
+                    lines[n] = line
+            for r in self._rules(words, reads_rows):
+                if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
                     self._between.append((len(self.rows), line, r))
                 else:
                     r.feed(line)
         return len(out)
 
-    def _rules(self, words: frozenset[str]) -> tuple[Any, ...]:
-        """The rules a line holding exactly ``words`` goes to, in catalog order, each once."""
-        hit = self._routes.get(words)
+    def _rules(self, words: frozenset[str], reads_rows: bool | None) -> tuple[Any, ...]:
+        """The rules a line holding exactly ``words`` goes to that read Metrics too (``reads_rows``), or not (False), or
+        all (None), in catalog order, each once."""
+        table = self._routes[reads_rows]
+        hit = table.get(words)
         if hit is None:
-            hit = self._routes[words] = tuple(
+            hit = table[words] = tuple(
                 r for r in self.session.rules if LogLine in r.kinds and not r.wants_all_lines and r.literals
-                and words.intersection(r.literals))
+                and words.intersection(r.literals) and (reads_rows is None or (Metrics in r.kinds) is reads_rows))
         return hit

@@ -82,13 +82,14 @@ class ChunkScanner:
                 self.lineno += 1
                 self.counter[0] += 1  # a pure bar or a quiet line is one message
                 return
-            if bars.pending:
-                self._flush()
+            # a metric row ends the bars' stretch only for a rule that reads rows too (BarStretch.metric_line)
             if defer and bars.metric_line(self.path, self.lineno + 1, self.counter[0] + 1, data):
                 self.lineno += 1
                 self.counter[0] += 1
                 self.fed += 1
                 return
+            if bars.pending:
+                self._flush()
             bars.emit_rows()   # the metric rows gathered so far reach the rules before this line
         self.lineno += 1
         self.fed += 1

@@ -196,6 +196,39 @@ class _Progress:
                 self.metrics_seq = max(self.metrics_seq, max(seqs))
         return True
 
+    def feed_between(self, signals: list[Metrics], block: Block, lines: list[tuple[int, LogLine]],
+                     kept: set[int] | None) -> bool:
+        """feed() of the lines and of the rows of a block in file order, each ``(i, line)`` before row i (the bars among
+        console rows): the step rows read off the block's step column, as _metrics_block does. ``kept``: the ids of
+        the rows counted (None: all); the others are summaries, never step rows. False (nothing read) unless every
+        step row gives its step and max_steps as digits."""
+        got = block.gsteps()
+        if got is None:
+            return False
+        at = block.steps().nonzero()[0].tolist()
+        ks, ns = got[0].tolist(), got[1].tolist()
+        j, last = 0, len(at)
+        for i, line in lines:
+            while j < last and at[j] < i:
+                self._step(signals[at[j]], ks[j], ns[j])
+                j += 1
+            self._line(line)
+        while j < last:
+            self._step(signals[at[j]], ks[j], ns[j])
+            j += 1
+        return True
+
+    def _step(self, m: Metrics, k: int, n: int) -> None:
+        """_metrics of a train-step row whose step and max_steps are known."""
+        if k >= self.max_step:
+            self.max_step = k
+            self.total_steps = n or self.total_steps
+            self.last_metrics = m.values
+        if m.source == "console":
+            seq = m.seq
+            if seq > self.metrics_seq:
+                self.metrics_seq = seq
+
     def _metrics(self, m: Metrics, row: Any) -> None:
         if row is not None:
             k, n = row.gstep, row.max_steps

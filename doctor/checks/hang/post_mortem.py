@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.columns import Block
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule, evidence_of
@@ -76,6 +77,13 @@ class HangCheck(Rule):
             self.p.feed_metrics(signals)
         else:
             super().feed_many(signals)
+
+    def feed_between(self, signals: list[Metrics], block: Block, lines: list[tuple[int, LogLine]],
+                     kept: set[int] | None) -> bool:
+        """The rows of a block and the lines among them in one call (Session._interleave); False: not taken."""
+        if type(self).feed is not HangCheck.feed:
+            return False
+        return self.p.feed_between(signals, block, lines, kept)
 
     # ---------------------------------------------------------------- analysis
     def _last_phase(self, ctx: RunState | None = None) -> tuple[str | None, int]:
