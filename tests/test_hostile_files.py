@@ -176,3 +176,26 @@ def test_empty_input_is_an_error_everywhere(tmp_path):
 def test_check_ckpt_refuses_non_regular_file(tmp_path, target):
     path = str(_fifo(tmp_path / "model.safetensors")) if target == "fifo" else target
     _one_line_exit_2(cli("check-ckpt", path, timeout=60), path, "not a regular file")
+
+
+def test_output_to_a_pipe_or_a_device_writes_into_it_and_never_replaces_it(tmp_path):
+    # the report is written atomically (a temporary file renamed over the name): over a FIFO or a character device
+    # that rename would put a plain file in its place, /dev/null itself when root runs `-o /dev/null`
+    import stat
+    log = tmp_path / "train.log"
+    log.write_bytes(BATCH)
+    fifo = _fifo(tmp_path / "out.fifo")
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    p = cli("analyze", str(log), "-f", "json", "-o", str(fifo), timeout=60)
+    reader.join(30)
+    assert p.returncode == 1, p.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got and b'"rule_id": "GD101"' in got[0]
+    if os.geteuid() == 0:   # a character device (mknod needs root): /dev/null's kind
+        dev = tmp_path / "null"
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        p = cli("analyze", str(log), "-o", str(dev), timeout=60)
+        assert p.returncode == 1, p.stderr
+        assert stat.S_ISCHR(os.lstat(dev).st_mode)
