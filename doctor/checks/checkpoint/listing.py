@@ -112,13 +112,18 @@ class CheckpointListing(Rule):
 
     def finish(self, ctx: RunState) -> list[Finding]:
         out = []
-        for path, tail in ctx.tails.items():
-            for rows in blocks([(ln.where.line, ln.text) for ln in tail]):
-                found = judge(rows, path)
-                if found is not None:
-                    msg, fix, ev = found
-                    out.append(self.make(message=msg, fix=fix, evidence=ev))
+        for path, rows in listing_blocks(ctx):
+            found = judge(rows, path)
+            if found is not None:
+                msg, fix, ev = found
+                out.append(self.make(message=msg, fix=fix, evidence=ev))
         return out
+
+
+def listing_blocks(ctx: RunState) -> list[tuple[str, list[Entry]]]:
+    """(log path, entries) of each listing block pasted in the last lines of each log."""
+    return [(path, rows) for path, tail in ctx.tails.items()
+            for rows in blocks([(ln.where.line, ln.text) for ln in tail])]
 
 
 TINY_ADAPTER = 64 << 10   # a LoRA adapter of any real model holds megabytes; one of a few KB holds empty tensors
@@ -142,10 +147,5 @@ class EmptyAdapterListing(Rule):
     kinds: frozenset[type] = frozenset()  # reads the last lines of each log at the end (RunState.tails)
 
     def finish(self, ctx: RunState) -> list[Finding]:
-        out = []
-        for path, tail in ctx.tails.items():
-            for rows in blocks([(ln.where.line, ln.text) for ln in tail]):
-                found = empty_adapter(rows, path)
-                if found is not None:
-                    out.append(self.make(message=found[0], evidence=found[1]))
-        return out
+        found = [f for path, rows in listing_blocks(ctx) if (f := empty_adapter(rows, path)) is not None]
+        return [self.make(message=msg, evidence=ev) for msg, ev in found]
