@@ -43,6 +43,9 @@ def figures(vals: list[float]) -> str:
 
 
 def main() -> int:
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__)
+        return 0
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 9
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
     import doctor
