@@ -116,7 +116,7 @@ def analyze_inputs(inputs: list, select: set[str] | None = None, ignore: set[str
     session.run.inferred_versions = prov.narrow()
     kind = session.state.trainer_kind()
     framework = framework_of(session, inputs, kind)
-    findings = sel.keep(session.finish())
+    findings = sel.keep(session.finish(kind))
     if ckpts:
         findings = fold_into_log_finding(findings)
     findings = prov.annotate(findings)

@@ -9,16 +9,14 @@ import re
 from collections.abc import Iterator
 
 from .claim_facts import Claim, RunFacts, Verdict, conditional
-from .swift.trainer_kind import GROUP_KINDS
+from .swift.trainer_kind import GROUP_KINDS, UNSCORED_KINDS
 
 # what only a grouped-sampling trainer has: GRPO by name, its group size, its groups of completions
 _GRPO = re.compile(r"\bGRPO\b|\bnum_generations\b|\bgeneration groups?\b|\bgroups? of (?:\d+ )?completions\b|"
                    r"\bcompletions per prompt\b|\bflat groups?\b|\bgroup(?:-relative)? advantages?\b")
 # a trainer that scores nothing (SFT, pre-training) or scores pairs (DPO and its relatives), or a server: no reward
-# function runs there
+# function runs there (trainer_kind.UNSCORED_KINDS)
 _REWARD_FUNCS = re.compile(r"\breward functions?\b|\breward_funcs\b")
-_UNSCORED = frozenset({"sft", "pt", "supervised", "serve", "infer", "dpo", "kto", "orpo", "cpo", "simpo", "ipo",
-                       "bco", "preference"})
 _CONFIG = re.compile(r"\bGRPOConfig\(([^()]*)\)")
 # the GRPO-only fields of trl's GRPOConfig (trl/trainer/grpo_config.py): no other trainer's config has them
 _GRPO_FIELDS = re.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
@@ -61,7 +59,7 @@ def judge(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
             return Verdict(why)
         return Verdict(why, sentence[:c.start] + cls + c.value[len("GRPOConfig"):] + sentence[c.end:])
     if c.subject == "reward":
-        if facts.trainer not in _UNSCORED:
+        if facts.trainer not in UNSCORED_KINDS:
             return None
         return Verdict(f"the run trains with {facts.trainer_label}: no reward function runs", _without(sentence, _REWARD_FUNCS))
     return Verdict(why, _without(sentence, _GRPO))

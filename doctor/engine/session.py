@@ -244,7 +244,9 @@ class Session:
                 pass  # a value out of range (issue 18 point 16): it costs this signal for this rule, not the report
 
     # ------------------------------------------------------------------ results
-    def finish(self) -> list[Finding]:
+    def finish(self, kind: TrainerKind | None = None) -> list[Finding]:
+        """The findings of everything fed so far; ``kind``: the trainer the state shows, when the caller read it
+        already (RunState.trainer_kind)."""
         state = self.state
         found: list[Finding] = []
         # three tiers: the rules, the fallback rules (with the rules' findings at hand), and the last-resort rules
@@ -269,7 +271,7 @@ class Session:
         found = [check_finding(f, _run_of(state, f)) for f in found]
         # then every sentence that states a fact of the run (a flag unset, grad_norm 0, a shortage of memory, world
         # size 1, a model size, a version to install) checked against what the run shows (doctor/claims.py)
-        kind = state.trainer_kind()
+        kind = kind or state.trainer_kind()
         found = [check_claims(f, run_facts(state, f, _run_of(state, f), kind))[0] for f in found]
         return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended,
                              broken_at=state.broken_at))

@@ -19,7 +19,7 @@ from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
 from ..sources.megatron_rows import MEGATRON_MARK
-from ..sources.paste import ENTRY_WORD
+from ..sources.paste import DICT_ITEM, DICT_OPEN, ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
 from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
@@ -276,11 +276,11 @@ class RunState:
         ones are items): the reader joins them into one line (sources/paste.py DictJoiner), whose row is the row; a
         piece holds none. A cut row (its line ends inside an item) is read as it is."""
         s = text.strip()
-        if s[:1] == "{" and not s.endswith("}"):
+        if s[:1] == "{" and not s.endswith("}") and DICT_OPEN.match(s):
             self._wrapped_dict = s.endswith(",")
             return self._wrapped_dict
         if self._wrapped_dict:
-            if s[:1] in ("'", '"') and ":" in s:
+            if DICT_ITEM.match(s):
                 self._wrapped_dict = not s.endswith(("}", "},"))
                 return True
             self._wrapped_dict = False

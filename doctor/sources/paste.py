@@ -127,13 +127,13 @@ def unbold(text: str) -> str:
 # Rules read one line at a time, so the lines are joined into the one-line dict the trainer prints.
 # The layout is CPython's: Lib/pprint.py PrettyPrinter._pprint_dict puts one key per line once the dict is wider
 # than 80 columns (pprint.pprint(logs), IPython's display of a dict); real case: tulerfeng/Video-R1#86 (13 lines).
-_DICT_OPEN = re.compile(r"""^\{\s*['"][^'"]{1,120}['"]\s*:""")
+DICT_OPEN = re.compile(r"""^\{\s*['"][^'"]{1,120}['"]\s*:""")
 # a log_history entry of trainer_state.json pasted as the file holds it: transformers writes it with
 # json.dumps(indent=2, sort_keys=True) (trainer_callback.py TrainerState.save_to_json), so each entry's first item is
 # "epoch" alone on its line, under a "{" line; the entry closes with "}" or "},"
 _ENTRY_OPEN = re.compile(r'^"epoch"\s*:\s*-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?,$')
 ENTRY_WORD = '"epoch": '  # the scanner's gate word for that line (doctor/engine/state.py STATE_WORDS)
-_DICT_ITEM = re.compile(r"""^\s*['"][^'"]{1,120}['"]\s*:\s*\S""")
+DICT_ITEM = re.compile(r"""^\s*['"][^'"]{1,120}['"]\s*:\s*\S""")
 DICT_MAX_LINES = 64
 
 
@@ -148,7 +148,7 @@ class DictJoiner:
     def feed(self, text: str) -> str | None:
         s = text.strip()
         if self.parts is None:
-            if s[:1] == "{" and not s.endswith("}") and _DICT_OPEN.match(s):
+            if s[:1] == "{" and not s.endswith("}") and DICT_OPEN.match(s):
                 self.parts = [s]
             elif s[:1] == '"' and _ENTRY_OPEN.match(s):
                 self.parts = ["{", s]
@@ -156,7 +156,7 @@ class DictJoiner:
         if s in ("}", "},"):  # a JSON object's closing brace on its own line
             joined, self.parts = " ".join(self.parts) + " }", None
             return joined
-        if not _DICT_ITEM.match(s) or len(self.parts) >= DICT_MAX_LINES:
+        if not DICT_ITEM.match(s) or len(self.parts) >= DICT_MAX_LINES:
             if not s or is_prose(s) and len(self.parts) < DICT_MAX_LINES:
                 return None  # a sentence or a blank line pasted inside the dict: the dict goes on after it
             self.parts = None

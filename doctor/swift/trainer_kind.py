@@ -26,6 +26,11 @@ from dataclasses import dataclass
 # kinds whose training samples groups of completions per prompt and scores them (num_generations, group advantages)
 GROUP_KINDS = frozenset({"grpo", "rloo", "dapo", "gspo", "drgrpo"})
 PREFERENCE_KINDS = frozenset({"dpo", "kto", "orpo", "cpo", "simpo", "ipo", "bco", "online_dpo", "preference"})
+# kinds that run no reward function: supervised training, pre-training, a server, and the preference trainers
+UNSCORED_KINDS = PREFERENCE_KINDS - {"online_dpo"} | {"sft", "pt", "supervised", "serve", "infer"}
+# a preference trainer's metric keys for the policy's own values (trl dpo_trainer.py get_batch_loss_metrics:
+# rewards/chosen, logps/rejected, logits/chosen; some loops add a suffix: rewards_train/chosen)
+PREFERENCE_KEY = r"(?:rewards|logps|logits)(?:_\w+)?/(?:chosen|rejected|margins)"
 
 LABEL = {"dpo": "DPO", "kto": "KTO", "orpo": "ORPO", "cpo": "CPO", "simpo": "SimPO", "ipo": "IPO", "bco": "BCO",
           "online_dpo": "online DPO", "preference": "preference (DPO-style)", "sft": "SFT", "pt": "pre-training",
@@ -54,11 +59,6 @@ _ADV_KIND = {"gae": "ppo", "group_norm": "grpo"}
 class TrainerKind:
     kind: str | None     # "grpo", "dpo", "sft", "ppo", "supervised", "serve", ... (None: not told)
     source: str          # config | frames | text | metrics | none
-
-    @property
-    def grouped(self) -> bool | None:
-        """Whether the run samples groups of completions per prompt (GRPO and its relatives); None: not told."""
-        return None if self.kind is None else self.kind in GROUP_KINDS
 
     @property
     def label(self) -> str:
@@ -156,7 +156,7 @@ class MetricMarks:
         return None
 
 
-_PREFERENCE = re.compile(r"(?:^|/)(?:rewards|logps|logits)(?:_\w+)?/(?:chosen|rejected|margins)\b")
+_PREFERENCE = re.compile(r"(?:^|/)" + PREFERENCE_KEY + r"\b")
 
 
 def detect(args: dict, command: str | None, commands: list[str], texts: list[str], paths: Iterable[str],
@@ -186,4 +186,4 @@ def of_run(run, exceptions=(), open_tracebacks=(), tails=None, marks: MetricMark
     return detect(run.args, run.command, commands, texts, paths, marks, loss_rows, is_library_path)
 
 
-__all__ = ["CONFIG_CLASS", "GROUP_KINDS", "LABEL", "PREFERENCE_KINDS", "MetricMarks", "TrainerKind", "detect", "of_run"]
+__all__ = ["CONFIG_CLASS", "GROUP_KINDS", "LABEL", "PREFERENCE_KEY", "PREFERENCE_KINDS", "UNSCORED_KINDS", "MetricMarks", "TrainerKind", "detect", "of_run"]

@@ -42,17 +42,17 @@ def dumped_frames(hit: Hit, ctx: RunState) -> list[tuple[str, str]]:
     return out
 
 
-def in_vllm(hit: Hit, ctx: RunState) -> bool:
+def in_vllm(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]] | None = None) -> bool:
     """The crash line belongs to a vLLM engine: printed by one of its processes (their prefixes, its logger), or beside
     its lines and frames (the few lines around it, an exception with vLLM frames at the same place, the stack
-    faulthandler dumped after it)."""
+    faulthandler dumped after it: ``dumped``, dumped_frames when the caller read them)."""
     if hit.line is not None and hit.line.origin in VLLM_ORIGINS:
         return True
     tail = ctx.tails.get(hit.evidence.path) or ()
     near = [t for t in tail if hit.seq - 8 <= t.seq <= hit.seq + 3]
     if any(t.origin in VLLM_ORIGINS or _VLLM_TEXT.search(t.raw) for t in near):
         return True
-    if any("/vllm/" in path for path, _ in dumped_frames(hit, ctx)):
+    if any("/vllm/" in path for path, _ in (dumped_frames(hit, ctx) if dumped is None else dumped)):
         return True
     return any(abs(e.seq - hit.seq) <= 8 and any("/vllm/" in f.path for f in e.frames) for e in ctx.exceptions)
 
@@ -67,11 +67,12 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         return None  # the NCCL rules (GD301, GD304) name the failure; this abort is how torch ends the process
     what = hits[0].groups.get("what") or "a native crash"
     msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
-    if in_vllm(hits[0], ctx):
+    dumped = dumped_frames(hits[0], ctx)
+    if in_vllm(hits[0], ctx, dumped):
         msg += (" It happened in the vLLM engine (its process prefix, logger lines or frames are around the crash "
                 "line): the rollout or serving engine died there, and errors its callers print after it are "
                 "consequences.")
-        if any(w in path or w == func for path, func in dumped_frames(hits[0], ctx) for w in _GRAPH_CAPTURE):
+        if any(w in path or w == func for path, func in dumped for w in _GRAPH_CAPTURE):
             msg += (" The stack dumped after it is in vLLM's CUDA graph capture (capture_model, torch.cuda.graphs): "
                     "the engine died recording its graphs at start, before serving anything; enforce_eager (no "
                     "graphs) avoids that step.")

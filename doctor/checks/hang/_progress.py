@@ -4,6 +4,7 @@ their frame classes (also used by ``grpo-doctor watch``)."""
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,21 @@ LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE +
                                                                                  "death signal")
 # torch elastic's agent stopping its workers on a signal it received (torch/distributed/elastic/agent/server/api.py
 # run: logger.warning("Received %s death signal, shutting down workers", e.sigval): "Signals.SIGINT" or "15")
-DEATH_SIGNAL = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal")
+_DEATH_SIGNAL = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal")
+
+
+def death_signal(text: str) -> str | None:
+    """The signal torch elastic's agent says it received, by name ("SIGTERM" for "15"); None: no such line."""
+    m = _DEATH_SIGNAL.search(text) if "death signal" in text else None
+    if m is None:
+        return None
+    sig = m.group("sig")
+    if not sig.isdigit():
+        return sig
+    try:
+        return signal.Signals(int(sig)).name
+    except ValueError:
+        return f"signal {sig}"
 PROGRESS_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
 _SOCKET = re.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
                      r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "
@@ -260,9 +275,9 @@ class _Progress:
                 return
             self._thread = None
         if "death signal" in text:
-            d = DEATH_SIGNAL.search(text)
-            if d:
-                self.death = (line, d.group("sig"))
+            sig = death_signal(text)
+            if sig:
+                self.death = (line, sig)
         if self.swift_evidence is None and any(e in text for e in _SWIFT_EVIDENCE):
             self.swift_evidence = line
         if "%|" in text:

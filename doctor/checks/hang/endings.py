@@ -231,10 +231,12 @@ def _nccl(lines: list[LogLine]) -> Ending | None:
 _CPP_FRAME = re.compile(r"^frame #\d+: (?P<sym>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in ")
 # (symbols, phase) innermost first: ProcessGroupNCCL.cpp broadcastUniqueNCCLID has rank 0 put the NCCL id in the
 # store and every other rank wait for it in store->get; the watchdog thread checks each collective's timeout
+NCCL_ID_PHASE = "NCCL communicator setup: this rank waits in the TCP store for rank 0's NCCL id"
+STORE_PHASE = "the TCP store: this rank waits for a key another rank never set"
 _CPP_PHASES = (
-    (("broadcastUniqueNCCLID",), "NCCL communicator setup: this rank waits in the TCP store for rank 0's NCCL id"),
+    (("broadcastUniqueNCCLID",), NCCL_ID_PHASE),
     (("ncclCommWatchdog", "WorkNCCL::checkTimeout", "watchdogHandler"), "an NCCL collective that timed out (the watchdog)"),
-    (("TCPStore::get", "TCPStore::wait", "PrefixStore::get"), "the TCP store: this rank waits for a key another rank never set"),
+    (("TCPStore::get", "TCPStore::wait", "PrefixStore::get"), STORE_PHASE),
 )
 
 
@@ -288,4 +290,4 @@ def _after_heartbeats(work: list[LogLine], last: LogLine, beats: int, steps: int
     return e
 
 
-__all__ = ["BAR", "ENGINE_CORE_PHASE", "GENERATION_PHASE", "RAY_START_PHASE", "Ending", "ending_of", "plain", "timestamp"]
+__all__ = ["BAR", "ENGINE_CORE_PHASE", "GENERATION_PHASE", "NCCL_ID_PHASE", "RAY_START_PHASE", "STORE_PHASE", "Ending", "ending_of", "plain", "timestamp"]

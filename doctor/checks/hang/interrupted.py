@@ -101,7 +101,7 @@ def interrupted_at_start(ctx: RunState, steps: int) -> tuple[ExceptionInfo, str]
     return (last, phase) if phase else None
 
 
-_INTERRUPTS = ("SIGINT", "2", "SIGHUP", "1")
+_INTERRUPTS = ("SIGINT", "SIGHUP")   # signals a person sends: a Ctrl-C, a closed terminal
 
 
 def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | None) -> tuple[LogLine, str | None] | None:
@@ -122,7 +122,7 @@ def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | N
 
 def signal_message_and_fix(line: LogLine, sig: str, phase: str | None) -> tuple[str, list[str], list[Evidence]]:
     where = f"while {STARTUP_WHERE[phase]}" if phase else "before the first training step"
-    msg = (f"torch's launcher received {'SIGINT (a Ctrl-C)' if sig in ('SIGINT', '2') else 'SIGHUP (its terminal closed)'} "
+    msg = (f"torch's launcher received {'SIGINT (a Ctrl-C)' if sig == 'SIGINT' else 'SIGHUP (its terminal closed)'} "
            f"and shut its workers down {where}. No training step was logged before it, and a run stopped by hand in "
            f"start-up usually sat there without progress; the log shows no error before it, and how long it waited is "
            f"not in the excerpt.")

@@ -13,8 +13,17 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_float
 from ._advice import generic_fix
-from ._progress import DEATH_SIGNAL, PROGRESS_BAR
-from .endings import ENGINE_CORE_PHASE, GENERATION_PHASE, RAY_START_PHASE, Ending, ending_of, plain
+from ._progress import PROGRESS_BAR, death_signal
+from .endings import (
+    ENGINE_CORE_PHASE,
+    GENERATION_PHASE,
+    NCCL_ID_PHASE,
+    RAY_START_PHASE,
+    STORE_PHASE,
+    Ending,
+    ending_of,
+    plain,
+)
 from .prose import program_lines
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
@@ -28,7 +37,6 @@ _URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
 _WARNING_LINE = re.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User|Runtime|Resource)Warning\b\s*:")
 _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
-_SIGNAL_NAMES = {"15": "SIGTERM", "2": "SIGINT", "1": "SIGHUP", "9": "SIGKILL", "Signals.SIGTERM": "SIGTERM"}
 _SIGNAL_SENDERS = {"SIGTERM": "a kill, a job scheduler's time limit or preemption, a container being stopped",
                    "SIGINT": "a Ctrl-C, or a tool that interrupts like one", "SIGHUP": "its terminal or SSH session closed"}
 
@@ -83,12 +91,12 @@ def _fix(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
     if e.kind == "loop" and "rendezvous" in e.phase:
         return ["Every node must use the same MASTER_ADDR and MASTER_PORT, and that port must be free and reachable "
                 "from each node (a process left from an earlier run holds it: `ss -ltnp | grep PORT`)."]
-    if e.kind == "native" and "rank 0" in e.phase:
+    if e.kind == "native" and e.phase == NCCL_ID_PHASE:
         return ["Look at what rank 0 was doing meanwhile (its own log): the other ranks wait for it at the first "
                 "collective, and a rank 0 still preprocessing the dataset, loading or crashed leaves them waiting until "
                 "the store's timeout. Preprocess the data before the launch (or on every rank), and raise the timeout "
                 "(TrainingArguments ddp_timeout / ms-swift --ddp_timeout) if rank 0 only needs longer."]
-    if e.kind == "native" and "TCP store" in e.phase:
+    if e.kind == "native" and e.phase == STORE_PHASE:
         return ["Every rank must use the same MASTER_ADDR / MASTER_PORT and reach the same collectives: find the rank "
                 "that never set the key (its log stops earlier or shows an error) and start from its failure."]
     if e.kind == "nccl" or e.kind == "native":
@@ -165,9 +173,8 @@ class LogEnd(Rule):
         """torch elastic's agent shutting its workers down on a signal it received: the run was stopped from
         outside (a kill, a scheduler's time limit or preemption, a Ctrl-C), not by an error of its own."""
         for ln in reversed(lines):
-            m = DEATH_SIGNAL.search(ln.text) if "death signal" in ln.text else None
-            if m:
-                sig = _SIGNAL_NAMES.get(m.group("sig"), m.group("sig"))
+            sig = death_signal(ln.text)
+            if sig:
                 return Ending("signal", "a stop by a signal from outside", ln, False, [f"the launcher received {sig}"],
                               detail=sig)
         return None

@@ -12,6 +12,7 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import OUT_OF_RANGE, Rule
 from ...signals import Metrics
+from ...swift.trainer_kind import PREFERENCE_KEY
 from .._rows import RAISED, step_rows
 from .._series import (
     EXCERPT_CONFIDENCE,
@@ -29,7 +30,7 @@ from ._nan_fixes import dtype_of, nan_fixes
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
 # a preference trainer's values of the policy itself (trl dpo_trainer.py get_batch_loss_metrics, ms-swift's DPO rows:
 # rewards/chosen, logps/rejected, logits/chosen, nll_loss): NaN there is the model's forward pass, not a reward function
-_POLICY_KEYS = re.compile(r"^(?:train/)?(?:(?:rewards|logps|logits)(?:_\w+)?/(?:chosen|rejected|margins)|nll_loss)$")
+_POLICY_KEYS = re.compile(r"^(?:train/)?(?:" + PREFERENCE_KEY + r"|nll_loss)$")
 # means over the completion tokens the loss counts (trl 0.29.1 and ms-swift 4.6.0 grpo_trainer.py: masked_batch_mean,
 # gathered with nanmean): NaN when a batch has none to average, while loss and grad_norm stay finite
 CLIP_NAN_KEYS = ("clip_ratio", "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",
