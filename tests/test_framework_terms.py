@@ -178,12 +178,12 @@ def test_the_process_group_timeout_in_verls_terms():
 
 
 @pytest.mark.parametrize("line, want", [
-    # a pair written "A (trl) / B (ms-swift)", in either order, and two frameworks as one subject
+    # a pair written "A (trl) / B (ms-swift)", in either order, and an ms-swift entry after the trl one
     ("Or cut the prompts: max_prompt_length (trl) / max_length with truncation_strategy (ms-swift), or filter them.",
      "Or cut the prompts: max_prompt_length (trl), or filter them."),
     ("Or cut the prompts: max_length with truncation_strategy (ms-swift) / max_prompt_length (trl), or filter them.",
      "Or cut the prompts: max_prompt_length (trl), or filter them."),
-    ("must be a multiple of num_generations (ms-swift >= 3.4 and trl >= 0.17 also count gradient_accumulation_steps).",
+    ("must be a multiple of num_generations (trl >= 0.17 also counts gradient_accumulation_steps; ms-swift >= 3.4 too).",
      "must be a multiple of num_generations (trl >= 0.17 also counts gradient_accumulation_steps)."),
 ])
 def test_the_ms_swift_half_of_a_pair_leaves_a_trl_run(line, want):

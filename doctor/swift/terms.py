@@ -192,21 +192,13 @@ def _unsloth(framework: str | None) -> bool:
 _SWIFT_ALT = re.compile(r"(?<=\()ms-swift(?::\s|\s)[^;()]*;\s*|(?<=\()ms-swift(?::\s|\s)[^,;()]*,\s*|"
                         r"[;,]\s*ms-swift(?::\s|\s)[^;,()]*(?=\))|"
                         # "max_prompt_length (trl) / max_length with truncation_strategy (ms-swift)", either order
-                        r"\s*/\s*[^/;,():]*?\(ms-swift\)|(?<=: )[^/;,():]*?\(ms-swift\)\s*/\s*|"
-                        # "(ms-swift >= 3.4 and trl >= 0.17 also count ...)"
-                        r"\bms-swift\s*[<>=]=?\s*\d+(?:\.\d+)*\s+and\s+(?=trl\b)")
+                        r"\s*/\s*[^/;,():]*?\(ms-swift\)|(?<=: )[^/;,():]*?\(ms-swift\)\s*/\s*")
 
 
 def without_swift_alternative(line: str) -> str:
     """``line`` without the ms-swift entry of a list of per-framework spellings, for a run of another framework that
     the report names (a run whose framework is not told keeps every entry: the user picks theirs)."""
-    if "ms-swift" not in line:
-        return line
-    # "ms-swift >= 3.4 and trl >= 0.17 also count" loses its first subject: the verb follows the one left
-    return _ONE_LEFT.sub(r"\1 counts", _SWIFT_ALT.sub("", line))
-
-
-_ONE_LEFT = re.compile(r"(\(trl\s*[<>=]=?\s*\d+(?:\.\d+)* also) count\b")
+    return _SWIFT_ALT.sub("", line) if "ms-swift" in line else line
 
 
 # how a fix labels one framework's spelling: "(verl actor_rollout_ref.actor...)", "(OpenRLHF: --adam_offload)"

@@ -122,8 +122,8 @@ def train_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                + assumptions(("world size", n_), (mult_flag, s_), why=why) + ".")
     if global_only:
         fix.append("In this version gradient accumulation does not count toward the group: only world size x "
-                   "per_device_train_batch_size must be a multiple of num_generations (ms-swift >= 3.4 and "
-                   "trl >= 0.17 also count gradient_accumulation_steps).")
+                   "per_device_train_batch_size must be a multiple of num_generations (trl >= 0.17 also counts "
+                   "gradient_accumulation_steps; ms-swift >= 3.4 too).")
     if explicit_gbs or run.cli.get("generation_batch_size") is not None:
         step = (n * b) * g // gcd(n * b, g)
         fix.append(f"{opt('generation_batch_size', multiples_around(gbs, step))}.")
