@@ -47,6 +47,11 @@ LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE +
 _DEATH_SIGNAL = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal")
 
 
+# who sends each signal, in the words a report uses
+SIGNAL_SENDERS = {"SIGTERM": "a kill, a job scheduler's time limit or preemption, a container being stopped",
+                  "SIGINT": "a Ctrl-C, or a tool that interrupts like one", "SIGHUP": "its terminal or SSH session closed"}
+
+
 def death_signal(text: str) -> str | None:
     """The signal torch elastic's agent says it received, by name ("SIGTERM" for "15"); None: no such line."""
     m = _DEATH_SIGNAL.search(text) if "death signal" in text else None

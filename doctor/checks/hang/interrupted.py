@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from ...engine.state import RunState
 from ...model import Evidence, Severity
 from ...signals import ExceptionInfo, Frame, LogLine
+from ._progress import SIGNAL_SENDERS
 
 # start-up phases by the frames they run ("path func" substrings; innermost checked first), from the libraries'
 # own call chains: torch.distributed (distributed_c10d.py init_process_group -> rendezvous.py -> TCPStore),
@@ -122,7 +123,7 @@ def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | N
 
 def signal_message_and_fix(line: LogLine, sig: str, phase: str | None) -> tuple[str, list[str], list[Evidence]]:
     where = f"while {STARTUP_WHERE[phase]}" if phase else "before the first training step"
-    msg = (f"torch's launcher received {'SIGINT (a Ctrl-C)' if sig == 'SIGINT' else 'SIGHUP (its terminal closed)'} "
+    msg = (f"torch's launcher received {sig} ({SIGNAL_SENDERS[sig]}) "
            f"and shut its workers down {where}. No training step was logged before it, and a run stopped by hand in "
            f"start-up usually sat there without progress; the log shows no error before it, and how long it waited is "
            f"not in the excerpt.")

@@ -13,7 +13,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_float
 from ._advice import generic_fix
-from ._progress import PROGRESS_BAR, death_signal
+from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
 from .endings import (
     ENGINE_CORE_PHASE,
     GENERATION_PHASE,
@@ -37,8 +37,6 @@ _URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
 _WARNING_LINE = re.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User|Runtime|Resource)Warning\b\s*:")
 _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
-_SIGNAL_SENDERS = {"SIGTERM": "a kill, a job scheduler's time limit or preemption, a container being stopped",
-                   "SIGINT": "a Ctrl-C, or a tool that interrupts like one", "SIGHUP": "its terminal or SSH session closed"}
 
 _PASTE_NEXT = {
     "loop": "the other side's own log (the server's or the rank's it waits for: its first error is the cause) and "
@@ -203,7 +201,7 @@ class LogEnd(Rule):
         shown = (e.line.raw.strip() if e.kind == "warning" else plain(e.line.text))[:200]
         if e.kind == "signal":
             msg = (f"torch's launcher received {e.detail} and shut its workers down: the run was stopped from outside "
-                   f"({_SIGNAL_SENDERS.get(e.detail, 'a kill, a job scheduler or a container runtime')}), not by an "
+                   f"({SIGNAL_SENDERS.get(e.detail, 'a kill, a job scheduler or a container runtime')}), not by an "
                    f"error of its own that this log shows. The line: `{shown}`.")
         elif e.kind == "warning":
             msg = (f"No error, exception, stop or failing metric was read from this excerpt; the last warning it shows "

@@ -171,7 +171,7 @@ class HangCheck(Rule):
                 assert self.p.death is not None
                 msg, fix, ev = signal_message_and_fix(signalled[0], self.p.death[1], signalled[1])
                 return [self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=signalled[0].seq,
-                                  title=f"Stopped by hand during start-up (the launcher got {self.p.death[1]})")]
+                                  title=f"Stopped by {self.p.death[1]} during start-up, before any training step")]
             msg, fix, ev = message_and_fix(*stopped)
             return [self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=stopped[0].seq,
                               title="Stopped by hand during start-up (KeyboardInterrupt)")]
