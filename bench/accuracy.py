@@ -12,6 +12,7 @@ command and skips ``label.json``), so nothing is timed or launched per case.
 Figures printed (over all cases, then per --split range and per labelled category):
 
 - top-1: ``findings[0].category`` is the label's ``category`` or one of its ``also_accept``;
+- macro-F1: per labelled category, the F1 of findings[0], averaged over the labelled categories;
 - anywhere: some finding (any severity) has such a category;
 - evidence: ``findings[0]`` quotes a line that shows the failure. The lines that show each failure were
   chosen by reading each log and are kept in ``bench/data/devlogs-evidence.toml`` (see its header for the
@@ -242,6 +243,7 @@ def summary(results: list[CaseResult], title: str, out) -> None:
     print(f"  top-1 category        {pct(sum(r.top1 for r in results), n)}"
           + (f"   (of which {len(fb)} only as 'other' by GD999: {', '.join(r.case[:3] for r in fb)})" if fb else ""),
           file=out)
+    print(f"  macro-F1              {macro_f1(results):.3f}", file=out)
     print(f"  right anywhere        {pct(sum(r.anywhere for r in results), n)}", file=out)
     print(f"  evidence line right   {pct(sum(bool(r.evidence) for r in ev), len(ev))}"
           + (f"   ({n - len(ev)} cases without key lines left out)" if len(ev) < n else ""), file=out)
@@ -249,6 +251,21 @@ def summary(results: list[CaseResult], title: str, out) -> None:
         print(f"  framework named right {pct(sum(bool(r.framework_ok) for r in fw), len(fw))}", file=out)
     print(f"  silent (no finding >= warning) {len(silent)}"
           + (": " + ", ".join(r.case[:3] for r in silent) if silent else ""), file=out)
+
+
+def macro_f1(results: list[CaseResult]) -> float:
+    """Per labelled category, F1 of findings[0] (a right primary counts for the label, whatever its
+    also_accept name); predictions of a category nobody labelled lower only the recall of the true
+    ones. Averaged over the labelled categories."""
+    scores = []
+    for category in sorted({r.label for r in results}):
+        true_pos = sum(r.top1 for r in results if r.label == category)
+        predicted = sum(1 for r in results if (r.label == category and r.top1) or (not r.top1 and r.got == category))
+        labelled = sum(1 for r in results if r.label == category)
+        precision = true_pos / predicted if predicted else 0.0
+        recall = true_pos / labelled
+        scores.append(2 * precision * recall / (precision + recall) if true_pos else 0.0)
+    return sum(scores) / len(scores) if scores else 0.0
 
 
 def per_category(results: list[CaseResult], out) -> None:
