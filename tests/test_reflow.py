@@ -11,7 +11,7 @@ import pytest
 from doctor.analyze import analyze
 from doctor.signals import LogLine, Where
 from doctor.sources.logtext import split_segments
-from doctor.sources.reflow import COMPOSE, HOST_LABEL, labelled, needs_reflow, reflowed, wrap_width
+from doctor.sources.reflow import BRACKET, COMPOSE, HOST_LABEL, labelled, needs_reflow, reflowed, wrap_width
 from doctor.sources.traceback import TracebackTracker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,6 +255,27 @@ def test_a_launchers_label_is_taken_off_every_line():
     assert [ln for _, ln in reflowed(compose, COMPOSE, None)] == [b"x = 1", b"ValueError: bad", b"INFO started"]
     # two lines are enough when both carry the same label
     assert needs_reflow(b"worker-3: ValueError: No available memory\nworker-3: [rank0]: x\n") == (HOST_LABEL, None)
+
+
+def test_a_job_runners_bracketed_status_is_taken_off_every_line():
+    # a runner that tags each line with its stream, the elapsed time and the GPU it holds: the numbers change on
+    # every line, the shape does not
+    log = (b"[err, 2:16, 162s, g3115] Traceback (most recent call last):\n"
+           b'[err, 2:16, 162s, g3115]   File "/opt/train.py", line 9, in <module>\n'
+           b"[out, 2:17, 163s, g3115] step 3 done\n"
+           b"[err, 2:17, 164s, g3115] ValueError: bad value\n")
+    assert needs_reflow(log) == (BRACKET, None)
+    lines = [ln for _, ln in reflowed(log, BRACKET, None)]
+    assert lines == [b"Traceback (most recent call last):", b'  File "/opt/train.py", line 9, in <module>',
+                     b"step 3 done", b"ValueError: bad value"]
+    # a logger's own tag is the program's words (rules read "[INFO:swift]"), and a bracketed timestamp holds the
+    # times hang rules measure: neither is taken off
+    swift = b"[INFO:swift] Start training\n[INFO:swift] args: x\n[WARNING:swift] y\n[INFO:swift] z\n"
+    assert labelled(swift.split(b"\n")) == 0
+    stamped = b"[2025-03-10 15:07:20] a\n[2025-03-10 15:07:21] b\n[2025-03-10 15:07:29] c\n"
+    assert labelled(stamped.split(b"\n")) == 0
+    ranks = b"[rank0]: Traceback\n[rank1]: Traceback\n[rank0]: ValueError: x\n[rank1]: ValueError: x\n"
+    assert labelled(ranks.split(b"\n")) == 0
 
 
 def test_the_programs_own_words_are_not_a_label():

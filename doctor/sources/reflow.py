@@ -117,19 +117,34 @@ _COMPOSE = re.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}) +\| ")
 # the program's own words: a log level (uvicorn's "INFO:     ..."), an exception or warning type ("ValueError: x" printed
 # by every rank), an all-capitals tag
 _NOT_LABEL = re.compile(rb"(?:[\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure)|[A-Z]+|Traceback|Caused")
-GUTTER, HOST_LABEL, COMPOSE = -1, -2, -3  # the ``indent`` of a plan that takes a prefix off instead
-_LABELS = {HOST_LABEL: _HOST_LABEL, COMPOSE: _COMPOSE}
+# a job runner's bracketed status in front of every line ("[err, 2:16, 162s, g3115] "): its numbers change from line
+# to line, its shape does not; never a logger's own tag ("[INFO:swift] ", "[rank0]:"), which rules read
+_BRACKET = re.compile(rb"^\[([^\[\]\n]{1,80})\] ?")
+_LOGGER_TAG = re.compile(rb"(?i)info|warn|error|debug|critical|fatal|rank|swift|vllm|\.py")
+_DIGITS = re.compile(rb"\d+")
+GUTTER, HOST_LABEL, COMPOSE, BRACKET = -1, -2, -3, -4  # the ``indent`` of a plan that takes a prefix off instead
+_LABELS = {HOST_LABEL: _HOST_LABEL, COMPOSE: _COMPOSE, BRACKET: _BRACKET}
+
+
+def _status_shape(label: bytes) -> bytes | None:
+    """A bracketed status reduced to its shape (numbers taken out), None when it is no runner's: a logger's tag, or
+    numbers and punctuation only (a timestamp, which hang rules read)."""
+    if _LOGGER_TAG.search(label) or not any(c.isalpha() for c in label.decode("latin-1")):
+        return None
+    return _DIGITS.sub(b"0", label)
 
 
 def labelled(lines: list[bytes]) -> int:
-    """HOST_LABEL or COMPOSE when (nearly) every non-blank line starts with that kind of label, else 0. A label names a
-    few processes, each on many lines; keys of a pasted config (``lr: 0.1``) or of a key | value table differ from line
+    """HOST_LABEL, COMPOSE or BRACKET when (nearly) every non-blank line starts with that kind of label, else 0. A
+    label names a few processes, each on many lines; keys of a pasted config (``lr: 0.1``) or of a key | value table differ from line
     to line, and a log level (``INFO: ``) or an exception type (``ValueError: ``) is the program's own."""
     text = [ln for ln in lines if ln.strip()]
     if len(text) < 2:
         return 0
     for kind, rx in _LABELS.items():
         labels = [m.group(1) for m in map(rx.match, text) if m]
+        if kind == BRACKET:
+            labels = [shape for shape in map(_status_shape, labels) if shape is not None]
         if len(labels) < 0.9 * len(text):
             continue
         counts = Counter(labels)
@@ -204,8 +219,8 @@ def cut_exception(line: bytes, nxt: bytes) -> bool:
 
 def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
     """(indent, width) to undo in these bytes, or None when they show neither damage; a negative indent: a prefix in
-    front of every line to take off (GUTTER: a line-number gutter; HOST_LABEL, COMPOSE: a launcher's label); a width
-    of EXC_WRAP (WORD_WRAP): only an exception line cut mid-word (at a space) to join."""
+    front of every line to take off (GUTTER: a line-number gutter; HOST_LABEL, COMPOSE, BRACKET: a launcher's label);
+    a width of EXC_WRAP (WORD_WRAP): only an exception line cut mid-word (at a space) to join."""
     lines = data.split(b"\n")
     lines = [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
     if gutter(lines):
@@ -282,5 +297,5 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
         yield start, pending
 
 
-__all__ = ["COMPOSE", "EXC_WRAP", "GUTTER", "HOST_LABEL", "MAX_REFLOW", "WORD_WRAP", "common_indent", "cut_exception",
-           "labelled", "needs_reflow", "reflowed", "wrap_width"]
+__all__ = ["BRACKET", "COMPOSE", "EXC_WRAP", "GUTTER", "HOST_LABEL", "MAX_REFLOW", "WORD_WRAP", "common_indent",
+           "cut_exception", "labelled", "needs_reflow", "reflowed", "wrap_width"]
