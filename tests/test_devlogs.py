@@ -34,7 +34,6 @@ KNOWN_MISSES: dict[str, str] = {
 # frameworks beyond ms-swift and trl; the cases it still misses, each with why
 DEVLOGS2 = ROOT / "fixtures" / "devlogs2"
 KNOWN_MISSES_2: dict[str, str] = {
-    "128": "one verl row with a 10751 s timing: a single row cannot show a slowdown",
     "135": "the loss repeating exactly each epoch (no update) is read as a log that stops mid-training",
 }
 
@@ -43,7 +42,6 @@ KNOWN_MISSES_2: dict[str, str] = {
 # the tool missed on logs it had not seen; the cases it still misses, each with why
 DEVLOGS3 = ROOT / "fixtures" / "devlogs3"
 KNOWN_MISSES_3: dict[str, str] = {
-    "211": "one Megatron-format row (`key: value |` pairs, elapsed time per iteration): not a metrics format read",
     "213": "a frameless one-line TypeError ('string indices must be integers'): reward or dataset code, no frame to tell",
     "235": "a traceback cut inside vLLM's engine construction: the KV-cache message is only in the thread's title",
 }

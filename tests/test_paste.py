@@ -27,6 +27,17 @@ def test_table_row_and_viewer_prefix_give_rank_and_code():  # 066 lines 1-4
     assert raw.startswith("|") and "master-0" in raw  # evidence keeps the line as pasted
 
 
+def test_a_bar_separated_record_is_not_a_table_row():
+    # Megatron-LM's iteration line (megatron/training/training.py training_log; ms-swift's Megatron trainers print
+    # the same) ends in " |": its bars separate its fields and must stay for the metric reader (devlogs3 211)
+    line = (" [2025-11-25 07:19:22] iteration        7/    2174 | elapsed time per iteration (ms): 215613.0 | "
+            "reward: 7.617188E-01 | completions/mean_length: 4.041312E+03 | grad norm: 0.016 |")
+    assert unwrap(line) == line
+    assert segments(line.encode())[0][0].count("|") == 5
+    # a table row starts with its bar: its cells are joined
+    assert unwrap("| ValueError: x | 12 |") == "ValueError: x 12"
+
+
 def test_quote_and_bold_wrappers():  # 069 line 8, 070 line 2
     assert segments(b"> OutOfMemoryError                          Traceback (most recent call last)")[0][0] \
         .startswith("OutOfMemoryError")

@@ -18,7 +18,6 @@ from ..claim_facts import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
-from ..sources.megatron_rows import MEGATRON_MARK
 from ..sources.paste import DICT_ITEM, DICT_OPEN, ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
@@ -179,9 +178,7 @@ class RunState:
             self.saves.extend(m.group(1) for m in SAVE_RE.finditer(text))
         row = None
         if self.console_metrics and ":" in text and not self._dict_piece(text) and metrics_src.has_literal(text):
-            # Megatron's line ends in " |": the paste reader takes it for a table row and drops its bars, which the
-            # line's fields need (sources/megatron_rows.py)
-            values, finite = metrics_src.read_console(line.raw if MEGATRON_MARK in text else text)
+            values, finite = metrics_src.read_console(text)
             if values is not None:
                 row = Metrics(values, line.where, line.seq, "console", finite)
                 if metrics_src.VERL_MARK in text:

@@ -78,7 +78,9 @@ def unwrap(text: str) -> str:
             s = s[2:] if s[1:2] == " " else (s[1:] if s[1:2] in (">", "") else s)
         if "|" in s and _TABLE_SEP.match(s):
             return ""
-        if "|" in s and (s.startswith("|") or s.endswith("|")):
+        # a table row starts with its bar; a line that only ends with one and has more inside is a program's own
+        # bar-separated record (Megatron's iteration line: "iteration 7/ 2174 | ... | grad norm: 0.016 |")
+        if "|" in s and (s.startswith("|") or s.endswith("|") and s.count("|") == 1):
             cells = [c.strip() for c in s.strip("|").split("|")]
             cells = [c for c in cells if c]
             s = " ".join(cells) if len(cells) > 1 else (cells[0] if cells else "")
