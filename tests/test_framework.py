@@ -52,6 +52,22 @@ def test_no_trainer_told_names_the_runtime_and_nothing_at_all_is_unknown(tmp_pat
     assert run["framework"] is None and run["framework_source"] == "unknown"
 
 
+def test_a_plain_transformers_trainer_job_names_transformers():
+    # a Trainer script's stack: its training loop's own file, then DeepSpeed and torch under it (transformers/
+    # trainer.py calls deepspeed's engine): the Trainer ran the job, not DeepSpeed
+    stack = ["/home/u/train_sft.py", "/opt/conda/lib/python3.10/site-packages/transformers/trainer.py",
+             "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py",
+             "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py"]
+    assert detect(stack, [], {})[0::3] == ("transformers", "runtime")
+    # no frames: Trainer.train's banner (transformers/trainer.py _inner_training_loop)
+    assert detect([], ["***** Running training *****", "  Num examples = 1,000"], {})[0] == "transformers"
+    # a model's own file is not the Trainer: the runtime under it decides
+    assert detect(["/x/site-packages/transformers/models/llama/modeling_llama.py",
+                   "/x/site-packages/torch/nn/functional.py"], [], {})[0] == "torch"
+    # trl's trainer subclasses Trainer: trl wins
+    assert detect(stack[:2] + ["/x/site-packages/trl/trainer/sft_trainer.py"], [], {})[0] == "trl"
+
+
 def test_open_r1_recipe_is_trl_with_a_recipe():
     name, _, recipe, source = detect(["/home/u/open-r1/src/open_r1/grpo.py",
                                       "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py"], [], {})

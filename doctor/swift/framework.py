@@ -112,7 +112,8 @@ def issues_of(framework: str | None) -> str:
     """Whose issue tracker to search for a failure no rule knows."""
     return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl", "ms-swift": "ms-swift",
             "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "axolotl": "axolotl", "vllm": "vLLM",
-            "deepspeed": "DeepSpeed", "torch": "PyTorch"}.get(framework or "", "training framework's")
+            "deepspeed": "DeepSpeed", "torch": "PyTorch",
+            "transformers": "transformers"}.get(framework or "", "training framework's")
 
 
 def from_paths(paths: Iterable[str]) -> tuple[str | None, bool]:
@@ -187,8 +188,15 @@ def unsloth_version(texts: Iterable[str]) -> str | None:
 # no trainer told: the runtime the job ran on (a vLLM server, a DeepSpeed or torch.distributed job), from its frames or
 # its launcher's and logger's own lines (vLLM's "(EngineCore_0 pid=N)" / "(APIServer pid=N)" process prefixes and
 # entrypoints; DeepSpeed's launcher module and "[deepspeed]" config prints; torch elastic's agent and torchrun)
-_RUNTIME_DIRS = (("vllm", ("/vllm/",)), ("deepspeed", ("/deepspeed/",)), ("torch", ("/torch/distributed/", "/torch/")))
+# transformers' Trainer: its training loop's own files (a job with no trainer framework above it: an SFT or
+# classification script on Trainer, DeepSpeed or not); a stack through transformers' models only says nothing
+_HF_TRAINER = ("/transformers/trainer.py", "/transformers/trainer_utils.py", "/transformers/trainer_pt_utils.py",
+               "/transformers/trainer_callback.py", "/transformers/trainer_seq2seq.py")
+_RUNTIME_DIRS = (("transformers", _HF_TRAINER), ("vllm", ("/vllm/",)), ("deepspeed", ("/deepspeed/",)),
+                 ("torch", ("/torch/distributed/", "/torch/")))
 _RUNTIME_TEXT = (
+    # Trainer.train's banner (transformers/trainer.py _inner_training_loop: logger.info("***** Running training *****"))
+    ("transformers", re.compile(r"\*{5} Running training \*{5}")),
     ("vllm", re.compile(r"\((?:EngineCore(?:_\d+)?|APIServer|VllmWorker\w*) pid=\d+\)|\bvllm\.entrypoints\b|"
                         r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
@@ -201,8 +209,9 @@ _RUNTIME_TEXT = (
 
 
 def runtime_of(paths: Iterable[str], texts: Iterable[str]) -> str | None:
-    """The runtime a job without a trainer framework ran on: vLLM, else DeepSpeed, else torch among its frames (a
-    DeepSpeed job's stack goes through torch too), else the first whose launcher or logger lines appear."""
+    """The runtime a job without a trainer framework ran on: transformers' Trainer, else vLLM, else DeepSpeed, else
+    torch among its frames (a Trainer job's stack goes through DeepSpeed and torch too), else the first whose
+    launcher or logger lines appear."""
     seen: set[str] = set()
     for path in paths:
         p = "/" + path.replace("\\", "/")
@@ -261,7 +270,7 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         version = versions.get("trl")
     elif name == "unsloth":
         version = unsloth_version(texts)
-    elif name in ("vllm", "deepspeed", "torch"):
+    elif name in ("vllm", "deepspeed", "torch", "transformers"):
         version = versions.get(name)
     return name, version, recipe, source
 
