@@ -38,6 +38,16 @@ def test_a_bar_separated_record_is_not_a_table_row():
     assert unwrap("| ValueError: x | 12 |") == "ValueError: x 12"
 
 
+def test_rays_event_prefix_is_taken_off():
+    # ray/_private/worker.py shows the autoscaler's and scheduler's events with the component and the time since the
+    # job started, the raylet's warnings with "(raylet)"
+    body, _, _, origin = segments(b"(autoscaler +8m46s) Error: No available node types can fulfill resource request")[0]
+    assert body.startswith("Error: No available") and origin == "ray"
+    assert segments(b"(scheduler +2m2s) Warning: The following resource request cannot be scheduled right now: "
+                    b"{'CPU': 1.0}.")[0][0].startswith("Warning: The following")
+    assert segments(b"(raylet) There are tasks with infeasible resource requests")[0][0].startswith("There are")
+
+
 def test_quote_and_bold_wrappers():  # 069 line 8, 070 line 2
     assert segments(b"> OutOfMemoryError                          Traceback (most recent call last)")[0][0] \
         .startswith("OutOfMemoryError")

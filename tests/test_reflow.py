@@ -292,6 +292,9 @@ def test_the_programs_own_words_are_not_a_label():
     assert labelled(uvicorn.split(b"\n")) == 0
     assert labelled([b"worker-3: RuntimeError: CUDA error"]) == 0  # one line: no way to tell
     assert labelled([b"worker-3: a", b"worker-4: b"]) == 0  # two lines, two labels
+    # a level a program writes before every message ("Error: ", "Warning: "), not a host called Error
+    errors = b"Error: No available node types\nError: No available node types\nError: No available node types\n"
+    assert labelled(errors.split(b"\n")) == 0
 
 
 @pytest.mark.parametrize("case", ["020-openmanus-grpo-batch-1x1-numgen8-plain-traceback",

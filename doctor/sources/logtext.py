@@ -42,6 +42,10 @@ _RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
 # (one space after it: Ray prints the process's own line after "(name pid=N) ", its indentation included)
 _ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)(?: |\t|$)")
+# Ray's driver shows its cluster events with the component and the time since the job started (ray/_private/
+# worker.py print_to_stdstream for the autoscaler's and scheduler's event summaries; "(raylet)" for the raylet's own
+# warnings): "(autoscaler +8m46s) Error: ...", "(scheduler +2m2s) Warning: ...", "(raylet) There are tasks ..."
+_RAY_EVENT = re.compile(r"^\((?:autoscaler|scheduler|raylet|gcs_server|monitor)(?: \+[\dhms.]+)?(?:, ip=[\d.]+)?\) ")
 # vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
 # vLLM before 0.8 printed the place without the opening bracket: "ERROR 06-12 15:44:15 worker_base.py:148] "
 # the closing bracket as a markdown escape turned it in some pastes: "[async_llm.py:485[]", "[core.py:1229\\]"
@@ -240,6 +244,11 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
                 text = text[m.end():]
                 continue
         if text.startswith("("):
+            m = _RAY_EVENT.match(text)
+            if m:
+                origin = origin or "ray"
+                text = text[m.end():]
+                continue
             m = _ORIGIN.match(text)
             if m:
                 origin = m.group(1) or "ray"

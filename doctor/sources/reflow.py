@@ -114,9 +114,10 @@ def gutter(lines: list[bytes]) -> bool:
 # --label`` the task number (``3: ``), docker compose the service (``trainer-1  | ``)
 _HOST_LABEL = re.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}): (?=\S| )")
 _COMPOSE = re.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}) +\| ")
-# the program's own words: a log level (uvicorn's "INFO:     ..."), an exception or warning type ("ValueError: x" printed
-# by every rank), an all-capitals tag
-_NOT_LABEL = re.compile(rb"(?:[\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure)|[A-Z]+|Traceback|Caused")
+# the program's own words: a log level (uvicorn's "INFO:     ..."; "Error: ", "Warning: " as a program or Ray's
+# scheduler writes them), an exception or warning type ("ValueError: x" printed by every rank), an all-capitals tag
+_NOT_LABEL = re.compile(rb"(?:[\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure)|[A-Z]+|Traceback|Caused|"
+                        rb"(?i:error|warning|warn|exception|fatal|critical|info|debug|note|hint|tip)")
 # a job runner's bracketed status in front of every line ("[err, 2:16, 162s, g3115] "): its numbers change from line
 # to line, its shape does not; never a logger's own tag ("[INFO:swift] ", "[rank0]:"), which rules read
 _BRACKET = re.compile(rb"^\[([^\[\]\n]{1,80})\] ?")

@@ -43,6 +43,11 @@ _WAIT_WORDS = ("retry", "Retry", "retrying", "Retrying", "not up yet", "waiting"
 # API server polling its engine core processes every 10 s until they report ready (vllm/v1/engine/utils.py
 # wait_for_engine_startup: logger.debug "Waiting for %d local, %d remote core engine proc(s) to start.")
 _LOOP_ONLY = ("Server is not up yet. Retrying in", "core engine proc(s) to start", "core engine proc(s) to connect")
+# Ray's scheduler repeating that no node can take an actor's or placement group's resources: the job waits, with no
+# error and no timeout, for GPUs or CPUs the cluster does not have (ray/autoscaler/_private/autoscaler.py: "No
+# available node types can fulfill resource request", summarised every 30 s; the scheduler's "The following resource
+# request cannot be scheduled right now"; the raylet's "There are tasks with infeasible resource requests")
+_RAY_WAIT = ("can fulfill resource request", "cannot be scheduled right now", "infeasible resource request")
 _ENGINE_WAIT = "core engine proc(s) to"
 ENGINE_CORE_PHASE = "vLLM engine start"
 _SERVER_WORDS = ("Server is not up", "server", "Server", "/health", "Connection refused", "vllm", "vLLM", "HTTP")
@@ -132,9 +137,13 @@ def _loop(lines: list[LogLine]) -> Ending | None:
     same = [ln for ln in window if _VOLATILE.sub("#", plain(ln.text)) == key]
     # a flood of one warning repeats too: only a line that says it waits or retries makes a loop
     # twice is enough for a wording that only a waiting loop prints (trl's check_server); a generic retry needs 3
-    if len(same) < (2 if any(w in last for w in _LOOP_ONLY) else 3) or not any(w in last for w in _WAIT_WORDS):
+    ray_wait = any(w in last for w in _RAY_WAIT)
+    if len(same) < (2 if ray_wait or any(w in last for w in _LOOP_ONLY) else 3) \
+            or not (ray_wait or any(w in last for w in _WAIT_WORDS)):
         return None
-    if _ENGINE_WAIT in last:
+    if ray_wait:
+        phase = RAY_START_PHASE
+    elif _ENGINE_WAIT in last:
         phase = ENGINE_CORE_PHASE
     elif any(w in last for w in _DOWNLOAD_WORDS):
         phase = "a download that keeps retrying"
@@ -149,7 +158,9 @@ def _loop(lines: list[LogLine]) -> Ending | None:
     if span:
         numbers.append(f"for at least {span} by its timestamps")
     detail = "vLLM's API server polling for its engine core process, which never reported ready" \
-        if phase == ENGINE_CORE_PHASE else ""
+        if phase == ENGINE_CORE_PHASE else \
+        "Ray's scheduler reporting that no node can take the resources an actor or placement group asks for" \
+        if ray_wait else ""
     return Ending("loop", phase, lines[-1], True, numbers, detail=detail)
 
 

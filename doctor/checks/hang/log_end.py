@@ -52,9 +52,16 @@ _PASTE_NEXT = {
                  "lines the trainer printed before its last one",
     "error": "the 100 lines before this error line and the launch command",
     "signal": "the job scheduler's record of the job and the 100 lines before the signal",
+    "ray": "`ray status` taken while it waits (the resources each node offers and the requests pending) and the "
+           "launch command",
     "warning": "the lines where the run stopped or went wrong (a traceback, an exit code, the last metric rows) and "
                "the launch command",
 }
+
+
+def _paste_key(e: Ending) -> str:
+    """What to paste next for this ending: by its kind, but for a wait on Ray's resources, what Ray knows of them."""
+    return "ray" if e.kind == "loop" and e.phase == RAY_START_PHASE else e.kind
 
 
 def _steps(pool: dict[str, Any], ctx: RunState) -> int:
@@ -111,7 +118,10 @@ def _fix(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
     if e.phase == RAY_START_PHASE:
         return ["Run `ray status` while it waits: an actor or placement group that asks for more GPUs or CPUs than the "
                 "cluster has waits without an error (verl: trainer.n_gpus_per_node x trainer.nnodes must match the GPUs "
-                "Ray sees). The actors' own logs are in /tmp/ray/session_latest/logs/ (worker-*.err)."]
+                "Ray sees). The actors' own logs are in /tmp/ray/session_latest/logs/ (worker-*.err).",
+                "On a multi-node cluster whose nodes have several addresses, the same wait appears when vLLM asks for "
+                "a node by an address Ray does not use for it: set VLLM_HOST_IP on each node to the address of its "
+                "`ray start --node-ip-address`."]
     if e.phase == GENERATION_PHASE:
         return ["The engine was generating when the log stopped: its stats line shows the requests still running. Take "
                 "`py-spy dump --pid PID` of the trainer and the engine while it is stuck; a generation that never ends "
@@ -239,7 +249,7 @@ class LogEnd(Rule):
             msg += f" Paste next: {_PASTE_NEXT['warning']}."
         elif not _whole_log(ctx):
             msg += (" No launch command or argument dump was read from this log, so it may be an excerpt: it shows where the run "
-                    f"stopped, not why. Paste next: {_PASTE_NEXT[e.kind]}.")
+                    f"stopped, not why. Paste next: {_PASTE_NEXT[_paste_key(e)]}.")
         if e.kind == "signal":
             fix = ["If nobody stopped it by hand: ask the job scheduler why it ended the job (Slurm: `sacct -j <job> -o "
                    "State,ExitCode,Elapsed,Timelimit`; Kubernetes: `kubectl describe pod`): a time limit, a preemption "
