@@ -35,6 +35,10 @@ _URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
 # Python's warnings ("UserWarning: ", "RuntimeWarning: ") and "NCCL WARN"; deprecation notices say what a later
 # release will change, not what went wrong in this run
 _WARNING_LINE = re.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User|Runtime|Resource)Warning\b\s*:")
+# failure words anywhere in a line (no level, no "Type: message" at its start): an exception's class named inside a
+# sentence ("User exception type <class 'x.ValidationError'>"), "failed", "cannot", "not found"...
+_FAILURE_WORDS = re.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|failed|failure|fatal|killed|aborted|refused|"
+                            r"cannot|can't|unable to|not found|no such|denied|invalid|crash(?:ed)?|segfault)\b", re.I)
 _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
 
@@ -174,6 +178,9 @@ class LogEnd(Rule):
         elif self.want == "warnings" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
             e = None if _whole_log(ctx) or self._signal_line(lines) or self._error_line(lines) \
                 else self._warning_line(lines)
+        elif self.want == "words" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
+            e = None if _whole_log(ctx) or self._signal_line(lines) or self._error_line(lines) \
+                or self._warning_line(lines) else self._failure_words(lines)
         return [self._finding(e, ctx, lines, steps)] if e is not None else []
 
     @staticmethod
@@ -207,8 +214,19 @@ class LogEnd(Rule):
                 return Ending("warning", "a warning-level line", ln, False)
         return None
 
+    @staticmethod
+    def _failure_words(lines: list[LogLine]) -> Ending | None:
+        """The last line of an excerpt whose words name a failure (an exception's class inside a sentence, "failed",
+        "cannot"...) when nothing else in it is read: what its author pasted as the failure."""
+        for ln in reversed(lines):
+            text = plain(ln.text)
+            if not text.startswith("{") and _FAILURE_WORDS.search(text):
+                return Ending("words", "a line that names a failure", ln, False)
+        return None
+
     def _finding(self, e: Ending, ctx: RunState, lines: list[LogLine], steps: int) -> Finding:
-        shown = (e.line.raw.strip() if e.kind == "warning" else plain(e.line.text))[:200]
+        shown = e.line.raw.strip() if e.kind in ("warning", "words") else plain(e.line.text)
+        shown = shown if len(shown) <= 200 else shown[:199] + "…"
         if e.kind == "signal":
             msg = (f"torch's launcher received {e.detail} and shut its workers down: the run was stopped from outside "
                    f"({SIGNAL_SENDERS.get(e.detail, 'a kill, a job scheduler or a container runtime')}), not by an "
@@ -217,6 +235,10 @@ class LogEnd(Rule):
             msg = (f"No error, exception, stop or failing metric was read from this excerpt; the last warning it shows "
                    f"is `{shown}`. A warning does not stop a run by itself: it explains the failure only if what went "
                    f"wrong follows from it.")
+        elif e.kind == "words":
+            msg = (f"No exception, error-level line, stop or failing metric was read from this excerpt, but its line "
+                   f"`{shown}` names a failure in words no rule of grpo-doctor knows. It is reported so that the "
+                   f"excerpt is not taken for a healthy run.")
         elif e.kind == "error":
             msg = (f"No rule knows this failure, and grpo-doctor read no Python traceback from the log: its first error-level line "
                    f"in the end of the log is `{shown}`.")
@@ -238,14 +260,14 @@ class LogEnd(Rule):
             pass  # the bar's own count is the step reached
         elif steps:
             facts.insert(0, f"{steps} training step(s) logged before it")
-        elif e.kind not in ("error", "warning"):
+        elif e.kind not in ("error", "warning", "words"):
             facts.insert(0, "no training step logged")
         if facts:
             msg += " Read from the log: " + "; ".join(facts) + "."
         boundary = self._epoch_boundary(e)
         if boundary is not None:
             msg += " " + boundary[0]
-        if e.kind == "warning":
+        if e.kind in ("warning", "words"):
             msg += f" Paste next: {_PASTE_NEXT['warning']}."
         elif not _whole_log(ctx):
             msg += (" No launch command or argument dump was read from this log, so it may be an excerpt: it shows where the run "
@@ -258,7 +280,7 @@ class LogEnd(Rule):
                    "small)."]
         elif e.kind == "error":
             fix = [f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
-        elif e.kind == "warning":
+        elif e.kind in ("warning", "words"):
             fix = list(self.meta.fix)
         else:
             fix = _fix(e, ctx, lines)
@@ -301,6 +323,8 @@ class LogEnd(Rule):
             return "The log ends in an error line no rule knows"
         if e.kind == "warning":
             return "The excerpt shows only warnings"
+        if e.kind == "words":
+            return "The excerpt names a failure no rule reads"
         if e.kind == "faulthandler":
             return "The log ends in a stack dump" + (f": {e.detail}" if e.detail else "")
         return f"The log stops in {e.phase}"
