@@ -22,6 +22,8 @@ def image_tokens_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ml = run.get("max_length")
     mp, vmp = _pixels(run)
     nums = f" (tokens {tok}, features {feat})" if tok is not None and feat is not None else ""
+    if tok is not None and feat is not None and tok > feat:
+        return _extra_placeholders(tok, feat)
     msg = (f"The number of image/video placeholder tokens in the prompt and the vision features disagree{nums}: the "
            f"prompt was truncated through the image tokens, or the processor settings differ between encoding and "
            f"the model.")
@@ -40,3 +42,23 @@ def image_tokens_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                "Or shrink images so they need fewer tokens: the image processor's max_pixels (Qwen2-VL-style "
                "processors; LLaMA-Factory: image_max_pixels; ms-swift: the MAX_PIXELS environment variable)."]
     return Diagnosis(message=msg, fix=tuple(fix))
+
+
+def _extra_placeholders(tok: int, feat: int) -> Diagnosis:
+    """More placeholder tokens than features: the model counts the image-pad tokens in the ids and the rows its
+    vision tower produced (transformers' Qwen2-VL-style get_placeholder_mask / the check in forward); truncation only
+    removes placeholders, so a surplus is placeholder text with no image behind it."""
+    extra = tok - feat
+    msg = (f"The ids hold {tok} image placeholder tokens but the images gave {feat} features: {extra} placeholder(s) "
+           f"more than the images fill (computed). Truncation cannot do that (it removes placeholders, giving fewer "
+           f"tokens than features): some text holds the model's image placeholder with no image behind it: a prompt or "
+           f"dataset field that already contains the placeholder string (<image>, <|image_pad|>), more image tags "
+           f"than images in a sample, or, in GRPO and other online training, a completion that generated the "
+           f"placeholder token and is fed back to the model with its prompt.")
+    fix = ("Find the sample: count the image tags in its text against its images, and strip placeholder strings "
+           "(<image>, <|vision_start|>, <|image_pad|>) from the dataset's text fields.",
+           "If it fails only after training has run a while (a completion, not the dataset): keep the policy from "
+           "generating the vision tokens (add their ids to the sampling's bad words / suppressed tokens) or drop "
+           "completions that contain them before the loss.")
+    return Diagnosis(message=msg, fix=fix)
+

@@ -56,8 +56,10 @@ class ChildFailed(Rule):
                 fix.append(f"Fix the error {who} raised (`{exc.short_type}`, see the finding above); "
                            "ChildFailedError only reports it.")
             else:
-                fix.append(f"Scroll up to the first Traceback printed by {who} (lines prefixed [rank{root.rank}]: "
-                           "when the process group was up): that is the real error. ChildFailedError only reports it.")
+                prefixed = f" (lines prefixed [rank{root.rank}]: when the process group was up)" \
+                    if root.rank is not None else ""
+                fix.append(f"Scroll up to the first Traceback printed by {who}{prefixed}: that is the real error. "
+                           "ChildFailedError only reports it.")
                 fix.append("If no traceback is there, rerun with the @record decorator's error file: set "
                            "TORCHELASTIC_ERROR_FILE=/tmp/err.json, or read the per-rank logs.")
         elif sig == "SIGABRT" and b.nccl_abort:
