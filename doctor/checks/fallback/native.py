@@ -4,9 +4,11 @@ from __future__ import annotations
 import re
 
 from ...engine.state import RunState
+from ...registry import find_rule
 from ...rules import Diagnosis, Hit
 from ..hang._progress import VLLM_ORIGINS
 from ..hang.endings import FAULT_FRAME
+from .crash_lines import crash_symbol, faulthandler_dump, in_nccl
 
 # torch's NCCL watchdog ends a process whose collective timed out or whose NCCL call failed by throwing from its own
 # thread (`terminate called after throwing an instance of 'c10::DistBackendError'`, what(): "... watchdog thread
@@ -68,7 +70,24 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     what = hits[0].groups.get("what") or "a native crash"
     msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
     dumped = dumped_frames(hits[0], ctx)
-    if in_vllm(hits[0], ctx, dumped):
+    symbol = crash_symbol(hits[0], ctx)
+    lines_fix = _crash_lines_fix(hits[0], ctx, dumped)
+    if in_nccl(symbol):
+        msg += (f" The crashing instruction is in `{symbol}`, a function of NCCL (its proxy thread moves every "
+                f"collective's data between GPUs and nodes): the crash is in NCCL's communication, not in a model "
+                f"kernel.")
+    vllm = in_vllm(hits[0], ctx, dumped)
+    if vllm and in_nccl(symbol):
+        msg += (" It happened in a vLLM engine's worker: its tensor- or pipeline-parallel group's NCCL died, and "
+                "errors its callers print after it are consequences.")
+        fix = ("Rerun with NCCL_DEBUG=INFO on every node: the transport NCCL picked (NET/IB, NET/Socket) and the "
+               "interface are named there; try NCCL_IB_DISABLE=1 or NCCL_SOCKET_IFNAME=<the interface the nodes "
+               "share> to tell a broken network path from a bug.",
+               "Check that every node has the same NCCL (pip list | grep nccl) and driver; across nodes, vLLM's "
+               "documentation advises tensor parallelism within a node and pipeline parallelism across nodes.") \
+            + lines_fix
+        return Diagnosis(message=msg + _context(ctx), fix=fix, category="vllm-engine-error")
+    if vllm:
         msg += (" It happened in the vLLM engine (its process prefix, logger lines or frames are around the crash "
                 "line): the rollout or serving engine died there, and errors its callers print after it are "
                 "consequences.")
@@ -79,9 +98,37 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         fix = ("Run the engine once with enforce_eager (no CUDA graphs) and once with another attention backend "
                "(VLLM_ATTENTION_BACKEND): a crash that goes away names the kernel; report it to vLLM with its version.",
                "Check that vLLM, torch and the CUDA driver are a combination vLLM's release notes list (pip list | grep "
-               "-E 'vllm|torch'; nvidia-smi), and rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing kernel.")
+               "-E 'vllm|torch'; nvidia-smi), and rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing kernel.") \
+            + lines_fix
         return Diagnosis(message=msg + _context(ctx), fix=fix, category="vllm-engine-error")
+    if in_nccl(symbol):
+        fix = ("Rerun with NCCL_DEBUG=INFO on every rank: the transport NCCL picked (NET/IB, NET/Socket, P2P) is named "
+               "there; try NCCL_IB_DISABLE=1, NCCL_P2P_DISABLE=1 or NCCL_SOCKET_IFNAME=<the shared interface> to tell "
+               "a broken path from a bug, and check that every node has the same NCCL and driver.",) + lines_fix
+        return Diagnosis(message=msg + _context(ctx), fix=fix)
+    if lines_fix:
+        # the rule's own fixes, but for the faulthandler advice, which the log shows was already followed
+        own = find_rule("GD998")
+        kept = tuple(f for f in (own.fix if own else ()) if "faulthandler" not in f)
+        return Diagnosis(message=msg + _context(ctx), fix=kept + lines_fix)
     return Diagnosis(message=msg + _context(ctx))
+
+
+def _crash_lines_fix(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]]) -> tuple[str, ...]:
+    """What to read or paste next given the dump the log already holds."""
+    dump = faulthandler_dump(hit, ctx)
+    if dump == "others":
+        return ("The log holds faulthandler's dump, but only other threads' stacks (Thread 0x...): the crashing one is "
+                "the block headed 'Current thread'; paste the whole dump.",)
+    if dump == "header":
+        return ("The log shows faulthandler's first line ('Fatal Python error') but not the stacks after it: paste "
+                "the lines that follow it, the block headed 'Current thread' or 'Stack' first.",)
+    if dump in ("current", "current among others"):
+        # alone, the dumped frames are the crashing thread's (faulthandler prints them most recent call first)
+        inner = f" (innermost: `{dumped[0][1]}` in {dumped[0][0]})" if dumped and dump == "current" else ""
+        return (f"The 'Current thread' block of faulthandler's dump in the log is the Python stack that was running "
+                f"when the process crashed{inner}: its innermost frames name the call into native code.",)
+    return ()
 
 
 def _context(ctx: RunState) -> str:

@@ -1,0 +1,60 @@
+"""What the lines around a native crash say beyond its signal: the function the crashing instruction was in
+(abseil's failure signal handler, which Ray, glog-style tools and TensorFlow install, prints "PC: @ <address>
+(unknown) <symbol>"), and whether CPython's faulthandler dump is there and holds the crashing thread. Pure: reads the
+session's tails."""
+from __future__ import annotations
+
+import re
+
+from ...engine.state import RunState
+from ...rules import Hit
+
+# absl/debugging/failure_signal_handler.cc WriteStackTrace: "PC: @ 0x7f... (unknown) symbol()"; the symbol is
+# "(unknown)" when the binary has no symbols
+_PC_LINE = re.compile(r"PC: @\s+0x[0-9a-f]+\s+\S+\s+(?P<symbol>[A-Za-z_][\w:<>~]*)\(")
+# NCCL's own functions (its proxy thread moves the data of every collective between nodes: src/proxy.cc
+# addProxyOpIfNeeded, ncclProxy*) and the InfiniBand verbs / UCX transport under it
+_NCCL_SYMBOL = re.compile(r"^(?:nccl|addProxyOp|ncclProxy|ibv_|uct_|ucp_|ucs_)", re.I)
+_DUMP_START = "Fatal Python error:"
+# the crashing thread's block: "Current thread 0x... (most recent call first):", or "Stack (most recent call first):"
+# when faulthandler dumps one thread (faulthandler.enable(all_threads=False))
+_CURRENT = ("Current thread 0x", "Current thread (most recent call first)", "Stack (most recent call first)")
+_OTHER_THREAD = re.compile(r"^Thread 0x[0-9a-f]+ \(most recent call first\):")
+
+
+def crash_symbol(hit: Hit, ctx: RunState) -> str | None:
+    """The named function the crashing instruction was in, from abseil's PC line near the crash line."""
+    tail = ctx.tails.get(hit.evidence.path) or ()
+    for t in tail:
+        if hit.seq - 6 <= t.seq <= hit.seq + 12 and "PC: @" in t.text:
+            m = _PC_LINE.search(t.text)
+            if m and m.group("symbol") != "unknown":
+                return m.group("symbol")
+    return None
+
+
+def in_nccl(symbol: str | None) -> bool:
+    return bool(symbol and _NCCL_SYMBOL.match(symbol))
+
+
+def faulthandler_dump(hit: Hit, ctx: RunState) -> str | None:
+    """None when no faulthandler dump follows the crash line; "current" when it holds the crashing thread's stack
+    alone ("current among others" beside other threads'); "others" when the paste shows only other threads' stacks;
+    "header" when it stops at the dump's first line."""
+    tail = ctx.tails.get(hit.evidence.path) or ()
+    seen = current = others = False
+    for t in tail:
+        if not hit.seq - 12 <= t.seq <= hit.seq + 80:
+            continue
+        text = t.text.strip()
+        seen = seen or text.startswith(_DUMP_START)
+        current = current or text.startswith(_CURRENT)
+        others = others or bool(_OTHER_THREAD.match(text))
+    if not seen:
+        return None
+    if current:
+        return "current" if not others else "current among others"
+    return "others" if others else "header"
+
+
+__all__ = ["crash_symbol", "faulthandler_dump", "in_nccl"]
