@@ -42,6 +42,9 @@ _FAILURE_WORDS = re.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|faile
 _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
 
+# the categories of findings read from metric rows (training went wrong, the process did not fail)
+_METRIC_SHAPES = frozenset({"reward-zero-or-flat", "grad-norm-zero", "loss-nan-or-inf", "output-degenerate",
+                            "slow-training", "gpu-underutilized"})
 _PASTE_NEXT = {
     "loop": "the other side's own log (the server's or the rank's it waits for: its first error is the cause) and "
             "both launch commands",
@@ -153,8 +156,12 @@ class LogEnd(Rule):
         self.pool = pool
 
     def finish(self, ctx: RunState) -> list[Finding]:
-        if ctx.ended or any(f.severity == Severity.error and f.role.value != "consequence" or
-                            f.category in ("hang-at-start", "hang-mid-training") for f in ctx.findings):
+        errors = [f for f in ctx.findings if f.severity == Severity.error and f.role.value != "consequence"]
+        # errors read from the metric rows say how training went, not how the log ended: an error line after the
+        # rows they quote is still the end to report
+        rows_only = bool(errors) and self.want == "other" and all(f.category in _METRIC_SHAPES for f in errors)
+        if ctx.ended or (errors and not rows_only) or \
+                any(f.category in ("hang-at-start", "hang-mid-training") for f in ctx.findings):
             return []  # an error explains the log, or the trainer's own hang rules (GD320-GD322) placed the stop
         # another warning explains the log: only a training bar stopped short of its total still speaks (the run
         # did not finish, whatever else was seen on the way)
@@ -173,8 +180,10 @@ class LogEnd(Rule):
                 return []
             if _error_after(ctx, e.line.seq):
                 return []  # the log goes on to an exception: it did not stop there
-        elif self.want == "other" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
+        elif self.want == "other" and (not warned or rows_only) and not ctx.exceptions and not ctx.open_tracebacks:
             e = self._signal_line(lines) or self._error_line(lines)
+            if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
+                e = None
         elif self.want == "warnings" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
             e = None if _whole_log(ctx) or self._signal_line(lines) or self._error_line(lines) \
                 else self._warning_line(lines)

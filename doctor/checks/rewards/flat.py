@@ -82,7 +82,9 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     else:
         lo_r, hi_r = (min(rewards), max(rewards)) if rewards else (None, None)
         rr = f"reward {fmt(lo_r)}" if lo_r == hi_r else f"reward between {fmt(lo_r)} and {fmt(hi_r)}"
-        what = (f"reward_std was 0 (frac_reward_zero_std 1) {scope}, with {rr}: inside every group all "
+        fracs = [v for v in (s.col("frac_reward_zero_std")[i] for i in idx) if v is not None]
+        logged = " (frac_reward_zero_std 1)" if fracs and min(fracs) >= 1 - EPS_ZERO else ""
+        what = (f"reward_std was 0{logged} {scope}, with {rr}: inside every group all "
                 f"completions got the same reward")
     # per-function detail
     per = []
@@ -106,6 +108,10 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so the rewards give no "
                 f"gradient and the policy does not learn from them in {'this step' if len(idx) == 1 else 'these steps'}; "
                 + _other_gradient(s, idx, max(gn)))
+    elif not gn:   # grad_norm not logged: the loss may still hold the KL term (beta x kl), so only the rewards' part is 0
+        msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so the rewards give no "
+                f"gradient and the policy does not learn from them in {'this step' if len(idx) == 1 else 'these steps'}"
+                f" (grad_norm is not logged; a loss above 0 is the KL term's).")
     else:
         msg += (f" With every group of {gtxt} completions flat, every GRPO advantage is 0, so loss and grad_norm are "
                 f"0 and the policy does not learn from {'this step' if len(idx) == 1 else 'these steps'}.")
