@@ -19,6 +19,21 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             message=f"--attn_impl flash_attn was requested but flash-attn cannot be used: {g['fa_err']}",
             fix=("pip install flash-attn --no-build-isolation (a wheel matching your torch, CUDA and Python)",
                  "Or --attn_impl sdpa (no extra package; a little slower)."))
+    if g.get("vllm_c") is not None:
+        # vllm/_custom_ops.py logs the ImportError of its compiled ops as a warning and goes on: every op it serves
+        # then fails later; the exception's text says why, when the paste kept it
+        why = g["vllm_c"].strip().rstrip(")").strip("'\"")   # the repr's quotes and its closing parenthesis
+        shown = f" ({why[:160]})" if why else ""
+        return Diagnosis(
+            message=f"vLLM's compiled operations (vllm._C) failed to import{shown}: vLLM logs it as a warning and goes "
+                    f"on, and the first kernel it needs then fails or the engine never starts. An ImportError here "
+                    f"(not 'No module named', which a non-CUDA platform plugin expects) means the installed vllm "
+                    f"wheel does not load with this torch, CUDA driver or CUDA libraries.",
+            fix=("Check the pair: `pip show vllm torch` against the torch version that vllm release requires; let "
+                 "`pip install vllm==<version>` install its own torch (a fresh environment is safest) instead of "
+                 "upgrading torch afterwards.",
+                 "Then `python -c 'import vllm._C'` shows the full error: `undefined symbol` means another torch, "
+                 "`libcuda.so` / `libcudart.so` missing means the driver or CUDA runtime is not visible."))
     if g.get("lib"):
         lib = g["lib"]
         return Diagnosis(
