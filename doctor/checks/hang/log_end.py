@@ -28,7 +28,10 @@ from .prose import program_lines
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
-_ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|^(?:error|Error|ERROR)\b\s*:|\bKilled\b|"
+# (a program's own report of an exception it caught: "Error computing per_token_logps: pop from an empty deque",
+# "Error while loading x: ...", "Error in worker: ...")
+_ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|"
+                         r"^(?:error|Error|ERROR)(?: (?:in|while|during|when|on|\w+ing)\b[^:]{0,80})?\s*:|\bKilled\b|"
                          r"(?:exit(?:ed)?(?: with)? (?:code|status)|exitcode|returned non-zero exit status)[:=\s]+-?[1-9]")
 _URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
 # a warning-level line: logging's WARNING/WARN level names, glog's "W1128 12:00:00" (torch, NCCL: "[W1128 ..."),
@@ -178,10 +181,13 @@ class LogEnd(Rule):
                 return []
             if warned and not (e.kind == "bar" and e.phase == "training"):
                 return []
-            if _error_after(ctx, e.line.seq):
-                return []  # the log goes on to an exception: it did not stop there
+            # (over every line: a program's own "Error computing x: ..." reads like a sentence to the prose filter)
+            if _error_after(ctx, e.line.seq) or any(ln.seq > e.line.seq and _ERROR_LINE.search(plain(ln.text))
+                                                     for ln in ctx.last_tail()):
+                return []  # the log goes on to an exception or an error line: it did not stop there
         elif self.want == "other" and (not warned or rows_only) and not ctx.exceptions and not ctx.open_tracebacks:
-            e = self._signal_line(lines) or self._error_line(lines)
+            # every line for the error line: a program's own "Error computing x: ..." reads like a sentence
+            e = self._signal_line(lines) or self._error_line(lines) or self._error_line(ctx.last_tail())
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
         elif self.want == "warnings" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
