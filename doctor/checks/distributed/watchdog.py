@@ -15,6 +15,7 @@ from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_int
+from ..hang._progress import VLLM_ORIGINS
 from ._common import _raised_on, minutes, rank_list
 from ._slow_steps import slow_steps
 
@@ -144,6 +145,10 @@ class NcclWatchdog(Rule):
         if not self.items:
             return []
         items = sorted(self.items, key=lambda t: t.line.seq)
+        # every timeout printed by a vLLM engine's own worker processes (their prefix: Ray's RayWorkerWrapper,
+        # VllmWorker, EngineCore; not vLLM's logger, which a trainer's colocated engine prints too): the group is the
+        # engine's tensor/pipeline-parallel one, whose timeout no trainer flag sets
+        engine = all(t.line.origin in VLLM_ORIGINS and t.line.origin != "vllm" for t in items)
         ranks = sorted({t.rank for t in items if t.rank is not None})
         main = next((t for t in items if t.seqnum is not None and t.op), None) or \
             next((t for t in items if t.seqnum is not None), None) or items[0]
@@ -228,7 +233,7 @@ class NcclWatchdog(Rule):
         first = "Find the first rank that errored or stopped: search every rank's (and every node's) log for the " \
                 "first Traceback / Error / 'Killed' before these timeouts"
         fix.append(first + (f"; start with rank(s) {rank_list(missing)}." if missing else "."))
-        if seqs and max(seqs) < SETUP_SEQNUM:
+        if seqs and max(seqs) < SETUP_SEQNUM and not engine:
             fix.append("Setup-stage timeout: compare where each rank's log stops (model load, vLLM engine init, "
                        "dataset map on rank 0); check NPROC_PER_NODE against the visible GPUs and that every node "
                        "runs the same command and code.")
@@ -238,7 +243,14 @@ class NcclWatchdog(Rule):
             fix.append("Under ZeRO-3 or FSDP every rank must run the same forward passes: pass synced_gpus=True to any "
                        "generate() call of your own, run evaluation and checkpoint saves on every rank (not only rank "
                        "0), and drop an uneven last batch (dataloader_drop_last=True).")
-        if timeout_ms and slow is None:
+        if engine:
+            parts.append(f"These lines come from a vLLM engine's worker processes ({items[0].line.origin}): the group "
+                         f"that timed out is the engine's own tensor/pipeline-parallel group, between its workers.")
+            fix.append("Look at the engine's other workers (with Ray: /tmp/ray/session_latest/logs/worker-*.err on "
+                       "every node): the one that never joined the all-reduce shows why; with NCCL_DEBUG=INFO, check "
+                       "the path between the engine's GPUs (NCCL_P2P_DISABLE=1 on PCIe-only or virtualised GPUs; "
+                       "across nodes, the interface in NCCL_SOCKET_IFNAME).")
+        if timeout_ms and slow is None and not engine:
             secs = int(max(timeout_ms / 60000 * 2, 60) * 60)
             fix.append(f"Timeout(ms)={timeout_ms} is {minutes(timeout_ms)}. Raise it only if a step legitimately takes "
                        f"longer (a slow first vLLM load, a long reward call): {_timeout_lever(ctx, secs)}.")
