@@ -35,15 +35,17 @@ def find(sentence: str, masked: str) -> Iterator[Claim]:
 
 def _without(sentence: str, words: re.Pattern) -> str | None:
     """The sentence with the parentheses (or the items of a parenthesised list) and the clauses after ";" that hold
-    ``words`` cut out; None when nothing else is left."""
+    ``words`` cut out; None when nothing else is left or the first clause holds them."""
     def paren(m: re.Match) -> str:
         inner = m.group(0).strip()[1:-1]
         items = [i for i in inner.split(", ") if not words.search(i)]
         return "" if not items else m.group(0)[:m.group(0).index("(") + 1] + ", ".join(items) + ")"
 
     out = _PAREN.sub(lambda m: paren(m) if words.search(m.group(0)) else m.group(0), sentence)
-    clauses = [c for c in re.split(r";\s+", out) if not words.search(c)]
-    out = "; ".join(clauses).strip()
+    parts = re.split(r";\s+", out)
+    if words.search(parts[0]):
+        return None   # the clauses after ";" lean on the first one ("...; the slowest one is ..."): none stands alone
+    out = "; ".join(c for c in parts if not words.search(c)).strip()
     if not out or words.search(out) or len(out.split()) < 3:
         return None
     return out if out.endswith((".", "!", "?", ":")) else out.rstrip(",;") + "."

@@ -102,6 +102,13 @@ def test_a_clause_after_a_semicolon_and_a_whole_grpo_sentence_go():
     assert out == "Set max_model_len 7168: fits the 7344-token cache. Restart from the last checkpoint."
 
 
+def test_clauses_that_lean_on_a_dropped_first_clause_go_with_it():
+    # the clause after ";" refers back to the first one ("the slowest one"): alone it says nothing
+    text = ("Time the parts of one step: generation, the reward functions, the update; the slowest one is what to "
+            "change. Restart from the last checkpoint.")
+    assert check_text(text, SFT)[0] == "Restart from the last checkpoint."
+
+
 def test_a_trl_config_class_is_the_runs_own():
     out, _ = check_text("Set GRPOConfig(max_grad_norm=0.5) and lower the learning rate.", DPO)
     assert out == "Set DPOConfig(max_grad_norm=0.5) and lower the learning rate."

@@ -18,7 +18,9 @@ FAR_ABOVE = 1e-2   # a learning rate no fine-tuning recipe of an LLM uses (they 
 
 
 def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
-              lr_seen: float | None) -> list[str]:
+              lr_seen: float | None, unscaled: bool = False) -> list[str]:
+    """``unscaled``: the rows log a constant loss scale of 1 (Megatron's "loss scale: 1.0"): no float16 dynamic loss
+    scaling ran, so the run was not in float16 and advice against it does not apply."""
     fix: list[str] = []
     lr = arg_float(run, "learning_rate") or lr_seen
     mgn = arg_float(run, "max_grad_norm")
@@ -38,7 +40,7 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
     if dt == "float16":
         fix.append("--torch_dtype float16 overflows easily: use --torch_dtype bfloat16 (Ampere or newer GPUs) or "
                    "float32.")
-    elif dt is None:
+    elif dt is None and not unscaled:
         fix.append("Train in bfloat16 (--torch_dtype bfloat16), not float16, which overflows easily.")
     if kl_first or run.args.get("overlong_filter"):
         fix.append(("KL became NaN first: t" if kl_first else "This run uses --overlong_filter true: t")

@@ -247,7 +247,8 @@ class MetricsNonFinite(Rule):
                     "; sampling from NaN logits then fails with 'probability tensor contains either inf, nan or "
                     "element < 0'.")
             sev = Severity.error
-            fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen)
+            fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen,
+                            unscaled=self.first.values.get("loss_scale") == 1.0)
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
         shown = keys + tuple(k for k in core if k not in keys)[:3]   # the NaN values themselves, when not among these
         ev = ([s.evidence(prev, shown)] if prev >= 0 else []) + [s.evidence(first, shown)]

@@ -11,7 +11,8 @@ from ...rules import Diagnosis, Hit
 from .._series import SeriesRule, fmt
 
 SLOW_STEP_S = 600.0        # one optimisation step of ten minutes or more is slow on any model size
-LONG_REMAINING_S = 72 * 3600.0   # at the logged pace, the steps left need three days or more
+LONG_REMAINING_S = 72 * 3600.0   # at the logged pace, the steps left need three days or more...
+MINUTES_STEP_S = 120.0     # ...with steps of minutes each: pre-training plans weeks of seconds-long steps on purpose
 SPEED_KEY = "train_speed(iter/s)"   # ms-swift's rows (swift/trainers/mixin.py): iterations per second
 
 
@@ -30,7 +31,7 @@ class StepPace(SeriesRule):
     """GD651: a step of ten minutes or more, or a pace at which the remaining steps take three days or more."""
 
     want_rewards = False
-    series_keys = ("step_time", SPEED_KEY, "max_steps", "completions/mean_length", "completion_length")
+    series_keys = ("step_time", SPEED_KEY, "max_steps", "reward", "completions/mean_length", "completion_length")
 
     def _step_seconds(self) -> list[tuple[int, float]]:
         """(row, seconds per step) of every row that tells it: step_time (trl >= 0.26, ms-swift 4.x, Megatron's and
@@ -59,7 +60,11 @@ class StepPace(SeriesRule):
             or s.max_steps or ctx.run.int_arg("max_steps")
         step = s.steps[last]
         remaining = (total - step) * pace if total and step is not None and total > step else None
-        if pace < SLOW_STEP_S and (remaining is None or remaining < LONG_REMAINING_S):
+        # the days-left reading only for a run that samples (its rows hold a reward): an RL run of minutes per step
+        # for days is what users ask about; a pre-training or SFT run of many steps is long by plan
+        sampled = any(v is not None for v in s.col("reward"))
+        if pace < SLOW_STEP_S and (remaining is None or remaining < LONG_REMAINING_S or pace < MINUTES_STEP_S
+                                   or not sampled):
             return []
         rows = f"the median of {len(timed)} logged steps" if len(timed) > 1 else "the one logged step"
         msg = f"A training step takes {fmt(pace, 4)} s ({duration(pace)}, {rows})"
