@@ -48,6 +48,16 @@ def test_rays_event_prefix_is_taken_off():
     assert segments(b"(raylet) There are tasks with infeasible resource requests")[0][0].startswith("There are")
 
 
+def test_a_redirected_streams_logger_prefix_is_taken_off_also_inside_a_workers_prefix():
+    # FastChat's build_logger format ("time | LEVEL | name | message", stderr redirected to a logger named "stderr")
+    # around Ray's worker prefix around the same format again (hiyouga/EasyR1#428, a line as posted)
+    line = (b"2025-07-17 17:00:39 | ERROR | stderr | (pid=41424) 2025-07-17 17:00:39 | ERROR | stderr |   File "
+            b'"/x/EasyR1/verl/workers/fsdp_workers.py", line 384, in init_model')
+    body, _, _, origin = segments(line)[0]
+    assert body == '  File "/x/EasyR1/verl/workers/fsdp_workers.py", line 384, in init_model' and origin == "ray"
+    assert unwrap("2025-07-17 17:00:39 | INFO | stdout | step 3 done") == "step 3 done"
+
+
 def test_quote_and_bold_wrappers():  # 069 line 8, 070 line 2
     assert segments(b"> OutOfMemoryError                          Traceback (most recent call last)")[0][0] \
         .startswith("OutOfMemoryError")

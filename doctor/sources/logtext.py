@@ -332,6 +332,11 @@ def segments(data: bytes) -> list[tuple[str, str, int | None, str]]:
         if needs_unwrap(seg_text):  # a paste wrapper: quote, table row, viewer timestamp, bold (sources/paste.py)
             seg_text = unwrap(seg_text)
         body, rank, origin = strip_prefixes(seg_text)
+        if body[:1].isdigit() and needs_unwrap(body):
+            # a wrapper inside a worker's prefix: a logger that redirects stderr, around Ray's "(pid=N)", around the
+            # same logger again in the worker
+            inner, inner_rank, inner_origin = strip_prefixes(unwrap(body))
+            body, rank, origin = inner, rank if rank is not None else inner_rank, origin or inner_origin
         if rank is not None and body.startswith("**"):
             body = unbold(body)
         raw = seg.strip()

@@ -38,6 +38,11 @@ _TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\
 # (a level name in that column is loguru's record, read by _LOGURU with its module:function:line)
 _TS_SOURCE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+\|\s+"
                         r"(?!(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s)[\w.\-]+(?:/[\w.\-]+)*\s+\|\s+")
+# Python logging's "%(asctime)s | %(levelname)s | %(name)s | %(message)s" (FastChat's fastchat/utils.py build_logger,
+# which also sends a process's stdout and stderr to loggers named "stdout" and "stderr"): the level is the logger's,
+# every line of a redirected stream carries the same one
+_TS_LEVEL_NAME = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? \| "
+                            r"(?:TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*\| [\w.\-]+ \| ")
 _TS_RANK = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _HTML = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em)\b[^>]*>", re.I)
@@ -88,6 +93,10 @@ def unwrap(text: str) -> str:
             m = _TS_HOST.match(s) or _TS_RANK.match(s) or _TS_SOURCE.match(s)
             if m:
                 s = s[m.end():]
+            else:
+                m = _TS_LEVEL_NAME.match(text.lstrip()) if s == orig else None
+                if m:  # the process's own indentation after the prefix stays (a traceback's frame lines)
+                    return text.lstrip()[m.end():]
         if ": : " in s:
             m = _TWICE.match(s)
             if m:
