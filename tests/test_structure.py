@@ -225,6 +225,19 @@ def test_a_frameless_exception_placed_by_its_wording_says_so_in_the_users_words(
     assert "index" not in found[0].message
 
 
+def test_deepspeeds_no_sync_refusal_under_zero_2_is_a_deepspeed_configuration_problem():
+    # deepspeed/runtime/engine.py DeepSpeedEngine.no_sync asserts that gradients are not partitioned; the line alone,
+    # as yifan123/flow_grpo#72 posted it, and under accelerate's no_sync frames as public traces show it
+    line = "AssertionError: no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage 2\n"
+    found = run(line)[0]
+    assert found.category == "deepspeed-config-error" and "4.48" in " ".join(found.fix)
+    text = tb([(f"{SP}/accelerate/accelerator.py", 973, "no_sync", "with context():"),
+               (f"{SP}/deepspeed/runtime/engine.py", 1995, "no_sync",
+                "assert not self.zero_optimization_partition_gradients(), \\")],
+              line.strip())
+    assert run(text)[0].category == "deepspeed-config-error"
+
+
 def test_an_exception_while_the_chat_template_renders_is_a_template_problem():
     text = tb([(f"{SP}/transformers/tokenization_utils_base.py", 1600, "apply_chat_template",
                 "rendered_chat = compiled_template.render("),

@@ -42,6 +42,7 @@ _WARNING_LINE = re.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User
 # sentence ("User exception type <class 'x.ValidationError'>"), "failed", "cannot", "not found"...
 _FAILURE_WORDS = re.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|failed|failure|fatal|killed|aborted|refused|"
                             r"cannot|can't|unable to|not found|no such|denied|invalid|crash(?:ed)?|segfault)\b", re.I)
+_INFO_LEVEL = re.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
 _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
 
@@ -235,7 +236,8 @@ class LogEnd(Rule):
         "cannot"...) when nothing else in it is read: what its author pasted as the failure."""
         for ln in reversed(lines):
             text = plain(ln.text)
-            if not text.startswith("{") and _FAILURE_WORDS.search(text):
+            # a line logged at INFO or DEBUG level reports what its program handled, not a failure
+            if not text.startswith("{") and _FAILURE_WORDS.search(text) and not _INFO_LEVEL.search(plain(ln.raw)):
                 return Ending("words", "a line that names a failure", ln, False)
         return None
 
