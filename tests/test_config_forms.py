@@ -159,6 +159,17 @@ def test_torchrun_and_deepspeed_layouts():
     # deepspeed --module (OpenRLHF's non-Ray trainers)
     read = launchers.read_launch("deepspeed --module openrlhf.cli.train_ppo --n_samples_per_prompt 4")
     assert read is not None and read.framework == "openrlhf" and read.flags["n_samples_per_prompt"] == 4
+    # OpenRLHF's example scripts keep the module and its flags in a heredoc that `deepspeed --module
+    # $training_commands` runs (OpenRLHF/OpenRLHF#398's script as posted, shortened)
+    script = ("set -x\n\nread -r -d '' training_commands <<EOF\nopenrlhf.cli.train_ppo \\\n"
+              "   --pretrain /x/lora_model \\\n   --micro_train_batch_size 2 \\\n   --train_batch_size 64 \\\n"
+              "   --generate_max_len 1024 \\\n   --zero_stage 2\nEOF\n\ndeepspeed --module $training_commands\n")
+    read = launchers.read_launch(script)
+    assert read is not None and (read.framework, read.launcher) == ("openrlhf", "deepspeed")
+    assert read.flags["micro_train_batch_size"] == 2 and read.flags["generate_max_len"] == 1024
+    run = RunConfig()
+    run.add_command(script)
+    assert run.args["per_device_train_batch_size"] == 2 and run.args["max_completion_length"] == 1024
 
 
 # ---------------------------------------------------------------- numbers from their own field

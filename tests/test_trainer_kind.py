@@ -32,6 +32,8 @@ def kind_of(args=None, command=None, commands=(), texts=(), paths=(), marks=None
     ({}, None, ["python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=8"], "grpo"),
     ({}, None, ["python3 -m verl.trainer.main_ppo algorithm.adv_estimator=gae"], "ppo"),
     ({}, None, ["ray job submit -- python -m openrlhf.cli.train_ppo_ray --advantage_estimator group_norm"], "grpo"),
+    ({}, None, ["deepspeed --module openrlhf.cli.train_ppo --micro_train_batch_size 2"], "ppo"),   # default: gae
+    ({}, None, ["deepspeed --module openrlhf.cli.train_dpo --beta 0.1"], "dpo"),
     ({}, None, ["vllm serve Qwen/Qwen2.5-7B --max-model-len 8192"], "serve"),
     ({}, "sft", [], "sft"),
     ({}, "rlhf", ["swift rlhf --model x"], None),                            # rlhf without --rlhf_type: not told here

@@ -38,7 +38,10 @@ _PYTHON = re.compile(r"^(?:\S*/)?(?:python(?:\d(?:\.\d+)?)?|uv|pypy3?)$")
 LAUNCH_START = re.compile(
     r"(?:^|(?<=[\s;&|(`'\"]))(?:accelerate\s+launch\b|torchrun\b|deepspeed\s+(?=-|\S+\.py\b)|"
     r"(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?-m\s+(?:torch\.distributed\.(?:run|launch)|verl\.trainer\.main_|"
-    r"recipe\.\w+\.main_|openrlhf\.cli\.)|(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?\S*open_r1/\w+\.py\b)")
+    r"recipe\.\w+\.main_|openrlhf\.cli\.)|(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?\S*open_r1/\w+\.py\b|"
+    # OpenRLHF's example scripts keep the module and its flags in a heredoc (`read -r -d '' training_commands <<EOF`)
+    # that `deepspeed --module $training_commands` runs: the module name opens a line
+    r"(?<![\S])openrlhf\.cli\.\w+(?=\s))")
 # the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
 LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
             "torch.distributed.run", "torch.distributed.launch", "main_dapo")
@@ -130,6 +133,8 @@ def read_launch(text: str) -> LaunchRead | None:
         launcher, i = "accelerate", 2
     elif head in ("torchrun", "deepspeed"):
         launcher, i = head, 1
+    elif head.startswith("openrlhf.cli."):
+        launcher, i = "deepspeed", 0   # the heredoc's module: `deepspeed --module` runs it
     elif _PYTHON.match(head):
         launcher, i = "python", 1
         while i < len(tokens) and tokens[i] in ("-u", "-O", "-B"):

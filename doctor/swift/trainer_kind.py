@@ -53,6 +53,11 @@ _SCRIPT = re.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*
 _CLASS = re.compile(r"(?:\b|(?<=[a-z0-9]))(GRPO|DPO|SFT|PPO|KTO|ORPO|CPO|RLOO|GKD|OnlineDPO|Reward)(?:Trainer\b|Config\()")
 _SWIFT_SUB = {"sft": "sft", "pt": "pt", "rollout": "grpo", "deploy": "serve", "infer": "infer"}
 _ADV_KIND = {"gae": "ppo", "group_norm": "grpo"}
+# OpenRLHF's entry modules (openrlhf/cli/): train_ppo(_ray) runs PPO unless --advantage_estimator says otherwise
+# (train_ppo_ray.py: default "gae")
+_OPENRLHF_CLI = re.compile(r"\bopenrlhf\.cli\.(train_ppo(?:_ray)?|train_sft|train_dpo|train_rm|train_kto|train_prm)\b")
+_OPENRLHF_KIND = {"train_ppo": "ppo", "train_ppo_ray": "ppo", "train_sft": "sft", "train_dpo": "dpo",
+                  "train_rm": "reward", "train_kto": "kto", "train_prm": "prm"}
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ def from_config(args: dict, command: str | None, texts: Iterable[str]) -> str | 
             return _ADV_KIND.get(adv, _norm(adv))
         if _VLLM_SERVE.search(text):
             return "serve"
+        m = _OPENRLHF_CLI.search(text)
+        if m:
+            return _OPENRLHF_KIND[m.group(1)]
     if command in _SWIFT_SUB:
         return _SWIFT_SUB[command]
     return None
