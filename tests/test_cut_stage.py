@@ -7,6 +7,7 @@ from __future__ import annotations
 from conftest import run_text
 
 from doctor.classify.cut_stage import load
+from doctor.classify.hints import phase_of
 from doctor.registry import CATEGORIES
 
 
@@ -155,6 +156,7 @@ def _analyzed(tmp_path, text: str):
 def test_a_stack_cut_in_sampling_inside_a_trainer_callback(tmp_path):
     f = _first(_analyzed(tmp_path, SAMPLE))
     assert f.title == "Sampling the next token in generate failed; the exception is not in the excerpt"
+    assert "a trainer callback (on_step_end)" in f.message and "rollout generation" not in f.message
     assert f.category == "other" and "loss-nan-or-inf" in f.alternatives
     # with the frame's code line (transformers' own source at that line; the paste cut it) the stage leaves one
     # reading, non-finite probabilities
@@ -162,3 +164,12 @@ def test_a_stack_cut_in_sampling_inside_a_trainer_callback(tmp_path):
     clear = _first(_analyzed(tmp_path, SAMPLE + code))
     assert clear.category == "loss-nan-or-inf" and clear.confidence == "possible"
     assert "torch.multinomial" in clear.message
+
+
+def test_phase_of_a_stack_inside_a_trainer_callback_event():
+    from doctor.signals import Frame
+    frames = (Frame("/x/site-packages/transformers/trainer_callback.py", 556, "call_event"),
+              Frame("/x/tina/post_train_hf/callback.py", 42, "on_step_end"),
+              Frame("/x/site-packages/transformers/generation/utils.py", 2634, "generate"))
+    assert phase_of(frames) == "a trainer callback (on_step_end)"
+    assert phase_of(frames[2:]) == "rollout generation"  # generate outside any callback is still a rollout
