@@ -173,3 +173,40 @@ def test_phase_of_a_stack_inside_a_trainer_callback_event():
               Frame("/x/site-packages/transformers/generation/utils.py", 2634, "generate"))
     assert phase_of(frames) == "a trainer callback (on_step_end)"
     assert phase_of(frames[2:]) == "rollout generation"  # generate outside any callback is still a rollout
+
+
+# vllm-project/vllm#6106: a Ray worker of `vllm serve` on a two-node Volta cluster, cut in execute_method after
+# vLLM's `Error executing method init_device`
+INIT_DEVICE = '''(RayWorkerWrapper pid=4139, ip=128.1.219.180) INFO 07-03 14:43:49 utils.py:637] Found nccl from library libnccl.so.2
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) INFO 07-03 14:43:49 pynccl.py:63] vLLM is using nccl==2.20.5
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148] Error executing method init_device. This might cause deadlock in distributed execution.
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148] Traceback (most recent call last):
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]   File "/model/anaconda3/envs/vllm/lib/python3.11/site-packages/vllm/worker/worker_base.py", line 140, in execute_method
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]     return executor(*args, **kwargs)
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]            ^^^^^^^^^^^^^^^^^^^^^^^^^
+'''
+
+
+def test_vllm_init_device_is_its_distributed_init_not_engine_memory():
+    found = run_text(INIT_DEVICE)
+    assert "GD205" not in [f.rule_id for f in found]
+    f = _first(found)
+    assert f.category == "vllm-engine-error"
+    assert "vLLM's distributed init" in f.message and "Bfloat16 is only supported" in f.message
+
+
+# huggingface/trl#3603 (fixtures/devlogs/013): `trl vllm-serve` building its engine, the stack cut at `llm = LLM(`
+SERVE = '''Traceback (most recent call last):
+  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap
+    self.run()
+  File "/usr/lib/python3.12/multiprocessing/process.py", line 108, in run
+    self._target(*self._args, **self._kwargs)
+  File "/workspace/trl/trl/scripts/vllm_serve.py", line 290, in llm_worker
+    llm = LLM(
+          ^^^^
+'''
+
+
+def test_an_engine_built_by_a_server_is_not_a_colocated_trainers_engine():
+    assert "GD205" not in [f.rule_id for f in run_text(SERVE)]
+    assert "GD205" not in [f.rule_id for f in run_text(SERVE, command="trl vllm-serve --model Qwen/Qwen2.5-Math-1.5B")]
