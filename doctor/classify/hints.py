@@ -243,8 +243,20 @@ _PHASES = (
 )
 
 
+# transformers' CallbackHandler.call_event runs each TrainerCallback's event method (trainer_callback.py:
+# `result = getattr(callback, event)(...)`, 4.x-5.x): what a callback calls (its own generate, evaluate, logging) is
+# the callback's work, not the trainer phase of the same name
+_CALL_EVENT = "trainer_callback.py"
+
+
 def phase_of(frames) -> str | None:
-    """The phase the innermost frames name, or None."""
+    """The phase the innermost frames name, or None; inside a TrainerCallback event, "a trainer callback"."""
+    hook = next((i for i in range(len(frames) - 1, -1, -1) if frames[i].path.replace("\\", "/").endswith(_CALL_EVENT)
+                 and (frames[i].func == "call_event" or frames[i].func.startswith("on_"))), None)
+    if hook is not None:  # the event: CallbackHandler's on_<event>, or the method right inside call_event
+        fr = frames[hook]
+        event = fr.func if fr.func != "call_event" else (frames[hook + 1].func if hook + 1 < len(frames) else "")
+        return "a trainer callback" + (f" ({event})" if event else "")
     for f in reversed(frames):
         hay = f" {f.func}"
         for names, phase in _PHASES:

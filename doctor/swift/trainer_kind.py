@@ -47,6 +47,9 @@ _TRL_CLI = re.compile(r"(?:^|[\s;/])trl\s+(sft|dpo|grpo|kto|rloo|orpo|cpo|ppo|re
 # verl's override and OpenRLHF's flag (openrlhf/cli/train_ppo_ray.py: group_norm is its GRPO)
 _ADV = re.compile(r"\balgorithm\.adv_estimator=['\"]?(\w+)|--advantage_estimator[= ]+['\"]?(\w+)")
 _VLLM_SERVE = re.compile(r"(?:^|[\s;/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server")
+# a model server's entry point in the frames: vLLM's OpenAI server and CLI, and trl's rollout server (trl 0.16+
+# trl/scripts/vllm_serve.py), which builds its vLLM engine in the server process, not in a trainer
+_SERVER_FILE = re.compile(r"trl/scripts/vllm_serve\.py$|vllm/entrypoints/(?:openai/api_server|cli/serve)\.py$")
 _TRAINER_FILE = re.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|reward|gkd|online_dpo|bco|prm)_trainer\.py$")
 # "ppo" is left out: verl's and rLLM's entry points (main_ppo.py, train_agent_ppo.py) run GRPO as well
 _SCRIPT = re.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*)?\.py$")
@@ -112,10 +115,14 @@ def from_config(args: dict, command: str | None, texts: Iterable[str]) -> str | 
 
 
 def from_frames(paths: Iterable[str], is_library: object = None) -> str | None:
-    """The trainer module innermost in the stacks, else a user script named for its method."""
-    trainer = script = None
+    """The trainer module innermost in the stacks, else a user script named for its method, else a model server's
+    entry point."""
+    trainer = script = server = None
     for path in paths:
         p = path.replace("\\", "/")
+        if _SERVER_FILE.search(p):
+            server = "serve"
+            continue
         m = _TRAINER_FILE.search(p)
         if m and "/openrlhf/" in p:
             continue   # OpenRLHF runs GRPO through its ppo_trainer.py too (--advantage_estimator group_norm)
@@ -125,7 +132,7 @@ def from_frames(paths: Iterable[str], is_library: object = None) -> str | None:
         m = _SCRIPT.search(p)
         if m and not (callable(is_library) and is_library(p)):
             script = _norm(m.group(1))
-    return trainer or script
+    return trainer or script or server
 
 
 def from_text(texts: Iterable[str]) -> str | None:

@@ -224,5 +224,10 @@ class Structural(Rule):
         msg = (f"The log ends inside a traceback before its exception line (cut); its stack runs through "
                f"{v.component}{where}. {doc}" + (f" {extra}" if extra else "") + " Judged from the stack alone: "
                "find the exception line in the full log to confirm.")
+        from .cut_stage_text import read as read_stage
+        staged = read_stage(ctx, line, v.frames)
+        if staged is not None:  # the stage of the deepest frames: what fails there, what to check first
+            msg += f" It is {staged.stage.stage} that failed. {staged.why}"
+            fix[:0] = list(staged.stage.fix)
         return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
                          title=f"{self.meta.title} (traceback cut, from its stack)", alternatives=v.runners_up)

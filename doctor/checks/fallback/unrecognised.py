@@ -73,9 +73,14 @@ class Unrecognised(Rule):
             # prefix starts a traceback of its own, before the real one)
             line, frames = max(ctx.open_tracebacks, key=lambda t: (t[0].seq, len(t[1])))
             last = frames[-1]
-            msg = (f"The log ends inside a Python traceback, before its exception line (the paste or the file was "
-                   f"cut). The last frame is {describe_frame(last)}")
+            from .cut_stage_text import read as read_stage
+            staged = read_stage(ctx, line, frames)
+            msg = (f"{staged.title}: the log" if staged else "The log") + (
+                " ends inside a Python traceback, before its exception line (the paste or the file was cut). The last "
+                f"frame is {describe_frame(last)}")
             msg += f", at `{last.code.strip()[:160]}`." if last.code else "."
+            if staged:
+                msg += " " + staged.why
             cut_why, cut_fix = cut_message(frames)
             if cut_why:
                 msg += " " + cut_why
@@ -92,8 +97,9 @@ class Unrecognised(Rule):
                 msg += (f" The training computation itself got through: the failure is in {phase}, so the options "
                         f"that turn {phase} off or change it avoid it while the cause is fixed.")
             user = user_frames(frames)
-            fix = ["Find the line after this traceback in the full log (the `SomeError: message` line) and run "
-                   "grpo-doctor on the whole file."]
+            fix = staged.fix if staged else [
+                "Find the line after this traceback in the full log (the `SomeError: message` line) and run "
+                "grpo-doctor on the whole file."]
             head = notebook_header(ctx.tails, line)
             if head is not None:
                 msg += (f" The notebook header names the exception: {head[1]} (its message, printed last by "
@@ -104,9 +110,12 @@ class Unrecognised(Rule):
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
             if head is not None:
                 ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
-            return [self.make(message=msg, fix=fix, evidence=ev,
-                              seq=line.seq, severity=Severity.warning,
-                              title="Unrecognised failure: traceback cut before its exception")]
+            if staged and staged.bar is not None:
+                ev.append(Evidence(staged.bar.where.path, staged.bar.where.line, staged.bar.raw))
+            f = self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, severity=Severity.warning,
+                          title=staged.title if staged else "Unrecognised failure: traceback cut before its exception",
+                          alternatives=staged.alternatives if staged else ())
+            return [replace(f, category=staged.category) if staged and staged.category else f]
         return []
 
     def _for_exception(self, exc: ExceptionInfo, ctx: RunState) -> Finding:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...classify.cut_stage import in_stage
 from ...signals import ExceptionInfo, Frame
 from ._facts import Facts, gib
 
@@ -73,7 +74,9 @@ _KV_FUNCS = {"_initialize_kv_caches", "initialize_cache", "determine_num_availab
              "determine_available_memory", "profile_run", "_dummy_run", "_dummy_sampler_run", "initialize_from_config",
              "_initialize_kv_caches_v1", "initialize_kv_cache", "get_kv_cache_config", "compile_or_warm_up_model",
              "capture_model", "_allocate_kv_cache_tensors", "_init_cache_engine"}
-_VLLM_INIT_FUNCS = {"prepare_vllm", "_prepare_vllm_engine", "_prepare_vllm", "init_device", "load_model"}
+# a worker's init_device sets the CUDA device and joins the process group (vLLM's distributed init,
+# doctor/data/cut_stages.toml "vllm-dist"): it allocates no KV cache, so it is not read as engine memory
+_VLLM_INIT_FUNCS = {"prepare_vllm", "_prepare_vllm_engine", "_prepare_vllm", "load_model"}
 _VLLM_FUNCS = {"wake_up", "_engine_infer", "_fast_infer", "_infer_vllm", "infer_vllm", "_vllm_generate"}
 _SYNC_FUNCS = {"_move_model_to_vllm", "_sync_param_to_vllm", "_load_state_dict_to_vllm", "_sync_peft_weights",
                "load_weights", "_move_full_model_to_vllm", "_move_adapter_to_vllm", "update_named_param"}
@@ -106,6 +109,8 @@ def side_of(frames: tuple[Frame, ...], raw: str, message: str, facts: Facts) -> 
             return Side("vllm", "KV-cache / memory-profiling init", fr)
         if func in _SYNC_FUNCS and "/vllm/" not in path:
             return Side("vllm", "weight sync to vLLM", fr)
+        if in_stage("vllm-dist", fr):
+            return Side("vllm", "distributed init (CUDA device and process group)", fr)
         if func in _VLLM_INIT_FUNCS or "GRPOVllmEngine(" in fr.code or re.match(r"(?:self\.)?llm\s*=\s*LLM\(", fr.code):
             return Side("vllm", "engine creation", fr)
         if func == "wake_up":

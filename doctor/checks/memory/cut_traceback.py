@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...classify.cut_stage import in_stage
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
 from ...signals import Frame, LogLine
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
-from ._facts import facts_of
+from ._facts import Facts, facts_of
 from ._ladders import training_ladder, vllm_ladder
 from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
 
@@ -37,13 +38,15 @@ def with_executed_method(frames: tuple[Frame, ...], lines: list[LogLine]) -> tup
 
 def classify_cut(frames: tuple[Frame, ...]) -> tuple[str, Frame] | None:
     """Which stage a traceback that stops before its exception line was in: 'training', 'vllm-kv', 'vllm-init',
-    'vllm-config'; None when it is anything else."""
+    'vllm-config', 'vllm-dist' (vLLM's distributed init: no memory reading); None when it is anything else."""
     for fr in reversed(frames):
         func, path = fr.func, fr.path
         if "/vllm/" in path and ("arg_utils" in path or "config" in path.rsplit("/", 1)[-1]) and func in _CONFIG_FUNCS:
             return "vllm-config", fr
         if func in _KV_FUNCS:
             return "vllm-kv", fr
+        if in_stage("vllm-dist", fr):
+            return "vllm-dist", fr
         if func in _VLLM_INIT_FUNCS or "GRPOVllmEngine(" in fr.code or re.search(r"\bLLM\($", fr.code.strip()):
             return "vllm-init", fr
         if func in ("compute_loss", "_compute_loss", "_get_per_token_logps", "_get_per_token_logps_and_entropies",
@@ -97,8 +100,8 @@ class CutTraceback(Rule):
                    f"memory is the usual failure at this point.")
             fix = training_ladder(f, {}) + [fix_tail]
             return [self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, ranks=_r(line))]
-        if want == "vllm-init" and (stage == "vllm-kv" or (stage == "vllm-init" and (f.colocate or f.framework == "trl"
-                                                                                      or f.use_vllm is None))):
+        if want == "vllm-init" and (stage == "vllm-kv" or (stage == "vllm-init" and (
+                f.colocate or ((f.framework == "trl" or f.use_vllm is None) and trainer_evident(ctx, f))))):
             if stage == "vllm-kv":
                 msg = (f"{head} The stack is in vLLM's KV-cache initialisation ({fr.func}): vLLM sizes its cache from "
                        f"gpu_memory_utilization x GPU memory minus what is already in use, and fails here when that is "
@@ -152,6 +155,23 @@ class CutTraceback(Rule):
                 fix.insert(0, f"vLLM {vv} is installed.")
             return [self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))]
         return []
+
+
+# frameworks whose trainer builds a vLLM engine in its own processes (colocated, or in-process in trl <= 0.16)
+_TRAINER_FRAMEWORKS = frozenset({"ms-swift", "trl", "unsloth", "verifiers", "verl", "openrlhf"})
+
+
+def trainer_evident(ctx: RunState, f: Facts) -> bool:
+    """Whether the log shows a trainer (its kind, or a trainer framework): with no trainer configuration read at all,
+    an engine construction is as likely a vLLM server's or an offline script's (doctor/swift/trainer_kind.py: a
+    server job has none)."""
+    if f.server_launch is not None and f.trainer_launch is None:
+        return False  # only a server was launched (trl vllm-serve, swift rollout / deploy)
+    kind = ctx.trainer_kind().kind
+    if kind is not None:
+        return kind not in ("serve", "infer")
+    fw, _ver, _recipe, source = ctx.framework()
+    return source != "assumed" and fw in _TRAINER_FRAMEWORKS
 
 
 def _r(line) -> tuple[int, ...]:

@@ -1,0 +1,125 @@
+"""What GD999 says of a traceback cut before its exception line when its stage is known (doctor/classify/
+cut_stage.py, doctor/data/cut_stages.toml): "<stage> failed; the exception is not in the excerpt", the frame that
+names the stage, what usually fails there, and what to paste next. The stage's candidate category is the finding's
+alternative, or its reading when the stage (or the stage with one line of the log) leaves one cause. Pure: the
+session's state in, words out."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...classify.cut_stage import Stage, load, stage_of
+from ...engine.state import RunState
+from ...signals import Frame, LogLine
+from ..hang._progress import PROGRESS_BAR
+from ..hang.endings import plain
+from .exceptions import describe_frame
+
+_HEADER = "Traceback (most recent call last)"
+_EPOCHS = re.compile(r"(\d+)\s*/\s*(\d+)")
+_TRAINING_BAR = re.compile(r"(?i)\b(?:train|epoch)")
+
+
+@dataclass(frozen=True)
+class CutStage:
+    stage: Stage
+    frame: Frame | None          # the frame that names the stage; None: read from the stack's position
+    bar: LogLine | None          # the finished training bar the stack follows (position stages)
+    why: str                     # sentences for the message
+    fix: list[str]               # what to paste next, then what to check
+    title: str
+    category: str | None         # the reading when the stage leaves one cause, else None (the rule's own)
+    alternatives: tuple[str, ...]
+
+
+def _before(ctx: RunState, line: LogLine) -> list[LogLine]:
+    """The log's lines before the stack's header (its tail: the last lines kept of that input)."""
+    tail = [t for t in ctx.tails.get(line.where.path) or () if t.seq <= line.seq]
+    start = next((i for i in range(len(tail) - 1, -1, -1) if _HEADER in tail[i].text), None)
+    return tail[:start] if start is not None else []
+
+
+def final_bar(before: list[LogLine]) -> LogLine | None:
+    """The line right before the stack (blank lines and bare actor prefixes skipped) when it is a training bar at
+    its total in its last epoch: `Train epoch [3/3]: 100%|...| 8/8`, ms-swift's `Train: 100%|...| 500/500`."""
+    for ln in reversed(before):
+        text = plain(ln.text)
+        if not text:
+            continue
+        m = PROGRESS_BAR.match(text)
+        if m is None or not _TRAINING_BAR.search(m.group("desc")):
+            return None
+        k, n = int(m.group("k")), int(m.group("n"))
+        e = _EPOCHS.search(m.group("desc"))
+        if k != n or k == 0 or (e is not None and e.group(1) != e.group(2)):
+            return None
+        return ln
+    return None
+
+
+def _server_flags(ctx: RunState) -> list[str]:
+    """The run's settings that configure a vLLM rollout server (trl GRPOConfig, ms-swift's rollout arguments), by
+    their neutral names (doctor/swift/terms.py words a flag in the framework's own terms)."""
+    a = ctx.run.args
+    flags = [k for k in sorted(a) if k.startswith("vllm_server_")]
+    if str(a.get("vllm_mode") or "").lower() == "server":
+        flags.insert(0, "vllm_mode server")
+    if str(a.get("use_vllm") or "").lower() in ("true", "1") and (flags or "vllm_mode" not in a):
+        flags.insert(0, "use_vllm")
+    return flags
+
+
+def _paste(last: Frame, extra: str) -> str:
+    where = f'File "{last.path}", line {last.lineno}, in {last.func}' if last.lineno else f"in {last.func}"
+    return (f"Paste next: the lines after `{where}` in the full log, down to the last `SomeError: message` line (in a "
+            f"chained traceback, after `During handling of the above exception`, the last exception is the one that "
+            f"stopped the run)" + (f", {extra}" if extra else "") + ".")
+
+
+def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | None:
+    """The stage of a cut traceback, with its words, or None when neither its frames nor its place name one."""
+    from ..memory.cut_traceback import with_executed_method
+    before = _before(ctx, line)
+    upto = [t for t in ctx.tails.get(line.where.path) or () if t.seq <= line.seq]
+    got = stage_of(with_executed_method(frames, upto))  # vLLM's `Error executing method <name>` names the stage
+    bar = None
+    if got is None:
+        bar = final_bar(before)
+        stage = next((s for s in load() if s.position == "after-final-bar"), None) if bar is not None else None
+        if stage is None:
+            return None
+        fr = None
+    else:
+        stage, fr = got
+    last = frames[-1]
+    name = stage.stage
+    if fr is not None and all(fr is not x for x in frames):
+        where = f"The deepest frames are in this stage ({fr.func}, the method vLLM's `Error executing method` line names)"
+    elif fr is not None:
+        where = "The deepest frames are in this stage" + ("" if fr is last else f" ({describe_frame(fr)})")
+    elif bar is not None:
+        where = (f"The stack starts right after the training bar reached its total in its last epoch (line "
+                 f"{bar.where.line}: `{plain(bar.text)[:80]}`)")
+    else:  # pragma: no cover - a stage is read from a frame or from the bar
+        return None
+    why = [f"{where}: the code there {stage.does}.",
+           "What usually fails there: " + "; ".join(f"({i}) {u}" for i, u in enumerate(stage.usual, 1)) + "."]
+    candidate = stage.category
+    flags = _server_flags(ctx) if stage.server else []
+    if flags:
+        why.append(stage.server.replace("{flags}", ", ".join(flags)))
+        candidate = stage.server_category or candidate
+    reading = None
+    if candidate and stage.decides:
+        reading = candidate
+    elif candidate and stage.clear is not None:
+        texts = [f.code for f in frames if f.code] + [t.text for t in before]
+        hit = next((t for t in texts if stage.clear.search(t)), None)
+        if hit is not None:
+            reading = candidate
+            why.append(f"`{hit.strip()[:120]}` (in the log or the stack) leaves one reading of this stage: "
+                       f"{stage.usual[0].split(':', 1)[0]}.")
+    title = f"{name[:1].upper()}{name[1:]} failed; the exception is not in the excerpt"
+    fix = [_paste(last, stage.paste)] + list(stage.fix)
+    alts = (candidate,) if candidate and candidate != reading else ()
+    return CutStage(stage, fr, bar, " ".join(why), fix, title, reading, alts)

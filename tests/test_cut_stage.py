@@ -1,0 +1,212 @@
+"""A traceback cut before its exception line is read by the stage of its deepest frames (doctor/data/cut_stages.toml,
+doctor/classify/cut_stage.py, doctor/checks/fallback/cut_stage_text.py): "<stage> failed; the exception is not in
+the excerpt", what usually fails there, what to paste next. The log lines are real, from the public threads named
+above each test."""
+from __future__ import annotations
+
+from conftest import run_text
+
+from doctor.classify.cut_stage import load
+from doctor.classify.hints import phase_of
+from doctor.registry import CATEGORIES
+
+
+def _first(findings):
+    return next(f for f in findings if f.severity.name in ("error", "warning"))
+
+
+def test_every_stage_is_backed_and_names_known_categories():
+    stages = load()
+    assert len({s.id for s in stages}) == len(stages) >= 7
+    for s in stages:
+        assert s.backed_by and s.does and s.usual, s.id
+        assert s.position or s.funcs or s.frames or s.code, f"{s.id}: nothing reads it"
+        for c in (s.category, s.server_category):
+            assert not c or c in CATEGORIES, f"{s.id}: {c}"
+
+
+# openpsi-project/ReaLHF#44: a model worker instantiating the model from the HF checkpoint (safetensors'
+# MetadataIncompleteBuffer in the title); the deepest frame's code line is ReaLHF's per-family loader
+REALHF = '''  File "/root/ReaLHF/realhf/system/model_worker.py", line 798, in _poll
+    self.__lazy_setup()
+  File "/root/ReaLHF/realhf/system/model_worker.py", line 318, in __lazy_setup
+    model.module.instantiate()
+  File "/root/ReaLHF/realhf/impl/model/nn/real_llm_api.py", line 219, in instantiate
+    h()
+  File "/root/ReaLHF/realhf/impl/model/nn/real_llm_api.py", line 893, in <lambda>
+    lambda: getattr(m, f"from_{hf_model_family}")(
+'''
+
+
+def test_a_from_family_loader_in_the_code_line_is_model_weight_loading():
+    f = _first(run_text("Traceback (most recent call last):\n" + REALHF))
+    assert f.rule_id == "GD999" and f.category == "other" and f.confidence == "possible"
+    assert f.title == "Model weight loading failed; the exception is not in the excerpt"
+    assert "MetadataIncompleteBuffer" in f.message and "checkpoint-corrupt" in f.alternatives
+    assert f.fix[0].startswith('Paste next: the lines after `File "/root/ReaLHF/realhf/impl/model/nn/real_llm_api.py", '
+                               'line 893, in <lambda>`')
+
+
+# huggingface/trl#3214: a trl GRPO run in server mode, rank 0 inside an HTTP request to `trl vllm-serve`
+HTTP = '''Traceback (most recent call last):
+[rank0]:   File "/mnt/efs/env-i-0aa14a56f6c410033/lib/python3.11/site-packages/urllib3/connectionpool.py", line 787, in urlopen
+[rank0]:     response = self._make_request(
+[rank0]:                ^^^^^^^^^^^^^^^^^^^
+[rank0]:   File "/mnt/efs/env-i-0aa14a56f6c410033/lib/python3.11/site-packages/urllib3/connectionpool.py", line 534, in _make_request
+[rank0]:     response = conn.getresponse()
+[rank0]:                ^^^^^^^^^^^^^^^^^^
+[rank0]:   File "/mnt/efs/env-i-0aa14a56f6c410033/lib/python3.11/site-packages/urllib3/connection.py", line 516, in getresponse
+[rank0]:     httplib_response = super().getresponse()
+[rank0]:                        ^^^^^^^^^^^^^^^^^^^^^
+[rank0]:   File "/home/ec2-user/.local/share/uv/python/cpython-3.11.11-linux-x86_64-gnu/lib/python3.11/http/client.py", line 1395, in getresponse
+[rank0]:     response.begin()
+[rank0]:   File "/home/ec2-user/.local/share/uv/python/cpython-3.11.11-linux-x86_64-gnu/lib/python3.11/http/client.py", line 325, in begin
+[rank0]:     version, status, reason = self._read_status()
+[rank0]:                               ^^^^^^^^^^^^^^^^^^^
+[rank0]:   File "/home/ec2-user/.local/share/uv/python/cpython-3.11.11-linux-x86_64-gnu/lib/python3.11/http/client.py", line 286, in _read_status
+'''
+HTTP_CMD = ('accelerate launch --config_file "configs/deepspeed_config_zero2.yaml"  --num_processes=3 train2.py '
+            '--reward_funcs accuracy format --max_completion_length 1024 --vllm_server_timeout 500 --use_vllm True')
+
+
+def test_a_stack_in_http_client_reading_the_status_line_waits_for_the_server_and_names_the_rollout_server():
+    f = _first(run_text(HTTP, command=HTTP_CMD))
+    assert f.title == "Waiting for an HTTP server's answer failed; the exception is not in the excerpt"
+    assert "RemoteDisconnected" in f.message and "most likely the rollout server" in f.message
+    assert "vllm-engine-error" in f.alternatives and f.category == "other"
+    alone = _first(run_text(HTTP))  # no vLLM server in the run: any server, no rollout-server reading
+    assert alone.title == f.title and "rollout server" not in alone.message and not alone.alternatives
+
+
+# JIA-Lab-research/LongLoRA#68: get_peft_model -> PeftModel.__init__ -> LoraModel.__init__ (peft 0.5), cut there;
+# the title gives `Target modules ['query_key_value', 'dense'] not found in the base model`
+LORA = '''Traceback (most recent call last):
+  File "/workspace/LongLoRA/supervised-fine-tune.py", line 290, in train
+    model = get_peft_model(model, config)
+  File "/root/miniconda3/envs/longlora/lib/python3.10/site-packages/peft/mapping.py", line 106, in get_peft_model
+    return MODEL_TYPE_TO_PEFT_MODEL_MAPPING[peft_config.task_type](model, peft_config, adapter_name=adapter_name)
+  File "/root/miniconda3/envs/longlora/lib/python3.10/site-packages/peft/peft_model.py", line 889, in __init__
+    super().__init__(model, peft_config, adapter_name)
+  File "/root/miniconda3/envs/longlora/lib/python3.10/site-packages/peft/peft_model.py", line 111, in __init__
+    self.base_model = PEFT_TYPE_TO_MODEL_MAPPING[peft_config.peft_type](
+  File "/root/miniconda3/envs/longlora/lib/python3.10/site-packages/peft/tuners/lora.py", line 274, in __init__
+    super().__init__(model, config, adapter_name)
+'''
+
+
+def test_a_stack_cut_in_peft_lora_wrapping_reads_the_target_modules_as_the_argument_error():
+    f = _first(run_text(LORA))
+    assert f.title.startswith("Wrapping the model with a peft adapter (LoRA) failed")
+    assert f.category == "argument-error-other" and f.confidence == "possible"
+    assert "Target modules" in f.message and "all-linear" in " ".join(f.fix)
+
+
+# OpenRLHF/OpenRLHF#1050: the last epoch's bar reaches 8/8, then the driver's traceback (cut after its first frame)
+END = '''Train epoch [3/3]:  88%|████████▊ | 7/8 [00:15<00:01,  1.83s/it, act_loss=-0.722, reward=0.35, return=0.722, gen_len=420, tot_len=2445.75, kl=0, act_lr=2.67e-7]
+Train epoch [3/3]: 100%|██████████| 8/8 [00:15<00:00,  1.85s/it, act_loss=-0.722, reward=0.35, return=0.722, gen_len=420, tot_len=2445.75, kl=0, act_lr=2.67e-7]
+(ActorModelRayActor pid=234795) 
+Train epoch [3/3]: 100%|██████████| 8/8 [00:15<00:00,  1.88s/it, act_loss=-0.722, reward=0.35, return=0.722, gen_len=420, tot_len=2445.75, kl=0, act_lr=2.67e-7]
+Traceback (most recent call last):
+  File "/root/miniconda3/lib/python3.10/runpy.py", line 196, in _run_module_as_main
+'''
+
+
+def test_a_traceback_right_after_the_last_epochs_bar_reached_its_total_is_the_end_of_training():
+    f = _first(run_text(END))
+    assert f.title.startswith("The end of training (final save or weight gather) failed")
+    assert "cuda-oom" in f.alternatives and f.category == "other"
+    assert [e.line for e in f.evidence] == [6, 4]  # the stack's frame, then the finished bar
+    # the same bar in an earlier epoch: the run goes on to the next epoch, nothing places the stack
+    earlier = _first(run_text(END.replace("[3/3]", "[2/3]")))
+    assert earlier.title == "Unrecognised failure: traceback cut before its exception"
+
+
+# shangshang-wang/Tina#10: a user TrainerCallback's on_step_end calls generate -> _sample (hard-wrapped at 90 columns)
+SAMPLE = '''[rank0]:   File "/home/nick11roberts/miniconda3/envs/tina/lib/python3.10/site-packages/trans
+formers/trainer_callback.py", line 556, in call_event
+[rank0]:     result = getattr(callback, event)(
+[rank0]:   File "/home/nick11roberts/github.com/shangshang-wang/Tina/tina/post_train_hf/call
+back.py", line 42, in on_step_end
+[rank0]:     completion = self.eval_prompt(model, processing_class)
+[rank0]:   File "/home/nick11roberts/github.com/shangshang-wang/Tina/tina/post_train_hf/call
+back.py", line 54, in eval_prompt
+[rank0]:     outputs = model.generate(
+[rank0]:   File "/home/nick11roberts/miniconda3/envs/tina/lib/python3.10/site-packages/peft/
+peft_model.py", line 1973, in generate
+[rank0]:     outputs = self.base_model.generate(*args, **kwargs)
+[rank0]:   File "/home/nick11roberts/miniconda3/envs/tina/lib/python3.10/site-packages/torch
+/utils/_contextlib.py", line 116, in decorate_context
+[rank0]:     return func(*args, **kwargs)
+[rank0]:   File "/home/nick11roberts/miniconda3/envs/tina/lib/python3.10/site-packages/trans
+formers/generation/utils.py", line 2634, in generate
+[rank0]:     result = self._sample(
+[rank0]:   File "/home/nick11roberts/miniconda3/envs/tina/lib/python3.10/site-packages/trans
+formers/generation/utils.py", line 3660, in _sample
+'''
+
+
+def _analyzed(tmp_path, text: str):
+    """The findings of analyze() over the text as a log file (its paste reader rejoins hard-wrapped lines)."""
+    from doctor.analyze import analyze
+    p = tmp_path / "log.txt"
+    p.write_text(text, encoding="utf-8")
+    return analyze([str(p)]).findings
+
+
+def test_a_stack_cut_in_sampling_inside_a_trainer_callback(tmp_path):
+    f = _first(_analyzed(tmp_path, SAMPLE))
+    assert f.title == "Sampling the next token in generate failed; the exception is not in the excerpt"
+    assert "a trainer callback (on_step_end)" in f.message and "rollout generation" not in f.message
+    assert f.category == "other" and "loss-nan-or-inf" in f.alternatives
+    # with the frame's code line (transformers' own source at that line; the paste cut it) the stage leaves one
+    # reading, non-finite probabilities
+    code = "[rank0]:     next_tokens = torch.multinomial(probs, num_samples=1).squeeze(1)\n"
+    clear = _first(_analyzed(tmp_path, SAMPLE + code))
+    assert clear.category == "loss-nan-or-inf" and clear.confidence == "possible"
+    assert "torch.multinomial" in clear.message
+
+
+def test_phase_of_a_stack_inside_a_trainer_callback_event():
+    from doctor.signals import Frame
+    frames = (Frame("/x/site-packages/transformers/trainer_callback.py", 556, "call_event"),
+              Frame("/x/tina/post_train_hf/callback.py", 42, "on_step_end"),
+              Frame("/x/site-packages/transformers/generation/utils.py", 2634, "generate"))
+    assert phase_of(frames) == "a trainer callback (on_step_end)"
+    assert phase_of(frames[2:]) == "rollout generation"  # generate outside any callback is still a rollout
+
+
+# vllm-project/vllm#6106: a Ray worker of `vllm serve` on a two-node Volta cluster, cut in execute_method after
+# vLLM's `Error executing method init_device`
+INIT_DEVICE = '''(RayWorkerWrapper pid=4139, ip=128.1.219.180) INFO 07-03 14:43:49 utils.py:637] Found nccl from library libnccl.so.2
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) INFO 07-03 14:43:49 pynccl.py:63] vLLM is using nccl==2.20.5
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148] Error executing method init_device. This might cause deadlock in distributed execution.
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148] Traceback (most recent call last):
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]   File "/model/anaconda3/envs/vllm/lib/python3.11/site-packages/vllm/worker/worker_base.py", line 140, in execute_method
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]     return executor(*args, **kwargs)
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]            ^^^^^^^^^^^^^^^^^^^^^^^^^
+'''
+
+
+def test_vllm_init_device_is_its_distributed_init_not_engine_memory():
+    found = run_text(INIT_DEVICE)
+    assert "GD205" not in [f.rule_id for f in found]
+    f = _first(found)
+    assert f.category == "vllm-engine-error"
+    assert "vLLM's distributed init" in f.message and "Bfloat16 is only supported" in f.message
+
+
+# huggingface/trl#3603 (fixtures/devlogs/013): `trl vllm-serve` building its engine, the stack cut at `llm = LLM(`
+SERVE = '''Traceback (most recent call last):
+  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap
+    self.run()
+  File "/usr/lib/python3.12/multiprocessing/process.py", line 108, in run
+    self._target(*self._args, **self._kwargs)
+  File "/workspace/trl/trl/scripts/vllm_serve.py", line 290, in llm_worker
+    llm = LLM(
+          ^^^^
+'''
+
+
+def test_an_engine_built_by_a_server_is_not_a_colocated_trainers_engine():
+    assert "GD205" not in [f.rule_id for f in run_text(SERVE)]
+    assert "GD205" not in [f.rule_id for f in run_text(SERVE, command="trl vllm-serve --model Qwen/Qwen2.5-Math-1.5B")]
