@@ -22,6 +22,8 @@ _CONFIG = re.compile(r"\bGRPOConfig\(([^()]*)\)")
 _GRPO_FIELDS = re.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
                           r"generation_batch_size|steps_per_generation|num_iterations|scale_rewards)\b")
 _PAREN = re.compile(r"\s*\([^()]*\)")
+# a clause that refers back to the one before it
+_LEANS_BACK = re.compile(r"(?i)(?:the|it|its|this|that|these|those|they|them|so|then|which|there)\b")
 
 
 def find(sentence: str, masked: str) -> Iterator[Claim]:
@@ -33,19 +35,34 @@ def find(sentence: str, masked: str) -> Iterator[Claim]:
                 yield Claim("trainer", subject, m.group(0), m.start(), m.end())
 
 
+def _clauses(text: str) -> list[str]:
+    """The clauses of a sentence split at "; " outside parentheses (a ";" inside one belongs to it)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth == 0 and text[i + 1:i + 2] == " ":
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [c.strip() for c in out]
+
+
 def _without(sentence: str, words: re.Pattern) -> str | None:
     """The sentence with the parentheses (or the items of a parenthesised list) and the clauses after ";" that hold
-    ``words`` cut out; None when nothing else is left or the first clause holds them."""
+    ``words`` cut out; None when nothing else is left, or when the first clause goes and the next leans on it."""
     def paren(m: re.Match) -> str:
         inner = m.group(0).strip()[1:-1]
         items = [i for i in inner.split(", ") if not words.search(i)]
         return "" if not items else m.group(0)[:m.group(0).index("(") + 1] + ", ".join(items) + ")"
 
     out = _PAREN.sub(lambda m: paren(m) if words.search(m.group(0)) else m.group(0), sentence)
-    parts = re.split(r";\s+", out)
-    if words.search(parts[0]):
-        return None   # the clauses after ";" lean on the first one ("...; the slowest one is ..."): none stands alone
-    out = "; ".join(c for c in parts if not words.search(c)).strip()
+    parts = _clauses(out)
+    kept = [c for c in parts if not words.search(c)]
+    if kept and words.search(parts[0]):
+        if _LEANS_BACK.match(kept[0]):
+            return None   # "...; the slowest one is what to change": it leans on the clause that went
+        kept[0] = kept[0][:1].upper() + kept[0][1:]
+    out = "; ".join(kept).strip()
     if not out or words.search(out) or len(out.split()) < 3:
         return None
     return out if out.endswith((".", "!", "?", ":")) else out.rstrip(",;") + "."

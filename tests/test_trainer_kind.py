@@ -109,6 +109,10 @@ def test_clauses_that_lean_on_a_dropped_first_clause_go_with_it():
     text = ("Time the parts of one step: generation, the reward functions, the update; the slowest one is what to "
             "change. Restart from the last checkpoint.")
     assert check_text(text, SFT)[0] == "Restart from the last checkpoint."
+    # a ";" inside a parenthesis belongs to it; a clause that stands on its own stays, capitalised
+    text = ("In GRPO this is what flat rewards do (zero advantages; no reward_std to tell); in supervised training "
+            "it means every label is masked.")
+    assert check_text(text, SFT)[0] == "In supervised training it means every label is masked."
 
 
 def test_a_trl_config_class_is_the_runs_own():
