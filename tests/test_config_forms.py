@@ -123,6 +123,21 @@ def test_openrlhf_flags_from_openrlhfs_example():
 
 # ---------------------------------------------------------------- (d) accelerate / deepspeed / torchrun
 
+def test_a_llamafactory_config_implies_llamafactory_and_its_stage():
+    # LLaMA-Factory's own arguments (hparams/finetuning_args.py: stage, finetuning_type), as in the config of
+    # hiyouga/LlamaFactory#5964 (fixtures/devlogs2/123 command.txt, shortened)
+    run = RunConfig()
+    run.add_command("### method\nstage: sft\ndo_train: true\nfinetuning_type: full\n\n### dataset\n"
+                    "template: qwen2_vl\ncutoff_len: 1024\n")
+    assert run.implied.get("llamafactory") == "LLaMA-Factory config" and run.args["cutoff_len"] == 1024
+    from doctor.swift.trainer_kind import from_config
+    assert from_config(run.args, None, []) == "sft"
+    # a recipe with its own `stage:` key but no finetuning_type is not LLaMA-Factory's
+    other = RunConfig()
+    other.add_command("stage: warmup\nlearning_rate: 1e-5\n")
+    assert "llamafactory" not in other.implied and from_config(other.args, None, []) is None
+
+
 def test_accelerate_launch_world_size_and_script_flags():
     # fixtures/devlogs/008 command.txt: launcher options are not the script's, the script's --config is
     run = RunConfig()

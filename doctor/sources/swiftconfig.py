@@ -107,10 +107,15 @@ class RunConfig:
         for launch in split_launches(text):
             if launch not in self.launches:
                 self.launches.append(launch)
-        for k, v in yaml_args(text).items():  # a pasted YAML config (trl recipes, swift config files)
+        yaml = yaml_args(text)
+        for k, v in yaml.items():  # a pasted YAML config (trl recipes, swift config files)
             if k not in self.args:
                 self.cli.setdefault(k, v)
                 self.set_arg(k, v, source)
+        if "stage" in yaml and "finetuning_type" in yaml:
+            # LLaMA-Factory's own arguments (src/llamafactory/hparams/finetuning_args.py FinetuningArguments: stage,
+            # finetuning_type), the keys of every config under its examples/
+            self.implied.setdefault("llamafactory", "LLaMA-Factory config")
         m = _SWIFT_CMD.search(text)
         if not m:
             read = launchers.read_launch(text)

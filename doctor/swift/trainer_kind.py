@@ -59,6 +59,8 @@ _ADV_KIND = {"gae": "ppo", "group_norm": "grpo"}
 # OpenRLHF's entry modules (openrlhf/cli/): train_ppo(_ray) runs PPO unless --advantage_estimator says otherwise
 # (train_ppo_ray.py: default "gae")
 _OPENRLHF_CLI = re.compile(r"\bopenrlhf\.cli\.(train_ppo(?:_ray)?|train_sft|train_dpo|train_rm|train_kto|train_prm)\b")
+# LLaMA-Factory's stage (hparams/finetuning_args.py: pt, sft, rm, ppo, dpo, kto), with its finetuning_type beside it
+_LLAMAFACTORY_STAGE = {"pt": "pt", "sft": "sft", "rm": "reward", "ppo": "ppo", "dpo": "dpo", "kto": "kto"}
 _OPENRLHF_KIND = {"train_ppo": "ppo", "train_ppo_ray": "ppo", "train_sft": "sft", "train_dpo": "dpo",
                   "train_rm": "reward", "train_kto": "kto", "train_prm": "prm"}
 
@@ -90,6 +92,9 @@ def from_config(args: dict, command: str | None, texts: Iterable[str]) -> str | 
     rlhf_type = args.get("rlhf_type")
     if isinstance(rlhf_type, str) and rlhf_type.strip():
         return _norm(rlhf_type.strip())
+    stage = args.get("stage")
+    if isinstance(stage, str) and "finetuning_type" in args and stage.strip() in _LLAMAFACTORY_STAGE:
+        return _LLAMAFACTORY_STAGE[stage.strip()]
     for text in texts:
         m = _RLHF_TYPE.search(text)
         if m:
