@@ -1,7 +1,8 @@
-"""GD323, GD324, GD326, GD329: the answer when no other rule has one and the log's end still shows a failure: a bar
-short of its total, a wait loop, a stack dump, a phase marker last, NCCL debug lines last, an error-level line with no
-traceback; or, in a pasted excerpt with none of these, the last warning its author saw. These rules run last, after the fallback rules (doctor/engine/session.py, ``last_resort``), so a failure
-log is never left with "No problem found."."""
+"""GD323, GD324, GD326, GD328, GD329: the answer when no other rule has one and the log's end still shows a failure: a
+bar short of its total, a wait loop, a stack dump, a phase marker last, NCCL debug lines last, an error-level line with
+no traceback; or, in a pasted excerpt with none of these, the last warning its author saw, else its last line that
+names a failure in words. These rules run last, after the fallback rules (doctor/engine/session.py, ``last_resort``),
+so a failure log is never left with "No problem found."; what each ending advises is in log_end_advice.py."""
 from __future__ import annotations
 
 import re
@@ -12,18 +13,9 @@ from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_float
-from ._advice import generic_fix
 from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
-from .endings import (
-    ENGINE_CORE_PHASE,
-    GENERATION_PHASE,
-    NCCL_ID_PHASE,
-    RAY_START_PHASE,
-    STORE_PHASE,
-    Ending,
-    ending_of,
-    plain,
-)
+from .endings import Ending, ending_of, plain
+from .log_end_advice import PASTE_NEXT, fix_for, paste_key
 from .prose import program_lines
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
@@ -33,7 +25,6 @@ from .prose import program_lines
 _ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|"
                          r"^(?:error|Error|ERROR)(?: (?:in|while|during|when|on|\w+ing)\b[^:]{0,80})?\s*:|\bKilled\b|"
                          r"(?:exit(?:ed)?(?: with)? (?:code|status)|exitcode|returned non-zero exit status)[:=\s]+-?[1-9]")
-_URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
 # a warning-level line: logging's WARNING/WARN level names, glog's "W1128 12:00:00" (torch, NCCL: "[W1128 ..."),
 # Python's warnings ("UserWarning: ", "RuntimeWarning: ") and "NCCL WARN"; deprecation notices say what a later
 # release will change, not what went wrong in this run
@@ -49,32 +40,6 @@ _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b
 # the categories of findings read from metric rows (training went wrong, the process did not fail)
 _METRIC_SHAPES = frozenset({"reward-zero-or-flat", "grad-norm-zero", "loss-nan-or-inf", "output-degenerate",
                             "slow-training", "gpu-underutilized"})
-_PASTE_NEXT = {
-    "loop": "the other side's own log (the server's or the rank's it waits for: its first error is the cause) and "
-            "both launch commands",
-    "bar": "the stack of every rank taken while it is stuck (`py-spy dump --pid PID`) and the last 200 lines of "
-           "each rank's log",
-    "faulthandler": "the whole dump (every thread) and the 50 lines before it",
-    "phase": "the last 200 lines of the log and `nvidia-smi` taken while it is stuck",
-    "nccl": "the NCCL WARN lines of every rank, with NCCL_DEBUG=INFO, and the launch command",
-    "native": "the error line above these frames (DistBackendError, DistStoreError or the watchdog's message) and rank "
-              "0's own log from the same minutes",
-    "heartbeat": "the stack of every training process taken while it is stuck (`py-spy dump --pid PID`) and the "
-                 "lines the trainer printed before its last one",
-    "error": "the 100 lines before this error line and the launch command",
-    "signal": "the job scheduler's record of the job and the 100 lines before the signal",
-    "ray": "`ray status` taken while it waits (the resources each node offers and the requests pending) and the "
-           "launch command",
-    "warning": "the lines where the run stopped or went wrong (a traceback, an exit code, the last metric rows) and "
-               "the launch command",
-}
-
-
-def _paste_key(e: Ending) -> str:
-    """What to paste next for this ending: by its kind, but for a wait on Ray's resources, what Ray knows of them."""
-    return "ray" if e.kind == "loop" and e.phase == RAY_START_PHASE else e.kind
-
-
 def _steps(pool: dict[str, Any], ctx: RunState) -> int:
     p = pool.get("hang-progress")
     return max(getattr(p, "max_step", 0) or 0, ctx.metrics_steps)
@@ -89,61 +54,6 @@ def _whole_log(ctx: RunState) -> bool:
     """A log from its launch (a command, launcher lines or an argument dump was read), not a pasted excerpt."""
     run = ctx.run
     return bool(run.launches or run.command_texts or run.args or run.command)
-
-
-def _fix(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
-    if e.kind == "loop" and "server" in e.phase:
-        url = next((m.group(0) for ln in reversed(lines) for m in [_URL.search(ln.text)] if m), None)
-        target = url or "http://HOST:PORT"
-        return [f"Check that the server answers from the trainer's host: `curl {target}/health/` (trl vllm-serve; "
-                f"ms-swift rollout: `curl {target}/health/` too). No answer: the server is not up or not on that "
-                "host/port, and its own log says why.",
-                "An answer from curl but not from the trainer: a proxy in the trainer's environment intercepts the "
-                "call; unset http_proxy/https_proxy or add the server's host to no_proxy in the trainer's shell.",
-                "Start the server first and wait for its 'Application startup complete' line before the trainer."]
-    if e.kind == "loop" and "download" in e.phase:
-        return ["Download the model or dataset once (huggingface-cli download / modelscope download) and pass the "
-                "local path; set HF_HUB_OFFLINE=1 on the training nodes, or HF_ENDPOINT for a mirror."]
-    if e.kind == "loop" and "rendezvous" in e.phase:
-        return ["Every node must use the same MASTER_ADDR and MASTER_PORT, and that port must be free and reachable "
-                "from each node (a process left from an earlier run holds it: `ss -ltnp | grep PORT`)."]
-    if e.kind == "native" and e.phase == NCCL_ID_PHASE:
-        return ["Look at what rank 0 was doing meanwhile (its own log): the other ranks wait for it at the first "
-                "collective, and a rank 0 still preprocessing the dataset, loading or crashed leaves them waiting until "
-                "the store's timeout. Preprocess the data before the launch (or on every rank), and raise the timeout "
-                "(TrainingArguments ddp_timeout / ms-swift --ddp_timeout) if rank 0 only needs longer."]
-    if e.kind == "native" and e.phase == STORE_PHASE:
-        return ["Every rank must use the same MASTER_ADDR / MASTER_PORT and reach the same collectives: find the rank "
-                "that never set the key (its log stops earlier or shows an error) and start from its failure."]
-    if e.kind == "nccl" or e.kind == "native":
-        return ["The NCCL setup never completed on some rank: check that every rank reached this point, "
-                "NCCL_SOCKET_IFNAME names an interface all nodes share, and try NCCL_P2P_DISABLE=1 on PCIe-only "
-                "machines."] + generic_fix(ctx.run)
-    if e.kind == "loop" and e.phase == ENGINE_CORE_PHASE:
-        return ["The engine core process (its lines carry `EngineCore` or `Worker_TP<N>`) is stuck in its own start: "
-                "model load, the NCCL setup between its tensor-parallel GPUs, compilation or CUDA graph capture. Its own "
-                "last lines say which; take `py-spy dump --pid <EngineCore pid>` while it waits.",
-                "With tensor parallelism over several GPUs the NCCL setup is the usual place: rerun with NCCL_DEBUG=INFO, "
-                "try NCCL_P2P_DISABLE=1 (GPUs without a working peer-to-peer path: PCIe, VMs, GPU virtualization) and "
-                "--disable-custom-all-reduce; --enforce-eager skips graph capture."]
-    if e.phase == RAY_START_PHASE:
-        return ["Run `ray status` while it waits: an actor or placement group that asks for more GPUs or CPUs than the "
-                "cluster has waits without an error (verl: trainer.n_gpus_per_node x trainer.nnodes must match the GPUs "
-                "Ray sees). The actors' own logs are in /tmp/ray/session_latest/logs/ (worker-*.err).",
-                "On a multi-node cluster whose nodes have several addresses, the same wait appears when vLLM asks for "
-                "a node by an address Ray does not use for it: set VLLM_HOST_IP on each node to the address of its "
-                "`ray start --node-ip-address`."]
-    if e.phase == GENERATION_PHASE:
-        return ["The engine was generating when the log stopped: its stats line shows the requests still running. Take "
-                "`py-spy dump --pid PID` of the trainer and the engine while it is stuck; a generation that never ends "
-                "is most often an unbounded max_tokens / response length or a rank waiting for the others' rollouts."]
-    if e.phase == "model load":
-        return ["A load that stops is most often slow storage or host memory running out: check `dmesg -T | grep -i kill` and "
-                "`free -g` while it loads, and put the weights on a local disk."]
-    if e.phase == "dataset preprocessing":
-        return ["Run the preprocessing with one worker to confirm (ms-swift --dataset_num_proc 1; datasets "
-                "num_proc=1): a worker that died or deadlocked leaves the map waiting forever."]
-    return generic_fix(ctx.run)
 
 
 class LogEnd(Rule):
@@ -285,10 +195,10 @@ class LogEnd(Rule):
         if boundary is not None:
             msg += " " + boundary[0]
         if e.kind in ("warning", "words"):
-            msg += f" Paste next: {_PASTE_NEXT['warning']}."
+            msg += f" Paste next: {PASTE_NEXT['warning']}."
         elif not _whole_log(ctx):
             msg += (" No launch command or argument dump was read from this log, so it may be an excerpt: it shows where the run "
-                    f"stopped, not why. Paste next: {_PASTE_NEXT[_paste_key(e)]}.")
+                    f"stopped, not why. Paste next: {PASTE_NEXT[paste_key(e)]}.")
         if e.kind == "signal":
             fix = ["If nobody stopped it by hand: ask the job scheduler why it ended the job (Slurm: `sacct -j <job> -o "
                    "State,ExitCode,Elapsed,Timelimit`; Kubernetes: `kubectl describe pod`): a time limit, a preemption "
@@ -296,11 +206,11 @@ class LogEnd(Rule):
                    "Resume from the last checkpoint (a save interval shorter than the job's time limit keeps the loss "
                    "small)."]
         elif e.kind == "error":
-            fix = [f"Share {_PASTE_NEXT['error']}: the cause is usually printed just before this line."]
+            fix = [f"Share {PASTE_NEXT['error']}: the cause is usually printed just before this line."]
         elif e.kind in ("warning", "words"):
             fix = list(self.meta.fix)
         else:
-            fix = _fix(e, ctx, lines)
+            fix = fix_for(e, ctx, lines)
         if boundary is not None:
             fix.insert(0, boundary[1])
         return self.make(message=msg, fix=fix, evidence=[evidence_of(e.line)], seq=e.line.seq,
