@@ -238,6 +238,31 @@ def test_deepspeeds_no_sync_refusal_under_zero_2_is_a_deepspeed_configuration_pr
     assert run(text)[0].category == "deepspeed-config-error"
 
 
+def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems():
+    # utils/import_utils.py _LazyModule wraps the real import error, which follows on the next line
+    lazy = run("RuntimeError: Failed to import transformers.modeling_utils because of the following error (look up to "
+               "see its traceback):\nmodule 'torch.library' has no attribute 'register_fake'\n")[0]
+    assert lazy.category == "import-or-dependency-error" and "Read the line under this one" in " ".join(lazy.fix)
+    # the wrapper's raise site is shared by every error it wraps: no thread raised there is a known fix for this one
+    # (the index holds unslothai/unsloth#2925, a flash-attn mismatch wrapped the same way), and its wording changing
+    # between transformers releases says nothing about the cause
+    assert not any(f.startswith("Known fix") or "may remove the failure" in f for f in lazy.fix)
+    # AutoConfig / AutoTokenizer of a release older than the model
+    arch = run("ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not "
+               "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+               "version of Transformers is out of date.\n")[0]
+    assert arch.category == "import-or-dependency-error" and "Upgrade transformers" in " ".join(arch.fix)
+    tok = run("ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported.\n")[0]
+    assert tok.category == "import-or-dependency-error"
+    # older releases: a KeyError raised by the config mapping itself
+    text = tb([(f"{SP}/transformers/models/auto/configuration_auto.py", 1039, "from_pretrained",
+                "config_class = CONFIG_MAPPING[config_dict[\"model_type\"]]"),
+               (f"{SP}/transformers/models/auto/configuration_auto.py", 734, "__getitem__", "raise KeyError(key)")],
+              "KeyError: 'qwen2_vl'")
+    assert run(text)[0].category == "import-or-dependency-error"
+    assert run("KeyError: 'qwen2_vl'\n")[0].category != "import-or-dependency-error"   # alone: any dict lookup
+
+
 def test_an_exception_while_the_chat_template_renders_is_a_template_problem():
     text = tb([(f"{SP}/transformers/tokenization_utils_base.py", 1600, "apply_chat_template",
                 "rendered_chat = compiled_template.render("),

@@ -124,9 +124,9 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
     one the index holds (releases in between were not indexed); '' when the run's own version of that package
     (``versions``, read from the log) is already that release or later: the upgrade would change nothing."""
     try:
-        from .raise_sites import index, lookup, narrow_versions
+        from .raise_sites import index, is_wrapper, lookup, narrow_versions
         matches = lookup(exc_line)
-        if not matches or matches[0].score < 0.8:
+        if not matches or matches[0].score < 0.8 or is_wrapper(matches[0].module, matches[0].where):
             return ""
         top = matches[0].score
         held = narrow_versions([m for m in matches if m.score >= top - 1e-9])

@@ -34,6 +34,17 @@ MIN_TAIL = 20  # a truncated or embedded match needs this many characters of mes
 MIN_PREFIX = 30  # a message cut early (most of its template's words missing) needs this many characters
 
 
+# raise sites that re-raise whatever failed below them, in every package that copies them: two errors raised there
+# share the wrapper, not the cause, and its wording changing between releases says nothing about that cause
+# (transformers' lazy submodule import, utils/import_utils.py _LazyModule._get_module: "Failed to import X because of
+# the following error (look up to see its traceback):" with the error on the next line; trl's copy of it)
+WRAPPER_SITES = frozenset({("import_utils.py", "_LazyModule._get_module"), ("_lazy_module.py", "_LazyModule._get_module")})
+
+
+def is_wrapper(module: str, where: str) -> bool:
+    return (module.rsplit("/", 1)[-1], where) in WRAPPER_SITES
+
+
 @dataclass(frozen=True)
 class SiteMatch:
     package: str

@@ -108,6 +108,9 @@ def _types(texts: list[str]) -> set[str]:
 def basis(m: Match, f: Finding) -> str:
     """How the thread is tied to the finding: RAISE_SITE, TYPE_COMPONENT_PHASE or SIMILARITY (module docstring)."""
     fs, ts = finding_sites(f), thread_sites(m)
+    from ..classify.raise_sites import is_wrapper
+    if any(is_wrapper(site[1], site[2]) for site in fs | ts):
+        return SIMILARITY  # a wrapper's raise site is shared by every error it wraps
     if fs & ts:
         return RAISE_SITE
     if fs and ts:
