@@ -11,7 +11,16 @@ import pytest
 from doctor.analyze import analyze
 from doctor.signals import LogLine, Where
 from doctor.sources.logtext import split_segments
-from doctor.sources.reflow import BRACKET, COMPOSE, HOST_LABEL, labelled, needs_reflow, reflowed, wrap_width
+from doctor.sources.reflow import (
+    BRACKET,
+    COMPOSE,
+    HOST_LABEL,
+    cut_exception,
+    labelled,
+    needs_reflow,
+    reflowed,
+    wrap_width,
+)
 from doctor.sources.traceback import TracebackTracker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,6 +264,17 @@ def test_a_launchers_label_is_taken_off_every_line():
     assert [ln for _, ln in reflowed(compose, COMPOSE, None)] == [b"x = 1", b"ValueError: bad", b"INFO started"]
     # two lines are enough when both carry the same label
     assert needs_reflow(b"worker-3: ValueError: No available memory\nworker-3: [rank0]: x\n") == (HOST_LABEL, None)
+
+
+def test_a_complete_exception_line_is_not_joined_with_the_sentence_under_it():
+    # torch prints "CUDA kernel errors might be asynchronously reported ..." under every CUDA error (vllm-project/vllm
+    # #1936): the exception line ends in a whole word, the next line opens a sentence of its own
+    log = (b"RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+           b"CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below\n")
+    assert not cut_exception(*log.split(b"\n")[:2])
+    # a message cut inside a word still joins
+    assert cut_exception(b"ValueError: The global train batch size (4 x 1) must be evenly divis",
+                         b"ible by the number of generations per prompt (8).")
 
 
 def test_a_job_runners_bracketed_status_is_taken_off_every_line():

@@ -194,10 +194,17 @@ def _space_end(line: bytes) -> bool:
     return len(line) >= SPACE_CUT and line[-1:] == b" " and line[-2:-1] not in (b" ", b"")
 
 
+# a line that opens a sentence of its own: a capitalised word, or an all-capitals one, then a space ("CUDA kernel errors
+# might be asynchronously reported ...", which torch prints under every CUDA error)
+_SENTENCE_START = re.compile(rb"^(?:[A-Z][a-z]+|[A-Z]{2,}) [a-z]")
+
+
 def _cut(line: bytes, nxt: bytes) -> bool:
-    """``line`` was cut where ``nxt`` goes on: inside a word, or at a space kept at its end before a lower-case word or
-    a number (a new sentence or a record starts with a capital)."""
-    return _word_end(line, nxt) or _space_end(line) and (nxt[:1].islower() or nxt[:1].isdigit())
+    """``line`` was cut where ``nxt`` goes on: inside a word (not before a line that opens a sentence of its own), or
+    at a space kept at its end before a lower-case word or a number (a new sentence or a record starts with a
+    capital)."""
+    return _word_end(line, nxt) and not _SENTENCE_START.match(nxt) \
+        or _space_end(line) and (nxt[:1].islower() or nxt[:1].isdigit())
 
 
 def _goes_on(line: bytes) -> bool:
