@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from doctor.classify.component import component, deepest_library, package_of
 from doctor.classify.structure import load
 from doctor.engine import Session
@@ -261,6 +263,32 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
               "KeyError: 'qwen2_vl'")
     assert run(text)[0].category == "import-or-dependency-error"
     assert run("KeyError: 'qwen2_vl'\n")[0].category != "import-or-dependency-error"   # alone: any dict lookup
+
+
+@pytest.mark.parametrize("line, category", [
+    # transformers tokenization_utils_base.py: no chat template, no pad token, a ragged batch
+    ("ValueError: Asking to pad but the tokenizer does not have a padding token. Please select a token to use as "
+     "`pad_token` `(tokenizer.pad_token = tokenizer.eos_token e.g.)`", "dataset-or-template-error"),
+    ("ValueError: Unable to create tensor, you should probably activate truncation and/or padding with "
+     "'padding=True' 'truncation=True' to have batched tensors with the same length.", "dataset-or-template-error"),
+    # DeepSpeed runtime/engine.py _configure_optimizer under ZeRO-Offload
+    ("deepspeed.runtime.zero.utils.ZeRORuntimeException: You are using ZeRO-Offload with a client provided optimizer "
+     "(<class 'torch.optim.adamw.AdamW'>) which in most cases will yield poor performance. Please either use "
+     "deepspeed's version of the optimizer or set zero_force_ds_cpu_optimizer to False", "deepspeed-config-error"),
+    # peft tuners_utils.py BaseTuner.inject_adapter
+    ("ValueError: Target modules {'query_key_value'} not found in the base model. Please check the target modules "
+     "and try again.", "argument-error-other"),
+    # flash-attn and vLLM on a GPU older than Ampere
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "argument-error-other"),
+    ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-"
+     "32GB GPU has compute capability 7.0.", "argument-error-other"),
+    # torch 2.6's weights_only default
+    ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
+     "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
+])
+def test_library_messages_that_name_their_failure_without_frames(line, category):
+    found = run(line + "\n")
+    assert found[0].category == category and found[0].rule_id != "GD999"
 
 
 def test_an_exception_while_the_chat_template_renders_is_a_template_problem():
