@@ -18,6 +18,7 @@ from ..claim_facts import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
 from ..sources import metrics as metrics_src
+from ..sources import rich_box
 from ..sources.paste import DICT_ITEM, DICT_OPEN, ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
@@ -37,7 +38,7 @@ STATE_WORDS: frozenset[str] = frozenset(
     set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
     | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD,
        ENTRY_WORD}
-    | set(BARE_WORDS))
+    | set(BARE_WORDS) | set(rich_box.WORDS))
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from ..signals import ExceptionInfo, Frame, LogLine
+from . import rich_box
 
 _FRAME = re.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
@@ -61,29 +62,14 @@ BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "N
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
 _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
-# rich's traceback (rich/traceback.py, also typer's and many CLIs' pretty exceptions): a box whose top border holds the
-# header, one "path:line in func" line per frame, the line that ran marked "❱ N │". A frame line longer than the box
-# is wrapped: at a space (which rich drops) or, inside a word, at any character (after the ":", inside the file name or
-# the line number); its pieces are joined without a separator and read with the spaces optional
-_RICH_FRAME = re.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
-# a frame whose file rich could not find on disk (exec'd or compiled code, a notebook cell): "in score:2"
-# (rich/traceback.py _render_stack: "in " name ":" lineno when not os.path.exists(frame.filename))
-_RICH_NOFILE = re.compile(r"^in ([\w<>.]+):(\d+)$")
-NOFILE = "<file not on disk>"
-_RICH_FOLDED = re.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
-_RICH_PIECE = re.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
-_RICH_HEADER = "Traceback (most recent"
+# rich's traceback box: doctor/sources/rich_box.py
 _MAX_PATH = 1000
-_RICH_CODE = re.compile(r"^❱\s*\d+(?:\s*[│|]\s?|\s+)(.*)$")
-# rich's ASCII box (a console whose encoding is not UTF-8): "+--- Traceback ... ---+", "| line |", "+------+"
-_ASCII_TOP = re.compile(r"^\s*\+-+ Traceback \(most recent")
-_ASCII_END = re.compile(r"^\s*\+-+\+\s*$")
 _MAX_FRAMES = 40
 _MAX_MSG = 600
 
 
 class _State:
-    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "last", "rich", "rich_path")
+    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "last", "rich", "rich_path", "headless")
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
@@ -93,6 +79,7 @@ class _State:
         self.last: LogLine | None = None  # the last frame line seen
         self.rich = False  # inside rich's traceback box (its lines hold no gate word: every one is fed)
         self.rich_path: str | None = None  # the pieces so far of a frame line rich folded, awaiting its " in func"
+        self.headless = False  # a rich box opened by a line inside it (its header not in the paste)
 
 
 class TracebackTracker:
@@ -131,7 +118,7 @@ class TracebackTracker:
     def _rich(self, key: tuple[str, int | None], st: _State, line: LogLine, stripped: str) -> bool:
         """A line inside rich's traceback box (its side borders already taken off by the paste reader): a frame, the
         second half of a wrapped frame, the code line that ran, or the box's end. True when the line was one."""
-        if line.raw.lstrip()[:1] == "╰" or _ASCII_END.match(line.raw):
+        if line.raw.lstrip()[:1] == "╰" or rich_box.ASCII_END.match(line.raw):
             st.rich = False
             return True
         if stripped[:1] == "|" and stripped[-1:] == "|" and len(stripped) > 1:
@@ -139,20 +126,20 @@ class TracebackTracker:
             if not stripped:
                 return True
         pieces, st.rich_path = st.rich_path, None
-        m = _RICH_FOLDED.match(pieces + stripped) if pieces else _RICH_FRAME.match(stripped)
+        m = rich_box.FOLDED.match(pieces + stripped) if pieces else rich_box.FRAME.match(stripped)
         if m:
             self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3))).rich = True
             return True
-        m = None if pieces else _RICH_NOFILE.match(stripped)
+        m = None if pieces else rich_box.NOFILE.match(stripped)
         if m:
-            self._frame(key, st, line, Frame(NOFILE, int(m.group(2)), m.group(1))).rich = True
+            self._frame(key, st, line, Frame(rich_box.NOFILE_PATH, int(m.group(2)), m.group(1))).rich = True
             return True
         joined = (pieces or "") + stripped
-        if (_RICH_PIECE.match(joined) and (pieces or "/" in stripped or "\\" in stripped)
+        if (rich_box.PIECE.match(joined) and (pieces or "/" in stripped or "\\" in stripped)
                 and len(joined) <= _MAX_PATH):
             st.rich_path = joined
             return True
-        m = _RICH_CODE.match(stripped)
+        m = rich_box.CODE.match(stripped)
         if m and st.frames:
             last = st.frames[-1]
             st.frames[-1] = Frame(last.path, last.lineno, last.func, m.group(1).replace("│", " ").strip()[:200])
@@ -183,13 +170,18 @@ class TracebackTracker:
         stripped = text.strip()
         if not stripped:
             return None
-        if _RICH_HEADER in text:  # the header's start: one test per line for both forms (_HEADER begins with it)
-            rich = "╭" in line.raw or bool(_ASCII_TOP.match(line.raw))  # a narrow rich box cuts its title short
+        if rich_box.HEADER in text:  # the header's start: one test per line for both forms (_HEADER begins with it)
+            rich = "╭" in line.raw or bool(rich_box.ASCII_TOP.match(line.raw))  # a narrow rich box cuts its title short
             if rich or _HEADER in text:
                 st = self._states[key] = _State()
                 st.in_tb = True
                 st.rich = rich
                 return None
+        if (st is None or not st.rich) and "│" in line.raw and rich_box.opens_box(line.raw, stripped):
+            st = self._states[key] = _State()  # a paste that starts inside the box: its frames are read all the same
+            st.in_tb = st.rich = st.headless = True
+        elif st is not None and st.headless and st.rich and "│" not in line.raw:
+            st.rich = False  # out of a box whose header was not seen: every line inside it has a side border
         if st is not None and st.rich:
             if self._rich(key, st, line, stripped):
                 return None

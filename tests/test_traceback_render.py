@@ -1,0 +1,80 @@
+"""Tracebacks in renderings the plain reader does not know: a rich box pasted without its header, IPython's notebook
+frames as VS Code renders them, and faulthandler's stack dump reaching the framework detection.
+
+Each test copies real lines of a public thread inline (named in its comment); the shapes are the libraries' own (the
+sources are cited in doctor/sources/rich_box.py, doctor/sources/ipython_tb.py and doctor/sources/traceback.py).
+"""
+from __future__ import annotations
+
+from conftest import lines_of, run_text
+
+from doctor.sources.paste import unwrap
+from doctor.sources.traceback import TracebackTracker
+
+# EvilPsyCHo/train_custom_LLM#8 (a LoRA SFT of baichuan-7B): the paste starts inside rich's traceback box, its header
+# and the first line's left border gone, and stops after the line that ran (its right border gone too)
+HEADLESS_RICH = (
+    "     /Data/cj/ML/train_custom_LLM-main/train.py:105 in <module>                   │\n"
+    "│                                                                              │\n"
+    "│   102 │   model.save_pretrained(training_args.output_dir)                    │\n"
+    "│   103                                                                        │\n"
+    '│   104 if __name__ == "__main__":                                             │\n'
+    "│ ❱ 105 │   main()\n")
+
+
+def _tracker(text: str) -> TracebackTracker:
+    tracker = TracebackTracker()
+    for line in lines_of(text):
+        tracker.feed(line)
+    return tracker
+
+
+def test_a_rich_frame_line_keeping_one_border_loses_it_in_the_paste_reader():
+    assert unwrap("     /Data/cj/ML/train_custom_LLM-main/train.py:105 in <module>                   │") == \
+        "/Data/cj/ML/train_custom_LLM-main/train.py:105 in <module>"
+    assert unwrap("│ ❱ 105 │   main()") == "❱ 105 │   main()"
+    # a bar at one end of a line that is neither a frame nor the line that ran says nothing of rich: kept
+    assert unwrap("loss 0.12 │") == "loss 0.12 │"
+    assert unwrap("│ 105 total") == "│ 105 total"
+
+
+def test_a_rich_box_pasted_without_its_header_is_read_with_its_frame():
+    tracker = _tracker(HEADLESS_RICH)
+    [(last, frames)] = tracker.open_tracebacks()
+    assert [(f.path, f.lineno, f.func, f.code) for f in frames] == [
+        ("/Data/cj/ML/train_custom_LLM-main/train.py", 105, "<module>", "main()")]
+    assert last.where.line == 1
+
+
+def test_a_headless_rich_paste_gets_a_finding_naming_its_deepest_frame():
+    findings = run_text(HEADLESS_RICH)
+    assert findings, "silent on a cut rich traceback"
+    assert "train.py:105 in <module>" in findings[0].message
+    assert findings[0].evidence[0].line == 1
+
+
+def test_a_bar_ended_line_that_is_no_frame_opens_no_box():
+    tracker = _tracker("step 10 │\n│ 105 total │\nValueError: x\n")
+    assert tracker.open_tracebacks() == []
+
+
+def test_a_rich_box_pasted_from_a_code_line_keeps_the_frames_after_it():
+    # bigcode-project/starcoder#77 (fixtures/logs/real-thread-deepspeed-batch-assert-rich): the paste starts at the
+    # line that ran of a frame whose own line was cut; the next frame's line is folded by rich after its ":"
+    text = ("│ ❱  942 │   │   self._batch_assertion()                              │\n"
+            "│    943 │                                                            │\n"
+            "│                                                                     │\n"
+            "│ /opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py: │\n"
+            "│ 891 in _batch_assertion                                             │\n"
+            "│                                                                     │\n"
+            "│    890 │   │   assert train_batch == micro_batch * grad_acc * self. │\n"
+            "│ ❱  891 │   │   │   f\"Check batch related parameters. train_batch_si │\n"
+            "╰─────────────────────────────────────────────────────────────────────╯\n"
+            "AssertionError: Check batch related parameters. train_batch_size is not\n")
+    tracker = TracebackTracker()
+    found = [e for e in (tracker.feed(ln) for ln in lines_of(text)) if e is not None]
+    assert len(found) == 1 and found[0].type == "AssertionError"
+    [frame] = found[0].frames
+    assert (frame.path, frame.lineno, frame.func) == (
+        "/opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py", 891, "_batch_assertion")
+    assert frame.code.startswith('f"Check batch related parameters.')
