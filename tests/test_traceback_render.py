@@ -78,3 +78,64 @@ def test_a_rich_box_pasted_from_a_code_line_keeps_the_frames_after_it():
     assert (frame.path, frame.lineno, frame.func) == (
         "/opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py", 891, "_batch_assertion")
     assert frame.code.startswith('f"Check batch related parameters.')
+
+
+# Jaykef/ai-algorithms#4 (a from-scratch GRPO trainer run in a VS Code notebook): IPython's frames as VS Code's
+# notebook renderer links them, copied as markdown; the paste stops before the second frame's arrow line
+VSCODE_CELLS = (
+    "---------------------------------------------------------------------------\n"
+    "ValueError                                Traceback (most recent call last)\n"
+    "Cell In[6], [line 592](vscode-notebook-cell:?execution_count=6&line=592)\n"
+    "    [590](vscode-notebook-cell:?execution_count=6&line=590) reward_functions = [xmlcount_reward, "
+    "soft_format_reward, strict_format_reward, int_reward, accuracy_reward, sequence_similarity_reward]\n"
+    "    [591](vscode-notebook-cell:?execution_count=6&line=591) trainer = GRPOTrainer(model, tokenizer, "
+    "reward_functions, config, dataset, processor)\n"
+    "--> [592](vscode-notebook-cell:?execution_count=6&line=592) trainer.train()\n"
+    "    [594](vscode-notebook-cell:?execution_count=6&line=594) # -------------------------------\n"
+    "    [595](vscode-notebook-cell:?execution_count=6&line=595) # Sample from final\n"
+    "\n"
+    "Cell In[6], [line 463](vscode-notebook-cell:?execution_count=6&line=463)\n"
+    "    [461](vscode-notebook-cell:?execution_count=6&line=461) self.clear_memory_cache()\n"
+    "    [462](vscode-notebook-cell:?execution_count=6&line=462) if self.scaler is not None:\n")
+
+
+def test_notebook_cell_frames_as_vscode_links_them_are_read():
+    [(last, frames)] = _tracker(VSCODE_CELLS).open_tracebacks()
+    # VS Code's renderer drops what follows "line N" (the function): the cell stands for it
+    assert [(f.path, f.lineno, f.func, f.code) for f in frames] == [
+        ("In[6]", 592, "<cell 6>", "trainer.train()"),
+        # cut before the arrow line: the nearest source line shown, just above the one that ran
+        ("In[6]", 463, "<cell 6>", "if self.scaler is not None:")]
+    assert last.where.line == 10  # the frame line
+
+
+def test_a_cut_vscode_notebook_traceback_names_its_cell_and_code():
+    findings = run_text(VSCODE_CELLS)
+    assert "In[6]:463" in findings[0].message and "if self.scaler is not None:" in findings[0].message
+    assert "no stack frames" not in findings[0].message
+
+
+def test_file_frames_with_vscode_links_are_read():
+    # ROCm/ROCm#3132 (a comment of 2024-06-04: bitsandbytes' 8-bit Adam in a VS Code notebook): the file frames'
+    # places and every source line's number are links
+    url = "https://file+.vscode-resource.vscode-cdn.net/home/USER/Documents/temp/~/.conda/envs/bits-env/lib/python3.12"
+    text = (
+        "NameError                                 Traceback (most recent call last)\n"
+        "Cell In[2], [line 21](vscode-notebook-cell:?execution_count=2&line=21)\n"
+        "     [20](vscode-notebook-cell:?execution_count=2&line=20) loss.backward()\n"
+        "---> [21](vscode-notebook-cell:?execution_count=2&line=21) optimizer.step()\n"
+        "\n"
+        f"File [~/.conda/envs/bits-env/lib/python3.12/site-packages/torch/optim/optimizer.py:391]({url}/site-packages/"
+        "torch/optim/optimizer.py:391), in Optimizer.profile_hook_step.<locals>.wrapper(*args, **kwargs)\n"
+        f"    [389]({url}/site-packages/torch/optim/optimizer.py:389)             )\n"
+        f"--> [391]({url}/site-packages/torch/optim/optimizer.py:391) out = func(*args, **kwargs)\n"
+        f"    [392]({url}/site-packages/torch/optim/optimizer.py:392) self._optimizer_step_code()\n"
+        "\n"
+        "NameError: name 'str2optimizer32bit' is not defined\n")
+    tracker = TracebackTracker()
+    found = [e for e in (tracker.feed(ln) for ln in lines_of(text)) if e is not None]
+    assert [e.type for e in found] == ["NameError"]
+    assert [(f.path, f.lineno, f.func, f.code) for f in found[0].frames] == [
+        ("In[2]", 21, "<cell 2>", "optimizer.step()"),
+        ("~/.conda/envs/bits-env/lib/python3.12/site-packages/torch/optim/optimizer.py", 391, "wrapper",
+         "out = func(*args, **kwargs)")]

@@ -17,12 +17,12 @@ from typing import Any
 from ..claim_facts import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
+from ..sources import ipython_tb, rich_box
 from ..sources import metrics as metrics_src
-from ..sources import rich_box
 from ..sources.paste import DICT_ITEM, DICT_OPEN, ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
-from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
+from ..sources.traceback import BARE_WORDS, TracebackTracker
 from ..swift.trainer_kind import MetricMarks, TrainerKind
 from .columns import Block, add_facts, first_of, load_numpy
 
@@ -36,8 +36,8 @@ SAVE_WORD = "Saving model checkpoint to"
 # holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)
 STATE_WORDS: frozenset[str] = frozenset(
     set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
-    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD,
-       ENTRY_WORD}
+    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout",
+       ipython_tb.COLAB_WORD, ipython_tb.CELL_WORD, ENTRY_WORD}
     | set(BARE_WORDS) | set(rich_box.WORDS))
 
 

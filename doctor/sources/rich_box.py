@@ -1,7 +1,7 @@
 """rich's traceback box (rich/traceback.py ``Traceback``; also typer's and many CLIs' pretty exceptions) as the
 traceback reader (sources/traceback.py) and the paste reader (sources/paste.py) see it.
 
-The box (rich 13-15, rich/traceback.py ``_render_stack``): a top border holding the header ``╭── Traceback (most recent
+The box (rich 15.0: rich/traceback.py ``_render_stack``): a top border holding the header ``╭── Traceback (most recent
 call last) ──╮``, one ``path:line in func`` line per frame, then the frame's source lines as rich/syntax.py numbers
 them (the line that ran marked ``❱ N``, rich's ``line_pointer``; each indentation level drawn as a ``│`` guide), every
 line between two ``│`` side borders, and ``╰──╯`` at the bottom.

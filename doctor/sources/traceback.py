@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..signals import ExceptionInfo, Frame, LogLine
-from . import rich_box
+from . import ipython_tb, rich_box
 
 _FRAME = re.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
@@ -18,18 +18,7 @@ _EXC = re.compile(
     r"Exception|AssertionError|KeyError|StopIteration|NotImplementedError|KeyboardInterrupt|ChildFailedError))"
     r"(?::\s?(.*))?$"
 )
-# IPython / Jupyter (IPython/core/ultratb.py, IPython 8.x): "File ~/env/.../trainer.py:2316, in Trainer.train(self, ...)"
-# then source lines "   2315 code" and "-> 2316 code" (the arrow marks the line that ran)
-_IPY_FRAME = re.compile(r"^\s*File\s+(\S+?\.pyx?):(\d+),\s+in\s+([\w.<>]+)")
-# Colab's rendering of an IPython 7 frame (IPython/core/ultratb.py VerboseTB, the path made a markdown link):
-# "[/usr/local/lib/python3.12/dist-packages/x/y.py](https://localhost:8080/#) in <module>" or "... in train(self, ...)";
-# the line number comes only with the arrow line "--> 107     from transformers.processing_utils import Unpack"
-_COLAB_FRAME = re.compile(r"^\[([^\]\s]+?\.pyx?)\]\([^)\s]*\)\s+in\s+([\w.<>]+)")
-COLAB_WORD = ".py]("  # the scanner's gate word for those frame lines (doctor/engine/state.py STATE_WORDS)
-_IPY_CODE = re.compile(r"^-+>\s*(\d+)\s(.*)$")
-# the context lines IPython prints around the arrow line ("    106 try:", "   (...)     12 ")
-_IPY_CONTEXT = re.compile(r"^(?:\d+(?:\s|$)|\(\.\.\.\))")
-_NO_LINE = -1  # a Colab frame before its arrow line gave the line number
+# IPython's notebook tracebacks (Jupyter, Colab, VS Code): doctor/sources/ipython_tb.py
 _HEADER = "Traceback (most recent call last)"
 CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.py", line 637, in f`)
 # an exception line glued onto the line before it (the newline lost in a paste or behind a redraw): the source line
@@ -69,13 +58,14 @@ _MAX_MSG = 600
 
 
 class _State:
-    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "last", "rich", "rich_path", "headless")
+    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "shown", "last", "rich", "rich_path", "headless")
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
         self.in_tb = False
         self.expect_code = False
         self.ipy = False  # the awaited code line is IPython's arrow line (context lines come before it)
+        self.shown = ""  # the last source line IPython showed before that arrow line
         self.last: LogLine | None = None  # the last frame line seen
         self.rich = False  # inside rich's traceback box (its lines hold no gate word: every one is fed)
         self.rich_path: str | None = None  # the pieces so far of a frame line rich folded, awaiting its " in func"
@@ -94,7 +84,14 @@ class TracebackTracker:
         out = []
         for st in self._states.values():
             if st.frames and st.last is not None:
-                out.append((st.last, tuple(st.frames)))
+                frames = tuple(st.frames)
+                last = frames[-1]
+                if st.ipy and st.shown and not last.code:
+                    # cut before IPython's arrow line: the code is the nearest the log shows, the source line just
+                    # above the one that ran (ultratb _format_traceback_lines prints them in order); the line number
+                    # stays the frame's own
+                    frames = frames[:-1] + (Frame(last.path, last.lineno, last.func, st.shown[:200]),)
+                out.append((st.last, frames))
         return sorted(out, key=lambda x: x[0].seq)
 
     def expecting(self) -> bool:
@@ -113,6 +110,7 @@ class TracebackTracker:
             del st.frames[0]
         st.expect_code = False
         st.ipy = False
+        st.shown = ""
         return st
 
     def _rich(self, key: tuple[str, int | None], st: _State, line: LogLine, stripped: str) -> bool:
@@ -194,25 +192,24 @@ class TracebackTracker:
                     path = CUT + path  # the paste starts inside the path: whose file it is cannot be told
                 self._frame(key, st, line, Frame(path, int(m.group(2)), m.group(3))).expect_code = True
                 return None
-        if stripped.startswith("File ") and ".py:" in stripped:
-            m = _IPY_FRAME.match(stripped)
-            if m:
-                # IPython prints the source lines after it, the one that ran marked with an arrow (below)
-                st = self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1]))
-                st.expect_code = st.ipy = True
-                return None
-        if stripped[:1] == "[" and COLAB_WORD in stripped:
-            m = _COLAB_FRAME.match(stripped)
-            if m:
-                st = self._frame(key, st, line, Frame(m.group(1), _NO_LINE, m.group(2).rsplit(".", 1)[-1]))
-                st.expect_code = st.ipy = True
-                return None
+        ipy = None
+        if stripped[:5] == "File " and ".py:" in stripped:
+            ipy = ipython_tb.file_frame(stripped)
+        elif stripped[:5] == "Cell ":
+            ipy = ipython_tb.cell_frame(stripped)
+        elif stripped[:1] == "[" and ipython_tb.COLAB_WORD in stripped:
+            ipy = ipython_tb.colab_frame(stripped)
+        if ipy is not None:
+            # IPython prints the source lines after it, the one that ran marked with an arrow (below)
+            st = self._frame(key, st, line, Frame(*ipy))
+            st.expect_code = st.ipy = True
+            return None
         if stripped[:1] == "-" and st is not None and st.ipy and st.frames:
-            m = _IPY_CODE.match(stripped)
-            if m:
+            ran = ipython_tb.arrow(stripped)
+            if ran is not None:
                 last = st.frames[-1]
-                lineno = int(m.group(1)) if last.lineno == _NO_LINE else last.lineno
-                st.frames[-1] = Frame(last.path, lineno, last.func, m.group(2).strip()[:200])
+                lineno = ran[0] if last.lineno == ipython_tb.NO_LINE else last.lineno
+                st.frames[-1] = Frame(last.path, lineno, last.func, ran[1][:200])
                 st.expect_code = st.ipy = False
                 return None
         m = _EXC.match(stripped)
@@ -250,8 +247,11 @@ class TracebackTracker:
                 del self._states[key]
                 return ExceptionInfo(g.group(1), msg, frames, line.where, line.rank, line.seq, line.raw)
         if st is not None and st.ipy:
-            if not _IPY_CONTEXT.match(stripped):  # not a context line: this frame shows no arrow line
+            code = ipython_tb.shown(stripped)
+            if code is None:  # not a source line: this frame shows no arrow line
                 st.expect_code = st.ipy = False
+            elif code:
+                st.shown = code
             return None
         if st is not None and st.expect_code and st.frames:
             last = st.frames[-1]
