@@ -139,3 +139,24 @@ def test_file_frames_with_vscode_links_are_read():
         ("In[2]", 21, "<cell 2>", "optimizer.step()"),
         ("~/.conda/envs/bits-env/lib/python3.12/site-packages/torch/optim/optimizer.py", 391, "wrapper",
          "out = func(*args, **kwargs)")]
+
+
+def test_faulthandler_frames_reach_the_framework_detection():
+    # vllm-project/vllm#6252 (a vLLM OpenAI server running Gemma-2 on flashinfer): the crash's faulthandler stack, cut
+    # after two frames; no traceback, no vLLM logger line: its frames alone say vLLM ran
+    from doctor.engine import Session
+    from doctor.registry import load_catalog
+
+    text = ("Fatal Python error: Segmentation fault\n"
+            "\n"
+            "Current thread 0x00007fcf597eb640 (most recent call first):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/flashinfer/decode.py", line 514 in begin_forward\n'
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/attention/backends/flashinfer.py", line 149 in '
+            "begin_forward\n")
+    s = Session(load_catalog())
+    for line in lines_of(text):
+        s.feed_line(line)
+    findings = s.finish()
+    assert [(ln.where.line, f.func) for ln, f in s.state.dumped_frames] == [(4, "begin_forward"), (5, "begin_forward")]
+    assert s.state.framework()[0::3] == ("vllm", "runtime")
+    assert findings[0].rule_id == "GD998" and findings[0].category == "vllm-engine-error"

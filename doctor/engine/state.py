@@ -77,12 +77,18 @@ class RunState:
         """(last frame line, frames) of tracebacks cut before their exception line."""
         return self.tracker.open_tracebacks()
 
+    @property
+    def dumped_frames(self) -> list[tuple[LogLine, Frame]]:
+        """(line, frame) of the stacks faulthandler dumped (a fatal signal's, a hang's dump), in log order."""
+        return list(self.tracker.dumped)
+
     def framework(self, heads: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
         """(framework, version, recipe, source) of the run, detected from what the state holds (the frames, the
-        launch commands, the last lines; ``heads``: the first lines of the logs when the caller read them):
-        doctor/swift/framework.py ``of_run``."""
+        faulthandler frames, the launch commands, the last lines; ``heads``: the first lines of the logs when the
+        caller read them): doctor/swift/framework.py ``of_run``."""
         from ..swift.framework import of_run
-        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, heads)
+        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, heads,
+                      [f.path for _, f in self.tracker.dumped])
 
     def trainer_kind(self) -> TrainerKind:
         """GRPO, DPO, SFT, a server...: doctor/swift/trainer_kind.py over what the state holds."""

@@ -7,6 +7,7 @@ caret lines, and lone ``ValueError: ...`` lines pasted without their stack.
 from __future__ import annotations
 
 import re
+from collections import deque
 
 from ..signals import ExceptionInfo, Frame, LogLine
 from . import ipython_tb, rich_box
@@ -54,6 +55,10 @@ _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import
 # rich's traceback box: doctor/sources/rich_box.py
 _MAX_PATH = 1000
 _MAX_FRAMES = 40
+# CPython's faulthandler (Python/traceback.c dump_frame: '  File "<file>", line <n> in <name>', no comma before "in", as
+# 3.11 prints it): the stack it dumps on a fatal signal or on faulthandler.dump_traceback, innermost frame first
+FAULT_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+_MAX_DUMPED = 400  # the dumped frames kept (the last ones): a dump of every thread of a big job runs to thousands
 _MAX_MSG = 600
 
 
@@ -78,6 +83,8 @@ class TracebackTracker:
     def __init__(self) -> None:
         self._states: dict[tuple[str, int | None], _State] = {}
         self._nb: dict[str, str] = {}  # a notebook error output's "ename" / "evalue" seen so far, and their file
+        # faulthandler's frames (FAULT_FRAME), with the line of each: read once here for every reader of the run
+        self.dumped: deque[tuple[LogLine, Frame]] = deque(maxlen=_MAX_DUMPED)
 
     def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
         """Tracebacks whose exception line never came (a log cut mid-stack): (last frame line, frames)."""
@@ -191,6 +198,10 @@ class TracebackTracker:
                 if not text.lstrip().startswith(("File", '"')) and "/" not in path and "\\" not in path:
                     path = CUT + path  # the paste starts inside the path: whose file it is cannot be told
                 self._frame(key, st, line, Frame(path, int(m.group(2)), m.group(3))).expect_code = True
+                return None
+            m = FAULT_FRAME.match(text) or FAULT_FRAME.match(line.raw)
+            if m:
+                self.dumped.append((line, Frame(m.group("path"), int(m.group("line")), m.group("func"))))
                 return None
         ipy = None
         if stripped[:5] == "File " and ".py:" in stripped:

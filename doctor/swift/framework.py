@@ -275,14 +275,17 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
     return name, version, recipe, source
 
 
-def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
+def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[str] = (),
+           dumped: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
     """``detect`` over what a session holds: a RunConfig, the parsed exceptions, the cut tracebacks ((line, frames)
-    pairs), the last lines of each log (path -> LogLines) and the first lines of the logs when the caller read them."""
+    pairs), the last lines of each log (path -> LogLines), the first lines of the logs when the caller read them and
+    the paths of the frames faulthandler dumped (the code a crashed or hung process was running)."""
     paths = [f.path for e in exceptions for f in e.frames]
     paths += [f.path for _, frames in open_tracebacks for f in frames]
     if not paths:  # exceptions pasted without frames: the function the raise-site index finds for their wording
         from ..classify.structure import site_frames
         paths = [f.path for e in list(exceptions)[:3] for f in site_frames(e)]
+    paths += dumped
     texts = list(run.command_texts) + [ln.text for tail in (tails or {}).values() for ln in tail]
     texts += [e.raw for e in list(exceptions)[:20]] + [e.message for e in list(exceptions)[:20]]
     texts += list(heads)
