@@ -149,3 +149,22 @@ def test_runtime_told_by_its_own_files_and_dump_lines():
 
 def test_ms_swift_reward_lookup_wording_names_ms_swift():
     assert detect([], ["reward_function my_format is not implemented in swift.llm.plugin"], {})[0] == "ms-swift"
+
+
+def test_a_class_named_grpotrainer_in_a_code_line_is_not_trl():
+    # Jaykef/ai-algorithms#4: a notebook's own from-scratch GRPOTrainer, called in a cell's source line (VS Code's
+    # rendering); nothing else in the log names a framework
+    line = ("    [591](vscode-notebook-cell:?execution_count=6&line=591) trainer = GRPOTrainer(model, tokenizer, "
+            "reward_functions, config, dataset, processor)")
+    assert detect([], [line], {})[0] is None
+    assert detect([], ["    trainer = GRPOTrainer("], {})[0] is None
+    # trl's class where the name can only be trl's: imported from trl, its module path, and a method of it in
+    # CPython's argument-error words (huggingface/trl#5175, trl's own CI: a pytest summary line)
+    assert detect([], ["from trl import GRPOTrainer"], {})[0] == "trl"
+    assert detect([], ["from trl.trainer.grpo_trainer import GRPOTrainer"], {})[0] == "trl"
+    assert detect([], ["<trl.trainer.grpo_trainer.GRPOTrainer object at 0x7f3c2c1d5e50>"], {})[0] == "trl"
+    ci = ("  FAILED tests/test_grpo_trainer.py::TestGRPOTrainer::test_training_vlm_beta_non_zero[trl-internal-testing/"
+          "tiny-Qwen2_5_VLForConditionalGeneration] - TypeError: GRPOTrainer._get_per_token_logps_and_entropies() got "
+          "an unexpected keyword argument 'mm_token_type_ids'")
+    assert detect([], [ci], {})[0] == "trl"
+

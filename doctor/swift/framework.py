@@ -73,7 +73,16 @@ _CMD = (
     ("ms-swift", re.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
     ("trl", re.compile(r"^TRL CLI: error:")),
     ("axolotl", re.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
-    ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),
+    # trl's GRPOTrainer where the name stands for trl's: imported from trl, by its module path (a logger's name, an
+    # object's repr "<trl.trainer.grpo_trainer.GRPOTrainer object at ...>"), or a method of it in the words CPython's
+    # argument errors use ("GRPOTrainer._get_per_token_logps() got an unexpected keyword argument", "... takes 3
+    # positional arguments", "... missing 1 required positional argument": Python/ceval.c, the qualified name since 3.10). A code
+    # line that calls a class of that name may call the user's own (a notebook's from-scratch GRPOTrainer); trl's code
+    # shows in the frames
+    ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
+                       r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b.*\bGRPOTrainer\b|"
+                       r"\btrl\.(?:trainer\.(?:grpo_trainer\.)?)?GRPOTrainer\b|\btrl\.trainer\.grpo_trainer\b|"
+                       r"\bGRPOTrainer\.\w+\(\) (?:got an unexpected|takes \d|missing \d)")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
     ("trl", re.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
