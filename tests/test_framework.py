@@ -168,3 +168,12 @@ def test_a_class_named_grpotrainer_in_a_code_line_is_not_trl():
           "an unexpected keyword argument 'mm_token_type_ids'")
     assert detect([], [ci], {})[0] == "trl"
 
+
+def test_openrlhf_ray_actor_prefixes_name_openrlhf():
+    # OpenRLHF/OpenRLHF#1050: the actor's line prefix is the only sign of OpenRLHF in the paste (0.1-0.8.2 names it
+    # ActorModelRayActor; openrlhf/trainer/ray/ppo_actor.py)
+    assert detect([], ["(ActorModelRayActor pid=234795) "], {})[0:4:3] == ("openrlhf", "text")
+    # the names since 0.8.3 (PolicyModelActor) and the rollout actor's (RolloutRayActor since 0.10.2)
+    assert detect([], ["(PolicyModelActor pid=1) x"], {})[0] == "openrlhf"
+    assert detect([], ["(RolloutRayActor pid=1) x"], {})[0] == "openrlhf"
+

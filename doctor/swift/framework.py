@@ -55,6 +55,13 @@ _CMD = (
                         r"-m\s+recipe\.\w+\.main_\w+")),
     # OpenRLHF's own flags (openrlhf/cli/train_ppo_ray.py: --vllm_num_engines, --actor_num_gpus_per_node)
     ("openrlhf", re.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
+    # OpenRLHF's Ray actors in Ray's line prefix (openrlhf/trainer/ray/: launcher.py, ppo_actor.py, ppo_critic.py,
+    # vllm_engine.py): ActorModelRayActor, ReferenceModelRayActor, RewardModelRayActor, CriticModelRayActor and
+    # LLMRayActor from 0.1 to 0.8.2; PolicyModelActor, ReferenceModelActor, RewardModelActor and CriticModelActor since
+    # then, LLMRayActor renamed RolloutRayActor in 0.10.2 (checked at the tags 0.1.0-0.11.0)
+    ("openrlhf", re.compile(r"\((?:ActorModelRayActor|ReferenceModelRayActor|CriticModelRayActor|RewardModelRayActor|"
+                            r"PolicyModelActor|ReferenceModelActor|CriticModelActor|RewardModelActor|LLMRayActor|"
+                            r"RolloutRayActor) pid=\d+")),
     # verl's Ray actors and its console rows (verl/trainer/main_ppo.py TaskRunner / main_task, single_controller's
     # WorkerDict; utils/tracking.py rows "step:N - ... critic/score/mean:...")
     ("verl", re.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
