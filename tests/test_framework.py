@@ -177,3 +177,17 @@ def test_openrlhf_ray_actor_prefixes_name_openrlhf():
     assert detect([], ["(PolicyModelActor pid=1) x"], {})[0] == "openrlhf"
     assert detect([], ["(RolloutRayActor pid=1) x"], {})[0] == "openrlhf"
 
+
+def test_vllm_ray_workers_name_vllm_and_share_one_list_of_vllm_processes():
+    from doctor.checks.hang._progress import VLLM_ORIGINS
+    from doctor.sources.logtext import VLLM_PROCESSES
+
+    # vllm-project/vllm#17242 and vllm-project/vllm#6042: vLLM's Ray workers (vllm/executor/ray_utils.py
+    # RayWorkerWrapper), with and without Ray's ip; no trainer named: vLLM is the runtime, before torch's NCCL lines
+    assert detect([], ["(RayWorkerWrapper pid=376235, ip=10.10.10.61) *** SIGSEGV received at time=1745722347 on cpu "
+                       "48 ***"], {})[0::3] == ("vllm", "runtime")
+    nccl = ("(RayWorkerWrapper pid=489968) [rank1]:[E ProcessGroupNCCL.cpp:583] [Rank 1] To avoid data inconsistency, "
+            "we are taking the entire process down.")
+    assert detect([], [nccl], {})[0] == "vllm"
+    # the hang and native-crash rules read the same process names
+    assert set(VLLM_PROCESSES) <= set(VLLM_ORIGINS) and "RayWorkerWrapper" in VLLM_PROCESSES

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..sources.logtext import VLLM_PROCESSES
 from ..textcache import for_short_texts
 
 # (framework, path fragments of its package directory), most specific first
@@ -202,7 +203,7 @@ def unsloth_version(texts: Iterable[str]) -> str | None:
 
 
 # no trainer told: the runtime the job ran on (a vLLM server, a DeepSpeed or torch.distributed job), from its frames or
-# its launcher's and logger's own lines (vLLM's "(EngineCore_0 pid=N)" / "(APIServer pid=N)" process prefixes and
+# its launcher's and logger's own lines (vLLM's process prefixes "(EngineCore_0 pid=N)", "(RayWorkerWrapper pid=N)"... and
 # entrypoints; DeepSpeed's launcher module and "[deepspeed]" config prints; torch elastic's agent and torchrun)
 # transformers' Trainer: its training loop's own files (a job with no trainer framework above it: an SFT or
 # classification script on Trainer, DeepSpeed or not); a stack through transformers' models only says nothing
@@ -213,7 +214,7 @@ _RUNTIME_DIRS = (("transformers", _HF_TRAINER), ("vllm", ("/vllm/",)), ("deepspe
 _RUNTIME_TEXT = (
     # Trainer.train's banner (transformers/trainer.py _inner_training_loop: logger.info("***** Running training *****"))
     ("transformers", re.compile(r"\*{5} Running training \*{5}")),
-    ("vllm", re.compile(r"\((?:EngineCore(?:_\d+)?|APIServer|VllmWorker\w*) pid=\d+\)|\bvllm\.entrypoints\b|"
+    ("vllm", re.compile(r"\((?:" + "|".join(VLLM_PROCESSES) + r")\w*(?: rank=\d+)? pid=\d+[,)]|\bvllm\.entrypoints\b|"
                         r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
                         r"Writing input of failed execution to ")),
