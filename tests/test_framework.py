@@ -149,3 +149,45 @@ def test_runtime_told_by_its_own_files_and_dump_lines():
 
 def test_ms_swift_reward_lookup_wording_names_ms_swift():
     assert detect([], ["reward_function my_format is not implemented in swift.llm.plugin"], {})[0] == "ms-swift"
+
+
+def test_a_class_named_grpotrainer_in_a_code_line_is_not_trl():
+    # Jaykef/ai-algorithms#4: a notebook's own from-scratch GRPOTrainer, called in a cell's source line (VS Code's
+    # rendering); nothing else in the log names a framework
+    line = ("    [591](vscode-notebook-cell:?execution_count=6&line=591) trainer = GRPOTrainer(model, tokenizer, "
+            "reward_functions, config, dataset, processor)")
+    assert detect([], [line], {})[0] is None
+    assert detect([], ["    trainer = GRPOTrainer("], {})[0] is None
+    # trl's class where the name can only be trl's: imported from trl, its module path, and a method of it in
+    # CPython's argument-error words (huggingface/trl#5175, trl's own CI: a pytest summary line)
+    assert detect([], ["from trl import GRPOTrainer"], {})[0] == "trl"
+    assert detect([], ["from trl.trainer.grpo_trainer import GRPOTrainer"], {})[0] == "trl"
+    assert detect([], ["<trl.trainer.grpo_trainer.GRPOTrainer object at 0x7f3c2c1d5e50>"], {})[0] == "trl"
+    ci = ("  FAILED tests/test_grpo_trainer.py::TestGRPOTrainer::test_training_vlm_beta_non_zero[trl-internal-testing/"
+          "tiny-Qwen2_5_VLForConditionalGeneration] - TypeError: GRPOTrainer._get_per_token_logps_and_entropies() got "
+          "an unexpected keyword argument 'mm_token_type_ids'")
+    assert detect([], [ci], {})[0] == "trl"
+
+
+def test_openrlhf_ray_actor_prefixes_name_openrlhf():
+    # OpenRLHF/OpenRLHF#1050: the actor's line prefix is the only sign of OpenRLHF in the paste (0.1-0.8.2 names it
+    # ActorModelRayActor; openrlhf/trainer/ray/ppo_actor.py)
+    assert detect([], ["(ActorModelRayActor pid=234795) "], {})[0:4:3] == ("openrlhf", "text")
+    # the names since 0.8.3 (PolicyModelActor) and the rollout actor's (RolloutRayActor since 0.10.2)
+    assert detect([], ["(PolicyModelActor pid=1) x"], {})[0] == "openrlhf"
+    assert detect([], ["(RolloutRayActor pid=1) x"], {})[0] == "openrlhf"
+
+
+def test_vllm_ray_workers_name_vllm_and_share_one_list_of_vllm_processes():
+    from doctor.checks.hang._progress import VLLM_ORIGINS
+    from doctor.sources.logtext import VLLM_PROCESSES
+
+    # vllm-project/vllm#17242 and vllm-project/vllm#6042: vLLM's Ray workers (vllm/executor/ray_utils.py
+    # RayWorkerWrapper), with and without Ray's ip; no trainer named: vLLM is the runtime, before torch's NCCL lines
+    assert detect([], ["(RayWorkerWrapper pid=376235, ip=10.10.10.61) *** SIGSEGV received at time=1745722347 on cpu "
+                       "48 ***"], {})[0::3] == ("vllm", "runtime")
+    nccl = ("(RayWorkerWrapper pid=489968) [rank1]:[E ProcessGroupNCCL.cpp:583] [Rank 1] To avoid data inconsistency, "
+            "we are taking the entire process down.")
+    assert detect([], [nccl], {})[0] == "vllm"
+    # the hang and native-crash rules read the same process names
+    assert set(VLLM_PROCESSES) <= set(VLLM_ORIGINS) and "RayWorkerWrapper" in VLLM_PROCESSES

@@ -132,7 +132,9 @@ NOTEBOOK_TB = r'''  {
 def test_a_notebook_traceback_stored_as_json_strings_is_read_frame_by_frame():
     first = run(NOTEBOOK_TB)[0]
     assert (first.rule_id, first.category) == ("GD606", "reward-function-error")
-    assert "'solution'" in first.message and "_calculate_rewards" in first.message
+    # the deepest frame is the notebook cell that defined the reward ("Cell In[8], line 5, in correctness_reward_func"),
+    # under trl's _calculate_rewards
+    assert "'solution'" in first.message and "In[8]:5 (correctness_reward_func)" in first.message
 
 
 def _rich_traceback(width: int, ascii_only: bool = False) -> str:

@@ -17,11 +17,12 @@ from typing import Any
 from ..claim_facts import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
+from ..sources import ipython_tb, rich_box
 from ..sources import metrics as metrics_src
 from ..sources.paste import DICT_ITEM, DICT_OPEN, ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import RunConfig
-from ..sources.traceback import BARE_WORDS, COLAB_WORD, TracebackTracker
+from ..sources.traceback import BARE_WORDS, TracebackTracker
 from ..swift.trainer_kind import MetricMarks, TrainerKind
 from .columns import Block, add_facts, first_of, load_numpy
 
@@ -35,9 +36,9 @@ SAVE_WORD = "Saving model checkpoint to"
 # holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)
 STATE_WORDS: frozenset[str] = frozenset(
     set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
-    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", COLAB_WORD,
-       ENTRY_WORD}
-    | set(BARE_WORDS))
+    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout",
+       ipython_tb.COLAB_WORD, ipython_tb.CELL_WORD, ENTRY_WORD}
+    | set(BARE_WORDS) | set(rich_box.WORDS))
 
 
 @dataclass
@@ -76,12 +77,18 @@ class RunState:
         """(last frame line, frames) of tracebacks cut before their exception line."""
         return self.tracker.open_tracebacks()
 
+    @property
+    def dumped_frames(self) -> list[tuple[LogLine, Frame]]:
+        """(line, frame) of the stacks faulthandler dumped (a fatal signal's, a hang's dump), in log order."""
+        return list(self.tracker.dumped)
+
     def framework(self, heads: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
         """(framework, version, recipe, source) of the run, detected from what the state holds (the frames, the
-        launch commands, the last lines; ``heads``: the first lines of the logs when the caller read them):
-        doctor/swift/framework.py ``of_run``."""
+        faulthandler frames, the launch commands, the last lines; ``heads``: the first lines of the logs when the
+        caller read them): doctor/swift/framework.py ``of_run``."""
         from ..swift.framework import of_run
-        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, heads)
+        return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, heads,
+                      [f.path for _, f in self.tracker.dumped])
 
     def trainer_kind(self) -> TrainerKind:
         """GRPO, DPO, SFT, a server...: doctor/swift/trainer_kind.py over what the state holds."""

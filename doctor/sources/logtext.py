@@ -46,6 +46,12 @@ _ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d
 # worker.py print_to_stdstream for the autoscaler's and scheduler's event summaries; "(raylet)" for the raylet's own
 # warnings): "(autoscaler +8m46s) Error: ...", "(scheduler +2m2s) Warning: ...", "(raylet) There are tasks ..."
 _RAY_EVENT = re.compile(r"^\((?:autoscaler|scheduler|raylet|gcs_server|monitor)(?: \+[\dhms.]+)?(?:, ip=[\d.]+)?\) ")
+# vLLM's processes by the names their prefixes carry (the origin _ORIGIN reads): the engine core ("(EngineCore_0 pid=N)",
+# "(EngineCore_DP0 pid=N)": vllm/v1/engine, a process per data-parallel rank), the multiprocess workers ("(VllmWorker
+# rank=1 pid=N)": vllm/v1/executor/multiproc_executor.py), the Ray workers ("(RayWorkerWrapper pid=N)":
+# vllm/executor/ray_utils.py RayWorkerWrapper) and the OpenAI server ("(APIServer pid=N)"). One list for the hang and
+# native-crash rules (checks/hang/_progress.py VLLM_ORIGINS) and the framework detection (swift/framework.py)
+VLLM_PROCESSES = ("VllmWorker", "EngineCore", "EngineCore_DP0", "RayWorkerWrapper", "APIServer")
 # vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
 # vLLM before 0.8 printed the place without the opening bracket: "ERROR 06-12 15:44:15 worker_base.py:148] "
 # the closing bracket as a markdown escape turned it in some pastes: "[async_llm.py:485[]", "[core.py:1229\\]"

@@ -13,7 +13,8 @@ What is undone, each a standard format seen in real pastes (bench/ACCURACY-NOTES
 - HTML ``<details>``/``<summary>``/``<pre>``/``<code>`` wrapper tags and ``<br>`` (GitHub issue forms), and the
   character entities of a log copied from an HTML page (``File &quot;/x.py&quot;, line 3``),
 - user elisions (``...``, ``[... 8 similar lines ...]``, ``<truncated>``): a line holding only one becomes empty,
-- the side borders of a box that rich draws around a traceback (``│ ValueError: x │``), pytest's ``E   `` failure
+- the side borders of a box that rich draws around a traceback (``│ ValueError: x │``; one border alone on a frame line
+  or on the line that ran, when the paste starts or stops inside the box: sources/rich_box.py), pytest's ``E   `` failure
   prefix (_pytest/_code/code.py), and loguru's default record prefix (``2024-05-01 10:00:00.123 | ERROR | mod:fn:42 -
   ``, loguru/_defaults.py LOGURU_FORMAT).
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import html
 import re
 
+from . import rich_box
 from .prose_text import is_prose
 
 _FIRST = frozenset(">|<*-.…│")      # first characters that may open a wrapper ("[" only with "...": "[rank0]:" is not)
@@ -111,6 +113,8 @@ def unwrap(text: str) -> str:
             s = s[2:-2].strip()
         if s[:1] == "│" and s[-1:] == "│" and len(s) > 2:
             s = s[1:-1].strip()
+        elif s[:1] == "│" or s[-1:] == "│":
+            s = rich_box.one_border(s) or s
         if s[:1] == "E":
             m = _PYTEST_E.match(s)
             if m:

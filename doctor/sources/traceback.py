@@ -7,8 +7,10 @@ caret lines, and lone ``ValueError: ...`` lines pasted without their stack.
 from __future__ import annotations
 
 import re
+from collections import deque
 
 from ..signals import ExceptionInfo, Frame, LogLine
+from . import ipython_tb, rich_box
 
 _FRAME = re.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
@@ -17,18 +19,7 @@ _EXC = re.compile(
     r"Exception|AssertionError|KeyError|StopIteration|NotImplementedError|KeyboardInterrupt|ChildFailedError))"
     r"(?::\s?(.*))?$"
 )
-# IPython / Jupyter (IPython/core/ultratb.py, IPython 8.x): "File ~/env/.../trainer.py:2316, in Trainer.train(self, ...)"
-# then source lines "   2315 code" and "-> 2316 code" (the arrow marks the line that ran)
-_IPY_FRAME = re.compile(r"^\s*File\s+(\S+?\.pyx?):(\d+),\s+in\s+([\w.<>]+)")
-# Colab's rendering of an IPython 7 frame (IPython/core/ultratb.py VerboseTB, the path made a markdown link):
-# "[/usr/local/lib/python3.12/dist-packages/x/y.py](https://localhost:8080/#) in <module>" or "... in train(self, ...)";
-# the line number comes only with the arrow line "--> 107     from transformers.processing_utils import Unpack"
-_COLAB_FRAME = re.compile(r"^\[([^\]\s]+?\.pyx?)\]\([^)\s]*\)\s+in\s+([\w.<>]+)")
-COLAB_WORD = ".py]("  # the scanner's gate word for those frame lines (doctor/engine/state.py STATE_WORDS)
-_IPY_CODE = re.compile(r"^-+>\s*(\d+)\s(.*)$")
-# the context lines IPython prints around the arrow line ("    106 try:", "   (...)     12 ")
-_IPY_CONTEXT = re.compile(r"^(?:\d+(?:\s|$)|\(\.\.\.\))")
-_NO_LINE = -1  # a Colab frame before its arrow line gave the line number
+# IPython's notebook tracebacks (Jupyter, Colab, VS Code): doctor/sources/ipython_tb.py
 _HEADER = "Traceback (most recent call last)"
 CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.py", line 637, in f`)
 # an exception line glued onto the line before it (the newline lost in a paste or behind a redraw): the source line
@@ -61,38 +52,29 @@ BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "N
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
 _SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
-# rich's traceback (rich/traceback.py, also typer's and many CLIs' pretty exceptions): a box whose top border holds the
-# header, one "path:line in func" line per frame, the line that ran marked "❱ N │". A frame line longer than the box
-# is wrapped: at a space (which rich drops) or, inside a word, at any character (after the ":", inside the file name or
-# the line number); its pieces are joined without a separator and read with the spaces optional
-_RICH_FRAME = re.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
-# a frame whose file rich could not find on disk (exec'd or compiled code, a notebook cell): "in score:2"
-# (rich/traceback.py _render_stack: "in " name ":" lineno when not os.path.exists(frame.filename))
-_RICH_NOFILE = re.compile(r"^in ([\w<>.]+):(\d+)$")
-NOFILE = "<file not on disk>"
-_RICH_FOLDED = re.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
-_RICH_PIECE = re.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
-_RICH_HEADER = "Traceback (most recent"
+# rich's traceback box: doctor/sources/rich_box.py
 _MAX_PATH = 1000
-_RICH_CODE = re.compile(r"^❱\s*\d+(?:\s*[│|]\s?|\s+)(.*)$")
-# rich's ASCII box (a console whose encoding is not UTF-8): "+--- Traceback ... ---+", "| line |", "+------+"
-_ASCII_TOP = re.compile(r"^\s*\+-+ Traceback \(most recent")
-_ASCII_END = re.compile(r"^\s*\+-+\+\s*$")
 _MAX_FRAMES = 40
+# CPython's faulthandler (Python/traceback.c dump_frame: '  File "<file>", line <n> in <name>', no comma before "in", as
+# 3.11 prints it): the stack it dumps on a fatal signal or on faulthandler.dump_traceback, innermost frame first
+FAULT_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+_MAX_DUMPED = 400  # the dumped frames kept (the last ones): a dump of every thread of a big job runs to thousands
 _MAX_MSG = 600
 
 
 class _State:
-    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "last", "rich", "rich_path")
+    __slots__ = ("frames", "in_tb", "expect_code", "ipy", "shown", "last", "rich", "rich_path", "headless")
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
         self.in_tb = False
         self.expect_code = False
         self.ipy = False  # the awaited code line is IPython's arrow line (context lines come before it)
+        self.shown = ""  # the last source line IPython showed before that arrow line
         self.last: LogLine | None = None  # the last frame line seen
         self.rich = False  # inside rich's traceback box (its lines hold no gate word: every one is fed)
         self.rich_path: str | None = None  # the pieces so far of a frame line rich folded, awaiting its " in func"
+        self.headless = False  # a rich box opened by a line inside it (its header not in the paste)
 
 
 class TracebackTracker:
@@ -101,13 +83,22 @@ class TracebackTracker:
     def __init__(self) -> None:
         self._states: dict[tuple[str, int | None], _State] = {}
         self._nb: dict[str, str] = {}  # a notebook error output's "ename" / "evalue" seen so far, and their file
+        # faulthandler's frames (FAULT_FRAME), with the line of each: read once here for every reader of the run
+        self.dumped: deque[tuple[LogLine, Frame]] = deque(maxlen=_MAX_DUMPED)
 
     def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
         """Tracebacks whose exception line never came (a log cut mid-stack): (last frame line, frames)."""
         out = []
         for st in self._states.values():
             if st.frames and st.last is not None:
-                out.append((st.last, tuple(st.frames)))
+                frames = tuple(st.frames)
+                last = frames[-1]
+                if st.ipy and st.shown and not last.code:
+                    # cut before IPython's arrow line: the code is the nearest the log shows, the source line just
+                    # above the one that ran (ultratb _format_traceback_lines prints them in order); the line number
+                    # stays the frame's own
+                    frames = frames[:-1] + (Frame(last.path, last.lineno, last.func, st.shown[:200]),)
+                out.append((st.last, frames))
         return sorted(out, key=lambda x: x[0].seq)
 
     def expecting(self) -> bool:
@@ -126,12 +117,13 @@ class TracebackTracker:
             del st.frames[0]
         st.expect_code = False
         st.ipy = False
+        st.shown = ""
         return st
 
     def _rich(self, key: tuple[str, int | None], st: _State, line: LogLine, stripped: str) -> bool:
         """A line inside rich's traceback box (its side borders already taken off by the paste reader): a frame, the
         second half of a wrapped frame, the code line that ran, or the box's end. True when the line was one."""
-        if line.raw.lstrip()[:1] == "╰" or _ASCII_END.match(line.raw):
+        if line.raw.lstrip()[:1] == "╰" or rich_box.ASCII_END.match(line.raw):
             st.rich = False
             return True
         if stripped[:1] == "|" and stripped[-1:] == "|" and len(stripped) > 1:
@@ -139,20 +131,20 @@ class TracebackTracker:
             if not stripped:
                 return True
         pieces, st.rich_path = st.rich_path, None
-        m = _RICH_FOLDED.match(pieces + stripped) if pieces else _RICH_FRAME.match(stripped)
+        m = rich_box.FOLDED.match(pieces + stripped) if pieces else rich_box.FRAME.match(stripped)
         if m:
             self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3))).rich = True
             return True
-        m = None if pieces else _RICH_NOFILE.match(stripped)
+        m = None if pieces else rich_box.NOFILE.match(stripped)
         if m:
-            self._frame(key, st, line, Frame(NOFILE, int(m.group(2)), m.group(1))).rich = True
+            self._frame(key, st, line, Frame(rich_box.NOFILE_PATH, int(m.group(2)), m.group(1))).rich = True
             return True
         joined = (pieces or "") + stripped
-        if (_RICH_PIECE.match(joined) and (pieces or "/" in stripped or "\\" in stripped)
+        if (rich_box.PIECE.match(joined) and (pieces or "/" in stripped or "\\" in stripped)
                 and len(joined) <= _MAX_PATH):
             st.rich_path = joined
             return True
-        m = _RICH_CODE.match(stripped)
+        m = rich_box.CODE.match(stripped)
         if m and st.frames:
             last = st.frames[-1]
             st.frames[-1] = Frame(last.path, last.lineno, last.func, m.group(1).replace("│", " ").strip()[:200])
@@ -183,13 +175,18 @@ class TracebackTracker:
         stripped = text.strip()
         if not stripped:
             return None
-        if _RICH_HEADER in text:  # the header's start: one test per line for both forms (_HEADER begins with it)
-            rich = "╭" in line.raw or bool(_ASCII_TOP.match(line.raw))  # a narrow rich box cuts its title short
+        if rich_box.HEADER in text:  # the header's start: one test per line for both forms (_HEADER begins with it)
+            rich = "╭" in line.raw or bool(rich_box.ASCII_TOP.match(line.raw))  # a narrow rich box cuts its title short
             if rich or _HEADER in text:
                 st = self._states[key] = _State()
                 st.in_tb = True
                 st.rich = rich
                 return None
+        if (st is None or not st.rich) and "│" in line.raw and rich_box.opens_box(line.raw, stripped):
+            st = self._states[key] = _State()  # a paste that starts inside the box: its frames are read all the same
+            st.in_tb = st.rich = st.headless = True
+        elif st is not None and st.headless and st.rich and "│" not in line.raw:
+            st.rich = False  # out of a box whose header was not seen: every line inside it has a side border
         if st is not None and st.rich:
             if self._rich(key, st, line, stripped):
                 return None
@@ -202,25 +199,28 @@ class TracebackTracker:
                     path = CUT + path  # the paste starts inside the path: whose file it is cannot be told
                 self._frame(key, st, line, Frame(path, int(m.group(2)), m.group(3))).expect_code = True
                 return None
-        if stripped.startswith("File ") and ".py:" in stripped:
-            m = _IPY_FRAME.match(stripped)
+            m = FAULT_FRAME.match(text) or FAULT_FRAME.match(line.raw)
             if m:
-                # IPython prints the source lines after it, the one that ran marked with an arrow (below)
-                st = self._frame(key, st, line, Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1]))
-                st.expect_code = st.ipy = True
+                self.dumped.append((line, Frame(m.group("path"), int(m.group("line")), m.group("func"))))
                 return None
-        if stripped[:1] == "[" and COLAB_WORD in stripped:
-            m = _COLAB_FRAME.match(stripped)
-            if m:
-                st = self._frame(key, st, line, Frame(m.group(1), _NO_LINE, m.group(2).rsplit(".", 1)[-1]))
-                st.expect_code = st.ipy = True
-                return None
+        ipy = None
+        if stripped[:5] == "File " and ".py:" in stripped:
+            ipy = ipython_tb.file_frame(stripped)
+        elif stripped[:5] == "Cell ":
+            ipy = ipython_tb.cell_frame(stripped)
+        elif stripped[:1] == "[" and ipython_tb.COLAB_WORD in stripped:
+            ipy = ipython_tb.colab_frame(stripped)
+        if ipy is not None:
+            # IPython prints the source lines after it, the one that ran marked with an arrow (below)
+            st = self._frame(key, st, line, Frame(*ipy))
+            st.expect_code = st.ipy = True
+            return None
         if stripped[:1] == "-" and st is not None and st.ipy and st.frames:
-            m = _IPY_CODE.match(stripped)
-            if m:
+            ran = ipython_tb.arrow(stripped)
+            if ran is not None:
                 last = st.frames[-1]
-                lineno = int(m.group(1)) if last.lineno == _NO_LINE else last.lineno
-                st.frames[-1] = Frame(last.path, lineno, last.func, m.group(2).strip()[:200])
+                lineno = ran[0] if last.lineno == ipython_tb.NO_LINE else last.lineno
+                st.frames[-1] = Frame(last.path, lineno, last.func, ran[1][:200])
                 st.expect_code = st.ipy = False
                 return None
         m = _EXC.match(stripped)
@@ -258,8 +258,11 @@ class TracebackTracker:
                 del self._states[key]
                 return ExceptionInfo(g.group(1), msg, frames, line.where, line.rank, line.seq, line.raw)
         if st is not None and st.ipy:
-            if not _IPY_CONTEXT.match(stripped):  # not a context line: this frame shows no arrow line
+            code = ipython_tb.shown(stripped)
+            if code is None:  # not a source line: this frame shows no arrow line
                 st.expect_code = st.ipy = False
+            elif code:
+                st.shown = code
             return None
         if st is not None and st.expect_code and st.frames:
             last = st.frames[-1]

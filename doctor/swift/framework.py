@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..sources.logtext import VLLM_PROCESSES
 from ..textcache import for_short_texts
 
 # (framework, path fragments of its package directory), most specific first
@@ -55,6 +56,13 @@ _CMD = (
                         r"-m\s+recipe\.\w+\.main_\w+")),
     # OpenRLHF's own flags (openrlhf/cli/train_ppo_ray.py: --vllm_num_engines, --actor_num_gpus_per_node)
     ("openrlhf", re.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
+    # OpenRLHF's Ray actors in Ray's line prefix (openrlhf/trainer/ray/: launcher.py, ppo_actor.py, ppo_critic.py,
+    # vllm_engine.py): ActorModelRayActor, ReferenceModelRayActor, RewardModelRayActor, CriticModelRayActor and
+    # LLMRayActor from 0.1 to 0.8.2; PolicyModelActor, ReferenceModelActor, RewardModelActor and CriticModelActor since
+    # then, LLMRayActor renamed RolloutRayActor in 0.10.2 (checked at the tags 0.1.0-0.11.0)
+    ("openrlhf", re.compile(r"\((?:ActorModelRayActor|ReferenceModelRayActor|CriticModelRayActor|RewardModelRayActor|"
+                            r"PolicyModelActor|ReferenceModelActor|CriticModelActor|RewardModelActor|LLMRayActor|"
+                            r"RolloutRayActor) pid=\d+")),
     # verl's Ray actors and its console rows (verl/trainer/main_ppo.py TaskRunner / main_task, single_controller's
     # WorkerDict; utils/tracking.py rows "step:N - ... critic/score/mean:...")
     ("verl", re.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
@@ -73,7 +81,16 @@ _CMD = (
     ("ms-swift", re.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
     ("trl", re.compile(r"^TRL CLI: error:")),
     ("axolotl", re.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
-    ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|\bGRPOTrainer\b")),
+    # trl's GRPOTrainer where the name stands for trl's: imported from trl, by its module path (a logger's name, an
+    # object's repr "<trl.trainer.grpo_trainer.GRPOTrainer object at ...>"), or a method of it in the words CPython's
+    # argument errors use ("GRPOTrainer._get_per_token_logps() got an unexpected keyword argument", "... takes 3
+    # positional arguments", "... missing 1 required positional argument": Python/ceval.c, the qualified name since 3.10). A code
+    # line that calls a class of that name may call the user's own (a notebook's from-scratch GRPOTrainer); trl's code
+    # shows in the frames
+    ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
+                       r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b.*\bGRPOTrainer\b|"
+                       r"\btrl\.(?:trainer\.(?:grpo_trainer\.)?)?GRPOTrainer\b|\btrl\.trainer\.grpo_trainer\b|"
+                       r"\bGRPOTrainer\.\w+\(\) (?:got an unexpected|takes \d|missing \d)")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
     ("trl", re.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
@@ -186,7 +203,7 @@ def unsloth_version(texts: Iterable[str]) -> str | None:
 
 
 # no trainer told: the runtime the job ran on (a vLLM server, a DeepSpeed or torch.distributed job), from its frames or
-# its launcher's and logger's own lines (vLLM's "(EngineCore_0 pid=N)" / "(APIServer pid=N)" process prefixes and
+# its launcher's and logger's own lines (vLLM's process prefixes "(EngineCore_0 pid=N)", "(RayWorkerWrapper pid=N)"... and
 # entrypoints; DeepSpeed's launcher module and "[deepspeed]" config prints; torch elastic's agent and torchrun)
 # transformers' Trainer: its training loop's own files (a job with no trainer framework above it: an SFT or
 # classification script on Trainer, DeepSpeed or not); a stack through transformers' models only says nothing
@@ -197,7 +214,7 @@ _RUNTIME_DIRS = (("transformers", _HF_TRAINER), ("vllm", ("/vllm/",)), ("deepspe
 _RUNTIME_TEXT = (
     # Trainer.train's banner (transformers/trainer.py _inner_training_loop: logger.info("***** Running training *****"))
     ("transformers", re.compile(r"\*{5} Running training \*{5}")),
-    ("vllm", re.compile(r"\((?:EngineCore(?:_\d+)?|APIServer|VllmWorker\w*) pid=\d+\)|\bvllm\.entrypoints\b|"
+    ("vllm", re.compile(r"\((?:" + "|".join(VLLM_PROCESSES) + r")\w*(?: rank=\d+)? pid=\d+[,)]|\bvllm\.entrypoints\b|"
                         r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
                         r"Writing input of failed execution to ")),
@@ -275,14 +292,17 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
     return name, version, recipe, source
 
 
-def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
+def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[str] = (),
+           dumped: Iterable[str] = ()) -> tuple[str | None, str | None, str | None, str]:
     """``detect`` over what a session holds: a RunConfig, the parsed exceptions, the cut tracebacks ((line, frames)
-    pairs), the last lines of each log (path -> LogLines) and the first lines of the logs when the caller read them."""
+    pairs), the last lines of each log (path -> LogLines), the first lines of the logs when the caller read them and
+    the paths of the frames faulthandler dumped (the code a crashed or hung process was running)."""
     paths = [f.path for e in exceptions for f in e.frames]
     paths += [f.path for _, frames in open_tracebacks for f in frames]
     if not paths:  # exceptions pasted without frames: the function the raise-site index finds for their wording
         from ..classify.structure import site_frames
         paths = [f.path for e in list(exceptions)[:3] for f in site_frames(e)]
+    paths += dumped
     texts = list(run.command_texts) + [ln.text for tail in (tails or {}).values() for ln in tail]
     texts += [e.raw for e in list(exceptions)[:20]] + [e.message for e in list(exceptions)[:20]]
     texts += list(heads)

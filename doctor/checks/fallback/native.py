@@ -7,7 +7,6 @@ from ...engine.state import RunState
 from ...registry import find_rule
 from ...rules import Diagnosis, Hit
 from ..hang._progress import VLLM_ORIGINS
-from ..hang.endings import FAULT_FRAME
 from .crash_lines import crash_symbol, faulthandler_dump, in_nccl
 
 # torch's NCCL watchdog ends a process whose collective timed out or whose NCCL call failed by throwing from its own
@@ -33,15 +32,10 @@ _VLLM_TEXT = re.compile(r"/vllm/|Writing input of failed execution|\b(?:model_ru
 
 def dumped_frames(hit: Hit, ctx: RunState) -> list[tuple[str, str]]:
     """(path, function) of the faulthandler stack CPython prints after a fatal signal ('Fatal Python error:
-    Segmentation fault', then 'Stack (most recent call first):' and its File lines), innermost first."""
-    tail = ctx.tails.get(hit.evidence.path) or ()
-    out = []
-    for t in tail:
-        if hit.seq <= t.seq <= hit.seq + 60:
-            m = FAULT_FRAME.match(t.text) or FAULT_FRAME.match(t.raw)
-            if m:
-                out.append((m.group("path"), m.group("func")))
-    return out
+    Segmentation fault', then 'Stack (most recent call first):' and its File lines), innermost first: the frames the
+    traceback reader kept (sources/traceback.py FAULT_FRAME) in the 60 lines after the crash line, in its log."""
+    return [(f.path, f.func) for line, f in ctx.dumped_frames
+            if line.where.path == hit.evidence.path and hit.seq <= line.seq <= hit.seq + 60]
 
 
 def in_vllm(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]] | None = None) -> bool:

@@ -12,6 +12,7 @@ from ...engine import columns
 from ...engine.columns import Block
 from ...rules import OUT_OF_RANGE
 from ...signals import ExceptionInfo, LogLine, Metrics
+from ...sources.logtext import VLLM_PROCESSES
 from .._rows import RAISED, step_row, step_rows
 
 # --------------------------------------------------------------------------------------------- phases
@@ -37,7 +38,7 @@ _MARKERS: tuple[tuple[str, str], ...] = (
 # vLLM engine progress (not any line that mentions vllm: argument names and traceback paths do too)
 _VLLM_WORDS = ("LLM engine", "cumem", "sleep mode", "KV cache", "CUDA graph", "EngineCore", "VllmWorker",
                "vLLM is using", "Model loading took", "Memory profiling", "GPU blocks", "init engine")
-VLLM_ORIGINS = ("vllm", "VllmWorker", "EngineCore", "RayWorkerWrapper", "EngineCore_DP0", "APIServer")
+VLLM_ORIGINS = ("vllm", *VLLM_PROCESSES)  # its logger's prefix ("vllm") and its processes' (sources/logtext.py)
 _SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
 # the words _Progress.feed acts on in a line besides the literals that route it there (sources/quiet.py)
 LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "', "(idle)", "(active",

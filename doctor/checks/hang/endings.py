@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ...signals import LogLine
+from ...sources.traceback import FAULT_FRAME
 
 # tqdm's format_meter: "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]" (tqdm/std.py)
 BAR = re.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
@@ -26,9 +27,8 @@ def _has_bar(text: str) -> bool:
 
 # a training bar's description (transformers' Trainer prints none; ms-swift "Train"; others "Training", "Epoch 1")
 _TRAIN_DESC = re.compile(r"^(?:|Train\w*|train\w*|Epoch\b.*|Iteration\w*|Steps?)$")
-# CPython faulthandler (Python/traceback.c): "Thread 0x... (most recent call first):", "  File "x.py", line 12 in f"
+# CPython faulthandler (Python/traceback.c): "Thread 0x... (most recent call first):", then its frames (FAULT_FRAME)
 FAULT_THREAD = re.compile(r"^(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+) \(most recent call first\):")
-FAULT_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 FATAL = "Fatal Python error"
 # "2025-08-11 16:11:59" (logging, ms-swift) or vLLM's "INFO 08-11 16:11:59" (no year: only differences are used)
 # or transformers' logging format "11/28/2026 04:47:54"
