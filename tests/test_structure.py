@@ -282,6 +282,15 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
     ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "argument-error-other"),
     ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-"
      "32GB GPU has compute capability 7.0.", "argument-error-other"),
+    # the Hub unreachable, or a local path that does not exist taken for a repo id (transformers utils/hub.py,
+    # huggingface_hub validate_repo_id): a download, never the rollout server
+    ("OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached "
+     "files and it looks like Qwen/Qwen2.5-7B is not the path to a directory containing a file named config.json.",
+     "argument-error-other"),
+    ("requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries "
+     "exceeded with url: /Qwen/Qwen2.5-7B/resolve/main/config.json", "argument-error-other"),
+    ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+     "'/data/models/qwen'. Use `repo_type` argument if needed.", "argument-error-other"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),

@@ -57,7 +57,12 @@ def _flags(framework: str | None) -> tuple[str, str, str]:
             "GRPOConfig", "vllm_server_timeout in GRPOConfig")
 
 
-def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+# model hubs: a connection to one of them is a download (transformers / huggingface_hub / modelscope fetching the
+# model or dataset), never the rollout server
+_HUBS = ("huggingface.co", "hf-mirror.com", "hf.co", "modelscope.cn", "modelscope.ai", "cdn-lfs")
+
+
+def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     # a chained traceback lists the socket's error first and the client's own (the one that names the stage) last
     own = [h for h in hits if h.exc is not None and _OWN.search(h.exc.message)]
     hit = own[0] if own else hits[-1]
@@ -66,6 +71,8 @@ def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     etype = exc.type if exc is not None else ""
     stage = _stage(text, etype)
     where = _where(text)
+    if where and any(where[0] == hub or where[0].endswith("." + hub) for hub in _HUBS):
+        return None
     at = f"{where[0]}:{where[1]}" if where else "the configured host and port"
     url = f"http://{where[0]}:{where[1]}" if where else "http://HOST:PORT"
     framework = ctx.framework()[0]
