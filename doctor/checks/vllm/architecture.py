@@ -1,0 +1,31 @@
+"""GD241: vLLM's model registry refuses the model's architecture: not implemented in this release, or an
+implementation that is listed but failed to import (then the registry's inspection error above says why)."""
+from __future__ import annotations
+
+import re
+
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
+
+_ARCHS = re.compile(r"'(\w+)'")
+_SUPPORTED = re.compile(r"Supported architectures: (.*)")
+# vllm/model_executor/models/registry.py logs why it could not import a listed model class before it refuses it
+_INSPECT = ("Error in inspecting model architecture", "failed to be inspected")
+
+
+def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+    text = hits[0].line.text if hits[0].line is not None else hits[0].evidence.text
+    arch = hits[0].groups.get("arch") or "the model's architecture"
+    names = _ARCHS.findall(arch)
+    listed = _SUPPORTED.search(text)
+    inspected = any(w in t.text for tail in ctx.tails.values() for t in tail for w in _INSPECT)
+    if names and listed and all(f"'{n}'" in listed.group(1) for n in names) or inspected:
+        msg = (f"vLLM lists {arch} among the architectures it supports, yet refused it: its implementation failed to "
+               f"import (the registry inspects each model class in a subprocess and logs 'Error in inspecting model "
+               f"architecture' with the real error above this line), which is a broken install or a package clash, "
+               f"not a model vLLM lacks.")
+        fix = ("Read the registry's error above this line (the subprocess's traceback), or run `python -c \"import "
+               "vllm.model_executor.models\"` and `python -m vllm.model_executor.models.registry` in the run's "
+               "environment; reinstall vllm with the torch and transformers versions it pins.",)
+        return Diagnosis(message=msg, fix=fix, category="import-or-dependency-error")
+    return Diagnosis()
