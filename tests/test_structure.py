@@ -291,6 +291,11 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "exceeded with url: /Qwen/Qwen2.5-7B/resolve/main/config.json", "argument-error-other"),
     ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
      "'/data/models/qwen'. Use `repo_type` argument if needed.", "argument-error-other"),
+    # torch's DDP reducer (torch/csrc/distributed/c10d/reducer.cpp): reentrant checkpointing, unused parameters
+    ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+     "reasons: 1) Use of a module parameter outside the `forward` function.", "argument-error-other"),
+    ("RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error "
+     "indicates that your module has parameters that were not used in producing loss.", "argument-error-other"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
