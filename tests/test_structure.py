@@ -296,6 +296,17 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "reasons: 1) Use of a module parameter outside the `forward` function.", "argument-error-other"),
     ("RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error "
      "indicates that your module has parameters that were not used in producing loss.", "argument-error-other"),
+    # LLaMA-Factory's data and multimodal checks (data/parser.py, data/template.py, data/mm_plugin.py)
+    ("ValueError: Undefined dataset my_data in dataset_info.json.", "dataset-or-template-error"),
+    ("ValueError: Template qwen2_vl does not exist.", "dataset-or-template-error"),
+    ("ValueError: Processor was not found, please check and update your processor config.", "multimodal-image-error"),
+    # a CPU-only torch (torch/cuda/__init__.py _lazy_init); a quantized model on another device (accelerate)
+    ("AssertionError: Torch not compiled with CUDA enabled", "import-or-dependency-error"),
+    ("ValueError: You can't train a model that has been loaded in 8-bit precision on a different device than the "
+     "one you're training on.", "argument-error-other"),
+    # cuBLAS refusing a bfloat16 GEMM on a GPU without bfloat16
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, "
+     "opb, (int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda)`", "argument-error-other"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
