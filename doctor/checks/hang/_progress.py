@@ -42,10 +42,13 @@ VLLM_ORIGINS = ("vllm", *VLLM_PROCESSES)  # its logger's prefix ("vllm") and its
 _SWIFT_EVIDENCE = ("[INFO:swift]", "[WARNING:swift]", "run sh:", "args: RLHFArguments(", "***** Running training *****")
 # the words _Progress.feed acts on in a line besides the literals that route it there (sources/quiet.py)
 LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE + ('): "', "(idle)", "(active",
-                                                                                 "death signal")
+                                                                                 "death signal", "got signal:")
 # torch elastic's agent stopping its workers on a signal it received (torch/distributed/elastic/agent/server/api.py
 # run: logger.warning("Received %s death signal, shutting down workers", e.sigval): "Signals.SIGINT" or "15")
-_DEATH_SIGNAL = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal")
+# and the exception its worker processes' handler raises (multiprocessing/api.py _terminate_process_handler: raise
+# SignalException(f"Process {os.getpid()} got signal: {sigval}"), "1" or "Signals.SIGHUP" by Python version)
+_DEATH_SIGNAL = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal|"
+                           r"SignalException: Process \d+ got signal: (?:Signals\.)?(?P<sig2>SIG[A-Z]+|\d+)")
 
 
 # who sends each signal, in the words a report uses
@@ -55,10 +58,10 @@ SIGNAL_SENDERS = {"SIGTERM": "a kill, a job scheduler's time limit or preemption
 
 def death_signal(text: str) -> str | None:
     """The signal torch elastic's agent says it received, by name ("SIGTERM" for "15"); None: no such line."""
-    m = _DEATH_SIGNAL.search(text) if "death signal" in text else None
+    m = _DEATH_SIGNAL.search(text) if "death signal" in text or "got signal:" in text else None
     if m is None:
         return None
-    sig = m.group("sig")
+    sig = m.group("sig") or m.group("sig2")
     if not sig.isdigit():
         return sig
     try:

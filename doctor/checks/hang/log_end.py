@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...classify.structure import CONSEQUENCES
 from ...engine.state import RunState
+from ...known.normalise import short_type
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
@@ -96,9 +98,12 @@ class LogEnd(Rule):
             if _error_after(ctx, e.line.seq) or any(ln.seq > e.line.seq and _ERROR_LINE.search(plain(ln.text))
                                                      for ln in ctx.last_tail()):
                 return []  # the log goes on to an exception or an error line: it did not stop there
-        elif self.want == "other" and (not warned or rows_only) and not ctx.exceptions and not ctx.open_tracebacks:
-            # every line for the error line: a program's own "Error computing x: ..." reads like a sentence
-            e = self._signal_line(lines) or self._error_line(lines) or self._error_line(ctx.last_tail())
+        elif self.want == "other" and (not warned or rows_only) and not ctx.open_tracebacks and \
+                all(short_type(x.type) in CONSEQUENCES for x in ctx.exceptions):
+            # exceptions that only follow a stop (torch elastic's SignalException, ChildFailedError): the signal line
+            # is what the log shows; every line for the error line ("Error computing x: ..." reads like a sentence)
+            e = self._signal_line(lines) or (None if ctx.exceptions else
+                                             self._error_line(lines) or self._error_line(ctx.last_tail()))
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
         elif self.want == "warnings" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
