@@ -307,6 +307,13 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
     # cuBLAS refusing a bfloat16 GEMM on a GPU without bfloat16
     ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, "
      "opb, (int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda)`", "argument-error-other"),
+    # verl's resource pool, CUDA in a forked worker, an empty dataset, a run-time CUDA build without the toolkit
+    ("ValueError: Total available GPUs 4 is less than total desired GPUs 8.", "argument-error-other"),
+    ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the "
+     "'spawn' start method", "argument-error-other"),
+    ("ValueError: num_samples should be a positive integer value, but got num_samples=0", "dataset-or-template-error"),
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+     "import-or-dependency-error"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
