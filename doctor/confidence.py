@@ -23,6 +23,9 @@ from dataclasses import replace
 from .model import Finding, RaisedBy, Severity
 
 MAX_ALTERNATIVES = 4
+# the categories read from metric rows: how training went, not how the process failed
+METRIC_CATEGORIES = frozenset({"reward-zero-or-flat", "grad-norm-zero", "loss-nan-or-inf", "output-degenerate",
+                               "slow-training"})
 
 
 def _similar(f: Finding) -> list[str]:
@@ -63,9 +66,14 @@ def by_raise_site(f: Finding, raised: tuple[RaisedBy, ...]) -> str:
 
 
 def assess(findings: list[Finding]) -> list[Finding]:
-    """The findings with their alternatives: for a possible one, what else was considered; for the others, none."""
+    """The findings with their alternatives: for a possible one, what else was considered; for the others, none. A
+    metric-shape finding is certain of its rows, not that they are the run's failure: beside a failure of another
+    kind (an exception, an error line) it is likely."""
+    failed_otherwise = any(o.severity >= Severity.warning and o.category not in METRIC_CATEGORIES for o in findings)
     out = []
     for f in findings:
+        if f.confidence == "certain" and f.category in METRIC_CATEGORIES and failed_otherwise:
+            f = replace(f, confidence="likely")
         if f.confidence == "possible":
             alts = alternatives_of(f, [o for o in findings if o is not f])
         else:
@@ -74,4 +82,4 @@ def assess(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-__all__ = ["MAX_ALTERNATIVES", "alternatives_of", "assess", "by_raise_site"]
+__all__ = ["MAX_ALTERNATIVES", "METRIC_CATEGORIES", "alternatives_of", "assess", "by_raise_site"]

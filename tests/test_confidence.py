@@ -104,6 +104,18 @@ def test_by_raise_site_only_for_a_pinned_exception_of_a_structural_rule():
     assert confidence.by_raise_site(child, (exc,)) == "likely"              # not a structural rule
 
 
+def test_a_metric_finding_beside_a_failure_of_another_kind_is_likely():
+    # the rows prove reward_std 0; that they are the run's failure is only likely when the log also shows a crash
+    flat = Finding("GD610", "reward-flat", "reward-zero-or-flat", Severity.error, "t", "m", confidence="certain")
+    crash = Finding("GD326", "log-ends-in-error-line", "other", Severity.warning, "t", "m", confidence="possible")
+    info = Finding("GD803", "x", "checkpoint-bloat", Severity.info, "t", "m", confidence="certain")
+    assert confidence.assess([flat, crash])[0].confidence == "likely"
+    assert confidence.assess([flat])[0].confidence == "certain"
+    assert confidence.assess([flat, info])[0].confidence == "certain"     # an info note is no failure
+    nan = Finding("GD620", "nan", "loss-nan-or-inf", Severity.error, "t", "m", confidence="certain")
+    assert confidence.assess([flat, nan])[0].confidence == "certain"      # two readings of the same rows
+
+
 def test_the_fallback_for_an_unknown_failure_is_not_certain(tmp_path):
     found = _finish("Traceback (most recent call last):\n"
                     '  File "/home/u/train.py", line 3, in <module>\n'

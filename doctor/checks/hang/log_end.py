@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ...classify.structure import CONSEQUENCES
+from ...confidence import METRIC_CATEGORIES
 from ...engine.state import RunState
 from ...known.normalise import short_type
 from ...model import Finding, Severity
@@ -39,9 +40,6 @@ _INFO_LEVEL = re.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
 _NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
 
-# the categories of findings read from metric rows (training went wrong, the process did not fail)
-_METRIC_SHAPES = frozenset({"reward-zero-or-flat", "grad-norm-zero", "loss-nan-or-inf", "output-degenerate",
-                            "slow-training", "gpu-underutilized"})
 def _steps(pool: dict[str, Any], ctx: RunState) -> int:
     p = pool.get("hang-progress")
     return max(getattr(p, "max_step", 0) or 0, ctx.metrics_steps)
@@ -75,7 +73,7 @@ class LogEnd(Rule):
         errors = [f for f in ctx.findings if f.severity == Severity.error and f.role.value != "consequence"]
         # errors read from the metric rows say how training went, not how the log ended: an error line after the
         # rows they quote is still the end to report
-        rows_only = bool(errors) and self.want == "other" and all(f.category in _METRIC_SHAPES for f in errors)
+        rows_only = bool(errors) and self.want == "other" and all(f.category in METRIC_CATEGORIES for f in errors)
         if ctx.ended or (errors and not rows_only) or \
                 any(f.category in ("hang-at-start", "hang-mid-training") for f in ctx.findings):
             return []  # an error explains the log, or the trainer's own hang rules (GD320-GD322) placed the stop
