@@ -314,6 +314,11 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
     ("ValueError: num_samples should be a positive integer value, but got num_samples=0", "dataset-or-template-error"),
     ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
      "import-or-dependency-error"),
+    # a driver older than torch's CUDA, an nvcc older than the GPU
+    ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver "
+     "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+     "import-or-dependency-error"),
+    ("ValueError: Unsupported gpu architecture 'compute_120'", "import-or-dependency-error"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
