@@ -319,6 +319,14 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
      "import-or-dependency-error"),
     ("ValueError: Unsupported gpu architecture 'compute_120'", "import-or-dependency-error"),
+    # transformers' Trainer: evaluation without data, a non-empty output dir, batches without labels
+    ("ValueError: You have set `args.eval_strategy` to IntervalStrategy.STEPS but you didn't pass an `eval_dataset` to "
+     "`Trainer`. Either set `args.eval_strategy` to `no` or pass an `eval_dataset`.", "argument-error-other"),
+    ("ValueError: Trainer: evaluation requires an eval_dataset.", "argument-error-other"),
+    ("ValueError: Output directory (/x/out) already exists and is not empty. Use --overwrite_output_dir to overcome.",
+     "argument-error-other"),
+    ("ValueError: The model did not return a loss from the inputs, only the following keys: logits. For reference, "
+     "the inputs it received are input_ids,attention_mask.", "dataset-or-template-error"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
