@@ -327,6 +327,10 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "argument-error-other"),
     ("ValueError: The model did not return a loss from the inputs, only the following keys: logits. For reference, "
      "the inputs it received are input_ids,attention_mask.", "dataset-or-template-error"),
+    # two dtypes on one device (a CUDA bf16 input and a CUDA float32 weight) is no device mismatch
+    ("RuntimeError: Input type (torch.cuda.BFloat16Tensor) and weight type (torch.cuda.FloatTensor) should be the same",
+     "argument-error-other"),
+    ("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and BFloat16", "argument-error-other"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
