@@ -331,6 +331,16 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
     ("RuntimeError: Input type (torch.cuda.BFloat16Tensor) and weight type (torch.cuda.FloatTensor) should be the same",
      "argument-error-other"),
     ("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and BFloat16", "argument-error-other"),
+    # ZeRO-3 with a device_map, a partitioned weight used outside the engine, FSDP's wrap class, bitsandbytes setup,
+    # a quantized model that does not fit
+    ("ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`.",
+     "deepspeed-config-error"),
+    ("RuntimeError: 'weight' must be 2-D", "deepspeed-config-error"),
+    ("Exception: Could not find the transformer layer class QWenBlock in the model.", "argument-error-other"),
+    ("RuntimeError: CUDA Setup failed despite GPU being available. Please run the following command to get more "
+     "information: python -m bitsandbytes", "import-or-dependency-error"),
+    ("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the "
+     "quantized model.", "cuda-oom"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
