@@ -341,6 +341,8 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "information: python -m bitsandbytes", "import-or-dependency-error"),
     ("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the "
      "quantized model.", "cuda-oom"),
+    # a column a reward function or the trainer reads by name, missing from the samples
+    ("KeyError: 'solution'", "dataset-or-template-error"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
