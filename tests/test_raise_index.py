@@ -25,6 +25,7 @@ PY = "CPython's own message (attribute lookup, call check, import system, dict k
 # fixtures/logs case -> (exception type, start of message) -> the package that raises it, or why none can
 EXPECTED: dict[str, str] = {
     "real-thread-deepspeed-zero-offload-client-optimizer": "deepspeed",
+    "real-thread-vllm-qwen3-architecture-unsupported": "vllm",
     "dev-001-evalscope-empty-eval-dataset": "ms-swift", "dev-002-eval-expected-32-got-4": "ms-swift",
     "dev-020-batch-1x1-numgen8-plain-traceback": "trl", "dev-021-batch-1x1-numgen8-ga-not-counted": "trl",
     "dev-024-lora-checkpoint-missing-args-json": "ms-swift", "edge-async-generate-colocate": "ms-swift",

@@ -149,6 +149,14 @@ def test_random_logs_same_both_paths(parts, chunk, tmp_path):
     _assert_same(b"".join(parts), tmp_path, chunk=chunk, matcher=matchers.Matcher(Session().gate_words))
 
 
+def test_a_line_that_starts_a_new_run_goes_to_the_new_runs_rules(tmp_path):
+    # hypothesis found it: the line that opens a second run's argument dump holds gate words ("args:"), whose rules
+    # the new run had just replaced, so the hits named rules no longer in the session
+    parts = [b"args: RLHFArguments(", b"[rank1]: ", b"Traceback (most recent call last):", b"[rank1]: ",
+             b"Saving model checkpoint to /x", b"args: RLHFArguments("]
+    _assert_same(b"".join(parts), tmp_path, chunk=1, matcher=matchers.Matcher(Session().gate_words))
+
+
 @pytest.mark.parametrize("use", ENGINES)
 def test_word_gate_engines_agree(use):
     words = {"vllm": ("a",), "vllm_mode is required": ("b",), "Error": ("c",), "r: soc": ("d",), "it/s]": ()}

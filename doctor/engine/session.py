@@ -135,6 +135,8 @@ class Session:
         got = state.read(line, bool(hits))
         if len(state.run.runs.starts) != self._runs_seen:
             self._check_run_start()
+            if hits:  # a new run replaced the per-run rules: this line goes to the new ones
+                hits = self._gate.hits(line.text)
         if got is not None:
             exc, row = got
             if exc is not None:
