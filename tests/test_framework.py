@@ -61,6 +61,14 @@ def test_a_plain_transformers_trainer_job_names_transformers():
     assert detect(stack, [], {})[0::3] == ("transformers", "runtime")
     # no frames: Trainer.train's banner (transformers/trainer.py _inner_training_loop)
     assert detect([], ["***** Running training *****", "  Num examples = 1,000"], {})[0] == "transformers"
+    # its logger's explicit format from the Trainer's files, and Trainer.log's rows of a run that samples nothing
+    assert detect([], ["[INFO|trainer.py:2243] 2024-06-11 10:28:31,457 >> Num examples = 1,000"], {})[0] == "transformers"
+    assert detect([], ["{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}"], {})[0] == \
+        "transformers"
+    # ...but a GRPO row is trl's, and a row with ms-swift's own keys ms-swift's
+    assert detect([], ["{'loss': 0.0, 'reward': 0.5, 'reward_std': 0.1, 'epoch': 0.1}"], {})[0] == "trl"
+    assert detect([], ["{'loss': 0.1, 'epoch': 0.1, 'global_step/max_steps': '1/10', 'memory(GiB)': 3.2}"], {})[0] == \
+        "ms-swift"
     # a model's own file is not the Trainer: the runtime under it decides
     assert detect(["/x/site-packages/transformers/models/llama/modeling_llama.py",
                    "/x/site-packages/torch/nn/functional.py"], [], {})[0] == "torch"

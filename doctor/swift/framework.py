@@ -213,7 +213,12 @@ _RUNTIME_DIRS = (("transformers", _HF_TRAINER), ("vllm", ("/vllm/",)), ("deepspe
                  ("torch", ("/torch/distributed/", "/torch/")))
 _RUNTIME_TEXT = (
     # Trainer.train's banner (transformers/trainer.py _inner_training_loop: logger.info("***** Running training *****"))
-    ("transformers", re.compile(r"\*{5} Running training \*{5}")),
+    # its logger's explicit format ("[INFO|trainer.py:2243] 2024-06-11 10:28:31,457 >> ...",
+    # transformers.utils.logging.enable_explicit_format) from the Trainer's own files, and Trainer.log's rows of a run
+    # that samples nothing ({'loss': ..., 'epoch': ...}: GRPO rows and ms-swift's are told apart before this)
+    ("transformers", re.compile(r"\*{5} Running training \*{5}|"
+                                r"\[(?:INFO|WARNING|ERROR)\|(?:trainer|training_args|trainer_utils)\.py:\d+\] |"
+                                r"\{'loss': [^{}]*'epoch': ")),
     ("vllm", re.compile(r"\((?:" + "|".join(VLLM_PROCESSES) + r")\w*(?: rank=\d+)? pid=\d+[,)]|\bvllm\.entrypoints\b|"
                         r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
