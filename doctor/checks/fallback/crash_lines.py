@@ -8,6 +8,7 @@ import re
 
 from ...engine.state import RunState
 from ...rules import Hit
+from ..hang.endings import FATAL, FAULT_THREAD
 
 # absl/debugging/failure_signal_handler.cc WriteStackTrace: "PC: @ 0x7f... (unknown) symbol()"; the symbol is
 # "(unknown)" when the binary has no symbols
@@ -15,11 +16,9 @@ _PC_LINE = re.compile(r"PC: @\s+0x[0-9a-f]+\s+\S+\s+(?P<symbol>[A-Za-z_][\w:<>~]
 # NCCL's own functions (its proxy thread moves the data of every collective between nodes: src/proxy.cc
 # addProxyOpIfNeeded, ncclProxy*) and the InfiniBand verbs / UCX transport under it
 _NCCL_SYMBOL = re.compile(r"^(?:nccl|addProxyOp|ncclProxy|ibv_|uct_|ucp_|ucs_)", re.I)
-_DUMP_START = "Fatal Python error:"
-# the crashing thread's block: "Current thread 0x... (most recent call first):", or "Stack (most recent call first):"
-# when faulthandler dumps one thread (faulthandler.enable(all_threads=False))
-_CURRENT = ("Current thread 0x", "Current thread (most recent call first)", "Stack (most recent call first)")
-_OTHER_THREAD = re.compile(r"^Thread 0x[0-9a-f]+ \(most recent call first\):")
+# the block of one thread when faulthandler dumps only the crashing one (faulthandler.enable(all_threads=False));
+# the dump's first line and its per-thread headers are the hang rules' (endings.FATAL, endings.FAULT_THREAD)
+_ONE_STACK = "Stack (most recent call first)"
 
 
 def crash_symbol(hit: Hit, ctx: RunState) -> str | None:
@@ -47,9 +46,10 @@ def faulthandler_dump(hit: Hit, ctx: RunState) -> str | None:
         if not hit.seq - 12 <= t.seq <= hit.seq + 80:
             continue
         text = t.text.strip()
-        seen = seen or text.startswith(_DUMP_START)
-        current = current or text.startswith(_CURRENT)
-        others = others or bool(_OTHER_THREAD.match(text))
+        seen = seen or text.startswith(FATAL)
+        header = FAULT_THREAD.match(text)
+        current = current or text.startswith(_ONE_STACK) or bool(header and text.startswith("Current"))
+        others = others or bool(header and not text.startswith("Current"))
     if not seen:
         return None
     if current:

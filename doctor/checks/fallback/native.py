@@ -65,13 +65,14 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
     dumped = dumped_frames(hits[0], ctx)
     symbol = crash_symbol(hits[0], ctx)
+    nccl = in_nccl(symbol)
     lines_fix = _crash_lines_fix(hits[0], ctx, dumped)
-    if in_nccl(symbol):
+    if nccl:
         msg += (f" The crashing instruction is in `{symbol}`, a function of NCCL (its proxy thread moves every "
                 f"collective's data between GPUs and nodes): the crash is in NCCL's communication, not in a model "
                 f"kernel.")
     vllm = in_vllm(hits[0], ctx, dumped)
-    if vllm and in_nccl(symbol):
+    if vllm and nccl:
         msg += (" It happened in a vLLM engine's worker: its tensor- or pipeline-parallel group's NCCL died, and "
                 "errors its callers print after it are consequences.")
         fix = ("Rerun with NCCL_DEBUG=INFO on every node: the transport NCCL picked (NET/IB, NET/Socket) and the "
@@ -95,7 +96,7 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                "-E 'vllm|torch'; nvidia-smi), and rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing kernel.") \
             + lines_fix
         return Diagnosis(message=msg + _context(ctx), fix=fix, category="vllm-engine-error")
-    if in_nccl(symbol):
+    if nccl:
         fix = ("Rerun with NCCL_DEBUG=INFO on every rank: the transport NCCL picked (NET/IB, NET/Socket, P2P) is named "
                "there; try NCCL_IB_DISABLE=1, NCCL_P2P_DISABLE=1 or NCCL_SOCKET_IFNAME=<the shared interface> to tell "
                "a broken path from a bug, and check that every node has the same NCCL and driver.",) + lines_fix
