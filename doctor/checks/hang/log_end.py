@@ -104,12 +104,11 @@ class LogEnd(Rule):
                                              self._error_line(lines) or self._error_line(ctx.last_tail()))
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
-        elif self.want == "warnings" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
-            e = None if _whole_log(ctx) or self._signal_line(lines) or self._error_line(lines) \
-                else self._warning_line(lines)
-        elif self.want == "words" and not warned and not ctx.exceptions and not ctx.open_tracebacks:
-            e = None if _whole_log(ctx) or self._signal_line(lines) or self._error_line(lines) \
-                or self._warning_line(lines) else self._failure_words(lines)
+        elif self.want in ("warnings", "words") and not warned and not ctx.exceptions and not ctx.open_tracebacks \
+                and not (_whole_log(ctx) or self._signal_line(lines) or self._error_line(lines)):
+            # an excerpt with no signal or error line: its last warning (GD329), else words that name a failure (GD328)
+            warning = self._warning_line(lines)
+            e = warning if self.want == "warnings" else None if warning else self._failure_words(lines)
         return [self._finding(e, ctx, lines, steps)] if e is not None else []
 
     @staticmethod
