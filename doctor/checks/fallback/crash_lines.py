@@ -36,6 +36,13 @@ def in_nccl(symbol: str | None) -> bool:
     return bool(symbol and _NCCL_SYMBOL.match(symbol))
 
 
+def nccl_owner(symbol: str) -> str:
+    """Whose function an NCCL-side symbol is: NCCL's own, or the transport under it (verbs and UCX are not NCCL)."""
+    if symbol.lower().startswith(("ibv_", "uct_", "ucp_", "ucs_")):
+        return "a function of the network transport NCCL runs on (InfiniBand verbs or UCX)"
+    return "a function of NCCL (its proxy thread moves every collective's data between GPUs and nodes)"
+
+
 def faulthandler_dump(hit: Hit, ctx: RunState) -> str | None:
     """None when no faulthandler dump follows the crash line; "current" when it holds the crashing thread's stack
     alone ("current among others" beside other threads'); "others" when the paste shows only other threads' stacks;
@@ -57,4 +64,4 @@ def faulthandler_dump(hit: Hit, ctx: RunState) -> str | None:
     return "others" if others else "header"
 
 
-__all__ = ["crash_symbol", "faulthandler_dump", "in_nccl"]
+__all__ = ["crash_symbol", "faulthandler_dump", "in_nccl", "nccl_owner"]

@@ -7,7 +7,7 @@ from ...engine.state import RunState
 from ...registry import find_rule
 from ...rules import Diagnosis, Hit
 from ..hang._progress import VLLM_ORIGINS
-from .crash_lines import crash_symbol, faulthandler_dump, in_nccl
+from .crash_lines import crash_symbol, faulthandler_dump, in_nccl, nccl_owner
 
 # torch's NCCL watchdog ends a process whose collective timed out or whose NCCL call failed by throwing from its own
 # thread (`terminate called after throwing an instance of 'c10::DistBackendError'`, what(): "... watchdog thread
@@ -68,9 +68,8 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     nccl = in_nccl(symbol)
     lines_fix = _crash_lines_fix(hits[0], ctx, dumped)
     if nccl:
-        msg += (f" The crashing instruction is in `{symbol}`, a function of NCCL (its proxy thread moves every "
-                f"collective's data between GPUs and nodes): the crash is in NCCL's communication, not in a model "
-                f"kernel.")
+        msg += (f" The crashing instruction is in `{symbol}`, {nccl_owner(symbol or '')}: the crash is in NCCL's "
+                f"communication, not in a model kernel.")
     vllm = in_vllm(hits[0], ctx, dumped)
     if vllm and nccl:
         msg += (" It happened in a vLLM engine's worker: its tensor- or pipeline-parallel group's NCCL died, and "

@@ -28,4 +28,10 @@ def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                "vllm.model_executor.models\"` and `python -m vllm.model_executor.models.registry` in the run's "
                "environment; reinstall vllm with the torch and transformers versions it pins.",)
         return Diagnosis(message=msg, fix=fix, category="import-or-dependency-error")
+    if listed and not listed.group(1).rstrip().endswith(("]", ")")):
+        # the list was cut by the paste: its absence from what is shown proves nothing
+        return Diagnosis(message=f"vLLM refused {arch}; the list of supported architectures after it is cut in this "
+                                 f"paste and does not show it: most likely the model is newer than the installed vLLM "
+                                 f"(a listed architecture whose implementation failed to import gives the same words, "
+                                 f"after the registry's 'Error in inspecting model architecture').")
     return Diagnosis()
