@@ -78,10 +78,8 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                "interface are named there; try NCCL_IB_DISABLE=1 or NCCL_SOCKET_IFNAME=<the interface the nodes "
                "share> to tell a broken network path from a bug.",
                "Check that every node has the same NCCL (pip list | grep nccl) and driver; across nodes, vLLM's "
-               "documentation advises tensor parallelism within a node and pipeline parallelism across nodes.") \
-            + lines_fix
-        return Diagnosis(message=msg + _context(ctx), fix=fix, category="vllm-engine-error")
-    if vllm:
+               "documentation advises tensor parallelism within a node and pipeline parallelism across nodes.")
+    elif vllm:
         msg += (" It happened in the vLLM engine (its process prefix, logger lines or frames are around the crash "
                 "line): the rollout or serving engine died there, and errors its callers print after it are "
                 "consequences.")
@@ -92,9 +90,9 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         fix = ("Run the engine once with enforce_eager (no CUDA graphs) and once with another attention backend "
                "(VLLM_ATTENTION_BACKEND): a crash that goes away names the kernel; report it to vLLM with its version.",
                "Check that vLLM, torch and the CUDA driver are a combination vLLM's release notes list (pip list | grep "
-               "-E 'vllm|torch'; nvidia-smi), and rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing kernel.") \
-            + lines_fix
-        return Diagnosis(message=msg + _context(ctx), fix=fix, category="vllm-engine-error")
+               "-E 'vllm|torch'; nvidia-smi), and rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing kernel.")
+    if vllm:   # the engine died: its category, whatever the crash was in
+        return Diagnosis(message=msg + _context(ctx), fix=fix + lines_fix, category="vllm-engine-error")
     if nccl:
         fix = ("Rerun with NCCL_DEBUG=INFO on every rank: the transport NCCL picked (NET/IB, NET/Socket, P2P) is named "
                "there; try NCCL_IB_DISABLE=1, NCCL_P2P_DISABLE=1 or NCCL_SOCKET_IFNAME=<the shared interface> to tell "
