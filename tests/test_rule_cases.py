@@ -23,7 +23,7 @@ gathers, e.g. ``{gpu_gib = 24.0, gpu_source = "--gpu-mem 24"}``), in this order:
   ``expect`` ("full" / "lora", as check-ckpt --expect) and ``fs_free_x`` (free space on its disk, in sizes of
   this checkpoint).
 
-``fires`` says whether the rule must find something; ``severity`` and ``message_has`` / ``message_lacks`` / ``fix_has`` / ``fix_lacks`` (substrings)
+``fires`` says whether the rule must find something; ``severity``, ``confidence`` and ``message_has`` / ``message_lacks`` / ``fix_has`` / ``fix_lacks`` (substrings)
 what it must say. Every expected value is read from the case's input by a person, never copied from the tool's
 output. Pattern rules keep their one-line ``examples`` in their own TOML (test_catalog.py); this file holds what a
 line cannot show: commands, tracebacks, metric series, completions, GPU and machine samples, checkpoints.
@@ -64,7 +64,7 @@ from doctor.sources.gpu import parse_text
 
 CASE_KEYS = {"rule", "name", "with", "preflight", "facts", "command", "log", "metrics", "completions", "gpu", "gpu_ticks",
              "host_ticks", "disk_ticks", "hang", "exit", "checkpoint", "fires", "severity", "message_has", "fix_has",
-             "fix_lacks", "message_lacks"}
+             "fix_lacks", "message_lacks", "confidence"}
 CHECKPOINT_KEYS = {"kind", "name", "dtype", "optimizer_factor", "args", "trainer_state", "files", "truncate",
                    "siblings", "expect", "fs_free_x"}
 GIB = 1024 ** 3
@@ -180,6 +180,8 @@ def test_case(case, tmp_path):
     f = found[0]
     if "severity" in case:
         assert f.severity.name == case["severity"], f.severity.name
+    if "confidence" in case:
+        assert f.confidence == case["confidence"], f.confidence
     for text in case.get("message_has", []):
         assert text in f.message, f.message
     for text in case.get("message_lacks", []):

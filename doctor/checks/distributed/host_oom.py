@@ -7,7 +7,8 @@ from typing import Any
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
-from ...signals import LogLine
+from ...signals import HostTick, LogLine, RunExit
+from .._units import gib
 from . import _ray_oom as ray_oom
 from ._common import _raised_on
 from ._elastic import ElasticBlock
@@ -38,7 +39,7 @@ _TRAIN_BAR = re.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
 class HostOomKilled(Rule):
     """A process killed with SIGKILL and no Python traceback: in practice the host's OOM killer."""
 
-    kinds = frozenset({LogLine})
+    kinds = frozenset({LogLine, RunExit, HostTick})
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
                                         "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:",
                                         "killed due to", "return code = -9") + ray_oom.LITERALS
@@ -49,8 +50,17 @@ class HostOomKilled(Rule):
         self.hits: list[tuple[str, LogLine, dict[str, str]]] = []
         self.training = 0  # last training step seen on a Train bar before the kill
         self.ray = ray_oom.RayMemory()
+        self.exit: RunExit | None = None  # watch saw its command end by SIGKILL it did not send
+        self.host: list[HostTick] = []
 
     def feed(self, signal: Any) -> None:
+        if isinstance(signal, RunExit):
+            if signal.code == -9:
+                self.exit = signal
+            return
+        if isinstance(signal, HostTick):
+            self.host = (self.host + [signal])[-3:]
+            return
         line: LogLine = signal
         if "%|" in line.text and "Train" in line.text:
             m = _TRAIN_BAR.match(line.text)
@@ -78,14 +88,21 @@ class HostOomKilled(Rule):
         if elastic_kill and _raised_on(ctx.exceptions, root.rank) is not None:
             # a Python error was printed (by that rank, or by a process without a rank prefix): the -9 came later
             elastic_kill = False
-        if not elastic_kill and not self.hits:
+        watched_kill = self.exit is not None and not ctx.exceptions
+        if not elastic_kill and not self.hits and not watched_kill:
             return []
         run = ctx.run
         ev: list[Evidence] = []
         kinds = [n for n, _, _ in self.hits]
-        first_seq = min([l.seq for _, l, _ in self.hits] + ([root.lines[0].seq] if elastic_kill and root.lines else []))
+        seqs = [l.seq for _, l, _ in self.hits] + ([root.lines[0].seq] if elastic_kill and root.lines else [])
+        first_seq = min(seqs) if seqs else 0
         for _, l, _ in self.hits[:3]:
             ev.append(evidence_of(l))
+        if watched_kill and self.exit is not None and not self.hits and not elastic_kill:
+            # what watch saw (the exit status), then the output's last lines: where the run was when the signal came
+            ev.append(Evidence("<watch>", 0, f"the command was killed by signal 9 (SIGKILL) after {self.exit.t:.0f} s"))
+            for lines in ctx.tails.values():
+                ev.extend(evidence_of(ln) for ln in list(lines)[-3:])
         if elastic_kill:
             ev.extend(evidence_of(a[3]) for a in self.block.agent[:1])
             ev.extend(evidence_of(l) for l in root.lines[:3])
@@ -94,6 +111,8 @@ class HostOomKilled(Rule):
         # ray/_private/memory_monitor.py: the raylet kills a worker when the node's memory use passes
         # RAY_memory_usage_threshold (0.95 by default): the kill is Ray's, not the kernel's
         ray_only = set(kinds) == {"ray"}
+        proven = bool({"dmesg", "oomkilled", "ray"} & set(kinds)) or bool(watched_kill and self.exit
+                                                                           and self.exit.kernel_lines)
         if dataloader_only:
             msg = ("A DataLoader worker process was killed by the operating system (signal: Killed): the host ran "
                    "out of RAM (or /dev/shm) while the workers held their batches.")
@@ -117,7 +136,16 @@ class HostOomKilled(Rule):
                        "before the kernel's OOM killer would). ")
             elif "launcher" in kinds:
                 who = "DeepSpeed's launcher reports a process ended by signal 9 (return code -9, SIGKILL). "
-            if ray_only:
+            elif watched_kill and self.exit is not None:
+                who = (f"watch saw the command killed by signal 9 (SIGKILL) after {self.exit.t:.0f} s, a signal "
+                       "grpo-doctor did not send. ")
+            if watched_kill and self.exit is not None and not self.hits:
+                msg = who + ("A process killed this way leaves no error of its own." if proven else
+                             "A process killed this way leaves no error of its own: most often the Linux OOM killer "
+                             "(host RAM, not GPU memory) or a job scheduler's memory limit; a scheduler's time limit "
+                             "or someone's `kill -9` send the same signal.")
+                msg += _kernel_and_host(self.exit, self.host)
+            elif ray_only:
                 msg = (who + "The killed worker leaves no error of its own: the node's host RAM (not GPU memory) passed "
                        "Ray's threshold (RAY_memory_usage_threshold, 0.95 of the node's memory by default).")
             else:
@@ -179,5 +207,23 @@ class HostOomKilled(Rule):
                 fix.append("Host-RAM levers in ms-swift: --dataloader_num_workers, --offload_optimizer / "
                            "--offload_model (push states to CPU), --lazy_tokenize true, fewer processes per node "
                            "(NPROC_PER_NODE).")
+        # the kernel's, the container runtime's or Ray's own word proves an OOM kill; a bare SIGKILL only points at it
+        level = None if proven else "likely"
         return [self.make(message=msg, fix=fix, evidence=ev[:6], count=max(len(self.hits), 1),
-                          ranks=(root.rank,) if elastic_kill and root.rank is not None else (), seq=first_seq)]
+                          ranks=(root.rank,) if elastic_kill and root.rank is not None else (), seq=first_seq,
+                          confidence=level)]
+
+
+def _kernel_and_host(exit_: RunExit, host: list[HostTick]) -> str:
+    """What watch read about the kill: the kernel log (or why it could not be read) and the last host memory samples."""
+    if exit_.kernel_lines:
+        out = f" The kernel log says: {exit_.kernel_lines[-1][:200]}"
+    else:
+        out = (" The kernel log has no OOM kill of the run's processes"
+               + ("" if exit_.kernel_note is None else f" (not readable: {exit_.kernel_note[:160]})") + ".")
+    if host:
+        last = host[-1]
+        low = min(host, key=lambda x: x.available)
+        out += (f" Last host memory sample ({last.t:.0f} s): {gib(last.available)} available of {gib(last.total)}; "
+                f"lowest of the last {len(host)}: {gib(low.available)}.")
+    return out
