@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import lazyre
+
 GIB = 1024 ** 3
 
 
@@ -82,10 +84,10 @@ class RunFacts:
         return None
 
 
-_ALLOC = re.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|bytes)", re.I)
-_FREE = re.compile(r"(?:of which ([\d.]+) ?([KMGT]i?B|bytes) (?:is )?free|;\s*([\d.]+) ?([KMGT]i?B) free)", re.I)
-_CAP = re.compile(r"([\d.]+) ?([KMGT]i?B) allowed;")   # c10/cuda/CUDACachingAllocator.cpp allowed_info
-_TOTAL = re.compile(r"(?:total capacity of ([\d.]+) ?([KMGT]i?B)|([\d.]+) ?([KMGT]i?B) total capacity)", re.I)
+_ALLOC = lazyre.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|bytes)", re.I)
+_FREE = lazyre.compile(r"(?:of which ([\d.]+) ?([KMGT]i?B|bytes) (?:is )?free|;\s*([\d.]+) ?([KMGT]i?B) free)", re.I)
+_CAP = lazyre.compile(r"([\d.]+) ?([KMGT]i?B) allowed;")   # c10/cuda/CUDACachingAllocator.cpp allowed_info
+_TOTAL = lazyre.compile(r"(?:total capacity of ([\d.]+) ?([KMGT]i?B)|([\d.]+) ?([KMGT]i?B) total capacity)", re.I)
 _UNIT = {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0, "b": 1 / GIB}
 
 
@@ -137,9 +139,9 @@ class Kind:
 
 
 # quoted log text is not a claim of ours: `...` spans and '...' quotes are masked before recognition
-_QUOTED = re.compile(r"`[^`]*`|(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]{2,}?\"")
+_QUOTED = lazyre.compile(r"`[^`]*`|(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]{2,}?\"")
 # words that make what follows in its clause a condition or a test, not a statement about this run
-_CONDITION = re.compile(r"\b(?:if|when|whether|unless|until|once|where|whenever|suppose|e\.g\.|say)\b[^,;:()]*$", re.I)
+_CONDITION = lazyre.compile(r"\b(?:if|when|whether|unless|until|once|where|whenever|suppose|e\.g\.|say)\b[^,;:()]*$", re.I)
 
 
 def mask(sentence: str) -> str:

@@ -8,22 +8,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from . import lazyre
 from .claim_facts import Claim, RunFacts, Verdict, conditional
 from .swift.trainer_kind import GROUP_KINDS, UNSCORED_KINDS
 
 # what only a grouped-sampling trainer has: GRPO by name, its group size, its groups of completions
-_GRPO = re.compile(r"\bGRPO\b|\bnum_generations\b|\bgeneration groups?\b|\bgroups? of (?:\d+ )?completions\b|"
+_GRPO = lazyre.compile(r"\bGRPO\b|\bnum_generations\b|\bgeneration groups?\b|\bgroups? of (?:\d+ )?completions\b|"
                    r"\bcompletions per prompt\b|\bflat groups?\b|\bgroup(?:-relative)? advantages?\b")
 # a trainer that scores nothing (SFT, pre-training) or scores pairs (DPO and its relatives), or a server: no reward
 # function runs there (trainer_kind.UNSCORED_KINDS)
-_REWARD_FUNCS = re.compile(r"\breward functions?\b|\breward_funcs\b")
-_CONFIG = re.compile(r"\bGRPOConfig\(([^()]*)\)")
+_REWARD_FUNCS = lazyre.compile(r"\breward functions?\b|\breward_funcs\b")
+_CONFIG = lazyre.compile(r"\bGRPOConfig\(([^()]*)\)")
 # the GRPO-only fields of trl's GRPOConfig (trl/trainer/grpo_config.py): no other trainer's config has them
-_GRPO_FIELDS = re.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
+_GRPO_FIELDS = lazyre.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
                           r"generation_batch_size|steps_per_generation|num_iterations|scale_rewards)\b")
-_PAREN = re.compile(r"\s*\([^()]*\)")
+_PAREN = lazyre.compile(r"\s*\([^()]*\)")
 # a clause that refers back to the one before it
-_LEANS_BACK = re.compile(r"(?i)(?:the|it|its|this|that|these|those|they|them|so|then|which|there)\b")
+_LEANS_BACK = lazyre.compile(r"(?i)(?:the|it|its|this|that|these|those|they|them|so|then|which|there)\b")
 
 
 def find(sentence: str, masked: str) -> Iterator[Claim]:

@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from . import claim_trainer
+from . import claim_trainer, lazyre
 from .claim_facts import Claim, Kind, MetricFacts, Oom, RunFacts, Verdict, conditional, mask, read_oom
 from .model import Finding
 from .textcache import for_short_texts
@@ -55,11 +55,11 @@ _NAME = r"(--[a-z][a-z0-9_]*|[A-Z][A-Z0-9_]{2,}|[a-z][a-z0-9]*_[a-z0-9_]+)"
 
 # -- unset -----------------------------------------------------------------------------------------------------
 _UNSET = [
-    re.compile(_NAME + r"`? (?:is |was |are )?(?:still )?(?:not set|unset)(?= *[,;.:()]|$| in | by | on )"),
-    re.compile(_NAME + r" [^\s:,;()]{1,40}: unset\b"),       # --vllm_max_model_len 4096: unset, vLLM sizes ...
-    re.compile(_NAME + r" (?:is |was )?left (?:unset|at (?:its|the) default)\b"),
+    lazyre.compile(_NAME + r"`? (?:is |was |are )?(?:still )?(?:not set|unset)(?= *[,;.:()]|$| in | by | on )"),
+    lazyre.compile(_NAME + r" [^\s:,;()]{1,40}: unset\b"),       # --vllm_max_model_len 4096: unset, vLLM sizes ...
+    lazyre.compile(_NAME + r" (?:is |was )?left (?:unset|at (?:its|the) default)\b"),
 ]
-_NOT_SEEN = re.compile(r"^\s*(--[a-z][a-z0-9_]*)\b[^()]*(\(not set in the configuration seen\))")
+_NOT_SEEN = lazyre.compile(r"^\s*(--[a-z][a-z0-9_]*)\b[^()]*(\(not set in the configuration seen\))")
 
 
 def _find_unset(sentence: str, masked: str) -> Iterator[Claim]:
@@ -72,7 +72,7 @@ def _find_unset(sentence: str, masked: str) -> Iterator[Claim]:
         yield Claim("unset", seen.group(1), "", seen.start(2), seen.end(2))
 
 
-_UNSET_WORDS = re.compile(r"(?:is |was |are )?(?:still )?(?:not set|unset)|(?:is |was )?left (?:unset|at (?:its|the) default)")
+_UNSET_WORDS = lazyre.compile(r"(?:is |was |are )?(?:still )?(?:not set|unset)|(?:is |was )?left (?:unset|at (?:its|the) default)")
 
 
 def _judge_unset(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
@@ -98,7 +98,7 @@ def _judge_unset(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
 
 
 # -- assumed ---------------------------------------------------------------------------------------------------
-_ASSUMED = re.compile(r"(?<![\w-])" + _NAME + r"(?: is| was| =|=)? ([0-9][0-9.e+-]*|true|false|[a-z][a-z0-9_]*) \(assumed\)")
+_ASSUMED = lazyre.compile(r"(?<![\w-])" + _NAME + r"(?: is| was| =|=)? ([0-9][0-9.e+-]*|true|false|[a-z][a-z0-9_]*) \(assumed\)")
 
 
 def _find_assumed(sentence: str, masked: str) -> Iterator[Claim]:
@@ -122,7 +122,7 @@ def _judge_assumed(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
 
 # -- metric ----------------------------------------------------------------------------------------------------
 _MKEY = r"(grad_norm|reward_std|loss|reward)"
-_METRIC = re.compile(r"(?<![\w/])" + _MKEY + r"(?: and " + _MKEY + r")? (?:is|are|was|were|stays?|stayed|remains?|"
+_METRIC = lazyre.compile(r"(?<![\w/])" + _MKEY + r"(?: and " + _MKEY + r")? (?:is|are|was|were|stays?|stayed|remains?|"
                      r"remained|sits?|sat)(?: at)? (?:exactly |always |still |all |constant(?:ly)? )?(0|zero|NaN|nan|inf)"
                      r"(?!\w|\.\d)")
 
@@ -152,7 +152,7 @@ def _judge_metric(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
 
 
 # -- memory ----------------------------------------------------------------------------------------------------
-_SHORTAGE = re.compile(r"\b(?:^Out of (?:GPU|CUDA|device) memory|(?:runs?|ran|running|run) out of (?:GPU |CUDA |device )?memory|not enough (?:free )?"
+_SHORTAGE = lazyre.compile(r"\b(?:^Out of (?:GPU|CUDA|device) memory|(?:runs?|ran|running|run) out of (?:GPU |CUDA |device )?memory|not enough (?:free )?"
                        r"(?:GPU |CUDA |device )?memory|(?:GPU |CUDA |device )?memory (?:is|was) (?:full|exhausted)|"
                        r"no (?:GPU |CUDA )?memory (?:is )?left|shortage of (?:GPU |CUDA )?memory)\b", re.I)
 
@@ -181,7 +181,7 @@ def _judge_memory(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
 
 
 # -- world size ------------------------------------------------------------------------------------------------
-_WORLD = re.compile(r"\bworld[ _]size(?: of)?[ =:]+1\b(?![.\d])|\b(?:runs?|running|trains?|training|launched|this run "
+_WORLD = lazyre.compile(r"\bworld[ _]size(?: of)?[ =:]+1\b(?![.\d])|\b(?:runs?|running|trains?|training|launched|this run "
                     r"is) on (?:a single|one|1) GPU\b|\bsingle-GPU run\b|\(1 process\)", re.I)
 
 
@@ -201,7 +201,7 @@ def _judge_world(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
 
 
 # -- model size from the name ----------------------------------------------------------------------------------
-_SIZE = re.compile(r"(?<![\w./\-])(\d+(?:\.\d+)?)B(?![\w\-])")
+_SIZE = lazyre.compile(r"(?<![\w./\-])(\d+(?:\.\d+)?)B(?![\w\-])")
 FROM_NAME = "(from the model's name)"
 
 
@@ -231,10 +231,10 @@ _PKG = r"(vllm|vLLM|trl|transformers|ms-swift|deepspeed|DeepSpeed|torch|peft|acc
 _V = r"v?(\d+(?:\.\d+){1,2})"
 _SPEC = r"((?:(?:==|>=|<=|~=|!=|>|<) ?\d+(?:\.\d+){0,2}(?:\.\*)?,?)+)"
 _ADVICE = [
-    ("spec", re.compile(r"\bpip install (?:-U |--upgrade )?['\"]?" + _PKG + r"(?:\[\w+\])? ?" + _SPEC)),
-    ("spec", re.compile(r"\b(?:[Uu]se|[Ii]nstall|[Pp]in|[Rr]equire) " + _PKG + r" ?" + _SPEC)),
-    ("up", re.compile(r"\b(?:[Uu]pgrade|[Uu]pdate) " + _PKG + r" to (?:version |release |at least )?" + _V)),
-    ("down", re.compile(r"\b[Dd]owngrade " + _PKG + r" to (?:version |release )?" + _V)),
+    ("spec", lazyre.compile(r"\bpip install (?:-U |--upgrade )?['\"]?" + _PKG + r"(?:\[\w+\])? ?" + _SPEC)),
+    ("spec", lazyre.compile(r"\b(?:[Uu]se|[Ii]nstall|[Pp]in|[Rr]equire) " + _PKG + r" ?" + _SPEC)),
+    ("up", lazyre.compile(r"\b(?:[Uu]pgrade|[Uu]pdate) " + _PKG + r" to (?:version |release |at least )?" + _V)),
+    ("down", lazyre.compile(r"\b[Dd]owngrade " + _PKG + r" to (?:version |release )?" + _V)),
 ]
 
 

@@ -19,10 +19,10 @@ The ``series`` object (schema 1, additive; only with --series or the HTML format
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime
 from typing import Any
 
+from . import lazyre
 from .signals import GpuSnapshot, Metrics
 from .sources import metrics as msrc
 
@@ -30,8 +30,8 @@ MAX_ROWS = 50_000
 MAX_KEYS = 96
 MAX_POINTS = 1000
 _SKIP_KEYS = {"epoch", "step", "global_step/max_steps", "elapsed_time", "remaining_time", "percentage"}
-_STEP_RE = re.compile(r"\bsteps? (\d+)")
-_KEY_RE = re.compile(r"""['"]([\w/().-]{1,80})['"]\s*:""")
+_STEP_RE = lazyre.compile(r"\bsteps? (\d+)")
+_KEY_RE = lazyre.compile(r"""['"]([\w/().-]{1,80})['"]\s*:""")
 _TS_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%a %b %d %H:%M:%S %Y", "%Y-%m-%d %H:%M:%S.%f",
                "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
 

@@ -16,11 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import lazyre
+
 if TYPE_CHECKING:
     from .model import Finding
     from .registry import RuleMeta
 
-_ID_PREFIX = re.compile(r"gd\d*")
+_ID_PREFIX = lazyre.compile(r"gd\d*")
 
 
 class SelectorError(ValueError):

@@ -3,10 +3,11 @@ with their units and N/A spellings, have their own in sources/gpu_model.py)."""
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
-_DIGITS = re.compile(r"\d+")
+from . import lazyre
+
+_DIGITS = lazyre.compile(r"\d+")
 
 
 def version_key(v: str) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from . import lazyre
 from .engine.columns import first_of
 from .signals import Metrics
 from .sources import metrics as msrc
@@ -24,7 +25,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "kl": ("kl",),
     "truncated": ("completions/clipped_ratio", "response_clip_ratio"),
 }
-_CKPT_STEP = re.compile(r"checkpoint-(\d+)")
+_CKPT_STEP = lazyre.compile(r"checkpoint-(\d+)")
 
 
 class Tracker:

@@ -31,21 +31,21 @@ Pure: exception text and frames in, strings out.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from .. import lazyre
 from ..signals import ExceptionInfo, Frame
 from .component import PACKAGES, PLUMBING, is_user, norm, package_of
 
-_CANNOT = re.compile(r"cannot import name '([\w.]+)' from (?:partially initialized module )?'([\w.]+)'")
-_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
-_FROM = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?\s*([\w]+)")
-_IMPORT = re.compile(r"^\s*import\s+([\w.]+)")
-_CALL = re.compile(r"^([\w.<>]+)\(\) (?:got an unexpected keyword argument '(\w+)'|takes (?:from \d+ to )?\d+ "
+_CANNOT = lazyre.compile(r"cannot import name '([\w.]+)' from (?:partially initialized module )?'([\w.]+)'")
+_NO_MODULE = lazyre.compile(r"No module named '([\w.]+)'")
+_FROM = lazyre.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?\s*([\w]+)")
+_IMPORT = lazyre.compile(r"^\s*import\s+([\w.]+)")
+_CALL = lazyre.compile(r"^([\w.<>]+)\(\) (?:got an unexpected keyword argument '(\w+)'|takes (?:from \d+ to )?\d+ "
                    r"positional arguments? but \d+ (?:were|was) given|missing \d+ required (?:positional|keyword-only) "
                    r"arguments?: (.+)|got multiple values for argument '(\w+)')")
-_FIELD = re.compile(r"(?:_ids|_mask|^pixel_values\w*|_grid_thw|_features|_embeds|^labels)$")
-_NAMED = re.compile(r"(?:^|_)(unsloth|vllm|swift|deepspeed|peft|liger|trl)(?:_|$)")
+_FIELD = lazyre.compile(r"(?:_ids|_mask|^pixel_values\w*|_grid_thw|_features|_embeds|^labels)$")
+_NAMED = lazyre.compile(r"(?:^|_)(unsloth|vllm|swift|deepspeed|peft|liger|trl)(?:_|$)")
 
 # display name (component.PACKAGES', but unsloth_zoo keeps its own name: the pair can be unsloth vs unsloth_zoo) and
 # pip name of a top-level package directory

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import re
 
+from .. import lazyre
 from ..signals import ExceptionInfo
 
-_ASSERT = re.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*))?$")
-_IS_NOT_NONE = re.compile(r"^(?P<x>[\w.\[\]'\"()]+)\s+is\s+not\s+None$")
-_COMPARE = re.compile(r"^(?P<a>.+?)\s*(?P<op>==|!=|<=|>=|<|>|\bin\b|\bnot in\b)\s*(?P<b>.+)$")
-_NONE_USE = re.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable)|has no attribute "
+_ASSERT = lazyre.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*))?$")
+_IS_NOT_NONE = lazyre.compile(r"^(?P<x>[\w.\[\]'\"()]+)\s+is\s+not\s+None$")
+_COMPARE = lazyre.compile(r"^(?P<a>.+?)\s*(?P<op>==|!=|<=|>=|<|>|\bin\b|\bnot in\b)\s*(?P<b>.+)$")
+_NONE_USE = lazyre.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable)|has no attribute "
                        r"'(?P<attr>\w+)')")
-_KEY = re.compile(r"^(?P<q>['\"])(?P<key>[^'\"]{1,80})(?P=q)$")
-_SIZE = re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at "
+_KEY = lazyre.compile(r"^(?P<q>['\"])(?P<key>[^'\"]{1,80})(?P=q)$")
+_SIZE = lazyre.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at "
                    r"non-singleton dimension (?P<d>\d+)")
-_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<m>\d+)x(?P<k1>\d+) and (?P<k2>\d+)x(?P<n>\d+)\)")
-_UNKNOWN_LOCATION = re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>[\w.]+)' \(unknown location\)")
+_MATMUL = lazyre.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<m>\d+)x(?P<k1>\d+) and (?P<k2>\d+)x(?P<n>\d+)\)")
+_UNKNOWN_LOCATION = lazyre.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>[\w.]+)' \(unknown location\)")
 
 
 def _code(exc: ExceptionInfo) -> str:

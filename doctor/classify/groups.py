@@ -22,13 +22,14 @@ Pure: strings and numbers in, strings out. Every number is marked read / compute
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-_SHAPE = re.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
+from .. import lazyre
+
+_SHAPE = lazyre.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
 # a reshape with one row per process: `gathered_rewards.view(num_devices, self.num_generations)` (open-r1 forks)
-_PER_RANK = re.compile(r"\.view\((?:num_devices|num_processes|world_size|self\.accelerator\.num_processes)\b")
-_BAR = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
+_PER_RANK = lazyre.compile(r"\.view\((?:num_devices|num_processes|world_size|self\.accelerator\.num_processes)\b")
+_BAR = lazyre.compile(r"(?<![\d/])(\d+)/(\d+) \[")
 
 
 @dataclass

@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .. import lazyre
 from ..values import minor, version_key
 
-_HINT = re.compile(
+_HINT = lazyre.compile(
     r"(?i)((?:did you mean|perhaps you meant)\b[^\n]{1,160}?(?:[?!]|\.(?=\s|$)|$)"
     r"|(?<![\w-])please (?:set|use|install|upgrade|downgrade|pass|specify|make sure|check|add|remove|reduce|increase"
     r"|decrease|try|consider|refer|update|provide|ensure)\b[^\n]{1,200}?(?:[.!](?=\s|$)|$)"
@@ -30,9 +31,9 @@ _HINT = re.compile(
     r"|\bpip install [^\s,;`'\"]+(?: [^\s,;`'\"]+)?"
     r"|\b(?:try|consider) (?:setting|using|to set|to use|increasing|decreasing|reducing|lowering|raising|passing)"
     r"\b[^\n]{1,200}?(?:[.!](?=\s|$)|$))")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*")
-_QUOTED = re.compile(r"""['"`]([^'"`\s]{1,80})['"`]""")
-_NEG = re.compile(r"\b([a-z_]+)\b[^.]{0,40}?\bmust be (?:at least|>=|greater than|positive|non-negative)[^.]{0,30}?"
+_WORD = lazyre.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*")
+_QUOTED = lazyre.compile(r"""['"`]([^'"`\s]{1,80})['"`]""")
+_NEG = lazyre.compile(r"\b([a-z_]+)\b[^.]{0,40}?\bmust be (?:at least|>=|greater than|positive|non-negative)[^.]{0,30}?"
                   r"\bgot (-\d+)", re.I)
 
 
@@ -98,7 +99,7 @@ def negative_budget(message: str) -> str:
     return f" {name} = {got}: a value computed by subtraction went below zero; the inputs of that difference are the cause."
 
 
-_LAYOUT = re.compile(r"world_size \((\d+)\) is not equal to tensor_model_parallel_size \((\d+)\) x "
+_LAYOUT = lazyre.compile(r"world_size \((\d+)\) is not equal to tensor_model_parallel_size \((\d+)\) x "
                      r"pipeline_model_parallel_size \((\d+)\)")
 
 
@@ -170,7 +171,7 @@ _OWNERS = {
     "ms-swift": ("RLHFArguments", "TrainArguments", "GRPOArguments", "SwiftMixin"),
     "accelerate": ("Accelerator", "AcceleratorState", "PartialState"),
 }
-_ATTR = re.compile(r"^'(\w+)' object has no attribute '(\w+)'|^module '([\w.]+)' has no attribute '(\w+)'|"
+_ATTR = lazyre.compile(r"^'(\w+)' object has no attribute '(\w+)'|^module '([\w.]+)' has no attribute '(\w+)'|"
                    r"^type object '(\w+)' has no attribute '(\w+)'")
 
 
@@ -203,8 +204,8 @@ def owner_text(owner: tuple[str, str, str], framework: str | None) -> tuple[str,
     return why, fix
 
 
-_ARGS_ATTR = re.compile(r"\bargs\.([a-z_][a-z0-9_]*)\b")
-_ENTRY = re.compile(r"swift[/\\](?:cli|llm[/\\]train)[/\\](\w+)\.py")
+_ARGS_ATTR = lazyre.compile(r"\bargs\.([a-z_][a-z0-9_]*)\b")
+_ENTRY = lazyre.compile(r"swift[/\\](?:cli|llm[/\\]train)[/\\](\w+)\.py")
 
 
 def flag_from_code(frames) -> tuple[str, str] | None:
@@ -270,9 +271,9 @@ def phase_of(frames) -> str | None:
 # vLLM v1 worker/gpu_worker.py (0.11+) after its memory profile: "... Replace gpu_memory_utilization config with
 # `--kv-cache-memory=A` to fit into requested memory, or `--kv-cache-memory=B` to fully utilize gpu memory. Current
 # kv cache memory in use is C bytes."
-_KV = re.compile(r"--kv-cache-memory=(\d+)`? to fit into requested memory.*?--kv-cache-memory=(\d+)`? to fully "
+_KV = lazyre.compile(r"--kv-cache-memory=(\d+)`? to fit into requested memory.*?--kv-cache-memory=(\d+)`? to fully "
                  r"utili[sz]e gpu memory\. Current kv cache memory in use is (\d+) bytes")
-_UTIL = re.compile(r"Desired GPU memory utilization is \(([\d.]+),")
+_UTIL = lazyre.compile(r"Desired GPU memory utilization is \(([\d.]+),")
 
 
 def vllm_memory_note(context: str) -> tuple[str, str] | None:
@@ -301,18 +302,18 @@ def vllm_memory_note(context: str) -> tuple[str, str] | None:
 # CPython's own wordings (Objects/unicodeobject.c PyUnicode_Concat, Objects/abstract.c, Python/ceval.c): which type
 # arrived where another was expected, read as a sample-shape fact
 _SHAPES = (
-    (re.compile(r'can only concatenate str \(not "(list|dict)"\) to str'),
+    (lazyre.compile(r'can only concatenate str \(not "(list|dict)"\) to str'),
      "a {0} arrived where code builds a string: a message's content is a list of typed parts ({{'type': 'image'}}, "
      "{{'type': 'text', 'text': ...}}) where this code (a template, a processor or the trainer of this version) "
      "expects plain text; the dataset format and the installed versions disagree"),
-    (re.compile(r"string indices must be integers"),
+    (lazyre.compile(r"string indices must be integers"),
      "a string arrived where a dict or list was expected: a prompt already rendered to text (chat template applied "
      "in advance) where the trainer expects a list of {{'role', 'content'}} messages, or a column holding text where a "
      "structure is expected; in GRPO, also a reward function reading completion[0]['content'] from completions that "
      "are plain strings (trl's GRPOTrainer passes message lists only for conversational prompts)"),
-    (re.compile(r"'(str)' object has no attribute '(?:get|keys|items)'"),
+    (lazyre.compile(r"'(str)' object has no attribute '(?:get|keys|items)'"),
      "a string arrived where a dict was expected (a rendered prompt or a text column where messages are expected)"),
-    (re.compile(r"'(list)' object has no attribute '(?:get|keys|items)'"),
+    (lazyre.compile(r"'(list)' object has no attribute '(?:get|keys|items)'"),
      "a list arrived where a dict was expected (a batch of samples where one sample is expected: the code path "
      "received the trainer's list-of-dicts batch)"),
 )

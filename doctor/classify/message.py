@@ -11,35 +11,36 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .. import lazyre
 from ..sources.logtext import clean
 
-_EXC = re.compile(r"^((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout)"
+_EXC = lazyre.compile(r"^((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout)"
                   r"|AssertionError|StopIteration))(?::\s*(.*))?$", re.DOTALL)
 _PREFIXES = [
     # [rank3]: (torchrun's per-rank prefix)
-    (re.compile(r"^\[rank\d+\]:\s?"), None),
+    (lazyre.compile(r"^\[rank\d+\]:\s?"), None),
     # (VllmWorker rank=1 pid=123) / (EngineCore_0 pid=42) / (RayWorkerWrapper pid=7, ip=10.0.0.1)
-    (re.compile(r"^\((?=[^)]*(?:pid=|rank=))[A-Za-z]\w*(?: rank=\d+)?(?: pid=\d+)?(?:, ip=[\d.]+)?\)\s+"), None),
+    (lazyre.compile(r"^\((?=[^)]*(?:pid=|rank=))[A-Za-z]\w*(?: rank=\d+)?(?: pid=\d+)?(?:, ip=[\d.]+)?\)\s+"), None),
     # [INFO:swift] / [ERROR:swift] / [WARNING:swift.llm]
-    (re.compile(r"^\[(ERROR|WARNING|WARN|CRITICAL|INFO|DEBUG):[\w.]+\]\s*"), 1),
+    (lazyre.compile(r"^\[(ERROR|WARNING|WARN|CRITICAL|INFO|DEBUG):[\w.]+\]\s*"), 1),
     # ERROR 05-12 10:00:00 [file.py:12] (vLLM, also after a worker prefix)
-    (re.compile(r"^(ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\]\s*"), 1),
+    (lazyre.compile(r"^(ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\]\s*"), 1),
     # [2025-01-01 10:00:00,123] [WARNING] [stage3.py:12:step] (DeepSpeed)
-    (re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\]\s*(?:\[(\w+)\]\s*)?(?:\[[\w./-]+:\d+(?::\w+)?\]\s*)?"), 1),
+    (lazyre.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\]\s*(?:\[(\w+)\]\s*)?(?:\[[\w./-]+:\d+(?::\w+)?\]\s*)?"), 1),
     # 2025-01-01 10:00:00,123 - name - WARNING - msg / 2025-01-01 10:00:00 WARNING msg
-    (re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?(?:\s*-\s*[\w.]+)?\s*-?\s*(?:(ERROR|WARNING|INFO|DEBUG|CRITICAL)\s*-?\s*)?"), 1),
+    (lazyre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?(?:\s*-\s*[\w.]+)?\s*-?\s*(?:(ERROR|WARNING|INFO|DEBUG|CRITICAL)\s*-?\s*)?"), 1),
     # W0512 10:00:00.123000 42 torch/distributed/run.py:12] (glog)
-    (re.compile(r"^([EWIF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\]\s*"), 1),
+    (lazyre.compile(r"^([EWIF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\]\s*"), 1),
     # WARNING:root: / ERROR:swift.llm:
-    (re.compile(r"^(ERROR|WARNING|CRITICAL|INFO|DEBUG):[\w.]*:\s*"), 1),
+    (lazyre.compile(r"^(ERROR|WARNING|CRITICAL|INFO|DEBUG):[\w.]*:\s*"), 1),
     # [WARNING|trainer.py:123] 2025-01-01 10:00:00,123 >> (transformers example scripts)
-    (re.compile(r"^\[(ERROR|WARNING|INFO|DEBUG|CRITICAL)\|[\w./-]+:\d+\][^>]*>>\s*"), 1),
+    (lazyre.compile(r"^\[(ERROR|WARNING|INFO|DEBUG|CRITICAL)\|[\w./-]+:\d+\][^>]*>>\s*"), 1),
     # /path/file.py:12: UserWarning: msg
-    (re.compile(r"^\S+\.py:\d+:\s+(?=[A-Z]\w*(?:Warning|Error):)"), None),
+    (lazyre.compile(r"^\S+\.py:\d+:\s+(?=[A-Z]\w*(?:Warning|Error):)"), None),
 ]
 _LEVEL = {"E": "error", "W": "warning", "I": "info", "F": "critical", "D": "debug", "C": "critical", "WARN": "warning"}
-_WS = re.compile(r"\s+")
-_FENCE = re.compile(r"^```[\w+-]*$")  # a markdown fence of a paste
+_WS = lazyre.compile(r"\s+")
+_FENCE = lazyre.compile(r"^```[\w+-]*$")  # a markdown fence of a paste
 
 
 class Message(NamedTuple):

@@ -25,12 +25,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-_CAP = re.compile(r"(?<![\w-])(?:--)?max_prompt_length[\"']?\s*[=: ]\s*[\"']?(\d+)")
-_MAXLEN = re.compile(r"(?<![\w-])--max_length[= ]\s*(\d+)")
-_PIXELS = re.compile(r"(?<![\w-])(?:--max_pixels|max_pixels|MAX_PIXELS)[\"']?\s*[=: ]\s*[\"']?(\d+)")
-_TRUNC = re.compile(r"--truncation_strategy[= ]\s*(\w+)")
-_QWEN2VL = re.compile(r"qwen2(?:\.5)?[-_]?vl", re.I)
-_AUDIO = re.compile(r"\baudio|mm_items\['audio'\]|omni", re.I)
+from .. import lazyre
+
+_CAP = lazyre.compile(r"(?<![\w-])(?:--)?max_prompt_length[\"']?\s*[=: ]\s*[\"']?(\d+)")
+_MAXLEN = lazyre.compile(r"(?<![\w-])--max_length[= ]\s*(\d+)")
+_PIXELS = lazyre.compile(r"(?<![\w-])(?:--max_pixels|max_pixels|MAX_PIXELS)[\"']?\s*[=: ]\s*[\"']?(\d+)")
+_TRUNC = lazyre.compile(r"--truncation_strategy[= ]\s*(\w+)")
+_QWEN2VL = lazyre.compile(r"qwen2(?:\.5)?[-_]?vl", re.I)
+_AUDIO = lazyre.compile(r"\baudio|mm_items\['audio'\]|omni", re.I)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import lazyre
 from ..values import minor
 from .message import parse
 from .raise_store import HOLES as _HOLES
@@ -26,7 +27,7 @@ from .raise_store import Store, words_of
 from .site_rank import contradicted, rank_key
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "raise_sites.idx"
-_PART = re.compile(r"\{\{|\}\}|\{(int|float|name|quoted|any)\}|[^{}]+|[{}]")
+_PART = lazyre.compile(r"\{\{|\}\}|\{(int|float|name|quoted|any)\}|[^{}]+|[{}]")
 _HOLE_RX = {"int": r"[-+]?\d+", "float": r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|inf|nan)",
             "name": r"[\w.<>\-]+", "quoted": r"""'[^']*'|"[^"]*"|\S+""", "any": r".*?"}
 _LEVELS = {"error", "warning", "critical", "info", "debug"}
@@ -353,7 +354,7 @@ def raised_by(exc_line: str, top: int = 3, min_score: float = 0.8, *, frames: Se
     return out
 
 
-_RAISE_CODE = re.compile(r"""^\s*(?:raise\s+([\w.]+)\(\s*|assert\b.*?,\s*)f?(['"])(.{8,})$""")
+_RAISE_CODE = lazyre.compile(r"""^\s*(?:raise\s+([\w.]+)\(\s*|assert\b.*?,\s*)f?(['"])(.{8,})$""")
 
 
 def complete_cut(module_path: str, func: str, code: str) -> SiteMatch | None:

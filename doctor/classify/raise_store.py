@@ -24,17 +24,18 @@ holding the word, then the longer word, then alphabetical. Same rows in, same by
 from __future__ import annotations
 
 import json
-import re
 import struct
 import zlib
 from pathlib import Path
+
+from .. import lazyre
 
 MAGIC = b"GDRSIX2\n"
 FORMAT = 2
 N_BUCKETS = 1024   # about 33 sites each: a message of 20 words decodes about 2 ms of buckets
 ZDICT_STRIDE, ZDICT_SIZE = 40, 32768
-TOKEN = re.compile(r"[a-z0-9_]{3,}")
-HOLES = re.compile(r"\{(?:int|float|name|quoted|any)\}")
+TOKEN = lazyre.compile(r"[a-z0-9_]{3,}")
+HOLES = lazyre.compile(r"\{(?:int|float|name|quoted|any)\}")
 _U32 = struct.Struct(">I")
 
 

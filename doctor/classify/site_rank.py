@@ -21,11 +21,12 @@ Sites equal on 1-6 in different packages are a tie no evidence breaks (provenanc
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-_MM = re.compile(r"(\d+)\.(\d+)")
+from .. import lazyre
+
+_MM = lazyre.compile(r"(\d+)\.(\d+)")
 
 
 _LEVELS = frozenset({"error", "warning", "critical", "info", "debug"})
@@ -77,7 +78,7 @@ def contradicted(module: str, frames: Sequence[str]) -> bool:
 
 # the indexed packages' top directories as installed (a frame under site-packages tells its package for certain; a
 # source checkout's paths are left alone)
-_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\](swift|trl|vllm|transformers|deepspeed|peft|accelerate|torch)[/\\]")
+_INSTALLED = lazyre.compile(r"[/\\](?:site|dist)-packages[/\\](swift|trl|vllm|transformers|deepspeed|peft|accelerate|torch)[/\\]")
 
 
 def _side(module: str) -> bool:

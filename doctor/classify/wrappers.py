@@ -12,15 +12,15 @@ Pure: takes the exception and the lines that follow it.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from .. import lazyre
 from ..signals import ExceptionInfo, LogLine
 
 _TYPE = r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Timeout))"
-_REPR = re.compile(_TYPE + r"""\((['"])(.*)\2,?\)\s*$""")
-_PLAIN = re.compile(r"^" + _TYPE + r":\s+(.+)$")
-_INLINE = re.compile(r":\s*" + _TYPE + r"""\((['"])(.*)\2,?\)\s*$""")
+_REPR = lazyre.compile(_TYPE + r"""\((['"])(.*)\2,?\)\s*$""")
+_PLAIN = lazyre.compile(r"^" + _TYPE + r":\s+(.+)$")
+_INLINE = lazyre.compile(r":\s*" + _TYPE + r"""\((['"])(.*)\2,?\)\s*$""")
 WRAPPERS = frozenset({"InstantiationException", "RayTaskError", "TaskError", "RetryError"})
 
 

@@ -8,12 +8,12 @@ the normal end, the last lines of each log input and the checkpoints seen. Rules
 from __future__ import annotations
 
 import math
-import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import lazyre
 from ..claim_facts import METRIC_KEYS, MetricFacts
 from ..model import Evidence, Finding, RunRef
 from ..signals import CheckpointInput, ExceptionInfo, Frame, LogLine, Metrics, Where
@@ -30,7 +30,7 @@ TAIL = 60            # last lines kept per log input (hang phase, unrecognised e
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
 END_MARKERS = ("End time of running main", "last_model_checkpoint: ")  # ms-swift's own end-of-run lines
 # a checkpoint written (transformers' save line, ms-swift's closing line): the report's vitals name the last one
-SAVE_RE = re.compile(r"(?:Saving model checkpoint to|last_model_checkpoint:) +(\S+)")
+SAVE_RE = lazyre.compile(r"(?:Saving model checkpoint to|last_model_checkpoint:) +(\S+)")
 SAVE_WORD = "Saving model checkpoint to"
 # the words of a line that the state's readers may need (configuration, metric rows, tracebacks, the end): a line
 # holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)

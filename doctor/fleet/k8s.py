@@ -12,9 +12,11 @@ import re
 import time
 from dataclasses import dataclass, field
 
-_CRI = re.compile(rb"^(\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d)) (stdout|stderr) ([PF]) ?(.*)$", re.S)
-_POD_DIR = re.compile(r"(?P<ns>[^_/]+)_(?P<pod>[^_/]+)_(?P<uid>[0-9a-f-]{8,})$")
-_RESTART_LOG = re.compile(r"(\d+)\.log$")
+from .. import lazyre
+
+_CRI = lazyre.compile(rb"^(\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d)) (stdout|stderr) ([PF]) ?(.*)$", re.S)
+_POD_DIR = lazyre.compile(r"(?P<ns>[^_/]+)_(?P<pod>[^_/]+)_(?P<uid>[0-9a-f-]{8,})$")
+_RESTART_LOG = lazyre.compile(r"(\d+)\.log$")
 
 
 @dataclass

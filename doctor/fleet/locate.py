@@ -6,14 +6,15 @@ user (doctor/fleet/diagnose.py)."""
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
+
+from .. import lazyre
 
 SCRIPT_BYTES = 256 * 1024   # a batch script larger than this is not a script worth reading for a flag
 LOG_HEAD_BYTES = 64 * 1024  # the launch line and the printed arguments come first
 # --output_dir X / --output_dir=X (ms-swift, TRL's CLI), output_dir: X (YAML), output_dir='X' (printed arguments)
-_OUTPUT_DIR = re.compile(r"""(?:--output[_-]dir[= ]+|\boutput_dir\s*[:=]\s*)(?:"([^"\n]+)"|'([^'\n]+)'|([^\s'",)]+))""")
-_RUN_FOLDER = re.compile(r"v\d+-\d{8}-\d{6}")   # ms-swift's per-launch folder
+_OUTPUT_DIR = lazyre.compile(r"""(?:--output[_-]dir[= ]+|\boutput_dir\s*[:=]\s*)(?:"([^"\n]+)"|'([^'\n]+)'|([^\s'",)]+))""")
+_RUN_FOLDER = lazyre.compile(r"v\d+-\d{8}-\d{6}")   # ms-swift's per-launch folder
 
 
 @dataclass

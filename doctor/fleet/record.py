@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import __version__
+from .. import __version__, lazyre
 from ..live.atomic import write_atomic
 from ..render.safe import json_dumps
 from .diagnose import Outcome
@@ -19,7 +18,7 @@ from .diagnose import Outcome
 RECORD_SCHEMA = 1
 REPORTS_DIR = "reports"   # full reports beside the records, out of the records' *.json glob
 EVIDENCE_CHARS = 500
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = lazyre.compile(r"[^A-Za-z0-9._-]+")
 _JOB_KEYS = ("job_id", "array_job_id", "array_task_id", "name", "user", "partition", "account", "cluster", "nodes",
              "num_nodes", "gpus", "submit", "start", "end", "run_seconds", "state", "reason", "exit_code", "signal",
              "work_dir", "stdout", "stderr")

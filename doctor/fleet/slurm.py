@@ -12,6 +12,8 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
+from .. import lazyre
+
 # where scontrol is looked for when the hook's environment has no PATH (Slurm gives hooks none)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SCONTROL_TIMEOUT_S = 10.0
@@ -20,8 +22,8 @@ FINAL_STATES = ("FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", 
 # a job still COMPLETING while its epilogs run: the reason tells how it ended
 _REASON_STATE = {"TimeLimit": "TIMEOUT", "NonZeroExitCode": "FAILED", "OutOfMemory": "OUT_OF_MEMORY",
                  "NodeDown": "NODE_FAIL", "NodeFail": "NODE_FAIL", "BootFail": "BOOT_FAIL", "DeadLine": "DEADLINE"}
-_KEY = re.compile(r"(?:^|\s)([A-Za-z][\w:/.-]*)=")
-_PATTERN = re.compile(r"%(\d*)([AajJNnstux%])")
+_KEY = lazyre.compile(r"(?:^|\s)([A-Za-z][\w:/.-]*)=")
+_PATTERN = lazyre.compile(r"%(\d*)([AajJNnstux%])")
 
 
 @dataclass

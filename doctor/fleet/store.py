@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from datetime import datetime, timedelta, timezone
 
+from .. import lazyre
+
 MAX_RECORD_BYTES = 1 << 20
-_SINCE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_SINCE = lazyre.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 

@@ -9,10 +9,10 @@ index and its matching live in ``index.py``.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from functools import lru_cache
 
+from .. import lazyre
 from ..model import Finding, Severity
 from .index import Match, load
 
@@ -124,7 +124,7 @@ def fix_lines(f: Finding, run: dict | None = None) -> list[str]:
     return []
 
 
-_URL = re.compile(r"^https://github\.com/[A-Za-z0-9][\w.-]*/[\w.-]+/issues/\d+$")
+_URL = lazyre.compile(r"^https://github\.com/[A-Za-z0-9][\w.-]*/[\w.-]+/issues/\d+$")
 
 
 def safe_url(url: str) -> bool:

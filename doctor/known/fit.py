@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import lazyre
 from ..model import Finding
 from ..values import version_key
 from .index import Match
@@ -26,10 +27,10 @@ from .index import Match
 # the lowest version of a package a framework's GRPO runs with (its README's dependency table)
 FLOORS: dict[str, dict[str, str]] = {"ms-swift": {"vllm": "0.5.1"}}
 _PKG = r"(vllm|trl|ms-swift|swift|transformers|deepspeed|torch|peft|accelerate|unsloth)"
-_UPGRADE = re.compile(r"(?i)\b(?:fixed in|(?:upgrad|updat)\w*\s+(?:(?P<p1>" + _PKG[1:-1] + r")\s+)?(?:\w+\s+){0,2}?to|>=)"
+_UPGRADE = lazyre.compile(r"(?i)\b(?:fixed in|(?:upgrad|updat)\w*\s+(?:(?P<p1>" + _PKG[1:-1] + r")\s+)?(?:\w+\s+){0,2}?to|>=)"
                       r"\s*(?P<p2>" + _PKG[1:-1] + r")?\s*v?(?P<v1>\d+\.\d+(?:\.\d+)?)"
                       r"|\b(?P<p3>" + _PKG[1:-1] + r")\s*v?(?P<v2>\d+\.\d+(?:\.\d+)?)\s*(?:or later|or newer|\+|fixes|fixed)")
-_COND = re.compile(r"\b([a-z][a-z_]{2,})\s*=\s*(\d+(?:\.\d+)?)\b")
+_COND = lazyre.compile(r"\b([a-z][a-z_]{2,})\s*=\s*(\d+(?:\.\d+)?)\b")
 
 
 def _pkg(name: str | None) -> str | None:

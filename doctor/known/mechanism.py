@@ -25,6 +25,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .. import lazyre
 from ..model import Finding
 from .index import Match
 from .normalise import short_type
@@ -84,7 +85,7 @@ def finding_sites(f: Finding) -> frozenset[Site]:
 
 
 # the phase of a run a text names (thread: title, signatures, resolution; finding: message and evidence)
-_PHASES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.I)) for name, rx in (
+_PHASES: tuple[tuple[str, re.Pattern], ...] = tuple((name, lazyre.compile(rx, re.I)) for name, rx in (
     ("weight sync", r"move_model_batches|_move_model_to_vllm|update_named_param|load_weights|sync(?:ing)? (?:the )?"
                     r"weights|weight sync|wake_up|wak(?:e|ing) (?:up )?from sleep|sleep mode|offload_model"),
     ("rollout", r"\brollout\b|\bgenerat(?:e|es|ing|ion)\b|\bsampling\b|EngineCore|\binfer(?:ence)?\b"),
@@ -189,14 +190,14 @@ def framework_clash(m: Match, f: Finding, run: dict[str, Any] | None, how: str) 
 
 
 # ------------------------------------------------------------------ whole sentences
-_END = re.compile(r"""[.!?]["')\]`]*\s*$""")
-_ABBREV_END = re.compile(r"(?i)(?:\b(?:e\.g|i\.e|cf|vs|approx|incl)\.|\(\s*(?:e\.g|i\.e)\.?)\s*$")
-_OUTSIDE = re.compile(r"(?i)\b(?:see|as|matched|shown|listed|quoted|mentioned|described|linked|explained) "
+_END = lazyre.compile(r"""[.!?]["')\]`]*\s*$""")
+_ABBREV_END = lazyre.compile(r"(?i)(?:\b(?:e\.g|i\.e|cf|vs|approx|incl)\.|\(\s*(?:e\.g|i\.e)\.?)\s*$")
+_OUTSIDE = lazyre.compile(r"(?i)\b(?:see|as|matched|shown|listed|quoted|mentioned|described|linked|explained) "
                       r"(?:\w+ ){0,2}?(?:above|below)\b|\bthe (?:above|following|linked|attached)\b|\bsee (?:the )?"
                       r"(?:link|thread|comment|pr|issue|discussion|screenshot)s?\b|^(?:same as|ditto\b)"
                       r"|^(?:this|that|it)\s+(?:fix(?:es|ed)?|work(?:s|ed)?|help(?:s|ed)?|solv\w*|is|was|should|will|"
                       r"one|pr|change|patch|commit|solution|workaround)\b")
-_URL = re.compile(r"https?://\S+|\b(?:PR|pr|#)\s?#?\d+\b")
+_URL = lazyre.compile(r"https?://\S+|\b(?:PR|pr|#)\s?#?\d+\b")
 _TOOLS = frozenset("vllm trl torch deepspeed transformers peft accelerate unsloth pip conda swift ms-swift "
                    "math_verify nccl".split())
 

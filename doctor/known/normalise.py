@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.\-+@]+){2,}/?")
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,}\b")
-_QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`")
-_NUM = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_WS = re.compile(r"\s+")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+from .. import lazyre
+
+_PATH = lazyre.compile(r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.\-+@]+){2,}/?")
+_HEX = lazyre.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,}\b")
+_QUOTED = lazyre.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`")
+_NUM = lazyre.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_WS = lazyre.compile(r"\s+")
+_WORD = lazyre.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 MAX_MESSAGE = 600  # a signature keeps this much of a message: the rest is seldom stable (shapes, dumps, lists)
 STOP = frozenset("""the and for with that this was are not but you your from have has had its into out all any can
 could did does may might must should would will when where which while who why how than then there their them they
@@ -32,7 +34,7 @@ def short_type(exc_type: str | None) -> str:
     return (exc_type or "").rsplit(".", 1)[-1]
 
 
-_IDENT = re.compile(r"[A-Za-z_][\w.\-]{0,39}")
+_IDENT = lazyre.compile(r"[A-Za-z_][\w.\-]{0,39}")
 
 
 def _quoted(m: re.Match) -> str:

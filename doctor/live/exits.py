@@ -10,12 +10,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .. import lazyre
 from .say import say
 
 if TYPE_CHECKING:
     import psutil
 
-_OOM = re.compile(r"Out of memory|oom-kill|Killed process|Memory cgroup out of memory|oom_reaper", re.I)
+_OOM = lazyre.compile(r"Out of memory|oom-kill|Killed process|Memory cgroup out of memory|oom_reaper", re.I)
 
 
 def group_members(pgid: int) -> list[psutil.Process]:

@@ -3,8 +3,8 @@ and, with --on-hang stop, stop the run's process group."""
 from __future__ import annotations
 
 import os
-import re
 
+from .. import lazyre
 from ..checks import _units as units
 from ..model import InputInfo
 from ..signals import HangReport
@@ -15,7 +15,7 @@ from .rundir import console_name
 from .say import say
 from .watchdogs import PHASE_OF, PHASE_TEXT
 
-_SAVE_TO = re.compile(r"Saving model checkpoint to (\S+)")
+_SAVE_TO = lazyre.compile(r"Saving model checkpoint to (\S+)")
 # transformers' Trainer._save_checkpoint writes trainer_state.json after the weights, optimizer and RNG states: its
 # presence in the folder the save line names is the save's own evidence that it ended
 _SAVE_DONE = "trainer_state.json"

@@ -10,17 +10,17 @@ A relaunch or stop verdict is never restarted. Every attempt keeps its own conso
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import lazyre
 from ..model import Severity
 from ..registry import ACTIONS
 from .rundir import output_dir_of
 from .say import say
 
-_CKPT = re.compile(r"^checkpoint-(\d+)$")
+_CKPT = lazyre.compile(r"^checkpoint-(\d+)$")
 
 
 def verdict(findings: list) -> tuple[str, str]:

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .. import lazyre
 from ..sources import metrics as metrics_src
 from ..sources.logtext import LineSplitter, decode
 from ..sources.safeio import link_out, open_regular, walk
 
 MAX_DEPTH = 3  # output_dir / v0-2026... / checkpoint-N
 TAIL_READ = 1 << 20  # logging.jsonl bytes read at a time
-_CKPT = re.compile(r"^checkpoint-(\d+)$")
+_CKPT = lazyre.compile(r"^checkpoint-(\d+)$")
 
 
 @dataclass
@@ -231,7 +231,7 @@ def default_run_dir(argv: list[str]) -> str:
 
 # an archive number has at most 9 digits: a planted NAME.<231 digits> would make the next name too long for the file
 # system (and refuse the launch); such names are left alone
-_ARCHIVE = re.compile(r"\.(\d{1,9})$")
+_ARCHIVE = lazyre.compile(r"\.(\d{1,9})$")
 
 
 def archive_previous(paths: list[str], keep: int = 0) -> list[str]:

@@ -12,7 +12,7 @@ import re
 import shlex
 from typing import Any
 
-from .. import known
+from .. import known, lazyre
 from ..model import Evidence, Finding, Report
 from . import run_line, runs_lines, vitals_line
 from .paths import rel_path, run_base
@@ -21,7 +21,7 @@ from .safe import md_code, md_fence, md_message, md_text
 EVIDENCE_SHOWN = 4     # evidence lines shown before the rest is folded
 EVIDENCE_CHARS = 1500  # ... or fewer when the lines are long
 LAUNCH_SHOWN = 12      # a launch block longer than this is folded
-_SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+_SECRET = lazyre.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
 def _where(e: Evidence, base: str | None) -> str:

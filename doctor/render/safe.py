@@ -28,15 +28,17 @@ import math
 import re
 from typing import Any
 
+from .. import lazyre
+
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
 # invisible: they render as nothing (or as a blank) and can carry hidden text
 _INVISIBLE = ("\u00ad\u034f\u115f\u1160\u180e\u200b-\u200d\u2060-\u2064\u206a-\u206f\u3164\ufeff\uffa0"
               "\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef")
 # invisible characters that str.isprintable() lets through (Lo fillers, Mn joiners and selectors)
-_PRINTABLE_HIDDEN = re.compile("[\u034f\u115f\u1160\u3164\uffa0\U000e0100-\U000e01ef]")
-_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}\ud800-\udfff]")
+_PRINTABLE_HIDDEN = lazyre.compile("[\u034f\u115f\u1160\u3164\uffa0\U000e0100-\U000e01ef]")
+_UNSAFE = lazyre.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}\ud800-\udfff]")
 # what JSON leaves raw with ensure_ascii=False (C0 controls it escapes itself)
-_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}{_INVISIBLE}]")
+_JSON_RAW = lazyre.compile(f"[\x7f-\x9f{_BIDI}{_INVISIBLE}]")
 
 
 def _esc(m: re.Match) -> str:
@@ -60,7 +62,7 @@ def _json_esc(m: re.Match) -> str:
 # GitHub's mention: '@' after the start or a non-word ASCII character, then a login (letters, digits, '-') and
 # for a team '/slug'. Wider than GitHub's own pattern on purpose (a decorator such as @dataclass is wrapped too):
 # a code span more than needed costs nothing, one too few notifies a stranger.
-_MENTION = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9_-])?)?")
+_MENTION = lazyre.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9_-])?)?")
 
 
 def wrap_mentions(text: str, open_: str, close: str) -> str:
@@ -95,9 +97,9 @@ def unsafe(text: str) -> bool:
 
 # ----------------------------------------------------------------------------------------------------- markdown
 
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>!|~#&{}])")
-_MD_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # intraword '_' never opens emphasis
-_MD_LEAD = re.compile(r"^(\s*)([-+=>]|\d+[.)])")
+_MD_SPECIAL = lazyre.compile(r"([\\`*\[\]<>!|~#&{}])")
+_MD_UNDERSCORE = lazyre.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # intraword '_' never opens emphasis
+_MD_LEAD = lazyre.compile(r"^(\s*)([-+=>]|\d+[.)])")
 
 
 def md_text(text: Any, lead: bool = False) -> str:
@@ -124,7 +126,7 @@ def md_code(text: Any) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
-_SPAN = re.compile(r"(`+)(.+?)\1(?!`)", re.DOTALL)
+_SPAN = lazyre.compile(r"(`+)(.+?)\1(?!`)", re.DOTALL)
 
 
 def md_message(text: Any) -> str:
@@ -143,7 +145,7 @@ def md_message(text: Any) -> str:
 
 
 # what reads as code in a message: a flag (--num_generations, --flag=value) or a placeholder (<host>, <port>)
-_CODEY = re.compile(r"(?<![\w`<-])(--[A-Za-z][\w.-]*(?:=[^\s`,;)]+)?|<[A-Za-z_][\w.:/-]{0,40}>)")
+_CODEY = lazyre.compile(r"(?<![\w`<-])(--[A-Za-z][\w.-]*(?:=[^\s`,;)]+)?|<[A-Za-z_][\w.:/-]{0,40}>)")
 
 
 def _md_plain(text: str, lead: bool) -> str:
@@ -186,7 +188,7 @@ def _finite(obj: Any, depth: int = 0) -> Any:
     return obj
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazyre.compile("[\ud800-\udfff]")
 
 
 def json_value(obj: Any) -> Any:

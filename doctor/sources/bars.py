@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import lazyre
 from ..gate import WordGate, engine
 from ..signals import LogLine, Metrics, Where
 from . import metrics as msrc
@@ -58,7 +59,7 @@ BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:", "Loading weights", "Loa
 READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
                      "doctor.checks.numerics.probability_tensor.ProbabilityTensorNaN",
                      "doctor.checks.distributed.host_oom.HostOomKilled"})
-BAR = re.compile(rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/\d+ "
+BAR = lazyre.compile(rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/\d+ "
                  rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again

@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import lazyre
 from .safeio import link_out, open_regular, read_head, walk
 from .safetensors_header import LFS_MAGIC, HeaderFacts, parse_lfs_pointer, read_header
 
 MAX_JSON = 64 * 1024 * 1024
 HEAD_BYTES = 64 * 1024
 LOOK_UP_BASE = True  # read the base model's config.json when the path in args.json exists here (tests turn it off)
-WEIGHT_RE = re.compile(r"^(model|pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.(safetensors|bin)$")
-SHARD_RE = re.compile(r"^(?P<stem>model|pytorch_model)-(?P<i>\d{5})-of-(?P<n>\d{5})\.(?P<ext>safetensors|bin)$")
+WEIGHT_RE = lazyre.compile(r"^(model|pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.(safetensors|bin)$")
+SHARD_RE = lazyre.compile(r"^(?P<stem>model|pytorch_model)-(?P<i>\d{5})-of-(?P<n>\d{5})\.(?P<ext>safetensors|bin)$")
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin")
 CKPT_MARKERS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors",
                 "adapter_model.bin", "adapter_config.json", "pytorch_model.bin", "pytorch_model.bin.index.json",
@@ -129,7 +130,7 @@ def find_checkpoints(root: Path) -> list[Path]:
     return sorted(out, key=checkpoint_order)
 
 
-CHECKPOINT_NAME = re.compile(r"checkpoint-(\d+)$")
+CHECKPOINT_NAME = lazyre.compile(r"checkpoint-(\d+)$")
 
 
 def checkpoint_order(p: Path) -> tuple[str, int]:

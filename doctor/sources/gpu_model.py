@@ -3,8 +3,9 @@ snapshot format shares: a value nvidia-smi could not read (``N/A``, ``ERR!``, ``
 never 0."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from .. import lazyre
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class SnapshotError(ValueError):
 UNKNOWN = {"n/a", "[n/a]", "err!", "[err!]", "[unknown error]", "unknown error", "[not supported]",
             "not supported", "", "-", "[gpu is lost]", "gpu is lost", "[requested functionality has been deprecated]",
             "requested functionality has been deprecated", "[insufficient permissions]", "insufficient permissions"}
-_NUM = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%]*)\s*$")
+_NUM = lazyre.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%]*)\s*$")
 
 
 def as_number(text: str | None) -> float | None:

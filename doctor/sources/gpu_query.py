@@ -2,12 +2,11 @@
 clock event (throttle) reasons, volatile ECC counts, retired pages, remapped rows, processes."""
 from __future__ import annotations
 
-import re
-
+from .. import lazyre
 from .gpu_model import GpuProcess, GpuSample, as_int, as_number, as_text, yes_no
 
-_KV = re.compile(r"^(\s*)([^:]+?)\s*:\s?(.*?)\s*$")
-_GPU_HDR = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+_KV = lazyre.compile(r"^(\s*)([^:]+?)\s*:\s?(.*?)\s*$")
+_GPU_HDR = lazyre.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
 
 
 def _tree(lines: list[str]) -> list[tuple[tuple[str, ...], str]]:

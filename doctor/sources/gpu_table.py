@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 
+from .. import lazyre
 from .gpu_model import GpuProcess, GpuSample, as_int, as_number, as_text, is_err
 
-_TS = re.compile(r"^\s*(?:\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4})\s*$")
-_ROW1 = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
-_PWR = re.compile(r"(\S+)\s*/\s*(\S+)\s*$")
-_MEM = re.compile(r"(\S+?)\s*MiB\s*/\s*(\S+?)\s*MiB|(ERR!|N/A)\s*/\s*(ERR!|N/A)")
-_LOST = re.compile(r"Unable to determine the device handle for GPU ?(\d+): ([0-9A-Fa-f:.]+): (.*)$")
-_PROC = re.compile(r"^\s*(\d+)\s+(\S+)\s+(\S+)\s+(\d+)\s+(C\+G|C|G|M|M\+C)\s+(.*?)\s+(\S+?)(?:MiB)?\s*$")
+_TS = lazyre.compile(r"^\s*(?:\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4})\s*$")
+_ROW1 = lazyre.compile(r"^\s*(\d+)\s+(.*?)\s*$")
+_PWR = lazyre.compile(r"(\S+)\s*/\s*(\S+)\s*$")
+_MEM = lazyre.compile(r"(\S+?)\s*MiB\s*/\s*(\S+?)\s*MiB|(ERR!|N/A)\s*/\s*(ERR!|N/A)")
+_LOST = lazyre.compile(r"Unable to determine the device handle for GPU ?(\d+): ([0-9A-Fa-f:.]+): (.*)$")
+_PROC = lazyre.compile(r"^\s*(\d+)\s+(\S+)\s+(\S+)\s+(\d+)\s+(C\+G|C|G|M|M\+C)\s+(.*?)\s+(\S+?)(?:MiB)?\s*$")
 
 
 def parse_table(text: str) -> list[GpuSample]:

@@ -8,7 +8,7 @@ a copy of its output keeps as markdown.
 """
 from __future__ import annotations
 
-import re
+from .. import lazyre
 
 # a line number as a renderer may link it: "592", or VS Code's "[592](vscode-notebook-cell:?execution_count=6&line=592)"
 # and "[1090](https://...vscode-cdn.net/workspace/x/utils.py:1090)"
@@ -17,23 +17,23 @@ _NUMBER = r"(?:(\d+)|\[(\d+)\]\([^)\s]*\))"
 # ", in " and the call unless the frame is a module's top level); a VS Code notebook's output may come with the place
 # linked too (a real copy, ROCm/ROCm#3132: "File [~/.../torch/optim/optimizer.py:391](https://file+.vscode-resource
 # .vscode-cdn.net/...optimizer.py:391), in Optimizer.profile_hook_step.<locals>.wrapper(*args, **kwargs)")
-FILE_FRAME = re.compile(r"^\s*File\s+\[?(\S+?\.pyx?):(\d+)(?:\]\([^)\s]*\))?,\s+in\s+([\w.<>]+)")
+FILE_FRAME = lazyre.compile(r"^\s*File\s+\[?(\S+?\.pyx?):(\d+)(?:\]\([^)\s]*\))?,\s+in\s+([\w.<>]+)")
 # a notebook cell's frame: "Cell In[6], line 592" (IPython >= 8.7: compilerop.format_code_name gives the label "Cell"
 # and the name "In[6]"; 8.5-8.6 printed "Cell In [6], line 592"), then ", in func(args)" unless the frame is the cell's
 # top level (VerboseTB.format_record: no call for "<module>"). VS Code's renderer links
 # "line 592" and drops the rest of the line (cellRegex ends in ".*" and the line is replaced by the prefix and the link):
 # "Cell In[6], [line 592](vscode-notebook-cell:?execution_count=6&line=592)" tells no function
-CELL_FRAME = re.compile(r"^Cell In\s?\[(\d+)\], (\[?)line (\d+)\]?(?:\([^)\s]*\))?(?:, in ([\w.<>]+))?")
+CELL_FRAME = lazyre.compile(r"^Cell In\s?\[(\d+)\], (\[?)line (\d+)\]?(?:\([^)\s]*\))?(?:, in ([\w.<>]+))?")
 CELL_WORD = "Cell In"  # the scanner's gate word for those frame lines (doctor/engine/state.py STATE_WORDS)
 # Colab's rendering of an IPython 7 frame (IPython/core/ultratb.py VerboseTB, the path made a markdown link):
 # "[/usr/local/lib/python3.12/dist-packages/x/y.py](https://localhost:8080/#) in <module>" or "... in train(self, ...)";
 # the line number comes only with the arrow line "--> 107     from transformers.processing_utils import Unpack"
-COLAB_FRAME = re.compile(r"^\[([^\]\s]+?\.pyx?)\]\([^)\s]*\)\s+in\s+([\w.<>]+)")
+COLAB_FRAME = lazyre.compile(r"^\[([^\]\s]+?\.pyx?)\]\([^)\s]*\)\s+in\s+([\w.<>]+)")
 COLAB_WORD = ".py]("  # the scanner's gate word for those frame lines (doctor/engine/state.py STATE_WORDS)
 # the line that ran: "--> 2316 code" (ultratb _format_traceback_lines: the arrow, then the number)
-_ARROW = re.compile(r"^-+>\s*" + _NUMBER + r"\s(.*)$")
+_ARROW = lazyre.compile(r"^-+>\s*" + _NUMBER + r"\s(.*)$")
 # the source lines printed around it ("    106 try:", "   (...)     12 code": a gap in the lines shown)
-_SHOWN = re.compile(r"^" + _NUMBER + r"(?:\s(.*))?$")
+_SHOWN = lazyre.compile(r"^" + _NUMBER + r"(?:\s(.*))?$")
 NO_LINE = -1  # a Colab frame before its arrow line gave the line number
 
 

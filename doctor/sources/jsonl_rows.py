@@ -18,13 +18,13 @@ with the same line numbers:
 """
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from itertools import accumulate, repeat
 from operator import itemgetter
 from typing import Any, BinaryIO
 
+from .. import lazyre
 from . import metrics as msrc
 from .logtext import CHUNK, MAX_LINE, LineSplitter, decode
 
@@ -175,7 +175,7 @@ def _decode_part(fast: Any, buf: bytearray, begin: list[int], a: int, b: int) ->
     return got
 
 
-_AT_BYTE = re.compile(r"\(byte (\d+)\)")   # msgspec's DecodeError says where; orjson's has .pos
+_AT_BYTE = lazyre.compile(r"\(byte (\d+)\)")   # msgspec's DecodeError says where; orjson's has .pos
 
 
 class _Layout:

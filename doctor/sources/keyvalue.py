@@ -7,26 +7,26 @@ when it gave no metric row of its own, like sources/tables.py.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from .. import lazyre
 from ..signals import LogLine, Metrics
 from . import metrics as msrc
 from .tables import MIN_KEYS
 
-_PAIR = re.compile(r"^\s*[-*•]?\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)"
+_PAIR = lazyre.compile(r"^\s*[-*•]?\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)"
                    r"|nan|NaN|inf|-inf|Infinity)\s*$")
 # a pair ends at a separator ("|", ",", ";", " - "), at the line's end, or where the next "key:" / "key=" begins
-_INLINE = re.compile(r"(?P<k>[A-Za-z_][\w/.\-]{0,60})\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
+_INLINE = lazyre.compile(r"(?P<k>[A-Za-z_][\w/.\-]{0,60})\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
                      r"(?=\s*(?:[|,;]|$)|\s+-\s|\s+[A-Za-z_][\w/.\-]{0,60}\s*[:=])")
 # a trainer's own key then its number with no sign between ("loss 0.0000 reward 0.2500", "reward 0.00, kl 0.01"):
 # only the keys every trainer logs, so that words of a sentence are not read as pairs
-_BARE = re.compile(r"\b(?P<k>loss|grad_norm|learning_rate|reward|reward_std|kl|epoch)\s+(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|"
+_BARE = lazyre.compile(r"\b(?P<k>loss|grad_norm|learning_rate|reward|reward_std|kl|epoch)\s+(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|"
                    r"\.\d+)|nan|NaN|inf)(?=\s*(?:[|,;]|$)|\s)")
-_STEP_LEAD = re.compile(r"^\s*\[?(?:[A-Z]+:\w*:)?(?:epoch\s+\d+\s+)?(?:step|Step|iter|Iter|iteration|Iteration)\s*[:=]?\s*"
+_STEP_LEAD = lazyre.compile(r"^\s*\[?(?:[A-Z]+:\w*:)?(?:epoch\s+\d+\s+)?(?:step|Step|iter|Iter|iteration|Iteration)\s*[:=]?\s*"
                         r"(?P<s>\d+)\b")
-_MLX = re.compile(r"^Iter (?P<s>\d+): (?P<kind>Train|Val) loss (?P<loss>[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf)"
+_MLX = lazyre.compile(r"^Iter (?P<s>\d+): (?P<kind>Train|Val) loss (?P<loss>[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf)"
                   r"(?:, Learning Rate (?P<lr>[-+]?[\d.]+(?:e[-+]?\d+)?))?")
 _ALIASES = {"train/loss": "loss", "train/reward": "reward", "train/reward_std": "reward_std", "train/kl": "kl",
             "train/grad_norm": "grad_norm", "global_step": "step", "Step": "step", "train_reward": "reward"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .. import lazyre
 from .compressed import suffix_codec
 from .safeio import open_regular
 
@@ -81,10 +82,10 @@ def gpu_kind(path: Path, head: bytes, size: int) -> bool:
     return not any(w in text for w in _LOG_MARKS)
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_DMON = re.compile(r"\A\s*#\s*gpu\s+(pid\s+type|pwr|sm|fb|mem|gtemp)\b[^\n]*\n\s*#\s*Idx\b", re.IGNORECASE)
-_TOPO = re.compile(r"\A\s*GPU0[ \t]+(?:GPU1|NIC0|CPU Affinity)\b.*\n(?:.*\n){0,3}?GPU0[ \t]+X[ \t]")
-_SMI_ERROR = re.compile(r"\A\s*(Field \"[^\"\n]*\" is not a valid field to query|Invalid combination of input arguments)")
+_ANSI = lazyre.compile(r"\x1b\[[0-9;]*m")
+_DMON = lazyre.compile(r"\A\s*#\s*gpu\s+(pid\s+type|pwr|sm|fb|mem|gtemp)\b[^\n]*\n\s*#\s*Idx\b", re.IGNORECASE)
+_TOPO = lazyre.compile(r"\A\s*GPU0[ \t]+(?:GPU1|NIC0|CPU Affinity)\b.*\n(?:.*\n){0,3}?GPU0[ \t]+X[ \t]")
+_SMI_ERROR = lazyre.compile(r"\A\s*(Field \"[^\"\n]*\" is not a valid field to query|Invalid combination of input arguments)")
 
 
 def nvidia_smi_other(head: bytes) -> str | None:

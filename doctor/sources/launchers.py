@@ -26,16 +26,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import lazyre
 from ..values import as_int
 from .argv import flag_dict, group_flags, parse_value, split_shell
 
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGN = lazyre.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # a Hydra override: key.path=value, with Hydra's +/++/~ prefixes (verl's overrides are dotted)
-_OVERRIDE = re.compile(r"^(?:\+\+|\+|~)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=(.*)$", re.S)
-_LINE_END = re.compile(r"(?<!\\)\r?\n")
-_PYTHON = re.compile(r"^(?:\S*/)?(?:python(?:\d(?:\.\d+)?)?|uv|pypy3?)$")
+_OVERRIDE = lazyre.compile(r"^(?:\+\+|\+|~)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=(.*)$", re.S)
+_LINE_END = lazyre.compile(r"(?<!\\)\r?\n")
+_PYTHON = lazyre.compile(r"^(?:\S*/)?(?:python(?:\d(?:\.\d+)?)?|uv|pypy3?)$")
 # where a training launch starts in a line of text (a log line, a script): the launcher or the program's entry point
-LAUNCH_START = re.compile(
+LAUNCH_START = lazyre.compile(
     r"(?:^|(?<=[\s;&|(`'\"]))(?:accelerate\s+launch\b|torchrun\b|deepspeed\s+(?=-|\S+\.py\b)|"
     r"(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?-m\s+(?:torch\.distributed\.(?:run|launch)|verl\.trainer\.main_|"
     r"recipe\.\w+\.main_|openrlhf\.cli\.)|(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?\S*open_r1/\w+\.py\b|"

@@ -12,37 +12,38 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import lazyre
 from .prose_text import is_prose
 
 # `ls -l`: mode, links, owner, group, size, date (any locale: "Sep 19 14:43", "9月  19 14:43", "2024-09-19 14:43"), name
-_LS = re.compile(r"^[-dlcbps][-rwxsStTl]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s+"
+_LS = lazyre.compile(r"^[-dlcbps][-rwxsStTl]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s+"
                  r"(?P<date>.+?)\s+(?P<name>[^\s/]+(?:/[^\s/]+)*/?[*@/|=]?)(?:\s+->\s+\S+)?$")
 # `du -sh checkpoint-*` / `du -h --max-depth 1`: size, then a path
-_DU = re.compile(r"^(?P<size>\d+(?:[.,]\d+)?(?:[KMGTP](?:i?B)?)?)\s+(?P<name>\S+)$")
+_DU = lazyre.compile(r"^(?P<size>\d+(?:[.,]\d+)?(?:[KMGTP](?:i?B)?)?)\s+(?P<name>\S+)$")
 # `tree -h` / `tree -s` / `tree --du -h` (tree(1): "[size]" before each name, after the branch drawing)
-_TREE = re.compile(r"^[\s│|`]*(?:[├└]──|[|`]--)\s*\[\s*(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s*\]\s+(?P<name>\S+?)/?$")
+_TREE = lazyre.compile(r"^[\s│|`]*(?:[├└]──|[|`]--)\s*\[\s*(?P<size>\d+(?:[.,]\d+)?[KMGTP]?)\s*\]\s+(?P<name>\S+?)/?$")
 # `tree` without -h: the names only (what a checkpoint holds, not how big it is)
-_TREE_NAME = re.compile(r"^[\s│|`]*(?:[├└]──|[|`]--)\s*(?P<name>[^\s\[][^\s]*?)/?$")
+_TREE_NAME = lazyre.compile(r"^[\s│|`]*(?:[├└]──|[|`]--)\s*(?P<name>[^\s\[][^\s]*?)/?$")
 # Windows `dir`: date, time (12 or 24 h), <DIR> or the size in bytes with the locale's group separator, name
-_DIR = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}\s+\d{1,2}:\d{2}(?:\s*[AP]M)?\s+"
+_DIR = lazyre.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}\s+\d{1,2}:\d{2}(?:\s*[AP]M)?\s+"
                   r"(?P<size><DIR>|\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+|\d+)\s+(?P<name>\S.*?)$")
 # eza/exa `-l`: permissions (a leading "." for a plain file), size with a lowercase k, user, date, name
-_EZA = re.compile(r"^[.dl][-rwxsStT]{9}[@+.]?\s+(?P<size>-|\d+(?:\.\d+)?[kKMGTP]?)\s+\S+\s+(?P<date>.+?)\s+"
+_EZA = lazyre.compile(r"^[.dl][-rwxsStT]{9}[@+.]?\s+(?P<size>-|\d+(?:\.\d+)?[kKMGTP]?)\s+\S+\s+(?P<date>.+?)\s+"
                   r"(?P<name>[^\s/]+/?)$")
 # "checkpoint-300: 43 GB" written by hand
-_COLON = re.compile(r"^(?P<name>[\w.\-/]+):\s+(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP](?:i?B)?)$", re.I)
+_COLON = lazyre.compile(r"^(?P<name>[\w.\-/]+):\s+(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP](?:i?B)?)$", re.I)
 # "pytorch_model_fsdp.bin        36 981 387 757   (37 GB ...)": a checkpoint file's name, then its size
 # `aws s3 ls --recursive` (awscli's ls: date, time, size in bytes, key) of a checkpoint folder copied to object storage
-_S3 = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(?P<size>\d+)\s+(?P<name>\S+)$")
+_S3 = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(?P<size>\d+)\s+(?P<name>\S+)$")
 # a checkpoint folder's name then its size (a table typed or copied by hand: "checkpoint-300   43G"; a markdown table's
 # row once the paste reader took its bars off: "checkpoint-300 43 GB")
-_DIR_TABLE = re.compile(r"^(?P<name>(?:[\w.\-]+/)*(?:checkpoint|global_step)[-_]?\d+/?)\s+"
+_DIR_TABLE = lazyre.compile(r"^(?P<name>(?:[\w.\-]+/)*(?:checkpoint|global_step)[-_]?\d+/?)\s+"
                         r"(?P<size>\d+(?:[.,]\d+)?\s?[KMGTP](?:i?B)?)$", re.I)
-_TABLE = re.compile(r"^(?P<name>[\w.\-]+\.(?:safetensors|bin|pt|pth|json|ckpt|model))\s{2,}"
+_TABLE = lazyre.compile(r"^(?P<name>[\w.\-]+\.(?:safetensors|bin|pt|pth|json|ckpt|model))\s{2,}"
                     r"(?P<size>\d{1,3}(?:[ ,.\u202f]\d{3})+|\d+(?:\.\d+)?\s?(?:[KMGTP]i?B?|bytes)?)(?:\s.*)?$")
-_MD_RULE = re.compile(r"^\|?[\s:|-]*-{3}[\s:|-]*$")  # a markdown table's rule row, not a tree's branch
+_MD_RULE = lazyre.compile(r"^\|?[\s:|-]*-{3}[\s:|-]*$")  # a markdown table's rule row, not a tree's branch
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-_CKPT_NAME = re.compile(r"(?:checkpoint|global_step|step|epoch)[-_]?\d+|\.(?:safetensors|bin|pt|pth)$|^latest$|"
+_CKPT_NAME = lazyre.compile(r"(?:checkpoint|global_step|step|epoch)[-_]?\d+|\.(?:safetensors|bin|pt|pth)$|^latest$|"
                         r"adapter_config\.json|optimizer|zero_to_fp32")
 
 

@@ -8,10 +8,10 @@ NUL bytes and single lines of many megabytes. This module never holds more than 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from .. import lazyre
 from ..signals import LogLine, Where
 from .paste import DictJoiner, needs_unwrap, unbold, unwrap
 from .traceback import EXC_TYPE, NB_TB_WORD
@@ -20,32 +20,32 @@ CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
 EVIDENCE_MAX = 400       # characters of a line kept as evidence text
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]")
-_ANSI_TEXT = re.compile(r"(?:ESC|\^\[|␛)?\[(?:\d{1,3}(?:;\d{1,3})*)?m")
-_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANSI = lazyre.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]")
+_ANSI_TEXT = lazyre.compile(r"(?:ESC|\^\[|␛)?\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+_CTRL = lazyre.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
 _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
 # a "[rankN]:" prefix in mid-line, after text (and the spaces a terminal padded that text's line with), or after a
 # launcher's label and its one space ("worker-1: [rank0]: ..."); not after a log viewer's "host >> " prefix
-_RANK_MID = re.compile(r"(?<=[^\s>])(?:[ \t]{2,})?(?=\[rank\d+\]:)|(?<=:)[ \t](?=\[rank\d+\]:)")
-_TQDM_END = re.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
+_RANK_MID = lazyre.compile(r"(?<=[^\s>])(?:[ \t]{2,})?(?=\[rank\d+\]:)|(?<=:)[ \t](?=\[rank\d+\]:)")
+_TQDM_END = lazyre.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
 # a traceback's source line with its exception glued on (the newline lost in a paste): an indented code line, or a
 # `raise`/`assert` statement, then `Type: message` right after a closing bracket, a quote, a caret, or the identifier
 # after `from` (`raise X(msg) from ehydra.errors.InstantiationException: ...`: the glued type keeps a junk prefix, its
 # short name is whole)
-_GLUED_EXC = re.compile(r"^(?P<code>(?:\s{2,}|\s*(?:raise|assert)\b).*?(?:[()\]'\"^~}>]|\bfrom \w+?))\s*"
+_GLUED_EXC = lazyre.compile(r"^(?P<code>(?:\s{2,}|\s*(?:raise|assert)\b).*?(?:[()\]'\"^~}>]|\bfrom \w+?))\s*"
                         r"(?P<exc>" + EXC_TYPE + r"(?::\s.*)?)$")
 # a bare type raised ("raise NotImplementedError"), then the exception line printed right after it with no newline
-_GLUED_RAISE = re.compile(r"^(?P<code>\s*raise\s+" + EXC_TYPE + r")(?P<exc>" + EXC_TYPE + r"(?::\s.*)?)$")
-_RANK = re.compile(r"^\[rank(\d+)\]:\s?")
+_GLUED_RAISE = lazyre.compile(r"^(?P<code>\s*raise\s+" + EXC_TYPE + r")(?P<exc>" + EXC_TYPE + r"(?::\s.*)?)$")
+_RANK = lazyre.compile(r"^\[rank(\d+)\]:\s?")
 # "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
 # (one space after it: Ray prints the process's own line after "(name pid=N) ", its indentation included)
-_ORIGIN = re.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)(?: |\t|$)")
+_ORIGIN = lazyre.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)(?: |\t|$)")
 # Ray's driver shows its cluster events with the component and the time since the job started (ray/_private/
 # worker.py print_to_stdstream for the autoscaler's and scheduler's event summaries; "(raylet)" for the raylet's own
 # warnings): "(autoscaler +8m46s) Error: ...", "(scheduler +2m2s) Warning: ...", "(raylet) There are tasks ..."
-_RAY_EVENT = re.compile(r"^\((?:autoscaler|scheduler|raylet|gcs_server|monitor)(?: \+[\dhms.]+)?(?:, ip=[\d.]+)?\) ")
+_RAY_EVENT = lazyre.compile(r"^\((?:autoscaler|scheduler|raylet|gcs_server|monitor)(?: \+[\dhms.]+)?(?:, ip=[\d.]+)?\) ")
 # vLLM's processes by the names their prefixes carry (the origin _ORIGIN reads): the engine core ("(EngineCore_0 pid=N)",
 # "(EngineCore_DP0 pid=N)": vllm/v1/engine, a process per data-parallel rank), the multiprocess workers ("(VllmWorker
 # rank=1 pid=N)": vllm/v1/executor/multiproc_executor.py), the Ray workers ("(RayWorkerWrapper pid=N)":
@@ -55,13 +55,13 @@ VLLM_PROCESSES = ("VllmWorker", "EngineCore", "EngineCore_DP0", "RayWorkerWrappe
 # vLLM's logger: "ERROR 09-20 19:54:33 [core.py:398] " (optionally with ".123" ms)
 # vLLM before 0.8 printed the place without the opening bracket: "ERROR 06-12 15:44:15 worker_base.py:148] "
 # the closing bracket as a markdown escape turned it in some pastes: "[async_llm.py:485[]", "[core.py:1229\\]"
-_VLLM_LOG = re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+"
+_VLLM_LOG = lazyre.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+"
                        r"(?:\]|\[\]|\\\]) ?")
 # a collector's timestamp in front of the line: `docker logs -t` / `kubectl logs --timestamps`
 # ("2024-06-28T06:11:52.685300953Z "), Buildkite ("[2025-03-10T15:07:20Z] "): ISO 8601 with its T and a zone, and the
 # one space the collector writes after it (the process's own indentation follows: a traceback's frame and code lines)
-_COLLECTOR_TS = re.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?(?: |\t|$)")
-_FENCE = re.compile(r"^\s*```[\w+-]*\s*$")
+_COLLECTOR_TS = lazyre.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?(?: |\t|$)")
+_FENCE = lazyre.compile(r"^\s*```[\w+-]*\s*$")
 
 
 def decode(data: bytes) -> str:
@@ -176,10 +176,10 @@ def clean(text: str) -> str:
 
 # one entry of a notebook error output's "traceback" array (nbformat v4, an .ipynb opened as text): a JSON string
 # of IPython's formatted traceback, ANSI colours escaped as \u001b[...m and its lines joined by \n
-_NB_TB_ITEM = re.compile(r'^\s*"((?:[^"\\]|\\.)*)",?\s*$')
+_NB_TB_ITEM = lazyre.compile(r'^\s*"((?:[^"\\]|\\.)*)",?\s*$')
 # its colour codes once decoded: SGR sequences, or the bare escape a line-level pass left when it already removed
 # the "[0;31m" text behind it (clean()'s _ANSI would read "ESC=" or "ESC(p" as sequences and eat the "=" or "(p")
-_NB_COLOUR = re.compile(r"\x1b(?:\[[0-9;]*m)?")
+_NB_COLOUR = lazyre.compile(r"\x1b(?:\[[0-9;]*m)?")
 
 
 def _notebook_traceback_lines(text: str) -> list[str] | None:
@@ -235,7 +235,7 @@ def split_segments(text: str) -> list[str]:
 
 
 # "[repeated 15x across cluster]": Ray's driver folds identical lines of several workers into one and says how many
-_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+_RAY_REPEATED = lazyre.compile(r"\s*\[repeated \d+x across cluster\]$")
 
 
 def strip_prefixes(text: str) -> tuple[str, int | None, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .. import lazyre
 from ..gate import engine, hs_database, hs_literal, trie_pattern
 
 EXTRA_TRIGGERS = ("StopIteration", "it/s]", "s/it]", "B/s]", "```")
@@ -64,7 +65,7 @@ class Matcher:
         return out
 
 
-_CTRL_ONE = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")   # the control bytes, \r included
+_CTRL_ONE = lazyre.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")   # the control bytes, \r included
 _NOT_CTRL = bytes(b for b in range(256) if not (b < 9 or 11 <= b <= 31 or b == 127))
 
 

@@ -10,13 +10,13 @@ value the line cannot give is left out, never assumed.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from .. import lazyre
 from .metrics import to_number
 
 MEGATRON_MARK = "elapsed time per iteration (ms):"
-_ITERATION = re.compile(r"\biteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)")
+_ITERATION = lazyre.compile(r"\biteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)")
 _NAMES = {
     "lm loss": "loss",
     "grad norm": "grad_norm",

@@ -9,15 +9,16 @@ paste holds such a cut, which few logs do.
 from __future__ import annotations
 
 import gzip
-import re
 from functools import cache
 from pathlib import Path
 
+from .. import lazyre
+
 WORDS_FILE = Path(__file__).resolve().parent.parent / "data" / "message_words.txt.gz"
-_WORD = re.compile(r"[a-z]{2,}")
-_HOLE = re.compile(r"\{(?:int|float|name|quoted|any)\}")
-_TAIL = re.compile(rb"[A-Za-z]+$")
-_HEAD = re.compile(rb"^[A-Za-z]+")
+_WORD = lazyre.compile(r"[a-z]{2,}")
+_HOLE = lazyre.compile(r"\{(?:int|float|name|quoted|any)\}")
+_TAIL = lazyre.compile(rb"[A-Za-z]+$")
+_HEAD = lazyre.compile(rb"^[A-Za-z]+")
 
 
 def words_of_index(templates) -> bytes:

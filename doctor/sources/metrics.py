@@ -12,7 +12,9 @@ import math
 import re
 from typing import Any
 
-_PAIR = re.compile(
+from .. import lazyre
+
+_PAIR = lazyre.compile(
     r"""['"]([^'"]{1,120})['"]\s*:\s*(?:'([^']*)'|"([^"]*)"|([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Infinity|-inf)))"""
 )
 # Keys that only a trainer log dict has: a line needs two of them to count as a metrics line.
@@ -144,7 +146,7 @@ def remember(text: str) -> Any:
         _CONVERTED[text] = x
     return x
 _KEY_VALUE, _NEXT = "': '", "', '"
-_QUOTED_DICT = re.compile(r"""\{'[^'"]{1,120}': '[^'"]*'(?:, '[^'"]{1,120}': '[^'"]*')*\}""")
+_QUOTED_DICT = lazyre.compile(r"""\{'[^'"]{1,120}': '[^'"]*'(?:, '[^'"]{1,120}': '[^'"]*')*\}""")
 
 
 def _quoted_pairs(s: str) -> tuple[tuple[str, ...], list[str]] | None:

@@ -26,33 +26,34 @@ from __future__ import annotations
 import html
 import re
 
+from .. import lazyre
 from . import rich_box
 from .prose_text import is_prose
 
 _FIRST = frozenset(">|<*-.…│")      # first characters that may open a wrapper ("[" only with "...": "[rank0]:" is not)
 _LAST = frozenset("|*>│")           # last characters that may close one
-_PYTEST_E = re.compile(r"^E {3,}(?=\S)")
-_LOGURU = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\| "
+_PYTEST_E = lazyre.compile(r"^E {3,}(?=\S)")
+_LOGURU = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\| "
                      r"[\w.<>-]+:[\w.<>-]+:\d+ - ")
 # "2025-11-19 18:38:40.880773 master-0 >> " (a host name, then >>), or a bare ISO timestamp before "[rank"
-_TS_HOST = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\S+\s+)?>>\s?")
+_TS_HOST = lazyre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\S+\s+)?>>\s?")
 # a log viewer's "time | source | message" export (Kubernetes log tools, Grafana/Loki: pod/container as the source)
 # (a level name in that column is loguru's record, read by _LOGURU with its module:function:line)
-_TS_SOURCE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+\|\s+"
+_TS_SOURCE = lazyre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+\|\s+"
                         r"(?!(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s)[\w.\-]+(?:/[\w.\-]+)*\s+\|\s+")
 # Python logging's "%(asctime)s | %(levelname)s | %(name)s | %(message)s" (FastChat's fastchat/utils.py build_logger,
 # which also sends a process's stdout and stderr to loggers named "stdout" and "stderr"): the level is the logger's,
 # every line of a redirected stream carries the same one
-_TS_LEVEL_NAME = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? \| "
+_TS_LEVEL_NAME = lazyre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? \| "
                             r"(?:TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*\| [\w.\-]+ \| ")
-_TS_RANK = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_HTML = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em)\b[^>]*>", re.I)
+_TS_RANK = lazyre.compile(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s+(?=\[rank\d+\]:)")
+_TABLE_SEP = lazyre.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_HTML = lazyre.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em)\b[^>]*>", re.I)
 # two processes writing the same exception line at once, their writes interleaved: "AssertionErrorAssertionError: :
 # msgmsg" (each process's type, then both separators, then both messages)
-_TWICE = re.compile(r"^(?P<t>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?P=t): : (?P<m>.*)$")
-_ENTITY = re.compile(r"&(?:quot|#39|#x27|apos|lt|gt|amp);")
-_ELISION = re.compile(r"^\s*(?:\.{3,}|…|\[\s*\.{3}.*\.{3}\s*\]|\(\s*\.{3}.*\)|<truncated[^>]*>|\.\.\. \(\d+ .*\))\s*$")
+_TWICE = lazyre.compile(r"^(?P<t>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?P=t): : (?P<m>.*)$")
+_ENTITY = lazyre.compile(r"&(?:quot|#39|#x27|apos|lt|gt|amp);")
+_ELISION = lazyre.compile(r"^\s*(?:\.{3,}|…|\[\s*\.{3}.*\.{3}\s*\]|\(\s*\.{3}.*\)|<truncated[^>]*>|\.\.\. \(\d+ .*\))\s*$")
 
 
 def needs_unwrap(text: str) -> bool:
@@ -142,13 +143,13 @@ def unbold(text: str) -> str:
 # Rules read one line at a time, so the lines are joined into the one-line dict the trainer prints.
 # The layout is CPython's: Lib/pprint.py PrettyPrinter._pprint_dict puts one key per line once the dict is wider
 # than 80 columns (pprint.pprint(logs), IPython's display of a dict); real case: tulerfeng/Video-R1#86 (13 lines).
-DICT_OPEN = re.compile(r"""^\{\s*['"][^'"]{1,120}['"]\s*:""")
+DICT_OPEN = lazyre.compile(r"""^\{\s*['"][^'"]{1,120}['"]\s*:""")
 # a log_history entry of trainer_state.json pasted as the file holds it: transformers writes it with
 # json.dumps(indent=2, sort_keys=True) (trainer_callback.py TrainerState.save_to_json), so each entry's first item is
 # "epoch" alone on its line, under a "{" line; the entry closes with "}" or "},"
-_ENTRY_OPEN = re.compile(r'^"epoch"\s*:\s*-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?,$')
+_ENTRY_OPEN = lazyre.compile(r'^"epoch"\s*:\s*-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?,$')
 ENTRY_WORD = '"epoch": '  # the scanner's gate word for that line (doctor/engine/state.py STATE_WORDS)
-DICT_ITEM = re.compile(r"""^\s*['"][^'"]{1,120}['"]\s*:\s*\S""")
+DICT_ITEM = lazyre.compile(r"""^\s*['"][^'"]{1,120}['"]\s*:\s*\S""")
 DICT_MAX_LINES = 64
 
 

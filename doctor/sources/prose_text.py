@@ -3,15 +3,15 @@ printed. Pure: a string in, a bool out; shared by the paste readers (sources/pas
 log ends (checks/hang/)."""
 from __future__ import annotations
 
-import re
+from .. import lazyre
 
 # a line written by a person: words, not a logger's record (no timestamp or level in front, no frame, no dict)
-LOGGED = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\d\d/\d\d/\d{4}|"
+LOGGED = lazyre.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\d\d/\d\d/\d{4}|"
                     r"File \"|\{|\[rank\d|\(\w+ pid=|Traceback \(most recent call)")
-WORD = re.compile(r"[A-Za-z]{2,}")
-CJK = re.compile(r"[\u4e00-\u9fff]")
-_PLAIN_CHARS = re.compile(r"[A-Za-z\u4e00-\u9fff\u3000-\u303f\uff00-\uffef\s.,'?!()-]")
-_EXC_NAME = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)\b")
+WORD = lazyre.compile(r"[A-Za-z]{2,}")
+CJK = lazyre.compile(r"[\u4e00-\u9fff]")
+_PLAIN_CHARS = lazyre.compile(r"[A-Za-z\u4e00-\u9fff\u3000-\u303f\uff00-\uffef\s.,'?!()-]")
+_EXC_NAME = lazyre.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)\b")
 
 
 def plain_share(text: str) -> float:
@@ -20,7 +20,7 @@ def plain_share(text: str) -> float:
 
 
 # a piece of a printed mapping ("'reward': 4.0, 'reward_std': 0.0,"): keys in quotes before a colon, twice or more
-_KEYED = re.compile(r"""['"][\w/().\-]{1,80}['"]\s*:""")
+_KEYED = lazyre.compile(r"""['"][\w/().\-]{1,80}['"]\s*:""")
 
 
 def keyed(text: str) -> bool:

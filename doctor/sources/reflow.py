@@ -10,16 +10,16 @@ physical line, so evidence points at the paste as it is.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterator
 
+from .. import lazyre
 from .message_words import between_words
 
 MAX_REFLOW = 4 * 1024 * 1024  # bytes: larger inputs are programs' logs, read as they are
 MIN_WIDTH, MAX_WIDTH = 60, 400
 # a line that opens a record of its own: never the continuation of a wrapped line
-_RECORD = re.compile(rb"^(?:\[rank\s*\d+\]|\[?\d{4}-\d\d-\d\d[ T]\d\d:|[|+]|Traceback \(most recent|\[(?:INFO|WARNING|ERROR|"
+_RECORD = lazyre.compile(rb"^(?:\[rank\s*\d+\]|\[?\d{4}-\d\d-\d\d[ T]\d\d:|[|+]|Traceback \(most recent|\[(?:INFO|WARNING|ERROR|"
                      rb"DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \"|[IWEF]\d{4} \d\d:\d\d:)")
 
 
@@ -88,7 +88,7 @@ def wrap_width(lines: list[bytes]) -> int | None:
     return longest if follow[True] >= max(2, 2 * follow[False]) else None
 
 
-_GUTTER = re.compile(rb"^\s*\[?(\d{1,9})\]?(?:[:|\t]|\s)\s?")
+_GUTTER = lazyre.compile(rb"^\s*\[?(\d{1,9})\]?(?:[:|\t]|\s)\s?")
 
 
 def gutter(lines: list[bytes]) -> bool:
@@ -112,17 +112,17 @@ def gutter(lines: list[bytes]) -> bool:
 # a label a launcher or a log collector writes in front of every line of a process: DeepSpeed's pdsh runner the host
 # (``worker-1: ``, deepspeed/launcher/multinode_runner.py runs pdsh, which prefixes each line with "host: "), ``srun
 # --label`` the task number (``3: ``), docker compose the service (``trainer-1  | ``)
-_HOST_LABEL = re.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}): (?=\S| )")
-_COMPOSE = re.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}) +\| ")
+_HOST_LABEL = lazyre.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}): (?=\S| )")
+_COMPOSE = lazyre.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}) +\| ")
 # the program's own words: a log level (uvicorn's "INFO:     ..."; "Error: ", "Warning: " as a program or Ray's
 # scheduler writes them), an exception or warning type ("ValueError: x" printed by every rank), an all-capitals tag
-_NOT_LABEL = re.compile(rb"(?:[\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure)|[A-Z]+|Traceback|Caused|"
+_NOT_LABEL = lazyre.compile(rb"(?:[\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure)|[A-Z]+|Traceback|Caused|"
                         rb"(?i:error|warning|warn|exception|fatal|critical|info|debug|note|hint|tip)")
 # a job runner's bracketed status in front of every line ("[err, 2:16, 162s, g3115] "): its numbers change from line
 # to line, its shape does not; never a logger's own tag ("[INFO:swift] ", "[rank0]:"), which rules read
-_BRACKET = re.compile(rb"^\[([^\[\]\n]{1,80})\] ?")
-_LOGGER_TAG = re.compile(rb"(?i)info|warn|error|debug|critical|fatal|rank|swift|vllm|\.py")
-_DIGITS = re.compile(rb"\d+")
+_BRACKET = lazyre.compile(rb"^\[([^\[\]\n]{1,80})\] ?")
+_LOGGER_TAG = lazyre.compile(rb"(?i)info|warn|error|debug|critical|fatal|rank|swift|vllm|\.py")
+_DIGITS = lazyre.compile(rb"\d+")
 GUTTER, HOST_LABEL, COMPOSE, BRACKET = -1, -2, -3, -4  # the ``indent`` of a plan that takes a prefix off instead
 _LABELS = {HOST_LABEL: _HOST_LABEL, COMPOSE: _COMPOSE, BRACKET: _BRACKET}
 
@@ -164,13 +164,13 @@ def labelled(lines: list[bytes]) -> int:
 # the prefixes a line may carry, any of them, nested (a collector's timestamp before Ray's worker prefix before a rank)
 _PREFIX = (rb"(?:\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?\s|\[rank\s*\d+\]:\s*|"
            rb"\((?:\w+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*)*")
-_EXC_LINE = re.compile(rb"^" + _PREFIX + rb"\**(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s")
+_EXC_LINE = lazyre.compile(rb"^" + _PREFIX + rb"\**(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s")
 # a frame line cut inside its path: `File "` opened, its `", line N` on the next line
-_FRAME_OPEN = re.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+$')
-_FRAME_REST = re.compile(rb'^[^"\s]*", line \d+')
+_FRAME_OPEN = lazyre.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+$')
+_FRAME_REST = lazyre.compile(rb'^[^"\s]*", line \d+')
 # a frame line cut after its line number, its function on the next line (" in done")
-_FRAME_NO_FUNC = re.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+", line \d+,?\s*$')
-_FUNC_REST = re.compile(rb'^ ?in [\w<>.]+\s*$')
+_FRAME_NO_FUNC = lazyre.compile(rb'^' + _PREFIX + rb'\s*File "[^"]+", line \d+,?\s*$')
+_FUNC_REST = lazyre.compile(rb'^ ?in [\w<>.]+\s*$')
 EXC_WRAP = 0  # the width that says: join only exception lines cut mid-word with their continuation
 WORD_WRAP = -2  # the same, in a paste that rich word-wrapped (box-drawn traceback): the cut was at a space
 _RICH_BOX = "│".encode()
@@ -196,7 +196,7 @@ def _space_end(line: bytes) -> bool:
 
 # a line that opens a sentence of its own: a capitalised word, or an all-capitals one, then a space ("CUDA kernel errors
 # might be asynchronously reported ...", which torch prints under every CUDA error)
-_SENTENCE_START = re.compile(rb"^(?:[A-Z][a-z]+|[A-Z]{2,}) [a-z]")
+_SENTENCE_START = lazyre.compile(rb"^(?:[A-Z][a-z]+|[A-Z]{2,}) [a-z]")
 
 
 def _cut(line: bytes, nxt: bytes) -> bool:

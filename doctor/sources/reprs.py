@@ -16,9 +16,9 @@ expressions. Sources never judge.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from .. import lazyre
 from .argv import parse_value
 
 # the dataclasses whose dumps hold a run's settings, and the framework each implies (None: transformers' own,
@@ -29,11 +29,11 @@ CLASSES: dict[str, str | None] = {
     "Seq2SeqTrainingArguments": None,
 }
 LITERALS = tuple(f"{c}(" for c in CLASSES)
-_START = re.compile(r"(?:^|(?<=[\s:=(\[]))(" + "|".join(CLASSES) + r")\(")
-_CODE_BEFORE = re.compile(r"(?:\b(?:return|raise|yield|class|def|lambda|await)|[=(,\[]|\w\.)\s*$")
-_ENUM = re.compile(r"^<?[A-Z]\w*\.([A-Z][A-Z0-9_]*)(?::\s*'([^']*)'>)?$")
-_IDENT = re.compile(r"^[A-Za-z_]\w*$")
-KV = re.compile(r"^(\w+)=(.*?),?$")
+_START = lazyre.compile(r"(?:^|(?<=[\s:=(\[]))(" + "|".join(CLASSES) + r")\(")
+_CODE_BEFORE = lazyre.compile(r"(?:\b(?:return|raise|yield|class|def|lambda|await)|[=(,\[]|\w\.)\s*$")
+_ENUM = lazyre.compile(r"^<?[A-Z]\w*\.([A-Z][A-Z0-9_]*)(?::\s*'([^']*)'>)?$")
+_IDENT = lazyre.compile(r"^[A-Za-z_]\w*$")
+KV = lazyre.compile(r"^(\w+)=(.*?),?$")
 
 
 def value(text: str) -> Any:
@@ -120,7 +120,7 @@ BATCH_KEYS = frozenset({"per_device_train_batch_size", "gradient_accumulation_st
                         "temperature", "learning_rate", "num_train_epochs", "max_steps", "per_device_eval_batch_size",
                         "bf16", "gradient_checkpointing", "save_steps", "seed", "max_length", "epsilon", "loss_type"})
 YAML_LITERALS = tuple(f"{k}:" for k in sorted(GRPO_KEYS | BATCH_KEYS))
-_YAML_LINE = re.compile(r"^([a-z][a-z0-9_]*):[ \t]+([^\s#][^#]*?)\s*(?:#.*)?$")
+_YAML_LINE = lazyre.compile(r"^([a-z][a-z0-9_]*):[ \t]+([^\s#][^#]*?)\s*(?:#.*)?$")
 _GAP = 80  # lines between two settings of one block, at most
 
 

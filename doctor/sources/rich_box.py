@@ -8,26 +8,26 @@ line between two ``│`` side borders, and ``╰──╯`` at the bottom.
 """
 from __future__ import annotations
 
-import re
+from .. import lazyre
 
 BORDER = "│"
 # a frame line (rich/traceback.py _render_stack: filename ":" lineno " in " name, when the file exists on disk). A frame
 # line longer than the box is wrapped: at a space (which rich drops) or, inside a word, at any character (after the
 # ":", inside the file name or the line number); its pieces are joined without a separator and read with the spaces
 # optional (FOLDED)
-FRAME = re.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
-FOLDED = re.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
-PIECE = re.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
+FRAME = lazyre.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
+FOLDED = lazyre.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
+PIECE = lazyre.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
 # a frame whose file rich could not find on disk (exec'd or compiled code, a notebook cell): "in score:2"
 # (rich/traceback.py _render_stack: "in " name ":" lineno when not os.path.exists(frame.filename))
-NOFILE = re.compile(r"^in ([\w<>.]+):(\d+)$")
+NOFILE = lazyre.compile(r"^in ([\w<>.]+):(\d+)$")
 NOFILE_PATH = "<file not on disk>"
 # the source line that ran (rich/syntax.py: line_pointer "❱ " before its number, then the code with its indent guides)
-CODE = re.compile(r"^❱\s*\d+(?:\s*[│|]\s?|\s+)(.*)$")
+CODE = lazyre.compile(r"^❱\s*\d+(?:\s*[│|]\s?|\s+)(.*)$")
 HEADER = "Traceback (most recent"
 # rich's ASCII box (a console whose encoding is not UTF-8): "+--- Traceback ... ---+", "| line |", "+------+"
-ASCII_TOP = re.compile(r"^\s*\+-+ Traceback \(most recent")
-ASCII_END = re.compile(r"^\s*\+-+\+\s*$")
+ASCII_TOP = lazyre.compile(r"^\s*\+-+ Traceback \(most recent")
+ASCII_END = lazyre.compile(r"^\s*\+-+\+\s*$")
 # the words of a line that opens a box whose header the paste left out: a frame line holds ".py:", the line that ran
 # "❱" (the scanner's gate words: doctor/engine/state.py STATE_WORDS)
 WORDS = (".py:", "❱")

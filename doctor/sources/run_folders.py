@@ -8,13 +8,13 @@ Only the folder names are read here (no file is opened); links are not followed.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
+from .. import lazyre
 from .kinds import SKIP_DIRS
 
 # v0-20250101-120000 (ms-swift 2.x-4.x); ms-swift 3.x+ may append "-<suffix>" with --add_version and a custom name
-RUN_NAME = re.compile(r"^v(\d+)-(\d{8}-\d{6})(?:-.*)?$")
+RUN_NAME = lazyre.compile(r"^v(\d+)-(\d{8}-\d{6})(?:-.*)?$")
 MAX_DEPTH = 3          # output/ -> output/<model>/ -> output/<model>/<sub>/ : where versions are found
 MAX_ENTRIES = 20_000   # directory entries looked at in all: a huge tree is not a folder of runs worth listing
 

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import lazyre
 from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import flag_dict, group_flags, parse_value
 from .safeio import open_regular
 
 MAX_JSON = 4 * 1024 * 1024
-_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_ASSIGN = lazyre.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _SUBCMDS = ("rlhf", "sft", "pt", "rollout", "infer", "export", "deploy")
 
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import lazyre
 from ..signals import LogLine, Where
 from ..swift.version import major_minor
 from ..values import as_int
@@ -28,15 +29,15 @@ from .runs import RunSplit
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
 
-_ENV = re.compile(r"(?:^|[\s;])(?:export\s+)?(" + "|".join(_ENV_NAMES) + r")=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
-_RANK_LINE = re.compile(r"rank: (-?\d+), local_rank: (-?\d+), world_size: (\d+), local_world_size: (\d+)")
-_SWIFT_VERSION = re.compile(r"swift\.__version__: (\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|rc|post)\d*)?)")
-_VLLM_VERSION = re.compile(r"(?:vllm(?:==|-| version:? v?| )|vLLM (?:version )?v?)(\d+\.\d+\.\d+)", re.I)
-_TRL_VERSION = re.compile(r"\btrl(?:==|-)(\d+\.\d+(?:\.\d+)?)")
-_TRANSFORMERS_VERSION = re.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+)?)")
-_DUMP_START = re.compile(r"args: (RLHFArguments|SftArguments|TrainArguments|RLHFArguments)\($")
-_DUMP_KV = re.compile(r"^(\w+)=(.*?),?$")
-_SWIFT_CMD = re.compile(r"(?:^|\s)(?:swift\s+(rlhf|sft|pt|rollout|export|infer|deploy)|\S*swift/cli/(rlhf|sft|pt|rollout|export|infer|deploy)\.py)\b")
+_ENV = lazyre.compile(r"(?:^|[\s;])(?:export\s+)?(" + "|".join(_ENV_NAMES) + r")=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
+_RANK_LINE = lazyre.compile(r"rank: (-?\d+), local_rank: (-?\d+), world_size: (\d+), local_world_size: (\d+)")
+_SWIFT_VERSION = lazyre.compile(r"swift\.__version__: (\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|rc|post)\d*)?)")
+_VLLM_VERSION = lazyre.compile(r"(?:vllm(?:==|-| version:? v?| )|vLLM (?:version )?v?)(\d+\.\d+\.\d+)", re.I)
+_TRL_VERSION = lazyre.compile(r"\btrl(?:==|-)(\d+\.\d+(?:\.\d+)?)")
+_TRANSFORMERS_VERSION = lazyre.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+)?)")
+_DUMP_START = lazyre.compile(r"args: (RLHFArguments|SftArguments|TrainArguments|RLHFArguments)\($")
+_DUMP_KV = lazyre.compile(r"^(\w+)=(.*?),?$")
+_SWIFT_CMD = lazyre.compile(r"(?:^|\s)(?:swift\s+(rlhf|sft|pt|rollout|export|infer|deploy)|\S*swift/cli/(rlhf|sft|pt|rollout|export|infer|deploy)\.py)\b")
 # traceback / log path fingerprints (swift-notes §7)
 _V3_PATHS = ("swift/llm/", "swift/trainers/rlhf_trainer/", "swift/trainers/rlhf_arguments.py", "swift/plugin/")
 _V4_PATHS = ("swift/arguments/", "swift/pipelines/", "swift/rlhf_trainers/", "swift/rewards/")
@@ -51,8 +52,8 @@ LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vL
 
 
 # one C-level search per line instead of a test per word: every line of a log passes here
-_REPR_WORDS = re.compile("|".join(map(re.escape, reprs.LITERALS)))
-_LAUNCH_WORDS = re.compile("|".join(map(re.escape, launchers.LITERALS)))
+_REPR_WORDS = lazyre.compile("|".join(map(re.escape, reprs.LITERALS)))
+_LAUNCH_WORDS = lazyre.compile("|".join(map(re.escape, launchers.LITERALS)))
 
 
 @dataclass
@@ -372,11 +373,11 @@ class Launch:
     flags: dict[str, Any] = field(default_factory=dict)
 
 
-_LAUNCH = re.compile(r"(?:^|(?<=[\s;]))(?:swift\s+(rlhf|sft|pt|rollout|deploy|infer)\b|trl\s+(vllm-serve)\b|"
+_LAUNCH = lazyre.compile(r"(?:^|(?<=[\s;]))(?:swift\s+(rlhf|sft|pt|rollout|deploy|infer)\b|trl\s+(vllm-serve)\b|"
                      r"vllm\s+(serve)\b|\S*swift/cli/(rlhf|sft|pt|rollout|deploy|infer)\.py\b|(accelerate)\s+launch\b)")
-_ENV_LINE = re.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)[\s;]*)+\\?\s*")
-_ENV_ANY = re.compile(r"(?:^|[\s;])(?:export\s+)?([A-Z][A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
-_YAML_KV = re.compile(r"^([a-z][a-z0-9_]*)\s*:\s+(\S.*?)\s*$")
+_ENV_LINE = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)[\s;]*)+\\?\s*")
+_ENV_ANY = lazyre.compile(r"(?:^|[\s;])(?:export\s+)?([A-Z][A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
+_YAML_KV = lazyre.compile(r"^([a-z][a-z0-9_]*)\s*:\s+(\S.*?)\s*$")
 
 
 def split_launches(text: str) -> list[Launch]:

@@ -10,28 +10,28 @@ number (``nan`` and ``inf`` included) or the row is not a metrics row.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from .. import lazyre
 from ..signals import LogLine, Metrics
 from . import metrics as msrc
 from .prose_text import is_prose
 
 _STEP_NAMES = {"step", "global_step", "_step", "steps"}
 # a markdown separator row, or an ASCII box's rule with "+" joints (rich's ASCII tables, psql, prettytable)
-_SEP_ROW = re.compile(r"^\s*[|+]?\s*:?-{2,}:?\s*(?:[|+]\s*:?-{2,}:?\s*)*[|+]?\s*$")
-_SPACES = re.compile(r"\s{2,}|\t")
+_SEP_ROW = lazyre.compile(r"^\s*[|+]?\s*:?-{2,}:?\s*(?:[|+]\s*:?-{2,}:?\s*)*[|+]?\s*$")
+_SPACES = lazyre.compile(r"\s{2,}|\t")
 MIN_KEYS = 2   # a header needs two trainer keys (metrics.TRAINER_KEYS), as a printed dict does
 # what a paste or a collector put in front of every row: a quote ("> "), Ray's worker prefix ("(WorkerDict pid=7) "),
 # a container runtime's timestamp ("2025-05-10T01:02:03.123Z "); taken off the rows when the header had it too
-_LEAD = re.compile(r"^(?:\s*>[ ]?|\((?:\w+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\)[ \t]|"
+_LEAD = lazyre.compile(r"^(?:\s*>[ ]?|\((?:\w+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\)[ \t]|"
                    r"\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]+)+")
 
 
 # a table drawn with box characters (rich's Table, tabulate's "fancy_grid"): its bars are separators, its rules rows
 _BOX_BARS = str.maketrans({"│": "|", "┃": "|", "║": "|", "┆": "|", "┊": "|"})
-_BOX_RULE = re.compile(r"^\s*[\ufffd━─═┄┈╌┼╇╪╋┿╂┡┩├┤┝┥┞┦╞╡╟╢┌┐└┘┏┓┗┛╔╗╚╝╭╮╰╯┬┴┳┻╤╧┯┷+|\s-]+$")
+_BOX_RULE = lazyre.compile(r"^\s*[\ufffd━─═┄┈╌┼╇╪╋┿╂┡┩├┤┝┥┞┦╞╡╟╢┌┐└┘┏┓┗┛╔╗╚╝╭╮╰╯┬┴┳┻╤╧┯┷+|\s-]+$")
 
 
 def _cells(text: str) -> list[str]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 from collections import deque
 
+from .. import lazyre
 from ..signals import ExceptionInfo, Frame, LogLine
 from . import ipython_tb, rich_box
 
-_FRAME = re.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
+_FRAME = lazyre.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
-_EXC = re.compile(
+_EXC = lazyre.compile(
     r"^((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|"
     r"Exception|AssertionError|KeyError|StopIteration|NotImplementedError|KeyboardInterrupt|ChildFailedError))"
     r"(?::\s?(.*))?$"
@@ -28,36 +29,36 @@ CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.
 # at its parenthesis "    x = f(AttributeError: ...")
 # an exception's (dotted) type name, as tracebacks print it: shared with the line splitter (sources/logtext.py)
 EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
-_GLUED = re.compile(r"(?<=[()\]'\"^~}>])\s*(" + EXC_TYPE + r")(?::\s?(.*))?$")
+_GLUED = lazyre.compile(r"(?<=[()\]'\"^~}>])\s*(" + EXC_TYPE + r")(?::\s?(.*))?$")
 # messages that C++ code raises, pasted without their type (the user copied the message only): the start of the
 # message names the exception torch gives it. Sources: c10/cuda/CUDACachingAllocator.cpp ("CUDA out of memory. Tried
 # to allocate", torch.OutOfMemoryError since 2.0), ATen's device check (aten/src/ATen/TensorIterator.cpp and
 # native/...: "Expected all tensors to be on the same device, but found at least two devices"), c10/cuda/CUDAException
 # ("CUDA error: an illegal memory access was encountered"), ProcessGroupNCCL ("NCCL error in: ...").
 _BARE: tuple[tuple[re.Pattern, str], ...] = (
-    (re.compile(r"^(?i:cuda) out of memory\. Tried to allocate"), "torch.OutOfMemoryError"),
-    (re.compile(r"^Expected all tensors to be on the same device"), "RuntimeError"),
-    (re.compile(r"^CUDA error: (?:an illegal memory access|device-side assert|misaligned address|unspecified launch)"),
+    (lazyre.compile(r"^(?i:cuda) out of memory\. Tried to allocate"), "torch.OutOfMemoryError"),
+    (lazyre.compile(r"^Expected all tensors to be on the same device"), "RuntimeError"),
+    (lazyre.compile(r"^CUDA error: (?:an illegal memory access|device-side assert|misaligned address|unspecified launch)"),
      "RuntimeError"),
-    (re.compile(r"^NCCL error in: \S+"), "torch.distributed.DistBackendError"),
+    (lazyre.compile(r"^NCCL error in: \S+"), "torch.distributed.DistBackendError"),
 )
 # a notebook's error output as nbformat stores it (an .ipynb opened as text): "ename", then "evalue" (nbformat v4
 # schema, output_type "error"); keys are written in sorted order, so the type comes first
-_NB_ENAME = re.compile(r'"ename":\s*"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)"')
-_NB_EVALUE = re.compile(r'"evalue":\s*"((?:[^"\\]|\\.)*)"')
+_NB_ENAME = lazyre.compile(r'"ename":\s*"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)"')
+_NB_EVALUE = lazyre.compile(r'"evalue":\s*"((?:[^"\\]|\\.)*)"')
 # the escaped colour code in each entry of an nbformat "traceback" array (logtext.split_segments decodes the entry)
 NB_TB_WORD = "\\u001b"
 BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ",  # gate words
               '"ename":', '"evalue":', NB_TB_WORD)
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
-_SPACED = re.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
+_SPACED = lazyre.compile(r"^(Runtime|Value|Type|Key|Attribute|Assertion|Index|Import|OutOfMemory|ModuleNotFound|"
                      r"FileNotFound|NotImplemented|Permission|Connection|OS) Error\s*:\s?(.*)$")
 # rich's traceback box: doctor/sources/rich_box.py
 _MAX_PATH = 1000
 _MAX_FRAMES = 40
 # CPython's faulthandler (Python/traceback.c dump_frame: '  File "<file>", line <n> in <name>', no comma before "in", as
 # 3.11 prints it): the stack it dumps on a fatal signal or on faulthandler.dump_traceback, innermost frame first
-FAULT_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+FAULT_FRAME = lazyre.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 _MAX_DUMPED = 400  # the dumped frames kept (the last ones): a dump of every thread of a big job runs to thousands
 _MAX_MSG = 600
 

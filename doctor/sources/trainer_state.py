@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import codecs
 import json
-import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+from .. import lazyre
 from .jsonl_rows import flat_row
 
 READ = 1 << 20        # bytes read at a time
@@ -195,9 +195,9 @@ def _skip(r: _Reader) -> None:
     r.expect(close)
 
 
-_COMMA = re.compile(r"[ \t\r\n]*,[ \t\r\n]*")
-_COLON = re.compile(r"[ \t\r\n]*:[ \t\r\n]*")
-_SPACE = re.compile(r"[ \t\r\n]*")
+_COMMA = lazyre.compile(r"[ \t\r\n]*,[ \t\r\n]*")
+_COLON = lazyre.compile(r"[ \t\r\n]*:[ \t\r\n]*")
+_SPACE = lazyre.compile(r"[ \t\r\n]*")
 
 
 def _fast_entries(r: _Reader) -> Iterator[tuple[int, Any]]:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from .. import lazyre
 from ..checks.args._swift_fields import RLHF_FIELDS_4_6
 from ..model import Finding
 from ..sources.swiftconfig import RunConfig
@@ -40,23 +41,23 @@ BATCH_FLAGS = frozenset({"num_generations", "per_device_train_batch_size", "grad
 
 # a proposal in a fix sentence: --flag V, --flag V or W, --flag V/W, --flag=V (V a number, a bool or a word)
 _VAL = r"[A-Za-z0-9_.+-]*[A-Za-z0-9]"
-_PROPOSAL = re.compile(r"--([a-z][a-z0-9_]*)(?:[ =])(" + _VAL + r"(?:(?: or |/)" + _VAL + r")*)")
-_MORE = re.compile(r"(?:\s+" + _VAL + r"(?![A-Za-z0-9_.+-]))*")
-_MORE_NUMBERS = re.compile(r"(?:\s+[0-9][0-9.e+-]*(?![A-Za-z0-9_.+-]))*")
+_PROPOSAL = lazyre.compile(r"--([a-z][a-z0-9_]*)(?:[ =])(" + _VAL + r"(?:(?: or |/)" + _VAL + r")*)")
+_MORE = lazyre.compile(r"(?:\s+" + _VAL + r"(?![A-Za-z0-9_.+-]))*")
+_MORE_NUMBERS = lazyre.compile(r"(?:\s+[0-9][0-9.e+-]*(?![A-Za-z0-9_.+-]))*")
 # words before or after a ``--flag V`` that make it context rather than a proposal: the run's value named ("now V",
 # "keep --flag V", "instead of --flag V", "delete `--flag V`", "with --flag V: ..."), or what it does ("--flag V
 # leaves no room", "--flag V: CPU offload keeps ...")
-_CONTEXT_BEFORE = re.compile(r"(?:\b(?:keep|keeps|kept|keeping|current|currently|now|from|has|had|with|your|was|is|are|"
+_CONTEXT_BEFORE = lazyre.compile(r"(?:\b(?:keep|keeps|kept|keeping|current|currently|now|from|has|had|with|your|was|is|are|"
                              r"already|run's|run:|instead of|against|delete|deletes|drop|drops|remove|removes|without|"
                              r"replace|replaces|reserves|uses|using|says|gave|given|of|asked for|asks for|passes|passed)\s+`?|\+\s*)$",
                              re.I)
-_CONTEXT_AFTER = re.compile(r"^`?(?:\s*\([^()]*\))?(?::|\s*[=+]|\s+(?:is|was|are|were|already|alone|stays|leaves|overflows|"
+_CONTEXT_AFTER = lazyre.compile(r"^`?(?:\s*\([^()]*\))?(?::|\s*[=+]|\s+(?:is|was|are|were|already|alone|stays|leaves|overflows|"
                             r"means|reserves|keeps|makes|made|gave|as it is|instead|\(now|\(current|\(the current|"
                             r"\(as set|->|→|x\b|\*))", re.I)
 
 # flags written side by side (``--model <base model> --load_args false``): one combination
-_FLAG = re.compile(r"--[a-z][a-z0-9_]*(?:[ =](?:<[^>]*>\S*|[^\s-]\S*))?")
-_COMBO = re.compile(_FLAG.pattern + r"(?:\s+" + _FLAG.pattern + r")+")
+_FLAG = lazyre.compile(r"--[a-z][a-z0-9_]*(?:[ =](?:<[^>]*>\S*|[^\s-]\S*))?")
+_COMBO = lazyre.compile(_FLAG.pattern + r"(?:\s+" + _FLAG.pattern + r")+")
 
 
 def _norm(value: Any) -> str | None:

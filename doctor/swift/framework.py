@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .. import lazyre
 from ..sources.logtext import VLLM_PROCESSES
 from ..textcache import for_short_texts
 
@@ -38,69 +39,69 @@ _FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 _OPEN_R1 = ("open_r1/", "open-r1/", "open-r1-")
 # a GRPO trainer file outside the wrappers' packages: a subclass or copy of trl's GRPOTrainer (open-r1 forks copy it
 # to src/open_r1/trainer/grpo_trainer.py; rl-swarm's hivemind_grpo_trainer.py subclasses it)
-_TRL_COPY = re.compile(r"grpo_trainer\.py$")
+_TRL_COPY = lazyre.compile(r"grpo_trainer\.py$")
 
 _SWIFT_LOG = ("[INFO:swift]", "[WARNING:swift]", "[ERROR:swift]", "swift.cli.", "swift/cli/")
-_UNSLOTH_VER = re.compile(r"Unsloth:?\s+(20\d\d\.\d+\.\d+)")
+_UNSLOTH_VER = lazyre.compile(r"Unsloth:?\s+(20\d\d\.\d+\.\d+)")
 # unsloth's own prints ("Unsloth: Will patch your computer", "🦥 Unsloth: ..."), its imports, its patched names
 # (unsloth/models/rl.py: _unsloth_get_batch_samples, UnslothGRPOTrainer)
-_UNSLOTH_TEXT = re.compile(r"(?:^|[\s>|])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
+_UNSLOTH_TEXT = lazyre.compile(r"(?:^|[\s>|])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
                            r"\b_unsloth_\w+|\bUnsloth\w*Trainer\b")
 _CMD = (
-    ("ms-swift", re.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
-    ("verl", re.compile(r"\bverl\.trainer\.main_\w+")),
-    ("openrlhf", re.compile(r"\bopenrlhf\.cli\.")),
+    ("ms-swift", lazyre.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
+    ("verl", lazyre.compile(r"\bverl\.trainer\.main_\w+")),
+    ("openrlhf", lazyre.compile(r"\bopenrlhf\.cli\.")),
     # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
     # recipes' entry points (`python3 -m recipe.dapo.main_dapo`)
-    ("verl", re.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
+    ("verl", lazyre.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
                         r"-m\s+recipe\.\w+\.main_\w+")),
     # OpenRLHF's own flags (openrlhf/cli/train_ppo_ray.py: --vllm_num_engines, --actor_num_gpus_per_node)
-    ("openrlhf", re.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
+    ("openrlhf", lazyre.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
     # OpenRLHF's Ray actors in Ray's line prefix (openrlhf/trainer/ray/: launcher.py, ppo_actor.py, ppo_critic.py,
     # vllm_engine.py): ActorModelRayActor, ReferenceModelRayActor, RewardModelRayActor, CriticModelRayActor and
     # LLMRayActor from 0.1 to 0.8.2; PolicyModelActor, ReferenceModelActor, RewardModelActor and CriticModelActor since
     # then, LLMRayActor renamed RolloutRayActor in 0.10.2 (checked at the tags 0.1.0-0.11.0)
-    ("openrlhf", re.compile(r"\((?:ActorModelRayActor|ReferenceModelRayActor|CriticModelRayActor|RewardModelRayActor|"
+    ("openrlhf", lazyre.compile(r"\((?:ActorModelRayActor|ReferenceModelRayActor|CriticModelRayActor|RewardModelRayActor|"
                             r"PolicyModelActor|ReferenceModelActor|CriticModelActor|RewardModelActor|LLMRayActor|"
                             r"RolloutRayActor) pid=\d+")),
     # verl's Ray actors and its console rows (verl/trainer/main_ppo.py TaskRunner / main_task, single_controller's
     # WorkerDict; utils/tracking.py rows "step:N - ... critic/score/mean:...")
-    ("verl", re.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
+    ("verl", lazyre.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
     # verl's metric keys (verl/trainer/ppo/metric_utils.py compute_timing_metrics "timing_s/{name}" over its stages;
     # workers/actor/dp_actor.py "actor/pg_loss", "actor/pg_clipfrac"), also in its forks (EasyR1, TinyZero)
-    ("verl", re.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
+    ("verl", lazyre.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
                         r"\bactor/(?:pg_loss|pg_clipfrac|ppo_kl|entropy_loss)\b")),
     # its package, and its name before 0.6 (llmtuner: "llmtuner.extras.callbacks - {'loss': ...}" log lines)
-    ("llamafactory", re.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
+    ("llamafactory", lazyre.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
                                 r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b")),
     # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
     # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
-    ("ms-swift", re.compile(r"\bremaining_argv: \[")),
+    ("ms-swift", lazyre.compile(r"\bremaining_argv: \[")),
     # its GRPO trainer's reward lookup (trainers/rlhf_trainer/grpo_trainer.py 3.1-3.6: "reward_function {name} is not
     # implemented in swift.llm.plugin")
-    ("ms-swift", re.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
-    ("trl", re.compile(r"^TRL CLI: error:")),
-    ("axolotl", re.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
+    ("ms-swift", lazyre.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
+    ("trl", lazyre.compile(r"^TRL CLI: error:")),
+    ("axolotl", lazyre.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
     # trl's GRPOTrainer where the name stands for trl's: imported from trl, by its module path (a logger's name, an
     # object's repr "<trl.trainer.grpo_trainer.GRPOTrainer object at ...>"), or a method of it in the words CPython's
     # argument errors use ("GRPOTrainer._get_per_token_logps() got an unexpected keyword argument", "... takes 3
     # positional arguments", "... missing 1 required positional argument": Python/ceval.c, the qualified name since 3.10). A code
     # line that calls a class of that name may call the user's own (a notebook's from-scratch GRPOTrainer); trl's code
     # shows in the frames
-    ("trl", re.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
+    ("trl", lazyre.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
                        r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b.*\bGRPOTrainer\b|"
                        r"\btrl\.(?:trainer\.(?:grpo_trainer\.)?)?GRPOTrainer\b|\btrl\.trainer\.grpo_trainer\b|"
                        r"\bGRPOTrainer\.\w+\(\) (?:got an unexpected|takes \d|missing \d)")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
-    ("trl", re.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
+    ("trl", lazyre.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
-    ("trl", re.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
+    ("trl", lazyre.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
 _WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl")
 # the log's own format: a GRPO metric row (its reward keys) printed by transformers' Trainer.log without the keys that
 # ms-swift adds to every row it logs (swift/trainers/mixin.py and its progress callback: 'global_step/max_steps',
 # 'memory(GiB)', 'train_speed(iter/s)', ms-swift 2.x-4.x): trl's GRPOTrainer or a recipe on it (open-r1, Video-R1)
-_GRPO_ROW = re.compile(r"""['"](?:reward_std|rewards/[^'"]+|frac_reward_zero_std)['"]\s*:""")
+_GRPO_ROW = lazyre.compile(r"""['"](?:reward_std|rewards/[^'"]+|frac_reward_zero_std)['"]\s*:""")
 _SWIFT_ROW = ("global_step/max_steps", "memory(GiB)", "train_speed(")
 
 
@@ -216,17 +217,17 @@ _RUNTIME_TEXT = (
     # its logger's explicit format ("[INFO|trainer.py:2243] 2024-06-11 10:28:31,457 >> ...",
     # transformers.utils.logging.enable_explicit_format) from the Trainer's own files, and Trainer.log's rows of a run
     # that samples nothing ({'loss': ..., 'epoch': ...}: GRPO rows and ms-swift's are told apart before this)
-    ("transformers", re.compile(r"\*{5} Running training \*{5}|"
+    ("transformers", lazyre.compile(r"\*{5} Running training \*{5}|"
                                 r"\[(?:INFO|WARNING|ERROR)\|(?:trainer|training_args|trainer_utils)\.py:\d+\] |"
                                 r"\{'loss': [^{}]*'epoch': ")),
-    ("vllm", re.compile(r"\((?:" + "|".join(VLLM_PROCESSES) + r")\w*(?: rank=\d+)? pid=\d+[,)]|\bvllm\.entrypoints\b|"
+    ("vllm", lazyre.compile(r"\((?:" + "|".join(VLLM_PROCESSES) + r")\w*(?: rank=\d+)? pid=\d+[,)]|\bvllm\.entrypoints\b|"
                         r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
                         r"Writing input of failed execution to ")),
     # DeepSpeed's checkpoint files (runtime/engine.py: mp_rank_NN_model_states.pt, *_optim_states.pt shards)
-    ("deepspeed", re.compile(r"\bdeepspeed\.launcher\b|\[deepspeed\]|\bdeepspeed\s+--|\bds_config\b|DeepSpeedEngine|"
+    ("deepspeed", lazyre.compile(r"\bdeepspeed\.launcher\b|\[deepspeed\]|\bdeepspeed\s+--|\bds_config\b|DeepSpeedEngine|"
                              r"\bmp_rank_\d+_model_states\.pt\b|_zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt\b")),
-    ("torch", re.compile(r"\btorch\.distributed\.elastic\b|\btorchrun\b|ProcessGroupNCCL|\bc10d\b")),
+    ("torch", lazyre.compile(r"\btorch\.distributed\.elastic\b|\btorchrun\b|ProcessGroupNCCL|\bc10d\b")),
 )
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 
+from .. import lazyre
 from ..model import Finding
 
 # frameworks whose user sets GRPOConfig fields (trl itself and what is built on it)
@@ -160,17 +161,17 @@ _ENV: dict[str, str] = {
     "NNODES": "the number of nodes (accelerate launch --num_machines {v}, torchrun --nnodes {v})",
     "NODE_RANK": "the node's rank (accelerate launch --machine_rank {v}, torchrun --node_rank {v})",
 }
-_SWIFT_CMD = re.compile(r"`?\bswift (?:rollout|rlhf|sft|export|deploy|infer)\b[^`]*`?")
-_FLAG = re.compile(r"(?<![\w-])(--[a-z_]+)(?:[ =]((?:\"[^\"]*\"|'[^']*'|<[^>]*>|[\w.:/-]+)))?")
-_ENVVAR = re.compile(r"\b(NPROC_PER_NODE|NNODES|NODE_RANK)\b(?:=(\S+?)(?=[\s,;:)]|$))?")
+_SWIFT_CMD = lazyre.compile(r"`?\bswift (?:rollout|rlhf|sft|export|deploy|infer)\b[^`]*`?")
+_FLAG = lazyre.compile(r"(?<![\w-])(--[a-z_]+)(?:[ =]((?:\"[^\"]*\"|'[^']*'|<[^>]*>|[\w.:/-]+)))?")
+_ENVVAR = lazyre.compile(r"\b(NPROC_PER_NODE|NNODES|NODE_RANK)\b(?:=(\S+?)(?=[\s,;:)]|$))?")
 # a line that gives both frameworks' terms already, or the trl side of a choice
 # what a flag's value looks like (a sentence's next word does not): a number, a boolean, a placeholder, a quoted
 # string, an identifier with a digit or an underscore (zero3, /path), or one of the enum words ms-swift's flags take
-_VALUE = re.compile(r"""^(?:[-\d.]+(?:e-?\d+)?|true|false|True|False|<[^>]*>|"[^"]*"|'[^']*'|\S*[\d_/]\S*|"""
+_VALUE = lazyre.compile(r"""^(?:[-\d.]+(?:e-?\d+)?|true|false|True|False|<[^>]*>|"[^"]*"|'[^']*'|\S*[\d_/]\S*|"""
                     r"server|colocate|lora|full|none|epoch|steps|no|auto|sdpa|eager|bfloat16|float16|float32)$")
-_TWO = re.compile(r"GRPOConfig\(([^()]*)\)\s+(?:with\s+|and\s+)?GRPOConfig\(([^()]*)\)")
-_LAUNCHER = re.compile(r"vllm-serve|accelerate launch|torchrun|vllm serve")
-_BOTH = re.compile(r"\btrl\b|GRPOConfig|vllm-serve|accelerate launch|torchrun|FastLanguageModel")
+_TWO = lazyre.compile(r"GRPOConfig\(([^()]*)\)\s+(?:with\s+|and\s+)?GRPOConfig\(([^()]*)\)")
+_LAUNCHER = lazyre.compile(r"vllm-serve|accelerate launch|torchrun|vllm serve")
+_BOTH = lazyre.compile(r"\btrl\b|GRPOConfig|vllm-serve|accelerate launch|torchrun|FastLanguageModel")
 
 
 def _tuner_term(value: str | None) -> str:
@@ -189,7 +190,7 @@ def _unsloth(framework: str | None) -> bool:
 
 # one alternative of a list that gives each framework's spelling ("(ms-swift --save_total_limit 2; transformers/trl
 # save_total_limit=2)", "(trl: max_prompt_length; ...; ms-swift: --max_length)"): the ms-swift one, with its separator
-_SWIFT_ALT = re.compile(r"(?<=\()ms-swift(?::\s|\s)[^;()]*;\s*|(?<=\()ms-swift(?::\s|\s)[^,;()]*,\s*|"
+_SWIFT_ALT = lazyre.compile(r"(?<=\()ms-swift(?::\s|\s)[^;()]*;\s*|(?<=\()ms-swift(?::\s|\s)[^,;()]*,\s*|"
                         r"[;,]\s*ms-swift(?::\s|\s)[^;,()]*(?=\))|"
                         # "max_prompt_length (trl) / max_length with truncation_strategy (ms-swift)", either order
                         r"\s*/\s*[^/;,():]*?\(ms-swift\)|(?<=: )[^/;,():]*?\(ms-swift\)\s*/\s*")
@@ -208,7 +209,7 @@ _FW_LABELS: dict[str, tuple[str, ...]] = {
     "axolotl": ("axolotl",)}
 # a framework built on another reads that one's spellings too (ms-swift's and unsloth's trainers are trl's subclasses)
 _BASE = {"ms-swift": {"trl"}, "unsloth": {"trl"}, "verifiers": {"trl"}}
-_PAREN_ALT = re.compile(r"\s*\(([^()]*)\)")
+_PAREN_ALT = lazyre.compile(r"\s*\(([^()]*)\)")
 
 
 def _label_of(part: str) -> str | None:
@@ -221,7 +222,7 @@ def _label_of(part: str) -> str | None:
 
 
 # "(ms-swift FAQ: ...)", "(verl docs)": a source cited, not a spelling to use
-_CITATION = re.compile(r"^:?\s*(?:FAQ|docs?|documentation|best practice|README|issue|source)\b", re.I)
+_CITATION = lazyre.compile(r"^:?\s*(?:FAQ|docs?|documentation|best practice|README|issue|source)\b", re.I)
 
 
 def only_own_alternatives(line: str, framework: str | None) -> str:

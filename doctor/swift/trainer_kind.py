@@ -19,9 +19,10 @@ None when nothing tells: the reader then keeps GRPO wording, grpo-doctor's defau
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .. import lazyre
 
 # kinds whose training samples groups of completions per prompt and scores them (num_generations, group advantages)
 GROUP_KINDS = frozenset({"grpo", "rloo", "dapo", "gspo", "drgrpo"})
@@ -41,24 +42,24 @@ CONFIG_CLASS = {"grpo": "GRPOConfig", "dpo": "DPOConfig", "sft": "SFTConfig", "k
                 "cpo": "CPOConfig", "ppo": "PPOConfig", "rloo": "RLOOConfig", "gkd": "GKDConfig", "rm": "RewardConfig",
                 "reward": "RewardConfig", "online_dpo": "OnlineDPOConfig", "bco": "BCOConfig", "prm": "PRMConfig"}
 
-_SWIFT_CMD = re.compile(r"(?:^|[\s;/])swift\s+(rlhf|sft|pt|rollout|deploy|infer)\b|swift[./]cli[./](rlhf|sft|pt|rollout|deploy|infer)\b")
-_RLHF_TYPE = re.compile(r"--rlhf_type[= ]+['\"]?([a-z_]+)")
-_TRL_CLI = re.compile(r"(?:^|[\s;/])trl\s+(sft|dpo|grpo|kto|rloo|orpo|cpo|ppo|reward|gkd|online_dpo)\b")
+_SWIFT_CMD = lazyre.compile(r"(?:^|[\s;/])swift\s+(rlhf|sft|pt|rollout|deploy|infer)\b|swift[./]cli[./](rlhf|sft|pt|rollout|deploy|infer)\b")
+_RLHF_TYPE = lazyre.compile(r"--rlhf_type[= ]+['\"]?([a-z_]+)")
+_TRL_CLI = lazyre.compile(r"(?:^|[\s;/])trl\s+(sft|dpo|grpo|kto|rloo|orpo|cpo|ppo|reward|gkd|online_dpo)\b")
 # verl's override and OpenRLHF's flag (openrlhf/cli/train_ppo_ray.py: group_norm is its GRPO)
-_ADV = re.compile(r"\balgorithm\.adv_estimator=['\"]?(\w+)|--advantage_estimator[= ]+['\"]?(\w+)")
-_VLLM_SERVE = re.compile(r"(?:^|[\s;/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server")
+_ADV = lazyre.compile(r"\balgorithm\.adv_estimator=['\"]?(\w+)|--advantage_estimator[= ]+['\"]?(\w+)")
+_VLLM_SERVE = lazyre.compile(r"(?:^|[\s;/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server")
 # a model server's entry point in the frames: vLLM's OpenAI server and CLI, and trl's rollout server (trl 0.16+
 # trl/scripts/vllm_serve.py), which builds its vLLM engine in the server process, not in a trainer
-_SERVER_FILE = re.compile(r"trl/scripts/vllm_serve\.py$|vllm/entrypoints/(?:openai/api_server|cli/serve)\.py$")
-_TRAINER_FILE = re.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|reward|gkd|online_dpo|bco|prm)_trainer\.py$")
+_SERVER_FILE = lazyre.compile(r"trl/scripts/vllm_serve\.py$|vllm/entrypoints/(?:openai/api_server|cli/serve)\.py$")
+_TRAINER_FILE = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|reward|gkd|online_dpo|bco|prm)_trainer\.py$")
 # "ppo" is left out: verl's and rLLM's entry points (main_ppo.py, train_agent_ppo.py) run GRPO as well
-_SCRIPT = re.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*)?\.py$")
-_CLASS = re.compile(r"(?:\b|(?<=[a-z0-9]))(GRPO|DPO|SFT|PPO|KTO|ORPO|CPO|RLOO|GKD|OnlineDPO|Reward)(?:Trainer\b|Config\()")
+_SCRIPT = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*)?\.py$")
+_CLASS = lazyre.compile(r"(?:\b|(?<=[a-z0-9]))(GRPO|DPO|SFT|PPO|KTO|ORPO|CPO|RLOO|GKD|OnlineDPO|Reward)(?:Trainer\b|Config\()")
 _SWIFT_SUB = {"sft": "sft", "pt": "pt", "rollout": "grpo", "deploy": "serve", "infer": "infer"}
 _ADV_KIND = {"gae": "ppo", "group_norm": "grpo"}
 # OpenRLHF's entry modules (openrlhf/cli/): train_ppo(_ray) runs PPO unless --advantage_estimator says otherwise
 # (train_ppo_ray.py: default "gae")
-_OPENRLHF_CLI = re.compile(r"\bopenrlhf\.cli\.(train_ppo(?:_ray)?|train_sft|train_dpo|train_rm|train_kto|train_prm)\b")
+_OPENRLHF_CLI = lazyre.compile(r"\bopenrlhf\.cli\.(train_ppo(?:_ray)?|train_sft|train_dpo|train_rm|train_kto|train_prm)\b")
 # LLaMA-Factory's stage (hparams/finetuning_args.py: pt, sft, rm, ppo, dpo, kto), with its finetuning_type beside it
 _LLAMAFACTORY_STAGE = {"pt": "pt", "sft": "sft", "rm": "reward", "ppo": "ppo", "dpo": "dpo", "kto": "kto"}
 _OPENRLHF_KIND = {"train_ppo": "ppo", "train_ppo_ray": "ppo", "train_sft": "sft", "train_dpo": "dpo",
@@ -176,7 +177,7 @@ class MetricMarks:
         return None
 
 
-_PREFERENCE = re.compile(r"(?:^|/)" + PREFERENCE_KEY + r"\b")
+_PREFERENCE = lazyre.compile(r"(?:^|/)" + PREFERENCE_KEY + r"\b")
 
 
 def detect(args: dict, command: str | None, commands: list[str], texts: list[str], paths: Iterable[str],

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import re
 
+from .. import lazyre
+
 MajorMinor = tuple[int, int]
 
-_MM = re.compile(r"v?(\d+)\.(\d+)")
+_MM = lazyre.compile(r"v?(\d+)\.(\d+)")
 
 
 def major_minor(text: object) -> MajorMinor | None:

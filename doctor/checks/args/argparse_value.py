@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
-_CHOICE = re.compile(r"invalid choice: '(?P<val>[^']*)' \(choose from (?P<ch>.*)\)")
-_TYPE = re.compile(r"invalid (?P<t>\w+) value: '(?P<val>[^']*)'")
+_CHOICE = lazyre.compile(r"invalid choice: '(?P<val>[^']*)' \(choose from (?P<ch>.*)\)")
+_TYPE = lazyre.compile(r"invalid (?P<t>\w+) value: '(?P<val>[^']*)'")
 
 
 def argparse_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:

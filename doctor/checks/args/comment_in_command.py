@@ -1,13 +1,12 @@
 """GD414: a commented-out flag line inside a backslash-continued command cuts the command there."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule
 
-_CONT_COMMENT = re.compile(r"\\[ \t]*\r?\n([ \t]*#[^\n]*)\r?\n")
+_CONT_COMMENT = lazyre.compile(r"\\[ \t]*\r?\n([ \t]*#[^\n]*)\r?\n")
 
 
 class CommentBreaksCommand(Rule):

@@ -1,17 +1,17 @@
 """GD415: several torchrun processes on CPU without --use_cpu true (each rank trains alone)."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
 from ...signals import ExceptionInfo, LogLine
 from ...values import as_int
 
-_GROUP_VIEW = re.compile(r"shape '\[-1, (\d+)\]' is invalid for input of size (\d+)")
-_CPU_MODEL = re.compile(r"model_kwargs: \{'device_map': 'cpu'")
+_GROUP_VIEW = lazyre.compile(r"shape '\[-1, (\d+)\]' is invalid for input of size (\d+)")
+_CPU_MODEL = lazyre.compile(r"model_kwargs: \{'device_map': 'cpu'")
 
 
 class CpuDdpWithoutUseCpu(Rule):

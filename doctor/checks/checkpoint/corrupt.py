@@ -5,6 +5,7 @@ import math
 import posixpath
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...sources.checkpoint import SHARD_RE, CheckpointFacts
@@ -123,7 +124,7 @@ def _index_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:
     return out
 
 
-_LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(?P<module>.+)\.lora_(?P<ab>[AB])(?:\.[^.]+)?\.weight$")
+_LORA_KEY = lazyre.compile(r"^(?:base_model\.model\.)?(?P<module>.+)\.lora_(?P<ab>[AB])(?:\.[^.]+)?\.weight$")
 
 
 def _adapter_reasons(f: CheckpointFacts) -> list[tuple[str, str, str]]:

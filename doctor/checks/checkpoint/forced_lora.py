@@ -9,19 +9,19 @@ model used as ``--model`` carries ``tuner_type: lora``. Seed 05 and real runs fu
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...swift.run import tuner_flag, version_label
 
-_LOADED = re.compile(r"Successfully loaded (?P<path>.+?args\.json)\.?\s*$")
-_PARAM_INFO = re.compile(r"model_parameter_info: (?P<cls>[\w.]+): .*?\[(?P<pct>[\d.]+)%\]")
-_SAVING = re.compile(r"Saving model checkpoint to (?P<path>\S+)")
-_LAST = re.compile(r"last_model_checkpoint: (?P<path>\S+)")
+_LOADED = lazyre.compile(r"Successfully loaded (?P<path>.+?args\.json)\.?\s*$")
+_PARAM_INFO = lazyre.compile(r"model_parameter_info: (?P<cls>[\w.]+): .*?\[(?P<pct>[\d.]+)%\]")
+_SAVING = lazyre.compile(r"Saving model checkpoint to (?P<path>\S+)")
+_LAST = lazyre.compile(r"last_model_checkpoint: (?P<path>\S+)")
 
 
 def _is_full(v: Any) -> bool:

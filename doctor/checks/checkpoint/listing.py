@@ -3,23 +3,22 @@ own numbers: full weights beside a LoRA adapter, optimizer or DeepSpeed states b
 grow from save to save. The listing is parsed by doctor/sources/listing.py; nothing here reads a file."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
 from ...sources.listing import Entry, blocks
 from ._facts import fmt_bytes
 
-_ADAPTER = re.compile(r"^adapter_model(?:-\d{5}-of-\d{5})?\.(?:safetensors|bin)$")
+_ADAPTER = lazyre.compile(r"^adapter_model(?:-\d{5}-of-\d{5})?\.(?:safetensors|bin)$")
 # full weights: transformers' model*.safetensors / pytorch_model*.bin, accelerate FSDP's pytorch_model_fsdp*.bin,
 # consolidated / merged copies, and DeepSpeed's module states (runtime/engine.py _save_checkpoint writes
 # mp_rank_NN_model_states.pt: the whole module under ZeRO-0/1/2, beside the bf16_zero_pp_rank_*_optim_states.pt shards)
-_WEIGHTS = re.compile(r"^(?:model|pytorch_model(?:_fsdp)?|consolidated|merged_model)[\w.\-]*\.(?:safetensors|bin|pt|pth)$|"
+_WEIGHTS = lazyre.compile(r"^(?:model|pytorch_model(?:_fsdp)?|consolidated|merged_model)[\w.\-]*\.(?:safetensors|bin|pt|pth)$|"
                       r"^mp_rank_\d+_model_states\.pt$")
-_OPTIM = re.compile(r"^optimizer(?:_\d+)?\.(?:pt|bin)$|optim_states")
-_DS_TAG = re.compile(r"^global_step\d+$")
-_CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
+_OPTIM = lazyre.compile(r"^optimizer(?:_\d+)?\.(?:pt|bin)$|optim_states")
+_DS_TAG = lazyre.compile(r"^global_step\d+$")
+_CKPT_DIR = lazyre.compile(r"^checkpoint-(\d+)$")
 _SAVE_ONLY_MODEL = ("save_only_model (ms-swift --save_only_model true; transformers/trl save_only_model=True) drops the "
                     "optimizer, scheduler and DeepSpeed states from each save; such checkpoints cannot resume the "
                     "optimizer, so keep the last one full if you need to resume.")

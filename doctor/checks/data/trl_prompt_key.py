@@ -1,16 +1,16 @@
 """GD436: trl's own GRPOTrainer._prepare_inputs finds no 'prompt' key in the batch ms-swift hands it."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding
 from ...rules import Rule, evidence_of
 from ...signals import ExceptionInfo, LogLine
 
-_KEY_PROMPT = re.compile(r"""KeyError: ['"]prompt['"]""")
-_TRL_GRPO = re.compile(r"trl[\\/]trainer[\\/]grpo_trainer\.py")
+_KEY_PROMPT = lazyre.compile(r"""KeyError: ['"]prompt['"]""")
+_TRL_GRPO = lazyre.compile(r"trl[\\/]trainer[\\/]grpo_trainer\.py")
 
 
 class TrlPromptKeyError(Rule):

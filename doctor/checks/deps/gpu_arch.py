@@ -2,17 +2,16 @@
 other compute capabilities): the GPU and the supported capabilities as torch's own warning printed them."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
 # torch/cuda/__init__.py _check_capability / _warn_typed_storage: "NVIDIA GeForce RTX 5090 with CUDA capability sm_120
 # is not compatible with the current PyTorch installation. The current PyTorch install supports CUDA capabilities
 # sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90."
-_CAPABILITY = re.compile(r"(?P<gpu>[\w .\-]+?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
+_CAPABILITY = lazyre.compile(r"(?P<gpu>[\w .\-]+?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
                          r"PyTorch installation")
-_SUPPORTED = re.compile(r"supports CUDA capabilities (?P<list>(?:sm_\d+\s*)+)")
+_SUPPORTED = lazyre.compile(r"supports CUDA capabilities (?P<list>(?:sm_\d+\s*)+)")
 
 
 def gpu_arch_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:

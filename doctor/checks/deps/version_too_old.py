@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...swift.run import at_least, version_label
@@ -23,8 +24,8 @@ def _trl_range(run) -> str:
     return "the trl range of your ms-swift release's README (HEAD: >=0.15,<1.0, recommended 0.29.1)"
 
 
-_CLAUSE = re.compile(r"(<=|>=|==|!=|~=|<|>)\s*([\d][\w.]*)")
-_SKIP = re.compile(r"set `?(\w*VERSION_CHECK\w*=1)`? to skip")
+_CLAUSE = lazyre.compile(r"(<=|>=|==|!=|~=|<|>)\s*([\d][\w.]*)")
+_SKIP = lazyre.compile(r"set `?(\w*VERSION_CHECK\w*=1)`? to skip")
 
 
 def _outside(found: str, spec: str) -> str | None:

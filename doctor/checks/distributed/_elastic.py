@@ -2,19 +2,19 @@
 (a rank killed with SIGKILL)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from ... import lazyre
 from ...signals import LogLine
 from ...values import as_int
 
 # torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: {code}) local_rank: {rank} (pid: {pid}) of
 # binary: {bin}"; a paste may end before the pid
-_AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)(?: \(pid: (\d+)\))?")
-_FIELD = re.compile(r"^\s*(rank|exitcode|error_file|traceback|msg)\s*:\s*(.*)$")
-_RANK_FIELD = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
-_EXIT_FIELD = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
-_SIGNAL = re.compile(r"Signal (\d+) \((SIG\w+)\)")
+_AGENT_FAILED = lazyre.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)(?: \(pid: (\d+)\))?")
+_FIELD = lazyre.compile(r"^\s*(rank|exitcode|error_file|traceback|msg)\s*:\s*(.*)$")
+_RANK_FIELD = lazyre.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
+_EXIT_FIELD = lazyre.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
+_SIGNAL = lazyre.compile(r"Signal (\d+) \((SIG\w+)\)")
 SIGNALS = {-9: "SIGKILL", -15: "SIGTERM", -6: "SIGABRT", -11: "SIGSEGV", -7: "SIGBUS", -2: "SIGINT", -1: "SIGHUP"}
 
 

@@ -3,18 +3,18 @@ memory use against its threshold, and the table of the biggest memory users that
 prints ("PID MEM(GB) COMMAND"). Read by GD310 to name what filled the node."""
 from __future__ import annotations
 
-import re
 from collections import Counter
 
+from ... import lazyre
 from ...signals import LogLine
 
 LITERALS = ("Memory on the node", "MEM(GB)", "ray::")
 # "Memory on the node (IP: 10.0.0.1, ID: ...) where the task (..., memory used=56.57GB) was running was
 # 246.41GB / 251.54GB (0.979583), which exceeds the memory usage threshold of 0.95."
-_NODE = re.compile(r"was running was (?P<used>[\d.]+)GB / (?P<total>[\d.]+)GB \((?P<frac>[\d.]+)\)"
+_NODE = lazyre.compile(r"was running was (?P<used>[\d.]+)GB / (?P<total>[\d.]+)GB \((?P<frac>[\d.]+)\)"
                    r"(?:, which exceeds the memory usage threshold of (?P<thr>\d+(?:\.\d+)?))?")
-_TASK = re.compile(r"memory used=(?P<task>[\d.]+)GB")
-_ROW = re.compile(r"^\s*(?P<pid>\d+)\s+(?P<gb>\d+(?:\.\d+)?)\s+(?P<cmd>\S.*?)\s*$")
+_TASK = lazyre.compile(r"memory used=(?P<task>[\d.]+)GB")
+_ROW = lazyre.compile(r"^\s*(?P<pid>\d+)\s+(?P<gb>\d+(?:\.\d+)?)\s+(?P<cmd>\S.*?)\s*$")
 _MAX_ROWS = 20
 
 

@@ -13,13 +13,13 @@ hiyouga/LlamaFactory#8261 (2.8 s/it against 600 s: the steps say nothing about t
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...signals import LogLine
 
-_RATE = re.compile(r"\|\s*(\d+)/(\d+)\s*\[([0-9:]+)<[^,\]]*,\s*([\d.]+)\s*s/it\]")
+_RATE = lazyre.compile(r"\|\s*(\d+)/(\d+)\s*\[([0-9:]+)<[^,\]]*,\s*([\d.]+)\s*s/it\]")
 SLOW_RATIO = 0.5  # a step of at least half the timeout: the same order of magnitude
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...swift.run import flag_in_version
@@ -11,15 +12,15 @@ from ...values import as_int
 from .._numbers import READ, first, read_or
 from ._common import VLLM_GROUP_PORT, minutes
 
-_PORT = re.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
+_PORT = lazyre.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
 # the port of the address a server socket failed to bind ("[::]:29500", "0.0.0.0:29500", "localhost:29500") or
 # c10d's "port: 29500": never digits after any colon, which a timestamp ("10:29:50") has too
-_BIND_PORT = re.compile(r"(?:\bport: |\]:|(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}:|\blocalhost:)(\d{2,5})\b")
+_BIND_PORT = lazyre.compile(r"(?:\bport: |\]:|(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}:|\blocalhost:)(\d{2,5})\b")
 # torch's socket.cpp: "SocketImpl(fd=11, addr=[host]:38674, remote=[::ffff:10.0.0.1]:23456)": the store's end
-_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?([\w.\-:]+?)\]?:(\d+)\)")
+_REMOTE = lazyre.compile(r"remote=\[?(?:::ffff:)?([\w.\-:]+?)\]?:(\d+)\)")
 
 
-_JOINED = re.compile(r"waiting for clients\. (\d+)/(\d+) clients joined")
+_JOINED = lazyre.compile(r"waiting for clients\. (\d+)/(\d+) clients joined")
 
 
 def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:

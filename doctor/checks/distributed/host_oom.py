@@ -1,9 +1,9 @@
 """GD310: a process killed by the host (OOM killer, SIGKILL) without a Python traceback."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
@@ -14,26 +14,26 @@ from ._common import _raised_on
 from ._elastic import ElasticBlock
 
 _KILLED_PATTERNS = [
-    ("bash", re.compile(r"^(?:\S*: )?(?:line \d+: )?\s*\d+ Killed\s+(?P<cmd>\S.*)$")),
-    ("killed", re.compile(r"^\s*Killed\s*$")),
-    ("dmesg", re.compile(r"(?:Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (?P<pid>\d+) \((?P<proc>[^)]*)\)")),
-    ("dmesg", re.compile(r"oom-kill:.*task=(?P<proc>[\w.\-]+),pid=(?P<pid>\d+)")),
-    ("subprocess", re.compile(r"died with <Signals\.SIGKILL: 9>")),
-    ("dataloader", re.compile(r"DataLoader worker \(pid\(?s?\)? ?(?P<pid>[\d, {}]+)\)? (?:is killed by signal: Killed|exited unexpectedly)")),
-    ("oomkilled", re.compile(r"\bOOMKilled\b|(?:exit(?:ed with)? code|exit status) 137\b")),
+    ("bash", lazyre.compile(r"^(?:\S*: )?(?:line \d+: )?\s*\d+ Killed\s+(?P<cmd>\S.*)$")),
+    ("killed", lazyre.compile(r"^\s*Killed\s*$")),
+    ("dmesg", lazyre.compile(r"(?:Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (?P<pid>\d+) \((?P<proc>[^)]*)\)")),
+    ("dmesg", lazyre.compile(r"oom-kill:.*task=(?P<proc>[\w.\-]+),pid=(?P<pid>\d+)")),
+    ("subprocess", lazyre.compile(r"died with <Signals\.SIGKILL: 9>")),
+    ("dataloader", lazyre.compile(r"DataLoader worker \(pid\(?s?\)? ?(?P<pid>[\d, {}]+)\)? (?:is killed by signal: Killed|exited unexpectedly)")),
+    ("oomkilled", lazyre.compile(r"\bOOMKilled\b|(?:exit(?:ed with)? code|exit status) 137\b")),
     # Ray's memory monitor (raylet, ray 2.x: "%d worker(s) were killed due to the node running low on memory",
     # "Workers (tasks / actors) killed due to memory pressure (OOM)"; ray.exceptions.OutOfMemoryError "Task was killed
     # due to the node running low on memory")
-    ("ray", re.compile(r"killed due to (?:the node running low on memory|memory pressure \(OOM\))")),
+    ("ray", lazyre.compile(r"killed due to (?:the node running low on memory|memory pressure \(OOM\))")),
     # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler, 0.9-0.16): "{cmd} exits with return code = -9"
-    ("launcher", re.compile(r"exits with return code = -9\b")),
+    ("launcher", lazyre.compile(r"exits with return code = -9\b")),
 ]
 
 
 # ray's raylet (node_manager.cc): "To see more information about the Workers killed on this node, use `ray logs
 # raylet.out -ip 10.0.0.1`"
-_RAY_LOGS = re.compile(r"ray logs raylet\.out -ip ([\w.:\-]+)")
-_TRAIN_BAR = re.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
+_RAY_LOGS = lazyre.compile(r"ray logs raylet\.out -ip ([\w.:\-]+)")
+_TRAIN_BAR = lazyre.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
 
 
 class HostOomKilled(Rule):

@@ -9,14 +9,13 @@ The format is NCCL's own (src/include/debug.h, ``INFO(...)``: ``%s:%d:%d [%d] NC
 """
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ..hang.prose import program_lines
 
-_INFO = re.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)")
+_INFO = lazyre.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)")
 _ERROR = ("Error", "ERROR", "Traceback", "Killed", "Segmentation fault", "core dumped")
 TAIL_LINES = 8   # of the last non-blank lines, most must be NCCL debug lines
 # what the last NCCL lines say the ranks were doing (first match in the last lines, most specific first)

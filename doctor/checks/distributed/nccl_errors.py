@@ -2,15 +2,14 @@
 (shared memory), GD303 two ranks on one GPU, GD304 a collective that failed (usually another rank first)."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ._common import rank_list
 
 # NCCL's INFO lines: "host:pid:tid [dev] NCCL INFO comm 0x.. rank 11 nranks 16 cudaDev 3 ..." (init.cc)
-_NCCL_HOST = re.compile(r"^(?:\[rank\d+\]:\s*)?([\w.-]+):\d+:\d+ \[\d+\] NCCL ")
-_NRANKS = re.compile(r"\bnranks (\d+)\b")
+_NCCL_HOST = lazyre.compile(r"^(?:\[rank\d+\]:\s*)?([\w.-]+):\d+:\d+ \[\d+\] NCCL ")
+_NRANKS = lazyre.compile(r"\bnranks (\d+)\b")
 _GPUS_PER_NODE = 8   # the most GPUs a training node has in practice: more ranks than that span nodes
 
 
@@ -71,8 +70,8 @@ def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
 # stack (trl/scripts/vllm_serve.py spawns one process per DP rank, 0.18+; vLLM's DPEngineCoreProc / EngineCore_DP<N>),
 # or a server launch with data parallelism in the command
 _SERVER_FRAMES = ("trl/scripts/vllm_serve.py", "vllm/entrypoints/", "vllm/v1/engine/core.py")
-_SERVER_TEXT = re.compile(r"vllm_serve\.py|data[_-]parallel[_-]size|DPEngineCore|EngineCore_DP\d")
-_DP_TP = re.compile(r"--(data|tensor)[_-]parallel[_-]size[ =](\d+)")
+_SERVER_TEXT = lazyre.compile(r"vllm_serve\.py|data[_-]parallel[_-]size|DPEngineCore|EngineCore_DP\d")
+_DP_TP = lazyre.compile(r"--(data|tensor)[_-]parallel[_-]size[ =](\d+)")
 
 
 def _server_ranks(ctx: RunState, hits: list[Hit]) -> tuple[bool, dict[str, int]]:
@@ -144,7 +143,7 @@ def server_duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None
     return Diagnosis(message=msg, fix=fix)
 
 
-_NCCL_REASON = re.compile(r"NCCL error in: [^,]*, ([^,(]+)")
+_NCCL_REASON = lazyre.compile(r"NCCL error in: [^,]*, ([^,(]+)")
 
 
 def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:

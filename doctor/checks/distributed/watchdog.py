@@ -6,10 +6,10 @@ that did *not* report (the one that was behind is usually among them).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
@@ -23,22 +23,22 @@ SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks wer
 
 _WD_START = ("Watchdog caught collective operation", "Timeout at NCCL work", "NCCL communicator was aborted",
              "Heartbeat monitor timed out", "watchdog got stuck", "Timed out waiting")
-_WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
-_WD_SEQ = re.compile(r"SeqNum=(\d+)")
-_WD_OP = re.compile(r"OpType=(\w+)")
-_WD_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
-_WD_RAN = re.compile(r"ran for (\d+) milliseconds")
-_WD_NUMEL = re.compile(r"NumelIn=(\d+)")
-_WD_NUMEL_OUT = re.compile(r"NumelOut=(\d+)")
+_WD_RANK = lazyre.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
+_WD_SEQ = lazyre.compile(r"SeqNum=(\d+)")
+_WD_OP = lazyre.compile(r"OpType=(\w+)")
+_WD_TIMEOUT = lazyre.compile(r"Timeout\(ms\)=(\d+)")
+_WD_RAN = lazyre.compile(r"ran for (\d+) milliseconds")
+_WD_NUMEL = lazyre.compile(r"NumelIn=(\d+)")
+_WD_NUMEL_OUT = lazyre.compile(r"NumelOut=(\d+)")
 # torch's all_gather_into_tensor (c10d OpType _ALLGATHER_BASE / ALLGATHER): every rank gives NumelIn elements and gets
 # NumelOut = group size x NumelIn back; DeepSpeed ZeRO-3 (partition_parameters.py) and FSDP fetch a partitioned weight
 # this way before each forward that uses it
 _GATHERS = ("_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER")
-_GLOO = re.compile(r"Timed out waiting (\d+)ms for (send|recv) operation")
-_HEARTBEAT = re.compile(r"(?:Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds)")
+_GLOO = lazyre.compile(r"Timed out waiting (\d+)ms for (send|recv) operation")
+_HEARTBEAT = lazyre.compile(r"(?:Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds)")
 # torch ProcessGroupNCCL.cpp: "Timeout at NCCL work: N, last enqueued NCCL work: M, last completed NCCL work: K" (a
 # paste often cuts the line after N)
-_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+)(?:, last enqueued NCCL work: (\d+), last completed NCCL work: (\d+))?")
+_TIMEOUT_AT = lazyre.compile(r"Timeout at NCCL work: (\d+)(?:, last enqueued NCCL work: (\d+), last completed NCCL work: (\d+))?")
 
 
 @dataclass

@@ -3,8 +3,7 @@ in the terms of the framework that ran. doctor/classify/hints.py reads the messa
 part of a component that failed; this module puts them together for one verdict. Pure."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...classify.boundary import boundary
 from ...classify.boundary import explain as boundary_explain
 from ...classify.boundary import fix as boundary_fix
@@ -180,7 +179,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
 # architecture (the raise-site index holds 323 such sites in vllm/model_executor/models/, e.g. minicpmv.py
 # "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got version: ...", "... does not support prefix
 # caching", "Pipeline Parallel not supported")
-_LIMIT = re.compile(r"\b(?:only supports?|does not support|do not support|not supported|[Uu]nsupported|not yet supported)\b")
+_LIMIT = lazyre.compile(r"\b(?:only supports?|does not support|do not support|not supported|[Uu]nsupported|not yet supported)\b")
 
 
 def model_code_limit(frames, exc: ExceptionInfo | None) -> tuple[str, str] | None:

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Hit
 from ..hang.endings import FATAL, FAULT_THREAD
 
 # absl/debugging/failure_signal_handler.cc WriteStackTrace: "PC: @ 0x7f... (unknown) symbol()"; the symbol is
 # "(unknown)" when the binary has no symbols
-_PC_LINE = re.compile(r"PC: @\s+0x[0-9a-f]+\s+\S+\s+(?P<symbol>[A-Za-z_][\w:<>~]*)\(")
+_PC_LINE = lazyre.compile(r"PC: @\s+0x[0-9a-f]+\s+\S+\s+(?P<symbol>[A-Za-z_][\w:<>~]*)\(")
 # NCCL's own functions (its proxy thread moves the data of every collective between nodes: src/proxy.cc
 # addProxyOpIfNeeded, ncclProxy*) and the InfiniBand verbs / UCX transport under it
-_NCCL_SYMBOL = re.compile(r"^(?:nccl|addProxyOp|ncclProxy|ibv_|uct_|ucp_|ucs_)", re.I)
+_NCCL_SYMBOL = lazyre.compile(r"^(?:nccl|addProxyOp|ncclProxy|ibv_|uct_|ucp_|ucs_)", re.I)
 # the block of one thread when faulthandler dumps only the crashing one (faulthandler.enable(all_threads=False));
 # the dump's first line and its per-thread headers are the hang rules' (endings.FATAL, endings.FAULT_THREAD)
 _ONE_STACK = "Stack (most recent call first)"

@@ -5,9 +5,9 @@ alternative, or its reading when the stage (or the stage with one line of the lo
 session's state in, words out."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from ... import lazyre
 from ...classify.cut_stage import Stage, load, stage_of
 from ...engine.state import RunState
 from ...signals import Frame, LogLine
@@ -16,8 +16,8 @@ from ..hang.endings import plain
 from .exceptions import describe_frame
 
 _HEADER = "Traceback (most recent call last)"
-_EPOCHS = re.compile(r"(\d+)\s*/\s*(\d+)")
-_TRAINING_BAR = re.compile(r"(?i)\b(?:train|epoch)")
+_EPOCHS = lazyre.compile(r"(\d+)\s*/\s*(\d+)")
+_TRAINING_BAR = lazyre.compile(r"(?i)\b(?:train|epoch)")
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,13 @@ rules are asked which of them reads that wording. The answer is that rule's cate
 fix: numbers behind the cut are not known."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ... import lazyre
 from ...signals import ExceptionInfo
 
-_HOLE = re.compile(r"\{(int|float|name|quoted|any)\}")
+_HOLE = lazyre.compile(r"\{(int|float|name|quoted|any)\}")
 _PLACEHOLDER = {"int": "2", "float": "0.5", "name": "x", "quoted": "'x'", "any": "2"}  # "2": most holes hold numbers
 MIN_START = 30  # characters of message before the cut: fewer name too many templates
 

@@ -1,8 +1,7 @@
 """GD998's run context: where in the run a native crash came and what of the run survives it (a fixer: pure)."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...registry import find_rule
 from ...rules import Diagnosis, Hit
@@ -14,7 +13,7 @@ from .crash_lines import crash_symbol, faulthandler_dump, in_nccl, nccl_owner
 # terminated with exception: ... Watchdog caught collective operation timeout"): that abort is the NCCL failure's
 # teardown, which GD301/GD304 report. Only their words count: the same watchdog also carries a CUDA error (an illegal
 # memory access), and then the native crash is the failure itself
-_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout|NCCL error|NCCL communicator was aborted")
+_WATCHDOG = lazyre.compile(r"Watchdog caught collective operation timeout|NCCL error|NCCL communicator was aborted")
 
 
 def _watchdog_teardown(hit: Hit, ctx: RunState) -> bool:
@@ -26,7 +25,7 @@ def _watchdog_teardown(hit: Hit, ctx: RunState) -> bool:
 
 # a vLLM process's own marks: its logger's "[file.py:N]" tag (0.5-0.7 without the bracket), the input dump it writes
 # when model execution fails (worker/model_runner_base.py), its package's frames
-_VLLM_TEXT = re.compile(r"/vllm/|Writing input of failed execution|\b(?:model_runner(?:_base)?|gpu_model_runner|llm_engine|"
+_VLLM_TEXT = lazyre.compile(r"/vllm/|Writing input of failed execution|\b(?:model_runner(?:_base)?|gpu_model_runner|llm_engine|"
                         r"core|multiproc_executor|worker_base|gpu_worker|async_llm_engine|engine)\.py:\d+\]")
 
 

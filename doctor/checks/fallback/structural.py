@@ -4,9 +4,9 @@ the session's verdict when the verdict's category is its own. GD999 steps aside 
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
+from ... import lazyre
 from ...classify.component import rel, user_frames
 from ...classify.structure import SITE_LINE, Verdict, first_failure
 from ...classify.wrappers import unwrap
@@ -18,7 +18,7 @@ from .exceptions import notebook_header, unexplained
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`)
-_EMBEDDED = re.compile(r"(?:^|[\s*>|(])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
+_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
                        r"recent call last\))\**\s*$")
 
 
@@ -94,7 +94,7 @@ def _versions(exc: ExceptionInfo, ctx: RunState) -> str:
 
 # what a line printed just before a traceback says when it announces the failure: concurrent.futures'
 # `... raised AssertionError>`, asyncio's `exception=Exception('...')`, vLLM's `Invocation of X method failed`
-_NOTICE = re.compile(r"raised [A-Z]\w*|exception=[A-Z]\w*\(|method failed|[A-Z]\w*(?:Error|Exception)\b")
+_NOTICE = lazyre.compile(r"raised [A-Z]\w*|exception=[A-Z]\w*\(|method failed|[A-Z]\w*(?:Error|Exception)\b")
 
 
 def _notice_before(ctx: RunState, last: LogLine) -> LogLine | None:
@@ -109,10 +109,10 @@ def _notice_before(ctx: RunState, last: LogLine) -> LogLine | None:
     return None
 
 
-_SHAPE = re.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
+_SHAPE = lazyre.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
 
 
-_DIVIDES = re.compile(r"\bassert\s+\(?(?P<a>[^%#]{1,80}?)\s*%\s*(?P<b>[\w.\[\]()]{1,60}?)\)?\s*==\s*0")
+_DIVIDES = lazyre.compile(r"\bassert\s+\(?(?P<a>[^%#]{1,80}?)\s*%\s*(?P<b>[\w.\[\]()]{1,60}?)\)?\s*==\s*0")
 
 
 def _detail(v: Verdict) -> str:

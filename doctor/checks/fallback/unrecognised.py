@@ -2,9 +2,9 @@
 quotes the first real exception and where it was raised. Never silence."""
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
+from ... import lazyre
 from ...classify.component import component, deepest_library, user_frames
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
@@ -17,9 +17,9 @@ from .cut_wording import CutReading, read_cut
 from .exceptions import describe_frame, first_real, is_library, notebook_header, unexplained
 from .structural import _versions, embedded_exceptions, verdict_of
 
-_KEY = re.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
+_KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
 _MEDIA = {"image", "images", "video", "videos", "audio", "audios", "pixel_values"}
-_SIZE0 = re.compile(r"\bwith size 0\b|\bof size 0\b|numel\(\) == 0")
+_SIZE0 = lazyre.compile(r"\bwith size 0\b|\bof size 0\b|numel\(\) == 0")
 
 # how to take a phase out of the run while its failure is fixed, by framework (flag names of ms-swift 3.x-4.x and of
 # transformers TrainingArguments / trl GRPOConfig)

@@ -8,6 +8,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import lazyre
 from ...engine import columns
 from ...engine.columns import Block
 from ...rules import OUT_OF_RANGE
@@ -47,7 +48,7 @@ LINE_WORDS = tuple(lit for lit, _ in _MARKERS) + _VLLM_WORDS + _SWIFT_EVIDENCE +
 # run: logger.warning("Received %s death signal, shutting down workers", e.sigval): "Signals.SIGINT" or "15")
 # and the exception its worker processes' handler raises (multiprocessing/api.py _terminate_process_handler: raise
 # SignalException(f"Process {os.getpid()} got signal: {sigval}"), "1" or "Signals.SIGHUP" by Python version)
-_DEATH_SIGNAL = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal|"
+_DEATH_SIGNAL = lazyre.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d+) death signal|"
                            r"SignalException: Process \d+ got signal: (?:Signals\.)?(?P<sig2>SIG[A-Z]+|\d+)")
 
 
@@ -68,18 +69,18 @@ def death_signal(text: str) -> str | None:
         return signal.Signals(int(sig)).name
     except ValueError:
         return f"signal {sig}"
-PROGRESS_BAR = re.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
-_SOCKET = re.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
+PROGRESS_BAR = lazyre.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*\[")
+_SOCKET = lazyre.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
                      r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "
                      r"(?P<host2>[\w.\-]+):(?P<port2>\d+))")
 _NCCL = ("Watchdog caught collective operation timeout", "NCCL communicator was aborted")
 # py-spy dump
 # py-spy prints the thread name only when it can read it: `Thread 123 (idle): "MainThread"` or `Thread 123 (idle)`
 # (py-spy src/dump.rs; the status is "idle", "active" or "active+gil")
-PYSPY_THREAD = re.compile(r'^\s*Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>idle|active|active\+gil|gil)\)'
+PYSPY_THREAD = lazyre.compile(r'^\s*Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>idle|active|active\+gil|gil)\)'
                           r'(?::\s*"(?P<name>[^"]*)")?\s*$')
-PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]*?\.py):(?P<line>\d+)\)\s*$")
-_PYSPY_PROCESS = re.compile(r"^Process \d+: ")
+PYSPY_FRAME = lazyre.compile(r"^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]*?\.py):(?P<line>\d+)\)\s*$")
+_PYSPY_PROCESS = lazyre.compile(r"^Process \d+: ")
 
 PHASE_TEXT = {
     "launch": "launch (before the arguments were parsed)",

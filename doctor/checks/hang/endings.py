@@ -7,15 +7,15 @@ log nobody has seen is read by what printed it, not by a user's words.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ... import lazyre
 from ...signals import LogLine
 from ...sources.traceback import FAULT_FRAME
 
 # tqdm's format_meter: "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]" (tqdm/std.py)
-BAR = re.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
+BAR = lazyre.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
                  r"(?:\[(?P<elapsed>[\d:]+)?(?:<(?P<remaining>[\d:?]+))?(?:,\s*(?P<rate>[\d.]+\s*(?:s/it|it/s)))?|$)")
 
 
@@ -26,15 +26,15 @@ def _has_bar(text: str) -> bool:
 
 
 # a training bar's description (transformers' Trainer prints none; ms-swift "Train"; others "Training", "Epoch 1")
-_TRAIN_DESC = re.compile(r"^(?:|Train\w*|train\w*|Epoch\b.*|Iteration\w*|Steps?)$")
+_TRAIN_DESC = lazyre.compile(r"^(?:|Train\w*|train\w*|Epoch\b.*|Iteration\w*|Steps?)$")
 # CPython faulthandler (Python/traceback.c): "Thread 0x... (most recent call first):", then its frames (FAULT_FRAME)
-FAULT_THREAD = re.compile(r"^(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+) \(most recent call first\):")
+FAULT_THREAD = lazyre.compile(r"^(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+) \(most recent call first\):")
 FATAL = "Fatal Python error"
 # "2025-08-11 16:11:59" (logging, ms-swift) or vLLM's "INFO 08-11 16:11:59" (no year: only differences are used)
 # or transformers' logging format "11/28/2026 04:47:54"
-_TS = re.compile(r"(?P<d>(?:\d{4}-)?\d{2}-\d{2}|\d{2}/\d{2}/\d{4})[ T](?P<t>\d{2}:\d{2}:\d{2})")
-_RANK = re.compile(r"^\s*(?:\[rank\s*\d+\]:?\s*|\(\w+(?:\s+pid=\d+)?\)\s*)+")
-_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
+_TS = lazyre.compile(r"(?P<d>(?:\d{4}-)?\d{2}-\d{2}|\d{2}/\d{2}/\d{4})[ T](?P<t>\d{2}:\d{2}:\d{2})")
+_RANK = lazyre.compile(r"^\s*(?:\[rank\s*\d+\]:?\s*|\(\w+(?:\s+pid=\d+)?\)\s*)+")
+_VOLATILE = lazyre.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 # a line a waiting loop prints: trl vllm_client.check_server "Server is not up yet. Retrying in {s} seconds...",
 # torch's TCPStore / c10d retries, huggingface_hub / requests retries, and generic "waiting for" loops
 _WAIT_WORDS = ("retry", "Retry", "retrying", "Retrying", "not up yet", "waiting", "Waiting", "Connection refused",
@@ -76,7 +76,7 @@ _NCCL_DEBUG = (" NCCL INFO ", " NCCL WARN ", "NCCL INFO", "NCCL WARN", "gloo")
 # what a server prints while nobody works: uvicorn's access log of a monitor's polling (`"GET /metrics HTTP/1.1" 200`,
 # /health, /ping, /v1/models) and vLLM's idle stats line (vllm/engine/metrics.py LoggingStatLogger, 0.4-0.6; v1
 # loggers.py: "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs")
-_HEARTBEAT = re.compile(r'"(?:GET|HEAD) /(?:metrics|health\w*|ping|v1/models|get_model_info)/? HTTP/[\d.]+" 2\d\d|'
+_HEARTBEAT = lazyre.compile(r'"(?:GET|HEAD) /(?:metrics|health\w*|ping|v1/models|get_model_info)/? HTTP/[\d.]+" 2\d\d|'
                         r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
 MIN_HEARTBEATS = 2
 _BAR_PHASES: tuple[tuple[tuple[str, ...], str, bool], ...] = (  # (desc prefixes, phase, before training)
@@ -239,7 +239,7 @@ def _nccl(lines: list[LogLine]) -> Ending | None:
 
 # c10's C++ backtrace under a torch error (c10/util/Backtrace.cpp): "frame #9: c10d::ProcessGroupNCCL::
 # broadcastUniqueNCCLID(...) + 0xaf (0x7fdf... in .../libtorch_cuda.so)"
-_CPP_FRAME = re.compile(r"^frame #\d+: (?P<sym>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in ")
+_CPP_FRAME = lazyre.compile(r"^frame #\d+: (?P<sym>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in ")
 # (symbols, phase) innermost first: ProcessGroupNCCL.cpp broadcastUniqueNCCLID has rank 0 put the NCCL id in the
 # store and every other rank wait for it in store->get; the watchdog thread checks each collective's timeout
 NCCL_ID_PHASE = "NCCL communicator setup: this rank waits in the TCP store for rank 0's NCCL id"

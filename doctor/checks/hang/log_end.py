@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ... import lazyre
 from ...classify.structure import CONSEQUENCES
 from ...confidence import METRIC_CATEGORIES
 from ...engine.state import RunState
@@ -25,19 +26,19 @@ from .prose import program_lines
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
 # (a program's own report of an exception it caught: "Error computing per_token_logps: pop from an empty deque",
 # "Error while loading x: ...", "Error in worker: ...")
-_ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|"
+_ERROR_LINE = lazyre.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|"
                          r"^(?:error|Error|ERROR)(?: (?:in|while|during|when|on|\w+ing)\b[^:]{0,80})?\s*:|\bKilled\b|"
                          r"(?:exit(?:ed)?(?: with)? (?:code|status)|exitcode|returned non-zero exit status)[:=\s]+-?[1-9]")
 # a warning-level line: logging's WARNING/WARN level names, glog's "W1128 12:00:00" (torch, NCCL: "[W1128 ..."),
 # Python's warnings ("UserWarning: ", "RuntimeWarning: ") and "NCCL WARN"; deprecation notices say what a later
 # release will change, not what went wrong in this run
-_WARNING_LINE = re.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User|Runtime|Resource)Warning\b\s*:")
+_WARNING_LINE = lazyre.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:User|Runtime|Resource)Warning\b\s*:")
 # failure words anywhere in a line (no level, no "Type: message" at its start): an exception's class named inside a
 # sentence ("User exception type <class 'x.ValidationError'>"), "failed", "cannot", "not found"...
-_FAILURE_WORDS = re.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|failed|failure|fatal|killed|aborted|refused|"
+_FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|failed|failure|fatal|killed|aborted|refused|"
                             r"cannot|can't|unable to|not found|no such|denied|invalid|crash(?:ed)?|segfault)\b", re.I)
-_INFO_LEVEL = re.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
-_NOT_WARNING = re.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
+_INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
+_NOT_WARNING = lazyre.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
 
 def _steps(pool: dict[str, Any], ctx: RunState) -> int:

@@ -1,14 +1,13 @@
 """What to do and what to paste next about how a log ended (GD323, GD324, GD326): per ending kind and phase."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...signals import LogLine
 from ._advice import generic_fix
 from .endings import ENGINE_CORE_PHASE, GENERATION_PHASE, NCCL_ID_PHASE, RAY_START_PHASE, STORE_PHASE, Ending
 
-_URL = re.compile(r"https?://[\w.\-]+:\d{2,5}")
+_URL = lazyre.compile(r"https?://[\w.\-]+:\d{2,5}")
 
 PASTE_NEXT = {
     "loop": "the other side's own log (the server's or the rank's it waits for: its first error is the cause) and "

@@ -13,9 +13,9 @@ those), and when the input is not a training console log (a pasted error line, a
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.columns import Block
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
@@ -37,7 +37,7 @@ from .interrupted import (
 from .live import live_finding
 
 # Lib/warnings.py formatwarning: "{filename}:{lineno}: {category}: {message}", the source line after it
-_WARNING_LINE = re.compile(r"\.py:\d+: \w*Warning: ")
+_WARNING_LINE = lazyre.compile(r"\.py:\d+: \w*Warning: ")
 
 
 class HangCheck(Rule):

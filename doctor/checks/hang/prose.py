@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
@@ -15,25 +16,25 @@ from .endings import plain
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
 _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
-    (re.compile(r"(?i)\b(?:OOM|out of memory|CUDA memory)\b|显存不足|爆显存|显存溢出|显存不够"), "cuda-oom",
+    (lazyre.compile(r"(?i)\b(?:OOM|out of memory|CUDA memory)\b|显存不足|爆显存|显存溢出|显存不够"), "cuda-oom",
      "the GPU runs out of memory"),
-    (re.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill"), "host-oom-killed", "the process was killed"),
-    (re.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
+    (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill"), "host-oom-killed", "the process was killed"),
+    (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
      "an NCCL collective timed out"),
-    (re.compile(r"(?i)\b(?:loss|grad_norm|kl|logits?)\b.{0,30}\b(?:nan|inf)\b|\bnan\b.{0,30}\bloss\b"),
+    (lazyre.compile(r"(?i)\b(?:loss|grad_norm|kl|logits?)\b.{0,30}\b(?:nan|inf)\b|\bnan\b.{0,30}\bloss\b"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
-    (re.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0"),
+    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0"),
      "grad-norm-zero", "the gradient norm stays 0"),
-    (re.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are)\s+(?:0|zero)\b|"
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are)\s+(?:0|zero)\b|"
                 r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直)\s*0"), "reward-zero-or-flat", "the reward stays at 0"),
-    (re.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)\b|"
+    (lazyre.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)\b|"
                 r"卡住|卡死|卡在|不动了?|没有?反应"), "hang", "the run stops making progress"),
-    (re.compile(r"(?i)\b(?:gibberish|garbled|repeats? (?:itself|the same)|repetitive output)\b|乱码|重复输出"),
+    (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? (?:itself|the same)|repetitive output)\b|乱码|重复输出"),
      "output-degenerate", "the completions are garbled or repetitive"),
-    (re.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|训练.{0,4}(?:很|太|特别)慢|速度慢"),
+    (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|训练.{0,4}(?:很|太|特别)慢|速度慢"),
      "slow-training", "training is slow"),
 )
-_START = re.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
+_START = lazyre.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
                     r"开始|第一步|启动")
 _PASTE_NEXT = {
     "cuda-oom": "the traceback of the out-of-memory error and `nvidia-smi` taken at the failure",

@@ -7,14 +7,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import lazyre
 from ...signals import Frame
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
 from ...swift.planner import as_number  # one number reader for the memory plan and the OOM fixes
 from .._numbers import ASSUMED, READ, Num, mark, read_or
 
-_PARAMS = re.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
-VL_MODEL = re.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"
+_PARAMS = lazyre.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
+VL_MODEL = lazyre.compile(r"(?i)(?:[-_]vl\b|[-_]vl[-_]|omni|internvl|llava|minicpm-?v|glm-?4v|cogvlm|ovis|pixtral|"
                  r"[-_]vision|qwen2_5_vl|qwen2_vl|qwen3_vl|idefics|paligemma|mllama)")
 MM_ENV = ("MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES", "VIDEO_TOTAL_PIXELS", "IMAGE_MAX_TOKEN_NUM",
            "VIDEO_MAX_TOKEN_NUM", "MIN_PIXELS", "FPS")

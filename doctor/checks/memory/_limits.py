@@ -10,12 +10,12 @@ The first fix is then the limit itself: the cap, or the other processes; the wor
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ._facts import fmt_gib, gib
 
-_ALLOWED = re.compile(r"(?P<v>[\d.]+) (?P<u>[KMGT]i?B) allowed;")
+_ALLOWED = lazyre.compile(r"(?P<v>[\d.]+) (?P<u>[KMGT]i?B) allowed;")
 SIGNIFICANT = 0.5   # GiB held by other processes worth naming (a CUDA context alone is ~0.3-0.6 GiB)
 OUTSIDE_TORCH = 2.0  # GiB a training process holds beyond PyTorch's reserve without a pool of its own (context, NCCL)
 

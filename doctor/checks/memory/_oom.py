@@ -8,26 +8,27 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ... import lazyre
 from ...classify.cut_stage import in_stage
 from ...signals import ExceptionInfo, Frame
 from ._facts import Facts, gib
 
-_OOM_TEXT = re.compile(
+_OOM_TEXT = lazyre.compile(
     r"(?i)(?:\b(?:CUDA|NPU|XPU|HIP|MPS)\b[^.\n]{0,20}out of memory|CUDA Error: out of memory|"
     r"out of memory occurred when warming up|cudaErrorMemoryAllocation|Cuda failure (?:2 )?'out of memory'|"
     r"CUBLAS_STATUS_ALLOC_FAILED|HIP out of memory|OutOfMemoryError)")
-_ALLOC_NEW = re.compile(
+_ALLOC_NEW = lazyre.compile(
     r"Tried to allocate (?P<alloc>[\d.]+) (?P<au>[KMGT]i?B)\. (?:GPU|NPU|Device) (?P<gpu>\d+) has a total "
     r"capacit(?:y(?: of (?P<total>\d+(?:\.\d+)?)(?: (?P<tu>[KMGT]i?B))?(?: of which (?P<free>[\d.]+) "
     r"(?P<fu>[KMGT]i?B) is free)?)?)?")
-_ALLOC_OLD = re.compile(
+_ALLOC_OLD = lazyre.compile(
     r"Tried to allocate (?P<alloc>[\d.]+) (?P<au>[KMGT]i?B) \((?:GPU|NPU) (?P<gpu>\d+); (?P<total>[\d.]+) "
     r"(?P<tu>[KMGT]i?B) total capacity; (?P<used>[\d.]+) (?P<uu>[KMGT]i?B) already allocated; (?P<free>[\d.]+) "
     r"(?P<fu>[KMGT]i?B) free;(?: (?P<reserved>[\d.]+) (?P<ru>[KMGT]i?B) reserved in total by PyTorch)?")
-_THIS_PROC = re.compile(r"this process has (?P<v>[\d.]+) (?P<u>[KMGT]i?B) memory in use")
-_PROC = re.compile(r"Process (?P<pid>\d+) has (?P<v>[\d.]+) (?P<u>[KMGT]i?B) memory in use")
-_UNALLOC = re.compile(r"(?P<v>[\d.]+) (?P<u>[KMGT]i?B) is reserved by PyTorch but unallocated")
-_BY_TORCH = re.compile(r"Of the allocated memory (?P<v>[\d.]+) (?P<u>[KMGT]i?B) is allocated by PyTorch")
+_THIS_PROC = lazyre.compile(r"this process has (?P<v>[\d.]+) (?P<u>[KMGT]i?B) memory in use")
+_PROC = lazyre.compile(r"Process (?P<pid>\d+) has (?P<v>[\d.]+) (?P<u>[KMGT]i?B) memory in use")
+_UNALLOC = lazyre.compile(r"(?P<v>[\d.]+) (?P<u>[KMGT]i?B) is reserved by PyTorch but unallocated")
+_BY_TORCH = lazyre.compile(r"Of the allocated memory (?P<v>[\d.]+) (?P<u>[KMGT]i?B) is allocated by PyTorch")
 
 
 def parse_oom(text: str) -> dict[str, Any]:
@@ -90,7 +91,7 @@ _TRAIN_FUNCS = {"compute_loss": "loss computation", "_compute_loss": "loss compu
                 "_compute_rewards": "reward model", "evaluation_loop": "evaluation", "prediction_step": "evaluation"}
 _GEN_FUNCS = {"_generate_completions", "_generate_and_score_completions", "_generate", "generate",
               "_fast_infer", "_colocate_infer", "_infer_single_or_multi_turn"}
-_VLLM_PREFIX = re.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker|APIServer)\w*[^)]*\)\s+|"
+_VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker|APIServer)\w*[^)]*\)\s+|"
                           r"(?:ERROR|WARNING|INFO|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)")
 
 

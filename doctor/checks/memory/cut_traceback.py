@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ... import lazyre
 from ...classify.cut_stage import in_stage
 from ...engine.state import RunState
 from ...model import Evidence, Finding
@@ -23,8 +24,8 @@ _CONFIG_FUNCS = {"create_model_config", "create_engine_config", "create_load_con
 
 # vLLM 0.4-0.6 workers run engine calls through worker_base.execute_method, which logs `Error executing method <name>.
 # This might cause deadlock in distributed execution.` before the traceback: the method is the stage the stack was in
-_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
-_EXECUTED = re.compile(r"Error executing method '?(\w+)'?")
+_GPU_BLOCKS = lazyre.compile(r"# GPU blocks: (\d+)")
+_EXECUTED = lazyre.compile(r"Error executing method '?(\w+)'?")
 
 
 def with_executed_method(frames: tuple[Frame, ...], lines: list[LogLine]) -> tuple[Frame, ...]:

@@ -2,22 +2,21 @@
 larger than the cache, memory profiling disturbed, no memory left for the cache blocks)."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ._facts import facts_of
 from ._ladders import _fmt_util, _round_down, vllm_ladder
 
 _KV_NUMS = {
-    "startup": re.compile(r"Free memory on device \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than "
+    "startup": lazyre.compile(r"Free memory on device \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than "
                           r"desired GPU memory utilization \((?P<util>[\d.]+), (?P<req>[\d.]+) GiB\)"),
-    "needed": re.compile(r"max seq len \((?P<maxlen>\d+)\), \((?P<need>[\d.]+) GiB KV cache is needed, which is larger "
+    "needed": lazyre.compile(r"max seq len \((?P<maxlen>\d+)\), \((?P<need>[\d.]+) GiB KV cache is needed, which is larger "
                          r"than the available KV cache memory \((?P<avail>[\d.]+) GiB\)\.(?: Based on the available "
                          r"memory,(?: the estimated maximum model length is (?P<est>\d+))?)?"),
-    "tokens": re.compile(r"The model's max seq len \((?P<maxlen>\d+)\) is larger than the maximum number of tokens that "
+    "tokens": lazyre.compile(r"The model's max seq len \((?P<maxlen>\d+)\) is larger than the maximum number of tokens that "
                          r"can be stored in KV cache \((?P<tokens>\d+)\)"),
-    "profiling": re.compile(r"Error in memory profiling\. Initial (?:free|used) memory (?P<a>[\d.e+]+)(?: GiB)?, "
+    "profiling": lazyre.compile(r"Error in memory profiling\. Initial (?:free|used) memory (?P<a>[\d.e+]+)(?: GiB)?, "
                             r"current(?:ly used)? (?:free )?memory (?P<b>[\d.e+]+)"),
 }
 

@@ -1,9 +1,9 @@
 """GD206: ZeRO-3 offload that frees nothing: memory printouts labelled before/after an offload that do not change."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import MAX_EVIDENCE, Rule
@@ -11,8 +11,8 @@ from ...signals import LogLine
 from ._facts import facts_of
 from ._ladders import _fmt_util
 
-_PHASE = re.compile(r"(?i)^\s*(?P<label>(?:before|after)\b[^:0-9]{0,60}?)\s*[,:]?\s*$")
-_MEM_KV = re.compile(r"(?i)(?P<key>memory allocated|memory reserved|max memory allocated|allocated|reserved|"
+_PHASE = lazyre.compile(r"(?i)^\s*(?P<label>(?:before|after)\b[^:0-9]{0,60}?)\s*[,:]?\s*$")
+_MEM_KV = lazyre.compile(r"(?i)(?P<key>memory allocated|memory reserved|max memory allocated|allocated|reserved|"
                      r"device memory used(?:/total)?|memory used)\s*(?:\((?:GB|GiB|MB)\))?\s*[:=]\s*"
                      r"(?P<v>[\d.]+)(?:\s*/\s*(?P<t>[\d.]+))?")
 

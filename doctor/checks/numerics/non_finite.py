@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 from typing import Any
 
+from ... import lazyre
 from ...engine import columns
 from ...engine.columns import Block
 from ...engine.state import RunState
@@ -30,7 +30,7 @@ from ._nan_fixes import dtype_of, nan_fixes
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
 # a preference trainer's values of the policy itself (trl dpo_trainer.py get_batch_loss_metrics, ms-swift's DPO rows:
 # rewards/chosen, logps/rejected, logits/chosen, nll_loss): NaN there is the model's forward pass, not a reward function
-_POLICY_KEYS = re.compile(r"^(?:train/)?(?:" + PREFERENCE_KEY + r"|nll_loss)$")
+_POLICY_KEYS = lazyre.compile(r"^(?:train/)?(?:" + PREFERENCE_KEY + r"|nll_loss)$")
 # means over the completion tokens the loss counts (trl 0.29.1 and ms-swift 4.6.0 grpo_trainer.py: masked_batch_mean,
 # gathered with nanmean): NaN when a batch has none to average, while loss and grad_norm stay finite
 CLIP_NAN_KEYS = ("clip_ratio", "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",

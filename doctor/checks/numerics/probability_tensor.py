@@ -1,9 +1,9 @@
 """GD621: torch.multinomial on NaN/inf probabilities (CUDA device assert or RuntimeError)."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
@@ -12,7 +12,7 @@ from .._runargs import arg_float
 from .._series import fmt
 from ._nan_fixes import nan_fixes
 
-_PROGRESS = re.compile(r"(?P<step>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<")
+_PROGRESS = lazyre.compile(r"(?P<step>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<")
 
 
 class ProbabilityTensorNaN(Rule):

@@ -11,6 +11,7 @@ import hashlib
 import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
@@ -19,7 +20,7 @@ from .._runargs import arg_float, more_generations
 from .._series import fmt
 
 MAX_TABLES = 20_000
-_WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_WORD = lazyre.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
 def looping(text: str) -> tuple[bool, str]:

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
 from ...textcache import for_short_texts
 
-_REPEAT = re.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
+_REPEAT = lazyre.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
 # one character or a short piece repeated with no space between (`!!!!!!!!`, `。。。。`, `的的的的`, `abcabcabc`): not the
 # characters logs draw lines, bars and Python's error carets with (-, =, _, *, #, ~, ^, ., +, |, /, \\, box drawing, blocks)
-_GLUED_RUN = re.compile(r"([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9])\1{19,}|([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9]{2,6})\2{7,}")
-_NUMERIC = re.compile(r"^[-+]?[\d.,:%e]*$|^(?:nan|inf|None|True|False)[,\]]?$", re.I)
-_LOGLIKE = re.compile(r"^\s*(?:\[|\{|File \"|Traceback|\d{4}-\d\d-\d\d|[A-Z]\d{4} |\w+:\d+:\d+ \[|(?:INFO|WARNING|ERROR|"
+_GLUED_RUN = lazyre.compile(r"([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9])\1{19,}|([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9]{2,6})\2{7,}")
+_NUMERIC = lazyre.compile(r"^[-+]?[\d.,:%e]*$|^(?:nan|inf|None|True|False)[,\]]?$", re.I)
+_LOGLIKE = lazyre.compile(r"^\s*(?:\[|\{|File \"|Traceback|\d{4}-\d\d-\d\d|[A-Z]\d{4} |\w+:\d+:\d+ \[|(?:INFO|WARNING|ERROR|"
                       r"DEBUG)\b)|\|.*\||\bit/s\]|s/it\]")
 # writing systems by code point range (the ones real token soups mix)
 _SCRIPTS = (("latin", 0x41, 0x24F), ("greek", 0x370, 0x3FF), ("cyrillic", 0x400, 0x4FF), ("arabic", 0x600, 0x6FF),

@@ -2,9 +2,9 @@
 of a verl step takes half an hour or more."""
 from __future__ import annotations
 
-import re
 import statistics
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Diagnosis, Hit
@@ -98,7 +98,7 @@ class StepPace(SeriesRule):
 
 # verl times each stage of a step (verl/trainer/ppo/ray_trainer.py `with _timer(name, timing_raw)`, printed by
 # metric_utils.compute_timing_metrics as timing_s/<name>); what each stage runs
-_VERL_STAGE = re.compile(r"\btiming_s/(?P<stage>[a-z_]+):\s*(?P<seconds>\d+(?:\.\d+)?)")
+_VERL_STAGE = lazyre.compile(r"\btiming_s/(?P<stage>[a-z_]+):\s*(?P<seconds>\d+(?:\.\d+)?)")
 VERL_STAGES = {
     "gen": "rollout generation (vLLM or SGLang): it grows with response length and rollout.n",
     "adv": ("the driver process's reward stage: the reward model and the reward function score every response, then "

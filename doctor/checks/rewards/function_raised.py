@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
@@ -28,13 +29,13 @@ _REWARD_PATHS = ("swift/rewards/", "swift/plugin/orm.py", "swift/plugin/prm.py",
                  "/remote_rm_utils.py")
 _NOT_OURS = ("OutOfMemoryError", "OOM", "DistBackendError", "ChildFailedError", "KeyboardInterrupt",
              "ModuleNotFoundError", "ImportError")
-_COMM = re.compile(r"NCCL|[Tt]imeout|timed out|gloo|ProcessGroup|Connection")
-_SIZE = re.compile(r"expanded size of the tensor|must match the (?:existing )?size|shape mismatch|could not broadcast")
-_MISSING_ARG = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (?P<names>.+)$")
+_COMM = lazyre.compile(r"NCCL|[Tt]imeout|timed out|gloo|ProcessGroup|Connection")
+_SIZE = lazyre.compile(r"expanded size of the tensor|must match the (?:existing )?size|shape mismatch|could not broadcast")
+_MISSING_ARG = lazyre.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (?P<names>.+)$")
 # CPython's TypeError for a call that does not fit the callee (Python/getargs.c, Objects/call.c): the callee's name first
-_CALLEE = re.compile(r"^(?:[\w.<>]+\.)?(?P<fn>\w+)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'|"
+_CALLEE = lazyre.compile(r"^(?:[\w.<>]+\.)?(?P<fn>\w+)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'|"
                      r"missing \d+ required|takes \d+ positional)")
-_KEYERR = re.compile(r"""^['"](?P<col>[^'"]{1,80})['"]$""")
+_KEYERR = lazyre.compile(r"""^['"](?P<col>[^'"]{1,80})['"]$""")
 
 
 def _user_plugin_match(path: str, plugins: list[str]) -> bool:
@@ -78,7 +79,7 @@ def reward_callee(exc: ExceptionInfo, names: list[str]) -> re.Match | None:
 
 
 # urllib3's retry error, logged by the client before it gives up: which server and why
-_HTTP_POOL = re.compile(r"HTTPS?ConnectionPool\(host='(?P<host>[^']+)', port=(?P<port>\d+)\): Max retries exceeded with "
+_HTTP_POOL = lazyre.compile(r"HTTPS?ConnectionPool\(host='(?P<host>[^']+)', port=(?P<port>\d+)\): Max retries exceeded with "
                         r"url: (?P<url>[^\s(]+)")
 
 

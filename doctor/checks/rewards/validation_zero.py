@@ -3,15 +3,14 @@ score is 0. The scores are the keys that hold a task score (verl: val/test_score
 mean@N with var reward, acc or score); spreads and counts are not scores."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...sources.metrics import to_number
 
-_DICT_ITEM = re.compile(r"""['"](?P<k>val[^'"]*)['"]\s*:\s*(?P<v>[-+\d.eE]+|nan)""")
-_ROW_ITEM = re.compile(r"(?:^|\s-\s)(?P<k>val[^:\s]*):(?P<v>[-+\d.eE]+|nan)")
-_SCORE_KEY = re.compile(r"^val/test_score/|^val-core/.+/(?:reward|acc|score)/mean@\d+$")
+_DICT_ITEM = lazyre.compile(r"""['"](?P<k>val[^'"]*)['"]\s*:\s*(?P<v>[-+\d.eE]+|nan)""")
+_ROW_ITEM = lazyre.compile(r"(?:^|\s-\s)(?P<k>val[^:\s]*):(?P<v>[-+\d.eE]+|nan)")
+_SCORE_KEY = lazyre.compile(r"^val/test_score/|^val-core/.+/(?:reward|acc|score)/mean@\d+$")
 
 
 def _pprinted(hit: Hit, ctx: RunState) -> str:
@@ -67,7 +66,7 @@ def validation_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
 
 # verl's reward manager prints one scored sample per data source (workers/reward_manager/naive.py: "[prompt]",
 # "[response]", "[ground_truth]", "[score]")
-_SAMPLE = re.compile(r"^\[(ground_truth|score)\]\s*(.{1,80})$")
+_SAMPLE = lazyre.compile(r"^\[(ground_truth|score)\]\s*(.{1,80})$")
 
 
 def _printed_sample(ctx: RunState, before: int) -> str:

@@ -2,13 +2,12 @@
 implementation that is listed but failed to import (then the registry's inspection error above says why)."""
 from __future__ import annotations
 
-import re
-
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
-_ARCHS = re.compile(r"'(\w+)'")
-_SUPPORTED = re.compile(r"Supported architectures: (.*)")
+_ARCHS = lazyre.compile(r"'(\w+)'")
+_SUPPORTED = lazyre.compile(r"Supported architectures: (.*)")
 # vllm/model_executor/models/registry.py logs why it could not import a listed model class before it refuses it
 _INSPECT = ("Error in inspecting model architecture", "failed to be inspected")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding
 from ...rules import MAX_EVIDENCE, Diagnosis, Hit, PatternRule, fold
@@ -17,10 +18,10 @@ from ..fallback.exceptions import describe_frame
 from ..memory._facts import facts_of
 
 _DEVICES = (
-    re.compile(r"found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
-    re.compile(r"but got (?P<what>\w+) is on (?P<a>[\w:]+), different from other tensors on (?P<b>[\w:]+)"),
-    re.compile(r"Input type \((?P<a>torch\.[\w.]+)\) and weight type \((?P<b>torch\.[\w.]+)\)"),
-    re.compile(r"is on (?P<a>CPU|cpu|[\w:]+), but expected it to be on (?P<b>GPU|cuda[:\d]*)"),
+    lazyre.compile(r"found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
+    lazyre.compile(r"but got (?P<what>\w+) is on (?P<a>[\w:]+), different from other tensors on (?P<b>[\w:]+)"),
+    lazyre.compile(r"Input type \((?P<a>torch\.[\w.]+)\) and weight type \((?P<b>torch\.[\w.]+)\)"),
+    lazyre.compile(r"is on (?P<a>CPU|cpu|[\w:]+), but expected it to be on (?P<b>GPU|cuda[:\d]*)"),
 )
 
 

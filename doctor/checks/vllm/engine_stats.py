@@ -12,16 +12,16 @@ vLLM prints one line every few seconds (``--disable-log-stats`` turns it off):
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 
-_STATS = re.compile(r"Avg prompt throughput: (?P<p>[\d.]+) tokens/s, Avg generation throughput: (?P<g>[\d.]+) tokens/s,"
+_STATS = lazyre.compile(r"Avg prompt throughput: (?P<p>[\d.]+) tokens/s, Avg generation throughput: (?P<g>[\d.]+) tokens/s,"
                     r".*?Running: (?P<run>\d+) reqs,(?: Swapped: (?P<sw>\d+) reqs,)? (?:Pending|Waiting): (?P<wait>\d+)"
                     r" reqs(?:, GPU KV cache usage: (?P<kv>[\d.]+)%)?")
 MIN_LINES = 2       # stats lines in a row that make a shape (vLLM prints one every 5-10 s)

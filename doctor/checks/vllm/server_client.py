@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
-_URL = re.compile(r"https?://(?P<host>[\w.\-\[\]:]+?):(?P<port>\d{2,5})")
-_POOL = re.compile(r"host='(?P<host>[^']+)', port=(?P<port>\d+)")
-_STATUS = re.compile(r"(?:Request failed|Server \d+(?: \w+)? failed):? (?P<code>\d{3})\b|(?P<code2>\d{3}) (?:Client|Server) Error")
-_OWN = re.compile(r"can't be reached|not reachable|Request failed|Server \d+")
-_DROPPED = re.compile(r"Connection aborted|RemoteDisconnected|Remote end closed|Connection reset|IncompleteRead|"
+_URL = lazyre.compile(r"https?://(?P<host>[\w.\-\[\]:]+?):(?P<port>\d{2,5})")
+_POOL = lazyre.compile(r"host='(?P<host>[^']+)', port=(?P<port>\d+)")
+_STATUS = lazyre.compile(r"(?:Request failed|Server \d+(?: \w+)? failed):? (?P<code>\d{3})\b|(?P<code2>\d{3}) (?:Client|Server) Error")
+_OWN = lazyre.compile(r"can't be reached|not reachable|Request failed|Server \d+")
+_DROPPED = lazyre.compile(r"Connection aborted|RemoteDisconnected|Remote end closed|Connection reset|IncompleteRead|"
                       r"ChunkedEncodingError|Connection broken")
-_ROUTE = re.compile(r"for url: \S+?:\d+(?P<route>/[\w/\-]*)|url: (?P<route2>/[\w/\-]*)")
+_ROUTE = lazyre.compile(r"for url: \S+?:\d+(?P<route>/[\w/\-]*)|url: (?P<route2>/[\w/\-]*)")
 
 
 def _where(text: str) -> tuple[str, str] | None:
