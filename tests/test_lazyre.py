@@ -1,0 +1,56 @@
+"""doctor/lazyre.py: patterns compiled on first use behave as compiled ones, and every module-level pattern of the
+package still compiles (a typo in a rarely used one would otherwise show only on the line that first needs it)."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+import pytest
+
+import doctor
+from doctor import lazyre
+
+
+def test_not_compiled_until_used_then_plain_attributes():
+    rx = lazyre.compile(r"(?P<n>\d+) steps", re.I)
+    assert "search" not in vars(rx)
+    m = rx.search("ran 12 STEPS")
+    assert m and m.group("n") == "12"
+    assert "search" in vars(rx)          # later lookups are attributes, not __getattr__
+    assert rx.pattern == r"(?P<n>\d+) steps" and rx.flags & re.I and rx.groups == 1
+    assert rx.sub("N", "3 steps") == "N" and rx.fullmatch("4 steps") and not rx.match("x 4 steps")
+    assert [m.group(0) for m in rx.finditer("1 steps, 2 steps")] == ["1 steps", "2 steps"]
+
+
+def test_a_bad_pattern_fails_at_first_use():
+    rx = lazyre.compile(r"(unclosed")
+    with pytest.raises(re.error):
+        rx.search("x")
+
+
+def _lazy_in(value, depth=0):
+    if isinstance(value, lazyre.LazyPattern):
+        yield value
+    elif depth < 3 and isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _lazy_in(v, depth + 1)
+    elif depth < 3 and isinstance(value, dict):
+        for v in value.values():
+            yield from _lazy_in(v, depth + 1)
+
+
+def test_every_module_pattern_compiles():
+    found = 0
+    for info in pkgutil.walk_packages(doctor.__path__, "doctor."):
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:   # an optional dependency (mcp) absent: its module holds no pattern others use
+            continue
+        spaces = [vars(mod)] + [vars(v) for v in vars(mod).values() if isinstance(v, type) and v.__module__ == mod.__name__]
+        for space in spaces:
+            for value in list(space.values()):
+                for rx in _lazy_in(value):
+                    assert rx.pattern is not None   # compiles it; re.error names the pattern otherwise
+                    found += 1
+    assert found > 300, found   # the package holds ~490: the walk does reach them
