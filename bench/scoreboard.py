@@ -70,6 +70,7 @@ from scoreboard_score import (  # noqa: E402,F401
     class_scores,
     document,
     gated,
+    hang_stacks,
     healthy_scores,
     regressions,
     render_markdown,
@@ -236,6 +237,8 @@ class Bench:
         res.watch_cpu_share = round(cpu / res.wall_s, 4) if res.wall_s else 0.0
         if case.hang and fault_file.exists():
             res.hang_detect_s = round(ended - float(fault_file.read_text()), 1)
+        if case.hang:
+            res.hang_stacks = hang_stacks(run_dir, int(dict(case.env).get("NPROC_PER_NODE", "1")))
         watch_rep = run_dir / "grpo-doctor-report.json"
         if watch_rep.exists():
             try:

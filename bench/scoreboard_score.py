@@ -6,6 +6,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,8 +43,42 @@ class CaseResult:
     false_alarm: bool | None = None
     error_findings: list[str] = field(default_factory=list)
     hang_detect_s: float | None = None
+    hang_stacks: str | None = None   # hangs: "captured/expected" ranks whose py-spy stack watch's hang report holds
     skipped: str | None = None
 
+
+
+# doctor/live/hangs.py writes "== py-spy dump: pid P rank R pid P ==" (rank set) or "== py-spy dump: pid P pid P =="
+_DUMP = re.compile(r"^== py-spy dump: pid \d+ (?:rank (\d+) )?pid \d+ ==", re.M)
+
+
+def hang_stacks(run_dir: Path, ranks: int) -> str:
+    """How many of the run's ``ranks`` training processes have a py-spy stack in watch's hang report(s): with
+    several ranks, each ``rank r`` by number; with one process, any stack (its rank is not set)."""
+    seen: set[int] = set()
+    dumps = 0
+    for path in sorted(run_dir.glob("*hang*.txt")):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for m in _DUMP.finditer(text):
+            dumps += 1
+            if m.group(1) is not None:
+                seen.add(int(m.group(1)))
+    got = len(seen & set(range(ranks))) if ranks > 1 else min(dumps, 1)
+    return f"{got}/{ranks}"
+
+
+def _stacks_ok(r: CaseResult) -> bool | None:
+    if r.hang_stacks is None:
+        return None
+    got, want = r.hang_stacks.split("/")
+    return got == want
+
+
+def _share(oks: list[bool | None]) -> float | None:
+    return round(sum(bool(x) for x in oks) / len(oks), 3) if oks else None
 
 
 def class_scores(results: list[CaseResult]) -> dict[str, dict]:
@@ -61,11 +96,13 @@ def class_scores(results: list[CaseResult]) -> dict[str, dict]:
         f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
         ev = [r.evidence_ok for r in mine if r.evidence_ok is not None]
         hangs = [r.hang_detect_s for r in mine if r.hang_detect_s is not None]
+        stacks = [_stacks_ok(r) for r in mine if r.hang_stacks is not None]
         out[c] = {"frameworks": sorted({r.framework for r in mine}), "cases": len(mine), "tp": tp, "fp": fp, "fn": fn,
                   "precision": round(prec, 3), "recall": round(rec, 3), "f1": round(f1, 3),
                   "evidence_right": f"{sum(ev)}/{len(ev)}" if ev else None,
                   "verdict_right": f"{sum(bool(r.verdict_ok) for r in mine)}/{len(mine)}",
                   "hang_detect_s": max(hangs) if hangs else None,
+                  "hang_stacks_right": f"{sum(bool(x) for x in stacks)}/{len(stacks)}" if stacks else None,
                   "passed": {"category": tp == len(mine), "verdict": all(r.verdict_ok for r in mine),
                              "evidence": all(ev) if ev else None}}
     return out
@@ -104,6 +141,8 @@ def summary(results: list[CaseResult], classes: dict[str, dict], start_cpu: floa
         "framework_right": sum(r.got_framework == r.framework for r in done), "runs": len(done),
         "healthy_runs": len(healthy),
         "false_alarms": sum(bool(r.false_alarm) for r in healthy),
+        "hang_stacks_right": sum(bool(_stacks_ok(r)) for r in faults if r.hang_stacks is not None),
+        "hang_stacks_scored": sum(1 for r in faults if r.hang_stacks is not None),
         "hang_detect_s": {"max": max(hangs), "mean": round(sum(hangs) / len(hangs), 1),
                           "hang_timeout_s": HANG_TIMEOUT, "first_step_timeout_s": FIRST_STEP_TIMEOUT,
                           "grace_s": GRACE} if hangs else None,
@@ -166,7 +205,8 @@ def render_markdown(doc: dict) -> str:
         f"{s['verdict_right']}/{s['fault_cases']}; false alarms {s['false_alarms']}/{s['healthy_runs']} healthy runs; "
         + (f"hang caught and stopped {hd['mean']} s (mean), {hd['max']} s (max) after the fault began "
            f"(--hang-timeout {hd['hang_timeout_s']:g}, --phase-timeout first-step={hd['first_step_timeout_s']:g}, "
-           f"--grace {hd['grace_s']:g}); " if hd else "")
+           f"--grace {hd['grace_s']:g}), with the stacks of every rank in {s.get('hang_stacks_right', '?')}/"
+           f"{s.get('hang_stacks_scored', '?')} hangs; " if hd else "")
         + f"watch's own CPU {100 * (s['watch_cpu_share'] or 0):.1f}% of the runs' wall time"
         + (f" ({100 * s['watch_cpu_of_run_cpu']:.1f}% of the runs' own CPU time)" if s.get("watch_cpu_of_run_cpu")
            else "")
@@ -175,13 +215,14 @@ def render_markdown(doc: dict) -> str:
            else "") + "; framework named right "
         f"in {s.get('framework_right', '?')}/{s.get('runs', '?')} runs.",
         "",
-        "| class | frameworks | cases | precision | recall | F1 | evidence | verdict | hang s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| class | frameworks | cases | precision | recall | F1 | evidence | verdict | hang s | hang stacks |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c, x in doc["categories"].items():
         lines.append(f"| {c} | {', '.join(x['frameworks'])} | {x['cases']} | {x['precision']} | {x['recall']} | "
                      f"{x['f1']} | {x['evidence_right'] or 'n/a'} | {x['verdict_right']} | "
-                     f"{x['hang_detect_s'] if x['hang_detect_s'] is not None else ''} |")
+                     f"{x['hang_detect_s'] if x['hang_detect_s'] is not None else ''} | "
+                     f"{x.get('hang_stacks_right') or ''} |")
     lines += ["", "## Cases", "",
               "| case | class | got (findings[0]) | verdict | evidence | rc | wall s | note |",
               "|---|---|---|---|---|---|---|---|"]
@@ -254,6 +295,7 @@ def fault_classes(results: list[CaseResult], categories: dict[str, dict]) -> lis
                     "evidence_right": round(sum(bool(x) for x in ev) / len(ev), 3) if ev else None,
                     "verdict_right": round(sum(bool(r.verdict_ok) for r in mine) / len(mine), 3) if mine else None,
                     "detect_s": max(hangs) if hangs else None,
+                    "stacks_right": _share([_stacks_ok(r) for r in mine if r.hang_stacks is not None]),
                     "cases": [r.name for r in mine]})
     return out
 

@@ -95,3 +95,17 @@ def test_quick_scoreboard_has_no_regression(tmp_path):
                         "--jobs", "2", "--check-baseline", str(scoreboard.BASELINE)],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-4000:] + r.stdout[-3000:]
+
+
+def test_hang_stacks_counts_each_rank_of_the_report(tmp_path):
+    """A hang report as doctor/live/hangs.py writes it: the launcher and rank 0 dumped, rank 1 not (py-spy timed
+    out): 1 of 2 ranks; with both ranks, 2/2; a single process needs any stack; no report, none."""
+    report = tmp_path / "grpo-doctor-hang-1.txt"
+    report.write_text("grpo-doctor hang report 1: no progress for 30 s\n\n== py-spy dump: pid 10 pid 10 ==\n"
+                      "Thread 10 (idle): \"MainThread\"\n\n== py-spy dump: pid 11 rank 0 pid 11 ==\nThread 11\n\n"
+                      "== not captured ==\npy-spy dump of pid 12 timed out after 10 s\n")
+    assert scoreboard.hang_stacks(tmp_path, 2) == "1/2"
+    assert scoreboard.hang_stacks(tmp_path, 1) == "1/1"
+    report.write_text(report.read_text() + "== py-spy dump: pid 12 rank 1 pid 12 ==\nThread 12\n")
+    assert scoreboard.hang_stacks(tmp_path, 2) == "2/2"
+    assert scoreboard.hang_stacks(tmp_path / "none", 1) == "0/1"
