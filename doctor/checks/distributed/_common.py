@@ -7,13 +7,6 @@ from ...signals import ExceptionInfo
 VLLM_GROUP_PORT = 51216
 
 
-def minutes(ms: int) -> str:
-    m = ms / 60000
-    if m >= 120:
-        return f"{m / 60:.0f} h"
-    return f"{m:.0f} min" if m >= 1 else f"{ms / 1000:.0f} s"
-
-
 def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
     """Ranks in order, runs of four or more consecutive ones as a range: "0-14, 16-63", "1, 2, 3"."""
     out: list[str] = []

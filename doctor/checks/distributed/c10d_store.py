@@ -10,7 +10,8 @@ from ...rules import Diagnosis, Hit
 from ...swift.run import flag_in_version
 from ...values import as_int
 from .._numbers import READ, first, read_or
-from ._common import VLLM_GROUP_PORT, minutes
+from .._units import duration
+from ._common import VLLM_GROUP_PORT
 
 _PORT = lazyre.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
 # the port of the address a server socket failed to bind ("[::]:29500", "0.0.0.0:29500", "localhost:29500") or
@@ -45,7 +46,7 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     server = run.args.get("vllm_mode") == "server" or run.args.get("vllm_server_host") is not None or \
         run.args.get("vllm_server_base_url") is not None
     where = f"{host}:{port}" if host and port else (f"port {port}" if port else "the rendezvous store")
-    waited = f" for {minutes(timeout)}" if timeout else ""
+    waited = f" for {duration(timeout / 1000)}" if timeout else ""
     fix: list[str] = []
     fw = ctx.framework()[0]
     if port is not None and group_port <= port < group_port + 64 and fw in ("trl", "unsloth", "verifiers"):

@@ -15,8 +15,9 @@ from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_int
+from .._units import duration
 from ..hang._progress import VLLM_ORIGINS
-from ._common import _raised_on, minutes, rank_list
+from ._common import _raised_on, rank_list
 from ._slow_steps import slow_steps
 
 SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
@@ -170,7 +171,7 @@ class NcclWatchdog(Rule):
         parts = []
         who = f"Rank(s) {rank_list(ranks)}" if ranks else "A rank"
         if main.kind == "gloo":
-            after = f" after {minutes(main.timeout_ms)}" if main.timeout_ms else ""  # no timeout printed: none shown
+            after = f" after {duration(main.timeout_ms / 1000)}" if main.timeout_ms else ""  # no timeout printed: none shown
             parts.append(f"{who} timed out{after} waiting for a gloo {main.op} "
                          "from a peer that never sent it.")
         elif main.kind == "heartbeat":
@@ -180,7 +181,7 @@ class NcclWatchdog(Rule):
             what = f"{main.op} collective" if main.op else "collective"
             seq_txt = f" (SeqNum={main.seqnum}" + (f", {main.numel} elements" if main.numel is not None else "") + ")" \
                 if main.seqnum is not None else ""
-            to_txt = f" for Timeout(ms)={timeout_ms} ({minutes(timeout_ms)})" if timeout_ms else ""
+            to_txt = f" for Timeout(ms)={timeout_ms} ({duration(timeout_ms / 1000)})" if timeout_ms else ""
             parts.append(f"{who} waited{to_txt} in an NCCL {what}{seq_txt} that the other ranks never joined, "
                          "and the NCCL watchdog then took the process down.")
         setup = bool(seqs) and max(seqs) < SETUP_SEQNUM
@@ -252,7 +253,7 @@ class NcclWatchdog(Rule):
                        "across nodes, the interface in NCCL_SOCKET_IFNAME).")
         if timeout_ms and slow is None and not engine:
             secs = int(max(timeout_ms / 60000 * 2, 60) * 60)
-            fix.append(f"Timeout(ms)={timeout_ms} is {minutes(timeout_ms)}. Raise it only if a step legitimately takes "
+            fix.append(f"Timeout(ms)={timeout_ms} is {duration(timeout_ms / 1000)}. Raise it only if a step legitimately takes "
                        f"longer (a slow first vLLM load, a long reward call): {_timeout_lever(ctx, secs)}.")
         fix.append("Rerun with NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch's flight recorder), "
                    "and while it waits take `py-spy dump --pid <pid>` of every rank: the rank not in a collective "

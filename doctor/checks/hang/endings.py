@@ -13,6 +13,7 @@ from datetime import datetime
 from ... import lazyre
 from ...signals import LogLine
 from ...sources.traceback import FAULT_FRAME
+from .._units import duration
 
 # tqdm's format_meter: "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]" (tqdm/std.py)
 BAR = lazyre.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
@@ -123,8 +124,7 @@ def _span(first: LogLine, last: LogLine) -> str | None:
     a, b = timestamp(first.text) or timestamp(first.raw), timestamp(last.text) or timestamp(last.raw)
     if a is None or b is None or b <= a:
         return None
-    secs = int((b - a).total_seconds())
-    return f"{secs // 3600} h {secs % 3600 // 60} min" if secs >= 3600 else f"{secs // 60} min {secs % 60} s"
+    return duration((b - a).total_seconds())
 
 
 def _loop(lines: list[LogLine]) -> Ending | None:

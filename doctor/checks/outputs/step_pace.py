@@ -9,22 +9,12 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Diagnosis, Hit
 from .._series import SeriesRule, fmt
+from .._units import duration
 
 SLOW_STEP_S = 600.0        # one optimisation step of ten minutes or more is slow on any model size
 LONG_REMAINING_S = 72 * 3600.0   # at the logged pace, the steps left need three days or more...
 MINUTES_STEP_S = 120.0     # ...with steps of minutes each: pre-training plans weeks of seconds-long steps on purpose
 SPEED_KEY = "train_speed(iter/s)"   # ms-swift's rows (swift/trainers/mixin.py): iterations per second
-
-
-def duration(seconds: float) -> str:
-    """A duration as people say it: 3.6 min, 5.4 h, 2.3 days."""
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.1f} days"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 120:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds:.0f} s"
 
 
 class StepPace(SeriesRule):
