@@ -112,6 +112,8 @@ GAPS: dict[tuple[str, str], str] = {
     ("dev-053-vllm-merge-multimodal-cut", "ValueError"): "message cut in the paste ('Attempted to assi')",
     ("dev-056-index-out-of-bounds-size-0", "IndexError"): "C++ origin: ATen's index check",
     ("dev-064-vllm-serve-dp-duplicate-gpu", "EOFError"): NO_MSG,
+    ("real-thread-deepspeed-cpu-adam-jit-missing-header", "subprocess.CalledProcessError"):
+        "CPython's subprocess.run(check=True) (Lib/subprocess.py), for torch's ninja build",
 }
 CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 

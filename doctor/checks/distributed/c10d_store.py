@@ -13,7 +13,7 @@ from .._numbers import READ, first, read_or
 from .._units import duration
 from ._common import VLLM_GROUP_PORT
 
-_PORT = lazyre.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+))")
+_PORT = lazyre.compile(r"(?:\(([\w.\-:]+), (\d+)\)|host ([\w.\-]+):(\d+)|port: (\d+)|connect to ([\w.\-]+):(\d+))")
 # the port of the address a server socket failed to bind ("[::]:29500", "0.0.0.0:29500", "localhost:29500") or
 # c10d's "port: 29500": never digits after any colon, which a timestamp ("10:29:50") has too
 _BIND_PORT = lazyre.compile(r"(?:\bport: |\]:|(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}:|\blocalhost:)(\d{2,5})\b")
@@ -30,8 +30,8 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     for h in hits:
         m = _PORT.search(h.evidence.text)
         if m:
-            host = m.group(1) or m.group(3)
-            port = as_int(m.group(2) or m.group(4) or m.group(5))
+            host = m.group(1) or m.group(3) or m.group(6)
+            port = as_int(m.group(2) or m.group(4) or m.group(5) or m.group(7))
             break
         r = _REMOTE.search(h.evidence.text)
         if r:

@@ -3,6 +3,7 @@ launcher's CalledProcessError): say which wrapper, what it does tell (the wrappe
 the cause is printed."""
 from __future__ import annotations
 
+from ... import lazyre
 from ...classify.structure import CONSEQUENCES
 from ...rules import Diagnosis, Hit
 from ._elastic import SIGNALS
@@ -21,6 +22,11 @@ _SIGNAL_MEANS = {
 }
 
 
+# a build step run as a subprocess (torch's cpp_extension runs ninja; setup scripts run cmake/make): its failure is the
+# compiler's, printed above, not a training process's (GD458 reads it)
+_BUILD_TOOL = lazyre.compile(r"""^['"]?\[?['"]?(?:\S*/)?(?:ninja|cmake|make|nvcc|g\+\+|gcc|c\+\+)['"]?(?:[,\s\]]|$)""")
+
+
 def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     # the log holds a real exception besides the wrapper's: the rules that read it speak, and "the cause is not in
     # this log" would be false
@@ -28,6 +34,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
            and e.short_type not in _WRAPPER_TYPES for e in ctx.exceptions):
         return None
     g = hits[0].groups
+    if _BUILD_TOOL.match(g.get("cmd") or ""):
+        return None
     if g.get("overrides") is not None:
         return Diagnosis(
             message="Hydra's run_and_report caught the job's exception and printed only `Error executing job with "

@@ -1,0 +1,41 @@
+"""GD458: a C++/CUDA extension compiled on first use (torch.utils.cpp_extension: DeepSpeed ops, flash-attn) whose
+build failed: the extension's name and the compiler's first error, as the build printed them."""
+from __future__ import annotations
+
+from ... import lazyre
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
+
+# headers of the CUDA toolkit (cuda_runtime.h, cuda_profiler_api.h, cublas_v2.h, cusparse.h, curand.h, nvToolsExt.h):
+# a toolkit without development headers (a runtime-only cudatoolkit) or CUDA_HOME pointing elsewhere
+_CUDA_HEADER = lazyre.compile(r"^(?:cuda\w*|cu(?:blas|sparse|rand|solver|fft)\w*|nv\w+|thrust/\S+|cub/\S+)\.h\b")
+_MISSING = lazyre.compile(r"^(?P<header>[\w./\-]+\.h(?:pp)?): No such file or directory")
+
+
+def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+    ext = next((h.groups["ext"] for h in hits if h.groups.get("ext")), None)
+    first = next((h.groups["what"] for h in hits if h.groups.get("what")), None)
+    name = f"The extension '{ext}'" if ext else "A C++/CUDA extension"
+    msg = f"{name} was compiled at run time (torch's cpp_extension, through ninja) and the build failed"
+    msg += f"; the compiler's first error: {first}." if first else \
+        ". The compiler's own error is printed above 'ninja: build stopped' (not in this excerpt)."
+    fix: list[str] = []
+    missing = _MISSING.match(first or "")
+    header = missing.group("header") if missing else None
+    if header and _CUDA_HEADER.match(header):
+        fix.append(f"{header} is a CUDA toolkit header: the toolkit the build uses has no development headers (a "
+                   "runtime-only cudatoolkit, or CUDA_HOME pointing at another install). Install the full CUDA "
+                   "toolkit of the version torch was built with (`python -c 'import torch; print(torch.version.cuda)'` "
+                   "against `nvcc --version`) and set CUDA_HOME to it.")
+    elif header == "Python.h":
+        fix.append("Python.h is Python's development header: install the Python headers of this interpreter "
+                   "(python3-dev / python3.X-dev, or a conda Python, which ships them).")
+    elif header:
+        fix.append(f"Install what provides {header} (the package the compiler's include path expects), then rerun.")
+    elif not first:
+        fix.append("Rerun and keep the lines above 'ninja: build stopped': the first line with 'error' is the cause.")
+    fix.append("Or avoid compiling at run time: DeepSpeed ops can be built when DeepSpeed is installed "
+               "(`DS_BUILD_CPU_ADAM=1 pip install deepspeed`, `ds_report` lists which load), and a config without the op "
+               "needs no build (cpu_adam serves CPU offload of the optimizer); flash-attn and similar packages have "
+               "prebuilt wheels per torch, CUDA and Python version.")
+    return Diagnosis(message=msg, fix=tuple(fix))
