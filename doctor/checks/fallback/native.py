@@ -60,6 +60,9 @@ _GRAPH_CAPTURE = ("capture_model", "capture_begin", "/cuda/graphs.py")
 def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if all(_watchdog_teardown(h, ctx) for h in hits):
         return None  # the NCCL rules (GD301, GD304) name the failure; this abort is how torch ends the process
+    check = next((h for h in hits if h.groups.get("cuda_check")), None)
+    if check is not None:
+        return _cuda_check(check, ctx)
     what = hits[0].groups.get("what") or "a native crash"
     msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
     dumped = dumped_frames(hits[0], ctx)
@@ -103,6 +106,27 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         kept = tuple(f for f in (own.fix if own else ()) if "faulthandler" not in f)
         return Diagnosis(message=msg + _context(ctx), fix=kept + lines_fix)
     return Diagnosis(message=msg + _context(ctx))
+
+
+def _cuda_check(hit: Hit, ctx: RunState) -> Diagnosis:
+    """A native library's own report of a failed CUDA call (CUDA_CHECK_RETURN: print, then exit(1))."""
+    g = hit.groups
+    error, where = g["cuda_check"], f"{g['cfile']}:{g['cline']}"
+    msg = (f"A native library's CUDA check failed: the CUDA runtime returned '{error}' at {where}, and the library "
+           "printed it and exited with status 1 (C code calling exit(): no Python exception, no traceback).")
+    fix = ["Find whose file it is (the path names the package's C/CUDA sources, e.g. bitsandbytes' csrc/ops.cu) and "
+           "check that its version supports this GPU, CUDA and torch (its install notes; `python -m bitsandbytes` "
+           "prints bitsandbytes' own check)."]
+    if "out of memory" in error:
+        return Diagnosis(message=msg + _context(ctx), fix=("The GPU ran out of memory inside the library's own CUDA "
+                                                           "call: lower the batch or sequence length.", *fix),
+                         category="cuda-oom")
+    if "configuration" in error:
+        fix.insert(0, "'invalid configuration argument' is a kernel launched with a grid or block the GPU refuses: "
+                      "most often a tensor dimension of 0 or one larger than the kernel handles (an empty batch, a "
+                      "very long sequence), or a build of the library for another GPU.")
+    fix.append("Rerun with CUDA_LAUNCH_BLOCKING=1 so that the failing call is the one reported.")
+    return Diagnosis(message=msg + _context(ctx), fix=tuple(fix))
 
 
 def _crash_lines_fix(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]]) -> tuple[str, ...]:
