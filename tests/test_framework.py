@@ -141,6 +141,14 @@ def test_unrecognised_failure_points_at_the_frameworks_issues(tmp_path):
     ((), ["{'timing/gen': 1.5, 'reward': 0.2}"], None),
     # a verl frame under trl's: the wrapper wins
     (("/x/site-packages/trl/trainer/grpo_trainer.py", "/x/verl/trainer/ppo/ray_trainer.py"), [], "verl"),
+    # a notebook cell's source line importing from trl, and CPython's argument error naming one of trl's trainers
+    ((), ["      1 from trl import SFTTrainer"], "trl"),
+    ((), ["TypeError: SFTTrainer.__init__() got an unexpected keyword argument 'dataset_text_field'"], "trl"),
+    ((), ["TypeError: CustomDPOTrainer.__init__() got an unexpected keyword argument 'x'"], None),
+    # LLaMA-Factory's entry script in DeepSpeed's launcher argv (its checkout's name), src/train_bash.py before 0.6
+    ((), ["[ERROR] [launch.py:321:sigkill_handler] ['/py/bin/python', '-u', '../LLaMA-Factory/src/train_bash.py', "
+          "'--stage', 'ppo'] exits with return code = 1"], "llamafactory"),
+    ((), ["deepspeed --num_gpus 8 src/train_bash.py --stage sft --do_train"], "llamafactory"),
 ])
 def test_more_frameworks_from_frames_and_lines(paths, texts, want):
     assert detect(list(paths), texts, {}, False)[0] == want

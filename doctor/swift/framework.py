@@ -72,8 +72,11 @@ _CMD = (
     ("verl", lazyre.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
                         r"\bactor/(?:pg_loss|pg_clipfrac|ppo_kl|entropy_loss)\b")),
     # its package, and its name before 0.6 (llmtuner: "llmtuner.extras.callbacks - {'loss': ...}" log lines)
+    # and a script of its checkout in a launcher's argv ("../LLaMA-Factory/src/train_bash.py": its entry point before
+    # 0.6 was src/train_bash.py, later src/train.py)
     ("llamafactory", lazyre.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
-                                r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b")),
+                                r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b|"
+                                r"\bLLaMA[-_]Factory/(?:src/)?\w+\.py\b|\bsrc/train_bash\.py\b", re.I)),
     # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
     # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
     ("ms-swift", lazyre.compile(r"\bremaining_argv: \[")),
@@ -88,10 +91,13 @@ _CMD = (
     # positional arguments", "... missing 1 required positional argument": Python/ceval.c, the qualified name since 3.10). A code
     # line that calls a class of that name may call the user's own (a notebook's from-scratch GRPOTrainer); trl's code
     # shows in the frames
+    # An import from trl in a notebook cell's or script's source line is trl running; trl's other trainers' and
+    # configs' methods in CPython's argument-error wording too (trl/trainer/: SFTTrainer, DPOTrainer, KTOTrainer...)
     ("trl", lazyre.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
-                       r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b.*\bGRPOTrainer\b|"
+                       r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b|"
                        r"\btrl\.(?:trainer\.(?:grpo_trainer\.)?)?GRPOTrainer\b|\btrl\.trainer\.grpo_trainer\b|"
-                       r"\bGRPOTrainer\.\w+\(\) (?:got an unexpected|takes \d|missing \d)")),
+                       r"\b(?:GRPO|SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO)(?:Trainer|Config)\.\w+\(\) "
+                       r"(?:got an unexpected|takes \d|missing \d)")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
     ("trl", lazyre.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
