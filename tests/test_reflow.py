@@ -94,6 +94,16 @@ def test_repeated_long_lines_with_timestamps_are_not_wraps():
     assert wrap_width(log.split(b"\n")) is None
 
 
+def test_copies_of_one_line_followed_by_different_remarks_are_not_wraps():
+    """trl's retry line twice (fixtures/devlogs6/625), a person's remark after each: a wrap of one line at one column
+    would leave the same remainder after each copy; copies followed by copies of one remainder are still a wrap."""
+    loop = b"INFO:trl.extras.vllm_client:Server is not up yet. Retrying in 2.0 seconds..."
+    remarks = [loop, b"It worked yesterday with the same script.", loop, "\u62a5\u9519\u4fe1\u606f\u5982\u4e0b".encode()]
+    assert wrap_width(remarks) is None
+    cut = [loop, b"seconds and more", loop, b"seconds and more"]
+    assert wrap_width(cut) == len(loop)
+
+
 def _feed(lines: list[str]):
     tr = TracebackTracker()
     out = []

@@ -72,10 +72,12 @@ def wrap_width(lines: list[bytes]) -> int | None:
     if len(at) < 2:
         return None
     # one long line repeated (the same warning) is not a wrap, unless each copy goes on in a line of its own: the
-    # remainder a terminal cut off, from the first column, opening no record
-    if len({lines[i] for i in at}) < len(at) * 2 / 3 and not all(
+    # remainder a terminal cut off, from the first column, opening no record; copies of one line cut at one column
+    # leave copies of one remainder (different lines after them are lines of their own: a person's remarks)
+    if len({lines[i] for i in at}) < len(at) * 2 / 3 and not (all(
             i + 1 < len(lines) and lines[i + 1].strip() and lines[i + 1] != lines[i] and not _RECORD.match(lines[i + 1])
-            and not lines[i + 1][:1].isspace() for i in at):
+            and not lines[i + 1][:1].isspace() for i in at)
+            and len({lines[i + 1] for i in at}) < len(at) * 2 / 3):
         return None
     # rows of a column-aligned table (nvidia-smi dmon, csv) are followed by rows that start the same way; a wrapped
     # line by its remainder, cut mid-text
