@@ -104,7 +104,8 @@ def class_scores(results: list[CaseResult]) -> dict[str, dict]:
                   "hang_detect_s": max(hangs) if hangs else None,
                   "hang_stacks_right": f"{sum(bool(x) for x in stacks)}/{len(stacks)}" if stacks else None,
                   "passed": {"category": tp == len(mine), "verdict": all(r.verdict_ok for r in mine),
-                             "evidence": all(ev) if ev else None}}
+                             "evidence": all(ev) if ev else None,
+                             **({"stacks": all(stacks)} if stacks else {})}}
     return out
 
 
