@@ -26,6 +26,7 @@ PY = "CPython's own message (attribute lookup, call check, import system, dict k
 EXPECTED: dict[str, str] = {
     "real-thread-deepspeed-zero-offload-client-optimizer": "deepspeed",
     "real-thread-vllm-qwen3-architecture-unsupported": "vllm",
+    "real-thread-medicalgpt-resume-no-valid-checkpoint": "transformers",
     # torch's Module.load_state_dict raised it here (a model's own loader); transformers raises the same wording
     "real-thread-msswift-zero3-load-state-dict-shape-0": "transformers",
     "dev-001-evalscope-empty-eval-dataset": "ms-swift", "dev-002-eval-expected-32-got-4": "ms-swift",
