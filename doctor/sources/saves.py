@@ -7,7 +7,7 @@ the line has read the rows printed before it. With a save every few steps a long
 were read row by row (below bars.ROWS_MIN) instead of over columns.
 
 What the readers of ``Session.feed_line`` do with a line of exactly that shape (``SAVE``: an optional ``Train:`` bar, the
-save message, a path of ``PATH_CHARS``), holding no other trigger word (``DANGER``), outside a sticky state:
+save message, a path of ``PATH_CHARS``), holding no other trigger word nor ``EXTRA_WORDS`` (``SaveLines``), outside a sticky state:
 
 - the tail (``RunState.keep``): rebuilt from the file's end by the scanner; no rank prefix, so no ``max_rank``;
 - the state (``RunState.read``): the configuration acts on its own literals (gate words: none here), ``swift/`` and
