@@ -30,6 +30,9 @@ FRAGMENTS = [
     _bar(b"Control:", 2), _bar(b"StopIteration:", 1), _bar(b"Loading weights:", 3, 26, b"10412.67it/s"),
     _bar(b"Loading checkpoint shards:", 0, 2, b"?it/s"), _bar(b"Loading weights:", 26, 26, b"9.5it/s"), b"[rank0]: " + _bar(b"Train:", 7),
     b"[INFO:swift] Saving model checkpoint to /o/checkpoint-2", b"***** Running training *****",
+    # checkpoint saves among metric rows (sources/saves.py): taken, and refused
+    _bar(b"Train:", 4) + b"[INFO:swift] Saving model checkpoint to /o/checkpoint-4",
+    _bar(b"Train:", 4) + b"[INFO:swift] Saving model checkpoint to /o/vllm/checkpoint-4",
     b"[INFO:swift] model_parameter_info: PeftModelForCausalLM: 1M Params", b"[INFO:swift] hello",
     b"{'loss': '0.1', 'grad_norm': '0.2', 'reward': '0.5', 'global_step/max_steps': '3/9'}",
     b"RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", b"plain line",

@@ -419,3 +419,37 @@ def test_words_cache_round_trip_and_bad_files(tmp_path, monkeypatch):
     log.write_bytes(HOSTILE)
     gate.store_words(Session().gate_words)
     assert scan.start_early(str(log)) is None  # the line path was asked for: no child
+
+
+@pytest.mark.skipif(not HAVE_HS, reason="the scanning child runs Hyperscan")
+@pytest.mark.parametrize("seed", range(4))
+def test_child_counts_small_spans_by_copy_as_numpy_does(seed, tmp_path):
+    """MappedScan counts the newlines between near candidates by a copy (SMALL), longer spans with numpy or in
+    steps: the same candidates and line numbers whichever way each span is counted."""
+    import mmap
+    import random
+
+    from doctor.sources import scanchild
+    rnd = random.Random(seed)
+    lines = []
+    for _ in range(3000):   # runs of candidates, and quiet stretches of every length around SMALL
+        gap = rnd.choice([0, 0, 1, 2, 30, 60, 70, 200])
+        lines += [b"quiet line"] * gap + [rnd.choice([b"Error here", b"{'loss': '0.1', 'reward': '1'}", b"x" * 5000])]
+    data = b"\n".join(lines) + (b"\n" if seed % 2 else b" no newline at the end")
+    p = tmp_path / "log.txt"
+    p.write_bytes(data)
+    m = matchers.matcher_for(Session().gate_words, "hyperscan")
+    got = []
+    chunk = rnd.choice([4096, 65536, 8 << 20])
+    for small, numpy in ((-1, True), (scanchild.MappedScan.SMALL, True), (-1, False), (1 << 40, True)):
+        with p.open("rb") as f:
+            mm = mmap.mmap(f.fileno(), len(data), access=mmap.ACCESS_READ)
+            sc = scanchild.MappedScan(mm, len(data), m._db, m._scratch, chunk, m.max_len - 1)
+            sc.SMALL = small
+            if not numpy:
+                sc.arr = None
+            got.append(([b.tolist() for b in sc.batches()], sc.lines))
+            sc.close()
+            mm.close()
+    assert got[0][1] == data.count(b"\n") + (seed % 2 == 0)
+    assert got[1] == got[0] and got[2] == got[0] and got[3] == got[0]

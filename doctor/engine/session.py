@@ -5,7 +5,7 @@ One ``Session`` serves a post-mortem (``analyze`` replays finished files) and a 
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -154,6 +154,31 @@ class Session:
             rules = sorted(many.values(), key=lambda r: order[id(r)])
         for r in rules:
             r.feed(line)
+
+    def feed_line_among(self, line: LogLine, hold: Callable[[LogLine, Rule], None]) -> None:
+        """feed_line() of a line printed among console metric rows not emitted yet, whose readers other than the rules
+        that read rows are shown not to read the rows before it (a checkpoint save, sources/saves.py): the state and
+        those readers take it now; each rule that reads rows too goes to ``hold``, which feeds it the line in file
+        order with the rows."""
+        state = self.state
+        state.keep(line)
+        hits = self._gate.hits(line.text)
+        got = state.read(line, bool(hits))
+        assert got is None and len(state.run.runs.starts) == self._runs_seen, "a line among rows gave a signal"
+        if not hits:
+            return
+        rules: Iterable[Rule]
+        if len(hits) == 1:
+            rules = hits[0]
+        else:  # several words: each rule once, in catalog order
+            many = {id(r): r for h in hits for r in h}
+            order = self._order
+            rules = sorted(many.values(), key=lambda r: order[id(r)])
+        for r in rules:
+            if Metrics in r.kinds:
+                hold(line, r)
+            else:
+                r.feed(line)
 
     def emit(self, signal: Any) -> None:
         """Any signal of doctor/signals.py: a log line takes the gated path above; every other signal is

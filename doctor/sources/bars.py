@@ -226,6 +226,10 @@ class BarStretch:
         for _, line, r in between[at:]:
             r.feed(line)
 
+    def hold(self, line: LogLine, rule: Any) -> None:
+        """``rule`` reads rows too: it takes ``line`` after the rows gathered so far (a line among them, sources/saves.py)."""
+        self._between.append((len(self.rows), line, rule))
+
     def flush(self, path: str) -> int:
         """Feed the bars kept, in file order, straight to the rules their words route them to (what
         ``Session.feed_line`` does with such a line: its other readers do nothing with it, and the scanner

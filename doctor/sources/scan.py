@@ -35,6 +35,7 @@ from . import bars as bars_mod
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 from .matchers import HyperscanMatcher, Matcher, matcher_for
 from .quiet import QuietLines
+from .saves import SaveLines
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process
@@ -62,9 +63,12 @@ class ChunkScanner:
         self.bars: bars_mod.BarStretch | None = None
         # logger-prefix lines no reader acts on, only counted (sources/quiet.py); None: every such line is fed
         self.quiet: QuietLines | None = None
+        # checkpoint save lines among console metric rows, which do not end their block (sources/saves.py)
+        self.saves: SaveLines | None = None
         if os.environ.get("GRPO_DOCTOR_BARS") != "all" and bars_mod.summarisable(session):
             self.bars = bars_mod.BarStretch(session)
             self.quiet = QuietLines.of(session)
+            self.saves = SaveLines.of(session)
 
     # ------------------------------------------------------------------ feeding
     def _sticky(self) -> bool:
@@ -90,6 +94,13 @@ class ChunkScanner:
                 return
             if bars.pending:
                 self._flush()
+            if defer and bars.rows and self.saves is not None and self.saves.among_rows(data):
+                self.lineno += 1   # a checkpoint save: its readers need not read the rows before it (sources/saves.py)
+                self.fed += 1
+                feed_among, hold = self.session.feed_line_among, bars.hold
+                for line in self.reader.line(self.lineno, data):
+                    feed_among(line, hold)
+                return
             bars.emit_rows()   # the metric rows gathered so far reach the rules before this line
         self.lineno += 1
         self.fed += 1

@@ -1,0 +1,151 @@
+"""Checkpoint save lines among console metric rows (doctor/sources/saves.py): a block of rows goes on over such a line,
+and every reader ends where it ends when the line ends the block (the rows emitted before it) and where the
+line-by-line path leaves it, on hostile rows and on save lines of every shape (glued to a bar, alone, with a word or a
+character that some reader acts on)."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import line_and_scan
+from test_columns_equivalence import BIG, _bar, _hostile_rows, _snapshot
+
+from doctor.analyze import analyze
+from doctor.engine import Session
+from doctor.gate import engine
+from doctor.sources import bars, saves, scan
+from doctor.vitals import Tracker
+
+pytest.importorskip("numpy")
+needs_hs = pytest.mark.skipif(engine() != "hyperscan", reason="the save short cut runs with Hyperscan only")
+
+SAVE = "[INFO:swift] Saving model checkpoint to "
+TAKEN = [SAVE + "out/checkpoint-7", _bar(7, 9) + SAVE + "<work>/runs/v0-20261122-203249/checkpoint-7",
+         _bar(0, 9) + SAVE + "/o/x.y_z+1-2/checkpoint-0\r"]
+REFUSED = [SAVE + "out/vllm/checkpoint-7", SAVE + "out/VLLM/checkpoint-7", SAVE + "/swift/out/checkpoint-7",
+           SAVE + "out/Error/checkpoint-7", SAVE + "out/__version__/c", SAVE + "out dir/checkpoint-7",
+           SAVE + "out/(x)/checkpoint-7", SAVE + "out/a=b/checkpoint-7", SAVE + "out/Traceback/c",
+           "[rank0]: " + SAVE + "out/checkpoint-7", _bar(7, 9, "Val") + SAVE + "out/checkpoint-7",
+           _bar(7, 9) + "[INFO:swift] x " + SAVE + "o", SAVE + "out/checkpoint-7 and more", SAVE + "out/'loss'/c",
+           SAVE + "out/checkpoint-7\x1b[0m", SAVE + "o/last_model_checkpoint:/c", SAVE]
+
+
+@needs_hs
+def test_on_with_the_catalog() -> None:
+    assert saves.SaveLines.of(Session()) is not None
+
+
+@needs_hs
+@pytest.mark.parametrize("line", TAKEN)
+def test_taken(line: str) -> None:
+    assert saves.SaveLines.of(Session()).among_rows(line.encode())   # type: ignore[union-attr]
+
+
+@needs_hs
+@pytest.mark.parametrize("line", REFUSED)
+def test_refused(line: str) -> None:
+    assert not saves.SaveLines.of(Session()).among_rows(line.encode())   # type: ignore[union-attr]
+
+
+def _console_text(rows: list[dict], rng: random.Random) -> str:
+    """The rows printed between bars, with save lines of every shape among them (taken or not), now and then a line
+    fed whole, an args dump and a traceback with a save line inside (sticky: fed whole)."""
+    out = ["[INFO:swift] args: RLHFArguments(", "    output_dir='out')", "[INFO:swift] model_parameter_info: x"]
+    for i, row in enumerate(rows, 1):
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            out.append(_bar(rng.choice([i, i - 1, 0, i + 40]), len(rows)))
+        out.append(repr({k: str(v) if not isinstance(v, str) else v for k, v in row.items()}) if rng.random() < 0.5
+                   else repr(row))
+        r = rng.random()
+        if r < 0.15:
+            out.append(rng.choice(TAKEN).replace("checkpoint-7", f"checkpoint-{i}"))
+        elif r < 0.2:
+            out.append(_bar(i, len(rows)) + SAVE + f"out/checkpoint-{i}")
+        elif r < 0.23:
+            out.append(rng.choice(REFUSED))
+        elif r < 0.24:
+            out.append("[WARNING:swift] something else")
+        elif r < 0.245:
+            out += ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>', SAVE + "in/traceback",
+                    "ValueError: x"]
+    out += ["[INFO:swift] End time of running main: 1"]
+    return "\n".join(out) + "\n"
+
+
+def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, rows_max: int, rows_min: int) -> list[Any]:
+    """The state before each line fed whole but on a save line's physical line, and after the log; the findings."""
+    with monkeypatch.context() as m:
+        m.setattr(saves, "ON", on)
+        m.setattr(bars, "ROWS_MAX", rows_max)
+        m.setattr(bars, "ROWS_MIN", rows_min)
+        s = Session()
+        tracker = Tracker()
+        s.observers.append(tracker)
+        seen: list[str] = []
+        feed_line = s.feed_line
+        save_lines = {n for n, text in enumerate(path.read_bytes().split(b"\n"), 1) if b"Saving model" in text}
+
+        def snap_and_feed(line: Any) -> None:
+            if line.where.line not in save_lines:   # nor the bar glued before a save
+                seen.append(_snapshot(s, tracker))
+            feed_line(line)
+
+        among = s.feed_line_among
+
+        def count_among(line: Any, hold: Any) -> None:
+            AMONG[0] += 1
+            among(line, hold)
+
+        m.setattr(s, "feed_line", snap_and_feed)
+        m.setattr(s, "feed_line_among", count_among)
+        with path.open("rb") as f:
+            stats = scan.scan_file(s, str(path), f, [0], fork=False)
+        found = [(f.rule_id, f.message, f.evidence, f.count, f.severity) for f in s.finish()]
+        return [stats.lineno, s.state.metrics_steps, list(s.state.saves), s.state.exceptions, seen,
+                _snapshot(s, tracker), repr(found)]
+
+
+AMONG = [0]   # lines fed among rows (Session.feed_line_among) so far
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hostile_rows_same_state_with_saves_among_them(seed: int, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    rows = _hostile_rows(rng, 300)
+    for i in range(40, 300, 53):
+        rows[i]["grad_norm"] = BIG
+    log = tmp_path / "console.log"
+    log.write_text(_console_text(rows, rng))
+    AMONG[0] = 0
+    want = _scan_state(log, monkeypatch, False, 256, 16)
+    assert want[1] > 200 and AMONG[0] == 0
+    for size, least in ((256, 16), (256, 1), (3, 1), (40, 16)):
+        assert _scan_state(log, monkeypatch, True, size, least) == want
+    assert AMONG[0] > 40   # the save lines taken, glued ones (two lines each) among them
+    a, b, ca, cb, _ = line_and_scan(log.read_bytes(), tmp_path)   # and the line-by-line path
+    assert ca == cb
+    assert [(f.rule_id, f.message, f.evidence) for f in a.finish()] == [(f.rule_id, f.message, f.evidence)
+                                                                        for f in b.finish()]
+
+
+def _report(path: Path) -> str:
+    return json.dumps(analyze([str(path)]).to_json(), sort_keys=True, default=str)
+
+
+def test_dense_log_same_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark's DENSE mix (real bars, rows and glued save lines of the fixtures' healthy runs), 3 MB: the same
+    report with the short cut on and off."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import bench_real_mix
+    log = tmp_path / "dense.log"
+    bench_real_mix.build_dense(log, 3_000_000)
+    assert b"s/it][INFO:swift] Saving model checkpoint to" in log.read_bytes()
+    with monkeypatch.context() as m:
+        m.setattr(saves, "ON", False)
+        want = _report(log)
+    assert _report(log) == want
