@@ -63,6 +63,9 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     check = next((h for h in hits if h.groups.get("cuda_check")), None)
     if check is not None:
         return _cuda_check(check, ctx)
+    failed = next((h for h in hits if h.groups.get("aexpr")), None)
+    if failed is not None and failed is hits[0]:
+        return _assertion(failed, ctx)
     what = hits[0].groups.get("what") or "a native crash"
     msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
     dumped = dumped_frames(hits[0], ctx)
@@ -106,6 +109,29 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         kept = tuple(f for f in (own.fix if own else ()) if "faulthandler" not in f)
         return Diagnosis(message=msg + _context(ctx), fix=kept + lines_fix)
     return Diagnosis(message=msg + _context(ctx))
+
+
+# the words a C/C++ assertion often carries after its condition ("... && \"mma -> mma layout conversion is only
+# supported on Ampere\""): the check's own explanation
+_ASSERT_TEXT = lazyre.compile(r'&&\s*"(?P<text>[^"]{8,})"')
+
+
+def _assertion(hit: Hit, ctx: RunState) -> Diagnosis:
+    """A C/C++ library's assert() that failed: glibc prints the file, line and condition, then aborts."""
+    g = hit.groups
+    where = f"{g['afile']}:{g['aline']}"
+    said = _ASSERT_TEXT.search(g["aexpr"])
+    msg = (f"A C/C++ assertion failed at {where} and aborted the process (SIGABRT; no Python traceback)"
+           + (f": \"{said.group('text')}\"." if said else f": `{g['aexpr'][:200]}`."))
+    fix = ["The file names the library whose check failed (a path under lib/Analysis, lib/Conversion or lib/Dialect is "
+           "Triton's compiler, which builds the kernels of vLLM, flash-attention's Triton kernels and torch.compile): "
+           "search its issues for the assertion's words, and check that its version supports this GPU "
+           "(pre-Ampere GPUs such as V100 and T4 lack features newer kernels assume).",
+           "Rerun with the feature that compiled the kernel turned off where the framework allows it (vLLM: "
+           "enforce_eager, no prefix caching; torch.compile off) to confirm where it comes from."]
+    if in_vllm(hit, ctx):
+        return Diagnosis(message=msg + _context(ctx), fix=tuple(fix), category="vllm-engine-error")
+    return Diagnosis(message=msg + _context(ctx), fix=tuple(fix))
 
 
 def _cuda_check(hit: Hit, ctx: RunState) -> Diagnosis:
