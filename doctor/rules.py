@@ -44,6 +44,7 @@ class Diagnosis:
     action: str | None = None                 # refines the rule's default action (registry.ACTIONS)
     flags: tuple[tuple[str, str], ...] = ()   # the corrected flags, ("--name", "value"): the finding's command
     category: str | None = None               # the category the run's context places the failure in (not the rule's)
+    confidence: str | None = None             # less than the rule's level when this run's evidence is weaker (Rule.make)
 
 
 class _Blank(dict):
@@ -202,6 +203,7 @@ class PatternRule(Rule):
         action: str | None = None
         flags: tuple[tuple[str, str], ...] = ()
         category: str | None = None
+        confidence: str | None = None
         if self.meta.fixer:  # resolved only for a rule that matched: the catalog loads without importing hooks
             out = resolve(self.meta.fixer)(self.hits, ctx)
             if out is None:
@@ -210,9 +212,9 @@ class PatternRule(Rule):
             fix = list(out.fix) if out.fix is not None else fix
             severity = out.severity
             evidence = out.evidence + evidence
-            action, flags, category = out.action, out.flags, out.category
+            action, flags, category, confidence = out.action, out.flags, out.category, out.confidence
         found = self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
-                          seq=first.seq, severity=severity, action=action, flags=flags)
+                          seq=first.seq, severity=severity, action=action, flags=flags, confidence=confidence)
         return [dataclasses.replace(found, category=category) if category else found]
 
 
