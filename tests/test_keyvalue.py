@@ -29,6 +29,16 @@ def test_pairs_on_one_line_with_a_step_lead():
     assert line == 1 and values["step"] == 10 and values["reward"] == 0.12 and math.isnan(values["loss"])
 
 
+def test_pairs_wrapped_over_two_lines_are_one_row_and_repeated_keys_are_two():
+    # fixtures/devlogs7/728: a dashboard's summary of one step over two lines, pairs apart by spaces
+    text = ("completions/mean_length: 256   completions/clipped_ratio: 1   mean_terminated_length: 0\n"
+            "reward: 0   reward_std: 0   frac_reward_zero_std: 1   loss: 0   grad_norm: 0\n")
+    (line, values), = rows_of(text)
+    assert line == 1 and values["completions/clipped_ratio"] == 1 and values["reward_std"] == 0 and len(values) == 8
+    steps = "step 1 | loss: 0.5 | reward: 0.1\nstep 2 | loss: 0.4 | reward: 0.2\n"
+    assert [v["step"] for _, v in rows_of(steps)] == [1, 2]
+
+
 def test_mlx_lm_train_and_val_lines():
     text = ("Iter 10: Train loss 2.345, Learning Rate 1.000e-05, It/sec 0.512, Tokens/sec 345.1, Trained Tokens 1234, "
             "Peak mem 12.345 GB\nIter 10: Val loss 2.500, Val took 3.210s\n")

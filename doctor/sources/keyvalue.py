@@ -46,6 +46,9 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
     out: list[tuple[LogLine, dict[str, Any]]] = []
     block: dict[str, Any] = {}
     first: LogLine | None = None
+    # pairs on consecutive lines with no key in common: one row wrapped over several lines (a dashboard's summary)
+    inline: dict[str, Any] = {}
+    inline_first: LogLine | None = None
 
     def close() -> None:
         nonlocal block, first
@@ -53,11 +56,18 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
             out.append((first, block))
         block, first = {}, None
 
+    def close_inline() -> None:
+        nonlocal inline, inline_first
+        if inline_first is not None and _trainer(inline):
+            out.append((inline_first, inline))
+        inline, inline_first = {}, None
+
     for line in lines:
         text = line.text.strip()
         m = _MLX.match(text)
         if m is not None:
             close()
+            close_inline()
             key = "loss" if m.group("kind") == "Train" else "eval_loss"
             values = {"step": float(m.group("s")), key: msrc.to_number(m.group("loss"))}
             if m.group("lr"):
@@ -67,6 +77,7 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
             continue
         m = _PAIR.match(text)
         if m is not None:
+            close_inline()
             k = _key(m.group("k"))
             if k in block:
                 close()
@@ -83,9 +94,15 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
         s = _STEP_LEAD.match(text)
         if s is not None:
             values.setdefault("step", float(s.group("s")))
-        if _trainer(values):
-            out.append((line, values))
+        if len(values) < 2:
+            close_inline()
+            continue
+        if inline_first is not None and inline.keys() & values.keys():
+            close_inline()
+        inline.update(values)
+        inline_first = inline_first or line
     close()
+    close_inline()
     return out
 
 
