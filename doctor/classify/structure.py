@@ -151,6 +151,22 @@ def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
     return (Frame(f"site-packages/{m.module}", SITE_LINE, m.where.rsplit(".", 1)[-1]),)
 
 
+def site_package_paths(exc: ExceptionInfo) -> list[str]:
+    """The source path of the indexed wording when every close match is one package's (several of its functions may
+    raise it): enough to tell whose code ran, not which function. [] otherwise."""
+    if not exc.message or len(exc.message) < 20:
+        return []
+    try:
+        from .raise_sites import lookup
+        found = lookup(f"{exc.type}: {exc.message}")
+    except (OSError, ValueError):
+        return []
+    if not found or found[0].score < 0.8:
+        return []
+    best = [m for m in found if m.score >= found[0].score - 1e-9]
+    return [f"site-packages/{best[0].module}"] if len({m.package for m in best}) == 1 else []
+
+
 def first_failure(exceptions: list[ExceptionInfo], open_tbs: list) -> Verdict | None:
     """The verdict for the first real exception of a run (or, with none, its first cut traceback)."""
     real = [e for e in sorted(exceptions, key=lambda e: e.seq) if e.short_type not in CONSEQUENCES]

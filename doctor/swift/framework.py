@@ -226,8 +226,12 @@ _RUNTIME_TEXT = (
     ("transformers", lazyre.compile(r"\*{5} Running training \*{5}|"
                                 r"\[(?:INFO|WARNING|ERROR)\|(?:trainer|training_args|trainer_utils)\.py:\d+\] |"
                                 r"\{'loss': [^{}]*'epoch': ")),
+    # vLLM's logger format (vllm/logger.py: "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s", the
+    # date as month-day; no brackets before 0.6) and imports of vllm in a pasted cell or script
     ("vllm", lazyre.compile(r"\((?:" + "|".join(VLLM_PROCESSES) + r")\w*(?: rank=\d+)? pid=\d+[,)]|\bvllm\.entrypoints\b|"
                         r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
+                        r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d \[?\w+\.py:\d+\] |"
+                        r"^\s*(?:import vllm\b|from vllm(?:\.[\w.]+)? import\b)|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
                         r"Writing input of failed execution to ")),
     # DeepSpeed's checkpoint files (runtime/engine.py: mp_rank_NN_model_states.pt, *_optim_states.pt shards)
@@ -312,8 +316,9 @@ def of_run(run, exceptions=(), open_tracebacks=(), tails=None, heads: Iterable[s
     paths = [f.path for e in exceptions for f in e.frames]
     paths += [f.path for _, frames in open_tracebacks for f in frames]
     if not paths:  # exceptions pasted without frames: the function the raise-site index finds for their wording
-        from ..classify.structure import site_frames
-        paths = [f.path for e in list(exceptions)[:3] for f in site_frames(e)]
+        from ..classify.structure import site_frames, site_package_paths
+        paths = [f.path for e in list(exceptions)[:3] for f in site_frames(e)] or \
+            [p for e in list(exceptions)[:3] for p in site_package_paths(e)]
     paths += dumped
     texts = list(run.command_texts) + [ln.text for tail in (tails or {}).values() for ln in tail]
     texts += [e.raw for e in list(exceptions)[:20]] + [e.message for e in list(exceptions)[:20]]

@@ -103,5 +103,11 @@ class ServerStartStall(Rule):
         msg = (f"The rollout server's log stops with no error after `{line.text.strip()[:160]}`: {_STUCK[stage]}.{likely} "
                f"{after} line(s) follow it, none of them a later milestone. A log pasted up to this point looks the "
                f"same, so this is a judgement on the excerpt: if the real log goes on, share all of it.")
-        return [self.make(message=msg, fix=_FIX[stage], evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+        fix = list(_FIX[stage])
+        if stage == "engine-ready" and ctx.framework()[0] != "ms-swift":
+            who = "trl (`trl vllm-serve`)" if ctx.framework()[0] in ("trl", "unsloth") else \
+                "release of the framework that runs the server"
+            fix[-1] = (f"Try another vLLM release and the newest {who}: the server's start-up path (engine, "
+                       "scheduler, plugins, port bind) changes between releases.")
+        return [self.make(message=msg, fix=fix, evidence=[Evidence(line.where.path, line.where.line, line.raw)],
                           seq=line.seq, severity=Severity.warning)]
