@@ -149,9 +149,24 @@ def test_unrecognised_failure_points_at_the_frameworks_issues(tmp_path):
     ((), ["[ERROR] [launch.py:321:sigkill_handler] ['/py/bin/python', '-u', '../LLaMA-Factory/src/train_bash.py', "
           "'--stage', 'ppo'] exits with return code = 1"], "llamafactory"),
     ((), ["deepspeed --num_gpus 8 src/train_bash.py --stage sft --do_train"], "llamafactory"),
+    # vLLM's logger format (0.5's, without the bracket; fixtures/devlogs7/725) and an import of vllm in a pasted cell
+    ((), ["WARNING 06-13 11:42:20 _custom_ops.py:11] Failed to import from vllm._C with ImportError"], "vllm"),
+    ((), [" import vllm"], "vllm"),
+    ((), ["INFO 2024-06-13 11:42:20 starting"], None),
 ])
 def test_more_frameworks_from_frames_and_lines(paths, texts, want):
     assert detect(list(paths), texts, {}, False)[0] == want
+
+
+def test_a_frameless_message_only_vllm_raises_names_vllm():
+    """fixtures/devlogs7/729: vLLM's KV-cache refusal alone, raised by several vLLM functions (one package)."""
+    from doctor.signals import ExceptionInfo, Where
+    from doctor.sources.swiftconfig import RunConfig
+    from doctor.swift.framework import of_run
+    msg = ("The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in KV cache "
+           "(3664). Try increasing gpu_memory_utilization or decreasing max_model_len when initializing the engine.")
+    exc = ExceptionInfo("ValueError", msg, (), Where("log.txt", 1), None, 1, f"ValueError: {msg}")
+    assert of_run(RunConfig(), [exc])[0::3] == ("vllm", "runtime")
 
 
 def test_runtime_told_by_its_own_files_and_dump_lines():
