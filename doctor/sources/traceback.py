@@ -15,6 +15,7 @@ from . import ipython_tb, rich_box
 
 _FRAME = lazyre.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
+_LABEL = lazyre.compile(r"[a-z0-9][\w.\-]{0,40}")
 _EXC = lazyre.compile(
     r"^((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|"
     r"Exception|AssertionError|KeyError|StopIteration|NotImplementedError|KeyboardInterrupt|ChildFailedError))"
@@ -225,6 +226,13 @@ class TracebackTracker:
                 st.expect_code = st.ipy = False
                 return None
         m = _EXC.match(stripped)
+        if m is None and ": " in stripped[:72]:
+            # a launcher's host or task label before the exception ("worker-7: ValueError: ...", pdsh's and srun
+            # --label's prefixes) where the reader could not take it off (a one-line paste): a label is lower case or
+            # digits with a digit in it, never an exception's capitalised type
+            head, rest = stripped.split(": ", 1)
+            if _LABEL.fullmatch(head):
+                m = _EXC.match(rest)
         if m:
             etype, msg = m.group(1), (m.group(2) or "").strip()
             if etype.endswith("Warning") and not (st and st.in_tb):
