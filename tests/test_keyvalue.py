@@ -35,6 +35,8 @@ def test_pairs_wrapped_over_two_lines_are_one_row_and_repeated_keys_are_two():
             "reward: 0   reward_std: 0   frac_reward_zero_std: 1   loss: 0   grad_norm: 0\n")
     (line, values), = rows_of(text)
     assert line == 1 and values["completions/clipped_ratio"] == 1 and values["reward_std"] == 0 and len(values) == 8
+    (_, between), = rows_of(text.replace("\n", "\nIt worked yesterday with the same script.\n", 1))
+    assert between == values  # a person's sentence between the two lines does not end the row
     steps = "step 1 | loss: 0.5 | reward: 0.1\nstep 2 | loss: 0.4 | reward: 0.2\n"
     assert [v["step"] for _, v in rows_of(steps)] == [1, 2]
 

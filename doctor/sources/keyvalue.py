@@ -13,6 +13,7 @@ from typing import Any
 from .. import lazyre
 from ..signals import LogLine, Metrics
 from . import metrics as msrc
+from .prose_text import is_prose
 from .tables import MIN_KEYS
 
 _PAIR = lazyre.compile(r"^\s*[-*•]?\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)"
@@ -95,7 +96,8 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
         if s is not None:
             values.setdefault("step", float(s.group("s")))
         if len(values) < 2:
-            close_inline()
+            if not is_prose(text):  # a person's sentence pasted between the lines of one row does not end it
+                close_inline()
             continue
         if inline_first is not None and inline.keys() & values.keys():
             close_inline()
