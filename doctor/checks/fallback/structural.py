@@ -51,6 +51,23 @@ def notebook_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     return out
 
 
+# the raise statement a cut traceback's last frame prints as its source line: `raise RuntimeError("Cannot find ...")`
+_RAISE = lazyre.compile(r"""^raise\s+(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))\(\s*[fr]?(?P<q>["'])(?P<msg>.+?)(?P=q)""")
+
+
+def raised_statements(ctx: RunState) -> list[ExceptionInfo]:
+    """A traceback cut before its exception line whose last frame's source line is the raise statement itself: the
+    exception that statement raises (its type and its message's literal text), with the cut stack's frames."""
+    out = []
+    for last, frames in ctx.open_tracebacks:
+        code = frames[-1].code.strip() if frames and frames[-1].code else ""
+        m = _RAISE.match(code)
+        if m is not None:
+            out.append(ExceptionInfo(m.group("type"), m.group("msg"), tuple(frames), last.where, last.rank, last.seq,
+                                     code))
+    return out
+
+
 def unwrapped(ctx: RunState, exc: ExceptionInfo) -> ExceptionInfo:
     """The exception a wrapper (hydra's InstantiationException...) holds in its message (classify/wrappers.py)."""
     tail = ctx.tails.get(exc.where.path) or ()
@@ -71,7 +88,8 @@ def verdict_of(ctx: RunState) -> Verdict | None:
         excs = embedded_exceptions(ctx)
     elif not excs and not ctx.exceptions:
         # a cut notebook traceback: its header's type with its stack; when that names nothing, the stack alone
-        v = first_failure(notebook_exceptions(ctx), list(ctx.open_tracebacks or ()))
+        v = first_failure(notebook_exceptions(ctx), list(ctx.open_tracebacks or ())) or \
+            first_failure(raised_statements(ctx), list(ctx.open_tracebacks or ()))
         if v is not None:
             return v
     return first_failure(excs, list(ctx.open_tracebacks or ()))
@@ -176,6 +194,9 @@ class Structural(Rule):
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
                 where_txt = (f" No stack frames were read from the log; {v.component}'s released source raises this wording in "
                              f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
+            elif exc.frames and exc not in ctx.exceptions and exc.raw.startswith("raise "):
+                where_txt = (f" The traceback is cut before its exception line; its last frame's source line is the "
+                             f"statement that raised it, `{exc.raw[:160]}`. The stack runs through {v.component}{where}.")
             elif exc.frames and exc not in ctx.exceptions:
                 where_txt = (f" The notebook's traceback header names the exception; its message (printed last by "
                              f"IPython) is not in the paste. The stack runs through {v.component}{where}.")
