@@ -15,10 +15,13 @@ _KV_NUMS = {
                          r"than the available KV cache memory \((?P<avail>[\d.]+) GiB\)\.(?: Based on the available "
                          r"memory,(?: the estimated maximum model length is (?P<est>\d+))?)?"),
     "tokens": lazyre.compile(r"The model's max seq len \((?P<maxlen>\d+)\) is larger than the maximum number of tokens that "
-                         r"can be stored in KV cache \((?P<tokens>\d+)\)"),
+                         r"can be stored in KV cache \((?:(?P<tokens>\d+)\))?"),
     "profiling": lazyre.compile(r"Error in memory profiling\. Initial (?:free|used) memory (?P<a>[\d.e+]+)(?: GiB)?, "
                             r"current(?:ly used)? (?:free )?memory (?P<b>[\d.e+]+)"),
 }
+
+
+_WRAPPED_TOKENS = lazyre.compile(r"^\s*(\d+)\)")
 
 
 def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
@@ -75,8 +78,20 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             fix.append(f"Or raise {util_flag} (now {cur_s})" + (f": the cache must grow {ratio:.1f}x." if ratio else "."))
         return Diagnosis(message=msg, fix=tuple(fix))
     m = _KV_NUMS["tokens"].search(text)
-    if m:
-        maxlen, tokens = int(m.group("maxlen")), int(m.group("tokens"))
+    tokens_read = m.group("tokens") if m else None
+    if m and tokens_read is None:
+        # the message hard-wrapped right after "KV cache (": its number opens the next line of the same log
+        after = [t for t in ctx.tails.get(h.evidence.path) or () if t.seq > (h.exc.seq if h.exc else h.seq)][:1]
+        n = _WRAPPED_TOKENS.match(after[0].text) if after else None
+        tokens_read = n.group(1) if n else None
+        if tokens_read is None:
+            maxlen = int(m.group("maxlen"))
+            return Diagnosis(message=f"vLLM's KV cache holds fewer tokens than one sequence of max_model_len {maxlen} "
+                                     "(the cache's size is cut from the paste).",
+                             fix=(f"Lower {len_flag} below what the cache holds (the number after 'KV cache (' in the "
+                                  f"full message; GRPO needs only prompt + max_completion_length), or raise {util_flag}.",))
+    if m and tokens_read is not None:
+        maxlen, tokens = int(m.group("maxlen")), int(tokens_read)
         msg = (f"vLLM's KV cache holds {tokens} tokens, fewer than one sequence of max_model_len {maxlen}.")
         v = tokens // 256 * 256 or tokens
         if f.max_length and f.max_length <= tokens:
