@@ -159,7 +159,7 @@ DEV_PHRASES = re.compile(r"(?i)\bmatched (?:above|below|here|earlier)\b|\bis mat
 
 def _cases() -> list[Path]:
     out = [p for p in sorted((FIX / "logs").iterdir()) if p.is_dir()]
-    for d in ("devlogs", "devlogs2", "devlogs3", "devlogs5", "devlogs6", "devlogs7"):
+    for d in ("devlogs", "devlogs2", "devlogs3", "devlogs5", "devlogs6", "devlogs7", "devlogs8"):
         out += [p for p in sorted((FIX / d).iterdir()) if p.is_dir()]
     return out
 
