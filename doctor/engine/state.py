@@ -36,7 +36,7 @@ SAVE_WORD = "Saving model checkpoint to"
 # holding none of them reaches the state only as an indented traceback code line (``read(line, gated=False)``)
 STATE_WORDS: frozenset[str] = frozenset(
     set(CONFIG_LITERALS) | set(metrics_src.LITERALS) | set(END_MARKERS)
-    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout",
+    | {SAVE_WORD, ", line ", "Traceback", "Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", "StopIteration",
        ipython_tb.COLAB_WORD, ipython_tb.CELL_WORD, ENTRY_WORD}
     | set(BARE_WORDS) | set(rich_box.WORDS))
 
