@@ -18,6 +18,12 @@ _GRPO = lazyre.compile(r"\bGRPO\b|\bnum_generations\b|\bgeneration groups?\b|\bg
 # a trainer that scores nothing (SFT, pre-training) or scores pairs (DPO and its relatives), or a server: no reward
 # function runs there (trainer_kind.UNSCORED_KINDS)
 _REWARD_FUNCS = lazyre.compile(r"\breward functions?\b|\breward_funcs\b")
+# vLLM as the rollout engine beside the trainer (colocate mode, its sleep level, its share of the GPU): only an online
+# trainer generates during training; an offline one (SFT, pre-training, DPO and its relatives) runs no vLLM, and the
+# advice is noise there even when put as a condition
+_ROLLOUT = lazyre.compile(r"\bvLLM runs colocated\b|\bvllm_mode\b|\buse_vllm\b|\bvllm_gpu_memory_utilization\b|"
+                      r"--sleep_level\b|\bvllm_enable_sleep_mode\b|\brollout engine\b")
+_OFFLINE = UNSCORED_KINDS - {"serve", "infer"}
 _CONFIG = lazyre.compile(r"\bGRPOConfig\(([^()]*)\)")
 # the GRPO-only fields of trl's GRPOConfig (trl/trainer/grpo_config.py): no other trainer's config has them
 _GRPO_FIELDS = lazyre.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
@@ -34,6 +40,9 @@ def find(sentence: str, masked: str) -> Iterator[Claim]:
         for m in pattern.finditer(masked):
             if masked[max(0, m.start() - 1):m.start()] != "`" and not conditional(masked, m.start()):
                 yield Claim("trainer", subject, m.group(0), m.start(), m.end())
+    m = _ROLLOUT.search(masked)
+    if m is not None:
+        yield Claim("trainer", "rollout", m.group(0), m.start(), m.end())
 
 
 def _clauses(text: str) -> list[str]:
@@ -70,6 +79,11 @@ def _without(sentence: str, words: re.Pattern) -> str | None:
 
 
 def judge(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    if c.subject == "rollout":
+        if facts.trainer not in _OFFLINE:
+            return None
+        return Verdict(f"the run trains with {facts.trainer_label}: no vLLM generates during its training",
+                       _without(sentence, _ROLLOUT))
     if facts.trainer is None or facts.trainer in GROUP_KINDS:
         return None
     why = f"the run trains with {facts.trainer_label}, not GRPO"

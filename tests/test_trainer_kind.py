@@ -136,6 +136,18 @@ def test_a_condition_or_quoted_text_is_not_a_claim_about_the_run():
         assert check_text(text, DPO) == (text, [])
 
 
+def test_vllm_rollout_advice_leaves_an_offline_trainers_report_even_as_a_condition():
+    # fixtures/devlogs2/124: a DPO run's CUDA OOM was told to lower a colocated vLLM's share
+    text = ("If vLLM runs colocated with training (use_vllm, vllm_mode colocate): --sleep_level 1 and a lower "
+            "--vllm_gpu_memory_utilization (e.g. 0.5) free its share during the training step.")
+    assert check_text(text, DPO)[0] == ""
+    assert check_text(text, SFT)[0] == ""
+    assert check_text(text, GRPO)[0] == text and check_text(text, UNKNOWN)[0] == text
+    kept = ("Halve per_device_train_batch_size and double gradient_accumulation_steps; with a colocated rollout engine, "
+            "also its vllm_gpu_memory_utilization.")
+    assert check_text(kept, DPO)[0] == "Halve per_device_train_batch_size and double gradient_accumulation_steps."
+
+
 def _analyze(log: Path) -> dict:
     out = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(log), "--format", "json"],
                          capture_output=True, text=True, timeout=120)
