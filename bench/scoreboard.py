@@ -306,15 +306,17 @@ def rescore(a) -> int:
     by_name: dict[str, CaseResult] = {}
     versions: dict = {}
     total = 0.0
+    start_cpu = None
     for path in a.from_json:
         old = json.loads(Path(path).read_text(encoding="utf-8"))
         versions = old.get("versions") or versions
         total += old.get("total_s") or 0.0
+        start_cpu = start_cpu or (old.get("summary") or {}).get("watch_start_cpu_s")
         for d in old["cases"]:
             by_name[d["name"]] = CaseResult(**d)
     order = {c.name: i for i, c in enumerate(CASES)}
     results = sorted(by_name.values(), key=lambda r: order.get(r.name, len(order)))
-    doc = document(results, "full", versions, total)
+    doc = document(results, "full", versions, total, start_cpu)
     doc["merged_from"] = len(a.from_json)
     if a.write_baseline:    # from the quick cases of these results: the same runs --quick makes
         quick = {c.name for c in CASES if c.quick}

@@ -138,6 +138,8 @@ CASES: list[Case] = [
     # ---- more reward-function faults and argument checks
     Case("reward-short", "reward-function-error", tuple(noisy(reward_funcs="sb_short")), ("stop", "relaunch"),
          r"", "a reward that returns one score fewer than completions (drops the ones it cannot parse)"),
+    Case("reward-returns-none", "reward-function-error", tuple(noisy(reward_funcs="sb_none")), ("stop", "relaunch"),
+         r"None", "a reward function that forgot its return statement: it returns None instead of scores"),
     Case("num-generations-1", "batch-divisibility", tuple(noisy(num_generations="1", per_device_train_batch_size="1")),
          ("relaunch",), r"num_generations", "--num_generations 1: GRPO needs at least 2 completions per prompt"),
     # ---- a rank killed with SIGKILL (what the OOM killer sends); one rank that stalls before a collective: the other
@@ -237,6 +239,8 @@ CASES += [
          framework="trl"),
     Case("trl-reward-short", "reward-function-error", trl(reward="short"), ("stop", "relaunch"), r"",
          "the reward function returns one score fewer than completions", framework="trl"),
+    Case("trl-reward-returns-none", "reward-function-error", trl(reward="none"), ("stop", "relaunch"), r"None",
+         "the reward function forgot its return statement: it returns None", framework="trl"),
     Case("trl-sigkill", "host-oom-killed", trl(reward="killed", ok_calls="2"), ("relaunch", "resume"),
          r"SIGKILL|Signal 9|-9|137", "the training process gets SIGKILL in its 3rd reward call", framework="trl"),
     Case("trl-resume-truncated-ckpt", "checkpoint-corrupt", trl(resume_from_checkpoint="{TRL_DAMAGED}"),

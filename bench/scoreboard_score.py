@@ -130,7 +130,10 @@ def summary(results: list[CaseResult], classes: dict[str, dict], start_cpu: floa
     hangs = [r.hang_detect_s for r in faults if r.hang_detect_s is not None]
     wall = sum(r.wall_s for r in done)
     cpu = sum(r.watch_cpu_s for r in done)
-    run_cpu = sum(r.run_cpu_s for r in done)
+    # the run's own CPU is measured only for a case that ran alone (--jobs 1): the share over those cases only
+    alone = [r for r in done if r.run_cpu_s > 0]
+    run_cpu = sum(r.run_cpu_s for r in alone)
+    cpu_alone = sum(r.watch_cpu_s for r in alone)
     f1s = [v["f1"] for v in classes.values()]
     return {
         "macro_f1": round(sum(f1s) / len(f1s), 3) if f1s else None,
@@ -149,7 +152,8 @@ def summary(results: list[CaseResult], classes: dict[str, dict], start_cpu: floa
                           "grace_s": GRACE} if hangs else None,
         "watch_cpu_share": round(cpu / wall, 4) if wall else None,
         "watch_cpu_s": round(cpu, 1), "wall_s": round(wall, 1),
-        "run_cpu_s": round(run_cpu, 1), "watch_cpu_of_run_cpu": round(cpu / run_cpu, 4) if run_cpu else None,
+        "run_cpu_s": round(run_cpu, 1), "watch_cpu_of_run_cpu": round(cpu_alone / run_cpu, 4) if run_cpu else None,
+        "run_cpu_cases": len(alone),
         # watch's fixed cost per launch (watch -- true) and its share of the wall time without it: what a long run sees
         "watch_start_cpu_s": start_cpu,
         "watch_cpu_share_after_start": round(max(cpu - start_cpu * len(done), 0.0) / wall, 4)
@@ -209,8 +213,8 @@ def render_markdown(doc: dict) -> str:
            f"--grace {hd['grace_s']:g}), with the stacks of every rank in {s.get('hang_stacks_right', '?')}/"
            f"{s.get('hang_stacks_scored', '?')} hangs; " if hd else "")
         + f"watch's own CPU {100 * (s['watch_cpu_share'] or 0):.1f}% of the runs' wall time"
-        + (f" ({100 * s['watch_cpu_of_run_cpu']:.1f}% of the runs' own CPU time)" if s.get("watch_cpu_of_run_cpu")
-           else "")
+        + (f" ({100 * s['watch_cpu_of_run_cpu']:.1f}% of the runs' own CPU time, over the "
+           f"{s.get('run_cpu_cases', s['runs'])} runs that ran alone)" if s.get("watch_cpu_of_run_cpu") else "")
         + (f", of which {s['watch_start_cpu_s']:g} s per launch is its fixed start and end (watch -- true): without "
            f"it {100 * s['watch_cpu_share_after_start']:.1f}%" if s.get("watch_cpu_share_after_start") is not None
            else "") + "; framework named right "

@@ -110,6 +110,15 @@ class ShortReward(ORM):
         return [random.random() for _ in completions][:-1]
 
 
+class NoneReward(ORM):
+    """A reward function that forgot its return statement: it returns None instead of a list of scores."""
+
+    def __call__(self, completions, **kwargs):
+        _mark_fault()
+        scores = [random.random() for _ in completions]  # noqa: F841 - computed, never returned: the fault
+        return None
+
+
 class SlowingReward(ORM):
     """A judge that slows down as its queue grows: after $SCOREBOARD_OK_CALLS calls each call waits
     $SCOREBOARD_SLOW_STEP_S seconds longer than the last (at most $SCOREBOARD_SLOW_MAX_S), so s/it collapses."""
@@ -130,6 +139,7 @@ orms["sb_slowing"] = SlowingReward
 orms["sb_killed"] = KilledReward
 orms["sb_rank_stall"] = RankStallReward
 orms["sb_short"] = ShortReward
+orms["sb_none"] = NoneReward
 orms["sb_raising"] = RaisingReward
 orms["sb_stuck"] = StuckReward
 orms["sb_nan"] = NanReward

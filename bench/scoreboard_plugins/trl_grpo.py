@@ -1,6 +1,6 @@
 """A small TRL GRPOTrainer script for bench/scoreboard.py: the tiny local model, the tiny math data, one reward.
 
-    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant|killed|short|slow_first
+    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant|killed|short|slow_first|none
                        [--num_generations 4] [--per_device_train_batch_size 4] [--max_steps 4] [--learning_rate 1e-5]
                        [--max_grad_norm 1.0] [--ok_calls 0] [--max_completion_length 8] [--import MODULE]
                        [--resume_from_checkpoint DIR] [--bf16] [--raw_columns]
@@ -65,8 +65,12 @@ def make_reward(kind: str, ok_calls: int):
     def short(completions, **kwargs):    # drops the completion it cannot parse: one score too few
         return [random.random() for _ in completions][:-1]
 
+    def returns_none(completions, **kwargs):    # forgot its return statement
+        _mark_fault()
+        return None
+
     fn = {"noisy": noisy, "raising": raising, "stuck": stuck, "constant": constant, "killed": killed, "slow_first": slow_first,
-          "short": short}[kind]
+          "short": short, "none": returns_none}[kind]
     fn.__name__ = f"{kind}_reward"
     return fn
 
