@@ -143,17 +143,18 @@ class Session:
                 self._route(exc)
             if row is not None:
                 self.emit(row)
-        if not hits:
-            return
-        rules: Iterable[Rule]
-        if len(hits) == 1:
-            rules = hits[0]
-        else:  # several words: each rule once, in catalog order
-            many = {id(r): r for h in hits for r in h}
-            order = self._order
-            rules = sorted(many.values(), key=lambda r: order[id(r)])
-        for r in rules:
+        for r in self._hit_rules(hits):
             r.feed(line)
+
+    def _hit_rules(self, hits: list[tuple[Rule, ...]] | None) -> Iterable[Rule]:
+        """The rules of the gate words a line holds: each rule once, in catalog order when several words hit."""
+        if not hits:
+            return ()
+        if len(hits) == 1:
+            return hits[0]
+        many = {id(r): r for h in hits for r in h}
+        order = self._order
+        return sorted(many.values(), key=lambda r: order[id(r)])
 
     def feed_line_among(self, line: LogLine, hold: Callable[[LogLine, Rule], None]) -> None:
         """feed_line() of a line printed among console metric rows not emitted yet, whose readers other than the rules
@@ -165,16 +166,7 @@ class Session:
         hits = self._gate.hits(line.text)
         got = state.read(line, bool(hits))
         assert got is None and len(state.run.runs.starts) == self._runs_seen, "a line among rows gave a signal"
-        if not hits:
-            return
-        rules: Iterable[Rule]
-        if len(hits) == 1:
-            rules = hits[0]
-        else:  # several words: each rule once, in catalog order
-            many = {id(r): r for h in hits for r in h}
-            order = self._order
-            rules = sorted(many.values(), key=lambda r: order[id(r)])
-        for r in rules:
+        for r in self._hit_rules(hits):
             if Metrics in r.kinds:
                 hold(line, r)
             else:
