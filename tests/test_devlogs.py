@@ -84,7 +84,6 @@ KNOWN_MISSES_7: dict[str, str] = {
 # torch.distributed, LLaMA-Factory, verl / OpenRLHF
 DEVLOGS8 = ROOT / "fixtures" / "devlogs8"
 KNOWN_MISSES_8: dict[str, str] = {
-    "808": "Ray's worker-died warning first, then the NCCL watchdog of the same pid that killed it: read as the death",
     "821": "LLaMA-Factory's 'Dropped invalid example' warning glued after a bar; the user's own print ends the log",
     "824": "Ray's ActorDiedError with its exit detail cut: the worker's death has no cause in the paste",
     "827": "RayTaskError(NotImplementedError) of verl's reward manager, its message cut: read as the wrapper's notice",

@@ -1,0 +1,18 @@
+"""GD311's run context: a Ray worker's death that torch's NCCL watchdog caused. ProcessGroupNCCL's watchdog ends
+its process when a collective times out or fails ("To avoid data inconsistency, we are taking the entire process
+down", torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp); Ray then reports the worker as dead of a system error. The
+watchdog's lines name the failure (GD301/GD304), and the death is their consequence (a fixer: pure)."""
+from __future__ import annotations
+
+from ... import lazyre
+from ...engine.state import RunState
+from ...rules import Diagnosis, Hit
+
+_WATCHDOG = lazyre.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted|"
+                           r"we are taking the entire process down")
+
+
+def ray_worker_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
+    if any(_WATCHDOG.search(t.text) for tail in ctx.tails.values() for t in tail):
+        return None
+    return Diagnosis()
