@@ -130,22 +130,34 @@ def classify(exc: ExceptionInfo | None, frames: tuple[Frame, ...], table: tuple[
 SITE_LINE = 0  # the line number of a frame taken from the raise-site index (no frame in the log)
 
 
+@lru_cache(maxsize=256)
+def _matches(text: str) -> tuple:
+    from .raise_sites import lookup
+    return tuple(lookup(text))
+
+
+def _closest(exc: ExceptionInfo, floor: float) -> list:
+    """The raise-site index's best matches (all of the top score) for a frameless exception's wording, when that score
+    reaches ``floor``; [] for a short message, an unindexed wording or an unreadable index. Looked up once per
+    wording: the structural verdict and the framework both ask."""
+    if not exc.message or len(exc.message) < 20:
+        return []
+    try:
+        found = _matches(f"{exc.type}: {exc.message}")
+    except (OSError, ValueError):
+        return []
+    if not found or found[0].score < floor:
+        return []
+    return [m for m in found if m.score >= found[0].score - 1e-9]
+
+
 def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
     """For an exception printed without any frame: the function that raises its wording, from the raise-site index
     (doctor/classify/raise_sites.py), as one frame with line SITE_LINE; () when the wording is not indexed or
     several packages or functions raise it."""
-    if not exc.message or len(exc.message) < 20:
-        return ()
-    try:
-        from .raise_sites import lookup
-        found = lookup(f"{exc.type}: {exc.message}")
-    except (OSError, ValueError):
-        return ()
-    if not found or found[0].score < 0.9:
-        return ()
-    best = [m for m in found if m.score >= found[0].score - 1e-9]
+    best = _closest(exc, 0.9)
     # one function of one package; a module moved between releases (swift/llm/ -> swift/pipelines/) is the same site
-    if len({(m.package, m.where.rsplit(".", 1)[-1]) for m in best}) != 1:
+    if not best or len({(m.package, m.where.rsplit(".", 1)[-1]) for m in best}) != 1:
         return ()
     m = best[0]
     return (Frame(f"site-packages/{m.module}", SITE_LINE, m.where.rsplit(".", 1)[-1]),)
@@ -154,17 +166,8 @@ def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
 def site_package_paths(exc: ExceptionInfo) -> list[str]:
     """The source path of the indexed wording when every close match is one package's (several of its functions may
     raise it): enough to tell whose code ran, not which function. [] otherwise."""
-    if not exc.message or len(exc.message) < 20:
-        return []
-    try:
-        from .raise_sites import lookup
-        found = lookup(f"{exc.type}: {exc.message}")
-    except (OSError, ValueError):
-        return []
-    if not found or found[0].score < 0.8:
-        return []
-    best = [m for m in found if m.score >= found[0].score - 1e-9]
-    return [f"site-packages/{best[0].module}"] if len({m.package for m in best}) == 1 else []
+    best = _closest(exc, 0.8)
+    return [f"site-packages/{best[0].module}"] if best and len({m.package for m in best}) == 1 else []
 
 
 def first_failure(exceptions: list[ExceptionInfo], open_tbs: list) -> Verdict | None:

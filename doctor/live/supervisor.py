@@ -273,7 +273,6 @@ class Watch(Analysis, Hangs, Reporting):
             polled = now
             rc = proc.poll()
             if rc is not None:
-                now = time.monotonic()
                 if exited_at is None:
                     exited_at = now
                 # processes of the group may still print: read until the pipes close, at most --drain seconds

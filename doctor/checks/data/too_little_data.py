@@ -17,19 +17,17 @@ def too_little_data_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     # a step's prompts are its completions / num_generations only in a GRPO run: never divide by an assumed count
     generations = as_int(run.get("num_generations")) if run.args.get("rlhf_type") == "grpo" or \
         run.args.get("num_generations") is not None else None
+    factors = (f"{show('world size', n)} x {show('per_device_train_batch_size', b)} x "
+               f"{show('gradient_accumulation_steps', ga)}")
+    why = assumptions(("world size", n), ("per_device_train_batch_size", b), ("gradient_accumulation_steps", ga),
+                      why="ms-swift's defaults, not in the inputs")
     if generations:
         g = read_or(generations, 1)
         per_step = computed(max(n.value * b.value * ga.value // g.value, 1), n, b, ga, g)
-        step = (f"{show('world size', n)} x {show('per_device_train_batch_size', b)} x "
-                f"{show('gradient_accumulation_steps', ga)} / {show('num_generations', g)} = {per_step} prompt(s)")
-        why = assumptions(("world size", n), ("per_device_train_batch_size", b),
-                          ("gradient_accumulation_steps", ga), why="ms-swift's defaults, not in the inputs")
+        step = f"{factors} / {show('num_generations', g)} = {per_step} prompt(s)"
     else:
         per_step = computed(n.value * b.value * ga.value, n, b, ga)
-        step = (f"{show('world size', n)} x {show('per_device_train_batch_size', b)} x "
-                f"{show('gradient_accumulation_steps', ga)} = {per_step} sample(s)")
-        why = assumptions(("world size", n), ("per_device_train_batch_size", b),
-                          ("gradient_accumulation_steps", ga), why="ms-swift's defaults, not in the inputs")
+        step = f"{factors} = {per_step} sample(s)"
     msg = ("Training ended without a single checkpoint, so the final summary has no last_model_checkpoint: either "
            f"the dataset does not fill one optimizer step ({step}), or the run trained no step at all.")
     resume_fix = ("The run resumed (--resume_from_checkpoint " + str(resume) + "): a checkpoint saved at or after the "

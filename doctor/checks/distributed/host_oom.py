@@ -8,7 +8,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule, evidence_of
 from ...signals import HostTick, LogLine, RunExit
-from .._units import gib
+from ..fallback.exit_live import kill_facts
 from . import _ray_oom as ray_oom
 from ._common import _raised_on
 from ._elastic import ElasticBlock
@@ -144,7 +144,7 @@ class HostOomKilled(Rule):
                              "A process killed this way leaves no error of its own: most often the Linux OOM killer "
                              "(host RAM, not GPU memory) or a job scheduler's memory limit; a scheduler's time limit "
                              "or someone's `kill -9` send the same signal.")
-                msg += _kernel_and_host(self.exit, self.host)
+                msg += kill_facts(self.exit, self.host)
             elif ray_only:
                 msg = (who + "The killed worker leaves no error of its own: the node's host RAM (not GPU memory) passed "
                        "Ray's threshold (RAY_memory_usage_threshold, 0.95 of the node's memory by default).")
@@ -213,17 +213,3 @@ class HostOomKilled(Rule):
                           ranks=(root.rank,) if elastic_kill and root.rank is not None else (), seq=first_seq,
                           confidence=level)]
 
-
-def _kernel_and_host(exit_: RunExit, host: list[HostTick]) -> str:
-    """What watch read about the kill: the kernel log (or why it could not be read) and the last host memory samples."""
-    if exit_.kernel_lines:
-        out = f" The kernel log says: {exit_.kernel_lines[-1][:200]}"
-    else:
-        out = (" The kernel log has no OOM kill of the run's processes"
-               + ("" if exit_.kernel_note is None else f" (not readable: {exit_.kernel_note[:160]})") + ".")
-    if host:
-        last = host[-1]
-        low = min(host, key=lambda x: x.available)
-        out += (f" Last host memory sample ({last.t:.0f} s): {gib(last.available)} available of {gib(last.total)}; "
-                f"lowest of the last {len(host)}: {gib(low.available)}.")
-    return out

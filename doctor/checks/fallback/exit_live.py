@@ -14,6 +14,22 @@ from .._units import gib
 TAIL = 5
 
 
+def kill_facts(exit_: RunExit, host: list[HostTick]) -> str:
+    """What watch read about a SIGKILL of its command: the kernel log's OOM line (or why it could not be read) and the
+    last host memory samples; shared by GD995 and GD310 (checks/distributed/host_oom.py)."""
+    if exit_.kernel_lines:
+        out = f" The kernel log says: {exit_.kernel_lines[-1][:200]}"
+    else:
+        out = (" The kernel log has no OOM kill of the run's processes"
+               + ("" if exit_.kernel_note is None else f" (not readable: {exit_.kernel_note[:160]})") + ".")
+    if host:
+        last = host[-1]
+        low = min(host, key=lambda x: x.available)
+        out += (f" Last host memory sample ({last.t:.0f} s): {gib(last.available)} available of {gib(last.total)}; "
+                f"lowest of the last {len(host)}: {gib(low.available)}.")
+    return out
+
+
 class ExitWithoutDiagnosis(Rule):
     kinds = frozenset({RunExit, HostTick})
 
@@ -39,15 +55,7 @@ class ExitWithoutDiagnosis(Rule):
         if e.signal_name == "SIGKILL":
             msg += (" SIGKILL is the host OOM killer's signature (a process killed that way prints nothing); it is "
                     "also what a scheduler or a person's `kill -9` sends.")
-            if e.kernel_lines:
-                msg += f" The kernel log says: {e.kernel_lines[-1][:200]}"
-            else:
-                msg += f" The kernel log has no OOM kill of the run's processes{'' if e.kernel_note is None else ' (not readable: ' + e.kernel_note[:160] + ')'}."
-            if self.host:
-                h = self.host[-1]
-                low = min(self.host, key=lambda x: x.available)
-                msg += (f" Last host memory sample ({h.t:.0f} s): {gib(h.available)} available of {gib(h.total)}; "
-                        f"lowest of the last {len(self.host)}: {gib(low.available)}.")
+            msg += kill_facts(e, self.host)
             fix.insert(0, "Confirm with `dmesg -T | grep -iE 'killed process|out of memory'` (root) or the scheduler's "
                           "job log; lower host RAM use (dataloader workers, CPU offload, processes per node).")
         ev: list[Evidence] = []

@@ -104,8 +104,9 @@ class ServerStartStall(Rule):
                f"{after} line(s) follow it, none of them a later milestone. A log pasted up to this point looks the "
                f"same, so this is a judgement on the excerpt: if the real log goes on, share all of it.")
         fix = list(_FIX[stage])
-        if stage == "engine-ready" and ctx.framework()[0] != "ms-swift":
-            who = "trl (`trl vllm-serve`)" if ctx.framework()[0] in ("trl", "unsloth") else \
+        framework = ctx.framework()[0]
+        if stage == "engine-ready" and framework != "ms-swift":
+            who = "trl (`trl vllm-serve`)" if framework in ("trl", "unsloth") else \
                 "release of the framework that runs the server"
             fix[-1] = (f"Try another vLLM release and the newest {who}: the server's start-up path (engine, "
                        "scheduler, plugins, port bind) changes between releases.")
