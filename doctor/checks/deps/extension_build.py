@@ -16,7 +16,12 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ext = next((h.groups["ext"] for h in hits if h.groups.get("ext")), None)
     first = next((h.groups["what"] for h in hits if h.groups.get("what")), None)
     name = f"The extension '{ext}'" if ext else "A C++/CUDA extension"
-    msg = f"{name} was compiled at run time (torch's cpp_extension, through ninja) and the build failed"
+    # torch's cpp_extension is shown by its own re-raise or the exact ninja command it runs; ninja's own line shows a
+    # ninja build (cmake's too); a compiler's line alone shows a build and nothing of who ran it
+    torch = any(h.groups.get("ext") or "'ninja', '-v'" in h.evidence.text for h in hits)
+    ninja = any("ninja" in h.evidence.text for h in hits)
+    msg = (f"{name} was compiled at run time (torch's cpp_extension, through ninja) and the build failed" if torch else
+           f"{name} failed to compile (a ninja build)" if ninja else f"{name} failed to compile")
     msg += f"; the compiler's first error: {first}." if first else \
         ". The compiler's own error is printed above 'ninja: build stopped' (not in this excerpt)."
     fix: list[str] = []
