@@ -2,6 +2,8 @@
 extension built for another torch, or an ms-swift 3.x/4.x module path."""
 from __future__ import annotations
 
+import re
+
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ._frames import importer, short_path
@@ -52,6 +54,39 @@ PIP: dict[str, tuple[str, str]] = {
 }
 
 
+# top-level names that are namespace packages shared by several distributions: `google.protobuf` missing means
+# protobuf is not installed, not that `google` lacks a module
+_NAMESPACES = frozenset({"google", "nvidia", "azure", "mpl_toolkits", "jaxlib", "backports"})
+# libraries whose submodules move between releases, beside the ones of PIP
+_LIBRARIES = frozenset({"torch", "unsloth", "unsloth_zoo", "llamafactory", "verl", "openrlhf", "vllm_ascend",
+                        "torch_npu", "xformers", "triton", "megatron", "lmdeploy", "sglang"})
+
+
+def _dist_name(spec: str) -> str:
+    """The distribution's name of a pip spec: ``'trl>=0.15,<1.0'`` -> ``trl``."""
+    return re.split(r"[<>=!~\s\[]", spec.strip("'"), maxsplit=1)[0]
+
+
+def _missing_submodule(mod: str, where: str, framework: str | None) -> Diagnosis | None:
+    """``No module named 'pkg.sub'``: Python imports a dotted name's parents first and names the first part it cannot
+    find (importlib._bootstrap._find_and_load_unlocked), so `pkg` imported and the installed `pkg` has no `sub`: the
+    importing code was written for another release of it (the module moved or went away)."""
+    top, _, _rest = mod.partition(".")
+    if not _rest or top in _NAMESPACES or (top not in PIP and top not in _LIBRARIES) or top == "swift":
+        return None
+    pkg = _dist_name(PIP[top][0]) if top in PIP else top
+    msg = (f"Python imported `{top}` but the installed `{top}` has no module `{mod}`{where}: Python names the first "
+           f"part of a dotted import it cannot find, so the package is there and this part of it is not. The "
+           f"importing code was written for another release of {pkg}, where `{mod}` exists (it moved or was removed "
+           f"since, or is newer than the installed release).")
+    fix = [f"pip show {pkg} (the installed release), then install the release the importing code was written for "
+           f"(its requirements file or README pins it), or change the import to where the installed release keeps "
+           f"that name (its changelog says where it moved)."]
+    if framework == "ms-swift" and top in PIP and "ms-swift" in PIP[top][1]:
+        fix.append(f"For ms-swift itself: pip install {PIP[top][0]} ({PIP[top][1]}).")
+    return Diagnosis(message=msg, fix=tuple(fix))
+
+
 def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     mod = (hits[0].groups.get("mod") or "").strip()
@@ -71,13 +106,23 @@ def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  f"{'vllm' if pkg == 'vllm' else 'flash-attn --no-build-isolation'} (a vllm wheel pins its "
                  f"torch: let it install that torch, ideally in a fresh environment).",
                  "Or avoid it: --attn_impl sdpa (flash-attn) / --use_vllm false (vLLM)."))
+    framework = ctx.framework()[0]
+    sub = _missing_submodule(mod, where, framework)
+    if sub is not None:
+        return sub
     spec, why = PIP.get(top, (None, ""))
+    if framework != "ms-swift" and spec:
+        # the pins and the reasons of the table are ms-swift's requirements: another stack pins its own
+        spec = spec if top in ("flash_attn", "flash_attn_2_cuda") else _dist_name(spec)
+        why = "" if "ms-swift" in why or "swift" in why.split() else why
     msg = f"Python cannot import `{mod}`{where}"
     msg += f": {why}." if why else "."
     if spec:
         fix = [f"pip install {spec}"]
         if top in ("vllm", "deepspeed", "flash_attn"):
-            fix.append("Install it into the same environment that runs swift (`which python`, `pip show ms-swift`).")
+            fix.append("Install it into the same environment that runs swift (`which python`, `pip show ms-swift`)."
+                       if framework == "ms-swift" else
+                       "Install it into the same environment that runs the trainer (`which python` of the launch).")
     else:
         fix = [f"pip install {top.replace('_', '-')} (if that is the package name; check its project page).",
                f"If `{top}` is your own module (a reward or multi-turn plugin), pass its file with --external_plugins "

@@ -119,7 +119,11 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     p = p_.value
     msg = (f"Port {p_} is already in use on this machine, so the distributed store could not listen: another "
            "training run (or a leftover process of an earlier one) holds it.")
-    fix = [f"Use another port: MASTER_PORT={p + 1} swift rlhf ... (ms-swift passes MASTER_PORT to torchrun).",
+    port = (f"Use another port: MASTER_PORT={p + 1} swift rlhf ... (ms-swift passes MASTER_PORT to torchrun)."
+            if ctx.framework()[0] == "ms-swift" else
+            f"Use another port: torchrun --master_port {p + 1} (accelerate launch --main_process_port {p + 1}, "
+            f"deepspeed --master_port {p + 1}; MASTER_PORT={p + 1} where the launcher reads the environment).")
+    fix = [port,
            f"Or free it: `lsof -i :{p}` / `ss -ltnp | grep {p}` and stop the stale process."]
     if p >= VLLM_GROUP_PORT and p < VLLM_GROUP_PORT + 64:
         fix.append("For the vLLM weight-sync group use --vllm_server_group_port with a free port (ms-swift >= 3.11).")

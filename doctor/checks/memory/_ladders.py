@@ -174,7 +174,8 @@ def alloc_conf_advice(f: Facts, oom: dict[str, Any]) -> str | None:
                f"requested: this alone will not make room.")
     elif un and un > 0.5:
         why = f" {fmt_gib(un)} were reserved by PyTorch but unallocated (fragmentation)."
-    src = "ms-swift FAQ" if f.framework == "swift" else "PyTorch memory docs"
+    # the FAQ is ms-swift's own page: cited only in a run shown to be ms-swift
+    src = "ms-swift FAQ" if f.framework == "swift" and f.known else "PyTorch memory docs"
     return f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch environment ({src}).{why}"
 
 
@@ -290,7 +291,9 @@ def training_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
     if ds:
         out.append(ds)
     generic_lora = None if f.run.args or f.framework == "trl" else \
-        "LoRA (--tuner_type lora; --train_type on ms-swift 3.x) if this is full-parameter training."
+        "LoRA (--tuner_type lora; --train_type on ms-swift 3.x) if this is full-parameter training." if f.known else \
+        ("LoRA (a peft LoraConfig) if this is full-parameter training: only the adapter's weights then carry "
+         "gradients and optimizer states.")
     for adv in (tuner_advice(f) or generic_lora, batch_advice(f), length_advice(f), ckpt_advice(f), beta_advice(f)):
         if adv:
             out.append(adv)
