@@ -89,15 +89,15 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             return Diagnosis(message=f"vLLM's KV cache holds fewer tokens than one sequence of max_model_len {maxlen} "
                                      "(the cache's size is cut from the paste).",
                              fix=(f"Lower {len_flag} below what the cache holds (the number after 'KV cache (' in the "
-                                  f"full message; GRPO needs only prompt + max_completion_length), or raise {util_flag}.",))
+                                  f"full message; a request needs only its prompt + completion tokens), or raise {util_flag}.",))
     if m and tokens_read is not None:
         maxlen, tokens = int(m.group("maxlen")), int(tokens_read)
         msg = (f"vLLM's KV cache holds {tokens} tokens, fewer than one sequence of max_model_len {maxlen}.")
         v = tokens // 256 * 256 or tokens
         if f.max_length and f.max_length <= tokens:
             v = f.max_length
-        fix.append(f"{len_flag} {v} (was {maxlen}): fits the {tokens}-token cache; GRPO needs only prompt + "
-                   f"max_completion_length.")
+        fix.append(f"{len_flag} {v} (was {maxlen}): fits the {tokens}-token cache; a request needs only its prompt + "
+                   f"completion tokens (a GRPO rollout: prompt + max_completion_length).")
         if cur is not None:
             fix.append(f"Or raise {util_flag} (now {cur_s}) by about {maxlen / max(tokens, 1):.1f}x worth of KV cache.")
         return Diagnosis(message=msg, fix=tuple(fix))

@@ -69,8 +69,17 @@ class CompletionsTruncated(SeriesRule):
                     new = 512 if L < 256 else 2 * L
                     fix.append(f"Raise --max_completion_length from {L} to {new} or more (step time and memory grow "
                                f"roughly linearly with it).")
+                elif lens and mean_clip >= 0.999 and abs(sum(lens) / len(lens) - round(sum(lens) / len(lens))) < 0.05:
+                    # every completion was clipped, so every one is exactly max_completion_length long: their mean
+                    # length is the cap itself
+                    cap = round(sum(lens) / len(lens))
+                    defaults = {256: f", and {cap} is TRL's default, so the run likely leaves it unset",
+                                512: f", and {cap} is ms-swift's default, so the run likely leaves it unset"}
+                    fix.append(f"Raise --max_completion_length from {cap} to {512 if cap < 256 else 2 * cap} or more: "
+                               f"with every completion clipped, their mean length is the cap (computed)"
+                               f"{defaults.get(cap, '')}. Step time and memory grow roughly linearly with it.")
                 else:
-                    fix.append("Raise --max_completion_length (the ms-swift default is 512).")
+                    fix.append("Raise --max_completion_length (its default is 512 in ms-swift, 256 in TRL).")
                 fix.append("If the completions loop (see completions.jsonl with --log_completions true), add the "
                            "repetition reward or --repetition_penalty 1.05 instead; the soft_overlong reward "
                            "(with --soft_cache_length) penalises length smoothly.")

@@ -129,7 +129,8 @@ def truncation_note(s: Series, run: RunConfig, idx: list[int]) -> str | None:
 def raise_length(run: RunConfig) -> str:
     L = run.int_arg("max_completion_length")
     if not L:
-        return "Raise --max_completion_length so that completions can finish (the ms-swift default is 512)."
+        return ("Raise --max_completion_length so that completions can finish (its default is 512 in ms-swift, 256 "
+                "in TRL).")
     new = 512 if L < 256 else 2 * L
     return (f"Raise --max_completion_length from {L} to {new} or more so that completions can finish "
             f"(time and memory per step grow roughly linearly with it).")
