@@ -103,6 +103,10 @@ class Facts:
     world: int | None = None
     max_pixels_log: tuple[int, bool] | None = None  # "Setting max_pixels: N" (N, set through the env var)
     env: dict[str, str] = field(default_factory=dict)
+    # False when the run cannot hold a vLLM engine beside its training process: a framework that never colocates one
+    # (LLaMA-Factory, a plain transformers / DeepSpeed / torch job), or frames of the training side from none of the
+    # libraries that run a rollout engine
+    vllm_possible: bool = True
     server_launch: Launch | None = None
     trainer_launch: Launch | None = None
 

@@ -281,7 +281,9 @@ def training_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
     if mp:
         out.append(mp)  # for a VL model the image size is the first lever (ms-swift multimodal GRPO guide)
     out.extend(util_advice_training(f, total))
-    if not f.run.args and f.framework == "trl":
+    if not f.vllm_possible:
+        pass
+    elif not f.run.args and f.framework == "trl":
         out.append("If vLLM shares this GPU (vllm_mode colocate, trl >= 0.18): a lower vllm_gpu_memory_utilization "
                    "(e.g. 0.3) leaves the training step more room.")
     elif not f.run.args:

@@ -57,6 +57,23 @@ def _ranks_text(ranks: tuple[int, ...], count: int) -> str:
     return f" on {len(ranks)} ranks ({', '.join(map(str, ranks[:8]))}{'…' if len(ranks) > 8 else ''})"
 
 
+# frameworks whose training process can hold a colocated vLLM engine (ms-swift, trl and what is built on it, verl's
+# and OpenRLHF's hybrid engines, axolotl's GRPO through trl); a framework not told may be any of them
+_COLOCATING = frozenset({"ms-swift", "trl", "unsloth", "verifiers", "verl", "openrlhf", "axolotl", "vllm"})
+_ROLLOUT_LIBS = ("/trl/", "/swift/", "/vllm/", "/unsloth", "/verl/", "/openrlhf/", "/axolotl/", "/verifiers/")
+
+
+def vllm_possible(framework: str | None, frames: tuple, f) -> bool:
+    """Whether the OOM'd run may have a vLLM engine on its GPU: its arguments say so, its framework can colocate one,
+    or (framework not told) its frames do not rule it out."""
+    if f.use_vllm or f.mode:
+        return True
+    if framework is not None:
+        return framework in _COLOCATING
+    paths = [fr.path.replace(chr(92), "/") for fr in frames]
+    return not paths or any(lib in p for p in paths for lib in _ROLLOUT_LIBS)
+
+
 class OomRule(PatternRule):
     """CUDA/NPU out-of-memory, reported by the rule whose side (options.side: training | vllm) the frames point at."""
 
@@ -81,6 +98,7 @@ class OomRule(PatternRule):
         if oom_hits:  # runs appended to one log: the configuration of the run that ran out of memory
             ctx = ctx.at(oom_hits[0].evidence)
         f = facts_of(ctx.run, frames_all)
+        f.vllm_possible = vllm_possible(ctx.framework()[0], frames_all, f)
         if context:
             c = context[-1]
             f.max_pixels_log = (int(c.groups["maxpix"]), "Using environment variable" in c.evidence.text)
