@@ -374,3 +374,18 @@ def test_an_entry_with_its_own_verify_line_replaces_the_rules(tmp_path):
     first = analyze([str(p)]).findings[0]
     assert first.rule_id == "GD996"
     assert first.verify.startswith("the workers start") and "reshape" not in first.verify
+
+
+def test_an_unknown_llamafactory_template_says_the_installed_release_lacks_it_not_the_dataset_entry():
+    frames = [("/root/LLaMA-Factory/src/llamafactory/train/tuner.py", 50, "run_exp", "run_sft(...)"),
+              (f"{SP}/llamafactory/data/template.py", 547, "get_template_and_fix_tokenizer",
+               'raise ValueError(f"Template {data_args.template} does not exist.")')]
+    found = run(tb(frames, "ValueError: Template qwen3 does not exist."))
+    assert found[0].category == "dataset-or-template-error"
+    assert "registers no chat template of that name" in found[0].message
+    assert "dataset_info.json" not in found[0].message
+    assert any("git pull, then pip install -e ." in line for line in found[0].fix)
+    undefined = run(tb(frames[:1] + [(f"{SP}/llamafactory/data/parser.py", 110, "get_dataset_list",
+                                      'raise ValueError(f"Undefined dataset {name} in {DATA_CONFIG}.")')],
+                       "ValueError: Undefined dataset my_set in dataset_info.json."))
+    assert "dataset_info.json" in undefined[0].message and "chat template" not in undefined[0].message

@@ -6,7 +6,7 @@ import re
 
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
-from ._frames import importer, short_path
+from ._frames import importer, is_lib, short_path
 from ._versions import swift_module_move
 
 # python module -> (pip spec, why it is needed)
@@ -87,6 +87,24 @@ def _missing_submodule(mod: str, where: str, framework: str | None) -> Diagnosis
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
+def _own_checkout(mod: str, frame) -> Diagnosis | None:
+    """A package's own source file imports the package and Python finds none: the file runs from a source checkout
+    (a script run by path puts only its own folder on sys.path) in an interpreter where the package is not installed."""
+    top = mod.split(".")[0]
+    path = (frame.path if frame is not None else "").replace(chr(92), "/")
+    if not path or f"/{top}/" not in path or is_lib(path):
+        return None
+    checkout = path.split(f"/{top}/", 1)[0]
+    repo = checkout[:-len("/src")] if checkout.endswith("/src") else checkout  # a src/ layout installs from above
+    return Diagnosis(
+        message=f"`{top}` is imported by its own source file ({short_path(path)}:{frame.lineno}) and Python finds no "
+                f"`{top}`: the source checkout is on disk ({checkout}), but the interpreter that ran this file has no "
+                f"`{top}` installed. A file run by path (a launcher or torchrun given the script) puts only its own "
+                f"folder on sys.path, not the folder above the package.",
+        fix=(f"Install the checkout into the environment that runs it (`pip install -e .` in {repo}), and launch with that environment's own launcher (`which python torchrun` in the "
+             f"activated environment: another environment's torchrun runs another Python).",))
+
+
 def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     mod = (hits[0].groups.get("mod") or "").strip()
@@ -107,6 +125,9 @@ def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  f"torch: let it install that torch, ideally in a fresh environment).",
                  "Or avoid it: --attn_impl sdpa (flash-attn) / --use_vllm false (vLLM)."))
     framework = ctx.framework()[0]
+    own = _own_checkout(mod, frame)
+    if own is not None:
+        return own
     sub = _missing_submodule(mod, where, framework)
     if sub is not None:
         return sub

@@ -85,8 +85,10 @@ def fix_for(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
         return ["A load that stops is most often slow storage or host memory running out: check `dmesg -T | grep -i kill` and "
                 "`free -g` while it loads, and put the weights on a local disk."]
     if e.phase == "dataset preprocessing":
-        return ["Run the preprocessing with one worker to confirm (ms-swift --dataset_num_proc 1; datasets "
-                "num_proc=1): a worker that died or deadlocked leaves the map waiting forever."]
+        return ["Run the preprocessing with one worker to confirm (ms-swift --dataset_num_proc 1; LLaMA-Factory "
+                "preprocessing_num_workers: 1; datasets num_proc=1): a worker that died or deadlocked leaves the map "
+                "waiting forever, and a cached, preprocessed dataset (LLaMA-Factory tokenized_path) skips the map on "
+                "the next run."]
     return generic_fix(ctx.run)
 
 
