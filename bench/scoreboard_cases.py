@@ -165,7 +165,7 @@ CASES: list[Case] = [
     # environment, makes it 15 s here). A rank stalled before a collective cannot be timed out on CPU: with
     # --use_cpu transformers (5.19 training_args.py) does not pass --ddp_timeout to the process group, whose gloo
     # timeout stays at 30 min (rank-stall-ddp2 is that fault, stopped by watch as a hang)
-    Case("node-missing-rdzv-timeout", "nccl-timeout",
+    Case("node-missing-rdzv-timeout", "hang-at-start",
          tuple(noisy(per_device_train_batch_size="2", use_cpu="true", ddp_backend="gloo")),
          ("restart", "relaunch"), r"Timed out after \d+ seconds waiting for clients",
          "NNODES=2 on one node only: the rendezvous waits for the second node until its timeout",

@@ -371,3 +371,19 @@ def test_a_native_crash_is_placed_by_the_process_around_it(text, category):
     [f] = [f for f in run_text(text) if f.rule_id == "GD998"]
     assert f.category == category
     assert ("It happened in the vLLM engine" in f.message) == (category == "vllm-engine-error")
+
+
+def test_a_store_never_reached_before_any_step_is_a_hang_at_start_and_a_broken_one_mid_run_is_not():
+    """GD305 files a connection that was never made, with no training step logged, under hang-at-start (the processes
+    never met; the store's timeout only ends the wait); a connection reset after steps stays a distributed failure."""
+    never = run("[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to "
+                "(10.0.0.1, 29400).\n")
+    assert by_id(never, "GD305").category == "hang-at-start"
+    rows = "".join("{'loss': 0.1, 'grad_norm': 0.5, 'reward': 0.3, 'global_step/max_steps': '%d/100'}\n" % i
+                   for i in range(1, 4))
+    broken = run(rows + "[E socket.cpp:957] [c10d] The client socket has timed out after 60s while trying to "
+                        "connect to (10.0.0.1, 29400).\n")
+    assert by_id(broken, "GD305").category == "nccl-timeout"
+    reset = run("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did "
+                "the remote server shutdown or crash?\n")
+    assert by_id(reset, "GD305").category == "nccl-timeout"

@@ -22,6 +22,11 @@ _REMOTE = lazyre.compile(r"remote=\[?(?:::ffff:)?([\w.\-:]+?)\]?:(\d+)\)")
 
 
 _JOINED = lazyre.compile(r"waiting for clients\. (\d+)/(\d+) clients joined")
+# a connection that was never made (the listening side not up, unreachable) against one that broke after it was made
+_NEVER_CONNECTED = lazyre.compile(r"while trying to connect|failed to connect|waiting for clients|waitForInput|"
+                                  r"Rendezvous(?:Connection|Timeout)Error|Socket Timeout|"
+                                  r"Timed out initializing process group", re.I)
+_BROKE = lazyre.compile(r"Connection reset|Failed to recv|Broken pipe|closed by (?:the )?(?:remote )?peer", re.I)
 
 
 def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
@@ -94,7 +99,10 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         if server:
             fix.append(f"Server mode: the trainer also connects to the rollout server's group port "
                        f"{read_or(run.int_arg('vllm_server_group_port'), group_port)}; make sure it is reachable.")
-    return Diagnosis(message=msg, fix=tuple(fix))
+    # processes that never met before the first step: the run hangs at its start (its processes wait for each other
+    # or for the server), the store's timeout only ends the wait
+    at_start = ctx.metrics_steps == 0 and bool(_NEVER_CONNECTED.search(text)) and not _BROKE.search(text)
+    return Diagnosis(message=msg, fix=tuple(fix), category="hang-at-start" if at_start else None)
 
 
 def _master_port(master: object, store_port: int | None) -> str:
