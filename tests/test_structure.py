@@ -389,3 +389,14 @@ def test_an_unknown_llamafactory_template_says_the_installed_release_lacks_it_no
                                       'raise ValueError(f"Undefined dataset {name} in {DATA_CONFIG}.")')],
                        "ValueError: Undefined dataset my_set in dataset_info.json."))
     assert "dataset_info.json" in undefined[0].message and "chat template" not in undefined[0].message
+
+
+def test_an_exception_pasted_into_a_chinese_sentence_without_a_space_is_read():
+    for text in ("chatglm2qlora微调显示ValueError: Target modules [] not found in the base model. Please check the "
+                 "target modules and try again.啥原因？\n",
+                 "我遇到了这个错误：ValueError: Target modules [] not found in the base model. Please check the target "
+                 "modules and try again.\n"):
+        found = run(text)
+        assert found and found[0].category == "argument-error-other", [(f.rule_id, f.category) for f in found]
+    # an ASCII word glued to the type is not a separate exception name ("MyValueError" is its own class)
+    assert not [f for f in run("raised MyCustomValueError: nothing\n") if f.rule_id == "GD990"]
