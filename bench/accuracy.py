@@ -241,7 +241,7 @@ def summary(results: list[CaseResult], title: str, out) -> None:
     silent = [r for r in results if r.silent]
     print(f"== {title}: {n} cases", file=out)
     print(f"  top-1 category        {pct(sum(r.top1 for r in results), n)}"
-          + (f"   (of which {len(fb)} only as 'other' by GD999: {', '.join(r.case[:3] for r in fb)})" if fb else ""),
+          + (f"   (of which {len(fb)} only as 'other' by GD999: {', '.join(r.case.split('-')[0] for r in fb)})" if fb else ""),
           file=out)
     print(f"  macro-F1              {macro_f1(results):.3f}", file=out)
     print(f"  right anywhere        {pct(sum(r.anywhere for r in results), n)}", file=out)
@@ -250,7 +250,7 @@ def summary(results: list[CaseResult], title: str, out) -> None:
     if fw:
         print(f"  framework named right {pct(sum(bool(r.framework_ok) for r in fw), len(fw))}", file=out)
     print(f"  silent (no finding >= warning) {len(silent)}"
-          + (": " + ", ".join(r.case[:3] for r in silent) if silent else ""), file=out)
+          + (": " + ", ".join(r.case.split('-')[0] for r in silent) if silent else ""), file=out)
 
 
 def macro_f1(results: list[CaseResult]) -> float:

@@ -388,3 +388,22 @@ def test_wraps_a_terminal_makes_inside_numbers_frames_and_repeated_lines():
             b"imit of 6000\n") * 4
     assert needs_reflow(warn) == (0, 91)
     assert needs_reflow(b"WARNING 03-30 00:24:16 [_logger.py:72] the same long warning printed again and again x\n" * 4) is None
+
+
+def test_a_rich_traceback_box_is_not_a_wrap_and_the_exception_under_it_stays_its_own_line():
+    """Rows of rich's box all have the box's width and end in a box-drawing character: not lines a terminal cut.
+    The exception line under the box opens a record of its own and is never joined to the line above."""
+    bar = "─" * 96
+    rows = [f"╭{bar}╮".encode()] + [
+        f"│ {text:<94} │".encode() for text in (
+            "/usr/lib/python3.10/site-packages/deepspeed/runtime/config.py:881 in _batch_assertion",
+            "  878 │   │",
+            "  879 │   │   assert (train_batch > 0), f\"Train batch size: {train_batch} has to be greater th",
+            "❱ 881 │   │   assert (micro_batch > 0), f\"Micro batch size per gpu: {micro_batch} has to be gr",
+            "  883 │   │   assert (grad_acc > 0), f\"Gradient accumulation steps: {grad_acc} has to be great")] + [
+        f"╰{bar}╯".encode(), b"AssertionError: Micro batch size per gpu: 0 has to be greater than 0"]
+    assert wrap_width(rows) is None
+    data = b"\n".join(rows) + b"\n"
+    plan = needs_reflow(data)
+    lines = [ln for _, ln in reflowed(data, *plan)] if plan else data.split(b"\n")
+    assert b"AssertionError: Micro batch size per gpu: 0 has to be greater than 0" in [ln.strip() for ln in lines]

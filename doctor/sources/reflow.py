@@ -19,8 +19,14 @@ from .message_words import between_words
 MAX_REFLOW = 4 * 1024 * 1024  # bytes: larger inputs are programs' logs, read as they are
 MIN_WIDTH, MAX_WIDTH = 60, 400
 # a line that opens a record of its own: never the continuation of a wrapped line
-_RECORD = lazyre.compile(rb"^(?:\[rank\s*\d+\]|\[?\d{4}-\d\d-\d\d[ T]\d\d:|[|+]|Traceback \(most recent|\[(?:INFO|WARNING|ERROR|"
-                     rb"DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \"|[IWEF]\d{4} \d\d:\d\d:)")
+# a line that opens a record of its own, never the remainder of a wrapped one: a rank prefix, a timestamp, a table or box
+# row (ASCII, or box-drawing characters U+2500-U+257F: rich's traceback box), a traceback's header or frame, a logger
+# prefix, an exception line
+_RECORD = lazyre.compile(rb"^(?:\[rank\s*\d+\]|\[?\d{4}-\d\d-\d\d[ T]\d\d:|[|+]|\xe2[\x94\x95]|Traceback \(most recent|"
+                     rb"\[(?:INFO|WARNING|ERROR|DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \"|"
+                     rb"[IWEF]\d{4} \d\d:\d\d:|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s)")
+# the last character of a row drawn with box-drawing characters (U+2500-U+257F, UTF-8 e2 94 xx / e2 95 xx)
+_BOX_END = lazyre.compile(rb"\xe2[\x94\x95][\x80-\xbf]$")
 
 
 def _indent(line: bytes) -> int:
@@ -68,7 +74,8 @@ def wrap_width(lines: list[bytes]) -> int | None:
     if not MIN_WIDTH <= longest <= MAX_WIDTH:
         return None
     # a table drawn with box characters (nvidia-smi, pasted markdown) has rows of one width that are not wrapped
-    at = [i for i, w in enumerate(widths) if w == longest and not lines[i].rstrip().endswith((b"|", b"+"))]
+    at = [i for i, w in enumerate(widths) if w == longest and not lines[i].rstrip().endswith((b"|", b"+"))
+          and not _BOX_END.search(lines[i].rstrip())]
     if len(at) < 2:
         return None
     # one long line repeated (the same warning) is not a wrap, unless each copy goes on in a line of its own: the
