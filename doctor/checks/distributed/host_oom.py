@@ -14,8 +14,10 @@ from ._common import _raised_on
 from ._elastic import ElasticBlock
 
 _KILLED_PATTERNS = [
-    ("bash", lazyre.compile(r"^(?:\S*: )?(?:line \d+: )?\s*\d+ Killed\s+(?P<cmd>\S.*)$")),
-    ("killed", lazyre.compile(r"^\s*Killed\s*$")),
+    # bash's job report; on macOS the signal's description is strsignal(9), "Killed: 9"; zsh's own wording
+    ("bash", lazyre.compile(r"^(?:\S*: )?(?:line \d+: )?\s*\d+ Killed(?:: 9)?\s+(?P<cmd>\S.*)$")),
+    ("bash", lazyre.compile(r"^zsh: killed\s+(?P<cmd>\S.*)$")),
+    ("killed", lazyre.compile(r"^\s*Killed(?:: 9)?\s*$")),
     ("dmesg", lazyre.compile(r"(?:Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (?P<pid>\d+) \((?P<proc>[^)]*)\)")),
     ("dmesg", lazyre.compile(r"oom-kill:.*task=(?P<proc>[\w.\-]+),pid=(?P<pid>\d+)")),
     ("subprocess", lazyre.compile(r"died with <Signals\.SIGKILL: 9>")),
@@ -27,7 +29,13 @@ _KILLED_PATTERNS = [
     ("ray", lazyre.compile(r"killed due to (?:the node running low on memory|memory pressure \(OOM\))")),
     # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler, 0.9-0.16): "{cmd} exits with return code = -9"
     ("launcher", lazyre.compile(r"exits with return code = -9\b")),
+    # the launcher stopping the other children after one ended (DeepSpeed launch.py sigkill_handler: "Killing subprocess
+    # {pid}"; torch elastic multiprocessing/api.py _close: "Sending process {pid} closing signal SIGTERM"): which
+    # child ended, and how, is on a later line; read only when that line is not in the log (see finish)
+    ("stopped", lazyre.compile(r"\bKilling subprocess \d+|\bSending process \d+ closing signal SIGTERM\b")),
 ]
+# the launcher's line that says how the child ended (a code other than SIGKILL is another rule's: a Python error)
+_CHILD_ENDED = lazyre.compile(r"exits with return code = (-?\d+)|failed \(exitcode: (-?\d+)\)")
 
 
 # ray's raylet (node_manager.cc): "To see more information about the Workers killed on this node, use `ray logs
@@ -42,7 +50,8 @@ class HostOomKilled(Rule):
     kinds = frozenset({LogLine, RunExit, HostTick})
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
                                         "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:",
-                                        "killed due to", "return code = -9") + ray_oom.LITERALS
+                                        "killed due to", "return code = -9", "zsh: killed", "Killing subprocess",
+                                        "closing signal SIGTERM", "return code = ", "failed (exitc") + ray_oom.LITERALS
 
     def __init__(self, meta):
         super().__init__(meta)
@@ -52,6 +61,7 @@ class HostOomKilled(Rule):
         self.ray = ray_oom.RayMemory()
         self.exit: RunExit | None = None  # watch saw its command end by SIGKILL it did not send
         self.host: list[HostTick] = []
+        self.child_codes: set[int] = set()  # how the launcher says its children ended
 
     def feed(self, signal: Any) -> None:
         if isinstance(signal, RunExit):
@@ -69,9 +79,12 @@ class HostOomKilled(Rule):
             return
         self.block.feed(line)
         self.ray.feed(line)
+        text = line.text
+        ended = _CHILD_ENDED.search(text) if "exit" in text else None
+        if ended is not None:
+            self.child_codes.add(int(ended.group(1) or ended.group(2)))
         if len(self.hits) > 1000:
             return
-        text = line.text
         for name, rx in _KILLED_PATTERNS:
             if name == "dataloader" and "DataLoader worker" not in text:
                 continue
@@ -83,6 +96,10 @@ class HostOomKilled(Rule):
                 return
 
     def finish(self, ctx: RunState) -> list[Finding]:
+        if any(n == "stopped" for n, _, _ in self.hits) and (self.child_codes - {-9} or ctx.exceptions
+                                                              or ctx.open_tracebacks):
+            # the child's end is told (a Python error, another signal) or its traceback is in the log: not a kill
+            self.hits = [h for h in self.hits if h[0] != "stopped"]
         root = self.block.root
         elastic_kill = root is not None and root.exitcode == -9
         if elastic_kill and _raised_on(ctx.exceptions, root.rank) is not None:
@@ -136,6 +153,11 @@ class HostOomKilled(Rule):
                        "before the kernel's OOM killer would). ")
             elif "launcher" in kinds:
                 who = "DeepSpeed's launcher reports a process ended by signal 9 (return code -9, SIGKILL). "
+            elif "stopped" in kinds:
+                who = ("The launcher stopped the other training processes (`Killing subprocess` / `closing signal "
+                       "SIGTERM`) after one of them ended, and the log holds no Python traceback from it; the line "
+                       "that says how it ended (`exits with return code = N` / `failed (exitcode: N)`: -9 is SIGKILL, "
+                       "1 a Python error) is not in the log. ")
             elif watched_kill and self.exit is not None:
                 who = (f"watch saw the command killed by signal 9 (SIGKILL) after {self.exit.t:.0f} s, a signal "
                        "grpo-doctor did not send. ")
@@ -148,6 +170,10 @@ class HostOomKilled(Rule):
             elif ray_only:
                 msg = (who + "The killed worker leaves no error of its own: the node's host RAM (not GPU memory) passed "
                        "Ray's threshold (RAY_memory_usage_threshold, 0.95 of the node's memory by default).")
+            elif set(kinds) == {"stopped"}:
+                msg = (who + "A training process that ends without a Python traceback was most often killed from "
+                       "outside: the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit; a "
+                       "native crash (SIGSEGV) leaves none either.")
             else:
                 msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
                        "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
@@ -208,7 +234,7 @@ class HostOomKilled(Rule):
                            "--offload_model (push states to CPU), --lazy_tokenize true, fewer processes per node "
                            "(NPROC_PER_NODE).")
         # the kernel's, the container runtime's or Ray's own word proves an OOM kill; a bare SIGKILL only points at it
-        level = None if proven else "likely"
+        level = None if proven else "possible" if set(kinds) == {"stopped"} else "likely"
         return [self.make(message=msg, fix=fix, evidence=ev[:6], count=max(len(self.hits), 1),
                           ranks=(root.rank,) if elastic_kill and root.rank is not None else (), seq=first_seq,
                           confidence=level)]
