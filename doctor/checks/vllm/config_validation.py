@@ -1,16 +1,57 @@
-"""GD231: vLLM's pydantic validation rejected the engine arguments it was given."""
+"""GD231: vLLM's pydantic validation rejected the engine arguments it was given. pydantic prints the reason on the
+lines after the exception: a type error ("Input should be a valid boolean": a caller written for another vLLM release)
+or a `Value error, <message>` that a validator of vLLM raised (one of its own limits between settings)."""
 from __future__ import annotations
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ..memory._facts import facts_of
 
+# pydantic v2's line for an error a validator raised ("  Value error, max_num_batched_tokens (8192) is smaller ...
+# [type=value_error, input_value=..., input_type=...]")
+_VALUE_ERROR = lazyre.compile(r"^\s*Value error, (?P<text>.+?)(?:\s*\[type=value_error\b.*)?$")
+_FOLLOWING = 8
+# the rules that own a limit vLLM's validators check (each reads the same line and computes its fix)
+_LIMIT_RULES = ("GD242", "GD243", "GD244")
 
-def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+
+def _value_error(h: Hit, ctx: RunState) -> str | None:
+    texts = [h.exc.message] if h.exc else []
+    if h.exc is not None:
+        texts += [t.text for t in ctx.tails.get(h.evidence.path) or () if t.seq > h.exc.seq][:_FOLLOWING]
+    for text in texts:
+        m = _VALUE_ERROR.search(text)
+        if m:
+            return m.group("text").strip()
+    return None
+
+
+def _owned(text: str) -> bool:
+    from ...registry import find_rule
+    for rid in _LIMIT_RULES:
+        meta = find_rule(rid)
+        if meta is not None and any(p.regex.search(text) for p in meta.patterns):
+            return True
+    return False
+
+
+def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     h = hits[0]
     cls = h.groups.get("cls") or "a vLLM config"
     run = ctx.run
     vv = run.versions.get("vllm")
+    limit = _value_error(h, ctx)
+    if limit is not None:
+        if _owned(limit):
+            return None  # the rule of that limit reports it, with the fix computed from its numbers
+        return Diagnosis(
+            message=f"vLLM refused the value of a setting while building its {cls}: `{limit[:300]}` (pydantic's "
+                    "`Value error` line: a check of vLLM's own between settings, not a type that another release "
+                    "passes).",
+            fix=("Change the settings the message names so that its condition holds (the launch command, or the "
+                 "trainer's vLLM options), and relaunch.",),
+            category="argument-error-other")
     f = facts_of(run, h.exc.frames if h.exc else ())
     who = "trl" if f.framework == "trl" else "ms-swift"
     msg = (f"vLLM rejected the arguments it was given: pydantic validation failed for {cls}. vLLM >= 0.9 validates its "
