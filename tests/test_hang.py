@@ -387,3 +387,12 @@ def test_a_store_never_reached_before_any_step_is_a_hang_at_start_and_a_broken_o
     reset = run("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did "
                 "the remote server shutdown or crash?\n")
     assert by_id(reset, "GD305").category == "nccl-timeout"
+
+
+def test_a_rollout_server_never_reached_before_any_step_is_a_hang_at_start():
+    line = ("ConnectionError: The vLLM server can't be reached at 0.0.0.0:8000 after 120.0 seconds. Make sure the server "
+            "is running by running `trl vllm-serve`.\n")
+    assert by_id(run(line), "GD235").category == "hang-at-start"
+    rows = "".join("{'loss': 0.1, 'grad_norm': 0.5, 'reward': 0.3, 'global_step/max_steps': '%d/100'}\n" % i
+                   for i in range(1, 4))
+    assert by_id(run(rows + line), "GD235").category == "vllm-engine-error"  # the server went away mid-run

@@ -20,6 +20,8 @@ from ...rules import Diagnosis, Hit
 
 _URL = lazyre.compile(r"https?://(?P<host>[\w.\-\[\]:]+?):(?P<port>\d{2,5})")
 _POOL = lazyre.compile(r"host='(?P<host>[^']+)', port=(?P<port>\d+)")
+# trl 0.16-0.17 check_server: "can't be reached at {host}:{server_port} after {total_timeout} seconds" (no scheme)
+_BARE_HOST = lazyre.compile(r"can't be reached at (?P<host>[\w.\-]+):(?P<port>\d{2,5})\b")
 _STATUS = lazyre.compile(r"(?:Request failed|Server \d+(?: \w+)? failed):? (?P<code>\d{3})\b|(?P<code2>\d{3}) (?:Client|Server) Error")
 _OWN = lazyre.compile(r"can't be reached|not reachable|Request failed|Server \d+")
 _DROPPED = lazyre.compile(r"Connection aborted|RemoteDisconnected|Remote end closed|Connection reset|IncompleteRead|"
@@ -28,7 +30,7 @@ _ROUTE = lazyre.compile(r"for url: \S+?:\d+(?P<route>/[\w/\-]*)|url: (?P<route2>
 
 
 def _where(text: str) -> tuple[str, str] | None:
-    m = _URL.search(text) or _POOL.search(text)
+    m = _URL.search(text) or _POOL.search(text) or _BARE_HOST.search(text)
     return (m.group("host"), m.group("port")) if m else None
 
 
@@ -91,6 +93,17 @@ def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                f"{hostport}.",
                "curl answers but the trainer does not: a proxy in the trainer's environment intercepts the call; "
                "unset http_proxy/https_proxy or add the server's host to no_proxy in the trainer's shell.")
+        if framework == "unsloth":
+            # unsloth's fast_inference puts the vLLM engine in the training process; a trl GRPOTrainer that still
+            # looks for `trl vllm-serve` is a trl release this unsloth does not patch
+            msg += (" In an unsloth run with fast_inference the engine is inside the training process and no server is "
+                    "needed: a trainer that looks for one means the installed trl and unsloth do not belong together.")
+            fix = ("Install the unsloth, unsloth_zoo and trl versions of unsloth's current notebook for this model "
+                   "(unsloth patches the trl releases it supports), or set fast_inference=False to train without "
+                   "vLLM generation.",) + fix
+        if ctx.metrics_steps == 0:
+            # never connected before a first step: the run cannot start, whatever stopped the server
+            return Diagnosis(message=msg, fix=fix, category="hang-at-start")
     elif stage == "dropped":
         before = (f" The log holds {ctx.metrics_steps} metric row(s) of training steps before it: the server had "
                   f"answered earlier calls." if ctx.metrics_steps else "")
