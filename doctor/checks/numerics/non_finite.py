@@ -60,7 +60,9 @@ def _row_bad_keys(v: dict[str, Any]) -> list[str]:
     ks = [k for k in CORE_NAN_KEYS + CLIP_NAN_KEYS if k in v and _bad(num(v[k]))]
     rk = [f"rewards/{n}" for n in (reward_key_name(k) for k in v) if n and _bad(num(v.get(f"rewards/{n}/mean",
                                                                                         v.get(f"rewards/{n}"))))]
-    return ks + rk
+    # a preference trainer's own values of the policy (logits/chosen, logps/rejected...): NaN there is its forward pass
+    pk = [k for k in v if k not in rk and _POLICY_KEYS.match(k) and _bad(num(v[k]))]
+    return ks + rk + pk
 
 
 class MetricsNonFinite(Rule):
@@ -183,8 +185,9 @@ class MetricsNonFinite(Rule):
         if self.first is None:
             return []
         run = ctx.run
-        s = Series(("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate", "completions/clipped_ratio")
-                   + CLIP_NAN_KEYS)
+        base = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate", "completions/clipped_ratio")
+        s = Series(base + CLIP_NAN_KEYS + tuple(k for k in self.bad_keys
+                                                 if k not in base and k not in CLIP_NAN_KEYS and k in self.first.values))
         for m in ([self.min_gn[1]] if self.min_gn else []) + ([self.prev] if self.prev else []) + [self.first]:
             s.add(m)
         first = s.n - 1
@@ -205,6 +208,8 @@ class MetricsNonFinite(Rule):
                               seq=s.seq(first), severity=Severity.info)]
         if self.n_metric_only == self.n_bad:
             return [metric_only_finding(self, s, run, first, bad_keys, self.n_bad, self.rows, self._excerpt())]
+        if core and all("logits/" in k for k in core) and _finite_at(s, first, "loss"):
+            return [_logits_statistic_finding(self, s, first, core, self.n_bad, self.rows)]
         kl_first = core == ["kl"]
         vals = ", ".join(f"{k} {fmt(s.cols[k][first]) if k in s.cols else 'nan'}" for k in bad_keys[:6])
         msg = (f"Non-finite metrics from {s.label(first)} on ({vals}); {self.n_bad} of {self.rows} logged steps are "
@@ -253,6 +258,31 @@ class MetricsNonFinite(Rule):
         shown = keys + tuple(k for k in core if k not in keys)[:3]   # the NaN values themselves, when not among these
         ev = ([s.evidence(prev, shown)] if prev >= 0 else []) + [s.evidence(first, shown)]
         return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev)]
+
+
+def _finite_at(s: Series, i: int, key: str) -> bool:
+    v = s.cols[key][i] if key in s.cols else None
+    return v is not None and not _bad(v)
+
+
+def _logits_statistic_finding(rule: Rule, s: Series, first: int, core: list[str], n_bad: int, rows: int) -> Finding:
+    """A preference trainer's logits/chosen and logits/rejected NaN while its loss is finite: trl's DPO family logs the
+    mean of the raw logits over the completion tokens as a statistic; the loss is computed from the log-probabilities,
+    so a NaN only there did not reach the update (a warning)."""
+    vals = ", ".join(f"{k} nan" for k in core[:4])
+    finite = [f"{k} {fmt(s.cols[k][first])}" for k in ("loss", "grad_norm") if _finite_at(s, first, k)]
+    msg = (f"{vals} at {s.label(first)} ({n_bad} of {rows} logged steps), while {' and '.join(finite)} "
+           f"{'is' if len(finite) == 1 else 'are'} finite. The logits values are a logged statistic (the mean of the "
+           "raw logits over the completion tokens); the loss is computed from the log-probabilities, which are finite "
+           "here, so the NaN is in that statistic (an empty selection of tokens, or an overflow of the mean in half "
+           "precision), not in what the update used.")
+    fix = ["Watch loss and grad_norm over the next steps: while they stay finite the updates are unaffected; if they "
+           "turn NaN too, train in bfloat16 or float32 and lower the learning rate.",
+           "Check that no sample's completion is cut to nothing (max_length / max_prompt_length leave room for the "
+           "completion): a completion with no tokens left has no logits to average."]
+    keys = ("loss", "grad_norm", "learning_rate") + tuple(core[:2])
+    return rule.make(message=msg, fix=fix, evidence=[s.evidence(first, keys)], count=n_bad, seq=s.seq(first),
+                     severity=Severity.warning, confidence="likely")
 
 
 def metric_only_finding(rule: Rule, s: Series, run, first: int, bad_keys: list[str], n_bad: int, rows: int,
