@@ -73,6 +73,8 @@ GAPS: dict[tuple[str, str], str] = {
     ("real-safetensors-header-lfs", "safetensors._safetensors_rust.SafetensorError"):
         "safetensors raises from Rust (src/tensor.rs): no Python source to index",
     ("real-thread-verl-ray-actor-died-system-error", "ray.exceptions.ActorDiedError"): "ray is not an indexed package",
+    ("real-thread-math-verify-signal-worker-thread", "ValueError"):
+        "CPython's signal module raises it from C (Modules/signalmodule.c): no Python source to index",
     ("real-thread-accelerate-deepspeed-config-file-fields", "ValueError"):
         "accelerate's literal text is one clause before the run's own long list: below a confident match (GD428 reads it)",
     # pydantic's own summary line names only the config class; vLLM's reason is the `Value error, ...` line after it
