@@ -121,6 +121,25 @@ def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | N
     return line, next((p for p in stacks if p), None)
 
 
+def excerpt_from_signal(ctx: RunState, line: LogLine) -> bool:
+    """The log is a paste that starts at the launcher's death-signal line: no launch lines, command or arguments read,
+    and nothing before it. No training step in it says nothing of the steps before."""
+    run = ctx.run
+    return line.where.line <= 2 and not (run.launches or run.command_texts or run.args or run.command)
+
+
+def signal_excerpt_message_and_fix(line: LogLine, sig: str) -> tuple[str, list[str], list[Evidence]]:
+    msg = (f"torch's launcher received {sig} ({SIGNAL_SENDERS[sig]}) and shut its workers down: the run was stopped "
+           "from outside, not by an error of its own. The paste starts at that line, so where the run was (start-up "
+           "or which step) is not in it.")
+    fix = ["Run the job detached from the terminal (nohup, tmux or screen, or the cluster's scheduler) so that closing "
+           "the session does not stop it, and resume from the last saved checkpoint."
+           if sig == "SIGHUP" else
+           "If nobody stopped it on purpose, paste the lines before the signal: the last progress line says whether "
+           "the run was stuck; then resume from the last saved checkpoint."]
+    return msg, fix, [Evidence(line.where.path, line.where.line, line.raw)]
+
+
 def signal_message_and_fix(line: LogLine, sig: str, phase: str | None) -> tuple[str, list[str], list[Evidence]]:
     where = f"while {STARTUP_WHERE[phase]}" if phase else "before the first training step"
     msg = (f"torch's launcher received {sig} ({SIGNAL_SENDERS[sig]}) "

@@ -13,6 +13,7 @@ those), and when the input is not a training console log (a pasted error line, a
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ... import lazyre
@@ -29,8 +30,10 @@ from .interrupted import (
     STARTUP_FIX,
     STARTUP_WHERE,
     dump_startup_phase,
+    excerpt_from_signal,
     interrupted_at_start,
     message_and_fix,
+    signal_excerpt_message_and_fix,
     signal_message_and_fix,
     signalled_at_start,
 )
@@ -169,6 +172,12 @@ class HangCheck(Rule):
                 if signalled is None:
                     return []
                 assert self.p.death is not None
+                if signalled[1] is None and excerpt_from_signal(ctx, signalled[0]):
+                    msg, fix, ev = signal_excerpt_message_and_fix(signalled[0], self.p.death[1])
+                    f = self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=signalled[0].seq,
+                                  title=f"Stopped by {self.p.death[1]} from outside (the excerpt starts there)",
+                                  confidence="likely")
+                    return [replace(f, category="other")]
                 msg, fix, ev = signal_message_and_fix(signalled[0], self.p.death[1], signalled[1])
                 return [self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=signalled[0].seq,
                                   title=f"Stopped by {self.p.death[1]} during start-up, before any training step")]
