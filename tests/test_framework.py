@@ -222,3 +222,10 @@ def test_vllm_ray_workers_name_vllm_and_share_one_list_of_vllm_processes():
     assert detect([], [nccl], {})[0] == "vllm"
     # the hang and native-crash rules read the same process names
     assert set(VLLM_PROCESSES) <= set(VLLM_ORIGINS) and "RayWorkerWrapper" in VLLM_PROCESSES
+
+
+def test_llama_factory_by_its_python_api_and_its_old_launch_script():
+    assert detect([], ["from llmtuner import export_model"], {})[0] == "llamafactory"
+    assert detect([], ["accelerate launch --config_file ./accelerate_config.yaml train_bash.py \\"], {})[0] == \
+        "llamafactory"
+    assert detect([], ["python train.py --stage sft"], {})[0] != "llamafactory"

@@ -76,7 +76,10 @@ _CMD = (
     # 0.6 was src/train_bash.py, later src/train.py)
     ("llamafactory", lazyre.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
                                 r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b|"
-                                r"\bLLaMA[-_]Factory/(?:src/)?\w+\.py\b|\bsrc/train_bash\.py\b", re.I)),
+                                r"\bLLaMA[-_]Factory/(?:src/)?\w+\.py\b|\bsrc/train_bash\.py\b|"
+                                # its Python API imported by name, and its launch script before 0.6 by name (the
+                                # project's earlier names, LLaMA-Efficient-Tuning, used the same script)
+                                r"\b(?:from|import)\s+(?:llmtuner|llamafactory)\b|\btrain_bash\.py\b", re.I)),
     # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
     # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
     ("ms-swift", lazyre.compile(r"\bremaining_argv: \[")),
