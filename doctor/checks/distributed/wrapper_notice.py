@@ -36,6 +36,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     g = hits[0].groups
     if _BUILD_TOOL.match(g.get("cmd") or ""):
         return None
+    if "vllm.model_executor.models.registry" in (g.get("cmd") or ""):
+        return None  # vLLM's registry inspects a model class in a subprocess of its own (GD241 reads its failure)
     if g.get("overrides") is not None:
         return Diagnosis(
             message="Hydra's run_and_report caught the job's exception and printed only `Error executing job with "

@@ -10,11 +10,15 @@ _ARCHS = lazyre.compile(r"'(\w+)'")
 _SUPPORTED = lazyre.compile(r"Supported architectures: (.*)")
 # vllm/model_executor/models/registry.py logs why it could not import a listed model class before it refuses it
 _INSPECT = ("Error in inspecting model architecture", "failed to be inspected")
+# a drive-letter path in a frame or a vLLM line (File "D:\\envs\\...\\vllm\\...")
+_WINDOWS = lazyre.compile(r'(?:^|["\s])[A-Za-z]:\\[^"\s]*\\(?:site-packages|vllm)\\')
 
 
 def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
-    text = hits[0].line.text if hits[0].line is not None else hits[0].evidence.text
-    arch = hits[0].groups.get("arch") or "the model's architecture"
+    # the refusal's line names the list of architectures; the registry's inspection line only the one it tried
+    hit = next((h for h in hits if "not supported for now" in h.evidence.text), hits[0])
+    text = hit.line.text if hit.line is not None else hit.evidence.text
+    arch = hit.groups.get("arch") or "the model's architecture"
     names = _ARCHS.findall(arch)
     listed = _SUPPORTED.search(text)
     inspected = any(w in t.text for tail in ctx.tails.values() for t in tail for w in _INSPECT)
@@ -26,6 +30,11 @@ def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         fix = ("Read the registry's error above this line (the subprocess's traceback), or run `python -c \"import "
                "vllm.model_executor.models\"` and `python -m vllm.model_executor.models.registry` in the run's "
                "environment; reinstall vllm with the torch and transformers versions it pins.",)
+        if any(_WINDOWS.match(f.path) for e in ctx.exceptions for f in e.frames) or \
+                any(_WINDOWS.search(t.text) for tail in ctx.tails.values() for t in list(tail)[:40]):
+            msg += " The paths are Windows paths: vLLM's CUDA builds run on Linux only."
+            fix = ("vLLM does not run on native Windows: run it under WSL2 or in a Linux container (the vLLM Docker "
+                   "image).",) + fix
         return Diagnosis(message=msg, fix=fix, category="import-or-dependency-error")
     if listed and not listed.group(1).rstrip().endswith(("]", ")")):
         # the list was cut by the paste: its absence from what is shown proves nothing
