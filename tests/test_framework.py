@@ -229,3 +229,9 @@ def test_llama_factory_by_its_python_api_and_its_old_launch_script():
     assert detect([], ["accelerate launch --config_file ./accelerate_config.yaml train_bash.py \\"], {})[0] == \
         "llamafactory"
     assert detect([], ["python train.py --stage sft"], {})[0] != "llamafactory"
+
+
+def test_a_warning_printed_from_trls_trainer_code_names_trl():
+    line = ("/home/u/envs/x/lib/python3.10/site-packages/trl/trainer/ppo_trainer.py:1194: UserWarning: KL divergence is "
+            "starting to become negative: -5.27")
+    assert detect([], [line], {})[0] == "trl"

@@ -103,6 +103,9 @@ _CMD = (
                        r"(?:got an unexpected|takes \d|missing \d)")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
     ("trl", lazyre.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
+    # a warning CPython's warnings module prints from trl's trainer code ("<path>/trl/trainer/ppo_trainer.py:1194:
+    # UserWarning: ..."): trl's trainer running
+    ("trl", lazyre.compile(r"[/\\]trl[/\\]trainer[/\\]\w+\.py:\d+: \w*Warning\b")),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
     ("trl", lazyre.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
