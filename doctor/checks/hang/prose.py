@@ -19,11 +19,13 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # host memory named as such first: "killed due to memory pressure (OOM)" (Ray's raylet), "the node is running low
     # on memory", "out of RAM", 内存不足 name the host's RAM even beside the word OOM
     (lazyre.compile(r"(?i)\bmemory pressure\b|\brunning low on memory\b|\bhost (?:memory|RAM)\b|\bout of (?:host )?RAM\b|"
-                    r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|内存不足|内存溢出"), "host-oom-killed",
+                    r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
     (lazyre.compile(r"(?i)\b(?:OOM|out of memory|CUDA memory)\b|显存不足|爆显存|显存溢出|显存不够"), "cuda-oom",
      "the GPU runs out of memory"),
-    (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill"), "host-oom-killed", "the process was killed"),
+    # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
+    (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill|Killing subprocess"), "host-oom-killed",
+     "the process was killed"),
     (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
      "an NCCL collective timed out"),
     (lazyre.compile(r"(?i)\b(?:loss|grad_norm|kl|logits?)\b.{0,30}\b(?:nan|inf)\b|\bnan\b.{0,30}\bloss\b"),
