@@ -116,12 +116,18 @@ def _int_or_none(text: str) -> int | None:
 _LAST: list[Any] = [(None, None)]   # (Metrics, _Row | None) of the last dict seen, one tuple (thread-safe swap)
 
 
+def _table_step(m: Metrics) -> bool:
+    """A pasted summary table of a GRPO run's rollout statistics (completions/*, rewards/*): the run's steps as the
+    user summed them up, with no loss column to tell it a train step (sources/keyvalue.py)."""
+    return m.source == "table" and any(k.startswith(("completions/", "rewards/")) for k in m.values)
+
+
 def step_row(m: Metrics) -> _Row | None:
     """The _Row of a train step (None for eval rows, summaries and the final train_runtime dict)."""
     last_m, last_row = _LAST[0]
     if last_m is m:
         return last_row
-    row = _Row(m.values) if msrc.is_step(m.values) else None
+    row = _Row(m.values) if msrc.is_step(m.values) or _table_step(m) else None
     _LAST[0] = (m, row)
     return row
 
@@ -141,7 +147,7 @@ def step_rows(signals: list[Metrics]) -> list[Any]:
     is_step = msrc.is_step
     for m in signals:
         v = m.values
-        if is_step(v):
+        if is_step(v) or _table_step(m):
             try:
                 append(_Row(v))
             except OUT_OF_RANGE:

@@ -382,7 +382,8 @@ def _feed_tables(session, display: str) -> None:
     if any("|" in x.raw or "\t" in x.raw or "  " in x.raw or "," in x.raw for x in tail):
         from .tables import tail_metrics  # noqa: PLC0415
         rows = tail_metrics(tail)
-    if not rows and any(":" in x.raw or "=" in x.raw or "loss " in x.raw or "reward " in x.raw for x in tail):
+    if not rows and any(":" in x.raw or "=" in x.raw or "loss " in x.raw or "reward " in x.raw or x.raw[:1] == "|"
+                        for x in tail):
         from .keyvalue import tail_metrics as kv_metrics  # noqa: PLC0415
         rows = kv_metrics(tail)
     if rows:

@@ -18,6 +18,10 @@ from .tables import MIN_KEYS
 
 _PAIR = lazyre.compile(r"^\s*[-*•]?\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)"
                    r"|nan|NaN|inf|-inf|Infinity)\s*$")
+# a two-column markdown table of a run's summary ("| `completions/clipped_ratio` | **1** | 39 / 40 |"): the key in
+# the first cell, its value (in bold or backticks) in the second, other cells after it ignored
+_MD_ROW = lazyre.compile(r"^\s*\|\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*\|\s*(?:\*\*|`)?(?P<v>[-+]?(?:\d+\.?\d*"
+                     r"(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf|-inf)(?:\*\*|`)?\s*\|")
 # a pair ends at a separator ("|", ",", ";", " - "), at the line's end, or where the next "key:" / "key=" begins
 _INLINE = lazyre.compile(r"(?P<k>[A-Za-z_][\w/.\-]{0,60})\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
                      r"(?=\s*(?:[|,;]|$)|\s+-\s|\s+[A-Za-z_][\w/.\-]{0,60}\s*[:=])")
@@ -38,7 +42,9 @@ def _key(k: str) -> str:
     return k[len("train/"):] if k.startswith("train/") else k
 
 
-def _trainer(values: dict[str, Any]) -> bool:
+def _trainer(values: dict[str, Any], table: bool = False) -> bool:
+    if table:  # a summary table of a trainer's own keys: one trainer key and namespaced ones beside it
+        return bool(msrc.TRAINER_KEYS.intersection(values)) and sum("/" in k for k in values) >= MIN_KEYS
     return len(msrc.TRAINER_KEYS.intersection(values)) >= MIN_KEYS and msrc.is_step(values)
 
 
@@ -51,11 +57,13 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
     inline: dict[str, Any] = {}
     inline_first: LogLine | None = None
 
+    table = False  # the block's pairs are rows of a markdown table
+
     def close() -> None:
-        nonlocal block, first
-        if first is not None and _trainer(block):
+        nonlocal block, first, table
+        if first is not None and _trainer(block, table):
             out.append((first, block))
-        block, first = {}, None
+        block, first, table = {}, None, False
 
     def close_inline() -> None:
         nonlocal inline, inline_first
@@ -77,11 +85,16 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
                 out.append((line, values))
             continue
         m = _PAIR.match(text)
-        if m is not None:
+        # a table row as pasted: the line reader takes markdown's cell bars off its text, so the raw line is read
+        raw = line.raw.strip()
+        md = _MD_ROW.match(raw) if m is None and raw[:1] == "|" else None
+        if m is not None or md is not None:
             close_inline()
+            m = m or md
             k = _key(m.group("k"))
             if k in block:
                 close()
+            table = table or md is not None
             first = first or line
             block[k] = msrc.to_number(m.group("v"))
             continue
