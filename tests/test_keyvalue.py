@@ -86,3 +86,19 @@ def test_flat_rewards_from_space_separated_rows(tmp_path):
     (tmp_path / "log.txt").write_text("".join(f"step {i} reward: 0.0 reward_std: 0.0 loss: 0.0\n" for i in range(1, 5)))
     first = analyze([str(tmp_path)]).findings[0]
     assert (first.rule_id, first.category) == ("GD610", "reward-zero-or-flat")
+
+
+def test_a_markdown_summary_table_of_rollout_statistics_is_judged(tmp_path):
+    """| `key` | **value** | ... |: the key in the first cell, the value in the second (bold or backticks)."""
+    p = tmp_path / "paste.txt"
+    p.write_text("| metric | value | occurrences |\n|---|---|---:|\n"
+                 "| `completions/mean_length` | **80** | **40 / 40** |\n"
+                 "| `completions/clipped_ratio` | `1` | 39 / 40 |\n"
+                 "| `completions/mean_terminated_length` | `0` | 39 / 40 |\n")
+    found = analyze([str(p)]).findings
+    assert found and found[0].rule_id == "GD641", [(f.rule_id, f.title) for f in found]
+    assert "mean length 80" in found[0].message and any("from 80 to 512" in x for x in found[0].fix)
+    # a table of other numbers (no trainer key) is no metrics row
+    q = tmp_path / "other.txt"
+    q.write_text("| name | size |\n|---|---|\n| `model/a` | 12 |\n| `model/b` | 7 |\n")
+    assert not [f for f in analyze([str(q)]).findings if f.rule_id == "GD641"]
