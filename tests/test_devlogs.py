@@ -104,7 +104,6 @@ KNOWN_MISSES_9: dict[str, str] = {
 DEVLOGS10 = ROOT / "fixtures" / "devlogs10"
 KNOWN_MISSES_10: dict[str, str] = {
     "1125": "a run the user stopped while stuck (the CLI's wait loop in the traceback, the prose says stuck): read as cut",
-    "1129": "a vLLM start-up that stops after its own NCCL set-up lines and one bootstrap line: too thin for GD308",
 }
 
 

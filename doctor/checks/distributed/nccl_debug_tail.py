@@ -16,6 +16,10 @@ from ...rules import Rule
 from ..hang.prose import program_lines
 
 _INFO = lazyre.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)")
+# the lines a framework prints as it sets NCCL up, just before NCCL's own (vLLM: vllm/utils.py "Found nccl from library",
+# device_communicators/pynccl.py "vLLM is using nccl==", distributed/parallel_state.py "... backend=nccl"): part of
+# the same stop when NCCL's lines follow them
+_SETUP = lazyre.compile(r"Found nccl from library|vLLM is using nccl==|\bbackend=nccl\b")
 _ERROR = ("Error", "ERROR", "Traceback", "Killed", "Segmentation fault", "core dumped")
 TAIL_LINES = 8   # of the last non-blank lines, most must be NCCL debug lines
 # what the last NCCL lines say the ranks were doing (first match in the last lines, most specific first)
@@ -44,7 +48,8 @@ class NcclDebugTail(Rule):
             if len(lines) < 3:
                 continue
             nccl = [l for l in lines if "NCCL " in l.text and _INFO.search(l.text)]
-            if len(nccl) * 4 < len(lines) * 3 or "NCCL" not in lines[-1].text:
+            setup = [l for l in lines if _SETUP.search(l.text)]
+            if not nccl or (len(nccl) + len(setup)) * 4 < len(lines) * 3 or "NCCL" not in lines[-1].text:
                 continue
             if any(w in l.text for l in lines for w in _ERROR):
                 continue
@@ -75,6 +80,11 @@ class NcclDebugTail(Rule):
         if len(hosts) > 1 or "NET/IB" in text or "NET/Socket" in text:
             fix.append("Across nodes, pin the NCCL network to one interface on every node (NCCL_SOCKET_IFNAME, "
                        "NCCL_IB_HCA) and rerun a plain all_reduce test (nccl-tests) on the same nodes.")
+        if _SETUP.search(text) and "vLLM" in text:
+            fix.insert(0, "vLLM's tensor-parallel workers stopped while building their NCCL communicator: test the GPUs' "
+                          "peer-to-peer path (NCCL_P2P_DISABLE=1 in the environment, vLLM --disable-custom-all-reduce), "
+                          "check `nvidia-smi topo -m` and the IOMMU/ACS settings, and run a two-GPU all_reduce outside "
+                          "vLLM.")
         if "NVLS" in text:
             fix.append("NVLS (NVLink SHARP) was in use: NCCL_NVLS_ENABLE=0 rules it out.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(last.where.path, last.where.line, last.raw)],
