@@ -70,6 +70,11 @@ class ChildFailed(Rule):
         elif sig == "SIGKILL":
             fix.append("SIGKILL without a Python traceback: the host's OOM killer or a scheduler memory limit "
                        "killed the process (see the host OOM finding); check `dmesg -T | grep -i 'killed process'`.")
+        elif sig in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"):
+            # the process's own fault: no person or scheduler sends these
+            fix.append(f"The process crashed in native code ({sig}): run it with `python -X faulthandler` (or "
+                       "PYTHONFAULTHANDLER=1) to get the Python stack of the crash, and check that torch, vLLM, "
+                       "flash-attn and DeepSpeed were built for the same CUDA and torch (`pip list`).")
         elif sig:
             fix.append(f"The process got {sig}: if nobody stopped it by hand, look for a native crash "
                        "(segfault, CUDA error) or a job scheduler ending the job.")

@@ -109,7 +109,9 @@ def _versions(exc: ExceptionInfo, ctx: RunState) -> str:
     if not sites:
         return ""
     s = sites[0]
-    return f" This wording is raised by {s['package']} {s['versions']} ({s['function']})."
+    # the index holds some releases of each package: older ones may raise the same words, so the range is what was
+    # read, not the first release that has it
+    return f" {s['package']} raises this wording ({s['function']}; in its releases {s['versions']} at least)."
 
 
 # what a line printed just before a traceback says when it announces the failure: concurrent.futures'

@@ -53,13 +53,16 @@ def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                  "trainer's vLLM options), and relaunch.",),
             category="argument-error-other")
     f = facts_of(run, h.exc.frames if h.exc else ())
-    who = "trl" if f.framework == "trl" else "ms-swift"
+    told = ctx.framework()[0]
+    who = "trl" if f.framework == "trl" else "ms-swift" if told in ("ms-swift", None) and f.known else None
+    caller = {"trl": "trl", "ms-swift": "ms-swift"}.get(who or "", "the package that builds the vLLM engine")
     msg = (f"vLLM rejected the arguments it was given: pydantic validation failed for {cls}. vLLM >= 0.9 validates its "
-           f"configs strictly (e.g. None for a boolean option), and {who} releases written for an older vLLM pass such "
-           f"values.")
+           f"configs strictly (e.g. None for a boolean option), and {caller} releases written for an older vLLM pass "
+           f"such values.")
     fix = [("Upgrade trl (its vllm-serve fix gives options like enforce_eager a boolean default), or pin vLLM to the "
             "release the installed trl supports (pip install 'trl[vllm]').") if who == "trl" else
-           "Upgrade ms-swift, or pin vLLM to the version your ms-swift release lists.",
+           "Upgrade ms-swift, or pin vLLM to the version your ms-swift release lists." if who == "ms-swift" else
+           "Upgrade the package that builds the engine, or pin vLLM to the release its requirements name.",
            "Pass the offending option explicitly with a valid value (the validation error's next lines name the field)."]
     if vv:
         fix.insert(0, f"vLLM {vv} is installed.")
