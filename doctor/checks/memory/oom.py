@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding
 from ...rules import MAX_EVIDENCE, Hit, PatternRule, fold
@@ -169,7 +170,8 @@ class OomRule(PatternRule):
                                             and best_side.stage in ("rollout server", "engine", "vision encoder"))
             server = server or (f.server_launch is not None and f.mode == "server")
             stage = best_side.stage or "generation"
-            owner = "the vLLM rollout server" if server else "the vLLM rollout engine"
+            serving = not server and ctx.framework()[0] == "vllm"  # vLLM alone: a server, no trainer beside it
+            owner = "the vLLM rollout server" if server else "the vLLM engine" if serving else "the vLLM rollout engine"
             msg = f"Out of GPU memory in {owner}{where}, during {_the(stage)}{_where(best_side)}."
             if "cumem" in text:
                 msg += (" cumem_allocator.cpp is vLLM's sleep-mode memory pool: vLLM could not map its weights or KV "
@@ -180,8 +182,8 @@ class OomRule(PatternRule):
                 msg += " " + colocate_context(f)
             if limited:
                 msg += " " + limited
-            fix = limit_fix + (server_ladder(f, oom) if server else vllm_ladder(f, oom.get("total"), stage, text)) \
-                + limit_last
+            fix = limit_fix + (server_ladder(f, oom) if server else serving_ladder(text) if serving else
+                               vllm_ladder(f, oom.get("total"), stage, text)) + limit_last
             if best_side.stage == "weight sync to vLLM" and f.framework == "swift" and f.has("move_model_batches") \
                     and not any("move_model_batches" in x for x in fix):
                 fix.insert(0, "--move_model_batches 8 (or more): sync the weights to vLLM in batches of layers "
@@ -211,6 +213,25 @@ def colocate_context(f: Facts) -> str:
     who = f"{(f.tuner or '').lower() or 'lora'} training of {f.model}" if f.model else ""
     on = f" on {f.world} GPUs" if f.world else ""
     return f"Colocated engine: {', '.join(bits)}" + (f"; {who}{on}" if who else on) + "."
+
+
+_WARMUP = lazyre.compile(r"warming up sampler with (\d+)\s+dummy requests")
+
+
+def serving_ladder(text: str) -> list[str]:
+    """An OOM of vLLM serving on its own (no trainer): the engine's own levers, as `vllm serve` spells them."""
+    out = []
+    warm = _WARMUP.search(text)
+    if warm or "max_num_seqs" in text:
+        n = int(warm.group(1)) if warm else None
+        out.append("--max-num-seqs " + (f"{max(n // 4, 16)} (now {n}, read from the message)" if n else "256")
+                   + ": at start-up vLLM runs its sampler on that many dummy requests at once, and their logits "
+                     "(vocabulary x requests) must fit beside the pre-allocated KV cache.")
+    out.append("--gpu-memory-utilization 0.1 lower than now: vLLM pre-allocates that share for weights and KV cache, "
+               "and the sampler's and activations' buffers are allocated in the rest.")
+    out.append("--max-model-len to the longest request you serve (unset, vLLM plans for the model's full context), "
+               "or more GPUs (--tensor-parallel-size).")
+    return out
 
 
 def server_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
