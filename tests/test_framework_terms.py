@@ -209,3 +209,16 @@ def test_llama_factory_under_its_old_package_name_is_told():
     from doctor.swift.framework import detect
     line = "03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {'loss': 0.0000, 'learning_rate': 4.9999e-02}"
     assert detect([], [line], {})[0] == "llamafactory"
+
+
+def test_a_vllm_only_run_drops_the_clauses_about_a_trainers_release():
+    from doctor.swift.terms import say
+    line = ("Upgrade vLLM to a release whose supported-models list has X, together with the trainer versions that "
+            "support that vLLM (ms-swift's README table, trl's vllm extra); or check config.json's `architectures` "
+            "against the model card.")
+    assert say(line, "vllm") == ("Upgrade vLLM to a release whose supported-models list has X; or check config.json's "
+                                 "`architectures` against the model card.")
+    retry = ("Retry with the smallest change to the vLLM side: --enforce-eager (no CUDA graphs), vLLM LoRA off, one GPU "
+             "per engine; then check that the vLLM version is one the trainer release supports.")
+    assert say(retry, "vllm").endswith("one GPU per engine.")
+    assert "trainer release" in say(retry, "trl")  # a trainer ran: the clause stays

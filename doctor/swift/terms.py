@@ -257,6 +257,10 @@ def say(line: str, framework: str | None) -> str | None:
         line = only_own_alternatives(without_swift_alternative(line), framework)
     if framework in ("verl", "openrlhf"):
         return _say_table(line, _VERL if framework == "verl" else _OPENRLHF)
+    if framework == "vllm":
+        line = _without_trainer_clauses(line)
+        if not line:
+            return None
     if framework not in TRL_LIKE:
         return _say_neutral(line, _VLLM_SERVE if framework == "vllm" else None)
     if line.lstrip().lower().startswith("ms-swift:"):
@@ -306,6 +310,30 @@ def say(line: str, framework: str | None) -> str | None:
         if merged == out:
             return out
         out = merged
+
+
+_TRAINER_CLAUSE = lazyre.compile(r"\btrainer(?:'s)? (?:release|version)s?\b|\bms-swift's README\b|\btrl's vllm extra\b")
+
+
+def _without_trainer_clauses(line: str) -> str:
+    """A line for a run of vLLM alone (serving, no trainer): its clauses about a trainer's release left out, since none
+    ran. Clauses end at "; " or ", " outside parentheses; a dropped clause takes the separator before it."""
+    if not _TRAINER_CLAUSE.search(line):
+        return line
+    pieces: list[tuple[str, str]] = []   # (separator before, clause)
+    depth, start, sep = 0, 0, ""
+    for i, ch in enumerate(line):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch in ";," and line[i + 1:i + 2] == " ":
+            pieces.append((sep, line[start:i]))
+            sep, start = ch + " ", i + 2
+    pieces.append((sep, line[start:]))
+    kept = [(sp, c) for sp, c in pieces if not _TRAINER_CLAUSE.search(c)]
+    if not kept:
+        return ""
+    out = kept[0][1] + "".join(sp + c for sp, c in kept[1:])
+    out = out.strip()
+    return out + ("." if out and not out.endswith((".", ")", ":", "`")) else "")
 
 
 def in_terms(findings: list[Finding], framework: str | None) -> list[Finding]:
