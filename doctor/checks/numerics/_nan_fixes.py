@@ -26,7 +26,7 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
     mgn = arg_float(run, "max_grad_norm")
     if not (lr and lr >= FAR_ABOVE):   # against such a learning rate clipping changes nothing that matters
         fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (assumed)'} -> 0.5 "
-                   f"(0.5 is what the ms-swift GRPO best practice uses against collapse).")
+                   f"(a common choice against sudden gradient spikes; the ms-swift GRPO best practice uses it).")
     if lr and lr >= FAR_ABOVE:
         lora = str(run.args.get("tuner_type") or run.args.get("train_type") or run.args.get("finetuning_type") or "")
         target = 1e-4 if "lora" in lora.lower() else 1e-5
@@ -38,10 +38,11 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
         fix.append("Lower --learning_rate (e.g. 5x) and add warmup (--warmup_ratio 0.05).")
     dt = dtype_of(run)
     if dt == "float16":
-        fix.append("--torch_dtype float16 overflows easily: use --torch_dtype bfloat16 (Ampere or newer GPUs) or "
-                   "float32.")
+        fix.append("--torch_dtype float16 overflows easily: use --torch_dtype bfloat16 on Ampere or newer GPUs, "
+                   "float32 on older ones (V100, T4 and earlier have no bfloat16).")
     elif dt is None and not unscaled:
-        fix.append("Train in bfloat16 (--torch_dtype bfloat16), not float16, which overflows easily.")
+        fix.append("Train in bfloat16 (--torch_dtype bfloat16) on Ampere or newer GPUs, or float32 on older ones (V100, "
+                   "T4 and earlier have no bfloat16), not float16, which overflows easily.")
     if kl_first or run.args.get("overlong_filter"):
         fix.append(("KL became NaN first: t" if kl_first else "This run uses --overlong_filter true: t")
                    + "he ms-swift GRPO FAQ notes that with --overlong_filter true a GPU whose "
