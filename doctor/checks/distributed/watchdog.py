@@ -35,6 +35,8 @@ _WD_NUMEL_OUT = lazyre.compile(r"NumelOut=(\d+)")
 # NumelOut = group size x NumelIn back; DeepSpeed ZeRO-3 (partition_parameters.py) and FSDP fetch a partitioned weight
 # this way before each forward that uses it
 _GATHERS = ("_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER")
+# a partitioned weight's shard holds thousands of elements; a gather of a few is a value every rank shares
+_WEIGHT_SHARD = 1024
 _GLOO = lazyre.compile(r"Timed out waiting (\d+)ms for (send|recv) operation")
 _HEARTBEAT = lazyre.compile(r"(?:Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds)")
 # torch ProcessGroupNCCL.cpp: "Timeout at NCCL work: N, last enqueued NCCL work: M, last completed NCCL work: K" (a
@@ -202,7 +204,12 @@ class NcclWatchdog(Rule):
         if len(seqs) > 1:
             parts.append(f"The ranks disagree on the sequence number ({', '.join(map(str, seqs))}): they are "
                          "desynchronised (one rank skipped or added a collective).")
-        if group is not None:
+        weight_gather = group is not None and main.numel >= _WEIGHT_SHARD
+        if group is not None and not weight_gather:
+            parts.append(f"OpType {main.op} of {main.numel} element(s) per rank (NumelOut {main.numel_out}, read): a "
+                         "small value every rank shares (a size, a flag, a metric), not a weight; one rank never "
+                         "reached it.")
+        if weight_gather:
             parts.append(f"OpType {main.op} with NumelOut {main.numel_out} = {group} x NumelIn {main.numel} (computed): "
                          f"each of {group} ranks gives an equal shard, the shape of a DeepSpeed ZeRO-3 (or FSDP) "
                          "gather of a partitioned weight before a forward pass or a save. So the ranks had run "
@@ -240,7 +247,7 @@ class NcclWatchdog(Rule):
                        "runs the same command and code.")
         if slow is not None and all(e.line != slow[2].where.line or e.path != slow[2].where.path for e in ev):
             ev.append(evidence_of(slow[2]))
-        if group is not None:
+        if weight_gather:
             fix.append("Under ZeRO-3 or FSDP every rank must run the same forward passes: pass synced_gpus=True to any "
                        "generate() call of your own, run evaluation and checkpoint saves on every rank (not only rank "
                        "0), and drop an uneven last batch (dataloader_drop_last=True).")
