@@ -263,17 +263,23 @@ class Session:
                 pass  # a value out of range (issue 18 point 16): it costs this signal for this rule, not the report
 
     # ------------------------------------------------------------------ results
-    def finish(self, kind: TrainerKind | None = None) -> list[Finding]:
+    def finish(self, kind: TrainerKind | None = None, *, outside: Iterable[Finding] = (),
+               checkpoints: Iterable[tuple[str, int | None]] = ()) -> list[Finding]:
         """The findings of everything fed so far; ``kind``: the trainer the state shows, when the caller read it
-        already (RunState.trainer_kind)."""
+        already (RunState.trainer_kind). ``outside``: findings of rules run elsewhere on the same run (watch checks
+        each checkpoint in a session of its own as it is saved), checked already; the fallback rules see them, as
+        they see the rules' (a run whose checkpoint rule found the error is not one that no rule explains), and they
+        are ordered and given their verdict with the rest. ``checkpoints``: (path, step) of checkpoints seen
+        outside the signals (the same checkpoints), which a verdict may resume from."""
         state = self.state
+        outside = list(outside)
         found: list[Finding] = []
         # three tiers: the rules, the fallback rules (with the rules' findings at hand), and the last-resort rules
         # that read how a log ends (with every other finding at hand: they speak only when nobody else did)
         found.extend(self._earlier)
         for tier in (0, 1, 2):
             if tier:
-                state.findings = list(found)
+                state.findings = list(found) + outside
             # within a tier the fallback family's generic readers (GD990-GD999) come after the other fallbacks
             for r in sorted(self.rules, key=lambda r: id_in_family(r.meta.id, "fallback")):
                 if _tier(r) == tier:
@@ -292,7 +298,9 @@ class Session:
         # size 1, a model size, a version to install) checked against what the run shows (doctor/claims.py)
         kind = kind or state.trainer_kind()
         found = [check_claims(f, run_facts(state, f, _run_of(state, f), kind))[0] for f in found]
-        return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended,
+        ckpts = list(state.checkpoints)
+        ckpts += [c for c in checkpoints if c not in ckpts]
+        return assess(refine(order(state.place(found) + outside), state.run, ckpts, ended=state.ended,
                              broken_at=state.broken_at))
 
 

@@ -238,8 +238,12 @@ class Analysis:
             self.session.emit(DiskTick(self.clock() - self.t0, self.run_dir, free,
                                                                     int(need * 1.05), "size of the last checkpoint"))
 
-    def _check_ckpt(self, c) -> None:
-        found = integrations.check_checkpoint([c.path], run=self.session.run)
+    def _check_ckpt(self, c, ended_by: tuple[str, float] | None = None) -> None:
+        """The checkpoint rules on one settled checkpoint folder; ``ended_by``: (signal name, seconds) when the
+        command was killed by a signal watch did not send before the folder was complete (at the end of the run)."""
+        self.checkpoints_seen.append((c.path, c.step))
+        found = integrations.check_checkpoint([c.path], run=self.session.run,
+                                              facts={"ended_by_signal": ended_by} if ended_by else None)
         if not found:
             return
         self.extra.extend(found)

@@ -32,17 +32,20 @@ class Reporting:
                 memo = self._provenance_memo = {}
             prov = provenance.for_session(self.session, memo)
             self.session.run.inferred_versions = prov.narrow()
-            found = prov.annotate(self.session.finish())
+            # the checkpoint rules' findings (each checkpoint checked as it was saved) join the rules' own: ordered
+            # and given a verdict with them, against every checkpoint watch saw (a cut checkpoint-4 leaves
+            # checkpoint-2 to resume from), and seen by the fallbacks (GD995 is for a failure no rule explains)
+            found = prov.annotate(self.session.finish(outside=self.extra, checkpoints=self.checkpoints_seen))
             # the fixes in the terms of the framework that ran (doctor/swift/terms.py), detected as analyze detects it
             from ..analyze import in_run_terms
             self.report_framework = self._framework(final)
             found = in_run_terms(found, self.report_framework)
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
-            found = []
+            found = order(list(self.extra))
         if not final and not hung and not getattr(self, "hung", False):
             found = [f for f in found if f.rule_id not in _POSTMORTEM_ONLY]
-        return order(found + list(self.extra)) if self.extra else found
+        return found
 
     def _evaluate(self, final: bool) -> None:
         for f in self._findings(final):
