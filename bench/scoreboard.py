@@ -6,8 +6,10 @@ launched under `grpo-doctor watch` (so hangs are caught live, as a user would), 
 `grpo-doctor analyze RUN_DIR --format json`. Faults are injected for real: wrong flags, a reward plugin that raises,
 hangs, slows down, kills its process or divides by zero (bench/scoreboard_plugins/faults.py), a learning rate that
 makes the model diverge, a missing module, a second node that never joins, a checkpoint cut in half before a resume
-(made by a plain run first), image paths that are not there, a full disk (a small tmpfs, root only). Nothing is
-written by hand into a log. Scoring and outputs: bench/scoreboard_score.py.
+(made by a plain run first), image paths that are not there, a full disk (a small tmpfs, root only), a dataset row
+the chat template rejects, SIGTERM to the run's process group while a checkpoint file is half written
+(scoreboard_plugins/midsave.py), an address-space limit (`ulimit -v`) that a 240M-parameter model's load does not fit
+in (scoreboard_plugins/wide_model.py). Nothing is written by hand into a log. Scoring and outputs: bench/scoreboard_score.py.
 
 Per case it records: the primary finding's category (``findings[0]``), whether it is the expected one, whether its
 evidence quotes the line that shows the fault (a regex per case, chosen from the library source that raises it or
@@ -32,6 +34,7 @@ default, 1, runs one case at a time). Exit status: 0, or 1 when
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -59,10 +62,14 @@ from scoreboard_cases import (  # noqa: E402,F401  (names the tests and callers 
     HANG_TIMEOUT,
     MISSING_MODULE_PLUGIN,
     PLUGIN,
+    SWIFT_STEP3_ROW,
     TRL_SCRIPT,
+    TRL_STEP3_ROW,
     Case,
     image_rows,
     noisy,
+    null_content_rows,
+    system_last_rows,
     trl,
 )
 from scoreboard_score import (  # noqa: E402,F401
@@ -107,6 +114,10 @@ class Bench:
         self.gen.build_tiny()
         data = self.work / "data"
         (data / "with_images.jsonl").write_text(image_rows(data / "train.jsonl"), encoding="utf-8")
+        (data / "system_last_row.jsonl").write_text(system_last_rows(data / "train.jsonl", SWIFT_STEP3_ROW),
+                                                    encoding="utf-8")
+        (data / "null_content_row.jsonl").write_text(null_content_rows(data / "train.jsonl", TRL_STEP3_ROW),
+                                                     encoding="utf-8")
         plugins = self.work / "plugins"
         plugins.mkdir(exist_ok=True)
         (plugins / "needs_judge_client.py").write_text(MISSING_MODULE_PLUGIN, encoding="utf-8")
@@ -117,6 +128,10 @@ class Bench:
             self.damaged_checkpoint()
         if any("trl-damaged" in c.needs for c in cases):
             self.trl_damaged_checkpoint()
+        if any("wide" in c.needs for c in cases) and not (self.work / "wide-qwen2" / "model.safetensors").exists():
+            subprocess.run([self.py, str(HERE / "scoreboard_plugins" / "wide_model.py"), str(self.work / "tiny-qwen2"),
+                            str(self.work / "wide-qwen2")], check=True, capture_output=True, timeout=900)
+            self.log(f"built the wide model in {self.work / 'wide-qwen2'}")
 
     def trl_damaged_checkpoint(self) -> None:
         """A TRL checkpoint (a plain 2-step run, not scored) whose optimizer.pt lost its second half."""
@@ -169,7 +184,7 @@ class Bench:
     def fill(self, case: Case, out: str) -> list[str]:
         vals = {"TINY": "tiny-qwen2", "MERGED": "bases/lora-sft-merged", "BASE": "bases/full-sft",
                 "LORA": "bases/lora-sft", "DAMAGED": "bases/damaged-ckpt", "TRL_DAMAGED": "bases/trl-damaged-ckpt",
-                "WORK": str(self.work)}
+                "WIDE": "wide-qwen2", "WORK": str(self.work)}
         argv = [re.sub(r"\{(\w+)\}", lambda m: vals[m.group(1)], a) for a in case.argv]
         return [*argv, "--output_dir", out]
 
@@ -210,8 +225,12 @@ class Bench:
         start = time.monotonic()
         import resource
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # the limit of a job script's `ulimit -v`: on watch and everything it starts
+        n = case.limit_as
+        limit = functools.partial(resource.setrlimit, resource.RLIMIT_AS, (n, n)) if n else None
         with open(self.work / "runs" / f"{case.name}.watch.stderr", "wb") as err:
-            proc = subprocess.Popen(cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen(cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                    preexec_fn=limit)
             me = psutil.Process(proc.pid)
             cpu = 0.0
             while True:
