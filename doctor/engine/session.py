@@ -48,6 +48,9 @@ class Session:
         self._earlier: list[Finding] = []   # series findings of the runs appended before the current one
         self.input_notes: dict[str, str] = {}   # an input read only in part (a compressed log cut short): why
         self._runs_seen = 0
+        self._tiers_of: list[Rule] | None = None       # the rule list (and its length) _tiers_cache was worked out for
+        self._tiers_n = 0
+        self._tiers_cache: tuple[list[Rule], list[Rule], list[Rule]] = ([], [], [])
         self._wire()
 
     def _wire(self) -> None:
@@ -263,6 +266,17 @@ class Session:
                 pass  # a value out of range (issue 18 point 16): it costs this signal for this rule, not the report
 
     # ------------------------------------------------------------------ results
+    def _tiers(self) -> tuple[list[Rule], list[Rule], list[Rule]]:
+        """The rules of each tier in the order finish runs them, worked out once per rule list (watch finishes the
+        same session every few seconds; _next_run builds a new list): within a tier the fallback family's generic
+        readers (GD990-GD999) come after the other fallbacks."""
+        if self._tiers_of is not self.rules or self._tiers_n != len(self.rules):
+            ranked = sorted(self.rules, key=lambda r: id_in_family(r.meta.id, "fallback"))
+            self._tiers_cache = ([r for r in ranked if _tier(r) == 0], [r for r in ranked if _tier(r) == 1],
+                                 [r for r in ranked if _tier(r) == 2])
+            self._tiers_of, self._tiers_n = self.rules, len(self.rules)
+        return self._tiers_cache
+
     def finish(self, kind: TrainerKind | None = None, *, outside: Iterable[Finding] = (),
                checkpoints: Iterable[tuple[str, int | None]] = ()) -> list[Finding]:
         """The findings of everything fed so far; ``kind``: the trainer the state shows, when the caller read it
@@ -277,19 +291,17 @@ class Session:
         # three tiers: the rules, the fallback rules (with the rules' findings at hand), and the last-resort rules
         # that read how a log ends (with every other finding at hand: they speak only when nobody else did)
         found.extend(self._earlier)
-        for tier in (0, 1, 2):
+        for tier, rules in enumerate(self._tiers()):
             if tier:
                 state.findings = list(found) + outside
-            # within a tier the fallback family's generic readers (GD990-GD999) come after the other fallbacks
-            for r in sorted(self.rules, key=lambda r: id_in_family(r.meta.id, "fallback")):
-                if _tier(r) == tier:
-                    try:
-                        new = r.finish(state)
-                    except OUT_OF_RANGE:
-                        continue  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
-                    found.extend(new)
-                    if tier:  # a fallback sees the fallbacks before it too (GD220 quoted the line GD999 would)
-                        state.findings.extend(new)
+            for r in rules:
+                try:
+                    new = r.finish(state)
+                except OUT_OF_RANGE:
+                    continue  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
+                found.extend(new)
+                if tier:  # a fallback sees the fallbacks before it too (GD220 quoted the line GD999 would)
+                    state.findings.extend(new)
         # every computed fix re-checked against the run it is for (doctor/swift/fixcheck.py): no fix that names the
         # value the run has, a flag its version lacks, or a batch that still breaks; then the relaunch command.
         # The alternatives of each finding that is only possible: the other findings are all at hand here

@@ -74,14 +74,18 @@ class Analysis:
                     next_gpu = now + self.o.gpu_interval
                     self._sample(now)
                 self._hang_tick(now)
+                # one evaluation of the rules serves both when the live check and the report refresh fall due in the
+                # same tick (they do at the first one, 5 s in): nothing was fed between them
+                found = None
                 if now >= next_eval:
                     t = time.perf_counter()
-                    self._evaluate(final=False)
+                    found = self._findings(final=False)
+                    self._evaluate(final=False, found=found)
                     # evaluating all rules costs more as the run grows: keep it under ~5% of a core
                     next_eval = now + max(self.o.eval_interval, 20 * (time.perf_counter() - t))
                 if now >= next_report:
                     next_report = now + self.o.report_interval
-                    self._write_report(self._report(final=False))
+                    self._write_report(self._report(final=False, found=found))
             except Exception as e:  # noqa: BLE001 - the run must go on even if the doctor breaks
                 self._analysis_failed(e)
         if self.end_skipped:

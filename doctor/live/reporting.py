@@ -47,8 +47,10 @@ class Reporting:
             found = [f for f in found if f.rule_id not in _POSTMORTEM_ONLY]
         return found
 
-    def _evaluate(self, final: bool) -> None:
-        for f in self._findings(final):
+    def _evaluate(self, final: bool, found: list | None = None) -> None:
+        """Say each finding at warning or above once (again when its severity rises); ``found``: the findings of this
+        moment when the caller has them already (the report refreshed in the same tick)."""
+        for f in (self._findings(final) if found is None else found):
             if f.severity < Severity.warning:
                 continue
             prev = self.printed.get(f.rule_id)
@@ -88,8 +90,8 @@ class Reporting:
         })
         return info
 
-    def _report(self, final: bool, hung: bool = False) -> Report:
-        findings = self._findings(final, hung)
+    def _report(self, final: bool, hung: bool = False, found: list | None = None) -> Report:
+        findings = self._findings(final, hung) if found is None else found
         if self.first_error_time is None and any(f.severity >= Severity.error for f in findings):
             self.first_error_time = time.time()
         info = self._run_info(self.status, getattr(self, "exit_code", None), final, self.report_framework)
