@@ -1,4 +1,4 @@
-"""Thin typer commands: parse, call, render, return an exit code.
+"""Thin typer commands: parse, call, render, return an exit code (``doctor.cli.main`` is the entry point).
 
 Exit codes (analyze, preflight, check-ckpt, explain, rules): 0 nothing at or above --fail-on; 1 findings at or above it;
 2 usage error or unreadable input, always with one line naming the file and what to do.
@@ -337,42 +337,12 @@ def watch(
       grpo-doctor watch -- swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct ...
       grpo-doctor watch --on-hang stop --hang-timeout 900 -- bash train.sh
     """
-    from .live.supervisor import EXIT_NOT_STARTED, WatchOptions
-    from .live.supervisor import watch as run_watch
-    from .live.watchdogs import Limits
-    if not command:
-        raise die("watch needs a command after --, e.g. grpo-doctor watch -- swift rlhf --rlhf_type grpo ...")
-    limits = Limits(startup=startup_timeout, steady=hang_timeout)
-    for item in phase_timeout or ():
-        name, _, value = item.partition("=")
-        try:
-            if name.strip() == "steady-floor":
-                limits.steady_floor = float(value)
-            else:
-                limits.set(name.strip(), float(value))
-        except ValueError as e:
-            raise die(f"--phase-timeout {item!r}: {e if 'phase' in str(e) else 'use PHASE=SECONDS'}")
-    for name, v in (("--startup-timeout", startup_timeout), ("--grace", grace), ("--gpu-interval", gpu_interval),
-                    ("--drain", drain), ("--keep-launches", keep_launches), ("--max-restarts", max_restarts),
-                    ("--restart-backoff", restart_backoff)):
-        if v < 0:
-            raise die(f"{name} must be >= 0")
-    opts = WatchOptions(run_dir=str(run_dir) if run_dir else None, report=str(report) if report else None, limits=limits,
-                        on_hang=on_hang.value, grace=grace, force=force, preflight=not no_preflight,
-                        gpu_interval=gpu_interval, drain=drain, keep_launches=keep_launches, on_failure=on_failure,
-                        max_restarts=max_restarts, restart_backoff=restart_backoff, notify_url=notify,
-                        notify_cmd=notify_cmd)
-    if on_failure not in ("stop", "restart", "resume"):
-        raise die(f"--on-failure {on_failure!r}: use stop, restart or resume")
-    try:
-        code = run_watch(list(command), opts)
-    except Exception as e:  # noqa: BLE001
-        if debug:
-            raise
-        typer.echo(f"grpo-doctor: internal error in watch: {type(e).__name__}: {e} (rerun with --debug and report it)",
-                   err=True)
-        code = EXIT_NOT_STARTED
-    raise typer.Exit(code)
+    from .live.command import run
+    raise typer.Exit(run(list(command), run_dir=run_dir, report=report, startup_timeout=startup_timeout,
+                         hang_timeout=hang_timeout, phase_timeout=phase_timeout, on_hang=on_hang.value, grace=grace,
+                         force=force, no_preflight=no_preflight, gpu_interval=gpu_interval, drain=drain,
+                         keep_launches=keep_launches, on_failure=on_failure, max_restarts=max_restarts,
+                         restart_backoff=restart_backoff, notify=notify, notify_cmd=notify_cmd, debug=debug))
 
 
 app.add_typer(fleet_app, name="fleet")
@@ -394,7 +364,3 @@ def main() -> None:
         except Exception:  # noqa: BLE001
             pass
         os._exit(0)
-
-
-if __name__ == "__main__":
-    main()
