@@ -104,6 +104,7 @@ class Bench:
         self.gen = swiftgen.Generator(self.work, py, log=log, sft_steps=20)
         self.swift = swiftgen.swift_cmd(py)
         self.exclusive = True           # one case at a time (--jobs 1): the run's own CPU is measured
+        self.subreaper = become_subreaper()
 
     def setup(self, cases: list[Case]) -> None:
         # watch's CPU share is measured as users run it: from an installed package, whose modules pip compiled to
@@ -243,12 +244,14 @@ class Bench:
                 if time.monotonic() - start > 600:
                     proc.kill()
         ended = time.time()
+        wall = time.monotonic() - start
+        reap_orphans(self.subreaper and self.exclusive)   # cases side by side: the others are children too
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         # watch and every process below it that was waited for (the run): minus watch's own, the run's CPU
         total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         # with cases side by side the children's CPU cannot be told apart: no figure rather than a wrong one
         res.run_cpu_s = round(max(total - cpu, 0.0), 2) if self.exclusive else 0.0
-        res.wall_s = round(time.monotonic() - start, 1)
+        res.wall_s = round(wall, 1)
         res.watch_cpu_s = round(cpu, 2)
         res.watch_cpu_share = round(cpu / res.wall_s, 4) if res.wall_s else 0.0
         if case.hang and fault_file.exists():
@@ -316,6 +319,35 @@ class Bench:
             rx = re.compile(case.evidence, re.I)
             res.evidence_ok = any(rx.search(t) for t in res.got_evidence)
 
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux prctl PR_SET_CHILD_SUBREAPER). A run killed
+    as a group (a hang watch stopped, a SIGTERM from outside) loses its parent before its training process: that
+    process is then reparented here instead of to init, and its CPU counts in this process's RUSAGE_CHILDREN once it
+    is reaped (reap_orphans), so the run's own CPU is not lost for those runs."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0   # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans(subreaper: bool, wait_s: float = 5.0) -> None:
+    """Reap the descendants reparented here (become_subreaper) once the case's own processes have ended: each is
+    waited for until none is left or ``wait_s`` passed (a run's last processes die within the grace watch gives)."""
+    if not subreaper:
+        return
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.1)
 
 
 def own_cpu_of(pid: int) -> float:
