@@ -6,8 +6,10 @@ launched under `grpo-doctor watch` (so hangs are caught live, as a user would), 
 `grpo-doctor analyze RUN_DIR --format json`. Faults are injected for real: wrong flags, a reward plugin that raises,
 hangs, slows down, kills its process or divides by zero (bench/scoreboard_plugins/faults.py), a learning rate that
 makes the model diverge, a missing module, a second node that never joins, a checkpoint cut in half before a resume
-(made by a plain run first), image paths that are not there, a full disk (a small tmpfs, root only). Nothing is
-written by hand into a log. Scoring and outputs: bench/scoreboard_score.py.
+(made by a plain run first), image paths that are not there, a full disk (a small tmpfs, root only), a dataset row
+the chat template rejects, SIGTERM to the run's process group while a checkpoint file is half written
+(scoreboard_plugins/midsave.py), an address-space limit (`ulimit -v`) that a 240M-parameter model's load does not fit
+in (scoreboard_plugins/wide_model.py). Nothing is written by hand into a log. Scoring and outputs: bench/scoreboard_score.py.
 
 Per case it records: the primary finding's category (``findings[0]``), whether it is the expected one, whether its
 evidence quotes the line that shows the fault (a regex per case, chosen from the library source that raises it or
@@ -32,6 +34,7 @@ default, 1, runs one case at a time). Exit status: 0, or 1 when
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -59,10 +62,14 @@ from scoreboard_cases import (  # noqa: E402,F401  (names the tests and callers 
     HANG_TIMEOUT,
     MISSING_MODULE_PLUGIN,
     PLUGIN,
+    SWIFT_STEP3_ROW,
     TRL_SCRIPT,
+    TRL_STEP3_ROW,
     Case,
     image_rows,
     noisy,
+    null_content_rows,
+    system_last_rows,
     trl,
 )
 from scoreboard_score import (  # noqa: E402,F401
@@ -97,6 +104,7 @@ class Bench:
         self.gen = swiftgen.Generator(self.work, py, log=log, sft_steps=20)
         self.swift = swiftgen.swift_cmd(py)
         self.exclusive = True           # one case at a time (--jobs 1): the run's own CPU is measured
+        self.subreaper = become_subreaper()
 
     def setup(self, cases: list[Case]) -> None:
         # watch's CPU share is measured as users run it: from an installed package, whose modules pip compiled to
@@ -107,6 +115,10 @@ class Bench:
         self.gen.build_tiny()
         data = self.work / "data"
         (data / "with_images.jsonl").write_text(image_rows(data / "train.jsonl"), encoding="utf-8")
+        (data / "system_last_row.jsonl").write_text(system_last_rows(data / "train.jsonl", SWIFT_STEP3_ROW),
+                                                    encoding="utf-8")
+        (data / "null_content_row.jsonl").write_text(null_content_rows(data / "train.jsonl", TRL_STEP3_ROW),
+                                                     encoding="utf-8")
         plugins = self.work / "plugins"
         plugins.mkdir(exist_ok=True)
         (plugins / "needs_judge_client.py").write_text(MISSING_MODULE_PLUGIN, encoding="utf-8")
@@ -117,6 +129,10 @@ class Bench:
             self.damaged_checkpoint()
         if any("trl-damaged" in c.needs for c in cases):
             self.trl_damaged_checkpoint()
+        if any("wide" in c.needs for c in cases) and not (self.work / "wide-qwen2" / "model.safetensors").exists():
+            subprocess.run([self.py, str(HERE / "scoreboard_plugins" / "wide_model.py"), str(self.work / "tiny-qwen2"),
+                            str(self.work / "wide-qwen2")], check=True, capture_output=True, timeout=900)
+            self.log(f"built the wide model in {self.work / 'wide-qwen2'}")
 
     def trl_damaged_checkpoint(self) -> None:
         """A TRL checkpoint (a plain 2-step run, not scored) whose optimizer.pt lost its second half."""
@@ -169,7 +185,7 @@ class Bench:
     def fill(self, case: Case, out: str) -> list[str]:
         vals = {"TINY": "tiny-qwen2", "MERGED": "bases/lora-sft-merged", "BASE": "bases/full-sft",
                 "LORA": "bases/lora-sft", "DAMAGED": "bases/damaged-ckpt", "TRL_DAMAGED": "bases/trl-damaged-ckpt",
-                "WORK": str(self.work)}
+                "WIDE": "wide-qwen2", "WORK": str(self.work)}
         argv = [re.sub(r"\{(\w+)\}", lambda m: vals[m.group(1)], a) for a in case.argv]
         return [*argv, "--output_dir", out]
 
@@ -210,29 +226,32 @@ class Bench:
         start = time.monotonic()
         import resource
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # the limit of a job script's `ulimit -v`: on watch and everything it starts
+        n = case.limit_as
+        limit = functools.partial(resource.setrlimit, resource.RLIMIT_AS, (n, n)) if n else None
         with open(self.work / "runs" / f"{case.name}.watch.stderr", "wb") as err:
-            proc = subprocess.Popen(cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL, stderr=err)
-            me = psutil.Process(proc.pid)
+            proc = subprocess.Popen(cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                    preexec_fn=limit)
             cpu = 0.0
             while True:
-                try:
-                    t = me.cpu_times()
-                    cpu = t.user + t.system           # watch itself, not the run it supervises
-                except psutil.Error:
-                    pass
-                try:
-                    res.rc = proc.wait(timeout=0.5)
+                # exited, not yet reaped: its /proc entry holds watch's own CPU to the end, its final report included
+                # (polling its CPU every half second missed the last of it)
+                if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+                    cpu = own_cpu_of(proc.pid)           # watch itself, not the run it supervises
+                    res.rc = proc.wait()
                     break
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() - start > 600:
-                        proc.kill()
+                time.sleep(0.2)
+                if time.monotonic() - start > 600:
+                    proc.kill()
         ended = time.time()
+        wall = time.monotonic() - start
+        reap_orphans(self.subreaper and self.exclusive)   # cases side by side: the others are children too
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         # watch and every process below it that was waited for (the run): minus watch's own, the run's CPU
         total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         # with cases side by side the children's CPU cannot be told apart: no figure rather than a wrong one
         res.run_cpu_s = round(max(total - cpu, 0.0), 2) if self.exclusive else 0.0
-        res.wall_s = round(time.monotonic() - start, 1)
+        res.wall_s = round(wall, 1)
         res.watch_cpu_s = round(cpu, 2)
         res.watch_cpu_share = round(cpu / res.wall_s, 4) if res.wall_s else 0.0
         if case.hang and fault_file.exists():
@@ -300,6 +319,48 @@ class Bench:
             rx = re.compile(case.evidence, re.I)
             res.evidence_ok = any(rx.search(t) for t in res.got_evidence)
 
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux prctl PR_SET_CHILD_SUBREAPER). A run killed
+    as a group (a hang watch stopped, a SIGTERM from outside) loses its parent before its training process: that
+    process is then reparented here instead of to init, and its CPU counts in this process's RUSAGE_CHILDREN once it
+    is reaped (reap_orphans), so the run's own CPU is not lost for those runs."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0   # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans(subreaper: bool, wait_s: float = 5.0) -> None:
+    """Reap the descendants reparented here (become_subreaper) once the case's own processes have ended: each is
+    waited for until none is left or ``wait_s`` passed (a run's last processes die within the grace watch gives)."""
+    if not subreaper:
+        return
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.1)
+
+
+def own_cpu_of(pid: int) -> float:
+    """utime + stime of a process that has exited and is not reaped yet, without its children's (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        try:
+            return psutil.Process(pid).cpu_times().user + psutil.Process(pid).cpu_times().system
+        except psutil.Error:
+            return 0.0
 
 
 def rescore(a) -> int:

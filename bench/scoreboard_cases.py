@@ -19,6 +19,12 @@ FIRST_STEP_TIMEOUT = 20.0
 GRACE = 2.0
 DRAIN = 2.0
 
+# the rows the seed-42 samplers give the third step (1 prompt a step): ms-swift's and trl's RepeatSampler differ
+SWIFT_STEP3_ROW = 27
+TRL_STEP3_ROW = 18
+# imports of ms-swift or trl take 2.0-2.6 GB of address space on this stack; the wide model's load needs 1.5 GB more
+LOAD_LIMIT_AS = 3_000_000_000
+
 MT = ["--model_type", "qwen2", "--template", "qwen2_5"]
 BASE = ["rlhf", "--rlhf_type", "grpo", "--model", "{TINY}", *MT, "--check_model", "false",
         "--dataset", "data/train.jsonl", "--tuner_type", "lora", "--torch_dtype", "float32",
@@ -64,6 +70,7 @@ class Case:
     needs: tuple[str, ...] = ()       # "merged": the LoRA SFT base merged (swiftgen), "root": mount a tmpfs
     hang: bool = False                # watch must stop it; time fault -> stop
     tmpfs_kb: int = 0                 # --output_dir on a tmpfs of this size (disk full)
+    limit_as: int = 0                 # RLIMIT_AS (bytes) of watch and the run below it, as `ulimit -v` in a job script
 
 
 CASES: list[Case] = [
@@ -207,8 +214,27 @@ CASES: list[Case] = [
     Case("disk-full-tmpfs", "disk-full", tuple(noisy(tuner_type="full", save_steps="2")),
          ("resume", "restart", "relaunch"), r"No space left on device",
          "--output_dir on a 256 KB tmpfs: the first checkpoint save fails", needs=("root",), tmpfs_kb=256),
+    # ---- a dataset row that the template cannot encode: ms-swift's template pairs the messages after the first
+    # system one as (user|tool, assistant) and asserts it (swift/template/base.py _swift_encode); a row with its
+    # system message after the question passes the dataset checks (every role is a known one) and fails when the
+    # trainer first encodes it, at step 3 (the row the seed-42 sampler gives step 3)
+    Case("bad-row-system-last", "dataset-or-template-error", tuple(noisy(dataset="data/system_last_row.jsonl")),
+         ("stop", "relaunch", "resume"), r"response_role|query_role",
+         f"row {SWIFT_STEP3_ROW + 1} of the dataset has its system message after the user's: the template fails at "
+         "step 3"),
+    # ---- the whole run gets SIGTERM (a scheduler's time limit, a preemption) while checkpoint-4's optimizer.pt is
+    # half written (bench/scoreboard_plugins/midsave.py); checkpoint-2 is complete
+    Case("sigterm-mid-save", "checkpoint-corrupt", tuple(noisy(max_steps="6")), ("resume", "relaunch"),
+         r"checkpoint-4|optimizer\.pt|SIGTERM",
+         "SIGTERM to the run's process group while checkpoint-4/optimizer.pt is half written", quick=True,
+         env=(("SCOREBOARD_SIGTERM_IN_SAVE", "checkpoint-4/optimizer.pt"),)),
+    # ---- host memory: an address-space limit (`ulimit -v`, Grid Engine's h_vmem) that the imports fit in and the
+    # load of a 240M-parameter model does not: the mmap of its weights file fails with ENOMEM
+    Case("load-address-space-limit", "host-oom-killed", tuple(noisy(model="{WIDE}")), ("relaunch",),
+         r"Cannot allocate memory|can't allocate memory|MemoryError",
+         "a 3 GB address-space limit (ulimit -v) on the run: loading a 240M-parameter model fails",
+         needs=("wide",), limit_as=LOAD_LIMIT_AS),
 ]
-
 
 
 def trl(**flags: str) -> tuple[str, ...]:
@@ -255,6 +281,20 @@ CASES += [
          "the reward function never returns from its first call", framework="trl", hang=True),
     Case("trl-hang-reward-mid", "hang-mid-training", trl(reward="stuck", ok_calls="2", max_steps="6"), ("stop",), r"",
          "the reward function never returns from its 3rd call", framework="trl", hang=True),
+    # a null content: the chat template concatenates strings (jinja's `+`), so None raises TypeError when GRPOTrainer
+    # tokenizes that row's prompt (at step 3)
+    Case("trl-null-content-row", "dataset-or-template-error", trl(dataset="data/null_content_row.jsonl"),
+         ("stop", "relaunch", "resume"), r"NoneType|concatenate",
+         f"row {TRL_STEP3_ROW + 1} of the dataset has a null user content: the chat template fails at step 3",
+         framework="trl"),
+    Case("trl-sigterm-mid-save", "checkpoint-corrupt", trl(max_steps="6"), ("resume", "relaunch"),
+         r"checkpoint-4|optimizer\.pt|SIGTERM",
+         "SIGTERM to the run's process group while checkpoint-4/optimizer.pt is half written", framework="trl",
+         env=(("SCOREBOARD_SIGTERM_IN_SAVE", "checkpoint-4/optimizer.pt"),)),
+    Case("trl-load-address-space-limit", "host-oom-killed", trl(model="{WIDE}"), ("relaunch",),
+         r"Cannot allocate memory|can't allocate memory|MemoryError",
+         "a 3 GB address-space limit (ulimit -v) on the run: loading a 240M-parameter model fails", framework="trl",
+         needs=("wide",), limit_as=LOAD_LIMIT_AS),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
@@ -273,3 +313,26 @@ def image_rows(train: Path) -> str:
         out.append(json.dumps(row) + "\n")
     return "".join(out)
 
+
+
+def system_last_rows(train: Path, row: int) -> str:
+    """The tiny math rows, row ``row`` with a system message after its user message (as a row built by appending a
+    system prompt to an existing conversation would be)."""
+    out = []
+    for i, line in enumerate(train.read_text(encoding="utf-8").splitlines()):
+        r = json.loads(line)
+        if i == row:
+            r["messages"].append({"role": "system", "content": "Answer as <think>...</think><answer>...</answer>."})
+        out.append(json.dumps(r) + "\n")
+    return "".join(out)
+
+
+def null_content_rows(train: Path, row: int) -> str:
+    """The tiny math rows, row ``row`` with a null user content (a question lost in an export)."""
+    out = []
+    for i, line in enumerate(train.read_text(encoding="utf-8").splitlines()):
+        r = json.loads(line)
+        if i == row:
+            r["messages"][0]["content"] = None
+        out.append(json.dumps(r) + "\n")
+    return "".join(out)

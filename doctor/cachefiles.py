@@ -1,5 +1,6 @@
 """The cache folder, ``$XDG_CACHE_HOME/grpo-doctor`` (default ``~/.cache/grpo-doctor``), and its files: compiled
-Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files (registry.py).
+Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files (registry.py), the parsed TOML
+tables of doctor/data (``toml_table``).
 
 Every file there is a speed-up only: one that cannot be read, written or pruned costs the work it would have saved,
 never the run. Each kind is named ``<prefix>-<24 hex digits><suffix>``, the digits a key of what the file holds, so
@@ -33,6 +34,7 @@ class Kind(NamedTuple):
 HS = Kind("hs", ".db", 16)
 WORDS = Kind("words", ".json", 4)
 RULES = Kind("rules", ".json", 4)
+TABLES = Kind("table", ".json", 8)   # the shipped TOML tables (doctor/data/structure.toml, cut_stages.toml) parsed
 
 
 def cache_dir() -> str:
@@ -94,3 +96,30 @@ def prune(kind: Kind, folder: str, keep_name: str) -> None:
             os.unlink(os.path.join(folder, name))   # unlink removes the entry itself, never what a link points to
         except OSError:  # already gone (another process pruned it) or not ours to delete
             pass
+
+
+def toml_table(text: str) -> dict:
+    """``tomllib.loads(text)``, from the cache when it parsed this very text before: tomllib is pure Python, and the
+    structure table (70 KB) took ~40 ms of CPU to parse in every analyze or watch whose run failed. Only what JSON
+    gives back unchanged is cached (a TOML date would come back a string)."""
+    import hashlib
+    import json
+    import sys
+    key = hashlib.sha256(f"{sys.version_info[:2]}\0".encode() + text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    data = read(TABLES, key)
+    if data is not None:
+        try:
+            cached = json.loads(data)
+            if isinstance(cached, dict):
+                return cached
+        except (ValueError, RecursionError):
+            pass
+    import tomllib
+    parsed = tomllib.loads(text)
+    try:
+        dumped = json.dumps(parsed, ensure_ascii=False)
+        if json.loads(dumped) == parsed:
+            write(TABLES, key, dumped.encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        pass
+    return parsed

@@ -46,9 +46,12 @@ def checkpoint_rules(metas: Iterable[RuleMeta] | None = None) -> list[RuleMeta]:
 
 
 def check_checkpoint_dirs(dirs: Iterable[str | os.PathLike], *, expect: str | None = None,
-                          run: RunConfig | None = None) -> list[Finding]:
-    """Findings of the checkpoint rules for these checkpoint directories (each read once, headers only)."""
-    session = Session(checkpoint_rules(), run=run)
+                          run: RunConfig | None = None, facts: dict | None = None,
+                          library: bool = True) -> list[Finding]:
+    """Findings of the checkpoint rules for these checkpoint directories (each read once, headers only); ``facts``:
+    what the caller knows of the run that wrote them (RunState.facts; watch: ``ended_by_signal``); ``library``:
+    read_checkpoint's."""
+    session = Session(checkpoint_rules(), run=run, facts=facts)
     seen: set[str] = set()
     sizes: dict[str, Any] = {}  # each checkpoint measured once for all its siblings (and each run folder read once)
     for d in dirs:
@@ -57,7 +60,7 @@ def check_checkpoint_dirs(dirs: Iterable[str | os.PathLike], *, expect: str | No
         if key in seen:
             continue
         seen.add(key)
-        session.emit(CheckpointInput(read_checkpoint(p, str(d), sizes=sizes), expect))
+        session.emit(CheckpointInput(read_checkpoint(p, str(d), sizes=sizes, library=library), expect))
     return session.finish()
 
 

@@ -8,6 +8,7 @@ the README index and every report read the same words.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -64,7 +65,7 @@ class CatalogError(Exception):
 
 @dataclass(frozen=True)
 class LinePattern:
-    regex: Any                  # LazyRegex (a regex.Pattern compiled on first use)
+    regex: Any                  # LazyRegex (a re.Pattern compiled on first use; regex.Pattern where re refuses it)
     literals: tuple[str, ...]   # at least one must occur in the line for the regex to be tried
     origin: str | None = None   # only lines from this origin ("vllm", "VllmWorker", ...)
     source: str = ""
@@ -144,6 +145,13 @@ def rules_dir() -> Path:
 
 
 def _compile(expr: str, where: str) -> Any:
+    # the standard library's re first: every regex of the catalog compiles with it, and the third-party `regex`
+    # module costs ~20 ms of CPU to import, paid by every `watch` whose run prints one line a pattern rule looks at;
+    # `regex` stays for a pattern only it accepts
+    try:
+        return re.compile(expr)
+    except re.error:
+        pass
     import regex
 
     try:

@@ -152,3 +152,43 @@ def test_ipython_frames_are_parsed():
     got = [e for ln in lines_of(IPY) if (e := t.feed(ln)) is not None]
     assert got and got[-1].frames[-1].func == "_verify_args" and "raise ValueError" in got[-1].frames[-1].code
     assert "vllm/sampling_params.py" in got[-1].frames[-1].path
+
+
+def test_the_engines_encoding_pool_is_not_asynchronous_generation():
+    """ms-swift 4.x InferEngine._batch_encode encodes a batch's requests in a ThreadPoolExecutor under ``_infer``: a row
+    the template cannot encode raises from that worker (the scoreboard's bad-row-system-last), with no asynchronous
+    generation in the run; the trainer's own infer task in the worker is (ms-swift 3.x --async_generate)."""
+    site = "/venv/lib/python3.11/site-packages/"
+    encode = (Frame(site + "swift/infer_engine/transformers_engine.py", 570, "_infer"),
+              Frame(site + "swift/infer_engine/infer_engine.py", 332, "_batch_encode"),
+              Frame("/usr/lib/python3.11/concurrent/futures/_base.py", 449, "result"),
+              Frame("/usr/lib/python3.11/concurrent/futures/thread.py", 58, "run"),
+              Frame(site + "swift/template/base.py", 696, "encode"),
+              Frame(site + "swift/template/base.py", 1449, "_swift_encode"))
+    assert part_of(encode) is None
+    rollout = (Frame("/usr/lib/python3.11/concurrent/futures/thread.py", 58, "run"),
+               Frame(site + "swift/trainers/rlhf_trainer/grpo_trainer.py", 748, "infer_task"))
+    assert part_of(rollout).id == "async-generation"
+
+
+def test_a_session_finished_again_after_its_traceback_arrived_gets_the_structural_verdict():
+    """watch finishes the same session every few seconds while the run goes on: a verdict computed before the
+    traceback arrived (none) must not stand for the finish after it."""
+    import io
+
+    from doctor.engine import Session
+    from doctor.sources.logtext import LineReader
+    s = Session()
+    reader = LineReader("console.log", [0])
+    before = b"[INFO:swift] Start time of running main: 2026-01-01 00:00:00\n"
+    tb = (b"Traceback (most recent call last):\n"
+          b'  File "/venv/lib/python3.11/site-packages/swift/template/base.py", line 1449, in _swift_encode\n'
+          b"    assert response_role in {'assistant'}, f'response_role: \"{response_role}\"'\n"
+          b'AssertionError: response_role: "system"\n')
+    for line in reader.lines(io.BytesIO(before)):
+        s.feed_line(line)
+    assert not [f for f in s.finish() if f.rule_id.startswith("GD99")]
+    for line in reader.lines(io.BytesIO(tb)):
+        s.feed_line(line)
+    got = [f for f in s.finish() if f.severity.name == "error"]
+    assert got and got[0].category == "dataset-or-template-error", [(f.rule_id, f.category) for f in got]

@@ -34,6 +34,7 @@ def test_jsonl_fast_decoder_gives_json_values(monkeypatch):
     cases = real + RECORDS
     fast = [repr(metrics.parse_jsonl(c)) for c in cases]
     again = [repr(metrics.parse_jsonl(c)) for c in cases]  # with the value cache warm
+    assert [repr(metrics.parse_jsonl(c, False)) for c in cases] == fast   # watch's first rows: json alone
     monkeypatch.setattr(metrics, "_fast_loads", None)
     metrics._CONVERTED.clear()
     plain = [repr(metrics.parse_jsonl(c)) for c in cases]

@@ -42,6 +42,8 @@ def test_every_table_category_has_its_rule_and_every_entry_is_backed():
     for e in entries:
         assert e.category in structural, f"{e.id}: no GD99x rule has category {e.category}"
         assert e.backed_by and e.doc, e.id
+        for rx in (e.message, e.not_message, e.code):   # compiled on first use at run time: a bad one fails here
+            assert rx is None or rx.pattern, e.id
     assert len({e.id for e in entries}) == len(entries)
 
 

@@ -205,7 +205,7 @@ def test_new_checkpoint_checked_after_save(tmp_path, monkeypatch):
     from doctor.model import Finding, Severity
     seen = []
 
-    def fake(dirs, run=None):
+    def fake(dirs, run=None, facts=None):
         seen.extend(dirs)
         return [Finding("GD999", "x", "checkpoint-bloat", Severity.warning, "Checkpoint too big", "43 GB instead of 15 GB")]
     monkeypatch.setattr(integrations, "check_checkpoint", fake)

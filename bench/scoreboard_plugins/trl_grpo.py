@@ -95,6 +95,8 @@ def main() -> None:
     a = ap.parse_args()
     for name in a.imports:
         importlib.import_module(name)
+    import midsave  # beside this script: SIGTERM mid-save when $SCOREBOARD_SIGTERM_IN_SAVE names a file
+    midsave.install()
 
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer

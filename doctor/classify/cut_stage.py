@@ -58,9 +58,9 @@ def _one_line(text: str) -> str:
 
 @lru_cache(maxsize=2)
 def load(path: Path = TABLE) -> tuple[Stage, ...]:
-    import tomllib  # here: most runs end in no cut traceback and never read the table
+    from ..cachefiles import toml_table  # here: most runs end in no cut traceback and never read the table
 
-    raw = tomllib.loads(path.read_text(encoding="utf-8")).get("stage", [])
+    raw = toml_table(path.read_text(encoding="utf-8")).get("stage", [])
     by_id = {r.get("id"): r for r in raw}
     out = []
     for r in raw:

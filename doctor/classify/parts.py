@@ -16,8 +16,9 @@ Each part is backed by the library source that defines it (cited per entry) and 
   huggingface/trl#3487 and huggingface/trl#3158 (trl vllm-serve sharing the trainer's only GPU).
 - asynchronous generation: ms-swift 3.x ``trainers/rlhf_trainer/grpo_trainer.py`` submits ``infer_task`` to a
   ThreadPoolExecutor when ``--async_generate true``; the engine is then driven from a worker thread
-  (concurrent/futures/thread.py in the stack); case modelscope/ms-swift#4418 (vLLM's `Forward context is not set`
-  assertion from that thread).
+  (concurrent/futures/thread.py in the stack, the inference inside the worker); case modelscope/ms-swift#4418 (vLLM's
+  `Forward context is not set` assertion from that thread). Not ms-swift 4.x's pool that encodes a batch's requests
+  (InferEngine._batch_encode): the template's errors come through that one.
 Pure: frames and strings in, strings out.
 """
 from __future__ import annotations
@@ -107,9 +108,22 @@ def part_of(frames: tuple[Frame, ...], context: str = "") -> Part | None:
     if ("load_weights" in hay or "model_loader" in hay or "weight_loader" in hay
             or any(r in context for r in ("/update_flattened_params", "/update_named_param", "update_weights"))):
         return _WEIGHTS
-    if "concurrent/futures/thread.py" in hay and (" infer_task" in hay or " _infer" in hay):
+    if "concurrent/futures/thread.py" in hay and _worker_infers(frames):
         return _ASYNC
     return None
+
+
+def _worker_infers(frames: tuple[Frame, ...]) -> bool:
+    """Whether the work a thread pool ran (the frames inside its innermost worker, concurrent/futures/thread.py
+    ``run``) is the rollout itself. The engine's own pool is not: ms-swift 4.x InferEngine._batch_encode
+    (swift/infer_engine/infer_engine.py) encodes a batch's requests in a ThreadPoolExecutor under ``_infer``, so a
+    template that cannot encode a row raises from a worker thread with no asynchronous generation in the run."""
+    last = max((i for i, f in enumerate(frames) if "concurrent/futures/thread.py" in f.path.replace(chr(92), "/")),
+               default=None)
+    if last is None:
+        return False
+    worker = _hay(frames[last + 1:])
+    return " infer_task" in worker or " _infer" in worker or "/vllm/" in worker
 
 
 def part_fix(part: Part, framework: str | None) -> list[str]:

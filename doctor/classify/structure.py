@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .. import lazyre
 from ..signals import ExceptionInfo, Frame
 from .component import component, deepest_library, stack_for
 
@@ -57,15 +58,16 @@ class TableError(ValueError):
 
 @lru_cache(maxsize=2)
 def load(path: Path = TABLE) -> tuple[Entry, ...]:
-    import tomllib  # here: most runs never read the table, and watch pays every import at its start
+    from ..cachefiles import toml_table  # here: most runs never read the table, and watch pays every import
 
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = toml_table(path.read_text(encoding="utf-8"))
     out = []
     for raw in data.get("entry", []):
         bad = set(raw) - _KEYS
         if bad or not {"id", "category", "doc", "backed_by"} <= set(raw):
             raise TableError(f"{path.name}: entry {raw.get('id', '?')}: unknown keys {sorted(bad)} or missing keys")
-        rx = {k: re.compile(raw[k]) for k in ("message", "not_message", "code") if k in raw}
+        # compiled when an exception first reaches the entry: a failure is classified by a few of the ~75 entries
+        rx = {k: lazyre.compile(raw[k]) for k in ("message", "not_message", "code") if k in raw}
         out.append(Entry(id=raw["id"], category=raw["category"], doc=raw["doc"].strip(),
                          backed_by=tuple(raw["backed_by"]), types=frozenset(raw.get("types", ())),
                          raised_in=tuple(raw.get("raised_in", ())), deepest_lib=tuple(raw.get("deepest_lib", ())),

@@ -48,6 +48,9 @@ class Session:
         self._earlier: list[Finding] = []   # series findings of the runs appended before the current one
         self.input_notes: dict[str, str] = {}   # an input read only in part (a compressed log cut short): why
         self._runs_seen = 0
+        self._tiers_of: list[Rule] | None = None       # the rule list (and its length) _tiers_cache was worked out for
+        self._tiers_n = 0
+        self._tiers_cache: tuple[list[Rule], list[Rule], list[Rule]] = ([], [], [])
         self._wire()
 
     def _wire(self) -> None:
@@ -263,27 +266,42 @@ class Session:
                 pass  # a value out of range (issue 18 point 16): it costs this signal for this rule, not the report
 
     # ------------------------------------------------------------------ results
-    def finish(self, kind: TrainerKind | None = None) -> list[Finding]:
+    def _tiers(self) -> tuple[list[Rule], list[Rule], list[Rule]]:
+        """The rules of each tier in the order finish runs them, worked out once per rule list (watch finishes the
+        same session every few seconds; _next_run builds a new list): within a tier the fallback family's generic
+        readers (GD990-GD999) come after the other fallbacks."""
+        if self._tiers_of is not self.rules or self._tiers_n != len(self.rules):
+            ranked = sorted(self.rules, key=lambda r: id_in_family(r.meta.id, "fallback"))
+            self._tiers_cache = ([r for r in ranked if _tier(r) == 0], [r for r in ranked if _tier(r) == 1],
+                                 [r for r in ranked if _tier(r) == 2])
+            self._tiers_of, self._tiers_n = self.rules, len(self.rules)
+        return self._tiers_cache
+
+    def finish(self, kind: TrainerKind | None = None, *, outside: Iterable[Finding] = (),
+               checkpoints: Iterable[tuple[str, int | None]] = ()) -> list[Finding]:
         """The findings of everything fed so far; ``kind``: the trainer the state shows, when the caller read it
-        already (RunState.trainer_kind)."""
+        already (RunState.trainer_kind). ``outside``: findings of rules run elsewhere on the same run (watch checks
+        each checkpoint in a session of its own as it is saved), checked already; the fallback rules see them, as
+        they see the rules' (a run whose checkpoint rule found the error is not one that no rule explains), and they
+        are ordered and given their verdict with the rest. ``checkpoints``: (path, step) of checkpoints seen
+        outside the signals (the same checkpoints), which a verdict may resume from."""
         state = self.state
+        outside = list(outside)
         found: list[Finding] = []
         # three tiers: the rules, the fallback rules (with the rules' findings at hand), and the last-resort rules
         # that read how a log ends (with every other finding at hand: they speak only when nobody else did)
         found.extend(self._earlier)
-        for tier in (0, 1, 2):
+        for tier, rules in enumerate(self._tiers()):
             if tier:
-                state.findings = list(found)
-            # within a tier the fallback family's generic readers (GD990-GD999) come after the other fallbacks
-            for r in sorted(self.rules, key=lambda r: id_in_family(r.meta.id, "fallback")):
-                if _tier(r) == tier:
-                    try:
-                        new = r.finish(state)
-                    except OUT_OF_RANGE:
-                        continue  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
-                    found.extend(new)
-                    if tier:  # a fallback sees the fallbacks before it too (GD220 quoted the line GD999 would)
-                        state.findings.extend(new)
+                state.findings = list(found) + outside
+            for r in rules:
+                try:
+                    new = r.finish(state)
+                except OUT_OF_RANGE:
+                    continue  # one rule's arithmetic on an absurd value (issue 18 point 16): the others still report
+                found.extend(new)
+                if tier:  # a fallback sees the fallbacks before it too (GD220 quoted the line GD999 would)
+                    state.findings.extend(new)
         # every computed fix re-checked against the run it is for (doctor/swift/fixcheck.py): no fix that names the
         # value the run has, a flag its version lacks, or a batch that still breaks; then the relaunch command.
         # The alternatives of each finding that is only possible: the other findings are all at hand here
@@ -292,7 +310,9 @@ class Session:
         # size 1, a model size, a version to install) checked against what the run shows (doctor/claims.py)
         kind = kind or state.trainer_kind()
         found = [check_claims(f, run_facts(state, f, _run_of(state, f), kind))[0] for f in found]
-        return assess(refine(order(state.place(found)), state.run, state.checkpoints, ended=state.ended,
+        ckpts = list(state.checkpoints)
+        ckpts += [c for c in checkpoints if c not in ckpts]
+        return assess(refine(order(state.place(found) + outside), state.run, ckpts, ended=state.ended,
                              broken_at=state.broken_at))
 
 

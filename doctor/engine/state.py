@@ -45,7 +45,7 @@ STATE_WORDS: frozenset[str] = frozenset(
 class RunState:
     run: RunConfig = field(default_factory=RunConfig)
     preflight: bool = False                                       # no run yet: judging the command alone
-    facts: dict = field(default_factory=dict)                     # preflight inputs read by its driver (model, GPU)
+    facts: dict = field(default_factory=dict)   # preflight inputs (model, GPU); watch: ended_by_signal (ckpt.py)
     console_metrics: bool = True                                  # metric rows read from console lines
     exceptions: list[ExceptionInfo] = field(default_factory=list)  # first exceptions seen (capped)
     tails: dict[str, deque[LogLine]] = field(default_factory=dict)  # last lines of each log input

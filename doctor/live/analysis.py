@@ -74,14 +74,18 @@ class Analysis:
                     next_gpu = now + self.o.gpu_interval
                     self._sample(now)
                 self._hang_tick(now)
+                # one evaluation of the rules serves both when the live check and the report refresh fall due in the
+                # same tick (they do at the first one, 5 s in): nothing was fed between them
+                found = None
                 if now >= next_eval:
                     t = time.perf_counter()
-                    self._evaluate(final=False)
+                    found = self._findings(final=False)
+                    self._evaluate(final=False, found=found)
                     # evaluating all rules costs more as the run grows: keep it under ~5% of a core
                     next_eval = now + max(self.o.eval_interval, 20 * (time.perf_counter() - t))
                 if now >= next_report:
                     next_report = now + self.o.report_interval
-                    self._write_report(self._report(final=False))
+                    self._write_report(self._report(final=False, found=found))
             except Exception as e:  # noqa: BLE001 - the run must go on even if the doctor breaks
                 self._analysis_failed(e)
         if self.end_skipped:
@@ -238,8 +242,12 @@ class Analysis:
             self.session.emit(DiskTick(self.clock() - self.t0, self.run_dir, free,
                                                                     int(need * 1.05), "size of the last checkpoint"))
 
-    def _check_ckpt(self, c) -> None:
-        found = integrations.check_checkpoint([c.path], run=self.session.run)
+    def _check_ckpt(self, c, ended_by: tuple[str, float] | None = None) -> None:
+        """The checkpoint rules on one settled checkpoint folder; ``ended_by``: (signal name, seconds) when the
+        command was killed by a signal watch did not send before the folder was complete (at the end of the run)."""
+        self.checkpoints_seen.append((c.path, c.step))
+        found = integrations.check_checkpoint([c.path], run=self.session.run,
+                                              facts={"ended_by_signal": ended_by} if ended_by else None)
         if not found:
             return
         self.extra.extend(found)

@@ -32,20 +32,25 @@ class Reporting:
                 memo = self._provenance_memo = {}
             prov = provenance.for_session(self.session, memo)
             self.session.run.inferred_versions = prov.narrow()
-            found = prov.annotate(self.session.finish())
+            # the checkpoint rules' findings (each checkpoint checked as it was saved) join the rules' own: ordered
+            # and given a verdict with them, against every checkpoint watch saw (a cut checkpoint-4 leaves
+            # checkpoint-2 to resume from), and seen by the fallbacks (GD995 is for a failure no rule explains)
+            found = prov.annotate(self.session.finish(outside=self.extra, checkpoints=self.checkpoints_seen))
             # the fixes in the terms of the framework that ran (doctor/swift/terms.py), detected as analyze detects it
             from ..analyze import in_run_terms
             self.report_framework = self._framework(final)
             found = in_run_terms(found, self.report_framework)
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
-            found = []
+            found = order(list(self.extra))
         if not final and not hung and not getattr(self, "hung", False):
             found = [f for f in found if f.rule_id not in _POSTMORTEM_ONLY]
-        return order(found + list(self.extra)) if self.extra else found
+        return found
 
-    def _evaluate(self, final: bool) -> None:
-        for f in self._findings(final):
+    def _evaluate(self, final: bool, found: list | None = None) -> None:
+        """Say each finding at warning or above once (again when its severity rises); ``found``: the findings of this
+        moment when the caller has them already (the report refreshed in the same tick)."""
+        for f in (self._findings(final) if found is None else found):
             if f.severity < Severity.warning:
                 continue
             prev = self.printed.get(f.rule_id)
@@ -85,8 +90,8 @@ class Reporting:
         })
         return info
 
-    def _report(self, final: bool, hung: bool = False) -> Report:
-        findings = self._findings(final, hung)
+    def _report(self, final: bool, hung: bool = False, found: list | None = None) -> Report:
+        findings = self._findings(final, hung) if found is None else found
         if self.first_error_time is None and any(f.severity >= Severity.error for f in findings):
             self.first_error_time = time.time()
         info = self._run_info(self.status, getattr(self, "exit_code", None), final, self.report_framework)

@@ -41,6 +41,7 @@ def dir_size(path: str) -> tuple[int, int]:
 
 
 OUT_OF_RUN = "a symlink out of the run directory, not followed"
+FAST_AFTER = 64   # logging.jsonl records read with json before the faster decoder (as engine/columns.py's numpy)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class JsonlTail:
     offset: int = 0
     splitter: LineSplitter = field(default_factory=lambda: LineSplitter(16 * 1024 * 1024))
     root: str | None = None  # the run folder: a link out of it is never read, even one made after the scan
+    rows: int = 0            # records read so far
 
     def read(self) -> Iterator[tuple[int, dict]]:
         """The rows appended since the last call, read a piece at a time: a 100 MB logging.jsonl that appeared at once
@@ -71,9 +73,19 @@ class JsonlTail:
                     return
                 self.offset += len(data)
                 for lineno, raw in self.splitter.feed(data):
-                    values = metrics_src.parse_jsonl(decode(raw))
+                    # json for the first rows: importing msgspec or orjson (~10 ms) costs more than a short run's
+                    # few rows save with it (the values are the same: parse_jsonl)
+                    values = metrics_src.parse_jsonl(decode(raw), self.rows >= FAST_AFTER)
                     if values is not None:
+                        self.rows += 1
                         yield lineno, values
+
+
+def _maybe_link(e: os.DirEntry) -> bool:
+    try:
+        return e.is_symlink()
+    except OSError:
+        return True   # not known: realpath decides
 
 
 class RunDirWatcher:
@@ -116,7 +128,10 @@ class RunDirWatcher:
                 mtime = e.stat().st_mtime
             except OSError:
                 continue
-            if kind != "ckpt" and link_out(e.path, self.root):  # as analyze: skipped, named, not followed
+            # as analyze: a link out of the run folder is skipped, named, not followed. The walk enters real folders
+            # only, so an entry that is no symlink itself is inside: no realpath for it (every old run's files of a
+            # reused output folder, every 2 s)
+            if kind != "ckpt" and _maybe_link(e) and link_out(e.path, self.root):
                 self.skipped.setdefault(e.path, OUT_OF_RUN)
                 continue
             if kind == "ckpt":
@@ -200,12 +215,21 @@ def output_dir_of(argv: list[str]) -> str | None:
 
 
 def node_identity(env: dict[str, str] | os._Environ) -> tuple[int | None, str]:
-    import socket
+    host = _hostname()
     for k in ("NODE_RANK", "SLURM_NODEID", "GROUP_RANK", "RANK"):
         v = env.get(k)
         if v is not None and v.strip().isdigit():
-            return int(v), socket.gethostname()
-    return None, socket.gethostname()
+            return int(v), host
+    return None, host
+
+
+def _hostname() -> str:
+    """gethostname(2), which on POSIX is uname(2)'s nodename: without importing socket (~3 ms of every start)."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return uname().nodename
+    import socket
+    return socket.gethostname()
 
 
 def console_name(node_rank: int | None, kind: str) -> str:

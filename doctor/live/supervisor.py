@@ -90,6 +90,7 @@ class Watch(Analysis, Hangs, Reporting):
         self.signals: list[int] = []
         self.printed: dict[str, Severity] = {}
         self.extra: list = []             # findings from the checkpoint rules
+        self.checkpoints_seen: list[tuple[str, int | None]] = []   # (path, step) of the checkpoints checked
         self.hang_reports = 0
         self.status = "starting"
         self.first_error_time: float | None = None
@@ -307,8 +308,16 @@ class Watch(Analysis, Hangs, Reporting):
 
     def _finish(self, rc: int) -> int:
         self._guard(self._scan)
+        # the folders not complete until now were being written when the command ended: by a signal from outside
+        # (a scheduler's SIGTERM, the OOM killer's SIGKILL), that signal is why they are cut
+        ended_by = None
+        if rc < 0 and not self.stopped:
+            try:
+                ended_by = (signal.Signals(-rc).name, self.clock() - self.t0)
+            except ValueError:
+                pass
         for c in self.rundir.settle_all():
-            self._guard(self._check_ckpt, c)
+            self._guard(self._check_ckpt, c, ended_by)
         code = EXIT_STOPPED if self.stopped else (128 - rc if rc < 0 else rc)
         self.status = "stopped-by-watch" if self.stopped else ("exited" if rc == 0 else "failed")
         self.exit_code = code

@@ -235,11 +235,13 @@ JSON_NAMES = ("config.json", "adapter_config.json", "args.json", "trainer_state.
 
 
 def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool = True,
-                    sizes: dict[str, Any] | None = None) -> CheckpointFacts:
+                    sizes: dict[str, Any] | None = None, library: bool = True) -> CheckpointFacts:
     """Everything the rules need about one checkpoint directory. Reads sizes, headers and small JSON files.
 
     ``sizes``: bytes of checkpoint directories already measured, shared by the calls for the checkpoints of one
-    run (each call adds its own and its siblings'), so that N checkpoints cost N directory walks, not N^2."""
+    run (each call adds its own and its siblings'), so that N checkpoints cost N directory walks, not N^2.
+    ``library``: safetensors' own parser on every weights file (False: only on one our checks found broken;
+    safetensors_header.read_header)."""
     facts = CheckpointFacts(display or str(d))
     for entry in sorted(os.listdir(d)):
         p = d / entry
@@ -269,7 +271,7 @@ def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool 
         if ff.dangling or name in facts.skipped:  # a link out of the checkpoint: its bytes never reach the report
             continue
         if name.endswith(".safetensors"):
-            facts.headers[name] = read_header(str(d / name), ff.size)
+            facts.headers[name] = read_header(str(d / name), ff.size, library)
         elif name in JSON_NAMES:
             facts.jsons[name] = _read_json(d / name, ff.size, root=d)
     if "latest" in facts.files and 0 < facts.files["latest"].size < 4096:

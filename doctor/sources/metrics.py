@@ -189,17 +189,19 @@ def _learn_layout(keys: tuple[str, ...]) -> None:
     _LAYOUTS = ((keys, pattern),) + _LAYOUTS[:_MAX_LAYOUTS - 1]
 
 
-def parse_jsonl(text: str) -> dict[str, Any] | None:
+def parse_jsonl(text: str, fast_ok: bool = True) -> dict[str, Any] | None:
     """One logging.jsonl record (JSON with NaN/Infinity allowed), numbers as floats.
 
     With orjson (optional, the `full` extra) a record is decoded ~4x faster; a record orjson refuses (NaN,
     Infinity, a number beyond float, a lone surrogate) or one holding a list or an object (orjson reads a
-    huge integer inside them as a float, json as an int) is decoded again by json: the values are json's."""
+    huge integer inside them as a float, json as an int) is decoded again by json: the values are json's.
+    ``fast_ok`` False: json alone (the same values), for a reader of a few rows that would pay more to import the
+    faster decoder than it saves."""
     text = text.strip()
     if not text.startswith("{"):
         return None
     obj = None
-    fast = _fast_loads if _fast_loads is not _UNSET else _fast_decoder()
+    fast = None if not fast_ok else _fast_loads if _fast_loads is not _UNSET else _fast_decoder()
     if fast is not None:
         try:
             obj = fast(text)

@@ -90,13 +90,20 @@ def parse_lfs_pointer(head: bytes) -> dict[str, str] | None:
     return out
 
 
-def read_header(path: str, size: int) -> HeaderFacts:
-    """Header facts of one ``.safetensors`` file of ``size`` bytes. Reads at most the header bytes."""
+def read_header(path: str, size: int, library: bool = True) -> HeaderFacts:
+    """Header facts of one ``.safetensors`` file of ``size`` bytes. Reads at most the header bytes. ``library``
+    False: the library's parser reads the file only when our own checks found a problem (its message is then the
+    loaders' wording of it). `watch` checks each checkpoint as it is saved: safe_open(framework="numpy") imports
+    numpy, about 0.15-0.2 s of CPU, as much as the rest of watch spends on a short run; `analyze` and `check-ckpt`
+    ask the library every time."""
     facts = HeaderFacts(path, size)
     _own_checks(facts)
     if facts.costly:  # its parser takes as much as json.loads (the 16 MiB header of the test: 245 MiB peak)
         return facts
-    facts.lib_error = _library_check(path) if facts.lfs is None else "git-LFS pointer, not a safetensors file"
+    if facts.lfs is not None:
+        facts.lib_error = "git-LFS pointer, not a safetensors file"
+    elif library or facts.problems:
+        facts.lib_error = _library_check(path)
     return facts
 
 

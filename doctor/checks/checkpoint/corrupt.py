@@ -179,13 +179,34 @@ def no_weights(f: CheckpointFacts) -> str | None:
 _WANT = {"full": "full weights", "lora": "a LoRA adapter"}
 
 
+def cut_by_signal(f: CheckpointFacts, ended_by: tuple[str, float] | None) -> str | None:
+    """Why a checkpoint folder is incomplete when the command that wrote it was killed by a signal (``ended_by``,
+    from watch: the signal's name and the seconds since the launch) before the folder held trainer_state.json, which
+    the trainer writes last (transformers 4.x-5.x Trainer._save_checkpoint: weights, optimizer, scheduler, RNG state,
+    then trainer_state.json); None otherwise."""
+    if not ended_by or "trainer_state.json" in f.files:
+        return None
+    name, secs = ended_by
+    from ..hang._progress import SIGNAL_SENDERS
+    sender = SIGNAL_SENDERS.get(name, "the OOM killer, or a scheduler's or a person's kill -9" if name == "SIGKILL"
+                                else "another process")
+    return (f"The run was killed by {name} {secs:.0f} s after its launch while this checkpoint was being saved (it has "
+            f"no trainer_state.json, which the trainer writes last): {name} comes from {sender}.")
+
+
 class Corrupt(CkptRule):
     def finish(self, ctx: RunState) -> list[Finding]:
         out = []
         newest = {id(g[-1]) for g in newest_per_run(self.inputs)}
+        ended_by = ctx.facts.get("ended_by_signal")
         for inp in self.inputs:
             f = inp.facts
             reasons = corrupt_reasons(f)
+            cut = cut_by_signal(f, ended_by)
+            if cut and not any(n == "trainer_state.json" for n, _, _ in reasons):
+                # a save stopped between two files leaves none of them cut, and still no state to resume from
+                reasons.append(("trainer_state.json", "is missing: the save stopped before its last file",
+                                "resume from the checkpoint before this one"))
             empty = no_weights(f) if inp.gate or inp.expect else None
             if empty and not reasons:
                 out.append(self._empty(inp.facts, empty, inp.expect))
@@ -208,7 +229,14 @@ class Corrupt(CkptRule):
             fix = list(dict.fromkeys(f"{name}: {todo}" for name, _, todo in reasons))[:6]
             resume = any(n in ("trainer_state.json", "optimizer.pt") or n.startswith("global_step")
                          for n, _, _ in reasons)
-            if resume:
+            if cut:
+                msg += " " + cut
+                # transformers' get_last_checkpoint (trainer_utils.py) takes the highest-numbered checkpoint-N folder,
+                # complete or not: a resume that names no folder would pick this one
+                fix = [f"Resume from the last checkpoint saved before this one, named explicitly, and move {f.name} "
+                       "out of the output folder first: a resume that finds the newest checkpoint by itself "
+                       f"picks the highest-numbered folder, {f.name}."] + fix
+            elif resume:
                 fix.append("To resume anyway from the weights alone: --resume_from_checkpoint <ckpt> "
                            "--resume_only_model true (optimizer state is lost).")
             ev = [ev_at(f, name, f"{name}: {why}") for name, why, _ in reasons[:6]]

@@ -162,10 +162,13 @@ class Structural(Rule):
     def finish(self, ctx: RunState) -> list[Finding]:
         pool = getattr(self, "_pool", {})
         memo = pool.get("structural-verdict")
-        if memo is None or memo[0] is not ctx:
-            memo = (ctx, verdict_of(ctx))
+        # one verdict for the structural rules of one finish: the same state and the findings list that finish
+        # handed the fallbacks. watch finishes the same state again every few seconds as the run goes on, and a
+        # verdict from before the traceback arrived must not stand for the one after
+        if memo is None or memo[0] is not ctx or memo[1] is not ctx.findings:
+            memo = (ctx, ctx.findings, verdict_of(ctx))
             pool["structural-verdict"] = memo
-        v: Verdict | None = memo[1]
+        v: Verdict | None = memo[2]
         if v is None or v.entry.category != self.meta.category:
             return []
         found = self._finding(v, ctx)
