@@ -97,6 +97,16 @@ class RunState:
         rows = max((f.logged for k, f in self.metric_facts.items() if k in ("loss", "grad_norm")), default=0)
         return of_run(self.run, self.exceptions, self.open_tracebacks, self.tails, self.metric_marks, rows)
 
+    def whole_log(self) -> bool:
+        """A log from its launch (a command, launcher lines or an argument dump was read), not a pasted excerpt."""
+        run = self.run
+        return bool(run.launches or run.command_texts or run.args or run.command)
+
+    def lines_after(self, path: str, seq: int, n: int) -> list[LogLine]:
+        """The first ``n`` lines of the log ``path`` printed after the line (or exception) of sequence ``seq``, from
+        its kept end (a message wrapped onto the next lines, the list pydantic or transformers print under it)."""
+        return [t for t in self.tails.get(path) or () if t.seq > seq][:n]
+
     def at(self, where: Evidence | Where) -> RunState:
         """The state as the run holding this line (an evidence line, an exception's place) saw it: with several
         runs appended to one log (issue 17.16), that run's configuration instead of the last run's (``self``

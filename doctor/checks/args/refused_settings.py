@@ -17,7 +17,7 @@ _FOLLOWING = 12  # the list may follow the exception line (transformers prints i
 def _flags(hit: Hit, ctx: RunState) -> dict[str, str]:
     texts = [hit.exc.message if hit.exc else hit.evidence.text]
     if hit.exc is not None:
-        texts += [t.text for t in ctx.tails.get(hit.evidence.path) or () if t.seq > hit.exc.seq][:_FOLLOWING]
+        texts += [t.text for t in ctx.lines_after(hit.evidence.path, hit.exc.seq, _FOLLOWING)]
     flags: dict[str, str] = {}
     for text in texts:
         for name, value in _SET.findall(text):
@@ -63,7 +63,7 @@ _FIELD = lazyre.compile(r"'(\w+)'")
 def accelerate_ds_fields_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     h = hits[0]
     text = " ".join([h.groups.get("fields") or ""] + (
-        [t.text for t in ctx.tails.get(h.evidence.path) or () if t.seq > h.exc.seq][:2] if h.exc else []))
+        [t.text for t in ctx.lines_after(h.evidence.path, h.exc.seq, 2)] if h.exc else []))
     fields = list(dict.fromkeys(_FIELD.findall(text.split("]")[0])))
     listed = ", ".join(fields)
     msg = ("accelerate was given a DeepSpeed config file (deepspeed_config_file) and its own config also sets "

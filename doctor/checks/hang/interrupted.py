@@ -124,8 +124,7 @@ def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | N
 def excerpt_from_signal(ctx: RunState, line: LogLine) -> bool:
     """The log is a paste that starts at the launcher's death-signal line: no launch lines, command or arguments read,
     and nothing before it. No training step in it says nothing of the steps before."""
-    run = ctx.run
-    return line.where.line <= 2 and not (run.launches or run.command_texts or run.args or run.command)
+    return line.where.line <= 2 and not ctx.whole_log()
 
 
 def signal_excerpt_message_and_fix(line: LogLine, sig: str) -> tuple[str, list[str], list[Evidence]]:

@@ -51,12 +51,6 @@ def _error_after(ctx: RunState, seq: int) -> bool:
     return any(x.seq > seq for x in ctx.exceptions) or any(line.seq > seq for line, _ in ctx.open_tracebacks or ())
 
 
-def _whole_log(ctx: RunState) -> bool:
-    """A log from its launch (a command, launcher lines or an argument dump was read), not a pasted excerpt."""
-    run = ctx.run
-    return bool(run.launches or run.command_texts or run.args or run.command)
-
-
 class LogEnd(Rule):
     """One class for GD323, GD324 and GD326: each catalog entry keeps the endings of its own category (options.want)."""
 
@@ -106,7 +100,7 @@ class LogEnd(Rule):
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
         elif self.want in ("warnings", "words") and not warned and not ctx.exceptions and not ctx.open_tracebacks \
-                and not (_whole_log(ctx) or self._signal_line(lines) or self._error_line(lines)):
+                and not (ctx.whole_log() or self._signal_line(lines) or self._error_line(lines)):
             # an excerpt with no signal or error line: its last warning (GD329), else words that name a failure (GD328)
             warning = self._warning_line(lines)
             e = warning if self.want == "warnings" else None if warning else self._failure_words(lines)
@@ -199,7 +193,7 @@ class LogEnd(Rule):
             msg += " " + boundary[0]
         if e.kind in ("warning", "words"):
             msg += f" Paste next: {PASTE_NEXT['warning']}."
-        elif not _whole_log(ctx):
+        elif not ctx.whole_log():
             msg += (" No launch command or argument dump was read from this log, so it may be an excerpt: it shows where the run "
                     f"stopped, not why. Paste next: {PASTE_NEXT[paste_key(e)]}.")
         if e.kind == "signal":

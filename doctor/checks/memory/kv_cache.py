@@ -81,7 +81,7 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     tokens_read = m.group("tokens") if m else None
     if m and tokens_read is None:
         # the message hard-wrapped right after "KV cache (": its number opens the next line of the same log
-        after = [t for t in ctx.tails.get(h.evidence.path) or () if t.seq > (h.exc.seq if h.exc else h.seq)][:1]
+        after = ctx.lines_after(h.evidence.path, h.exc.seq if h.exc else h.seq, 1)
         n = _WRAPPED_TOKENS.match(after[0].text) if after else None
         tokens_read = n.group(1) if n else None
         if tokens_read is None:

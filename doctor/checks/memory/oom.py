@@ -99,7 +99,8 @@ class OomRule(PatternRule):
         if oom_hits:  # runs appended to one log: the configuration of the run that ran out of memory
             ctx = ctx.at(oom_hits[0].evidence)
         f = facts_of(ctx.run, frames_all)
-        f.vllm_possible = vllm_possible(ctx.framework()[0], frames_all, f)
+        told = ctx.framework()[0]
+        f.vllm_possible = vllm_possible(told, frames_all, f)
         if context:
             c = context[-1]
             f.max_pixels_log = (int(c.groups["maxpix"]), "Using environment variable" in c.evidence.text)
@@ -170,7 +171,7 @@ class OomRule(PatternRule):
                                             and best_side.stage in ("rollout server", "engine", "vision encoder"))
             server = server or (f.server_launch is not None and f.mode == "server")
             stage = best_side.stage or "generation"
-            serving = not server and ctx.framework()[0] == "vllm"  # vLLM alone: a server, no trainer beside it
+            serving = not server and told == "vllm"  # vLLM alone: a server, no trainer beside it
             owner = "the vLLM rollout server" if server else "the vLLM engine" if serving else "the vLLM rollout engine"
             msg = f"Out of GPU memory in {owner}{where}, during {_the(stage)}{_where(best_side)}."
             if "cumem" in text:

@@ -18,7 +18,7 @@ def _pprinted(hit: Hit, ctx: RunState) -> str:
     closes the parenthesis, each without its quotes."""
     first = hit.groups["pp"].rstrip()
     parts = [first[:-1] if first[-1:] in ("'", '"') else first]  # the rest of the first piece, without its quote
-    tail = [t for t in ctx.tails.get(hit.evidence.path) or () if t.seq > hit.seq][:40]
+    tail = ctx.lines_after(hit.evidence.path, hit.seq, 40)
     for t in tail:
         parts.append(t.text)
         if t.text.rstrip().endswith(")"):

@@ -19,7 +19,7 @@ _LIMIT_RULES = ("GD242", "GD243", "GD244")
 def _value_error(h: Hit, ctx: RunState) -> str | None:
     texts = [h.exc.message] if h.exc else []
     if h.exc is not None:
-        texts += [t.text for t in ctx.tails.get(h.evidence.path) or () if t.seq > h.exc.seq][:_FOLLOWING]
+        texts += [t.text for t in ctx.lines_after(h.evidence.path, h.exc.seq, _FOLLOWING)]
     for text in texts:
         m = _VALUE_ERROR.search(text)
         if m:
