@@ -209,7 +209,8 @@ class MetricsNonFinite(Rule):
         if self.n_metric_only == self.n_bad:
             return [metric_only_finding(self, s, run, first, bad_keys, self.n_bad, self.rows, self._excerpt())]
         if core and all("logits/" in k for k in core) and _finite_at(s, first, "loss"):
-            return [_logits_statistic_finding(self, s, first, core, self.n_bad, self.rows)]
+            logps = [k for k, v in self.first.values.items() if "logps/" in k and num(v) is not None and not _bad(num(v))]
+            return [_logits_statistic_finding(self, s, first, core, self.n_bad, self.rows, bool(logps))]
         kl_first = core == ["kl"]
         vals = ", ".join(f"{k} {fmt(s.cols[k][first]) if k in s.cols else 'nan'}" for k in bad_keys[:6])
         msg = (f"Non-finite metrics from {s.label(first)} on ({vals}); {self.n_bad} of {self.rows} logged steps are "
@@ -265,7 +266,8 @@ def _finite_at(s: Series, i: int, key: str) -> bool:
     return v is not None and not _bad(v)
 
 
-def _logits_statistic_finding(rule: Rule, s: Series, first: int, core: list[str], n_bad: int, rows: int) -> Finding:
+def _logits_statistic_finding(rule: Rule, s: Series, first: int, core: list[str], n_bad: int, rows: int,
+                              logps_finite: bool) -> Finding:
     """A preference trainer's logits/chosen and logits/rejected NaN while its loss is finite: trl's DPO family logs the
     mean of the raw logits over the completion tokens as a statistic; the loss is computed from the log-probabilities,
     so a NaN only there did not reach the update (a warning)."""
@@ -273,8 +275,9 @@ def _logits_statistic_finding(rule: Rule, s: Series, first: int, core: list[str]
     finite = [f"{k} {fmt(s.cols[k][first])}" for k in ("loss", "grad_norm") if _finite_at(s, first, k)]
     msg = (f"{vals} at {s.label(first)} ({n_bad} of {rows} logged steps), while {' and '.join(finite)} "
            f"{'is' if len(finite) == 1 else 'are'} finite. The logits values are a logged statistic (the mean of the "
-           "raw logits over the completion tokens); the loss is computed from the log-probabilities, which are finite "
-           "here, so the NaN is in that statistic (an empty selection of tokens, or an overflow of the mean in half "
+           "raw logits over the completion tokens); the loss is computed from the log-probabilities"
+           + (", which are finite here" if logps_finite else " (not logged in this row)")
+           + ", so the NaN is in that statistic (an empty selection of tokens, or an overflow of the mean in half "
            "precision), not in what the update used.")
     fix = ["Watch loss and grad_norm over the next steps: while they stay finite the updates are unaffected; if they "
            "turn NaN too, train in bfloat16 or float32 and lower the learning rate.",

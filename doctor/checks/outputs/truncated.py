@@ -73,8 +73,14 @@ class CompletionsTruncated(SeriesRule):
                     # every completion was clipped, so every one is exactly max_completion_length long: their mean
                     # length is the cap itself
                     cap = round(sum(lens) / len(lens))
+                    # a framework's default only where that framework may have run (one told otherwise has its own)
+                    fw = ctx.framework()[0]
                     defaults = {256: f", and {cap} is TRL's default, so the run likely leaves it unset",
                                 512: f", and {cap} is ms-swift's default, so the run likely leaves it unset"}
+                    if fw == "ms-swift":
+                        defaults.pop(256)
+                    elif fw is not None:
+                        defaults.pop(512)
                     fix.append(f"Raise --max_completion_length from {cap} to {512 if cap < 256 else 2 * cap} or more: "
                                f"with every completion clipped, their mean length is the cap (computed)"
                                f"{defaults.get(cap, '')}. Step time and memory grow roughly linearly with it.")
