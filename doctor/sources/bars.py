@@ -59,8 +59,10 @@ BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:", "Loading weights", "Loa
 READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
                      "doctor.checks.numerics.probability_tensor.ProbabilityTensorNaN",
                      "doctor.checks.distributed.host_oom.HostOomKilled"})
-BAR = lazyre.compile(rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/\d+ "
-                 rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
+# a pure bar's shape (its source also reads every bar line of a run at once: sources/step_runs.py)
+BAR_SOURCE = (rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/\d+ "
+              rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
+BAR = lazyre.compile(BAR_SOURCE)
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
 ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)

@@ -26,16 +26,18 @@ import os
 import stat
 import threading
 from collections import deque
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..gate import cached_words, engine
 from ..progress import METER
 from ..signals import LogLine, Where
 from . import bars as bars_mod
+from . import step_runs
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 from .matchers import HyperscanMatcher, Matcher, matcher_for
 from .quiet import QuietLines
 from .saves import SaveLines
+from .step_runs import StepRuns, run_in_buffer, step_line
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process
@@ -65,10 +67,14 @@ class ChunkScanner:
         self.quiet: QuietLines | None = None
         # checkpoint save lines among console metric rows, which do not end their block (sources/saves.py)
         self.saves: SaveLines | None = None
+        # runs of pure bars and lone metric dicts, read at once (sources/step_runs.py); None: line by line
+        self.runs: StepRuns | None = None
+        self._run_most = step_runs.RUN_MIN   # lines the next run may hold: doubles after a run read whole, back to RUN_MIN after
         if os.environ.get("GRPO_DOCTOR_BARS") != "all" and bars_mod.summarisable(session):
             self.bars = bars_mod.BarStretch(session)
             self.quiet = QuietLines.of(session)
             self.saves = SaveLines.of(session)
+            self.runs = StepRuns.of(self.bars)
 
     # ------------------------------------------------------------------ feeding
     def _sticky(self) -> bool:
@@ -108,6 +114,18 @@ class ChunkScanner:
         for line in self.reader.line(self.lineno, data):
             feed(line)
 
+    def _run(self, lines: list[bytes]) -> int:
+        """Read ``lines``, candidates that follow each other from the next line on, as a run of step lines (see
+        sources/step_runs.py), up to the first that is not one: returns how many were read. The scanner looks ahead
+        for a run of ``_run_most`` lines, which grows while runs are read whole: a run cut short costs a look at
+        as many lines as were read before it, not at RUN_MAX."""
+        took = self.runs.take(lines, self.lineno + 1, self.counter[0] + 1, self.path) if self.runs is not None else 0
+        self._run_most = min(self._run_most * 2, step_runs.RUN_MAX) if took == len(lines) else step_runs.RUN_MIN
+        self.lineno += took
+        self.counter[0] += took   # each a message
+        self.fed += self.runs.rows_read if self.runs is not None else 0   # as metric_line counts them (bars: not fed)
+        return took
+
     def _flush(self) -> None:
         """Feed the bars kept since the last line fed, with their own line numbers and seqs."""
         if self.bars is not None:
@@ -136,13 +154,31 @@ class ChunkScanner:
         """``buf[:n]`` holds whole lines (``buf[n - 1]`` is a newline)."""
         pos = self._sticky_run(buf, view, 0, n)
         count, find, rfind = buf.count, buf.find, buf.rfind
-        for hit in self.matcher.ends(buf, view, n):
+        hits = self.matcher.ends(buf, view, n)
+        runs = self.runs
+        if runs is not None and not isinstance(hits, list):
+            hits = list(hits)
+        i, nh = 0, len(hits)  # type: ignore[arg-type]
+        while i < nh:
+            hit = hits[i]  # type: ignore[index]
+            i += 1
             if hit <= pos:
                 continue  # on a line already fed
             start = rfind(b"\n", pos, hit) + 1 or pos
             end = find(b"\n", hit - 1, n)
             if start > pos:
                 self._skip(count(b"\n", pos, start))
+            if runs is not None and end - start <= MAX_LINE and step_line(buf, start, end):
+                last, after = run_in_buffer(buf, start, end, n, hits, i, self._run_most)  # type: ignore[arg-type]
+                lines = bytes(view[start:last]).split(b"\n")
+                took = self._run(lines)
+                if took:
+                    if took == len(lines):
+                        i, pos = after, last + 1
+                    else:   # the line after them is fed as any (the next hits up to it are on lines read)
+                        pos = start + sum(map(len, lines[:took])) + took
+                    pos = self._sticky_run(buf, view, pos, n)
+                    continue
             self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
             pos = self._sticky_run(buf, view, end + 1, n)
         if pos < n:
@@ -268,13 +304,21 @@ class ChunkScanner:
                     break
                 if k:   # the progress bar: the reads here are preads (no file offset); a batch may be empty
                     METER.at(payload[3 * k - 1])
-                for i in range(0, 3 * k, 3):
+                i, stop = 0, 3 * k
+                while i < stop:
                     start = payload[i + 1]
                     if start < pos:
+                        i += 3
                         continue  # fed already, by a sticky run
                     end = payload[i + 2]
                     self._skip(payload[i] - 1 - self.lineno)
-                    self._feed(os.pread(fd, min(end - start, MAX_LINE), start), True)
+                    i += 3
+                    if self.runs is not None and end - start <= MAX_LINE:
+                        j = self._run_of_records(fd, payload, i, stop, start)
+                        if j:
+                            i, end = j, payload[j - 1]
+                    else:
+                        self._feed(os.pread(fd, min(end - start, MAX_LINE), start), True)
                     pos = end + 1
                     if sticky():
                         pos = self._sticky_file(fd, pos, size)
@@ -286,6 +330,31 @@ class ChunkScanner:
             return stream.tell()
         self._skip(total - self.lineno)
         return size
+
+    def _run_of_records(self, fd: int, payload: Any, i: int, stop: int, start: int) -> int:
+        """The candidate line at ``start`` (the record before ``payload[i]``, at most MAX_LINE long), fed, or read with
+        the candidates that follow it line after line as a run of step lines (sources/step_runs.py) when it starts one.
+        Returns the index of the first record past the lines read, or 0 (that line fed alone)."""
+        end = payload[i - 1]
+        data = os.pread(fd, end - start, start)
+        if not step_line(data, 0, len(data)):
+            self._feed(data, True)
+            return 0
+        j = i
+        while j < stop and j - i < 3 * (self._run_most - 1) and payload[j + 1] == payload[j - 1] + 1 and \
+                payload[j + 2] - payload[j + 1] <= MAX_LINE:
+            j += 3   # the next candidate is the next line
+        lines = [data]
+        if j > i:
+            for line in os.pread(fd, payload[j - 1] - end - 1, end + 1).split(b"\n"):
+                if not step_line(line, 0, len(line)):
+                    break
+                lines.append(line)
+        took = self._run(lines)
+        if took:
+            return i + 3 * (took - 1)
+        self._feed(data, True)
+        return 0
 
     def _sticky_file(self, fd: int, pos: int, size: int) -> int:
         """Feed whole lines from offset ``pos`` while the session is sticky; returns the new offset."""
