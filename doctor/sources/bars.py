@@ -50,9 +50,9 @@ from .. import lazyre
 from ..gate import WordGate, engine
 from ..signals import LogLine, Metrics, Where
 from . import metrics as msrc
-from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
+from .train_bars import TRAIN_PRES, TrainBar, bar_line
 
 BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:", "Loading weights", "Loading checkpoint shards"})
 # the rules that read pure bars, each only as above (class names, so that sources/ imports no rule)
@@ -60,7 +60,7 @@ READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
                      "doctor.checks.numerics.probability_tensor.ProbabilityTensorNaN",
                      "doctor.checks.distributed.host_oom.HostOomKilled"})
 # a pure bar's shape (its source also reads every bar line of a run at once: sources/step_runs.py)
-BAR_SOURCE = (rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/\d+ "
+BAR_SOURCE = (rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/(?P<n>\d+) "
               rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
 BAR = lazyre.compile(BAR_SOURCE)
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
@@ -162,8 +162,9 @@ class BarStretch:
             if len(self._keys) >= MAX_KEYS:
                 return False
             slot = self._keys[key] = [None, None, None, None, -1]
-        entry = (lineno, seq, data, words)
         k = int(m.group("k"))
+        # (line, seq, text, words, step, the total of a Train bar or None): see train_bars.py
+        entry = (lineno, seq, data, words, k, int(m.group("n")) if pre.rstrip(b" ") in TRAIN_PRES else None)
         _keep(slot, entry, k)
         if self._row_seen:
             near = self._since_row.get(key)
@@ -262,22 +263,30 @@ class BarStretch:
         if clear:
             keys.clear()
         for n in sorted(out):
-            _, seq, data, words = out[n]
-            line = lines.get(n) if lines is not None else None
-            if line is None:
-                text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
-                if text.endswith("\r"):
-                    text = text[:-1]
-                raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
-                line = LogLine(text, raw, Where(path, n), None, seq, "")
-                if lines is not None:
-                    lines[n] = line
-            for r in self._rules(words, reads_rows):
-                if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
-                    self._between.append((len(self.rows), line, r))
-                else:
-                    r.feed(line)
+            self._feed_bar(path, out[n], reads_rows, lines)
         return len(out)
+
+    def _feed_bar(self, path: str, entry: tuple[Any, ...], reads_rows: bool | None,
+                  lines: dict[int, LogLine] | None = None) -> None:
+        """Feed one kept bar as _feed_kept does (``entry``: see take)."""
+        n, seq, data, words, k, total = entry
+        rules = self._rules(words, reads_rows)
+        if total is not None and lines is None and reads_rows and self.rows and all(
+                getattr(r, "takes_train_bars", False) for r in rules):   # held among the rows: its line if kept
+            held = TrainBar(k, total, seq, n, data, path)
+            for r in rules:
+                self._between.append((len(self.rows), held, r))
+            return
+        line = lines.get(n) if lines is not None else None
+        if line is None:
+            line = bar_line(data, path, n, seq)
+            if lines is not None:
+                lines[n] = line
+        for r in rules:
+            if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
+                self._between.append((len(self.rows), line, r))
+            else:
+                r.feed(line)
 
     def _rules(self, words: frozenset[str], reads_rows: bool | None) -> tuple[Any, ...]:
         """The rules a line holding exactly ``words`` goes to that read Metrics too (``reads_rows``), or not (False), or

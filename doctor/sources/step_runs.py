@@ -40,12 +40,22 @@ from .bars import _KEPT_ALL, BAR_SOURCE, BarStretch, _keep
 from .logtext import MAX_LINE
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
+from .train_bars import TRAIN_PRES
 
 ON = True        # False: every line goes the per-line way (the equivalence tests compare both)
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
 RUN_MIN = 8
 _BARS = lazyre.compile(rb"(?m)^(?:" + BAR_SOURCE + rb")$")   # BAR.fullmatch of each line of a block
 _ELSEWHERE = ("/s]", "/it]", msrc.VERL_MARK, "elapsed time per iteration", '"')
+
+
+def _since(since: dict[Any, list[Any]], bars: list[tuple[Any, tuple[Any, ...]]]) -> None:
+    """Keep these (key, entry) bars in BarStretch._since_row, in order, as BarStretch.take does."""
+    for key, entry in bars:
+        near = since.get(key)
+        if near is None:
+            near = since[key] = [None, None, None, None, -1]
+        _keep(near, entry, entry[4])
 
 
 def step_line(buf: Any, s: int, e: int) -> bool:
@@ -68,6 +78,7 @@ class StepRuns:
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
         self._words: dict[tuple[bytes, bytes], frozenset[str]] = {}   # (text before the %, rate) -> a bar's words
+        self._trains: dict[bytes, bool] = {}   # text before the % -> a Train bar's (train_bars.py)
         self._quoted = frozenset(w[1:-1] for w in stretch.metric_words if len(w) > 2 and w[0] == w[-1] == "'")
         # a dict line holding any of these is not read here: a trigger word but the metric literals, what sends a line
         # elsewhere, a vllm of any case, a byte that is not printable ASCII (the scan stops at the first)
@@ -98,37 +109,48 @@ class StepRuns:
         n_rows, n_bars = len(rows), len(got)
         keys, since = stretch._keys, stretch._since_row
         gathered = stretch.rows
+        # the bars since the last row of this run, not kept in since yet: one alone is what _bars_before_row would feed
+        # at the next row (since is empty after a row), so it is fed straight; None: no row of this run yet
+        gap: list[tuple[Any, tuple[Any, ...]]] | None = None
         ri = bi = 0
         for j, row in enumerate(isrow):
             if row:
                 if ri == n_rows:
-                    self.rows_read = ri
-                    return j   # not a row as metric_line reads it here: the lines before it are read
+                    break   # not a row as metric_line reads it here: the lines before it are read
                 values, finite = rows[ri]
                 ri += 1
-                stretch._bars_before_row(path)
+                if gap is None:
+                    stretch._bars_before_row(path)
+                elif len(gap) == 1:
+                    stretch._feed_bar(path, gap[0][1], True)
+                elif gap:
+                    _since(since, gap)
+                    stretch._bars_before_row(path)
+                gap = []
                 gathered.append(Metrics(values, Where(path, lineno + j), seq + j, "console", finite))
                 if len(gathered) >= bars_mod.ROWS_MAX:
                     stretch.emit_rows()
                     gathered = stretch.rows
                 continue
             if bi == n_bars:
-                self.rows_read = ri
-                return j   # not a pure bar
-            key, k = got[bi]
-            entry = (lineno + j, seq + j, bar_lines[bi], key[1])
+                break   # not a pure bar
+            key, k, total = got[bi]
+            entry = (lineno + j, seq + j, bar_lines[bi], key[1], k, total)
             bi += 1
             slot = keys.get(key)
             if slot is None:
                 slot = keys[key] = [None, None, None, None, -1]
             _keep(slot, entry, k)
-            if stretch._row_seen:
-                near = since.get(key)
-                if near is None:
-                    near = since[key] = [None, None, None, None, -1]
-                _keep(near, entry, k)
+            if gap is not None:
+                gap.append((key, entry))
+            elif stretch._row_seen:
+                _since(since, [(key, entry)])
+        else:
+            j = len(lines)
+        if gap:
+            _since(since, gap)   # as line by line: the bars after the last row wait for the next one
         self.rows_read = ri
-        return len(lines)
+        return j
 
     @staticmethod
     def _upto(block: bytes, end: int) -> int:
@@ -136,9 +158,9 @@ class StepRuns:
         return block.count(b"\n", 0, max(end - 1, 0))
 
     # ------------------------------------------------------------------ bars
-    def _bars(self, lines: list[bytes]) -> list[tuple[tuple[bytes, frozenset[str]], int]]:
-        """(key, step) of the bar lines, as BarStretch.take keys them, up to the first that is not a pure bar (or whose
-        key is one too many)."""
+    def _bars(self, lines: list[bytes]) -> list[tuple[tuple[bytes, frozenset[str]], int, int | None]]:
+        """(key, step, total of a Train bar or None) of the bar lines, as BarStretch.take keeps them, up to the first
+        that is not a pure bar (or whose key is one too many)."""
         stretch = self.stretch
         block = b"\n".join(lines)
         while lines and (at := stretch._not_bar.first(block)) >= 0:   # cut before the first line with such a word
@@ -153,7 +175,8 @@ class StepRuns:
         words_of, pres, have = self._words, stretch._pre, stretch._keys
         room = bars_mod.MAX_KEYS - len(have)
         new: set[Any] = set()
-        for (pre, k), line in zip(found, lines):
+        trains = self._trains
+        for (pre, k, n), line in zip(found, lines):
             ok = pres.get(pre)
             if ok is None:
                 ok = not pre.startswith(_KEPT_ALL)
@@ -173,7 +196,12 @@ class StepRuns:
                 if len(new) >= room:
                     break   # BarStretch.take refuses a key past MAX_KEYS
                 new.add(key)
-            out.append((key, int(k)))
+            train = trains.get(pre)
+            if train is None:
+                train = pre.rstrip(b" ") in TRAIN_PRES
+                if len(trains) < 4096:
+                    trains[pre] = train
+            out.append((key, int(k), int(n) if train else None))
         return out
 
     # ------------------------------------------------------------------ rows
