@@ -50,6 +50,7 @@ from .. import lazyre
 from ..gate import WordGate, engine
 from ..signals import LogLine, Metrics, Where
 from . import metrics as msrc
+from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
 from .train_bars import TRAIN_PRES, TrainBar, bar_line
@@ -73,6 +74,17 @@ GATHER = True    # False: each console metric row is emitted alone (the equivale
 
 def _reads_bars(rule: Any) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in READERS for c in type(rule).__mro__)
+
+
+TRAIN = 2   # pre_kind: a pure bar's, whose description is Train (sources/train_bars.py)
+
+
+def pre_kind(pre: bytes) -> int:
+    """What a pure bar's text before the percentage says: 0 no pure bar (the hang rules keep every such bar), TRAIN,
+    else 1."""
+    if pre.startswith(_KEPT_ALL):
+        return 0
+    return TRAIN if pre.rstrip(b" ") in TRAIN_PRES else 1
 
 
 def summarisable(session: Any) -> bool:
@@ -103,7 +115,8 @@ class BarStretch:
         self.rows: list[Metrics] = []   # console metric rows not emitted yet
         self.emitted = 0                # console metric rows emitted so far
         self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
-        self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
+        self._pre: dict[bytes, int] = {}      # the text before the percentage -> pre_kind
+        self._trains: dict[frozenset[str], bool] = {}   # the words of a Train bar -> its rules that read rows take it so
         # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]: the bars since
         # the last line fed whole (for the rules that read no rows: the rows among them are not theirs) and since
         # the last row gathered (for a rule that reads rows too, which takes bars and rows in file order); until a
@@ -141,7 +154,7 @@ class BarStretch:
         pre = m.group("pre")
         ok = self._pre.get(pre)
         if ok is None:
-            ok = not pre.startswith(_KEPT_ALL)
+            ok = pre_kind(pre)
             if len(self._pre) < 4096:
                 self._pre[pre] = ok
         if not ok:
@@ -163,8 +176,8 @@ class BarStretch:
                 return False
             slot = self._keys[key] = [None, None, None, None, -1]
         k = int(m.group("k"))
-        # (line, seq, text, words, step, the total of a Train bar or None): see train_bars.py
-        entry = (lineno, seq, data, words, k, int(m.group("n")) if pre.rstrip(b" ") in TRAIN_PRES else None)
+        # (line, seq, text, words, step, for a Train bar its total or -1 (read when asked), else None): train_bars.py
+        entry = (lineno, seq, data, words, k, -1 if ok == TRAIN else None)
         _keep(slot, entry, k)
         if self._row_seen:
             near = self._since_row.get(key)
@@ -263,30 +276,52 @@ class BarStretch:
         if clear:
             keys.clear()
         for n in sorted(out):
-            self._feed_bar(path, out[n], reads_rows, lines)
+            _, seq, data, words, k, total = out[n]
+            rules = self._rules(words, reads_rows)
+            if total is not None and lines is None and reads_rows and self.rows and self._train_bars(words, rules):
+                held = TrainBar(k, total, seq, n, data, path)   # held among the rows: its line if kept
+                for r in rules:
+                    self._between.append((len(self.rows), held, r))
+                continue
+            line = lines.get(n) if lines is not None else None
+            if line is None:
+                text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message (bar_line)
+                if text.endswith("\r"):
+                    text = text[:-1]
+                raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
+                line = LogLine(text, raw, Where(path, n), None, seq, "")
+                if lines is not None:
+                    lines[n] = line
+            for r in rules:
+                if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
+                    self._between.append((len(self.rows), line, r))
+                else:
+                    r.feed(line)
         return len(out)
 
-    def _feed_bar(self, path: str, entry: tuple[Any, ...], reads_rows: bool | None,
-                  lines: dict[int, LogLine] | None = None) -> None:
-        """Feed one kept bar as _feed_kept does (``entry``: see take)."""
+    def feed_bar(self, path: str, entry: tuple[Any, ...]) -> None:
+        """_feed_kept of one bar to the rules that read rows (sources/step_runs.py: the one bar between two rows)."""
         n, seq, data, words, k, total = entry
-        rules = self._rules(words, reads_rows)
-        if total is not None and lines is None and reads_rows and self.rows and all(
-                getattr(r, "takes_train_bars", False) for r in rules):   # held among the rows: its line if kept
+        rules = self._rules(words, True)
+        if not self.rows:
+            line = bar_line(data, path, n, seq)
+            for r in rules:
+                r.feed(line)
+        elif total is not None and self._train_bars(words, rules):
             held = TrainBar(k, total, seq, n, data, path)
             for r in rules:
                 self._between.append((len(self.rows), held, r))
-            return
-        line = lines.get(n) if lines is not None else None
-        if line is None:
+        else:
             line = bar_line(data, path, n, seq)
-            if lines is not None:
-                lines[n] = line
-        for r in rules:
-            if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
+            for r in rules:
                 self._between.append((len(self.rows), line, r))
-            else:
-                r.feed(line)
+
+    def _train_bars(self, words: frozenset[str], rules: tuple[Any, ...]) -> bool:
+        """Whether every rule of ``rules`` (those reading rows a Train bar holding ``words`` goes to) takes TrainBar."""
+        ok = self._trains.get(words)
+        if ok is None:
+            ok = self._trains[words] = all(getattr(r, "takes_train_bars", False) for r in rules)
+        return ok
 
     def _rules(self, words: frozenset[str], reads_rows: bool | None) -> tuple[Any, ...]:
         """The rules a line holding exactly ``words`` goes to that read Metrics too (``reads_rows``), or not (False), or

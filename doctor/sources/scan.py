@@ -25,6 +25,7 @@ import io
 import os
 import stat
 import threading
+from bisect import bisect_right
 from collections import deque
 from typing import Any, BinaryIO
 
@@ -47,6 +48,8 @@ FORK_MIN = 32 << 20  # smaller logs are scanned in this process
 # measured +30 % CPU on DENSE 60 MB and +25 % on SHORT 20 MB, slower in wall time too. The realistic mix has ~180 per
 # 8 MiB chunk; DENSE ~20,000, SHORT ~40,000
 DENSE_BYTES = 2048
+_STEP_ENDS = (93, 13)   # the last bytes a step line (step_runs.step_line) may end with: a bar's "]" or "\r"
+# a run starts with a dict, or with a bar and a dict after it: bars alone cost less line by line (BarStretch.take)
 
 
 class ChunkScanner:
@@ -163,28 +166,20 @@ class ChunkScanner:
         count, find, rfind = buf.count, buf.find, buf.rfind
         hits = self.matcher.ends(buf, view, n)
         runs = self.runs
-        if runs is not None and not isinstance(hits, list):
-            hits = list(hits)
-        i, nh = 0, len(hits)  # type: ignore[arg-type]
-        while i < nh:
-            hit = hits[i]  # type: ignore[index]
-            i += 1
+        for hit in hits:
             if hit <= pos:
-                continue  # on a line already fed
+                continue  # on a line already fed (or read in a run)
             start = rfind(b"\n", pos, hit) + 1 or pos
             end = find(b"\n", hit - 1, n)
             if start > pos:
                 self._skip(count(b"\n", pos, start))
-            if runs is not None and end - start <= MAX_LINE and step_line(buf, start, end):
-                last, after = run_in_buffer(buf, start, end, n, hits, i, self._run_most)  # type: ignore[arg-type]
+            if runs is not None and (buf[start] == 123 or buf[end + 1] == 123 and buf[end - 1] in _STEP_ENDS) and \
+                    end - start <= MAX_LINE and step_line(buf, start, end):   # a dict, or a bar and then a dict?
+                last = run_in_buffer(buf, start, end, n, hits, bisect_right(hits, end), self._run_most)  # type: ignore
                 lines = bytes(view[start:last]).split(b"\n") if last > end else []
                 took = self._run(lines) if lines else 0   # a line alone: as any (its short cuts cost less)
-                if took:
-                    if took == len(lines):
-                        i, pos = after, last + 1
-                    else:   # the line after them is fed as any (the next hits up to it are on lines read)
-                        pos = start + sum(map(len, lines[:took])) + took
-                    pos = self._sticky_run(buf, view, pos, n)
+                if took:   # the line after them, if any, is fed as any
+                    pos = self._sticky_run(buf, view, start + sum(map(len, lines[:took])) + took, n)
                     continue
             self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
             pos = self._sticky_run(buf, view, end + 1, n)
@@ -355,7 +350,7 @@ class ChunkScanner:
             return 0
         nxt = os.pread(fd, payload[i + 2] - end - 1, end + 1)   # the next line is a candidate too
         lines = [data, nxt]
-        if step_line(nxt, 0, len(nxt)):
+        if (data[:1] == b"{" or nxt[:2] == b"{'") and step_line(nxt, 0, len(nxt)):   # see _STEP_ENDS
             j = k = i + 3
             while k < stop and k - i < 3 * (self._run_most - 1) and payload[k + 1] == payload[k - 1] + 1 and \
                     payload[k + 2] - payload[k + 1] <= MAX_LINE:

@@ -36,11 +36,10 @@ from .. import lazyre
 from ..signals import Metrics, Where
 from . import bars as bars_mod
 from . import metrics as msrc
-from .bars import _KEPT_ALL, BAR_SOURCE, BarStretch, _keep
+from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep, pre_kind
 from .logtext import MAX_LINE
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
-from .train_bars import TRAIN_PRES
 
 ON = True        # False: every line goes the per-line way (the equivalence tests compare both)
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
@@ -78,7 +77,6 @@ class StepRuns:
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
         self._words: dict[tuple[bytes, bytes], frozenset[str]] = {}   # (text before the %, rate) -> a bar's words
-        self._trains: dict[bytes, bool] = {}   # text before the % -> a Train bar's (train_bars.py)
         self._quoted = frozenset(w[1:-1] for w in stretch.metric_words if len(w) > 2 and w[0] == w[-1] == "'")
         # a dict line holding any of these is not read here: a trigger word but the metric literals, what sends a line
         # elsewhere, a vllm of any case, a byte that is not printable ASCII (the scan stops at the first)
@@ -122,7 +120,7 @@ class StepRuns:
                 if gap is None:
                     stretch._bars_before_row(path)
                 elif len(gap) == 1:
-                    stretch._feed_bar(path, gap[0][1], True)
+                    stretch.feed_bar(path, gap[0][1])
                 elif gap:
                     _since(since, gap)
                     stretch._bars_before_row(path)
@@ -175,11 +173,10 @@ class StepRuns:
         words_of, pres, have = self._words, stretch._pre, stretch._keys
         room = bars_mod.MAX_KEYS - len(have)
         new: set[Any] = set()
-        trains = self._trains
         for (pre, k, n), line in zip(found, lines):
             ok = pres.get(pre)
             if ok is None:
-                ok = not pre.startswith(_KEPT_ALL)
+                ok = pre_kind(pre)
                 if len(pres) < 4096:
                     pres[pre] = ok
             if not ok:
@@ -196,12 +193,7 @@ class StepRuns:
                 if len(new) >= room:
                     break   # BarStretch.take refuses a key past MAX_KEYS
                 new.add(key)
-            train = trains.get(pre)
-            if train is None:
-                train = pre.rstrip(b" ") in TRAIN_PRES
-                if len(trains) < 4096:
-                    trains[pre] = train
-            out.append((key, int(k), int(n) if train else None))
+            out.append((key, int(k), int(n) if ok == TRAIN else None))
         return out
 
     # ------------------------------------------------------------------ rows
@@ -266,24 +258,22 @@ class StepRuns:
         return out
 
 
-def run_in_buffer(buf: Any, start: int, end: int, n: int, hits: list[int], i: int, most: int) -> tuple[int, int]:
+def run_in_buffer(buf: Any, start: int, end: int, n: int, hits: list[int], i: int, most: int) -> int:
     """The run that starts with the candidate line ``buf[start:end]`` (a step line; ``hits[i]`` is the first hit past
-    it) within ``buf[:n]``, of ``most`` lines at most: the newline of its last line and the index of the first hit past
-    it. A line joins the run while it is a candidate (a hit falls on it) and a step line by ``step_line``."""
+    it) within ``buf[:n]``, of ``most`` lines at most: the newline of its last line. A line joins the run while it is a
+    candidate (a hit falls on it) and a step line by ``step_line``."""
     nh = len(hits)
-    while i < nh and hits[i] <= end:   # more hits on the first line (the pure-Python matcher may give some)
-        i += 1
     find = buf.find
     while most > 1 and i < nh and end + 1 < n:
         s = end + 1
         e = find(b"\n", s, n)
         if not s < hits[i] <= e or e - s > MAX_LINE or not step_line(buf, s, e):
             break
-        while i < nh and hits[i] <= e:
+        while i < nh and hits[i] <= e:   # more hits on a line (the pure-Python matcher may give some)
             i += 1
         end = e
         most -= 1
-    return end, i
+    return end
 
 
 __all__ = ["RUN_MAX", "StepRuns", "run_in_buffer", "step_line"]

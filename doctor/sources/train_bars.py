@@ -10,6 +10,7 @@ built (``_Progress.feed_between`` settles them at its end). A rule takes such ba
 """
 from __future__ import annotations
 
+from .. import lazyre
 from ..signals import LogLine, Where
 from .logtext import EVIDENCE_MAX
 
@@ -25,15 +26,23 @@ def bar_line(data: bytes, path: str, lineno: int, seq: int) -> LogLine:
     return LogLine(text, raw, Where(path, lineno), None, seq, "")
 
 
+_TOTAL = lazyre.compile(rb"\| *\d+/(\d+) \[")   # a pure bar's "| k/n [": its first "|" is followed by blocks or "|"
+
+
 class TrainBar:
-    """A pure Train bar at step ``k`` of ``n`` (line ``lineno`` of ``path``, message ``seq``); ``line()`` is its LogLine,
-    built once."""
+    """A pure Train bar at step ``k`` of ``n`` (line ``lineno`` of ``path``, message ``seq``); ``total()`` is ``n`` (-1:
+    read from the line when first asked), ``line()`` its LogLine, built once."""
 
     __slots__ = ("k", "n", "seq", "lineno", "data", "path", "_line")
 
     def __init__(self, k: int, n: int, seq: int, lineno: int, data: bytes, path: str):
         self.k, self.n, self.seq, self.lineno, self.data, self.path = k, n, seq, lineno, data, path
         self._line: LogLine | None = None
+
+    def total(self) -> int:
+        if self.n < 0:
+            self.n = int(_TOTAL.search(self.data).group(1))  # type: ignore[union-attr]
+        return self.n
 
     def line(self) -> LogLine:
         if self._line is None:

@@ -256,7 +256,7 @@ class _Progress:
         k = b.k
         if k >= self.max_step:
             self.max_step = k
-            self.total_steps = b.n
+            self.total_steps = b.total()
             self.step_line = b  # type: ignore[assignment]
         self.step_seq = b.seq
         phase = "training" if k else "first-step"
