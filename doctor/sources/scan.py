@@ -46,8 +46,9 @@ FORK_MIN = 32 << 20  # smaller logs are scanned in this process
 # Where candidates are that dense (a dense console log: every line; a short-line one: a quarter) this process is the
 # bottleneck, and handling the child's records (a record, a pread each) costs it more CPU than the scan it is spared:
 # measured +30 % CPU on DENSE 60 MB and +25 % on SHORT 20 MB, slower in wall time too. The realistic mix has ~180 per
-# 8 MiB chunk; DENSE ~20,000, SHORT ~40,000
+# 8 MiB chunk; DENSE ~20,000, SHORT ~40,000. A log that starts so dense (its first SAMPLE bytes) gets no child at all
 DENSE_BYTES = 2048
+SAMPLE = 1 << 20   # the bytes at a log's start whose candidates say whether to fork a scanning child at all
 _STEP_ENDS = (93, 13)   # the last bytes a step line (step_runs.step_line) may end with: a bar's "]" or "\r"
 # a run starts with a dict, or with a bar and a dict after it: bars alone cost less line by line (BarStretch.take)
 
@@ -274,6 +275,8 @@ class ChunkScanner:
             return None
         if size == 0 or (size < FORK_MIN and not (self.fork or os.environ.get("GRPO_DOCTOR_SCAN") == "fork")):
             return None
+        if self.fork is None and _dense_start(stream.fileno(), self.matcher):
+            return None
         return size
 
     def _run_forked(self, stream: BinaryIO, size: int) -> int:
@@ -325,7 +328,8 @@ class ChunkScanner:
                     pos = end + 1
                     if sticky():
                         pos = self._sticky_file(fd, pos, size)
-                if k * DENSE_BYTES >= self.chunk and self.fork is None and os.environ.get("GRPO_DOCTOR_SCAN") != "fork":
+                if k * DENSE_BYTES >= self.chunk >= SAMPLE and self.fork is None and \
+                        os.environ.get("GRPO_DOCTOR_SCAN") != "fork":
                     break   # candidates too dense for a child to pay: the rest is read here (DENSE_BYTES)
         finally:
             self.child_exit = child.close()
@@ -431,6 +435,19 @@ def _fork_allowed() -> bool:
             and os.environ.get("GRPO_DOCTOR_SCAN", "") not in ("inproc", "lines"))
 
 
+def _dense_start(fd: int, matcher: Matcher) -> bool:
+    """Whether the file's first SAMPLE bytes hold a candidate line per DENSE_BYTES or more (see there): then no
+    scanning child is forked (``GRPO_DOCTOR_SCAN=fork`` forks one still). One scan of a MiB, ~2 ms."""
+    if os.environ.get("GRPO_DOCTOR_SCAN") == "fork":
+        return False
+    try:
+        data = bytearray(os.pread(fd, SAMPLE, 0))
+    except OSError:
+        return False
+    n = data.rfind(b"\n") + 1   # (a file shorter than SAMPLE, or without a newline in it, is not judged)
+    return len(data) == SAMPLE and n > 0 and len(matcher.ends(data, memoryview(data), n)) * DENSE_BYTES >= n
+
+
 def big_enough(path: str) -> bool:
     """A regular file of at least FORK_MIN bytes: worth a scanning child."""
     try:
@@ -459,7 +476,7 @@ def start_early(path: str):
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size < FORK_MIN:
+        if not stat.S_ISREG(st.st_mode) or st.st_size < FORK_MIN or _dense_start(fd, matcher_for(words)):
             return None
         return ScanChild.start(fd, st.st_size, lambda: matcher_for(words), CHUNK, words)
     finally:
