@@ -159,3 +159,33 @@ def test_odd_rows_same_as_the_short_cut(make: Any, tmp_path: Path, monkeypatch: 
     log = tmp_path / "odd.log"
     log.write_text("\n".join(f"{_bar(i, 40)}\n{row!r}" for i, row in enumerate(rows, 1)) + "\n")
     assert _state(log, monkeypatch, True, fork=False) == _state(log, monkeypatch, False, fork=False)
+
+
+@needs_hs
+def test_dense_log_same_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark's DENSE mix (real bars, rows and glued save lines of the fixtures' healthy runs), 3 MB: the same
+    report with runs read at once (and their blocks' columns handed over) and line by line."""
+    import json
+    import sys
+
+    from doctor.analyze import analyze
+    from doctor.engine import columns
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import bench_real_mix
+    log = tmp_path / "dense.log"
+    bench_real_mix.build_dense(log, 3_000_000)
+    seeded = [0]
+    seed = columns.Block.seed
+
+    def counted(self: Any, cols: Any) -> None:
+        seeded[0] += 1
+        seed(self, cols)
+
+    monkeypatch.setattr(columns.Block, "seed", counted)
+    report = lambda: json.dumps(analyze([str(log)]).to_json(), sort_keys=True, default=str)  # noqa: E731
+    with monkeypatch.context() as m:
+        m.setattr(step_runs, "ON", False)
+        want = report()
+    assert seeded[0] == 0
+    assert report() == want
+    assert seeded[0] > 10

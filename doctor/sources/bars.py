@@ -113,6 +113,10 @@ class BarStretch:
         # reads rows (True), not (False), any (None) -> the words of a line -> the rules it goes to
         self._routes: dict[bool | None, dict[frozenset[str], tuple[Any, ...]]] = {True: {}, False: {}, None: {}}
         self.rows: list[Metrics] = []   # console metric rows not emitted yet
+        # (place in rows, how many, (keys, values), place in values) of the rows a run read (sources/step_runs.py), and
+        # its hook that hands them to the block's columns
+        self.parts: list[tuple[int, int, Any, int]] = []
+        self.seed: Any = None
         self.emitted = 0                # console metric rows emitted so far
         self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
         self._pre: dict[bytes, int] = {}      # the text before the percentage -> pre_kind
@@ -221,8 +225,8 @@ class BarStretch:
         """Hand the gathered rows, with the bars held among them, to the session (see the module)."""
         if not self.rows:
             return
-        rows, between = self.rows, self._between
-        self.rows, self._between = [], []
+        rows, between, parts = self.rows, self._between, self.parts
+        self.rows, self._between, self.parts = [], [], []
         self.emitted += len(rows)
         if self.emitted >= NUMPY_AFTER and self.emitted - len(rows) < NUMPY_AFTER:
             # a long run: its blocks are read as columns from here on, however few rows each holds (a checkpoint line
@@ -231,6 +235,8 @@ class BarStretch:
 
             load_numpy()
         if len(rows) >= ROWS_MIN:
+            if parts and self.seed is not None:
+                self.seed(rows, parts)
             self.session.emit_many(rows, between)
             return
         at = 0

@@ -33,6 +33,7 @@ from itertools import chain, compress
 from typing import Any
 
 from .. import lazyre
+from ..engine.columns import Block
 from ..signals import Metrics, Where
 from . import bars as bars_mod
 from . import metrics as msrc
@@ -74,6 +75,7 @@ class StepRuns:
     def __init__(self, stretch: BarStretch):
         self.stretch = stretch
         self.rows_read = 0   # rows among the lines the last take read
+        stretch.seed = self._seed
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
         self._words: dict[tuple[bytes, bytes], frozenset[str]] = {}   # (text before the %, rate) -> a bar's words
@@ -102,7 +104,7 @@ class StepRuns:
         isrow = [ln[:2] == b"{'" for ln in lines]
         dicts = list(compress(lines, isrow))
         bar_lines = [ln for ln in lines if ln[:2] != b"{'"] if len(dicts) < len(lines) else []
-        rows = self._rows(dicts) if dicts else []
+        rows, cols = self._rows(dicts) if dicts else ([], None)
         got = self._bars(bar_lines) if bar_lines else []
         n_rows, n_bars = len(rows), len(got)
         keys, since = stretch._keys, stretch._since_row
@@ -111,6 +113,8 @@ class StepRuns:
         # at the next row (since is empty after a row), so it is fed straight; None: no row of this run yet
         gap: list[tuple[Any, tuple[Any, ...]]] | None = None
         ri = bi = 0
+        first = off = -1   # the place in the stretch's rows of this run's first row there, and its place in cols
+        parts = stretch.parts
         for j, row in enumerate(isrow):
             if row:
                 if ri == n_rows:
@@ -125,10 +129,14 @@ class StepRuns:
                     _since(since, gap)
                     stretch._bars_before_row(path)
                 gap = []
+                if first < 0:
+                    first, off = len(gathered), ri - 1
                 gathered.append(Metrics(values, Where(path, lineno + j), seq + j, "console", finite))
                 if len(gathered) >= bars_mod.ROWS_MAX:
+                    parts.append((first, len(gathered) - first, cols, off))
+                    first = -1
                     stretch.emit_rows()
-                    gathered = stretch.rows
+                    gathered, parts = stretch.rows, stretch.parts
                 continue
             if bi == n_bars:
                 break   # not a pure bar
@@ -147,6 +155,8 @@ class StepRuns:
             j = len(lines)
         if gap:
             _since(since, gap)   # as line by line: the bars after the last row wait for the next one
+        if first >= 0:
+            parts.append((first, len(gathered) - first, cols, off))
         self.rows_read = ri
         return j
 
@@ -197,19 +207,19 @@ class StepRuns:
         return out
 
     # ------------------------------------------------------------------ rows
-    def _rows(self, lines: list[bytes]) -> list[tuple[dict[str, Any], bool]]:
+    def _rows(self, lines: list[bytes]) -> tuple[list[tuple[dict[str, Any], bool]], Any]:
         """(values, finite) of the dict lines, as metric_line reads them, up to the first that is not read that way
-        here (another key layout among them)."""
+        here (another key layout among them); and (keys, their values row after row) of those rows."""
         first = lines[0].decode("ascii", "replace").split("'")
         layout = self._layout(tuple(first[1::4]))
         if layout is None:
-            return []
+            return [], None
         keys, rx, one = layout
         block = b"\n".join(lines)
         while (at := self._danger.first(block)) >= 0:   # cut before the first line with such a word
             lines = lines[:self._upto(block, at)]
             if not lines:
-                return []
+                return [], None
             block = b"\n".join(lines)
         got = rx.findall(block.decode("ascii"))
         if len(got) != len(lines):
@@ -229,8 +239,30 @@ class StepRuns:
                 if type(x) is float and x - x != 0:   # nan or +-inf: never cached, so always seen here
                     bad.add(i // width)
         if not bad:
-            return [(dict(zip(keys, values[a:a + width])), True) for a in range(0, len(values), width)]
-        return [(dict(zip(keys, values[r * width:(r + 1) * width])), r not in bad) for r in range(len(got))]
+            rows = [(dict(zip(keys, values[a:a + width])), True) for a in range(0, len(values), width)]
+        else:
+            rows = [(dict(zip(keys, values[r * width:(r + 1) * width])), r not in bad) for r in range(len(got))]
+        return rows, (keys, values)
+
+    def _seed(self, rows: list[Metrics], parts: list[tuple[int, int, Any, int]]) -> None:
+        """Hand the columns of a block of rows that runs read, all of one key layout (no key twice), to its
+        columns.Block: the values of a key are a slice of each run's values (the same objects as in the rows' dicts),
+        so the block reads no row for them (BarStretch.emit_rows calls this)."""
+        keys = parts[0][2][0]
+        at = 0
+        for first, n, (k, _), _ in parts:
+            if first != at or k != keys:
+                return
+            at = first + n
+        if at != len(rows) or len(set(keys)) != len(keys):
+            return
+        block = Block.of(rows)
+        if block is None:
+            return
+        width = len(keys)
+        block.seed({key: list(chain.from_iterable(values[off * width + j:(off + n) * width:width]
+                                                  for _, n, (_, values), off in parts))
+                    for j, key in enumerate(keys)})
 
     def _layout(self, printed: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any] | None:
         """(the keys read_console gives a row printed with these keys, aliases named; a pattern reading the values of
