@@ -169,7 +169,7 @@ class ChunkScanner(ChildFeed):
                 self._skip(count(b"\n", pos, start))
             if runs is not None and (buf[start] == 123 or buf[end + 1] == 123 and buf[end - 1] in _STEP_ENDS) and \
                     end - start <= MAX_LINE and step_line(buf, start, end):   # a dict, or a bar and then a dict?
-                last = run_in_buffer(buf, start, end, n, hits, bisect_right(hits, end), self._run_most)  # type: ignore
+                last = run_in_buffer(buf, start, end, n, hits, bisect_right(hits, end), self._run_most)
                 lines = bytes(view[start:last]).split(b"\n") if last > end else []
                 took = self._run(lines) if lines else 0   # a line alone: as any (its short cuts cost less)
                 if took:   # the line after them, if any, is fed as any
