@@ -101,9 +101,14 @@ class _Row:
         return got
 
 
-def train_row(v: dict[str, Any]) -> _Row:
-    """The _Row of a dict known to be a train step (metrics.is_step), read straight (step_row checks and caches)."""
-    return _Row(v)
+def block_row(v: dict[str, Any], k: int, n: int) -> _Row:
+    """_Row(v) of a train-step dict (metrics.is_step) whose "global_step/max_steps" columns.Block.gsteps read as the digits
+    k/n: what _Row would split and read from it, given."""
+    row = _Row.__new__(_Row)
+    row._values, row._rewards = v, None
+    row.gstep = row.step = k
+    row.max_steps = n
+    return row
 
 
 def _int_or_none(text: str) -> int | None:

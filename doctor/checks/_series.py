@@ -17,7 +17,7 @@ from ..engine.columns import Block
 from ..model import Evidence
 from ..rules import Rule
 from ..signals import Metrics
-from ._rows import RAISED, _reward_layout, num, reward_key_name, reward_std_key_name, step_row, step_rows, train_row
+from ._rows import RAISED, _reward_layout, block_row, num, reward_key_name, reward_std_key_name, step_row, step_rows
 
 MAX_ROWS = 20_000         # rows kept per rule; beyond it every other row is dropped (memory stays flat)
 MAX_REWARD_FUNCS = 64   # reward functions kept per run (mean and std each); later names are counted, not kept
@@ -219,33 +219,46 @@ class Series(SeriesReader):
         """add_many over a block whose step rows all give their step as digits (no row's reading raises): only
         the rows the thinning keeps are read."""
         keep: list[tuple[Metrics, Any]] = []
+        idx: list[int] = []   # the rows of keep, by their place in the block
         last = len(ms) - 1
         kept = False
-        for i in block.steps().nonzero()[0].tolist():
+        ks, ns = (x.tolist() for x in block.gsteps())   # type: ignore[union-attr]   # the step rows' K and N
+        cols = block if block.seeded else None   # its columns cost less than the rows' dicts only when seeded
+        for at, i in enumerate(block.steps().nonzero()[0].tolist()):
             if self.stride > 1:   # _add's thinning
                 self._skip = skip = (self._skip + 1) % self.stride
                 if skip:
                     kept = False
                     continue
             if self.n + len(keep) >= MAX_ROWS:
-                self._append(keep)
-                keep = []
+                self._append(keep, cols, idx)
+                keep, idx = [], []
                 self._compact()
-            keep.append((ms[i], train_row(ms[i].values)))
+            keep.append((ms[i], block_row(ms[i].values, ks[at], ns[at])))
+            idx.append(i)
             kept = i == last
-        self._append(keep)
+        self._append(keep, cols, idx)
         self.fed += len(ms)
         self.kept = kept
 
-    def _append(self, keep: list[tuple[Metrics, Any]]) -> None:
-        """_add's appends for rows it keeps (no compaction due among them)."""
+    def _append(self, keep: list[tuple[Metrics, Any]], block: Block | None = None, idx: list[int] | None = None) -> None:
+        """_add's appends for rows it keeps (no compaction due among them); ``block``: theirs, read over its columns
+        where a column is plain floats (rows ``idx`` of it: a value a float, None where the row lacks the key)."""
         if not keep:
             return
         values = [m.values for m, _ in keep]
         for k, col in self.cols.items():
-            xs = [v.get(k) for v in values]
-            if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
-                xs = [x if x is None or type(x) is float else num(x) for x in xs]
+            got = block.floats(k) if block is not None else None
+            if got is not None:
+                v, present = got
+                xs = v[idx].tolist()
+                there = present[idx]
+                if not there.all():
+                    xs = [x if p else None for x, p in zip(xs, there.tolist())]
+            else:
+                xs = [v.get(k) for v in values]
+                if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
+                    xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)
         self._close_rows(keep)
 

@@ -39,7 +39,7 @@ def worth(n: int) -> bool:
 class Block:
     """Columns of one block of Metrics rows, built on demand and kept for the block's other consumers."""
 
-    __slots__ = ("values", "n", "_cols", "_steps", "_summary", "_gsteps")
+    __slots__ = ("values", "n", "_cols", "_steps", "_summary", "_gsteps", "_seed")
 
     def __init__(self, signals: list[Metrics]):
         self.values = [m.values for m in signals]
@@ -48,6 +48,7 @@ class Block:
         self._steps: Any = None
         self._summary: Any = None
         self._gsteps: Any = False
+        self._seed: dict[str, list[Any]] | None = None   # key -> its values, every row holding every key (seed)
 
     @classmethod
     def of(cls, signals: list[Any]) -> Block | None:
@@ -73,6 +74,16 @@ class Block:
         got = self._cols.get(key, False)
         if got is not False:
             return got
+        seed = self._seed
+        if seed is not None:
+            xs = seed.get(key)
+            if xs is None:   # no row holds it: NaN, absent, as below
+                got = self._cols[key] = (np.full(self.n, np.nan), np.zeros(self.n, dtype=bool))
+                return got
+            got = (np.array(xs, dtype=np.float64), np.ones(self.n, dtype=bool)) \
+                if len(set(map(type, xs))) == 1 and type(xs[0]) is float else None
+            self._cols[key] = got
+            return got
         xs = [v.get(key, _ABSENT) for v in self.values]
         if len(set(map(type, xs))) == 1 and type(xs[0]) is float:   # a null, an int or a text: not a plain column
             # the absent rows read NaN; the mask keeps which NaN was logged
@@ -81,6 +92,15 @@ class Block:
             got = None
         self._cols[key] = got
         return got
+
+    @property
+    def seeded(self) -> bool:
+        return self._seed is not None
+
+    def seed(self, cols: dict[str, list[Any]]) -> None:
+        """The values of each key, row after row, where every row holds exactly these keys (the rows of console runs
+        read at once, sources/step_runs.py): ``floats`` reads them instead of the rows' dicts, with the same result."""
+        self._seed = cols
 
     def summary(self) -> Any:
         """Rows that are ms-swift's closing object (metrics.is_summary)."""

@@ -53,14 +53,17 @@ from . import metrics as msrc
 from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
+from .train_bars import TRAIN_PRES, TrainBar, bar_line
 
 BAR_WORDS = frozenset({"%|", "it/s]", "s/it]", "Train:", "Loading weights", "Loading checkpoint shards"})
 # the rules that read pure bars, each only as above (class names, so that sources/ imports no rule)
 READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
                      "doctor.checks.numerics.probability_tensor.ProbabilityTensorNaN",
                      "doctor.checks.distributed.host_oom.HostOomKilled"})
-BAR = lazyre.compile(rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/\d+ "
-                 rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
+# a pure bar's shape (its source also reads every bar line of a run at once: sources/step_runs.py)
+BAR_SOURCE = (rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/(?P<n>\d+) "
+              rb"\[[0-9:<?, ]*?(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
+BAR = lazyre.compile(BAR_SOURCE)
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
 ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)
@@ -71,6 +74,17 @@ GATHER = True    # False: each console metric row is emitted alone (the equivale
 
 def _reads_bars(rule: Any) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in READERS for c in type(rule).__mro__)
+
+
+TRAIN = 2   # pre_kind: a pure bar's, whose description is Train (sources/train_bars.py)
+
+
+def pre_kind(pre: bytes) -> int:
+    """What a pure bar's text before the percentage says: 0 no pure bar (the hang rules keep every such bar), TRAIN,
+    else 1."""
+    if pre.startswith(_KEPT_ALL):
+        return 0
+    return TRAIN if pre.rstrip(b" ") in TRAIN_PRES else 1
 
 
 def summarisable(session: Any) -> bool:
@@ -99,9 +113,14 @@ class BarStretch:
         # reads rows (True), not (False), any (None) -> the words of a line -> the rules it goes to
         self._routes: dict[bool | None, dict[frozenset[str], tuple[Any, ...]]] = {True: {}, False: {}, None: {}}
         self.rows: list[Metrics] = []   # console metric rows not emitted yet
+        # (place in rows, how many, (keys, values), place in values) of the rows a run read (sources/step_runs.py), and
+        # its hook that hands them to the block's columns
+        self.parts: list[tuple[int, int, Any, int]] = []
+        self.seed: Any = None
         self.emitted = 0                # console metric rows emitted so far
         self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
-        self._pre: dict[bytes, bool] = {}      # the text before the percentage -> may start a pure bar
+        self._pre: dict[bytes, int] = {}      # the text before the percentage -> pre_kind
+        self._trains: dict[frozenset[str], bool] = {}   # the words of a Train bar -> its rules that read rows take it so
         # key -> [last, last at step 0, last past step 0, last with the key's largest step, that step]: the bars since
         # the last line fed whole (for the rules that read no rows: the rows among them are not theirs) and since
         # the last row gathered (for a rule that reads rows too, which takes bars and rows in file order); until a
@@ -139,7 +158,7 @@ class BarStretch:
         pre = m.group("pre")
         ok = self._pre.get(pre)
         if ok is None:
-            ok = not pre.startswith(_KEPT_ALL)
+            ok = pre_kind(pre)
             if len(self._pre) < 4096:
                 self._pre[pre] = ok
         if not ok:
@@ -160,8 +179,9 @@ class BarStretch:
             if len(self._keys) >= MAX_KEYS:
                 return False
             slot = self._keys[key] = [None, None, None, None, -1]
-        entry = (lineno, seq, data, words)
         k = int(m.group("k"))
+        # (line, seq, text, words, step, for a Train bar its total or -1 (read when asked), else None): train_bars.py
+        entry = (lineno, seq, data, words, k, -1 if ok == TRAIN else None)
         _keep(slot, entry, k)
         if self._row_seen:
             near = self._since_row.get(key)
@@ -205,8 +225,8 @@ class BarStretch:
         """Hand the gathered rows, with the bars held among them, to the session (see the module)."""
         if not self.rows:
             return
-        rows, between = self.rows, self._between
-        self.rows, self._between = [], []
+        rows, between, parts = self.rows, self._between, self.parts
+        self.rows, self._between, self.parts = [], [], []
         self.emitted += len(rows)
         if self.emitted >= NUMPY_AFTER and self.emitted - len(rows) < NUMPY_AFTER:
             # a long run: its blocks are read as columns from here on, however few rows each holds (a checkpoint line
@@ -215,6 +235,8 @@ class BarStretch:
 
             load_numpy()
         if len(rows) >= ROWS_MIN:
+            if parts and self.seed is not None:
+                self.seed(rows, parts)
             self.session.emit_many(rows, between)
             return
         at = 0
@@ -260,22 +282,52 @@ class BarStretch:
         if clear:
             keys.clear()
         for n in sorted(out):
-            _, seq, data, words = out[n]
+            _, seq, data, words, k, total = out[n]
+            rules = self._rules(words, reads_rows)
+            if total is not None and lines is None and reads_rows and self.rows and self._train_bars(words, rules):
+                held = TrainBar(k, total, seq, n, data, path)   # held among the rows: its line if kept
+                for r in rules:
+                    self._between.append((len(self.rows), held, r))
+                continue
             line = lines.get(n) if lines is not None else None
             if line is None:
-                text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message
+                text = data.decode("utf-8")   # a pure bar: ASCII and block characters, one message (bar_line)
                 if text.endswith("\r"):
                     text = text[:-1]
                 raw = text if len(text) <= EVIDENCE_MAX else text[:EVIDENCE_MAX] + "…"
                 line = LogLine(text, raw, Where(path, n), None, seq, "")
                 if lines is not None:
                     lines[n] = line
-            for r in self._rules(words, reads_rows):
+            for r in rules:
                 if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
                     self._between.append((len(self.rows), line, r))
                 else:
                     r.feed(line)
         return len(out)
+
+    def feed_bar(self, path: str, entry: tuple[Any, ...]) -> None:
+        """_feed_kept of one bar to the rules that read rows (sources/step_runs.py: the one bar between two rows)."""
+        n, seq, data, words, k, total = entry
+        rules = self._rules(words, True)
+        if not self.rows:
+            line = bar_line(data, path, n, seq)
+            for r in rules:
+                r.feed(line)
+        elif total is not None and self._train_bars(words, rules):
+            held = TrainBar(k, total, seq, n, data, path)
+            for r in rules:
+                self._between.append((len(self.rows), held, r))
+        else:
+            line = bar_line(data, path, n, seq)
+            for r in rules:
+                self._between.append((len(self.rows), line, r))
+
+    def _train_bars(self, words: frozenset[str], rules: tuple[Any, ...]) -> bool:
+        """Whether every rule of ``rules`` (those reading rows a Train bar holding ``words`` goes to) takes TrainBar."""
+        ok = self._trains.get(words)
+        if ok is None:
+            ok = self._trains[words] = all(getattr(r, "takes_train_bars", False) for r in rules)
+        return ok
 
     def _rules(self, words: frozenset[str], reads_rows: bool | None) -> tuple[Any, ...]:
         """The rules a line holding exactly ``words`` goes to that read Metrics too (``reads_rows``), or not (False), or

@@ -75,6 +75,22 @@ class AnyWord:
             return True
         return False
 
+    def first(self, data: bytes) -> int:
+        """The end offset of the first match in ``data`` (the one that ends first), or -1: none."""
+        if self._db is None:
+            self._load()
+        at = [-1]
+
+        def stop(_i: int, _s: int, end: int, _f: int, _c: object) -> bool:
+            at[0] = end
+            return True
+
+        try:
+            self._db.scan(data, match_event_handler=stop, scratch=self._scratch)
+        except self._stopped:
+            pass
+        return at[0]
+
 
 class QuietLines:
     """``skip(data)``: the physical line ``data`` (a scan candidate, not in a sticky state) is a prefix line no

@@ -25,23 +25,28 @@ import io
 import os
 import stat
 import threading
+from bisect import bisect_right
 from collections import deque
 from typing import BinaryIO
 
 from ..gate import cached_words, engine
-from ..progress import METER
 from ..signals import LogLine, Where
 from . import bars as bars_mod
+from . import step_runs
 from .logtext import MAX_LINE, LineReader, physical_lines, segments
 from .matchers import HyperscanMatcher, Matcher, matcher_for
 from .quiet import QuietLines
 from .saves import SaveLines
+from .scanfeed import ChildFeed, dense_start
+from .step_runs import StepRuns, run_in_buffer, step_line
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process
+_STEP_ENDS = (93, 13)   # the last bytes a step line (step_runs.step_line) may end with: a bar's "]" or "\r"
+# a run starts with a dict, or with a bar and a dict after it: bars alone cost less line by line (BarStretch.take)
 
 
-class ChunkScanner:
+class ChunkScanner(ChildFeed):
     """Streams one seekable log file into a Session, feeding only the lines that can matter."""
 
     def __init__(self, session, display_path: str, counter: list[int], *, chunk: int = CHUNK,
@@ -65,10 +70,15 @@ class ChunkScanner:
         self.quiet: QuietLines | None = None
         # checkpoint save lines among console metric rows, which do not end their block (sources/saves.py)
         self.saves: SaveLines | None = None
+        # runs of pure bars and lone metric dicts, read at once (sources/step_runs.py); None: line by line
+        self.runs: StepRuns | None = None
+        self._run_most = step_runs.RUN_MIN   # lines the next run may hold: doubles after a run read whole, back to RUN_MIN after
+        self._ahead: tuple[int, bytes] | None = None   # (offset, line) of a candidate read ahead from the scanning child
         if os.environ.get("GRPO_DOCTOR_BARS") != "all" and bars_mod.summarisable(session):
             self.bars = bars_mod.BarStretch(session)
             self.quiet = QuietLines.of(session)
             self.saves = SaveLines.of(session)
+            self.runs = StepRuns.of(self.bars)
 
     # ------------------------------------------------------------------ feeding
     def _sticky(self) -> bool:
@@ -108,6 +118,18 @@ class ChunkScanner:
         for line in self.reader.line(self.lineno, data):
             feed(line)
 
+    def _run(self, lines: list[bytes]) -> int:
+        """Read ``lines``, candidates that follow each other from the next line on, as a run of step lines (see
+        sources/step_runs.py), up to the first that is not one: returns how many were read. The scanner looks ahead
+        for a run of ``_run_most`` lines, which grows while runs are read whole: a run cut short costs a look at
+        as many lines as were read before it, not at RUN_MAX."""
+        took = self.runs.take(lines, self.lineno + 1, self.counter[0] + 1, self.path) if self.runs is not None else 0
+        self._run_most = min(self._run_most * 2, step_runs.RUN_MAX) if took == len(lines) else step_runs.RUN_MIN
+        self.lineno += took
+        self.counter[0] += took   # each a message
+        self.fed += self.runs.rows_read if self.runs is not None else 0   # as metric_line counts them (bars: not fed)
+        return took
+
     def _flush(self) -> None:
         """Feed the bars kept since the last line fed, with their own line numbers and seqs."""
         if self.bars is not None:
@@ -136,13 +158,23 @@ class ChunkScanner:
         """``buf[:n]`` holds whole lines (``buf[n - 1]`` is a newline)."""
         pos = self._sticky_run(buf, view, 0, n)
         count, find, rfind = buf.count, buf.find, buf.rfind
-        for hit in self.matcher.ends(buf, view, n):
+        hits = self.matcher.ends(buf, view, n)
+        runs = self.runs
+        for hit in hits:
             if hit <= pos:
-                continue  # on a line already fed
+                continue  # on a line already fed (or read in a run)
             start = rfind(b"\n", pos, hit) + 1 or pos
             end = find(b"\n", hit - 1, n)
             if start > pos:
                 self._skip(count(b"\n", pos, start))
+            if runs is not None and (buf[start] == 123 or buf[end + 1] == 123 and buf[end - 1] in _STEP_ENDS) and \
+                    end - start <= MAX_LINE and step_line(buf, start, end):   # a dict, or a bar and then a dict?
+                last = run_in_buffer(buf, start, end, n, hits, bisect_right(hits, end), self._run_most)
+                lines = bytes(view[start:last]).split(b"\n") if last > end else []
+                took = self._run(lines) if lines else 0   # a line alone: as any (its short cuts cost less)
+                if took:   # the line after them, if any, is fed as any
+                    pos = self._sticky_run(buf, view, start + sum(map(len, lines[:took])) + took, n)
+                    continue
             self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
             pos = self._sticky_run(buf, view, end + 1, n)
         if pos < n:
@@ -236,69 +268,9 @@ class ChunkScanner:
             return None
         if size == 0 or (size < FORK_MIN and not (self.fork or os.environ.get("GRPO_DOCTOR_SCAN") == "fork")):
             return None
+        if self.fork is None and dense_start(stream.fileno(), self.matcher):
+            return None
         return size
-
-    def _run_forked(self, stream: BinaryIO, size: int) -> int:
-        from .scanchild import ScanChild
-
-        m = self.matcher
-        child = ScanChild.start(stream.fileno(), size, lambda: m, self.chunk)
-        if child is None:
-            self._run_read(stream)
-            return stream.tell()
-        return self._run_child(stream, child)
-
-    def _run_child(self, stream: BinaryIO, child) -> int:
-        """A child finds the candidate lines of ``[0, child.size)``; this process reads each with one ``pread``
-        and feeds it, in file order, while the child goes on. When the child dies before its end record
-        (the file shrank under its mapping: SIGBUS), this process reads the rest itself from the last line
-        it fed. Returns where the scan stopped."""
-        from .scanchild import END
-
-        fd, size = stream.fileno(), child.size
-        pos = 0          # offset just past the last line fed
-        total = None     # physical lines in [0, size), from the child's end record
-        sticky = self._sticky
-        try:
-            if sticky():
-                pos = self._sticky_file(fd, pos, size)
-            for k, payload in child.records():
-                if k == END:
-                    total = payload
-                    break
-                if k:   # the progress bar: the reads here are preads (no file offset); a batch may be empty
-                    METER.at(payload[3 * k - 1])
-                for i in range(0, 3 * k, 3):
-                    start = payload[i + 1]
-                    if start < pos:
-                        continue  # fed already, by a sticky run
-                    end = payload[i + 2]
-                    self._skip(payload[i] - 1 - self.lineno)
-                    self._feed(os.pread(fd, min(end - start, MAX_LINE), start), True)
-                    pos = end + 1
-                    if sticky():
-                        pos = self._sticky_file(fd, pos, size)
-        finally:
-            self.child_exit = child.close()
-        if total is None:
-            stream.seek(min(pos, size))
-            self._run_read(stream)
-            return stream.tell()
-        self._skip(total - self.lineno)
-        return size
-
-    def _sticky_file(self, fd: int, pos: int, size: int) -> int:
-        """Feed whole lines from offset ``pos`` while the session is sticky; returns the new offset."""
-        from .scanchild import line_at
-
-        sticky = self._sticky
-        while pos < size and sticky():
-            got = line_at(fd, pos, size)
-            if got is None:
-                return size
-            data, pos = got
-            self._feed(data)
-        return pos
 
     # ------------------------------------------------------------------ tail
     def _rebuild_tail(self, stream: BinaryIO, size: int) -> None:
@@ -376,7 +348,7 @@ def start_early(path: str):
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size < FORK_MIN:
+        if not stat.S_ISREG(st.st_mode) or st.st_size < FORK_MIN or dense_start(fd, matcher_for(words)):
             return None
         return ScanChild.start(fd, st.st_size, lambda: matcher_for(words), CHUNK, words)
     finally:

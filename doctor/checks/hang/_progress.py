@@ -14,6 +14,7 @@ from ...engine.columns import Block
 from ...rules import OUT_OF_RANGE
 from ...signals import ExceptionInfo, LogLine, Metrics
 from ...sources.logtext import VLLM_PROCESSES
+from ...sources.train_bars import TrainBar
 from .._rows import RAISED, step_row, step_rows
 
 # --------------------------------------------------------------------------------------------- phases
@@ -183,6 +184,8 @@ class _Progress:
         if isinstance(signal, Metrics):
             self._metrics(signal, step_row(signal))
             return
+        if type(signal) is TrainBar:   # held among rows (sources/train_bars.py), handed alone
+            signal = signal.line()
         self._line(signal)
 
     def feed_metrics(self, signals: list[Metrics]) -> None:
@@ -237,11 +240,38 @@ class _Progress:
             while j < last and at[j] < i:
                 self._step(signals[at[j]], ks[j], ns[j])
                 j += 1
-            self._line(line)
+            if type(line) is TrainBar:
+                self._train_bar(line)
+            else:
+                self._line(line)
         while j < last:
             self._step(signals[at[j]], ks[j], ns[j])
             j += 1
+        self._settle()
         return True
+
+    def _train_bar(self, b: TrainBar) -> None:
+        """_line of a pure Train bar (sources/train_bars.py: nothing else in it is read), keeping the bar itself where
+        _bar keeps its line: ``_settle`` builds the lines of those still kept."""
+        k = b.k
+        if k >= self.max_step:
+            self.max_step = k
+            self.total_steps = b.total()
+            self.step_line = b  # type: ignore[assignment]
+        self.step_seq = b.seq
+        phase = "training" if k else "first-step"
+        self.phase_seq[phase] = b.seq
+        self.phase_line[phase] = b  # type: ignore[assignment]
+        self.last_path = b.path
+
+    def _settle(self) -> None:
+        """The lines of the Train bars kept by _train_bar, built."""
+        if type(self.step_line) is TrainBar:
+            self.step_line = self.step_line.line()
+        for phase in ("first-step", "training"):
+            b = self.phase_line.get(phase)
+            if type(b) is TrainBar:
+                self.phase_line[phase] = b.line()
 
     def _step(self, m: Metrics, k: int, n: int) -> None:
         """_metrics of a train-step row whose step and max_steps are known."""

@@ -58,6 +58,8 @@ class HangCheck(Rule):
         super().__init__(meta)
         self.p = _Progress()
         self.reports: list[HangReport] = []
+        # Train bars held among console rows are read by step (sources/train_bars.py): feed and feed_between take them
+        self.takes_train_bars = type(self).feed is HangCheck.feed
 
     def share(self, pool: dict[str, Any]) -> None:
         """HangAtStart and HangMidTraining read the same progress: the first one is fed, the other takes no

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 from ...engine.state import RunState
 from ...model import Finding, Severity
@@ -14,14 +15,24 @@ def kendall_tau(vals: list[float]) -> float:
     n = len(vals)
     if n < 2:
         return 0.0
-    conc = disc = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            d = vals[j] - vals[i]
-            if d > 0:
-                conc += 1
-            elif d < 0:
-                disc += 1
+    np = sys.modules.get("numpy")   # a long run's rows were read as columns: numpy is there (never imported here)
+    if np is not None and n >= 32 and all(type(v) is float for v in vals):
+        # the same signs of the same float64 differences, counted over the upper triangle (400 points: 80,000 pairs,
+        # ~20 ms in the loop below)
+        a = np.asarray(vals, dtype=np.float64)
+        with np.errstate(all="ignore"):   # inf - inf is nan, counted neither way, as in the loop
+            d = a[None, :] - a[:, None]   # d[i, j] = vals[j] - vals[i]
+        upper = np.triu(np.ones((n, n), dtype=bool), 1)
+        conc, disc = int(np.count_nonzero((d > 0) & upper)), int(np.count_nonzero((d < 0) & upper))
+    else:
+        conc = disc = 0
+        for i in range(n):
+            for j in range(i + 1, n):
+                d = vals[j] - vals[i]
+                if d > 0:
+                    conc += 1
+                elif d < 0:
+                    disc += 1
     pairs = n * (n - 1) / 2
     return (conc - disc) / pairs if pairs else 0.0
 

@@ -1,0 +1,311 @@
+"""Runs of step lines read at once: consecutive candidate lines that are each a pure tqdm bar or a lone printed metric
+dict (a dense console log is made of little else: per step a bar and a dict), checked and parsed per run with a few
+C-level calls instead of the per-line short cuts of sources/bars.py (``BarStretch.take`` and ``metric_line``: ~20 us
+of Python checks per line, ~20 us more per row to parse it).
+
+``StepRuns.take`` reads a run up to its first line that those short cuts would not take as a pure bar or a row, and
+leaves the bars' stretch and the gathered rows exactly as they would, line after line (the same kept bars with their
+line numbers and seqs, the same rows, the same blocks handed to the session); the scanner feeds that line as any. What
+the checks over a run stand for:
+
+- a bar line: ``BAR`` matches it whole (one multi-line ``findall`` over the run's bar lines gives each one's text before
+  the percentage and its step), that text is not one the hang rules keep every bar of, no trigger word but
+  ``BAR_WORDS`` is in it (one Hyperscan scan over all of them: no word holds a newline), and its key is not one past
+  ``MAX_KEYS``; a bar's words are read off the first bar with its text before the percentage and its rate (a pure bar
+  holds ``BAR_WORDS`` nowhere else);
+- a dict line: ``{'key': 'value', ...}`` with the keys of the run's first row, every key and value free of quotes
+  and newlines (one multi-line ``findall`` of that layout's pattern reads the values of every row), printable ASCII, none
+  of the words that send a line elsewhere (``/s]``, ``/it]``, a ``vllm`` of any case, verl's and Megatron's marks, a
+  double quote) and no trigger word but the metric literals (one scan over all rows). The layout has a key that is a
+  metric literal (so the metric test holds for every row), none that is ``': '`` (the one way a printed dict of
+  quote-free pieces holds ``', ': '``) and two trainer keys, or their aliases. ``metrics.read_console`` reads such a
+  line by the same pieces (``_quoted_pairs``; a learned layout gives the same groups) into the same keys, values and
+  ``finite`` (its conversion and cache, ``metrics._convert``).
+
+Hyperscan only (the purity tests above are its scans); ``GRPO_DOCTOR_BARS=all`` turns it off with the short cuts.
+``tests/test_step_runs.py`` compares the state before every line fed whole, and after the log, with the per-line path
+on hostile runs.
+"""
+from __future__ import annotations
+
+import re
+from itertools import chain, compress
+from typing import Any
+
+from .. import lazyre
+from ..engine.columns import Block
+from ..signals import Metrics, Where
+from . import bars as bars_mod
+from . import metrics as msrc
+from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep, pre_kind
+from .logtext import MAX_LINE
+from .matchers import EXTRA_TRIGGERS
+from .quiet import AnyWord
+
+ON = True        # False: every line goes the per-line way (the equivalence tests compare both)
+RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
+RUN_MIN = 8
+_BARS = lazyre.compile(rb"(?m)^(?:" + BAR_SOURCE + rb")$")   # BAR.fullmatch of each line of a block
+_ELSEWHERE = ("/s]", "/it]", msrc.VERL_MARK, "elapsed time per iteration", '"')
+
+
+def _since(since: dict[Any, list[Any]], bars: list[tuple[Any, tuple[Any, ...]]]) -> None:
+    """Keep these (key, entry) bars in BarStretch._since_row, in order, as BarStretch.take does."""
+    for key, entry in bars:
+        near = since.get(key)
+        if near is None:
+            near = since[key] = [None, None, None, None, -1]
+        _keep(near, entry, entry[4])
+
+
+def step_line(buf: Any, s: int, e: int) -> bool:
+    """Whether the line ``buf[s:e]`` may be a step line (its first bytes a dict's, or a bar's percentage and its end a
+    rate's): the scanner's test for the lines of a run, before StepRuns reads them."""
+    if buf.startswith(b"{'", s):
+        return True
+    last = buf[e - 1] if e > s else 0
+    if last == 13 and e - 1 > s:   # a bar redrawn with \r\n
+        last = buf[e - 2]
+    return last == 93 and buf.find(b"%|", s, e) >= 0   # "]"
+
+
+class StepRuns:
+    """``take(lines, lineno, seq, path)``: a run of step lines read at once (see the module)."""
+
+    def __init__(self, stretch: BarStretch):
+        self.stretch = stretch
+        self.rows_read = 0   # rows among the lines the last take read
+        stretch.seed = self._seed
+        # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
+        self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
+        self._words: dict[tuple[bytes, bytes], frozenset[str]] = {}   # (text before the %, rate) -> a bar's words
+        self._quoted = frozenset(w[1:-1] for w in stretch.metric_words if len(w) > 2 and w[0] == w[-1] == "'")
+        # a dict line holding any of these is not read here: a trigger word but the metric literals, what sends a line
+        # elsewhere, a vllm of any case, a byte that is not printable ASCII (the scan stops at the first)
+        vocab = set(stretch.session.gate_words) | set(EXTRA_TRIGGERS)
+        self._danger = AnyWord((vocab - stretch.metric_words) | set(_ELSEWHERE), (rb"[lL][lL][mM]", rb"[^\x20-\x7e\n]"))
+
+    @classmethod
+    def of(cls, stretch: BarStretch | None) -> StepRuns | None:
+        """The reader of this stretch, or None: no stretch, no Hyperscan (its word tests), or the metric short cut off."""
+        if (not ON or stretch is None or stretch._gate is not None or stretch._not_metric is None
+                or not bars_mod.GATHER):
+            return None
+        return cls(stretch)
+
+    def take(self, lines: list[bytes], lineno: int, seq: int, path: str) -> int:
+        """Read the run ``lines`` (physical lines, the first one line ``lineno``, message ``seq``; each line one message)
+        into the stretch, as BarStretch.take and metric_line of each in turn would, up to the first line that is not
+        a step line as they take it: returns how many lines were read (0: none, nothing changed)."""
+        stretch = self.stretch
+        self.rows_read = 0
+        if not stretch.session.state.console_metrics:
+            return 0
+        isrow = [ln[:2] == b"{'" for ln in lines]
+        dicts = list(compress(lines, isrow))
+        bar_lines = [ln for ln in lines if ln[:2] != b"{'"] if len(dicts) < len(lines) else []
+        rows, cols = self._rows(dicts) if dicts else ([], None)
+        got = self._bars(bar_lines) if bar_lines else []
+        n_rows, n_bars = len(rows), len(got)
+        keys, since = stretch._keys, stretch._since_row
+        gathered = stretch.rows
+        # the bars since the last row of this run, not kept in since yet: one alone is what _bars_before_row would feed
+        # at the next row (since is empty after a row), so it is fed straight; None: no row of this run yet
+        gap: list[tuple[Any, tuple[Any, ...]]] | None = None
+        ri = bi = 0
+        first = off = -1   # the place in the stretch's rows of this run's first row there, and its place in cols
+        parts = stretch.parts
+        for j, row in enumerate(isrow):
+            if row:
+                if ri == n_rows:
+                    break   # not a row as metric_line reads it here: the lines before it are read
+                values, finite = rows[ri]
+                ri += 1
+                if gap is None:
+                    stretch._bars_before_row(path)
+                elif len(gap) == 1:
+                    stretch.feed_bar(path, gap[0][1])
+                elif gap:
+                    _since(since, gap)
+                    stretch._bars_before_row(path)
+                gap = []
+                if first < 0:
+                    first, off = len(gathered), ri - 1
+                gathered.append(Metrics(values, Where(path, lineno + j), seq + j, "console", finite))
+                if len(gathered) >= bars_mod.ROWS_MAX:
+                    parts.append((first, len(gathered) - first, cols, off))
+                    first = -1
+                    stretch.emit_rows()
+                    gathered, parts = stretch.rows, stretch.parts
+                continue
+            if bi == n_bars:
+                break   # not a pure bar
+            key, k, total = got[bi]
+            entry = (lineno + j, seq + j, bar_lines[bi], key[1], k, total)
+            bi += 1
+            slot = keys.get(key)
+            if slot is None:
+                slot = keys[key] = [None, None, None, None, -1]
+            _keep(slot, entry, k)
+            if gap is not None:
+                gap.append((key, entry))
+            elif stretch._row_seen:
+                _since(since, [(key, entry)])
+        else:
+            j = len(lines)
+        if gap:
+            _since(since, gap)   # as line by line: the bars after the last row wait for the next one
+        if first >= 0:
+            parts.append((first, len(gathered) - first, cols, off))
+        self.rows_read = ri
+        return j
+
+    @staticmethod
+    def _upto(block: bytes, end: int) -> int:
+        """The index of the line of ``block`` (lines joined by newlines) that holds offset ``end - 1``."""
+        return block.count(b"\n", 0, max(end - 1, 0))
+
+    # ------------------------------------------------------------------ bars
+    def _bars(self, lines: list[bytes]) -> list[tuple[tuple[bytes, frozenset[str]], int, int | None]]:
+        """(key, step, total of a Train bar or None) of the bar lines, as BarStretch.take keeps them, up to the first
+        that is not a pure bar (or whose key is one too many)."""
+        stretch = self.stretch
+        block = b"\n".join(lines)
+        while lines and (at := stretch._not_bar.first(block)) >= 0:   # cut before the first line with such a word
+            lines = lines[:self._upto(block, at)]
+            block = b"\n".join(lines)
+        found = _BARS.findall(block) if lines else []
+        if len(found) != len(lines):
+            full = bars_mod.BAR.fullmatch
+            lines = lines[:next(i for i, ln in enumerate(lines) if full(ln) is None)]
+            found = _BARS.findall(b"\n".join(lines)) if lines else []
+        out = []
+        words_of, pres, have = self._words, stretch._pre, stretch._keys
+        room = bars_mod.MAX_KEYS - len(have)
+        new: set[Any] = set()
+        for (pre, k, n), line in zip(found, lines):
+            ok = pres.get(pre)
+            if ok is None:
+                ok = pre_kind(pre)
+                if len(pres) < 4096:
+                    pres[pre] = ok
+            if not ok:
+                break
+            rate = line[-6:] if line[-1:] != b"\r" else line[-7:-1]
+            words = words_of.get((pre, rate))
+            if words is None:
+                text = line.decode("utf-8")
+                words = frozenset([w for w in stretch._bar_words if w in text])
+                if len(words_of) < 4096:
+                    words_of[(pre, rate)] = words
+            key = (pre, words)
+            if key not in have and key not in new:
+                if len(new) >= room:
+                    break   # BarStretch.take refuses a key past MAX_KEYS
+                new.add(key)
+            out.append((key, int(k), int(n) if ok == TRAIN else None))
+        return out
+
+    # ------------------------------------------------------------------ rows
+    def _rows(self, lines: list[bytes]) -> tuple[list[tuple[dict[str, Any], bool]], Any]:
+        """(values, finite) of the dict lines, as metric_line reads them, up to the first that is not read that way
+        here (another key layout among them); and (keys, their values row after row) of those rows."""
+        first = lines[0].decode("ascii", "replace").split("'")
+        layout = self._layout(tuple(first[1::4]))
+        if layout is None:
+            return [], None
+        keys, rx, one = layout
+        block = b"\n".join(lines)
+        while (at := self._danger.first(block)) >= 0:   # cut before the first line with such a word
+            lines = lines[:self._upto(block, at)]
+            if not lines:
+                return [], None
+            block = b"\n".join(lines)
+        got = rx.findall(block.decode("ascii"))
+        if len(got) != len(lines):
+            lines = lines[:next(i for i, ln in enumerate(lines) if one(ln.decode("ascii")) is None)]
+            got = rx.findall(b"\n".join(lines).decode("ascii")) if lines else []
+        width = len(keys)
+        raws = list(chain.from_iterable(got)) if width > 1 else list(got)
+        conv = msrc._CONVERTED
+        values = list(map(conv.get, raws))   # as metrics._convert: None is a text not seen lately
+        bad: set[int] = set()
+        if None in values:
+            remember = msrc.remember
+            i = -1
+            for _ in range(values.count(None)):
+                i = values.index(None, i + 1)
+                x = values[i] = remember(raws[i])
+                if type(x) is float and x - x != 0:   # nan or +-inf: never cached, so always seen here
+                    bad.add(i // width)
+        if not bad:
+            rows = [(dict(zip(keys, values[a:a + width])), True) for a in range(0, len(values), width)]
+        else:
+            rows = [(dict(zip(keys, values[r * width:(r + 1) * width])), r not in bad) for r in range(len(got))]
+        return rows, (keys, values)
+
+    def _seed(self, rows: list[Metrics], parts: list[tuple[int, int, Any, int]]) -> None:
+        """Hand the columns of a block of rows that runs read, all of one key layout (no key twice), to its
+        columns.Block: the values of a key are a slice of each run's values (the same objects as in the rows' dicts),
+        so the block reads no row for them (BarStretch.emit_rows calls this)."""
+        keys = parts[0][2][0]
+        at = 0
+        for first, n, (k, _), _ in parts:
+            if first != at or k != keys:
+                return
+            at = first + n
+        if at != len(rows) or len(set(keys)) != len(keys):
+            return
+        block = Block.of(rows)
+        if block is None:
+            return
+        width = len(keys)
+        block.seed({key: list(chain.from_iterable(values[off * width + j:(off + n) * width:width]
+                                                  for _, n, (_, values), off in parts))
+                    for j, key in enumerate(keys)})
+
+    def _layout(self, printed: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any] | None:
+        """(the keys read_console gives a row printed with these keys, aliases named; a pattern reading the values of
+        every such line of a block), or None: it gives no row for it, the metric test needs its values, or a key is one
+        _QUOTED_DICT refuses or ': ' (see the module)."""
+        got = self._layouts.get(printed, ())
+        if got != ():
+            return got  # type: ignore[return-value]
+        if len(self._layouts) >= 256:
+            self._layouts.clear()
+        keys: tuple[str, ...] | None = printed
+        if not printed or not all(0 < len(k) <= 120 and '"' not in k and "\ufffd" not in k for k in printed) or \
+                ": " in printed or not self._quoted.intersection(printed):
+            keys = None
+        elif len(msrc.TRAINER_KEYS.intersection(printed)) < 2:
+            keys = tuple(msrc._ALIASES.get(k, k) for k in printed)
+            if keys == printed or len(msrc.TRAINER_KEYS.intersection(keys)) < 2:
+                keys = None
+        out = None
+        if keys is not None:
+            value = "'([^'\"\n]*)'"
+            line = "\\{" + ", ".join(f"'{re.escape(k)}': {value}" for k in printed) + "\\}"
+            out = keys, re.compile("(?m)^" + line + "$"), re.compile(line).fullmatch
+        self._layouts[printed] = out
+        return out
+
+
+def run_in_buffer(buf: Any, start: int, end: int, n: int, hits: list[int], i: int, most: int) -> int:
+    """The run that starts with the candidate line ``buf[start:end]`` (a step line; ``hits[i]`` is the first hit past
+    it) within ``buf[:n]``, of ``most`` lines at most: the newline of its last line. A line joins the run while it is a
+    candidate (a hit falls on it) and a step line by ``step_line``."""
+    nh = len(hits)
+    find = buf.find
+    while most > 1 and i < nh and end + 1 < n:
+        s = end + 1
+        e = find(b"\n", s, n)
+        if not s < hits[i] <= e or e - s > MAX_LINE or not step_line(buf, s, e):
+            break
+        while i < nh and hits[i] <= e:   # more hits on a line (the pure-Python matcher may give some)
+            i += 1
+        end = e
+        most -= 1
+    return end
+
+
+__all__ = ["RUN_MAX", "StepRuns", "run_in_buffer", "step_line"]
