@@ -94,9 +94,7 @@ KNOWN_MISSES_8: dict[str, str] = {
 # fixtures/devlogs9: the ninth development set (30 real logs of 2026-11-29, README there): TRL / transformers / accelerate
 # trainers, vLLM serving, ms-swift and others
 DEVLOGS9 = ROOT / "fixtures" / "devlogs9"
-KNOWN_MISSES_9: dict[str, str] = {
-    "1021": "Megatron's traceback logged as a Python list of lines (escaped newlines): read as a log that stops in eval",
-}
+KNOWN_MISSES_9: dict[str, str] = {}
 
 
 # fixtures/devlogs10: the tenth development set (30 real logs of 2026-11-29, README there): no traceback (kills, hangs,

@@ -72,6 +72,23 @@ def test_split_segments_keeps_plain_lines():
     assert split_segments("") == [""]
 
 
+def test_a_traceback_printed_as_a_python_list_is_read_as_its_lines():
+    # traceback.format_exception's list printed whole (Megatron-Core logs a failed step so; devlogs9 1021)
+    line = ("['Traceback (most recent call last):\\n', '  File \"/a/trainer.py\", line 141, in forward_step\\n"
+            "    data = self.get_batch(it)\\n', \"TypeError: 'NoneType' object is not an iterator\\n\"]")
+    assert split_segments(line) == ["Traceback (most recent call last):",
+                                    '  File "/a/trainer.py", line 141, in forward_step',
+                                    "    data = self.get_batch(it)",
+                                    "TypeError: 'NoneType' object is not an iterator"]
+    # cut inside its third item: the whole items before the cut
+    assert split_segments(line[:line.index("not an iterator")]) == ["Traceback (most recent call last):",
+                                                             '  File "/a/trainer.py", line 141, in forward_step',
+                                                             "    data = self.get_batch(it)"]
+    # a message that only quotes the header is left as it is
+    assert split_segments("said ['Traceback (most recent call last):\\n'") == [
+        "said ['Traceback (most recent call last):\\n'"]
+
+
 def test_a_ray_prefix_keeps_the_indentation_of_the_line_it_carries():
     # verl prints its driver's traceback through Ray: "(main_task pid=N) " then the line as the process wrote it; the
     # code line under a frame is told from other text by its indentation (fixtures/devlogs2/117)

@@ -19,8 +19,12 @@ from ..signals import ExceptionInfo
 _ASSERT = lazyre.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*))?$")
 _IS_NOT_NONE = lazyre.compile(r"^(?P<x>[\w.\[\]'\"()]+)\s+is\s+not\s+None$")
 _COMPARE = lazyre.compile(r"^(?P<a>.+?)\s*(?P<op>==|!=|<=|>=|<|>|\bin\b|\bnot in\b)\s*(?P<b>.+)$")
-_NONE_USE = lazyre.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable)|has no attribute "
+_NONE_USE = lazyre.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable|an iterator)|has no attribute "
                        r"'(?P<attr>\w+)')")
+# the operand of builtin next() (Python/bltinmodule.c builtin_next: "'%.200s' object is not an iterator") and of a
+# for loop or unpacking ("'NoneType' object is not iterable", Objects/abstract.c PyObject_GetIter)
+_NEXT_ARG = lazyre.compile(r"\bnext\(\s*(?P<x>[\w.]+(?:\[[^\[\]]{0,40}\])*)\s*[,)]")
+_FOR_IN = lazyre.compile(r"^(?:async\s+)?for\s+.+?\s+in\s+(?P<x>[\w.]+(?:\[[^\[\]]{0,40}\])*)\s*:")
 _KEY = lazyre.compile(r"^(?P<q>['\"])(?P<key>[^'\"]{1,80})(?P=q)$")
 _SIZE = lazyre.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at "
                    r"non-singleton dimension (?P<d>\d+)")
@@ -77,6 +81,9 @@ def explain(exc: ExceptionInfo) -> list[str]:
         if m.group("attr"):
             token = "." + m.group("attr")
         operand = _operand_before(code, token) if token else None
+        if m.group("what") in ("an iterator", "iterable"):
+            it = (_NEXT_ARG if m.group("what") == "an iterator" else _FOR_IN).search(code)
+            operand = it.group("x") if it else None
         if operand and token == "[":
             # a chain of subscripts: the message does not say which step met None
             chain = _chain(code, operand)

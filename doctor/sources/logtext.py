@@ -7,6 +7,7 @@ NUL bytes and single lines of many megabytes. This module never holds more than 
 """
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -194,11 +195,44 @@ def _notebook_traceback_lines(text: str) -> list[str] | None:
     return [ln for ln in _NB_COLOUR.sub("", decoded).split("\n") if ln.strip()] or None
 
 
+# the list that traceback.format_exception / format_exc().splitlines(True) return, printed whole (Megatron-Core's
+# megatron/core/utils.py logs it so on a failed step): one quoted string a line, each ending in an escaped newline
+LIST_TB_WORD = "['Traceback (most recent call last):\\n'"
+_LIST_ITEM = lazyre.compile(r"""\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\s*[,\]]?""")
+
+
+def _listed_traceback_lines(text: str) -> list[str] | None:
+    """The lines of a traceback printed as a Python list of strings (cut or whole); None when it is not one. Each
+    item is decoded as a string literal (ast.literal_eval of one quoted token: nothing is evaluated)."""
+    start = text.find(LIST_TB_WORD)
+    if start < 0:
+        return None
+    out = [text[:start]] if text[:start].strip() else []
+    pos = start + 1
+    items = 0
+    while pos < len(text):
+        m = _LIST_ITEM.match(text, pos)
+        if m is None:
+            break
+        try:
+            item = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            break
+        out.extend(ln for ln in str(item).split("\n") if ln.strip())
+        items += 1
+        pos = m.end()
+    return out if items > 1 else None
+
+
 def split_segments(text: str) -> list[str]:
     """Split a physical line into the messages it holds (tqdm \\r redraws, text glued on a bar, the lines of a
     notebook's JSON-escaped traceback entry)."""
     if NB_TB_WORD in text:
         lines = _notebook_traceback_lines(text)
+        if lines is not None:
+            return lines
+    if LIST_TB_WORD in text:
+        lines = _listed_traceback_lines(text)
         if lines is not None:
             return lines
     parts = text.split("\r") if "\r" in text else [text]
