@@ -100,9 +100,7 @@ KNOWN_MISSES_9: dict[str, str] = {}
 # fixtures/devlogs10: the tenth development set (30 real logs of 2026-11-29, README there): no traceback (kills, hangs,
 # error lines only) and metric-only failures, damaged the way people paste
 DEVLOGS10 = ROOT / "fixtures" / "devlogs10"
-KNOWN_MISSES_10: dict[str, str] = {
-    "1125": "a run the user stopped while stuck (the CLI's wait loop in the traceback, the prose says stuck): read as cut",
-}
+KNOWN_MISSES_10: dict[str, str] = {}
 
 
 def _cases(root: Path = DEVLOGS) -> list[Path]:

@@ -72,6 +72,9 @@ class Unrecognised(Rule):
             # the traceback the log ends in: the one whose last frame comes last (a first frame that lost its rank
             # prefix starts a traceback of its own, before the real one)
             line, frames = max(ctx.open_tracebacks, key=lambda t: (t[0].seq, len(t[1])))
+            if any(f.severity >= Severity.warning and any(e.path == line.where.path and e.line == line.where.line
+                                                          for e in f.evidence) for f in ctx.findings):
+                return []  # a rule before this one read the stack (its frames prove what the cut line was)
             last = frames[-1]
             from .cut_stage_text import read as read_stage
             staged = read_stage(ctx, line, frames)

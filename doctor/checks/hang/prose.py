@@ -94,6 +94,17 @@ def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
     return None
 
 
+def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
+    """(hang-at-start or hang-mid-training, the line) when these prose lines say the run was stuck, whatever other
+    symptom they also name ("if it were out of memory..." beside "it always freezes at the same step")."""
+    rx = next(rx for rx, category, _ in _SYMPTOMS if category == "hang")
+    for ln in lines:
+        if rx.search(plain(ln.text)):
+            start = any(_START.search(plain(x.text)) for x in lines)
+            return ("hang-at-start" if start else "hang-mid-training"), ln
+    return None
+
+
 class ProseSymptom(Rule):
     kinds: frozenset[type] = frozenset()  # reads the last lines of each log at the end (RunState.tails)
 
