@@ -131,8 +131,9 @@ class Rule:
              evidence: tuple[Evidence, ...] | list[Evidence] = (), count: int = 1, ranks: tuple[int, ...] = (),
              seq: int = 0, severity: Severity | None = None, title: str | None = None, action: str | None = None,
              flags: tuple[tuple[str, str], ...] = (), confidence: str | None = None,
-             alternatives: tuple[str, ...] = ()) -> Finding:
-        """``confidence``: what this finding rests on when it is less than the rule's (a structural verdict from a
+             alternatives: tuple[str, ...] = (), verify: str | None = None) -> Finding:
+        """``verify``: how the next run shows the fix worked, when this run calls for another check than the rule's
+        own (the rule's is written for its most common case). ``confidence``: what this finding rests on when it is less than the rule's (a structural verdict from a
         cut traceback); never more (registry.RuleMeta.confidence_level). ``alternatives``: the other categories
         the rule weighed (kept for a "possible" finding: doctor/confidence.py)."""
         m = self.meta
@@ -141,7 +142,7 @@ class Rule:
             rule_id=m.id, slug=m.slug, category=m.category, severity=severity if severity is not None else m.severity,
             title=title or m.title, message=message or m.message, fix=tuple(fix if fix is not None else m.fix),
             evidence=tuple(evidence), count=count, ranks=ranks, role=m.role_hint, first_seq=seq, priority=m.priority,
-            action=action or m.action, verify=m.verify, prevent=m.prevent, flags=tuple(flags),
+            action=action or m.action, verify=verify or m.verify, prevent=m.prevent, flags=tuple(flags),
             confidence=level, alternatives=tuple(alternatives),
         )
 
