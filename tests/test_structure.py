@@ -75,6 +75,19 @@ def test_argument_validator_and_cut_argument_parsing_stack():
     assert found[0].rule_id == "GD990" and found[0].severity == Severity.warning
 
 
+def test_an_import_error_raised_by_a_validator_is_the_install_not_a_flag():
+    # transformers 4.3x training_args.py _setup_devices raises ImportError when accelerate is too old (dev11 1307): the
+    # raising file is an arguments file, the type says the install is at fault
+    text = tb([(f"{SP}/transformers/training_args.py", 1672, "_setup_devices", "raise ImportError(")],
+              "ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.20.1`: Please run `pip install "
+              "accelerate -U`")
+    found = run(text)
+    assert found[0].category == "import-or-dependency-error"
+    text = tb([(f"{SP}/transformers/training_args.py", 1500, "__post_init__", "raise ValueError(")],
+              "ValueError: --load_best_model_at_end requires the save and eval strategy to match")
+    assert run(text)[0].category == "argument-error-other"
+
+
 def test_frameless_exception_takes_the_stack_printed_beside_it():
     text = ("[rank0]: ValueError: some new check failed\n"
             + tb([(f"{SP}/swift/llm/base.py", 18, "__init__", "self.args = self._parse_args(args)"),
