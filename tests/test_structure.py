@@ -415,3 +415,18 @@ def test_an_exception_pasted_into_a_chinese_sentence_without_a_space_is_read():
         assert found and found[0].category == "argument-error-other", [(f.rule_id, f.category) for f in found]
     # an ASCII word glued to the type is not a separate exception name ("MyValueError" is its own class)
     assert not [f for f in run("raised MyCustomValueError: nothing\n") if f.rule_id == "GD990"]
+
+
+def test_a_divisibility_assertion_by_its_shape_and_by_its_message():
+    # NeMo-RL batched_data_dict.py shard_by_batch_size (dev11 1328): `assert batch_size % shards == 0, (` and its message
+    text = tb([("/app/nemo-rl/nemo_rl/distributed/batched_data_dict.py", 293, "shard_by_batch_size",
+                "assert batch_size % shards == 0, (")],
+              "AssertionError: Batch size (30) is not a multiple of shards (4)")
+    f = run(text)[0]
+    assert f.category == "batch-divisibility" and "in NeMo-RL" in f.title
+    assert "the message gives 30 and 4 (30 % 4 = 2): the nearest multiples are 28 and 32" in f.message
+    assert "`batch_size % shards == 0` was false" in f.message
+    # the message alone (no source line printed): the message entry
+    text = tb([("/app/x/sharding.py", 10, "split", "")], "AssertionError: Batch size (6) is not divisible by dp (4)")
+    f = run(text)[0]
+    assert f.category == "batch-divisibility" and "is not a multiple of" in f.verify

@@ -17,7 +17,7 @@ PACKAGES = {
     "datasets": "datasets", "megatron": "Megatron", "hydra": "hydra", "flash_attn": "flash-attn",
     "verifiers": "verifiers", "ray": "ray", "starlette": "starlette", "uvicorn": "uvicorn", "fastapi": "fastapi",
     "verl": "verl", "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "llmtuner": "LLaMA-Factory",
-    "rllm": "rLLM",
+    "rllm": "rLLM", "nemo_rl": "NeMo-RL",
 }
 # frameworks people run from a clone of their repository, under src/ (LLaMA-Factory: src/llamafactory, formerly
 # src/llmtuner) or a folder of the package's own name (rLLM: rllm/rllm/trainer/...)
@@ -26,7 +26,9 @@ _SRC_CHECKOUTS = {"llamafactory": ("src",), "llmtuner": ("src",), "rllm": ("rllm
 # directory followed by one of its own subpackages
 _CHECKOUT_SUBS = {"verl": {"trainer", "workers", "utils", "single_controller", "models", "third_party", "protocol.py",
                            "experimental"},
-                  "openrlhf": {"cli", "trainer", "models", "utils", "datasets"}}
+                  "openrlhf": {"cli", "trainer", "models", "utils", "datasets"},
+                  # NVIDIA NeMo-RL (nemo_rl/algorithms, distributed, models, evals...), run from its clone
+                  "nemo_rl": {"algorithms", "distributed", "models", "evals", "data", "environments", "utils"}}
 # wrappers and the standard library: never the component that failed
 PLUMBING = {"concurrent", "asyncio", "threading", "multiprocessing", "hydra", "starlette", "uvicorn", "fastapi",
             "runpy", "functools", "contextlib", "importlib", "<frozen", "<string>"}

@@ -16,7 +16,8 @@ import re
 from .. import lazyre
 from ..signals import ExceptionInfo
 
-_ASSERT = lazyre.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*))?$")
+# the message may open a parenthesis continued on the next lines (`assert a % b == 0, (`), which CPython prints alone
+_ASSERT = lazyre.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*|\(.*))?$")
 _IS_NOT_NONE = lazyre.compile(r"^(?P<x>[\w.\[\]'\"()]+)\s+is\s+not\s+None$")
 _COMPARE = lazyre.compile(r"^(?P<a>.+?)\s*(?P<op>==|!=|<=|>=|<|>|\bin\b|\bnot in\b)\s*(?P<b>.+)$")
 _NONE_USE = lazyre.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable|an iterator)|has no attribute "

@@ -134,6 +134,8 @@ def _notice_before(ctx: RunState, last: LogLine) -> LogLine | None:
 _SHAPE = lazyre.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
 
 
+# an assert's message with both numbers: "Batch size (30) is not a multiple of shards (4)"
+_MULTIPLE_NUMBERS = lazyre.compile(r"\((\d{1,12})\)[^()]{0,60}?(?:multiple of|divisible by)[^()]{0,40}?\((\d{1,12})\)")
 _DIVIDES = lazyre.compile(r"\bassert\s+\(?(?P<a>[^%#]{1,80}?)\s*%\s*(?P<b>[\w.\[\]()]{1,60}?)\)?\s*==\s*0")
 
 
@@ -147,8 +149,19 @@ def _detail(v: Verdict) -> str:
         if d is not None and v.exc.short_type == "ZeroDivisionError":  # the check itself divided by zero
             return (f" The assertion `{d.group('a').strip()} % {d.group('b')} == 0` could not even be evaluated: "
                     f"`{d.group('b')}` was 0 when it ran.")
-        return (f" The failed assertion wants `{d.group('a').strip()}` to be a multiple of `{d.group('b')}`: change the "
-                f"setting behind the first, or the one behind the second." if d else "")
+        if d is None:
+            return ""
+        a, b = d.group('a').strip(), d.group('b')
+        said = f" The failed assertion wants `{a}` to be a multiple of `{b}`"
+        nums = _MULTIPLE_NUMBERS.search(v.exc.message)
+        if nums is not None and int(nums.group(2)) > 0:
+            have, of = int(nums.group(1)), int(nums.group(2))
+            low, high = have - have % of, have - have % of + of
+            said += (f"; the message gives {have} and {of} ({have} % {of} = {have % of}): the nearest multiples are "
+                     + (f"{low} and {high}" if low else f"{high}") + ". Change")
+        else:
+            said += ": change"
+        return said + " the setting behind the first, or the one behind the second."
     k, n = int(m.group(2)), int(m.group(3))
     return f" Here {n} values cannot be split into groups of {k} ({n} % {k} = {n % k})."
 
