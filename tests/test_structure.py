@@ -417,6 +417,18 @@ def test_an_exception_pasted_into_a_chinese_sentence_without_a_space_is_read():
     assert not [f for f in run("raised MyCustomValueError: nothing\n") if f.rule_id == "GD990"]
 
 
+def test_an_exception_quoted_in_a_sentence_ends_at_its_quote():
+    # dev11 1314 (verl's config read against an older yaml) and 1309 (a message pasted into a Chinese question)
+    found = run('There are errors such as "omegaconf.errors.ConfigAttributeError: Key \'launch_reward_fn_async\' is '
+                'not in struct." Many keys are not in the structure.\n')
+    assert found[0].category == "argument-error-other"
+    assert "`omegaconf.errors.ConfigAttributeError: Key 'launch_reward_fn_async' is not in struct.`" in found[0].message
+    assert "Many keys" not in found[0].message
+    found = run("我运行时出现这个错误ModuleNotFoundError: No module named 'open_r1.trainer.x'，请问是什么问题？\n")
+    assert found[0].category == "import-or-dependency-error"
+    assert "No module named 'open_r1.trainer.x'`" in found[0].message and "请问" not in found[0].message
+
+
 def test_a_divisibility_assertion_by_its_shape_and_by_its_message():
     # NeMo-RL batched_data_dict.py shard_by_batch_size (dev11 1328): `assert batch_size % shards == 0, (` and its message
     text = tb([("/app/nemo-rl/nemo_rl/distributed/batched_data_dict.py", 293, "shard_by_batch_size",

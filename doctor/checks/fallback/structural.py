@@ -24,6 +24,13 @@ _EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w
                        r"recent call last\))\**\s*$")
 
 
+# the same quoted in a sentence (`errors such as "omegaconf.errors.ConfigAttributeError: Key 'x' is not in struct."
+# Many keys...`): the message ends at the closing quote, not at the end of the line
+_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s+(.+?)(?:\1|\u201d)""")
+# a sentence's full-width punctuation after a message pasted into Chinese prose ("...'，请问是什么问题？")
+_CJK_STOP = lazyre.compile(r"[\uff0c\u3002\uff1f\uff01]")
+
+
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
@@ -33,10 +40,16 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
         for line in tail:
             if "Error" not in line.text and "Exception" not in line.text:
                 continue
-            m = _EMBEDDED.search(line.text)
-            if m and not m.group(1).endswith("Warning"):
-                out.append(ExceptionInfo(m.group(1), (m.group(2) or "").strip()[:600], (), line.where, line.rank,
-                                         line.seq, line.raw))
+            q = _QUOTED.search(line.text)
+            if q:
+                etype, msg = q.group(2), q.group(3)
+            else:
+                m = _EMBEDDED.search(line.text)
+                if not m:
+                    continue
+                etype, msg = m.group(1), _CJK_STOP.split(m.group(2) or "", 1)[0]
+            if not etype.endswith("Warning"):
+                out.append(ExceptionInfo(etype, msg.strip()[:600], (), line.where, line.rank, line.seq, line.raw))
     return out
 
 
