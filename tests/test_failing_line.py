@@ -72,3 +72,12 @@ def test_unknown_location_is_a_shadowing_folder():
 def test_nothing_to_read_gives_nothing():
     assert explain(_exc("RuntimeError", "CUDA error: an illegal memory access was encountered", "")) == []
     assert explain(_exc("AssertionError", "", "")) == []
+
+
+def test_a_lora_wrapped_weight_name_sent_to_the_engine():
+    # dev11 1324: verl's FSDP-vLLM sharding manager pushing LoRA weights into vLLM's Qwen2Model.load_weights
+    got = explain(_exc("KeyError", "'layers.0.self_attn.qkv_proj.base_layer.weight'", "param = params_dict[name]",
+                       path="/x/site-packages/vllm/model_executor/models/qwen2.py", func="load_weights"))
+    assert any("peft LoRA-wrapped model" in g for g in got)
+    assert not any("LoRA" in g for g in explain(_exc("KeyError", "'layers.0.mlp.weight'", "param = params_dict[name]",
+                                                     func="load_weights")))

@@ -442,3 +442,13 @@ def test_a_divisibility_assertion_by_its_shape_and_by_its_message():
     text = tb([("/app/x/sharding.py", 10, "split", "")], "AssertionError: Batch size (6) is not divisible by dp (4)")
     f = run(text)[0]
     assert f.category == "batch-divisibility" and "is not a multiple of" in f.verify
+
+
+def test_paths_printed_relative_or_elided_name_their_package():
+    # dev11 1324 (`/.../vllm/model_executor/...` typed by the user), 1325 (vLLM's worker prints `vllm/v1/...`)
+    assert package_of("/.../vllm/model_executor/models/qwen2.py") == "vllm"
+    assert package_of("vllm/v1/executor/multiproc_executor.py") == "vllm"
+    assert package_of("verl/workers/rollout/vllm_rollout/utils.py") == "verl"
+    assert package_of(".../trl/trainer/grpo_trainer.py") == "trl"
+    assert package_of("/home/u/vllm_test/run.py") is None and package_of("my/vllm/a.py") is None
+    assert package_of("train.py") is None

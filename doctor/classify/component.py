@@ -39,9 +39,23 @@ def norm(path: str) -> str:
     return path.replace("\\", "/")
 
 
+# packages whose folder name alone names them in a path printed relative to site-packages (`vllm/v1/executor/...`,
+# as Ray and vLLM's workers print their own frames) or after an elision the user typed (`/.../vllm/model_executor/...`)
+_NAMED_BY_FOLDER = frozenset({"vllm", "verl", "trl", "deepspeed", "transformers", "peft", "accelerate", "megatron",
+                              "openrlhf", "llamafactory", "unsloth", "unsloth_zoo", "sglang", "torch", "swift"})
+_ELISIONS = ("...", "\u2026")
+
+
 def package_of(path: str) -> str | None:
     """The top-level package directory of a frame's file, or None for the user's own code."""
     p = norm(path)
+    head = p.split("/", 3)
+    if head[0] in _ELISIONS or (head[0] == "" and len(head) > 2 and head[1] in _ELISIONS):
+        after = head[1] if head[0] in _ELISIONS else head[2]
+        if after in _NAMED_BY_FOLDER and len(head) > 2:
+            return after
+    elif head[0] in _NAMED_BY_FOLDER and len(head) > 1:
+        return head[0]
     for marker in _SITE:
         if marker in p:
             return p.split(marker, 1)[1].split("/", 1)[0]

@@ -107,6 +107,13 @@ def explain(exc: ExceptionInfo) -> list[str]:
                            f"name), or it was renamed or dropped by the preprocessing.")
             elif code:
                 out.append(f"The failing line `{code[:160]}` reads the key '{key}', which the mapping does not hold.")
+            if ".base_layer." in key and any(f.func == "load_weights" for f in exc.frames):
+                # peft's LoRA layers keep the wrapped module as `base_layer` (peft tuners/lora/layer.py LoraLayer):
+                # a weight name with it is a LoRA-wrapped model's name, which a model built without LoRA lacks
+                out.append(f"'{key}' is a name of a peft LoRA-wrapped model (`.base_layer.` is the wrapped layer): "
+                           f"the trainer sent LoRA-wrapped weight names to an engine model built without LoRA; the "
+                           f"sync must send merged or unwrapped names (a trainer and vLLM pair that agree on the "
+                           f"naming), or the engine must be started with LoRA enabled.")
     m = _SIZE.search(exc.message)
     if m:
         out.append(f"Two tensors differ in dimension {m.group('d')}: {m.group('a')} against {m.group('b')}.")
