@@ -103,6 +103,12 @@ DEVLOGS10 = ROOT / "fixtures" / "devlogs10"
 KNOWN_MISSES_10: dict[str, str] = {}
 
 
+# fixtures/devlogs11: the eleventh development set (30 real logs of 2026-11-29, README there): TRL / transformers errors,
+# other frameworks' argument and config errors, dependency builds, rollout and weight-sync failures
+DEVLOGS11 = ROOT / "fixtures" / "devlogs11"
+KNOWN_MISSES_11: dict[str, str] = {}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -110,7 +116,7 @@ def _cases(root: Path = DEVLOGS) -> list[Path]:
 # the later sets: (folder, known misses by case number, number of cases)
 LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (DEVLOGS5, KNOWN_MISSES_5, 30),
               (DEVLOGS6, KNOWN_MISSES_6, 30), (DEVLOGS7, KNOWN_MISSES_7, 30), (DEVLOGS8, KNOWN_MISSES_8, 30),
-              (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30))
+              (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30))
 
 
 def _params():
