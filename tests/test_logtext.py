@@ -136,3 +136,14 @@ def test_utf8_read_as_windows_1252_is_put_back():
     ruled = "┡━━╇━━┩ │ step │".encode().decode("cp1252", errors="ignore").encode("utf-8")
     back = decode(ruled)
     assert back.startswith("┡") and "╇" in back and back.endswith("│ step │") and "\ufffd" in back
+
+
+def test_an_exception_inside_a_sentence_becomes_a_line_of_its_own():
+    # glued to Chinese prose (dev11 1309), quoted in English prose (dev11 1314)
+    assert split_segments("我运行时出现这个错误ModuleNotFoundError: No module named 'x.y'，请问是什么问题？") == [
+        "我运行时出现这个错误", "ModuleNotFoundError: No module named 'x.y'", "，请问是什么问题？"]
+    assert split_segments('errors such as "omegaconf.errors.ConfigAttributeError: Key \'k\' is not in struct." Many') == [
+        "errors such as ", "omegaconf.errors.ConfigAttributeError: Key 'k' is not in struct.", " Many"]
+    # an exception line's own message, and a frame, are left whole whatever they quote
+    assert split_segments('ValueError: 数据集错误 "KeyError: x"') == ['ValueError: 数据集错误 "KeyError: x"']
+    assert split_segments('[rank0]: RuntimeError: 出错了') == ['[rank0]: RuntimeError: 出错了']
