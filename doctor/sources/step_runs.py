@@ -33,7 +33,7 @@ from itertools import chain, compress
 from typing import Any
 
 from .. import lazyre
-from ..engine.columns import Block
+from ..engine.columns import Block, Seed
 from ..signals import Metrics, Where
 from . import bars as bars_mod
 from . import metrics as msrc
@@ -259,10 +259,7 @@ class StepRuns:
         block = Block.of(rows)
         if block is None:
             return
-        width = len(keys)
-        block.seed({key: list(chain.from_iterable(values[off * width + j:(off + n) * width:width]
-                                                  for _, n, (_, values), off in parts))
-                    for j, key in enumerate(keys)})
+        block.seed(Seed(keys, [(n, values, off) for _, n, (_, values), off in parts]))
 
     def _layout(self, printed: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any] | None:
         """(the keys read_console gives a row printed with these keys, aliases named; a pattern reading the values of
