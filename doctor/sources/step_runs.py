@@ -34,7 +34,7 @@ from typing import Any
 
 from .. import lazyre
 from ..engine.columns import Block, Seed
-from ..signals import Metrics, Where
+from ..signals import Metrics, console_row
 from . import bars as bars_mod
 from . import metrics as msrc
 from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep, pre_kind
@@ -131,7 +131,7 @@ class StepRuns:
                 gap = []
                 if first < 0:
                     first, off = len(gathered), ri - 1
-                gathered.append(Metrics(values, Where(path, lineno + j), seq + j, "console", finite))
+                gathered.append(console_row(values, path, lineno + j, seq + j, finite))
                 if len(gathered) >= bars_mod.ROWS_MAX:
                     parts.append((first, len(gathered) - first, cols, off))
                     first = -1
