@@ -82,7 +82,7 @@ class Metrics:
 # A frozen dataclass's __init__ sets each field through object.__setattr__: 3.4 us for a Metrics and its Where, paid per
 # row of a dense console log. Its slots' own setters give the same objects (same fields, still frozen) in 1.0 us.
 _new = object.__new__
-_SET_WHERE = (Where.path.__set__, Where.line.__set__)   # type: ignore[attr-defined]
+_SET_WHERE = tuple(getattr(Where, k).__set__ for k in ("path", "line"))
 _SET_METRICS = tuple(getattr(Metrics, k).__set__ for k in ("values", "where", "seq", "source", "finite"))
 
 
