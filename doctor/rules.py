@@ -45,6 +45,8 @@ class Diagnosis:
     flags: tuple[tuple[str, str], ...] = ()   # the corrected flags, ("--name", "value"): the finding's command
     category: str | None = None               # the category the run's context places the failure in (not the rule's)
     confidence: str | None = None             # less than the rule's level when this run's evidence is weaker (Rule.make)
+    title: str | None = None                  # the failure this run shows, when it is a narrower one than the rule's title
+    verify: str | None = None                 # how this run's next log shows the fix worked, when not the rule's way
 
 
 class _Blank(dict):
@@ -205,6 +207,8 @@ class PatternRule(Rule):
         flags: tuple[tuple[str, str], ...] = ()
         category: str | None = None
         confidence: str | None = None
+        title: str | None = None
+        verify: str | None = None
         if self.meta.fixer:  # resolved only for a rule that matched: the catalog loads without importing hooks
             out = resolve(self.meta.fixer)(self.hits, ctx)
             if out is None:
@@ -214,8 +218,10 @@ class PatternRule(Rule):
             severity = out.severity
             evidence = out.evidence + evidence
             action, flags, category, confidence = out.action, out.flags, out.category, out.confidence
+            title, verify = out.title, out.verify
         found = self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
-                          seq=first.seq, severity=severity, action=action, flags=flags, confidence=confidence)
+                          seq=first.seq, severity=severity, action=action, flags=flags, confidence=confidence,
+                          title=title, verify=verify)
         return [dataclasses.replace(found, category=category) if category else found]
 
 
