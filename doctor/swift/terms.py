@@ -261,6 +261,8 @@ def say(line: str, framework: str | None) -> str | None:
         line = _without_trainer_clauses(line)
         if not line:
             return None
+    if framework == "llamafactory":
+        return _say_neutral(_LF_DTYPE_FLAG.sub(_lf_dtype, line), _LLAMAFACTORY)
     if framework not in TRL_LIKE:
         return _say_neutral(line, _VLLM_SERVE if framework == "vllm" else None)
     if line.lstrip().lower().startswith("ms-swift:"):
@@ -414,6 +416,22 @@ _VLLM_SERVE: dict[str, str] = {
     "--vllm_max_num_seqs": "--max-num-seqs {v}",
     "--vllm_limit_mm_per_prompt": "--limit-mm-per-prompt {v}",
 }
+
+
+# LLaMA-Factory's YAML keys where they differ from the neutral names (src/llamafactory/hparams: DataArguments.cutoff_len,
+# FinetuningArguments.lora_target; the rest are transformers' TrainingArguments, taken as they are): a precision is its
+# bf16 / fp16 switch, not a torch_dtype
+_LLAMAFACTORY: dict[str, str] = {
+    "--max_length": "cutoff_len {v}",
+    "--target_modules": "lora_target {v}",
+}
+_LF_DTYPE_FLAG = lazyre.compile(r"--torch_dtype[ =](bfloat16|float16|float32)\b")
+_LF_DTYPE = {"bfloat16": "`bf16: true` in the training YAML", "float16": "`fp16: true` in the training YAML",
+             "float32": "neither `bf16` nor `fp16` in the training YAML (float32)"}
+
+
+def _lf_dtype(m: re.Match) -> str:
+    return _LF_DTYPE[m.group(1)]
 
 
 def _say_table(line: str, table: dict[str, str]) -> str | None:
