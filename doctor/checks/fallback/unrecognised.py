@@ -262,7 +262,7 @@ class Unrecognised(Rule):
                         "is the usual one).")
                 fix.insert(0, "Turn evaluation off to confirm (eval_strategy=\"no\"; ms-swift --eval_strategy no), "
                               "then upgrade the trainer to a release whose GRPO trainer implements that path.")
-        fix[:0] = [f"The message itself says how: \"{h}\"" for h in message_hints(exc.message)]
+        fix[:0] = [f"The message itself says how: \"{h}\"" for h in message_hints(exc.message, exc_type=exc.type)]
         after = ctx.lines_after(exc.where.path, exc.seq, 12)
         bar = _bar_phase(exc, ctx)
         if bar and not phase:
