@@ -99,3 +99,27 @@ def test_GD310_ray_memory_monitor_kill_is_not_verified_with_dmesg():
               "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons "
               "at node (ID: 351e406b, IP: 10.95.143.76) over the last time period.\n"})
     assert "dmesg" not in f.verify and "Ray's memory monitor" in f.verify
+
+
+# ------------------------------------------------------------------ a framework not told gets neutral spellings
+
+def test_framework_not_told_drops_trainer_spellings_and_keeps_the_libraries():
+    # devlogs9 1025 (Firefly, framework not told): ms-swift and LLaMA-Factory spellings of a peft setting
+    line = ("Set target_modules to theirs (or `all-linear` in peft >= 0.8; ms-swift --target_modules all-linear, "
+            "LLaMA-Factory lora_target all).")
+    out = say(line, None)
+    assert out is not None and "ms-swift" not in out and "LLaMA-Factory" not in out and "peft >= 0.8" in out
+    # prose about a release is not a spelling
+    assert say("This changed (ms-swift 3.x changed this).", None) == "This changed (ms-swift 3.x changed this)."
+
+
+def test_a_vllm_run_keeps_only_vllms_spelling():
+    # devlogs9 1014: vLLM alone on a T4; the trainers' flags did not run
+    line = "Use float16 instead of bfloat16 (vLLM --dtype half, ms-swift --torch_dtype float16, trl fp16=True)."
+    out = say(line, "vllm")
+    assert out is not None and "vLLM --dtype half" in out and "ms-swift" not in out and "trl" not in out
+
+
+def test_ms_swift_keeps_its_own_spelling():
+    line = "Use float16 (vLLM --dtype half, ms-swift --torch_dtype float16, trl fp16=True)."
+    assert "ms-swift --torch_dtype float16" in (say(line, "ms-swift") or "")

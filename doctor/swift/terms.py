@@ -225,12 +225,53 @@ def _label_of(part: str) -> str | None:
 _CITATION = lazyre.compile(r"^:?\s*(?:FAQ|docs?|documentation|best practice|README|issue|source)\b", re.I)
 
 
+# a runtime's or library's label in a list of spellings ("vLLM --dtype half", "peft >= 0.8", "transformers
+# attn_implementation=...): kept for a run whose trainer is not told
+_RUNTIME_LABELS = ("vLLM", "vllm", "transformers", "peft", "torch", "PyTorch", "DeepSpeed", "deepspeed", "accelerate")
+# a piece that spells a setting (a flag, a key=value, a "label:" step, a code span, a snake_case key), not prose about
+# a release ("ms-swift 3.x changed this")
+_SPELLING = lazyre.compile(r"--\w|\w=|^[^\s:]+:\s|`|\b[a-z]+_[a-z_]+\b")
+
+
+# a statement about a framework's releases ("trl >= 0.17 also counts gradient_accumulation_steps"), not its spelling
+_RELEASES = lazyre.compile(r"^\S+\s*(?:>=|<=|==|<|>|\d)")
+
+
+def _runtime_label(part: str) -> bool:
+    return any(part.startswith(label) and part[len(label):len(label) + 1] in (":", " ") for label in _RUNTIME_LABELS)
+
+
+def _neutral_alternatives(line: str) -> str:
+    """For a run whose trainer framework is not told (or a runtime alone: vLLM, torch, DeepSpeed): a parenthesis's
+    spellings labelled with a trainer framework ("ms-swift --torch_dtype float16", "trl fp16=True", "LLaMA-Factory
+    lora_target all") left out, the runtime's and the unlabelled ones kept (issue 29: never another framework's flags
+    by default)."""
+    def paren(m: re.Match) -> str:
+        kept: list[str] = []
+        dropped = False
+        for part in (p.strip() for p in m.group(1).split(";")):
+            pieces = [x.strip() for x in part.split(", ")]
+            if len(pieces) > 1 and not all(_label_of(x) or _runtime_label(x) for x in pieces):
+                pieces = [part]   # commas inside one spelling, not a list of them
+            keep = [x for x in pieces if not (_label_of(x) and _SPELLING.search(x) and not _RELEASES.match(x))]
+            dropped = dropped or len(keep) < len(pieces)
+            if keep:
+                kept.append(", ".join(keep))
+        if not dropped:
+            return m.group(0)
+        return f" ({'; '.join(kept)})" if kept else ""
+
+    return _PAREN_ALT.sub(paren, line)
+
+
 def only_own_alternatives(line: str, framework: str | None) -> str:
     """``line`` without the spellings a parenthesis gives for other trainer frameworks than the run's: "(verl X; OpenRLHF
     Y)" keeps the run's entry, and "(verl X)" alone goes from an OpenRLHF run's fix. A framework not told, or a runtime
-    (torch, vLLM, DeepSpeed), keeps them all: the user picks theirs."""
-    if framework not in _FW_LABELS or "(" not in line:
+    (torch, vLLM, DeepSpeed), keeps only the runtime's and the unlabelled spellings (``_neutral_alternatives``)."""
+    if "(" not in line:
         return line
+    if framework not in _FW_LABELS:
+        return _neutral_alternatives(line)
     mine = {framework} | _BASE.get(framework, set())
 
     def paren(m: re.Match) -> str:
@@ -255,6 +296,8 @@ def say(line: str, framework: str | None) -> str | None:
         return only_own_alternatives(line, framework)
     if framework is not None:
         line = only_own_alternatives(without_swift_alternative(line), framework)
+    else:
+        line = only_own_alternatives(line, None)
     if framework in ("verl", "openrlhf"):
         return _say_table(line, _VERL if framework == "verl" else _OPENRLHF)
     if framework == "vllm":

@@ -275,7 +275,8 @@ class Unrecognised(Rule):
                 msg = msg.replace(" (no stack frames in the log).", ".") + " " + reading[0]
             fix[:0] = reading[1:]
         fix[len(fix):] = _phase_fix(phase, fw)
-        if not [x for x in fix if not x.startswith("Raised on rank(s)")]:
+        # the caller's own frame (trainer.train()) and the ranks say nothing of the cause: not a reading
+        if not [x for x in fix if not x.startswith(("Raised on rank(s)", "The last frame in your own code"))]:
             # the last resort: nothing in the log says more than the message itself
             who = issues_of(fw)
             fix.append(f"Search the {who} issues for the message: \"{exc.message[:120] or exc.type}\".")
