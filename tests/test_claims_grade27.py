@@ -123,3 +123,10 @@ def test_a_vllm_run_keeps_only_vllms_spelling():
 def test_ms_swift_keeps_its_own_spelling():
     line = "Use float16 (vLLM --dtype half, ms-swift --torch_dtype float16, trl fp16=True)."
     assert "ms-swift --torch_dtype float16" in (say(line, "ms-swift") or "")
+
+
+def test_ms_swift_only_reward_settings_are_not_offered_to_other_frameworks():
+    # devlogs10 1126: ms-swift's soft_overlong reward (--soft_cache_length) for a run whose framework is not told
+    line = "Add the soft_overlong reward (with --soft_cache_length 512): it penalises length smoothly."
+    assert say(line, None) is None and say(line, "trl") is None
+    assert say(line, "ms-swift") == line

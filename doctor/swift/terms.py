@@ -137,6 +137,8 @@ _FLAGS: dict[str, tuple[str | None, str | None]] = {
     "--vllm_enable_lora": (_NONE, ""), "--truncation_strategy": (_NONE, ""), "--rlhf_type": (_NONE, ""),
     "--multi_turn_scheduler": (_NONE, ""), "--vllm_limit_mm_per_prompt": (_NONE, ""),
     "--enable_flattened_weight_sync": (_NONE, ""), "--padding_free": (_NONE, ""),
+    # ms-swift's soft_overlong reward settings (swift/plugin/orm.py SoftOverlong): no trl or neutral counterpart
+    "--soft_cache_length": (_NONE, ""), "--soft_max_length": (_NONE, ""),
     # transformers' from_pretrained(attn_implementation=..., torch_dtype=...), which trl passes through
     # GRPOConfig.model_init_kwargs
     "--attn_impl": ("GRPOConfig(model_init_kwargs={\"attn_implementation\": \"{v}\"})", _NONE),
