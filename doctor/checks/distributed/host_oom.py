@@ -254,5 +254,8 @@ class HostOomKilled(Rule):
                           confidence=level,
                           title="Process killed (SIGKILL) on macOS, most often for memory" if macos else None,
                           verify=("the next run is not `Killed: 9` and the memory pressure stays out of the red while "
-                                  "it trains" if macos else None))]
+                                  "it trains" if macos else
+                                  # Ray's memory monitor kills before the kernel's OOM killer: dmesg never shows it
+                                  "no worker is killed by Ray's memory monitor (no `killed due to memory pressure` / "
+                                  "OutOfMemoryError line from the raylet) through the run" if ray_only else None))]
 

@@ -179,6 +179,56 @@ def _detail(v: Verdict) -> str:
     return f" Here {n} values cannot be split into groups of {k} ({n} % {k} = {n % k})."
 
 
+# where an exception was raised, from its type, message and frames: an import, argument parsing, a constructor call
+_IMPORT_MSG = lazyre.compile(r"cannot import name|No module named|partially initialized module")
+_PARSE_FUNCS = frozenset({"parse_args", "_parse_args", "__post_init__", "parse_args_into_dataclasses", "_parse_known_args",
+                          "parse_known_args", "parse_dict", "parse_yaml_file", "parse_json_file", "_check_value", "error"})
+_PARSE_MSG = lazyre.compile(r"unrecognized arguments|error: argument|invalid choice|the following arguments are required")
+_CTOR_MSG = lazyre.compile(r"\b([A-Z]\w*)\.(?:__init__|init)\(\)")
+
+
+def _first_sentence(message: str, limit: int = 90) -> str:
+    """The message's first sentence, or its first words up to ``limit`` characters followed by '...'."""
+    one = message.split(". ", 1)[0].strip()
+    if len(one) <= limit:
+        return one
+    return one[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def framework_of_run(ctx: RunState) -> str | None:
+    return ctx.framework()[0]
+
+
+def raise_verify(rule_id: str, v: Verdict, framework: str | None) -> str | None:
+    """The verify of GD993 (version clash) and GD990 (argument error) by where this exception was raised: the rule's
+    own line ("the imports succeed", "argument parsing passes") is met by a run that failed later, in a constructor,
+    an engine's start or a training step. None: the rule's own line fits."""
+    exc = v.exc
+    if exc is None or rule_id not in ("GD990", "GD993"):
+        return None
+    frames = [f for f in exc.frames or v.frames if f.lineno != SITE_LINE]
+    funcs = {f.func for f in frames}
+    if rule_id == "GD993" and (exc.short_type in ("ImportError", "ModuleNotFoundError")
+                               or _IMPORT_MSG.search(exc.message) or (frames and frames[-1].func == "<module>")):
+        return None
+    if rule_id == "GD990" and (funcs & _PARSE_FUNCS or _PARSE_MSG.search(exc.message)
+                               or any("argparse" in f.path for f in frames)):
+        dump = " (ms-swift's `args:` dump)" if framework == "ms-swift" else ""
+        return f"argument parsing passes: the log shows the parsed arguments{dump} and reaches model loading"
+    shown = f"`{exc.short_type}: {_first_sentence(exc.message)}`" if exc.message else f"`{exc.short_type}`"
+    ctor = _CTOR_MSG.search(exc.message)
+    if ctor is not None:
+        return (f"`{ctor.group(1)}` is built: the log passes its construction with no {shown} line and reaches the "
+                f"first step" + (", with the library versions that belong together" if rule_id == "GD993" else ""))
+    from ...classify.hints import phase_of
+    phase = phase_of(frames)
+    site = f" ({v.frames[-1].func})" if v.frames and v.frames[-1].func and v.frames[-1].func != "<module>" else ""
+    past = f"{phase} ({v.component})" if phase else (f"the point where {v.component} raised it{site}" if v.frames
+                                                      else "the point where it was raised")
+    return (f"the next run's log has no {shown} line and goes on past {past}"
+            + (", with the library versions that belong together" if rule_id == "GD993" else ""))
+
+
 class Structural(Rule):
     kinds = frozenset()
 
@@ -198,7 +248,8 @@ class Structural(Rule):
         if v is None or v.entry.category != self.meta.category:
             return []
         found = self._finding(v, ctx)
-        return [dataclasses.replace(found, verify=v.entry.verify) if v.entry.verify else found]
+        verify = v.entry.verify or raise_verify(self.meta.id, v, framework_of_run(ctx))
+        return [dataclasses.replace(found, verify=verify) if verify else found]
 
     def _finding(self, v: Verdict, ctx: RunState) -> Finding:
         # imported at the first verdict: a run without a traceback never needs them, and watch pays every import
