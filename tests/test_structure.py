@@ -426,7 +426,7 @@ def test_an_exception_quoted_in_a_sentence_ends_at_its_quote():
     assert "Many keys" not in found[0].message
     found = run("我运行时出现这个错误ModuleNotFoundError: No module named 'open_r1.trainer.x'，请问是什么问题？\n")
     assert found[0].category == "import-or-dependency-error"
-    assert "open_r1.trainer.x`" in found[0].message and "请问" not in found[0].message
+    assert "`open_r1.trainer` but found no `x`" in found[0].message and "请问" not in found[0].message
 
 
 def test_a_divisibility_assertion_by_its_shape_and_by_its_message():

@@ -270,7 +270,8 @@ class Structural(Rule):
             extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
         meta = [m for m in (list(v.entry.fix) or meta_fix(self.meta, framework_of(ctx))) if not any(d in m for d in drop)]
         fix: list[str] = first + meta
-        if user:
+        # a refused config or a broken install is fixed in the config or the environment, not at the user's call
+        if user and v.entry.category not in ("deepspeed-config-error", "import-or-dependency-error"):
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
         if exc is not None:
