@@ -163,8 +163,11 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
         if m:
             return 1.0, m.groups()
         m = rx.match(msg)
-        if m and _literal_enough(site, m) and (m.end() == len(msg) or not msg[m.end()].isalnum()
-                                               or not msg[m.end() - 1].isalnum()):
+        # a template that opens with a hole and leaves a tail explains only a middle piece of the message: its own
+        # words must be enough to tell it apart ('{any} is not implemented' is in every "X is not implemented for Y")
+        head_hole = site.row[5].startswith("{")
+        if m and _literal_enough(site, m) and (not head_hole or site.lit >= MIN_TAIL) and (
+                m.end() == len(msg) or not msg[m.end()].isalnum() or not msg[m.end() - 1].isalnum()):
             return 0.85, m.groups()
         if site.lit >= 2 * MIN_TAIL:
             m = rx.search(msg)

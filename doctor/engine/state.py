@@ -215,7 +215,7 @@ class RunState:
             values, finite = metrics_src.read_console(text)
             if values is not None:
                 row = Metrics(values, line.where, line.seq, "console", finite)
-                if metrics_src.VERL_MARK in text:
+                if metrics_src.is_verl_row(text):
                     self.table_metrics = True  # verl's row: it logs no per-function rewards, their absence says nothing
         if exc is None and row is None:
             return None

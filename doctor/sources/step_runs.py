@@ -46,7 +46,7 @@ ON = True        # False: every line goes the per-line way (the equivalence test
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
 RUN_MIN = 8
 _BARS = lazyre.compile(rb"(?m)^(?:" + BAR_SOURCE + rb")$")   # BAR.fullmatch of each line of a block
-_ELSEWHERE = ("/s]", "/it]", msrc.VERL_MARK, "elapsed time per iteration", '"')
+_ELSEWHERE = ("/s]", "/it]", msrc.VERL_MARK, msrc.VERL_ACTOR_MARK, "elapsed time per iteration", '"')
 
 
 def _since(since: dict[Any, list[Any]], bars: list[tuple[Any, tuple[Any, ...]]]) -> None:
