@@ -452,3 +452,13 @@ def test_paths_printed_relative_or_elided_name_their_package():
     assert package_of(".../trl/trainer/grpo_trainer.py") == "trl"
     assert package_of("/home/u/vllm_test/run.py") is None and package_of("my/vllm/a.py") is None
     assert package_of("train.py") is None
+
+
+def test_a_row_asked_of_an_empty_dataset_is_a_dataset_failure():
+    # datasets formatting.py _check_valid_index_key (dev12 1404, 1405): size 0 is an empty dataset or split
+    found = run("数据处理后报错“IndexError: Invalid key: 0 is out of bounds for size 0”\n")
+    assert found[0].category == "dataset-or-template-error"
+    assert "size 0`" in found[0].message and "”" not in found[0].message.split("`")[1]
+    # a key beyond a dataset that has rows is another failure (a stale index): not this entry
+    other = run("IndexError: Invalid key: 120 is out of bounds for size 100\n")
+    assert not other or other[0].category != "dataset-or-template-error"

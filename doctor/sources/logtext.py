@@ -229,7 +229,7 @@ def _listed_traceback_lines(text: str) -> list[str] | None:
 # quoted ("errors such as "omegaconf.errors.ConfigAttributeError: Key 'x' is not in struct." Many keys..."): the
 # exception becomes a line of its own, up to the sentence's full-width punctuation or the closing quote, so that every
 # reader of exception lines sees it
-_PROSE_GLUED = lazyre.compile(r"(?<=[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S[^\uff0c\u3002\uff1f\uff01]*)")
+_PROSE_GLUED = lazyre.compile(r"(?<=[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S[^\uff0c\u3002\uff1f\uff01\u201d\u300d\u300f]*)")
 _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): [^"`\u201d]+?)(?:\1|\u201d)""")
 _STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b")
 
