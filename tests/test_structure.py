@@ -462,3 +462,20 @@ def test_a_row_asked_of_an_empty_dataset_is_a_dataset_failure():
     # a key beyond a dataset that has rows is another failure (a stale index): not this entry
     other = run("IndexError: Invalid key: 120 is out of bounds for size 100\n")
     assert not other or other[0].category != "dataset-or-template-error"
+
+
+def test_a_deepspeed_config_model_names_the_keys_it_refused():
+    # dev12 1426 (pydantic v2, fp16 keys under bf16) and 1427 (pydantic v1, ZeRO++ keys on DeepSpeed 0.9.5)
+    v2 = ("[rank3]: pydantic_core._pydantic_core.ValidationError: 2 validation errors for DeepSpeedBF16Config\n"
+          "[rank3]: loss_scale\n[rank3]:   Extra inputs are not permitted [type=extra_forbidden, input_value=0]\n"
+          "[rank3]: initial_scale_power\n[rank3]:   Extra inputs are not permitted [type=extra_forbidden]\n")
+    f = run(v2)[0]
+    assert f.category == "deepspeed-config-error"
+    assert "Refused by DeepSpeedBF16Config: loss_scale, initial_scale_power." in f.message
+    assert "fp16 section's loss-scaling keys" in f.message
+    v1 = ("ValidationError: 2 validation errors for DeepSpeedZeroConfig\nzero_hpz_partition_size\n"
+          "extra fields not permitted (type=value_error.extra)\nzero_quantized_gradients\n"
+          "extra fields not permitted (type=value_error.extra)\n")
+    f = run(v1)[0]
+    assert f.category == "deepspeed-config-error" and "`ValidationError: 2 validation errors for DeepSpeedZeroConfig`" in f.message
+    assert "zero_hpz_partition_size, zero_quantized_gradients" in f.message and "older than the config" in f.message

@@ -152,6 +152,35 @@ _MULTIPLE_NUMBERS = lazyre.compile(r"\((\d{1,12})\)[^()]{0,60}?(?:multiple of|di
 _DIVIDES = lazyre.compile(r"\bassert\s+\(?(?P<a>[^%#]{1,80}?)\s*%\s*(?P<b>[\w.\[\]()]{1,60}?)\)?\s*==\s*0")
 
 
+# the fields pydantic refuses, one per line under its header, each followed by its reason (v1 and v2 wordings)
+_REFUSED_FIELD = lazyre.compile(r"^(?:\[rank\d+\]:\s*)?([a-z_][\w.]*)\s*$")
+# DeepSpeedFP16Config's loss-scaling fields (runtime/precision_config.py): bf16 has no loss scaling
+_FP16_KEYS = frozenset({"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale",
+                        "consecutive_hysteresis", "auto_cast"})
+
+
+def _refused_keys(v: Verdict, ctx: RunState) -> str:
+    """The keys a DeepSpeed config model refused, read from the lines under pydantic's header, and what they are."""
+    if v.entry.id != "deepspeed-config-model" or v.exc is None:
+        return ""
+    after = ctx.lines_after(v.exc.where.path, v.exc.seq, 40)
+    keys = []
+    for ln, nxt in zip(after, after[1:]):
+        m = _REFUSED_FIELD.match(ln.text.strip())
+        if m and "not permitted" in nxt.text:
+            keys.append(m.group(1))
+    if not keys:
+        return ""
+    model = v.exc.message.rsplit(" for ", 1)[-1].split()[0]
+    out = f" Refused by {model}: {', '.join(keys[:12])}."
+    if model == "DeepSpeedBF16Config" and set(keys) <= _FP16_KEYS:
+        out += " These are the fp16 section's loss-scaling keys: bf16 has no loss scaling, so they belong under fp16 or nowhere."
+    elif all(k.startswith(("zero_hpz_", "zero_quantized_")) for k in keys):
+        out += (" These are ZeRO++ keys, which DeepSpeed declares from 0.10 on: the installed DeepSpeed is older than "
+                "the config.")
+    return out
+
+
 def _detail(v: Verdict) -> str:
     """What the numbers of the message (or the failed assertion) say, where the entry knows how to read them."""
     if v.entry.category != "batch-divisibility" or v.exc is None:
@@ -296,7 +325,8 @@ class Structural(Rule):
             if outer is not None:
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
                               f"that the call failed.")
-            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc, ctx)}" + (f" {extra}" if extra else "")
+            msg = (f"`{text}`.{where_txt} {doc}{_detail(v)}{_refused_keys(v, ctx)}{_versions(exc, ctx)}"
+                   + (f" {extra}" if extra else ""))
             read = explain_line(exc)
             if read:
                 msg += " " + " ".join(read)
