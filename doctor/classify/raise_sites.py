@@ -38,8 +38,21 @@ MIN_PREFIX = 30  # a message cut early (most of its template's words missing) ne
 # raise sites that re-raise whatever failed below them, in every package that copies them: two errors raised there
 # share the wrapper, not the cause, and its wording changing between releases says nothing about that cause
 # (transformers' lazy submodule import, utils/import_utils.py _LazyModule._get_module: "Failed to import X because of
-# the following error (look up to see its traceback):" with the error on the next line; trl's copy of it)
-WRAPPER_SITES = frozenset({("import_utils.py", "_LazyModule._get_module"), ("_lazy_module.py", "_LazyModule._get_module")})
+# the following error (look up to see its traceback):" with the error on the next line; trl's copy of it). Also the
+# launchers and monitors that report a child's failure in their own words: torch elastic's process contexts
+# (multiprocessing/api.py: `failed (exitcode: N) local_rank: ...` from _poll, `Sending process N closing signal`
+# from _close, `Process N got signal` from the terminate handler) and agent (agent/server/api.py: `Received N death
+# signal`), and vLLM's engine-core monitors (v1/engine/core_client.py: `Engine core proc X died unexpectedly`,
+# `Engine core initialization failed. See root cause above.`): every child that dies is reported there alike
+WRAPPER_SITES = frozenset({
+    ("import_utils.py", "_LazyModule._get_module"), ("_lazy_module.py", "_LazyModule._get_module"),
+    ("api.py", "SubprocessContext._poll"), ("api.py", "MultiprocessContext._poll"),
+    ("api.py", "SubprocessContext._close"), ("api.py", "MultiprocessContext._close"),
+    ("api.py", "_terminate_process_handler"), ("api.py", "SimpleElasticAgent.run"),
+    ("api.py", "SimpleElasticAgent._invoke_run"),
+    ("core_client.py", "MPClient.start_engine_core_monitor.monitor_engine_cores"),
+    ("core_client.py", "MPClient._wait_for_engine_startup"), ("core_client.py", "MPClient.__init__.sigusr1_handler"),
+})
 
 
 def is_wrapper(module: str, where: str) -> bool:
