@@ -131,12 +131,11 @@ def launcher_line(text: str) -> bool:
     return bool(_LAUNCHER.search(text or ""))
 
 
-# messages that name an operation every component performs, not a component: torch's shape, dtype and index checks
+# messages that name an operation every component performs, not a component: torch's tensor-size and device checks
 _GENERIC = lazyre.compile(
     r"(?i)^(?:the size of tensor a \(|the expanded size of the tensor \(|sizes of tensors must match"
-    r"|mat1 and mat2 shapes cannot be multiplied|shape '\[|index \S+ is out of bounds for dimension"
-    r"|index out of range in self|expected all tensors to be on the same device|expected scalar type \w+ but found"
-    r"|output with shape \[|the shape of the mask \[|cuda error: device-side assert triggered)")
+    r"|mat1 and mat2 shapes cannot be multiplied|expected all tensors to be on the same device"
+    r"|cuda error: device-side assert triggered)")
 
 
 def generic(message: str) -> bool:
@@ -175,7 +174,7 @@ def codes(text: str) -> frozenset[str]:
 _QUOTED_NAME = lazyre.compile(r"'([A-Za-z_][\w.]{1,60})'")
 
 
-_NAMED = frozenset({"TypeError", "KeyError", "AttributeError", "NameError", "ImportError", "ModuleNotFoundError"})
+_NAMED = frozenset({"TypeError", "AttributeError", "NameError", "ImportError", "ModuleNotFoundError"})
 
 
 _CALLABLE = lazyre.compile(r"\b([A-Za-z_]\w*(?:\.\w+)*\.\w+)\(\)")
@@ -187,8 +186,10 @@ def _names(messages: list[str]) -> set[str]:
 
 
 def _common(a: set[str], b: set[str]) -> bool:
-    """A name in common, a dotted name and its tail alike ('embed_tokens.weight', 'model.embed_tokens.weight')."""
-    return any(x == y or x.endswith("." + y) or y.endswith("." + x) for x in a for y in b)
+    """A name in common, a dotted name and its tail or its package alike ('embed_tokens.weight' and
+    'model.embed_tokens.weight'; 'trl' and 'trl.trainer.utils')."""
+    return any(x == y or x.endswith("." + y) or y.endswith("." + x) or x.startswith(y + ".") or y.startswith(x + ".")
+               for x in a for y in b)
 
 
 def cause_texts(f: Finding) -> list[str]:
@@ -198,14 +199,14 @@ def cause_texts(f: Finding) -> list[str]:
 
 def same_kind(m: Match, f: Finding) -> str:
     """'' when a thread found by its words is the same kind of error as the finding's, else why not: another exception
-    type (a thread that shows none, for a finding that quotes one), another signal or exit code, no quoted name in
+    type (both show one), another signal or exit code, no quoted name in
     common (``'reward_model'`` against ``'dtype'``), or a finding whose messages name no component (``generic``)."""
     from ..classify.message import parse
     texts = cause_texts(f)
     msgs = [parse(t) for t in texts]
     ftypes = {short_type(p.exc_type) for p in msgs if p.exc_type}
     ttypes = {short_type(t) for t, _ in m.signatures if t}
-    if ftypes and not ftypes & ttypes:
+    if ftypes and ttypes and not ftypes & ttypes:
         return "another exception type"
     fcodes = frozenset().union(*(codes(t) for t in texts)) if texts else frozenset()
     tcodes = frozenset().union(*(codes(msg) for _, msg in m.signatures)) if m.signatures else frozenset()
@@ -314,8 +315,8 @@ def shows(theirs: str, f: Finding | None, run: dict[str, Any] | None) -> bool:
     if isinstance(run, dict):
         hay += [str(k) for k in (run.get("versions") or {})] + [str(k) for k in (run.get("inferred_versions") or {})]
         hay += [str(run.get("command") or ""), " ".join(map(str, run.get("args") or {}))]
-    if f is not None:
-        hay += [e.text for e in f.evidence] + [r.package for r in f.raised_by]
+    if f is not None:  # its evidence, its raise sites, and the paths its message quotes (the raising frame's)
+        hay += [e.text for e in f.evidence] + [r.package for r in f.raised_by] + re.findall(r"\S*/\S*", f.message)
     return any(rx.search(h) for h in hay)
 
 
