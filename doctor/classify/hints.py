@@ -147,7 +147,7 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
     one the index holds (releases in between were not indexed); '' when the run's own version of that package
     (``versions``, read from the log) is already that release or later: the upgrade would change nothing."""
     try:
-        from .raise_sites import index, is_wrapper, lookup, narrow_versions
+        from .raise_sites import index, is_wrapper, lookup, narrow_versions, raised_after
         matches = lookup(exc_line)
         if not matches or matches[0].score < 0.8 or is_wrapper(matches[0].module, matches[0].where):
             return ""
@@ -166,6 +166,8 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
             ran = (versions or {}).get(pkg)
             if ran and version_key(ran) >= version_key(nxt):
                 continue
+            if any(raised_after(m, nxt) for m in matches if m.package == pkg and m.score >= top - 1e-9):
+                continue  # the same check, its value filled in differently (a templated version): not removed
             notes.append(f"Of the {pkg} releases grpo-doctor has read, those up to {last} raise this wording and those "
                          f"from {nxt} on do not (the check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
                          f"failure.")
