@@ -1,4 +1,6 @@
-"""GD414: a commented-out flag line inside a backslash-continued command cuts the command there."""
+"""GD414: a line that ends a backslash-continued command too early: a commented-out flag line (bash takes the trailing
+backslash as part of the comment), or a flag line whose trailing backslash is missing; the flags below it are never
+passed."""
 from __future__ import annotations
 
 from ... import lazyre
@@ -7,6 +9,8 @@ from ...model import Finding, Severity
 from ...rules import Rule
 
 _CONT_COMMENT = lazyre.compile(r"\\[ \t]*\r?\n([ \t]*#[^\n]*)\r?\n")
+# a flag line of a continued command without its backslash, followed by more flag lines
+_NO_CONT = lazyre.compile(r"\\[ \t]*\r?\n([ \t]*-[^\n\\]*[^\s\\])[ \t]*\r?\n(?=[ \t]*--?\w)")
 
 
 class CommentBreaksCommand(Rule):
@@ -18,7 +22,8 @@ class CommentBreaksCommand(Rule):
     def finish(self, ctx: RunState) -> list[Finding]:
         out: list[Finding] = []
         for text in ctx.run.command_texts:
-            for m in _CONT_COMMENT.finditer(text):
+            cuts = [(m, True) for m in _CONT_COMMENT.finditer(text)] + [(m, False) for m in _NO_CONT.finditer(text)]
+            for m, commented in sorted(cuts, key=lambda c: c[0].start()):
                 comment = m.group(1).strip()
                 dropped: list[str] = []
                 for line in text[m.end():].splitlines():
@@ -32,14 +37,44 @@ class CommentBreaksCommand(Rule):
                     dropped += [tok.split("=", 1)[0] for tok in t.rstrip("\\").split() if tok.startswith("--")]
                 if not dropped:
                     continue
-                shown = ", ".join(dropped[:12]) + (f" and {len(dropped) - 12} more" if len(dropped) > 12 else "")
-                msg = (f"The line `{comment[:80]}` sits inside a backslash-continued command. bash ends the command "
-                       f"at a comment (its trailing backslash is part of the comment), so the {len(dropped)} flag(s) "
-                       f"after it never reached swift: {shown}. swift ran with their defaults, and the shell then "
-                       f"tried to run `{dropped[0]} ...` as a command of its own.")
-                fix = ["Delete the commented line (or move it below the command); to switch a flag off, remove the "
-                       "whole line.",
-                       f"Then check the run again: {shown} now take effect."]
-                out.append(self.make(message=msg, fix=fix, severity=Severity.warning))
+                # quoted: the command's own spelling of each flag, whatever framework reads the report
+                shown = ", ".join(f"`{d}`" for d in dropped[:12]) + (
+                    f" and {len(dropped) - 12} more" if len(dropped) > 12 else "")
+                why = ("bash ends the command at a comment (its trailing backslash is part of the comment)" if commented
+                       else "the line has no trailing backslash, and bash ends the command there")
+                msg = (f"The line `{comment[:80]}` sits inside a backslash-continued command: {why}, so the "
+                       f"{len(dropped)} flag(s) after it never reached the program: {shown}. It ran with their "
+                       f"defaults, and the shell then tried to run `{dropped[0]} ...` as a command of its own.")
+                said = [f for f in dropped if _named(f, ctx)]
+                # a pasted command is often re-wrapped by hand: a line without its backslash counts only when the run
+                # shows the cut (bash ran the next flag as a command, or the error names a dropped flag)
+                if not commented and not said and not _ran_as_command(dropped[0], ctx):
+                    continue
+                if said:
+                    msg += (f" The error names {', '.join(f'`{x}`' for x in said[:3])}: the value it reports is the "
+                            f"default the dropped flag would have changed.")
+                fix = (["Delete the commented line (or move it below the command); to switch a flag off, remove the "
+                        "whole line."] if commented else
+                       [f"Put the missing ` \\` at the end of that line (the one that sets "
+                        f"{comment.split()[0].lstrip('-')}), so the command goes on to the next line."])
+                fix.append(f"Then check the run again: {shown} now take effect.")
+                title = None if commented else "A line without its trailing backslash ends the multi-line command"
+                out.append(self.make(message=msg, fix=fix, severity=Severity.warning, title=title))
                 break
         return out[:1]
+
+
+def _named(flag: str, ctx: RunState) -> bool:
+    """Whether an exception of the run names this flag (without its dashes) as a word."""
+    name = flag.lstrip("-")
+    if len(name) <= 2:
+        return False
+    word = lazyre.compile(rf"\b{name}\b")
+    # the message and the lines printed under it (a list of refused values)
+    return any(word.search(e.message) or any(word.search(ln.text) for ln in ctx.lines_after(e.where.path, e.seq, 8))
+               for e in ctx.exceptions)
+
+
+def _ran_as_command(flag: str, ctx: RunState) -> bool:
+    """bash's own report of running the line after the cut: ``line 12: --num_train_epochs: command not found``."""
+    return any(flag in ln.text and "command not found" in ln.text for tail in ctx.tails.values() for ln in tail)

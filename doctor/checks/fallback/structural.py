@@ -161,9 +161,12 @@ _FP16_KEYS = frozenset({"loss_scale", "initial_scale_power", "loss_scale_window"
 
 def _refused_keys(v: Verdict, ctx: RunState) -> str:
     """The keys a DeepSpeed config model refused, read from the lines under pydantic's header, and what they are."""
-    if v.entry.id != "deepspeed-config-model" or v.exc is None:
+    if v.entry.id not in ("deepspeed-config-model", "deepspeed-trainer-mismatch") or v.exc is None:
         return ""
     after = ctx.lines_after(v.exc.where.path, v.exc.seq, 40)
+    if v.entry.id == "deepspeed-trainer-mismatch":
+        pairs = [ln.text.strip()[2:] for ln in after[:20] if ln.text.strip().startswith("- ds ")]
+        return f" The values that differ: {'; '.join(pairs[:6])}." if pairs else ""
     keys = []
     for ln, nxt in zip(after, after[1:]):
         m = _REFUSED_FIELD.match(ln.text.strip())
