@@ -21,6 +21,8 @@ from .._series import EPS_STD, Series, fmt, longest_streak
 from ._flags import as_list
 
 ALWAYS_ZERO_MIN = 5       # logged steps before "this reward function is always 0" is worth saying
+# in a pasted excerpt every row the user chose to show: three that agree are the paste's whole evidence, said as such
+PASTED_ZERO_MIN = 3
 EPS_ZERO = 1e-9
 
 
@@ -94,11 +96,11 @@ class RewardView:
             return False
         return True
 
-    def always_zero(self) -> list[str]:
+    def always_zero(self, min_rows: int = ALWAYS_ZERO_MIN) -> list[str]:
         out = []
         for name in self.names:
             vals = [v for v in self.means(name) if v is not None]
-            if len(vals) >= ALWAYS_ZERO_MIN and all(abs(v) <= EPS_ZERO for v in vals):
+            if len(vals) >= min_rows and all(abs(v) <= EPS_ZERO for v in vals):
                 out.append(name)
         return out
 

@@ -8,13 +8,13 @@ from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from .._series import SeriesRule
 from ._flags import as_list, flag_name
-from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
+from ._view import ALWAYS_ZERO_MIN, EPS_ZERO, PASTED_ZERO_MIN, REWARD_KEYS, RewardView, raise_length, truncation_note
 from .flat import flat_finding
 
 
-def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig) -> list[Finding]:
+def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig, excerpt: bool = False) -> list[Finding]:
     s = rv.s
-    names = rv.always_zero()
+    names = rv.always_zero(PASTED_ZERO_MIN if excerpt else ALWAYS_ZERO_MIN)
     if not names:
         return []
     others = [n for n in rv.names if n not in names]
@@ -22,7 +22,9 @@ def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig) -> list[Fi
     if not moving:
         return []
     shown = ", ".join(f"rewards/{n}" for n in names)
-    msg = (f"{shown} was 0 in every one of the {rv.n} logged steps ({s.span(rv.idx[0], rv.idx[-1])}) while "
+    few = excerpt and rv.n < ALWAYS_ZERO_MIN
+    msg = (f"{shown} was 0 in every one of the {rv.n} {'pasted' if excerpt else 'logged'} steps "
+           f"({s.span(rv.idx[0], rv.idx[-1])}) while "
            f"{', '.join('rewards/' + n for n in moving)} varied: "
            f"{'this reward function never' if len(names) == 1 else 'these reward functions never'} scored a "
            f"completion, so {'it adds' if len(names) == 1 else 'they add'} nothing to the advantages.")
@@ -44,8 +46,12 @@ def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig) -> list[Fi
     if trunc:
         fix.append(trunc + ". " + raise_length(run))
     keys = ["reward"] + [f"rewards/{n}/mean" if s.rstd.get(n) is not None else f"rewards/{n}" for n in rv.names][:4]
+    if few:
+        msg += (f" The paste shows {rv.n} steps only: a few more rows (or the whole log) would show whether it ever "
+                f"scores.")
     return [rule.make(message=msg, fix=fix, evidence=[s.evidence(rv.idx[0], keys), s.evidence(rv.idx[-1], keys)],
-                      count=rv.n, seq=s.seq(rv.idx[0]), severity=Severity.warning)]
+                      count=rv.n, seq=s.seq(rv.idx[0]), severity=Severity.warning,
+                      confidence="possible" if few else None)]
 
 
 class RewardFuncAlwaysZero(SeriesRule):
@@ -60,4 +66,4 @@ class RewardFuncAlwaysZero(SeriesRule):
             return []
         if flat_finding(self, rv, run) is not None or rv.all_zero:
             return []
-        return _always_zero_findings(self, rv, run)
+        return _always_zero_findings(self, rv, run, excerpt=not ctx.whole_log())
