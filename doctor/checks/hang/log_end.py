@@ -51,6 +51,20 @@ def _error_after(ctx: RunState, seq: int) -> bool:
     return any(x.seq > seq for x in ctx.exceptions) or any(line.seq > seq for line, _ in ctx.open_tracebacks or ())
 
 
+def _starts_in_training(ctx: RunState) -> bool:
+    """The log (its whole text kept) opens on a training bar past step 0 or a metrics row: an excerpt copied from the
+    middle of a run, whatever command file came with it."""
+    tail = ctx.last_tail()
+    if not tail or tail[0].where.line > 3:
+        return False
+    first = next((ln for ln in tail if plain(ln.text)), None)
+    if first is None:
+        return False
+    text = plain(first.text)
+    m = PROGRESS_BAR.match(text)
+    return bool(m and int(m.group("k")) > 0) or text.startswith(("{'loss'", '{"loss"'))
+
+
 class LogEnd(Rule):
     """One class for GD323, GD324 and GD326: each catalog entry keeps the endings of its own category (options.want)."""
 
@@ -85,7 +99,9 @@ class LogEnd(Rule):
             e = ending_of(lines, steps)
             if e is None or (self.want == "hang-at-start") != e.before_training:
                 return []
-            if warned and not (e.kind == "bar" and e.phase == "training"):
+            # a pasted excerpt ends where its author stopped copying: beside another warning, its last bar says nothing
+            if warned and not (e.kind == "bar" and e.phase == "training" and ctx.whole_log()
+                               and not _starts_in_training(ctx)):
                 return []
             # (over every line: a program's own "Error computing x: ..." reads like a sentence to the prose filter)
             if _error_after(ctx, e.line.seq) or any(ln.seq > e.line.seq and _ERROR_LINE.search(plain(ln.text))
