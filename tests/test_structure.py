@@ -479,3 +479,14 @@ def test_a_deepspeed_config_model_names_the_keys_it_refused():
     f = run(v1)[0]
     assert f.category == "deepspeed-config-error" and "`ValidationError: 2 validation errors for DeepSpeedZeroConfig`" in f.message
     assert "zero_hpz_partition_size, zero_quantized_gradients" in f.message and "older than the config" in f.message
+
+
+def test_a_raise_pasted_alone_is_read_as_its_exception():
+    # dev12 1403: the author quoted open-r1's raise (`ValueError(f"Dataset Question Field Error: ...")`) as the error
+    f = run('Error Encountered:\nValueError(f"Dataset Question Field Error: {prompt_column} is not supported.")\n')[0]
+    assert f.category == "dataset-or-template-error"
+    assert "vLLM" not in f.title and "vllm" not in f.message   # '{any} is not supported.' is no evidence of vLLM
+    # a frame's source line that calls a constructor is code, not the exception
+    text = tb([("/home/u/train.py", 10, "main", 'ValueError("bad value for the learning rate here")')],
+              "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert "illegal memory access" in run(text)[0].message

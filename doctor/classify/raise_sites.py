@@ -171,14 +171,17 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
     """(score, hole values) when the site's template matches ``msg``: whole (1.0), followed by more text (0.85),
     cut short by the paste (0.5-0.8, by how much of the template it covers), or inside a longer message (0.7)."""
     rx = site.regex(nows)
+    # a template that opens with a hole explains only what follows the hole: its own words must be enough to tell it
+    # apart ('{any} is not implemented' is in every "X is not implemented for Y")
+    head_hole = site.row[5].startswith("{")
     if all_words:
         m = rx.fullmatch(msg)
         if m:
+            lead = m.group(1) if m.groups() else ""
+            if head_hole and site.lit < MIN_TAIL and len(lead or "") > site.lit:
+                return 0.6, m.groups()   # the hole holds most of the message: a guess, below what is reported
             return 1.0, m.groups()
         m = rx.match(msg)
-        # a template that opens with a hole and leaves a tail explains only a middle piece of the message: its own
-        # words must be enough to tell it apart ('{any} is not implemented' is in every "X is not implemented for Y")
-        head_hole = site.row[5].startswith("{")
         if m and _literal_enough(site, m) and (not head_hole or site.lit >= MIN_TAIL) and (
                 m.end() == len(msg) or not msg[m.end()].isalnum() or not msg[m.end() - 1].isalnum()):
             return 0.85, m.groups()

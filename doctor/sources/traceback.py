@@ -247,6 +247,13 @@ class TracebackTracker:
             nb = self._notebook_json(line, stripped)
             if nb is not None:
                 return nb
+        if stripped[-1:] == ")" and "(" in stripped and (st is None or not st.expect_code):
+            call = _CALL.match(stripped)
+            if call is not None:
+                # the exception's constructor pasted alone (`ValueError(f"Dataset ... {col} is not supported.")`): the
+                # author quoted the raise from the source; its message is the template, holes included
+                return ExceptionInfo(call.group(1), call.group(3)[:_MAX_MSG], (), line.where, line.rank, line.seq,
+                                     line.raw)
         bare = _bare(stripped)
         if bare is not None:
             frames = tuple(st.frames) if st else ()
@@ -279,6 +286,9 @@ class TracebackTracker:
                 st.frames[-1] = Frame(last.path, last.lineno, last.func, stripped[:200])
             st.expect_code = set(stripped) <= set("^~ ")  # caret line: still under the same frame
         return None
+
+
+_CALL = lazyre.compile(r"""^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\(\s*[fr]?(["'])(.{8,}?)\2\s*\)$""")
 
 
 def _unescape(text: str) -> str:
