@@ -46,6 +46,7 @@ _TIMEOUT_AT = lazyre.compile(r"Timeout at NCCL work: (\d+)(?:, last enqueued NCC
 
 @dataclass
 class _Timeout:
+    """One collective timeout line and the numbers it gives."""
     rank: int | None
     seqnum: int | None
     op: str | None
