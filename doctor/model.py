@@ -61,13 +61,25 @@ class RaisedBy:
     function: str     # "GRPOTrainer.__init__"
     kind: str         # the exception class ("ValueError") or the log level ("error")
     shown: str = field(default="", compare=False)   # ``versions`` as printed: "<=0.12" when the range starts at the oldest release read
+    # what the run itself confirms of the indexed site (doctor/classify/provenance.py): "" the releases and the function
+    # (the run printed a version inside the range, and its traceback shows the function); "function" the function only
+    # (its traceback or log line shows it, the run printed no version of the package); "package" neither (the frame
+    # that raised it is another function, a version printed is outside the range, or nothing of the run shows where)
+    scope: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, str]:
         return {"package": self.package, "versions": self.versions, "module": self.module,
                 "function": self.function, "kind": self.kind}
 
     def describe(self) -> str:
-        """'raised by trl 0.15-0.16 `GRPOTrainer.__init__` (trl/trainer/grpo_trainer.py)'"""
+        """'raised by trl 0.15-0.16 `GRPOTrainer.__init__` (trl/trainer/grpo_trainer.py)' when the run shows both its
+        version and that function; 'raised by trl `GRPOTrainer.__init__` (...)' when it shows the function only;
+        'this message is raised by trl' when it shows neither (the indexed releases' function and range are not
+        what ran)."""
+        if self.scope == "package":
+            return f"this message is raised by {self.package}"
+        if self.scope == "function":
+            return f"raised by {self.package} `{self.function}` ({self.module})"
         return f"raised by {self.package} {self.shown or self.versions} `{self.function}` ({self.module})"
 
 

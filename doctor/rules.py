@@ -45,6 +45,8 @@ class Diagnosis:
     flags: tuple[tuple[str, str], ...] = ()   # the corrected flags, ("--name", "value"): the finding's command
     category: str | None = None               # the category the run's context places the failure in (not the rule's)
     confidence: str | None = None             # less than the rule's level when this run's evidence is weaker (Rule.make)
+    title: str | None = None                  # the failure this run shows, when it is a narrower one than the rule's title
+    verify: str | None = None                 # how this run's next log shows the fix worked, when not the rule's way
 
 
 class _Blank(dict):
@@ -131,8 +133,9 @@ class Rule:
              evidence: tuple[Evidence, ...] | list[Evidence] = (), count: int = 1, ranks: tuple[int, ...] = (),
              seq: int = 0, severity: Severity | None = None, title: str | None = None, action: str | None = None,
              flags: tuple[tuple[str, str], ...] = (), confidence: str | None = None,
-             alternatives: tuple[str, ...] = ()) -> Finding:
-        """``confidence``: what this finding rests on when it is less than the rule's (a structural verdict from a
+             alternatives: tuple[str, ...] = (), verify: str | None = None) -> Finding:
+        """``verify``: how the next run shows the fix worked, when this run calls for another check than the rule's
+        own (the rule's is written for its most common case). ``confidence``: what this finding rests on when it is less than the rule's (a structural verdict from a
         cut traceback); never more (registry.RuleMeta.confidence_level). ``alternatives``: the other categories
         the rule weighed (kept for a "possible" finding: doctor/confidence.py)."""
         m = self.meta
@@ -141,7 +144,7 @@ class Rule:
             rule_id=m.id, slug=m.slug, category=m.category, severity=severity if severity is not None else m.severity,
             title=title or m.title, message=message or m.message, fix=tuple(fix if fix is not None else m.fix),
             evidence=tuple(evidence), count=count, ranks=ranks, role=m.role_hint, first_seq=seq, priority=m.priority,
-            action=action or m.action, verify=m.verify, prevent=m.prevent, flags=tuple(flags),
+            action=action or m.action, verify=verify or m.verify, prevent=m.prevent, flags=tuple(flags),
             confidence=level, alternatives=tuple(alternatives),
         )
 
@@ -204,6 +207,8 @@ class PatternRule(Rule):
         flags: tuple[tuple[str, str], ...] = ()
         category: str | None = None
         confidence: str | None = None
+        title: str | None = None
+        verify: str | None = None
         if self.meta.fixer:  # resolved only for a rule that matched: the catalog loads without importing hooks
             out = resolve(self.meta.fixer)(self.hits, ctx)
             if out is None:
@@ -213,8 +218,10 @@ class PatternRule(Rule):
             severity = out.severity
             evidence = out.evidence + evidence
             action, flags, category, confidence = out.action, out.flags, out.category, out.confidence
+            title, verify = out.title, out.verify
         found = self.make(message=message, fix=fix, evidence=evidence[:MAX_EVIDENCE + 2], count=count, ranks=ranks,
-                          seq=first.seq, severity=severity, action=action, flags=flags, confidence=confidence)
+                          seq=first.seq, severity=severity, action=action, flags=flags, confidence=confidence,
+                          title=title, verify=verify)
         return [dataclasses.replace(found, category=category) if category else found]
 
 

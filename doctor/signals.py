@@ -81,6 +81,29 @@ class Metrics:
     finite: bool | None = None  # True: no value is NaN/inf (known from parsing); else: not known
 
 
+# A frozen dataclass's __init__ sets each field through object.__setattr__: 3.4 us for a Metrics and its Where, paid per
+# row of a dense console log. Its slots' own setters give the same objects (same fields, still frozen) in 1.0 us.
+_new = object.__new__
+_SET_WHERE = tuple(getattr(Where, k).__set__ for k in ("path", "line"))
+_SET_METRICS = tuple(getattr(Metrics, k).__set__ for k in ("values", "where", "seq", "source", "finite"))
+
+
+def console_row(values: dict[str, Any], path: str, line: int, seq: int, finite: bool | None) -> Metrics:
+    """``Metrics(values, Where(path, line), seq, "console", finite)``, built faster (see above)."""
+    set_path, set_line = _SET_WHERE
+    where = _new(Where)
+    set_path(where, path)
+    set_line(where, line)
+    set_values, set_where, set_seq, set_source, set_finite = _SET_METRICS
+    m = _new(Metrics)
+    set_values(m, values)
+    set_where(m, where)
+    set_seq(m, seq)
+    set_source(m, "console")
+    set_finite(m, finite)
+    return m
+
+
 # The three signals below are plain slotted classes: a dataclass costs ~1.5 ms of every command's start-up.
 class Completions:
     """One table of completions.jsonl (the rows of one step) and where it was read."""

@@ -218,3 +218,15 @@ def test_hfargumentparser_unused_args_in_a_trl_script():
     assert f.message.startswith("The argument parser does not know --vllm_device, --num_generation")
     assert "trl vllm-serve" in f.fix[0] and "did you mean --num_generations" in f.fix[1]
     assert "ms-swift 3.6" not in " ".join(f.fix)
+
+
+def test_the_parser_failure_names_its_own_kind_and_check():
+    # dev11 1317 (OpenRLHF's argparse: unknown flags, not a refused value), 1313 (a CRLF script under HfArgumentParser)
+    f = only(run_text("train_ppo_ray.py: error: unrecognized arguments: --logging_path /x.jsonl --intrinsic_reward riv\n"),
+             "GD402")
+    assert f.title == "The argument parser does not know these flags"
+    assert "unrecognized arguments" in f.verify and "invalid choice" not in f.verify
+    f = only(run_text("ValueError: Some specified arguments are not used by the HfArgumentParser: ['--lora_rnk', '8']\n"),
+             "GD401")
+    assert "HfArgumentParser` line" in f.verify and "RLHFArguments" not in f.verify
+    assert "GRPOConfig, ModelConfig" not in f.message

@@ -34,6 +34,18 @@ def test_none_operand_of_a_subscript_and_an_attribute():
     assert got == ["In `outputs = self.llm.generate(prompts)`, `self.llm` was None."]
 
 
+def test_none_given_to_next_and_to_a_for_loop():
+    # devlogs9 1021 (Megatron-SWIFT's get_batch at the first evaluation); CPython: builtin_next's "is not an
+    # iterator", PyObject_GetIter's "is not iterable"
+    got = explain(_exc("TypeError", "'NoneType' object is not an iterator",
+                       "return self._prepare_batch(next(data_iterator), vp_stage)"))
+    assert got == ["In `return self._prepare_batch(next(data_iterator), vp_stage)`, `data_iterator` was None."]
+    got = explain(_exc("TypeError", "'NoneType' object is not iterable", "for sample in batch['messages']:"))
+    assert got == ["In `for sample in batch['messages']:`, `batch['messages']` was None."]
+    # unpacking: no single operand to name
+    assert explain(_exc("TypeError", "'NoneType' object is not iterable", "a, b = f(x)")) == []
+
+
 def test_keyerror_in_a_reward_function_is_a_missing_dataset_column():
     got = explain(_exc("KeyError", "'solution'", 'sol = kwargs["solution"]', path="/home/u/rewards.py",
                        func="accuracy_reward"))
@@ -60,3 +72,12 @@ def test_unknown_location_is_a_shadowing_folder():
 def test_nothing_to_read_gives_nothing():
     assert explain(_exc("RuntimeError", "CUDA error: an illegal memory access was encountered", "")) == []
     assert explain(_exc("AssertionError", "", "")) == []
+
+
+def test_a_lora_wrapped_weight_name_sent_to_the_engine():
+    # dev11 1324: verl's FSDP-vLLM sharding manager pushing LoRA weights into vLLM's Qwen2Model.load_weights
+    got = explain(_exc("KeyError", "'layers.0.self_attn.qkv_proj.base_layer.weight'", "param = params_dict[name]",
+                       path="/x/site-packages/vllm/model_executor/models/qwen2.py", func="load_weights"))
+    assert any("peft LoRA-wrapped model" in g for g in got)
+    assert not any("LoRA" in g for g in explain(_exc("KeyError", "'layers.0.mlp.weight'", "param = params_dict[name]",
+                                                     func="load_weights")))

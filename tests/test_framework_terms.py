@@ -70,7 +70,7 @@ def test_say_translates_drops_and_keeps():
     assert say("--sleep_level 1", "unsloth") is None
     side = "max_model_len (ms-swift --vllm_max_model_len, trl vllm-serve --max_model_len)."
     assert say(side, "trl") == "max_model_len (trl vllm-serve --max_model_len)."  # the other spellings for trl
-    assert say(side, None) == side  # the framework not told: every spelling, the user picks theirs
+    assert say(side, None) == "max_model_len."  # the framework not told: no trainer's spelling (issue 29, point 5)
     # vllm-serve's own options stay as they are
     assert say("`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`", "trl") == (
         "`trl vllm-serve --max_model_len 8192 --gpu_memory_utilization 0.8`")
@@ -197,8 +197,8 @@ def test_only_the_runs_own_spelling_of_a_labelled_alternative_is_kept():
     assert say(line, "openrlhf") == "If it is host memory: less CPU offload (OpenRLHF: without --adam_offload), a smaller rollout batch."
     assert say("less CPU offload (verl actor_rollout_ref.actor.fsdp_config.param_offload=False), a smaller batch", "openrlhf") == (
         "less CPU offload, a smaller batch")                      # another framework's only spelling goes
-    assert say(line, None) == line                                # not told: every spelling, the user picks
-    assert say(line, "torch") == line                             # a runtime, not a trainer: the same
+    assert say(line, None) == "If it is host memory: less CPU offload, a smaller rollout batch."  # not told: neutral
+    assert say(line, "torch") == say(line, None)                  # a runtime, not a trainer: the same
     cited = "Nothing to fix: judge by the reward, not by the loss (ms-swift FAQ: loss approx. 0 is normal in GRPO)."
     assert say(cited, "trl") == cited                             # a source cited, not a spelling
     assert say("set it (trl: beta=0.0; verl: actor_rollout_ref.actor.use_kl_loss=False)", "ms-swift") == (

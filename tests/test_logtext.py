@@ -72,6 +72,23 @@ def test_split_segments_keeps_plain_lines():
     assert split_segments("") == [""]
 
 
+def test_a_traceback_printed_as_a_python_list_is_read_as_its_lines():
+    # traceback.format_exception's list printed whole (Megatron-Core logs a failed step so; devlogs9 1021)
+    line = ("['Traceback (most recent call last):\\n', '  File \"/a/trainer.py\", line 141, in forward_step\\n"
+            "    data = self.get_batch(it)\\n', \"TypeError: 'NoneType' object is not an iterator\\n\"]")
+    assert split_segments(line) == ["Traceback (most recent call last):",
+                                    '  File "/a/trainer.py", line 141, in forward_step',
+                                    "    data = self.get_batch(it)",
+                                    "TypeError: 'NoneType' object is not an iterator"]
+    # cut inside its third item: the whole items before the cut
+    assert split_segments(line[:line.index("not an iterator")]) == ["Traceback (most recent call last):",
+                                                             '  File "/a/trainer.py", line 141, in forward_step',
+                                                             "    data = self.get_batch(it)"]
+    # a message that only quotes the header is left as it is
+    assert split_segments("said ['Traceback (most recent call last):\\n'") == [
+        "said ['Traceback (most recent call last):\\n'"]
+
+
 def test_a_ray_prefix_keeps_the_indentation_of_the_line_it_carries():
     # verl prints its driver's traceback through Ray: "(main_task pid=N) " then the line as the process wrote it; the
     # code line under a frame is told from other text by its indentation (fixtures/devlogs2/117)
@@ -119,3 +136,14 @@ def test_utf8_read_as_windows_1252_is_put_back():
     ruled = "┡━━╇━━┩ │ step │".encode().decode("cp1252", errors="ignore").encode("utf-8")
     back = decode(ruled)
     assert back.startswith("┡") and "╇" in back and back.endswith("│ step │") and "\ufffd" in back
+
+
+def test_an_exception_inside_a_sentence_becomes_a_line_of_its_own():
+    # glued to Chinese prose (dev11 1309), quoted in English prose (dev11 1314)
+    assert split_segments("我运行时出现这个错误ModuleNotFoundError: No module named 'x.y'，请问是什么问题？") == [
+        "我运行时出现这个错误", "ModuleNotFoundError: No module named 'x.y'", "，请问是什么问题？"]
+    assert split_segments('errors such as "omegaconf.errors.ConfigAttributeError: Key \'k\' is not in struct." Many') == [
+        "errors such as ", "omegaconf.errors.ConfigAttributeError: Key 'k' is not in struct.", " Many"]
+    # an exception line's own message, and a frame, are left whole whatever they quote
+    assert split_segments('ValueError: 数据集错误 "KeyError: x"') == ['ValueError: 数据集错误 "KeyError: x"']
+    assert split_segments('[rank0]: RuntimeError: 出错了') == ['[rank0]: RuntimeError: 出错了']

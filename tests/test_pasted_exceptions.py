@@ -233,3 +233,17 @@ def test_a_rich_frame_whose_file_is_not_on_disk_is_read():
     funcs = [f.func for f in found[0].frames]
     assert "accuracy_reward" in funcs and funcs[-1] in ("accuracy_reward", "<listcomp>")   # 3.12 inlines listcomps
     assert found[0].frames[-1].lineno == 2
+
+
+def test_an_empty_message_takes_the_indented_lines_under_it():
+    # bitsandbytes 0.39-0.42 cextension.py raises RuntimeError('''\n        CUDA Setup failed ...''') (dev11 1322): CPython
+    # prints "RuntimeError: " alone, the message on the indented lines below
+    text = ("RuntimeError: \n"
+            "        CUDA Setup failed despite GPU being available. Please run the following command to get more "
+            "information:\n\n"
+            "        python -m bitsandbytes\n\n"
+            "Another line of the log\n")
+    findings = run(text)
+    assert findings[0].category == "import-or-dependency-error"
+    assert "CUDA Setup failed despite GPU being available" in findings[0].message
+    assert "python -m bitsandbytes" in findings[0].message and "Another line" not in findings[0].message

@@ -68,7 +68,9 @@ def test_a_child_hands_a_dense_stretch_back(tail: bytes, tmp_path: Path, monkeyp
     monkeypatch.setattr(scan, "FORK_MIN", 1000)
     data = _sparse(20000) + _dense(9000) + _sparse(3000) + tail
     stats = _same(data, tmp_path, chunk=scanfeed.SAMPLE)
-    assert stats.child_exit == -signal.SIGKILL   # stopped once it handed the rest back
+    # stopped once it handed the rest back: by the SIGKILL, or, when the parent's closed pipe reaches it first (a
+    # loaded machine), by its failed write (BrokenPipeError: exit 1); never run to its end (0)
+    assert stats.child_exit in (-signal.SIGKILL, 1)
     # asked for, the child goes on to the end
     stats = _same(data, tmp_path, chunk=scanfeed.SAMPLE, fork=True)
     assert stats.child_exit == 0

@@ -75,6 +75,19 @@ def test_argument_validator_and_cut_argument_parsing_stack():
     assert found[0].rule_id == "GD990" and found[0].severity == Severity.warning
 
 
+def test_an_import_error_raised_by_a_validator_is_the_install_not_a_flag():
+    # transformers 4.3x training_args.py _setup_devices raises ImportError when accelerate is too old (dev11 1307): the
+    # raising file is an arguments file, the type says the install is at fault
+    text = tb([(f"{SP}/transformers/training_args.py", 1672, "_setup_devices", "raise ImportError(")],
+              "ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.20.1`: Please run `pip install "
+              "accelerate -U`")
+    found = run(text)
+    assert found[0].category == "import-or-dependency-error"
+    text = tb([(f"{SP}/transformers/training_args.py", 1500, "__post_init__", "raise ValueError(")],
+              "ValueError: --load_best_model_at_end requires the save and eval strategy to match")
+    assert run(text)[0].category == "argument-error-other"
+
+
 def test_frameless_exception_takes_the_stack_printed_beside_it():
     text = ("[rank0]: ValueError: some new check failed\n"
             + tb([(f"{SP}/swift/llm/base.py", 18, "__init__", "self.args = self._parse_args(args)"),
@@ -402,3 +415,67 @@ def test_an_exception_pasted_into_a_chinese_sentence_without_a_space_is_read():
         assert found and found[0].category == "argument-error-other", [(f.rule_id, f.category) for f in found]
     # an ASCII word glued to the type is not a separate exception name ("MyValueError" is its own class)
     assert not [f for f in run("raised MyCustomValueError: nothing\n") if f.rule_id == "GD990"]
+
+
+def test_an_exception_quoted_in_a_sentence_ends_at_its_quote():
+    # dev11 1314 (verl's config read against an older yaml) and 1309 (a message pasted into a Chinese question)
+    found = run('There are errors such as "omegaconf.errors.ConfigAttributeError: Key \'launch_reward_fn_async\' is '
+                'not in struct." Many keys are not in the structure.\n')
+    assert found[0].category == "argument-error-other"
+    assert "`omegaconf.errors.ConfigAttributeError: Key 'launch_reward_fn_async' is not in struct.`" in found[0].message
+    assert "Many keys" not in found[0].message
+    found = run("我运行时出现这个错误ModuleNotFoundError: No module named 'open_r1.trainer.x'，请问是什么问题？\n")
+    assert found[0].category == "import-or-dependency-error"
+    assert "`open_r1.trainer` but found no `x`" in found[0].message and "请问" not in found[0].message
+
+
+def test_a_divisibility_assertion_by_its_shape_and_by_its_message():
+    # NeMo-RL batched_data_dict.py shard_by_batch_size (dev11 1328): `assert batch_size % shards == 0, (` and its message
+    text = tb([("/app/nemo-rl/nemo_rl/distributed/batched_data_dict.py", 293, "shard_by_batch_size",
+                "assert batch_size % shards == 0, (")],
+              "AssertionError: Batch size (30) is not a multiple of shards (4)")
+    f = run(text)[0]
+    assert f.category == "batch-divisibility" and "in NeMo-RL" in f.title
+    assert "the message gives 30 and 4 (30 % 4 = 2): the nearest multiples are 28 and 32" in f.message
+    assert "`batch_size % shards == 0` was false" in f.message
+    # the message alone (no source line printed): the message entry
+    text = tb([("/app/x/sharding.py", 10, "split", "")], "AssertionError: Batch size (6) is not divisible by dp (4)")
+    f = run(text)[0]
+    assert f.category == "batch-divisibility" and "is not a multiple of" in f.verify
+
+
+def test_paths_printed_relative_or_elided_name_their_package():
+    # dev11 1324 (`/.../vllm/model_executor/...` typed by the user), 1325 (vLLM's worker prints `vllm/v1/...`)
+    assert package_of("/.../vllm/model_executor/models/qwen2.py") == "vllm"
+    assert package_of("vllm/v1/executor/multiproc_executor.py") == "vllm"
+    assert package_of("verl/workers/rollout/vllm_rollout/utils.py") == "verl"
+    assert package_of(".../trl/trainer/grpo_trainer.py") == "trl"
+    assert package_of("/home/u/vllm_test/run.py") is None and package_of("my/vllm/a.py") is None
+    assert package_of("train.py") is None
+
+
+def test_a_row_asked_of_an_empty_dataset_is_a_dataset_failure():
+    # datasets formatting.py _check_valid_index_key (dev12 1404, 1405): size 0 is an empty dataset or split
+    found = run("数据处理后报错“IndexError: Invalid key: 0 is out of bounds for size 0”\n")
+    assert found[0].category == "dataset-or-template-error"
+    assert "size 0`" in found[0].message and "”" not in found[0].message.split("`")[1]
+    # a key beyond a dataset that has rows is another failure (a stale index): not this entry
+    other = run("IndexError: Invalid key: 120 is out of bounds for size 100\n")
+    assert not other or other[0].category != "dataset-or-template-error"
+
+
+def test_a_deepspeed_config_model_names_the_keys_it_refused():
+    # dev12 1426 (pydantic v2, fp16 keys under bf16) and 1427 (pydantic v1, ZeRO++ keys on DeepSpeed 0.9.5)
+    v2 = ("[rank3]: pydantic_core._pydantic_core.ValidationError: 2 validation errors for DeepSpeedBF16Config\n"
+          "[rank3]: loss_scale\n[rank3]:   Extra inputs are not permitted [type=extra_forbidden, input_value=0]\n"
+          "[rank3]: initial_scale_power\n[rank3]:   Extra inputs are not permitted [type=extra_forbidden]\n")
+    f = run(v2)[0]
+    assert f.category == "deepspeed-config-error"
+    assert "Refused by DeepSpeedBF16Config: loss_scale, initial_scale_power." in f.message
+    assert "fp16 section's loss-scaling keys" in f.message
+    v1 = ("ValidationError: 2 validation errors for DeepSpeedZeroConfig\nzero_hpz_partition_size\n"
+          "extra fields not permitted (type=value_error.extra)\nzero_quantized_gradients\n"
+          "extra fields not permitted (type=value_error.extra)\n")
+    f = run(v1)[0]
+    assert f.category == "deepspeed-config-error" and "`ValidationError: 2 validation errors for DeepSpeedZeroConfig`" in f.message
+    assert "zero_hpz_partition_size, zero_quantized_gradients" in f.message and "older than the config" in f.message

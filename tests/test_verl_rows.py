@@ -25,7 +25,10 @@ def test_reward_std_is_not_made_up_when_scores_differ():
     assert "reward_std" not in values
 
 
-def test_a_line_without_the_score_is_not_a_verl_row():
-    assert read_console("step:4 - actor/pg_loss:0.000 - actor/grad_norm:0.005")[0] is None
+def test_a_line_cut_before_the_score_is_a_row_without_a_reward():
+    # dev12 1418: verl's step line cut after the actor's keys (NaN there) is still that step's row
+    values, finite = read_console("step:59 - actor/kl_loss:nan - actor/pg_loss:nan - actor/grad_norm:nan - perf/ma")
+    assert values is not None and values["step"] == 59 and "reward" not in values and finite is False
+    assert read_console("step:4 - timing_s/gen:12.5 - perf/mfu/actor:0.042")[0] is None   # no loss, no score
     values, finite = read_console(ROW.replace("critic/score/mean:0.000", "critic/score/mean:nan"))
     assert finite is False

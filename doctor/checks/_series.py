@@ -248,6 +248,12 @@ class Series(SeriesReader):
             return
         values = [m.values for m, _ in keep]
         for k, col in self.cols.items():
+            raw = block.seeded_values(k, idx) if block is not None and idx is not None else None
+            if raw is not None:   # a seeded block: the same objects as the rows' dicts, read without them
+                xs = raw if _FLOAT_OR_NONE.issuperset(map(type, raw)) else [
+                    x if x is None or type(x) is float else num(x) for x in raw]
+                col.extend(xs)
+                continue
             got = block.floats(k) if block is not None else None
             if got is not None:
                 v, present = got

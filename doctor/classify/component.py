@@ -17,7 +17,7 @@ PACKAGES = {
     "datasets": "datasets", "megatron": "Megatron", "hydra": "hydra", "flash_attn": "flash-attn",
     "verifiers": "verifiers", "ray": "ray", "starlette": "starlette", "uvicorn": "uvicorn", "fastapi": "fastapi",
     "verl": "verl", "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "llmtuner": "LLaMA-Factory",
-    "rllm": "rLLM",
+    "rllm": "rLLM", "nemo_rl": "NeMo-RL",
 }
 # frameworks people run from a clone of their repository, under src/ (LLaMA-Factory: src/llamafactory, formerly
 # src/llmtuner) or a folder of the package's own name (rLLM: rllm/rllm/trainer/...)
@@ -26,7 +26,9 @@ _SRC_CHECKOUTS = {"llamafactory": ("src",), "llmtuner": ("src",), "rllm": ("rllm
 # directory followed by one of its own subpackages
 _CHECKOUT_SUBS = {"verl": {"trainer", "workers", "utils", "single_controller", "models", "third_party", "protocol.py",
                            "experimental"},
-                  "openrlhf": {"cli", "trainer", "models", "utils", "datasets"}}
+                  "openrlhf": {"cli", "trainer", "models", "utils", "datasets"},
+                  # NVIDIA NeMo-RL (nemo_rl/algorithms, distributed, models, evals...), run from its clone
+                  "nemo_rl": {"algorithms", "distributed", "models", "evals", "data", "environments", "utils"}}
 # wrappers and the standard library: never the component that failed
 PLUMBING = {"concurrent", "asyncio", "threading", "multiprocessing", "hydra", "starlette", "uvicorn", "fastapi",
             "runpy", "functools", "contextlib", "importlib", "<frozen", "<string>"}
@@ -37,9 +39,23 @@ def norm(path: str) -> str:
     return path.replace("\\", "/")
 
 
+# packages whose folder name alone names them in a path printed relative to site-packages (`vllm/v1/executor/...`,
+# as Ray and vLLM's workers print their own frames) or after an elision the user typed (`/.../vllm/model_executor/...`)
+_NAMED_BY_FOLDER = frozenset({"vllm", "verl", "trl", "deepspeed", "transformers", "peft", "accelerate", "megatron",
+                              "openrlhf", "llamafactory", "unsloth", "unsloth_zoo", "sglang", "torch", "swift"})
+_ELISIONS = ("...", "\u2026")
+
+
 def package_of(path: str) -> str | None:
     """The top-level package directory of a frame's file, or None for the user's own code."""
     p = norm(path)
+    head = p.split("/", 3)
+    if head[0] in _ELISIONS or (head[0] == "" and len(head) > 2 and head[1] in _ELISIONS):
+        after = head[1] if head[0] in _ELISIONS else head[2]
+        if after in _NAMED_BY_FOLDER and len(head) > 2:
+            return after
+    elif head[0] in _NAMED_BY_FOLDER and len(head) > 1:
+        return head[0]
     for marker in _SITE:
         if marker in p:
             return p.split(marker, 1)[1].split("/", 1)[0]

@@ -16,11 +16,16 @@ import re
 from .. import lazyre
 from ..signals import ExceptionInfo
 
-_ASSERT = lazyre.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*))?$")
+# the message may open a parenthesis continued on the next lines (`assert a % b == 0, (`), which CPython prints alone
+_ASSERT = lazyre.compile(r"^assert\s+(?P<expr>.+?)(?:,\s*(?P<msg>[fbru]?['\"].*|\(.*))?$")
 _IS_NOT_NONE = lazyre.compile(r"^(?P<x>[\w.\[\]'\"()]+)\s+is\s+not\s+None$")
 _COMPARE = lazyre.compile(r"^(?P<a>.+?)\s*(?P<op>==|!=|<=|>=|<|>|\bin\b|\bnot in\b)\s*(?P<b>.+)$")
-_NONE_USE = lazyre.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable)|has no attribute "
+_NONE_USE = lazyre.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|iterable|callable|an iterator)|has no attribute "
                        r"'(?P<attr>\w+)')")
+# the operand of builtin next() (Python/bltinmodule.c builtin_next: "'%.200s' object is not an iterator") and of a
+# for loop or unpacking ("'NoneType' object is not iterable", Objects/abstract.c PyObject_GetIter)
+_NEXT_ARG = lazyre.compile(r"\bnext\(\s*(?P<x>[\w.]+(?:\[[^\[\]]{0,40}\])*)\s*[,)]")
+_FOR_IN = lazyre.compile(r"^(?:async\s+)?for\s+.+?\s+in\s+(?P<x>[\w.]+(?:\[[^\[\]]{0,40}\])*)\s*:")
 _KEY = lazyre.compile(r"^(?P<q>['\"])(?P<key>[^'\"]{1,80})(?P=q)$")
 _SIZE = lazyre.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at "
                    r"non-singleton dimension (?P<d>\d+)")
@@ -77,6 +82,9 @@ def explain(exc: ExceptionInfo) -> list[str]:
         if m.group("attr"):
             token = "." + m.group("attr")
         operand = _operand_before(code, token) if token else None
+        if m.group("what") in ("an iterator", "iterable"):
+            it = (_NEXT_ARG if m.group("what") == "an iterator" else _FOR_IN).search(code)
+            operand = it.group("x") if it else None
         if operand and token == "[":
             # a chain of subscripts: the message does not say which step met None
             chain = _chain(code, operand)
@@ -99,6 +107,13 @@ def explain(exc: ExceptionInfo) -> list[str]:
                            f"name), or it was renamed or dropped by the preprocessing.")
             elif code:
                 out.append(f"The failing line `{code[:160]}` reads the key '{key}', which the mapping does not hold.")
+            if ".base_layer." in key and any(f.func == "load_weights" for f in exc.frames):
+                # peft's LoRA layers keep the wrapped module as `base_layer` (peft tuners/lora/layer.py LoraLayer):
+                # a weight name with it is a LoRA-wrapped model's name, which a model built without LoRA lacks
+                out.append(f"'{key}' is a name of a peft LoRA-wrapped model (`.base_layer.` is the wrapped layer): "
+                           f"the trainer sent LoRA-wrapped weight names to an engine model built without LoRA; the "
+                           f"sync must send merged or unwrapped names (a trainer and vLLM pair that agree on the "
+                           f"naming), or the engine must be started with LoRA enabled.")
     m = _SIZE.search(exc.message)
     if m:
         out.append(f"Two tensors differ in dimension {m.group('d')}: {m.group('a')} against {m.group('b')}.")

@@ -37,11 +37,33 @@ _NEG = lazyre.compile(r"\b([a-z_]+)\b[^.]{0,40}?\bmust be (?:at least|>=|greater
                   r"\bgot (-\d+)", re.I)
 
 
-def message_hints(message: str, limit: int = 2) -> list[str]:
-    """The sentences of an exception message that say what to do."""
+# where the library's sentence ends and a person's prose glued to it begins: a CJK or full-width character (a paste's
+# own question, "...try again.啥原因？"), or a question after a finished sentence ("... again. Why is that?")
+_PROSE = lazyre.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]|(?<=[.!])\s+[^.!?]*\?\s*$")
+# a hint that names nothing to change ("Please check the target modules and try again."): no identifier, flag,
+# value or version in it
+_CONCRETE = lazyre.compile(r"\w_\w|--\w|\d|['\"`=]|[a-z][A-Z]|\(\)")
+_VAGUE = lazyre.compile(r"(?i)^please (?:check|make sure|ensure|try|refer)\b|^(?:you should|you can) (?:try|check)\b")
+
+
+def message_hints(message: str, limit: int = 2, exc_type: str = "") -> list[str]:
+    """The sentences of an exception message that say what to do. Not Python's ``Did you mean`` of an
+    AttributeError or NameError (a fuzzy match of the name against those that exist, not a fix: the code reads an
+    attribute of another release), nor a vague request that names nothing; a hint ends where prose glued to the
+    message begins."""
     out: list[str] = []
+    short = exc_type.rsplit(".", 1)[-1]
     for m in _HINT.finditer(message):
-        s = m.group(1).strip().rstrip(",;")
+        s = m.group(1).strip()
+        p = _PROSE.search(s)
+        if p is not None:
+            s = s[:p.start()].strip()
+        s = s.rstrip(",;")
+        low = s.lower()
+        if short in ("AttributeError", "NameError") and low.startswith(("did you mean", "perhaps you meant")):
+            continue
+        if _VAGUE.match(s) and not _CONCRETE.search(s):
+            continue
         if len(s) > 12 and s not in out:
             out.append(s[:240])
         if len(out) >= limit:
@@ -125,7 +147,7 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
     one the index holds (releases in between were not indexed); '' when the run's own version of that package
     (``versions``, read from the log) is already that release or later: the upgrade would change nothing."""
     try:
-        from .raise_sites import index, is_wrapper, lookup, narrow_versions
+        from .raise_sites import index, is_wrapper, lookup, narrow_versions, raised_after
         matches = lookup(exc_line)
         if not matches or matches[0].score < 0.8 or is_wrapper(matches[0].module, matches[0].where):
             return ""
@@ -144,19 +166,39 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
             ran = (versions or {}).get(pkg)
             if ran and version_key(ran) >= version_key(nxt):
                 continue
+            if any(raised_after(m, nxt) for m in matches if m.package == pkg and m.score >= top - 1e-9):
+                continue  # the same check, its value filled in differently (a templated version): not removed
             notes.append(f"Of the {pkg} releases grpo-doctor has read, those up to {last} raise this wording and those "
                          f"from {nxt} on do not (the check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
                          f"failure.")
     return " ".join(notes[:1])
 
 
-def flag_fix(flags: Iterable[str], framework: str | None) -> str:
+# messages that name a word which is not an argument the user gave: an attribute the code read (an AttributeError's
+# "object has no attribute 'x'"), a parameter the caller left out ("missing 2 required positional arguments: 'x'")
+NOT_GIVEN = lazyre.compile(r"has no attribute|missing \d+ required (?:positional|keyword-only) arguments?")
+
+
+def given_in(flag: str, message: str, given: Iterable[str] = ()) -> bool:
+    """Whether ``flag`` is an argument the user passed (``given``: the command's and config's keys) or one the message
+    says was given: ``--flag``, ``flag=value``, ``flag (value)``, ``keyword argument 'flag'``."""
+    if flag in set(given):
+        return True
+    f = re.escape(flag)
+    return re.search(rf"--{f}\b|\b{f}\s*[=:]\s*\S|\b{f}\s*\(\S|keyword argument '{f}'|value for '?{f}\b", message,
+                     re.I) is not None
+
+
+def flag_fix(flags: Iterable[str], framework: str | None, config_class: str | None = None) -> str:
+    """``config_class``: the trainer's configuration class (GRPOConfig for a GRPO trainer, PPOConfig...); a trl run
+    whose trainer is not told gets "the training arguments"."""
     flags = list(flags)
     if not flags:
         return ""
     if framework in ("trl", "unsloth", "verifiers"):
         names = ", ".join(f"`{f}`" for f in flags)
-        return f"The message names {names}: change that GRPOConfig field (or drop it) and rerun."
+        where = f"that {config_class} field" if config_class else "that field of the training arguments"
+        return f"The message names {names}: change {where} (or drop it) and rerun."
     names = ", ".join(f"--{f}" for f in flags)
     return f"The message names {names}: change or drop that flag in the command and rerun."
 

@@ -119,10 +119,14 @@ class Provenance:
         for ev in f.evidence[:EVIDENCE_READ]:
             exc = self._where.get((ev.path, ev.line))
             keyed = self._of_exception(exc) if exc is not None and exc.message else self._of_line(ev.text)
+            funcs = tuple(fr.func for fr in exc.frames) if exc is not None else ()
             from .raise_sites import open_below
-            for s in _pick(keyed):
-                rb = RaisedBy(s.package, s.versions, s.module, s.where, s.kind, open_below(s.package, s.versions))
-                if rb not in out and len(out) < MAX_PER_FINDING:
+            for s in _pick(_by_frame(keyed, funcs)):
+                shown = open_below(s.package, s.versions)
+                rb = RaisedBy(s.package, s.versions, s.module, s.where, s.kind, shown,
+                              scope(s, shown, funcs, ev.text, self.run.versions))
+                said = any(o.package == rb.package and o.scope == rb.scope == "package" for o in out)
+                if rb not in out and not said and len(out) < MAX_PER_FINDING:
                     out.append(rb)
             if len(out) >= MAX_PER_FINDING:
                 break
@@ -139,6 +143,63 @@ class Provenance:
         if msg.exc_type and not msg.text:
             return []
         return self._sites(text)
+
+
+def _short(func: str) -> str:
+    return func.rsplit(".", 1)[-1].strip("<>")
+
+
+def _by_frame(keyed: list[tuple[tuple, Any]], funcs: tuple[str, ...]) -> list[tuple[tuple, Any]]:
+    """``keyed`` with, among sites the evidence ranks alike, the one whose function is the traceback's raising frame
+    first, then one whose function is another frame of it (ms-swift's MaxLengthError is raised in `Template._encode`
+    in 3.0-3.2 and in `Template._encode_truncated` from 3.4: a stack that shows `_encode_truncated` says which)."""
+    if not funcs or len(keyed) < 2:
+        return keyed
+    last, seen = _short(funcs[-1]), {_short(fn) for fn in funcs}
+
+    def by(k: tuple[tuple, Any]) -> tuple:
+        fn = _short(k[1].where)
+        return (k[0][:TIE], 0 if fn == last else 1 if fn in seen else 2)
+    return sorted(keyed, key=by)
+
+
+def _in_range(package: str, version: str, shown: str) -> bool:
+    """Whether the release ``version`` of ``package`` (as the log printed it) is one of ``shown`` (a range text of
+    minor releases, "<=0.12" open below), or newer than every release read when the range reaches the newest one."""
+    from ..values import minor, version_key
+    from .raise_sites import index
+    try:
+        labels = [minor(v) for v in index().meta["versions"].get(package, [])]
+    except (OSError, ValueError):
+        return True
+    have = version_key(minor(version))
+    for part in shown.split(","):
+        lo, _, hi = part.removeprefix("<=").partition("-")
+        hi = hi or lo
+        if (part.startswith("<=") or version_key(lo) <= have) and have <= version_key(hi):
+            return True
+        if labels and hi == labels[-1] and have > version_key(hi):
+            return True  # newer than the newest release read: not ruled out
+    return False
+
+
+def scope(s: Any, shown: str, funcs: tuple[str, ...], line: str, versions: dict[str, str]) -> str:
+    """What the run confirms of the site ``s`` (model.RaisedBy.scope): '' its releases and function, 'function' its
+    function only, 'package' neither. The function is confirmed when a frame of the traceback is that function (a
+    log line without a traceback: when it names the site's file, `[core_client.py:564]`); the releases when the log
+    printed the package's version and it is inside them. A version printed outside them, or a traceback whose frames
+    are other functions, leaves the package only."""
+    ver = versions.get(s.package)
+    if ver and not _in_range(s.package, ver, shown):
+        return "package"
+    if funcs:
+        ok = _short(s.where) in {_short(fn) for fn in funcs}
+    else:
+        base, dotted = s.module.rsplit("/", 1)[-1], s.module.removesuffix(".py").replace("/", ".")
+        ok = bool(base) and (f"{base}:" in line or f"{dotted}:" in line)  # `[api.py:869]`, `ERROR:torch.distr...api:`
+    if not ok:
+        return "package"
+    return "" if ver else "function"
 
 
 def _pick(keyed: list[tuple[tuple, Any]]) -> list:

@@ -21,9 +21,9 @@ from pathlib import Path
 from .. import lazyre
 from ..values import minor
 from .message import parse
+from .raise_store import HOLES, Store, words_of
 from .raise_store import HOLES as _HOLES
 from .raise_store import TOKEN as _TOKEN
-from .raise_store import Store, words_of
 from .site_rank import contradicted, rank_key
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "raise_sites.idx"
@@ -38,8 +38,21 @@ MIN_PREFIX = 30  # a message cut early (most of its template's words missing) ne
 # raise sites that re-raise whatever failed below them, in every package that copies them: two errors raised there
 # share the wrapper, not the cause, and its wording changing between releases says nothing about that cause
 # (transformers' lazy submodule import, utils/import_utils.py _LazyModule._get_module: "Failed to import X because of
-# the following error (look up to see its traceback):" with the error on the next line; trl's copy of it)
-WRAPPER_SITES = frozenset({("import_utils.py", "_LazyModule._get_module"), ("_lazy_module.py", "_LazyModule._get_module")})
+# the following error (look up to see its traceback):" with the error on the next line; trl's copy of it). Also the
+# launchers and monitors that report a child's failure in their own words: torch elastic's process contexts
+# (multiprocessing/api.py: `failed (exitcode: N) local_rank: ...` from _poll, `Sending process N closing signal`
+# from _close, `Process N got signal` from the terminate handler) and agent (agent/server/api.py: `Received N death
+# signal`), and vLLM's engine-core monitors (v1/engine/core_client.py: `Engine core proc X died unexpectedly`,
+# `Engine core initialization failed. See root cause above.`): every child that dies is reported there alike
+WRAPPER_SITES = frozenset({
+    ("import_utils.py", "_LazyModule._get_module"), ("_lazy_module.py", "_LazyModule._get_module"),
+    ("api.py", "SubprocessContext._poll"), ("api.py", "MultiprocessContext._poll"),
+    ("api.py", "SubprocessContext._close"), ("api.py", "MultiprocessContext._close"),
+    ("api.py", "_terminate_process_handler"), ("api.py", "SimpleElasticAgent.run"),
+    ("api.py", "SimpleElasticAgent._invoke_run"),
+    ("core_client.py", "MPClient.start_engine_core_monitor.monitor_engine_cores"),
+    ("core_client.py", "MPClient._wait_for_engine_startup"), ("core_client.py", "MPClient.__init__.sigusr1_handler"),
+})
 
 
 def is_wrapper(module: str, where: str) -> bool:
@@ -163,8 +176,11 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
         if m:
             return 1.0, m.groups()
         m = rx.match(msg)
-        if m and _literal_enough(site, m) and (m.end() == len(msg) or not msg[m.end()].isalnum()
-                                               or not msg[m.end() - 1].isalnum()):
+        # a template that opens with a hole and leaves a tail explains only a middle piece of the message: its own
+        # words must be enough to tell it apart ('{any} is not implemented' is in every "X is not implemented for Y")
+        head_hole = site.row[5].startswith("{")
+        if m and _literal_enough(site, m) and (not head_hole or site.lit >= MIN_TAIL) and (
+                m.end() == len(msg) or not msg[m.end()].isalnum() or not msg[m.end() - 1].isalnum()):
             return 0.85, m.groups()
         if site.lit >= 2 * MIN_TAIL:
             m = rx.search(msg)
@@ -323,6 +339,38 @@ def open_below(package: str, versions: str, idx: Index | None = None) -> str:
     if not labels or low != labels[0]:
         return versions
     return "<=" + (high or low) + ("," + rest if rest else "")
+
+
+# what changes in a check's wording between releases without changing the check: its holes, a placeholder printed
+# as it is (transformers 4.45-4.47 print `accelerate>={ACCELERATE_MIN_VERSION}` from an f-string's doubled braces),
+# and a version written in (`accelerate>=0.20.1` in one release, `{ACCELERATE_MIN_VERSION}` filled in the next)
+_PLACEHOLDER = lazyre.compile(r"\{\{\s*\w*\s*\}\}|\{(?:int|float|name|quoted|any)\}|\{[A-Z_][A-Z0-9_]*\}"
+                              r"|v?\d+(?:\.\d+)+(?:\.?(?:dev|rc|post)\d*)?")
+
+
+def same_check(template: str) -> str:
+    """A template with its placeholders and written-in versions as one mark, spaces collapsed: two releases' templates
+    that read alike this way are the same check, whatever value each fills in."""
+    return " ".join(_PLACEHOLDER.sub("{}", template).split())
+
+
+def raised_after(m: SiteMatch, release: str, idx: Index | None = None) -> bool:
+    """Whether an indexed release ``release`` or later of ``m``'s package raises the same check: the same file, function
+    and exception, with a template that is ``m``'s once placeholders and versions are masked (``same_check``). A
+    wording that a later release only fills in differently was not removed: upgrading does not remove the check."""
+    idx = idx or index()
+    labels = [minor(v) for v in idx.meta["versions"].get(m.package, [])]
+    want, start = same_check(m.template), minor(release)
+    if start not in labels:
+        return False
+    later = set(range(labels.index(start), len(labels)))
+    for site in idx.candidates(set(words_of(HOLES.sub(" ", m.template))) or {""}, second=True):
+        r = site.row
+        if (r[0], r[2], r[3], r[4]) != (m.package, m.module, m.where, m.kind) or same_check(r[5]) != want:
+            continue
+        if _spans(r[1], labels) & later:
+            return True
+    return False
 
 
 def best_sites(text: str, min_score: float = 0.8, *, frames: Sequence[str] = (), prefer: Sequence[str] = (),

@@ -14,7 +14,7 @@ from ..signals import ExceptionInfo, Frame
 from .component import component, deepest_library, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
-_KEYS = {"id", "category", "types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
+_KEYS = {"id", "category", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
          "not_message", "doc", "backed_by", "fix", "verify"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
@@ -31,6 +31,7 @@ class Entry:
     doc: str
     backed_by: tuple[str, ...]
     types: frozenset[str] = frozenset()
+    not_types: frozenset[str] = frozenset()
     message: re.Pattern | None = None
     not_message: re.Pattern | None = None
     code: re.Pattern | None = None
@@ -72,6 +73,7 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
         rx = {k: lazyre.compile(raw[k]) for k in ("message", "not_message", "code") if k in raw}
         out.append(Entry(id=raw["id"], category=raw["category"], doc=raw["doc"].strip(),
                          backed_by=tuple(raw["backed_by"]), types=frozenset(raw.get("types", ())),
+                         not_types=frozenset(raw.get("not_types", ())),
                          raised_in=tuple(raw.get("raised_in", ())), deepest_lib=tuple(raw.get("deepest_lib", ())),
                          any_frame=tuple(raw.get("any_frame", ())), below=tuple(raw.get("below", ())),
                          not_any=tuple(raw.get("not_any", ())), fix=tuple(raw.get("fix", ())),
@@ -91,6 +93,8 @@ def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...]) -> b
     if (e.types or e.message) and exc is None:
         return False
     if e.types and exc is not None and exc.short_type not in e.types:
+        return False
+    if e.not_types and exc is not None and exc.short_type in e.not_types:
         return False
     msg = exc.message if exc is not None else ""
     if e.message and not e.message.search(msg):

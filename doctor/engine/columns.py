@@ -12,6 +12,7 @@ numpy is optional (the ``full`` extra): without it ``Block.of`` gives None and e
 from __future__ import annotations
 
 import sys
+from itertools import chain
 from operator import is_not
 from typing import Any
 
@@ -48,7 +49,7 @@ class Block:
         self._steps: Any = None
         self._summary: Any = None
         self._gsteps: Any = False
-        self._seed: dict[str, list[Any]] | None = None   # key -> its values, every row holding every key (seed)
+        self._seed: Seed | None = None   # key -> its values, every row holding every key (seed)
 
     @classmethod
     def of(cls, signals: list[Any]) -> Block | None:
@@ -97,7 +98,7 @@ class Block:
     def seeded(self) -> bool:
         return self._seed is not None
 
-    def seed(self, cols: dict[str, list[Any]]) -> None:
+    def seed(self, cols: Seed) -> None:
         """The values of each key, row after row, where every row holds exactly these keys (the rows of console runs
         read at once, sources/step_runs.py): ``floats`` reads them instead of the rows' dicts, with the same result."""
         self._seed = cols
@@ -105,15 +106,30 @@ class Block:
     def summary(self) -> Any:
         """Rows that are ms-swift's closing object (metrics.is_summary)."""
         if self._summary is None:
-            self._summary = np.fromiter(map(msrc.is_summary, self.values), bool, self.n)
+            if self._seed is not None:   # every row holds the same keys, and the test reads only which keys
+                self._summary = np.full(self.n, msrc.is_summary(self.values[0]))
+            else:
+                self._summary = np.fromiter(map(msrc.is_summary, self.values), bool, self.n)
         return self._summary
 
     def steps(self) -> Any:
         """Rows that are train steps (metrics.is_step)."""
         if self._steps is None:
-            self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
+            if self._seed is not None:   # as summary()
+                self._steps = np.full(self.n, msrc.is_step(self.values[0]))
+            else:
+                self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
         return self._steps
 
+    def seeded_values(self, key: str, rows: list[int]) -> list[Any] | None:
+        """The values of ``key`` at ``rows`` as the rows' dicts hold them (the same objects; None where absent) when the
+        block is seeded, without numpy; None when it is not."""
+        if self._seed is None:
+            return None
+        xs = self._seed.get(key)
+        if xs is None:
+            return [None] * len(rows)
+        return [xs[i] for i in rows] if len(rows) < self.n else list(xs)
 
     def gsteps(self) -> tuple[Any, Any] | None:
         """(step, max_steps) of the train-step rows (``steps()``), int64, from their "global_step/max_steps": None
@@ -124,14 +140,40 @@ class Block:
         self._gsteps = None
         at = self.steps().nonzero()[0]
         if at.size:
-            gs = [self.values[i].get("global_step/max_steps") for i in at]
+            if self._seed is not None and at.size == self.n:
+                gs = self._seed.get("global_step/max_steps") or [None]
+            else:
+                gs = [self.values[i].get("global_step/max_steps") for i in at]
             if len(set(map(type, gs))) == 1 and type(gs[0]) is str and set(map(str.count, gs, ["/"] * len(gs))) == {1}:
                 parts = "/".join(gs).split("/")   # one "/" in each: K and N of each row, in turn
                 digits = "".join(parts)
                 if all(parts) and max(map(len, parts)) <= 18 and digits.isascii() and digits.isdigit():
-                    both = np.array(parts).astype(np.int64)
+                    # int() of each: what the string array's astype gives for plain digits, at a fifth of its cost
+                    both = np.fromiter(map(int, parts), np.int64, len(parts))
                     self._gsteps = (both[0::2], both[1::2])
         return self._gsteps  # type: ignore[no-any-return]
+
+
+class Seed:
+    """The columns of a block of rows read by runs of one key layout (sources/step_runs.py), each built on first ask
+    (``get``): a key's values, row after row, are slices of the runs' values (every row holds every key, in order)."""
+
+    __slots__ = ("_index", "_width", "_parts", "_cols")
+
+    def __init__(self, keys: tuple[str, ...], parts: list[tuple[int, list[Any], int]]):
+        self._index = {k: j for j, k in enumerate(keys)}
+        self._width = len(keys)
+        self._parts = parts   # (rows, the run's values row after row, the first row's place in them)
+        self._cols: dict[str, list[Any] | None] = {}
+
+    def get(self, key: str) -> list[Any] | None:
+        col = self._cols.get(key, False)
+        if col is False:
+            j = self._index.get(key)
+            w = self._width
+            col = self._cols[key] = None if j is None else list(chain.from_iterable(
+                values[off * w + j:(off + n) * w:w] for n, values, off in self._parts))
+        return col   # type: ignore[return-value]
 
 
 def load_numpy() -> Any:

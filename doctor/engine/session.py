@@ -291,6 +291,7 @@ class Session:
         # three tiers: the rules, the fallback rules (with the rules' findings at hand), and the last-resort rules
         # that read how a log ends (with every other finding at hand: they speak only when nobody else did)
         found.extend(self._earlier)
+        state.complete_messages()
         for tier, rules in enumerate(self._tiers()):
             if tier:
                 state.findings = list(found) + outside

@@ -108,6 +108,23 @@ class RunState:
         its kept end (a message wrapped onto the next lines, the list pydantic or transformers print under it)."""
         return [t for t in self.tails.get(path) or () if t.seq > seq][:n]
 
+    def complete_messages(self) -> None:
+        """An exception printed with an empty message (``RuntimeError: `` alone: a message that starts with a newline,
+        as bitsandbytes' triple-quoted CUDA-setup error does) takes the indented lines printed under it, from the
+        log's kept end: CPython prints ``str(exc)`` verbatim after ``Type: ``."""
+        for i, exc in enumerate(self.exceptions):
+            if exc.message.strip():
+                continue
+            words: list[str] = []
+            for ln in self.lines_after(exc.where.path, exc.seq, 12):
+                text = ln.text
+                if text.strip() and not text[:1].isspace():
+                    break
+                if text.strip():
+                    words.append(text.strip())
+            if words:
+                self.exceptions[i] = replace(exc, message=" ".join(words)[:600])
+
     def at(self, where: Evidence | Where) -> RunState:
         """The state as the run holding this line (an evidence line, an exception's place) saw it: with several
         runs appended to one log (issue 17.16), that run's configuration instead of the last run's (``self``
@@ -199,7 +216,7 @@ class RunState:
             values, finite = metrics_src.read_console(text)
             if values is not None:
                 row = Metrics(values, line.where, line.seq, "console", finite)
-                if metrics_src.VERL_MARK in text:
+                if metrics_src.is_verl_row(text):
                     self.table_metrics = True  # verl's row: it logs no per-function rewards, their absence says nothing
         if exc is None and row is None:
             return None
@@ -220,7 +237,7 @@ class RunState:
         if len(self.broken_at) < 2:
             self._broken_in(signals, block, summary)
         self.metrics_steps += int(block.steps().sum())
-        for values in block.values:
+        for values in block.values[:1] if block.seeded else block.values:   # seeded: every row holds the same keys
             if len(values) != self._row_width:
                 self._note_layout(values)
         rows = ~summary

@@ -37,22 +37,51 @@ def for_finding(f: Finding) -> list[Match]:
 
 
 def _with_basis(f: Finding, exclude: frozenset[str]) -> tuple[Match, ...]:
-    from .mechanism import basis
-    found = _lookup(tuple(e.text for e in f.evidence[:MAX_EVIDENCE]), f.category, exclude)
+    from .mechanism import basis, cause_texts
+    # a launcher's or wrapper's own line (torchrun's `failed (exitcode: N)`, a RayTaskError header) is never looked
+    # up: every child failure is reported in its words
+    found = _lookup(tuple(cause_texts(f)), f.category, exclude)
     return tuple(replace(m, basis=basis(m, f)) for m in found)
 
 
-def same_failure(f: Finding) -> list[Match]:
+def shown(m: Match, f: Finding, run: dict | None = None) -> bool:
+    """Whether a thread found for ``f`` is listed at all. A similar thread (words alike only) must be the same kind
+    of error (mechanism.same_kind) and not about another trainer (mechanism.other_trainer: also when the run's
+    trainer is not told and nothing of the run shows the thread's). A thread about the same failure mechanism from
+    another trainer's tracker is listed only when its raise site is in a library every trainer shares and it is
+    resolved (a run whose trainer is known), or when it is resolved (a run whose trainer is not told: one candidate)."""
+    from .mechanism import (
+        MECHANISM,
+        RAISE_SITE,
+        SHARED,
+        _told_trainer,
+        finding_sites,
+        other_trainer,
+        same_kind,
+        thread_sites,
+    )
+    if m.basis not in MECHANISM:
+        return not other_trainer(m, run, f) and not same_kind(m, f)
+    if not other_trainer(m, run, f):
+        return True
+    if m.confidence == "unresolved" or not m.resolution:
+        return False
+    if _told_trainer(run) is None:
+        return True
+    return m.basis == RAISE_SITE and bool({p for p, _, _ in finding_sites(f) & thread_sites(m)} & set(SHARED))
+
+
+def same_failure(f: Finding, run: dict | None = None) -> list[Match]:
     """The threads shown about the same failure mechanism (basis raise-site or type-component-phase)."""
     from .mechanism import MECHANISM
-    return [m for m in for_finding(f) if m.basis in MECHANISM]
+    return [m for m in for_finding(f) if m.basis in MECHANISM and shown(m, f, run)]
 
 
 def similar(f: Finding, run: dict | None = None) -> list[Match]:
-    """The threads shown only because their error reads alike (basis similarity): never a fix; none from another
-    trainer's tracker when the run's trainer is known (words alike across trainers say nothing of this run)."""
-    from .mechanism import MECHANISM, other_trainer
-    return [m for m in for_finding(f) if m.basis not in MECHANISM and not other_trainer(m, run)]
+    """The threads shown only because their error reads alike (basis similarity): never a fix; only the same kind
+    of error, and none from another trainer's tracker (``shown``)."""
+    from .mechanism import MECHANISM
+    return [m for m in for_finding(f) if m.basis not in MECHANISM and shown(m, f, run)]
 
 
 @lru_cache(maxsize=256)
@@ -73,8 +102,7 @@ def _lookup(texts: tuple[str, ...], category: str, exclude: frozenset[str] = fro
 
 
 def json_items(f: Finding, run: dict | None = None) -> list[dict]:
-    from .mechanism import MECHANISM, other_trainer
-    return [m.to_json() for m in for_finding(f) if m.basis in MECHANISM or not other_trainer(m, run)]
+    return [m.to_json() for m in for_finding(f) if shown(m, f, run)]
 
 
 def describe(m: Match) -> str:
@@ -112,15 +140,22 @@ def why_no_fix(m: Match, f: Finding, run: dict | None) -> str:
 def fix_lines(f: Finding, run: dict | None = None) -> list[str]:
     """The fix that the best thread about the same failure mechanism names, as one fix step, when its resolution is
     a whole sentence, it fits the run (``run``: the report's run object; doctor/known/fit.py) and the thread's
-    framework is the run's (doctor/known/mechanism.py); none otherwise."""
+    framework is the run's (doctor/known/mechanism.py); none otherwise. A "Known fix" when everything the thread ties
+    it to is shown in this run; "One candidate" when the log does not show it (the thread's trainer, or the version
+    of the package its failure belongs to: fit.unshown)."""
     from ..swift.terms import say
+    from .fit import unshown
     fw = (run or {}).get("framework") if (run or {}).get("framework_source") != "unknown" else None
     for m in for_finding(f):
-        if not why_no_fix(m, f, run):
-            line = say(f"Known fix ({m.thread}, {_BASIS_WORDS[m.basis]}, {_CONF_WORDS[m.confidence]}): "
-                       f"{m.resolution}", fw)
-            if line:  # in the terms of the framework that ran; an ms-swift-only lever is no fix for a trl run
-                return [line]
+        if not shown(m, f, run) or why_no_fix(m, f, run):
+            continue
+        missing = unshown(m, f, run)
+        how = f"{m.thread}, {_BASIS_WORDS[m.basis]}, {_CONF_WORDS[m.confidence]}"
+        head = (f"One candidate, not shown to apply to this run ({how}; {missing})" if missing else
+                f"Known fix ({how})")
+        line = say(f"{head}: {m.resolution}", fw)
+        if line:  # in the terms of the framework that ran; an ms-swift-only lever is no fix for a trl run
+            return [line]
     return []
 
 
@@ -141,4 +176,4 @@ def index_summary() -> str:
 
 
 __all__ = ["Match", "describe", "details", "fix_lines", "for_finding", "index_summary", "json_items", "safe_url",
-           "same_failure", "similar", "similar_line", "why_no_fix"]
+           "same_failure", "shown", "similar", "similar_line", "why_no_fix"]

@@ -9,6 +9,10 @@ when nothing the run shows contradicts it:
   read from the log);
 - its component: an upgrade the resolution names is of a package the failure involves (vllm#3071's "fixed in vLLM
   0.3.2" is no fix for a watchdog timeout of the training ranks when nothing of the run shows vLLM);
+- its stated release: a release the resolution or title says the failure belongs to ("A trl 0.25 regression",
+  "(since v0.25.0)") is the run's when the log printed that package's version; when it printed none, the thread is
+  one candidate, not a known fix for this run (``unshown``), as it is when the thread is about a trainer that nothing
+  of the run shows;
 - its versions: an upgrade the resolution names ("fixed in vLLM 0.3.2", "upgrade vLLM to 0.7.3") is not one the run
   already has: the version the log printed, the lowest release that holds the error's wording (raise-site index), or
   the floor the framework that ran requires (ms-swift README: vllm >= 0.5.1, doctor/checks/deps/_versions.py).
@@ -92,6 +96,54 @@ def _involved(pkg: str, f: Finding, run: dict[str, Any]) -> bool:
     return any(word in t.lower() for t in texts)
 
 
+_STATED = lazyre.compile(r"(?i)(?<![\w-])(?:(?P<pkg>" + _PKG[1:-1] + r")\s*v?(?P<v1>\d+\.\d+(?:\.\d+)?)"
+                         r"|(?P<since>since|starting (?:with|from|in))\s+(?:(?P<pkg2>" + _PKG[1:-1]
+                         + r")\s*)?v?(?P<v2>\d+\.\d+(?:\.\d+)?))")
+
+
+def stated(m: Match) -> list[tuple[str, str, bool]]:
+    """(package, release, and whether it is a lower bound) of the releases the thread's title or resolution ties the
+    failure to ("A trl 0.25 regression", "(since v0.25.0)"), less the releases it names as the fix (``_upgrades``)."""
+    default = _pkg(m.versions.split()[0].strip(",")) if m.versions else None
+    out: list[tuple[str, str, bool]] = []
+    for text in (m.resolution, m.title):
+        fixed = [g.span() for g in _UPGRADE.finditer(text)]
+        for g in _STATED.finditer(text):
+            if any(a <= g.start() < b for a, b in fixed):
+                continue
+            pkg = _pkg(g.group("pkg") or g.group("pkg2")) or default
+            ver = g.group("v1") or g.group("v2")
+            if pkg in _PKGS and ver and (pkg, ver, bool(g.group("since"))) not in out:
+                out.append((pkg, ver, bool(g.group("since"))))
+    return out
+
+
+_PKGS = frozenset({"vllm", "trl", "ms-swift", "transformers", "deepspeed", "torch", "peft", "accelerate", "unsloth"})
+
+
+def _holds(have: str, want: str, lower: bool) -> bool:
+    if lower:
+        return version_key(have) >= version_key(want)
+    n = len(version_key(want))
+    return version_key(have)[:n] == version_key(want)[:n]
+
+
+def unshown(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
+    """'' when nothing the thread's fix depends on is missing from the run; else what the log does not show (then the
+    resolution is one candidate, not a known fix): the thread's trainer, for a run whose trainer is not told, or the
+    version of a package the thread ties the failure to."""
+    from .mechanism import _told_trainer, shows, thread_framework
+    theirs = thread_framework(m)
+    missing = theirs if theirs and isinstance(run, dict) and _told_trainer(run) is None \
+        and not shows(theirs, f, run) else None
+    for pkg, ver, lower in stated(m):
+        if not ((run or {}).get("versions") or {}).get(pkg):
+            what = f"{pkg} {ver}{' or later' if lower else ''}"
+            return (f"the thread is about {what}, and this log shows no {pkg}" if pkg == missing else
+                    f"the thread is about {what}, and this log shows no {pkg} version")
+    return f"the thread is about {missing}, which this log does not show" if missing else ""
+
+
 def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
     """'' when the resolution fits the run, else what contradicts it (for tests and the bench)."""
     if m.category != f.category and not m.exact:
@@ -103,6 +155,10 @@ def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
         have = _run_value(name, f, run)
         if have is not None and float(have) != float(want):
             return f"the thread is about {name}={want}, the run has {name} {have}"
+    for pkg, ver, lower in stated(m):
+        have = (run.get("versions") or {}).get(pkg)
+        if have and not _holds(str(have), ver, lower):
+            return f"the thread is about {pkg} {ver}{' or later' if lower else ''}, the run has {pkg} {have}"
     for pkg, ver in _upgrades(m):
         if not _involved(pkg, f, run):
             return f"the resolution upgrades {pkg}, which nothing of this failure involves"

@@ -13,6 +13,14 @@ A thread found by the index (doctor/known/index.py: exact signature or tf-idf si
   the finding names too.
 - ``similarity``: anything else, including two known raise sites that differ: words in common only.
 
+Neither is ever found from a launcher's or wrapper's own line (``launcher_line``: torchrun's ``failed (exitcode: N)
+local_rank``, its closing-signal lines, a ``RayTaskError(...)`` header, ``ChildFailedError``, vLLM's engine-core
+monitor): every child failure is reported there in the same words, so the words say nothing of the cause. A message
+that names no component (``generic``: torch's tensor-shape and index checks, a ``KeyError`` whose key is masked) is
+never the same component on its wording alone. A similar thread must still be the same kind of error (``same_kind``:
+the exception type, the signal or exit code, the names quoted), and is left out when it is about another trainer
+(``other_trainer``: also when the run's trainer is not told and the log shows nothing of the thread's).
+
 Only a mechanism match (the first two) whose conditions hold in this run (doctor/known/fit.py: category, stated
 ``name=value``, upgrades and versions; the framework of the thread is the run's, or the raise site is in a library
 every framework shares) and whose resolution is a whole sentence that stands on its own (``whole_sentence``) becomes a
@@ -106,19 +114,134 @@ def _types(texts: list[str]) -> set[str]:
     return {short_type(parse(t).exc_type) for t in texts if parse(t).exc_type}
 
 
+# ------------------------------------------------------------------ lines that carry no cause of their own
+# what a launcher, a supervisor or a wrapper prints about a child that failed: the same words for every cause
+_LAUNCHER = lazyre.compile(
+    r"(?i)\bfailed \(exitcode: ?-?\d+\)|\bRayTaskError\b|\bRayActorError\b|\bKilling subprocess\b|ChildFailedError"
+    r"|\bSending process \d+ closing signal\b|\bClosing process \d+ via signal\b|\bReceived \d+ death signal\b"
+    r"|\bProcess \d+ got signal\b|\bexits with return code\s*=|elastic[/.]multiprocessing[/.]api\b"
+    r"|\bEngine core proc \S+ died unexpectedly|\bEngine core initialization failed\b"
+    r"|\bengine core exited unexpectedly\b|\bWorker group in \w+ state\b")
+
+
+def launcher_line(text: str) -> bool:
+    """A line a launcher or wrapper prints about a failure below it (torchrun's ``failed (exitcode: N) local_rank``,
+    its closing-signal lines, ``RayTaskError(...)`` headers, ``ChildFailedError``, ``Killing subprocess``, vLLM's
+    engine-core monitor): never matched against threads, by raise site or by words."""
+    return bool(_LAUNCHER.search(text or ""))
+
+
+# messages that name an operation every component performs, not a component: torch's tensor-size and device checks
+_GENERIC = lazyre.compile(
+    r"(?i)^(?:the size of tensor a \(|the expanded size of the tensor \(|sizes of tensors must match"
+    r"|mat1 and mat2 shapes cannot be multiplied|expected all tensors to be on the same device"
+    r"|cuda error: device-side assert triggered)")
+
+
+def generic(message: str) -> bool:
+    """A message that does not tell its component: one of torch's generic checks (``The size of tensor a (N) must
+    match the size of tensor b (M)``), or nothing but masked values once numbers, paths and quoted values are masked
+    (``KeyError: '<a long key>'``)."""
+    from .normalise import normalise
+    msg = message.strip()
+    if _GENERIC.search(msg):
+        return True
+    return not re.search(r"[a-z]{3,}", re.sub(r"<\w+>", " ", normalise(msg)))
+
+
+# a signal or an exit status, as one name: exit code -8 = SIGFPE, 139 = 128 + 11 = SIGSEGV
+_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
+            11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+_CODE = lazyre.compile(r"(?i)\b(?:exitcode|exit code|exit status|return code|returncode)\s*[:=]?\s*(-?\d+)"
+                       r"|\b((?-i:SIG[A-Z]{2,6}))\b|\bsignal\s*:?\s*(\d+)\b")
+
+
+def codes(text: str) -> frozenset[str]:
+    """The signals and exit statuses a text names ('exitcode: -11' -> SIGSEGV; 'exit status 137' -> SIGKILL)."""
+    out = set()
+    for g in _CODE.finditer(text or ""):
+        if g.group(2):
+            out.add(g.group(2).upper())
+        elif g.group(3):
+            out.add(_SIGNALS.get(int(g.group(3)), f"signal {g.group(3)}"))
+        else:
+            n = int(g.group(1))
+            name = _SIGNALS.get(-n) if n < 0 else _SIGNALS.get(n - 128) if n > 128 else None
+            out.add(name or f"exit {n}")
+    return frozenset(out)
+
+
+_QUOTED_NAME = lazyre.compile(r"'([A-Za-z_][\w.]{1,60})'")
+
+
+_NAMED = frozenset({"TypeError", "AttributeError", "NameError", "ImportError", "ModuleNotFoundError"})
+
+
+_CALLABLE = lazyre.compile(r"\b([A-Za-z_]\w*(?:\.\w+)*\.\w+)\(\)")
+
+
+def _names(messages: list[str]) -> set[str]:
+    """The names quoted in the messages and the qualified callables they name (`PPOTrainer.__init__()`)."""
+    return {q.lower() for msg in messages for q in (*_QUOTED_NAME.findall(msg), *_CALLABLE.findall(msg))}
+
+
+def _common(a: set[str], b: set[str]) -> bool:
+    """A name in common, a dotted name and its tail or its package alike ('embed_tokens.weight' and
+    'model.embed_tokens.weight'; 'trl' and 'trl.trainer.utils')."""
+    return any(x == y or x.endswith("." + y) or y.endswith("." + x) or x.startswith(y + ".") or y.startswith(x + ".")
+               for x in a for y in b)
+
+
+def cause_texts(f: Finding) -> list[str]:
+    """The finding's quoted lines that may be looked up: its first evidence lines, less launcher and wrapper lines."""
+    return [e.text for e in f.evidence[:MAX_EVIDENCE] if not launcher_line(e.text)]
+
+
+def same_kind(m: Match, f: Finding) -> str:
+    """'' when a thread found by its words is the same kind of error as the finding's, else why not: another exception
+    type (both show one), another signal or exit code, no quoted name in
+    common (``'reward_model'`` against ``'dtype'``), or a finding whose messages name no component (``generic``)."""
+    from ..classify.message import parse
+    texts = cause_texts(f)
+    msgs = [parse(t) for t in texts]
+    ftypes = {short_type(p.exc_type) for p in msgs if p.exc_type}
+    ttypes = {short_type(t) for t, _ in m.signatures if t}
+    if ftypes and ttypes and not ftypes & ttypes:
+        return "another exception type"
+    fcodes = frozenset().union(*(codes(t) for t in texts)) if texts else frozenset()
+    tcodes = frozenset().union(*(codes(msg) for _, msg in m.signatures)) if m.signatures else frozenset()
+    if fcodes and tcodes and not fcodes & tcodes:
+        return "another signal or exit code"
+    # the name quoted is what failed for these types (a missing argument, key, attribute or module), and the callable
+    # named is where: a thread that shares neither is about another name
+    named = [p.text for p in msgs if short_type(p.exc_type) in _NAMED]
+    fnames, tnames = _names(named), _names([msg for t, msg in m.signatures if short_type(t) in _NAMED])
+    if fnames and tnames and not _common(fnames, tnames):
+        return "no quoted name in common"
+    if msgs and all(generic(p.text) for p in msgs if p.text):
+        return "the message names no component"
+    return ""
+
+
 def basis(m: Match, f: Finding) -> str:
     """How the thread is tied to the finding: RAISE_SITE, TYPE_COMPONENT_PHASE or SIMILARITY (module docstring)."""
     fs, ts = finding_sites(f), thread_sites(m)
     from ..classify.raise_sites import is_wrapper
     if any(is_wrapper(site[1], site[2]) for site in fs | ts):
         return SIMILARITY  # a wrapper's raise site is shared by every error it wraps
+    ev = cause_texts(f)
+    fcodes = frozenset().union(*(codes(t) for t in ev)) if ev else frozenset()
+    tcodes = frozenset().union(*(codes(msg) for _, msg in m.signatures)) if m.signatures else frozenset()
+    if fcodes and tcodes and not fcodes & tcodes:
+        return SIMILARITY  # another signal or exit status: another failure, whatever prints it
     if fs & ts:
         return RAISE_SITE
     if fs and ts:
         return SIMILARITY  # both raise sites known, and they differ
     if not m.exact:
         return SIMILARITY  # no raise site to compare, and another wording: the component is not shown to be one
-    ev = [e.text for e in f.evidence[:MAX_EVIDENCE]]
+    if any(generic(msg) for _, msg in m.signatures):
+        return SIMILARITY  # torch's shape check, a masked key: the same wording comes from every component
     ftypes, ttypes = _types(ev), {short_type(t) for t, _ in m.signatures if t}
     if (ftypes or ttypes) and not ftypes & ttypes:
         return SIMILARITY
@@ -144,46 +267,80 @@ SHARED_REPOS = {"vllm-project/vllm", "vllm-project/vllm-ascend", "pytorch/pytorc
 # frameworks that run another's trainer: open-r1 runs trl's GRPOTrainer
 _FAMILY = {"open-r1": "trl"}
 # frameworks built on trl's trainers: a trl thread speaks of their runs too (not the other way round)
-_BUILT_ON = {"unsloth": {"trl"}, "verifiers": {"trl"}}
+_BUILT_ON = {"unsloth": {"trl"}, "verifiers": {"trl"}, "axolotl": {"trl"}, "llamafactory": {"trl"}}
+
+
+_TRAINER_WORD = lazyre.compile(r"(?i)(?<![\w-])(ms-swift|trl|open-r1|verl|openrlhf|unsloth|llamafactory|llama-factory"
+                               r"|verifiers)(?![\w])")
 
 
 def thread_framework(m: Match) -> str | None:
-    """The framework a thread is about: its repository's, else the one its versions name; None for a library every
-    framework shares or a project the table does not know."""
+    """The framework a thread is about: its repository's, else the first trainer its versions name ('trl-based GRPO',
+    'OpenRLHF 0.6'); None for a library every framework shares or a project that names no trainer."""
     repo = m.thread.split("#", 1)[0].lower()
     if repo in SHARED_REPOS:
         return None
     if repo in FRAMEWORK_REPOS:
         return FRAMEWORK_REPOS[repo]
-    first = (m.versions.split() or [""])[0].strip(",").lower()
-    return first if first in set(FRAMEWORK_REPOS.values()) else None
+    word = _TRAINER_WORD.search(m.versions or "")
+    if word is None:
+        return None
+    name = word.group(1).lower()
+    return "llamafactory" if name == "llama-factory" else name
 
 
 def _family(name: str) -> str:
     return _FAMILY.get(name, name)
 
 
-def other_trainer(m: Match, run: dict[str, Any] | None) -> bool:
-    """A similar thread about another trainer than the one the run is known to use (a run told only by its runtime,
-    torch or vLLM, has no trainer to compare)."""
-    if not isinstance(run, dict) or run.get("framework_source") in (None, "unknown", "runtime"):
+# what a log, a command or a path shows of each trainer when the framework detector did not settle on one
+_MARKERS = {"ms-swift": r"\bswift\b|ms[-_]swift", "trl": r"\btrl\b", "open-r1": r"open[-_]r1",
+            "verl": r"\bverl\b", "openrlhf": r"openrlhf", "unsloth": r"unsloth",
+            "llamafactory": r"llama[-_]?factory|llmtuner", "verifiers": r"\bverifiers\b"}
+
+
+def _told_trainer(run: dict[str, Any] | None) -> str | None:
+    """The run's trainer when the framework detector found one (not a runtime: torch, vLLM, DeepSpeed)."""
+    if not isinstance(run, dict) or run.get("framework_source") in (None, "unknown", "runtime", "none"):
+        return None
+    have = run.get("framework")
+    return have.lower() if isinstance(have, str) and have else None
+
+
+def shows(theirs: str, f: Finding | None, run: dict[str, Any] | None) -> bool:
+    """Whether anything of the run names the trainer ``theirs`` (its versions, the command, arguments, the finding's
+    evidence and raise sites)."""
+    rx = re.compile(_MARKERS.get(theirs, re.escape(theirs)), re.I)
+    hay: list[str] = []
+    if isinstance(run, dict):
+        hay += [str(k) for k in (run.get("versions") or {})] + [str(k) for k in (run.get("inferred_versions") or {})]
+        hay += [str(run.get("command") or ""), " ".join(map(str, run.get("args") or {}))]
+    if f is not None:  # its evidence, its raise sites, and the paths its message quotes (the raising frame's)
+        hay += [e.text for e in f.evidence] + [r.package for r in f.raised_by] + re.findall(r"\S*/\S*", f.message)
+    return any(rx.search(h) for h in hay)
+
+
+def other_trainer(m: Match, run: dict[str, Any] | None, f: Finding | None = None) -> bool:
+    """A thread about another trainer than the run's: the run's trainer is known and is another one (a trainer built
+    on the thread's, Unsloth on trl, is not another), or the run's trainer is not told (a runtime only, torch or vLLM,
+    or nothing) and nothing of the run shows the thread's trainer; a thread's trainer is its repository's or the one
+    its versions name. A library's own tracker (vLLM, torch, transformers) is no trainer's."""
+    theirs = thread_framework(m)
+    if theirs is None or not isinstance(run, dict):
         return False
-    # by the repository alone: a thread elsewhere that names a trainer in its versions may still concern this run
-    have, theirs = run.get("framework"), FRAMEWORK_REPOS.get(m.thread.split("#", 1)[0].lower())
-    if not isinstance(have, str) or theirs is None:
-        return False
-    have, theirs = _family(have.lower()), _family(theirs)
+    have = _told_trainer(run)
+    if have is None:
+        return not shows(theirs, f, run)
+    have, theirs = _family(have), _family(theirs)
     return theirs != have and theirs not in _BUILT_ON.get(have, ())
 
 
 def framework_clash(m: Match, f: Finding, run: dict[str, Any] | None, how: str) -> str:
     """'' when the thread's framework is the run's (or either is unknown), or the raise site is in a shared library;
     else why not."""
-    if not run or run.get("framework_source") == "unknown":
-        return ""
-    have, theirs = run.get("framework"), thread_framework(m)
-    if not have or not theirs or _family(str(have).lower()) == _family(theirs):
-        return ""
+    have, theirs = _told_trainer(run), thread_framework(m)
+    if not have or not theirs or _family(have) == _family(theirs):
+        return ""  # a trainer not told: fit.unshown says the thread's trainer is not shown to be the run's
     if how == RAISE_SITE and {p for p, _, _ in finding_sites(f) & thread_sites(m)} & set(SHARED):
         return ""
     return f"the thread is about {theirs}, the run is {have}"

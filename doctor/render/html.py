@@ -148,7 +148,7 @@ def _findings(report: Report) -> list[str]:
         for key in ("verify", "prevent"):
             if extra.get(key):
                 out.append(f'<div class="lbl">{key}</div><p>{esc(extra[key])}</p>')
-        for label, shown, line in (("known issues", known.same_failure(f), known.describe),
+        for label, shown, line in (("known issues", known.same_failure(f, report.run), known.describe),
                                    ("similar threads (similar wording, not shown to be the same failure)",
                                     known.similar(f, report.run), known.similar_line)):
             if shown:

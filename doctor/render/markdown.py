@@ -149,7 +149,7 @@ def _sureness(f: Finding) -> str:
 def known_lines(f: Finding, run: dict | None = None) -> list[str]:
     """Known issues (doctor/known) as links; every text from the index (titles are input too) is escaped."""
     out: list[str] = []
-    same, alike = known.same_failure(f), known.similar(f, run)
+    same, alike = known.same_failure(f, run), known.similar(f, run)
     if same:  # the same failure mechanism: raise site, or error and phase
         out += ["Known issues:", ""]
         for m in same:

@@ -115,7 +115,7 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
             out(f"[bold]action:[/bold] {escape(f.action)}" + (f" [dim]{escape(f.command)}[/dim]" if f.command else ""), 3)
         if f.verify:
             out(f"[dim]verify: {escape(f.verify)}[/dim]", 3)
-        same = known.same_failure(f)
+        same = known.same_failure(f, report.run)
         if same:  # doctor/known: public threads about the same failure mechanism (raise site, or error and phase)
             out("[dim]known issues:[/dim]", 3)
             for m in same:

@@ -7,6 +7,7 @@ NUL bytes and single lines of many megabytes. This module never holds more than 
 """
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -194,11 +195,69 @@ def _notebook_traceback_lines(text: str) -> list[str] | None:
     return [ln for ln in _NB_COLOUR.sub("", decoded).split("\n") if ln.strip()] or None
 
 
+# the list that traceback.format_exception / format_exc().splitlines(True) return, printed whole (Megatron-Core's
+# megatron/core/utils.py logs it so on a failed step): one quoted string a line, each ending in an escaped newline
+LIST_TB_WORD = "['Traceback (most recent call last):\\n'"
+_LIST_ITEM = lazyre.compile(r"""\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\s*[,\]]?""")
+
+
+def _listed_traceback_lines(text: str) -> list[str] | None:
+    """The lines of a traceback printed as a Python list of strings (cut or whole); None when it is not one. Each
+    item is decoded as a string literal (ast.literal_eval of one quoted token: nothing is evaluated)."""
+    start = text.find(LIST_TB_WORD)
+    if start < 0:
+        return None
+    out = [text[:start]] if text[:start].strip() else []
+    pos = start + 1
+    items = 0
+    while pos < len(text):
+        m = _LIST_ITEM.match(text, pos)
+        if m is None:
+            break
+        try:
+            item = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            break
+        out.extend(ln for ln in str(item).split("\n") if ln.strip())
+        items += 1
+        pos = m.end()
+    return out if items > 1 else None
+
+
+# an exception named inside a person's sentence: glued to Chinese or Japanese prose ("我运行时出现这个错误ModuleNotFoundError:
+# No module named 'x'，请问是什么问题？": a CJK character is a word character to `re`, only "not ASCII" separates it), or
+# quoted ("errors such as "omegaconf.errors.ConfigAttributeError: Key 'x' is not in struct." Many keys..."): the
+# exception becomes a line of its own, up to the sentence's full-width punctuation or the closing quote, so that every
+# reader of exception lines sees it
+_PROSE_GLUED = lazyre.compile(r"(?<=[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S[^\uff0c\u3002\uff1f\uff01\u201d\u300d\u300f]*)")
+_PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): [^"`\u201d]+?)(?:\1|\u201d)""")
+_STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b")
+
+
+def _prose_exception(part: str) -> list[str] | None:
+    """The pieces of a sentence that names an exception inside it, the exception a piece of its own; None otherwise."""
+    if _STARTS_EXC.match(part) or ", line " in part:
+        return None   # an exception line or a frame: its message may quote anything
+    m = None if part.isascii() else _PROSE_GLUED.search(part)
+    if m is not None:
+        start, end, exc = m.start(1), m.end(1), m.group(1)
+    else:
+        q = _PROSE_QUOTED.search(part) if ('"' in part or "`" in part or "\u201c" in part) else None
+        if q is None:
+            return None
+        start, end, exc = q.start(), q.end(), q.group(2)
+    return [p for p in (part[:start], exc.strip(), part[end:]) if p.strip()]
+
+
 def split_segments(text: str) -> list[str]:
     """Split a physical line into the messages it holds (tqdm \\r redraws, text glued on a bar, the lines of a
     notebook's JSON-escaped traceback entry)."""
     if NB_TB_WORD in text:
         lines = _notebook_traceback_lines(text)
+        if lines is not None:
+            return lines
+    if LIST_TB_WORD in text:
+        lines = _listed_traceback_lines(text)
         if lines is not None:
             return lines
     parts = text.split("\r") if "\r" in text else [text]
@@ -228,6 +287,9 @@ def split_segments(text: str) -> list[str]:
             if g is not None and g.group("code").strip():
                 out.append(g.group("code"))
                 part = g.group("exc")
+        if ("Error: " in part or "Exception: " in part) and (prose := _prose_exception(part)) is not None:
+            out.extend(prose[:-1])
+            part = prose[-1]
         if part.strip() or not out:
             if not out or out[-1] != part:  # identical consecutive redraws carry nothing new
                 out.append(part)

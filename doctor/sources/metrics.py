@@ -31,11 +31,19 @@ _ALIASES = {"train/loss": "loss", "loss/train": "loss", "train/grad_norm": "grad
             "train/epoch": "epoch", "train/global_step": "step"}
 LITERALS = ("'loss'", '"loss"', "'reward'", '"reward"', "'train_runtime'", '"train_runtime"', "'grad_norm'",
             '"grad_norm"', "'eval_reward'", '"eval_reward"', "'eval_loss'", "critic/rewards/mean:",
+            # a verl row cut before its critic keys (VERL_ACTOR_MARK)
+            " - actor/pg_loss:",
             # Megatron's iteration line (sources/megatron_rows.py)
             "elapsed time per iteration (ms):")
 # every verl PPO/GRPO console row holds it (sources/verl_rows.py); such a row passes the gate by its
 # "critic/rewards/mean:" literal above
 VERL_MARK = "critic/score/mean:"
+# the actor's loss, which verl logs before the critic's keys: a row a paste or the line cap cut before its score
+VERL_ACTOR_MARK = " - actor/pg_loss:"
+
+
+def is_verl_row(text: str) -> bool:
+    return VERL_MARK in text or (VERL_ACTOR_MARK in text and "step:" in text)
 # each literal holds one of these (a test checks it); has_literal spells them out: one C-level test each
 _LITERAL_WORDS = ("loss", "reward", "grad_norm", "train_runtime", "iteration")
 
@@ -88,7 +96,7 @@ def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
     need not scan the values of every row again."""
     if ":" not in text:
         return None, True
-    if VERL_MARK in text:  # verl's console row (sources/verl_rows.py)
+    if is_verl_row(text):  # verl's console row (sources/verl_rows.py)
         from .verl_rows import read_verl
         return read_verl(text)
     if "elapsed time per iteration" in text:  # Megatron's iteration line (sources/megatron_rows.py)

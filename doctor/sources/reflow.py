@@ -216,13 +216,18 @@ def _cut(line: bytes, nxt: bytes) -> bool:
         or _space_end(line) and (nxt[:1].islower() or nxt[:1].isdigit())
 
 
+# a snake_case name alone on its line, however long: a field pydantic names under its header
+# ("zero_hpz_partition_size" under "3 validation errors for DeepSpeedZeroConfig")
+_FIELD_NAME = lazyre.compile(rb"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+\s*$")
+
+
 def _goes_on(line: bytes) -> bool:
     """The rest of a sentence: from the first column, with a space in it or long (a bare identifier on its own line is
     a field name, as pydantic's ValidationError prints them)."""
     # a character wrap at a space leaves that one space in front of the rest (never two: that is indentation)
     head = line[1:2] if line[:1] == b" " else line[:1]
     return bool(line.strip()) and (head.isalnum() or head == b"_") and not _RECORD.match(line.lstrip(b" ")) \
-        and not _EXC_LINE.match(line) and (b" " in line.strip() or len(line) >= 20)
+        and not _EXC_LINE.match(line) and (b" " in line.strip() or len(line) >= 20 and not _FIELD_NAME.match(line))
 
 
 def cut_exception(line: bytes, nxt: bytes) -> bool:

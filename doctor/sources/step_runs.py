@@ -33,8 +33,8 @@ from itertools import chain, compress
 from typing import Any
 
 from .. import lazyre
-from ..engine.columns import Block
-from ..signals import Metrics, Where
+from ..engine.columns import Block, Seed
+from ..signals import Metrics, console_row
 from . import bars as bars_mod
 from . import metrics as msrc
 from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep, pre_kind
@@ -46,7 +46,7 @@ ON = True        # False: every line goes the per-line way (the equivalence test
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
 RUN_MIN = 8
 _BARS = lazyre.compile(rb"(?m)^(?:" + BAR_SOURCE + rb")$")   # BAR.fullmatch of each line of a block
-_ELSEWHERE = ("/s]", "/it]", msrc.VERL_MARK, "elapsed time per iteration", '"')
+_ELSEWHERE = ("/s]", "/it]", msrc.VERL_MARK, msrc.VERL_ACTOR_MARK, "elapsed time per iteration", '"')
 
 
 def _since(since: dict[Any, list[Any]], bars: list[tuple[Any, tuple[Any, ...]]]) -> None:
@@ -131,7 +131,7 @@ class StepRuns:
                 gap = []
                 if first < 0:
                     first, off = len(gathered), ri - 1
-                gathered.append(Metrics(values, Where(path, lineno + j), seq + j, "console", finite))
+                gathered.append(console_row(values, path, lineno + j, seq + j, finite))
                 if len(gathered) >= bars_mod.ROWS_MAX:
                     parts.append((first, len(gathered) - first, cols, off))
                     first = -1
@@ -259,10 +259,7 @@ class StepRuns:
         block = Block.of(rows)
         if block is None:
             return
-        width = len(keys)
-        block.seed({key: list(chain.from_iterable(values[off * width + j:(off + n) * width:width]
-                                                  for _, n, (_, values), off in parts))
-                    for j, key in enumerate(keys)})
+        block.seed(Seed(keys, [(n, values, off) for _, n, (_, values), off in parts]))
 
     def _layout(self, printed: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any] | None:
         """(the keys read_console gives a row printed with these keys, aliases named; a pattern reading the values of

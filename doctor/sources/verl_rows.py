@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics import VERL_MARK, to_number
+from .metrics import is_verl_row, to_number
 
 _NAMES = {
     "critic/score/mean": "reward",              # the task score (reward function output) before any KL penalty
@@ -27,7 +27,7 @@ _NAMES = {
 def read_verl(text: str) -> tuple[dict[str, Any] | None, bool]:
     """(values, finite) of a verl step line, or (None, True) when the line is not one."""
     start = text.find("step:")
-    if start < 0 or VERL_MARK not in text:
+    if start < 0 or not is_verl_row(text):
         return None, True
     values: dict[str, Any] = {}
     finite = True
@@ -41,7 +41,8 @@ def read_verl(text: str) -> tuple[dict[str, Any] | None, bool]:
         if isinstance(x, float) and x - x != 0:
             finite = False
         values[_NAMES.get(key, key)] = x
-    if "step" not in values or "reward" not in values:
+    # a row cut before its critic keys is still the step's row: each rule reads what is there (no score: no reward)
+    if "step" not in values or not ("reward" in values or "loss" in values or "grad_norm" in values):
         return None, True
     lo, hi = values.get("critic/score/min"), values.get("critic/score/max")
     if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo == hi:

@@ -137,6 +137,8 @@ _FLAGS: dict[str, tuple[str | None, str | None]] = {
     "--vllm_enable_lora": (_NONE, ""), "--truncation_strategy": (_NONE, ""), "--rlhf_type": (_NONE, ""),
     "--multi_turn_scheduler": (_NONE, ""), "--vllm_limit_mm_per_prompt": (_NONE, ""),
     "--enable_flattened_weight_sync": (_NONE, ""), "--padding_free": (_NONE, ""),
+    # ms-swift's soft_overlong reward settings (swift/plugin/orm.py SoftOverlong): no trl or neutral counterpart
+    "--soft_cache_length": (_NONE, ""), "--soft_max_length": (_NONE, ""),
     # transformers' from_pretrained(attn_implementation=..., torch_dtype=...), which trl passes through
     # GRPOConfig.model_init_kwargs
     "--attn_impl": ("GRPOConfig(model_init_kwargs={\"attn_implementation\": \"{v}\"})", _NONE),
@@ -225,12 +227,53 @@ def _label_of(part: str) -> str | None:
 _CITATION = lazyre.compile(r"^:?\s*(?:FAQ|docs?|documentation|best practice|README|issue|source)\b", re.I)
 
 
+# a runtime's or library's label in a list of spellings ("vLLM --dtype half", "peft >= 0.8", "transformers
+# attn_implementation=...): kept for a run whose trainer is not told
+_RUNTIME_LABELS = ("vLLM", "vllm", "transformers", "peft", "torch", "PyTorch", "DeepSpeed", "deepspeed", "accelerate")
+# a piece that spells a setting (a flag, a key=value, a "label:" step, a code span, a snake_case key), not prose about
+# a release ("ms-swift 3.x changed this")
+_SPELLING = lazyre.compile(r"--\w|\w=|^[^\s:]+:\s|`|\b[a-z]+_[a-z_]+\b")
+
+
+# a statement about a framework's releases ("trl >= 0.17 also counts gradient_accumulation_steps"), not its spelling
+_RELEASES = lazyre.compile(r"^\S+\s*(?:>=|<=|==|<|>|\d)")
+
+
+def _runtime_label(part: str) -> bool:
+    return any(part.startswith(label) and part[len(label):len(label) + 1] in (":", " ") for label in _RUNTIME_LABELS)
+
+
+def _neutral_alternatives(line: str) -> str:
+    """For a run whose trainer framework is not told (or a runtime alone: vLLM, torch, DeepSpeed): a parenthesis's
+    spellings labelled with a trainer framework ("ms-swift --torch_dtype float16", "trl fp16=True", "LLaMA-Factory
+    lora_target all") left out, the runtime's and the unlabelled ones kept (issue 29: never another framework's flags
+    by default)."""
+    def paren(m: re.Match) -> str:
+        kept: list[str] = []
+        dropped = False
+        for part in (p.strip() for p in m.group(1).split(";")):
+            pieces = [x.strip() for x in part.split(", ")]
+            if len(pieces) > 1 and not all(_label_of(x) or _runtime_label(x) for x in pieces):
+                pieces = [part]   # commas inside one spelling, not a list of them
+            keep = [x for x in pieces if not (_label_of(x) and _SPELLING.search(x) and not _RELEASES.match(x))]
+            dropped = dropped or len(keep) < len(pieces)
+            if keep:
+                kept.append(", ".join(keep))
+        if not dropped:
+            return m.group(0)
+        return f" ({'; '.join(kept)})" if kept else ""
+
+    return _PAREN_ALT.sub(paren, line)
+
+
 def only_own_alternatives(line: str, framework: str | None) -> str:
     """``line`` without the spellings a parenthesis gives for other trainer frameworks than the run's: "(verl X; OpenRLHF
     Y)" keeps the run's entry, and "(verl X)" alone goes from an OpenRLHF run's fix. A framework not told, or a runtime
-    (torch, vLLM, DeepSpeed), keeps them all: the user picks theirs."""
-    if framework not in _FW_LABELS or "(" not in line:
+    (torch, vLLM, DeepSpeed), keeps only the runtime's and the unlabelled spellings (``_neutral_alternatives``)."""
+    if "(" not in line:
         return line
+    if framework not in _FW_LABELS:
+        return _neutral_alternatives(line)
     mine = {framework} | _BASE.get(framework, set())
 
     def paren(m: re.Match) -> str:
@@ -255,12 +298,16 @@ def say(line: str, framework: str | None) -> str | None:
         return only_own_alternatives(line, framework)
     if framework is not None:
         line = only_own_alternatives(without_swift_alternative(line), framework)
+    else:
+        line = only_own_alternatives(line, None)
     if framework in ("verl", "openrlhf"):
         return _say_table(line, _VERL if framework == "verl" else _OPENRLHF)
     if framework == "vllm":
         line = _without_trainer_clauses(line)
         if not line:
             return None
+    if framework == "llamafactory":
+        return _say_neutral(_LF_DTYPE_FLAG.sub(_lf_dtype, line), _LLAMAFACTORY)
     if framework not in TRL_LIKE:
         return _say_neutral(line, _VLLM_SERVE if framework == "vllm" else None)
     if line.lstrip().lower().startswith("ms-swift:"):
@@ -414,6 +461,22 @@ _VLLM_SERVE: dict[str, str] = {
     "--vllm_max_num_seqs": "--max-num-seqs {v}",
     "--vllm_limit_mm_per_prompt": "--limit-mm-per-prompt {v}",
 }
+
+
+# LLaMA-Factory's YAML keys where they differ from the neutral names (src/llamafactory/hparams: DataArguments.cutoff_len,
+# FinetuningArguments.lora_target; the rest are transformers' TrainingArguments, taken as they are): a precision is its
+# bf16 / fp16 switch, not a torch_dtype
+_LLAMAFACTORY: dict[str, str] = {
+    "--max_length": "cutoff_len {v}",
+    "--target_modules": "lora_target {v}",
+}
+_LF_DTYPE_FLAG = lazyre.compile(r"--torch_dtype[ =](bfloat16|float16|float32)\b")
+_LF_DTYPE = {"bfloat16": "`bf16: true` in the training YAML", "float16": "`fp16: true` in the training YAML",
+             "float32": "neither `bf16` nor `fp16` in the training YAML (float32)"}
+
+
+def _lf_dtype(m: re.Match) -> str:
+    return _LF_DTYPE[m.group(1)]
 
 
 def _say_table(line: str, table: dict[str, str]) -> str | None:

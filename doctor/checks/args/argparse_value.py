@@ -18,11 +18,15 @@ def argparse_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             message=f"The argument parser does not take `{g['unrec'].strip()}`: the script or tool that ran has no such "
                     f"argument (argparse's parse_args stops on any argument it does not know).",
             fix=("Drop or rename those arguments: `<command> --help` lists what the installed version takes (a flag "
-                 "meant for another process, such as a trainer's vLLM flag given to a server, lands here too).",))
+                 "meant for another process, such as a trainer's vLLM flag given to a server, lands here too).",),
+            title="The argument parser does not know these flags",
+            verify="the argument parser accepts the command (no `unrecognized arguments` line)")
     if g.get("required"):
         return Diagnosis(
             message=f"The command is missing required arguments: {g['required'].strip()}.",
-            fix=(f"Give {g['required'].strip()} (a line continuation `\\` that broke the command cuts them off).",))
+            fix=(f"Give {g['required'].strip()} (a line continuation `\\` that broke the command cuts them off).",),
+            title="The command lacks arguments the parser requires",
+            verify="the argument parser accepts the command (no `the following arguments are required` line)")
     flag = (g.get("flag") or "").split("/")[0]
     detail = (g.get("detail") or "").strip()
     m = _CHOICE.search(detail)

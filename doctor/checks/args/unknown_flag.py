@@ -89,7 +89,8 @@ def _crlf(hits: list[Hit], tokens: list[str]) -> Diagnosis | None:
     return Diagnosis(message=f"The launch script has Windows line endings (CRLF): {what}. A carriage return at the "
                              f"end of a `\\`-continued line becomes part of the next argument, so the parser sees an "
                              f"unknown argument (or a flag's value ends in \\r) although the flags are spelled "
-                             f"right.", fix=_CRLF_FIX)
+                             f"right.", fix=_CRLF_FIX,
+                     verify="the script runs without a `$'\\r'` line and the argument parser accepts its arguments")
 
 
 def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
@@ -114,12 +115,15 @@ def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                 fix.append(f"`{_shown(n, v)}` is not an argument of this script: did you mean "
                            f"{' or '.join('--' + c for c in close)}?")
             else:
-                fix.append(f"`{_shown(n, v)}` is not an argument of the installed script/trl version: check its "
-                           f"spelling and the GRPOConfig of the installed trl (pip show trl), or drop it.")
+                fix.append(f"`{_shown(n, v)}` is not an argument of the installed script and library versions: "
+                           f"check its spelling against the script's argument dataclasses, or drop it.")
         return Diagnosis(
-            message=f"The argument parser does not know {names}: none of the script's argument classes "
-                    f"(GRPOConfig, ModelConfig, script arguments) has these fields in the installed version.",
-            fix=tuple(fix or ["Remove the arguments listed."]))
+            message=f"The argument parser does not know {names}: none of the script's argument dataclasses (those it "
+                    f"gives HfArgumentParser: a TrainingArguments subclass such as trl's configs, and the script's "
+                    f"own) has these fields in the installed version.",
+            fix=tuple(fix or ["Remove the arguments listed."]),
+            verify="the argument parser accepts the command (no `Some specified arguments are not used by the "
+                   "HfArgumentParser` line)")
     msg = (f"{version_label(run)} does not know {names}: the parser hands back what no argument class accepted "
            f"(`remaining_argv`) and the run stops before loading the model (an almost empty output dir is left "
            f"behind).")

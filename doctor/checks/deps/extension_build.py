@@ -12,8 +12,44 @@ _CUDA_HEADER = lazyre.compile(r"^(?:cuda\w*|cu(?:blas|sparse|rand|solver|fft)\w*
 _MISSING = lazyre.compile(r"^(?P<header>[\w./\-]+\.h(?:pp)?): No such file or directory")
 
 
+# torch/utils/cpp_extension.py names the module it builds or loads before the build runs ("Building extension module
+# fused_adam...", "Loading extension module fused_adam..."): the name when the build's own error line is cut
+_MODULE_LINE = lazyre.compile(r"(?:Building|Loading) extension module (?P<ext>[\w.\-]+)\.\.\.")
+
+
+def _module_named(ctx: RunState) -> str | None:
+    for tail in ctx.tails.values():
+        for ln in reversed(tail):
+            if "extension module" in ln.text:
+                m = _MODULE_LINE.search(ln.text)
+                if m:
+                    return m.group("ext")
+    return None
+
+
+def _prebuild(ext: str | None, hits: list[Hit]) -> str:
+    """How to build the op at install time instead: DeepSpeed's setup.py reads DS_BUILD_<OP NAME> for each op."""
+    deepspeed = ext in _DS_OPS or any("deepspeed" in h.evidence.text for h in hits)
+    if ext and deepspeed:
+        extra = " (cpu_adam serves CPU offload of the optimizer)" if ext == "cpu_adam" else ""
+        return (f"Or avoid compiling at run time: build DeepSpeed's op when DeepSpeed is installed "
+                f"(`DS_BUILD_{ext.upper()}=1 pip install deepspeed --no-cache-dir`; `ds_report` lists which ops are "
+                f"compatible and installed){extra}; the CUDA toolkit the build finds must match torch's CUDA version "
+                f"(`python -c 'import torch; print(torch.version.cuda)'` against `nvcc --version`).")
+    return ("Or avoid compiling at run time: DeepSpeed ops can be built when DeepSpeed is installed "
+            "(`DS_BUILD_<OP>=1 pip install deepspeed`, `ds_report` lists which load), and flash-attn and similar "
+            "packages have prebuilt wheels per torch, CUDA and Python version.")
+
+
+# DeepSpeed's op builders (deepspeed/ops/op_builder/*.py NAME): the ops a DeepSpeed run compiles on first use
+_DS_OPS = frozenset({"cpu_adam", "cpu_adagrad", "cpu_lion", "fused_adam", "fused_lamb", "fused_lion", "async_io",
+                     "transformer", "transformer_inference", "stochastic_transformer", "quantizer", "utils",
+                     "sparse_attn", "spatial_inference", "random_ltd", "evoformer_attn", "inference_core_ops",
+                     "ragged_device_ops", "ragged_ops", "fp_quantizer", "gds", "cpu_adam_xpu"})
+
+
 def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
-    ext = next((h.groups["ext"] for h in hits if h.groups.get("ext")), None)
+    ext = next((h.groups["ext"] for h in hits if h.groups.get("ext")), None) or _module_named(ctx)
     first = next((h.groups["what"] for h in hits if h.groups.get("what")), None)
     name = f"The extension '{ext}'" if ext else "A C++/CUDA extension"
     # torch's cpp_extension is shown by its own re-raise or the exact ninja command it runs; ninja's own line shows a
@@ -39,8 +75,5 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         fix.append(f"Install what provides {header} (the package the compiler's include path expects), then rerun.")
     elif not first:
         fix.append("Rerun and keep the lines above 'ninja: build stopped': the first line with 'error' is the cause.")
-    fix.append("Or avoid compiling at run time: DeepSpeed ops can be built when DeepSpeed is installed "
-               "(`DS_BUILD_CPU_ADAM=1 pip install deepspeed`, `ds_report` lists which load), and a config without the op "
-               "needs no build (cpu_adam serves CPU offload of the optimizer); flash-attn and similar packages have "
-               "prebuilt wheels per torch, CUDA and Python version.")
+    fix.append(_prebuild(ext, hits))
     return Diagnosis(message=msg, fix=tuple(fix))

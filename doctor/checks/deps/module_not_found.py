@@ -87,6 +87,23 @@ def _missing_submodule(mod: str, where: str, framework: str | None) -> Diagnosis
     return Diagnosis(message=msg, fix=tuple(fix))
 
 
+def _project_submodule(mod: str, where: str) -> Diagnosis:
+    """``No module named 'pkg.sub.leaf'`` for a package no release table knows (a project's own package: open_r1, a
+    research repo's src): Python imported ``pkg.sub`` (it names the first part it cannot find), so a ``pkg`` is
+    there and lacks ``leaf``: most often another copy of the project (a pip install, another clone, an older branch)
+    than the one whose code imports it."""
+    parent, _, leaf = mod.rpartition(".")
+    top = mod.split(".")[0]
+    msg = (f"Python imported `{parent}` but found no `{leaf}` in it{where}: Python names the first part of a dotted "
+           f"import it cannot find, so it finds a `{top}` package (installed or on the path), and that is not the "
+           f"copy the importing code was written with (another clone, an older pip install, a branch without that "
+           f"file).")
+    fix = (f"`python -c 'import {top}; print({top}.__file__)'` shows which `{top}` is imported: if it is not the "
+           f"checkout being run, install that checkout (`pip install -e .` in it) or put it first on PYTHONPATH; if it "
+           f"is, its `{parent.replace('.', '/')}/` has no `{leaf}.py` (pull the branch or release that adds it).",)
+    return Diagnosis(message=msg, fix=fix)
+
+
 def _own_checkout(mod: str, frame) -> Diagnosis | None:
     """A package's own source file imports the package and Python finds none: the file runs from a source checkout
     (a script run by path puts only its own folder on sys.path) in an interpreter where the package is not installed."""
@@ -125,12 +142,15 @@ def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  f"torch: let it install that torch, ideally in a fresh environment).",
                  "Or avoid it: --attn_impl sdpa (flash-attn) / --use_vllm false (vLLM)."))
     framework = ctx.framework()[0]
-    own = _own_checkout(mod, frame)
+    # a dotted name: Python imported its parents before it named this part (no checkout missing from the path)
+    own = _own_checkout(mod, frame) if "." not in mod else None
     if own is not None:
         return own
     sub = _missing_submodule(mod, where, framework)
     if sub is not None:
         return sub
+    if "." in mod and top not in PIP and top not in _NAMESPACES:
+        return _project_submodule(mod, where)
     spec, why = PIP.get(top, (None, ""))
     if framework != "ms-swift" and spec:
         # the pins and the reasons of the table are ms-swift's requirements: another stack pins its own
@@ -145,7 +165,8 @@ def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                        if framework == "ms-swift" else
                        "Install it into the same environment that runs the trainer (`which python` of the launch).")
     else:
+        own = ("pass its file with --external_plugins or put its folder on PYTHONPATH" if framework == "ms-swift"
+               else "put its folder on PYTHONPATH (or install it with `pip install -e .` in its project)")
         fix = [f"pip install {top.replace('_', '-')} (if that is the package name; check its project page).",
-               f"If `{top}` is your own module (a reward or multi-turn plugin), pass its file with --external_plugins "
-               f"or put its folder on PYTHONPATH."]
+               f"If `{top}` is your own module (a reward function, a plugin, the project's package), {own}."]
     return Diagnosis(message=msg, fix=tuple(fix))

@@ -40,7 +40,12 @@ class ChildFailed(Rule):
             who += f" (local_rank {root.local_rank})"
         code = f"exit code {root.exitcode}" + (f" ({sig})" if sig else "")
         others = b.others()
-        msg = f"torchrun reports {who} as the first failure (Root Cause), with {code}."
+        if any(f.root for f in b.failures):   # the summary's "Root Cause (first observed failure)" entry was read
+            msg = f"The launcher's failure summary names {who} as the first failure (Root Cause), with {code}."
+        else:   # only the elastic agent's "failed (exitcode: N) local_rank: R" line (torchrun, accelerate launch)
+            msg = (f"The launcher's line `failed (exitcode: {root.exitcode}) local_rank: {root.local_rank}` reports "
+                   f"{who} as the first to fail, with {code} (the failure summary with its Root Cause entry is not "
+                   f"in the log).")
         if others:
             o_codes = sorted({f.exitcode for f in others if f.exitcode is not None})
             o_ranks = [f.rank for f in others if f.rank is not None]

@@ -42,6 +42,9 @@ _CHILD_ENDED = lazyre.compile(r"exits with return code = (-?\d+)|failed \(exitco
 # raylet.out -ip 10.0.0.1`"
 _RAY_LOGS = lazyre.compile(r"ray logs raylet\.out -ip ([\w.:\-]+)")
 _TRAIN_BAR = lazyre.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
+# macOS: bash there words SIGKILL with strsignal(9) as "Killed: 9"; its paths (home folders under /Users, Homebrew's
+# /opt/homebrew, python.org's framework build) say the same. macOS has no Linux OOM killer and no `dmesg -T` log of it
+_MACOS = lazyre.compile(r"\bKilled: 9\b|(?:^|[\s\"'(=])/(?:Users|opt/homebrew|Library/Frameworks/Python\.framework)/")
 
 
 class HostOomKilled(Rule):
@@ -128,6 +131,8 @@ class HostOomKilled(Rule):
         # ray/_private/memory_monitor.py: the raylet kills a worker when the node's memory use passes
         # RAY_memory_usage_threshold (0.95 by default): the kill is Ray's, not the kernel's
         ray_only = set(kinds) == {"ray"}
+        macos = any(_MACOS.search(l.text) or _MACOS.search(l.raw) for _, l, _ in self.hits) or any(
+            _MACOS.search(t.raw) for lines in ctx.tails.values() for t in list(lines)[-200:])
         proven = bool({"dmesg", "oomkilled", "ray"} & set(kinds)) or bool(watched_kill and self.exit
                                                                            and self.exit.kernel_lines)
         if dataloader_only:
@@ -143,7 +148,7 @@ class HostOomKilled(Rule):
                 d = next(g for n, _, g in self.hits if n == "dmesg")
                 who = f"The kernel's OOM killer killed process {d.get('pid', '?')} ({d.get('proc', '?')}). "
             elif "bash" in kinds or "killed" in kinds:
-                who = "The shell reports the process as 'Killed' (SIGKILL, exit status 137). "
+                who = "The shell reports the process as 'Killed' (signal 9, SIGKILL). "
             elif "subprocess" in kinds:
                 who = "The training process died with SIGKILL (signal 9). "
             elif "oomkilled" in kinds:
@@ -174,6 +179,11 @@ class HostOomKilled(Rule):
                 msg = (who + "A training process that ends without a Python traceback was most often killed from "
                        "outside: the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit; a "
                        "native crash (SIGSEGV) leaves none either.")
+            elif macos:
+                msg = (who + "A process killed this way leaves no error of its own. The paths or the shell's wording "
+                       "say this ran on macOS, which has no Linux OOM killer: a process killed there while it trains "
+                       "is most often ended by the system when memory (RAM and swap) runs out, or by someone's "
+                       "`kill -9`.")
             else:
                 msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
                        "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
@@ -191,6 +201,10 @@ class HostOomKilled(Rule):
                 msg += " " + read[0]
                 if read[1]:
                     fix = [read[1]]
+        elif macos:
+            fix = ["Watch Activity Monitor's Memory tab (memory pressure, swap used) while it runs, or `sudo log show "
+                   "--last 1h | grep -iE 'jetsam|memorystatus'` after a kill; use a smaller model, batch or sequence "
+                   "length, or a machine with more memory."]
         else:
             fix = ["Confirm it: `dmesg -T | grep -iE 'killed process|out of memory'` on the node (or the scheduler's "
                    "job log: OOMKilled / exceeded memory limit), and watch `free -g` during the run."]
@@ -237,5 +251,11 @@ class HostOomKilled(Rule):
         level = None if proven else "possible" if set(kinds) == {"stopped"} else "likely"
         return [self.make(message=msg, fix=fix, evidence=ev[:6], count=max(len(self.hits), 1),
                           ranks=(root.rank,) if elastic_kill and root.rank is not None else (), seq=first_seq,
-                          confidence=level)]
+                          confidence=level,
+                          title="Process killed (SIGKILL) on macOS, most often for memory" if macos else None,
+                          verify=("the next run is not `Killed: 9` and the memory pressure stays out of the red while "
+                                  "it trains" if macos else
+                                  # Ray's memory monitor kills before the kernel's OOM killer: dmesg never shows it
+                                  "no worker is killed by Ray's memory monitor (no `killed due to memory pressure` / "
+                                  "OutOfMemoryError line from the raylet) through the run" if ray_only else None))]
 

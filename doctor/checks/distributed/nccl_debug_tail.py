@@ -19,6 +19,8 @@ _INFO = lazyre.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)"
 # the lines a framework prints as it sets NCCL up, just before NCCL's own (vLLM: vllm/utils.py "Found nccl from library",
 # device_communicators/pynccl.py "vLLM is using nccl==", distributed/parallel_state.py "... backend=nccl"): part of
 # the same stop when NCCL's lines follow them
+# Open MPI's per-rank output prefix (mpirun --tag-output): "[1,5]<stdout>:"
+_MPI = lazyre.compile(r"^\[\d+,\d+\]<std(?:out|err)>:\s*")
 _SETUP = lazyre.compile(r"Found nccl from library|vLLM is using nccl==|\bbackend=nccl\b")
 _ERROR = ("Error", "ERROR", "Traceback", "Killed", "Segmentation fault", "core dumped")
 TAIL_LINES = 8   # of the last non-blank lines, most must be NCCL debug lines
@@ -60,23 +62,39 @@ class NcclDebugTail(Rule):
         text = " ".join(l.text for l in lines)
         stage = next((what for key, what in _STAGES if key in text), "the ranks were inside NCCL")
         # host names only from lines that start with the prefix (pasted ranks' lines can be glued together)
-        hosts = sorted({m.group(1) for l in nccl if (m := _INFO.match(l.text.strip()))})
+        hosts = sorted({m.group(1) for l in nccl if (m := _INFO.match(_MPI.sub("", l.text.strip())))})
         devs = sorted({int(m.group(2)) for l in nccl for m in _INFO.finditer(l.text)})
         when = (f"after {ctx.metrics_steps} logged training step(s)" if ctx.metrics_steps
                 else "with no training step in the excerpt")
+        fw = ctx.framework()[0]
+        if fw is None and _SETUP.search(text) and "vLLM" in text:
+            fw = "vllm"   # vLLM's own NCCL setup lines and no trainer told: vLLM alone
+        mpi = any(_MPI.match(l.text.strip()) for l in lines)   # Open MPI's rank prefix: mpirun/Horovod, not torchrun
+        where = (f" Last lines come from {len(hosts)} host(s) ({', '.join(hosts[:4])}) and device(s) "
+                 f"{', '.join(map(str, devs[:16]))}: a rank or host missing from them is the one to look at."
+                 if hosts else "")
         msg = (f"The log ends in NCCL debug output (NCCL_DEBUG=INFO) with no error after it, {when}: {stage}. NCCL "
                f"prints nothing while a collective waits, so the processes are stuck in (or died silently inside) "
-               f"NCCL. Last lines come from {len(hosts)} host(s) ({', '.join(hosts[:4])}) and device(s) "
-               f"{', '.join(map(str, devs[:16]))}: a rank or host missing from them is the one to look at. With "
-               f"a finite timeout the same stall ends as an NCCL watchdog timeout naming the collective.")
+               f"NCCL.{where}" + ("" if fw == "vllm" or mpi else
+                                  " With a finite timeout the same stall ends as an NCCL watchdog timeout naming the "
+                                  "collective."))
         last = lines[-1]
-        fix = [
-            "Take `py-spy dump --pid <pid>` of every rank on every node while it hangs: the rank that is not in the "
-            "same collective as the others (a generation, a reward call, a save) is the cause.",
-            "Give the collectives a finite timeout so the hang is reported with its collective: ms-swift "
-            "--ddp_timeout 1800; trl/transformers `ddp_timeout=1800` in the training arguments; "
-            "TORCH_NCCL_ASYNC_ERROR_HANDLING=1.",
-        ]
+        doing = ("(vLLM's tensor-parallel workers building or using their communicator)" if fw == "vllm" else
+                 "(a generation, a reward call, a save)")
+        fix = [f"Take `py-spy dump --pid <pid>` of every rank on every node while it hangs: the rank that is not in "
+               f"the same collective as the others {doing} is the cause."]
+        # a trainer's process-group timeout exists only for a torch.distributed training run: not for vLLM alone (its
+        # workers stop at engine start) nor for an Open MPI / Horovod job
+        if fw == "ms-swift":
+            fix.append("Give the collectives a finite timeout so the hang is reported with its collective: "
+                       "--ddp_timeout 1800 and TORCH_NCCL_ASYNC_ERROR_HANDLING=1.")
+        elif fw not in ("vllm", None) and not mpi:
+            fix.append("Give the collectives a finite timeout so the hang is reported with its collective: "
+                       "`ddp_timeout=1800` in the training arguments and TORCH_NCCL_ASYNC_ERROR_HANDLING=1.")
+        elif fw is None and not mpi:
+            fix.append("If the job runs on torch.distributed, give its process group a finite timeout (the "
+                       "`timeout` of init_process_group, or the trainer's ddp_timeout) with "
+                       "TORCH_NCCL_ASYNC_ERROR_HANDLING=1, so the hang is reported with its collective.")
         if len(hosts) > 1 or "NET/IB" in text or "NET/Socket" in text:
             fix.append("Across nodes, pin the NCCL network to one interface on every node (NCCL_SOCKET_IFNAME, "
                        "NCCL_IB_HCA) and rerun a plain all_reduce test (nccl-tests) on the same nodes.")

@@ -273,5 +273,9 @@ class NcclWatchdog(Rule):
         fix.append("Rerun with NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch's flight recorder), "
                    "and while it waits take `py-spy dump --pid <pid>` of every rank: the rank not in a collective "
                    "is the one to fix.")
+        heart = main.kind == "heartbeat"   # the watchdog thread stuck: no collective was shown to time out
         return [self.make(message=" ".join(parts), fix=fix, evidence=ev, count=len(items), ranks=tuple(ranks),
-                          seq=items[0].line.seq)]
+                          seq=items[0].line.seq,
+                          title="NCCL watchdog thread stuck (heartbeat monitor)" if heart else None,
+                          verify=("the run passes the step where it stopped, with no `watchdog got stuck` or "
+                                  "`Heartbeat monitor timed out` line" if heart else None))]

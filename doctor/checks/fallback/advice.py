@@ -10,11 +10,13 @@ from ...classify.boundary import fix as boundary_fix
 from ...classify.component import stack_packages
 from ...classify.groups import account
 from ...classify.hints import (
+    NOT_GIVEN,
     attribute_owner,
     entry_point,
     flag_fix,
     flag_from_code,
     flags_named,
+    given_in,
     layout_divides,
     message_hints,
     negative_budget,
@@ -131,7 +133,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
         drop += ("Retry with the smallest change to the vLLM side", "Look above this traceback")
     if exc is not None and exc.message:
         line = f"{exc.type}: {exc.message}"
-        for h in message_hints(exc.message):
+        for h in message_hints(exc.message, exc_type=exc.type):
             first.append(f"The message itself says how: \"{h}\"")
         shape = sample_shape(exc.message)
         if shape:
@@ -161,9 +163,13 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
                            f"--rlhf_type grpo`, and `swift {cmd}` has no GRPO loss.")
                 first.insert(0, f"Launch GRPO as `swift rlhf --rlhf_type grpo ...` (not `swift {cmd}` with a grpo "
                                 f"loss type; in the web UI, pick the RLHF/GRPO tab).")
-        flags = flags_named(exc.message, ctx.run.cli)
+        # only a flag the user passed or one the message says was given: an attribute the code read or a parameter
+        # a caller left out is no flag of the command
+        given = set(ctx.run.cli or ()) | set(ctx.run.args or ())
+        flags = [] if NOT_GIVEN.search(exc.message) else [
+            f for f in flags_named(exc.message, ctx.run.cli) if given_in(f, exc.message, given)]
         if flags and owner is None and not neg:
-            first.append(flag_fix(flags, fw))
+            first.append(flag_fix(flags, fw, ctx.trainer_kind().config_class))
         fits = layout_divides(exc.message)
         if fits:  # the sizes divide: the lines that tell to make them divide cannot help
             why.append(fits)

@@ -24,6 +24,13 @@ _EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w
                        r"recent call last\))\**\s*$")
 
 
+# the same quoted in a sentence (`errors such as "omegaconf.errors.ConfigAttributeError: Key 'x' is not in struct."
+# Many keys...`): the message ends at the closing quote, not at the end of the line
+_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s+(.+?)(?:\1|\u201d)""")
+# a sentence's full-width punctuation after a message pasted into Chinese prose ("...'，请问是什么问题？")
+_CJK_STOP = lazyre.compile(r"[\uff0c\u3002\uff1f\uff01]")
+
+
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
@@ -33,10 +40,16 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
         for line in tail:
             if "Error" not in line.text and "Exception" not in line.text:
                 continue
-            m = _EMBEDDED.search(line.text)
-            if m and not m.group(1).endswith("Warning"):
-                out.append(ExceptionInfo(m.group(1), (m.group(2) or "").strip()[:600], (), line.where, line.rank,
-                                         line.seq, line.raw))
+            q = _QUOTED.search(line.text)
+            if q:
+                etype, msg = q.group(2), q.group(3)
+            else:
+                m = _EMBEDDED.search(line.text)
+                if not m:
+                    continue
+                etype, msg = m.group(1), _CJK_STOP.split(m.group(2) or "", 1)[0]
+            if not etype.endswith("Warning"):
+                out.append(ExceptionInfo(etype, msg.strip()[:600], (), line.where, line.rank, line.seq, line.raw))
     return out
 
 
@@ -134,7 +147,38 @@ def _notice_before(ctx: RunState, last: LogLine) -> LogLine | None:
 _SHAPE = lazyre.compile(r"shape '\[(-?\d+), (\d+)\]' is invalid for input of size (\d+)")
 
 
+# an assert's message with both numbers: "Batch size (30) is not a multiple of shards (4)"
+_MULTIPLE_NUMBERS = lazyre.compile(r"\((\d{1,12})\)[^()]{0,60}?(?:multiple of|divisible by)[^()]{0,40}?\((\d{1,12})\)")
 _DIVIDES = lazyre.compile(r"\bassert\s+\(?(?P<a>[^%#]{1,80}?)\s*%\s*(?P<b>[\w.\[\]()]{1,60}?)\)?\s*==\s*0")
+
+
+# the fields pydantic refuses, one per line under its header, each followed by its reason (v1 and v2 wordings)
+_REFUSED_FIELD = lazyre.compile(r"^(?:\[rank\d+\]:\s*)?([a-z_][\w.]*)\s*$")
+# DeepSpeedFP16Config's loss-scaling fields (runtime/precision_config.py): bf16 has no loss scaling
+_FP16_KEYS = frozenset({"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale",
+                        "consecutive_hysteresis", "auto_cast"})
+
+
+def _refused_keys(v: Verdict, ctx: RunState) -> str:
+    """The keys a DeepSpeed config model refused, read from the lines under pydantic's header, and what they are."""
+    if v.entry.id != "deepspeed-config-model" or v.exc is None:
+        return ""
+    after = ctx.lines_after(v.exc.where.path, v.exc.seq, 40)
+    keys = []
+    for ln, nxt in zip(after, after[1:]):
+        m = _REFUSED_FIELD.match(ln.text.strip())
+        if m and "not permitted" in nxt.text:
+            keys.append(m.group(1))
+    if not keys:
+        return ""
+    model = v.exc.message.rsplit(" for ", 1)[-1].split()[0]
+    out = f" Refused by {model}: {', '.join(keys[:12])}."
+    if model == "DeepSpeedBF16Config" and set(keys) <= _FP16_KEYS:
+        out += " These are the fp16 section's loss-scaling keys: bf16 has no loss scaling, so they belong under fp16 or nowhere."
+    elif all(k.startswith(("zero_hpz_", "zero_quantized_")) for k in keys):
+        out += (" These are ZeRO++ keys, which DeepSpeed declares from 0.10 on: the installed DeepSpeed is older than "
+                "the config.")
+    return out
 
 
 def _detail(v: Verdict) -> str:
@@ -147,10 +191,71 @@ def _detail(v: Verdict) -> str:
         if d is not None and v.exc.short_type == "ZeroDivisionError":  # the check itself divided by zero
             return (f" The assertion `{d.group('a').strip()} % {d.group('b')} == 0` could not even be evaluated: "
                     f"`{d.group('b')}` was 0 when it ran.")
-        return (f" The failed assertion wants `{d.group('a').strip()}` to be a multiple of `{d.group('b')}`: change the "
-                f"setting behind the first, or the one behind the second." if d else "")
+        if d is None:
+            return ""
+        a, b = d.group('a').strip(), d.group('b')
+        said = f" The failed assertion wants `{a}` to be a multiple of `{b}`"
+        nums = _MULTIPLE_NUMBERS.search(v.exc.message)
+        if nums is not None and int(nums.group(2)) > 0:
+            have, of = int(nums.group(1)), int(nums.group(2))
+            low, high = have - have % of, have - have % of + of
+            said += (f"; the message gives {have} and {of} ({have} % {of} = {have % of}): the nearest multiples are "
+                     + (f"{low} and {high}" if low else f"{high}") + ". Change")
+        else:
+            said += ": change"
+        return said + " the setting behind the first, or the one behind the second."
     k, n = int(m.group(2)), int(m.group(3))
     return f" Here {n} values cannot be split into groups of {k} ({n} % {k} = {n % k})."
+
+
+# where an exception was raised, from its type, message and frames: an import, argument parsing, a constructor call
+_IMPORT_MSG = lazyre.compile(r"cannot import name|No module named|partially initialized module")
+_PARSE_FUNCS = frozenset({"parse_args", "_parse_args", "__post_init__", "parse_args_into_dataclasses", "_parse_known_args",
+                          "parse_known_args", "parse_dict", "parse_yaml_file", "parse_json_file", "_check_value", "error"})
+_PARSE_MSG = lazyre.compile(r"unrecognized arguments|error: argument|invalid choice|the following arguments are required")
+_CTOR_MSG = lazyre.compile(r"\b([A-Z]\w*)\.(?:__init__|init)\(\)")
+
+
+def _first_sentence(message: str, limit: int = 90) -> str:
+    """The message's first sentence, or its first words up to ``limit`` characters followed by '...'."""
+    one = message.split(". ", 1)[0].strip()
+    if len(one) <= limit:
+        return one
+    return one[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def framework_of_run(ctx: RunState) -> str | None:
+    return ctx.framework()[0]
+
+
+def raise_verify(rule_id: str, v: Verdict, framework: str | None) -> str | None:
+    """The verify of GD993 (version clash) and GD990 (argument error) by where this exception was raised: the rule's
+    own line ("the imports succeed", "argument parsing passes") is met by a run that failed later, in a constructor,
+    an engine's start or a training step. None: the rule's own line fits."""
+    exc = v.exc
+    if exc is None or rule_id not in ("GD990", "GD993"):
+        return None
+    frames = [f for f in exc.frames or v.frames if f.lineno != SITE_LINE]
+    funcs = {f.func for f in frames}
+    if rule_id == "GD993" and (exc.short_type in ("ImportError", "ModuleNotFoundError")
+                               or _IMPORT_MSG.search(exc.message) or (frames and frames[-1].func == "<module>")):
+        return None
+    if rule_id == "GD990" and (funcs & _PARSE_FUNCS or _PARSE_MSG.search(exc.message)
+                               or any("argparse" in f.path for f in frames)):
+        dump = " (ms-swift's `args:` dump)" if framework == "ms-swift" else ""
+        return f"argument parsing passes: the log shows the parsed arguments{dump} and reaches model loading"
+    shown = f"`{exc.short_type}: {_first_sentence(exc.message)}`" if exc.message else f"`{exc.short_type}`"
+    ctor = _CTOR_MSG.search(exc.message)
+    if ctor is not None:
+        return (f"`{ctor.group(1)}` is built: the log passes its construction with no {shown} line and reaches the "
+                f"first step" + (", with the library versions that belong together" if rule_id == "GD993" else ""))
+    from ...classify.hints import phase_of
+    phase = phase_of(frames)
+    site = f" ({v.frames[-1].func})" if v.frames and v.frames[-1].func and v.frames[-1].func != "<module>" else ""
+    past = f"{phase} ({v.component})" if phase else (f"the point where {v.component} raised it{site}" if v.frames
+                                                      else "the point where it was raised")
+    return (f"the next run's log has no {shown} line and goes on past {past}"
+            + (", with the library versions that belong together" if rule_id == "GD993" else ""))
 
 
 class Structural(Rule):
@@ -172,7 +277,8 @@ class Structural(Rule):
         if v is None or v.entry.category != self.meta.category:
             return []
         found = self._finding(v, ctx)
-        return [dataclasses.replace(found, verify=v.entry.verify) if v.entry.verify else found]
+        verify = v.entry.verify or raise_verify(self.meta.id, v, framework_of_run(ctx))
+        return [dataclasses.replace(found, verify=verify) if verify else found]
 
     def _finding(self, v: Verdict, ctx: RunState) -> Finding:
         # imported at the first verdict: a run without a traceback never needs them, and watch pays every import
@@ -193,7 +299,8 @@ class Structural(Rule):
             extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
         meta = [m for m in (list(v.entry.fix) or meta_fix(self.meta, framework_of(ctx))) if not any(d in m for d in drop)]
         fix: list[str] = first + meta
-        if user:
+        # a refused config or a broken install is fixed in the config or the environment, not at the user's call
+        if user and v.entry.category not in ("deepspeed-config-error", "import-or-dependency-error"):
             fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
         if exc is not None:
@@ -218,7 +325,8 @@ class Structural(Rule):
             if outer is not None:
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
                               f"that the call failed.")
-            msg = f"`{text}`.{where_txt} {doc}{_detail(v)}{_versions(exc, ctx)}" + (f" {extra}" if extra else "")
+            msg = (f"`{text}`.{where_txt} {doc}{_detail(v)}{_refused_keys(v, ctx)}{_versions(exc, ctx)}"
+                   + (f" {extra}" if extra else ""))
             read = explain_line(exc)
             if read:
                 msg += " " + " ".join(read)

@@ -2,6 +2,7 @@
 quotes the first real exception and where it was raised. Never silence."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ... import lazyre
@@ -36,7 +37,7 @@ def _phase_fix(phase: str | None, framework: str | None) -> list[str]:
     alt = _PHASE_OFF.get(phase or "")
     if alt is None:
         return []
-    how = alt.get(framework) or alt.get("ms-swift" if framework is None else None) or alt[None]
+    how = alt.get(framework) or alt[None]   # a framework not told: the neutral spelling, never ms-swift's by default
     return [f"The failure is in {phase}: {how}, then upgrade the trainer (a release that fixes this path) or fix "
             f"the setting that path reads."]
 
@@ -45,6 +46,82 @@ def _zero3_told(exc: ExceptionInfo, ctx: RunState) -> bool:
     """DeepSpeed in the stack or ZeRO-3 in the run's arguments: a size-0 dimension may be a partitioned weight."""
     stage, _ = zero_stage(ctx.run.args.get("deepspeed"))
     return any("deepspeed" in f.path for f in exc.frames) or stage == 3 or as_int(ctx.run.args.get("zero_stage")) == 3
+
+
+# a progress bar of evaluation (transformers' "Evaluating", Megatron-SWIFT's "Evaluate:", tqdm's "eval"): the phase the
+# run was in when the exception came, for frames that name none
+_EVAL_BAR = lazyre.compile(r"\b(?:Evaluat\w*|eval(?:uation)?)\b[^|\n]{0,30}\d+%\|", re.I)
+# torch.compile (dynamo) tracing on fake tensors: torch/_dynamo/utils.py get_fake_value raises TorchRuntimeError
+# "Failed running call_function <fn>(*(args), **{}):" with the real error on the next line
+_FAKE = lazyre.compile(r"Failed running (?:call_function|call_method|call_module)")
+# a trace pasted as prose: "Trace:" then "A.method" / "-> B" lines
+_TRACE_HEAD = lazyre.compile(r"^\s*(?:Trace|Traceback|Stack|Call stack)\s*:?\s*$", re.I)
+_TRACE_STEP = lazyre.compile(r"^\s*(?:->|=>|→)?\s*(?P<s>(?:return |[\w.]+\(|[\w.]+$).{0,160})$")
+
+
+def _bar_phase(exc: ExceptionInfo, ctx: RunState) -> str | None:
+    """"evaluation" when the last progress bar printed before the exception (in the same log) is an evaluation bar."""
+    tail = [t for t in ctx.tails.get(exc.where.path) or () if t.seq <= exc.seq]
+    for t in reversed(tail[-8:]):
+        if "%|" in t.text:
+            return "evaluation" if _EVAL_BAR.search(t.text) else None
+    return None
+
+
+def _prose_trace(after: list) -> list[str]:
+    """The steps of a trace pasted as prose under the exception ("Trace:", then "A.f", "-> g", "-> return ..."."""
+    steps: list[str] = []
+    started = False
+    for t in after:
+        text = t.text.strip()
+        if not text:
+            if steps:
+                break
+            continue
+        if not started and _TRACE_HEAD.match(text):
+            started = True
+            continue
+        if not started:
+            break
+        m = _TRACE_STEP.match(text)
+        if m is None:
+            break
+        steps.append(m.group("s").strip())
+    return steps if len(steps) >= 2 else []
+
+
+def _what_it_shows(exc: ExceptionInfo, read: list[str], phase: str | None, after: list) -> list[str]:
+    """[sentence for the message, fix lines...] from what the log shows of this exception beyond its message: an
+    operand that was None (failing_line), torch.compile's reason line, a trace pasted as prose; [] when none."""
+    none = next((r for r in read if r.endswith("was None.") and "`" in r), None)
+    if none is not None:
+        operand = none.rsplit("`", 2)[-2]
+        where = f" at the start of {phase}" if phase else ""
+        fix = [f"`{operand}` was None{where}: find where the code builds it (a function that returned None, or a "
+               f"setting that leaves it unset) before this line runs."]
+        if phase == "evaluation":
+            fix[0] += (" An evaluation whose data was never built (no validation set or split, or one left empty "
+                       "after filtering) leaves its data iterator None: give the run a validation set, or turn "
+                       "evaluation off.")
+        return [""] + fix
+    if _FAKE.search(exc.message):
+        reason = next((t.text.strip() for t in after if t.text.strip() and not t.text.startswith((" ", "\t"))
+                       and not t.text.strip().startswith((")", "FakeTensor", "GradTrackingTensor", "requires_grad"))
+                       and "from user code" not in t.text), None)
+        said = ("torch.compile (dynamo) failed while tracing compiled code on fake tensors"
+                + (f"; the reason printed under it: `{reason[:200].rstrip('.')}`." if reason else "."))
+        return [said, "Run once with TORCHDYNAMO_DISABLE=1 (torch.compile off): the same operation then fails with "
+                      "its plain error and full stack, or passes (a compile-only problem); the frames under "
+                      "'from user code:' name the compiled function: when it is a library's (a patched trainer or "
+                      "model, its compiled cache), upgrade that library and clear the cache."]
+    trace = _prose_trace(after)
+    if trace:
+        chain = " -> ".join(f"`{x}`" if " " in x or "(" in x else x for x in trace[:6])
+        return [f"The trace pasted under it runs {chain} (no file/line frames).",
+                f"The failing step is {trace[-1][:120]!s} in {trace[0]}: compare the shapes of the tensors that line "
+                f"combines; inside a library's own method (not your code), upgrade that library or pin the release "
+                f"pair your recipe names."]
+    return []
 
 
 class Unrecognised(Rule):
@@ -72,6 +149,9 @@ class Unrecognised(Rule):
             # the traceback the log ends in: the one whose last frame comes last (a first frame that lost its rank
             # prefix starts a traceback of its own, before the real one)
             line, frames = max(ctx.open_tracebacks, key=lambda t: (t[0].seq, len(t[1])))
+            if any(f.severity >= Severity.warning and any(e.path == line.where.path and e.line == line.where.line
+                                                          for e in f.evidence) for f in ctx.findings):
+                return []  # a rule before this one read the stack (its frames prove what the cut line was)
             last = frames[-1]
             from .cut_stage_text import read as read_stage
             staged = read_stage(ctx, line, frames)
@@ -182,11 +262,25 @@ class Unrecognised(Rule):
                         "is the usual one).")
                 fix.insert(0, "Turn evaluation off to confirm (eval_strategy=\"no\"; ms-swift --eval_strategy no), "
                               "then upgrade the trainer to a release whose GRPO trainer implements that path.")
-        fix[:0] = [f"The message itself says how: \"{h}\"" for h in message_hints(exc.message)]
+        fix[:0] = [f"The message itself says how: \"{h}\"" for h in message_hints(exc.message, exc_type=exc.type)]
+        after = ctx.lines_after(exc.where.path, exc.seq, 12)
+        bar = _bar_phase(exc, ctx)
+        if bar and not phase:
+            phase = bar
+            msg += f" The last progress bar before it is an {bar} bar." if bar[0] in "aeiou" else \
+                f" The last progress bar before it is a {bar} bar."
+        reading = _what_it_shows(exc, read, phase, after)
+        if reading:
+            if reading[0]:
+                msg = msg.replace(" (no stack frames in the log).", ".") + " " + reading[0]
+            fix[:0] = reading[1:]
         fix[len(fix):] = _phase_fix(phase, fw)
-        who = issues_of(fw)
-        fix.append(f"Search the {who} issues for the message: \"{exc.message[:120] or exc.type}\".")
-        fix.append("Share this report (grpo-doctor analyze --format markdown) when you ask for help.")
+        # the caller's own frame (trainer.train()) and the ranks say nothing of the cause: not a reading
+        if not [x for x in fix if not x.startswith(("Raised on rank(s)", "The last frame in your own code"))]:
+            # the last resort: nothing in the log says more than the message itself
+            who = issues_of(fw)
+            fix.append(f"Search the {who} issues for the message: \"{exc.message[:120] or exc.type}\".")
+            fix.append("Share this report (grpo-doctor analyze --format markdown) when you ask for help.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                          count=len(same), ranks=ranks, seq=exc.seq,
                          title=f"Unrecognised failure: {exc.short_type}")

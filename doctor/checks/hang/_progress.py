@@ -113,6 +113,9 @@ FRAME_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("checkpoint", ("save_pretrained", "_save_checkpoint", "save_model", "safetensors", "torch/serialization.py")),
     ("dataloader", ("torch/utils/data", "_next_data", "dataloader.py")),
     ("queue-wait", ("queue.py", "queues.py", "threading.py", "concurrent/futures", "selectors.py", "socket.py")),
+    # CPython's import machinery (frozen importlib._bootstrap frames): a stack that only imports, e.g. a process
+    # stopped while it still loads its libraries (slow on a network file system)
+    ("import", ("importlib._bootstrap", "importlib/__init__.py import_module")),
 )
 _CLASS_TEXT = {
     "weight-sync": "syncing weights to vLLM",
@@ -122,6 +125,7 @@ _CLASS_TEXT = {
     "checkpoint": "saving a checkpoint",
     "dataloader": "waiting for the dataloader",
     "queue-wait": "idle, waiting on a queue or a lock",
+    "import": "still importing its Python libraries",
 }
 
 

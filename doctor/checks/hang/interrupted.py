@@ -63,6 +63,16 @@ STARTUP_FIX = {
 
 _AFTER_CTRL_C = {"KeyboardInterrupt", "SignalException", "ChildFailedError", "SystemExit"}
 
+# the frames of a process waiting for its child (CPython Lib/subprocess.py: run -> communicate -> wait -> _wait)
+_WAIT_FUNCS = frozenset({"wait", "_wait", "communicate", "_communicate", "_try_wait", "run", "call", "check_call"})
+
+
+def in_subprocess_wait(frames: tuple[Frame, ...]) -> bool:
+    """The innermost Python frames are subprocess's wait for a child (time.sleep and waitpid print no frame)."""
+    inner = [f for f in frames[-3:] if f.path.replace("\\", "/").endswith("/subprocess.py")]
+    return bool(inner) and frames[-1].path.replace("\\", "/").endswith("/subprocess.py") \
+        and all(f.func in _WAIT_FUNCS for f in inner)
+
 
 def startup_phase(frames: Sequence[Frame]) -> str | None:
     """The start-up phase a traceback's stack (outermost frame first) was in, or None (training, or frames that say

@@ -31,6 +31,7 @@ from .interrupted import (
     STARTUP_WHERE,
     dump_startup_phase,
     excerpt_from_signal,
+    in_subprocess_wait,
     interrupted_at_start,
     message_and_fix,
     signal_excerpt_message_and_fix,
@@ -127,7 +128,10 @@ class HangCheck(Rule):
             if e.seq < last_seq:
                 continue
             if e.short_type == "KeyboardInterrupt":
-                interrupted = e
+                # a launcher's interrupt in its wait for the child says nothing of where the training was: the
+                # child's own interrupt (printed first or last) does
+                if interrupted is None or not in_subprocess_wait(e.frames):
+                    interrupted = e
                 continue
             if self.p.socket and e.short_type in socket_ok:
                 continue
@@ -238,9 +242,10 @@ class HangCheck(Rule):
             ev.append(Evidence(e.where.path, e.where.line, e.raw))
         if a["nccl_after"]:
             parts.append("NCCL watchdog timeouts follow (see that finding): the ranks were waiting for each other.")
-        parts.append("If the process is still running, it is stuck there; if it is gone, it was killed without a "
-                     "traceback (look for 'Killed' or the OOM killer in dmesg).")
-        if last is not None:
+        if a["interrupted"] is None:
+            parts.append("If the process is still running, it is stuck there; if it is gone, it was killed without a "
+                         "traceback (look for 'Killed' or the OOM killer in dmesg).")
+        if last is not None and not any(x.path == last.where.path and x.line == last.where.line for x in ev):
             ev.append(evidence_of(last))
         pl = self.p.phase_line.get(phase or "")
         if pl is not None and (last is None or pl.seq != last.seq):

@@ -94,6 +94,17 @@ def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
     return None
 
 
+def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
+    """(hang-at-start or hang-mid-training, the line) when these prose lines say the run was stuck, whatever other
+    symptom they also name ("if it were out of memory..." beside "it always freezes at the same step")."""
+    rx = next(rx for rx, category, _ in _SYMPTOMS if category == "hang")
+    for ln in lines:
+        if rx.search(plain(ln.text)):
+            start = any(_START.search(plain(x.text)) for x in lines)
+            return ("hang-at-start" if start else "hang-mid-training"), ln
+    return None
+
+
 class ProseSymptom(Rule):
     kinds: frozenset[type] = frozenset()  # reads the last lines of each log at the end (RunState.tails)
 
@@ -106,8 +117,26 @@ class ProseSymptom(Rule):
             return []
         category, said, line = found
         nxt = _PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
+        if any(_NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
+            nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
         msg = (f"No log line here shows a failure that a rule reads; the words of the paste say {said} "
                f"(`{plain(line.text)[:160]}`). That is the report's only ground, so the category is a guess from the "
                f"description. Paste next: {nxt}.")
+        # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
+        fix = [f"Paste {nxt}: grpo-doctor then reads the run's own lines instead of the description."]
+        if category in _MEANWHILE:
+            fix.append(_MEANWHILE[category])
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
-        return [replace(self.make(message=msg, evidence=[evidence_of(line)], seq=line.seq), category=category)]
+        return [replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
+                        category=category)]
+
+
+# the paste says no error or traceback was printed ("没有具体报错信息", "no error message", "without any traceback")
+_NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|无(?:任何)?报错|不报错|没报错|"
+                           r"\bno (?:error|traceback|exception)s?\b|\bwithout (?:any )?(?:error|traceback)", re.I)
+# what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
+_MEANWHILE = {
+    "grad-norm-zero": "Meanwhile: if the reward varies while grad_norm is exactly 0, no parameter received a gradient: "
+                      "check the trainable parameter count the run prints (`trainable params`), and with LoRA that "
+                      "its target modules match the model's layers.",
+}

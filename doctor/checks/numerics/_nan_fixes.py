@@ -6,9 +6,19 @@ from .._runargs import arg_float
 from .._series import fmt
 
 
+def _true(v: object) -> bool:
+    return v is True or str(v).strip().lower() in ("true", "1", "yes")
+
+
 def dtype_of(run: RunConfig) -> str | None:
+    """The run's training precision: ``torch_dtype`` (ms-swift, a model loaded with it), else the mixed-precision
+    switches of transformers' TrainingArguments and LLaMA-Factory's YAML (``bf16: true``, ``pure_bf16``, ``fp16``)."""
     v = run.args.get("torch_dtype")
     if v is None:
+        if _true(run.args.get("bf16")) or _true(run.args.get("pure_bf16")):
+            return "bfloat16"
+        if _true(run.args.get("fp16")):
+            return "float16"
         return None
     s = str(v).lower().replace("torch.", "")
     return {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}.get(s, s)
@@ -18,23 +28,44 @@ FAR_ABOVE = 1e-2   # a learning rate no fine-tuning recipe of an LLM uses (they 
 
 
 def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
-              lr_seen: float | None, unscaled: bool = False) -> list[str]:
+              lr_seen: float | None, unscaled: bool = False, swift_grpo: bool = False,
+              first_step: bool = False, lr_next: float | None = None, in_backward: bool = False) -> list[str]:
     """``unscaled``: the rows log a constant loss scale of 1 (Megatron's "loss scale: 1.0"): no float16 dynamic loss
-    scaling ran, so the run was not in float16 and advice against it does not apply."""
+    scaling ran, so the run was not in float16 and advice against it does not apply. ``swift_grpo``: an ms-swift GRPO
+    run, the one its GRPO best practice is written for (cited only there). ``first_step``: the first logged step of the
+    run is already non-finite, with no finite row before it: no update preceded it, so neither harder clipping nor a
+    lower learning rate touches the cause (the first forward/backward pass gave NaN). ``lr_next``: the learning rate
+    logged in the row after the first non-finite one (above ``lr_seen``: still warming up). ``in_backward``: a
+    backward function itself returned NaN (autograd anomaly detection): clipping acts on its output, too late."""
     fix: list[str] = []
+    if first_step:
+        dt = dtype_of(run)
+        prec = ("float32" if dt == "bfloat16" else "bfloat16 (float32 on GPUs without it: V100, T4)"
+                if dt == "float16" else "float32 (or bfloat16 on Ampere or newer GPUs)")
+        fix.append(f"Run a few steps in {prec} with eager attention (attn_implementation=\"eager\"): finite "
+                   f"gradients there point at the precision or the attention kernel of this run; NaN there as well "
+                   f"points at the installed library versions (torch, transformers, peft): compare them with a setup "
+                   f"known to work.")
+        return fix + _resume(run, last_ok)
     lr = arg_float(run, "learning_rate") or lr_seen
     mgn = arg_float(run, "max_grad_norm")
-    if not (lr and lr >= FAR_ABOVE):   # against such a learning rate clipping changes nothing that matters
-        fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (assumed)'} -> 0.5 "
-                   f"(a common choice against sudden gradient spikes; the ms-swift GRPO best practice uses it).")
+    if not (lr and lr >= FAR_ABOVE) and not in_backward:   # against such a learning rate clipping changes little
+        fix.append(f"Clip gradients harder: --max_grad_norm {fmt(mgn) if mgn is not None else '1.0 (assumed)'} -> 0.5"
+                   + (" (a common choice against sudden gradient spikes; the ms-swift GRPO best practice uses it)."
+                      if swift_grpo else " (a common choice against sudden gradient spikes)."))
+    configured = arg_float(run, "learning_rate")
+    warming = (not configured and lr_seen is not None and lr_next is not None and lr_next > lr_seen)
     if lr and lr >= FAR_ABOVE:
         lora = str(run.args.get("tuner_type") or run.args.get("train_type") or run.args.get("finetuning_type") or "")
         target = 1e-4 if "lora" in lora.lower() else 1e-5
         fix.append(f"Lower --learning_rate from {fmt(lr)} to about {fmt(target)}: {fmt(lr)} is far above what fine-tuning "
                    f"uses (about 1e-6 to 5e-4, LoRA at the upper end), so no clipping keeps its updates finite.")
+    elif warming and lr_seen is not None and lr_next is not None:
+        fix.append(f"The learning rate was still warming up at the NaN ({fmt(lr_seen)}, then {fmt(lr_next)}): lower "
+                   f"the configured peak --learning_rate (e.g. 5x) or lengthen the warm-up.")
     elif lr:
         fix.append(f"Lower --learning_rate from {fmt(lr)} to {fmt(lr / 5)} (or use warmup: --warmup_ratio 0.05).")
-    else:
+    elif not in_backward:
         fix.append("Lower --learning_rate (e.g. 5x) and add warmup (--warmup_ratio 0.05).")
     dt = dtype_of(run)
     if dt == "float16":
@@ -49,6 +80,11 @@ def nan_fixes(run: RunConfig, *, kl_first: bool, last_ok: int | None,
                    "completions were all truncated gets NaN KL; raise --max_completion_length"
                    + (f" (now {run.int_arg('max_completion_length')})" if run.int_arg("max_completion_length") else "")
                    + " or turn --overlong_filter off; a larger --beta keeps the policy closer to the reference.")
+    return fix + _resume(run, last_ok)
+
+
+def _resume(run: RunConfig, last_ok: int | None) -> list[str]:
+    fix: list[str] = []
     save = run.int_arg("save_steps")
     if last_ok is not None and save:
         ck = (last_ok // save) * save

@@ -85,6 +85,7 @@ class MetricsNonFinite(Rule):
         self.min_gn: tuple[float, Metrics] | None = None
         self.last: Metrics | None = None
         self.first_seen: Metrics | None = None   # the first step row (with last: whether the rows are the whole run)
+        self.after: Metrics | None = None   # the row right after the first bad one (its learning rate: warm-up)
 
     def feed(self, signal: Any) -> None:
         m: Metrics = signal
@@ -130,6 +131,8 @@ class MetricsNonFinite(Rule):
         if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
             self.rows += 1
             self.last = m
+            if self.after is None:
+                self.after = m
         else:
             try:
                 self._feed(m)
@@ -157,6 +160,8 @@ class MetricsNonFinite(Rule):
         if self.first_seen is None:
             self.first_seen = m
         bad = [] if m.finite else _row_bad_keys(m.values)
+        if self.first is not None and self.after is None:
+            self.after = m
         if bad:
             self.n_bad += 1
             if METRIC_ONLY.issuperset(bad):
@@ -253,12 +258,44 @@ class MetricsNonFinite(Rule):
                     "; sampling from NaN logits then fails with 'probability tensor contains either inf, nan or "
                     "element < 0'.")
             sev = Severity.error
+            first_step = self.prev is None and _first_logging_point(self.first, self.after)
+            if first_step:
+                label = s.label(first)
+                msg += (f" {label[0].upper() + label[1:]} is the run's first logged step and already non-finite, with "
+                        f"no finite step before it: no update preceded it, so the first forward or backward pass gave "
+                        f"NaN (the precision, an attention kernel or the library versions), not the learning rate or "
+                        f"unclipped gradients.")
+            lr_next = num(self.after.values.get("learning_rate")) if self.after is not None else None
             fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen,
-                            unscaled=self.first.values.get("loss_scale") == 1.0)
+                            unscaled=self.first.values.get("loss_scale") == 1.0, swift_grpo=swift_grpo(ctx),
+                            first_step=first_step, lr_next=lr_next)
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
         shown = keys + tuple(k for k in core if k not in keys)[:3]   # the NaN values themselves, when not among these
         ev = ([s.evidence(prev, shown)] if prev >= 0 else []) + [s.evidence(first, shown)]
-        return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev)]
+        watched = [k for k in ("loss", "grad_norm", "kl") if k in self.first.values] + [
+            k for k in core if k not in ("loss", "grad_norm", "kl")][:3]
+        return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev,
+                          verify=verify_finite(watched or core or bad_keys[:3], s.label(first)))]
+
+
+def swift_grpo(ctx: RunState) -> bool:
+    """An ms-swift GRPO run: the one ms-swift's GRPO best practice is written for."""
+    return ctx.framework()[0] == "ms-swift" and ctx.trainer_kind().kind == "grpo"
+
+
+def _first_logging_point(first: Metrics, after: Metrics | None) -> bool:
+    """Whether ``first`` is the run's first logged step: its step is 1 or one logging interval (the next row's step
+    minus its own), or, with no step logged, its epoch is 0 or one logging interval of epochs from 0."""
+    row, nxt = step_row(first), (step_row(after) if after is not None else None)
+    if row is not None and row.step is not None:
+        return row.step <= 1 or (nxt is not None and nxt.step is not None and nxt.step - row.step == row.step)
+    e = num(first.values.get("epoch"))
+    if e is None:
+        return False
+    if e <= 0.01:
+        return True
+    e2 = num(after.values.get("epoch")) if after is not None else None
+    return e2 is not None and e2 > e and abs((e2 - e) - e) <= 0.01 + 0.25 * e
 
 
 def _finite_at(s: Series, i: int, key: str) -> bool:
@@ -285,7 +322,14 @@ def _logits_statistic_finding(rule: Rule, s: Series, first: int, core: list[str]
            "completion): a completion with no tokens left has no logits to average."]
     keys = ("loss", "grad_norm", "learning_rate") + tuple(core[:2])
     return rule.make(message=msg, fix=fix, evidence=[s.evidence(first, keys)], count=n_bad, seq=s.seq(first),
-                     severity=Severity.warning, confidence="likely")
+                     severity=Severity.warning, confidence="likely", verify=verify_finite(core[:4], s.label(first)))
+
+
+def verify_finite(keys: list[str], label: str) -> str:
+    """GD620's verify for the columns that were non-finite in this run (not every row logs kl; a DPO row's logits)."""
+    keys = list(dict.fromkeys(keys)) or ["the logged metrics"]
+    names = keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
+    return f"{names} stay finite past the step where they became NaN/inf ({label} in this run)"
 
 
 def metric_only_finding(rule: Rule, s: Series, run, first: int, bad_keys: list[str], n_bad: int, rows: int,
@@ -321,5 +365,6 @@ def metric_only_finding(rule: Rule, s: Series, run, first: int, bad_keys: list[s
                "error with the fixes for that).")
     keys = ("loss", "grad_norm", "kl", "clip_ratio/region_mean", "clip_ratio", "completions/clipped_ratio")
     f = rule.make(message=msg, fix=fix, evidence=[s.evidence(first, keys)], count=n_bad, seq=s.seq(first),
-                  severity=Severity.warning, confidence=EXCERPT_CONFIDENCE if rows <= FEW_ROWS and part else None)
+                  severity=Severity.warning, confidence=EXCERPT_CONFIDENCE if rows <= FEW_ROWS and part else None,
+                  verify=verify_finite(bad_keys[:4], s.label(first)))
     return replace(f, priority=METRIC_ONLY_PRIORITY)   # after the truncation or flat rewards that explain it

@@ -23,8 +23,27 @@ class ProbabilityTensorNaN(Rule):
 
     def __init__(self, meta):
         super().__init__(meta)
-        self.progress: tuple[str, str, str] | None = None
+        self._progress: tuple[str, str, str] | None = None
+        # the bar lines since the progress was last read, oldest first: only the newest one that holds a progress
+        # matters, so they are read newest first when asked (or when UNREAD_MAX wait), not each as it comes (every
+        # tqdm redraw of a log reaches this rule)
+        self._unread: list[str] = []
         self.hits: list[tuple[LogLine, tuple[str, str, str] | None]] = []
+
+    UNREAD_MAX = 64
+
+    @property
+    def progress(self) -> tuple[str, str, str] | None:
+        """(step, total, elapsed) of the last bar line fed that shows them."""
+        if self._unread:
+            for text in reversed(self._unread):
+                ms = list(_PROGRESS.finditer(text))
+                if ms:
+                    m = ms[-1]
+                    self._progress = (m.group("step"), m.group("total"), m.group("elapsed"))
+                    break
+            self._unread.clear()
+        return self._progress
 
     def feed(self, signal: Any) -> None:
         line: LogLine = signal
@@ -34,10 +53,9 @@ class ProbabilityTensorNaN(Rule):
                 self.hits.append((line, self.progress))
             return
         if "/it]" in text or "it/s]" in text:
-            ms = list(_PROGRESS.finditer(text))
-            if ms:
-                m = ms[-1]
-                self.progress = (m.group("step"), m.group("total"), m.group("elapsed"))
+            self._unread.append(text)
+            if len(self._unread) >= self.UNREAD_MAX:
+                self.progress  # noqa: B018 - reads them (bounds the list)
 
     def finish(self, ctx: RunState) -> list[Finding]:
         if not self.hits:
