@@ -190,7 +190,13 @@ class Bench:
         return [*argv, "--output_dir", out]
 
     def launcher(self, case: Case) -> list[str]:
-        return [self.py, str(TRL_SCRIPT)] if case.framework == "trl" else list(self.swift)
+        if case.framework != "trl":
+            return list(self.swift)     # swift itself starts torchrun when NPROC_PER_NODE is set
+        env = dict(case.env)
+        if int(env.get("NPROC_PER_NODE", "1")) > 1:     # the TRL script under torchrun, as a user launches it
+            return [self.py, "-m", "torch.distributed.run", "--nproc_per_node", env["NPROC_PER_NODE"],
+                    "--master_port", env.get("MASTER_PORT", "29500"), str(TRL_SCRIPT)]
+        return [self.py, str(TRL_SCRIPT)]
 
     def run_case(self, case: Case) -> CaseResult:
         res = CaseResult(case.name, case.cls, case.framework, case.description, list(case.verdicts))

@@ -291,6 +291,17 @@ CASES += [
          r"checkpoint-4|optimizer\.pt|SIGTERM",
          "SIGTERM to the run's process group while checkpoint-4/optimizer.pt is half written", framework="trl",
          env=(("SCOREBOARD_SIGTERM_IN_SAVE", "checkpoint-4/optimizer.pt"),)),
+    # ---- nccl-timeout: 2 gloo ranks under torchrun, the process group set up by the script with a 20 s timeout (with
+    # --use_cpu transformers passes no ddp_timeout to it); rank 1's reward never returns from its 3rd call, rank 0
+    # waits in the gather of the rewards until gloo's own timeout raises and ends the run. watch's hang timeout (30 s)
+    # is longer than the group's, as a user's 30-minute one would be. GD301's restart becomes a resume from
+    # checkpoint-2, complete before the stall (doctor/verdict.py)
+    Case("trl-gloo-timeout-ddp2", "nccl-timeout",
+         trl(reward="rank_stall", ok_calls="2", per_device_train_batch_size="2", pg_timeout_s="20"),
+         ("resume", "restart"), r"Timed out waiting \d+ms for (?:send|recv)",
+         "2 gloo ranks, process group timeout 20 s: rank 1's reward stalls at its 3rd call, rank 0's collective "
+         "times out", framework="trl",
+         env=(("NPROC_PER_NODE", "2"), ("MASTER_PORT", "29633"), ("SCOREBOARD_RANK", "1"))),
     Case("trl-load-address-space-limit", "host-oom-killed", trl(model="{WIDE}"), ("relaunch",),
          r"Cannot allocate memory|can't allocate memory|MemoryError",
          "a 3 GB address-space limit (ulimit -v) on the run: loading a 240M-parameter model fails", framework="trl",

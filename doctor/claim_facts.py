@@ -132,6 +132,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Kind:
+    """A kind of claim a message can make, and the run fact it rests on."""
     name: str
     fact: str                                                     # the run fact it rests on (documentation)
     find: Callable[[str, str], Iterator[Claim]]                   # (sentence, masked sentence) -> claims

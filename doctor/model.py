@@ -42,6 +42,7 @@ class Role(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
+    """A line (or a file) that shows a finding: its path, line number and text."""
     path: str
     line: int
     text: str
@@ -111,6 +112,7 @@ class RunRef:
 
 @dataclass(frozen=True)
 class Finding:
+    """One diagnosis of a rule: what went wrong, the evidence, the fix and the action."""
     rule_id: str
     slug: str
     category: str
@@ -173,6 +175,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class InputInfo:
+    """An input of the report: a path and what kind of file it was read as."""
     path: str
     kind: str  # log | metrics | args | gpu | checkpoint | completions | skipped
     note: str = ""  # why a "skipped" input was not read (a link out of the run dir, a FIFO, permission denied)
@@ -186,6 +189,7 @@ class InputInfo:
 
 @dataclass
 class Report:
+    """What `analyze` and `watch` print: the inputs, the run's summary and the findings."""
     tool_version: str
     inputs: list[InputInfo]
     run: dict[str, Any]

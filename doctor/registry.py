@@ -65,6 +65,7 @@ class CatalogError(Exception):
 
 @dataclass(frozen=True)
 class LinePattern:
+    """A catalog rule's line pattern: its regex, tried on lines that hold one of its literals."""
     regex: Any                  # LazyRegex (a re.Pattern compiled on first use; regex.Pattern where re refuses it)
     literals: tuple[str, ...]   # at least one must occur in the line for the regex to be tried
     origin: str | None = None   # only lines from this origin ("vllm", "VllmWorker", ...)
@@ -73,6 +74,7 @@ class LinePattern:
 
 @dataclass(frozen=True)
 class ExceptionPattern:
+    """A catalog rule's exception pattern: type, message and frames an exception must match."""
     type: Any | None            # compiled regex on the exception type (full dotted name)
     message: Any | None         # compiled regex on the message
     frames: tuple[str, ...]     # any frame path must contain one of these
@@ -81,6 +83,7 @@ class ExceptionPattern:
 
 @dataclass(frozen=True)
 class RuleMeta:
+    """A rule file of the catalog (rules/<family>/<id>-<slug>.toml), parsed and checked."""
     id: str
     slug: str
     category: str

@@ -43,6 +43,7 @@ class LogLine:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """One frame of a Python traceback: file, line, function and the code shown."""
     path: str
     lineno: int
     func: str
@@ -72,6 +73,7 @@ class ExceptionInfo:
 
 @dataclass(frozen=True, slots=True)
 class Metrics:
+    """One row of metrics (a logging.jsonl line or a printed metric dict) and where it was read."""
     values: dict[str, Any]
     where: Where
     seq: int

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU's sample: utilisation and memory."""
     index: int
     util: float | None      # percent
     mem_used: int           # bytes
@@ -17,6 +18,7 @@ class Gpu:
 
 @dataclass(frozen=True)
 class GpuTick:
+    """The GPUs sampled at one moment of a watched run."""
     t: float                # seconds since watch started
     gpus: tuple[Gpu, ...]
     alive: bool = True      # the child was running when sampled
@@ -25,6 +27,7 @@ class GpuTick:
 
 @dataclass(frozen=True)
 class HostTick:
+    """The host memory sampled at one moment of a watched run."""
     t: float
     available: int
     total: int
@@ -33,6 +36,7 @@ class HostTick:
 
 @dataclass(frozen=True)
 class DiskTick:
+    """The free space of the output folder's disk at one moment of a watched run."""
     t: float
     path: str
     free: int

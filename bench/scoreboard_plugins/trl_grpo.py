@@ -1,15 +1,22 @@
 """A small TRL GRPOTrainer script for bench/scoreboard.py: the tiny local model, the tiny math data, one reward.
 
-    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR --reward noisy|raising|stuck|constant|killed|short|slow_first|none
+    python trl_grpo.py --model DIR --dataset FILE --output_dir DIR
+                       --reward noisy|raising|stuck|constant|killed|short|slow_first|none|rank_stall
                        [--num_generations 4] [--per_device_train_batch_size 4] [--max_steps 4] [--learning_rate 1e-5]
                        [--max_grad_norm 1.0] [--ok_calls 0] [--max_completion_length 8] [--import MODULE]
-                       [--resume_from_checkpoint DIR] [--bf16] [--raw_columns]
+                       [--resume_from_checkpoint DIR] [--bf16] [--raw_columns] [--pg_timeout_s N]
+    torchrun --nproc_per_node 2 trl_grpo.py ...     (2 gloo ranks on CPU)
 
 Faults are the same as the ms-swift plugins' (faults.py): a reward that raises, never returns after --ok_calls calls
 (writes the time it began to $SCOREBOARD_FAULT_FILE), or gives every completion the same score; the rest come from
 the arguments (a batch that is not a multiple of num_generations, a learning rate that diverges, --import of a module
 that is not installed, bf16 on a machine without a GPU, rows passed with their `messages` column where GRPOTrainer
-reads `prompt`, a resume from a checkpoint the scoreboard damaged).
+reads `prompt`, a resume from a checkpoint the scoreboard damaged). Under torchrun, --pg_timeout_s N sets the process
+group up before the trainer with a timeout of N seconds (torch.distributed.init_process_group(backend="gloo",
+timeout=...)): what a user does because transformers passes no timeout to a CPU process group (training_args.py,
+5.19: `ddp_timeout` only reaches non-CPU backends), and accelerate then keeps the group it finds; --reward rank_stall
+makes only rank $SCOREBOARD_RANK (default 1) stall in its reward call after --ok_calls calls, so the other rank waits
+in the next collective until gloo's timeout.
 """
 from __future__ import annotations
 
@@ -69,8 +76,16 @@ def make_reward(kind: str, ok_calls: int):
         _mark_fault()
         return None
 
+    def rank_stall(completions, **kwargs):   # one rank's judge call never returns; the other ranks go on
+        calls["n"] += 1
+        if calls["n"] > ok_calls and os.environ.get("RANK", "0") == os.environ.get("SCOREBOARD_RANK", "1"):
+            _mark_fault()
+            while True:
+                time.sleep(3600)
+        return [random.random() for _ in completions]
+
     fn = {"noisy": noisy, "raising": raising, "stuck": stuck, "constant": constant, "killed": killed, "slow_first": slow_first,
-          "short": short, "none": returns_none}[kind]
+          "short": short, "none": returns_none, "rank_stall": rank_stall}[kind]
     fn.__name__ = f"{kind}_reward"
     return fn
 
@@ -92,11 +107,18 @@ def main() -> None:
     ap.add_argument("--resume_from_checkpoint")
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--raw_columns", action="store_true", help="pass the rows as they are (messages, not prompt)")
+    ap.add_argument("--pg_timeout_s", type=float, help="under torchrun: the gloo process group's timeout, in seconds")
     a = ap.parse_args()
     for name in a.imports:
         importlib.import_module(name)
     import midsave  # beside this script: SIGTERM mid-save when $SCOREBOARD_SIGTERM_IN_SAVE names a file
     midsave.install()
+
+    if a.pg_timeout_s and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from datetime import timedelta
+
+        import torch.distributed as dist
+        dist.init_process_group(backend="gloo", timeout=timedelta(seconds=a.pg_timeout_s))
 
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -21,6 +21,7 @@ def mark(text: str, how: str) -> str:
 
 @dataclass(frozen=True)
 class Num(Generic[T]):
+    """A number in a message and how it was had: read from the run, computed or assumed."""
     value: T
     how: str = READ
 

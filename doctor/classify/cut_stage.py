@@ -19,6 +19,7 @@ _POSITIONS = {"after-final-bar"}
 
 @dataclass(frozen=True)
 class Stage:
+    """A row of doctor/data/cut_stages.toml: a stage a traceback cut before its exception line can be in."""
     id: str
     stage: str                     # its name in the report
     does: str

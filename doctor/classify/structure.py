@@ -25,6 +25,7 @@ CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "Dis
 
 @dataclass(frozen=True)
 class Entry:
+    """An entry of the structural table (doctor/data/structure.toml)."""
     id: str
     category: str
     doc: str
@@ -45,6 +46,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The structural table's entry for an exception (or a traceback cut before it)."""
     entry: Entry
     exc: ExceptionInfo | None     # None: a traceback cut before its exception line
     frames: tuple[Frame, ...]

@@ -43,6 +43,7 @@ STATE_WORDS: frozenset[str] = frozenset(
 
 @dataclass
 class RunState:
+    """What the readers learnt of the run so far, shared by every rule of a session."""
     run: RunConfig = field(default_factory=RunConfig)
     preflight: bool = False                                       # no run yet: judging the command alone
     facts: dict = field(default_factory=dict)   # preflight inputs (model, GPU); watch: ended_by_signal (ckpt.py)

@@ -30,6 +30,7 @@ CONFIDENCES = ("confirmed", "maintainer", "unresolved")
 
 @dataclass(frozen=True)
 class Match:
+    """A public thread of the known-issues index that matches a finding, and how well."""
     thread: str          # "owner/repo#N"
     title: str
     state: str           # open | closed

@@ -37,6 +37,7 @@ WHERE = {
 
 @dataclass
 class ProcInfo:
+    """A process of the watched run's tree, as /proc shows it."""
     pid: int
     ppid: int
     name: str
@@ -51,6 +52,7 @@ class ProcInfo:
 
 @dataclass
 class Stack:
+    """The Python stacks of one process of the run, as py-spy dumped them."""
     pid: int
     rank: int | None
     text: str                      # py-spy dump output

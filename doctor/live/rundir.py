@@ -20,6 +20,7 @@ _CKPT = lazyre.compile(r"^checkpoint-(\d+)$")
 
 @dataclass
 class Checkpoint:
+    """A checkpoint folder watch saw appear in the run's output folder."""
     path: str
     step: int
     size: int = -1
@@ -46,6 +47,7 @@ FAST_AFTER = 64   # logging.jsonl records read with json before the faster decod
 
 @dataclass
 class JsonlTail:
+    """A logging.jsonl followed from the offset read so far."""
     path: str
     offset: int = 0
     splitter: LineSplitter = field(default_factory=lambda: LineSplitter(16 * 1024 * 1024))

@@ -23,6 +23,7 @@ COLLECTIVES = ("all_reduce", "broadcast", "barrier", "all_gather", "all_gather_i
 
 @dataclass
 class Group:
+    """Processes whose stacks stop in the same frames."""
     frames: tuple[tuple[str, str, int], ...]   # the first member's focus frames (innermost first)
     members: list[Stack]
 

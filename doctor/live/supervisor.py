@@ -48,6 +48,7 @@ EXIT_POLL = 0.2  # seconds between two checks of the command's exit while it pri
 
 @dataclass
 class WatchOptions:
+    """The options of `grpo-doctor watch`."""
     run_dir: str | None = None
     report: str | None = None
     limits: Limits = field(default_factory=Limits)

@@ -41,6 +41,7 @@ PHASES = tuple(PHASE_TEXT)
 
 @dataclass
 class Limits:
+    """The silence each phase of a run may last before watch calls it a hang (seconds)."""
     startup: float = 1800.0
     vllm_init: float = 1200.0
     first_step: float = 1800.0
@@ -62,6 +63,7 @@ class Limits:
 
 @dataclass
 class HangEvent:
+    """A hang the watchdog saw: the phase, how long the run was silent and the limit."""
     phase: str
     silent_s: float
     limit_s: float
@@ -72,6 +74,7 @@ class HangEvent:
 
 @dataclass
 class HangWatchdog:
+    """The hang watchdog's state: the run's progress per phase, timed against its Limits."""
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], float] = time.monotonic
 

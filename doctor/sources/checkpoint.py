@@ -32,6 +32,7 @@ CKPT_MARKERS = ("model.safetensors", "model.safetensors.index.json", "adapter_mo
 
 @dataclass(frozen=True)
 class FileFact:
+    """A file of a checkpoint folder: its name and size."""
     name: str            # relative to the checkpoint directory ("global_step4/mp_rank_00_model_states.pt")
     size: int
     link: str | None = None     # symlink target, if a symlink
@@ -42,12 +43,14 @@ class FileFact:
 
 @dataclass
 class JsonFile:
+    """A JSON file of a checkpoint: its data, or why it could not be read."""
     data: Any = None
     error: str | None = None    # "not valid JSON (...)", "empty file"...
 
 
 @dataclass
 class CheckpointFacts:
+    """What a checkpoint folder holds, read from sizes and headers only."""
     path: str                                   # as displayed
     files: dict[str, FileFact] = field(default_factory=dict)
     headers: dict[str, HeaderFacts] = field(default_factory=dict)   # *.safetensors at the top level

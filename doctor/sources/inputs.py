@@ -50,6 +50,7 @@ class InputError(Exception):
 
 @dataclass(frozen=True)
 class Input:
+    """An input file (or standard input) and how it is shown."""
     path: Path | None   # None: standard input
     display: str
     kind: str           # log | metrics | completions | args | command | skipped | checkpoint (a checkpoint-N/ folder)

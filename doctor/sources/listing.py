@@ -49,6 +49,7 @@ _CKPT_NAME = lazyre.compile(r"(?:checkpoint|global_step|step|epoch)[-_]?\d+|\.(?
 
 @dataclass(frozen=True)
 class Entry:
+    """One entry of a directory listing pasted into a log (ls -l, du, tree, dir...): a name and its size."""
     name: str        # as listed, without ls's type suffix ("global_step625", "pytorch_model.bin")
     size: int | None  # bytes; None for a directory whose ls size is only its inode (4096)
     is_dir: bool

@@ -23,7 +23,6 @@ Cost: ordinary log lines pay one first-character test, one last-character test a
 """
 from __future__ import annotations
 
-import html
 import re
 
 from .. import lazyre
@@ -107,6 +106,7 @@ def unwrap(text: str) -> str:
                 half = len(msg) // 2
                 s = f"{m.group('t')}: {msg[:half] if msg[:half] == msg[half:] else msg}"
         if "&" in s and _ENTITY.search(s):
+            import html  # here: its entity table costs every start ~8 M instructions, and few lines get here
             s = html.unescape(s).strip()
         if "<" in s and ">" in s:
             s = _HTML.sub("", s).strip()

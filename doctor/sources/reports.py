@@ -13,6 +13,7 @@ REPORT_PREFIX = "grpo-doctor-report"
 
 @dataclass(frozen=True)
 class NodeReport:
+    """A watch report of one node of a multi-node run."""
     path: str
     node_rank: int | None
     host: str | None

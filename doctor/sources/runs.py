@@ -17,6 +17,7 @@ MAX_RUNS = 64  # arguments kept for this many runs; later starts are still count
 
 @dataclass
 class RunSplit:
+    """Where each run appended to one log starts, and the arguments of each run that ended."""
     starts: list[Where] = field(default_factory=list)
     args: list[dict[str, Any]] = field(default_factory=list)   # args of run i, for each run already ended
     # the rest of run i's configuration (its typed flags, environment, launches), for each run already ended

@@ -22,6 +22,7 @@ DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0
 
 @dataclass(frozen=True)
 class TensorInfo:
+    """One tensor of a safetensors header: name, dtype and shape."""
     name: str
     dtype: str
     shape: tuple[int, ...]
@@ -38,6 +39,7 @@ class TensorInfo:
 
 @dataclass
 class HeaderFacts:
+    """What a safetensors file's header says (the weights are never read)."""
     path: str
     size: int
     header_len: int | None = None

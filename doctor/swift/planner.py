@@ -40,6 +40,7 @@ VLLM_OVERHEAD_GIB = 1.5  # vLLM activations, CUDA graphs, sampler buffers inside
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model's size and shape, as the memory planner needs them."""
     name: str
     params: float                 # parameters (absolute)
     hidden: int
@@ -177,6 +178,7 @@ def zero_of(ds: Any) -> tuple[int, bool]:
 
 @dataclass(frozen=True)
 class Settings:
+    """The training settings the memory plan is made for (ms-swift's defaults)."""
     tuner: str = "lora"           # ms-swift's default tuner is LoRA
     lora_rank: int = 8
     dtype_bytes: int = 2
@@ -230,6 +232,7 @@ def settings_of(args: dict[str, Any], world: int | None) -> Settings:
 
 @dataclass
 class Phase:
+    """One phase of the memory plan and what it holds (GiB each)."""
     name: str
     items: list[tuple[str, float]] = field(default_factory=list)  # (what, GiB)
 
@@ -240,6 +243,7 @@ class Phase:
 
 @dataclass
 class Plan:
+    """The memory plan of a run: the model, the settings and the phases."""
     spec: ModelSpec
     settings: Settings
     gpu_gib: float | None

@@ -68,6 +68,7 @@ _OPENRLHF_KIND = {"train_ppo": "ppo", "train_ppo_ray": "ppo", "train_sft": "sft"
 
 @dataclass(frozen=True)
 class TrainerKind:
+    """Which trainer ran (grpo, dpo, sft...) and where that was read."""
     kind: str | None     # "grpo", "dpo", "sft", "ppo", "supervised", "serve", ... (None: not told)
     source: str          # config | frames | text | metrics | none
 

@@ -97,6 +97,7 @@ def swift_version(args: dict[str, Any] | None) -> str | None:
 
 @dataclass
 class Parts:
+    """A checkpoint's bytes by part: weights, optimizer states and the rest."""
     weights: int = 0
     optimizer: int = 0
     ds_model: int = 0

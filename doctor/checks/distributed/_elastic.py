@@ -20,6 +20,7 @@ SIGNALS = {-9: "SIGKILL", -15: "SIGTERM", -6: "SIGABRT", -11: "SIGSEGV", -7: "SI
 
 @dataclass
 class Failure:
+    """One failure of torchrun's ChildFailedError table."""
     rank: int | None = None
     local_rank: int | None = None
     exitcode: int | None = None

@@ -46,6 +46,7 @@ _TIMEOUT_AT = lazyre.compile(r"Timeout at NCCL work: (\d+)(?:, last enqueued NCC
 
 @dataclass
 class _Timeout:
+    """One collective timeout line and the numbers it gives."""
     rank: int | None
     seqnum: int | None
     op: str | None
@@ -260,8 +261,15 @@ class NcclWatchdog(Rule):
                        "across nodes, the interface in NCCL_SOCKET_IFNAME).")
         if timeout_ms and slow is None and not engine:
             secs = int(max(timeout_ms / 60000 * 2, 60) * 60)
+            lever = _timeout_lever(ctx, secs)
+            if main.kind == "gloo":
+                # transformers 5.19 training_args.py (_setup_devices): with use_cpu the PartialState gets only cpu=True
+                # and the backend, no timeout; accelerate (state.py) keeps a group the script already initialised
+                lever += (f"; on CPU (use_cpu) transformers creates the gloo group without it, so there set it where the "
+                          f"group is made: torch.distributed.init_process_group(backend=\"gloo\", "
+                          f"timeout=timedelta(seconds={secs})) before the trainer")
             fix.append(f"Timeout(ms)={timeout_ms} is {duration(timeout_ms / 1000)}. Raise it only if a step legitimately takes "
-                       f"longer (a slow first vLLM load, a long reward call): {_timeout_lever(ctx, secs)}.")
+                       f"longer (a slow first vLLM load, a long reward call): {lever}.")
         fix.append("Rerun with NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch's flight recorder), "
                    "and while it waits take `py-spy dump --pid <pid>` of every rank: the rank not in a collective "
                    "is the one to fix.")

@@ -18,6 +18,7 @@ MIN_START = 30  # characters of message before the cut: fewer name too many temp
 
 @dataclass(frozen=True)
 class CutReading:
+    """An exception message cut short by a paste, read as a catalog rule's wording: its category and title."""
     rule_id: str
     category: str
     title: str

@@ -131,6 +131,7 @@ _CLASS_TEXT = {
 
 @dataclass
 class _Thread:
+    """One thread of a py-spy dump: its name, state and frames."""
     name: str            # "" when py-spy could not read it
     state: str
     header: LogLine

@@ -92,6 +92,7 @@ _BAR_PHASES: tuple[tuple[tuple[str, ...], str, bool], ...] = (  # (desc prefixes
 
 @dataclass
 class Ending:
+    """How a log that stops without an error ends: the last thing the run did."""
     kind: str                 # bar | loop | faulthandler | phase | nccl | heartbeat | error
     phase: str                # what the run was doing, in words
     line: LogLine             # the evidence: the last progress line, the loop line, the dump header

@@ -97,6 +97,7 @@ _VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCo
 
 @dataclass
 class Side:
+    """Which side of a GRPO run ran out of memory (vLLM or training), and in which stage."""
     side: str            # "vllm" | "training"
     stage: str           # "kv-cache init", "generation", "weight sync", "vision encoder", "loss", ...
     frame: Frame | None  # the frame that decided

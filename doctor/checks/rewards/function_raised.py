@@ -29,7 +29,21 @@ _REWARD_PATHS = ("swift/rewards/", "swift/plugin/orm.py", "swift/plugin/prm.py",
                  "/remote_rm_utils.py")
 _NOT_OURS = ("OutOfMemoryError", "OOM", "DistBackendError", "ChildFailedError", "KeyboardInterrupt",
              "ModuleNotFoundError", "ImportError")
-_COMM = lazyre.compile(r"NCCL|[Tt]imeout|timed out|gloo|ProcessGroup|Connection")
+_COMM = lazyre.compile(r"NCCL|[Tt]imeout|[Tt]imed out|gloo|ProcessGroup|Connection|pair closure")
+# torch's collectives (torch/distributed/distributed_c10d.py: all_gather, all_reduce, broadcast... and their
+# work.wait()). trl's _calculate_rewards gathers every rank's rewards (accelerate's gather -> all_gather) after the
+# reward functions returned, in the same frame that called them; a process-group failure raised there (gloo's
+# UnboundBuffer::waitSend/waitRecv, gloo/transport/tcp/unbound_buffer.cc as vendored by torch 2.13 in
+# third_party/gloo: `Timed out waiting Nms for send|recv operation to complete`, and the `Application timeout caused
+# pair closure` its peers' pairs get) is a collective's timeout, not a reward function's bug
+_COLLECTIVE_PATH = "torch/distributed/"
+
+
+def _collective_failure(exc: ExceptionInfo) -> bool:
+    """The exception came out of a torch.distributed collective (its innermost frame is in torch/distributed/) and
+    names a communication failure: a process group that timed out or broke, not a reward's own error."""
+    last = exc.raised_at
+    return last is not None and _COLLECTIVE_PATH in last.path.replace("\\", "/") and bool(_COMM.search(exc.message))
 _SIZE = lazyre.compile(r"expanded size of the tensor|must match the (?:existing )?size|shape mismatch|could not broadcast")
 _MISSING_ARG = lazyre.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (?P<names>.+)$")
 # CPython's TypeError for a call that does not fit the callee (Python/getargs.c, Objects/call.c): the callee's name first
@@ -126,6 +140,8 @@ class RewardFunctionRaised(Rule):
         chosen = None
         names = reward_names(ctx.run)
         for exc in sorted(self.hits, key=lambda e: e.seq):
+            if _collective_failure(exc):
+                continue
             call_idx, inside = reward_frames(exc, plugins)
             direct = call_idx is not None and call_idx == len(exc.frames) - 1 and not _COMM.search(exc.message)
             callee = reward_callee(exc, names)

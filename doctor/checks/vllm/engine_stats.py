@@ -30,6 +30,7 @@ KV_FULL = 95.0      # GPU KV cache usage (%) at which waiting requests wait for 
 
 @dataclass(frozen=True)
 class Stat:
+    """One line of vLLM's engine statistics."""
     prompt_tps: float
     gen_tps: float
     running: int
