@@ -40,6 +40,14 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "output-degenerate", "the completions are garbled or repetitive"),
     (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|训练.{0,4}(?:很|太|特别)慢|速度慢"),
      "slow-training", "training is slow"),
+    # last (a size beside another symptom is not the failure): a saved weights file of a few hundred bytes (an
+    # adapter saved from an empty state dict) or checkpoints of tens of GB, sizes people quote from `ls -l` / `du -sh`
+    (lazyre.compile(r"(?i)\b(?:adapter_mod\w*\.(?:bin|safetensors)|pytorch_model\.bin|model\.safetensors|checkpoint)\b"
+                    r".{0,80}?\b\d{1,4} ?bytes?\b|\b\d{1,4} ?bytes? (?:file|adapter|checkpoint)\b"), "checkpoint-corrupt",
+     "a saved weights file of only a few hundred bytes"),
+    (lazyre.compile(r"(?i)\b(?:checkpoints?|global_step\w*|saved? (?:model|folder|files?))\b.{0,80}?"
+                    r"\b(?:over |more than |about |nearly )?\d+(?:\.\d+)? ?(?:GB|TB|G)\b"), "checkpoint-bloat",
+     "checkpoints that take tens of GB"),
 )
 _START = lazyre.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
                     r"开始|第一步|启动")
@@ -54,6 +62,9 @@ _PASTE_NEXT = {
     "hang-mid-training": "the log's last 200 lines and `py-spy dump --pid PID` of each process while it is stuck",
     "output-degenerate": "two or three completions as the log prints them, with the sampling settings",
     "slow-training": "the step timings (the bar's s/it or the metric rows' step time) and the launch command",
+    "checkpoint-corrupt": "`ls -l` of the checkpoint folder and the lines of the script that save the model",
+    "checkpoint-bloat": "`du -sh` of one checkpoint folder's entries and the save settings (save_steps, save_only_model, "
+                        "save_total_limit)",
 }
 
 
