@@ -109,6 +109,15 @@ DEVLOGS11 = ROOT / "fixtures" / "devlogs11"
 KNOWN_MISSES_11: dict[str, str] = {}
 
 
+# fixtures/devlogs12: the twelfth development set (30 real logs of 2026-11-29, README there): dataset and template errors,
+# metric-only failures, degenerate outputs, checkpoint problems, DeepSpeed config errors
+DEVLOGS12 = ROOT / "fixtures" / "devlogs12"
+KNOWN_MISSES_12: dict[str, str] = {
+    "1408": "torch.cat of an empty list inside get_rope_index, the raising source line printed without its frame",
+    "1409": "two train rows and an eval row: too few to say a reward function is always 0",
+}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -116,7 +125,8 @@ def _cases(root: Path = DEVLOGS) -> list[Path]:
 # the later sets: (folder, known misses by case number, number of cases)
 LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (DEVLOGS5, KNOWN_MISSES_5, 30),
               (DEVLOGS6, KNOWN_MISSES_6, 30), (DEVLOGS7, KNOWN_MISSES_7, 30), (DEVLOGS8, KNOWN_MISSES_8, 30),
-              (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30))
+              (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30),
+              (DEVLOGS12, KNOWN_MISSES_12, 30))
 
 
 def _params():
