@@ -188,9 +188,10 @@ def _cmd_marks(t: str) -> list[str]:
     found = []
     low = None
     for name, words, blind, rx in _CMD:
-        if blind and low is None:
-            low = t.lower()
-        if any(w in (low if blind else t) for w in words) and rx.search(t):
+        seen = t
+        if blind:
+            low = seen = t.lower() if low is None else low
+        if any(w in seen for w in words) and rx.search(t):
             found.append(name)
     return found
 
