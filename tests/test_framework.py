@@ -235,3 +235,25 @@ def test_a_warning_printed_from_trls_trainer_code_names_trl():
     line = ("/home/u/envs/x/lib/python3.10/site-packages/trl/trainer/ppo_trainer.py:1194: UserWarning: KL divergence is "
             "starting to become negative: -5.27")
     assert detect([], [line], {})[0] == "trl"
+
+
+def test_text_marks_words_test_changes_no_answer():
+    """framework._CMD's words are tested before each pattern: over every line of the fixtures and lines made to slip past
+    a words test (case-blind letters, the words cut), the frameworks a line names are those of the patterns alone."""
+    from pathlib import Path
+
+    from doctor.swift import framework as fw
+
+    def plain(t: str) -> list[str]:
+        return [name for name, _, _, rx in fw._CMD if rx.search(t)]
+
+    lines = ["LLaMA-Factory/src/train.py", "LLAMAFACTORY-CLI train x.yaml", "python src/TRAIN_BASH.PY --stage sft",
+             "ACCELERATE LAUNCH run_GRPO.py", "accelerate  launch x.py --grpo", "from  trl.trainer import GRPOConfig",
+             "GRPOTrainer._get_per_token_logps() got an unexpected keyword argument 'x'", "rl-swarm/ hivemind_exp",
+             "genrl_swarm", "(TaskRunner pid=12)", "step:1 - critic/score/mean:0.5", "x --vllm_num_engines 2",
+             "\u0130mport llmtuner", "\u017frc/train_ba\u017fh.py", "\u212aelvin llama", "accelerate launch grpo"]
+    for path in sorted(Path(__file__).parent.parent.joinpath("fixtures").rglob("*")):
+        if path.is_file() and path.suffix in (".log", ".txt", ".sh", ".yaml", ".md") and path.stat().st_size < 2_000_000:
+            lines += path.read_text("utf-8", "replace").splitlines()
+    for t in lines:
+        assert fw._cmd_marks(t) == plain(t), t

@@ -12,7 +12,8 @@ from doctor.engine import Session
 from doctor.registry import load_catalog
 from doctor.signals import Frame
 from doctor.sources.argv import split_shell
-from doctor.sources.swiftconfig import RunConfig, split_launches, yaml_args
+from doctor.sources.command_text import split_launches, yaml_args
+from doctor.sources.swiftconfig import RunConfig
 
 SP = "/opt/conda/lib/python3.10/site-packages"
 

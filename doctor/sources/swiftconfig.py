@@ -1,6 +1,6 @@
 """The run's configuration, collected from whatever the inputs reveal.
 
-Sources, weakest first: ``command.txt`` (a launcher script as the user wrote it), the ``run sh:``
+Sources, weakest first: ``command.txt`` (a launcher script as the user wrote it, read by sources/command_text.py), the ``run sh:``
 launcher line, the ``[INFO:swift] args: RLHFArguments(`` dump, ``args.json``. A later, stronger
 source overrides a weaker one; flags given on the command line are also kept apart (``cli``) because
 "what was asked" and "what ran" differ exactly in the failures we look for (``load_args``).
@@ -24,7 +24,8 @@ from ..swift.version import major_minor
 from ..values import as_int
 from . import launchers, reprs
 from .argv import ENV_NAMES as _ENV_NAMES
-from .argv import parse_argv, parse_value, split_shell
+from .argv import parse_value
+from .command_text import Launch, read_command
 from .runs import RunSplit
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
@@ -37,7 +38,6 @@ _TRL_VERSION = lazyre.compile(r"\btrl(?:==|-)(\d+\.\d+(?:\.\d+)?)")
 _TRANSFORMERS_VERSION = lazyre.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+)?)")
 _DUMP_START = lazyre.compile(r"args: (RLHFArguments|SftArguments|TrainArguments|RLHFArguments)\($")
 _DUMP_KV = lazyre.compile(r"^(\w+)=(.*?),?$")
-_SWIFT_CMD = lazyre.compile(r"(?:^|\s)(?:swift\s+(rlhf|sft|pt|rollout|export|infer|deploy)|\S*swift/cli/(rlhf|sft|pt|rollout|export|infer|deploy)\.py)\b")
 # traceback / log path fingerprints (swift-notes §7)
 _V3_PATHS = ("swift/llm/", "swift/trainers/rlhf_trainer/", "swift/trainers/rlhf_arguments.py", "swift/plugin/")
 _V4_PATHS = ("swift/arguments/", "swift/pipelines/", "swift/rlhf_trainers/", "swift/rewards/")
@@ -103,47 +103,29 @@ class RunConfig:
         """A launcher script or a command line: env assignments, torchrun args and swift flags."""
         if len(self.command_texts) < 4:
             self.command_texts.append(text[:200_000])
-        for m in _ENV.finditer(text):
-            self.env.setdefault(m.group(1), m.group(2).strip("'\""))
-        for launch in split_launches(text):
+        read = read_command(text)
+        for k, v in read.env:
+            self.env.setdefault(k, v)
+        for launch in read.launches:
             if launch not in self.launches:
                 self.launches.append(launch)
-        yaml = yaml_args(text)
-        for k, v in yaml.items():  # a pasted YAML config (trl recipes, swift config files)
+        for k, v in read.yaml.items():  # a pasted YAML config (trl recipes, swift config files)
             if k not in self.args:
                 self.cli.setdefault(k, v)
                 self.set_arg(k, v, source)
-        if "stage" in yaml and "finetuning_type" in yaml:
+        if "stage" in read.yaml and "finetuning_type" in read.yaml:
             # LLaMA-Factory's own arguments (src/llamafactory/hparams/finetuning_args.py FinetuningArguments: stage,
             # finetuning_type), the keys of every config under its examples/
             self.implied.setdefault("llamafactory", "LLaMA-Factory config")
-        m = _SWIFT_CMD.search(text)
-        if not m:
-            read = launchers.read_launch(text)
-            if read is not None and launchers.is_training(read):
-                self._add_launch(read, source)
-                return
-            # a bare argument list ("--rlhf_type grpo --model ...") as some people paste it
-            if "--" not in text:
-                return
-            tokens = split_shell(text)
-            flags = parse_argv(tokens)
-            if not any(k in flags for k in ("rlhf_type", "model", "num_generations", "reward_funcs", "external_plugins")):
-                return
-        else:
-            self.command = self.command or m.group(1) or m.group(2)
-            before = split_shell(text[:m.start()])
-            tr = parse_argv([t for t in before if t.startswith("--") or not t.startswith("-")])
-            for k in ("nproc_per_node", "nnodes", "node_rank", "master_port"):
-                if k in tr:
-                    self.torchrun[k] = tr[k]
-            tokens = split_shell(text[m.end():])
-            flags = parse_argv(tokens)
-        for k, v in flags.items():
+        if read.launch is not None:
+            self._add_launch(read.launch, source)
+            return
+        if read.command is not None:
+            self.command = self.command or read.command
+            self.torchrun.update(read.torchrun)
+        for k, v in (read.flags or {}).items():
             self.cli.setdefault(k, v)
             self.set_arg(k, v, source)
-        if "train_type" in flags and "tuner_type" not in flags:
-            pass  # the flag name itself is evidence for argument rules; no version hint
 
     def _add_launch(self, read: launchers.LaunchRead, source: str) -> None:
         """A launch of another framework: its layout (the launcher's own options: a world size is never read from
@@ -362,64 +344,6 @@ class RunConfig:
             "env": dict(sorted(self.env.items())),
             "world_size": self.world_size(),
         }
-
-
-@dataclass
-class Launch:
-    """One program started by a launcher script: ``swift rlhf``, ``swift rollout``, ``trl vllm-serve``..."""
-
-    command: str
-    env: dict[str, str] = field(default_factory=dict)
-    flags: dict[str, Any] = field(default_factory=dict)
-
-
-_LAUNCH = lazyre.compile(r"(?:^|(?<=[\s;]))(?:swift\s+(rlhf|sft|pt|rollout|deploy|infer)\b|trl\s+(vllm-serve)\b|"
-                     r"vllm\s+(serve)\b|\S*swift/cli/(rlhf|sft|pt|rollout|deploy|infer)\.py\b|(accelerate)\s+launch\b)")
-_ENV_LINE = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)[\s;]*)+\\?\s*")
-_ENV_ANY = lazyre.compile(r"(?:^|[\s;])(?:export\s+)?([A-Z][A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
-_YAML_KV = lazyre.compile(r"^([a-z][a-z0-9_]*)\s*:\s+(\S.*?)\s*$")
-
-
-def split_launches(text: str) -> list[Launch]:
-    """Each launch in a script with its own env block (the lines of ``VAR=value`` right above it, or inline)
-    and its own flags (up to the next launch's env block)."""
-    if len(text) > 1_000_000:
-        return []
-    found = list(_LAUNCH.finditer(text))
-    starts = []
-    for m in found:
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        start = line_start
-        while start > 0:
-            prev_start = text.rfind("\n", 0, start - 1) + 1
-            if not _ENV_LINE.fullmatch(text[prev_start:start - 1]):
-                break
-            start = prev_start
-        starts.append(start)
-    out = []
-    for i, m in enumerate(found):
-        end = starts[i + 1] if i + 1 < len(found) else len(text)
-        env = {e.group(1): e.group(2).strip("'\"") for e in _ENV_ANY.finditer(text[starts[i]:m.start()])}
-        flags = parse_argv(split_shell(text[m.end():max(end, m.end())]))
-        out.append(Launch(next(g for g in m.groups() if g), env, flags))
-    return out
-
-
-def yaml_args(text: str) -> dict[str, Any]:
-    """Top-level ``key: value`` lines of a pasted YAML config (two or more), comments dropped; an indented line is a
-    nested mapping's (``gradient_checkpointing_kwargs:`` / ``  use_reentrant: false``), not a setting of the run."""
-    out: dict[str, Any] = {}
-    for line in text.splitlines()[:2000]:
-        if line[:1].isspace():
-            continue
-        m = _YAML_KV.match(line.strip())
-        if not m:
-            continue
-        val = re.sub(r"\s+#.*$", "", m.group(2)).strip()
-        if not val or val.startswith(("//", "|", ">", "&", "*")):
-            continue
-        out[m.group(1)] = parse_value(val.strip("'\"") if val[:1] in "'\"" else val)
-    return out if len(out) >= 2 else {}
 
 
 _SUMMARY_KEYS = frozenset({

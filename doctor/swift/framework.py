@@ -47,34 +47,38 @@ _UNSLOTH_VER = lazyre.compile(r"Unsloth:?\s+(20\d\d\.\d+\.\d+)")
 # (unsloth/models/rl.py: _unsloth_get_batch_samples, UnslothGRPOTrainer)
 _UNSLOTH_TEXT = lazyre.compile(r"(?:^|[\s>|])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
                            r"\b_unsloth_\w+|\bUnsloth\w*Trainer\b")
+# (framework, words of which every match holds one, whether in the line lowered, pattern): a pattern that starts with no
+# literal is tried at every place of a line (~40 us a 400-character line), the words' test first costs ~1/50 of that.
+# The words of a case-blind (re.I) pattern are tested in the line lowered and hold no "i" nor "s": re.I also matches
+# them with "\u0131" and "\u017f", which lower() keeps (checked over every code point: no other letter differs)
 _CMD = (
-    ("ms-swift", lazyre.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
-    ("verl", lazyre.compile(r"\bverl\.trainer\.main_\w+")),
-    ("openrlhf", lazyre.compile(r"\bopenrlhf\.cli\.")),
+    ("ms-swift", ("swift",), False, lazyre.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
+    ("verl", ("verl.trainer.main_",), False, lazyre.compile(r"\bverl\.trainer\.main_\w+")),
+    ("openrlhf", ("openrlhf.cli.",), False, lazyre.compile(r"\bopenrlhf\.cli\.")),
     # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
     # recipes' entry points (`python3 -m recipe.dapo.main_dapo`)
-    ("verl", lazyre.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
+    ("verl", ("actor_rollout_ref.", "recipe."), False, lazyre.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
                         r"-m\s+recipe\.\w+\.main_\w+")),
     # OpenRLHF's own flags (openrlhf/cli/train_ppo_ray.py: --vllm_num_engines, --actor_num_gpus_per_node)
-    ("openrlhf", lazyre.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
+    ("openrlhf", ("--",), False, lazyre.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
     # OpenRLHF's Ray actors in Ray's line prefix (openrlhf/trainer/ray/: launcher.py, ppo_actor.py, ppo_critic.py,
     # vllm_engine.py): ActorModelRayActor, ReferenceModelRayActor, RewardModelRayActor, CriticModelRayActor and
     # LLMRayActor from 0.1 to 0.8.2; PolicyModelActor, ReferenceModelActor, RewardModelActor and CriticModelActor since
     # then, LLMRayActor renamed RolloutRayActor in 0.10.2 (checked at the tags 0.1.0-0.11.0)
-    ("openrlhf", lazyre.compile(r"\((?:ActorModelRayActor|ReferenceModelRayActor|CriticModelRayActor|RewardModelRayActor|"
+    ("openrlhf", (" pid=",), False, lazyre.compile(r"\((?:ActorModelRayActor|ReferenceModelRayActor|CriticModelRayActor|RewardModelRayActor|"
                             r"PolicyModelActor|ReferenceModelActor|CriticModelActor|RewardModelActor|LLMRayActor|"
                             r"RolloutRayActor) pid=\d+")),
     # verl's Ray actors and its console rows (verl/trainer/main_ppo.py TaskRunner / main_task, single_controller's
     # WorkerDict; utils/tracking.py rows "step:N - ... critic/score/mean:...")
-    ("verl", lazyre.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
+    ("verl", (" pid=", "critic/score/mean:"), False, lazyre.compile(r"\((?:main_task|TaskRunner|WorkerDict) pid=\d+|\bcritic/score/mean:")),
     # verl's metric keys (verl/trainer/ppo/metric_utils.py compute_timing_metrics "timing_s/{name}" over its stages;
     # workers/actor/dp_actor.py "actor/pg_loss", "actor/pg_clipfrac"), also in its forks (EasyR1, TinyZero)
-    ("verl", lazyre.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
+    ("verl", ("timing_s/", "actor/"), False, lazyre.compile(r"\btiming_s/(?:gen|adv|ref|old_log_prob|update_actor|update_critic|reward|values|testing|step)\b|"
                         r"\bactor/(?:pg_loss|pg_clipfrac|ppo_kl|entropy_loss)\b")),
     # its package, and its name before 0.6 (llmtuner: "llmtuner.extras.callbacks - {'loss': ...}" log lines)
     # and a script of its checkout in a launcher's argv ("../LLaMA-Factory/src/train_bash.py": its entry point before
     # 0.6 was src/train_bash.py, later src/train.py)
-    ("llamafactory", lazyre.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
+    ("llamafactory", ("llama", "llmtuner", "h.py"), True, lazyre.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
                                 r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b|"
                                 r"\bLLaMA[-_]Factory/(?:src/)?\w+\.py\b|\bsrc/train_bash\.py\b|"
                                 # its Python API imported by name, and its launch script before 0.6 by name (the
@@ -82,12 +86,12 @@ _CMD = (
                                 r"\b(?:from|import)\s+(?:llmtuner|llamafactory)\b|\btrain_bash\.py\b", re.I)),
     # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
     # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
-    ("ms-swift", lazyre.compile(r"\bremaining_argv: \[")),
+    ("ms-swift", ("remaining_argv: [",), False, lazyre.compile(r"\bremaining_argv: \[")),
     # its GRPO trainer's reward lookup (trainers/rlhf_trainer/grpo_trainer.py 3.1-3.6: "reward_function {name} is not
     # implemented in swift.llm.plugin")
-    ("ms-swift", lazyre.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
-    ("trl", lazyre.compile(r"^TRL CLI: error:")),
-    ("axolotl", lazyre.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
+    ("ms-swift", ("is not implemented in swift.",), False, lazyre.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
+    ("trl", ("TRL CLI: error:",), False, lazyre.compile(r"^TRL CLI: error:")),
+    ("axolotl", ("axolotl.",), False, lazyre.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
     # trl's GRPOTrainer where the name stands for trl's: imported from trl, by its module path (a logger's name, an
     # object's repr "<trl.trainer.grpo_trainer.GRPOTrainer object at ...>"), or a method of it in the words CPython's
     # argument errors use ("GRPOTrainer._get_per_token_logps() got an unexpected keyword argument", "... takes 3
@@ -96,18 +100,18 @@ _CMD = (
     # shows in the frames
     # An import from trl in a notebook cell's or script's source line is trl running; trl's other trainers' and
     # configs' methods in CPython's argument-error wording too (trl/trainer/: SFTTrainer, DPOTrainer, KTOTrainer...)
-    ("trl", lazyre.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
+    ("trl", ("trl", "GRPOConfig", "Trainer.", "Config."), False, lazyre.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
                        r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b|"
                        r"\btrl\.(?:trainer\.(?:grpo_trainer\.)?)?GRPOTrainer\b|\btrl\.trainer\.grpo_trainer\b|"
                        r"\b(?:GRPO|SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO)(?:Trainer|Config)\.\w+\(\) "
                        r"(?:got an unexpected|takes \d|missing \d)")),
     # ms-swift launches with torchrun/swift; a GRPO script under `accelerate launch` runs trl's trainer
-    ("trl", lazyre.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
+    ("trl", ("accelerate",), True, lazyre.compile(r"\baccelerate\s+launch\b.*grpo", re.I)),
     # a warning CPython's warnings module prints from trl's trainer code ("<path>/trl/trainer/ppo_trainer.py:1194:
     # UserWarning: ..."): trl's trainer running
-    ("trl", lazyre.compile(r"[/\\]trl[/\\]trainer[/\\]\w+\.py:\d+: \w*Warning\b")),
+    ("trl", ("trl",), False, lazyre.compile(r"[/\\]trl[/\\]trainer[/\\]\w+\.py:\d+: \w*Warning\b")),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
-    ("trl", lazyre.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
+    ("trl", ("hivemind_exp", "swarm"), False, lazyre.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
 _WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl")
 # the log's own format: a GRPO metric row (its reward keys) printed by transformers' Trainer.log without the keys that
@@ -175,10 +179,21 @@ def _text_marks(t: str) -> tuple[frozenset[str], bool]:
         found.add("ms-swift")
     if ("nsloth" in t) and _UNSLOTH_TEXT.search(t):
         found.add("unsloth")
-    for name, rx in _CMD:
-        if rx.search(t):
-            found.add(name)
+    found.update(_cmd_marks(t))
     return frozenset(found), any(s in t for s in _OPEN_R1)
+
+
+def _cmd_marks(t: str) -> list[str]:
+    """The frameworks of the _CMD patterns that one text matches (each tested after its words)."""
+    found = []
+    low = None
+    for name, words, blind, rx in _CMD:
+        seen = t
+        if blind:
+            low = seen = t.lower() if low is None else low
+        if any(w in seen for w in words) and rx.search(t):
+            found.append(name)
+    return found
 
 
 def from_text(texts: Iterable[str]) -> tuple[str | None, bool]:
