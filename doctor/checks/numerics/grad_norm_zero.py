@@ -124,6 +124,16 @@ class GradNormZero(SeriesRule):
                + (f"-{fmt(hi)}" if hi != lo else "") + ": the trainer logs the norm of the trainable parameters' "
                "gradients, and it is 0 when no trainable parameter received a gradient. The loss is computed, but "
                "nothing it depends on is being trained.")
+        lr = s.col("learning_rate")
+        lr_zero = all(lr[i] is not None and lr[i] == 0 for i in rows)
+        if lr_zero:
+            msg = msg.replace(" The loss is computed, but nothing it depends on is being trained.", "")
+            # DeepSpeedEngine._take_model_step steps the lr scheduler only when the step was not skipped for an
+            # overflow, and torch's GradScaler skips optimizer.step() on inf/NaN gradients: a warmup from 0 then stays 0
+            msg += (" learning_rate was 0 in every one of these rows as well: the scheduler never advanced, so no "
+                    "optimizer step was taken. Both together are what a step skipped every time gives (the fp16 loss "
+                    "scaler or DeepSpeed skips the step, and the scheduler with it, when the gradients overflow), or "
+                    "a learning rate set to 0.")
         if few:
             msg += few_rows_caveat(len(rows))
         fix = ["Count the trainable parameters before training (`model.print_trainable_parameters()` for a PEFT "
@@ -134,6 +144,10 @@ class GradNormZero(SeriesRule):
                "gradient checkpointing off for a test step.",
                "Run one step by hand: loss.backward(), then list the parameters whose .grad is not None; the first "
                "layer missing from that list is where the graph is cut (a detach, torch.no_grad, a frozen embedding)."]
+        if lr_zero:
+            fix.insert(0, "Look for skipped steps: DeepSpeed's 'OVERFLOW! Skipping step' lines or a loss scale that keeps "
+                          "falling (fp16); train in bf16 where the GPU has it, and check the configured learning rate "
+                          "and warmup (a warmup from 0 only rises once steps are taken).")
         if ctx.run.args.get("deepspeed") or any("deepspeed" in t.lower() for t in ctx.run.command_texts):
             fix.append("This run uses DeepSpeed, where a logged grad_norm of 0 can be the report, not the training: "
                        "DeepSpeed 0.14.3 logged 0 (deepspeedai/DeepSpeed#5692), and a norm read after DeepSpeed's step "
