@@ -490,3 +490,14 @@ def test_a_raise_pasted_alone_is_read_as_its_exception():
     text = tb([("/home/u/train.py", 10, "main", 'ValueError("bad value for the learning rate here")')],
               "RuntimeError: CUDA error: an illegal memory access was encountered")
     assert "illegal memory access" in run(text)[0].message
+
+
+def test_unsloths_compile_cache_that_fails_to_import_is_the_cache():
+    # unsloth_zoo compiler.py create_new_function (devlogs11 1303): not a clash between two packages' versions
+    text = tb([(f"{SP}/unsloth_zoo/compiler.py", 246, "create_new_function",
+                'raise ImportError(f"Unsloth: Cannot import {location}")')],
+              "ImportError: Unsloth: Cannot import unsloth_compiled_module_qwen2_vl")
+    f = run(text)[0]
+    assert f.category == "import-or-dependency-error"
+    assert any("Delete the unsloth_compiled_cache folder" in x for x in f.fix)
+    assert not any("Upgrade or pin the two packages" in x for x in f.fix)
