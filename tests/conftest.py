@@ -6,6 +6,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "logs"
 # verbatim copies of the shared real-swift captures that unit tests cut at fixed lines (see its README)
@@ -96,3 +98,24 @@ def line_and_scan(data: bytes, tmp_path, **opts):
     with open(p, "rb") as f:
         stats = scan.scan_file(b, "log.txt", f, cb, **opts)
     return a, b, ca, cb, stats
+
+
+def known_thread(thread: str, typ: str | None, message: str, resolution: str = "", category: str = "other",
+                 versions: str = "", confidence: str = "unresolved", title: str = "t") -> dict:
+    """One thread of the known-issues index, as tools/known_issues writes it."""
+    return {"thread": thread, "title": title, "state": "closed", "category": category, "versions": versions,
+            "signatures": [{"type": typ, "message": message}], "resolution": resolution, "confidence": confidence}
+
+
+@pytest.fixture
+def index_of(monkeypatch):
+    """Use these threads as the whole known-issues index for the test."""
+    from doctor import known
+    from doctor.known import index as kindex
+
+    def use(*threads: dict) -> None:
+        monkeypatch.setattr(kindex, "_index", kindex.Index({"meta": {}, "threads": list(threads)}))
+        known._lookup.cache_clear()
+    yield use
+    known._lookup.cache_clear()
+

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import known_thread as _thread
 
 from doctor import known
 from doctor.analyze import analyze
@@ -37,21 +38,6 @@ def _case(n: str) -> Path:
 
 def _all_text(report: Report) -> str:
     return text.render(report, width=400) + markdown.render(report) + jsonr.render(report)
-
-
-def _thread(thread: str, typ: str | None, message: str, resolution: str = "", category: str = "other",
-            versions: str = "", confidence: str = "unresolved", title: str = "t") -> dict:
-    return {"thread": thread, "title": title, "state": "closed", "category": category, "versions": versions,
-            "signatures": [{"type": typ, "message": message}], "resolution": resolution, "confidence": confidence}
-
-
-@pytest.fixture
-def index_of(monkeypatch):
-    def use(*threads: dict) -> None:
-        monkeypatch.setattr(kindex, "_index", kindex.Index({"meta": {}, "threads": list(threads)}))
-        known._lookup.cache_clear()
-    yield use
-    known._lookup.cache_clear()
 
 
 def _finding(*ev: str, category: str = "other", raised_by: tuple[RaisedBy, ...] = (), message: str = "m") -> Finding:

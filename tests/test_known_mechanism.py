@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
+from conftest import known_thread
 
 from doctor import known
 from doctor.analyze import analyze
-from doctor.known import index as kindex
 from doctor.known import mechanism as mech
 from doctor.model import Evidence, Finding, RaisedBy, Report, Severity
 from doctor.render import html, jsonr, markdown, text
@@ -24,21 +25,8 @@ BATCH = ("The global train batch size (1 x 1) must be evenly divisible by the nu
 # vLLM's SamplingParams check (vllm sampling_params.py SamplingParams._verify_args)
 MAX_TOKENS = "max_tokens must be at least 1, got -239."
 RESOLUTION = "Raise per_device_train_batch_size so that the global batch is a multiple of num_generations."
-
-
-def _thread(thread: str, typ: str | None, message: str, resolution: str = RESOLUTION, category: str = "batch-divisibility",
-            versions: str = "trl 0.16", confidence: str = "maintainer", title: str = "t") -> dict:
-    return {"thread": thread, "title": title, "state": "closed", "category": category, "versions": versions,
-            "signatures": [{"type": typ, "message": message}], "resolution": resolution, "confidence": confidence}
-
-
-@pytest.fixture
-def index_of(monkeypatch):
-    def use(*threads: dict) -> None:
-        monkeypatch.setattr(kindex, "_index", kindex.Index({"meta": {}, "threads": list(threads)}))
-        known._lookup.cache_clear()
-    yield use
-    known._lookup.cache_clear()
+_thread = partial(known_thread, resolution=RESOLUTION, category="batch-divisibility", versions="trl 0.16",
+                  confidence="maintainer")
 
 
 def _finding(ev: str, category: str = "batch-divisibility", raised_by: tuple[RaisedBy, ...] = (),
