@@ -93,6 +93,9 @@ class DeviceMismatch(PatternRule):
             msg += f" {op.group(0)}"
         msg += "."
         fix: list[str] = []
+        # a run that shows neither ms-swift / trl nor vLLM (an inference script, a plain Trainer job) gets no advice
+        # about placing a GRPO rollout engine
+        vllm_seen = ctx.framework()[0] == "vllm"
         vdev = ctx.run.args.get("vllm_device")
         vdev = vdev if isinstance(vdev, str) and vdev != "auto" else None
         mm = ctx.run.swift_major_minor
@@ -119,7 +122,7 @@ class DeviceMismatch(PatternRule):
                 fix.append(f"vllm_device was deprecated in trl 0.16 and removed in 0.18: with a newer trl run "
                            f"`CUDA_VISIBLE_DEVICES={idx} trl vllm-serve --model <model>` and train on the other GPUs "
                            f"with use_vllm: true and vllm_mode: server.")
-        elif f.framework == "swift" and (vdev or f.use_vllm or f.use_vllm is None):
+        elif f.framework == "swift" and (vdev or f.use_vllm or (f.use_vllm is None and (f.known or vllm_seen))):
             maybe = "" if (vdev or f.use_vllm) else "If this run generates with vLLM (use_vllm is not in the log), "
             if mm is not None and mm >= (3, 6):
                 if vdev:
@@ -153,17 +156,24 @@ class DeviceMismatch(PatternRule):
             else:
                 fix.append("Use flash-attention instead of xformers (attn_implementation='flash_attention_2' for the "
                            "model, VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM).")
-        elif f.use_vllm is not False and str(ctx.run.args.get("attn_impl") or "") not in ("flash_attn", "flash_attention_2"):
+        elif (f.use_vllm or (f.use_vllm is None and (f.known or vllm_seen))) and \
+                str(ctx.run.args.get("attn_impl") or "") not in ("flash_attn", "flash_attention_2"):
             fix.append("If the log shows the xformers attention backend, use flash-attn instead "
                        + ("(--attn_impl flash_attn; VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM)" if f.framework == "swift"
                           else "(VLLM_ATTENTION_BACKEND=FLASH_ATTN for vLLM)")
                        + ": reported to fix multi-GPU device mismatches in GRPO.")
+        plain = not (f.known or vllm_seen or vdev or f.use_vllm)
         if not fix:
-            fix = list(self.meta.fix)
+            fix = list(self.meta.fix) if not plain else [
+                "A model spread over several GPUs (device_map='auto') takes its inputs on the GPU of its first layer: "
+                "move the inputs there (`inputs.to(model.device)`), and create new tensors on the device of a tensor "
+                "they meet (`torch.zeros(..., device=x.device)`); a module or buffer moved by hand (or left on the "
+                "CPU) needs the same device as the rest."]
             if what:
                 fix.insert(0, f"The tensor `{what}` is on {a}; find which module created it there.")
         return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
-                          seq=h.seq)]
+                          seq=h.seq, verify=("the operation that failed runs without `Expected all tensors to be on "
+                                             "the same device`" if plain else None))]
 
 
 def device_in_vllm_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
