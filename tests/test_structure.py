@@ -50,7 +50,7 @@ def test_every_table_category_has_its_rule_and_every_entry_is_backed():
 def test_component_of_paths():
     assert package_of(f"{SP}/vllm/v1/engine/core.py") == "vllm"
     assert component("/home/u/ms-swift/swift/llm/base.py") == "ms-swift"
-    assert component("/home/u/open-r1/src/open_r1/grpo.py") == "your code"
+    assert component("/home/u/open-r1/src/open_r1/grpo.py") == "the script's code"
     frames = (Frame(f"{SP}/vllm/engine/llm_engine.py", 1, "step"), Frame("/usr/lib/python3.11/concurrent/futures/_base.py", 2, "result"))
     assert deepest_library(frames).path.endswith("llm_engine.py")  # plumbing (futures) skipped
 
@@ -182,11 +182,11 @@ def test_a_frame_line_cut_at_the_start_of_a_paste_is_nobodys_code_but_a_relative
            "    mean_grouped_rewards = rewards.view(-1, self.num_generations).mean(dim=1)\n"
            "RuntimeError: shape '[-1, 6]' is invalid for input of size 1\n")
     f = run(cut)[0]
-    assert "grpo_trainer.py (path cut)" in f.title and "your code" not in f.title
-    assert not any("your own code" in x for x in f.fix)
+    assert "grpo_trainer.py (path cut)" in f.title and "script's code" not in f.title
+    assert not any("outside the installed packages" in x for x in f.fix)
     own = run(tb([("train.py", 12, "<module>", "rewards.view(-1, 6)")],
                  "RuntimeError: shape '[-1, 6]' is invalid for input of size 1"))[0]
-    assert any("your own code (train.py:12" in x for x in own.fix), own.fix
+    assert any("the project's own code (train.py:12" in x for x in own.fix), own.fix
 
 
 def test_an_exception_under_the_dataloader_fetch_is_a_sample_problem():

@@ -84,7 +84,7 @@ def component(path: str) -> str:
     if pkg is None:
         if path.startswith(CUT):
             return f"{path[len(CUT):]} (path cut)"
-        return "your code"
+        return "the script's code"
     return PACKAGES.get(pkg, pkg)
 
 

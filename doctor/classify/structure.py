@@ -50,7 +50,7 @@ class Verdict:
     entry: Entry
     exc: ExceptionInfo | None     # None: a traceback cut before its exception line
     frames: tuple[Frame, ...]
-    component: str                # who raised it: "vLLM", "ms-swift", "your code"...
+    component: str                # who raised it: "vLLM", "ms-swift", "the script's code"...
     where: Frame | None           # the frame that decided (innermost library frame, else the raise site)
     runners_up: tuple[str, ...] = ()  # the categories of the later table entries that match too, in table order
 

@@ -304,7 +304,7 @@ class Structural(Rule):
         fix: list[str] = first + meta
         # a refused config or a broken install is fixed in the config or the environment, not at the user's call
         if user and v.entry.category not in ("deepspeed-config-error", "import-or-dependency-error"):
-            fix.append(f"The last frame in your own code is {rel(user[-1])}: start there.")
+            fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type

@@ -186,7 +186,7 @@ class Unrecognised(Rule):
                         f"IPython, is not in the paste).")
             fix[:0] = cut_fix + _phase_fix(phase, ctx.framework()[0])
             if user:
-                fix.append(f"The last frame in your own code is {describe_frame(user[-1])}.")
+                fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}.")
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
             if head is not None:
                 ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
@@ -221,9 +221,9 @@ class Unrecognised(Rule):
         fix = []
         user = user_frames(exc.frames)
         if user and user[-1] is not where:
-            fix.append(f"The last frame in your own code is {describe_frame(user[-1])}: start there.")
+            fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}: start there.")
         elif where is not None and not is_library(where.path):
-            fix.append(f"It was raised in your own code ({describe_frame(where)}): start there.")
+            fix.append(f"It was raised outside the installed packages, in the script's or the project's own code ({describe_frame(where)}): start there.")
         if ranks:
             fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; other ranks' errors after it are consequences.")
         fw = ctx.framework()[0]
@@ -276,7 +276,7 @@ class Unrecognised(Rule):
             fix[:0] = reading[1:]
         fix[len(fix):] = _phase_fix(phase, fw)
         # the caller's own frame (trainer.train()) and the ranks say nothing of the cause: not a reading
-        if not [x for x in fix if not x.startswith(("Raised on rank(s)", "The last frame in your own code"))]:
+        if not [x for x in fix if not x.startswith(("Raised on rank(s)", "The last frame outside the installed packages"))]:
             # the last resort: nothing in the log says more than the message itself
             who = issues_of(fw)
             fix.append(f"Search the {who} issues for the message: \"{exc.message[:120] or exc.type}\".")
