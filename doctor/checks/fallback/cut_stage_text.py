@@ -39,6 +39,21 @@ def _before(ctx: RunState, line: LogLine) -> list[LogLine]:
     return tail[:start] if start is not None else []
 
 
+# a logger's error record (logging's ERROR / CRITICAL level, glog's E-lines) or a program's own "Error: ..." line
+_ERROR_RECORD = lazyre.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|^(?:error|Error)(?: [^:]{0,60})?:\s*\S")
+
+
+def error_record_before(ctx: RunState, line: LogLine) -> LogLine | None:
+    """An error record among the last lines printed before the cut stack's header: a logger that caught the exception
+    logs what failed, then the traceback; with the stack's last line cut, that record names the failure."""
+    before = [ln for ln in _before(ctx, line) if plain(ln.text)]
+    for ln in reversed(before[-6:]):
+        text = plain(ln.text)
+        if _ERROR_RECORD.search(text) and len(text) > 12 and "Traceback" not in text:
+            return ln
+    return None
+
+
 def final_bar(before: list[LogLine]) -> LogLine | None:
     """The line right before the stack (blank lines and bare actor prefixes skipped) when it is a training bar at
     its total in its last epoch: `Train epoch [3/3]: 100%|...| 8/8`, ms-swift's `Train: 100%|...| 500/500`."""

@@ -13,6 +13,7 @@ from ...rules import Rule
 from ...signals import ExceptionInfo
 from ...swift.framework import issues_of
 from ...values import as_int
+from ..hang.endings import plain
 from ..memory._facts import zero_stage
 from .cut_wording import CutReading, read_cut
 from .exceptions import describe_frame, first_real, is_library, notebook_header, unexplained
@@ -153,6 +154,7 @@ class Unrecognised(Rule):
                                                           for e in f.evidence) for f in ctx.findings):
                 return []  # a rule before this one read the stack (its frames prove what the cut line was)
             last = frames[-1]
+            from .cut_stage_text import error_record_before
             from .cut_stage_text import read as read_stage
             staged = read_stage(ctx, line, frames)
             msg = (f"{staged.title}: the log" if staged else "The log") + (
@@ -188,6 +190,13 @@ class Unrecognised(Rule):
             if user:
                 fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}.")
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
+            record = error_record_before(ctx, line) if head is None else None
+            if record is not None:
+                msg += (f" The log's error record just before the traceback names what failed: "
+                        f"`{plain(record.text).strip()[:200]}`.")
+                fix.insert(0, "Start from the error record before the traceback: it is the failure the cut stack "
+                              "ends in (its own exception line is not in the paste).")
+                ev.insert(0, Evidence(record.where.path, record.where.line, record.raw))
             if head is not None:
                 ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
             if staged and staged.bar is not None:
