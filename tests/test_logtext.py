@@ -147,3 +147,13 @@ def test_an_exception_inside_a_sentence_becomes_a_line_of_its_own():
     # an exception line's own message, and a frame, are left whole whatever they quote
     assert split_segments('ValueError: 数据集错误 "KeyError: x"') == ['ValueError: 数据集错误 "KeyError: x"']
     assert split_segments('[rank0]: RuntimeError: 出错了') == ['[rank0]: RuntimeError: 出错了']
+
+
+def test_a_quoted_exception_line_and_a_typeless_message_after_a_chinese_colon():
+    # dev13 1514 (the exception line pasted in double quotes), 1504 (torch's typeless wording after "报错：")
+    line = '"ValueError: The model\'s max seq len (131072) is larger than the KV cache (39024). Try `x`."'
+    assert split_segments(line) == [line[1:-1]]
+    assert split_segments("执行的时候，报错：Expected all tensors to be on the same device, but found at least two devices") \
+        == ["执行的时候，报错：", "Expected all tensors to be on the same device, but found at least two devices"]
+    # a Chinese sentence with a colon and no such message stays whole
+    assert split_segments("训练的时候报错：显存不够") == ["训练的时候报错：显存不够"]

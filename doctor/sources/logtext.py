@@ -15,7 +15,7 @@ from typing import BinaryIO
 from .. import lazyre
 from ..signals import LogLine, Where
 from .paste import DictJoiner, needs_unwrap, unbold, unwrap
-from .traceback import EXC_TYPE, NB_TB_WORD
+from .traceback import EXC_TYPE, NB_TB_WORD, bare_message
 
 CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
@@ -236,9 +236,18 @@ _STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\
 
 def _prose_exception(part: str) -> list[str] | None:
     """The pieces of a sentence that names an exception inside it, the exception a piece of its own; None otherwise."""
+    inner = part.strip()
+    if len(inner) > 2 and inner[0] == inner[-1] and inner[0] in "\"'`" and _STARTS_EXC.match(inner[1:-1]):
+        return [inner[1:-1]]   # the whole line is one quoted exception line
     if _STARTS_EXC.match(part) or ", line " in part:
         return None   # an exception line or a frame: its message may quote anything
     m = None if part.isascii() else _PROSE_GLUED.search(part)
+    if m is None and not part.isascii():
+        # a message torch prints without a type (BARE_WORDS), after a sentence's colon ("报错：Expected all tensors")
+        for colon in ("\uff1a", ": "):
+            head, sep, rest = part.partition(colon)
+            if sep and rest.strip() and not head.isascii() and bare_message(rest.strip()):
+                return [head + sep, rest.strip()]
     if m is not None:
         start, end, exc = m.start(1), m.end(1), m.group(1)
     else:
@@ -287,7 +296,8 @@ def split_segments(text: str) -> list[str]:
             if g is not None and g.group("code").strip():
                 out.append(g.group("code"))
                 part = g.group("exc")
-        if ("Error: " in part or "Exception: " in part) and (prose := _prose_exception(part)) is not None:
+        if ("Error: " in part or "Exception: " in part or "\uff1a" in part) and \
+                (prose := _prose_exception(part)) is not None:
             out.extend(prose[:-1])
             part = prose[-1]
         if part.strip() or not out:

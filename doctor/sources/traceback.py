@@ -309,3 +309,9 @@ def _bare(text: str) -> tuple[str, str] | None:
             if rx.match(text):
                 return etype, text
     return None
+
+
+def bare_message(text: str) -> bool:
+    """Whether ``text`` opens with a message torch prints without its exception type (BARE_WORDS' wordings)."""
+    return _bare(text) is not None
+

@@ -28,7 +28,9 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "the process was killed"),
     (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
      "an NCCL collective timed out"),
-    (lazyre.compile(r"(?i)\b(?:loss|grad_norm|kl|logits?)\b.{0,30}\b(?:nan|inf)\b|\bnan\b.{0,30}\bloss\b"),
+    # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
+    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?)(?![a-z0-9]).{0,30}(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|"
+                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
     (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0"),
      "grad-norm-zero", "the gradient norm stays 0"),
