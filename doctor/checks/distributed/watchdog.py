@@ -276,6 +276,7 @@ class NcclWatchdog(Rule):
         heart = main.kind == "heartbeat"   # the watchdog thread stuck: no collective was shown to time out
         return [self.make(message=" ".join(parts), fix=fix, evidence=ev, count=len(items), ranks=tuple(ranks),
                           seq=items[0].line.seq,
-                          title="NCCL watchdog thread stuck (heartbeat monitor)" if heart else None,
+                          title=("NCCL watchdog thread stuck (heartbeat monitor)" if heart else
+                                 "gloo collective timed out" if main.kind == "gloo" else None),
                           verify=("the run passes the step where it stopped, with no `watchdog got stuck` or "
                                   "`Heartbeat monitor timed out` line" if heart else None))]
