@@ -62,6 +62,8 @@ EXPECTED: dict[str, str] = {
 GAPS: dict[tuple[str, str], str] = {
     # SIGINT's default handler raises it from the interpreter (Modules/signalmodule.c), not from a library's raise
     ("real-swift-ctrl-c-twice-during-import", "KeyboardInterrupt"): "raised by CPython's SIGINT handler, no raise site",
+    # gloo's C++ transport (third_party/gloo/gloo/transport/tcp/unbound_buffer.cc waitSend/waitRecv), vendored in torch
+    ("real-trl-gloo-timeout-ddp2", "RuntimeError"): "gloo raises from C++ (unbound_buffer.cc): no Python raise site",
     # verl's reward dispatch (verl/utils/reward_score/__init__.py default_compute_score), quoted in the user's prose
     ("real-thread-verl-reward-not-implemented-data-source", "NotImplementedError"): "verl is not an indexed package",
     # torch's CPU allocator raises from C++ (c10/core/impl/alloc_cpu.cpp): only torch.distributed's Python is indexed
