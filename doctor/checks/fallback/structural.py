@@ -24,13 +24,6 @@ _EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w
                        r"recent call last\))\**\s*$")
 
 
-# the same quoted in a sentence (`errors such as "omegaconf.errors.ConfigAttributeError: Key 'x' is not in struct."
-# Many keys...`): the message ends at the closing quote, not at the end of the line
-_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s+(.+?)(?:\1|\u201d)""")
-# a sentence's full-width punctuation after a message pasted into Chinese prose ("...'，请问是什么问题？")
-_CJK_STOP = lazyre.compile(r"[\uff0c\u3002\uff1f\uff01]")
-
-
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
@@ -40,16 +33,10 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
         for line in tail:
             if "Error" not in line.text and "Exception" not in line.text:
                 continue
-            q = _QUOTED.search(line.text)
-            if q:
-                etype, msg = q.group(2), q.group(3)
-            else:
-                m = _EMBEDDED.search(line.text)
-                if not m:
-                    continue
-                etype, msg = m.group(1), _CJK_STOP.split(m.group(2) or "", 1)[0]
-            if not etype.endswith("Warning"):
-                out.append(ExceptionInfo(etype, msg.strip()[:600], (), line.where, line.rank, line.seq, line.raw))
+            m = _EMBEDDED.search(line.text)
+            if m and not m.group(1).endswith("Warning"):
+                out.append(ExceptionInfo(m.group(1), (m.group(2) or "").strip()[:600], (), line.where, line.rank,
+                                         line.seq, line.raw))
     return out
 
 
@@ -227,10 +214,6 @@ def _first_sentence(message: str, limit: int = 90) -> str:
     return one[:limit].rsplit(" ", 1)[0] + " ..."
 
 
-def framework_of_run(ctx: RunState) -> str | None:
-    return ctx.framework()[0]
-
-
 def raise_verify(rule_id: str, v: Verdict, framework: str | None) -> str | None:
     """The verify of GD993 (version clash) and GD990 (argument error) by where this exception was raised: the rule's
     own line ("the imports succeed", "argument parsing passes") is met by a run that failed later, in a constructor,
@@ -280,7 +263,8 @@ class Structural(Rule):
         if v is None or v.entry.category != self.meta.category:
             return []
         found = self._finding(v, ctx)
-        verify = v.entry.verify or raise_verify(self.meta.id, v, framework_of_run(ctx))
+        from .advice import framework_of  # here: as _finding's imports, only once a verdict stands
+        verify = v.entry.verify or raise_verify(self.meta.id, v, framework_of(ctx))
         return [dataclasses.replace(found, verify=verify) if verify else found]
 
     def _finding(self, v: Verdict, ctx: RunState) -> Finding:
@@ -304,7 +288,8 @@ class Structural(Rule):
         fix: list[str] = first + meta
         # a refused config or a broken install is fixed in the config or the environment, not at the user's call
         if user and v.entry.category not in ("deepspeed-config-error", "import-or-dependency-error"):
-            fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {rel(user[-1])}: start there.")
+            fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is "
+                       f"{rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
