@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...classify.component import norm
 from ...engine.state import RunState
 from ...model import Evidence, Severity
 from ...signals import ExceptionInfo, Frame, LogLine
@@ -69,9 +70,8 @@ _WAIT_FUNCS = frozenset({"wait", "_wait", "communicate", "_communicate", "_try_w
 
 def in_subprocess_wait(frames: tuple[Frame, ...]) -> bool:
     """The innermost Python frames are subprocess's wait for a child (time.sleep and waitpid print no frame)."""
-    inner = [f for f in frames[-3:] if f.path.replace("\\", "/").endswith("/subprocess.py")]
-    return bool(inner) and frames[-1].path.replace("\\", "/").endswith("/subprocess.py") \
-        and all(f.func in _WAIT_FUNCS for f in inner)
+    inner = [f for f in frames[-3:] if norm(f.path).endswith("/subprocess.py")]
+    return bool(inner) and inner[-1] is frames[-1] and all(f.func in _WAIT_FUNCS for f in inner)
 
 
 def startup_phase(frames: Sequence[Frame]) -> str | None:

@@ -101,9 +101,7 @@ def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
     for rx, category, said in _SYMPTOMS:
         for ln in lines:
             if rx.search(plain(ln.text)):
-                if category == "hang":
-                    category = "hang-at-start" if any(_START.search(plain(x.text)) for x in lines) else "hang-mid-training"
-                return category, said, ln
+                return (_hang_phase(lines) if category == "hang" else category), said, ln
     return None
 
 
@@ -111,11 +109,13 @@ def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
     """(hang-at-start or hang-mid-training, the line) when these prose lines say the run was stuck, whatever other
     symptom they also name ("if it were out of memory..." beside "it always freezes at the same step")."""
     rx = next(rx for rx, category, _ in _SYMPTOMS if category == "hang")
-    for ln in lines:
-        if rx.search(plain(ln.text)):
-            start = any(_START.search(plain(x.text)) for x in lines)
-            return ("hang-at-start" if start else "hang-mid-training"), ln
-    return None
+    line = next((ln for ln in lines if rx.search(plain(ln.text))), None)
+    return (_hang_phase(lines), line) if line is not None else None
+
+
+def _hang_phase(lines: list[LogLine]) -> str:
+    """The hang the words describe: at start-up when they name the start (step 0, the first step), else mid-training."""
+    return "hang-at-start" if any(_START.search(plain(x.text)) for x in lines) else "hang-mid-training"
 
 
 class ProseSymptom(Rule):

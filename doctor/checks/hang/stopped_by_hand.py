@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ... import lazyre
+from ...classify.component import norm
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
-from ...signals import Frame
+from ...signals import Frame, LogLine
 from ._progress import _CLASS_TEXT, classify_frames
 from .interrupted import _AFTER_CTRL_C, STARTUP_WHERE, in_subprocess_wait, startup_phase
 from .prose import hang_words, prose_lines
@@ -35,7 +36,7 @@ _LAUNCHERS: tuple[tuple[str, str], ...] = (
 
 def _launcher(frames: tuple[Frame, ...]) -> str:
     for f in frames:
-        path = f.path.replace("\\", "/")
+        path = norm(f.path)
         for key, name in _LAUNCHERS:
             if key in path:
                 return name
@@ -73,7 +74,7 @@ def _stopped(ctx: RunState) -> _Stop | None:
     cut = max(ctx.open_tracebacks, key=lambda t: (t[0].seq, len(t[1]))) if ctx.open_tracebacks else None
     if cut is not None and (last_exc is None or cut[0].seq > last_exc.seq):
         line, frames = cut
-        proven = any(f.path.replace("\\", "/").endswith("/subprocess.py") and f.code and _SIGINT_WAIT.search(f.code)
+        proven = any(norm(f.path).endswith("/subprocess.py") and f.code and _SIGINT_WAIT.search(f.code)
                      for f in frames)
         if not proven or not in_subprocess_wait(frames):
             return None
@@ -89,10 +90,9 @@ def _stopped(ctx: RunState) -> _Stop | None:
     return found
 
 
-def _place(ctx: RunState, stop: _Stop) -> tuple[str, str, tuple[str, ...]]:
-    """(category, where the run was, alternatives)."""
+def _place(ctx: RunState, stop: _Stop, words: tuple[str, LogLine] | None) -> tuple[str, str, tuple[str, ...]]:
+    """(category, where the run was, alternatives); ``words``: what the paste's prose says of a hang."""
     steps = ctx.metrics_steps
-    words = hang_words(prose_lines(ctx.last_tail()))
     hays = [f"{f.path} {f.func}" for f in stop.frames]
     if steps:
         return "hang-mid-training", f"training steps were logged before it ({steps} metric row(s))", ()
@@ -121,7 +121,8 @@ class StoppedByHand(Rule):
         stop = _stopped(ctx)
         if stop is None:
             return []
-        category, where, alternatives = _place(ctx, stop)
+        words = hang_words(prose_lines(ctx.last_tail()))
+        category, where, alternatives = _place(ctx, stop, words)
         inner = stop.frames[-1]
         at = f"{inner.path}:{inner.lineno} in {inner.func}"
         fix = []
@@ -147,7 +148,6 @@ class StoppedByHand(Rule):
         msg += (" A run is usually stopped this way when it stops making progress, so the reading is a hang; if it "
                 "was stopped on purpose, there is no failure here.")
         evidence = [stop.evidence]
-        words = hang_words(prose_lines(ctx.last_tail()))
         if words is not None and words[0] == category:
             evidence.append(Evidence(words[1].where.path, words[1].where.line, words[1].raw))
         title = ("Stopped by hand while the launcher waited for the training process" if stop.launcher else
