@@ -103,6 +103,26 @@ def _finite(v: dict) -> bool:
     return all(not isinstance(x, float) or x - x == 0 for x in v.values())
 
 
+def snapshotting_session(path: Path, m: pytest.MonkeyPatch) -> tuple[Session, Tracker, list[str]]:
+    """A session whose feed_line records the state (``_snapshot``) before each line fed whole, but not on a save line's
+    physical line: a save line is fed whole or among the rows by whether a row waits before it (tests/test_saves.py),
+    and so is the bar glued before it. Returns the session, its tracker and the list of snapshots."""
+    s = Session()
+    tracker = Tracker()
+    s.observers.append(tracker)
+    seen: list[str] = []
+    feed_line = s.feed_line
+    save_lines = {n for n, text in enumerate(path.read_bytes().split(b"\n"), 1) if b"Saving model" in text}
+
+    def snap_and_feed(line: Any) -> None:
+        if line.where.line not in save_lines:
+            seen.append(_snapshot(s, tracker))
+        feed_line(line)
+
+    m.setattr(s, "feed_line", snap_and_feed)
+    return s, tracker, seen
+
+
 def _snapshot(s: Session, tracker: Tracker) -> str:
     st = s.state
     # the tracker's dicts compared as sorted items: their order is not read (vitals() walks vitals.KEYS)

@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 from conftest import line_and_scan
-from test_columns_equivalence import BIG, _bar, _hostile_rows, _snapshot
+from test_columns_equivalence import BIG, _bar, _hostile_rows, _snapshot, snapshotting_session
 
 from doctor.analyze import analyze
 from doctor.engine import Session
 from doctor.gate import engine
 from doctor.sources import bars, saves, scan
-from doctor.vitals import Tracker
 
 pytest.importorskip("numpy")
 needs_hs = pytest.mark.skipif(engine() != "hyperscan", reason="the save short cut runs with Hyperscan only")
@@ -81,25 +80,13 @@ def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, rows_max:
         m.setattr(saves, "ON", on)
         m.setattr(bars, "ROWS_MAX", rows_max)
         m.setattr(bars, "ROWS_MIN", rows_min)
-        s = Session()
-        tracker = Tracker()
-        s.observers.append(tracker)
-        seen: list[str] = []
-        feed_line = s.feed_line
-        save_lines = {n for n, text in enumerate(path.read_bytes().split(b"\n"), 1) if b"Saving model" in text}
-
-        def snap_and_feed(line: Any) -> None:
-            if line.where.line not in save_lines:   # nor the bar glued before a save
-                seen.append(_snapshot(s, tracker))
-            feed_line(line)
-
+        s, tracker, seen = snapshotting_session(path, m)
         among = s.feed_line_among
 
         def count_among(line: Any, hold: Any) -> None:
             AMONG[0] += 1
             among(line, hold)
 
-        m.setattr(s, "feed_line", snap_and_feed)
         m.setattr(s, "feed_line_among", count_among)
         with path.open("rb") as f:
             stats = scan.scan_file(s, str(path), f, [0], fork=False)

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from conftest import line_and_scan
-from test_columns_equivalence import _bar, _snapshot
+from test_columns_equivalence import _bar, _snapshot, snapshotting_session
 
 from doctor.engine import Session
 from doctor.gate import engine
 from doctor.sources import bars, scan, step_runs
-from doctor.vitals import Tracker
 
 pytest.importorskip("numpy")
 needs_hs = pytest.mark.skipif(engine() != "hyperscan", reason="runs are read at once with Hyperscan only")
@@ -80,20 +79,7 @@ def _state(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, **opts: Any) -
     """The state before each line fed whole, after the log, and the findings."""
     with monkeypatch.context() as m:
         m.setattr(step_runs, "ON", on)
-        s = Session()
-        tracker = Tracker()
-        s.observers.append(tracker)
-        seen: list[str] = []
-        feed_line = s.feed_line
-        # a save line is fed whole or among the rows by whether a row waits before it (tests/test_saves.py)
-        save_lines = {n for n, text in enumerate(path.read_bytes().split(b"\n"), 1) if b"Saving model" in text}
-
-        def snap_and_feed(line: Any) -> None:
-            if line.where.line not in save_lines:   # nor the bar glued before a save
-                seen.append(_snapshot(s, tracker))
-            feed_line(line)
-
-        m.setattr(s, "feed_line", snap_and_feed)
+        s, tracker, seen = snapshotting_session(path, m)
         counter = [0]
         with path.open("rb") as f:
             stats = scan.scan_file(s, str(path), f, counter, **opts)

@@ -3,6 +3,8 @@ backslash as part of the comment), or a flag line whose trailing backslash is mi
 passed."""
 from __future__ import annotations
 
+import re
+
 from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
@@ -69,7 +71,7 @@ def _named(flag: str, ctx: RunState) -> bool:
     name = flag.lstrip("-")
     if len(name) <= 2:
         return False
-    word = lazyre.compile(rf"\b{name}\b")
+    word = lazyre.compile(rf"\b{re.escape(name)}\b")
     # the message and the lines printed under it (a list of refused values)
     return any(word.search(e.message) or any(word.search(ln.text) for ln in ctx.lines_after(e.where.path, e.seq, 8))
                for e in ctx.exceptions)
