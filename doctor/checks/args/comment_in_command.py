@@ -53,8 +53,8 @@ class CommentBreaksCommand(Rule):
                 if not commented and not said and not _ran_as_command(dropped[0], ctx):
                     continue
                 if said:
-                    msg += (f" The error names {', '.join(f'`{x}`' for x in said[:3])}: the value it reports is the "
-                            f"default the dropped flag would have changed.")
+                    msg += (f" The error names {', '.join(f'`{x}`' for x in said[:3])}, dropped here: the value it "
+                            f"reports is likely the default that flag would have changed.")
                 fix = (["Delete the commented line (or move it below the command); to switch a flag off, remove the "
                         "whole line."] if commented else
                        [f"Put the missing ` \\` at the end of that line (the one that sets "

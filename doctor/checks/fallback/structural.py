@@ -164,10 +164,11 @@ def _refused_keys(v: Verdict, ctx: RunState) -> str:
     model = v.exc.message.rsplit(" for ", 1)[-1].split()[0]
     out = f" Refused by {model}: {', '.join(keys[:12])}."
     if model == "DeepSpeedBF16Config" and set(keys) <= _FP16_KEYS:
-        out += " These are the fp16 section's loss-scaling keys: bf16 has no loss scaling, so they belong under fp16 or nowhere."
+        out += (" These are the fp16 section's loss-scaling keys: bf16 has no loss scaling, so they belong under fp16 "
+                "or nowhere.")
     elif all(k.startswith(("zero_hpz_", "zero_quantized_")) for k in keys):
-        out += (" These are ZeRO++ keys, which DeepSpeed declares from 0.10 on: the installed DeepSpeed is older than "
-                "the config.")
+        out += (" These are ZeRO++ keys, which DeepSpeed releases after 0.9.5 declare: the installed DeepSpeed is older "
+                "than the config.")
     return out
 
 

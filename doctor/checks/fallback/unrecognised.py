@@ -192,8 +192,8 @@ class Unrecognised(Rule):
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
             record = error_record_before(ctx, line) if head is None else None
             if record is not None:
-                msg += (f" The log's error record just before the traceback names what failed: "
-                        f"`{plain(record.text).strip()[:200]}`.")
+                msg += (f" The log's error record printed just before the traceback, most likely what the code that "
+                        f"caught this exception logged: `{plain(record.text).strip()[:200]}`.")
                 fix.insert(0, "Start from the error record before the traceback: it is the failure the cut stack "
                               "ends in (its own exception line is not in the paste).")
                 ev.insert(0, Evidence(record.where.path, record.where.line, record.raw))

@@ -130,10 +130,10 @@ class GradNormZero(SeriesRule):
             msg = msg.replace(" The loss is computed, but nothing it depends on is being trained.", "")
             # DeepSpeedEngine._take_model_step steps the lr scheduler only when the step was not skipped for an
             # overflow, and torch's GradScaler skips optimizer.step() on inf/NaN gradients: a warmup from 0 then stays 0
-            msg += (" learning_rate was 0 in every one of these rows as well: the scheduler never advanced, so no "
-                    "optimizer step was taken. Both together are what a step skipped every time gives (the fp16 loss "
-                    "scaler or DeepSpeed skips the step, and the scheduler with it, when the gradients overflow), or "
-                    "a learning rate set to 0.")
+            msg += (" learning_rate was 0 in every one of these rows as well: either the scheduler never advanced "
+                    "because every step was skipped (the fp16 loss scaler or DeepSpeed skips the step, and the "
+                    "scheduler with it, when the gradients overflow), or the learning rate is set to 0; either way no "
+                    "weight changed.")
         if few:
             msg += few_rows_caveat(len(rows))
         fix = ["Count the trainable parameters before training (`model.print_trainable_parameters()` for a PEFT "
