@@ -114,7 +114,6 @@ KNOWN_MISSES_11: dict[str, str] = {}
 DEVLOGS12 = ROOT / "fixtures" / "devlogs12"
 KNOWN_MISSES_12: dict[str, str] = {
     "1408": "torch.cat of an empty list inside get_rope_index, the raising source line printed without its frame",
-    "1409": "two train rows and an eval row: too few to say a reward function is always 0",
 }
 
 

@@ -21,8 +21,9 @@ from .._series import EPS_STD, Series, fmt, longest_streak
 from ._flags import as_list
 
 ALWAYS_ZERO_MIN = 5       # logged steps before "this reward function is always 0" is worth saying
-# in a pasted excerpt every row the user chose to show: three that agree are the paste's whole evidence, said as such
-PASTED_ZERO_MIN = 3
+# in a pasted excerpt every row the user chose to show is the paste's whole evidence: even one row where a function is
+# 0 while another scores is worth saying, at possible and with what so few rows cannot show
+PASTED_ZERO_MIN = 1
 EPS_ZERO = 1e-9
 
 

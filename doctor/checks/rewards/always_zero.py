@@ -23,11 +23,15 @@ def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig, excerpt: b
         return []
     shown = ", ".join(f"rewards/{n}" for n in names)
     few = excerpt and rv.n < ALWAYS_ZERO_MIN
-    msg = (f"{shown} was 0 in every one of the {rv.n} {'pasted' if excerpt else 'logged'} steps "
-           f"({s.span(rv.idx[0], rv.idx[-1])}) while "
-           f"{', '.join('rewards/' + n for n in moving)} varied: "
-           f"{'this reward function never' if len(names) == 1 else 'these reward functions never'} scored a "
-           f"completion, so {'it adds' if len(names) == 1 else 'they add'} nothing to the advantages.")
+    where = (f"in the one pasted step ({s.span(rv.idx[0], rv.idx[-1])})" if rv.n == 1 else
+             f"in every one of the {rv.n} {'pasted' if excerpt else 'logged'} steps ({s.span(rv.idx[0], rv.idx[-1])})")
+    msg = (f"{shown} was 0 {where} while "
+           f"{', '.join('rewards/' + n for n in moving)} {'was' if len(moving) == 1 else 'were'} not 0: "
+           + (f"{'this reward function never' if len(names) == 1 else 'these reward functions never'} scored a "
+              f"completion, so {'it adds' if len(names) == 1 else 'they add'} nothing to the advantages." if not few else
+              f"{'it' if len(names) == 1 else 'they'} scored no completion in {'that step' if rv.n == 1 else 'those steps'}"
+              f", so {'it' if len(names) == 1 else 'they'} added nothing to {'its' if rv.n == 1 else 'their'} "
+              f"advantages."))
     fix = []
     for n in names:
         fl = flag_name(n)
@@ -47,11 +51,12 @@ def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig, excerpt: b
         fix.append(trunc + ". " + raise_length(run))
     keys = ["reward"] + [f"rewards/{n}/mean" if s.rstd.get(n) is not None else f"rewards/{n}" for n in rv.names][:4]
     if few:
-        msg += (f" The paste shows {rv.n} steps only: a few more rows (or the whole log) would show whether it ever "
-                f"scores.")
-    return [rule.make(message=msg, fix=fix, evidence=[s.evidence(rv.idx[0], keys), s.evidence(rv.idx[-1], keys)],
-                      count=rv.n, seq=s.seq(rv.idx[0]), severity=Severity.warning,
-                      confidence="possible" if few else None)]
+        msg += (f" The paste shows {'one step' if rv.n == 1 else f'{rv.n} steps'} only: a few more rows (or the whole "
+                f"log) would show whether it ever scores.")
+    return [rule.make(message=msg, fix=fix, evidence=[s.evidence(i, keys) for i in dict.fromkeys((rv.idx[0], rv.idx[-1]))],
+                      count=rv.n, seq=s.seq(rv.idx[0]), severity=Severity.info if rv.n == 1 else Severity.warning,
+                      confidence="possible" if few else None,
+                      title="A reward function is 0 in every pasted step" if few else None)]
 
 
 class RewardFuncAlwaysZero(SeriesRule):
