@@ -210,3 +210,33 @@ SERVE = '''Traceback (most recent call last):
 def test_an_engine_built_by_a_server_is_not_a_colocated_trainers_engine():
     assert "GD205" not in [f.rule_id for f in run_text(SERVE)]
     assert "GD205" not in [f.rule_id for f in run_text(SERVE, command="trl vllm-serve --model Qwen/Qwen2.5-Math-1.5B")]
+
+
+# verl-project/verl#1079 (fixtures/devlogs13/1521): verl's demo, Ray's RayTaskError(NotImplementedError) header, then
+# the remote task's own frames, cut at the reward call
+VERL = '''Traceback (most recent call last):
+  File "/data/verl/verl/trainer/main_ppo.py", line 83, in run_ppo
+    ray.get(runner.run.remote(config))
+  File "/usr/local/lib/python3.10/dist-packages/ray/_private/worker.py", line 929, in get_objects
+    raise value.as_instanceof_cause()
+ray.exceptions.RayTaskError(NotImplementedError): ray::TaskRunner.run() (pid=14879, ip=10.92.86.191, actor_id=c582b07705fd2e31af60880701000000, repr=<main_ppo.TaskRunner object at 0x7ef98545fa30>)
+  File "/data/verl/verl/trainer/main_ppo.py", line 187, in run
+    trainer.fit()
+  File "/data/verl/verl/trainer/ppo/ray_trainer.py", line 894, in fit
+    reward_tensor = self.reward_fn(batch)
+'''
+
+
+def test_a_ray_task_cut_at_the_reward_call_is_the_reward_computation_with_the_wrapped_type():
+    f = _first(run_text(VERL))
+    assert f.rule_id == "GD999" and f.category == "reward-function-error" and f.confidence == "possible"
+    assert f.title == "The reward computation failed; the exception is not in the excerpt"
+    assert "Ray's RayTaskError line above these frames names the exception: NotImplementedError" in f.message
+    assert [e.line for e in f.evidence] == [6, 9]  # the header, the last frame's File line
+    assert not any(g.rule_id == "GD312" and g.severity.name in ("error", "warning") for g in run_text(VERL))
+
+
+def test_a_ray_task_error_whose_own_frames_are_absent_keeps_the_wrapper_notice():
+    head = VERL.split("  File \"/data/verl/verl/trainer/main_ppo.py\", line 187")[0]
+    f = _first(run_text(head))
+    assert f.rule_id == "GD312" and "NotImplementedError" in f.message

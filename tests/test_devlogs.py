@@ -122,7 +122,6 @@ KNOWN_MISSES_12: dict[str, str] = {
 DEVLOGS13 = ROOT / "fixtures" / "devlogs13"
 KNOWN_MISSES_13: dict[str, str] = {
     "1510": "a KeyError for an adapter name inside a peft source checkout of a dev release: a version clash unread",
-    "1521": "verl's RayTaskError(NotImplementedError) from the reward function, its traceback cut at reward_fn(batch)",
 }
 
 

@@ -46,6 +46,8 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
             fix=("Rerun with HYDRA_FULL_ERROR=1 in the environment (export HYDRA_FULL_ERROR=1) to get the full stack, "
                  "and paste the exception line printed after `Error executing job with overrides`.",))
     if g.get("task"):
+        if any(line.seq > hits[0].seq for line, _ in ctx.open_tracebacks):
+            return None  # the task's own frames follow, cut before their exception line: the cut reading speaks
         inner = f"`{g['inner']}`" if g.get("inner") else "an exception"
         return Diagnosis(
             message=f"Ray re-raised {inner} from the remote task {g['task']}() as RayTaskError: the exception itself, "

@@ -3,6 +3,7 @@ the first real exception, library frames and a frame's short description. Used b
 of other families that name the first real error."""
 from __future__ import annotations
 
+from ... import lazyre
 from ...classify.structure import CONSEQUENCES
 from ...signals import ExceptionInfo, Frame, LogLine
 from ...swift.framework import is_library_path
@@ -45,6 +46,29 @@ def notebook_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
                 return line, head
             return None
     return None
+
+
+_RAY_HEAD = lazyre.compile(r"\bRayTaskError\(([A-Za-z_][\w.]*)\): ray::")
+
+
+def ray_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
+    """(line, wrapped type) of Ray's ``RayTaskError(Type): ray::Task.method()`` line above the cut traceback ending at
+    ``last``: Ray prints the remote task's own frames under that line (ray/exceptions.py RayTaskError), so it names
+    the exception of a stack cut before its own ``Type: message`` line. Only frame lines may lie between the two."""
+    tail = tail_before(tails, last)
+    for line in reversed(tail):
+        m = _RAY_HEAD.search(line.text)
+        if m:
+            return line, m.group(1)
+        stripped = line.text.strip()
+        if stripped and not stripped.startswith("File ") and line.text[:1] not in (" ", "\t"):
+            return None
+    return None
+
+
+def tail_before(tails: dict, last: LogLine) -> list[LogLine]:
+    """The kept lines of ``last``'s file up to ``last``."""
+    return [t for t in tails.get(last.where.path) or () if t.seq <= last.seq]
 
 
 def unexplained(ctx, exceptions: list[ExceptionInfo]) -> list[ExceptionInfo]:

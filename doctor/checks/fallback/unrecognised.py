@@ -16,7 +16,7 @@ from ...values import as_int
 from ..hang.endings import plain
 from ..memory._facts import zero_stage
 from .cut_wording import CutReading, read_cut
-from .exceptions import describe_frame, first_real, is_library, notebook_header, unexplained
+from .exceptions import describe_frame, first_real, is_library, notebook_header, ray_header, unexplained
 from .structural import _versions, embedded_exceptions, verdict_of
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
@@ -183,14 +183,19 @@ class Unrecognised(Rule):
                 "Find the line after this traceback in the full log (the `SomeError: message` line) and run "
                 "grpo-doctor on the whole file."]
             head = notebook_header(ctx.tails, line)
+            ray = ray_header(ctx.tails, line) if head is None else None
             if head is not None:
                 msg += (f" The notebook header names the exception: {head[1]} (its message, printed last by "
                         f"IPython, is not in the paste).")
+            elif ray is not None:
+                msg += (f" Ray's RayTaskError line above these frames names the exception: {ray[1]}, raised in the "
+                        f"remote task whose frames these are (its message, printed after them, is not in the paste).")
+
             fix[:0] = cut_fix + _phase_fix(phase, ctx.framework()[0])
             if user:
                 fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}.")
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
-            record = error_record_before(ctx, line) if head is None else None
+            record = error_record_before(ctx, line) if head is None and ray is None else None
             if record is not None:
                 msg += (f" The log's error record printed just before the traceback, most likely what the code that "
                         f"caught this exception logged: `{plain(record.text).strip()[:200]}`.")
@@ -199,6 +204,8 @@ class Unrecognised(Rule):
                 ev.insert(0, Evidence(record.where.path, record.where.line, record.raw))
             if head is not None:
                 ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
+            elif ray is not None:
+                ev.insert(0, Evidence(ray[0].where.path, ray[0].where.line, ray[0].raw))
             if staged and staged.bar is not None:
                 ev.append(Evidence(staged.bar.where.path, staged.bar.where.line, staged.bar.raw))
             f = self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, severity=Severity.warning,
