@@ -275,7 +275,17 @@ class MetricsNonFinite(Rule):
         watched = [k for k in ("loss", "grad_norm", "kl") if k in self.first.values] + [
             k for k in core if k not in ("loss", "grad_norm", "kl")][:3]
         return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev,
-                          verify=verify_finite(watched or core or bad_keys[:3], s.label(first)))]
+                          verify=verify_finite(watched or core or bad_keys[:3], s.label(first)),
+                          title=_title(bad_keys, [num(self.first.values.get(k)) for k in bad_keys], s.label(first)))]
+
+
+def _title(bad_keys: list[str], values: list[float | None], where: str) -> str:
+    """The finding's title from what went non-finite: the columns (at most three named), NaN or inf as the first bad
+    row shows them, and where it started."""
+    named = ", ".join(bad_keys[:3]) + (f" and {len(bad_keys) - 3} more" if len(bad_keys) > 3 else "")
+    verb = "was" if len(bad_keys) == 1 else "were"
+    kinds = {"NaN" if v is None or v != v else "inf" for v in values}
+    return f"{named} {verb} {'/'.join(sorted(kinds))} from {where} on"
 
 
 def swift_grpo(ctx: RunState) -> bool:
