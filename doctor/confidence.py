@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from . import lazyre
 from .model import Finding, RaisedBy, Severity
 
 MAX_ALTERNATIVES = 4
@@ -72,7 +73,7 @@ def assess(findings: list[Finding]) -> list[Finding]:
     failed_otherwise = any(o.severity >= Severity.warning and o.category not in METRIC_CATEGORIES for o in findings)
     out = []
     for f in findings:
-        if f.confidence == "certain" and f.category in METRIC_CATEGORIES and failed_otherwise:
+        if f.confidence == "certain" and f.category in METRIC_CATEGORIES and failed_otherwise and not _quotes_exception(f):
             f = replace(f, confidence="likely")
         if f.confidence == "possible":
             alts = alternatives_of(f, [o for o in findings if o is not f])
@@ -81,5 +82,13 @@ def assess(findings: list[Finding]) -> list[Finding]:
         out.append(f if alts == f.alternatives else replace(f, alternatives=alts))
     return out
 
+
+def _quotes_exception(f: Finding) -> bool:
+    """Whether the finding rests on an exception line it quotes (torch refusing a backward pass): the process's own
+    failure, not a reading of metric rows beside it."""
+    return any(_EXC_LINE.search(e.text) for e in f.evidence)
+
+
+_EXC_LINE = lazyre.compile(r"\b[A-Z]\w*(?:Error|Exception): ")
 
 __all__ = ["MAX_ALTERNATIVES", "METRIC_CATEGORIES", "alternatives_of", "assess", "by_raise_site"]

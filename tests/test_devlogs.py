@@ -125,6 +125,17 @@ KNOWN_MISSES_13: dict[str, str] = {
 }
 
 
+# fixtures/devlogs14: the fourteenth development set (30 real logs of 2026-11-29, README there): the natural spread of
+# failures, with the blind set's family mix
+DEVLOGS14 = ROOT / "fixtures" / "devlogs14"
+KNOWN_MISSES_14: dict[str, str] = {
+    "1607": "TRL's colocated vLLM engine cut while built: its fixed max_num_batched_tokens against prompt + completion",
+    "1612": "a ZeRO-2 checkpoint of 8 GPUs resumed on 1: a size mismatch whose cause is the world size, said in prose",
+    "1614": "merge_lora on a full-parameter checkpoint: an attribute ms-swift sets itself read as a version clash",
+    "1630": "axolotl's swallowed strategy import: the WARNING record before a cut traceback names the cause",
+}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -133,7 +144,7 @@ def _cases(root: Path = DEVLOGS) -> list[Path]:
 LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (DEVLOGS5, KNOWN_MISSES_5, 30),
               (DEVLOGS6, KNOWN_MISSES_6, 30), (DEVLOGS7, KNOWN_MISSES_7, 30), (DEVLOGS8, KNOWN_MISSES_8, 30),
               (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30),
-              (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25))
+              (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25), (DEVLOGS14, KNOWN_MISSES_14, 30))
 
 
 def _params():

@@ -157,3 +157,27 @@ def test_a_quoted_exception_line_and_a_typeless_message_after_a_chinese_colon():
         == ["执行的时候，报错：", "Expected all tensors to be on the same device, but found at least two devices"]
     # a Chinese sentence with a colon and no such message stays whole
     assert split_segments("训练的时候报错：显存不够") == ["训练的时候报错：显存不够"]
+
+
+def test_an_exception_in_single_quotes_inside_prose_but_not_an_apostrophe_or_a_quoted_key():
+    # dev14 1603: accelerate's message quoted in single quotes, with a space before the closing quote
+    line = ("When i try to increase context window, I am getting error 'RuntimeError: No executable batch size "
+            "found, reached zero. ' with auto_find_batch_size=True.")
+    assert split_segments(line) == ["When i try to increase context window, I am getting error ",
+                                    "RuntimeError: No executable batch size found, reached zero.",
+                                    " with auto_find_batch_size=True."]
+    assert split_segments("it says 'KeyError: 'solution'' when I run") == ["it says ", "KeyError: 'solution'",
+                                                                           " when I run"]
+    # an apostrophe inside a word opens nothing; an unquoted exception in an ASCII sentence stays as it was
+    assert split_segments("I can't run it, don't know why") == ["I can't run it, don't know why"]
+    assert split_segments("the error KeyError: 'x' happened") == ["the error KeyError: 'x' happened"]
+
+
+def test_a_line_number_gutter_is_taken_off():
+    # dev14 1613: `cat -n` style gutters, right-aligned digits then a tab
+    assert strip_prefixes("  1216\t  File \"/x/loader.py\", line 393, in get_dataset")[0] == \
+        "  File \"/x/loader.py\", line 393, in get_dataset"
+    assert strip_prefixes("3\t01/21/2025 21:04:11 - INFO - loading")[0] == "01/21/2025 21:04:11 - INFO - loading"
+    # a tab later in the line, or digits with no tab, are left alone
+    assert strip_prefixes("step 3\tloss 0.5")[0] == "step 3\tloss 0.5"
+    assert strip_prefixes("1216 File x")[0] == "1216 File x"

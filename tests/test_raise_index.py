@@ -62,6 +62,9 @@ EXPECTED: dict[str, str] = {
 GAPS: dict[tuple[str, str], str] = {
     # SIGINT's default handler raises it from the interpreter (Modules/signalmodule.c), not from a library's raise
     ("real-swift-ctrl-c-twice-during-import", "KeyboardInterrupt"): "raised by CPython's SIGINT handler, no raise site",
+    # torch's autograd engine checks the roots of backward in C++ (torch/csrc/autograd/autograd.cpp run_backward)
+    ("real-thread-llama-chinese-lora-checkpointing-no-grad", "RuntimeError"):
+        "torch autograd raises from C++ (autograd.cpp run_backward): no Python raise site",
     # gloo's C++ transport (third_party/gloo/gloo/transport/tcp/unbound_buffer.cc waitSend/waitRecv), vendored in torch
     ("real-trl-gloo-timeout-ddp2", "RuntimeError"): "gloo raises from C++ (unbound_buffer.cc): no Python raise site",
     # verl's reward dispatch (verl/utils/reward_score/__init__.py default_compute_score), quoted in the user's prose

@@ -358,6 +358,20 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "quantized model.", "cuda-oom"),
     # a column a reward function or the trainer reads by name, missing from the samples
     ("KeyError: 'solution'", "dataset-or-template-error"),
+    # accelerate's batch-size finder gives up after an out-of-memory error at every size (unsloth#2974, dev14 1603)
+    ("RuntimeError: No executable batch size found, reached zero.", "cuda-oom"),
+    # a tokenizer without a chat template: transformers' refusal and vLLM's (vllm#29849, dev14 1606 and 1621)
+    ("ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template "
+     "argument was passed! For information about writing templates and setting the tokenizer.chat_template "
+     "attribute, please see the documentation at https://huggingface.co/docs/transformers/main/en/chat_templating",
+     "dataset-or-template-error"),
+    ("ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
+     "template if the tokenizer does not define one.", "dataset-or-template-error"),
+    # from_pretrained's two ways of asking for bitsandbytes at once (LlamaFactory#4157, dev14 1627)
+    ("ValueError: You can't pass `load_in_4bit`or `load_in_8bit` as a kwarg when passing `quantization_config` "
+     "argument at the same time.", "argument-error-other"),
+    # Triton's compiler failing on a kernel (unsloth#2947, dev14 1604)
+    ("RuntimeError: PassManager::run failed", "import-or-dependency-error"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),

@@ -166,8 +166,10 @@ def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
             ran = (versions or {}).get(pkg)
             if ran and version_key(ran) >= version_key(nxt):
                 continue
-            if any(raised_after(m, nxt) for m in matches if m.package == pkg and m.score >= top - 1e-9):
-                continue  # the same check, its value filled in differently (a templated version): not removed
+            if any(raised_after(m, nxt) for m in matches if m.package == pkg and m.score >= 0.8):
+                # the same check, its value filled in differently (a templated version), or the same wording raised
+                # from another function or file in the later releases (a check that moved): not removed
+                continue
             notes.append(f"Of the {pkg} releases grpo-doctor has read, those up to {last} raise this wording and those "
                          f"from {nxt} on do not (the check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
                          f"failure.")

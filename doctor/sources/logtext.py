@@ -231,6 +231,9 @@ def _listed_traceback_lines(text: str) -> list[str] | None:
 # reader of exception lines sees it
 _PROSE_GLUED = lazyre.compile(r"(?<=[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S[^\uff0c\u3002\uff1f\uff01\u201d\u300d\u300f]*)")
 _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): [^"`\u201d]+?)(?:\1|\u201d)""")
+# in single quotes only where the quote opens after a space or a parenthesis and closes before one or a punctuation
+# mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
+_PROSE_SINGLE = lazyre.compile(r"""(?:(?<=[\s(])|^)'((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+?)'(?=[\s.,;:)!?]|$)""")
 _STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b")
 
 
@@ -252,9 +255,13 @@ def _prose_exception(part: str) -> list[str] | None:
         start, end, exc = m.start(1), m.end(1), m.group(1)
     else:
         q = _PROSE_QUOTED.search(part) if ('"' in part or "`" in part or "\u201c" in part) else None
-        if q is None:
-            return None
-        start, end, exc = q.start(), q.end(), q.group(2)
+        if q is not None:
+            start, end, exc = q.start(), q.end(), q.group(2)
+        else:
+            q = _PROSE_SINGLE.search(part) if "'" in part else None
+            if q is None:
+                return None
+            start, end, exc = q.start(), q.end(), q.group(1)
     return [p for p in (part[:start], exc.strip(), part[end:]) if p.strip()]
 
 
@@ -310,10 +317,18 @@ def split_segments(text: str) -> list[str]:
 _RAY_REPEATED = lazyre.compile(r"\s*\[repeated \d+x across cluster\]$")
 
 
+# a line-number gutter (`cat -n`, CI log viewers, editors): digits right-aligned in a few columns, then a tab
+_GUTTER = lazyre.compile(r"[ ]{0,6}\d{1,7}\t")
+
+
 def strip_prefixes(text: str) -> tuple[str, int | None, str]:
-    """Remove rank, worker and vLLM logger prefixes. Returns (text, rank, origin)."""
+    """Remove rank, worker and vLLM logger prefixes and a line-number gutter. Returns (text, rank, origin)."""
     rank: int | None = None
     origin = ""
+    if "\t" in text[:14]:
+        g = _GUTTER.match(text)
+        if g is not None:
+            text = text[g.end():]
     for _ in range(4):
         if text.startswith("[rank"):
             m = _RANK.match(text)

@@ -94,7 +94,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
     if b_fix:
         first.append(b_fix)
         drop += ("named in the stack",)  # the boundary's line names them
-    elif exc is not None and not exc.frames and v.entry.category == "import-or-dependency-error":
+    elif exc is not None and not exc.frames and v.entry.category == "import-or-dependency-error" and not v.entry.fix:
         # no stack was read: the packages are not "named in the stack"; say where they are named
         first.append("Find the two packages the failing call went between (the full traceback names them: paste it "
                      "if this was an excerpt) and upgrade or pin them together: the caller was written for another "

@@ -340,7 +340,8 @@ class Structural(Rule):
                              severity=Severity.warning if embedded else None,
                              # named outside a traceback: its type alone, without the component and phase of a stack
                              confidence="possible" if embedded else None, alternatives=v.runners_up,
-                             title=f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else ""))
+                             title=(v.entry.title if v.entry.title else
+                                    f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else "")))
         line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])
         evidence = [Evidence(line.where.path, line.where.line, line.raw)]
         notice = _notice_before(ctx, line)
@@ -355,4 +356,5 @@ class Structural(Rule):
             msg += f" It is {staged.stage.stage} that failed. {staged.why}"
             fix[:0] = list(staged.stage.fix)
         return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
-                         title=f"{self.meta.title} (traceback cut, from its stack)", alternatives=v.runners_up)
+                         title=f"{v.entry.title or self.meta.title} (traceback cut, from its stack)",
+                         alternatives=v.runners_up)
