@@ -240,3 +240,16 @@ def test_a_ray_task_error_whose_own_frames_are_absent_keeps_the_wrapper_notice()
     head = VERL.split("  File \"/data/verl/verl/trainer/main_ppo.py\", line 187")[0]
     f = _first(run_text(head))
     assert f.rule_id == "GD312" and "NotImplementedError" in f.message
+
+
+def test_a_warning_that_something_could_not_be_loaded_right_before_a_cut_stack_is_what_failed_first():
+    log = ("2025-02-28 05:55:16 WARNING loader.py:32 could not load plugin my_plugin\n"
+           "Traceback (most recent call last):\n"
+           '  File "/work/run.py", line 8, in <module>\n'
+           "    main()\n")
+    f = _first(run_text(log))
+    assert f.rule_id == "GD999" and "The warning printed just before the traceback says what failed first" in f.message
+    assert f.evidence[0].line == 1 and f.fix[0].startswith("Start from the warning before the traceback")
+    # a warning of another kind is not read as the cause
+    other = _first(run_text(log.replace("could not load plugin my_plugin", "this is slow")))
+    assert "what failed first" not in other.message

@@ -41,6 +41,10 @@ def _before(ctx: RunState, line: LogLine) -> list[LogLine]:
 
 # a logger's error record (logging's ERROR / CRITICAL level, glog's E-lines) or a program's own "Error: ..." line
 _ERROR_RECORD = lazyre.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|^(?:error|Error)(?: [^:]{0,60})?:\s*\S")
+# a warning that something could not be done: code that catches an error, logs it as a warning and goes on with
+# nothing (a loader returning None) fails a few lines later on what is missing
+_FAILED_WARNING = lazyre.compile(r"\bWARN(?:ING)?\b.*?\b(?:unable to|failed to|could not|cannot|can't) "
+                                 r"(?:load|import|find|open|read|parse|resolve)\b")
 
 
 def error_record_before(ctx: RunState, line: LogLine) -> LogLine | None:
@@ -51,6 +55,17 @@ def error_record_before(ctx: RunState, line: LogLine) -> LogLine | None:
         text = plain(ln.text)
         if _ERROR_RECORD.search(text) and len(text) > 12 and "Traceback" not in text:
             return ln
+    return None
+
+
+def failed_warning_before(ctx: RunState, line: LogLine) -> LogLine | None:
+    """The last line before the cut stack's header when it is a warning that something could not be loaded, imported
+    or found: what failed first, the stack being where the run fell over what was missing."""
+    before = [ln for ln in _before(ctx, line) if plain(ln.text)]
+    for ln in reversed(before[-3:]):
+        if "Traceback" in ln.text:
+            continue
+        return ln if _FAILED_WARNING.search(plain(ln.text)) else None
     return None
 
 

@@ -154,7 +154,7 @@ class Unrecognised(Rule):
                                                           for e in f.evidence) for f in ctx.findings):
                 return []  # a rule before this one read the stack (its frames prove what the cut line was)
             last = frames[-1]
-            from .cut_stage_text import error_record_before
+            from .cut_stage_text import error_record_before, failed_warning_before
             from .cut_stage_text import read as read_stage
             staged = read_stage(ctx, line, frames)
             msg = (f"{staged.title}: the log" if staged else "The log") + (
@@ -196,6 +196,14 @@ class Unrecognised(Rule):
                 fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}.")
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
             record = error_record_before(ctx, line) if head is None and ray is None else None
+            warned = failed_warning_before(ctx, line) if head is None and ray is None and record is None else None
+            if warned is not None:
+                msg += (f" The warning printed just before the traceback says what failed first: "
+                        f"`{plain(warned.text).strip()[:200]}`; code that logs such a warning goes on without what it "
+                        f"could not load, and the stack is where the run then failed on its absence.")
+                fix.insert(0, "Start from the warning before the traceback: make what it could not load loadable "
+                              "(the name or path it gives, from the directory the run starts in), then rerun.")
+                ev.insert(0, Evidence(warned.where.path, warned.where.line, warned.raw))
             if record is not None:
                 msg += (f" The log's error record printed just before the traceback, most likely what the code that "
                         f"caught this exception logged: `{plain(record.text).strip()[:200]}`.")
