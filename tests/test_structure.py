@@ -158,6 +158,18 @@ def test_unknown_library_exception_stays_gd999_and_names_the_component():
     assert "DeepSpeed" in found[0].message
 
 
+def test_an_unknown_exception_raised_in_a_library_other_than_the_framework_sends_the_search_to_that_library():
+    # dev14 1611: bitsandbytes' int8 matmul under a LLaMA-Factory run
+    text = tb([(f"{SP}/bitsandbytes/functional.py", 2341, "igemmlt", "raise Exception('cublasLt ran into an error!')")],
+              "Exception: cublasLt ran into an error!")
+    found = run(text)
+    assert found[0].rule_id == "GD999"
+    assert 'Search the bitsandbytes issues (the package that raised it) for the message: "cublasLt ran into an error!".' \
+        in found[0].fix
+    under_torch = run(tb([(f"{SP}/torch/nn/functional.py", 10, "linear", "return x")], "RuntimeError: a brand new one"))
+    assert not any("the package that raised it" in line for line in under_torch[0].fix)
+
+
 def test_exception_named_outside_a_traceback_is_judged_at_warning():
     found = run("FAILED tests/test_x.py::test_vlm[tiny] - TypeError: Trainer.f() got an unexpected keyword argument 'x'\n")
     assert found[0].rule_id == "GD993" and found[0].severity == Severity.warning

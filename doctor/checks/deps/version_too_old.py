@@ -94,6 +94,7 @@ def require_version_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
            + (" (a downgrade), or a release of the code that checks this which supports the installed one"
               if side == "newer than" else "")]
     if pkg in README_RANGES and framework == "ms-swift":
-        fix.append(f"The ms-swift README range: {README_RANGES[pkg]}. A newer trl may need a newer transformers: "
-                   f"install them together (pip install '{spec}' transformers -U) and re-check with pip show.")
+        fix.append(f"The ms-swift README range: {README_RANGES[pkg]}." + (
+            f" A newer trl may need a newer transformers: install them together (pip install '{spec}' transformers "
+            f"-U) and re-check with pip show." if pkg == "trl" else ""))
     return Diagnosis(message=msg, fix=tuple(fix))

@@ -303,7 +303,14 @@ class Unrecognised(Rule):
         if not [x for x in fix if not x.startswith(("Raised on rank(s)", "The last frame outside the installed packages"))]:
             # the last resort: nothing in the log says more than the message itself
             who = issues_of(fw)
-            fix.append(f"Search the {who} issues for the message: \"{exc.message[:120] or exc.type}\".")
+            raiser = component(lib.path) if lib is not None else ""
+            # the package that raised it, when it is neither the framework nor torch under everything: its tracker
+            # holds the reports of its own message
+            if raiser and raiser not in ("torch", "the script's code") and raiser.lower() != who.lower():
+                who = f"{raiser} issues (the package that raised it)"
+            else:
+                who += " issues"
+            fix.append(f"Search the {who} for the message: \"{exc.message[:120] or exc.type}\".")
             fix.append("Share this report (grpo-doctor analyze --format markdown) when you ask for help.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                          count=len(same), ranks=ranks, seq=exc.seq,
