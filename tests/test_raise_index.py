@@ -24,6 +24,7 @@ NO_MSG = "no message: torchrun's ChildFailedError summary, or a bare exception"
 PY = "CPython's own message (attribute lookup, call check, import system, dict key)"
 # fixtures/logs case -> (exception type, start of message) -> the package that raises it, or why none can
 EXPECTED: dict[str, str] = {
+    "real-thread-vllm-registry-subprocess-sigsegv": "vllm",
     "real-thread-deepspeed-zero-offload-client-optimizer": "deepspeed",
     "real-thread-vllm-qwen3-architecture-unsupported": "vllm",
     "real-thread-medicalgpt-resume-no-valid-checkpoint": "transformers",
@@ -135,6 +136,8 @@ GAPS: dict[tuple[str, str], str] = {
     ("dev-064-vllm-serve-dp-duplicate-gpu", "EOFError"): NO_MSG,
     ("real-thread-deepspeed-cpu-adam-jit-missing-header", "subprocess.CalledProcessError"):
         "CPython's subprocess.run(check=True) (Lib/subprocess.py), for torch's ninja build",
+    ("real-thread-vllm-registry-subprocess-sigsegv", "subprocess.CalledProcessError"):
+        "CPython's CompletedProcess.check_returncode (Lib/subprocess.py), for vLLM's registry child",
 }
 CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 
