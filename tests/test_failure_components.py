@@ -183,3 +183,26 @@ def test_a_source_checkout_of_llamafactory_or_rllm_and_its_entry_script_are_not_
     installed = (Frame("/home/u/train.py", 9, "main"),
                  Frame("/usr/lib/python3.10/site-packages/llamafactory/train/tuner.py", 50, "run_exp"))
     assert [f.func for f in user_frames(installed)] == ["main"]
+
+
+# dev14 1616 (modelscope/ms-swift thread): a Qwen2-VL sequence-classification checkpoint served with vLLM's generative
+# class; the traceback's message is wrapped in markdown bold and the shard bar follows it
+LOAD = [(f"{SP}/vllm/model_executor/models/utils.py", 261, "load_weights",
+         'autoloaded_weights = set(self._load_module("", self.module, weights))'),
+        (f"{SP}/vllm/model_executor/models/utils.py", 250, "_load_module", "raise ValueError(msg)")]
+SCORE = "ValueError: **There is no module or parameter named 'score' in Qwen2VLForConditionalGeneration**"
+
+
+def test_a_weight_name_refused_while_the_checkpoint_loads_is_the_checkpoint_not_a_weight_sync():
+    text = _tb(LOAD, SCORE) + "Loading safetensors checkpoint shards:   0% Completed | 0/1 [00:01<?, ?it/s]\n"
+    first = run_text(text)[0]
+    assert first.category == "vllm-engine-error"
+    assert "`ValueError: There is no module or parameter named 'score'" in first.message  # the bold is taken off
+    assert "loading the model's checkpoint at start" in first.message and "the trainer pushed" not in first.message
+    assert not any("flattened" in line for line in first.fix)
+
+
+def test_the_same_refusal_under_a_weight_sync_request_stays_the_sync():
+    text = "POST /update_named_param/ HTTP/1.1\" 500\n" + _tb(LOAD, SCORE)
+    first = run_text(text)[0]
+    assert "weights the trainer pushed" in first.message

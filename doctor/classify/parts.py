@@ -62,6 +62,22 @@ _WEIGHTS = Part(
      "trl": "trl: upgrade trl and vLLM together (the /update_named_param/ route and the model's weight names must "
             "match).",
      None: "Sync weights one named parameter at a time instead of flattened buckets, if the trainer offers it."})
+_CHECKPOINT_LOAD = Part(
+    "vllm-checkpoint-load",
+    "The engine failed while loading the model's checkpoint at start (its model_loader reading the safetensors "
+    "shards into the model class): a weight name or shape in the checkpoint has no place in the architecture this "
+    "vLLM builds for it, such as a head the generative class does not have (`score`, `classifier`, `v_head` of a "
+    "reward or sequence-classification checkpoint), quantisation tensors without the matching load format, or a "
+    "checkpoint of a newer model revision than this vLLM knows.",
+    ("Check that the checkpoint is the kind of model vLLM is asked to serve (a reward or classification model needs "
+     "the matching task or runner, not the generative one) and that the installed vLLM supports its architecture "
+     "and quantisation; the first names in the error are those the class lacks.",),
+    {None: "Load the checkpoint with the model class and task it was saved for (or serve a generative checkpoint)."})
+# what shows the weights came from a trainer's sync rather than the checkpoint on disk: the sync routes and calls
+_SYNC_WORDS = ("/update_flattened_params", "/update_named_param", "update_weights", "collective_rpc",
+               "_load_state_dict_to_vllm", "_move_model_to_vllm", "_sync_weights", "load_weights_from_")
+_DISK_WORDS = ("Loading safetensors checkpoint shards", "model_loader/", " load_model", " initialize_model",
+               "Loading pt checkpoint shards")
 _NCCL = Part(
     "vllm-nccl-group",
     "NCCL failed inside the engine while the trainer and the rollout engine form or use their weight-sync "
@@ -107,6 +123,9 @@ def part_of(frames: tuple[Frame, ...], context: str = "") -> Part | None:
         return _NCCL
     if ("load_weights" in hay or "model_loader" in hay or "weight_loader" in hay
             or any(r in context for r in ("/update_flattened_params", "/update_named_param", "update_weights"))):
+        synced = any(w in context or w in hay for w in _SYNC_WORDS)
+        if not synced and any(w in context or w in hay for w in _DISK_WORDS):
+            return _CHECKPOINT_LOAD
         return _WEIGHTS
     if "concurrent/futures/thread.py" in hay and _worker_infers(frames):
         return _ASYNC

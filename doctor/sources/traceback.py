@@ -235,6 +235,8 @@ class TracebackTracker:
                 m = _EXC.match(rest)
         if m:
             etype, msg = m.group(1), (m.group(2) or "").strip()
+            if msg[:2] == "**" and msg[-2:] == "**" and len(msg) > 4:
+                msg = msg[2:-2].strip()  # markdown bold around the message in a pasted issue
             if etype.endswith("Warning") and not (st and st.in_tb):
                 return None
             frames = tuple(st.frames) if st else ()

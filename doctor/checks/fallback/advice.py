@@ -115,11 +115,14 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
         why[:0] = mm.why
         first[:0] = mm.fix
         drop += mm.drop
-    part = part_of(v.frames, context)
+    # the lines right after the exception too: a loader's bar ("Loading safetensors checkpoint shards: 0%") printed by
+    # another process of the launch shows which load it was
+    after = "\n".join(ln.text for ln in ctx.lines_after(exc.where.path, exc.seq, 8)) if exc is not None else ""
+    part = part_of(v.frames, context + "\n" + after)
     if part is not None:
         if part.what:
             why.append(part.what)
-        if part.id in ("vllm-weight-load", "vllm-lora"):
+        if part.id in ("vllm-weight-load", "vllm-lora", "vllm-checkpoint-load"):
             drop += ("Retry with the smallest change to the vLLM side",)  # eager mode or one GPU cannot fix these
         first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
     mem = vllm_memory_note(context) if v.entry.category == "cuda-oom" else None
