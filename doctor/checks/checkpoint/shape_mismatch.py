@@ -19,6 +19,20 @@ def shape_mismatch_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  if h.groups.get("saved") and h.groups.get("model")), None)
     msg = f"load_state_dict found tensors whose shapes differ between the checkpoint and the model: {shown}."
     fix: list[str] = []
+    pairs = [(_dims(h.groups["saved"]), _dims(h.groups["model"])) for h in hits
+             if h.groups.get("saved") and h.groups.get("model")]
+    if len(pairs) >= 2 and all(sv in ([1], [0]) and md not in ([1], [0]) for sv, md in pairs):
+        shape = "[0]" if all(sv == [0] for sv, _ in pairs) else "[1]"
+        msg += (f" Every checkpoint-side shape the log shows is {shape} ({len(pairs)} tensors, whatever their shape in "
+                f"the model): DeepSpeed ZeRO-3 keeps such a placeholder in each partitioned parameter (torch.ones(1) in "
+                f"early releases, an empty tensor later), so this checkpoint was saved from the partitioned model "
+                f"without gathering its weights.")
+        fix = ["Save (or convert) the full weights: DeepSpeed's zero_to_fp32.py on the checkpoint folder's global_step* "
+               "shards, or train with stage3_gather_16bit_weights_on_model_save true (transformers/accelerate gather "
+               "them for save_model); or load the checkpoint through the DeepSpeed engine (load_checkpoint) instead of "
+               "load_state_dict."]
+        return Diagnosis(message=msg, fix=tuple(fix),
+                         title="The checkpoint holds ZeRO-3 placeholders instead of weights (size mismatch)")
     if pair is not None:
         name, saved, model = pair
         msg += f" `{name}` is {saved} in the checkpoint and {model} in the model (read from the log)."
