@@ -29,8 +29,14 @@ _NEVER_CONNECTED = lazyre.compile(r"while trying to connect|failed to connect|wa
 _BROKE = lazyre.compile(r"Connection reset|Failed to recv|Broken pipe|closed by (?:the )?(?:remote )?peer", re.I)
 
 
-def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
+    ignored = [h for h in hits if h.groups.get("ignored")]
+    hits = [h for h in hits if not h.groups.get("ignored")]
+    if not hits:
+        return None  # torchrun's master_addr warning alone: printed by healthy --standalone launches too
+    if ignored and "RendezvousTimeoutError" in " ".join(h.evidence.text for h in hits):
+        return _rendezvous_without_endpoint(ignored[0], ctx)
     host = port = None
     for h in hits:
         m = _PORT.search(h.evidence.text)
@@ -105,6 +111,22 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     return Diagnosis(message=msg, fix=tuple(fix), category="hang-at-start" if at_start else None)
 
 
+def _rendezvous_without_endpoint(warning: Hit, ctx: RunState) -> Diagnosis:
+    """A rendezvous that timed out after torchrun said it ignores --master_addr: a dynamic (c10d) rendezvous with no
+    --rdzv_endpoint, so each node's agent met at an endpoint of its own and the others never came."""
+    msg = (f"The rendezvous timed out, and torchrun warned at the start (line {warning.evidence.line}) that "
+           "`master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified`: torchrun "
+           "prints it when the rendezvous backend is not `static` and no --rdzv_endpoint is given "
+           "(torch/distributed/run.py config_from_args), so --master_addr/--master_port were not used to meet; each "
+           "node's agent most likely waited at an endpoint of its own and the other nodes never joined it.")
+    fix = ("On every node pass the same rendezvous: --rdzv_backend=c10d --rdzv_endpoint=<node 0's IP>:<port> "
+           "--rdzv_id=<one id for the job> --nnodes=<N>; or use the static rendezvous: --master_addr <node 0's IP> "
+           "--master_port <port> --node_rank <i> with no --rdzv_backend/--standalone.",
+           "Check that the port is reachable from every node (firewall) before starting.")
+    return Diagnosis(message=msg, fix=fix, category="hang-at-start" if ctx.metrics_steps == 0 else None,
+                     title="Rendezvous timed out: torchrun ignored --master_addr")
+
+
 def _master_port(master: object, store_port: int | None) -> str:
     """MASTER_PORT as the launch gives it, else the port of the store the log's socket line names, else assumed."""
     if master:
@@ -137,4 +159,31 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         fix.append("For the vLLM weight-sync group use --vllm_server_group_port with a free port (ms-swift >= 3.11).")
     if p_.assumed:
         msg += " The port is not in the log: torchrun's default master port is assumed."
+    same = _same_rank_for_all(run)
+    if same is not None:
+        flag, value, procs = same
+        msg = (f"Port {p_} could not be bound twice on this machine. The command passes `--{flag} {value}` to the "
+               f"script itself, so each of the {procs} processes torchrun starts (--nproc_per_node {procs}) is told it "
+               f"is {flag.replace('_', ' ')} {value}: when the script builds its process group from that value, every "
+               f"process acts as rank {value} and tries to host the store on the same port, and all but the first "
+               f"fail to listen. " + ("The port is not in the log: torchrun's default master port is assumed."
+                                      if p_.assumed else ""))
+        fix = [f"Drop `--{flag} {value}` from the command and read the rank from the environment torchrun sets "
+               f"(int(os.environ['LOCAL_RANK']), RANK, WORLD_SIZE; torch.distributed.init_process_group() reads them "
+               f"itself)."]
+        return Diagnosis(message=msg.strip(), fix=tuple(fix), title="Every process was told it is rank "
+                         f"{value}: the store's port bound twice")
     return Diagnosis(message=msg, fix=tuple(fix))
+
+
+def _same_rank_for_all(run) -> tuple[str, int, int] | None:
+    """(flag, value, processes) when a torchrun launch of several processes passes one fixed --local_rank or --rank
+    to its script: torchrun gives every worker the same script arguments, so all of them get that value."""
+    procs = as_int(run.torchrun.get("nproc_per_node"))
+    if procs is None or procs < 2:
+        return None
+    for flag in ("local_rank", "rank"):
+        value = as_int(run.cli.get(flag))
+        if value is not None:
+            return flag, value, procs
+    return None
