@@ -181,3 +181,17 @@ def test_a_line_number_gutter_is_taken_off():
     # a tab later in the line, or digits with no tab, are left alone
     assert strip_prefixes("step 3\tloss 0.5")[0] == "step 3\tloss 0.5"
     assert strip_prefixes("1216 File x")[0] == "1216 File x"
+
+
+def test_a_traceback_header_with_its_exception_or_first_frame_glued_after_it():
+    # dev14 1617 pasted damaged this way (the glue mutation of bench/mutate.py makes the same shape)
+    assert split_segments("Traceback (most recent call last):AttributeError: 'Qwen3Model' object has no attribute "
+                          "'model_meta'") == ["Traceback (most recent call last):",
+                                              "AttributeError: 'Qwen3Model' object has no attribute 'model_meta'"]
+    assert split_segments('Traceback (most recent call last):  File "/x.py", line 3, in f') == [
+        "Traceback (most recent call last):", '  File "/x.py", line 3, in f']
+    # prose after the header is left as it was
+    assert split_segments("Traceback (most recent call last): see below") == [
+        "Traceback (most recent call last): see below"]
+    # a gutter after a Ray prefix is taken off as well
+    assert strip_prefixes('(WorkerDict pid=42) 1216\t  File "/x.py", line 3, in f')[0] == '  File "/x.py", line 3, in f'

@@ -234,6 +234,7 @@ _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error
 # in single quotes only where the quote opens after a space or a parenthesis and closes before one or a punctuation
 # mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
 _PROSE_SINGLE = lazyre.compile(r"""(?:(?<=[\s(])|^)'((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+?)'(?=[\s.,;:)!?]|$)""")
+_TB_HEADER = "Traceback (most recent call last):"
 _STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b")
 
 
@@ -289,6 +290,13 @@ def split_segments(text: str) -> list[str]:
                 break
             out.append(part[:m.end()])
             part = stripped
+        # a traceback's header with the exception (or its first frame) glued after it, the newline lost in the paste
+        if "most recent call last):" in part:
+            at = part.find(_TB_HEADER)
+            rest = part[at + len(_TB_HEADER):] if at >= 0 else ""
+            if rest.strip() and (_STARTS_EXC.match(rest) or rest.lstrip().startswith('File "')):
+                out.append(part[:at + len(_TB_HEADER)])
+                part = rest if rest.lstrip().startswith('File "') else rest.strip()
         # two ranks' writes on one physical line, the second an error or a frame that lost its newline; only then,
         # so that the line holds a word of the engine's gate (STATE_WORDS) and the chunk scanner, which counts a line
         # without one as one segment, feeds it and counts the same
@@ -325,11 +333,12 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
     """Remove rank, worker and vLLM logger prefixes and a line-number gutter. Returns (text, rank, origin)."""
     rank: int | None = None
     origin = ""
-    if "\t" in text[:14]:
-        g = _GUTTER.match(text)
-        if g is not None:
-            text = text[g.end():]
     for _ in range(4):
+        if "\t" in text[:14]:
+            g = _GUTTER.match(text)
+            if g is not None:
+                text = text[g.end():]
+                continue
         if text.startswith("[rank"):
             m = _RANK.match(text)
             if m:
