@@ -86,7 +86,6 @@ DEVLOGS8 = ROOT / "fixtures" / "devlogs8"
 KNOWN_MISSES_8: dict[str, str] = {
     "821": "LLaMA-Factory's 'Dropped invalid example' warning glued after a bar; the user's own print ends the log",
     "824": "Ray's ActorDiedError with its exit detail cut: the worker's death has no cause in the paste",
-    "827": "RayTaskError(NotImplementedError) of verl's reward manager, its message cut: read as the wrapper's notice",
     "828": "RayTaskError(ActorDiedError) of OpenRLHF's actor, cut: read as the wrapper's notice, no death detail",
 }
 

@@ -195,3 +195,12 @@ def test_a_traceback_header_with_its_exception_or_first_frame_glued_after_it():
         "Traceback (most recent call last): see below"]
     # a gutter after a Ray prefix is taken off as well
     assert strip_prefixes('(WorkerDict pid=42) 1216\t  File "/x.py", line 3, in f')[0] == '  File "/x.py", line 3, in f'
+
+
+def test_a_bracketed_space_separated_timestamp_is_taken_off_traceback_lines_only():
+    # devlogs8 827 (a verl run's console stamped "[2026-03-11 17:47:54] " on every line)
+    assert strip_prefixes('[2026-03-11 17:47:54]   File "/a/b.py", line 3, in run')[0] == '  File "/a/b.py", line 3, in run'
+    assert strip_prefixes("[2026-03-11 17:47:54] ray.exceptions.RayTaskError(NotImplementedError): ray::T.run()")[0] \
+        == "ray.exceptions.RayTaskError(NotImplementedError): ray::T.run()"
+    # a log record keeps its stamp (the hang rules read time from it)
+    assert strip_prefixes("[2026-03-11 17:47:54] [INFO] step 3")[0] == "[2026-03-11 17:47:54] [INFO] step 3"

@@ -61,6 +61,9 @@ _VLLM_LOG = lazyre.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d
 # a collector's timestamp in front of the line: `docker logs -t` / `kubectl logs --timestamps`
 # ("2024-06-28T06:11:52.685300953Z "), Buildkite ("[2025-03-10T15:07:20Z] "): ISO 8601 with its T and a zone, and the
 # one space the collector writes after it (the process's own indentation follows: a traceback's frame and code lines)
+# "[2026-03-11 17:47:54] " before a traceback's lines (a job wrapper's or a cluster console's stamp): taken off only
+# before a traceback line, where the rules read the line itself; elsewhere the stamp stays for the rules that read time
+_BRACKET_TS = lazyre.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] ")
 _COLLECTOR_TS = lazyre.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?(?: |\t|$)")
 _FENCE = lazyre.compile(r"^\s*```[\w+-]*\s*$")
 
@@ -363,6 +366,13 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
             if m:
                 text = text[m.end():]
                 continue
+        if text[:2] == "[2" and "] " in text[19:32]:
+            m = _BRACKET_TS.match(text)
+            if m:
+                rest = text[m.end():]
+                if rest[:7] == '  File ' or rest[:4] == "    " or rest[:9] == "Traceback" or _STARTS_EXC.match(rest):
+                    text = rest
+                    continue
         if text[:1] in "EWIDC":
             m = _VLLM_LOG.match(text)
             if m:
