@@ -85,8 +85,6 @@ KNOWN_MISSES_7: dict[str, str] = {
 DEVLOGS8 = ROOT / "fixtures" / "devlogs8"
 KNOWN_MISSES_8: dict[str, str] = {
     "821": "LLaMA-Factory's 'Dropped invalid example' warning glued after a bar; the user's own print ends the log",
-    "824": "Ray's ActorDiedError with its exit detail cut: the worker's death has no cause in the paste",
-    "828": "RayTaskError(ActorDiedError) of OpenRLHF's actor, cut: read as the wrapper's notice, no death detail",
 }
 
 

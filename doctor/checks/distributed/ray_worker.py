@@ -15,4 +15,13 @@ _WATCHDOG = lazyre.compile(r"Watchdog caught collective operation timeout|NCCL c
 def ray_worker_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if any(_WATCHDOG.search(t.text) for tail in ctx.tails.values() for t in tail):
         return None
+    detail = next((h.groups["detail"] for h in hits if h.groups.get("detail")), None)
+    task = next((h.groups["task"] for h in hits if h.groups.get("task")), None)
+    if detail is None and task is not None:
+        return Diagnosis(message=f"Ray re-raised in the driver the death of the actor that ran `{task}()` "
+                                 "(RayTaskError(ActorDiedError)): its worker process died without a Python exception "
+                                 "of its own, as Ray sees a process whose connection closed: the kernel's OOM killer "
+                                 "(host RAM), a native crash (SIGSEGV in a CUDA/NCCL library) or `ray stop --force`. "
+                                 "The actor's own lines (its `(… pid=N)` prefix) or its log under "
+                                 "/tmp/ray/session_latest/logs/ say which.")
     return Diagnosis()
