@@ -37,3 +37,14 @@ def test_expectations_can_fail():
     assert expectation_errors("c", {"source": "x", "forbid_rules": ["GD101"]}, f)
     assert expectation_errors("c", {}, [])
     assert expectation_errors("c", {"source": "x", "expect_category": "batch-divisibility"}, f) == []
+
+
+def test_no_golden_sentence_holds_an_unfilled_template_hole():
+    """A rule's template whose named group the first hit lacks renders '?' (rules._Blank): no reviewed report says it."""
+    for kind, case in CASES:
+        path = golden_path(case, kind)
+        if not path.exists():
+            continue
+        for f in json.loads(path.read_text(encoding="utf-8")).get("findings", []):
+            for text in [f.get("message", ""), f.get("title", ""), *f.get("fix", [])]:
+                assert "`?`" not in text and " ? " not in text, (case, f["rule_id"], text[:160])
