@@ -253,3 +253,31 @@ def test_a_warning_that_something_could_not_be_loaded_right_before_a_cut_stack_i
     # a warning of another kind is not read as the cause
     other = _first(run_text(log.replace("could not load plugin my_plugin", "this is slow")))
     assert "what failed first" not in other.message
+
+
+# dev15 1802 (trl's examples/scripts/sft.py of June 2024): SFTTrainer's constructor tokenizing the dataset, cut there
+SFT = '''Map:   0%|          | 0/9846 [00:00<?, ? examples/s]
+Traceback (most recent call last):
+  File "/home/u/trl/examples/scripts/sft.py", line 157, in <module>
+    trainer = SFTTrainer(
+  File "/home/u/.venv/lib/python3.10/site-packages/trl/trainer/sft_trainer.py", line 360, in __init__
+    train_dataset = self._prepare_dataset(
+'''
+
+
+def test_a_stack_cut_where_a_trainer_prepares_its_dataset_is_the_dataset_stage():
+    f = _first(run_text(SFT))
+    assert f.category == "dataset-or-template-error"
+    assert f.title == "Loading or preparing the dataset failed; the exception is not in the excerpt"
+
+
+def test_datasets_own_error_record_before_a_cut_loader_stack_is_quoted_first():
+    # dev15 1815: datasets' json builder logs the ArrowInvalid it re-raises, glued after the split's bar
+    log = ("Generating train split: 0 examples [00:00, ? examples/s]Failed to load JSON from file '/d/train.jsonl' "
+           "with error <class 'pyarrow.lib.ArrowInvalid'>: JSON parse error: Column(/query) changed from string to "
+           "number in row 125\n"
+           "Traceback (most recent call last):\n"
+           '  File "/x/site-packages/datasets/packaged_modules/json/json.py", line 160, in _generate_tables\n')
+    f = _first(run_text(log))
+    assert f.category == "dataset-or-template-error" and f.evidence[0].line == 1
+    assert "changed from string to number in row 125" in f.message

@@ -370,6 +370,17 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "quantized model.", "cuda-oom"),
     # a column a reward function or the trainer reads by name, missing from the samples
     ("KeyError: 'solution'", "dataset-or-template-error"),
+    # the tokenizer handed something that is not text: tokenizers' Rust check and transformers' (dev15 1804, 1806)
+    ("TypeError: TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]",
+     "dataset-or-template-error"),
+    ("ValueError: text input must of type `str` (single example), `List[str]` (batch or single pretokenized example) "
+     "or `List[List[str]]` (batch of pretokenized examples).", "dataset-or-template-error"),
+    # a tokenized column a trainer reads (dev15 1808)
+    ("KeyError: 'input_ids'", "dataset-or-template-error"),
+    # vLLM's max_model_len above the one config.json gives (vllm#2565, dev15 1820)
+    ("ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len "
+     "(max_position_embeddings=8192 or model_max_length=None in model's config.json). This may lead to incorrect "
+     "model outputs or CUDA errors.", "argument-error-other"),
     # accelerate's batch-size finder gives up after an out-of-memory error at every size (unsloth#2974, dev14 1603)
     ("RuntimeError: No executable batch size found, reached zero.", "cuda-oom"),
     # a tokenizer without a chat template: transformers' refusal and vLLM's (vllm#29849, dev14 1606 and 1621)

@@ -40,7 +40,10 @@ def _before(ctx: RunState, line: LogLine) -> list[LogLine]:
 
 
 # a logger's error record (logging's ERROR / CRITICAL level, glog's E-lines) or a program's own "Error: ..." line
-_ERROR_RECORD = lazyre.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|^(?:error|Error)(?: [^:]{0,60})?:\s*\S")
+# datasets' loaders log the exception they re-raise without a level word when the logger's format has none:
+# "Failed to load JSON from file '...' with error <class 'pyarrow.lib.ArrowInvalid'>: ..." (packaged_modules/json)
+_ERROR_RECORD = lazyre.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} \d\d:\d\d|^(?:error|Error)(?: [^:]{0,60})?:\s*\S|"
+                               r"\bwith error <class '[\w.]+'>: ")
 # a warning that something could not be done: code that catches an error, logs it as a warning and goes on with
 # nothing (a loader returning None) fails a few lines later on what is missing
 _FAILED_WARNING = lazyre.compile(r"\bWARN(?:ING)?\b.*?\b(?:unable to|failed to|could not|cannot|can't) "

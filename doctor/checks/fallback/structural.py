@@ -24,6 +24,9 @@ _EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w
                        r"recent call last\))\**\s*$")
 
 
+_QUOTED_THEN_PROSE = lazyre.compile(r"""^('[^']{1,200}'|"[^"]{1,200}")[.,;]?\s+[A-Z][a-z]""")
+
+
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
@@ -35,8 +38,11 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
                 continue
             m = _EMBEDDED.search(line.text)
             if m and not m.group(1).endswith("Warning"):
-                out.append(ExceptionInfo(m.group(1), (m.group(2) or "").strip()[:600], (), line.where, line.rank,
-                                         line.seq, line.raw))
+                msg = (m.group(2) or "").strip()
+                key = _QUOTED_THEN_PROSE.match(msg)
+                if key:  # "KeyError: 'input_ids'. Interestingly, ...": the message is the quoted key, prose follows
+                    msg = key.group(1)
+                out.append(ExceptionInfo(m.group(1), msg[:600], (), line.where, line.rank, line.seq, line.raw))
     return out
 
 
