@@ -281,3 +281,31 @@ def test_datasets_own_error_record_before_a_cut_loader_stack_is_quoted_first():
     f = _first(run_text(log))
     assert f.category == "dataset-or-template-error" and f.evidence[0].line == 1
     assert "changed from string to number in row 125" in f.message
+
+
+def test_a_notebook_stack_cut_in_the_trainers_resume_with_a_valueerror_header_is_the_resume_folder():
+    # dev15 1803 (an Idefics2 LoRA notebook): IPython's header names ValueError, the stack stops in Trainer.train
+    log = ("---------------------------------------------------------------------------\n"
+           "ValueError                                Traceback (most recent call last)\n"
+           "Cell In[16], line 1\n"
+           "----> 1 trainer.train(resume_from_checkpoint=True)\n\n"
+           "File /opt/conda/lib/python3.11/site-packages/transformers/trainer.py:1920, in Trainer.train(self, "
+           "resume_from_checkpoint, trial, ignore_keys_for_eval, **kwargs)\n"
+           "   1918 if resume_from_checkpoint is not None:\n")
+    f = _first(run_text(log))
+    assert f.title == "Resuming from a checkpoint failed; the exception is not in the excerpt"
+    assert f.category == "checkpoint-adapter-only-load-args"
+
+
+def test_a_stack_cut_while_deepspeed_opens_the_zero_shards_is_the_checkpoint():
+    # dev15 1825 (TransPeeder): engine.load_checkpoint(..., load_module_only=True) still opens the ZeRO-1 shards
+    log = ("Traceback (most recent call last):\n"
+           '  File "/w/train.py", line 109, in main\n'
+           "    engine.load_checkpoint(model_args.init_ckpt, load_module_only=True)\n"
+           '  File "/x/site-packages/deepspeed/runtime/engine.py", line 2780, in load_checkpoint\n'
+           "    success = self._load_zero_checkpoint(\n"
+           '  File "/x/site-packages/deepspeed/runtime/engine.py", line 2950, in _get_all_zero_checkpoints\n'
+           "    return self._get_all_zero_checkpoint_state_dicts(zero_ckpt_names)\n")
+    f = _first(run_text(log))
+    assert f.title == "DeepSpeed loading a checkpoint failed; the exception is not in the excerpt"
+    assert f.category == "checkpoint-corrupt" and "zero_pp_rank" in f.message

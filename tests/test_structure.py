@@ -381,6 +381,10 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
     ("ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len "
      "(max_position_embeddings=8192 or model_max_length=None in model's config.json). This may lead to incorrect "
      "model outputs or CUDA errors.", "argument-error-other"),
+    # ZeRO-1/2 optimizer shards loaded into another data-parallel size (Megatron-DeepSpeed#439, dev15 1822)
+    ("deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used a DP world size of 4 but "
+     "the current world size is 6. Automatic adjustment of ZeRO's optimizer state partitioning with a new world size "
+     "is not currently supported.", "deepspeed-config-error"),
     # accelerate's batch-size finder gives up after an out-of-memory error at every size (unsloth#2974, dev14 1603)
     ("RuntimeError: No executable batch size found, reached zero.", "cuda-oom"),
     # a tokenizer without a chat template: transformers' refusal and vLLM's (vllm#29849, dev14 1606 and 1621)

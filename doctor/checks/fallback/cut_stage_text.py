@@ -146,7 +146,9 @@ def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | 
     if candidate and stage.decides:
         reading = candidate
     elif candidate and stage.clear is not None:
-        texts = [f.code for f in frames if f.code] + [t.text for t in before]
+        # the stack's own header too: IPython's names the exception ("ValueError    Traceback (most recent call last)")
+        header = [t.text for t in (ctx.tails.get(line.where.path) or ()) if t.seq <= line.seq and _HEADER in t.text][-1:]
+        texts = [f.code for f in frames if f.code] + [t.text for t in before] + header
         hit = next((t for t in texts if stage.clear.search(t)), None)
         if hit is not None:
             reading = candidate
