@@ -542,3 +542,20 @@ def test_unsloths_compile_cache_that_fails_to_import_is_the_cache():
     assert f.category == "import-or-dependency-error"
     assert any("Delete the unsloth_compiled_cache folder" in x for x in f.fix)
     assert not any("Upgrade or pin the two packages" in x for x in f.fix)
+
+
+def test_a_dataset_converter_or_prompt_strategy_of_a_framework_run_from_its_checkout_is_a_dataset_problem():
+    # dev15 1809 (LLaMA-Factory's sharegpt aligner, its frame wrapped inside the line number) and 1826 (axolotl's
+    # chat_template strategy under /workspace/axolotl/src, the exception in the title above the cut stack)
+    wrapped = ('[rank0]:   File "/home/x/LLaMA-Factory/src/llamafactory/data/aligner.py", line 15\n'
+               "3, in convert_sharegpt\n"
+               '[rank0]:     {"role": tag_mapping[message[dataset_attr.role_tag]], "content": message[da\n'
+               "taset_attr.content_tag]}\n"
+               "[rank0]: KeyError: 'user'\n")
+    f = run(wrapped)[0]
+    assert f.category == "dataset-or-template-error" and "aligner.py:153 in convert_sharegpt" in f.message
+    titled = ('"KeyError: 0" when trying to fine-tune on a conversational dataset\n\nthe error:\n\n'
+              '  File "/workspace/axolotl/src/axolotl/prompt_strategies/chat_template.py", line 418, in tokenize_prompt\n'
+              "    tokenized_prompt = self._tokenize_single_prompt(\n")
+    g = run(titled)[0]
+    assert g.category == "dataset-or-template-error" and "in axolotl" in g.title

@@ -17,11 +17,11 @@ PACKAGES = {
     "datasets": "datasets", "megatron": "Megatron", "hydra": "hydra", "flash_attn": "flash-attn",
     "verifiers": "verifiers", "ray": "ray", "starlette": "starlette", "uvicorn": "uvicorn", "fastapi": "fastapi",
     "verl": "verl", "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "llmtuner": "LLaMA-Factory",
-    "rllm": "rLLM", "nemo_rl": "NeMo-RL",
+    "rllm": "rLLM", "nemo_rl": "NeMo-RL", "axolotl": "axolotl",
 }
 # frameworks people run from a clone of their repository, under src/ (LLaMA-Factory: src/llamafactory, formerly
-# src/llmtuner) or a folder of the package's own name (rLLM: rllm/rllm/trainer/...)
-_SRC_CHECKOUTS = {"llamafactory": ("src",), "llmtuner": ("src",), "rllm": ("rllm",)}
+# src/llmtuner; axolotl: src/axolotl) or a folder of the package's own name (rLLM: rllm/rllm/trainer/...)
+_SRC_CHECKOUTS = {"llamafactory": ("src",), "llmtuner": ("src",), "rllm": ("rllm",), "axolotl": ("src",)}
 # frameworks run from their repository (and its forks: EasyR1 and TinyZero keep the package verl/): the package
 # directory followed by one of its own subpackages
 _CHECKOUT_SUBS = {"verl": {"trainer", "workers", "utils", "single_controller", "models", "third_party", "protocol.py",

@@ -14,6 +14,9 @@ from ..signals import ExceptionInfo, Frame, LogLine
 from . import ipython_tb, rich_box
 
 _FRAME = lazyre.compile(r'^\s*(?:File\s+)?"?([^"]*?\.pyx?|<[^>]+>)"?, line (\d+), in (\S+)')
+# a frame line a text box hard-wrapped inside its line number: `File "x.py", line 15` then `3, in convert_sharegpt`
+_FRAME_CUT = lazyre.compile(r'^\s*File\s+"([^"]*?\.pyx?)", line (\d+)\s*$')
+_FRAME_REST = lazyre.compile(r"^(\d*), in (\S+)")
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
 _LABEL = lazyre.compile(r"[a-z0-9][\w.\-]{0,40}")
 _EXC = lazyre.compile(
@@ -87,6 +90,9 @@ class TracebackTracker:
         self._nb: dict[str, str] = {}  # a notebook error output's "ename" / "evalue" seen so far, and their file
         # faulthandler's frames (FAULT_FRAME), with the line of each: read once here for every reader of the run
         self.dumped: deque[tuple[LogLine, Frame]] = deque(maxlen=_MAX_DUMPED)
+        # a frame line wrapped inside its line number, awaiting its remainder on the next line of the same file:
+        # (file, frame path, line digits so far, state key, the frame's line)
+        self._split: tuple[str, str, str, tuple[str, int | None], LogLine] | None = None
 
     def open_tracebacks(self) -> list[tuple[LogLine, tuple[Frame, ...]]]:
         """Tracebacks whose exception line never came (a log cut mid-stack): (last frame line, frames)."""
@@ -105,7 +111,7 @@ class TracebackTracker:
 
     def expecting(self) -> bool:
         """Some frame still waits for its source line (an indented line without any gate word counts)."""
-        return any(st.expect_code and st.frames or st.rich for st in self._states.values())
+        return self._split is not None or any(st.expect_code and st.frames or st.rich for st in self._states.values())
 
     def _frame(self, key: tuple[str, int | None], st: _State | None, line: LogLine, frame: Frame) -> _State:
         """A frame line of the traceback of ``key`` (opened here when its header was not seen): the last
@@ -192,7 +198,18 @@ class TracebackTracker:
         if st is not None and st.rich:
             if self._rich(key, st, line, stripped):
                 return None
+        if self._split is not None:
+            split, self._split = self._split, None
+            rest = _FRAME_REST.match(stripped) if line.where.path == split[0] else None
+            if rest is not None:
+                frame = Frame(split[1], int(split[2] + rest.group(1)), rest.group(2))
+                self._frame(split[3], self._states.get(split[3]), split[4], frame).expect_code = True
+                return None
         if ', line ' in text:
+            cut = _FRAME_CUT.match(text) if text.rstrip()[-1:].isdigit() else None
+            if cut is not None:
+                self._split = (line.where.path, cut.group(1), cut.group(2), key, line)
+                return None
             m = _FRAME.match(text)
             if m:
                 # its source line follows on the next line (indented, often without any gate word)
