@@ -138,6 +138,8 @@ def test_a_message_left_without_sentences_says_why():
     f = Finding("GD000", "x", "other", Severity.error, "Gradients vanish", "grad_norm is 0.")
     out, _ = check_finding(f, RunFacts(metrics={"grad_norm": _metrics(a=1.93)}))
     assert out.message.startswith("Gradients vanish. (Its stock explanation is left out") and "1.93" in out.message
+    # what it rested on is contradicted: no surer than possible (dev15 1817 kept a contradicted finding at certain)
+    assert f.confidence == "certain" and out.confidence == "possible"
 
 
 # ---------------------------------------------------------------------------------- real rules, one per family

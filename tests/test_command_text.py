@@ -44,3 +44,18 @@ def test_a_repeated_launcher_line_reads_as_the_first():
     assert again.args["reward_funcs"] == ["accuracy", "format"]
     assert again.args["vllm_engine_kwargs"] == {"a": [1, 2]}
     assert again.args["reward_funcs"] is not once.args["reward_funcs"]
+
+
+def test_shell_variables_set_in_the_same_text_are_expanded_and_others_left_unknown():
+    # dev15 1817: `nproc_per_node=8` on a line of its own, then `NPROC_PER_NODE=$nproc_per_node swift pt ...`
+    text = "nproc_per_node=8\nCUDA_VISIBLE_DEVICES=0,1 \\\nNPROC_PER_NODE=$nproc_per_node \\\nswift pt --model m\n"
+    read = command_text.read_command(text)
+    assert ("NPROC_PER_NODE", "8") in read.env and read.launches[0].env["NPROC_PER_NODE"] == "8"
+    assert command_text.expand_variables("NPROC_PER_NODE=${N} swift sft") == "NPROC_PER_NODE=${N} swift sft"  # set elsewhere
+
+
+def test_a_gpu_count_from_an_unknown_variable_is_not_read_as_unset():
+    from doctor.checks.args.gpu_layout import trainer_layout
+    run = RunConfig()
+    run.add_command("CUDA_VISIBLE_DEVICES=0,1,2,3 NPROC_PER_NODE=$N swift sft --model m")
+    assert trainer_layout(run) == (None, None, True)

@@ -97,7 +97,25 @@ def _kept(text: str) -> CommandRead:
     return _read(text)
 
 
+# a shell variable set on a line of its own (`nproc_per_node=8`, `export MODEL=/m`), and a use of one
+_SHELL_SET = lazyre.compile(r"(?m)^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)=(\"[^\"\n]*\"|'[^'\n]*'|[^\s\\;'\"$`]+)[ \t]*$")
+_SHELL_USE = lazyre.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+
+
+def expand_variables(text: str) -> str:
+    """``text`` with ``$name`` and ``${name}`` replaced by the value a line of the same text sets them to
+    (``nproc_per_node=8`` then ``NPROC_PER_NODE=$nproc_per_node``); a variable set elsewhere (the caller's shell)
+    stays as written, a value the reader then takes as unknown."""
+    if "$" not in text or "=" not in text:
+        return text
+    values = {m.group(1): m.group(2).strip("'\"") for m in _SHELL_SET.finditer(text)}
+    if not values:
+        return text
+    return _SHELL_USE.sub(lambda m: values.get(m.group(1) or m.group(2), m.group(0)), text)
+
+
 def _read(text: str) -> CommandRead:
+    text = expand_variables(text)
     env = [(m.group(1), m.group(2).strip("'\"")) for m in _ENV.finditer(text)]
     read = CommandRead(env, split_launches(text), yaml_args(text))
     m = _SWIFT_CMD.search(text)

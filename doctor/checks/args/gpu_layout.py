@@ -28,7 +28,10 @@ def trainer_layout(run: RunConfig) -> tuple[int | None, int | None, bool]:
     if launch is not None and (launch.env.get("CUDA_VISIBLE_DEVICES") or launch.env.get("ASCEND_RT_VISIBLE_DEVICES")):
         v = launch.env.get("CUDA_VISIBLE_DEVICES") or launch.env.get("ASCEND_RT_VISIBLE_DEVICES") or ""
         vis = len([x for x in v.split(",") if x.strip()])
-        n = as_int(launch.env.get("NPROC_PER_NODE")) or as_int(run.torchrun.get("nproc_per_node"))
+        raw = launch.env.get("NPROC_PER_NODE")
+        if raw is not None and as_int(raw) is None or "$" in v:
+            return None, None, True  # set from a variable the command does not show: its value is unknown
+        n = as_int(raw) or as_int(run.torchrun.get("nproc_per_node"))
         return vis, n, True
     if launch is None and len(getattr(run, "launches", ()) or ()) > 1:
         return None, None, False
