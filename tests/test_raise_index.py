@@ -24,6 +24,8 @@ NO_MSG = "no message: torchrun's ChildFailedError summary, or a bare exception"
 PY = "CPython's own message (attribute lookup, call check, import system, dict key)"
 # fixtures/logs case -> (exception type, start of message) -> the package that raises it, or why none can
 EXPECTED: dict[str, str] = {
+    # torch's Module.load_state_dict raised it (a DeepSpeed resume); transformers' _load_pretrained_model words it alike
+    "real-thread-llamafactory-lora-resume-missing-base-keys": "transformers",
     "real-thread-vllm-registry-subprocess-sigsegv": "vllm",
     "real-thread-deepspeed-zero-offload-client-optimizer": "deepspeed",
     "real-thread-vllm-qwen3-architecture-unsupported": "vllm",
