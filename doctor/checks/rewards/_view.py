@@ -28,7 +28,7 @@ EPS_ZERO = 1e-9
 
 
 REWARD_KEYS = ("loss", "reward", "reward_std", "frac_reward_zero_std", "grad_norm", "completions/mean_length",
-               "completions/clipped_ratio", "completion_length", "response_clip_ratio")
+               "completions/clipped_ratio", "completion_length", "response_clip_ratio", "epoch")
 
 
 class RewardView:

@@ -124,7 +124,9 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     few = n <= FEW_ROWS and excerpt(s, rv.idx)
     # a flat first step or two is common in a healthy run: info until more steps show that it lasts (a flat row from
     # later in a run is not that, and stays a warning that says what one row cannot show)
-    early = few and (start is None or start <= FEW_ROWS)
+    # with no step logged, the epoch places the row: well into the first epoch is no start of the run
+    epoch = s.col("epoch")[rv.idx[0]] if rv.idx else None
+    early = few and (start is None or start <= FEW_ROWS) and not (start is None and epoch is not None and epoch >= 0.1)
     if few:
         msg += few_rows_caveat(n)
         level = EXCERPT_CONFIDENCE
