@@ -137,7 +137,6 @@ KNOWN_MISSES_14: dict[str, str] = {
 DEVLOGS15 = ROOT / "fixtures" / "devlogs15"
 KNOWN_MISSES_15: dict[str, str] = {
     "1813": "the only failure text is the title '<file>.pt FileNotFoundError' (a missing ZeRO shard), not an exception line",
-    "1818": "an OCR-damaged vLLM stack ('vlm/'): a weight-name KeyError in load_weights read without its package",
 }
 
 

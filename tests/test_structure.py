@@ -559,3 +559,15 @@ def test_a_dataset_converter_or_prompt_strategy_of_a_framework_run_from_its_chec
               "    tokenized_prompt = self._tokenize_single_prompt(\n")
     g = run(titled)[0]
     assert g.category == "dataset-or-template-error" and "in axolotl" in g.title
+
+
+def test_a_weight_name_keyerror_at_params_dict_is_a_tensor_the_serving_class_lacks():
+    # dev15 1818 (vllm-project/vllm thread, OCR-damaged: `vlm/`, `params_dict [name]`, `Im_head`)
+    text = tb([("/x/site-packages/vlm/model_executor/models/gemma.py", 339, "load", "param = params_dict [name]")],
+              "KeyError: 'Im_head.weight'")
+    f = run(text)[0]
+    assert f.category == "vllm-engine-error" and f.title == "The checkpoint has a tensor the serving model class does not define"
+    # a KeyError for a column name at the same statement is not a weight name
+    g = run(tb([(f"{SP}/vllm/model_executor/models/gemma.py", 339, "load_weights", "param = params_dict[name]")],
+               "KeyError: 'prompt'"))[0]
+    assert g.title != f.title
