@@ -571,3 +571,20 @@ def test_a_weight_name_keyerror_at_params_dict_is_a_tensor_the_serving_class_lac
     g = run(tb([(f"{SP}/vllm/model_executor/models/gemma.py", 339, "load_weights", "param = params_dict[name]")],
                "KeyError: 'prompt'"))[0]
     assert g.title != f.title
+
+
+def test_a_deepspeed_config_value_of_the_wrong_type_is_said_as_a_value_not_a_misplaced_key():
+    # dev15 1811 (LLaMA-Factory ZeRO-3 with DeepSpeed 0.15): transformers' `auto` fill writes a float bucket size
+    log = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for DeepSpeedZeroConfig\n"
+           "stage3_prefetch_bucket_size\n"
+           "  Input should be a valid integer, got a number with a fractional part [type=int_from_float, "
+           "input_value=15099494.4, input_type=float]\n")
+    f = run(log)[0]
+    assert f.category == "deepspeed-config-error"
+    assert "refused a value, not a key: stage3_prefetch_bucket_size = 15099494.4" in f.message
+    assert "forbids keys" not in f.message and not any(x.startswith("Move each refused key") for x in f.fix)
+    # an undeclared key keeps the key reading
+    extra = run("pydantic_core._pydantic_core.ValidationError: 1 validation error for DeepSpeedZeroConfig\n"
+                "zero_hpz_partition_size\n"
+                "  Extra inputs are not permitted [type=extra_forbidden, input_value=8, input_type=int]\n")[0]
+    assert "forbids keys" in extra.message

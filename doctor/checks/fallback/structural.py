@@ -178,6 +178,40 @@ def _refused_keys(v: Verdict, ctx: RunState) -> str:
     return out
 
 
+# pydantic v2's line under a refused field: "Input should be a valid integer, got a number with a fractional part
+# [type=int_from_float, input_value=15099494.4, input_type=float]"
+_VALUE_ERROR = lazyre.compile(r"\[type=(?P<type>\w+), input_value=(?P<value>[^,\]]{1,80}), input_type=(?P<itype>\w+)\]")
+_SIZE_FILLED = ("stage3_prefetch_bucket_size", "reduce_bucket_size", "stage3_param_persistence_threshold")
+
+
+def refused_values(v: Verdict, ctx: RunState) -> tuple[str, str] | None:
+    """(sentence, fix) when DeepSpeed's config model refused a value of the wrong type rather than a key (pydantic's
+    `type=` is not `extra_forbidden`), read from the lines under its header; None otherwise."""
+    if v.entry.id != "deepspeed-config-model" or v.exc is None:
+        return None
+    after = ctx.lines_after(v.exc.where.path, v.exc.seq, 40)
+    found = []
+    for ln, nxt in zip(after, after[1:]):
+        m = _REFUSED_FIELD.match(ln.text.strip())
+        e = _VALUE_ERROR.search(nxt.text)
+        if m and e and e.group("type") != "extra_forbidden":
+            found.append((m.group(1), e.group("value"), e.group("type"), e.group("itype")))
+    if not found:
+        return None
+    shown = "; ".join(f"{k} = {val} ({t}, a {it})" for k, val, t, it in found[:6])
+    why = (f"DeepSpeed's config model refused a value, not a key: {shown}. The section is right; the value is of "
+           f"another type than the field declares.")
+    fix = "Write the value as the field's type (an integer for the bucket sizes and thresholds)."
+    if any(k.rsplit(".", 1)[-1] in _SIZE_FILLED and t == "int_from_float" for k, _, t, _ in found):
+        why += (" transformers fills ZeRO-3's `auto` sizes from the model (integrations/deepspeed.py "
+                "trainer_config_finalize: stage3_prefetch_bucket_size = 0.9 x hidden_size x hidden_size, a float), "
+                "and the DeepSpeed releases whose pydantic model checks integers strictly refuse the fraction.")
+        fix = ("Replace `auto` for that size with an integer in the DeepSpeed config (e.g. the value printed, rounded "
+               "down), or install a transformers release that rounds it, or the DeepSpeed release the config worked "
+               "with.")
+    return why, fix
+
+
 def _detail(v: Verdict) -> str:
     """What the numbers of the message (or the failed assertion) say, where the entry knows how to read them."""
     if v.entry.category != "batch-divisibility" or v.exc is None:
@@ -320,6 +354,10 @@ class Structural(Rule):
             if outer is not None:
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "
                               f"that the call failed.")
+            values = refused_values(v, ctx)
+            if values is not None:  # the entry's doc is about refused keys; this run's refusal is a value's type
+                doc = values[0]
+                fix[:] = [values[1]] + [x for x in fix if not x.startswith("Move each refused key")]
             msg = (f"`{text}`.{where_txt} {doc}{_detail(v)}{_refused_keys(v, ctx)}{_versions(exc, ctx)}"
                    + (f" {extra}" if extra else ""))
             read = explain_line(exc)
