@@ -98,6 +98,18 @@ def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         return None  # a vLLM server's own data-parallel engines: GD222
     run = ctx.run
     msg = _same_gpu(hits)
+    if ctx.framework()[0] in ("verl", "openrlhf"):
+        # Ray places these frameworks' workers (its placement groups set each worker's CUDA_VISIBLE_DEVICES): no
+        # launcher's process count is involved
+        msg += (" The ranks are Ray workers: Ray gives each worker its GPUs through placement groups and sets its "
+                "CUDA_VISIBLE_DEVICES; two of them seeing the same device is Ray's placement (or a device the worker "
+                "picked itself), not a process count.")
+        return Diagnosis(message=msg, fix=(
+            "Check the Ray version the framework documents (older Ray releases mis-assign GPUs to colocated workers) "
+            "and that the trainer's GPUs per node match the GPUs Ray sees (`ray status`); do not set "
+            "CUDA_VISIBLE_DEVICES inside the workers.",
+            "Make sure no code pins a device itself (cuda:0, torch.cuda.set_device with a fixed index) inside a "
+            "worker."))
     nproc = run.env.get("NPROC_PER_NODE") or run.torchrun.get("nproc_per_node")
     visible = run.env.get("CUDA_VISIBLE_DEVICES")
     n_vis = run.visible_gpus()
@@ -106,9 +118,10 @@ def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         fix.append(f"NPROC_PER_NODE={nproc} but CUDA_VISIBLE_DEVICES={visible} shows {n_vis} GPU(s): "
                    f"use NPROC_PER_NODE={n_vis}, or list {nproc} GPUs in CUDA_VISIBLE_DEVICES.")
     else:
+        now = (f" (now NPROC_PER_NODE={nproc or 'unset'}, CUDA_VISIBLE_DEVICES={visible or 'unset'})"
+               if nproc is not None or visible is not None else "")
         fix.append("Make NPROC_PER_NODE (training processes per node) equal to the number of GPUs in "
-                   f"CUDA_VISIBLE_DEVICES (now NPROC_PER_NODE={nproc or 'unset'}, CUDA_VISIBLE_DEVICES={visible or 'unset'}); "
-                   "`nvidia-smi -L` lists the GPUs.")
+                   f"CUDA_VISIBLE_DEVICES{now}; `nvidia-smi -L` lists the GPUs.")
     fix.append("Colocated vLLM / reward models must not be pinned to a GPU that a training rank owns "
                "(no explicit device like cuda:0 in your plugin code).")
     fix.append("In your own scripts call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before "
