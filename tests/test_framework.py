@@ -257,3 +257,14 @@ def test_text_marks_words_test_changes_no_answer():
             lines += path.read_text("utf-8", "replace").splitlines()
     for t in lines:
         assert fw._cmd_marks(t) == plain(t), t
+
+
+def test_a_script_that_imports_trl_a_markdown_bold_unsloth_version_and_verl_entry_points_name_their_framework():
+    # dev15 1807 (a Python command.txt: `import trl`, `trl.SFTTrainer(`), 1808 (an issue body: **Unsloth 2025.8.10, ...),
+    # 1824 (verl's main_generation.py)
+    assert detect([], ["import trl", "trainer = trl.SFTTrainer("], {})[0] == "trl"
+    assert detect([], ["5. Which Unsloth version? **Unsloth 2025.8.10, Transformers: 4.56.0**"], {})[0] == "unsloth"
+    assert detect([], ["python3 -m verl.trainer.main_generation trainer.nnodes=1"], {})[0] == "verl"
+    assert detect([], ["When I run main_generation.py"], {})[0] == "verl"
+    # a user's own class of the same name, without trl's module, is not trl
+    assert detect([], ["trainer = SFTTrainer(model)"], {})[0] != "trl"

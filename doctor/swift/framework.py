@@ -45,7 +45,7 @@ _SWIFT_LOG = ("[INFO:swift]", "[WARNING:swift]", "[ERROR:swift]", "swift.cli.", 
 _UNSLOTH_VER = lazyre.compile(r"Unsloth:?\s+(20\d\d\.\d+\.\d+)")
 # unsloth's own prints ("Unsloth: Will patch your computer", "🦥 Unsloth: ..."), its imports, its patched names
 # (unsloth/models/rl.py: _unsloth_get_batch_samples, UnslothGRPOTrainer)
-_UNSLOTH_TEXT = lazyre.compile(r"(?:^|[\s>|])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
+_UNSLOTH_TEXT = lazyre.compile(r"(?:^|[\s>|*(])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
                            r"\b_unsloth_\w+|\bUnsloth\w*Trainer\b")
 # (framework, words of which every match holds one, whether in the line lowered, pattern): a pattern that starts with no
 # literal is tried at every place of a line (~40 us a 400-character line), the words' test first costs ~1/50 of that.
@@ -103,7 +103,8 @@ _CMD = (
     # An import from trl in a notebook cell's or script's source line is trl running; trl's other trainers' and
     # configs' methods in CPython's argument-error wording too (trl/trainer/: SFTTrainer, DPOTrainer, KTOTrainer...)
     ("trl", ("trl", "GRPOConfig", "Trainer.", "Config."), False, lazyre.compile(r"(?:^|\s)trl\s+(?:vllm-serve|grpo)\b|\bGRPOConfig\b|"
-                       r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b|"
+                       r"\bfrom\s+trl(?:\.[\w.]+)?\s+import\b|^\s*import\s+trl\b|"
+                       r"\btrl\.(?:GRPO|SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO)(?:Trainer|Config)\(|"
                        r"\btrl\.(?:trainer\.(?:grpo_trainer\.)?)?GRPOTrainer\b|\btrl\.trainer\.grpo_trainer\b|"
                        r"\b(?:GRPO|SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO)(?:Trainer|Config)\.\w+\(\) "
                        r"(?:got an unexpected|takes \d|missing \d)")),
