@@ -51,6 +51,9 @@ def opens_box(raw: str, text: str) -> bool:
     frame line followed by the right border, or the line that ran after the left border (``text``: the line with its
     borders taken off by the paste reader, ``raw``: as it was)."""
     r = raw.strip()
+    at = r.find(BORDER)
+    if 0 < at <= 60:  # a line prefix before the box (Ray's worker label, a timestamp, a quote mark)
+        r = r[at:]
     if r[-1:] == BORDER and FRAME.match(text):
         return True
     return r[:1] == BORDER and CODE.match(text) is not None
