@@ -309,3 +309,15 @@ def test_a_stack_cut_while_deepspeed_opens_the_zero_shards_is_the_checkpoint():
     f = _first(run_text(log))
     assert f.title == "DeepSpeed loading a checkpoint failed; the exception is not in the excerpt"
     assert f.category == "checkpoint-corrupt" and "zero_pp_rank" in f.message
+
+
+def test_a_headless_rich_box_quoted_in_a_reply_is_still_read():
+    # dev15 1830's rich box (DeepSpeed's load_checkpoint), every line behind a reply's "> " quote mark
+    box = ["│ /x/site-packages/deepspeed/runtime/engine.py:                                          │",
+           "│ 2605 in load_checkpoint                                                                 │",
+           "│                                                                                         │",
+           "│ ❱ 2605 │   │   load_path, client_states = self._load_checkpoint(load_dir,               │",
+           "│ /x/site-packages/deepspeed/runtime/engine.py:                                          │",
+           "│ 2664 in _load_checkpoint                                                                │"]
+    f = _first(run_text("\n".join("> " + ln for ln in box) + "\n"))
+    assert f.title == "DeepSpeed loading a checkpoint failed; the exception is not in the excerpt"
