@@ -268,3 +268,8 @@ def test_a_script_that_imports_trl_a_markdown_bold_unsloth_version_and_verl_entr
     assert detect([], ["When I run main_generation.py"], {})[0] == "verl"
     # a user's own class of the same name, without trl's module, is not trl
     assert detect([], ["trainer = SFTTrainer(model)"], {})[0] != "trl"
+
+
+def test_vllms_async_engine_record_names_the_vllm_runtime():
+    assert detect([], ["2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] Engine loop died"], {})[0::3] == \
+        ("vllm", "runtime")

@@ -204,3 +204,11 @@ def test_a_bracketed_space_separated_timestamp_is_taken_off_traceback_lines_only
         == "ray.exceptions.RayTaskError(NotImplementedError): ray::T.run()"
     # a log record keeps its stamp (the hang rules read time from it)
     assert strip_prefixes("[2026-03-11 17:47:54] [INFO] step 3")[0] == "[2026-03-11 17:47:54] [INFO] step 3"
+
+
+def test_a_serving_platforms_record_head_is_taken_off_the_traceback_lines_it_relogs():
+    # devlogs13 1515 (vLLM's async engine under a platform logging "date level pid [file:line] ")
+    head = "2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] "
+    assert strip_prefixes(head + '  File "/x/vllm/worker/worker_base.py", line 327, in execute_model')[0] == \
+        '  File "/x/vllm/worker/worker_base.py", line 327, in execute_model'
+    assert strip_prefixes(head + "Engine is gracefully shutting down")[0] == head + "Engine is gracefully shutting down"

@@ -64,6 +64,10 @@ _VLLM_LOG = lazyre.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d
 # "[2026-03-11 17:47:54] " before a traceback's lines (a job wrapper's or a cluster console's stamp): taken off only
 # before a traceback line, where the rules read the line itself; elsewhere the stamp stays for the rules that read time
 _BRACKET_TS = lazyre.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] ")
+# a logger record's head before a traceback line it re-logs: "2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] "
+# (date, level, pid, [file:line]: a serving platform's format around vLLM's engine), taken off the same way
+_RECORD_HEAD = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:ERROR|WARNING|INFO|DEBUG|CRITICAL) "
+                              r"\d+ \[[\w./-]+\.py:\d+\] ")
 _COLLECTOR_TS = lazyre.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?(?: |\t|$)")
 _FENCE = lazyre.compile(r"^\s*```[\w+-]*\s*$")
 
@@ -366,8 +370,8 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
             if m:
                 text = text[m.end():]
                 continue
-        if text[:2] == "[2" and "] " in text[19:32]:
-            m = _BRACKET_TS.match(text)
+        if text[:2] == "[2" and "] " in text[19:32] or text[:1] == "2" and text[4:5] == "-" and " [" in text[20:44]:
+            m = _BRACKET_TS.match(text) or _RECORD_HEAD.match(text)
             if m:
                 rest = text[m.end():]
                 if rest[:7] == '  File ' or rest[:4] == "    " or rest[:9] == "Traceback" or _STARTS_EXC.match(rest):

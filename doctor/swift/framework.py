@@ -253,7 +253,7 @@ _RUNTIME_TEXT = (
     # vLLM's logger format (vllm/logger.py: "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s", the
     # date as month-day; no brackets before 0.6) and imports of vllm in a pasted cell or script
     ("vllm", lazyre.compile(r"\((?:" + "|".join(VLLM_PROCESSES) + r")\w*(?: rank=\d+)? pid=\d+[,)]|\bvllm\.entrypoints\b|"
-                        r"(?:^|\s)vllm serve\b|\bllm_engine\.py:\d+\]|"
+                        r"(?:^|\s)vllm serve\b|\b(?:async_)?llm_engine\.py:\d+\]|"
                         r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d \[?\w+\.py:\d+\] |"
                         r"^\s*(?:import vllm\b|from vllm(?:\.[\w.]+)? import\b)|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
