@@ -128,7 +128,6 @@ DEVLOGS14 = ROOT / "fixtures" / "devlogs14"
 KNOWN_MISSES_14: dict[str, str] = {
     "1607": "TRL's colocated vLLM engine cut while built: its fixed max_num_batched_tokens against prompt + completion",
     "1612": "a ZeRO-2 checkpoint of 8 GPUs resumed on 1: a size mismatch whose cause is the world size, said in prose",
-    "1614": "merge_lora on a full-parameter checkpoint: an attribute ms-swift sets itself read as a version clash",
 }
 
 

@@ -588,3 +588,18 @@ def test_a_deepspeed_config_value_of_the_wrong_type_is_said_as_a_value_not_a_mis
                 "zero_hpz_partition_size\n"
                 "  Extra inputs are not permitted [type=extra_forbidden, input_value=8, input_type=int]\n")[0]
     assert "forbids keys" in extra.message
+
+
+def test_a_model_without_ms_swifts_own_attributes_is_an_argument_path_not_a_version_clash():
+    # dev14 1614: swift export --merge_lora true on a --train_type full checkpoint
+    text = tb([(f"{SP}/swift/llm/export/merge_lora.py", 38, "merge_lora",
+                "additional_saved_files=model.model_meta.additional_saved_files)"),
+               (f"{SP}/torch/nn/modules/module.py", 1931, "__getattr__", "raise AttributeError(")],
+              "AttributeError: 'Qwen2Model' object has no attribute 'model_meta'")
+    f = run(text)[0]
+    assert f.category == "argument-error-other" and "merge_lora" in " ".join(f.fix)
+    # another attribute through torch's __getattr__, in another package: not this reading
+    g = run(tb([(f"{SP}/trl/trainer/grpo_trainer.py", 10, "f", "self.model.warnings_issued"),
+                (f"{SP}/torch/nn/modules/module.py", 1931, "__getattr__", "raise AttributeError(")],
+               "AttributeError: 'Qwen2ForCausalLM' object has no attribute 'warnings_issued'"))[0]
+    assert g.category != "argument-error-other"
