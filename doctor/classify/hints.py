@@ -1,13 +1,11 @@
 """What the failure itself says about its fix, for the structural findings (GD990-GD997) and GD999.
 
-An experienced engineer reads four things before anything else, and each is read here from the evidence only:
+An experienced engineer reads three things before anything else, and each is read here from the evidence only:
 - the exception's own advice: ``Did you mean ...``, ``please set/use ...``, ``requires X>=Y``, ``pip install ...``
   (libraries write these on purpose: vLLM's config checks, transformers' ``requires_backends``, argparse);
 - the flag the message names: a word or phrase of the message that is a field of the trainer's arguments
   (``sequence parallel`` -> ``--sequence_parallel_size``), or a value the user passed (``KeyError: 'grpo'``
   with ``--loss_type grpo`` in the command);
-- the releases that hold the wording (the raise-site index): a wording that no release after X raises was
-  changed or removed after X, so upgrading past X may remove the failure;
 - a negative budget in a ``must be at least``/``got -N`` message: a value computed by subtraction
   (vLLM ``SamplingParams._verify_args`` ``max_tokens must be at least 1, got {max_tokens}``, vLLM 0.6-0.13,
   which ms-swift's infer engine computes as max_model_len minus the prompt's length).
@@ -19,7 +17,6 @@ import re
 from collections.abc import Iterable
 
 from .. import lazyre
-from ..values import minor, version_key
 
 _HINT = lazyre.compile(
     r"(?i)((?:did you mean|perhaps you meant)\b[^\n]{1,160}?(?:[?!]|\.(?=\s|$)|$)"
@@ -139,41 +136,6 @@ def layout_divides(message: str) -> str:
     return (f"world_size {w} is a multiple of {t} x {p} = {t * p} (computed from the message): the sizes fit the "
             f"launch, so the engine was built over the whole world of {w} processes instead of a group of {t * p} "
             f"of its own: the installed trainer/vLLM pair does not build per-engine groups.")
-
-
-def release_note(exc_line: str, versions: dict[str, str] | None = None) -> str:
-    """'' or where the raise-site index says this wording stops: '... the indexed ms-swift releases hold it up to 3.3
-    and not from 3.4.0: upgrading ms-swift to 3.4.0 or later may remove the failure'. The release named is the next
-    one the index holds (releases in between were not indexed); '' when the run's own version of that package
-    (``versions``, read from the log) is already that release or later: the upgrade would change nothing."""
-    try:
-        from .raise_sites import index, is_wrapper, lookup, narrow_versions, raised_after
-        matches = lookup(exc_line)
-        if not matches or matches[0].score < 0.8 or is_wrapper(matches[0].module, matches[0].where):
-            return ""
-        top = matches[0].score
-        held = narrow_versions([m for m in matches if m.score >= top - 1e-9])
-        idx = index()
-    except (OSError, ValueError):
-        return ""
-    notes = []
-    for pkg, ranges in held.items():
-        full = list(idx.meta["versions"].get(pkg, []))
-        labels = [minor(x) for x in full]
-        last = ranges.split(",")[-1].split("-")[-1]
-        if last in labels and labels.index(last) < len(labels) - 1:
-            nxt = full[labels.index(last) + 1]
-            ran = (versions or {}).get(pkg)
-            if ran and version_key(ran) >= version_key(nxt):
-                continue
-            if any(raised_after(m, nxt) for m in matches if m.package == pkg and m.score >= 0.8):
-                # the same check, its value filled in differently (a templated version), or the same wording raised
-                # from another function or file in the later releases (a check that moved): not removed
-                continue
-            notes.append(f"Of the {pkg} releases grpo-doctor has read, those up to {last} raise this wording and those "
-                         f"from {nxt} on do not (the check was changed or removed in between): upgrading {pkg} to {nxt} or later may remove the "
-                         f"failure.")
-    return " ".join(notes[:1])
 
 
 # messages that name a word which is not an argument the user gave: an attribute the code read (an AttributeError's

@@ -21,7 +21,6 @@ from ...classify.hints import (
     message_hints,
     negative_budget,
     owner_text,
-    release_note,
     sample_shape,
     vllm_memory_note,
 )
@@ -135,7 +134,6 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
         first.insert(0, limit[1])
         drop += ("Retry with the smallest change to the vLLM side", "Look above this traceback")
     if exc is not None and exc.message:
-        line = f"{exc.type}: {exc.message}"
         for h in message_hints(exc.message, exc_type=exc.type):
             first.append(f"The message itself says how: \"{h}\"")
         shape = sample_shape(exc.message)
@@ -177,10 +175,6 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
         if fits:  # the sizes divide: the lines that tell to make them divide cannot help
             why.append(fits)
             first = [x for x in first if "divide" not in x and "a multiple of" not in x]
-        note = release_note(line, ctx.run.versions)
-        if note:
-            why.append(note)
-            first.append(note.split(": ", 1)[-1][:1].upper() + note.split(": ", 1)[-1][1:])
     return " ".join(why), first, drop
 
 

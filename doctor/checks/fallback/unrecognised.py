@@ -320,7 +320,6 @@ class Unrecognised(Rule):
             else:
                 who += " issues"
             fix.append(f"Search the {who} for the message: \"{exc.message[:120] or exc.type}\".")
-            fix.append("Share this report (grpo-doctor analyze --format markdown) when you ask for help.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                          count=len(same), ranks=ranks, seq=exc.seq,
                          title=f"Unrecognised failure: {exc.short_type}")
