@@ -212,3 +212,15 @@ def test_a_serving_platforms_record_head_is_taken_off_the_traceback_lines_it_rel
     assert strip_prefixes(head + '  File "/x/vllm/worker/worker_base.py", line 327, in execute_model')[0] == \
         '  File "/x/vllm/worker/worker_base.py", line 327, in execute_model'
     assert strip_prefixes(head + "Engine is gracefully shutting down")[0] == head + "Engine is gracefully shutting down"
+
+
+def test_exceptions_in_issue_titles_and_sentence_tails_are_read():
+    # dev16 1904 ([Bug] glued before the exception), 1920 (after a comma in a sentence), 1910 (a full-width colon)
+    assert strip_prefixes("[Bug]RuntimeError: 'Qwen3Attention' object has no attribute 'apply_qkv'")[0] == \
+        "RuntimeError: 'Qwen3Attention' object has no attribute 'apply_qkv'"
+    assert split_segments("[Bug]: qwen3_vl.py has problem with the 8b model, KeyError: 'blocks.0.mlp.gate_proj.weight'") \
+        == ["[Bug]: qwen3_vl.py has problem with the 8b model, ", "KeyError: 'blocks.0.mlp.gate_proj.weight'"]
+    assert split_segments("进行DPO训练的时候，报错KeyError：None") == ["进行DPO训练的时候，报错", "KeyError: None"]
+    # a code line (indented) and a logger's tag are left alone
+    assert split_segments('    msg = f"oops, KeyError: {k}"') == ['    msg = f"oops, KeyError: {k}"']
+    assert strip_prefixes("[INFO:swift] hello")[0] == "[INFO:swift] hello"

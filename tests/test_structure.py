@@ -603,3 +603,13 @@ def test_a_model_without_ms_swifts_own_attributes_is_an_argument_path_not_a_vers
                 (f"{SP}/torch/nn/modules/module.py", 1931, "__getattr__", "raise AttributeError(")],
                "AttributeError: 'Qwen2ForCausalLM' object has no attribute 'warnings_issued'"))[0]
     assert g.category != "argument-error-other"
+
+
+def test_a_frameless_error_above_a_stack_cut_in_datasets_worker_pool_is_a_dataset_row():
+    # dev16 1910 (LLaMA-Factory's `Converting format of dataset` with num_proc 16 on Windows, `KeyError：None`)
+    text = ("报错KeyError：None\n"
+            "Converting format of dataset (num_proc=16):   0%|          | 0/57 [00:33<?, ? examples/s]\n"
+            "Traceback (most recent call last):\n"
+            '  File "C:\\Users\\a\\envs\\llama\\lib\\site-packages\\multiprocess\\pool.py", line 125, in worker\n'
+            "    result = (True, func(*args, **kwds))\n")
+    assert run(text)[0].category == "dataset-or-template-error"

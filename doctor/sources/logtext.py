@@ -7,6 +7,8 @@ NUL bytes and single lines of many megabytes. This module never holds more than 
 """
 from __future__ import annotations
 
+import re
+
 import ast
 import json
 from collections.abc import Iterator
@@ -236,7 +238,10 @@ def _listed_traceback_lines(text: str) -> list[str] | None:
 # quoted ("errors such as "omegaconf.errors.ConfigAttributeError: Key 'x' is not in struct." Many keys..."): the
 # exception becomes a line of its own, up to the sentence's full-width punctuation or the closing quote, so that every
 # reader of exception lines sees it
-_PROSE_GLUED = lazyre.compile(r"(?<=[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S[^\uff0c\u3002\uff1f\uff01\u201d\u300d\u300f]*)")
+_PROSE_GLUED = lazyre.compile(r"(?<=[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:: |\uff1a ?)\S[^\uff0c\u3002\uff1f\uff01\u201d\u300d\u300f]*)")
+# an exception ending an English sentence after a comma, a colon or a semicolon ("qwen3_vl.py has a problem with the
+# 8b model, KeyError: 'blocks.0.mlp.gate_proj.weight'"), in a line that is no code (it starts in the first column)
+_PROSE_TAIL = lazyre.compile(r"(?<=[,;:] )((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.*)$")
 _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): [^"`\u201d]+?)(?:\1|\u201d)""")
 # in single quotes only where the quote opens after a space or a parenthesis and closes before one or a punctuation
 # mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
@@ -259,8 +264,11 @@ def _prose_exception(part: str) -> list[str] | None:
             head, sep, rest = part.partition(colon)
             if sep and rest.strip() and not head.isascii() and bare_message(rest.strip()):
                 return [head + sep, rest.strip()]
+    if m is None and part[:1] not in (" ", "\t"):
+        m = _PROSE_TAIL.search(part)
     if m is not None:
         start, end, exc = m.start(1), m.end(1), m.group(1)
+        exc = re.sub(r"^([\w.]+(?:Error|Exception))\uff1a ?", r"\1: ", exc)  # a full-width colon after the type
     else:
         q = _PROSE_QUOTED.search(part) if ('"' in part or "`" in part or "\u201c" in part) else None
         if q is not None:
@@ -336,6 +344,10 @@ _RAY_REPEATED = lazyre.compile(r"\s*\[repeated \d+x across cluster\]$")
 _GUTTER = lazyre.compile(r"[ ]{0,6}\d{1,7}\t")
 
 
+# an issue title's tag before the message ("[Bug]RuntimeError: ...", "[BUG]: ..."): the tracker's, not the run's
+_ISSUE_TAG = lazyre.compile(r"^\[(?i:bug|feature|question|usage|help|issue)\]:?\s*")
+
+
 def strip_prefixes(text: str) -> tuple[str, int | None, str]:
     """Remove rank, worker and vLLM logger prefixes and a line-number gutter. Returns (text, rank, origin)."""
     rank: int | None = None
@@ -384,6 +396,10 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
                 text = text[m.end():]
                 continue
         break
+    if text[:1] == "[" and text[1:2] in "BbFfQqUuHhIi":
+        tag = _ISSUE_TAG.match(text)
+        if tag:
+            text = text[tag.end():]
     if text.startswith("`"):
         text = text.lstrip("`")
     if text.endswith("`"):

@@ -36,6 +36,15 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "grad-norm-zero", "the gradient norm stays 0"),
     (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are)\s+(?:0|zero)\b|"
                 r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直)\s*0"), "reward-zero-or-flat", "the reward stays at 0"),
+    # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
+    # fixes it", "after upgrading to 0.19.0": the failure came with a library version
+    (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
+                    r"\bdowngrad\w*\b.{0,60}\b(?:works?|worked|fix(?:es|ed)?|solved?|gone)\b|"
+                    r"\b(?:works?|worked) (?:again )?(?:after|when|if) (?:I )?downgrad|"
+                    r"\bpin(?:ning)? (?:\w+[ =]{1,2})?v?\d+\.\d+\.\d+ (?:and|fixes|solves)\b|"
+                    r"\bafter (?:upgrad|updat)\w* (?:\w+ )?(?:to )?v?\d+\.\d+|"
+                    r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)"),
+     "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
     (lazyre.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)\b|"
                 r"卡住|卡死|卡在|不动了?|没有?反应"), "hang", "the run stops making progress"),
     (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? (?:itself|the same)|repetitive output)\b|乱码|重复输出"),
@@ -149,6 +158,10 @@ _NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|�
                            r"\bno (?:error|traceback|exception)s?\b|\bwithout (?:any )?(?:error|traceback)", re.I)
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 _MEANWHILE = {
+    "import-or-dependency-error": "Meanwhile: install the release the description names as working (or the one before "
+                                  "the one it names as breaking) with `pip install '<package>==<version>'`, and "
+                                  "compare `pip show` of the packages around it (transformers, accelerate, trl, peft, "
+                                  "torch) with a setup that worked.",
     "grad-norm-zero": "Meanwhile: if the reward varies while grad_norm is exactly 0, no parameter received a gradient: "
                       "check the trainable parameter count the run prints (`trainable params`), and with LoRA that "
                       "its target modules match the model's layers.",
