@@ -7,10 +7,9 @@ NUL bytes and single lines of many megabytes. This module never holds more than 
 """
 from __future__ import annotations
 
-import re
-
 import ast
 import json
+import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
