@@ -139,6 +139,21 @@ KNOWN_MISSES_15: dict[str, str] = {
 }
 
 
+# fixtures/devlogs16: the sixteenth development set (30 real logs of 2026-11-29, README there): the natural spread, RL runs
+# and recent threads first; many pastes cut before the exception with the issue title as line 1
+DEVLOGS16 = ROOT / "fixtures" / "devlogs16"
+KNOWN_MISSES_16: dict[str, str] = {
+    "1902": "trl 0.19's generation_kwargs None inside unsloth's compiled trainer: a TypeError of a version pair unread",
+    "1904": "a frameless RuntimeError naming an attribute unsloth patches onto a model class: no frame to place it",
+    "1907": "a DPO/FSDP backward cut before its exception: read as the loss pass's out of memory (the label: unknown)",
+    "1915": "ms-swift's rollout-server connection failing inside argument setup: read as a refused argument",
+    "1916": "a vision token id 'not in list' during the training step: a multimodal input placed in the wrong field",
+    "1918": "one line of a cut stack inside vLLM's model-config parsing: a vLLM/transformers version pair",
+    "1920": "a weight-name KeyError in the title above a cut stack of transformers' trainer: vLLM's loader unseen",
+    "1926": "a ZeRO-3 run whose first row has kl 2.7e5 and loss 1e4: read as a log that stops in training",
+}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -148,7 +163,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS6, KNOWN_MISSES_6, 30), (DEVLOGS7, KNOWN_MISSES_7, 30), (DEVLOGS8, KNOWN_MISSES_8, 30),
               (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30),
               (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25), (DEVLOGS14, KNOWN_MISSES_14, 30),
-              (DEVLOGS15, KNOWN_MISSES_15, 30))
+              (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30))
 
 
 def _params():

@@ -613,3 +613,13 @@ def test_a_frameless_error_above_a_stack_cut_in_datasets_worker_pool_is_a_datase
             '  File "C:\\Users\\a\\envs\\llama\\lib\\site-packages\\multiprocess\\pool.py", line 125, in worker\n'
             "    result = (True, func(*args, **kwds))\n")
     assert run(text)[0].category == "dataset-or-template-error"
+
+
+def test_an_attribute_missing_inside_unslothss_patch_code_is_a_version_mismatch():
+    # dev16 1901: unsloth's for_training deletes an attribute the installed release does not set
+    text = tb([("/root/test/unsloth_compiled_cache/UnslothSFTTrainer.py", 952, "__init__", "model.for_training()"),
+               (f"{SP}/unsloth/models/llama.py", 2737, "for_training", "del model._unwrapped_old_generate"),
+               (f"{SP}/torch/nn/modules/module.py", 2040, "__delattr__", "super().__delattr__(name)")],
+              "AttributeError: _unwrapped_old_generate")
+    f = run(text)[0]
+    assert f.category == "import-or-dependency-error" and "unsloth" in f.title
