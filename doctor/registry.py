@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from . import lazyre
 from .model import CONFIDENCES, Role, Severity
 
 CATEGORIES = (
@@ -152,7 +153,7 @@ def _compile(expr: str, where: str) -> Any:
     # module costs ~20 ms of CPU to import, paid by every `watch` whose run prints one line a pattern rule looks at;
     # `regex` stays for a pattern only it accepts
     try:
-        return re.compile(expr)
+        return lazyre.compiled(expr)   # from the cache of compiled patterns when it holds this one
     except re.error:
         pass
     import regex
