@@ -228,7 +228,7 @@ def test_narrow_versions_and_raised_by():
 
 def test_index_records_how_it_was_built():
     meta = rs.index().meta
-    assert meta["format"] == 2 and meta["updated"] and meta["sites"] > 30000
+    assert meta["format"] == 3 and meta["updated"] and meta["sites"] > 30000
     assert set(meta["versions"]) >= {"ms-swift", "trl", "vllm", "deepspeed", "peft", "accelerate", "transformers",
                                      "torch"}
     assert rs.DATA.stat().st_size < 5 * 1024 * 1024
