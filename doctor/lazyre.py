@@ -25,7 +25,8 @@ try:
 except ImportError:  # not CPython: compile every pattern with re
     _sre = None  # type: ignore[assignment]
 
-# (pattern, flags) -> the arguments of _sre.compile after the pattern; None until the cache file is read
+# (pattern, flags) -> marshal of the arguments of _sre.compile after the pattern (each read when its pattern is used:
+# the whole table's opcode lists cost ~10 M instructions to unmarshal at every start); None until the file is read
 _table: dict | None = None
 _new: dict = {}   # entries this process compiled, written at exit
 
@@ -55,7 +56,8 @@ class LazyPattern:
 def _key() -> str:
     import hashlib
     import sys
-    return hashlib.sha256(f"{sys.version}\0{_sre.MAGIC}\0{_sre.CODESIZE}".encode()).hexdigest()[:24]
+    # "2": each entry marshalled on its own
+    return hashlib.sha256(f"2\0{sys.version}\0{_sre.MAGIC}\0{_sre.CODESIZE}".encode()).hexdigest()[:24]
 
 
 def _load() -> dict:
@@ -115,10 +117,11 @@ def compiled(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:
         return re.compile(pattern, flags)
     flags = int(flags)
     table = _load() if _table is None else _table
-    args = table.get((pattern, flags))
-    if args is not None:
+    packed = table.get((pattern, flags))
+    if packed is not None:
         try:
-            return _sre.compile(pattern, *args)
+            import marshal
+            return _sre.compile(pattern, *marshal.loads(packed))
         except Exception:  # noqa: BLE001 - a damaged entry: compile as if it were absent
             pass
     rx = re.compile(pattern, flags)
@@ -127,7 +130,8 @@ def compiled(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:
         if not _new:
             import atexit
             atexit.register(_save)
-        _new[(pattern, flags)] = got
+        import marshal
+        _new[(pattern, flags)] = marshal.dumps(got)
     return rx
 
 

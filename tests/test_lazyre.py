@@ -83,5 +83,6 @@ def test_a_damaged_cache_file_costs_only_the_compiling(tmp_path, monkeypatch):
     monkeypatch.setattr(lazyre, "_save", lambda: None)
     cachefiles.write(cachefiles.REGEX, lazyre._key(), b"\x00not marshal")
     assert lazyre.compiled(r"a+b", 0) == re.compile(r"a+b")
-    lazyre._table[("x+", 0)] = (0, [1, 2, 3], 0, {}, ())   # an entry _sre refuses: compiled by re instead
+    import marshal
+    lazyre._table[("x+", 0)] = marshal.dumps((0, [1, 2, 3], 0, {}, ()))   # an entry _sre refuses: compiled by re
     assert lazyre.compiled(r"x+", 0) == re.compile(r"x+")

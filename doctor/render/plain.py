@@ -13,12 +13,12 @@ with rich. tests/test_render_plain.py compares both on every golden report and o
 """
 from __future__ import annotations
 
-import re
+from .. import lazyre
 
 # rich.markup.RE_TAGS, rich.markup.escape's pattern, rich._emoji_replace's pattern
-_TAGS = re.compile(r"((\\*)\[([a-z#/@][^[]*?)])")
-_ESCAPE = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
-_EMOJI = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
+_TAGS = lazyre.compile(r"((\\*)\[([a-z#/@][^[]*?)])")
+_ESCAPE = lazyre.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+_EMOJI = lazyre.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
 _STRIP = {7: None, 8: None, 11: None, 12: None, 13: None}   # rich.control.STRIP_CONTROL_CODES
 
 
