@@ -9,7 +9,6 @@ below it a thread is more often about another failure than the same one, and sho
 """
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import threading
@@ -175,6 +174,7 @@ def _shipped() -> Index:
             return Index.restore(marshal.loads(cached))
         except (EOFError, ValueError, TypeError):
             pass
+    import gzip  # here: the index usually comes from the cache, and watch pays every import at its start
     idx = Index(json.loads(gzip.decompress(data).decode("utf-8")))
     try:
         cachefiles.write(cachefiles.KNOWN, key, marshal.dumps(idx.dump()))
@@ -184,6 +184,7 @@ def _shipped() -> Index:
 
 
 def read(path: Path) -> dict[str, Any]:
+    import gzip
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)
 
