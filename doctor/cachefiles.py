@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .live.atomic import write_atomic
 
@@ -39,6 +39,21 @@ TABLES = Kind("table", ".json", 8)   # the shipped TOML tables (doctor/data/stru
 KNOWN = Kind("known", ".marshal", 2)   # the known-issues index with its tf-idf vectors (doctor/known/index.py)
 REGEX = Kind("re", ".marshal", 4)   # compiled regular expressions of one interpreter (doctor/lazyre.py)
 CLASSES = Kind("dataclasses", ".marshal", 4)   # the methods @dataclass generates, compiled (doctor/fastclasses.py)
+
+
+def hasher(data: bytes = b"") -> Any:
+    """A hash object whose ``hexdigest()`` is a file key (24 hex digits): blake2b from the interpreter's own _blake2
+    module, as hashlib gives it, without importing hashlib, which loads OpenSSL's library (~11 M instructions at
+    every start of every command; each cache's key is made at start)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b
+    return blake2b(data, digest_size=12)
+
+
+def key_of(data: bytes) -> str:
+    return str(hasher(data).hexdigest())
 
 
 def cache_dir() -> str:
@@ -106,10 +121,9 @@ def toml_table(text: str) -> dict:
     """``tomllib.loads(text)``, from the cache when it parsed this very text before: tomllib is pure Python, and the
     structure table (70 KB) took ~40 ms of CPU to parse in every analyze or watch whose run failed. Only what JSON
     gives back unchanged is cached (a TOML date would come back a string)."""
-    import hashlib
     import json
     import sys
-    key = hashlib.sha256(f"{sys.version_info[:2]}\0".encode() + text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    key = key_of(f"{sys.version_info[:2]}\0".encode() + text.encode("utf-8", "surrogatepass"))
     data = read(TABLES, key)
     if data is not None:
         try:

@@ -21,10 +21,11 @@ _new: dict[str, bytes] = {}   # compiled in this process, written at exit
 
 
 def _key() -> str:
-    import hashlib
     import sys
     from importlib.util import MAGIC_NUMBER
-    return hashlib.sha256(f"{sys.version}\0{sys.flags.optimize}\0".encode() + MAGIC_NUMBER).hexdigest()[:24]
+
+    from .cachefiles import key_of
+    return key_of(f"{sys.version}\0{sys.flags.optimize}\0".encode() + MAGIC_NUMBER)
 
 
 def _load() -> dict[str, bytes]:

@@ -54,10 +54,11 @@ class LazyPattern:
 
 
 def _key() -> str:
-    import hashlib
     import sys
+
+    from .cachefiles import key_of
     # "2": each entry marshalled on its own
-    return hashlib.sha256(f"2\0{sys.version}\0{_sre.MAGIC}\0{_sre.CODESIZE}".encode()).hexdigest()[:24]
+    return key_of(f"2\0{sys.version}\0{_sre.MAGIC}\0{_sre.CODESIZE}".encode())
 
 
 def _load() -> dict:

@@ -276,13 +276,12 @@ _PARSED_CACHE_VERSION = 1
 def _parsed(files: list[Path]) -> list[dict[str, Any] | None]:
     """Each file's parsed TOML, from the cache when it holds these very files; None for a file that does not parse
     (``_load_one`` parses it again and raises its CatalogError in catalog order, as without a cache)."""
-    import hashlib
     import json
 
     from . import cachefiles
 
     raws = []
-    h = hashlib.sha256(f"{_PARSED_CACHE_VERSION}\0{sys.version_info[:2]}".encode())
+    h = cachefiles.hasher(f"{_PARSED_CACHE_VERSION}\0{sys.version_info[:2]}".encode())
     for p in files:
         try:
             raw = p.read_bytes()

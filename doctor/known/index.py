@@ -161,13 +161,12 @@ def load(path: Path | None = None) -> Index:
 def _shipped() -> Index:
     """The shipped index, from the cache folder when it was built from these very bytes before: reading the file and
     weighting every signature's words took ~25 ms of CPU in each failed run's report (doctor/cachefiles.py)."""
-    import hashlib
     import marshal
     import sys
 
     from .. import cachefiles
     data = DATA.read_bytes()
-    key = hashlib.sha256(f"{sys.version_info[:2]}\0".encode() + data).hexdigest()[:24]
+    key = cachefiles.key_of(f"{sys.version_info[:2]}\0".encode() + data)
     cached = cachefiles.read(cachefiles.KNOWN, key)
     if cached is not None:
         try:
