@@ -1,6 +1,7 @@
 """The cache folder, ``$XDG_CACHE_HOME/grpo-doctor`` (default ``~/.cache/grpo-doctor``), and its files: compiled
 Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files (registry.py), the parsed TOML
-tables of doctor/data (``toml_table``).
+tables of doctor/data (``toml_table``), the compiled regular expressions (lazyre.py), the known-issues index as built
+(known/index.py), the compiled methods of dataclasses (fastclasses.py).
 
 Every file there is a speed-up only: one that cannot be read, written or pruned costs the work it would have saved,
 never the run. Each kind is named ``<prefix>-<24 hex digits><suffix>``, the digits a key of what the file holds, so
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .live.atomic import write_atomic
 
@@ -35,6 +36,24 @@ HS = Kind("hs", ".db", 16)
 WORDS = Kind("words", ".json", 4)
 RULES = Kind("rules", ".json", 4)
 TABLES = Kind("table", ".json", 8)   # the shipped TOML tables (doctor/data/structure.toml, cut_stages.toml) parsed
+KNOWN = Kind("known", ".marshal", 2)   # the known-issues index with its tf-idf vectors (doctor/known/index.py)
+REGEX = Kind("re", ".marshal", 4)   # compiled regular expressions of one interpreter (doctor/lazyre.py)
+CLASSES = Kind("dataclasses", ".marshal", 4)   # the methods @dataclass generates, compiled (doctor/fastclasses.py)
+
+
+def hasher(data: bytes = b"") -> Any:
+    """A hash object whose ``hexdigest()`` is a file key (24 hex digits): blake2b from the interpreter's own _blake2
+    module, as hashlib gives it, without importing hashlib, which loads OpenSSL's library (~11 M instructions at
+    every start of every command; each cache's key is made at start)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b
+    return blake2b(data, digest_size=12)
+
+
+def key_of(data: bytes) -> str:
+    return str(hasher(data).hexdigest())
 
 
 def cache_dir() -> str:
@@ -102,10 +121,9 @@ def toml_table(text: str) -> dict:
     """``tomllib.loads(text)``, from the cache when it parsed this very text before: tomllib is pure Python, and the
     structure table (70 KB) took ~40 ms of CPU to parse in every analyze or watch whose run failed. Only what JSON
     gives back unchanged is cached (a TOML date would come back a string)."""
-    import hashlib
     import json
     import sys
-    key = hashlib.sha256(f"{sys.version_info[:2]}\0".encode() + text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    key = key_of(f"{sys.version_info[:2]}\0".encode() + text.encode("utf-8", "surrogatepass"))
     data = read(TABLES, key)
     if data is not None:
         try:

@@ -46,11 +46,9 @@ def hs_literal(word: bytes) -> bytes:
 
 def hs_database(exprs: list[bytes]) -> Any:
     """A block-mode Hyperscan database of ``exprs`` (id = index), from the cache when it is there."""
-    import hashlib
-
     import hyperscan
 
-    key = hashlib.sha256(b"\0".join(exprs) + repr(getattr(hyperscan, "__version__", "")).encode()).hexdigest()[:24]
+    key = cachefiles.key_of(b"\0".join(exprs) + repr(getattr(hyperscan, "__version__", "")).encode())
     data = cachefiles.read(cachefiles.HS, key)
     if data is not None:
         try:
@@ -68,8 +66,6 @@ def _code_key() -> str:
     """A key for what decides the trigger words: this package's version and the size and mtime of every
     module and rule file (an edit anywhere gives a new key). ~150 stat calls, about a millisecond, made
     once per process."""
-    import hashlib
-
     from . import __version__
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -87,7 +83,7 @@ def _code_key() -> str:
             elif e.name.endswith((".py", ".toml")):
                 st = e.stat()
                 parts.append(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return cachefiles.key_of("\n".join(parts).encode("utf-8", "surrogatepass"))
 
 
 def cached_words() -> frozenset[str] | None:

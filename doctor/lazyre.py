@@ -6,11 +6,29 @@ plus Session, median of 7). ``compile`` returns a stand-in that compiles on its 
 the compiled pattern's methods as plain attributes, so a hot loop's ``rx.search`` is one attribute lookup, as on a
 compiled pattern. Typed as ``re.Pattern``: every use of a compiled pattern works, except passing it to the ``re``
 module's functions (``re.sub(rx, ...)``), which no caller does.
+
+Compiling is itself mostly pure Python (re._parser, re._compiler): ~0.3 ms a pattern, and a failed run's final
+analysis compiles ~170 of them (~60 ms of CPU under watch). ``compiled`` keeps what the compiler produced (the
+opcode list _sre.compile takes) in a cache file of the interpreter that made it (doctor/cachefiles.py ``REGEX``),
+so a later process builds the same pattern object in C from it. An entry is kept only when the object built from
+it equals the one ``re.compile`` returned (Pattern equality compares flags and code), so a Python whose internals
+differ keeps compiling as before. Only static patterns come here (module constants, the catalog's), so the file is
+bounded by the package's own patterns.
 """
 from __future__ import annotations
 
 import re
 from typing import Any, cast
+
+try:
+    import _sre
+except ImportError:  # not CPython: compile every pattern with re
+    _sre = None  # type: ignore[assignment]
+
+# (pattern, flags) -> marshal of the arguments of _sre.compile after the pattern (each read when its pattern is used:
+# the whole table's opcode lists cost ~10 M instructions to unmarshal at every start); None until the file is read
+_table: dict | None = None
+_new: dict = {}   # entries this process compiled, written at exit
 
 # copied onto the stand-in at first use; any other attribute is read through __getattr__
 _KEPT = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner", "pattern", "flags",
@@ -26,7 +44,7 @@ class LazyPattern:
     def __getattr__(self, name: str) -> Any:
         if name == "_args":  # not set yet (copy/pickle probe an empty instance): no pattern to compile
             raise AttributeError(name)
-        rx = re.compile(*self._args)
+        rx = compiled(*self._args)
         for attr in _KEPT:
             setattr(self, attr, getattr(rx, attr))
         return getattr(rx, name)
@@ -35,9 +53,92 @@ class LazyPattern:
         return f"lazyre.compile({self._args[0]!r}, {self._args[1]!r})"
 
 
+def _key() -> str:
+    import sys
+
+    from .cachefiles import key_of
+    # "2": each entry marshalled on its own
+    return key_of(f"2\0{sys.version}\0{_sre.MAGIC}\0{_sre.CODESIZE}".encode())
+
+
+def _load() -> dict:
+    global _table
+    from . import cachefiles
+    table: Any = {}
+    data = cachefiles.read(cachefiles.REGEX, _key())
+    if data:
+        import marshal
+        try:
+            table = marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            table = {}
+    _table = table if isinstance(table, dict) else {}
+    return _table
+
+
+def _record(pattern: str | bytes, flags: int, rx: re.Pattern) -> tuple | None:
+    """The _sre.compile arguments of ``pattern`` as re._compiler.compile computes them, when they give ``rx``."""
+    try:
+        from re import _compiler, _parser  # type: ignore[attr-defined]
+        p = _parser.parse(pattern, flags)
+        code = [int(c) for c in _compiler._code(p, flags)]   # plain ints: the opcodes are an int subclass
+        indexgroup: list = [None] * p.state.groups
+        for k, i in p.state.groupdict.items():
+            indexgroup[i] = k
+        args = (flags | p.state.flags, code, p.state.groups - 1, dict(p.state.groupdict), tuple(indexgroup))
+        return args if _sre.compile(pattern, *args) == rx else None
+    except Exception:  # noqa: BLE001 - another Python's internals: this pattern is compiled by re every time
+        return None
+
+
+def _save() -> None:
+    """Add this process's new entries to the cache file (re-read first: another process may have added others)."""
+    import marshal
+
+    from . import cachefiles
+    key = _key()
+    old: Any = None
+    data = cachefiles.read(cachefiles.REGEX, key)
+    if data:
+        try:
+            old = marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            old = None
+    merged = dict(old) if isinstance(old, dict) else {}
+    merged.update(_new)
+    try:
+        cachefiles.write(cachefiles.REGEX, key, marshal.dumps(merged))
+    except (ValueError, TypeError):
+        pass
+
+
+def compiled(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:
+    """``re.compile(pattern, flags)`` of a static pattern, built from the cache file's entry when it has one."""
+    if _sre is None or flags & re.DEBUG:
+        return re.compile(pattern, flags)
+    flags = int(flags)
+    table = _load() if _table is None else _table
+    packed = table.get((pattern, flags))
+    if packed is not None:
+        try:
+            import marshal
+            return _sre.compile(pattern, *marshal.loads(packed))
+        except Exception:  # noqa: BLE001 - a damaged entry: compile as if it were absent
+            pass
+    rx = re.compile(pattern, flags)
+    got = _record(pattern, flags, rx)
+    if got is not None:
+        if not _new:
+            import atexit
+            atexit.register(_save)
+        import marshal
+        _new[(pattern, flags)] = marshal.dumps(got)
+    return rx
+
+
 def compile(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:  # noqa: A001 - the name of re's function
     """A pattern compiled when first used (module and class level only: a function's pattern is compiled at once)."""
     return cast("re.Pattern[Any]", LazyPattern(pattern, flags))
 
 
-__all__ = ["LazyPattern", "compile"]
+__all__ = ["LazyPattern", "compile", "compiled"]

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from . import lazyre
 from .model import CONFIDENCES, Role, Severity
 
 CATEGORIES = (
@@ -152,7 +153,7 @@ def _compile(expr: str, where: str) -> Any:
     # module costs ~20 ms of CPU to import, paid by every `watch` whose run prints one line a pattern rule looks at;
     # `regex` stays for a pattern only it accepts
     try:
-        return re.compile(expr)
+        return lazyre.compiled(expr)   # from the cache of compiled patterns when it holds this one
     except re.error:
         pass
     import regex
@@ -275,13 +276,12 @@ _PARSED_CACHE_VERSION = 1
 def _parsed(files: list[Path]) -> list[dict[str, Any] | None]:
     """Each file's parsed TOML, from the cache when it holds these very files; None for a file that does not parse
     (``_load_one`` parses it again and raises its CatalogError in catalog order, as without a cache)."""
-    import hashlib
     import json
 
     from . import cachefiles
 
     raws = []
-    h = hashlib.sha256(f"{_PARSED_CACHE_VERSION}\0{sys.version_info[:2]}".encode())
+    h = cachefiles.hasher(f"{_PARSED_CACHE_VERSION}\0{sys.version_info[:2]}".encode())
     for p in files:
         try:
             raw = p.read_bytes()

@@ -245,3 +245,17 @@ def test_similar_threads_of_another_trainer_are_left_out_when_the_trainer_is_kno
     # point 4: words alike say nothing of a run whose trainer is not known); a library's tracker stays
     unknown = [m.thread for m in known.similar(first, {"framework": None, "framework_source": "unknown"})]
     assert not any(t.startswith("modelscope/ms-swift#") for t in unknown) and "vllm-project/vllm#3071" in unknown
+
+
+def test_the_shipped_index_comes_back_from_the_cache_as_built(tmp_path, monkeypatch):
+    # the index is kept in the cache folder with its vectors: what comes back is what a build from the file gives
+    from doctor.known import index as ki
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = ki.Index(ki.read(ki.DATA))
+    first, again = ki._shipped(), ki._shipped()
+    assert list(tmp_path.glob("grpo-doctor/known-*.marshal"))
+    for idx in (first, again):
+        for k in ki.Index._FIELDS:
+            assert getattr(idx, k) == getattr(built, k) and list(getattr(idx, k)) == list(getattr(built, k)), k
+    q = ("RuntimeError", "CUDA out of memory. Tried to allocate 2.00 GiB", "out-of-memory")
+    assert again.match(*q) == built.match(*q)

@@ -54,3 +54,35 @@ def test_every_module_pattern_compiles():
                     assert rx.pattern is not None   # compiles it; re.error names the pattern otherwise
                     found += 1
     assert found > 300, found   # the package holds ~490: the walk does reach them
+
+
+def test_a_compiled_pattern_comes_back_from_the_cache_file(tmp_path, monkeypatch):
+    # one process compiles and records the pattern; the next builds it from the cache file, equal to re.compile's
+    import atexit
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(atexit, "register", lambda fn: fn)   # _save is called here, not at the test run's exit
+    monkeypatch.setattr(lazyre, "_table", None)
+    monkeypatch.setattr(lazyre, "_new", {})
+    pat = r"(?P<n>\d+) (?:unusual)? steps?\b"
+    assert lazyre.compiled(pat, re.I) == re.compile(pat, re.I)
+    assert (pat, int(re.I)) in lazyre._new
+    lazyre._save()
+    monkeypatch.setattr(lazyre, "_table", None)
+    monkeypatch.setattr(lazyre, "_new", {})
+    rx = lazyre.compiled(pat, re.I)
+    assert not lazyre._new   # found in the file: not compiled again
+    assert rx == re.compile(pat, re.I) and rx.groupindex == {"n": 1} and rx.flags == re.compile(pat, re.I).flags
+    assert rx.search("ran 12 Unusual STEPS").group("n") == "12"
+
+
+def test_a_damaged_cache_file_costs_only_the_compiling(tmp_path, monkeypatch):
+    from doctor import cachefiles
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(lazyre, "_table", None)
+    monkeypatch.setattr(lazyre, "_new", {})
+    monkeypatch.setattr(lazyre, "_save", lambda: None)
+    cachefiles.write(cachefiles.REGEX, lazyre._key(), b"\x00not marshal")
+    assert lazyre.compiled(r"a+b", 0) == re.compile(r"a+b")
+    import marshal
+    lazyre._table[("x+", 0)] = marshal.dumps((0, [1, 2, 3], 0, {}, ()))   # an entry _sre refuses: compiled by re
+    assert lazyre.compiled(r"x+", 0) == re.compile(r"x+")

@@ -236,7 +236,7 @@ def test_narrow_versions_and_raised_by():
 
 def test_index_records_how_it_was_built():
     meta = rs.index().meta
-    assert meta["format"] == 2 and meta["updated"] and meta["sites"] > 30000
+    assert meta["format"] == 3 and meta["updated"] and meta["sites"] > 30000
     assert set(meta["versions"]) >= {"ms-swift", "trl", "vllm", "deepspeed", "peft", "accelerate", "transformers",
                                      "torch"}
     assert rs.DATA.stat().st_size < 5 * 1024 * 1024
@@ -270,3 +270,26 @@ def test_shipped_index_is_what_the_builder_writes():
     sys.path.insert(0, str(ROOT / "tools"))
     import build_raise_index as bri
     assert bri.convert(rs.DATA)[0] == rs.DATA.read_bytes()
+
+
+def test_re_and_regex_read_an_ascii_message_alike():
+    # raise_sites._try matches a message that _same_in_re accepts with the re build of a template, and everything else
+    # (partial matches, other texts) with the `regex` build: on such messages both builds must find the same matches
+    from doctor.classify.raise_sites import _HOLES, _same_in_re
+    fill = {"int": "42", "float": "-0.5e3", "name": "model.layers.0", "quoted": "'a b'", "any": "some thing: x"}
+    sites = rs.index().sites[::23]
+    assert len(sites) > 1000
+    checked = 0
+    for site in sites:
+        text = _HOLES.sub(lambda m: fill[m.group(0)[1:-1]], site.row[5].replace("{{", "{").replace("}}", "}"))
+        for msg in (text, text + " and more", "lead: " + text, text[: len(text) // 2], text.replace(" ", "")):
+            if not _same_in_re(msg):
+                continue
+            for nows in (False, True):
+                a, b = site.regex(nows, third_party=False), site.regex(nows, third_party=True)
+                for op in ("fullmatch", "match", "search"):
+                    ma, mb = getattr(a, op)(msg), getattr(b, op)(msg)
+                    assert (ma and (ma.span(), ma.groups())) == (mb and (mb.span(), mb.groups())), (site.row[5], msg, op)
+                    checked += 1
+    assert checked > 20000
+    assert not _same_in_re("caf\u00e9") and not _same_in_re("a\x1cb") and _same_in_re("plain\ttext")

@@ -150,8 +150,8 @@ def test_ranges():
 
 
 def test_convert_rewrites_an_index_without_downloading(built, tmp_path):
-    """--convert: a format-1 file (the gzip'd JSON list shipped before) of the same sites gives the bytes a
-    build gives, and converting a format-2 file gives it back unchanged."""
+    """--convert: a format-1 file (the gzip'd JSON list shipped before) or a format-2 file of the same sites gives
+    the bytes a build gives, and converting a format-3 file gives it back unchanged."""
     import gzip
     import json
     data = built[0]
@@ -164,6 +164,10 @@ def test_convert_rewrites_an_index_without_downloading(built, tmp_path):
     new = tmp_path / "new.idx"
     new.write_bytes(data)
     assert bri.convert(new)[0] == data
+    two = tmp_path / "two.idx"
+    two.write_bytes(rs_store.encode(meta | {"format": 2}, [r[1:] for r in store.rows()], fmt=2))
+    assert rs_store.Store.open(two).rows() == store.rows()
+    assert bri.convert(two)[0] == data
     assert bri.main(["--convert", str(old), "--out", str(tmp_path / "out.idx")]) == 0
     assert (tmp_path / "out.idx").read_bytes() == data
 

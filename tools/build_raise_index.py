@@ -7,11 +7,11 @@ Reads the releases listed in raise_index_packages.toml (downloaded once into ~/.
 or $GRPO_DOCTOR_RAISE_CACHE; see raise_index_fetch.py), walks their .py files with ast (raise_index_ast.py),
 merges identical templates across releases into version ranges, drops templates with fewer than
 MIN_WORDS literal words (too generic to point anywhere: ``raise ValueError(msg)``, ``f"Unknown {x}"``), and
-writes one file in the bucketed format of doctor/classify/raise_store.py (format 2: a lookup decodes only the
-buckets of its message's words). The same list and the same archives give a byte-identical file: sites are
+writes one file in the bucketed format of doctor/classify/raise_store.py (format 3: a lookup decodes only the
+buckets of its message's words, and parses only the rows it reads). The same list and the same archives give a byte-identical file: sites are
 sorted, nothing in the file depends on time or place, and the build date written is the list's ``updated`` key.
 
-``--convert`` rewrites an existing index (format 1, the gzip'd JSON list of earlier releases, or format 2) in
+``--convert`` rewrites an existing index (format 1, the gzip'd JSON list of earlier releases, or format 2 or 3) in
 the current format without downloading anything: the same sites and meta, re-encoded; converting the format-1
 file gives the same bytes as a build from the packages that made it.
 """
@@ -221,9 +221,9 @@ def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
 
 
 def convert(path: Path) -> tuple[bytes, dict]:
-    """An existing index file (format 1 or 2) re-encoded in the current format: no download, no parse."""
+    """An existing index file (format 1, 2 or 3) re-encoded in the current format: no download, no parse."""
     head = path.read_bytes()[:len(raise_store.MAGIC)]
-    if head == raise_store.MAGIC:
+    if head in raise_store.MAGICS:
         store = raise_store.Store.open(path)
         meta, rows = dict(store.meta), [r[1:] for r in store.rows()]
         meta.pop("sites", None)
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--packages", type=Path, default=DEFAULT_LIST)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--convert", type=Path, help="re-encode this index file (format 1 or 2); no download")
+    ap.add_argument("--convert", type=Path, help="re-encode this index file (format 1, 2 or 3); no download")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     if a.convert is not None:

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import lazyre
 from ..values import minor
@@ -74,14 +75,14 @@ class SiteMatch:
 
 class _Site:
     """One row of the index, with its literal words; regexes are compiled on first use."""
-    __slots__ = ("_lit", "_rx", "_rx_nows", "gid", "row", "words")
+    __slots__ = ("_lit", "_rx", "gid", "row", "words")
 
     def __init__(self, row: list, words: frozenset, gid: int = 0):
         self.row = row
         self.words = words
         self.gid = gid
         self._lit = -1
-        self._rx = self._rx_nows = None
+        self._rx: dict[tuple[bool, bool], Any] = {}
 
     @property
     def lit(self) -> int:
@@ -89,10 +90,15 @@ class _Site:
             self._lit = len(_HOLES.sub("", self.row[5]).replace(" ", ""))
         return self._lit
 
-    def regex(self, nows: bool = False):
-        rx = self._rx_nows if nows else self._rx
+    def regex(self, nows: bool = False, third_party: bool = True):
+        """The template's pattern; ``third_party``: compiled by the `regex` module (the only one with partial
+        matches, and the reading of \\w, \\d and \\s every message gets), else by re (see ``_same_in_re``)."""
+        rx = self._rx.get((nows, third_party))
         if rx is None:
-            import regex
+            if third_party:
+                import regex as mod
+            else:
+                mod = re
             out = []
             for m in _PART.finditer(self.row[5]):
                 tok = m.group(0)
@@ -100,14 +106,21 @@ class _Site:
                     out.append("(" + _HOLE_RX[m.group(1)] + ")")
                     continue
                 tok = "{" if tok == "{{" else "}" if tok == "}}" else tok
-                out.append(regex.escape(tok.replace(" ", "")) if nows else
-                           " ?".join(regex.escape(w) for w in tok.split(" ")))
-            rx = regex.compile("".join(out), regex.S)
-            if nows:
-                self._rx_nows = rx
-            else:
-                self._rx = rx
+                out.append(mod.escape(tok.replace(" ", "")) if nows else
+                           " ?".join(mod.escape(w) for w in tok.split(" ")))
+            rx = self._rx[(nows, third_party)] = mod.compile("".join(out), mod.S)
         return rx
+
+
+# an ASCII text without the separators \x1c-\x1f (which str.isspace(), hence re's \s, counts as white space and
+# Unicode's White_Space, hence the `regex` module's, does not): the characters on which re and `regex` read the holes'
+# \w, \d and \s alike, and the templates' escaped literals match the same. Such a message is matched whole with re,
+# and `regex` (~66 M instructions to import) is imported only for a partial match (a message cut short) or another text
+_OTHER_SPACE = lazyre.compile(r"[\x1c-\x1f]")
+
+
+def _same_in_re(msg: str) -> bool:
+    return msg.isascii() and not _OTHER_SPACE.search(msg)
 
 
 class Index:
@@ -170,7 +183,7 @@ def loaded() -> bool:
 def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tuple] | None:
     """(score, hole values) when the site's template matches ``msg``: whole (1.0), followed by more text (0.85),
     cut short by the paste (0.5-0.8, by how much of the template it covers), or inside a longer message (0.7)."""
-    rx = site.regex(nows)
+    rx = site.regex(nows, third_party=not _same_in_re(msg))
     # a template that opens with a hole explains only what follows the hole: its own words must be enough to tell it
     # apart ('{any} is not implemented' is in every "X is not implemented for Y")
     head_hole = site.row[5].startswith("{")
@@ -192,7 +205,7 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
         if not nows or len(site.words) < 3:
             return None  # without spaces, a cut-short match needs most of three or more words (checked by lookup)
     if len(msg) >= MIN_TAIL and not site.row[5].startswith("{any}"):
-        m = rx.fullmatch(msg, partial=True)
+        m = site.regex(nows).fullmatch(msg, partial=True)
         if m and m.partial:
             covered = min(1.0, len(msg.replace(" ", "")) / max(site.lit, 1))
             return 0.5 + 0.3 * covered, m.groups()

@@ -1,5 +1,6 @@
-"""The raise-site index on disk (doctor/data/raise_sites.idx, format 2): sites filed in buckets by their rarest
-literal word, each bucket compressed on its own, so that a lookup decodes only the buckets of its message's words.
+"""The raise-site index on disk (doctor/data/raise_sites.idx, format 3): sites filed in buckets by their rarest
+literal word, each bucket compressed on its own, so that a lookup decodes only the buckets of its message's words,
+and inside a bucket only the rows it reads.
 
 Format 1 was one gzip'd JSON list of 34,000 sites: every failing log paid about 0.5 s of CPU to parse it and to
 rank the words of every template. Format 2 does that ranking once, at build time (``encode``, called by
@@ -9,8 +10,12 @@ Layout (integers are big-endian u32)::
 
     MAGIC | n_buckets | meta_len | zdict_len | meta: zlib(JSON) | zdict | offsets[n_buckets + 1] | buckets
 
-Bucket ``i`` is zlib(JSON ``[first, second, rows]``, preset dictionary ``zdict``: a sample of the buckets, which
-saves a fifth of the size of buckets compressed alone), ``i == crc32(word) % n_buckets`` for each word it files:
+Bucket ``i`` is zlib(lines, preset dictionary ``zdict``: a sample of the buckets, which saves a fifth of the size of
+buckets compressed alone), ``i == crc32(word) % n_buckets`` for each word it files. Its first line is the JSON
+``[first, second]``, each further line the JSON of one row (JSON text holds no raw newline). Format 2 was one JSON
+``[first, second, rows]`` a bucket: a lookup follows ``second`` into ~300 buckets for one row of each, and parsing
+each bucket's ~33 rows was more than half of a failed run's raise-site lookups (~40 ms of CPU under watch);
+format 3 parses a row when it is read. Both formats are read (``--convert`` turns a format-2 file into format 3):
 
 - ``rows``: ``[gid, package, versions, module, where, kind, template, holes]`` of the sites whose rarest literal
   word falls in this bucket; ``gid`` is the site's place in the sorted list of all sites (format 1's order);
@@ -30,8 +35,9 @@ from pathlib import Path
 
 from .. import lazyre
 
-MAGIC = b"GDRSIX2\n"
-FORMAT = 2
+MAGIC = b"GDRSIX3\n"
+MAGICS = {b"GDRSIX2\n": 2, MAGIC: 3}
+FORMAT = 3
 N_BUCKETS = 1024   # about 33 sites each: a message of 20 words decodes about 2 ms of buckets
 ZDICT_STRIDE, ZDICT_SIZE = 40, 32768
 TOKEN = lazyre.compile(r"[a-z0-9_]{3,}")
@@ -52,8 +58,9 @@ def _dumps(obj: object) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
-def encode(meta: dict, rows: list[list], n: int = N_BUCKETS) -> bytes:
-    """The index file of ``rows`` (``[package, versions, module, where, kind, template, holes]``, sorted)."""
+def encode(meta: dict, rows: list[list], n: int = N_BUCKETS, fmt: int = FORMAT) -> bytes:
+    """The index file of ``rows`` (``[package, versions, module, where, kind, template, holes]``, sorted); ``fmt`` 2:
+    the earlier format (tests of the conversion)."""
     words = [words_of(r[5]) for r in rows]
     df: dict[str, int] = {}
     for ws in words:
@@ -73,19 +80,20 @@ def encode(meta: dict, rows: list[list], n: int = N_BUCKETS) -> bytes:
     for gid, rk in enumerate(ranked):
         for w in rk[1:]:
             buckets[bucket_of(w, n)][1].setdefault(w, []).append(list(place[gid]))
-    plain = [_dumps(list(b)) for b in buckets]
+    plain = ([_dumps(list(b)) for b in buckets] if fmt == 2 else
+             [b"\n".join([_dumps([first, second]), *(_dumps(r) for r in brows)]) for first, second, brows in buckets])
     zdict = b"".join(plain[::ZDICT_STRIDE])[:ZDICT_SIZE]
     blobs = []
     for text in plain:
         z = zlib.compressobj(9, zdict=zdict)
         blobs.append(z.compress(text) + z.flush())
-    head = zlib.compress(_dumps(dict(meta, format=FORMAT, sites=len(rows))), 9)
+    head = zlib.compress(_dumps(dict(meta, format=fmt, sites=len(rows))), 9)
     offsets, at = [], 0
     for blob in blobs:
         offsets.append(at)
         at += len(blob)
     offsets.append(at)
-    return b"".join([MAGIC, _U32.pack(n), _U32.pack(len(head)), _U32.pack(len(zdict)), head, zdict,
+    return b"".join([next(m for m, f in MAGICS.items() if f == fmt), _U32.pack(n), _U32.pack(len(head)), _U32.pack(len(zdict)), head, zdict,
                      struct.pack(f">{n + 1}I", *offsets), *blobs])
 
 
@@ -93,8 +101,9 @@ class Store:
     """Read access to an index file: the header at once, each bucket on first use."""
 
     def __init__(self, data: bytes):
-        if data[:len(MAGIC)] != MAGIC:
-            raise ValueError("not a raise-site index (format 2)")
+        self.format = MAGICS.get(data[:len(MAGIC)], 0)
+        if not self.format:
+            raise ValueError("not a raise-site index (format 2 or 3)")
         at = len(MAGIC)
         self.n = _U32.unpack_from(data, at)[0]
         head_len, zdict_len = _U32.unpack_from(data, at + 4)[0], _U32.unpack_from(data, at + 8)[0]
@@ -106,36 +115,68 @@ class Store:
         self._offsets = struct.unpack_from(f">{self.n + 1}I", data, at)
         self._base = at + 4 * (self.n + 1)
         self._data = data
-        self._buckets: dict[int, list] = {}
+        self._buckets: dict[int, _Bucket] = {}
 
     @classmethod
     def open(cls, path: Path) -> Store:
         return cls(path.read_bytes())
 
-    def bucket(self, b: int) -> list:
-        """``[first, second, rows]`` of bucket ``b``."""
+    def bucket(self, b: int) -> _Bucket:
+        """Bucket ``b``, decompressed on first use (its rows are parsed as they are read)."""
         got = self._buckets.get(b)
         if got is None:
             lo, hi = self._offsets[b], self._offsets[b + 1]
             z = zlib.decompressobj(zdict=self._zdict)
-            got = self._buckets[b] = json.loads(z.decompress(self._data[self._base + lo:self._base + hi]) + z.flush())
+            got = self._buckets[b] = _Bucket(z.decompress(self._data[self._base + lo:self._base + hi]) + z.flush(),
+                                             self.format)
         return got
 
     def first(self, word: str) -> list[list]:
         """The rows filed under ``word`` as their rarest word."""
-        first, _, rows = self.bucket(bucket_of(word, self.n))
-        return [rows[i] for i in first.get(word, ())]
+        bucket = self.bucket(bucket_of(word, self.n))
+        return [bucket.row(i) for i in bucket.head()[0].get(word, ())]
 
     def second(self, word: str) -> list[list]:
         """The rows for which ``word`` is the second or third rarest word."""
-        refs = self.bucket(bucket_of(word, self.n))[1].get(word, ())
-        return [self.bucket(b)[2][i] for b, i in refs]
+        refs = self.bucket(bucket_of(word, self.n)).head()[1].get(word, ())
+        return [self.bucket(b).row(i) for b, i in refs]
 
     def rows(self) -> list[list]:
         """Every row, in gid order (decodes every bucket: tests and tools only)."""
-        out = [r for b in range(self.n) for r in self.bucket(b)[2]]
+        out = [r for b in range(self.n) for r in self.bucket(b).rows()]
         out.sort(key=lambda r: r[0])
         return out
+
+
+class _Bucket:
+    """One decompressed bucket: ``[first, second]`` and each row parsed from its JSON line when first read."""
+    __slots__ = ("_head", "_lines", "_rows")
+
+    def __init__(self, text: bytes, fmt: int):
+        if fmt == 2:
+            first, second, rows = json.loads(text)
+            self._head: list | None = [first, second]
+            self._lines: list[bytes] = []
+            self._rows: list = rows
+        else:
+            self._lines = text.split(b"\n")
+            self._head = None
+            self._rows = [None] * (len(self._lines) - 1)
+
+    def head(self) -> list:
+        """``[first, second]``: word -> row indices here; word -> ``[bucket, index]`` of rows elsewhere."""
+        if self._head is None:
+            self._head = json.loads(self._lines[0])
+        return self._head
+
+    def row(self, i: int) -> list:
+        got = self._rows[i]
+        if got is None:
+            got = self._rows[i] = json.loads(self._lines[i + 1])
+        return got
+
+    def rows(self) -> list[list]:
+        return [self.row(i) for i in range(len(self._rows))]
 
 
 def read_format1(path: Path) -> tuple[dict, list[list]]:

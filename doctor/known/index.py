@@ -9,7 +9,6 @@ below it a thread is more often about another failure than the same one, and sho
 """
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import threading
@@ -59,6 +58,19 @@ class Match:
 
 class Index:
     """Threads and their signatures, with an inverted word index for the similarity."""
+
+    _FIELDS = ("meta", "threads", "exact", "sigs", "postings", "idf")
+
+    def dump(self) -> tuple:
+        """What ``restore`` rebuilds this index from (plain values: marshal keeps floats and dict order exactly)."""
+        return tuple(getattr(self, k) for k in self._FIELDS)
+
+    @classmethod
+    def restore(cls, fields: tuple) -> Index:
+        idx = cls.__new__(cls)
+        for k, v in zip(cls._FIELDS, fields, strict=True):
+            setattr(idx, k, v)
+        return idx
 
     def __init__(self, doc: dict[str, Any]):
         self.meta: dict[str, Any] = doc.get("meta", {})
@@ -142,11 +154,36 @@ def load(path: Path | None = None) -> Index:
         return Index(read(path))
     with _lock:
         if _index is None:
-            _index = Index(read(DATA)) if DATA.is_file() else Index({})
+            _index = _shipped() if DATA.is_file() else Index({})
         return _index
 
 
+def _shipped() -> Index:
+    """The shipped index, from the cache folder when it was built from these very bytes before: reading the file and
+    weighting every signature's words took ~25 ms of CPU in each failed run's report (doctor/cachefiles.py)."""
+    import marshal
+    import sys
+
+    from .. import cachefiles
+    data = DATA.read_bytes()
+    key = cachefiles.key_of(f"{sys.version_info[:2]}\0".encode() + data)
+    cached = cachefiles.read(cachefiles.KNOWN, key)
+    if cached is not None:
+        try:
+            return Index.restore(marshal.loads(cached))
+        except (EOFError, ValueError, TypeError):
+            pass
+    import gzip  # here: the index usually comes from the cache, and watch pays every import at its start
+    idx = Index(json.loads(gzip.decompress(data).decode("utf-8")))
+    try:
+        cachefiles.write(cachefiles.KNOWN, key, marshal.dumps(idx.dump()))
+    except ValueError:   # a value marshal cannot write: no cache, the index as built
+        pass
+    return idx
+
+
 def read(path: Path) -> dict[str, Any]:
+    import gzip
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)
 

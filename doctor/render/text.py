@@ -6,16 +6,12 @@ None keeps one line per item (piped output, watch's console). ``quiet``: one lin
 from __future__ import annotations
 
 import io
-
-from rich.console import Console
-from rich.markup import escape as _markup_escape
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
+from typing import Any
 
 from .. import known
 from ..model import Finding, Report, Role, Severity
-from . import run_line, runs_lines, vitals_line
+from . import plain, run_line, runs_lines, vitals_line
+from .plain import escape as _markup_escape
 from .safe import clean, unmention
 
 
@@ -35,10 +31,25 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     """``spark``: a sparkline under the findings about a series (a terminal only; report.series must be set)."""
     if quiet:
         return "".join(quiet_line(f) + "\n" for f in report.findings)
-    buf = io.StringIO()
     wrap = width is not None and width < NO_WRAP
+    if not wrap and not color:
+        try:   # the same text without importing rich (doctor/render/plain.py): watch's console, a piped report
+            return _render(report, plain.Console(), False, spark)
+        except plain.NeedsRich:
+            pass
+    from rich.console import Console
+    buf = io.StringIO()
     con = Console(file=buf, force_terminal=color, no_color=not color, width=width if wrap else NO_WRAP,
                   highlight=False, soft_wrap=not wrap)
+    return _render(report, con, wrap, spark, buf)
+
+
+def _render(report: Report, con: Any, wrap: bool, spark: bool, buf: io.StringIO | None = None) -> str:
+    """The report printed on ``con`` (rich's Console writing to ``buf``, or plain.Console)."""
+    if wrap:
+        from rich.padding import Padding
+        from rich.table import Table
+        from rich.text import Text
 
     def out(markup: str, indent: int = 0, bullet: str = "") -> None:
         if not wrap:
@@ -72,7 +83,7 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     vit = vitals_line(report.run) if not listed else ""   # a folder of runs: each row says how far its run got
     if not report.findings:
         out("[bold green]No problem found.[/bold green]" + (f" Vitals: {escape(vit)}." if vit else ""))
-        return _tidy(buf.getvalue())
+        return _tidy(buf.getvalue() if buf is not None else con.getvalue())
     if vit:  # under the inputs, once: how far the run got before what the findings say
         out(f"[dim]vitals: {escape(vit)}[/dim]")
     sparks: dict[int, str] = {}
@@ -137,7 +148,7 @@ def render(report: Report, color: bool = False, width: int | None = None, quiet:
     con.print()
     out(f"[dim]{counts[Severity.error]} error(s), {counts[Severity.warning]} warning(s), {counts[Severity.info]} "
         f"info. grpo-doctor explain <RULE> for details.[/dim]")
-    return _tidy(buf.getvalue())
+    return _tidy(buf.getvalue() if buf is not None else con.getvalue())
 
 
 def sureness(f: Finding) -> str:

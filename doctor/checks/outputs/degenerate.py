@@ -7,7 +7,6 @@ written twice for one step; such repeats are skipped.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -18,6 +17,11 @@ from ...rules import Rule
 from ...signals import Completions, Where
 from .._runargs import arg_float, more_generations
 from .._series import fmt
+
+try:   # hashlib's own blake2b, without importing hashlib (it loads OpenSSL's library: ~11 M instructions at start)
+    from _blake2 import blake2b
+except ImportError:  # an interpreter built without it
+    from hashlib import blake2b
 
 MAX_TABLES = 20_000
 _WORD = lazyre.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -72,8 +76,8 @@ class CompletionsDegenerate(Rule):
         if not isinstance(prompts, list) or len(prompts) != len(comps):
             prompts = [None] * len(comps)
         comps = [c if isinstance(c, str) else _text_of(c) for c in comps]
-        key = hashlib.blake2b(repr((row.get("step"), comps[:8], [str(p)[:200] for p in prompts[:2]])).encode(),
-                              digest_size=12).hexdigest()
+        key = blake2b(repr((row.get("step"), comps[:8], [str(p)[:200] for p in prompts[:2]])).encode(),
+                      digest_size=12).hexdigest()
         if key in self.seen:
             return
         self.seen.add(key)
