@@ -72,6 +72,8 @@ GAPS: dict[tuple[str, str], str] = {
     ("real-trl-gloo-timeout-ddp2", "RuntimeError"): "gloo raises from C++ (unbound_buffer.cc): no Python raise site",
     # verl's reward dispatch (verl/utils/reward_score/__init__.py default_compute_score), quoted in the user's prose
     ("real-thread-verl-reward-not-implemented-data-source", "NotImplementedError"): "verl is not an indexed package",
+    # verl's DataProto.chunk assertion (verl/protocol.py), ending the user's sentence in an EasyR1 thread
+    ("real-thread-easyr1-dataproto-unequal-chunk", "AssertionError"): "verl is not an indexed package",
     # torch's CPU allocator raises from C++ (c10/core/impl/alloc_cpu.cpp): only torch.distributed's Python is indexed
     ("real-thread-cpu-allocator-cannot-allocate", "RuntimeError"): "c10's C++ allocator is not indexed source",
     # the hub client's network errors on the way (the sandbox that made the fixture has no network): httpx, httpcore
