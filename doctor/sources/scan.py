@@ -87,22 +87,23 @@ class ChunkScanner(ChildFeed):
         open in the reader (sources/paste.py DictJoiner; its item lines hold no gate word)."""
         return self.session.state.sticky() or self.reader.dicts.parts is not None
 
-    def _feed(self, data: bytes, defer: bool = False) -> None:
+    def _feed(self, data: bytes, defer: bool = False) -> bool:
         """Feed one physical line; ``defer``: a candidate found by the scan (not a sticky line), which may be a
-        pure bar kept for later (``_flush``)."""
+        pure bar kept for later (``_flush``). False: it took a short cut (a pure bar, a quiet line, a metric row),
+        which reaches neither the state nor the line reader, so it left the session as sticky as it found it."""
         bars = self.bars
         if bars is not None:
             if defer and (bars.take(self.lineno + 1, self.counter[0] + 1, data)
                           or self.quiet is not None and self.quiet.skip(data)):
                 self.lineno += 1
                 self.counter[0] += 1  # a pure bar or a quiet line is one message
-                return
+                return False
             # a metric row ends the bars' stretch only for a rule that reads rows too (BarStretch.metric_line)
             if defer and bars.metric_line(self.path, self.lineno + 1, self.counter[0] + 1, data):
                 self.lineno += 1
                 self.counter[0] += 1
                 self.fed += 1
-                return
+                return False
             if bars.pending:
                 self._flush()
             if defer and bars.rows and self.saves is not None and self.saves.among_rows(data):
@@ -111,13 +112,14 @@ class ChunkScanner(ChildFeed):
                 feed_among, hold = self.session.feed_line_among, bars.hold
                 for line in self.reader.line(self.lineno, data):
                     feed_among(line, hold)
-                return
+                return True
             bars.emit_rows()   # the metric rows gathered so far reach the rules before this line
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
         for line in self.reader.line(self.lineno, data):
             feed(line)
+        return True
 
     def _run(self, lines: list[bytes]) -> int:
         """Read ``lines``, candidates that follow each other from the next line on, as a run of step lines (see
@@ -179,8 +181,9 @@ class ChunkScanner(ChildFeed):
                 if took:   # the line after them, if any, is fed as any
                     pos = self._sticky_run(buf, view, start + sum(map(len, lines[:took])) + took, n)
                     continue
-            self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
-            pos = self._sticky_run(buf, view, end + 1, n)
+            fed = self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
+            # a line that took a short cut left the session as it found it: not sticky
+            pos = self._sticky_run(buf, view, end + 1, n) if fed else end + 1
         if pos < n:
             self._skip(count(b"\n", pos, n))
 
