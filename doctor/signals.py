@@ -88,8 +88,9 @@ _SET_WHERE = tuple(getattr(Where, k).__set__ for k in ("path", "line"))
 _SET_METRICS = tuple(getattr(Metrics, k).__set__ for k in ("values", "where", "seq", "source", "finite"))
 
 
-def console_row(values: dict[str, Any], path: str, line: int, seq: int, finite: bool | None) -> Metrics:
-    """``Metrics(values, Where(path, line), seq, "console", finite)``, built faster (see above)."""
+def console_row(values: dict[str, Any], path: str, line: int, seq: int, finite: bool | None,
+                source: str = "console") -> Metrics:
+    """``Metrics(values, Where(path, line), seq, source, finite)``, built faster (see above)."""
     set_path, set_line = _SET_WHERE
     where = _new(Where)
     set_path(where, path)
@@ -99,7 +100,7 @@ def console_row(values: dict[str, Any], path: str, line: int, seq: int, finite: 
     set_values(m, values)
     set_where(m, where)
     set_seq(m, seq)
-    set_source(m, "console")
+    set_source(m, source)
     set_finite(m, finite)
     return m
 

@@ -16,7 +16,8 @@ from test_columns_equivalence import BIG, _bar, _hostile_rows, _snapshot, snapsh
 from doctor.analyze import analyze
 from doctor.engine import Session
 from doctor.gate import engine
-from doctor.sources import bars, saves, scan
+from doctor.sources import bars, saves, scan, step_runs
+from doctor.sources.logtext import EVIDENCE_MAX, LineReader
 
 pytest.importorskip("numpy")
 needs_hs = pytest.mark.skipif(engine() != "hyperscan", reason="the save short cut runs with Hyperscan only")
@@ -47,6 +48,26 @@ def test_taken(line: str) -> None:
 @pytest.mark.parametrize("line", REFUSED)
 def test_refused(line: str) -> None:
     assert not saves.SaveLines.of(Session()).among_rows(line.encode())   # type: ignore[union-attr]
+
+
+@needs_hs
+@pytest.mark.parametrize("line", TAKEN + [_bar(3, 9) + SAVE + "o/" + "x" * EVIDENCE_MAX, SAVE + "o/" + "y" * EVIDENCE_MAX,
+                                  "Train: 100%|██████████| 9/9 [00:31<00:00,  5.87it/s]" + SAVE + "a/b"])
+def test_in_run_as_the_line_reader(line: str) -> None:
+    """A save line a run reads gives the rules and the state the message the line reader gives, after its bar."""
+    s = Session()
+    got = saves.SaveLines.of(s).in_run(line.encode())   # type: ignore[union-attr]
+    if line.endswith("\r"):
+        assert got is None   # two messages and an empty one: fed as before
+        return
+    assert got is not None
+    want = LineReader("log", [10]).line(7, line.encode())
+    held: list[Any] = []
+    rules = saves.SaveLines.feed_in_run(s, lambda ln, r: held.append((ln, r)), got[1], "log", 7, 10 + len(want), None)
+    assert [ln.text for ln in want] == ([got[0].decode()] if got[0] else []) + [got[1]]
+    assert held and all(ln == want[-1] for ln, _ in held)
+    assert list(s.state.saves) == [line.rsplit(" ", 1)[-1]]
+    assert {type(r).__name__ for r in rules} == {type(r).__name__ for _, r in held} | {"ForcedLora"}
 
 
 def _console_text(rows: list[dict], rng: random.Random) -> str:
@@ -88,6 +109,14 @@ def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, rows_max:
             among(line, hold)
 
         m.setattr(s, "feed_line_among", count_among)
+        take = step_runs.StepRuns.take
+
+        def count_in_run(self: Any, *args: Any) -> int:
+            got = take(self, *args)
+            IN_RUN[0] += self.saves_read
+            return got
+
+        m.setattr(step_runs.StepRuns, "take", count_in_run)
         with path.open("rb") as f:
             stats = scan.scan_file(s, str(path), f, [0], fork=False)
         found = [(f.rule_id, f.message, f.evidence, f.count, f.severity) for f in s.finish()]
@@ -96,6 +125,7 @@ def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, rows_max:
 
 
 AMONG = [0]   # lines fed among rows (Session.feed_line_among) so far
+IN_RUN = [0]  # save lines read inside a run of step lines so far
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -110,9 +140,14 @@ def test_hostile_rows_same_state_with_saves_among_them(seed: int, tmp_path: Path
     AMONG[0] = 0
     want = _scan_state(log, monkeypatch, False, 256, 16)
     assert want[1] > 200 and AMONG[0] == 0
+    IN_RUN[0] = 0
     for size, least in ((256, 16), (256, 1), (3, 1), (40, 16)):
         assert _scan_state(log, monkeypatch, True, size, least) == want
-    assert AMONG[0] > 40   # the save lines taken, glued ones (two lines each) among them
+    assert AMONG[0] + IN_RUN[0] > 40   # the save lines taken, glued ones (two lines each) among them
+    assert IN_RUN[0] > 20   # most of them inside a run of step lines (sources/step_runs.py)
+    with monkeypatch.context() as m:   # and with the runs ending at each save line, as before they read them
+        m.setattr(saves, "IN_RUNS", False)
+        assert _scan_state(log, monkeypatch, True, 256, 16) == want
     a, b, ca, cb, _ = line_and_scan(log.read_bytes(), tmp_path)   # and the line-by-line path
     assert ca == cb
     assert [(f.rule_id, f.message, f.evidence) for f in a.finish()] == [(f.rule_id, f.message, f.evidence)

@@ -85,10 +85,14 @@ class Block:
                 if len(set(map(type, xs))) == 1 and type(xs[0]) is float else None
             self._cols[key] = got
             return got
+        n = self.n
         xs = [v.get(key, _ABSENT) for v in self.values]
         if len(set(map(type, xs))) == 1 and type(xs[0]) is float:   # a null, an int or a text: not a plain column
-            # the absent rows read NaN; the mask keeps which NaN was logged
-            got = (np.array(xs, dtype=np.float64), np.fromiter(map(is_not, xs, [_ABSENT] * self.n), bool, self.n))
+            # the absent rows read NaN; the mask keeps which NaN was logged. Every value a float, only _ABSENT itself
+            # compares equal to it (NaN equals nothing): no absent row is the common case, and needs no per-row mask
+            present = np.ones(n, dtype=bool) if not xs.count(_ABSENT) else \
+                np.fromiter(map(is_not, xs, [_ABSENT] * n), bool, n)
+            got = (np.array(xs, dtype=np.float64), present)
         else:
             got = None
         self._cols[key] = got

@@ -66,6 +66,7 @@ class RunState:
     # what the metric keys say of the trainer (GRPO's group keys, DPO's chosen/rejected), noted per row layout
     metric_marks: MetricMarks = field(default_factory=MetricMarks)
     _row_width: int = -1
+    _layouts: set[tuple[str, ...]] = field(default_factory=set, repr=False, compare=False)   # noted already (_note_layout)
     _wrapped_dict: bool = False   # a metrics dict wrapped over lines is open (its pieces hold no row of their own)
     # the first training step whose row shows weights a checkpoint should not be resumed from: {category: step}, for
     # loss-nan-or-inf (loss or grad_norm not finite) and grad-norm-zero (grad_norm exactly 0 while reward_std > 0).
@@ -319,9 +320,16 @@ class RunState:
         return False
 
     def _note_layout(self, values: dict[str, Any]) -> None:
-        """A new row layout (its width changed): what its keys say of the trainer."""
+        """A new row layout (its width changed): what its keys say of the trainer. The marks only ever turn on and
+        read the keys alone, so a layout noted before adds nothing: a log whose rows alternate between two layouts
+        (an extra key every few steps) no longer reads every key of every other row again."""
         self._row_width = len(values)
-        self.metric_marks.note(values)
+        keys = tuple(values)
+        if keys not in self._layouts:
+            if len(self._layouts) >= 256:
+                self._layouts.clear()
+            self._layouts.add(keys)
+            self.metric_marks.note(keys)
 
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:

@@ -301,6 +301,10 @@ class BarStretch:
             for r in rules:
                 if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
                     self._between.append((len(self.rows), line, r))
+                elif total is not None and getattr(r, "takes_train_bars", False):   # by its step (train_bars.py)
+                    bar = TrainBar(k, total, seq, n, data, path)
+                    bar._line = line
+                    r.feed_train_bar(bar)
                 else:
                     r.feed(line)
         return len(out)

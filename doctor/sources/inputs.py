@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..model import InputInfo
-from ..signals import Completions, GpuSnapshot, Metrics, Where
+from ..signals import Completions, GpuSnapshot, Where, console_row
 from .checkpoint import CHECKPOINT_NAME, checkpoint_order, is_checkpoint_dir
 from .compressed import READABLE, CompressionError, codec_of, damage, decompressing, is_streamed, suffix_codec
 from .kinds import (  # noqa: F401
@@ -529,7 +529,7 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
             for block in rows(stream):
                 seq = counter[0]
                 counter[0] += len(block)
-                session.emit_many([Metrics(values, Where(display, lineno), seq + i, "jsonl", finite)
+                session.emit_many([console_row(values, display, lineno, seq + i, finite, "jsonl")
                                    for i, (lineno, values, finite) in enumerate(block, 1)])
         elif inp.kind == "completions":
             for lineno, data in physical_lines(stream, max_line=16 * 1024 * 1024):

@@ -38,11 +38,12 @@ from .matchers import HyperscanMatcher, Matcher, matcher_for
 from .quiet import QuietLines
 from .saves import SaveLines
 from .scanfeed import ChildFeed, dense_start
-from .step_runs import StepRuns, run_in_buffer, step_line
+from .step_lines import run_in_buffer, step_line
+from .step_runs import StepRuns
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process
-_STEP_ENDS = (93, 13)   # the last bytes a step line (step_runs.step_line) may end with: a bar's "]" or "\r"
+_STEP_ENDS = (93, 13)   # the last bytes a step line (step_lines.step_line) may end with: a bar's "]" or "\r"
 # a run starts with a dict, or with a bar and a dict after it: bars alone cost less line by line (BarStretch.take)
 
 
@@ -78,7 +79,7 @@ class ChunkScanner(ChildFeed):
             self.bars = bars_mod.BarStretch(session)
             self.quiet = QuietLines.of(session)
             self.saves = SaveLines.of(session)
-            self.runs = StepRuns.of(self.bars)
+            self.runs = StepRuns.of(self.bars, self.saves)
 
     # ------------------------------------------------------------------ feeding
     def _sticky(self) -> bool:
@@ -86,22 +87,23 @@ class ChunkScanner(ChildFeed):
         open in the reader (sources/paste.py DictJoiner; its item lines hold no gate word)."""
         return self.session.state.sticky() or self.reader.dicts.parts is not None
 
-    def _feed(self, data: bytes, defer: bool = False) -> None:
+    def _feed(self, data: bytes, defer: bool = False) -> bool:
         """Feed one physical line; ``defer``: a candidate found by the scan (not a sticky line), which may be a
-        pure bar kept for later (``_flush``)."""
+        pure bar kept for later (``_flush``). False: it took a short cut (a pure bar, a quiet line, a metric row),
+        which reaches neither the state nor the line reader, so it left the session as sticky as it found it."""
         bars = self.bars
         if bars is not None:
             if defer and (bars.take(self.lineno + 1, self.counter[0] + 1, data)
                           or self.quiet is not None and self.quiet.skip(data)):
                 self.lineno += 1
                 self.counter[0] += 1  # a pure bar or a quiet line is one message
-                return
+                return False
             # a metric row ends the bars' stretch only for a rule that reads rows too (BarStretch.metric_line)
             if defer and bars.metric_line(self.path, self.lineno + 1, self.counter[0] + 1, data):
                 self.lineno += 1
                 self.counter[0] += 1
                 self.fed += 1
-                return
+                return False
             if bars.pending:
                 self._flush()
             if defer and bars.rows and self.saves is not None and self.saves.among_rows(data):
@@ -110,13 +112,14 @@ class ChunkScanner(ChildFeed):
                 feed_among, hold = self.session.feed_line_among, bars.hold
                 for line in self.reader.line(self.lineno, data):
                     feed_among(line, hold)
-                return
+                return True
             bars.emit_rows()   # the metric rows gathered so far reach the rules before this line
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
         for line in self.reader.line(self.lineno, data):
             feed(line)
+        return True
 
     def _run(self, lines: list[bytes]) -> int:
         """Read ``lines``, candidates that follow each other from the next line on, as a run of step lines (see
@@ -126,8 +129,10 @@ class ChunkScanner(ChildFeed):
         took = self.runs.take(lines, self.lineno + 1, self.counter[0] + 1, self.path) if self.runs is not None else 0
         self._run_most = min(self._run_most * 2, step_runs.RUN_MAX) if took == len(lines) else step_runs.RUN_MIN
         self.lineno += took
-        self.counter[0] += took   # each a message
-        self.fed += self.runs.rows_read if self.runs is not None else 0   # as metric_line counts them (bars: not fed)
+        self.counter[0] += took   # each a message, but a save glued to its bar: two
+        if self.runs is not None:   # as metric_line and a save among rows count them (bars: not fed)
+            self.counter[0] += self.runs.extra
+            self.fed += self.runs.rows_read + self.runs.saves_read
         return took
 
     def _flush(self) -> None:
@@ -169,14 +174,16 @@ class ChunkScanner(ChildFeed):
                 self._skip(count(b"\n", pos, start))
             if runs is not None and (buf[start] == 123 or buf[end + 1] == 123 and buf[end - 1] in _STEP_ENDS) and \
                     end - start <= MAX_LINE and step_line(buf, start, end):   # a dict, or a bar and then a dict?
-                last = run_in_buffer(buf, start, end, n, hits, bisect_right(hits, end), self._run_most)
+                last = run_in_buffer(buf, start, end, n, hits, bisect_right(hits, end), self._run_most,
+                                     runs.saves is not None)
                 lines = bytes(view[start:last]).split(b"\n") if last > end else []
                 took = self._run(lines) if lines else 0   # a line alone: as any (its short cuts cost less)
                 if took:   # the line after them, if any, is fed as any
                     pos = self._sticky_run(buf, view, start + sum(map(len, lines[:took])) + took, n)
                     continue
-            self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
-            pos = self._sticky_run(buf, view, end + 1, n)
+            fed = self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
+            # a line that took a short cut left the session as it found it: not sticky
+            pos = self._sticky_run(buf, view, end + 1, n) if fed else end + 1
         if pos < n:
             self._skip(count(b"\n", pos, n))
 

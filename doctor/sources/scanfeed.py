@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 from ..progress import METER
 from .logtext import MAX_LINE
 from .matchers import Matcher
-from .step_runs import step_line
+from .step_lines import step_line
 
 DENSE_BYTES = 2048   # a candidate per this many bytes or more: too dense for a scanning child to pay (the module)
 SAMPLE = 1 << 20     # the bytes at a log's start whose candidates say whether to fork a scanning child at all

@@ -20,7 +20,10 @@ the checks over a run stand for:
   metric literal (so the metric test holds for every row), none that is ``': '`` (the one way a printed dict of
   quote-free pieces holds ``', ': '``) and two trainer keys, or their aliases. ``metrics.read_console`` reads such a
   line by the same pieces (``_quoted_pairs``; a learned layout gives the same groups) into the same keys, values and
-  ``finite`` (its conversion and cache, ``metrics._convert``).
+  ``finite`` (its conversion and cache, ``metrics._convert``);
+- a checkpoint save line (sources/saves.py ``in_run``) while a row waits in the stretch to be held among: its bar as a
+  bar line; then, the bars kept before it handed to the rules that read rows as before a row, its message as
+  ``SaveLines.feed_in_run`` feeds it. A save glued to its bar is two messages: the seqs after it move on by one.
 
 Hyperscan only (the purity tests above are its scans); ``GRPO_DOCTOR_BARS=all`` turns it off with the short cuts.
 ``tests/test_step_runs.py`` compares the state before every line fed whole, and after the log, with the per-line path
@@ -37,10 +40,11 @@ from ..engine.columns import Block, Seed
 from ..signals import Metrics, console_row
 from . import bars as bars_mod
 from . import metrics as msrc
+from . import saves as saves_mod
 from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep, pre_kind
-from .logtext import MAX_LINE
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
+from .saves import SaveLines
 
 ON = True        # False: every line goes the per-line way (the equivalence tests compare both)
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
@@ -58,23 +62,15 @@ def _since(since: dict[Any, list[Any]], bars: list[tuple[Any, tuple[Any, ...]]])
         _keep(near, entry, entry[4])
 
 
-def step_line(buf: Any, s: int, e: int) -> bool:
-    """Whether the line ``buf[s:e]`` may be a step line (its first bytes a dict's, or a bar's percentage and its end a
-    rate's): the scanner's test for the lines of a run, before StepRuns reads them."""
-    if buf.startswith(b"{'", s):
-        return True
-    last = buf[e - 1] if e > s else 0
-    if last == 13 and e - 1 > s:   # a bar redrawn with \r\n
-        last = buf[e - 2]
-    return last == 93 and buf.find(b"%|", s, e) >= 0   # "]"
-
-
 class StepRuns:
     """``take(lines, lineno, seq, path)``: a run of step lines read at once (see the module)."""
 
-    def __init__(self, stretch: BarStretch):
+    def __init__(self, stretch: BarStretch, saves: SaveLines | None = None):
         self.stretch = stretch
+        self.saves = saves if saves_mod.IN_RUNS else None   # save lines read in a run (sources/saves.py), or None
         self.rows_read = 0   # rows among the lines the last take read
+        self.saves_read = 0  # save lines among them
+        self.extra = 0       # messages among them past one a line (a save glued to its bar)
         stretch.seed = self._seed
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
@@ -86,24 +82,28 @@ class StepRuns:
         self._danger = AnyWord((vocab - stretch.metric_words) | set(_ELSEWHERE), (rb"[lL][lL][mM]", rb"[^\x20-\x7e\n]"))
 
     @classmethod
-    def of(cls, stretch: BarStretch | None) -> StepRuns | None:
+    def of(cls, stretch: BarStretch | None, saves: SaveLines | None = None) -> StepRuns | None:
         """The reader of this stretch, or None: no stretch, no Hyperscan (its word tests), or the metric short cut off."""
         if (not ON or stretch is None or stretch._gate is not None or stretch._not_metric is None
                 or not bars_mod.GATHER):
             return None
-        return cls(stretch)
+        return cls(stretch, saves)
 
     def take(self, lines: list[bytes], lineno: int, seq: int, path: str) -> int:
         """Read the run ``lines`` (physical lines, the first one line ``lineno``, message ``seq``; each line one message)
         into the stretch, as BarStretch.take and metric_line of each in turn would, up to the first line that is not
         a step line as they take it: returns how many lines were read (0: none, nothing changed)."""
         stretch = self.stretch
-        self.rows_read = 0
+        self.rows_read = self.saves_read = self.extra = 0
         if not stretch.session.state.console_metrics:
             return 0
         isrow = [ln[:2] == b"{'" for ln in lines]
         dicts = list(compress(lines, isrow))
         bar_lines = [ln for ln in lines if ln[:2] != b"{'"] if len(dicts) < len(lines) else []
+        saved = self._saved(bar_lines) if self.saves is not None and b"Saving model" in b"".join(bar_lines) \
+            else None
+        if saved is not None:   # a save line's bar, if any, is read with the bars; its message below
+            bar_lines = [sv[0] if sv else ln for ln, sv in zip(bar_lines, saved) if not sv or sv[0] is not None]
         rows, cols = self._rows(dicts) if dicts else ([], None)
         got = self._bars(bar_lines) if bar_lines else []
         n_rows, n_bars = len(rows), len(got)
@@ -115,33 +115,45 @@ class StepRuns:
         ri = bi = 0
         first = off = -1   # the place in the stretch's rows of this run's first row there, and its place in cols
         parts = stretch.parts
+        extra = 0   # the messages before line j past one a line (a save glued to its bar is two)
+        si = -1     # the place of line j among the lines that are not rows
+        rules = None   # those a save message goes to
         for j, row in enumerate(isrow):
+            sv = None
+            if not row:
+                si += 1
+                if saved is not None and (sv := saved[si]) is not None:
+                    if not sv or not gathered or sv[0] is not None and bi == n_bars:
+                        break   # refused, or no row to be held among (fed whole then, as the scanner would)
+                    if sv[0] is None:
+                        row = True   # no bar: only its message, below
             if row:
-                if ri == n_rows:
+                if sv is None and ri == n_rows:
                     break   # not a row as metric_line reads it here: the lines before it are read
-                values, finite = rows[ri]
-                ri += 1
-                if gap is None:
-                    stretch._bars_before_row(path)
-                elif len(gap) == 1:
-                    stretch.feed_bar(path, gap[0][1])
-                elif gap:
-                    _since(since, gap)
-                    stretch._bars_before_row(path)
-                gap = []
-                if first < 0:
-                    first, off = len(gathered), ri - 1
-                gathered.append(console_row(values, path, lineno + j, seq + j, finite))
+                gap = self._before(gap, path)
+                if sv is not None:
+                    rules = self.saves.feed_in_run(stretch.session, stretch.hold, sv[1], path, lineno + j,  # type: ignore[union-attr]
+                                                   seq + j + extra, rules)
+                    self.saves_read += 1
+                    continue
                 if len(gathered) >= bars_mod.ROWS_MAX:
-                    parts.append((first, len(gathered) - first, cols, off))
+                    # a full block goes when the next row comes, not after its last row: a save line between them is
+                    # then held among its rows, not fed whole (which would end this run and read its lines again)
+                    if first >= 0:
+                        parts.append((first, len(gathered) - first, cols, off))
                     first = -1
                     stretch.emit_rows()
                     gathered, parts = stretch.rows, stretch.parts
+                values, finite = rows[ri]
+                ri += 1
+                if first < 0:
+                    first, off = len(gathered), ri - 1
+                gathered.append(console_row(values, path, lineno + j, seq + j + extra, finite))
                 continue
             if bi == n_bars:
                 break   # not a pure bar
             key, k, total = got[bi]
-            entry = (lineno + j, seq + j, bar_lines[bi], key[1], k, total)
+            entry = (lineno + j, seq + j + extra, bar_lines[bi], key[1], k, total)
             bi += 1
             slot = keys.get(key)
             if slot is None:
@@ -151,14 +163,43 @@ class StepRuns:
                 gap.append((key, entry))
             elif stretch._row_seen:
                 _since(since, [(key, entry)])
+            if sv is not None:   # the message glued after this bar: after the bars kept so far, as before a row
+                extra += 1
+                gap = self._before(gap, path)
+                rules = self.saves.feed_in_run(stretch.session, stretch.hold, sv[1], path, lineno + j,  # type: ignore[union-attr]
+                                               seq + j + extra, rules)
+                self.saves_read += 1
         else:
             j = len(lines)
         if gap:
             _since(since, gap)   # as line by line: the bars after the last row wait for the next one
         if first >= 0:
             parts.append((first, len(gathered) - first, cols, off))
+        if len(gathered) >= bars_mod.ROWS_MAX:
+            stretch.emit_rows()   # as metric_line: at most ROWS_MAX rows wait past a run
         self.rows_read = ri
+        self.extra = extra
         return j
+
+    def _before(self, gap: list[tuple[Any, tuple[Any, ...]]] | None, path: str) -> list[tuple[Any, tuple[Any, ...]]]:
+        """A rule that reads rows takes the bars kept before a row (or a save message) first: the one bar since the last
+        row straight, more as _bars_before_row feeds them, or those kept before this run's first row (``gap`` None).
+        Returns the new gap."""
+        stretch = self.stretch
+        if gap is None:
+            stretch._bars_before_row(path)
+        elif len(gap) == 1:
+            stretch.feed_bar(path, gap[0][1])
+        elif gap:
+            _since(stretch._since_row, gap)
+            stretch._bars_before_row(path)
+        return []
+
+    def _saved(self, others: list[bytes]) -> list[Any]:
+        """Per line of ``others`` (the run's lines that are not dicts): None (not a save line), False (one a run does not
+        read: it ends the run), or (its bar or None, its message) (sources/saves.py ``in_run``)."""
+        in_run = self.saves.in_run   # type: ignore[union-attr]
+        return [None if b"Saving model" not in ln else (in_run(ln) or False) for ln in others]
 
     @staticmethod
     def _upto(block: bytes, end: int) -> int:
@@ -287,22 +328,4 @@ class StepRuns:
         return out
 
 
-def run_in_buffer(buf: Any, start: int, end: int, n: int, hits: list[int], i: int, most: int) -> int:
-    """The run that starts with the candidate line ``buf[start:end]`` (a step line; ``hits[i]`` is the first hit past
-    it) within ``buf[:n]``, of ``most`` lines at most: the newline of its last line. A line joins the run while it is a
-    candidate (a hit falls on it) and a step line by ``step_line``."""
-    nh = len(hits)
-    find = buf.find
-    while most > 1 and i < nh and end + 1 < n:
-        s = end + 1
-        e = find(b"\n", s, n)
-        if not s < hits[i] <= e or e - s > MAX_LINE or not step_line(buf, s, e):
-            break
-        while i < nh and hits[i] <= e:   # more hits on a line (the pure-Python matcher may give some)
-            i += 1
-        end = e
-        most -= 1
-    return end
-
-
-__all__ = ["RUN_MAX", "StepRuns", "run_in_buffer", "step_line"]
+__all__ = ["RUN_MAX", "RUN_MIN", "StepRuns"]

@@ -269,6 +269,11 @@ class _Progress:
         self.phase_line[phase] = b  # type: ignore[assignment]
         self.last_path = b.path
 
+    def train_bar(self, b: TrainBar) -> None:
+        """_line of a pure Train bar fed alone: _train_bar, and the lines it keeps built at once."""
+        self._train_bar(b)
+        self._settle()
+
     def _settle(self) -> None:
         """The lines of the Train bars kept by _train_bar, built."""
         if type(self.step_line) is TrainBar:

@@ -22,6 +22,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import ExceptionInfo, HangReport, LogLine, Metrics
+from ...sources.train_bars import TrainBar
 from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
@@ -77,6 +78,10 @@ class HangCheck(Rule):
             self.reports.append(signal)
         else:
             self.p.feed(signal)
+
+    def feed_train_bar(self, bar: TrainBar) -> None:
+        """feed() of a pure Train bar fed alone (sources/bars.py), read by its step as among rows (``takes_train_bars``)."""
+        self.p.train_bar(bar)
 
     def feed_many(self, signals: list[Any]) -> None:
         if type(self).feed is HangCheck.feed and type(signals[0]) is Metrics:  # one type (Session.emit_many)
