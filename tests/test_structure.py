@@ -385,6 +385,8 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
     ("deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used a DP world size of 4 but "
      "the current world size is 6. Automatic adjustment of ZeRO's optimizer state partitioning with a new world size "
      "is not currently supported.", "deepspeed-config-error"),
+    # a Qwen-VL vision placeholder id looked up in input_ids and not found (ms-swift#5953, dev16 1916)
+    ("ValueError: 151655 is not in list", "multimodal-image-error"),
     # accelerate's batch-size finder gives up after an out-of-memory error at every size (unsloth#2974, dev14 1603)
     ("RuntimeError: No executable batch size found, reached zero.", "cuda-oom"),
     # a tokenizer without a chat template: transformers' refusal and vLLM's (vllm#29849, dev14 1606 and 1621)
