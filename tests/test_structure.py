@@ -625,3 +625,19 @@ def test_an_attribute_missing_inside_unslothss_patch_code_is_a_version_mismatch(
               "AttributeError: _unwrapped_old_generate")
     f = run(text)[0]
     assert f.category == "import-or-dependency-error" and "unsloth" in f.title
+
+
+def test_a_stack_cut_in_ms_swift_argument_setup_with_a_rollout_server_names_the_server_connection():
+    # dev16 1915: swift rlhf --vllm_mode server, the trainer's stack cut inside parse_args_into_dataclasses
+    text = ("Traceback (most recent call last):\n"
+            f'  File "{SP}/swift/llm/base.py", line 31, in _parse_args\n'
+            "    args, remaining_argv = parse_args(self.args_class, args)\n"
+            f'  File "{SP}/transformers/hf_argparser.py", line 345, in parse_args_into_dataclasses\n'
+            "    obj = dtype(**inputs)\n")
+    cmd = "swift rlhf --rlhf_type grpo --use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1"
+    from conftest import run_text
+    f = run_text(text, command=cmd)[0]
+    assert f.confidence == "possible" and "_init_external_vllm" in f.message
+    assert f.fix[0].startswith("Check the rollout server before the flags")
+    plain = run(text)[0]  # no server configured: the flags reading stands
+    assert plain.confidence == "likely" and "_init_external_vllm" not in plain.message

@@ -212,6 +212,23 @@ def refused_values(v: Verdict, ctx: RunState) -> tuple[str, str] | None:
     return why, fix
 
 
+def _server_in_args(v: Verdict, ctx: RunState) -> str:
+    """For a failure while ms-swift parses a GRPO run's arguments with a rollout server configured: the argument setup
+    itself connects to that server (RLHFArguments.__post_init__ -> _init_external_vllm: VLLMClient, then its
+    communicator), so the flags are not the only candidate. '' otherwise."""
+    if v.entry.id not in ("argument-parsing-phase", "argument-validation") or not any(
+            "hf_argparser.py" in f.path or f.func in ("_parse_args", "__post_init__") for f in v.frames):
+        return ""
+    run = ctx.run
+    if not (run.get("vllm_server_host") or run.get("vllm_server_base_url") or str(run.get("vllm_mode", "")) == "server"):
+        return ""
+    return ("The run failed while ms-swift set up its arguments, and with a rollout server configured that setup "
+            "connects to the server: RLHFArguments.__post_init__ runs _init_external_vllm, which builds the VLLMClient "
+            "(an HTTP check of the server) and its weight-sync communicator (an NCCL group with the server). A refused "
+            "flag, a server that does not answer and a communicator that cannot form all fail here; the exception line "
+            "says which.")
+
+
 def _detail(v: Verdict) -> str:
     """What the numbers of the message (or the failed assertion) say, where the entry knows how to read them."""
     if v.entry.category != "batch-divisibility" or v.exc is None:
@@ -332,6 +349,9 @@ class Structural(Rule):
             fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is "
                        f"{rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
+        server = _server_in_args(v, ctx)
+        if server:
+            doc = server
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
@@ -399,6 +419,12 @@ class Structural(Rule):
         if staged is not None:  # the stage of the deepest frames: what fails there, what to check first
             msg += f" It is {staged.stage.stage} that failed. {staged.why}"
             fix[:0] = list(staged.stage.fix)
+        alternatives = v.runners_up
+        if server:  # the server's connection is as likely as a flag: said so, and what to check first
+            fix[:0] = ["Check the rollout server before the flags: `swift rollout` running and answering at "
+                       "vllm_server_host:vllm_server_port (`curl http://<host>:<port>/health/`), its group port "
+                       "reachable from the trainer, and the same ms-swift and vLLM versions on both sides."]
+            alternatives = tuple(dict.fromkeys((*v.runners_up, "vllm-engine-error", "nccl-timeout")))
         return self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
                          title=f"{v.entry.title or self.meta.title} (traceback cut, from its stack)",
-                         alternatives=v.runners_up)
+                         alternatives=alternatives, confidence="possible" if server else None)
