@@ -224,3 +224,11 @@ def test_exceptions_in_issue_titles_and_sentence_tails_are_read():
     # a code line (indented) and a logger's tag are left alone
     assert split_segments('    msg = f"oops, KeyError: {k}"') == ['    msg = f"oops, KeyError: {k}"']
     assert strip_prefixes("[INFO:swift] hello")[0] == "[INFO:swift] hello"
+
+
+def test_an_exception_behind_a_line_prefix_stays_on_its_line():
+    # a rank-tagged exception line behind a stamp, a quote mark or a worker label is the exception's own line (its
+    # rank joins the rank's traceback), not a sentence ending in an exception
+    for line in ("2025-05-10T00:00:00.123Z [rank0]: RuntimeError: boom", "> [rank0]: RuntimeError: boom",
+                 "(WorkerDict pid=12) [rank1]: ValueError: x"):
+        assert split_segments(line) == [line]

@@ -245,6 +245,8 @@ _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error
 # in single quotes only where the quote opens after a space or a parenthesis and closes before one or a punctuation
 # mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
 _PROSE_SINGLE = lazyre.compile(r"""(?:(?<=[\s(])|^)'((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+?)'(?=[\s.,;:)!?]|$)""")
+# words of a sentence before an exception: three words of letters in a row, or text in a script without spaces
+_SENTENCE = lazyre.compile(r"[A-Za-z]{2,}[^\W\d_]*\s+[A-Za-z]\w*\s+[A-Za-z]\w*|[^\x00-\x7f]")
 _TB_HEADER = "Traceback (most recent call last):"
 _STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b")
 
@@ -265,6 +267,10 @@ def _prose_exception(part: str) -> list[str] | None:
                 return [head + sep, rest.strip()]
     if m is None and part[:1] not in (" ", "\t"):
         m = _PROSE_TAIL.search(part)
+        # a line prefix before the exception (a rank tag, a worker label, a stamp, a quote mark) is no sentence: the
+        # line is the exception's own, read whole with its prefix so that its rank joins the rank's traceback
+        if m is not None and not _SENTENCE.search(part[:m.start()]):
+            m = None
     if m is not None:
         start, end, exc = m.start(1), m.end(1), m.group(1)
         exc = re.sub(r"^([\w.]+(?:Error|Exception))\uff1a ?", r"\1: ", exc)  # a full-width colon after the type
