@@ -120,3 +120,14 @@ def test_a_gz_name_on_plain_text_is_read_as_text(tmp_path):
     f = tmp_path / "train.log.gz"
     shutil.copy(CASE / "log.txt", f)
     assert _key(analyze([str(f)]))[0] == ("GD606", 775)
+
+
+def test_a_zstd_magic_over_plain_text_is_read_in_part_not_a_traceback(tmp_path):
+    # found by tests/fuzz (test_watch_live_inputs): zstandard raises its own ZstdError ("Dictionary mismatch"), neither
+    # an OSError nor a ValueError, when the bytes after the magic are no zstd frame
+    pytest.importorskip("zstandard")
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"(\xb5/\xfd" + b"ValueError: generation_batch_size (0) must be divisible by num_generations (0).\n")
+    p = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(log)], capture_output=True, text=True)
+    assert p.returncode == 0 and "Traceback" not in p.stderr
+    assert "read in part: the compressed data is damaged" in p.stdout

@@ -78,7 +78,7 @@ class _Decoded(io.RawIOBase):
         while not self.damaged:
             try:
                 out = self._step(want)
-            except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as e:
+            except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, *self._codec_errors()) as e:
                 self.damaged = f"read in part: the compressed data is damaged ({e}); everything before it was read"
                 return 0
             if out:
@@ -124,6 +124,13 @@ class _Decoded(io.RawIOBase):
         else:
             out = d.decompress(data, max_length=want)
         return out
+
+    def _codec_errors(self) -> tuple[type[BaseException], ...]:
+        """zstandard's own error class (ZstdError: not an OSError nor a ValueError), for a zstd stream."""
+        if self._codec != "zstd":
+            return ()
+        import zstandard  # noqa: PLC0415 - loaded already: a zstd stream is being read
+        return (zstandard.ZstdError,)
 
     @staticmethod
     def _needs_input(d) -> bool:
