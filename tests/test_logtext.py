@@ -232,3 +232,12 @@ def test_an_exception_behind_a_line_prefix_stays_on_its_line():
     for line in ("2025-05-10T00:00:00.123Z [rank0]: RuntimeError: boom", "> [rank0]: RuntimeError: boom",
                  "(WorkerDict pid=12) [rank1]: ValueError: x"):
         assert split_segments(line) == [line]
+
+
+def test_a_datasets_bar_counts_examples_per_second_and_splits_like_any_tqdm_bar():
+    line = ("Generating train split: 0 examples [00:00, ? examples/s]Failed to load JSON from file 'x.jsonl' with "
+            "error <class 'pyarrow.lib.ArrowInvalid'>: bad")
+    assert split_segments(line) == ["Generating train split: 0 examples [00:00, ? examples/s]",
+                                    "Failed to load JSON from file 'x.jsonl' with error <class 'pyarrow.lib.ArrowInvalid'>: bad"]
+    assert split_segments("Map: 100%|##| 57/57 [00:01<00:00, 45.20 examples/s]") == [
+        "Map: 100%|##| 57/57 [00:01<00:00, 45.20 examples/s]"]

@@ -30,7 +30,7 @@ _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
 # a "[rankN]:" prefix in mid-line, after text (and the spaces a terminal padded that text's line with), or after a
 # launcher's label and its one space ("worker-1: [rank0]: ..."); not after a log viewer's "host >> " prefix
 _RANK_MID = lazyre.compile(r"(?<=[^\s>])(?:[ \t]{2,})?(?=\[rank\d+\]:)|(?<=:)[ \t](?=\[rank\d+\]:)")
-_TQDM_END = lazyre.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s))\]")
+_TQDM_END = lazyre.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s)|(?:\?|[\d.]+) examples/s)\]")
 # a traceback's source line with its exception glued on (the newline lost in a paste): an indented code line, or a
 # `raise`/`assert` statement, then `Type: message` right after a closing bracket, a quote, a caret, or the identifier
 # after `from` (`raise X(msg) from ehydra.errors.InstantiationException: ...`: the glued type keeps a junk prefix, its

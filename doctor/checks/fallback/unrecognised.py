@@ -125,15 +125,6 @@ def _what_it_shows(exc: ExceptionInfo, read: list[str], phase: str | None, after
     return []
 
 
-
-# a progress bar whose newline was lost before the record: "... [00:00, ? examples/s]Failed to load JSON ..."
-_GLUED_BAR = lazyre.compile(r"^.*?\d[^\]]*?(?:it|s|examples)/s\]\s*(?=\S)")
-
-
-def _after_bar(text: str) -> str:
-    """A record's text without a progress bar glued before it."""
-    return _GLUED_BAR.sub("", text, count=1) if "/s]" in text else text
-
 class Unrecognised(Rule):
     kinds = frozenset({ExceptionInfo})
 
@@ -199,7 +190,6 @@ class Unrecognised(Rule):
             elif ray is not None:
                 msg += (f" Ray's RayTaskError line above these frames names the exception: {ray[1]}, raised in the "
                         f"remote task whose frames these are (its message, printed after them, is not in the paste).")
-
             fix[:0] = cut_fix + _phase_fix(phase, ctx.framework()[0])
             if user:
                 fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}.")
@@ -215,7 +205,7 @@ class Unrecognised(Rule):
                 ev.insert(0, Evidence(warned.where.path, warned.where.line, warned.raw))
             if record is not None:
                 msg += (f" The log's error record printed just before the traceback, most likely what the code that "
-                        f"caught this exception logged: `{_after_bar(plain(record.text)).strip()[:240]}`.")
+                        f"caught this exception logged: `{plain(record.text).strip()[:240]}`.")
                 fix.insert(0, "Start from the error record before the traceback: it is the failure the cut stack "
                               "ends in (its own exception line is not in the paste).")
                 ev.insert(0, Evidence(record.where.path, record.where.line, record.raw))
