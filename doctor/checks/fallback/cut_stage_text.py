@@ -13,7 +13,7 @@ from ...engine.state import RunState
 from ...signals import Frame, LogLine
 from ..hang._progress import PROGRESS_BAR
 from ..hang.endings import plain
-from .exceptions import describe_frame
+from .exceptions import describe_frame, tail_before
 
 _HEADER = "Traceback (most recent call last)"
 _EPOCHS = lazyre.compile(r"(\d+)\s*/\s*(\d+)")
@@ -34,7 +34,7 @@ class CutStage:
 
 def _before(ctx: RunState, line: LogLine) -> list[LogLine]:
     """The log's lines before the stack's header (its tail: the last lines kept of that input)."""
-    tail = [t for t in ctx.tails.get(line.where.path) or () if t.seq <= line.seq]
+    tail = tail_before(ctx.tails, line)
     start = next((i for i in range(len(tail) - 1, -1, -1) if _HEADER in tail[i].text), None)
     return tail[:start] if start is not None else []
 
@@ -113,7 +113,7 @@ def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | 
     """The stage of a cut traceback, with its words, or None when neither its frames nor its place name one."""
     from ..memory.cut_traceback import with_executed_method
     before = _before(ctx, line)
-    upto = [t for t in ctx.tails.get(line.where.path) or () if t.seq <= line.seq]
+    upto = tail_before(ctx.tails, line)
     got = stage_of(with_executed_method(frames, upto))  # vLLM's `Error executing method <name>` names the stage
     bar = None
     if got is None:
@@ -147,7 +147,7 @@ def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | 
         reading = candidate
     elif candidate and stage.clear is not None:
         # the stack's own header too: IPython's names the exception ("ValueError    Traceback (most recent call last)")
-        header = [t.text for t in (ctx.tails.get(line.where.path) or ()) if t.seq <= line.seq and _HEADER in t.text][-1:]
+        header = [t.text for t in upto if _HEADER in t.text][-1:]
         texts = [f.code for f in frames if f.code] + [t.text for t in before] + header
         hit = next((t for t in texts if stage.clear.search(t)), None)
         if hit is not None:

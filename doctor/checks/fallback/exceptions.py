@@ -34,12 +34,16 @@ def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
     return None
 
 
+def tail_before(tails: dict, last: LogLine | ExceptionInfo) -> list[LogLine]:
+    """The kept lines (``RunState.tails``) of ``last``'s file up to ``last`` (a line, or an exception's line)."""
+    return [t for t in tails.get(last.where.path) or () if t.seq <= last.seq]
+
+
 def notebook_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
     """(line, exception type) of the IPython/Jupyter header (``TypeError    Traceback (most recent call last)``,
     IPython/core/ultratb.py) that opens the cut traceback ending at ``last``: the only line naming the exception
     when the paste stops before IPython's final ``Type: message`` line."""
-    tail = tails.get(last.where.path) or ()
-    for line in reversed([l for l in tail if l.seq <= last.seq]):
+    for line in reversed(tail_before(tails, last)):
         if "Traceback (most recent call last)" in line.text:
             head = line.text.strip().split(None, 1)[0] if line.text.strip() else ""
             if head.endswith(("Error", "Exception")) and head[:1].isupper():
@@ -64,11 +68,6 @@ def ray_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
         if stripped and not stripped.startswith("File ") and line.text[:1] not in (" ", "\t"):
             return None
     return None
-
-
-def tail_before(tails: dict, last: LogLine) -> list[LogLine]:
-    """The kept lines of ``last``'s file up to ``last``."""
-    return [t for t in tails.get(last.where.path) or () if t.seq <= last.seq]
 
 
 def unexplained(ctx, exceptions: list[ExceptionInfo]) -> list[ExceptionInfo]:

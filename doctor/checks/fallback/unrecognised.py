@@ -16,7 +16,7 @@ from ...values import as_int
 from ..hang.endings import plain
 from ..memory._facts import zero_stage
 from .cut_wording import CutReading, read_cut
-from .exceptions import describe_frame, first_real, is_library, notebook_header, ray_header, unexplained
+from .exceptions import describe_frame, first_real, is_library, notebook_header, ray_header, tail_before, unexplained
 from .structural import _versions, embedded_exceptions, verdict_of
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
@@ -62,8 +62,7 @@ _TRACE_STEP = lazyre.compile(r"^\s*(?:->|=>|→)?\s*(?P<s>(?:return |[\w.]+\(|[\
 
 def _bar_phase(exc: ExceptionInfo, ctx: RunState) -> str | None:
     """"evaluation" when the last progress bar printed before the exception (in the same log) is an evaluation bar."""
-    tail = [t for t in ctx.tails.get(exc.where.path) or () if t.seq <= exc.seq]
-    for t in reversed(tail[-8:]):
+    for t in reversed(tail_before(ctx.tails, exc)[-8:]):
         if "%|" in t.text:
             return "evaluation" if _EVAL_BAR.search(t.text) else None
     return None
