@@ -74,8 +74,9 @@ _CHECKPOINT_LOAD = Part(
      "and quantisation; the first names in the error are those the class lacks.",),
     {None: "Load the checkpoint with the model class and task it was saved for (or serve a generative checkpoint)."})
 # what shows the weights came from a trainer's sync rather than the checkpoint on disk: the sync routes and calls
-_SYNC_WORDS = ("/update_flattened_params", "/update_named_param", "update_weights", "collective_rpc",
-               "_load_state_dict_to_vllm", "_move_model_to_vllm", "_sync_weights", "load_weights_from_")
+_SYNC_ROUTES = ("/update_flattened_params", "/update_named_param", "update_weights")
+_SYNC_WORDS = _SYNC_ROUTES + ("collective_rpc", "_load_state_dict_to_vllm", "_move_model_to_vllm", "_sync_weights",
+                              "load_weights_from_")
 _DISK_WORDS = ("Loading safetensors checkpoint shards", "model_loader/", " load_model", " initialize_model",
                "Loading pt checkpoint shards")
 _NCCL = Part(
@@ -122,7 +123,7 @@ def part_of(frames: tuple[Frame, ...], context: str = "") -> Part | None:
     if "NCCL error" in context or "pynccl" in hay or "ncclInternalError" in context:
         return _NCCL
     if ("load_weights" in hay or "model_loader" in hay or "weight_loader" in hay
-            or any(r in context for r in ("/update_flattened_params", "/update_named_param", "update_weights"))):
+            or any(r in context for r in _SYNC_ROUTES)):
         synced = any(w in context or w in hay for w in _SYNC_WORDS)
         if not synced and any(w in context or w in hay for w in _DISK_WORDS):
             return _CHECKPOINT_LOAD

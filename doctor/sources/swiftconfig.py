@@ -279,6 +279,11 @@ class RunConfig:
         v = self.args.get(key)
         return default if v is None else v
 
+    def vllm_server(self) -> bool:
+        """The run generates on a separate vLLM rollout server: vllm_mode server, or a server host or URL given."""
+        return (str(self.get("vllm_mode", "")).lower() == "server" or bool(self.get("vllm_server_host"))
+                or bool(self.get("vllm_server_base_url")))
+
     def int_arg(self, key: str, default: int | None = None) -> int | None:
         v = self.args.get(key)
         if isinstance(v, bool):

@@ -85,7 +85,7 @@ class GpuLayout(Rule):
         if not vis or vis < 2:
             return None
         mode = str(run.get("vllm_mode", "")).lower()
-        server = mode == "server" or bool(run.get("vllm_server_host")) or bool(run.get("vllm_server_base_url"))
+        server = run.vllm_server()
         if server and not own_env:
             return None  # the rollout server has its own CUDA_VISIBLE_DEVICES, which we cannot tell apart here
         use_vllm = _bool(run.get("use_vllm"))

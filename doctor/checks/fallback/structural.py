@@ -219,8 +219,7 @@ def _server_in_args(v: Verdict, ctx: RunState) -> str:
     if v.entry.id not in ("argument-parsing-phase", "argument-validation") or not any(
             "hf_argparser.py" in f.path or f.func in ("_parse_args", "__post_init__") for f in v.frames):
         return ""
-    run = ctx.run
-    if not (run.get("vllm_server_host") or run.get("vllm_server_base_url") or str(run.get("vllm_mode", "")) == "server"):
+    if not ctx.run.vllm_server():
         return ""
     return ("The run failed while ms-swift set up its arguments, and with a rollout server configured that setup "
             "connects to the server: RLHFArguments.__post_init__ runs _init_external_vllm, which builds the VLLMClient "
