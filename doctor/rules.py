@@ -73,6 +73,19 @@ def template_values(run: RunConfig, groups: dict[str, str]) -> dict[str, Any]:
     return vals
 
 
+def _filling(template: str, hits: list[Hit]) -> Hit:
+    """The first hit whose groups fill every named group the template uses (a rule of several patterns: its first
+    line may be one without them); the first hit when none does."""
+    try:
+        fields = {name for _, name, _, _ in _FMT.parse(template) if name}
+    except ValueError:
+        return hits[0]
+    named = {f for f in fields if any(f in h.groups for h in hits)}  # the template's holes a pattern fills
+    if not named:
+        return hits[0]
+    return next((h for h in hits if all(h.groups.get(f) is not None for f in named)), hits[0])
+
+
 def evidence_of(line: LogLine) -> Evidence:
     return Evidence(line.where.path, line.where.line, line.raw)
 
@@ -199,7 +212,7 @@ class PatternRule(Rule):
         first = self.hits[0]
         ctx = ctx.at(first.evidence)  # runs appended to one log: the configuration of this failure's own run
         evidence, count, ranks = fold(self.hits)
-        vals = template_values(ctx.run, first.groups)
+        vals = template_values(ctx.run, _filling(self.meta.message, self.hits).groups)
         message = render(self.meta.message, vals)
         fix = [render(f, vals) for f in self.meta.fix]
         severity = None

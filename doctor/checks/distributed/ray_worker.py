@@ -24,8 +24,4 @@ def ray_worker_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                                  "(host RAM), a native crash (SIGSEGV in a CUDA/NCCL library) or `ray stop --force`. "
                                  "The actor's own lines (its `(… pid=N)` prefix) or its log under "
                                  "/tmp/ray/session_latest/logs/ say which.")
-    if detail is not None:  # the template fills its hole from the first hit, which may be the driver's line
-        return Diagnosis(message=f"A Ray actor's worker process died abruptly: `{detail.rstrip('.')}`. Ray saw the "
-                                 "process's connection close, not a Python exception: the kernel's OOM killer (host "
-                                 "RAM), a native crash (SIGSEGV in a CUDA/NCCL library) or `ray stop --force`.")
     return Diagnosis()
