@@ -23,15 +23,19 @@ def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig, excerpt: b
         return []
     shown = ", ".join(f"rewards/{n}" for n in names)
     few = excerpt and rv.n < ALWAYS_ZERO_MIN
-    where = (f"in the one pasted step ({s.span(rv.idx[0], rv.idx[-1])})" if rv.n == 1 else
-             f"in every one of the {rv.n} {'pasted' if excerpt else 'logged'} steps ({s.span(rv.idx[0], rv.idx[-1])})")
-    msg = (f"{shown} was 0 {where} while "
-           f"{', '.join('rewards/' + n for n in moving)} {'was' if len(moving) == 1 else 'were'} not 0: "
-           + (f"{'this reward function never' if len(names) == 1 else 'these reward functions never'} scored a "
-              f"completion, so {'it adds' if len(names) == 1 else 'they add'} nothing to the advantages." if not few else
-              f"{'it' if len(names) == 1 else 'they'} scored no completion in {'that step' if rv.n == 1 else 'those steps'}"
-              f", so {'it' if len(names) == 1 else 'they'} added nothing to {'its' if rv.n == 1 else 'their'} "
-              f"advantages."))
+    span = s.span(rv.idx[0], rv.idx[-1])
+    where = (f"in the one pasted step ({span})" if rv.n == 1 else
+             f"in every one of the {rv.n} {'pasted' if excerpt else 'logged'} steps ({span})")
+    one = len(names) == 1
+    if few:   # only the rows shown: what they show, no 'never'
+        steps = "that step" if rv.n == 1 else "those steps"
+        meaning = (f"{'it' if one else 'they'} scored no completion in {steps}, so {'it' if one else 'they'} added "
+                   f"nothing to {'its' if rv.n == 1 else 'their'} advantages.")
+    else:
+        meaning = (f"{'this reward function never' if one else 'these reward functions never'} scored a completion, "
+                   f"so {'it adds' if one else 'they add'} nothing to the advantages.")
+    msg = (f"{shown} was 0 {where} while {', '.join('rewards/' + n for n in moving)} "
+           f"{'was' if len(moving) == 1 else 'were'} not 0: {meaning}")
     fix = []
     for n in names:
         fl = flag_name(n)
