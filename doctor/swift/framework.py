@@ -57,10 +57,10 @@ _CMD = (
     ("openrlhf", ("openrlhf.cli.",), False, lazyre.compile(r"\bopenrlhf\.cli\.")),
     # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
     # recipes' entry points (`python3 -m recipe.dapo.main_dapo`)
-    # verl's entry points by module or script name (verl/trainer/main_ppo.py, main_generation.py, main_eval.py)
-    ("verl", ("verl.trainer.", "main_generation"), False, lazyre.compile(r"\bverl\.trainer\.main_\w+\b|\bmain_generation\.py\b")),
     ("verl", ("actor_rollout_ref.", "recipe."), False, lazyre.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
                         r"-m\s+recipe\.\w+\.main_\w+")),
+    # verl's generation entry run as a script (verl/trainer/main_generation.py; its module form is the pattern above)
+    ("verl", ("main_generation.py",), False, lazyre.compile(r"\bmain_generation\.py\b")),
     # OpenRLHF's own flags (openrlhf/cli/train_ppo_ray.py: --vllm_num_engines, --actor_num_gpus_per_node)
     ("openrlhf", ("--",), False, lazyre.compile(r"--(?:vllm_num_engines|actor_num_gpus_per_node|ref_num_gpus_per_node)\b")),
     # OpenRLHF's Ray actors in Ray's line prefix (openrlhf/trainer/ray/: launcher.py, ppo_actor.py, ppo_critic.py,
