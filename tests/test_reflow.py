@@ -151,6 +151,22 @@ def test_two_ranks_on_one_physical_line_are_two_segments():
     assert split_segments("node-a >> [rank1]: RuntimeError: y") == ["node-a >> [rank1]: RuntimeError: y"]
 
 
+def test_a_ranks_traceback_joined_onto_one_line_with_single_spaces_is_split_into_its_lines():
+    # a comment box joined a [rank0] traceback's lines with one space each (fixtures/devlogs16/1918, ms-swift#8289)
+    line = ('> 报错： [rank0]:   File "/usr/lib/python3.10/site-packages/vllm/engine/arg_utils.py", line 1329, in '
+            'create_model_config [rank0]:     return ModelConfig( [rank0]:   File "/usr/lib/python3.10/site-packages/'
+            'vllm/transformers_utils/config.py", line 163, in parse [rank0]:     config = config_class.from_pretrained(')
+    assert split_segments(line) == [
+        "> 报错：",
+        '[rank0]:   File "/usr/lib/python3.10/site-packages/vllm/engine/arg_utils.py", line 1329, in create_model_config',
+        "[rank0]:     return ModelConfig(",
+        '[rank0]:   File "/usr/lib/python3.10/site-packages/vllm/transformers_utils/config.py", line 163, in parse',
+        "[rank0]:     config = config_class.from_pretrained("]
+    # a sentence naming ranks, with no frame, stays one line
+    prose = "the error shows on [rank0]: and on [rank1]: and [rank2]: only"
+    assert split_segments(prose) == [prose]
+
+
 def test_a_line_number_gutter_is_taken_off_and_a_numbered_table_is_not():
     # the shape of a log viewer's export (LLaMA-Factory issue paste): "[N] " before every line, N counting up
     log = (b"[80816] frame #6: clone + 0x44 (0x7f7959666a04 in /usr/lib/x86_64-linux-gnu/libc.so.6)\n[80817] \n"

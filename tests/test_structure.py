@@ -108,6 +108,20 @@ def test_vllm_engine_and_multimodal_by_innermost_library_frame():
     assert run(mm)[0].rule_id == "GD992"
 
 
+def test_a_stack_cut_in_vllms_config_parsing_is_a_version_problem_and_a_bad_path_is_not():
+    # the innermost frames of fixtures/devlogs16/1918 (ms-swift#8289): vLLM's ModelConfig reading config.json
+    frames = [(f"{SP}/vllm/engine/arg_utils.py", 1329, "create_model_config", "return ModelConfig("),
+              (f"{SP}/vllm/transformers_utils/config.py", 628, "get_config", "config_dict, config = config_parser.parse("),
+              (f"{SP}/vllm/transformers_utils/config.py", 163, "parse", "config = config_class.from_pretrained(")]
+    got = run(tb(frames, None))[0]
+    assert (got.rule_id, got.category) == ("GD993", "import-or-dependency-error")
+    assert "model_type" in got.message and "config.json" in got.title
+    assert run(tb(frames, "RuntimeError: something inside the engine"))[0].category == "import-or-dependency-error"
+    # the same frames raising on a path that is no model folder: the argument's, not the versions'
+    bad = run(tb(frames[:2], "ValueError: Invalid repository ID or local directory specified: '/data/m'"))
+    assert not bad or bad[0].category != "import-or-dependency-error"
+
+
 def test_a_shape_error_in_a_vlm_position_index_is_a_multimodal_input_problem():
     # the last frames of unslothai/unsloth#5176 (trl GRPO on Qwen3-VL) and Liuziyu77/Visual-RFT#204 (Qwen2.5-VL)
     rope = tb([(f"{SP}/transformers/trainer.py", 3736, "training_step", "loss = self.compute_loss(model, inputs)"),

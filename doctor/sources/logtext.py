@@ -30,6 +30,10 @@ _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
 # a "[rankN]:" prefix in mid-line, after text (and the spaces a terminal padded that text's line with), or after a
 # launcher's label and its one space ("worker-1: [rank0]: ..."); not after a log viewer's "host >> " prefix
 _RANK_MID = lazyre.compile(r"(?<=[^\s>])(?:[ \t]{2,})?(?=\[rank\d+\]:)|(?<=:)[ \t](?=\[rank\d+\]:)")
+# a whole rank's traceback pasted onto one line (a comment box that joined its lines with one space): every
+# "[rankN]:" that opens a frame, its source line or its exception starts a line of its own, also after one space;
+# only where the line holds two such tags and a frame, so that a sentence naming a rank stays whole
+_RANK_ONE_SPACE = lazyre.compile(r"(?<=\S)[ \t](?=\[rank\d+\]:)")
 _TQDM_END = lazyre.compile(r"(?:\?it/s|[\d.]+\s?(?:it/s|s/it|[kMG]?B/s)|(?:\?|[\d.]+) examples/s)\]")
 # a traceback's source line with its exception glued on (the newline lost in a paste): an indented code line, or a
 # `raise`/`assert` statement, then `Type: message` right after a closing bracket, a quote, a caret, or the identifier
@@ -322,6 +326,8 @@ def split_segments(text: str) -> list[str]:
         # without one as one segment, feeds it and counts the same
         if part.find("[rank", 1) > 0 and any(w in part for w in _MID_WORDS):
             pieces = _RANK_MID.split(part)
+            if len(pieces) < 3 and part.count("[rank") > 2 and 'File "' in part:
+                pieces = [p for piece in pieces for p in _RANK_ONE_SPACE.split(piece)]
             for piece in pieces[:-1]:
                 if piece.strip():
                     out.append(piece)
