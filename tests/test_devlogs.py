@@ -143,8 +143,6 @@ KNOWN_MISSES_15: dict[str, str] = {
 # and recent threads first; many pastes cut before the exception with the issue title as line 1
 DEVLOGS16 = ROOT / "fixtures" / "devlogs16"
 KNOWN_MISSES_16: dict[str, str] = {
-    "1902": "trl 0.19's generation_kwargs None inside unsloth's compiled trainer: a TypeError of a version pair unread",
-    "1904": "a frameless RuntimeError naming an attribute unsloth patches onto a model class: no frame to place it",
     "1907": "a DPO/FSDP backward cut before its exception: read as the loss pass's out of memory (the label: unknown)",
     "1915": "ms-swift's rollout-server connection failing inside argument setup: said as possible beside the flags",
     "1920": "a weight-name KeyError in the title above a cut stack of transformers' trainer: vLLM's loader unseen",

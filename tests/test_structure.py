@@ -122,6 +122,29 @@ def test_a_stack_cut_in_vllms_config_parsing_is_a_version_problem_and_a_bad_path
     assert not bad or bad[0].category != "import-or-dependency-error"
 
 
+def test_unsloths_trainer_copy_failing_on_a_config_field_is_an_unsloth_trl_mismatch():
+    # the last frames of fixtures/devlogs16/1902 (unsloth GRPO after trl 0.19)
+    frames = [(f"{SP}/transformers/trainer.py", 2245, "train", "return inner_training_loop("),
+              ("/home/u/unsloth_compiled_cache/UnslothGRPOTrainer.py", 1572, "_generate_and_score_completions",
+               "generation_kwargs.update(self.args.generation_kwargs)")]
+    got = run(tb(frames, "TypeError: 'NoneType' object is not iterable"))[0]
+    assert (got.rule_id, got.category) == ("GD993", "import-or-dependency-error")
+    assert "Raised in unsloth" in got.message and "trl" in got.fix[0]
+    # the same TypeError in the user's own script reading its own args is not a version clash
+    own = [("/home/u/train.py", 12, "main", "kwargs.update(self.args.generation_kwargs)")]
+    assert run(tb(own, "TypeError: 'NoneType' object is not iterable"))[0].category != "import-or-dependency-error"
+
+
+def test_a_missing_fast_lora_attention_attribute_is_the_patching_librarys_version():
+    # the title of fixtures/devlogs16/1904 (unsloth's Qwen3 GRPO notebook), printed with no stack
+    got = run("RuntimeError: 'Qwen3Attention' object has no attribute 'apply_qkv'\n")[0]
+    assert (got.rule_id, got.category) == ("GD993", "import-or-dependency-error")
+    assert "unsloth" in got.fix[0]
+    # another missing attribute of an attention class is not this patch
+    other = run("AttributeError: 'Qwen3Attention' object has no attribute 'rotary_emb'\n")
+    assert not other or "apply_qkv" not in other[0].message
+
+
 def test_a_shape_error_in_a_vlm_position_index_is_a_multimodal_input_problem():
     # the last frames of unslothai/unsloth#5176 (trl GRPO on Qwen3-VL) and Liuziyu77/Visual-RFT#204 (Qwen2.5-VL)
     rope = tb([(f"{SP}/transformers/trainer.py", 3736, "training_step", "loss = self.compute_loss(model, inputs)"),

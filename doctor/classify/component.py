@@ -49,6 +49,8 @@ _ELISIONS = ("...", "\u2026")
 def package_of(path: str) -> str | None:
     """The top-level package directory of a frame's file, or None for the user's own code."""
     p = norm(path)
+    if "unsloth_compiled_cache/" in p:
+        return "unsloth"  # the trainer copies unsloth writes at import (Unsloth<Name>Trainer.py): its code, not the user's
     head = p.split("/", 3)
     if head[0] in _ELISIONS or (head[0] == "" and len(head) > 2 and head[1] in _ELISIONS):
         after = head[1] if head[0] in _ELISIONS else head[2]

@@ -135,7 +135,7 @@ def _of_path(path: str) -> str | None:
 # the package directories of the libraries a GRPO run goes through, also from a source checkout (pip install -e):
 # /workspace/trl/trl/scripts/vllm_serve.py, ~/ms-swift/swift/llm/... are the library, not "your code"
 _LIB_DIRS = ("/vllm/", "/torch/", "/transformers/", "/deepspeed/", "/accelerate/", "/peft/", "/megatron/",
-             "/flash_attn/", "/triton/", "/ray/", "/datasets/")
+             "/flash_attn/", "/triton/", "/ray/", "/datasets/", "/unsloth_compiled_cache/")
 
 
 def is_library_path(path: str) -> bool:
