@@ -145,7 +145,6 @@ DEVLOGS16 = ROOT / "fixtures" / "devlogs16"
 KNOWN_MISSES_16: dict[str, str] = {
     "1907": "a DPO/FSDP backward cut before its exception: read as the loss pass's out of memory (the label: unknown)",
     "1915": "ms-swift's rollout-server connection failing inside argument setup: said as possible beside the flags",
-    "1920": "a weight-name KeyError in the title above a cut stack of transformers' trainer: vLLM's loader unseen",
     "1926": "a ZeRO-3 run whose first row has kl 2.7e5 and loss 1e4: read as a log that stops in training",
 }
 

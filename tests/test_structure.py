@@ -145,6 +145,22 @@ def test_a_missing_fast_lora_attention_attribute_is_the_patching_librarys_versio
     assert not other or "apply_qkv" not in other[0].message
 
 
+def test_a_weight_name_keyerror_named_without_its_stack_is_vllms_loader_and_one_with_its_stack_is_read_by_it():
+    # fixtures/devlogs16/1920: the issue title names the KeyError, the stack below stops in the trainer
+    text = ("qwen3_vl.py has a problem with the 8b model, KeyError: 'blocks.0.mlp.gate_proj.weight'\n\n"
+            + tb([(f"{SP}/transformers/trainer.py", 2674, "_inner_training_loop",
+                   "tr_loss_step = self.training_step(model, inputs, num_items_in_batch)")], None, rank=2))
+    got = run(text)[0]
+    assert (got.rule_id, got.category) == ("GD991", "vllm-engine-error")
+    assert "load_weights" in got.message and "weight sync" in got.fix[0]
+    # with its own stack in the user's code the key is the user's dict, not vLLM's loader
+    own = run(tb([("/home/u/convert.py", 40, "main", "w = sd[name]")], "KeyError: 'layers.0.mlp.gate_proj.weight'"))
+    assert not own or own[0].category != "vllm-engine-error"
+    # a key that is no tensor name is not this
+    plain = run("KeyError: 'input_ids'\n")
+    assert not plain or plain[0].category != "vllm-engine-error"
+
+
 def test_a_shape_error_in_a_vlm_position_index_is_a_multimodal_input_problem():
     # the last frames of unslothai/unsloth#5176 (trl GRPO on Qwen3-VL) and Liuziyu77/Visual-RFT#204 (Qwen2.5-VL)
     rope = tb([(f"{SP}/transformers/trainer.py", 3736, "training_step", "loss = self.compute_loss(model, inputs)"),

@@ -14,7 +14,7 @@ from ..signals import ExceptionInfo, Frame
 from .component import component, deepest_library, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
-_KEYS = {"id", "category", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
+_KEYS = {"id", "category", "stackless", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
          "not_message", "doc", "backed_by", "fix", "verify", "title"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
@@ -43,6 +43,7 @@ class Entry:
     fix: tuple[str, ...] = ()   # the fix lines of this entry, in place of its rule's (a rule shared by several entries)
     verify: str = ""            # how to see it fixed, in place of its rule's
     title: str = ""             # what failed, in place of its rule's title (an entry narrower than its category)
+    stackless: bool = False     # only for an exception printed without frames of its own (a title, a summary)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
                          raised_in=tuple(raw.get("raised_in", ())), deepest_lib=tuple(raw.get("deepest_lib", ())),
                          any_frame=tuple(raw.get("any_frame", ())), below=tuple(raw.get("below", ())),
                          not_any=tuple(raw.get("not_any", ())), fix=tuple(raw.get("fix", ())),
-                         verify=raw.get("verify", ""), title=raw.get("title", ""), **rx))
+                         verify=raw.get("verify", ""), title=raw.get("title", ""),
+                         stackless=bool(raw.get("stackless", False)), **rx))
     return tuple(out)
 
 
@@ -102,6 +104,8 @@ def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...]) -> b
         return False
     if e.not_message and e.not_message.search(msg):
         return False
+    if e.stackless and (exc is None or exc.frames):
+        return False  # the exception's own frames (a cut stack beside it may stop above the raise)
     if e.not_any and any(_has(f, e.not_any) for f in frames):
         return False
     if e.raised_in and not (frames and _has(frames[-1], e.raised_in)):
