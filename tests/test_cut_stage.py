@@ -321,3 +321,28 @@ def test_a_headless_rich_box_quoted_in_a_reply_is_still_read():
            "│ 2664 in _load_checkpoint                                                                │"]
     f = _first(run_text("\n".join("> " + ln for ln in box) + "\n"))
     assert f.title == "DeepSpeed loading a checkpoint failed; the exception is not in the excerpt"
+
+
+# fixtures/devlogs16/1907 (a TRL DPO example under FSDP, PR comment): the stack stops in torch's backward
+DPO_BACKWARD = """Traceback (most recent call last):
+  File "/home/u/dpo/example.py", line 134, in main
+    trainer.train()
+  File "/opt/conda/envs/trl/lib/python3.10/site-packages/transformers/trainer.py", line 3687, in training_step
+    self.accelerator.backward(loss, **kwargs)
+  File "/opt/conda/envs/trl/lib/python3.10/site-packages/accelerate/accelerator.py", line 2248, in backward
+    loss.backward(**kwargs)
+  File "/home/u/.local/lib/python3.10/site-packages/torch/_tensor.py", line 492, in backward
+    torch.autograd.backward(
+  File "/home/u/.local/lib/python3.10/site-packages/torch/autograd/__init__.py", line 251, in backward
+    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
+"""
+
+
+def test_a_stack_cut_in_a_non_grpo_backward_is_the_backward_pass_with_no_guessed_cause():
+    f = _first(run_text(DPO_BACKWARD))
+    assert (f.rule_id, f.category, f.confidence) == ("GD999", "other", "possible")
+    assert f.title == "The backward pass failed; the exception is not in the excerpt"
+    assert "does not require grad" in f.message and "out of GPU memory" in f.message
+    # the same cut inside GRPO's loss: its memory peak makes out of memory the likely reading (GD204)
+    grpo = DPO_BACKWARD.replace("transformers/trainer.py", "trl/trainer/grpo_trainer.py")
+    assert _first(run_text(grpo)).rule_id == "GD204"

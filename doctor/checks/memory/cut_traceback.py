@@ -18,6 +18,7 @@ from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
 
 _LIB_TRANSPARENT = ("torch/", "transformers/", "peft/", "deepspeed/", "accelerate/", "flash_attn", "liger_kernel",
                     "pydantic", "trl/extras/profiling.py", "contextlib", "functools", "trl/trainer/utils.py")
+_GRPO_PATHS = ("grpo", "rlhf_trainer", "rlhf_mixin")
 _CONFIG_FUNCS = {"create_model_config", "create_engine_config", "create_load_config", "create_speculative_config",
                  "__post_init__", "from_cli_args", "__pydantic_validator__"}
 
@@ -51,7 +52,11 @@ def classify_cut(frames: tuple[Frame, ...]) -> tuple[str, Frame] | None:
         if func in _VLLM_INIT_FUNCS or "GRPOVllmEngine(" in fr.code or re.search(r"\bLLM\($", fr.code.strip()):
             return "vllm-init", fr
         if func in ("compute_loss", "_compute_loss", "_get_per_token_logps", "_get_per_token_logps_and_entropies",
-                    "compute_liger_loss", "backward"):
+                    "compute_liger_loss"):
+            return "training", fr
+        # a backward pass is where any trainer's memory may peak; only GRPO's (full-vocabulary logits of every
+        # completion of the group) makes out of memory the likely failure of a stack cut there
+        if func == "backward" and any(w in f.path.lower() for f in frames for w in _GRPO_PATHS):
             return "training", fr
         if "/vllm/" in path and func in ("__init__", "from_engine_args", "inner", "_init_executor", "__new__"):
             continue  # engine construction layers: look further out for what was being built
