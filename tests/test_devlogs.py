@@ -144,7 +144,6 @@ KNOWN_MISSES_15: dict[str, str] = {
 DEVLOGS16 = ROOT / "fixtures" / "devlogs16"
 KNOWN_MISSES_16: dict[str, str] = {
     "1915": "ms-swift's rollout-server connection failing inside argument setup: said as possible beside the flags",
-    "1926": "a ZeRO-3 run whose first row has kl 2.7e5 and loss 1e4: read as a log that stops in training",
 }
 
 

@@ -37,6 +37,8 @@ _WARNING_LINE = lazyre.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:
 # sentence ("User exception type <class 'x.ValidationError'>"), "failed", "cannot", "not found"...
 _FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|failed|failure|fatal|killed|aborted|refused|"
                             r"cannot|can't|unable to|not found|no such|denied|invalid|crash(?:ed)?|segfault)\b", re.I)
+# a traceback's header, also cut before its first frame ("[rank0]: Traceback (most recent call las")
+_TB_HEAD = "Traceback (most rec"
 _INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
 _NOT_WARNING = lazyre.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
@@ -104,14 +106,15 @@ class LogEnd(Rule):
                                and not _starts_in_training(ctx)):
                 return []
             # (over every line: a program's own "Error computing x: ..." reads like a sentence to the prose filter)
-            if _error_after(ctx, e.line.seq) or any(ln.seq > e.line.seq and _ERROR_LINE.search(plain(ln.text))
+            if _error_after(ctx, e.line.seq) or any(ln.seq > e.line.seq and (_ERROR_LINE.search(plain(ln.text))
+                                                                              or _TB_HEAD in ln.text)
                                                      for ln in ctx.last_tail()):
-                return []  # the log goes on to an exception or an error line: it did not stop there
+                return []  # the log goes on to an exception, an error line or a traceback's (cut) header: a crash
         elif self.want == "other" and (not warned or rows_only) and not ctx.open_tracebacks and \
                 all(short_type(x.type) in CONSEQUENCES for x in ctx.exceptions):
             # exceptions that only follow a stop (torch elastic's SignalException, ChildFailedError): the signal line
             # is what the log shows; every line for the error line ("Error computing x: ..." reads like a sentence)
-            e = self._signal_line(lines) or (None if ctx.exceptions else
+            e = self._signal_line(lines) or (None if ctx.exceptions else self._crash_header(lines, steps) or
                                              self._error_line(lines) or self._error_line(ctx.last_tail()))
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
@@ -132,6 +135,19 @@ class LogEnd(Rule):
                 return Ending("signal", "a stop by a signal from outside", ln, False, [f"the launcher received {sig}"],
                               detail=sig)
         return None
+
+    @staticmethod
+    def _crash_header(lines: list[LogLine], steps: int) -> Ending | None:
+        """A log whose last line is a traceback's header (cut before its first frame): the process crashed right
+        after what the lines before it show (a training bar, a phase marker); the traceback is not in the log."""
+        shown = [ln for ln in lines if ln.text.strip()]
+        if not shown or _TB_HEAD not in shown[-1].text:
+            return None
+        before = ending_of(shown[:-1], steps)
+        if before is None:
+            return Ending("crash-header", "the run", shown[-1], steps == 0)
+        return Ending("crash-header", before.phase, shown[-1], before.before_training, list(before.numbers),
+                      detail=plain(before.line.text)[:160])
 
     @staticmethod
     def _error_line(lines: list[LogLine]) -> Ending | None:
@@ -179,6 +195,10 @@ class LogEnd(Rule):
             msg = (f"No exception, error-level line, stop or failing metric was read from this excerpt, but its line "
                    f"`{shown}` names a failure in words no rule of grpo-doctor knows. It is reported so that the "
                    f"excerpt is not taken for a healthy run.")
+        elif e.kind == "crash-header":
+            msg = (f"The log ends with a Python traceback's header and nothing after it (`{shown}`): the process "
+                   f"crashed in {e.phase}" + (f", right after `{e.detail}`" if e.detail else "") +
+                   "; the traceback itself, with the exception that says why, is not in the log.")
         elif e.kind == "error":
             msg = (f"No rule knows this failure, and grpo-doctor read no Python traceback from the log: its first error-level line "
                    f"in the end of the log is `{shown}`.")
@@ -220,6 +240,8 @@ class LogEnd(Rule):
                    "small)."]
         elif e.kind == "error":
             fix = [f"Share {PASTE_NEXT['error']}: the cause is usually printed just before this line."]
+        elif e.kind == "crash-header":
+            fix = [f"Share {PASTE_NEXT['crash-header']}."]
         elif e.kind in ("warning", "words"):
             fix = list(self.meta.fix)
         else:
@@ -261,6 +283,8 @@ class LogEnd(Rule):
             return f"The run was stopped by a signal from outside ({e.detail})"
         if e.kind == "error":
             return "The log ends in an error line no rule knows"
+        if e.kind == "crash-header":
+            return f"The process crashed in {e.phase}; the traceback is not in the log"
         if e.kind == "warning":
             return "The excerpt shows only warnings"
         if e.kind == "words":

@@ -22,6 +22,8 @@ PASTE_NEXT = {
     "heartbeat": "the stack of every training process taken while it is stuck (`py-spy dump --pid PID`) and the "
                  "lines the trainer printed before its last one",
     "error": "the 100 lines before this error line and the launch command",
+    "crash-header": "the lines after this header in the full log (or each rank's log), down to the last "
+                    "`SomeError: message` line",
     "signal": "the job scheduler's record of the job and the 100 lines before the signal",
     "ray": "`ray status` taken while it waits (the resources each node offers and the requests pending) and the "
            "launch command",
