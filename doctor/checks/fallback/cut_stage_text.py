@@ -104,9 +104,8 @@ def _server_flags(ctx: RunState) -> list[str]:
 
 def _paste(last: Frame, extra: str) -> str:
     where = f'File "{last.path}", line {last.lineno}, in {last.func}' if last.lineno else f"in {last.func}"
-    return (f"Paste next: the lines after `{where}` in the full log, down to the last `SomeError: message` line (in a "
-            f"chained traceback, after `During handling of the above exception`, the last exception is the one that "
-            f"stopped the run)" + (f", {extra}" if extra else "") + ".")
+    return (f"Paste next: the lines after `{where}` in the full log, down to its last `SomeError: message` line"
+            + (f", {extra}" if extra else "") + ".")
 
 
 def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | None:
@@ -155,6 +154,7 @@ def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | 
             why.append(f"`{hit.strip()[:120]}` (in the log or the stack) leaves one reading of this stage: "
                        f"{stage.usual[0].split(':', 1)[0]}.")
     title = f"{name[:1].upper()}{name[1:]} failed; the exception is not in the excerpt"
-    fix = [_paste(last, stage.paste)] + list(stage.fix)
+    # what to check in this stage first; the paste that would settle it last
+    fix = list(stage.fix) + [_paste(last, stage.paste)]
     alts = (candidate,) if candidate and candidate != reading else ()
     return CutStage(stage, fr, bar, " ".join(why), fix, title, reading, alts)
