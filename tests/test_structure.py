@@ -161,6 +161,25 @@ def test_a_weight_name_keyerror_named_without_its_stack_is_vllms_loader_and_one_
     assert not plain or plain[0].category != "vllm-engine-error"
 
 
+def test_an_empty_zero3_partition_met_in_deepspeeds_backward_or_coordinator_is_the_zero3_setup():
+    # the last frames of fixtures/devlogs16 1930 (open-r1 GRPO, accelerate -> DeepSpeed backward)
+    backward = [(f"{SP}/accelerate/utils/deepspeed.py", 266, "backward", "self.engine.backward(loss, **kwargs)"),
+                (f"{SP}/deepspeed/runtime/engine.py", 2216, "backward", "self.optimizer.backward(loss, retain_graph)"),
+                (f"{SP}/torch/autograd/__init__.py", 200, "backward", "Variable._execution_engine.run_backward(")]
+    got = run(tb(backward, "RuntimeError: The size of tensor a (0) must match the size of tensor b (5120) at "
+                           "non-singleton dimension 1"))[0]
+    assert (got.rule_id, got.category) == ("GD426", "deepspeed-config-error")
+    assert "ZeRO-2" in got.fix[0] and "GatheredParameters" in got.fix[0]
+    coord = [(f"{SP}/deepspeed/runtime/zero/partitioned_param_coordinator.py", 211, "record_parameters",
+              "step_id = self.__step_id_module_fetched_for[sub_module.id].popleft()")]
+    assert run(tb(coord, "IndexError: pop from an empty deque"))[0].category == "deepspeed-config-error"
+    # the same size-0 mismatch in a run without DeepSpeed frames is no ZeRO-3 reading
+    plain = [(f"{SP}/transformers/models/llama/modeling_llama.py", 300, "forward", "x = a + b")]
+    got = run(tb(plain, "RuntimeError: The size of tensor a (0) must match the size of tensor b (5120) at "
+                        "non-singleton dimension 1"))
+    assert not got or got[0].category != "deepspeed-config-error"
+
+
 def test_a_shape_error_in_a_vlm_position_index_is_a_multimodal_input_problem():
     # the last frames of unslothai/unsloth#5176 (trl GRPO on Qwen3-VL) and Liuziyu77/Visual-RFT#204 (Qwen2.5-VL)
     rope = tb([(f"{SP}/transformers/trainer.py", 3736, "training_step", "loss = self.compute_loss(model, inputs)"),
