@@ -713,3 +713,13 @@ def test_a_stack_cut_in_ms_swift_argument_setup_with_a_rollout_server_names_the_
     assert f.fix[0].startswith("Check the rollout server before the flags")
     plain = run(text)[0]  # no server configured: the flags reading stands
     assert plain.confidence == "likely" and "_init_external_vllm" not in plain.message
+
+
+def test_the_other_ranks_are_called_consequences_only_where_the_log_shows_another_rank():
+    # a one-rank paste (fixtures/logs/dev-035: only [rank4] lines) has no other rank to speak of
+    text = tb([(f"{SP}/transformers/trainer.py", 2674, "_inner_training_loop", "x = self.training_step(model, inputs)"),
+               ("/home/u/train.py", 40, "compute_loss", "rewards = rewards.view(-1, 8)")],
+              "RuntimeError: shape '[-1, 8]' is invalid for input of size 17", rank=4)
+    assert not any("Raised on rank" in x for f in run(text) for x in f.fix)
+    text += "[rank1]: [E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout\n"
+    assert any("Raised on rank(s) 4" in x for f in run(text) for x in f.fix)

@@ -58,9 +58,10 @@ class RunState:
     saves: deque[str] = field(default_factory=lambda: deque(maxlen=8))  # checkpoint paths the log says were saved
     findings: list[Finding] = field(default_factory=list)         # for fallback rules: the earlier rules' findings
     tracker: TracebackTracker = field(default_factory=TracebackTracker)
-    # facts the claims of messages and fixes are checked against (doctor/claims.py): the highest training rank a
-    # line showed, whether the log printed a parameter count, and what the logged rows say of a few metric keys
+    # facts the claims of messages and fixes are checked against (doctor/claims.py): the highest and lowest training
+    # rank a line showed, whether the log printed a parameter count, and what the logged rows say of a few metric keys
     max_rank: int | None = None
+    min_rank: int | None = None
     params_read: bool = False
     metric_facts: dict[str, MetricFacts] = field(default_factory=dict)
     # what the metric keys say of the trainer (GRPO's group keys, DPO's chosen/rejected), noted per row layout
@@ -166,8 +167,16 @@ class RunState:
             tail = self.tails[line.where.path]
         if line.text.strip() and not (tail and tail[-1].seq == line.seq):
             tail.append(line)
-        if line.rank is not None and not line.origin and (self.max_rank is None or line.rank > self.max_rank):
-            self.max_rank = line.rank  # a [rankN]: prefix (a vLLM worker's rank=N is not a training rank)
+        if line.rank is not None and not line.origin:  # a [rankN]: prefix (a vLLM worker's rank=N is not a training rank)
+            if self.max_rank is None or line.rank > self.max_rank:
+                self.max_rank = line.rank
+            if self.min_rank is None or line.rank < self.min_rank:
+                self.min_rank = line.rank
+
+    def other_ranks_than(self, ranks: tuple[int, ...]) -> bool:
+        """Whether the log shows lines of a training rank outside ``ranks``."""
+        return bool(ranks) and self.max_rank is not None and self.min_rank is not None and \
+            (self.max_rank > max(ranks) or self.min_rank < min(ranks))
 
     def replace_tail(self, path: str, lines: Iterable[LogLine]) -> None:
         """The chunk scanner rebuilds a tail from the file's last lines (it skipped lines the tail would hold)."""

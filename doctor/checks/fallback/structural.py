@@ -384,7 +384,7 @@ class Structural(Rule):
                 msg += " " + " ".join(read)
             same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]
             ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
-            if ranks:
+            if ctx.other_ranks_than(ranks):  # said only where other ranks' lines are shown
                 fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; the other ranks' errors and timeouts "
                            f"after it are consequences.")
             # named in a summary line, not a traceback (a notebook header with its cut stack is a traceback)

@@ -246,7 +246,7 @@ class Unrecognised(Rule):
             fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}: start there.")
         elif where is not None and not is_library(where.path):
             fix.append(f"It was raised outside the installed packages, in the script's or the project's own code ({describe_frame(where)}): start there.")
-        if ranks:
+        if ctx.other_ranks_than(ranks):  # said only where other ranks' lines are shown
             fix.append(f"Raised on rank(s) {', '.join(map(str, ranks))}; other ranks' errors after it are consequences.")
         fw = ctx.framework()[0]
         code = exc.frames[-1].code if exc.frames else ""
