@@ -41,3 +41,17 @@ def test_batch_arithmetic():
     assert nearest([2, 3, 4, 6, 12], 8, k=2) == [6, 12]
     assert multiples_around(6, 4) == [4, 8]
     assert multiples_around(8, 4) == [8]
+
+
+def test_a_release_a_sentence_advises_or_blames_is_not_read_as_the_installed_one():
+    from conftest import feed_text
+
+    from doctor.engine import Session
+    from doctor.registry import load_catalog
+    s = Session(load_catalog())
+    # the words of fixtures/devlogs17 2104 (unsloth issue): the failing release is 0.8.0, 0.7.3 is advised
+    feed_text(s, "I just wanted to give a warning, simply install `vllm==0.7.3` instead.\n"
+                 "Pinning transformers==4.52.4 works fine for me.\n")
+    assert s.run.versions == {}
+    feed_text(s, "vllm==0.8.0\ntransformers==4.53.0\n")  # a pip freeze
+    assert s.run.versions == {"vllm": "0.8.0", "transformers": "4.53.0"}

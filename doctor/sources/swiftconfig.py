@@ -36,6 +36,9 @@ _SWIFT_VERSION = lazyre.compile(r"swift\.__version__: (\d+\.\d+(?:\.\d+)?(?:\.?(
 _VLLM_VERSION = lazyre.compile(r"(?:vllm(?:==|-| version:? v?| )|vLLM (?:version )?v?)(\d+\.\d+\.\d+)", re.I)
 _TRL_VERSION = lazyre.compile(r"\btrl(?:==|-)(\d+\.\d+(?:\.\d+)?)")
 _TRANSFORMERS_VERSION = lazyre.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+)?)")
+# a sentence that advises or blames a release names a version other than the installed one
+_ADVICE = lazyre.compile(r"(?i)\binstead\b|\bdowngrad\w*|\bupgrad\w* to\b|\brecommend\w*|\bshould\b|\bworks? "
+                         r"(?:with|on|fine)\b|\bworked\b|\bpin(?:ned|ning)?\b|\bbreaks?\b|\bbroke\b|\breleased\b")
 _DUMP_START = lazyre.compile(r"args: (RLHFArguments|SftArguments|TrainArguments|RLHFArguments)\($")
 _DUMP_KV = lazyre.compile(r"^(\w+)=(.*?),?$")
 # traceback / log path fingerprints (swift-notes §7)
@@ -240,18 +243,12 @@ class RunConfig:
         if "=" in text and any(n in text for n in _ENV_NAMES) and ("swift" in text or text.lstrip().startswith(_ENV_NAMES) or "export" in text):
             for m in _ENV.finditer(text):
                 self.env.setdefault(m.group(1), m.group(2).strip("'\""))
-        if "vllm" in text.lower():
-            m = _VLLM_VERSION.search(text)
-            if m and "vllm" not in self.versions:
-                self.versions["vllm"] = m.group(1)
-        if "trl" in text:
-            m = _TRL_VERSION.search(text)
-            if m and "trl" not in self.versions:
-                self.versions["trl"] = m.group(1)
-        if "transformers" in text:
-            m = _TRANSFORMERS_VERSION.search(text)
-            if m and "transformers" not in self.versions:
-                self.versions["transformers"] = m.group(1)
+        for name, rx, seen in (("vllm", _VLLM_VERSION, "vllm" in text.lower()), ("trl", _TRL_VERSION, "trl" in text),
+                               ("transformers", _TRANSFORMERS_VERSION, "transformers" in text)):
+            m = rx.search(text) if seen and name not in self.versions else None
+            # "simply install `vllm==0.7.3` instead": a version advised or blamed, not the one installed
+            if m is not None and not _ADVICE.search(text):
+                self.versions[name] = m.group(1)
 
     def _read_dump(self, text: str) -> bool:
         """A trl / transformers config dump starting on this line: the multi-line form opens (its fields follow),

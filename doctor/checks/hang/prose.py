@@ -19,9 +19,12 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # host memory named as such first: "killed due to memory pressure (OOM)" (Ray's raylet), "the node is running low
     # on memory", "out of RAM", 内存不足 name the host's RAM even beside the word OOM
     (lazyre.compile(r"(?i)\bmemory pressure\b|\brunning low on memory\b|\bhost (?:memory|RAM)\b|\bout of (?:host )?RAM\b|"
-                    r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
+                    r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|\b(?:CPU|host|system|RAM) (?:OOM|out of memory)\b|"
+                    r"内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
-    (lazyre.compile(r"(?i)\b(?:OOM|out of memory|CUDA memory)\b|显存不足|爆显存|显存溢出|显存不够"), "cuda-oom",
+    # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
+    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory)(?![a-z0-9])|显存不足|爆显存|显存溢出|显存不够"),
+     "cuda-oom",
      "the GPU runs out of memory"),
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
     (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill|Killing subprocess"), "host-oom-killed",
@@ -43,8 +46,15 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:works?|worked) (?:again )?(?:after|when|if) (?:I )?downgrad|"
                     r"\bpin(?:ning)? (?:\w+[ =]{1,2})?v?\d+\.\d+\.\d+ (?:and|fixes|solves)\b|"
                     r"\bafter (?:upgrad|updat)\w* (?:\w+ )?(?:to )?v?\d+\.\d+|"
-                    r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)"),
+                    r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)|"
+                    r"\breleased? (?:a )?new version\b.{0,60}\b(?:errors?|break\w*|broke|fail\w*)\b|"
+                    r"\binstall\s+`?[\w.-]+==v?\d+\.\d+(?:\.\d+)?`?\s+instead\b"),
      "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
+    # an argument the program asks for, named in the author's words ("报错需要提供reward_funcs", "it requires
+    # reward_funcs", "must specify vllm_server_host"): a snake_case name, as options are spelled
+    (lazyre.compile(r"(?i)(?:需要(?:提供|指定|设置|传入)|缺少|\bmust (?:specify|provide|set|pass)\s+|\brequires?\s+(?:the |an? )?"
+                    r"(?:argument |parameter |option |flag )?)[`'\"]?-{0,2}[a-z]+_[a-z_]+"),
+     "argument-error-other", "the program asks for an argument the run did not give"),
     (lazyre.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)\b|"
                 r"卡住|卡死|卡在|不动了?|没有?反应"), "hang", "the run stops making progress"),
     (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? (?:itself|the same)|repetitive output)\b|乱码|重复输出"),
@@ -74,6 +84,7 @@ _PASTE_NEXT = {
     "output-degenerate": "two or three completions as the log prints them, with the sampling settings",
     "slow-training": "the step timings (the bar's s/it or the metric rows' step time) and the launch command",
     "checkpoint-corrupt": "`ls -l` of the checkpoint folder and the lines of the script that save the model",
+    "argument-error-other": "the program's own error message (its last 50 lines) and the launch command",
     "checkpoint-bloat": "`du -sh` of one checkpoint folder's entries and the save settings (save_steps, save_only_model, "
                         "save_total_limit)",
 }
@@ -131,13 +142,27 @@ class ProseSymptom(Rule):
     kinds: frozenset[type] = frozenset()  # reads the last lines of each log at the end (RunState.tails)
 
     def finish(self, ctx: RunState) -> list[Finding]:
-        if ctx.exceptions or ctx.open_tracebacks or any(f.severity >= Severity.warning for f in ctx.findings):
+        if ctx.exceptions or ctx.open_tracebacks:
+            return []
+        warned = [f for f in ctx.findings if f.severity >= Severity.warning]
+        # a guess from where an excerpt stops (the log-end rules) yields to a symptom its author names in words; any
+        # other finding, or the end of a whole log, is the run's own evidence and wins
+        # (a launch command given beside the paste does not make the paste a whole log: its launcher lines would)
+        if warned and (ctx.run.launches or any(f.rule_id not in _ENDING_GUESSES for f in warned)):
             return []
         lines = ctx.last_tail()
         found = symptom(prose_lines(lines))
+        # the description may sit in another input than the one that ends last (an issue's text beside its script)
+        for tail in ctx.tails.values() if found is None else ():
+            found = symptom(prose_lines(list(tail)))
+            if found is not None:
+                lines = list(tail)
+                break
         if found is None:
             return []
         category, said, line = found
+        if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
+            return []  # the words say what the ending already says
         nxt = _PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(_NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
@@ -146,16 +171,27 @@ class ProseSymptom(Rule):
                f"description. Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
         fix = [f"Paste {nxt}: grpo-doctor then reads the run's own lines instead of the description."]
-        if category in _MEANWHILE:
+        pinned = next((m.group(0) for ln in prose_lines(lines) for m in [_PINNED.search(plain(ln.text))] if m), None)
+        if category == "import-or-dependency-error" and pinned:
+            fix.append(f"Meanwhile: the description names `{pinned}`: install it (`pip install '{pinned}'`) and "
+                       f"compare `pip show` of the packages around it (transformers, accelerate, trl, peft, torch, "
+                       f"vllm) with the setup that failed.")
+        elif category in _MEANWHILE:
             fix.append(_MEANWHILE[category])
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
         return [replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
-                        category=category)]
+                        category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
+
+
+# the last-resort readings of how an excerpt ends (doctor/checks/hang/log_end.py): where it stops, not why
+_ENDING_GUESSES = frozenset({"GD323", "GD324", "GD326", "GD328", "GD329"})
 
 
 # the paste says no error or traceback was printed ("没有具体报错信息", "no error message", "without any traceback")
 _NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|无(?:任何)?报错|不报错|没报错|"
                            r"\bno (?:error|traceback|exception)s?\b|\bwithout (?:any )?(?:error|traceback)", re.I)
+# a pinned release named in the description ("simply install `vllm==0.7.3` instead", "pin transformers==4.52.4")
+_PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+)?\b")
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 _MEANWHILE = {
     "import-or-dependency-error": "Meanwhile: install the release the description names as working (or the one before "
