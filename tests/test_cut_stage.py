@@ -349,3 +349,38 @@ def test_a_stack_cut_in_a_non_grpo_backward_is_the_backward_pass_with_no_guessed
     # the same cut inside GRPO's loss: its memory peak makes out of memory the likely reading (GD204)
     grpo = DPO_BACKWARD.replace("transformers/trainer.py", "trl/trainer/grpo_trainer.py")
     assert _first(run_text(grpo)).rule_id == "GD204"
+
+
+# fixtures/devlogs17 2109 (LLaMA-Factory issue "transformer version conflict when using qwen-3"): cut in its version check
+VERSION_CHECK = """Traceback (most recent call last):
+  File "/home/u/LLaMA-Factory/src/llamafactory/hparams/parser.py", line 46, in <module>
+    check_dependencies()
+  File "/home/u/LLaMA-Factory/src/llamafactory/extras/misc.py", line 97, in check_dependencies
+    check_version("transformers>=4.41.2,<=4.51.3,!=4.46.0")
+"""
+
+
+def test_a_stack_cut_in_the_frameworks_version_check_is_a_version_problem():
+    f = _first(run_text(VERSION_CHECK))
+    assert (f.category, f.confidence) == ("import-or-dependency-error", "possible")
+    assert f.title == "The check of the installed packages' versions failed; the exception is not in the excerpt"
+    assert "DISABLE_VERSION_CHECK" in f.fix[0]
+
+
+# fixtures/devlogs17 2106 (an unsloth issue): the title names the failure, the [rank0] stack below is cut in a forward
+TITLED = """[Issue] GRPO Qwen QwQ torch Out of Memory Error
+I am getting the following error:
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/root/grpo.py", line 492, in <module>
+[rank0]:     trainer.train()
+[rank0]:   File "/usr/local/lib/python3.11/dist-packages/torch/nn/modules/module.py", line 1739, in _wrapped_call_impl
+[rank0]:     return self._call_impl(*args, **kwargs)
+"""
+
+
+def test_a_title_that_names_the_failure_above_a_cut_stack_is_its_reading():
+    f = _first(run_text(TITLED))
+    assert (f.rule_id, f.category, f.confidence) == ("GD999", "cuda-oom", "possible")
+    assert f.evidence[0].line == 1 and "The words above the stack say the GPU runs out of memory" in f.message
+    # the same stack with no words above it is no out of memory
+    assert _first(run_text(TITLED.split("\n", 2)[2])).category == "other"

@@ -10,7 +10,7 @@ from ...classify.component import component, deepest_library, user_frames
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
-from ...signals import ExceptionInfo
+from ...signals import ExceptionInfo, LogLine
 from ...swift.framework import issues_of
 from ...values import as_int
 from ..hang.endings import plain
@@ -214,10 +214,19 @@ class Unrecognised(Rule):
                 ev.insert(0, Evidence(ray[0].where.path, ray[0].where.line, ray[0].raw))
             if staged and staged.bar is not None:
                 ev.append(Evidence(staged.bar.where.path, staged.bar.where.line, staged.bar.raw))
-            f = self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, severity=Severity.warning,
-                          title=staged.title if staged else "Unrecognised failure: traceback cut before its exception",
+            category = staged.category if staged else None
+            said = None if category or head is not None or ray is not None else _words_above(ctx, line)
+            if said is not None:  # an issue's title or the author's sentence above the stack names the failure
+                category = said[0]
+                msg += (f" The words above the stack say {said[1]} (`{plain(said[2].text)[:160]}`): that is the "
+                        f"reading, from the description, until the exception line confirms it.")
+                ev.insert(0, Evidence(said[2].where.path, said[2].where.line, said[2].raw))
+            title = staged.title if staged else "Unrecognised failure: traceback cut before its exception"
+            if said is not None:
+                title = f"The description says {said[1]}; the traceback below it is cut before its exception"
+            f = self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, severity=Severity.warning, title=title,
                           alternatives=staged.alternatives if staged else ())
-            return [replace(f, category=staged.category) if staged and staged.category else f]
+            return [replace(f, category=category) if category else f]
         return []
 
     def _for_exception(self, exc: ExceptionInfo, ctx: RunState) -> Finding:
@@ -327,3 +336,14 @@ class Unrecognised(Rule):
         f = self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)], seq=exc.seq,
                       title=f"{cut.title} (read from a cut message)", action=meta.action if meta else None)
         return replace(f, category=cut.category, confidence="likely", verify=meta.verify if meta else f.verify)
+
+
+def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | None:
+    """(category, what the words say, the line) when a person's sentence before a cut stack (an issue's title, "I
+    get an out of memory error:") names a symptom other than a stop; None otherwise."""
+    from ..hang.prose import prose_lines, symptom
+    header = next((i for i, t in enumerate(reversed(tail_before(ctx.tails, line))) if "Traceback" in t.text), None)
+    tail = tail_before(ctx.tails, line)
+    before = tail[:len(tail) - 1 - header] if header is not None else []
+    found = symptom(prose_lines(before))
+    return found if found is not None and not found[0].startswith("hang") else None
