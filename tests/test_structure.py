@@ -723,3 +723,10 @@ def test_the_other_ranks_are_called_consequences_only_where_the_log_shows_anothe
     assert not any("Raised on rank" in x for f in run(text) for x in f.fix)
     text += "[rank1]: [E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout\n"
     assert any("Raised on rank(s) 4" in x for f in run(text) for x in f.fix)
+
+
+def test_a_fused_moe_weight_name_is_a_weight_name_too():
+    # the issue title of fixtures/devlogs17 2122 (vLLM 0.9.2, DeepSeek-V3.1 AWQ): vLLM's fused-MoE names end in w2_weight
+    got = run("[Bug]: KeyError: 'model.layers.60.mlp.experts.w2_weight'\n")[0]
+    assert got.category == "vllm-engine-error"
+    assert run("KeyError: 'model.layers.60.mlp.experts.w13_weight_scale'\n")[0].category == "vllm-engine-error"
