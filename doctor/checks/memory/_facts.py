@@ -66,6 +66,8 @@ def gib(value: str | None, unit: str | None) -> float | None:
 def fmt_gib(v: float | None) -> str:
     if v is None:
         return "?"
+    if 0 < v < 0.01:  # an allocation of a few MiB (KiB) would print as 0.00 GiB
+        return f"{v * 1024:.2f} MiB" if v * 1024 >= 0.01 else f"{v * 1024 * 1024:.0f} KiB"
     return f"{v:.2f} GiB" if v < 10 else f"{v:.1f} GiB"
 
 
@@ -107,6 +109,7 @@ class Facts:
     # (LLaMA-Factory, a plain transformers / DeepSpeed / torch job), or frames of the training side from none of the
     # libraries that run a rollout engine
     vllm_possible: bool = True
+    vllm_only: bool = False      # the log shows vLLM and no trainer framework (a serving or offline-inference run)
     server_launch: Launch | None = None
     trainer_launch: Launch | None = None
 

@@ -91,7 +91,7 @@ _TRAIN_FUNCS = {"compute_loss": "loss computation", "_compute_loss": "loss compu
                 "_compute_rewards": "reward model", "evaluation_loop": "evaluation", "prediction_step": "evaluation"}
 _GEN_FUNCS = {"_generate_completions", "_generate_and_score_completions", "_generate", "generate",
               "_fast_infer", "_colocate_infer", "_infer_single_or_multi_turn"}
-_VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker|APIServer)\w*[^)]*\)\s+|"
+VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker|APIServer)\w*[^)]*\)\s+|"
                           r"(?:ERROR|WARNING|INFO|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)")
 
 
@@ -127,10 +127,12 @@ def side_of(frames: tuple[Frame, ...], raw: str, message: str, facts: Facts) -> 
             if facts.use_vllm:
                 return Side("vllm", "generation", fr)
             return Side("training", "generation with transformers", fr)
-    if _VLLM_PREFIX.match(raw) or "cumem_allocator" in message or "warming up sampler" in message:
+    if VLLM_PREFIX.match(raw) or "cumem_allocator" in message or "warming up sampler" in message:
         stage = "allocation from the sleep-mode memory pool (cumem_allocator)" if "cumem" in message else (
             "sampler warm-up" if "warming up" in message else ("vision encoder" if vision else "engine"))
         return Side("vllm", stage, None)
     if facts.server_launch is not None and facts.trainer_launch is None:
         return Side("vllm", "rollout server", None)
+    if not frames and facts.vllm_only:  # a bare OOM line among a vLLM run's own lines, no trainer in sight
+        return Side("vllm", "engine start-up or serving", None)
     return Side("training", "", None)

@@ -17,7 +17,7 @@ from ._account import account, order
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._limits import limits
-from ._oom import Side, is_oom, parse_oom, side_of
+from ._oom import VLLM_PREFIX, Side, is_oom, parse_oom, side_of
 
 
 def _the(stage: str) -> str:
@@ -96,11 +96,14 @@ class OomRule(PatternRule):
         exc_seqs = {h.seq for h in oom_hits if h.exc is not None}
         chosen: list[tuple[Hit, Side]] = []
         frames_all = tuple(fr for h in oom_hits if h.exc for fr in h.exc.frames)
+        # vLLM's own worker or engine lines anywhere in the input (an issue's title above them belongs to no run)
+        vllm_lines = any(VLLM_PREFIX.match(t.raw) for tail in ctx.tails.values() for t in tail)
         if oom_hits:  # runs appended to one log: the configuration of the run that ran out of memory
             ctx = ctx.at(oom_hits[0].evidence)
         f = facts_of(ctx.run, frames_all)
         told = ctx.framework()[0]
         f.vllm_possible = vllm_possible(told, frames_all, f)
+        f.vllm_only = not f.known and (vllm_lines or told == "vllm")
         if context:
             c = context[-1]
             f.max_pixels_log = (int(c.groups["maxpix"]), "Using environment variable" in c.evidence.text)
@@ -171,7 +174,7 @@ class OomRule(PatternRule):
                                             and best_side.stage in ("rollout server", "engine", "vision encoder"))
             server = server or (f.server_launch is not None and f.mode == "server")
             stage = best_side.stage or "generation"
-            serving = not server and told == "vllm"  # vLLM alone: a server, no trainer beside it
+            serving = not server and (told == "vllm" or f.vllm_only)  # vLLM alone: a server, no trainer beside it
             owner = "the vLLM rollout server" if server else "the vLLM engine" if serving else "the vLLM rollout engine"
             msg = f"Out of GPU memory in {owner}{where}, during {_the(stage)}{_where(best_side)}."
             if "cumem" in text:
@@ -183,7 +186,9 @@ class OomRule(PatternRule):
                 msg += " " + colocate_context(f)
             if limited:
                 msg += " " + limited
-            fix = limit_fix + (server_ladder(f, oom) if server else serving_ladder(text) if serving else
+            util = next((float(m.group(1)) for tail in ctx.tails.values() for t in tail
+                         for m in [_UTIL_LINE.search(t.text)] if m), None) if serving else None
+            fix = limit_fix + (server_ladder(f, oom) if server else serving_ladder(text, util) if serving else
                                vllm_ladder(f, oom.get("total"), stage, text)) + limit_last
             if best_side.stage == "weight sync to vLLM" and f.framework == "swift" and f.has("move_model_batches") \
                     and not any("move_model_batches" in x for x in fix):
@@ -191,8 +196,10 @@ class OomRule(PatternRule):
                               "instead of gathering the whole model at once.")
         if not fix:
             fix = list(self.meta.fix)
+        title = "Out of GPU memory in the vLLM engine (serving, no trainer)" if \
+            self.want == "vllm" and not server and serving else None
         return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
-                          seq=hits[0].seq)]
+                          seq=hits[0].seq, title=title)]
 
 
 def _continued(ev, ctx: RunState, n: int = 3) -> str:
@@ -219,8 +226,14 @@ def colocate_context(f: Facts) -> str:
 _WARMUP = lazyre.compile(r"warming up sampler with (\d+)\s+dummy requests")
 
 
-def serving_ladder(text: str) -> list[str]:
-    """An OOM of vLLM serving on its own (no trainer): the engine's own levers, as `vllm serve` spells them."""
+# vLLM's memory-profiling line: "the current vLLM instance can use total_gpu_memory (44.53GiB) x gpu_memory_utilization
+# (0.98) = 43.64GiB" (vllm 0.6-0.8 worker/worker.py determine_num_available_blocks)
+_UTIL_LINE = lazyre.compile(r"gpu_memory_utilization \((0?\.\d+|1(?:\.0+)?)\)")
+
+
+def serving_ladder(text: str, util: float | None = None) -> list[str]:
+    """An OOM of vLLM serving on its own (no trainer): the engine's own levers, as `vllm serve` spells them.
+    ``util``: the gpu_memory_utilization vLLM's own profiling line printed."""
     out = []
     warm = _WARMUP.search(text)
     if warm or "max_num_seqs" in text:
@@ -228,8 +241,10 @@ def serving_ladder(text: str) -> list[str]:
         out.append("--max-num-seqs " + (f"{max(n // 4, 16)} (now {n}, read from the message)" if n else "256")
                    + ": at start-up vLLM runs its sampler on that many dummy requests at once, and their logits "
                      "(vocabulary x requests) must fit beside the pre-allocated KV cache.")
-    out.append("--gpu-memory-utilization 0.1 lower than now: vLLM pre-allocates that share for weights and KV cache, "
-               "and the sampler's and activations' buffers are allocated in the rest.")
+    lower = (f"{max(round(util - 0.1, 2), 0.1):g} (now {util:g}, read from vLLM's memory-profiling line)"
+             if util is not None else "0.1 lower than now")
+    out.append(f"--gpu-memory-utilization {lower}: vLLM pre-allocates that share for weights and KV cache, and the "
+               f"sampler's, CUDA graphs' and activations' buffers are allocated in the rest.")
     out.append("--max-model-len to the longest request you serve (unset, vLLM plans for the model's full context), "
                "or more GPUs (--tensor-parallel-size).")
     return out
