@@ -730,3 +730,13 @@ def test_a_fused_moe_weight_name_is_a_weight_name_too():
     got = run("[Bug]: KeyError: 'model.layers.60.mlp.experts.w2_weight'\n")[0]
     assert got.category == "vllm-engine-error"
     assert run("KeyError: 'model.layers.60.mlp.experts.w13_weight_scale'\n")[0].category == "vllm-engine-error"
+
+
+def test_a_check_that_only_one_value_is_tested_for_a_feature_is_an_option_combination():
+    # the sentence of fixtures/devlogs17 2130 (verl PPO with multi-turn tools): raised by RayPPOTrainer._validate_config
+    got = run("我遇到来自verl/trainer/ppo/ray_trainer.py第479行的AssertionError: only GRPO is tested for multi-turn with "
+              "tool，请问有计划吗？\n")[0]
+    assert (got.rule_id, got.category) == ("GD990", "argument-error-other")
+    # an assertion about something else is not this
+    other = run("AssertionError: only 3 of 8 ranks reached the barrier\n")
+    assert not other or other[0].category != "argument-error-other"
