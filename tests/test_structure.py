@@ -740,3 +740,10 @@ def test_a_check_that_only_one_value_is_tested_for_a_feature_is_an_option_combin
     # an assertion about something else is not this
     other = run("AssertionError: only 3 of 8 ranks reached the barrier\n")
     assert not other or other[0].category != "argument-error-other"
+
+
+def test_a_model_without_unsloths_vllm_engine_is_loaded_without_fast_inference():
+    # the issue title of fixtures/devlogs17 2108, pasted without the exception's type
+    got = run("'Qwen2VLForConditionalGeneration' object has no attribute 'vllm_engine'\n\nUncommented some vllm specific\n")
+    assert (got[0].rule_id, got[0].category) == ("GD990", "argument-error-other")
+    assert "fast_inference=True" in got[0].fix[0]
