@@ -27,6 +27,7 @@ from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, LINE_WORDS, PHASE_TEXT, VLLM_ORIGINS, _Progress, _Thread, classify_frames
+from .endings import plain
 from .interrupted import (
     STARTUP_FIX,
     STARTUP_WHERE,
@@ -159,6 +160,8 @@ class HangCheck(Rule):
         at_start = not steps and any(t.name in ("MainThread", "") and dump_startup_phase(t.frames)
                                      for t in pyspy)
         mid = steps > 0 or (pyspy and phase in (None, "training", "checkpoint-save", "eval") and not at_start)
+        words = None if mid or at_start else progress_in_words(ctx)
+        mid = mid or words is not None  # the author says how far training got ("训练进度到2%的时候卡死", "stuck at step 40")
         if mid and not pyspy and interrupted is None and not nccl_after and phase == "training":
             # The log stops right after a normal step. That is what a hung run looks like, and also what any
             # pasted excerpt looks like: say it only when the log is a trainer console log from its start and
@@ -168,7 +171,7 @@ class HangCheck(Rule):
             if any(f.severity >= Severity.warning and f.role.value != "consequence" for f in ctx.findings):
                 return None
         return {"phase": phase, "last_seq": last_seq, "pyspy": pyspy, "interrupted": interrupted, "mid": mid,
-                "nccl_after": nccl_after, "steps": steps}
+                "nccl_after": nccl_after, "steps": steps, "words": words}
 
     def finish(self, ctx: RunState) -> list[Finding]:
         live = [r for r in self.reports if (r.steps > 0) == (self.want == "hang-mid-training")]
@@ -228,7 +231,12 @@ class HangCheck(Rule):
             return self._server_finding(a, ctx, socket_after)
         steps, total = a["steps"], self.p.total_steps
         where = PHASE_TEXT.get(phase or "", phase or "an unknown phase")
-        if a["mid"]:
+        if a.get("words") is not None:
+            parts.append(f"The log's own lines stop before a training step is logged, but the paste's words say "
+                         f"training got further before it stopped: `{plain(a['words'].text)[:160]}`; the last phase "
+                         f"the log shows is {where}.")
+            ev.insert(0, evidence_of(a["words"]))
+        elif a["mid"]:
             pct = f" ({100 * steps // total}%)" if total else ""
             parts.append(f"The log stops without an error and without ms-swift's end markers after training step "
                          f"{steps}{' of ' + str(total) if total else ''}{pct}; the last phase seen is {where}.")
@@ -378,3 +386,16 @@ class HangAtStart(HangCheck):
 
 class HangMidTraining(HangCheck):
     want = "hang-mid-training"
+
+
+# progress past the start named in a person's words: a percentage or a step number the run reached before it stopped
+_PROGRESS_WORDS = lazyre.compile(r"(?i)(?:进度|progress|到了?|at|reach(?:ed|es)?)\s*(?:step\s*)?([1-9]\d?(?:\.\d+)?)\s*%|"
+                                 r"\b(?:stuck|hangs?|hung|freez\w*|stops?|stopped)\b.{0,20}\bstep\s*([1-9]\d*)\b|"
+                                 r"第\s*([1-9]\d*)\s*步")
+
+
+def progress_in_words(ctx: RunState) -> LogLine | None:
+    """The sentence of the paste that says training got past its first steps before it stopped, if one does."""
+    from .prose import prose_lines
+    return next((ln for tail in ctx.tails.values() for ln in prose_lines(list(tail))
+                 if _PROGRESS_WORDS.search(plain(ln.text))), None)
