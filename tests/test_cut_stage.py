@@ -384,3 +384,14 @@ def test_a_title_that_names_the_failure_above_a_cut_stack_is_its_reading():
     assert f.evidence[0].line == 1 and "The words above the stack say the GPU runs out of memory" in f.message
     # the same stack with no words above it is no out of memory
     assert _first(run_text(TITLED.split("\n", 2)[2])).category == "other"
+
+
+def test_words_above_a_stack_pasted_without_its_header_are_read_too():
+    # fixtures/devlogs17 2107 (trl issue): the title line, then frames with no "Traceback" header, cut in the trainer
+    text = ("When using GRPOTrainer+use_vllm, a self.group.barrier wait is triggered\n"
+            '  File "/data/u/full.py", line 82, in main\n'
+            "      trainer.train()\n"
+            '    File "/opt/env/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 653, in _prepare_inputs\n'
+            "      inputs = self._generate_and_score_completions(inputs)\n")
+    f = _first(run_text(text))
+    assert (f.category, f.confidence) == ("nccl-timeout", "possible") and f.evidence[0].line == 1

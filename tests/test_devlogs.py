@@ -147,6 +147,12 @@ KNOWN_MISSES_16: dict[str, str] = {
 }
 
 
+# fixtures/devlogs17: the seventeenth development set (30 real logs of 2026-11-29, README there): titles and prose above
+# cut stacks, frameless messages, vLLM serving runs beside RL runs
+DEVLOGS17 = ROOT / "fixtures" / "devlogs17"
+KNOWN_MISSES_17: dict[str, str] = {}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -156,7 +162,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS6, KNOWN_MISSES_6, 30), (DEVLOGS7, KNOWN_MISSES_7, 30), (DEVLOGS8, KNOWN_MISSES_8, 30),
               (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30),
               (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25), (DEVLOGS14, KNOWN_MISSES_14, 30),
-              (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30))
+              (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30), (DEVLOGS17, KNOWN_MISSES_17, 30))
 
 
 def _params():

@@ -31,6 +31,10 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "the process was killed"),
     (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
      "an NCCL collective timed out"),
+    # a collective that never returns: "a self.group.barrier wait is triggered", "hangs at dist.barrier()"
+    (lazyre.compile(r"(?i)\bbarrier\b.{0,30}\b(?:wait\w*|hangs?|hung|stuck|blocks?|blocked)\b|"
+                    r"\b(?:wait\w*|hangs?|hung|stuck|blocked) (?:at|in|on) (?:the )?[\w.]*barrier\b"), "nccl-timeout",
+     "a collective (a barrier) waits for a process that never joins"),
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?)(?![a-z0-9]).{0,30}(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|"
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])"),
