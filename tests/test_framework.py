@@ -273,3 +273,13 @@ def test_a_script_that_imports_trl_a_markdown_bold_unsloth_version_and_verl_entr
 def test_vllms_async_engine_record_names_the_vllm_runtime():
     assert detect([], ["2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] Engine loop died"], {})[0::3] == \
         ("vllm", "runtime")
+
+
+def test_a_pip_list_row_or_a_sentence_names_unsloth_and_a_verl_path_in_prose_names_verl():
+    from doctor.swift.framework import from_text
+    # fixtures/devlogs17 2105 (pip list in an unsloth issue), 2104 (a sentence), 2130 (a path inside Chinese prose)
+    assert from_text(["unsloth                           2026.2.1"])[0] == "unsloth"
+    assert from_text(["vLLM 0.8.0 started giving me errors when trying to run GRPO in Unsloth."])[0] == "unsloth"
+    assert from_text(["当我想尝试用PPO训练的时候，会遇到来自verl/trainer/ppo/ray_trainer.py第479行的AssertionError"])[0] == "verl"
+    # a sloth is not unsloth, and a word ending in verl is not verl
+    assert from_text(["the unsloth_env folder", "overl/trainer/x.py"])[0] is None

@@ -46,7 +46,9 @@ _UNSLOTH_VER = lazyre.compile(r"Unsloth:?\s+(20\d\d\.\d+\.\d+)")
 # unsloth's own prints ("Unsloth: Will patch your computer", "🦥 Unsloth: ..."), its imports, its patched names
 # (unsloth/models/rl.py: _unsloth_get_batch_samples, UnslothGRPOTrainer)
 _UNSLOTH_TEXT = lazyre.compile(r"(?:^|[\s>|*(])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
-                           r"\b_unsloth_\w+|\bUnsloth\w*Trainer\b")
+                           r"\b_unsloth_\w+|\bUnsloth\w*Trainer\b|"
+                           # a `pip list` row ("unsloth   2026.2.1") and a sentence naming it as what ran
+                           r"(?:^|\s)unsloth(?:_zoo)?\s+20\d\d\.\d+|\b(?:in|with|using|via) Unsloth\b")
 # (framework, words of which every match holds one, whether in the line lowered, pattern): a pattern that starts with no
 # literal is tried at every place of a line (~40 us a 400-character line), the words' test first costs ~1/50 of that.
 # The words of a case-blind (re.I) pattern are tested in the line lowered and hold no "i" nor "s": re.I also matches
@@ -59,6 +61,8 @@ _CMD = (
     # recipes' entry points (`python3 -m recipe.dapo.main_dapo`)
     ("verl", ("actor_rollout_ref.", "recipe."), False, lazyre.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
                         r"-m\s+recipe\.\w+\.main_\w+")),
+    # a path inside verl's package named in a sentence or a frame ("来自verl/trainer/ppo/ray_trainer.py第479行")
+    ("verl", ("verl/",), False, lazyre.compile(r"(?<![A-Za-z0-9_./-])verl/(?:trainer|workers|single_controller|utils)/\w+")),
     # verl's generation entry run as a script (verl/trainer/main_generation.py; its module form is the pattern above)
     ("verl", ("main_generation.py",), False, lazyre.compile(r"\bmain_generation\.py\b")),
     # OpenRLHF's own flags (openrlhf/cli/train_ppo_ray.py: --vllm_num_engines, --actor_num_gpus_per_node)
