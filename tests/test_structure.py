@@ -747,3 +747,16 @@ def test_a_model_without_unsloths_vllm_engine_is_loaded_without_fast_inference()
     got = run("'Qwen2VLForConditionalGeneration' object has no attribute 'vllm_engine'\n\nUncommented some vllm specific\n")
     assert (got[0].rule_id, got[0].category) == ("GD990", "argument-error-other")
     assert "fast_inference=True" in got[0].fix[0]
+
+
+@pytest.mark.parametrize("key, title", [
+    ("solution", "A sample lacks the column a reward function reads"),
+    ("input_ids", "A sample lacks the tokenized or text column the trainer reads"),
+    ("chosen", "A sample lacks the column of the trainer's data format"),
+])
+def test_a_missing_sample_column_is_said_for_what_reads_it(key, title):
+    # a reward column is GRPO's; a tokenized column is a collator's, with no reward in the words (dev16 1808: an SFT run)
+    got = run(tb([(f"{SP}/transformers/trainer.py", 2674, "_inner_training_loop", "batch = next(it)"),
+                  ("/home/u/train.py", 12, "collate", f"x = row['{key}']")], f"KeyError: '{key}'"))[0]
+    assert (got.category, got.title) == ("dataset-or-template-error", title)
+    assert ("reward function" in got.message) == (key == "solution")
