@@ -760,3 +760,14 @@ def test_a_missing_sample_column_is_said_for_what_reads_it(key, title):
                   ("/home/u/train.py", 12, "collate", f"x = row['{key}']")], f"KeyError: '{key}'"))[0]
     assert (got.category, got.title) == ("dataset-or-template-error", title)
     assert ("reward function" in got.message) == (key == "solution")
+
+
+def test_unsloth_deleting_an_attribute_it_never_set_is_that_releases_bug():
+    # the last frames of fixtures/devlogs16/1901 (unsloth 2025.2.12, unslothai/unsloth#1723)
+    frames = [(f"{SP}/unsloth/models/llama.py", 2737, "for_training", "del model._unwrapped_old_generate"),
+              (f"{SP}/torch/nn/modules/module.py", 2043, "__delattr__", "super().__delattr__(name)")]
+    got = run(tb(frames, "AttributeError: _unwrapped_old_generate"))[0]
+    assert got.title.startswith("unsloth deletes an attribute it never set") and "for_inference" in got.fix[0]
+    # a missing attribute read (not deleted) in unsloth's code stays the version-mismatch reading
+    read = [(f"{SP}/unsloth/models/llama.py", 900, "forward", "x = self.apply_qkv(self, h)")]
+    assert "deletes" not in run(tb(read, "AttributeError: 'X' object has no attribute 'y'"))[0].title
