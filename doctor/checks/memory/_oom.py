@@ -91,7 +91,7 @@ _TRAIN_FUNCS = {"compute_loss": "loss computation", "_compute_loss": "loss compu
                 "_compute_rewards": "reward model", "evaluation_loop": "evaluation", "prediction_step": "evaluation"}
 _GEN_FUNCS = {"_generate_completions", "_generate_and_score_completions", "_generate", "generate",
               "_fast_infer", "_colocate_infer", "_infer_single_or_multi_turn"}
-VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker|APIServer)\w*[^)]*\)\s+|"
+_VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker|APIServer)\w*[^)]*\)\s+|"
                           r"(?:ERROR|WARNING|INFO|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)")
 
 
@@ -127,7 +127,7 @@ def side_of(frames: tuple[Frame, ...], raw: str, message: str, facts: Facts) -> 
             if facts.use_vllm:
                 return Side("vllm", "generation", fr)
             return Side("training", "generation with transformers", fr)
-    if VLLM_PREFIX.match(raw) or "cumem_allocator" in message or "warming up sampler" in message:
+    if _VLLM_PREFIX.match(raw) or "cumem_allocator" in message or "warming up sampler" in message:
         stage = "allocation from the sleep-mode memory pool (cumem_allocator)" if "cumem" in message else (
             "sampler warm-up" if "warming up" in message else ("vision encoder" if vision else "engine"))
         return Side("vllm", stage, None)

@@ -17,7 +17,7 @@ from ._account import account, order
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._limits import limits
-from ._oom import VLLM_PREFIX, Side, is_oom, parse_oom, side_of
+from ._oom import Side, is_oom, parse_oom, side_of
 
 
 def _the(stage: str) -> str:
@@ -97,13 +97,14 @@ class OomRule(PatternRule):
         chosen: list[tuple[Hit, Side]] = []
         frames_all = tuple(fr for h in oom_hits if h.exc for fr in h.exc.frames)
         # vLLM's own worker or engine lines anywhere in the input (an issue's title above them belongs to no run)
-        vllm_lines = any(VLLM_PREFIX.match(t.raw) for tail in ctx.tails.values() for t in tail)
+        vllm_lines = any(_VLLM_RECORD.search(t.raw) for tail in ctx.tails.values() for t in tail)
         if oom_hits:  # runs appended to one log: the configuration of the run that ran out of memory
             ctx = ctx.at(oom_hits[0].evidence)
         f = facts_of(ctx.run, frames_all)
         told = ctx.framework()[0]
         f.vllm_possible = vllm_possible(told, frames_all, f)
-        f.vllm_only = not f.known and (vllm_lines or told == "vllm")
+        # no trainer told (a framework named is a trainer beside the engine, whatever prefixes its lines carry)
+        f.vllm_only = told == "vllm" or (told is None and not f.known and vllm_lines)
         if context:
             c = context[-1]
             f.max_pixels_log = (int(c.groups["maxpix"]), "Using environment variable" in c.evidence.text)
@@ -226,6 +227,10 @@ def colocate_context(f: Facts) -> str:
 _WARMUP = lazyre.compile(r"warming up sampler with (\d+)\s+dummy requests")
 
 
+# a record of vLLM's own logger (vllm/logger.py: "INFO 03-27 10:29:01 [worker.py:267] ...") or a line of its worker
+# and engine processes, behind whatever prefixes a launcher or a paste added
+_VLLM_RECORD = lazyre.compile(r"\((?:VllmWorker|EngineCore|RayWorkerWrapper|APIServer)\w*[^)]*\)|"
+                              r"\b(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./]+\.py:\d+\]")
 # vLLM's memory-profiling line: "the current vLLM instance can use total_gpu_memory (44.53GiB) x gpu_memory_utilization
 # (0.98) = 43.64GiB" (vllm 0.6-0.8 worker/worker.py determine_num_available_blocks)
 _UTIL_LINE = lazyre.compile(r"gpu_memory_utilization \((0?\.\d+|1(?:\.0+)?)\)")
