@@ -771,3 +771,13 @@ def test_unsloth_deleting_an_attribute_it_never_set_is_that_releases_bug():
     # a missing attribute read (not deleted) in unsloth's code stays the version-mismatch reading
     read = [(f"{SP}/unsloth/models/llama.py", 900, "forward", "x = self.apply_qkv(self, h)")]
     assert "deletes" not in run(tb(read, "AttributeError: 'X' object has no attribute 'y'"))[0].title
+
+
+def test_a_vllm_engine_failure_of_a_run_with_no_trainer_gets_vllm_serve_options():
+    # vLLM serving on its own (its API server's frames, no trainer): no ms-swift or trl flags, no rollout words
+    frames = [(f"{SP}/vllm/entrypoints/openai/api_server.py", 1100, "run_server", "async with build_async_engine_client("),
+              (f"{SP}/vllm/v1/worker/gpu_model_runner.py", 1500, "execute_model", "x = self.model(**inputs)")]
+    got = run(tb(frames, "RuntimeError: something inside the engine"))[0]
+    assert got.rule_id == "GD991"
+    text = " ".join(got.fix)
+    assert "--enforce-eager" in text and "vllm_enforce_eager" not in text and "rollout" not in text
