@@ -85,6 +85,9 @@ _CMD = (
     # and a script of its checkout in a launcher's argv ("../LLaMA-Factory/src/train_bash.py": its entry point before
     # 0.6 was src/train_bash.py, later src/train.py)
     ("llamafactory", ("llama", "llmtuner", "h.py"), True, lazyre.compile(r"\bllamafactory[-.](?:cli|train|hparams|data|model)\b|\bllamafactory-cli\b|"
+                                # its launcher in torchrun's failure summary ("src/llamafactory/launcher.py FAILED"),
+                                # and pip naming it as what requires a package ("required by llamafactory")
+                                r"\bllamafactory/launcher\.py\b|\brequired by llamafactory\b|"
                                 r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b|"
                                 r"\bLLaMA[-_]Factory/(?:src/)?\w+\.py\b|\bsrc/train_bash\.py\b|"
                                 # its Python API imported by name, and its launch script before 0.6 by name (the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...engine.state import RunState
-from ...model import Evidence, Finding
+from ...model import Evidence, Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ._common import _raised_on, rank_list
@@ -29,7 +29,7 @@ class ChildFailed(Rule):
         b = self.block
         root = b.root
         if root is None:
-            return []
+            return self._summary_cut(ctx) if b.header is not None else []
         ev: list[Evidence] = []
         if b.header is not None:
             ev.append(evidence_of(b.header))
@@ -87,3 +87,27 @@ class ChildFailed(Rule):
             fix.append("Look for the first error printed by that rank above this block.")
         return [self.make(message=msg, fix=fix, evidence=ev, count=1 + len(others),
                           ranks=(root.rank,) if root.rank is not None else (), seq=(b.header or root.lines[0]).seq)]
+
+    def _summary_cut(self, ctx: RunState) -> list[Finding]:
+        """The ChildFailedError header with no failure entry after it: the paste stops before the summary names
+        the rank, its exit code and its error."""
+        header = self.block.header
+        assert header is not None
+        if any(f.severity.name in ("error", "warning") for f in ctx.findings):
+            return []  # the run's own error was read: the header only reports it
+        tail = ctx.tails.get(header.where.path) or ()
+        failed = next((ln for ln in tail if ln.seq > header.seq and ln.text.rstrip().endswith(" FAILED")), None)
+        script = failed.text.strip()[:-len(" FAILED")].strip() if failed is not None else None
+        msg = ("torchrun's launcher raised ChildFailedError: a training process " + (f"of `{script}` " if script else "")
+               + "exited with an error. The paste stops before the failure summary's entries (the rank, its exit code "
+               "and the error file under `Root Cause (first observed failure)`), and no traceback of the process "
+               "itself is in it: the report can say that a rank failed, not why.")
+        fix = ["Paste the whole failure summary (its `Root Cause` entry) and the first Traceback printed above it by "
+               "the failed rank (lines prefixed [rankN]: once the process group was up): that error is the cause, "
+               "ChildFailedError only reports it.",
+               "If no traceback is there, rerun with TORCHELASTIC_ERROR_FILE=/tmp/err.json (torch's @record error "
+               "file), or read the per-rank logs."]
+        ev = [evidence_of(header)] + ([evidence_of(failed)] if failed is not None else [])
+        return [self.make(message=msg, fix=fix, evidence=ev, seq=header.seq, severity=Severity.warning,
+                          title="torchrun: a training process failed; the summary is cut before its cause",
+                          confidence="possible")]

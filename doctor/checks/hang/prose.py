@@ -52,7 +52,12 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bafter (?:upgrad|updat)\w* (?:\w+ )?(?:to )?v?\d+\.\d+|"
                     r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)|"
                     r"\breleased? (?:a )?new version\b.{0,60}\b(?:errors?|break\w*|broke|fail\w*)\b|"
-                    r"\binstall\s+`?[\w.-]+==v?\d+\.\d+(?:\.\d+)?`?\s+instead\b"),
+                    r"\binstall\s+`?[\w.-]+==v?\d+\.\d+(?:\.\d+)?`?\s+instead\b|"
+                    # "Conflict between last version of Transformers.Trainer and DPOTrainer", "version conflict",
+                    # "failures in main", "the same code worked two days ago"
+                    r"\b(?:conflict|incompatib\w*)\b.{0,60}\bbetween\b|\bversions? (?:conflict|clash|mismatch)\b|"
+                    r"\b(?:fails?|failures?|broken|breaks?)\s+(?:in|on)\s+(?:main|master|nightly)\b|"
+                    r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b"),
      "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
     # an argument the program asks for, named in the author's words ("报错需要提供reward_funcs", "it requires
     # reward_funcs", "must specify vllm_server_host"): a snake_case name, as options are spelled
