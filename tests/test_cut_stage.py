@@ -395,3 +395,14 @@ def test_words_above_a_stack_pasted_without_its_header_are_read_too():
             "      inputs = self._generate_and_score_completions(inputs)\n")
     f = _first(run_text(text))
     assert (f.category, f.confidence) == ("nccl-timeout", "possible") and f.evidence[0].line == 1
+
+
+def test_a_stack_cut_at_an_assert_statement_with_its_message_is_that_assertion():
+    # dev18 2209 (LLaMA-Factory, then LLaMA-Efficient-Tuning): the last frame's source line is the assert itself
+    text = ("Traceback (most recent call last):\n"
+            '  File "/c/LLaMA-Efficient-Tuning-main/src/llmtuner/tuner/core/loader.py", line 213, in '
+            "load_model_and_tokenizer\n"
+            '    assert load_valuehead_params(model, model_args.reward_model), "Reward model is not correctly loaded."\n')
+    f = _first(run_text(text))
+    assert "`AssertionError: Reward model is not correctly loaded.`" in f.message
+    assert "the statement that raised it" in f.message and "notebook" not in f.message

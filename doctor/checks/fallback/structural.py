@@ -61,6 +61,8 @@ def notebook_exceptions(ctx: RunState) -> list[ExceptionInfo]:
 
 # the raise statement a cut traceback's last frame prints as its source line: `raise RuntimeError("Cannot find ...")`
 _RAISE = lazyre.compile(r"""^raise\s+(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))\(\s*[fr]?(?P<q>["'])(?P<msg>.+?)(?P=q)""")
+# or an assert statement with its message (`assert load_valuehead_params(...), "Reward model is not correctly loaded."`)
+_ASSERT = lazyre.compile(r"""^assert\s+.+?,\s*[fr]?(?P<q>["'])(?P<msg>.+?)(?P=q)\s*$""")
 
 
 def raised_statements(ctx: RunState) -> list[ExceptionInfo]:
@@ -72,6 +74,11 @@ def raised_statements(ctx: RunState) -> list[ExceptionInfo]:
         m = _RAISE.match(code)
         if m is not None:
             out.append(ExceptionInfo(m.group("type"), m.group("msg"), tuple(frames), last.where, last.rank, last.seq,
+                                     code))
+            continue
+        a = _ASSERT.match(code)
+        if a is not None:
+            out.append(ExceptionInfo("AssertionError", a.group("msg"), tuple(frames), last.where, last.rank, last.seq,
                                      code))
     return out
 
@@ -356,7 +363,7 @@ class Structural(Rule):
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
                 where_txt = (f" No stack frames were read from the log; {v.component}'s released source raises this wording in "
                              f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
-            elif exc.frames and exc not in ctx.exceptions and exc.raw.startswith("raise "):
+            elif exc.frames and exc not in ctx.exceptions and exc.raw.startswith(("raise ", "assert ")):
                 where_txt = (f" The traceback is cut before its exception line; its last frame's source line is the "
                              f"statement that raised it, `{exc.raw[:160]}`. The stack runs through {v.component}{where}.")
             elif exc.frames and exc not in ctx.exceptions:
