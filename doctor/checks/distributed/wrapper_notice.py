@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import lazyre
 from ...classify.structure import CONSEQUENCES
+from ...model import Evidence
 from ...rules import Diagnosis, Hit
 from ._elastic import SIGNALS
 
@@ -28,6 +29,25 @@ _BUILD_TOOL = lazyre.compile(r"""^['"]?\[?['"]?(?:\S*/)?(?:ninja|cmake|make|nvcc
 
 
 def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
+    """The wrapper's notice; when a person's words in the paste (an issue's title, a sentence) name the failure the
+    wrapper did not print, their symptom is the reading, at possible, with that line as the first evidence."""
+    diag = _wrapper_fix(hits, ctx)
+    if diag is None:
+        return None
+    from dataclasses import replace
+
+    from ..hang.prose import prose_lines, symptom
+    said = next((found for tail in ctx.tails.values() if (found := symptom(prose_lines(list(tail))))), None)
+    if said is None or said[0].startswith("hang"):
+        return diag
+    line = said[2]
+    return replace(diag, category=said[0], confidence="possible",
+                   message=(diag.message or "") + f" The words of the paste say {said[1]} (`{line.text.strip()[:160]}`): "
+                           f"that is the reading, from the description, until the exception itself is pasted.",
+                   evidence=(Evidence(line.where.path, line.where.line, line.raw), *diag.evidence))
+
+
+def _wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     # the log holds a real exception besides the wrapper's: the rules that read it speak, and "the cause is not in
     # this log" would be false
     if any(e.short_type not in CONSEQUENCES and not e.short_type.startswith("RayTaskError")

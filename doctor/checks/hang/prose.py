@@ -57,7 +57,9 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # "failures in main", "the same code worked two days ago"
                     r"\b(?:conflict|incompatib\w*)\b.{0,60}\bbetween\b|\bversions? (?:conflict|clash|mismatch)\b|"
                     r"\b(?:fails?|failures?|broken|breaks?)\s+(?:in|on)\s+(?:main|master|nightly)\b|"
-                    r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b"),
+                    r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b|"
+                    # "vllm version 0.8.5.post1 not supported", "vllm的版本不支持"
+                    r"\bversion\b.{0,30}\bnot (?:yet )?supported\b|版本不支持"),
      "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
     # an argument the program asks for, named in the author's words ("报错需要提供reward_funcs", "it requires
     # reward_funcs", "must specify vllm_server_host"): a snake_case name, as options are spelled
