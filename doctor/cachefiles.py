@@ -1,7 +1,8 @@
 """The cache folder, ``$XDG_CACHE_HOME/grpo-doctor`` (default ``~/.cache/grpo-doctor``), and its files: compiled
-Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files (registry.py), the parsed TOML
-tables of doctor/data (``toml_table``), the compiled regular expressions (lazyre.py), the known-issues index as built
-(known/index.py), the compiled methods of dataclasses (fastclasses.py).
+Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files and the catalog as built
+(registry.py), the parsed TOML tables of doctor/data (``toml_table``), the compiled regular expressions (lazyre.py), the
+known-issues index as built (known/index.py), the compiled methods of dataclasses (fastclasses.py), the raise sites of
+the known threads' signatures (known/mechanism.py).
 
 Every file there is a speed-up only: one that cannot be read, written or pruned costs the work it would have saved,
 never the run. Each kind is named ``<prefix>-<24 hex digits><suffix>``, the digits a key of what the file holds, so
@@ -35,10 +36,12 @@ class Kind(NamedTuple):
 HS = Kind("hs", ".db", 16)
 WORDS = Kind("words", ".json", 4)
 RULES = Kind("rules", ".json", 4)
+CATALOG = Kind("catalog", ".marshal", 4)   # the rule catalog as built, keyed by its files' sizes and mtimes (registry.py)
 TABLES = Kind("table", ".json", 8)   # the shipped TOML tables (doctor/data/structure.toml, cut_stages.toml) parsed
 KNOWN = Kind("known", ".marshal", 2)   # the known-issues index with its tf-idf vectors (doctor/known/index.py)
 REGEX = Kind("re", ".marshal", 4)   # compiled regular expressions of one interpreter (doctor/lazyre.py)
 CLASSES = Kind("dataclasses", ".marshal", 4)   # the methods @dataclass generates, compiled (doctor/fastclasses.py)
+SITES = Kind("sites", ".marshal", 2)   # the raise sites of the known threads' signatures (doctor/known/mechanism.py)
 
 
 def hasher(data: bytes = b"") -> Any:

@@ -317,18 +317,95 @@ def _parsed(files: list[Path]) -> list[dict[str, Any] | None]:
     return datas
 
 
+# The catalog as built, kept in a second cache file (cachefiles.CATALOG, marshal) under a key made of every rule file's
+# name, size and mtime and of this module's and model.py's (the checks and the records): reading and hashing the 196
+# files, loading their JSON and checking it cost ~58 M instructions at every start of watch; a stat of each and the
+# records rebuilt from the marshalled values cost ~15 M. A file's size and mtime stand for its bytes only once its mtime
+# is older than the clock's coarse tick by far: a catalog with a file changed in the last ``_SETTLED_S`` seconds
+# takes the path above (bytes hashed), and its build is not kept here, so two writes of one size within one tick
+# cannot leave a stale entry.
+_CATALOG_CACHE_VERSION = 1
+_SETTLED_S = 2.0
+
+
+def _stat_key(files: list[Path]) -> str | None:
+    """The key of the built catalog of ``files``, or None when a file cannot be read or changed too recently."""
+    import os
+    import time
+
+    from . import cachefiles, model
+    parts = [f"{_CATALOG_CACHE_VERSION}\0{sys.version}"]
+    settled = time.time_ns() - int(_SETTLED_S * 1e9)
+    try:
+        for p in (Path(__file__), Path(model.__file__ or "")):
+            st = os.stat(p)
+            parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}")
+        for p in files:
+            st = os.stat(p)
+            if st.st_mtime_ns > settled:
+                return None
+            parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}")
+    except OSError:
+        return None
+    return cachefiles.key_of("\n".join(parts).encode("utf-8", "surrogatepass"))
+
+
+def _dump(m: RuleMeta) -> tuple:
+    """A RuleMeta as plain values (marshal), which ``_undump`` builds back field by field."""
+    return (m.id, m.slug, m.category, int(m.severity), m.title, m.why, m.message, m.fix, m.references,
+            tuple((p.regex.pattern, p.regex.where, p.literals, p.origin, p.source) for p in m.patterns),
+            tuple((e.type and (e.type.pattern, e.type.where), e.message and (e.message.pattern, e.message.where),
+                   e.frames, e.raised_in) for e in m.exceptions),
+            m.check, m.fixer, m.consequence, m.fallback, m.priority, m.examples, m.not_examples, m.versions, m.path,
+            m.family, m.options, m.aliases, m.action, m.verify, m.prevent, m.confidence)
+
+
+def _undump(r: tuple) -> RuleMeta:
+    return RuleMeta(r[0], r[1], r[2], Severity(r[3]), r[4], r[5], r[6], r[7], r[8],
+                    tuple(LinePattern(LazyRegex(rx, where), lits, origin, src) for rx, where, lits, origin, src in r[9]),
+                    tuple(ExceptionPattern(t and LazyRegex(*t), msg and LazyRegex(*msg), frames, raised)
+                          for t, msg, frames, raised in r[10]), *r[11:])
+
+
+def _built(key: str) -> tuple[RuleMeta, ...] | None:
+    import marshal
+
+    from . import cachefiles
+    data = cachefiles.read(cachefiles.CATALOG, key)
+    if data is None:
+        return None
+    try:
+        return tuple(_undump(r) for r in marshal.loads(data))
+    except (EOFError, ValueError, TypeError, IndexError, KeyError):
+        return None
+
+
 @lru_cache(maxsize=4)
 def load_catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
     d = Path(directory) if directory else rules_dir()
     files = rule_files(d)
+    key = _stat_key(files)
+    if key is not None:
+        got = _built(key)
+        if got is not None:
+            return got
     metas = [_load_one(p, data) for p, data in zip(files, _parsed(files))]
     seen: dict[str, str] = {}
     for m in metas:
-        for key in (m.id, m.slug, *m.aliases):
-            if key in seen:
-                raise CatalogError(f"{m.path}: {key!r} is already used by {seen[key]}")
-            seen[key] = m.path
-    return tuple(sorted(metas, key=lambda m: m.id))
+        for key_ in (m.id, m.slug, *m.aliases):
+            if key_ in seen:
+                raise CatalogError(f"{m.path}: {key_!r} is already used by {seen[key_]}")
+            seen[key_] = m.path
+    out = tuple(sorted(metas, key=lambda m: m.id))
+    if key is not None:
+        import marshal
+
+        from . import cachefiles
+        try:
+            cachefiles.write(cachefiles.CATALOG, key, marshal.dumps([_dump(m) for m in out]))
+        except (ValueError, TypeError):   # a value marshal cannot write (an option's TOML date): not kept
+            pass
+    return out
 
 
 def find_rule(key: str, catalog: tuple[RuleMeta, ...] | None = None) -> RuleMeta | None:

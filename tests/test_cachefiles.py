@@ -120,9 +120,9 @@ def test_analyze_prunes_the_rules_cache_and_still_reports(cache: Path, tmp_path:
                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
     ref = analyze([str(log)]).to_json()
     stale = [_put(cache, RULES.name(_key(i)), 1000 + i) for i in range(8)]
-    for p in cache.glob("rules-*.json"):
+    for p in [*cache.glob("rules-*.json"), *cache.glob("catalog-*.marshal")]:
         if p not in stale:
-            p.unlink()                                       # this catalog's file: the next load writes it again
+            p.unlink()                                       # this catalog's files: the next load writes them again
     load_catalog.cache_clear()
     try:
         assert analyze([str(log)]).to_json() == ref
@@ -130,3 +130,38 @@ def test_analyze_prunes_the_rules_cache_and_still_reports(cache: Path, tmp_path:
         load_catalog.cache_clear()
     assert len(list(cache.glob("rules-*.json"))) == RULES.keep
     assert sum(p.exists() for p in stale) == RULES.keep - 1
+
+
+def test_the_built_catalog_comes_back_the_same_and_a_recent_edit_bypasses_it(cache: Path, tmp_path: Path) -> None:
+    import shutil
+    import time
+
+    from doctor import registry
+    rules = tmp_path / "rules"
+    shutil.copytree(registry.rules_dir(), rules)
+    old = time.time() - 60
+    for p in rules.rglob("*.toml"):
+        os.utime(p, (old, old))
+    registry.load_catalog.cache_clear()
+    try:
+        built = registry.load_catalog(str(rules))                           # built from the files, then kept
+        assert len(list(cache.glob("catalog-*.marshal"))) == 1
+        registry.load_catalog.cache_clear()
+        for p in cache.glob("rules-*.json"):
+            p.unlink()
+        again = registry.load_catalog(str(rules))                           # from the kept build: no parse
+        assert not list(cache.glob("rules-*.json"))
+        assert [registry._dump(m) for m in again] == [registry._dump(m) for m in built]
+        assert [type(p.regex) for m in again for p in m.patterns] == [type(p.regex) for m in built for p in m.patterns]
+        # an edit that keeps the file's size, just made: a file changed in the last seconds is read and parsed
+        one = sorted(rules.glob("*/GD1*.toml"))[0]
+        text = one.read_text(encoding="utf-8")
+        at = text.index('title = "') + len('title = "')
+        one.write_text(text[:at] + ("Y" if text[at] != "Y" else "Z") + text[at + 1:], encoding="utf-8")
+        registry.load_catalog.cache_clear()
+        assert registry._stat_key(registry.rule_files(rules)) is None
+        edited = registry.find_rule(one.name.split("-")[0], registry.load_catalog(str(rules)))
+        assert edited is not None and edited.title[0] in "YZ" and edited.title[0] != text[at]
+        assert len(list(cache.glob("catalog-*.marshal"))) == 1                # nothing kept for the unsettled files
+    finally:
+        registry.load_catalog.cache_clear()

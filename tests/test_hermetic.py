@@ -35,13 +35,13 @@ def test_copied_real_logs_have_their_provenance():
 def test_a_run_under_the_suite_writes_its_cache_in_the_session_folder(tmp_path: Path) -> None:
     """A run started by a test (here a subprocess, as the CLI tests start it) writes the parsed rule files under the
     session's own cache folder; with HOME pointed at an empty folder, nothing appears under its ~/.cache."""
-    from doctor.cachefiles import RULES
+    from doctor.cachefiles import CATALOG, RULES
 
     cache = Path(os.environ["XDG_CACHE_HOME"])
     assert cache == Path(SESSION_CACHE)
     assert not cache.resolve().is_relative_to((Path.home() / ".cache").resolve())
     folder = cache / "grpo-doctor"
-    for p in folder.glob("rules-*.json"):
+    for p in [*folder.glob("rules-*.json"), *folder.glob("catalog-*.marshal")]:
         p.unlink()                       # written by earlier tests: the run below must write its own
     home = tmp_path / "home"
     home.mkdir()
@@ -50,4 +50,5 @@ def test_a_run_under_the_suite_writes_its_cache_in_the_session_folder(tmp_path: 
                        env=dict(os.environ, HOME=str(home)), cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     assert [p.name for p in folder.iterdir() if RULES.owns(p.name)]
+    assert [p.name for p in folder.iterdir() if CATALOG.owns(p.name)]
     assert not (home / ".cache").exists()

@@ -168,3 +168,32 @@ def test_no_report_of_the_fixtures_speaks_to_developers():
 def test_the_structure_table_docs_say_nothing_to_developers():
     from doctor.classify.structure import load
     assert [e.id for e in load() if DEV_PHRASES.search(e.doc)] == []
+
+
+def test_the_signature_sites_cache_is_keyed_by_every_module_a_lookup_runs():
+    # the cache file of the threads' signature sites (mechanism.signature_sites) is keyed by the files of SITES_CODE: a
+    # process that only looks texts up must hold no other module of the package, or an edit there would go unnoticed
+    import subprocess
+    import sys
+    code = ("import sys\nfrom doctor.known.mechanism import _sites_of\n"
+            f"_sites_of({BATCH!r}); _sites_of('failed (exitcode: -11) local_rank: 5 (pid: 11514) of binary')\n"
+            "_sites_of('Traceback (most recent call last):\\n  File \"x.py\", line 1, in f\\nValueError: ' + 'x' * 40)\n"
+            "print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'doctor')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    pkg = Path(mech.__file__).resolve().parent.parent
+    held = {Path(f).resolve().relative_to(pkg).as_posix() for f in out.split()}
+    assert held <= set(mech.SITES_CODE), sorted(held - set(mech.SITES_CODE))
+
+
+def test_signature_sites_are_the_lookups_and_come_back_from_the_cache_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(mech, "_known", None)
+    monkeypatch.setattr(mech, "_known_new", {})
+    texts = [f"ValueError: {BATCH}", "failed (exitcode: -11) local_rank: 5 (pid: 11514) of binary", "short"]
+    first = [mech.signature_sites(t) for t in texts]
+    assert first == [mech._sites_of(t) for t in texts] and first[0]
+    mech._save_known()
+    monkeypatch.setattr(mech, "_known", None)
+    monkeypatch.setattr(mech, "_known_new", {})
+    monkeypatch.setattr(mech, "_sites_of", lambda text: pytest.fail(f"looked up again: {text}"))
+    assert [mech.signature_sites(t) for t in texts] == first

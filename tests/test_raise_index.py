@@ -295,3 +295,32 @@ def test_re_and_regex_read_an_ascii_message_alike():
                     checked += 1
     assert checked > 20000
     assert not _same_in_re("caf\u00e9") and not _same_in_re("a\x1cb") and _same_in_re("plain\ttext")
+
+
+def test_a_message_outside_the_head_of_a_template_has_no_partial_match():
+    # raise_sites._try skips the `regex` build's partial match (and its import) when the message neither begins with
+    # the template's head nor stops inside it: the partial match must then find nothing, and must find what it found
+    # for every message that passes
+    from doctor.classify.raise_sites import _HOLES
+    fill = {"int": "42", "float": "-0.5e3", "name": "model.layers.0", "quoted": "'a b'", "any": "some thing: x"}
+    sites = rs.index().sites[::37]
+    assert len(sites) > 800
+    others = [s.row[5] for s in sites[::50]]
+    skipped = passed = 0
+    for site in sites:
+        text = _HOLES.sub(lambda m: fill[m.group(0)[1:-1]], site.row[5].replace("{{", "{").replace("}}", "}"))
+        for msg in (text, text[: len(text) // 2], text[: len(text) // 3], text.replace(" ", ""), " " + text,
+                    text.replace(" ", "  ", 1), text[:1].swapcase() + text[1:], *others):
+            for nows in (False, True):
+                m = msg.replace(" ", "") if nows else msg
+                head = site.head(nows)
+                hit = site.regex(nows).fullmatch(m, partial=True)
+                if head and not (m.startswith(head) or head.startswith(m)):
+                    assert hit is None, (site.row[5], m, nows)
+                    skipped += 1
+                else:
+                    passed += 1
+    assert skipped > 10000 and passed > 1000
+    assert rs._Site(["", "", "", "", "", "{int} of {{x}} b"], frozenset()).head() == ""
+    assert rs._Site(["", "", "", "", "", "{{x}} of {int}"], frozenset()).head() == "{x}"
+    assert rs._Site(["", "", "", "", "", "a b{int}c"], frozenset()).head(nows=True) == "ab"

@@ -75,7 +75,7 @@ class SiteMatch:
 
 class _Site:
     """One row of the index, with its literal words; regexes are compiled on first use."""
-    __slots__ = ("_lit", "_rx", "gid", "row", "words")
+    __slots__ = ("_head", "_lit", "_rx", "gid", "row", "words")
 
     def __init__(self, row: list, words: frozenset, gid: int = 0):
         self.row = row
@@ -83,6 +83,23 @@ class _Site:
         self.gid = gid
         self._lit = -1
         self._rx: dict[tuple[bool, bool], Any] = {}
+        self._head: dict[bool, str] = {}
+
+    def head(self, nows: bool = False) -> str:
+        """The text every string the template's pattern (``regex(nows)``) matches from its start begins with: its
+        literal text up to the first hole, spaces removed (``nows``), else up to the first space (a space between
+        words is optional in the pattern); '' when the template opens with a hole or a space."""
+        got = self._head.get(nows)
+        if got is None:
+            lits = []
+            for m in _PART.finditer(self.row[5]):
+                if m.group(1):
+                    break
+                tok = m.group(0)
+                lits.append("{" if tok == "{{" else "}" if tok == "}}" else tok)
+            text = "".join(lits)
+            got = self._head[nows] = text.replace(" ", "") if nows else text.split(" ", 1)[0]
+        return got
 
     @property
     def lit(self) -> int:
@@ -205,6 +222,12 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
         if not nows or len(site.words) < 3:
             return None  # without spaces, a cut-short match needs most of three or more words (checked by lookup)
     if len(msg) >= MIN_TAIL and not site.row[5].startswith("{any}"):
+        # a match from the message's start, whole or cut short, begins with the template's head or stops inside it:
+        # a message that does neither has none, and the `regex` module (the only one with partial matches) is not
+        # imported to say so
+        head = site.head(nows)
+        if head and not (msg.startswith(head) or head.startswith(msg)):
+            return None
         m = site.regex(nows).fullmatch(msg, partial=True)
         if m and m.partial:
             covered = min(1.0, len(msg.replace(" ", "")) / max(site.lit, 1))

@@ -57,19 +57,118 @@ def _site(package: str, module: str, function: str) -> Site:
 def sites_of(text: str) -> frozenset[Site]:
     """The raise sites of one error text: every indexed site that matches it well, of the packages that rank best
     (two when a package copies another's check: ms-swift 3.1-3.3 and trl's GRPOTrainer batch check)."""
-    if len(text) < 12:
-        return frozenset()
     try:
-        from ..classify.raise_sites import best_sites
-        from ..classify.site_rank import TIE
-        keyed = best_sites(text[:1000], MIN_SITE_SCORE)
+        return _sites_of(text)
     except (OSError, ValueError):  # a missing or damaged index costs the basis, never the report
         return frozenset()
+
+
+def _sites_of(text: str) -> frozenset[Site]:
+    """``sites_of`` without its guard: raises OSError or ValueError when the raise-site index cannot be read."""
+    if len(text) < 12:
+        return frozenset()
+    from ..classify.raise_sites import best_sites
+    from ..classify.site_rank import TIE
+    keyed = best_sites(text[:1000], MIN_SITE_SCORE)
     if not keyed:
         return frozenset()
     top = keyed[0][0][:TIE]
     pkgs = {s.package for k, s in keyed if k[:TIE] == top}
     return frozenset(_site(s.package, s.module, s.where) for _, s in keyed if s.package in pkgs)
+
+
+# The raise sites of the known threads' own signatures, kept in the cache folder (doctor/cachefiles.py ``SITES``):
+# they are fixed texts of the shipped known-issues file, and looking them up cost a failed run's report ~77 M
+# instructions in the trl gloo-timeout case (the buckets of their words decoded, their templates compiled, and the
+# `regex` module imported for a signature that a template takes only as a cut paste). The file maps a signature's
+# text to its sites as ``_sites_of`` gave them; its key (``_sites_key``) is made of what decides that answer: the
+# interpreter, the `regex` module's file, the raise-site index and the modules that read it. Entries are added by the
+# processes that looked a signature up, written at exit; an unreadable file costs the lookups, nothing else
+_known: dict[str, tuple[Site, ...]] | None = None
+_known_new: dict[str, tuple[Site, ...]] = {}
+# the modules whose code may decide a text's sites: every module of the package that a process doing nothing but lookups
+# holds (tests/test_known_mechanism.py checks it), each a path relative to the package
+SITES_CODE = ("__init__.py", "cachefiles.py", "fastclasses.py", "lazyre.py", "model.py", "signals.py", "values.py",
+              "classify/__init__.py", "classify/message.py", "classify/raise_sites.py", "classify/raise_store.py",
+              "classify/site_rank.py", "known/__init__.py", "known/index.py", "known/mechanism.py",
+              "known/normalise.py", "live/__init__.py", "live/atomic.py", "sources/__init__.py",
+              "sources/ipython_tb.py", "sources/logtext.py", "sources/paste.py", "sources/prose_text.py",
+              "sources/rich_box.py", "sources/traceback.py")
+
+
+def _sites_key() -> str:
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    from .. import cachefiles
+    from ..classify.raise_sites import DATA
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = PathFinder.find_spec("regex")
+    parts = [sys.version, str(getattr(spec, "origin", None))]
+    for path in (str(DATA), *(os.path.join(here, p) for p in SITES_CODE), getattr(spec, "origin", None) or ""):
+        try:
+            st = os.stat(path)
+            parts.append(f"{path}\0{st.st_size}\0{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{path}\0-")
+    return cachefiles.key_of("\n".join(parts).encode("utf-8", "surrogatepass"))
+
+
+def _known_table() -> dict[str, tuple[Site, ...]]:
+    global _known
+    if _known is None:
+        import marshal
+
+        from .. import cachefiles
+        table: Any = None
+        data = cachefiles.read(cachefiles.SITES, _sites_key())
+        if data:
+            try:
+                table = marshal.loads(data)
+            except (EOFError, ValueError, TypeError):
+                table = None
+        _known = table if isinstance(table, dict) else {}
+    return _known
+
+
+def _save_known() -> None:
+    """Add this process's lookups to the file (re-read first: another process may have added others)."""
+    import marshal
+
+    from .. import cachefiles
+    key = _sites_key()
+    merged: dict[str, tuple[Site, ...]] = {}
+    data = cachefiles.read(cachefiles.SITES, key)
+    if data:
+        try:
+            old = marshal.loads(data)
+            if isinstance(old, dict):
+                merged.update(old)
+        except (EOFError, ValueError, TypeError):
+            pass
+    merged.update(_known_new)
+    try:
+        cachefiles.write(cachefiles.SITES, key, marshal.dumps(merged))
+    except (ValueError, TypeError):
+        pass
+
+
+def signature_sites(text: str) -> frozenset[Site]:
+    """``sites_of`` a known thread's signature, from the cache file when a process of this very code and index looked
+    it up before."""
+    got = _known_table().get(text)
+    if isinstance(got, tuple) and all(isinstance(s, tuple) and len(s) == 3 for s in got):
+        return frozenset(got)
+    try:
+        sites = _sites_of(text)
+    except (OSError, ValueError):  # a missing or damaged index costs the basis, never the report; nothing is kept
+        return frozenset()
+    if not _known_new:
+        import atexit
+        atexit.register(_save_known)
+    _known_new[text] = _known_table()[text] = tuple(sorted(sites))
+    return sites
 
 
 def _sig_text(typ: str, message: str) -> str:
@@ -79,7 +178,7 @@ def _sig_text(typ: str, message: str) -> str:
 def thread_sites(m: Match) -> frozenset[Site]:
     out: frozenset[Site] = frozenset()
     for typ, message in m.signatures:
-        out |= sites_of(_sig_text(typ, message))
+        out |= signature_sites(_sig_text(typ, message))
     return out
 
 
