@@ -41,11 +41,11 @@ from ..signals import Metrics, console_row
 from . import bars as bars_mod
 from . import metrics as msrc
 from . import saves as saves_mod
-from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep, pre_kind
-from .train_bars import TrainBar
+from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
 from .saves import SaveLines
+from .train_bars import TrainBar
 
 ON = True        # False: every line goes the per-line way (the equivalence tests compare both)
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
@@ -75,8 +75,6 @@ class StepRuns:
         stretch.seed = self._seed
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
-        # (text before the %, rate) -> (its pre_kind, a bar's key: that text and the bar's words)
-        self._keys_of: dict[tuple[bytes, bytes], tuple[int, tuple[bytes, frozenset[str]]]] = {}
         self._trains: dict[frozenset[str], tuple[Any, ...]] = {}   # a Train bar's words -> the rules holding it (_held)
         self._quoted = frozenset(w[1:-1] for w in stretch.metric_words if len(w) > 2 and w[0] == w[-1] == "'")
         # a dict line holding any of these is not read here: a trigger word but the metric literals, what sends a line
@@ -138,7 +136,8 @@ class StepRuns:
                     # the one Train bar since the last row, held among the rows for rules that all take it by its
                     # step: what _before -> BarStretch.feed_bar does with it, without their calls
                     held = TrainBar(bar[4], bar[5], bar[1], bar[0], bar[2], path)
-                    between, at = stretch._between, len(gathered)
+                    between: list[Any] = stretch._between
+                    at = len(gathered)
                     for r in held_by:
                         between.append((at, held, r))
                     gap = []
@@ -244,16 +243,14 @@ class StepRuns:
             lines = lines[:next(i for i, ln in enumerate(lines) if full(ln) is None)]
             found = _BARS.findall(b"\n".join(lines)) if lines else []
         out = []
-        keys_of, have = self._keys_of, stretch._keys
+        keys_of, bar_key, have = stretch._keys_of, stretch.bar_key, stretch._keys
         room = bars_mod.MAX_KEYS - len(have)
         new: set[Any] = set()
         for (pre, k, n), line in zip(found, lines):
             rate = line[-6:] if line[-1:] != b"\r" else line[-7:-1]
             got = keys_of.get((pre, rate))
             if got is None:
-                got = self._key(pre, line)
-                if len(keys_of) < 4096:
-                    keys_of[(pre, rate)] = got
+                got = bar_key(pre, rate, line)
             ok, key = got
             if not ok:
                 break
@@ -263,18 +260,6 @@ class StepRuns:
                 new.add(key)
             out.append((key, int(k), int(n) if ok == TRAIN else None))
         return out
-
-    def _key(self, pre: bytes, line: bytes) -> tuple[int, tuple[bytes, frozenset[str]]]:
-        """(pre_kind of the text before the percentage, the bar's key: that text and its words) of a pure bar line (its
-        words are those before the percentage and the rate's: the same for every bar with that text and rate)."""
-        pres = self.stretch._pre
-        ok = pres.get(pre)
-        if ok is None:
-            ok = pre_kind(pre)
-            if len(pres) < 4096:
-                pres[pre] = ok
-        text = line.decode("utf-8")
-        return ok, (pre, frozenset([w for w in self.stretch._bar_words if w in text]))
 
     # ------------------------------------------------------------------ rows
     def _rows(self, lines: list[bytes]) -> tuple[list[tuple[dict[str, Any], bool]], Any]:
