@@ -266,6 +266,13 @@ class StepRuns:
         """(values, finite) of the dict lines, as metric_line reads them, up to the first that is not read that way
         here (another key layout among them); and (keys, their values row after row) of those rows."""
         first = lines[0].decode("ascii", "replace").split("'")
+        pairs = len(first) // 4
+        if first[0] != "{" or first[-1] != "}" or len(first) % 4 != 1 or first[2::4].count(": ") != pairs or \
+                first[4:-1:4].count(", ") != pairs - 1:
+            # not {'key': 'value', ...} with every key and value quoted (a transformers 4 row prints its numbers bare):
+            # no layout reads it, the one of its own pieces included (that would match it only if so split), and those
+            # pieces hold its values (a step counter new on every row): asking for their layout compiled a pattern a row
+            return [], None
         layout = self._layout(tuple(first[1::4]))
         if layout is None:
             return [], None
