@@ -153,3 +153,26 @@ def test_a_new_reader_turns_summaries_off():
 
     s.rules.append(Other())
     assert not bars.summarisable(s)
+
+
+_LAZY = bars.BAR_SOURCE.replace(rb"\[[0-9:<?, ]*(?:", rb"\[[0-9:<?, ]*?(?:")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([b"[", b"]", b"00:04", b"<", b"?", b", ", b" ", b"1.50", b"7", b"s/it", b"it/s", b"/",
+                                 b" examples/s", b"\r", b"x", b"%|", b"| 3/9 ", BLOCK, b"Train: 50", b"\n"]),
+                max_size=14))
+def test_the_greedy_rate_reads_as_the_lazy_one(tail):
+    """BAR_SOURCE's rate part is greedy (sources/bars.py): the same matches, spans and groups as the lazy pattern it
+    replaced, whole, searched and over a block's lines."""
+    import re
+    assert _LAZY != bars.BAR_SOURCE
+    lazy, greedy = re.compile(_LAZY), re.compile(bars.BAR_SOURCE)
+    lines = [frag + b"".join(tail) for frag in (b"", *FRAGMENTS[:24])]
+    for text in lines:
+        for how in ("fullmatch", "search", "match"):
+            a, b = getattr(lazy, how)(text), getattr(greedy, how)(text)
+            assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups()))
+    block = b"\n".join(lines)
+    multi = [re.compile(rb"(?m)^(?:" + p + rb")$") for p in (_LAZY, bars.BAR_SOURCE)]
+    assert multi[0].findall(block) == multi[1].findall(block)

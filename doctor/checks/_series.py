@@ -85,6 +85,7 @@ def longest_streak(flags: list[bool]) -> tuple[int, int]:
 
 
 _FLOAT_OR_NONE = frozenset({float, type(None)})
+_FLOATS = frozenset({float})
 
 
 class SeriesReader:
@@ -266,7 +267,7 @@ class Series(SeriesReader):
                 if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
                     xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)
-        self._close_rows(keep)
+        self._close_rows(keep, block, idx)
 
     def _add(self, m: Metrics, row: Any = RAISED) -> bool:
         if row is RAISED:
@@ -286,18 +287,25 @@ class Series(SeriesReader):
         self._close_row(m, row)
         return True
 
-    def _close_rows(self, keep: list[tuple[Metrics, Any]]) -> None:
+    def _close_rows(self, keep: list[tuple[Metrics, Any]], block: Block | None = None,
+                    idx: list[int] | None = None) -> None:
         """_close_row of each kept row, in order. The first row of a stretch of rows with one reward layout makes
         the columns its names need (or drops them for good); the rest of the stretch is appended column by column:
         one value to each named column per row and None to the others, as _close_row leaves them. A layout naming
         one function twice goes through _close_row row by row, and so do the rows after it while a column is longer
-        than the series (_close_row pads only the columns not ahead)."""
+        than the series (_close_row pads only the columns not ahead). ``block``: a seeded block the rows ``idx`` of
+        which these are (every row holds the same keys in the same order: one layout, its values read off the
+        block's columns, the same objects as in the rows' dicts)."""
+        if block is not None and not block.seeded:
+            block = None
         i, end = 0, len(keep)
         while i < end:
             m, row = keep[i]
             self._close_row(m, row)
             j = i = i + 1
             layout = _reward_layout(m.values) if self.want_rewards else None
+            if block is not None:
+                j = end   # one key sequence, so one layout (cached per key sequence)
             while j < end and (layout is None or _reward_layout(keep[j][0].values) is layout):
                 j += 1
             if j == i:
@@ -310,12 +318,15 @@ class Series(SeriesReader):
                 i = j
                 continue
             if layout is not None:
-                values = [x.values for x, _ in run]
+                values = [x.values for x, _ in run] if block is None else None
                 filled = set()
                 for k, kind, name in layout:
                     col = (self.rmean if kind == "mean" else self.rstd).get(name)
                     if col is not None:
-                        col.extend([x if type(x) is float else num(x) for x in [v[k] for v in values]])
+                        xs = [v[k] for v in values] if values is not None else \
+                            block.seeded_values(k, idx[i:j])  # type: ignore[union-attr,index]
+                        col.extend(xs if _FLOATS.issuperset(map(type, xs)) else   # type: ignore[arg-type]
+                                   [x if type(x) is float else num(x) for x in xs])  # type: ignore[union-attr]
                         filled.add(id(col))
                 for target in (self.rmean, self.rstd):
                     for col in target.values():

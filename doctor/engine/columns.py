@@ -12,8 +12,8 @@ numpy is optional (the ``full`` extra): without it ``Block.of`` gives None and e
 from __future__ import annotations
 
 import sys
-from itertools import chain
-from operator import is_not
+from itertools import chain, repeat
+from operator import contains, is_not
 from typing import Any
 
 from ..signals import Metrics
@@ -86,6 +86,10 @@ class Block:
             self._cols[key] = got
             return got
         n = self.n
+        if not any(map(contains, self.values, repeat(key))):
+            # no row holds it (a logger's other spelling, "train/loss", asked for every block): NaN, absent, as below
+            got = self._cols[key] = (np.full(n, np.nan), np.zeros(n, dtype=bool))
+            return got
         xs = [v.get(key, _ABSENT) for v in self.values]
         if len(set(map(type, xs))) == 1 and type(xs[0]) is float:   # a null, an int or a text: not a plain column
             # the absent rows read NaN; the mask keeps which NaN was logged. Every value a float, only _ABSENT itself

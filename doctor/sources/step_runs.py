@@ -41,10 +41,11 @@ from ..signals import Metrics, console_row
 from . import bars as bars_mod
 from . import metrics as msrc
 from . import saves as saves_mod
-from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep, pre_kind
+from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
 from .saves import SaveLines
+from .train_bars import TrainBar
 
 ON = True        # False: every line goes the per-line way (the equivalence tests compare both)
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
@@ -74,7 +75,7 @@ class StepRuns:
         stretch.seed = self._seed
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
-        self._words: dict[tuple[bytes, bytes], frozenset[str]] = {}   # (text before the %, rate) -> a bar's words
+        self._trains: dict[frozenset[str], tuple[Any, ...]] = {}   # a Train bar's words -> the rules holding it (_held)
         self._quoted = frozenset(w[1:-1] for w in stretch.metric_words if len(w) > 2 and w[0] == w[-1] == "'")
         # a dict line holding any of these is not read here: a trigger word but the metric literals, what sends a line
         # elsewhere, a vllm of any case, a byte that is not printable ASCII (the scan stops at the first)
@@ -130,7 +131,18 @@ class StepRuns:
             if row:
                 if sv is None and ri == n_rows:
                     break   # not a row as metric_line reads it here: the lines before it are read
-                gap = self._before(gap, path)
+                if gap and len(gap) == 1 and gathered and (bar := gap[0][1])[5] is not None and \
+                        (held_by := self._held(bar[3])):
+                    # the one Train bar since the last row, held among the rows for rules that all take it by its
+                    # step: what _before -> BarStretch.feed_bar does with it, without their calls
+                    held = TrainBar(bar[4], bar[5], bar[1], bar[0], bar[2], path)
+                    between: list[Any] = stretch._between
+                    at = len(gathered)
+                    for r in held_by:
+                        between.append((at, held, r))
+                    gap = []
+                else:
+                    gap = self._before(gap, path)
                 if sv is not None:
                     rules = self.saves.feed_in_run(stretch.session, stretch.hold, sv[1], path, lineno + j,  # type: ignore[union-attr]
                                                    seq + j + extra, rules)
@@ -195,6 +207,16 @@ class StepRuns:
             stretch._bars_before_row(path)
         return []
 
+    def _held(self, words: frozenset[str]) -> tuple[Any, ...]:
+        """The rules that read rows a Train bar holding ``words`` goes to, when every one of them takes it by its step
+        (BarStretch.feed_bar holds a TrainBar for them), else ()."""
+        got = self._trains.get(words)
+        if got is None:
+            stretch = self.stretch
+            rules = stretch._rules(words, True)
+            got = self._trains[words] = rules if stretch._train_bars(words, rules) else ()
+        return got
+
     def _saved(self, others: list[bytes]) -> list[Any]:
         """Per line of ``others`` (the run's lines that are not dicts): None (not a save line), False (one a run does not
         read: it ends the run), or (its bar or None, its message) (sources/saves.py ``in_run``)."""
@@ -221,25 +243,17 @@ class StepRuns:
             lines = lines[:next(i for i, ln in enumerate(lines) if full(ln) is None)]
             found = _BARS.findall(b"\n".join(lines)) if lines else []
         out = []
-        words_of, pres, have = self._words, stretch._pre, stretch._keys
+        keys_of, bar_key, have = stretch._keys_of, stretch.bar_key, stretch._keys
         room = bars_mod.MAX_KEYS - len(have)
         new: set[Any] = set()
         for (pre, k, n), line in zip(found, lines):
-            ok = pres.get(pre)
-            if ok is None:
-                ok = pre_kind(pre)
-                if len(pres) < 4096:
-                    pres[pre] = ok
+            rate = line[-6:] if line[-1:] != b"\r" else line[-7:-1]
+            got = keys_of.get((pre, rate))
+            if got is None:
+                got = bar_key(pre, rate, line)
+            ok, key = got
             if not ok:
                 break
-            rate = line[-6:] if line[-1:] != b"\r" else line[-7:-1]
-            words = words_of.get((pre, rate))
-            if words is None:
-                text = line.decode("utf-8")
-                words = frozenset([w for w in stretch._bar_words if w in text])
-                if len(words_of) < 4096:
-                    words_of[(pre, rate)] = words
-            key = (pre, words)
             if key not in have and key not in new:
                 if len(new) >= room:
                     break   # BarStretch.take refuses a key past MAX_KEYS
@@ -252,6 +266,13 @@ class StepRuns:
         """(values, finite) of the dict lines, as metric_line reads them, up to the first that is not read that way
         here (another key layout among them); and (keys, their values row after row) of those rows."""
         first = lines[0].decode("ascii", "replace").split("'")
+        pairs = len(first) // 4
+        if first[0] != "{" or first[-1] != "}" or len(first) % 4 != 1 or first[2::4].count(": ") != pairs or \
+                first[4:-1:4].count(", ") != pairs - 1:
+            # not {'key': 'value', ...} with every key and value quoted (a transformers 4 row prints its numbers bare):
+            # no layout reads it, the one of its own pieces included (that would match it only if so split), and those
+            # pieces hold its values (a step counter new on every row): asking for their layout compiled a pattern a row
+            return [], None
         layout = self._layout(tuple(first[1::4]))
         if layout is None:
             return [], None
@@ -276,7 +297,11 @@ class StepRuns:
             i = -1
             for _ in range(values.count(None)):
                 i = values.index(None, i + 1)
-                x = values[i] = remember(raws[i])
+                raw = raws[i]
+                if "/" in raw or raw[-1:] == "s":   # a step counter, a time: to_number gives the text itself
+                    values[i] = raw
+                    continue
+                x = values[i] = remember(raw)
                 if type(x) is float and x - x != 0:   # nan or +-inf: never cached, so always seen here
                     bad.add(i // width)
         if not bad:

@@ -241,12 +241,22 @@ class _Progress:
         at = block.steps().nonzero()[0].tolist()
         ks, ns = got[0].tolist(), got[1].tolist()
         j, last = 0, len(at)
+        phase_seq, phase_line = self.phase_seq, self.phase_line
         for i, line in lines:
             while j < last and at[j] < i:
                 self._step(signals[at[j]], ks[j], ns[j])
                 j += 1
-            if type(line) is TrainBar:
-                self._train_bar(line)
+            if type(line) is TrainBar:   # _train_bar, inline (one such bar between two rows of a dense log)
+                k = line.k
+                if k >= self.max_step:
+                    self.max_step = k
+                    self.total_steps = line.total()
+                    self.step_line = line  # type: ignore[assignment]
+                self.step_seq = seq = line.seq
+                phase = "training" if k else "first-step"
+                phase_seq[phase] = seq
+                phase_line[phase] = line  # type: ignore[assignment]
+                self.last_path = line.path
             else:
                 self._line(line)
         while j < last:
