@@ -406,3 +406,24 @@ def test_a_stack_cut_at_an_assert_statement_with_its_message_is_that_assertion()
     f = _first(run_text(text))
     assert "`AssertionError: Reward model is not correctly loaded.`" in f.message
     assert "the statement that raised it" in f.message and "notebook" not in f.message
+
+
+def test_stacks_cut_in_deepspeeds_engine_construction_and_in_a_zero3_gather_name_their_stage():
+    # axolotl-ai-cloud/axolotl#954 (dev18 2223): cut at `engine = DeepSpeedEngine(` in deepspeed.initialize
+    init = ("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.8/dist-packages/accelerate/accelerator.py", line 1571, in _prepare_deepspeed\n'
+            "    engine, optimizer, _, lr_scheduler = deepspeed.initialize(**kwargs)\n"
+            '  File "/usr/local/lib/python3.8/dist-packages/deepspeed/__init__.py", line 171, in initialize\n'
+            "    engine = DeepSpeedEngine(args=args,\n")
+    f = _first(run_text(init))
+    assert f.title == "DeepSpeed building its engine failed; the exception is not in the excerpt"
+    assert "deepspeed-config-error" in f.alternatives and "_batch_assertion" in f.message
+    # allenai/open-instruct#393 (dev18 2226): cut inside ZeRO-3's all-gather of the whole policy
+    gather = ("Traceback (most recent call last):\n"
+              '  File "/env/lib/python3.11/site-packages/deepspeed/runtime/zero/partition_parameters.py", line 2235, in __enter__\n'
+              "    self.params[0].all_gather(param_list=self.params)\n"
+              '  File "/env/lib/python3.11/site-packages/deepspeed/runtime/zero/partition_parameters.py", line 1143, in all_gather\n'
+              "    return self._all_gather(param_list, async_op=async_op, hierarchy=hierarchy)\n")
+    f = _first(run_text(gather))
+    assert f.title == "DeepSpeed ZeRO-3 gathering full parameters failed; the exception is not in the excerpt"
+    assert "cuda-oom" in f.alternatives and "Gather fewer parameters" in f.fix[0]
