@@ -427,3 +427,22 @@ def test_stacks_cut_in_deepspeeds_engine_construction_and_in_a_zero3_gather_name
     f = _first(run_text(gather))
     assert f.title == "DeepSpeed ZeRO-3 gathering full parameters failed; the exception is not in the excerpt"
     assert "cuda-oom" in f.alternatives and "Gather fewer parameters" in f.fix[0]
+
+
+def test_a_stack_cut_with_no_deeper_stage_is_read_by_the_trainer_phase_its_frames_are_in():
+    # fixtures/devlogs17 2103 (trl GRPO, eval_on_start): cut in transformers' evaluate with torch frames below it
+    evaluation = ("Traceback (most recent call last):\n"
+                  '  File "/env/lib/python3.12/site-packages/transformers/trainer.py", line 4471, in evaluate\n'
+                  "    output = eval_loop(\n"
+                  '  File "/env/lib/python3.12/site-packages/torch/nn/modules/module.py", line 1751, in _wrapped_call_impl\n'
+                  "    return self._call_impl(*args, **kwargs)\n")
+    f = _first(run_text(evaluation))
+    assert (f.category, f.title) == ("other", "The evaluation loop failed; the exception is not in the excerpt")
+    assert f.fix[0].startswith("Run once with evaluation off") and sum("eval_strategy" in x for x in f.fix) == 1
+    # a deeper stage still wins: the backward pass under the training step
+    deeper = ("Traceback (most recent call last):\n"
+              '  File "/env/lib/python3.12/site-packages/transformers/trainer.py", line 3687, in training_step\n'
+              "    self.accelerator.backward(loss, **kwargs)\n"
+              '  File "/env/lib/python3.12/site-packages/torch/autograd/__init__.py", line 251, in backward\n'
+              "    Variable._execution_engine.run_backward(\n")
+    assert _first(run_text(deeper)).title == "The backward pass failed; the exception is not in the excerpt"

@@ -189,7 +189,7 @@ class Unrecognised(Rule):
             elif ray is not None:
                 msg += (f" Ray's RayTaskError line above these frames names the exception: {ray[1]}, raised in the "
                         f"remote task whose frames these are (its message, printed after them, is not in the paste).")
-            fix[:0] = cut_fix + _phase_fix(phase, ctx.framework()[0])
+            fix[:0] = cut_fix + ([] if staged else _phase_fix(phase, ctx.framework()[0]))  # a stage has its own
             if user:
                 fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}.")
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
