@@ -96,6 +96,26 @@ def write(kind: Kind, key: str, data: bytes) -> None:
     prune(kind, folder, name)
 
 
+def merge_table(kind: Kind, key: str, new: dict) -> None:
+    """Add ``new`` to the marshalled dict kept under ``key`` (re-read first: another process may have added entries
+    since this one read); an unreadable or foreign file is replaced, a value marshal cannot write is not cached."""
+    import marshal
+    merged: dict = {}
+    data = read(kind, key)
+    if data:
+        try:
+            old = marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            old = None
+        if isinstance(old, dict):
+            merged.update(old)
+    merged.update(new)
+    try:
+        write(kind, key, marshal.dumps(merged))
+    except (ValueError, TypeError):
+        pass
+
+
 def prune(kind: Kind, folder: str, keep_name: str) -> None:
     """Delete the regular files of ``kind`` in ``folder`` beyond its ``keep`` most recently used, never
     ``keep_name`` (the file just written, whatever the clock says of it)."""

@@ -45,21 +45,8 @@ def _load() -> dict[str, bytes]:
 
 
 def _save() -> None:
-    import marshal
-
     from . import cachefiles
-    key = _key()
-    merged: dict[str, bytes] = {}
-    data = cachefiles.read(cachefiles.CLASSES, key)   # another process may have added entries since this one read
-    if data:
-        try:
-            old = marshal.loads(data)
-            if isinstance(old, dict):
-                merged.update(old)
-        except (EOFError, ValueError, TypeError):
-            pass
-    merged.update(_new)
-    cachefiles.write(cachefiles.CLASSES, key, marshal.dumps(merged))
+    cachefiles.merge_table(cachefiles.CLASSES, _key(), _new)   # another process may have added entries since
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:  # noqa: A002 - exec's own parameters

@@ -93,23 +93,8 @@ def _record(pattern: str | bytes, flags: int, rx: re.Pattern) -> tuple | None:
 
 def _save() -> None:
     """Add this process's new entries to the cache file (re-read first: another process may have added others)."""
-    import marshal
-
     from . import cachefiles
-    key = _key()
-    old: Any = None
-    data = cachefiles.read(cachefiles.REGEX, key)
-    if data:
-        try:
-            old = marshal.loads(data)
-        except (EOFError, ValueError, TypeError):
-            old = None
-    merged = dict(old) if isinstance(old, dict) else {}
-    merged.update(_new)
-    try:
-        cachefiles.write(cachefiles.REGEX, key, marshal.dumps(merged))
-    except (ValueError, TypeError):
-        pass
+    cachefiles.merge_table(cachefiles.REGEX, _key(), _new)
 
 
 def compiled(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:

@@ -22,6 +22,11 @@ def _pasted(log) -> bool:
     live run's own output never has it, so `watch` reads it as printed and the two readings differ by design."""
     from doctor.sources.reflow import MAX_REFLOW, needs_reflow
     data = log.read_bytes()
+    # the paste cut inside its last line (a traceback header cut mid-word): a live run's output never stops so, and
+    # `analyze` reads the rows above it as an excerpt's, `watch` as a whole run's
+    last = data.rstrip().rsplit(b"\n", 1)[-1]
+    if b"Traceback (most rec" in last and not last.rstrip().endswith(b"last):"):
+        return True
     return len(data) <= MAX_REFLOW and needs_reflow(data) is not None
 
 

@@ -134,24 +134,8 @@ def _known_table() -> dict[str, tuple[Site, ...]]:
 
 def _save_known() -> None:
     """Add this process's lookups to the file (re-read first: another process may have added others)."""
-    import marshal
-
     from .. import cachefiles
-    key = _sites_key()
-    merged: dict[str, tuple[Site, ...]] = {}
-    data = cachefiles.read(cachefiles.SITES, key)
-    if data:
-        try:
-            old = marshal.loads(data)
-            if isinstance(old, dict):
-                merged.update(old)
-        except (EOFError, ValueError, TypeError):
-            pass
-    merged.update(_known_new)
-    try:
-        cachefiles.write(cachefiles.SITES, key, marshal.dumps(merged))
-    except (ValueError, TypeError):
-        pass
+    cachefiles.merge_table(cachefiles.SITES, _sites_key(), _known_new)
 
 
 def signature_sites(text: str) -> frozenset[Site]:
