@@ -96,19 +96,24 @@ def write(kind: Kind, key: str, data: bytes) -> None:
     prune(kind, folder, name)
 
 
+def read_table(kind: Kind, key: str) -> dict:
+    """The marshalled dict kept under ``key``; {} when there is none or the file is unreadable or not a dict."""
+    data = read(kind, key)
+    if not data:
+        return {}
+    import marshal
+    try:
+        table = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
 def merge_table(kind: Kind, key: str, new: dict) -> None:
     """Add ``new`` to the marshalled dict kept under ``key`` (re-read first: another process may have added entries
     since this one read); an unreadable or foreign file is replaced, a value marshal cannot write is not cached."""
     import marshal
-    merged: dict = {}
-    data = read(kind, key)
-    if data:
-        try:
-            old = marshal.loads(data)
-        except (EOFError, ValueError, TypeError):
-            old = None
-        if isinstance(old, dict):
-            merged.update(old)
+    merged = read_table(kind, key)
     merged.update(new)
     try:
         write(kind, key, marshal.dumps(merged))

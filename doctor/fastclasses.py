@@ -32,15 +32,7 @@ def _load() -> dict[str, bytes]:
     global _table
     _table = {}   # first: a dataclass made while the cache module is imported must not read the file again
     from . import cachefiles
-    data = cachefiles.read(cachefiles.CLASSES, _key())
-    if data:
-        import marshal
-        try:
-            got = marshal.loads(data)
-        except (EOFError, ValueError, TypeError):
-            got = None
-        if isinstance(got, dict):
-            _table.update(got)
+    _table.update(cachefiles.read_table(cachefiles.CLASSES, _key()))
     return _table
 
 

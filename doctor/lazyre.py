@@ -64,15 +64,7 @@ def _key() -> str:
 def _load() -> dict:
     global _table
     from . import cachefiles
-    table: Any = {}
-    data = cachefiles.read(cachefiles.REGEX, _key())
-    if data:
-        import marshal
-        try:
-            table = marshal.loads(data)
-        except (EOFError, ValueError, TypeError):
-            table = {}
-    _table = table if isinstance(table, dict) else {}
+    _table = cachefiles.read_table(cachefiles.REGEX, _key())
     return _table
 
 

@@ -118,17 +118,8 @@ def _sites_key() -> str:
 def _known_table() -> dict[str, tuple[Site, ...]]:
     global _known
     if _known is None:
-        import marshal
-
         from .. import cachefiles
-        table: Any = None
-        data = cachefiles.read(cachefiles.SITES, _sites_key())
-        if data:
-            try:
-                table = marshal.loads(data)
-            except (EOFError, ValueError, TypeError):
-                table = None
-        _known = table if isinstance(table, dict) else {}
+        _known = cachefiles.read_table(cachefiles.SITES, _sites_key())
     return _known
 
 
