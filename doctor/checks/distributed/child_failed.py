@@ -93,7 +93,7 @@ class ChildFailed(Rule):
         the rank, its exit code and its error."""
         header = self.block.header
         assert header is not None
-        if any(f.severity.name in ("error", "warning") for f in ctx.findings):
+        if any(f.severity >= Severity.warning for f in ctx.findings):
             return []  # the run's own error was read: the header only reports it
         tail = ctx.tails.get(header.where.path) or ()
         failed = next((ln for ln in tail if ln.seq > header.seq and ln.text.rstrip().endswith(" FAILED")), None)

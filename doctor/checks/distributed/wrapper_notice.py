@@ -3,6 +3,8 @@ launcher's CalledProcessError): say which wrapper, what it does tell (the wrappe
 the cause is printed."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ... import lazyre
 from ...classify.structure import CONSEQUENCES
 from ...model import Evidence
@@ -34,12 +36,11 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     diag = _wrapper_fix(hits, ctx)
     if diag is None:
         return None
-    from dataclasses import replace
-
-    from ..hang.prose import prose_lines, symptom
-    said = next((found for tail in ctx.tails.values() if (found := symptom(prose_lines(list(tail))))), None)
-    if said is None or said[0].startswith("hang"):
+    from ..hang.prose import symptom_in
+    got = symptom_in(ctx.tails.values())
+    if got is None or got[0][0].startswith("hang"):
         return diag
+    said = got[0]
     line = said[2]
     return replace(diag, category=said[0], confidence="possible",
                    message=(diag.message or "") + f" The words of the paste say {said[1]} (`{line.text.strip()[:160]}`): "

@@ -341,12 +341,12 @@ class Unrecognised(Rule):
 def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | None:
     """(category, what the words say, the line) when a person's sentence before a cut stack (an issue's title, "I
     get an out of memory error:") names a symptom other than a stop; None otherwise."""
-    from ..hang.prose import prose_lines, symptom
+    from ..hang.prose import symptom_in
     tail = tail_before(ctx.tails, line)
     header = next((i for i, t in enumerate(reversed(tail)) if "Traceback" in t.text), None)
     if header is not None:
         before = tail[:len(tail) - 1 - header]
     else:  # a stack pasted from its first frame, without the header
         before = tail[:next((i for i, t in enumerate(tail) if plain(t.text).startswith('File "')), 0)]
-    found = symptom(prose_lines(before))
-    return found if found is not None and not found[0].startswith("hang") else None
+    got = symptom_in([before])
+    return got[0] if got is not None and not got[0][0].startswith("hang") else None

@@ -4,6 +4,7 @@ so that the next reading rests on the run's own lines. Pure: the lines of the lo
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 
 from ... import lazyre
@@ -136,6 +137,16 @@ def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
     return None
 
 
+def symptom_in(inputs: Iterable[Iterable[LogLine]]) -> tuple[tuple[str, str, LogLine], list[LogLine]] | None:
+    """The first symptom the prose lines of these inputs name (``symptom``), with the lines of the input it is in."""
+    for lines in inputs:
+        lines = list(lines)
+        found = symptom(prose_lines(lines))
+        if found is not None:
+            return found, lines
+    return None
+
+
 def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
     """(hang-at-start or hang-mid-training, the line) when these prose lines say the run was stuck, whatever other
     symptom they also name ("if it were out of memory..." beside "it always freezes at the same step")."""
@@ -161,17 +172,11 @@ class ProseSymptom(Rule):
         # (a launch command given beside the paste does not make the paste a whole log: its launcher lines would)
         if warned and (ctx.run.launches or any(f.rule_id not in _ENDING_GUESSES for f in warned)):
             return []
-        lines = ctx.last_tail()
-        found = symptom(prose_lines(lines))
-        # the description may sit in another input than the one that ends last (an issue's text beside its script)
-        for tail in ctx.tails.values() if found is None else ():
-            found = symptom(prose_lines(list(tail)))
-            if found is not None:
-                lines = list(tail)
-                break
-        if found is None:
+        # the input that ends last first; the description may sit in another (an issue's text beside its script)
+        got = symptom_in([ctx.last_tail(), *ctx.tails.values()])
+        if got is None:
             return []
-        category, said, line = found
+        (category, said, line), lines = got
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
             return []  # the words say what the ending already says
         nxt = _PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
