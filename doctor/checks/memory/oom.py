@@ -197,7 +197,7 @@ class OomRule(PatternRule):
                               "instead of gathering the whole model at once.")
         if not fix:
             fix = list(self.meta.fix)
-        title = "Out of GPU memory in the vLLM engine (serving, no trainer)" if \
+        title = "Out of GPU memory in the vLLM engine (no trainer in the log)" if \
             self.want == "vllm" and not server and serving else None
         return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
                           seq=hits[0].seq, title=title)]
