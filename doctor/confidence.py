@@ -30,12 +30,15 @@ METRIC_CATEGORIES = frozenset({"reward-zero-or-flat", "grad-norm-zero", "loss-na
 
 
 def _similar(f: Finding) -> list[str]:
-    """The categories of the known-issue threads about this finding's evidence (errors only: doctor/known)."""
+    """The categories of the known-issue threads about this finding's failure mechanism (the same raise site, or
+    exception type, component and phase: doctor/known/mechanism.py), errors only. A thread alike in words only is
+    no candidate: its category follows its own failure, which shares the words, not the cause."""
     if f.severity != Severity.error or not f.evidence:
         return []
     from . import known
+    from .known.mechanism import MECHANISM
     try:
-        return [m.category for m in known.for_finding(f)]
+        return [m.category for m in known.for_finding(f) if m.basis in MECHANISM]
     except (OSError, ValueError):  # the index unreadable: no alternatives from it, the report still comes
         return []
 

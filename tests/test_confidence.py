@@ -151,12 +151,16 @@ def test_a_possible_finding_names_the_other_findings_categories(monkeypatch):
 
 
 def test_a_similarity_only_finding_is_possible_with_the_threads_categories(monkeypatch):
-    """Nothing but the known-issue threads (doctor/known) points anywhere: the categories of the matched threads are
-    its alternatives, the rule's own runners-up first; a certain finding keeps none."""
+    """Nothing but the known-issue threads (doctor/known) points anywhere: the categories of the threads that share
+    the failure's mechanism (raise site, or type + component + phase) are its alternatives, the rule's own runners-up
+    first; a thread alike in words only adds none; a certain finding keeps none."""
     class M:
-        def __init__(self, category):
+        def __init__(self, category, basis="raise-site"):
             self.category = category
-    monkeypatch.setattr(known, "for_finding", lambda f: [M("dataset-or-template-error"), M("other"), M("cuda-oom")])
+            self.basis = basis
+    monkeypatch.setattr(known, "for_finding", lambda f: [
+        M("dataset-or-template-error"), M("other"), M("reward-function-error", "similarity"),
+        M("cuda-oom", "type-component-phase")])
     [f] = confidence.assess([_f("GD999", "other", "possible", alternatives=("vllm-engine-error",))])
     assert f.confidence == "possible"
     assert f.alternatives == ("vllm-engine-error", "dataset-or-template-error", "cuda-oom")

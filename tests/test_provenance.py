@@ -238,3 +238,13 @@ def test_a_range_from_the_oldest_release_read_is_open_below():
     rb = RaisedBy("vllm", f"{first}-0.12", "vllm/config.py", "ModelConfig.verify", "ValueError", "<=0.12")
     assert rb.describe() == "raised by vllm <=0.12 `ModelConfig.verify` (vllm/config.py)"
     assert rb.to_json()["versions"] == f"{first}-0.12"           # the JSON keeps the releases read
+
+
+def test_a_wording_torch_raises_too_names_no_package_without_a_frame():
+    """torch's Module.load_state_dict raises "Error(s) in loading state_dict for <class>:" for every module, and the
+    index (which holds no torch) has transformers' copy: without a frame of transformers' loader, the report must not
+    say that transformers raised it (dev15 1812: PEFT's wrapper, a strict torch load on a resume)."""
+    case = next((ROOT / "fixtures" / "devlogs15").glob("1812-*"))
+    r = analyze([str(case / "log.txt")])
+    assert r.findings[0].category == "checkpoint-adapter-only-load-args"
+    assert not any(rb.package == "transformers" for f in r.findings for rb in f.raised_by)

@@ -33,6 +33,7 @@ class Part(NamedTuple):
     what: str                 # one sentence: what failed, as the evidence shows it
     fix: tuple[str, ...]      # framework-independent fix lines
     by_framework: dict        # framework -> fix line in its terms (None: any other)
+    cases: str = ""           # the usual causes, said only when the run's own evidence does not name one
 
 
 def _hay(frames: tuple[Frame, ...]) -> str:
@@ -66,19 +67,28 @@ _CHECKPOINT_LOAD = Part(
     "vllm-checkpoint-load",
     "The engine failed while loading the model's checkpoint at start (its model_loader reading the safetensors "
     "shards into the model class): a weight name or shape in the checkpoint has no place in the architecture this "
-    "vLLM builds for it, such as a head the generative class does not have (`score`, `classifier`, `v_head` of a "
-    "reward or sequence-classification checkpoint), quantisation tensors without the matching load format, or a "
-    "checkpoint of a newer model revision than this vLLM knows.",
-    ("Check that the checkpoint is the kind of model vLLM is asked to serve (a reward or classification model needs "
-     "the matching task or runner, not the generative one) and that the installed vLLM supports its architecture "
-     "and quantisation; the first names in the error are those the class lacks.",),
-    {None: "Load the checkpoint with the model class and task it was saved for (or serve a generative checkpoint)."})
+    "vLLM builds for it.",
+    ("Check that the installed vLLM supports the checkpoint's architecture and quantisation; the first names in the "
+     "error are those the model class lacks.",),
+    {},
+    "Usual causes: a head the generative class does not have (`score`, `classifier`, `v_head` of a reward or "
+    "sequence-classification checkpoint), quantisation tensors without the matching load format, or a checkpoint of "
+    "a newer model revision than this vLLM knows.")
+# neither a sync call nor a checkpoint loader in the evidence: the loader's model class refused a weight, from either
+_LOAD_EITHER = Part(
+    "vllm-weight-names",
+    "The engine's model class refused a weight in its load_weights; no line here shows whether the weights came "
+    "from the checkpoint at start or from a trainer's weight sync.",
+    ("Check that the installed vLLM supports this model and its quantisation; if a trainer pushes weights into the "
+     "engine, use trainer and vLLM releases documented to work together.",),
+    {})
 # what shows the weights came from a trainer's sync rather than the checkpoint on disk: the sync routes and calls
 _SYNC_ROUTES = ("/update_flattened_params", "/update_named_param", "update_weights")
 _SYNC_WORDS = _SYNC_ROUTES + ("collective_rpc", "_load_state_dict_to_vllm", "_move_model_to_vllm", "_sync_weights",
                               "load_weights_from_")
-_DISK_WORDS = ("Loading safetensors checkpoint shards", "model_loader/", " load_model", " initialize_model",
-               "Loading pt checkpoint shards")
+# vLLM <= 0.3 kept the loader in one file, vllm/model_executor/model_loader.py
+_DISK_WORDS = ("Loading safetensors checkpoint shards", "model_loader/", "model_loader.py", " load_model",
+               " initialize_model", "Loading pt checkpoint shards")
 _NCCL = Part(
     "vllm-nccl-group",
     "NCCL failed inside the engine while the trainer and the rollout engine form or use their weight-sync "
@@ -124,10 +134,11 @@ def part_of(frames: tuple[Frame, ...], context: str = "") -> Part | None:
         return _NCCL
     if ("load_weights" in hay or "model_loader" in hay or "weight_loader" in hay
             or any(r in context for r in _SYNC_ROUTES)):
-        synced = any(w in context or w in hay for w in _SYNC_WORDS)
-        if not synced and any(w in context or w in hay for w in _DISK_WORDS):
+        if any(w in context or w in hay for w in _SYNC_WORDS):
+            return _WEIGHTS
+        if any(w in context or w in hay for w in _DISK_WORDS):
             return _CHECKPOINT_LOAD
-        return _WEIGHTS
+        return _LOAD_EITHER
     if "concurrent/futures/thread.py" in hay and _worker_infers(frames):
         return _ASYNC
     return None

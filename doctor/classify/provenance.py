@@ -33,6 +33,10 @@ MAX_TEXT = 1000        # characters of a message looked up (a longer one is read
 MAX_PER_FINDING = 3    # raised_by entries of one finding
 EVIDENCE_READ = 8      # evidence lines of one finding read for exceptions and error lines
 _ERROR_LEVELS = ("error", "critical")
+# wordings that a package outside the index raises too: an indexed site matching one names its package only when a
+# frame confirms it (torch/nn/modules/module.py Module.load_state_dict raises "Error(s) in loading state_dict for
+# {class}:" for every nn.Module, transformers' loader the same words for its models)
+_SHARED_WITH_TORCH = ("Error(s) in loading state_dict for",)
 
 # framework (doctor/swift/framework.py) -> the packages its errors most likely come from
 _PREFER = {"ms-swift": ("ms-swift", "trl"), "trl": ("trl",), "unsloth": ("trl",), "verifiers": ("trl",),
@@ -125,6 +129,8 @@ class Provenance:
                 shown = open_below(s.package, s.versions)
                 rb = RaisedBy(s.package, s.versions, s.module, s.where, s.kind, shown,
                               scope(s, shown, funcs, ev.text, self.run.versions))
+                if rb.scope == "package" and any(w in ev.text for w in _SHARED_WITH_TORCH):
+                    continue  # torch raises the same words: the package is not known either
                 said = any(o.package == rb.package and o.scope == rb.scope == "package" for o in out)
                 if rb not in out and not said and len(out) < MAX_PER_FINDING:
                     out.append(rb)

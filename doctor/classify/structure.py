@@ -15,7 +15,7 @@ from .component import component, deepest_library, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
 _KEYS = {"id", "category", "stackless", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
-         "not_message", "doc", "backed_by", "fix", "verify", "title"}
+         "not_message", "doc", "cases", "backed_by", "fix", "verify", "title"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
                 "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
@@ -43,6 +43,7 @@ class Entry:
     fix: tuple[str, ...] = ()   # the fix lines of this entry, in place of its rule's (a rule shared by several entries)
     verify: str = ""            # how to see it fixed, in place of its rule's
     title: str = ""             # what failed, in place of its rule's title (an entry narrower than its category)
+    cases: str = ""             # the usual causes, printed after the doc unless the evidence names the run's own
     stackless: bool = False     # only for an exception printed without frames of its own (a title, a summary)
 
 
@@ -80,6 +81,7 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
                          any_frame=tuple(raw.get("any_frame", ())), below=tuple(raw.get("below", ())),
                          not_any=tuple(raw.get("not_any", ())), fix=tuple(raw.get("fix", ())),
                          verify=raw.get("verify", ""), title=raw.get("title", ""),
+                         cases=raw.get("cases", "").strip(),
                          stackless=bool(raw.get("stackless", False)), **rx))
     return tuple(out)
 

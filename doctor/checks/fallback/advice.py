@@ -3,6 +3,8 @@ in the terms of the framework that ran. doctor/classify/hints.py reads the messa
 part of a component that failed; this module puts them together for one verdict. Pure."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ... import lazyre
 from ...classify.boundary import boundary
 from ...classify.boundary import explain as boundary_explain
@@ -27,6 +29,7 @@ from ...classify.hints import (
 from ...classify.mm_budget import account as mm_account
 from ...classify.parts import part_fix, part_of
 from ...classify.structure import Verdict
+from ...classify.weight_names import reading as weight_name_reading
 from ...engine.state import RunState
 from ...signals import ExceptionInfo
 
@@ -79,14 +82,19 @@ def boundary_advice(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, contex
     return boundary_explain(b, versions), boundary_fix(b, versions, notebook)
 
 
-def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
-           ) -> tuple[str, list[str], tuple[str, ...]]:
-    """(sentences to add to the message, fix lines to put first, the rule's fix lines the evidence makes moot:
-    substrings)."""
+class Advice(NamedTuple):
+    why: str                 # sentences to add to the message
+    first: list[str]         # fix lines to put first
+    drop: tuple[str, ...]    # substrings of the rule's fix lines the evidence makes moot
+    own_reading: bool        # the evidence names the cause: the entry's list of usual causes is not printed
+
+
+def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -> Advice:
     fw = framework_of(ctx)
     why: list[str] = []
     first: list[str] = []
     drop: tuple[str, ...] = ()
+    named = weight_name_reading(exc.message) if exc is not None and exc.short_type == "KeyError" else None
     b_why, b_fix = boundary_advice(v, ctx, exc, context)
     if b_why:
         why.append(b_why)
@@ -120,10 +128,15 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
     part = part_of(v.frames, context + "\n" + after)
     if part is not None:
         if part.what:
-            why.append(part.what)
-        if part.id in ("vllm-weight-load", "vllm-lora", "vllm-checkpoint-load"):
+            why.append(part.what if named is not None or not part.cases else f"{part.what} {part.cases}")
+        if part.id in ("vllm-weight-load", "vllm-lora", "vllm-checkpoint-load", "vllm-weight-names"):
             drop += ("Retry with the smallest change to the vLLM side",)  # eager mode or one GPU cannot fix these
         first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
+    if named is not None and v.entry.category == "vllm-engine-error":
+        why.insert(0, named.why)
+        first.insert(0, named.fix)
+        # the entry's fix lists every usual cause; the name says which one
+        drop += ("Compare the checkpoint's tensor names", "Compare the name with what this vLLM model class loads")
     mem = vllm_memory_note(context) if v.entry.category == "cuda-oom" else None
     if mem is not None:
         why.append(mem[0])
@@ -175,7 +188,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str
         if fits:  # the sizes divide: the lines that tell to make them divide cannot help
             why.append(fits)
             first = [x for x in first if "divide" not in x and "a multiple of" not in x]
-    return " ".join(why), first, drop
+    return Advice(" ".join(why), first, drop, named is not None and v.entry.category == "vllm-engine-error")
 
 
 # vLLM's model implementations refuse what their code does not cover: a model version or variant, a feature for that

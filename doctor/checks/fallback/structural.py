@@ -344,7 +344,8 @@ class Structural(Rule):
             context = exc.message + "\n" + context_before(ctx, exc.where.path, exc.seq)
         else:
             context = context_before(ctx, ctx.open_tracebacks[0][0].where.path, ctx.open_tracebacks[0][0].seq)
-        extra, first, drop = advise(v, ctx, exc, context)
+        advice = advise(v, ctx, exc, context)
+        extra, first, drop = advice.why, advice.first, advice.drop
         if exc is None:
             cut_why, cut_fix = cut_message(v.frames)
             extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
@@ -355,6 +356,8 @@ class Structural(Rule):
             fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is "
                        f"{rel(user[-1])}: start there.")
         doc = " ".join(v.entry.doc.split())
+        if v.entry.cases and not advice.own_reading:
+            doc += " " + " ".join(v.entry.cases.split())
         server = _server_in_args(v, ctx)
         if server:
             doc = server

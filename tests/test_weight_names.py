@@ -1,0 +1,68 @@
+"""The reading of a weight name vLLM's loader refused (doctor/classify/weight_names.py), and which loading part the
+evidence shows (doctor/classify/parts.py): one reading the name supports, never a list of every usual cause."""
+from pathlib import Path
+
+import pytest
+
+from doctor.classify.parts import part_of
+from doctor.classify.weight_names import reading
+from doctor.signals import Frame
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize("key, kind", [
+    ("'lm_head.weight'", "tied-head"),
+    ("'Im_head.weight'", "tied-head"),                       # OCR of a screenshot reads l as I
+    ("'model.layers.0.mlp.gate_gate_up_proj.weight'", "packed-twice"),
+    ("'layers.0.mlp.gate_gate_up_proj.deq_scale'", "packed-twice"),
+    ("'model.layers.3.self_attn.qkqkv_proj.weight'", "packed-twice"),   # 'qkv_proj'.replace('v_proj', 'qkv_proj')
+    ("'layers.35.mlp.gate.g_idx'", "router-quantised"),
+    ("'model.layers.2.self_attn.q_proj.qweight'", "quantised-layer"),
+    ("'model.layers.2.mlp.down_proj.weight_scale'", "quantised-layer"),
+    ("'score.weight'", "head"),
+    ("'v_head.summary.weight'", None),                       # a head's inner layer: not the head's own tensor
+    ("'model.layers.0.mlp.gate_proj.weight'", None),          # an ordinary name: nothing specific to say
+    ("'model.embed_tokens.weight'", None),
+    ("'text'", None),
+])
+def test_the_name_gives_one_reading(key, kind):
+    got = reading(key)
+    assert (got.kind if got else None) == kind
+
+
+def test_the_router_reading_names_the_tensor_and_the_gate():
+    got = reading("'layers.35.mlp.gate.g_idx'")
+    assert "`g_idx`" in got.why and "`mlp.gate`" in got.why and "full precision" in got.fix
+
+
+def test_the_loading_part_follows_the_evidence():
+    site = "/usr/lib/python3/site-packages/"
+    load = (Frame(site + "vllm/model_executor/models/qwen3_moe.py", 574, "load_weights"),)
+    assert part_of(load, "").id == "vllm-weight-names"     # neither a sync nor a checkpoint loader is shown
+    assert part_of(load, "Loading safetensors checkpoint shards:   0% Completed").id == "vllm-checkpoint-load"
+    old = (Frame(site + "vllm/model_executor/model_loader.py", 99, "get_model"),) + load   # vLLM <= 0.3's loader
+    assert part_of(old, "").id == "vllm-checkpoint-load"
+    synced = (Frame(site + "trl/trainer/grpo_trainer.py", 900, "_move_model_to_vllm"),) + load
+    assert part_of(synced, "").id == "vllm-weight-load"
+
+
+def _analyze(case: str) -> dict:
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(case), "--format", "json", "--isolated"],
+                         capture_output=True, text=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+def test_a_named_head_replaces_the_list_of_usual_causes_in_the_report():
+    """A GPTQ MoE checkpoint whose router got g_idx (dev16 1919): the report states the router reading and no
+    longer lists a tied head and heads of reward models as candidates, nor tells to sync weights one at a time."""
+    case = next((FIXTURES / "devlogs16").glob("1919-*"))
+    first = _analyze(case)["findings"][0]
+    assert first["category"] == "vllm-engine-error"
+    assert "MoE router" in first["message"]
+    assert "tied lm_head" not in first["message"] and "Usual causes" not in first["message"]
+    assert first["fix"][0].startswith("Use a quantised checkpoint that keeps the MoE router")
+    assert not any("one named parameter at a time" in f for f in first["fix"])
