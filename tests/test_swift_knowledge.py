@@ -55,3 +55,17 @@ def test_a_release_a_sentence_advises_or_blames_is_not_read_as_the_installed_one
     assert s.run.versions == {}
     feed_text(s, "vllm==0.8.0\ntransformers==4.53.0\n")  # a pip freeze
     assert s.run.versions == {"vllm": "0.8.0", "transformers": "4.53.0"}
+
+
+def test_the_release_a_sentence_says_was_moved_to_is_the_installed_one():
+    from conftest import feed_text
+
+    from doctor.engine import Session
+    from doctor.registry import load_catalog
+    s = Session(load_catalog())
+    # the words of fixtures/devlogs18 2230: 0.7.2 ran the older model, the failure came after updating to 0.7.3
+    feed_text(s, "vllm 0.7.2支持qwen2VL模型，也能跑通训练代码，但是不支持qwen2.5VL模型，尝试更新vllm至0.7.3后，出现以下问题。\n")
+    assert s.run.versions == {"vllm": "0.7.3"}
+    t = Session(load_catalog())
+    feed_text(t, "You should upgrade vllm to 0.8.5.\n")   # advice, not a move that happened
+    assert t.run.versions == {}

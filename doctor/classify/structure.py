@@ -169,13 +169,26 @@ def _closest(exc: ExceptionInfo, floor: float) -> list:
 def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
     """For an exception printed without any frame: the function that raises its wording, from the raise-site index
     (doctor/classify/raise_sites.py), as one frame with line SITE_LINE; () when the wording is not indexed or
-    several packages or functions raise it."""
+    several packages or functions raise it alike. Of two functions whose templates both hold the words, the one
+    whose template has more literal text is the raiser (``Attempted to assign {any} = {any} multimodal tokens to``
+    over ``Attempted to assign {any} {any} tokens to``)."""
     best = _closest(exc, 0.9)
+    if not best:
+        return ()
+    if len({(m.package, m.where.rsplit(".", 1)[-1]) for m in best}) != 1:
+        best = _most_literal(best)
     # one function of one package; a module moved between releases (swift/llm/ -> swift/pipelines/) is the same site
     if not best or len({(m.package, m.where.rsplit(".", 1)[-1]) for m in best}) != 1:
         return ()
     m = best[0]
     return (Frame(f"site-packages/{m.module}", SITE_LINE, m.where.rsplit(".", 1)[-1]),)
+
+
+def _most_literal(best: list) -> list:
+    """The matches of ``best`` whose template holds the most literal text."""
+    from .raise_sites import idx_lit
+    top = max(idx_lit(m) for m in best)
+    return [m for m in best if idx_lit(m) == top]
 
 
 def site_package_paths(exc: ExceptionInfo) -> list[str]:

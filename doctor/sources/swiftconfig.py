@@ -39,6 +39,11 @@ _TRANSFORMERS_VERSION = lazyre.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+
 # a sentence that advises or blames a release names a version other than the installed one
 _ADVICE = lazyre.compile(r"(?i)\binstead\b|\bdowngrad\w*|\bupgrad\w* to\b|\brecommend\w*|\bshould\b|\bworks? "
                          r"(?:with|on|fine)\b|\bworked\b|\bpin(?:ned|ning)?\b|\bbreaks?\b|\bbroke\b|\breleased\b")
+# "after updating vllm to 0.7.3 ...", "尝试更新vllm至0.7.3后": the release the author moved to is the one that ran, even
+# when the same sentence names the release it left
+_MOVED_TO = {name: lazyre.compile(r"(?i)(?:\bupdated|\bupgraded|\bupdating|\bupgrading|\bbumped|更新|升级)\s*(?:the\s+)?"
+                                  + name + r"\s*(?:to|至|到)\s*(?:" + name + r"\s*)?(?:==\s*|v)?(\d+\.\d+\.\d+)")
+             for name in ("vllm", "trl", "transformers")}
 _DUMP_START = lazyre.compile(r"args: (RLHFArguments|SftArguments|TrainArguments|RLHFArguments)\($")
 _DUMP_KV = lazyre.compile(r"^(\w+)=(.*?),?$")
 # traceback / log path fingerprints (swift-notes §7)
@@ -246,8 +251,11 @@ class RunConfig:
         for name, rx, seen in (("vllm", _VLLM_VERSION, "vllm" in text.lower()), ("trl", _TRL_VERSION, "trl" in text),
                                ("transformers", _TRANSFORMERS_VERSION, "transformers" in text)):
             m = rx.search(text) if seen and name not in self.versions else None
+            moved = _MOVED_TO[name].search(text) if m is not None else None
+            if moved is not None:
+                self.versions[name] = moved.group(1)
             # "simply install `vllm==0.7.3` instead": a version advised or blamed, not the one installed
-            if m is not None and not _ADVICE.search(text):
+            elif m is not None and not _ADVICE.search(text):
                 self.versions[name] = m.group(1)
 
     def _read_dump(self, text: str) -> bool:
