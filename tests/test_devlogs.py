@@ -158,7 +158,6 @@ KNOWN_MISSES_17: dict[str, str] = {}
 DEVLOGS18 = ROOT / "fixtures" / "devlogs18"
 KNOWN_MISSES_18: dict[str, str] = {
     "2218": "a math parser's deprecation warnings under a 'stuck' title: read as a log that stops in training",
-    "2228": "math_verify's TimeoutError named in a title without its message, above metric rows: read as a stop",
 }
 
 
