@@ -161,6 +161,28 @@ KNOWN_MISSES_18: dict[str, str] = {
 }
 
 
+# fixtures/devlogs19: the nineteenth development set (30 real logs of 2026-11-30, README there): prose-only pastes,
+# titles that hold the exception, flattened tracebacks
+DEVLOGS19 = ROOT / "fixtures" / "devlogs19"
+KNOWN_MISSES_19: dict[str, str] = {
+    "2402": "a frameless TypeError under an unsloth banner and 'sensitive to the versions of trl' words: no version reading",
+    "2406": "a traceback header followed by a frame cut mid-path: not read as a cut crash, two metric rows win",
+    "2408": "a 0/1000 bar and two notices, the author saying it trains slower: read as a stop",
+    "2409": "a flattened one-line traceback: no frame read, silent",
+    "2411": "transformers' generation-length ValueError: no entry for its wording",
+    "2413": "prose announcing an error shown as a screenshot: silent",
+    "2414": "a title's '!!!!' read as a completion's token loop; the all-caps CUDA OUT OF MEMORY not read",
+    "2415": "a negated symptom ('not OOM') taken as the symptom",
+    "2418": "Chinese failure words in a title above metric rows: silent",
+    "2420": "'hangs after model load' read as mid-training",
+    "2421": "vLLM's 'prompt (total length N) is too long to fit' wording not in GD416",
+    "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
+    "2423": "DeepSpeed's fetch-queue tracing error named in a title: silent",
+    "2425": "an exception quoted inside a title sentence: the cut stack below wins",
+    "2429": "'the reward became 0, KL extremely large' in words: no change-of-state reading",
+}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -171,7 +193,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30),
               (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25), (DEVLOGS14, KNOWN_MISSES_14, 30),
               (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30), (DEVLOGS17, KNOWN_MISSES_17, 30),
-              (DEVLOGS18, KNOWN_MISSES_18, 30))
+              (DEVLOGS18, KNOWN_MISSES_18, 30), (DEVLOGS19, KNOWN_MISSES_19, 30))
 
 
 def _params():
