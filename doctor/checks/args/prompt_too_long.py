@@ -12,7 +12,9 @@ def prompt_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if refused is None:
         return Diagnosis()  # the scheduler's warning: the rule's own message
     n, limit = refused.groups.get("n"), refused.groups.get("limit")
+    # vLLM's multimodal wording counts the image / audio tokens in the prompt's length
+    what = "text plus multimodal tokens" if "total length" in refused.evidence.text else "tokens"
     return Diagnosis(
-        message=f"vLLM refused a request whose prompt has {n} tokens, more than its max_model_len {limit} (both read "
-                f"from the message): the request fails, and so does the rollout or API call that sent it.",
+        message=f"vLLM refused a request whose prompt has {n} {what}, more than its max_model_len {limit} (both "
+                f"read from the message): the request fails, and so does the rollout or API call that sent it.",
         severity=Severity.error)
