@@ -171,12 +171,9 @@ KNOWN_MISSES_19: dict[str, str] = {
     "2409": "a flattened one-line traceback: no frame read, silent",
     "2413": "prose announcing an error shown as a screenshot: silent",
     "2414": "a title's '!!!!' read as a completion's token loop; the all-caps CUDA OUT OF MEMORY not read",
-    "2415": "a negated symptom ('not OOM') taken as the symptom",
     "2418": "Chinese failure words in a title above metric rows: silent",
-    "2420": "'hangs after model load' read as mid-training",
     "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
     "2425": "an exception quoted inside a title sentence: the cut stack below wins",
-    "2429": "'the reward became 0, KL extremely large' in words: no change-of-state reading",
 }
 
 

@@ -99,3 +99,28 @@ def test_a_piece_of_a_wrapped_metrics_dict_is_not_prose():
     lines = [LogLine(t, t, Where("p.log", i + 1), None, i + 1) for i, t in enumerate((piece, sentence))]
     assert [ln.text for ln in prose_lines(lines)] == [sentence]
     assert not is_prose(piece) and is_prose(sentence)
+
+
+def _symptom(text: str):
+    from doctor.checks.hang.prose import prose_lines, symptom
+    from doctor.signals import LogLine, Where
+    lines = [LogLine(t, t, Where("p.txt", i + 1), None, i) for i, t in enumerate(text.splitlines())]
+    got = symptom(prose_lines(lines))
+    return got[0] if got else None
+
+
+def test_a_denied_symptom_is_not_the_symptom():
+    """dev19 2415's words: the processes freeze, and memory did NOT run out."""
+    assert _symptom("8卡80G训练Qwen3-8B会出现进程卡死的现象；显存并没有OOM，想问问是什么原因？") == "hang-mid-training"
+    assert _symptom("The run is not OOM, but it hangs at step 12 every time we train") == "hang-mid-training"
+    assert _symptom("Training dies with an OOM error after about two hours of steps") == "cuda-oom"
+
+
+def test_a_change_of_state_names_the_reward_at_zero():
+    assert _symptom("At the beginning the reward was normal, but by the end the reward became 0 again") \
+        == "reward-zero-or-flat"
+    assert _symptom("训练到后面奖励降到0了，这是为什么呢") == "reward-zero-or-flat"
+
+
+def test_a_hang_after_loading_the_model_is_at_start():
+    assert _symptom("[Bug]: vllm hangs after model download / load and never serves") == "hang-at-start"

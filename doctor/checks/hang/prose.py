@@ -42,8 +42,11 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "loss-nan-or-inf", "a loss or metric became NaN"),
     (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0"),
      "grad-norm-zero", "the gradient norm stays 0"),
-    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are)\s+(?:0|zero)\b|"
-                r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直)\s*0"), "reward-zero-or-flat", "the reward stays at 0"),
+    # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are|became|becomes|"
+                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0|zero)\b|"
+                    r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0"),
+     "reward-zero-or-flat", "the reward is (or fell to) 0"),
     # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
     # fixes it", "after upgrading to 0.19.0": the failure came with a library version
     (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
@@ -83,7 +86,11 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "checkpoints that take tens of GB"),
 )
 _START = lazyre.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
-                    r"开始|第一步|启动")
+                    # "hangs after model download / load", "after loading the model", "never becomes ready"
+                    r"\bafter (?:the )?(?:model )?(?:download\w*|load\w*)\b|\bnever (?:becomes? )?ready\b|"
+                    r"开始|第一步|启动|加载(?:完|后|之后)")
+# a symptom word the sentence denies: "显存并没有OOM", "no OOM", "not stuck", "it doesn't hang"
+_DENIED = lazyre.compile(r"(?i)(?:并没有|没有|没|并未|未|不是|\bno|\bnot|\bwithout|n't|\bnever)\s*(?:\w+\s+)?$")
 _PASTE_NEXT = {
     "cuda-oom": "the traceback of the out-of-memory error and `nvidia-smi` taken at the failure",
     "host-oom-killed": "`dmesg -T | grep -i -E 'killed|oom'` and the log's last 100 lines",
@@ -128,11 +135,16 @@ def prose_lines(lines: list[LogLine]) -> list[LogLine]:
     return out
 
 
+def _named(rx: re.Pattern, text: str) -> bool:
+    """Whether ``text`` names the symptom ``rx`` matches, not only denies it ("显存并没有OOM", "no OOM")."""
+    return any(not _DENIED.search(text[max(0, m.start() - 12):m.start()]) for m in rx.finditer(text))
+
+
 def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
     """(category, what the words say, the line) of the first symptom named in these prose lines."""
     for rx, category, said in _SYMPTOMS:
         for ln in lines:
-            if rx.search(plain(ln.text)):
+            if _named(rx, plain(ln.text)):
                 return (_hang_phase(lines) if category == "hang" else category), said, ln
     return None
 
@@ -151,7 +163,7 @@ def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
     """(hang-at-start or hang-mid-training, the line) when these prose lines say the run was stuck, whatever other
     symptom they also name ("if it were out of memory..." beside "it always freezes at the same step")."""
     rx = next(rx for rx, category, _ in _SYMPTOMS if category == "hang")
-    line = next((ln for ln in lines if rx.search(plain(ln.text))), None)
+    line = next((ln for ln in lines if _named(rx, plain(ln.text))), None)
     return (_hang_phase(lines), line) if line is not None else None
 
 
