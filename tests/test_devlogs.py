@@ -168,10 +168,8 @@ KNOWN_MISSES_19: dict[str, str] = {
     "2402": "a frameless TypeError under an unsloth banner and 'sensitive to the versions of trl' words: no version reading",
     "2406": "a traceback header followed by a frame cut mid-path: not read as a cut crash, two metric rows win",
     "2408": "a 0/1000 bar and two notices, the author saying it trains slower: read as a stop",
-    "2409": "a flattened one-line traceback: no frame read, silent",
-    "2413": "prose announcing an error shown as a screenshot: silent",
+    "2413": "prose announcing an error shown as a screenshot: read as an unread failure (other), the label reads the reward-model path",
     "2414": "a title's '!!!!' read as a completion's token loop; the all-caps CUDA OUT OF MEMORY not read",
-    "2418": "Chinese failure words in a title above metric rows: silent",
     "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
     "2425": "an exception quoted inside a title sentence: the cut stack below wins",
 }

@@ -36,7 +36,9 @@ _WARNING_LINE = lazyre.compile(r"\b(?:WARNING|WARN)\b|^\[?W\d{4} \d\d:\d\d|\b(?:
 # failure words anywhere in a line (no level, no "Type: message" at its start): an exception's class named inside a
 # sentence ("User exception type <class 'x.ValidationError'>"), "failed", "cannot", "not found"...
 _FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|failed|failure|fatal|killed|aborted|refused|"
-                            r"cannot|can't|unable to|not found|no such|denied|invalid|crash(?:ed)?|segfault)\b", re.I)
+                            r"cannot|can't|unable to|not found|no such|denied|invalid|crash(?:ed)?|segfault)\b|"
+                            # no word edges in Chinese: "存在nccl错误", "出现了如下报错"
+                            r"报错|错误|出错|失败|异常|崩溃|挂掉", re.I)
 # a traceback's header, also cut before its first frame ("[rank0]: Traceback (most recent call las")
 _TB_HEAD = "Traceback (most rec"
 _INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
@@ -119,10 +121,12 @@ class LogEnd(Rule):
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
         elif self.want in ("warnings", "words") and not warned and not ctx.exceptions and not ctx.open_tracebacks \
-                and not (ctx.whole_log() or self._signal_line(lines) or self._error_line(lines)):
-            # an excerpt with no signal or error line: its last warning (GD329), else words that name a failure (GD328)
+                and not (ctx.run.launches or ctx.run.args or self._signal_line(lines) or self._error_line(lines)):
+            # an excerpt with no signal or error line: its last warning (GD329), else words that name a failure (GD328);
+            # a launch command given beside it (command.txt) does not make it a whole log: launcher lines would
             warning = self._warning_line(lines)
-            e = warning if self.want == "warnings" else None if warning else self._failure_words(lines)
+            # the words may be a sentence of the paste itself ("但是出现了如下报错：", a title naming the error)
+            e = warning if self.want == "warnings" else None if warning else self._failure_words(ctx.last_tail())
         return [self._finding(e, ctx, lines, steps)] if e is not None else []
 
     @staticmethod
