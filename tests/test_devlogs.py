@@ -171,7 +171,6 @@ KNOWN_MISSES_19: dict[str, str] = {
     "2413": "prose announcing an error shown as a screenshot: read as an unread failure (other), the label reads the reward-model path",
     "2414": "a title's '!!!!' read as a completion's token loop; the all-caps CUDA OUT OF MEMORY not read",
     "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
-    "2425": "an exception quoted inside a title sentence: the cut stack below wins",
 }
 
 
