@@ -169,7 +169,6 @@ KNOWN_MISSES_19: dict[str, str] = {
     "2406": "a traceback header followed by a frame cut mid-path: not read as a cut crash, two metric rows win",
     "2408": "a 0/1000 bar and two notices, the author saying it trains slower: read as a stop",
     "2413": "prose announcing an error shown as a screenshot: read as an unread failure (other), the label reads the reward-model path",
-    "2414": "a title's '!!!!' read as a completion's token loop; the all-caps CUDA OUT OF MEMORY not read",
     "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
 }
 
