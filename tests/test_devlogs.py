@@ -157,7 +157,6 @@ KNOWN_MISSES_17: dict[str, str] = {}
 # titles, launcher summaries cut before their cause, reward-grader noise
 DEVLOGS18 = ROOT / "fixtures" / "devlogs18"
 KNOWN_MISSES_18: dict[str, str] = {
-    "2218": "a math parser's deprecation warnings under a 'stuck' title: read as a log that stops in training",
 }
 
 
@@ -167,7 +166,6 @@ DEVLOGS19 = ROOT / "fixtures" / "devlogs19"
 KNOWN_MISSES_19: dict[str, str] = {
     "2402": "a frameless TypeError under an unsloth banner and 'sensitive to the versions of trl' words: no version reading",
     "2406": "a traceback header followed by a frame cut mid-path: not read as a cut crash, two metric rows win",
-    "2408": "a 0/1000 bar and two notices, the author saying it trains slower: read as a stop",
     "2413": "prose announcing an error shown as a screenshot: read as an unread failure (other), the label reads the reward-model path",
     "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
 }

@@ -20,7 +20,7 @@ from ...values import as_float
 from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
 from .endings import Ending, ending_of, plain
 from .log_end_advice import PASTE_NEXT, fix_for, paste_key
-from .prose import program_lines
+from .prose import program_lines, runs_on
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
@@ -103,6 +103,8 @@ class LogEnd(Rule):
             e = ending_of(lines, steps)
             if e is None or (self.want == "hang-at-start") != e.before_training:
                 return []
+            if not ctx.whole_log() and runs_on(ctx.last_tail()) is not None:
+                return []  # the paste's author says the run goes on: where the excerpt stops is where they cut it
             # a pasted excerpt ends where its author stopped copying: beside another warning, its last bar says nothing
             if warned and not (e.kind == "bar" and e.phase == "training" and ctx.whole_log()
                                and not _starts_in_training(ctx)):

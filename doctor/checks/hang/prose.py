@@ -135,8 +135,19 @@ def prose_lines(lines: list[LogLine]) -> list[LogLine]:
     return out
 
 
+# the author says the run goes on: "I can GRPO Qwen3, but ...", "能跑了但是...", "it is training now"
+_RUNS_ON = lazyre.compile(r"(?i)\bI (?:can|could) (?:now )?(?:train|run|GRPO|fine-?tune)\b|\b(?:it|training|the run) "
+                          r"(?:is (?:now )?(?:running|training)|runs now|trains now)\b|能跑|可以跑|跑起来了|能训练|可以训练")
+
+
+def runs_on(lines: list[LogLine]) -> LogLine | None:
+    """The sentence of a paste that says the run goes on (so where the excerpt stops is no stop), or None."""
+    return next((ln for ln in prose_lines(lines) if _RUNS_ON.search(plain(ln.text))), None)
+
+
 def _named(rx: re.Pattern, text: str) -> bool:
     """Whether ``text`` names the symptom ``rx`` matches, not only denies it ("显存并没有OOM", "no OOM")."""
+    text = text.replace("**", "")  # markdown emphasis: "**significantly** slower than"
     return any(not _DENIED.search(text[max(0, m.start() - 12):m.start()]) for m in rx.finditer(text))
 
 
@@ -191,6 +202,8 @@ class ProseSymptom(Rule):
         (category, said, line), lines = got
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
             return []  # the words say what the ending already says
+        if category.startswith("hang") and runs_on(lines) is not None:
+            return []  # "stuck" in a title, "it runs now" below it: the author took it back
         nxt = _PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(_NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"

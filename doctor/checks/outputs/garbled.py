@@ -74,12 +74,14 @@ def _bare_paste(tail) -> bool:
 
 def _strong(text: str) -> bool:
     """Enough for one line alone: a token repeated, or four writing systems (three fit a sentence that translates a
-    word: 'The word 水 (water) is вода in Russian.'). A run of exclamation or question marks inside a sentence is a
-    person's emphasis ('CUDA OUT OF MEMORY!!!!!!!! HELP!!!'); a completion of them is mostly the run itself."""
+    word: 'The word 水 (water) is вода in Russian.'). A run of exclamation or question marks glued to a word is a
+    person's emphasis ('CUDA OUT OF MEMORY!!!!!!!! HELP!!!'); a completion of them stands alone or quoted
+    ('the responses become "!!!!!!!!!!"', Qwen's '!' token)."""
     if garbled(text).startswith("`"):
         g = _GLUED_RUN.search(text)
-        emphasis = g is not None and set(g.group(0)) <= set("!?\uff01\uff1f")
-        return not emphasis or len(g.group(0)) >= 0.6 * len("".join(text.split()))
+        emphasis = (g is not None and set(g.group(0)) <= set("!?\uff01\uff1f") and g.start() > 0
+                    and text[g.start() - 1].isalnum())
+        return not emphasis
     return len(scripts(text)) >= 4
 
 
