@@ -171,6 +171,26 @@ KNOWN_MISSES_19: dict[str, str] = {
 }
 
 
+# fixtures/devlogs20: the twentieth development set (30 real logs of 2026-11-30, README there): known messages
+# without their exception type, symptoms in mixed-language prose, DeepSpeed-Chat rows
+DEVLOGS20 = ROOT / "fixtures" / "devlogs20"
+KNOWN_MISSES_20: dict[str, str] = {
+    "2504": "a value model defaulting to None, said in prose: read as unread failure words",
+    "2510": "Python's 'max() arg is an empty sequence' placed in vLLM by the index; DeepSpeed ZeRO-3 raised it",
+    "2511": "a traceback cut inside the framework's argument parser: no stage for it",
+    "2513": "torch's 'size of tensor a (0) must match' without its type, in a title: silent",
+    "2515": "'rewards and loss all 0' in mixed-language prose: silent",
+    "2516": "'hang' glued to Chinese prose ('hang住'): silent",
+    "2518": "ms-swift's 'cached_datasets does not support cp' without its type: read as unread words",
+    "2519": "a frameless AssertionError whose raise site the index names in vLLM: no rule reads it",
+    "2524": "DeepSpeed-Chat's 'act_loss: inf|cri_loss: inf' rows are not metric rows: silent",
+    "2525": "an exception the author says was avoided quoted as the failure; the watchdog timeout ranks below",
+    "2526": "a raise line in a title above a cut traceback (DeepSpeed's param registry): cut stack wins",
+    "2527": "vLLM's 'no available memory for the cache blocks' in lower-case prose; 'repeat the same error' read as repetition",
+    "2529": "'garbage rollouts', 'gen_kl_error exploding' in prose: read as unread failure words",
+}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -181,7 +201,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS9, KNOWN_MISSES_9, 30), (DEVLOGS10, KNOWN_MISSES_10, 30), (DEVLOGS11, KNOWN_MISSES_11, 30),
               (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25), (DEVLOGS14, KNOWN_MISSES_14, 30),
               (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30), (DEVLOGS17, KNOWN_MISSES_17, 30),
-              (DEVLOGS18, KNOWN_MISSES_18, 30), (DEVLOGS19, KNOWN_MISSES_19, 30))
+              (DEVLOGS18, KNOWN_MISSES_18, 30), (DEVLOGS19, KNOWN_MISSES_19, 30),
+              (DEVLOGS20, KNOWN_MISSES_20, 30))
 
 
 def _params():
