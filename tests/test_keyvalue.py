@@ -102,3 +102,18 @@ def test_a_markdown_summary_table_of_rollout_statistics_is_judged(tmp_path):
     q = tmp_path / "other.txt"
     q.write_text("| name | size |\n|---|---|\n| `model/a` | 12 |\n| `model/b` | 7 |\n")
     assert not [f for f in analyze([str(q)]).findings if f.rule_id == "GD641"]
+
+
+def test_deepspeed_chat_step3_rows_read_the_actor_loss_as_the_loss(tmp_path):
+    """DeepSpeed-Chat step 3 prints `epoch: E|step: S|ppo_ep: P|act_loss: A|cri_loss: C|unsuper_loss: U` (dev20 2524):
+    the actor's loss is the policy loss, and an inf there is the loss going non-finite."""
+    text = ("epoch: 0|step: 3183|ppo_ep: 1|act_loss: 0.0213|cri_loss: 0.153|unsuper_loss: 0.0\n"
+            "average reward score: -6.359375\n"
+            "epoch: 0|step: 3184|ppo_ep: 1|act_loss: inf|cri_loss: inf|unsuper_loss: 0.0\n")
+    (first, a), (second, b) = rows_of(text)
+    assert (first, a["loss"], a["cri_loss"], a["step"]) == (1, 0.0213, 0.153, 3183)
+    assert second == 3 and math.isinf(b["loss"])
+    log = tmp_path / "log.txt"
+    log.write_text(text + "epoch: 0|step: 3185|ppo_ep: 1|act_loss: inf|cri_loss: inf|unsuper_loss: 0.0\n")
+    top = analyze([str(log)]).findings[0]
+    assert top.rule_id == "GD620" and "from step 3184 on" in top.title

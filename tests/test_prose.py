@@ -124,3 +124,15 @@ def test_a_change_of_state_names_the_reward_at_zero():
 
 def test_a_hang_after_loading_the_model_is_at_start():
     assert _symptom("[Bug]: vllm hangs after model download / load and never serves") == "hang-at-start"
+
+
+def test_symptom_words_in_mixed_language_and_completions_words():
+    """dev20's prose: English words glued to Chinese, a Chinese predicate after an English metric, vLLM's KV cache
+    words in a sentence, garbage rollouts; and a person repeating a step is no repetitive output."""
+    assert _symptom("Megatron GSPO colocate 在一轮rollout后hang住，请问是什么原因") == "hang-mid-training"
+    assert _symptom("server模式下训练，reward和loss都为0，无法获取rollout的内容") == "reward-zero-or-flat"
+    assert _symptom("vLLM says there is no available memory for the cache blocks on my 3090s") == "vllm-oom-or-kv-cache"
+    assert _symptom("Sleep level 2 produces garbage rollouts after the first weight sync here") == "output-degenerate"
+    assert _symptom("Reduce gpu_memory_utilization and repeat the same error every time") is None
+    assert _symptom("It iterates over value_model, which we have not defined and defaults to NoneType") \
+        == "argument-error-other"

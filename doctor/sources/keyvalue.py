@@ -33,8 +33,11 @@ _STEP_LEAD = lazyre.compile(r"^\s*\[?(?:[A-Z]+:\w*:)?(?:epoch\s+\d+\s+)?(?:step|
                         r"(?P<s>\d+)\b")
 _MLX = lazyre.compile(r"^Iter (?P<s>\d+): (?P<kind>Train|Val) loss (?P<loss>[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf)"
                   r"(?:, Learning Rate (?P<lr>[-+]?[\d.]+(?:e[-+]?\d+)?))?")
+# DeepSpeed-Chat step 3 (applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/main.py) prints
+# "epoch: E|step: S|ppo_ep: P|act_loss: A|cri_loss: C|unsuper_loss: U": its actor loss is the policy's loss
 _ALIASES = {"train/loss": "loss", "train/reward": "reward", "train/reward_std": "reward_std", "train/kl": "kl",
-            "train/grad_norm": "grad_norm", "global_step": "step", "Step": "step", "train_reward": "reward"}
+            "train/grad_norm": "grad_norm", "global_step": "step", "Step": "step", "train_reward": "reward",
+            "act_loss": "loss"}
 
 
 def _key(k: str) -> str:

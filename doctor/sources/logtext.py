@@ -16,7 +16,7 @@ from typing import BinaryIO
 from .. import lazyre
 from ..signals import LogLine, Where
 from .paste import DictJoiner, needs_unwrap, unbold, unwrap
-from .traceback import EXC_TYPE, NB_TB_WORD, bare_message
+from .traceback import BARE_WORDS, EXC_TYPE, NB_TB_WORD, bare_message
 
 CHUNK = 1 << 20          # bytes read at a time
 MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipped, not stored)
@@ -250,6 +250,7 @@ _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error
 # mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
 _PROSE_SINGLE = lazyre.compile(r"""(?:(?<=[\s(])|^)'((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+?)'(?=[\s.,;:)!?]|$)""")
 # words of a sentence before an exception: three words of letters in a row, or text in a script without spaces
+_CJK_THEN_ASCII = lazyre.compile(r"[^\x00-\x7f](?=[A-Z'])")
 _SENTENCE = lazyre.compile(r"[A-Za-z]{2,}[^\W\d_]*\s+[A-Za-z]\w*\s+[A-Za-z]\w*|[^\x00-\x7f]")
 _TB_HEADER = "Traceback (most recent call last):"
 _STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b")
@@ -269,6 +270,10 @@ def _prose_exception(part: str) -> list[str] | None:
             head, sep, rest = part.partition(colon)
             if sep and rest.strip() and not head.isascii() and bare_message(rest.strip()):
                 return [head + sep, rest.strip()]
+        # or glued to the sentence ("在zero-stage 3下训练报错，显示The size of tensor a (0) must match ...")
+        for glued in _CJK_THEN_ASCII.finditer(part):
+            if bare_message(part[glued.end():]):
+                return [part[:glued.end()], part[glued.end():].strip()]
     if m is None and part[:1] not in (" ", "\t"):
         m = _PROSE_TAIL.search(part)
         # a line prefix before the exception (a rank tag, a worker label, a stamp, a quote mark) is no sentence: the
@@ -337,7 +342,8 @@ def split_segments(text: str) -> list[str]:
             if g is not None and g.group("code").strip():
                 out.append(g.group("code"))
                 part = g.group("exc")
-        if ("Error: " in part or "Exception: " in part or "\uff1a" in part) and \
+        if ("Error: " in part or "Exception: " in part or "\uff1a" in part
+                or (not part.isascii() and any(w in part for w in BARE_WORDS))) and \
                 (prose := _prose_exception(part)) is not None:
             out.extend(prose[:-1])
             part = prose[-1]

@@ -48,6 +48,8 @@ _BARE: tuple[tuple[re.Pattern, str], ...] = (
     # CPython's own AttributeError wording (Objects/object.c PyObject_GenericGetAttr: "'%.100s' object has no attribute
     # '%U'"), a whole line pasted without its type (an issue's title)
     (lazyre.compile(r"^'[A-Za-z_][\w.]*' object has no attribute '\w+'$"), "AttributeError"),
+    # ATen ExpandUtils.cpp infer_size_impl (a broadcast of two shapes), raised as RuntimeError
+    (lazyre.compile(r"^The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"), "RuntimeError"),
 )
 # a notebook's error output as nbformat stores it (an .ipynb opened as text): "ename", then "evalue" (nbformat v4
 # schema, output_type "error"); keys are written in sorted order, so the type comes first
@@ -56,6 +58,7 @@ _NB_EVALUE = lazyre.compile(r'"evalue":\s*"((?:[^"\\]|\\.)*)"')
 # the escaped colour code in each entry of an nbformat "traceback" array (logtext.split_segments decodes the entry)
 NB_TB_WORD = "\\u001b"
 BARE_WORDS = ("out of memory. Tried", "Expected all tensors", "CUDA error: ", "NCCL error in: ",  # gate words
+              "must match the size of tensor b",
               "' object has no attribute '",
               '"ename":', '"evalue":', NB_TB_WORD)
 # an exception name retyped by hand with a space ("Runtime Error: ...", "Value Error: ...")
@@ -327,7 +330,7 @@ def _bare(text: str) -> tuple[str, str] | None:
     m = _SPACED.match(text)
     if m is not None:
         return f"{m.group(1)}Error", m.group(2).strip()
-    if text[:1] in "CEN'":
+    if text[:1] in "CENT'":
         for rx, etype in _BARE:
             if rx.match(text):
                 return etype, text

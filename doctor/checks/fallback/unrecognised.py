@@ -21,7 +21,7 @@ from .structural import _versions, embedded_exceptions, verdict_of
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
 _MEDIA = {"image", "images", "video", "videos", "audio", "audios", "pixel_values"}
-_SIZE0 = lazyre.compile(r"\bwith size 0\b|\bof size 0\b|numel\(\) == 0")
+_SIZE0 = lazyre.compile(r"\bwith size 0\b|\bof size 0\b|numel\(\) == 0|\bsize of tensor [ab] \(0\)")
 
 # how to take a phase out of the run while its failure is fixed, by framework (flag names of ms-swift 3.x-4.x and of
 # transformers TrainingArguments / trl GRPOConfig)

@@ -23,6 +23,11 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|\b(?:CPU|host|system|RAM) (?:OOM|out of memory)\b|"
                     r"内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
+    # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
+    # v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
+    (lazyre.compile(r"(?i)\bno available memory for the cache blocks\b|\bnot enough (?:KV )?cache (?:memory|blocks)\b|"
+                    r"\bKV cache (?:is )?(?:needed|required) .{0,40}larger than the available\b"),
+     "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
     # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory)(?![a-z0-9])|显存不足|爆显存|显存溢出|显存不够"),
      "cuda-oom",
@@ -45,7 +50,9 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
     (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are|became|becomes|"
                     r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0|zero)\b|"
-                    r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0"),
+                    r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
+                    # "reward和loss都为0": an English metric name, a Chinese predicate
+                    r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
      "reward-zero-or-flat", "the reward is (or fell to) 0"),
     # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
     # fixes it", "after upgrading to 0.19.0": the failure came with a library version
@@ -70,9 +77,17 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?:需要(?:提供|指定|设置|传入)|缺少|\bmust (?:specify|provide|set|pass)\s+|\brequires?\s+(?:the |an? )?"
                     r"(?:argument |parameter |option |flag )?)[`'\"]?-{0,2}[a-z]+_[a-z_]+"),
      "argument-error-other", "the program asks for an argument the run did not give"),
-    (lazyre.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)\b|"
-                r"卡住|卡死|卡在|不动了?|没有?反应"), "hang", "the run stops making progress"),
-    (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? (?:itself|the same)|repetitive output)\b|乱码|重复输出"),
+    # an optional argument the program uses anyway: "value_model ... defaults to NoneType", "we have not defined"
+    (lazyre.compile(r"(?i)\b[a-z]+_[a-z_]+\b.{0,60}\bdefaults? to (?:None(?:Type)?|null)\b"),
+     "argument-error-other", "an argument left at its default of None is used as if it were given"),
+    # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
+    (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)"
+                    r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应"), "hang", "the run stops making progress"),
+    # about completions, not a person repeating a step ("reduce it and repeat: the same error")
+    (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? itself|repeat(?:s|ing)? the same (?:token|word|phrase|sentence)s?|"
+                    r"repetitive (?:output|text|completion)s?|garbage (?:rollouts?|outputs?|generations?|completions?|"
+                    r"responses?|text)|corrupt(?:s|ed)? (?:the )?(?:generations?|rollouts?|outputs?|completions?))\b|"
+                    r"乱码|重复输出"),
      "output-degenerate", "the completions are garbled or repetitive"),
     (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|训练.{0,4}(?:很|太|特别)慢|速度慢"),
      "slow-training", "training is slow"),
@@ -93,6 +108,8 @@ _START = lazyre.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|
 _DENIED = lazyre.compile(r"(?i)(?:并没有|没有|没|并未|未|不是|\bno|\bnot|\bwithout|n't|\bnever)\s*(?:\w+\s+)?$")
 _PASTE_NEXT = {
     "cuda-oom": "the traceback of the out-of-memory error and `nvidia-smi` taken at the failure",
+    "vllm-oom-or-kv-cache": "the vLLM engine's start-up lines (its memory profile: model weights, KV cache) and "
+                            "`nvidia-smi` taken when it fails",
     "host-oom-killed": "`dmesg -T | grep -i -E 'killed|oom'` and the log's last 100 lines",
     "nccl-timeout": "every rank's log around the first error (search for Traceback, Error or Killed before the timeout)",
     "loss-nan-or-inf": "the metric rows of the steps before and at the first NaN",
