@@ -191,6 +191,24 @@ def _most_literal(best: list) -> list:
     return [m for m in best if idx_lit(m) == top]
 
 
+def site_candidates(exc: ExceptionInfo) -> list[Frame]:
+    """For an exception printed without any frame whose wording several functions raise: each function's frame (line
+    SITE_LINE), when all of them are one package's; [] otherwise."""
+    best = _closest(exc, 0.9)
+    if not best or len({m.package for m in best}) != 1:
+        return []
+    seen = dict.fromkeys((m.module, m.where.rsplit(".", 1)[-1]) for m in best)
+    return [Frame(f"site-packages/{module}", SITE_LINE, func) for module, func in seen]
+
+
+def _agreed(exc: ExceptionInfo) -> Verdict | None:
+    """The verdict every raise site of a frameless exception's wording gives alike (one category for all), or None."""
+    verdicts = [classify(exc, (fr,)) for fr in site_candidates(exc)]
+    if not verdicts or any(v is None for v in verdicts):
+        return None
+    return verdicts[0] if len({v.entry.category for v in verdicts if v is not None}) == 1 else None
+
+
 def site_package_paths(exc: ExceptionInfo) -> list[str]:
     """The source path of the indexed wording when every close match is one package's (several of its functions may
     raise it): enough to tell whose code ran, not which function. [] otherwise."""
@@ -202,7 +220,10 @@ def first_failure(exceptions: list[ExceptionInfo], open_tbs: list) -> Verdict | 
     """The verdict for the first real exception of a run (or, with none, its first cut traceback)."""
     real = [e for e in sorted(exceptions, key=lambda e: e.seq) if e.short_type not in CONSEQUENCES]
     for exc in real[:3]:
-        v = classify(exc, stack_for(exc, open_tbs) or site_frames(exc))
+        frames = stack_for(exc, open_tbs) or site_frames(exc)
+        v = classify(exc, frames)
+        if v is None and not frames:
+            v = _agreed(exc)
         if v is not None:
             return v
         if exc.frames:

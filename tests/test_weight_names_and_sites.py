@@ -1,4 +1,4 @@
-"""The reading of a weight name vLLM's loader refused (doctor/classify/weight_names.py), and which loading part the
+"""The reading of a weight name vLLM's loader refused (doctor/classify/weight_names.py), which loading part the
 evidence shows (doctor/classify/parts.py): one reading the name supports, never a list of every usual cause."""
 from pathlib import Path
 
@@ -66,3 +66,20 @@ def test_a_named_head_replaces_the_list_of_usual_causes_in_the_report():
     assert "tied lm_head" not in first["message"] and "Usual causes" not in first["message"]
     assert first["fix"][0].startswith("Use a quantised checkpoint that keeps the MoE router")
     assert not any("one named parameter at a time" in f for f in first["fix"])
+
+
+def test_a_frameless_exception_is_placed_where_every_raise_site_agrees():
+    """vLLM raises 'Sleep mode can only be used for one instance per process.' in two functions of its workers (dev20
+    2519): each site gives the vLLM engine entry, so the verdict is that entry; one site alike when the templates
+    differ in their literal text (dev18 2230: _merge_multimodal_embeddings over the looser omni copy)."""
+    from doctor.classify.structure import first_failure, site_candidates, site_frames
+    from doctor.signals import ExceptionInfo, Where
+
+    def exc(t, m):
+        return ExceptionInfo(t, m, (), Where("x.log", 1), None, 1, f"{t}: {m}")
+    sleep = exc("AssertionError", "Sleep mode can only be used for one instance per process.")
+    assert site_frames(sleep) == () and len({f.func for f in site_candidates(sleep)}) == 2
+    v = first_failure([sleep], [])
+    assert v is not None and v.entry.category == "vllm-engine-error"
+    mm = exc("ValueError", "Attempted to assign 308 + 104 = 412 multimodal tokens to 1159 placeholders")
+    assert [f.func for f in site_frames(mm)] == ["_merge_multimodal_embeddings"]
