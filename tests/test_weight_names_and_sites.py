@@ -1,5 +1,6 @@
 """The reading of a weight name vLLM's loader refused (doctor/classify/weight_names.py), which loading part the
-evidence shows (doctor/classify/parts.py): one reading the name supports, never a list of every usual cause."""
+evidence shows (doctor/classify/parts.py): one reading the name supports, never a list of every usual cause; and where
+the raise sites of a frameless exception's wording place it (doctor/classify/structure.py)."""
 from pathlib import Path
 
 import pytest
