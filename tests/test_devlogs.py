@@ -179,7 +179,6 @@ KNOWN_MISSES_20: dict[str, str] = {
     "2510": "Python's 'max() arg is an empty sequence' placed in vLLM by the index; DeepSpeed ZeRO-3 raised it",
     "2511": "a traceback cut inside the framework's argument parser: no stage for it",
     "2518": "ms-swift's 'cached_datasets does not support cp' without its type: read as unread words",
-    "2525": "an exception the author says was avoided quoted as the failure; the watchdog timeout ranks below",
     "2526": "a raise line in a title above a cut traceback (DeepSpeed's param registry): cut stack wins",
 }
 

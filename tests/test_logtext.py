@@ -241,3 +241,14 @@ def test_a_datasets_bar_counts_examples_per_second_and_splits_like_any_tqdm_bar(
                                     "Failed to load JSON from file 'x.jsonl' with error <class 'pyarrow.lib.ArrowInvalid'>: bad"]
     assert split_segments("Map: 100%|##| 57/57 [00:01<00:00, 45.20 examples/s]") == [
         "Map: 100%|##| 57/57 [00:01<00:00, 45.20 examples/s]"]
+
+
+def test_an_exception_named_as_avoided_is_not_split_out_and_a_typeless_one_glued_to_chinese_is():
+    # dev20 2525: the author skipped training on a node to avoid the error; the run's failure is the timeout
+    line = "In order to avoid a `ValueError: optimizer got an empty parameter list`, I skip the training process."
+    assert split_segments(line) == [line]
+    assert split_segments('it fails with "ValueError: optimizer got an empty parameter list" on node 2') == [
+        "it fails with ", "ValueError: optimizer got an empty parameter list", " on node 2"]
+    # dev20 2513: torch's broadcast wording glued to a Chinese sentence, no colon between
+    assert split_segments("在zero-stage 3下训练报错，显示The size of tensor a (0) must match the size of tensor b (24576)") \
+        == ["在zero-stage 3下训练报错，显示", "The size of tensor a (0) must match the size of tensor b (24576)"]

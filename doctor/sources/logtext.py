@@ -250,6 +250,9 @@ _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error
 # mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
 _PROSE_SINGLE = lazyre.compile(r"""(?:(?<=[\s(])|^)'((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+?)'(?=[\s.,;:)!?]|$)""")
 # words of a sentence before an exception: three words of letters in a row, or text in a script without spaces
+# words before a quoted exception that say it did not happen (the author avoided it, or did something instead)
+_AVOIDED = lazyre.compile(r"(?i)\b(?:avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|instead of|rather than|without)\s+"
+                          r"(?:(?:an?|the|this|that)\s+)?[`'\"\u201c]?$")
 _CJK_THEN_ASCII = lazyre.compile(r"[^\x00-\x7f](?=[A-Z'])")
 _SENTENCE = lazyre.compile(r"[A-Za-z]{2,}[^\W\d_]*\s+[A-Za-z]\w*\s+[A-Za-z]\w*|[^\x00-\x7f]")
 _TB_HEADER = "Traceback (most recent call last):"
@@ -292,6 +295,8 @@ def _prose_exception(part: str) -> list[str] | None:
             if q is None:
                 return None
             start, end, exc = q.start(), q.end(), q.group(1)
+    if _AVOIDED.search(part[:start]):
+        return None  # "in order to avoid a `ValueError: ...`": named as what did not happen
     return [p for p in (part[:start], exc.strip(), part[end:]) if p.strip()]
 
 
