@@ -248,3 +248,12 @@ def test_a_wording_torch_raises_too_names_no_package_without_a_frame():
     r = analyze([str(case / "log.txt")])
     assert r.findings[0].category == "checkpoint-adapter-only-load-args"
     assert not any(rb.package == "transformers" for f in r.findings for rb in f.raised_by)
+
+
+def test_cpython_s_own_wordings_are_not_placed_in_a_library():
+    """'max() arg is an empty sequence' comes from calling the built-in (Python/bltinmodule.c min_max); vLLM's
+    tensor_schema template '{name} is an empty sequence' holds its words but is not where it came from (dev20 2510:
+    DeepSpeed ZeRO-3's optimizer set-up raised it, and the report said vLLM, at certain)."""
+    assert rs.lookup("ValueError: max() arg is an empty sequence") == []
+    assert rs.lookup("IndexError: list index out of range") == []
+    assert rs.lookup("ValueError: The decoder prompt (length 17772) is longer than the maximum model length of 16384.")

@@ -253,11 +253,21 @@ def _kind_bonus(kind: str, exc_type: str | None, level: str | None) -> float:
     return 0.0
 
 
+# CPython's own messages (Python/bltinmodule.c min_max, Objects/listobject.c, Objects/longobject.c, Python/ceval.c
+# unpacking, Objects/abstract.c): any code raises them by calling a built-in, so a library template that holds their words
+# in its literal text ("{name} is an empty sequence") is not where they came from
+CPYTHON_WORDING = lazyre.compile(
+    r"^(?:(?:max|min)\(\) (?:arg|iterable argument) is an empty sequence|(?:list|tuple|string) index out of range|"
+    r"(?:float |integer )?division(?: or modulo)? by zero|not enough values to unpack|too many values to unpack|"
+    r"'\w+' object is not (?:subscriptable|iterable|callable)|unhashable type: '\w+'|pop from (?:an )?empty "
+    r"(?:list|set)|dictionary changed size during iteration)")
+
+
 def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index | None = None) -> list[SiteMatch]:
     """Sites whose template matches the message in ``text`` (an exception line, with or without its stack,
     or an error/warning log line), best first."""
     msg = parse(text, exc_type)
-    if len(msg.text) < 8:
+    if len(msg.text) < 8 or CPYTHON_WORDING.match(msg.text):
         return []
     idx = idx or index()
     tokens = set(_TOKEN.findall(msg.text.lower()))
