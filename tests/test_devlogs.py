@@ -183,6 +183,24 @@ KNOWN_MISSES_20: dict[str, str] = {
 }
 
 
+# fixtures/devlogs21: the twenty-first development set (30 real logs of 2026-11-30, README there): many pastes stop
+# before their exception; engine-core wordings without a stack; libraries matched by path words
+DEVLOGS21 = ROOT / "fixtures" / "devlogs21"
+KNOWN_MISSES_21: dict[str, str] = {
+    "2601": "a conda env named 'vllm' makes a transformers frame read as inside vLLM",
+    "2603": "unsloth_zoo's 'Direct module loading failed' without a stack: GD999",
+    "2605": "'version X all correct, version Y weird' in words: silent",
+    "2610": "a Chinese title saying it suddenly errored over one cut frame line: silent",
+    "2612": "PEFT's 'Can't find adapter_config.json' in a PPO story: GD999",
+    "2614": "a stack cut at prepare_vllm read as vLLM memory at likely without any memory line",
+    "2616": "'loss和grad_norm都为0' in words: silent",
+    "2617": "DeepSpeed's no_sync ZeRO-3 assertion without a stack: GD999",
+    "2618": "metric rows under a title naming an error not in the excerpt: silent",
+    "2620": "vLLM's 'EngineCore encountered a fatal error' above a bare traceback header: GD326",
+    "2622": "vLLM's 'EngineCore died unexpectedly' in a title: silent",
+}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -194,7 +212,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25), (DEVLOGS14, KNOWN_MISSES_14, 30),
               (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30), (DEVLOGS17, KNOWN_MISSES_17, 30),
               (DEVLOGS18, KNOWN_MISSES_18, 30), (DEVLOGS19, KNOWN_MISSES_19, 30),
-              (DEVLOGS20, KNOWN_MISSES_20, 30))
+              (DEVLOGS20, KNOWN_MISSES_20, 30), (DEVLOGS21, KNOWN_MISSES_21, 30))
 
 
 def _params():
