@@ -190,14 +190,10 @@ KNOWN_MISSES_21: dict[str, str] = {
     "2601": "a conda env named 'vllm' makes a transformers frame read as inside vLLM",
     "2603": "unsloth_zoo's 'Direct module loading failed' without a stack: GD999",
     "2605": "'version X all correct, version Y weird' in words: silent",
-    "2610": "a Chinese title saying it suddenly errored over one cut frame line: silent",
     "2612": "PEFT's 'Can't find adapter_config.json' in a PPO story: GD999",
     "2614": "a stack cut at prepare_vllm read as vLLM memory at likely without any memory line",
-    "2616": "'loss和grad_norm都为0' in words: silent",
     "2617": "DeepSpeed's no_sync ZeRO-3 assertion without a stack: GD999",
     "2618": "metric rows under a title naming an error not in the excerpt: silent",
-    "2620": "vLLM's 'EngineCore encountered a fatal error' above a bare traceback header: GD326",
-    "2622": "vLLM's 'EngineCore died unexpectedly' in a title: silent",
 }
 
 

@@ -136,3 +136,4 @@ def test_symptom_words_in_mixed_language_and_completions_words():
     assert _symptom("Reduce gpu_memory_utilization and repeat the same error every time") is None
     assert _symptom("It iterates over value_model, which we have not defined and defaults to NoneType") \
         == "argument-error-other"
+    assert _symptom("GRPO训练过程中loss和grad_norm都为0，提示没有label_names") == "grad-norm-zero"

@@ -105,6 +105,12 @@ class RunState:
         run = self.run
         return bool(run.launches or run.command_texts or run.args or run.command)
 
+    def printed_launch(self) -> bool:
+        """The log shows its program starting: launcher lines, or arguments the program printed (an argument dump,
+        args.json); not a command or config the user pasted beside an excerpt."""
+        run = self.run
+        return bool(run.launches) or any(p in ("launcher", "dump", "args.json") for p in run.provenance.values())
+
     def lines_after(self, path: str, seq: int, n: int) -> list[LogLine]:
         """The first ``n`` lines of the log ``path`` printed after the line (or exception) of sequence ``seq``, from
         its kept end (a message wrapped onto the next lines, the list pydantic or transformers print under it)."""

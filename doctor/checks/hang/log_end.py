@@ -123,7 +123,7 @@ class LogEnd(Rule):
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
         elif self.want in ("warnings", "words") and not warned and not ctx.exceptions and not ctx.open_tracebacks \
-                and not (ctx.run.launches or ctx.run.args or self._signal_line(lines) or self._error_line(lines)):
+                and not (ctx.printed_launch() or self._signal_line(lines) or self._error_line(lines)):
             # an excerpt with no signal or error line: its last warning (GD329), else words that name a failure (GD328);
             # a launch command given beside it (command.txt) does not make it a whole log: launcher lines would
             warning = self._warning_line(lines)

@@ -45,7 +45,9 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?)(?![a-z0-9]).{0,30}(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|"
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
-    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0"),
+    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0|"
+                    # "loss和grad_norm都为0": an English metric name, a Chinese predicate
+                    r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
      "grad-norm-zero", "the gradient norm stays 0"),
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
     (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are|became|becomes|"

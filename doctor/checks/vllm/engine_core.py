@@ -10,7 +10,7 @@ from ..memory._facts import facts_of
 def engine_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     f = facts_of(ctx.run, hits[0].exc.frames if hits[0].exc else ())
     text = hits[0].exc.message if hits[0].exc else hits[0].evidence.text
-    dead = "encountered an issue" in text or "EngineDead" in (hits[0].exc.type if hits[0].exc else "")
+    dead = "encountered an issue" in text or "encountered a fatal error" in text or "EngineDead" in (hits[0].exc.type if hits[0].exc else "")
     # a request path in the stack (vllm v1 llm_engine.add_request, ms-swift vllm_engine._add_request/infer): the
     # engine had started and died while serving
     serving_funcs = {"add_request", "_add_request", "generate", "infer", "_infer", "step", "get_output", "abort_request"}
