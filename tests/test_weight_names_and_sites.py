@@ -84,3 +84,14 @@ def test_a_frameless_exception_is_placed_where_every_raise_site_agrees():
     assert v is not None and v.entry.category == "vllm-engine-error"
     mm = exc("ValueError", "Attempted to assign 308 + 104 = 412 multimodal tokens to 1159 placeholders")
     assert [f.func for f in site_frames(mm)] == ["_merge_multimodal_embeddings"]
+
+
+def test_an_environment_named_for_a_library_does_not_put_a_frame_inside_it():
+    """dev21 2601: a conda environment named `vllm`; the stack runs through transformers' Trainer, not vLLM."""
+    from doctor.classify.structure import classify
+    env = "/home/u/miniconda3/envs/vllm/lib/python3.12/site-packages/"
+    frames = (Frame(env + "transformers/trainer.py", 2241, "_inner_training_loop"),)
+    v = classify(None, frames)
+    assert v is None or v.entry.category != "vllm-engine-error"
+    inside = (Frame(env + "vllm/v1/engine/core.py", 100, "run_engine_core"),)
+    assert classify(None, inside).entry.category == "vllm-engine-error"

@@ -87,7 +87,12 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
 
 
 def _hay(fr: Frame) -> str:
-    return f"{fr.path.replace(chr(92), '/')} {fr.func}"
+    """A frame's path from its installed package on (the folders above site-packages are an environment's, and an
+    environment may be named for a library: `envs/vllm/lib/python3.12/site-packages/transformers/...`), and its
+    function."""
+    path = fr.path.replace(chr(92), "/")
+    cut = max(path.rfind("site-packages/"), path.rfind("dist-packages/"))
+    return f"{path[cut:] if cut >= 0 else path} {fr.func}"
 
 
 def _has(fr: Frame | None, words: tuple[str, ...]) -> bool:
