@@ -53,7 +53,6 @@ DEVLOGS5 = ROOT / "fixtures" / "devlogs5"
 KNOWN_MISSES_5: dict[str, str] = {
     "502": "Ray's one line that a pydantic ValidationError could not be re-raised: the type names no dataset problem",
     "505": "a traceback cut in ReaLHF's weight loading: the stage is named, the corrupt file only in the thread's title",
-    "506": "a cut start-up of a tensor-parallel vLLM engine inside verl: read as vLLM memory, the thread's TP layout unseen",
     "507": "flat rewards in every row come first; the torch.compile guard error the thread is about follows (GD326)",
     "508": "a notebook traceback cut in GradScaler's unscale: the fp16 argument problem is only in the title",
     "515": "a headless rich box cut before its exception: the target-modules error is only in the title",
@@ -126,7 +125,6 @@ KNOWN_MISSES_13: dict[str, str] = {
 # failures, with the blind set's family mix
 DEVLOGS14 = ROOT / "fixtures" / "devlogs14"
 KNOWN_MISSES_14: dict[str, str] = {
-    "1607": "TRL's colocated vLLM engine cut while built: its fixed max_num_batched_tokens against prompt + completion",
     "1612": "a ZeRO-2 checkpoint of 8 GPUs resumed on 1: a size mismatch whose cause is the world size, said in prose",
 }
 
@@ -190,7 +188,6 @@ KNOWN_MISSES_21: dict[str, str] = {
     "2603": "unsloth_zoo's 'Direct module loading failed' without a stack: GD999",
     "2605": "'version X all correct, version Y weird' in words: silent",
     "2612": "PEFT's 'Can't find adapter_config.json' in a PPO story: GD999",
-    "2614": "a stack cut at prepare_vllm read as vLLM memory at likely without any memory line",
     "2617": "DeepSpeed's no_sync ZeRO-3 assertion without a stack: GD999",
     "2618": "metric rows under a title naming an error not in the excerpt: silent",
 }

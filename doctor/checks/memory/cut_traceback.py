@@ -2,6 +2,7 @@
 was in (loss pass, vLLM engine creation or KV-cache init, vLLM engine configuration) names the likely failure."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -64,6 +65,11 @@ def classify_cut(frames: tuple[Frame, ...]) -> tuple[str, Frame] | None:
             continue
         return None
     return None
+
+
+# a line about GPU memory before the cut: the memory reading has evidence of its own
+_MEMORY_WORDS = lazyre.compile(r"(?i)out of memory|\bOOM\b|KV cache|memory usage|GiB|free memory|"
+                               r"gpu_memory_utilization|cache blocks")
 
 
 class CutTraceback(Rule):
@@ -141,7 +147,20 @@ class CutTraceback(Rule):
             if mem is not None:  # vLLM's own accounting line, printed before the failure
                 msg += " " + mem[0]
                 fix = [mem[1]] + fix
-            return [self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))]
+            found = self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))
+            # a memory share the run set at either end (0.1 leaves no KV-cache room; 0.9 colocated none beside training)
+            extreme = f.util_set and f.util is not None and f.use_vllm and (f.util <= 0.3 or (f.colocate and f.util > 0.6))
+            if stage == "vllm-init" and mem is None and not extreme and \
+                    not any(_MEMORY_WORDS.search(t.text) for t in before):
+                # the engine's construction, and no line about memory: memory is one reading among the engine's
+                # other start-up failures (a model or argument it refuses), not the likely one
+                found = dataclasses.replace(
+                    found, category="vllm-engine-error", confidence="possible",
+                    alternatives=("vllm-oom-or-kv-cache",),
+                    title="Traceback cut while the trainer builds its vLLM engine (memory is one reading)",
+                    message=msg + " No line of the log speaks of memory, so this is a reading of the phase only: "
+                                  "vLLM also fails here on a model or an argument it refuses.")
+            return [found]
         if want == "vllm-config" and stage == "vllm-config":
             srv = f.server_launch
             who = "trl's vllm-serve" if (srv and srv.command == "vllm-serve") or any("trl/" in x.path for x in frames) \
