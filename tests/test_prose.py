@@ -137,3 +137,11 @@ def test_symptom_words_in_mixed_language_and_completions_words():
     assert _symptom("It iterates over value_model, which we have not defined and defaults to NoneType") \
         == "argument-error-other"
     assert _symptom("GRPO训练过程中loss和grad_norm都为0，提示没有label_names") == "grad-norm-zero"
+
+
+def test_a_release_story_in_words():
+    # dev21 2605 and dev19 2402
+    assert _symptom("When I use unsloth 2025.1.8 all process is correct, but when I use unsloth 2025.2.4 the "
+                    "generate and train process is wired") == "import-or-dependency-error"
+    assert _symptom("I believe the biggest issue is that Unsloth is extremely sensitive to the versions of trl") \
+        == "import-or-dependency-error"

@@ -318,9 +318,17 @@ class Unrecognised(Rule):
             else:
                 who += " issues"
             fix.append(f"Search the {who} for the message: \"{exc.message[:120] or exc.type}\".")
-        return self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
-                         count=len(same), ranks=ranks, seq=exc.seq,
-                         title=f"Unrecognised failure: {exc.short_type}")
+        story = _version_story(ctx) if not exc.frames else None
+        if story is not None:  # no stack to place it; the author's words say a release change broke it
+            msg += (f" The paste's words say {story[1]} (`{plain(story[2].text)[:160]}`): with no stack to place the "
+                    f"exception, that is the reading.")
+            fix.insert(0, "Install the releases the paste names as working together (or the newest of the package and "
+                          "the versions it pins for its dependencies), then rerun the same command.")
+        found = self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
+                          count=len(same), ranks=ranks, seq=exc.seq,
+                          title=f"Unrecognised failure: {exc.short_type}" if story is None else
+                          f"{exc.short_type} after a release change the paste describes")
+        return replace(found, category=story[0]) if story is not None else found
 
     def _for_cut(self, exc: ExceptionInfo, cut: CutReading) -> Finding:
         """A message cut by the paste, read by the one library template its start belongs to."""
@@ -336,6 +344,14 @@ class Unrecognised(Rule):
         f = self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)], seq=exc.seq,
                       title=f"{cut.title} (read from a cut message)", action=meta.action if meta else None)
         return replace(f, category=cut.category, confidence="likely", verify=meta.verify if meta else f.verify)
+
+
+def _version_story(ctx: RunState) -> tuple[str, str, LogLine] | None:
+    """(category, what the words say, the line) when a paste's words say a library release broke the run ("X 1.2
+    works, 1.3 fails", "sensitive to the versions of trl"); None otherwise."""
+    from ..hang.prose import symptom_in
+    got = symptom_in([ctx.last_tail(), *ctx.tails.values()])
+    return got[0] if got is not None and got[0][0] == "import-or-dependency-error" else None
 
 
 def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | None:

@@ -72,7 +72,13 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:fails?|failures?|broken|breaks?)\s+(?:in|on)\s+(?:main|master|nightly)\b|"
                     r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b|"
                     # "vllm version 0.8.5.post1 not supported", "vllm的版本不支持"
-                    r"\bversion\b.{0,30}\bnot (?:yet )?supported\b|版本不支持"),
+                    r"\bversion\b.{0,30}\bnot (?:yet )?supported\b|版本不支持|"
+                    # "Unsloth is extremely sensitive to the versions of trl and vLLM"; "with 2025.1.8 all process is
+                    # correct, but with 2025.2.4 the train process is weird": one release works, the next does not
+                    r"\bsensitive to the versions? of\b|"
+                    r"\bv?\d+\.\d+\.\d+\b[^.;]{0,40}\b(?:is |are |was |were )?(?:correct|fine|works?|worked|ok|normal)\b"
+                    r"[^;]{0,80}\bv?\d+\.\d+\.\d+\b[^;]{0,60}\b(?:wired|weird|wrong|broken|fails?|failed|breaks?|"
+                    r"errors?|not work\w*)\b"),
      "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
     # an argument the program asks for, named in the author's words ("报错需要提供reward_funcs", "it requires
     # reward_funcs", "must specify vllm_server_host"): a snake_case name, as options are spelled
