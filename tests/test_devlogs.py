@@ -162,7 +162,6 @@ KNOWN_MISSES_18: dict[str, str] = {
 # titles that hold the exception, flattened tracebacks
 DEVLOGS19 = ROOT / "fixtures" / "devlogs19"
 KNOWN_MISSES_19: dict[str, str] = {
-    "2406": "a traceback header followed by a frame cut mid-path: not read as a cut crash, two metric rows win",
     "2413": "prose announcing an error shown as a screenshot: read as an unread failure (other), the label reads the reward-model path",
     "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
 }

@@ -5,6 +5,7 @@ names a failure in words. These rules run last, after the fallback rules (doctor
 so a failure log is never left with "No problem found."; what each ending advises is in log_end_advice.py."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -41,6 +42,7 @@ _FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|f
                             r"报错|错误|出错|失败|异常|崩溃|挂掉", re.I)
 # a traceback's header, also cut before its first frame ("[rank0]: Traceback (most recent call las")
 _TB_HEAD = "Traceback (most rec"
+_CUT_FRAME = lazyre.compile(r'^\s*(?:\[rank\d+\]:)?\s*File "[^"]*$')
 _INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
 _NOT_WARNING = lazyre.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
@@ -93,6 +95,9 @@ class LogEnd(Rule):
         # another warning explains the log: only a training bar stopped short of its total still speaks (the run
         # did not finish, whatever else was seen on the way)
         warned = any(f.severity >= Severity.warning for f in ctx.findings)
+        # what a few metric rows say does not explain how the log ends (a crash after them)
+        warned_beyond_rows = any(f.severity >= Severity.warning and f.category not in METRIC_CATEGORIES
+                                 for f in ctx.findings)
         steps = _steps(self.pool, ctx)
         # the log that ends last decides; the others are side logs
         lines = program_lines(ctx.last_tail())
@@ -114,7 +119,7 @@ class LogEnd(Rule):
                                                                               or _TB_HEAD in ln.text)
                                                      for ln in ctx.last_tail()):
                 return []  # the log goes on to an exception, an error line or a traceback's (cut) header: a crash
-        elif self.want == "other" and (not warned or rows_only) and not ctx.open_tracebacks and \
+        elif self.want == "other" and (not warned_beyond_rows or rows_only) and not ctx.open_tracebacks and \
                 all(short_type(x.type) in CONSEQUENCES for x in ctx.exceptions):
             # exceptions that only follow a stop (torch elastic's SignalException, ChildFailedError): the signal line
             # is what the log shows; every line for the error line ("Error computing x: ..." reads like a sentence)
@@ -129,7 +134,15 @@ class LogEnd(Rule):
             warning = self._warning_line(lines)
             # the words may be a sentence of the paste itself ("但是出现了如下报错：", a title naming the error)
             e = warning if self.want == "warnings" else None if warning else self._failure_words(ctx.last_tail())
-        return [self._finding(e, ctx, lines, steps)] if e is not None else []
+        if e is None:
+            return []
+        found = self._finding(e, ctx, lines, steps)
+        if e.kind == "crash-header":
+            # the process died after the rows: that is what the log shows last, above what a few rows said
+            rows = [f.priority for f in ctx.findings if f.category in METRIC_CATEGORIES]
+            if rows:
+                found = dataclasses.replace(found, priority=max(found.priority, max(rows) + 1))
+        return [found]
 
     @staticmethod
     def _signal_line(lines: list[LogLine]) -> Ending | None:
@@ -147,6 +160,9 @@ class LogEnd(Rule):
         """A log whose last line is a traceback's header (cut before its first frame): the process crashed right
         after what the lines before it show (a training bar, a phase marker); the traceback is not in the log."""
         shown = [ln for ln in lines if ln.text.strip()]
+        # the header, or the header and its first frame cut inside the path (`File "/home/ubuntu/nai-llm`)
+        if len(shown) >= 2 and _TB_HEAD in shown[-2].text and _CUT_FRAME.search(shown[-1].text):
+            shown = shown[:-1]
         if not shown or _TB_HEAD not in shown[-1].text:
             return None
         before = ending_of(shown[:-1], steps)
