@@ -174,7 +174,6 @@ KNOWN_MISSES_20: dict[str, str] = {
     "2513": "torch's 'size of tensor a (0) must match' without its type, glued to Chinese: read, but GD999 (ZeRO-3 only in words)",
     "2510": "Python's 'max() arg is an empty sequence' without its stack (DeepSpeed ZeRO-3 raised it): GD999",
     "2511": "a traceback cut inside the framework's argument parser: no stage for it",
-    "2518": "ms-swift's 'cached_datasets does not support cp' without its type: read as unread words",
     "2526": "a raise line in a title above a cut traceback (DeepSpeed's param registry): cut stack wins",
 }
 

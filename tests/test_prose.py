@@ -145,3 +145,6 @@ def test_a_release_story_in_words():
                     "generate and train process is wired") == "import-or-dependency-error"
     assert _symptom("I believe the biggest issue is that Unsloth is extremely sensitive to the versions of trl") \
         == "import-or-dependency-error"
+    # dev20 2518: an argument check's words quoted in a sentence
+    assert _symptom("I upgraded to swift 3.9.0 and the error changed to `'cached_datasets' does not support cp`.") \
+        == "argument-error-other"

@@ -85,6 +85,9 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?:需要(?:提供|指定|设置|传入)|缺少|\bmust (?:specify|provide|set|pass)\s+|\brequires?\s+(?:the |an? )?"
                     r"(?:argument |parameter |option |flag )?)[`'\"]?-{0,2}[a-z]+_[a-z_]+"),
      "argument-error-other", "the program asks for an argument the run did not give"),
+    # an argument check's own words, quoted: "the error changed to `'cached_datasets' does not support cp`"
+    (lazyre.compile(r"(?i)[`'\"]\w+[`'\"] (?:does not|doesn't|do not|is not) (?:support(?:ed)?|compatible with)\b"),
+     "argument-error-other", "an argument check refuses a combination of options"),
     # an optional argument the program uses anyway: "value_model ... defaults to NoneType", "we have not defined"
     (lazyre.compile(r"(?i)\b[a-z]+_[a-z_]+\b.{0,60}\bdefaults? to (?:None(?:Type)?|null)\b"),
      "argument-error-other", "an argument left at its default of None is used as if it were given"),
