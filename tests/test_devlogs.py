@@ -186,6 +186,25 @@ KNOWN_MISSES_21: dict[str, str] = {
 }
 
 
+# fixtures/devlogs22: the twenty-second development set (30 real logs of 2026-11-30, README there): attribute errors
+# named in titles, PPO reward-model misuse, cut pastes under titles that say they errored
+DEVLOGS22 = ROOT / "fixtures" / "devlogs22"
+KNOWN_MISSES_22: dict[str, str] = {
+    "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
+    "2703": "'reward_model has no attribute modules' in words without a type: silent",
+    "2704": "unsloth full_finetuning with fast_inference named as the cause in a comment: cut-stage reading",
+    "2706": "a title '\"input_ids\" not found' (an untokenized dataset): read as unread failure words",
+    "2710": "a flag named in words as the fix ('drop --report_to none'): read as unread failure words",
+    "2711": "a paste that ends in model loading under a title saying it errored: read as a stop",
+    "2713": "INFO lines ending a paste under a title saying it fails: read as a stop before the first step",
+    "2722": "a CUDA device-side assert in a vLLM API server paste: GD999, not placed in vLLM",
+    "2723": "'fails with deepspeed==0.15.0, works with 0.15.4' in words above a cut stack: GD999",
+    "2726": "a stack cut at a torch.distributed broadcast after a 2-node NCCL setup: GD999",
+    "2728": "verl's 'hf rollout with mode sync not found' in a title: read as unread failure words",
+    "2730": "EADDRINUSE in a restarting vLLM engine read as torchrun's c10d port (GD306 at certain)",
+}
+
+
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
 
@@ -197,7 +216,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS12, KNOWN_MISSES_12, 30), (DEVLOGS13, KNOWN_MISSES_13, 25), (DEVLOGS14, KNOWN_MISSES_14, 30),
               (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30), (DEVLOGS17, KNOWN_MISSES_17, 30),
               (DEVLOGS18, KNOWN_MISSES_18, 30), (DEVLOGS19, KNOWN_MISSES_19, 30),
-              (DEVLOGS20, KNOWN_MISSES_20, 30), (DEVLOGS21, KNOWN_MISSES_21, 30))
+              (DEVLOGS20, KNOWN_MISSES_20, 30), (DEVLOGS21, KNOWN_MISSES_21, 30),
+              (DEVLOGS22, KNOWN_MISSES_22, 30))
 
 
 def _params():

@@ -42,7 +42,7 @@ _FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|f
                             r"报错|错误|出错|失败|异常|崩溃|挂掉", re.I)
 # a traceback's header, also cut before its first frame ("[rank0]: Traceback (most recent call las")
 _TB_HEAD = "Traceback (most rec"
-_CUT_FRAME = lazyre.compile(r'^\s*(?:\[rank\d+\]:)?\s*File "[^"]*$')
+_CUT_FRAME = lazyre.compile(r'^\s*(?:\[rank\d+\]:)?\s*File(?: "[^"]*)?$')
 _INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
 _NOT_WARNING = lazyre.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
