@@ -139,7 +139,24 @@ def _convert(keys: tuple[str, ...], raws: tuple[str, ...]) -> tuple[dict[str, An
     return dict(zip(keys, values)), finite
 
 
-_CONVERTED: dict[str, Any] = {}   # to_number of the value texts seen lately ('0', '1', '0.25', '4s' ...)
+class _Converted(dict):  # type: ignore[type-arg]
+    """The type of _CONVERTED: a dict (its readers' ``get`` is dict.get) whose ``[text]`` of a text not in it gives
+    what a run of step lines reads that value as (sources/step_runs.py, mapped over a run's values in C, so only the
+    misses cost a Python call): the text itself for a step counter or a time (to_number gives back a text holding a
+    "/" or ending in "s"; new on every row, so not kept), else ``remember(text)``; a NaN/inf sets ``nonfinite``."""
+
+    nonfinite = False
+
+    def __missing__(self, text: str) -> Any:
+        if "/" in text or text[-1:] == "s":
+            return text
+        x = remember(text)
+        if type(x) is float and x - x != 0:   # never kept: seen here every time
+            self.nonfinite = True
+        return x
+
+
+_CONVERTED: _Converted = _Converted()   # to_number of the value texts seen lately ('0', '1', '0.25', '4s' ...)
 _CONVERTED_MAX = 4096
 
 

@@ -32,7 +32,7 @@ on hostile runs.
 from __future__ import annotations
 
 import re
-from itertools import chain, compress
+from itertools import chain, compress, repeat
 from typing import Any
 
 from .. import lazyre
@@ -289,25 +289,20 @@ class StepRuns:
             got = rx.findall(b"\n".join(lines).decode("ascii")) if lines else []
         width = len(keys)
         raws = list(chain.from_iterable(got)) if width > 1 else list(got)
+        # as metrics._convert: the cached number of each text, a miss read by the cache's __missing__ (a step counter
+        # or a time as itself, else remember(); metrics._Converted), so no pass over the values looks for misses
         conv = msrc._CONVERTED
-        values = list(map(conv.get, raws))   # as metrics._convert: None is a text not seen lately
-        bad: set[int] = set()
-        if None in values:
-            remember = msrc.remember
-            i = -1
-            for _ in range(values.count(None)):
-                i = values.index(None, i + 1)
-                raw = raws[i]
-                if "/" in raw or raw[-1:] == "s":   # a step counter, a time: to_number gives the text itself
-                    values[i] = raw
-                    continue
-                x = values[i] = remember(raw)
-                if type(x) is float and x - x != 0:   # nan or +-inf: never cached, so always seen here
-                    bad.add(i // width)
-        if not bad:
-            rows = [(dict(zip(keys, values[a:a + width])), True) for a in range(0, len(values), width)]
-        else:
-            rows = [(dict(zip(keys, values[r * width:(r + 1) * width])), r not in bad) for r in range(len(got))]
+        conv.nonfinite = False
+        values = list(map(conv.__getitem__, raws))
+        # each row's dict: a copy of one with these keys (no table grown key by key), its values set in order
+        dicts = list(map(dict.copy, repeat(dict.fromkeys(keys), len(got))))
+        for _ in map(dict.update, dicts, map(zip, repeat(keys), zip(*[iter(values)] * width))):
+            pass
+        if not conv.nonfinite:
+            rows = list(zip(dicts, repeat(True)))
+        else:   # nan or +-inf: never cached, so only a miss gives one, and __missing__ said so
+            bad = {i // width for i, x in enumerate(values) if type(x) is float and x - x != 0}
+            rows = [(d, r not in bad) for r, d in enumerate(dicts)]
         return rows, (keys, values)
 
     def _seed(self, rows: list[Metrics], parts: list[tuple[int, int, Any, int]]) -> None:
