@@ -126,17 +126,10 @@ def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
 def _convert(keys: tuple[str, ...], raws: tuple[str, ...]) -> tuple[dict[str, Any], bool]:
     """The dict of keys to to_number(raw), and whether no value is NaN/inf."""
     conv = _CONVERTED
-    values = list(map(conv.get, raws))   # to_number never gives None: None is a value not seen lately
-    finite = True
-    misses = values.count(None)
-    if misses:
-        i = -1
-        for _ in range(misses):   # the few values not cached (a row's step counter, times), found in C
-            i = values.index(None, i + 1)
-            x = values[i] = remember(raws[i])
-            if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
-                finite = False
-    return dict(zip(keys, values)), finite
+    conv.nonfinite = False
+    # the few values not cached (a row's step counter, times) read by _Converted.__missing__, the rest in C
+    values = dict(zip(keys, map(conv.__getitem__, raws)))
+    return values, not conv.nonfinite   # nan or +-inf: never cached, so only a miss gives one
 
 
 class _Converted(dict):  # type: ignore[type-arg]
