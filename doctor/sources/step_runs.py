@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain, compress, repeat
+from operator import not_
 from typing import Any
 
 from .. import lazyre
@@ -101,9 +102,9 @@ class StepRuns:
         self.rows_read = self.saves_read = self.extra = 0
         if not stretch.session.state.console_metrics:
             return 0
-        isrow = [ln[:2] == b"{'" for ln in lines]
+        isrow = list(map(bytes.startswith, lines, repeat(b"{'")))
         dicts = list(compress(lines, isrow))
-        bar_lines = [ln for ln in lines if ln[:2] != b"{'"] if len(dicts) < len(lines) else []
+        bar_lines = list(compress(lines, map(not_, isrow))) if len(dicts) < len(lines) else []
         saved = self._saved(bar_lines) if self.saves is not None and b"Saving model" in b"".join(bar_lines) \
             else None
         if saved is not None:   # a save line's bar, if any, is read with the bars; its message below
@@ -296,12 +297,11 @@ class StepRuns:
             lines = lines[:next(i for i, ln in enumerate(lines) if one(ln.decode("ascii")) is None)]
             got = rx.findall(b"\n".join(lines).decode("ascii")) if lines else []
         width = len(keys)
-        raws = list(chain.from_iterable(got)) if width > 1 else list(got)
         # as metrics._convert: the cached number of each text, a miss read by the cache's __missing__ (a step counter
         # or a time as itself, else remember(); metrics._Converted), so no pass over the values looks for misses
         conv = msrc._CONVERTED
         conv.nonfinite = False
-        values = list(map(conv.__getitem__, raws))
+        values = list(map(conv.__getitem__, chain.from_iterable(got) if width > 1 else got))
         # each row's dict: a copy of one with these keys (no table grown key by key), its values set in order
         dicts = list(map(dict.copy, repeat(dict.fromkeys(keys), len(got))))
         for _ in map(dict.update, dicts, map(zip, repeat(keys), zip(*[iter(values)] * width))):
