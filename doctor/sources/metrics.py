@@ -138,7 +138,11 @@ class _Converted(dict):  # type: ignore[type-arg]
     misses cost a Python call): the text itself for a step counter or a time (to_number gives back a text holding a
     "/" or ending in "s"; new on every row, so not kept), else ``remember(text)``; a NaN/inf sets ``nonfinite``."""
 
-    nonfinite = False
+    __slots__ = ("nonfinite",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nonfinite = False
 
     def __missing__(self, text: str) -> Any:
         if "/" in text or text[-1:] == "s":
