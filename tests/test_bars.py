@@ -176,3 +176,23 @@ def test_the_greedy_rate_reads_as_the_lazy_one(tail):
     block = b"\n".join(lines)
     multi = [re.compile(rb"(?m)^(?:" + p + rb")$") for p in (_LAZY, bars.BAR_SOURCE)]
     assert multi[0].findall(block) == multi[1].findall(block)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([b"[", b"]", b"00:04", b"<", b"?", b", ", b" ", b"1.50", b"7", b"s/it", b"it/s", b"/",
+                                 b" examples/s", b"\r", b"x", b"%|", b"| 3/9 ", BLOCK, "\u258f".encode(),
+                                 "\u2590".encode(), "\u2587".encode(), "\u0663".encode(), b"#", b"Train: 50", b"\n"]),
+                max_size=14))
+def test_the_text_pattern_reads_bars_as_the_bytes_one(tail):
+    """BAR_TEXT over a block's text (sources/step_runs.py) finds what BAR_SOURCE finds over its bytes: the same lines,
+    spans and groups (block characters at the ends of their range and past them, an Arabic-Indic digit that a text
+    \\d would take), whole and over a block's lines."""
+    import re
+    text, raw = re.compile(bars.BAR_TEXT), re.compile(bars.BAR_SOURCE)
+    lines = [frag + b"".join(tail) for frag in (b"", *FRAGMENTS[:24])]
+    for line in lines:
+        a, b = raw.fullmatch(line), text.fullmatch(line.decode("utf-8"))
+        assert (a and tuple(g.decode() for g in a.groups())) == (b and b.groups())
+    block = b"\n".join(lines)
+    multi = re.compile(rb"(?m)^(?:" + bars.BAR_SOURCE + rb")$"), re.compile(r"(?m)^(?:" + bars.BAR_TEXT + r")$")
+    assert [tuple(g.decode() for g in m) for m in multi[0].findall(block)] == multi[1].findall(block.decode("utf-8"))

@@ -67,6 +67,12 @@ READERS = frozenset({"doctor.checks.hang.post_mortem.HangCheck",
 BAR_SOURCE = (rb"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)\d{1,3}%\|(?:\xe2\x96[\x88-\x8f]|[ #])*\| *(?P<k>\d+)/(?P<n>\d+) "
               rb"\[[0-9:<?, ]*(?:\d+(?:\.\d+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
 BAR = lazyre.compile(BAR_SOURCE)
+# the same language over the text of lines that decode as UTF-8 (a run's bar lines are read so: sources/step_runs.py):
+# "\xe2\x96[\x88-\x8f]" is the UTF-8 of U+2588..U+258F, one character class here instead of an alternation tried at
+# each block character (~2.7 k instructions less a bar); every other piece is ASCII, and [0-9] stands for \d, which
+# a text pattern would take for any Unicode digit (tests/test_bars.py compares both)
+BAR_TEXT = (r"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)[0-9]{1,3}%\|[\u2588-\u258f #]*\| *(?P<k>[0-9]+)/(?P<n>[0-9]+) "
+            r"\[[0-9:<?, ]*(?:[0-9]+(?:\.[0-9]+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
 ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)

@@ -126,20 +126,34 @@ def read_console(text: str) -> tuple[dict[str, Any] | None, bool]:
 def _convert(keys: tuple[str, ...], raws: tuple[str, ...]) -> tuple[dict[str, Any], bool]:
     """The dict of keys to to_number(raw), and whether no value is NaN/inf."""
     conv = _CONVERTED
-    values = list(map(conv.get, raws))   # to_number never gives None: None is a value not seen lately
-    finite = True
-    misses = values.count(None)
-    if misses:
-        i = -1
-        for _ in range(misses):   # the few values not cached (a row's step counter, times), found in C
-            i = values.index(None, i + 1)
-            x = values[i] = remember(raws[i])
-            if type(x) is float and x - x != 0:  # nan or +-inf: never cached, so always seen here
-                finite = False
-    return dict(zip(keys, values)), finite
+    conv.nonfinite = False
+    # the few values not cached (a row's step counter, times) read by _Converted.__missing__, the rest in C
+    values = dict(zip(keys, map(conv.__getitem__, raws)))
+    return values, not conv.nonfinite   # nan or +-inf: never cached, so only a miss gives one
 
 
-_CONVERTED: dict[str, Any] = {}   # to_number of the value texts seen lately ('0', '1', '0.25', '4s' ...)
+class _Converted(dict):  # type: ignore[type-arg]
+    """The type of _CONVERTED: a dict (its readers' ``get`` is dict.get) whose ``[text]`` of a text not in it gives
+    what a run of step lines reads that value as (sources/step_runs.py, mapped over a run's values in C, so only the
+    misses cost a Python call): the text itself for a step counter or a time (to_number gives back a text holding a
+    "/" or ending in "s"; new on every row, so not kept), else ``remember(text)``; a NaN/inf sets ``nonfinite``."""
+
+    __slots__ = ("nonfinite",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nonfinite = False
+
+    def __missing__(self, text: str) -> Any:
+        if "/" in text or text[-1:] == "s":
+            return text
+        x = remember(text)
+        if type(x) is float and x - x != 0:   # never kept: seen here every time
+            self.nonfinite = True
+        return x
+
+
+_CONVERTED: _Converted = _Converted()   # to_number of the value texts seen lately ('0', '1', '0.25', '4s' ...)
 _CONVERTED_MAX = 4096
 
 

@@ -32,7 +32,8 @@ on hostile runs.
 from __future__ import annotations
 
 import re
-from itertools import chain, compress
+from itertools import chain, compress, repeat
+from operator import not_
 from typing import Any
 
 from .. import lazyre
@@ -41,7 +42,7 @@ from ..signals import Metrics, console_row
 from . import bars as bars_mod
 from . import metrics as msrc
 from . import saves as saves_mod
-from .bars import BAR_SOURCE, TRAIN, BarStretch, _keep
+from .bars import BAR_TEXT, TRAIN, BarStretch, _keep
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
 from .saves import SaveLines
@@ -50,7 +51,8 @@ from .train_bars import TrainBar
 ON = True        # False: every line goes the per-line way (the equivalence tests compare both)
 RUN_MAX = 512    # lines in one run at most (the scanner looks ahead for RUN_MIN, doubling while runs are read whole)
 RUN_MIN = 8
-_BARS = lazyre.compile(rb"(?m)^(?:" + BAR_SOURCE + rb")$")   # BAR.fullmatch of each line of a block
+# BAR.fullmatch of each line of a block, over its text (bars.BAR_TEXT: the same language where the block is UTF-8)
+_BARS_TEXT = lazyre.compile(r"(?m)^(?:" + BAR_TEXT + r")$")
 _ELSEWHERE = ("/s]", "/it]", msrc.VERL_MARK, msrc.VERL_ACTOR_MARK, "elapsed time per iteration", '"')
 
 
@@ -76,6 +78,8 @@ class StepRuns:
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
         self._trains: dict[frozenset[str], tuple[Any, ...]] = {}   # a Train bar's words -> the rules holding it (_held)
+        # (a pure bar's text before the percentage, as text, its rate's last 6 bytes) -> BarStretch.bar_key of them
+        self._keys_of: dict[tuple[str, bytes], tuple[int, tuple[bytes, frozenset[str]]]] = {}
         self._quoted = frozenset(w[1:-1] for w in stretch.metric_words if len(w) > 2 and w[0] == w[-1] == "'")
         # a dict line holding any of these is not read here: a trigger word but the metric literals, what sends a line
         # elsewhere, a vllm of any case, a byte that is not printable ASCII (the scan stops at the first)
@@ -98,9 +102,9 @@ class StepRuns:
         self.rows_read = self.saves_read = self.extra = 0
         if not stretch.session.state.console_metrics:
             return 0
-        isrow = [ln[:2] == b"{'" for ln in lines]
+        isrow = list(map(bytes.startswith, lines, repeat(b"{'")))
         dicts = list(compress(lines, isrow))
-        bar_lines = [ln for ln in lines if ln[:2] != b"{'"] if len(dicts) < len(lines) else []
+        bar_lines = list(compress(lines, map(not_, isrow))) if len(dicts) < len(lines) else []
         saved = self._saved(bar_lines) if self.saves is not None and b"Saving model" in b"".join(bar_lines) \
             else None
         if saved is not None:   # a save line's bar, if any, is read with the bars; its message below
@@ -237,20 +241,25 @@ class StepRuns:
         while lines and (at := stretch._not_bar.first(block)) >= 0:   # cut before the first line with such a word
             lines = lines[:self._upto(block, at)]
             block = b"\n".join(lines)
-        found = _BARS.findall(block) if lines else []
-        if len(found) != len(lines):
+        try:
+            found = _BARS_TEXT.findall(block.decode("utf-8")) if lines else []
+        except UnicodeDecodeError:   # a line BAR matches whole is ASCII and block characters: one of them is not a bar
+            found = None
+        if found is None or len(found) != len(lines):
             full = bars_mod.BAR.fullmatch
             lines = lines[:next(i for i, ln in enumerate(lines) if full(ln) is None)]
-            found = _BARS.findall(b"\n".join(lines)) if lines else []
+            found = _BARS_TEXT.findall(b"\n".join(lines).decode("utf-8")) if lines else []
         out = []
-        keys_of, bar_key, have = stretch._keys_of, stretch.bar_key, stretch._keys
+        keys_of, bar_key, have = self._keys_of, stretch.bar_key, stretch._keys
         room = bars_mod.MAX_KEYS - len(have)
         new: set[Any] = set()
         for (pre, k, n), line in zip(found, lines):
             rate = line[-6:] if line[-1:] != b"\r" else line[-7:-1]
             got = keys_of.get((pre, rate))
-            if got is None:
-                got = bar_key(pre, rate, line)
+            if got is None:   # BarStretch.bar_key of the bytes before the percentage, kept by their text here
+                got = bar_key(pre.encode("ascii"), rate, line)
+                if len(keys_of) < 4096:
+                    keys_of[(pre, rate)] = got
             ok, key = got
             if not ok:
                 break
@@ -288,26 +297,20 @@ class StepRuns:
             lines = lines[:next(i for i, ln in enumerate(lines) if one(ln.decode("ascii")) is None)]
             got = rx.findall(b"\n".join(lines).decode("ascii")) if lines else []
         width = len(keys)
-        raws = list(chain.from_iterable(got)) if width > 1 else list(got)
+        # as metrics._convert: the cached number of each text, a miss read by the cache's __missing__ (a step counter
+        # or a time as itself, else remember(); metrics._Converted), so no pass over the values looks for misses
         conv = msrc._CONVERTED
-        values = list(map(conv.get, raws))   # as metrics._convert: None is a text not seen lately
-        bad: set[int] = set()
-        if None in values:
-            remember = msrc.remember
-            i = -1
-            for _ in range(values.count(None)):
-                i = values.index(None, i + 1)
-                raw = raws[i]
-                if "/" in raw or raw[-1:] == "s":   # a step counter, a time: to_number gives the text itself
-                    values[i] = raw
-                    continue
-                x = values[i] = remember(raw)
-                if type(x) is float and x - x != 0:   # nan or +-inf: never cached, so always seen here
-                    bad.add(i // width)
-        if not bad:
-            rows = [(dict(zip(keys, values[a:a + width])), True) for a in range(0, len(values), width)]
-        else:
-            rows = [(dict(zip(keys, values[r * width:(r + 1) * width])), r not in bad) for r in range(len(got))]
+        conv.nonfinite = False
+        values = list(map(conv.__getitem__, chain.from_iterable(got) if width > 1 else got))
+        # each row's dict: a copy of one with these keys (no table grown key by key), its values set in order
+        dicts = list(map(dict.copy, repeat(dict.fromkeys(keys), len(got))))
+        for _ in map(dict.update, dicts, map(zip, repeat(keys), zip(*[iter(values)] * width))):
+            pass
+        if not conv.nonfinite:
+            rows = list(zip(dicts, repeat(True)))
+        else:   # nan or +-inf: never cached, so only a miss gives one, and __missing__ said so
+            bad = {i // width for i, x in enumerate(values) if type(x) is float and x - x != 0}
+            rows = [(d, r not in bad) for r, d in enumerate(dicts)]
         return rows, (keys, values)
 
     def _seed(self, rows: list[Metrics], parts: list[tuple[int, int, Any, int]]) -> None:
