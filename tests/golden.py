@@ -5,7 +5,9 @@ Run with GRPO_DOCTOR_UPDATE_GOLDEN=1 to rewrite every golden, then review the di
 
 ``provenance.toml`` of each case says where it came from (``source``) and what a person expects of the report:
 ``expect_category`` (findings[0].category, checked by hand against the real run or the dev-log label),
-``expect_rules``, ``forbid_rules``, ``expect_no_error`` (healthy and control runs). Checkpoint cases also say
+``expect_rules``, ``forbid_rules``, ``expect_no_error`` (healthy and control runs), ``excerpt`` (a piece cut out of a
+run's output with an issue's title above it: `watch` replaying it reads a run that stopped where the paste does, which
+analyze reads as where its author stopped copying, so tests/test_watch_replay.py leaves it out). Checkpoint cases also say
 which paths to check (``check``) and optionally ``expect`` (--expect full|lora); preflight cases give
 ``gpu_mem`` and ``swift_version``.
 """

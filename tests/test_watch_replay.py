@@ -4,17 +4,24 @@ fixture's golden (the reviewed `analyze` output), evidence paths aside."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from golden import FIXTURES, cases, golden_path
 from watchutil import run_watch
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 def _replayable(case: str) -> bool:
     d = FIXTURES / case
     files = {p.name for p in d.iterdir() if p.is_file()} - {"provenance.toml"}
     return "log.txt" in files and files <= {"log.txt", "command.txt", "args.json", "logging.jsonl"} \
-        and golden_path(case).exists() and not _pasted(d / "log.txt")
+        and golden_path(case).exists() and not _pasted(d / "log.txt") \
+        and not tomllib.loads((d / "provenance.toml").read_text(encoding="utf-8")).get("excerpt")
 
 
 def _pasted(log) -> bool:
