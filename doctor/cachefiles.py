@@ -2,7 +2,8 @@
 Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files and the catalog as built
 (registry.py), the parsed TOML tables of doctor/data (``toml_table``), the compiled regular expressions (lazyre.py), the
 known-issues index as built (known/index.py), the compiled methods of dataclasses (fastclasses.py), the raise sites of
-the known threads' signatures (known/mechanism.py).
+the known threads' signatures (known/mechanism.py), the routing of the rules built on their first signal
+(lazyrules.py).
 
 Every file there is a speed-up only: one that cannot be read, written or pruned costs the work it would have saved,
 never the run. Each kind is named ``<prefix>-<24 hex digits><suffix>``, the digits a key of what the file holds, so
@@ -42,6 +43,7 @@ KNOWN = Kind("known", ".marshal", 2)   # the known-issues index with its tf-idf 
 REGEX = Kind("re", ".marshal", 4)   # compiled regular expressions of one interpreter (doctor/lazyre.py)
 CLASSES = Kind("dataclasses", ".marshal", 4)   # the methods @dataclass generates, compiled (doctor/fastclasses.py)
 SITES = Kind("sites", ".marshal", 2)   # the raise sites of the known threads' signatures (doctor/known/mechanism.py)
+ROUTES = Kind("routes", ".marshal", 4)   # how each check rule built on its first signal is routed (doctor/lazyrules.py)
 
 
 def hasher(data: bytes = b"") -> Any:

@@ -32,9 +32,14 @@ INTERLEAVE_BULK = True
 
 class Session:
     def __init__(self, metas: Iterable[RuleMeta] | None = None, *, console_metrics: bool = True,
-                 run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None):
+                 run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None,
+                 lazy: bool = False):
         metas = list(load_catalog() if metas is None else metas)
-        self.rules: list[Rule] = [build_rule(m) for m in metas]
+        if lazy:   # the rules that wait for a signal built when it comes (doctor/lazyrules.py; watch)
+            from ..lazyrules import build as build_lazy
+            self.rules: list[Rule] = build_lazy(metas)
+        else:
+            self.rules = [build_rule(m) for m in metas]
         # the rules over the metric series and the other per-run rules: built anew for each run appended to one log
         # (see _next_run), so that no curve or finding joins two launches
         self._series_rules = frozenset(id(r) for r in self.rules if r.per_run or (
