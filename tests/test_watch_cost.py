@@ -56,7 +56,7 @@ def test_catalog_cache_gives_what_the_toml_gives(tmp_path: Path, monkeypatch) ->
 def test_watch_detects_the_framework_once_per_evaluation(tmp_path: Path) -> None:
     """A report's findings and its run block name the framework from one detection (framework_of reads the logs'
     heads for the final report): framework_of runs once per evaluation of the findings, not once more per report."""
-    code = ("import sys, atexit, doctor.analyze as a, doctor.live.reporting as r\n"
+    code = ("import sys, atexit, doctor.run_terms as a, doctor.live.reporting as r\n"
             "n = {'fw': 0, 'eval': 0}\n"
             "orig, find = a.framework_of, r.Reporting._findings\n"
             "def fw(*x, **k):\n    n['fw'] += 1\n    return orig(*x, **k)\n"

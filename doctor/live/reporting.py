@@ -19,7 +19,7 @@ class Reporting:
     def _framework(self, final: bool) -> dict:
         """The framework as analyze detects it (the heads of the logs are read for the final report only: a file read
         at every refresh would cost the run CPU)."""
-        from ..analyze import framework_of
+        from ..run_terms import framework_of
         return framework_of(self.session, list(self.inputs) if final else None)
 
     def _findings(self, final: bool, hung: bool = False) -> list:
@@ -37,7 +37,7 @@ class Reporting:
             # checkpoint-2 to resume from), and seen by the fallbacks (GD995 is for a failure no rule explains)
             found = prov.annotate(self.session.finish(outside=self.extra, checkpoints=self.checkpoints_seen))
             # the fixes in the terms of the framework that ran (doctor/swift/terms.py), detected as analyze detects it
-            from ..analyze import in_run_terms
+            from ..run_terms import in_run_terms
             self.report_framework = self._framework(final)
             found = in_run_terms(found, self.report_framework)
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
