@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from . import cachefiles
+from . import cachefiles, lazyre
 
 T = TypeVar("T")
 
@@ -38,7 +38,7 @@ def engine() -> str:
     return "hyperscan"
 
 
-_NOT_ALNUM = re.compile(rb"[^0-9A-Za-z]")
+_NOT_ALNUM = lazyre.compile(rb"[^0-9A-Za-z]")
 
 
 def _hex_escape(m: re.Match[bytes]) -> bytes:
