@@ -10,28 +10,23 @@ from dataclasses import replace
 from typing import Any
 
 from . import __version__
-from .claim_facts import RunFacts
-from .claims import in_trainer_terms
 from .classify import provenance
 from .engine import Session, order
-from .engine.session import trainer_facts
 from .gate import store_words
 from .gpu_summary import GpuSummary
 from .model import Finding, Report, Role, Severity
 from .registry import load_catalog
+from .run_terms import HEAD_BYTES, framework_of, in_run_terms  # noqa: F401  (watch imports them from run_terms)
 from .selectors import Selection, resolve
 from .signals import CheckpointInput
 from .sources import reports as reports_src
 from .sources import scan
 from .sources.compressed import suffix_codec
 from .sources.inputs import LOGGER_KINDS, discover, feed_input, read_small
-from .sources.safeio import head_text, regular_size
+from .sources.safeio import regular_size
 from .sources.sparse import is_sparse
-from .swift.terms import in_terms
-from .swift.trainer_kind import TrainerKind
 from .vitals import Tracker, vitals
 
-HEAD_BYTES = 64 * 1024  # read from the start of each log for framework detection
 RUNS_LISTED = 200  # run line ranges listed in the report: past it the first and the last 100, and runs_total
 
 
@@ -167,47 +162,6 @@ def one_relaunch(findings: list[Finding], framework: dict) -> dict | None:
         return one_command(Report(__version__, [], {}, findings), shlex.split(first), judge, version)
     except Exception:  # noqa: BLE001 - a command preflight cannot read (a launcher it does not parse) is no relaunch
         return None
-
-
-def framework_of(session: Session, inputs: list | None = None, kind: TrainerKind | None = None) -> dict:
-    """The ``framework``, ``framework_version``, ``framework_source`` and ``recipe`` of the run object, detected
-    (doctor/swift/framework.py) from the parsed frames, the launch commands, the first and last lines of each log
-    and the printed versions."""
-    heads: list[str] = []
-    for inp in (inputs or [])[:8]:  # the head of each log: banners and the launch line come first
-        if inp.kind == "log" and inp.path is not None:
-            try:
-                heads.extend(head_text(inp.path, HEAD_BYTES).splitlines()[:400])
-            except (OSError, EOFError):
-                pass
-    rc = session.run
-    name, version, recipe, source = session.state.framework(heads)
-    if name is None and rc.swift_version:  # an args.json or version line of ms-swift's own
-        name, version, source = "ms-swift", rc.swift_version, "version"
-    # the wording of the errors, when the raise-site index finds it in ms-swift's own code (doctor/classify/
-    # provenance.py narrow); trl's wording does not tell: ms-swift, unsloth and open-r1 run trl's GRPOConfig checks too
-    if (name is None or source == "runtime") and "ms-swift" in (rc.inferred_versions or {}):
-        name, version, source = "ms-swift", None, "wording"
-    # nothing points anywhere: not told (framework_source "unknown"); the fixes then name each lever by its neutral name
-    # (doctor/swift/terms.py), never an ms-swift flag
-    out: dict = {"framework": name, "framework_version": version if name else None,
-                 "framework_source": source if name else "unknown"}
-    if recipe:
-        out["recipe"] = recipe
-    kind = kind or session.state.trainer_kind()
-    if kind.kind is not None:   # GRPO, DPO, SFT, a server...: what the GRPO-only sentences are checked against
-        out["trainer"] = kind.kind
-        out["trainer_source"] = kind.source
-    return out
-
-
-def in_run_terms(findings: list[Finding], framework: dict) -> list[Finding]:
-    """The fixes in the terms of the framework that ran (doctor/swift/terms.py: no ms-swift flag for a trl user),
-    then without the GRPO-only sentences or GRPOConfig fields those terms wrote, for a run of another trainer
-    (``framework``: framework_of's object)."""
-    findings = in_terms(findings, framework["framework"])
-    trainer = framework.get("trainer")
-    return in_trainer_terms(findings, RunFacts(**trainer_facts(TrainerKind(trainer, "report")))) if trainer else findings
 
 
 def merge_nodes(findings: list[Finding], nodes: list, sel: Selection | None = None) -> list[Finding]:

@@ -2,7 +2,8 @@
 Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files and the catalog as built
 (registry.py), the parsed TOML tables of doctor/data (``toml_table``), the compiled regular expressions (lazyre.py), the
 known-issues index as built (known/index.py), the compiled methods of dataclasses (fastclasses.py), the raise sites of
-the known threads' signatures (known/mechanism.py).
+the known threads' signatures (known/mechanism.py), the routing of the rules built on their first signal
+(lazyrules.py), the raise-site index's buckets decompressed (classify/raise_store.py).
 
 Every file there is a speed-up only: one that cannot be read, written or pruned costs the work it would have saved,
 never the run. Each kind is named ``<prefix>-<24 hex digits><suffix>``, the digits a key of what the file holds, so
@@ -42,6 +43,8 @@ KNOWN = Kind("known", ".marshal", 2)   # the known-issues index with its tf-idf 
 REGEX = Kind("re", ".marshal", 4)   # compiled regular expressions of one interpreter (doctor/lazyre.py)
 CLASSES = Kind("dataclasses", ".marshal", 4)   # the methods @dataclass generates, compiled (doctor/fastclasses.py)
 SITES = Kind("sites", ".marshal", 2)   # the raise sites of the known threads' signatures (doctor/known/mechanism.py)
+RAW_SITES = Kind("rawsites", ".bin", 2)   # the raise-site index's buckets decompressed (doctor/classify/raise_store.py)
+ROUTES = Kind("routes", ".marshal", 4)   # how each check rule built on its first signal is routed (doctor/lazyrules.py)
 
 
 def hasher(data: bytes = b"") -> Any:
@@ -62,6 +65,11 @@ def key_of(data: bytes) -> str:
 def cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "grpo-doctor")
+
+
+def path_of(kind: Kind, key: str) -> str:
+    """Where the file of ``kind`` under ``key`` is (or would be)."""
+    return os.path.join(cache_dir(), kind.name(key))
 
 
 def read(kind: Kind, key: str) -> bytes | None:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from . import cachefiles
+from . import cachefiles, lazyre
 
 T = TypeVar("T")
 
@@ -38,10 +38,17 @@ def engine() -> str:
     return "hyperscan"
 
 
+_NOT_ALNUM = lazyre.compile(rb"[^0-9A-Za-z]")
+
+
+def _hex_escape(m: re.Match[bytes]) -> bytes:
+    return b"\\x%02x" % m.group()[0]
+
+
 def hs_literal(word: bytes) -> bytes:
-    """A literal in Hyperscan's syntax: letters and digits as they are, every other byte as \\xHH."""
-    return b"".join(bytes((c,)) if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 else b"\\x%02x" % c
-                    for c in word)
+    """A literal in Hyperscan's syntax: letters and digits as they are, every other byte as \\xHH (one ``sub`` over
+    the word: a generator over its bytes cost ~3.6 ms of every start for the gate's ~420 words)."""
+    return word if word.isalnum() else _NOT_ALNUM.sub(_hex_escape, word)
 
 
 def hs_database(exprs: list[bytes]) -> Any:

@@ -380,11 +380,28 @@ def _built(key: str) -> tuple[RuleMeta, ...] | None:
         return None
 
 
+# load_catalog's key of each catalog it loaded (None: not kept, its files changed too recently): the key of what the
+# rules' routing is built from (doctor/lazyrules.py)
+_KEYS: dict[str | None, str | None] = {}
+
+
+def catalog_key(directory: str | None = None) -> str | None:
+    """The cache key of the catalog ``load_catalog(directory)`` loaded, or None (not loaded, or too recently changed)."""
+    catalog(directory)
+    return _KEYS.get(directory)
+
+
+def catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
+    """load_catalog(directory), the very tuple a call without arguments gave (lru_cache keeps ``f()`` and ``f(None)``
+    apart: a second load)."""
+    return load_catalog(directory) if directory is not None else load_catalog()
+
+
 @lru_cache(maxsize=4)
 def load_catalog(directory: str | None = None) -> tuple[RuleMeta, ...]:
     d = Path(directory) if directory else rules_dir()
     files = rule_files(d)
-    key = _stat_key(files)
+    key = _KEYS[directory] = _stat_key(files)
     if key is not None:
         got = _built(key)
         if got is not None:

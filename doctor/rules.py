@@ -117,6 +117,9 @@ class Rule:
     # (engine/session.py _next_run), after it says what the previous run showed. The metric-series rules are
     # per run by construction; a line rule whose finish() reads only its own state and ctx.run may set it
     per_run = False
+    # an instance fed no signal finishes with no finding, whatever the run state holds: watch then builds the rule
+    # only when its first signal comes (doctor/lazyrules.py). Declared per class, after reading its finish
+    idle_silent = False
 
     def __init__(self, meta: RuleMeta):
         self.meta = meta

@@ -136,3 +136,15 @@ def test_training_on_zero_reward_by_configuration_fails_the_gate(tmp_path):
     p = cli("analyze", str(tmp_path), "-f", "json")
     f = next(x for x in json.loads(p.stdout)["findings"] if x["rule_id"] == "GD611")
     assert f["severity"] == "error" and p.returncode == 1, p.stdout
+
+
+def test_hs_literal_escapes_every_byte_but_letters_and_digits():
+    from doctor.gate import hs_literal
+
+    def by_byte(word: bytes) -> bytes:
+        return b"".join(bytes((c,)) if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 else b"\\x%02x" % c
+                        for c in word)
+    words = [bytes(range(256)), b"", b"abcXYZ019", b"a b", "é中\t".encode(), "中文".encode("gb18030"), b"\\x41"]
+    words += [bytes((i, (i * 7) % 256, (i * 13) % 256)) for i in range(256)]
+    for w in words:
+        assert hs_literal(w) == by_byte(w), w

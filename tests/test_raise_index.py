@@ -3,6 +3,7 @@ and of the public-issue logs copied into fixtures/raise-index/dev-log-exceptions
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -324,3 +325,35 @@ def test_a_message_outside_the_head_of_a_template_has_no_partial_match():
     assert rs._Site(["", "", "", "", "", "{int} of {{x}} b"], frozenset()).head() == ""
     assert rs._Site(["", "", "", "", "", "{{x}} of {int}"], frozenset()).head() == "{x}"
     assert rs._Site(["", "", "", "", "", "a b{int}c"], frozenset()).head(nows=True) == "ab"
+
+
+def test_the_decompressed_buckets_in_the_cache_folder_are_the_index_s(tmp_path, monkeypatch):
+    """raise_store.Store keeps the buckets decompressed in the cache folder once a lookup follows 2nd/3rd-word
+    references: the same bytes as decompressing each, and a cut or foreign file is not used."""
+    from doctor import cachefiles
+    from doctor.classify.raise_store import Store
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    plain = Store.open(rs.DATA)
+    want = {b: plain._decompress(b) for b in range(0, plain.n, 7)}
+    first = Store.open(rs.DATA)
+    first._map_raw(write=True)   # writes the file and maps it
+    path = cachefiles.path_of(cachefiles.RAW_SITES, first._raw_key)
+    assert first._raw is not None and os.path.getsize(path) > len(plain._data)
+    again = Store.open(rs.DATA)
+    again._map_raw(write=False)
+    assert again._raw is not None
+    for b, text in want.items():
+        assert again.bucket(b)._lines == text.split(b"\n")
+    # the same lookups through a mapped store and a plain one
+    for text in ("Timed out waiting 20000ms for send operation to complete",
+                 "[/__w/1/s/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 20000ms for "
+                 "send operation to co", "expected all tensors to be on the same dev"):
+        assert rs.lookup(text, idx=rs.Index(again)) == rs.lookup(text, idx=rs.Index(Store.open(rs.DATA)))
+    # a file cut short is not used (and not written over by a reader that does not write)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 1)
+    cut = Store.open(rs.DATA)
+    cut._map_raw(write=False)
+    assert cut._raw is None
+    cut._map_raw(write=True)     # written anew
+    assert cut._raw is not None and cut.bucket(7)._lines == plain._decompress(7).split(b"\n")

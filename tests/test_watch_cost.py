@@ -56,7 +56,7 @@ def test_catalog_cache_gives_what_the_toml_gives(tmp_path: Path, monkeypatch) ->
 def test_watch_detects_the_framework_once_per_evaluation(tmp_path: Path) -> None:
     """A report's findings and its run block name the framework from one detection (framework_of reads the logs'
     heads for the final report): framework_of runs once per evaluation of the findings, not once more per report."""
-    code = ("import sys, atexit, doctor.analyze as a, doctor.live.reporting as r\n"
+    code = ("import sys, atexit, doctor.run_terms as a, doctor.live.reporting as r\n"
             "n = {'fw': 0, 'eval': 0}\n"
             "orig, find = a.framework_of, r.Reporting._findings\n"
             "def fw(*x, **k):\n    n['fw'] += 1\n    return orig(*x, **k)\n"
@@ -114,3 +114,31 @@ def test_the_lazy_modules_load_when_a_run_needs_them(tmp_path: Path) -> None:
     rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
     assert any("WidgetError" in f["message"] for f in rep["findings"]), rep["findings"]
     assert "hints imported: True" in p.stderr, p.stderr[-2000:]
+
+
+def test_watch_does_not_evaluate_a_session_that_took_no_input(tmp_path: Path) -> None:
+    """A live evaluation of a session fed nothing since the last one reuses its findings (Session.generation): a run
+    that prints four rows and then nothing for 12 s is evaluated live every 5 s, but the rules finish only when the
+    session moved (once live, once for the final report), and the report is the one of a session finished each time."""
+    code = ("import sys, atexit, doctor.engine.session as s, doctor.live.reporting as r\n"
+            "n = {'finish': 0, 'eval': 0}\n"
+            "fin, find = s.Session.finish, r.Reporting._findings\n"
+            "def fi(*x, **k):\n    n['finish'] += 1\n    return fin(*x, **k)\n"
+            "def fd(*x, **k):\n    n['eval'] += 1\n    return find(*x, **k)\n"
+            "s.Session.finish, r.Reporting._findings = fi, fd\n"
+            "atexit.register(lambda: print('counts', n['finish'], n['eval'], file=sys.stderr))\n"
+            "from doctor.cli import main\nsys.argv[0] = 'grpo-doctor'\nmain()\n")
+    child = ROWS + "import time; time.sleep(12)"
+    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
+                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", child],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"counts (\d+) (\d+)", p.stderr)
+    assert m, p.stderr[-2000:]
+    finishes, evaluations = int(m.group(1)), int(m.group(2))
+    assert evaluations >= 3 and finishes < evaluations, (finishes, evaluations)
+    # the same findings as analyze of the console log (one finish of the whole session)
+    rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
+    got = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(tmp_path / "run" / "grpo-doctor-console.log"),
+                          "--format", "json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert [f["rule_id"] for f in rep["findings"]] == [f["rule_id"] for f in json.loads(got.stdout)["findings"]]

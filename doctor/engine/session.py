@@ -32,9 +32,14 @@ INTERLEAVE_BULK = True
 
 class Session:
     def __init__(self, metas: Iterable[RuleMeta] | None = None, *, console_metrics: bool = True,
-                 run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None):
+                 run: RunConfig | None = None, preflight: bool = False, facts: dict | None = None,
+                 lazy: bool = False):
         metas = list(load_catalog() if metas is None else metas)
-        self.rules: list[Rule] = [build_rule(m) for m in metas]
+        if lazy:   # the rules that wait for a signal built when it comes (doctor/lazyrules.py; watch)
+            from ..lazyrules import build as build_lazy
+            self.rules: list[Rule] = build_lazy(metas)
+        else:
+            self.rules = [build_rule(m) for m in metas]
         # the rules over the metric series and the other per-run rules: built anew for each run appended to one log
         # (see _next_run), so that no curve or finding joins two launches
         self._series_rules = frozenset(id(r) for r in self.rules if r.per_run or (
@@ -48,6 +53,9 @@ class Session:
         self._earlier: list[Finding] = []   # series findings of the runs appended before the current one
         self.input_notes: dict[str, str] = {}   # an input read only in part (a compressed log cut short): why
         self._runs_seen = 0
+        # bumped by every input (a line, a signal, a new log; ``changed`` for a caller that sets the run's configuration
+        # or state itself): watch evaluates the rules again only when it moved (live/reporting.py)
+        self.generation = 0
         self._tiers_of: list[Rule] | None = None       # the rule list (and its length) _tiers_cache was worked out for
         self._tiers_n = 0
         self._tiers_cache: tuple[list[Rule], list[Rule], list[Rule]] = ([], [], [])
@@ -126,10 +134,17 @@ class Session:
         return self.state.run
 
     # ------------------------------------------------------------------ feeding
+    def changed(self) -> None:
+        """The run's configuration or state was set from outside the signals (an args.json read, the console's rows
+        given up for logging.jsonl's): what the rules see moved."""
+        self.generation += 1
+
     def begin_log(self, path: str) -> None:
+        self.generation += 1
         self.state.begin_log(path)
 
     def feed_line(self, line: LogLine) -> None:
+        self.generation += 1
         state = self.state
         state.keep(line)
         for r in self._all_line_rules:
@@ -164,6 +179,7 @@ class Session:
         that read rows are shown not to read the rows before it (a checkpoint save, sources/saves.py): the state and
         those readers take it now; each rule that reads rows too goes to ``hold``, which feeds it the line in file
         order with the rows."""
+        self.generation += 1
         state = self.state
         state.keep(line)
         hits = self._gate.hits(line.text)
@@ -182,6 +198,7 @@ class Session:
         if isinstance(signal, LogLine):
             self.feed_line(signal)
             return
+        self.generation += 1
         for fn in self.observers:
             fn(signal)
         if self.state.count(signal):
@@ -198,6 +215,7 @@ class Session:
         matters to it; every other rule reads no such line and takes the signals in one call."""
         if not signals:
             return
+        self.generation += 1
         kind = type(signals[0])
         if kind is LogLine or any(type(s) is not kind for s in signals):
             assert not between, "lines between signals of one type only"

@@ -208,11 +208,13 @@ class Analysis:
             obj = read_args_json(new_args, self.run_dir, self.rundir.skipped)
             if obj:
                 self.session.run.add_args_json(obj)
+                self.session.changed()
                 self.inputs.append(InputInfo(new_args, "args"))
         if new_jsonl:
             # logging.jsonl and the printed dicts carry the same rows: from now on take the file (as analyze does),
             # skipping the rows already seen on the console
             self.session.state.console_metrics = False
+            self.session.changed()
             self.skip_jsonl_steps = self.session.state.metrics_steps
             self.inputs.append(InputInfo(new_jsonl, "metrics"))
         if self.rundir.jsonl is not None:

@@ -19,10 +19,20 @@ class Reporting:
     def _framework(self, final: bool) -> dict:
         """The framework as analyze detects it (the heads of the logs are read for the final report only: a file read
         at every refresh would cost the run CPU)."""
-        from ..analyze import framework_of
+        from ..run_terms import framework_of
         return framework_of(self.session, list(self.inputs) if final else None)
 
     def _findings(self, final: bool, hung: bool = False) -> list:
+        # a live evaluation of a session that took no input since the last one gives the same findings (Session.finish
+        # is a function of what was fed: finishing twice gives the same, checked on every golden log), so the last
+        # ones are reused: a run that prints nothing for a while (a hang, a long load) costs no evaluation every 5 s
+        live = not final and not hung and not getattr(self, "hung", False)
+        key = (self.session.generation, len(self.extra), len(self.checkpoints_seen)) if live else None
+        memo = getattr(self, "_live_memo", None)
+        if key is not None and memo is not None and memo[0] == key:
+            self.report_framework = memo[2]
+            return list(memo[1])
+        self._live_memo = None
         self.report_framework: dict | None = None  # detected once after the versions are narrowed; _report reuses it
         try:
             # where the errors come from (doctor/classify/provenance.py), as analyze does
@@ -37,14 +47,17 @@ class Reporting:
             # checkpoint-2 to resume from), and seen by the fallbacks (GD995 is for a failure no rule explains)
             found = prov.annotate(self.session.finish(outside=self.extra, checkpoints=self.checkpoints_seen))
             # the fixes in the terms of the framework that ran (doctor/swift/terms.py), detected as analyze detects it
-            from ..analyze import in_run_terms
+            from ..run_terms import in_run_terms
             self.report_framework = self._framework(final)
             found = in_run_terms(found, self.report_framework)
         except Exception as e:  # noqa: BLE001 - a broken rule costs its findings, never the report
             self._analysis_failed(e)
             found = order(list(self.extra))
-        if not final and not hung and not getattr(self, "hung", False):
+            key = None   # evaluated again next time, as before: each failure counts toward ERRORS_MAX
+        if live:
             found = [f for f in found if f.rule_id not in _POSTMORTEM_ONLY]
+        if key is not None:
+            self._live_memo = (key, list(found), self.report_framework)
         return found
 
     def _evaluate(self, final: bool, found: list | None = None) -> None:

@@ -204,7 +204,9 @@ class Watch(Analysis, Hangs, Reporting):
     def _begin_session(self) -> None:
         """The engine Session and what records beside it (the analyser's state, built once the child runs; the fuzz
         of tests/fuzz/ builds a Watch with these two methods and no child)."""
-        self.session = Session(load_catalog())
+        # a rule that waits for a signal (an exception, GPU samples, a checkpoint) is built when it comes: most runs
+        # need few of their modules (doctor/lazyrules.py)
+        self.session = Session(load_catalog(), lazy=True)
         self.session.run.add_command(self.o.command_text if self.o.command_text is not None else shlex.join(self.argv),
                                      "command")
         self.hang_rule = next((r for r in self.session.rules if r.meta.id == "GD320"), None)

@@ -21,6 +21,7 @@ class CpuDdpWithoutUseCpu(Rule):
 
     kinds = frozenset({LogLine, ExceptionInfo})
     literals = ("model_kwargs", "is invalid for input of size")
+    idle_silent = True   # fed nothing: no exception (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

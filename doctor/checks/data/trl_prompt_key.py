@@ -19,6 +19,7 @@ class TrlPromptKeyError(Rule):
 
     kinds = frozenset({LogLine, ExceptionInfo})
     literals = ("KeyError", "'prompt'", "_prepare_inputs", "grpo_trainer")
+    idle_silent = True   # fed nothing: no key line (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

@@ -15,6 +15,7 @@ class TrlSubclassApi(Rule):
     that hands compute_loss a dict of tensors: ``TypeError: string indices must be integers`` (dev-log 009)."""
 
     kinds = frozenset({ExceptionInfo})
+    idle_silent = True   # fed nothing: no exception (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

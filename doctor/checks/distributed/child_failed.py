@@ -17,6 +17,7 @@ class ChildFailed(Rule):
 
     kinds = frozenset({LogLine})
     literals = ElasticBlock.LITERALS
+    idle_silent = True   # fed nothing: no block header, no root (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

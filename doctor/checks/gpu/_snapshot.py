@@ -32,6 +32,8 @@ def _ids(samples) -> str:
 class GpuRule(Rule):
     kinds = frozenset({GpuSnapshot})
     tracker: Any = None  # a tracker class of doctor/checks/gpu/live.py: the rule also judges watch's live samples
+    # fed nothing: no snapshot, and a live tracker fed no sample says nothing
+    idle_silent = True   # (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

@@ -65,6 +65,7 @@ _FIX = {
 class ServerStartStall(Rule):
     kinds = frozenset({LogLine, ExceptionInfo})
     literals = tuple(dict.fromkeys(lit for lit, _ in _MILESTONES))
+    idle_silent = True   # fed nothing: no milestone line (doctor/lazyrules.py)
 
     def __init__(self, meta: RuleMeta) -> None:
         super().__init__(meta)

@@ -23,6 +23,7 @@ class OffloadFreesNothing(Rule):
     kinds = frozenset({LogLine})
     literals = ("offload", "memory allocated", "memory reserved", "memory used", "vllm init", "allocated (",
                 "reserved (")
+    idle_silent = True   # fed nothing: no phases (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

@@ -77,6 +77,7 @@ def vllm_possible(framework: str | None, frames: tuple, f) -> bool:
 
 class OomRule(PatternRule):
     """CUDA/NPU out-of-memory, reported by the rule whose side (options.side: training | vllm) the frames point at."""
+    idle_silent = True   # fed nothing: no hits (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

@@ -72,6 +72,7 @@ class MetricsNonFinite(Rule):
     smallest grad_norm seen before the first bad row."""
 
     kinds = frozenset({Metrics})
+    idle_silent = True   # fed nothing: no first bad row (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

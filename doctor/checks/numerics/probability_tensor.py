@@ -20,6 +20,7 @@ class ProbabilityTensorNaN(Rule):
 
     kinds = frozenset({LogLine})
     literals = ("probability tensor contains", "it/s]", "s/it]")
+    idle_silent = True   # fed nothing: no hits (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

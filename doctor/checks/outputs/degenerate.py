@@ -50,6 +50,7 @@ class CompletionsDegenerate(Rule):
     """GD640: empty, identical-within-group or looping completions in completions.jsonl."""
 
     kinds = frozenset({Completions})
+    idle_silent = True   # fed nothing: no tables, no completions (doctor/lazyrules.py)
 
     def __init__(self, meta):
         super().__init__(meta)

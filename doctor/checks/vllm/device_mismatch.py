@@ -68,6 +68,7 @@ def _lead(maybe: str, text: str) -> str:
 
 class DeviceMismatch(PatternRule):
     """'Expected all tensors to be on the same device' outside vLLM's own code (GD234 takes those)."""
+    idle_silent = True   # fed nothing: no hits (doctor/lazyrules.py)
 
     def finish(self, ctx: RunState) -> list[Finding]:
         mism = [h for h in self.hits if h.exc is not None and not _in_vllm(h.exc.frames)]
