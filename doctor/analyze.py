@@ -16,7 +16,7 @@ from .gate import store_words
 from .gpu_summary import GpuSummary
 from .model import Finding, Report, Role, Severity
 from .registry import load_catalog
-from .run_terms import HEAD_BYTES, framework_of, in_run_terms  # noqa: F401  (watch imports them from run_terms)
+from .run_terms import framework_of, in_run_terms
 from .selectors import Selection, resolve
 from .signals import CheckpointInput
 from .sources import reports as reports_src

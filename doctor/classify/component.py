@@ -95,6 +95,14 @@ def is_user(fr: Frame) -> bool:
     return package_of(fr.path) is None and not fr.path.startswith(CUT)
 
 
+def from_site(path: str) -> str:
+    """The path from its last site-packages/ (dist-packages/) folder on, or the whole path: the folders above are an
+    environment's, whose name may be a library's (`envs/vllm/lib/python3.12/site-packages/transformers/...`)."""
+    p = norm(path)
+    cut = max(p.rfind(marker) for marker in _SITE)
+    return p[cut:] if cut >= 0 else p
+
+
 def rel(fr: Frame) -> str:
     """`vllm/multimodal/processing.py:2004 in _apply_prompt_updates`: the path below site-packages."""
     p = norm(fr.path)

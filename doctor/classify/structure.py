@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import lazyre
 from ..signals import ExceptionInfo, Frame
-from .component import component, deepest_library, stack_for
+from .component import component, deepest_library, from_site, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
 _KEYS = {"id", "category", "stackless", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
@@ -87,12 +87,9 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
 
 
 def _hay(fr: Frame) -> str:
-    """A frame's path from its installed package on (the folders above site-packages are an environment's, and an
-    environment may be named for a library: `envs/vllm/lib/python3.12/site-packages/transformers/...`), and its
+    """A frame's path from its installed package on (component.from_site: not the environment's folders) and its
     function."""
-    path = fr.path.replace(chr(92), "/")
-    cut = max(path.rfind("site-packages/"), path.rfind("dist-packages/"))
-    return f"{path[cut:] if cut >= 0 else path} {fr.func}"
+    return f"{from_site(fr.path)} {fr.func}"
 
 
 def _has(fr: Frame | None, words: tuple[str, ...]) -> bool:

@@ -21,7 +21,7 @@ from ..sources import ipython_tb, rich_box
 from ..sources import metrics as metrics_src
 from ..sources.paste import DICT_ITEM, DICT_OPEN, ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
-from ..sources.swiftconfig import RunConfig
+from ..sources.swiftconfig import STRENGTH, RunConfig
 from ..sources.traceback import BARE_WORDS, TracebackTracker
 from ..swift.trainer_kind import MetricMarks, TrainerKind
 from .columns import Block, add_facts, first_of, load_numpy
@@ -109,7 +109,7 @@ class RunState:
         """The log shows its program starting: launcher lines, or arguments the program printed (an argument dump,
         args.json); not a command or config the user pasted beside an excerpt."""
         run = self.run
-        return bool(run.launches) or any(p in ("launcher", "dump", "args.json") for p in run.provenance.values())
+        return bool(run.launches) or any(STRENGTH.get(p, 0) > STRENGTH["command"] for p in run.provenance.values())
 
     def lines_after(self, path: str, seq: int, n: int) -> list[LogLine]:
         """The first ``n`` lines of the log ``path`` printed after the line (or exception) of sequence ``seq``, from

@@ -249,11 +249,12 @@ _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error
 # in single quotes only where the quote opens after a space or a parenthesis and closes before one or a punctuation
 # mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
 _PROSE_SINGLE = lazyre.compile(r"""(?:(?<=[\s(])|^)'((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+?)'(?=[\s.,;:)!?]|$)""")
-# words of a sentence before an exception: three words of letters in a row, or text in a script without spaces
 # words before a quoted exception that say it did not happen (the author avoided it, or did something instead)
 _AVOIDED = lazyre.compile(r"(?i)\b(?:avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|instead of|rather than|without)\s+"
                           r"(?:(?:an?|the|this|that)\s+)?[`'\"\u201c]?$")
+# where a message glued to a Chinese or Japanese sentence may start: after a non-ASCII character
 _CJK_THEN_ASCII = lazyre.compile(r"[^\x00-\x7f](?=[A-Z'])")
+# words of a sentence before an exception: three words of letters in a row, or text in a script without spaces
 _SENTENCE = lazyre.compile(r"[A-Za-z]{2,}[^\W\d_]*\s+[A-Za-z]\w*\s+[A-Za-z]\w*|[^\x00-\x7f]")
 _TB_HEADER = "Traceback (most recent call last):"
 _STARTS_EXC = lazyre.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b")

@@ -95,6 +95,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
     first: list[str] = []
     drop: tuple[str, ...] = ()
     named = weight_name_reading(exc.message) if exc is not None and exc.short_type == "KeyError" else None
+    own_reading = named is not None and v.entry.category == "vllm-engine-error"
     b_why, b_fix = boundary_advice(v, ctx, exc, context)
     if b_why:
         why.append(b_why)
@@ -132,7 +133,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
         if part.id in ("vllm-weight-load", "vllm-lora", "vllm-checkpoint-load", "vllm-weight-names"):
             drop += ("Retry with the smallest change to the vLLM side",)  # eager mode or one GPU cannot fix these
         first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
-    if named is not None and v.entry.category == "vllm-engine-error":
+    if own_reading:
         why.insert(0, named.why)
         first.insert(0, named.fix)
         # the entry's fix lists every usual cause; the name says which one
@@ -188,7 +189,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
         if fits:  # the sizes divide: the lines that tell to make them divide cannot help
             why.append(fits)
             first = [x for x in first if "divide" not in x and "a multiple of" not in x]
-    return Advice(" ".join(why), first, drop, named is not None and v.entry.category == "vllm-engine-error")
+    return Advice(" ".join(why), first, drop, own_reading)
 
 
 # vLLM's model implementations refuse what their code does not cover: a model version or variant, a feature for that

@@ -349,8 +349,8 @@ class Unrecognised(Rule):
 def _version_story(ctx: RunState) -> tuple[str, str, LogLine] | None:
     """(category, what the words say, the line) when a paste's words say a library release broke the run ("X 1.2
     works, 1.3 fails", "sensitive to the versions of trl"); None otherwise."""
-    from ..hang.prose import symptom_in
-    got = symptom_in([ctx.last_tail(), *ctx.tails.values()])
+    from ..hang.prose import symptom_of_run
+    got = symptom_of_run(ctx)
     return got[0] if got is not None and got[0][0] == "import-or-dependency-error" else None
 
 

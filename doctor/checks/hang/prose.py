@@ -198,6 +198,12 @@ def symptom_in(inputs: Iterable[Iterable[LogLine]]) -> tuple[tuple[str, str, Log
     return None
 
 
+def symptom_of_run(ctx: RunState) -> tuple[tuple[str, str, LogLine], list[LogLine]] | None:
+    """``symptom_in`` over the run's inputs, the one that ends last first: the description may sit in another (an
+    issue's text beside its script)."""
+    return symptom_in([ctx.last_tail(), *ctx.tails.values()])
+
+
 def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
     """(hang-at-start or hang-mid-training, the line) when these prose lines say the run was stuck, whatever other
     symptom they also name ("if it were out of memory..." beside "it always freezes at the same step")."""
@@ -223,8 +229,7 @@ class ProseSymptom(Rule):
         # (a launch command given beside the paste does not make the paste a whole log: its launcher lines would)
         if warned and (ctx.run.launches or any(f.rule_id not in _ENDING_GUESSES for f in warned)):
             return []
-        # the input that ends last first; the description may sit in another (an issue's text beside its script)
-        got = symptom_in([ctx.last_tail(), *ctx.tails.values()])
+        got = symptom_of_run(ctx)
         if got is None:
             return []
         (category, said, line), lines = got
