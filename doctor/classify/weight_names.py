@@ -55,8 +55,9 @@ def reading(message: str) -> Reading | None:
         return Reading(
             "tied-head",
             "The refused name is the output head, `lm_head.weight`: the checkpoint stores the head as its own tensor "
-            "while this vLLM model class ties it to the input embeddings and defines no separate parameter for it "
-            "(a merged or re-saved checkpoint of a model with tied embeddings; later vLLM model files skip the name).",
+            "while this vLLM model class defines no parameter of that name, as vLLM's model classes do for a model "
+            "whose head is tied to its input embeddings (a merged or re-saved checkpoint of such a model; later vLLM "
+            "model files skip the name).",
             "Save the checkpoint without a separate `lm_head.weight` (tied embeddings: drop the tensor, or re-save "
             "with tie_word_embeddings true), or use a vLLM release whose model file skips the tied head.")
     doubled = _DOUBLED.search(key)

@@ -18,9 +18,10 @@ def grader_lines_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     said, fix = [], []
     if counts.get("gold"):
         said.append(f"{counts['gold']} line(s) say the accuracy reward could not parse a sample's gold solution "
-                    f"(`{_GOLD}:`, printed by open-r1's accuracy_reward and the rewards copied from it): such a "
-                    f"sample gets reward 1.0 for every completion (early versions: a free reward that raises the "
-                    f"accuracy mean) or None (later versions: skipped), so it teaches nothing.")
+                    f"(`{_GOLD}:`, printed by open-r1's accuracy_reward and the rewards copied from it): open-r1 then "
+                    f"gives every completion of that sample reward 1.0 (early versions: a free reward that raises the "
+                    f"accuracy mean) or None (later versions: skipped), and copies give some other fixed value; "
+                    f"either way its completions all score alike, so it teaches nothing.")
         fix.append("Make the dataset's solution column parseable by math_verify (a final answer in LaTeX, e.g. "
                    "\\boxed{...}), or drop the rows whose solution math_verify.parse returns nothing for before "
                    "training.")
