@@ -195,8 +195,6 @@ KNOWN_MISSES_22: dict[str, str] = {
     "2704": "unsloth full_finetuning with fast_inference named as the cause in a comment: cut-stage reading",
     "2706": "a title '\"input_ids\" not found' (an untokenized dataset): read as unread failure words",
     "2710": "a flag named in words as the fix ('drop --report_to none'): read as unread failure words",
-    "2711": "a paste that ends in model loading under a title saying it errored: read as a stop",
-    "2713": "INFO lines ending a paste under a title saying it fails: read as a stop before the first step",
     "2722": "a CUDA device-side assert in a vLLM API server paste: GD999, not placed in vLLM",
     "2723": "'fails with deepspeed==0.15.0, works with 0.15.4' in words above a cut stack: GD999",
     "2726": "a stack cut at a torch.distributed broadcast after a 2-node NCCL setup: GD999",

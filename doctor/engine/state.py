@@ -106,10 +106,16 @@ class RunState:
         return bool(run.launches or run.command_texts or run.args or run.command)
 
     def printed_launch(self) -> bool:
-        """The log shows its program starting: launcher lines, or arguments the program printed (an argument dump,
-        args.json); not a command or config the user pasted beside an excerpt."""
+        """The run's launch is known: a launch command (given or printed) or arguments the program printed (an
+        argument dump, args.json); not a YAML config alone."""
         run = self.run
-        return bool(run.launches) or any(STRENGTH.get(p, 0) > STRENGTH["command"] for p in run.provenance.values())
+        return bool(run.launches) or self.launch_in_log()
+
+    def launch_in_log(self) -> bool:
+        """The log's own lines show its program starting (launcher lines, an argument dump, args.json); a command
+        file given beside a pasted excerpt does not count."""
+        run = self.run
+        return run.launch_printed or any(STRENGTH.get(p, 0) > STRENGTH["command"] for p in run.provenance.values())
 
     def lines_after(self, path: str, seq: int, n: int) -> list[LogLine]:
         """The first ``n`` lines of the log ``path`` printed after the line (or exception) of sequence ``seq``, from

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from .. import lazyre
 
-# a line written by a person: words, not a logger's record (no timestamp or level in front, no frame, no dict)
-LOGGED = lazyre.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\d\d/\d\d/\d{4}|"
-                    r"File \"|\{|\[rank\d|\(\w+ pid=|Traceback \(most recent call)")
+# a line written by a person: words, not a logger's record (no timestamp or level in front, no frame, no dict;
+# glog's "[W526 03:50:39.899 TCPStore.cpp:340]" prints the month without its zero; c10's
+# "Exception raised from throwTimeoutError at ..." heads a C++ stack)
+LOGGED = lazyre.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\[[IWEF]\d{3,4} \d\d:\d\d|\d\d/\d\d/\d{4}|"
+                    r"File \"|\{|\[rank\d|\(\w+ pid=|Traceback \(most recent call|Exception raised from \w)")
 WORD = lazyre.compile(r"[A-Za-z]{2,}")
 CJK = lazyre.compile(r"[\u4e00-\u9fff]")
 _PLAIN_CHARS = lazyre.compile(r"[A-Za-z\u4e00-\u9fff\u3000-\u303f\uff00-\uffef\s.,'?!()-]")

@@ -81,6 +81,7 @@ class RunConfig:
     command: str | None = None             # "rlhf", "sft", ...
     torchrun: dict[str, Any] = field(default_factory=dict)
     launches: list[Launch] = field(default_factory=list)  # each launch in command.txt: trainer, rollout server...
+    launch_printed: bool = False           # a launch read from a log's own lines (`run sh:`, an echoed command)
     command_texts: list[str] = field(default_factory=list)  # raw command.txt / launcher texts (first few, capped)
     # runs appended to one log (issue 17.16), doctor/sources/runs.py: where each starts, and the args of each finished one
     runs: RunSplit = field(default_factory=RunSplit)
@@ -112,6 +113,7 @@ class RunConfig:
         if len(self.command_texts) < 4:
             self.command_texts.append(text[:200_000])
         read = read_command(text)
+        self.launch_printed = self.launch_printed or source == "launcher"
         for k, v in read.env:
             self.env.setdefault(k, v)
         for launch in read.launches:

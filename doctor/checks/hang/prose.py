@@ -173,6 +173,21 @@ def runs_on(lines: list[LogLine]) -> LogLine | None:
     return next((ln for ln in prose_lines(lines) if _RUNS_ON.search(plain(ln.text))), None)
 
 
+# the author says the run failed ("ppo报错如下：", "I get this error:", "training fails"): a pasted excerpt that then
+# stops is cut where its author stopped copying, before the error it announces
+_ERROR_SAID = lazyre.compile(r"(?i)报错|出错|错误|\berror\b|\bfail(?:s|ed|ing|ure)?\b|\bexception\b|\bcrash(?:es|ed)?\b")
+
+
+def error_said(lines: list[LogLine]) -> LogLine | None:
+    """The sentence of a paste that says the run failed with an error, when no sentence says it hung or printed no
+    error; else None."""
+    said = prose_lines(lines)
+    if hang_words(said) is not None:
+        return None
+    return next((ln for ln in said if _named(_ERROR_SAID, plain(ln.text)) and not _NO_ERROR.search(plain(ln.text))),
+                None)
+
+
 def _named(rx: re.Pattern, text: str) -> bool:
     """Whether ``text`` names the symptom ``rx`` matches, not only denies it ("显存并没有OOM", "no OOM")."""
     text = text.replace("**", "")  # markdown emphasis: "**significantly** slower than"
