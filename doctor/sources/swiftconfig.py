@@ -113,7 +113,8 @@ class RunConfig:
         if len(self.command_texts) < 4:
             self.command_texts.append(text[:200_000])
         read = read_command(text)
-        self.launch_printed = self.launch_printed or source == "launcher"
+        # (a sentence naming `torchrun` reaches here too: only a command that parses is a launch)
+        self.launch_printed = self.launch_printed or (source == "launcher" and bool(read.launches or read.launch))
         for k, v in read.env:
             self.env.setdefault(k, v)
         for launch in read.launches:
