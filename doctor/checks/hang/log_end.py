@@ -138,7 +138,8 @@ class LogEnd(Rule):
             # a launch command given beside it (command.txt) does not make it a whole log: launcher lines would
             warning = self._warning_line(lines)
             # the words may be a sentence of the paste itself ("但是出现了如下报错：", a title naming the error)
-            e = warning if self.want == "warnings" else None if warning else self._failure_words(ctx.last_tail())
+            e = warning if self.want == "warnings" else None if warning else (
+                self._failure_words(ctx.last_tail()) or self._trouble_said(ctx.last_tail()))
         if e is None:
             return []
         found = self._finding(e, ctx, lines, steps)
@@ -206,6 +207,13 @@ class LogEnd(Rule):
             if not text.startswith("{") and _FAILURE_WORDS.search(text) and not _INFO_LEVEL.search(plain(ln.raw)):
                 return Ending("words", "a line that names a failure", ln, False)
         return None
+
+    @staticmethod
+    def _trouble_said(lines: list[LogLine]) -> Ending | None:
+        """A sentence of the paste that says the run is in trouble in milder words ("Having issues with vLLM",
+        "ppo训练出现问题", "[Bug]") when no line names a failure outright."""
+        said = error_said(lines)
+        return Ending("words", "a line that names a failure", said, False) if said is not None else None
 
     def _finding(self, e: Ending, ctx: RunState, lines: list[LogLine], steps: int) -> Finding:
         shown = e.line.raw.strip() if e.kind in ("warning", "words") else plain(e.line.text)

@@ -175,7 +175,11 @@ def runs_on(lines: list[LogLine]) -> LogLine | None:
 
 # the author says the run failed ("ppo报错如下：", "I get this error:", "training fails"): a pasted excerpt that then
 # stops is cut where its author stopped copying, before the error it announces
-_ERROR_SAID = lazyre.compile(r"(?i)报错|出错|错误|\berror\b|\bfail(?:s|ed|ing|ure)?\b|\bexception\b|\bcrash(?:es|ed)?\b")
+_ERROR_SAID = lazyre.compile(r"(?i)报错|出错|错误|\berror\b|\bfail(?:s|ed|ing|ure)?\b|\bexception\b|\bcrash(?:es|ed)?\b|"
+                             # a title or sentence naming trouble without an error word: "Having issues with vLLM
+                             # for GRPO", "ppo训练出现问题", an issue template's "[Bug]"
+                             r"\bissues? with\b|\bproblems?\b|\bbug\b|\bdoes(?:n't| not) work|\bnot working\b|"
+                             r"问题|不行|跑不")
 
 
 def error_said(lines: list[LogLine]) -> LogLine | None:
@@ -184,7 +188,8 @@ def error_said(lines: list[LogLine]) -> LogLine | None:
     said = prose_lines(lines)
     if hang_words(said) is not None:
         return None
-    return next((ln for ln in said if _named(_ERROR_SAID, plain(ln.text)) and not _NO_ERROR.search(plain(ln.text))),
+    # the line as pasted: the reader takes a bracketed head ("[Bug] ...", an issue template's title) off its text
+    return next((ln for ln in said if _named(_ERROR_SAID, plain(ln.raw)) and not _NO_ERROR.search(plain(ln.raw))),
                 None)
 
 
