@@ -15,6 +15,8 @@ from ...signals import LogLine
 from ...sources.traceback import FAULT_FRAME
 from .._units import duration
 
+# a traceback's header, also cut before its first frame ("[rank0]: Traceback (most recent call las")
+TB_HEAD = "Traceback (most rec"
 # tqdm's format_meter: "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]" (tqdm/std.py)
 BAR = lazyre.compile(r"(?:^|\s|\r)(?P<desc>[^|\r]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<k>\d+)/(?P<n>\d+)\s*"
                  r"(?:\[(?P<elapsed>[\d:]+)?(?:<(?P<remaining>[\d:?]+))?(?:,\s*(?P<rate>[\d.]+\s*(?:s/it|it/s)))?|$)")

@@ -19,7 +19,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...values import as_float
 from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
-from .endings import Ending, ending_of, plain
+from .endings import TB_HEAD, Ending, ending_of, plain
 from .log_end_advice import PASTE_NEXT, fix_for, paste_key
 from .prose import error_said, program_lines, runs_on
 
@@ -40,8 +40,6 @@ _FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|f
                             r"cannot|can't|unable to|not found|no such|denied|invalid|crash(?:ed)?|segfault)\b|"
                             # no word edges in Chinese: "存在nccl错误", "出现了如下报错"
                             r"报错|错误|出错|失败|异常|崩溃|挂掉", re.I)
-# a traceback's header, also cut before its first frame ("[rank0]: Traceback (most recent call las")
-_TB_HEAD = "Traceback (most rec"
 _CUT_FRAME = lazyre.compile(r'^\s*(?:\[rank\d+\]:)?\s*File(?: "[^"]*)?$')
 _INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
 _NOT_WARNING = lazyre.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
@@ -120,7 +118,7 @@ class LogEnd(Rule):
                 return []
             # (over every line: a program's own "Error computing x: ..." reads like a sentence to the prose filter)
             if _error_after(ctx, e.line.seq) or any(ln.seq > e.line.seq and (_ERROR_LINE.search(plain(ln.text))
-                                                                              or _TB_HEAD in ln.text)
+                                                                              or TB_HEAD in ln.text)
                                                      for ln in ctx.last_tail()):
                 return []  # the log goes on to an exception, an error line or a traceback's (cut) header: a crash
         elif self.want == "other" and (not warned_beyond_rows or rows_only) and not ctx.open_tracebacks and \
@@ -167,9 +165,9 @@ class LogEnd(Rule):
         after what the lines before it show (a training bar, a phase marker); the traceback is not in the log."""
         shown = [ln for ln in lines if ln.text.strip()]
         # the header, or the header and its first frame cut inside the path (`File "/home/ubuntu/nai-llm`)
-        if len(shown) >= 2 and _TB_HEAD in shown[-2].text and _CUT_FRAME.search(shown[-1].text):
+        if len(shown) >= 2 and TB_HEAD in shown[-2].text and _CUT_FRAME.search(shown[-1].text):
             shown = shown[:-1]
-        if not shown or _TB_HEAD not in shown[-1].text:
+        if not shown or TB_HEAD not in shown[-1].text:
             return None
         before = ending_of(shown[:-1], steps)
         if before is None:

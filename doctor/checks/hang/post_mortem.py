@@ -27,7 +27,7 @@ from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
 from ._advice import generic_fix, phase_fix
 from ._progress import _CLASS_TEXT, _NCCL, LINE_WORDS, PHASE_TEXT, VLLM_ORIGINS, _Progress, _Thread, classify_frames
-from .endings import plain
+from .endings import TB_HEAD, plain
 from .interrupted import (
     STARTUP_FIX,
     STARTUP_WHERE,
@@ -148,6 +148,8 @@ class HangCheck(Rule):
         for line, _frames in ctx.open_tracebacks or ():
             if line.seq > last_seq:
                 return None
+        if any(ln.seq > last_seq and TB_HEAD in ln.text for ln in ctx.last_tail()):
+            return None  # a traceback's header cut before its first whole frame: a crash (GD326), not a stop
         for f in ctx.findings:
             if f.severity == Severity.error and f.role.value != "consequence" and f.first_seq > last_seq:
                 return None
