@@ -124,6 +124,13 @@ def test_a_change_of_state_names_the_reward_at_zero():
 
 def test_a_hang_after_loading_the_model_is_at_start():
     assert _symptom("[Bug]: vllm hangs after model download / load and never serves") == "hang-at-start"
+    # phrasings from real threads: verl (training not started), OpenRLHF (after the engine's creation), a DeepSpeed
+    # reply pointing at the op-build lock under ~/.cache/torch_extensions
+    assert _symptom("No errors, but the training has not started.") == "hang-at-start"
+    assert _symptom("RL training step hangs right after the vllm engine creation step") == "hang-at-start"
+    assert _symptom("DeepSpeed stuck when training\nAt times, when it was stuck, removing the torch_extensions "
+                    "folder helped.") == "hang-at-start"
+    assert _symptom("The run is stuck at step 120 of 500 for two hours now, no output at all.") == "hang-mid-training"
 
 
 def test_symptom_words_in_mixed_language_and_completions_words():

@@ -93,7 +93,10 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "argument-error-other", "an argument left at its default of None is used as if it were given"),
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)"
-                    r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应"), "hang", "the run stops making progress"),
+                    r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应|"
+                    # "No errors, but the training has not started."
+                    r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*"),
+     "hang", "the run stops making progress"),
     # about completions, not a person repeating a step ("reduce it and repeat: the same error")
     (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? itself|repeat(?:s|ing)? the same (?:token|word|phrase|sentence)s?|"
                     r"repetitive (?:output|text|completion)s?|garbage (?:rollouts?|outputs?|generations?|completions?|"
@@ -112,8 +115,12 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "checkpoints that take tens of GB"),
 )
 _START = lazyre.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
-                    # "hangs after model download / load", "after loading the model", "never becomes ready"
-                    r"\bafter (?:the )?(?:model )?(?:download\w*|load\w*)\b|\bnever (?:becomes? )?ready\b|"
+                    # "hangs after model download / load", "after loading the model", "right after the vllm engine
+                    # creation step", "never becomes ready"
+                    r"\bafter (?:the )?(?:[\w-]+ ){0,2}(?:download\w*|load\w*|creat\w*|init\w*|launch\w*)\b|"
+                    r"\bnever (?:becomes? )?ready\b|\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?start|"
+                    # a stale lock of DeepSpeed's op build (torch's FileBaton under ~/.cache/torch_extensions): start-up
+                    r"\btorch_extensions\b|"
                     r"开始|第一步|启动|加载(?:完|后|之后)")
 # a symptom word the sentence denies: "显存并没有OOM", "no OOM", "not stuck", "it doesn't hang"
 _DENIED = lazyre.compile(r"(?i)(?:并没有|没有|没|并未|未|不是|\bno|\bnot|\bwithout|n't|\bnever)\s*(?:\w+\s+)?$")
