@@ -2,6 +2,7 @@
 vLLM tensor-parallel size that does not divide the world size."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...engine.state import RunState
@@ -12,6 +13,7 @@ from ...sources.swiftconfig import RunConfig
 from ...swift.batch import divisors, nearest
 from ...values import as_int
 from .._numbers import assumptions, computed, read_or
+from ..hang.prose import error_said
 from ._layout import gpu_ids, nproc_per_node
 
 
@@ -70,6 +72,10 @@ class GpuLayout(Rule):
         run = ctx.run
         out: list[Finding] = []
         f = self._idle(run) if not _several_ranks(ctx) else None
+        if f and not ctx.launch_in_log() and error_said(ctx.last_tail()) is not None:
+            # a paste that says the run failed, with its command beside it: the layout is a remark on the command,
+            # not the failure asked about
+            f = replace(f, severity=Severity.info)
         if f:
             out.append(f)
         f = self._tp(run)
@@ -92,6 +98,10 @@ class GpuLayout(Rule):
         extra, why_extra = 0, ""
         niw = as_int(run.get("num_infer_workers"))
         dev = run.get("vllm_device")
+        if _bool(run.get("use_lmdeploy")) and not server and n is not None:
+            # ms-swift 3.x's LMDeploy rollout engine (async, --use_lmdeploy) takes the GPUs after NPROC_PER_NODE's
+            # when no device is given: the spare GPUs are the engine's
+            return None
         if use_vllm and not server and niw and mode != "colocate":
             extra, why_extra = niw, f" + {niw} vLLM worker(s) (--num_infer_workers)"
         elif use_vllm and not server and dev is not None and mode != "colocate":
