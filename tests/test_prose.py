@@ -122,6 +122,18 @@ def test_a_change_of_state_names_the_reward_at_zero():
     assert _symptom("训练到后面奖励降到0了，这是为什么呢") == "reward-zero-or-flat"
 
 
+def test_symptoms_named_in_words_of_real_threads():
+    assert _symptom("swift rlhf --vllm_mode server\uff0c rollout\u62a5\u9519\uff1a NCCL error") == "nccl-timeout"
+    assert _symptom("NCCL communications fail when using torch==2.7.0 on 8xH100") == "nccl-timeout"
+    assert _symptom("Ray OOM causes the process to be killed during rollout") == "host-oom-killed"
+    assert _symptom("DPO with zero3: reward nan from the first step") == "loss-nan-or-inf"
+    assert _symptom("\u8bad\u7ec3\u65f6loss\u5f02\u5e38\uff0c\u4e00\u76f4\u662f0\u6216\u8005\u65e0\u7a77\u5927") == "loss-nan-or-inf"
+    assert _symptom("transformers\u6700\u65b0\u7248\u672c\u4e0d\u517c\u5bb9") == "import-or-dependency-error"
+    assert _symptom("ds3_gather_for_generation=False, stuck in the training stage, step is still 0") == "hang-at-start"
+    # the words alone, without a failure: no NCCL symptom in a sentence about its settings
+    assert _symptom("We set NCCL_P2P_DISABLE=1 on every node before the launch.") is None
+
+
 def test_a_hang_after_loading_the_model_is_at_start():
     assert _symptom("[Bug]: vllm hangs after model download / load and never serves") == "hang-at-start"
     # phrasings from real threads: verl (training not started), OpenRLHF (after the engine's creation), a DeepSpeed

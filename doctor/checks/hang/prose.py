@@ -21,6 +21,8 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # on memory", "out of RAM", 内存不足 name the host's RAM even beside the word OOM
     (lazyre.compile(r"(?i)\bmemory pressure\b|\brunning low on memory\b|\bhost (?:memory|RAM)\b|\bout of (?:host )?RAM\b|"
                     r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|\b(?:CPU|host|system|RAM) (?:OOM|out of memory)\b|"
+                    # Ray's memory monitor kills workers itself: "Ray OOM causes the process to be killed"
+                    r"\bRay(?:let)?\b.{0,20}\b(?:OOM|out of memory)\b|\bOOM\b.{0,40}\bkill(?:ed|s)?\b|"
                     r"内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
     # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
@@ -37,12 +39,17 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "the process was killed"),
     (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
      "an NCCL collective timed out"),
+    # an NCCL error named in words: "rollout报错： NCCL error", "NCCL communications fail when using torch==2.7.0"
+    (lazyre.compile(r"(?i)(?<![a-z])nccl(?![a-z]).{0,40}(?:\berrors?\b|\bfail(?:s|ed|ing|ure)?\b|报错|错误)|"
+                    r"(?:报错|错误)[:：]?\s*nccl(?![a-z])"), "nccl-timeout", "NCCL (the GPUs' communication) fails"),
     # a collective that never returns: "a self.group.barrier wait is triggered", "hangs at dist.barrier()"
     (lazyre.compile(r"(?i)\bbarrier\b.{0,30}\b(?:wait\w*|hangs?|hung|stuck|blocks?|blocked)\b|"
                     r"\b(?:wait\w*|hangs?|hung|stuck|blocked) (?:at|in|on) (?:the )?[\w.]*barrier\b"), "nccl-timeout",
      "a collective (a barrier) waits for a process that never joins"),
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
-    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?)(?![a-z0-9]).{0,30}(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|"
+    # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
+    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
+                    r"(?:(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|无穷)|"
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
     (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0|"
@@ -72,7 +79,7 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:fails?|failures?|broken|breaks?)\s+(?:in|on)\s+(?:main|master|nightly)\b|"
                     r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b|"
                     # "vllm version 0.8.5.post1 not supported", "vllm的版本不支持"
-                    r"\bversion\b.{0,30}\bnot (?:yet )?supported\b|版本不支持|"
+                    r"\bversion\b.{0,30}\bnot (?:yet )?supported\b|版本不支持|版本.{0,6}不兼容|不兼容.{0,6}版本|"
                     # "Unsloth is extremely sensitive to the versions of trl and vLLM"; "with 2025.1.8 all process is
                     # correct, but with 2025.2.4 the train process is weird": one release works, the next does not
                     r"\bsensitive to the versions? of\b|"
@@ -114,7 +121,7 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:over |more than |about |nearly )?\d+(?:\.\d+)? ?(?:GB|TB|G)\b"), "checkpoint-bloat",
      "checkpoints that take tens of GB"),
 )
-_START = lazyre.compile(r"(?i)\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
+_START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |at )?0\b|\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
                     # "hangs after model download / load", "after loading the model", "right after the vllm engine
                     # creation step", "never becomes ready"
                     r"\bafter (?:the )?(?:[\w-]+ ){0,2}(?:download\w*|load\w*|creat\w*|init\w*|launch\w*)\b|"
