@@ -148,7 +148,8 @@ class HangCheck(Rule):
         for line, _frames in ctx.open_tracebacks or ():
             if line.seq > last_seq:
                 return None
-        if any(ln.seq > last_seq and TB_HEAD in ln.text for ln in ctx.last_tail()):
+        if any(ln.seq > last_seq and TB_HEAD in ln.text and not any(e.seq > ln.seq for e in self.p.exceptions)
+               for ln in ctx.last_tail()):
             return None  # a traceback's header cut before its first whole frame: a crash (GD326), not a stop
         for f in ctx.findings:
             if f.severity == Severity.error and f.role.value != "consequence" and f.first_seq > last_seq:
