@@ -155,6 +155,11 @@ def test_a_quoted_exception_line_and_a_typeless_message_after_a_chinese_colon():
     assert split_segments(line) == [line[1:-1]]
     assert split_segments("执行的时候，报错：Expected all tensors to be on the same device, but found at least two devices") \
         == ["执行的时候，报错：", "Expected all tensors to be on the same device, but found at least two devices"]
+    # an English sentence's colon (a thread title): the message torch prints is a line of its own
+    assert split_segments("PPO on multi-GPU but get Error: Expected all tensors to be on the same device") \
+        == ["PPO on multi-GPU but get Error: ", "Expected all tensors to be on the same device"]
+    # a colon in a frame-like or key-value line is no sentence's
+    assert split_segments("device: Expected all tensors") == ["device: Expected all tensors"]
     # a Chinese sentence with a colon and no such message stays whole
     assert split_segments("训练的时候报错：显存不够") == ["训练的时候报错：显存不够"]
 

@@ -278,6 +278,11 @@ def _prose_exception(part: str) -> list[str] | None:
         for glued in _CJK_THEN_ASCII.finditer(part):
             if bare_message(part[glued.end():]):
                 return [part[:glued.end()], part[glued.end():].strip()]
+    if m is None and part.isascii() and part[:1] not in (" ", "\t"):
+        # ... or after an English sentence's colon ("PPO on multi-GPU but get Error: Expected all tensors to be ...")
+        head, sep, rest = part.partition(": ")
+        if sep and rest.strip() and _SENTENCE.search(head) and bare_message(rest.strip()):
+            return [head + sep, rest.strip()]
     if m is None and part[:1] not in (" ", "\t"):
         m = _PROSE_TAIL.search(part)
         # a line prefix before the exception (a rank tag, a worker label, a stamp, a quote mark) is no sentence: the
