@@ -136,6 +136,17 @@ def _master_port(master: object, store_port: int | None) -> str:
     return "now 29500 (assumed), the default"
 
 
+# the words of torch's store, its launchers and its socket code around a bind error
+_STORE_WORDS = lazyre.compile(r"(?i)c10d|TCPStore|socket\.cpp|server socket|master_port|MASTER_ADDR|rendezvous|"
+                              r"torch\.distributed|torchrun|elastic")
+
+
+def _vllm_engine_started(ctx: RunState) -> bool:
+    """The log shows a vLLM engine starting or failing: its frames, or its engine core's lines."""
+    return any("vllm/" in f.path for e in ctx.exceptions for f in e.frames) or \
+        any("EngineCore" in ln.text or "Engine core initialization failed" in ln.text for ln in ctx.last_tail())
+
+
 def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     port = None
@@ -147,6 +158,20 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     p_ = first((port, READ), (as_int(run.env.get("MASTER_PORT") or run.torchrun.get("master_port")), READ),
                default=29500)  # torchrun's default master port when neither the error nor the run names one
     p = p_.value
+    if p_.assumed and not any(_STORE_WORDS.search(h.evidence.text) for h in hits) and _vllm_engine_started(ctx):
+        # no port, no store, no launcher: the socket that could not bind is the vLLM engine's own (its ZMQ and
+        # distributed-init ports), left held by the engine of an earlier crash
+        return Diagnosis(
+            message="An address is already in use where the vLLM engine starts (its lines surround the error): the "
+                    "error names no port, and nothing in the log shows torch's store (c10d) or a launcher binding "
+                    "one, so the socket is most likely the engine's own, still held by an engine process of an "
+                    "earlier start or crash.",
+            fix=("Stop the leftover engine processes before starting again (`ps aux | grep -i -E 'vllm|EngineCore'`, "
+                 "`ss -ltnp` for the ports they hold); a restart inside the same job after a crash needs the old "
+                 "engine core gone first.",
+                 "Share the lines above `address already in use` (the engine core's own traceback) if it persists."),
+            category="vllm-engine-error", confidence="possible",
+            title="An address already in use when the vLLM engine starts")
     msg = (f"Port {p_} is already in use on this machine, so the distributed store could not listen: another "
            "training run (or a leftover process of an earlier one) holds it.")
     port = (f"Use another port: MASTER_PORT={p + 1} swift rlhf ... (ms-swift passes MASTER_PORT to torchrun)."
