@@ -386,6 +386,15 @@ def test_a_title_that_names_the_failure_above_a_cut_stack_is_its_reading():
     assert _first(run_text(TITLED.split("\n", 2)[2])).category == "other"
 
 
+def test_a_title_of_two_words_above_a_cut_stack_is_read():
+    # fixtures/devlogs23 2929 (an OpenRLHF issue titled "PPO OOM"): a title need not be a sentence of four words
+    text = "PPO OOM\n" + TITLED.split("\n", 2)[2]
+    f = _first(run_text(text))
+    assert (f.category, f.evidence[0].line) == ("cuda-oom", 1)
+    # two words further down a paste are no title
+    assert _first(run_text("Traceback below\n\nPPO OOM\n" + TITLED.split("\n", 2)[2])).category == "other"
+
+
 def test_words_above_a_stack_pasted_without_its_header_are_read_too():
     # fixtures/devlogs17 2107 (trl issue): the title line, then frames with no "Traceback" header, cut in the trainer
     text = ("When using GRPOTrainer+use_vllm, a self.group.barrier wait is triggered\n"

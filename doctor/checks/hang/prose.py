@@ -172,7 +172,9 @@ def prose_lines(lines: list[LogLine]) -> list[LogLine]:
         if not text or LOGGED.match(text) or keyed(text):
             continue
         # a sentence holds few digits and separators; a metric row or a log record that lost its prefix holds many
-        if CJK.search(text) or (len(WORD.findall(text)) >= 4 and plain_share(text) >= 0.75):
+        # (a paste's first line may be its title, a sentence of two words: "PPO OOM")
+        words = 2 if ln.where.line == 1 else 4
+        if CJK.search(text) or (len(WORD.findall(text)) >= words and plain_share(text) >= 0.75):
             out.append(ln)
     return out
 
