@@ -29,6 +29,13 @@ _VLLM_TEXT = lazyre.compile(r"/vllm/|Writing input of failed execution|\b(?:mode
                         r"core|multiproc_executor|worker_base|gpu_worker|async_llm_engine|engine)\.py:\d+\]")
 
 
+# a vLLM engine's death as its API server or client reports it, wherever in the paste: V0's MQLLMEngine client
+# (engine/multiprocessing/client.py "Engine process (pid N) died.", entrypoints/launcher.py "MQLLMEngine is already
+# dead"), V1's engine core (v1/engine/utils.py wait_for_engine_startup, core_client.py)
+_ENGINE_DEATH = lazyre.compile(r"Engine process \(pid \d+\) died|MQLLMEngine is already dead|"
+                               r"Engine core initialization failed|EngineCore\w* (?:encountered a fatal error|died)")
+
+
 def dumped_frames(hit: Hit, ctx: RunState) -> list[tuple[str, str]]:
     """(path, function) of the faulthandler stack CPython prints after a fatal signal ('Fatal Python error:
     Segmentation fault', then 'Stack (most recent call first):' and its File lines), innermost first: the frames the
@@ -49,6 +56,8 @@ def in_vllm(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]] | None = None
         return True
     if any("/vllm/" in path for path, _ in (dumped_frames(hit, ctx) if dumped is None else dumped)):
         return True
+    if any(_ENGINE_DEATH.search(t.raw) for t in tail):
+        return True  # the engine died in the same paste: the crash is its own
     return any(abs(e.seq - hit.seq) <= 8 and any("/vllm/" in f.path for f in e.frames) for e in ctx.exceptions)
 
 
