@@ -189,6 +189,10 @@ KNOWN_MISSES_21: dict[str, str] = {
 # fixtures/devlogs22: the twenty-second development set (30 real logs of 2026-11-30, README there): attribute errors
 # named in titles, PPO reward-model misuse, cut pastes under titles that say they errored
 DEVLOGS22 = ROOT / "fixtures" / "devlogs22"
+DEVLOGS23 = ROOT / "fixtures" / "devlogs23"
+DEVLOGS24 = ROOT / "fixtures" / "devlogs24"
+DEVLOGS25 = ROOT / "fixtures" / "devlogs25"
+DEVLOGS26 = ROOT / "fixtures" / "devlogs26"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -197,9 +201,35 @@ KNOWN_MISSES_22: dict[str, str] = {
     "2710": "a flag named in words as the fix ('drop --report_to none'): read as unread failure words",
     "2722": "a CUDA device-side assert in a vLLM API server paste: GD999, not placed in vLLM",
     "2723": "'fails with deepspeed==0.15.0, works with 0.15.4' in words above a cut stack: GD999",
-    "2726": "a stack cut at a torch.distributed broadcast after a 2-node NCCL setup: GD999",
     "2728": "verl's 'hf rollout with mode sync not found' in a title: read as unread failure words",
-    "2730": "EADDRINUSE in a restarting vLLM engine read as torchrun's c10d port (GD306 at certain)",
+}
+
+KNOWN_MISSES_23: dict[str, str] = {
+    "2908": "prose about a reward function returning the wrong number of rewards: GD328's unread words",
+}
+KNOWN_MISSES_24: dict[str, str] = {
+    "3003": "an 'OOM' title beside a frameless AttributeError quoted in prose: the exception wins (GD999)",
+    "3009": "a comparison of two runs, no failure in it: silent",
+    "3020": "a bare RendezvousConnectionError class name in a title: GD328's unread words",
+    "3024": "a stack cut in axolotl's load_datasets: no dataset cut stage for axolotl",
+}
+KNOWN_MISSES_25: dict[str, str] = {
+    "3110": "a question about DPO rewards falling (expected behaviour): silent",
+    "3112": "a question about DPO metrics the maintainer calls expected: silent",
+    "3118": "DPO rows with alpaca keys beside chosen/rejected: the data rows are not read (GD328)",
+    "3119": "a frameless RuntimeError inside vLLM's logger prefix: GD999, not placed in vLLM",
+    "3120": "a title about vLLM's /sleep and /wake_up endpoints over a frameless error: GD999",
+    "3121": "ANSI colour codes whose escape byte was lost: the worker prefix is not read",
+}
+KNOWN_MISSES_26: dict[str, str] = {
+    "3207": "a stack cut in importlib under unsloth_zoo's create_new_function: GD999",
+    "3208": "'dict' object has no attribute 'logits' with unsloth's PatchDPOTrainer named: GD999",
+    "3209": "'kto_pair not available' in words (a loss type the release dropped): GD328",
+    "3210": "'Unknown loss type: kto_pair. Should be one of [...]' frameless: GD999",
+    "3211": "LLaMA-Factory's 'Cannot find valid samples' after a Chinese sentence and a space: GD328",
+    "3213": "a reward model of another base giving 'size mismatch' named in words: GD328",
+    "3215": "INFO and NCCL INFO lines ending an excerpt after 'Start connecting to vLLM server': GD320",
+    "3223": "a missing DeepSpeed ZeRO optimizer attribute (ipg_index) under the user's loss.backward(): GD999",
 }
 
 
@@ -215,7 +245,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS15, KNOWN_MISSES_15, 30), (DEVLOGS16, KNOWN_MISSES_16, 30), (DEVLOGS17, KNOWN_MISSES_17, 30),
               (DEVLOGS18, KNOWN_MISSES_18, 30), (DEVLOGS19, KNOWN_MISSES_19, 30),
               (DEVLOGS20, KNOWN_MISSES_20, 30), (DEVLOGS21, KNOWN_MISSES_21, 30),
-              (DEVLOGS22, KNOWN_MISSES_22, 30))
+              (DEVLOGS22, KNOWN_MISSES_22, 30), (DEVLOGS23, KNOWN_MISSES_23, 30), (DEVLOGS24, KNOWN_MISSES_24, 26),
+              (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30))
 
 
 def _params():
