@@ -210,8 +210,6 @@ KNOWN_MISSES_23: dict[str, str] = {
 KNOWN_MISSES_24: dict[str, str] = {
     "3003": "an 'OOM' title beside a frameless AttributeError quoted in prose: the exception wins (GD999)",
     "3009": "a comparison of two runs, no failure in it: silent",
-    "3020": "a bare RendezvousConnectionError class name in a title: GD328's unread words",
-    "3024": "a stack cut in axolotl's load_datasets: no dataset cut stage for axolotl",
 }
 KNOWN_MISSES_25: dict[str, str] = {
     "3110": "a question about DPO rewards falling (expected behaviour): silent",
@@ -225,7 +223,6 @@ KNOWN_MISSES_26: dict[str, str] = {
     "3207": "a stack cut in importlib under unsloth_zoo's create_new_function: GD999",
     "3208": "'dict' object has no attribute 'logits' with unsloth's PatchDPOTrainer named: GD999",
     "3209": "'kto_pair not available' in words (a loss type the release dropped): GD328",
-    "3210": "'Unknown loss type: kto_pair. Should be one of [...]' frameless: GD999",
     "3211": "LLaMA-Factory's 'Cannot find valid samples' after a Chinese sentence and a space: GD328",
     "3213": "a reward model of another base giving 'size mismatch' named in words: GD328",
     "3215": "INFO and NCCL INFO lines ending an excerpt after 'Start connecting to vLLM server': GD320",

@@ -130,6 +130,7 @@ def test_symptoms_named_in_words_of_real_threads():
     assert _symptom("\u8bad\u7ec3\u65f6loss\u5f02\u5e38\uff0c\u4e00\u76f4\u662f0\u6216\u8005\u65e0\u7a77\u5927") == "loss-nan-or-inf"
     assert _symptom("transformers\u6700\u65b0\u7248\u672c\u4e0d\u517c\u5bb9") == "import-or-dependency-error"
     assert _symptom("ds3_gather_for_generation=False, stuck in the training stage, step is still 0") == "hang-at-start"
+    assert _symptom("RendezvousConnectionError when use C10d on multi nodes") == "hang-at-start"
     # the words alone, without a failure: no NCCL symptom in a sentence about its settings
     assert _symptom("We set NCCL_P2P_DISABLE=1 on every node before the launch.") is None
 
