@@ -41,6 +41,9 @@ _FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|f
                             # no word edges in Chinese: "存在nccl错误", "出现了如下报错"
                             r"报错|错误|出错|失败|异常|崩溃|挂掉", re.I)
 _CUT_FRAME = lazyre.compile(r'^\s*(?:\[rank\d+\]:)?\s*File(?: "[^"]*)?$')
+_NOT_A_FAILURE = lazyre.compile(r"(?i)^\s*- [\w .()/-]{2,40}:\s|^\W*not an error\b|"
+                                r"\b(?:can|could|would) you (?:please )?(?:paste|share|post|provide|send|add)\b|"
+                                r"\bplease (?:paste|share|post|provide)\b|(?:能否|可以|麻烦|请)(?:再)?提供")
 _INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")
 _NOT_WARNING = lazyre.compile(r"\b(?:Future|Deprecation|PendingDeprecation)Warning\b|\bdeprecated\b", re.I)
 
@@ -201,8 +204,11 @@ class LogEnd(Rule):
         "cannot"...) when nothing else in it is read: what its author pasted as the failure."""
         for ln in reversed(lines):
             text = plain(ln.text)
-            # a line logged at INFO or DEBUG level reports what its program handled, not a failure
-            if not text.startswith("{") and _FAILURE_WORDS.search(text) and not _INFO_LEVEL.search(plain(ln.raw)):
+            # a line logged at INFO or DEBUG level reports what its program handled, not a failure; an environment
+            # report's entry ("- Accelerate config: not found"), a request for the error ("can you paste the actual
+            # error", "能否提供报错堆栈") and a line that says it is no error name none either
+            if not text.startswith("{") and _FAILURE_WORDS.search(text) and not _INFO_LEVEL.search(plain(ln.raw)) \
+                    and not _NOT_A_FAILURE.search(text):
                 return Ending("words", "a line that names a failure", ln, False)
         return None
 
