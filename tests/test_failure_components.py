@@ -185,6 +185,17 @@ def test_a_source_checkout_of_llamafactory_or_rllm_and_its_entry_script_are_not_
     assert [f.func for f in user_frames(installed)] == ["main"]
 
 
+def test_a_compiled_modules_cython_source_is_no_users_code():
+    # vLLM's API server on uvloop (public vLLM threads: the only frame outside site-packages is uvloop/loop.pyx)
+    from doctor.classify.component import user_frames
+    from doctor.signals import Frame
+    stack = (Frame("uvloop/loop.pyx", 1518, "uvloop.loop.Loop.run_until_complete"),
+             Frame("/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", 1078, "run_server"))
+    assert user_frames(stack) == []
+    assert [f.func for f in user_frames((Frame("my_ext/fast.pyx", 3, "f"),))] == []
+    assert [f.func for f in user_frames((Frame("/home/u/train.py", 9, "main"),))] == ["main"]
+
+
 # dev14 1616 (modelscope/ms-swift thread): a Qwen2-VL sequence-classification checkpoint served with vLLM's generative
 # class; the traceback's message is wrapped in markdown bold and the shard bar follows it
 LOAD = [(f"{SP}/vllm/model_executor/models/utils.py", 261, "load_weights",

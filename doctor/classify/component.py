@@ -58,6 +58,8 @@ def package_of(path: str) -> str | None:
             return after
     elif head[0] in _NAMED_BY_FOLDER and len(head) > 1:
         return head[0]
+    if p.endswith((".pyx", ".pxd", ".pxi")) and not p.startswith("/") and len(head) > 1:
+        return head[0]  # a compiled module's Cython source as its frames name it ("uvloop/loop.pyx"): an installed one's
     for marker in _SITE:
         if marker in p:
             return p.split(marker, 1)[1].split("/", 1)[0]
