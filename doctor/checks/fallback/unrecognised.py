@@ -241,7 +241,17 @@ class Unrecognised(Rule):
         where = exc.raised_at
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
         msg = f"No rule recognises this failure. The first real exception is `{text}`"
-        msg += f", raised at {describe_frame(where)}." if where else " (no stack frames in the log)."
+        below = next((line for line, _ in ctx.open_tracebacks or ()
+                      if line.where.path == exc.where.path and line.seq > exc.seq), None)
+        if where:
+            msg += f", raised at {describe_frame(where)}."
+        elif below is not None:
+            # the error pasted above its stack (an issue's title): the stack below is cut before its own exception
+            # line, so it shows where the run was, not where this was raised
+            msg += (f" (its line has no stack of its own; the stack that follows (last frame at line {below.where.line}) "
+                    f"stops before any exception line).")
+        else:
+            msg += " (no stack frames in the log)."
         lib = deepest_library(exc.frames)
         if lib is not None:
             msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
