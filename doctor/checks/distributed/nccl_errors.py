@@ -159,6 +159,16 @@ def server_duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None
 _NCCL_REASON = lazyre.compile(r"NCCL error in: [^,]*, ([^,(]+)")
 
 
+# NCCL's warning when a CUDA call it makes fails (include/alloc.h, transport/*.cc: `NCCL WARN Cuda failure 1 'invalid
+# argument'`), with or without its "host:pid:tid [dev] file:line" head
+_CUDA_FAILURE = lazyre.compile(r"\bCuda failure \d+ '[^']+'")
+
+
+def _own_cuda_failure(ctx: RunState):
+    """NCCL's WARN line of a failed CUDA call of its own, in the last lines of any log; None when there is none."""
+    return next((ln for tail in ctx.tails.values() for ln in tail if _CUDA_FAILURE.search(ln.text)), None)
+
+
 def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ranks = sorted({h.rank for h in hits if h.rank is not None})
     reason = None
@@ -169,6 +179,22 @@ def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             break
     remote = any("ncclRemoteError" in h.evidence.text or "remote process" in h.evidence.text for h in hits)
     who = f"rank(s) {rank_list(ranks)}" if ranks else "a rank"
+    cuda_said = (reason and "cuda" in reason.lower()) or any("unhandled cuda error" in h.evidence.text for h in hits)
+    own = _own_cuda_failure(ctx) if cuda_said else None
+    if own is not None:
+        # NCCL's own WARN line names the CUDA call it made that failed (include/alloc.h, transport/nvls.cc...): a
+        # failure on this rank's GPU, not a broken peer
+        msg = (f"An NCCL call failed on {who} ({reason or 'unhandled cuda error'}): NCCL reports a CUDA call of its own that failed on this "
+               f"rank's GPU (`{own.text.strip()[-160:]}`), so the cause is on this rank, not another rank's crash.")
+        fix = ["The WARN line names the NCCL source that made the call: a driver older than the CUDA that torch and "
+               "NCCL were built for, or a feature the GPU or driver lacks, fails this way; compare `nvidia-smi` "
+               "(driver, CUDA version) with `python -c 'import torch; print(torch.version.cuda, "
+               "torch.cuda.nccl.version())'`."]
+        if "nvls" in own.text.lower():
+            fix.append("The failing call is NVLink SHARP's (transport/nvls.cc): NCCL_NVLS_ENABLE=0 tests the run "
+                       "without it.")
+        fix.append("Rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the call in full.")
+        return Diagnosis(message=msg, fix=tuple(fix), title="NCCL error: a CUDA call of NCCL's own failed on this rank")
     msg = (f"An NCCL collective failed on {who}" + (f" ({reason})" if reason else "") + ": "
            + ("a peer process exited or the connection to it broke, so the cause is on the other rank (or the "
               "network between nodes)." if remote else
