@@ -131,6 +131,15 @@ def test_symptoms_named_in_words_of_real_threads():
     assert _symptom("transformers\u6700\u65b0\u7248\u672c\u4e0d\u517c\u5bb9") == "import-or-dependency-error"
     assert _symptom("ds3_gather_for_generation=False, stuck in the training stage, step is still 0") == "hang-at-start"
     assert _symptom("RendezvousConnectionError when use C10d on multi nodes") == "hang-at-start"
+    # a release named with the verb before it (vLLM, DeepSpeed, open-instruct and trl threads)
+    assert _symptom("training is broken with vllm==0.5.0") == "import-or-dependency-error"
+    assert _symptom("Adam Offload fail with DeepSpeed v0.14.2, it works well with DeepSpeed v0.14.0") \
+        == "import-or-dependency-error"
+    assert _symptom("this error occurs when the PyTorch version is `2.8.0`. I confirmed that downgrading PyTorch "
+                    "to `2.7.1` prevents this bug.") == "import-or-dependency-error"
+    assert _symptom("It fails with lr 1.0 and works with 0.5 on the same data.") != "import-or-dependency-error"
+    assert _symptom("OutOfMemoryError for ORPO and DPO on a Colab T4") == "cuda-oom"
+    assert _symptom("Random responses occur after the first step of GRPO training") == "output-degenerate"
     # the words alone, without a failure: no NCCL symptom in a sentence about its settings
     assert _symptom("We set NCCL_P2P_DISABLE=1 on every node before the launch.") is None
 

@@ -31,7 +31,8 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bKV cache (?:is )?(?:needed|required) .{0,40}larger than the available\b"),
      "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
     # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
-    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory)(?![a-z0-9])|显存不足|爆显存|显存溢出|显存不够"),
+    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory|OutOfMemory(?:Error)?)(?![a-z0-9])|"
+                    r"显存不足|爆显存|显存溢出|显存不够"),
      "cuda-oom",
      "the GPU runs out of memory"),
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
@@ -70,7 +71,14 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
     # fixes it", "after upgrading to 0.19.0": the failure came with a library version
     (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
-                    r"\bdowngrad\w*\b.{0,60}\b(?:works?|worked|fix(?:es|ed)?|solved?|gone)\b|"
+                    r"\bdowngrad\w*\b.{0,60}\b(?:works?|worked|fix(?:es|ed)?|solved?|gone|prevents?)\b|"
+                    # a release named with the verb before it: "training is broken with vllm==0.5.0", "Adam Offload
+                    # fail with DeepSpeed v0.14.2", "it works well with DeepSpeed v0.14.0", "failed, but it works with
+                    # `0.15.4`", "this error occurs when the PyTorch version is `2.8.0`"
+                    r"\b(?:broken|fails?|failed|failing|breaks?|works?(?: well| fine)?)\s+(?:with|on|since|after|in)\s+"
+                    r"`?(?:[A-Za-z][\w.-]*\s*(?:==\s*|\s+)?)?v?\d+\.\d+\.\d+\b|"
+                    r"\b(?:error|failure|bug|crash)\b.{0,20}\b(?:occurs?|happens?|appears?)\b.{0,30}\bversion is\s+`?v?\d+\.\d+\.\d|"
+                    r"\[Regression\]|"
                     r"\b(?:works?|worked) (?:again )?(?:after|when|if) (?:I )?downgrad|"
                     r"\bpin(?:ning)? (?:\w+[ =]{1,2})?v?\d+\.\d+\.\d+ (?:and|fixes|solves)\b|"
                     r"\bafter (?:upgrad|updat)\w* (?:\w+ )?(?:to )?v?\d+\.\d+|"
@@ -110,7 +118,9 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "hang", "the run stops making progress"),
     # about completions, not a person repeating a step ("reduce it and repeat: the same error")
     (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? itself|repeat(?:s|ing)? the same (?:token|word|phrase|sentence)s?|"
-                    r"repetitive (?:output|text|completion)s?|garbage (?:rollouts?|outputs?|generations?|completions?|"
+                    r"repetitive (?:output|text|completion)s?|random (?:responses?|outputs?|text|tokens)|"
+                    r"(?:incorrect|nonsense|nonsensical|meaningless) (?:outputs?|responses?|generations?|completions?)|"
+                    r"garbage (?:rollouts?|outputs?|generations?|completions?|"
                     r"responses?|text)|corrupt(?:s|ed)? (?:the )?(?:generations?|rollouts?|outputs?|completions?))\b|"
                     r"乱码|重复输出"),
      "output-degenerate", "the completions are garbled or repetitive"),
