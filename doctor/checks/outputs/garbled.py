@@ -23,7 +23,9 @@ _REPEAT = lazyre.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
 _GLUED_RUN = lazyre.compile(r"([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9])\1{19,}|([^\s\-=_*#~^.+|/\\\u2500-\u259f0-9]{2,6})\2{7,}")
 _NUMERIC = lazyre.compile(r"^[-+]?[\d.,:%e]*$|^(?:nan|inf|None|True|False)[,\]]?$", re.I)
 _LOGLIKE = lazyre.compile(r"^\s*(?:\[|\{|File \"|Traceback|\d{4}-\d\d-\d\d|[A-Z]\d{4} |\w+:\d+:\d+ \[|(?:INFO|WARNING|ERROR|"
-                      r"DEBUG)\b)|\|.*\||\bit/s\]|s/it\]")
+                      r"DEBUG)\b)|\|.*\||\bit/s\]|s/it\]|"
+                      # `nvidia-smi topo -m`'s matrix: links between GPUs (NV18, SYS, PIX...) in tab-separated columns
+                      r"\t(?:NV\d+|SYS|PIX|PXB|PHB|NODE)\t")
 # writing systems by code point range (the ones real token soups mix)
 _SCRIPTS = (("latin", 0x41, 0x24F), ("greek", 0x370, 0x3FF), ("cyrillic", 0x400, 0x4FF), ("arabic", 0x600, 0x6FF),
             ("devanagari", 0x900, 0x97F), ("thai", 0xE00, 0xE7F), ("hangul", 0xAC00, 0xD7AF),
