@@ -334,10 +334,18 @@ class Unrecognised(Rule):
                     f"exception, that is the reading.")
             fix.insert(0, "Install the releases the paste names as working together (or the newest of the package and "
                           "the versions it pins for its dependencies), then rerun the same command.")
+        # the vLLM engine died after it (GD220's engine-death lines follow the exception): the engine's failure
+        died = next((f for f in ctx.findings if f.rule_id == "GD220" and f.first_seq > exc.seq), None) \
+            if story is None else None
+        if died is not None:
+            msg += (f" The vLLM engine died after it (line {died.evidence[0].line if died.evidence else '?'}): the "
+                    f"exception is the engine's, the engine's death its consequence.")
         found = self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                           count=len(same), ranks=ranks, seq=exc.seq,
                           title=f"Unrecognised failure: {exc.short_type}" if story is None else
                           f"{exc.short_type} after a release change the paste describes")
+        if died is not None:
+            return replace(found, category=died.category)
         return replace(found, category=story[0]) if story is not None else found
 
     def _for_cut(self, exc: ExceptionInfo, cut: CutReading) -> Finding:
