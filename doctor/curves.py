@@ -19,7 +19,6 @@ The ``series`` object (schema 1, additive; only with --series or the HTML format
 from __future__ import annotations
 
 import math
-from datetime import datetime
 from typing import Any
 
 from . import lazyre
@@ -313,6 +312,7 @@ def _seconds(ts: str | None) -> float | None:
     if not ts:
         return None
     t = " ".join(ts.split())
+    from datetime import datetime  # a run's timestamps only: not imported at every start of watch
     for fmt in _TS_FORMATS:
         try:
             return datetime.strptime(t, fmt).timestamp()

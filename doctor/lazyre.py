@@ -29,6 +29,12 @@ except ImportError:  # not CPython: compile every pattern with re
 # the whole table's opcode lists cost ~10 M instructions to unmarshal at every start); None until the file is read
 _table: dict | None = None
 _new: dict = {}   # entries this process compiled, written at exit
+# the same for the raise-site index's templates (doctor/classify/raise_sites.py), in a file of their own: those a failed
+# run's exceptions are looked up with (~60 for a long argument error, ~30 ms of CPU to compile), which every start
+# would otherwise read with the package's own patterns; at most SITE_MAX entries, the file starts over beyond
+_site_table: dict | None = None
+_site_new: dict = {}
+SITE_MAX = 4000
 
 # copied onto the stand-in at first use; any other attribute is read through __getattr__
 _KEPT = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner", "pattern", "flags",
@@ -89,12 +95,42 @@ def _save() -> None:
     cachefiles.merge_table(cachefiles.REGEX, _key(), _new)
 
 
+def _site_save() -> None:
+    from . import cachefiles
+    merged = cachefiles.read_table(cachefiles.SITE_REGEX, _key())
+    merged.update(_site_new)
+    if len(merged) > SITE_MAX:   # bounded: the lookups of many different exceptions start the file over
+        merged = dict(_site_new)
+    import marshal
+    try:
+        cachefiles.write(cachefiles.SITE_REGEX, _key(), marshal.dumps(merged))
+    except (ValueError, TypeError):
+        pass
+
+
 def compiled(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:
     """``re.compile(pattern, flags)`` of a static pattern, built from the cache file's entry when it has one."""
     if _sre is None or flags & re.DEBUG:
         return re.compile(pattern, flags)
     flags = int(flags)
     table = _load() if _table is None else _table
+    return _from(table, _new, _save, pattern, flags)
+
+
+def site_compiled(pattern: str, flags: int = 0) -> re.Pattern[Any]:
+    """``re.compile(pattern, flags)`` of a raise-site template's pattern, from the templates' own cache file."""
+    global _site_table
+    if _sre is None or flags & re.DEBUG:
+        return re.compile(pattern, flags)
+    if _site_table is None:
+        from . import cachefiles
+        _site_table = cachefiles.read_table(cachefiles.SITE_REGEX, _key())
+    return _from(_site_table, _site_new, _site_save, pattern, int(flags))
+
+
+def _from(table: dict, new: dict, save: Any, pattern: str | bytes, flags: int) -> re.Pattern[Any]:
+    """The pattern built from ``table``'s entry, else compiled by re and its entry added to ``new`` (``save`` writes
+    it at exit)."""
     packed = table.get((pattern, flags))
     if packed is not None:
         try:
@@ -105,11 +141,11 @@ def compiled(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:
     rx = re.compile(pattern, flags)
     got = _record(pattern, flags, rx)
     if got is not None:
-        if not _new:
+        if not new:
             import atexit
-            atexit.register(_save)
+            atexit.register(save)
         import marshal
-        _new[(pattern, flags)] = marshal.dumps(got)
+        new[(pattern, flags)] = marshal.dumps(got)
     return rx
 
 
@@ -118,4 +154,4 @@ def compile(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:  # noqa: A
     return cast("re.Pattern[Any]", LazyPattern(pattern, flags))
 
 
-__all__ = ["LazyPattern", "compile", "compiled"]
+__all__ = ["LazyPattern", "compile", "compiled", "site_compiled"]

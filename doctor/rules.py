@@ -4,8 +4,8 @@ at hand so that a fix can name this run's flags and numbers."""
 from __future__ import annotations
 
 import dataclasses
-import string
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .model import Evidence, Finding, Severity, weaker
@@ -54,13 +54,20 @@ class _Blank(dict):
         return "?"
 
 
-_FMT = string.Formatter()
+
+
+@cache
+def _fmt() -> Any:
+    """string.Formatter, made when a finding's text is: the string module compiles Template's pattern at import (~2 M
+    instructions of every watch start, which mostly says nothing)."""
+    import string
+    return string.Formatter()
 
 
 def render(template: str, values: dict[str, Any]) -> str:
     """str.format with missing names shown as '?' and no attribute access."""
     try:
-        return _FMT.vformat(template, (), _Blank(values))
+        return _fmt().vformat(template, (), _Blank(values))
     except (ValueError, IndexError, AttributeError, KeyError):
         return template
 
@@ -77,7 +84,7 @@ def _filling(template: str, hits: list[Hit]) -> Hit:
     """The first hit whose groups fill every named group the template uses (a rule of several patterns: its first
     line may be one without them); the first hit when none does."""
     try:
-        fields = {name for _, name, _, _ in _FMT.parse(template) if name}
+        fields = {name for _, name, _, _ in _fmt().parse(template) if name}
     except ValueError:
         return hits[0]
     named = {f for f in fields if any(f in h.groups for h in hits)}  # the template's holes a pattern fills

@@ -34,6 +34,18 @@ def as_int(v: Any, *, floats: bool = False) -> int | None:
         return None
 
 
+def as_number(v: Any) -> float | None:
+    """A configured value as a float, NaN and infinity included; None for missing, a bool or text that is not a number
+    (the memory plan's and the OOM fixes' number reader, doctor/swift/planner.py, kept here: the planner module costs
+    ~9 M instructions to import and the memory facts every watch builds at start need this function only)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit integer from a log (issue 18)
+        return None
+
+
 def as_float(v: Any) -> float | None:
     """A logged or configured value as a finite float ('0.99', 0.99); None for missing, a bool, NaN, infinity or text
     that is not a number."""

@@ -266,3 +266,19 @@ def test_unset_is_not_claimed_when_no_configuration_was_read():
     assert out.startswith("--vllm_max_model_len 4096: not read from the inputs")
     # a run whose command was read and does not hold it: "unset" is what the inputs show
     assert check_text("MAX_PIXELS is not set.", RunFacts())[0] == "MAX_PIXELS is not set."
+
+
+def test_claims_of_a_sentence_are_recognised_once_and_come_back_equal(monkeypatch):
+    # watch checks the same findings' sentences at every live evaluation: the claims of a text are kept (claims are
+    # frozen, their recognition reads the text alone); a caller's list is its own
+    from doctor import claims
+    monkeypatch.setattr(claims, "_FOUND", {})
+    s = "so loss and grad_norm are 0 and nothing learns."
+    first = claims_in(s)
+    first.append("a caller's own item")
+    again = claims_in(s)
+    assert [c.kind for c in again] == ["metric", "metric"] and again == first[:2]
+    assert list(claims._FOUND) == [s]
+    monkeypatch.setattr(claims, "_FOUND_MAX", 1)
+    claims_in("Reproduce: if loss and grad_norm stay 0 while reward_std is above 0, update.")
+    assert list(claims._FOUND) == ["Reproduce: if loss and grad_norm stay 0 while reward_std is above 0, update."]

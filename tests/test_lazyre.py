@@ -86,3 +86,39 @@ def test_a_damaged_cache_file_costs_only_the_compiling(tmp_path, monkeypatch):
     import marshal
     lazyre._table[("x+", 0)] = marshal.dumps((0, [1, 2, 3], 0, {}, ()))   # an entry _sre refuses: compiled by re
     assert lazyre.compiled(r"x+", 0) == re.compile(r"x+")
+
+
+def test_raise_site_templates_come_back_from_their_own_file(tmp_path, monkeypatch):
+    # the raise-site templates' patterns (classify/raise_sites.py) are kept apart from the package's own: a start reads
+    # only the package's file, a failed run's lookups read theirs; the file starts over past SITE_MAX entries
+    import atexit
+
+    from doctor import cachefiles
+    from doctor.classify.raise_sites import index
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(atexit, "register", lambda fn: fn)
+    monkeypatch.setattr(lazyre, "_site_table", None)
+    monkeypatch.setattr(lazyre, "_site_new", {})
+    monkeypatch.setattr(lazyre, "_new", {})
+    sites = index().candidates({"divisible"}, False)[:20]
+    assert sites
+    for s in sites:
+        s._rx.clear()   # built by an earlier test of this process: built again here
+    pats = [(s.regex(nows), s.regex(nows, third_party=False)) for s in sites for nows in (False, True)]
+    for third, mine in pats:
+        assert mine == re.compile(mine.pattern, re.S) and mine.flags == re.compile(mine.pattern, re.S).flags
+        assert third.pattern == mine.pattern   # the `regex` module's build of the same text
+    assert len(lazyre._site_new) == len({m.pattern for _, m in pats}) and not lazyre._new
+    lazyre._site_save()
+    assert cachefiles.read_table(cachefiles.SITE_REGEX, lazyre._key()).keys() == lazyre._site_new.keys()
+    assert not cachefiles.read_table(cachefiles.REGEX, lazyre._key())
+    monkeypatch.setattr(lazyre, "_site_table", None)
+    monkeypatch.setattr(lazyre, "_site_new", {})
+    for _, mine in pats:
+        rx = lazyre.site_compiled(mine.pattern, re.S)
+        assert rx == mine and rx.groupindex == mine.groupindex
+    assert not lazyre._site_new   # every one from the file
+    monkeypatch.setattr(lazyre, "SITE_MAX", 1)
+    lazyre.site_compiled(r"(\d+) more", re.S)
+    lazyre._site_save()
+    assert list(cachefiles.read_table(cachefiles.SITE_REGEX, lazyre._key())) == [(r"(\d+) more", int(re.S))]

@@ -125,7 +125,9 @@ class _Site:
                 tok = "{" if tok == "{{" else "}" if tok == "}}" else tok
                 out.append(mod.escape(tok.replace(" ", "")) if nows else
                            " ?".join(mod.escape(w) for w in tok.split(" ")))
-            rx = self._rx[(nows, third_party)] = mod.compile("".join(out), mod.S)
+            # re's build from the templates' cache file (lazyre.site_compiled: the same pattern object re.compile gives)
+            rx = self._rx[(nows, third_party)] = (mod.compile("".join(out), mod.S) if third_party else
+                                                  lazyre.site_compiled("".join(out), re.S))
         return rx
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 from collections import Counter
@@ -118,6 +117,7 @@ def process_tree(root_pid: int) -> list[ProcInfo]:
 
 
 def pyspy_path() -> str | None:
+    import shutil  # with bz2 and lzma, ~6 M instructions: a hang's stacks only, not every start of watch
     return shutil.which("py-spy")
 
 

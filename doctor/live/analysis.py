@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import time
 
 from ..checks.hang._progress import PROGRESS_BAR
@@ -237,6 +236,7 @@ class Analysis:
             self.dog.progress(f"checkpoint {os.path.basename(self.rundir.grew.path)} growing")
         need = self.rundir.last_checkpoint_size()
         if need:
+            import shutil  # with bz2 and lzma (~6 M instructions): once a checkpoint is saved, not at every start
             try:
                 free = shutil.disk_usage(self.run_dir).free
             except OSError:

@@ -13,7 +13,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .. import known
 from ..model import Report, Role, Severity
 from . import charts as charts_mod
 from . import run_line, runs_lines, vitals_line
@@ -142,6 +141,7 @@ def _findings(report: Report) -> list[str]:
                 esc(f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}") for e in f.evidence) + '</pre>')
         for rb in f.raised_by:  # doctor/classify/provenance.py
             out.append(f'<p class="meta">{esc(rb.describe())}</p>')
+        from .. import known  # the report's findings only: watch builds its curves at start
         fixes = list(f.fix) + known.fix_lines(f, report.run)  # a known fix: the same failure mechanism only
         if fixes:
             out.append('<div class="lbl">fix</div><ul>' + "".join(f"<li>{esc(s)}</li>" for s in fixes) + "</ul>")

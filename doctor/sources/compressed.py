@@ -6,9 +6,7 @@ was decompressed, and says so.
 """
 from __future__ import annotations
 
-import bz2
 import io
-import lzma
 import zlib
 from typing import BinaryIO
 
@@ -63,9 +61,12 @@ class _Decoded(io.RawIOBase):
     def _new(self):
         if self._codec == "gzip":
             return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        # bz2 and lzma (~4 M instructions to import) with a log of theirs only: watch imports this module at start
         if self._codec == "bzip2":
+            import bz2
             return bz2.BZ2Decompressor()
         if self._codec == "xz":
+            import lzma
             return lzma.LZMADecompressor()
         import zstandard  # noqa: PLC0415 - checked by decompressing()
         return zstandard.ZstdDecompressor().decompressobj()
@@ -74,6 +75,7 @@ class _Decoded(io.RawIOBase):
         return True
 
     def readinto(self, buf) -> int:  # type: ignore[override]
+        import lzma
         want = len(buf)
         while not self.damaged:
             try:

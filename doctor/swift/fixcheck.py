@@ -19,7 +19,6 @@ Pure: no I/O, the run's configuration (doctor/sources/swiftconfig.py RunConfig) 
 """
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Iterable
@@ -141,6 +140,7 @@ def known_flag(run: RunConfig, name: str) -> tuple[str | None, str]:
         return name, ""
     if (mm is not None and mm < (4, 0)) or (mm is None and run.major == 3):
         return name, ""  # a 3.x argument the 4.6 list does not hold: not ours to judge
+    import difflib  # a flag no version knows only: not imported at every start of watch
     close = difflib.get_close_matches(key, RLHF_FIELDS_4_6, n=2, cutoff=0.8)
     if len(close) == 1 or (len(close) == 2 and difflib.SequenceMatcher(None, key, close[0]).ratio() >
                            difflib.SequenceMatcher(None, key, close[1]).ratio() + 0.05):

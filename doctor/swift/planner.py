@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..values import as_number  # its callers here and the memory checks' (doctor/values.py)
+
 GIB = 1024 ** 3
 CONTEXT_GIB = 1.0
 VLLM_SLEEP_RESIDUE_GIB = 0.5
@@ -149,15 +151,6 @@ def spec_from_config(name: str, cfg: dict[str, Any]) -> ModelSpec | None:
 
 
 # ------------------------------------------------------------------------------------------- settings
-
-def as_number(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit integer from a log (issue 18)
-        return None
-
 
 def _bool(v: Any) -> bool | None:
     if isinstance(v, bool):

@@ -3,11 +3,13 @@ to save, sizes by part. Everything reads ``CheckpointFacts``; nothing does I/O."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...signals import CheckpointInput
-from ...sources.checkpoint import CheckpointFacts, config_dtype, expected_params
 from ...sources.swiftconfig import RunConfig
+
+if TYPE_CHECKING:   # the checkpoint reader (with shutil, bz2, lzma, struct: ~10 M instructions) comes with a checkpoint
+    from ...sources.checkpoint import CheckpointFacts
 
 LORA_TYPES = ("lora", "longlora", "adalora", "qlora", "dora", "loha", "lokr", "vera", "boft", "bone", "reft")
 
@@ -143,6 +145,7 @@ CONFIG_TO_ST = {"float32": "F32", "bfloat16": "BF16", "float16": "F16", "torch.f
 
 def base_dtype(f: CheckpointFacts) -> tuple[str | None, str]:
     """The base model's dtype and where it was read."""
+    from ...sources.checkpoint import config_dtype
     d = config_dtype(f.base_config)
     if d:
         return CONFIG_TO_ST.get(d, d), "the base model's config.json"
@@ -150,6 +153,7 @@ def base_dtype(f: CheckpointFacts) -> tuple[str | None, str]:
 
 
 def expected_full_params(f: CheckpointFacts) -> tuple[int | None, str]:
+    from ...sources.checkpoint import expected_params
     n = expected_params(f.json("config.json"))
     if n:
         return n, "config.json"

@@ -7,7 +7,6 @@ from typing import Any
 from ...engine.state import RunState
 from ...model import Finding
 from ...rules import Rule
-from ...swift.planner import spec_from_config, spec_from_name
 
 
 def _bool(v: Any) -> bool:
@@ -15,6 +14,8 @@ def _bool(v: Any) -> bool:
 
 
 def model_spec(ctx: RunState):
+    # the planner (~9 M instructions to import) only where a config rule runs: before a run, not under watch
+    from ...swift.planner import spec_from_config, spec_from_name
     run = ctx.run
     model = run.args.get("model") if isinstance(run.args.get("model"), str) else None
     cfg = ctx.facts.get("model_config")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ...engine.state import RunState
 from ...model import Finding, Severity
-from ...swift.planner import lora_trainable
 from ...values import as_int
 from .._numbers import ASSUMED, COMPUTED, mark, read_or
 from ._base import _bool, _ConfigRule, model_spec
@@ -40,6 +39,7 @@ class CheckpointDisk(_ConfigRule):
                     opt, what = 4 * P, "bf16 weights + AdamW optimizer.pt"
                 per = (weights + opt) / 1024 ** 3
             else:
+                from ...swift.planner import lora_trainable
                 T = lora_trainable(spec, rank_.value)
                 per = (T * 4 + (0 if only_model else 12 * T)) / 1024 ** 3
                 what = "adapter + optimizer states"

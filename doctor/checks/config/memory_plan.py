@@ -5,7 +5,7 @@ from typing import Any
 
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
-from ...swift.planner import as_number, breakdown_lines, plan
+from ...values import as_number
 from .._numbers import ASSUMED, COMPUTED, Num, mark, read_or
 from ._base import _ConfigRule, model_spec
 
@@ -44,6 +44,7 @@ class MemoryPlan(_ConfigRule):
         src = ctx.facts.get("gpu_source") or ""
         world_ = read_or(run.world_size(), 1)
         world = world_.value
+        from ...swift.planner import breakdown_lines, plan  # a config rule runs before a run, not under watch
         p = plan(run.args, spec, gib, world)
         taken = defaults_taken(run.args, world_)
         peak = p.peak

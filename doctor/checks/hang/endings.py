@@ -8,12 +8,15 @@ log nobody has seen is read by what printed it, not by a user's words.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ... import lazyre
 from ...signals import LogLine
 from ...sources.traceback import FAULT_FRAME
 from .._units import duration
+
+if TYPE_CHECKING:   # datetime only where a hang's span is read (~8 M instructions to import at every watch start)
+    from datetime import datetime
 
 # a traceback's header, also cut before its first frame ("[rank0]: Traceback (most recent call las")
 TB_HEAD = "Traceback (most rec"
@@ -117,6 +120,7 @@ def timestamp(text: str) -> datetime | None:
         if "/" in d:
             d = f"{d[6:]}-{d[:2]}-{d[3:5]}"
         day = d if len(d) > 5 else "2000-" + d  # leap year: 02-29 parses
+        from datetime import datetime
         return datetime.fromisoformat(f"{day} {m.group('t')}")
     except ValueError:
         return None

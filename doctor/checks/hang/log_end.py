@@ -13,7 +13,6 @@ from ... import lazyre
 from ...classify.structure import CONSEQUENCES
 from ...confidence import METRIC_CATEGORIES
 from ...engine.state import RunState
-from ...known.normalise import short_type
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
@@ -125,7 +124,7 @@ class LogEnd(Rule):
                                                      for ln in ctx.last_tail()):
                 return []  # the log goes on to an exception, an error line or a traceback's (cut) header: a crash
         elif self.want == "other" and (not warned_beyond_rows or rows_only) and not ctx.open_tracebacks and \
-                all(short_type(x.type) in CONSEQUENCES for x in ctx.exceptions):
+                all(x.short_type in CONSEQUENCES for x in ctx.exceptions):
             # exceptions that only follow a stop (torch elastic's SignalException, ChildFailedError): the signal line
             # is what the log shows; every line for the error line ("Error computing x: ..." reads like a sentence)
             e = self._signal_line(lines) or (None if ctx.exceptions else self._crash_header(lines, steps) or

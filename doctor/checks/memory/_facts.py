@@ -11,7 +11,7 @@ from ... import lazyre
 from ...signals import Frame
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
-from ...swift.planner import as_number  # one number reader for the memory plan and the OOM fixes
+from ...values import as_number  # one number reader for the memory plan and the OOM fixes (swift/planner.py's)
 from .._numbers import ASSUMED, READ, Num, mark, read_or
 
 _PARAMS = lazyre.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")

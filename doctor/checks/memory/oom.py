@@ -10,7 +10,7 @@ from ...engine.state import RunState
 from ...model import Finding
 from ...rules import MAX_EVIDENCE, Hit, PatternRule, fold
 from ...signals import ExceptionInfo
-from ...swift.planner import as_number
+from ...values import as_number
 from .._numbers import ASSUMED, READ, mark
 from ..fallback.exceptions import describe_frame
 from ._account import account, order
