@@ -193,6 +193,8 @@ DEVLOGS23 = ROOT / "fixtures" / "devlogs23"
 DEVLOGS24 = ROOT / "fixtures" / "devlogs24"
 DEVLOGS25 = ROOT / "fixtures" / "devlogs25"
 DEVLOGS26 = ROOT / "fixtures" / "devlogs26"
+DEVLOGS27 = ROOT / "fixtures" / "devlogs27"
+DEVLOGS28 = ROOT / "fixtures" / "devlogs28"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -200,7 +202,6 @@ KNOWN_MISSES_22: dict[str, str] = {
     "2706": "a title '\"input_ids\" not found' (an untokenized dataset): read as unread failure words",
     "2710": "a flag named in words as the fix ('drop --report_to none'): read as unread failure words",
     "2722": "a CUDA device-side assert in a vLLM API server paste: GD999, not placed in vLLM",
-    "2723": "'fails with deepspeed==0.15.0, works with 0.15.4' in words above a cut stack: GD999",
     "2728": "verl's 'hf rollout with mode sync not found' in a title: read as unread failure words",
 }
 
@@ -229,6 +230,19 @@ KNOWN_MISSES_26: dict[str, str] = {
     "3223": "a missing DeepSpeed ZeRO optimizer attribute (ipg_index) under the user's loss.backward(): GD999",
 }
 
+KNOWN_MISSES_27: dict[str, str] = {
+    "3310": "command.txt flags written with a YAML colon ('--pref_loss: orpo'): LLaMA-Factory's unused-args error unread",
+}
+KNOWN_MISSES_28: dict[str, str] = {
+    "3401": "a backward crash with no grad_fn from PEFT with reentrant checkpointing read as grad_norm 0 (GD634)",
+    "3402": "a '.dev0' release named in a 'fails' title over an env report: GD328",
+    "3407": "'Can't pickle local object patch_vllm_compute_dtype.<locals>.BitsAndBytesConfig' beside a vLLM version: GD999",
+    "3410": "a required adapter file named in words and a maintainer's 'remove flag X': GD328",
+    "3415": "'数据处理阶段报错。导致程序卡死' (an error in data processing, then a hang): read as a hang",
+    "3416": "'没有这个参数' (no such parameter) and a maintainer's 'use the main branch': GD328",
+    "3420": "vLLM's loader refusing a weight_name keyword, in a title beside a topology table: GD328",
+}
+
 
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
@@ -243,7 +257,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS18, KNOWN_MISSES_18, 30), (DEVLOGS19, KNOWN_MISSES_19, 30),
               (DEVLOGS20, KNOWN_MISSES_20, 30), (DEVLOGS21, KNOWN_MISSES_21, 30),
               (DEVLOGS22, KNOWN_MISSES_22, 30), (DEVLOGS23, KNOWN_MISSES_23, 30), (DEVLOGS24, KNOWN_MISSES_24, 26),
-              (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30))
+              (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30), (DEVLOGS27, KNOWN_MISSES_27, 30),
+              (DEVLOGS28, KNOWN_MISSES_28, 30))
 
 
 def _params():
