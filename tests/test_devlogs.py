@@ -218,7 +218,6 @@ KNOWN_MISSES_25: dict[str, str] = {
     "3118": "DPO rows with alpaca keys beside chosen/rejected: the data rows are not read (GD328)",
     "3119": "a frameless RuntimeError inside vLLM's logger prefix: GD999, not placed in vLLM",
     "3120": "a title about vLLM's /sleep and /wake_up endpoints over a frameless error: GD999",
-    "3121": "ANSI colour codes whose escape byte was lost: the worker prefix is not read",
 }
 KNOWN_MISSES_26: dict[str, str] = {
     "3207": "a stack cut in importlib under unsloth_zoo's create_new_function: GD999",

@@ -112,6 +112,9 @@ def test_clean_removes_a_terminal_title_sequence_whole():
     from doctor.sources.logtext import clean
     assert clean("\x1b]0;train\x07step 1") == "step 1"
     assert clean("\x1b[1;31mError\x1b[0m") == "Error"
+    # the escape byte decoded as U+FFFD by a paste (a vLLM worker's colour, fixtures/devlogs25/3121)
+    assert clean("\ufffd[1;36m(VllmWorker rank=3 pid=4867)\ufffd[0;0m ERROR 07-26 18:47:24 [multiproc_executor.py:511] x") \
+        == "(VllmWorker rank=3 pid=4867) ERROR 07-26 18:47:24 [multiproc_executor.py:511] x"
 
 
 def test_a_collectors_timestamp_leaves_the_lines_own_indentation():

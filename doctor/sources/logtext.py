@@ -23,7 +23,8 @@ MAX_LINE = 64 * 1024     # longer physical lines are cut here (the rest is skipp
 EVIDENCE_MAX = 400       # characters of a line kept as evidence text
 
 _ANSI = lazyre.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]")
-_ANSI_TEXT = lazyre.compile(r"(?:ESC|\^\[|␛)?\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+# (a bare "[m" only after an escape's stand-in: "[multiproc_executor.py:511]" is vLLM's logger tag)
+_ANSI_TEXT = lazyre.compile(r"(?:ESC|\^\[|␛|\ufffd)\[(?:\d{1,3}(?:;\d{1,3})*)?m|\[\d{1,3}(?:;\d{1,3})*m")
 _CTRL = lazyre.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A tqdm bar ends with "...it/s]" or "...s/it]" (or "?it/s]"); text glued after it is a new message.
 _MID_WORDS = ("Error", "Exception", "Traceback", ", line ")
@@ -177,9 +178,10 @@ def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple
 
 def clean(text: str) -> str:
     """Remove ANSI escapes and control characters other than tab and carriage return; also colour codes a paste
-    turned into text (``ESC[36m``, ``^[[0m``) or whose escape byte it lost (``[36m(RayWorkerWrapper ...)[0m``)."""
+    turned into text (``ESC[36m``, ``^[[0m``) or whose escape byte it lost (``[36m(RayWorkerWrapper ...)[0m``, the
+    byte decoded as U+FFFD: ``\ufffd[1;36m(VllmWorker rank=3 pid=4867)\ufffd[0;0m``)."""
     if text.isprintable():  # the common case: no control character at all (one C-level pass)
-        if "[0m" in text or "ESC[" in text:
+        if "[0m" in text or "ESC[" in text or "\ufffd[" in text:
             return _ANSI_TEXT.sub("", text)
         return text
     if "\x1b" in text:
