@@ -216,7 +216,6 @@ KNOWN_MISSES_25: dict[str, str] = {
     "3110": "a question about DPO rewards falling (expected behaviour): silent",
     "3112": "a question about DPO metrics the maintainer calls expected: silent",
     "3118": "DPO rows with alpaca keys beside chosen/rejected: the data rows are not read (GD328)",
-    "3119": "a frameless RuntimeError inside vLLM's logger prefix: GD999, not placed in vLLM",
     "3120": "a title about vLLM's /sleep and /wake_up endpoints over a frameless error: GD999",
 }
 KNOWN_MISSES_26: dict[str, str] = {
