@@ -200,7 +200,6 @@ KNOWN_MISSES_22: dict[str, str] = {
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
     "2704": "unsloth full_finetuning with fast_inference named as the cause in a comment: cut-stage reading",
     "2706": "a title '\"input_ids\" not found' (an untokenized dataset): read as unread failure words",
-    "2710": "a flag named in words as the fix ('drop --report_to none'): read as unread failure words",
     "2722": "a CUDA device-side assert in a vLLM API server paste: GD999, not placed in vLLM",
     "2728": "verl's 'hf rollout with mode sync not found' in a title: read as unread failure words",
 }
@@ -221,7 +220,6 @@ KNOWN_MISSES_25: dict[str, str] = {
 KNOWN_MISSES_26: dict[str, str] = {
     "3207": "a stack cut in importlib under unsloth_zoo's create_new_function: GD999",
     "3208": "'dict' object has no attribute 'logits' with unsloth's PatchDPOTrainer named: GD999",
-    "3209": "'kto_pair not available' in words (a loss type the release dropped): GD328",
     "3211": "LLaMA-Factory's 'Cannot find valid samples' after a Chinese sentence and a space: GD328",
     "3213": "a reward model of another base giving 'size mismatch' named in words: GD328",
     "3215": "INFO and NCCL INFO lines ending an excerpt after 'Start connecting to vLLM server': GD320",
@@ -235,9 +233,7 @@ KNOWN_MISSES_28: dict[str, str] = {
     "3401": "a backward crash with no grad_fn from PEFT with reentrant checkpointing read as grad_norm 0 (GD634)",
     "3402": "a '.dev0' release named in a 'fails' title over an env report: GD328",
     "3407": "'Can't pickle local object patch_vllm_compute_dtype.<locals>.BitsAndBytesConfig' beside a vLLM version: GD999",
-    "3410": "a required adapter file named in words and a maintainer's 'remove flag X': GD328",
     "3415": "'数据处理阶段报错。导致程序卡死' (an error in data processing, then a hang): read as a hang",
-    "3416": "'没有这个参数' (no such parameter) and a maintainer's 'use the main branch': GD328",
     "3420": "vLLM's loader refusing a weight_name keyword, in a title beside a topology table: GD328",
 }
 

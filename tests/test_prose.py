@@ -140,6 +140,12 @@ def test_symptoms_named_in_words_of_real_threads():
     assert _symptom("It fails with lr 1.0 and works with 0.5 on the same data.") != "import-or-dependency-error"
     assert _symptom("OutOfMemoryError for ORPO and DPO on a Colab T4") == "cuda-oom"
     assert _symptom("Random responses occur after the first step of GRPO training") == "output-degenerate"
+    # a setting refused in words, or removing it named as the fix (LLaMA-Factory, ms-swift and trl threads)
+    assert _symptom("--report_to none  \u8fd9\u4e2a\u53c2\u6570\u53bb\u6389\u5c31\u53ef\u4ee5\u4e86") == "argument-error-other"
+    assert _symptom("\u53bb\u6389 adapter_name_or_path \u5373\u53ef") == "argument-error-other"
+    assert _symptom("kto_pair not available in this release") == "argument-error-other"
+    assert _symptom("\u76f4\u63a5\u62a5\u9519\u8bf4\u6ca1\u6709\u8fd9\u4e2a\u53c2\u6570") == "argument-error-other"
+    assert _symptom("I removed the dataset and it works") is None
     # the words alone, without a failure: no NCCL symptom in a sentence about its settings
     assert _symptom("We set NCCL_P2P_DISABLE=1 on every node before the launch.") is None
 

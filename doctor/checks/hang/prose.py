@@ -104,6 +104,15 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?:需要(?:提供|指定|设置|传入)|缺少|\bmust (?:specify|provide|set|pass)\s+|\brequires?\s+(?:the |an? )?"
                     r"(?:argument |parameter |option |flag )?)[`'\"]?-{0,2}[a-z]+_[a-z_]+"),
      "argument-error-other", "the program asks for an argument the run did not give"),
+    # a setting named as what fixed it or as refused ("--report_to none 这个参数去掉就可以了", "去掉 adapter_name_or_path
+    # 即可", "removing --use_vllm fixes it"), or refused in words ("没有这个参数", "kto_pair not available", "no such
+    # parameter"): the run's arguments, not the code, are at fault
+    (lazyre.compile(r"(?i)(?:去掉|删掉|删除|移除|去除|不加|不设置?)\s*`?-{0,2}[a-z]+_[a-z_]+|"
+                    r"-{0,2}[a-z]+_[a-z_]+`?(?:\s+\S+)?\s*(?:这个|该)?(?:参数|选项)?\s*(?:去掉|删掉|删除|移除)(?:后|之后|就|即)|"
+                    r"\b(?:remov|dropp?|delet)\w*\s+(?:the\s+)?`?--[a-z]+_?[a-z_]*`?.{0,40}\b(?:works?|worked|fix\w*|solv\w*|runs?)\b|"
+                    r"没有(?:这个|该)参数|不支持(?:这个|该)参数|\bno such (?:argument|parameter|option)\b|"
+                    r"\b[a-z]+_[a-z_]+`?\s+(?:is\s+)?not (?:available|supported|a valid (?:choice|option))\b"),
+     "argument-error-other", "a setting of the run is refused, or removing one fixes it"),
     # an argument check's own words, quoted: "the error changed to `'cached_datasets' does not support cp`"
     (lazyre.compile(r"(?i)[`'\"]\w+[`'\"] (?:does not|doesn't|do not|is not) (?:support(?:ed)?|compatible with)\b"),
      "argument-error-other", "an argument check refuses a combination of options"),
