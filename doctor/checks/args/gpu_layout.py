@@ -13,7 +13,7 @@ from ...sources.swiftconfig import RunConfig
 from ...swift.batch import divisors, nearest
 from ...values import as_int
 from .._numbers import assumptions, computed, read_or
-from ..hang.prose import error_said
+from ..hang.prose import cut_before_error
 from ._layout import gpu_ids, nproc_per_node
 
 
@@ -72,7 +72,7 @@ class GpuLayout(Rule):
         run = ctx.run
         out: list[Finding] = []
         f = self._idle(run) if not _several_ranks(ctx) else None
-        if f and not ctx.launch_in_log() and error_said(ctx.last_tail()) is not None:
+        if f and cut_before_error(ctx):
             # a paste that says the run failed, with its command beside it: the layout is a remark on the command,
             # not the failure asked about
             f = replace(f, severity=Severity.info)

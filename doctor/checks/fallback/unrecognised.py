@@ -241,8 +241,8 @@ class Unrecognised(Rule):
         where = exc.raised_at
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
         msg = f"No rule recognises this failure. The first real exception is `{text}`"
-        below = next((line for line, _ in ctx.open_tracebacks or ()
-                      if line.where.path == exc.where.path and line.seq > exc.seq), None)
+        below = None if where else next((line for line, _ in ctx.open_tracebacks or ()
+                                         if line.where.path == exc.where.path and line.seq > exc.seq), None)
         if where:
             msg += f", raised at {describe_frame(where)}."
         elif below is not None:

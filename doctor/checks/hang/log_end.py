@@ -20,7 +20,7 @@ from ...values import as_float
 from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
 from .endings import TB_HEAD, Ending, ending_of, plain
 from .log_end_advice import PASTE_NEXT, fix_for, paste_key
-from .prose import error_said, program_lines, runs_on
+from .prose import cut_before_error, error_said, program_lines, runs_on
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
@@ -104,15 +104,13 @@ class LogEnd(Rule):
         if not lines:
             return []
         e = None
-        # an excerpt whose author says an error follows ("ppo报错如下："): cut before it, whatever command came with it
-        cut_before_error = not ctx.launch_in_log() and error_said(ctx.last_tail()) is not None
         if self.want in ("hang-at-start", "hang-mid-training"):
             e = ending_of(lines, steps)
             if e is None or (self.want == "hang-at-start") != e.before_training:
                 return []
             if not ctx.whole_log() and runs_on(ctx.last_tail()) is not None:
                 return []  # the paste's author says the run goes on: where the excerpt stops is where they cut it
-            if cut_before_error:
+            if cut_before_error(ctx):
                 return []  # ... or that an error follows: the excerpt is cut before it
             # a pasted excerpt ends where its author stopped copying: beside another warning, its last bar says nothing
             if warned and not (e.kind == "bar" and e.phase == "training" and ctx.whole_log()
@@ -132,7 +130,7 @@ class LogEnd(Rule):
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
         elif self.want in ("warnings", "words") and not warned and not ctx.exceptions and not ctx.open_tracebacks \
-                and not ((ctx.printed_launch() and not cut_before_error) or self._signal_line(lines)
+                and not ((ctx.printed_launch() and not cut_before_error(ctx)) or self._signal_line(lines)
                          or self._error_line(lines)):
             # an excerpt with no signal or error line: its last warning (GD329), else words that name a failure (GD328);
             # a launch command given beside it (command.txt) does not make it a whole log: launcher lines would

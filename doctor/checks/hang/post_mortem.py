@@ -41,7 +41,7 @@ from .interrupted import (
     signalled_at_start,
 )
 from .live import live_finding
-from .prose import error_said
+from .prose import cut_before_error
 
 # Lib/warnings.py formatwarning: "{filename}:{lineno}: {category}: {message}", the source line after it
 _WARNING_LINE = lazyre.compile(r"\.py:\d+: \w*Warning: ")
@@ -129,7 +129,7 @@ class HangCheck(Rule):
             return None
         if self.p.swift_evidence is None and not pyspy:
             return None  # not a training console log: a pasted error line, a metrics paste...
-        if not pyspy and not ctx.launch_in_log() and error_said(ctx.last_tail()) is not None:
+        if not pyspy and cut_before_error(ctx):
             return None  # an excerpt whose author says an error follows: it is cut, the run did not stop there
         socket_ok = {"DistNetworkError", "DistStoreError"}
         interrupted: ExceptionInfo | None = None

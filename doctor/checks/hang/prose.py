@@ -234,6 +234,12 @@ def error_said(lines: list[LogLine]) -> LogLine | None:
                 None)
 
 
+def cut_before_error(ctx: RunState) -> bool:
+    """A pasted excerpt (no launch of its own printed: a command file given beside it does not count) whose author
+    says an error follows ("ppo报错如下："): it stops where its author stopped copying, not where the run stopped."""
+    return not ctx.launch_in_log() and error_said(ctx.last_tail()) is not None
+
+
 def _named(rx: re.Pattern, text: str) -> bool:
     """Whether ``text`` names the symptom ``rx`` matches, not only denies it ("显存并没有OOM", "no OOM")."""
     text = text.replace("**", "")  # markdown emphasis: "**significantly** slower than"
