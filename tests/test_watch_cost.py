@@ -19,14 +19,27 @@ ROWS = "".join(
     for k in range(1, 5))
 
 
+def _watch(code: str, tmp_path: Path, child: str) -> subprocess.CompletedProcess:
+    """``grpo-doctor watch`` run by ``code`` (a driver that patches or inspects doctor before calling its main) over a
+    child Python program, without preflight, GPU sampling or drain, its run folder under ``tmp_path``."""
+    return subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
+                           "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", child],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def _counts(stderr: str) -> tuple[int, int]:
+    """The two counters a driver printed at exit ("counts A B")."""
+    m = re.search(r"counts (\d+) (\d+)", stderr)
+    assert m, stderr[-2000:]
+    return int(m.group(1)), int(m.group(2))
+
+
 def test_watch_of_a_short_run_does_not_import_numpy(tmp_path: Path) -> None:
     """A run of four metric rows is read row by row (engine/columns.MIN_ROWS): numpy, ~0.17 s of CPU to import, is
     not imported by watch at start, by the live evaluation or by the final report."""
     code = ("import sys, atexit; atexit.register(lambda: print('numpy imported:', 'numpy' in sys.modules, "
             "file=sys.stderr)); from doctor.cli import main; sys.argv[0] = 'grpo-doctor'; main()")
-    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
-                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", ROWS],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    p = _watch(code, tmp_path, ROWS)
     assert p.returncode == 0, p.stderr
     rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
     assert rep["run"]["watch"]["status"] == "exited"
@@ -64,13 +77,9 @@ def test_watch_detects_the_framework_once_per_evaluation(tmp_path: Path) -> None
             "a.framework_of, r.Reporting._findings = fw, fi\n"
             "atexit.register(lambda: print('counts', n['fw'], n['eval'], file=sys.stderr))\n"
             "from doctor.cli import main\nsys.argv[0] = 'grpo-doctor'\nmain()\n")
-    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
-                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", ROWS],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    p = _watch(code, tmp_path, ROWS)
     assert p.returncode == 0, p.stderr
-    m = re.search(r"counts (\d+) (\d+)", p.stderr)
-    assert m, p.stderr[-2000:]
-    detections, evaluations = int(m.group(1)), int(m.group(2))
+    detections, evaluations = _counts(p.stderr)
     assert evaluations >= 1 and detections == evaluations, (detections, evaluations)
     rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
     assert "framework_source" in rep["run"]
@@ -90,9 +99,7 @@ def test_watch_of_a_clean_run_leaves_the_lazy_modules_unimported(tmp_path: Path)
             + " if m in sys.modules], file=sys.stderr)); from doctor.cli import main; sys.argv[0] = 'grpo-doctor'; "
             "main()")
     for _ in range(2):
-        p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain",
-                            "0", "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", ROWS],
-                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+        p = _watch(code, tmp_path, ROWS)
         assert p.returncode == 0, p.stderr
     rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
     assert rep["run"]["watch"]["status"] == "exited"
@@ -107,9 +114,7 @@ def test_the_lazy_modules_load_when_a_run_needs_them(tmp_path: Path) -> None:
             "sys.modules, file=sys.stderr)); from doctor.cli import main; sys.argv[0] = 'grpo-doctor'; main()")
     crash = "import sys; print('Traceback (most recent call last):\\n  File \"x.py\", line 1, in <module>\\n" \
             "WidgetError: the widget broke', file=sys.stderr); sys.exit(1)"
-    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
-                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", crash],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    p = _watch(code, tmp_path, crash)
     assert p.returncode == 1, p.stderr
     rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
     assert any("WidgetError" in f["message"] for f in rep["findings"]), rep["findings"]
@@ -129,13 +134,9 @@ def test_watch_does_not_evaluate_a_session_that_took_no_input(tmp_path: Path) ->
             "atexit.register(lambda: print('counts', n['finish'], n['eval'], file=sys.stderr))\n"
             "from doctor.cli import main\nsys.argv[0] = 'grpo-doctor'\nmain()\n")
     child = ROWS + "import time; time.sleep(12)"
-    p = subprocess.run([sys.executable, "-c", code, "watch", "--no-preflight", "--gpu-interval", "0", "--drain", "0",
-                        "--run-dir", str(tmp_path / "run"), "--", sys.executable, "-c", child],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    p = _watch(code, tmp_path, child)
     assert p.returncode == 0, p.stderr
-    m = re.search(r"counts (\d+) (\d+)", p.stderr)
-    assert m, p.stderr[-2000:]
-    finishes, evaluations = int(m.group(1)), int(m.group(2))
+    finishes, evaluations = _counts(p.stderr)
     assert evaluations >= 3 and finishes < evaluations, (finishes, evaluations)
     # the same findings as analyze of the console log (one finish of the whole session)
     rep = json.loads((tmp_path / "run" / "grpo-doctor-report.json").read_text())
