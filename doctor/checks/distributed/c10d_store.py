@@ -162,7 +162,7 @@ def port_in_use_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         # no port, no store, no launcher: the socket that could not bind is the vLLM engine's own (its ZMQ and
         # distributed-init ports), left held by the engine of an earlier crash
         return Diagnosis(
-            message="An address is already in use where the vLLM engine starts (its lines surround the error): the "
+            message="An address is already in use in a log that shows a vLLM engine starting or failing: the "
                     "error names no port, and nothing in the log shows torch's store (c10d) or a launcher binding "
                     "one, so the socket is most likely the engine's own, still held by an engine process of an "
                     "earlier start or crash.",

@@ -184,8 +184,9 @@ def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if own is not None:
         # NCCL's own WARN line names the CUDA call it made that failed (include/alloc.h, transport/nvls.cc...): a
         # failure on this rank's GPU, not a broken peer
-        msg = (f"An NCCL call failed on {who} ({reason or 'unhandled cuda error'}): NCCL reports a CUDA call of its own that failed on this "
-               f"rank's GPU (`{own.text.strip()[-160:]}`), so the cause is on this rank, not another rank's crash.")
+        msg = (f"An NCCL call failed on {who} ({reason or 'unhandled cuda error'}): NCCL's own WARN line reports a "
+               f"CUDA call it made that failed (`{own.text.strip()[-160:]}`), so the cause is that process's CUDA call "
+               f"on its GPU, not another rank's crash.")
         fix = ["The WARN line names the NCCL source that made the call: a driver older than the CUDA that torch and "
                "NCCL were built for, or a feature the GPU or driver lacks, fails this way; compare `nvidia-smi` "
                "(driver, CUDA version) with `python -c 'import torch; print(torch.version.cuda, "
@@ -194,7 +195,7 @@ def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             fix.append("The failing call is NVLink SHARP's (transport/nvls.cc): NCCL_NVLS_ENABLE=0 tests the run "
                        "without it.")
         fix.append("Rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the call in full.")
-        return Diagnosis(message=msg, fix=tuple(fix), title="NCCL error: a CUDA call of NCCL's own failed on this rank")
+        return Diagnosis(message=msg, fix=tuple(fix), title="NCCL error: a CUDA call of NCCL's own failed")
     msg = (f"An NCCL collective failed on {who}" + (f" ({reason})" if reason else "") + ": "
            + ("a peer process exited or the connection to it broke, so the cause is on the other rank (or the "
               "network between nodes)." if remote else

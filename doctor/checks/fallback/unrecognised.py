@@ -339,7 +339,7 @@ class Unrecognised(Rule):
             if story is None else None
         if died is not None:
             msg += (f" The vLLM engine died after it (line {died.evidence[0].line if died.evidence else '?'}): the "
-                    f"exception is the engine's, the engine's death its consequence.")
+                    f"exception is most likely the engine's own failure, and the engine's death its consequence.")
         found = self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                           count=len(same), ranks=ranks, seq=exc.seq,
                           title=f"Unrecognised failure: {exc.short_type}" if story is None else

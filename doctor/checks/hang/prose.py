@@ -50,7 +50,7 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # torch elastic's rendezvous failing, named in words or by its class alone ("RendezvousConnectionError when use
     # C10d on multi nodes"): the processes never met, the run did not start
     (lazyre.compile(r"\bRendezvous\w*Error\b|(?i:\brendezvous\b.{0,40}\b(?:fail\w*|time[sd]? ?out|timed out|errors?|"
-                    r"closed)\b)"), "hang-at-start", "the processes never meet at torch's rendezvous"),
+                    r"closed)\b)"), "hang-at-start", "torch's rendezvous fails (the processes do not meet to start)"),
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
     # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
