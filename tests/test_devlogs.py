@@ -125,7 +125,6 @@ KNOWN_MISSES_13: dict[str, str] = {
 # failures, with the blind set's family mix
 DEVLOGS14 = ROOT / "fixtures" / "devlogs14"
 KNOWN_MISSES_14: dict[str, str] = {
-    "1612": "a ZeRO-2 checkpoint of 8 GPUs resumed on 1: a size mismatch whose cause is the world size, said in prose",
 }
 
 
@@ -171,7 +170,6 @@ KNOWN_MISSES_19: dict[str, str] = {
 # without their exception type, symptoms in mixed-language prose, DeepSpeed-Chat rows
 DEVLOGS20 = ROOT / "fixtures" / "devlogs20"
 KNOWN_MISSES_20: dict[str, str] = {
-    "2513": "torch's 'size of tensor a (0) must match' without its type, glued to Chinese: read, but GD999 (ZeRO-3 only in words)",
     "2510": "Python's 'max() arg is an empty sequence' without its stack (DeepSpeed ZeRO-3 raised it): GD999",
     "2511": "a traceback cut inside the framework's argument parser: no stage for it",
     "2526": "a raise line in a title above a cut traceback (DeepSpeed's param registry): cut stack wins",

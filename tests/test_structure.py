@@ -796,3 +796,47 @@ def test_unsloth_failing_to_patch_at_import_and_a_name_renamed_by_case_are_versi
     # a suggestion that is another name is a typo of the script, not a release
     other = run("NameError: name 'modle' is not defined. Did you mean: 'model'?\n")
     assert not other or "renamed" not in other[0].title
+
+
+# A size mismatch printed without frames (an issue's title) is placed by what the run around it shows: the entries
+# with `run_shows` (doctor/classify/run_context.py). Each test removes the fact and sees the reading go.
+_MISMATCH = "RuntimeError: The size of tensor a (768) must match the size of tensor b (3072) at non-singleton dimension 1\n"
+
+
+def _primary(text: str):
+    found = [f for f in run(text) if f.severity >= Severity.warning]
+    return found[0] if found else None
+
+
+def test_size_mismatch_in_a_zero3_run_is_read_as_a_partitioned_weight_and_only_then():
+    zero3 = "[INFO] [logging.py:96:log_dist] [Rank 0] Creating fp16 ZeRO stage 3 optimizer\n"
+    f = _primary(_MISMATCH + zero3)
+    assert (f.rule_id, f.category, f.confidence) == ("GD426", "deepspeed-config-error", "possible")
+    assert "ZeRO stage 3 at line 2" in f.message and "GatheredParameters" in " ".join(f.fix)
+    # the same exception with ZeRO-2: no ZeRO-3 reading, the fallback
+    f = _primary(_MISMATCH + zero3.replace("stage 3", "stage 2"))
+    assert f.rule_id == "GD999" and "ZeRO-3" not in f.title
+    # a person's words count, glued to CJK ("在zero-stage 3下训练")
+    f = _primary("Qwen在zero-stage 3下训练报错\n" + _MISMATCH)
+    assert f.rule_id == "GD426" and "line 1" in f.message
+
+
+def test_size_mismatch_while_a_deepspeed_checkpoint_loads_is_a_layout_change():
+    loading = ("[INFO] [state_dict_factory.py:85:load] rank: 0 loading checkpoint: /ck/global_step10/"
+               "zero_pp_rank_0_mp_rank_00_model_states.pt\n")
+    f = _primary(loading + _MISMATCH)
+    assert f.rule_id == "GD426" and "partitions do not fit this run" in f.title
+    assert "data-parallel ranks" in f.fix[0] and "checkpoint being loaded at line 1" in f.message
+    # DeepSpeed only named as installed (an environment report) is not DeepSpeed in the run
+    f = _primary("deepspeed==0.16.4\nI resume from checkpoint-100\n" + _MISMATCH)
+    assert f.rule_id == "GD999"
+
+
+def test_unread_zero_stage_is_not_called_another_stage():
+    # a config file whose name does not say its stage: the size-0 reading must not claim "not ZeRO-3"
+    text = ("run sh: `torchrun --nproc_per_node 2 train.py --deepspeed ds.json`\n"
+            "RuntimeError: The size of tensor a (0) must match the size of tensor b (24576) at non-singleton "
+            "dimension 1\n")
+    f = _primary(text)
+    assert f.rule_id == "GD999", f
+    assert "not ZeRO-3" not in f.message and "its stage is not in the log" in f.message

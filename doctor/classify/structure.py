@@ -15,7 +15,7 @@ from .component import component, deepest_library, from_site, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
 _KEYS = {"id", "category", "stackless", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
-         "not_message", "doc", "cases", "backed_by", "fix", "verify", "title"}
+         "not_message", "doc", "cases", "backed_by", "fix", "verify", "title", "run_shows"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
                 "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
@@ -45,6 +45,7 @@ class Entry:
     title: str = ""             # what failed, in place of its rule's title (an entry narrower than its category)
     cases: str = ""             # the usual causes, printed after the doc unless the evidence names the run's own
     stackless: bool = False     # only for an exception printed without frames of its own (a title, a summary)
+    run_shows: tuple[str, ...] = ()  # facts the run must show around it (classify/run_context.py FACTS)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Verdict:
     component: str                # who raised it: "vLLM", "ms-swift", "the script's code"...
     where: Frame | None           # the frame that decided (innermost library frame, else the raise site)
     runners_up: tuple[str, ...] = ()  # the categories of the later table entries that match too, in table order
+    context: tuple[tuple[str, str], ...] = ()  # (fact, where it was read) of the entry's run_shows
 
 
 class TableError(ValueError):
@@ -82,7 +84,8 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
                          not_any=tuple(raw.get("not_any", ())), fix=tuple(raw.get("fix", ())),
                          verify=raw.get("verify", ""), title=raw.get("title", ""),
                          cases=raw.get("cases", "").strip(),
-                         stackless=bool(raw.get("stackless", False)), **rx))
+                         stackless=bool(raw.get("stackless", False)), run_shows=tuple(raw.get("run_shows", ())),
+                         **rx))
     return tuple(out)
 
 
@@ -96,8 +99,10 @@ def _has(fr: Frame | None, words: tuple[str, ...]) -> bool:
     return fr is not None and any(w in _hay(fr) for w in words)
 
 
-def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...]) -> bool:
+def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...], facts: dict | None = None) -> bool:
     if (e.types or e.message) and exc is None:
+        return False
+    if e.run_shows and not all(f in (facts or {}) for f in e.run_shows):
         return False
     if e.types and exc is not None and exc.short_type not in e.types:
         return False
@@ -126,21 +131,23 @@ def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...]) -> b
     return True
 
 
-def classify(exc: ExceptionInfo | None, frames: tuple[Frame, ...], table: tuple[Entry, ...] | None = None
-             ) -> Verdict | None:
+def classify(exc: ExceptionInfo | None, frames: tuple[Frame, ...], table: tuple[Entry, ...] | None = None,
+             facts: dict | None = None) -> Verdict | None:
     """The first entry of the table that matches decides; the categories of the later ones that match too are
-    its runners-up (a finding that is only "possible" names them as its alternatives)."""
+    its runners-up (a finding that is only "possible" names them as its alternatives). ``facts``: what the run shows
+    around the exception (classify/run_context.py), for the entries that ask for it."""
     entries = table if table is not None else load()
     for i, e in enumerate(entries):
-        if matches(e, exc, frames):
+        if matches(e, exc, frames, facts):
             lib = deepest_library(frames)
             where = lib or (frames[-1] if frames else None)
             comp = component(where.path) if where is not None else "unknown"
             if e.category == "reward-function-error":
                 comp = "a reward function"
             others = dict.fromkeys(o.category for o in entries[i + 1:]
-                                   if o.category != e.category and matches(o, exc, frames))
-            return Verdict(e, exc, frames, comp, where, tuple(others))
+                                   if o.category != e.category and matches(o, exc, frames, facts))
+            context = tuple((f, (facts or {})[f]) for f in e.run_shows)
+            return Verdict(e, exc, frames, comp, where, tuple(others), context)
     return None
 
 
@@ -218,12 +225,13 @@ def site_package_paths(exc: ExceptionInfo) -> list[str]:
     return [f"site-packages/{best[0].module}"] if best and len({m.package for m in best}) == 1 else []
 
 
-def first_failure(exceptions: list[ExceptionInfo], open_tbs: list) -> Verdict | None:
-    """The verdict for the first real exception of a run (or, with none, its first cut traceback)."""
+def first_failure(exceptions: list[ExceptionInfo], open_tbs: list, facts: dict | None = None) -> Verdict | None:
+    """The verdict for the first real exception of a run (or, with none, its first cut traceback); ``facts`` as for
+    classify."""
     real = [e for e in sorted(exceptions, key=lambda e: e.seq) if e.short_type not in CONSEQUENCES]
     for exc in real[:3]:
         frames = stack_for(exc, open_tbs) or site_frames(exc)
-        v = classify(exc, frames)
+        v = classify(exc, frames, facts=facts)
         if v is None and not frames:
             v = _agreed(exc)
         if v is not None:

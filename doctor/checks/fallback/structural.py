@@ -107,7 +107,25 @@ def verdict_of(ctx: RunState) -> Verdict | None:
             first_failure(raised_statements(ctx), list(ctx.open_tracebacks or ()))
         if v is not None:
             return v
-    return first_failure(excs, list(ctx.open_tracebacks or ()))
+    return first_failure(excs, list(ctx.open_tracebacks or ()), _facts(ctx) if excs else None)
+
+
+def _facts(ctx: RunState) -> dict[str, str]:
+    """What the run shows around its exceptions (classify/run_context.py), from its arguments and kept lines."""
+    from ...classify.run_context import run_facts
+    lines = sorted((line for tail in ctx.tails.values() for line in tail), key=lambda line: line.seq)
+    return run_facts(ctx.run.args, lines)
+
+
+_FACT_WORDS = {"deepspeed": "DeepSpeed", "zero3": "ZeRO stage 3", "checkpoint-load": "a checkpoint being loaded"}
+
+
+def _context(v: Verdict) -> str:
+    """The run's facts that placed an exception the entry reads by them (its own frames do not show them)."""
+    if not v.context:
+        return ""
+    said = "; ".join(f"{_FACT_WORDS.get(fact, fact)} at {where}" for fact, where in v.context)
+    return f" Read from the run around the exception, not from its frames: {said}."
 
 
 def _versions(exc: ExceptionInfo, ctx: RunState) -> str:
@@ -388,7 +406,7 @@ class Structural(Rule):
                 doc = values[0]
                 fix[:] = [values[1]] + [x for x in fix if not x.startswith("Move each refused key")]
             msg = (f"`{text}`.{where_txt} {doc}{_detail(v)}{_refused_keys(v, ctx)}{_versions(exc, ctx)}"
-                   + (f" {extra}" if extra else ""))
+                   + (f" {extra}" if extra else "") + _context(v))
             read = explain_line(exc)
             if read:
                 msg += " " + " ".join(read)
@@ -411,8 +429,9 @@ class Structural(Rule):
                 ev.insert(0, Evidence(outer.where.path, outer.where.line, outer.raw))
             return self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
                              severity=Severity.warning if embedded else None,
-                             # named outside a traceback: its type alone, without the component and phase of a stack
-                             confidence="possible" if embedded else None, alternatives=v.runners_up,
+                             # named outside a traceback, or placed by the run around it rather than its frames
+                             confidence="possible" if embedded or (v.context and not exc.frames) else None,
+                             alternatives=v.runners_up,
                              title=(v.entry.title if v.entry.title else
                                     f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else "")))
         line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])

@@ -280,14 +280,19 @@ class Unrecognised(Rule):
         elif _SIZE0.search(exc.message):
             # with no sign of DeepSpeed in the log the ZeRO-3 reading is one possibility, said as one
             ds, told = ctx.run.args.get("deepspeed"), _zero3_told(exc, ctx)
+            stage = zero_stage(ds)[0]
+            # a config file's name need not say its stage: an unread stage is not "not ZeRO-3"
             lead = (" A dimension of size 0 is what" if told else
-                    f" The run's DeepSpeed config ({ds}) is not ZeRO-3; under ZeRO-3 a dimension of size 0 is what"
-                    if ds else " The log shows no DeepSpeed; if the run uses ZeRO-3, a dimension of size 0 is what")
+                    f" The run's DeepSpeed config ({ds}) is ZeRO-{stage}, not ZeRO-3; under ZeRO-3 a dimension of "
+                    f"size 0 is what" if ds and stage is not None else
+                    f" The run uses DeepSpeed ({ds}; its stage is not in the log); if it is ZeRO-3, a dimension of "
+                    f"size 0 is what" if ds else
+                    " The log shows no DeepSpeed; if the run uses ZeRO-3, a dimension of size 0 is what")
             msg += (lead + " a parameter partitioned by DeepSpeed ZeRO-3 looks like outside its gather (deepspeed/"
                     "runtime/zero/partition_parameters.py keeps an empty tensor on each rank): a weight read by code "
                     "that ZeRO-3's hooks do not cover (a model class the trainer does not recognise, a custom "
                     "forward); otherwise an empty tensor from the data.")
-            if told or not ds:  # a run on ZeRO-2 or below has nothing to rerun without
+            if told or not ds or stage is None:  # a run on ZeRO-2 or below has nothing to rerun without
                 fix.insert(0, "Rerun without ZeRO-3 (ZeRO-2) to confirm; with a fine-tuned checkpoint, make sure the "
                               "trainer recognises its architecture (model_type in config.json; ms-swift "
                               "--model_type/--template).")
