@@ -217,7 +217,6 @@ KNOWN_MISSES_25: dict[str, str] = {
 }
 KNOWN_MISSES_26: dict[str, str] = {
     "3207": "a stack cut in importlib under unsloth_zoo's create_new_function: GD999",
-    "3208": "'dict' object has no attribute 'logits' with unsloth's PatchDPOTrainer named: GD999",
     "3211": "LLaMA-Factory's 'Cannot find valid samples' after a Chinese sentence and a space: GD328",
     "3213": "a reward model of another base giving 'size mismatch' named in words: GD328",
     "3215": "INFO and NCCL INFO lines ending an excerpt after 'Start connecting to vLLM server': GD320",

@@ -840,3 +840,13 @@ def test_unread_zero_stage_is_not_called_another_stage():
     f = _primary(text)
     assert f.rule_id == "GD999", f
     assert "not ZeRO-3" not in f.message and "its stage is not in the log" in f.message
+
+
+def test_api_mismatch_without_frames_in_an_unsloth_run_is_the_version_pairing_and_only_there():
+    title = "[Bug] AttributeError: 'NoneType' object has no attribute 'absmax' when training with GRPOTrainer\n"
+    f = _primary("from unsloth import FastLanguageModel\n" + title)
+    assert (f.rule_id, f.category, f.confidence) == ("GD993", "import-or-dependency-error", "possible")
+    assert "an unsloth run in what the inputs name" in f.message and "unsloth_zoo" in f.fix[0]
+    # the same title from a run that names no unsloth: no pairing claimed
+    f = _primary("from trl import GRPOTrainer\n" + title)
+    assert f.rule_id == "GD999" and "unsloth" not in f.message

@@ -27,7 +27,8 @@ _INSTALLED = lazyre.compile(rf"(?i){_L}deep[-_ ]?speed\s*(?:==|>=|:|\s)\s*v?\d")
 _LOADING = lazyre.compile(rf"(?i)load_checkpoint|resume_from_checkpoint|{_L}resum(?:e|es|ed|ing){_R}|loading checkpoint"
                           r"|checkpoint file list|continuing training from checkpoint|恢复训练|断点续训")
 
-FACTS = ("deepspeed", "zero3", "checkpoint-load")
+_FROM_LINES = ("deepspeed", "zero3", "checkpoint-load")
+FACTS = (*_FROM_LINES, "unsloth")
 
 
 def _stage(value: Any) -> int | None:
@@ -38,10 +39,13 @@ def _stage(value: Any) -> int | None:
     return zero_stage(value)[0]
 
 
-def run_facts(args: dict, lines: list) -> dict[str, str]:
+def run_facts(args: dict, lines: list, framework: str | None = None) -> dict[str, str]:
     """{fact: where it was read} for the facts of FACTS the run shows: "the run's arguments" or "line N (`text`)".
-    ``lines`` are the kept log lines (LogLine), in order."""
+    ``lines`` are the kept log lines (LogLine), in order; ``framework`` the one the run was told to be (not assumed):
+    unsloth patches the trainers it runs, so its run is a fact of its own."""
     out: dict[str, str] = {}
+    if framework == "unsloth":
+        out["unsloth"] = "what the inputs name (unsloth's import, banner or frames)"
     ds = args.get("deepspeed") or args.get("deepspeed_config_file")
     stage = _stage(args.get("zero_stage")) or _stage(ds)
     if ds or stage:
@@ -52,7 +56,7 @@ def run_facts(args: dict, lines: list) -> dict[str, str]:
         out["checkpoint-load"] = "the run's arguments"
     for line in lines:
         text = line.text
-        if len(out) == len(FACTS):
+        if all(fact in out for fact in _FROM_LINES):
             break
         if "deepspeed" not in out and _DEEPSPEED.search(text) and not _INSTALLED.search(text):
             out["deepspeed"] = _at(line)

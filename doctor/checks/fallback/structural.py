@@ -113,18 +113,21 @@ def verdict_of(ctx: RunState) -> Verdict | None:
 def _facts(ctx: RunState) -> dict[str, str]:
     """What the run shows around its exceptions (classify/run_context.py), from its arguments and kept lines."""
     from ...classify.run_context import run_facts
+    from .advice import framework_of
     lines = sorted((line for tail in ctx.tails.values() for line in tail), key=lambda line: line.seq)
-    return run_facts(ctx.run.args, lines)
+    return run_facts(ctx.run.args, lines, framework_of(ctx))
 
 
-_FACT_WORDS = {"deepspeed": "DeepSpeed", "zero3": "ZeRO stage 3", "checkpoint-load": "a checkpoint being loaded"}
+_FACT_WORDS = {"deepspeed": "DeepSpeed", "zero3": "ZeRO stage 3", "checkpoint-load": "a checkpoint being loaded",
+               "unsloth": "an unsloth run"}
 
 
 def _context(v: Verdict) -> str:
     """The run's facts that placed an exception the entry reads by them (its own frames do not show them)."""
     if not v.context:
         return ""
-    said = "; ".join(f"{_FACT_WORDS.get(fact, fact)} at {where}" for fact, where in v.context)
+    said = "; ".join(f"{_FACT_WORDS.get(fact, fact)} {'at' if where.startswith('line ') else 'in'} {where}"
+                     for fact, where in v.context)
     return f" Read from the run around the exception, not from its frames: {said}."
 
 
