@@ -850,3 +850,16 @@ def test_api_mismatch_without_frames_in_an_unsloth_run_is_the_version_pairing_an
     # the same title from a run that names no unsloth: no pairing claimed
     f = _primary("from trl import GRPOTrainer\n" + title)
     assert f.rule_id == "GD999" and "unsloth" not in f.message
+
+
+def test_max_of_nothing_is_zero3s_optimizer_without_trainable_parameters_only_in_zero3():
+    # DeepSpeed stage3.py initialize_optimizer_states: max() over the partitioned parameter groups
+    framed = tb([(f"{SP}/deepspeed/runtime/zero/stage3.py", 620, "initialize_optimizer_states",
+                  "largest_numel = max([sum([p.ds_numel for p in psg]) for psg in self.fp16_partitioned_groups])")],
+                "ValueError: max() arg is an empty sequence")
+    f = _primary(framed)
+    assert (f.rule_id, f.category) == ("GD426", "deepspeed-config-error") and "trainable" in f.title
+    said = "采用zero3 deepspeed训练dpo报错\nValueError: max() arg is an empty sequence\n"
+    assert _primary(said).rule_id == "GD426"
+    # the same words without ZeRO-3: max() of nothing anywhere else is not this
+    assert _primary(said.replace("zero3 ", "")).rule_id == "GD999"
