@@ -357,3 +357,21 @@ def test_the_decompressed_buckets_in_the_cache_folder_are_the_index_s(tmp_path, 
     assert cut._raw is None
     cut._map_raw(write=True)     # written anew
     assert cut._raw is not None and cut.bucket(7)._lines == plain._decompress(7).split(b"\n")
+
+
+def test_a_message_that_runs_on_inside_a_hole_is_not_a_cut_of_that_template():
+    # vLLM's find_library raises "Cannot find {any} in the system."; LLaMA-Factory's loader raises "Cannot find valid
+    # samples, check `data/README.md` for the data format." (not in the index): the hole took the whole rest of the
+    # message, which never reaches " in the system.", so it must not be reported as vLLM's message cut short
+    from doctor.classify.raise_sites import _literal_reached, lookup
+    msg = "Cannot find valid samples, check `data/README.md` for the data format."
+    assert _literal_reached("Cannot find {any} in the system.", msg) == len("Cannotfind")
+    assert all(m.score < 0.8 for m in lookup(f"ValueError: {msg}"))
+    # really cut short inside the next literal part: that part's start counts
+    assert _literal_reached("Cannot find {any} in the system.", "Cannot find libcuda in the sys") == 18
+    # another release's wording after a long common start (transformers' accelerate requirement, 4.3x vs later): the
+    # start it shares counts, and the site is still told
+    old = ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.20.1`: Please run "
+           "`pip install transformers[torch]` or `pip install accelerate -U`")
+    best = lookup(old)[0]
+    assert best.package == "transformers" and best.score >= 0.8

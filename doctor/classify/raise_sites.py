@@ -33,6 +33,8 @@ _HOLE_RX = {"int": r"[-+]?\d+", "float": r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.
             "name": r"[\w.<>\-]+", "quoted": r"""'[^']*'|"[^"]*"|\S+""", "any": r".*?"}
 _LEVELS = {"error", "warning", "critical", "info", "debug"}
 MIN_TAIL = 20  # a truncated or embedded match needs this many characters of message
+MIN_RUN = 12  # the start of a template's part that a message holds before its wording turns into another release's
+LONG_LITERAL = 80  # this many of a template's own characters, in order, tell its site even if the rest differs
 MIN_PREFIX = 30  # a message cut early (most of its template's words missing) needs this many characters
 
 
@@ -232,9 +234,38 @@ def _try(site: _Site, msg: str, nows: bool, all_words: bool) -> tuple[float, tup
             return None
         m = site.regex(nows).fullmatch(msg, partial=True)
         if m and m.partial:
-            covered = min(1.0, len(msg.replace(" ", "")) / max(site.lit, 1))
+            # a long run of the template's own words in order tells the site as well as most of a short template
+            reached = _literal_reached(site.row[5], msg)
+            covered = min(1.0, max(reached / max(site.lit, 1), reached / LONG_LITERAL))
             return 0.5 + 0.3 * covered, m.groups()
     return None
+
+
+def _literal_reached(template: str, msg: str) -> int:
+    """How many of the template's own characters (spaces aside) a message cut short shows: each literal part found in
+    order, and of the part the message stops in, the start it ends with. A hole can take any text, so a message that
+    runs on inside a hole and never reaches the next literal part shows only the parts before it ("Cannot find {any}
+    in the system." does not cover "Cannot find valid samples, check the data format.")."""
+    text = msg.replace(" ", "")
+    reached, pos = 0, 0
+    for i, part in enumerate(_HOLES.split(template)):
+        part = part.replace(" ", "")
+        if not part:
+            continue
+        at = text.find(part, pos) if i else (0 if text.startswith(part) else -1)
+        if at >= 0:
+            reached, pos = reached + len(part), at + len(part)
+            continue
+        # the message stops inside this part (its tail is the part's start), runs on with another release's wording
+        # after a good start of it (MIN_RUN characters or more), or never reaches it
+        tail = next((n for n in range(min(len(part), len(text) - pos), 0, -1) if part.startswith(text[-n:])), 0)
+        if i == 0 and not tail:
+            tail = len(text) if part.startswith(text) else 0
+        # (a part opening with the punctuation that closed the hole before it: the message may close it otherwise)
+        core = part.lstrip(".,;:!?)]'\"`")
+        run = next((n for n in range(len(core) - 1, MIN_RUN - 1, -1) if core[:n] in text[pos:]), 0)
+        return reached + max(tail, run)
+    return reached
 
 
 def _literal_enough(site: _Site, m) -> bool:
