@@ -192,6 +192,10 @@ DEVLOGS25 = ROOT / "fixtures" / "devlogs25"
 DEVLOGS26 = ROOT / "fixtures" / "devlogs26"
 DEVLOGS27 = ROOT / "fixtures" / "devlogs27"
 DEVLOGS28 = ROOT / "fixtures" / "devlogs28"
+# devlogs29 leans on the classes a blind set found empty (hang at start, vLLM KV cache, multimodal, imports);
+# devlogs30 on complete exceptions from any library (README in each)
+DEVLOGS29 = ROOT / "fixtures" / "devlogs29"
+DEVLOGS30 = ROOT / "fixtures" / "devlogs30"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -233,6 +237,33 @@ KNOWN_MISSES_28: dict[str, str] = {
     "3420": "vLLM's loader refusing a weight_name keyword, in a title beside a topology table: GD328",
 }
 
+KNOWN_MISSES_29: dict[str, str] = {
+    "3440": "a vLLM V0 engine that never gets past its config line, told in a title: read as a mid-training hang",
+    "3441": "a colocate GRPO run hanging as its tqdm bar appears: read as a mid-training hang",
+    "3442": "'hangs with vLLM engines, works without them' in prose: the contrast read as the author taking it back",
+    "3443": "a Ctrl-C stack of a run stuck at 0% in DataParallel's forward: read as a cut OOM traceback (GD204)",
+    "3445": "vLLM's KV-cache refusal behind a fork's 'start.py:1395 (EngineCore pid=N)' prefix: not read as an exception line",
+    "3449": "a text model given an image dataset ('PreTrainedTokenizerFast' has no image_processor): GD999",
+    "3452": "a Qwen2-VL template on Mllama's image processor (no merge_size) in a title: GD329",
+    "3453": "LLaMA-Factory's 'Processor was not found' for InternVL3 under an older transformers: dataset reading",
+    "3455": "unsloth's vision collator refusing a processor that lost its image part: GD999",
+    "3456": "host RAM exhausted by eight rollout processes, told in prose with a ps table: read as GPU OOM",
+    "3457": "a Ray PPO run stuck after vLLM's init with two GPUs busy: GD420's idle GPUs",
+    "3458": "torch's 'NVIDIA driver too old' before a hang: only warnings (GD329)",
+}
+KNOWN_MISSES_30: dict[str, str] = {
+    "3462": "a TypeError from Trainer.__init__ cut mid-name in a KTO example: GD999",
+    "3464": "a stack cut in the dataloader's next() of a DPO run: cut-stack fallback",
+    "3466": "'No module named swift.cli.main' after an editable install, in prose: GD328",
+    "3469": "KeyError 'response' from a dataset row read by the trainer, under INFO lines: GD999",
+    "3470": "max_samples -1 emptying a dataset, told in prose: GD328",
+    "3471": "UnicodeDecodeError reading a dataset file on Windows: GD999",
+    "3472": "peft's adapter_config message without its type beside a path holding ${...}: GD328",
+    "3473": "a full fine-tuned model passed as adapter_name_or_path: GD810's argument reading (label: adapter-only load)",
+    "3489": "axolotl preprocessing a GRPO dataset with DPO's mapping ('chosen' missing): GD326",
+    "3490": "'No such file: adapter_model.bin' in a title (a safetensors-saving peft): GD326",
+}
+
 
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
@@ -248,7 +279,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS20, KNOWN_MISSES_20, 30), (DEVLOGS21, KNOWN_MISSES_21, 30),
               (DEVLOGS22, KNOWN_MISSES_22, 30), (DEVLOGS23, KNOWN_MISSES_23, 30), (DEVLOGS24, KNOWN_MISSES_24, 26),
               (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30), (DEVLOGS27, KNOWN_MISSES_27, 30),
-              (DEVLOGS28, KNOWN_MISSES_28, 30))
+              (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30))
 
 
 def _params():

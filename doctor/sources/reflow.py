@@ -213,7 +213,13 @@ def _cut(line: bytes, nxt: bytes) -> bool:
     at a space kept at its end before a lower-case word or a number (a new sentence or a record starts with a
     capital)."""
     return _word_end(line, nxt) and not _SENTENCE_START.match(nxt) \
-        or _space_end(line) and (nxt[:1].islower() or nxt[:1].isdigit())
+        or _space_end(line) and (nxt[:1].islower() or nxt[:1].isdigit()) or _comma_end(line)
+
+
+def _comma_end(line: bytes) -> bool:
+    """A long line that ends in a comma: a message that goes on (Python prints an exception's one-line message whole;
+    one broken after its comma was broken by the paste or by a person writing it out)."""
+    return len(line) >= MIN_CUT and line.rstrip(b" ")[-1:] == b","
 
 
 # a snake_case name alone on its line, however long: a field pydantic names under its header
@@ -290,7 +296,7 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
                         continue
                 elif _goes_on(ln) and _cut(pending, ln):
                     # rich wraps at a space; a plain paste may have cut inside a word or between two
-                    sep = width == WORD_WRAP or pending[-1:] != b" " and between_words(pending, ln)
+                    sep = width == WORD_WRAP or pending[-1:] == b"," or pending[-1:] != b" " and between_words(pending, ln)
                     pending += (b" " if sep else b"") + ln
                     if (_word_end(ln) or _space_end(ln)) and len(pending) < 4 * MAX_WIDTH:
                         continue  # cut again: the message goes on on the next line
@@ -306,7 +312,8 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
             yield start, pending
             pending = None
         if width in (EXC_WRAP, WORD_WRAP):
-            if (_word_end(ln) or _space_end(ln) or len(ln) >= MIN_CUT and ln[-1:].isdigit()) and _EXC_LINE.match(ln) or \
+            if (_word_end(ln) or _space_end(ln) or _comma_end(ln) or len(ln) >= MIN_CUT and ln[-1:].isdigit()) \
+                    and _EXC_LINE.match(ln) or \
                     _FRAME_OPEN.match(ln) or _FRAME_NO_FUNC.match(ln):
                 pending, start = ln, number  # a number last: joined only if the next line goes on with digits
             else:

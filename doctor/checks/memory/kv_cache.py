@@ -7,11 +7,12 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ._facts import facts_of
 from ._ladders import _fmt_util, _round_down, vllm_ladder
+from .kv_profile import profile_diagnosis
 
 _KV_NUMS = {
     "startup": lazyre.compile(r"Free memory on device \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than "
                           r"desired GPU memory utilization \((?P<util>[\d.]+), (?P<req>[\d.]+) GiB\)"),
-    "needed": lazyre.compile(r"max seq len \((?P<maxlen>\d+)\), \((?P<need>[\d.]+) GiB KV cache is needed, which is larger "
+    "needed": lazyre.compile(r"max seq len \((?P<maxlen>\d+)\), \(?(?P<need>[\d.]+) GiB KV cache is needed, which is larger "
                          r"than the available KV cache memory \((?P<avail>[\d.]+) GiB\)\.(?: Based on the available "
                          r"memory,(?: the estimated maximum model length is (?P<est>\d+))?)?"),
     "tokens": lazyre.compile(r"The model's max seq len \((?P<maxlen>\d+)\) is larger than the maximum number of tokens that "
@@ -22,6 +23,7 @@ _KV_NUMS = {
 
 
 _WRAPPED_TOKENS = lazyre.compile(r"^\s*(\d+)\)")
+_ESTIMATE = lazyre.compile(r"^\s*Based on the available memory, the estimated maximum model length is (\d+)")
 
 
 def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
@@ -36,6 +38,10 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             else ("--vllm_gpu_memory_utilization", "--vllm_max_model_len")
     cur = f.util
     cur_s = f.util_text() if cur is not None else "?"
+    if not any(x.exc for x in hits) and not any("# GPU blocks: 0," in x.evidence.text for x in hits):
+        # vLLM's own profile lines before (or without) its exception: kv_profile.py reads them, or drops a healthy one
+        tail = [t.text for t in ctx.tails.get(h.evidence.path) or ()]
+        return profile_diagnosis(hits, tail, util_flag, len_flag)  # type: ignore[return-value]
     fix: list[str] = []
     m = _KV_NUMS["startup"].search(text)
     if m:
@@ -60,6 +66,10 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if m:
         maxlen, need, avail = int(m.group("maxlen")), float(m.group("need")), float(m.group("avail"))
         est = m.group("est")
+        if est is None:  # the message broken after its first sentence: vLLM's estimate opens the next line
+            after = ctx.lines_after(h.evidence.path, h.exc.seq if h.exc else h.seq, 2)
+            e = next((x for x in (_ESTIMATE.search(t.text) for t in after) if x), None)
+            est = e.group(1) if e else None
         msg = (f"vLLM's KV cache has {avail:g} GiB but one sequence of max_model_len {maxlen} needs {need:g} GiB"
                + (f"; at most {est} tokens fit." if est else "."))
         want = f.max_length or (int(est) if est else None)
