@@ -238,9 +238,6 @@ KNOWN_MISSES_28: dict[str, str] = {
 }
 
 KNOWN_MISSES_29: dict[str, str] = {
-    "3440": "a vLLM V0 engine that never gets past its config line, told in a title: read as a mid-training hang",
-    "3441": "a colocate GRPO run hanging as its tqdm bar appears: read as a mid-training hang",
-    "3442": "'hangs with vLLM engines, works without them' in prose: the contrast read as the author taking it back",
     "3443": "a Ctrl-C stack of a run stuck at 0% in DataParallel's forward: read as a cut OOM traceback (GD204)",
     "3445": "vLLM's KV-cache refusal behind a fork's 'start.py:1395 (EngineCore pid=N)' prefix: not read as an exception line",
     "3449": "a text model given an image dataset ('PreTrainedTokenizerFast' has no image_processor): GD999",

@@ -183,3 +183,51 @@ def test_a_release_story_in_words():
     # dev20 2518: an argument check's words quoted in a sentence
     assert _symptom("I upgraded to swift 3.9.0 and the error changed to `'cached_datasets' does not support cp`.") \
         == "argument-error-other"
+
+
+def _hang(text: str):
+    """The hang finding of a paste: the words' (GD327), or the log-end reading of where its lines stop when that
+    reading places it and the words agree."""
+    return next((f for f in run(text) if f.category.startswith("hang")), None)
+
+
+def test_a_hang_told_in_words_is_placed_at_start_by_log_lines_that_stop_before_any_step():
+    words = "The process hangs and I have waited an hour.\n"
+    engine = ("INFO 11-14 01:03:00 __init__.py:207] Automatically detected platform cuda.\n"
+              "INFO 11-14 01:03:06 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with config: "
+              "model='Qwen/Qwen2.5-3B', seed=0\n")
+    assert _hang(words + engine).category == "hang-at-start"
+    # the same words after training steps were logged: mid-training
+    steps = "{'loss': 0.12, 'grad_norm': 1.3, 'learning_rate': 1e-06, 'epoch': 0.01}\n" * 3
+    assert _hang(words + steps + engine).category == "hang-mid-training"
+    # words alone, no log lines: the words decide (nothing says start)
+    assert _hang(words).category == "hang-mid-training"
+
+
+def test_start_words_of_a_hang():
+    for said in ("The process hangs during vLLM initialization.", "It hangs once the tqdm bar appears and never moves.",
+                 "It gets stuck at init_process_group on the second node.", "设置以后会直接卡住"):
+        assert _hang(said + "\n").category == "hang-at-start", said
+
+
+def test_works_under_a_condition_is_a_contrast_not_a_retraction():
+    stuck = "在2机16卡上，设置了vllm_num_engine以后，会直接卡住\n"
+    assert _hang(stuck + "不用ray的脚本，单机可以跑通\n") is not None
+    # said without a condition, the author took the complaint back
+    assert _hang(stuck + "现在可以跑了\n") is None
+
+
+def test_stopped_before_training_reads_the_lines_not_the_words():
+    from doctor.checks.hang.prose import _stopped_before_training
+
+    def state(text: str):
+        s = Session(load_catalog())
+        for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
+            s.feed_line(line)
+        return s.state
+
+    engine = ("INFO 11-14 01:03:00 __init__.py:207] Automatically detected platform cuda.\n"
+              "INFO 11-14 01:03:06 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with config: model='q'\n")
+    assert _stopped_before_training(state("It hangs.\n" + engine))
+    assert not _stopped_before_training(state("It hangs.\n" + "{'loss': 0.1, 'grad_norm': 1.0, 'epoch': 0.1}\n" + engine))
+    assert not _stopped_before_training(state("It hangs after a while.\nI waited an hour.\n"))

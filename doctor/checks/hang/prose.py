@@ -151,7 +151,14 @@ _START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |
                     r"\bnever (?:becomes? )?ready\b|\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?start|"
                     # a stale lock of DeepSpeed's op build (torch's FileBaton under ~/.cache/torch_extensions): start-up
                     r"\btorch_extensions\b|"
-                    r"开始|第一步|启动|加载(?:完|后|之后)")
+                    # "hangs during vLLM initialization", "while loading the model"; "once the tqdm bar appears", a
+                    # bar at 0
+                    r"\b(?:during|while|in) (?:the )?(?:[\w-]+ ){0,2}(?:initiali[sz]\w*|start-?up|loading)\b|"
+                    r"\b(?:when|once|after|as) (?:the )?(?:tqdm|progress bar)\b|\b(?:tqdm|progress bar) (?:bar )?"
+                    r"(?:starts?|appears?|shows? up)\b|\bstuck at 0\s?%|\b0/\d+\b|"
+                    # a process group that never forms is a start-up hang wherever it is created
+                    r"\binit_process_group\b|\brendezvous\b|"
+                    r"开始|第一步|启动|加载(?:完|后|之后)|初始化|直接卡|一开始|刚开始")
 # a symptom word the sentence denies: "显存并没有OOM", "no OOM", "not stuck", "it doesn't hang"
 _DENIED = lazyre.compile(r"(?i)(?:并没有|没有|没|并未|未|不是|\bno|\bnot|\bwithout|n't|\bnever)\s*(?:\w+\s+)?$")
 _PASTE_NEXT = {
@@ -207,9 +214,16 @@ _RUNS_ON = lazyre.compile(r"(?i)\bI (?:can|could) (?:now )?(?:train|run|GRPO|fin
                           r"(?:is (?:now )?(?:running|training)|runs now|trains now)\b|能跑|可以跑|跑起来了|能训练|可以训练")
 
 
+# a condition on the sentence: "without Ray it runs", "可以跑通 when vllm_num_engines is 0", "单机可以跑": the run goes on
+# only in another setup, which places the failure instead of taking it back
+_CONDITION = lazyre.compile(r"(?i)\b(?:without|when|if|only|unless|except)\b|不用|不开|关掉|去掉|设置?为\s*0|单机|单卡|如果|只有")
+
+
 def runs_on(lines: list[LogLine]) -> LogLine | None:
-    """The sentence of a paste that says the run goes on (so where the excerpt stops is no stop), or None."""
-    return next((ln for ln in prose_lines(lines) if _RUNS_ON.search(plain(ln.text))), None)
+    """The sentence of a paste that says the run goes on (so where the excerpt stops is no stop), or None; a sentence
+    that says it goes on under a condition is a contrast, not that."""
+    return next((ln for ln in prose_lines(lines) if _RUNS_ON.search(plain(ln.text))
+                 and not _CONDITION.search(plain(ln.text))), None)
 
 
 # the author says the run failed ("ppo报错如下：", "I get this error:", "training fails"): a pasted excerpt that then
@@ -300,6 +314,8 @@ class ProseSymptom(Rule):
         if got is None:
             return []
         (category, said, line), lines = got
+        if category == "hang-mid-training" and _stopped_before_training(ctx):
+            category = "hang-at-start"  # the words say it stopped; the lines say where: before any step
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
             return []  # the words say what the ending already says
         if category.startswith("hang") and runs_on(lines) is not None:
@@ -322,6 +338,20 @@ class ProseSymptom(Rule):
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
         return [replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
+
+
+def _stopped_before_training(ctx: RunState) -> bool:
+    """The log lines the paste holds stop before any training step: no metric row, and their end is a start-up
+    phase (an engine starting, shards loading) or a shape that the log-end reading places before training."""
+    if ctx.metrics_steps:
+        return False
+    from .endings import ending_of
+    shown = program_lines(ctx.last_tail())
+    if len(shown) < 2 or len(shown) == len([ln for ln in ctx.last_tail() if ln.text.strip()]) and \
+            all(_sentence(ln) for ln in shown):
+        return False  # only sentences: where the words say it stopped is all there is
+    e = ending_of(shown, 0)
+    return e is not None and e.before_training
 
 
 # the last-resort readings of how an excerpt ends (doctor/checks/hang/log_end.py): where it stops, not why
