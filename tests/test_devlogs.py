@@ -240,10 +240,7 @@ KNOWN_MISSES_28: dict[str, str] = {
 KNOWN_MISSES_29: dict[str, str] = {
     "3443": "a Ctrl-C stack of a run stuck at 0% in DataParallel's forward: read as a cut OOM traceback (GD204)",
     "3445": "vLLM's KV-cache refusal behind a fork's 'start.py:1395 (EngineCore pid=N)' prefix: not read as an exception line",
-    "3449": "a text model given an image dataset ('PreTrainedTokenizerFast' has no image_processor): GD999",
-    "3452": "a Qwen2-VL template on Mllama's image processor (no merge_size) in a title: GD329",
     "3453": "LLaMA-Factory's 'Processor was not found' for InternVL3 under an older transformers: dataset reading",
-    "3455": "unsloth's vision collator refusing a processor that lost its image part: GD999",
     "3456": "host RAM exhausted by eight rollout processes, told in prose with a ps table: read as GPU OOM",
     "3457": "a Ray PPO run stuck after vLLM's init with two GPUs busy: GD420's idle GPUs",
     "3458": "torch's 'NVIDIA driver too old' before a hang: only warnings (GD329)",

@@ -863,3 +863,23 @@ def test_max_of_nothing_is_zero3s_optimizer_without_trainable_parameters_only_in
     assert _primary(said).rule_id == "GD426"
     # the same words without ZeRO-3: max() of nothing anywhere else is not this
     assert _primary(said.replace("zero3 ", "")).rule_id == "GD999"
+
+
+def test_a_tokenizer_in_place_of_a_multimodal_processor_is_a_multimodal_failure():
+    for exc in ("AttributeError: 'PreTrainedTokenizerFast' object has no attribute 'image_processor'",
+                "TypeError: Unsloth: UnslothVisionDataCollator is only for image models!",
+                "ValueError: Processor was not found, please check and update your model file."):
+        f = _primary(exc + "\n")
+        assert f.category == "multimodal-image-error", exc
+        # LLaMA-Factory's own wording is placed by its raise site's entry first; the other two by this one
+        assert "Processor was not found" in exc or "text tokenizer where a multimodal processor" in f.title, exc
+    # another missing attribute of a tokenizer is not this
+    f = _primary("AttributeError: 'PreTrainedTokenizerFast' object has no attribute 'apply_chat_templat'\n")
+    assert f.category != "multimodal-image-error"
+
+
+def test_cpythons_attribute_wording_in_a_title_without_its_type_is_read_as_one():
+    f = _primary("Llama-3.2-11B-Vision--'MllamaImageProcessor' object has no attribute 'merge_size'\n"
+                 "- Transformers version: 4.50.0\n")
+    assert (f.category, f.confidence) == ("multimodal-image-error", "possible")
+    assert "another model family" in f.title and "without the type's name" in f.message

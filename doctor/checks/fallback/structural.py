@@ -27,6 +27,9 @@ _EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w
 _QUOTED_THEN_PROSE = lazyre.compile(r"""^('[^']{1,200}'|"[^"]{1,200}")[.,;]?\s+[A-Z][a-z]""")
 
 
+_BARE_ATTRIBUTE = lazyre.compile(r"'[A-Za-z_][\w.]*' object has no attribute '\w+'")
+
+
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
@@ -35,6 +38,10 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     for tail in ctx.tails.values():
         for line in tail:
             if "Error" not in line.text and "Exception" not in line.text:
+                bare = _BARE_ATTRIBUTE.search(line.text) if " object has no attribute '" in line.text else None
+                if bare:  # CPython's AttributeError wording (Objects/object.c) in a title, without its type
+                    out.append(ExceptionInfo("AttributeError", bare.group(0), (), line.where, line.rank, line.seq,
+                                             line.raw))
                 continue
             m = _EMBEDDED.search(line.text)
             if m and not m.group(1).endswith("Warning"):
@@ -421,7 +428,10 @@ class Structural(Rule):
             # named in a summary line, not a traceback (a notebook header with its cut stack is a traceback)
             embedded = exc not in ctx.exceptions and outer is None and not exc.frames
             if embedded:
-                msg += " (Read from a line that names the exception outside a traceback: judged without its stack.)"
+                msg += (" (Read from a line that names the exception outside a traceback: judged without its stack.)"
+                        if exc.short_type in exc.raw else
+                        f" (Read from a line that holds Python's {exc.short_type} wording without the type's name, "
+                        f"outside a traceback: judged without its stack.)")
                 same = [exc]
             ev = [Evidence(exc.where.path, exc.where.line, exc.raw)]
             if exc.frames and exc not in ctx.exceptions:  # a notebook header: the last frame line shows the failure
