@@ -133,6 +133,22 @@ def test_single_process_many_gpus():
     assert "NPROC_PER_NODE is not set" in f.message and f.fix[0].startswith("NPROC_PER_NODE=4 ")
 
 
+def test_openrlhf_ray_roles_count_toward_the_visible_gpus():
+    from doctor.sources.launchers import openrlhf_gpus
+    # actor 2 + reference 1 + one vLLM engine of TP 1 = 4: every visible GPU has a role
+    base = ("CUDA_VISIBLE_DEVICES=0,1,2,3 python3 -m openrlhf.cli.train_ppo_ray --ref_num_nodes 1 "
+            "--ref_num_gpus_per_node 1 --actor_num_nodes 1 --actor_num_gpus_per_node 2 --vllm_num_engines 1 "
+            "--vllm_tensor_parallel_size 1 --pretrain m")
+    assert not [f for f in run_text(command=base) if f.rule_id == "GD420"]
+    assert openrlhf_gpus({"actor_num_gpus_per_node": "2", "ref_num_gpus_per_node": "1", "vllm_num_engines": "1"}) == 4
+    # roles sharing GPUs: the count cannot be told
+    assert openrlhf_gpus({"actor_num_gpus_per_node": "2", "colocate_all_models": True}) is None
+    # a critic counts only when the job runs one
+    assert openrlhf_gpus({"actor_num_gpus_per_node": "2", "critic_num_gpus_per_node": "2"}) == 2
+    assert openrlhf_gpus({"actor_num_gpus_per_node": "2", "critic_num_gpus_per_node": "2",
+                          "critic_pretrain": "m"}) == 4
+
+
 def test_tp_warning_from_config_and_silence_after_the_error():
     cmd = ("NPROC_PER_NODE=6 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 swift rlhf --rlhf_type grpo --model m --use_vllm true "
            "--vllm_mode colocate --vllm_tensor_parallel_size 4")

@@ -36,3 +36,14 @@ def test_engine_ready_then_silence_is_a_start_stall():
 def test_init_communicator_then_silence_names_the_weight_sync_group():
     found = run(READY + SERVING)
     assert ids(found)[:1] == ["GD322"] and "/init_communicator/" in found[0].message
+
+
+def test_an_engine_inside_a_trainers_ray_job_is_not_called_a_server():
+    # OpenRLHF's LLMRayActor holds its vLLM engine in the trainer's own Ray job: no HTTP server to wait for
+    text = ("(LLMRayActor pid=1404966) INFO 03-13 01:59:49 model_runner.py:1562] Graph capturing finished in 16 secs\n"
+            "(LLMRayActor pid=1404966) INFO 03-13 01:59:49 llm_engine.py:431] init engine (profile, create kv cache, "
+            "warmup model) took 21.05 seconds\n")
+    found = run(text)
+    assert ids(found)[:1] == ["GD322"] and found[0].category == "hang-at-start"
+    assert "Application startup complete" not in found[0].message and "first generation" in found[0].title
+    assert any("ray status" in x for x in found[0].fix)

@@ -231,10 +231,42 @@ def run_facts(read: LaunchRead) -> tuple[dict[str, Any], dict[str, Any]]:
         if as_int(read.flags.get("actor_num_gpus_per_node")) and "nproc_per_node" not in layout:
             layout["nproc_per_node"] = as_int(read.flags["actor_num_gpus_per_node"])
             layout["nnodes"] = as_int(read.flags.get("actor_num_nodes")) or 1
+        placed = openrlhf_gpus(read.flags)
+        if placed:
+            layout["gpus_placed"] = placed
         return args, layout
     args.update(read.flags)
     args.update(read.overrides)
     return args, layout
+
+
+# OpenRLHF's Ray roles, each a placement group of nodes x GPUs per node (openrlhf/cli/train_ppo_ray.py); the vLLM
+# engines take vllm_num_engines x vllm_tensor_parallel_size more
+_OPENRLHF_ROLES = ("actor", "ref", "critic", "reward")
+_OPENRLHF_SHARED = ("colocate_all_models", "colocate_actor_ref", "colocate_critic_reward")
+
+
+def openrlhf_gpus(flags: dict[str, Any]) -> int | None:
+    """The GPUs an OpenRLHF Ray job places over all its roles, or None when roles share GPUs (colocate flags) or the
+    flags do not tell. A critic or reward model the job does not run (no critic_pretrain / reward_pretrain) takes
+    none."""
+    if any(flags.get(k) not in (None, False, "false", "False") for k in _OPENRLHF_SHARED):
+        return None
+    total = 0
+    for role in _OPENRLHF_ROLES:
+        if role == "critic" and not flags.get("critic_pretrain"):
+            continue
+        if role == "reward" and not flags.get("reward_pretrain"):
+            continue
+        gpus = as_int(flags.get(f"{role}_num_gpus_per_node"))
+        if gpus is None:
+            if role == "actor":
+                return None
+            continue
+        total += gpus * (as_int(flags.get(f"{role}_num_nodes")) or 1)
+    engines = as_int(flags.get("vllm_num_engines")) or 0
+    total += engines * (as_int(flags.get("vllm_tensor_parallel_size")) or 1)
+    return total or None
 
 
 # a plain `python script.py --flags` is a training launch only when its flags are GRPO settings

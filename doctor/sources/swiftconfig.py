@@ -142,7 +142,7 @@ class RunConfig:
         """A launch of another framework: its layout (the launcher's own options: a world size is never read from
         the program's flags), its settings (own names and the rules' names) and the framework it implies."""
         args, layout = launchers.run_facts(read)
-        for k in ("nproc_per_node", "nnodes", "node_rank", "master_port", "master_addr"):
+        for k in ("nproc_per_node", "nnodes", "node_rank", "master_port", "master_addr", "gpus_placed"):
             if k in layout:
                 self.torchrun.setdefault(k, layout[k])
         for k, v in args.items():

@@ -90,6 +90,9 @@ class GpuLayout(Rule):
         vis, n, own_env = trainer_layout(run)
         if not vis or vis < 2:
             return None
+        placed = as_int(run.torchrun.get("gpus_placed"))
+        if placed is not None and placed >= vis:
+            return None  # a Ray job (OpenRLHF) places its reference model and vLLM engines on the other GPUs
         mode = str(run.get("vllm_mode", "")).lower()
         server = run.vllm_server()
         if server and not own_env:

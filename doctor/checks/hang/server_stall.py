@@ -62,6 +62,41 @@ _FIX = {
 }
 
 
+# a vLLM engine inside the trainer's own job (OpenRLHF's LLMRayActor, verl's rollout workers, a colocated engine) has
+# no HTTP server: its start-up ends at the engine, and what should follow is the trainer's first generation
+_ENGINE_ONLY = ("the vLLM engine finished its start-up (KV cache, CUDA graphs) and nothing followed: the process that "
+                "drives it (the trainer, its Ray actors) never sent a first generation. Before the first step the job "
+                "still builds its process groups (the weight-sync group between the trainer and the engines) and "
+                "places its other roles on GPUs; a group whose members never all arrive, or a Ray placement group "
+                "waiting for GPUs the cluster does not have, waits like this")
+_ENGINE_ONLY_FIX = [
+    "Take `py-spy dump --pid <pid>` of the training processes (under Ray: `ray stack`, or py-spy on each worker) to "
+    "see where they wait.",
+    "Under Ray, `ray status`: a pending placement group means the job asks for more GPUs than the cluster offers "
+    "(count every role: actor, reference, critic, reward, and vLLM engines x tensor parallel size).",
+    "Rerun with NCCL_DEBUG=INFO: a weight-sync group that never forms shows which rank never joins (on several nodes, "
+    "set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to the interface they share).",
+]
+_SERVER_SEEN = {"server-starting", "serving", "client-connected", "weight-sync-setup", "serving-requests"}
+
+
+# the Ray actors of trainers that hold their vLLM engines themselves (OpenRLHF's LLMRayActor beside its
+# ActorModelRayActor, verl's WorkerDict)
+_TRAINER_ACTORS = ("LLMRayActor", "ActorModelRayActor", "ReferenceModelRayActor", "WorkerDict")
+
+
+def _serves(ctx: RunState, seen: set[str]) -> bool:
+    """The engine is a rollout server's (the default: this rule reads server logs), unless the log shows it inside a
+    trainer's own job (OpenRLHF's or verl's Ray actors, their framework) and no server milestone or launch."""
+    if seen & _SERVER_SEEN or ctx.run.command in ("rollout", "deploy"):
+        return True
+    if any(launch.command in ("rollout", "vllm-serve", "serve", "deploy") for launch in ctx.run.launches):
+        return True
+    if ctx.framework()[0] in ("openrlhf", "verl"):
+        return False
+    return not any(line.origin in _TRAINER_ACTORS for tail in ctx.tails.values() for line in tail)
+
+
 class ServerStartStall(Rule):
     kinds = frozenset({LogLine, ExceptionInfo})
     literals = tuple(dict.fromkeys(lit for lit, _ in _MILESTONES))
@@ -101,9 +136,16 @@ class ServerStartStall(Rule):
         if stage == "engine-ready" and sched:
             likely = (f" This server was started with {' and '.join(sched)}: the scheduler is built between engine "
                       f"start-up and the port bind, so it is the likeliest place the start stops.")
-        msg = (f"The rollout server's log stops with no error after `{line.text.strip()[:160]}`: {_STUCK[stage]}.{likely} "
+        serves = stage != "engine-ready" or _serves(ctx, self.seen)
+        stuck = _STUCK[stage] if serves else _ENGINE_ONLY
+        msg = (f"The {'rollout server' if serves else 'run'}'s log stops with no error after "
+               f"`{line.text.strip()[:160]}`: {stuck}.{likely} "
                f"{after} line(s) follow it, none of them a later milestone. A log pasted up to this point looks the "
                f"same, so this is a judgement on the excerpt: if the real log goes on, share all of it.")
+        if not serves:
+            return [self.make(message=msg, fix=list(_ENGINE_ONLY_FIX), seq=line.seq, severity=Severity.warning,
+                              evidence=[Evidence(line.where.path, line.where.line, line.raw)],
+                              title="Stopped after the vLLM engine's start-up, before the first generation (no error)")]
         fix = list(_FIX[stage])
         framework = ctx.framework()[0]
         if stage == "engine-ready" and framework != "ms-swift":
