@@ -246,8 +246,6 @@ KNOWN_MISSES_29: dict[str, str] = {
 KNOWN_MISSES_30: dict[str, str] = {
     "3462": "a TypeError from Trainer.__init__ cut mid-name in a KTO example: GD999",
     "3464": "a stack cut in the dataloader's next() of a DPO run: cut-stack fallback",
-    "3466": "'No module named swift.cli.main' after an editable install, in prose: GD328",
-    "3469": "KeyError 'response' from a dataset row read by the trainer, under INFO lines: GD999",
     "3470": "max_samples -1 emptying a dataset, told in prose: GD328",
     "3471": "UnicodeDecodeError reading a dataset file on Windows: GD999",
     "3472": "peft's adapter_config message without its type beside a path holding ${...}: GD328",

@@ -883,3 +883,12 @@ def test_cpythons_attribute_wording_in_a_title_without_its_type_is_read_as_one()
                  "- Transformers version: 4.50.0\n")
     assert (f.category, f.confidence) == ("multimodal-image-error", "possible")
     assert "another model family" in f.title and "without the type's name" in f.message
+
+
+def test_cpython_wordings_without_their_type_name_it_and_a_dataset_key_of_llamafactory_is_a_column():
+    f = _primary("No module named 'swift.cli.main'问题\n")
+    assert f.category == "import-or-dependency-error" and "ModuleNotFoundError wording" in f.message
+    f = _primary("value = self.data[key] KeyError: 'response'\n")
+    assert f.category == "dataset-or-template-error"
+    # a key that is not a format's column stays unplaced
+    assert _primary("value = self.data[key] KeyError: 'foo_bar'\n").rule_id == "GD999"

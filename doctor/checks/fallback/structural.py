@@ -27,7 +27,21 @@ _EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w
 _QUOTED_THEN_PROSE = lazyre.compile(r"""^('[^']{1,200}'|"[^"]{1,200}")[.,;]?\s+[A-Z][a-z]""")
 
 
-_BARE_ATTRIBUTE = lazyre.compile(r"'[A-Za-z_][\w.]*' object has no attribute '\w+'")
+# CPython's wordings that name their exception type by themselves: Objects/object.c (AttributeError), Python/import.c
+# (ModuleNotFoundError), Python/ceval.c import_from (ImportError)
+_BARE = ((" object has no attribute '", "AttributeError", lazyre.compile(r"'[A-Za-z_][\w.]*' object has no attribute '\w+'")),
+         ("No module named '", "ModuleNotFoundError", lazyre.compile(r"No module named '[\w.]+'")),
+         ("cannot import name '", "ImportError", lazyre.compile(r"cannot import name '\w+' from '[\w.]+'")))
+
+
+def _bare_wording(text: str) -> tuple[str, str] | None:
+    """(type, message) of a CPython exception wording in a line that does not name its type."""
+    for word, etype, rx in _BARE:
+        if word in text:
+            m = rx.search(text)
+            if m:
+                return etype, m.group(0)
+    return None
 
 
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
@@ -38,10 +52,9 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     for tail in ctx.tails.values():
         for line in tail:
             if "Error" not in line.text and "Exception" not in line.text:
-                bare = _BARE_ATTRIBUTE.search(line.text) if " object has no attribute '" in line.text else None
-                if bare:  # CPython's AttributeError wording (Objects/object.c) in a title, without its type
-                    out.append(ExceptionInfo("AttributeError", bare.group(0), (), line.where, line.rank, line.seq,
-                                             line.raw))
+                bare = _bare_wording(line.text)
+                if bare:  # CPython's own wording of the exception in a title or a sentence, without its type
+                    out.append(ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw))
                 continue
             m = _EMBEDDED.search(line.text)
             if m and not m.group(1).endswith("Warning"):
