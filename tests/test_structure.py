@@ -892,3 +892,15 @@ def test_cpython_wordings_without_their_type_name_it_and_a_dataset_key_of_llamaf
     assert f.category == "dataset-or-template-error"
     # a key that is not a format's column stays unplaced
     assert _primary("value = self.data[key] KeyError: 'foo_bar'\n").rule_id == "GD999"
+
+
+def test_a_librarys_whole_message_without_its_type_in_a_paste_is_read_as_its_exception():
+    # peft tuners_utils BaseTuner._inject_adapter raises ValueError(f"Target modules {...} not found in the base
+    # model. Please check the target modules and try again.") (ms-swift's copy is indexed too)
+    said = ("My LoRA run fails:\nTarget modules {'q_projx'} not found in the base model. Please check the target "
+            "modules and try again.\n")
+    f = _primary(said)
+    assert f is not None and f.category == "argument-error-other" and "ValueError" in f.message
+    # a sentence that only resembles a refusal (no library's template): no exception made up (the words' own rule)
+    f = _primary("I cannot find the target modules anywhere, please help\n")
+    assert f.rule_id == "GD328" and "ValueError" not in f.message

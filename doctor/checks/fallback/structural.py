@@ -4,6 +4,7 @@ the session's verdict when the verdict's category is its own. GD999 steps aside 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from ... import lazyre
@@ -63,7 +64,40 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
                 if key:  # "KeyError: 'input_ids'. Interestingly, ...": the message is the quoted key, prose follows
                     msg = key.group(1)
                 out.append(ExceptionInfo(m.group(1), msg[:600], (), line.where, line.rank, line.seq, line.raw))
+    if not out and not ctx.launch_in_log():
+        out = indexed_wordings(ctx)
     return out
+
+
+# the words of a library's refusal; a line holding none is not looked up in the raise-site index
+_REFUSAL = lazyre.compile(r"(?i)\b(?:can't|cannot|can not|not found|unable to|failed to|invalid|unsupported|not supported|"
+                          r"must be|should be|does not|doesn't|no such|not allowed|expected)\b")
+
+
+@functools.lru_cache(maxsize=512)
+def _best_site(text: str):
+    """The raise-site index's best match for a line (looked up once per wording: watch evaluates again and again)."""
+    from ...classify.raise_sites import lookup
+    return next(iter(lookup(text)), None)
+
+
+def indexed_wordings(ctx: RunState) -> list[ExceptionInfo]:
+    """A pasted excerpt's lines that hold, whole, a message some library raises (the raise-site index, score >= 0.95)
+    without its type: "Can't find 'adapter_config.json' at '...'" is peft's ValueError whoever pasted it. Only for
+    pastes (a program's own log prints the type), only lines with a refusal's words."""
+    out = []
+    for tail in ctx.tails.values():
+        for line in tail:
+            if not _REFUSAL.search(line.text):
+                continue
+            try:
+                best = _best_site(line.text)
+            except (OSError, ValueError):
+                return []
+            if best is not None and best.score >= 0.95 and best.kind.endswith(("Error", "Exception")):
+                out.append(ExceptionInfo(best.kind, line.text.strip()[:600], (), line.where, line.rank, line.seq,
+                                         line.raw))
+    return out[:3]
 
 
 def notebook_exceptions(ctx: RunState) -> list[ExceptionInfo]:
