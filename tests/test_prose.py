@@ -231,3 +231,20 @@ def test_stopped_before_training_reads_the_lines_not_the_words():
     assert _stopped_before_training(state("It hangs.\n" + engine))
     assert not _stopped_before_training(state("It hangs.\n" + "{'loss': 0.1, 'grad_norm': 1.0, 'epoch': 0.1}\n" + engine))
     assert not _stopped_before_training(state("It hangs after a while.\nI waited an hour.\n"))
+
+
+def test_a_cut_stack_the_author_says_they_stopped_is_where_a_stuck_run_sat_not_an_oom():
+    stack = ('Trainer Stuck at 0% Progress during Training on Multi-GPU Setup\n'
+             'Add: I can stop it sometime and raise this exception\n'
+             '  File "/home/u/train.py", line 215, in train\n    trainer.train()\n'
+             '  File "/env/lib/python3.10/site-packages/transformers/trainer.py", line 2790, in training_step\n'
+             '    loss = self.compute_loss(model, inputs)\n'
+             '  File "/env/lib/python3.10/site-packages/transformers/trainer.py", line 2812, in compute_loss\n'
+             '    outputs = model(**inputs)\n')
+    found = [f for f in run(stack) if f.severity >= 1]
+    assert found[0].rule_id == "GD325" and found[0].category == "hang-at-start"
+    assert not any(f.category == "cuda-oom" for f in found)
+    # the same stack with no word of stopping it: the cut-traceback reading stands (an OOM in the loss pass)
+    crash = stack.replace("Add: I can stop it sometime and raise this exception\n", "")
+    crash = crash.replace("Trainer Stuck at 0% Progress during Training on Multi-GPU Setup\n", "Training crashed:\n")
+    assert run(crash)[0].category == "cuda-oom"

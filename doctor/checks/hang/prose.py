@@ -293,6 +293,20 @@ def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
     return (_hang_phase(lines), line) if line is not None else None
 
 
+# the author stopped the run themselves: "I can stop it and raise this exception", "after Ctrl-C", "手动中断"
+_BY_HAND = lazyre.compile(r"(?i)\b(?:stop|stopped|kill|killed|interrupt(?:ed)?|terminat(?:e|ed))\s+(?:it|the (?:run|"
+                          r"training|process|program|job))\b|\bctrl[- +]?c\b|\^C|手动(?:停止|中断|终止)|强制(?:停止|中断)")
+
+
+def stopped_by_hand_said(lines: list[LogLine]) -> LogLine | None:
+    """The sentence of a paste that says its author stopped a stuck run (so a stack below it is where the run sat,
+    not a crash), when the paste also says it hung; else None."""
+    said = prose_lines(lines)
+    if hang_words(said) is None:
+        return None
+    return next((ln for ln in said if _BY_HAND.search(plain(ln.text))), None)
+
+
 def _hang_phase(lines: list[LogLine]) -> str:
     """The hang the words describe: at start-up when they name the start (step 0, the first step), else mid-training."""
     return "hang-at-start" if any(_START.search(plain(x.text)) for x in lines) else "hang-mid-training"

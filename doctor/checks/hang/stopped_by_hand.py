@@ -21,7 +21,7 @@ from ...rules import Rule
 from ...signals import Frame, LogLine
 from ._progress import _CLASS_TEXT, classify_frames
 from .interrupted import _AFTER_CTRL_C, STARTUP_WHERE, in_subprocess_wait, startup_phase
-from .prose import hang_words, prose_lines
+from .prose import hang_words, prose_lines, stopped_by_hand_said
 
 _SIGINT_WAIT = lazyre.compile(r"\b_wait\(timeout=sigint_timeout\)")
 # the launchers whose child is the training (the frame that started the wait, outermost first in the message)
@@ -76,9 +76,14 @@ def _stopped(ctx: RunState) -> _Stop | None:
         line, frames = cut
         proven = any(norm(f.path).endswith("/subprocess.py") and f.code and _SIGINT_WAIT.search(f.code)
                      for f in frames)
-        if not proven or not in_subprocess_wait(frames):
+        if proven and in_subprocess_wait(frames):
+            found = _Stop(line.seq, frames, Evidence(line.where.path, line.where.line, line.raw), True, True)
+        elif stopped_by_hand_said(ctx.last_tail()) is not None:
+            # the paste's words say its author stopped the stuck run: the stack is where it sat
+            found = _Stop(line.seq, frames, Evidence(line.where.path, line.where.line, line.raw), False,
+                          in_subprocess_wait(frames))
+        else:
             return None
-        found = _Stop(line.seq, frames, Evidence(line.where.path, line.where.line, line.raw), True, True)
     elif last_exc is not None:
         found = _Stop(last_exc.seq, last_exc.frames, Evidence(last_exc.where.path, last_exc.where.line, last_exc.raw),
                       False, in_subprocess_wait(last_exc.frames))
@@ -101,6 +106,9 @@ def _place(ctx: RunState, stop: _Stop, words: tuple[str, LogLine] | None) -> tup
         if phase:
             return "hang-at-start", f"its stack shows it {STARTUP_WHERE[phase]}", ()
         if any(k in h for h in hays for k in _TRAINING):
+            if words is not None and words[0] == "hang-at-start":  # "stuck at 0%": the first step never finished
+                return ("hang-at-start", f"its stack is in the training loop and the words of the paste say no step "
+                        f"finished (`{words[1].text.strip()[:80]}`)", ())
             return "hang-mid-training", "its stack is in the training loop", ()
     if words is not None:
         return words[0], f"the words of the paste say it was stuck (`{words[1].text.strip()[:80]}`)", ()

@@ -88,6 +88,9 @@ class CutTraceback(Rule):
         if any(e.short_type not in CONSEQUENCE_TYPES for e in ctx.exceptions):
             return []  # a real exception line exists: the rules that read it speak
         line, frames = ctx.open_tracebacks[-1]
+        from ..hang.prose import stopped_by_hand_said
+        if stopped_by_hand_said(ctx.last_tail()) is not None:
+            return []  # the author stopped a stuck run: the stack is where it sat (GD325), not a crash
         tail = ctx.tails.get(line.where.path)
         if tail and sum(1 for t in tail if t.seq > line.seq) > 4:
             return []  # the log goes on after this stack: not a cut excerpt
