@@ -455,3 +455,21 @@ def test_a_stack_cut_with_no_deeper_stage_is_read_by_the_trainer_phase_its_frame
               '  File "/env/lib/python3.12/site-packages/torch/autograd/__init__.py", line 251, in backward\n'
               "    Variable._execution_engine.run_backward(\n")
     assert _first(run_text(deeper)).title == "The backward pass failed; the exception is not in the excerpt"
+
+
+# modelscope/ms-swift#2968: a DPO run's stack cut while the data loader fetched the next batch
+LOADER = '''Traceback (most recent call last):
+[rank0]:   File "/root/anaconda3/envs/t/lib/python3.9/site-packages/transformers/trainer.py", line 2472, in _inner_training_loop
+[rank0]:     batch_samples, num_items_in_batch = self.get_batch_samples(epoch_iterator, num_batches)
+[rank0]:   File "/root/anaconda3/envs/t/lib/python3.9/site-packages/accelerate/data_loader.py", line 563, in __iter__
+[rank0]:     next_batch = next(dataloader_iter)
+[rank0]:   File "/root/anaconda3/envs/t/lib/python3.9/site-packages/torch/utils/data/dataloader.py", line 630, in __next__
+[rank0]:     data = self._next_data()
+'''
+
+
+def test_a_stack_cut_in_the_data_loaders_next_batch_is_the_datas():
+    f = _first(run_text(LOADER))
+    assert f.category == "dataset-or-template-error" and f.confidence == "possible"
+    assert f.title == "Fetching the next training batch from the data loader failed; the exception is not in the excerpt"
+    assert "num_workers 0" in " ".join(f.fix)

@@ -244,7 +244,6 @@ KNOWN_MISSES_29: dict[str, str] = {
 }
 KNOWN_MISSES_30: dict[str, str] = {
     "3462": "a TypeError from Trainer.__init__ cut mid-name in a KTO example: GD999",
-    "3464": "a stack cut in the dataloader's next() of a DPO run: cut-stack fallback",
     "3470": "max_samples -1 emptying a dataset, told in prose: GD328",
     "3471": "UnicodeDecodeError reading a dataset file on Windows: GD999",
     "3473": "a full fine-tuned model passed as adapter_name_or_path: GD810's argument reading (label: adapter-only load)",
