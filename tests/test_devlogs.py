@@ -238,7 +238,6 @@ KNOWN_MISSES_28: dict[str, str] = {
 }
 
 KNOWN_MISSES_29: dict[str, str] = {
-    "3445": "vLLM's KV-cache refusal behind a fork's 'start.py:1395 (EngineCore pid=N)' prefix: not read as an exception line",
     "3453": "LLaMA-Factory's 'Processor was not found' for InternVL3 under an older transformers: dataset reading",
     "3456": "host RAM exhausted by eight rollout processes, told in prose with a ps table: read as GPU OOM",
 }

@@ -260,3 +260,10 @@ def test_an_exception_named_as_avoided_is_not_split_out_and_a_typeless_one_glued
     # dev20 2513: torch's broadcast wording glued to a Chinese sentence, no colon between
     assert split_segments("在zero-stage 3下训练报错，显示The size of tensor a (0) must match the size of tensor b (24576)") \
         == ["在zero-stage 3下训练报错，显示", "The size of tensor a (0) must match the size of tensor b (24576)"]
+
+
+def test_a_loggers_source_location_before_a_vllm_process_prefix_is_taken_off():
+    text, rank, origin = strip_prefixes("start.py:1395 (EngineCore pid=1713) ValueError: To serve at least one request")
+    assert text.startswith("ValueError: To serve") and origin == "EngineCore"
+    # a source location alone (a logger's own record) is left as it is
+    assert strip_prefixes("train.py:12 loss went up")[0] == "train.py:12 loss went up"

@@ -378,6 +378,10 @@ _GUTTER = lazyre.compile(r"[ ]{0,6}\d{1,7}\t")
 _ISSUE_TAG = lazyre.compile(r"^\[(?i:bug|feature|question|usage|help|issue)\]:?\s*")
 
 
+# a logger's source location printed before a vLLM process prefix ("start.py:1395 (EngineCore pid=1713) ValueError:")
+_SOURCE_BEFORE_ORIGIN = lazyre.compile(r"^[\w.-]+\.py:\d+ (?=\((?:\w+ )?(?:rank=\d+ )?pid=\d+)")
+
+
 def strip_prefixes(text: str) -> tuple[str, int | None, str]:
     """Remove rank, worker and vLLM logger prefixes and a line-number gutter. Returns (text, rank, origin)."""
     rank: int | None = None
@@ -392,6 +396,11 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
             m = _RANK.match(text)
             if m:
                 rank = int(m.group(1))
+                text = text[m.end():]
+                continue
+        if text[:1].isalpha() and ".py:" in text[:48]:
+            m = _SOURCE_BEFORE_ORIGIN.match(text)
+            if m:  # a logger's "file.py:LINE " in front of a vLLM process prefix: the prefix is read next
                 text = text[m.end():]
                 continue
         if text.startswith("("):

@@ -75,7 +75,9 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         want = f.max_length or (int(est) if est else None)
         if est:
             v = min(int(est), f.max_length) if f.max_length else int(est)
-            fix.append(f"{len_flag} {v} (was {maxlen}{', the model default' if f.vllm_max_len is None else ''}): fits the "
+            # "the model default" only when a launch command was read and does not set it
+            default = f.vllm_max_len is None and (f.server_launch is not None or f.trainer_launch is not None)
+            fix.append(f"{len_flag} {v} (was {maxlen}{', the model default' if default else ''}): fits the "
                        f"available KV cache" + (f" and still holds max_length {f.max_length}." if f.max_length and
                                                 f.max_length <= int(est) else "."))
         elif want:
