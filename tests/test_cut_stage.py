@@ -473,3 +473,12 @@ def test_a_stack_cut_in_the_data_loaders_next_batch_is_the_datas():
     assert f.category == "dataset-or-template-error" and f.confidence == "possible"
     assert f.title == "Fetching the next training batch from the data loader failed; the exception is not in the excerpt"
     assert "num_workers 0" in " ".join(f.fix)
+
+
+def test_a_traceback_header_right_after_a_dataset_map_is_a_crash_of_the_datas_step():
+    bar = "Map (num_proc=8):  37%|███▋      | 3712/10000 [00:04<00:07, 800.12 examples/s]\n"
+    f = _first(run_text(bar + "Traceback (most recent call last):\n"))
+    assert (f.rule_id, f.category) == ("GD326", "dataset-or-template-error") and "host-oom-killed" in f.alternatives
+    # the same header after a model-loading bar: no data reading
+    shards = "Loading checkpoint shards:  50%|█████     | 2/4 [00:04<00:04,  2.01s/it]\n"
+    assert _first(run_text(shards + "Traceback (most recent call last):\n")).category != "dataset-or-template-error"

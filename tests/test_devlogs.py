@@ -246,7 +246,6 @@ KNOWN_MISSES_30: dict[str, str] = {
     "3470": "max_samples -1 emptying a dataset, told in prose: GD328",
     "3471": "UnicodeDecodeError reading a dataset file on Windows: GD999",
     "3473": "a full fine-tuned model passed as adapter_name_or_path: GD810's argument reading (label: adapter-only load)",
-    "3489": "axolotl preprocessing a GRPO dataset with DPO's mapping ('chosen' missing): GD326",
     "3490": "'No such file: adapter_model.bin' in a title (a safetensors-saving peft): GD326",
 }
 

@@ -146,6 +146,11 @@ class LogEnd(Rule):
             rows = [f.priority for f in ctx.findings if f.category in METRIC_CATEGORIES]
             if rows:
                 found = dataclasses.replace(found, priority=max(found.priority, max(rows) + 1))
+            if e.phase == "dataset preprocessing":
+                # what runs there reads the rows and applies the template (the cut-stage table's dataset-prep stage
+                # decides the same); a worker the host killed is the other reading
+                found = dataclasses.replace(found, category="dataset-or-template-error",
+                                            alternatives=("host-oom-killed",))
         return [found]
 
     @staticmethod
