@@ -248,3 +248,11 @@ def test_a_cut_stack_the_author_says_they_stopped_is_where_a_stuck_run_sat_not_a
     crash = stack.replace("Add: I can stop it sometime and raise this exception\n", "")
     crash = crash.replace("Trainer Stuck at 0% Progress during Training on Multi-GPU Setup\n", "Training crashed:\n")
     assert run(crash)[0].category == "cuda-oom"
+
+
+def test_a_described_symptom_gets_its_usual_causes_in_neutral_terms():
+    from doctor.checks.hang.prose import _MEANWHILE
+    f = next(x for x in run("Training runs out of GPU memory (OOM) at step 3 every time.\n") if x.rule_id == "GD327")
+    assert f.category == "cuda-oom" and any("gradient checkpointing" in x for x in f.fix)
+    # a description names no framework: no ms-swift flag in any of them
+    assert not any("--" in line for line in _MEANWHILE.values())

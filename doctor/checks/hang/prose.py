@@ -386,4 +386,37 @@ _MEANWHILE = {
     "grad-norm-zero": "Meanwhile: if the reward varies while grad_norm is exactly 0, no parameter received a gradient: "
                       "check the trainable parameter count the run prints (`trainable params`), and with LoRA that "
                       "its target modules match the model's layers.",
+    # the usual causes of each symptom, for a description with no log line to compute a fix from
+    "cuda-oom": "Meanwhile, the levers in the order they free GPU memory for training: a smaller per-device batch "
+                "(in GRPO, fewer completions per device) with more gradient accumulation, gradient checkpointing, a "
+                "shorter maximum length or completion length, LoRA instead of full fine-tuning, DeepSpeed ZeRO-2/3 "
+                "or offload; with a vLLM engine on the same GPU, a smaller memory share for it.",
+    "host-oom-killed": "Meanwhile: watch `free -g` while it runs and read `dmesg -T | grep -i kill` after; the host's "
+                       "RAM goes to dataset workers (num_proc, dataloader workers), CPU offload of optimizer states or "
+                       "weights, and every process (each rank, each Ray worker) holding its own copy of what it loads.",
+    "vllm-oom-or-kv-cache": "Meanwhile: vLLM's max_model_len down to prompt + completion, its memory share "
+                            "(gpu_memory_utilization) down when it shares the GPU with training or up when it has the "
+                            "GPU alone, and tensor parallelism for a model whose weights nearly fill one GPU.",
+    "hang-at-start": "Meanwhile: a start that hangs is most often a process group that never forms (a rank that cannot "
+                     "reach the master address and port, a wrong network interface for NCCL/gloo, a rank that died "
+                     "before it), a download waiting on the network, or a stale lock file (the datasets or "
+                     "torch_extensions cache); NCCL_DEBUG=INFO and `py-spy dump --pid PID` of each process show which.",
+    "hang-mid-training": "Meanwhile: a run that stops mid-way is most often one rank waiting in a collective for "
+                         "another that is stuck or dead (its own error earlier in its own log), a generation that never "
+                         "ends (no bound on the completion length), or a save or evaluation step; `py-spy dump --pid "
+                         "PID` of every rank shows which.",
+    "nccl-timeout": "Meanwhile: the timeout is what the waiting ranks report; the cause is the first error of the rank "
+                    "they waited for, earlier in that rank's own log (a Traceback, an out-of-memory, Killed).",
+    "loss-nan-or-inf": "Meanwhile: find the first row where loss or grad_norm jumps; a lower learning rate, bf16 "
+                       "instead of fp16 (fp16 overflows), and gradient clipping (max_grad_norm 1.0) are the usual "
+                       "cures.",
+    "reward-zero-or-flat": "Meanwhile: print a few completions beside their rewards: a reward function that never "
+                           "matches the output's format, one that reads the wrong dataset column, or completions cut "
+                           "at the completion length before the answer all give flat rewards.",
+    "output-degenerate": "Meanwhile: check that the chat template is the model's own (base or instruct, its end-of-"
+                         "turn token), the sampling settings (temperature, top_p, repetition penalty), and whether the "
+                         "policy drifted (KL rising, too high a learning rate).",
+    "dataset-or-template-error": "Meanwhile: load the dataset alone and print its first row's keys; compare them with "
+                                 "the format the trainer and its template expect (messages or prompt, chosen and "
+                                 "rejected, images).",
 }
