@@ -283,3 +283,13 @@ def test_a_pip_list_row_or_a_sentence_names_unsloth_and_a_verl_path_in_prose_nam
     assert from_text(["当我想尝试用PPO训练的时候，会遇到来自verl/trainer/ppo/ray_trainer.py第479行的AssertionError"])[0] == "verl"
     # a sloth is not unsloth, and a word ending in verl is not verl
     assert from_text(["the unsloth_env folder", "overl/trainer/x.py"])[0] is None
+
+
+def test_framework_told_by_more_of_its_own_words():
+    # ms-swift's other subcommands, LLaMA-Factory's env report, verl's overrides as Hydra quotes them
+    assert detect([], ["swift infer 时，使用vllm报错"], {})[0] == "ms-swift"
+    assert detect([], ["- `llamafactory` version: 0.9.4.dev0"], {})[0] == "llamafactory"
+    assert detect([], ["Error executing job with overrides: ['data.train_files=/d/train.parquet', "
+                       "'actor_rollout_ref.actor.optim.lr=1e-6']"], {})[0] == "verl"
+    # Apple's Swift toolchain is not ms-swift
+    assert detect([], ["swift build -c release"], {})[0] is None

@@ -54,12 +54,15 @@ _UNSLOTH_TEXT = lazyre.compile(r"(?:^|[\s>|*(])Unsloth(?::\s|\s+20\d\d\.)|\bfrom
 # The words of a case-blind (re.I) pattern are tested in the line lowered and hold no "i" nor "s": re.I also matches
 # them with "\u0131" and "\u017f", which lower() keeps (checked over every code point: no other letter differs)
 _CMD = (
-    ("ms-swift", ("swift",), False, lazyre.compile(r"(?:^|[\s;/])swift\s+(?:rlhf|sft|pt|rollout)\b|swift[./]cli[./](?:rlhf|rollout|sft)")),
+    # its CLI's subcommands (swift/cli/main.py ROUTE_MAPPING: sft, pt, rlhf, infer, deploy, rollout, export, ...)
+    ("ms-swift", ("swift",), False, lazyre.compile(r"(?:^|[\s;/`])swift\s+(?:rlhf|sft|pt|rollout|infer|deploy|export)\b|"
+                                                   r"swift[./]cli[./](?:rlhf|rollout|sft)")),
     ("verl", ("verl.trainer.main_",), False, lazyre.compile(r"\bverl\.trainer\.main_\w+")),
     ("openrlhf", ("openrlhf.cli.",), False, lazyre.compile(r"\bopenrlhf\.cli\.")),
     # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
     # recipes' entry points (`python3 -m recipe.dapo.main_dapo`)
-    ("verl", ("actor_rollout_ref.", "recipe."), False, lazyre.compile(r"(?:^|\s)\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
+    # (Hydra's "Error executing job with overrides: ['actor_rollout_ref.actor...=...', ...]" quotes each override)
+    ("verl", ("actor_rollout_ref.", "recipe."), False, lazyre.compile(r"(?:^|[\s'\"])\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
                         r"-m\s+recipe\.\w+\.main_\w+")),
     # a path inside verl's package named in a sentence or a frame ("来自verl/trainer/ppo/ray_trainer.py第479行")
     ("verl", ("verl/",), False, lazyre.compile(r"(?<![A-Za-z0-9_./-])verl/(?:trainer|workers|single_controller|utils)/\w+")),
@@ -92,7 +95,9 @@ _CMD = (
                                 r"\bLLaMA[-_]Factory/(?:src/)?\w+\.py\b|\bsrc/train_bash\.py\b|"
                                 # its Python API imported by name, and its launch script before 0.6 by name (the
                                 # project's earlier names, LLaMA-Efficient-Tuning, used the same script)
-                                r"\b(?:from|import)\s+(?:llmtuner|llamafactory)\b|\btrain_bash\.py\b", re.I)),
+                                r"\b(?:from|import)\s+(?:llmtuner|llamafactory)\b|\btrain_bash\.py\b|"
+                                # `llamafactory-cli env`, which its issue template asks for: "- `llamafactory` version: 0.9.4"
+                                r"`llamafactory` version:", re.I)),
     # ms-swift's argument parsing (swift/llm/base.py, 4.x swift/pipelines/base.py SwiftPipeline._parse_args) raises
     # `ValueError(f'remaining_argv: {remaining_argv}')`; trl's CLI (trl/cli.py) parses with prog "TRL CLI"
     ("ms-swift", ("remaining_argv: [",), False, lazyre.compile(r"\bremaining_argv: \[")),
