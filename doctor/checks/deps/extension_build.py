@@ -48,9 +48,27 @@ _DS_OPS = frozenset({"cpu_adam", "cpu_adagrad", "cpu_lion", "fused_adam", "fused
                      "ragged_device_ops", "ragged_ops", "fp_quantizer", "gds", "cpu_adam_xpu"})
 
 
+# a compiler's own error line among the build's output: nvcc's "nvcc fatal   : ...", gcc/clang "file:line: error: ..."
+# and "fatal error: ..."
+_COMPILER_ERROR = lazyre.compile(r"\bnvcc fatal\s*:\s*(?P<nvcc>.+)|(?:^|\s)(?:fatal )?error:\s*(?P<cc>\S.+)")
+# nvcc before CUDA 11 knows no -std=c++17, which torch 2.1+ extensions compile with (torch/utils/cpp_extension.py)
+_NO_CXX17 = lazyre.compile(r"Value 'c\+\+17' is not defined for option 'std'")
+
+
+def _compiler_error(ctx: RunState) -> str | None:
+    """The first compiler error line the kept lines hold (before ninja gave up), as printed."""
+    for tail in ctx.tails.values():
+        for ln in tail:
+            if "error" in ln.text or "fatal" in ln.text:
+                m = _COMPILER_ERROR.search(ln.text)
+                if m:
+                    return ("nvcc fatal: " + m.group("nvcc").strip()) if m.group("nvcc") else m.group("cc").strip()
+    return None
+
+
 def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ext = next((h.groups["ext"] for h in hits if h.groups.get("ext")), None) or _module_named(ctx)
-    first = next((h.groups["what"] for h in hits if h.groups.get("what")), None)
+    first = next((h.groups["what"] for h in hits if h.groups.get("what")), None) or _compiler_error(ctx)
     name = f"The extension '{ext}'" if ext else "A C++/CUDA extension"
     # torch's cpp_extension is shown by its own re-raise or the exact ninja command it runs; ninja's own line shows a
     # ninja build (cmake's too); a compiler's line alone shows a build and nothing of who ran it
@@ -63,7 +81,11 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     fix: list[str] = []
     missing = _MISSING.match(first or "")
     header = missing.group("header") if missing else None
-    if header and _CUDA_HEADER.match(header):
+    if first and _NO_CXX17.search(first):
+        fix.append("nvcc rejects -std=c++17: the CUDA toolkit the build found is older than CUDA 11, and torch 2.1+ "
+                   "compiles its extensions as C++17. Point CUDA_HOME (and PATH) at a toolkit of the CUDA version torch "
+                   "was built with (`python -c 'import torch; print(torch.version.cuda)'` against `nvcc --version`).")
+    elif header and _CUDA_HEADER.match(header):
         fix.append(f"{header} is a CUDA toolkit header: the toolkit the build uses has no development headers (a "
                    "runtime-only cudatoolkit, or CUDA_HOME pointing at another install). Install the full CUDA "
                    "toolkit of the version torch was built with (`python -c 'import torch; print(torch.version.cuda)'` "
