@@ -904,3 +904,17 @@ def test_a_librarys_whole_message_without_its_type_in_a_paste_is_read_as_its_exc
     # a sentence that only resembles a refusal (no library's template): no exception made up (the words' own rule)
     f = _primary("I cannot find the target modules anywhere, please help\n")
     assert f.rule_id == "GD328" and "ValueError" not in f.message
+
+
+def test_a_version_range_stated_in_the_message_is_the_fix():
+    from doctor.classify.version_range import required_range
+    assert required_range("Requires Flash-Attention version >=2.7.1,<=2.8.2 but got 2.8.3.") == \
+        ("Flash-Attention", ">=2.7.1,<=2.8.2", "2.8.3")
+    assert required_range("requires accelerate>=0.20.1 but found 0.19.0") == ("accelerate", ">=0.20.1", "0.19.0")
+    assert required_range("requires a GPU with more memory") is None
+    text = tb([(f"{SP}/xformers/ops/fmha/flash.py", 82, "<module>", "raise ImportError(")],
+              "ImportError: Requires Flash-Attention version >=2.7.1,<=2.8.2 but got 2.8.3.")
+    f = _primary(text)
+    assert f.category == "import-or-dependency-error"
+    assert f.fix[0].startswith("Install Flash-Attention within >=2.7.1,<=2.8.2 (the installed one is 2.8.3)")
+    assert "pip install 'flash-attn>=2.7.1,<=2.8.2'" in f.fix[0]

@@ -29,6 +29,7 @@ from ...classify.hints import (
 from ...classify.mm_budget import account as mm_account
 from ...classify.parts import part_fix, part_of
 from ...classify.structure import Verdict
+from ...classify.version_range import pip_name, required_range
 from ...classify.weight_names import reading as weight_name_reading
 from ...engine.state import RunState
 from ...signals import ExceptionInfo
@@ -110,6 +111,15 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
         drop += ("named in the stack",)
     elif len(stack_packages(v.frames)) < 2:
         drop += ("named in the stack",)  # every library frame is one package's: no caller/callee pair to pin
+    wanted = required_range(exc.message) if exc is not None and v.entry.category == "import-or-dependency-error" \
+        else None
+    if wanted is not None:  # the message states the range and the version found: the fix is computed from them
+        pkg, spec, got = wanted
+        who = (f"{v.component}'" if v.component.endswith("s") else f"{v.component}'s") \
+            if v.frames and v.component not in ("unknown", "the script's code") else "the"
+        first.append(f"Install {pkg} within {spec} (the installed one is {got}): `pip install '{pip_name(pkg)}{spec}'`; "
+                     f"or install a release of the package that checks it ({who} requirement) that accepts {got}.")
+        drop += ("named in the stack",)
     if exc is not None and v.entry.category == "batch-divisibility":
         run = ctx.run
         acc = account(exc.message, context, run.int_arg("per_device_train_batch_size"), run.int_arg("num_generations"),
