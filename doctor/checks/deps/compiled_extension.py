@@ -1,6 +1,7 @@
 """GD454: a compiled extension built against another torch/CUDA (undefined symbol, missing CUDA library)."""
 from __future__ import annotations
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
@@ -36,6 +37,8 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  "`libcuda.so` / `libcudart.so` missing means the driver or CUDA runtime is not visible."))
     if g.get("lib"):
         lib = g["lib"]
+        if pkg == "bitsandbytes" and "libbitsandbytes_cpu" in lib:
+            return _bnb_no_native(ctx)
         return Diagnosis(
             message=f"A compiled extension{(' of ' + pkg) if pkg else ''} needs {lib}, which this machine "
                     f"does not have: it was built for another CUDA version.",
@@ -56,3 +59,28 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         message=f"{who} was compiled against a different torch/CUDA than the one installed (undefined symbol "
                 f"{sym[:80]}).",
         fix=tuple(fix))
+
+
+# bitsandbytes/cextension.py (0.43-0.45) get_native_library: it loads libbitsandbytes_cuda<VER>.so for torch's CUDA (or
+# for BNB_CUDA_VERSION when set), logs "Could not find the bitsandbytes CUDA binary at ..." when that file is absent and
+# falls back to libbitsandbytes_cpu.so; with that one absent too, the package holds no native library at all
+_BNB_OVERRIDE = lazyre.compile(r"BNB_CUDA_VERSION=(?P<ver>\d+) environment variable detected")
+
+
+def _bnb_no_native(ctx: RunState) -> Diagnosis:
+    texts = [t.text for tail in ctx.tails.values() for t in tail]
+    override = next((m.group("ver") for m in (_BNB_OVERRIDE.search(t) for t in texts) if m), None)
+    cuda_missing = any("Could not find the bitsandbytes CUDA binary" in t for t in texts)
+    msg = ("bitsandbytes found neither " + ("the CUDA library it looked for nor " if cuda_missing else "")
+           + "its CPU fallback (libbitsandbytes_cpu.so): the installed package holds no native library, so every "
+             "4-/8-bit operation fails.")
+    fix = []
+    if override:
+        cuda = f"{override[:-1]}.{override[-1]}" if len(override) >= 2 else override  # 121 -> 12.1
+        msg += (f" BNB_CUDA_VERSION={override} is set: it made bitsandbytes look for the library of CUDA {cuda} "
+                f"instead of torch's.")
+        fix.append("Unset BNB_CUDA_VERSION (`export BNB_CUDA_VERSION=`) so bitsandbytes loads the library of torch's CUDA.")
+    fix.append("Install a release wheel, which ships the native libraries: `pip install --force-reinstall bitsandbytes`; "
+               "a source checkout needs its native library built first (cmake with the CUDA backend, then make) "
+               "before `pip install .`, and `python -m bitsandbytes` then reports which library it loads.")
+    return Diagnosis(message=msg, fix=tuple(fix))
