@@ -200,7 +200,6 @@ KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
     "2704": "unsloth full_finetuning with fast_inference named as the cause in a comment: cut-stage reading",
-    "2706": "a title '\"input_ids\" not found' (an untokenized dataset): read as unread failure words",
     "2722": "a CUDA device-side assert in a vLLM API server paste: GD999, not placed in vLLM",
     "2728": "verl's 'hf rollout with mode sync not found' in a title: read as unread failure words",
 }
@@ -215,12 +214,10 @@ KNOWN_MISSES_24: dict[str, str] = {
 KNOWN_MISSES_25: dict[str, str] = {
     "3110": "a question about DPO rewards falling (expected behaviour): silent",
     "3112": "a question about DPO metrics the maintainer calls expected: silent",
-    "3118": "DPO rows with alpaca keys beside chosen/rejected: the data rows are not read (GD328)",
     "3120": "a title about vLLM's /sleep and /wake_up endpoints over a frameless error: GD999",
 }
 KNOWN_MISSES_26: dict[str, str] = {
     "3207": "a stack cut in importlib under unsloth_zoo's create_new_function: GD999",
-    "3211": "LLaMA-Factory's 'Cannot find valid samples' after a Chinese sentence and a space: GD328",
     "3213": "a reward model of another base giving 'size mismatch' named in words: GD328",
     "3215": "INFO and NCCL INFO lines ending an excerpt after 'Start connecting to vLLM server': GD320",
     "3223": "a missing DeepSpeed ZeRO optimizer attribute (ipg_index) under the user's loss.backward(): GD999",
@@ -233,7 +230,6 @@ KNOWN_MISSES_28: dict[str, str] = {
     "3401": "a backward crash with no grad_fn from PEFT with reentrant checkpointing read as grad_norm 0 (GD634)",
     "3402": "a '.dev0' release named in a 'fails' title over an env report: GD328",
     "3407": "'Can't pickle local object patch_vllm_compute_dtype.<locals>.BitsAndBytesConfig' beside a vLLM version: GD999",
-    "3415": "'数据处理阶段报错。导致程序卡死' (an error in data processing, then a hang): read as a hang",
     "3420": "vLLM's loader refusing a weight_name keyword, in a title beside a topology table: GD328",
 }
 
@@ -243,7 +239,6 @@ KNOWN_MISSES_29: dict[str, str] = {
 }
 KNOWN_MISSES_30: dict[str, str] = {
     "3462": "a TypeError from Trainer.__init__ cut mid-name in a KTO example: GD999",
-    "3470": "max_samples -1 emptying a dataset, told in prose: GD328",
     "3471": "UnicodeDecodeError reading a dataset file on Windows: GD999",
     "3473": "a full fine-tuned model passed as adapter_name_or_path: GD810's argument reading (label: adapter-only load)",
     "3490": "'No such file: adapter_model.bin' in a title (a safetensors-saving peft): GD326",

@@ -257,3 +257,13 @@ def test_a_described_symptom_gets_its_usual_causes_in_neutral_terms():
     assert f.category == "cuda-oom" and any("gradient checkpointing" in x for x in f.fix)
     # a description names no framework: no trainer's flag in any of them (py-spy's own --pid is a tool's option)
     assert not any(re.search(r"--(?!pid\b)\w", line) for line in _MEANWHILE.values())
+
+
+def test_the_data_step_named_as_what_failed_is_a_dataset_failure_before_a_hang_it_caused():
+    for said in ("DPO训练数据处理报错", "数据处理阶段报错。导致程序卡死", '"input_ids" not found in rloo trainer',
+                 "I get an error while loading the dataset for DPO"):
+        f = next(x for x in run(said + "\n") if x.rule_id == "GD327")
+        assert f.category == "dataset-or-template-error", said
+    # a dataset that loads slowly is not a dataset failure
+    f = next((x for x in run("Loading the dataset is very slow\n") if x.rule_id == "GD327"), None)
+    assert f is None or f.category != "dataset-or-template-error"

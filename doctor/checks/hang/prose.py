@@ -119,6 +119,16 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # an optional argument the program uses anyway: "value_model ... defaults to NoneType", "we have not defined"
     (lazyre.compile(r"(?i)\b[a-z]+_[a-z_]+\b.{0,60}\bdefaults? to (?:None(?:Type)?|null)\b"),
      "argument-error-other", "an argument left at its default of None is used as if it were given"),
+    # the data step named as what failed ("DPO训练数据处理报错", "加载数据集时报错", "error while loading the dataset"), or a
+    # column of the trainer's format named as missing ('"input_ids" not found in rloo trainer'); before the hang words:
+    # "数据处理阶段报错，导致程序卡死" is the data's failure, the hang its consequence
+    (lazyre.compile(r"(?i)(?:数据(?:集|处理|预处理|加载)|加载数据|data(?:set)? (?:processing|preprocessing|loading)|"
+                    r"loading (?:the )?data(?:set)?)[^。.!?\n]{0,24}?(?:报错|错误|出错|失败|\berror\b|\bfail(?:s|ed)?\b)|"
+                    r"\b(?:error|fails?|failed) (?:when|while) (?:loading|processing|preprocessing|tokeni[sz]ing) (?:the |my )?"
+                    r"data(?:set)?\b|"
+                    r"[\"'`]?\b(?:input_ids|attention_mask|chosen|rejected|prompt|messages|completion)\b[\"'`]? "
+                    r"(?:(?:is|are) )?(?:not found|missing)\b"),
+     "dataset-or-template-error", "the dataset's loading or processing fails"),
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)"
                     r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应|"
