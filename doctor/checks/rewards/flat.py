@@ -126,7 +126,8 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
     # later in a run is not that, and stays a warning that says what one row cannot show)
     # with no step logged, the epoch places the row: well into the first epoch is no start of the run
     epoch = s.col("epoch")[rv.idx[0]] if rv.idx else None
-    early = few and (start is None or start <= FEW_ROWS) and not (start is None and epoch is not None and epoch >= 0.1)
+    # with neither (a row whose step and epoch the paste lost) nothing says it is early: not called so
+    early = few and (start is not None and start <= FEW_ROWS or start is None and epoch is not None and epoch < 0.1)
     if few:
         msg += few_rows_caveat(n)
         level = EXCERPT_CONFIDENCE
