@@ -196,6 +196,10 @@ DEVLOGS28 = ROOT / "fixtures" / "devlogs28"
 # devlogs30 on complete exceptions from any library (README in each)
 DEVLOGS29 = ROOT / "fixtures" / "devlogs29"
 DEVLOGS30 = ROOT / "fixtures" / "devlogs30"
+# devlogs31: the natural spread of failures with complete exceptions; devlogs32: RL runs whose failure shows in
+# metrics or outputs (README in each)
+DEVLOGS31 = ROOT / "fixtures" / "devlogs31"
+DEVLOGS32 = ROOT / "fixtures" / "devlogs32"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -244,6 +248,32 @@ KNOWN_MISSES_30: dict[str, str] = {
     "3490": "'No such file: adapter_model.bin' in a title (a safetensors-saving peft): GD326",
 }
 
+KNOWN_MISSES_31: dict[str, str] = {
+    "3492": "DPOConfig(padding_value=tokenizer.eos_token), a string where an id belongs, behind a cut stack: GD999",
+    "3499": "PEFT's KeyError on the framework's own adapter name ('reward'): GD999",
+    "3507": "verl's model merger refusing a checkpoint of another layout, told in words: GD328",
+    "3510": "a failure title beside a launch command (OpenRLHF colocate with vLLM TP 2): silent",
+    "3511": "ZeroDivisionError in a trainer's fit setup inside a RayTaskError: GD999",
+    "3520": "an error written in lower case ('value error:') about nested target modules: GD328",
+}
+KNOWN_MISSES_32: dict[str, str] = {
+    "3521": "KL rising to 10 and reward dropping, told in words (label: loss-nan-or-inf): GD328",
+    "3522": "response length falling step by step in jsonl 'mean|std' strings: silent",
+    "3524": "vLLM placed on the training GPU (cuda:0) with one GPU idle, a dataset error cut: GD420's device_map reading",
+    "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
+    "3526": "a trl server-mode client that cannot connect, with an unsupported vLLM combination in comments: a hang",
+    "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
+    "3528": "rewards fluctuating without learning, an int() of the model's text in the reward: GD328",
+    "3531": "Megatron's 'found NaN in local grad norm' read as grad_norm 0",
+    "3534": "loss abnormally small and grad_norm huge after an ms-swift upgrade, in words: GD328",
+    "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",
+    "3537": "LLaMA-Factory's freeze/full PPO needing reward_model_type full, stackless: GD999",
+    "3539": "entropy rising then collapse, told in words: GD328",
+    "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
+    "3543": "response length spiking in a PPO run, told in words: silent",
+    "3550": "DPO loss 0.6931 and zero rewards every step (policy equal to the reference): GD328",
+}
+
 
 def _cases(root: Path = DEVLOGS) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "label.json").is_file())
@@ -259,7 +289,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS20, KNOWN_MISSES_20, 30), (DEVLOGS21, KNOWN_MISSES_21, 30),
               (DEVLOGS22, KNOWN_MISSES_22, 30), (DEVLOGS23, KNOWN_MISSES_23, 30), (DEVLOGS24, KNOWN_MISSES_24, 26),
               (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30), (DEVLOGS27, KNOWN_MISSES_27, 30),
-              (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30))
+              (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30),
+              (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30))
 
 
 def _params():

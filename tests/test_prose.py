@@ -267,3 +267,10 @@ def test_the_data_step_named_as_what_failed_is_a_dataset_failure_before_a_hang_i
     # a dataset that loads slowly is not a dataset failure
     f = next((x for x in run("Loading the dataset is very slow\n") if x.rule_id == "GD327"), None)
     assert f is None or f.category != "dataset-or-template-error"
+
+
+def test_some_data_runs_is_a_contrast_and_a_servers_start_up_is_the_start():
+    f = _hang("grpo训练的时候训练几个epoch就会卡住\n对数据进行了shuffle操作 有的数据能跑通 有的数据就卡住\n")
+    assert f is not None and f.category == "hang-mid-training"
+    f = _hang("The job hangs after SGLang CUDA graph capture and server startup, no further progress.\n")
+    assert f.category == "hang-at-start"

@@ -164,7 +164,11 @@ _START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |
                     # "hangs during vLLM initialization", "while loading the model"; "once the tqdm bar appears", a
                     # bar at 0
                     r"\b(?:during|while|in) (?:the )?(?:[\w-]+ ){0,2}(?:initiali[sz]\w*|start-?up|loading)\b|"
-                    r"\b(?:when|once|after|as) (?:the )?(?:tqdm|progress bar)\b|\b(?:tqdm|progress bar) (?:bar )?"
+                    r"\b(?:when|once|after|as) (?:the )?(?:tqdm|progress bar)\b|"
+                    # a rollout server's start-up, the last thing before the first step ("hangs after SGLang CUDA graph
+                    # capture & server startup")
+                    r"\bafter (?:the )?(?:[\w-]+ ){0,2}(?:CUDA graph captur\w*|graph captur\w*|server (?:start-?up|is ready)|"
+                    r"engine (?:start-?up|is ready))\b|\b(?:tqdm|progress bar) (?:bar )?"
                     r"(?:starts?|appears?|shows? up)\b|\bstuck at 0\s?%|\b0/\d+\b|"
                     # a process group that never forms is a start-up hang wherever it is created
                     r"\binit_process_group\b|\brendezvous\b|"
@@ -226,7 +230,8 @@ _RUNS_ON = lazyre.compile(r"(?i)\bI (?:can|could) (?:now )?(?:train|run|GRPO|fin
 
 # a condition on the sentence: "without Ray it runs", "可以跑通 when vllm_num_engines is 0", "单机可以跑": the run goes on
 # only in another setup, which places the failure instead of taking it back
-_CONDITION = lazyre.compile(r"(?i)\b(?:without|when|if|only|unless|except)\b|不用|不开|关掉|去掉|设置?为\s*0|单机|单卡|如果|只有")
+_CONDITION = lazyre.compile(r"(?i)\b(?:without|when|if|only|unless|except|some(?:times)?)\b|不用|不开|关掉|去掉|设置?为\s*0|"
+                            r"单机|单卡|如果|只有|有的|有些|部分")
 
 
 def runs_on(lines: list[LogLine]) -> LogLine | None:

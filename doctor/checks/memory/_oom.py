@@ -71,7 +71,9 @@ def is_oom(exc: ExceptionInfo) -> bool:
 # ---------------------------------------------------------------------------------- side of an OOM
 
 _VLLM_PATHS = ("/vllm/", "vllm_ascend/", "grpo_vllm_engine", "/vllm_engine.py", "cumem")
+# (vLLM 0.10+ v1/core/kv_cache_utils.py get_kv_cache_configs -> check_enough_kv_cache_memory raises the V1 refusals)
 _KV_FUNCS = {"_initialize_kv_caches", "initialize_cache", "determine_num_available_blocks", "_init_cache",
+             "check_enough_kv_cache_memory", "get_kv_cache_configs",
              "determine_available_memory", "profile_run", "_dummy_run", "_dummy_sampler_run", "initialize_from_config",
              "_initialize_kv_caches_v1", "initialize_kv_cache", "get_kv_cache_config", "compile_or_warm_up_model",
              "capture_model", "_allocate_kv_cache_tensors", "_init_cache_engine"}

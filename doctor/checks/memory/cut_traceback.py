@@ -121,6 +121,9 @@ class CutTraceback(Rule):
                 msg = (f"{head} The stack is in vLLM's KV-cache initialisation ({fr.func}): vLLM sizes its cache from "
                        f"gpu_memory_utilization x GPU memory minus what is already in use, and fails here when that is "
                        f"not free (out of memory, or 'No available memory for the cache blocks').")
+                code = frames[-1].code.strip()
+                if code.startswith("raise "):  # the statement that raised, printed as the last frame's source
+                    msg += f" The last frame's source line is the raise itself: `{code[:160]}`."
                 blocks = next((int(m.group(1)) for t in reversed(before) if (m := _GPU_BLOCKS.search(t.text))), None)
                 if blocks is not None:  # vLLM 0.4-0.6 executor log: raise_if_cache_size_invalid compares this
                     msg += (f" vLLM found room for {blocks} GPU blocks (read from the log): {blocks * 16} tokens at "
