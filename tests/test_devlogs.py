@@ -271,7 +271,6 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3539": "entropy rising then collapse, told in words: GD328",
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
     "3543": "response length spiking in a PPO run, told in words: silent",
-    "3550": "DPO loss 0.6931 and zero rewards every step (policy equal to the reference): GD328",
 }
 
 
