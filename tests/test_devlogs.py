@@ -264,7 +264,6 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3526": "a trl server-mode client that cannot connect, with an unsupported vLLM combination in comments: a hang",
     "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
     "3528": "rewards fluctuating without learning, an int() of the model's text in the reward: GD328",
-    "3531": "Megatron's 'found NaN in local grad norm' read as grad_norm 0",
     "3534": "loss abnormally small and grad_norm huge after an ms-swift upgrade, in words: GD328",
     "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",
     "3537": "LLaMA-Factory's freeze/full PPO needing reward_model_type full, stackless: GD999",

@@ -274,3 +274,12 @@ def test_some_data_runs_is_a_contrast_and_a_servers_start_up_is_the_start():
     assert f is not None and f.category == "hang-mid-training"
     f = _hang("The job hangs after SGLang CUDA graph capture and server startup, no further progress.\n")
     assert f.category == "hang-at-start"
+
+
+def test_megatrons_nan_in_a_grad_norm_bucket_is_a_nan_not_a_zero_norm():
+    f = next(x for x in run("Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward "
+                            "pass before data-parallel communication collective')\n") if x.rule_id == "GD327")
+    assert f.category == "loss-nan-or-inf"
+    # a zero norm said in words is still that
+    f = next(x for x in run("grad_norm is always 0 during training\n") if x.rule_id == "GD327")
+    assert f.category == "grad-norm-zero"

@@ -55,9 +55,12 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
                     r"(?:(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|无穷)|"
-                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])"),
+                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])|"
+                    # Megatron's own check (core/distributed/param_and_grad_buffer.py): "found NaN in local grad norm
+                    # for bucket #0 in backward pass"
+                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}\bgrad(?:ient)?[_ ]norm\b"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
-    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?:0|zero)\b|梯度.{0,6}为?0|"
+    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0|zero)\b|梯度.{0,6}为?0|"
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
      "grad-norm-zero", "the gradient norm stays 0"),
