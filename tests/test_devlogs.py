@@ -257,19 +257,15 @@ KNOWN_MISSES_31: dict[str, str] = {
     "3520": "an error written in lower case ('value error:') about nested target modules: GD328",
 }
 KNOWN_MISSES_32: dict[str, str] = {
-    "3521": "KL rising to 10 and reward dropping, told in words (label: loss-nan-or-inf): GD328",
     "3522": "response length falling step by step in jsonl 'mean|std' strings: silent",
     "3524": "vLLM placed on the training GPU (cuda:0) with one GPU idle, a dataset error cut: GD420's device_map reading",
     "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
     "3526": "a trl server-mode client that cannot connect, with an unsupported vLLM combination in comments: a hang",
     "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
-    "3528": "rewards fluctuating without learning, an int() of the model's text in the reward: GD328",
     "3534": "loss abnormally small and grad_norm huge after an ms-swift upgrade, in words: GD328",
     "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",
     "3537": "LLaMA-Factory's freeze/full PPO needing reward_model_type full, stackless: GD999",
-    "3539": "entropy rising then collapse, told in words: GD328",
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
-    "3543": "response length spiking in a PPO run, told in words: silent",
 }
 
 

@@ -283,3 +283,15 @@ def test_megatrons_nan_in_a_grad_norm_bucket_is_a_nan_not_a_zero_norm():
     # a zero norm said in words is still that
     f = next(x for x in run("grad_norm is always 0 during training\n") if x.rule_id == "GD327")
     assert f.category == "grad-norm-zero"
+
+
+def test_rl_trends_said_in_words_take_the_categories_their_metric_rules_have():
+    said = {"PPO loss seems coming down, but objective/kl increases a lot": "loss-nan-or-inf",
+            "What Causes the Unexpected Increase in Entropy During Training?": "output-degenerate",
+            "we observe at times spikes in response length": "output-degenerate",
+            "the reward fluctuates and the model is not learning": "reward-zero-or-flat"}
+    for text, category in said.items():
+        f = next((x for x in run(text + "\n") if x.rule_id == "GD327"), None)
+        assert f is not None and f.category == category, text
+    # a KL that stays small is not a runaway
+    assert all(x.rule_id != "GD327" for x in run("the KL stays around 0.01 the whole time\n"))

@@ -71,6 +71,24 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # "reward和loss都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
      "reward-zero-or-flat", "the reward is (or fell to) 0"),
+    # the trends of an RL run said in words (the metric rules read them from rows: GD625's KL spike is loss-nan-or-inf,
+    # GD626's entropy and GD640's degenerate completions output-degenerate): "objective/kl increases a lot", "the
+    # Unexpected Increase in Entropy", "spikes in response length", "average response length keeps decreasing"
+    (lazyre.compile(r"(?i)\b(?:objective[/_])?kl(?:[_ ]divergence)?\b`?.{0,24}\b(?:increas\w*|ris(?:es|ing)|rose|grows?|"
+                    r"explod\w*|blows? up|spik\w*|jumps?)\b|\b(?:increas\w*|spikes?|explosion|jump) (?:in|of) (?:the )?kl\b|"
+                    r"kl.{0,10}(?:暴涨|飙升|爆炸|一直(?:上升|增大|增加))"),
+     "loss-nan-or-inf", "the KL to the reference runs away (a diverging policy)"),
+    (lazyre.compile(r"(?i)\bentropy\b.{0,24}\b(?:increas\w*|ris(?:es|ing)|rose|explod\w*|spik\w*|collaps\w*)\b|"
+                    r"\b(?:increase|spikes?|explosion|collapse|rise) (?:in|of) (?:the )?(?:policy'?s? )?entropy\b|"
+                    r"\b(?:response|completion|generation|output)[_ ]length\b.{0,30}\b(?:spik\w*|explod\w*|keeps? "
+                    r"(?:increasing|decreasing|growing|shrinking|dropping)|collaps\w*)\b|\bspikes? in (?:the )?"
+                    r"(?:response|completion|output) length\b|熵.{0,6}(?:暴涨|飙升|突然(?:上升|增大))|"
+                    r"(?:回复|输出|生成)长度.{0,8}(?:暴涨|飙升|一直(?:增加|变长|变短|下降))"),
+     "output-degenerate", "the policy's entropy or its completions' length runs away"),
+    # the reward moving without improving: "reward fluctuates and the model is not learning", "reward does not go up"
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:fluctuat\w*|oscillat\w*|does(?:n't| not) (?:increase|improve|go up|"
+                    r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|奖励.{0,8}(?:不涨|不上升|不变|没有(?:上升|提升|变化))"),
+     "reward-zero-or-flat", "the reward does not improve"),
     # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
     # fixes it", "after upgrading to 0.19.0": the failure came with a library version
     (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
