@@ -257,7 +257,6 @@ KNOWN_MISSES_31: dict[str, str] = {
     "3520": "an error written in lower case ('value error:') about nested target modules: GD328",
 }
 KNOWN_MISSES_32: dict[str, str] = {
-    "3522": "response length falling step by step in jsonl 'mean|std' strings: silent",
     "3524": "vLLM placed on the training GPU (cuda:0) with one GPU idle, a dataset error cut: GD420's device_map reading",
     "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
     "3526": "a trl server-mode client that cannot connect, with an unsupported vLLM combination in comments: a hang",

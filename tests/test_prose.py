@@ -289,6 +289,7 @@ def test_rl_trends_said_in_words_take_the_categories_their_metric_rules_have():
     said = {"PPO loss seems coming down, but objective/kl increases a lot": "loss-nan-or-inf",
             "What Causes the Unexpected Increase in Entropy During Training?": "output-degenerate",
             "we observe at times spikes in response length": "output-degenerate",
+            "Average response length is decreasing with PPO Trainer generate": "output-degenerate",
             "the reward fluctuates and the model is not learning": "reward-zero-or-flat"}
     for text, category in said.items():
         f = next((x for x in run(text + "\n") if x.rule_id == "GD327"), None)

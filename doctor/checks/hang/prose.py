@@ -80,7 +80,7 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "loss-nan-or-inf", "the KL to the reference runs away (a diverging policy)"),
     (lazyre.compile(r"(?i)\bentropy\b.{0,24}\b(?:increas\w*|ris(?:es|ing)|rose|explod\w*|spik\w*|collaps\w*)\b|"
                     r"\b(?:increase|spikes?|explosion|collapse|rise) (?:in|of) (?:the )?(?:policy'?s? )?entropy\b|"
-                    r"\b(?:response|completion|generation|output)[_ ]length\b.{0,30}\b(?:spik\w*|explod\w*|keeps? "
+                    r"\b(?:response|completion|generation|output)[_ ]length\b.{0,30}\b(?:spik\w*|explod\w*|(?:keeps?|is|are) "
                     r"(?:increasing|decreasing|growing|shrinking|dropping)|collaps\w*)\b|\bspikes? in (?:the )?"
                     r"(?:response|completion|output) length\b|熵.{0,6}(?:暴涨|飙升|突然(?:上升|增大))|"
                     r"(?:回复|输出|生成)长度.{0,8}(?:暴涨|飙升|一直(?:增加|变长|变短|下降))"),
