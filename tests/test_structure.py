@@ -918,3 +918,11 @@ def test_a_version_range_stated_in_the_message_is_the_fix():
     assert f.category == "import-or-dependency-error"
     assert f.fix[0].startswith("Install Flash-Attention within >=2.7.1,<=2.8.2 (the installed one is 2.8.3)")
     assert "pip install 'flash-attn>=2.7.1,<=2.8.2'" in f.fix[0]
+
+
+def test_a_lazy_import_wrapping_deepspeeds_missing_cuda_home_on_one_line_is_read_by_what_it_wraps():
+    f = _primary("RuntimeError: Failed to import trl.trainer.dpo_trainer because of the following error (look up to "
+                 "see its traceback): CUDA_HOME does not exist, unable to compile CUDA op(s)\n")
+    assert f.category == "import-or-dependency-error" and "no CUDA toolkit" in f.title
+    assert "CUDA_HOME" in f.fix[0] and "version clash" not in f.title.lower()
+    assert len(f.evidence) == 1  # the wrapper and what it wraps are one line: one evidence entry

@@ -28,8 +28,42 @@ def _unescape(s: str) -> str:
     return s.replace("\\'", "'").replace('\\"', '"').replace("\\n", " ")
 
 
+# transformers' lazy import (utils/import_utils.py _LazyModule._get_module, copied by trl and peft):
+# `raise RuntimeError(f"Failed to import {name} because of the following error (look up to see its traceback):\n{e}")`
+# prints the inner exception's message without its type
+_LAZY = lazyre.compile(r"^Failed to import [\w.]+ because of the following error \(look up to see its traceback\):\s*"
+                       r"(?P<inner>\S.*)$")
+
+
+def _lazy_inner(exc: ExceptionInfo) -> ExceptionInfo | None:
+    """The exception a lazy import wrapped, its message on the wrapper's own line: its type (``Type: msg``) or, for a bare
+    message, from the raise-site index when one library raises that wording; None when neither tells it."""
+    # (the inner message on the next line, as transformers prints it, is read by the lazy-import advice of the
+    # version-clash reading; a paste that joined it to the wrapper's line leaves it here)
+    m = _LAZY.match(exc.message)
+    inner = m.group("inner").strip() if m else None
+    where, raw = exc.where, exc.raw
+    if not inner:
+        return None
+    typed = _PLAIN.match(inner)
+    if typed:
+        return ExceptionInfo(typed.group(1), typed.group(2), exc.frames, where, exc.rank, exc.seq, raw)
+    from .raise_sites import lookup
+    try:
+        best = next(iter(lookup(inner)), None)
+    except (OSError, ValueError):
+        return None
+    if best is None or best.score < 0.95:
+        return None
+    return ExceptionInfo(best.kind, inner, exc.frames, where, exc.rank, exc.seq, raw)
+
+
 def unwrap(exc: ExceptionInfo, following: Iterable[LogLine]) -> ExceptionInfo:
     """The exception ``exc`` wraps (its frames and seq kept, its line the one that names it), or ``exc``."""
+    if exc.message.startswith("Failed to import "):
+        lazy = _lazy_inner(exc)
+        if lazy is not None:
+            return lazy
     m = _INLINE.search(exc.message)
     if m:
         return ExceptionInfo(m.group(1), _unescape(m.group(3)), exc.frames, exc.where, exc.rank, exc.seq, exc.raw)

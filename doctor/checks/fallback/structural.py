@@ -485,7 +485,7 @@ class Structural(Rule):
                 last = next((l for l, f in ctx.open_tracebacks if f == exc.frames), None)
                 if last is not None:
                     ev.append(Evidence(last.where.path, last.where.line, last.raw))
-            if outer is not None:
+            if outer is not None and (outer.where.path, outer.where.line) != (exc.where.path, exc.where.line):
                 ev.insert(0, Evidence(outer.where.path, outer.where.line, outer.raw))
             return self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
                              severity=Severity.warning if embedded else None,
