@@ -246,3 +246,15 @@ def test_the_parser_failure_names_its_own_kind_and_check():
              "GD401")
     assert "HfArgumentParser` line" in f.verify and "RLHFArguments" not in f.verify
     assert "GRPOConfig, ModelConfig" not in f.message
+
+
+def test_a_launch_echoed_over_continuation_lines_is_read_whole_and_vllm_on_a_training_gpu_is_named():
+    # open-r1 (trl 0.14-0.15): accelerate with one process on two visible GPUs, vLLM placed on the training GPU
+    log = ("export CUDA_VISIBLE_DEVICES=4,5\n"
+           "accelerate launch --config_file configs/zero2.yaml --num_processes=1 src/open_r1/grpo.py \\\n"
+           "    --output_dir out \\\n    --use_vllm \\\n    --vllm_device cuda:0 \\\n"
+           "    --vllm_gpu_memory_utilization 0.3\n")
+    f = only(run_text(log), "GD420")
+    assert "vLLM is placed on cuda:0" in f.message and f.fix[0].startswith("--vllm_device cuda:1")
+    # vLLM on the spare GPU: every visible GPU has its process
+    assert not [x for x in run_text(log.replace("cuda:0", "cuda:1")) if x.rule_id == "GD420"]

@@ -252,7 +252,7 @@ KNOWN_MISSES_31: dict[str, str] = {
     "3492": "DPOConfig(padding_value=tokenizer.eos_token), a string where an id belongs, behind a cut stack: GD999",
     "3499": "PEFT's KeyError on the framework's own adapter name ('reward'): GD999",
     "3507": "verl's model merger refusing a checkpoint of another layout, told in words: GD328",
-    "3510": "a failure title beside a launch command (OpenRLHF colocate with vLLM TP 2): silent",
+    "3510": "a failure title beside a launch script (OpenRLHF colocate with vLLM TP 2): GD328, no reading",
     "3511": "ZeroDivisionError in a trainer's fit setup inside a RayTaskError: GD999",
     "3520": "an error written in lower case ('value error:') about nested target modules: GD328",
 }

@@ -29,6 +29,7 @@ from .command_text import Launch, read_command
 from .runs import RunSplit
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
+MAX_CONTINUED = 200  # continuation lines of one echoed launch read at most (a pasted script's is a few dozen)
 
 _ENV = lazyre.compile(r"(?:^|[\s;])(?:export\s+)?(" + "|".join(_ENV_NAMES) + r")=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
 _RANK_LINE = lazyre.compile(r"rank: (-?\d+), local_rank: (-?\d+), world_size: (\d+), local_world_size: (\d+)")
@@ -91,6 +92,7 @@ class RunConfig:
     _dump_open: bool = False
     _dump_class: str | None = None         # the trl / transformers class of an open dump (None: ms-swift's)
     _yaml: reprs.YamlBlock = field(default_factory=reprs.YamlBlock)
+    _pending_launch: list[str] | None = None  # a launch echoed over lines ending in a backslash, read once it ends
 
     # ---------------------------------------------------------------- setters
     def set_arg(self, key: str, value: Any, source: str) -> None:
@@ -190,6 +192,17 @@ class RunConfig:
     # ---------------------------------------------------------------- log lines
     def feed(self, line: LogLine) -> None:
         text = line.text
+        if self._pending_launch is not None:
+            # the shell's continuation: the command goes on until a line that does not end in a backslash
+            part = text.strip().strip("`")
+            more = part.endswith("\\") and len(self._pending_launch) < MAX_CONTINUED
+            self._pending_launch.append(part[:-1].strip() if part.endswith("\\") else part)
+            if more:
+                return
+            joined, self._pending_launch = " ".join(self._pending_launch), None
+            if joined not in self.command_texts:
+                self.add_command(joined, "launcher")
+            return
         if self._dump_open:
             s = text.strip()
             if s == ")":
@@ -226,7 +239,9 @@ class RunConfig:
             return
         if _LAUNCH_WORDS.search(text):
             lm = launchers.LAUNCH_START.search(text)
-            if lm and text[lm.start():] not in self.command_texts:
+            if lm and text[lm.start():].rstrip().endswith("\\"):
+                self._pending_launch = [text[lm.start():].rstrip()[:-1].strip()]  # read whole, at its last line
+            elif lm and text[lm.start():] not in self.command_texts:
                 # a launch echoed in the log (`set -x`, a ps listing, a pasted command): read from its launcher on,
                 # never from the timestamp or prefix before it
                 self.add_command(text[lm.start():], "launcher")

@@ -48,6 +48,14 @@ def _several_ranks(ctx: RunState) -> bool:
     return any(line.rank for tail in ctx.tails.values() for line in tail)
 
 
+def _shared_vllm_device(dev: Any, n: int | None) -> int | None:
+    """The index of a training GPU that trl's --vllm_device names ("cuda:0" with one training process), else None."""
+    if not isinstance(dev, str) or not dev.startswith("cuda:"):
+        return None
+    index = as_int(dev[5:])
+    return index if index is not None and index < (n or 1) else None
+
+
 def _bool(v: Any) -> bool:
     return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1", "yes"))
 
@@ -110,6 +118,9 @@ class GpuLayout(Rule):
         elif use_vllm and not server and dev is not None and mode != "colocate":
             cnt = len(dev) if isinstance(dev, list) else 1
             extra, why_extra = cnt, f" + {cnt} vLLM GPU(s) (--vllm_device {dev})"
+            shared = _shared_vllm_device(dev, n)
+            if shared is not None and vis > (n or 1):
+                return self._vllm_on_training_gpu(dev, shared, n or 1, vis)
         if self.layout_error:
             return None
         if n is None and run.command is None:
@@ -147,6 +158,21 @@ class GpuLayout(Rule):
                + (" (the rollout server's GPUs belong in its own command)." if server else ".")]
         fix += self._batch_note(run, (vis - extra) * nodes)
         return self.make(message=msg, fix=fix, severity=Severity.warning)
+
+    def _vllm_on_training_gpu(self, dev: str, index: int, n: int, vis: int) -> Finding:
+        """trl 0.14-0.16's vllm_device names a GPU a training process uses while visible GPUs have none."""
+        idle = vis - n
+        msg = (f"vLLM is placed on {dev} (--vllm_device), the GPU training process {index} also uses, while "
+               f"{idle} of the {vis} visible GPUs run nothing: the engine and the training share one GPU's memory "
+               f"and the spare GPU sits idle.")
+        fix = [f"--vllm_device cuda:{n} (the first GPU after the {n} training process(es); trl's default 'auto' "
+               f"picks it) so that vLLM has a GPU of its own.",
+               f"Or train on {vis - 1} process(es) and keep one GPU for vLLM: --num_processes {vis - 1} with "
+               f"--vllm_device cuda:{vis - 1}." if vis - 1 > n else
+               f"Or, if the spare GPU is meant for something else, list only {n} GPU(s) in CUDA_VISIBLE_DEVICES "
+               f"(vLLM then shares them with training: lower --vllm_gpu_memory_utilization to fit)."]
+        return self.make(message=msg, fix=fix, severity=Severity.warning,
+                         title="vLLM placed on a training GPU while another visible GPU is idle")
 
     def _batch_note(self, run: RunConfig, world: int) -> list[str]:
         """What the generation batch becomes with the new world size (must stay a multiple of G)."""
