@@ -179,3 +179,57 @@ def test_every_site_is_reached_through_its_rarest_word(built):
     for gid, *row in store.rows():
         words = rs_store.words_of(row[5])
         assert any(r[0] == gid for w in words for r in store.first(w)), row
+
+
+def test_add_merges_a_new_package_into_an_index_as_the_full_build_does(built, tmp_path):
+    """--add NAME reads only NAME's releases and merges its sites into the index: the same bytes as the full build
+    of the list; an index that already holds NAME, or whose other packages are not as listed, is refused."""
+    trl_only = tmp_path / "trl.toml"
+    trl_only.write_text(LIST.split("[[package]]\nname = \"ms-swift\"")[0])
+    first, _ = bri.build(trl_only, jobs=1, fetcher=DirFetcher(tmp_path))
+    index = tmp_path / "index.idx"
+    index.write_bytes(first)
+    lst = tmp_path / "packages.toml"
+    lst.write_text(LIST)
+    read = []
+
+    class Counting(DirFetcher):
+        def path(self, name, version, kind):
+            read.append(name)
+            return super().path(name, version, kind)
+
+    data, meta = bri.add(lst, index, ["ms-swift"], jobs=1, fetcher=Counting(tmp_path))
+    assert data == built[0]
+    assert set(read) == {"ms-swift"} and meta["releases"] == 2
+    with pytest.raises(ValueError, match="already holds"):
+        bri.add(lst, index, ["trl"], jobs=1, fetcher=DirFetcher(tmp_path))
+    lst.write_text(LIST.replace('versions = ["0.18.2", "0.20.0"]', 'versions = ["0.18.2", "0.19.1", "0.20.0"]'))
+    with pytest.raises(ValueError, match="full build"):
+        bri.add(lst, index, ["ms-swift"], jobs=1, fetcher=DirFetcher(tmp_path))
+
+
+def test_releases_under_an_earlier_name_are_filed_under_the_current_one(tmp_path):
+    """``renamed``: a release published under an old name is downloaded under it and read from its old import
+    package; its sites are the package's, with the old module paths (LLaMA-Factory's llmtuner before 0.7.1)."""
+
+    class Renamed(DirFetcher):
+        def path(self, name, version, kind):
+            if name != "oldtrl":
+                return super().path(name, version, kind)
+            whl = self.tmp / "cache" / name / version / f"oldtrl-{version}-py3-none-any.whl"
+            whl.parent.mkdir(parents=True)
+            with zipfile.ZipFile(whl, "w") as z:
+                for f in sorted((SRC / f"trl-{version}").rglob("*.py")):
+                    z.writestr("old" + f.relative_to(SRC / f"trl-{version}").as_posix(), f.read_bytes())
+            return whl
+
+    lst = tmp_path / "packages.toml"
+    lst.write_text(LIST.split("[[package]]\nname = \"ms-swift\"")[0].replace(
+        "versions =", 'renamed = { oldtrl = ["0.18.2"] }\nversions ='))
+    data, meta = bri.build(lst, jobs=1, fetcher=Renamed(tmp_path))
+    rows = [r[1:] for r in rs_store.Store(data).rows()]
+    assert {r[0] for r in rows} == {"trl"} and meta["renamed"] == {"trl": {"oldtrl": ["0.18.2"]}}
+    assert {r[1] for r in rows if r[2].startswith("oldtrl/")} == {"0.18"}
+    assert {r[1] for r in rows if r[2].startswith("trl/")} == {"0.20"}
+    same = "'generation_batch_size' and 'steps_per_generation' can not be both configured at the same time"
+    assert sorted((r[1], r[2].split("/")[0]) for r in rows if r[5] == same) == [("0.18", "oldtrl"), ("0.20", "trl")]

@@ -1,6 +1,7 @@
 """Build doctor/data/raise_sites.idx: every message site of the GRPO stack, in every listed release.
 
     python tools/build_raise_index.py [--packages tools/raise_index_packages.toml] [--out FILE] [--jobs 2]
+    python tools/build_raise_index.py --add NAME [--add NAME ...] [--out FILE]
     python tools/build_raise_index.py --convert OLD_FILE [--out FILE]
 
 Reads the releases listed in raise_index_packages.toml (downloaded once into ~/.cache/grpo-doctor-raise-index,
@@ -10,6 +11,16 @@ MIN_WORDS literal words (too generic to point anywhere: ``raise ValueError(msg)`
 writes one file in the bucketed format of doctor/classify/raise_store.py (format 3: a lookup decodes only the
 buckets of its message's words, and parses only the rows it reads). The same list and the same archives give a byte-identical file: sites are
 sorted, nothing in the file depends on time or place, and the build date written is the list's ``updated`` key.
+
+``--add NAME`` reads only the releases of the listed package NAME, which the index (``--out``) does not hold yet,
+and merges its sites into that index: the other packages' sites are taken from the file as they are, so nothing
+but NAME's releases is downloaded. Every other package of the list must be in the index with the releases the
+list names (a changed list needs the full build). The file written is the one a full build from the same
+archives gives (the sites are one sorted list either way, and the dropped-template counts add up).
+
+A package published under an earlier name (LLaMA-Factory as ``llmtuner`` before 0.7.1) lists those releases in
+``renamed = { OLD = ["0.6.3", ...] }``: they are downloaded as OLD and read from its import package OLD, and their
+sites are filed under the package's current name (their module paths keep the old package: ``llmtuner/...``).
 
 ``--convert`` rewrites an existing index (format 1, the gzip'd JSON list of earlier releases, or format 2 or 3) in
 the current format without downloading anything: the same sites and meta, re-encoded; converting the format-1
@@ -163,13 +174,22 @@ def ranges(indices: list[int], labels: list[str]) -> str:
     return ",".join(out)
 
 
-def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
-    cfg = tomllib.loads(list_path.read_text(encoding="utf-8"))
+def release_spec(spec: dict, version: str) -> tuple[dict, str]:
+    """(the spec to read ``version`` with, the name it is published under): a release listed under ``renamed``
+    is downloaded under its old name and read from the old import package."""
+    for old, vs in (spec.get("renamed") or {}).items():
+        if version in vs:
+            return dict(spec, **{"import": old}), old
+    return spec, spec["name"]
+
+
+def _collect(specs: list[dict], jobs: int, fetcher) -> tuple[list[list], dict, dict, int, int, int, int]:
+    """(rows, versions, skipped, dropped generic, dropped builtin-like, files read, releases) of ``specs``."""
     if fetcher is None:
         from raise_index_fetch import Fetcher
         fetcher = Fetcher()
     work, versions, skipped = [], {}, {}
-    for spec in cfg["package"]:
+    for spec in specs:
         got = []
         for v in spec["versions"]:
             if spec.get("kind") == "installed":
@@ -177,8 +197,9 @@ def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
                 work.append((spec, v, None))
                 got.append(v)
                 continue
+            vspec, dist = release_spec(spec, v)
             try:
-                work.append((spec, v, str(fetcher.path(spec["name"], v, spec.get("kind", "wheel")))))
+                work.append((vspec, v, str(fetcher.path(dist, v, spec.get("kind", "wheel")))))
                 got.append(v)
             except LookupError as e:
                 skipped.setdefault(spec["name"], []).append(f"{v}: {e}")
@@ -208,7 +229,12 @@ def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
             continue
         labels = [minor(v) for v in versions[name]]
         rows.append([name, ranges(sorted(idxs), labels), rel, where, kind, tpl, list(holes_of[key])])
-    rows.sort()
+    return rows, versions, skipped, dropped, builtin_like, files, len(work)
+
+
+def _encode(cfg: dict, rows: list[list], versions: dict, skipped: dict, dropped: int,
+            builtin_like: int) -> tuple[bytes, dict]:
+    rows = sorted(rows)
     per_package: dict[str, int] = {}
     for r in rows:
         per_package[r[0]] = per_package.get(r[0], 0) + 1
@@ -217,7 +243,48 @@ def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
             "excluded": {s["name"]: s.get("exclude", []) for s in cfg["package"] if s.get("exclude")},
             "sites_per_package": per_package, "dropped_generic": dropped,
             "dropped_builtin_like": builtin_like}
-    return raise_store.encode(meta, rows), dict(meta, files_read=files, releases=len(work))
+    renamed = {s["name"]: s["renamed"] for s in cfg["package"] if s.get("renamed")}
+    if renamed:
+        meta["renamed"] = renamed
+    return raise_store.encode(meta, rows), meta
+
+
+def build(list_path: Path, jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
+    cfg = tomllib.loads(list_path.read_text(encoding="utf-8"))
+    rows, versions, skipped, dropped, builtin_like, files, releases = _collect(cfg["package"], jobs, fetcher)
+    data, meta = _encode(cfg, rows, versions, skipped, dropped, builtin_like)
+    return data, dict(meta, files_read=files, releases=releases)
+
+
+def add(list_path: Path, index_path: Path, names: list[str], jobs: int = 2, fetcher=None) -> tuple[bytes, dict]:
+    """The index ``index_path`` with the sites of the listed packages ``names`` added (only their releases are
+    read); the same bytes a full build of the list gives from the same archives. Raises ValueError when the index
+    already holds one of ``names`` or does not hold the other packages of the list as listed."""
+    cfg = tomllib.loads(list_path.read_text(encoding="utf-8"))
+    store = raise_store.Store.open(index_path)
+    old = store.meta
+    listed = {s["name"]: s for s in cfg["package"]}
+    for n in names:
+        if n not in listed:
+            raise ValueError(f"{n} is not in {list_path}")
+        if n in old["versions"]:
+            raise ValueError(f"{index_path} already holds {n}: a changed package needs the full build")
+    for n, spec in listed.items():
+        if n in names:
+            continue
+        have, want = old["versions"].get(n), spec["versions"]
+        gone = {why.split(":")[0] for why in old["skipped"].get(n, [])}   # "0.15.0: no sdist on the index"
+        if have is None or (spec.get("kind") != "installed" and have != [v for v in want if v not in gone]):
+            raise ValueError(f"{index_path} does not hold {n} {want} as listed (it has {have}): use the full build")
+    extra = set(old["versions"]) - set(listed)
+    if extra:
+        raise ValueError(f"{index_path} holds packages the list does not: {sorted(extra)}; use the full build")
+    rows, versions, skipped, dropped, builtin_like, files, releases = _collect(
+        [listed[n] for n in listed if n in names], jobs, fetcher)
+    rows += [r[1:] for r in store.rows()]
+    data, meta = _encode(cfg, rows, {**old["versions"], **versions}, {**old["skipped"], **skipped},
+                         old["dropped_generic"] + dropped, old["dropped_builtin_like"] + builtin_like)
+    return data, dict(meta, files_read=files, releases=releases)
 
 
 def convert(path: Path) -> tuple[bytes, dict]:
@@ -245,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--convert", type=Path, help="re-encode this index file (format 1, 2 or 3); no download")
+    ap.add_argument("--add", action="append", metavar="NAME",
+                    help="read only this listed package and merge its sites into the index at --out")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     if a.convert is not None:
@@ -255,13 +324,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{a.out}: {len(data)} bytes, {sum(meta['sites_per_package'].values())} sites, converted from "
               f"{a.convert}")
         return 0
-    data, meta = build(a.packages, a.jobs)
+    if a.add:
+        try:
+            data, meta = add(a.packages, a.out, a.add, a.jobs)
+        except ValueError as e:
+            print(f"build_raise_index: {e}", file=sys.stderr)
+            return 2
+    else:
+        data, meta = build(a.packages, a.jobs)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_bytes(data)
     _write_words(a.out)
     dt = time.perf_counter() - t0
-    print(f"{a.out}: {len(data)} bytes, {sum(meta['sites_per_package'].values())} sites from {meta['releases']} "
-          f"releases ({meta['files_read']} files) in {dt:.0f} s; {meta['dropped_generic']} generic and "
+    added = f" ({', '.join(a.add)} added)" if a.add else ""
+    print(f"{a.out}: {len(data)} bytes, {sum(meta['sites_per_package'].values())} sites{added} from "
+          f"{meta['releases']} releases ({meta['files_read']} files) in {dt:.0f} s; {meta['dropped_generic']} generic and "
           f"{meta['dropped_builtin_like']} CPython-like templates dropped")
     for name, n in sorted(meta["sites_per_package"].items()):
         print(f"  {name:14} {n:6} sites  {len(meta['versions'][name])} releases")
