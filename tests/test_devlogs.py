@@ -263,7 +263,6 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
     "3534": "loss abnormally small and grad_norm huge after an ms-swift upgrade, in words: GD328",
     "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",
-    "3537": "LLaMA-Factory's freeze/full PPO needing reward_model_type full, stackless: GD999",
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
 }
 
