@@ -233,3 +233,23 @@ def test_releases_under_an_earlier_name_are_filed_under_the_current_one(tmp_path
     assert {r[1] for r in rows if r[2].startswith("trl/")} == {"0.20"}
     same = "'generation_batch_size' and 'steps_per_generation' can not be both configured at the same time"
     assert sorted((r[1], r[2].split("/")[0]) for r in rows if r[5] == same) == [("0.18", "oldtrl"), ("0.20", "trl")]
+
+
+def test_a_wheel_s_purelib_files_are_the_package_s_own(built, tmp_path):
+    """A platform wheel that keeps its modules under <name>-<version>.data/purelib/ (OpenRLHF's) is read as if they
+    were at the wheel's top: the same sites as the plain wheel."""
+
+    class Purelib(DirFetcher):
+        def path(self, name, version, kind):
+            whl = self.tmp / "cache" / name / version / f"{name}-{version}-cp311-cp311-manylinux1_x86_64.whl"
+            if not whl.exists():
+                whl.parent.mkdir(parents=True)
+                with zipfile.ZipFile(whl, "w") as z:
+                    for f in sorted((SRC / f"{name}-{version}").rglob("*.py")):
+                        rel = f.relative_to(SRC / f"{name}-{version}").as_posix()
+                        z.writestr(f"{name}-{version}.data/purelib/{rel}", f.read_bytes())
+            return whl
+
+    lst = tmp_path / "packages.toml"
+    lst.write_text(LIST.replace('kind = "wheel"', 'kind = "platform-wheel"'))
+    assert bri.build(lst, jobs=1, fetcher=Purelib(tmp_path))[0] == built[0]

@@ -76,6 +76,10 @@ def literal_words(template: str) -> int:
     return len(_WORD.findall(_HOLE.sub(" ", template)))
 
 
+# a wheel's files installed into site-packages from its .data folder (OpenRLHF's platform wheels keep its modules there)
+_WHEEL_DATA = re.compile(r"^[^/]+\.data/(?:purelib|platlib)/")
+
+
 def _wanted(rel: str, spec: dict) -> bool:
     if not rel.endswith(".py"):
         return False
@@ -103,7 +107,7 @@ def iter_sources(archive: Path | None, spec: dict):
     if archive.name.endswith(".whl") or archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive) as z:
             for name in sorted(z.namelist()):
-                rel = name.split("/", 1)[1] if archive.name.endswith(".zip") else name
+                rel = name.split("/", 1)[1] if archive.name.endswith(".zip") else _WHEEL_DATA.sub("", name)
                 if _wanted(rel, spec):
                     yield rel, z.read(name)
         return

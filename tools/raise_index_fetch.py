@@ -4,7 +4,9 @@ pip is the client: its PackageFinder lists a project's files on the configured i
 downloads them (certificates, proxies and index settings as pip is set up). ``pip download`` itself is
 not used for sdists because it builds their metadata: for vLLM that means installing torch and CUDA
 build requirements. Wheels are taken only when pure Python (``py3-none-any``); ``kind = "sdist"``
-packages take the source archive.
+packages take the source archive; ``kind = "platform-wheel"`` takes a wheel of any tag, for a package of Python
+files published only as platform wheels (OpenRLHF's ``cp311-manylinux1`` wheels hold its modules under
+``<name>-<version>.data/purelib/``, which the builder reads as the package's own paths).
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ class Fetcher:
         files = [c.link for c in self._cands[name] if str(c.version) == version]
         if kind == "wheel":
             files = [f for f in files if _pure_wheel(f.filename)] or [f for f in files if f.filename.endswith(".tar.gz")]
+        elif kind == "platform-wheel":
+            files = [f for f in files if _pure_wheel(f.filename)] or [f for f in files if f.filename.endswith(".whl")]
         else:
             files = [f for f in files if f.filename.endswith((".tar.gz", ".zip"))]
         if not files:
