@@ -253,3 +253,27 @@ def test_a_wheel_s_purelib_files_are_the_package_s_own(built, tmp_path):
     lst = tmp_path / "packages.toml"
     lst.write_text(LIST.replace('kind = "wheel"', 'kind = "platform-wheel"'))
     assert bri.build(lst, jobs=1, fetcher=Purelib(tmp_path))[0] == built[0]
+
+
+def test_an_sdist_s_src_layout_is_read_as_the_installed_paths(built, tmp_path):
+    """``src_prefix = "src/"``: an sdist that keeps the package in src/ (axolotl's) gives the installed paths, the
+    sites a wheel of the same files gives."""
+    import io
+    import tarfile
+
+    class Sdist(DirFetcher):
+        def path(self, name, version, kind):
+            tgz = self.tmp / "cache" / name / version / f"{name}-{version}.tar.gz"
+            if not tgz.exists():
+                tgz.parent.mkdir(parents=True)
+                with tarfile.open(tgz, "w:gz") as t:
+                    for f in sorted((SRC / f"{name}-{version}").rglob("*.py")):
+                        data = f.read_bytes()
+                        info = tarfile.TarInfo(f"{name}-{version}/src/{f.relative_to(SRC / f'{name}-{version}').as_posix()}")
+                        info.size = len(data)
+                        t.addfile(info, io.BytesIO(data))
+            return tgz
+
+    lst = tmp_path / "packages.toml"
+    lst.write_text(LIST.replace('kind = "wheel"', 'kind = "sdist"\nsrc_prefix = "src/"'))
+    assert bri.build(lst, jobs=1, fetcher=Sdist(tmp_path))[0] == built[0]

@@ -80,6 +80,12 @@ def literal_words(template: str) -> int:
 _WHEEL_DATA = re.compile(r"^[^/]+\.data/(?:purelib|platlib)/")
 
 
+def _unsrc(rel: str, spec: dict) -> str:
+    """An sdist's path without the spec's ``src_prefix`` (the src layout: src/axolotl/... is axolotl/... installed)."""
+    src = spec.get("src_prefix")
+    return rel[len(src):] if src and rel.startswith(src) else rel
+
+
 def _wanted(rel: str, spec: dict) -> bool:
     if not rel.endswith(".py"):
         return False
@@ -107,13 +113,13 @@ def iter_sources(archive: Path | None, spec: dict):
     if archive.name.endswith(".whl") or archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive) as z:
             for name in sorted(z.namelist()):
-                rel = name.split("/", 1)[1] if archive.name.endswith(".zip") else _WHEEL_DATA.sub("", name)
+                rel = _unsrc(name.split("/", 1)[1], spec) if archive.name.endswith(".zip") else _WHEEL_DATA.sub("", name)
                 if _wanted(rel, spec):
                     yield rel, z.read(name)
         return
     with tarfile.open(archive, "r:gz") as t:
         for m in t:
-            rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
+            rel = _unsrc(m.name.split("/", 1)[1] if "/" in m.name else m.name, spec)
             if m.isfile() and _wanted(rel, spec):
                 yield rel, t.extractfile(m).read()
 
@@ -127,7 +133,8 @@ def _cache_file(spec: dict, version: str, archive: str | None) -> Path | None:
     if archive is None:
         return None
     code = (HERE / "raise_index_ast.py").read_bytes() + json.dumps(
-        [spec.get(k) for k in ("import", "include", "exclude", "include_also")]).encode()
+        [spec.get(k) for k in ("import", "include", "exclude", "include_also")]
+        + ([spec["src_prefix"]] if spec.get("src_prefix") else [])).encode()
     key = hashlib.sha1(code + Path(archive).name.encode() + str(Path(archive).stat().st_size).encode()).hexdigest()
     return Path(archive).parent / f"sites-{key[:16]}.json.gz"
 
