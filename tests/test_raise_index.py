@@ -241,7 +241,8 @@ def test_index_records_how_it_was_built():
     meta = rs.index().meta
     assert meta["format"] == 3 and meta["updated"] and meta["sites"] > 30000
     assert set(meta["versions"]) >= {"ms-swift", "trl", "vllm", "deepspeed", "peft", "accelerate", "transformers",
-                                     "torch"}
+                                     "torch", "llamafactory", "openrlhf", "axolotl"}
+    assert meta["renamed"] == {"llamafactory": {"llmtuner": ["0.3.3", "0.4.0", "0.5.3", "0.6.3"]}}
     assert rs.DATA.stat().st_size < 5 * 1024 * 1024
 
 
