@@ -38,6 +38,7 @@ def group_members(pgid: int) -> list[psutil.Process]:
 
 
 def describe(p: psutil.Process) -> str:
+    import psutil  # (already loaded by whoever holds a Process; the module-level name is for type checking only)
     try:
         cmd = " ".join(p.cmdline())[:160] or p.name()
     except (psutil.Error, OSError):
