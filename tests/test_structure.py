@@ -926,3 +926,17 @@ def test_a_lazy_import_wrapping_deepspeeds_missing_cuda_home_on_one_line_is_read
     assert f.category == "import-or-dependency-error" and "no CUDA toolkit" in f.title
     assert "CUDA_HOME" in f.fix[0] and "version clash" not in f.title.lower()
     assert len(f.evidence) == 1  # the wrapper and what it wraps are one line: one evidence entry
+
+
+def test_an_exception_named_in_the_title_above_a_cut_stack_is_the_reading_and_its_fix_comes_first():
+    text = ('When passing model_ref to the DPOTrainer "A RuntimeError: Expected to mark a variable ready only once" '
+            'is encountered.\nTraceback (most recent call last):\n'
+            f'  File "{SP}/transformers/trainer.py", line 2704, in training_step\n'
+            '    self.accelerator.backward(loss)\n')
+    f = _primary(text)
+    assert f.rule_id == "GD999" and f.category == "argument-error-other" and f.confidence == "possible"
+    assert f.title.startswith("The title names RuntimeError") and "use_reentrant" in f.fix[0]
+    assert f.evidence[0].line == 1
+    # the same stack under a title that names no exception: no reading made up
+    g = _primary("My DPO training fails.\n" + text.split("\n", 1)[1])
+    assert not g.title.startswith("The title names")

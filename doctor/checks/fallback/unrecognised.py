@@ -215,6 +215,16 @@ class Unrecognised(Rule):
             if staged and staged.bar is not None:
                 ev.append(Evidence(staged.bar.where.path, staged.bar.where.line, staged.bar.raw))
             category = staged.category if staged else None
+            named = None if category or head is not None or ray is not None else _exception_above(ctx, line)
+            if named is not None:  # a title above the stack names the exception the paste cut off below it
+                exc_above, verdict = named
+                category = verdict.entry.category
+                what = verdict.entry.title or " ".join(verdict.entry.doc.split())[:200]
+                msg += (f" The line above the stack names an exception, `{exc_above.type}: {exc_above.message[:160]}`: "
+                        f"{what}. The stack below it stops before its own exception line, so that they belong "
+                        f"together is the reading, not shown.")
+                ev.insert(0, Evidence(exc_above.where.path, exc_above.where.line, exc_above.raw))
+                fix[:0] = [x for x in verdict.entry.fix[:1]]
             said = None if category or head is not None or ray is not None else _words_above(ctx, line)
             if said is not None:  # an issue's title or the author's sentence above the stack names the failure
                 category = said[0]
@@ -222,6 +232,9 @@ class Unrecognised(Rule):
                         f"reading, from the description, until the exception line confirms it.")
                 ev.insert(0, Evidence(said[2].where.path, said[2].where.line, said[2].raw))
             title = staged.title if staged else "Unrecognised failure: traceback cut before its exception"
+            if named is not None:
+                title = (f"The title names {named[0].short_type}; the traceback below it is cut before its exception "
+                         f"line")
             if said is not None:
                 title = f"The description says {said[1]}; the traceback below it is cut before its exception"
             f = self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, severity=Severity.warning, title=title,
@@ -375,6 +388,30 @@ def _version_story(ctx: RunState) -> tuple[str, str, LogLine] | None:
     from ..hang.prose import symptom_of_run
     got = symptom_of_run(ctx)
     return got[0] if got is not None and got[0][0] == "import-or-dependency-error" else None
+
+
+def _exception_above(ctx: RunState, line: LogLine):
+    """(the exception, its structural verdict) when a line above a cut stack (an issue's title, a sentence) names an
+    exception that the structure table places without frames; None otherwise."""
+    from ...classify.structure import classify
+    from .structural import _EMBEDDED, _bare_wording, _facts
+    tail = tail_before(ctx.tails, line)
+    header = next((i for i, t in enumerate(reversed(tail)) if "Traceback" in t.text), None)
+    before = tail[:len(tail) - 1 - header] if header is not None else \
+        tail[:next((i for i, t in enumerate(tail) if plain(t.text).startswith('File "')), 0)]
+    facts = None
+    for ln in before[:12]:
+        m = _EMBEDDED.search(ln.text) if ("Error" in ln.text or "Exception" in ln.text) else None
+        typed = (m.group(1), (m.group(2) or "").strip()) if m and m.group(2) and not m.group(1).endswith("Warning") \
+            else _bare_wording(ln.text)
+        if typed is None:
+            continue
+        exc = ExceptionInfo(typed[0], typed[1][:600], (), ln.where, ln.rank, ln.seq, ln.raw)
+        facts = facts if facts is not None else _facts(ctx)
+        verdict = classify(exc, (), facts=facts)
+        if verdict is not None:
+            return exc, verdict
+    return None
 
 
 def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | None:
