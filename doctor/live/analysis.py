@@ -236,9 +236,9 @@ class Analysis:
             self.dog.progress(f"checkpoint {os.path.basename(self.rundir.grew.path)} growing")
         need = self.rundir.last_checkpoint_size()
         if need:
-            import shutil  # with bz2 and lzma (~6 M instructions): once a checkpoint is saved, not at every start
+            from ..sources.safeio import free_bytes  # shutil.disk_usage's reading, without shutil's imports
             try:
-                free = shutil.disk_usage(self.run_dir).free
+                free = free_bytes(self.run_dir)
             except OSError:
                 return
             self.session.emit(DiskTick(self.clock() - self.t0, self.run_dir, free,
