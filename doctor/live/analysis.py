@@ -54,7 +54,8 @@ class Analysis:
                 except queue.Empty:
                     item = ()
                 if item:   # more output may follow: take what comes within BATCH_S with it (see BATCH_S)
-                    time.sleep(BATCH_S)
+                    if feed.q.empty():   # caught up (behind, under a flood, it takes what waits at once)
+                        time.sleep(BATCH_S)
                     _drain(feed.q, batch)
             if item is None:
                 break
