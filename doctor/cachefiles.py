@@ -1,10 +1,11 @@
 """The cache folder, ``$XDG_CACHE_HOME/grpo-doctor`` (default ``~/.cache/grpo-doctor``), and its files: compiled
 Hyperscan databases and the catalog's trigger words (gate.py), the parsed rule files and the catalog as built
 (registry.py), the parsed TOML tables of doctor/data (``toml_table``), the compiled regular expressions (lazyre.py), the
-known-issues index as built (known/index.py), the compiled methods of dataclasses (fastclasses.py), the raise sites of
-the known threads' signatures (known/mechanism.py), the routing of the rules built on their first signal
-(lazyrules.py), the raise-site index's buckets decompressed (classify/raise_store.py), the raise-site templates'
-compiled patterns (lazyre.py ``site_compiled``).
+known-issues index as built (known/index.py), the compiled methods of dataclasses (fastclasses.py) and what @dataclass
+does to each class of the package (classplans.py), the raise sites of the known threads' signatures
+(known/mechanism.py), the routing of the rules built on their first signal (lazyrules.py), the raise-site index's
+buckets decompressed (classify/raise_store.py), the raise-site templates' compiled patterns (lazyre.py
+``site_compiled``).
 
 Every file there is a speed-up only: one that cannot be read, written or pruned costs the work it would have saved,
 never the run. Each kind is named ``<prefix>-<24 hex digits><suffix>``, the digits a key of what the file holds, so
@@ -45,6 +46,7 @@ REGEX = Kind("re", ".marshal", 4)   # compiled regular expressions of one interp
 # the raise-site templates' patterns compiled by re (lazyre.site_compiled): read by a report that looks an exception up
 SITE_REGEX = Kind("sitere", ".marshal", 2)
 CLASSES = Kind("dataclasses", ".marshal", 4)   # the methods @dataclass generates, compiled (doctor/fastclasses.py)
+CLASS_PLANS = Kind("classplans", ".marshal", 4)   # what @dataclass does to each class, recorded (doctor/classplans.py)
 SITES = Kind("sites", ".marshal", 2)   # the raise sites of the known threads' signatures (doctor/known/mechanism.py)
 RAW_SITES = Kind("rawsites", ".bin", 2)   # the raise-site index's buckets decompressed (doctor/classify/raise_store.py)
 ROUTES = Kind("routes", ".marshal", 4)   # how each check rule built on its first signal is routed (doctor/lazyrules.py)

@@ -19,10 +19,8 @@ from .checks.checkpoint._facts import inventory, inventory_line
 from .engine import Session
 from .model import Finding, InputInfo, Report
 from .registry import RuleMeta, _load_one, _parsed, rule_files
-from .selectors import resolve
 from .signals import CheckpointInput
 from .sources.checkpoint import CheckpointFacts, checkpoint_dir_of, find_checkpoints, is_checkpoint_dir, read_checkpoint
-from .sources.inputs import InputError, path_exists
 from .sources.safeio import what_is
 from .sources.swiftconfig import RunConfig
 
@@ -67,6 +65,9 @@ def check_checkpoint_dirs(dirs: Iterable[str | os.PathLike], *, expect: str | No
 def group_paths(paths: list[str]) -> list[tuple[Path, str]]:
     """Checkpoint directories named by the arguments: a checkpoint dir, any file inside one (global_stepN/
     files belong to their checkpoint), or a run directory (its checkpoint-N/ folders). Each once, in order."""
+    # check-ckpt's path: watch, which checks each checkpoint it sees saved, imports neither the input readers nor the
+    # selectors (difflib) for it
+    from .sources.inputs import InputError, path_exists
     out: list[tuple[Path, str]] = []
     seen: set[str] = set()
 
@@ -107,6 +108,8 @@ def group_paths(paths: list[str]) -> list[tuple[Path, str]]:
 def check_paths(paths: list[str], *, expect: str | None = None, select: set[str] | None = None,
                 ignore: set[str] | None = None) -> Report:
     """The report of ``grpo-doctor check-ckpt PATH...``."""
+    from .selectors import resolve
+    from .sources.inputs import InputError
     groups = group_paths(paths)
     for d, disp in groups:
         if not os.access(d, os.R_OK | os.X_OK):

@@ -15,10 +15,15 @@ from typing import Any
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["watch"]:
+        from .live import collector
+        collector.hold()   # no garbage collection while watch starts: resumed once its rules are built
         from .live.command import parse, run
         params = parse(args[1:])
         if params is not None:
-            sys.exit(run(**params))
+            code = run(**params)
+            collector.done()
+            sys.exit(code)
+        collector.resume()
     from .cli_app import main as typer_main
     typer_main()
 

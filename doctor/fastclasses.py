@@ -14,10 +14,13 @@ file is bounded by the classes that are made; an unreadable or damaged file cost
 from __future__ import annotations
 
 import builtins
+from _thread import get_ident
 from typing import Any
 
 _table: dict[str, bytes] | None = None   # source text -> marshal of its code object; None until the file is read
 _new: dict[str, bytes] = {}   # compiled in this process, written at exit
+# set by doctor/classplans.py while it records a class: (the recording thread, the codes it runs, marshalled)
+seen: tuple[int, list[bytes]] | None = None
 
 
 def _key() -> str:
@@ -58,7 +61,9 @@ def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:  # noqa
         if not _new:
             import atexit
             atexit.register(_save)
-        _new[source] = marshal.dumps(code)
+        _new[source] = packed = marshal.dumps(code)
+    if seen is not None and seen[0] == get_ident():
+        seen[1].append(packed)   # type: ignore[arg-type]
     return builtins.exec(code, globals, locals)
 
 
@@ -72,3 +77,5 @@ def install() -> None:
     if not hasattr(dataclasses, "_create_fn"):   # another layout of the module (3.13's _FuncBuilder): leave it
         return
     dataclasses.exec = _exec  # type: ignore[attr-defined]
+    from . import classplans  # and whole classes replayed from their recorded plans (CPython 3.11)
+    classplans.install()

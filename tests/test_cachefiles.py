@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,13 @@ def test_the_built_catalog_comes_back_the_same_and_a_recent_edit_bypasses_it(cac
         assert not list(cache.glob("rules-*.json"))
         assert [registry._dump(m) for m in again] == [registry._dump(m) for m in built]
         assert [type(p.regex) for m in again for p in m.patterns] == [type(p.regex) for m in built for p in m.patterns]
+        # the records as their __init__ makes them (registry._record fills their __dict__): the same attributes in the
+        # same order, equal but for the compiled-on-use regexes (compared by identity)
+        for a, b in zip(again, built, strict=True):
+            assert replace(a, patterns=(), exceptions=()) == replace(b, patterns=(), exceptions=())
+            assert list(vars(a)) == list(vars(b)) and type(a) is type(b) and a.severity is b.severity
+            for pa, pb in zip(a.patterns + a.exceptions, b.patterns + b.exceptions):
+                assert list(vars(pa)) == list(vars(pb)) and type(pa) is type(pb)
         # an edit that keeps the file's size, just made: a file changed in the last seconds is read and parsed
         one = sorted(rules.glob("*/GD1*.toml"))[0]
         text = one.read_text(encoding="utf-8")

@@ -293,3 +293,28 @@ def test_framework_told_by_more_of_its_own_words():
                        "'actor_rollout_ref.actor.optim.lr=1e-6']"], {})[0] == "verl"
     # Apple's Swift toolchain is not ms-swift
     assert detect([], ["swift build -c release"], {})[0] is None
+
+
+def test_text_marks_skip_a_text_without_any_word_exactly():
+    """_text_marks answers a text holding none of its tests' words from one search (_ANY_WORD, _ANY_BLIND_WORD):
+    the same marks as every test run in full, over each line of the development logs and each word alone."""
+    from doctor.swift import framework as fw
+
+    def in_full(t: str) -> tuple[frozenset[str], bool]:
+        found = {"ms-swift"} if any(s in t for s in fw._SWIFT_LOG) else set()
+        if "nsloth" in t and fw._UNSLOTH_TEXT.search(t):
+            found.add("unsloth")
+        found.update(fw._cmd_marks(t))
+        return frozenset(found), any(s in t for s in fw._OPEN_R1)
+
+    words = [w for _, ws, _, _ in fw._CMD for w in ws] + list(fw._SWIFT_LOG) + list(fw._OPEN_R1) + ["nsloth"]
+    texts = [f"x {w} y" for w in words] + [f"X {w.upper()} Y" for w in words] + ["swift rlhf --rlhf_type grpo",
+                                                                                    "LLaMA-Factory/src/train.py"]
+    for log in sorted(DEVLOGS.parent.glob("devlogs*/*/log.txt")):
+        texts += log.read_text(encoding="utf-8", errors="replace").splitlines()
+    marked = 0
+    for t in texts:
+        want = in_full(t)
+        assert fw._text_marks.__wrapped__(t) == want, t   # type: ignore[attr-defined]
+        marked += bool(want[0] or want[1])
+    assert marked > 100

@@ -148,3 +148,24 @@ def test_hs_literal_escapes_every_byte_but_letters_and_digits():
     words += [bytes((i, (i * 7) % 256, (i * 13) % 256)) for i in range(256)]
     for w in words:
         assert hs_literal(w) == by_byte(w), w
+
+
+def test_the_words_database_matches_as_the_escaped_literals_do(tmp_path, monkeypatch):
+    """hs_words_database (keyed by the words, escaped only to compile) finds what hs_database of the escaped words
+    finds, compiled and then read back from the cache; another list of words is another cache entry."""
+    import pytest
+    hyperscan = pytest.importorskip("hyperscan")
+    from doctor.gate import hs_database, hs_literal, hs_words_database
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    words = ["CUDA out of memory", "a.b*c", "[rank0]:", "中文 error", "x\0y", "(?:no)"]
+    text = "x [rank0]: a.b*c then CUDA out of memory, 中文 error; (?:no) x\0y a_b_c".encode()
+
+    def hits(db) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        db.scan(text, match_event_handler=lambda i, s, e, f, c: out.append((i, e)), scratch=hyperscan.Scratch(db))
+        return sorted(out)
+    want = hits(hs_database([hs_literal(w.encode()) for w in words]))
+    assert len(want) == len(words)
+    assert hits(hs_words_database(words)) == want       # compiled
+    assert hits(hs_words_database(words)) == want       # from the cache
+    assert hits(hs_words_database(words[:2])) == [h for h in want if h[0] < 2]

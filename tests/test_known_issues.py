@@ -254,8 +254,14 @@ def test_the_shipped_index_comes_back_from_the_cache_as_built(tmp_path, monkeypa
     built = ki.Index(ki.read(ki.DATA))
     first, again = ki._shipped(), ki._shipped()
     assert list(tmp_path.glob("grpo-doctor/known-*.marshal"))
-    for idx in (first, again):
-        for k in ki.Index._FIELDS:
-            assert getattr(idx, k) == getattr(built, k) and list(getattr(idx, k)) == list(getattr(built, k)), k
     q = ("RuntimeError", "CUDA out of memory. Tried to allocate 2.00 GiB", "out-of-memory")
     assert again.match(*q) == built.match(*q)
+    # from the cache, the threads and signatures are decoded as a lookup reads them: a few of them
+    assert 0 < sum(t is not None for t in again.threads._got) < len(built.threads) / 4
+    assert 0 < sum(t is not None for t in again.sigs._got) < len(built.sigs) / 4
+    for idx in (first, again):
+        for k in ki.Index._FIELDS:
+            if k not in ki.Index._PACKED:
+                assert getattr(idx, k) == getattr(built, k), k
+            assert list(getattr(idx, k)) == list(getattr(built, k)), k
+        assert idx.threads[-1] == built.threads[-1] and idx.sigs[2:5] == built.sigs[2:5]

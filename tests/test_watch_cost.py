@@ -143,3 +143,34 @@ def test_watch_does_not_evaluate_a_session_that_took_no_input(tmp_path: Path) ->
     got = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(tmp_path / "run" / "grpo-doctor-console.log"),
                           "--format", "json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert [f["rule_id"] for f in rep["findings"]] == [f["rule_id"] for f in json.loads(got.stdout)["findings"]]
+
+
+def test_watch_holds_the_garbage_collector_only_while_it_starts(tmp_path: Path) -> None:
+    """The process entry holds the cyclic garbage collector off while watch imports its modules and builds its rules
+    (doctor/live/collector.py); then what the start made is frozen (never walked again) and the collector runs for
+    what the run makes: on at the end, with the start's objects in the permanent generation."""
+    code = ("import sys, gc, atexit; atexit.register(lambda: print('counts', int(gc.isenabled()), gc.get_freeze_count(), "
+            "file=sys.stderr)); from doctor.cli import main; sys.argv[0] = 'grpo-doctor'; main()")
+    p = _watch(code, tmp_path, ROWS)
+    assert p.returncode == 0, p.stderr
+    enabled, frozen = _counts(p.stderr)
+    assert enabled == 1 and frozen > 10_000, (enabled, frozen)
+
+
+def test_the_collector_is_left_as_a_library_caller_set_it() -> None:
+    """Without the process entry's hold (watch called in process), resume changes nothing: the collector stays as
+    the caller set it, and nothing is frozen."""
+    import gc
+
+    from doctor.live import collector
+    frozen = gc.get_freeze_count()
+    was = gc.isenabled()
+    try:
+        gc.disable()
+        collector.resume()
+        assert not gc.isenabled() and gc.get_freeze_count() == frozen
+        gc.enable()
+        collector.resume()
+        assert gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.enable() if was else gc.disable()

@@ -124,8 +124,11 @@ class Provenance:
             exc = self._where.get((ev.path, ev.line))
             keyed = self._of_exception(exc) if exc is not None and exc.message else self._of_line(ev.text)
             funcs = tuple(fr.func for fr in exc.frames) if exc is not None else ()
+            picked = _pick(_by_frame(keyed, funcs))
+            if not picked:   # no site: the index's modules not imported for it (a metric row, a warning line)
+                continue
             from .raise_sites import open_below
-            for s in _pick(_by_frame(keyed, funcs)):
+            for s in picked:
                 shown = open_below(s.package, s.versions)
                 rb = RaisedBy(s.package, s.versions, s.module, s.where, s.kind, shown,
                               scope(s, shown, funcs, ev.text, self.run.versions))

@@ -13,6 +13,7 @@ import json
 import math
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,16 +61,21 @@ class Index:
     """Threads and their signatures, with an inverted word index for the similarity."""
 
     _FIELDS = ("meta", "threads", "exact", "sigs", "postings", "idf")
+    # kept marshalled one item each, decoded when read: a lookup reads the 30-100 signatures that share a word with its
+    # message and their threads, of ~640 and ~550 (decoding them all was ~11 M instructions of each failed run's report)
+    _PACKED = ("threads", "sigs")
 
     def dump(self) -> tuple:
         """What ``restore`` rebuilds this index from (plain values: marshal keeps floats and dict order exactly)."""
-        return tuple(getattr(self, k) for k in self._FIELDS)
+        import marshal
+        return tuple([marshal.dumps(v) for v in getattr(self, k)] if k in self._PACKED else getattr(self, k)
+                     for k in self._FIELDS)
 
     @classmethod
     def restore(cls, fields: tuple) -> Index:
         idx = cls.__new__(cls)
         for k, v in zip(cls._FIELDS, fields, strict=True):
-            setattr(idx, k, v)
+            setattr(idx, k, _Packed(v) if k in cls._PACKED else v)
         return idx
 
     def __init__(self, doc: dict[str, Any]):
@@ -143,6 +149,26 @@ class Index:
         return out[:top]
 
 
+class _Packed(Sequence):
+    """A list whose items are kept as their marshal bytes, each decoded on its first read (then kept)."""
+
+    def __init__(self, raw: list[bytes]):
+        self._raw = raw
+        self._got: list[Any] = [None] * len(raw)   # an item is never None (a thread's dict, a signature's tuple)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._raw)))]
+        got = self._got[i]
+        if got is None:
+            import marshal
+            got = self._got[i] = marshal.loads(self._raw[i])
+        return got
+
+
 _lock = threading.Lock()
 _index: Index | None = None
 
@@ -158,6 +184,9 @@ def load(path: Path | None = None) -> Index:
         return _index
 
 
+_CACHE_FORM = 2   # the form of Index.dump in the cache file (2: threads and signatures marshalled one by one)
+
+
 def _shipped() -> Index:
     """The shipped index, from the cache folder when it was built from these very bytes before: reading the file and
     weighting every signature's words took ~25 ms of CPU in each failed run's report (doctor/cachefiles.py)."""
@@ -166,7 +195,7 @@ def _shipped() -> Index:
 
     from .. import cachefiles
     data = DATA.read_bytes()
-    key = cachefiles.key_of(f"{sys.version_info[:2]}\0".encode() + data)
+    key = cachefiles.key_of(f"{sys.version_info[:2]}\0{_CACHE_FORM}\0".encode() + data)
     cached = cachefiles.read(cachefiles.KNOWN, key)
     if cached is not None:
         try:

@@ -88,7 +88,8 @@ _known: dict[str, tuple[Site, ...]] | None = None
 _known_new: dict[str, tuple[Site, ...]] = {}
 # the modules whose code may decide a text's sites: every module of the package that a process doing nothing but lookups
 # holds (tests/test_known_mechanism.py checks it), each a path relative to the package
-SITES_CODE = ("__init__.py", "cachefiles.py", "fastclasses.py", "lazyre.py", "model.py", "signals.py", "values.py",
+SITES_CODE = ("__init__.py", "cachefiles.py", "classplans.py", "classplans_replay.py", "fastclasses.py", "lazyre.py",
+              "model.py", "signals.py", "values.py",
               "classify/__init__.py", "classify/message.py", "classify/raise_sites.py", "classify/raise_store.py",
               "classify/site_rank.py", "known/__init__.py", "known/index.py", "known/mechanism.py",
               "known/normalise.py", "live/__init__.py", "live/atomic.py", "sources/__init__.py",

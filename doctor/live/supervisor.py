@@ -25,7 +25,7 @@ from ..engine import Session
 from ..model import InputInfo, Report, Severity
 from ..registry import load_catalog
 from ..sources.logtext import LineReader
-from . import actions, exits, integrations
+from . import actions, collector, exits, integrations
 from .analysis import Analysis
 from .hangs import Hangs
 from .reporting import Reporting
@@ -189,6 +189,8 @@ class Watch(Analysis, Hangs, Reporting):
                 actions.signal_group(self.pgid, signal.SIGKILL)
                 self.proc.wait()
                 raise
+            # what the start made lives as long as watch: out of the collector's way (doctor/live/collector.py)
+            collector.resume()
             self._begin_watching()
             shown = shlex.join(self.argv).replace("\n", " ")
             say(f"watching pid {self.proc.pid} ({shown[:200]}{'...' if len(shown) > 200 else ''}); console log "

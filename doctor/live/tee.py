@@ -130,7 +130,7 @@ class Feed:
         self.limit = limit
         self.lag = lag
         self.clock = clock
-        self.q: queue.Queue = queue.Queue()
+        self.q: queue.SimpleQueue = queue.SimpleQueue()
         self.backlog = 0
         self.lock = threading.Lock()
         self.skipping: dict[int, list] = {}   # stream fd -> [stream, bytes, newlines, tail]

@@ -141,16 +141,21 @@ def _findings(report: Report) -> list[str]:
                 esc(f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}") for e in f.evidence) + '</pre>')
         for rb in f.raised_by:  # doctor/classify/provenance.py
             out.append(f'<p class="meta">{esc(rb.describe())}</p>')
-        from .. import known  # the report's findings only: watch builds its curves at start
-        fixes = list(f.fix) + known.fix_lines(f, report.run)  # a known fix: the same failure mechanism only
+        # the known issues of a finding at error with evidence (known.for_finding looks up no other, so the modules
+        # that load its index are not imported for a run whose findings are warnings)
+        looked_up = f.severity == Severity.error and bool(f.evidence)
+        if looked_up:
+            from .. import known
+        fixes = list(f.fix) + (known.fix_lines(f, report.run) if looked_up else [])  # the same failure mechanism only
         if fixes:
             out.append('<div class="lbl">fix</div><ul>' + "".join(f"<li>{esc(s)}</li>" for s in fixes) + "</ul>")
         for key in ("verify", "prevent"):
             if extra.get(key):
                 out.append(f'<div class="lbl">{key}</div><p>{esc(extra[key])}</p>')
-        for label, shown, line in (("known issues", known.same_failure(f, report.run), known.describe),
-                                   ("similar threads (similar wording, not shown to be the same failure)",
-                                    known.similar(f, report.run), known.similar_line)):
+        threads = (("known issues", known.same_failure(f, report.run), known.describe),
+                   ("similar threads (similar wording, not shown to be the same failure)", known.similar(f, report.run),
+                    known.similar_line)) if looked_up else ()
+        for label, shown, line in threads:
             if shown:
                 out.append(f'<div class="lbl">{esc(label)}</div><ul>' + "".join(
                     f"<li>{esc(line(m))} ({esc(m.url)})</li>" for m in shown) + "</ul>")

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import lazyre
-from .safeio import link_out, open_regular, read_head, walk
+from .safeio import free_bytes, link_out, open_regular, read_head, walk
 from .safetensors_header import LFS_MAGIC, HeaderFacts, parse_lfs_pointer, read_header
 
 MAX_JSON = 64 * 1024 * 1024
@@ -283,8 +282,7 @@ def read_checkpoint(d: Path, display: str | None = None, *, run_dir_facts: bool 
         except OSError:
             pass
     try:
-        usage = shutil.disk_usage(d)
-        facts.fs_free = usage.free
+        facts.fs_free = free_bytes(d)
         facts.fs_mount = _mount_of(d)
     except OSError:
         pass

@@ -128,6 +128,15 @@ _CMD = (
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
     ("trl", ("hivemind_exp", "swarm"), False, lazyre.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
+# every word _text_marks tests for, in one pattern for the text as it is and one for the text lowered (_CMD's case-blind
+# words): a text with none of them (most lines of a run: bars, metric rows, completions) names no framework, told by
+# two searches instead of ~25 tests of words (watch asks it of each log line it keeps, at every evaluation: ~20 M
+# instructions of a 4-step run's final report, where the 400 first lines of its log are read)
+_ANY_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
+    {*_SWIFT_LOG, "nsloth", *_OPEN_R1, *(w for _, words, blind, _ in _CMD if not blind for w in words)})))
+_ANY_BLIND_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
+    {w for _, words, blind, _ in _CMD if blind for w in words})))
+_NO_MARKS: tuple[frozenset[str], bool] = (frozenset(), False)
 _WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl")
 # the log's own format: a GRPO metric row (its reward keys) printed by transformers' Trainer.log without the keys that
 # ms-swift adds to every row it logs (swift/trainers/mixin.py and its progress callback: 'global_step/max_steps',
@@ -189,6 +198,8 @@ def from_paths(paths: Iterable[str]) -> tuple[str | None, bool]:
 def _text_marks(t: str) -> tuple[frozenset[str], bool]:
     """(the frameworks one text names, whether it names open-r1). Cached: watch asks the framework of the same last
     lines at every live evaluation (~0.1 s of a 4-step scoreboard run's CPU in these searches)."""
+    if _ANY_WORD.search(t) is None and _ANY_BLIND_WORD.search(t.lower()) is None:
+        return _NO_MARKS   # none of the words that every test below needs
     found: set[str] = set()
     if any(s in t for s in _SWIFT_LOG):
         found.add("ms-swift")
