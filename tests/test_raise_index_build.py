@@ -33,6 +33,12 @@ versions = ["4.5.3", "4.6.0"]
 """
 
 
+def _files(name: str, version: str) -> list[tuple[str, bytes]]:
+    """(path inside the package, bytes) of a fixture release's .py files, in a fixed order."""
+    top = SRC / f"{name}-{version}"
+    return [(f.relative_to(top).as_posix(), f.read_bytes()) for f in sorted(top.rglob("*.py"))]
+
+
 class DirFetcher:
     """Stands in for the PyPI download: wheels zipped from the fixture sources."""
 
@@ -45,8 +51,8 @@ class DirFetcher:
         if not whl.exists():
             d.mkdir(parents=True)
             with zipfile.ZipFile(whl, "w") as z:
-                for f in sorted((SRC / f"{name}-{version}").rglob("*.py")):
-                    z.write(f, f.relative_to(SRC / f"{name}-{version}").as_posix())
+                for rel, data in _files(name, version):
+                    z.writestr(rel, data)
         return whl
 
 
@@ -219,8 +225,8 @@ def test_releases_under_an_earlier_name_are_filed_under_the_current_one(tmp_path
             whl = self.tmp / "cache" / name / version / f"oldtrl-{version}-py3-none-any.whl"
             whl.parent.mkdir(parents=True)
             with zipfile.ZipFile(whl, "w") as z:
-                for f in sorted((SRC / f"trl-{version}").rglob("*.py")):
-                    z.writestr("old" + f.relative_to(SRC / f"trl-{version}").as_posix(), f.read_bytes())
+                for rel, data in _files("trl", version):
+                    z.writestr("old" + rel, data)
             return whl
 
     lst = tmp_path / "packages.toml"
@@ -245,9 +251,8 @@ def test_a_wheel_s_purelib_files_are_the_package_s_own(built, tmp_path):
             if not whl.exists():
                 whl.parent.mkdir(parents=True)
                 with zipfile.ZipFile(whl, "w") as z:
-                    for f in sorted((SRC / f"{name}-{version}").rglob("*.py")):
-                        rel = f.relative_to(SRC / f"{name}-{version}").as_posix()
-                        z.writestr(f"{name}-{version}.data/purelib/{rel}", f.read_bytes())
+                    for rel, data in _files(name, version):
+                        z.writestr(f"{name}-{version}.data/purelib/{rel}", data)
             return whl
 
     lst = tmp_path / "packages.toml"
@@ -267,9 +272,8 @@ def test_an_sdist_s_src_layout_is_read_as_the_installed_paths(built, tmp_path):
             if not tgz.exists():
                 tgz.parent.mkdir(parents=True)
                 with tarfile.open(tgz, "w:gz") as t:
-                    for f in sorted((SRC / f"{name}-{version}").rglob("*.py")):
-                        data = f.read_bytes()
-                        info = tarfile.TarInfo(f"{name}-{version}/src/{f.relative_to(SRC / f'{name}-{version}').as_posix()}")
+                    for rel, data in _files(name, version):
+                        info = tarfile.TarInfo(f"{name}-{version}/src/{rel}")
                         info.size = len(data)
                         t.addfile(info, io.BytesIO(data))
             return tgz

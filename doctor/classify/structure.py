@@ -154,8 +154,10 @@ def classify(exc: ExceptionInfo | None, frames: tuple[Frame, ...], table: tuple[
 SITE_LINE = 0  # the line number of a frame taken from the raise-site index (no frame in the log)
 
 
-@lru_cache(maxsize=256)
-def _matches(text: str) -> tuple:
+@lru_cache(maxsize=512)
+def site_matches(text: str) -> tuple:
+    """The raise-site index's matches for a text, best first, looked up once per text (the structural verdict, the
+    framework reading and watch's repeated evaluations ask the same wordings)."""
     from .raise_sites import lookup
     return tuple(lookup(text))
 
@@ -167,7 +169,7 @@ def _closest(exc: ExceptionInfo, floor: float) -> list:
     if not exc.message or len(exc.message) < 20:
         return []
     try:
-        found = _matches(f"{exc.type}: {exc.message}")
+        found = site_matches(f"{exc.type}: {exc.message}")
     except (OSError, ValueError):
         return []
     if not found or found[0].score < floor:

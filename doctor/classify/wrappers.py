@@ -48,9 +48,9 @@ def _lazy_inner(exc: ExceptionInfo) -> ExceptionInfo | None:
     typed = _PLAIN.match(inner)
     if typed:
         return ExceptionInfo(typed.group(1), typed.group(2), exc.frames, where, exc.rank, exc.seq, raw)
-    from .raise_sites import lookup
+    from .structure import site_matches
     try:
-        best = next(iter(lookup(inner)), None)
+        best = next(iter(site_matches(inner)), None)
     except (OSError, ValueError):
         return None
     if best is None or best.score < 0.95:

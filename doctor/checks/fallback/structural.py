@@ -4,12 +4,11 @@ the session's verdict when the verdict's category is its own. GD999 steps aside 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 from ... import lazyre
 from ...classify.component import rel, user_frames
-from ...classify.structure import SITE_LINE, Verdict, first_failure
+from ...classify.structure import SITE_LINE, Verdict, first_failure, site_matches
 from ...classify.wrappers import unwrap
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
@@ -45,25 +44,28 @@ def _bare_wording(text: str) -> tuple[str, str] | None:
     return None
 
 
+def exception_named_in(line: LogLine) -> ExceptionInfo | None:
+    """The exception a line names outside a traceback (a title, a summary, a sentence): ``Type: message`` (a warning
+    class is none), a notebook header's type, or CPython's own wording without its type; None otherwise."""
+    if "Error" not in line.text and "Exception" not in line.text:
+        bare = _bare_wording(line.text)
+        # CPython's own wording of the exception in a title or a sentence, without its type
+        return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
+    m = _EMBEDDED.search(line.text)
+    if m is None or m.group(1).endswith("Warning"):
+        return None
+    msg = (m.group(2) or "").strip()
+    key = _QUOTED_THEN_PROSE.match(msg)
+    if key:  # "KeyError: 'input_ids'. Interestingly, ...": the message is the quoted key, prose follows
+        msg = key.group(1)
+    return ExceptionInfo(m.group(1), msg[:600], (), line.where, line.rank, line.seq, line.raw)
+
+
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
         return []
-    out = []
-    for tail in ctx.tails.values():
-        for line in tail:
-            if "Error" not in line.text and "Exception" not in line.text:
-                bare = _bare_wording(line.text)
-                if bare:  # CPython's own wording of the exception in a title or a sentence, without its type
-                    out.append(ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw))
-                continue
-            m = _EMBEDDED.search(line.text)
-            if m and not m.group(1).endswith("Warning"):
-                msg = (m.group(2) or "").strip()
-                key = _QUOTED_THEN_PROSE.match(msg)
-                if key:  # "KeyError: 'input_ids'. Interestingly, ...": the message is the quoted key, prose follows
-                    msg = key.group(1)
-                out.append(ExceptionInfo(m.group(1), msg[:600], (), line.where, line.rank, line.seq, line.raw))
+    out = [exc for tail in ctx.tails.values() for line in tail if (exc := exception_named_in(line)) is not None]
     if not out and not ctx.launch_in_log():
         out = indexed_wordings(ctx)
     return out
@@ -72,13 +74,6 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
 # the words of a library's refusal; a line holding none is not looked up in the raise-site index
 _REFUSAL = lazyre.compile(r"(?i)\b(?:can't|cannot|can not|not found|unable to|failed to|invalid|unsupported|not supported|"
                           r"must be|should be|does not|doesn't|no such|not allowed|expected)\b")
-
-
-@functools.lru_cache(maxsize=512)
-def _best_site(text: str):
-    """The raise-site index's best match for a line (looked up once per wording: watch evaluates again and again)."""
-    from ...classify.raise_sites import lookup
-    return next(iter(lookup(text)), None)
 
 
 def indexed_wordings(ctx: RunState) -> list[ExceptionInfo]:
@@ -91,7 +86,7 @@ def indexed_wordings(ctx: RunState) -> list[ExceptionInfo]:
             if not _REFUSAL.search(line.text):
                 continue
             try:
-                best = _best_site(line.text)
+                best = next(iter(site_matches(line.text)), None)
             except (OSError, ValueError):
                 return []
             if best is not None and best.score >= 0.95 and best.kind.endswith(("Error", "Exception")):

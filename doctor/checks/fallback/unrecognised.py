@@ -390,23 +390,29 @@ def _version_story(ctx: RunState) -> tuple[str, str, LogLine] | None:
     return got[0] if got is not None and got[0][0] == "import-or-dependency-error" else None
 
 
-def _exception_above(ctx: RunState, line: LogLine):
-    """(the exception, its structural verdict) when a line above a cut stack (an issue's title, a sentence) names an
-    exception that the structure table places without frames; None otherwise."""
-    from ...classify.structure import classify
-    from .structural import _EMBEDDED, _bare_wording, _facts
+def _lines_above_stack(ctx: RunState, line: LogLine) -> list[LogLine]:
+    """The kept lines before the cut stack that ends at ``line``: above its Traceback header, or, for a stack pasted
+    from its first frame without the header, above that frame."""
     tail = tail_before(ctx.tails, line)
     header = next((i for i, t in enumerate(reversed(tail)) if "Traceback" in t.text), None)
-    before = tail[:len(tail) - 1 - header] if header is not None else \
-        tail[:next((i for i, t in enumerate(tail) if plain(t.text).startswith('File "')), 0)]
+    if header is not None:
+        return tail[:len(tail) - 1 - header]
+    return tail[:next((i for i, t in enumerate(tail) if plain(t.text).startswith('File "')), 0)]
+
+
+def _exception_above(ctx: RunState, line: LogLine):
+    """(the exception, its structural verdict) when a line above a cut stack (an issue's title, a sentence) names an
+    exception with its message that the structure table places without frames; None otherwise."""
+    from ...classify.structure import classify
+    from .structural import _bare_wording, _facts, exception_named_in
     facts = None
-    for ln in before[:12]:
-        m = _EMBEDDED.search(ln.text) if ("Error" in ln.text or "Exception" in ln.text) else None
-        typed = (m.group(1), (m.group(2) or "").strip()) if m and m.group(2) and not m.group(1).endswith("Warning") \
-            else _bare_wording(ln.text)
-        if typed is None:
+    for ln in _lines_above_stack(ctx, line)[:12]:
+        exc = exception_named_in(ln)
+        if exc is None or not exc.message:  # a type alone (a notebook header) places nothing: CPython's wording may
+            bare = _bare_wording(ln.text)
+            exc = ExceptionInfo(bare[0], bare[1], (), ln.where, ln.rank, ln.seq, ln.raw) if bare else None
+        if exc is None:
             continue
-        exc = ExceptionInfo(typed[0], typed[1][:600], (), ln.where, ln.rank, ln.seq, ln.raw)
         facts = facts if facts is not None else _facts(ctx)
         verdict = classify(exc, (), facts=facts)
         if verdict is not None:
@@ -418,11 +424,5 @@ def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | Non
     """(category, what the words say, the line) when a person's sentence before a cut stack (an issue's title, "I
     get an out of memory error:") names a symptom other than a stop; None otherwise."""
     from ..hang.prose import symptom_in
-    tail = tail_before(ctx.tails, line)
-    header = next((i for i, t in enumerate(reversed(tail)) if "Traceback" in t.text), None)
-    if header is not None:
-        before = tail[:len(tail) - 1 - header]
-    else:  # a stack pasted from its first frame, without the header
-        before = tail[:next((i for i, t in enumerate(tail) if plain(t.text).startswith('File "')), 0)]
-    got = symptom_in([before])
+    got = symptom_in([_lines_above_stack(ctx, line)])
     return got[0] if got is not None and not got[0][0].startswith("hang") else None

@@ -397,9 +397,8 @@ def _stopped_before_training(ctx: RunState) -> bool:
         return False
     from .endings import ending_of
     shown = program_lines(ctx.last_tail())
-    if len(shown) < 2 or len(shown) == len([ln for ln in ctx.last_tail() if ln.text.strip()]) and \
-            all(_sentence(ln) for ln in shown):
-        return False  # only sentences: where the words say it stopped is all there is
+    if len(shown) < 2 or all(_sentence(ln) for ln in shown):
+        return False  # only sentences (program_lines then gives them all): the words are all there is
     e = ending_of(shown, 0)
     return e is not None and e.before_training
 
