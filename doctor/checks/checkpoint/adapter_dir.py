@@ -19,7 +19,7 @@ def adapter_dir_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         return Diagnosis()
     assigned = _ASSIGNED.match(path)
     msg = (f"PEFT was asked to load an adapter from `{path}`: that path still holds the shell variable "
-           f"`{var.group(0)}`, which no shell expanded, so no such folder exists."
+           f"`{var.group(0)}`, which no shell expanded, so PEFT looked in a folder named by that literal text."
            + (f" The `{assigned.group('key')}=` in front of it is an assignment pasted into the argument." if assigned
               else ""))
     fix = (f"Give the adapter's real folder: set `{var.group('name')}` in the shell that runs the command (export it, "

@@ -47,8 +47,10 @@ def profile_diagnosis(hits: list[Hit], tail_texts: list[str], util_flag: str, le
     if conc is not None:
         parts.append(f"One request of {conc.group('len')} tokens fits {conc.group('x')} times: not even once.")
     elif sliver and not no_blocks:
-        parts.append(f"A KV share under {SLIVER:.1%} of the weights holds on the order of a thousand tokens: less "
-                     f"than one request of a usual max_model_len, so vLLM refuses to start right after this.")
+        parts.append(f"A KV share under {SLIVER:.1%} of the weights holds, at the usual ratio of a model's KV bytes "
+                     f"per token to its weight bytes (assumed: the model's layout is not in the log), on the order of "
+                     f"a thousand tokens: less than one request of a usual max_model_len, so vLLM most likely refuses "
+                     f"to start right after this (the excerpt stops before it says so).")
     fix = []
     if worst is not None and budget is not None:
         total, util = float(budget.group("t")), float(budget.group("u"))
