@@ -2,7 +2,9 @@
 copied unchanged from the PyPI wheels named in fixtures/raise-index/PROVENANCE.toml), and the template reader."""
 from __future__ import annotations
 
+import io
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -46,14 +48,27 @@ class DirFetcher:
         self.tmp = tmp
 
     def path(self, name: str, version: str, kind: str) -> Path:
-        d = self.tmp / "cache" / name / version
-        whl = d / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
-        if not whl.exists():
-            d.mkdir(parents=True)
-            with zipfile.ZipFile(whl, "w") as z:
-                for rel, data in _files(name, version):
-                    z.writestr(rel, data)
-        return whl
+        return self.archive(name, version, f"{name.replace('-', '_')}-{version}-py3-none-any.whl",
+                            _files(name, version))
+
+    def archive(self, name: str, version: str, filename: str, entries: list[tuple[str, bytes]]) -> Path:
+        """The cached download ``filename`` of a release, written once from ``entries`` (path in the archive, bytes):
+        a zip for a wheel, a gzip'd tar for an sdist."""
+        out = self.tmp / "cache" / name / version / filename
+        if out.exists():
+            return out
+        out.parent.mkdir(parents=True)
+        if filename.endswith(".tar.gz"):
+            with tarfile.open(out, "w:gz") as t:
+                for arcname, data in entries:
+                    info = tarfile.TarInfo(arcname)
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+        else:
+            with zipfile.ZipFile(out, "w") as z:
+                for arcname, data in entries:
+                    z.writestr(arcname, data)
+        return out
 
 
 @pytest.fixture(scope="module")
@@ -222,12 +237,8 @@ def test_releases_under_an_earlier_name_are_filed_under_the_current_one(tmp_path
         def path(self, name, version, kind):
             if name != "oldtrl":
                 return super().path(name, version, kind)
-            whl = self.tmp / "cache" / name / version / f"oldtrl-{version}-py3-none-any.whl"
-            whl.parent.mkdir(parents=True)
-            with zipfile.ZipFile(whl, "w") as z:
-                for rel, data in _files("trl", version):
-                    z.writestr("old" + rel, data)
-            return whl
+            return self.archive(name, version, f"oldtrl-{version}-py3-none-any.whl",
+                                [("old" + rel, data) for rel, data in _files("trl", version)])
 
     lst = tmp_path / "packages.toml"
     lst.write_text(LIST.split("[[package]]\nname = \"ms-swift\"")[0].replace(
@@ -247,13 +258,8 @@ def test_a_wheel_s_purelib_files_are_the_package_s_own(built, tmp_path):
 
     class Purelib(DirFetcher):
         def path(self, name, version, kind):
-            whl = self.tmp / "cache" / name / version / f"{name}-{version}-cp311-cp311-manylinux1_x86_64.whl"
-            if not whl.exists():
-                whl.parent.mkdir(parents=True)
-                with zipfile.ZipFile(whl, "w") as z:
-                    for rel, data in _files(name, version):
-                        z.writestr(f"{name}-{version}.data/purelib/{rel}", data)
-            return whl
+            return self.archive(name, version, f"{name}-{version}-cp311-cp311-manylinux1_x86_64.whl",
+                                [(f"{name}-{version}.data/purelib/{rel}", data) for rel, data in _files(name, version)])
 
     lst = tmp_path / "packages.toml"
     lst.write_text(LIST.replace('kind = "wheel"', 'kind = "platform-wheel"'))
@@ -263,20 +269,10 @@ def test_a_wheel_s_purelib_files_are_the_package_s_own(built, tmp_path):
 def test_an_sdist_s_src_layout_is_read_as_the_installed_paths(built, tmp_path):
     """``src_prefix = "src/"``: an sdist that keeps the package in src/ (axolotl's) gives the installed paths, the
     sites a wheel of the same files gives."""
-    import io
-    import tarfile
-
     class Sdist(DirFetcher):
         def path(self, name, version, kind):
-            tgz = self.tmp / "cache" / name / version / f"{name}-{version}.tar.gz"
-            if not tgz.exists():
-                tgz.parent.mkdir(parents=True)
-                with tarfile.open(tgz, "w:gz") as t:
-                    for rel, data in _files(name, version):
-                        info = tarfile.TarInfo(f"{name}-{version}/src/{rel}")
-                        info.size = len(data)
-                        t.addfile(info, io.BytesIO(data))
-            return tgz
+            return self.archive(name, version, f"{name}-{version}.tar.gz",
+                                [(f"{name}-{version}/src/{rel}", data) for rel, data in _files(name, version)])
 
     lst = tmp_path / "packages.toml"
     lst.write_text(LIST.replace('kind = "wheel"', 'kind = "sdist"\nsrc_prefix = "src/"'))
