@@ -66,10 +66,15 @@ class RaisedBy:
     # (its traceback or log line shows it, the run printed no version of the package); "package" neither (the frame
     # that raised it is another function, a version printed is outside the range, or nothing of the run shows where)
     scope: str = field(default="", compare=False)
+    # the test that leads to the site in the newest indexed release holding it ('' when the site is not guarded)
+    condition: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, str]:
-        return {"package": self.package, "versions": self.versions, "module": self.module,
-                "function": self.function, "kind": self.kind}
+        out = {"package": self.package, "versions": self.versions, "module": self.module,
+               "function": self.function, "kind": self.kind}
+        if self.condition:
+            out["condition"] = self.condition
+        return out
 
     def describe(self) -> str:
         """'raised by trl 0.15-0.16 `GRPOTrainer.__init__` (trl/trainer/grpo_trainer.py)' when the run shows both its

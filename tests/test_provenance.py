@@ -172,7 +172,9 @@ def test_rendering_text_json_markdown():
     doc = json.loads(jsonr.render(r))
     assert doc["findings"][0]["raised_by"] == [{
         "package": "ms-swift", "versions": "4.2-4.6", "module": "swift/rlhf_trainers/args_mixin.py",
-        "function": "RolloutTrainerArgumentsMixin._init_generation_batch_params", "kind": "ValueError"}]
+        "function": "RolloutTrainerArgumentsMixin._init_generation_batch_params", "kind": "ValueError",
+        # ms-swift 4.6.0 swift/rlhf_trainers/args_mixin.py lines 224-225, read by hand from the wheel
+        "condition": "num_generations > 1 and self.generation_batch_size % num_generations != 0"}]
     assert doc["run"]["inferred_versions"]["ms-swift"]["versions"] == "4.2-4.6"
     md = markdown.render(r).splitlines()
     assert line in md  # nothing in it needs escaping; the function is a code span

@@ -232,8 +232,10 @@ def test_narrow_versions_and_raised_by():
             "prompt (8). Given the current train batch size, the valid values for the number of generations are: [].")
     assert rs.narrow_versions(rs.lookup(line)) == {"ms-swift": "3.1-3.3", "trl": "0.15-0.16"}
     got = rs.raised_by(line)
+    # the condition: trl 0.16.1 trl/trainer/grpo_trainer.py line 428, read by hand from the wheel
     assert {"package": "trl", "versions": "0.15-0.16", "function": "GRPOTrainer.__init__",
-            "module": "trl/trainer/grpo_trainer.py", "kind": "ValueError"} in got
+            "module": "trl/trainer/grpo_trainer.py", "kind": "ValueError",
+            "condition": "self.num_generations not in possible_values"} in got
     assert rs.raised_by("RuntimeError: CUDA error: an illegal memory access was encountered") == []
 
 

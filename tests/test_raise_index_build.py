@@ -145,6 +145,64 @@ def test_the_builder_reads_hole_names(built):
     assert row[6] == ["self.generation_batch_size", "self.per_device_train_batch_size * num_processes"]
 
 
+def test_the_builder_records_the_condition_that_leads_to_a_site(built):
+    """trl 0.20 grpo_config.py lines 584-588: the raise sits in an `if` inside an `elif` branch; both tests are kept,
+    the outer first (read by hand from the fixture source)."""
+    row = _rows(built[3], package="trl", template="generation_batch_size ({any}) must be divisible by the global "
+                                                   "batch size ({any}).")[0]
+    assert row[7] == ("self.generation_batch_size is not None and self.steps_per_generation is None and "
+                      "self.generation_batch_size % (self.per_device_train_batch_size * num_processes) != 0")
+
+
+_GUARDED = """
+def check(a, b):
+    if a is None:
+        raise ValueError("a is missing here")
+    if b > 3:
+        raise ValueError("b is too large here")
+    elif not ready(b):
+        raise ValueError("b is not ready here")
+    else:
+        logger.warning("b is fine at %d", b)
+    try:
+        load(a)
+    except (KeyError, IndexError):
+        raise RuntimeError("the lookup failed here")
+    assert a == b, "a and b differ here"
+    if a or b:
+        if b % 2:
+            raise ValueError("odd b after either here")
+        try:
+            b.run()
+        except OSError:
+            if b:
+                raise ValueError("handled with b here")
+    raise ValueError("unguarded at the end")
+"""
+
+
+@pytest.mark.parametrize("template, condition", [
+    ("a is missing here", "a is None"),
+    ("b is too large here", "b > 3"),
+    ("b is not ready here", "not ready(b)"),       # an elif: its own test, not the negation of the `if` before it
+    ("b is fine at {int}", ""),                    # the else of an elif chain: every test above failed
+    ("the lookup failed here", "except (KeyError, IndexError)"),
+    ("a and b differ here", "a != b"),             # an assert fires when its expression is false
+    ("odd b after either here", "(a or b) and b % 2"),   # an `or` joined to the test inside it keeps its meaning
+    ("handled with b here", "b"),                  # a handler's test is not joined to `except T` by `and`
+    ("unguarded at the end", ""),
+])
+def test_conditions_of_invented_snippets(template, condition):
+    found = {t: c for _, _, t, _, c in sites(_GUARDED)}
+    assert found[template] == condition
+
+
+def test_a_condition_too_long_to_read_is_not_recorded():
+    test = " and ".join(f"flag_{i} is not None" for i in range(12))   # 12 clauses, over MAX_CONDITION
+    found = sites(f"if {test}:\n    raise ValueError('twelve clauses at once')\n")
+    assert found[0][4] == ""
+
+
 # Small invented snippets: one per construct the reader handles that the real fixture files lack.
 @pytest.mark.parametrize("code, kind, template", [
     ("import sys\nsys.exit(f'bad value {x}, stop here')", "SystemExit", "bad value {any}, stop here"),
@@ -161,7 +219,7 @@ def test_the_builder_reads_hole_names(built):
 ])
 def test_template_reader(code, kind, template):
     found = sites(code)
-    assert (kind, template) in {(k, t) for _, k, t, _ in found}, found
+    assert (kind, template) in {(k, t) for _, k, t, _, _ in found}, found
 
 
 def test_ranges():

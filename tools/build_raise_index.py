@@ -146,7 +146,7 @@ def release_sites(job: tuple[dict, str, str | None]) -> tuple[str, str, set, int
         try:
             with gzip.open(cached, "rt", encoding="utf-8") as f:
                 doc = json.load(f)
-            return spec["name"], version, {(a, b, c, d, tuple(e)) for a, b, c, d, e in doc["sites"]}, doc["files"]
+            return spec["name"], version, {(a, b, c, d, tuple(e), f) for a, b, c, d, e, f in doc["sites"]}, doc["files"]
         except (OSError, EOFError, ValueError):
             pass  # a broken cache file: read the release again
     out = set()
@@ -157,8 +157,8 @@ def release_sites(job: tuple[dict, str, str | None]) -> tuple[str, str, set, int
         found = _memo.get(key)
         if found is None:
             found = _memo[key] = file_sites(data)
-        for where, kind, tpl, holes in found:
-            out.add((rel, where, kind, tpl, tuple(holes)))
+        for where, kind, tpl, holes, cond in found:
+            out.add((rel, where, kind, tpl, tuple(holes), cond))
     if cached is not None:
         part = cached.with_name(cached.name + ".part")
         with gzip.open(part, "wt", encoding="utf-8") as f:
@@ -218,17 +218,17 @@ def _collect(specs: list[dict], jobs: int, fetcher) -> tuple[list[list], dict, d
     if hasattr(fetcher, "close"):
         fetcher.close()
     held: dict[tuple, set[int]] = {}
-    holes_of: dict[tuple, tuple] = {}
+    latest: dict[tuple, tuple[tuple, str]] = {}   # (holes, condition) of the newest release that holds the site
     files = 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         for name, v, found, n in pool.map(release_sites, work, chunksize=1):
             files += n
             idx = versions[name].index(v)
-            for rel, where, kind, tpl, holes in sorted(found):
+            for rel, where, kind, tpl, holes, cond in sorted(found):
                 key = (name, rel, where, kind, tpl)
                 held.setdefault(key, set()).add(idx)
                 if idx >= max(held[key]):
-                    holes_of[key] = holes
+                    latest[key] = (holes, cond)
     rows, dropped, builtin_like = [], 0, 0
     for key, idxs in held.items():
         name, rel, where, kind, tpl = key
@@ -239,7 +239,8 @@ def _collect(specs: list[dict], jobs: int, fetcher) -> tuple[list[list], dict, d
             builtin_like += 1
             continue
         labels = [minor(v) for v in versions[name]]
-        rows.append([name, ranges(sorted(idxs), labels), rel, where, kind, tpl, list(holes_of[key])])
+        holes, cond = latest[key]
+        rows.append([name, ranges(sorted(idxs), labels), rel, where, kind, tpl, list(holes)] + ([cond] if cond else []))
     return rows, versions, skipped, dropped, builtin_like, files, len(work)
 
 

@@ -7,6 +7,12 @@ literal text with typed holes ``{int}``, ``{float}``, ``{name}``, ``{quoted}``, 
 doubled). Literals, f-strings, ``%`` formatting, ``.format``, ``+`` concatenation, ``"sep".join([...])``
 and a local variable assigned one of those earlier in the same function are read; anything else is a
 ``{any}`` hole, so a message built at run time keeps its literal parts.
+
+Each site also records the condition under which it is reached, as source text: the test of the ``if`` (or the
+negated test, in its ``else``) enclosing it in its function, the two innermost joined by ``and``; ``except T`` for a
+site in an exception handler; the negated expression of an ``assert``. It is what a report quotes as "raised when"
+(a message's holes name some of its operands, a run's flags others); '' when the site is not guarded or the text is
+too long to read.
 """
 from __future__ import annotations
 
@@ -20,6 +26,9 @@ LOG_METHODS = {"error": "error", "exception": "error", "critical": "critical", "
 _WS = re.compile(r"\s+")
 _PCT = re.compile(r"%(?:\((\w+)\))?[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
 _MAX_NAME = 60
+MAX_CONDITION = 200   # longer tests (a dozen clauses) say nothing a person reads at a glance
+_INVERSE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
+            ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 
 Piece = tuple  # ("lit", text) | ("hole", type, name)
 
@@ -170,6 +179,40 @@ def template(pieces: list[Piece]) -> tuple[str, list[str]]:
     return _WS.sub(" ", "".join(parts)).strip(), holes
 
 
+def negated(test: ast.expr) -> str:
+    """The source text of ``not test``, written as a person would (``a != b`` for ``not a == b``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.unparse(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _INVERSE:
+        return ast.unparse(ast.Compare(test.left, [_INVERSE[type(test.ops[0])]()], test.comparators))
+    text = ast.unparse(test)
+    return f"not {text}" if isinstance(test, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"not ({text})"
+
+
+Guard = tuple  # (the test's text, the same text as one operand of ``and``)
+
+
+def _guard(test: ast.expr | None, text: str | None = None) -> Guard:
+    """A guard of ``test`` (or a ready ``text``): an ``or`` or a conditional expression is parenthesised when it
+    is joined to another test."""
+    text = ast.unparse(test) if text is None else text
+    wrap = isinstance(test, (ast.IfExp, ast.Lambda, ast.NamedExpr)) or (
+        isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or))
+    return text, f"({text})" if wrap else text
+
+
+def _condition(guards: list[Guard]) -> str:
+    """The two innermost guards of a site, outer first; '' when there is none or the text is too long. A handler
+    (``except T``) is told alone: a test joined to it by ``and`` would read as an expression it is not."""
+    last = guards[-2:]
+    if len(last) == 2 and any(g[0].startswith("except") for g in last):
+        last = last[1:]
+    text = last[0][0] if len(last) == 1 else " and ".join(g[1] for g in last)
+    if len(text) > MAX_CONDITION:
+        text = guards[-1][0] if guards else ""
+    return text if len(text) <= MAX_CONDITION else ""
+
+
 def _log_level(call: ast.Call) -> str | None:
     f = call.func
     if not isinstance(f, ast.Attribute) or f.attr not in LOG_METHODS:
@@ -191,14 +234,38 @@ class _Visitor(ast.NodeVisitor):
     def __init__(self):
         self.stack: list[str] = []
         self.scopes: list[dict[str, list[Piece]]] = [{}]
-        self.sites: list[tuple[str, str, str, list[str]]] = []  # (where, kind, template, holes)
+        self.guards: list[Guard] = []   # the conditions enclosing the node visited, in its function
+        self.sites: list[tuple[str, str, str, list[str], str]] = []  # (where, kind, template, holes, condition)
 
     def _scope(self, node, kind: str):
         self.stack.append(node.name)
         self.scopes.append({} if kind == "def" else self.scopes[-1])
+        outer, self.guards = self.guards, []
         self.generic_visit(node)
+        self.guards = outer
         self.scopes.pop()
         self.stack.pop()
+
+    def _under(self, guard: Guard | None, nodes: list[ast.stmt]) -> None:
+        if guard is not None:
+            self.guards.append(guard)
+        for n in nodes:
+            self.visit(n)
+        if guard is not None:
+            self.guards.pop()
+
+    def visit_If(self, node, chained: bool = False):
+        self.visit(node.test)
+        self._under(_guard(node.test), node.body)
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            self.visit_If(node.orelse[0], chained=True)  # an elif: its own test is what leads into its body
+        elif node.orelse:
+            # the else of an elif chain is reached when every test above failed: the last one's negation alone
+            # would say less than that, so it adds no guard
+            self._under(None if chained else _guard(None, negated(node.test)), node.orelse)
+
+    def visit_ExceptHandler(self, node):
+        self._under(_guard(None, f"except {ast.unparse(node.type)}" if node.type is not None else "except"), node.body)
 
     def visit_ClassDef(self, node):
         self._scope(node, "class")
@@ -208,7 +275,8 @@ class _Visitor(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def _add(self, kind: str, msg: ast.AST | None, fmt_args: list[ast.AST] | None = None) -> None:
+    def _add(self, kind: str, msg: ast.AST | None, fmt_args: list[ast.AST] | None = None,
+             guard: Guard | None = None) -> None:
         if msg is None or not kind:
             return
         reader = _Reader(self.scopes[-1])
@@ -218,7 +286,8 @@ class _Visitor(ast.NodeVisitor):
             pieces = reader.pieces(msg)
         tpl, holes = template(pieces)
         if tpl:
-            self.sites.append((".".join(self.stack) or "<module>", kind, tpl, holes))
+            cond = _condition(self.guards + [guard] if guard else self.guards)
+            self.sites.append((".".join(self.stack) or "<module>", kind, tpl, holes, cond))
 
     def visit_Assign(self, node):
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -243,7 +312,7 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Assert(self, node):
-        self._add("AssertionError", node.msg)
+        self._add("AssertionError", node.msg, guard=_guard(None, negated(node.test)))
         self.generic_visit(node)
 
     def visit_Call(self, node):
@@ -260,8 +329,9 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def sites(source: str | bytes) -> list[tuple[str, str, str, list[str]]]:
-    """(where, kind, template, hole names) of every message site of one file; [] when it does not parse."""
+def sites(source: str | bytes) -> list[tuple[str, str, str, list[str], str]]:
+    """(where, kind, template, hole names, condition) of every message site of one file; [] when it does not
+    parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):

@@ -131,7 +131,7 @@ class Provenance:
             for s in picked:
                 shown = open_below(s.package, s.versions)
                 rb = RaisedBy(s.package, s.versions, s.module, s.where, s.kind, shown,
-                              scope(s, shown, funcs, ev.text, self.run.versions))
+                              scope(s, shown, funcs, ev.text, self.run.versions), s.condition)
                 if rb.scope == "package" and any(w in ev.text for w in _SHARED_WITH_TORCH):
                     continue  # torch raises the same words: the package is not known either
                 said = any(o.package == rb.package and o.scope == rb.scope == "package" for o in out)

@@ -73,6 +73,8 @@ class SiteMatch:
     holes: dict = field(default_factory=dict, compare=False)
     score: float = 0.0
     cut: bool = field(default=False, compare=False)  # the message stops inside the template (a paste cut short)
+    # the source text of the test that leads to the site in the newest indexed release holding it ('' if unguarded)
+    condition: str = field(default="", compare=False)
 
 
 class _Site:
@@ -334,7 +336,7 @@ def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index |
             holes = {name: (v or "").strip() for name, v in zip(r[6], groups) if v is not None}
             cut = score < 0.85
             score = round((score * 0.95 if nows else score) + _kind_bonus(r[4], msg.exc_type, msg.level), 3)
-            found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score, cut))
+            found.append(SiteMatch(r[0], r[1], r[2], r[3], r[4], r[5], holes, score, cut, r[7] if len(r) > 7 else ""))
         if full:
             break  # the words are whole: no need to read the text without its spaces
     best: dict[tuple, SiteMatch] = {}
@@ -506,9 +508,12 @@ def complete_cut(module_path: str, func: str, code: str) -> SiteMatch | None:
             continue
         prev = found.get(r[5])
         versions = r[1] if prev is None else f"{prev.versions},{r[1]}"
-        found[r[5]] = SiteMatch(r[0], versions, r[2], r[3], r[4], r[5], {}, 1.0)
+        found[r[5]] = SiteMatch(r[0], versions, r[2], r[3], r[4], r[5], {}, 1.0, condition=r[7] if len(r) > 7 else "")
     return next(iter(found.values())) if len(found) == 1 else None
 
 
 def site_json(m: SiteMatch) -> dict:
-    return {"package": m.package, "versions": m.versions, "module": m.module, "function": m.where, "kind": m.kind}
+    out = {"package": m.package, "versions": m.versions, "module": m.module, "function": m.where, "kind": m.kind}
+    if m.condition:
+        out["condition"] = m.condition
+    return out

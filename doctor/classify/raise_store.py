@@ -18,7 +18,9 @@ each bucket's ~33 rows was more than half of a failed run's raise-site lookups (
 format 3 parses a row when it is read. Both formats are read (``--convert`` turns a format-2 file into format 3):
 
 - ``rows``: ``[gid, package, versions, module, where, kind, template, holes]`` of the sites whose rarest literal
-  word falls in this bucket; ``gid`` is the site's place in the sorted list of all sites (format 1's order);
+  word falls in this bucket, and a ninth element ``condition`` where the site is guarded (the source text of the
+  test that leads to it in the newest release holding it: tools/raise_index_ast.py); ``gid`` is the site's place in
+  the sorted list of all sites (format 1's order);
 - ``first``: word -> indices in ``rows`` of the sites filed under it (their rarest word);
 - ``second``: word -> ``[bucket, index]`` of the sites whose second or third rarest word it is (for text folded
   mid-word, which may break the rarest word).

@@ -180,21 +180,33 @@ def _context(v: Verdict) -> str:
     return f" Read from the run around the exception, not from its frames: {said}."
 
 
-def _versions(exc: ExceptionInfo, ctx: RunState) -> str:
-    """Where this wording is raised and in which versions (the raise-site index, ranked as the finding's
-    ``raised_by``: doctor/classify/site_rank.py), or ''."""
+def raise_site(exc: ExceptionInfo, ctx: RunState):
+    """The raise site of this wording (the raise-site index, ranked as the finding's ``raised_by``:
+    doctor/classify/site_rank.py), or None."""
     try:
-        from ...classify.raise_sites import raised_by
-        sites = raised_by(f"{exc.type}: {exc.message}", top=1, frames=[f.path for f in exc.frames],
-                          known=ctx.run.versions)
+        from ...classify.raise_sites import best_sites
+        sites = best_sites(f"{exc.type}: {exc.message}", 0.8, frames=[f.path for f in exc.frames],
+                           known=ctx.run.versions)
     except (OSError, ValueError):
-        return ""
-    if not sites:
-        return ""
-    s = sites[0]
+        return None
+    return sites[0][1] if sites else None
+
+
+def where_raised(exc: ExceptionInfo, ctx: RunState, line_read: bool) -> tuple[str, str | None]:
+    """(" <where this wording is raised, in which releases, and the test that leads there with the values the log
+    shows>", the fix that test gives or None); ("", None) when no indexed site has the wording. ``line_read``: the
+    failing source line was read (an assert's printed line already says what was false)."""
+    s = raise_site(exc, ctx)
+    if s is None:
+        return "", None
+    if s.condition and not (line_read and exc.short_type == "AssertionError"):
+        from ...classify.raise_condition import read
+        checked = read(s, ctx.run.args, ctx.run.provenance)
+        if checked is not None:
+            return " " + checked.sentence(), checked.fix()
     # the index holds some releases of each package: older ones may raise the same words, so the range is what was
     # read, not the first release that has it
-    return f" {s['package']} raises this wording ({s['function']}; in its releases {s['versions']} at least)."
+    return f" {s.package} raises this wording ({s.where}; in its releases {s.versions} at least).", None
 
 
 # what a line printed just before a traceback says when it announces the failure: concurrent.futures'
@@ -457,9 +469,12 @@ class Structural(Rule):
             if values is not None:  # the entry's doc is about refused keys; this run's refusal is a value's type
                 doc = values[0]
                 fix[:] = [values[1]] + [x for x in fix if not x.startswith("Move each refused key")]
-            msg = (f"`{text}`.{where_txt} {doc}{_detail(v)}{_refused_keys(v, ctx)}{_versions(exc, ctx)}"
-                   + (f" {extra}" if extra else "") + _context(v))
             read = explain_line(exc)
+            raised, told = where_raised(exc, ctx, bool(read))
+            if told:
+                fix.append(told)
+            msg = (f"`{text}`.{where_txt} {doc}{_detail(v)}{_refused_keys(v, ctx)}{raised}"
+                   + (f" {extra}" if extra else "") + _context(v))
             if read:
                 msg += " " + " ".join(read)
             same = [e for e in ctx.exceptions if e.type == exc.type and e.message == exc.message]

@@ -17,7 +17,7 @@ from ..hang.endings import plain
 from ..memory._facts import zero_stage
 from .cut_wording import CutReading, read_cut
 from .exceptions import describe_frame, first_real, is_library, notebook_header, ray_header, tail_before, unexplained
-from .structural import _versions, embedded_exceptions, verdict_of
+from .structural import embedded_exceptions, verdict_of, where_raised
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
 _MEDIA = {"image", "images", "video", "videos", "audio", "audios", "pixel_values"}
@@ -268,11 +268,12 @@ class Unrecognised(Rule):
         lib = deepest_library(exc.frames)
         if lib is not None:
             msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
-        msg += _versions(exc, ctx)
         read = explain_line(exc)
+        raised, told = where_raised(exc, ctx, bool(read))
+        msg += raised
+        fix = [told] if told else []
         if read:
             msg += " " + " ".join(read)
-        fix = []
         user = user_frames(exc.frames)
         if user and user[-1] is not where:
             fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}: start there.")
