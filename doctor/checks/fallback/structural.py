@@ -156,10 +156,10 @@ def verdict_of(ctx: RunState) -> Verdict | None:
             first_failure(raised_statements(ctx), list(ctx.open_tracebacks or ()))
         if v is not None:
             return v
-    return first_failure(excs, list(ctx.open_tracebacks or ()), _facts(ctx) if excs else None)
+    return first_failure(excs, list(ctx.open_tracebacks or ()), run_facts_of(ctx) if excs else None)
 
 
-def _facts(ctx: RunState) -> dict[str, str]:
+def run_facts_of(ctx: RunState) -> dict[str, str]:
     """What the run shows around its exceptions (classify/run_context.py), from its arguments and kept lines."""
     from ...classify.run_context import run_facts
     from .advice import framework_of

@@ -12,12 +12,11 @@ from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
 from ...swift.framework import issues_of
-from ...values import as_int
 from ..hang.endings import plain
 from ..memory._facts import zero_stage
 from .cut_wording import CutReading, read_cut
 from .exceptions import describe_frame, first_real, is_library, notebook_header, ray_header, tail_before, unexplained
-from .structural import embedded_exceptions, verdict_of, where_raised
+from .structural import embedded_exceptions, run_facts_of, verdict_of, where_raised
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
 _MEDIA = {"image", "images", "video", "videos", "audio", "audios", "pixel_values"}
@@ -44,9 +43,9 @@ def _phase_fix(phase: str | None, framework: str | None) -> list[str]:
 
 
 def _zero3_told(exc: ExceptionInfo, ctx: RunState) -> bool:
-    """DeepSpeed in the stack or ZeRO-3 in the run's arguments: a size-0 dimension may be a partitioned weight."""
-    stage, _ = zero_stage(ctx.run.args.get("deepspeed"))
-    return any("deepspeed" in f.path for f in exc.frames) or stage == 3 or as_int(ctx.run.args.get("zero_stage")) == 3
+    """DeepSpeed in the stack, or ZeRO-3 in the run's arguments or log lines (classify/run_context.py): a size-0
+    dimension may be a partitioned weight."""
+    return any("deepspeed" in f.path for f in exc.frames) or "zero3" in run_facts_of(ctx)
 
 
 # a progress bar of evaluation (transformers' "Evaluating", Megatron-SWIFT's "Evaluate:", tqdm's "eval"): the phase the
@@ -405,7 +404,7 @@ def _exception_above(ctx: RunState, line: LogLine):
     """(the exception, its structural verdict) when a line above a cut stack (an issue's title, a sentence) names an
     exception with its message that the structure table places without frames; None otherwise."""
     from ...classify.structure import classify
-    from .structural import _bare_wording, _facts, exception_named_in
+    from .structural import _bare_wording, exception_named_in
     facts = None
     for ln in _lines_above_stack(ctx, line)[:12]:
         exc = exception_named_in(ln)
@@ -414,7 +413,7 @@ def _exception_above(ctx: RunState, line: LogLine):
             exc = ExceptionInfo(bare[0], bare[1], (), ln.where, ln.rank, ln.seq, ln.raw) if bare else None
         if exc is None:
             continue
-        facts = facts if facts is not None else _facts(ctx)
+        facts = facts if facts is not None else run_facts_of(ctx)
         verdict = classify(exc, (), facts=facts)
         if verdict is not None:
             return exc, verdict

@@ -16,6 +16,7 @@ from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import Facts, facts_of
 from ._ladders import training_ladder, vllm_ladder
 from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
+from .kv_profile import BLOCKS
 
 _LIB_TRANSPARENT = ("torch/", "transformers/", "peft/", "deepspeed/", "accelerate/", "flash_attn", "liger_kernel",
                     "pydantic", "trl/extras/profiling.py", "contextlib", "functools", "trl/trainer/utils.py")
@@ -26,7 +27,6 @@ _CONFIG_FUNCS = {"create_model_config", "create_engine_config", "create_load_con
 
 # vLLM 0.4-0.6 workers run engine calls through worker_base.execute_method, which logs `Error executing method <name>.
 # This might cause deadlock in distributed execution.` before the traceback: the method is the stage the stack was in
-_GPU_BLOCKS = lazyre.compile(r"# GPU blocks: (\d+)")
 _EXECUTED = lazyre.compile(r"Error executing method '?(\w+)'?")
 
 
@@ -124,7 +124,7 @@ class CutTraceback(Rule):
                 code = frames[-1].code.strip()
                 if code.startswith("raise "):  # the statement that raised, printed as the last frame's source
                     msg += f" The last frame's source line is the raise itself: `{code[:160]}`."
-                blocks = next((int(m.group(1)) for t in reversed(before) if (m := _GPU_BLOCKS.search(t.text))), None)
+                blocks = next((int(m.group(1)) for t in reversed(before) if (m := BLOCKS.search(t.text))), None)
                 if blocks is not None:  # vLLM 0.4-0.6 executor log: raise_if_cache_size_invalid compares this
                     msg += (f" vLLM found room for {blocks} GPU blocks (read from the log): {blocks * 16} tokens at "
                             f"vLLM's default block size of 16 (assumed), and it refuses a max_model_len above that "

@@ -18,7 +18,15 @@ _SPENT = lazyre.compile(r"model weights take (?P<a>[\d.]+) ?GiB; non_torch_memor
 _BUDGET = lazyre.compile(r"total_gpu_memory \((?P<t>[\d.]+) ?GiB\) x gpu_memory_utilization \((?P<u>[\d.]+)\) = "
                          r"(?P<b>[\d.]+) ?GiB")
 _CONCURRENCY = lazyre.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x")
-_NO_BLOCKS = lazyre.compile(r"# (?:GPU|cuda|xpu|npu|hpu) blocks: 0,")
+# vLLM 0.2-0.8's block count, by device ("# GPU blocks: 0, # CPU blocks: 256"; 0.7-0.8 name the platform: "# cuda
+# blocks: 0"): the KV-cache blocks the profile left room for, logged right before vLLM refuses a count of 0
+BLOCKS = lazyre.compile(r"# (?:GPU|cuda|xpu|npu|hpu) blocks: (\d+),")
+
+
+def no_blocks(text: str) -> str | None:
+    """The block-count line's own words ("# cuda blocks: 0") when ``text`` logs a count of 0, else None."""
+    m = BLOCKS.search(text)
+    return m.group(0)[:-1] if m and m.group(1) == "0" else None
 SLIVER = 0.005  # KV share / weights below which one full-length request does not fit (module doc)
 
 
@@ -29,11 +37,11 @@ def profile_diagnosis(hits: list[Hit], tail_texts: list[str], util_flag: str, le
     spent = [m for m in (_SPENT.search(t) for t in texts + tail_texts) if m]
     worst = min(spent, key=lambda m: float(m.group("k")), default=None)
     conc = next((m for m in (_CONCURRENCY.search(t) for t in texts) if m and float(m.group("x")) < 1.0), None)
-    no_blocks = any(_NO_BLOCKS.search(t) for t in texts)
+    none_left = any(no_blocks(t) for t in texts)
     weights = float(worst.group("a")) if worst else None
     kv = float(worst.group("k")) if worst else None
     sliver = kv is not None and weights and 0 < kv < SLIVER * weights
-    if not (no_blocks or conc or (kv is not None and (kv <= 0 or sliver))):
+    if not (none_left or conc or (kv is not None and (kv <= 0 or sliver))):
         return None
     budget = next((m for m in (_BUDGET.search(t) for t in tail_texts) if m), None)
     parts = []
@@ -42,11 +50,11 @@ def profile_diagnosis(hits: list[Hit], tail_texts: list[str], util_flag: str, le
                      f"activation peak {float(worst.group('p')):g} GiB, leaving {kv:g} GiB for the KV cache"
                      + (f" of the {float(budget.group('b')):g} GiB it may use ({float(budget.group('t')):g} GiB x "
                         f"{float(budget.group('u')):g})" if budget else "") + ".")
-    if no_blocks:
+    if none_left:
         parts.append("It then logged 0 KV-cache blocks: no room for a single block.")
     if conc is not None:
         parts.append(f"One request of {conc.group('len')} tokens fits {conc.group('x')} times: not even once.")
-    elif sliver and not no_blocks:
+    elif sliver and not none_left:
         parts.append(f"A KV share under {SLIVER:.1%} of the weights holds, at the usual ratio of a model's KV bytes "
                      f"per token to its weight bytes (assumed: the model's layout is not in the log), on the order of "
                      f"a thousand tokens: less than one request of a usual max_model_len, so vLLM most likely refuses "
@@ -66,6 +74,6 @@ def profile_diagnosis(hits: list[Hit], tail_texts: list[str], util_flag: str, le
                        f"smaller model.")
     fix.append(f"Lower {len_flag} to what prompt + completion need (and, for a vision model, the images per "
                f"prompt): a shorter max_model_len lowers the activation peak vLLM profiles and needs fewer blocks.")
-    evidence_first = conc is not None or no_blocks
+    evidence_first = conc is not None or none_left
     return Diagnosis(message=" ".join(parts), fix=tuple(fix),
                      confidence=None if evidence_first or (kv is not None and kv <= 0) else "likely")
