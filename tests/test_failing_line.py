@@ -81,3 +81,46 @@ def test_a_lora_wrapped_weight_name_sent_to_the_engine():
     assert any("peft LoRA-wrapped model" in g for g in got)
     assert not any("LoRA" in g for g in explain(_exc("KeyError", "'layers.0.mlp.weight'", "param = params_dict[name]",
                                                      func="load_weights")))
+
+
+def test_the_operand_a_division_by_zero_met():
+    # devlogs3 231 (verl dp_critic.py:54: the assert's own modulo divided by zero)
+    got = explain(_exc("ZeroDivisionError", "integer division or modulo by zero",
+                       "assert self.config.ppo_mini_batch_size % self.config.ppo_micro_batch_size == 0"))
+    assert got == ["In `assert self.config.ppo_mini_batch_size % self.config.ppo_micro_batch_size == 0`, "
+                   "`self.config.ppo_micro_batch_size` was 0: the division has nothing to divide by."]
+    # devlogs5 520 (ms-swift torch_utils.py:65, a line inside an f-string spread over lines: read without ast)
+    got = explain(_exc("ZeroDivisionError", "float division by zero", "f'[{100 * n_grads / n_params:.4f}%]), '"))
+    assert got == ["In `f'[{100 * n_grads / n_params:.4f}%]), '`, `n_params` was 0: the division has nothing to divide "
+                   "by."]
+    got = explain(_exc("ZeroDivisionError", "division by zero", "self.avg /= len(self.items)"))
+    assert got == ["In `self.avg /= len(self.items)`, `self.items` was empty (`len(self.items)` is 0): the division has "
+                   "nothing to divide by."]
+    got = explain(_exc("ZeroDivisionError", "division by zero", "r = a / b + c // d"))
+    assert got == ["In `r = a / b + c // d`, one of `b`, `d` was 0."]
+    # a % after a string formats it: no division there
+    assert explain(_exc("ZeroDivisionError", "division by zero", "msg = 'x=%d' % x")) == []
+
+
+def test_the_sequence_an_index_ran_past():
+    # devlogs26 3224 (DeepSpeed hybrid_engine.py: a statement continued on the next line, read without ast)
+    code = "if(self._inference_containers[0].module.attention.attn_qkvw is not None and \\"
+    got = explain(_exc("IndexError", "list index out of range", code))
+    assert got == [f"In `{code}`, `self._inference_containers` was empty."]
+    got = explain(_exc("IndexError", "list index out of range", 'x = batch["ids"][i]'))
+    assert got == ['In `x = batch["ids"][i]`, `batch["ids"]` holds fewer items than the index `i` asks for.']
+    assert explain(_exc("IndexError", "list index out of range", "y = items[:3]")) == []   # a slice never raises it
+    # torch's own index errors are not CPython's sequence wording
+    assert explain(_exc("IndexError", "index 5 is out of bounds for dimension 0 with size 3", "t[5]")) == []
+
+
+def test_an_unpacking_of_another_length():
+    # devlogs30 3487 (a model call that returns another number of values than the script unpacks)
+    got = explain(_exc("ValueError", "too many values to unpack (expected 2)", "logits, _ = model(inputs)"))
+    assert got == ["In `logits, _ = model(inputs)`, `model(inputs)` gave more values than the 2 names `logits, _` "
+                   "take: it returns something other than what this line was written for (a function whose result "
+                   "changed between releases, or an object of another kind)."]
+    got = explain(_exc("ValueError", "not enough values to unpack (expected 3, got 2)", "for a, b, c in pairs:"))
+    assert got == ["In `for a, b, c in pairs:`, an item of `pairs` held fewer values (2) than the 3 names `a, b, c` "
+                   "take: its items are not what this loop was written for (data of another shape, or a function "
+                   "whose result changed between releases)."]

@@ -6,8 +6,9 @@ CPython prints the failing statement under each frame; its words say what was vi
 of a shape mismatch (torch's ``The size of tensor a (X) must match the size of tensor b (Y) at non-singleton
 dimension D`` and ``mat1 and mat2 shapes cannot be multiplied (AxB and CxD)``, aten/src/ATen/ExpandUtils.cpp and
 native/LinearAlgebra.cpp), an ``ImportError`` whose module has ``(unknown location)`` (CPython's wording for a
-namespace package: a folder without ``__init__.py`` that shadows the installed package). Each sentence quotes what
-it read, so a person can check it against the log.
+namespace package: a folder without ``__init__.py`` that shadows the installed package), the divisor that was 0, the
+sequence an index ran past, the value that unpacked to another number of names. Each sentence quotes what it read,
+so a person can check it against the log.
 """
 from __future__ import annotations
 
@@ -58,6 +59,113 @@ def _chain(code: str, operand: str) -> list[str]:
     return [base + "".join(subs[:i]) for i in range(len(subs))]
 
 
+# CPython's arithmetic by zero (Objects/longobject.c "division by zero", "integer division or modulo by zero" before
+# 3.12, "integer modulo by zero"; Objects/floatobject.c "float division by zero", "float modulo", "float floor division
+# by zero"), a sequence index past its end (Objects/listobject.c, tupleobject.c, unicodeobject.c "... index out of
+# range") and an unpacking of the wrong length (Python/ceval.c "too many values to unpack (expected N)", "not enough
+# values to unpack (expected N, got M)")
+_BY_ZERO = lazyre.compile(r"^(?:integer |float )?(?:division|modulo|floor division)(?: or modulo)? by zero$|^float modulo$")
+_OUT_OF_RANGE = lazyre.compile(r"^(?:list|tuple|string) index out of range$")
+_UNPACK = lazyre.compile(r"^(?P<how>too many|not enough) values to unpack \(expected (?P<n>\d+)(?:, got (?P<got>\d+))?\)$")
+_OPERAND = r"[\w.]+(?:\([^()]{0,60}\))?(?:\[[^\[\]]{0,40}\])*"
+_DIVISOR_TEXT = lazyre.compile(r"(?<![/*])(?://|/|%)\s*(?P<x>\(?" + _OPERAND + r"\)?)")
+_SUBSCRIPT_TEXT = lazyre.compile(r"(?P<x>[A-Za-z_][\w.]*(?:\([^()]{0,60}\))?)\[(?P<i>[^\[\]]{1,40})\]")
+_LEN = lazyre.compile(r"^\(?len\((?P<x>.+)\)\)?$")
+
+
+def _statement(code: str):
+    """The failing line parsed as one statement, or None (a line of a statement continued on others, an f-string
+    piece)."""
+    import ast
+    text = code.strip()
+    for source in (text, text + " pass") if text.endswith(":") else (text,):  # a compound statement's header
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        return tree.body[0] if len(tree.body) == 1 else None
+    return None
+
+
+def _src(code: str, node) -> str:
+    """A node's text as the line prints it (ast.unparse would requote strings and add parentheses)."""
+    import ast
+    return ast.get_source_segment(code.strip(), node) or ast.unparse(node)
+
+
+def _divisors(code: str) -> list[str]:
+    """The right operands of the failing line's divisions and modulos (a `%` after a string formats it)."""
+    import ast
+    stmt = _statement(code)
+    if stmt is None:
+        return list(dict.fromkeys(m.group("x") for m in _DIVISOR_TEXT.finditer(code)))
+    kinds = (ast.Div, ast.FloorDiv, ast.Mod)
+    found = []
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, kinds) and not (
+                isinstance(n.op, ast.Mod) and isinstance(n.left, (ast.Constant, ast.JoinedStr))):
+            found.append(_src(code, n.right))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.op, kinds):
+            found.append(_src(code, n.value))
+    return list(dict.fromkeys(found))
+
+
+def _indexed(code: str) -> list[tuple[str, str]]:
+    """(sequence, index) of each subscript of the failing line whose index is a number or a name (a slice never
+    raises an index error)."""
+    import ast
+    stmt = _statement(code)
+    if stmt is not None:
+        return list(dict.fromkeys((_src(code, n.value), _src(code, n.slice)) for n in ast.walk(stmt)
+                                  if isinstance(n, ast.Subscript) and not isinstance(n.slice, (ast.Slice, ast.Tuple))
+                                  and not (isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str))))
+    return list(dict.fromkeys((m.group("x"), m.group("i")) for m in _SUBSCRIPT_TEXT.finditer(code)
+                              if ":" not in m.group("i") and not m.group("i").strip().startswith(("'", '"'))))
+
+
+def _empty(expr: str) -> str:
+    m = _LEN.match(expr)
+    return f"`{m.group('x')}` was empty (`{expr}` is 0)" if m else f"`{expr}` was 0"
+
+
+def _arithmetic(exc: ExceptionInfo, code: str) -> list[str]:
+    """The operand that was 0, the sequence that was too short, the value that unpacked to another length."""
+    msg = exc.message.strip()
+    if _BY_ZERO.match(msg):
+        found = _divisors(code)
+        if len(found) == 1:
+            return [f"In `{code[:160]}`, {_empty(found[0])}: the division has nothing to divide by."]
+        if found:
+            return [f"In `{code[:160]}`, one of " + ", ".join(f"`{d}`" for d in found[:4]) + " was 0."]
+        return []
+    if _OUT_OF_RANGE.match(msg):
+        found = _indexed(code)
+        if len(found) == 1:
+            seq, index = found[0]
+            said = (f"`{seq}` was empty" if index.strip() in ("0", "-1") else
+                    f"`{seq}` holds fewer items than the index `{index}` asks for")
+            return [f"In `{code[:160]}`, {said}."]
+        if found:
+            return [f"In `{code[:160]}`, one of " + ", ".join(f"`{s}`" for s, _ in found[:4]) +
+                    " holds fewer items than its index asks for."]
+        return []
+    m = _UNPACK.match(msg)
+    if m:
+        import ast
+        stmt = _statement(code)
+        more = "more" if m.group("how") == "too many" else "fewer"
+        got = f" ({m.group('got')})" if m.group("got") else ""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
+            return [f"In `{code[:160]}`, `{_src(code, stmt.value)}` gave {more} values{got} than the {m.group('n')} "
+                    f"names `{_src(code, stmt.targets[0])}` take: it returns something other than what this line was "
+                    f"written for (a function whose result changed between releases, or an object of another kind)."]
+        if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Tuple):
+            return [f"In `{code[:160]}`, an item of `{_src(code, stmt.iter)}` held {more} values{got} than the "
+                    f"{m.group('n')} names `{_src(code, stmt.target)}` take: its items are not what this loop was "
+                    f"written for (data of another shape, or a function whose result changed between releases)."]
+    return []
+
+
 def explain(exc: ExceptionInfo) -> list[str]:
     """Sentences naming the violated condition, each quoting what was read; [] when the line tells nothing."""
     out: list[str] = []
@@ -94,6 +202,8 @@ def explain(exc: ExceptionInfo) -> list[str]:
                 out.append(f"In `{code[:160]}`, `{operand}` was None.")
         elif operand:
             out.append(f"In `{code[:160]}`, `{operand}` was None.")
+    if code and short in ("ZeroDivisionError", "IndexError", "ValueError"):
+        out += _arithmetic(exc, code)
     if short == "KeyError":
         k = _KEY.match(exc.message.strip())
         if k:
