@@ -124,3 +124,19 @@ def test_an_unpacking_of_another_length():
     assert got == ["In `for a, b, c in pairs:`, an item of `pairs` held fewer values (2) than the 3 names `a, b, c` "
                    "take: its items are not what this loop was written for (data of another shape, or a function "
                    "whose result changed between releases)."]
+
+
+def test_an_operand_of_a_type_the_operator_refuses():
+    # CPython Objects/abstract.c binop_type_error, Objects/object.c do_richcompare
+    got = explain(_exc("TypeError", "unsupported operand type(s) for +: 'NoneType' and 'int'", "total = self.max_length + 1"))
+    assert got == ["In `total = self.max_length + 1`, `self.max_length` was None, which `+` cannot take: a value left "
+                   "unset (a setting with no default, or a function that returned nothing)."]
+    got = explain(_exc("TypeError", "'<' not supported between instances of 'int' and 'NoneType'",
+                       "if step < args.max_steps:"))
+    assert got[0].startswith("In `if step < args.max_steps:`, `args.max_steps` was None, which `<` cannot take")
+    got = explain(_exc("TypeError", "unsupported operand type(s) for *: 'int' and 'str'", "n = bs * args.gas"))
+    assert got == ["In `n = bs * args.gas`, `bs` was an int and `args.gas` a str, which `*` cannot combine."]
+    got = explain(_exc("TypeError", "unsupported operand type(s) for +=: 'NoneType' and 'int'", "self.count += 1"))
+    assert got[0].startswith("In `self.count += 1`, `self.count` was None")
+    # two uses of the operator: which one met the None is not told
+    assert explain(_exc("TypeError", "unsupported operand type(s) for +: 'NoneType' and 'int'", "x = a + 1 + b")) == []

@@ -71,6 +71,9 @@ _OPERAND = r"[\w.]+(?:\([^()]{0,60}\))?(?:\[[^\[\]]{0,40}\])*"
 _DIVISOR_TEXT = lazyre.compile(r"(?<![/*])(?://|/|%)\s*(?P<x>\(?" + _OPERAND + r"\)?)")
 _SUBSCRIPT_TEXT = lazyre.compile(r"(?P<x>[A-Za-z_][\w.]*(?:\([^()]{0,60}\))?)\[(?P<i>[^\[\]]{1,40})\]")
 _LEN = lazyre.compile(r"^\(?len\((?P<x>.+)\)\)?$")
+# Objects/abstract.c binop_type_error and Objects/object.c do_richcompare: the operator and both operands' types
+_OPERAND_TYPES = lazyre.compile(r"^unsupported operand type\(s\) for (?P<op>\S+): '(?P<a>[\w.]+)' and '(?P<b>[\w.]+)'$"
+                                r"|^'(?P<cmp>[<>]=?)' not supported between instances of '(?P<ca>[\w.]+)' and '(?P<cb>[\w.]+)'$")
 
 
 def _statement(code: str):
@@ -126,6 +129,48 @@ def _indexed(code: str) -> list[tuple[str, str]]:
 def _empty(expr: str) -> str:
     m = _LEN.match(expr)
     return f"`{m.group('x')}` was empty (`{expr}` is 0)" if m else f"`{expr}` was 0"
+
+
+def _operands_of(code: str, op: str) -> list[tuple[str, str]]:
+    """(left, right) of each use of ``op`` (``+``, ``*``, ``<``...) in the failing line."""
+    import ast
+    stmt = _statement(code)
+    if stmt is None:
+        return []
+    bins = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod, "**": ast.Pow,
+            "@": ast.MatMult}
+    cmps = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
+    out = []
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.BinOp) and op in bins and isinstance(n.op, bins[op]):
+            out.append((_src(code, n.left), _src(code, n.right)))
+        elif isinstance(n, ast.AugAssign) and op.rstrip("=") in bins and isinstance(n.op, bins[op.rstrip("=")]):
+            out.append((_src(code, n.target), _src(code, n.value)))
+        elif isinstance(n, ast.Compare) and op in cmps and len(n.ops) == 1 and isinstance(n.ops[0], cmps[op]):
+            out.append((_src(code, n.left), _src(code, n.comparators[0])))
+    return out
+
+
+def _operand_types(exc: ExceptionInfo, code: str) -> list[str]:
+    """The operand of another type than the operator takes (a None where a number was meant, most often)."""
+    m = _OPERAND_TYPES.match(exc.message.strip())
+    if m is None:
+        return []
+    op, left_type, right_type = (m.group("op"), m.group("a"), m.group("b")) if m.group("op") else \
+        (m.group("cmp"), m.group("ca"), m.group("cb"))
+    uses = _operands_of(code, op)
+    if len(uses) != 1:
+        return []
+    left, right = uses[0]
+    nones = [x for x, t in ((left, left_type), (right, right_type)) if t == "NoneType"]
+    if nones:
+        return [f"In `{code[:160]}`, " + " and ".join(f"`{x}`" for x in nones) + f" was None, which `{op}` cannot "
+                f"take: a value left unset (a setting with no default, or a function that returned nothing)."]
+
+    def a(t: str) -> str:
+        return ("an " if t[:1].lower() in "aeiou" else "a ") + t
+    return [f"In `{code[:160]}`, `{left}` was {a(left_type)} and `{right}` {a(right_type)}, which `{op}` cannot "
+            f"combine."]
 
 
 def _arithmetic(exc: ExceptionInfo, code: str) -> list[str]:
@@ -204,6 +249,8 @@ def explain(exc: ExceptionInfo) -> list[str]:
             out.append(f"In `{code[:160]}`, `{operand}` was None.")
     if code and short in ("ZeroDivisionError", "IndexError", "ValueError"):
         out += _arithmetic(exc, code)
+    if code and short == "TypeError":
+        out += _operand_types(exc, code)
     if short == "KeyError":
         k = _KEY.match(exc.message.strip())
         if k:
