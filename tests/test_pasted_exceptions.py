@@ -3,6 +3,7 @@ output as the .ipynb file stores it (nbformat v4: "ename", "evalue"). Each is re
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from doctor.engine import Session
 from doctor.registry import load_catalog
@@ -247,3 +248,32 @@ def test_an_empty_message_takes_the_indented_lines_under_it():
     assert findings[0].category == "import-or-dependency-error"
     assert "CUDA Setup failed despite GPU being available" in findings[0].message
     assert "python -m bitsandbytes" in findings[0].message and "Another line" not in findings[0].message
+
+
+def test_a_message_retyped_loosely_is_read_in_cpython_s_words():
+    from doctor.checks.fallback.exceptions import retyped_message
+    # devlogs32 3527's title line (a CJK word glued to the class name, quotes and "object" dropped)
+    assert retyped_message("AttributeError", "提示Qwen2TokenizerFast has no attribute tokenizer") == \
+        "'Qwen2TokenizerFast' object has no attribute 'tokenizer'"
+    assert retyped_message("AttributeError", "module torch.library has no attribute `register_fake`") == \
+        "module 'torch.library' has no attribute 'register_fake'"
+    # a variable's name: CPython would name its type, which the words do not give
+    assert retyped_message("AttributeError", "reward_model has no attribute 'modules'") is None
+    assert retyped_message("ModuleNotFoundError", "it says No module named flash_attn.") == "No module named 'flash_attn'"
+    assert retyped_message("ImportError", "cannot import name is_torch_npu_available from transformers") == \
+        "cannot import name 'is_torch_npu_available' from 'transformers'"
+    assert retyped_message("KeyError", "has no attribute x") is None
+
+
+def test_a_notebook_header_s_message_read_from_the_title_above():
+    """devlogs32 3527: the IPython header names AttributeError, the paste stops before IPython's last line, and the
+    issue's sentence above gives the message."""
+    import glob
+
+    from doctor.analyze import analyze
+    case = glob.glob(str(Path(__file__).resolve().parents[1] / "fixtures/devlogs32/3527-*/log.txt"))[0]
+    report = analyze([case])
+    top = report.findings[0]
+    assert ("the words above it give it: `AttributeError: 'Qwen2TokenizerFast' object has no attribute 'tokenizer'` "
+            "(line 3: `提示Qwen2TokenizerFast has no attribute tokenizer`)") in top.message
+    assert [e.line for e in top.evidence][:2] == [6, 3]

@@ -52,6 +52,48 @@ def notebook_header(tails: dict, last: LogLine) -> tuple[LogLine, str] | None:
     return None
 
 
+# CPython's wordings of three exceptions as people retype them in a title or a sentence, quotes and "object" dropped
+# ("Qwen2TokenizerFast has no attribute tokenizer"): Objects/object.c, Python/import.c, Python/ceval.c import_from.
+# A CJK character may stand right before the name ("提示Qwen2TokenizerFast ..."), so the name's left edge is ASCII only
+_EDGE = r"(?<![A-Za-z0-9_.'])"
+_RETYPED = {
+    "AttributeError": lazyre.compile(_EDGE + r"(?:(?P<module>module) )?'?(?P<obj>[A-Za-z_][\w.]*)'?\s+(?:object\s+)?"
+                                     r"has no attribute\s+[`'\"]?(?P<attr>\w+)"),
+    "ModuleNotFoundError": lazyre.compile(r"No module named\s+[`'\"]?(?P<mod>[\w.]*\w)"),
+    "ImportError": lazyre.compile(r"cannot import name\s+[`'\"]?(?P<name>\w+)[`'\"]?\s+from\s+[`'\"]?(?P<mod>[\w.]*\w)"),
+}
+MAX_ABOVE = 12   # lines above a notebook header searched for its message (a title, a sentence or two)
+
+
+def retyped_message(etype: str, text: str) -> str | None:
+    """The message of an ``etype`` exception in CPython's own words, from a line that retypes it loosely; None when
+    the line holds none."""
+    rx = _RETYPED.get(etype)
+    m = rx.search(text) if rx is not None else None
+    if m is None:
+        return None
+    if etype == "AttributeError":
+        if not m.group("module") and not m.group("obj")[:1].isupper():
+            # a variable's name ("reward_model has no attribute 'modules'"): CPython names the object's type, which
+            # the words do not give
+            return None
+        owner = f"module '{m.group('obj')}'" if m.group("module") else f"'{m.group('obj')}' object"
+        return f"{owner} has no attribute '{m.group('attr')}'"
+    if etype == "ModuleNotFoundError":
+        return f"No module named '{m.group('mod')}'"
+    return f"cannot import name '{m.group('name')}' from '{m.group('mod')}'"
+
+
+def message_above(tails: dict, header: LogLine, etype: str) -> tuple[str, LogLine] | None:
+    """(message, line) when a line above a notebook header (the issue's title, the author's sentence) retypes the
+    message of the exception the header names, which the paste cut below the stack."""
+    for line in reversed(tail_before(tails, header)[-MAX_ABOVE - 1:-1]):
+        found = retyped_message(etype, line.text)
+        if found:
+            return found, line
+    return None
+
+
 _RAY_HEAD = lazyre.compile(r"\bRayTaskError\(([A-Za-z_][\w.]*)\): ray::")
 
 

@@ -14,7 +14,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
-from .exceptions import notebook_header, unexplained
+from .exceptions import message_above, notebook_header, retyped_message, unexplained
 
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`), a sentence
@@ -41,6 +41,13 @@ def _bare_wording(text: str) -> tuple[str, str] | None:
             m = rx.search(text)
             if m:
                 return etype, m.group(0)
+    # retyped loosely (quotes or "object" dropped): read as CPython words it
+    for word, etype in (("has no attribute", "AttributeError"), ("No module named", "ModuleNotFoundError"),
+                        ("cannot import name", "ImportError")):
+        if word in text:
+            found = retyped_message(etype, text)
+            if found:
+                return etype, found
     return None
 
 
@@ -104,7 +111,9 @@ def notebook_exceptions(ctx: RunState) -> list[ExceptionInfo]:
         head = notebook_header(ctx.tails, last)
         if head is not None:
             line = head[0]
-            out.append(ExceptionInfo(head[1], "", frames, line.where, line.rank, line.seq, line.raw))
+            above = message_above(ctx.tails, line, head[1])
+            out.append(ExceptionInfo(head[1], above[0] if above else "", frames, line.where, line.rank, line.seq,
+                                     line.raw))
     return out
 
 

@@ -15,7 +15,16 @@ from ...swift.framework import issues_of
 from ..hang.endings import plain
 from ..memory._facts import zero_stage
 from .cut_wording import CutReading, read_cut
-from .exceptions import describe_frame, first_real, is_library, notebook_header, ray_header, tail_before, unexplained
+from .exceptions import (
+    describe_frame,
+    first_real,
+    is_library,
+    message_above,
+    notebook_header,
+    ray_header,
+    tail_before,
+    unexplained,
+)
 from .structural import embedded_exceptions, run_facts_of, verdict_of, where_raised
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
@@ -182,7 +191,12 @@ class Unrecognised(Rule):
                 "grpo-doctor on the whole file."]
             head = notebook_header(ctx.tails, line)
             ray = ray_header(ctx.tails, line) if head is None else None
-            if head is not None:
+            above = message_above(ctx.tails, head[0], head[1]) if head is not None else None
+            if above is not None:
+                msg += (f" The notebook header names the exception: {head[1]}; its message, printed last by IPython, "
+                        f"is cut from the paste, and the words above it give it: `{head[1]}: {above[0]}` (line "
+                        f"{above[1].where.line}: `{plain(above[1].text)[:160]}`).")
+            elif head is not None:
                 msg += (f" The notebook header names the exception: {head[1]} (its message, printed last by "
                         f"IPython, is not in the paste).")
             elif ray is not None:
@@ -209,6 +223,8 @@ class Unrecognised(Rule):
                 ev.insert(0, Evidence(record.where.path, record.where.line, record.raw))
             if head is not None:
                 ev.insert(0, Evidence(head[0].where.path, head[0].where.line, head[0].raw))
+                if above is not None:
+                    ev.insert(1, Evidence(above[1].where.path, above[1].where.line, above[1].raw))
             elif ray is not None:
                 ev.insert(0, Evidence(ray[0].where.path, ray[0].where.line, ray[0].raw))
             if staged and staged.bar is not None:
