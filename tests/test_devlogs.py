@@ -200,6 +200,9 @@ DEVLOGS30 = ROOT / "fixtures" / "devlogs30"
 # metrics or outputs (README in each)
 DEVLOGS31 = ROOT / "fixtures" / "devlogs31"
 DEVLOGS32 = ROOT / "fixtures" / "devlogs32"
+# devlogs33: the categories the last blind set missed most: checkpoints that do not load, imports, hangs at start,
+# argument errors (README there)
+DEVLOGS33 = ROOT / "fixtures" / "devlogs33"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -265,6 +268,18 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
 }
+KNOWN_MISSES_33: dict[str, str] = {
+    "3603": "from_pretrained's 'does not appear to have a file named' after a merged save without its index: GD999",
+    "3604": "torch.load's 'invalid load key, v' (a git-LFS pointer), chained with transformers' git-lfs OSError: GD999",
+    "3605": "torch.load's 'invalid load key, v' under load_state_dict, frames broken by wrap artefacts: GD999",
+    "3612": "bitsandbytes' 'CUDA Setup failed' glued behind 'help!!!' in a title over its CUDA SETUP lines: GD329",
+    "3613": "DeepSpeed's CUDA toolkit/torch mismatch raised in pip's build tree (read as the user's code): GD999",
+    "3616": "a multi-node hang whose stack sits in deepspeed.initialize's _broadcast_model: read mid-training (GD321)",
+    "3619": "a two-node hang told in the title (卡住) beside 'the error occurs' in a comment: GD328",
+    "3620": "NCCL 'Init START' lines and no step, last line cut: GD327's words read mid-training",
+    "3625": "vLLM's collect_env.py traceback from the issue template above the run's argparse error: GD450",
+    "3626": "vLLM's KV-cache wording in a title without its type, cut at the end: silent",
+}
 
 
 def _cases(root: Path = DEVLOGS) -> list[Path]:
@@ -282,7 +297,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS22, KNOWN_MISSES_22, 30), (DEVLOGS23, KNOWN_MISSES_23, 30), (DEVLOGS24, KNOWN_MISSES_24, 26),
               (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30), (DEVLOGS27, KNOWN_MISSES_27, 30),
               (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30),
-              (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30))
+              (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30))
 
 
 def _params():
