@@ -269,9 +269,6 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
 }
 KNOWN_MISSES_33: dict[str, str] = {
-    "3603": "from_pretrained's 'does not appear to have a file named' after a merged save without its index: GD999",
-    "3604": "torch.load's 'invalid load key, v' (a git-LFS pointer), chained with transformers' git-lfs OSError: GD999",
-    "3605": "torch.load's 'invalid load key, v' under load_state_dict, frames broken by wrap artefacts: GD999",
     "3612": "bitsandbytes' 'CUDA Setup failed' glued behind 'help!!!' in a title over its CUDA SETUP lines: GD329",
     "3613": "DeepSpeed's CUDA toolkit/torch mismatch raised in pip's build tree (read as the user's code): GD999",
     "3616": "a multi-node hang whose stack sits in deepspeed.initialize's _broadcast_model: read mid-training (GD321)",
