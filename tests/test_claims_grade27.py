@@ -11,6 +11,10 @@ def test_llamafactory_precision_is_its_yaml_switch_not_a_torch_dtype():
     assert line is not None and "`bf16: true` in the training YAML" in line
     assert "torch_dtype" not in line
     assert "cutoff_len 2048" in (say("Raise --max_length 2048.", "llamafactory") or "")
+    # LLaMA-Factory's vLLM options (hparams/model_args.py, 0.7-0.9): vllm_maxlen, vllm_gpu_util
+    line = say("--vllm_max_model_len 1024 (was 4096): fits the 1216-token cache.", "llamafactory")
+    assert line is not None and line.startswith("vllm_maxlen 1024 (was 4096)")
+    assert "vllm_gpu_util 0.8" in (say("Raise --vllm_gpu_memory_utilization 0.8.", "llamafactory") or "")
 
 
 def test_did_you_mean_of_an_attribute_error_is_no_fix():

@@ -269,13 +269,10 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
 }
 KNOWN_MISSES_33: dict[str, str] = {
-    "3612": "bitsandbytes' 'CUDA Setup failed' glued behind 'help!!!' in a title over its CUDA SETUP lines: GD329",
-    "3613": "DeepSpeed's CUDA toolkit/torch mismatch raised in pip's build tree (read as the user's code): GD999",
     "3616": "a multi-node hang whose stack sits in deepspeed.initialize's _broadcast_model: read mid-training (GD321)",
     "3619": "a two-node hang told in the title (卡住) beside 'the error occurs' in a comment: GD328",
     "3620": "NCCL 'Init START' lines and no step, last line cut: GD327's words read mid-training",
     "3625": "vLLM's collect_env.py traceback from the issue template above the run's argparse error: GD450",
-    "3626": "vLLM's KV-cache wording in a title without its type, cut at the end: silent",
 }
 
 

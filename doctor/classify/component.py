@@ -6,6 +6,7 @@ stack as they appear in a path (`site-packages/<pkg>/`, or a source checkout suc
 """
 from __future__ import annotations
 
+from .. import lazyre
 from ..signals import ExceptionInfo, Frame
 from ..sources.traceback import CUT
 from ..swift.framework import is_library_path
@@ -46,11 +47,19 @@ _NAMED_BY_FOLDER = frozenset({"vllm", "verl", "trl", "deepspeed", "transformers"
 _ELISIONS = ("...", "\u2026")
 
 
+# pip's build tree: a package being installed from source is unpacked into <tmp>/pip-install-<id>/<name>_<32 hex>/
+# (pip/_internal/req/req_install.py ensure_build_location): its setup.py and modules are that package's, not the user's
+_PIP_BUILD = lazyre.compile(r"/pip-install-[\w-]+/(?P<name>[A-Za-z0-9_.-]+?)_[0-9a-f]{32}/")
+
+
 def package_of(path: str) -> str | None:
     """The top-level package directory of a frame's file, or None for the user's own code."""
     p = norm(path)
     if "unsloth_compiled_cache/" in p:
         return "unsloth"  # the trainer copies unsloth writes at import (Unsloth<Name>Trainer.py): its code, not the user's
+    built = _PIP_BUILD.search(p) if "/pip-install-" in p else None
+    if built is not None:
+        return built.group("name").lower().replace("-", "_")
     head = p.split("/", 3)
     if head[0] in _ELISIONS or (head[0] == "" and len(head) > 2 and head[1] in _ELISIONS):
         after = head[1] if head[0] in _ELISIONS else head[2]

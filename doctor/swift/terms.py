@@ -464,11 +464,14 @@ _VLLM_SERVE: dict[str, str] = {
 
 
 # LLaMA-Factory's YAML keys where they differ from the neutral names (src/llamafactory/hparams: DataArguments.cutoff_len,
-# FinetuningArguments.lora_target; the rest are transformers' TrainingArguments, taken as they are): a precision is its
-# bf16 / fp16 switch, not a torch_dtype
+# FinetuningArguments.lora_target, ModelArguments' vllm_maxlen / vllm_gpu_util / vllm_enforce_eager (0.7-0.9); the rest
+# are transformers' TrainingArguments, taken as they are): a precision is its bf16 / fp16 switch, not a torch_dtype
 _LLAMAFACTORY: dict[str, str] = {
     "--max_length": "cutoff_len {v}",
     "--target_modules": "lora_target {v}",
+    "--vllm_max_model_len": "vllm_maxlen {v}",
+    "--vllm_gpu_memory_utilization": "vllm_gpu_util {v}",
+    "--vllm_enforce_eager": "vllm_enforce_eager true",
 }
 _LF_DTYPE_FLAG = lazyre.compile(r"--torch_dtype[ =](bfloat16|float16|float32)\b")
 _LF_DTYPE = {"bfloat16": "`bf16: true` in the training YAML", "float16": "`fp16: true` in the training YAML",

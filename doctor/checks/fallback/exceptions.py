@@ -10,7 +10,8 @@ from ...swift.framework import is_library_path
 
 # Raised because something else failed first (or because the user stopped the run): one set, the structure table's
 CONSEQUENCE_TYPES = CONSEQUENCES
-_LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "\\Lib\\", "<frozen", "<string>")
+# (pip's build tree, pip-install-<id>/: a package being installed from source, never the user's code)
+_LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "\\Lib\\", "<frozen", "<string>", "pip-install-")
 
 
 def is_library(path: str) -> bool:

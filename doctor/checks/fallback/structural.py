@@ -19,8 +19,9 @@ from .exceptions import message_above, notebook_header, retyped_message, unexpla
 # an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`), a sentence
 # of Chinese or Japanese prose with the error pasted into it without a space (`微调显示ValueError: ...`: a CJK
-# character is a word character to `re`, so only "not ASCII" separates it from the type's first letter)
-_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
+# character is a word character to `re`, so only "not ASCII" separates it from the type's first letter), a title's
+# "help!!!RuntimeError: ..." glued behind punctuation
+_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(!?,;]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
                        r"recent call last\))\**\s*$")
 
 
