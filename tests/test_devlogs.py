@@ -269,10 +269,6 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
 }
 KNOWN_MISSES_33: dict[str, str] = {
-    "3616": "a multi-node hang whose stack sits in deepspeed.initialize's _broadcast_model: read mid-training (GD321)",
-    "3619": "a two-node hang told in the title (卡住) beside 'the error occurs' in a comment: GD328",
-    "3620": "NCCL 'Init START' lines and no step, last line cut: GD327's words read mid-training",
-    "3625": "vLLM's collect_env.py traceback from the issue template above the run's argparse error: GD450",
 }
 
 

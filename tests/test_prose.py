@@ -6,6 +6,7 @@ import io
 import re
 
 from doctor.engine import Session
+from doctor.model import Severity
 from doctor.registry import load_catalog
 from doctor.sources.logtext import LineReader
 from doctor.sources.paste import DictJoiner
@@ -296,3 +297,37 @@ def test_rl_trends_said_in_words_take_the_categories_their_metric_rules_have():
         assert f is not None and f.category == category, text
     # a KL that stays small is not a runaway
     assert all(x.rule_id != "GD327" for x in run("the KL stays around 0.01 the whole time\n"))
+
+
+def _top(text: str):
+    found = [f for f in run(text) if f.severity >= Severity.warning]
+    return found[0] if found else None
+
+
+def test_argparse_refusal_named_in_words_is_an_argument_error():
+    # Lib/argparse.py's wording retyped in a title (fixtures/devlogs33/3625's shape)
+    top = _top('[Bug]: "unrecognized arguments" error when attempting to "serve" a model\n'
+               "I run the container and it stops at once, the documentation gives this command.\n")
+    assert top is not None and top.rule_id == "GD327" and top.category == "argument-error-other"
+    assert any("one argument" in x for x in top.fix)
+
+
+def test_a_hang_on_several_nodes_where_one_node_runs_is_at_start():
+    # "stuck with two machines; one machine with many GPUs trains" (fixtures/devlogs33/3619's words): the contrast
+    # is no retraction, and what differs is the cross-node communicator of the first collective
+    top = _top("多机多卡训练时卡住\n两台机器就卡在这里不动了，并且单独单机多卡可以训练\n单台能训练，两台就不行\n")
+    assert top is not None and top.rule_id == "GD327" and top.category == "hang-at-start"
+    # the same words without the one-node contrast keep the mid-training default
+    top = _top("多机多卡训练时卡住\n两台机器就卡在这里不动了\n")
+    assert top is not None and top.category == "hang-mid-training"
+
+
+def test_an_environment_reporter_s_own_traceback_is_not_the_run_s_failure():
+    # an issue template's collect_env.py failing on its own import (fixtures/devlogs33/3625)
+    found = run("Traceback (most recent call last):\n"
+                '  File "/home/u/containers/collect_env.py", line 17, in <module>\n'
+                "    import regex as re\n"
+                "ModuleNotFoundError: No module named 'regex'\n"
+                "The server refuses my command with unrecognized arguments when I start the container.\n")
+    assert [f.category for f in found if f.severity >= Severity.warning] == ["argument-error-other"]
+    assert not any(f.rule_id == "GD450" for f in found)

@@ -41,6 +41,14 @@ STATE_WORDS: frozenset[str] = frozenset(
     | set(BARE_WORDS) | set(rich_box.WORDS))
 
 
+def reporter_exception(exc: ExceptionInfo | None) -> bool:
+    """Every frame of ``exc`` is an environment reporter's (torch/utils/collect_env.py, vLLM's collect_env.py, which
+    issue templates ask people to run and paste): such a script failing on its own import is no failure of the run
+    the paste is about."""
+    return exc is not None and bool(exc.frames) and all(
+        f.path.replace("\\", "/").endswith("/collect_env.py") or f.path == "collect_env.py" for f in exc.frames)
+
+
 @dataclass
 class RunState:
     """What the readers learnt of the run so far, shared by every rule of a session."""
@@ -49,6 +57,8 @@ class RunState:
     facts: dict = field(default_factory=dict)   # preflight inputs (model, GPU); watch: ended_by_signal (ckpt.py)
     console_metrics: bool = True                                  # metric rows read from console lines
     exceptions: list[ExceptionInfo] = field(default_factory=list)  # first exceptions seen (capped)
+    # the lines of exceptions an environment reporter raised (``_of_the_run``): no reading takes them for the run's
+    reporter_lines: set[int] = field(default_factory=set)
     tails: dict[str, deque[LogLine]] = field(default_factory=dict)  # last lines of each log input
     ended: bool = False                                           # the run reached its normal end
     log_inputs: list[str] = field(default_factory=list)
@@ -218,13 +228,13 @@ class RunState:
             # "-": IPython's arrow line "--> 107 code"; a code line a paste took the indentation off while a frame
             # waits for it (the tracker reads it as the line path, which feeds every line, does)
             if text.startswith((" ", "\t", "-")) or self.tracker.expecting():
-                exc = self.tracker.feed(line)
+                exc = self._of_the_run(self.tracker.feed(line))
                 if exc is not None:
                     self._keep_exception(exc)
                     return exc, None
             return None
         self.run.feed(line)
-        exc = self.tracker.feed(line)
+        exc = self._of_the_run(self.tracker.feed(line))
         if exc is not None:
             self._keep_exception(exc)
         if any(mk in text for mk in END_MARKERS):
@@ -351,6 +361,12 @@ class RunState:
                 self._layouts.clear()
             self._layouts.add(keys)
             self.metric_marks.note(keys)
+
+    def _of_the_run(self, exc: ExceptionInfo | None) -> ExceptionInfo | None:
+        if reporter_exception(exc):
+            self.reporter_lines.add(exc.seq)   # type: ignore[union-attr]
+            return None
+        return exc
 
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) < MAX_EXCEPTIONS:

@@ -13,6 +13,7 @@ from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
+from ..hang.endings import without_cut_last
 from ..hang.prose import program_lines
 
 _INFO = lazyre.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)")
@@ -33,6 +34,8 @@ _STAGES = (
     ("Init COMPLETE", "a communicator was built on the ranks shown; the first collective on it never returned"),
     ("Connected all", "the ranks were connecting a communicator's rings and trees"),
     ("Channel", "the ranks were connecting a communicator's channels (P2P, NET/IB or socket transports)"),
+    ("Init START", "the ranks were initialising a communicator (NCCL's init.cc prints Init START, then its channels, "
+                   "rings and trees, then Init COMPLETE)"),
     ("Bootstrap", "the ranks were bootstrapping NCCL (choosing the network interface); no communicator was formed"),
 )
 
@@ -46,7 +49,7 @@ class NcclDebugTail(Rule):
         if any(f.severity >= Severity.warning for f in ctx.findings):
             return []  # another rule explains the log (an NCCL timeout, a crash, a hang with its phase)
         for tail in ctx.tails.values():
-            lines = [l for l in program_lines(list(tail)) if l.text.strip()][-TAIL_LINES:]
+            lines = without_cut_last([l for l in program_lines(list(tail)) if l.text.strip()])[-TAIL_LINES:]
             if len(lines) < 3:
                 continue
             nccl = [l for l in lines if "NCCL " in l.text and _INFO.search(l.text)]

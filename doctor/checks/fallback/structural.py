@@ -73,7 +73,8 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
     if ctx.exceptions or ctx.open_tracebacks:
         return []
-    out = [exc for tail in ctx.tails.values() for line in tail if (exc := exception_named_in(line)) is not None]
+    out = [exc for tail in ctx.tails.values() for line in tail
+           if line.seq not in ctx.reporter_lines and (exc := exception_named_in(line)) is not None]
     if not out and not ctx.launch_in_log():
         out = indexed_wordings(ctx)
     return out

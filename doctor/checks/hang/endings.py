@@ -272,10 +272,22 @@ def _native(lines: list[LogLine]) -> Ending | None:
     return None
 
 
+def without_cut_last(lines: list[LogLine]) -> list[LogLine]:
+    """``lines`` without a last line that the paste cut inside its prefix (``host:21`` after lines that begin
+    ``host:211:228 [1] NCCL INFO``): a line that is only the start of the lines before it says nothing of its own."""
+    if len(lines) < 2:
+        return lines
+    last = lines[-1].text.strip()
+    if last and len(last) < 40 and any(ln.text.strip().startswith(last) and ln.text.strip() != last
+                                       for ln in lines[-6:-1]):
+        return lines[:-1]
+    return lines
+
+
 def ending_of(lines: list[LogLine], steps: int) -> Ending | None:
     """The shape of a log's end, or None when its last lines show none of the known shapes. ``steps``: the
     training steps the run logged (0: none seen)."""
-    lines = [ln for ln in lines if ln.text.strip()]
+    lines = without_cut_last([ln for ln in lines if ln.text.strip()])
     if not lines:
         return None
     for read in (_faulthandler, _nccl, _native, _loop):

@@ -20,6 +20,12 @@ _STARTUP: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("server-connect", ("vllm_client.py check_server", "vllm_client.py init_communicator", "vllm_client.py __init__")),
     ("setup", (" init_process_group", "rendezvous.py", "TCPStore", "_create_c10d_store", "next_rendezvous",
                " init_distributed", "elastic/rendezvous/", "_store_based_barrier")),
+    # the model wrapped for distributed training: DeepSpeed's engine broadcasts every parameter from rank 0
+    # (runtime/engine.py _configure_distributed_model -> _broadcast_model), DDP checks and syncs them
+    # (parallel/distributed.py _verify_param_shape_across_processes, _sync_module_states), accelerate's prepare runs both
+    ("wrap", ("deepspeed/runtime/engine.py _broadcast_model", " _configure_distributed_model",
+              "deepspeed/__init__.py initialize", " _verify_param_shape_across_processes", " _sync_module_states",
+              "accelerate/accelerator.py prepare")),
     ("vllm-init", ("vllm/entrypoints/llm.py __init__", "_initialize_kv_caches", "determine_num_available_blocks",
                    "initialize_cache", "vllm/engine/llm_engine.py __init__", "vllm/v1/engine/core.py __init__",
                    "wait_for_engine_startup",
@@ -36,6 +42,8 @@ _STARTUP: tuple[tuple[str, tuple[str, ...]], ...] = (
 STARTUP_WHERE = {
     "server-connect": "waiting for the vLLM rollout server to answer",
     "setup": "setting up the process group (rendezvous: every rank must join before any of them goes on)",
+    "wrap": ("wrapping the model for distributed training (DeepSpeed's engine or DDP: every rank takes part in the "
+             "first collective, the broadcast or check of the parameters)"),
     "vllm-init": "starting the vLLM engine (loading it and sizing its KV cache)",
     "model-load": "loading the model weights",
     "download": "downloading the model or dataset files",
@@ -49,6 +57,11 @@ STARTUP_FIX = {
               "the launcher was given, on every node, with the same MASTER_ADDR and MASTER_PORT; a port held by an "
               "earlier run (`ss -ltnp | grep PORT`) or a firewall between nodes keeps the others waiting.",
               "Run with TORCH_DISTRIBUTED_DEBUG=DETAIL (and NCCL_DEBUG=INFO) to see which rank never joins."],
+    "wrap": ["The first collective of the run waits for a rank that never joins it or a network that does not carry "
+             "it: run a cross-node all_reduce alone (torchrun on every node, NCCL_DEBUG=INFO) to test the network; "
+             "name the interface (NCCL_SOCKET_IFNAME) and turn InfiniBand off (NCCL_IB_DISABLE=1) where there is none; "
+             "a setting that holds every CUDA launch (CUDA_LAUNCH_BLOCKING=1, which transformers' full_determinism "
+             "sets) is worth a run without it."],
     "vllm-init": ["A vLLM engine that never finishes starting is most often waiting for GPU memory or for its "
                   "workers: check `nvidia-smi` while it waits (another process on the GPU?) and lower "
                   "gpu_memory_utilization or max_model_len for a test."],

@@ -120,6 +120,10 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"[^;]{0,80}\bv?\d+\.\d+\.\d+\b[^;]{0,60}\b(?:wired|weird|wrong|broken|fails?|failed|breaks?|"
                     r"errors?|not work\w*)\b"),
      "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
+    # argparse's own refusals named in words (Lib/argparse.py parse_args: "unrecognized arguments: %s",
+    # parse_known_args: "the following arguments are required: %s")
+    (lazyre.compile(r"(?i)\bunrecogni[sz]ed arguments?\b|\bthe following arguments are required\b|无法识别的参数"),
+     "argument-error-other", "the program's argument parser refuses the arguments it was given"),
     # an argument the program asks for, named in the author's words ("报错需要提供reward_funcs", "it requires
     # reward_funcs", "must specify vllm_server_host"): a snake_case name, as options are spelled
     (lazyre.compile(r"(?i)(?:需要(?:提供|指定|设置|传入)|缺少|\bmust (?:specify|provide|set|pass)\s+|\brequires?\s+(?:the |an? )?"
@@ -252,7 +256,7 @@ _RUNS_ON = lazyre.compile(r"(?i)\bI (?:can|could) (?:now )?(?:train|run|GRPO|fin
 # a condition on the sentence: "without Ray it runs", "可以跑通 when vllm_num_engines is 0", "单机可以跑": the run goes on
 # only in another setup, which places the failure instead of taking it back
 _CONDITION = lazyre.compile(r"(?i)\b(?:without|when|if|only|unless|except|some(?:times)?)\b|不用|不开|关掉|去掉|设置?为\s*0|"
-                            r"单机|单卡|如果|只有|有的|有些|部分")
+                            r"单机|单卡|单台|单节点|一台|如果|只有|有的|有些|部分")
 
 
 def runs_on(lines: list[LogLine]) -> LogLine | None:
@@ -343,9 +347,21 @@ def stopped_by_hand_said(lines: list[LogLine]) -> LogLine | None:
     return next((ln for ln in said if _BY_HAND.search(plain(ln.text))), None)
 
 
+# a run that works on one node and stops on several: what differs is the communicator across the nodes, which forms
+# in the first collective (the process group's, DeepSpeed's or DDP's broadcast of the weights) before any step
+_MULTI_NODE = lazyre.compile(r"(?i)multi-?node|(?:two|2|several|multiple) (?:nodes|machines)|多机|多节点|两台|跨机")
+_ONE_NODE = lazyre.compile(r"(?i)(?:single|one)[- ](?:node|machine)|单机|单台|单节点|一台")
+
+
 def _hang_phase(lines: list[LogLine]) -> str:
-    """The hang the words describe: at start-up when they name the start (step 0, the first step), else mid-training."""
-    return "hang-at-start" if any(_START.search(plain(x.text)) for x in lines) else "hang-mid-training"
+    """The hang the words describe: at start-up when they name the start (step 0, the first step) or a stop on
+    several nodes where one node runs, else mid-training."""
+    texts = [plain(x.text) for x in lines]
+    if any(_START.search(t) for t in texts):
+        return "hang-at-start"
+    if any(_MULTI_NODE.search(t) for t in texts) and any(_ONE_NODE.search(t) for t in texts):
+        return "hang-at-start"
+    return "hang-mid-training"
 
 
 class ProseSymptom(Rule):
@@ -358,7 +374,7 @@ class ProseSymptom(Rule):
         # a guess from where an excerpt stops (the log-end rules) yields to a symptom its author names in words; any
         # other finding, or the end of a whole log, is the run's own evidence and wins
         # (a launch command given beside the paste does not make the paste a whole log: its launcher lines would)
-        if warned and (ctx.run.launches or any(f.rule_id not in _ENDING_GUESSES for f in warned)):
+        if warned and (ctx.run.launch_printed or any(f.rule_id not in _ENDING_GUESSES for f in warned)):
             return []
         got = symptom_of_run(ctx)
         if got is None:
@@ -414,6 +430,11 @@ _NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|�
 _PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+)?\b")
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 _MEANWHILE = {
+    "argument-error-other": "Meanwhile: compare the flags with the installed program's own help output (a flag of "
+                            "another release, or a misspelling), and check how the launcher splits them: a list item "
+                            "of a YAML, compose or Kubernetes command that holds an option and its value with a space "
+                            "between reaches the program as one argument (join them with '=', or give one item per "
+                            "word).",
     "import-or-dependency-error": "Meanwhile: install the release the description names as working (or the one before "
                                   "the one it names as breaking) with `pip install '<package>==<version>'`, and "
                                   "compare `pip show` of the packages around it (transformers, accelerate, trl, peft, "
