@@ -93,6 +93,11 @@ def _crlf(hits: list[Hit], tokens: list[str]) -> Diagnosis | None:
                      verify="the script runs without a `$'\\r'` line and the argument parser accepts its arguments")
 
 
+# fields trl renamed (read from the wheels: trl/trainer/model_config.py ModelConfig has torch_dtype up to 0.24, both
+# names in 0.23-0.24, dtype alone from 1.0, following transformers 4.56's own rename)
+_RENAMED_HF = {"torch_dtype": ("dtype", "trl 1.0 renamed ModelConfig's torch_dtype to dtype (0.23-0.24 take both)")}
+
+
 def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
     tokens = split_argv(hits[0].groups.get("argv") or "")
@@ -104,10 +109,20 @@ def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if hits[0].groups.get("hf") and run.command is None:
         # a trl / transformers script (HfArgumentParser without ms-swift): ms-swift's flag history does not apply
         fix = []
+        frames = hits[0].exc.frames if hits[0].exc else ()
+        trl = ctx.framework()[0] == "trl" or any("trl/" in f.path.replace("\\", "/") for f in frames)
         for n, v in flags:
             key = n.lstrip("-").replace("-", "_")
             close = difflib.get_close_matches(key, RLHF_FIELDS_4_6, n=2, cutoff=0.75)
-            if key == "vllm_device":
+            if key in _RENAMED_HF and trl:
+                new, when = _RENAMED_HF[key]
+                fix.append(f"`{_shown(n, v)}`: {when}: with trl 1.0 or later write `{_shown('--' + new, v)}`.")
+            elif key == "local_rank":
+                fix.append(f"`{_shown(n, v)}` was not typed by you: `python -m torch.distributed.launch` (torch 2.0 "
+                           f"and later) adds it to each worker's command line, and these argument classes do not take "
+                           f"it. Launch with `torchrun` and the same options instead: it passes the local rank in the "
+                           f"LOCAL_RANK environment variable and adds no argument.")
+            elif key == "vllm_device":
                 fix.append(f"Drop `{_shown(n, v)}`: newer trl releases run vLLM either colocated (--vllm_mode "
                            f"colocate) or as a `trl vllm-serve` server (--vllm_mode server); see the GRPOConfig docs "
                            f"of the installed trl.")
@@ -117,8 +132,9 @@ def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             else:
                 fix.append(f"`{_shown(n, v)}` is not an argument of the installed script and library versions: "
                            f"check its spelling against the script's argument dataclasses, or drop it.")
+        typed = ", ".join(f"`{_shown(n, [])}`" for n, _ in flags) or names   # as typed, not another framework's term
         return Diagnosis(
-            message=f"The argument parser does not know {names}: none of the script's argument dataclasses (those it "
+            message=f"The argument parser does not know {typed}: none of the script's argument dataclasses (those it "
                     f"gives HfArgumentParser: a TrainingArguments subclass such as trl's configs, and the script's "
                     f"own) has these fields in the installed version.",
             fix=tuple(fix or ["Remove the arguments listed."]),
