@@ -277,3 +277,18 @@ def test_a_notebook_header_s_message_read_from_the_title_above():
     assert ("the words above it give it: `AttributeError: 'Qwen2TokenizerFast' object has no attribute 'tokenizer'` "
             "(line 3: `提示Qwen2TokenizerFast has no attribute tokenizer`)") in top.message
     assert [e.line for e in top.evidence][:2] == [6, 3]
+
+
+def test_a_title_s_exception_no_entry_places_is_joined_to_the_cut_stack_below_it():
+    """devlogs22 2707: the title retypes an AttributeError (no quotes around the class), the rank-0 stack below it is
+    cut in trl's save_model; no structural entry places the exception, so the finding keeps the stage the frames show
+    and says what the title names, as a reading."""
+    import glob
+
+    from doctor.analyze import analyze
+    case = glob.glob(str(Path(__file__).resolve().parents[1] / "fixtures/devlogs22/2707-*/log.txt"))[0]
+    top = analyze([case]).findings[0]
+    assert top.rule_id == "GD999" and top.title.startswith("Saving a checkpoint failed")
+    assert ("The line above the stack names an exception, `AttributeError: 'Policy' object has no attribute "
+            "'zero_gather_16bit_weights_on_model_save'`, most likely the one this stack ends in") in top.message
+    assert top.evidence[0].line == 1

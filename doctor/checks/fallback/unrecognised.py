@@ -231,7 +231,7 @@ class Unrecognised(Rule):
                 ev.append(Evidence(staged.bar.where.path, staged.bar.where.line, staged.bar.raw))
             category = staged.category if staged else None
             named = None if category or head is not None or ray is not None else _exception_above(ctx, line)
-            if named is not None:  # a title above the stack names the exception the paste cut off below it
+            if named is not None and named[1] is not None:  # a title above the stack names the exception cut below
                 exc_above, verdict = named
                 category = verdict.entry.category
                 what = verdict.entry.title or " ".join(verdict.entry.doc.split())[:200]
@@ -240,14 +240,24 @@ class Unrecognised(Rule):
                         f"together is the reading, not shown.")
                 ev.insert(0, Evidence(exc_above.where.path, exc_above.where.line, exc_above.raw))
                 fix[:0] = [x for x in verdict.entry.fix[:1]]
-            said = None if category or head is not None or ray is not None else _words_above(ctx, line)
+            elif named is not None:  # named, and no entry places it: what its raise site says, if the index knows it
+                exc_above = named[0]
+                raised, told = where_raised(exc_above, ctx, False)
+                msg += (f" The line above the stack names an exception, `{exc_above.type}: "
+                        f"{exc_above.message[:160]}`, most likely the one this stack ends in (the stack stops before "
+                        f"its own exception line, so that they belong together is the reading, not shown).{raised}")
+                ev.insert(0, Evidence(exc_above.where.path, exc_above.where.line, exc_above.raw))
+                if told:
+                    fix.insert(0, told)
+            said = None if category or head is not None or ray is not None or named is not None \
+                else _words_above(ctx, line)
             if said is not None:  # an issue's title or the author's sentence above the stack names the failure
                 category = said[0]
                 msg += (f" The words above the stack say {said[1]} (`{plain(said[2].text)[:160]}`): that is the "
                         f"reading, from the description, until the exception line confirms it.")
                 ev.insert(0, Evidence(said[2].where.path, said[2].where.line, said[2].raw))
             title = staged.title if staged else "Unrecognised failure: traceback cut before its exception"
-            if named is not None:
+            if named is not None and (named[1] is not None or not staged):  # a stage read from the frames says more
                 title = (f"The title names {named[0].short_type}; the traceback below it is cut before its exception "
                          f"line")
             if said is not None:
@@ -418,10 +428,12 @@ def _lines_above_stack(ctx: RunState, line: LogLine) -> list[LogLine]:
 
 def _exception_above(ctx: RunState, line: LogLine):
     """(the exception, its structural verdict) when a line above a cut stack (an issue's title, a sentence) names an
-    exception with its message that the structure table places without frames; None otherwise."""
+    exception with its message that the structure table places without frames; (the first such exception, None)
+    when the table places none; None when no line above names one."""
     from ...classify.structure import classify
     from .structural import _bare_wording, exception_named_in
     facts = None
+    first = None
     for ln in _lines_above_stack(ctx, line)[:12]:
         exc = exception_named_in(ln)
         if exc is None or not exc.message:  # a type alone (a notebook header) places nothing: CPython's wording may
@@ -429,11 +441,12 @@ def _exception_above(ctx: RunState, line: LogLine):
             exc = ExceptionInfo(bare[0], bare[1], (), ln.where, ln.rank, ln.seq, ln.raw) if bare else None
         if exc is None:
             continue
+        first = first or exc
         facts = facts if facts is not None else run_facts_of(ctx)
         verdict = classify(exc, (), facts=facts)
         if verdict is not None:
             return exc, verdict
-    return None
+    return (first, None) if first is not None else None
 
 
 def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | None:
