@@ -292,3 +292,16 @@ def test_a_title_s_exception_no_entry_places_is_joined_to_the_cut_stack_below_it
     assert ("The line above the stack names an exception, `AttributeError: 'Policy' object has no attribute "
             "'zero_gather_16bit_weights_on_model_save'`, most likely the one this stack ends in") in top.message
     assert top.evidence[0].line == 1
+
+
+def test_a_frameless_exception_placed_by_its_raise_site_claims_no_frame():
+    """devlogs18 2230: vLLM's placeholder wording in prose, no stack: the structural entry's account of where it was
+    raised speaks of the code that raises it, not of a frame the log never showed."""
+    import glob
+
+    from doctor.analyze import analyze
+    case = glob.glob(str(Path(__file__).resolve().parents[1] / "fixtures/devlogs18/2230-*/log.txt"))[0]
+    top = analyze([case]).findings[0]
+    assert "No stack frames were read from the log" in top.message
+    assert "innermost library frame" not in top.message
+    assert "The code that raises it is vLLM's multimodal input processing" in top.message

@@ -25,7 +25,8 @@ from .exceptions import (
     tail_before,
     unexplained,
 )
-from .structural import embedded_exceptions, run_facts_of, verdict_of, where_raised
+from .named import embedded_exceptions
+from .structural import run_facts_of, verdict_of, where_raised
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
 _MEDIA = {"image", "images", "video", "videos", "audio", "audios", "pixel_values"}
@@ -431,13 +432,13 @@ def _exception_above(ctx: RunState, line: LogLine):
     exception with its message that the structure table places without frames; (the first such exception, None)
     when the table places none; None when no line above names one."""
     from ...classify.structure import classify
-    from .structural import _bare_wording, exception_named_in
+    from .named import bare_wording, exception_named_in
     facts = None
     first = None
     for ln in _lines_above_stack(ctx, line)[:12]:
         exc = exception_named_in(ln)
         if exc is None or not exc.message:  # a type alone (a notebook header) places nothing: CPython's wording may
-            bare = _bare_wording(ln.text)
+            bare = bare_wording(ln.text)
             exc = ExceptionInfo(bare[0], bare[1], (), ln.where, ln.rank, ln.seq, ln.raw) if bare else None
         if exc is None:
             continue

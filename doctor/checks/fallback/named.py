@@ -1,0 +1,138 @@
+"""Exceptions a paste names outside a traceback the parser completed: a title's or a sentence's `Type: message`,
+CPython's own wording without its type (retyped loosely too), a library's whole message without its type (the
+raise-site index), a cut notebook stack's header type with the message a line above retypes, and the raise or assert
+statement a cut stack's last frame prints. Read by the structural classifier and GD999; pure (a RunState in, parsed
+ExceptionInfo out)."""
+from __future__ import annotations
+
+from ... import lazyre
+from ...classify.structure import site_matches
+from ...engine.state import RunState
+from ...signals import ExceptionInfo, LogLine
+from .exceptions import message_above, notebook_header, retyped_message
+
+# an exception named inside a line the traceback parser does not read: a pytest summary (`FAILED node - Type:
+# msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`), a sentence
+# of Chinese or Japanese prose with the error pasted into it without a space (`微调显示ValueError: ...`: a CJK
+# character is a word character to `re`, so only "not ASCII" separates it from the type's first letter), a title's
+# "help!!!RuntimeError: ..." glued behind punctuation
+_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(!?,;]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
+                       r"recent call last\))\**\s*$")
+
+
+_QUOTED_THEN_PROSE = lazyre.compile(r"""^('[^']{1,200}'|"[^"]{1,200}")[.,;]?\s+[A-Z][a-z]""")
+
+
+# CPython's wordings that name their exception type by themselves: Objects/object.c (AttributeError), Python/import.c
+# (ModuleNotFoundError), Python/ceval.c import_from (ImportError)
+_BARE = ((" object has no attribute '", "AttributeError", lazyre.compile(r"'[A-Za-z_][\w.]*' object has no attribute '\w+'")),
+         ("No module named '", "ModuleNotFoundError", lazyre.compile(r"No module named '[\w.]+'")),
+         ("cannot import name '", "ImportError", lazyre.compile(r"cannot import name '\w+' from '[\w.]+'")))
+
+
+def bare_wording(text: str) -> tuple[str, str] | None:
+    """(type, message) of a CPython exception wording in a line that does not name its type."""
+    for word, etype, rx in _BARE:
+        if word in text:
+            m = rx.search(text)
+            if m:
+                return etype, m.group(0)
+    # retyped loosely (quotes or "object" dropped): read as CPython words it
+    for word, etype in (("has no attribute", "AttributeError"), ("No module named", "ModuleNotFoundError"),
+                        ("cannot import name", "ImportError")):
+        if word in text:
+            found = retyped_message(etype, text)
+            if found:
+                return etype, found
+    return None
+
+
+def exception_named_in(line: LogLine) -> ExceptionInfo | None:
+    """The exception a line names outside a traceback (a title, a summary, a sentence): ``Type: message`` (a warning
+    class is none), a notebook header's type, or CPython's own wording without its type; None otherwise."""
+    if "Error" not in line.text and "Exception" not in line.text:
+        bare = bare_wording(line.text)
+        # CPython's own wording of the exception in a title or a sentence, without its type
+        return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
+    m = _EMBEDDED.search(line.text)
+    if m is None or m.group(1).endswith("Warning"):
+        return None
+    msg = (m.group(2) or "").strip()
+    key = _QUOTED_THEN_PROSE.match(msg)
+    if key:  # "KeyError: 'input_ids'. Interestingly, ...": the message is the quoted key, prose follows
+        msg = key.group(1)
+    return ExceptionInfo(m.group(1), msg[:600], (), line.where, line.rank, line.seq, line.raw)
+
+
+def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
+    """Exceptions named in the last lines of a log where no exception and no traceback was parsed."""
+    if ctx.exceptions or ctx.open_tracebacks:
+        return []
+    out = [exc for tail in ctx.tails.values() for line in tail
+           if line.seq not in ctx.reporter_lines and (exc := exception_named_in(line)) is not None]
+    if not out and not ctx.launch_in_log():
+        out = indexed_wordings(ctx)
+    return out
+
+
+# the words of a library's refusal; a line holding none is not looked up in the raise-site index
+_REFUSAL = lazyre.compile(r"(?i)\b(?:can't|cannot|can not|not found|unable to|failed to|invalid|unsupported|not supported|"
+                          r"must be|should be|does not|doesn't|no such|not allowed|expected)\b")
+
+
+def indexed_wordings(ctx: RunState) -> list[ExceptionInfo]:
+    """A pasted excerpt's lines that hold, whole, a message some library raises (the raise-site index, score >= 0.95)
+    without its type: "Can't find 'adapter_config.json' at '...'" is peft's ValueError whoever pasted it. Only for
+    pastes (a program's own log prints the type), only lines with a refusal's words."""
+    out = []
+    for tail in ctx.tails.values():
+        for line in tail:
+            if not _REFUSAL.search(line.text):
+                continue
+            try:
+                best = next(iter(site_matches(line.text)), None)
+            except (OSError, ValueError):
+                return []
+            if best is not None and best.score >= 0.95 and best.kind.endswith(("Error", "Exception")):
+                out.append(ExceptionInfo(best.kind, line.text.strip()[:600], (), line.where, line.rank, line.seq,
+                                         line.raw))
+    return out[:3]
+
+
+def notebook_exceptions(ctx: RunState) -> list[ExceptionInfo]:
+    """A traceback cut before its exception line whose IPython header names the exception (``ImportError    Traceback
+    (most recent call last)``, IPython/core/ultratb.py): the exception, with the header's type, no message and the cut
+    stack's frames."""
+    out = []
+    for last, frames in ctx.open_tracebacks:
+        head = notebook_header(ctx.tails, last)
+        if head is not None:
+            line = head[0]
+            above = message_above(ctx.tails, line, head[1])
+            out.append(ExceptionInfo(head[1], above[0] if above else "", frames, line.where, line.rank, line.seq,
+                                     line.raw))
+    return out
+
+
+# the raise statement a cut traceback's last frame prints as its source line: `raise RuntimeError("Cannot find ...")`
+_RAISE = lazyre.compile(r"""^raise\s+(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))\(\s*[fr]?(?P<q>["'])(?P<msg>.+?)(?P=q)""")
+# or an assert statement with its message (`assert load_valuehead_params(...), "Reward model is not correctly loaded."`)
+_ASSERT = lazyre.compile(r"""^assert\s+.+?,\s*[fr]?(?P<q>["'])(?P<msg>.+?)(?P=q)\s*$""")
+
+
+def raised_statements(ctx: RunState) -> list[ExceptionInfo]:
+    """A traceback cut before its exception line whose last frame's source line is the raise statement itself: the
+    exception that statement raises (its type and its message's literal text), with the cut stack's frames."""
+    out = []
+    for last, frames in ctx.open_tracebacks:
+        code = frames[-1].code.strip() if frames and frames[-1].code else ""
+        m = _RAISE.match(code)
+        if m is not None:
+            out.append(ExceptionInfo(m.group("type"), m.group("msg"), tuple(frames), last.where, last.rank, last.seq,
+                                     code))
+            continue
+        a = _ASSERT.match(code)
+        if a is not None:
+            out.append(ExceptionInfo("AssertionError", a.group("msg"), tuple(frames), last.where, last.rank, last.seq,
+                                     code))
+    return out
