@@ -170,3 +170,13 @@ def test_a_real_grpo_run_keeps_its_grpo_wording():
     rep = _analyze(FIX / "logs" / "real-trl-trainer-state-flat")
     assert rep["run"]["trainer"] == "grpo" and rep["run"]["trainer_source"] == "metrics"
     assert "every GRPO advantage is 0" in rep["findings"][0]["message"]
+
+
+def test_llamafactory_s_serving_and_chat_commands_pasted_among_the_lines():
+    # llamafactory/launcher.py (0.9): api serves an OpenAI-style endpoint, chat and webchat run inference
+    from doctor.swift.trainer_kind import from_text
+    assert from_text(["CUDA_VISIBLE_DEVICES=0 API_PORT=8000 llamafactory-cli api --model_name_or_path m"]) == "serve"
+    assert from_text(["llamafactory-cli webchat examples/inference/llama3.yaml"]) == "infer"
+    assert from_text(["llamafactory-cli train examples/train_lora/llama3_lora_sft.yaml"]) is None
+    # two kinds told: not told
+    assert from_text(["llamafactory-cli api a.yaml", "llamafactory-cli chat b.yaml"]) is None

@@ -48,6 +48,9 @@ _TRL_CLI = lazyre.compile(r"(?:^|[\s;/])trl\s+(sft|dpo|grpo|kto|rloo|orpo|cpo|pp
 # verl's override and OpenRLHF's flag (openrlhf/cli/train_ppo_ray.py: group_norm is its GRPO)
 _ADV = lazyre.compile(r"\balgorithm\.adv_estimator=['\"]?(\w+)|--advantage_estimator[= ]+['\"]?(\w+)")
 _VLLM_SERVE = lazyre.compile(r"(?:^|[\s;/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server")
+# LLaMA-Factory's serving and chat commands (llamafactory/launcher.py, 0.9: api, chat, webchat; cli.py's Command before)
+_LF_CLI = lazyre.compile(r"(?:^|[\s;/])(?:llamafactory-cli|lmf)\s+(api|chat|webchat)\b")
+_LF_KIND = {"api": "serve", "chat": "infer", "webchat": "infer"}
 # a model server's entry point in the frames: vLLM's OpenAI server and CLI, and trl's rollout server (trl 0.16+
 # trl/scripts/vllm_serve.py), which builds its vLLM engine in the server process, not in a trainer
 _SERVER_FILE = lazyre.compile(r"trl/scripts/vllm_serve\.py$|vllm/entrypoints/(?:openai/api_server|cli/serve)\.py$")
@@ -113,6 +116,9 @@ def from_config(args: dict, command: str | None, texts: Iterable[str]) -> str | 
             return _ADV_KIND.get(adv, _norm(adv))
         if _VLLM_SERVE.search(text):
             return "serve"
+        m = _LF_CLI.search(text)
+        if m:
+            return _LF_KIND[m.group(1)]
         m = _OPENRLHF_CLI.search(text)
         if m:
             return _OPENRLHF_KIND[m.group(1)]
@@ -143,8 +149,14 @@ def from_frames(paths: Iterable[str], is_library: object = None) -> str | None:
 
 
 def from_text(texts: Iterable[str]) -> str | None:
-    """The one trainer kind the log's class names point at (several different ones: not told)."""
-    seen = {_norm(m.group(1)) for t in texts for m in _CLASS.finditer(t)}
+    """The one trainer kind the log's class names, or a serving or chat command pasted among its lines, point at
+    (several different ones: not told)."""
+    seen = set()
+    for t in texts:
+        seen.update(_norm(m.group(1)) for m in _CLASS.finditer(t))
+        m = _LF_CLI.search(t)
+        if m:
+            seen.add(_LF_KIND[m.group(1)])
     return next(iter(seen)) if len(seen) == 1 else None
 
 
