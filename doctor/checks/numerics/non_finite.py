@@ -247,7 +247,15 @@ class MetricsNonFinite(Rule):
             fix = ["Load and train the model in bfloat16, or float32 on GPUs without bfloat16 (V100, T4): float16 "
                    "activations of large models overflow in the first forward pass."]
         else:
-            if all(_POLICY_KEYS.match(k) for k in core):
+            # a run whose rows are finite again after it did not lose its weights there (a loss scaler skips the step
+            # whose gradients are not finite; a logged value alone may overflow): "every later step" would be false
+            recovered = self.last is not None and self.last is not self.first and (
+                self.last.finite is True or (self.last.finite is None and not _row_bad_keys(self.last.values)))
+            if recovered:
+                msg += (" Rows after it are finite again (the last row read is), so the weights were not lost at that "
+                        "step: it was most likely skipped (a loss scaler skips a step whose gradients are not finite) "
+                        "or only a logged value overflowed")
+            elif all(_POLICY_KEYS.match(k) for k in core):
                 msg += (" The policy's own log-probabilities or logits are not finite: its forward pass no longer "
                         "gives numbers, so every later step is meaningless")
             else:
@@ -255,7 +263,7 @@ class MetricsNonFinite(Rule):
             # a preference run (DPO's chosen/rejected metrics) samples nothing, nor does a run whose rows hold no
             # reward at all (supervised training, pre-training): no rollout to fail
             samples = any(k == "reward" or k.startswith(("rewards/", "completions/")) for k in self.first.values)
-            msg += ("." if any(k in self.first.values for k in _PREFERENCE_KEYS) or not samples else
+            msg += ("." if recovered or any(k in self.first.values for k in _PREFERENCE_KEYS) or not samples else
                     "; sampling from NaN logits then fails with 'probability tensor contains either inf, nan or "
                     "element < 0'.")
             sev = Severity.error
