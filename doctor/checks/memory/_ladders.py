@@ -89,7 +89,7 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
         return None
     if f.ds_raw is None and not f.run.args:
         return ("--deepspeed zero3 if the run does not use it yet (zero3_offload on a single GPU): ZeRO-3 shards "
-                "parameters, gradients and optimizer states over the ranks (the DeepSpeed setting was not read from this log).")
+                "parameters, gradients and optimizer states over the ranks (grpo-doctor read no DeepSpeed setting in the inputs).")
     z, off = f.zero, f.offload_ds
     n_ = f.world_num()
     n = n_.value
@@ -120,7 +120,7 @@ def batch_advice(f: Facts) -> str | None:
     b = f.b
     if b is None and not f.run.args:
         return ("Halve per_device_train_batch_size and double gradient_accumulation_steps: the same completions per "
-                "step, half the activations at a time (the batch settings were not read from this log).")
+                "step, half the activations at a time (grpo-doctor read no batch settings in the inputs).")
     if not b or b <= 1:
         return None
     nb = b // 2
@@ -138,7 +138,7 @@ def length_advice(f: Facts) -> str | None:
     mc = f.max_completion
     if mc is None and not f.run.args:
         return ("A shorter max_completion_length: activations and logits grow linearly with the completion length "
-                "(the value was not read from this log).")
+                "(grpo-doctor read no value of it in the inputs).")
     if f.framework == "swift" and mc is None:
         mc = 512  # ms-swift default
     if not mc or mc < 1024:
