@@ -423,3 +423,11 @@ def test_a_rich_traceback_box_is_not_a_wrap_and_the_exception_under_it_stays_its
     plan = needs_reflow(data)
     lines = [ln for _, ln in reflowed(data, *plan)] if plan else data.split(b"\n")
     assert b"AssertionError: Micro batch size per gpu: 0 has to be greater than 0" in [ln.strip() for ln in lines]
+
+
+def test_a_whole_exception_line_before_a_sentence_that_opens_with_a_one_letter_word():
+    # fixtures/devlogs33/3606: an issue's title is the whole exception line, the body opens with "I am ..."
+    assert not cut_exception(b"RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
+                             b"directory", b"I am new to OLMo and I want to retrain several checkpoints.")
+    assert not cut_exception(b"ValueError: the tokenizer of this checkpoint has no chat template at all",
+                             b"A run with another model works.")

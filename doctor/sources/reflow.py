@@ -205,7 +205,8 @@ def _space_end(line: bytes) -> bool:
 
 # a line that opens a sentence of its own: a capitalised word, or an all-capitals one, then a space ("CUDA kernel errors
 # might be asynchronously reported ...", which torch prints under every CUDA error)
-_SENTENCE_START = lazyre.compile(rb"^(?:[A-Z][a-z]+|[A-Z]{2,}) [a-z]")
+# ("I am new to ...", "A run with ...": a one-letter word opens a sentence too)
+_SENTENCE_START = lazyre.compile(rb"^(?:[A-Z][a-z]*|[A-Z]{2,}) [a-z]")
 
 
 def _cut(line: bytes, nxt: bytes) -> bool:
