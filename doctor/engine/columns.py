@@ -22,6 +22,7 @@ from ..sources import metrics as msrc
 ENABLED = True   # False: every block is read row by row (the equivalence tests compare both paths)
 np: Any = None   # numpy, imported by the first block: a log without metric rows never pays its import (~0.1 s)
 _LAST: list[Any] = [(None, None)]   # (signals, Block) of the last list asked for: one tuple, swapped whole
+_METRICS = {Metrics}
 _ABSENT = float("nan")   # the default of a missing key: this one object (a decoded NaN is another), so `is` finds it
 # fewer rows than this are read row by row while numpy is not imported yet: importing it costs ~0.17 s of CPU, more
 # than the row path takes for them (a block of one row reads ~5x slower as columns; a series of 512 rows finishes as
@@ -61,7 +62,7 @@ class Block:
         last, block = _LAST[0]
         if last is signals and (block is None or block.n == len(signals)):   # not a list grown since
             return block  # type: ignore[no-any-return]
-        if (not signals or not worth(len(signals)) or any(type(s) is not Metrics for s in signals)
+        if (not signals or not worth(len(signals)) or set(map(type, signals)) != _METRICS
                 or load_numpy() is None):
             block = None
         else:
