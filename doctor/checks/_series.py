@@ -248,6 +248,10 @@ class Series(SeriesReader):
         if not keep:
             return
         values = [m.values for m, _ in keep]
+        # the rows' dicts read once for every column (each row's values of the series' keys in C, then transposed):
+        # cheaper than a pass over the rows per column
+        by_col = dict(zip(self.cols, zip(*[tuple(map(v.get, self.cols)) for v in values]))) \
+            if block is None or not block.seeded else None
         for k, col in self.cols.items():
             raw = block.seeded_values(k, idx) if block is not None and idx is not None else None
             if raw is not None:   # a seeded block: the same objects as the rows' dicts, read without them
@@ -263,7 +267,7 @@ class Series(SeriesReader):
                 if not there.all():
                     xs = [x if p else None for x, p in zip(xs, there.tolist())]
             else:
-                xs = [v.get(k) for v in values]
+                xs = by_col[k] if by_col is not None else [v.get(k) for v in values]
                 if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
                     xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)

@@ -157,8 +157,9 @@ class Block:
                 parts = "/".join(gs).split("/")   # one "/" in each: K and N of each row, in turn
                 digits = "".join(parts)
                 if all(parts) and max(map(len, parts)) <= 18 and digits.isascii() and digits.isdigit():
-                    # int() of each: what the string array's astype gives for plain digits, at a fifth of its cost
-                    both = np.fromiter(map(int, parts), np.int64, len(parts))
+                    # plain digits of at most 18 each, read by numpy's text reader in one call: what int() of each
+                    # gives (and the string array's astype), at a third of int()'s cost
+                    both = np.fromstring(" ".join(parts), dtype=np.int64, sep=" ")
                     self._gsteps = (both[0::2], both[1::2])
         return self._gsteps  # type: ignore[no-any-return]
 
