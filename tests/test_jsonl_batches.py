@@ -198,3 +198,17 @@ def test_every_decoder_gives_the_rows_of_the_plain_json_path(decoder: str, monke
     for size in (1, 700, 65536):
         monkeypatch.setattr(jsonl_rows, "BLOCK", size)
         assert repr(_block_rows(data)) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nan_found_by_its_n_as_by_the_three_byte_search(seed: int) -> None:
+    """_find_nan (memchr for the "N", each one checked) gives what bytes.find(b"NaN") gives, also on texts full of
+    "N"s (more than NAN_TRIES before a NaN: the three-byte search takes over) and a NaN at either end."""
+    rng = random.Random(seed)
+    pieces = [b"N", b"Na", b"aN", b"NaN", b"NN", b'{"loss": 0.5}', b"x", b"\n", b"NaNa"]
+    for _ in range(200):
+        data = b"".join(rng.choices(pieces, weights=[30, 5, 5, 1, 5, 20, 20, 5, 1], k=rng.randrange(0, 300)))
+        for at in (0, 1, len(data) // 2, len(data)):
+            assert jsonl_rows._find_nan(data, at) == data.find(b"NaN", at)
+    many = b"N" * (3 * jsonl_rows.NAN_TRIES) + b"NaN"
+    assert jsonl_rows._find_nan(many, 0) == many.find(b"NaN")

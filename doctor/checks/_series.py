@@ -10,7 +10,7 @@ and rules/outputs/ all read it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..engine.columns import Block
@@ -225,7 +225,23 @@ class Series(SeriesReader):
         kept = False
         ks, ns = (x.tolist() for x in block.gsteps())   # type: ignore[union-attr]   # the step rows' K and N
         cols = block if block.seeded else None   # its columns cost less than the rows' dicts only when seeded
-        for at, i in enumerate(block.steps().nonzero()[0].tolist()):
+        rows = block.steps().nonzero()[0].tolist()
+        # the thinning keeps every stride-th step row: the one whose _skip comes round to 0 first, then each stride-th
+        stride = self.stride
+        start = (stride - 1 - self._skip) % stride
+        if self.n + len(rows[start::stride]) < MAX_ROWS:   # no compaction among them: the kept rows as slices
+            if stride > 1:
+                self._skip = (self._skip + len(rows)) % stride
+            kept_ms = [ms[i] for i in rows[start::stride]]
+            kks, kns = ks[start::stride], ns[start::stride]
+            # a row's _Row only where one is read (the first of a reward layout's stretch): steps and totals as lists
+            self._append_rows(kept_ms, lambda k: block_row(kept_ms[k].values, kks[k], kns[k]), kks, kns, cols,
+                              rows[start::stride])
+            self.fed += len(ms)
+            self.kept = bool(rows) and (len(rows) - 1 - start) % stride == 0 and len(rows) > start \
+                and rows[-1] == last
+            return
+        for at, i in enumerate(rows):
             if self.stride > 1:   # _add's thinning
                 self._skip = skip = (self._skip + 1) % self.stride
                 if skip:
@@ -245,9 +261,22 @@ class Series(SeriesReader):
     def _append(self, keep: list[tuple[Metrics, Any]], block: Block | None = None, idx: list[int] | None = None) -> None:
         """_add's appends for rows it keeps (no compaction due among them); ``block``: theirs, read over its columns
         where a column is plain floats (rows ``idx`` of it: a value a float, None where the row lacks the key)."""
-        if not keep:
+        if keep:
+            rows = [r for _, r in keep]
+            self._append_rows([m for m, _ in keep], rows.__getitem__, [r.step for r in rows],
+                              [r.max_steps for r in rows], block, idx)
+
+    def _append_rows(self, ms: list[Metrics], row_of: Callable[[int], Any], steps: list[Any], totals: list[Any],
+                     block: Block | None = None, idx: list[int] | None = None) -> None:
+        """_append of the rows ``ms``, their _Row given by ``row_of(k)``, their step and max_steps by ``steps`` and
+        ``totals`` (a _Row is asked only where its reward values are read)."""
+        if not ms:
             return
-        values = [m.values for m, _ in keep]
+        values = [m.values for m in ms]
+        # the rows' dicts read once for every column (each row's values of the series' keys in C, then transposed):
+        # cheaper than a pass over the rows per column
+        by_col = dict(zip(self.cols, zip(*[tuple(map(v.get, self.cols)) for v in values]))) \
+            if block is None or not block.seeded else None
         for k, col in self.cols.items():
             raw = block.seeded_values(k, idx) if block is not None and idx is not None else None
             if raw is not None:   # a seeded block: the same objects as the rows' dicts, read without them
@@ -263,11 +292,11 @@ class Series(SeriesReader):
                 if not there.all():
                     xs = [x if p else None for x, p in zip(xs, there.tolist())]
             else:
-                xs = [v.get(k) for v in values]
+                xs = by_col[k] if by_col is not None else [v.get(k) for v in values]
                 if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
                     xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)
-        self._close_rows(keep, block, idx)
+        self._close_rows(ms, row_of, steps, totals, block, idx)
 
     def _add(self, m: Metrics, row: Any = RAISED) -> bool:
         if row is RAISED:
@@ -287,10 +316,11 @@ class Series(SeriesReader):
         self._close_row(m, row)
         return True
 
-    def _close_rows(self, keep: list[tuple[Metrics, Any]], block: Block | None = None,
-                    idx: list[int] | None = None) -> None:
-        """_close_row of each kept row, in order. The first row of a stretch of rows with one reward layout makes
-        the columns its names need (or drops them for good); the rest of the stretch is appended column by column:
+    def _close_rows(self, ms: list[Metrics], row_of: Callable[[int], Any], steps: list[Any], totals: list[Any],
+                    block: Block | None = None, idx: list[int] | None = None) -> None:
+        """_close_row of each kept row (``ms``, their _Row by ``row_of``, steps, totals), in order. The first row of a
+        stretch of rows with one reward layout makes the columns its names need (or drops them for good); the rest of
+        the stretch is appended column by column:
         one value to each named column per row and None to the others, as _close_row leaves them. A layout naming
         one function twice goes through _close_row row by row, and so do the rows after it while a column is longer
         than the series (_close_row pads only the columns not ahead). ``block``: a seeded block the rows ``idx`` of
@@ -298,27 +328,27 @@ class Series(SeriesReader):
         block's columns, the same objects as in the rows' dicts)."""
         if block is not None and not block.seeded:
             block = None
-        i, end = 0, len(keep)
+        i, end = 0, len(ms)
         while i < end:
-            m, row = keep[i]
-            self._close_row(m, row)
+            m = ms[i]
+            self._close_row(m, row_of(i))
             j = i = i + 1
             layout = _reward_layout(m.values) if self.want_rewards else None
             if block is not None:
                 j = end   # one key sequence, so one layout (cached per key sequence)
-            while j < end and (layout is None or _reward_layout(keep[j][0].values) is layout):
+            while j < end and (layout is None or _reward_layout(ms[j].values) is layout):
                 j += 1
             if j == i:
                 continue
-            run = keep[i:j]
+            run = ms[i:j]
             if layout is not None and (len({(kind, name) for _, kind, name in layout}) < len(layout) or any(
                     len(col) != self.n for target in (self.rmean, self.rstd) for col in target.values())):
-                for m, row in run:
-                    self._close_row(m, row)
+                for k in range(i, j):
+                    self._close_row(ms[k], row_of(k))
                 i = j
                 continue
             if layout is not None:
-                values = [x.values for x, _ in run] if block is None else None
+                values = [x.values for x in run] if block is None else None
                 filled = set()
                 for k, kind, name in layout:
                     col = (self.rmean if kind == "mean" else self.rstd).get(name)
@@ -332,11 +362,11 @@ class Series(SeriesReader):
                     for col in target.values():
                         if id(col) not in filled:
                             col.extend([None] * len(run))
-            self.steps.extend([r.step for _, r in run])
-            total = [r.max_steps for _, r in run if r.max_steps]
+            self.steps.extend(steps[i:j])
+            total = [t for t in totals[i:j] if t]
             if total:
                 self.max_steps = total[-1]
-            self.where.extend([(x.where.path, x.where.line, x.seq) for x, _ in run])
+            self.where.extend([(x.where.path, x.where.line, x.seq) for x in run])
             self.n += len(run)
             i = j
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator
-from itertools import accumulate, repeat
+from itertools import accumulate, filterfalse, repeat
 from operator import itemgetter
 from typing import Any, BinaryIO
 
@@ -109,16 +109,32 @@ def _batchable(lines: list[bytes], look_for_nan: bool) -> list[int]:
         return [i for i, data in enumerate(lines) if data[:1] == b"{" and data[-1:] == b"}"]
     if look_for_nan:
         joined = b"\n".join(lines)
-        at = joined.find(b"NaN")
+        at = _find_nan(joined, 0)
         if at >= 0:
-            starts = list(accumulate((len(x) + 1 for x in lines), initial=0))
+            starts = list(accumulate(map(_PLUS_ONE, map(len, lines)), initial=0))
             found: set[int] = set()
             while at >= 0:
                 i = bisect_right(starts, at) - 1
                 found.add(i)
-                at = joined.find(b"NaN", starts[i + 1])
-            return [i for i in range(n) if i not in found]
+                at = _find_nan(joined, starts[i + 1])
+            return list(filterfalse(found.__contains__, range(n)))
     return list(range(n))
+
+
+_PLUS_ONE = (1).__add__   # a line and its newline
+_PLUS_TWO = (2).__add__   # a row and its separator ",\n" (_decode)
+NAN_TRIES = 64   # "N"s that are not a NaN before the three-byte search takes over (a block of texts full of them)
+
+
+def _find_nan(data: bytes, at: int) -> int:
+    """``data.find(b"NaN", at)``: by the one-byte search for its "N" (memchr: ~70x faster than the three-byte search
+    on 64 KiB of rows, where an "N" is rare but in a NaN), checking each "N" found, NAN_TRIES of them at most."""
+    for _ in range(NAN_TRIES):
+        at = data.find(b"N", at)
+        if at < 0 or data.startswith(b"NaN", at):
+            return at
+        at += 1
+    return data.find(b"NaN", at)
 
 
 def _decode(fast: Any, rows: list[bytes]) -> list[Any]:
@@ -128,7 +144,7 @@ def _decode(fast: Any, rows: list[bytes]) -> list[Any]:
     one buffer whose separators are turned into brackets in place)."""
     n = len(rows)
     buf = bytearray(b"[" + b",\n".join(rows) + b"]")
-    begin = list(accumulate((len(r) + 2 for r in rows), initial=1))   # begin[i]: row i's first byte; begin[n]
+    begin = list(accumulate(map(_PLUS_TWO, map(len, rows)), initial=1))   # begin[i]: row i's first byte; begin[n]
     out: list[Any] = []
     for a in range(0, n, PART):
         out.extend(_decode_rows(fast, buf, begin, a, min(n, a + PART)))

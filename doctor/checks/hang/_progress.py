@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import signal
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from ... import lazyre
@@ -74,6 +75,7 @@ PROGRESS_BAR = lazyre.compile(r"^\s*(?P<desc>[^|]*?)\s*:?\s*(?P<pct>\d{1,3})%\|[
 _SOCKET = lazyre.compile(r"(?:The client socket has timed out after (?P<t>\d+)(?P<u>ms|s) while trying to connect to "
                      r"\((?P<host>[^,]+), (?P<port>\d+)\)|TCP client failed to connect(?:/validate)? to host "
                      r"(?P<host2>[\w.\-]+):(?P<port2>\d+))")
+_SOURCE = attrgetter("source")
 _NCCL = ("Watchdog caught collective operation timeout", "NCCL communicator was aborted")
 # py-spy dump
 # py-spy prints the thread name only when it can read it: `Thread 123 (idle): "MainThread"` or `Thread 123 (idle)`
@@ -224,7 +226,9 @@ class _Progress:
                 given = ns[reach].nonzero()[0]   # total_steps = n or total_steps: the last reaching row with an n
                 if given.size:
                     self.total_steps = int(ns[reach[given[-1]]])
-            seqs = [signals[i].seq for i in at if signals[i].source == "console"]   # logging.jsonl's order says nothing
+            # logging.jsonl's order says nothing (its blocks hold no console row: the test over all of them in C)
+            seqs = [signals[i].seq for i in at if signals[i].source == "console"] \
+                if "console" in map(_SOURCE, signals) else None
             if seqs:
                 self.metrics_seq = max(self.metrics_seq, max(seqs))
         return True

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from itertools import compress
+from operator import attrgetter, not_
 from typing import Any
 
 from ... import lazyre
@@ -36,6 +38,7 @@ _POLICY_KEYS = lazyre.compile(r"^(?:train/)?(?:" + PREFERENCE_KEY + r"|nll_loss)
 CLIP_NAN_KEYS = ("clip_ratio", "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",
                  "clip_ratio/high_max", "clip_ratio/region_mean", "cispo_clip_ratio")
 METRIC_ONLY = frozenset(("kl",) + CLIP_NAN_KEYS)
+_FINITE = attrgetter("finite")
 METRIC_ONLY_PRIORITY = 50   # below GD641 (truncated, 52) and GD610 (flat, 70): what makes such a batch
 
 
@@ -58,11 +61,26 @@ def _row_bad_keys(v: dict[str, Any]) -> list[str]:
     else:
         return []
     ks = [k for k in CORE_NAN_KEYS + CLIP_NAN_KEYS if k in v and _bad(num(v[k]))]
-    rk = [f"rewards/{n}" for n in (reward_key_name(k) for k in v) if n and _bad(num(v.get(f"rewards/{n}/mean",
-                                                                                        v.get(f"rewards/{n}"))))]
+    names, policy = _named_keys(tuple(v))
+    rk = [f"rewards/{n}" for n in names if _bad(num(v.get(f"rewards/{n}/mean", v.get(f"rewards/{n}"))))]
     # a preference trainer's own values of the policy (logits/chosen, logps/rejected...): NaN there is its forward pass
-    pk = [k for k in v if k not in rk and _POLICY_KEYS.match(k) and _bad(num(v[k]))]
+    pk = [k for k in policy if k not in rk and _bad(num(v[k]))]
     return ks + rk + pk
+
+
+_NAMED: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
+
+
+def _named_keys(keys: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(the reward function named by each rewards/ key, in order; the policy's keys) of a row's keys, cached per key
+    sequence: a run that diverged has a NaN in every row, and its rows share a few layouts."""
+    got = _NAMED.get(keys)
+    if got is None:
+        if len(_NAMED) >= 256:
+            _NAMED.clear()
+        got = _NAMED[keys] = ([n for n in map(reward_key_name, keys) if n],
+                              [k for k in keys if _POLICY_KEYS.match(k)])
+    return got
 
 
 class MetricsNonFinite(Rule):
@@ -124,9 +142,29 @@ class MetricsNonFinite(Rule):
                 if gn.size and not bool(columns.np.isfinite(gn).all()):
                     return False
                 self._finite_rows(signals, head, cand, has, gn)
-        for i in at[len(head):] if self.first is None else at:
-            self._feed_step(signals[i])
+        rest = at[len(head):] if self.first is None else at
+        # after the first bad row a finite row only counts and is the last (and the first after it): the finite
+        # stretches between the rows that may be bad are taken whole, those rows one by one
+        done = 0
+        for k in compress(range(len(rest)), map(not_, map(_FINITE, map(signals.__getitem__, rest)))):
+            self._finite_stretch(signals, rest[done:k])
+            self._feed_step(signals[rest[k]])
+            done = k + 1
+        self._finite_stretch(signals, rest[done:])
         return True
+
+    def _finite_stretch(self, signals: list[Metrics], rows: list[int]) -> None:
+        """_feed_step of rows known finite, in order."""
+        if not rows:
+            return
+        if self.first is None:   # before the first bad row each one matters (prev, the smallest grad_norm)
+            for i in rows:
+                self._feed_step(signals[i])
+            return
+        self.rows += len(rows)
+        self.last = signals[rows[-1]]
+        if self.after is None:
+            self.after = signals[rows[0]]
 
     def _feed_step(self, m: Metrics) -> None:
         if m.finite and self.first is not None:   # _feed of a finite row after the first bad one
