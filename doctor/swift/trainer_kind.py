@@ -151,7 +151,7 @@ def from_frames(paths: Iterable[str], is_library: object = None) -> str | None:
 def from_text(texts: Iterable[str]) -> str | None:
     """The one trainer kind the log's class names, or a serving or chat command pasted among its lines, point at
     (several different ones: not told)."""
-    seen = set()
+    seen: set[str] = set()
     for t in texts:
         seen.update(_norm(m.group(1)) for m in _CLASS.finditer(t))
         m = _LF_CLI.search(t)

@@ -256,9 +256,13 @@ class MetricsNonFinite(Rule):
             logps = [k for k, v in self.first.values.items() if "logps/" in k and num(v) is not None and not _bad(num(v))]
             return [_logits_statistic_finding(self, s, first, core, self.n_bad, self.rows, bool(logps))]
         kl_first = core == ["kl"]
+        # a run whose rows are finite again after it did not lose its weights there (a loss scaler skips the step
+        # whose gradients are not finite; a logged value alone may overflow): "from then on" would be false
+        recovered = self.last is not None and self.last is not self.first and (
+            self.last.finite is True or (self.last.finite is None and not _row_bad_keys(self.last.values)))
         vals = ", ".join(f"{k} {fmt(s.cols[k][first]) if k in s.cols else 'nan'}" for k in bad_keys[:6])
-        msg = (f"Non-finite metrics from {s.label(first)} on ({vals}); {self.n_bad} of {self.rows} logged steps are "
-               f"affected.")
+        msg = (f"Non-finite metrics {'first at' if recovered else 'from'} {s.label(first)}{'' if recovered else ' on'} "
+               f"({vals}); {self.n_bad} of {self.rows} logged steps are affected.")
         if prev >= 0:
             gn = s.cols["grad_norm"][prev]
             msg += (f" The step before ({s.label(prev)}) was still finite"
@@ -285,10 +289,6 @@ class MetricsNonFinite(Rule):
             fix = ["Load and train the model in bfloat16, or float32 on GPUs without bfloat16 (V100, T4): float16 "
                    "activations of large models overflow in the first forward pass."]
         else:
-            # a run whose rows are finite again after it did not lose its weights there (a loss scaler skips the step
-            # whose gradients are not finite; a logged value alone may overflow): "every later step" would be false
-            recovered = self.last is not None and self.last is not self.first and (
-                self.last.finite is True or (self.last.finite is None and not _row_bad_keys(self.last.values)))
             if recovered:
                 msg += (" Rows after it are finite again (the last row read is), so the weights were not lost at that "
                         "step: it was most likely skipped (a loss scaler skips a step whose gradients are not finite) "
@@ -323,16 +323,18 @@ class MetricsNonFinite(Rule):
             k for k in core if k not in ("loss", "grad_norm", "kl")][:3]
         return [self.make(message=msg, fix=fix, evidence=ev, count=self.n_bad, seq=s.seq(first), severity=sev,
                           verify=verify_finite(watched or core or bad_keys[:3], s.label(first)),
-                          title=_title(bad_keys, [num(self.first.values.get(k)) for k in bad_keys], s.label(first)))]
+                          title=_title(bad_keys, [num(self.first.values.get(k)) for k in bad_keys], s.label(first),
+                                       recovered))]
 
 
-def _title(bad_keys: list[str], values: list[float | None], where: str) -> str:
+def _title(bad_keys: list[str], values: list[float | None], where: str, recovered: bool = False) -> str:
     """The finding's title from what went non-finite: the columns (at most three named), NaN or inf as the first bad
-    row shows them, and where it started."""
+    row shows them, and where it started (``recovered``: finite rows follow)."""
     named = ", ".join(bad_keys[:3]) + (f" and {len(bad_keys) - 3} more" if len(bad_keys) > 3 else "")
     verb = "was" if len(bad_keys) == 1 else "were"
     kinds = {"NaN" if v is None or v != v else "inf" for v in values}
-    return f"{named} {verb} {'/'.join(sorted(kinds))} from {where} on"
+    return (f"{named} {verb} {'/'.join(sorted(kinds))} at {where}, finite again after it" if recovered else
+            f"{named} {verb} {'/'.join(sorted(kinds))} from {where} on")
 
 
 def swift_grpo(ctx: RunState) -> bool:
