@@ -231,7 +231,8 @@ def test_catalog_rules_of_this_area_exist():
 def test_hfargumentparser_unused_args_in_a_trl_script():
     f = only(run_text("ValueError: Some specified arguments are not used by the HfArgumentParser: "
                       "['--vllm_device', 'cuda:7', '--num_generation', '8']\n", rules=("GD401",)), "GD401")
-    assert f.message.startswith("The argument parser does not know --vllm_device, --num_generation")
+    # the flags as typed (in code spans: no framework's term is put in their place)
+    assert f.message.startswith("The argument parser does not know `--vllm_device`, `--num_generation`")
     assert "trl vllm-serve" in f.fix[0] and "did you mean --num_generations" in f.fix[1]
     assert "ms-swift 3.6" not in " ".join(f.fix)
 
