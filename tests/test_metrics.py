@@ -327,7 +327,9 @@ def test_long_run_is_thinned_but_nan_step_is_exact():
     rows[n - 7] = row(n - 6, n, loss=math.nan, grad_norm=math.nan, reward=0.5, reward_std=0.3)
     feed_rows(s, rows)
     (f,) = s.finish()
-    assert f.rule_id == "GD620" and f"from step {n - 6}/{n} on" in f.message and "1 of" in f.message
+    # the six rows after it are finite again: the NaN step is named exactly, and not as "from then on"
+    assert f.rule_id == "GD620" and f"first at step {n - 6}/{n} (" in f.message and "1 of" in f.message
+    assert "finite again" in f.message and f"from step {n - 6}/{n} on" not in f.message
     rule = next(r for r in s.rules if r.meta.id == "GD610")
     assert rule.s.n <= S.MAX_ROWS and rule.s.stride >= 2
 
