@@ -23,9 +23,6 @@ _KV_NUMS = {
 
 
 _WRAPPED_TOKENS = lazyre.compile(r"^\s*(\d+)\)")
-# vLLM's refusals to start, read as such in a line without their exception type (a title)
-_REFUSED = lazyre.compile(r"can be stored in KV cache|larger than the available KV cache memory|No available memory for "
-                          r"the cache blocks")
 _ESTIMATE = lazyre.compile(r"^\s*Based on the available memory, the estimated maximum model length is (\d+)")
 
 
@@ -41,7 +38,8 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             else ("--vllm_gpu_memory_utilization", "--vllm_max_model_len")
     cur = f.util
     cur_s = f.util_text() if cur is not None else "?"
-    if not any(x.exc or _REFUSED.search(x.evidence.text) for x in hits) \
+    # a refusal read without its type (the pattern's `refused` group) counts as the exception itself
+    if not any(x.exc or x.groups.get("refused") for x in hits) \
             and not any("# GPU blocks: 0," in x.evidence.text for x in hits):
         # vLLM's own profile lines before (or without) its exception: kv_profile.py reads them, or drops a healthy one
         tail = [t.text for t in ctx.tails.get(h.evidence.path) or ()]
