@@ -310,28 +310,22 @@ def test_releases_under_an_earlier_name_are_filed_under_the_current_one(tmp_path
     assert sorted((r[1], r[2].split("/")[0]) for r in rows if r[5] == same) == [("0.18", "oldtrl"), ("0.20", "trl")]
 
 
-def test_a_wheel_s_purelib_files_are_the_package_s_own(built, tmp_path):
-    """A platform wheel that keeps its modules under <name>-<version>.data/purelib/ (OpenRLHF's) is read as if they
-    were at the wheel's top: the same sites as the plain wheel."""
+@pytest.mark.parametrize("kind, filename, where", [
+    # a platform wheel that keeps its modules under <name>-<version>.data/purelib/ (OpenRLHF's)
+    ('kind = "platform-wheel"', "{name}-{version}-cp311-cp311-manylinux1_x86_64.whl",
+     "{name}-{version}.data/purelib/{rel}"),
+    # ``src_prefix = "src/"``: an sdist that keeps the package in src/ (axolotl's)
+    ('kind = "sdist"\nsrc_prefix = "src/"', "{name}-{version}.tar.gz", "{name}-{version}/src/{rel}"),
+], ids=["wheel-purelib", "sdist-src-layout"])
+def test_a_release_packed_another_way_is_read_as_the_installed_paths(built, tmp_path, kind, filename, where):
+    """The same files in another archive layout give the sites a plain wheel of them gives."""
 
-    class Purelib(DirFetcher):
-        def path(self, name, version, kind):
-            return self.archive(name, version, f"{name}-{version}-cp311-cp311-manylinux1_x86_64.whl",
-                                [(f"{name}-{version}.data/purelib/{rel}", data) for rel, data in _files(name, version)])
-
-    lst = tmp_path / "packages.toml"
-    lst.write_text(LIST.replace('kind = "wheel"', 'kind = "platform-wheel"'))
-    assert bri.build(lst, jobs=1, fetcher=Purelib(tmp_path))[0] == built[0]
-
-
-def test_an_sdist_s_src_layout_is_read_as_the_installed_paths(built, tmp_path):
-    """``src_prefix = "src/"``: an sdist that keeps the package in src/ (axolotl's) gives the installed paths, the
-    sites a wheel of the same files gives."""
-    class Sdist(DirFetcher):
-        def path(self, name, version, kind):
-            return self.archive(name, version, f"{name}-{version}.tar.gz",
-                                [(f"{name}-{version}/src/{rel}", data) for rel, data in _files(name, version)])
+    class Repacked(DirFetcher):
+        def path(self, name, version, _kind):
+            return self.archive(name, version, filename.format(name=name, version=version),
+                                [(where.format(name=name, version=version, rel=rel), data)
+                                 for rel, data in _files(name, version)])
 
     lst = tmp_path / "packages.toml"
-    lst.write_text(LIST.replace('kind = "wheel"', 'kind = "sdist"\nsrc_prefix = "src/"'))
-    assert bri.build(lst, jobs=1, fetcher=Sdist(tmp_path))[0] == built[0]
+    lst.write_text(LIST.replace('kind = "wheel"', kind))
+    assert bri.build(lst, jobs=1, fetcher=Repacked(tmp_path))[0] == built[0]
