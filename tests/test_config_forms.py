@@ -231,3 +231,66 @@ def test_a_world_size_or_port_is_not_read_from_a_date_or_time():
 ])
 def test_framework_from_the_command(text, want):
     assert detect([], [text], {}, False)[0] == want
+
+
+# ---------------------------------------------------------------- ms-swift / trl server launches pasted in a log
+# the two launches of ms-swift's server mode as its docs and users write them (command of
+# fixtures/devlogs26/3214-..., modelscope/ms-swift#5428): `swift rollout` on some GPUs, `swift rlhf` on the others
+_TWO_LAUNCHES = (
+    "CUDA_VISIBLE_DEVICES=0,1 \\\n"
+    "swift rollout \\\n"
+    "    --vllm_tensor_parallel_size 2 \\\n"
+    "    --port 8001 \\\n"
+    "    --model Qwen/Qwen2.5-VL-72B-Instruct\n"
+    "[rank0]: CUDA_VISIBLE_DEVICES=2,3 NPROC_PER_NODE=2 swift rlhf --rlhf_type grpo --use_vllm true "
+    "--vllm_mode server --vllm_server_host 127.0.0.1 --num_generations 8\n")
+
+
+def test_a_pasted_swift_launch_line_is_read_and_the_servers_settings_stay_its_own():
+    s = _session(_TWO_LAUNCHES)
+    run = s.run
+    # the trainer's line, read after its rank prefix
+    assert run.args["rlhf_type"] == "grpo" and run.args["vllm_server_host"] == "127.0.0.1"
+    assert run.env["CUDA_VISIBLE_DEVICES"] == "2,3" and run.env["NPROC_PER_NODE"] == "2"
+    # the server's flags and GPUs are its launch's, never the trainer's settings
+    assert "port" not in run.args and "vllm_tensor_parallel_size" not in run.args
+    server = [launch for launch in run.launches if launch.command == "rollout"]
+    assert server and server[0].env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    # the port the trainer must reach is the server's --port when the trainer's own flags do not name one
+    assert run.server_port() == 8001
+    run.set_arg("vllm_server_base_url", "http://10.0.0.5:8123", "command")
+    assert run.server_port() == 8123
+    run.set_arg("vllm_server_port", 8002, "command")
+    assert run.server_port() == 8002
+
+
+@pytest.mark.parametrize("line", [
+    "I ran swift rlhf to train the model and it hangs",
+    '  File "/usr/local/lib/python3.10/site-packages/swift/cli/rlhf.py", line 5, in <module>',
+    "usage: vllm serve [-h] [--model MODEL]",
+    "[INFO:swift] Start connecting to vLLM server",
+])
+def test_prose_paths_and_usage_lines_are_no_launch(line):
+    s = _session(line + "\n")
+    assert not s.run.args and not s.run.launches and s.run.command is None
+
+
+def test_no_server_launch_no_port():
+    s = _session("swift rlhf --rlhf_type grpo --use_vllm true --vllm_mode server\n")
+    assert s.run.args["vllm_mode"] == "server" and s.run.server_port() is None
+
+
+@pytest.mark.parametrize("opts", [{"lines": True}, {}])
+def test_a_launch_continued_over_flag_lines_is_read_whole_by_both_scan_paths(tmp_path, opts):
+    # flag lines ("    --nproc_per_node 4 \") hold no gate word: while a launch is open every line is its own
+    from doctor.analyze import analyze
+    log = tmp_path / "log.txt"
+    log.write_text("torchrun \\\n    --nproc_per_node 4 \\\n    train_grpo.py \\\n    --num_generations 8\n")
+    run = analyze([str(log)], scan_options=opts).to_json()["run"]
+    assert run["world_size"] == 4 and run["args"]["num_generations"] == 8
+    log.write_text(_TWO_LAUNCHES + "[INFO:swift] Start connecting to vLLM server\n")
+    report = analyze([str(log)], scan_options=opts).to_json()
+    assert report["run"]["env"]["CUDA_VISIBLE_DEVICES"] == "2,3" and report["run"]["args"]["rlhf_type"] == "grpo"
+    # the hang advice names the server's own port, read from its launch, not the default
+    fix = " ".join(report["findings"][0]["fix"])
+    assert "http://127.0.0.1:8001/health/" in fix and "8000" not in fix

@@ -214,7 +214,7 @@ class RunState:
     def sticky(self) -> bool:
         """The next lines matter whatever they hold: an open args dump, or a traceback frame awaiting its
         code line (the only state in which a line without a gate word changes anything but the tail)."""
-        return self.run._dump_open or self.tracker.expecting()
+        return self.run._dump_open or self.run.continuing() or self.tracker.expecting()
 
     def read(self, line: LogLine, gated: bool) -> tuple[ExceptionInfo | None, Metrics | None] | None:
         """The run facts of one line: configuration, end markers, and the exception it completes and the console
@@ -224,6 +224,11 @@ class RunState:
         if self.run._dump_open:
             self.run.feed(line)
             return None
+        if not gated and self.run.continuing():
+            launch = self.run.launch_open
+            self.run.feed(line)  # a launch's flag lines ("    --port 8001 \\") hold no gate word
+            if launch:
+                return None
         if not gated:
             # "-": IPython's arrow line "--> 107 code"; a code line a paste took the indentation off while a frame
             # waits for it (the tracker reads it as the line path, which feeds every line, does)

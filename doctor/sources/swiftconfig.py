@@ -55,14 +55,36 @@ _V4_PATHS = ("swift/arguments/", "swift/pipelines/", "swift/rlhf_trainers/", "sw
 _V2_PATHS = ("swift/llm/utils/", "swift/llm/sft.py", "swift/llm/rlhf.py", "swift/llm/deploy.py", "swift/llm/infer.py",
              "swift/llm/export.py")
 
+# a launch of ms-swift, or of trl's / vLLM's server, pasted or echoed on a log line ("CUDA_VISIBLE_DEVICES=0 swift rlhf
+# --rlhf_type grpo ...", "trl vllm-serve --model ... --port 8001"): read from its first environment assignment on, never
+# from a prompt, timestamp or rank prefix before it. Only a command: flags or a continuation follow the subcommand
+# (not "I ran swift rlhf to ...", not argparse's "usage: vllm serve [-h]", not a traceback's .../swift/cli/rlhf.py)
+_SWIFT_WORDS = ("swift rlhf", "swift sft", "swift pt", "swift rollout", "swift infer", "swift deploy", "swift export",
+                "vllm-serve", "vllm serve")
+_TOOL_LAUNCH = lazyre.compile(r"(?:^|(?<=[\s;&|(`'\"$]))(?:(?:export\s+)?[A-Z][A-Z0-9_]*=\S+\s+)*"
+                              r"(?:swift\s+(?P<sub>rlhf|sft|pt|rollout|infer|deploy|export)|trl\s+(?P<trl>vllm-serve)|"
+                              r"vllm\s+(?P<vllm>serve))"
+                              r"(?=\s+--?[A-Za-z]|\s*\\?\s*$)")
+SERVER_COMMANDS = ("rollout", "vllm-serve", "serve", "deploy")
+_SERVER_SUBS = ("rollout", "deploy")
+_ENV_ONLY = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)\s*)+")
+_URL_PORT = lazyre.compile(r"^\w+://[^/\s]+:(\d{2,5})\b")
+_TOOL_WORDS = lazyre.compile("|".join(map(re.escape, _SWIFT_WORDS)))
+
 LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers") + _ENV_NAMES
-            + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
+            + _SWIFT_WORDS + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
 
 
 
 # one C-level search per line instead of a test per word: every line of a log passes here
 _REPR_WORDS = lazyre.compile("|".join(map(re.escape, reprs.LITERALS)))
 _LAUNCH_WORDS = lazyre.compile("|".join(map(re.escape, launchers.LITERALS)))
+
+
+def _server_start(match: re.Match[str]) -> bool:
+    """The launch found is a model server's (``swift rollout``, ``trl vllm-serve``, ``vllm serve``)."""
+    groups = match.groupdict()
+    return groups.get("sub") in _SERVER_SUBS or bool(groups.get("trl") or groups.get("vllm"))
 
 
 @dataclass
@@ -93,6 +115,7 @@ class RunConfig:
     _dump_class: str | None = None         # the trl / transformers class of an open dump (None: ms-swift's)
     _yaml: reprs.YamlBlock = field(default_factory=reprs.YamlBlock)
     _pending_launch: list[str] | None = None  # a launch echoed over lines ending in a backslash, read once it ends
+    _env_prefix: list[str] = field(default_factory=list)  # `CUDA_VISIBLE_DEVICES=0,1 \` lines: the next command's
 
     # ---------------------------------------------------------------- setters
     def set_arg(self, key: str, value: Any, source: str) -> None:
@@ -110,13 +133,22 @@ class RunConfig:
         if self.major_hint is None:
             self.major_hint = major
 
-    def add_command(self, text: str, source: str = "command") -> None:
-        """A launcher script or a command line: env assignments, torchrun args and swift flags."""
+    def add_command(self, text: str, source: str = "command") -> bool:
+        """A launcher script or a command line: env assignments, torchrun args and swift flags. True when it was a
+        rollout server's launch line, kept apart from the trainer's settings."""
         if len(self.command_texts) < 4:
             self.command_texts.append(text[:200_000])
         read = read_command(text)
         # (a sentence naming `torchrun` reaches here too: only a command that parses is a launch)
         self.launch_printed = self.launch_printed or (source == "launcher" and bool(read.launches or read.launch))
+        if source == "launcher" and read.launches and read.launch is None and all(
+                launch.command in SERVER_COMMANDS for launch in read.launches):
+            # a rollout server's own launch line beside the trainer's: the server's GPUs, port and model are its
+            # launch's (``server_port``, the GPU layout check), never the trainer's settings
+            for launch in read.launches:
+                if launch not in self.launches:
+                    self.launches.append(launch)
+            return True
         for k, v in read.env:
             self.env.setdefault(k, v)
         for launch in read.launches:
@@ -132,13 +164,14 @@ class RunConfig:
             self.implied.setdefault("llamafactory", "LLaMA-Factory config")
         if read.launch is not None:
             self._add_launch(read.launch, source)
-            return
+            return False
         if read.command is not None:
             self.command = self.command or read.command
             self.torchrun.update(read.torchrun)
         for k, v in (read.flags or {}).items():
             self.cli.setdefault(k, v)
             self.set_arg(k, v, source)
+        return False
 
     def _add_launch(self, read: launchers.LaunchRead, source: str) -> None:
         """A launch of another framework: its layout (the launcher's own options: a world size is never read from
@@ -190,8 +223,30 @@ class RunConfig:
             self.cli, self.env, self.launches = {}, {}, []
 
     # ---------------------------------------------------------------- log lines
+    def continuing(self) -> bool:
+        """A command is open over lines ending in a backslash: the next line belongs to it whatever it holds."""
+        return self._pending_launch is not None or bool(self._env_prefix)
+
+    @property
+    def launch_open(self) -> bool:
+        """A launch echoed over several lines is being read (its flag lines are its own, nothing else)."""
+        return self._pending_launch is not None
+
+    def _read_env(self, text: str) -> None:
+        for m in _ENV.finditer(text):
+            self.env.setdefault(m.group(1), m.group(2).strip("'\""))
+
     def feed(self, line: LogLine) -> None:
         text = line.text
+        if self._env_prefix and self._pending_launch is None:
+            # assignments continued onto a launch are that launch's: a rollout server's GPUs are not the trainer's
+            prefix, self._env_prefix = self._env_prefix, []
+            start = _TOOL_LAUNCH.match(text.lstrip()) if _TOOL_WORDS.search(text) else None
+            if start is not None and _server_start(start):
+                text = " ".join(prefix) + " " + text.lstrip()
+            else:
+                for part in prefix:
+                    self._read_env(part)
         if self._pending_launch is not None:
             # the shell's continuation: the command goes on until a line that does not end in a backslash
             part = text.strip().strip("`")
@@ -237,14 +292,18 @@ class RunConfig:
             body = text[len("run sh: "):].strip().strip("`")
             self.add_command(body, "launcher")
             return
-        if _LAUNCH_WORDS.search(text):
-            lm = launchers.LAUNCH_START.search(text)
-            if lm and text[lm.start():].rstrip().endswith("\\"):
+        lm = launchers.LAUNCH_START.search(text) if _LAUNCH_WORDS.search(text) else None
+        if lm is None and _TOOL_WORDS.search(text):
+            lm = _TOOL_LAUNCH.search(text)
+        if lm is not None:
+            if text[lm.start():].rstrip().endswith("\\"):
                 self._pending_launch = [text[lm.start():].rstrip()[:-1].strip()]  # read whole, at its last line
-            elif lm and text[lm.start():] not in self.command_texts:
+                if _server_start(lm):
+                    return
+            elif text[lm.start():] not in self.command_texts and self.add_command(text[lm.start():], "launcher"):
                 # a launch echoed in the log (`set -x`, a ps listing, a pasted command): read from its launcher on,
-                # never from the timestamp or prefix before it
-                self.add_command(text[lm.start():], "launcher")
+                # never from the timestamp or prefix before it; a rollout server's line says nothing more of the run
+                return
         if "rank: " in text and "world_size: " in text:
             m = _RANK_LINE.search(text)
             if m:
@@ -264,8 +323,10 @@ class RunConfig:
             elif any(p in text for p in _V3_PATHS):
                 self._hint(3)
         if "=" in text and any(n in text for n in _ENV_NAMES) and ("swift" in text or text.lstrip().startswith(_ENV_NAMES) or "export" in text):
-            for m in _ENV.finditer(text):
-                self.env.setdefault(m.group(1), m.group(2).strip("'\""))
+            if text.rstrip().endswith("\\") and _ENV_ONLY.fullmatch(text.rstrip()[:-1]) and len(self._env_prefix) < 16:
+                self._env_prefix.append(text.rstrip()[:-1].strip())  # read with the launch it prefixes
+                return
+            self._read_env(text)
         for name, rx, seen in (("vllm", _VLLM_VERSION, "vllm" in text.lower()), ("trl", _TRL_VERSION, "trl" in text),
                                ("transformers", _TRANSFORMERS_VERSION, "transformers" in text)):
             m = rx.search(text) if seen and name not in self.versions else None
@@ -301,6 +362,19 @@ class RunConfig:
     def get(self, key: str, default: Any = None) -> Any:
         v = self.args.get(key)
         return default if v is None else v
+
+    def server_port(self) -> int | None:
+        """The rollout server's HTTP port as the run shows it: the trainer's --vllm_server_port, the port of its
+        --vllm_server_base_url, else the --port of a server launch it read (``swift rollout``, ``trl vllm-serve``,
+        ``vllm serve``); None when none shows it (the callers say which default they assume)."""
+        port = as_int(self.get("vllm_server_port"))
+        if port is None:
+            url = _URL_PORT.search(str(self.get("vllm_server_base_url") or ""))
+            port = int(url.group(1)) if url else None
+        for launch in self.launches:
+            if port is None and launch.command in SERVER_COMMANDS:
+                port = as_int(launch.flags.get("port"))
+        return port
 
     def vllm_server(self) -> bool:
         """The run generates on a separate vLLM rollout server: vllm_mode server, or a server host or URL given."""

@@ -40,7 +40,7 @@ def vllm_mode_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
 
 def server_host_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     run = ctx.run
-    port = run.get("vllm_server_port", 8000)
+    port = run.server_port() or 8000
     return Diagnosis(
         message="--vllm_mode server needs the address of a running `swift rollout` server, but neither "
                 "--vllm_server_host nor --vllm_server_base_url is set; ms-swift checks it with a bare assert, "

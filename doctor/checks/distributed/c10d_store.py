@@ -75,7 +75,7 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         msg = (f"The trainer waited{waited} to join the weight-sync process group of the vLLM rollout server at "
                f"{where} (vllm_server_group_port, default {VLLM_GROUP_PORT}+i) and nobody was listening there.")
         fix.append(f"Check that `swift rollout` is running and reachable from this node on port {port} "
-                   f"(not only on its HTTP port {read_or(run.get('vllm_server_port'), 8000)}): firewall, a proxy "
+                   f"(not only on its HTTP port {read_or(run.server_port(), 8000)}): firewall, a proxy "
                    "(unset http_proxy/https_proxy/all_proxy for the rollout host), or a server on another machine "
                    f"while the trainer connects to {host or 'the host you gave'}.")
         fix.append("Use the same ms-swift and vLLM versions for `swift rollout` and the trainer: the group "

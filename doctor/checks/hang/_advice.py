@@ -30,11 +30,11 @@ def phase_fix(p: _Progress, phase: str | None, run: RunConfig, a: dict[str, Any]
     mpx = run.env.get("MAX_PIXELS")
     if phase in ("server-connect", "server-connected"):
         host = run.get("vllm_server_host") or run.get("vllm_server_base_url") or "<rollout host>"
-        port = run.get("vllm_server_port", 8000)
+        port = run.server_port() or 8000
         group = run.int_arg("vllm_server_group_port") or VLLM_GROUP_PORT
         if phase == "server-connect":
             to = read_or(run.get("vllm_server_timeout"), 240)  # ms-swift's default
-            pnote = "" if run.get("vllm_server_port") is not None else " (port 8000 assumed: the default)"
+            pnote = "" if run.server_port() is not None else " (port 8000 assumed: the default)"
             fix.append(f"The trainer polls http://{host}:{port}/health/{pnote} until vllm_server_timeout ({to} s) and then "
                        "raises ConnectionError: check that `swift rollout` is up (curl that URL from this node) "
                        "and that no proxy intercepts it.")

@@ -295,8 +295,8 @@ class HangCheck(Rule):
                + ", and c10d keeps retrying: no training step can start until this connection is made.")
         fix = []
         hp = run.get("vllm_server_host") or host
-        pp = run.get("vllm_server_port", 8000)
-        pp_note = "" if run.get("vllm_server_port") is not None else " (port 8000 assumed: the default)"
+        pp = run.server_port() or 8000
+        pp_note = "" if run.server_port() is not None else " (port 8000 assumed: the default)"
         fix.append(f"Check the rollout server: `curl http://{hp}:{pp}/health/`{pp_note} from the training node, and that "
                    f"`swift rollout` printed no error; port {port} must be reachable from this node too (firewall, "
                    "docker network, unset http_proxy/https_proxy for that host).")
