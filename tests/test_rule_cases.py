@@ -64,7 +64,7 @@ from doctor.sources.gpu import parse_text
 
 CASE_KEYS = {"rule", "name", "with", "preflight", "facts", "command", "log", "metrics", "completions", "gpu", "gpu_ticks",
              "host_ticks", "disk_ticks", "hang", "exit", "checkpoint", "fires", "severity", "message_has", "fix_has",
-             "fix_lacks", "message_lacks", "confidence"}
+             "fix_lacks", "message_lacks", "confidence", "category"}
 CHECKPOINT_KEYS = {"kind", "name", "dtype", "optimizer_factor", "args", "trainer_state", "files", "truncate",
                    "siblings", "expect", "fs_free_x"}
 GIB = 1024 ** 3
@@ -182,6 +182,8 @@ def test_case(case, tmp_path):
         assert f.severity.name == case["severity"], f.severity.name
     if "confidence" in case:
         assert f.confidence == case["confidence"], f.confidence
+    if "category" in case:  # a fixer that reads the run into another category than its rule's
+        assert f.category == case["category"], f.category
     for text in case.get("message_has", []):
         assert text in f.message, f.message
     for text in case.get("message_lacks", []):

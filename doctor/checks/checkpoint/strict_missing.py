@@ -14,15 +14,27 @@ _BASE = lazyre.compile(r"(?:embed_tokens|embeddings\.|wte|embed_in|layers\.\d+\.
 _ADAPTER = lazyre.compile(r"lora_|\.modules_to_save\.|prompt_encoder|prefix_encoder|adapter")
 
 
+def base_weights(keys: list[str]) -> list[str]:
+    """The base model's own weights among missing keys (not an adapter's)."""
+    return [k for k in keys if _BASE.search(k) and not _ADAPTER.search(k)]
+
+
+def adapter_loaded_strictly(keys: list[str], cls: str) -> bool:
+    """The missing keys read as a checkpoint of the trainable part loaded into the whole model: base weights among
+    them, most of them unless the class is PEFT's wrapper."""
+    base = base_weights(keys)
+    return bool(base) and (cls.startswith("Peft") or len(base) * 2 >= len(keys))
+
+
 def strict_missing_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     keys_hit = next((h for h in hits if h.groups.get("keys")), None)
     if keys_hit is None:
         return None
     cls = next((h.groups["cls"] for h in hits if h.groups.get("cls")), "")
     keys = _KEY.findall(keys_hit.groups["keys"])
-    base = [k for k in keys if _BASE.search(k) and not _ADAPTER.search(k)]
+    base = base_weights(keys)
     peft = cls.startswith("Peft")
-    if not base or (not peft and len(base) * 2 < len(keys)):
+    if not adapter_loaded_strictly(keys, cls):
         return None  # missing adapter keys, or a mix: another failure (a renamed module, another model)
     shown = ", ".join(f"`{k}`" for k in base[:3]) + (f" and {len(base) - 3} more" if len(base) > 3 else "")
     who = f"`{cls}`" if cls else "the model"

@@ -38,6 +38,8 @@ def weights_layout_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                              evidence=(Evidence(said.where.path, said.where.line, said.raw),),
                              title="Sharded weights without their index file were loaded as a model",
                              verify="from_pretrained lists the shards it loads (Loading checkpoint shards: N/N)")
+    if hit.groups.get("found"):
+        return _no_weights(where, folder)
     if folder:
         return Diagnosis()
     msg = ("transformers was asked to load a full model from a folder (the paste does not show its path) that has no "
@@ -47,3 +49,23 @@ def weights_layout_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
            "and put the adapter on it (PEFT `PeftModel.from_pretrained(base, DIR)`; ms-swift `--model BASE --adapters "
            "DIR`), or merge it once and load the merged folder; a folder with neither is a wrong path.",)
     return Diagnosis(message=msg, fix=fix)
+
+
+def _no_weights(where: str, folder: str) -> Diagnosis:
+    """"Error no file named ... found in directory DIR": the folder's config loaded (from_pretrained reads it first),
+    its weights did not: not the adapter folder of the rule's usual reading, which fails on its config."""
+    path = folder or "DIR"
+    msg = (f"transformers read the model's config in {where} but found no weights there: neither one weights file "
+           f"(model.safetensors, pytorch_model.bin) nor the index of sharded ones. Folders like this are a checkpoint "
+           f"saved under DeepSpeed ZeRO-3 without gathering the weights (only global_step*/ with the ZeRO shards), "
+           f"sharded weights without their index file, an adapter checkpoint beside a copied config, or a copy or "
+           f"download that stopped before the weights.")
+    fix = (f"`ls {path}`: with global_step*/ only, build the weights with DeepSpeed's zero_to_fp32.py (saved in the "
+           f"checkpoint folder; `python zero_to_fp32.py --help` gives your release's arguments) and save with "
+           f"stage3_gather_16bit_weights_on_model_save true from then on; with shards but no *.index.json, put the "
+           f"index of the model they were saved from beside them; with adapter_model.* only, load the base model "
+           f"and put the adapter on it; with none of these, copy or download the weights again.",)
+    return Diagnosis(message=msg, fix=fix, category="checkpoint-corrupt",
+                     title="A model folder holds no weights file that transformers can load",
+                     verify="from_pretrained loads the weights (Loading checkpoint shards: N/N, or no missing-file "
+                            "error)")
