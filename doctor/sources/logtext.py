@@ -382,6 +382,18 @@ _ISSUE_TAG = lazyre.compile(r"^\[(?i:bug|feature|question|usage|help|issue)\]:?\
 _SOURCE_BEFORE_ORIGIN = lazyre.compile(r"^[\w.-]+\.py:\d+ (?=\((?:\w+ )?(?:rank=\d+ )?pid=\d+)")
 
 
+def _unquote(text: str) -> str:
+    """A line a paste put in backticks (markdown inline code around the whole line, or what is left of it) without
+    them; a line whose own backticks are balanced keeps them ("... in `peft_config`" is the message's own quoting)."""
+    ticks = text.count("`")
+    if text[:1] == "`" and text[-1:] == "`":
+        inner = text.strip("`")
+        return inner if inner.count("`") % 2 == 0 else text.lstrip("`")
+    if ticks % 2 == 0:
+        return text
+    return text.lstrip("`") if text[:1] == "`" else text.rstrip("`")
+
+
 def strip_prefixes(text: str) -> tuple[str, int | None, str]:
     """Remove rank, worker and vLLM logger prefixes and a line-number gutter. Returns (text, rank, origin)."""
     rank: int | None = None
@@ -439,10 +451,8 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
         tag = _ISSUE_TAG.match(text)
         if tag:
             text = text[tag.end():]
-    if text.startswith("`"):
-        text = text.lstrip("`")
-    if text.endswith("`"):
-        text = text.rstrip("`")
+    if text[:1] == "`" or text[-1:] == "`":
+        text = _unquote(text)
     if text.endswith(" across cluster]"):  # Ray's log deduplication (ray/_private/ray_logging.py, Ray >= 2.5)
         m = _RAY_REPEATED.search(text)
         if m:
