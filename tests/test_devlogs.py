@@ -132,7 +132,6 @@ KNOWN_MISSES_14: dict[str, str] = {
 # to the categories the tool read worst (dataset and template, argument, checkpoint, DeepSpeed configuration)
 DEVLOGS15 = ROOT / "fixtures" / "devlogs15"
 KNOWN_MISSES_15: dict[str, str] = {
-    "1813": "the only failure text is the title '<file>.pt FileNotFoundError' (a missing ZeRO shard), not an exception line",
 }
 
 
