@@ -116,10 +116,11 @@ class RunState:
         return bool(run.launches or run.command_texts or run.args or run.command)
 
     def printed_launch(self) -> bool:
-        """The run's launch is known: a launch command (given or printed) or arguments the program printed (an
-        argument dump, args.json); not a YAML config alone."""
+        """The run's launch is known: a launch command given beside the log (command.txt) or printed by it, or
+        arguments the program printed (an argument dump, args.json); not a YAML config alone, and not a command a
+        person pasted among the lines of an excerpt."""
         run = self.run
-        return bool(run.launches) or self.launch_in_log()
+        return any(launch not in run.pasted_launches for launch in run.launches) or self.launch_in_log()
 
     def launch_in_log(self) -> bool:
         """The log's own lines show its program starting (launcher lines, an argument dump, args.json); a command

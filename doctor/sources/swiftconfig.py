@@ -115,6 +115,8 @@ class RunConfig:
     _dump_class: str | None = None         # the trl / transformers class of an open dump (None: ms-swift's)
     _yaml: reprs.YamlBlock = field(default_factory=reprs.YamlBlock)
     _pending_launch: list[str] | None = None  # a launch echoed over lines ending in a backslash, read once it ends
+    _pending_source: str = "launcher"
+    pasted_launches: list[Launch] = field(default_factory=list)  # launches a person pasted among an excerpt's lines
     _env_prefix: list[str] = field(default_factory=list)  # `CUDA_VISIBLE_DEVICES=0,1 \` lines: the next command's
 
     # ---------------------------------------------------------------- setters
@@ -133,27 +135,32 @@ class RunConfig:
         if self.major_hint is None:
             self.major_hint = major
 
-    def add_command(self, text: str, source: str = "command") -> bool:
-        """A launcher script or a command line: env assignments, torchrun args and swift flags. True when it was a
-        rollout server's launch line, kept apart from the trainer's settings."""
+    def add_command(self, text: str, source: str = "command", *, on_a_line: bool = False) -> bool:
+        """A launcher script or a command line: env assignments, torchrun args and swift flags. ``on_a_line``: a
+        command found on a log line. True when it was a rollout server's launch line, kept apart from the trainer's
+        settings."""
         if len(self.command_texts) < 4:
             self.command_texts.append(text[:200_000])
         read = read_command(text)
         # (a sentence naming `torchrun` reaches here too: only a command that parses is a launch)
         self.launch_printed = self.launch_printed or (source == "launcher" and bool(read.launches or read.launch))
-        if source == "launcher" and read.launches and read.launch is None and all(
+        if on_a_line and read.launches and read.launch is None and all(
                 launch.command in SERVER_COMMANDS for launch in read.launches):
             # a rollout server's own launch line beside the trainer's: the server's GPUs, port and model are its
             # launch's (``server_port``, the GPU layout check), never the trainer's settings
             for launch in read.launches:
                 if launch not in self.launches:
                     self.launches.append(launch)
+                if source == "command":
+                    self.pasted_launches.append(launch)
             return True
         for k, v in read.env:
             self.env.setdefault(k, v)
         for launch in read.launches:
             if launch not in self.launches:
                 self.launches.append(launch)
+            if on_a_line and source == "command":
+                self.pasted_launches.append(launch)
         for k, v in read.yaml.items():  # a pasted YAML config (trl recipes, swift config files)
             if k not in self.args:
                 self.cli.setdefault(k, v)
@@ -220,7 +227,7 @@ class RunConfig:
             kept = {k for k, src in self.provenance.items() if src == "args.json"}
             self.args = {k: v for k, v in self.args.items() if k in kept}
             self.provenance = {k: "args.json" for k in kept}
-            self.cli, self.env, self.launches = {}, {}, []
+            self.cli, self.env, self.launches, self.pasted_launches = {}, {}, [], []
 
     # ---------------------------------------------------------------- log lines
     def continuing(self) -> bool:
@@ -256,7 +263,7 @@ class RunConfig:
                 return
             joined, self._pending_launch = " ".join(self._pending_launch), None
             if joined not in self.command_texts:
-                self.add_command(joined, "launcher")
+                self.add_command(joined, self._pending_source, on_a_line=True)
             return
         if self._dump_open:
             s = text.strip()
@@ -293,14 +300,20 @@ class RunConfig:
             self.add_command(body, "launcher")
             return
         lm = launchers.LAUNCH_START.search(text) if _LAUNCH_WORDS.search(text) else None
+        # a `swift rlhf` / `trl vllm-serve` line is what a person pastes (the programs do not echo it; ms-swift's own
+        # echo is `run sh:`): a given command, not a sign that the log holds the program's start
+        source = "launcher"
         if lm is None and _TOOL_WORDS.search(text):
             lm = _TOOL_LAUNCH.search(text)
+            source = "command"
         if lm is not None:
             if text[lm.start():].rstrip().endswith("\\"):
                 self._pending_launch = [text[lm.start():].rstrip()[:-1].strip()]  # read whole, at its last line
+                self._pending_source = source
                 if _server_start(lm):
                     return
-            elif text[lm.start():] not in self.command_texts and self.add_command(text[lm.start():], "launcher"):
+            elif text[lm.start():] not in self.command_texts and self.add_command(text[lm.start():], source,
+                                                                                   on_a_line=True):
                 # a launch echoed in the log (`set -x`, a ps listing, a pasted command): read from its launcher on,
                 # never from the timestamp or prefix before it; a rollout server's line says nothing more of the run
                 return
