@@ -215,11 +215,8 @@ KNOWN_MISSES_23: dict[str, str] = {
 }
 KNOWN_MISSES_24: dict[str, str] = {
     "3003": "an 'OOM' title beside a frameless AttributeError quoted in prose: the exception wins (GD999)",
-    "3009": "a comparison of two runs, no failure in it: silent",
 }
 KNOWN_MISSES_25: dict[str, str] = {
-    "3110": "a question about DPO rewards falling (expected behaviour): silent",
-    "3112": "a question about DPO metrics the maintainer calls expected: silent",
     "3120": "a title about vLLM's /sleep and /wake_up endpoints over a frameless error: GD999",
 }
 KNOWN_MISSES_26: dict[str, str] = {

@@ -289,7 +289,9 @@ class Session:
         same session every few seconds; _next_run builds a new list): within a tier the fallback family's generic
         readers (GD990-GD999) come after the other fallbacks."""
         if self._tiers_of is not self.rules or self._tiers_n != len(self.rules):
-            ranked = sorted(self.rules, key=lambda r: id_in_family(r.meta.id, "fallback"))
+            # a rule marked after_all reads what every other rule found (GD330: that nothing was)
+            ranked = sorted(self.rules, key=lambda r: (bool(r.meta.options.get("after_all")),
+                                                       id_in_family(r.meta.id, "fallback")))
             self._tiers_cache = ([r for r in ranked if _tier(r) == 0], [r for r in ranked if _tier(r) == 1],
                                  [r for r in ranked if _tier(r) == 2])
             self._tiers_of, self._tiers_n = self.rules, len(self.rules)

@@ -211,6 +211,7 @@ class Watch(Analysis, Hangs, Reporting):
         self.session = Session(load_catalog(), lazy=True)
         self.session.run.add_command(self.o.command_text if self.o.command_text is not None else shlex.join(self.argv),
                                      "command")
+        self.session.run.launch_printed = True  # the log watch records holds the program's start: it launched it
         self.hang_rule = next((r for r in self.session.rules if r.meta.id == "GD320"), None)
         from ..render.html import watch_curves  # the final report also as HTML (issue 21): curves recorded live
         self.curves = watch_curves(self.session)
