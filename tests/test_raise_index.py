@@ -385,3 +385,18 @@ def test_a_message_that_runs_on_inside_a_hole_is_not_a_cut_of_that_template():
            "`pip install transformers[torch]` or `pip install accelerate -U`")
     best = lookup(old)[0]
     assert best.package == "transformers" and best.score >= 0.8
+
+
+def _top(line):
+    found = rs.lookup(line)
+    assert found, line
+    return found[0]
+
+
+def test_bitsandbytes_loader_wording_is_placed_in_bitsandbytes():
+    # bitsandbytes 0.46.1 bitsandbytes/cextension.py get_native_library, read in its manylinux wheel:
+    #     raise RuntimeError(f"Configured CUDA binary not found at {cuda_binary_path}")
+    top = _top("RuntimeError: Configured CUDA binary not found at "
+               "/opt/conda/lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cuda128.so")
+    assert (top.package, top.module, top.where) == ("bitsandbytes", "bitsandbytes/cextension.py", "get_native_library")
+    assert top.score >= 0.8

@@ -326,6 +326,26 @@ def test_a_frameless_exception_placed_by_its_wording_says_so_in_the_users_words(
     assert "index" not in found[0].message
 
 
+def test_bitsandbytes_native_library_failures_are_dependency_problems_framed_or_not():
+    # bitsandbytes 0.46.1 cextension.py get_native_library raises `Configured CUDA binary not found at {path}`;
+    # 0.50.2 the same check as `No compatible CUDA binary found at {path}`; 0.46-0.50 BNBNativeLibrary.__getattr__
+    # throw_on_call raises `Method '{name}' not available in CPU-only version of bitsandbytes.` (read in the wheels)
+    lib = f"{SP}/bitsandbytes/libbitsandbytes_cuda128.so"
+    for line in (f"RuntimeError: Configured CUDA binary not found at {lib}",
+                 f"RuntimeError: No compatible CUDA binary found at {lib}",
+                 "RuntimeError: Method 'cquantize_blockwise_fp16_nf4' not available in CPU-only version of "
+                 "bitsandbytes. Reinstall with GPU support or use CUDA-enabled hardware."):
+        found = run(line + "\n")[0]
+        assert (found.category, found.title) == ("import-or-dependency-error",
+                                                 "bitsandbytes could not load its native library"), line
+        assert "bitsandbytes/cextension.py" in found.message
+    framed = tb([(f"{SP}/bitsandbytes/functional.py", 1024, "quantize_4bit", "lib.cquantize_blockwise_fp16_nf4("),
+                 (f"{SP}/bitsandbytes/cextension.py", 60, "throw_on_call", "raise RuntimeError(")],
+                "RuntimeError: Method 'cquantize_blockwise_fp16_nf4' not available in CPU-only version of "
+                "bitsandbytes. Reinstall with GPU support or use CUDA-enabled hardware.")
+    assert run(framed)[0].category == "import-or-dependency-error"
+
+
 def test_deepspeeds_no_sync_refusal_under_zero_2_is_a_deepspeed_configuration_problem():
     # deepspeed/runtime/engine.py DeepSpeedEngine.no_sync asserts that gradients are not partitioned; the line alone,
     # as yifan123/flow_grpo#72 posted it, and under accelerate's no_sync frames as public traces show it
