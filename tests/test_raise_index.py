@@ -61,6 +61,8 @@ EXPECTED: dict[str, str] = {
     "real-transformers5-load-adapter-checkpoint-as-model": "transformers",
     "real-thread-generation-config-invalid-at-export": "transformers",
     "real-thread-vllm-fp8-capability-86": "vllm", "real-thread-vllm-heads-not-divisible-tp3": "vllm",
+    # datasets' builder.py _prepare_split_single wraps the json builder's parse error
+    "edge-dataset-jsonl-parse-error": "datasets",
 }
 # (case, exception type) -> reason no site can match
 GAPS: dict[tuple[str, str], str] = {
@@ -120,7 +122,6 @@ GAPS: dict[tuple[str, str], str] = {
     ("edge-autograd-nan-anomaly", "RuntimeError"): "C++ origin: autograd anomaly mode",
     ("edge-c10d-port-in-use", "torch.distributed.DistNetworkError"): "C++ origin: c10d TCPStore",
     ("edge-cannot-import-grpoconfig-old-trl", "ImportError"): PY,
-    ("edge-dataset-jsonl-parse-error", "datasets.exceptions.DatasetGenerationError"): "datasets: not indexed",
     ("edge-flash-attn-undefined-symbol", "ImportError"): "the dynamic loader's message (flash-attn binary)",
     ("edge-grpoconfig-unexpected-kwarg", "TypeError"): PY,
     ("edge-image-unidentified", "PIL.UnidentifiedImageError"): "Pillow: not indexed",
@@ -400,3 +401,24 @@ def test_bitsandbytes_loader_wording_is_placed_in_bitsandbytes():
                "/opt/conda/lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cuda128.so")
     assert (top.package, top.module, top.where) == ("bitsandbytes", "bitsandbytes/cextension.py", "get_native_library")
     assert top.score >= 0.8
+
+
+def test_datasets_wordings_are_placed_in_datasets():
+    # datasets 4.8.5 datasets/arrow_dataset.py Dataset.map, read in the wheel:
+    #     raise ValueError(f"Column to remove {list(missing_columns)} not in the dataset. Current columns in the
+    #     dataset: {self._data.column_names}")
+    top = _top('ValueError: Column to remove ["text"] not in the dataset. Current columns in the dataset: '
+               "['prompt', 'solution']")
+    assert (top.package, top.module, top.where) == ("datasets", "datasets/arrow_dataset.py", "Dataset.map")
+    # datasets 4.8.5 datasets/builder.py ArrowBasedBuilder._prepare_split_single (and GeneratorBasedBuilder's):
+    #     raise DatasetGenerationError("An error occurred while generating the dataset") from e
+    found = rs.lookup("datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset")
+    best = [m for m in found if m.score >= found[0].score - 1e-9]
+    assert {(m.package, m.module, m.where.rsplit(".", 1)[-1]) for m in best} == {
+        ("datasets", "datasets/builder.py", "_prepare_split_single")}   # not the stale builder.bak.py of 2.14-2.20
+    # datasets 4.8.5 datasets/load.py load_from_disk: raise FileNotFoundError(f"Directory {dataset_path} not found")
+    top = _top("FileNotFoundError: Directory /data/grpo/processed not found")
+    assert (top.package, top.where) == ("datasets", "load_from_disk")
+    # torch's C++ tensor constructor says "too many dimensions 'str'"; datasets' copy of webdataset's _tenbin.py
+    # ("too many dimensions") is left out of the index so that it is not named for it
+    assert all(m.package != "datasets" for m in rs.lookup("ValueError: too many dimensions 'str'"))

@@ -346,6 +346,24 @@ def test_bitsandbytes_native_library_failures_are_dependency_problems_framed_or_
     assert run(framed)[0].category == "import-or-dependency-error"
 
 
+def test_datasets_loading_and_casting_wordings_without_frames_are_dataset_problems():
+    # read in the datasets wheels: 4.8.5 data_files.py resolve_pattern (`Unable to find '{pattern}' with any supported
+    # extension {list(allowed_extensions)}`), arrow_reader.py BaseReader.read (`Instruction "{instructions}" corresponds
+    # to no data!`), 4.0.0 arrow_dataset.py Column.__init__ (`Column '{column_name}' doesn't exist.`), table.py
+    # cast_table_to_schema (CastError `Couldn't cast\n{schema}\nto\n{features}\nbecause column names don't match`: the
+    # exception line holds only its first line) and array_cast (`Couldn't cast array of type {type} to {feature}`)
+    for text in ("FileNotFoundError: Unable to find '/data/grpo/train.jsonl' with any supported extension ['csv', 'json']",
+                 'ValueError: Instruction "train[:10%]" corresponds to no data!',
+                 "ValueError: Column 'prompt' doesn't exist.",
+                 "datasets.table.CastError: Couldn't cast\nprompt: string\nanswer: int64\nto\n"
+                 "{'prompt': Value(dtype='string', id=None)}\nbecause column names don't match",
+                 "TypeError: Couldn't cast array of type string to null"):
+        found = run(text + "\n")[0]
+        assert found.category == "dataset-or-template-error", text
+    assert "datasets/arrow_reader.py" in run('ValueError: Instruction "train[:10%]" corresponds to no data!\n')[0].message
+    assert run("ValueError: Column 'prompt' doesn't exist.\n")[0].title.endswith("ValueError in datasets")
+
+
 def test_deepspeeds_no_sync_refusal_under_zero_2_is_a_deepspeed_configuration_problem():
     # deepspeed/runtime/engine.py DeepSpeedEngine.no_sync asserts that gradients are not partitioned; the line alone,
     # as yifan123/flow_grpo#72 posted it, and under accelerate's no_sync frames as public traces show it
