@@ -422,3 +422,24 @@ def test_datasets_wordings_are_placed_in_datasets():
     # torch's C++ tensor constructor says "too many dimensions 'str'"; datasets' copy of webdataset's _tenbin.py
     # ("too many dimensions") is left out of the index so that it is not named for it
     assert all(m.package != "datasets" for m in rs.lookup("ValueError: too many dimensions 'str'"))
+
+
+def test_safetensors_python_wording_is_placed_in_safetensors():
+    # safetensors 0.7.0 py_src/safetensors/torch.py _flatten (save_file of tied weights), read in the sdist:
+    #     raise RuntimeError(f"""
+    #         Some tensors share memory, this will lead to duplicate memory on disk and potential differences when
+    #         loading them again: {failing}.
+    #         A potential way to correctly save your model is to use `save_model`. ...""")
+    # (0.8.0 raises it from _evaluate_tensors_for_save); printed with its message on the lines under the type
+    text = ("RuntimeError: \n            Some tensors share memory, this will lead to duplicate memory on disk and "
+            "potential differences when loading them again: [{'lm_head.weight', 'model.embed_tokens.weight'}].\n"
+            "            A potential way to correctly save your model is to use `save_model`.\n"
+            "            More information at https://huggingface.co/docs/safetensors/torch_shared_tensors\n")
+    found = rs.lookup(text)
+    best = [m for m in found if m.score >= found[0].score - 1e-9]
+    assert {(m.package, m.module, m.where) for m in best} == {
+        ("safetensors", "safetensors/torch.py", "_flatten"),
+        ("safetensors", "safetensors/torch.py", "_evaluate_tensors_for_save")}
+    # the header errors are raised by the Rust binding (bindings/python/src/lib.rs): not indexed
+    assert not [m for m in rs.lookup("safetensors_rust.SafetensorError: Error while deserializing header: "
+                                     "MetadataIncompleteBuffer") if m.score >= 0.8]
