@@ -443,3 +443,18 @@ def test_safetensors_python_wording_is_placed_in_safetensors():
     # the header errors are raised by the Rust binding (bindings/python/src/lib.rs): not indexed
     assert not [m for m in rs.lookup("safetensors_rust.SafetensorError: Error while deserializing header: "
                                      "MetadataIncompleteBuffer") if m.score >= 0.8]
+
+
+def test_flash_attn_build_and_interface_wordings_are_placed_in_flash_attn():
+    # flash-attn 2.8.3.post2 sdist setup.py, at module level (what a source build by `pip install flash-attn` runs):
+    #     if bare_metal_version < Version("11.7"):
+    #         raise RuntimeError("FlashAttention is only supported on CUDA 11.7 and above.  "
+    #                            "Note: make sure nvcc has a supported version by running nvcc -V.")
+    top = _top("RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure nvcc has a "
+               "supported version by running nvcc -V.")
+    assert (top.package, top.module, top.where, top.versions) == ("flash-attn", "setup.py", "<module>", "2.7-2.8")
+    # flash-attn 2.8.3.post2 flash_attn/flash_attn_interface.py flash_attn_with_kvcache:
+    #     assert k_cache.stride(-1) == 1, "k_cache must have contiguous last dimension"
+    top = _top("AssertionError: k_cache must have contiguous last dimension")
+    assert (top.package, top.module, top.where) == ("flash-attn", "flash_attn/flash_attn_interface.py",
+                                                    "flash_attn_with_kvcache")

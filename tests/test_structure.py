@@ -364,6 +364,19 @@ def test_datasets_loading_and_casting_wordings_without_frames_are_dataset_proble
     assert run("ValueError: Column 'prompt' doesn't exist.\n")[0].title.endswith("ValueError in datasets")
 
 
+def test_flash_attns_source_build_refusing_an_old_cuda_toolkit_is_a_dependency_problem():
+    # flash-attn 2.7.4.post1-2.8.3.post2 sdist setup.py: `if bare_metal_version < Version("11.7"): raise
+    # RuntimeError("FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure nvcc has a supported
+    # version by running nvcc -V.")` (11.6 in 2.1-2.6)
+    for v in ("11.7", "11.6"):
+        found = run(f"RuntimeError: FlashAttention is only supported on CUDA {v} and above.  Note: make sure nvcc has "
+                    "a supported version by running nvcc -V.\n")[0]
+        assert (found.category, found.title) == ("import-or-dependency-error",
+                                                 "flash-attn's source build refused the CUDA toolkit it found")
+        # setup.py runs in pip's build folder: no site-packages frame is made up for it, and no package 'setup.py'
+        assert "setup.py's" not in found.message and "site-packages" not in found.message
+
+
 def test_deepspeeds_no_sync_refusal_under_zero_2_is_a_deepspeed_configuration_problem():
     # deepspeed/runtime/engine.py DeepSpeedEngine.no_sync asserts that gradients are not partitioned; the line alone,
     # as yifan123/flow_grpo#72 posted it, and under accelerate's no_sync frames as public traces show it
