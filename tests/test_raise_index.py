@@ -63,6 +63,11 @@ EXPECTED: dict[str, str] = {
     "real-thread-vllm-fp8-capability-86": "vllm", "real-thread-vllm-heads-not-divisible-tp3": "vllm",
     # datasets' builder.py _prepare_split_single wraps the json builder's parse error
     "edge-dataset-jsonl-parse-error": "datasets",
+    # verl's reward dispatch (verl/utils/reward_score/__init__.py default_compute_score), quoted in the user's prose
+    "real-thread-verl-reward-not-implemented-data-source": "verl",
+    # verl's DataProto.chunk assertion (verl/protocol.py), ending the user's sentence in an EasyR1 thread (EasyR1
+    # carries verl's protocol.py)
+    "real-thread-easyr1-dataproto-unequal-chunk": "verl",
 }
 # (case, exception type) -> reason no site can match
 GAPS: dict[tuple[str, str], str] = {
@@ -77,10 +82,6 @@ GAPS: dict[tuple[str, str], str] = {
         "torch autograd raises from C++ (autograd.cpp run_backward): no Python raise site",
     # gloo's C++ transport (third_party/gloo/gloo/transport/tcp/unbound_buffer.cc waitSend/waitRecv), vendored in torch
     ("real-trl-gloo-timeout-ddp2", "RuntimeError"): "gloo raises from C++ (unbound_buffer.cc): no Python raise site",
-    # verl's reward dispatch (verl/utils/reward_score/__init__.py default_compute_score), quoted in the user's prose
-    ("real-thread-verl-reward-not-implemented-data-source", "NotImplementedError"): "verl is not an indexed package",
-    # verl's DataProto.chunk assertion (verl/protocol.py), ending the user's sentence in an EasyR1 thread
-    ("real-thread-easyr1-dataproto-unequal-chunk", "AssertionError"): "verl is not an indexed package",
     # torch's CPU allocator raises from C++ (c10/core/impl/alloc_cpu.cpp): only torch.distributed's Python is indexed
     ("real-thread-cpu-allocator-cannot-allocate", "RuntimeError"): "c10's C++ allocator is not indexed source",
     # the hub client's network errors on the way (the sandbox that made the fixture has no network): httpx, httpcore
@@ -248,7 +249,8 @@ def test_index_records_how_it_was_built():
     meta = rs.index().meta
     assert meta["format"] == 3 and meta["updated"] and meta["sites"] > 30000
     assert set(meta["versions"]) >= {"ms-swift", "trl", "vllm", "deepspeed", "peft", "accelerate", "transformers",
-                                     "torch", "llamafactory", "openrlhf", "axolotl"}
+                                     "torch", "llamafactory", "openrlhf", "axolotl", "bitsandbytes", "datasets",
+                                     "safetensors", "flash-attn", "verl"}
     assert meta["renamed"] == {"llamafactory": {"llmtuner": ["0.3.3", "0.4.0", "0.5.3", "0.6.3"]}}
     assert rs.DATA.stat().st_size < 5 * 1024 * 1024
 
@@ -458,3 +460,20 @@ def test_flash_attn_build_and_interface_wordings_are_placed_in_flash_attn():
     top = _top("AssertionError: k_cache must have contiguous last dimension")
     assert (top.package, top.module, top.where) == ("flash-attn", "flash_attn/flash_attn_interface.py",
                                                     "flash_attn_with_kvcache")
+
+
+def test_verl_wordings_are_placed_in_verl_and_its_copies_of_vllm_are_not():
+    # verl 0.9.1 verl/protocol.py DataProto.chunk, read in the wheel:
+    #     assert len(self) % chunks == 0, (
+    #         f"only support equal chunk. Got size of DataProto {len(self)} and chunk {chunks}.")
+    top = _top("AssertionError: only support equal chunk. Got size of DataProto 1000 and chunk 8.")
+    assert (top.package, top.module, top.where) == ("verl", "verl/protocol.py", "DataProto.chunk")
+    # verl 0.9.1 verl/utils/reward_score/__init__.py default_compute_score:
+    #     raise NotImplementedError(f"Reward function is not implemented for {data_source=}")
+    top = _top("NotImplementedError: Reward function is not implemented for data_source='my_math'")
+    assert (top.package, top.where) == ("verl", "default_compute_score")
+    # verl's utils/model.py raises vLLM's registry wording for its Megatron models: dropped from verl's sites
+    # (raise_index_packages.toml), so a vLLM log is still placed at vLLM's registry alone
+    found = rs.lookup("ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported "
+                      "architectures: ['LlamaForCausalLM', 'Qwen2ForCausalLM']")
+    assert found[0].package == "vllm" and "verl" not in {m.package for m in found if m.score >= 0.8}
