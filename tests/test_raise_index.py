@@ -61,6 +61,13 @@ EXPECTED: dict[str, str] = {
     "real-transformers5-load-adapter-checkpoint-as-model": "transformers",
     "real-thread-generation-config-invalid-at-export": "transformers",
     "real-thread-vllm-fp8-capability-86": "vllm", "real-thread-vllm-heads-not-divisible-tp3": "vllm",
+    # datasets' builder.py _prepare_split_single wraps the json builder's parse error
+    "edge-dataset-jsonl-parse-error": "datasets",
+    # verl's reward dispatch (verl/utils/reward_score/__init__.py default_compute_score), quoted in the user's prose
+    "real-thread-verl-reward-not-implemented-data-source": "verl",
+    # verl's DataProto.chunk assertion (verl/protocol.py), ending the user's sentence in an EasyR1 thread (EasyR1
+    # carries verl's protocol.py)
+    "real-thread-easyr1-dataproto-unequal-chunk": "verl",
 }
 # (case, exception type) -> reason no site can match
 GAPS: dict[tuple[str, str], str] = {
@@ -75,10 +82,6 @@ GAPS: dict[tuple[str, str], str] = {
         "torch autograd raises from C++ (autograd.cpp run_backward): no Python raise site",
     # gloo's C++ transport (third_party/gloo/gloo/transport/tcp/unbound_buffer.cc waitSend/waitRecv), vendored in torch
     ("real-trl-gloo-timeout-ddp2", "RuntimeError"): "gloo raises from C++ (unbound_buffer.cc): no Python raise site",
-    # verl's reward dispatch (verl/utils/reward_score/__init__.py default_compute_score), quoted in the user's prose
-    ("real-thread-verl-reward-not-implemented-data-source", "NotImplementedError"): "verl is not an indexed package",
-    # verl's DataProto.chunk assertion (verl/protocol.py), ending the user's sentence in an EasyR1 thread
-    ("real-thread-easyr1-dataproto-unequal-chunk", "AssertionError"): "verl is not an indexed package",
     # torch's CPU allocator raises from C++ (c10/core/impl/alloc_cpu.cpp): only torch.distributed's Python is indexed
     ("real-thread-cpu-allocator-cannot-allocate", "RuntimeError"): "c10's C++ allocator is not indexed source",
     # the hub client's network errors on the way (the sandbox that made the fixture has no network): httpx, httpcore
@@ -120,7 +123,6 @@ GAPS: dict[tuple[str, str], str] = {
     ("edge-autograd-nan-anomaly", "RuntimeError"): "C++ origin: autograd anomaly mode",
     ("edge-c10d-port-in-use", "torch.distributed.DistNetworkError"): "C++ origin: c10d TCPStore",
     ("edge-cannot-import-grpoconfig-old-trl", "ImportError"): PY,
-    ("edge-dataset-jsonl-parse-error", "datasets.exceptions.DatasetGenerationError"): "datasets: not indexed",
     ("edge-flash-attn-undefined-symbol", "ImportError"): "the dynamic loader's message (flash-attn binary)",
     ("edge-grpoconfig-unexpected-kwarg", "TypeError"): PY,
     ("edge-image-unidentified", "PIL.UnidentifiedImageError"): "Pillow: not indexed",
@@ -247,7 +249,8 @@ def test_index_records_how_it_was_built():
     meta = rs.index().meta
     assert meta["format"] == 3 and meta["updated"] and meta["sites"] > 30000
     assert set(meta["versions"]) >= {"ms-swift", "trl", "vllm", "deepspeed", "peft", "accelerate", "transformers",
-                                     "torch", "llamafactory", "openrlhf", "axolotl"}
+                                     "torch", "llamafactory", "openrlhf", "axolotl", "bitsandbytes", "datasets",
+                                     "safetensors", "flash-attn", "verl"}
     assert meta["renamed"] == {"llamafactory": {"llmtuner": ["0.3.3", "0.4.0", "0.5.3", "0.6.3"]}}
     assert rs.DATA.stat().st_size < 5 * 1024 * 1024
 
@@ -385,3 +388,92 @@ def test_a_message_that_runs_on_inside_a_hole_is_not_a_cut_of_that_template():
            "`pip install transformers[torch]` or `pip install accelerate -U`")
     best = lookup(old)[0]
     assert best.package == "transformers" and best.score >= 0.8
+
+
+def _top(line):
+    found = rs.lookup(line)
+    assert found, line
+    return found[0]
+
+
+def test_bitsandbytes_loader_wording_is_placed_in_bitsandbytes():
+    # bitsandbytes 0.46.1 bitsandbytes/cextension.py get_native_library, read in its manylinux wheel:
+    #     raise RuntimeError(f"Configured CUDA binary not found at {cuda_binary_path}")
+    top = _top("RuntimeError: Configured CUDA binary not found at "
+               "/opt/conda/lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cuda128.so")
+    assert (top.package, top.module, top.where) == ("bitsandbytes", "bitsandbytes/cextension.py", "get_native_library")
+    assert top.score >= 0.8
+
+
+def test_datasets_wordings_are_placed_in_datasets():
+    # datasets 4.8.5 datasets/arrow_dataset.py Dataset.map, read in the wheel:
+    #     raise ValueError(f"Column to remove {list(missing_columns)} not in the dataset. Current columns in the
+    #     dataset: {self._data.column_names}")
+    top = _top('ValueError: Column to remove ["text"] not in the dataset. Current columns in the dataset: '
+               "['prompt', 'solution']")
+    assert (top.package, top.module, top.where) == ("datasets", "datasets/arrow_dataset.py", "Dataset.map")
+    # datasets 4.8.5 datasets/builder.py ArrowBasedBuilder._prepare_split_single (and GeneratorBasedBuilder's):
+    #     raise DatasetGenerationError("An error occurred while generating the dataset") from e
+    found = rs.lookup("datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset")
+    best = [m for m in found if m.score >= found[0].score - 1e-9]
+    assert {(m.package, m.module, m.where.rsplit(".", 1)[-1]) for m in best} == {
+        ("datasets", "datasets/builder.py", "_prepare_split_single")}   # not the stale builder.bak.py of 2.14-2.20
+    # datasets 4.8.5 datasets/load.py load_from_disk: raise FileNotFoundError(f"Directory {dataset_path} not found")
+    top = _top("FileNotFoundError: Directory /data/grpo/processed not found")
+    assert (top.package, top.where) == ("datasets", "load_from_disk")
+    # torch's C++ tensor constructor says "too many dimensions 'str'"; datasets' copy of webdataset's _tenbin.py
+    # ("too many dimensions") is left out of the index so that it is not named for it
+    assert all(m.package != "datasets" for m in rs.lookup("ValueError: too many dimensions 'str'"))
+
+
+def test_safetensors_python_wording_is_placed_in_safetensors():
+    # safetensors 0.7.0 py_src/safetensors/torch.py _flatten (save_file of tied weights), read in the sdist:
+    #     raise RuntimeError(f"""
+    #         Some tensors share memory, this will lead to duplicate memory on disk and potential differences when
+    #         loading them again: {failing}.
+    #         A potential way to correctly save your model is to use `save_model`. ...""")
+    # (0.8.0 raises it from _evaluate_tensors_for_save); printed with its message on the lines under the type
+    text = ("RuntimeError: \n            Some tensors share memory, this will lead to duplicate memory on disk and "
+            "potential differences when loading them again: [{'lm_head.weight', 'model.embed_tokens.weight'}].\n"
+            "            A potential way to correctly save your model is to use `save_model`.\n"
+            "            More information at https://huggingface.co/docs/safetensors/torch_shared_tensors\n")
+    found = rs.lookup(text)
+    best = [m for m in found if m.score >= found[0].score - 1e-9]
+    assert {(m.package, m.module, m.where) for m in best} == {
+        ("safetensors", "safetensors/torch.py", "_flatten"),
+        ("safetensors", "safetensors/torch.py", "_evaluate_tensors_for_save")}
+    # the header errors are raised by the Rust binding (bindings/python/src/lib.rs): not indexed
+    assert not [m for m in rs.lookup("safetensors_rust.SafetensorError: Error while deserializing header: "
+                                     "MetadataIncompleteBuffer") if m.score >= 0.8]
+
+
+def test_flash_attn_build_and_interface_wordings_are_placed_in_flash_attn():
+    # flash-attn 2.8.3.post2 sdist setup.py, at module level (what a source build by `pip install flash-attn` runs):
+    #     if bare_metal_version < Version("11.7"):
+    #         raise RuntimeError("FlashAttention is only supported on CUDA 11.7 and above.  "
+    #                            "Note: make sure nvcc has a supported version by running nvcc -V.")
+    top = _top("RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure nvcc has a "
+               "supported version by running nvcc -V.")
+    assert (top.package, top.module, top.where, top.versions) == ("flash-attn", "setup.py", "<module>", "2.7-2.8")
+    # flash-attn 2.8.3.post2 flash_attn/flash_attn_interface.py flash_attn_with_kvcache:
+    #     assert k_cache.stride(-1) == 1, "k_cache must have contiguous last dimension"
+    top = _top("AssertionError: k_cache must have contiguous last dimension")
+    assert (top.package, top.module, top.where) == ("flash-attn", "flash_attn/flash_attn_interface.py",
+                                                    "flash_attn_with_kvcache")
+
+
+def test_verl_wordings_are_placed_in_verl_and_its_copies_of_vllm_are_not():
+    # verl 0.9.1 verl/protocol.py DataProto.chunk, read in the wheel:
+    #     assert len(self) % chunks == 0, (
+    #         f"only support equal chunk. Got size of DataProto {len(self)} and chunk {chunks}.")
+    top = _top("AssertionError: only support equal chunk. Got size of DataProto 1000 and chunk 8.")
+    assert (top.package, top.module, top.where) == ("verl", "verl/protocol.py", "DataProto.chunk")
+    # verl 0.9.1 verl/utils/reward_score/__init__.py default_compute_score:
+    #     raise NotImplementedError(f"Reward function is not implemented for {data_source=}")
+    top = _top("NotImplementedError: Reward function is not implemented for data_source='my_math'")
+    assert (top.package, top.where) == ("verl", "default_compute_score")
+    # verl's utils/model.py raises vLLM's registry wording for its Megatron models: dropped from verl's sites
+    # (raise_index_packages.toml), so a vLLM log is still placed at vLLM's registry alone
+    found = rs.lookup("ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported "
+                      "architectures: ['LlamaForCausalLM', 'Qwen2ForCausalLM']")
+    assert found[0].package == "vllm" and "verl" not in {m.package for m in found if m.score >= 0.8}

@@ -329,3 +329,22 @@ def test_a_release_packed_another_way_is_read_as_the_installed_paths(built, tmp_
     lst = tmp_path / "packages.toml"
     lst.write_text(LIST.replace('kind = "wheel"', kind))
     assert bri.build(lst, jobs=1, fetcher=Repacked(tmp_path))[0] == built[0]
+
+
+def test_templates_a_package_list_drops_are_left_out(built, tmp_path):
+    """``drop``: the listed templates of that package are not indexed (all their sites); another package's sites of
+    the same wording and everything else are the same."""
+    _data, _again, _meta, idx = built
+    tpl = "Liger loss does not support two-sided GRPO loss yet."   # trl 0.18.2/0.20.0 grpo_config.py __post_init__
+    assert _rows(idx, package="trl", template=tpl)
+    lst = tmp_path / "packages.toml"
+    lst.write_text(LIST.replace('versions = ["0.18.2", "0.20.0"]',
+                                'versions = ["0.18.2", "0.20.0"]\ndrop = ["' + tpl.replace('"', '\\"') + '"]'))
+    data, _ = bri.build(lst, jobs=1, fetcher=DirFetcher(tmp_path))
+    out = tmp_path / "dropped.idx"
+    out.write_bytes(data)
+    fewer = rs.index(out)
+    assert not _rows(fewer, package="trl", template=tpl)
+    assert _rows(fewer, package="ms-swift", template=tpl)   # ms-swift's own copy of the wording (rlhf_args.py) stays
+    assert sorted(s.row for s in fewer.sites) == sorted(s.row for s in idx.sites
+                                                       if (s.row[0], s.row[5]) != ("trl", tpl))

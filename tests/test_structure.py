@@ -326,6 +326,57 @@ def test_a_frameless_exception_placed_by_its_wording_says_so_in_the_users_words(
     assert "index" not in found[0].message
 
 
+def test_bitsandbytes_native_library_failures_are_dependency_problems_framed_or_not():
+    # bitsandbytes 0.46.1 cextension.py get_native_library raises `Configured CUDA binary not found at {path}`;
+    # 0.50.2 the same check as `No compatible CUDA binary found at {path}`; 0.46-0.50 BNBNativeLibrary.__getattr__
+    # throw_on_call raises `Method '{name}' not available in CPU-only version of bitsandbytes.` (read in the wheels)
+    lib = f"{SP}/bitsandbytes/libbitsandbytes_cuda128.so"
+    for line in (f"RuntimeError: Configured CUDA binary not found at {lib}",
+                 f"RuntimeError: No compatible CUDA binary found at {lib}",
+                 "RuntimeError: Method 'cquantize_blockwise_fp16_nf4' not available in CPU-only version of "
+                 "bitsandbytes. Reinstall with GPU support or use CUDA-enabled hardware."):
+        found = run(line + "\n")[0]
+        assert (found.category, found.title) == ("import-or-dependency-error",
+                                                 "bitsandbytes could not load its native library"), line
+        assert "bitsandbytes/cextension.py" in found.message
+    framed = tb([(f"{SP}/bitsandbytes/functional.py", 1024, "quantize_4bit", "lib.cquantize_blockwise_fp16_nf4("),
+                 (f"{SP}/bitsandbytes/cextension.py", 60, "throw_on_call", "raise RuntimeError(")],
+                "RuntimeError: Method 'cquantize_blockwise_fp16_nf4' not available in CPU-only version of "
+                "bitsandbytes. Reinstall with GPU support or use CUDA-enabled hardware.")
+    assert run(framed)[0].category == "import-or-dependency-error"
+
+
+def test_datasets_loading_and_casting_wordings_without_frames_are_dataset_problems():
+    # read in the datasets wheels: 4.8.5 data_files.py resolve_pattern (`Unable to find '{pattern}' with any supported
+    # extension {list(allowed_extensions)}`), arrow_reader.py BaseReader.read (`Instruction "{instructions}" corresponds
+    # to no data!`), 4.0.0 arrow_dataset.py Column.__init__ (`Column '{column_name}' doesn't exist.`), table.py
+    # cast_table_to_schema (CastError `Couldn't cast\n{schema}\nto\n{features}\nbecause column names don't match`: the
+    # exception line holds only its first line) and array_cast (`Couldn't cast array of type {type} to {feature}`)
+    for text in ("FileNotFoundError: Unable to find '/data/grpo/train.jsonl' with any supported extension ['csv', 'json']",
+                 'ValueError: Instruction "train[:10%]" corresponds to no data!',
+                 "ValueError: Column 'prompt' doesn't exist.",
+                 "datasets.table.CastError: Couldn't cast\nprompt: string\nanswer: int64\nto\n"
+                 "{'prompt': Value(dtype='string', id=None)}\nbecause column names don't match",
+                 "TypeError: Couldn't cast array of type string to null"):
+        found = run(text + "\n")[0]
+        assert found.category == "dataset-or-template-error", text
+    assert "datasets/arrow_reader.py" in run('ValueError: Instruction "train[:10%]" corresponds to no data!\n')[0].message
+    assert run("ValueError: Column 'prompt' doesn't exist.\n")[0].title.endswith("ValueError in datasets")
+
+
+def test_flash_attns_source_build_refusing_an_old_cuda_toolkit_is_a_dependency_problem():
+    # flash-attn 2.7.4.post1-2.8.3.post2 sdist setup.py: `if bare_metal_version < Version("11.7"): raise
+    # RuntimeError("FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure nvcc has a supported
+    # version by running nvcc -V.")` (11.6 in 2.1-2.6)
+    for v in ("11.7", "11.6"):
+        found = run(f"RuntimeError: FlashAttention is only supported on CUDA {v} and above.  Note: make sure nvcc has "
+                    "a supported version by running nvcc -V.\n")[0]
+        assert (found.category, found.title) == ("import-or-dependency-error",
+                                                 "flash-attn's source build refused the CUDA toolkit it found")
+        # setup.py runs in pip's build folder: no site-packages frame is made up for it, and no package 'setup.py'
+        assert "setup.py's" not in found.message and "site-packages" not in found.message
+
+
 def test_deepspeeds_no_sync_refusal_under_zero_2_is_a_deepspeed_configuration_problem():
     # deepspeed/runtime/engine.py DeepSpeedEngine.no_sync asserts that gradients are not partitioned; the line alone,
     # as yifan123/flow_grpo#72 posted it, and under accelerate's no_sync frames as public traces show it

@@ -18,6 +18,10 @@ but NAME's releases is downloaded. Every other package of the list must be in th
 list names (a changed list needs the full build). The file written is the one a full build from the same
 archives gives (the sites are one sorted list either way, and the dropped-template counts add up).
 
+``drop = ["template", ...]`` leaves those templates of one package out (every site of it): a wording the package
+copies from another whose own site is indexed (verl's copy of vLLM's "Model architectures {} are not supported for
+now"), or one so short that it would be named for other packages' messages ("Cannot find {any}").
+
 A package published under an earlier name (LLaMA-Factory as ``llmtuner`` before 0.7.1) lists those releases in
 ``renamed = { OLD = ["0.6.3", ...] }``: they are downloaded as OLD and read from its import package OLD, and their
 sites are filed under the package's current name (their module paths keep the old package: ``llmtuner/...``).
@@ -230,8 +234,11 @@ def _collect(specs: list[dict], jobs: int, fetcher) -> tuple[list[list], dict, d
                 if idx >= max(held[key]):
                     latest[key] = (holes, cond)
     rows, dropped, builtin_like = [], 0, 0
+    listed_drops = {spec["name"]: frozenset(spec.get("drop", ())) for spec in specs}
     for key, idxs in held.items():
         name, rel, where, kind, tpl = key
+        if tpl in listed_drops[name]:
+            continue  # a wording the list says this package borrows from another (its comment says whose)
         if literal_words(tpl) < MIN_WORDS:
             dropped += 1
             continue

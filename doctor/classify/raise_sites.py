@@ -1,8 +1,8 @@
 """Where a message can come from: lookup in the raise-site index (doctor/data/raise_sites.idx, format of raise_store.py).
 
 The index (built by tools/build_raise_index.py from the released source of ms-swift, trl, vLLM, DeepSpeed, peft,
-accelerate, transformers, LLaMA-Factory, OpenRLHF, axolotl and torch.distributed) holds message templates with typed
-holes. It is read on the first lookup only: importing this module costs nothing, and a log without an exception or
+accelerate, transformers, LLaMA-Factory, OpenRLHF, axolotl, bitsandbytes, datasets, safetensors, flash-attn, verl and
+torch.distributed) holds message templates with typed holes. It is read on the first lookup only: importing this module costs nothing, and a log without an exception or
 error line never loads it. Each site is filed under its two rarest literal words; a lookup lists the words of the
 message, checks the few sites filed under them with their template's regex, and scores the matches.
 

@@ -192,6 +192,8 @@ def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
     if not best or len({(m.package, m.where.rsplit(".", 1)[-1]) for m in best}) != 1:
         return ()
     m = best[0]
+    if "/" not in m.module:
+        return ()   # a file at the root of an sdist (flash-attn's setup.py) runs in pip's build folder, not site-packages
     return (Frame(f"site-packages/{m.module}", SITE_LINE, m.where.rsplit(".", 1)[-1]),)
 
 
@@ -208,7 +210,7 @@ def site_candidates(exc: ExceptionInfo) -> list[Frame]:
     best = _closest(exc, 0.9)
     if not best or len({m.package for m in best}) != 1:
         return []
-    seen = dict.fromkeys((m.module, m.where.rsplit(".", 1)[-1]) for m in best)
+    seen = dict.fromkeys((m.module, m.where.rsplit(".", 1)[-1]) for m in best if "/" in m.module)
     return [Frame(f"site-packages/{module}", SITE_LINE, func) for module, func in seen]
 
 
@@ -224,7 +226,8 @@ def site_package_paths(exc: ExceptionInfo) -> list[str]:
     """The source path of the indexed wording when every close match is one package's (several of its functions may
     raise it): enough to tell whose code ran, not which function. [] otherwise."""
     best = _closest(exc, 0.8)
-    return [f"site-packages/{best[0].module}"] if best and len({m.package for m in best}) == 1 else []
+    return [f"site-packages/{best[0].module}"] if best and len({m.package for m in best}) == 1 and \
+        "/" in best[0].module else []
 
 
 def first_failure(exceptions: list[ExceptionInfo], open_tbs: list, facts: dict | None = None) -> Verdict | None:
