@@ -75,14 +75,14 @@ class LineSorter:
                 return False
             if bars.pending:
                 self.flush()
-            if defer and bars.rows and self.saves is not None and self.saves.among_rows(data):
+            if defer and bars.gathered.rows and self.saves is not None and self.saves.among_rows(data):
                 self.lineno += 1   # a checkpoint save: its readers need not read the rows before it (sources/saves.py)
                 self.fed += 1
-                feed_among, hold = self.session.feed_line_among, bars.hold
+                feed_among, hold = self.session.feed_line_among, bars.gathered.hold
                 for line in self.reader.line(self.lineno, data):
                     feed_among(line, hold)
                 return True
-            bars.emit_rows()   # the metric rows gathered so far reach the rules before this line
+            bars.gathered.emit()   # the metric rows gathered so far reach the rules before this line
         self.lineno += 1
         self.fed += 1
         feed = self.session.feed_line
@@ -118,7 +118,7 @@ class LineSorter:
         """The bars kept and the metric rows gathered, fed: the file's last lines are read."""
         self.flush()
         if self.bars is not None:
-            self.bars.emit_rows()
+            self.bars.gathered.emit()
 
 
 __all__ = ["LineSorter"]
