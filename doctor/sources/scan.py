@@ -146,7 +146,7 @@ class ChunkScanner:
                         break
             keep: deque[tuple[int, int, tuple[str, str, int | None, str]]] = deque(maxlen=want)
             nlines = nsegs = nonblank = 0
-            for _, data in physical_lines(_Bounded(stream, size)):
+            for _, data in physical_lines(stream, end=size):
                 for seg in segments(data):
                     nsegs += 1
                     if seg[0].strip():
@@ -158,7 +158,7 @@ class ChunkScanner:
             window *= 4
         first_line = self.lineno - nlines + 1
         first_seq = self.counter[0] - nsegs
-        # a list, built here: the state takes the lines as they are, and calls nothing of this module
+        # a list: the state takes finished lines, no generator of this module runs inside it
         self.session.state.replace_tail(
             self.path, [LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin)
                         for i, k, (body, raw, rank, origin) in keep])
@@ -205,20 +205,6 @@ def start_early(path: str):
         return ScanChild.start(fd, st.st_size, lambda: matcher_for(words), CHUNK, words)
     finally:
         os.close(fd)  # the child has its own copy
-
-
-class _Bounded:
-    """A reader that stops at byte ``end`` of the underlying stream."""
-
-    def __init__(self, stream: BinaryIO, end: int):
-        self.stream = stream
-        self.end = end
-
-    def read(self, n: int = -1) -> bytes:
-        left = self.end - self.stream.tell()
-        if left <= 0:
-            return b""
-        return self.stream.read(left if n < 0 else min(n, left))
 
 
 def scan_file(session, display_path: str, stream: BinaryIO, counter: list[int], **kw) -> ChunkScanner:
