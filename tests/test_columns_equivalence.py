@@ -279,7 +279,7 @@ def test_a_log_without_metric_rows_does_not_import_numpy() -> None:
 
 @pytest.mark.parametrize(("rows", "imported"), [(20, "False"), (80, "True")])
 def test_a_console_log_imports_numpy_once_its_rows_make_a_long_run(rows: int, imported: str, tmp_path: Path) -> None:
-    """A console log's blocks are read as columns once its rows reach bars.NUMPY_AFTER, however small each block
+    """A console log's blocks are read as columns once its rows reach console_rows.NUMPY_AFTER, however small each block
     is (a checkpoint line every few steps ends a block): a short run still never imports numpy."""
     import subprocess
     import sys
@@ -308,8 +308,8 @@ CONSOLE = sorted({p for p in (ROOT / "fixtures").glob("**/*") if p.suffix in (".
 
 def _rows_one_by_one(m: pytest.MonkeyPatch) -> None:
     """The path before blocks: each console row emitted alone, each block of rows read row by row."""
-    from doctor.sources import bars
-    m.setattr(bars, "GATHER", False)
+    from doctor.sources import console_rows
+    m.setattr(console_rows, "GATHER", False)
     m.setattr(columns, "ENABLED", False)
 
 
@@ -366,12 +366,12 @@ def _console_text(rows: list[dict], rng: random.Random) -> str:
 def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, gather: bool, rows_max: int,
                 rows_min: int = 1) -> list[Any]:
     """The metric rows counted, the state the scanner leaves after reading this console log, and the findings."""
-    from doctor.sources import bars, scan
+    from doctor.sources import console_rows, scan
     with monkeypatch.context() as m:
         if not gather:
             _rows_one_by_one(m)
-        m.setattr(bars, "ROWS_MAX", rows_max)
-        m.setattr(bars, "ROWS_MIN", rows_min)
+        m.setattr(console_rows, "ROWS_MAX", rows_max)
+        m.setattr(console_rows, "ROWS_MIN", rows_min)
         s = Session()
         tracker = Tracker()
         s.observers.append(tracker)

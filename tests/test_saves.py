@@ -16,7 +16,7 @@ from test_columns_equivalence import BIG, _bar, _hostile_rows, _snapshot, snapsh
 from doctor.analyze import analyze
 from doctor.engine import Session
 from doctor.gate import engine
-from doctor.sources import bars, saves, scan, step_runs
+from doctor.sources import console_rows, saves, scan, step_runs
 from doctor.sources.logtext import EVIDENCE_MAX, LineReader
 
 pytest.importorskip("numpy")
@@ -99,8 +99,8 @@ def _scan_state(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, rows_max:
     """The state before each line fed whole but on a save line's physical line, and after the log; the findings."""
     with monkeypatch.context() as m:
         m.setattr(saves, "ON", on)
-        m.setattr(bars, "ROWS_MAX", rows_max)
-        m.setattr(bars, "ROWS_MIN", rows_min)
+        m.setattr(console_rows, "ROWS_MAX", rows_max)
+        m.setattr(console_rows, "ROWS_MIN", rows_min)
         s, tracker, seen = snapshotting_session(path, m)
         among = s.feed_line_among
 

@@ -1,4 +1,4 @@
-"""When not to use a scanning child (doctor/sources/scanfeed.py): a log whose first MiB holds a candidate per 2 KiB or more
+"""When not to use a scanning child (doctor/sources/scanread.py): a log whose first MiB holds a candidate per 2 KiB or more
 is read in this process, and a child's batch that dense hands the rest of the log back to it; the report and the state
 are the line-by-line path's either way."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from conftest import line_and_scan
 
 from doctor.engine import Session
 from doctor.gate import engine
-from doctor.sources import scan, scanfeed
+from doctor.sources import scan, scanread
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or engine() != "hyperscan",
                                 reason="the scanning child needs fork and Hyperscan")
@@ -45,18 +45,18 @@ def _same(data: bytes, tmp_path: Path, **opts) -> scan.ChunkScanner:
 def test_a_dense_start_forks_no_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scan, "FORK_MIN", 1000)
     forked: list[int] = []
-    real = scanfeed.ChildFeed._run_forked
+    real = scanread.CandidateReader.read_forked
 
     def run_forked(self, stream, size):   # type: ignore[no-untyped-def]
         forked.append(size)
         return real(self, stream, size)
 
-    monkeypatch.setattr(scanfeed.ChildFeed, "_run_forked", run_forked)
+    monkeypatch.setattr(scanread.CandidateReader, "read_forked", run_forked)
     data = _dense(6000) + _sparse(20000)
-    assert len(data) > scanfeed.SAMPLE
+    assert len(data) > scanread.SAMPLE
     stats = _same(data, tmp_path)
     assert not forked and stats.child_exit is None
-    _same(_sparse(20000) + _dense(6000), tmp_path, chunk=scanfeed.SAMPLE)   # a sparse start forks
+    _same(_sparse(20000) + _dense(6000), tmp_path, chunk=scanread.SAMPLE)   # a sparse start forks
     assert forked
 
 
@@ -67,12 +67,12 @@ def test_a_child_hands_a_dense_stretch_back(tail: bytes, tmp_path: Path, monkeyp
     records, the rest is read here, from the line after the last one fed."""
     monkeypatch.setattr(scan, "FORK_MIN", 1000)
     data = _sparse(20000) + _dense(9000) + _sparse(3000) + tail
-    stats = _same(data, tmp_path, chunk=scanfeed.SAMPLE)
+    stats = _same(data, tmp_path, chunk=scanread.SAMPLE)
     # stopped once it handed the rest back: by the SIGKILL, or, when the parent's closed pipe reaches it first (a
     # loaded machine), by its failed write (BrokenPipeError: exit 1); never run to its end (0)
     assert stats.child_exit in (-signal.SIGKILL, 1)
     # asked for, the child goes on to the end
-    stats = _same(data, tmp_path, chunk=scanfeed.SAMPLE, fork=True)
+    stats = _same(data, tmp_path, chunk=scanread.SAMPLE, fork=True)
     assert stats.child_exit == 0
 
 
@@ -81,6 +81,6 @@ def test_sample_reads_a_whole_mib_only(tmp_path: Path) -> None:
     p.write_bytes(_dense(100))
     fd = os.open(p, os.O_RDONLY)
     try:
-        assert not scanfeed.dense_start(fd, scan.matcher_for(Session().gate_words))   # shorter than SAMPLE: not judged
+        assert not scanread.dense_start(fd, scan.matcher_for(Session().gate_words))   # shorter than SAMPLE: not judged
     finally:
         os.close(fd)

@@ -14,7 +14,7 @@ from test_columns_equivalence import _bar, _snapshot, snapshotting_session
 
 from doctor.engine import Session
 from doctor.gate import engine
-from doctor.sources import bars, scan, step_runs
+from doctor.sources import bars, console_rows, scan, step_runs
 
 pytest.importorskip("numpy")
 needs_hs = pytest.mark.skipif(engine() != "hyperscan", reason="runs are read at once with Hyperscan only")
@@ -116,7 +116,7 @@ def test_dense_hostile_runs_same_state(seed: int, tmp_path: Path, monkeypatch: p
     for opts, rows_max in (({"fork": False}, 256), ({"fork": False, "chunk": 4096}, 256), ({"fork": False}, 3),
                            ({"fork": True}, 256), ({"fork": True, "chunk": 8192}, 7)):
         with monkeypatch.context() as m:
-            m.setattr(bars, "ROWS_MAX", rows_max)
+            m.setattr(console_rows, "ROWS_MAX", rows_max)
             assert _state(log, monkeypatch, True, **opts) == want, (opts, rows_max)
     assert taken[0] > 40
     a, b, ca, cb, _ = line_and_scan(log.read_bytes(), tmp_path)   # and the line-by-line path

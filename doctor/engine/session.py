@@ -210,7 +210,7 @@ class Session:
         (Rule.feed_many), so its state at the end is what emit() of each would leave.
 
         ``between``: lines printed among the signals that reach one rule each, straight (the progress bars among
-        console metric rows, sources/bars.py), as (index of the signal they precede, line, rule). A rule named
+        console metric rows, sources/console_rows.py), as (index of the signal they precede, line, rule). A rule named
         there takes those lines and the signals one at a time, in file order: it reads both, so their order
         matters to it; every other rule reads no such line and takes the signals in one call."""
         if not signals:

@@ -32,14 +32,12 @@ are the metric literals goes straight to ``read_console``: the other readers of 
 traceback tracker, end markers, rules by literal) do nothing with such a line while no rule takes a metric literal
 (checked, else no short cut) and no ``vllm`` of any case is in it.
 
-Such rows are gathered into a block (``rows``) that goes to ``Session.emit_many`` at once, so the Metrics readers
-take it in one call, as the rows of a logging.jsonl (over columns, engine/columns.py): the scanner hands the block
-over (``emit_rows``) before it feeds any other line, at most ``ROWS_MAX`` rows at a time. A row ends the bars'
-stretch only for a rule that reads Metrics too (the hang rules: a bar and a row both move the step counter): it gets
-the bars kept since the last row with the block, in file order (``Session.emit_many``'s ``between``). A rule that
-reads no Metrics never sees the rows, so for it the stretch runs on to the next line fed whole, and it gets the bars
-kept over the whole stretch then. A console log imports numpy once ``NUMPY_AFTER`` rows are emitted: its blocks are
-then read as columns, however few rows each holds.
+Such rows are gathered into a block (sources/console_rows.py ``GatheredRows``) that goes to ``Session.emit_many`` at
+once, before any other line is fed. A row ends the bars' stretch only for a rule that reads Metrics too (the hang rules:
+a bar and a row both move the step counter): it gets the bars kept since the last row held among the block's rows, in
+file order (``Session.emit_many``'s ``between``). A rule that reads no Metrics never sees the rows, so for it the
+stretch runs on to the next line fed whole, and it gets the bars kept over the whole stretch then. The stretch hands
+bars and rows on to the block; the block calls nothing here.
 """
 from __future__ import annotations
 
@@ -49,7 +47,9 @@ from typing import Any
 from .. import lazyre
 from ..gate import WordGate, engine
 from ..signals import LogLine, Metrics, Where
+from . import console_rows
 from . import metrics as msrc
+from .console_rows import GatheredRows
 from .logtext import EVIDENCE_MAX
 from .matchers import EXTRA_TRIGGERS
 from .quiet import AnyWord
@@ -75,10 +75,6 @@ BAR_TEXT = (r"(?P<pre>[A-Za-z][A-Za-z0-9 _()=]{0,60}:? *)[0-9]{1,3}%\|[\u2588-\u
             r"\[[0-9:<?, ]*(?:[0-9]+(?:\.[0-9]+)?(?:it/s|s/it| examples/s)|\?it/s|\? examples/s)\]\r?")
 _KEPT_ALL = (b"Processed prompts", b"Adding requests")   # the hang rules keep every such bar
 MAX_KEYS = 256   # distinct keys pending at once; past it the stretch is fed (flush) and starts again
-ROWS_MAX = 256   # console metric rows gathered at most before they are emitted (a block: engine/columns.py)
-ROWS_MIN = 16    # fewer are emitted one by one: a block's columns cost more than reading a few rows (measured)
-NUMPY_AFTER = 64   # console metric rows after which numpy is imported (engine/columns.MIN_ROWS: a run this long pays it back)
-GATHER = True    # False: each console metric row is emitted alone (the equivalence tests compare both)
 
 
 def _reads_bars(rule: Any) -> bool:
@@ -121,13 +117,8 @@ class BarStretch:
         words = session.gate_words
         # reads rows (True), not (False), any (None) -> the words of a line -> the rules it goes to
         self._routes: dict[bool | None, dict[frozenset[str], tuple[Any, ...]]] = {True: {}, False: {}, None: {}}
-        self.rows: list[Metrics] = []   # console metric rows not emitted yet
-        # (place in rows, how many, (keys, values), place in values) of the rows a run read (sources/step_runs.py), and
-        # its hook that hands them to the block's columns
-        self.parts: list[tuple[int, int, Any, int]] = []
-        self.seed: Any = None
-        self.emitted = 0                # console metric rows emitted so far
-        self._between: list[tuple[int, LogLine, Any]] = []   # bars fed among them to a rule reading rows too
+        # console metric rows not emitted yet, and the bars held among them for a rule reading rows too
+        self.gathered = GatheredRows(session)
         self._pre: dict[bytes, int] = {}      # the text before the percentage -> pre_kind
         # (the text before the percentage, the rate's last 6 characters) -> (pre_kind, the key of such a bar): bar_key
         self._keys_of: dict[tuple[bytes, bytes], tuple[int, tuple[bytes, frozenset[str]]]] = {}
@@ -245,44 +236,14 @@ class BarStretch:
             if values is not None:
                 row = Metrics(values, Where(path, lineno), seq, "console", finite)
                 self._bars_before_row(path)
-                if not GATHER:
+                if not console_rows.GATHER:
                     self.session.emit(row)
                     return True
-                self.rows.append(row)
-                if len(self.rows) >= ROWS_MAX:
-                    self.emit_rows()
+                gathered = self.gathered
+                gathered.rows.append(row)
+                if len(gathered.rows) >= console_rows.ROWS_MAX:
+                    gathered.emit()
         return True
-
-    def emit_rows(self) -> None:
-        """Hand the gathered rows, with the bars held among them, to the session (see the module)."""
-        if not self.rows:
-            return
-        rows, between, parts = self.rows, self._between, self.parts
-        self.rows, self._between, self.parts = [], [], []
-        self.emitted += len(rows)
-        if self.emitted >= NUMPY_AFTER and self.emitted - len(rows) < NUMPY_AFTER:
-            # a long run: its blocks are read as columns from here on, however few rows each holds (a checkpoint line
-            # every few steps cuts DENSE's blocks to ~20 rows, each read row by row while numpy was not imported)
-            from ..engine.columns import load_numpy
-
-            load_numpy()
-        if len(rows) >= ROWS_MIN:
-            if parts and self.seed is not None:
-                self.seed(rows, parts)
-            self.session.emit_many(rows, between)
-            return
-        at = 0
-        for i, row in enumerate(rows):   # as they came: each row after the bars printed before it
-            while at < len(between) and between[at][0] <= i:
-                between[at][2].feed(between[at][1])
-                at += 1
-            self.session.emit(row)
-        for _, line, r in between[at:]:
-            r.feed(line)
-
-    def hold(self, line: LogLine, rule: Any) -> None:
-        """``rule`` reads rows too: it takes ``line`` after the rows gathered so far (a line among them, sources/saves.py)."""
-        self._between.append((len(self.rows), line, rule))
 
     def flush(self, path: str) -> int:
         """Feed the bars kept, in file order, straight to the rules their words route them to (what
@@ -313,13 +274,14 @@ class BarStretch:
         out = {e[0]: e for slot in keys.values() for e in slot[:4] if e is not None}
         if clear:
             keys.clear()
+        gathered = self.gathered
         for n in sorted(out):
             _, seq, data, words, k, total = out[n]
             rules = self._rules(words, reads_rows)
-            if total is not None and lines is None and reads_rows and self.rows and self._train_bars(words, rules):
+            if total is not None and lines is None and reads_rows and gathered.rows and self._train_bars(words, rules):
                 held = TrainBar(k, total, seq, n, data, path)   # held among the rows: its line if kept
                 for r in rules:
-                    self._between.append((len(self.rows), held, r))
+                    gathered.hold(held, r)
                 continue
             line = lines.get(n) if lines is not None else None
             if line is None:
@@ -331,8 +293,8 @@ class BarStretch:
                 if lines is not None:
                     lines[n] = line
             for r in rules:
-                if self.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
-                    self._between.append((len(self.rows), line, r))
+                if gathered.rows and (reads_rows or reads_rows is None and Metrics in r.kinds):   # after the rows before it
+                    gathered.hold(line, r)
                 elif total is not None and getattr(r, "takes_train_bars", False):   # by its step (train_bars.py)
                     bar = TrainBar(k, total, seq, n, data, path)
                     bar._line = line
@@ -345,18 +307,19 @@ class BarStretch:
         """_feed_kept of one bar to the rules that read rows (sources/step_runs.py: the one bar between two rows)."""
         n, seq, data, words, k, total = entry
         rules = self._rules(words, True)
-        if not self.rows:
+        gathered = self.gathered
+        if not gathered.rows:
             line = bar_line(data, path, n, seq)
             for r in rules:
                 r.feed(line)
         elif total is not None and self._train_bars(words, rules):
             held = TrainBar(k, total, seq, n, data, path)
             for r in rules:
-                self._between.append((len(self.rows), held, r))
+                gathered.hold(held, r)
         else:
             line = bar_line(data, path, n, seq)
             for r in rules:
-                self._between.append((len(self.rows), line, r))
+                gathered.hold(line, r)
 
     def _train_bars(self, words: frozenset[str], rules: tuple[Any, ...]) -> bool:
         """Whether every rule of ``rules`` (those reading rows a Train bar holding ``words`` goes to) takes TrainBar."""

@@ -162,14 +162,18 @@ class LineSplitter:
         return []
 
 
-def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, bytes]]:
-    """Yield (1-based line number, bytes without the newline), each capped at ``max_line`` bytes."""
+def physical_lines(stream: BinaryIO, max_line: int = MAX_LINE, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, bytes without the newline), each capped at ``max_line`` bytes; ``end``: a seekable
+    stream is read up to that offset only (the chunk scanner's tail: a log still being written may have grown)."""
     splitter = LineSplitter(max_line)
     # read1: one read of the underlying file per chunk, so that a terminal's single Ctrl-D ends the input (read(n)
     # keeps reading until n bytes or an end, and a terminal gives its end once: a second read would wait again)
-    read = getattr(stream, "read1", stream.read)
+    read = getattr(stream, "read1", stream.read) if end is None else stream.read
     while True:
-        chunk = read(CHUNK)
+        if end is not None and (left := end - stream.tell()) < CHUNK:
+            chunk = read(left) if left > 0 else b""
+        else:
+            chunk = read(CHUNK)
         if not chunk:
             break
         yield from splitter.feed(chunk)

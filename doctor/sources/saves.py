@@ -2,9 +2,9 @@
 
 ms-swift prints ``[INFO:swift] Saving model checkpoint to <dir>/checkpoint-N`` every ``save_steps`` steps, most often
 glued to the tqdm redraw before it (``Train:  33%|███▎ | 5/500 [00:06<00:13,  3.31s/it][INFO:swift] Saving ...``). A
-line fed whole ends the block of console rows gathered by the chunk scanner (sources/bars.py), so that every reader of
+line fed whole ends the block of console rows gathered by the chunk scanner (sources/console_rows.py), so that every reader of
 the line has read the rows printed before it. With a save every few steps a long run's blocks held ~20 rows, and most
-were read row by row (below bars.ROWS_MIN) instead of over columns.
+were read row by row (below console_rows.ROWS_MIN) instead of over columns.
 
 What the readers of ``Session.feed_line`` do with a line of exactly that shape (``SAVE``: an optional ``Train:`` bar, the
 save message, a path of ``PATH_CHARS``), holding no other trigger word nor ``EXTRA_WORDS`` (``SaveLines``), outside a sticky state:

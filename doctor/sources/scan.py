@@ -25,29 +25,21 @@ import io
 import os
 import stat
 import threading
-from bisect import bisect_right
 from collections import deque
 from typing import BinaryIO
 
 from ..gate import cached_words, engine
 from ..signals import LogLine, Where
-from . import bars as bars_mod
-from . import step_runs
-from .logtext import MAX_LINE, LineReader, physical_lines, segments
+from .line_sorter import LineSorter
+from .logtext import physical_lines, segments
 from .matchers import HyperscanMatcher, Matcher, matcher_for
-from .quiet import QuietLines
-from .saves import SaveLines
-from .scanfeed import ChildFeed, dense_start
-from .step_lines import run_in_buffer, step_line
-from .step_runs import StepRuns
+from .scanread import CandidateReader, dense_start
 
 CHUNK = 8 << 20   # bytes scanned at a time
 FORK_MIN = 32 << 20  # smaller logs are scanned in this process
-_STEP_ENDS = (93, 13)   # the last bytes a step line (step_lines.step_line) may end with: a bar's "]" or "\r"
-# a run starts with a dict, or with a bar and a dict after it: bars alone cost less line by line (BarStretch.take)
 
 
-class ChunkScanner(ChildFeed):
+class ChunkScanner:
     """Streams one seekable log file into a Session, feeding only the lines that can matter."""
 
     def __init__(self, session, display_path: str, counter: list[int], *, chunk: int = CHUNK,
@@ -56,190 +48,42 @@ class ChunkScanner(ChildFeed):
         self.session = session
         self.path = display_path
         self.counter = counter
-        self.reader = LineReader(display_path, counter)
+        self.sorter = LineSorter(session, display_path, counter)   # where each candidate line goes (sources/line_sorter.py)
         self.chunk = max(chunk, 1)
         self.matcher = matcher or matcher_for(session.gate_words)
-        self.lineno = 0  # physical lines consumed so far
-        self.fed = 0     # physical lines decoded and fed (statistics)
         self.tail_len = tail
         self.fork = fork  # None: fork a scanning child when it pays (see _fork_size); False: never
         self.child_exit: int | None = None  # the scanning child's exit code (-N: killed by signal N)
         self.early = early  # a ScanChild from start_early, to adopt
-        # pure progress bars between two other lines, summarised (sources/bars.py); None: every bar is fed
-        self.bars: bars_mod.BarStretch | None = None
-        # logger-prefix lines no reader acts on, only counted (sources/quiet.py); None: every such line is fed
-        self.quiet: QuietLines | None = None
-        # checkpoint save lines among console metric rows, which do not end their block (sources/saves.py)
-        self.saves: SaveLines | None = None
-        # runs of pure bars and lone metric dicts, read at once (sources/step_runs.py); None: line by line
-        self.runs: StepRuns | None = None
-        self._run_most = step_runs.RUN_MIN   # lines the next run may hold: doubles after a run read whole, back to RUN_MIN after
-        self._ahead: tuple[int, bytes] | None = None   # (offset, line) of a candidate read ahead from the scanning child
-        if os.environ.get("GRPO_DOCTOR_BARS") != "all" and bars_mod.summarisable(session):
-            self.bars = bars_mod.BarStretch(session)
-            self.quiet = QuietLines.of(session)
-            self.saves = SaveLines.of(session)
-            self.runs = StepRuns.of(self.bars, self.saves)
 
-    # ------------------------------------------------------------------ feeding
-    def _sticky(self) -> bool:
-        """Feed every line: the session is in a sticky state, or a metrics dict printed over several lines is
-        open in the reader (sources/paste.py DictJoiner; its item lines hold no gate word)."""
-        return self.session.state.sticky() or self.reader.dicts.parts is not None
+    @property
+    def lineno(self) -> int:
+        """Physical lines consumed so far."""
+        return self.sorter.lineno
 
-    def _feed(self, data: bytes, defer: bool = False) -> bool:
-        """Feed one physical line; ``defer``: a candidate found by the scan (not a sticky line), which may be a
-        pure bar kept for later (``_flush``). False: it took a short cut (a pure bar, a quiet line, a metric row),
-        which reaches neither the state nor the line reader, so it left the session as sticky as it found it."""
-        bars = self.bars
-        if bars is not None:
-            if defer and (bars.take(self.lineno + 1, self.counter[0] + 1, data)
-                          or self.quiet is not None and self.quiet.skip(data)):
-                self.lineno += 1
-                self.counter[0] += 1  # a pure bar or a quiet line is one message
-                return False
-            # a metric row ends the bars' stretch only for a rule that reads rows too (BarStretch.metric_line)
-            if defer and bars.metric_line(self.path, self.lineno + 1, self.counter[0] + 1, data):
-                self.lineno += 1
-                self.counter[0] += 1
-                self.fed += 1
-                return False
-            if bars.pending:
-                self._flush()
-            if defer and bars.rows and self.saves is not None and self.saves.among_rows(data):
-                self.lineno += 1   # a checkpoint save: its readers need not read the rows before it (sources/saves.py)
-                self.fed += 1
-                feed_among, hold = self.session.feed_line_among, bars.hold
-                for line in self.reader.line(self.lineno, data):
-                    feed_among(line, hold)
-                return True
-            bars.emit_rows()   # the metric rows gathered so far reach the rules before this line
-        self.lineno += 1
-        self.fed += 1
-        feed = self.session.feed_line
-        for line in self.reader.line(self.lineno, data):
-            feed(line)
-        return True
-
-    def _run(self, lines: list[bytes]) -> int:
-        """Read ``lines``, candidates that follow each other from the next line on, as a run of step lines (see
-        sources/step_runs.py), up to the first that is not one: returns how many were read. The scanner looks ahead
-        for a run of ``_run_most`` lines, which grows while runs are read whole: a run cut short costs a look at
-        as many lines as were read before it, not at RUN_MAX."""
-        took = self.runs.take(lines, self.lineno + 1, self.counter[0] + 1, self.path) if self.runs is not None else 0
-        self._run_most = min(self._run_most * 2, step_runs.RUN_MAX) if took == len(lines) else step_runs.RUN_MIN
-        self.lineno += took
-        self.counter[0] += took   # each a message, but a save glued to its bar: two
-        if self.runs is not None:   # as metric_line and a save among rows count them (bars: not fed)
-            self.counter[0] += self.runs.extra
-            self.fed += self.runs.rows_read + self.runs.saves_read
-        return took
-
-    def _flush(self) -> None:
-        """Feed the bars kept since the last line fed, with their own line numbers and seqs."""
-        if self.bars is not None:
-            self.fed += self.bars.flush(self.path)
-
-    def _end(self) -> None:
-        """The bars kept and the metric rows gathered, fed: the file's last lines are read."""
-        self._flush()
-        if self.bars is not None:
-            self.bars.emit_rows()
-
-    def _skip(self, n: int) -> None:
-        self.lineno += n
-        self.counter[0] += n
-
-    def _sticky_run(self, buf: bytearray, view: memoryview, pos: int, n: int) -> int:
-        """Feed whole lines from ``pos`` while the session is sticky; returns the new position."""
-        sticky = self._sticky
-        while pos < n and sticky():
-            end = buf.find(b"\n", pos, n)
-            self._feed(bytes(view[pos:min(end, pos + MAX_LINE)]))
-            pos = end + 1
-        return pos
-
-    def _scan(self, buf: bytearray, view: memoryview, n: int) -> None:
-        """``buf[:n]`` holds whole lines (``buf[n - 1]`` is a newline)."""
-        pos = self._sticky_run(buf, view, 0, n)
-        count, find, rfind = buf.count, buf.find, buf.rfind
-        hits = self.matcher.ends(buf, view, n)
-        runs = self.runs
-        for hit in hits:
-            if hit <= pos:
-                continue  # on a line already fed (or read in a run)
-            start = rfind(b"\n", pos, hit) + 1 or pos
-            end = find(b"\n", hit - 1, n)
-            if start > pos:
-                self._skip(count(b"\n", pos, start))
-            if runs is not None and (buf[start] == 123 or buf[end + 1] == 123 and buf[end - 1] in _STEP_ENDS) and \
-                    end - start <= MAX_LINE and step_line(buf, start, end):   # a dict, or a bar and then a dict?
-                last = run_in_buffer(buf, start, end, n, hits, bisect_right(hits, end), self._run_most,
-                                     runs.saves is not None)
-                lines = bytes(view[start:last]).split(b"\n") if last > end else []
-                took = self._run(lines) if lines else 0   # a line alone: as any (its short cuts cost less)
-                if took:   # the line after them, if any, is fed as any
-                    pos = self._sticky_run(buf, view, start + sum(map(len, lines[:took])) + took, n)
-                    continue
-            fed = self._feed(bytes(view[start:min(end, start + MAX_LINE)]), True)  # capped as physical_lines does
-            # a line that took a short cut left the session as it found it: not sticky
-            pos = self._sticky_run(buf, view, end + 1, n) if fed else end + 1
-        if pos < n:
-            self._skip(count(b"\n", pos, n))
+    @property
+    def fed(self) -> int:
+        """Physical lines decoded and fed (statistics)."""
+        return self.sorter.fed
 
     def run(self, stream: BinaryIO) -> None:
+        """The file's candidate lines read (sources/scanread.py) into the sorter (sources/line_sorter.py), in a
+        scanning child when it pays; then the tail rebuilt from the file's last lines."""
         self.session.begin_log(self.path)
         early = self._adopt(stream)
+        reader = CandidateReader(self.sorter, self.matcher, self.chunk, self.fork)
         try:
             if early is not None:
-                size = self._run_child(stream, early)
+                size = reader.read_child(stream, early)
             elif (fork_size := self._fork_size(stream)) is not None:
-                size = self._run_forked(stream, fork_size)
+                size = reader.read_forked(stream, fork_size)
             else:
-                self._run_read(stream)
+                reader.read_stream(stream)
                 size = stream.tell()
         finally:   # a read error ends the file here: what was read before it still reaches the rules
-            self._end()
+            self.child_exit = reader.child_exit
+            self.sorter.end()
         self._rebuild_tail(stream, size)
-
-    def _run_read(self, stream: BinaryIO) -> None:
-        """From the stream's position to its end, in this process. Reads into one reused buffer (fresh 8 MB
-        objects per chunk cost more than the scan itself)."""
-        size = self.chunk
-        buf = bytearray(size + MAX_LINE + 1)
-        view = memoryview(buf)
-        have = 0          # bytes of an unfinished line kept at the front of buf
-        skipping = False  # inside a line longer than MAX_LINE, already fed: drop up to its newline
-        try:
-            while True:
-                got = stream.readinto(view[have:have + size])
-                if not got:
-                    break
-                end = have + got
-                if skipping:  # have == 0 here
-                    nl = buf.find(b"\n", 0, end)
-                    if nl < 0:
-                        continue
-                    skipping = False
-                    rest = end - nl - 1
-                    buf[:rest] = bytes(view[nl + 1:end])
-                    end = rest
-                last = buf.rfind(b"\n", 0, end)
-                if last >= 0:
-                    self._scan(buf, view, last + 1)
-                    have = end - last - 1
-                    if have:
-                        buf[:have] = bytes(view[last + 1:end])
-                else:
-                    have = end
-                if have > MAX_LINE:  # an over-long line: its head is all the line-by-line path reads too
-                    self._feed(bytes(view[:MAX_LINE]))
-                    have = 0
-                    skipping = True
-            if have:
-                self._feed(bytes(view[:have]))
-        finally:
-            view.release()
 
     # ------------------------------------------------------------------ the parallel path
     def _adopt(self, stream: BinaryIO):
@@ -302,7 +146,7 @@ class ChunkScanner(ChildFeed):
                         break
             keep: deque[tuple[int, int, tuple[str, str, int | None, str]]] = deque(maxlen=want)
             nlines = nsegs = nonblank = 0
-            for _, data in physical_lines(_Bounded(stream, size)):
+            for _, data in physical_lines(stream, end=size):
                 for seg in segments(data):
                     nsegs += 1
                     if seg[0].strip():
@@ -314,9 +158,10 @@ class ChunkScanner(ChildFeed):
             window *= 4
         first_line = self.lineno - nlines + 1
         first_seq = self.counter[0] - nsegs
+        # a list: the state takes finished lines, no generator of this module runs inside it
         self.session.state.replace_tail(
-            self.path, (LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin)
-                        for i, k, (body, raw, rank, origin) in keep))
+            self.path, [LogLine(body, raw, Where(self.path, first_line + i), rank, first_seq + k, origin)
+                        for i, k, (body, raw, rank, origin) in keep])
 
 
 def _fork_allowed() -> bool:
@@ -360,20 +205,6 @@ def start_early(path: str):
         return ScanChild.start(fd, st.st_size, lambda: matcher_for(words), CHUNK, words)
     finally:
         os.close(fd)  # the child has its own copy
-
-
-class _Bounded:
-    """A reader that stops at byte ``end`` of the underlying stream."""
-
-    def __init__(self, stream: BinaryIO, end: int):
-        self.stream = stream
-        self.end = end
-
-    def read(self, n: int = -1) -> bytes:
-        left = self.end - self.stream.tell()
-        if left <= 0:
-            return b""
-        return self.stream.read(left if n < 0 else min(n, left))
 
 
 def scan_file(session, display_path: str, stream: BinaryIO, counter: list[int], **kw) -> ChunkScanner:

@@ -10,7 +10,7 @@ GIL the parent holds.
 Why ``mmap`` here and only here: reading 1 GB into a buffer costs ~0.5 s of copying; a mapping costs
 ~0.1 s. A mapped file that shrinks under the reader (``logrotate`` copytruncate) raises SIGBUS on the next
 page touched, which kills the process: it kills this child, never the parent, and the parent then
-goes on reading the file itself from the last line it fed (``doctor.sources.scan``).
+goes on reading the file itself from the last line it fed (``doctor.sources.scanread``).
 
 Records on the pipe, all native int64 (both ends are the same process image):
 - a batch: ``k`` (>= 0), then ``k`` triples ``(line number, line start, line end)`` (``end``: the
@@ -298,7 +298,7 @@ def _read_exact(fd: int, n: int) -> bytes | None:
 
 
 def line_at(fd: int, pos: int, size: int) -> tuple[bytes, int] | None:
-    """For the parent (``scan.ChunkScanner`` feeding a sticky run): (the line starting at ``pos``, capped at
+    """For the parent (``scanread.CandidateReader`` handing over a sticky run): (the line starting at ``pos``, capped at
     MAX_LINE, without its newline; the offset after it), read with ``pread``; None when the file ended early
     (it shrank)."""
     want = 4096

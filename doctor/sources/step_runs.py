@@ -37,9 +37,9 @@ from operator import not_
 from typing import Any
 
 from .. import lazyre
-from ..engine.columns import Block, Seed
-from ..signals import Metrics, console_row
+from ..signals import console_row
 from . import bars as bars_mod
+from . import console_rows
 from . import metrics as msrc
 from . import saves as saves_mod
 from .bars import BAR_TEXT, TRAIN, BarStretch, _keep
@@ -74,7 +74,6 @@ class StepRuns:
         self.rows_read = 0   # rows among the lines the last take read
         self.saves_read = 0  # save lines among them
         self.extra = 0       # messages among them past one a line (a save glued to its bar)
-        stretch.seed = self._seed
         # keys as printed -> (as read, the pattern of such lines in a block, of one line), None: refused
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], Any, Any] | None] = {}
         self._trains: dict[frozenset[str], tuple[Any, ...]] = {}   # a Train bar's words -> the rules holding it (_held)
@@ -90,7 +89,7 @@ class StepRuns:
     def of(cls, stretch: BarStretch | None, saves: SaveLines | None = None) -> StepRuns | None:
         """The reader of this stretch, or None: no stretch, no Hyperscan (its word tests), or the metric short cut off."""
         if (not ON or stretch is None or stretch._gate is not None or stretch._not_metric is None
-                or not bars_mod.GATHER):
+                or not console_rows.GATHER):
             return None
         return cls(stretch, saves)
 
@@ -113,13 +112,14 @@ class StepRuns:
         got = self._bars(bar_lines) if bar_lines else []
         n_rows, n_bars = len(rows), len(got)
         keys, since = stretch._keys, stretch._since_row
-        gathered = stretch.rows
+        block = stretch.gathered   # the rows gathered and the lines held among them (sources/console_rows.py)
+        gathered = block.rows
         # the bars since the last row of this run, not kept in since yet: one alone is what _bars_before_row would feed
         # at the next row (since is empty after a row), so it is fed straight; None: no row of this run yet
         gap: list[tuple[Any, tuple[Any, ...]]] | None = None
         ri = bi = 0
         first = off = -1   # the place in the stretch's rows of this run's first row there, and its place in cols
-        parts = stretch.parts
+        parts = block.parts
         extra = 0   # the messages before line j past one a line (a save glued to its bar is two)
         si = -1     # the place of line j among the lines that are not rows
         rules = None   # those a save message goes to
@@ -140,7 +140,7 @@ class StepRuns:
                     # the one Train bar since the last row, held among the rows for rules that all take it by its
                     # step: what _before -> BarStretch.feed_bar does with it, without their calls
                     held = TrainBar(bar[4], bar[5], bar[1], bar[0], bar[2], path)
-                    between: list[Any] = stretch._between
+                    between: list[Any] = block.between
                     at = len(gathered)
                     for r in held_by:
                         between.append((at, held, r))
@@ -148,18 +148,18 @@ class StepRuns:
                 else:
                     gap = self._before(gap, path)
                 if sv is not None:
-                    rules = self.saves.feed_in_run(stretch.session, stretch.hold, sv[1], path, lineno + j,  # type: ignore[union-attr]
+                    rules = self.saves.feed_in_run(stretch.session, block.hold, sv[1], path, lineno + j,  # type: ignore[union-attr]
                                                    seq + j + extra, rules)
                     self.saves_read += 1
                     continue
-                if len(gathered) >= bars_mod.ROWS_MAX:
+                if len(gathered) >= console_rows.ROWS_MAX:
                     # a full block goes when the next row comes, not after its last row: a save line between them is
                     # then held among its rows, not fed whole (which would end this run and read its lines again)
                     if first >= 0:
                         parts.append((first, len(gathered) - first, cols, off))
                     first = -1
-                    stretch.emit_rows()
-                    gathered, parts = stretch.rows, stretch.parts
+                    block.emit()
+                    gathered, parts = block.rows, block.parts
                 values, finite = rows[ri]
                 ri += 1
                 if first < 0:
@@ -182,7 +182,7 @@ class StepRuns:
             if sv is not None:   # the message glued after this bar: after the bars kept so far, as before a row
                 extra += 1
                 gap = self._before(gap, path)
-                rules = self.saves.feed_in_run(stretch.session, stretch.hold, sv[1], path, lineno + j,  # type: ignore[union-attr]
+                rules = self.saves.feed_in_run(stretch.session, block.hold, sv[1], path, lineno + j,  # type: ignore[union-attr]
                                                seq + j + extra, rules)
                 self.saves_read += 1
         else:
@@ -191,8 +191,8 @@ class StepRuns:
             _since(since, gap)   # as line by line: the bars after the last row wait for the next one
         if first >= 0:
             parts.append((first, len(gathered) - first, cols, off))
-        if len(gathered) >= bars_mod.ROWS_MAX:
-            stretch.emit_rows()   # as metric_line: at most ROWS_MAX rows wait past a run
+        if len(gathered) >= console_rows.ROWS_MAX:
+            block.emit()   # as metric_line: at most ROWS_MAX rows wait past a run
         self.rows_read = ri
         self.extra = extra
         return j
@@ -312,23 +312,6 @@ class StepRuns:
             bad = {i // width for i, x in enumerate(values) if type(x) is float and x - x != 0}
             rows = [(d, r not in bad) for r, d in enumerate(dicts)]
         return rows, (keys, values)
-
-    def _seed(self, rows: list[Metrics], parts: list[tuple[int, int, Any, int]]) -> None:
-        """Hand the columns of a block of rows that runs read, all of one key layout (no key twice), to its
-        columns.Block: the values of a key are a slice of each run's values (the same objects as in the rows' dicts),
-        so the block reads no row for them (BarStretch.emit_rows calls this)."""
-        keys = parts[0][2][0]
-        at = 0
-        for first, n, (k, _), _ in parts:
-            if first != at or k != keys:
-                return
-            at = first + n
-        if at != len(rows) or len(set(keys)) != len(keys):
-            return
-        block = Block.of(rows)
-        if block is None:
-            return
-        block.seed(Seed(keys, [(n, values, off) for _, n, (_, values), off in parts]))
 
     def _layout(self, printed: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any] | None:
         """(the keys read_console gives a row printed with these keys, aliases named; a pattern reading the values of
