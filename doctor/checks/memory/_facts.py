@@ -11,6 +11,7 @@ from ... import lazyre
 from ...signals import Frame
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
+from ...swift.trainer_kind import GROUP_KINDS, from_config
 from ...values import as_number  # one number reader for the memory plan and the OOM fixes (swift/planner.py's)
 from .._numbers import ASSUMED, READ, Num, mark, read_or
 
@@ -99,6 +100,7 @@ class Facts:
     ga: int | None = None
     grad_ckpt: bool | None = None
     beta: float | None = None
+    trainer: str | None = None   # the trainer the configuration names (grpo, dpo, sft...; None: not told)
     model: str | None = None
     params: float | None = None
     vl: bool = False
@@ -112,6 +114,14 @@ class Facts:
     vllm_only: bool = False      # the log shows vLLM and no trainer framework (a serving or offline-inference run)
     server_launch: Launch | None = None
     trainer_launch: Launch | None = None
+
+    @property
+    def samples(self) -> str:
+        """What one row of a batch is in this trainer's words: GRPO's completions, a DPO pair, a sample."""
+        if self.trainer is None or self.trainer in GROUP_KINDS or self.trainer == "ppo":
+            return "completions"
+        return {"dpo": "pairs", "kto": "examples", "orpo": "pairs", "cpo": "pairs", "simpo": "pairs"}.get(
+            self.trainer, "samples")
 
     def util_text(self) -> str:
         """vllm_gpu_memory_utilization as read, or the default 0.9 marked (assumed) when the run does not set it."""
@@ -191,6 +201,7 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
     f.ga = run.int_arg("gradient_accumulation_steps")
     f.grad_ckpt = _bool(a.get("gradient_checkpointing"))
     f.beta = as_number(a.get("beta"))
+    f.trainer = from_config(a, run.command, run.command_texts)
     f.model = a.get("model") if isinstance(a.get("model"), str) else None
     f.params = params_b(f.model)
     f.env = dict(run.env)

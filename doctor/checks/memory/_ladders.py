@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...swift.trainer_kind import GROUP_KINDS
 from .._numbers import assumptions, computed, read_or
 from ._facts import DOC_MAX_PIXELS, Facts, fmt_gib
 
@@ -119,7 +120,7 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
 def batch_advice(f: Facts) -> str | None:
     b = f.b
     if b is None and not f.run.args:
-        return ("Halve per_device_train_batch_size and double gradient_accumulation_steps: the same completions per "
+        return (f"Halve per_device_train_batch_size and double gradient_accumulation_steps: the same {f.samples} per "
                 "step, half the activations at a time (grpo-doctor read no batch settings in the inputs).")
     if not b or b <= 1:
         return None
@@ -130,7 +131,7 @@ def batch_advice(f: Facts) -> str | None:
     cur_ga = ga_.value
     nmult = cur_ga * b // nb if (cur_ga * b) % nb == 0 else cur_ga * 2
     return (f"--per_device_train_batch_size {nb} with --{mult} {nmult} (was {b} x {ga_}): the same "
-            f"{computed(b * cur_ga, ga_)} completions per rank and step, half the activations at a time"
+            f"{computed(b * cur_ga, ga_)} {f.samples} per rank and step, half the activations at a time"
             f"{assumptions((mult, ga_), why='the default, not in the inputs')}.")
 
 
@@ -155,7 +156,9 @@ def ckpt_advice(f: Facts) -> str | None:
 
 
 def beta_advice(f: Facts) -> str | None:
-    if f.framework != "swift" or (f.tuner or "").lower() != "full" or f.beta == 0:
+    # the reference copy that beta 0 drops is GRPO's (a DPO run needs its reference whatever beta is)
+    if f.framework != "swift" or (f.tuner or "").lower() != "full" or f.beta == 0 or \
+            (f.trainer is not None and f.trainer not in GROUP_KINDS):
         return None
     size = f" (≈ {2 * f.params:.0f} GB in bf16)" if f.params else ""
     return (f"--beta 0 removes the KL term and with it the second, frozen copy of the model that full-parameter "
