@@ -246,18 +246,17 @@ def test_exception_named_outside_a_traceback_is_judged_at_warning():
     found = run("FAILED tests/test_x.py::test_vlm[tiny] - TypeError: Trainer.f() got an unexpected keyword argument 'x'\n")
     assert found[0].rule_id == "GD993" and found[0].severity == Severity.warning
     # markdown bold around a pasted exception line is taken off by the paste normaliser (sources/paste.py): the line
-    # is then an exception line like any other, judged at error
+    # is then an exception line like any other, judged at error (its words start vLLM's parallel_state.py
+    # initialize_model_parallel template, "... x pipeline_model_parallel_size ({})": placed there, a layout of the flags)
     found = run("[rank1]: **RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4)**\n")
-    assert found[0].rule_id == "GD999" and found[0].severity == Severity.error
+    assert found[0].rule_id == "GD990" and found[0].severity == Severity.error
     assert "world_size (8)" in found[0].message
     found = run("> OutOfMemoryError                          Traceback (most recent call last)\n")
     assert found[0].rule_id == "GD997" and found[0].category == "cuda-oom"
 
 
 def test_a_log_line_that_only_mentions_an_error_type_is_not_an_exception():
-    # nothing read as an exception: only GD330's "nothing was read" remains
-    found = run("[INFO:swift] retrying after a ValueError in the data loader, attempt 2\n")
-    assert [f.rule_id for f in found] == ["GD330"]
+    assert run("[INFO:swift] retrying after a ValueError in the data loader, attempt 2\n") == []
 
 
 def test_a_frame_line_cut_at_the_start_of_a_paste_is_nobodys_code_but_a_relative_script_is_the_users():
@@ -993,3 +992,21 @@ def test_an_exception_named_in_the_title_above_a_cut_stack_is_the_reading_and_it
     # the same stack under a title that names no exception: no reading made up
     g = _primary("My DPO training fails.\n" + text.split("\n", 1)[1])
     assert not g.title.startswith("The title names")
+
+
+def test_a_long_message_cut_short_is_placed_at_the_one_module_whose_template_it_starts():
+    # vLLM 0.8-0.1x v1/worker/gpu_model_runner.py asserts `end_idx <= self.max_model_len` with "Sampled token IDs
+    # exceed the max model length. Total number of tokens: {} > max_model_len: {}" (in _bookkeeping_sync or
+    # execute_model, by release): the first sentence alone is a prefix of that template, not the whole message
+    from doctor.classify.structure import site_frames
+    from doctor.signals import ExceptionInfo, Where
+    exc = ExceptionInfo("AssertionError", "Sampled token IDs exceed the max model length", (), Where("log.txt", 1),
+                        None, 1, "AssertionError: Sampled token IDs exceed the max model length")
+    frames = site_frames(exc)
+    assert frames and frames[0].path.endswith("vllm/v1/worker/gpu_model_runner.py")
+    found = run("AssertionError: Sampled token IDs exceed the max model length\n")
+    assert found[0].category == "vllm-engine-error" and found[0].rule_id == "GD991"
+    # a short cut says too little to place
+    short = ExceptionInfo("AssertionError", "Sampled token IDs exceed", (), Where("log.txt", 1), None, 1,
+                          "AssertionError: Sampled token IDs exceed")
+    assert site_frames(short) == ()

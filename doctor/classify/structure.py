@@ -177,13 +177,30 @@ def _closest(exc: ExceptionInfo, floor: float) -> list:
     return [m for m in found if m.score >= found[0].score - 1e-9]
 
 
+# a message the paste cut short (or a shorter wording of an older release) still tells its site when this much of it
+# is the template's own start: the raise-site index scores such a prefix 0.5-0.8 by how much of the template it covers
+CUT_FLOOR = 0.65
+CUT_MIN_CHARS = 40
+
+
+def _closest_or_cut(exc: ExceptionInfo) -> list:
+    """``_closest`` at the whole-message floor, else the first of a long message's cut-short matches when they are
+    all in one module of one package."""
+    best = _closest(exc, 0.9)
+    if best or len(exc.message or "") < CUT_MIN_CHARS:
+        return best
+    cut = _closest(exc, CUT_FLOOR)
+    # one module of one package (an assert that moved between two functions of a module across releases)
+    return cut[:1] if cut and len({(m.package, m.module) for m in cut}) == 1 else []
+
+
 def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:
     """For an exception printed without any frame: the function that raises its wording, from the raise-site index
     (doctor/classify/raise_sites.py), as one frame with line SITE_LINE; () when the wording is not indexed or
     several packages or functions raise it alike. Of two functions whose templates both hold the words, the one
     whose template has more literal text is the raiser (``Attempted to assign {any} = {any} multimodal tokens to``
     over ``Attempted to assign {any} {any} tokens to``)."""
-    best = _closest(exc, 0.9)
+    best = _closest_or_cut(exc)
     if not best:
         return ()
     if len({(m.package, m.where.rsplit(".", 1)[-1]) for m in best}) != 1:
