@@ -67,6 +67,7 @@ _TOOL_LAUNCH = lazyre.compile(r"(?:^|(?<=[\s;&|(`'\"$]))(?:(?:export\s+)?[A-Z][A
                               r"(?=\s+--?[A-Za-z]|\s*\\?\s*$)")
 SERVER_COMMANDS = ("rollout", "vllm-serve", "serve", "deploy")
 _SERVER_SUBS = ("rollout", "deploy")
+_ENV_BEFORE = lazyre.compile(r"(?:(?<=\s)|^)(?:(?:export\s+)?[A-Z][A-Z0-9_]*=[^\s;]+\s+)+$")
 _ENV_ONLY = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)\s*)+")
 _URL_PORT = lazyre.compile(r"^\w+://[^/\s]+:(\d{2,5})\b")
 _TOOL_WORDS = lazyre.compile("|".join(map(re.escape, _SWIFT_WORDS)))
@@ -154,6 +155,12 @@ class RunConfig:
                 if source == "command":
                     self.pasted_launches.append(launch)
             return True
+        # the trainer's own environment first: a rollout server's launch in the same script has its own GPUs
+        for launch in read.launches:
+            if launch.command not in SERVER_COMMANDS:
+                for k, v in launch.env.items():
+                    self.env.setdefault(k, v)
+                break
         for k, v in read.env:
             self.env.setdefault(k, v)
         for launch in read.launches:
@@ -246,10 +253,13 @@ class RunConfig:
     def feed(self, line: LogLine) -> None:
         text = line.text
         if self._env_prefix and self._pending_launch is None:
-            # assignments continued onto a launch are that launch's: a rollout server's GPUs are not the trainer's
+            # assignments continued onto a launch are that launch's (a rollout server's GPUs are not the trainer's):
+            # read with it, into its Launch; before anything else they are the shell's
             prefix, self._env_prefix = self._env_prefix, []
             start = _TOOL_LAUNCH.match(text.lstrip()) if _TOOL_WORDS.search(text) else None
-            if start is not None and _server_start(start):
+            if start is None and _LAUNCH_WORDS.search(text):
+                start = launchers.LAUNCH_START.match(text.lstrip())
+            if start is not None:
                 text = " ".join(prefix) + " " + text.lstrip()
             else:
                 for part in prefix:
@@ -307,13 +317,15 @@ class RunConfig:
             lm = _TOOL_LAUNCH.search(text)
             source = "command"
         if lm is not None:
-            if text[lm.start():].rstrip().endswith("\\"):
-                self._pending_launch = [text[lm.start():].rstrip()[:-1].strip()]  # read whole, at its last line
+            # the assignments right before a launcher are its environment (`CUDA_VISIBLE_DEVICES=1,2 accelerate ...`)
+            env = _ENV_BEFORE.search(text, 0, lm.start()) if source == "launcher" and lm.start() else None
+            start = env.start() if env is not None else lm.start()
+            if text[start:].rstrip().endswith("\\"):
+                self._pending_launch = [text[start:].rstrip()[:-1].strip()]  # read whole, at its last line
                 self._pending_source = source
                 if _server_start(lm):
                     return
-            elif text[lm.start():] not in self.command_texts and self.add_command(text[lm.start():], source,
-                                                                                   on_a_line=True):
+            elif text[start:] not in self.command_texts and self.add_command(text[start:], source, on_a_line=True):
                 # a launch echoed in the log (`set -x`, a ps listing, a pasted command): read from its launcher on,
                 # never from the timestamp or prefix before it; a rollout server's line says nothing more of the run
                 return

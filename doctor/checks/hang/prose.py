@@ -370,7 +370,8 @@ class ProseSymptom(Rule):
     def finish(self, ctx: RunState) -> list[Finding]:
         if ctx.exceptions or ctx.open_tracebacks:
             return []
-        warned = [f for f in ctx.findings if f.severity >= Severity.warning]
+        # (a remark on the configuration alone, with no log line behind it, is no evidence of how the run failed)
+        warned = [f for f in ctx.findings if f.severity >= Severity.warning and f.evidence]
         # a guess from where an excerpt stops (the log-end rules) yields to a symptom its author names in words; any
         # other finding, or the end of a whole log, is the run's own evidence and wins
         # (a launch command given beside the paste does not make the paste a whole log: its launcher lines would)
