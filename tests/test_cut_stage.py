@@ -482,3 +482,25 @@ def test_a_traceback_header_right_after_a_dataset_map_is_a_crash_of_the_datas_st
     # the same header after a model-loading bar: no data reading
     shards = "Loading checkpoint shards:  50%|█████     | 2/4 [00:04<00:04,  2.01s/it]\n"
     assert _first(run_text(shards + "Traceback (most recent call last):\n")).category != "dataset-or-template-error"
+
+
+# hiyouga/LlamaFactory#2751 (fixtures/devlogs20/2511): a full PPO with a fully trained reward model, the stack cut in
+# LLaMA-Factory's argument parser (its check of reward_model_type raised there)
+LF_PARSER = '''Traceback (most recent call last):
+  File "/workspace/LLaMA-Factory/src/train_bash.py", line 14, in <module>
+    main()
+  File "/workspace/LLaMA-Factory/src/train_bash.py", line 5, in main
+    run_exp()
+  File "/workspace/LLaMA-Factory/src/llmtuner/train/tuner.py", line 26, in run_exp
+    model_args, data_args, training_args, finetuning_args, generating_args = get_train_args(args)
+  File "/workspace/LLaMA-Factory/src/llmtuner/hparams/parser.py", line 92, in get_train_args
+'''
+
+
+def test_a_stack_cut_in_the_argument_parser_is_an_argument_error():
+    f = _first(run_text(LF_PARSER))
+    assert f.category == "argument-error-other" and f.confidence == "possible"
+    assert f.message.startswith("Parsing and checking the run's arguments failed; the exception is not in the excerpt")
+    # one frame above it (the trainer's run_exp) is not the parser: no argument reading there
+    above = LF_PARSER.rsplit('  File "/workspace/LLaMA-Factory/src/llmtuner/hparams', 1)[0]
+    assert _first(run_text(above)).category != "argument-error-other"

@@ -169,7 +169,6 @@ KNOWN_MISSES_19: dict[str, str] = {
 # without their exception type, symptoms in mixed-language prose, DeepSpeed-Chat rows
 DEVLOGS20 = ROOT / "fixtures" / "devlogs20"
 KNOWN_MISSES_20: dict[str, str] = {
-    "2511": "a traceback cut inside the framework's argument parser: no stage for it",
     "2526": "a raise line in a title above a cut traceback (DeepSpeed's param registry): cut stack wins",
 }
 
