@@ -504,3 +504,29 @@ def test_a_stack_cut_in_the_argument_parser_is_an_argument_error():
     # one frame above it (the trainer's run_exp) is not the parser: no argument reading there
     above = LF_PARSER.rsplit('  File "/workspace/LLaMA-Factory/src/llmtuner/hparams', 1)[0]
     assert _first(run_text(above)).category != "argument-error-other"
+
+
+# unslothai/unsloth#1708 (fixtures/devlogs26/3207): unsloth_zoo's compiler imports a module it generated; the stack is
+# cut in the import system's look-up, before any code of that module runs
+IMPORTLIB = '''Traceback (most recent call last):
+  File "/usr/local/lib/python3.11/dist-packages/unsloth_zoo/compiler.py", line 259, in create_new_function
+    new_module = importlib.import_module(UNSLOTH_COMPILE_LOCATION + "." + name)
+                 ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3.11/importlib/__init__.py", line 126, in import_module
+    return _bootstrap._gcd_import(name[level:], package, level)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "<frozen importlib._bootstrap>", line 1204, in _gcd_import
+  File "<frozen importlib._bootstrap>", line 1176, in _find_and_load
+  File "<frozen importlib._bootstrap>", line 1140, in _find_and_load_unlock
+'''
+
+
+def test_a_stack_cut_in_the_import_systems_look_up_is_an_import_failure():
+    f = _first(run_text(IMPORTLIB))
+    assert f.category == "import-or-dependency-error"
+    assert f.message.startswith("Importing a module failed; the exception is not in the excerpt")
+    # the module's own code running (exec_module) is not the look-up: no import reading from that frame alone
+    running = IMPORTLIB.replace('  File "<frozen importlib._bootstrap>", line 1140, in _find_and_load_unlock\n',
+                                '  File "<frozen importlib._bootstrap_external>", line 940, in exec_module\n'
+                                '  File "/usr/lib/python3.11/site-packages/x/model.py", line 3, in <module>\n')
+    assert _first(run_text(running)).category != "import-or-dependency-error"

@@ -219,7 +219,6 @@ KNOWN_MISSES_25: dict[str, str] = {
     "3120": "a title about vLLM's /sleep and /wake_up endpoints over a frameless error: GD999",
 }
 KNOWN_MISSES_26: dict[str, str] = {
-    "3207": "a stack cut in importlib under unsloth_zoo's create_new_function: GD999",
     "3213": "a reward model of another base giving 'size mismatch' named in words: GD328",
     "3215": "INFO and NCCL INFO lines ending an excerpt after 'Start connecting to vLLM server': GD320",
     "3223": "a missing DeepSpeed ZeRO optimizer attribute (ipg_index) under the user's loss.backward(): GD999",

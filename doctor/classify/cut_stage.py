@@ -13,7 +13,7 @@ from ..signals import Frame
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "cut_stages.toml"
 _KEYS = {"id", "stage", "does", "usual", "category", "decides", "clear", "funcs", "in_paths", "frames", "code",
-         "position", "server", "server_category", "paste", "fix", "like", "backed_by"}
+         "position", "server", "server_category", "paste", "fix", "like", "backed_by", "innermost"}
 _POSITIONS = {"after-final-bar"}
 
 
@@ -33,6 +33,7 @@ class Stage:
     frames: tuple[str, ...] = ()
     code: re.Pattern | None = None
     position: str = ""
+    innermost: bool = False        # only the innermost frame can name it (a frame further out ran deeper code)
     server: str = ""
     server_category: str = ""
     paste: str = ""
@@ -77,7 +78,8 @@ def load(path: Path = TABLE) -> tuple[Stage, ...]:
                          backed_by=tuple(r["backed_by"]), category=r.get("category", ""),
                          decides=bool(r.get("decides")), funcs=frozenset(r.get("funcs", ())),
                          in_paths=tuple(r.get("in_paths", ())), frames=tuple(r.get("frames", ())),
-                         position=r.get("position", ""), server=_one_line(r.get("server", "")),
+                         position=r.get("position", ""), innermost=bool(r.get("innermost")),
+                         server=_one_line(r.get("server", "")),
                          server_category=r.get("server_category", ""), paste=r.get("paste", ""),
                          fix=tuple(r.get("fix", ())), **rx))
     return tuple(out)
@@ -95,8 +97,9 @@ def in_stage(stage_id: str, fr: Frame) -> bool:
 def stage_of(frames: tuple[Frame, ...] | list[Frame]) -> tuple[Stage, Frame] | None:
     """(stage, the frame that names it) for the innermost frame that any frame-read stage holds, or None."""
     stages = [s for s in load() if not s.position]
+    last = frames[-1] if frames else None
     for fr in reversed(frames):
         for s in stages:
-            if s.holds(fr):
+            if s.holds(fr) and (not s.innermost or fr is last):
                 return s, fr
     return None
