@@ -201,6 +201,8 @@ DEVLOGS32 = ROOT / "fixtures" / "devlogs32"
 # devlogs33: the categories the last blind set missed most: checkpoints that do not load, imports, hangs at start,
 # argument errors (README there)
 DEVLOGS33 = ROOT / "fixtures" / "devlogs33"
+# devlogs34: argument errors, vLLM engine failures, checkpoints that do not load, ms-swift and trl runs (README there)
+DEVLOGS34 = ROOT / "fixtures" / "devlogs34"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -264,6 +266,20 @@ KNOWN_MISSES_32: dict[str, str] = {
 }
 KNOWN_MISSES_33: dict[str, str] = {
 }
+KNOWN_MISSES_34: dict[str, str] = {
+    "3702": "HfArgumentParser.parse_dict refusing a YAML key ('split') of LLaMA-Factory's eval config: GD999",
+    "3704": "TrainingArguments passed where DPOConfig is needed (no attribute model_init_kwargs): read as a version clash",
+    "3705": "a TypeError quoted inside a sentence (DPOTrainer's unexpected 'beta'): GD328's unread words",
+    "3708": "DeepSpeed's initialize asserting a config given twice (config and config_params): GD999",
+    "3715": "vLLM 0.4 CUDA graph capture failing over NCCL, the title's RuntimeError above a cut stack: GD999",
+    "3716": "a vLLM fork's worker lines of a CUDA graph capture failure, no exception line: GD326",
+    "3720": "Triton's 'cannot be accessed from Triton (cpu tensor?)' in a colocated rollout: GD999",
+    "3721": "a bare LlamaModel checkpoint (no LM head) refused by vLLM: read as an old vLLM",
+    "3725": "trl's 'Server is not up yet' retried at start by an Unsloth GRPO client: GD328",
+    "3726": "prose naming vLLM 0.8.5's V1 engine and an outputs_queue error: GD328",
+    "3728": "an HTML-formatted paste of ms-swift's patch_remove_log under vLLM 0.11: GD328",
+    "3729": "a notebook stack cut in unsloth's import chain at PatchFastRL: GD999",
+}
 
 
 def _cases(root: Path = DEVLOGS) -> list[Path]:
@@ -281,7 +297,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS22, KNOWN_MISSES_22, 30), (DEVLOGS23, KNOWN_MISSES_23, 30), (DEVLOGS24, KNOWN_MISSES_24, 26),
               (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30), (DEVLOGS27, KNOWN_MISSES_27, 30),
               (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30),
-              (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30))
+              (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30),
+              (DEVLOGS34, KNOWN_MISSES_34, 30))
 
 
 def _params():
