@@ -267,10 +267,7 @@ KNOWN_MISSES_32: dict[str, str] = {
 KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_34: dict[str, str] = {
-    "3702": "HfArgumentParser.parse_dict refusing a YAML key ('split') of LLaMA-Factory's eval config: GD999",
-    "3704": "TrainingArguments passed where DPOConfig is needed (no attribute model_init_kwargs): read as a version clash",
     "3705": "a TypeError quoted inside a sentence (DPOTrainer's unexpected 'beta'): GD328's unread words",
-    "3708": "DeepSpeed's initialize asserting a config given twice (config and config_params): GD999",
     "3715": "vLLM 0.4 CUDA graph capture failing over NCCL, the title's RuntimeError above a cut stack: GD999",
     "3716": "a vLLM fork's worker lines of a CUDA graph capture failure, no exception line: GD326",
     "3720": "Triton's 'cannot be accessed from Triton (cpu tensor?)' in a colocated rollout: GD999",

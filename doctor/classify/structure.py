@@ -223,16 +223,18 @@ def _most_literal(best: list) -> list:
 
 def site_candidates(exc: ExceptionInfo) -> list[Frame]:
     """For an exception printed without any frame whose wording several functions raise: each function's frame (line
-    SITE_LINE), when all of them are one package's; [] otherwise."""
+    SITE_LINE), of one package or of several (trl's parser copies transformers' HfArgumentParser wording); [] when
+    the wording is not indexed."""
     best = _closest(exc, 0.9)
-    if not best or len({m.package for m in best}) != 1:
+    if not best:
         return []
     seen = dict.fromkeys((m.module, m.where.rsplit(".", 1)[-1]) for m in best if "/" in m.module)
     return [Frame(f"site-packages/{module}", SITE_LINE, func) for module, func in seen]
 
 
 def _agreed(exc: ExceptionInfo) -> Verdict | None:
-    """The verdict every raise site of a frameless exception's wording gives alike (one category for all), or None."""
+    """The verdict every raise site of a frameless exception's wording gives alike (one category for all, whichever
+    package raised it), or None."""
     verdicts = [classify(exc, (fr,)) for fr in site_candidates(exc)]
     if not verdicts or any(v is None for v in verdicts):
         return None
