@@ -530,3 +530,24 @@ def test_a_stack_cut_in_the_import_systems_look_up_is_an_import_failure():
                                 '  File "<frozen importlib._bootstrap_external>", line 940, in exec_module\n'
                                 '  File "/usr/lib/python3.11/site-packages/x/model.py", line 3, in <module>\n')
     assert _first(run_text(running)).category != "import-or-dependency-error"
+
+
+# nlzy/vllm-gfx906#44 (fixtures/devlogs34/3716): a V1 worker's stack printed line by line through its logger, with the
+# worker's parallel ranks in its prefix, cut in the CUDA graph capture
+CAPTURE = "\n".join(
+    f"(VllmWorker PP0_TP1 pid=4798) ERROR 09-29 05:54:49 [multiproc_executor.py:596] {line}" for line in (
+        '  File "/opt/torchenv/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 315, in compile_or_warm_up_model',
+        "    self.model_runner.capture_model()",
+        '  File "/opt/torchenv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2691, in capture_model',
+        "    self._capture_cudagraphs(",
+        '  File "/opt/torchenv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2741, in _capture_cudagraphs',
+        "    self._dummy_run(num_tokens,",
+        '  File "/opt/torchenv/lib/python3.12/site-packages/torch/utils/_contextlib.py", line 116, in decorate_context',
+        "    return func(*args, **kwargs)")) + "\n"
+
+
+def test_a_worker_stack_cut_in_vllms_cuda_graph_capture_is_an_engine_failure_with_enforce_eager():
+    f = _first(run_text(CAPTURE))
+    assert f.category == "vllm-engine-error"
+    assert f.message.startswith("The CUDA graph capture of vLLM failed; the exception is not in the excerpt")
+    assert any("--enforce-eager" in x for x in f.fix)

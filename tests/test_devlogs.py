@@ -268,8 +268,6 @@ KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_34: dict[str, str] = {
     "3705": "a TypeError quoted inside a sentence (DPOTrainer's unexpected 'beta'): GD328's unread words",
-    "3715": "vLLM 0.4 CUDA graph capture failing over NCCL, the title's RuntimeError above a cut stack: GD999",
-    "3716": "a vLLM fork's worker lines of a CUDA graph capture failure, no exception line: GD326",
     "3720": "Triton's 'cannot be accessed from Triton (cpu tensor?)' in a colocated rollout: GD999",
     "3721": "a bare LlamaModel checkpoint (no LM head) refused by vLLM: read as an old vLLM",
     "3725": "trl's 'Server is not up yet' retried at start by an Unsloth GRPO client: GD328",

@@ -45,10 +45,12 @@ _GLUED_EXC = lazyre.compile(r"^(?P<code>(?:\s{2,}|\s*(?:raise|assert)\b).*?(?:[(
 # a bare type raised ("raise NotImplementedError"), then the exception line printed right after it with no newline
 _GLUED_RAISE = lazyre.compile(r"^(?P<code>\s*raise\s+" + EXC_TYPE + r")(?P<exc>" + EXC_TYPE + r"(?::\s.*)?)$")
 _RANK = lazyre.compile(r"^\[rank(\d+)\]:\s?")
-# "(VllmWorker rank=1 pid=123)", "(EngineCore_0 pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
+# "(VllmWorker rank=1 pid=123)", "(VllmWorker PP0_TP1 pid=9)" (vLLM's parallel ranks in the name), "(EngineCore_0
+# pid=42)", "(RayWorkerWrapper pid=7, ip=10.0.0.1)"
 # and Ray's task prefix without an actor name "(pid=123)", "(pid=123, ip=10.0.0.1)"
 # (one space after it: Ray prints the process's own line after "(name pid=N) ", its indentation included)
-_ORIGIN = lazyre.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+))?(?: pid=\d+)?|pid=\d+)(?:, ip=[\d.]+)?\)(?: |\t|$)")
+_ORIGIN = lazyre.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+)|[ _](?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?)?(?: pid=\d+)?|pid=\d+)"
+                         r"(?:, ip=[\d.]+)?\)(?: |\t|$)")
 # Ray's driver shows its cluster events with the component and the time since the job started (ray/_private/
 # worker.py print_to_stdstream for the autoscaler's and scheduler's event summaries; "(raylet)" for the raylet's own
 # warnings): "(autoscaler +8m46s) Error: ...", "(scheduler +2m2s) Warning: ...", "(raylet) There are tasks ..."
