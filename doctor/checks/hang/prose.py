@@ -51,6 +51,11 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # C10d on multi nodes"): the processes never met, the run did not start
     (lazyre.compile(r"\bRendezvous\w*Error\b|(?i:\brendezvous\b.{0,40}\b(?:fail\w*|time[sd]? ?out|timed out|errors?|"
                     r"closed)\b)"), "hang-at-start", "torch's rendezvous fails (the processes do not meet to start)"),
+    # a client polling its rollout server, retyped or named: trl's VLLMClient.check_server logs "Server is not up yet.
+    # Retrying in {s} seconds..." (trl 0.17-0.29 generation/vllm_client.py) until vllm_server_timeout; "infinite retry"
+    (lazyre.compile(r"(?i)\bserver is not up yet\b|\b(?:infinite(?:ly)?|endless(?:ly)?|keeps?|forever)\s+retr(?:y|ies|ying)\b|"
+                    r"无限重试|一直重试"), "hang-at-start",
+     "the trainer keeps polling its vLLM server, which is not running or not reachable"),
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
     # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
@@ -400,6 +405,8 @@ class ProseSymptom(Rule):
             fix.append(f"Meanwhile: the description names `{pinned}`: install it (`pip install '{pinned}'`) and "
                        f"compare `pip show` of the packages around it (transformers, accelerate, trl, peft, torch, "
                        f"vllm) with the setup that failed.")
+        elif said in _MEANWHILE_SAID:
+            fix.append(_MEANWHILE_SAID[said])
         elif category in _MEANWHILE:
             fix.append(_MEANWHILE[category])
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
@@ -430,6 +437,14 @@ _NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|�
 # a pinned release named in the description ("simply install `vllm==0.7.3` instead", "pin transformers==4.52.4")
 _PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+)?\b")
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
+# what to check meanwhile for a symptom narrower than its category
+_MEANWHILE_SAID = {
+    "the trainer keeps polling its vLLM server, which is not running or not reachable":
+        "Meanwhile: the trainer is in vLLM server mode and waits for a server: start it first on GPUs the trainer does "
+        "not use (`trl vllm-serve --model <model>`; ms-swift: `swift rollout --model <model>`) and check that "
+        "`curl http://<host>:<port>/health/` answers from the training node, or generate in the training processes "
+        "instead (trl vllm_mode=\"colocate\"; Unsloth: load the model with fast_inference=True).",
+}
 _MEANWHILE = {
     "argument-error-other": "Meanwhile: compare the flags with the installed program's own help output (a flag of "
                             "another release, or a misspelling), and check how the launcher splits them: a list item "

@@ -14,6 +14,30 @@ _INSPECT = ("Error in inspecting model architecture", "failed to be inspected")
 _WINDOWS = lazyre.compile(r'(?:^|["\s])[A-Za-z]:\\[^"\s]*\\(?:site-packages|vllm)\\')
 
 
+# transformers' base classes without a language-modelling head (modeling_<family>.py: <Family>Model beside
+# <Family>ForCausalLM), and encoders that never generate: a config.json that names one is a checkpoint saved from the
+# bare model (sentence-transformers, AutoModel, a reward/embedding export), which no vLLM release generates from
+_HEADLESS = lazyre.compile(r"^(?:Llama|Mistral|Mixtral|Qwen2|Qwen2Moe|Qwen3|Qwen3Moe|Gemma|Gemma2|Gemma3|Phi|Phi3|Falcon|"
+                           r"GPTNeoX|Olmo|Olmo2|Starcoder2|DeepseekV2|DeepseekV3|Cohere|Granite|StableLm|InternLM2|"
+                           r"Bert|Roberta|XLMRoberta|DistilBert|Electra|DebertaV2|ModernBert|NomicBert|MPNet)Model$")
+
+
+def _headless(names: list[str]) -> Diagnosis | None:
+    if not names or not all(_HEADLESS.match(n) for n in names):
+        return None
+    shown = ", ".join(names)
+    return Diagnosis(
+        message=f"{shown} is a model class without a language-modelling head (transformers' base {shown}, or an "
+                f"encoder), not a generative architecture: the checkpoint was saved from the bare model (a "
+                f"sentence-transformers or AutoModel save, an embedding or reward export), and vLLM generates only "
+                f"from *ForCausalLM / *ForConditionalGeneration checkpoints. A newer vLLM does not change that.",
+        fix=("Generate from the causal-LM checkpoint (saved with AutoModelForCausalLM, whose config.json names "
+             "*ForCausalLM), or use this one for what it is: embeddings or scores (vLLM's embedding/pooling task in "
+             "releases that support it, or sentence-transformers itself).",),
+        category="vllm-engine-error",
+        title="The checkpoint is a model without a language-modelling head: vLLM cannot generate from it")
+
+
 def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     # the refusal's line names the list of architectures; the registry's inspection line only the one it tried
     hit = next((h for h in hits if "not supported for now" in h.evidence.text), hits[0])
@@ -22,6 +46,9 @@ def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     names = _ARCHS.findall(arch)
     listed = _SUPPORTED.search(text)
     inspected = any(w in t.text for tail in ctx.tails.values() for t in tail for w in _INSPECT)
+    headless = None if inspected else _headless(names)
+    if headless is not None:
+        return headless
     if names and listed and all(f"'{n}'" in listed.group(1) for n in names) or inspected:
         msg = (f"vLLM lists {arch} among the architectures it supports, yet refused it: its implementation failed to "
                f"import (the registry inspects each model class in a subprocess and logs 'Error in inspecting model "
