@@ -551,3 +551,29 @@ def test_a_worker_stack_cut_in_vllms_cuda_graph_capture_is_an_engine_failure_wit
     assert f.category == "vllm-engine-error"
     assert f.message.startswith("The CUDA graph capture of vLLM failed; the exception is not in the excerpt")
     assert any("--enforce-eager" in x for x in f.fix)
+
+
+# unslothai/unsloth#1923 (fixtures/devlogs34/3729): a notebook's `from unsloth import FastLanguageModel`, IPython 8's
+# module-level frames ("File <path>:<line>" with no ", in <func>"), cut inside unsloth's patching at import
+NOTEBOOK_IMPORT = '''---------------------------------------------------------------------------
+RuntimeError                              Traceback (most recent call last)
+Cell In[1], line 3
+      1 ### Unsloth
+----> 3 from unsloth import FastLanguageModel
+      4 import torch
+
+File /usr/local/lib/python3.11/dist-packages/unsloth/__init__.py:214
+    211     raise ImportError("Unsloth: Please install unsloth_zoo via `pip install unsloth_zoo`")
+--> 214 from .models import *
+
+File /usr/local/lib/python3.11/dist-packages/unsloth/models/llama.py:2683
+   2682 from .rl import PatchFastRL
+-> 2683 PatchFastRL(FastLanguageModel = FastLlamaModel)
+'''
+
+
+def test_a_stack_through_an_import_statement_cut_below_it_is_importing_a_package():
+    f = _first(run_text(NOTEBOOK_IMPORT))
+    assert f.category == "import-or-dependency-error"
+    assert f.message.startswith("Importing a package failed; the exception is not in the excerpt")
+    assert "unsloth/models/llama.py:2683 in <module>" in f.message  # the module-level frames are read

@@ -17,7 +17,7 @@ _NUMBER = r"(?:(\d+)|\[(\d+)\]\([^)\s]*\))"
 # ", in " and the call unless the frame is a module's top level); a VS Code notebook's output may come with the place
 # linked too (a real copy, ROCm/ROCm#3132: "File [~/.../torch/optim/optimizer.py:391](https://file+.vscode-resource
 # .vscode-cdn.net/...optimizer.py:391), in Optimizer.profile_hook_step.<locals>.wrapper(*args, **kwargs)")
-FILE_FRAME = lazyre.compile(r"^\s*File\s+\[?(\S+?\.pyx?):(\d+)(?:\]\([^)\s]*\))?,\s+in\s+([\w.<>]+)")
+FILE_FRAME = lazyre.compile(r"^\s*File\s+\[?(\S+?\.pyx?):(\d+)(?:\]\([^)\s]*\))?(?:,\s+in\s+([\w.<>]+)|\s*$)")
 # a notebook cell's frame: "Cell In[6], line 592" (IPython >= 8.7: compilerop.format_code_name gives the label "Cell"
 # and the name "In[6]"; 8.5-8.6 printed "Cell In [6], line 592"), then ", in func(args)" unless the frame is the cell's
 # top level (VerboseTB.format_record: no call for "<module>"). VS Code's renderer links
@@ -42,7 +42,7 @@ def file_frame(stripped: str) -> tuple[str, int, str] | None:
     m = FILE_FRAME.match(stripped)
     if m is None:
         return None
-    return m.group(1), int(m.group(2)), _func(m.group(3))
+    return m.group(1), int(m.group(2)), _func(m.group(3)) if m.group(3) else "<module>"
 
 
 def cell_frame(stripped: str) -> tuple[str, int, str] | None:

@@ -231,7 +231,9 @@ class Unrecognised(Rule):
             if staged and staged.bar is not None:
                 ev.append(Evidence(staged.bar.where.path, staged.bar.where.line, staged.bar.raw))
             category = staged.category if staged else None
-            named = None if category or head is not None or ray is not None else _exception_above(ctx, line)
+            named = None if head is not None or ray is not None else _exception_above(ctx, line)
+            if named is not None and category and named[1] is not None and named[1].entry.category != category:
+                named = None  # the stage read from the frames and the title's exception disagree: the frames decide
             if named is not None and named[1] is not None:  # a title above the stack names the exception cut below
                 exc_above, verdict = named
                 category = verdict.entry.category
