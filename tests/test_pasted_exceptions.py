@@ -305,3 +305,13 @@ def test_a_frameless_exception_placed_by_its_raise_site_claims_no_frame():
     assert "No stack frames were read from the log" in top.message
     assert "innermost library frame" not in top.message
     assert "The code that raises it is vLLM's multimodal input processing" in top.message
+
+
+def test_an_exception_named_then_quoted_in_a_sentence_is_read_as_an_exception_line():
+    # rlhflow/online-rlhf#32 (fixtures/devlogs34/3705): "... I encountered a TypeError with the message: <msg>. It ..."
+    from doctor.sources.logtext import split_segments
+    parts = split_segments("When running the training code, I encountered a TypeError with the message: "
+                           "DPOTrainer.__init__() got an unexpected keyword argument 'beta'. It seems like an issue.")
+    assert "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'beta'" in parts
+    # words about a message that name no exception type stay one sentence
+    assert split_segments("Please see the error message: it was long.") == ["Please see the error message: it was long."]

@@ -257,6 +257,10 @@ _PROSE_QUOTED = lazyre.compile(r"""(["`\u201c])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error
 # in single quotes only where the quote opens after a space or a parenthesis and closes before one or a punctuation
 # mark: an apostrophe inside a word ("can't") or a quoted key inside the message ("KeyError: 'x'") does neither
 _PROSE_SINGLE = lazyre.compile(r"""(?:(?<=[\s(])|^)'((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+?)'(?=[\s.,;:)!?]|$)""")
+# an exception named and then quoted in a sentence ("I encountered a TypeError with the message: X. It seems ..."): the
+# type and the message, up to the sentence's end
+_PROSE_NAMED = lazyre.compile(r"\b(?:an?|the)\s+((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+with (?:the )?(?:error )?"
+                              r"message\s*:?\s+(\S.*?)(?=\.\s+[A-Z]|\.?\s*$)")
 # words before a quoted exception that say it did not happen (the author avoided it, or did something instead)
 _AVOIDED = lazyre.compile(r"(?i)\b(?:avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|instead of|rather than|without)\s+"
                           r"(?:(?:an?|the|this|that)\s+)?[`'\"\u201c]?$")
@@ -297,9 +301,12 @@ def _prose_exception(part: str) -> list[str] | None:
         # line is the exception's own, read whole with its prefix so that its rank joins the rank's traceback
         if m is not None and not _SENTENCE.search(part[:m.start()]):
             m = None
+    named = _PROSE_NAMED.search(part) if m is None and part.isascii() and " message" in part else None
     if m is not None:
         start, end, exc = m.start(1), m.end(1), m.group(1)
         exc = re.sub(r"^([\w.]+(?:Error|Exception))\uff1a ?", r"\1: ", exc)  # a full-width colon after the type
+    elif named is not None:
+        start, end, exc = named.start(1), named.end(2), f"{named.group(1)}: {named.group(2)}"
     else:
         q = _PROSE_QUOTED.search(part) if ('"' in part or "`" in part or "\u201c" in part) else None
         if q is not None:
@@ -361,7 +368,7 @@ def split_segments(text: str) -> list[str]:
             if g is not None and g.group("code").strip():
                 out.append(g.group("code"))
                 part = g.group("exc")
-        if ("Error: " in part or "Exception: " in part or "\uff1a" in part
+        if ("Error: " in part or "Exception: " in part or "\uff1a" in part or " message" in part
                 or (not part.isascii() and any(w in part for w in BARE_WORDS))) and \
                 (prose := _prose_exception(part)) is not None:
             out.extend(prose[:-1])
