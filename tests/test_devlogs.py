@@ -267,7 +267,6 @@ KNOWN_MISSES_32: dict[str, str] = {
 KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_34: dict[str, str] = {
-    "3720": "Triton's 'cannot be accessed from Triton (cpu tensor?)' in a colocated rollout: GD999",
     "3726": "prose naming vLLM 0.8.5's V1 engine and an outputs_queue error: GD328",
     "3728": "an HTML-formatted paste of ms-swift's patch_remove_log under vLLM 0.11: GD328",
 }
