@@ -294,3 +294,14 @@ def test_a_launch_continued_over_flag_lines_is_read_whole_by_both_scan_paths(tmp
     # the hang advice names the server's own port, read from its launch, not the default
     fix = " ".join(report["findings"][0]["fix"])
     assert "http://127.0.0.1:8001/health/" in fix and "8000" not in fix
+
+
+def test_a_pasted_llamafactory_config_is_read_whole_once_stage_and_finetuning_type_show_it():
+    # LLaMA-Factory's example configs (examples/train_lora/llama3_lora_sft.yaml): its own keys open the block
+    s = _session("model_name_or_path: /models/Llama-3-8B\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
+                 "output_dir: saves/llama3-8b/lora/sft\ncutoff_len: 1024\n")
+    assert s.run.args["output_dir"] == "saves/llama3-8b/lora/sft" and s.run.args["model_name_or_path"] == "/models/Llama-3-8B"
+    assert s.run.args["cutoff_len"] == 1024 and _framework(s)[0] == "llamafactory"
+    # key: value lines without LLaMA-Factory's own two keys are no config
+    s = _session("output_dir: saves/x\ndataset: alpaca\ntemplate: llama3\n")
+    assert "output_dir" not in s.run.args

@@ -119,36 +119,52 @@ GRPO_KEYS = frozenset({
 BATCH_KEYS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps", "max_prompt_length", "beta",
                         "temperature", "learning_rate", "num_train_epochs", "max_steps", "per_device_eval_batch_size",
                         "bf16", "gradient_checkpointing", "save_steps", "seed", "max_length", "epsilon", "loss_type"})
-YAML_LITERALS = tuple(f"{k}:" for k in sorted(GRPO_KEYS | BATCH_KEYS))
+# LLaMA-Factory's own settings (hparams/*_args.py) that its example configs open with: the lines that let such a
+# config reach the reader (its other keys are read once the block shows stage and finetuning_type)
+LLAMAFACTORY_LINES = ("model_name_or_path", "stage", "finetuning_type", "lora_target", "dataset", "template",
+                      "cutoff_len", "output_dir", "adapter_name_or_path", "deepspeed", "quantization_bit", "val_size")
+YAML_LITERALS = tuple(f"{k}:" for k in sorted(GRPO_KEYS | BATCH_KEYS | set(LLAMAFACTORY_LINES)))
 _YAML_LINE = lazyre.compile(r"^([a-z][a-z0-9_]*):[ \t]+([^\s#][^#]*?)\s*(?:#.*)?$")
 _GAP = 80  # lines between two settings of one block, at most
+LLAMAFACTORY_KEYS = frozenset({"stage", "finetuning_type"})
 
 
 class YamlBlock:
-    """Top-level ``key: value`` lines of a recipe pasted in a log, gathered until their keys show a GRPO recipe:
-    at least three known settings, one of them GRPO's own (``GRPO_KEYS``). ``feed`` returns the settings to apply
-    (those held back until the block qualified, then each new one), else {}."""
+    """Top-level ``key: value`` lines of a config pasted in a log, gathered until their keys show a recipe: a GRPO
+    recipe (at least three known settings, one of them GRPO's own: ``GRPO_KEYS``), or a LLaMA-Factory config (its own
+    ``stage`` and ``finetuning_type``, hparams/finetuning_args.py, beside any of its settings). ``feed`` returns the
+    settings to apply (those held back until the block qualified, then each new one), else {}."""
 
     def __init__(self) -> None:
         self.pending: dict[str, Any] = {}
+        self.others: dict[str, Any] = {}   # keys no GRPO recipe knows: a LLaMA-Factory config's, until it qualifies
         self.last: tuple[str, int] | None = None
-        self.open = False
+        self.open = ""   # "grpo" or "llamafactory" once the block qualified
 
     def feed(self, text: str, path: str, line: int) -> dict[str, Any]:
         m = _YAML_LINE.match(text)
-        if m is None or m.group(1) not in GRPO_KEYS | BATCH_KEYS:
+        if m is None:
+            return {}
+        key = m.group(1)
+        known = key in GRPO_KEYS | BATCH_KEYS
+        if not known and self.open == "grpo":
             return {}
         if self.last is None or self.last[0] != path or line - self.last[1] > _GAP or line < self.last[1]:
-            self.pending, self.open = {}, False
+            self.pending, self.others, self.open = {}, {}, ""
         self.last = (path, line)
         raw = m.group(2).strip()
         val = parse_value(raw[1:-1] if raw[:1] in "'\"" and raw[-1:] == raw[:1] else raw)
         if self.open:
-            return {m.group(1): val}
-        self.pending[m.group(1)] = val
+            return {key: val}
+        (self.pending if known else self.others)[key] = val
         if len(self.pending) >= 3 and any(k in GRPO_KEYS for k in self.pending):
-            self.open = True
-            out, self.pending = self.pending, {}
+            self.open = "grpo"
+            out, self.pending, self.others = self.pending, {}, {}
+            return out
+        if LLAMAFACTORY_KEYS <= (self.pending.keys() | self.others.keys()):
+            self.open = "llamafactory"
+            out = {**self.others, **self.pending}
+            self.pending, self.others = {}, {}
             return out
         return {}
 

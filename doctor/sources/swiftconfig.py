@@ -304,6 +304,8 @@ class RunConfig:
         if ":" in text and text[:1].islower():
             for k, v in self._yaml.feed(text, line.where.path, line.where.line).items():
                 self.set_arg(k, v, "command")  # a pasted recipe: what the user wrote, weaker than a dump
+            if self._yaml.open == "llamafactory":
+                self.implied.setdefault("llamafactory", "LLaMA-Factory config")
         if text.startswith("run sh: "):
             self._start_run(line.where, dump=False)
             body = text[len("run sh: "):].strip().strip("`")

@@ -11,6 +11,35 @@ _CHOICE = lazyre.compile(r"invalid choice: '(?P<val>[^']*)' \(choose from (?P<ch
 _TYPE = lazyre.compile(r"invalid (?P<t>\w+) value: '(?P<val>[^']*)'")
 
 
+_FLAG = lazyre.compile(r"--?([A-Za-z][\w-]*)")
+# LLaMA-Factory's hparams/parser.py reads a config file only as the single argument ending in ".yaml" (0.7.1-0.9.0;
+# ".yml" too from 0.9.1; other arguments after it from 0.9.3): anything else goes to argparse as flags
+_LF_CONFIG = lazyre.compile(r"llama[ -]?factory-cli\s+\w+\s+(\S+?\.(?:ya?ml|json))\b(.*)", re.I)
+
+
+def _config_not_read(required: str, ctx: RunState) -> Diagnosis | None:
+    """Every argument the parser calls missing is set by the config the paste shows: the program did not read it."""
+    names = [m.group(1).replace("-", "_") for m in _FLAG.finditer(required)]
+    run = ctx.run
+    if not names or not all(n in run.args for n in names):
+        return None
+    shown = ", ".join(f"{n}: {run.args[n]}" for n in names)
+    lf = next((m for tail in ctx.tails.values() for ln in tail for m in [_LF_CONFIG.search(ln.text)] if m), None)
+    msg = (f"The parser calls {required.strip()} missing, yet the config shown sets it ({shown}): the program did not "
+           f"read that config file, so every value in it was ignored.")
+    fix = ["Check how the config reaches the program: the path it was given (is it this file?), its extension, and "
+           "whether the tool reads a config file given with other arguments after it."]
+    if lf is not None:
+        name = lf.group(1)
+        msg += (f" LLaMA-Factory reads a config only when it is the command's single argument ending in .yaml "
+                f"(0.7-0.9.0; .yml too from 0.9.1, other arguments after it from 0.9.3); here it was `{name}`"
+                + (" with more arguments after it" if lf.group(2).strip(" .`") else "") + ".")
+        fix.insert(0, f"Rename `{name}` to end in .yaml (or upgrade LLaMA-Factory to 0.9.1 or later) and pass it as "
+                      f"the only argument: `llamafactory-cli train {name.rsplit('.', 1)[0]}.yaml`.")
+    return Diagnosis(message=msg, fix=tuple(fix), title="The config file holding the required arguments was not read",
+                     verify="the program prints the arguments from the config (or starts loading the model)")
+
+
 def argparse_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     if g.get("unrec"):
@@ -22,6 +51,9 @@ def argparse_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             title="The argument parser does not know these flags",
             verify="the argument parser accepts the command (no `unrecognized arguments` line)")
     if g.get("required"):
+        unread = _config_not_read(g["required"], ctx)
+        if unread is not None:
+            return unread
         return Diagnosis(
             message=f"The command is missing required arguments: {g['required'].strip()}.",
             fix=(f"Give {g['required'].strip()} (a line continuation `\\` that broke the command cuts them off).",),
