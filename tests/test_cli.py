@@ -67,7 +67,8 @@ def test_text_escapes_rich_markup():
 
 def test_fail_on_and_clean_log_exit_0(tmp_path):
     log = tmp_path / "ok.log"
-    log.write_text("[INFO:swift] Global seed set to 42\n")
+    # a run that reached ms-swift's own end line (an excerpt that shows nothing would get GD330's warning instead)
+    log.write_text("[INFO:swift] Global seed set to 42\n[INFO:swift] End time of running main: 2025-01-01 00:00:00\n")
     p = run("analyze", str(log))
     assert p.returncode == 0 and "No problem found" in p.stdout.decode()
 

@@ -8,7 +8,6 @@ from typing import Any
 from ...engine.state import TAIL, RunState
 from ...model import Finding
 from ...rules import Rule, evidence_of
-from ...sources.prose_text import is_prose
 
 
 class NothingRead(Rule):
@@ -27,9 +26,7 @@ class NothingRead(Rule):
                 or ctx.launch_in_log():
             return []
         lines = [ln for ln in ctx.last_tail() if ln.text.strip()]
-        # a person's paste (sentences, a launch command, a command file beside it), not a short log of a program's
-        # own lines that show nothing wrong: that one is read as it is ("No problem found.")
-        if not lines or not (ctx.run.pasted_launches or ctx.run.command_texts or any(is_prose(ln.text) for ln in lines)):
+        if not lines:
             return []
         held = _what_it_holds(ctx, len(lines))
         msg = (f"grpo-doctor read no exception, error or warning line, failure words, metric row or end of run from "
