@@ -89,20 +89,21 @@ RENAMED: dict[str, tuple[str, str, str]] = {
                                                  "to add_tokens"),
     "use_cache": ("use_kv_cache", "0.9.4", "0.9.4 (commit d9d67ba62, 2025-10-17) renamed use_cache to use_kv_cache"),
 }
-# arguments that went without a one-to-one successor, where the source says what replaced them (tag and commit)
-REMOVED: dict[str, str] = {
-    "use_auth_token": "0.2.1 (commit 2eb65d21a) removed it: a `huggingface-cli login` token is used as it is, or give "
-                      "the token with hf_hub_token",
-    "resume_lora_training": "0.4.0 (commit f902b0d42) removed it; create_new_adapter has the opposite sense "
-                            "(resume_lora_training false = create_new_adapter true)",
-    "system_prompt": "0.4.0 (commit 934d00ea1 'support system column') removed it: the system prompt comes from the "
-                     "dataset's system column or the template (default_system from 0.8.0)",
-    "disable_version_checking": "0.6.0 (commit 73d9dfc7a) removed it: set the environment variable "
-                                "DISABLE_VERSION_CHECK=1 instead",
-    "split": "0.8.3 (commit 0ea708c22 'change the task name format, delete split param') removed it: an evaluation "
-             "task names its split (task: mmlu_test)",
-    "visual_inputs": "0.9.0 (commit 2f6fc27c8 'remove visual_inputs') removed it: a multimodal model is recognised "
-                     "from its template",
+# arguments that went without a one-to-one successor: old name -> (the first release without it, what replaced it;
+# tag and commit)
+REMOVED: dict[str, tuple[str, str]] = {
+    "use_auth_token": ("0.2.1", "0.2.1 (commit 2eb65d21a) removed it: a `huggingface-cli login` token is used as "
+                                "it is, or give the token with hf_hub_token"),
+    "resume_lora_training": ("0.4.0", "0.4.0 (commit f902b0d42) removed it; create_new_adapter has the opposite "
+                                      "sense (resume_lora_training false = create_new_adapter true)"),
+    "system_prompt": ("0.4.0", "0.4.0 (commit 934d00ea1 'support system column') removed it: the system prompt "
+                               "comes from the dataset's system column or the template (default_system from 0.8.0)"),
+    "disable_version_checking": ("0.6.0", "0.6.0 (commit 73d9dfc7a) removed it: set the environment variable "
+                                          "DISABLE_VERSION_CHECK=1 instead"),
+    "split": ("0.8.3", "0.8.3 (commit 0ea708c22 'change the task name format, delete split param') removed it: an "
+                       "evaluation task names its split (task: mmlu_test)"),
+    "visual_inputs": ("0.9.0", "0.9.0 (commit 2f6fc27c8 'remove visual_inputs') removed it: a multimodal model is "
+                               "recognised from its template"),
 }
 # transformers releases whose Seq2SeqTrainingArguments fields LLaMA-Factory's train command also takes (its
 # TrainingArguments subclass): their union is kept as one list, read the same way from the cached wheels
@@ -241,7 +242,7 @@ def build(cache: Path = CACHE) -> tuple[dict, dict[str, dict[str, tuple[str, str
         "only": {cmd: sorted(n for n in names if {f[n][0] for f in per.values() if n in f} == {cls})
                  for cmd, cls in (("eval", "EvaluationArguments"), ("train", "TrainingArguments"))},
         "renamed": {old: list(v) for old, v in sorted(RENAMED.items())},
-        "removed": dict(sorted(REMOVED.items())),
+        "removed": {name: list(v) for name, v in sorted(REMOVED.items())},
         "transformers": transformers_fields(cache),
     }
     return table, per
