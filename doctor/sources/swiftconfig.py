@@ -37,6 +37,10 @@ _SWIFT_VERSION = lazyre.compile(r"swift\.__version__: (\d+\.\d+(?:\.\d+)?(?:\.?(
 _VLLM_VERSION = lazyre.compile(r"(?:vllm(?:==|-| version:? v?| )|vLLM (?:version )?v?)(\d+\.\d+\.\d+)", re.I)
 _TRL_VERSION = lazyre.compile(r"\btrl(?:==|-)(\d+\.\d+(?:\.\d+)?)")
 _TRANSFORMERS_VERSION = lazyre.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+)?)")
+# LLaMA-Factory's release: its `llamafactory-cli env` report (its issue template: "- `llamafactory` version: 0.9.1.dev0")
+# and a pinned requirement or wheel name (llamafactory==0.9.1, llmtuner==0.5.3 before 0.7)
+_LLAMAFACTORY_VERSION = lazyre.compile(r"(?:`llamafactory` version:\s*|\b(?:llamafactory|llmtuner)(?:==|-))v?"
+                                       r"(\d+\.\d+\.\d+(?:\.?dev\d*)?)")
 # a sentence that advises or blames a release names a version other than the installed one
 _ADVICE = lazyre.compile(r"(?i)\binstead\b|\bdowngrad\w*|\bupgrad\w* to\b|\brecommend\w*|\bshould\b|\bworks? "
                          r"(?:with|on|fine)\b|\bworked\b|\bpin(?:ned|ning)?\b|\bbreaks?\b|\bbroke\b|\breleased\b")
@@ -72,7 +76,8 @@ _ENV_ONLY = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'
 _URL_PORT = lazyre.compile(r"^\w+://[^/\s]+:(\d{2,5})\b")
 _TOOL_WORDS = lazyre.compile("|".join(map(re.escape, _SWIFT_WORDS)))
 
-LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers") + _ENV_NAMES
+LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers", "llamafactory",
+             "llmtuner") + _ENV_NAMES
             + _SWIFT_WORDS + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
 
 
@@ -354,6 +359,10 @@ class RunConfig:
                 self._env_prefix.append(text.rstrip()[:-1].strip())  # read with the launch it prefixes
                 return
             self._read_env(text)
+        if ("llamafactory" in text or "llmtuner" in text) and "llamafactory" not in self.versions:
+            m = _LLAMAFACTORY_VERSION.search(text)
+            if m is not None and not _ADVICE.search(text):
+                self.versions["llamafactory"] = m.group(1)
         for name, rx, seen in (("vllm", _VLLM_VERSION, "vllm" in text.lower()), ("trl", _TRL_VERSION, "trl" in text),
                                ("transformers", _TRANSFORMERS_VERSION, "transformers" in text)):
             m = rx.search(text) if seen and name not in self.versions else None

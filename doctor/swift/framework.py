@@ -350,7 +350,7 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         version = versions.get("trl")
     elif name == "unsloth":
         version = unsloth_version(texts)
-    elif name in ("vllm", "deepspeed", "torch", "transformers"):
+    elif name in ("vllm", "deepspeed", "torch", "transformers", "llamafactory"):
         version = versions.get(name)
     return name, version, recipe, source
 

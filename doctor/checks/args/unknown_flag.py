@@ -13,6 +13,7 @@ from ...sources.argv import group_flags
 from ...sources.swiftconfig import RunConfig
 from ...swift.flags import ADDED, REMOVED, RENAMED
 from ...swift.run import at_least, version_label
+from . import _llamafactory as lf
 from ._layout import nproc_per_node
 from ._swift_fields import RLHF_FIELDS_4_6
 
@@ -98,19 +99,54 @@ def _crlf(hits: list[Hit], tokens: list[str]) -> Diagnosis | None:
 _RENAMED_HF = {"torch_dtype": ("dtype", "trl 1.0 renamed ModelConfig's torch_dtype to dtype (0.23-0.24 take both)")}
 
 
-def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+def _llamafactory(hit: Hit, tokens: list[str], version: str | None) -> Diagnosis:
+    """LLaMA-Factory's parser refused flags (parse_args_into_dataclasses) or a config file's keys (parse_dict):
+    each one read against its argument history, in the words the run used."""
+    key = bool(hit.groups.get("keys"))
+    flags, stray = ([(t, []) for t in tokens], []) if key else group_flags(tokens, short=True)
+    said = []
+    for n, _ in flags:
+        got = lf.reading(n, version)
+        name = lf.shown(n, [], key)
+        said.append(f"`{name}` ({got[1]})" if got else f"`{name}`")
+    ver = f"LLaMA-Factory {version}" if version else "LLaMA-Factory"
+    what = "config key" if key else "command-line argument"
+    msg = (f"{ver} does not know {', '.join(said) or ', '.join(repr(s) for s in stray) or '(an empty list)'}: its "
+           f"parser (HfArgumentParser over its argument classes: ModelArguments, DataArguments, FinetuningArguments, "
+           f"and for train transformers' Seq2SeqTrainingArguments) refuses a {what} that none of them declares, and "
+           f"the run stops before loading the model.")
+    fix = [lf.advice(n, v, version, key, flags) for n, v in flags]
+    if stray:
+        fix.append(f"{', '.join(repr(s) for s in stray)} came without a flag: a value with spaces that is not "
+                   f"quoted, a broken line continuation, or a script path given twice after the launcher.")
+    return Diagnosis(message=msg, fix=tuple(fix or ["Remove the arguments listed."]),
+                     title=f"LLaMA-Factory does not know a {what} (renamed, removed or misspelt)",
+                     verify="LLaMA-Factory parses its arguments (no `not used by the HfArgumentParser` line) and "
+                            "starts loading the model")
+
+
+def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     run = ctx.run
+    framework, fw_version = ctx.framework()[:2]
+    if framework != "llamafactory":
+        # a config file's keys refused (HfArgumentParser.parse_dict): read here for LLaMA-Factory only (GD990's
+        # structural reading says it for the others)
+        hits = [h for h in hits if not h.groups.get("keys")]
+        if not hits:
+            return None
     tokens = split_argv(hits[0].groups.get("argv") or "")
     crlf = _crlf(hits, tokens)
     if crlf is not None:
         return crlf
+    if framework == "llamafactory" and (hits[0].groups.get("hf") or hits[0].groups.get("keys")):
+        return _llamafactory(hits[0], tokens, fw_version)
     flags, stray = group_flags(tokens, short=True)
     names = ", ".join(_shown(n, []) for n, _ in flags) or ", ".join(repr(s) for s in stray) or "(empty list)"
     if hits[0].groups.get("hf") and run.command is None:
         # a trl / transformers script (HfArgumentParser without ms-swift): ms-swift's flag history does not apply
         fix = []
         frames = hits[0].exc.frames if hits[0].exc else ()
-        trl = ctx.framework()[0] == "trl" or any("trl/" in f.path.replace("\\", "/") for f in frames)
+        trl = framework == "trl" or any("trl/" in f.path.replace("\\", "/") for f in frames)
         for n, v in flags:
             key = n.lstrip("-").replace("-", "_")
             close = difflib.get_close_matches(key, RLHF_FIELDS_4_6, n=2, cutoff=0.75)
@@ -129,6 +165,8 @@ def remaining_argv_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             elif close and key not in close:
                 fix.append(f"`{_shown(n, v)}` is not an argument of this script: did you mean "
                            f"{' or '.join('--' + c for c in close)}?")
+            elif said := (None if trl or framework else lf.hint(n, v, flags)):   # no framework told
+                fix.append(f"`{_shown(n, v)}` is not an argument of this script. {said}")
             else:
                 fix.append(f"`{_shown(n, v)}` is not an argument of the installed script and library versions: "
                            f"check its spelling against the script's argument dataclasses, or drop it.")
