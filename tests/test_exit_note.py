@@ -28,9 +28,9 @@ def test_threshold_named_and_no_note_on_exit_0(tmp_path):
     p = run("analyze", str(BATCH_LOG), "--fail-on", "warning")
     assert "--fail-on warning" in p.stdout.decode().splitlines()[-1]
     ok = tmp_path / "ok.log"
-    ok.write_text("[INFO:swift] Global seed set to 42\n")
+    ok.write_text("[INFO:swift] Global seed set to 42\n[INFO:swift] End time of running main: 2025-01-01 00:00:00\n")
     p = run("analyze", str(ok))
-    assert p.returncode == 0 and "exit " not in p.stdout.decode()
+    assert p.returncode == 0 and "exit 0" not in p.stdout.decode() and "exit 1" not in p.stdout.decode()
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown", "sarif"])
