@@ -52,8 +52,8 @@ class EvalLossNan(Rule):
         train = [x for x in self.train_losses if x == x and abs(x) != float("inf")]
         said = (f"; the training loss stayed finite ({', '.join(f'{x:g}' for x in train[-3:])} in its last rows)"
                 if train else "")
-        msg = (f"eval_loss was NaN or inf in {self.bad} of {self.evals} evaluations, the first at "
-               f"{self.first.where.path}:{self.first.where.line}{said}. The eval loss is the mean over the eval "
+        msg = (f"eval_loss was NaN or inf in {self.bad} of {self.evals} evaluations, the first logged on line "
+               f"{self.first.where.line}{said}. The eval loss is the mean over the eval "
                f"batches' label tokens that are not -100: an eval batch with none (every answer cut off by the "
                f"maximum length, or masked by a template or completion-only collator that never finds the response) "
                f"averages over nothing and gives NaN; the other reading is the forward pass overflowing in fp16 on the "
