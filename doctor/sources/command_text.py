@@ -37,6 +37,13 @@ KEPT_MAX = 16            # readings kept
 KEPT_TEXT_MAX = 64 << 10  # characters of a text whose reading is kept (a longer one is read every time)
 
 
+# the program each Launch.command is, as a person types it, and the model servers among them
+PROGRAMS = {"rlhf": "swift rlhf", "sft": "swift sft", "pt": "swift pt", "rollout": "swift rollout",
+            "infer": "swift infer", "deploy": "swift deploy", "export": "swift export", "vllm-serve": "trl vllm-serve",
+            "serve": "vllm serve", "accelerate": "accelerate launch"}
+SERVER_COMMANDS = frozenset({"rollout", "vllm-serve", "serve", "deploy"})
+
+
 @dataclass
 class Launch:
     """One program started by a launcher script: ``swift rlhf``, ``swift rollout``, ``trl vllm-serve``..."""

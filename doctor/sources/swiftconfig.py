@@ -25,7 +25,7 @@ from ..values import as_int
 from . import launchers, reprs
 from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import parse_value
-from .command_text import Launch, read_command
+from .command_text import SERVER_COMMANDS, Launch, read_command
 from .runs import RunSplit
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
@@ -69,7 +69,6 @@ _TOOL_LAUNCH = lazyre.compile(r"(?:^|(?<=[\s;&|(`'\"$]))(?:(?:export\s+)?[A-Z][A
                               r"(?:swift\s+(?P<sub>rlhf|sft|pt|rollout|infer|deploy|export)|trl\s+(?P<trl>vllm-serve)|"
                               r"vllm\s+(?P<vllm>serve))"
                               r"(?=\s+--?[A-Za-z]|\s*\\?\s*$)")
-SERVER_COMMANDS = ("rollout", "vllm-serve", "serve", "deploy")
 _SERVER_SUBS = ("rollout", "deploy")
 _ENV_BEFORE = lazyre.compile(r"(?:(?<=\s)|^)(?:(?:export\s+)?[A-Z][A-Z0-9_]*=[^\s;]+\s+)+$")
 _ENV_ONLY = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)\s*)+")

@@ -8,6 +8,7 @@ from typing import Any
 from ...engine.state import TAIL, RunState
 from ...model import Finding
 from ...rules import Rule, evidence_of
+from ...sources.command_text import PROGRAMS
 
 
 class NothingRead(Rule):
@@ -35,17 +36,12 @@ class NothingRead(Rule):
         return [self.make(message=msg, evidence=[evidence_of(lines[-1])], seq=lines[-1].seq)]
 
 
-_PROGRAMS = {"rlhf": "swift rlhf", "sft": "swift sft", "pt": "swift pt", "rollout": "swift rollout",
-             "infer": "swift infer", "deploy": "swift deploy", "export": "swift export", "vllm-serve": "trl vllm-serve",
-             "serve": "vllm serve"}
-
-
 def _what_it_holds(ctx: RunState, count: int) -> str:
     run = ctx.run
     parts = []
     if run.launches or run.command:
         name = run.command or next((launch.command for launch in run.launches), None)
-        parts.append(f"a launch command (`{_PROGRAMS.get(name or '', name)}`)" if name else "a launch command")
+        parts.append(f"a launch command (`{PROGRAMS.get(name or '', name)}`)" if name else "a launch command")
     elif run.args:
         parts.append(f"settings ({len(run.args)} read)")
     full = len(ctx.last_tail()) >= TAIL   # only the last lines of a longer log are kept

@@ -13,6 +13,7 @@ from ...model import Evidence, Finding, Severity
 from ...registry import RuleMeta
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
+from ...sources.command_text import SERVER_COMMANDS
 
 # (literal, milestone), the last one seen decides where the server stopped
 _MILESTONES: tuple[tuple[str, str], ...] = (
@@ -90,7 +91,7 @@ def _serves(ctx: RunState, seen: set[str]) -> bool:
     trainer's own job (OpenRLHF's or verl's Ray actors, their framework) and no server milestone or launch."""
     if seen & _SERVER_SEEN or ctx.run.command in ("rollout", "deploy"):
         return True
-    if any(launch.command in ("rollout", "vllm-serve", "serve", "deploy") for launch in ctx.run.launches):
+    if any(launch.command in SERVER_COMMANDS for launch in ctx.run.launches):
         return True
     if ctx.framework()[0] in ("openrlhf", "verl"):
         return False

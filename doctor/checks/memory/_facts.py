@@ -9,6 +9,7 @@ from typing import Any
 
 from ... import lazyre
 from ...signals import Frame
+from ...sources.command_text import SERVER_COMMANDS
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
 from ...swift.trainer_kind import GROUP_KINDS, from_config
@@ -176,7 +177,7 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
     for l in run.launches:
         if l.command in ("rlhf", "sft", "pt"):
             f.trainer_launch = f.trainer_launch or l
-        elif l.command in ("rollout", "vllm-serve", "serve", "deploy"):
+        elif l.command in SERVER_COMMANDS:
             f.server_launch = f.server_launch or l
     if f.use_vllm:
         if mode in ("server", "colocate"):

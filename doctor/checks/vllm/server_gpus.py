@@ -7,11 +7,9 @@ from typing import Any
 from ...engine.state import RunState
 from ...model import Finding
 from ...rules import Rule
-from ...sources.swiftconfig import SERVER_COMMANDS, Launch
+from ...sources.command_text import PROGRAMS, SERVER_COMMANDS, Launch
 
 _TRAINERS = ("rlhf", "sft", "pt", "accelerate")
-_PROGRAMS = {"rollout": "swift rollout", "vllm-serve": "trl vllm-serve", "serve": "vllm serve", "deploy": "swift deploy",
-             "rlhf": "swift rlhf", "sft": "swift sft", "pt": "swift pt", "accelerate": "accelerate launch"}
 
 
 def _gpus(launch: Launch) -> list[str] | None:
@@ -40,7 +38,7 @@ class ServerGpus(Rule):
         both = [x for x in t_ids if x in s_ids]
         if not both:
             return []
-        s_name, t_name = _PROGRAMS[server.command], _PROGRAMS[trainer.command]
+        s_name, t_name = PROGRAMS[server.command], PROGRAMS[trainer.command]
         msg = (f"`{s_name}` runs on CUDA_VISIBLE_DEVICES={','.join(s_ids)} and `{t_name}` on "
                f"CUDA_VISIBLE_DEVICES={','.join(t_ids)} (read from the two launches): GPU(s) {','.join(both)} serve "
                f"both. The server's vLLM reserves its gpu_memory_utilization of each of its GPUs at start-up, so a "
