@@ -63,21 +63,20 @@ _V2_PATHS = ("swift/llm/utils/", "swift/llm/sft.py", "swift/llm/rlhf.py", "swift
 # --rlhf_type grpo ...", "trl vllm-serve --model ... --port 8001"): read from its first environment assignment on, never
 # from a prompt, timestamp or rank prefix before it. Only a command: flags or a continuation follow the subcommand
 # (not "I ran swift rlhf to ...", not argparse's "usage: vllm serve [-h]", not a traceback's .../swift/cli/rlhf.py)
-_SWIFT_WORDS = ("swift rlhf", "swift sft", "swift pt", "swift rollout", "swift infer", "swift deploy", "swift export",
+_TOOL_LITERALS = ("swift rlhf", "swift sft", "swift pt", "swift rollout", "swift infer", "swift deploy", "swift export",
                 "vllm-serve", "vllm serve")
 _TOOL_LAUNCH = lazyre.compile(r"(?:^|(?<=[\s;&|(`'\"$]))(?:(?:export\s+)?[A-Z][A-Z0-9_]*=\S+\s+)*"
                               r"(?:swift\s+(?P<sub>rlhf|sft|pt|rollout|infer|deploy|export)|trl\s+(?P<trl>vllm-serve)|"
                               r"vllm\s+(?P<vllm>serve))"
                               r"(?=\s+--?[A-Za-z]|\s*\\?\s*$)")
-_SERVER_SUBS = ("rollout", "deploy")
 _ENV_BEFORE = lazyre.compile(r"(?:(?<=\s)|^)(?:(?:export\s+)?[A-Z][A-Z0-9_]*=[^\s;]+\s+)+$")
 _ENV_ONLY = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)\s*)+")
 _URL_PORT = lazyre.compile(r"^\w+://[^/\s]+:(\d{2,5})\b")
-_TOOL_WORDS = lazyre.compile("|".join(map(re.escape, _SWIFT_WORDS)))
+_TOOL_WORDS = lazyre.compile("|".join(map(re.escape, _TOOL_LITERALS)))
 
 LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers", "llamafactory",
              "llmtuner") + _ENV_NAMES
-            + _SWIFT_WORDS + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
+            + _TOOL_LITERALS + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
 
 
 
@@ -88,8 +87,17 @@ _LAUNCH_WORDS = lazyre.compile("|".join(map(re.escape, launchers.LITERALS)))
 
 def _server_start(match: re.Match[str]) -> bool:
     """The launch found is a model server's (``swift rollout``, ``trl vllm-serve``, ``vllm serve``)."""
-    groups = match.groupdict()
-    return groups.get("sub") in _SERVER_SUBS or bool(groups.get("trl") or groups.get("vllm"))
+    return any(name in SERVER_COMMANDS for name in match.groupdict().values())
+
+
+def _launch_in(text: str) -> tuple[re.Match[str] | None, str]:
+    """The first launch on a line and how it got there: another framework's launcher echoed by the log
+    ("launcher"), else a `swift rlhf` / `trl vllm-serve` line, which is what a person pastes ("command": the programs
+    do not echo it; ms-swift's own echo is `run sh:`)."""
+    lm = launchers.LAUNCH_START.search(text) if _LAUNCH_WORDS.search(text) else None
+    if lm is not None:
+        return lm, "launcher"
+    return (_TOOL_LAUNCH.search(text) if _TOOL_WORDS.search(text) else None), "command"
 
 
 @dataclass
@@ -260,10 +268,8 @@ class RunConfig:
             # assignments continued onto a launch are that launch's (a rollout server's GPUs are not the trainer's):
             # read with it, into its Launch; before anything else they are the shell's
             prefix, self._env_prefix = self._env_prefix, []
-            start = _TOOL_LAUNCH.match(text.lstrip()) if _TOOL_WORDS.search(text) else None
-            if start is None and _LAUNCH_WORDS.search(text):
-                start = launchers.LAUNCH_START.match(text.lstrip())
-            if start is not None:
+            start, _ = _launch_in(text)
+            if start is not None and not text[:start.start()].strip():
                 text = " ".join(prefix) + " " + text.lstrip()
             else:
                 for part in prefix:
@@ -315,13 +321,7 @@ class RunConfig:
             body = text[len("run sh: "):].strip().strip("`")
             self.add_command(body, "launcher")
             return
-        lm = launchers.LAUNCH_START.search(text) if _LAUNCH_WORDS.search(text) else None
-        # a `swift rlhf` / `trl vllm-serve` line is what a person pastes (the programs do not echo it; ms-swift's own
-        # echo is `run sh:`): a given command, not a sign that the log holds the program's start
-        source = "launcher"
-        if lm is None and _TOOL_WORDS.search(text):
-            lm = _TOOL_LAUNCH.search(text)
-            source = "command"
+        lm, source = _launch_in(text)
         if lm is not None:
             # the assignments right before a launcher are its environment (`CUDA_VISIBLE_DEVICES=1,2 accelerate ...`)
             env = _ENV_BEFORE.search(text, 0, lm.start()) if source == "launcher" and lm.start() else None
@@ -403,13 +403,13 @@ class RunConfig:
         --vllm_server_base_url, else the --port of a server launch it read (``swift rollout``, ``trl vllm-serve``,
         ``vllm serve``); None when none shows it (the callers say which default they assume)."""
         port = as_int(self.get("vllm_server_port"))
-        if port is None:
-            url = _URL_PORT.search(str(self.get("vllm_server_base_url") or ""))
-            port = int(url.group(1)) if url else None
-        for launch in self.launches:
-            if port is None and launch.command in SERVER_COMMANDS:
-                port = as_int(launch.flags.get("port"))
-        return port
+        if port is not None:
+            return port
+        url = _URL_PORT.search(str(self.get("vllm_server_base_url") or ""))
+        if url is not None:
+            return int(url.group(1))
+        ports = (as_int(x.flags.get("port")) for x in self.launches if x.command in SERVER_COMMANDS)
+        return next((p for p in ports if p is not None), None)
 
     def vllm_server(self) -> bool:
         """The run generates on a separate vLLM rollout server: vllm_mode server, or a server host or URL given."""
