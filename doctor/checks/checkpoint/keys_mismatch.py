@@ -7,9 +7,8 @@ from __future__ import annotations
 from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
-from .strict_missing import adapter_loaded_strictly
+from .strict_missing import QUOTED_KEY, adapter_loaded_strictly
 
-_KEY = lazyre.compile(r'"([^"]+)"')
 _UNEXPECTED = "Unexpected key(s) in state_dict:"
 _ADAPTER = lazyre.compile(r"lora_|\.modules_to_save\.|prompt_encoder|prefix_encoder")
 # the prefixes a wrapper puts before a model's own names when its state_dict is saved
@@ -17,14 +16,20 @@ _WRAPPERS = (("module.", "a DataParallel, DDP or DeepSpeed wrapper"), ("_orig_mo
              ("base_model.model.", "PEFT's wrapper"), ("model.", "an outer model"))
 
 
-def _keys(hits: list[Hit], group: str) -> list[str]:
-    out: list[str] = []
+def _lists(hits: list[Hit]) -> tuple[list[str], list[str]]:
+    """(missing, unexpected) names of the hits, each once; both lists pasted on one line are split where the second
+    starts (its names after those of the unexpected lines)."""
+    missing: list[str] = []
+    unexpected: list[str] = []
+    tails = []
     for h in hits:
-        text = h.groups.get(group) or ""
-        if group == "missing":
-            text = text.split(_UNEXPECTED)[0]  # both lists pasted on one line
-        out += [k for k in _KEY.findall(text) if k not in out]
-    return out
+        miss, _, tail = (h.groups.get("missing") or "").partition(_UNEXPECTED)
+        missing += [k for k in QUOTED_KEY.findall(miss) if k not in missing]
+        unexpected += [k for k in QUOTED_KEY.findall(h.groups.get("unexpected") or "") if k not in unexpected]
+        tails.append(tail)
+    for tail in tails:
+        unexpected += [k for k in QUOTED_KEY.findall(tail) if k not in unexpected]
+    return missing, unexpected
 
 
 def _prefix(missing: list[str], unexpected: list[str]) -> tuple[str, str, str] | None:
@@ -42,10 +47,7 @@ def _shown(keys: list[str]) -> str:
 
 
 def keys_mismatch_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
-    missing, unexpected = _keys(hits, "missing"), _keys(hits, "unexpected")
-    for h in hits:
-        unexpected += [k for k in _KEY.findall((h.groups.get("missing") or "").partition(_UNEXPECTED)[2])
-                       if k not in unexpected]
+    missing, unexpected = _lists(hits)
     if not missing and not unexpected:
         return None
     cls = next((h.groups["cls"] for h in hits if h.groups.get("cls")), "")

@@ -8,7 +8,7 @@ from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 
-_KEY = lazyre.compile(r'"([^"]+)"')
+QUOTED_KEY = lazyre.compile(r'"([^"]+)"')  # a tensor name in torch's key lists
 # a base model's own weights: embeddings and a decoder layer's projections (not an adapter's lora_/prefix weights)
 _BASE = lazyre.compile(r"(?:embed_tokens|embeddings\.|wte|embed_in|layers\.\d+\.|\.h\.\d+\.|encoder\.layer\.\d+\.)")
 _ADAPTER = lazyre.compile(r"lora_|\.modules_to_save\.|prompt_encoder|prefix_encoder|adapter")
@@ -31,7 +31,7 @@ def strict_missing_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if keys_hit is None:
         return None
     cls = next((h.groups["cls"] for h in hits if h.groups.get("cls")), "")
-    keys = _KEY.findall(keys_hit.groups["keys"])
+    keys = QUOTED_KEY.findall(keys_hit.groups["keys"])
     base = base_weights(keys)
     peft = cls.startswith("Peft")
     if not adapter_loaded_strictly(keys, cls):
