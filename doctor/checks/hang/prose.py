@@ -15,6 +15,9 @@ from ...signals import LogLine
 from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_share
 from .endings import plain
 
+# what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: _MEANWHILE_SAID)
+_SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
 _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # host memory named as such first: "killed due to memory pressure (OOM)" (Ray's raylet), "the node is running low
@@ -55,7 +58,7 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # Retrying in {s} seconds..." (trl 0.17-0.29 generation/vllm_client.py) until vllm_server_timeout; "infinite retry"
     (lazyre.compile(r"(?i)\bserver is not up yet\b|\b(?:infinite(?:ly)?|endless(?:ly)?|keeps?|forever)\s+retr(?:y|ies|ying)\b|"
                     r"无限重试|一直重试"), "hang-at-start",
-     "the trainer keeps polling its vLLM server, which is not running or not reachable"),
+     _SERVER_POLL),
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
     # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
@@ -439,7 +442,7 @@ _PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 _MEANWHILE_SAID = {
-    "the trainer keeps polling its vLLM server, which is not running or not reachable":
+    _SERVER_POLL:
         "Meanwhile: the trainer is in vLLM server mode and waits for a server: start it first on GPUs the trainer does "
         "not use (`trl vllm-serve --model <model>`; ms-swift: `swift rollout --model <model>`) and check that "
         "`curl http://<host>:<port>/health/` answers from the training node, or generate in the training processes "

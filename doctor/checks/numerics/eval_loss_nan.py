@@ -40,9 +40,9 @@ class EvalLossNan(Rule):
             if x is not None and x - x != 0:
                 self.bad += 1
                 self.first = self.first or m
-        last = signals[-1].values.get("loss")
-        if last is not None and num(last) is not None:
-            self.train_losses = (self.train_losses + [num(last)])[-8:]
+        last = num(signals[-1].values.get("loss"))
+        if last is not None:
+            self.train_losses = (self.train_losses + [last])[-8:]
 
     def finish(self, ctx: RunState) -> list[Finding]:
         if not self.bad or self.first is None:
