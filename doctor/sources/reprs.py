@@ -123,7 +123,8 @@ BATCH_KEYS = frozenset({"per_device_train_batch_size", "gradient_accumulation_st
 # config reach the reader (its other keys are read once the block shows stage and finetuning_type)
 LLAMAFACTORY_LINES = ("model_name_or_path", "stage", "finetuning_type", "lora_target", "dataset", "template",
                       "cutoff_len", "output_dir", "adapter_name_or_path", "deepspeed", "quantization_bit", "val_size")
-YAML_LITERALS = tuple(f"{k}:" for k in sorted(GRPO_KEYS | BATCH_KEYS | set(LLAMAFACTORY_LINES)))
+_RECIPE_KEYS = GRPO_KEYS | BATCH_KEYS
+YAML_LITERALS = tuple(f"{k}:" for k in sorted(_RECIPE_KEYS | set(LLAMAFACTORY_LINES)))
 _YAML_LINE = lazyre.compile(r"^([a-z][a-z0-9_]*):[ \t]+([^\s#][^#]*?)\s*(?:#.*)?$")
 _GAP = 80  # lines between two settings of one block, at most
 LLAMAFACTORY_KEYS = frozenset({"stage", "finetuning_type"})
@@ -146,7 +147,7 @@ class YamlBlock:
         if m is None:
             return {}
         key = m.group(1)
-        known = key in GRPO_KEYS | BATCH_KEYS
+        known = key in _RECIPE_KEYS
         if not known and self.open == "grpo":
             return {}
         if self.last is None or self.last[0] != path or line - self.last[1] > _GAP or line < self.last[1]:
