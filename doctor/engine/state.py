@@ -213,8 +213,9 @@ class RunState:
         return list(max(tails, key=lambda t: t[-1].seq if t else 0, default=()))
 
     def sticky(self) -> bool:
-        """The next lines matter whatever they hold: an open args dump, or a traceback frame awaiting its
-        code line (the only state in which a line without a gate word changes anything but the tail)."""
+        """The next lines matter whatever they hold: an open args dump, a command continued over lines ending in a
+        backslash, or a traceback frame awaiting its code line (the only states in which a line without a gate word
+        changes anything but the tail)."""
         return self.run._dump_open or self.run.continuing() or self.tracker.expecting()
 
     def read(self, line: LogLine, gated: bool) -> tuple[ExceptionInfo | None, Metrics | None] | None:
