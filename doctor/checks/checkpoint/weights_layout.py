@@ -52,10 +52,11 @@ def weights_layout_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
 
 
 def _no_weights(where: str, folder: str) -> Diagnosis:
-    """"Error no file named ... found in directory DIR": the folder's config loaded (from_pretrained reads it first),
-    its weights did not: not the adapter folder of the rule's usual reading, which fails on its config."""
+    """"Error no file named ... found in directory DIR": from_pretrained got past the model's config (usually read from
+    the same folder, unless a config was passed in) and found no weights: not the adapter folder of the rule's usual
+    reading, which fails on its config."""
     path = folder or "DIR"
-    msg = (f"transformers read the model's config in {where} but found no weights there: neither one weights file "
+    msg = (f"transformers got past the model's config and found no weights there, in {where}: neither one weights file "
            f"(model.safetensors, pytorch_model.bin) nor the index of sharded ones. Folders like this are a checkpoint "
            f"saved under DeepSpeed ZeRO-3 without gathering the weights (only global_step*/ with the ZeRO shards), "
            f"sharded weights without their index file, an adapter checkpoint beside a copied config, or a copy or "
