@@ -55,6 +55,14 @@ def test_hints_read_the_message():
     assert message_hints("Unknown model. Did you mean Qwen2? Please set --trust-remote-code.") == [
         "Did you mean Qwen2?", "Please set --trust-remote-code."]
     assert message_hints("index out of range") == []
+    # a purpose, then what to do (vLLM config.py _get_and_verify_max_len), and a "make sure" that names a setting
+    assert message_hints("... (max_position_embeddings=32768). To allow overriding this maximum, set the env var "
+                         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with caution.") == [
+        "To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."]
+    assert message_hints("The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure "
+                         "that `max_model_len` is no smaller than the number of text tokens.") == [
+        "Make sure that `max_model_len` is no smaller than the number of text tokens."]
+    assert message_hints("Make sure everything is right.") == []   # names nothing to change
     assert flags_named("RLHF do not support sequence parallel") == ["sequence_parallel_size"]
     assert flags_named("KeyError 'grpo'", {"loss_type": "grpo"}) == ["loss_type"]
     assert "239 token(s) longer" in negative_budget("max_tokens must be at least 1, got -239.")

@@ -27,7 +27,12 @@ _HINT = lazyre.compile(
     r"|\b(?:requires?|needs?) [\w.-]+\s*(?:>=|==|<=|>|<)\s*[\w.]+[^\n]{0,80}?(?:[.!](?=\s|$)|$)"
     r"|\bpip install [^\s,;`'\"]+(?: [^\s,;`'\"]+)?"
     r"|\b(?:try|consider) (?:setting|using|to set|to use|increasing|decreasing|reducing|lowering|raising|passing)"
-    r"\b[^\n]{1,200}?(?:[.!](?=\s|$)|$))")
+    r"\b[^\n]{1,200}?(?:[.!](?=\s|$)|$)"
+    # a purpose, then what to do ("To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+    r"|(?<![\w-])to (?:allow|enable|disable|avoid|fix|override|resolve|suppress|silence|use|run|load|support)\b"
+    r"[^.,\n]{1,80}, (?:please )?(?:set|use|pass|add|install|run|specify|increase|decrease|reduce)\b[^\n]{1,200}?"
+    r"(?:[.!](?=\s|$)|$)"
+    r"|(?<![\w-])make sure (?:that )?[^\n]{1,200}?(?:[.!](?=\s|$)|$))")
 _WORD = lazyre.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*")
 _QUOTED = lazyre.compile(r"""['"`]([^'"`\s]{1,80})['"`]""")
 _NEG = lazyre.compile(r"\b([a-z_]+)\b[^.]{0,40}?\bmust be (?:at least|>=|greater than|positive|non-negative)[^.]{0,30}?"
@@ -40,7 +45,8 @@ _PROSE = lazyre.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\
 # a hint that names nothing to change ("Please check the target modules and try again."): no identifier, flag,
 # value or version in it
 _CONCRETE = lazyre.compile(r"\w_\w|--\w|\d|['\"`=]|[a-z][A-Z]|\(\)")
-_VAGUE = lazyre.compile(r"(?i)^please (?:check|make sure|ensure|try|refer)\b|^(?:you should|you can) (?:try|check)\b")
+_VAGUE = lazyre.compile(r"(?i)^please (?:check|make sure|ensure|try|refer)\b|^(?:you should|you can) (?:try|check)\b|"
+                        r"^make sure\b")
 
 
 def message_hints(message: str, limit: int = 2, exc_type: str = "") -> list[str]:

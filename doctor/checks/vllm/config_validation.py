@@ -4,6 +4,7 @@ or a `Value error, <message>` that a validator of vLLM raised (one of its own li
 from __future__ import annotations
 
 from ... import lazyre
+from ...classify.hints import message_hints
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ..memory._facts import facts_of
@@ -36,6 +37,24 @@ def _owned(text: str) -> bool:
     return False
 
 
+def _sentences(text: str, limit: int = 300) -> str:
+    """The text, or its whole sentences that fit in ``limit`` characters (a quote cut mid-word reads as a typo)."""
+    if len(text) <= limit:
+        return text
+    end = text.rfind(". ", 0, limit)
+    return text[:end + 1] if end > 40 else text[:limit]
+
+
+def _table_entry(text: str):
+    """The structural table's entry (doctor/data/structure.toml) whose message pattern reads this `Value error` text:
+    the check pydantic wrapped is a ValueError of vLLM's own, which the table may already explain."""
+    from ...classify.structure import load
+    return next((e for e in load() if e.message is not None and (not e.types or "ValueError" in e.types)
+                 and not e.stackless and not (e.raised_in or e.deepest_lib or e.any_frame or e.below or e.code
+                                              or e.run_shows)
+                 and e.message.search(text)), None)
+
+
 def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     h = hits[0]
     cls = h.groups.get("cls") or "a vLLM config"
@@ -45,12 +64,20 @@ def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if limit is not None:
         if _owned(limit):
             return None  # the rule of that limit reports it, with the fix computed from its numbers
+        entry, quoted = _table_entry(limit), _sentences(limit)
+        if entry is not None:
+            return Diagnosis(
+                message=f"vLLM refused the value of a setting while building its {cls}: `{quoted}`"
+                        f"{'' if quoted.endswith('.') else '.'} {' '.join(entry.doc.split())}",
+                fix=entry.fix or None, category=entry.category, title=entry.title or None,
+                verify=entry.verify or None)
         return Diagnosis(
-            message=f"vLLM refused the value of a setting while building its {cls}: `{limit[:300]}` (pydantic's "
+            message=f"vLLM refused the value of a setting while building its {cls}: `{quoted}` (pydantic's "
                     "`Value error` line: a check of vLLM's own between settings, not a type that another release "
                     "passes).",
-            fix=("Change the settings the message names so that its condition holds (the launch command, or the "
-                 "trainer's vLLM options), and relaunch.",),
+            fix=(*(f"The message itself says how: \"{h}\"" for h in message_hints(limit)),
+                 "Change the settings the message names so that its condition holds (the launch command, or the "
+                 "trainer's vLLM options), and relaunch."),
             category="argument-error-other")
     f = facts_of(run, h.exc.frames if h.exc else ())
     told = ctx.framework()[0]
