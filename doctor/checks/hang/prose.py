@@ -14,6 +14,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_share
 from .endings import plain
+from .slow_bar import PACE_FIX, bar_pace, pace_sentence
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: _MEANWHILE_SAID)
 _SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
@@ -398,6 +399,16 @@ class ProseSymptom(Rule):
         nxt = _PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(_NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
+        pace = bar_pace(lines) if category == "slow-training" else None
+        if pace is not None:
+            # the bar is the step timing the request would ask for: read it, ask for what it cannot show
+            msg = (f"The words of the paste say {said} (`{plain(line.text)[:160]}`). {pace_sentence(pace)} The bar "
+                   f"gives the pace, not where the time goes.")
+            return [replace(self.make(message=msg, fix=[PACE_FIX],
+                                      evidence=[evidence_of(line), evidence_of(pace.line)], seq=line.seq),
+                            category=category, title="Training is slow by the paste's words; its progress bar shows the pace",
+                            verify=f"the next run's bar shows fewer seconds a step than now ({pace.rate})",
+                            priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
         msg = (f"No log line here shows a failure that a rule reads; the words of the paste say {said} "
                f"(`{plain(line.text)[:160]}`). That is the report's only ground, so the category is a guess from the "
                f"description. Paste next: {nxt}.")
