@@ -169,6 +169,7 @@ KNOWN_MISSES_19: dict[str, str] = {
 # without their exception type, symptoms in mixed-language prose, DeepSpeed-Chat rows
 DEVLOGS20 = ROOT / "fixtures" / "devlogs20"
 KNOWN_MISSES_20: dict[str, str] = {
+    "2528": "a PPO hang in make_experience under ZeRO-3 told in words with no step logged: read as a hang at start",
     "2526": "a raise line in a title above a cut traceback (DeepSpeed's param registry): cut stack wins",
 }
 
@@ -207,7 +208,6 @@ KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
     "2704": "unsloth full_finetuning with fast_inference named as the cause in a comment: cut-stage reading",
-    "2722": "a CUDA device-side assert in a vLLM API server paste: GD999, not placed in vLLM",
     "2728": "verl's 'hf rollout with mode sync not found' in a title: read as unread failure words",
 }
 
@@ -258,7 +258,6 @@ KNOWN_MISSES_31: dict[str, str] = {
 KNOWN_MISSES_32: dict[str, str] = {
     "3524": "vLLM placed on the training GPU (cuda:0) with one GPU idle, a dataset error cut: GD420's device_map reading",
     "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
-    "3526": "a trl server-mode client that cannot connect, with an unsupported vLLM combination in comments: a hang",
     "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
     "3534": "loss abnormally small and grad_norm huge after an ms-swift upgrade, in words: GD328",
     "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",

@@ -156,8 +156,8 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # the data step named as what failed ("DPO训练数据处理报错", "加载数据集时报错", "error while loading the dataset"), or a
     # column of the trainer's format named as missing ('"input_ids" not found in rloo trainer'); before the hang words:
     # "数据处理阶段报错，导致程序卡死" is the data's failure, the hang its consequence
-    (lazyre.compile(r"(?i)(?:数据(?:集|处理|预处理|加载)|加载数据|data(?:set)? (?:processing|preprocessing|loading)|"
-                    r"loading (?:the )?data(?:set)?)[^。.!?\n]{0,24}?(?:报错|错误|出错|失败|\berror\b|\bfail(?:s|ed)?\b)|"
+    (lazyre.compile(r"(?i)(?:数据(?:集|处理|预处理|加载)|加载数据|\bdata(?:set)? (?:processing|preprocessing|loading)|"
+                    r"\bloading (?:the )?data(?:set)?)[^。.!?\n]{0,24}?(?:报错|错误|出错|失败|\berror\b|\bfail(?:s|ed)?\b)|"
                     r"\b(?:error|fails?|failed) (?:when|while) (?:loading|processing|preprocessing|tokeni[sz]ing) (?:the |my )?"
                     r"data(?:set)?\b|"
                     r"[\"'`]?\b(?:input_ids|attention_mask|chosen|rejected|prompt|messages|completion)\b[\"'`]? "
@@ -358,19 +358,37 @@ def stopped_by_hand_said(lines: list[LogLine]) -> LogLine | None:
 
 # a run that works on one node and stops on several: what differs is the communicator across the nodes, which forms
 # in the first collective (the process group's, DeepSpeed's or DDP's broadcast of the weights) before any step
-_MULTI_NODE = lazyre.compile(r"(?i)multi-?node|(?:two|2|several|multiple) (?:nodes|machines)|多机|多节点|两台|跨机")
-_ONE_NODE = lazyre.compile(r"(?i)(?:single|one)[- ](?:node|machine)|单机|单台|单节点|一台")
+_MULTI_NODE = lazyre.compile(r"(?i)\bmulti-?node\b|\b(?:two|2|several|multiple) (?:nodes|machines)\b|多机|多节点|两台|跨机")
+_ONE_NODE = lazyre.compile(r"(?i)\b(?:single|one)[- ](?:node|machine)\b|单机|单台|单节点|一台")
+
+
+# words that place a stop after training made progress: "hangs midway", "after a few epochs", "after several parameter
+# updates", "stuck at 5/4752", "randomly freezes", "训练几个epoch就会卡住", "中途卡住", "一轮rollout后"
+_MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b(?:randomly|suddenly|intermittently|"
+                      r"sometimes)\b|\bafter (?:a few|a couple of|some|several|many|hundreds of|thousands of|\d+) "
+                      r"(?:\w+ ){0,3}(?:steps?|epochs?|iterations?|updates?|rounds?|batches|hours?|minutes?)\b|"
+                      r"\b(?:at|around|after) (?:step|iteration|epoch) [1-9]\d*\b|(?<![\d.])[1-9]\d*/\d+\b|"
+                      r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|几个(?:epoch|step|小时)|"
+                      r"一轮.{0,12}后|随机|偶尔|有时")
+
+
+def _start_said(lines: list[LogLine]) -> bool:
+    """The words place a stop at start-up: they name the start, or a stop on several nodes where one node runs."""
+    texts = [plain(x.text) for x in lines]
+    return any(_START.search(t) for t in texts) or (any(_MULTI_NODE.search(t) for t in texts)
+                                                     and any(_ONE_NODE.search(t) for t in texts))
 
 
 def _hang_phase(lines: list[LogLine]) -> str:
     """The hang the words describe: at start-up when they name the start (step 0, the first step) or a stop on
-    several nodes where one node runs, else mid-training."""
-    texts = [plain(x.text) for x in lines]
-    if any(_START.search(t) for t in texts):
+    several nodes where one node runs; mid-training when they say training had made progress; else at start-up, the
+    likelier of the two when nothing places it (of the hangs in the development logs' labels, about three in four
+    stop before the first step: process groups, engines and servers that never come up)."""
+    if _start_said(lines):
         return "hang-at-start"
-    if any(_MULTI_NODE.search(t) for t in texts) and any(_ONE_NODE.search(t) for t in texts):
-        return "hang-at-start"
-    return "hang-mid-training"
+    if any(_MID.search(plain(x.text)) for x in lines):
+        return "hang-mid-training"
+    return "hang-at-start"
 
 
 class ProseSymptom(Rule):
@@ -392,6 +410,8 @@ class ProseSymptom(Rule):
         (category, said, line), lines = got
         if category == "hang-mid-training" and _stopped_before_training(ctx):
             category = "hang-at-start"  # the words say it stopped; the lines say where: before any step
+        elif category == "hang-at-start" and ctx.metrics_steps and not _start_said(prose_lines(lines)):
+            category = "hang-mid-training"  # the words do not place the stop; the log's rows show steps ran
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
             return []  # the words say what the ending already says
         if category.startswith("hang") and runs_on(lines) is not None:
