@@ -102,7 +102,9 @@ KNOWN_MISSES_10: dict[str, str] = {}
 # fixtures/devlogs11: the eleventh development set (30 real logs of 2026-11-29, README there): TRL / transformers errors,
 # other frameworks' argument and config errors, dependency builds, rollout and weight-sync failures
 DEVLOGS11 = ROOT / "fixtures" / "devlogs11"
-KNOWN_MISSES_11: dict[str, str] = {}
+KNOWN_MISSES_11: dict[str, str] = {
+    "1312": "LLaMA-Factory's reward_model_type lora on a full reward model: GD810 reads an adapter/full mix-up (label: the argument)",
+}
 
 
 # fixtures/devlogs12: the twelfth development set (30 real logs of 2026-11-29, README there): dataset and template errors,
@@ -204,6 +206,9 @@ DEVLOGS32 = ROOT / "fixtures" / "devlogs32"
 DEVLOGS33 = ROOT / "fixtures" / "devlogs33"
 # devlogs34: argument errors, vLLM engine failures, checkpoints that do not load, ms-swift and trl runs (README there)
 DEVLOGS34 = ROOT / "fixtures" / "devlogs34"
+# devlogs35: vLLM engines and servers, trl/transformers/Unsloth runs, slow or idle GPUs, checkpoints that do not load,
+# argument errors, with the decisive line away from the bottom (README there)
+DEVLOGS35 = ROOT / "fixtures" / "devlogs35"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -243,7 +248,6 @@ KNOWN_MISSES_29: dict[str, str] = {
 KNOWN_MISSES_30: dict[str, str] = {
     "3462": "a TypeError from Trainer.__init__ cut mid-name in a KTO example: GD999",
     "3471": "UnicodeDecodeError reading a dataset file on Windows: GD999",
-    "3473": "a full fine-tuned model passed as adapter_name_or_path: GD810's argument reading (label: adapter-only load)",
     "3490": "'No such file: adapter_model.bin' in a title (a safetensors-saving peft): GD326",
 }
 
@@ -264,6 +268,13 @@ KNOWN_MISSES_32: dict[str, str] = {
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
 }
 KNOWN_MISSES_33: dict[str, str] = {
+}
+KNOWN_MISSES_35: dict[str, str] = {
+    "3804": "prefix caching with prompt_logprobs: an IPython traceback cut in vLLM's sampler, the AssertionError only in the title",
+    "3810": "flash-attn's undefined symbol logged by vLLM's registry inspection above 'not supported for now': GD241",
+    "3815": "SFT packing with too little data (trl's _prepare_packed_dataloader): GD999",
+    "3816": "group_by_length on DPO's paired columns ('Can only automatically infer lengths'): GD999",
+    "3817": "compute_metrics, which GRPOTrainer never took: GD457's version-clash reading",
 }
 KNOWN_MISSES_34: dict[str, str] = {
     "3726": "prose naming vLLM 0.8.5's V1 engine and an outputs_queue error: GD328",
@@ -287,7 +298,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30), (DEVLOGS27, KNOWN_MISSES_27, 30),
               (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30),
               (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30),
-              (DEVLOGS34, KNOWN_MISSES_34, 30))
+              (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30))
 
 
 def _params():

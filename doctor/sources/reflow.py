@@ -205,8 +205,9 @@ def _space_end(line: bytes) -> bool:
 
 # a line that opens a sentence of its own: a capitalised word, or an all-capitals one, then a space ("CUDA kernel errors
 # might be asynchronously reported ...", which torch prints under every CUDA error)
-# ("I am new to ...", "A run with ...": a one-letter word opens a sentence too)
-_SENTENCE_START = lazyre.compile(rb"^(?:[A-Z][a-z]*|[A-Z]{2,}) [a-z]")
+# ("I am new to ...", "A run with ...": a one-letter word opens a sentence too; "When I fine-tune ...": so does a word
+# before a capital one)
+_SENTENCE_START = lazyre.compile(rb"^(?:[A-Z][a-z]*|[A-Z]{2,}) (?:[a-z]|[A-Z][a-z]* [a-z])")
 
 
 def _cut(line: bytes, nxt: bytes) -> bool:

@@ -14,6 +14,16 @@ _ASSIGNED = lazyre.compile(r"^(?P<key>[A-Za-z_]\w*)=")
 
 def adapter_dir_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     path = next((h.groups.get("dir") for h in hits if h.groups.get("dir")), None) or ""
+    if not path:
+        # the message quoted without its location (a title, a sentence): the folder is not known
+        return Diagnosis(
+            message="PEFT was asked to load an adapter from a folder that has no adapter_config.json (the message is "
+                    "quoted without its path): the folder is not a PEFT adapter (full weights or a bare state dict "
+                    "were saved there, or the path is wrong).",
+            fix=("`ls` the folder given as the adapter: adapter_model.* without adapter_config.json means the script "
+                 "saved a bare state dict (save the PeftModel with `model.save_pretrained(output_dir)`); a multi-GB "
+                 "pytorch_model.bin or model*.safetensors means full weights (load them with "
+                 "AutoModelForCausalLM.from_pretrained instead of PEFT); nothing at all means a wrong path.",))
     var = _VARIABLE.search(path)
     if var is None:
         return Diagnosis()

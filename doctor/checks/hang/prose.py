@@ -163,6 +163,14 @@ _SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"[\"'`]?\b(?:input_ids|attention_mask|chosen|rejected|prompt|messages|completion)\b[\"'`]? "
                     r"(?:(?:is|are) )?(?:not found|missing)\b"),
      "dataset-or-template-error", "the dataset's loading or processing fails"),
+    # GPUs that stay idle or barely used ("the GPU utilization remains consistently low", "GPU-Util 10%左右",
+    # "显卡利用率很低"): before the hang words, since a run that waits on its CPU ("GPU util 0% while CPU is high, until
+    # it stucks") is described with both
+    (lazyre.compile(r"(?i)\b(?:gpu|cuda)[- _]?util(?:i[sz]ation|s)?(?: rate)?\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|"
+                    r"\b(?:below|under|only|about|around|at most)\s+\d{1,2} ?%|\bdrops?\b|\bdropping\b)|"
+                    r"\blow (?:overall )?gpu[- _]?util|\bgpus? (?:are |is |stay |stays |sit |sits )?(?:mostly )?idle\b|"
+                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}(?:低|\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
+     "gpu-underutilized", "the GPUs are mostly idle (low utilisation)"),
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)"
                     r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应|"
@@ -221,6 +229,8 @@ _PASTE_NEXT = {
     "hang-at-start": "the log's last 200 lines and `py-spy dump --pid PID` of each process while it is stuck",
     "hang-mid-training": "the log's last 200 lines and `py-spy dump --pid PID` of each process while it is stuck",
     "output-degenerate": "two or three completions as the log prints them, with the sampling settings",
+    "gpu-underutilized": "`nvidia-smi` taken while it runs (or `nvidia-smi dmon -s u` for a minute), the step timings and "
+                         "the launch command",
     "slow-training": "the step timings (the bar's s/it or the metric rows' step time) and the launch command",
     "checkpoint-corrupt": "`ls -l` of the checkpoint folder and the lines of the script that save the model",
     "argument-error-other": "the program's own error message (its last 50 lines) and the launch command",
@@ -303,10 +313,20 @@ def cut_before_error(ctx: RunState) -> bool:
     return not ctx.launch_in_log() and error_said(ctx.last_tail()) is not None
 
 
+# a symptom named as what to avoid, not as what happened: "To avoid OOM problem, you can consider to reduce ...",
+# "in case of OOM", "为了防止OOM"
+_ADVICE = lazyre.compile(r"(?i)(?:\bto (?:avoid|prevent)|\bavoid(?:ing)?|\bprevent(?:ing)?|\bin case (?:of|you (?:get|hit|see))|"
+                         r"\breduce the (?:risk|chance) of|避免|防止)\s*(?:(?:the|an?|any|getting|hitting)\s+)?$|"
+                         # denied at a distance: "I don't think the issue has anything to do with OOM"
+                         r"(?i:\b(?:nothing|anything) to do with|\bnot (?:caused by|related to|due to|because of))\s*(?:the\s+)?$")
+
+
 def _named(rx: re.Pattern, text: str) -> bool:
-    """Whether ``text`` names the symptom ``rx`` matches, not only denies it ("显存并没有OOM", "no OOM")."""
+    """Whether ``text`` names the symptom ``rx`` matches, not only denies it ("显存并没有OOM", "no OOM") or names it as
+    what to avoid ("To avoid OOM problem, ...")."""
     text = text.replace("**", "")  # markdown emphasis: "**significantly** slower than"
-    return any(not _DENIED.search(text[max(0, m.start() - 12):m.start()]) for m in rx.finditer(text))
+    return any(not _DENIED.search(text[max(0, m.start() - 12):m.start()])
+               and not _ADVICE.search(text[max(0, m.start() - 30):m.start()]) for m in rx.finditer(text))
 
 
 def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
@@ -368,6 +388,8 @@ _MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\
                       r"sometimes)\b|\bafter (?:a few|a couple of|some|several|many|hundreds of|thousands of|\d+) "
                       r"(?:\w+ ){0,3}(?:steps?|epochs?|iterations?|updates?|rounds?|batches|hours?|minutes?)\b|"
                       r"\b(?:at|around|after) (?:step|iteration|epoch) [1-9]\d*\b|(?<![\d.])[1-9]\d*/\d+\b|"
+                      # "always freezes at the same step" (重复多次实验必然会卡死在相同的step): steps ran before it
+                      r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|几个(?:epoch|step|小时)|"
                       r"一轮.{0,12}后|随机|偶尔|有时")
 
@@ -493,6 +515,11 @@ _MEANWHILE = {
                       "check the trainable parameter count the run prints (`trainable params`), and with LoRA that "
                       "its target modules match the model's layers.",
     # the usual causes of each symptom, for a description with no log line to compute a fix from
+    "gpu-underutilized": "Meanwhile, where idle GPUs usually wait: on generation by the model's own generate instead of a "
+                         "vLLM engine (an inference UI's or trainer's backend option), on a rollout engine given a small "
+                         "share of memory or small batches (its gpu_memory_utilization and batch settings), or on the "
+                         "CPU (reward functions, data preprocessing, dataloader workers: `top` shows it busy while "
+                         "the GPUs sit at 0%).",
     "cuda-oom": "Meanwhile, the levers in the order they free GPU memory for training: a smaller per-device batch "
                 "(in GRPO, fewer completions per device) with more gradient accumulation, gradient checkpointing, a "
                 "shorter maximum length or completion length, LoRA instead of full fine-tuning, DeepSpeed ZeRO-2/3 "
