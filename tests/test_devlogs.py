@@ -270,10 +270,7 @@ KNOWN_MISSES_32: dict[str, str] = {
 KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
-    "3804": "prefix caching with prompt_logprobs: an IPython traceback cut in vLLM's sampler, the AssertionError only in the title",
     "3810": "flash-attn's undefined symbol logged by vLLM's registry inspection above 'not supported for now': GD241",
-    "3815": "SFT packing with too little data (trl's _prepare_packed_dataloader): GD999",
-    "3816": "group_by_length on DPO's paired columns ('Can only automatically infer lengths'): GD999",
     "3817": "compute_metrics, which GRPOTrainer never took: GD457's version-clash reading",
 }
 KNOWN_MISSES_34: dict[str, str] = {

@@ -53,6 +53,14 @@ def test_component_of_paths():
     assert component("/home/u/open-r1/src/open_r1/grpo.py") == "the script's code"
     frames = (Frame(f"{SP}/vllm/engine/llm_engine.py", 1, "step"), Frame("/usr/lib/python3.11/concurrent/futures/_base.py", 2, "result"))
     assert deepest_library(frames).path.endswith("llm_engine.py")  # plumbing (futures) skipped
+    # torch.nn.Module's call path is plumbing too (a stack cut there stopped before the forward it calls), but not a
+    # failure raised by module.py itself (its __getattr__, load_state_dict)
+    called = (Frame(f"{SP}/vllm/model_executor/models/llama.py", 447, "sample"),
+              Frame(f"{SP}/torch/nn/modules/module.py", 1553, "_wrapped_call_impl"),
+              Frame(f"{SP}/torch/nn/modules/module.py", 1562, "_call_impl"))
+    assert deepest_library(called).path.endswith("llama.py")
+    raised = (*called[:1], Frame(f"{SP}/torch/nn/modules/module.py", 1729, "__getattr__"))
+    assert deepest_library(raised).func == "__getattr__"
 
 
 def test_reward_function_that_raises_any_exception_is_reward_function_error():
@@ -1012,3 +1020,14 @@ def test_a_long_message_cut_short_is_placed_at_the_one_module_whose_template_it_
     short = ExceptionInfo("AssertionError", "Sampled token IDs exceed", (), Where("log.txt", 1), None, 1,
                           "AssertionError: Sampled token IDs exceed")
     assert site_frames(short) == ()
+
+
+def test_a_raise_site_reached_only_through_one_setting_names_that_setting():
+    # transformers' length-grouped samplers are built only under args.group_by_length (fixtures/devlogs35/3816: DPO's
+    # paired rows); trl's SFTTrainer._prepare_packed_dataloader raises only with packing (devlogs35/3815)
+    found = run("ValueError: Can only automatically infer lengths for datasets whose items are dictionaries with an "
+                "'input_ids' key.\n")[0]
+    assert found.category == "argument-error-other" and "group_by_length=False" in " ".join(found.fix)
+    found = run("ValueError: Error occurred while packing the dataset. Make sure that your dataset has enough samples "
+                "to at least yield one packed sequence.\n")[0]
+    assert found.category == "dataset-or-template-error" and "packing=False" in " ".join(found.fix)

@@ -124,11 +124,18 @@ def rel(fr: Frame) -> str:
     return f"{p}:{fr.lineno} in {fr.func}"
 
 
+# torch.nn.Module's call path (torch/nn/modules/module.py): every module call passes through it on its way to the
+# module's forward, so it says nothing of where the failure is (a stack cut there stopped before the forward it calls)
+_MODULE_CALL = frozenset({"_call_impl", "_wrapped_call_impl", "__call__"})
+
+
 def deepest_library(frames: tuple[Frame, ...]) -> Frame | None:
-    """The innermost frame inside a library that is not plumbing (futures, asyncio, hydra...)."""
+    """The innermost frame inside a library that is not plumbing (futures, asyncio, hydra..., torch's module call)."""
     for fr in reversed(frames):
         pkg = package_of(fr.path)
         if pkg is not None and pkg not in PLUMBING and not pkg.startswith("<") and pkg != "stdlib":
+            if pkg == "torch" and fr.func in _MODULE_CALL and fr.path.endswith("nn/modules/module.py"):
+                continue
             return fr
     return None
 
