@@ -270,7 +270,6 @@ KNOWN_MISSES_32: dict[str, str] = {
 KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
-    "3810": "flash-attn's undefined symbol logged by vLLM's registry inspection above 'not supported for now': GD241",
     "3817": "compute_metrics, which GRPOTrainer never took: GD457's version-clash reading",
 }
 KNOWN_MISSES_34: dict[str, str] = {

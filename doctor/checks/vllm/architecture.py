@@ -10,6 +10,10 @@ _ARCHS = lazyre.compile(r"'(\w+)'")
 _SUPPORTED = lazyre.compile(r"Supported architectures: (.*)")
 # vllm/model_executor/models/registry.py logs why it could not import a listed model class before it refuses it
 _INSPECT = ("Error in inspecting model architecture", "failed to be inspected")
+# ...and logs the inspection subprocess's traceback line by line under its own tag (`ERROR 10-16 05:20:48
+# registry.py:264] ImportError: ...flash_attn_2_cuda...so: undefined symbol: ...`): a paste that cut the header still
+# shows the error that made the refusal
+_INSPECT_LOGGED = lazyre.compile(r"registry\.py:\d+\]\s+(?P<error>(?:\w+\.)*\w*(?:Error|Exception): .{1,200})")
 # a drive-letter path in a frame or a vLLM line (File "D:\\envs\\...\\vllm\\...")
 _WINDOWS = lazyre.compile(r'(?:^|["\s])[A-Za-z]:\\[^"\s]*\\(?:site-packages|vllm)\\')
 
@@ -46,6 +50,9 @@ def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     names = _ARCHS.findall(arch)
     listed = _SUPPORTED.search(text)
     inspected = any(w in t.text for tail in ctx.tails.values() for t in tail for w in _INSPECT)
+    logged = next((m.group("error") for tail in ctx.tails.values() for t in tail
+                   for m in [_INSPECT_LOGGED.search(t.raw)] if m), None)
+    inspected = inspected or logged is not None
     headless = None if inspected else _headless(names)
     if headless is not None:
         return headless
@@ -53,7 +60,8 @@ def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         msg = (f"vLLM lists {arch} among the architectures it supports, yet refused it: its implementation failed to "
                f"import (the registry inspects each model class in a subprocess and logs 'Error in inspecting model "
                f"architecture' with the real error above this line), which is a broken install or a package clash, "
-               f"not a model vLLM lacks.")
+               f"not a model vLLM lacks."
+               + (f" The registry's own line shows it: `{logged}`." if logged else ""))
         fix = ("Read the registry's error above this line (the subprocess's traceback), or run `python -c \"import "
                "vllm.model_executor.models\"` and `python -m vllm.model_executor.models.registry` in the run's "
                "environment; reinstall vllm with the torch and transformers versions it pins.",)
@@ -62,7 +70,8 @@ def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             msg += " The paths are Windows paths: vLLM's CUDA builds run on Linux only."
             fix = ("vLLM does not run on native Windows: run it under WSL2 or in a Linux container (the vLLM Docker "
                    "image).",) + fix
-        return Diagnosis(message=msg, fix=fix, category="import-or-dependency-error")
+        return Diagnosis(message=msg, fix=fix, category="import-or-dependency-error",
+                         title="vLLM refused an architecture it lists: the model's implementation failed to import")
     if listed and not listed.group(1).rstrip().endswith(("]", ")")):
         # the list was cut by the paste: its absence from what is shown proves nothing
         return Diagnosis(message=f"vLLM refused {arch}; the list of supported architectures after it is cut in this "
