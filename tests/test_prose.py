@@ -257,7 +257,7 @@ def test_a_cut_stack_the_author_says_they_stopped_is_where_a_stuck_run_sat_not_a
 
 
 def test_a_described_symptom_gets_its_usual_causes_in_neutral_terms():
-    from doctor.checks.hang.prose import _MEANWHILE
+    from doctor.checks.hang.symptom_words import MEANWHILE as _MEANWHILE
     f = next(x for x in run("Training runs out of GPU memory (OOM) at step 3 every time.\n") if x.rule_id == "GD327")
     assert f.category == "cuda-oom" and any("gradient checkpointing" in x for x in f.fix)
     # a description names no framework: no trainer's flag in any of them (py-spy's own --pid is a tool's option)

@@ -1,0 +1,327 @@
+"""The words a paste uses for a failure (doctor/checks/hang/prose.py reads them): which symptom each wording names,
+what places a hang at start-up or mid-training, what denies or only warns of a symptom, and what to ask for and check
+meanwhile for each symptom. Knowledge only: patterns and sentences, no reading of a run."""
+from __future__ import annotations
+
+import re
+
+from ... import lazyre
+
+# what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
+SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+
+# (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
+SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
+    # host memory named as such first: "killed due to memory pressure (OOM)" (Ray's raylet), "the node is running low
+    # on memory", "out of RAM", 内存不足 name the host's RAM even beside the word OOM
+    (lazyre.compile(r"(?i)\bmemory pressure\b|\brunning low on memory\b|\bhost (?:memory|RAM)\b|\bout of (?:host )?RAM\b|"
+                    r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|\b(?:CPU|host|system|RAM) (?:OOM|out of memory)\b|"
+                    # Ray's memory monitor kills workers itself: "Ray OOM causes the process to be killed"
+                    r"\bRay(?:let)?\b.{0,20}\b(?:OOM|out of memory)\b|\bOOM\b.{0,40}\bkill(?:ed|s)?\b|"
+                    r"内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
+     "the host runs out of memory (RAM)"),
+    # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
+    # v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
+    (lazyre.compile(r"(?i)\bno available memory for the cache blocks\b|\bnot enough (?:KV )?cache (?:memory|blocks)\b|"
+                    r"\bKV cache (?:is )?(?:needed|required) .{0,40}larger than the available\b"),
+     "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
+    # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
+    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory|OutOfMemory(?:Error)?)(?![a-z0-9])|"
+                    r"显存不足|爆显存|显存溢出|显存不够"),
+     "cuda-oom",
+     "the GPU runs out of memory"),
+    # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
+    (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill|Killing subprocess"), "host-oom-killed",
+     "the process was killed"),
+    (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
+     "an NCCL collective timed out"),
+    # an NCCL error named in words: "rollout报错： NCCL error", "NCCL communications fail when using torch==2.7.0"
+    (lazyre.compile(r"(?i)(?<![a-z])nccl(?![a-z]).{0,40}(?:\berrors?\b|\bfail(?:s|ed|ing|ure)?\b|报错|错误)|"
+                    r"(?:报错|错误)[:：]?\s*nccl(?![a-z])"), "nccl-timeout", "NCCL (the GPUs' communication) fails"),
+    # a collective that never returns: "a self.group.barrier wait is triggered", "hangs at dist.barrier()"
+    (lazyre.compile(r"(?i)\bbarrier\b.{0,30}\b(?:wait\w*|hangs?|hung|stuck|blocks?|blocked)\b|"
+                    r"\b(?:wait\w*|hangs?|hung|stuck|blocked) (?:at|in|on) (?:the )?[\w.]*barrier\b"), "nccl-timeout",
+     "a collective (a barrier) waits for a process that never joins"),
+    # torch elastic's rendezvous failing, named in words or by its class alone ("RendezvousConnectionError when use
+    # C10d on multi nodes"): the processes never met, the run did not start
+    (lazyre.compile(r"\bRendezvous\w*Error\b|(?i:\brendezvous\b.{0,40}\b(?:fail\w*|time[sd]? ?out|timed out|errors?|"
+                    r"closed)\b)"), "hang-at-start", "torch's rendezvous fails (the processes do not meet to start)"),
+    # a client polling its rollout server, retyped or named: trl's VLLMClient.check_server logs "Server is not up yet.
+    # Retrying in {s} seconds..." (trl 0.17-0.29 generation/vllm_client.py) until vllm_server_timeout; "infinite retry"
+    (lazyre.compile(r"(?i)\bserver is not up yet\b|\b(?:infinite(?:ly)?|endless(?:ly)?|keeps?|forever)\s+retr(?:y|ies|ying)\b|"
+                    r"无限重试|一直重试"), "hang-at-start",
+     SERVER_POLL),
+    # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
+    # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
+    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
+                    r"(?:(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|无穷)|"
+                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])|"
+                    # Megatron's own check (core/distributed/param_and_grad_buffer.py): "found NaN in local grad norm
+                    # for bucket #0 in backward pass"
+                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}\bgrad(?:ient)?[_ ]norm\b"),
+     "loss-nan-or-inf", "a loss or metric became NaN"),
+    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0|zero)\b|梯度.{0,6}为?0|"
+                    # "loss和grad_norm都为0": an English metric name, a Chinese predicate
+                    r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
+     "grad-norm-zero", "the gradient norm stays 0"),
+    # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are|became|becomes|"
+                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0|zero)\b|"
+                    r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
+                    # "reward和loss都为0": an English metric name, a Chinese predicate
+                    r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
+     "reward-zero-or-flat", "the reward is (or fell to) 0"),
+    # the trends of an RL run said in words (the metric rules read them from rows: GD625's KL spike is loss-nan-or-inf,
+    # GD626's entropy and GD640's degenerate completions output-degenerate): "objective/kl increases a lot", "the
+    # Unexpected Increase in Entropy", "spikes in response length", "average response length keeps decreasing"
+    (lazyre.compile(r"(?i)\b(?:objective[/_])?kl(?:[_ ]divergence)?\b`?.{0,24}\b(?:increas\w*|ris(?:es|ing)|rose|grows?|"
+                    r"explod\w*|blows? up|spik\w*|jumps?)\b|\b(?:increas\w*|spikes?|explosion|jump) (?:in|of) (?:the )?kl\b|"
+                    r"kl.{0,10}(?:暴涨|飙升|爆炸|一直(?:上升|增大|增加))"),
+     "loss-nan-or-inf", "the KL to the reference runs away (a diverging policy)"),
+    (lazyre.compile(r"(?i)\bentropy\b.{0,24}\b(?:increas\w*|ris(?:es|ing)|rose|explod\w*|spik\w*|collaps\w*)\b|"
+                    r"\b(?:increase|spikes?|explosion|collapse|rise) (?:in|of) (?:the )?(?:policy'?s? )?entropy\b|"
+                    r"\b(?:response|completion|generation|output)[_ ]length\b.{0,30}\b(?:spik\w*|explod\w*|(?:keeps?|is|are) "
+                    r"(?:increasing|decreasing|growing|shrinking|dropping)|collaps\w*)\b|\bspikes? in (?:the )?"
+                    r"(?:response|completion|output) length\b|熵.{0,6}(?:暴涨|飙升|突然(?:上升|增大))|"
+                    r"(?:回复|输出|生成)长度.{0,8}(?:暴涨|飙升|一直(?:增加|变长|变短|下降))"),
+     "output-degenerate", "the policy's entropy or its completions' length runs away"),
+    # the reward moving without improving: "reward fluctuates and the model is not learning", "reward does not go up"
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:fluctuat\w*|oscillat\w*|does(?:n't| not) (?:increase|improve|go up|"
+                    r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|奖励.{0,8}(?:不涨|不上升|不变|没有(?:上升|提升|变化))"),
+     "reward-zero-or-flat", "the reward does not improve"),
+    # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
+    # fixes it", "after upgrading to 0.19.0": the failure came with a library version
+    (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
+                    r"\bdowngrad\w*\b.{0,60}\b(?:works?|worked|fix(?:es|ed)?|solved?|gone|prevents?)\b|"
+                    # a release named with the verb before it: "training is broken with vllm==0.5.0", "Adam Offload
+                    # fail with DeepSpeed v0.14.2", "it works well with DeepSpeed v0.14.0", "failed, but it works with
+                    # `0.15.4`", "this error occurs when the PyTorch version is `2.8.0`"
+                    r"\b(?:broken|fails?|failed|failing|breaks?|works?(?: well| fine)?)\s+(?:with|on|since|after|in)\s+"
+                    r"`?(?:[A-Za-z][\w.-]*\s*(?:==\s*|\s+)?)?v?\d+\.\d+\.\d+\b|"
+                    r"\b(?:error|failure|bug|crash)\b.{0,20}\b(?:occurs?|happens?|appears?)\b.{0,30}\bversion is\s+`?v?\d+\.\d+\.\d|"
+                    r"\[Regression\]|"
+                    r"\b(?:works?|worked) (?:again )?(?:after|when|if) (?:I )?downgrad|"
+                    r"\bpin(?:ning)? (?:\w+[ =]{1,2})?v?\d+\.\d+\.\d+ (?:and|fixes|solves)\b|"
+                    r"\bafter (?:upgrad|updat)\w* (?:\w+ )?(?:to )?v?\d+\.\d+|"
+                    r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)|"
+                    r"\breleased? (?:a )?new version\b.{0,60}\b(?:errors?|break\w*|broke|fail\w*)\b|"
+                    r"\binstall\s+`?[\w.-]+==v?\d+\.\d+(?:\.\d+)?`?\s+instead\b|"
+                    # "Conflict between last version of Transformers.Trainer and DPOTrainer", "version conflict",
+                    # "failures in main", "the same code worked two days ago"
+                    r"\b(?:conflict|incompatib\w*)\b.{0,60}\bbetween\b|\bversions? (?:conflict|clash|mismatch)\b|"
+                    r"\b(?:fails?|failures?|broken|breaks?)\s+(?:in|on)\s+(?:main|master|nightly)\b|"
+                    r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b|"
+                    # "vllm version 0.8.5.post1 not supported", "vllm的版本不支持"
+                    r"\bversion\b.{0,30}\bnot (?:yet )?supported\b|版本不支持|版本.{0,6}不兼容|不兼容.{0,6}版本|"
+                    # "Unsloth is extremely sensitive to the versions of trl and vLLM"; "with 2025.1.8 all process is
+                    # correct, but with 2025.2.4 the train process is weird": one release works, the next does not
+                    r"\bsensitive to the versions? of\b|"
+                    r"\bv?\d+\.\d+\.\d+\b[^.;]{0,40}\b(?:is |are |was |were )?(?:correct|fine|works?|worked|ok|normal)\b"
+                    r"[^;]{0,80}\bv?\d+\.\d+\.\d+\b[^;]{0,60}\b(?:wired|weird|wrong|broken|fails?|failed|breaks?|"
+                    r"errors?|not work\w*)\b"),
+     "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
+    # argparse's own refusals named in words (Lib/argparse.py parse_args: "unrecognized arguments: %s",
+    # parse_known_args: "the following arguments are required: %s")
+    (lazyre.compile(r"(?i)\bunrecogni[sz]ed arguments?\b|\bthe following arguments are required\b|无法识别的参数"),
+     "argument-error-other", "the program's argument parser refuses the arguments it was given"),
+    # an argument the program asks for, named in the author's words ("报错需要提供reward_funcs", "it requires
+    # reward_funcs", "must specify vllm_server_host"): a snake_case name, as options are spelled
+    (lazyre.compile(r"(?i)(?:需要(?:提供|指定|设置|传入)|缺少|\bmust (?:specify|provide|set|pass)\s+|\brequires?\s+(?:the |an? )?"
+                    r"(?:argument |parameter |option |flag )?)[`'\"]?-{0,2}[a-z]+_[a-z_]+"),
+     "argument-error-other", "the program asks for an argument the run did not give"),
+    # a setting named as what fixed it or as refused ("--report_to none 这个参数去掉就可以了", "去掉 adapter_name_or_path
+    # 即可", "removing --use_vllm fixes it"), or refused in words ("没有这个参数", "kto_pair not available", "no such
+    # parameter"): the run's arguments, not the code, are at fault
+    (lazyre.compile(r"(?i)(?:去掉|删掉|删除|移除|去除|不加|不设置?)\s*`?-{0,2}[a-z]+_[a-z_]+|"
+                    r"-{0,2}[a-z]+_[a-z_]+`?(?:\s+\S+)?\s*(?:这个|该)?(?:参数|选项)?\s*(?:去掉|删掉|删除|移除)(?:后|之后|就|即)|"
+                    r"\b(?:remov|dropp?|delet)\w*\s+(?:the\s+)?`?--[a-z]+_?[a-z_]*`?.{0,40}\b(?:works?|worked|fix\w*|solv\w*|runs?)\b|"
+                    r"没有(?:这个|该)参数|不支持(?:这个|该)参数|\bno such (?:argument|parameter|option)\b|"
+                    r"\b[a-z]+_[a-z_]+`?\s+(?:is\s+)?not (?:available|supported|a valid (?:choice|option))\b"),
+     "argument-error-other", "a setting of the run is refused, or removing one fixes it"),
+    # an argument check's own words, quoted: "the error changed to `'cached_datasets' does not support cp`"
+    (lazyre.compile(r"(?i)[`'\"]\w+[`'\"] (?:does not|doesn't|do not|is not) (?:support(?:ed)?|compatible with)\b"),
+     "argument-error-other", "an argument check refuses a combination of options"),
+    # an optional argument the program uses anyway: "value_model ... defaults to NoneType", "we have not defined"
+    (lazyre.compile(r"(?i)\b[a-z]+_[a-z_]+\b.{0,60}\bdefaults? to (?:None(?:Type)?|null)\b"),
+     "argument-error-other", "an argument left at its default of None is used as if it were given"),
+    # the data step named as what failed ("DPO训练数据处理报错", "加载数据集时报错", "error while loading the dataset"), or a
+    # column of the trainer's format named as missing ('"input_ids" not found in rloo trainer'); before the hang words:
+    # "数据处理阶段报错，导致程序卡死" is the data's failure, the hang its consequence
+    (lazyre.compile(r"(?i)(?:数据(?:集|处理|预处理|加载)|加载数据|\bdata(?:set)? (?:processing|preprocessing|loading)|"
+                    r"\bloading (?:the )?data(?:set)?)[^。.!?\n]{0,24}?(?:报错|错误|出错|失败|\berror\b|\bfail(?:s|ed)?\b)|"
+                    r"\b(?:error|fails?|failed) (?:when|while) (?:loading|processing|preprocessing|tokeni[sz]ing) (?:the |my )?"
+                    r"data(?:set)?\b|"
+                    r"[\"'`]?\b(?:input_ids|attention_mask|chosen|rejected|prompt|messages|completion)\b[\"'`]? "
+                    r"(?:(?:is|are) )?(?:not found|missing)\b"),
+     "dataset-or-template-error", "the dataset's loading or processing fails"),
+    # GPUs that stay idle or barely used ("the GPU utilization remains consistently low", "GPU-Util 10%左右",
+    # "显卡利用率很低"): before the hang words, since a run that waits on its CPU ("GPU util 0% while CPU is high, until
+    # it stucks") is described with both
+    (lazyre.compile(r"(?i)\b(?:gpu|cuda)[- _]?util(?:i[sz]ation|s)?(?: rate)?\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|"
+                    r"\b(?:below|under|only|about|around|at most)\s+\d{1,2} ?%|\bdrops?\b|\bdropping\b)|"
+                    r"\blow (?:overall )?gpu[- _]?util|\bgpus? (?:are |is |stay |stays |sit |sits )?(?:mostly )?idle\b|"
+                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}(?:低|\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
+     "gpu-underutilized", "the GPUs are mostly idle (low utilisation)"),
+    # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
+    (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)"
+                    r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应|"
+                    # "No errors, but the training has not started."
+                    r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*"),
+     "hang", "the run stops making progress"),
+    # about completions, not a person repeating a step ("reduce it and repeat: the same error")
+    (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? itself|repeat(?:s|ing)? the same (?:token|word|phrase|sentence)s?|"
+                    r"repetitive (?:output|text|completion)s?|random (?:responses?|outputs?|text|tokens)|"
+                    r"(?:incorrect|nonsense|nonsensical|meaningless) (?:outputs?|responses?|generations?|completions?)|"
+                    r"garbage (?:rollouts?|outputs?|generations?|completions?|"
+                    r"responses?|text)|corrupt(?:s|ed)? (?:the )?(?:generations?|rollouts?|outputs?|completions?))\b|"
+                    r"乱码|重复输出"),
+     "output-degenerate", "the completions are garbled or repetitive"),
+    (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|训练.{0,4}(?:很|太|特别)慢|速度慢"),
+     "slow-training", "training is slow"),
+    # last (a size beside another symptom is not the failure): a saved weights file of a few hundred bytes (an
+    # adapter saved from an empty state dict) or checkpoints of tens of GB, sizes people quote from `ls -l` / `du -sh`
+    (lazyre.compile(r"(?i)\b(?:adapter_mod\w*\.(?:bin|safetensors)|pytorch_model\.bin|model\.safetensors|checkpoint)\b"
+                    r".{0,80}?\b\d{1,4} ?bytes?\b|\b\d{1,4} ?bytes? (?:file|adapter|checkpoint)\b"), "checkpoint-corrupt",
+     "a saved weights file of only a few hundred bytes"),
+    (lazyre.compile(r"(?i)\b(?:checkpoints?|global_step\w*|saved? (?:model|folder|files?))\b.{0,80}?"
+                    r"\b(?:over |more than |about |nearly )?\d+(?:\.\d+)? ?(?:GB|TB|G)\b"), "checkpoint-bloat",
+     "checkpoints that take tens of GB"),
+)
+
+START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |at )?0\b|\b(?:step 0|first step|at the (?:start|beginning)|before (?:training|the first)|never starts?)\b|"
+                    # "hangs after model download / load", "after loading the model", "right after the vllm engine
+                    # creation step", "never becomes ready"
+                    r"\bafter (?:the )?(?:[\w-]+ ){0,2}(?:download\w*|load\w*|creat\w*|init\w*|launch\w*)\b|"
+                    r"\bnever (?:becomes? )?ready\b|\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?start|"
+                    # a stale lock of DeepSpeed's op build (torch's FileBaton under ~/.cache/torch_extensions): start-up
+                    r"\btorch_extensions\b|"
+                    # "hangs during vLLM initialization", "while loading the model"; "once the tqdm bar appears", a
+                    # bar at 0
+                    r"\b(?:during|while|in) (?:the )?(?:[\w-]+ ){0,2}(?:initiali[sz]\w*|start-?up|loading)\b|"
+                    r"\b(?:when|once|after|as) (?:the )?(?:tqdm|progress bar)\b|"
+                    # a rollout server's start-up, the last thing before the first step ("hangs after SGLang CUDA graph
+                    # capture & server startup")
+                    r"\bafter (?:the )?(?:[\w-]+ ){0,2}(?:CUDA graph captur\w*|graph captur\w*|server (?:start-?up|is ready)|"
+                    r"engine (?:start-?up|is ready))\b|\b(?:tqdm|progress bar) (?:bar )?"
+                    r"(?:starts?|appears?|shows? up)\b|\bstuck at 0\s?%|\b0/\d+\b|"
+                    # a process group that never forms is a start-up hang wherever it is created
+                    r"\binit_process_group\b|\brendezvous\b|"
+                    r"开始|第一步|启动|加载(?:完|后|之后)|初始化|直接卡|一开始|刚开始")
+
+# a symptom word the sentence denies: "显存并没有OOM", "no OOM", "not stuck", "it doesn't hang"
+DENIED = lazyre.compile(r"(?i)(?:并没有|没有|没|并未|未|不是|\bno|\bnot|\bwithout|n't|\bnever)\s*(?:\w+\s+)?$")
+
+PASTE_NEXT = {
+    "cuda-oom": "the traceback of the out-of-memory error and `nvidia-smi` taken at the failure",
+    "vllm-oom-or-kv-cache": "the vLLM engine's start-up lines (its memory profile: model weights, KV cache) and "
+                            "`nvidia-smi` taken when it fails",
+    "host-oom-killed": "`dmesg -T | grep -i -E 'killed|oom'` and the log's last 100 lines",
+    "nccl-timeout": "every rank's log around the first error (search for Traceback, Error or Killed before the timeout)",
+    "loss-nan-or-inf": "the metric rows of the steps before and at the first NaN",
+    "grad-norm-zero": "a few metric rows (loss, grad_norm, reward_std) and the launch command",
+    "reward-zero-or-flat": "a few metric rows (reward, reward_std, frac_reward_zero_std) and one completion with its reward",
+    "hang-at-start": "the log's last 200 lines and `py-spy dump --pid PID` of each process while it is stuck",
+    "hang-mid-training": "the log's last 200 lines and `py-spy dump --pid PID` of each process while it is stuck",
+    "output-degenerate": "two or three completions as the log prints them, with the sampling settings",
+    "gpu-underutilized": "`nvidia-smi` taken while it runs (or `nvidia-smi dmon -s u` for a minute), the step timings and "
+                         "the launch command",
+    "slow-training": "the step timings (the bar's s/it or the metric rows' step time) and the launch command",
+    "checkpoint-corrupt": "`ls -l` of the checkpoint folder and the lines of the script that save the model",
+    "argument-error-other": "the program's own error message (its last 50 lines) and the launch command",
+    "checkpoint-bloat": "`du -sh` of one checkpoint folder's entries and the save settings (save_steps, save_only_model, "
+                        "save_total_limit)",
+}
+
+# a symptom named as what to avoid, not as what happened: "To avoid OOM problem, you can consider to reduce ...",
+# "in case of OOM", "为了防止OOM"
+ADVICE = lazyre.compile(r"(?i)(?:\bto (?:avoid|prevent)|\bavoid(?:ing)?|\bprevent(?:ing)?|\bin case (?:of|you (?:get|hit|see))|"
+                         r"\breduce the (?:risk|chance) of|避免|防止)\s*(?:(?:the|an?|any|getting|hitting)\s+)?$|"
+                         # denied at a distance: "I don't think the issue has anything to do with OOM"
+                         r"(?i:\b(?:nothing|anything) to do with|\bnot (?:caused by|related to|due to|because of))\s*(?:the\s+)?$")
+
+# a run that works on one node and stops on several: what differs is the communicator across the nodes, which forms
+# in the first collective (the process group's, DeepSpeed's or DDP's broadcast of the weights) before any step
+MULTI_NODE = lazyre.compile(r"(?i)\bmulti-?node\b|\b(?:two|2|several|multiple) (?:nodes|machines)\b|多机|多节点|两台|跨机")
+
+ONE_NODE = lazyre.compile(r"(?i)\b(?:single|one)[- ](?:node|machine)\b|单机|单台|单节点|一台")
+
+# words that place a stop after training made progress: "hangs midway", "after a few epochs", "after several parameter
+# updates", "stuck at 5/4752", "randomly freezes", "训练几个epoch就会卡住", "中途卡住", "一轮rollout后"
+MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b(?:randomly|suddenly|intermittently|"
+                      r"sometimes)\b|\bafter (?:a few|a couple of|some|several|many|hundreds of|thousands of|\d+) "
+                      r"(?:\w+ ){0,3}(?:steps?|epochs?|iterations?|updates?|rounds?|batches|hours?|minutes?)\b|"
+                      r"\b(?:at|around|after) (?:step|iteration|epoch) [1-9]\d*\b|(?<![\d.])[1-9]\d*/\d+\b|"
+                      # "always freezes at the same step" (重复多次实验必然会卡死在相同的step): steps ran before it
+                      r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
+                      r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|几个(?:epoch|step|小时)|"
+                      r"一轮.{0,12}后|随机|偶尔|有时")
+
+# the paste says no error or traceback was printed ("没有具体报错信息", "no error message", "without any traceback")
+NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|无(?:任何)?报错|不报错|没报错|"
+                           r"\bno (?:error|traceback|exception)s?\b|\bwithout (?:any )?(?:error|traceback)", re.I)
+
+# a pinned release named in the description ("simply install `vllm==0.7.3` instead", "pin transformers==4.52.4")
+PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+)?\b")
+
+# what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
+# what to check meanwhile for a symptom narrower than its category
+MEANWHILE_SAID = {
+    SERVER_POLL:
+        "Meanwhile: the trainer is in vLLM server mode and waits for a server: start it first on GPUs the trainer does "
+        "not use (`trl vllm-serve --model <model>`; ms-swift: `swift rollout --model <model>`) and check that "
+        "`curl http://<host>:<port>/health/` answers from the training node, or generate in the training processes "
+        "instead (trl vllm_mode=\"colocate\"; Unsloth: load the model with fast_inference=True).",
+}
+
+MEANWHILE = {
+    "argument-error-other": "Meanwhile: compare the flags with the installed program's own help output (a flag of "
+                            "another release, or a misspelling), and check how the launcher splits them: a list item "
+                            "of a YAML, compose or Kubernetes command that holds an option and its value with a space "
+                            "between reaches the program as one argument (join them with '=', or give one item per "
+                            "word).",
+    "import-or-dependency-error": "Meanwhile: install the release the description names as working (or the one before "
+                                  "the one it names as breaking) with `pip install '<package>==<version>'`, and "
+                                  "compare `pip show` of the packages around it (transformers, accelerate, trl, peft, "
+                                  "torch) with a setup that worked.",
+    "grad-norm-zero": "Meanwhile: if the reward varies while grad_norm is exactly 0, no parameter received a gradient: "
+                      "check the trainable parameter count the run prints (`trainable params`), and with LoRA that "
+                      "its target modules match the model's layers.",
+    # the usual causes of each symptom, for a description with no log line to compute a fix from
+    "gpu-underutilized": "Meanwhile, where idle GPUs usually wait: on generation by the model's own generate instead of a "
+                         "vLLM engine (an inference UI's or trainer's backend option), on a rollout engine given a small "
+                         "share of memory or small batches (its gpu_memory_utilization and batch settings), or on the "
+                         "CPU (reward functions, data preprocessing, dataloader workers: `top` shows it busy while "
+                         "the GPUs sit at 0%).",
+    "cuda-oom": "Meanwhile, the levers in the order they free GPU memory for training: a smaller per-device batch "
+                "(in GRPO, fewer completions per device) with more gradient accumulation, gradient checkpointing, a "
+                "shorter maximum length or completion length, LoRA instead of full fine-tuning, DeepSpeed ZeRO-2/3 "
+                "or offload; with a vLLM engine on the same GPU, a smaller memory share for it.",
+    "host-oom-killed": "Meanwhile: watch `free -g` while it runs and read `dmesg -T | grep -i kill` after; the host's "
+                       "RAM goes to dataset workers (num_proc, dataloader workers), CPU offload of optimizer states or "
+                       "weights, and every process (each rank, each Ray worker) holding its own copy of what it loads.",
+    "vllm-oom-or-kv-cache": "Meanwhile: vLLM's max_model_len down to prompt + completion, its memory share "
+                            "(gpu_memory_utilization) down when it shares the GPU with training or up when it has the "
+                            "GPU alone, and tensor parallelism for a model whose weights nearly fill one GPU.",
+    "hang-at-start": "Meanwhile: a start that hangs is most often a process group that never forms (a rank that cannot "
+                     "reach the master address and port, a wrong network interface for NCCL/gloo, a rank that died "
+                     "before it), a download waiting on the network, or a stale lock file (the datasets or "
+                     "torch_extensions cache); NCCL_DEBUG=INFO and `py-spy dump --pid PID` of each process show which.",
+    "hang-mid-training": "Meanwhile: a run that stops mid-way is most often one rank waiting in a collective for "
+                         "another that is stuck or dead (its own error earlier in its own log), a generation that never "
+                         "ends (no bound on the completion length), or a save or evaluation step; `py-spy dump --pid "
+                         "PID` of every rank shows which.",
+    "nccl-timeout": "Meanwhile: the timeout is what the waiting ranks report; the cause is the first error of the rank "
+                    "they waited for, earlier in that rank's own log (a Traceback, an out-of-memory, Killed).",
+    "loss-nan-or-inf": "Meanwhile: find the first row where loss or grad_norm jumps; a lower learning rate, bf16 "
+                       "instead of fp16 (fp16 overflows), and gradient clipping (max_grad_norm 1.0) are the usual "
+                       "cures.",
+    "reward-zero-or-flat": "Meanwhile: print a few completions beside their rewards: a reward function that never "
+                           "matches the output's format, one that reads the wrong dataset column, or completions cut "
+                           "at the completion length before the answer all give flat rewards.",
+    "output-degenerate": "Meanwhile: check that the chat template is the model's own (base or instruct, its end-of-"
+                         "turn token), the sampling settings (temperature, top_p, repetition penalty), and whether the "
+                         "policy drifted (KL rising, too high a learning rate).",
+    "dataset-or-template-error": "Meanwhile: load the dataset alone and print its first row's keys; compare them with "
+                                 "the format the trainer and its template expect (messages or prompt, chosen and "
+                                 "rejected, images).",
+}
