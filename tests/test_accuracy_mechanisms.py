@@ -13,7 +13,7 @@ from doctor.classify.hints import (
     phase_of,
     vllm_memory_note,
 )
-from doctor.classify.parts import part_of
+from doctor.classify.parts import feature_of, part_of
 from doctor.classify.wrappers import unwrap
 from doctor.signals import ExceptionInfo, Frame, LogLine, Where
 from doctor.sources.paste import DictJoiner
@@ -200,3 +200,15 @@ def test_a_session_finished_again_after_its_traceback_arrived_gets_the_structura
         s.feed_line(line)
     got = [f for f in s.finish() if f.severity.name == "error"]
     assert got and got[0].category == "dataset-or-template-error", [(f.rule_id, f.category) for f in got]
+
+
+def test_a_vllm_feature_named_by_the_failing_code_is_what_to_turn_off():
+    # the V1 scheduler's assert (prime-rl#1359): the code line names the feature
+    sched = (Frame("site-packages/vllm/v1/core/sched/scheduler.py", 977, "update_from_output",
+                   "assert not prompt_logprobs_tensors"),)
+    what, fix = feature_of(sched)
+    assert "prompt logprobs" in what and "Stop requesting prompt_logprobs" in fix
+    # nothing in the code or the message: the lines around it (a title) name it
+    assert "prefix caching" in feature_of((), "", "AssertionError when using automatic prefix caching")[0]
+    assert feature_of((Frame("site-packages/vllm/worker/model_runner.py", 1, "execute_model", "x = f(y)"),),
+                      "boom", "") is None

@@ -27,7 +27,7 @@ from ...classify.hints import (
     vllm_memory_note,
 )
 from ...classify.mm_budget import account as mm_account
-from ...classify.parts import part_fix, part_of
+from ...classify.parts import feature_of, part_fix, part_of
 from ...classify.structure import Verdict
 from ...classify.version_range import pip_name, required_range
 from ...classify.weight_names import reading as weight_name_reading
@@ -143,6 +143,12 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
         if part.id in ("vllm-weight-load", "vllm-lora", "vllm-checkpoint-load", "vllm-weight-names"):
             drop += ("Retry with the smallest change to the vLLM side",)  # eager mode or one GPU cannot fix these
         first.extend(part_fix(part, fw) if fw else part_fix(part, "ms-swift")[:1] + part_fix(part, None))
+    feature = feature_of(v.frames, exc.message if exc is not None else "", context) \
+        if part is None and v.entry.category == "vllm-engine-error" else None
+    if feature is not None:
+        why.append(feature[0])
+        first.insert(0, feature[1])
+        drop += ("Retry with the smallest change to the vLLM side",)  # eager mode or one GPU leave the feature on
     if own_reading:
         why.insert(0, named.why)
         first.insert(0, named.fix)
