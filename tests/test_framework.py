@@ -318,3 +318,16 @@ def test_text_marks_skip_a_text_without_any_word_exactly():
         assert fw._text_marks.__wrapped__(t) == want, t   # type: ignore[attr-defined]
         marked += bool(want[0] or want[1])
     assert marked > 100
+
+
+def test_a_framework_named_in_words_is_the_last_reading_before_none():
+    from doctor.swift.framework import detect, named_in
+    # a title and an environment list that name LLaMA-Factory, with only DeepSpeed's runtime otherwise
+    texts = ["[Bug] LLaMA-Factory DPO on 8 GPUs hangs", "deepspeed==0.16.4"]
+    assert detect([], texts, {}) [::3] == ("llamafactory", "named")
+    # the wrapper before the library it wraps; a model repository of an organisation is no framework
+    assert named_in(["Unsloth GRPO with trl 0.15"]) == "unsloth"
+    assert named_in(["model: unsloth/Llama-3.3-70B-Instruct-bnb-4bit"]) is None
+    assert named_in(["trainer = GRPOTrainer(model=model)"]) is None   # a project's own class may bear the name
+    assert named_in(["Environment: trl 0.19.1, transformers 4.53"]) == "trl"
+    assert named_in(["loss is nan after 20 steps"]) is None
