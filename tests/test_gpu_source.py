@@ -129,6 +129,13 @@ def test_nvml_dump_json():
 
 def test_sniff_and_refusal():
     assert sniff("hello world\n") is None
+    # a log whose every line carries Ray's "(pid=N, ip=A)" prefix (a comma on each line) and names a GPU is no CSV
+    # (fixtures/devlogs35/3829 under bench/mutate.py's ray_prefix was read as one and gave no finding)
+    ray = ("(pid=4242, ip=10.0.3.7) webui chat GPU-Util 10%, slow\n"
+           "(pid=4242, ip=10.0.3.7) torch.cuda.get_device_name(0) / NVIDIA GeForce RTX 2080 Ti\n")
+    assert sniff(ray) is None
+    assert sniff("0, NVIDIA A100-SXM4-80GB, 81920 MiB, 1024 MiB, 0 %\n1, NVIDIA A100-SXM4-80GB, 81920 MiB, 2 MiB, 0 %\n") \
+        == "csv"
     with pytest.raises(SnapshotError):
         parse_text("just a log line\n", "x.txt")
 

@@ -43,7 +43,9 @@ def sniff(head: str) -> str | None:
                                   r"pci\.bus_id|uuid)\b", low):
         return "csv"
     rows = [l for l in head.splitlines()[:20] if l.strip()]
-    if rows and all("," in r for r in rows):
+    # a CSV's rows have one number of fields each; lines that all hold a comma for another reason (a Ray worker's
+    # "(pid=4242, ip=10.0.3.7) " prefix on every line of a log) vary
+    if rows and all("," in r for r in rows) and len({r.count(",") for r in rows}) == 1:
         if any(re.search(r"\bGPU-[0-9a-f]{8}-", r) for r in rows) and all(re.search(r",\s*\d+\s*(MiB)?\s*$", r)
                                                                          for r in rows) \
                 and not any("NVIDIA" in r for r in rows):
