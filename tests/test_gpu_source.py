@@ -134,6 +134,7 @@ def test_sniff_and_refusal():
     ray = ("(pid=4242, ip=10.0.3.7) webui chat GPU-Util 10%, slow\n"
            "(pid=4242, ip=10.0.3.7) torch.cuda.get_device_name(0) / NVIDIA GeForce RTX 2080 Ti\n")
     assert sniff(ray) is None
+    assert sniff("(pid=4242, ip=10.0.3.7) - GPU type: NVIDIA GeForce GTX 1080\n(pid=4242, ip=10.0.3.7) - Python 3.12\n") is None
     assert sniff("0, NVIDIA A100-SXM4-80GB, 81920 MiB, 1024 MiB, 0 %\n1, NVIDIA A100-SXM4-80GB, 81920 MiB, 2 MiB, 0 %\n") \
         == "csv"
     with pytest.raises(SnapshotError):
