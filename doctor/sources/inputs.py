@@ -35,6 +35,7 @@ from .kinds import (  # noqa: F401
     nvidia_smi_other,
 )
 from .logtext import MAX_LINE, LineReader, decode, physical_lines
+from .newest_first import reordered
 from .reflow import MAX_REFLOW, needs_reflow, reflowed
 from .safeio import NotRegular, link_out, open_regular, read_head, regular_size, walk, what_is
 from .sparse import is_sparse, skipping_holes
@@ -442,6 +443,14 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
             return stream
     data = _read_upto(stream, MAX_REFLOW + 1)
     plan = needs_reflow(data) if len(data) <= MAX_REFLOW else None
+    rows = reordered(data) if plan is None and len(data) <= MAX_REFLOW else None
+    if rows is not None:  # metric rows pasted newest first: fed in the order they were logged
+        session.begin_log(inp.display)
+        reader = LineReader(inp.display, counter)
+        for lineno, line in rows:
+            for ll in reader.line(lineno, line[:MAX_LINE]):
+                session.feed_line(ll)
+        return None
     if plan is None:
         if plain:
             stream.seek(0)
