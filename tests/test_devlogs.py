@@ -260,7 +260,6 @@ KNOWN_MISSES_31: dict[str, str] = {
     "3520": "an error written in lower case ('value error:') about nested target modules: GD328",
 }
 KNOWN_MISSES_32: dict[str, str] = {
-    "3524": "vLLM placed on the training GPU (cuda:0) with one GPU idle, a dataset error cut: GD420's device_map reading",
     "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
     "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
     "3534": "loss abnormally small and grad_norm huge after an ms-swift upgrade, in words: GD328",

@@ -80,9 +80,9 @@ class GpuLayout(Rule):
         run = ctx.run
         out: list[Finding] = []
         f = self._idle(run) if not _several_ranks(ctx) else None
-        if f and cut_before_error(ctx):
-            # a paste that says the run failed, with its command beside it: the layout is a remark on the command,
-            # not the failure asked about
+        if f and (cut_before_error(ctx) or ctx.exceptions or ctx.open_tracebacks):
+            # a paste that says the run failed, or a log that shows its exception (or a stack cut before it), with the
+            # command beside it: the layout is a remark on the command, not the failure asked about
             f = replace(f, severity=Severity.info)
         if f:
             out.append(f)
