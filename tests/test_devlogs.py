@@ -209,6 +209,9 @@ DEVLOGS34 = ROOT / "fixtures" / "devlogs34"
 # devlogs35: vLLM engines and servers, trl/transformers/Unsloth runs, slow or idle GPUs, checkpoints that do not load,
 # argument errors, with the decisive line away from the bottom (README there)
 DEVLOGS35 = ROOT / "fixtures" / "devlogs35"
+# devlogs36: argument and DeepSpeed configuration errors, trl/transformers runs, verl/OpenRLHF and other RL frameworks,
+# hangs at start-up (README there)
+DEVLOGS36 = ROOT / "fixtures" / "devlogs36"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -271,6 +274,16 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
     "3817": "compute_metrics, which GRPOTrainer never took: GD457's version-clash reading",
 }
+KNOWN_MISSES_36: dict[str, str] = {
+    "3904": "DeepSpeed's own loop comparing a string ('auto') with a float in gradient clipping: GD999",
+    "3907": "accelerate 1.0 no longer filling 'auto' in a ZeRO-3 config, told in prose: GD328",
+    "3908": "ZeRO-3 with a device_map and an int4 model, a misspelt error in prose: GD328",
+    "3909": "verl's ppo_micro_batch_size left null ('%: int and NoneType' quoted in prose): GD328",
+    "3916": "LLaMA-Factory's PTQ-quantized model with ZeRO-3 (configure_quantization's ValueError): GD999",
+    "3926": "a list given as SFTTrainer's dataset ('list' object has no attribute 'map'): GD999",
+    "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD326",
+    "3930": "trl 0.23 reward functions receiving message dicts, told in prose: GD330",
+}
 KNOWN_MISSES_34: dict[str, str] = {
     "3726": "prose naming vLLM 0.8.5's V1 engine and an outputs_queue error: GD328",
     "3728": "an HTML-formatted paste of ms-swift's patch_remove_log under vLLM 0.11: GD328",
@@ -293,7 +306,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS25, KNOWN_MISSES_25, 30), (DEVLOGS26, KNOWN_MISSES_26, 30), (DEVLOGS27, KNOWN_MISSES_27, 30),
               (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30),
               (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30),
-              (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30))
+              (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30),
+              (DEVLOGS36, KNOWN_MISSES_36, 30))
 
 
 def _params():

@@ -1031,3 +1031,23 @@ def test_a_raise_site_reached_only_through_one_setting_names_that_setting():
     found = run("ValueError: Error occurred while packing the dataset. Make sure that your dataset has enough samples "
                 "to at least yield one packed sequence.\n")[0]
     assert found.category == "dataset-or-template-error" and "packing=False" in " ".join(found.fix)
+
+
+def test_verl_batch_checks_and_a_quoted_assert_statement_are_configuration_problems():
+    # verl's actor worker asserts its per-GPU mini-batch after normalization (fixtures/devlogs36/3927: a title)
+    found = run("AssertionError: ppo_mini_batch_size 0 should be larger than 0 after normalization\n")[0]
+    assert found.category == "batch-divisibility" and "rollout.n" in " ".join(found.fix)
+    # an assert statement quoted in a title after a label (devlogs36/3919): the AssertionError it raises
+    found = run("Training Script: assert config.data.train_batch_size >= "
+                "config.actor_rollout_ref.actor.ppo_mini_batch_size\n")[0]
+    assert found.category == "argument-error-other" and "assert config.data.train_batch_size" in found.message
+    # a sentence about asserts is none
+    assert not any(f.category == "argument-error-other" for f in run("we assert nothing here, it just hangs\n"))
+
+
+def test_the_first_line_of_a_message_that_goes_on_below_is_read_as_that_message():
+    # transformers' trainer_config_finalize message without its ValueError, its values listed below (devlogs36/3903)
+    text = ("The error I'm getting is:\n"
+            "Please correct the following DeepSpeed config values that mismatch TrainingArguments values:\n"
+            "- ds train_batch_size=8 vs hf train_batch_size (calculated)=128\n")
+    assert run(text)[0].category == "deepspeed-config-error"

@@ -47,9 +47,21 @@ def bare_wording(text: str) -> tuple[str, str] | None:
     return None
 
 
+# an assert statement quoted on a line of its own or after a label ("Training Script: assert config.data.train_batch_size
+# >= config.actor_rollout_ref.actor.ppo_mini_batch_size"): the AssertionError it raises, its expression the message
+_ASSERT_LINE = lazyre.compile(r"^(?:[\w ]{1,40}:\s*)?`?assert\s+(?P<expr>[\w.()\[\]'\"]+\s*(?:>=|<=|==|!=|>|<|\bin\b|\bis\b)"
+                              r"\s*[^,`]+?)`?\s*(?:,.*)?$")
+
+
 def exception_named_in(line: LogLine) -> ExceptionInfo | None:
     """The exception a line names outside a traceback (a title, a summary, a sentence): ``Type: message`` (a warning
-    class is none), a notebook header's type, or CPython's own wording without its type; None otherwise."""
+    class is none), a notebook header's type, an assert statement quoted alone, or CPython's own wording without its
+    type; None otherwise."""
+    if "assert " in line.text:
+        a = _ASSERT_LINE.match(line.text.strip())
+        if a is not None:
+            return ExceptionInfo("AssertionError", f"assert {a.group('expr').strip()}", (), line.where, line.rank,
+                                 line.seq, line.raw)
     if "Error" not in line.text and "Exception" not in line.text:
         bare = bare_wording(line.text)
         # CPython's own wording of the exception in a title or a sentence, without its type
@@ -77,7 +89,8 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
 
 # the words of a library's refusal; a line holding none is not looked up in the raise-site index
 _REFUSAL = lazyre.compile(r"(?i)\b(?:can't|cannot|can not|not found|unable to|failed to|invalid|unsupported|not supported|"
-                          r"must be|should be|does not|doesn't|no such|not allowed|expected)\b")
+                          r"must be|should be|does not|doesn't|no such|not allowed|expected|mismatch|incompatible|"
+                          r"please correct)\b")
 
 
 def indexed_wordings(ctx: RunState) -> list[ExceptionInfo]:
@@ -93,10 +106,19 @@ def indexed_wordings(ctx: RunState) -> list[ExceptionInfo]:
                 best = next(iter(site_matches(line.text)), None)
             except (OSError, ValueError):
                 return []
-            if best is not None and best.score >= 0.95 and best.kind.endswith(("Error", "Exception")):
+            if best is not None and best.kind.endswith(("Error", "Exception")) and (
+                    best.score >= 0.95 or _head_of(line.text, best.template)):
                 out.append(ExceptionInfo(best.kind, line.text.strip()[:600], (), line.where, line.rank, line.seq,
                                          line.raw))
     return out[:3]
+
+
+def _head_of(text: str, template: str) -> bool:
+    """The line is the whole first line of a message that goes on over the next lines (it ends with a colon, the
+    template's literal text up to its first hole): "Please correct the following DeepSpeed config values that mismatch
+    TrainingArguments values:" above its list of values."""
+    head = text.strip()
+    return len(head) >= 40 and head.endswith(":") and template.startswith(head)
 
 
 def notebook_exceptions(ctx: RunState) -> list[ExceptionInfo]:
