@@ -275,7 +275,6 @@ KNOWN_MISSES_35: dict[str, str] = {
     "3817": "compute_metrics, which GRPOTrainer never took: GD457's version-clash reading",
 }
 KNOWN_MISSES_36: dict[str, str] = {
-    "3904": "DeepSpeed's own loop comparing a string ('auto') with a float in gradient clipping: GD999",
     "3907": "accelerate 1.0 no longer filling 'auto' in a ZeRO-3 config, told in prose: GD328",
     "3908": "ZeRO-3 with a device_map and an int4 model, a misspelt error in prose: GD328",
     "3909": "verl's ppo_micro_batch_size left null ('%: int and NoneType' quoted in prose): GD328",

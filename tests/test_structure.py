@@ -1051,3 +1051,16 @@ def test_the_first_line_of_a_message_that_goes_on_below_is_read_as_that_message(
             "Please correct the following DeepSpeed config values that mismatch TrainingArguments values:\n"
             "- ds train_batch_size=8 vs hf train_batch_size (calculated)=128\n")
     assert run(text)[0].category == "deepspeed-config-error"
+
+
+def test_a_string_compared_with_a_number_inside_deepspeed_is_an_unfilled_auto():
+    # deepspeed/runtime/engine.py `if self.gradient_clipping() > 0.0` with "auto" from an HF-style config
+    # (deepspeedai/DeepSpeed#1270, fixtures/devlogs36/3904)
+    text = tb([("train.py", 174, "train", "model.step()"),
+               (f"{SP}/deepspeed/runtime/engine.py", 1257, "_take_model_step", "if self.gradient_clipping() > 0.0:")],
+              "TypeError: '>' not supported between instances of 'str' and 'float'")
+    found = run(text)[0]
+    assert found.category == "deepspeed-config-error" and '"auto"' in " ".join(found.fix)
+    # the same words raised in the user's own code are not DeepSpeed's config
+    own = tb([("train.py", 10, "main", "if lr > 0.0:")], "TypeError: '>' not supported between instances of 'str' and 'float'")
+    assert run(own)[0].category != "deepspeed-config-error"
