@@ -1064,3 +1064,13 @@ def test_a_string_compared_with_a_number_inside_deepspeed_is_an_unfilled_auto():
     # the same words raised in the user's own code are not DeepSpeed's config
     own = tb([("train.py", 10, "main", "if lr > 0.0:")], "TypeError: '>' not supported between instances of 'str' and 'float'")
     assert run(own)[0].category != "deepspeed-config-error"
+
+
+def test_a_dataset_that_is_not_a_datasets_dataset_is_a_dataset_problem():
+    # trl's dataset preparation calls dataset.map (huggingface/trl#465: a DataFrame; fixtures/devlogs36/3926: a list)
+    for kind in ("list", "DataFrame", "CustomDataset"):
+        found = run(f"AttributeError: '{kind}' object has no attribute 'map'\n")[0]
+        assert found.category == "dataset-or-template-error" and "Dataset.from_list" in " ".join(found.fix)
+    # a datasets class without the method is another problem (a streaming dataset), not this one
+    assert run("AttributeError: 'IterableDataset' object has no attribute 'column_names'\n")[0].category \
+        != "dataset-or-template-error"
