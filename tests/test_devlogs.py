@@ -272,7 +272,6 @@ KNOWN_MISSES_32: dict[str, str] = {
 KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
-    "3817": "compute_metrics, which GRPOTrainer never took: GD457's version-clash reading",
 }
 KNOWN_MISSES_36: dict[str, str] = {
     "3907": "accelerate 1.0 no longer filling 'auto' in a ZeRO-3 config, told in prose: GD328",

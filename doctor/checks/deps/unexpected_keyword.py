@@ -6,9 +6,33 @@ from ...rules import Diagnosis, Hit
 from ._frames import importer, short_path
 
 
+# keywords transformers.Trainer takes that a trl trainer has never taken in any release: passing one is a mistake of
+# the call, not a version clash. trl 0.14-0.29 trainer/grpo_trainer.py GRPOTrainer.__init__(model, reward_funcs, args,
+# train_dataset, eval_dataset, processing_class, reward_processing_classes, callbacks, optimizers, peft_config, and
+# later tools / rollout_func): it builds its own collator and scores evaluation with its reward functions
+_NEVER_TAKEN: dict[str, dict[str, str]] = {
+    "GRPOTrainer": {
+        "tokenizer": "pass the tokenizer as `processing_class=tokenizer` (GRPOTrainer has always named it so)",
+        "compute_metrics": "drop it: GRPOTrainer scores eval_dataset with its reward functions; extra metrics go in a "
+                           "TrainerCallback",
+        "data_collator": "drop it: GRPOTrainer batches prompts itself (its own collator)",
+        "model_init": "drop it: pass the model (or its name) as `model=`",
+        "preprocess_logits_for_metrics": "drop it: GRPOTrainer computes no logits-based metrics",
+    },
+}
+
+
 def unexpected_kwarg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     g = hits[0].groups
     callee, kw = g.get("callee") or "?", g.get("kw") or "?"
+    never = _NEVER_TAKEN.get(callee.rsplit(".", 1)[-1], {}).get(kw)
+    if never is not None:
+        return Diagnosis(
+            message=f"{callee} has never taken `{kw}` (trl 0.14-0.29: the keyword is transformers.Trainer's, which "
+                    f"{callee} does not pass through): the call is wrong in every release, not written for another "
+                    f"version.",
+            fix=(f"{never[0].upper()}{never[1:]}.",), category="argument-error-other",
+            title=f"{callee} was given a keyword it has never taken")
     frame = importer(hits[0].exc)
     by = f" (called from {short_path(frame.path)}:{frame.lineno})" if frame else ""
     if ctx.framework()[0] == "ms-swift":
