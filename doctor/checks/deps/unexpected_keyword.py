@@ -5,7 +5,6 @@ from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ._frames import importer, short_path
 
-
 # keywords transformers.Trainer takes that a trl trainer has never taken in any release: passing one is a mistake of
 # the call, not a version clash. trl 0.14-0.29 trainer/grpo_trainer.py GRPOTrainer.__init__(model, reward_funcs, args,
 # train_dataset, eval_dataset, processing_class, reward_processing_classes, callbacks, optimizers, peft_config, and
