@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...signals import LogLine
+from .._units import duration
 from .endings import BAR
 
 
@@ -40,21 +41,13 @@ def bar_pace(lines: list[LogLine]) -> Pace | None:
     return None
 
 
-def _duration(seconds: float) -> str:
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.1f} days"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 60:.0f} min"
-
-
 def pace_sentence(p: Pace) -> str:
     """What the bar says of the run's pace, with the numbers read and the one computed."""
     told = f"{p.done} of {p.total} steps at {p.rate}"
     if p.elapsed:
         told += f" ({p.elapsed} elapsed" + (f", {p.remaining} left)" if p.remaining else ")")
     total = p.total * p.seconds_per_step
-    return (f"The pasted bar shows the pace: {told}, so the whole bar takes about {_duration(total)} at that rate "
+    return (f"The pasted bar shows the pace: {told}, so the whole bar takes about {duration(total)} at that rate "
             f"({p.total} x {p.seconds_per_step:.6g} s, computed).")
 
 
