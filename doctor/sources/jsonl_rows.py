@@ -19,13 +19,17 @@ with the same line numbers:
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterator
-from itertools import accumulate, filterfalse, repeat
-from operator import itemgetter
+from itertools import accumulate, compress, filterfalse, repeat
+from operator import add, is_, itemgetter
 from typing import Any, BinaryIO
 
 from .. import lazyre
+from ..engine import columns
+from ..engine.table import Table
 from . import metrics as msrc
+from .jsonl_columns import by_runs
 from .logtext import CHUNK, MAX_LINE, LineSplitter, decode
 
 BLOCK = CHUNK // 16   # bytes read at a time (~100 rows of ms-swift): their objects stay in the CPU caches
@@ -61,19 +65,38 @@ def blocks(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, li
         yield lineno, [data]
 
 
-def rows(stream: BinaryIO) -> Iterator[list[tuple[int, dict[str, Any], bool | None]]]:
+Row = tuple[int, dict[str, Any], bool | None]   # (line number, values, finite)
+
+
+def rows(stream: BinaryIO) -> Iterator[list[Row]]:
     """Per block, (line number, values, finite) of every line that parse_jsonl reads as a record."""
     nan = [False]   # whether the last block had rows the decoder refused (a run that diverged logs NaN)
     for first, lines in blocks(stream):
         yield parse_block(first, lines, nan)
 
 
-def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -> list[tuple[int, dict[str, Any],
-                                                                                           bool | None]]:
+def row_tables(stream: BinaryIO) -> Iterator[tuple[list[Row], Table | None]]:
+    """``rows``, each block with its columns (engine/table.py; None where they were not taken: a block that will not
+    be read as columns, columns.Block.of)."""
+    nan = [False]
+    for first, lines in blocks(stream):
+        np = columns.load_numpy() if columns.ENABLED and columns.worth(len(lines)) else None
+        yield parse_block_table(first, lines, nan, np)
+
+
+def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -> list[Row]:
     """(line number, values, finite) of the lines of a block (line numbers from ``first``) that parse_jsonl reads
     as a record, in order. ``nan[0]``: look for NaN rows before decoding (set when a block had refused rows)."""
+    return parse_block_table(first, lines, nan, None)[0]
+
+
+def parse_block_table(first: int, lines: list[bytes], nan: list[bool] | None, np: Any) -> tuple[list[Row], Table | None]:
+    """``parse_block``, and with numpy (``np``) the block's columns where its rows were decoded together and each
+    line is a record (row i of the table is line i): the runs of one layout converted at once (jsonl_columns)."""
     fast = msrc._fast_loads if msrc._fast_loads is not msrc._UNSET else msrc._fast_decoder()
     got: list[Any] = [None] * len(lines)
+    table = None
+    alone: list[int] = []   # the lines of the table read row by row
     if fast is not None:
         batch = _batchable(lines, nan is not None and nan[0])
         if batch:
@@ -81,14 +104,27 @@ def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -
             decoded = _decode(fast, rows)
             if nan is not None:
                 nan[0] = len(batch) < len(lines) or None in decoded
+            runs = by_runs(decoded, batch, len(lines), _layout, np) if np is not None else None
+            if runs is not None:
+                conv, table = runs
+                if len(batch) == len(lines) and None not in conv:   # every line a row of a run: (line, values, finite)
+                    return list(map(add, zip(range(first, first + len(lines))), conv)), table
+                if len(batch) == len(lines):
+                    got = conv
+                else:
+                    deque(map(got.__setitem__, batch, conv), 0)
+                left = list(map(is_, conv, repeat(None)))   # the objects no run converted: row by row
+                alone = list(compress(batch, left))
+                batch, decoded = list(alone), list(compress(decoded, left))
             for i, obj in zip(batch, decoded):
                 if obj is not None:
                     x = _by_layout(obj) or _convert(obj)
                     if x is NESTED:   # not a flat record: the decoded rows may not be the lines (see above)
                         got = [None] * len(lines)
+                        table = None
                         break
                     got[i] = x
-    out: list[tuple[int, dict[str, Any], bool | None]] = []
+    out: list[Row] = []
     append = out.append
     for i, x in enumerate(got):
         if x is not None:
@@ -97,7 +133,17 @@ def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -
         values = msrc.parse_jsonl(decode(lines[i]))
         if values is not None:
             append((first + i, values, msrc.jsonl_finite(values)))
-    return out
+        if table is not None:
+            alone.append(i)
+    if table is not None:
+        at: Any = range(len(lines))
+        if len(out) != len(lines):   # a line that is no record: the table's rows by their places among the records
+            at = dict(zip([lineno - first for lineno, _, _ in out], range(len(out))))
+            table.renumber(at, len(out))
+        for i in alone:
+            if i in at:
+                table.add_row(at[i], out[at[i]][1])
+    return out, table
 
 
 def _batchable(lines: list[bytes], look_for_nan: bool) -> list[int]:
@@ -197,11 +243,12 @@ _AT_BYTE = lazyre.compile(r"\(byte (\d+)\)")   # msgspec's DecodeError says wher
 class _Layout:
     """The keys of a row whose values were all floats or texts: one C-level get of each group per row."""
 
-    __slots__ = ("n", "floats", "texts", "keys_texts")
+    __slots__ = ("n", "floats", "texts", "keys_texts", "float_keys")
 
     def __init__(self, floats: list[str], texts: list[str]):
         self.n = len(floats) + len(texts)
         self.keys_texts = tuple(texts)
+        self.float_keys = floats
         self.floats = _getter(floats)
         self.texts = _getter(texts)
 

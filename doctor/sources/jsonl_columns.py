@@ -1,0 +1,141 @@
+"""A logging.jsonl block's decoded rows converted by runs of one key layout, and their columns (engine/table.py) taken at
+once: no Python step per row.
+
+A run is a stretch of rows of one width whose first row has a known layout (jsonl_rows ``_layout``: floats and texts
+only). Its floats' tuples and texts' tuples are taken by the layout's getters mapped over the run (a row lacking a key
+raises: the run is read row by row); every value must have the layout's type (else row by row too). The rows of a
+layout are gathered over the block, so its floats become one matrix; the texts are converted a column at a time through
+the text cache (metrics._CONVERTED, whose misses give what ``_by_layout`` gives them), written back into the rows' dicts
+only where a value changed (a text that reads as a number): the dicts end as ``_by_layout`` leaves them.
+
+A row's ``finite``: True unless one of its floats, or a text read as a number, is NaN/inf (then None), as
+``_by_layout`` says.
+"""
+from __future__ import annotations
+
+from collections import deque
+from itertools import chain, compress, repeat, starmap
+from operator import is_, is_not, ne
+from typing import Any
+
+from ..engine.table import Table
+from . import metrics as msrc
+
+_FLOAT, _STR = frozenset({float}), frozenset({str})
+RUN_MIN = 16   # rows of one width a run holds on average, at least, for a block read by runs
+
+
+def by_runs(objs: list[Any], places: list[int], size: int, layout: Any, np: Any) -> tuple[list[Any], Table] | None:
+    """(per decoded object: (values, finite), or None for one to read row by row; the table of the converted ones,
+    object i at row ``places[i]`` of its ``size``) for a block of decoded objects (None: one the decoder refused); None
+    when no run could be read so."""
+    n = len(objs)
+    types = set(map(type, objs))
+    if types == _DICT:
+        widths = list(map(len, objs))
+    elif _DICT_OR_NONE.issuperset(types):   # a row refused (a NaN of a run that diverged): none of a run
+        widths = [-1 if o is None else len(o) for o in objs]
+    else:
+        return None
+    starts = [0, *compress(range(1, n), map(ne, widths, widths[1:])), n]
+    if (len(starts) - 1) * RUN_MIN > n:   # short runs: their columns cost more than the rows' path (measured)
+        return None
+    got: list[Any] = [None] * n
+    table = Table(size, np)
+    same = n == size   # object i is row i
+    groups: list[tuple[Any, list[int], list[Any], list[Any]]] = []
+    pending = list(zip(starts, starts[1:]))
+    while pending:   # a span of rows of several key sets (same width) comes back cut, each part by its own layout
+        spans: dict[int, tuple[Any, list[tuple[int, int]]]] = {}   # the spans of each layout (by their first row's)
+        for a, b in sorted(pending):
+            if widths[a] >= 0:
+                lay = layout(objs[a])
+                if lay is not None:
+                    spans.setdefault(id(lay), (lay, []))[1].append((a, b))
+        pending = []
+        for lay, its in spans.values():
+            if len(its) == 1 and its[0] == (0, n):   # one run of the whole block
+                rows, run = list(range(n)), objs
+            else:
+                rows = list(chain.from_iterable(starmap(range, its)))
+                run = list(map(objs.__getitem__, rows))
+            got_run = _values(lay, run)
+            if got_run is None:   # a row of another key set or type: span by span
+                rows, run, got_run = _by_span(objs, lay, its, pending)
+            if rows:
+                groups.append((lay, rows, *got_run))
+                if len(rows) == n:
+                    got = list(zip(run, repeat(True)))
+                else:
+                    deque(map(got.__setitem__, rows, zip(run, repeat(True))), 0)
+    if not groups:
+        return None
+    conv = msrc._CONVERTED
+    for lay, rows, fl, tx in groups:
+        first = objs[rows[0]]
+        at = rows if same else list(map(places.__getitem__, rows))
+        matrix = np.array(fl, dtype=np.float64) if lay.float_keys else None
+        table.add(lay.float_keys, at, matrix, first)
+        if matrix is not None and not np.isfinite(matrix.sum()):   # a NaN/inf (or a sum past float): which rows
+            for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1)).tolist():
+                got[rows[i]] = (objs[rows[i]], None)
+        if not lay.keys_texts:
+            continue
+        dicts = [objs[i] for i in rows]
+        for k, col in zip(lay.keys_texts, zip(*tx)):
+            if all(map(str.endswith, col, repeat("s"))) or all(map(str.__contains__, col, repeat("/"))):
+                table.add_column(k, at, col)   # times and step counters: to_number gives them back, no number
+                continue
+            xs = list(map(conv.get, col, col))   # the cache's hits in C; a miss gives its text, the same object
+            for i in compress(range(len(col)), map(is_, xs, col)):
+                if "/" not in col[i]:
+                    xs[i] = msrc.remember(col[i])
+            if any(map(is_not, xs, col)):   # a text read as a number (or a cached copy): into the dicts
+                deque(map(dict.__setitem__, dicts, repeat(k), xs), 0)
+                if float in set(map(type, xs)):
+                    for i, x in enumerate(xs):
+                        if type(x) is float and x - x != 0:
+                            got[rows[i]] = (dicts[i], None)
+            table.add_column(k, at, xs)
+    return got, table
+
+
+def _by_span(objs: list[Any], lay: Any, spans: list[tuple[int, int]], cut: list[tuple[int, int]]) -> \
+        tuple[list[int], list[Any], tuple[list[Any], list[Any]]]:
+    """(rows, their objects, their floats' and texts' tuples) of the spans whose rows all hold the layout's keys and
+    types; a span of rows of several key sets is cut where the keys change, its parts added to ``cut``; a span of one
+    key set holding a value of another type is left out (read row by row)."""
+    rows: list[int] = []
+    run: list[Any] = []
+    fl: list[Any] = []
+    tx: list[Any] = []
+    for a, b in spans:
+        got = _values(lay, objs[a:b])
+        if got is None:
+            if b - a > 1:
+                keys = list(map(tuple, objs[a:b]))
+                inner = [a, *compress(range(a + 1, b), map(ne, keys, keys[1:])), b]
+                if len(inner) > 2:
+                    cut.extend(zip(inner, inner[1:]))
+            continue
+        rows.extend(range(a, b))
+        run.extend(objs[a:b])
+        fl.extend(got[0])
+        tx.extend(got[1])
+    return rows, run, (fl, tx)
+
+
+def _values(lay: Any, run: list[dict[str, Any]]) -> tuple[list[Any], list[Any]] | None:
+    """The floats' and the texts' tuples of the rows ``run`` when each holds the layout's keys with its types."""
+    try:
+        fl = list(map(lay.floats, run))
+        tx = list(map(lay.texts, run))
+    except KeyError:   # another key set of the same width
+        return None
+    if not (_FLOAT.issuperset(map(type, chain.from_iterable(fl)))
+            and _STR.issuperset(map(type, chain.from_iterable(tx)))):
+        return None
+    return fl, tx
+
+
+_DICT, _DICT_OR_NONE = {dict}, frozenset({dict, type(None)})
