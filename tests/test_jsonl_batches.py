@@ -19,7 +19,7 @@ from doctor.analyze import analyze
 from doctor.engine import columns
 from doctor.engine.session import Session
 from doctor.signals import console_row
-from doctor.sources import jsonl_columns, jsonl_rows
+from doctor.sources import jsonl_layouts, jsonl_rows
 from doctor.sources import metrics as msrc
 from doctor.sources.logtext import decode, physical_lines
 
@@ -60,7 +60,7 @@ def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
 def _random_sizes(monkeypatch: pytest.MonkeyPatch, rng: random.Random) -> None:
     monkeypatch.setattr(jsonl_rows, "BLOCK", rng.choice([1, 7, 100, 700, 4096, 65536]) + rng.randrange(300))
     monkeypatch.setattr(jsonl_rows, "PART", rng.choice([1, 2, 3, 17, 256]))
-    monkeypatch.setattr(jsonl_columns, "RUN_MIN", rng.choice([1, 2, jsonl_columns.RUN_MIN]))   # short runs too
+    monkeypatch.setattr(jsonl_layouts, "RUN_MIN", rng.choice([1, 2, jsonl_layouts.RUN_MIN]))   # short runs too
 
 
 def _report(case: Path) -> str:
@@ -225,7 +225,7 @@ def test_columns_taken_when_decoded_are_the_rows_columns(seed: int, monkeypatch:
     dicts; so is its step counter column. Runs of every length are read so (RUN_MIN 1), rows of several key sets of
     one width among them."""
     rng = random.Random(seed)
-    monkeypatch.setattr(jsonl_columns, "RUN_MIN", 1)
+    monkeypatch.setattr(jsonl_layouts, "RUN_MIN", 1)
     columns.load_numpy()
     lines = _hostile_log(rng).split(b"\n")
     for i in range(0, len(lines), 7):   # a key set of the same width as _row's: cut where the keys change

@@ -1,4 +1,4 @@
-"""The columns of a logging.jsonl block built when it is decoded (sources/jsonl_columns.py): one float64 matrix, a key
+"""The columns of a logging.jsonl block built when it is decoded (sources/jsonl_layouts.py): one float64 matrix, a key
 per line, NaN where a row lacks the key, with the matrix of the rows that hold it. ``columns.Block`` reads its
 columns, its step and summary rows here instead of from the rows' dicts.
 

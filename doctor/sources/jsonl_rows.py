@@ -14,7 +14,9 @@ with the same line numbers:
   flat is read line by line. An error of the decoder at a known byte (NaN, Infinity, broken UTF-8 ...) sends
   that line to ``parse_jsonl`` and the others on together; an error elsewhere sends the rest of the part;
 - a row whose keys are those of the rows before it, with floats and texts in the same places, is converted with
-  one C-level get per group (``_by_layout``); any other through ``_convert``, parse_jsonl's loop.
+  one C-level get per group (jsonl_layouts ``_by_layout``); any other through ``_convert``, parse_jsonl's loop. Where
+  the block will be read as columns (``row_tables``), runs of one layout are converted at once and the block's
+  columns taken with them (jsonl_layouts ``by_runs``).
 """
 from __future__ import annotations
 
@@ -22,14 +24,14 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator
 from itertools import accumulate, compress, filterfalse, repeat
-from operator import add, is_, itemgetter
+from operator import add, is_
 from typing import Any, BinaryIO
 
 from .. import lazyre
 from ..engine import columns
 from ..engine.table import Table
 from . import metrics as msrc
-from .jsonl_columns import by_runs
+from .jsonl_layouts import NESTED, _by_layout, _convert, by_runs
 from .logtext import CHUNK, MAX_LINE, LineSplitter, decode
 
 BLOCK = CHUNK // 16   # bytes read at a time (~100 rows of ms-swift): their objects stay in the CPU caches
@@ -92,7 +94,7 @@ def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -
 
 def parse_block_table(first: int, lines: list[bytes], nan: list[bool] | None, np: Any) -> tuple[list[Row], Table | None]:
     """``parse_block``, and with numpy (``np``) the block's columns where its rows were decoded together and each
-    line is a record (row i of the table is line i): the runs of one layout converted at once (jsonl_columns)."""
+    line is a record (row i of the table is line i): the runs of one layout converted at once (jsonl_layouts)."""
     fast = msrc._fast_loads if msrc._fast_loads is not msrc._UNSET else msrc._fast_decoder()
     got: list[Any] = [None] * len(lines)
     table = None
@@ -104,7 +106,7 @@ def parse_block_table(first: int, lines: list[bytes], nan: list[bool] | None, np
             decoded = _decode(fast, rows)
             if nan is not None:
                 nan[0] = len(batch) < len(lines) or None in decoded
-            runs = by_runs(decoded, batch, len(lines), _layout, np) if np is not None else None
+            runs = by_runs(decoded, batch, len(lines), np) if np is not None else None
             if runs is not None:
                 conv, table = runs
                 if len(batch) == len(lines) and None not in conv:   # every line a row of a run: (line, values, finite)
@@ -238,128 +240,3 @@ def _decode_part(fast: Any, buf: bytearray, begin: list[int], a: int, b: int) ->
 
 
 _AT_BYTE = lazyre.compile(r"\(byte (\d+)\)")   # msgspec's DecodeError says where; orjson's has .pos
-
-
-class _Layout:
-    """The keys of a row whose values were all floats or texts: one C-level get of each group per row."""
-
-    __slots__ = ("n", "floats", "texts", "keys_texts", "float_keys")
-
-    def __init__(self, floats: list[str], texts: list[str]):
-        self.n = len(floats) + len(texts)
-        self.keys_texts = tuple(texts)
-        self.float_keys = floats
-        self.floats = _getter(floats)
-        self.texts = _getter(texts)
-
-
-def _getter(keys: list[str]) -> Any:
-    """A callable giving the tuple of these keys' values (itemgetter gives a lone value for one key)."""
-    if len(keys) >= 2:
-        return itemgetter(*keys)
-    if keys:
-        key = keys[0]
-        return lambda d: (d[key],)
-    return lambda d: ()
-
-
-_LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
-_LAST: list[Any] = [None]
-_FLOAT, _STR = frozenset({float}), frozenset({str})
-
-
-def _by_layout(obj: Any) -> tuple[dict[str, Any], bool | None] | None:
-    """_convert of a dict whose keys are those of a known layout, with floats and texts where it had them (the
-    rows of a run): None for anything else. The dict itself is returned, its texts replaced by their numbers."""
-    if type(obj) is not dict:
-        return None
-    lay = _LAST[0]
-    if lay is None or len(obj) != lay.n:
-        lay = _layout(obj)
-        if lay is None:
-            return None
-    try:
-        floats, texts = lay.floats(obj), lay.texts(obj)
-    except KeyError:   # other keys, as many
-        lay = _layout(obj)
-        if lay is None:
-            return None
-        floats, texts = lay.floats(obj), lay.texts(obj)
-    if not (_FLOAT.issuperset(map(type, floats)) and _STR.issuperset(map(type, texts))):
-        return None
-    total = sum(floats)
-    finite: bool | None = True
-    if total - total != 0:   # a NaN/inf, or finite values whose sum overflows
-        finite = None if any(x - x != 0 for x in floats) else True
-    conv = msrc._CONVERTED
-    for k, v in zip(lay.keys_texts, texts):
-        if "/" in v:   # "3/200" (global_step/max_steps): never a number (to_number gives it back)
-            continue
-        x = conv.get(v)
-        if x is None:
-            x = msrc.remember(v)
-            if type(x) is float and x - x != 0:
-                finite = None
-        obj[k] = x
-    _LAST[0] = lay
-    return obj, finite
-
-
-def _layout(obj: dict[str, Any]) -> _Layout | None:
-    sig = tuple(obj)
-    if sig in _LAYOUTS:
-        return _LAYOUTS[sig]
-    floats = [k for k, v in obj.items() if type(v) is float]
-    texts = [k for k, v in obj.items() if type(v) is str]
-    lay = _Layout(floats, texts) if len(floats) + len(texts) == len(obj) else None
-    if len(_LAYOUTS) >= 64:
-        _LAYOUTS.clear()
-    _LAYOUTS[sig] = lay
-    return lay
-
-
-NESTED: Any = ("nested",)   # _convert of an object that is not a flat record
-
-
-def _convert(obj: Any) -> Any:
-    """parse_jsonl's fast path on one decoded object, with jsonl_finite; NESTED where it would use json (a nested
-    value) or the object is not a dict."""
-    if type(obj) is not dict:
-        return NESTED
-    out: dict[str, Any] = {}
-    conv = msrc._CONVERTED
-    finite: bool | None = True
-    for k, v in obj.items():
-        t = type(v)
-        if t is float:
-            out[k] = v
-            if v - v != 0:
-                finite = None
-        elif t is int:
-            try:
-                out[k] = x = float(v)
-            except OverflowError:
-                out[k] = x = msrc.to_number(v)
-            if x - x != 0:
-                finite = None
-        elif t is str:
-            x = conv.get(v)
-            if x is None:
-                x = msrc.remember(v)
-                if type(x) is float and x - x != 0:
-                    finite = None
-            out[k] = x
-        elif t is dict or t is list:
-            return NESTED
-        else:
-            out[k] = msrc.to_number(v)
-    return out, finite
-
-
-def flat_row(obj: dict[str, Any]) -> tuple[dict[str, Any], bool | None] | None:
-    """(values, finite) of a decoded record as a logging.jsonl line gives them (``_convert``); a nested value (a
-    list or a table: no metric) is left out. None when nothing is left."""
-    got = _convert(obj)
-    if got is NESTED:
-        got = _convert({k: v for k, v in obj.items() if type(v) is not dict and type(v) is not list})
-    return got if got[0] else None

@@ -1,31 +1,156 @@
-"""A logging.jsonl block's decoded rows converted by runs of one key layout, and their columns (engine/table.py) taken at
-once: no Python step per row.
+"""A logging.jsonl block's decoded rows converted by their key layout (sources/jsonl_rows.py decodes them): row by
+row (``_by_layout``, ``_convert``), or a run of rows of one layout at once with the block's columns (``by_runs``).
 
-A run is a stretch of rows of one width whose first row has a known layout (jsonl_rows ``_layout``: floats and texts
+``by_runs``: a run is a stretch of rows of one width whose first row has a known layout (``_layout``: floats and texts
 only). Its floats' tuples and texts' tuples are taken by the layout's getters mapped over the run (a row lacking a key
-raises: the run is read row by row); every value must have the layout's type (else row by row too). The rows of a
-layout are gathered over the block, so its floats become one matrix; the texts are converted a column at a time through
-the text cache (metrics._CONVERTED, whose misses give what ``_by_layout`` gives them), written back into the rows' dicts
-only where a value changed (a text that reads as a number): the dicts end as ``_by_layout`` leaves them.
-
-A row's ``finite``: True unless one of its floats, or a text read as a number, is NaN/inf (then None), as
+raises: the run is cut where the keys change); every value must have the layout's type (else row by row). The rows of
+a layout are gathered over the block, so its floats become one matrix (engine/table.py); the texts are converted a
+column at a time through the text cache (metrics._CONVERTED), written back into the rows' dicts only where a value
+changed (a text that reads as a number): the dicts end as ``_by_layout`` leaves them, and no Python step is taken per
+row. A row's ``finite``: True unless one of its floats, or a text read as a number, is NaN/inf (then None), as
 ``_by_layout`` says.
 """
 from __future__ import annotations
 
 from collections import deque
 from itertools import chain, compress, repeat, starmap
-from operator import is_, is_not, ne
+from operator import is_, is_not, itemgetter, ne
 from typing import Any
 
 from ..engine.table import Table
 from . import metrics as msrc
 
+
+class _Layout:
+    """The keys of a row whose values were all floats or texts: one C-level get of each group per row."""
+
+    __slots__ = ("n", "floats", "texts", "keys_texts", "float_keys")
+
+    def __init__(self, floats: list[str], texts: list[str]):
+        self.n = len(floats) + len(texts)
+        self.keys_texts = tuple(texts)
+        self.float_keys = floats
+        self.floats = _getter(floats)
+        self.texts = _getter(texts)
+
+
+def _getter(keys: list[str]) -> Any:
+    """A callable giving the tuple of these keys' values (itemgetter gives a lone value for one key)."""
+    if len(keys) >= 2:
+        return itemgetter(*keys)
+    if keys:
+        key = keys[0]
+        return lambda d: (d[key],)
+    return lambda d: ()
+
+
+_LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
+_LAST: list[Any] = [None]
 _FLOAT, _STR = frozenset({float}), frozenset({str})
+
+
+def _by_layout(obj: Any) -> tuple[dict[str, Any], bool | None] | None:
+    """_convert of a dict whose keys are those of a known layout, with floats and texts where it had them (the
+    rows of a run): None for anything else. The dict itself is returned, its texts replaced by their numbers."""
+    if type(obj) is not dict:
+        return None
+    lay = _LAST[0]
+    if lay is None or len(obj) != lay.n:
+        lay = _layout(obj)
+        if lay is None:
+            return None
+    try:
+        floats, texts = lay.floats(obj), lay.texts(obj)
+    except KeyError:   # other keys, as many
+        lay = _layout(obj)
+        if lay is None:
+            return None
+        floats, texts = lay.floats(obj), lay.texts(obj)
+    if not (_FLOAT.issuperset(map(type, floats)) and _STR.issuperset(map(type, texts))):
+        return None
+    total = sum(floats)
+    finite: bool | None = True
+    if total - total != 0:   # a NaN/inf, or finite values whose sum overflows
+        finite = None if any(x - x != 0 for x in floats) else True
+    conv = msrc._CONVERTED
+    for k, v in zip(lay.keys_texts, texts):
+        if "/" in v:   # "3/200" (global_step/max_steps): never a number (to_number gives it back)
+            continue
+        x = conv.get(v)
+        if x is None:
+            x = msrc.remember(v)
+            if type(x) is float and x - x != 0:
+                finite = None
+        obj[k] = x
+    _LAST[0] = lay
+    return obj, finite
+
+
+def _layout(obj: dict[str, Any]) -> _Layout | None:
+    sig = tuple(obj)
+    if sig in _LAYOUTS:
+        return _LAYOUTS[sig]
+    floats = [k for k, v in obj.items() if type(v) is float]
+    texts = [k for k, v in obj.items() if type(v) is str]
+    lay = _Layout(floats, texts) if len(floats) + len(texts) == len(obj) else None
+    if len(_LAYOUTS) >= 64:
+        _LAYOUTS.clear()
+    _LAYOUTS[sig] = lay
+    return lay
+
+
+NESTED: Any = ("nested",)   # _convert of an object that is not a flat record
+
+
+def _convert(obj: Any) -> Any:
+    """parse_jsonl's fast path on one decoded object, with jsonl_finite; NESTED where it would use json (a nested
+    value) or the object is not a dict."""
+    if type(obj) is not dict:
+        return NESTED
+    out: dict[str, Any] = {}
+    conv = msrc._CONVERTED
+    finite: bool | None = True
+    for k, v in obj.items():
+        t = type(v)
+        if t is float:
+            out[k] = v
+            if v - v != 0:
+                finite = None
+        elif t is int:
+            try:
+                out[k] = x = float(v)
+            except OverflowError:
+                out[k] = x = msrc.to_number(v)
+            if x - x != 0:
+                finite = None
+        elif t is str:
+            x = conv.get(v)
+            if x is None:
+                x = msrc.remember(v)
+                if type(x) is float and x - x != 0:
+                    finite = None
+            out[k] = x
+        elif t is dict or t is list:
+            return NESTED
+        else:
+            out[k] = msrc.to_number(v)
+    return out, finite
+
+
+def flat_row(obj: dict[str, Any]) -> tuple[dict[str, Any], bool | None] | None:
+    """(values, finite) of a decoded record as a logging.jsonl line gives them (``_convert``); a nested value (a
+    list or a table: no metric) is left out. None when nothing is left."""
+    got = _convert(obj)
+    if got is NESTED:
+        got = _convert({k: v for k, v in obj.items() if type(v) is not dict and type(v) is not list})
+    return got if got[0] else None
+
+
+_DICT, _DICT_OR_NONE = {dict}, frozenset({dict, type(None)})
 RUN_MIN = 16   # rows of one width a run holds on average, at least, for a block read by runs
 
 
-def by_runs(objs: list[Any], places: list[int], size: int, layout: Any, np: Any) -> tuple[list[Any], Table] | None:
+def by_runs(objs: list[Any], places: list[int], size: int, np: Any) -> tuple[list[Any], Table] | None:
     """(per decoded object: (values, finite), or None for one to read row by row; the table of the converted ones,
     object i at row ``places[i]`` of its ``size``) for a block of decoded objects (None: one the decoder refused); None
     when no run could be read so."""
@@ -49,7 +174,7 @@ def by_runs(objs: list[Any], places: list[int], size: int, layout: Any, np: Any)
         spans: dict[int, tuple[Any, list[tuple[int, int]]]] = {}   # the spans of each layout (by their first row's)
         for a, b in sorted(pending):
             if widths[a] >= 0:
-                lay = layout(objs[a])
+                lay = _layout(objs[a])
                 if lay is not None:
                     spans.setdefault(id(lay), (lay, []))[1].append((a, b))
         pending = []
@@ -138,4 +263,3 @@ def _values(lay: Any, run: list[dict[str, Any]]) -> tuple[list[Any], list[Any]] 
     return fl, tx
 
 
-_DICT, _DICT_OR_NONE = {dict}, frozenset({dict, type(None)})
