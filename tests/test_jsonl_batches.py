@@ -230,7 +230,9 @@ def test_columns_taken_when_decoded_are_the_rows_columns(seed: int, monkeypatch:
     lines = _hostile_log(rng).split(b"\n")
     for i in range(0, len(lines), 7):   # a key set of the same width as _row's: cut where the keys change
         lines.insert(i, json.dumps({("other" if k == "kl" else k): v for k, v in _row(i).items()}).encode())
-    data = b"\n".join(lines)
+    # then a run of one layout (each block's columns those of one run), a text read as a number in some rows
+    lines += [json.dumps(_row(i, reward=f"{i % 3}.5") if i % 50 == 0 else _row(i)).encode() for i in range(1, 900)]
+    data = b"\n".join(lines) + b"\n"
     monkeypatch.setattr(jsonl_rows, "BLOCK", rng.choice([700, 4096, 65536]))
     tabled = 0
     want = [b for b in jsonl_rows.rows(io.BytesIO(data))]

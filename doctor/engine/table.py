@@ -81,6 +81,13 @@ class Table:
     def _build(self) -> None:
         np = self.np
         n, width = self.n, len(self.index)
+        if len(self._groups) == 1 and not self._rows and len(self._groups[0][1]) == n and self._groups[0][0]:
+            # one layout in every row, its keys the matrix's lines in order: its floats as they are, no copy
+            keys, _, floats, first = self._groups[0]
+            self._values, self._present = floats.T, np.ones((width, n), dtype=bool)
+            self._steps, self._summary = np.full(n, msrc.is_step(first)), np.full(n, msrc.is_summary(first))
+            self._groups = []
+            return
         values = np.full((width, n), np.nan)
         present = np.zeros((width, n), dtype=bool)
         steps = np.zeros(n, dtype=bool)

