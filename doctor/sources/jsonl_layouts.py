@@ -209,7 +209,6 @@ def by_runs(objs: list[Any], places: list[int], size: int, np: Any) -> tuple[lis
                 got[rows[i]] = (objs[rows[i]], None)
         if not lay.keys_texts:
             continue
-        dicts = [objs[i] for i in rows]
         for k, col in zip(lay.keys_texts, zip(*tx)):
             if all(map(str.endswith, col, repeat("s"))) or all(map(str.__contains__, col, repeat("/"))):
                 table.add_column(k, at, col)   # times and step counters: to_number gives them back, no number
@@ -219,6 +218,7 @@ def by_runs(objs: list[Any], places: list[int], size: int, np: Any) -> tuple[lis
                 if "/" not in col[i]:
                     xs[i] = msrc.remember(col[i])
             if any(map(is_not, xs, col)):   # a text read as a number (or a cached copy): into the dicts
+                dicts = [objs[i] for i in rows]
                 deque(map(dict.__setitem__, dicts, repeat(k), xs), 0)
                 if float in set(map(type, xs)):
                     for i, x in enumerate(xs):
