@@ -249,6 +249,16 @@ def test_columns_taken_when_decoded_are_the_rows_columns(seed: int, monkeypatch:
             if a is not None:
                 assert a[0].tobytes() == b[0].tobytes() and (a[1] == b[1]).all(), key
         assert (table.steps() == rows.steps()).all() and (table.summary() == rows.summary()).all()
+        keys = sorted({k for _, v, _ in block for k in v} | {"absent"})
+        some = sorted(rng.sample(range(len(block)), max(1, len(block) // 2)))
+        for at in (slice(0, len(block)), columns.load_numpy().array(some)):   # every column at once, as floats gives
+            lists = table.lists(keys, at)
+            for key in keys:
+                col = rows.floats(key)
+                assert (key in lists) == (col is not None), key
+                if col is not None:
+                    want = [x if p else None for x, p in zip(col[0][at].tolist(), col[1][at].tolist())]
+                    assert repr(lists[key]) == repr(want), key
         texts = table.texts("global_step/max_steps")
         if texts is not None:
             assert list(texts) == [v.get("global_step/max_steps") for _, v, _ in block]

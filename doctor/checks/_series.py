@@ -278,10 +278,14 @@ class Series(SeriesReader):
         # cheaper than a pass over the rows per column
         by_col = dict(zip(self.cols, zip(*[tuple(map(v.get, self.cols)) for v in values]))) \
             if block is None or not (block.seeded or block.tabled) else None
-        at: Any = idx
-        if block is not None and block.tabled and idx:   # one index array for every column (a slice: one stretch)
+        lists: dict[str, list[Any]] = {}
+        if block is not None and block.tabled and idx:   # every plain column read at once (a slice: one stretch)
             at = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else load_numpy().array(idx)
+            lists = block.float_lists(list(self.cols), at) or {}
         for k, col in self.cols.items():
+            if k in lists:
+                col.extend(lists[k])
+                continue
             raw = block.seeded_values(k, idx) if block is not None and idx is not None else None
             if raw is not None:   # a seeded block: the same objects as the rows' dicts, read without them
                 xs = raw if _FLOAT_OR_NONE.issuperset(map(type, raw)) else [
@@ -291,8 +295,8 @@ class Series(SeriesReader):
             got = block.floats(k) if block is not None else None
             if got is not None:
                 v, present = got
-                xs = v[at].tolist()
-                there = present[at]
+                xs = v[idx].tolist()
+                there = present[idx]
                 if not there.all():
                     xs = [x if p else None for x, p in zip(xs, there.tolist())]
             else:

@@ -126,6 +126,11 @@ class Block:
         read at once, sources/step_runs.py): ``floats`` reads them instead of the rows' dicts, with the same result."""
         self._seed = cols
 
+    def float_lists(self, keys: list[str], at: Any) -> dict[str, list[Any]] | None:
+        """For a block whose columns were taken when decoded: of the plain keys among ``keys``, the values at rows
+        ``at`` as lists, None where a row lacks the key (``floats`` of each, in one pass); None for any other block."""
+        return None if self._table is None else self._table.lists(keys, at)
+
     def take_table(self, table: Any) -> None:
         """The block's columns, taken when its rows were decoded (engine/table.py: the same results as the rows')."""
         self._table = table

@@ -130,6 +130,26 @@ class Table:
             return np.full(self.n, np.nan), np.zeros(self.n, dtype=bool)
         return self._values[j], self._present[j]
 
+    def lists(self, keys: list[str], at: Any) -> dict[str, list[Any]]:
+        """Of the plain keys among ``keys``, the values at rows ``at`` (a slice or an index array) as lists, None where
+        a row lacks the key: what ``floats`` gives, read for every key in one pass over the matrix."""
+        if self._values is None:
+            self._build()
+        index, bad = self.index, self.bad
+        known = [k for k in keys if k in index and k not in bad]
+        out: dict[str, list[Any]] = {}
+        if known:
+            lines = [index[k] for k in known]
+            present = self._present[lines][:, at]
+            for k, xs, whole, there in zip(known, self._values[lines][:, at].tolist(), present.all(axis=1).tolist(),
+                                           present):
+                out[k] = xs if whole else [x if p else None for x, p in zip(xs, there.tolist())]
+        n = len(range(self.n)[at]) if type(at) is slice else len(at)
+        for k in keys:
+            if k not in index and k not in bad:
+                out[k] = [None] * n
+        return out
+
     def steps(self) -> Any:
         if self._steps is None:
             self._build()
