@@ -147,7 +147,7 @@ def flat_row(obj: dict[str, Any]) -> tuple[dict[str, Any], bool | None] | None:
 
 
 _DICT, _DICT_OR_NONE = {dict}, frozenset({dict, type(None)})
-RUN_MIN = 16   # rows of one width a run holds on average, at least, for a block read by runs
+RUN_MIN = 64   # rows of one width a run holds on average, at least, for a block read by runs (see DEVELOPMENT.md)
 
 
 def by_runs(objs: list[Any], places: list[int], size: int, np: Any) -> tuple[list[Any], Table] | None:
