@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from doctor.analyze import analyze
+from doctor.engine import columns
 from doctor.engine.session import Session
-from doctor.sources import jsonl_rows
+from doctor.signals import console_row
+from doctor.sources import jsonl_layouts, jsonl_rows
 from doctor.sources import metrics as msrc
 from doctor.sources.logtext import decode, physical_lines
 
@@ -51,12 +53,14 @@ def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
             self.emit(s)
 
     monkeypatch.setattr(jsonl_rows, "rows", rows)
+    monkeypatch.setattr(jsonl_rows, "row_tables", lambda stream: ((block, None) for block in rows(stream)))
     monkeypatch.setattr(Session, "emit_many", emit_many)
 
 
 def _random_sizes(monkeypatch: pytest.MonkeyPatch, rng: random.Random) -> None:
     monkeypatch.setattr(jsonl_rows, "BLOCK", rng.choice([1, 7, 100, 700, 4096, 65536]) + rng.randrange(300))
     monkeypatch.setattr(jsonl_rows, "PART", rng.choice([1, 2, 3, 17, 256]))
+    monkeypatch.setattr(jsonl_layouts, "RUN_MIN", rng.choice([1, 2, jsonl_layouts.RUN_MIN]))   # short runs too
 
 
 def _report(case: Path) -> str:
@@ -212,3 +216,55 @@ def test_nan_found_by_its_n_as_by_the_three_byte_search(seed: int) -> None:
             assert jsonl_rows._find_nan(data, at) == data.find(b"NaN", at)
     many = b"N" * (3 * jsonl_rows.NAN_TRIES) + b"NaN"
     assert jsonl_rows._find_nan(many, 0) == many.find(b"NaN")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_columns_taken_when_decoded_are_the_rows_columns(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block read by runs of one layout (``row_tables``) gives the rows ``parse_block`` gives, and its columns
+    (every key a row holds, and one none holds), step and summary rows are those ``columns.Block`` reads off the rows'
+    dicts; so is its step counter column. Runs of every length are read so (RUN_MIN 1), rows of several key sets of
+    one width among them."""
+    rng = random.Random(seed)
+    monkeypatch.setattr(jsonl_layouts, "RUN_MIN", 1)
+    columns.load_numpy()
+    lines = _hostile_log(rng).split(b"\n")
+    for i in range(0, len(lines), 7):   # a key set of the same width as _row's: cut where the keys change
+        lines.insert(i, json.dumps({("other" if k == "kl" else k): v for k, v in _row(i).items()}).encode())
+    # then a run of one layout (each block's columns those of one run), a text read as a number in some rows
+    lines += [json.dumps(_row(i, reward=f"{i % 3}.5") if i % 50 == 0 else _row(i)).encode() for i in range(1, 900)]
+    data = b"\n".join(lines) + b"\n"
+    monkeypatch.setattr(jsonl_rows, "BLOCK", rng.choice([700, 4096, 65536]))
+    tabled = 0
+    want = [b for b in jsonl_rows.rows(io.BytesIO(data))]
+    got = list(jsonl_rows.row_tables(io.BytesIO(data)))
+    assert repr([b for b, _ in got]) == repr(want)
+    for block, table in got:
+        if table is None:
+            continue
+        tabled += 1
+        rows = _rows_block([v for _, v, _ in block])
+        for key in {k for _, v, _ in block for k in v} | {"absent"}:
+            a, b = table.floats(key), rows.floats(key)
+            assert (a is None) == (b is None), key
+            if a is not None:
+                assert a[0].tobytes() == b[0].tobytes() and (a[1] == b[1]).all(), key
+        assert (table.steps() == rows.steps()).all() and (table.summary() == rows.summary()).all()
+        keys = sorted({k for _, v, _ in block for k in v} | {"absent"})
+        some = sorted(rng.sample(range(len(block)), max(1, len(block) // 2)))
+        for at in (slice(0, len(block)), columns.load_numpy().array(some)):   # every column at once, as floats gives
+            lists = table.lists(keys, at)
+            for key in keys:
+                col = rows.floats(key)
+                assert (key in lists) == (col is not None), key
+                if col is not None:
+                    want = [x if p else None for x, p in zip(col[0][at].tolist(), col[1][at].tolist())]
+                    assert repr(lists[key]) == repr(want), key
+        texts = table.texts("global_step/max_steps")
+        if texts is not None:
+            assert list(texts) == [v.get("global_step/max_steps") for _, v, _ in block]
+    assert tabled
+
+
+def _rows_block(values: list[dict]) -> columns.Block:
+    """A Block over these rows' dicts, its columns read off them."""
+    return columns.Block([console_row(v, "logging.jsonl", i, i, None, "jsonl") for i, v in enumerate(values)])

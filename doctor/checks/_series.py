@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..engine.columns import Block
+from ..engine.columns import Block, load_numpy
 from ..model import Evidence
 from ..rules import Rule
 from ..signals import Metrics
@@ -224,7 +224,8 @@ class Series(SeriesReader):
         last = len(ms) - 1
         kept = False
         ks, ns = (x.tolist() for x in block.gsteps())   # type: ignore[union-attr]   # the step rows' K and N
-        cols = block if block.seeded else None   # its columns cost less than the rows' dicts only when seeded
+        # its columns cost less than the rows' dicts only when seeded or taken when the rows were decoded
+        cols = block if block.seeded or block.tabled else None
         rows = block.steps().nonzero()[0].tolist()
         # the thinning keeps every stride-th step row: the one whose _skip comes round to 0 first, then each stride-th
         stride = self.stride
@@ -276,8 +277,15 @@ class Series(SeriesReader):
         # the rows' dicts read once for every column (each row's values of the series' keys in C, then transposed):
         # cheaper than a pass over the rows per column
         by_col = dict(zip(self.cols, zip(*[tuple(map(v.get, self.cols)) for v in values]))) \
-            if block is None or not block.seeded else None
+            if block is None or not (block.seeded or block.tabled) else None
+        lists: dict[str, list[Any]] = {}
+        if block is not None and block.tabled and idx:   # every plain column read at once (a slice: one stretch)
+            at = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else load_numpy().array(idx)
+            lists = block.float_lists(list(self.cols), at) or {}
         for k, col in self.cols.items():
+            if k in lists:
+                col.extend(lists[k])
+                continue
             raw = block.seeded_values(k, idx) if block is not None and idx is not None else None
             if raw is not None:   # a seeded block: the same objects as the rows' dicts, read without them
                 xs = raw if _FLOAT_OR_NONE.issuperset(map(type, raw)) else [
@@ -326,6 +334,9 @@ class Series(SeriesReader):
         than the series (_close_row pads only the columns not ahead). ``block``: a seeded block the rows ``idx`` of
         which these are (every row holds the same keys in the same order: one layout, its values read off the
         block's columns, the same objects as in the rows' dicts)."""
+        # every row of the same keys: one stretch (the columns a layout names are extended key by key, whatever the
+        # keys' order in each row)
+        one = block is not None and block.one_key_set
         if block is not None and not block.seeded:
             block = None
         i, end = 0, len(ms)
@@ -334,8 +345,8 @@ class Series(SeriesReader):
             self._close_row(m, row_of(i))
             j = i = i + 1
             layout = _reward_layout(m.values) if self.want_rewards else None
-            if block is not None:
-                j = end   # one key sequence, so one layout (cached per key sequence)
+            if one:
+                j = end   # one key set, so one layout (cached per key sequence)
             while j < end and (layout is None or _reward_layout(ms[j].values) is layout):
                 j += 1
             if j == i:

@@ -41,7 +41,7 @@ def worth(n: int) -> bool:
 class Block:
     """Columns of one block of Metrics rows, built on demand and kept for the block's other consumers."""
 
-    __slots__ = ("values", "n", "_cols", "_steps", "_summary", "_gsteps", "_seed")
+    __slots__ = ("values", "n", "_cols", "_steps", "_summary", "_gsteps", "_seed", "_table")
 
     def __init__(self, signals: list[Metrics]):
         self.values = [m.values for m in signals]
@@ -51,6 +51,7 @@ class Block:
         self._summary: Any = None
         self._gsteps: Any = False
         self._seed: Seed | None = None   # key -> its values, every row holding every key (seed)
+        self._table: Any = None   # the columns taken when the rows were decoded (engine/table.py)
 
     @classmethod
     def of(cls, signals: list[Any]) -> Block | None:
@@ -75,6 +76,9 @@ class Block:
         holds it as anything but a float (the consumer then reads the rows)."""
         got = self._cols.get(key, False)
         if got is not False:
+            return got
+        if self._table is not None:
+            got = self._cols[key] = self._table.floats(key)
             return got
         seed = self._seed
         if seed is not None:
@@ -107,15 +111,36 @@ class Block:
     def seeded(self) -> bool:
         return self._seed is not None
 
+    @property
+    def one_key_set(self) -> bool:
+        """Every row holds the same keys (seeded, or so read when decoded), in any order."""
+        return self._seed is not None or (self._table is not None and self._table.one_key_set)
+
+    @property
+    def tabled(self) -> bool:
+        """Whether its columns were taken when its rows were decoded (``take_table``)."""
+        return self._table is not None
+
     def seed(self, cols: Seed) -> None:
         """The values of each key, row after row, where every row holds exactly these keys (the rows of console runs
         read at once, sources/step_runs.py): ``floats`` reads them instead of the rows' dicts, with the same result."""
         self._seed = cols
 
+    def float_lists(self, keys: list[str], at: Any) -> dict[str, list[Any]] | None:
+        """For a block whose columns were taken when decoded: of the plain keys among ``keys``, the values at rows
+        ``at`` as lists, None where a row lacks the key (``floats`` of each, in one pass); None for any other block."""
+        return None if self._table is None else self._table.lists(keys, at)
+
+    def take_table(self, table: Any) -> None:
+        """The block's columns, taken when its rows were decoded (engine/table.py: the same results as the rows')."""
+        self._table = table
+
     def summary(self) -> Any:
         """Rows that are ms-swift's closing object (metrics.is_summary)."""
         if self._summary is None:
-            if self._seed is not None:   # every row holds the same keys, and the test reads only which keys
+            if self._table is not None:
+                self._summary = self._table.summary()
+            elif self._seed is not None:   # every row holds the same keys, and the test reads only which keys
                 self._summary = np.full(self.n, msrc.is_summary(self.values[0]))
             else:
                 self._summary = np.fromiter(map(msrc.is_summary, self.values), bool, self.n)
@@ -124,7 +149,9 @@ class Block:
     def steps(self) -> Any:
         """Rows that are train steps (metrics.is_step)."""
         if self._steps is None:
-            if self._seed is not None:   # as summary()
+            if self._table is not None:
+                self._steps = self._table.steps()
+            elif self._seed is not None:   # as summary()
                 self._steps = np.full(self.n, msrc.is_step(self.values[0]))
             else:
                 self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
@@ -151,6 +178,8 @@ class Block:
         if at.size:
             if self._seed is not None and at.size == self.n:
                 gs = self._seed.get("global_step/max_steps") or [None]
+            elif self._table is not None and at.size == self.n and self._table.texts("global_step/max_steps"):
+                gs = self._table.texts("global_step/max_steps")
             else:
                 gs = [self.values[i].get("global_step/max_steps") for i in at]
             if len(set(map(type, gs))) == 1 and type(gs[0]) is str and set(map(str.count, gs, ["/"] * len(gs))) == {1}:

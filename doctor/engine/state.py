@@ -276,7 +276,8 @@ class RunState:
         if len(self.broken_at) < 2:
             self._broken_in(signals, block, summary)
         self.metrics_steps += int(block.steps().sum())
-        for values in block.values[:1] if block.seeded else block.values:   # seeded: every row holds the same keys
+        # every row holding the same keys: the same width, so only the first can change it
+        for values in block.values[:1] if block.one_key_set else block.values:
             if len(values) != self._row_width:
                 self._note_layout(values)
         rows = ~summary

@@ -532,14 +532,19 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
             if session.state.metrics_steps == steps and session.state.console_metrics:
                 _feed_tables(session, inp.display)
         elif inp.kind == "metrics":
-            from .jsonl_rows import rows  # noqa: PLC0415 - only when a logging.jsonl is read
+            from ..engine.columns import Block  # noqa: PLC0415 - only when a logging.jsonl is read
+            from .jsonl_rows import row_tables  # noqa: PLC0415
 
             display = inp.display
-            for block in rows(stream):
+            for block, table in row_tables(stream):
                 seq = counter[0]
                 counter[0] += len(block)
-                session.emit_many([console_row(values, display, lineno, seq + i, finite, "jsonl")
-                                   for i, (lineno, values, finite) in enumerate(block, 1)])
+                ms = [console_row(values, display, lineno, seq + i, finite, "jsonl")
+                      for i, (lineno, values, finite) in enumerate(block, 1)]
+                cols = Block.of(ms) if table is not None else None
+                if cols is not None:
+                    cols.take_table(table)
+                session.emit_many(ms)
         elif inp.kind == "completions":
             for lineno, data in physical_lines(stream, max_line=16 * 1024 * 1024):
                 try:

@@ -14,18 +14,24 @@ with the same line numbers:
   flat is read line by line. An error of the decoder at a known byte (NaN, Infinity, broken UTF-8 ...) sends
   that line to ``parse_jsonl`` and the others on together; an error elsewhere sends the rest of the part;
 - a row whose keys are those of the rows before it, with floats and texts in the same places, is converted with
-  one C-level get per group (``_by_layout``); any other through ``_convert``, parse_jsonl's loop.
+  one C-level get per group (jsonl_layouts ``_by_layout``); any other through ``_convert``, parse_jsonl's loop. Where
+  the block will be read as columns (``row_tables``), runs of one layout are converted at once and the block's
+  columns taken with them (jsonl_layouts ``by_runs``).
 """
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterator
-from itertools import accumulate, filterfalse, repeat
-from operator import itemgetter
+from itertools import accumulate, compress, filterfalse, repeat
+from operator import add, is_
 from typing import Any, BinaryIO
 
 from .. import lazyre
+from ..engine import columns
+from ..engine.table import Table
 from . import metrics as msrc
+from .jsonl_layouts import NESTED, _by_layout, _convert, by_runs
 from .logtext import CHUNK, MAX_LINE, LineSplitter, decode
 
 BLOCK = CHUNK // 16   # bytes read at a time (~100 rows of ms-swift): their objects stay in the CPU caches
@@ -61,19 +67,38 @@ def blocks(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[int, li
         yield lineno, [data]
 
 
-def rows(stream: BinaryIO) -> Iterator[list[tuple[int, dict[str, Any], bool | None]]]:
+Row = tuple[int, dict[str, Any], bool | None]   # (line number, values, finite)
+
+
+def rows(stream: BinaryIO) -> Iterator[list[Row]]:
     """Per block, (line number, values, finite) of every line that parse_jsonl reads as a record."""
     nan = [False]   # whether the last block had rows the decoder refused (a run that diverged logs NaN)
     for first, lines in blocks(stream):
         yield parse_block(first, lines, nan)
 
 
-def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -> list[tuple[int, dict[str, Any],
-                                                                                           bool | None]]:
+def row_tables(stream: BinaryIO) -> Iterator[tuple[list[Row], Table | None]]:
+    """``rows``, each block with its columns (engine/table.py; None where they were not taken: a block that will not
+    be read as columns, columns.Block.of)."""
+    nan = [False]
+    for first, lines in blocks(stream):
+        np = columns.load_numpy() if columns.ENABLED and columns.worth(len(lines)) else None
+        yield parse_block_table(first, lines, nan, np)
+
+
+def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -> list[Row]:
     """(line number, values, finite) of the lines of a block (line numbers from ``first``) that parse_jsonl reads
     as a record, in order. ``nan[0]``: look for NaN rows before decoding (set when a block had refused rows)."""
+    return parse_block_table(first, lines, nan, None)[0]
+
+
+def parse_block_table(first: int, lines: list[bytes], nan: list[bool] | None, np: Any) -> tuple[list[Row], Table | None]:
+    """``parse_block``, and with numpy (``np``) the block's columns where its rows were decoded together and each
+    line is a record (row i of the table is line i): the runs of one layout converted at once (jsonl_layouts)."""
     fast = msrc._fast_loads if msrc._fast_loads is not msrc._UNSET else msrc._fast_decoder()
     got: list[Any] = [None] * len(lines)
+    table = None
+    alone: list[int] = []   # the lines of the table read row by row
     if fast is not None:
         batch = _batchable(lines, nan is not None and nan[0])
         if batch:
@@ -81,14 +106,27 @@ def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -
             decoded = _decode(fast, rows)
             if nan is not None:
                 nan[0] = len(batch) < len(lines) or None in decoded
+            runs = by_runs(decoded, batch, len(lines), np) if np is not None else None
+            if runs is not None:
+                conv, table = runs
+                if len(batch) == len(lines) and None not in conv:   # every line a row of a run: (line, values, finite)
+                    return list(map(add, zip(range(first, first + len(lines))), conv)), table
+                if len(batch) == len(lines):
+                    got = conv
+                else:
+                    deque(map(got.__setitem__, batch, conv), 0)
+                left = list(map(is_, conv, repeat(None)))   # the objects no run converted: row by row
+                alone = list(compress(batch, left))
+                batch, decoded = list(alone), list(compress(decoded, left))
             for i, obj in zip(batch, decoded):
                 if obj is not None:
                     x = _by_layout(obj) or _convert(obj)
                     if x is NESTED:   # not a flat record: the decoded rows may not be the lines (see above)
                         got = [None] * len(lines)
+                        table = None
                         break
                     got[i] = x
-    out: list[tuple[int, dict[str, Any], bool | None]] = []
+    out: list[Row] = []
     append = out.append
     for i, x in enumerate(got):
         if x is not None:
@@ -97,7 +135,17 @@ def parse_block(first: int, lines: list[bytes], nan: list[bool] | None = None) -
         values = msrc.parse_jsonl(decode(lines[i]))
         if values is not None:
             append((first + i, values, msrc.jsonl_finite(values)))
-    return out
+        if table is not None:
+            alone.append(i)
+    if table is not None:
+        at: Any = range(len(lines))
+        if len(out) != len(lines):   # a line that is no record: the table's rows by their places among the records
+            at = dict(zip([lineno - first for lineno, _, _ in out], range(len(out))))
+            table.renumber(at, len(out))
+        for i in alone:
+            if i in at:
+                table.add_row(at[i], out[at[i]][1])
+    return out, table
 
 
 def _batchable(lines: list[bytes], look_for_nan: bool) -> list[int]:
@@ -192,127 +240,3 @@ def _decode_part(fast: Any, buf: bytearray, begin: list[int], a: int, b: int) ->
 
 
 _AT_BYTE = lazyre.compile(r"\(byte (\d+)\)")   # msgspec's DecodeError says where; orjson's has .pos
-
-
-class _Layout:
-    """The keys of a row whose values were all floats or texts: one C-level get of each group per row."""
-
-    __slots__ = ("n", "floats", "texts", "keys_texts")
-
-    def __init__(self, floats: list[str], texts: list[str]):
-        self.n = len(floats) + len(texts)
-        self.keys_texts = tuple(texts)
-        self.floats = _getter(floats)
-        self.texts = _getter(texts)
-
-
-def _getter(keys: list[str]) -> Any:
-    """A callable giving the tuple of these keys' values (itemgetter gives a lone value for one key)."""
-    if len(keys) >= 2:
-        return itemgetter(*keys)
-    if keys:
-        key = keys[0]
-        return lambda d: (d[key],)
-    return lambda d: ()
-
-
-_LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
-_LAST: list[Any] = [None]
-_FLOAT, _STR = frozenset({float}), frozenset({str})
-
-
-def _by_layout(obj: Any) -> tuple[dict[str, Any], bool | None] | None:
-    """_convert of a dict whose keys are those of a known layout, with floats and texts where it had them (the
-    rows of a run): None for anything else. The dict itself is returned, its texts replaced by their numbers."""
-    if type(obj) is not dict:
-        return None
-    lay = _LAST[0]
-    if lay is None or len(obj) != lay.n:
-        lay = _layout(obj)
-        if lay is None:
-            return None
-    try:
-        floats, texts = lay.floats(obj), lay.texts(obj)
-    except KeyError:   # other keys, as many
-        lay = _layout(obj)
-        if lay is None:
-            return None
-        floats, texts = lay.floats(obj), lay.texts(obj)
-    if not (_FLOAT.issuperset(map(type, floats)) and _STR.issuperset(map(type, texts))):
-        return None
-    total = sum(floats)
-    finite: bool | None = True
-    if total - total != 0:   # a NaN/inf, or finite values whose sum overflows
-        finite = None if any(x - x != 0 for x in floats) else True
-    conv = msrc._CONVERTED
-    for k, v in zip(lay.keys_texts, texts):
-        if "/" in v:   # "3/200" (global_step/max_steps): never a number (to_number gives it back)
-            continue
-        x = conv.get(v)
-        if x is None:
-            x = msrc.remember(v)
-            if type(x) is float and x - x != 0:
-                finite = None
-        obj[k] = x
-    _LAST[0] = lay
-    return obj, finite
-
-
-def _layout(obj: dict[str, Any]) -> _Layout | None:
-    sig = tuple(obj)
-    if sig in _LAYOUTS:
-        return _LAYOUTS[sig]
-    floats = [k for k, v in obj.items() if type(v) is float]
-    texts = [k for k, v in obj.items() if type(v) is str]
-    lay = _Layout(floats, texts) if len(floats) + len(texts) == len(obj) else None
-    if len(_LAYOUTS) >= 64:
-        _LAYOUTS.clear()
-    _LAYOUTS[sig] = lay
-    return lay
-
-
-NESTED: Any = ("nested",)   # _convert of an object that is not a flat record
-
-
-def _convert(obj: Any) -> Any:
-    """parse_jsonl's fast path on one decoded object, with jsonl_finite; NESTED where it would use json (a nested
-    value) or the object is not a dict."""
-    if type(obj) is not dict:
-        return NESTED
-    out: dict[str, Any] = {}
-    conv = msrc._CONVERTED
-    finite: bool | None = True
-    for k, v in obj.items():
-        t = type(v)
-        if t is float:
-            out[k] = v
-            if v - v != 0:
-                finite = None
-        elif t is int:
-            try:
-                out[k] = x = float(v)
-            except OverflowError:
-                out[k] = x = msrc.to_number(v)
-            if x - x != 0:
-                finite = None
-        elif t is str:
-            x = conv.get(v)
-            if x is None:
-                x = msrc.remember(v)
-                if type(x) is float and x - x != 0:
-                    finite = None
-            out[k] = x
-        elif t is dict or t is list:
-            return NESTED
-        else:
-            out[k] = msrc.to_number(v)
-    return out, finite
-
-
-def flat_row(obj: dict[str, Any]) -> tuple[dict[str, Any], bool | None] | None:
-    """(values, finite) of a decoded record as a logging.jsonl line gives them (``_convert``); a nested value (a
-    list or a table: no metric) is left out. None when nothing is left."""
-    got = _convert(obj)
-    if got is NESTED:
-        got = _convert({k: v for k, v in obj.items() if type(v) is not dict and type(v) is not list})
-    return got if got[0] else None

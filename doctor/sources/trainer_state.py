@@ -10,7 +10,7 @@ adds) and the step number as ``step``; the last entry of a finished run holds ``
 
 Read streaming, never whole: the top-level object is walked key by key and each entry of ``log_history`` decoded
 alone from a sliding buffer, so memory holds one entry (at most ``MAX_ENTRY`` bytes; a larger one ends the reading,
-with a note). Each entry becomes a row as a logging.jsonl line does (``jsonl_rows.flat_row``), with the line number
+with a note). Each entry becomes a row as a logging.jsonl line does (``jsonl_layouts.flat_row``), with the line number
 of its opening brace.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .. import lazyre
-from .jsonl_rows import flat_row
+from .jsonl_layouts import flat_row
 
 READ = 1 << 20        # bytes read at a time
 MAX_ENTRY = 1 << 20   # one value of the file (an entry of log_history) larger than this ends the reading
