@@ -27,9 +27,8 @@ def unexpected_kwarg_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     never = _NEVER_TAKEN.get(callee.rsplit(".", 1)[-1], {}).get(kw)
     if never is not None:
         return Diagnosis(
-            message=f"{callee} has never taken `{kw}` (trl 0.14-0.29: the keyword is transformers.Trainer's, which "
-                    f"{callee} does not pass through): the call is wrong in every release, not written for another "
-                    f"version.",
+            message=f"{callee} has never taken `{kw}` (its signature in trl 0.14-0.29 does not list it): the call "
+                    f"is wrong in every release, not written for another version.",
             fix=(f"{never[0].upper()}{never[1:]}.",), category="argument-error-other",
             title=f"{callee} was given a keyword it has never taken")
     frame = importer(hits[0].exc)
