@@ -443,15 +443,9 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
             return stream
     data = _read_upto(stream, MAX_REFLOW + 1)
     plan = needs_reflow(data) if len(data) <= MAX_REFLOW else None
-    rows = reordered(data) if plan is None and len(data) <= MAX_REFLOW else None
-    if rows is not None:  # metric rows pasted newest first: fed in the order they were logged
-        session.begin_log(inp.display)
-        reader = LineReader(inp.display, counter)
-        for lineno, line in rows:
-            for ll in reader.line(lineno, line[:MAX_LINE]):
-                session.feed_line(ll)
-        return None
-    if plan is None:
+    # metric rows pasted newest first are fed in the order they were logged
+    lines = reflowed(data, *plan) if plan is not None else reordered(data) if len(data) <= MAX_REFLOW else None
+    if lines is None:
         if plain:
             stream.seek(0)
             return stream
@@ -460,7 +454,7 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
         return _Rejoined(data, stream)  # type: ignore[return-value]
     session.begin_log(inp.display)
     reader = LineReader(inp.display, counter)
-    for lineno, line in reflowed(data, *plan):
+    for lineno, line in lines:
         for ll in reader.line(lineno, line[:MAX_LINE]):
             session.feed_line(ll)
     return None

@@ -130,7 +130,7 @@ class LogEnd(Rule):
             if e is not None and rows_only and e.line.seq <= max(f.first_seq for f in errors):
                 e = None
         elif self.want in ("warnings", "words") and not warned and not ctx.exceptions and not ctx.open_tracebacks \
-                and not ((ctx.printed_launch() and not cut_before_error(ctx) and error_said(ctx.last_tail()) is None)
+                and not ((ctx.printed_launch() and error_said(ctx.last_tail()) is None)
                          or self._signal_line(lines)
                          or self._error_line(lines)):
             # an excerpt with no signal or error line: its last warning (GD329), else words that name a failure (GD328);
