@@ -3,10 +3,17 @@ lines after the exception: a type error ("Input should be a valid boolean": a ca
 or a `Value error, <message>` that a validator of vLLM raised (one of its own limits between settings)."""
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from ... import lazyre
 from ...classify.hints import message_hints
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
+from ...signals import ExceptionInfo
+
+if TYPE_CHECKING:
+    from ...classify.structure import Entry
 from ..memory._facts import facts_of
 
 # pydantic v2's line for an error a validator raised ("  Value error, max_num_batched_tokens (8192) is smaller ...
@@ -45,14 +52,14 @@ def _sentences(text: str, limit: int = 300) -> str:
     return text[:end + 1] if end > 40 else text[:limit]
 
 
-def _table_entry(text: str):
-    """The structural table's entry (doctor/data/structure.toml) whose message pattern reads this `Value error` text:
-    the check pydantic wrapped is a ValueError of vLLM's own, which the table may already explain."""
-    from ...classify.structure import load
-    return next((e for e in load() if e.message is not None and (not e.types or "ValueError" in e.types)
-                 and not e.stackless and not (e.raised_in or e.deepest_lib or e.any_frame or e.below or e.code
-                                              or e.run_shows)
-                 and e.message.search(text)), None)
+def _table_entry(exc: ExceptionInfo, text: str) -> Entry | None:
+    """The structural table's entry (doctor/data/structure.toml) whose message pattern reads this `Value error` text,
+    judged as the table judges an exception (classify.structure.matches) of that text without frames: the check
+    pydantic wrapped is a ValueError of vLLM's own, which the table may already explain. Entries that ask for frames
+    or run facts cannot match; one for exceptions printed without frames (a title) is not this."""
+    from ...classify.structure import load, matches
+    bare = replace(exc, type="ValueError", message=text, frames=())
+    return next((e for e in load() if e.message is not None and not e.stackless and matches(e, bare, ())), None)
 
 
 def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
@@ -64,7 +71,7 @@ def pydantic_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if limit is not None:
         if _owned(limit):
             return None  # the rule of that limit reports it, with the fix computed from its numbers
-        entry, quoted = _table_entry(limit), _sentences(limit)
+        entry, quoted = _table_entry(h.exc, limit) if h.exc is not None else None, _sentences(limit)
         if entry is not None:
             return Diagnosis(
                 message=f"vLLM refused the value of a setting while building its {cls}: `{quoted}`"
