@@ -162,36 +162,32 @@ def _worker_infers(frames: tuple[Frame, ...]) -> bool:
 # EngineArgs and SamplingParams name them (vllm/engine/arg_utils.py, vllm/sampling_params.py, 0.5-0.11); cases
 # primeintellect-ai/prime-rl#1359 (`assert not prompt_logprobs_tensors` in the V1 scheduler), vllm-project/vllm#16177
 # (`no attribute 'sampler'` on the prompt-logprobs path), vllm-project/vllm#8268 (prefix caching with prompt_logprobs)
-_FEATURES: tuple[tuple[str, str, str], ...] = (
-    ("prompt_logprobs",
+_FEATURES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("prompt_logprobs",),
      "The failing code is vLLM's path for prompt logprobs (SamplingParams.prompt_logprobs: the log-probabilities of "
      "the prompt's own tokens, which some trainers and evaluation harnesses request): the installed vLLM fails on "
      "that path for this model or configuration.",
      "Stop requesting prompt_logprobs (the sampling parameters the caller builds), or upgrade vLLM to a release that "
      "fixes this path; with prefix caching on, also try it off (enable_prefix_caching=False): cached prompt tokens "
      "have no logprobs to return in older releases."),
-    ("prefix_caching",
+    (("prefix_caching", "prefix caching"),
      "The failing code is vLLM's automatic prefix caching (enable_prefix_caching: reusing the KV cache of shared "
      "prompt prefixes).",
      "Run the engine with prefix caching off (enable_prefix_caching=False; `vllm serve --no-enable-prefix-caching`) "
      "to confirm, then upgrade vLLM past the fix."),
-    ("chunked_prefill",
+    (("chunked_prefill", "chunked prefill"),
      "The failing code is vLLM's chunked prefill (enable_chunked_prefill: long prompts split across steps).",
      "Run the engine with chunked prefill off (enable_chunked_prefill=False; `--no-enable-chunked-prefill`) to "
      "confirm, then upgrade vLLM past the fix."),
-    ("spec_decode",
+    (("spec_decode", "speculative"),
      "The failing code is vLLM's speculative decoding (a draft model or n-gram proposer in front of the model).",
      "Run without the speculative configuration (no speculative_config / --speculative-model) to confirm."),
-    ("guided_decoding",
+    (("guided_decoding", "structured_output", "xgrammar"),
      "The failing code is vLLM's guided decoding / structured output (a grammar or JSON schema constraining "
      "sampling).",
      "Run the request without guided decoding, or with another backend (guided_decoding_backend: xgrammar, outlines, "
      "guidance), to confirm."),
 )
-_FEATURE_WORDS = {"prompt_logprobs": ("prompt_logprobs",), "prefix_caching": ("prefix_caching", "prefix caching"),
-                  "chunked_prefill": ("chunked_prefill", "chunked prefill"),
-                  "spec_decode": ("spec_decode", "speculative"),
-                  "guided_decoding": ("guided_decoding", "structured_output", "xgrammar")}
 
 
 def feature_of(frames: tuple[Frame, ...], message: str = "", context: str = "") -> tuple[str, str] | None:
@@ -200,8 +196,8 @@ def feature_of(frames: tuple[Frame, ...], message: str = "", context: str = "") 
     automatic prefix caching and prompt_logprobs")."""
     for hay in (" ".join(f.code for f in frames[-3:]) + " " + message, context):
         low = hay.lower()
-        for key, what, fix in _FEATURES:
-            if any(w in low for w in _FEATURE_WORDS[key]):
+        for words, what, fix in _FEATURES:
+            if any(w in low for w in words):
                 return what, fix
     return None
 

@@ -43,9 +43,8 @@ def sniff(head: str) -> str | None:
                                   r"pci\.bus_id|uuid)\b", low):
         return "csv"
     rows = [l for l in head.splitlines()[:20] if l.strip()]
-    # a CSV's rows have one number of fields each; lines that all hold a comma for another reason (a Ray worker's
-    # "(pid=4242, ip=10.0.3.7) " prefix on every line of a log) mostly
-    # vary, and its fields are short values with no "=" (Ray's "pid=4242" is one)
+    # a CSV's rows have one number of fields each, short values with no "=": lines that all hold a comma for another
+    # reason (a Ray worker's "(pid=4242, ip=10.0.3.7) " prefix on every line of a log) fail one test or the other
     if rows and all("," in r for r in rows) and len({r.count(",") for r in rows}) == 1 and \
             all(len(f) <= 80 and "=" not in f for r in rows for f in r.split(",")):
         if any(re.search(r"\bGPU-[0-9a-f]{8}-", r) for r in rows) and all(re.search(r",\s*\d+\s*(MiB)?\s*$", r)

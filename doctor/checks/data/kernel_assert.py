@@ -2,6 +2,7 @@
 condition names the input that broke it. Knowledge of torch's kernel asserts is kept here, once (a fixer: pure)."""
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from ... import lazyre
@@ -11,7 +12,7 @@ from ..fallback.native import in_vllm
 
 
 class KernelCheck(NamedTuple):
-    condition: object   # compiled pattern over the assert's condition
+    condition: re.Pattern[str]   # over the assert's condition
     reading: str        # what the failed condition means for a training run
     category: str
     fix: tuple[str, ...]
@@ -72,7 +73,7 @@ def kernel_assert_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         return None   # GD448 / GD621 read that condition and compute its fix
     vllm = in_vllm(hits[0], ctx)
     if conditions:
-        return _with_condition(conditions[0], ctx, vllm)
+        return _with_condition(conditions[0], vllm)
     where = _frames_place(hits[0])
     msg = ("CUDA reported a device-side assert: a kernel's own check of its inputs failed on the GPU. The kernel's "
            "line (`<file>.cu:<line>: <kernel>: ... Assertion `<condition>` failed.`), printed to stderr just before "
@@ -90,11 +91,11 @@ def kernel_assert_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     return Diagnosis(message=msg, fix=fix, confidence="possible")
 
 
-def _with_condition(hit: Hit, ctx: RunState, vllm: bool) -> Diagnosis:
+def _with_condition(hit: Hit, vllm: bool) -> Diagnosis:
     cond = hit.groups["kexpr"].strip()
     kernel = _KERNEL.search(hit.line.raw if hit.line is not None else "")
     named = f" in `{kernel.group('kernel')}` ({kernel.group('file')})" if kernel else ""
-    check = next((c for c in _CHECKS if c.condition.search(cond)), None)  # type: ignore[attr-defined]
+    check = next((c for c in _CHECKS if c.condition.search(cond)), None)
     if check is None:
         msg = (f"A CUDA kernel's check of its inputs failed on the GPU{named}: `{cond[:200]}` was false "
                f"(device-side assert). {_ASYNC}")

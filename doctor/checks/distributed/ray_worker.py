@@ -15,7 +15,7 @@ _WATCHDOG = lazyre.compile(r"Watchdog caught collective operation timeout|NCCL c
 def ray_worker_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if any(_WATCHDOG.search(t.text) for tail in ctx.tails.values() for t in tail):
         return None
-    if _named_elsewhere(ctx) is not None:
+    if _named_elsewhere(ctx):
         return None  # the paste names the Python exception the actor died of (a title above Ray's report)
     detail = next((h.groups["detail"] for h in hits if h.groups.get("detail")), None)
     task = next((h.groups["task"] for h in hits if h.groups.get("task")), None)
@@ -29,8 +29,8 @@ def ray_worker_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     return Diagnosis()
 
 
-def _named_elsewhere(ctx: RunState):
-    """An exception the paste names on a line of its own that is not Ray's report of the death ("AssertionError:
+def _named_elsewhere(ctx: RunState) -> bool:
+    """Whether an exception the paste names on a line of its own that is not Ray's report of the death ("AssertionError:
     ppo_mini_batch_size 0 should be larger than 0 after normalization" as an issue's title): the actor's creation task
     raised it, so the death has a Python error after all (Ray prints it in the actor's own log)."""
     from ..fallback.named import exception_named_in
@@ -39,6 +39,6 @@ def _named_elsewhere(ctx: RunState):
             if "Ray" in line.text or "ray::" in line.text:
                 continue
             exc = exception_named_in(line)
-            if exc is not None and exc.message and not exc.frames and exc.short_type not in ("ActorDiedError",):
-                return exc
-    return None
+            if exc is not None and exc.message and not exc.frames and exc.short_type != "ActorDiedError":
+                return True
+    return False
