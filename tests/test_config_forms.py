@@ -109,6 +109,22 @@ def test_verl_launch_in_a_ps_listing_line():
     assert _framework(s)[0] == "verl"
 
 
+def test_verl_settings_from_hydras_failure_line_even_when_cut():
+    # Hydra's run_and_report line (hydra/_internal/utils.py) as fixtures/devlogs36/3929 pastes it: the list is cut
+    # inside its last item, which is not read; the whole items are the run's settings
+    s = _session("(main_task pid=1860381) wandb:\n"
+                 "Error executing job with overrides: ['algorithm.adv_estimator=grpo', 'data.train_batch_size=32', "
+                 "'actor_rollout_ref.rollout.n=8', 'trainer.n_gpus_per_node=8', 'trainer.nnodes=2', "
+                 "'actor_rollout_ref.rollout.tensor_model_parallel_size=2', 'actor_rollout_ref.actor.optim.lr=1e-6', '\n")
+    a = s.run.args
+    assert a["data.train_batch_size"] == 32 and a["num_generations"] == 8
+    assert a["actor_rollout_ref.actor.optim.lr"] == 1e-6 and s.run.world_size() == 16
+    assert _framework(s)[0] == "verl"
+    cut = launchers.read_hydra_overrides("Error executing job with overrides: ['data.train_batch_size=32', 'trainer.n_gp")
+    assert cut is not None and cut.overrides == {"data.train_batch_size": 32}
+    assert launchers.read_hydra_overrides("Error executing job with overrides: []") is None
+
+
 def test_openrlhf_flags_from_openrlhfs_example():
     run = RunConfig()
     run.add_command((FORMS / "openrlhf-train_grpo_ray_hybrid_engine.sh").read_text())

@@ -274,11 +274,8 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_36: dict[str, str] = {
-    "3907": "accelerate 1.0 no longer filling 'auto' in a ZeRO-3 config, told in prose: GD328",
-    "3908": "ZeRO-3 with a device_map and an int4 model, a misspelt error in prose: GD328",
     "3909": "verl's ppo_micro_batch_size left null ('%: int and NoneType' quoted in prose): GD328",
-    "3916": "LLaMA-Factory's PTQ-quantized model with ZeRO-3 (configure_quantization's ValueError): GD999",
-    "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD326",
+    "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
     "3930": "trl 0.23 reward functions receiving message dicts, told in prose: GD330",
 }
 KNOWN_MISSES_34: dict[str, str] = {

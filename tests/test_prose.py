@@ -338,3 +338,16 @@ def test_an_environment_reporter_s_own_traceback_is_not_the_run_s_failure():
                 "The server refuses my command with unrecognized arguments when I start the container.\n")
     assert [f.category for f in found if f.severity >= Severity.warning] == ["argument-error-other"]
     assert not any(f.rule_id == "GD450" for f in found)
+
+
+def test_deepspeeds_auto_placeholders_left_unfilled_named_in_words():
+    # accelerate#3152 (fixtures/devlogs36/3907) and deepspeedai/DeepSpeed#1270's description of the same mechanism
+    assert _symptom("In 1.0, 'auto' values in a DS config are no longer interpolated when using DS-3.") \
+        == "deepspeed-config-error"
+    assert _symptom("the deepspeed assertions raise a str to int comparison error") == "deepspeed-config-error"
+    assert _symptom("I set the batch size to auto in the trainer and it works") is None
+    out = run("In 1.0, 'auto' values in a DS config are no longer interpolated when using DS-3.\n"
+              "Code that has worked fine for year(s) on <=0.34.1 breaks with 1.0, with no other changes.\n")
+    top = out[0]
+    assert (top.rule_id, top.category) == ("GD327", "deepspeed-config-error")
+    assert any("Write numbers for every \"auto\" value" in f for f in top.fix)

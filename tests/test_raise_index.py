@@ -477,3 +477,27 @@ def test_verl_wordings_are_placed_in_verl_and_its_copies_of_vllm_are_not():
     found = rs.lookup("ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported "
                       "architectures: ['LlamaForCausalLM', 'Qwen2ForCausalLM']")
     assert found[0].package == "vllm" and "verl" not in {m.package for m in found if m.score >= 0.8}
+
+
+def test_a_message_retyped_by_hand_is_looked_up_as_its_template_a_little_lower():
+    from doctor.classify.raise_sites import lookup
+    exact = lookup("ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a "
+                   "`device_map`.")
+    quoted = lookup("ValueError: DeepSpeed Zero-3 is not compatible with 'low_cpu_mem_usage=True' or with passing a "
+                    "'device_map'.")
+    slipped = lookup("ValueError: DeepSpeed Zreo-3 is not compatible with 'low_cpu_mem_usage=True' or with passing "
+                     "a 'device_map'.")
+    assert exact and quoted and slipped
+    assert exact[0].where == quoted[0].where == slipped[0].where == "PreTrainedModel.from_pretrained"
+    assert exact[0].score > quoted[0].score > slipped[0].score >= 0.85
+    # two slips in a short message are not put right: too little of it is the template's
+    assert lookup("ValueError: Zreo-3 nto compatible") == []
+
+
+def test_typing_slips_of_a_word():
+    from doctor.checks.fallback.named import builtin_type
+    from doctor.classify.slips import one_slip
+    assert one_slip("Zreo", "Zero") and one_slip("Valie", "Value") and one_slip("Vaue", "Value")
+    assert one_slip("Valuee", "Value") and not one_slip("Value", "Value") and not one_slip("Zrreo", "Zero")
+    assert builtin_type("ValieError") == "ValueError" and builtin_type("KeyErorr") == "KeyError"
+    assert builtin_type("ConfigError") == "ConfigError" and builtin_type("torch.ValieError") == "torch.ValieError"

@@ -1074,3 +1074,23 @@ def test_a_dataset_that_is_not_a_datasets_dataset_is_a_dataset_problem():
     # a datasets class without the method is another problem (a streaming dataset), not this one
     assert run("AttributeError: 'IterableDataset' object has no attribute 'column_names'\n")[0].category \
         != "dataset-or-template-error"
+
+
+def test_a_refusal_whose_raise_site_tests_zero3_is_a_setting_combination():
+    # LLaMA-Factory 0.9 configure_quantization (the index's condition names is_deepspeed_zero3_enabled() and
+    # is_fsdp_enabled()), printed without frames as fixtures/devlogs36/3916 shows it
+    top = run("ValueError: DeepSpeed ZeRO-3 or FSDP is incompatible with PTQ-quantized models.\n")[0]
+    assert (top.rule_id, top.category) == ("GD990", "argument-error-other")
+    assert "is_deepspeed_zero3_enabled()" in top.message and "unquantized" in " ".join(top.fix)
+    # the same wording without the refusal's words is not this entry's (its test alone does not make a refusal)
+    other = run("ValueError: DeepSpeed ZeRO-3 or FSDP is fine with PTQ-quantized models.\n")
+    assert not other or other[0].title != "ZeRO-3 / FSDP refused this way of loading the model"
+
+
+def test_a_sentence_that_retypes_the_error_with_slips_still_finds_its_raise_site():
+    # fixtures/devlogs36/3908: the type glued by a semicolon and misspelt, `Zero` typed `Zreo`, backticks as quotes
+    line = ("deepspeed zero3训练方式，一直报错误:ValieError;DeepSpeed Zreo-3 is not compatible with "
+            "'low_cpu_mem_usage=True' or with passing a 'device_map'.\n")
+    top = run(line)[0]
+    assert (top.rule_id, top.category, top.confidence) == ("GD990", "argument-error-other", "possible")
+    assert "from_pretrained" in top.message

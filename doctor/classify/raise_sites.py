@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from .raise_store import HOLES, Store, words_of
 from .raise_store import HOLES as _HOLES
 from .raise_store import TOKEN as _TOKEN
 from .site_rank import contradicted, rank_key
+from .slips import retyped
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "raise_sites.idx"
 _PART = lazyre.compile(r"\{\{|\}\}|\{(int|float|name|quoted|any)\}|[^{}]+|[{}]")
@@ -300,7 +301,19 @@ CPYTHON_WORDING = lazyre.compile(
 
 def lookup(text: str, exc_type: str | None = None, limit: int = 20, idx: Index | None = None) -> list[SiteMatch]:
     """Sites whose template matches the message in ``text`` (an exception line, with or without its stack,
-    or an error/warning log line), best first."""
+    or an error/warning log line), best first. A message no template takes as written is tried as retyped by hand
+    (its quotes all alike, its typing slips put right), scored a little lower."""
+    found = _lookup(text, exc_type, limit, idx)
+    if found:
+        return found
+    for variant, factor in retyped(text, idx or index()):
+        again = _lookup(variant, exc_type, limit, idx)
+        if again:
+            return [replace(m, score=round(m.score * factor, 3)) for m in again]
+    return []
+
+
+def _lookup(text: str, exc_type: str | None, limit: int, idx: Index | None) -> list[SiteMatch]:
     msg = parse(text, exc_type)
     if len(msg.text) < 8 or CPYTHON_WORDING.match(msg.text):
         return []

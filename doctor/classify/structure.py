@@ -15,7 +15,7 @@ from .component import component, deepest_library, from_site, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
 _KEYS = {"id", "category", "stackless", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
-         "not_message", "doc", "cases", "backed_by", "fix", "verify", "title", "run_shows"}
+         "not_message", "doc", "cases", "backed_by", "fix", "verify", "title", "run_shows", "site_test"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
                 "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
@@ -35,6 +35,8 @@ class Entry:
     message: re.Pattern | None = None
     not_message: re.Pattern | None = None
     code: re.Pattern | None = None
+    # the test that leads to the message's raise site in library source (the raise-site index's condition)
+    site_test: re.Pattern | None = None
     raised_in: tuple[str, ...] = ()
     deepest_lib: tuple[str, ...] = ()
     any_frame: tuple[str, ...] = ()
@@ -75,7 +77,7 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
         if bad or not {"id", "category", "doc", "backed_by"} <= set(raw):
             raise TableError(f"{path.name}: entry {raw.get('id', '?')}: unknown keys {sorted(bad)} or missing keys")
         # compiled when an exception first reaches the entry: a failure is classified by a few of the ~75 entries
-        rx = {k: lazyre.compile(raw[k]) for k in ("message", "not_message", "code") if k in raw}
+        rx = {k: lazyre.compile(raw[k]) for k in ("message", "not_message", "code", "site_test") if k in raw}
         out.append(Entry(id=raw["id"], category=raw["category"], doc=raw["doc"].strip(),
                          backed_by=tuple(raw["backed_by"]), types=frozenset(raw.get("types", ())),
                          not_types=frozenset(raw.get("not_types", ())),
@@ -124,6 +126,8 @@ def matches(e: Entry, exc: ExceptionInfo | None, frames: tuple[Frame, ...], fact
     if e.any_frame and not any(_has(f, e.any_frame) for f in frames):
         return False
     if e.code and not any(e.code.search(f.code) for f in frames if f.code):
+        return False
+    if e.site_test and not (exc is not None and any(e.site_test.search(t) for t in site_tests(exc))):
         return False
     if e.below:
         if not any(_has(f, e.below) or (f.code and any(w in f.code for w in e.below)) for f in frames[:-1]):
@@ -192,6 +196,12 @@ def _closest_or_cut(exc: ExceptionInfo) -> list:
     cut = _closest(exc, CUT_FLOOR)
     # one module of one package (an assert that moved between two functions of a module across releases)
     return cut[:1] if cut and len({(m.package, m.module) for m in cut}) == 1 else []
+
+
+def site_tests(exc: ExceptionInfo) -> list[str]:
+    """The tests (library source) that lead to the raise sites of this exception's wording, as the index recorded
+    them for its closest matches; [] when the wording is not indexed."""
+    return [m.condition for m in _closest_or_cut(exc) if m.condition]
 
 
 def site_frames(exc: ExceptionInfo) -> tuple[Frame, ...]:

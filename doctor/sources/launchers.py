@@ -45,6 +45,7 @@ LAUNCH_START = lazyre.compile(
     r"(?<![\S])openrlhf\.cli\.\w+(?=\s))")
 # the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
 LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
+            "executing job with overrides",
             "torch.distributed.run", "torch.distributed.launch", "main_dapo")
 
 # the launchers' boolean options (no value follows): accelerate/commands/launch.py, deepspeed/launcher/runner.py,
@@ -70,7 +71,7 @@ _VALUE_OPTS = frozenset({
 class LaunchRead:
     """One training launch read back: the launcher, its process layout, the program and its settings."""
 
-    launcher: str                                   # accelerate | deepspeed | torchrun | python
+    launcher: str                                   # accelerate | deepspeed | torchrun | python | hydra
     program: str | None = None                      # script path or module
     layout: dict[str, Any] = field(default_factory=dict)   # nproc_per_node, nnodes, node_rank, master_port, ...
     launcher_opts: dict[str, Any] = field(default_factory=dict)
@@ -166,6 +167,32 @@ def read_launch(text: str) -> LaunchRead | None:
     read = LaunchRead(launcher, program, {}, opts, flags, overrides)
     read.framework, read.recipe = _framework_of(program, overrides, flags)
     read.layout = _layout(launcher, opts)
+    return read
+
+
+# Hydra's report of a failed job (hydra/_internal/utils.py run_and_report): `Error executing job with overrides:
+# ['a.b=1', ...]`, the job's command-line overrides quoted one by one; a paste cut inside the list keeps the items
+# before the cut whole, and those are read
+HYDRA_OVERRIDES = "executing job with overrides: ["
+_QUOTED_ITEM = lazyre.compile(r"'((?:[^'\\\n]|\\.){1,500})'")
+
+
+def read_hydra_overrides(text: str) -> LaunchRead | None:
+    """The overrides a Hydra job was launched with, from Hydra's failure line, as a launch without a program; None
+    when the line holds no dotted override."""
+    at = text.find(HYDRA_OVERRIDES)
+    if at < 0:
+        return None
+    overrides: dict[str, Any] = {}
+    for item in _QUOTED_ITEM.finditer(text, at + len(HYDRA_OVERRIDES)):
+        o = _OVERRIDE.match(item.group(1))
+        if o:
+            val = o.group(2)
+            overrides[o.group(1)] = parse_value(val.strip('"') if val[:1] == '"' and val[-1:] == '"' else val)
+    if not overrides:
+        return None
+    read = LaunchRead("hydra", None, {}, {}, {}, overrides)
+    read.framework, read.recipe = _framework_of(None, overrides, {})
     return read
 
 
@@ -281,4 +308,5 @@ def is_training(read: LaunchRead) -> bool:
     return any(k in read.flags for k in GRPO_MARKS)
 
 
-__all__ = ["GRPO_MARKS", "LAUNCH_START", "LITERALS", "LaunchRead", "is_training", "read_launch", "run_facts"]
+__all__ = ["GRPO_MARKS", "HYDRA_OVERRIDES", "LAUNCH_START", "LITERALS", "LaunchRead", "is_training", "read_hydra_overrides",
+           "read_launch", "run_facts"]

@@ -321,6 +321,11 @@ class RunConfig:
             body = text[len("run sh: "):].strip().strip("`")
             self.add_command(body, "launcher")
             return
+        if launchers.HYDRA_OVERRIDES in text:
+            hydra = launchers.read_hydra_overrides(text)
+            if hydra is not None:
+                self._add_launch(hydra, "command")
+                return
         lm, source = _launch_in(text)
         if lm is not None:
             # the assignments right before a launcher are its environment (`CUDA_VISIBLE_DEVICES=1,2 accelerate ...`)

@@ -6,6 +6,7 @@ ExceptionInfo out)."""
 from __future__ import annotations
 
 from ... import lazyre
+from ...classify.slips import one_slip
 from ...classify.structure import site_matches
 from ...engine.state import RunState
 from ...signals import ExceptionInfo, LogLine
@@ -15,9 +16,20 @@ from .exceptions import message_above, notebook_header, retyped_message
 # msg`), a notebook header (`TypeError    Traceback (most recent call last)`), markdown (`**Type: msg**`), a sentence
 # of Chinese or Japanese prose with the error pasted into it without a space (`微调显示ValueError: ...`: a CJK
 # character is a word character to `re`, so only "not ASCII" separates it from the type's first letter), a title's
-# "help!!!RuntimeError: ..." glued behind punctuation
-_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(!?,;]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s+(.+?)|\s{2,}Traceback \(most "
-                       r"recent call last\))\**\s*$")
+# "help!!!RuntimeError: ..." glued behind punctuation; a sentence that retypes the error may follow the type with a
+# full-width colon or a semicolon (`一直报错误:ValieError;DeepSpeed ...`)
+_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(!?,;:\uff1a]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))"
+                       r"(?::\s+(.+?)|\s?[;\uff1a]\s*([A-Z].+?)|\s{2,}Traceback \(most recent call last\))\**\s*$")
+# the built-in exceptions a sentence retypes, to put a typing slip right (`ValieError` is ValueError)
+_BUILTIN_TYPES = ("ValueError", "TypeError", "KeyError", "RuntimeError", "AttributeError", "ImportError", "IndexError",
+                  "AssertionError", "NotImplementedError", "FileNotFoundError", "ModuleNotFoundError", "OSError")
+
+
+def builtin_type(typed: str) -> str:
+    """The built-in exception a retyped name stands for (the name itself when it is not one slip from one)."""
+    if typed in _BUILTIN_TYPES or "." in typed:
+        return typed
+    return next((name for name in _BUILTIN_TYPES if one_slip(typed, name)), typed)
 
 
 _QUOTED_THEN_PROSE = lazyre.compile(r"""^('[^']{1,200}'|"[^"]{1,200}")[.,;]?\s+[A-Z][a-z]""")
@@ -69,11 +81,11 @@ def exception_named_in(line: LogLine) -> ExceptionInfo | None:
     m = _EMBEDDED.search(line.text)
     if m is None or m.group(1).endswith("Warning"):
         return None
-    msg = (m.group(2) or "").strip()
+    msg = (m.group(2) or m.group(3) or "").strip()
     key = _QUOTED_THEN_PROSE.match(msg)
     if key:  # "KeyError: 'input_ids'. Interestingly, ...": the message is the quoted key, prose follows
         msg = key.group(1)
-    return ExceptionInfo(m.group(1), msg[:600], (), line.where, line.rank, line.seq, line.raw)
+    return ExceptionInfo(builtin_type(m.group(1)), msg[:600], (), line.where, line.rank, line.seq, line.raw)
 
 
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:

@@ -9,6 +9,7 @@ from ... import lazyre
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
 SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
@@ -89,6 +90,12 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:fluctuat\w*|oscillat\w*|does(?:n't| not) (?:increase|improve|go up|"
                     r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|奖励.{0,8}(?:不涨|不上升|不变|没有(?:上升|提升|变化))"),
      "reward-zero-or-flat", "the reward does not improve"),
+    # DeepSpeed's "auto" placeholders left in its config (only transformers' Trainer and accelerate fill them), said in
+    # words: "'auto' values in a DS config are no longer interpolated", "the deepspeed assertions raise a str to int
+    # comparison error" (accelerate 1.0 with ZeRO-3 outside the Trainer; deepspeed.initialize given an HF-style config)
+    (lazyre.compile(r"(?i)[`'\"]?\bauto\b[`'\"]? values?\b.{0,60}\b(?:not|no longer|never) (?:be(?:ing)? )?(?:interpolated|"
+                    r"filled|replaced|resolved|substituted)\b|\bstr(?:ing)? (?:to|and|vs\.?) (?:int|float) comparison\b"),
+     "deepspeed-config-error", AUTO_UNFILLED),
     # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
     # fixes it", "after upgrading to 0.19.0": the failure came with a library version
     (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
@@ -266,6 +273,11 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    AUTO_UNFILLED:
+        "Meanwhile: only transformers' Trainer (and accelerate before 1.0, under ZeRO-3) replaces \"auto\" with numbers; "
+        "a script that calls deepspeed.initialize or accelerator.prepare itself hands the placeholders to DeepSpeed. "
+        "Write numbers for every \"auto\" value of the DeepSpeed JSON (train_batch_size = micro-batch x gradient "
+        "accumulation x GPUs, gradient_clipping, the ZeRO bucket sizes), or pin the release the script worked with.",
     SERVER_POLL:
         "Meanwhile: the trainer is in vLLM server mode and waits for a server: start it first on GPUs the trainer does "
         "not use (`trl vllm-serve --model <model>`; ms-swift: `swift rollout --model <model>`) and check that "
