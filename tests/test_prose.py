@@ -351,3 +351,12 @@ def test_deepspeeds_auto_placeholders_left_unfilled_named_in_words():
     top = out[0]
     assert (top.rule_id, top.category) == ("GD327", "deepspeed-config-error")
     assert any("Write numbers for every \"auto\" value" in f for f in top.fix)
+
+
+def test_every_symptom_the_words_name_gets_its_usual_causes():
+    from doctor.checks.hang.symptom_words import MEANWHILE, MEANWHILE_SAID, SYMPTOMS
+    for _rx, category, said in SYMPTOMS:
+        if category != "hang":
+            assert category in MEANWHILE or said in MEANWHILE_SAID, category
+    f = next(x for x in run("Each checkpoint-500 folder takes 43GB for a 7B model.\n") if x.rule_id == "GD327")
+    assert f.category == "checkpoint-bloat" and any("optimizer state" in x for x in f.fix)

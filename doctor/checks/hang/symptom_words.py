@@ -333,6 +333,19 @@ MEANWHILE = {
     "output-degenerate": "Meanwhile: check that the chat template is the model's own (base or instruct, its end-of-"
                          "turn token), the sampling settings (temperature, top_p, repetition penalty), and whether the "
                          "policy drifted (KL rising, too high a learning rate).",
+    "slow-training": "Meanwhile, where a GRPO step's time usually goes: generation (the model's own generate instead "
+                     "of a vLLM engine, or an engine given small batches or a small memory share), reward functions "
+                     "running on the CPU, gradient checkpointing and ZeRO-3 or CPU offload (each trades speed for "
+                     "memory), and evaluation or saving too often; the progress bar's seconds per step before and "
+                     "after one change tell which.",
+    "checkpoint-bloat": "Meanwhile: a full checkpoint holds the optimizer state besides the weights (Adam's two "
+                        "fp32 moments are about four times bf16 weights) and, under ZeRO, one shard of it per rank; "
+                        "saving the model only (the save_only_model setting of ms-swift and transformers) "
+                        "and a limit on kept checkpoints (save_total_limit) keep the folder to the weights.",
+    "checkpoint-corrupt": "Meanwhile: a weights file of a few hundred bytes holds an empty state dict: under ZeRO-3 "
+                          "the partitioned weights must be gathered to be saved (stage3_gather_16bit_weights_on_model_"
+                          "save true, or DeepSpeed's zero_to_fp32.py over the checkpoint folder), and an adapter saved "
+                          "from a model that was not wrapped with its LoRA layers holds nothing.",
     "dataset-or-template-error": "Meanwhile: load the dataset alone and print its first row's keys; compare them with "
                                  "the format the trainer and its template expect (messages or prompt, chosen and "
                                  "rejected, images).",
