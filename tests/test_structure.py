@@ -1094,3 +1094,18 @@ def test_a_sentence_that_retypes_the_error_with_slips_still_finds_its_raise_site
     top = run(line)[0]
     assert (top.rule_id, top.category, top.confidence) == ("GD990", "argument-error-other", "possible")
     assert "from_pretrained" in top.message
+
+
+def test_an_exception_type_written_as_words_is_that_exception():
+    # fixtures/devlogs31/3520: "value error: Target modules([...])not found in the base model" (peft's inject_adapter
+    # ValueError, retyped with its spaces lost)
+    top = run("value error: Target modules(['q_proj', 'k_proj', 'v_proj', 'o_proj'])not found in the base model\n")[0]
+    assert (top.rule_id, top.category) == ("GD990", "argument-error-other")
+    assert "ValueError: Target modules" in top.message
+    from doctor.checks.fallback.named import exception_named_in
+    from doctor.signals import LogLine, Where
+    said = exception_named_in(LogLine("运行时报 runtime error：CUDA driver version is insufficient", "",
+                                      Where("p", 1), None, 0))
+    assert said is not None and said.type == "RuntimeError"
+    # a few words after the colon are a remark, not a message (twelve characters at least)
+    assert exception_named_in(LogLine("no value error: it just ran", "", Where("p", 1), None, 0)) is None

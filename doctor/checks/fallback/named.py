@@ -65,6 +65,16 @@ _ASSERT_LINE = lazyre.compile(r"^(?:[\w ]{1,40}:\s*)?`?assert\s+(?P<expr>[\w.()\
                               r"\s*[^,`]+?)`?\s*(?:,.*)?$")
 
 
+# a built-in exception's name written as words ("value error: Target modules ... not found", "runtime error：..."), the
+# message after its colon: a sentence retyping what the program printed
+_SPOKEN_TYPES = {"value": "ValueError", "type": "TypeError", "key": "KeyError", "runtime": "RuntimeError",
+                 "attribute": "AttributeError", "import": "ImportError", "index": "IndexError",
+                 "assertion": "AssertionError", "notimplemented": "NotImplementedError",
+                 "modulenotfound": "ModuleNotFoundError", "filenotfound": "FileNotFoundError"}
+_SPOKEN = lazyre.compile(r"(?i)(?<![a-z])(value|type|key|runtime|attribute|import|index|assertion|not[ _]?implemented|"
+                         r"module[ _]?not[ _]?found|file[ _]?not[ _]?found)[ _]error\s*[:\uff1a]\s*(\S.{11,})$")
+
+
 def exception_named_in(line: LogLine) -> ExceptionInfo | None:
     """The exception a line names outside a traceback (a title, a summary, a sentence): ``Type: message`` (a warning
     class is none), a notebook header's type, an assert statement quoted alone, or CPython's own wording without its
@@ -75,6 +85,10 @@ def exception_named_in(line: LogLine) -> ExceptionInfo | None:
             return ExceptionInfo("AssertionError", f"assert {a.group('expr').strip()}", (), line.where, line.rank,
                                  line.seq, line.raw)
     if "Error" not in line.text and "Exception" not in line.text:
+        spoken = _SPOKEN.search(line.text) if "rror" in line.text else None
+        if spoken is not None:  # "value error: Target modules ... not found": the type as words, then the message
+            etype = _SPOKEN_TYPES[spoken.group(1).lower().replace(" ", "").replace("_", "")]
+            return ExceptionInfo(etype, spoken.group(2).strip()[:600], (), line.where, line.rank, line.seq, line.raw)
         bare = bare_wording(line.text)
         # CPython's own wording of the exception in a title or a sentence, without its type
         return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
