@@ -260,7 +260,6 @@ KNOWN_MISSES_31: dict[str, str] = {
     "3507": "verl's model merger refusing a checkpoint of another layout, told in words: GD328",
     "3510": "a failure title beside a launch script (OpenRLHF colocate with vLLM TP 2): GD328, no reading",
     "3511": "ZeroDivisionError in a trainer's fit setup inside a RayTaskError: GD999",
-    "3520": "an error written in lower case ('value error:') about nested target modules: GD328",
 }
 KNOWN_MISSES_32: dict[str, str] = {
     "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
