@@ -212,6 +212,7 @@ DEVLOGS35 = ROOT / "fixtures" / "devlogs35"
 # devlogs36: argument and DeepSpeed configuration errors, trl/transformers runs, verl/OpenRLHF and other RL frameworks,
 # hangs at start-up (README there)
 DEVLOGS36 = ROOT / "fixtures" / "devlogs36"
+DEVLOGS37 = ROOT / "fixtures" / "devlogs37"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -272,8 +273,15 @@ KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
 }
+KNOWN_MISSES_37: dict[str, str] = {
+    "4005": "a fine-tuned model that writes the next question and answer itself, told in prose: GD328",
+    "4008": "steps slowing from 66 s to thousands, told in Chinese prose: GD328",
+    "4012": "CUDA out of memory in the title, only DeepSpeed's launcher kills in the excerpt: GD310 host-oom-killed",
+    "4021": "mat1 and mat2 BFloat16 != Half under a DeepSpeed JSON enabling fp16 in a bf16 run: GD999",
+    "4024": "a resumed optimizer whose parameter groups differ (lm_head/embed_tokens frozen on reload): GD999",
+    "4027": "an SFT model that never generates eos (pad == eos masked), told in prose: GD328",
+}
 KNOWN_MISSES_36: dict[str, str] = {
-    "3909": "verl's ppo_micro_batch_size left null ('%: int and NoneType' quoted in prose): GD328",
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
     "3930": "trl 0.23 reward functions receiving message dicts, told in prose: GD330",
 }
@@ -300,7 +308,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30),
               (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30),
               (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30),
-              (DEVLOGS36, KNOWN_MISSES_36, 30))
+              (DEVLOGS36, KNOWN_MISSES_36, 30), (DEVLOGS37, KNOWN_MISSES_37, 30))
 
 
 def _params():

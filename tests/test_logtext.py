@@ -267,3 +267,16 @@ def test_a_loggers_source_location_before_a_vllm_process_prefix_is_taken_off():
     assert text.startswith("ValueError: To serve") and origin == "EngineCore"
     # a source location alone (a logger's own record) is left as it is
     assert strip_prefixes("train.py:12 loss went up")[0] == "train.py:12 loss went up"
+
+
+def test_compose_and_pipe_logger_prefixes_come_off():
+    # fixtures/devlogs37/4025: docker compose's service prefix, then fastchat's "date | LEVEL | logger | " record head
+    line = ('qanything-container-local  | 2024-02-20 21:46:23 | ERROR | stderr |   File '
+            '"/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py", line 231, in _check_if_gpu_supports_dtype')
+    assert strip_prefixes(line)[0].startswith('  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py"')
+    # loguru's default format, and compose v2's numbered container name
+    assert strip_prefixes("2024-02-20 21:46:23.123 | ERROR    | app.main:run:42 - ValueError: bad")[0] == "ValueError: bad"
+    assert strip_prefixes("trainer-1 | RuntimeError: CUDA error")[0] == "RuntimeError: CUDA error"
+    # a table's first cell is not a service name
+    assert strip_prefixes("loss | 0.5 | 0.4")[0] == "loss | 0.5 | 0.4"
+    assert strip_prefixes("step 10 | loss 0.5 | reward 0.2")[0] == "step 10 | loss 0.5 | reward 0.2"

@@ -1109,3 +1109,30 @@ def test_an_exception_type_written_as_words_is_that_exception():
     assert said is not None and said.type == "RuntimeError"
     # a few words after the colon are a remark, not a message (twelve characters at least)
     assert exception_named_in(LogLine("no value error: it just ran", "", Where("p", 1), None, 0)) is None
+
+
+def test_a_setting_left_unset_computed_with_is_an_argument_error():
+    # axolotl-ai-cloud/axolotl#465's stack (utils/config.py normalize_config), and the message alone in a sentence as
+    # fixtures/devlogs36/3909 quotes it
+    out = run('Traceback (most recent call last):\n'
+              '  File "/usr/axolotl/src/axolotl/utils/config.py", line 43, in normalize_config\n'
+              '    cfg.batch_size // cfg.micro_batch_size\n'
+              "TypeError: unsupported operand type(s) for //: 'NoneType' and 'NoneType'\n")
+    assert (out[0].rule_id, out[0].category, out[0].title) == (
+        "GD990", "argument-error-other", "A setting left unset (None) is computed with")
+    quoted = run("""we have error of "unsupported operand type(s) for %: 'int' and 'NoneType'" when missing "ppo_micro_batch_size" .\n""")
+    assert quoted[0].category == "argument-error-other" and quoted[0].confidence == "possible"
+    # a None operand in model code (no setting on the failing line) is not this entry's
+    model = run('Traceback (most recent call last):\n'
+                '  File "/x/model_builder.py", line 113, in forward\n'
+                "    outputs['total_loss'] += weight * mask_loss\n"
+                "TypeError: unsupported operand type(s) for *: 'float' and 'NoneType'\n")
+    assert not model or model[0].title != "A setting left unset (None) is computed with"
+
+
+def test_an_interpreters_call_refusal_quoted_in_a_sentence_is_that_typeerror():
+    # fixtures/devlogs37/4006: the message in full-width quotes after 报错, no exception name
+    out = run('bash run_dpo.sh后发生报错："DPOTrainer.__init__() got an unexpected keyword argument '
+              "'max_prompt_length'\"\n")
+    assert out[0].category == "import-or-dependency-error"
+    assert "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'max_prompt_length'" in out[0].message

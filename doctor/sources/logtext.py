@@ -76,6 +76,13 @@ _BRACKET_TS = lazyre.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\
 # (date, level, pid, [file:line]: a serving platform's format around vLLM's engine), taken off the same way
 _RECORD_HEAD = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:ERROR|WARNING|INFO|DEBUG|CRITICAL) "
                               r"\d+ \[[\w./-]+\.py:\d+\] ")
+# a pipe-separated logger record's head: fastchat's "2024-02-20 21:46:23 | ERROR | stderr | " and loguru's default
+# "2024-02-20 21:46:23.123 | ERROR    | module:function:12 - ", whose message may be a traceback's line
+_PIPE_RECORD = lazyre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s*\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|"
+                              r"ERROR|CRITICAL)\s*\|\s*(?:[\w.<>-]+\s\|\s|[\w.<>-]+:[\w.<>-]+:\d+ - )?")
+# docker compose's service prefix, the name padded to the longest service's and a pipe: "qanything-container-local  | "
+# (two spaces or more before the pipe, or compose v2's numbered "name-1 | ": a table's first cell has neither)
+_COMPOSE = lazyre.compile(r"^[A-Za-z0-9][\w.-]{0,63}(?:\s{2,}|-\d{1,3}\s+)\| ")
 _COLLECTOR_TS = lazyre.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?(?: |\t|$)")
 _FENCE = lazyre.compile(r"^\s*```[\w+-]*\s*$")
 
@@ -453,6 +460,12 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
                 if rest[:7] == '  File ' or rest[:4] == "    " or rest[:9] == "Traceback" or _STARTS_EXC.match(rest):
                     text = rest
                     continue
+        if text[:1].isalnum() and " | " in text[:90]:
+            m = _PIPE_RECORD.match(text) if text[4:5] == "-" else None
+            m = m or _COMPOSE.match(text)
+            if m:
+                text = text[m.end():]
+                continue
         if text[:1] in "EWIDC":
             m = _VLLM_LOG.match(text)
             if m:

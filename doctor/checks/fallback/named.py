@@ -39,7 +39,14 @@ _QUOTED_THEN_PROSE = lazyre.compile(r"""^('[^']{1,200}'|"[^"]{1,200}")[.,;]?\s+[
 # (ModuleNotFoundError), Python/ceval.c import_from (ImportError)
 _BARE = ((" object has no attribute '", "AttributeError", lazyre.compile(r"'[A-Za-z_][\w.]*' object has no attribute '\w+'")),
          ("No module named '", "ModuleNotFoundError", lazyre.compile(r"No module named '[\w.]+'")),
-         ("cannot import name '", "ImportError", lazyre.compile(r"cannot import name '\w+' from '[\w.]+'")))
+         ("cannot import name '", "ImportError", lazyre.compile(r"cannot import name '\w+' from '[\w.]+'")),
+         # a call's arguments refused by the interpreter (Python/ceval.c, Python/getargs.c)
+         (" got an unexpected keyword argument '", "TypeError",
+          lazyre.compile(r"[\w.]+\(\) got an unexpected keyword argument '\w+'")),
+         (" required positional argument", "TypeError",
+          lazyre.compile(r"[\w.]+\(\) missing \d+ required positional arguments?: '\w+'(?:(?:,| and) '\w+')*")),
+         ("unsupported operand type(s) for ", "TypeError",
+          lazyre.compile(r"unsupported operand type\(s\) for [^:\s]{1,3}: '\w+' and '\w+'")))
 
 
 def bare_wording(text: str) -> tuple[str, str] | None:
