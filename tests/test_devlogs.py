@@ -274,12 +274,8 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_37: dict[str, str] = {
-    "4005": "a fine-tuned model that writes the next question and answer itself, told in prose: GD328",
-    "4008": "steps slowing from 66 s to thousands, told in Chinese prose: GD328",
-    "4012": "CUDA out of memory in the title, only DeepSpeed's launcher kills in the excerpt: GD310 host-oom-killed",
     "4021": "mat1 and mat2 BFloat16 != Half under a DeepSpeed JSON enabling fp16 in a bf16 run: GD999",
     "4024": "a resumed optimizer whose parameter groups differ (lm_head/embed_tokens frozen on reload): GD999",
-    "4027": "an SFT model that never generates eos (pad == eos masked), told in prose: GD328",
 }
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",

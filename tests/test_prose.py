@@ -360,3 +360,30 @@ def test_every_symptom_the_words_name_gets_its_usual_causes():
             assert category in MEANWHILE or said in MEANWHILE_SAID, category
     f = next(x for x in run("Each checkpoint-500 folder takes 43GB for a 7B model.\n") if x.rule_id == "GD327")
     assert f.category == "checkpoint-bloat" and any("optimizer state" in x for x in f.fix)
+
+
+def test_a_model_that_does_not_stop_and_a_run_that_slows_down_in_words():
+    # trl#1449 and trl#2059 (fixtures/devlogs37/4005, 4027): SFT models that never learned their stop token
+    assert _symptom("After supervised fine tuning, the model repeat the answer") == "output-degenerate"
+    assert _symptom("Model does not generate eos when SFTTrainer with setup_chat_format is used") == "output-degenerate"
+    assert _symptom("the model fails to generate eos_token and continues to ramble") == "output-degenerate"
+    f = next(x for x in run("Model does not generate eos when SFTTrainer with setup_chat_format is used\n")
+             if x.rule_id == "GD327")
+    assert any("pad token is another token than eos" in x for x in f.fix)
+    # "训练时候有时候速度会变得很慢" (devlogs37/4008), and English slow-downs
+    assert _symptom("为什么训练时候有时候速度会变得很慢") == "slow-training"
+    assert _symptom("Training gets slower and slower after epoch 2") == "slow-training"
+    assert _symptom("I will slow down the learning rate") is None
+
+
+def test_the_usual_causes_follow_the_kind_of_run():
+    # an SFT launch (ms-swift 2.x's llm_sft.py, devlogs37/4009): no rollout engine in the advice for idle GPUs
+    from doctor.engine import Session
+    s = Session(load_catalog())
+    s.state.run.add_command("CUDA_VISIBLE_DEVICES=0 python3 llm_sft.py --model_type qwen1half-moe-a2_7b-chat "
+                            "--sft_type lora")
+    for line in LineReader("p.log", [0]).lines(io.BytesIO("训练速度缓慢，GPU利用率低\n".encode())):
+        s.feed_line(line)
+    f = next(x for x in s.finish() if x.rule_id == "GD327")
+    assert f.category == "gpu-underutilized" and any("without rollouts" in x for x in f.fix)
+    assert not any("vLLM" in x for x in f.fix)

@@ -58,6 +58,10 @@ _TRAINER_FILE = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|r
 # "ppo" is left out: verl's and rLLM's entry points (main_ppo.py, train_agent_ppo.py) run GRPO as well
 _SCRIPT = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*)?\.py$")
 _CLASS = lazyre.compile(r"(?:\b|(?<=[a-z0-9]))(GRPO|DPO|SFT|PPO|KTO|ORPO|CPO|RLOO|GKD|OnlineDPO|Reward)(?:Trainer\b|Config\()")
+# a launch command that runs a script named for its method ("python3 llm_sft.py --sft_type lora": ms-swift 2.x's
+# examples; "python dpo_training.py"): the same names as a frame's script, read from the command itself
+_SCRIPT_RUN = lazyre.compile(r"\bpython[\d.]*\s+(?:-\w+\s+)*\S*?(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)"
+                             r"(?:_\w*)?\.py\b")
 _SWIFT_SUB = {"sft": "sft", "pt": "pt", "rollout": "grpo", "deploy": "serve", "infer": "infer"}
 _ADV_KIND = {"gae": "ppo", "group_norm": "grpo"}
 # OpenRLHF's entry modules (openrlhf/cli/): train_ppo(_ray) runs PPO unless --advantage_estimator says otherwise
@@ -122,6 +126,9 @@ def from_config(args: dict, command: str | None, texts: Iterable[str]) -> str | 
         m = _OPENRLHF_CLI.search(text)
         if m:
             return _OPENRLHF_KIND[m.group(1)]
+        m = _SCRIPT_RUN.search(text) if ".py" in text else None
+        if m:
+            return _norm(m.group(1))
     if command in _SWIFT_SUB:
         return _SWIFT_SUB[command]
     return None

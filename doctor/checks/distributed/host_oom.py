@@ -47,6 +47,14 @@ _TRAIN_BAR = lazyre.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
 _MACOS = lazyre.compile(r"\bKilled: 9\b|(?:^|[\s\"'(=])/(?:Users|opt/homebrew|Library/Frameworks/Python\.framework)/")
 
 
+
+def _words_say_otherwise(ctx: RunState) -> bool:
+    """The paste's sentences name another failure than a kill or a stop ("CUDA out of memory, but ..." in its title):
+    that reading (GD327) is the one to give, not a kill inferred from lines an excerpt does not hold."""
+    from ..hang.prose import symptom_of_run
+    got = symptom_of_run(ctx)
+    return got is not None and not got[0][0].startswith("hang") and got[0][0] != "host-oom-killed"
+
 class HostOomKilled(Rule):
     """A process killed with SIGKILL and no Python traceback: in practice the host's OOM killer."""
 
@@ -111,9 +119,11 @@ class HostOomKilled(Rule):
         watched_kill = self.exit is not None and not ctx.exceptions
         if not elastic_kill and not self.hits and not watched_kill:
             return []
+        kinds = [n for n, _, _ in self.hits]
+        if not elastic_kill and not watched_kill and set(kinds) == {"stopped"} and _words_say_otherwise(ctx):
+            return []  # the launcher's stopping says only that a child ended; the paste's own words say how
         run = ctx.run
         ev: list[Evidence] = []
-        kinds = [n for n, _, _ in self.hits]
         seqs = [l.seq for _, l, _ in self.hits] + ([root.lines[0].seq] if elastic_kill and root.lines else [])
         first_seq = min(seqs) if seqs else 0
         for _, l, _ in self.hits[:3]:

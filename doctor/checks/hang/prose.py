@@ -13,6 +13,7 @@ from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_share
+from ...swift.trainer_kind import UNSCORED_KINDS
 from .endings import plain
 from .slow_bar import PACE_FIX, bar_pace, pace_sentence
 from .symptom_words import (
@@ -20,6 +21,7 @@ from .symptom_words import (
     DENIED,
     MEANWHILE,
     MEANWHILE_SAID,
+    MEANWHILE_UNSCORED,
     MID,
     MULTI_NODE,
     NO_ERROR,
@@ -229,6 +231,8 @@ class ProseSymptom(Rule):
                        f"vllm) with the setup that failed.")
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
+        elif category in MEANWHILE_UNSCORED and ctx.trainer_kind().kind in UNSCORED_KINDS:
+            fix.append(MEANWHILE_UNSCORED[category])
         elif category in MEANWHILE:
             fix.append(MEANWHILE[category])
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"

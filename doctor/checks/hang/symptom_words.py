@@ -9,6 +9,7 @@ from ... import lazyre
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+NO_STOP = "the fine-tuned model does not stop where its answer ends"
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
@@ -167,7 +168,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\b(?:gpu|cuda)[- _]?util(?:i[sz]ation|s)?(?: rate)?\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|"
                     r"\b(?:below|under|only|about|around|at most)\s+\d{1,2} ?%|\bdrops?\b|\bdropping\b)|"
                     r"\blow (?:overall )?gpu[- _]?util|\bgpus? (?:are |is |stay |stays |sit |sits )?(?:mostly )?idle\b|"
-                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}(?:低|\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
+                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}(?:低|不高|\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
      "gpu-underutilized", "the GPUs are mostly idle (low utilisation)"),
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)"
@@ -175,6 +176,15 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # "No errors, but the training has not started."
                     r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*"),
      "hang", "the run stops making progress"),
+    # a fine-tuned model that runs on past its answer: "Model does not generate eos", "continues to ramble", "generate
+    # question from it own and generate answer and repeat it" (trl threads on SFT with pad == eos)
+    (lazyre.compile(r"(?i)\b(?:does(?:n't| not)|fails? to|never|won't|can(?:no|')t) (?:generate|output|emit|produce|predict|"
+                    r"learn)s? (?:the |an? )?(?:eos|</s>|end[- ]of[- ](?:sequence|turn|text))(?:[_ ]token)?\b|"
+                    r"\b(?:never|does(?:n't| not)|won't) stop(?:s)? (?:generating|talking|at the end)\b|"
+                    r"\bcontinues? to ramble\b|\bkeeps? (?:on )?(?:generating|rambling)\b|"
+                    r"\bgenerates? (?:the next |a new |another )?questions? (?:from|on|by) (?:it|its) own\b|"
+                    r"\brepeats? the (?:answer|question|response)\b|不会停止|停不下来|不输出(?:eos|结束符)"),
+     "output-degenerate", NO_STOP),
     # about completions, not a person repeating a step ("reduce it and repeat: the same error")
     (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? itself|repeat(?:s|ing)? the same (?:token|word|phrase|sentence)s?|"
                     r"repetitive (?:output|text|completion)s?|random (?:responses?|outputs?|text|tokens)|"
@@ -183,7 +193,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"responses?|text)|corrupt(?:s|ed)? (?:the )?(?:generations?|rollouts?|outputs?|completions?))\b|"
                     r"乱码|重复输出"),
      "output-degenerate", "the completions are garbled or repetitive"),
-    (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|训练.{0,4}(?:很|太|特别)慢|速度慢"),
+    # ("训练时候有时候速度会变得很慢": the words between the subject and 慢 vary; "gets slower and slower", "slows down")
+    (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|\bslower and slower\b|"
+                    r"\b(?:training|steps?|iterations?|it|generation|rollouts?) (?:gets?|becomes?|got|became) (?:much |very )?"
+                    r"slower\b|\b(?:training|steps?|iterations?|generation|rollouts?) slows? down\b|"
+                    r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢"),
      "slow-training", "training is slow"),
     # last (a size beside another symptom is not the failure): a saved weights file of a few hundred bytes (an
     # adapter saved from an empty state dict) or checkpoints of tens of GB, sizes people quote from `ls -l` / `du -sh`
@@ -273,6 +287,12 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    NO_STOP:
+        "Meanwhile: a model that runs on past its answer never learned to emit its end-of-turn token: check that each "
+        "training example ends with the template's end token in the labels (appended, not masked), and that the pad "
+        "token is another token than eos (a language-modelling collator masks every pad id in the labels, so pad == "
+        "eos masks the stop token too: trl's setup_chat_format and `tokenizer.pad_token = tokenizer.eos_token` do "
+        "that); at inference, stop on the template's end token.",
     AUTO_UNFILLED:
         "Meanwhile: only transformers' Trainer (and accelerate before 1.0, under ZeRO-3) replaces \"auto\" with numbers; "
         "a script that calls deepspeed.initialize or accelerator.prepare itself hands the placeholders to DeepSpeed. "
@@ -283,6 +303,19 @@ MEANWHILE_SAID = {
         "not use (`trl vllm-serve --model <model>`; ms-swift: `swift rollout --model <model>`) and check that "
         "`curl http://<host>:<port>/health/` answers from the training node, or generate in the training processes "
         "instead (trl vllm_mode=\"colocate\"; Unsloth: load the model with fast_inference=True).",
+}
+
+# the usual causes for a run that samples no completions (SFT, DPO, pre-training): no rollout engine to blame
+MEANWHILE_UNSCORED = {
+    "gpu-underutilized": "Meanwhile, where idle GPUs wait in a run without rollouts: on the CPU (data loading, "
+                         "tokenising, image decoding: the dataloader workers; `top` shows it busy while the GPUs sit at "
+                         "0%), on tiny batches (a batch of 1 with long gradient accumulation), on a mixture-of-experts "
+                         "model whose eager implementation runs its experts one after another, or on ZeRO-3 or CPU "
+                         "offload traffic.",
+    "slow-training": "Meanwhile, where a step's time goes in a run without rollouts: data loading on the CPU (too few "
+                     "dataloader workers, images decoded per step), gradient checkpointing and ZeRO-3 or CPU offload "
+                     "(each trades speed for memory), a mixture-of-experts model's eager expert loop, and evaluation "
+                     "or saving too often; the progress bar's seconds per step before and after one change tell which.",
 }
 
 MEANWHILE = {
