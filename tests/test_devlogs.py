@@ -274,8 +274,6 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_37: dict[str, str] = {
-    "4021": "mat1 and mat2 BFloat16 != Half under a DeepSpeed JSON enabling fp16 in a bf16 run: GD999",
-    "4024": "a resumed optimizer whose parameter groups differ (lm_head/embed_tokens frozen on reload): GD999",
 }
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",

@@ -1136,3 +1136,19 @@ def test_an_interpreters_call_refusal_quoted_in_a_sentence_is_that_typeerror():
               "'max_prompt_length'\"\n")
     assert out[0].category == "import-or-dependency-error"
     assert "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'max_prompt_length'" in out[0].message
+
+
+def test_two_half_precisions_under_deepspeed_and_an_optimizer_resumed_for_other_parameters():
+    # accelerate#3197 (fixtures/devlogs37/4021): BFloat16 != Half with a DeepSpeed config in the run
+    ds = run("deepspeed_config_file: /home/user/ds_zero3_cpu_offload.config\n"
+             "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::BFloat16 != c10::Half\n")
+    assert (ds[0].category, ds[0].title.split(":")[0]) == (
+        "deepspeed-config-error", "bfloat16 and float16 in one matrix product")
+    # without DeepSpeed the same pair is the run's own settings; float vs bfloat16 is a module left in float32
+    plain = run("RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::BFloat16 != c10::Half\n")
+    assert plain[0].category == "argument-error-other"
+    # torch's Optimizer.load_state_dict (fixtures/devlogs37/4024)
+    resumed = run("ValueError: loaded state dict contains a parameter group that doesn't match the size of "
+                  "optimizer's group\n")
+    assert resumed[0].category == "argument-error-other" and "trainable" in resumed[0].title
+    assert any("resume_from_checkpoint" in f for f in resumed[0].fix)

@@ -14,7 +14,7 @@ from .. import lazyre
 _L, _R = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
 # DeepSpeed's own log lines and a person's words for it; "ds_config" is the usual name of its JSON, zero_pp_rank_ its
 # checkpoint files' prefix, "ZeRO" (in that case) its own spelling
-_DEEPSPEED = lazyre.compile(rf"(?i:{_L}deep[-_ ]?speed{_R}|{_L}ds_config{_R}|{_L}ds_z[0-3]|zero_pp_rank_|zero_optimization)"
+_DEEPSPEED = lazyre.compile(rf"(?i:{_L}deep[-_ ]?speed{_R}|{_L}deepspeed_config(?:_file)?{_R}|{_L}ds_config{_R}|{_L}ds_z[0-3]|zero_pp_rank_|zero_optimization)"
                             rf"|{_L}ZeRO{_R}")
 # ZeRO stage 3 as DeepSpeed prints it ("Creating fp16 ZeRO stage 3 optimizer", "zero_optimization.stage=3") and as
 # people write it ("zero3", "zero-stage 3", "ZeRO-3", "ds_z3_config.json"); a CJK character may follow directly
