@@ -387,3 +387,12 @@ def test_the_usual_causes_follow_the_kind_of_run():
     f = next(x for x in s.finish() if x.rule_id == "GD327")
     assert f.category == "gpu-underutilized" and any("without rollouts" in x for x in f.fix)
     assert not any("vLLM" in x for x in f.fix)
+
+
+def test_a_zero_loss_beside_a_nan_gradient_norm_in_words_is_an_empty_supervision():
+    # ymcui/chinese-llama-alpaca-3#29 (fixtures/devlogs37/4001)
+    f = next(x for x in run("微调过程loss为0， grad_norm为nan\n") if x.rule_id == "GD327")
+    assert f.category == "loss-nan-or-inf" and any("no supervised token" in x for x in f.fix)
+    assert _symptom("my loss is 0.0 and grad_norm is nan from the first step") == "loss-nan-or-inf"
+    f = next(x for x in run("loss becomes nan after 200 steps\n") if x.rule_id == "GD327")
+    assert not any("no supervised token" in x for x in f.fix)

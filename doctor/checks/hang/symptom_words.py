@@ -9,6 +9,7 @@ from ... import lazyre
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+EMPTY_LABELS = "the loss is exactly 0 while grad_norm is NaN (a mean over no supervised token)"
 NO_STOP = "the fine-tuned model does not stop where its answer ends"
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 
@@ -53,6 +54,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\bserver is not up yet\b|\b(?:infinite(?:ly)?|endless(?:ly)?|keeps?|forever)\s+retr(?:y|ies|ying)\b|"
                     r"无限重试|一直重试"), "hang-at-start",
      SERVER_POLL),
+    # a loss of exactly 0 beside a NaN gradient norm ("loss为0， grad_norm为nan", "'loss': 0.0, 'grad_norm': nan"): a
+    # mean over zero supervised tokens (huggingface/trl#6668, princeton-nlp/SimPO#35), before the NaN words
+    (lazyre.compile(r"(?i)(?<![a-z])loss(?![a-z_])['\"]?[^。，,.;]{0,12}?(?:为|是|=|:|is|of|stays?(?: at)?|always)\s*['\"]?0(?:\.0+)?"
+                    r"(?![.\d])[^。.;]{0,40}?grad_norm['\"]?[^。，,.;]{0,12}?(?:为|是|=|:|is)?\s*['\"]?nan\b|"
+                    r"grad_norm['\"]?[^。，,.;]{0,12}?(?:为|是|=|:|is)?\s*['\"]?nan\b[^。.;]{0,40}?(?<![a-z])loss(?![a-z_])"
+                    r"['\"]?[^。，,.;]{0,12}?(?:为|是|=|:|is)\s*['\"]?0(?:\.0+)?(?![.\d])"),
+     "loss-nan-or-inf", EMPTY_LABELS),
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
     # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
@@ -287,6 +295,11 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    EMPTY_LABELS:
+        "Meanwhile: a loss of 0 beside a NaN gradient norm from the first steps is a batch with no supervised token "
+        "(every label masked to -100), not an overflow: a maximum length (max_length, cutoff_len, max_seq_length) that "
+        "truncates the response away, a prompt limit equal to the whole length, or a template or completion-only "
+        "mask that masks everything; print one encoded example's labels and raise the length or shorten the prompts.",
     NO_STOP:
         "Meanwhile: a model that runs on past its answer never learned to emit its end-of-turn token: check that each "
         "training example ends with the template's end token in the labels (appended, not masked), and that the pad "

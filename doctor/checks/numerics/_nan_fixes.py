@@ -98,3 +98,19 @@ def _resume(run: RunConfig, last_ok: int | None) -> list[str]:
     elif last_ok is not None:
         fix.append(f"The last finite step was {last_ok}: resume from the last checkpoint saved before it.")
     return fix
+
+
+def empty_supervision(values: dict) -> tuple[str, str] | None:
+    """(sentence, fix) when a first logged row holds a loss of exactly 0 beside a NaN gradient norm: a mean over zero
+    supervised tokens (every label masked, -100), not an overflow; None otherwise. trl's SFTTrainer logs 0.0 for a
+    batch whose labels are all masked while the forward loss is NaN (huggingface/trl#6668); SimPO's rows show the same
+    pair with max_prompt_length equal to max_length (princeton-nlp/SimPO#35)."""
+    loss, grad = values.get("loss"), values.get("grad_norm")
+    if not isinstance(loss, (int, float)) or loss != 0 or not isinstance(grad, float) or grad == grad:
+        return None
+    return ((" The row's loss is exactly 0 beside a NaN gradient norm: that pair is a mean over zero supervised tokens (every "
+             "label of the batch masked to -100, so the loss is 0/0), not an overflow."),
+            "Count the supervised tokens of a batch: a maximum length (max_length, cutoff_len, max_seq_length) that "
+            "truncates the response away, a prompt length limit equal to the whole length (max_prompt_length = "
+            "max_length in DPO-style trainers), or a template or completion-only mask that masks every token leaves "
+            "no label; print one encoded example's labels and raise the length or shorten the prompts.")

@@ -27,7 +27,7 @@ from .._series import (
     reward_key_name,
     step_row,
 )
-from ._nan_fixes import dtype_of, nan_fixes
+from ._nan_fixes import dtype_of, empty_supervision, nan_fixes
 
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
 # a preference trainer's values of the policy itself (trl dpo_trainer.py get_batch_loss_metrics, ms-swift's DPO rows:
@@ -306,7 +306,10 @@ class MetricsNonFinite(Rule):
                     "element < 0'.")
             sev = Severity.error
             first_step = self.prev is None and _first_logging_point(self.first, self.after)
-            if first_step:
+            empty = empty_supervision(self.first.values) if first_step else None
+            if empty is not None:
+                msg += empty[0]
+            elif first_step:
                 label = s.label(first)
                 msg += (f" {label[0].upper() + label[1:]} is the run's first logged step and already non-finite, with "
                         f"no finite step before it: no update preceded it, so the first forward or backward pass gave "
@@ -316,6 +319,8 @@ class MetricsNonFinite(Rule):
             fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen,
                             unscaled=self.first.values.get("loss_scale") == 1.0, swift_grpo=swift_grpo(ctx),
                             first_step=first_step, lr_next=lr_next)
+            if empty is not None:
+                fix = [empty[1], *fix]
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
         shown = keys + tuple(k for k in core if k not in keys)[:3]   # the NaN values themselves, when not among these
         ev = ([s.evidence(prev, shown)] if prev >= 0 else []) + [s.evidence(first, shown)]
