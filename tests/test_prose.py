@@ -396,3 +396,16 @@ def test_a_zero_loss_beside_a_nan_gradient_norm_in_words_is_an_empty_supervision
     assert _symptom("my loss is 0.0 and grad_norm is nan from the first step") == "loss-nan-or-inf"
     f = next(x for x in run("loss becomes nan after 200 steps\n") if x.rule_id == "GD327")
     assert not any("no supervised token" in x for x in f.fix)
+
+
+def test_a_hang_after_the_lines_show_start_up_done_is_not_blamed_on_start_up():
+    # hiyouga/llamafactory#9679's lines (fixtures/devlogs37/4013): the group formed and ZeRO-3 built the model
+    text = ("模型训练卡死\n"
+            "[2025-12-27 15:11:12,692] [INFO] [config.py:735:__init__] Config mesh_device None world_size = 4\n"
+            "[2025-12-27 15:11:52,868] [INFO] [partition_parameters.py:348:__exit__] finished initializing model - "
+            "num_params = 74391, num_elems = 79.67B\n")
+    f = next(x for x in run(text) if x.rule_id == "GD327")
+    assert f.category == "hang-at-start" and any("start-up done" in x for x in f.fix)
+    assert not any("never forms" in x for x in f.fix)
+    bare = next(x for x in run("模型训练卡死\n") if x.rule_id == "GD327")
+    assert any("never forms" in x for x in bare.fix)

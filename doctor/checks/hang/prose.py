@@ -18,6 +18,7 @@ from .endings import plain
 from .slow_bar import PACE_FIX, bar_pace, pace_sentence
 from .symptom_words import (
     ADVICE,
+    AFTER_SET_UP,
     DENIED,
     MEANWHILE,
     MEANWHILE_SAID,
@@ -28,6 +29,7 @@ from .symptom_words import (
     ONE_NODE,
     PASTE_NEXT,
     PINNED,
+    SET_UP_DONE,
     START,
     SYMPTOMS,
 )
@@ -231,6 +233,8 @@ class ProseSymptom(Rule):
                        f"vllm) with the setup that failed.")
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
+        elif category == "hang-at-start" and any(SET_UP_DONE.search(ln.text) for ln in lines):
+            fix.append(AFTER_SET_UP)
         elif category in MEANWHILE_UNSCORED and ctx.trainer_kind().kind in UNSCORED_KINDS:
             fix.append(MEANWHILE_UNSCORED[category])
         elif category in MEANWHILE:

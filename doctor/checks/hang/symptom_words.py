@@ -319,6 +319,18 @@ MEANWHILE_SAID = {
 }
 
 # the usual causes for a run that samples no completions (SFT, DPO, pre-training): no rollout engine to blame
+# the lines show start-up done: DeepSpeed's config print per rank ("world_size = 4"), ZeRO-3's model built, a trainer's
+# parameter count or its "Running training" banner, the shards loaded
+SET_UP_DONE = lazyre.compile(r"\bworld_size\s*=\s*\d+|finished initializing model|\btrainable params\b|Fine-tuning method:|"
+                             r"\*{5} Running training \*{5}|Loading checkpoint shards:\s*100%")
+# the usual causes of a stop once the processes formed their group and built the model (the first step's collectives)
+AFTER_SET_UP = ("Meanwhile: the lines show start-up done (the processes formed their group and built the model), so the "
+                "stop is at the first steps, not in start-up: the usual cause there is ranks that issue different "
+                "collectives: a mixture-of-experts model under ZeRO-3 (each rank gathers only the experts its tokens "
+                "reach unless the MoE block is a ZeRO-3 leaf module: deepspeed.utils.set_z3_leaf_modules, which "
+                "frameworks apply to the MoE blocks they know), a rank whose batch or generation differs in length, or "
+                "a first evaluation or save; `py-spy dump --pid PID` of every rank shows where each one waits.")
+
 MEANWHILE_UNSCORED = {
     "gpu-underutilized": "Meanwhile, where idle GPUs wait in a run without rollouts: on the CPU (data loading, "
                          "tokenising, image decoding: the dataloader workers; `top` shows it busy while the GPUs sit at "
