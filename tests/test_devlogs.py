@@ -277,7 +277,6 @@ KNOWN_MISSES_37: dict[str, str] = {
 }
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
-    "3930": "trl 0.23 reward functions receiving message dicts, told in prose: GD330",
 }
 KNOWN_MISSES_34: dict[str, str] = {
     "3726": "prose naming vLLM 0.8.5's V1 engine and an outputs_queue error: GD328",

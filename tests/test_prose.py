@@ -409,3 +409,13 @@ def test_a_hang_after_the_lines_show_start_up_done_is_not_blamed_on_start_up():
     assert not any("never forms" in x for x in f.fix)
     bare = next(x for x in run("模型训练卡死\n") if x.rule_id == "GD327")
     assert any("never forms" in x for x in bare.fix)
+
+
+def test_a_reward_function_given_completions_of_another_shape_in_words():
+    # huggingface/trl#4202 (fixtures/devlogs36/3930), "function" mistyped as people do
+    said = ("Last week the reward fucntion are supposed to recive a list of strs as completion. But now I think it is "
+            "nested in a list and then [\"content]?")
+    assert _symptom(said) == "reward-function-error"
+    f = next(x for x in run(said + "\n") if x.rule_id == "GD327")
+    assert any('completion[0][\\"content\\"]' in x or 'completion[0]["content"]' in x for x in f.fix)
+    assert _symptom("The reward for the full run is logged to wandb as a list of numbers") is None

@@ -9,6 +9,7 @@ from ... import lazyre
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+COMPLETION_SHAPE = "the reward function receives completions of another shape than it was written for"
 EMPTY_LABELS = "the loss is exactly 0 while grad_norm is NaN (a mean over no supervised token)"
 NO_STOP = "the fine-tuned model does not stop where its answer ends"
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
@@ -54,6 +55,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\bserver is not up yet\b|\b(?:infinite(?:ly)?|endless(?:ly)?|keeps?|forever)\s+retr(?:y|ies|ying)\b|"
                     r"无限重试|一直重试"), "hang-at-start",
      SERVER_POLL),
+    # a reward function given completions of another shape than it was written for: trl hands completions in the
+    # prompts' format (trl/trainer/grpo_trainer.py _generate_and_score_completions: conversational prompts give each
+    # completion as [{"role": "assistant", "content": ...}]); "function" is often mistyped: "the reward fucntion are
+    # supposed to recive a list of strs as completion. But now ... it is nested in a list" (huggingface/trl#4202)
+    (lazyre.compile(r"(?i)\breward[_ ]?(?:fu\w{2,8}|fns?)\b.{0,120}?(?:\blist of (?:strs?|strings|dicts?|"
+                    r"messages)\b|\bnested\b|\[\s*['\"]content|\bmessage dicts?\b|\bconversational\b|"
+                    r"\bstring indices must be integers\b)"),
+     "reward-function-error", COMPLETION_SHAPE),
     # a loss of exactly 0 beside a NaN gradient norm ("loss为0， grad_norm为nan", "'loss': 0.0, 'grad_norm': nan"): a
     # mean over zero supervised tokens (huggingface/trl#6668, princeton-nlp/SimPO#35), before the NaN words
     (lazyre.compile(r"(?i)(?<![a-z])loss(?![a-z_])['\"]?[^。，,.;]{0,12}?(?:为|是|=|:|is|of|stays?(?: at)?|always)\s*['\"]?0(?:\.0+)?"
@@ -295,6 +304,11 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    COMPLETION_SHAPE:
+        "Meanwhile: trl hands a reward function its completions in the prompts' format: plain strings for plain-text "
+        "prompts, and for conversational prompts (a list of role/content messages) each completion as a list of "
+        "messages, `[{\"role\": \"assistant\", \"content\": ...}]`; read `completion[0][\"content\"]` there, or give "
+        "the dataset string prompts (a chat template applied beforehand) if the function expects strings.",
     EMPTY_LABELS:
         "Meanwhile: a loss of 0 beside a NaN gradient norm from the first steps is a batch with no supervised token "
         "(every label masked to -100), not an overflow: a maximum length (max_length, cutoff_len, max_seq_length) that "
