@@ -331,3 +331,19 @@ def test_a_framework_named_in_words_is_the_last_reading_before_none():
     assert named_in(["trainer = GRPOTrainer(model=model)"]) is None   # a project's own class may bear the name
     assert named_in(["Environment: trl 0.19.1, transformers 4.53"]) == "trl"
     assert named_in(["loss is nan after 20 steps"]) is None
+
+
+def test_vllm_named_by_a_paste_of_no_training_and_unsloths_entry_points():
+    from doctor.swift.framework import detect, named_in, runtime_named_in
+    # fixtures/devlogs37/4007: a vLLM serving failure, no trainer and no training named
+    assert runtime_named_in(["use error: The model's max seq len (4096) is larger than ... vllm KV cache"]) == "vllm"
+    assert detect([], ["With vllm the model's max seq len (4096) is larger than the KV cache"], {})[::3] == \
+        ("vllm", "named")
+    # vLLM beside training words is some trainer's rollout engine; DeepSpeed is always some trainer's engine
+    assert runtime_named_in(["GRPO training with vLLM runs out of memory"]) is None
+    assert runtime_named_in(["DeepSpeed 0.9.5: extra fields not permitted"]) is None
+    # a path is no naming; a trainer named wins
+    assert runtime_named_in(["/usr/lib/python3/site-packages/vllm/worker.py"]) is None
+    assert detect([], ["trl GRPO with vllm colocate OOM"], {})[::3] == ("trl", "named")
+    # fixtures/devlogs37/4024: unsloth's own entry point in the title
+    assert named_in(["unsloth_train(trainer, resume_from_checkpoint = True) gives a ValueError"]) == "unsloth"

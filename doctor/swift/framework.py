@@ -316,11 +316,20 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     ("llamafactory", lazyre.compile(r"(?i)llama-?factory|\bllmtuner\b|LLaMA-Efficient-Tuning")),
     ("verl", lazyre.compile(r"(?i)\bverl\b(?![/-])")),
     ("openrlhf", lazyre.compile(r"(?i)\bopenrlhf\b")),
-    ("unsloth", lazyre.compile(r"(?i)\bunsloth\b(?![/-])")),
+    # (unsloth's own entry points name it too: unsloth_train, FastLanguageModel, FastVisionModel)
+    ("unsloth", lazyre.compile(r"(?i)\bunsloth(?:_\w+)?\b(?![/-])|\bFast(?:Language|Vision)Model\b")),
     ("axolotl", lazyre.compile(r"(?i)\baxolotl\b(?![/-])")),
     # (a class named GRPOTrainer alone may be a project's own: trl only by its name)
     ("trl", lazyre.compile(r"(?i)\btrl\b(?![/-])")),
 )
+
+
+# vLLM named in words by a paste that names no trainer and no training at all: a serving or inference job's failure
+# (a vLLM named beside training words is a trainer's rollout engine, whose trainer the paste does not name; DeepSpeed is
+# always some trainer's engine: named alone it was right for 18 of 40 development logs, so it is not read)
+_VLLM_NAMED = lazyre.compile(r"(?i)(?<![\w/.-])vllm(?![\w/-])")
+_TRAINING_WORDS = lazyre.compile(r"(?i)\b(?:grpo|ppo|dpo|kto|orpo|simpo|sft|rlhf|rl|reward|rollouts?|fine-?tun\w*|"
+                                 r"train\w*|lora|qlora|deepspeed|zero-?[123]|epochs?)\b|训练|微调")
 
 
 def named_in(texts: list[str]) -> str | None:
@@ -328,6 +337,13 @@ def named_in(texts: list[str]) -> str | None:
     for name, rx in _NAMED:
         if any(rx.search(t) for t in texts):
             return name
+    return None
+
+
+def runtime_named_in(texts: list[str]) -> str | None:
+    """"vllm" when the text names vLLM and no training (a serving or inference job), else None."""
+    if any(_VLLM_NAMED.search(t) for t in texts) and not any(_TRAINING_WORDS.search(t) for t in texts):
+        return "vllm"
     return None
 
 
@@ -370,6 +386,9 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         by_name = named_in(texts)
         if by_name:  # the paste names the framework it ran (a title, a sentence, an environment list)
             name, source = by_name, "named"
+    if name is None:
+        name = runtime_named_in(texts)  # no trainer and no runtime read from the lines: a runtime named alone
+        source = "named" if name else source
     recipe = "open-r1" if (r1_frames or r1_text or "open-r1" in implied) and name == "trl" else None
     version = None
     if name == "ms-swift":
