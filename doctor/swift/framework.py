@@ -329,7 +329,8 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
 # always some trainer's engine: named alone it was right for 18 of 40 development logs, so it is not read)
 _VLLM_NAMED = lazyre.compile(r"(?i)(?<![\w/.-])vllm(?![\w/-])")
 _TRAINING_WORDS = lazyre.compile(r"(?i)\b(?:grpo|ppo|dpo|kto|orpo|simpo|sft|rlhf|rl|reward|rollouts?|fine-?tun\w*|"
-                                 r"train\w*|lora|qlora|deepspeed|zero-?[123]|epochs?)\b|训练|微调")
+                                 r"train\w*|lora|qlora|deepspeed|zero-?[123]|epochs?|offload|optimizer|gradients?|ref(?:erence)? model)\b|"
+                                 r"训练|微调")
 
 
 def named_in(texts: list[str]) -> str | None:
