@@ -36,7 +36,7 @@ class EvalLossNan(Rule):
     def feed_many(self, signals: list[Any]) -> None:
         # the eval rows are few: the rows that hold eval_loss are picked in C, then read one by one; a block whose rows
         # all hold one key set is asked its first row only (a console run's rows build no dict for it: LazyMetrics)
-        block = Block.of(signals)
+        block = Block.of(signals) if len(signals) > 1 else None
         if block is not None and block.one_key_set:
             rows = signals if "eval_loss" in block.row(0) else []
         else:
