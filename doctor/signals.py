@@ -132,6 +132,10 @@ class LazyMetrics(Metrics):
     def __repr__(self) -> str:
         return repr(self.eager())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a copy or a pickle is the Metrics it stands for (the dataclass's own state would set ``values``, a property)
+        return Metrics, (self.values, self.where, self.seq, self.source, self.finite)
+
 
 _SET_LAZY = LazyMetrics.lazy.__set__  # type: ignore[attr-defined]   # past the frozen __setattr__, as _SET_METRICS
 METRICS_TYPES = frozenset((Metrics, LazyMetrics))   # the types of a metric row (a block may hold both)
