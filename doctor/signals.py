@@ -105,6 +105,60 @@ def console_row(values: dict[str, Any], path: str, line: int, seq: int, finite: 
     return m
 
 
+class LazyMetrics(Metrics):
+    """A Metrics of a console run's row (sources/step_runs.py) whose ``values`` is built on first read: a run's values
+    go to its block's columns, and most rows are never read as a dict (only those a finding quotes, and the series'
+    kept rows). The same values, the same objects, in the same key order as the dict built at once; a reader takes
+    it for a Metrics (``isinstance``; the session routes it with them, ``METRICS_TYPES``)."""
+
+    __slots__ = ("lazy",)
+    lazy: Any   # (keys, the run's values row after row, this row's first place in them), then the dict
+
+    @property  # type: ignore[misc]
+    def values(self) -> dict[str, Any]:  # type: ignore[override]
+        row = self.lazy
+        if type(row) is not dict:
+            keys, values, at = row
+            row = dict(zip(keys, values[at:at + len(keys)]))
+            _SET_LAZY(self, row)
+        return row  # type: ignore[no-any-return]
+
+    def eager(self) -> Metrics:
+        return Metrics(self.values, self.where, self.seq, self.source, self.finite)
+
+    def __eq__(self, other: object) -> bool:
+        return self.eager() == (other.eager() if isinstance(other, LazyMetrics) else other)
+
+    def __repr__(self) -> str:
+        return repr(self.eager())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a copy or a pickle is the Metrics it stands for (the dataclass's own state would set ``values``, a property)
+        return Metrics, (self.values, self.where, self.seq, self.source, self.finite)
+
+
+_SET_LAZY = LazyMetrics.lazy.__set__  # type: ignore[attr-defined]   # past the frozen __setattr__, as _SET_METRICS
+METRICS_TYPES = frozenset((Metrics, LazyMetrics))   # the types of a metric row (a block may hold both)
+
+
+def console_run_row(row: tuple[tuple[str, ...], list[Any], int], path: str, line: int, seq: int,
+                    finite: bool) -> Metrics:
+    """``console_row`` of a run's row (keys, the run's values row after row, the row's first place in them) as a
+    LazyMetrics: its dict is built only if read."""
+    set_path, set_line = _SET_WHERE
+    where = _new(Where)
+    set_path(where, path)
+    set_line(where, line)
+    _, set_where, set_seq, set_source, set_finite = _SET_METRICS
+    m = _new(LazyMetrics)
+    _SET_LAZY(m, row)
+    set_where(m, where)
+    set_seq(m, seq)
+    set_source(m, "console")
+    set_finite(m, finite)
+    return m
+
+
 # The three signals below are plain slotted classes: a dataclass costs ~1.5 ms of every command's start-up.
 class Completions:
     """One table of completions.jsonl (the rows of one step) and where it was read."""

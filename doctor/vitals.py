@@ -71,7 +71,7 @@ class Tracker:
         each part's first and last value and count matter, so the rows are not visited one by one."""
         summary = block.summary()
         for i in summary.nonzero()[0]:
-            path = block.values[i].get("last_model_checkpoint")
+            path = block.row(i).get("last_model_checkpoint")
             if isinstance(path, str) and path:
                 self.saved = path
         steps = block.steps()
@@ -80,7 +80,7 @@ class Tracker:
             return
         found = False
         for i in at[::-1]:   # the last row with a step sets it; max_steps: the last such row that gives one
-            v = block.values[i]
+            v = block.row(i)
             step = _step(v)
             if step is None:
                 continue
@@ -94,7 +94,7 @@ class Tracker:
             col = first_of(block, keys)
             if col is None:   # not plain floats: those rows one by one
                 for i in at:
-                    x = _part(block.values[i], keys)
+                    x = _part(block.row(i), keys)
                     if x is not None:
                         self.first.setdefault(part, x)
                         self.last[part] = x

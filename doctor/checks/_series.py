@@ -273,11 +273,12 @@ class Series(SeriesReader):
         ``totals`` (a _Row is asked only where its reward values are read)."""
         if not ms:
             return
-        values = [m.values for m in ms]
         # the rows' dicts read once for every column (each row's values of the series' keys in C, then transposed):
-        # cheaper than a pass over the rows per column
+        # cheaper than a pass over the rows per column; a seeded or tabled block's columns are read instead, and its
+        # rows' dicts only for a column that is not plain (a console run's rows build theirs then: LazyMetrics)
+        values = [m.values for m in ms] if block is None or not (block.seeded or block.tabled) else None
         by_col = dict(zip(self.cols, zip(*[tuple(map(v.get, self.cols)) for v in values]))) \
-            if block is None or not (block.seeded or block.tabled) else None
+            if values is not None else None
         lists: dict[str, list[Any]] = {}
         if block is not None and block.tabled and idx:   # every plain column read at once (a slice: one stretch)
             at = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else load_numpy().array(idx)
@@ -300,7 +301,7 @@ class Series(SeriesReader):
                 if not there.all():
                     xs = [x if p else None for x, p in zip(xs, there.tolist())]
             else:
-                xs = by_col[k] if by_col is not None else [v.get(k) for v in values]
+                xs = by_col[k] if by_col is not None else [m.values.get(k) for m in ms]
                 if not _FLOAT_OR_NONE.issuperset(map(type, xs)):
                     xs = [x if x is None or type(x) is float else num(x) for x in xs]
             col.extend(xs)
@@ -485,7 +486,7 @@ class SeriesRule(Rule):
             self.s.add(signal)
 
     def feed_many(self, signals: list[Any]) -> None:
-        if type(self).feed is not SeriesRule.feed or type(signals[0]) is not Metrics:  # one type (emit_many)
+        if type(self).feed is not SeriesRule.feed or not isinstance(signals[0], Metrics):  # one type (emit_many)
             super().feed_many(signals)
             return
         self.s.add_many(signals)  # type: ignore[attr-defined]

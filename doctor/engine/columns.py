@@ -16,13 +16,12 @@ from itertools import chain, repeat
 from operator import contains, is_not
 from typing import Any
 
-from ..signals import Metrics
+from ..signals import METRICS_TYPES, Metrics
 from ..sources import metrics as msrc
 
 ENABLED = True   # False: every block is read row by row (the equivalence tests compare both paths)
 np: Any = None   # numpy, imported by the first block: a log without metric rows never pays its import (~0.1 s)
 _LAST: list[Any] = [(None, None)]   # (signals, Block) of the last list asked for: one tuple, swapped whole
-_METRICS = {Metrics}
 _ABSENT = float("nan")   # the default of a missing key: this one object (a decoded NaN is another), so `is` finds it
 # fewer rows than this are read row by row while numpy is not imported yet: importing it costs ~0.17 s of CPU, more
 # than the row path takes for them (a block of one row reads ~5x slower as columns; a series of 512 rows finishes as
@@ -41,11 +40,12 @@ def worth(n: int) -> bool:
 class Block:
     """Columns of one block of Metrics rows, built on demand and kept for the block's other consumers."""
 
-    __slots__ = ("values", "n", "_cols", "_steps", "_summary", "_gsteps", "_seed", "_table")
+    __slots__ = ("signals", "n", "_values", "_cols", "_steps", "_summary", "_gsteps", "_seed", "_table")
 
     def __init__(self, signals: list[Metrics]):
-        self.values = [m.values for m in signals]
+        self.signals = signals
         self.n = len(signals)
+        self._values: list[dict[str, Any]] | None = None
         self._cols: dict[str, Any] = {}
         self._steps: Any = None
         self._summary: Any = None
@@ -63,13 +63,25 @@ class Block:
         last, block = _LAST[0]
         if last is signals and (block is None or block.n == len(signals)):   # not a list grown since
             return block  # type: ignore[no-any-return]
-        if (not signals or not worth(len(signals)) or set(map(type, signals)) != _METRICS
+        if (not signals or not worth(len(signals)) or not METRICS_TYPES.issuperset(map(type, signals))
                 or load_numpy() is None):
             block = None
         else:
             block = cls(signals)
         _LAST[0] = (signals, block)
         return block
+
+    @property
+    def values(self) -> list[dict[str, Any]]:
+        """Every row's dict, listed on first use: a seeded block's consumers read its columns and ``row`` instead, so
+        its rows' dicts (signals.LazyMetrics) are built only for the rows one reads."""
+        if self._values is None:
+            self._values = [m.values for m in self.signals]
+        return self._values
+
+    def row(self, i: int) -> dict[str, Any]:
+        """The dict of row ``i``."""
+        return self.signals[i].values
 
     def floats(self, key: str) -> tuple[Any, Any] | None:
         """(values, present) of ``key``: float64 with NaN where absent, and the rows that hold it. None when a row
@@ -141,7 +153,7 @@ class Block:
             if self._table is not None:
                 self._summary = self._table.summary()
             elif self._seed is not None:   # every row holds the same keys, and the test reads only which keys
-                self._summary = np.full(self.n, msrc.is_summary(self.values[0]))
+                self._summary = np.full(self.n, msrc.is_summary(self.row(0)))
             else:
                 self._summary = np.fromiter(map(msrc.is_summary, self.values), bool, self.n)
         return self._summary
@@ -152,7 +164,7 @@ class Block:
             if self._table is not None:
                 self._steps = self._table.steps()
             elif self._seed is not None:   # as summary()
-                self._steps = np.full(self.n, msrc.is_step(self.values[0]))
+                self._steps = np.full(self.n, msrc.is_step(self.row(0)))
             else:
                 self._steps = np.fromiter(map(msrc.is_step, self.values), bool, self.n)
         return self._steps
@@ -181,7 +193,7 @@ class Block:
             elif self._table is not None and at.size == self.n and self._table.texts("global_step/max_steps"):
                 gs = self._table.texts("global_step/max_steps")
             else:
-                gs = [self.values[i].get("global_step/max_steps") for i in at]
+                gs = [self.row(i).get("global_step/max_steps") for i in at]
             if len(set(map(type, gs))) == 1 and type(gs[0]) is str and set(map(str.count, gs, ["/"] * len(gs))) == {1}:
                 parts = "/".join(gs).split("/")   # one "/" in each: K and N of each row, in turn
                 digits = "".join(parts)

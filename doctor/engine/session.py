@@ -16,7 +16,7 @@ from ..gate import WordGate
 from ..model import Finding, Role, Severity
 from ..registry import RuleMeta, id_in_family, load_catalog
 from ..rules import OUT_OF_RANGE, Rule, build_rule
-from ..signals import LogLine, Metrics
+from ..signals import METRICS_TYPES, LazyMetrics, LogLine, Metrics
 from ..sources.runs import MAX_RUNS
 from ..sources.swiftconfig import RunConfig
 from ..swift.fixcheck import check_finding
@@ -70,6 +70,8 @@ class Session:
             for k in r.kinds:
                 if k is not LogLine:
                     self._by_type.setdefault(k, []).append(r)
+                if k is Metrics:   # a console run's row whose dict is built on first read: a Metrics to every rule
+                    self._by_type.setdefault(LazyMetrics, []).append(r)
             if LogLine in r.kinds:
                 if r.wants_all_lines or not r.literals:
                     self._all_line_rules.append(r)
@@ -216,8 +218,9 @@ class Session:
         if not signals:
             return
         self.generation += 1
-        kind = type(signals[0])
-        if kind is LogLine or len(set(map(type, signals))) != 1:   # the types in C: no Python step per signal
+        kinds = set(map(type, signals))   # the types in C: no Python step per signal
+        kind = Metrics if kinds <= METRICS_TYPES else type(signals[0])
+        if kind is LogLine or len(kinds) != 1 and kind is not Metrics:
             assert not between, "lines between signals of one type only"
             for s in signals:
                 self.emit(s)

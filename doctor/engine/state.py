@@ -277,7 +277,7 @@ class RunState:
             self._broken_in(signals, block, summary)
         self.metrics_steps += int(block.steps().sum())
         # every row holding the same keys: the same width, so only the first can change it
-        for values in block.values[:1] if block.one_key_set else block.values:
+        for values in [block.row(0)] if block.one_key_set else block.values:
             if len(values) != self._row_width:
                 self._note_layout(values)
         rows = ~summary

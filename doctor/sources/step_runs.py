@@ -37,7 +37,7 @@ from operator import not_
 from typing import Any
 
 from .. import lazyre
-from ..signals import console_row
+from ..signals import console_run_row
 from . import bars as bars_mod
 from . import console_rows
 from . import metrics as msrc
@@ -109,6 +109,7 @@ class StepRuns:
         if saved is not None:   # a save line's bar, if any, is read with the bars; its message below
             bar_lines = [sv[0] if sv else ln for ln, sv in zip(bar_lines, saved) if not sv or sv[0] is not None]
         rows, cols = self._rows(dicts) if dicts else ([], None)
+        width = len(cols[0]) if cols is not None else 0
         got = self._bars(bar_lines) if bar_lines else []
         n_rows, n_bars = len(rows), len(got)
         keys, since = stretch._keys, stretch._since_row
@@ -160,11 +161,12 @@ class StepRuns:
                     first = -1
                     block.emit()
                     gathered, parts = block.rows, block.parts
-                values, finite = rows[ri]
-                ri += 1
+                finite = rows[ri]
                 if first < 0:
-                    first, off = len(gathered), ri - 1
-                gathered.append(console_row(values, path, lineno + j, seq + j + extra, finite))
+                    first, off = len(gathered), ri
+                gathered.append(console_run_row((cols[0], cols[1], ri * width), path, lineno + j,  # type: ignore[index]
+                                                seq + j + extra, finite))
+                ri += 1
                 continue
             if bi == n_bars:
                 break   # not a pure bar
@@ -271,9 +273,10 @@ class StepRuns:
         return out
 
     # ------------------------------------------------------------------ rows
-    def _rows(self, lines: list[bytes]) -> tuple[list[tuple[dict[str, Any], bool]], Any]:
-        """(values, finite) of the dict lines, as metric_line reads them, up to the first that is not read that way
-        here (another key layout among them); and (keys, their values row after row) of those rows."""
+    def _rows(self, lines: list[bytes]) -> tuple[list[bool], Any]:
+        """``finite`` of the dict lines, as metric_line reads them, up to the first that is not read that way here
+        (another key layout among them); and (keys, their values row after row) of those rows: a row's dict is built
+        from them only if read (signals.LazyMetrics)."""
         first = lines[0].decode("ascii", "replace").split("'")
         pairs = len(first) // 4
         if first[0] != "{" or first[-1] != "}" or len(first) % 4 != 1 or first[2::4].count(": ") != pairs or \
@@ -302,15 +305,11 @@ class StepRuns:
         conv = msrc._CONVERTED
         conv.nonfinite = False
         values = list(map(conv.__getitem__, chain.from_iterable(got) if width > 1 else got))
-        # each row's dict: a copy of one with these keys (no table grown key by key), its values set in order
-        dicts = list(map(dict.copy, repeat(dict.fromkeys(keys), len(got))))
-        for _ in map(dict.update, dicts, map(zip, repeat(keys), zip(*[iter(values)] * width))):
-            pass
         if not conv.nonfinite:
-            rows = list(zip(dicts, repeat(True)))
+            rows = [True] * len(got)
         else:   # nan or +-inf: never cached, so only a miss gives one, and __missing__ said so
             bad = {i // width for i, x in enumerate(values) if type(x) is float and x - x != 0}
-            rows = [(d, r not in bad) for r, d in enumerate(dicts)]
+            rows = [r not in bad for r in range(len(got))]
         return rows, (keys, values)
 
     def _layout(self, printed: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any] | None:
@@ -332,7 +331,9 @@ class StepRuns:
                 keys = None
         out = None
         if keys is not None:
-            value = "'([^'\"\n]*)'"
+            # possessive: the closing quote is not in the class, so giving characters back never finds another match,
+            # and the engine keeps no backtracking state for each value (the block's findall -15 %)
+            value = "'([^'\"\n]*+)'"
             line = "\\{" + ", ".join(f"'{re.escape(k)}': {value}" for k in printed) + "\\}"
             out = keys, re.compile("(?m)^" + line + "$"), re.compile(line).fullmatch
         self._layouts[printed] = out

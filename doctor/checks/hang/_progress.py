@@ -175,13 +175,19 @@ class _Progress:
         self.threads: list[_Thread] = []
         self._thread: _Thread | None = None
         self.last_path: str | None = None
-        self.last_metrics: dict[str, Any] = {}
+        # the row of the last step: its dict is read only by a finding (a console run's row builds it then: LazyMetrics)
+        self.last_row: Metrics | None = None
         self.death: tuple[LogLine, str] | None = None   # torch elastic's agent: the signal it received, its line
 
     def _mark(self, phase: str, line: LogLine) -> None:
         self.phase_seq[phase] = line.seq
         self.phase_line[phase] = line
         self.last_path = line.where.path
+
+    @property
+    def last_metrics(self) -> dict[str, Any]:
+        """The values of the last step's row ({} before one)."""
+        return {} if self.last_row is None else self.last_row.values
 
     def feed(self, signal: Any) -> None:
         if isinstance(signal, ExceptionInfo):
@@ -222,7 +228,7 @@ class _Progress:
             at = block.steps().nonzero()[0]
             if reach.size:
                 self.max_step = int(ks[reach[-1]])
-                self.last_metrics = block.values[at[reach[-1]]]
+                self.last_row = signals[at[reach[-1]]]
                 given = ns[reach].nonzero()[0]   # total_steps = n or total_steps: the last reaching row with an n
                 if given.size:
                     self.total_steps = int(ns[reach[given[-1]]])
@@ -302,7 +308,7 @@ class _Progress:
         if k >= self.max_step:
             self.max_step = k
             self.total_steps = n or self.total_steps
-            self.last_metrics = m.values
+            self.last_row = m
         if m.source == "console":
             seq = m.seq
             if seq > self.metrics_seq:
@@ -317,7 +323,7 @@ class _Progress:
             if k >= self.max_step:
                 self.max_step = k
                 self.total_steps = n or self.total_steps
-                self.last_metrics = m.values
+                self.last_row = m
             if m.source == "console":  # logging.jsonl is read after the logs: its order says nothing
                 self.metrics_seq = max(self.metrics_seq, m.seq)
 

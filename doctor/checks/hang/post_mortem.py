@@ -86,7 +86,7 @@ class HangCheck(Rule):
         self.p.train_bar(bar)
 
     def feed_many(self, signals: list[Any]) -> None:
-        if type(self).feed is HangCheck.feed and type(signals[0]) is Metrics:  # one type (Session.emit_many)
+        if type(self).feed is HangCheck.feed and isinstance(signals[0], Metrics):  # one type (Session.emit_many)
             self.p.feed_metrics(signals)
         else:
             super().feed_many(signals)

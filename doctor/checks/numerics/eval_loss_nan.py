@@ -9,6 +9,7 @@ from itertools import compress
 from operator import attrgetter, methodcaller
 from typing import Any
 
+from ...engine.columns import Block
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
@@ -33,8 +34,14 @@ class EvalLossNan(Rule):
         self.feed_many([signal])
 
     def feed_many(self, signals: list[Any]) -> None:
-        # the eval rows are few: the rows that hold eval_loss are picked in C, then read one by one
-        for m in compress(signals, map(_HAS_EVAL, map(_VALUES, signals))):
+        # the eval rows are few: the rows that hold eval_loss are picked in C, then read one by one; a block whose rows
+        # all hold one key set is asked its first row only (a console run's rows build no dict for it: LazyMetrics)
+        block = Block.of(signals) if len(signals) > 1 else None
+        if block is not None and block.one_key_set:
+            rows = signals if "eval_loss" in block.row(0) else []
+        else:
+            rows = list(compress(signals, map(_HAS_EVAL, map(_VALUES, signals))))
+        for m in rows:
             self.evals += 1
             x = num(m.values["eval_loss"])
             if x is not None and x - x != 0:

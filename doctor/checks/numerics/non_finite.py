@@ -113,7 +113,7 @@ class MetricsNonFinite(Rule):
         self._feed(m)
 
     def feed_many(self, signals: list[Any]) -> None:
-        if type(signals[0]) is not Metrics:   # signals of one type (Session.emit_many)
+        if not isinstance(signals[0], Metrics):   # signals of one type (Session.emit_many)
             super().feed_many(signals)
             return
         block = Block.of(signals)
