@@ -321,3 +321,14 @@ def test_a_pasted_llamafactory_config_is_read_whole_once_stage_and_finetuning_ty
     # key: value lines without LLaMA-Factory's own two keys are no config
     s = _session("output_dir: saves/x\ndataset: alpaca\ntemplate: llama3\n")
     assert "output_dir" not in s.run.args
+
+
+def test_a_launch_quoted_in_markdown_is_a_pasted_command_not_the_runs_echo():
+    # axolotl#1041 (fixtures/devlogs38/4112): a list item in backticks; the settings are read, the log is not whole
+    s = _session("The size of the model generated using deepspeed with zero3 is different.\n"
+                 "- ` accelerate launch  axolotl/scripts/finetune.py cfg.yaml --deepspeed deepspeed/zero3.json`\n")
+    assert s.run.args.get("deepspeed") == "deepspeed/zero3.json"
+    assert not s.state.launch_in_log()
+    # the same launch echoed by the shell (`set -x`) is the run's own line
+    echoed = _session("+ accelerate launch axolotl/scripts/finetune.py cfg.yaml --deepspeed deepspeed/zero3.json\n")
+    assert echoed.state.launch_in_log()

@@ -213,6 +213,7 @@ DEVLOGS35 = ROOT / "fixtures" / "devlogs35"
 # hangs at start-up (README there)
 DEVLOGS36 = ROOT / "fixtures" / "devlogs36"
 DEVLOGS37 = ROOT / "fixtures" / "devlogs37"
+DEVLOGS38 = ROOT / "fixtures" / "devlogs38"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -273,6 +274,24 @@ KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
 }
+KNOWN_MISSES_38: dict[str, str] = {
+    "4102": "a resume whose cut stack stops at TrainerState.load_from_json (trainer_state.json missing): GD999",
+    "4103": "a 4.45 GB model.safetensors where a LoRA adapter was asked for, sizes in prose: GD328",
+    "4104": "a merged model generating one character repeated, the generation quoted in prose: GD330",
+    "4105": "a merged model worse under vLLM than HF, two prompt formats in the pasted code: GD330",
+    "4107": "PPOTrainer.generate with return_dict_in_generate: an interpreter TypeError after the user's extra kwargs: GD999",
+    "4109": "DPO error in screenshots; the maintainer's reply names null values in the data: GD328",
+    "4110": "loss exactly 0.0 from step 2 with grad_norm near 0 in rows: GD328",
+    "4111": "a LoRA output folder holding only the adapter pair, named in a sentence: GD330",
+    "4112": "a ZeRO-3 save of 760K against 2.1G under ZeRO-2 for a 1.1B model, sizes in prose: GD330",
+    "4113": "axolotl's DPO chat template KeyError 'tool' (a role value of the data): GD999",
+    "4115": "a 135 GB HF export of a 36B model whose original is 68 GB (fp32), sizes in Chinese prose: GD328",
+    "4117": "verl's prime reward manager cannot pickle the custom reward function: GD328",
+    "4123": "pytorch_model.bin of tens of KB for a 13B model (transformers 4.31 ZeRO-3 save), prose: GD330",
+    "4124": "full SFT weights larger than the original (fp32 save), the maintainer names 32-bit: GD330",
+    "4128": "empty vLLM completions under greedy decoding, the records quoted: GD328",
+    "4130": "a base model repeating until max_tokens under temperature 0, prose and code: GD328",
+}
 KNOWN_MISSES_37: dict[str, str] = {
 }
 KNOWN_MISSES_36: dict[str, str] = {
@@ -301,7 +320,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS28, KNOWN_MISSES_28, 30), (DEVLOGS29, KNOWN_MISSES_29, 30), (DEVLOGS30, KNOWN_MISSES_30, 30),
               (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30),
               (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30),
-              (DEVLOGS36, KNOWN_MISSES_36, 30), (DEVLOGS37, KNOWN_MISSES_37, 30))
+              (DEVLOGS36, KNOWN_MISSES_36, 30), (DEVLOGS37, KNOWN_MISSES_37, 30),
+              (DEVLOGS38, KNOWN_MISSES_38, 30))
 
 
 def _params():

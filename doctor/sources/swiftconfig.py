@@ -90,6 +90,11 @@ def _server_start(match: re.Match[str]) -> bool:
     return any(name in SERVER_COMMANDS for name in match.groupdict().values())
 
 
+# a launch quoted as markdown inline code, after an optional list marker ("- ` accelerate launch ...`"): what a person
+# typed into an issue, not a line the run printed
+_QUOTED_LAUNCH = lazyre.compile(r"^\s*(?:[-*+>]\s+|\d+[.)]\s+)?`+\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*$")
+
+
 def _launch_in(text: str) -> tuple[re.Match[str] | None, str]:
     """The first launch on a line and how it got there: another framework's launcher echoed by the log
     ("launcher"), else a `swift rlhf` / `trl vllm-serve` line, which is what a person pastes ("command": the programs
@@ -327,6 +332,10 @@ class RunConfig:
                 self._add_launch(hydra, "command")
                 return
         lm, source = _launch_in(text)
+        if lm is not None and source == "launcher" and _QUOTED_LAUNCH.match(text[:lm.start()]):
+            # a command a person quoted in markdown (`- \` accelerate launch ...\``), not the run's echo
+            source = "command"
+            text = text.rstrip().rstrip("`")
         if lm is not None:
             # the assignments right before a launcher are its environment (`CUDA_VISIBLE_DEVICES=1,2 accelerate ...`)
             env = _ENV_BEFORE.search(text, 0, lm.start()) if source == "launcher" and lm.start() else None
