@@ -276,19 +276,13 @@ KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_38: dict[str, str] = {
     "4102": "a resume whose cut stack stops at TrainerState.load_from_json (trainer_state.json missing): GD999",
-    "4103": "a 4.45 GB model.safetensors where a LoRA adapter was asked for, sizes in prose: GD328",
     "4104": "a merged model generating one character repeated, the generation quoted in prose: GD330",
     "4105": "a merged model worse under vLLM than HF, two prompt formats in the pasted code: GD330",
     "4107": "PPOTrainer.generate with return_dict_in_generate: an interpreter TypeError after the user's extra kwargs: GD999",
     "4109": "DPO error in screenshots; the maintainer's reply names null values in the data: GD328",
     "4110": "loss exactly 0.0 from step 2 with grad_norm near 0 in rows: GD328",
-    "4111": "a LoRA output folder holding only the adapter pair, named in a sentence: GD330",
-    "4112": "a ZeRO-3 save of 760K against 2.1G under ZeRO-2 for a 1.1B model, sizes in prose: GD330",
     "4113": "axolotl's DPO chat template KeyError 'tool' (a role value of the data): GD999",
-    "4115": "a 135 GB HF export of a 36B model whose original is 68 GB (fp32), sizes in Chinese prose: GD328",
     "4117": "verl's prime reward manager cannot pickle the custom reward function: GD328",
-    "4123": "pytorch_model.bin of tens of KB for a 13B model (transformers 4.31 ZeRO-3 save), prose: GD330",
-    "4124": "full SFT weights larger than the original (fp32 save), the maintainer names 32-bit: GD330",
     "4128": "empty vLLM completions under greedy decoding, the records quoted: GD328",
     "4130": "a base model repeating until max_tokens under temperature 0, prose and code: GD328",
 }

@@ -419,3 +419,26 @@ def test_a_reward_function_given_completions_of_another_shape_in_words():
     f = next(x for x in run(said + "\n") if x.rule_id == "GD327")
     assert any('completion[0][\\"content\\"]' in x or 'completion[0]["content"]' in x for x in f.fix)
     assert _symptom("The reward for the full run is logged to wandb as a list of numbers") is None
+
+
+def test_sizes_of_saved_weights_stated_in_words_are_judged_by_arithmetic():
+    # fixtures/devlogs38: 4103 (unsloth#186), 4112 (axolotl#1041), 4115 (verl#3318), 4123 (llamafactory#266)
+    cases = {
+        "I loaded unsloth/mistral-7b-instruct-v0.2-bnb-4bit and trained a LoRA; `model.safetensors` file has 4.45 GB.":
+            ("checkpoint-bloat", "0.64 bytes a parameter of the 7B model"),
+        "The size of the model generated using deepspeed with zeros2 (**2.1G**) and zero3 (**760K**) are different.":
+            ("checkpoint-corrupt", "a save of 760 KB beside 2.1 GB"),
+        "我用Seed-OSS-36B-Base模型进行SFT之后，保存了hf-model格式的权重是135GB，但是原始权重只有68GB":
+            ("checkpoint-bloat", "1.99 times its size"),
+        "预训练保存的pytorch_model.bin只有几十K，原始的13B":
+            ("checkpoint-corrupt", "tens of KB for a model of 13B parameters"),
+    }
+    for text, (category, numbers) in cases.items():
+        f = next(x for x in run(text + "\n") if x.rule_id == "GD327")
+        assert f.category == category and numbers in f.message, (text, f.category, f.message)
+    # a size of something else (a dataset, GPU memory) is not a save
+    assert _symptom("My dataset is 2.1G and the GPU has 80G") is None
+    # words: a LoRA output of adapter files only, weights larger than the original (peft#309, llamafactory#4675)
+    assert _symptom("the output only hava adapter_config.json,adapter_model.bin") == \
+        "checkpoint-adapter-only-load-args"
+    assert _symptom("为什么我全参微调llama3-8b，权重文件变大了？") == "checkpoint-bloat"

@@ -15,6 +15,8 @@ from ...signals import LogLine
 from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_share
 from ...swift.trainer_kind import UNSCORED_KINDS
 from .endings import plain
+from .sizes_said import FIXES as SIZE_FIXES
+from .sizes_said import said_of, size_reading
 from .slow_bar import PACE_FIX, bar_pace, pace_sentence
 from .symptom_words import (
     ADVICE,
@@ -117,8 +119,13 @@ def _named(rx: re.Pattern, text: str) -> bool:
                and not ADVICE.search(text[max(0, m.start() - 30):m.start()]) for m in rx.finditer(text))
 
 
-def symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
-    """(category, what the words say, the line) of the first symptom named in these prose lines."""
+def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[str, str, LogLine] | None:
+    """(category, what the words say, the line) of the first symptom named in these prose lines: the sizes of saved
+    weights they state (judged by arithmetic, sizes_said.py, with the names ``around`` them), else the symptom
+    words."""
+    sized = size_reading(lines, around)
+    if sized is not None:
+        return sized.category, said_of(sized), sized.line
     for rx, category, said in SYMPTOMS:
         for ln in lines:
             if _named(rx, plain(ln.text)):
@@ -130,7 +137,7 @@ def symptom_in(inputs: Iterable[Iterable[LogLine]]) -> tuple[tuple[str, str, Log
     """The first symptom the prose lines of these inputs name (``symptom``), with the lines of the input it is in."""
     for lines in inputs:
         lines = list(lines)
-        found = symptom(prose_lines(lines))
+        found = symptom(prose_lines(lines), lines)
         if found is not None:
             return found, lines
     return None
@@ -226,11 +233,16 @@ class ProseSymptom(Rule):
                f"description. Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
         fix = [f"Paste {nxt}: grpo-doctor then reads the run's own lines instead of the description."]
+        sized = size_reading(prose_lines(lines), lines)
+        if sized is not None and said == said_of(sized):
+            msg += f" The numbers: {sized.sentence}."
         pinned = next((m.group(0) for ln in prose_lines(lines) for m in [PINNED.search(plain(ln.text))] if m), None)
         if category == "import-or-dependency-error" and pinned:
             fix.append(f"Meanwhile: the description names `{pinned}`: install it (`pip install '{pinned}'`) and "
                        f"compare `pip show` of the packages around it (transformers, accelerate, trl, peft, torch, "
                        f"vllm) with the setup that failed.")
+        elif sized is not None and said == said_of(sized):
+            fix.append(SIZE_FIXES[sized.kind])
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
         elif category == "hang-at-start" and any(SET_UP_DONE.search(ln.text) for ln in lines):

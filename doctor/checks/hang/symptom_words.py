@@ -9,6 +9,7 @@ from ... import lazyre
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+ADAPTER_ONLY = "the output folder holds only the LoRA adapter's files"
 COMPLETION_SHAPE = "the reward function receives completions of another shape than it was written for"
 EMPTY_LABELS = "the loss is exactly 0 while grad_norm is NaN (a mean over no supervised token)"
 NO_STOP = "the fine-tuned model does not stop where its answer ends"
@@ -216,13 +217,22 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"slower\b|\b(?:training|steps?|iterations?|generation|rollouts?) slows? down\b|"
                     r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢"),
      "slow-training", "training is slow"),
+    # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
+    # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)
+    (lazyre.compile(r"(?i)\bonly\s+(?:ha\w{1,3}\s+|contains?\s+|saved?\s+|got\s+)?(?:an?\s+|the\s+)?"
+                    r"adapter_(?:config|model)\b|只有\s*adapter_(?:config|model)"),
+     "checkpoint-adapter-only-load-args", ADAPTER_ONLY),
     # last (a size beside another symptom is not the failure): a saved weights file of a few hundred bytes (an
     # adapter saved from an empty state dict) or checkpoints of tens of GB, sizes people quote from `ls -l` / `du -sh`
     (lazyre.compile(r"(?i)\b(?:adapter_mod\w*\.(?:bin|safetensors)|pytorch_model\.bin|model\.safetensors|checkpoint)\b"
                     r".{0,80}?\b\d{1,4} ?bytes?\b|\b\d{1,4} ?bytes? (?:file|adapter|checkpoint)\b"), "checkpoint-corrupt",
      "a saved weights file of only a few hundred bytes"),
     (lazyre.compile(r"(?i)\b(?:checkpoints?|global_step\w*|saved? (?:model|folder|files?))\b.{0,80}?"
-                    r"\b(?:over |more than |about |nearly )?\d+(?:\.\d+)? ?(?:GB|TB|G)\b"), "checkpoint-bloat",
+                    r"\b(?:over |more than |about |nearly )?\d+(?:\.\d+)? ?(?:GB|TB|G)\b|"
+                    # "权重文件变大了" (the weights got bigger than the original), "the saved model is larger than the base"
+                    r"(?:权重|模型|checkpoint)[^。，,.]{0,8}(?:变大|变得更大|比原(?:始|来)?的?(?:还)?大)|"
+                    r"\b(?:weights?|model|checkpoints?)\b[^.;]{0,30}\b(?:bigger|larger) than (?:the )?(?:original|base)\b"),
+     "checkpoint-bloat",
      "checkpoints that take tens of GB"),
 )
 
@@ -304,6 +314,11 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    ADAPTER_ONLY:
+        "Meanwhile: a LoRA run saves only its adapter (adapter_config.json and adapter_model.*, megabytes), which is "
+        "expected: load it on top of its base model (PeftModel.from_pretrained(base_model, folder)), or merge it into "
+        "the base for a standalone model (merge_and_unload(), then save_pretrained); a run meant to train all weights "
+        "that saved only this was a LoRA run by its settings.",
     COMPLETION_SHAPE:
         "Meanwhile: trl hands a reward function its completions in the prompts' format: plain strings for plain-text "
         "prompts, and for conversational prompts (a list of role/content messages) each completion as a list of "
@@ -413,7 +428,9 @@ MEANWHILE = {
     "checkpoint-bloat": "Meanwhile: a full checkpoint holds the optimizer state besides the weights (Adam's two "
                         "fp32 moments are about four times bf16 weights) and, under ZeRO, one shard of it per rank; "
                         "saving the model only (the save_only_model setting of ms-swift and transformers) "
-                        "and a limit on kept checkpoints (save_total_limit) keep the folder to the weights.",
+                        "and a limit on kept checkpoints (save_total_limit) keep the folder to the weights; weights "
+                        "larger than the original model are most often saved in float32 (4 bytes a parameter, a full "
+                        "fine-tune's master weights): load them in bfloat16 and save again.",
     "checkpoint-corrupt": "Meanwhile: a weights file of a few hundred bytes holds an empty state dict: under ZeRO-3 "
                           "the partitioned weights must be gathered to be saved (stage3_gather_16bit_weights_on_model_"
                           "save true, or DeepSpeed's zero_to_fp32.py over the checkpoint folder), and an adapter saved "
