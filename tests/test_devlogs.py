@@ -276,15 +276,11 @@ KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_38: dict[str, str] = {
     "4102": "a resume whose cut stack stops at TrainerState.load_from_json (trainer_state.json missing): GD999",
-    "4104": "a merged model generating one character repeated, the generation quoted in prose: GD330",
-    "4105": "a merged model worse under vLLM than HF, two prompt formats in the pasted code: GD330",
     "4107": "PPOTrainer.generate with return_dict_in_generate: an interpreter TypeError after the user's extra kwargs: GD999",
     "4109": "DPO error in screenshots; the maintainer's reply names null values in the data: GD328",
     "4110": "loss exactly 0.0 from step 2 with grad_norm near 0 in rows: GD328",
     "4113": "axolotl's DPO chat template KeyError 'tool' (a role value of the data): GD999",
     "4117": "verl's prime reward manager cannot pickle the custom reward function: GD328",
-    "4128": "empty vLLM completions under greedy decoding, the records quoted: GD328",
-    "4130": "a base model repeating until max_tokens under temperature 0, prose and code: GD328",
 }
 KNOWN_MISSES_37: dict[str, str] = {
 }

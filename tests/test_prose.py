@@ -442,3 +442,20 @@ def test_sizes_of_saved_weights_stated_in_words_are_judged_by_arithmetic():
     assert _symptom("the output only hava adapter_config.json,adapter_model.bin") == \
         "checkpoint-adapter-only-load-args"
     assert _symptom("为什么我全参微调llama3-8b，权重文件变大了？") == "checkpoint-bloat"
+
+
+def test_degenerate_outputs_described_or_quoted_and_the_same_weights_compared():
+    # vllm#1185, unsloth#1267, unsloth#1832, QwenLM/Qwen3#178, vllm#952, vllm#1958 (fixtures/devlogs38)
+    assert _symptom("When I run batch inferences, sometimes, the output from vLLM is empty") == "output-degenerate"
+    assert _symptom("drastic drop in text generation when model is loaded using vllm") == "output-degenerate"
+    assert _symptom("vllm reducing quality when loading local fine tuned Llama-2-13b-hf model") == "output-degenerate"
+    assert _symptom("微调后的模型使用VLLM加载模型后推理输出乱码，但使用transformer导入模型后输出就是正确") == "output-degenerate"
+    assert _symptom("the generated text is not end until the max length, with the repeated answer") == \
+        "output-degenerate"
+    f = next(x for x in run("save_pretrained_merged ruins my model\n") if x.rule_id == "GD327")
+    assert any("loading the merged folder with transformers" in x for x in f.fix)
+    f = next(x for x in run("the output from vLLM is empty for some prompts\n") if x.rule_id == "GD327")
+    assert any("min_tokens=1" in x for x in f.fix)
+    # a separator line or an empty list in a config is no completion
+    assert _symptom("output ------------------------------------------") is None
+    assert _symptom("the eval dataset is empty so I skip evaluation") is None

@@ -9,6 +9,8 @@ from ... import lazyre
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
+EMPTY_OUTPUT = "the model returns empty completions"
+SAME_WEIGHTS = "the same model answers well one way and badly another (a merge, an engine, a folder)"
 ADAPTER_ONLY = "the output folder holds only the LoRA adapter's files"
 COMPLETION_SHAPE = "the reward function receives completions of another shape than it was written for"
 EMPTY_LABELS = "the loss is exactly 0 while grad_norm is NaN (a mean over no supervised token)"
@@ -194,12 +196,31 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # "No errors, but the training has not started."
                     r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*"),
      "hang", "the run stops making progress"),
+    # completions that come back empty: "the output from vLLM is empty", "Generate nothing from VLLM output" (vllm#1185)
+    (lazyre.compile(r"(?i)\b(?:outputs?|predictions?|responses?|completions?|generations?|generated text)\b[^.;]{0,20}?"
+                    r"\bis (?:always |sometimes |often )?empty\b|\bempty (?:outputs?|predictions?|responses?|completions?|"
+                    r"generations?|strings? returned)\b|\bgenerates? nothing\b|输出为空|输出是空"),
+     "output-degenerate", EMPTY_OUTPUT),
+    # the same weights good one way and bad another: after a merge, under another engine or from a tuned folder
+    # ("save_pretrained_merged ruins my model", "drastic drop in text generation when model is loaded using vllm",
+    # "乱码 with vLLM, correct with transformers": unsloth#1267, unsloth#1832, QwenLM/Qwen3#178, vllm#952)
+    (lazyre.compile(r"(?i)\b(?:merg\w*|export\w*|convert\w*)\b[^.;]{0,40}\b(?:ruins?|breaks?|broke|destroy\w*|"
+                    r"corrupt\w*)\b[^.;]{0,20}\bmodel\b|\b(?:ruins?|breaks?) my (?:fine-?tuned |merged )?model\b|"
+                    r"\b(?:drastic|huge|big|significant|large) (?:drop|difference|degradation|decline)\b[^.;]{0,40}"
+                    r"\b(?:generation|quality|outputs?|responses?|inference|accuracy)\b|"
+                    r"\b(?:quality|outputs?|responses?)\b[^.;]{0,30}\b(?:much )?worse (?:with|in|under|when)\b|"
+                    r"\b(?:reduc\w*|lower|low|poor|bad) quality\b[^.;]{0,40}\b(?:when|with|after|using|loading)\b|"
+                    r"(?i:vllm|transformers?|hf)[^。]{0,30}(?:乱码|胡言乱语)[^。]{0,60}(?i:vllm|transformers?|hf)[^。]{0,20}(?:正确|正常)"),
+     "output-degenerate", SAME_WEIGHTS),
     # a fine-tuned model that runs on past its answer: "Model does not generate eos", "continues to ramble", "generate
     # question from it own and generate answer and repeat it" (trl threads on SFT with pad == eos)
     (lazyre.compile(r"(?i)\b(?:does(?:n't| not)|fails? to|never|won't|can(?:no|')t) (?:generate|output|emit|produce|predict|"
                     r"learn)s? (?:the |an? )?(?:eos|</s>|end[- ]of[- ](?:sequence|turn|text))(?:[_ ]token)?\b|"
                     r"\b(?:never|does(?:n't| not)|won't) stop(?:s)? (?:generating|talking|at the end)\b|"
                     r"\bcontinues? to ramble\b|\bkeeps? (?:on )?(?:generating|rambling)\b|"
+                    # "the generated text is not end until the max length" (vllm#1958)
+                    r"\b(?:does(?:n't| not)|is not|never|won't) (?:end|stop)s? (?:until|till|before) (?:it reaches |reaching )?"
+                    r"(?:the )?max(?:imum)?(?:[_ ](?:length|tokens|new[_ ]tokens))?\b|"
                     r"\bgenerates? (?:the next |a new |another )?questions? (?:from|on|by) (?:it|its) own\b|"
                     r"\brepeats? the (?:answer|question|response)\b|不会停止|停不下来|不输出(?:eos|结束符)"),
      "output-degenerate", NO_STOP),
@@ -314,6 +335,16 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    EMPTY_OUTPUT:
+        "Meanwhile: an empty completion is the end-of-sequence token chosen first: under greedy decoding (temperature "
+        "0) a prompt without the model's chat template often ends at once; give the prompt its template, ask for at "
+        "least one new token (vLLM SamplingParams min_tokens=1) and read each output's finish_reason.",
+    SAME_WEIGHTS:
+        "Meanwhile: when the same model answers well one way and badly another, compare what differs between the two "
+        "ways: the prompt (the chat template applied in one path, the training format in the other), the weights "
+        "read (a merged or exported folder, its dtype, tied embeddings or a resized vocabulary that an older engine "
+        "release reads wrongly), and the sampling settings; loading the merged folder with transformers tells the "
+        "weights from the engine.",
     ADAPTER_ONLY:
         "Meanwhile: a LoRA run saves only its adapter (adapter_config.json and adapter_model.*, megabytes), which is "
         "expected: load it on top of its base model (PeftModel.from_pretrained(base_model, folder)), or merge it into "
