@@ -51,7 +51,6 @@ KNOWN_MISSES_3: dict[str, str] = {
 # tool read worst; the cases it still misses, each with why
 DEVLOGS5 = ROOT / "fixtures" / "devlogs5"
 KNOWN_MISSES_5: dict[str, str] = {
-    "502": "Ray's one line that a pydantic ValidationError could not be re-raised: the type names no dataset problem",
     "505": "a traceback cut in ReaLHF's weight loading: the stage is named, the corrupt file only in the thread's title",
     "507": "flat rewards in every row come first; the torch.compile guard error the thread is about follows (GD326)",
     "508": "a notebook traceback cut in GradScaler's unscale: the fp16 argument problem is only in the title",
@@ -275,12 +274,10 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_38: dict[str, str] = {
-    "4102": "a resume whose cut stack stops at TrainerState.load_from_json (trainer_state.json missing): GD999",
     "4107": "PPOTrainer.generate with return_dict_in_generate: an interpreter TypeError after the user's extra kwargs: GD999",
     "4109": "DPO error in screenshots; the maintainer's reply names null values in the data: GD328",
     "4110": "loss exactly 0.0 from step 2 with grad_norm near 0 in rows: GD328",
     "4113": "axolotl's DPO chat template KeyError 'tool' (a role value of the data): GD999",
-    "4117": "verl's prime reward manager cannot pickle the custom reward function: GD328",
 }
 KNOWN_MISSES_37: dict[str, str] = {
 }

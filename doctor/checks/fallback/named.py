@@ -46,7 +46,10 @@ _BARE = ((" object has no attribute '", "AttributeError", lazyre.compile(r"'[A-Z
          (" required positional argument", "TypeError",
           lazyre.compile(r"[\w.]+\(\) missing \d+ required positional arguments?: '\w+'(?:(?:,| and) '\w+')*")),
          ("unsupported operand type(s) for ", "TypeError",
-          lazyre.compile(r"unsupported operand type\(s\) for [^:\s]{1,3}: '\w+' and '\w+'")))
+          lazyre.compile(r"unsupported operand type\(s\) for [^:\s]{1,3}: '\w+' and '\w+'")),
+         # pickle's refusals (Lib/pickle.py save_global; _pickle.c): an object a process pool could not send
+         ("Can't pickle ", "PicklingError",
+          lazyre.compile(r"Can't pickle (?:local object )?(?:<[^>]{1,120}>|'[^']{1,120}')(?::[^,]{1,160})?")))
 
 
 def bare_wording(text: str) -> tuple[str, str] | None:
@@ -100,7 +103,11 @@ def exception_named_in(line: LogLine) -> ExceptionInfo | None:
         # CPython's own wording of the exception in a title or a sentence, without its type
         return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
     m = _EMBEDDED.search(line.text)
-    if m is None or m.group(1).endswith("Warning"):
+    if m is None:
+        # "[Error] Task failed: Can't pickle ...": an error word that names no exception type, then CPython's wording
+        bare = bare_wording(line.text)
+        return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
+    if m.group(1).endswith("Warning"):
         return None
     msg = (m.group(2) or m.group(3) or "").strip()
     key = _QUOTED_THEN_PROSE.match(msg)
