@@ -1152,3 +1152,14 @@ def test_two_half_precisions_under_deepspeed_and_an_optimizer_resumed_for_other_
                   "optimizer's group\n")
     assert resumed[0].category == "argument-error-other" and "trainable" in resumed[0].title
     assert any("resume_from_checkpoint" in f for f in resumed[0].fix)
+
+
+def test_a_stackless_exception_is_not_said_to_have_no_frames_when_the_log_shows_some():
+    # fixtures/devlogs38/4113: the frame is written after the exception line, in a form the parser does not attach
+    out = run("KeyError: 'tool'\n"
+              'File "/axolotl/prompt_strategies/dpo/chat_template.py", line 57\n'
+              '"role": role_map[m[message_property_mappings["role"]]],\n')
+    assert "no stack frames in the log" not in out[0].message
+    assert "without a stack of its own" in out[0].message
+    alone = run("ValueError: DeepSpeed ZeRO-3 or FSDP is incompatible with PTQ-quantized models.\n")
+    assert "No stack frames were read from the log" in alone[0].message

@@ -120,3 +120,18 @@ def unexplained(ctx, exceptions: list[ExceptionInfo]) -> list[ExceptionInfo]:
     texts = {e.text.split("]:", 1)[-1].strip() for f in ctx.findings for e in f.evidence}
     return [x for x in exceptions
             if (x.where.path, x.where.line) not in at and x.raw.split("]:", 1)[-1].strip() not in texts]
+
+
+# a frame line of any traceback form (CPython's, an IPython cell's `File path:N, in f`, rich's box `path:N in f`)
+_ANY_FRAME = lazyre.compile(r'\bFile "[^"]+", line \d+|\bFile [^\s"]+\.py:\d+|[\w./\\-]+\.py:\d+ in \w+')
+
+
+def stackless_words(ctx) -> str:
+    """How to say that an exception was read without a stack: "No stack frames were read from the log" only when the
+    log shows none anywhere; else its frames were not attached to this exception line (a frame written after it, a
+    traceback in another form or cut elsewhere), which the report says instead of denying that they exist."""
+    if any(e.frames for e in ctx.exceptions) or ctx.open_tracebacks or any(
+            "File" in ln.text and _ANY_FRAME.search(ln.text) or ".py:" in ln.text and _ANY_FRAME.search(ln.text)
+            for tail in ctx.tails.values() for ln in tail):
+        return "The exception's line was read without a stack of its own (the log's frame lines were not attached to it)"
+    return "No stack frames were read from the log"

@@ -14,7 +14,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
-from .exceptions import unexplained
+from .exceptions import stackless_words, unexplained
 from .named import embedded_exceptions, notebook_exceptions, raised_statements
 
 
@@ -337,7 +337,7 @@ class Structural(Rule):
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
                 owner = v.component + ("'" if v.component.endswith("s") else "'s")   # transformers' source
-                where_txt = (f" No stack frames were read from the log; {owner} released source raises this wording in "
+                where_txt = (f" {stackless_words(ctx)}; {owner} released source raises this wording in "
                              f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
             elif exc.frames and exc not in ctx.exceptions and exc.raw.startswith(("raise ", "assert ")):
                 where_txt = (f" The traceback is cut before its exception line; its last frame's source line is the "
@@ -351,7 +351,7 @@ class Structural(Rule):
             elif v.frames:
                 where_txt = f" Raised in {v.component}{where}."
             else:
-                where_txt = " No stack frames were read from the log."
+                where_txt = f" {stackless_words(ctx)}."
             outer = outer_of(ctx, exc)
             if outer is not None:
                 where_txt += (f" It was wrapped in `{outer.short_type}` (`{outer.message[:120]}`), which only reports "

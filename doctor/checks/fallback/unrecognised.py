@@ -22,6 +22,7 @@ from .exceptions import (
     message_above,
     notebook_header,
     ray_header,
+    stackless_words,
     tail_before,
     unexplained,
 )
@@ -292,7 +293,8 @@ class Unrecognised(Rule):
             msg += (f" (its line has no stack of its own; the stack that follows (last frame at line {below.where.line}) "
                     f"stops before any exception line).")
         else:
-            msg += " (no stack frames in the log)."
+            msg += " (no stack frames in the log)." if stackless_words(ctx).startswith("No ") else \
+                " (read without a stack of its own: the log's frame lines were not attached to it)."
         lib = deepest_library(exc.frames)
         if lib is not None:
             msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
@@ -360,7 +362,9 @@ class Unrecognised(Rule):
         reading = _what_it_shows(exc, read, phase, after)
         if reading:
             if reading[0]:
-                msg = msg.replace(" (no stack frames in the log).", ".") + " " + reading[0]
+                msg = msg.replace(" (no stack frames in the log).", ".").replace(
+                    " (read without a stack of its own: the log's frame lines were not attached to it).", ".") + " " + \
+                    reading[0]
             fix[:0] = reading[1:]
         fix[len(fix):] = _phase_fix(phase, fw)
         # the caller's own frame (trainer.train()) and the ranks say nothing of the cause: not a reading
