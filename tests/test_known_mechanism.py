@@ -160,7 +160,8 @@ def test_no_report_of_the_fixtures_speaks_to_developers():
         for line in text.render(rep, width=400).splitlines():
             if str(case) in line or rel in line:  # evidence and inputs: the log's own words
                 continue
-            if DEV_PHRASES.search(line):
+            # the log's own words quoted in backticks are the input's, not the report's ("<function xxx>")
+            if DEV_PHRASES.search(re.sub(r"`[^`]*`", "", line)):
                 bad.append(f"{case.name}: {line.strip()[:200]}")
     assert not bad, "\n".join(bad)
 

@@ -228,10 +228,7 @@ def test_bench_mutate_prints_rates_and_unstable_variants():
 # ---- metamorphic: damage a sane tool must not notice ----
 
 # (mutation, case prefix) -> why findings[0]'s category changes today (strict: a fix makes the test fail until removed).
-KNOWN_UNSTABLE: dict[tuple[str, str], str] = {
-    ("host_prefix", "007"): "a one-line paste: a launcher's label ('trainer-4  | ') cannot be told from the program's "
-                            "own words on one line, so it stays and the exception line is not read",
-}
+KNOWN_UNSTABLE: dict[tuple[str, str], str] = {}
 
 
 def _cases() -> list[Path]:

@@ -91,7 +91,7 @@ _known_new: dict[str, tuple[Site, ...]] = {}
 SITES_CODE = ("__init__.py", "cachefiles.py", "classplans.py", "classplans_replay.py", "fastclasses.py", "lazyre.py",
               "model.py", "signals.py", "values.py",
               "classify/__init__.py", "classify/message.py", "classify/raise_sites.py", "classify/raise_store.py",
-              "classify/site_rank.py", "known/__init__.py", "known/index.py", "known/mechanism.py",
+              "classify/site_rank.py", "classify/slips.py", "known/__init__.py", "known/index.py", "known/mechanism.py",
               "known/normalise.py", "live/__init__.py", "live/atomic.py", "sources/__init__.py",
               "sources/ipython_tb.py", "sources/logtext.py", "sources/paste.py", "sources/prose_text.py",
               "sources/rich_box.py", "sources/traceback.py")
