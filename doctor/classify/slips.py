@@ -1,6 +1,7 @@
-"""Typing slips: a word retyped by hand with one letter wrong, missing or extra, or two neighbours swapped
-(`ValieError`, `Zreo-3`). A message a person retyped is still its template's when each differing word is one slip
-from the template's word."""
+"""A message as a person retyped it: its quotes changed (a backtick of the source typed as ' or a typographic quote)
+and words with a typing slip (one letter wrong, missing or extra, or two neighbours swapped: `ValieError`, `Zreo-3`).
+The raise-site lookup tries these readings of a message no template takes as written; a retyped message is still its
+template's when each differing word is one slip from the template's word."""
 from __future__ import annotations
 
 import re
