@@ -6,6 +6,7 @@ import math
 from ...engine.columns import load_numpy
 from ...engine.state import RunState
 from ...model import Finding, Severity
+from ...swift.trainer_kind import GROUP_KINDS
 from .._columns import available, column
 from .._runargs import arg_float
 from .._series import EPS_STD, SeriesRule, fmt
@@ -54,3 +55,41 @@ class LossZeroNormal(SeriesRule):
                "loss approx. 0 is normal in GRPO)."]
         return [self.make(message=msg, fix=fix, evidence=[s.evidence(i, ("loss", "grad_norm", "reward_std", "kl"))],
                           count=len(rows), seq=s.seq(i), severity=Severity.info)]
+
+
+class SupervisedLossZero(SeriesRule):
+    """GD637: a logged loss of exactly 0.0 in a run that logs no reward (supervised or preference training): a mean
+    over no supervised token, not a converged model."""
+
+    want_rewards = False
+    series_keys = ("loss", "grad_norm")
+
+    def finish(self, ctx: RunState) -> list[Finding]:
+        s = self.s
+        # a GRPO-style loss of 0 is normal (GD631): a run that logs a reward or a KL to a reference model, or whose
+        # trainer samples groups, is not this rule's
+        if not s.n or any(k == "kl" or k.startswith(("reward", "rewards/", "train/reward", "objective/kl"))
+                          for k in ctx.metric_facts) or ctx.trainer_kind().kind in GROUP_KINDS | {"ppo"}:
+            return []
+        loss, gn = s.col("loss"), s.col("grad_norm")
+        zero = [i for i in range(s.n) if loss[i] == 0]
+        if not zero:
+            return []
+        i = zero[0]
+        before = next((k for k in range(i - 1, -1, -1) if loss[k] is not None and loss[k] > 0), None)
+        grad = gn[i]
+        if before is None and (grad is None or not math.isnan(grad)):
+            # a loss that was 0 from its first row with a finite gradient norm (0 included: frozen weights are GD630's
+            # reading) shows no drop to 0; a NaN norm beside it is GD620's first-row reading
+            return []
+        shown = f"loss was exactly 0.0 at {s.label(i)}"
+        if before is not None:
+            shown += f" (after {fmt(loss[before])} at {s.label(before)})"
+        if grad is not None:
+            shown += f" with grad_norm {fmt(grad)}"
+        msg = (f"{shown}, in a run that logs no reward: a language-model loss is exactly 0 only over no supervised "
+               f"token (every label of the batch masked to -100), not from a model that learned its data"
+               + (f"; {len(zero)} of {s.n} logged steps show it" if len(zero) > 1 else "") + ".")
+        keys = ("loss", "grad_norm", "learning_rate")
+        ev = ([s.evidence(before, keys)] if before is not None else []) + [s.evidence(i, keys)]
+        return [self.make(message=msg, evidence=ev, count=len(zero), seq=s.seq(i))]
