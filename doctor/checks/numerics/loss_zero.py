@@ -78,9 +78,9 @@ class SupervisedLossZero(SeriesRule):
         i = zero[0]
         before = next((k for k in range(i - 1, -1, -1) if loss[k] is not None and loss[k] > 0), None)
         grad = gn[i]
-        if before is None and (grad is None or not math.isnan(grad)):
-            # a loss that was 0 from its first row with a finite gradient norm (0 included: frozen weights are GD630's
-            # reading) shows no drop to 0; a NaN norm beside it is GD620's first-row reading
+        if before is None or (grad is not None and math.isnan(grad)):
+            # a loss that was 0 from its first row shows no drop to 0 (frozen weights are GD630's reading); a NaN
+            # gradient norm beside it is GD620's (an overflow and an empty batch both show it; GD620 tells them apart)
             return []
         shown = f"loss was exactly 0.0 at {s.label(i)}"
         if before is not None:
