@@ -47,13 +47,13 @@ _TRAIN_BAR = lazyre.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
 _MACOS = lazyre.compile(r"\bKilled: 9\b|(?:^|[\s\"'(=])/(?:Users|opt/homebrew|Library/Frameworks/Python\.framework)/")
 
 
-
 def _words_say_otherwise(ctx: RunState) -> bool:
     """The paste's sentences name another failure than a kill or a stop ("CUDA out of memory, but ..." in its title):
     that reading (GD327) is the one to give, not a kill inferred from lines an excerpt does not hold."""
     from ..hang.prose import symptom_of_run
     got = symptom_of_run(ctx)
     return got is not None and not got[0][0].startswith("hang") and got[0][0] != "host-oom-killed"
+
 
 class HostOomKilled(Rule):
     """A process killed with SIGKILL and no Python traceback: in practice the host's OOM killer."""

@@ -126,12 +126,18 @@ def unexplained(ctx, exceptions: list[ExceptionInfo]) -> list[ExceptionInfo]:
 _ANY_FRAME = lazyre.compile(r'\bFile "[^"]+", line \d+|\bFile [^\s"]+\.py:\d+|[\w./\\-]+\.py:\d+ in \w+')
 
 
+def log_shows_frames(ctx) -> bool:
+    """Whether the log shows a traceback frame anywhere: on a parsed exception, in a cut stack, or on a line of its
+    kept end in any traceback form."""
+    return any(e.frames for e in ctx.exceptions) or bool(ctx.open_tracebacks) or any(
+        ("File" in ln.text or ".py:" in ln.text) and _ANY_FRAME.search(ln.text)
+        for tail in ctx.tails.values() for ln in tail)
+
+
 def stackless_words(ctx) -> str:
     """How to say that an exception was read without a stack: "No stack frames were read from the log" only when the
     log shows none anywhere; else its frames were not attached to this exception line (a frame written after it, a
     traceback in another form or cut elsewhere), which the report says instead of denying that they exist."""
-    if any(e.frames for e in ctx.exceptions) or ctx.open_tracebacks or any(
-            "File" in ln.text and _ANY_FRAME.search(ln.text) or ".py:" in ln.text and _ANY_FRAME.search(ln.text)
-            for tail in ctx.tails.values() for ln in tail):
+    if log_shows_frames(ctx):
         return "The exception's line was read without a stack of its own (the log's frame lines were not attached to it)"
     return "No stack frames were read from the log"

@@ -69,6 +69,12 @@ def bare_wording(text: str) -> tuple[str, str] | None:
     return None
 
 
+def bare_exception(line: LogLine) -> ExceptionInfo | None:
+    """The exception CPython's own wording in this line stands for (``bare_wording``), without frames; else None."""
+    bare = bare_wording(line.text)
+    return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
+
+
 # an assert statement quoted on a line of its own or after a label ("Training Script: assert config.data.train_batch_size
 # >= config.actor_rollout_ref.actor.ppo_mini_batch_size"): the AssertionError it raises, its expression the message
 _ASSERT_LINE = lazyre.compile(r"^(?:[\w ]{1,40}:\s*)?`?assert\s+(?P<expr>[\w.()\[\]'\"]+\s*(?:>=|<=|==|!=|>|<|\bin\b|\bis\b)"
@@ -99,14 +105,11 @@ def exception_named_in(line: LogLine) -> ExceptionInfo | None:
         if spoken is not None:  # "value error: Target modules ... not found": the type as words, then the message
             etype = _SPOKEN_TYPES[spoken.group(1).lower().replace(" ", "").replace("_", "")]
             return ExceptionInfo(etype, spoken.group(2).strip()[:600], (), line.where, line.rank, line.seq, line.raw)
-        bare = bare_wording(line.text)
-        # CPython's own wording of the exception in a title or a sentence, without its type
-        return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
+        return bare_exception(line)  # CPython's own wording of the exception in a title or a sentence, no type
     m = _EMBEDDED.search(line.text)
     if m is None:
         # "[Error] Task failed: Can't pickle ...": an error word that names no exception type, then CPython's wording
-        bare = bare_wording(line.text)
-        return ExceptionInfo(bare[0], bare[1], (), line.where, line.rank, line.seq, line.raw) if bare else None
+        return bare_exception(line)
     if m.group(1).endswith("Warning"):
         return None
     msg = (m.group(2) or m.group(3) or "").strip()

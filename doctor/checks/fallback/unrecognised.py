@@ -19,10 +19,10 @@ from .exceptions import (
     describe_frame,
     first_real,
     is_library,
+    log_shows_frames,
     message_above,
     notebook_header,
     ray_header,
-    stackless_words,
     tail_before,
     unexplained,
 )
@@ -283,6 +283,8 @@ class Unrecognised(Rule):
         where = exc.raised_at
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
         msg = f"No rule recognises this failure. The first real exception is `{text}`"
+        stackless = (" (read without a stack of its own: the log's frame lines were not attached to it)."
+                     if log_shows_frames(ctx) else " (no stack frames in the log).")
         below = None if where else next((line for line, _ in ctx.open_tracebacks or ()
                                          if line.where.path == exc.where.path and line.seq > exc.seq), None)
         if where:
@@ -293,8 +295,7 @@ class Unrecognised(Rule):
             msg += (f" (its line has no stack of its own; the stack that follows (last frame at line {below.where.line}) "
                     f"stops before any exception line).")
         else:
-            msg += " (no stack frames in the log)." if stackless_words(ctx).startswith("No ") else \
-                " (read without a stack of its own: the log's frame lines were not attached to it)."
+            msg += stackless
         lib = deepest_library(exc.frames)
         if lib is not None:
             msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
@@ -362,9 +363,7 @@ class Unrecognised(Rule):
         reading = _what_it_shows(exc, read, phase, after)
         if reading:
             if reading[0]:
-                msg = msg.replace(" (no stack frames in the log).", ".").replace(
-                    " (read without a stack of its own: the log's frame lines were not attached to it).", ".") + " " + \
-                    reading[0]
+                msg = msg.replace(stackless, ".") + " " + reading[0]
             fix[:0] = reading[1:]
         fix[len(fix):] = _phase_fix(phase, fw)
         # the caller's own frame (trainer.train()) and the ranks say nothing of the cause: not a reading
@@ -438,14 +437,13 @@ def _exception_above(ctx: RunState, line: LogLine):
     exception with its message that the structure table places without frames; (the first such exception, None)
     when the table places none; None when no line above names one."""
     from ...classify.structure import classify
-    from .named import bare_wording, exception_named_in
+    from .named import bare_exception, exception_named_in
     facts = None
     first = None
     for ln in _lines_above_stack(ctx, line)[:12]:
         exc = exception_named_in(ln)
         if exc is None or not exc.message:  # a type alone (a notebook header) places nothing: CPython's wording may
-            bare = bare_wording(ln.text)
-            exc = ExceptionInfo(bare[0], bare[1], (), ln.where, ln.rank, ln.seq, ln.raw) if bare else None
+            exc = bare_exception(ln)
         if exc is None:
             continue
         first = first or exc

@@ -82,14 +82,12 @@ class SupervisedLossZero(SeriesRule):
             # a loss that was 0 from its first row shows no drop to 0 (frozen weights are GD630's reading); a NaN
             # gradient norm beside it is GD620's (an overflow and an empty batch both show it; GD620 tells them apart)
             return []
-        shown = f"loss was exactly 0.0 at {s.label(i)}"
-        if before is not None:
-            shown += f" (after {fmt(loss[before])} at {s.label(before)})"
+        shown = f"loss was exactly 0.0 at {s.label(i)} (after {fmt(loss[before])} at {s.label(before)})"
         if grad is not None:
             shown += f" with grad_norm {fmt(grad)}"
         msg = (f"{shown}, in a run that logs no reward: a language-model loss is exactly 0 only over no supervised "
                f"token (every label of the batch masked to -100), not from a model that learned its data"
                + (f"; {len(zero)} of {s.n} logged steps show it" if len(zero) > 1 else "") + ".")
         keys = ("loss", "grad_norm", "learning_rate")
-        ev = ([s.evidence(before, keys)] if before is not None else []) + [s.evidence(i, keys)]
-        return [self.make(message=msg, evidence=ev, count=len(zero), seq=s.seq(i))]
+        return [self.make(message=msg, evidence=[s.evidence(before, keys), s.evidence(i, keys)], count=len(zero),
+                          seq=s.seq(i))]
