@@ -276,7 +276,6 @@ KNOWN_MISSES_35: dict[str, str] = {
 KNOWN_MISSES_38: dict[str, str] = {
     "4107": "PPOTrainer.generate with return_dict_in_generate: an interpreter TypeError after the user's extra kwargs: GD999",
     "4109": "DPO error in screenshots; the maintainer's reply names null values in the data: GD328",
-    "4113": "axolotl's DPO chat template KeyError 'tool' (a role value of the data): GD999",
 }
 KNOWN_MISSES_37: dict[str, str] = {
 }

@@ -55,6 +55,21 @@ def test_keyerror_in_a_reward_function_is_a_missing_dataset_column():
                      "hold."]
 
 
+def test_keyerror_of_a_key_read_from_another_mapping_names_both():
+    # devlogs38 4113 (axolotl prompt_strategies/dpo/chat_template.py line 57, a line of a dict literal) and
+    # LLaMA-Factory's aligner (`tag_mapping[message[dataset_attr.role_tag]]`, data/aligner.py convert_sharegpt)
+    got = explain(_exc("KeyError", "'tool'", '"role": role_map[m[message_property_mappings["role"]]],',
+                       path="/axolotl/prompt_strategies/dpo/chat_template.py"))
+    assert got == ['The failing line `"role": role_map[m[message_property_mappings["role"]]],` looks up `role_map` '
+                   'with the value of `m[message_property_mappings["role"]]`: that value was \'tool\', which `role_map` '
+                   'has no entry for (most often a value of the data that the code or its configuration does not map).']
+    got = explain(_exc("KeyError", "'observation'", "role = tag_mapping[message[dataset_attr.role_tag]]"))
+    assert len(got) == 1 and "`message[dataset_attr.role_tag]`" in got[0] and "'observation'" in got[0]
+    # two separate lookups: which one failed cannot be told
+    got = explain(_exc("KeyError", "'x'", "y = a[b[1]] + c[d[2]]"))
+    assert got == ["The failing line `y = a[b[1]] + c[d[2]]` reads the key 'x', which the mapping does not hold."]
+
+
 def test_shape_messages_give_their_sizes():
     got = explain(_exc("RuntimeError", "The size of tensor a (4096) must match the size of tensor b (2048) at "
                        "non-singleton dimension 1", "x = a + b"))

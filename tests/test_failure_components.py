@@ -79,6 +79,15 @@ def test_a_checkout_of_ms_swift_under_a_release_folder_is_ms_swift_not_the_users
     assert package_of("/home/u/myproject/swift/train.py") is None
 
 
+def test_axolotl_and_llamafactory_folders_without_src_are_theirs():
+    # the package folder followed by one of its own subpackages (a docker image's path, a shortened paste)
+    from doctor.classify.component import package_of
+    assert package_of("/axolotl/prompt_strategies/dpo/chat_template.py") == "axolotl"
+    assert package_of("/app/llamafactory/data/aligner.py") == "llamafactory"
+    assert package_of("/home/u/axolotl/my_rewards.py") is None
+    assert package_of("/home/u/llamafactory/run.py") is None
+
+
 def test_ms_swift_2x_module_layout_tells_the_major_version(tmp_path):
     from doctor.analyze import analyze
     log = tmp_path / "paste.txt"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import lazyre
 from ..signals import ExceptionInfo, Frame
-from ..sources.traceback import CUT
+from ..sources.traceback import CUT, NO_FUNC
 from ..swift.framework import is_library_path
 
 # package directory -> component name shown to the user
@@ -29,7 +29,12 @@ _CHECKOUT_SUBS = {"verl": {"trainer", "workers", "utils", "single_controller", "
                            "experimental"},
                   "openrlhf": {"cli", "trainer", "models", "utils", "datasets"},
                   # NVIDIA NeMo-RL (nemo_rl/algorithms, distributed, models, evals...), run from its clone
-                  "nemo_rl": {"algorithms", "distributed", "models", "evals", "data", "environments", "utils"}}
+                  "nemo_rl": {"algorithms", "distributed", "models", "evals", "data", "environments", "utils"},
+                  # axolotl's and LLaMA-Factory's package folders (src/axolotl/..., src/llamafactory/...) as a docker
+                  # image or a shortened paste shows them, without the src/ above
+                  "axolotl": {"prompt_strategies", "prompt_tokenizers.py", "core", "cli", "monkeypatch", "utils",
+                              "integrations", "loaders", "common", "train.py", "datasets.py"},
+                  "llamafactory": {"data", "train", "model", "hparams", "extras", "chat", "launcher.py", "cli.py"}}
 # wrappers and the standard library: never the component that failed
 PLUMBING = {"concurrent", "asyncio", "threading", "multiprocessing", "hydra", "starlette", "uvicorn", "fastapi",
             "runpy", "functools", "contextlib", "importlib", "<frozen", "<string>"}
@@ -121,7 +126,8 @@ def rel(fr: Frame) -> str:
         if marker in p:
             p = p.split(marker, 1)[1]
             break
-    return f"{p}:{fr.lineno} in {fr.func}"
+    # a frame line pasted without its function (sources/traceback.py NO_FUNC) names the place only
+    return f"{p}:{fr.lineno}" if fr.func == NO_FUNC else f"{p}:{fr.lineno} in {fr.func}"
 
 
 # torch.nn.Module's call path (torch/nn/modules/module.py): every module call passes through it on its way to the

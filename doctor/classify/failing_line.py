@@ -211,6 +211,27 @@ def _arithmetic(exc: ExceptionInfo, code: str) -> list[str]:
     return []
 
 
+def _data_lookup(code: str) -> tuple[str, str] | None:
+    """(mapping, inner subscript) of the failing line's one lookup whose key is itself a subscript (`table[row[k]]`),
+    or None."""
+    import ast
+    stmt = _statement(code)
+    if stmt is None:
+        text = code.strip().rstrip(",")
+        # a line of a dict or call continued on others (`"role": role_map[m["role"]],`): its value alone
+        if ":" in text and text[:1] in "'\"":
+            text = text.split(":", 1)[1]
+        stmt = _statement(text)
+        code = text
+    if stmt is None:
+        return None
+    found = [n for n in ast.walk(stmt) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Subscript)]
+    # the outermost one (walk goes breadth first); a second lookup outside it makes the line ambiguous
+    if not found or any(n not in set(ast.walk(found[0].slice)) for n in found[1:]):
+        return None
+    return _src(code, found[0].value), _src(code, found[0].slice)
+
+
 def explain(exc: ExceptionInfo) -> list[str]:
     """Sentences naming the violated condition, each quoting what was read; [] when the line tells nothing."""
     out: list[str] = []
@@ -263,7 +284,18 @@ def explain(exc: ExceptionInfo) -> list[str]:
                            f"'{key}' column (trl and ms-swift pass a reward function the dataset's columns by "
                            f"name), or it was renamed or dropped by the preprocessing.")
             elif code:
-                out.append(f"The failing line `{code[:160]}` reads the key '{key}', which the mapping does not hold.")
+                looked_up = _data_lookup(code)
+                if looked_up is not None:
+                    # `role_map[m["role"]]`: the key was itself read from another mapping (a row, a message), so
+                    # that one holds a value the first was not built for
+                    table, read_by = looked_up
+                    out.append(f"The failing line `{code[:160]}` looks up `{table}` with the value of `{read_by}`: "
+                               f"that value was '{key}', which `{table}` has no entry for (most often a value of the "
+                               f"data that the code or its configuration does not map).")
+                elif "[" in code or ".pop(" in code:
+                    # a line with no lookup of its own (a call) raised it deeper: the line reads no key
+                    out.append(f"The failing line `{code[:160]}` reads the key '{key}', which the mapping does not "
+                               f"hold.")
             if ".base_layer." in key and any(f.func == "load_weights" for f in exc.frames):
                 # peft's LoRA layers keep the wrapped module as `base_layer` (peft tuners/lora/layer.py LoraLayer):
                 # a weight name with it is a LoRA-wrapped model's name, which a model built without LoRA lacks

@@ -26,6 +26,7 @@ _EXC = lazyre.compile(
 )
 # IPython's notebook tracebacks (Jupyter, Colab, VS Code): doctor/sources/ipython_tb.py
 _HEADER = "Traceback (most recent call last)"
+NO_FUNC = "<unknown>"  # the function of a frame line pasted without its ", in name"
 CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.py", line 637, in f`)
 # an exception line glued onto the line before it (the newline lost in a paste or behind a redraw): the source line
 # of the last frame, its caret line, or any line inside an open traceback, then "SomeError: message" right after a
@@ -212,6 +213,12 @@ class TracebackTracker:
                 frame = Frame(split[1], int(split[2] + rest.group(1)), rest.group(2))
                 self._frame(split[3], self._states.get(split[3]), split[4], frame).expect_code = True
                 return None
+            if line.where.path == split[0] and split[3] == key:
+                # not a wrapped frame line: one pasted without its function (`File "x.py", line 57` and then the code
+                # line): a frame all the same, whose source line this line may be
+                frame = Frame(split[1], int(split[2]), NO_FUNC)
+                st = self._frame(key, st, split[4], frame)
+                st.expect_code = True
         if ', line ' in text:
             cut = _FRAME_CUT.match(text) if text.rstrip()[-1:].isdigit() else None
             if cut is not None:

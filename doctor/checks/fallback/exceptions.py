@@ -4,6 +4,7 @@ of other families that name the first real error."""
 from __future__ import annotations
 
 from ... import lazyre
+from ...classify.component import rel
 from ...classify.structure import CONSEQUENCES
 from ...signals import ExceptionInfo, Frame, LogLine
 from ...swift.framework import is_library_path
@@ -20,12 +21,7 @@ def is_library(path: str) -> bool:
 
 
 def describe_frame(fr: Frame) -> str:
-    path = fr.path
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in path:
-            path = path.split(marker, 1)[1]
-            break
-    return f"{path}:{fr.lineno} in {fr.func}"
+    return rel(fr)
 
 
 def first_real(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:

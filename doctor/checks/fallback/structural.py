@@ -360,7 +360,8 @@ class Structural(Rule):
             if values is not None:  # the entry's doc is about refused keys; this run's refusal is a value's type
                 doc = values[0]
                 fix[:] = [values[1]] + [x for x in fix if not x.startswith("Move each refused key")]
-            read = explain_line(exc)
+            # an exception printed above its stack: the failing line is the last line of the stack beside it
+            read = explain_line(exc if exc.frames or not v.frames else dataclasses.replace(exc, frames=v.frames))
             raised, told = where_raised(exc, ctx, bool(read))
             if told:
                 fix.append(told)
