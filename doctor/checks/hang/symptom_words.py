@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ... import lazyre
+from ..numerics._nan_fixes import NO_LABEL_CAUSES, NO_LABEL_CHECK
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
@@ -357,9 +358,7 @@ MEANWHILE_SAID = {
         "the dataset string prompts (a chat template applied beforehand) if the function expects strings.",
     EMPTY_LABELS:
         "Meanwhile: a loss of 0 beside a NaN gradient norm from the first steps is a batch with no supervised token "
-        "(every label masked to -100), not an overflow: a maximum length (max_length, cutoff_len, max_seq_length) that "
-        "truncates the response away, a prompt limit equal to the whole length, or a template or completion-only "
-        "mask that masks everything; print one encoded example's labels and raise the length or shorten the prompts.",
+        f"(every label masked to -100), not an overflow: {NO_LABEL_CAUSES}; {NO_LABEL_CHECK}.",
     NO_STOP:
         "Meanwhile: a model that runs on past its answer never learned to emit its end-of-turn token: check that each "
         "training example ends with the template's end token in the labels (appended, not masked), and that the pad "

@@ -100,6 +100,14 @@ def _resume(run: RunConfig, last_ok: int | None) -> list[str]:
     return fix
 
 
+# what leaves a batch without a supervised token, and how to see it: said by GD620's row reading and by the words
+# reader (checks/hang/symptom_words.py EMPTY_LABELS)
+NO_LABEL_CAUSES = ("a maximum length (max_length, cutoff_len, max_seq_length) that truncates the response away, a "
+                   "prompt length limit equal to the whole length (max_prompt_length = max_length in DPO-style "
+                   "trainers), or a template or completion-only mask that masks every token")
+NO_LABEL_CHECK = "print one encoded example's labels and raise the length or shorten the prompts"
+
+
 def empty_supervision(values: dict) -> tuple[str, str] | None:
     """(sentence, fix) when a first logged row holds a loss of exactly 0 beside a NaN gradient norm: a mean over zero
     supervised tokens (every label masked, -100), not an overflow; None otherwise. trl's SFTTrainer logs 0.0 for a
@@ -110,7 +118,4 @@ def empty_supervision(values: dict) -> tuple[str, str] | None:
         return None
     return ((" The row's loss is exactly 0 beside a NaN gradient norm: that pair is a mean over zero supervised tokens (every "
              "label of the batch masked to -100, so the loss is 0/0), not an overflow."),
-            "Count the supervised tokens of a batch: a maximum length (max_length, cutoff_len, max_seq_length) that "
-            "truncates the response away, a prompt length limit equal to the whole length (max_prompt_length = "
-            "max_length in DPO-style trainers), or a template or completion-only mask that masks every token leaves "
-            "no label; print one encoded example's labels and raise the length or shorten the prompts.")
+            f"Count the supervised tokens of a batch: {NO_LABEL_CAUSES} leaves no label; {NO_LABEL_CHECK}.")
