@@ -213,6 +213,12 @@ DEVLOGS35 = ROOT / "fixtures" / "devlogs35"
 DEVLOGS36 = ROOT / "fixtures" / "devlogs36"
 DEVLOGS37 = ROOT / "fixtures" / "devlogs37"
 DEVLOGS38 = ROOT / "fixtures" / "devlogs38"
+# devlogs39: pastes with little program output (titles, prose, configs, metric complaints), logs that end without an
+# exception, trl/transformers/Unsloth/DeepSpeed runs (README there)
+DEVLOGS39 = ROOT / "fixtures" / "devlogs39"
+# devlogs40: exceptions raised by library source (transformers, trl, peft, accelerate, DeepSpeed, vLLM...), DeepSpeed
+# and multi-node failures, ms-swift runs (README there)
+DEVLOGS40 = ROOT / "fixtures" / "devlogs40"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -273,6 +279,36 @@ KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
 }
+KNOWN_MISSES_39: dict[str, str] = {
+    "4203": "slow training described in words only: GD330",
+    "4205": "'session crashed after using all available RAM' beside 'freezes': GD327 hang-at-start",
+    "4206": "transformers' eval metrics block with eval_loss = nan not read as a row: GD330",
+    "4208": "a launcher start-up and nothing after, host RAM exhausted in words: no finding",
+    "4209": "'Killing subprocess' beside a failed rank's exit code 1: GD312 host-oom-killed",
+    "4210": "retyped torchrun lines (SIGTERK) of a host OOM: GD328",
+    "4215": "a model name's '2M' read as a size, '14个G' missed: GD327 checkpoint-corrupt",
+    "4217": "'输出一直重复' (output keeps repeating) not read: GD328",
+    "4218": "'loss全为0' with --fp16 not read: GD330",
+    "4219": "'loss becomes 0' read as a stall: GD327 hang-at-start",
+    "4220": "a 2-days-vs-15-days comparison with and without a flag: GD327 argument-error-other",
+    "4222": "'overgenerating' not read: GD330",
+    "4225": "'Floating point exception (core dumped)' not read as a native crash: GD328",
+    "4226": "a hang before any progress line read as mid-training: GD327",
+    "4229": "vLLM's 2.2 tokens/s stats line inside backticks not read: GD330",
+    "4230": "LoRA checkpoints 'so large' without a number: GD330",
+}
+KNOWN_MISSES_40: dict[str, str] = {
+    "4301": "NameError of an optional dependency's class in trl's frame, 'Skipping peft as it is not installed': GD999",
+    "4303": "Mistral-Nemo on a transformers release older than the model: GD999",
+    "4305": "AttributeError 'Accelerator' has no 'deepspeed_config' (set only when DeepSpeed prepared the model): GD999",
+    "4308": "AttributeError 'deepspeed_engine_wrapped', a reply pins accelerate 0.30.1: GD999",
+    "4311": "the standard library's logging.config 'Unable to configure handler' at vLLM start-up: GD999",
+    "4314": "torch FSDP's 'assumes {fqn} is in the state_dict' quoted as its template: GD999",
+    "4318": "DeepSpeed's hostfile-not-found warning in a multi-node launch: GD329",
+    "4320": "a resolution sentence (NCCL and CUDA versions mismatched): GD328",
+    "4325": "a title quoting torch's 'Cannot copy out of meta tensor': GD328",
+    "4326": "a lower-case 'keyerror messages' in a title: GD328",
+}
 KNOWN_MISSES_38: dict[str, str] = {
     "4107": "PPOTrainer.generate with return_dict_in_generate: an interpreter TypeError after the user's extra kwargs: GD999",
     "4109": "DPO error in screenshots; the maintainer's reply names null values in the data: GD328",
@@ -306,7 +342,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS31, KNOWN_MISSES_31, 30), (DEVLOGS32, KNOWN_MISSES_32, 30), (DEVLOGS33, KNOWN_MISSES_33, 30),
               (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30),
               (DEVLOGS36, KNOWN_MISSES_36, 30), (DEVLOGS37, KNOWN_MISSES_37, 30),
-              (DEVLOGS38, KNOWN_MISSES_38, 30))
+              (DEVLOGS38, KNOWN_MISSES_38, 30), (DEVLOGS39, KNOWN_MISSES_39, 30),
+              (DEVLOGS40, KNOWN_MISSES_40, 30))
 
 
 def _params():

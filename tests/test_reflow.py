@@ -301,6 +301,11 @@ def test_a_complete_exception_line_is_not_joined_with_the_sentence_under_it():
     # a message cut inside a word still joins
     assert cut_exception(b"ValueError: The global train batch size (4 x 1) must be evenly divis",
                          b"ible by the number of generations per prompt (8).")
+    # devlogs40 4322: a person's sentence in Chinese under torch's English message, then the command they ran
+    line = b"[rank0]: TypeError: output tensor must have the same type as input tensor"
+    assert not cut_exception(line, "SFT参数配置与官方的区别是attn_impl由flash_attn改成了flash_attention_3 ".encode())
+    assert not cut_exception(b"ValueError: the value of --max_length is not one the model accepts here ",
+                             b"swift sft \\")
 
 
 def test_a_job_runners_bracketed_status_is_taken_off_every_line():

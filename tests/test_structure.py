@@ -1163,3 +1163,30 @@ def test_a_stackless_exception_is_not_said_to_have_no_frames_when_the_log_shows_
     assert "without a stack of its own" in out[0].message
     alone = run("ValueError: DeepSpeed ZeRO-3 or FSDP is incompatible with PTQ-quantized models.\n")
     assert "No stack frames were read from the log" in alone[0].message
+
+
+def test_a_zero2_works_zero3_fails_comparison_places_an_unknown_failure_and_a_cut_stack():
+    # devlogs40 4322 (a TypeError from torch's all_gather_into_tensor) and 4323 (a stack cut in a model forward called
+    # while the samples are encoded), devlogs20 2512: the person's comparison of ZeRO stages
+    said = "进行SFT训练过程中，deepspeed为zero2时候不报错，改成zero3就报错：\n"
+    gather = tb([(f"{SP}/deepspeed/comm/torch.py", 210, "all_gather_into_tensor",
+                  "return self.all_gather_function(output_tensor=output_tensor,"),
+                 (f"{SP}/torch/distributed/distributed_c10d.py", 3836, "all_gather_into_tensor",
+                  "work = group._allgather_base(output_tensor, input_tensor, opts)")],
+                "TypeError: output tensor must have the same type as input tensor")
+    top = run(said + gather)[0]
+    assert (top.rule_id, top.category) == ("GD426", "deepspeed-config-error")
+    assert "ZeRO-2 running where ZeRO-3 fails at line 1" in top.message
+    cut = tb([(f"{SP}/swift/llm/utils/template.py", 420, "encode", "inputs_embeds = model.prepare_inputs_embeds(**d)"),
+              (f"{SP}/torch/nn/modules/module.py", 1518, "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)")],
+             None)
+    said = "执行--deepspeed default-zero2是可以正常运行，在尝试使用--deepspeed default-zero3时报错\n"
+    assert run(said + cut)[0].category == "deepspeed-config-error"
+    # no comparison (ZeRO-3 named alone), or the lower stage failing too: not placed by it
+    assert run("training with zero3 fails:\n" + gather)[0].category != "deepspeed-config-error"
+    assert run("zero2 OOM, zero3 hangs\n" + gather)[0].category != "deepspeed-config-error"
+    # a failure a rule knows keeps its rule
+    oom = tb([(f"{SP}/torch/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)")],
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+             "79.15 GiB of which 1.02 GiB is free.")
+    assert run("works fine with zero2 but zero3 fails\n" + oom)[0].category == "cuda-oom"

@@ -27,7 +27,15 @@ _INSTALLED = lazyre.compile(rf"(?i){_L}deep[-_ ]?speed\s*(?:==|>=|:|\s)\s*v?\d")
 _LOADING = lazyre.compile(rf"(?i)load_checkpoint|resume_from_checkpoint|{_L}resum(?:e|es|ed|ing){_R}|loading checkpoint"
                           r"|checkpoint file list|continuing training from checkpoint|恢复训练|断点续训")
 
-_FROM_LINES = ("deepspeed", "zero3", "checkpoint-load")
+# a person's comparison of two ZeRO stages: ZeRO-2 (or 1) runs, ZeRO-3 fails ("使用Zero2可以正常训练，但是使用Zero3报错",
+# "deepspeed为zero2时候不报错，改成zero3就报错", "works with zero2, fails with zero3"): both stages on one line, the lower
+# one next to a word of success
+_ZERO_LOW = rf"(?i:{_L}(?:zero[-_ ]?(?:stage[-_ ]?)?|ds_z)[12](?![0-9]))"
+_WORKED = (r"(?i:works?|worked|working|runs? (?:fine|well|ok)|(?:is |was )?fine|\bok\b|no (?:problem|issue|error)s?|"
+           r"without (?:any )?(?:problem|issue|error)s?|succe\w*|正常|可以|不报错|没问题|没有问题|成功|能跑|跑通)")
+_ZERO3_ONLY = lazyre.compile(rf"{_ZERO_LOW}[^。.;；\n]{{0,40}}?{_WORKED}|{_WORKED}[^。.;；\n]{{0,25}}?{_ZERO_LOW}")
+
+_FROM_LINES = ("deepspeed", "zero3", "checkpoint-load", "zero3-only")
 FACTS = (*_FROM_LINES, "unsloth")
 
 
@@ -65,6 +73,8 @@ def run_facts(args: dict, lines: list, framework: str | None = None) -> dict[str
             out.setdefault("deepspeed", _at(line))
         if "checkpoint-load" not in out and _LOADING.search(text):
             out["checkpoint-load"] = _at(line)
+        if "zero3-only" not in out and _ZERO3.search(text) and _ZERO3_ONLY.search(text):
+            out["zero3-only"] = _at(line)
     return out
 
 

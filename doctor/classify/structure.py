@@ -275,7 +275,7 @@ def first_failure(exceptions: list[ExceptionInfo], open_tbs: list, facts: dict |
     if real:
         return None
     for _line, frames in open_tbs[:3]:
-        v = classify(None, frames)
+        v = classify(None, frames, facts=facts)
         if v is not None:
             return v
     return None

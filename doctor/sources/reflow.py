@@ -238,12 +238,20 @@ def _goes_on(line: bytes) -> bool:
         and not _EXC_LINE.match(line) and (b" " in line.strip() or len(line) >= 20 and not _FIELD_NAME.match(line))
 
 
+# a CJK character (U+3000-U+9FFF: punctuation, kana, ideographs) in UTF-8
+_CJK = lazyre.compile(rb"[\xe3-\xe9][\x80-\xbf]{2}")
+
+
 def cut_exception(line: bytes, nxt: bytes) -> bool:
     """An exception line cut mid-word whose rest is the next line, or a frame line cut inside its path."""
     if _FRAME_OPEN.match(line):
         return bool(_FRAME_REST.match(nxt))
     if _FRAME_NO_FUNC.match(line):
         return bool(_FUNC_REST.match(nxt))
+    if line.isascii() and _CJK.search(nxt) or nxt.rstrip().endswith(b" \\"):
+        # a person's sentence in another script after a library's English message, or a shell command continued on
+        # the next line: text of its own, not the message's rest
+        return False
     return _cut(line, nxt) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
 
 

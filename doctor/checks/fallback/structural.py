@@ -42,7 +42,8 @@ def verdict_of(ctx: RunState) -> Verdict | None:
             first_failure(raised_statements(ctx), list(ctx.open_tracebacks or ()))
         if v is not None:
             return v
-    return first_failure(excs, list(ctx.open_tracebacks or ()), run_facts_of(ctx) if excs else None)
+    return first_failure(excs, list(ctx.open_tracebacks or ()),
+                         run_facts_of(ctx) if excs or ctx.open_tracebacks else None)
 
 
 def run_facts_of(ctx: RunState) -> dict[str, str]:
@@ -54,6 +55,7 @@ def run_facts_of(ctx: RunState) -> dict[str, str]:
 
 
 _FACT_WORDS = {"deepspeed": "DeepSpeed", "zero3": "ZeRO stage 3", "checkpoint-load": "a checkpoint being loaded",
+               "zero3-only": "ZeRO-2 running where ZeRO-3 fails",
                "unsloth": "an unsloth run"}
 
 
