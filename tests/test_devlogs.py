@@ -298,16 +298,13 @@ KNOWN_MISSES_39: dict[str, str] = {
     "4230": "LoRA checkpoints 'so large' without a number: GD330",
 }
 KNOWN_MISSES_40: dict[str, str] = {
-    "4301": "NameError of an optional dependency's class in trl's frame, 'Skipping peft as it is not installed': GD999",
     "4303": "Mistral-Nemo on a transformers release older than the model: GD999",
     "4305": "AttributeError 'Accelerator' has no 'deepspeed_config' (set only when DeepSpeed prepared the model): GD999",
     "4308": "AttributeError 'deepspeed_engine_wrapped', a reply pins accelerate 0.30.1: GD999",
     "4311": "the standard library's logging.config 'Unable to configure handler' at vLLM start-up: GD999",
-    "4314": "torch FSDP's 'assumes {fqn} is in the state_dict' quoted as its template: GD999",
     "4318": "DeepSpeed's hostfile-not-found warning in a multi-node launch: GD329",
     "4320": "a resolution sentence (NCCL and CUDA versions mismatched): GD328",
     "4325": "a title quoting torch's 'Cannot copy out of meta tensor': GD328",
-    "4326": "a lower-case 'keyerror messages' in a title: GD328",
 }
 KNOWN_MISSES_38: dict[str, str] = {
     "4107": "PPOTrainer.generate with return_dict_in_generate: an interpreter TypeError after the user's extra kwargs: GD999",

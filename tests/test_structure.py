@@ -1109,6 +1109,12 @@ def test_an_exception_type_written_as_words_is_that_exception():
     assert said is not None and said.type == "RuntimeError"
     # a few words after the colon are a remark, not a message (twelve characters at least)
     assert exception_named_in(LogLine("no value error: it just ran", "", Where("p", 1), None, 0)) is None
+    # the name joined in lower case with a quoted key after it (devlogs40 4326: `使用cached dataset报错 keyerror "messages"`)
+    said = exception_named_in(LogLine('使用cached dataset报错 keyerror "messages"', "", Where("p", 1), None, 0))
+    assert (said.type, said.message) == ("KeyError", "'messages'")
+    assert run('使用cached dataset报错 keyerror "messages"\n')[0].category == "dataset-or-template-error"
+    # the words without a quoted name or a message: a remark
+    assert exception_named_in(LogLine("I got a type error when running it", "", Where("p", 1), None, 0)) is None
 
 
 def test_a_setting_left_unset_computed_with_is_an_argument_error():
@@ -1155,12 +1161,14 @@ def test_two_half_precisions_under_deepspeed_and_an_optimizer_resumed_for_other_
 
 
 def test_a_stackless_exception_is_not_said_to_have_no_frames_when_the_log_shows_some():
-    # fixtures/devlogs38/4113: the frame is written after the exception line, in a form the parser does not attach
+    # fixtures/devlogs38/4113: the frame (pasted without its function) is written after the exception line: the
+    # stack beside it places the exception, and its source line is read
     out = run("KeyError: 'tool'\n"
               'File "/axolotl/prompt_strategies/dpo/chat_template.py", line 57\n'
               '"role": role_map[m[message_property_mappings["role"]]],\n')
-    assert "no stack frames in the log" not in out[0].message
-    assert "without a stack of its own" in out[0].message
+    assert "no stack frames" not in out[0].message.lower()
+    assert "printed without its stack; the traceback beside it runs through axolotl" in out[0].message
+    assert "looks up `role_map` with the value of" in out[0].message
     alone = run("ValueError: DeepSpeed ZeRO-3 or FSDP is incompatible with PTQ-quantized models.\n")
     assert "No stack frames were read from the log" in alone[0].message
 
@@ -1190,3 +1198,16 @@ def test_a_zero2_works_zero3_fails_comparison_places_an_unknown_failure_and_a_cu
              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
              "79.15 GiB of which 1.02 GiB is free.")
     assert run("works fine with zero2 but zero3 fails\n" + oom)[0].category == "cuda-oom"
+
+
+def test_a_name_error_raised_in_an_installed_librarys_code_is_a_dependency_failure():
+    # huggingface/trl#518 (devlogs40 4301): trl's SFTTrainer uses PeftModel, bound only when peft imports
+    stack = tb([("/content/train.py", 6, "<module>", "trainer = SFTTrainer("),
+                (f"{SP}/trl/trainer/sft_trainer.py", 152, "__init__", "if isinstance(model, PeftModel):")],
+               "NameError: name 'PeftModel' is not defined")
+    top = run(stack)[0]
+    assert (top.rule_id, top.category) == ("GD993", "import-or-dependency-error")
+    assert "optional package" in top.message
+    # the user's own script's NameError is a typo in it, not a dependency
+    own = tb([("/content/train.py", 6, "<module>", "trainer = SFTTrainr(")], "NameError: name 'SFTTrainr' is not defined")
+    assert run(own)[0].category != "import-or-dependency-error"

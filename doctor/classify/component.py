@@ -127,7 +127,9 @@ def rel(fr: Frame) -> str:
             p = p.split(marker, 1)[1]
             break
     # a frame line pasted without its function (sources/traceback.py NO_FUNC) names the place only
-    return f"{p}:{fr.lineno}" if fr.func == NO_FUNC else f"{p}:{fr.lineno} in {fr.func}"
+    # and a notebook frame whose line IPython did not print (lineno -1) names the file only
+    at = f"{p}:{fr.lineno}" if fr.lineno >= 0 else p
+    return at if fr.func == NO_FUNC else f"{at} in {fr.func}"
 
 
 # torch.nn.Module's call path (torch/nn/modules/module.py): every module call passes through it on its way to the

@@ -87,8 +87,10 @@ _SPOKEN_TYPES = {"value": "ValueError", "type": "TypeError", "key": "KeyError", 
                  "attribute": "AttributeError", "import": "ImportError", "index": "IndexError",
                  "assertion": "AssertionError", "notimplemented": "NotImplementedError",
                  "modulenotfound": "ModuleNotFoundError", "filenotfound": "FileNotFoundError"}
+# (written joined in lower case too, "keyerror \"messages\"": then a quoted key or name may follow without a colon)
 _SPOKEN = lazyre.compile(r"(?i)(?<![a-z])(value|type|key|runtime|attribute|import|index|assertion|not[ _]?implemented|"
-                         r"module[ _]?not[ _]?found|file[ _]?not[ _]?found)[ _]error\s*[:\uff1a]\s*(\S.{11,})$")
+                         r"module[ _]?not[ _]?found|file[ _]?not[ _]?found)[ _]?error(?:\s*[:\uff1a]\s*(\S.{11,})$|"
+                         r"\s*[:\uff1a]?\s*[\"'\u201c\u2018`](?P<quoted>[\w.\-/]{1,80})[\"'\u201d\u2019`]\s*$)")
 
 
 def exception_named_in(line: LogLine) -> ExceptionInfo | None:
@@ -104,7 +106,8 @@ def exception_named_in(line: LogLine) -> ExceptionInfo | None:
         spoken = _SPOKEN.search(line.text) if "rror" in line.text else None
         if spoken is not None:  # "value error: Target modules ... not found": the type as words, then the message
             etype = _SPOKEN_TYPES[spoken.group(1).lower().replace(" ", "").replace("_", "")]
-            return ExceptionInfo(etype, spoken.group(2).strip()[:600], (), line.where, line.rank, line.seq, line.raw)
+            msg = f"'{spoken.group('quoted')}'" if spoken.group("quoted") else spoken.group(2).strip()[:600]
+            return ExceptionInfo(etype, msg, (), line.where, line.rank, line.seq, line.raw)
         return bare_exception(line)  # CPython's own wording of the exception in a title or a sentence, no type
     m = _EMBEDDED.search(line.text)
     if m is None:
