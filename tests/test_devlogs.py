@@ -280,22 +280,12 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_39: dict[str, str] = {
-    "4203": "slow training described in words only: GD330",
-    "4205": "'session crashed after using all available RAM' beside 'freezes': GD327 hang-at-start",
-    "4206": "transformers' eval metrics block with eval_loss = nan not read as a row: GD330",
-    "4208": "a launcher start-up and nothing after, host RAM exhausted in words: no finding",
     "4209": "'Killing subprocess' beside a failed rank's exit code 1: GD312 host-oom-killed",
     "4210": "retyped torchrun lines (SIGTERK) of a host OOM: GD328",
     "4215": "a model name's '2M' read as a size, '14个G' missed: GD327 checkpoint-corrupt",
-    "4217": "'输出一直重复' (output keeps repeating) not read: GD328",
-    "4218": "'loss全为0' with --fp16 not read: GD330",
-    "4219": "'loss becomes 0' read as a stall: GD327 hang-at-start",
     "4220": "a 2-days-vs-15-days comparison with and without a flag: GD327 argument-error-other",
-    "4222": "'overgenerating' not read: GD330",
-    "4225": "'Floating point exception (core dumped)' not read as a native crash: GD328",
+    "4225": "a native crash (SIGFPE) in an fp16 GEMM on H20 from an old cuBLAS: GD998 vllm-engine-error",
     "4226": "a hang before any progress line read as mid-training: GD327",
-    "4229": "vLLM's 2.2 tokens/s stats line inside backticks not read: GD330",
-    "4230": "LoRA checkpoints 'so large' without a number: GD330",
 }
 KNOWN_MISSES_40: dict[str, str] = {
     "4303": "Mistral-Nemo on a transformers release older than the model: GD999",

@@ -459,3 +459,26 @@ def test_degenerate_outputs_described_or_quoted_and_the_same_weights_compared():
     # a separator line or an empty list in a config is no completion
     assert _symptom("output ------------------------------------------") is None
     assert _symptom("the eval dataset is empty so I skip evaluation") is None
+
+
+def test_words_for_a_silent_end_a_zero_loss_slow_speed_repetition_and_a_large_adapter():
+    # fixtures/devlogs39: 4208 (a DeepSpeed run that ends saying nothing), 4205 (Colab's own words)
+    assert _symptom("the process terminated automatically after loading the checkpoint shards, without providing "
+                    "any additional information") == "host-oom-killed"
+    assert _symptom('After several minutes, I receive the message: "Your session crashed after using all available '
+                    'RAM."') == "host-oom-killed"
+    assert _symptom("it runs to completion without errors") is None
+    # 4218, 4219 (LLaMA-Factory's "freeze" fine-tuning is no freeze), 4206's title; an RL run's 0 is its rewards'
+    assert _symptom("使用baichuan2-13B进行微调时出现loss全为0的情况") == "loss-nan-or-inf"
+    assert _symptom("采用freeze 调试时，Loss突然增大，然后变为0，有大佬遇到过没有") == "loss-nan-or-inf"
+    assert _symptom("fp16 finetune will loss=0") == "loss-nan-or-inf"
+    assert _symptom("the loss is 0.35 after the first epoch") is None
+    assert _symptom("GRPO训练，loss一直是0") != "loss-nan-or-inf"
+    f = next(x for x in run("使用baichuan2-13B进行微调时出现loss全为0的情况\n") if x.rule_id == "GD327")
+    assert any("bf16" in x and "no supervised token" in x for x in f.fix)
+    # 4203, 4229: speed; 4217, 4221: repetition within a clause; 4222: over-generation; 4230: a size without a number
+    assert _symptom("Extremly Low it/s on rtx 3090") == "slow-training"
+    assert _symptom("Why I've got low speed?:") == "slow-training"
+    assert _symptom("llama3 sft训练之后，模型输出一直重复") == "output-degenerate"
+    assert _symptom("Yi-6B model overgenerating after fine-tuning") == "output-degenerate"
+    assert _symptom("Why is the lora_model so large after fine-tuning?") == "checkpoint-bloat"

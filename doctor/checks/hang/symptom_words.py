@@ -16,6 +16,8 @@ ADAPTER_ONLY = "the output folder holds only the LoRA adapter's files"
 COMPLETION_SHAPE = "the reward function receives completions of another shape than it was written for"
 EMPTY_LABELS = "the loss is exactly 0 while grad_norm is NaN (a mean over no supervised token)"
 NO_STOP = "the fine-tuned model does not stop where its answer ends"
+LOSS_ZERO = "the training loss falls to exactly 0"
+SILENT_END = "the process ended without any message"
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
@@ -26,6 +28,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|\b(?:CPU|host|system|RAM) (?:OOM|out of memory)\b|"
                     # Ray's memory monitor kills workers itself: "Ray OOM causes the process to be killed"
                     r"\bRay(?:let)?\b.{0,20}\b(?:OOM|out of memory)\b|\bOOM\b.{0,40}\bkill(?:ed|s)?\b|"
+                    # Colab's front end: "Your session crashed after using all available RAM"
+                    r"\ball (?:the )?available (?:system )?RAM\b|"
                     r"内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
     # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
@@ -41,6 +45,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
     (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill|Killing subprocess"), "host-oom-killed",
      "the process was killed"),
+    # a process that ends and says nothing ("the process terminated automatically after loading the checkpoint shards,
+    # without providing any additional information"): a SIGKILL, which the kernel's OOM killer sends, leaves no line
+    (lazyre.compile(r"(?i)\b(?:terminat|exit|died|dies|quit|vanish|disappear)\w*\b[^.;。]{0,80}?\bwithout (?:\w+ )?(?:any )?"
+                    r"(?:additional |further |more |other )?(?:information|info|error messages?|messages?|traceback|"
+                    r"output|logs?|reasons?)\b|\b(?:terminat|exit|di|quitt|stopp)\w* (?:silently|abruptly|without (?:a|any) "
+                    r"(?:word|trace))\b|(?:进程|程序)[^。，,]{0,10}(?:自动|直接|突然)(?:退出|结束|终止)[^。]{0,20}(?:没有|无)(?:任何)?"
+                    r"(?:报错|提示|信息)"), "host-oom-killed", SILENT_END),
     (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
      "an NCCL collective timed out"),
     # an NCCL error named in words: "rollout报错： NCCL error", "NCCL communications fail when using torch==2.7.0"
@@ -192,7 +203,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}(?:低|不高|\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
      "gpu-underutilized", "the GPUs are mostly idle (low utilisation)"),
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
-    (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|freez(?:e|es|ing)|frozen|no progress|does(?:n't| not) move)"
+    # (not LLaMA-Factory's "freeze" fine-tuning: "采用freeze 调试时", "--finetuning_type freeze", "freeze tuning")
+    (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|(?<!采用)(?<!使用)(?<!type )freez(?:e|es|ing)"
+                    r"(?!\s*(?:调|训练|微调|tun|fine|train|layer|param))|frozen|no progress|does(?:n't| not) move)"
                     r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应|"
                     # "No errors, but the training has not started."
                     r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*"),
@@ -218,7 +231,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\b(?:does(?:n't| not)|fails? to|never|won't|can(?:no|')t) (?:generate|output|emit|produce|predict|"
                     r"learn)s? (?:the |an? )?(?:eos|</s>|end[- ]of[- ](?:sequence|turn|text))(?:[_ ]token)?\b|"
                     r"\b(?:never|does(?:n't| not)|won't) stop(?:s)? (?:generating|talking|at the end)\b|"
-                    r"\bcontinues? to ramble\b|\bkeeps? (?:on )?(?:generating|rambling)\b|"
+                    r"\bcontinues? to ramble\b|\bkeeps? (?:on )?(?:generating|rambling)\b|\bover-?generat\w*|"
                     # "the generated text is not end until the max length" (vllm#1958)
                     r"\b(?:does(?:n't| not)|is not|never|won't) (?:end|stop)s? (?:until|till|before) (?:it reaches |reaching )?"
                     r"(?:the )?max(?:imum)?(?:[_ ](?:length|tokens|new[_ ]tokens))?\b|"
@@ -231,12 +244,23 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:incorrect|nonsense|nonsensical|meaningless) (?:outputs?|responses?|generations?|completions?)|"
                     r"garbage (?:rollouts?|outputs?|generations?|completions?|"
                     r"responses?|text)|corrupt(?:s|ed)? (?:the )?(?:generations?|rollouts?|outputs?|completions?))\b|"
-                    r"乱码|重复输出"),
+                    # "模型输出一直重复", "输出一直存在重复", "推理阶段模型重复输出": the pair within one clause
+                    r"乱码|重复输出|(?:输出|回答|生成|回复)[^。，,.]{0,8}重复|重复[^。，,.]{0,6}(?:输出|回答|生成)"),
      "output-degenerate", "the completions are garbled or repetitive"),
+    # a loss of exactly 0 said in words, in a run that scores nothing ("loss全为0" with --fp16, "Loss突然增大，然后变为0",
+    # "fp16 finetune will loss=0": an fp16 overflow, or a batch without a supervised token); an RL run's loss of 0 is
+    # its rewards' words (above)
+    (lazyre.compile(r"(?i)^(?!.*(?:grpo|ppo|rloo|dapo|gspo|reward|奖励)).*(?:(?<![a-z_])loss(?![a-z_])[^。.;]{0,12}?"
+                    r"(?:全|都|一直|始终|总是)?\s*(?:为|是|变为|变成|降为|降到|掉到|等于|=)\s*0(?![.\d])|"
+                    r"(?<![a-z_])loss(?![a-z_]) (?:is|was|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|"
+                    r"stays? at|turns? (?:in)?to|turned (?:in)?to) (?:exactly |always )?(?:0|zero)(?:\.0+)?(?![.\d]))"),
+     "loss-nan-or-inf", LOSS_ZERO),
     # ("训练时候有时候速度会变得很慢": the words between the subject and 慢 vary; "gets slower and slower", "slows down")
     (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|\bslower and slower\b|"
                     r"\b(?:training|steps?|iterations?|it|generation|rollouts?) (?:gets?|becomes?|got|became) (?:much |very )?"
                     r"slower\b|\b(?:training|steps?|iterations?|generation|rollouts?) slows? down\b|"
+                    # "Extremly Low it/s on rtx 3090", "Why I've got low speed?"
+                    r"\b(?:low|slow) (?:it/s|its/s|speed|throughput|tokens?/s|tok/s)(?![\w/])|"
                     r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢"),
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
@@ -253,7 +277,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:over |more than |about |nearly )?\d+(?:\.\d+)? ?(?:GB|TB|G)\b|"
                     # "权重文件变大了" (the weights got bigger than the original), "the saved model is larger than the base"
                     r"(?:权重|模型|checkpoint)[^。，,.]{0,8}(?:变大|变得更大|比原(?:始|来)?的?(?:还)?大)|"
-                    r"\b(?:weights?|model|checkpoints?)\b[^.;]{0,30}\b(?:bigger|larger) than (?:the )?(?:original|base)\b"),
+                    r"\b(?:weights?|model|checkpoints?)\b[^.;]{0,30}\b(?:bigger|larger) than (?:the )?(?:original|base)\b|"
+                    # a size complained of without a number: "Why is the lora_model so large", "LoRA权重很大"
+                    r"\b(?:lora|adapter|checkpoints?)\w*\b[^.;。\n]{0,25}\b(?:so|too|very|extremely|really) (?:large|big|huge)\b|"
+                    r"(?i:lora|adapter|checkpoint|权重)[^。，,]{0,8}(?:很大|太大|特别大|非常大)"),
      "checkpoint-bloat",
      "checkpoints that take tens of GB"),
 )
@@ -336,6 +363,15 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    LOSS_ZERO:
+        "Meanwhile: a training loss of exactly 0 is not convergence: under fp16 the loss or its gradients overflow "
+        "(train in bf16 on GPUs that have it, or in fp32, and compare), or a batch holds no supervised token "
+        f"({NO_LABEL_CAUSES}); {NO_LABEL_CHECK}.",
+    SILENT_END:
+        "Meanwhile: a process that ends without a traceback or a message was most often killed by a signal it cannot "
+        "catch: the kernel's OOM killer sends SIGKILL when host RAM runs out (each rank loading a whole model at "
+        "once is the usual cause); `dmesg -T | grep -i -E 'killed|oom'` shows it, and the launcher's exit code -9 "
+        "says so. Load with low_cpu_mem_usage, fewer processes at once, or more RAM.",
     EMPTY_OUTPUT:
         "Meanwhile: an empty completion is the end-of-sequence token chosen first: under greedy decoding (temperature "
         "0) a prompt without the model's chat template often ends at once; give the prompt its template, ask for at "
