@@ -280,9 +280,7 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_39: dict[str, str] = {
-    "4209": "'Killing subprocess' beside a failed rank's exit code 1: GD312 host-oom-killed",
     "4210": "retyped torchrun lines (SIGTERK) of a host OOM: GD328",
-    "4215": "a model name's '2M' read as a size, '14个G' missed: GD327 checkpoint-corrupt",
     "4220": "a 2-days-vs-15-days comparison with and without a flag: GD327 argument-error-other",
     "4225": "a native crash (SIGFPE) in an fp16 GEMM on H20 from an old cuBLAS: GD998 vllm-engine-error",
     "4226": "a hang before any progress line read as mid-training: GD327",

@@ -482,3 +482,20 @@ def test_words_for_a_silent_end_a_zero_loss_slow_speed_repetition_and_a_large_ad
     assert _symptom("llama3 sft训练之后，模型输出一直重复") == "output-degenerate"
     assert _symptom("Yi-6B model overgenerating after fine-tuning") == "output-degenerate"
     assert _symptom("Why is the lora_model so large after fine-tuning?") == "checkpoint-bloat"
+
+
+def test_a_number_inside_a_models_name_is_no_size_and_lora_is_read_beside_cjk():
+    # fixtures/devlogs39/4215 (LianjiaTech/BELLE#421): "BELLE-7B-2M" names 2M instructions; "lora权重文件有14G" under a
+    # --use_lora run with a ZeRO-3 config file
+    paste = ("lora权重文件有14G\n基座模型选的BELLE-7B-2M，进行LoRA微调，使用src/train.py\n"
+             "torchrun --nproc_per_node 8 train.py --deepspeed configs/deepspeed_config_stage3.json --use_lora True\n")
+    f = next(x for x in run(paste) if x.rule_id == "GD327")
+    assert f.category == "checkpoint-bloat"
+    assert "14 GB where a LoRA adapter was asked for (2.00 bytes a parameter of the 7B model)" in f.message
+    assert "ZeRO-3 is named in the paste" in f.message and "2 MB" not in f.message
+
+
+def test_a_launcher_killing_the_others_after_a_rank_exited_with_1_is_no_kill():
+    # fixtures/devlogs39/4209: DeepSpeed's sigkill_handler stops the surviving ranks after one exited with status 1
+    assert _symptom("Killing subprocess  exits with return code = 1 after saving one checkpoint") != "host-oom-killed"
+    assert _symptom("the launcher says Killing subprocess 3353707 and nothing else") == "host-oom-killed"

@@ -18,8 +18,9 @@ _DEEPSPEED = lazyre.compile(rf"(?i:{_L}deep[-_ ]?speed{_R}|{_L}deepspeed_config(
                             rf"|{_L}ZeRO{_R}")
 # ZeRO stage 3 as DeepSpeed prints it ("Creating fp16 ZeRO stage 3 optimizer", "zero_optimization.stage=3") and as
 # people write it ("zero3", "zero-stage 3", "ZeRO-3", "ds_z3_config.json"); a CJK character may follow directly
-_ZERO3 = lazyre.compile(rf"(?i){_L}zero[-_ ]?(?:stage[-_ ]?)?3(?![0-9])|{_L}ds_z3|['\"]stage['\"]\s*:\s*3(?![0-9])"
-                        r"|zero_optimization\.stage\W{0,3}3(?![0-9])")
+# (and its config file's usual names: "zero3.json", "ds_z3_config.json", "deepspeed_config_stage3.json")
+ZERO3 = lazyre.compile(rf"(?i){_L}zero[-_ ]?(?:stage[-_ ]?)?3(?![0-9])|{_L}ds_z3|['\"]stage['\"]\s*:\s*3(?![0-9])"
+                       r"|[_-]stage[-_]?3\.json|zero_optimization\.stage\W{0,3}3(?![0-9])")
 # a package list or an environment report names what is installed, not what the run used ("deepspeed==0.16.4")
 _INSTALLED = lazyre.compile(rf"(?i){_L}deep[-_ ]?speed\s*(?:==|>=|:|\s)\s*v?\d")
 # a checkpoint being read back: DeepSpeed's engine (load_checkpoint, "loading checkpoint", "checkpoint file list"),
@@ -68,12 +69,12 @@ def run_facts(args: dict, lines: list, framework: str | None = None) -> dict[str
             break
         if "deepspeed" not in out and _DEEPSPEED.search(text) and not _INSTALLED.search(text):
             out["deepspeed"] = _at(line)
-        if "zero3" not in out and _ZERO3.search(text):
+        if "zero3" not in out and ZERO3.search(text):
             out["zero3"] = _at(line)
             out.setdefault("deepspeed", _at(line))
         if "checkpoint-load" not in out and _LOADING.search(text):
             out["checkpoint-load"] = _at(line)
-        if "zero3-only" not in out and _ZERO3.search(text) and _ZERO3_ONLY.search(text):
+        if "zero3-only" not in out and ZERO3.search(text) and _ZERO3_ONLY.search(text):
             out["zero3-only"] = _at(line)
     return out
 

@@ -11,21 +11,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import lazyre
+from ...classify.run_context import ZERO3
 from ...signals import LogLine
 from .endings import plain
 
 _UNITS = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 # a size: "4.45 GB", "2.1G", "760K", "135GB", "489K" (a bare B is a parameter count: "13B"); Chinese "几十K" (tens of KB);
 # the edges are ASCII ones: a CJK character before a number ("是135GB") is a word character to `re`
-_SIZE = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s?([kmgt])(?:i?b|bytes?)?(?![a-z])")
+# (a number after a hyphen inside a name is part of the name: "BELLE-7B-2M" is trained on 2M instructions, not 2 MB)
+# (nor is a memory's size: "8卡A800, 400G内存", "80GB GPU", "64 GB of RAM")
+_SIZE = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(\d+(?:\.\d+)?)\s?([kmgt])(?:i?b|bytes?)?(?![a-z])"
+                       r"(?!\s?(?:的)?(?:内存|显存|RAM|V?RAM|memory|GPU|显卡|of (?:host |system |GPU )?(?:RAM|memory|VRAM)))")
 _VAGUE = lazyre.compile(r"(?i)几(十|百)\s?([kmg])(?:i?b)?(?![a-z])")
 # a model's parameter count in its name or a sentence: "mistral-7b", "Seed-OSS-36B-Base", "llama3-8b", "1.1B", "13B"
 _PARAMS = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(?:[a-z][\w.]*[-_ ])?(\d+(?:\.\d+)?)\s?b(?![a-z0-9])")
 _WEIGHTS = lazyre.compile(r"(?i)\.safetensors(?![a-z0-9_])|\.bin(?![a-z0-9_])|(?<![a-z])(?:weights?|model|checkpoints?)"
                           r"(?![a-z])|权重|模型|(?<![a-z])zeros? ?[23](?![a-z0-9])")
 _ORIGINAL = lazyre.compile(r"(?i)\boriginal\b|\bbase model\b|原始|原来|原模型|最开始")
-_ADAPTER_WANTED = lazyre.compile(r"(?i)\blora\b|\badapter\b|save_method\s*=\s*['\"]lora")
-_ZERO3 = lazyre.compile(r"(?i)\bzero[-_ ]?(?:stage[-_ ]?)?3\b|\bzeros?3\b|\bds_?z3\b|zero3\.json")
+# ASCII edges: "lora权重", "进行LoRA微调", "--use_lora True" (a CJK character or "_" is a word character to `re`)
+_ADAPTER_WANTED = lazyre.compile(r"(?i)(?<![a-z0-9])lora(?![a-z0-9])|(?<![a-z0-9])adapter(?![a-z0-9])|"
+                                 r"save_method\s*=\s*['\"]lora")
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def size_reading(lines: list[LogLine], around: list[LogLine] | None = None) -> S
     context = [plain(ln.text) for ln in around] if around else texts
     params = _params(context)
     adapter = any(_ADAPTER_WANTED.search(t) for t in context)
-    zero3 = any(_ZERO3.search(t) for t in context)
+    zero3 = any(ZERO3.search(t) for t in context)
     for ln, text in zip(lines, texts):
         if not _WEIGHTS.search(text):
             continue
@@ -98,9 +103,13 @@ def size_reading(lines: list[LogLine], around: list[LogLine] | None = None) -> S
                                f"parameter: float32 weights (a 16-bit model takes 2)")
         if adapter and big >= 1e9:
             per = f" ({big / params:.2f} bytes a parameter of the {params / 1e9:g}B model)" if params else ""
+            # a trainer's save under ZeRO-3 gathers the partitioned 16-bit weights into one file of the whole model
+            # (transformers' Trainer with stage3_gather_16bit_weights_on_model_save), adapter or not
+            cause = ("; ZeRO-3 is named in the paste, and a trainer's ZeRO-3 save gathers the whole 16-bit model"
+                     if zero3 else "")
             return SizeReading("checkpoint-bloat", "full-not-adapter", ln,
                                f"{shown[big]} where a LoRA adapter was asked for{per} is the whole model: an adapter "
-                               f"of a few million parameters takes megabytes")
+                               f"of a few million parameters takes megabytes{cause}")
     return None
 
 

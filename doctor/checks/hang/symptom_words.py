@@ -43,7 +43,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "cuda-oom",
      "the GPU runs out of memory"),
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
-    (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill|Killing subprocess"), "host-oom-killed",
+    # (not when the same words give the child's exit status as positive: "Killing subprocess exits with return code =
+    # 1" is a Python exception on that rank; a signal shows as a negative code, -9 for SIGKILL)
+    (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill|Killing subprocess(?!.{0,60}return code\s*=\s*[1-9])"),
+     "host-oom-killed",
      "the process was killed"),
     # a process that ends and says nothing ("the process terminated automatically after loading the checkpoint shards,
     # without providing any additional information"): a SIGKILL, which the kernel's OOM killer sends, leaves no line
