@@ -283,7 +283,6 @@ KNOWN_MISSES_39: dict[str, str] = {
     "4210": "retyped torchrun lines (SIGTERK) of a host OOM: GD328",
     "4220": "a 2-days-vs-15-days comparison with and without a flag: GD327 argument-error-other",
     "4225": "a native crash (SIGFPE) in an fp16 GEMM on H20 from an old cuBLAS: GD998 vllm-engine-error",
-    "4226": "a hang before any progress line read as mid-training: GD327",
 }
 KNOWN_MISSES_40: dict[str, str] = {
     "4303": "Mistral-Nemo on a transformers release older than the model: GD999",

@@ -499,3 +499,10 @@ def test_a_launcher_killing_the_others_after_a_rank_exited_with_1_is_no_kill():
     # fixtures/devlogs39/4209: DeepSpeed's sigkill_handler stops the surviving ranks after one exited with status 1
     assert _symptom("Killing subprocess  exits with return code = 1 after saving one checkpoint") != "host-oom-killed"
     assert _symptom("the launcher says Killing subprocess 3353707 and nothing else") == "host-oom-killed"
+
+
+def test_a_hang_with_no_progress_bar_ever_seen_is_at_start():
+    # fixtures/devlogs39/4226 (vllm-project/vllm#17670): "suddenly hangs at llm.generate" before any output
+    assert _symptom("VLLM suddenly hangs at `llm.generate`, not returning me anything.\n"
+                    "I cannot see the progress bar on my screen.") == "hang-at-start"
+    assert _symptom("VLLM suddenly hangs in the middle of the run") == "hang-mid-training"

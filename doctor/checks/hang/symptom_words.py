@@ -306,6 +306,9 @@ START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |a
                     r"(?:starts?|appears?|shows? up)\b|\bstuck at 0\s?%|\b0/\d+\b|"
                     # a process group that never forms is a start-up hang wherever it is created
                     r"\binit_process_group\b|\brendezvous\b|"
+                    # no progress shown at all: "I cannot see the progress bar", "the progress bar never appears"
+                    r"\b(?:can(?:no|')t|don'?t|do not|doesn'?t|does not|never) (?:even )?(?:see|get|show|appear)s? (?:the |a |any )?"
+                    r"progress bar\b|\bprogress bar (?:never|does(?:n't| not)) (?:appears?|shows?)\b|"
                     r"开始|第一步|启动|加载(?:完|后|之后)|初始化|直接卡|一开始|刚开始")
 
 # a symptom word the sentence denies: "显存并没有OOM", "no OOM", "not stuck", "it doesn't hang"
