@@ -506,3 +506,10 @@ def test_a_hang_with_no_progress_bar_ever_seen_is_at_start():
     assert _symptom("VLLM suddenly hangs at `llm.generate`, not returning me anything.\n"
                     "I cannot see the progress bar on my screen.") == "hang-at-start"
     assert _symptom("VLLM suddenly hangs in the middle of the run") == "hang-mid-training"
+
+
+def test_versions_that_do_not_match_said_in_words():
+    # fixtures/devlogs40/4320 (modelscope/ms-swift#1519, the reporter's own resolution)
+    assert _symptom("训练的时候出现了通信报错，已解决，是NCCL和cuda的版本不匹配导致的，重新安装环境就行了") == \
+        "import-or-dependency-error"
+    assert _symptom("Conflict between last version of Transformers.Trainer and DPOTrainer") == "import-or-dependency-error"

@@ -132,6 +132,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)[`'\"]?\bauto\b[`'\"]? values?\b.{0,60}\b(?:not|no longer|never) (?:be(?:ing)? )?(?:interpolated|"
                     r"filled|replaced|resolved|substituted)\b|\bstr(?:ing)? (?:to|and|vs\.?) (?:int|float) comparison\b"),
      "deepspeed-config-error", AUTO_UNFILLED),
+    # two installed packages whose versions do not match: "version conflict", "Conflict between last version of
+    # Transformers.Trainer and DPOTrainer", "是NCCL和cuda的版本不匹配导致的"
+    (lazyre.compile(r"(?i)\b(?:conflict|incompatib\w*)\b.{0,60}\bbetween\b|\bversions? (?:conflict|clash|mismatch)\b|"
+                    r"版本不匹配|版本不一致|版本对不上"),
+     "import-or-dependency-error", "the versions of installed packages do not match each other"),
     # a release change named as the trigger: "new release 4.53.0 breaks ...", "(v0.14.0 works)", "downgrading to 4.52.4
     # fixes it", "after upgrading to 0.19.0": the failure came with a library version
     (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
@@ -149,9 +154,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)|"
                     r"\breleased? (?:a )?new version\b.{0,60}\b(?:errors?|break\w*|broke|fail\w*)\b|"
                     r"\binstall\s+`?[\w.-]+==v?\d+\.\d+(?:\.\d+)?`?\s+instead\b|"
-                    # "Conflict between last version of Transformers.Trainer and DPOTrainer", "version conflict",
                     # "failures in main", "the same code worked two days ago"
-                    r"\b(?:conflict|incompatib\w*)\b.{0,60}\bbetween\b|\bversions? (?:conflict|clash|mismatch)\b|"
                     r"\b(?:fails?|failures?|broken|breaks?)\s+(?:in|on)\s+(?:main|master|nightly)\b|"
                     r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b|"
                     # "vllm version 0.8.5.post1 not supported", "vllm的版本不支持"
