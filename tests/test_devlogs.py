@@ -74,7 +74,6 @@ KNOWN_MISSES_7: dict[str, str] = {
     "709": "Triton's assertion inside trl's vLLM engine, one line: read as a native crash; nothing in it names vLLM",
     "714": "a stall at a checkpoint save, ended by Ctrl-C and DeepSpeed's launcher: read as a cut KeyboardInterrupt",
     "715": "one line of ms-swift's end without a checkpoint: too little data and a resume at the last step both fit",
-    "723": "a rich-box traceback whose RuntimeError message is on the next line, cut: the exception has no message",
 }
 
 

@@ -1211,3 +1211,21 @@ def test_a_name_error_raised_in_an_installed_librarys_code_is_a_dependency_failu
     # the user's own script's NameError is a typo in it, not a dependency
     own = tb([("/content/train.py", 6, "<module>", "trainer = SFTTrainr(")], "NameError: name 'SFTTrainr' is not defined")
     assert run(own)[0].category != "import-or-dependency-error"
+
+
+def test_a_key_missing_from_a_tokenizers_output_is_the_tokenizers_not_the_rows():
+    # deepspeedai/DeepSpeed#3418 (devlogs40 4306): rich's box pasted from inside, its frame line folded after " in"
+    paste = ("[BUG]KeyError: 'attention_mask'\n"
+             "│   201 │   │   │   │   │   length = prompt_token[key_word].size()[-1]                             │\n"
+             "│                                                                                                  │\n"
+             "│ /home/u/anaconda3/lib/python3.10/site-packages/transformers/tokenization_utils_base.py:238 in │\n"
+             "│ __getitem__                                                                                      │\n"
+             "│                                                                                                  │\n"
+             "│ ❱  238 │   │   │   return self.data[item]                                                        │\n")
+    top = run(paste)[0]
+    assert (top.category, top.title) == ("dataset-or-template-error", "The tokenizer's output has no such key")
+    assert "tokenization_utils_base.py:238 in __getitem__" in top.message
+    assert "No stack frames" not in top.message
+    # a padded batch without labels: the rows lacked them
+    rows = paste.replace("'attention_mask'", "'labels'")
+    assert run(rows)[0].title != "The tokenizer's output has no such key"

@@ -17,6 +17,8 @@ BORDER = "│"
 # optional (FOLDED)
 FRAME = lazyre.compile(r"^(\S+?\.pyx?):(\d+) in ([\w<>.]+)$")
 FOLDED = lazyre.compile(r"^(\S+?\.pyx?):(\d+) ?in ?([\w<>.]+)$")
+# a frame line folded after its " in" (the function on the box's next line)
+FRAME_HEAD = lazyre.compile(r"^(\S+?\.pyx?):(\d+) in$")
 PIECE = lazyre.compile(r"^[^\s│❱]+(?: ?in)?$")  # a frame line's first pieces: the path, up to its " in"
 # a frame whose file rich could not find on disk (exec'd or compiled code, a notebook cell): "in score:2"
 # (rich/traceback.py _render_stack: "in " name ":" lineno when not os.path.exists(frame.filename))
@@ -54,6 +56,6 @@ def opens_box(raw: str, text: str) -> bool:
     at = r.find(BORDER)
     if 0 < at <= 60:  # a line prefix before the box (Ray's worker label, a timestamp, a quote mark)
         r = r[at:]
-    if r[-1:] == BORDER and FRAME.match(text):
+    if r[-1:] == BORDER and (FRAME.match(text) or FRAME_HEAD.match(text)):
         return True
     return r[:1] == BORDER and CODE.match(text) is not None

@@ -169,6 +169,48 @@ def _own_cuda_failure(ctx: RunState):
     return next((ln for tail in ctx.tails.values() for ln in tail if _CUDA_FAILURE.search(ln.text)), None)
 
 
+# torch appends NCCL's own last warning to its exception (c10d NCCLUtils getNcclErrorDetailStr: "\nLast error:\n" +
+# ncclGetLastError()), the line that names what failed inside NCCL; before it a process prefix and a logger's may stand
+_LAST_ERROR = lazyre.compile(r"\bLast error:\s*(?P<rest>.*)$")
+_LOGGER_PREFIX = lazyre.compile(r"^(?:\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*)?(?:\[rank\d+\]:\s*)?"
+                                r"(?:(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ [\w.]+:\d+\]\s*)?")
+# what NCCL's last error names, and where to look: its topology detection (graph/xml.cc, topo.cc "Attribute %s of node
+# %s not found"), the network interfaces it picks (net_socket.cc, "no socket interface found"), InfiniBand verbs calls
+_LAST_ERROR_KINDS = (
+    (lazyre.compile(r"(?i)\bcuda failure\b|\bcuda error\b"),
+     "A CUDA call NCCL made failed on this GPU: a driver older than the CUDA that torch and NCCL were built for, a "
+     "feature the GPU or driver lacks (NCCL_NVLS_ENABLE=0, NCCL_P2P_DISABLE=1 test the transports that need them), "
+     "Xid errors in `dmesg`; rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1."),
+    (lazyre.compile(r"(?i)\b(?:attribute \w+ of node|topology|topo|xml|busid|pci)\b"),
+     "NCCL's topology detection could not read this machine's devices (a NIC or GPU without the PCI attribute it "
+     "looks up, common in containers and on less usual platforms): give it a topology file (NCCL_TOPO_FILE) or "
+     "upgrade NCCL, and keep it off the device it cannot read (NCCL_SOCKET_IFNAME=<interface>, NCCL_IB_DISABLE=1)."),
+    (lazyre.compile(r"(?i)\b(?:socket|interface|ifname|bootstrap|connect)"),
+     "NCCL could not set up its sockets: set NCCL_SOCKET_IFNAME to the interface the processes reach each other on "
+     "(`ip addr`), and check firewalls between nodes."),
+    (lazyre.compile(r"(?i)\bibv_|\binfiniband\b|\bmlx\d|\bIB\b"),
+     "NCCL's InfiniBand transport failed: NCCL_IB_DISABLE=1 tests the run over sockets; check NCCL_IB_HCA and the "
+     "verbs devices (`ibv_devinfo`)."),
+)
+
+
+def _last_error(ctx: RunState) -> str | None:
+    """NCCL's own last error that torch printed after its exception (the line after `Last error:`), or None."""
+    for tail in ctx.tails.values():
+        tail = list(tail)
+        for i, line in enumerate(tail):
+            m = _LAST_ERROR.search(line.text) if "Last error" in line.text else None
+            if m is None:
+                continue
+            rest = m.group("rest").strip()
+            if not rest and i + 1 < len(tail):
+                rest = _LOGGER_PREFIX.sub("", tail[i + 1].text.strip(), count=1).strip()
+            rest = rest.rstrip(" :")
+            if rest:
+                return rest[:200]
+    return None
+
+
 def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ranks = sorted({h.rank for h in hits if h.rank is not None})
     reason = None
@@ -196,6 +238,16 @@ def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                        "without it.")
         fix.append("Rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the call in full.")
         return Diagnosis(message=msg, fix=tuple(fix), title="NCCL error: a CUDA call of NCCL's own failed")
+    last = None if remote else _last_error(ctx)
+    if last is not None:
+        # NCCL says what failed inside it: the cause is on this rank, not a peer that died
+        msg = (f"An NCCL call failed on {who}" + (f" ({reason})" if reason else "") + f": NCCL's own last error, "
+               f"printed under torch's exception, is `{last}`: the failure is inside NCCL on this process, not a "
+               f"consequence of another rank.")
+        kind = next((said for rx, said in _LAST_ERROR_KINDS if rx.search(last)), None)
+        fix = ([kind] if kind else []) + ["Rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,GRAPH,NET) to see the "
+                                          "set-up steps before that error, and search NCCL's issues for its words."]
+        return Diagnosis(message=msg, fix=tuple(fix), title="NCCL error: NCCL names its own failure")
     msg = (f"An NCCL collective failed on {who}" + (f" ({reason})" if reason else "") + ": "
            + ("a peer process exited or the connection to it broke, so the cause is on the other rank (or the "
               "network between nodes)." if remote else

@@ -92,11 +92,32 @@ def _wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
                  "more RAM.",) if signal == "SIGKILL" else
                 ("Look for the child's last lines (its own log or the lines above this one): the cause is printed "
                  "there.",))
+    if _SSH_PROBE.match(g.get("cmd") or ""):
+        return _ssh_probe(g["cmd"], status)
     return Diagnosis(
         message=f"A launcher ran the training as a subprocess, and it exited with status {status or '?'} "
                 f"(subprocess.CalledProcessError): the child's own traceback, printed before this line, is the cause.",
         fix=("Scroll up to the child's own exception (its last `Traceback (most recent call last):` block) and "
              "analyze that part of the log.",))
+
+
+# a multi-node launcher's reachability probe run before any training process (DeepSpeed launcher/runner.py main:
+# `ssh -o PasswordAuthentication=no <host> hostname` through subprocess.check_call, for every host of the hostfile)
+_SSH_PROBE = lazyre.compile(r"^\[?['\"]?(?:ssh|pdsh)\b")
+
+
+def _ssh_probe(cmd: str, status: str | None) -> Diagnosis:
+    """The command that failed is an SSH probe of another host: no training process ran; ssh's own failures exit 255
+    (OpenSSH ssh(1): "ssh exits with the exit status of the remote command or with 255 if an error occurred")."""
+    own = " (255: ssh's own failure, not a command on the host)" if status == "255" else ""
+    cmd = cmd.strip("[]'\" ")
+    return Diagnosis(
+        message=f"The launcher's SSH check of another host failed before any training process started: `{cmd[:120]}` "
+                f"exited with status {status or '?'}{own}. The host is unreachable from this node or does not accept "
+                f"password-less (key) login.",
+        fix=("From the node that launches, `ssh -o PasswordAuthentication=no <host> hostname` must print the host's "
+             "name for every host in the hostfile: set up key-based login (ssh-keygen, ssh-copy-id, the same user), "
+             "or start each node with its own launch command instead of one launcher over SSH.",))
 
 
 def _deepspeed_launcher(status: int) -> Diagnosis:
