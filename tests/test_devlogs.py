@@ -288,7 +288,6 @@ KNOWN_MISSES_40: dict[str, str] = {
     "4305": "AttributeError 'Accelerator' has no 'deepspeed_config' (set only when DeepSpeed prepared the model): GD999",
     "4308": "AttributeError 'deepspeed_engine_wrapped', a reply pins accelerate 0.30.1: GD999",
     "4311": "the standard library's logging.config 'Unable to configure handler' at vLLM start-up: GD999",
-    "4318": "DeepSpeed's hostfile-not-found warning in a multi-node launch: GD329",
     "4325": "a title quoting torch's 'Cannot copy out of meta tensor': GD328",
 }
 KNOWN_MISSES_38: dict[str, str] = {
