@@ -45,8 +45,8 @@ def hostfile_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         said.append(f"the paste shows a hostfile of {len(hosts)} host(s) (`{hosts[0][2][:80]}`)")
     if nodes:
         said.append(f"the command asks for --num_nodes {nodes}")
-    msg = (f"DeepSpeed's launcher found no hostfile (it reads the file --hostfile names, /job/hostfile by default) and "
-           f"went on with this machine's GPUs only" + (f" (`WORLD INFO DICT: {world[:80]}`)" if world else "")
+    msg = ("DeepSpeed's launcher found no hostfile (it reads the file --hostfile names, /job/hostfile by default) and "
+           "went on with this machine's GPUs only" + (f" (`WORLD INFO DICT: {world[:80]}`)" if world else "")
            + (", while " + " and ".join(said) if said else "") + ".")
     if given is not None:
         msg += (f" The launcher's `cmd =` line shows `{given[1]}` before the script: the hostfile was given without "
