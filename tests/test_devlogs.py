@@ -279,7 +279,6 @@ KNOWN_MISSES_33: dict[str, str] = {
 KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_39: dict[str, str] = {
-    "4210": "retyped torchrun lines (SIGTERK) of a host OOM: GD328",
     "4220": "a 2-days-vs-15-days comparison with and without a flag: GD327 argument-error-other",
     "4225": "a native crash (SIGFPE) in an fp16 GEMM on H20 from an old cuBLAS: GD998 vllm-engine-error",
 }

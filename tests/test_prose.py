@@ -468,6 +468,9 @@ def test_words_for_a_silent_end_a_zero_loss_slow_speed_repetition_and_a_large_ad
     assert _symptom('After several minutes, I receive the message: "Your session crashed after using all available '
                     'RAM."') == "host-oom-killed"
     assert _symptom("it runs to completion without errors") is None
+    # 4210: "shutdown for no reasons without any hints" while 72B shards load on 8 ranks
+    assert _symptom("when it loads 16/37 safetensor, it always been shutdown for no reasons without any hints!") == \
+        "host-oom-killed"
     # 4218, 4219 (LLaMA-Factory's "freeze" fine-tuning is no freeze), 4206's title; an RL run's 0 is its rewards'
     assert _symptom("使用baichuan2-13B进行微调时出现loss全为0的情况") == "loss-nan-or-inf"
     assert _symptom("采用freeze 调试时，Loss突然增大，然后变为0，有大佬遇到过没有") == "loss-nan-or-inf"

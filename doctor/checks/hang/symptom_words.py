@@ -50,9 +50,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "the process was killed"),
     # a process that ends and says nothing ("the process terminated automatically after loading the checkpoint shards,
     # without providing any additional information"): a SIGKILL, which the kernel's OOM killer sends, leaves no line
-    (lazyre.compile(r"(?i)\b(?:terminat|exit|died|dies|quit|vanish|disappear)\w*\b[^.;。]{0,80}?\bwithout (?:\w+ )?(?:any )?"
-                    r"(?:additional |further |more |other )?(?:information|info|error messages?|messages?|traceback|"
-                    r"output|logs?|reasons?)\b|\b(?:terminat|exit|di|quitt|stopp)\w* (?:silently|abruptly|without (?:a|any) "
+    # ("it always been shutdown for no reasons without any hints!")
+    (lazyre.compile(r"(?i)\b(?:terminat|exit|died|dies|quit|vanish|disappear|shut ?down|shuts down|shutting down)\w*\b"
+                    r"[^.;。]{0,80}?(?:\bwithout (?:\w+ )?(?:any )?(?:additional |further |more |other )?(?:information|info|"
+                    r"error messages?|messages?|traceback|output|logs?|reasons?|hints?|clues?)\b|\bfor no (?:apparent )?"
+                    r"reasons?\b)|\b(?:terminat|exit|di|quitt|stopp)\w* (?:silently|abruptly|without (?:a|any) "
                     r"(?:word|trace))\b|(?:进程|程序)[^。，,]{0,10}(?:自动|直接|突然)(?:退出|结束|终止)[^。]{0,20}(?:没有|无)(?:任何)?"
                     r"(?:报错|提示|信息)"), "host-oom-killed", SILENT_END),
     (lazyre.compile(r"(?i)\bnccl\b.{0,60}\btime(?:d)? ?out|\btimeout\b.{0,60}\bnccl\b|通信超时"), "nccl-timeout",
