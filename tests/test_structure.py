@@ -1193,6 +1193,7 @@ def test_a_zero2_works_zero3_fails_comparison_places_an_unknown_failure_and_a_cu
     # no comparison (ZeRO-3 named alone), or the lower stage failing too: not placed by it
     assert run("training with zero3 fails:\n" + gather)[0].category != "deepspeed-config-error"
     assert run("zero2 OOM, zero3 hangs\n" + gather)[0].category != "deepspeed-config-error"
+    assert run("I tried zero2 fine-tuning and zero3 fine-tuning\n" + gather)[0].category != "deepspeed-config-error"
     # a failure a rule knows keeps its rule
     oom = tb([(f"{SP}/torch/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)")],
              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "

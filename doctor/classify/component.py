@@ -126,8 +126,8 @@ def rel(fr: Frame) -> str:
         if marker in p:
             p = p.split(marker, 1)[1]
             break
-    # a frame line pasted without its function (sources/traceback.py NO_FUNC) names the place only
-    # and a notebook frame whose line IPython did not print (lineno -1) names the file only
+    # a frame line pasted without its function (sources/traceback.py NO_FUNC) names its place only; a notebook frame
+    # whose line IPython did not print (lineno -1) names its file only
     at = f"{p}:{fr.lineno}" if fr.lineno >= 0 else p
     return at if fr.func == NO_FUNC else f"{at} in {fr.func}"
 

@@ -32,8 +32,9 @@ _LOADING = lazyre.compile(rf"(?i)load_checkpoint|resume_from_checkpoint|{_L}resu
 # "deepspeed为zero2时候不报错，改成zero3就报错", "works with zero2, fails with zero3"): both stages on one line, the lower
 # one next to a word of success
 _ZERO_LOW = rf"(?i:{_L}(?:zero[-_ ]?(?:stage[-_ ]?)?|ds_z)[12](?![0-9]))"
-_WORKED = (r"(?i:works?|worked|working|runs? (?:fine|well|ok)|(?:is |was )?fine|\bok\b|no (?:problem|issue|error)s?|"
-           r"without (?:any )?(?:problem|issue|error)s?|succe\w*|正常|可以|不报错|没问题|没有问题|成功|能跑|跑通)")
+# (English words whole: "zero2 fine-tuning" is no success)
+_WORKED = (r"(?i:(?:\bworks?|\bworked|\bworking|\bruns? (?:fine|well|ok)|(?:is |was )?\bfine|\bok|\bno (?:problem|issue|error)s?|"
+           r"\bwithout (?:any )?(?:problem|issue|error)s?|\bsucce\w*)(?![\w-])|正常|可以|不报错|没问题|没有问题|成功|能跑|跑通)")
 _ZERO3_ONLY = lazyre.compile(rf"{_ZERO_LOW}[^。.;；\n]{{0,40}}?{_WORKED}|{_WORKED}[^。.;；\n]{{0,25}}?{_ZERO_LOW}")
 
 _FROM_LINES = ("deepspeed", "zero3", "checkpoint-load", "zero3-only")
