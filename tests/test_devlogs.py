@@ -218,6 +218,8 @@ DEVLOGS39 = ROOT / "fixtures" / "devlogs39"
 # devlogs40: exceptions raised by library source (transformers, trl, peft, accelerate, DeepSpeed, vLLM...), DeepSpeed
 # and multi-node failures, ms-swift runs (README there)
 DEVLOGS40 = ROOT / "fixtures" / "devlogs40"
+# devlogs41: trl/transformers/Unsloth RL and preference runs, verl/NeMo-RL/EasyR1/open-r1/OpenRLHF (README there)
+DEVLOGS41 = ROOT / "fixtures" / "devlogs41"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -278,6 +280,12 @@ KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
 }
+KNOWN_MISSES_41: dict[str, str] = {
+    "4406": "trl's value head refuses a model offloaded to CPU/disk (its raise site's condition not read): GD999",
+    "4408": "a notebook's import of a class an older trl had, the maintainer naming the release: GD328",
+    "4417": "NeMo-RL: the maintainer names an unsupported argument (data.subset) in a comment: GD328",
+    "4423": "verl Megatron: an MoE layer lacks a dense attribute (legacy loader for an MoE model): GD999",
+}
 KNOWN_MISSES_39: dict[str, str] = {
     "4220": "a 2-days-vs-15-days comparison with and without a flag: GD327 argument-error-other",
     "4225": "a native crash (SIGFPE) in an fp16 GEMM on H20 from an old cuBLAS: GD998 vllm-engine-error",
@@ -323,7 +331,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30),
               (DEVLOGS36, KNOWN_MISSES_36, 30), (DEVLOGS37, KNOWN_MISSES_37, 30),
               (DEVLOGS38, KNOWN_MISSES_38, 30), (DEVLOGS39, KNOWN_MISSES_39, 30),
-              (DEVLOGS40, KNOWN_MISSES_40, 30))
+              (DEVLOGS40, KNOWN_MISSES_40, 30), (DEVLOGS41, KNOWN_MISSES_41, 30))
 
 
 def _params():

@@ -516,3 +516,12 @@ def test_versions_that_do_not_match_said_in_words():
     assert _symptom("训练的时候出现了通信报错，已解决，是NCCL和cuda的版本不匹配导致的，重新安装环境就行了") == \
         "import-or-dependency-error"
     assert _symptom("Conflict between last version of Transformers.Trainer and DPOTrainer") == "import-or-dependency-error"
+
+
+def test_rewards_that_plateau_and_an_rl_runs_zero_loss_in_words():
+    # fixtures/devlogs41: 4424 (open-r1#474), 4418 (EasyR1#302, one framework's reward against another's)
+    assert _symptom("Why don't rewards increase instead of staying at a certain value in GRPO？") == "reward-zero-or-flat"
+    assert _symptom("同样的数据和reward，open r1  reward可以到0.9，但easy r1 只能到0.6") == "reward-zero-or-flat"
+    # 4407 (trl#2884): GRPO's advantages are 0-mean by construction: no supervised loss falling to 0
+    assert _symptom("GRPO r1-zero: reward oscillates\nbecause the advantage function in loss is always 0") != \
+        "loss-nan-or-inf"

@@ -1230,3 +1230,26 @@ def test_a_key_missing_from_a_tokenizers_output_is_the_tokenizers_not_the_rows()
     # a padded batch without labels: the rows lacked them
     rows = paste.replace("'attention_mask'", "'labels'")
     assert run(rows)[0].title != "The tokenizer's output has no such key"
+
+
+def test_a_standard_library_module_missing_is_never_a_pip_install():
+    # unslothai/unsloth#1680 (devlogs41 4412): trl's GRPO import on Windows
+    top = run("Failed to import trl.trainer.grpo_trainer because of the following error: No module named 'resource'\n")[0]
+    assert top.category == "import-or-dependency-error"
+    assert "POSIX systems only" in top.message and "on Windows" in top.message
+    assert not any("pip install" in x for x in top.fix) and any("WSL2" in x for x in top.fix)
+    built = run("ModuleNotFoundError: No module named '_lzma'\n")[0]
+    assert "built or installed without it" in built.message and not any("pip install" in x for x in built.fix)
+    # a package's module keeps its pip advice
+    pkg = run("ModuleNotFoundError: No module named 'flash_attn'\n")[0]
+    assert "standard library" not in pkg.message
+
+
+def test_the_standard_library_entry_names_the_modules_the_boundary_knows():
+    # one list in doctor/classify/boundary.py; the table's regex must name the same modules
+    import re as _re
+
+    from doctor.classify.boundary import _BUILD_OPTIONAL, _POSIX_ONLY
+    entry = next(e for e in load() if e.id == "stdlib-module-missing")
+    named = set(_re.search(r"\(\?:([^)]*)\)", entry.message.pattern).group(1).split("|"))
+    assert named == set(_POSIX_ONLY) | set(_BUILD_OPTIONAL)

@@ -162,11 +162,43 @@ def _ver(pkg: str, versions: dict[str, str]) -> str:
     return f" {v}" if v else ""
 
 
+# the standard library's modules that exist on POSIX systems only (CPython's Modules/ and Lib/ built or installed on
+# Unix only: resource, fcntl, termios, pwd, grp...): missing, they say the run is on Windows
+_POSIX_ONLY = frozenset({"resource", "fcntl", "termios", "tty", "pty", "pwd", "grp", "crypt", "posix", "syslog",
+                         "spwd", "nis", "readline", "curses", "_curses", "posixshmem", "_posixshmem", "_posixsubprocess"})
+
+
+# the extension modules a CPython build leaves out when their C library is missing at build time (configure's
+# detection: liblzma, libbz2, libffi, libsqlite3, OpenSSL, Tk, libuuid, gdbm)
+_BUILD_OPTIONAL = frozenset({"_lzma", "_bz2", "_ctypes", "_sqlite3", "_ssl", "_hashlib", "_tkinter", "_uuid", "_gdbm",
+                             "_dbm"})
+
+
+def stdlib_module(name: str) -> str | None:
+    """"posix" or "build" when ``name`` is a module of Python's standard library (which pip cannot install): one that
+    exists on POSIX systems only, or one a Python build may leave out; None for any other name (a module removed from
+    a later Python, such as distutils, is not said to be either)."""
+    if name in _POSIX_ONLY:
+        return "posix"
+    return "build" if name in _BUILD_OPTIONAL else None
+
+
+def _stdlib_explain(b: Boundary) -> str:
+    if stdlib_module(b.provider or "") == "posix":
+        return (f"The import that failed is {b.symbol}: `{b.provider}` is a module of Python's standard library that "
+                f"exists on POSIX systems only (Linux, macOS), so this run is on Windows, where the code that imports "
+                f"it cannot run.")
+    return (f"The import that failed is {b.symbol}: `{b.provider}` is a module of Python's standard library, so this "
+            f"Python was built or installed without it (its C library was missing when Python was built).")
+
+
 def explain(b: Boundary, versions: dict[str, str]) -> str:
     """One or two sentences: who imports/calls what from whom, with the versions the log printed."""
     user = b.user_code or (f"{display(b.user)}{_ver(b.user, versions)}" if b.user else "")
     prov = f"{display(b.provider)}{_ver(b.provider, versions)}" if b.provider else ""
     if b.kind == "import":
+        if b.missing and stdlib_module(b.provider or ""):
+            return _stdlib_explain(b)
         if b.missing:
             return (f"The import that failed is {b.symbol}" + (f" (by {user})" if user else "") + f": no package "
                     f"provides `{b.provider}` in this environment (not installed, or installed in "
@@ -198,6 +230,12 @@ def explain(b: Boundary, versions: dict[str, str]) -> str:
 def fix(b: Boundary, versions: dict[str, str], notebook: bool = False) -> str:
     """The fix in the two packages' names: move the dependent package, or pin the other to its declared range."""
     a, c = b.user, b.provider
+    if b.missing and c and stdlib_module(c) == "posix":
+        return ("Run the training on Linux (or in WSL2 on Windows): the trainer imports a module Windows' Python does "
+                "not have.")
+    if b.missing and c and stdlib_module(c):
+        return (f"Use a Python built with `{c}` (python.org's or conda's builds have it; for a Python built from "
+                f"source, install the C library's development package and build it again).")
     if b.missing and c:
         pip = _PIP.get(c, c.replace("_", "-"))
         dep = f" at the version {display(a)}{_ver(a, versions)} declares (`pip show {_PIP.get(a, a).split()[0]}`)" \

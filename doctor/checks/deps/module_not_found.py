@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ...classify.boundary import stdlib_module
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ._frames import importer, is_lib, short_path
@@ -141,6 +142,13 @@ def module_not_found_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  f"{'vllm' if pkg == 'vllm' else 'flash-attn --no-build-isolation'} (a vllm wheel pins its "
                  f"torch: let it install that torch, ideally in a fresh environment).",
                  "Or avoid it: --attn_impl sdpa (flash-attn) / --use_vllm false (vLLM)."))
+    kind = stdlib_module(top)
+    if kind is not None:  # Python's own module: no package provides it
+        from ...classify.boundary import Boundary, explain, fix
+        b = Boundary("import", None, top, f"module `{mod}`", missing=True)
+        at = f" It was imported at {short_path(frame.path)}:{frame.lineno}." if frame else ""
+        return Diagnosis(message=explain(b, {}) + at, fix=(fix(b, {}),),
+                         title="A module of Python's standard library is missing")
     framework = ctx.framework()[0]
     # a dotted name: Python imported its parents before it named this part (no checkout missing from the path)
     own = _own_checkout(mod, frame) if "." not in mod else None

@@ -60,6 +60,9 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     waited = f" for {duration(timeout / 1000)}" if timeout else ""
     fix: list[str] = []
     fw = ctx.framework()[0]
+    ran = _trained_before(ctx, hits[0].seq)
+    if ran is not None and not _JOINED.search(text):
+        return _mid_run(ran, where, waited, port is not None and group_port <= port < group_port + 64)
     if port is not None and group_port <= port < group_port + 64 and fw in ("trl", "unsloth", "verifiers"):
         # trl: VLLMClient(group_port=51216) joins the StatelessProcessGroup that `trl vllm-serve` hosts for weight sync
         msg = (f"The trainer waited{waited} to join the weight-sync process group of the `trl vllm-serve` server at "
@@ -109,6 +112,31 @@ def socket_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     # or for the server), the store's timeout only ends the wait
     at_start = ctx.metrics_steps == 0 and bool(_NEVER_CONNECTED.search(text)) and not _BROKE.search(text)
     return Diagnosis(message=msg, fix=tuple(fix), category="hang-at-start" if at_start else None)
+
+
+def _trained_before(ctx: RunState, seq: int) -> tuple[int, int, str] | None:
+    """(step, total, elapsed) of the last training progress bar before the store error, when it had passed step 0."""
+    from ._slow_steps import last_rate
+    rate = last_rate(None, ctx, seq)
+    return (rate[1], rate[2], rate[3]) if rate is not None and rate[1] > 0 else None
+
+
+def _mid_run(ran: tuple[int, int, str], where: str, waited: str, sync_group: bool) -> Diagnosis:
+    """A store wait that timed out after training steps ran: the connection worked, its other side stopped answering."""
+    step, total, elapsed = ran
+    peer = ("the vLLM server's weight-sync group (its store serves every broadcast of new weights)" if sync_group
+            else "the process that serves the store (rank 0 / the master node)")
+    msg = (f"A c10d store wait on {where} timed out{waited} after the run had trained {step} of {total} steps "
+           f"({elapsed}, read from its progress bar): the store worked before, so {peer} stopped answering in the "
+           f"middle of the run (it died, hung, or the network between them dropped), not at start-up.")
+    fix = ("Read the other side's own log at the time of the timeout (the rollout server's, or rank 0's): its "
+           "traceback, a kill (`dmesg -T | grep -i -E 'killed|oom'`) or a hang (py-spy dump of its process) is the "
+           "cause; the trainer's timeout only reports it.",
+           "If it happens after hours every time, watch the other side's memory over the run (host RAM and GPU "
+           "memory grow until a kill) and restart from the last checkpoint meanwhile.")
+    return Diagnosis(message=msg, fix=fix, title="A c10d store wait timed out mid-run: its other side stopped answering",
+                     verify=f"the run passes step {step} with no store or socket timeout, and the other side's log "
+                            f"shows no error")
 
 
 def _rendezvous_without_endpoint(warning: Hit, ctx: RunState) -> Diagnosis:

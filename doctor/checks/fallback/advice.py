@@ -57,7 +57,7 @@ def meta_fix(meta, framework: str | None) -> list[str]:
 
 
 _NOTEBOOK = ("ipython-input", "Cell In[", ".py](", "<ipython-")
-BOUNDARY_ENTRIES = ("import-time", "signature-drift")  # doctor/data/structure.toml entries a boundary explains
+BOUNDARY_ENTRIES = ("import-time", "signature-drift", "stdlib-module-missing")  # doctor/data/structure.toml entries a boundary explains
 
 
 def versions_of(ctx: RunState) -> dict[str, str]:

@@ -22,6 +22,7 @@ from .symptom_words import (
     ADVICE,
     AFTER_SET_UP,
     DENIED,
+    LOSS_ZERO,
     MEANWHILE,
     MEANWHILE_SAID,
     MEANWHILE_UNSCORED,
@@ -119,6 +120,10 @@ def _named(rx: re.Pattern, text: str) -> bool:
                and not ADVICE.search(text[max(0, m.start() - 30):m.start()]) for m in rx.finditer(text))
 
 
+# the RL trainers and their words: a paste that names one is an RL run
+_RL_RUN = lazyre.compile(r"(?i)(?<![a-z])(?:grpo|ppo|rloo|dapo|gspo|reinforce\+\+|rlhf|advantages?)(?![a-z])")
+
+
 def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[str, str, LogLine] | None:
     """(category, what the words say, the line) of the first symptom named in these prose lines: the sizes of saved
     weights they state (judged by arithmetic, sizes_said.py, with the names ``around`` them), else the symptom
@@ -126,9 +131,16 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
     sized = size_reading(lines, around)
     if sized is not None:
         return sized.category, said_of(sized), sized.line
+    rl = None
     for rx, category, said in SYMPTOMS:
         for ln in lines:
             if _named(rx, plain(ln.text)):
+                if said == LOSS_ZERO:
+                    # a policy-gradient loss is 0 by construction where the group's advantages are (GRPO's mean
+                    # advantage is 0): an RL run named anywhere in the paste is not a supervised loss falling to 0
+                    rl = rl if rl is not None else any(_RL_RUN.search(plain(x.text)) for x in lines)
+                    if rl:
+                        break
                 return (_hang_phase(lines) if category == "hang" else category), said, ln
     return None
 

@@ -125,8 +125,15 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:回复|输出|生成)长度.{0,8}(?:暴涨|飙升|一直(?:增加|变长|变短|下降))"),
      "output-degenerate", "the policy's entropy or its completions' length runs away"),
     # the reward moving without improving: "reward fluctuates and the model is not learning", "reward does not go up"
-    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:fluctuat\w*|oscillat\w*|does(?:n't| not) (?:increase|improve|go up|"
-                    r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|奖励.{0,8}(?:不涨|不上升|不变|没有(?:上升|提升|变化))"),
+    # ("Why don't rewards increase instead of staying at a certain value", "rewards plateau", "reward只能到0.6")
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:fluctuat\w*|oscillat\w*|plateau\w*|stagnat\w*|does(?:n't| not) (?:increase|improve|go up|"
+                    r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|"
+                    r"\b(?:do(?:n't| not)|does(?:n't| not)|never) (?:the )?rewards? (?:increase|improve|go up|rise)\b|"
+                    r"\brewards?\b.{0,30}\b(?:stays?|staying|stuck|remains?) (?:at )?(?:a |the )?(?:certain|constant|fixed|same) "
+                    r"(?:value|level)\b|"
+                    r"(?:奖励|reward).{0,8}(?:不涨|不上升|不变|没有(?:上升|提升|变化)|上不去|涨不上去|停滞)|"
+                    # one run's reward against another's: "open r1 reward可以到0.9，但easy r1 只能到0.6"
+                    r"(?:奖励|reward)[^。]{0,30}只能(?:到|达到)\s*\d"),
      "reward-zero-or-flat", "the reward does not improve"),
     # DeepSpeed's "auto" placeholders left in its config (only transformers' Trainer and accelerate fill them), said in
     # words: "'auto' values in a DS config are no longer interpolated", "the deepspeed assertions raise a str to int
