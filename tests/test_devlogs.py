@@ -220,6 +220,8 @@ DEVLOGS39 = ROOT / "fixtures" / "devlogs39"
 DEVLOGS40 = ROOT / "fixtures" / "devlogs40"
 # devlogs41: trl/transformers/Unsloth RL and preference runs, verl/NeMo-RL/EasyR1/open-r1/OpenRLHF (README there)
 DEVLOGS41 = ROOT / "fixtures" / "devlogs41"
+# devlogs42: LLaMA-Factory and ms-swift runs, DeepSpeed/NCCL/multi-node failures, vLLM serving (README there)
+DEVLOGS42 = ROOT / "fixtures" / "devlogs42"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -280,6 +282,14 @@ KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
 }
+KNOWN_MISSES_42: dict[str, str] = {
+    "4501": "a LlavaConfig given to AutoModelForCausalLM in a LLaMA-Factory export (transformers' Auto mapping): GD999",
+    "4502": "LLaMA-Factory's processor left None (its load caught the error) read as data code: GD994",
+    "4510": "CUDA 'too many resources requested for launch' on a V100 running bf16: GD999",
+    "4511": "lmdeploy's registry KeyError on an architecture name (ms-swift 2.x's default backend): GD999",
+    "4515": "the maintainer's reply says vLLM does not support the model: GD328",
+    "4526": "the maintainer's reply names the fix (--gdn-prefill-backend triton): GD328",
+}
 KNOWN_MISSES_41: dict[str, str] = {
     "4406": "trl's value head refuses a model offloaded to CPU/disk (its raise site's condition not read): GD999",
     "4408": "a notebook's import of a class an older trl had, the maintainer naming the release: GD328",
@@ -331,7 +341,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS34, KNOWN_MISSES_34, 30), (DEVLOGS35, KNOWN_MISSES_35, 30),
               (DEVLOGS36, KNOWN_MISSES_36, 30), (DEVLOGS37, KNOWN_MISSES_37, 30),
               (DEVLOGS38, KNOWN_MISSES_38, 30), (DEVLOGS39, KNOWN_MISSES_39, 30),
-              (DEVLOGS40, KNOWN_MISSES_40, 30), (DEVLOGS41, KNOWN_MISSES_41, 30))
+              (DEVLOGS40, KNOWN_MISSES_40, 30), (DEVLOGS41, KNOWN_MISSES_41, 30),
+              (DEVLOGS42, KNOWN_MISSES_42, 30))
 
 
 def _params():

@@ -220,6 +220,11 @@ def test_a_serving_platforms_record_head_is_taken_off_the_traceback_lines_it_rel
     assert strip_prefixes(head + '  File "/x/vllm/worker/worker_base.py", line 327, in execute_model')[0] == \
         '  File "/x/vllm/worker/worker_base.py", line 327, in execute_model'
     assert strip_prefixes(head + "Engine is gracefully shutting down")[0] == head + "Engine is gracefully shutting down"
+    # devlogs42 4524: a desktop app's record of its vLLM child ("[Error] (Process)"), a process prefix after it
+    app = "2026-06-09 14:01:52.982 [Error] (Process) "
+    text, _, origin = strip_prefixes(app + "(EngineCore pid=42521) ERROR 06-09 14:01:52 [core.py:1136] ValueError: x")
+    assert (text, origin) == ("ValueError: x", "EngineCore")
+    assert strip_prefixes(app + "Starting the engine")[0] == app + "Starting the engine"
 
 
 def test_exceptions_in_issue_titles_and_sentence_tails_are_read():

@@ -1253,3 +1253,16 @@ def test_the_standard_library_entry_names_the_modules_the_boundary_knows():
     entry = next(e for e in load() if e.id == "stdlib-module-missing")
     named = set(_re.search(r"\(\?:([^)]*)\)", entry.message.pattern).group(1).split("|"))
     assert named == set(_POSIX_ONLY) | set(_BUILD_OPTIONAL)
+
+
+def test_one_class_name_from_two_packages_is_a_version_clash():
+    # modelscope/ms-swift#9139 (devlogs42 4516): vLLM's get_hf_config checks against its vendored config class
+    top = run("TypeError: Invalid type of HuggingFace config. Expected type: <class 'vllm.transformers_utils.configs."
+              "qwen3_5.Qwen3_5Config'>, but found type: <class 'transformers.models.qwen3_5.configuration_qwen3_5."
+              "Qwen3_5Config'>\n")[0]
+    assert top.category == "import-or-dependency-error"
+    # two different classes: the caller passed the wrong kind of object, not a version clash of one class
+    other = run("TypeError: Invalid type of HuggingFace config. Expected type: <class 'transformers.models.llava."
+                "configuration_llava.LlavaConfig'>, but found type: <class 'transformers.models.qwen2."
+                "configuration_qwen2.Qwen2Config'>\n")[0]
+    assert other.title != top.title

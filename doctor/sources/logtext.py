@@ -74,8 +74,10 @@ _VLLM_LOG = lazyre.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d
 _BRACKET_TS = lazyre.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] ")
 # a logger record's head before a traceback line it re-logs: "2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] "
 # (date, level, pid, [file:line]: a serving platform's format around vLLM's engine), taken off the same way
-_RECORD_HEAD = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:ERROR|WARNING|INFO|DEBUG|CRITICAL) "
-                              r"\d+ \[[\w./-]+\.py:\d+\] ")
+# (and a desktop app's record of a child process's output: "2026-06-09 14:01:52.982 [Error] (Process) ")
+_RECORD_HEAD = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) "
+                              r"\d+ \[[\w./-]+\.py:\d+\] |\[(?i:error|warning|warn|info|debug|trace|critical)\] "
+                              r"\(\w+\) )")
 # a pipe-separated logger record's head: fastchat's "2024-02-20 21:46:23 | ERROR | stderr | " and loguru's default
 # "2024-02-20 21:46:23.123 | ERROR    | module:function:12 - ", whose message may be a traceback's line
 _PIPE_RECORD = lazyre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s*\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|"
@@ -457,7 +459,9 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
             m = _BRACKET_TS.match(text) or _RECORD_HEAD.match(text)
             if m:
                 rest = text[m.end():]
-                if rest[:7] == '  File ' or rest[:4] == "    " or rest[:9] == "Traceback" or _STARTS_EXC.match(rest):
+                # (or a process prefix, which the next turn reads: "(EngineCore pid=42521) ERROR ...")
+                if rest[:7] == '  File ' or rest[:4] == "    " or rest[:9] == "Traceback" or _STARTS_EXC.match(rest) \
+                        or _ORIGIN.match(rest):
                     text = rest
                     continue
         if text[:1].isalnum() and " | " in text[:90]:
