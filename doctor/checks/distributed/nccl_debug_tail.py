@@ -40,6 +40,24 @@ _STAGES = (
 )
 
 
+# NCCL's WARN for a CUDA call of its own that failed (src/include/checks.h CUDACHECK: "Cuda failure '%s'", the CUDA
+# runtime's error string): an error, not debug output; what the string says, matched by its start (a paste may cut it)
+_CUDA_WARN = lazyre.compile(r"NCCL WARN Cuda failure (?:\d+ )?'(?P<err>[^']*)'?")
+# a WARN line's head: "host:pid:tid [dev] init.cc:263 NCCL WARN ..." (the source file and line between them)
+_RANK_HEAD = lazyre.compile(r"([A-Za-z][\w.-]*):\d+:\d+ \[(\d+)\]")
+_CUDA_ERRORS = (
+    ("initialization error", "the CUDA context could not be created on that GPU (a GPU in a bad state, a driver "
+                             "fault, or the device taken by another process in exclusive mode): check `nvidia-smi` and "
+                             "`dmesg` for Xid errors on that device, and run a one-GPU job on it alone"),
+    ("out of memory", "that GPU had no memory left for NCCL's buffers: another process holds it, or the job's own "
+                      "allocations came first"),
+    ("invalid device ordinal", "the rank's device index is not one the process sees (CUDA_VISIBLE_DEVICES against "
+                               "the ranks per node)"),
+    ("invalid argument", "the GPU or driver lacks a feature NCCL asked for (peer-to-peer or IPC between the GPUs, "
+                         "NVLS): NCCL_P2P_DISABLE=1 or NCCL_NVLS_ENABLE=0 tests it"),
+)
+
+
 class NcclDebugTail(Rule):
     kinds = frozenset()
 
@@ -61,7 +79,30 @@ class NcclDebugTail(Rule):
             return [self._finding(ctx, lines, nccl)]
         return []
 
+    def _cuda_failure(self, lines: list) -> Finding | None:
+        """NCCL's WARN of a failed CUDA call among the last lines: the error the log ends in."""
+        warn = next((l for l in reversed(lines) if "Cuda failure" in l.text and _CUDA_WARN.search(l.text)), None)
+        if warn is None:
+            return None
+        err = _CUDA_WARN.search(warn.text).group("err")
+        means = next((what for full, what in _CUDA_ERRORS if len(err) >= 6 and full.startswith(err[:len(full)])), None)
+        dev = _RANK_HEAD.match(_MPI.sub("", warn.text.strip()))
+        on = f" on device {dev.group(2)} of {dev.group(1)}" if dev else ""
+        msg = (f"The log ends in an NCCL error, not in debug output: NCCL's call to CUDA failed{on} "
+               f"(`Cuda failure '{err}'`)" + (f": {means}." if means else ".") + " The other ranks then wait for that "
+               "one in NCCL's set-up.")
+        fix = ["Fix that GPU first: its CUDA error is the cause; the other ranks' waits follow from it.",
+               "Rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 on fewer GPUs, adding them back one at a time, to "
+               "find the device that fails."]
+        return self.make(message=msg, fix=fix, evidence=[Evidence(warn.where.path, warn.where.line, warn.raw)],
+                         seq=warn.seq, title="NCCL error: a CUDA call of NCCL's own failed", severity=Severity.error,
+                         verify="every rank's NCCL set-up completes (`Init COMPLETE` on every device) with no "
+                                "`NCCL WARN Cuda failure` line")
+
     def _finding(self, ctx: RunState, lines: list, nccl: list) -> Finding:
+        failed = self._cuda_failure(lines)
+        if failed is not None:
+            return failed
         text = " ".join(l.text for l in lines)
         stage = next((what for key, what in _STAGES if key in text), "the ranks were inside NCCL")
         # host names only from lines that start with the prefix (pasted ranks' lines can be glued together)

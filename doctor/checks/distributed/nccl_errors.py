@@ -34,6 +34,13 @@ def _spans_nodes(ctx: RunState) -> str | None:
         return f"NCCL lines from {len(hosts)} hosts"
     if nranks > _GPUS_PER_NODE:
         return f"nranks {nranks}"
+    # the paste's own words: "ncclSystemError with multi-node multi-gpu training", "works on a single node but not in a
+    # multi-node setup", "2 machines"
+    from ..hang.symptom_words import MULTI_NODE
+    said = next((ln for tail in ctx.tails.values() for ln in tail
+                 if "NCCL" not in ln.text[:60] and MULTI_NODE.search(ln.text)), None)
+    if said is not None:
+        return f"line {said.where.line}: `{' '.join(said.text.split())[:80]}`"
     return None
 
 
