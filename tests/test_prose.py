@@ -509,6 +509,9 @@ def test_a_hang_with_no_progress_bar_ever_seen_is_at_start():
     assert _symptom("VLLM suddenly hangs at `llm.generate`, not returning me anything.\n"
                     "I cannot see the progress bar on my screen.") == "hang-at-start"
     assert _symptom("VLLM suddenly hangs in the middle of the run") == "hang-mid-training"
+    # the same sentence hard-wrapped inside a word by the paste
+    assert _symptom("VLLM suddenly hangs at `llm.generate`, not returning me anything. I cann\n"
+                    "ot see the progress bar on my screen.") == "hang-at-start"
 
 
 def test_versions_that_do_not_match_said_in_words():
