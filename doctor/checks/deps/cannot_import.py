@@ -35,7 +35,9 @@ def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             fix=(f"Rename or move the local `{top}` folder (or run from another directory); check with "
                  f"`python -c 'import {top}; print({top}.__path__)'`.",))
     if top == "swift":
-        moved = swift_module_move(mod, run)
+        # the 4.0 reorganisation explains a 3.x module missing from a 4.x install; a name missing from a module that a
+        # 3.x install has (its path in the message, or the run's own 3.x) is another release's name instead
+        moved = swift_module_move(mod, run) if run.major is None or run.major >= 4 else None
         if moved:
             return replace(moved, message=f"`{name}` cannot be imported from `{mod}`{by}. " + moved.message)
         return Diagnosis(
