@@ -291,7 +291,6 @@ KNOWN_MISSES_42: dict[str, str] = {
     "4526": "the maintainer's reply names the fix (--gdn-prefill-backend triton): GD328",
 }
 KNOWN_MISSES_41: dict[str, str] = {
-    "4406": "trl's value head refuses a model offloaded to CPU/disk (its raise site's condition not read): GD999",
     "4408": "a notebook's import of a class an older trl had, the maintainer naming the release: GD328",
     "4417": "NeMo-RL: the maintainer names an unsupported argument (data.subset) in a comment: GD328",
     "4423": "verl Megatron: an MoE layer lacks a dense attribute (legacy loader for an MoE model): GD999",

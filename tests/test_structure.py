@@ -1266,3 +1266,11 @@ def test_one_class_name_from_two_packages_is_a_version_clash():
                 "configuration_llava.LlavaConfig'>, but found type: <class 'transformers.models.qwen2."
                 "configuration_qwen2.Qwen2Config'>\n")[0]
     assert other.title != top.title
+
+
+def test_a_raise_site_that_tests_the_device_map_for_offloaded_layers_is_the_loading_arguments():
+    # huggingface/trl#1492 (devlogs41 4406): trl's value head refuses a model device_map="auto" offloaded
+    top = run("ValueError: The model is offloaded on CPU or disk - CPU & disk offloading is not supported for ValueHead "
+              "models.\n")[0]
+    assert (top.rule_id, top.category) == ("GD990", "argument-error-other")
+    assert "offloaded to CPU or disk" in top.title and any("hf_device_map" in x for x in top.fix)
