@@ -190,7 +190,14 @@ class OomRule(PatternRule):
                 msg += " " + limited
             util = next((float(m.group(1)) for tail in ctx.tails.values() for t in tail
                          for m in [_UTIL_LINE.search(t.text)] if m), None) if serving else None
-            fix = limit_fix + (server_ladder(f, oom) if server else serving_ladder(text, util) if serving else
+            util_from = "vLLM's memory-profiling line"
+            launched = as_number((f.server_launch.flags if f.server_launch else {}).get("gpu_memory_utilization"))
+            if util is None and launched is not None:
+                util, util_from = launched, "the serve command"
+            weights = weights_do_not_fit(oom, " ".join(t.text for tail in ctx.tails.values() for t in tail)) \
+                if serving else None
+            fix = limit_fix + (server_ladder(f, oom) if server else
+                               serving_ladder(text, util, weights, util_from) if serving else
                                vllm_ladder(f, oom.get("total"), stage, text)) + limit_last
             if best_side.stage == "weight sync to vLLM" and f.framework == "swift" and f.has("move_model_batches") \
                     and not any("move_model_batches" in x for x in fix):
@@ -237,18 +244,37 @@ _VLLM_RECORD = lazyre.compile(r"\((?:VllmWorker|EngineCore|RayWorkerWrapper|APIS
 _UTIL_LINE = lazyre.compile(r"gpu_memory_utilization \((0?\.\d+|1(?:\.0+)?)\)")
 
 
-def serving_ladder(text: str, util: float | None = None) -> list[str]:
+# vLLM's lines from its memory profile on (after the weights loaded): the KV cache sized, its blocks counted
+_PROFILED = lazyre.compile(r"# (?:GPU|cuda) blocks:|KV cache|memory profiling|gpu_memory_utilization \(|Memory profiling")
+
+
+def weights_do_not_fit(oom: dict[str, Any], lines_text: str) -> str | None:
+    """The sentence for an OOM before vLLM's memory profile with the GPU nearly all taken (weights loading): there
+    gpu_memory_utilization does not apply yet; None otherwise."""
+    held, total = oom.get("by_torch"), oom.get("total")
+    if not held or not total or held < 0.9 * total or _PROFILED.search(lines_text):
+        return None
+    return (f"The GPU ran out with {held:.2f} of {total:.2f} GiB already allocated, and no line of vLLM's memory "
+            f"profile (KV cache, GPU blocks) comes before it in this log: if the engine was still loading its weights, "
+            f"they do not fit this GPU, and gpu_memory_utilization does not apply yet. Spread the model over GPUs "
+            f"(--tensor-parallel-size 2 or more), load a quantised version of it, or use a GPU that holds its "
+            f"weights.")
+
+
+def serving_ladder(text: str, util: float | None = None, weights: str | None = None,
+                   util_from: str = "vLLM's memory-profiling line") -> list[str]:
     """An OOM of vLLM serving on its own (no trainer): the engine's own levers, as `vllm serve` spells them.
-    ``util``: the gpu_memory_utilization vLLM's own profiling line printed."""
-    out = []
+    ``util``: the gpu_memory_utilization the run shows (``util_from``: where it was read); ``weights``:
+    weights_do_not_fit's sentence, which comes first when the weights did not fit."""
+    out = [weights] if weights else []
     warm = _WARMUP.search(text)
     if warm or "max_num_seqs" in text:
         n = int(warm.group(1)) if warm else None
         out.append("--max-num-seqs " + (f"{max(n // 4, 16)} (now {n}, read from the message)" if n else "256")
                    + ": at start-up vLLM runs its sampler on that many dummy requests at once, and their logits "
                      "(vocabulary x requests) must fit beside the pre-allocated KV cache.")
-    lower = (f"{max(round(util - 0.1, 2), 0.1):g} (now {util:g}, read from vLLM's memory-profiling line)"
-             if util is not None else "0.1 lower than now")
+    lower = (f"{max(round(util - 0.1, 2), 0.1):g} (now {util:g}, read from {util_from})"
+             if util is not None else "0.8 (now 0.9 assumed: vLLM's default, the log does not show the value)")
     out.append(f"--gpu-memory-utilization {lower}: vLLM pre-allocates that share for weights and KV cache, and the "
                f"sampler's, CUDA graphs' and activations' buffers are allocated in the rest.")
     out.append("--max-model-len to the longest request you serve (unset, vLLM plans for the model's full context), "
