@@ -296,7 +296,6 @@ KNOWN_MISSES_41: dict[str, str] = {
     "4423": "verl Megatron: an MoE layer lacks a dense attribute (legacy loader for an MoE model): GD999",
 }
 KNOWN_MISSES_39: dict[str, str] = {
-    "4220": "a 2-days-vs-15-days comparison with and without a flag: GD327 argument-error-other",
     "4225": "a native crash (SIGFPE) in an fp16 GEMM on H20 from an old cuBLAS: GD998 vllm-engine-error",
 }
 KNOWN_MISSES_40: dict[str, str] = {

@@ -482,6 +482,8 @@ def test_words_for_a_silent_end_a_zero_loss_slow_speed_repetition_and_a_large_ad
     # 4203, 4229: speed; 4217, 4221: repetition within a clause; 4222: over-generation; 4230: a size without a number
     assert _symptom("Extremly Low it/s on rtx 3090") == "slow-training"
     assert _symptom("Why I've got low speed?:") == "slow-training"
+    # 4220: the training time grew with a setting (not the setting refused)
+    assert _symptom("在不加sft_packing参数时，训练时间大概2天，加上sft_packing后训练时间激增到了15天。") == "slow-training"
     assert _symptom("llama3 sft训练之后，模型输出一直重复") == "output-degenerate"
     assert _symptom("Yi-6B model overgenerating after fine-tuning") == "output-degenerate"
     assert _symptom("Why is the lora_model so large after fine-tuning?") == "checkpoint-bloat"

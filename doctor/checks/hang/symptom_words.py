@@ -175,6 +175,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"[^;]{0,80}\bv?\d+\.\d+\.\d+\b[^;]{0,60}\b(?:wired|weird|wrong|broken|fails?|failed|breaks?|"
                     r"errors?|not work\w*)\b"),
      "import-or-dependency-error", "the failure came with a library release (a version named as breaking or fixing it)"),
+    # the training time said to grow with a setting ("不加sft_packing参数时，训练时间大概2天，加上sft_packing后训练时间激增到了
+    # 15天", "training time jumps from 2 to 15 days with packing"): a duration compared, before the words that blame a
+    # setting for an error
+    (lazyre.compile(r"(?i)(?:训练时间|训练时长|耗时|每步时间)[^。]{0,16}(?:激增|暴增|增加到|变长|翻倍|暴涨|增长到|涨到)|"
+                    r"\b(?:training|step|epoch) time\b.{0,30}\b(?:increas\w*|jump\w*|grow\w*|grew|went up|doubl\w*|"
+                    r"tripl\w*|explod\w*)\b"),
+     "slow-training", "the training time grew (with a setting, or over the run)"),
     # argparse's own refusals named in words (Lib/argparse.py parse_args: "unrecognized arguments: %s",
     # parse_known_args: "the following arguments are required: %s")
     (lazyre.compile(r"(?i)\bunrecogni[sz]ed arguments?\b|\bthe following arguments are required\b|无法识别的参数"),
