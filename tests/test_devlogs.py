@@ -222,6 +222,8 @@ DEVLOGS40 = ROOT / "fixtures" / "devlogs40"
 DEVLOGS41 = ROOT / "fixtures" / "devlogs41"
 # devlogs42: LLaMA-Factory and ms-swift runs, DeepSpeed/NCCL/multi-node failures, vLLM serving (README there)
 DEVLOGS42 = ROOT / "fixtures" / "devlogs42"
+# devlogs44: 2025-2026 threads on recent releases (trl 0.2x, transformers 5, vLLM V1, ms-swift 4, verl, Unsloth)
+DEVLOGS44 = ROOT / "fixtures" / "devlogs44"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -282,6 +284,12 @@ KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
 }
+KNOWN_MISSES_44: dict[str, str] = {
+    "4705": "vLLM 0.8.3 Ray workers dying; a side remark about OOM in an older release read as the failure: GD327 cuda-oom",
+    "4723": "unsloth 2025.8.9 beside trl 0.12.0 in an environment list (a release window not read): GD328",
+    "4725": "steps that pin transformers 4.44.2 and comment out a version check, said as solving it: GD328",
+    "4730": "a LLaMA-Factory SFT stack cut in the DDP forward, the error not in the excerpt: GD204 cuda-oom",
+}
 KNOWN_MISSES_42: dict[str, str] = {
     "4501": "a LlavaConfig given to AutoModelForCausalLM in a LLaMA-Factory export (transformers' Auto mapping): GD999",
     "4502": "LLaMA-Factory's processor left None (its load caught the error) read as data code: GD994",
@@ -340,7 +348,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS36, KNOWN_MISSES_36, 30), (DEVLOGS37, KNOWN_MISSES_37, 30),
               (DEVLOGS38, KNOWN_MISSES_38, 30), (DEVLOGS39, KNOWN_MISSES_39, 30),
               (DEVLOGS40, KNOWN_MISSES_40, 30), (DEVLOGS41, KNOWN_MISSES_41, 30),
-              (DEVLOGS42, KNOWN_MISSES_42, 30))
+              (DEVLOGS42, KNOWN_MISSES_42, 30), (DEVLOGS44, KNOWN_MISSES_44, 30))
 
 
 def _params():

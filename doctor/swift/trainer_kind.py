@@ -54,7 +54,9 @@ _LF_KIND = {"api": "serve", "chat": "infer", "webchat": "infer"}
 # a model server's entry point in the frames: vLLM's OpenAI server and CLI, and trl's rollout server (trl 0.16+
 # trl/scripts/vllm_serve.py), which builds its vLLM engine in the server process, not in a trainer
 _SERVER_FILE = lazyre.compile(r"trl/scripts/vllm_serve\.py$|vllm/entrypoints/(?:openai/api_server|cli/serve)\.py$")
-_TRAINER_FILE = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|reward|gkd|online_dpo|bco|prm)_trainer\.py$")
+_TRAINER_FILE = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|reward|gkd|online_dpo|bco|prm)_trainer\.py$"
+                               # LLaMA-Factory keeps one folder per stage: src/llamafactory/train/<stage>/trainer.py
+                               r"|(?:llamafactory|llmtuner)/train/(sft|dpo|kto|ppo|rm|pt)/trainer\.py$")
 # "ppo" is left out: verl's and rLLM's entry points (main_ppo.py, train_agent_ppo.py) run GRPO as well
 _SCRIPT = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*)?\.py$")
 _CLASS = lazyre.compile(r"(?:\b|(?<=[a-z0-9]))(GRPO|DPO|SFT|PPO|KTO|ORPO|CPO|RLOO|GKD|OnlineDPO|Reward)(?:Trainer\b|Config\()")
@@ -147,7 +149,7 @@ def from_frames(paths: Iterable[str], is_library: object = None) -> str | None:
         if m and "/openrlhf/" in p:
             continue   # OpenRLHF runs GRPO through its ppo_trainer.py too (--advantage_estimator group_norm)
         if m:
-            trainer = _norm(m.group(1))
+            trainer = _norm(m.group(1) or m.group(2))
             continue
         m = _SCRIPT.search(p)
         if m and not (callable(is_library) and is_library(p)):

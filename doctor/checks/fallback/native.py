@@ -44,6 +44,11 @@ def dumped_frames(hit: Hit, ctx: RunState) -> list[tuple[str, str]]:
             if line.where.path == hit.evidence.path and hit.seq <= line.seq <= hit.seq + 60]
 
 
+# a call into a vLLM engine object as trainers name it (trl: self.llm.generate / self.llm.chat; verl, OpenRLHF:
+# inference_engine.generate, llm.generate)
+_ENGINE_CALL = lazyre.compile(r"\b(?:llm|inference_engine|vllm_engine|engine)\.(?:generate|chat|encode)\(")
+
+
 def in_vllm(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]] | None = None) -> bool:
     """The crash line belongs to a vLLM engine: printed by one of its processes (their prefixes, its logger), or beside
     its lines and frames (the few lines around it, an exception with vLLM frames at the same place, the stack
@@ -58,7 +63,11 @@ def in_vllm(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]] | None = None
         return True
     if any(_ENGINE_DEATH.search(t.raw) for t in tail):
         return True  # the engine died in the same paste: the crash is its own
-    return any(abs(e.seq - hit.seq) <= 8 and any("/vllm/" in f.path for f in e.frames) for e in ctx.exceptions)
+    if any(abs(e.seq - hit.seq) <= 8 and any("/vllm/" in f.path for f in e.frames) for e in ctx.exceptions):
+        return True
+    # a stack cut at a call into an in-process vLLM engine (`outputs = self.llm.generate(...)` in trl's GRPO trainer):
+    # the crash came from inside that call
+    return any(frames and frames[-1].code and _ENGINE_CALL.search(frames[-1].code) for _, frames in ctx.open_tracebacks)
 
 
 # vLLM capturing its CUDA graphs at engine start (vllm/worker/model_runner.py capture_model; v1 gpu_model_runner.py

@@ -92,7 +92,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "loss-nan-or-inf", EMPTY_LABELS),
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
     # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
-    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
+    (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|grad(?:ient)? norms?|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
                     r"(?:(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|无穷)|"
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])|"
                     # Megatron's own check (core/distributed/param_and_grad_buffer.py): "found NaN in local grad norm
@@ -160,6 +160,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:works?|worked) (?:again )?(?:after|when|if) (?:I )?downgrad|"
                     r"\bpin(?:ning)? (?:\w+[ =]{1,2})?v?\d+\.\d+\.\d+ (?:and|fixes|solves)\b|"
                     r"\bafter (?:upgrad|updat)\w* (?:\w+ )?(?:to )?v?\d+\.\d+|"
+                    # "Training requires upgrading transformers from 4.49.0", "needs a newer vllm than 0.8.5"
+                    r"\b(?:requires?|needs?|had to|have to)\s+(?:upgrad|updat|downgrad)\w*\s+`?[A-Za-z][\w.-]*`?\s+(?:from|to)\s+"
+                    r"v?\d+\.\d+|\b(?:requires?|needs?)\s+(?:a\s+)?(?:newer|later|higher)\s+`?[A-Za-z][\w.-]*`?\s+than\s+v?\d+\.\d+|"
                     r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)|"
                     r"\breleased? (?:a )?new version\b.{0,60}\b(?:errors?|break\w*|broke|fail\w*)\b|"
                     r"\binstall\s+`?[\w.-]+==v?\d+\.\d+(?:\.\d+)?`?\s+instead\b|"

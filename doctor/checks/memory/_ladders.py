@@ -137,6 +137,10 @@ def batch_advice(f: Facts) -> str | None:
 
 def length_advice(f: Facts) -> str | None:
     mc = f.max_completion
+    if mc is None and not f.run.args and f.trainer is not None and f.trainer not in GROUP_KINDS:
+        # a supervised or preference run has no completions of its own: its sequence length is the lever
+        return ("A shorter maximum sequence length (max_length, cutoff_len or max_seq_length, as the framework names "
+                "it): activations and logits grow with it (grpo-doctor read no value of it in the inputs).")
     if mc is None and not f.run.args:
         return ("A shorter max_completion_length: activations and logits grow linearly with the completion length "
                 "(grpo-doctor read no value of it in the inputs).")

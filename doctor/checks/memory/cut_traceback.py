@@ -12,6 +12,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
 from ...signals import Frame, LogLine
+from ...swift.trainer_kind import GROUP_KINDS
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import Facts, facts_of
 from ._ladders import training_ladder, vllm_ladder
@@ -110,9 +111,17 @@ class CutTraceback(Rule):
                 f"the innermost frame is {describe_frame(frames[-1])}.")
         fix_tail = "Find the exception line after this stack in the full log to confirm (grpo-doctor reads it directly)."
         if want == "training" and stage == "training":
-            msg = (f"{head} The stack is in the loss pass ({fr.func}), where GRPO's GPU memory peaks: the policy forward "
-                   f"over prompt + completion for the per-device batch, with full-vocabulary logits. CUDA out of "
-                   f"memory is the usual failure at this point.")
+            kind = ctx.trainer_kind().kind
+            if f.trainer is None and kind is not None:
+                f.trainer = kind   # read from the trainer's frames: its levers follow (sequence length, no vLLM)
+            if kind is None or kind in GROUP_KINDS:
+                peak = ("where GRPO's GPU memory peaks: the policy forward over prompt + completion for the per-device "
+                        "batch, with full-vocabulary logits")
+            else:   # a supervised or preference run (read from its trainer's frames or command)
+                peak = ("where a training step's GPU memory peaks: the model's forward and backward over the per-device "
+                        "batch at its full sequence length, with full-vocabulary logits")
+            msg = (f"{head} The stack is in the loss pass ({fr.func}), {peak}. CUDA out of memory is the usual failure "
+                   f"at this point.")
             fix = training_ladder(f, {}) + [fix_tail]
             return [self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, ranks=_r(line))]
         if want == "vllm-init" and (stage == "vllm-kv" or (stage == "vllm-init" and (
