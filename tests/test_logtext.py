@@ -225,6 +225,11 @@ def test_a_serving_platforms_record_head_is_taken_off_the_traceback_lines_it_rel
     text, _, origin = strip_prefixes(app + "(EngineCore pid=42521) ERROR 06-09 14:01:52 [core.py:1136] ValueError: x")
     assert (text, origin) == ("ValueError: x", "EngineCore")
     assert strip_prefixes(app + "Starting the engine")[0] == app + "Starting the engine"
+    # devlogs43 4620: Python logging's "asctime - name - level - " around vLLM's own record
+    relay = "2025-08-13 04:39:39,838 - __main__ - INFO - "
+    assert strip_prefixes(relay + "ERROR 08-13 04:39:39 engine.py:400]   File \"/x/vllm/worker.py\", line 3, in f")[0] \
+        == '  File "/x/vllm/worker.py", line 3, in f'
+    assert strip_prefixes(relay + "loading the dataset")[0] == relay + "loading the dataset"
 
 
 def test_exceptions_in_issue_titles_and_sentence_tails_are_read():

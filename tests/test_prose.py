@@ -394,6 +394,8 @@ def test_a_zero_loss_beside_a_nan_gradient_norm_in_words_is_an_empty_supervision
     f = next(x for x in run("微调过程loss为0， grad_norm为nan\n") if x.rule_id == "GD327")
     assert f.category == "loss-nan-or-inf" and any("no supervised token" in x for x in f.fix)
     assert _symptom("my loss is 0.0 and grad_norm is nan from the first step") == "loss-nan-or-inf"
+    # devlogs44 4710 (verl): the norms named in two words, in the plural
+    assert _symptom("the actor's grad norms are always NaN from the first step") == "loss-nan-or-inf"
     f = next(x for x in run("loss becomes nan after 200 steps\n") if x.rule_id == "GD327")
     assert not any("no supervised token" in x for x in f.fix)
 
@@ -521,6 +523,11 @@ def test_versions_that_do_not_match_said_in_words():
     assert _symptom("训练的时候出现了通信报错，已解决，是NCCL和cuda的版本不匹配导致的，重新安装环境就行了") == \
         "import-or-dependency-error"
     assert _symptom("Conflict between last version of Transformers.Trainer and DPOTrainer") == "import-or-dependency-error"
+    # devlogs43 4608 (unslothai/unsloth#3742): one release hangs, the one before is fine
+    assert _symptom("I reverted back to version 2025.12.4, where everything is fine.") == "import-or-dependency-error"
+    # devlogs44 4729: a release named as needed
+    assert _symptom("Training requires upgrading transformers from 4.49.0 due to dtype mismatch error") == \
+        "import-or-dependency-error"
 
 
 def test_rewards_that_plateau_and_an_rl_runs_zero_loss_in_words():

@@ -98,6 +98,8 @@ GAPS: dict[tuple[str, str], str] = {
     ("real-safetensors-header-lfs", "safetensors._safetensors_rust.SafetensorError"):
         "safetensors raises from Rust (src/tensor.rs): no Python source to index",
     ("real-thread-verl-ray-actor-died-system-error", "ray.exceptions.ActorDiedError"): "ray is not an indexed package",
+    # verl's recipes (recipe/dapo/dapo_ray_trainer.py) sit outside the verl package the index reads
+    ("real-thread-verl-dapo-gen-batches-exhausted", "ValueError"): "verl's recipe/ folder is not indexed source",
     ("real-thread-math-verify-signal-worker-thread", "ValueError"):
         "CPython's signal module raises it from C (Modules/signalmodule.c): no Python source to index",
     ("real-thread-accelerate-deepspeed-config-file-fields", "ValueError"):

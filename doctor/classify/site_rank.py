@@ -82,12 +82,14 @@ _INSTALLED = lazyre.compile(r"[/\\](?:site|dist)-packages[/\\](swift|trl|vllm|tr
 
 
 def _side(module: str) -> bool:
-    """Experimental code or tests shipped inside the package, or transformers' Flax and TensorFlow backends (a GRPO
-    stack runs PyTorch: modeling_flax_utils.py repeats modeling_utils.py's wordings)."""
+    """Experimental code or tests shipped inside the package, transformers' Flax and TensorFlow backends (a GRPO
+    stack runs PyTorch: modeling_flax_utils.py repeats modeling_utils.py's wordings), or a package's monkeypatched
+    copy of another library's code (axolotl's integrations/*/monkeypatch/ repeat transformers' model forwards): a copy
+    ran only where the stack shows it."""
     m = "/" + module
     name = m.rsplit("/", 1)[-1]
     return ("/experimental/" in m or "/tests/" in m or "/test_utils/" in m or name.startswith("test_")
-            or "flax" in name or name.startswith(("modeling_tf_", "tf_")))
+            or "flax" in name or name.startswith(("modeling_tf_", "tf_")) or "/monkeypatch/" in m)
 
 
 def holds(versions: str, version: str) -> bool:

@@ -78,6 +78,11 @@ _BRACKET_TS = lazyre.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\
 _RECORD_HEAD = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) "
                               r"\d+ \[[\w./-]+\.py:\d+\] |\[(?i:error|warning|warn|info|debug|trace|critical)\] "
                               r"\(\w+\) )")
+# Python logging's common format ("%(asctime)s - %(name)s - %(levelname)s - %(message)s") around a child's output it
+# relays ("2025-08-13 04:39:39,838 - __main__ - INFO - ERROR 08-13 04:39:39 engine.py:400] ..."): taken off when what it
+# relays is a program's own record (vLLM's logger head, a traceback's line), whose level is the one that counts
+_PY_LOG_HEAD = lazyre.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? - [\w.<>-]+ - "
+                              r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 # a pipe-separated logger record's head: fastchat's "2024-02-20 21:46:23 | ERROR | stderr | " and loguru's default
 # "2024-02-20 21:46:23.123 | ERROR    | module:function:12 - ", whose message may be a traceback's line
 _PIPE_RECORD = lazyre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s*\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|"
@@ -462,6 +467,13 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str]:
                 # (or a process prefix, which the next turn reads: "(EngineCore pid=42521) ERROR ...")
                 if rest[:7] == '  File ' or rest[:4] == "    " or rest[:9] == "Traceback" or _STARTS_EXC.match(rest) \
                         or _ORIGIN.match(rest):
+                    text = rest
+                    continue
+        if text[:1] == "2" and text[4:5] == "-" and " - " in text[19:40]:
+            m = _PY_LOG_HEAD.match(text)
+            if m:
+                rest = text[m.end():]
+                if _VLLM_LOG.match(rest) or rest[:7] == '  File ' or rest[:9] == "Traceback" or _STARTS_EXC.match(rest):
                     text = rest
                     continue
         if text[:1].isalnum() and " | " in text[:90]:

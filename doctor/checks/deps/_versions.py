@@ -27,6 +27,17 @@ README_RANGES = {
 
 
 def swift_module_move(mod: str, run) -> Diagnosis | None:
+    if (mod.startswith(V3_MODULES) or mod in ("swift.llm", "swift.plugin")) and run.major is None:
+        # no release of ms-swift is shown: the 4.0 move is one reading, a `swift` that is not ms-swift the other
+        return Diagnosis(
+            message=f"`{mod}` is an ms-swift 3.x module, and the log does not show which ms-swift is installed: on "
+                    f"ms-swift 4.x it is gone (4.0 reorganised the package: {_MOVES}), so code written for 3.x fails "
+                    f"this way; on 3.x the `swift` that Python imports is not a whole ms-swift (a local folder named "
+                    f"swift, another package of that name, or a broken install).",
+            fix=("`pip show ms-swift` and `python -c 'import swift; print(swift.__file__)'`: they say which of the two "
+                 "it is.",
+                 f"On 4.x: update the imports ({_MOVES}) or install the ms-swift the code was written for (pip install "
+                 f"'ms-swift<4'). Otherwise reinstall ms-swift and move any local `swift` folder out of the way."))
     if mod.startswith(V3_MODULES) or mod in ("swift.llm", "swift.plugin"):
         return Diagnosis(
             message=f"`{mod}` is an ms-swift 3.x module; ms-swift 4.0 reorganised the package ({_MOVES}), so "

@@ -4,6 +4,7 @@ the session's verdict when the verdict's category is its own. GD999 steps aside 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from ... import lazyre
@@ -71,22 +72,53 @@ def _context(v: Verdict) -> str:
 def raise_site(exc: ExceptionInfo, ctx: RunState):
     """The raise site of this wording (the raise-site index, ranked as the finding's ``raised_by``:
     doctor/classify/site_rank.py), or None."""
+    sites = _ranked_sites(exc, ctx)
+    return sites[0][1] if sites else None
+
+
+def _ranked_sites(exc: ExceptionInfo, ctx: RunState) -> list:
     try:
         from ...classify.raise_sites import best_sites
-        sites = best_sites(f"{exc.type}: {exc.message}", 0.8, frames=[f.path for f in exc.frames],
-                           known=ctx.run.versions)
+        return best_sites(f"{exc.type}: {exc.message}", 0.8, frames=[f.path for f in exc.frames],
+                          known=ctx.run.versions)
     except (OSError, ValueError):
-        return None
-    return sites[0][1] if sites else None
+        return []
+
+
+def _best_site(exc: ExceptionInfo, ctx: RunState) -> tuple[object | None, list[str]]:
+    """(the site to name, the packages it stays tied with): the best site, unless several packages hold copies of it
+    that no evidence tells apart (site_rank.TIE); then the one package the message or the run names (the message's
+    dotted module `transformers.modeling_utils`, a version the log printed, the framework), else the first with the
+    list of tied packages."""
+    from ...classify.site_rank import TIE
+    sites = _ranked_sites(exc, ctx)
+    if not sites:
+        return None, []
+    best = sites[0][0][:TIE]
+    tied = [m for key, m in sites if key[:TIE] == best]
+    packages = list(dict.fromkeys(m.package for m in tied))
+    if len(packages) == 1:
+        return sites[0][1], packages
+    framework = ctx.framework()[0]
+    named = [p for p in packages if p in ctx.run.versions or p == framework or p.replace("ms-", "") == framework
+             or re.search(rf"(?<![\w.]){re.escape(p.replace('ms-', '').replace('-', '_'))}\.\w", exc.message)]
+    if len(named) == 1:
+        return next(m for m in tied if m.package == named[0]), named
+    return sites[0][1], packages
 
 
 def where_raised(exc: ExceptionInfo, ctx: RunState, line_read: bool) -> tuple[str, str | None]:
     """(" <where this wording is raised, in which releases, and the test that leads there with the values the log
     shows>", the fix that test gives or None); ("", None) when no indexed site has the wording. ``line_read``: the
     failing source line was read (an assert's printed line already says what was false)."""
-    s = raise_site(exc, ctx)
+    s, tied = _best_site(exc, ctx)
     if s is None:
         return "", None
+    if len(tied) > 1:
+        # copies of one check in several packages, and nothing in the log (a frame, a version, the framework) says
+        # which of them ran: name them all rather than the first by name
+        return (f" This wording is raised by {', '.join(tied[:-1])} and {tied[-1]} alike (copies of one check); "
+                f"nothing in the log tells which of them ran.", None)
     if s.condition and not (line_read and exc.short_type == "AssertionError"):
         from ...classify.raise_condition import read
         checked = read(s, ctx.run.args, ctx.run.provenance)

@@ -150,6 +150,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # fixes it", "after upgrading to 0.19.0": the failure came with a library version
     (lazyre.compile(r"(?i)\brelease v?\d+\.\d+(?:\.\d+)? breaks\b|\bv?\d+\.\d+\.\d+\)? works\b|"
                     r"\bdowngrad\w*\b.{0,60}\b(?:works?|worked|fix(?:es|ed)?|solved?|gone|prevents?)\b|"
+                    # "I reverted back to version 2025.12.4, where everything is fine"
+                    r"\brevert\w* (?:back )?to (?:version |v)?\d+\.\d+(?:\.\d+)?\b.{0,40}\b(?:fine|works?|worked|ok|normal|"
+                    r"solved?|fix(?:es|ed)?)\b|"
                     # a release named with the verb before it: "training is broken with vllm==0.5.0", "Adam Offload
                     # fail with DeepSpeed v0.14.2", "it works well with DeepSpeed v0.14.0", "failed, but it works with
                     # `0.15.4`", "this error occurs when the PyTorch version is `2.8.0`"
