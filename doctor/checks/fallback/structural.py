@@ -69,14 +69,9 @@ def _context(v: Verdict) -> str:
     return f" Read from the run around the exception, not from its frames: {said}."
 
 
-def raise_site(exc: ExceptionInfo, ctx: RunState):
-    """The raise site of this wording (the raise-site index, ranked as the finding's ``raised_by``:
-    doctor/classify/site_rank.py), or None."""
-    sites = _ranked_sites(exc, ctx)
-    return sites[0][1] if sites else None
-
-
 def _ranked_sites(exc: ExceptionInfo, ctx: RunState) -> list:
+    """The raise sites of this wording (the raise-site index), ranked as the finding's ``raised_by``
+    (doctor/classify/site_rank.py)."""
     try:
         from ...classify.raise_sites import best_sites
         return best_sites(f"{exc.type}: {exc.message}", 0.8, frames=[f.path for f in exc.frames],
