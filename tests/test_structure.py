@@ -1277,9 +1277,10 @@ def test_a_raise_site_that_tests_the_device_map_for_offloaded_layers_is_the_load
 
 
 def test_copies_of_one_check_in_several_packages_are_named_together_unless_the_log_picks_one():
-    # devlogs43 4624 (a verl run): the wording is in transformers' Qwen2.5-VL forward and ms-swift's template alike
-    top = run("ValueError: Image features and image tokens do not match: tokens: 2601, features 2600.\n")[0]
-    assert "raised by ms-swift and transformers alike" in top.message and "axolotl" not in top.message
+    # devlogs9 1025 (a Firefly run): peft's wording, which ms-swift's copy of peft's tuner also holds
+    top = run("ValueError: Target modules [] not found in the base model. Please check the target modules and try "
+              "again.\n")[0]
+    assert "raised by ms-swift and peft alike" in top.message
     # the message's own dotted module names the package (devlogs18 2211)
     lazy = run("RuntimeError: Failed to import transformers.modeling_utils because of the following error (look up to "
                "see its traceback):\n")[0]
