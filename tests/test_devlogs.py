@@ -289,7 +289,6 @@ KNOWN_MISSES_35: dict[str, str] = {
 KNOWN_MISSES_43: dict[str, str] = {
     "4604": "trl SFTTrainer asking for a formatting function with completion_only_loss: the cut stack's ValueError: GD999",
     "4605": "trl's 'Unknown loss type: dapo' under the Liger kernel (the fused kernel lacks the option): GD999",
-    "4606": "a NameError from Unsloth's compiled-cache trainer copy, its message in the title: GD999",
     "4609": "a maintainer reply of version pins for Unsloth's vision example: GD328",
     "4615": "a maintainer reply naming vllm 0.8.5.post1 and trl 0.18 for ms-swift's multimodal GRPO: GD328",
     "4625": "a module path said to be wrong in a title, screenshots only: GD330",

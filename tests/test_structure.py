@@ -996,8 +996,9 @@ def test_an_exception_named_in_the_title_above_a_cut_stack_is_the_reading_and_it
             f'  File "{SP}/transformers/trainer.py", line 2704, in training_step\n'
             '    self.accelerator.backward(loss)\n')
     f = _primary(text)
-    assert f.rule_id == "GD999" and f.category == "argument-error-other" and f.confidence == "possible"
-    assert f.title.startswith("The title names RuntimeError") and "use_reentrant" in f.fix[0]
+    # the exception the title names, with the stack beside it: the structural table's DDP entry reads them together
+    assert f.category == "argument-error-other" and f.confidence == "possible"
+    assert "Expected to mark a variable ready only once" in f.message and "use_reentrant" in f.fix[0]
     assert f.evidence[0].line == 1
     # the same stack under a title that names no exception: no reading made up
     g = _primary("My DPO training fails.\n" + text.split("\n", 1)[1])
@@ -1285,3 +1286,17 @@ def test_copies_of_one_check_in_several_packages_are_named_together_unless_the_l
     lazy = run("RuntimeError: Failed to import transformers.modeling_utils because of the following error (look up to "
                "see its traceback):\n")[0]
     assert "transformers raises this wording in _LazyModule._get_module" in lazy.message
+
+
+def test_a_name_error_in_a_title_over_a_stack_cut_in_unsloths_compiled_trainer():
+    # unslothai/unsloth#1771 (devlogs43 4606): CPython's NameError words retyped in the title, the stack cut in the
+    # trainer copy unsloth generated
+    paste = ("guided_decoding is not defined when using GRPOTrainer\n"
+             "Traceback (most recent call last):\n"
+             '  File "/root/train/unsloth_compiled_cache/UnslothGRPOTrainer.py", line 731, in __init__\n'
+             "    self.sampling_params = SamplingParams(guided_decoding = GuidedDecodingParams(backend = 'outlines'))\n")
+    top = run(paste)[0]
+    assert top.category == "import-or-dependency-error" and "NameError: guided_decoding is not defined" in top.message
+    # words of prose are no NameError
+    from doctor.checks.fallback.named import bare_wording
+    assert bare_wording("the behaviour is not defined here") is None

@@ -47,6 +47,10 @@ _BARE = ((" object has no attribute '", "AttributeError", lazyre.compile(r"'[A-Z
           lazyre.compile(r"[\w.]+\(\) missing \d+ required positional arguments?: '\w+'(?:(?:,| and) '\w+')*")),
          ("unsupported operand type(s) for ", "TypeError",
           lazyre.compile(r"unsupported operand type\(s\) for [^:\s]{1,3}: '\w+' and '\w+'")),
+         # Python/ceval.c's NameError ("name 'x' is not defined"), also retyped without "name" and its quotes for a
+         # snake_case name ("guided_decoding is not defined when using GRPOTrainer"): the name is the message
+         (" is not defined", "NameError",
+          lazyre.compile(r"\bname '\w+' is not defined|(?<![\w.'`])`?[a-z]\w*_\w+`? is not defined\b")),
          # pickle's refusals (Lib/pickle.py save_global; _pickle.c): an object a process pool could not send
          ("Can't pickle ", "PicklingError",
           lazyre.compile(r"Can't pickle (?:local object )?(?:<[^>]{1,120}>|'[^']{1,120}')(?::[^,]{1,160})?")))
@@ -120,6 +124,16 @@ def exception_named_in(line: LogLine) -> ExceptionInfo | None:
     if key:  # "KeyError: 'input_ids'. Interestingly, ...": the message is the quoted key, prose follows
         msg = key.group(1)
     return ExceptionInfo(builtin_type(m.group(1)), msg[:600], (), line.where, line.rank, line.seq, line.raw)
+
+
+def named_above_stack(ctx: RunState) -> list[ExceptionInfo]:
+    """Exceptions named in the lines before a cut traceback's first frame (an issue's title over a stack cut before
+    its exception line): the stack beside them is theirs (classify/component.py stack_for)."""
+    if ctx.exceptions or not ctx.open_tracebacks:
+        return []
+    first = ctx.open_tracebacks[0][0]
+    return [exc for line in ctx.tails.get(first.where.path, ()) if line.seq < first.seq
+            and line.seq not in ctx.reporter_lines and (exc := exception_named_in(line)) is not None][:3]
 
 
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:

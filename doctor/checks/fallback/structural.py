@@ -16,7 +16,7 @@ from ...model import Evidence, Finding, Severity
 from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
 from .exceptions import stackless_words, unexplained
-from .named import embedded_exceptions, notebook_exceptions, raised_statements
+from .named import embedded_exceptions, named_above_stack, notebook_exceptions, raised_statements
 
 
 def unwrapped(ctx: RunState, exc: ExceptionInfo) -> ExceptionInfo:
@@ -40,7 +40,8 @@ def verdict_of(ctx: RunState) -> Verdict | None:
     elif not excs and not ctx.exceptions:
         # a cut notebook traceback: its header's type with its stack; when that names nothing, the stack alone
         v = first_failure(notebook_exceptions(ctx), list(ctx.open_tracebacks or ())) or \
-            first_failure(raised_statements(ctx), list(ctx.open_tracebacks or ()))
+            first_failure(raised_statements(ctx), list(ctx.open_tracebacks or ())) or \
+            first_failure(named_above_stack(ctx), list(ctx.open_tracebacks or ()))
         if v is not None:
             return v
     return first_failure(excs, list(ctx.open_tracebacks or ()),
