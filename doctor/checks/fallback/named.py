@@ -132,8 +132,11 @@ def named_above_stack(ctx: RunState) -> list[ExceptionInfo]:
     if ctx.exceptions or not ctx.open_tracebacks:
         return []
     first = ctx.open_tracebacks[0][0]
+    # not the stack's own lines: its frame lines and the source lines under them (`assert ...`, `raise X(...)`)
     return [exc for line in ctx.tails.get(first.where.path, ()) if line.seq < first.seq
-            and line.seq not in ctx.reporter_lines and (exc := exception_named_in(line)) is not None][:3]
+            and line.seq not in ctx.reporter_lines and not line.text[:1].isspace() and 'File "' not in line.text
+            and "Traceback (most recent call last)" not in line.text
+            and (exc := exception_named_in(line)) is not None][:3]
 
 
 def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
