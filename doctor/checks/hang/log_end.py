@@ -230,11 +230,13 @@ class LogEnd(Rule):
                    f"({SIGNAL_SENDERS.get(e.detail, 'a kill, a job scheduler or a container runtime')}), not by an "
                    f"error of its own that this log shows. The line: `{shown}`.")
         elif e.kind == "warning":
-            msg = (f"No error, exception, stop or failing metric was read from this excerpt; the last warning it shows "
+            msg = (f"grpo-doctor recognised no error, exception, stop or failing metric in this excerpt; the last "
+                   f"warning it shows "
                    f"is `{shown}`. A warning does not stop a run by itself: it explains the failure only if what went "
                    f"wrong follows from it.")
         elif e.kind == "words":
-            msg = (f"No exception, error-level line, stop or failing metric was read from this excerpt, but its line "
+            msg = (f"grpo-doctor recognised no exception, error-level line, stop or failing metric in this excerpt, but "
+                   f"its line "
                    f"`{shown}` names a failure in words no rule of grpo-doctor knows. It is reported so that the "
                    f"excerpt is not taken for a healthy run.")
         elif e.kind == "crash-header":
