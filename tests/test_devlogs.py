@@ -226,6 +226,8 @@ DEVLOGS42 = ROOT / "fixtures" / "devlogs42"
 DEVLOGS44 = ROOT / "fixtures" / "devlogs44"
 # devlogs43: 2025-2026 threads on recent releases, issue numbers ending in 0-4 (README there)
 DEVLOGS43 = ROOT / "fixtures" / "devlogs43"
+# devlogs45: LLaMA-Factory runs, dataset/template and multimodal-image failures in any framework (README there)
+DEVLOGS45 = ROOT / "fixtures" / "devlogs45"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -285,6 +287,17 @@ KNOWN_MISSES_32: dict[str, str] = {
 KNOWN_MISSES_33: dict[str, str] = {
 }
 KNOWN_MISSES_35: dict[str, str] = {
+}
+KNOWN_MISSES_45: dict[str, str] = {
+    "4805": "a NameError at import of a locally edited LLaMA-Factory checkout (resgister_template): GD999",
+    "4808": "an export that wrote the unchanged base model, read as a size complaint: GD327 checkpoint-bloat",
+    "4811": "a KTO preprocessing bug described in prose: GD328",
+    "4814": "a cut dataset.map stack of a multimodal run (label other): GD999 dataset-or-template-error",
+    "4816": "'Processor was not found' in a title without its type over a cut dataset.map stack: GD999",
+    "4824": "trl DPO's vision-model mapping without gemma3, in prose: GD328",
+    "4826": "the maintainer's comment that the <image> count must equal the images: GD328",
+    "4829": "a trl 0.15 regression bisected to a commit, in prose: GD328",
+    "4830": "KeyError of an int from a batched formatting_func: GD999",
 }
 KNOWN_MISSES_43: dict[str, str] = {
     "4604": "trl SFTTrainer asking for a formatting function with completion_only_loss: the cut stack's ValueError: GD999",
@@ -358,7 +371,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS38, KNOWN_MISSES_38, 30), (DEVLOGS39, KNOWN_MISSES_39, 30),
               (DEVLOGS40, KNOWN_MISSES_40, 30), (DEVLOGS41, KNOWN_MISSES_41, 30),
               (DEVLOGS42, KNOWN_MISSES_42, 30), (DEVLOGS44, KNOWN_MISSES_44, 30),
-              (DEVLOGS43, KNOWN_MISSES_43, 30))
+              (DEVLOGS43, KNOWN_MISSES_43, 30), (DEVLOGS45, KNOWN_MISSES_45, 30))
 
 
 def _params():

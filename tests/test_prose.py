@@ -537,3 +537,13 @@ def test_rewards_that_plateau_and_an_rl_runs_zero_loss_in_words():
     # 4407 (trl#2884): GRPO's advantages are 0-mean by construction: no supervised loss falling to 0
     assert _symptom("GRPO r1-zero: reward oscillates\nbecause the advantage function in loss is always 0") != \
         "loss-nan-or-inf"
+
+
+def test_a_tokenizer_without_a_chat_template_in_words():
+    # fixtures/devlogs45 4810 (LLaMA-Factory, a Gemma-2 base), 4823 (NLFT's sft.py on Llama-3-8B base)
+    assert _symptom("the tokenizer of Llama-3-8b do not have a chat_template. This leads to an error.") == \
+        "dataset-or-template-error"
+    assert _symptom("SFT a Gemma-2 Base model does not leads to a new tokenizer with a chat template") == \
+        "dataset-or-template-error"
+    f = next(x for x in run("Cannot apply chat template.\n") if x.rule_id == "GD327")
+    assert any("copy `chat_template` from the instruct model" in x for x in f.fix)

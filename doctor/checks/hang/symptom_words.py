@@ -18,6 +18,7 @@ EMPTY_LABELS = "the loss is exactly 0 while grad_norm is NaN (a mean over no sup
 NO_STOP = "the fine-tuned model does not stop where its answer ends"
 LOSS_ZERO = "the training loss falls to exactly 0"
 SILENT_END = "the process ended without any message"
+NO_CHAT_TEMPLATE = "the tokenizer has no chat template"
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
@@ -212,6 +213,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # an optional argument the program uses anyway: "value_model ... defaults to NoneType", "we have not defined"
     (lazyre.compile(r"(?i)\b[a-z]+_[a-z_]+\b.{0,60}\bdefaults? to (?:None(?:Type)?|null)\b"),
      "argument-error-other", "an argument left at its default of None is used as if it were given"),
+    # a tokenizer without a chat template, in words ("Cannot apply chat template", "the tokenizer has no chat_template",
+    # "does not lead to a new tokenizer with a chat template"): transformers refuses apply_chat_template then
+    # (tokenization_utils_base.py get_chat_template: "... tokenizer.chat_template is not set ...")
+    (lazyre.compile(r"(?i)\bcannot apply (?:the )?chat[_ ]template\b|\b(?:tokenizer|model)\b[^.。]{0,60}?\b(?:has no|have no|"
+                    r"do(?:es)?(?:n't| not) (?:have|leads? to \w+ \w+ tokenizer with)|without|lacks?)\b[^.。]{0,12}?chat[_ ]template|"
+                    r"chat[_ ]template (?:is )?(?:missing|not set|none)\b|没有\s*chat[_ ]?template"),
+     "dataset-or-template-error", NO_CHAT_TEMPLATE),
     # the data step named as what failed ("DPO训练数据处理报错", "加载数据集时报错", "error while loading the dataset"), or a
     # column of the trainer's format named as missing ('"input_ids" not found in rloo trainer'); before the hang words:
     # "数据处理阶段报错，导致程序卡死" is the data's failure, the hang its consequence
@@ -394,6 +402,11 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    NO_CHAT_TEMPLATE:
+        "Meanwhile: a base model's tokenizer usually has no chat template (tokenizer_config.json without "
+        "`chat_template`): give it one (copy `chat_template` from the instruct model's tokenizer_config.json, or set "
+        "tokenizer.chat_template), name the framework's template for the model (LLaMA-Factory --template, ms-swift "
+        "--template), or train and prompt in plain text without apply_chat_template.",
     LOSS_ZERO:
         "Meanwhile: a training loss of exactly 0 is not convergence: under fp16 the loss or its gradients overflow "
         "(train in bf16 on GPUs that have it, or in fp32, and compare), or a batch holds no supervised token "
