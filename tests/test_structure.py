@@ -1300,3 +1300,13 @@ def test_a_name_error_in_a_title_over_a_stack_cut_in_unsloths_compiled_trainer()
     # words of prose are no NameError
     from doctor.checks.fallback.named import bare_wording
     assert bare_wording("the behaviour is not defined here") is None
+
+
+def test_a_start_up_log_whose_author_says_it_failed_is_no_hang():
+    # devlogs46 4910, 4912, 4929: ms-swift export runs whose paste stops in its start-up lines under a title that says
+    # the export fails (the error not copied): no hang at start (GD320 was wrong at likely on four such pastes)
+    paste = ("glm4_moe awq quantization isn't supported yet.\n"
+             "run sh: `/usr/bin/python3.10 /x/ms-swift/swift/cli/export.py --model /m/GLM-4.5-Air --quant_method awq`\n"
+             "[INFO:swift] Global seed set to 42\n"
+             "[INFO:swift] args: ExportArguments(model='/m/GLM-4.5-Air', model_type='glm4_5')\n")
+    assert not any(f.rule_id == "GD320" for f in run(paste))

@@ -22,6 +22,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import ExceptionInfo, HangReport, LogLine, Metrics
+from ...sources.command_text import SERVER_COMMANDS
 from ...sources.train_bars import TrainBar
 from ...swift.run import flag_in_version
 from ..distributed._common import VLLM_GROUP_PORT
@@ -41,7 +42,15 @@ from .interrupted import (
     signalled_at_start,
 )
 from .live import live_finding
-from .prose import cut_before_error
+from .prose import cut_before_error, error_said
+
+# commands that train nothing: their start-up log cut after its launch, said to fail, is an excerpt, not a stop
+_NO_TRAINING = frozenset({"export", "infer"}) | SERVER_COMMANDS
+
+
+def _serves_or_exports(ctx: RunState) -> bool:
+    return ctx.run.command in _NO_TRAINING or any(launch.command in _NO_TRAINING for launch in ctx.run.launches)
+
 
 # Lib/warnings.py formatwarning: "{filename}:{lineno}: {category}: {message}", the source line after it
 _WARNING_LINE = lazyre.compile(r"\.py:\d+: \w*Warning: ")
@@ -131,6 +140,10 @@ class HangCheck(Rule):
             return None  # not a training console log: a pasted error line, a metrics paste...
         if not pyspy and cut_before_error(ctx):
             return None  # an excerpt whose author says an error follows: it is cut, the run did not stop there
+        if not pyspy and not self.p.max_step and _serves_or_exports(ctx) and error_said(ctx.last_tail()) is not None:
+            # an export or a server start whose author says it failed, not that it hung: the error was not copied (a
+            # training start said to fail and cut before its first step stays a stop: the error may be that stop)
+            return None
         socket_ok = {"DistNetworkError", "DistStoreError"}
         interrupted: ExceptionInfo | None = None
         for e in self.p.exceptions:

@@ -90,6 +90,8 @@ _ERROR_SAID = lazyre.compile(r"(?i)报错|出错|错误|\berror\b|\bfail(?:s|ed|
                              # a title or sentence naming trouble without an error word: "Having issues with vLLM
                              # for GRPO", "ppo训练出现问题", an issue template's "[Bug]"
                              r"\bissues? with\b|\bproblems?\b|\bbug\b|\bdoes(?:n't| not) work|\bnot (?:to be )?working\b|"
+                             # a refusal: "glm4_moe awq quantization isn't supported yet", "cannot be AWQ-quantized"
+                             r"\b(?:is|are)(?:n't| not) supported\b|\bcannot be\b|"
                              # a run that ends early: "training consistently halts midway", "Stopping After 1 Epoch"
                              r"\bhalt(?:s|ed|ing)?\b|\bstop(?:s|ped|ping) after\b|"
                              r"问题|不行|跑不")

@@ -44,6 +44,10 @@ def scripts(text: str) -> set[str]:
                 if lo <= o <= hi:
                     out.add(name)
                     break
+    if {"cjk", "kana"} <= out:
+        # Japanese is written with kanji and kana together: one writing system, not two
+        out -= {"cjk", "kana"}
+        out.add("japanese")
     return out
 
 
