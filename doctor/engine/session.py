@@ -11,6 +11,7 @@ from typing import Any
 
 from ..claims import RunFacts, read_oom
 from ..claims import check_finding as check_claims
+from ..classify.word_reading import place_by_words
 from ..confidence import assess
 from ..gate import WordGate
 from ..model import Finding, Role, Severity
@@ -336,8 +337,9 @@ class Session:
         found = [check_claims(f, run_facts(state, f, _run_of(state, f), kind))[0] for f in found]
         ckpts = list(state.checkpoints)
         ckpts += [c for c in checkpoints if c not in ckpts]
-        return assess(refine(order(state.place(found) + outside), state.run, ckpts, ended=state.ended,
-                             broken_at=state.broken_at))
+        # a failure no rule placed takes the category its words are closest to, said as such
+        ordered = place_by_words(order(state.place(found) + outside), state)
+        return assess(refine(ordered, state.run, ckpts, ended=state.ended, broken_at=state.broken_at))
 
 
 def _run_of(state: RunState, f: Finding) -> RunConfig:

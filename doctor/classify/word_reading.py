@@ -1,0 +1,44 @@
+"""A primary finding no rule could place (a generic one of category ``other``) given the category its log's words are
+closest to (doctor/classify/category_words.py), said as what it is: word statistics, possible. A post-pass over the
+ordered findings, like doctor/verdict.py; pure."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..engine.state import RunState
+from ..model import Finding, Severity
+
+# the fallbacks that say a failure is there without a category: an unrecognised exception, a failure in words, a
+# crash whose exception is not in the log, a paste with nothing recognised
+GENERIC = frozenset({"GD999", "GD326", "GD327", "GD328", "GD329", "GD330"})
+
+
+def texts_of(state: RunState) -> list[str]:
+    """The run's kept lines (the last lines of each log) and its command texts, as the model was trained on them."""
+    out = ["\n".join(line.raw for line in tail) for tail in state.tails.values()]
+    kept = set(out[0].splitlines()) if len(out) == 1 else {ln for t in out for ln in t.splitlines()}
+    out += [t for t in state.run.command_texts if not set(t.splitlines()) <= kept]
+    return out
+
+
+def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
+    """The findings, the first re-categorised when it is generic and the words choose a category."""
+    if not findings:
+        return findings
+    first = findings[0]
+    if first.rule_id not in GENERIC or first.category != "other" or first.severity < Severity.warning:
+        return findings
+    from .category_words import closest
+    reading = closest(texts_of(state))
+    if reading is None or reading.category == "other":
+        return findings
+    words = ", ".join(f"`{w}`" for w in reading.words)
+    said = (f" No rule placed it: its words are closest to those of the {reading.category} failures among the "
+            f"{reading.trained_on} labelled public failure logs grpo-doctor was trained on"
+            + (f" (the words that weighed most: {words})" if words else "")
+            + ". That category is a reading from word statistics, not from a rule or a library's source: check it.")
+    return [replace(first, category=reading.category, message=first.message + said, confidence="possible"),
+            *findings[1:]]
+
+
+__all__ = ["GENERIC", "place_by_words", "texts_of"]
