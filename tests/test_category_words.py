@@ -19,6 +19,8 @@ from doctor.engine import Session
 from doctor.registry import load_catalog
 from doctor.sources.logtext import LineReader
 
+WORD_READING = True  # tests/conftest.py: the category-from-words post-pass stays on here
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "doctor" / "data" / "category_words.json.gz"
 

