@@ -230,6 +230,9 @@ DEVLOGS43 = ROOT / "fixtures" / "devlogs43"
 DEVLOGS45 = ROOT / "fixtures" / "devlogs45"
 # devlogs46: ms-swift runs of every subcommand, argument errors in any framework (README there)
 DEVLOGS46 = ROOT / "fixtures" / "devlogs46"
+# devlogs47 and 48: the natural spread over TRL, RL frameworks (verl, OpenRLHF, NeMo-RL...), LLaMA-Factory, ms-swift
+DEVLOGS47 = ROOT / "fixtures" / "devlogs47"
+DEVLOGS48 = ROOT / "fixtures" / "devlogs48"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -352,6 +355,31 @@ KNOWN_MISSES_38: dict[str, str] = {
 }
 KNOWN_MISSES_37: dict[str, str] = {
 }
+KNOWN_MISSES_47: dict[str, str] = {
+    "5002": "accelerate on ROCm hanging at prepare(), in words: silent",
+    "5003": "trl SFTTrainer's packing=False refusal with a ConstantLengthDataset: GD999",
+    "5008": "RewardTrainer columns dropped by a map, in Chinese prose: GD328",
+    "5009": "fp16 weights under DDP without a grad scaler, a question: GD327 reads an argument error",
+    "5013": "an actor ended by ray.kill read as the OOM killer: GD999 host-oom",
+    "5015": "a verl hang in the vLLM rollout beside an OOM already worked around: GD327 cuda-oom",
+    "5016": "a verl hang after 1-2 steps beside a maintainer's checklist: GD327 nccl-timeout",
+    "5017": "DeepSpeedCPUAdam's CUDA version check read as a DeepSpeed config error: GD426",
+    "5018": "axolotl loss 0 / ppl 1 with sample packing, in words: GD330",
+    "5019": "HfArgumentParser's 'Type resolution failed' on another package's dataclass: GD990 argument",
+    "5020": "pip's dependency-conflict lines: GD326",
+    "5024": "ms-swift Megatron merge with load: null in args.json, in prose: GD328",
+    "5025": "a dev regression blamed on a commit, ray-prefixed trace: GD328",
+    "5029": "DeepSpeed's 'cpu_adam cuda is missing or is incompatible' warning: GD329",
+    "5030": "'No CUDA runtime is found' before DeepSpeedCPUAdam, [stderr]-prefixed: GD330",
+}
+KNOWN_MISSES_48: dict[str, str] = {
+    "5107": "llama.cpp rejecting an unsloth GGUF export, in words: GD328",
+    "5109": "a Colab session dying for memory in save_pretrained_merged: GD329",
+    "5111": "a DeepSpeed checkpoint loaded where the HF model of save_path belongs: GD999",
+    "5118": "NeMo-RL stopping after 'Saving checkpoint for step 2': GD329",
+    "5127": "FlashAttention's assertion on a V100, then 'Killed' at shutdown: GD310 host-oom",
+    "5129": "ZeRO shards left in tmp-checkpoint folders read as bloat: GD808",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -383,7 +411,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS40, KNOWN_MISSES_40, 30), (DEVLOGS41, KNOWN_MISSES_41, 30),
               (DEVLOGS42, KNOWN_MISSES_42, 30), (DEVLOGS44, KNOWN_MISSES_44, 30),
               (DEVLOGS43, KNOWN_MISSES_43, 30), (DEVLOGS45, KNOWN_MISSES_45, 30),
-              (DEVLOGS46, KNOWN_MISSES_46, 30))
+              (DEVLOGS46, KNOWN_MISSES_46, 30), (DEVLOGS47, KNOWN_MISSES_47, 30), (DEVLOGS48, KNOWN_MISSES_48, 30))
 
 
 
