@@ -369,8 +369,6 @@ KNOWN_MISSES_47: dict[str, str] = {
     "5020": "pip's dependency-conflict lines: GD326",
     "5024": "ms-swift Megatron merge with load: null in args.json, in prose: GD328",
     "5025": "a dev regression blamed on a commit, ray-prefixed trace: GD328",
-    "5029": "DeepSpeed's 'cpu_adam cuda is missing or is incompatible' warning: GD329",
-    "5030": "'No CUDA runtime is found' before DeepSpeedCPUAdam, [stderr]-prefixed: GD330",
 }
 KNOWN_MISSES_48: dict[str, str] = {
     "5107": "llama.cpp rejecting an unsloth GGUF export, in words: GD328",
