@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from doctor.classify import category_words
-from doctor.classify.category_words import MIN_MARGIN, TAIL_LINES, closest, scores, tokens
+from doctor.classify.category_words import MIN_MARGIN, MIN_SCORE, TAIL_LINES, closest, scores, tokens
 from doctor.engine import Session
 from doctor.registry import load_catalog
 from doctor.sources.logtext import LineReader
@@ -61,6 +61,7 @@ def test_the_runtime_scorer_gives_scikit_learns_decisions():
         assert classes[order[0]] == check["category"], check["case"]
         # coefficients under 0.005 are left out of the file and the rest rounded: the margin moves a little
         assert abs((values[order[0]] - values[order[1]]) - check["margin"]) < 0.02, check["case"]
+        assert abs(values[order[0]] - check["score"]) < 0.02, check["case"]
 
 
 def test_tokens_are_identifiers_lowercased_but_exception_names_and_cjk_pairs():
@@ -114,7 +115,13 @@ def test_a_rule_s_own_category_is_never_replaced():
 def test_words_that_do_not_choose_leave_other(monkeypatch):
     monkeypatch.setattr(category_words, "MIN_MARGIN", 1e9)
     assert closest(["KeyError: 'image' multimodal pixel_values"]) is None
-    assert MIN_MARGIN < 1.0
+    assert MIN_MARGIN < 1.0 and MIN_SCORE < 0
+
+
+def test_words_unlike_every_category_leave_other(monkeypatch):
+    # the best category leads, but its own decision value is below MIN_SCORE: not taken
+    monkeypatch.setattr(category_words, "MIN_SCORE", 1e9)
+    assert closest(["KeyError: 'image' multimodal pixel_values image_grid_thw"]) is None
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "x" * 300_000, "\x00\x01 \ufffd"])

@@ -233,6 +233,9 @@ DEVLOGS46 = ROOT / "fixtures" / "devlogs46"
 # devlogs47 and 48: the natural spread over TRL, RL frameworks (verl, OpenRLHF, NeMo-RL...), LLaMA-Factory, ms-swift
 DEVLOGS47 = ROOT / "fixtures" / "devlogs47"
 DEVLOGS48 = ROOT / "fixtures" / "devlogs48"
+# devlogs49 and 50: the blind sets' family mix, RL runs first (READMEs there; measured with and without the word reading)
+DEVLOGS49 = ROOT / "fixtures" / "devlogs49"
+DEVLOGS50 = ROOT / "fixtures" / "devlogs50"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -378,6 +381,25 @@ KNOWN_MISSES_48: dict[str, str] = {
     "5127": "FlashAttention's assertion on a V100, then 'Killed' at shutdown: GD310 host-oom",
     "5129": "ZeRO shards left in tmp-checkpoint folders read as bloat: GD808",
 }
+KNOWN_MISSES_49: dict[str, str] = {
+    "5207": "garbage output of a merged model, in words beside an nvidia-smi error: silent",
+    "5215": "GRPO rewards 'always 1', in Chinese prose over screenshots: GD330",
+    "5216": "datasets' 'Keys mismatch' on a download, under Chinese prose: GD999",
+    "5217": "a second vLLM instance on one card, the stack cut in _initialize_kv_caches: GD991 engine error",
+    "5219": "vllm-ascend's worker line 'Available memory: 0' beside a second model: GD328",
+    "5220": "max_model_len not passed through LangChain, said by the maintainer: GD328",
+    "5221": "fairseq's two-node NCCL all_gather, the trace cut: GD999",
+    "5228": "KeyError 'param_groups' loading released weights as a resume, in prose: GD328",
+}
+KNOWN_MISSES_50: dict[str, str] = {
+    "5301": "an IndentationError inside site-packages (a broken installed release): GD999",
+    "5309": "a resumed checkpoint whose ZeRO state does not fit the run: GD705 deepspeed-config",
+    "5310": "a PPO reward model without value_head.bin, in words: GD328",
+    "5313": "a resume stack ending in the optimizer state load: GD990 argument",
+    "5315": "datasets' 'Column not in the dataset. Current columns: []' (every row filtered): GD990 argument",
+    "5325": "Ray's hexadecimal ids read as a degenerate completion: GD645",
+    "5326": "'output NaN' in prose: GD330",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -409,7 +431,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS40, KNOWN_MISSES_40, 30), (DEVLOGS41, KNOWN_MISSES_41, 30),
               (DEVLOGS42, KNOWN_MISSES_42, 30), (DEVLOGS44, KNOWN_MISSES_44, 30),
               (DEVLOGS43, KNOWN_MISSES_43, 30), (DEVLOGS45, KNOWN_MISSES_45, 30),
-              (DEVLOGS46, KNOWN_MISSES_46, 30), (DEVLOGS47, KNOWN_MISSES_47, 30), (DEVLOGS48, KNOWN_MISSES_48, 30))
+              (DEVLOGS46, KNOWN_MISSES_46, 30), (DEVLOGS47, KNOWN_MISSES_47, 30), (DEVLOGS48, KNOWN_MISSES_48, 30),
+              (DEVLOGS49, KNOWN_MISSES_49, 30), (DEVLOGS50, KNOWN_MISSES_50, 30))
 
 
 

@@ -8,7 +8,8 @@ Needs scikit-learn (a build step, not a runtime dependency: `pip install scikit-
 
 --cross-validate trains on all sets but one and predicts that one, for every set; with --tool (a bench/accuracy.py
 --json result of the tool on that set, e.g. its measure at harvest), it counts what the session's use of the model
-(doctor/engine/session.py: only over a generic primary finding of category `other`, at MIN_MARGIN) changes there.
+(doctor/engine/session.py: only over a generic primary finding of category `other`, at MIN_MARGIN and MIN_SCORE)
+changes there.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.classify.category_words import MIN_MARGIN, TAIL_LINES, tokens  # noqa: E402
+from doctor.classify.category_words import MIN_MARGIN, MIN_SCORE, TAIL_LINES, tokens  # noqa: E402
 
 OUT = ROOT / "doctor" / "data" / "category_words.json.gz"
 GENERIC = {"GD999", "GD326", "GD327", "GD328", "GD329", "GD330"}
@@ -54,12 +55,13 @@ def _fit(train: list[dict]):
     return vec, clf
 
 
-def _top(clf, vec, docs: list[str]) -> list[tuple[str, float]]:
+def _top(clf, vec, docs: list[str]) -> list[tuple[str, float, float]]:
+    """(best category, its lead over the next, its decision value) per document."""
     d = clf.decision_function(vec.transform(docs))
     out = []
     for row in d:
         order = sorted(range(len(row)), key=lambda k: -row[k])
-        out.append((clf.classes_[order[0]], float(row[order[0]] - row[order[1]])))
+        out.append((clf.classes_[order[0]], float(row[order[0]] - row[order[1]]), float(row[order[0]])))
     return out
 
 
@@ -74,8 +76,8 @@ def build() -> None:
         if w:
             coef[t] = w
     digest = hashlib.sha256("\n".join(f"{c['set']}/{c['case']}\t{c['category']}" for c in every).encode()).hexdigest()
-    checks = [{"case": f"{c['set']}/{c['case']}", "category": cat, "margin": round(m, 6)}
-              for c, (cat, m) in list(zip(every, _top(clf, vec, [c["doc"] for c in every])))[::25]]
+    checks = [{"case": f"{c['set']}/{c['case']}", "category": cat, "margin": round(m, 6), "score": round(v, 6)}
+              for c, (cat, m, v) in list(zip(every, _top(clf, vec, [c["doc"] for c in every])))[::25]]
     model = {"about": "tools/build_category_words.py: LinearSVC(C=%s) over tf-idf of the last %d lines"
                       % (C, TAIL_LINES), "trained_on": len(every), "cases_digest": digest,
              "classes": list(clf.classes_), "intercept": [round(float(v), 6) for v in clf.intercept_],
@@ -97,11 +99,12 @@ def cross_validate(tool_files: list[str]) -> None:
     for held in sorted({c["set"] for c in every}):
         test = [c for c in every if c["set"] == held]
         vec, clf = _fit([c for c in every if c["set"] != held])
-        for c, (cat, margin) in zip(test, _top(clf, vec, [c["doc"] for c in test])):
+        for c, (cat, margin, score) in zip(test, _top(clf, vec, [c["doc"] for c in test])):
             total += 1
             right += cat in c["accept"]
             t = tool.get((held, c["case"]))
-            if t and t["rule_id"] in GENERIC and t["got"] == "other" and cat != "other" and margin >= MIN_MARGIN:
+            if t and t["rule_id"] in GENERIC and t["got"] == "other" and cat != "other" and margin >= MIN_MARGIN \
+                    and score >= MIN_SCORE:
                 changed.append((bool(t["top1"]), cat in c["accept"]))
     print(f"the model alone, leave-one-set-out: {right}/{total} ({right / max(total, 1):.1%})")
     if tool:
