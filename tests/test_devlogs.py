@@ -396,8 +396,7 @@ KNOWN_MISSES_50: dict[str, str] = {
     "5309": "a resumed checkpoint whose ZeRO state does not fit the run: GD705 deepspeed-config",
     "5310": "a PPO reward model without value_head.bin, in words: GD328",
     "5313": "a resume stack ending in the optimizer state load: GD990 argument",
-    "5315": "datasets' 'Column not in the dataset. Current columns: []' (every row filtered): GD990 argument",
-    "5325": "Ray's hexadecimal ids read as a degenerate completion: GD645",
+    "5325": "Ray workers killed at shutdown after training ended, the prose naming a batch size: GD327 cuda-oom",
     "5326": "'output NaN' in prose: GD330",
 }
 KNOWN_MISSES_36: dict[str, str] = {

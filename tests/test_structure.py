@@ -1311,3 +1311,13 @@ def test_a_start_up_log_whose_author_says_it_failed_is_no_hang():
              "[INFO:swift] Global seed set to 42\n"
              "[INFO:swift] args: ExportArguments(model='/m/GLM-4.5-Air', model_type='glm4_5')\n")
     assert not any(f.rule_id == "GD320" for f in run(paste))
+
+
+def test_a_column_datasets_cannot_find_is_a_dataset_problem_not_an_argument_check():
+    # datasets' _check_valid_column_key is named like a validator; the message is the data's (fixtures/devlogs50/5315)
+    found = run("[rank1]: KeyError: 'Column length not in the dataset. Current columns in the dataset: []'\n")
+    assert found[0].category == "dataset-or-template-error"
+    assert found[0].title == "A column the code reads is not in the dataset"
+    fmt = run("ValueError: Columns ['attention_mask'] not in the dataset. Current columns in the dataset: "
+              "['text', 'meta', 'input_ids']\n")
+    assert fmt[0].category == "dataset-or-template-error"

@@ -61,8 +61,9 @@ def garbled(text: str) -> str:
         tok = m.group(1)
         if tok == "\\n" or (not _NUMERIC.match(tok) and any(c.isalpha() for c in tok)):
             return f"`{tok}` repeated {len(m.group(0).split())} times in a row"
-    g = _GLUED_RUN.search(text)
-    if g is not None:
+    for g in _GLUED_RUN.finditer(text):
+        if _in_hex_id(text, g.start()):
+            continue  # `ffffffffffffffffa8df3c1b...`: Ray's task, actor and node ids, hashes
         piece = g.group(1) or g.group(2)
         return f"`{piece}` repeated {len(g.group(0)) // len(piece)} times with no space between"
     s = scripts(text)
@@ -70,6 +71,20 @@ def garbled(text: str) -> str:
         return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
     return ""
 
+
+
+_HEX_ID = lazyre.compile(r"[0-9a-fA-F]{16,}")
+
+
+def _in_hex_id(text: str, at: int) -> bool:
+    """Whether position ``at`` lies in a hexadecimal identifier of 16+ digits (an id or a hash, not a completion)."""
+    start = at
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    end = at
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return any(m.start() <= at - start < m.end() for m in _HEX_ID.finditer(text[start:end]))
 
 
 def _bare_paste(tail) -> bool:
@@ -84,7 +99,7 @@ def _strong(text: str) -> bool:
     person's emphasis ('CUDA OUT OF MEMORY!!!!!!!! HELP!!!'); a completion of them stands alone or quoted
     ('the responses become "!!!!!!!!!!"', Qwen's '!' token)."""
     if garbled(text).startswith("`"):
-        g = _GLUED_RUN.search(text)
+        g = next((m for m in _GLUED_RUN.finditer(text) if not _in_hex_id(text, m.start())), None)
         emphasis = (g is not None and set(g.group(0)) <= set("!?\uff01\uff1f") and g.start() > 0
                     and text[g.start() - 1].isalnum())
         return not emphasis
