@@ -392,7 +392,6 @@ KNOWN_MISSES_49: dict[str, str] = {
     "5228": "KeyError 'param_groups' loading released weights as a resume, in prose: GD328",
 }
 KNOWN_MISSES_50: dict[str, str] = {
-    "5301": "an IndentationError inside site-packages (a broken installed release): GD999",
     "5309": "a resumed checkpoint whose ZeRO state does not fit the run: GD705 deepspeed-config",
     "5310": "a PPO reward model without value_head.bin, in words: GD328",
     "5313": "a resume stack ending in the optimizer state load: GD990 argument",

@@ -1321,3 +1321,16 @@ def test_a_column_datasets_cannot_find_is_a_dataset_problem_not_an_argument_chec
     fmt = run("ValueError: Columns ['attention_mask'] not in the dataset. Current columns in the dataset: "
               "['text', 'meta', 'input_ids']\n")
     assert fmt[0].category == "dataset-or-template-error"
+
+
+def test_an_installed_file_that_does_not_compile_is_the_install_not_the_users_code():
+    chain = ('Traceback (most recent call last):\n'
+             '  File "/home/u/train.py", line 1, in <module>\n    from unsloth import FastLanguageModel\n'
+             f'  File "{SP}/unsloth/models/rl.py", line 372\n    except Exception as e:\n    ^\n'
+             "IndentationError: expected an indented block after 'try' statement on line 371\n")
+    found = run(chain)
+    assert found[0].category == "import-or-dependency-error"
+    assert found[0].title.startswith("A file of an installed package does not compile")
+    own = ('Traceback (most recent call last):\n  File "/home/u/train.py", line 3\n    if x\n        ^\n'
+           "SyntaxError: expected ':'\n")
+    assert not run(own) or not run(own)[0].title.startswith("A file of an installed package")
