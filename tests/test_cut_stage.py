@@ -76,7 +76,6 @@ def test_a_stack_in_http_client_reading_the_status_line_waits_for_the_server_and
     f = _first(run_text(HTTP, command=HTTP_CMD))
     assert f.title == "Waiting for an HTTP server's answer failed; the exception is not in the excerpt"
     assert "RemoteDisconnected" in f.message and "most likely the rollout server" in f.message
-    assert "vllm-engine-error" in f.alternatives and f.category == "other"
     alone = _first(run_text(HTTP))  # no vLLM server in the run: any server, no rollout-server reading
     assert alone.title == f.title and "rollout server" not in alone.message and not alone.alternatives
 
@@ -577,3 +576,21 @@ def test_a_stack_through_an_import_statement_cut_below_it_is_importing_a_package
     assert f.category == "import-or-dependency-error"
     assert f.message.startswith("Importing a package failed; the exception is not in the excerpt")
     assert "unsloth/models/llama.py:2683 in <module>" in f.message  # the module-level frames are read
+
+
+KV_CUT = '''\
+ERROR 11-26 14:34:34 [core.py:387] EngineCore hit an exception: Traceback (most recent call last):
+ERROR 11-26 14:34:34 [core.py:387]   File "/root/env/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 378, in run_engine_core
+ERROR 11-26 14:34:34 [core.py:387]     engine_core = EngineCoreProc(*args, **kwargs)
+ERROR 11-26 14:34:34 [core.py:387]   File "/root/env/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 71, in __init__
+ERROR 11-26 14:34:34 [core.py:387]     self._initialize_kv_caches(vllm_config)
+ERROR 11-26 14:34:34 [core.py:387]   File "/root/env/lib/python3.10/site-packages/vllm/
+'''
+
+
+def test_a_vllm_stack_cut_in_the_kv_cache_sizing_is_memory_not_a_generic_engine_failure():
+    # the second vLLM instance on one GPU of fixtures/devlogs49/5217: the engine's constructor calling the sizing
+    f = _first(run_text(KV_CUT))
+    assert f.category == "vllm-oom-or-kv-cache"
+    assert f.title == "Failure in vLLM's KV cache sizing (traceback cut, from its stack)"
+    assert "gpu_memory_utilization" in " ".join(f.fix)

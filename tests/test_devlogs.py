@@ -385,7 +385,6 @@ KNOWN_MISSES_49: dict[str, str] = {
     "5207": "garbage output of a merged model, in words beside an nvidia-smi error: silent",
     "5215": "GRPO rewards 'always 1', in Chinese prose over screenshots: GD330",
     "5216": "datasets' 'Keys mismatch' on a download, under Chinese prose: GD999",
-    "5217": "a second vLLM instance on one card, the stack cut in _initialize_kv_caches: GD991 engine error",
     "5219": "vllm-ascend's worker line 'Available memory: 0' beside a second model: GD328",
     "5220": "max_model_len not passed through LangChain, said by the maintainer: GD328",
     "5221": "fairseq's two-node NCCL all_gather, the trace cut: GD999",
