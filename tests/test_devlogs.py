@@ -391,7 +391,6 @@ KNOWN_MISSES_49: dict[str, str] = {
     "5228": "KeyError 'param_groups' loading released weights as a resume, in prose: GD328",
 }
 KNOWN_MISSES_50: dict[str, str] = {
-    "5309": "a resumed checkpoint whose ZeRO state does not fit the run: GD705 deepspeed-config",
     "5310": "a PPO reward model without value_head.bin, in words: GD328",
     "5313": "a resume stack ending in the optimizer state load: GD990 argument",
     "5325": "Ray workers killed at shutdown after training ended, the prose naming a batch size: GD327 cuda-oom",
