@@ -1334,3 +1334,12 @@ def test_an_installed_file_that_does_not_compile_is_the_install_not_the_users_co
     own = ('Traceback (most recent call last):\n  File "/home/u/train.py", line 3\n    if x\n        ^\n'
            "SyntaxError: expected ':'\n")
     assert not run(own) or not run(own)[0].title.startswith("A file of an installed package")
+
+
+def test_type_hints_hf_argparser_cannot_resolve_are_a_version_clash_for_a_packages_class_only():
+    pkg = ("RuntimeError: Type resolution failed for <class 'llamafactory.hparams.training_args.TrainingArguments'>. "
+           "Try declaring the class in global scope or removing line of `from __future__ import annotations` which "
+           "opts in Postponed Evaluation of Annotations (PEP 563)\n")
+    assert run(pkg)[0].category == "import-or-dependency-error"
+    own = pkg.replace("llamafactory.hparams.training_args.TrainingArguments", "__main__.ScriptArguments")
+    assert run(own)[0].category != "import-or-dependency-error"
