@@ -368,7 +368,6 @@ KNOWN_MISSES_47: dict[str, str] = {
     "5016": "a verl hang after 1-2 steps beside a maintainer's checklist: GD327 nccl-timeout",
     "5017": "DeepSpeedCPUAdam's CUDA version check read as a DeepSpeed config error: GD426",
     "5018": "axolotl loss 0 / ppl 1 with sample packing, in words: GD330",
-    "5020": "pip's dependency-conflict lines: GD326",
     "5024": "ms-swift Megatron merge with load: null in args.json, in prose: GD328",
     "5025": "a dev regression blamed on a commit, ray-prefixed trace: GD328",
 }
