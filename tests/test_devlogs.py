@@ -360,7 +360,6 @@ KNOWN_MISSES_37: dict[str, str] = {
 }
 KNOWN_MISSES_47: dict[str, str] = {
     "5002": "accelerate on ROCm hanging at prepare(), in words: silent",
-    "5003": "trl SFTTrainer's packing=False refusal with a ConstantLengthDataset: GD999",
     "5008": "RewardTrainer columns dropped by a map, in Chinese prose: GD328",
     "5009": "fp16 weights under DDP without a grad scaler, a question: GD327 reads an argument error",
     "5013": "an actor ended by ray.kill read as the OOM killer: GD999 host-oom",

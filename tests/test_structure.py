@@ -1343,3 +1343,12 @@ def test_type_hints_hf_argparser_cannot_resolve_are_a_version_clash_for_a_packag
     assert run(pkg)[0].category == "import-or-dependency-error"
     own = pkg.replace("llamafactory.hparams.training_args.TrainingArguments", "__main__.ScriptArguments")
     assert run(own)[0].category != "import-or-dependency-error"
+
+
+def test_a_library_refusing_in_the_second_person_is_an_argument_error():
+    said = ("ValueError: You passed `packing=False` to the SFTTrainer, but you didn't pass a `dataset_text_field` or "
+            "`formatting_func` argument.\n")
+    found = run(said)
+    assert found[0].category == "argument-error-other"
+    assert found[0].title == "A library refused the arguments it was passed"
+    assert run("ValueError: You have no idea what went wrong here\n")[0].title != found[0].title
