@@ -375,7 +375,6 @@ KNOWN_MISSES_48: dict[str, str] = {
     "5109": "a Colab session dying for memory in save_pretrained_merged: GD329",
     "5111": "a DeepSpeed checkpoint loaded where the HF model of save_path belongs: GD999",
     "5118": "NeMo-RL stopping after 'Saving checkpoint for step 2': GD329",
-    "5127": "FlashAttention's assertion on a V100, then 'Killed' at shutdown: GD310 host-oom",
     "5129": "ZeRO shards left in tmp-checkpoint folders read as bloat: GD808",
 }
 KNOWN_MISSES_49: dict[str, str] = {

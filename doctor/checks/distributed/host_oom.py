@@ -42,6 +42,8 @@ _CHILD_ENDED = lazyre.compile(r"exits with return code = (-?\d+)|failed \(exitco
 # raylet.out -ip 10.0.0.1`"
 _RAY_LOGS = lazyre.compile(r"ray logs raylet\.out -ip ([\w.:\-]+)")
 _TRAIN_BAR = lazyre.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
+# vLLM V1 engine/core_client.py sigusr1_handler: logs this, then kill_process_tree(os.getpid())
+_VLLM_FATAL = "Got fatal signal from worker processes"
 # macOS: bash there words SIGKILL with strsignal(9) as "Killed: 9"; its paths (home folders under /Users, Homebrew's
 # /opt/homebrew, python.org's framework build) say the same. macOS has no Linux OOM killer and no `dmesg -T` log of it
 _MACOS = lazyre.compile(r"\bKilled: 9\b|(?:^|[\s\"'(=])/(?:Users|opt/homebrew|Library/Frameworks/Python\.framework)/")
@@ -62,7 +64,8 @@ class HostOomKilled(Rule):
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
                                         "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:",
                                         "killed due to", "return code = -9", "zsh: killed", "Killing subprocess",
-                                        "closing signal SIGTERM", "return code = ", "failed (exitc") + ray_oom.LITERALS
+                                        "closing signal SIGTERM", "return code = ", "failed (exitc",
+                                        _VLLM_FATAL) + ray_oom.LITERALS
 
     def __init__(self, meta):
         super().__init__(meta)
@@ -73,6 +76,7 @@ class HostOomKilled(Rule):
         self.exit: RunExit | None = None  # watch saw its command end by SIGKILL it did not send
         self.host: list[HostTick] = []
         self.child_codes: set[int] = set()  # how the launcher says its children ended
+        self.vllm_fatal: LogLine | None = None  # vLLM's client killing its own process tree (core_client.py)
 
     def feed(self, signal: Any) -> None:
         if isinstance(signal, RunExit):
@@ -91,6 +95,9 @@ class HostOomKilled(Rule):
         self.block.feed(line)
         self.ray.feed(line)
         text = line.text
+        if _VLLM_FATAL in text:
+            self.vllm_fatal = line
+            return
         ended = _CHILD_ENDED.search(text) if "exit" in text else None
         if ended is not None:
             self.child_codes.add(int(ended.group(1) or ended.group(2)))
@@ -111,6 +118,11 @@ class HostOomKilled(Rule):
                                                               or ctx.open_tracebacks):
             # the child's end is told (a Python error, another signal) or its traceback is in the log: not a kill
             self.hits = [h for h in self.hits if h[0] != "stopped"]
+        if self.vllm_fatal is not None:
+            # vLLM's engine client, told by a worker that it failed, kills its own process tree (SIGKILL): the shell's
+            # "Killed" after it is that kill, and the worker's exception above it is the failure
+            fatal = self.vllm_fatal.seq
+            self.hits = [h for h in self.hits if not (h[0] in ("killed", "bash") and fatal < h[1].seq <= fatal + 5)]
         root = self.block.root
         elastic_kill = root is not None and root.exitcode == -9
         if elastic_kill and _raised_on(ctx.exceptions, root.rank) is not None:
