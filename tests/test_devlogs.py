@@ -362,7 +362,6 @@ KNOWN_MISSES_47: dict[str, str] = {
     "5002": "accelerate on ROCm hanging at prepare(), in words: silent",
     "5008": "RewardTrainer columns dropped by a map, in Chinese prose: GD328",
     "5009": "fp16 weights under DDP without a grad scaler, a question: GD327 reads an argument error",
-    "5013": "an actor ended by ray.kill read as the OOM killer: GD999 host-oom",
     "5015": "a verl hang in the vLLM rollout beside an OOM already worked around: GD327 cuda-oom",
     "5016": "a verl hang after 1-2 steps beside a maintainer's checklist: GD327 nccl-timeout",
     "5017": "DeepSpeedCPUAdam's CUDA version check read as a DeepSpeed config error: GD426",

@@ -46,7 +46,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
     # (not when the same words give the child's exit status as positive: "Killing subprocess exits with return code =
     # 1" is a Python exception on that rank; a signal shows as a negative code, -9 for SIGKILL)
-    (lazyre.compile(r"(?i)\b(?:killed|oom[- ]killer)\b|被杀|被kill|Killing subprocess(?!.{0,60}return code\s*=\s*[1-9])"),
+    # not Ray's "killed by `ray.kill`" (Ray's gcs_actor_manager.cc, the death cause RAY_KILL: an actor its driver tore down,
+    # after another failure most often)
+    (lazyre.compile(r"(?i)\b(?:killed(?!\s+by\s+`?ray\.kill)|oom[- ]killer)\b|被杀|被kill|"
+                    r"Killing subprocess(?!.{0,60}return code\s*=\s*[1-9])"),
      "host-oom-killed",
      "the process was killed"),
     # a process that ends and says nothing ("the process terminated automatically after loading the checkpoint shards,
