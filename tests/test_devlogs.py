@@ -359,7 +359,6 @@ KNOWN_MISSES_38: dict[str, str] = {
 KNOWN_MISSES_37: dict[str, str] = {
 }
 KNOWN_MISSES_47: dict[str, str] = {
-    "5002": "accelerate on ROCm hanging at prepare(), in words: silent",
     "5008": "RewardTrainer columns dropped by a map, in Chinese prose: GD328",
     "5009": "fp16 weights under DDP without a grad scaler, a question: GD327 reads an argument error",
     "5015": "a verl hang in the vLLM rollout beside an OOM already worked around: GD327 cuda-oom",

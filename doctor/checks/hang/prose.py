@@ -229,8 +229,11 @@ class ProseSymptom(Rule):
             category = "hang-mid-training"  # the words do not place the stop; the log's rows show steps ran
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
             return []  # the words say what the ending already says
-        if category.startswith("hang") and runs_on(lines) is not None:
-            return []  # "stuck" in a title, "it runs now" below it: the author took it back
+        ran = runs_on(lines) if category.startswith("hang") else None
+        if ran is not None and hang_words([ran]) is None:
+            # "stuck" in a title, "it runs now" below it: the author took it back (not "it runs on one GPU; the same
+            # command on two hangs": the sentence that says it runs also says where it hangs)
+            return []
         nxt = PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
