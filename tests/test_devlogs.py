@@ -377,7 +377,6 @@ KNOWN_MISSES_48: dict[str, str] = {
 }
 KNOWN_MISSES_49: dict[str, str] = {
     "5207": "garbage output of a merged model, in words beside an nvidia-smi error: silent",
-    "5215": "GRPO rewards 'always 1', in Chinese prose over screenshots: GD330",
     "5216": "datasets' 'Keys mismatch' on a download, under Chinese prose: GD999",
     "5219": "vllm-ascend's worker line 'Available memory: 0' beside a second model: GD328",
     "5220": "max_model_len not passed through LangChain, said by the maintainer: GD328",
@@ -388,7 +387,6 @@ KNOWN_MISSES_50: dict[str, str] = {
     "5310": "a PPO reward model without value_head.bin, in words: GD328",
     "5313": "a resume stack ending in the optimizer state load: GD990 argument",
     "5325": "Ray workers killed at shutdown after training ended, the prose naming a batch size: GD327 cuda-oom",
-    "5326": "'output NaN' in prose: GD330",
 }
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",

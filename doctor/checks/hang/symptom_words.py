@@ -101,7 +101,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])|"
                     # Megatron's own check (core/distributed/param_and_grad_buffer.py): "found NaN in local grad norm
                     # for bucket #0 in backward pass"
-                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}\bgrad(?:ient)?[_ ]norm\b"),
+                    r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}\bgrad(?:ient)?[_ ]norm\b|"
+                    # the change itself, no metric named: "Randomly resulting to NaN", "Suddenly output NaN",
+                    # "the logprob becomes NaN" (fixtures/devlogs50/5326, devlogs12/1418, devlogs47/5006)
+                    r"\b(?:result(?:s|ed|ing)? (?:to|in)|outputs?|bec(?:ame|omes?|oming)|turn(?:s|ed)? (?:in)?to|"
+                    r"go(?:es)? to|went to) NaNs?\b"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
     (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0|zero)\b|梯度.{0,6}为?0|"
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate
@@ -114,6 +118,12 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # "reward和loss都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
      "reward-zero-or-flat", "the reward is (or fell to) 0"),
+    # the maximum every time is as flat as 0: a group whose completions all score 1 has no advantage to learn from
+    # ("accuracy reward和format reward一直都是1", "the reward is always 1.0"; fixtures/devlogs49/5215)
+    (lazyre.compile(r"(?i)(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:一直|始终|总是|都|均)+(?:是|为|等于)\s*1(?:\.0+)?(?![.\d])|"
+                    r"\brewards?\b.{0,30}\b(?:always|constantly|stays?|stuck at|remains?)\s+(?:at\s+)?(?:1(?:\.0+)?|one)\b"
+                    r"(?![.\d])"),
+     "reward-zero-or-flat", "the reward is always 1 (the same for every completion)"),
     # the trends of an RL run said in words (the metric rules read them from rows: GD625's KL spike is loss-nan-or-inf,
     # GD626's entropy and GD640's degenerate completions output-degenerate): "objective/kl increases a lot", "the
     # Unexpected Increase in Entropy", "spikes in response length", "average response length keeps decreasing"
