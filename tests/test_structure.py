@@ -1352,3 +1352,10 @@ def test_a_library_refusing_in_the_second_person_is_an_argument_error():
     assert found[0].category == "argument-error-other"
     assert found[0].title == "A library refused the arguments it was passed"
     assert run("ValueError: You have no idea what went wrong here\n")[0].title != found[0].title
+
+
+def test_lightnings_deepspeed_strategy_refusing_a_config_key_is_a_deepspeed_config_error():
+    said = ("lightning.fabric.utilities.exceptions.MisconfigurationException: Do not set `gradient_accumulation_steps` "
+            "in the DeepSpeed config as this will be set with the `accumulate_grad_batches` argument passed via the "
+            "Lightning Trainer.\n")
+    assert run(said)[0].category == "deepspeed-config-error"
