@@ -236,6 +236,9 @@ DEVLOGS48 = ROOT / "fixtures" / "devlogs48"
 # devlogs49 and 50: the blind sets' family mix, RL runs first (READMEs there; measured with and without the word reading)
 DEVLOGS49 = ROOT / "fixtures" / "devlogs49"
 DEVLOGS50 = ROOT / "fixtures" / "devlogs50"
+# devlogs51 and 52: the same mix, harvested after the word reading (READMEs there give both figures)
+DEVLOGS51 = ROOT / "fixtures" / "devlogs51"
+DEVLOGS52 = ROOT / "fixtures" / "devlogs52"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -388,6 +391,30 @@ KNOWN_MISSES_50: dict[str, str] = {
     "5313": "a resume stack ending in the optimizer state load: GD990 argument",
     "5325": "Ray workers killed at shutdown after training ended, the prose naming a batch size: GD327 cuda-oom",
 }
+KNOWN_MISSES_51: dict[str, str] = {
+    "5401": "a name removed from a package, imported by another: GD999",
+    "5407": "swanlab's tracker under DeepSpeed, the trace cut: GD999",
+    "5411": "an UnboundLocalError inside a library (a library bug): GD999",
+    "5412": "'2k数据' (a dataset size) read as a 2 KB file: GD327 checkpoint-corrupt",
+    "5413": "swift eval with vLLM 0.10 failing, in a title: GD328",
+    "5424": "a collective under 'if rank == 0' hanging after steps: GD327 hang-at-start",
+    "5425": "a hang at a save beside a later 'OOM if not using DeepSpeed' comment: GD327 cuda-oom",
+    "5426": "int(None) of an unset option: GD999",
+}
+KNOWN_MISSES_52: dict[str, str] = {
+    "5503": "an import failure said in a title over screenshots: GD330",
+    "5506": "rewards going to zero after step 1, in words: GD328",
+    "5510": "a freeze at step 600 said in words: GD327 hang-at-start",
+    "5511": "LLaMA-Factory's KeyError 'eval_dataset' under do_predict: GD999",
+    "5515": "unsloth's vision get_peft_model asserting the type of target_modules: GD999",
+    "5517": "an import '(unknown location)' (a shadowing folder) read as a vLLM version clash: GD232",
+    "5518": "FlashInfer's sampler needing sm75: GD999",
+    "5519": "an OOM inside a vLLM engine: GD327 cuda-oom",
+    "5520": "an illegal memory access in a vLLM engine (native crash): GD998",
+    "5521": "cpu_adam's JIT build failing on C++14: GD999",
+    "5526": "a trainer argument refused by a library's check: GD999",
+    "5529": "a hang during training said in words: GD327 hang-at-start",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -420,7 +447,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS42, KNOWN_MISSES_42, 30), (DEVLOGS44, KNOWN_MISSES_44, 30),
               (DEVLOGS43, KNOWN_MISSES_43, 30), (DEVLOGS45, KNOWN_MISSES_45, 30),
               (DEVLOGS46, KNOWN_MISSES_46, 30), (DEVLOGS47, KNOWN_MISSES_47, 30), (DEVLOGS48, KNOWN_MISSES_48, 30),
-              (DEVLOGS49, KNOWN_MISSES_49, 30), (DEVLOGS50, KNOWN_MISSES_50, 30))
+              (DEVLOGS49, KNOWN_MISSES_49, 30), (DEVLOGS50, KNOWN_MISSES_50, 30),
+              (DEVLOGS51, KNOWN_MISSES_51, 30), (DEVLOGS52, KNOWN_MISSES_52, 30))
 
 
 
