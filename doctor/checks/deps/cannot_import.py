@@ -33,7 +33,8 @@ def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                     f"{top}, or an install of it left without its __init__.py; either way `{name}` is not found "
                     f"whatever release is installed.",
             fix=(f"Rename or move the local `{top}` folder (or run from another directory); check with "
-                 f"`python -c 'import {top}; print({top}.__path__)'`.",))
+                 f"`python -c 'import {top}; print({top}.__path__)'`.",),
+            title=f"A folder named {top} without files shadows the installed package")
     if top == "swift":
         # the 4.0 reorganisation explains a 3.x module missing from a 4.x install; a name missing from a module that a
         # 3.x install has (its path in the message, or the run's own 3.x) is another release's name instead
