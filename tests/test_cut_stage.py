@@ -594,3 +594,20 @@ def test_a_vllm_stack_cut_in_the_kv_cache_sizing_is_memory_not_a_generic_engine_
     assert f.category == "vllm-oom-or-kv-cache"
     assert f.title == "Failure in vLLM's KV cache sizing (traceback cut, from its stack)"
     assert "gpu_memory_utilization" in " ".join(f.fix)
+
+
+JIT_CUT = '''\
+Traceback (most recent call last):
+  File "/env/lib/python3.8/site-packages/deepspeed/ops/op_builder/builder.py", line 446, in load
+    return self.jit_load(verbose)
+  File "/env/lib/python3.8/site-packages/deepspeed/ops/op_builder/builder.py", line 489, in jit_load
+    op_module = load(name=self.name,
+  File "/env/lib/python3.8/site-packages/torch/utils/cpp_extension.py", line 1508, in _jit_compile
+    _write_ninja
+'''
+
+
+def test_a_stack_cut_in_an_extensions_jit_build_is_the_build_environment():
+    f = _first(run_text(JIT_CUT))
+    assert f.category == "import-or-dependency-error"
+    assert "just-in-time build" in f.message

@@ -410,7 +410,6 @@ KNOWN_MISSES_52: dict[str, str] = {
     "5518": "FlashInfer's sampler needing sm75: GD999",
     "5519": "an OOM inside a vLLM engine: GD327 cuda-oom",
     "5520": "an illegal memory access in a vLLM engine (native crash): GD998",
-    "5521": "cpu_adam's JIT build failing on C++14: GD999",
     "5526": "a trainer argument refused by a library's check: GD999",
     "5529": "a hang during training said in words: GD327 hang-at-start",
 }
