@@ -397,21 +397,18 @@ KNOWN_MISSES_51: dict[str, str] = {
     "5411": "an UnboundLocalError inside a library (a library bug): GD999",
     "5412": "'2k数据' (a dataset size) read as a 2 KB file: GD327 checkpoint-corrupt",
     "5413": "swift eval with vLLM 0.10 failing, in a title: GD328",
-    "5424": "a collective under 'if rank == 0' hanging after steps: GD327 hang-at-start",
     "5425": "a hang at a save beside a later 'OOM if not using DeepSpeed' comment: GD327 cuda-oom",
     "5426": "int(None) of an unset option: GD999",
 }
 KNOWN_MISSES_52: dict[str, str] = {
     "5503": "an import failure said in a title over screenshots: GD330",
     "5506": "rewards going to zero after step 1, in words: GD328",
-    "5510": "a freeze at step 600 said in words: GD327 hang-at-start",
     "5511": "LLaMA-Factory's KeyError 'eval_dataset' under do_predict: GD999",
     "5515": "unsloth's vision get_peft_model asserting the type of target_modules: GD999",
     "5518": "FlashInfer's sampler needing sm75: GD999",
     "5519": "an OOM inside a vLLM engine: GD327 cuda-oom",
     "5520": "an illegal memory access in a vLLM engine (native crash): GD998",
     "5526": "a trainer argument refused by a library's check: GD999",
-    "5529": "a hang during training said in words: GD327 hang-at-start",
 }
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",

@@ -186,12 +186,15 @@ def stopped_by_hand_said(lines: list[LogLine]) -> LogLine | None:
 
 
 def _start_said(lines: list[LogLine]) -> bool:
-    """The words place a stop at start-up: they name the start, or a stop on several nodes where one node runs."""
+    """The words place a stop at start-up: they name the start, or a stop on several nodes where one node runs (when
+    they do not say training had made progress: "训练了600步时突然卡死" on several nodes is a stop mid-run)."""
     texts = [plain(x.text) for x in lines]
     # the lines joined too: a sentence hard-wrapped by the paste keeps its words across the break (at a space, or
     # inside a word: "I cann" / "ot see the progress bar")
-    return any(START.search(t) for t in texts) or any(START.search(sep.join(texts)) for sep in (" ", "")) or (
-        any(MULTI_NODE.search(t) for t in texts) and any(ONE_NODE.search(t) for t in texts))
+    if any(START.search(t) for t in texts) or any(START.search(sep.join(texts)) for sep in (" ", "")):
+        return True
+    return any(MULTI_NODE.search(t) for t in texts) and any(ONE_NODE.search(t) for t in texts) and \
+        not any(MID.search(t) for t in texts)
 
 
 def _hang_phase(lines: list[LogLine]) -> str:

@@ -400,6 +400,8 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       r"sometimes)\b|\bafter (?:a few|a couple of|some|several|many|hundreds of|thousands of|\d+) "
                       r"(?:\w+ ){0,3}(?:steps?|epochs?|iterations?|updates?|rounds?|batches|hours?|minutes?)\b|"
                       r"\b(?:at|around|after) (?:step|iteration|epoch) [1-9]\d*\b|(?<![\d.])[1-9]\d*/\d+\b|"
+                      # "Stuck during training", "hangs after saving the checkpoint" (a save comes after steps)
+                      r"\bduring (?:the )?training\b|\bafter sav(?:ing|ed)\b|"
                       # "always freezes at the same step" (重复多次实验必然会卡死在相同的step): steps ran before it
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|几个(?:epoch|step|小时)|"
