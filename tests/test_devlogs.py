@@ -406,7 +406,6 @@ KNOWN_MISSES_52: dict[str, str] = {
     "5511": "LLaMA-Factory's KeyError 'eval_dataset' under do_predict: GD999",
     "5515": "unsloth's vision get_peft_model asserting the type of target_modules: GD999",
     "5518": "FlashInfer's sampler needing sm75: GD999",
-    "5519": "an OOM inside a vLLM engine: GD327 cuda-oom",
     "5520": "an illegal memory access in a vLLM engine (native crash): GD998",
     "5526": "a trainer argument refused by a library's check: GD999",
 }

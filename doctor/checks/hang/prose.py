@@ -230,6 +230,10 @@ class ProseSymptom(Rule):
             category = "hang-at-start"  # the words say it stopped; the lines say where: before any step
         elif category == "hang-at-start" and ctx.metrics_steps and not _start_said(prose_lines(lines)):
             category = "hang-mid-training"  # the words do not place the stop; the log's rows show steps ran
+        elif category == "cuda-oom" and ctx.framework()[0] == "vllm":
+            # out of GPU memory in a run of vLLM itself (a server, offline inference): vLLM's memory category, whose
+            # fix is gpu_memory_utilization and the KV cache, not a trainer's batch
+            category = "vllm-oom-or-kv-cache"
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
             return []  # the words say what the ending already says
         ran = runs_on(lines) if category.startswith("hang") else None
