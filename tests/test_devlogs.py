@@ -402,11 +402,10 @@ KNOWN_MISSES_51: dict[str, str] = {
 }
 KNOWN_MISSES_52: dict[str, str] = {
     "5503": "an import failure said in a title over screenshots: GD330",
-    "5506": "rewards going to zero after step 1, in words: GD328",
     "5511": "LLaMA-Factory's KeyError 'eval_dataset' under do_predict: GD999",
     "5515": "unsloth's vision get_peft_model asserting the type of target_modules: GD999",
     "5518": "FlashInfer's sampler needing sm75: GD999",
-    "5520": "an illegal memory access in a vLLM engine (native crash): GD998",
+    "5520": "an illegal memory access in a vLLM server, only starlette frames and a title: GD998",
     "5526": "a trainer argument refused by a library's check: GD999",
 }
 KNOWN_MISSES_36: dict[str, str] = {

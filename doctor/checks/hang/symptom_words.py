@@ -112,7 +112,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
      "grad-norm-zero", "the gradient norm stays 0"),
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
-    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are|became|becomes|"
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are|became|becomes?|"
                     r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0|zero)\b|"
                     r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
                     # "reward和loss都为0": an English metric name, a Chinese predicate
