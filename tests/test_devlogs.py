@@ -239,6 +239,8 @@ DEVLOGS50 = ROOT / "fixtures" / "devlogs50"
 # devlogs51 and 52: the same mix, harvested after the word reading (READMEs there give both figures)
 DEVLOGS51 = ROOT / "fixtures" / "devlogs51"
 DEVLOGS52 = ROOT / "fixtures" / "devlogs52"
+DEVLOGS53 = ROOT / "fixtures" / "devlogs53"
+DEVLOGS54 = ROOT / "fixtures" / "devlogs54"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -408,6 +410,30 @@ KNOWN_MISSES_52: dict[str, str] = {
     "5520": "an illegal memory access in a vLLM server, only starlette frames and a title: GD998",
     "5526": "a trainer argument refused by a library's check: GD999",
 }
+KNOWN_MISSES_53: dict[str, str] = {
+    "5605": "a paste from after the user's fix, the title's OSError the label: GD423 deepspeed-config",
+    "5618": "a V1 engine allocating for CUDA graphs until OOM, in words (no vLLM line): GD327 cuda-oom",
+    "5620": "a ROCm vLLM hang at start beside NCCL INFO lines: GD327 nccl-timeout",
+    "5629": "a KeyError on a data field while xtuner maps its dataset: GD999",
+}
+KNOWN_MISSES_54: dict[str, str] = {
+    "5702": "a checkpoint that does not load, said in words: GD330",
+    "5703": "DistNetworkError behind pdsh's 'host: ' prefix: GD312",
+    "5704": "Mistral's flash-attention right-padding check during training: GD999",
+    "5707": "trl PPO's value model loaded with num_labels=2: GD999",
+    "5708": "a LoRA of the 14B model merged onto the 7B, in words: silent",
+    "5711": "Qwen2-VL on a transformers older than the model: GD999 dataset",
+    "5712": "a stop at the first step, in Chinese: GD330",
+    "5714": "base-weight 'Missing key(s)' loading an adapter-only checkpoint strictly: GD999",
+    "5716": "an import failure in words: GD328",
+    "5717": "a tokenizer object passed where vLLM takes a path: GD991 engine error",
+    "5718": "transformers 5 under a vLLM that needs 4.x (__getattr__ AttributeError): GD999",
+    "5719": "a vLLM engine crash beside its scheduler dump: GD998",
+    "5721": "'connection refused' at start, beside warnings: GD329",
+    "5724": "out of memory in words over a stack cut in ZeRO-3 optimizer setup: GD426",
+    "5726": "a reward that does not rise, in Chinese: GD328",
+    "5729": "axolotl's dataset-loading stage, the trace cut: GD999",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -441,7 +467,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS43, KNOWN_MISSES_43, 30), (DEVLOGS45, KNOWN_MISSES_45, 30),
               (DEVLOGS46, KNOWN_MISSES_46, 30), (DEVLOGS47, KNOWN_MISSES_47, 30), (DEVLOGS48, KNOWN_MISSES_48, 30),
               (DEVLOGS49, KNOWN_MISSES_49, 30), (DEVLOGS50, KNOWN_MISSES_50, 30),
-              (DEVLOGS51, KNOWN_MISSES_51, 30), (DEVLOGS52, KNOWN_MISSES_52, 30))
+              (DEVLOGS51, KNOWN_MISSES_51, 30), (DEVLOGS52, KNOWN_MISSES_52, 30),
+              (DEVLOGS53, KNOWN_MISSES_53, 30), (DEVLOGS54, KNOWN_MISSES_54, 30))
 
 
 

@@ -13,6 +13,7 @@ from ...rules import Rule
 from ...signals import ExceptionInfo, LogLine
 from ...swift.framework import issues_of
 from ..hang.endings import plain
+from ..hang.prose import of_vllm_run
 from ..memory._facts import zero_stage
 from .cut_wording import CutReading, read_cut
 from .exceptions import (
@@ -256,7 +257,7 @@ class Unrecognised(Rule):
             said = None if category or head is not None or ray is not None or named is not None \
                 else _words_above(ctx, line)
             if said is not None:  # an issue's title or the author's sentence above the stack names the failure
-                category = said[0]
+                category = of_vllm_run(said[0], ctx)
                 msg += (f" The words above the stack say {said[1]} (`{plain(said[2].text)[:160]}`): that is the "
                         f"reading, from the description, until the exception line confirms it.")
                 ev.insert(0, Evidence(said[2].where.path, said[2].where.line, said[2].raw))

@@ -14,6 +14,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_share
 from ...swift.trainer_kind import UNSCORED_KINDS
+from ._progress import VLLM_ORIGINS
 from .endings import plain
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
@@ -185,6 +186,18 @@ def stopped_by_hand_said(lines: list[LogLine]) -> LogLine | None:
     return next((ln for ln in said if _BY_HAND.search(plain(ln.text))), None)
 
 
+def of_vllm_run(category: str, ctx: RunState) -> str:
+    """Out of GPU memory in a run of vLLM itself (a server, offline inference: the framework the run shows) is vLLM's
+    memory category, whose fix is gpu_memory_utilization and the KV cache, not a trainer's batch."""
+    if category != "cuda-oom":
+        return category
+    framework = ctx.framework()[0]
+    # vLLM's own process prefixes (VllmWorker, EngineCore...) where no trainer is named: the frames alone say torch
+    engine = framework in (None, "torch") and any(line.origin in VLLM_ORIGINS for tail in ctx.tails.values()
+                                                  for line in tail)
+    return "vllm-oom-or-kv-cache" if framework == "vllm" or engine else category
+
+
 def _start_said(lines: list[LogLine]) -> bool:
     """The words place a stop at start-up: they name the start, or a stop on several nodes where one node runs (when
     they do not say training had made progress: "训练了600步时突然卡死" on several nodes is a stop mid-run)."""
@@ -230,10 +243,8 @@ class ProseSymptom(Rule):
             category = "hang-at-start"  # the words say it stopped; the lines say where: before any step
         elif category == "hang-at-start" and ctx.metrics_steps and not _start_said(prose_lines(lines)):
             category = "hang-mid-training"  # the words do not place the stop; the log's rows show steps ran
-        elif category == "cuda-oom" and ctx.framework()[0] == "vllm":
-            # out of GPU memory in a run of vLLM itself (a server, offline inference): vLLM's memory category, whose
-            # fix is gpu_memory_utilization and the KV cache, not a trainer's batch
-            category = "vllm-oom-or-kv-cache"
+        else:
+            category = of_vllm_run(category, ctx)
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
             return []  # the words say what the ending already says
         ran = runs_on(lines) if category.startswith("hang") else None
