@@ -418,7 +418,6 @@ KNOWN_MISSES_53: dict[str, str] = {
 }
 KNOWN_MISSES_54: dict[str, str] = {
     "5702": "a checkpoint that does not load, said in words: GD330",
-    "5704": "Mistral's flash-attention right-padding check during training: GD999",
     "5707": "trl PPO's value model loaded with num_labels=2: GD999",
     "5708": "a LoRA of the 14B model merged onto the 7B, in words: silent",
     "5711": "Qwen2-VL on a transformers older than the model: GD999 dataset",

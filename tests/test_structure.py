@@ -1359,3 +1359,10 @@ def test_lightnings_deepspeed_strategy_refusing_a_config_key_is_a_deepspeed_conf
             "in the DeepSpeed config as this will be set with the `accumulate_grad_batches` argument passed via the "
             "Lightning Trainer.\n")
     assert run(said)[0].category == "deepspeed-config-error"
+
+
+def test_a_models_refusal_of_right_padding_under_flash_attention_is_an_argument_error():
+    said = ("ValueError: You are attempting to perform batched generation with padding_side='right' this may lead to "
+            "unexpected behaviour for Flash Attention version of Mistral. Make sure to  call `tokenizer.padding_side  "
+            "= 'left'` before tokenizing the input.\n")
+    assert run(said)[0].title == "A library refused the arguments it was passed"
