@@ -424,8 +424,6 @@ KNOWN_MISSES_54: dict[str, str] = {
     "5712": "a stop at the first step, in Chinese: GD330",
     "5714": "base-weight 'Missing key(s)' loading an adapter-only checkpoint strictly: GD999",
     "5716": "an import failure in words: GD328",
-    "5717": "a tokenizer object passed where vLLM takes a path: GD991 engine error",
-    "5718": "transformers 5 under a vLLM that needs 4.x (__getattr__ AttributeError): GD999",
     "5719": "a vLLM engine crash beside its scheduler dump: GD998",
     "5721": "'connection refused' at start, beside warnings: GD329",
     "5724": "out of memory in words over a stack cut in ZeRO-3 optimizer setup: GD426",

@@ -1366,3 +1366,22 @@ def test_a_models_refusal_of_right_padding_under_flash_attention_is_an_argument_
             "unexpected behaviour for Flash Attention version of Mistral. Make sure to  call `tokenizer.padding_side  "
             "= 'left'` before tokenizing the input.\n")
     assert run(said)[0].title == "A library refused the arguments it was passed"
+
+
+def test_a_library_asking_the_tokenizer_for_a_removed_attribute_is_a_transformers_release_clash():
+    chain = ('Traceback (most recent call last):\n'
+             f'  File "{SP}/vllm/transformers_utils/tokenizer.py", line 99, in get_cached_tokenizer\n'
+             '    tokenizer.all_special_tokens_extended)\n'
+             f'  File "{SP}/transformers/tokenization_utils_base.py", line 1293, in __getattr__\n'
+             '    raise AttributeError(f"{self.__class__.__name__} has no attribute {key}")\n'
+             "AttributeError: Qwen2Tokenizer has no attribute all_special_tokens_extended\n")
+    assert run(chain)[0].category == "import-or-dependency-error"
+    own = chain.replace(f"{SP}/vllm/transformers_utils/tokenizer.py", "/home/u/train.py")
+    assert run(own)[0].title != run(chain)[0].title
+
+
+def test_a_string_method_asked_of_a_tokenizer_is_the_object_passed_for_its_path():
+    said = "AttributeError: Qwen2Tokenizer has no attribute lower\n"
+    found = run(said)
+    assert found[0].category == "argument-error-other"
+    assert found[0].title.startswith("A tokenizer object was passed")
