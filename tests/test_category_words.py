@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 from pathlib import Path
 
 import pytest
+from conftest import run_text
 
 from doctor.classify import category_words
 from doctor.classify.category_words import MIN_MARGIN, MIN_SCORE, TAIL_LINES, closest, scores, tokens
-from doctor.engine import Session
 from doctor.registry import load_catalog
-from doctor.sources.logtext import LineReader
 
 WORD_READING = True  # tests/conftest.py: the category-from-words post-pass stays on here
 
@@ -75,26 +73,19 @@ def test_only_the_last_lines_count():
         scores(["unrelated words here\n" * 5 + "padding line\n" * TAIL_LINES + tail])
 
 
-def _session(text: str):
-    s = Session(load_catalog())
-    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
-        s.feed_line(line)
-    return s.finish()
-
-
 # an exception no rule or structural entry places, its stack in the user's own code only: the words around it decide
 _UNPLACED = ('Traceback (most recent call last):\n  File "/home/u/train.py", line 40, in <module>\n'
              '    main()\nFrobnicationError: the thing could not be frobnicated\n')
 
 
 def test_a_generic_primary_takes_the_words_category_and_says_it_is_word_statistics():
-    bare = _session(_UNPLACED)
+    bare = run_text(_UNPLACED)
     assert bare[0].rule_id == "GD999" and bare[0].category == "other"
     # the same exception under the lines of a dataset that lacks a column the template reads
     words = ("Map: 100%|##########| 2000/2000 [00:01<00:00]\ndataset column 'messages' missing: the dataset "
              "has columns ['instruction', 'output']; template apply_chat_template dataset_info.json "
              "preprocess dataset formatting\n")
-    found = _session(words * 3 + _UNPLACED)
+    found = run_text(words * 3 + _UNPLACED)
     assert found[0].rule_id == "GD999"
     assert found[0].category == "dataset-or-template-error"
     assert found[0].confidence == "possible"
@@ -107,7 +98,7 @@ def test_a_rule_s_own_category_is_never_replaced():
             "ValueError: The global train batch size (1 x 3) must be evenly divisible by the number of generations "
             "per prompt (8). Given the current train batch size, the valid values for the number of generations "
             "are: [3].\n")
-    found = _session(text)
+    found = run_text(text)
     assert found[0].category == "batch-divisibility"
     assert "word statistics" not in found[0].message
 
