@@ -421,13 +421,10 @@ KNOWN_MISSES_54: dict[str, str] = {
     "5707": "trl PPO's value model loaded with num_labels=2: GD999",
     "5708": "a LoRA of the 14B model merged onto the 7B, in words: silent",
     "5711": "Qwen2-VL on a transformers older than the model: GD999 dataset",
-    "5712": "a stop at the first step, in Chinese: GD330",
-    "5714": "base-weight 'Missing key(s)' loading an adapter-only checkpoint strictly: GD999",
     "5716": "an import failure in words: GD328",
     "5719": "a vLLM engine crash beside its scheduler dump: GD998",
     "5721": "'connection refused' at start, beside warnings: GD329",
     "5724": "out of memory in words over a stack cut in ZeRO-3 optimizer setup: GD426",
-    "5726": "a reward that does not rise, in Chinese: GD328",
     "5729": "axolotl's dataset-loading stage, the trace cut: GD999",
 }
 KNOWN_MISSES_36: dict[str, str] = {

@@ -14,6 +14,10 @@ _BASE = lazyre.compile(r"(?:embed_tokens|embeddings\.|wte|embed_in|layers\.\d+\.
 _ADAPTER = lazyre.compile(r"lora_|\.modules_to_save\.|prompt_encoder|prefix_encoder|adapter")
 
 
+# a last key the paste cut before its closing quote
+_CUT_KEY = lazyre.compile(r'"([\w.]+)$')
+
+
 def base_weights(keys: list[str]) -> list[str]:
     """The base model's own weights among missing keys (not an adapter's)."""
     return [k for k in keys if _BASE.search(k) and not _ADAPTER.search(k)]
@@ -32,6 +36,9 @@ def strict_missing_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         return None
     cls = next((h.groups["cls"] for h in hits if h.groups.get("cls")), "")
     keys = QUOTED_KEY.findall(keys_hit.groups["keys"])
+    cut = _CUT_KEY.search(keys_hit.groups["keys"])
+    if cut is not None:  # the paste ends inside the list: its last key is cut mid-name ("...embed_tokens.wei")
+        keys.append(cut.group(1))
     base = base_weights(keys)
     peft = cls.startswith("Peft")
     if not adapter_loaded_strictly(keys, cls):

@@ -145,7 +145,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:do(?:n't| not)|does(?:n't| not)|never) (?:the )?rewards? (?:increase|improve|go up|rise)\b|"
                     r"\brewards?\b.{0,30}\b(?:stays?|staying|stuck|remains?) (?:at )?(?:a |the )?(?:certain|constant|fixed|same) "
                     r"(?:value|level)\b|"
-                    r"(?:奖励|reward).{0,8}(?:不涨|不上升|不变|没有(?:上升|提升|变化)|上不去|涨不上去|停滞)|"
+                    r"(?:奖励|reward).{0,16}?(?:不(?:再)?(?:涨|上涨|上升|增长|提升)|不变|没有(?:上升|提升|变化)|上不去|涨不上去|停滞)|"
                     # one run's reward against another's: "open r1 reward可以到0.9，但easy r1 只能到0.6"
                     r"(?:奖励|reward)[^。]{0,30}只能(?:到|达到)\s*\d"),
      "reward-zero-or-flat", "the reward does not improve"),
@@ -255,7 +255,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # (not LLaMA-Factory's "freeze" fine-tuning: "采用freeze 调试时", "--finetuning_type freeze", "freeze tuning")
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|(?<!采用)(?<!使用)(?<!type )freez(?:e|es|ing)"
                     r"(?!\s*(?:调|训练|微调|tun|fine|train|layer|param))|frozen|no progress|does(?:n't| not) move)"
-                    r"(?![a-z])|卡住|卡死|卡在|不动了?|没有?反应|"
+                    r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|"
                     # "No errors, but the training has not started."
                     r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*"),
      "hang", "the run stops making progress"),
