@@ -38,7 +38,7 @@ def strict_missing_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     keys = QUOTED_KEY.findall(keys_hit.groups["keys"])
     cut = _CUT_KEY.search(keys_hit.groups["keys"])
     if cut is not None:  # the paste ends inside the list: its last key is cut mid-name ("...embed_tokens.wei")
-        keys.append(cut.group(1))
+        keys.append(cut.group(1) + "...")
     base = base_weights(keys)
     peft = cls.startswith("Peft")
     if not adapter_loaded_strictly(keys, cls):

@@ -25,17 +25,20 @@ from .symptom_words import (
     DENIED,
     LOSS_ZERO,
     MEANWHILE,
+    MEANWHILE_NO_TRAINING,
     MEANWHILE_SAID,
     MEANWHILE_UNSCORED,
     MID,
     MULTI_NODE,
     NO_ERROR,
+    NO_TRAINING_SAID,
     ONE_NODE,
     PASTE_NEXT,
     PINNED,
     SET_UP_DONE,
     START,
     SYMPTOMS,
+    TRAINING_SAID,
 )
 
 
@@ -284,6 +287,8 @@ class ProseSymptom(Rule):
             fix.append(MEANWHILE_SAID[said])
         elif category == "hang-at-start" and any(SET_UP_DONE.search(ln.text) for ln in lines):
             fix.append(AFTER_SET_UP)
+        elif category in MEANWHILE_NO_TRAINING and _trains_nothing(ctx, prose_lines(lines)):
+            fix.append(MEANWHILE_NO_TRAINING[category])
         elif category in MEANWHILE_UNSCORED and ctx.trainer_kind().kind in UNSCORED_KINDS:
             fix.append(MEANWHILE_UNSCORED[category])
         elif category in MEANWHILE:
@@ -291,6 +296,15 @@ class ProseSymptom(Rule):
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
         return [replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
+
+
+def _trains_nothing(ctx: RunState, said: list[LogLine]) -> bool:
+    """The run trains nothing: a serving or inference command, or words of a merge, export or inference and none of
+    training."""
+    if ctx.trainer_kind().kind in ("serve", "infer") or ctx.run.command in ("export", "infer", "deploy"):
+        return True
+    texts = [plain(ln.text) for ln in said]
+    return any(NO_TRAINING_SAID.search(t) for t in texts) and not any(TRAINING_SAID.search(t) for t in texts)
 
 
 def _stopped_before_training(ctx: RunState) -> bool:

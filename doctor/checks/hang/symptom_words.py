@@ -497,6 +497,18 @@ MEANWHILE_UNSCORED = {
                      "or saving too often; the progress bar's seconds per step before and after one change tell which.",
 }
 
+# a run that trains nothing, said in words: a merge, an export, inference or serving, with no word of training
+NO_TRAINING_SAID = lazyre.compile(r"(?i)\b(?:merg(?:e|es|ed|ing)|export(?:s|ed|ing)?|inference|infer|deploy(?:ing)?|"
+                                  r"serv(?:e|es|ing)|save_pretrained_merged|merge_and_unload)\b|合并|导出|推理|部署")
+TRAINING_SAID = lazyre.compile(r"(?i)\btrain(?:s|ed|ing|er)?\b|\bfine-?tun\w*|\b(?:sft|grpo|dpo|ppo|rlhf)\b|训练|微调")
+# the levers of a run that does not train: the training ones (batch, accumulation, checkpointing) do not apply
+MEANWHILE_NO_TRAINING = {
+    "cuda-oom": "Meanwhile, for a run that does not train (inference, serving, a merge or an export): load the model in "
+                "half precision or quantized, spread it over the GPUs or onto the CPU (device_map='auto', max_memory), "
+                "merge adapters on the CPU, and keep generation's batch and lengths small; a training run's levers "
+                "(batch, accumulation, checkpointing) do not apply to it.",
+}
+
 MEANWHILE = {
     "argument-error-other": "Meanwhile: compare the flags with the installed program's own help output (a flag of "
                             "another release, or a misspelling), and check how the launcher splits them: a list item "
