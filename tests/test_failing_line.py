@@ -155,3 +155,24 @@ def test_an_operand_of_a_type_the_operator_refuses():
     assert got[0].startswith("In `self.count += 1`, `self.count` was None")
     # two uses of the operator: which one met the None is not told
     assert explain(_exc("TypeError", "unsupported operand type(s) for +: 'NoneType' and 'int'", "x = a + 1 + b")) == []
+
+
+def test_int_of_an_option_that_is_none_names_the_option_and_places_an_argument_error():
+    from conftest import run_text
+
+    from doctor.classify.failing_line import unset_option
+    msg = "int() argument must be a string, a bytes-like object or a real number, not 'NoneType'"
+    e = _exc("TypeError", msg, "output_length=int(args.output_length),")
+    assert explain(e) == ["In `output_length=int(args.output_length),`, `args.output_length` was None: the option "
+                          "`output_length` was not given and has no default."]
+    assert unset_option(e) == "output_length"
+    assert unset_option(_exc("TypeError", msg, "n = int(row[0])")) is None
+    # in a session: the option is the fix, the category an argument error, and vLLM's copy of CPython's own wording
+    # (its lfm2_vl.py raises the same words) is not named as where it was raised: the user's line raised it
+    text = ('Traceback (most recent call last):\n  File "/home/u/axbench/scripts/train.py", line 495, in main\n'
+            '    output_length=int(args.output_length),\n'
+            "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'NoneType'\n")
+    f = run_text(text)[0]
+    assert f.category == "argument-error-other"
+    assert "Give the option `output_length` a value" in f.fix[0]
+    assert "raises this wording" not in f.message

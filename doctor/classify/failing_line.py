@@ -27,6 +27,12 @@ _NONE_USE = lazyre.compile(r"'NoneType' object (?:is not (?P<what>subscriptable|
 # for loop or unpacking ("'NoneType' object is not iterable", Objects/abstract.c PyObject_GetIter)
 _NEXT_ARG = lazyre.compile(r"\bnext\(\s*(?P<x>[\w.]+(?:\[[^\[\]]{0,40}\])*)\s*[,)]")
 _FOR_IN = lazyre.compile(r"^(?:async\s+)?for\s+.+?\s+in\s+(?P<x>[\w.]+(?:\[[^\[\]]{0,40}\])*)\s*:")
+# int() or float() of None (CPython Objects/abstract.c PyNumber_Long: "int() argument must be a string, a bytes-like
+# object or a real number, not 'NoneType'"; floatobject.c: "float() argument must be a string or a real number, ...")
+_CONVERT_NONE = lazyre.compile(r"^(?P<fn>int|float)\(\) argument must be .*, not 'NoneType'")
+_CONVERT_ARG = lazyre.compile(r"\b(?P<fn>int|float)\(\s*(?P<x>[\w.]+(?:\[[^\[\]]{0,40}\])*)\s*\)")
+# an option read from parsed arguments or a config object: `args.output_length`, `self.args.x`, `cfg.train.lr`
+_OPTION = lazyre.compile(r"^(?:self\.)?(?:args|opt|opts|options|cfg|config|conf|hparams|training_args)\.(?P<name>\w+)")
 _KEY = lazyre.compile(r"^(?P<q>['\"])(?P<key>[^'\"]{1,80})(?P=q)$")
 _SIZE = lazyre.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at "
                    r"non-singleton dimension (?P<d>\d+)")
@@ -232,6 +238,14 @@ def _data_lookup(code: str) -> tuple[str, str] | None:
     return _src(code, found[0].value), _src(code, found[0].slice)
 
 
+def unset_option(exc: ExceptionInfo) -> str | None:
+    """The option the failing line converts with int()/float() while it is None (`int(args.output_length)`), or None."""
+    conv = _CONVERT_NONE.match(exc.message)
+    arg = _CONVERT_ARG.search(_code(exc)) if conv else None
+    opt = _OPTION.match(arg.group("x")) if arg and arg.group("fn") == conv.group("fn") else None
+    return opt.group("name") if opt else None
+
+
 def explain(exc: ExceptionInfo) -> list[str]:
     """Sentences naming the violated condition, each quoting what was read; [] when the line tells nothing."""
     out: list[str] = []
@@ -268,6 +282,13 @@ def explain(exc: ExceptionInfo) -> list[str]:
                 out.append(f"In `{code[:160]}`, `{operand}` was None.")
         elif operand:
             out.append(f"In `{code[:160]}`, `{operand}` was None.")
+    conv = _CONVERT_NONE.match(exc.message) if code and short == "TypeError" else None
+    arg = _CONVERT_ARG.search(code) if conv else None
+    if conv and arg and arg.group("fn") == conv.group("fn"):
+        x = arg.group("x")
+        opt = _OPTION.match(x)
+        out.append(f"In `{code[:160]}`, `{x}` was None" + (
+            f": the option `{opt.group('name')}` was not given and has no default." if opt else "."))
     if code and short in ("ZeroDivisionError", "IndexError", "ValueError"):
         out += _arithmetic(exc, code)
     if code and short == "TypeError":

@@ -103,12 +103,27 @@ def _best_site(exc: ExceptionInfo, ctx: RunState) -> tuple[object | None, list[s
     return sites[0][1], packages
 
 
+_RAISE_STATEMENT = lazyre.compile(r"\b(?:raise|assert)\b")
+
+
+def _raised_by_its_line(exc: ExceptionInfo, site: Any) -> bool:
+    """The innermost frame's printed line raised it without a raise or assert (a builtin: `int(args.x)` of None, a
+    lookup), in a file that is not the indexed site's: the words are the interpreter's, whatever package also raises
+    them (vLLM's own `int()` wording is not what a user's `int(args.output_length)` ran)."""
+    if not exc.frames:
+        return False
+    last = exc.frames[-1]
+    if not last.code or _RAISE_STATEMENT.search(last.code):
+        return False
+    return not any(f.path.replace("\\", "/").endswith(site.module) for f in exc.frames)
+
+
 def where_raised(exc: ExceptionInfo, ctx: RunState, line_read: bool) -> tuple[str, str | None]:
     """(" <where this wording is raised, in which releases, and the test that leads there with the values the log
     shows>", the fix that test gives or None); ("", None) when no indexed site has the wording. ``line_read``: the
     failing source line was read (an assert's printed line already says what was false)."""
     s, tied = _best_site(exc, ctx)
-    if s is None:
+    if s is None or _raised_by_its_line(exc, s):
         return "", None
     if len(tied) > 1:
         # copies of one check in several packages, and nothing in the log (a frame, a version, the framework) says

@@ -275,6 +275,7 @@ class Unrecognised(Rule):
     def _for_exception(self, exc: ExceptionInfo, ctx: RunState) -> Finding:
         # imported at the first exception: a run without one never needs them, and watch pays every import
         from ...classify.failing_line import explain as explain_line
+        from ...classify.failing_line import unset_option
         from ...classify.hints import message_hints, phase_of, sample_shape
         cut = read_cut(exc)
         if cut is not None:
@@ -304,6 +305,10 @@ class Unrecognised(Rule):
         raised, told = where_raised(exc, ctx, bool(read))
         msg += raised
         fix = [told] if told else []
+        unset = unset_option(exc)
+        if unset:
+            fix.append(f"Give the option `{unset}` a value (`--{unset} ...` on the command line, or in the config file "
+                       f"the script reads), then run the same command again.")
         if read:
             msg += " " + " ".join(read)
         user = user_frames(exc.frames)
@@ -397,6 +402,8 @@ class Unrecognised(Rule):
                           f"{exc.short_type} after a release change the paste describes")
         if died is not None:
             return replace(found, category=died.category)
+        if unset and story is None:  # the code's own reading of an option nobody gave: an argument error
+            return replace(found, category="argument-error-other")
         return replace(found, category=story[0]) if story is not None else found
 
     def _for_cut(self, exc: ExceptionInfo, cut: CutReading) -> Finding:
