@@ -22,7 +22,9 @@ fact contradicts it:
   parameter count;
 - ``version``: "pip install 'X>=V'", "upgrade X to V", "use X >= V", "downgrade X to V" against the installed
   version the log shows: advice that the installed release already satisfies, or that names the installed
-  (failing) release, goes; a direction the other way round is rewritten.
+  (failing) release, goes; a direction the other way round is rewritten;
+- ``env``: "NCCL_IB_DISABLE=1 to test" against the run's environment: a setting it already has is no fix
+  (doctor/claim_env.py).
 
 A sentence is judged as a whole: when any claim in it is contradicted it is dropped, or replaced by the kind's
 rewrite when one is obvious. A message that loses every sentence says that its explanation was contradicted.
@@ -35,7 +37,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from . import claim_trainer, lazyre
+from . import claim_env, claim_trainer, lazyre
 from .claim_facts import Claim, Kind, MetricFacts, Oom, RunFacts, Verdict, conditional, mask, read_oom
 from .model import Finding
 from .textcache import for_short_texts
@@ -324,6 +326,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("model-size", "a parameter count printed by the log vs the model's name", _find_size, _judge_size),
     Kind("version", "the installed versions the log shows", _find_version, _judge_version),
     Kind("trainer", "the trainer the run shows (GRPO or another)", claim_trainer.find, claim_trainer.judge),
+    Kind("env", "the environment variables the run's launch and exports set", claim_env.find, claim_env.judge),
 )}
 
 

@@ -98,6 +98,9 @@ def test_an_unknown_fact_contradicts_nothing():
     ("The engine needs more: the training step runs out of memory.",
      RunFacts(ooms=(Oom(0.02, 66.0, 79.35),)), True),
     ("The engine needs more: the training step runs out of memory.", RunFacts(ooms=(Oom(3.71, 2.1, 23.6),)), False),
+    ("Rerun with NCCL_DEBUG=INFO to see the failing call.", RunFacts(env={"NCCL_DEBUG": "INFO"}), True),
+    ("Rerun with NCCL_DEBUG=INFO to see the failing call.", RunFacts(env={"NCCL_DEBUG": "WARN"}), False),
+    ("The run already sets NCCL_IB_DISABLE=1, so NCCL uses sockets.", RunFacts(env={"NCCL_IB_DISABLE": "1"}), False),
 ])
 def test_each_kind_against_its_fact(sentence, facts, gone):
     new, changes = check_text(sentence, facts)
@@ -120,6 +123,18 @@ def test_rewrites():
     assert check_text("The engine shares it (vllm_gpu_memory_utilization 0.9 (assumed)).", facts)[0] == \
         "The engine shares it (vllm_gpu_memory_utilization 0.9)."
     assert check_text("The engine shares it (vllm_gpu_memory_utilization 0.5 (assumed)).", facts)[0] == ""
+
+
+def test_env_advice_the_run_already_has_goes_or_is_marked():
+    facts = RunFacts(env={"NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "INFO"})
+    # every setting the sentence advises is the run's: the sentence changes nothing and goes
+    assert check_text("Across nodes test the network (NCCL_IB_DISABLE=1 to test). Then X.", facts)[0] == "Then X."
+    # one of two is the run's: the other stays, the run's is marked
+    assert check_text("Rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the call.", facts)[0] == \
+        "Rerun with NCCL_DEBUG=INFO (already set in this run) CUDA_LAUNCH_BLOCKING=1 to see the call."
+    # a placeholder or a quoted command is not the run's setting
+    text = "Set NCCL_SOCKET_IFNAME=<the interface> or run `NCCL_IB_DISABLE=1 torchrun ...`."
+    assert check_text(text, facts) == (text, [])
 
 
 def test_a_declared_claim_is_checked_like_a_recognised_one():

@@ -55,3 +55,15 @@ def test_a_known_fix_is_said_in_the_run_framework_or_left_out(monkeypatch):
     monkeypatch.setattr(known, "for_finding", lambda f: [m2])
     (line,) = known.fix_lines(f, {"framework": "trl", "framework_source": "frames"})
     assert "GRPOConfig(vllm_gpu_memory_utilization=0.5)" in line
+
+
+def test_a_transport_the_run_turns_off_or_a_setting_it_has_is_no_known_fix():
+    # NVIDIA/nccl#2076's resolution (faulty InfiniBand links) against a run exporting NCCL_IB_DISABLE=1
+    ib = _m(category="nccl-timeout", resolution="Here some nodes had faulty InfiniBand links; the run worked once the "
+            "cluster's IB problems were repaired.", versions="NCCL 2.21.5, multi-node DDP over InfiniBand")
+    f = _f(category="nccl-timeout")
+    assert "InfiniBand transport" in why_not(ib, f, {"env": {"NCCL_IB_DISABLE": "1"}})
+    assert fits(ib, f, {"env": {"NCCL_IB_DISABLE": "0"}}) and fits(ib, f, {})
+    p2p = _m(category="nccl-timeout", resolution="Set NCCL_P2P_DISABLE=1 on these machines.")
+    assert "already has" in why_not(p2p, f, {"env": {"NCCL_P2P_DISABLE": "1"}})
+    assert fits(p2p, f, {"env": {}})

@@ -13,6 +13,9 @@ when nothing the run shows contradicts it:
   "(since v0.25.0)") is the run's when the log printed that package's version; when it printed none, the thread is
   one candidate, not a known fix for this run (``unshown``), as it is when the thread is about a trainer that nothing
   of the run shows;
+- its transport: a thread about NCCL's InfiniBand (or P2P) transport is not this run's when the run turns that
+  transport off (NCCL_IB_DISABLE=1), and a resolution that only sets environment variables the run already has is
+  no fix for it;
 - its versions: an upgrade the resolution names ("fixed in vLLM 0.3.2", "upgrade vLLM to 0.7.3") is not one the run
   already has: the version the log printed, the lowest release that holds the error's wording (raise-site index), or
   the floor the framework that ran requires (ms-swift README: vllm >= 0.5.1, doctor/checks/deps/_versions.py).
@@ -155,6 +158,9 @@ def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
         have = _run_value(name, f, run)
         if have is not None and float(have) != float(want):
             return f"the thread is about {name}={want}, the run has {name} {have}"
+    transport = _transport_off(m, run)
+    if transport:
+        return transport
     for pkg, ver, lower in stated(m):
         have = (run.get("versions") or {}).get(pkg)
         if have and not _holds(str(have), ver, lower):
@@ -165,6 +171,30 @@ def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
         floor = run_floor(run, pkg)
         if floor and version_key(floor) >= version_key(ver):
             return f"the resolution's {pkg} {ver} is older than the run's {pkg} (at least {floor})"
+    return ""
+
+
+# a thread whose failure or repair was NCCL's InfiniBand (or peer-to-peer) transport, and the switch that turns that
+# transport off (NCCL's environment variables): a run that has it off cannot have that thread's cause
+_TRANSPORTS = ((lazyre.compile(r"(?i)\binfiniband\b|\bIB (?:links?|network|cards?|ports?|problems?|issues?)\b|\bRoCE\b|\bRDMA\b"),
+                "NCCL_IB_DISABLE", "InfiniBand"),
+               (lazyre.compile(r"(?i)\bP2P\b|peer[- ]to[- ]peer|\bNVLink\b"), "NCCL_P2P_DISABLE", "peer-to-peer (P2P)"))
+_ENV_SETTING = lazyre.compile(r"\b([A-Z][A-Z0-9_]{2,})=([^\s,;()`'\"]+)")
+
+
+def _transport_off(m: Match, run: dict[str, Any]) -> str:
+    """What the run's environment says against the thread: its cause is a transport the run turned off, or its
+    resolution is an environment setting the run already has."""
+    env = run.get("env") or {}
+    text = f"{m.title} {m.resolution} {m.versions}"
+    for rx, name, what in _TRANSPORTS:
+        if str(env.get(name, "")).strip().lower() in ("1", "true", "yes") and rx.search(text) and \
+                f"{name}=1" not in m.resolution:
+            return f"the thread is about NCCL's {what} transport, and the run turns it off ({name}={env[name]})"
+    settings = _ENV_SETTING.findall(m.resolution)
+    if settings and all(str(env.get(k, "")).strip().lower() == v.rstrip(".").lower() for k, v in settings):
+        return ("the resolution sets " + ", ".join(f"{k}={v.rstrip('.')}" for k, v in settings)
+                + ", which the run already has")
     return ""
 
 

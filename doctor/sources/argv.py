@@ -9,7 +9,11 @@ from typing import Any
 # environment variables that change what a launch does (world size, devices, memory, vLLM engine)
 ENV_NAMES = ("NPROC_PER_NODE", "NNODES", "NODE_RANK", "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES",
               "MASTER_PORT", "MASTER_ADDR", "MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES",
-              "PYTORCH_CUDA_ALLOC_CONF", "WORLD_SIZE", "SWIFT_SINGLE_DEVICE_MODE", "VLLM_USE_V1")
+              "PYTORCH_CUDA_ALLOC_CONF", "WORLD_SIZE", "SWIFT_SINGLE_DEVICE_MODE", "VLLM_USE_V1",
+              # NCCL's transport switches and debug level, CUDA's synchronous launches: fixes name them, so the
+              # run's own values are facts (doctor/claim_env.py)
+              "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG",
+              "CUDA_LAUNCH_BLOCKING")
 
 
 def parse_value(text: str) -> Any:

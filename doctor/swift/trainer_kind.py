@@ -9,7 +9,8 @@ Evidence, strongest first, the first that tells decides:
 - the frames: the trainer module that ran (trl ``trl/trainer/dpo_trainer.py``, ms-swift
   ``swift/trainers/rlhf_trainer/grpo_trainer.py``, copies named ``*grpo_trainer.py``), else a user script named for
   its method (``train_dpo.py``, open-r1's ``grpo.py``);
-- the log's text: trainer and config class names (``DPOTrainer``, ``GRPOConfig``) when one kind alone is named;
+- the log's text: trainer and config class names (``DPOTrainer``, ``GRPOConfig``) when one kind alone is named, and
+  transformers' own Trainer named as what ran ("with huggingface Trainer": supervised);
 - the metric rows: trl's and ms-swift's GRPO trainers log ``reward_std`` / ``frac_reward_zero_std`` /
   ``completions/...``; trl's DPO, ORPO, CPO and KTO trainers log ``rewards/chosen``, ``rewards/margins`` and
   ``logps/chosen`` (trl/trainer/dpo_trainer.py ``get_batch_loss_metrics``); rows with a loss and no reward of any
@@ -157,12 +158,19 @@ def from_frames(paths: Iterable[str], is_library: object = None) -> str | None:
     return trainer or script or server
 
 
+# transformers' own Trainer named as what ran ("deepspeed ZeRO-3 with huggingface Trainer"): a supervised loop; trl's
+# trainers subclass it, but a person running one names it (GRPOTrainer, "trl")
+_PLAIN_TRAINER = lazyre.compile(r"(?i:\b(?:hugging ?face|HF|transformers)(?:'s)?\s+)Trainer\b(?!\s*\()")
+
+
 def from_text(texts: Iterable[str]) -> str | None:
     """The one trainer kind the log's class names, or a serving or chat command pasted among its lines, point at
     (several different ones: not told)."""
     seen: set[str] = set()
     for t in texts:
         seen.update(_norm(m.group(1)) for m in _CLASS.finditer(t))
+        if "Trainer" in t and _PLAIN_TRAINER.search(t):
+            seen.add("supervised")
         m = _LF_CLI.search(t)
         if m:
             seen.add(_LF_KIND[m.group(1)])

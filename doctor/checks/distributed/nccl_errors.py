@@ -266,4 +266,11 @@ def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                    "dmesg, an earlier illegal memory access); rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1.")
     fix.append("If every rank shows only this error: rerun with NCCL_DEBUG=INFO; across nodes check the network "
                "(NCCL_SOCKET_IFNAME, NCCL_IB_DISABLE=1 to test).")
+    ifname = ctx.run.env.get("NCCL_SOCKET_IFNAME")
+    if remote and ifname:
+        # the run chose the interface itself: a node where it is missing or does not reach the others breaks the
+        # connection the same way
+        fix.append(f"The run's NCCL_SOCKET_IFNAME names the interface `{ifname}`: check on every node that it exists "
+                   f"and carries the address the other nodes reach (`ip addr show {ifname}`, ping the other node's "
+                   f"address over it), and that no firewall blocks the ports between the nodes.")
     return Diagnosis(message=msg, fix=tuple(fix))

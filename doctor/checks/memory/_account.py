@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...swift.trainer_kind import GROUP_KINDS
 from .._numbers import ASSUMED, COMPUTED, READ, mark
 from ._facts import Facts, fmt_gib
 from ._ladders import training_state_gb
@@ -94,9 +95,12 @@ def account(f: Facts, oom: dict[str, Any], limited: bool = False) -> tuple[str, 
         return text + f" The largest part is the {big[1].split(' (')[0]}: its levers come first.", big[0]
     if limited:
         return text, None
+    # the GRPO part holds only where a rollout engine can sit beside the trainer (a supervised or preference run
+    # generates nothing)
+    grpo = (" (in GRPO also the logits of the batch of completions and, with a colocated vLLM engine, vLLM's weights "
+            "and KV cache)") if f.vllm_possible and (f.trainer is None or f.trainer in GROUP_KINDS) else ""
     text += (" In a training process those tensors are the model's weights, gradients and optimizer states and the "
-             "activations of the batch (in GRPO also the logits of the batch of completions and, with a colocated vLLM "
-             "engine, vLLM's weights and KV cache): together they exceed the card (grpo-doctor read no model size or "
+             f"activations of the batch{grpo}: together they exceed the card (grpo-doctor read no model size or "
              "flags that would split this).")
     return text, None
 

@@ -85,6 +85,7 @@ class Facts:
     tuner_flag: str = "tuner_type"
     zero: int | None = None
     offload_ds: bool = False
+    zero_read: str | None = None   # where a ZeRO stage that no argument gives was read (a log line, a pasted config)
     ds_raw: str | None = None
     use_vllm: bool | None = None
     mode: str | None = None         # colocate | server | None (no vLLM)

@@ -88,6 +88,15 @@ def tuner_advice(f: Facts) -> str | None:
 def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | None:
     if f.framework == "trl" and f.ds_raw is None:
         return None
+    if f.ds_raw is None and f.zero == 3 and f.zero_read:
+        # ZeRO-3 read from the log's words or a pasted DeepSpeed config: it already shards the states, so more
+        # ranks shrink those, never the activations each GPU holds for its own micro-batch
+        return (f"This run already uses ZeRO-3 ({f.zero_read}): it shards parameters, gradients and optimizer states "
+                f"over the ranks, but each GPU still holds the activations of its own micro-batch at the full "
+                f"sequence length and the parameters ZeRO-3 gathers for the layer it computes: more GPUs do not "
+                f"lower those. Lower stage3_max_live_parameters and stage3_prefetch_bucket_size (e.g. 1e8) in the "
+                f"DeepSpeed config, and offload the optimizer and parameters to the CPU (zero_optimization's "
+                f"offload_optimizer / offload_param with device cpu) if the config does not yet.")
     if f.ds_raw is None and not f.run.args:
         return ("--deepspeed zero3 if the run does not use it yet (zero3_offload on a single GPU): ZeRO-3 shards "
                 "parameters, gradients and optimizer states over the ranks (grpo-doctor read no DeepSpeed setting in the inputs).")

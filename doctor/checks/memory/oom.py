@@ -102,6 +102,7 @@ class OomRule(PatternRule):
         if oom_hits:  # runs appended to one log: the configuration of the run that ran out of memory
             ctx = ctx.at(oom_hits[0].evidence)
         f = facts_of(ctx.run, frames_all)
+        _from_whole_run(f, ctx)
         told = ctx.framework()[0]
         f.vllm_possible = vllm_possible(told, frames_all, f)
         # no trainer told (a framework named is a trainer beside the engine, whatever prefixes its lines carry)
@@ -319,3 +320,17 @@ def server_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
                    f"the model's full context window.")
     out.append("Shorten or filter the longest inputs (long videos: fewer frames with FPS_MAX_FRAMES).")
     return out
+
+
+def _from_whole_run(f, ctx: RunState) -> None:
+    """What the run's arguments do not give and its lines do: a ZeRO stage in its words or a pasted DeepSpeed config
+    (classify/run_context.py), the trainer that ran (its frames, class names, metric keys): the levers follow them."""
+    if f.zero is None and f.ds_raw is None:
+        from ...classify.run_context import run_facts
+        lines = sorted((line for tail in ctx.tails.values() for line in tail), key=lambda line: line.seq)
+        where = run_facts(ctx.run.args, lines).get("zero3")
+        if where:
+            f.zero, f.zero_read = 3, f"read from {where}"
+    if f.trainer is None:
+        f.trainer = ctx.trainer_kind().kind
+
