@@ -63,6 +63,24 @@ def test_the_class_names_tell_the_trainer_only_when_one_kind_is_named():
     assert kind_of(texts=["trainer = UnslothGRPOTrainer("])[0] == "grpo"
     assert kind_of(texts=["DPOConfig(beta=0.1, output_dir='x')"])[0] == "dpo"
     assert kind_of(texts=["GRPOTrainer(...)", "You passed a dataset to the SFTTrainer"])[0] is None
+    # transformers' own Trainer named as what ran (deepspeedai/DeepSpeed#2899's title and first line)
+    assert kind_of(texts=["I try to use deepspeed ZERO-3 with huggingface Trainer to finetune a model"])[0] == \
+        "supervised"
+    assert kind_of(texts=["trainer = Trainer(model=model)"])[0] is None   # a call names no trainer kind
+    assert kind_of(texts=["with HF Trainer", "GRPOTrainer(model)"])[0] is None
+
+
+def test_zero3_in_the_words_of_an_oom_paste_changes_the_deepspeed_lever():
+    from conftest import run_text
+    oom = ("gpu-q-13: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB (GPU 2; 79.17 "
+           "GiB total capacity; 76.68 GiB already allocated; 381.31 MiB free; 77.24 GiB reserved in total by PyTorch)")
+    said = "I use deepspeed ZERO-3 with huggingface Trainer to finetune a 30b model on 4 nodes.\n"
+    (f,) = [f for f in run_text(said + oom) if f.rule_id == "GD201"]
+    fixes = " ".join(f.fix)
+    assert "already uses ZeRO-3 (read from line 1" in fixes and "if the run does not use it yet" not in fixes
+    assert "max_completion_length" not in fixes and "in GRPO" not in f.message   # a supervised run's levers
+    (g,) = [f for f in run_text(oom) if f.rule_id == "GD201"]
+    assert "--deepspeed zero3 if the run does not use it yet" in " ".join(g.fix)
 
 
 def test_the_metric_keys_tell_the_trainer():
