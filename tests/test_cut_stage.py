@@ -611,3 +611,15 @@ def test_a_stack_cut_in_an_extensions_jit_build_is_the_build_environment():
     f = _first(run_text(JIT_CUT))
     assert f.category == "import-or-dependency-error"
     assert "just-in-time build" in f.message
+
+
+def test_a_traceback_after_swift_end_lines_is_a_crash_not_a_finished_run():
+    # ms-swift logs last_model_checkpoint in a finally path: a rank's traceback after it is the run failing
+    # (modelscope/ms-swift#9892: the bar stopped at 39/247, the traceback cut before its first frame)
+    from conftest import run_text
+    text = ("Train:  16%|#####     | 39/247 [02:13<10:49,  3.12s/it][INFO:swift] last_model_checkpoint: None\n"
+            "[INFO:swift] best_model_checkpoint: None\n"
+            "[rank1]: Traceback (most recent call last):\n"
+            '[rank1]:   File "/code/myenvs/ms-swift/swift/cli/sft\n')
+    ids = [f.rule_id for f in run_text(text)]
+    assert "GD326" in ids and "GD703" not in ids, ids

@@ -246,6 +246,10 @@ class RunState:
             self._keep_exception(exc)
         if any(mk in text for mk in END_MARKERS):
             self.ended = True
+        elif self.ended and "Traceback (most recent call last)" in text:
+            # ms-swift logs its end lines in a finally path (swift/llm/train/sft.py): a traceback after them is the
+            # run failing, not a run that ended by itself
+            self.ended = False
         if "model_parameter_info:" in text or "all params:" in text:
             self.params_read = True
         if SAVE_WORD in text or "last_model_checkpoint: " in text:

@@ -16,6 +16,7 @@ from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_shar
 from ...swift.trainer_kind import UNSCORED_KINDS
 from ._progress import VLLM_ORIGINS
 from .endings import plain
+from .knobs_said import knob_fix
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
 from .slow_bar import PACE_FIX, bar_pace, pace_sentence
@@ -285,6 +286,8 @@ class ProseSymptom(Rule):
             fix.append(SIZE_FIXES[sized.kind])
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
+        elif category in ("hang-at-start", "hang-mid-training") and knob_fix(lines) is not None:
+            fix.append(str(knob_fix(lines)))
         elif category == "hang-at-start" and any(SET_UP_DONE.search(ln.text) for ln in lines):
             fix.append(AFTER_SET_UP)
         elif category in MEANWHILE_NO_TRAINING and _trains_nothing(ctx, prose_lines(lines)):
