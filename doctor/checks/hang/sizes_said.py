@@ -90,6 +90,12 @@ def size_reading(lines: list[LogLine], around: list[LogLine] | None = None) -> S
             against = f"beside {shown[big]} for the same model" if big >= 500e6 else \
                 f"for a model of {params / 1e9:g}B parameters"
             cause = " under ZeRO-3 (named in the paste)" if zero3 else ""
+            if any(_GATHER_ON.search(t) for t in context):
+                # the gathering save is on: the file that holds nothing was written by a save that bypassed it
+                return SizeReading("checkpoint-corrupt", "empty-gathered", ln,
+                                   f"a save of {shown[small]} {against} holds almost nothing although the paste sets "
+                                   f"stage3_gather_16bit_weights_on_model_save to true: the file was written by a "
+                                   f"save that did not go through DeepSpeed's gathering save")
             return SizeReading("checkpoint-corrupt", "empty", ln,
                                f"a save of {shown[small]} {against} holds almost nothing: an empty or partitioned "
                                f"state dict saved{cause} without its weights")
@@ -113,12 +119,24 @@ def size_reading(lines: list[LogLine], around: list[LogLine] | None = None) -> S
     return None
 
 
+# the paste says DeepSpeed's gathering save is on ("set stage3_gather_16bit_weights_on_model_save to true",
+# `"stage3_gather_16bit_weights_on_model_save": true`)
+_GATHER_ON = lazyre.compile(r"(?i)stage3_gather_16bit_weights_on_model_save['\"]?\s*(?:[:=]|to|is|as)\s*['\"]?true\b")
+
 FIXES = {
     "empty": ("Meanwhile: under ZeRO-3 each rank holds only a slice of every weight, so a save must gather them: set "
               "`stage3_gather_16bit_weights_on_model_save: true` in the DeepSpeed config (or let the trainer save "
               "through its DeepSpeed-aware save), and recover the weights of the saved checkpoint with DeepSpeed's "
               "`zero_to_fp32.py` over its global_step folder; the releases of the trainer and transformers around a "
               "version change are worth checking (some saved ZeRO-3 state dicts empty)."),
+    "empty-gathered": ("Meanwhile: with stage3_gather_16bit_weights_on_model_save already true (as the paste says), "
+                       "DeepSpeed gathers the weights only in a save that goes through its engine: a "
+                       "`model.save_pretrained` or `torch.save(model.state_dict())` called on the wrapped model, or a "
+                       "save after the engine was torn down, writes each rank's empty ZeRO-3 placeholders. Save "
+                       "through the trainer (`trainer.save_model()` while the engine is alive, or "
+                       "`accelerator.get_state_dict(model)`), and recover the weights of the last checkpoint with "
+                       "DeepSpeed's `zero_to_fp32.py` over its global_step folder; check the file size before using "
+                       "it."),
     "fp32": ("Meanwhile: the weights were saved in float32: load them with torch_dtype=torch.bfloat16 and save again "
              "(or set the save dtype of the trainer's export), which halves the size without changing the model."),
     "full-not-adapter": ("Meanwhile: save the adapter alone with the PEFT model's own save_pretrained (adapter_config.json "
@@ -129,6 +147,7 @@ FIXES = {
 
 def said_of(reading: SizeReading) -> str:
     return {"empty": "a saved weights file far too small for its model",
+            "empty-gathered": "a saved weights file far too small for its model",
             "fp32": "saved weights about twice the size of a 16-bit model",
             "full-not-adapter": "the whole model saved where a LoRA adapter was asked for"}[reading.kind]
 
