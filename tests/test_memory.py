@@ -99,6 +99,30 @@ def test_training_state_estimate():
     assert training_state_gb(f, 3, False) == pytest.approx(14.0 / 8)
 
 
+def test_a_deepspeed_lever_that_frees_nothing_by_the_runs_numbers_is_not_offered():
+    from doctor.checks.memory._ladders import ds_advice
+    run = RunConfig()
+    # one process, LoRA on a 2B model: zero3_offload keeps the 16-bit weights' estimate where it is (4 GB -> 4 GB)
+    run.add_command("swift sft --model Qwen/Qwen2-VL-2B-Instruct --train_type lora --per_device_train_batch_size 1")
+    assert ds_advice(facts_of(run), for_vllm=False) is None
+    full = RunConfig()
+    full.add_command(CMD_7B.format(ds="zero2", extra=""))
+    assert "zero3" in (ds_advice(facts_of(full), for_vllm=False) or "")   # 26.25 GB -> 14 GB a GPU: offered
+
+
+def test_an_oom_said_above_a_cut_stack_gets_the_levers_of_the_runs_command():
+    from conftest import run_text
+    command = ("CUDA_VISIBLE_DEVICES=0,1,2,3 swift sft --model Qwen/Qwen2-VL-2B-Instruct --train_type lora "
+               "--max_length 1024 --per_device_train_batch_size 1")
+    text = ("Fine-tuning on 4 4090s fails at start with CUDA out of memory\n"
+            "Traceback (most recent call last):\n"
+            '  File "/root/ms-swift/swift/trainers/mixin.py", line 261, in train\n'
+            "    res = super().train(*args, **kwargs)\n")
+    (f,) = [f for f in run_text(text, command=command) if f.rule_id == "GD999"]
+    assert f.category == "cuda-oom"
+    assert any(x.startswith("Meanwhile, if the exception is the out-of-memory") and "MAX_PIXELS=" in x for x in f.fix)
+
+
 # ------------------------------------------------------------------------------- which side
 
 def _facts(use_vllm=True) -> Facts:

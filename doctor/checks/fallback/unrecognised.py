@@ -261,6 +261,8 @@ class Unrecognised(Rule):
                 msg += (f" The words above the stack say {said[1]} (`{plain(said[2].text)[:160]}`): that is the "
                         f"reading, from the description, until the exception line confirms it.")
                 ev.insert(0, Evidence(said[2].where.path, said[2].where.line, said[2].raw))
+                if category == "cuda-oom":
+                    fix.extend(_memory_levers(ctx))
             title = staged.title if staged else "Unrecognised failure: traceback cut before its exception"
             if named is not None and (named[1] is not None or not staged):  # a stage read from the frames says more
                 title = (f"The title names {named[0].short_type}; the traceback below it is cut before its exception "
@@ -468,3 +470,15 @@ def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | Non
     from ..hang.prose import symptom_in
     got = symptom_in([_lines_above_stack(ctx, line)])
     return got[0] if got is not None and not got[0][0].startswith("hang") else None
+
+
+def _memory_levers(ctx: RunState) -> list[str]:
+    """The training levers the run's own settings leave (doctor/checks/memory/_ladders.py), for an out-of-memory
+    read from the words above a cut stack: the first three, computed from the command the paste shows."""
+    from ..memory._facts import facts_of
+    from ..memory._ladders import training_ladder
+    facts = facts_of(ctx.run)
+    facts.trainer = facts.trainer or ctx.trainer_kind().kind
+    levers = training_ladder(facts, {})[:3] if ctx.run.args else []
+    return [f"Meanwhile, if the exception is the out-of-memory the words say: {levers[0]}", *levers[1:]] if levers else []
+

@@ -113,6 +113,8 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
                "on a single GPU only CPU offload moves states out of GPU memory")
         now = f"--deepspeed {f.ds_raw}" if f.ds_raw else "no DeepSpeed"
         est = ""
+        if cur is not None and new is not None and new >= 0.9 * cur:
+            return None   # by this run's own numbers the change frees next to nothing: no lever
         if cur is not None and new is not None:
             over = f", more than the {fmt_gib(total)} GPU" if total and cur > total else ""
             est = (f" (weights + gradients + Adam states ≈ {_gb(cur)}{over} -> ≈ {_gb(new)} per GPU for "
