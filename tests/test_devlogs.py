@@ -241,6 +241,7 @@ DEVLOGS51 = ROOT / "fixtures" / "devlogs51"
 DEVLOGS52 = ROOT / "fixtures" / "devlogs52"
 DEVLOGS53 = ROOT / "fixtures" / "devlogs53"
 DEVLOGS54 = ROOT / "fixtures" / "devlogs54"
+DEVLOGS55 = ROOT / "fixtures" / "devlogs55"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -426,6 +427,13 @@ KNOWN_MISSES_54: dict[str, str] = {
     "5724": "out of memory in words over a stack cut in ZeRO-3 optimizer setup: GD426",
     "5729": "axolotl's dataset-loading stage, the trace cut: GD999",
 }
+KNOWN_MISSES_55: dict[str, str] = {
+    "5804": "a list of possible causes read as a version clash: GD327 import",
+    "5806": "FSDP's sync_module_states check on resume, in a title: GD328",
+    "5809": "a maintainer's 'NCCL not installed properly' in Chinese: GD328",
+    "5823": "fused Adam handed CPU tensors under an nvme offload with a ratio: GD999",
+    "5830": "a maintainer's 'check the storage space' in Chinese: GD328",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -460,7 +468,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS46, KNOWN_MISSES_46, 30), (DEVLOGS47, KNOWN_MISSES_47, 30), (DEVLOGS48, KNOWN_MISSES_48, 30),
               (DEVLOGS49, KNOWN_MISSES_49, 30), (DEVLOGS50, KNOWN_MISSES_50, 30),
               (DEVLOGS51, KNOWN_MISSES_51, 30), (DEVLOGS52, KNOWN_MISSES_52, 30),
-              (DEVLOGS53, KNOWN_MISSES_53, 30), (DEVLOGS54, KNOWN_MISSES_54, 30))
+              (DEVLOGS53, KNOWN_MISSES_53, 30), (DEVLOGS54, KNOWN_MISSES_54, 30),
+              (DEVLOGS55, KNOWN_MISSES_55, 30))
 
 
 

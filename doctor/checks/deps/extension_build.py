@@ -76,12 +76,32 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ninja = any("ninja" in h.evidence.text for h in hits)
     msg = (f"{name} was compiled at run time (torch's cpp_extension, through ninja) and the build failed" if torch else
            f"{name} failed to compile (a ninja build)" if ninja else f"{name} failed to compile")
-    msg += f"; the compiler's first error: {first}." if first else \
-        ". The compiler's own error is printed above 'ninja: build stopped' (not in this excerpt)."
+    linked = next((h.groups["what"] for h in hits if "ld: cannot find" in h.evidence.text and h.groups.get("what")),
+                  None)
+    if linked is not None:
+        # the link step: an object the compile step should have produced, or a library the linker cannot see
+        obj = linked.endswith(".o")
+        msg += (f"; the linker could not find `{linked}`"
+                + (": an object file of the build itself, so a compile step before the link did not produce it (its "
+                   "error, or a build that skips compiling, comes before this line)." if obj else
+                   ": a library the link needs is not on the linker's path."))
+    else:
+        msg += f"; the compiler's first error: {first}." if first else \
+            ". The compiler's own error is printed above 'ninja: build stopped' (not in this excerpt)."
     fix: list[str] = []
+    if linked is not None and linked.endswith(".o"):
+        fix.append("Read the build's output above the link line for the first compile error; when there is none, the "
+                   "package's build skipped compiling that source: install a release whose build works (a prebuilt "
+                   "wheel, or the release before the one that fails), and pass `--no-cache-dir` so that pip does not "
+                   "reuse the failed build.")
+    elif linked is not None:
+        fix.append(f"Install the library behind `{linked}` (for -lcudart, -lcublas and the like: the CUDA toolkit of the "
+                   "version torch was built with) and put its lib folder on LIBRARY_PATH or in CUDA_HOME.")
     missing = _MISSING.match(first or "")
     header = missing.group("header") if missing else None
-    if first and _NO_CXX17.search(first):
+    if linked is not None:
+        pass
+    elif first and _NO_CXX17.search(first):
         fix.append("nvcc rejects -std=c++17: the CUDA toolkit the build found is older than CUDA 11, and torch 2.1+ "
                    "compiles its extensions as C++17. Point CUDA_HOME (and PATH) at a toolkit of the CUDA version torch "
                    "was built with (`python -c 'import torch; print(torch.version.cuda)'` against `nvcc --version`).")
@@ -95,7 +115,7 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                    "(python3-dev / python3.X-dev, or a conda Python, which ships them).")
     elif header:
         fix.append(f"Install what provides {header} (the package the compiler's include path expects), then rerun.")
-    elif not first:
+    elif not first and linked is None:
         fix.append("Rerun and keep the lines above 'ninja: build stopped': the first line with 'error' is the cause.")
     fix.append(_prebuild(ext, hits))
     return Diagnosis(message=msg, fix=tuple(fix))

@@ -105,7 +105,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # the change itself, no metric named: "Randomly resulting to NaN", "Suddenly output NaN",
                     # "the logprob becomes NaN" (fixtures/devlogs50/5326, devlogs12/1418, devlogs47/5006)
                     r"\b(?:result(?:s|ed|ing)? (?:to|in)|outputs?|bec(?:ame|omes?|oming)|turn(?:s|ed)? (?:in)?to|"
-                    r"go(?:es)? to|went to) NaNs?\b"),
+                    r"go(?:es)? to|went to) NaNs?\b|"
+                    # the same in Chinese, no metric named: "DPO出现nan", "训练一段时间后还是会出现NaN", "就全部变为nan了"
+                    # (fixtures/devlogs55/5812, devlogs10/1115, devlogs42/4504)
+                    r"(?:出现|变成|变为|成了|产生)\s*nan(?![a-z0-9])"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
     (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0|zero)\b|梯度.{0,6}为?0|"
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate

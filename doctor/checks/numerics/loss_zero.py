@@ -62,7 +62,7 @@ class SupervisedLossZero(SeriesRule):
     over no supervised token, not a converged model."""
 
     want_rewards = False
-    series_keys = ("loss", "grad_norm")
+    series_keys = ("loss", "grad_norm", "token_acc")
 
     def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
@@ -78,6 +78,19 @@ class SupervisedLossZero(SeriesRule):
         i = zero[0]
         before = next((k for k in range(i - 1, -1, -1) if loss[k] is not None and loss[k] > 0), None)
         grad = gn[i]
+        acc = s.col("token_acc")
+        both = [k for k in zero if acc[k] == 0]
+        if before is None and both:
+            # ms-swift's token_acc counts the predicted label tokens: a loss of 0 (every label predicted) beside an
+            # accuracy of 0 (none predicted) is possible in one row only when the row scored no token at all
+            k = both[0]
+            msg = (f"loss is exactly 0.0 and token_acc exactly 0.0 at {s.label(k)}"
+                   + (f" (and in {len(both)} of {s.n} logged steps)" if len(both) > 1 else "")
+                   + ": a loss of 0 means every label token was predicted, an accuracy of 0 that none was; both hold "
+                   "together only over no supervised token at all: every label of the batch is masked (-100), so "
+                   "nothing is trained.")
+            keys = ("loss", "token_acc", "grad_norm")
+            return [self.make(message=msg, evidence=[s.evidence(k, keys)], count=len(both), seq=s.seq(k))]
         if before is None or (grad is not None and math.isnan(grad)):
             # a loss that was 0 from its first row shows no drop to 0 (frozen weights are GD630's reading); a NaN
             # gradient norm beside it is GD620's (an overflow and an empty batch both show it; GD620 tells them apart)
