@@ -242,6 +242,7 @@ DEVLOGS52 = ROOT / "fixtures" / "devlogs52"
 DEVLOGS53 = ROOT / "fixtures" / "devlogs53"
 DEVLOGS54 = ROOT / "fixtures" / "devlogs54"
 DEVLOGS55 = ROOT / "fixtures" / "devlogs55"
+DEVLOGS56 = ROOT / "fixtures" / "devlogs56"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -434,6 +435,16 @@ KNOWN_MISSES_55: dict[str, str] = {
     "5823": "fused Adam handed CPU tensors under an nvme offload with a ratio: GD999",
     "5830": "a maintainer's 'check the storage space' in Chinese: GD328",
 }
+KNOWN_MISSES_56: dict[str, str] = {
+    "5903": "a DPO dataset whose rejected turn has the user role, in repro code: GD327 argument",
+    "5904": "'passed value_model, the error is gone': GD328",
+    "5905": "a CUDA OOM beside a grad_fn error with gradient checkpointing: GD634 first",
+    "5907": "an NCCL weight transfer to the vLLM server hanging mid-run: GD327 hang-at-start",
+    "5908": "'does not support ZeRO-3' in a title over a cut launcher summary: GD307",
+    "5912": "a host-prefixed traceback below prose, cut in require_version: GD328",
+    "5918": "an illegal memory access in vLLM's speculative decoding: GD998",
+    "5927": "a GRPO run collapsing around step 600, in screenshots: GD328",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -469,7 +480,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS49, KNOWN_MISSES_49, 30), (DEVLOGS50, KNOWN_MISSES_50, 30),
               (DEVLOGS51, KNOWN_MISSES_51, 30), (DEVLOGS52, KNOWN_MISSES_52, 30),
               (DEVLOGS53, KNOWN_MISSES_53, 30), (DEVLOGS54, KNOWN_MISSES_54, 30),
-              (DEVLOGS55, KNOWN_MISSES_55, 30))
+              (DEVLOGS55, KNOWN_MISSES_55, 30), (DEVLOGS56, KNOWN_MISSES_56, 30))
 
 
 
