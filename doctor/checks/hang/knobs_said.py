@@ -2,8 +2,8 @@
 
 - ``CUDA_LAUNCH_BLOCKING=1`` set in a run that hangs: each kernel launch then waits for its kernel to finish, and
   NCCL launches a collective's kernel before it hands the work to its proxy thread (the thread that drives network
-  peers), so the kernel waits for a proxy that waits for the launch to return: a deadlock (NVIDIA/nccl#750; NCCL's
-  pull request #774 fixed the proxy case only; pytorch/pytorch#9163 hangs the same way with DataParallel).
+  peers), so the kernel waits for a proxy that waits for the launch to return: a deadlock (NVIDIA/nccl#750, where
+  NCCL's maintainer explains it from NCCL's own launch order).
 - A hang that ``NCCL_P2P_DISABLE=1`` cures, or one "with P2P enabled": NCCL's peer-to-peer transport between the
   GPUs of one node does not work there: PCIe Access Control Services or an IOMMU redirect P2P traffic (NVIDIA/nccl#631,
   a maintainer: disable ACS, boot with iommu=pt), or a driver with a P2P bug (dmlc/xgboost#11242: driver 560 hangs
@@ -25,9 +25,8 @@ _P2P_CURES = lazyre.compile(rf"(?i)NCCL_P2P_DISABLE\s*=\s*['\"]?1\b.{{0,100}}?{_
 
 BLOCKING_FIX = ("Meanwhile: the paste sets CUDA_LAUNCH_BLOCKING=1, which can itself hang NCCL: every kernel launch then "
                 "waits for its kernel to finish, and NCCL launches a collective's kernel before it hands the work to "
-                "the proxy thread that drives its network peers, so each waits for the other (NVIDIA/nccl#750, only "
-                "partly fixed by nccl#774). Unset CUDA_LAUNCH_BLOCKING for multi-GPU runs; use it only on one GPU to "
-                "locate a CUDA error.")
+                "the proxy thread that drives its network peers, so each waits for the other (NVIDIA/nccl#750). "
+                "Unset CUDA_LAUNCH_BLOCKING for multi-GPU runs; use it only on one GPU to locate a CUDA error.")
 P2P_FIX = ("Meanwhile: the paste says the hang goes with NCCL's peer-to-peer (P2P) transport between the GPUs of a "
            "node: on that machine P2P traffic does not get through. The usual causes are PCIe Access Control Services "
            "(ACS) or an IOMMU redirecting it (disable ACS in the BIOS or with setpci, boot with iommu=pt or the IOMMU "
