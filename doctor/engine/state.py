@@ -61,6 +61,7 @@ class RunState:
     reporter_lines: set[int] = field(default_factory=set)
     tails: dict[str, deque[LogLine]] = field(default_factory=dict)  # last lines of each log input
     ended: bool = False                                           # the run reached its normal end
+    crashed_after_end: bool = False   # ms-swift's end lines, then a traceback: the run failed (its finally path printed them)
     log_inputs: list[str] = field(default_factory=list)
     metrics_steps: int = 0                                        # training-step metric rows seen
     table_metrics: bool = False                                   # rows whose columns say nothing of reward functions (a pasted table, verl)
@@ -250,6 +251,7 @@ class RunState:
             # ms-swift logs its end lines in a finally path (swift/llm/train/sft.py): a traceback after them is the
             # run failing, not a run that ended by itself
             self.ended = False
+            self.crashed_after_end = True
         if "model_parameter_info:" in text or "all params:" in text:
             self.params_read = True
         if SAVE_WORD in text or "last_model_checkpoint: " in text:

@@ -130,8 +130,8 @@ class HangCheck(Rule):
         return phase, seq
 
     def _analyse(self, ctx: RunState) -> dict[str, Any] | None:
-        if ctx.ended:
-            return None
+        if ctx.ended or ctx.crashed_after_end:
+            return None  # a run that ended, or failed in its training call: not a stop (the failure's rules read it)
         pyspy = [t for t in self.p.threads if t.frames or t.state]
         phase, last_seq = self._last_phase(ctx)
         if phase is None and not pyspy:
