@@ -36,8 +36,9 @@ def _value(text: str) -> str:
     return text.rstrip(".").strip("'\"").lower()
 
 
-def _has(facts: RunFacts, name: str, value: str) -> str | None:
-    have = facts.env.get(name)
+def env_has(env: dict[str, str], name: str, value: str) -> str | None:
+    """The run's value of ``name`` when it is ``value`` (case, quotes and a sentence's full stop aside), else None."""
+    have = env.get(name)
     if have is None or _value(str(have)) != _value(value):
         return None
     return str(have)
@@ -52,17 +53,17 @@ def find(sentence: str, masked: str) -> Iterator[Claim]:
 
 
 def judge(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
-    have = _has(facts, c.subject, c.value)
+    have = env_has(facts.env, c.subject, c.value)
     if have is None or _DESCRIBES.search(sentence[:c.start]):
         return None
     why = f"the run already sets {c.subject}={have}"
     masked = mask(sentence)
     advised = [m for m in _SETTING.finditer(masked) if not masked.startswith(ALREADY, m.end())
                and not masked.startswith(ALREADY, m.end() - 1) and _advised(masked, m.start(), m.end())]
-    if all(_has(facts, m.group(1), m.group(2)) is not None for m in advised):
+    if all(env_has(facts.env, m.group(1), m.group(2)) is not None for m in advised):
         return Verdict(why)  # every setting the sentence advises is the run's own: it changes nothing
     end = c.end - 1 if sentence[c.start:c.end].endswith(".") else c.end
     return Verdict(why, sentence[:end] + ALREADY + sentence[end:])
 
 
-__all__ = ["ALREADY", "find", "judge"]
+__all__ = ["ALREADY", "env_has", "find", "judge"]

@@ -238,12 +238,21 @@ def _data_lookup(code: str) -> tuple[str, str] | None:
     return _src(code, found[0].value), _src(code, found[0].slice)
 
 
+def _converted_none(exc: ExceptionInfo, code: str) -> tuple[str, str | None] | None:
+    """(the expression, the option it reads or None) that the failing line converts with int()/float() while it is
+    None (`int(args.output_length)`), or None when the message and the line do not show that."""
+    conv = _CONVERT_NONE.match(exc.message)
+    arg = _CONVERT_ARG.search(code) if conv else None
+    if arg is None or arg.group("fn") != conv.group("fn"):
+        return None
+    opt = _OPTION.match(arg.group("x"))
+    return arg.group("x"), (opt.group("name") if opt else None)
+
+
 def unset_option(exc: ExceptionInfo) -> str | None:
     """The option the failing line converts with int()/float() while it is None (`int(args.output_length)`), or None."""
-    conv = _CONVERT_NONE.match(exc.message)
-    arg = _CONVERT_ARG.search(_code(exc)) if conv else None
-    opt = _OPTION.match(arg.group("x")) if arg and arg.group("fn") == conv.group("fn") else None
-    return opt.group("name") if opt else None
+    got = _converted_none(exc, _code(exc))
+    return got[1] if got else None
 
 
 def explain(exc: ExceptionInfo) -> list[str]:
@@ -282,13 +291,11 @@ def explain(exc: ExceptionInfo) -> list[str]:
                 out.append(f"In `{code[:160]}`, `{operand}` was None.")
         elif operand:
             out.append(f"In `{code[:160]}`, `{operand}` was None.")
-    conv = _CONVERT_NONE.match(exc.message) if code and short == "TypeError" else None
-    arg = _CONVERT_ARG.search(code) if conv else None
-    if conv and arg and arg.group("fn") == conv.group("fn"):
-        x = arg.group("x")
-        opt = _OPTION.match(x)
+    converted = _converted_none(exc, code) if code and short == "TypeError" else None
+    if converted:
+        x, option = converted
         out.append(f"In `{code[:160]}`, `{x}` was None" + (
-            f": the option `{opt.group('name')}` was not given and has no default." if opt else "."))
+            f": the option `{option}` was not given and has no default." if option else "."))
     if code and short in ("ZeroDivisionError", "IndexError", "ValueError"):
         out += _arithmetic(exc, code)
     if code and short == "TypeError":

@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from .. import lazyre
+from ..claim_env import env_has
 from ..model import Finding
 from ..values import version_key
 from .index import Match
@@ -192,7 +193,7 @@ def _transport_off(m: Match, run: dict[str, Any]) -> str:
                 f"{name}=1" not in m.resolution:
             return f"the thread is about NCCL's {what} transport, and the run turns it off ({name}={env[name]})"
     settings = _ENV_SETTING.findall(m.resolution)
-    if settings and all(str(env.get(k, "")).strip().lower() == v.rstrip(".").lower() for k, v in settings):
+    if settings and all(env_has(env, k, v) is not None for k, v in settings):
         return ("the resolution sets " + ", ".join(f"{k}={v.rstrip('.')}" for k, v in settings)
                 + ", which the run already has")
     return ""

@@ -27,7 +27,8 @@ README_RANGES = {
 
 
 def swift_module_move(mod: str, run) -> Diagnosis | None:
-    if (mod.startswith(V3_MODULES) or mod in ("swift.llm", "swift.plugin")) and run.major is None:
+    v3 = mod.startswith(V3_MODULES) or mod in ("swift.llm", "swift.plugin")
+    if v3 and run.major is None:
         # no release of ms-swift is shown: the 4.0 move is one reading, a `swift` that is not ms-swift the other
         return Diagnosis(
             message=f"`{mod}` is an ms-swift 3.x module, and the log does not show which ms-swift is installed: on "
@@ -38,7 +39,7 @@ def swift_module_move(mod: str, run) -> Diagnosis | None:
                  "it is.",
                  f"On 4.x: update the imports ({_MOVES}) or install the ms-swift the code was written for (pip install "
                  f"'ms-swift<4'). Otherwise reinstall ms-swift and move any local `swift` folder out of the way."))
-    if mod.startswith(V3_MODULES) or mod in ("swift.llm", "swift.plugin"):
+    if v3:
         return Diagnosis(
             message=f"`{mod}` is an ms-swift 3.x module; ms-swift 4.0 reorganised the package ({_MOVES}), so "
                     f"code written for 3.x (a reward plugin, a custom script) fails to import on "

@@ -78,9 +78,9 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
            f"{name} failed to compile (a ninja build)" if ninja else f"{name} failed to compile")
     linked = next((h.groups["what"] for h in hits if "ld: cannot find" in h.evidence.text and h.groups.get("what")),
                   None)
+    obj = linked is not None and linked.endswith(".o")
     if linked is not None:
         # the link step: an object the compile step should have produced, or a library the linker cannot see
-        obj = linked.endswith(".o")
         msg += (f"; the linker could not find `{linked}`"
                 + (": an object file of the build itself, so a compile step before the link did not produce it (its "
                    "error, or a build that skips compiling, comes before this line)." if obj else
@@ -89,7 +89,9 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         msg += f"; the compiler's first error: {first}." if first else \
             ". The compiler's own error is printed above 'ninja: build stopped' (not in this excerpt)."
     fix: list[str] = []
-    if linked is not None and linked.endswith(".o"):
+    missing = _MISSING.match(first or "")
+    header = missing.group("header") if missing else None
+    if obj:
         fix.append("Read the build's output above the link line for the first compile error; when there is none, the "
                    "package's build skipped compiling that source: install a release whose build works (a prebuilt "
                    "wheel, or the release before the one that fails), and pass `--no-cache-dir` so that pip does not "
@@ -97,10 +99,6 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     elif linked is not None:
         fix.append(f"Install the library behind `{linked}` (for -lcudart, -lcublas and the like: the CUDA toolkit of the "
                    "version torch was built with) and put its lib folder on LIBRARY_PATH or in CUDA_HOME.")
-    missing = _MISSING.match(first or "")
-    header = missing.group("header") if missing else None
-    if linked is not None:
-        pass
     elif first and _NO_CXX17.search(first):
         fix.append("nvcc rejects -std=c++17: the CUDA toolkit the build found is older than CUDA 11, and torch 2.1+ "
                    "compiles its extensions as C++17. Point CUDA_HOME (and PATH) at a toolkit of the CUDA version torch "
@@ -115,7 +113,7 @@ def extension_build_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                    "(python3-dev / python3.X-dev, or a conda Python, which ships them).")
     elif header:
         fix.append(f"Install what provides {header} (the package the compiler's include path expects), then rerun.")
-    elif not first and linked is None:
+    elif not first:
         fix.append("Rerun and keep the lines above 'ninja: build stopped': the first line with 'error' is the cause.")
     fix.append(_prebuild(ext, hits))
     return Diagnosis(message=msg, fix=tuple(fix))

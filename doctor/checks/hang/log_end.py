@@ -231,14 +231,12 @@ class LogEnd(Rule):
                    f"error of its own that this log shows. The line: `{shown}`.")
         elif e.kind == "warning":
             msg = (f"grpo-doctor recognised no error, exception, stop or failing metric in this excerpt; the last "
-                   f"warning it shows "
-                   f"is `{shown}`. A warning does not stop a run by itself: it explains the failure only if what went "
-                   f"wrong follows from it.")
+                   f"warning it shows is `{shown}`. A warning does not stop a run by itself: it explains the failure "
+                   f"only if what went wrong follows from it.")
         elif e.kind == "words":
             msg = (f"grpo-doctor recognised no exception, error-level line, stop or failing metric in this excerpt, but "
-                   f"its line "
-                   f"`{shown}` names a failure in words no rule of grpo-doctor knows. It is reported so that the "
-                   f"excerpt is not taken for a healthy run.")
+                   f"its line `{shown}` names a failure in words no rule of grpo-doctor knows. It is reported so that "
+                   f"the excerpt is not taken for a healthy run.")
         elif e.kind == "crash-header":
             msg = (f"The log ends with a Python traceback's header and nothing after it (`{shown}`): the process "
                    f"crashed in {e.phase}" + (f", right after `{e.detail}`" if e.detail else "") +

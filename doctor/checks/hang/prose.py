@@ -286,8 +286,8 @@ class ProseSymptom(Rule):
             fix.append(SIZE_FIXES[sized.kind])
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
-        elif category in ("hang-at-start", "hang-mid-training") and knob_fix(lines) is not None:
-            fix.append(str(knob_fix(lines)))
+        elif category in ("hang-at-start", "hang-mid-training") and (knob := knob_fix(lines)) is not None:
+            fix.append(knob)
         elif category == "hang-at-start" and any(SET_UP_DONE.search(ln.text) for ln in lines):
             fix.append(AFTER_SET_UP)
         elif category in MEANWHILE_NO_TRAINING and _trains_nothing(ctx, prose_lines(lines)):

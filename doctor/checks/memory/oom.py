@@ -322,15 +322,13 @@ def server_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
     return out
 
 
-def _from_whole_run(f, ctx: RunState) -> None:
+def _from_whole_run(f: Facts, ctx: RunState) -> None:
     """What the run's arguments do not give and its lines do: a ZeRO stage in its words or a pasted DeepSpeed config
     (classify/run_context.py), the trainer that ran (its frames, class names, metric keys): the levers follow them."""
     if f.zero is None and f.ds_raw is None:
-        from ...classify.run_context import run_facts
-        lines = sorted((line for tail in ctx.tails.values() for line in tail), key=lambda line: line.seq)
-        where = run_facts(ctx.run.args, lines).get("zero3")
+        from ..fallback.structural import run_facts_of
+        where = run_facts_of(ctx).get("zero3")
         if where:
             f.zero, f.zero_read = 3, f"read from {where}"
     if f.trainer is None:
         f.trainer = ctx.trainer_kind().kind
-

@@ -61,9 +61,8 @@ def garbled(text: str) -> str:
         tok = m.group(1)
         if tok == "\\n" or (not _NUMERIC.match(tok) and any(c.isalpha() for c in tok)):
             return f"`{tok}` repeated {len(m.group(0).split())} times in a row"
-    for g in _GLUED_RUN.finditer(text):
-        if _in_hex_id(text, g.start()):
-            continue  # `ffffffffffffffffa8df3c1b...`: Ray's task, actor and node ids, hashes
+    g = _glued_run(text)
+    if g is not None:
         piece = g.group(1) or g.group(2)
         return f"`{piece}` repeated {len(g.group(0)) // len(piece)} times with no space between"
     s = scripts(text)
@@ -74,6 +73,12 @@ def garbled(text: str) -> str:
 
 
 _HEX_ID = lazyre.compile(r"[0-9a-fA-F]{16,}")
+
+
+def _glued_run(text: str):
+    """The first run of one piece repeated with no space between, outside a hexadecimal id (`ffffffffffffffffa8df...`:
+    Ray's task, actor and node ids, hashes), or None."""
+    return next((m for m in _GLUED_RUN.finditer(text) if not _in_hex_id(text, m.start())), None)
 
 
 def _in_hex_id(text: str, at: int) -> bool:
@@ -99,7 +104,7 @@ def _strong(text: str) -> bool:
     person's emphasis ('CUDA OUT OF MEMORY!!!!!!!! HELP!!!'); a completion of them stands alone or quoted
     ('the responses become "!!!!!!!!!!"', Qwen's '!' token)."""
     if garbled(text).startswith("`"):
-        g = next((m for m in _GLUED_RUN.finditer(text) if not _in_hex_id(text, m.start())), None)
+        g = _glued_run(text)
         emphasis = (g is not None and set(g.group(0)) <= set("!?\uff01\uff1f") and g.start() > 0
                     and text[g.start() - 1].isalnum())
         return not emphasis
