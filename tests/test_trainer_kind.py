@@ -77,7 +77,7 @@ def test_zero3_in_the_words_of_an_oom_paste_changes_the_deepspeed_lever():
     said = "I use deepspeed ZERO-3 with huggingface Trainer to finetune a 30b model on 4 nodes.\n"
     (f,) = [f for f in run_text(said + oom) if f.rule_id == "GD201"]
     fixes = " ".join(f.fix)
-    assert "already uses ZeRO-3 (read from line 1" in fixes and "if the run does not use it yet" not in fixes
+    assert "The log's words name ZeRO-3 (read from line 1" in fixes and "if the run does not use it yet" not in fixes
     assert "max_completion_length" not in fixes and "in GRPO" not in f.message   # a supervised run's levers
     (g,) = [f for f in run_text(oom) if f.rule_id == "GD201"]
     assert "--deepspeed zero3 if the run does not use it yet" in " ".join(g.fix)

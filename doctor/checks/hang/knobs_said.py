@@ -23,9 +23,10 @@ _P2P_CURES = lazyre.compile(rf"(?i)NCCL_P2P_DISABLE\s*=\s*['\"]?1\b.{{0,100}}?{_
                             r"NCCL_P2P_DISABLE\s*=\s*['\"]?1\b|\b(?:hangs?|freezes?|stuck)\b.{0,40}\bwith P2P\b|"
                             r"\bP2P (?:is )?enabled\b")
 
-BLOCKING_FIX = ("Meanwhile: the paste sets CUDA_LAUNCH_BLOCKING=1, which can itself hang NCCL: every kernel launch then "
-                "waits for its kernel to finish, and NCCL launches a collective's kernel before it hands the work to "
-                "the proxy thread that drives its network peers, so each waits for the other (NVIDIA/nccl#750). "
+BLOCKING_FIX = ("Meanwhile: the paste names CUDA_LAUNCH_BLOCKING=1 beside the hang, and when set it can itself hang "
+                "NCCL: every kernel launch then waits for its kernel to finish, and NCCL launches a collective's "
+                "kernel before it hands the work to the proxy thread that drives its network peers, so each waits for "
+                "the other (NVIDIA/nccl#750). "
                 "Unset CUDA_LAUNCH_BLOCKING for multi-GPU runs; use it only on one GPU to locate a CUDA error.")
 P2P_FIX = ("Meanwhile: the paste says the hang goes with NCCL's peer-to-peer (P2P) transport between the GPUs of a "
            "node: on that machine P2P traffic does not get through. The usual causes are PCIe Access Control Services "

@@ -91,8 +91,8 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
     if f.ds_raw is None and f.zero == 3 and f.zero_read:
         # ZeRO-3 read from the log's words or a pasted DeepSpeed config: it already shards the states, so more
         # ranks shrink those, never the activations each GPU holds for its own micro-batch
-        return (f"This run already uses ZeRO-3 ({f.zero_read}): it shards parameters, gradients and optimizer states "
-                f"over the ranks, but each GPU still holds the activations of its own micro-batch at the full "
+        return (f"The log's words name ZeRO-3 ({f.zero_read}); if the run uses it, it already shards parameters, "
+                f"gradients and optimizer states over the ranks, but each GPU still holds the activations of its own micro-batch at the full "
                 f"sequence length and the parameters ZeRO-3 gathers for the layer it computes: more GPUs do not "
                 f"lower those. Lower stage3_max_live_parameters and stage3_prefetch_bucket_size (e.g. 1e8) in the "
                 f"DeepSpeed config, and offload the optimizer and parameters to the CPU (zero_optimization's "
