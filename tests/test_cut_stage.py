@@ -364,6 +364,9 @@ def test_a_stack_cut_in_the_frameworks_version_check_is_a_version_problem():
     assert (f.category, f.confidence) == ("import-or-dependency-error", "possible")
     assert f.title == "The check of the installed packages' versions failed; the exception is not in the excerpt"
     assert "DISABLE_VERSION_CHECK" in f.fix[0]
+    # the range the check was called with, read from the stack's own statement
+    assert "`pip install 'transformers>=4.41.2,<=4.51.3,!=4.46.0'` (read from /home/u/LLaMA-Factory/src/llamafactory/" \
+           "extras/misc.py:97 in check_dependencies)" in f.fix[0]
 
 
 # fixtures/devlogs17 2106 (an unsloth issue): the title names the failure, the [rank0] stack below is cut in a forward

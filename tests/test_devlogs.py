@@ -441,7 +441,6 @@ KNOWN_MISSES_56: dict[str, str] = {
     "5905": "a CUDA OOM beside a grad_fn error with gradient checkpointing: GD634 first",
     "5907": "an NCCL weight transfer to the vLLM server hanging mid-run: GD327 hang-at-start",
     "5908": "'does not support ZeRO-3' in a title over a cut launcher summary: GD307",
-    "5912": "a host-prefixed traceback below prose, cut in require_version: GD328",
     "5918": "an illegal memory access in vLLM's speculative decoding: GD998",
     "5927": "a GRPO run collapsing around step 600, in screenshots: GD328",
 }

@@ -292,6 +292,30 @@ def test_a_launchers_label_is_taken_off_every_line():
     assert needs_reflow(b"worker-3: ValueError: No available memory\nworker-3: [rank0]: x\n") == (HOST_LABEL, None)
 
 
+def test_a_labelled_traceback_below_unlabelled_prose_loses_only_its_label():
+    # pdsh labels only the remote processes' lines: a paste whose title and prose carry none (the shape of
+    # fixtures/devlogs56 5912, a multi-node LLaMA-Factory fork)
+    log = (b"Support for newer transformers, please\n"
+           b"### Reproduction\n"
+           b"Note: it fails on every node\n"
+           b"grpo_02: Traceback (most recent call last):\n"
+           b'grpo_02:   File "/w/src/llamafactory/hparams/parser.py", line 44, in <module>\n'
+           b"grpo_02:     check_dependencies()\n"
+           b'grpo_02:   File "/w/src/llamafactory/extras/misc.py", line 83, in check_dependencies\n'
+           b'grpo_02:     require_version("transformers>=4.41.2,<=4.46.1")\n')
+    assert labelled(log.split(b"\n")) == 0  # under a tenth of the lines is unlabelled: not every line's label
+    plan = needs_reflow(log)
+    assert plan == (HOST_LABEL, None, b"grpo_02")
+    lines = [ln for _, ln in reflowed(log, *plan)]
+    assert lines[2] == b"Note: it fails on every node"  # a person's "Note: " stays
+    assert lines[3] == b"Traceback (most recent call last):" and lines[5] == b"    check_dependencies()"
+    # a log level or an exception type in front of the header is the program's own word, and one labelled line is
+    # no launcher's
+    assert needs_reflow(b"ERROR: Traceback (most recent call last):\nERROR:   File \"a.py\", line 1, in f\n"
+                        b"ERROR:     f()\nx\ny\nz\nw\nv\nu\nt\ns\n") is None
+    assert needs_reflow(b"a\nb\nhost1: Traceback (most recent call last):\n  File \"a.py\", line 1\n") is None
+
+
 def test_a_complete_exception_line_is_not_joined_with_the_sentence_under_it():
     # torch prints "CUDA kernel errors might be asynchronously reported ..." under every CUDA error (vllm-project/vllm
     # #1936): the exception line ends in a whole word, the next line opens a sentence of its own

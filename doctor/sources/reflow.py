@@ -255,7 +255,24 @@ def cut_exception(line: bytes, nxt: bytes) -> bool:
     return _cut(line, nxt) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
 
 
-def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
+# a traceback header behind a launcher's label ("grpo_02: Traceback (most recent call last):"): pdsh labels only what
+# the remote processes print, so a paste may hold the labelled traceback below a person's unlabelled prose
+_TRACE_LABEL = lazyre.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}): Traceback \(most recent call last\)")
+
+
+def traceback_label(lines: list[bytes]) -> bytes | None:
+    """The label of a labelled traceback in a paste whose other lines carry none, when it is on three lines or more
+    and is no program's own word (a log level, an exception type)."""
+    for ln in lines:
+        m = _TRACE_LABEL.match(ln)
+        if m is not None and not _NOT_LABEL.fullmatch(m.group(1)):
+            prefix = m.group(1) + b": "
+            if sum(1 for other in lines if other.startswith(prefix)) >= 3:
+                return m.group(1)
+    return None
+
+
+def needs_reflow(data: bytes) -> tuple[int, int | None] | tuple[int, int | None, bytes] | None:
     """(indent, width) to undo in these bytes, or None when they show neither damage; a negative indent: a prefix in
     front of every line to take off (GUTTER: a line-number gutter; HOST_LABEL, COMPOSE, BRACKET: a launcher's label);
     a width of EXC_WRAP (WORD_WRAP): only an exception line cut mid-word (at a space) to join."""
@@ -264,7 +281,12 @@ def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
     if gutter(lines):
         return GUTTER, None
     label = labelled(lines)
-    if label:
+    only = traceback_label(lines) if not label and b": Traceback (most recent" in data else None
+    if only is not None:
+        prefix = only + b": "
+        lines = [ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines]
+        label = HOST_LABEL
+    elif label:
         lines = [_LABELS[label].sub(b"", ln, count=1) for ln in lines]
     indent = label or common_indent(lines)
     if indent > 0:
@@ -274,12 +296,14 @@ def needs_reflow(data: bytes) -> tuple[int, int | None] | None:
         width = WORD_WRAP if _RICH_BOX in data else EXC_WRAP
     if not indent and width is None:
         return None
-    return indent, width
+    return (indent, width) if only is None else (indent, width, only)
 
 
-def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int, bytes]]:
+def reflowed(data: bytes, indent: int, width: int | None, only: bytes | None = None) -> Iterator[tuple[int, bytes]]:
     """(first physical line number, line) of the text with ``indent`` characters taken off every line and lines
-    of exactly ``width`` characters joined with the next one (a blank line or a record start is never joined)."""
+    of exactly ``width`` characters joined with the next one (a blank line or a record start is never joined);
+    ``only``: the one label to take off, from the lines that carry it."""
+    prefix = only + b": " if only is not None else None
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -288,7 +312,9 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
     for number, ln in enumerate(lines, 1):
         if ln.endswith(b"\r"):
             ln = ln[:-1]
-        if indent < 0:
+        if prefix is not None:
+            ln = ln[len(prefix):] if ln.startswith(prefix) else ln
+        elif indent < 0:
             ln = (_LABELS.get(indent) or _GUTTER).sub(b"", ln, count=1)
         elif indent and ln.strip():
             ln = ln[indent:]
@@ -337,4 +363,4 @@ def reflowed(data: bytes, indent: int, width: int | None) -> Iterator[tuple[int,
 
 
 __all__ = ["BRACKET", "COMPOSE", "EXC_WRAP", "GUTTER", "HOST_LABEL", "MAX_REFLOW", "WORD_WRAP", "common_indent",
-           "cut_exception", "labelled", "needs_reflow", "reflowed", "wrap_width"]
+           "cut_exception", "labelled", "needs_reflow", "reflowed", "traceback_label", "wrap_width"]

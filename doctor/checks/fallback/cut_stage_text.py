@@ -102,6 +102,21 @@ def _server_flags(ctx: RunState) -> list[str]:
     return flags
 
 
+# the requirement a version check was called with, in the statement a frame prints: transformers' utils/versions.py
+# require_version(requirement, hint) and LLaMA-Factory's check_version(requirement) take it as their first argument
+_REQUIREMENT = lazyre.compile(r"\b(?:require_version|require_version_core|check_version)\(\s*f?[\"']"
+                              r"([A-Za-z][\w.\-]*(?:\[[\w,]+\])?\s*[<>=!~][^\"'{}]{0,80})[\"']")
+
+
+def _requirement(frames: tuple[Frame, ...]) -> tuple[str, Frame] | None:
+    """The innermost version check's requirement read from the stack's own statements, with its frame."""
+    for fr in reversed(frames):
+        m = _REQUIREMENT.search(fr.code or "")
+        if m is not None:
+            return m.group(1).strip(), fr
+    return None
+
+
 def _paste(last: Frame, extra: str) -> str:
     where = f'File "{last.path}", line {last.lineno}, in {last.func}' if last.lineno else f"in {last.func}"
     return (f"Paste next: the lines after `{where}` in the full log, down to its last `SomeError: message` line"
@@ -156,5 +171,12 @@ def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | 
     title = f"{name[:1].upper()}{name[1:]} failed; the exception is not in the excerpt"
     # what to check in this stage first; the paste that would settle it last
     fix = list(stage.fix) + [_paste(last, stage.paste)]
+    req = _requirement(frames) if stage.id == "version-check" else None
+    if req is not None:
+        # the range itself, read from the stack: the check's generic wording would leave the user to find it
+        fix[0] = (f"Install a release inside the range the check names: `pip install '{req[0]}'` (read from "
+                  f"{describe_frame(req[1])}), or the framework release that supports the installed one"
+                  + ("; LLaMA-Factory also runs with DISABLE_VERSION_CHECK=1, at your own risk."
+                     if "DISABLE_VERSION_CHECK" in stage.fix[0] else "."))
     alts = (candidate,) if candidate and candidate != reading else ()
     return CutStage(stage, fr, bar, " ".join(why), fix, title, reading, alts)
