@@ -33,10 +33,11 @@ def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
     if reading is None or reading.category == "other":
         return findings
     words = ", ".join(f"`{w}`" for w in reading.words)
-    said = (f" No rule placed it: its words are closest to those of the {reading.category} failures among the "
-            f"{reading.trained_on} labelled public failure logs grpo-doctor was trained on"
-            + (f" (the words that weighed most: {words})" if words else "")
-            + ". That category is a reading from word statistics, not from a rule or a library's source: check it.")
+    # said to the person reading the report: what the category rests on and that it is theirs to check
+    said = (f" Its category is a guess: no rule names this failure, and its wording is most like that of "
+            f"{reading.category} failures posted in public issue threads"
+            + (f" ({words})" if words else "")
+            + "; check it against the log.")
     return [replace(first, category=reading.category, message=first.message + said, confidence="possible"),
             *findings[1:]]
 

@@ -287,7 +287,7 @@ class Unrecognised(Rule):
         where = exc.raised_at
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
         msg = f"No rule recognises this failure. The first real exception is `{text}`"
-        stackless = (" (read without a stack of its own: the log's frame lines were not attached to it)."
+        stackless = (" (the traceback frames in the log do not lead to this line)."
                      if log_shows_frames(ctx) else " (no stack frames in the log).")
         below = None if where else next((line for line, _ in ctx.open_tracebacks or ()
                                          if line.where.path == exc.where.path and line.seq > exc.seq), None)
