@@ -26,7 +26,16 @@ def test_deepspeed_launcher_negative_code_is_the_signal():
 
 
 def test_deepspeed_launcher_sigkill_stays_the_host_oom_rule():
-    assert _first(_DS.format(code=-9)).rule_id == "GD310"
+    f = _first(_DS.format(code=-9))
+    assert f.rule_id == "GD310"
+    # no setting of this run to lower and no framework told: the confirmation, then a remedy in no framework's flag
+    # names (never ms-swift's by default)
+    assert f.fix[0].startswith("Confirm it: `dmesg -T")
+    assert f.fix[1].startswith("Then give the job more host RAM") and "--" not in "".join(f.fix)
+    # an ms-swift run's own levers replace it
+    swift = _first("[INFO:swift] Loading the model using model_dir: /m\n" + _DS.format(code=-9))
+    assert any(x.startswith("Host-RAM levers in ms-swift") for x in swift.fix)
+    assert not any(x.startswith("Then give the job") for x in swift.fix)
 
 
 def test_deepspeed_launcher_steps_aside_for_the_rank_own_exception():

@@ -259,16 +259,21 @@ class HostOomKilled(Rule):
             fix.append("Large datasets: --lazy_tokenize true encodes samples on the fly instead of holding the whole "
                        "encoded dataset in RAM" + (f"; --dataset_num_proc {run.get('dataset_num_proc')} also multiplies "
                                                    "memory during preprocessing." if run.get("dataset_num_proc", 1) > 1 else "."))
-        if not run.args:
-            fw = ctx.framework()[0]
-            if fw in ("trl", "unsloth", "verifiers"):
-                fix.append("Host-RAM levers in trl's GRPOConfig: a smaller model or per_device_train_batch_size, "
-                           "shorter max_completion_length and num_generations, dataloader_num_workers=0; a CPU-only "
-                           "run holds the model, its reference copy and every rollout in host RAM: more RAM or a GPU.")
-            else:
-                fix.append("Host-RAM levers in ms-swift: --dataloader_num_workers, --offload_optimizer / "
-                           "--offload_model (push states to CPU), --lazy_tokenize true, fewer processes per node "
-                           "(NPROC_PER_NODE).")
+        fw = ctx.framework()[0]
+        if not run.args and fw in ("trl", "unsloth", "verifiers"):
+            fix.append("Host-RAM levers in trl's GRPOConfig: a smaller model or per_device_train_batch_size, "
+                       "shorter max_completion_length and num_generations, dataloader_num_workers=0; a CPU-only "
+                       "run holds the model, its reference copy and every rollout in host RAM: more RAM or a GPU.")
+        elif not run.args and fw == "ms-swift":
+            fix.append("Host-RAM levers in ms-swift: --dataloader_num_workers, --offload_optimizer / "
+                       "--offload_model (push states to CPU), --lazy_tokenize true, fewer processes per node "
+                       "(NPROC_PER_NODE).")
+        elif len(fix) == 1 and not ray_only and not macos:
+            # the confirmation alone changes nothing: what removes the kill, in no framework's flag names (the
+            # framework is not told, or none of its levers is set in this run)
+            fix.append("Then give the job more host RAM (the node, or the container's or scheduler's memory limit), "
+                       "or make each process hold less: fewer processes per node, fewer data-loading workers (0-2), "
+                       "no CPU offload of optimizer or model states, and a smaller batch or sequence length.")
         # the kernel's, the container runtime's or Ray's own word proves an OOM kill; a bare SIGKILL only points at it
         level = None if proven else "possible" if set(kinds) == {"stopped"} else "likely"
         return [self.make(message=msg, fix=fix, evidence=ev[:6], count=max(len(self.hits), 1),
