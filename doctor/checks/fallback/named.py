@@ -145,8 +145,10 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
         return []
     out = [exc for tail in ctx.tails.values() for line in tail
            if line.seq not in ctx.reporter_lines and (exc := exception_named_in(line)) is not None]
-    if not out and not ctx.launch_in_log():
-        out = indexed_wordings(ctx)
+    if not out:
+        # a program's own log prints the type of what it raises: only a paste's lines are read, or its title (the
+        # first line above a pasted command, which makes the rest read as a launched program's)
+        out = indexed_wordings(ctx, title_only=ctx.launch_in_log())
     return out
 
 
@@ -156,24 +158,41 @@ _REFUSAL = lazyre.compile(r"(?i)\b(?:can't|cannot|can not|not found|unable to|fa
                           r"please correct)\b")
 
 
-def indexed_wordings(ctx: RunState) -> list[ExceptionInfo]:
+def indexed_wordings(ctx: RunState, title_only: bool = False) -> list[ExceptionInfo]:
     """A pasted excerpt's lines that hold, whole, a message some library raises (the raise-site index, score >= 0.95)
     without its type: "Can't find 'adapter_config.json' at '...'" is peft's ValueError whoever pasted it. Only for
-    pastes (a program's own log prints the type), only lines with a refusal's words."""
+    pastes (a program's own log prints the type), only lines with a refusal's words or long ones; ``title_only``: only
+    a log's first line."""
     out = []
     for tail in ctx.tails.values():
         for line in tail:
-            if not _REFUSAL.search(line.text):
+            if title_only and line.where.line != 1:
+                continue
+            if not _REFUSAL.search(line.text) and len(line.text) < _LONG_HEAD:
                 continue
             try:
                 best = next(iter(site_matches(line.text)), None)
             except (OSError, ValueError):
                 return []
             if best is not None and best.kind.endswith(("Error", "Exception")) and (
-                    best.score >= 0.95 or _head_of(line.text, best.template)):
+                    best.score >= 0.95 or _head_of(line.text, best.template) or _long_head(line.text, best.template)):
                 out.append(ExceptionInfo(best.kind, line.text.strip()[:600], (), line.where, line.rank, line.seq,
                                          line.raw))
     return out[:3]
+
+
+# a line this long that begins with as much of a message's fixed text is that message, cut (an issue title's length
+# limit, an excerpt's end), whatever its words
+_LONG_HEAD = 60
+
+
+def _long_head(text: str, template: str) -> bool:
+    """The line begins with the first _LONG_HEAD characters or more of the template's fixed text (up to its first
+    hole): "Some tensors share memory, this will lead to duplicate memory on disk and ..." is safetensors' message."""
+    head = text.strip()
+    fixed = template.split("{", 1)[0]
+    n = min(len(head), len(fixed))
+    return n >= _LONG_HEAD and head[:n] == fixed[:n]
 
 
 def _head_of(text: str, template: str) -> bool:

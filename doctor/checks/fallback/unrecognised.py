@@ -152,7 +152,7 @@ class Unrecognised(Rule):
             if named:  # a pytest summary, a notebook header, markdown: the exception without its traceback
                 f = self._for_exception(named[0], ctx)
                 return [replace(f, severity=Severity.warning, message=f.message + " It is named in a line that is "
-                                "not a traceback (a test summary, a notebook header, markdown): share the full "
+                                "not a traceback (a title, a sentence, a test summary, a notebook header, markdown): share the full "
                                 "traceback for a surer diagnosis.")]
         if ctx.open_tracebacks:
             from ...classify.hints import phase_of  # here: most runs end in no traceback
