@@ -626,3 +626,18 @@ def test_a_traceback_after_swift_end_lines_is_a_crash_not_a_finished_run():
             '[rank1]:   File "/code/myenvs/ms-swift/swift/cli/sft\n')
     ids = [f.rule_id for f in run_text(text)]
     assert "GD326" in ids and "GD703" not in ids, ids
+
+
+def test_a_stack_cut_while_a_distributed_checkpoint_plans_its_load_is_the_checkpoint():
+    # fixtures/devlogs58 6128 (an RLinf issue): an FSDP actor resuming through torch.distributed.checkpoint, the Ray
+    # actor's stack cut at the plans' reduce_scatter
+    text = ("(Actor pid=9860) Traceback (most recent call last):\n"
+            '(Actor pid=9860)   File "/w/rlinf/hybrid_engines/fsdp/strategy/base.py", line 257, in load_checkpoint\n'
+            "(Actor pid=9860)     dcp.load(state_dict, checkpoint_id=path)\n"
+            '(Actor pid=9860)   File "/v/lib/python3.11/site-packages/torch/distributed/checkpoint/state_dict_loader.py",'
+            " line 229, in _load_state_dict\n"
+            '(Actor pid=9860)     central_plan: LoadPlan = distW.reduce_scatter("plan", local_step, global_step)\n')
+    f = _first(run_text(text))
+    assert (f.category, f.title) == ("checkpoint-corrupt",
+                                     "Loading a distributed checkpoint failed; the exception is not in the excerpt")
+    assert "Missing key in checkpoint state_dict" in f.message

@@ -243,6 +243,8 @@ DEVLOGS53 = ROOT / "fixtures" / "devlogs53"
 DEVLOGS54 = ROOT / "fixtures" / "devlogs54"
 DEVLOGS55 = ROOT / "fixtures" / "devlogs55"
 DEVLOGS56 = ROOT / "fixtures" / "devlogs56"
+DEVLOGS57 = ROOT / "fixtures" / "devlogs57"
+DEVLOGS58 = ROOT / "fixtures" / "devlogs58"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -310,7 +312,6 @@ KNOWN_MISSES_46: dict[str, str] = {
     "4913": "a maintainer's version pin as the only answer, no error line: GD328",
     "4922": "argparse's invalid-value refusal in the title's inline code: GD328",
     "4925": "transformers' evaluation_strategy keyword refused, in a notebook header under Japanese prose: GD328",
-    "4928": "AutoAWQ's '<model_type> isn't supported yet' in a title: GD328",
 }
 KNOWN_MISSES_45: dict[str, str] = {
     "4805": "a NameError at import of a locally edited LLaMA-Factory checkout (resgister_template): GD999",
@@ -444,6 +445,20 @@ KNOWN_MISSES_56: dict[str, str] = {
     "5918": "an illegal memory access in vLLM's speculative decoding: GD998",
     "5927": "a GRPO run collapsing around step 600, in screenshots: GD328",
 }
+KNOWN_MISSES_57: dict[str, str] = {
+    "6003": "xformers' 'built for PyTorch X, you have Y' in journald lines: GD329",
+    "6008": "numpy's reshape of Qwen2-VL's temporal patches for an odd frame count, in a title: GD328",
+    "6009": "a stack cut at `with training_args` (main_process_first's barrier) under an NCCL title: dataset stage",
+    "6010": "a dataset_info.json columns mapping left partial, in prose: GD328",
+    "6012": "a resized vocabulary's modules_to_save copies refused on export: GD814 checkpoint-corrupt",
+}
+KNOWN_MISSES_58: dict[str, str] = {
+    "6114": "a Qwen2.5-VL forward() refusing pixel_values under ms-swift, glued to a Chinese title: GD999",
+    "6120": "vLLM 0.9.1 refusing GLM-4.1V's limit_mm_per_prompt ('only supported for multimodal models'): GD328",
+    "6122": "zero_to_fp32 given a ZeRO-0 checkpoint, the stack cut in its parser: GD999",
+    "6126": "a maintainer's question about NCCL between two machines, in prose: GD328",
+    "6127": "a title saying the run is stuck above a cut ray.get stack: GD999",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -479,7 +494,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS49, KNOWN_MISSES_49, 30), (DEVLOGS50, KNOWN_MISSES_50, 30),
               (DEVLOGS51, KNOWN_MISSES_51, 30), (DEVLOGS52, KNOWN_MISSES_52, 30),
               (DEVLOGS53, KNOWN_MISSES_53, 30), (DEVLOGS54, KNOWN_MISSES_54, 30),
-              (DEVLOGS55, KNOWN_MISSES_55, 30), (DEVLOGS56, KNOWN_MISSES_56, 30))
+              (DEVLOGS55, KNOWN_MISSES_55, 30), (DEVLOGS56, KNOWN_MISSES_56, 30),
+              (DEVLOGS57, KNOWN_MISSES_57, 30), (DEVLOGS58, KNOWN_MISSES_58, 30))
 
 
 

@@ -396,3 +396,21 @@ def test_a_rollout_server_never_reached_before_any_step_is_a_hang_at_start():
     rows = "".join("{'loss': 0.1, 'grad_norm': 0.5, 'reward': 0.3, 'global_step/max_steps': '%d/100'}\n" % i
                    for i in range(1, 4))
     assert by_id(run(rows + line), "GD235").category == "vllm-engine-error"  # the server went away mid-run
+_SIGNAL = ("WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers\n"
+           "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2920926 closing signal SIGHUP\n"
+           "torch.distributed.elastic.multiprocessing.api.SignalException: Process 2920830 got signal: 1\n")
+_CMD = "torchrun --nproc_per_node=1 train.py --bf16 True --output_dir out --per_device_train_batch_size 1"
+
+
+def test_a_sighup_after_words_that_say_steps_ran_is_a_stop_from_outside_not_a_start_up_hang():
+    # fixtures/devlogs58 6130 (an RRHF issue): "training ran normally at first, but after several steps" above the
+    # launcher's SIGHUP lines, no step row pasted
+    said = "单卡A100训练\n训练刚开始可以正常进行，但是若干个step之后会出现\n" + _SIGNAL
+    f = run_text(said, command=_CMD)[0]
+    assert (f.rule_id, f.category, f.title) == ("GD320", "other", "Stopped by SIGHUP from outside")
+    assert "Line 2 of the paste says training had run steps before it" in f.message
+    assert f.fix[0].startswith("Run the job detached from the terminal (nohup, tmux or screen")
+    assert f.verify.startswith("the next run is not stopped by SIGHUP")
+    # the same lines with nothing that says steps ran: a stop before the first step, as the log shows it
+    f = run_text("单卡A100训练\n开始训练\n" + _SIGNAL, command=_CMD)[0]
+    assert (f.rule_id, f.category) == ("GD320", "hang-at-start")

@@ -26,3 +26,14 @@ def test_an_empty_save_with_the_gathering_save_already_on_does_not_advise_it_aga
     fixes = " ".join(f.fix)
     assert FIXES["empty-gathered"] in f.fix and "set `stage3_gather_16bit_weights_on_model_save: true`" not in fixes
     assert "did not go through DeepSpeed's gathering save" in f.message
+
+
+def test_a_gpus_memory_after_its_name_is_not_a_saved_size():
+    from doctor.checks.hang.sizes_said import _sizes
+    # fixtures/devlogs58 6112 (a LLaMA-Factory DPO issue): "on one A800 (80G) card, LoRA rank 8 on a 4B model", then
+    # out of memory: the card's memory, not a checkpoint of the whole model
+    assert _sizes("在单张A800 (80G) 卡上，LoRA rank 8 微调一个4B的模型。") == {}
+    assert _sizes("RTX 4090 24G and a 16GB checkpoint") == {16e9: "16 GB"}
+    assert _sizes("H20（96G）训练保存了 60GB 权重") == {60e9: "60 GB"}
+    f = _gd327("DPO 显存需求\n在单张A800 (80G) 卡上，LoRA rank 8 微调一个4B的模型。\n换成dpo训练，即使batch size设为2也会OOM。\n")
+    assert f.category == "cuda-oom"

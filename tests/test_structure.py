@@ -1385,3 +1385,29 @@ def test_a_string_method_asked_of_a_tokenizer_is_the_object_passed_for_its_path(
     found = run(said)
     assert found[0].category == "argument-error-other"
     assert found[0].title.startswith("A tokenizer object was passed")
+
+
+# fixtures/devlogs58 6125 (a stanford_alpaca issue): resuming an FSDP run from a checkpoint whose pytorch_model.bin
+# records tensors larger than the data it stores
+_TORCH_LOAD = """Traceback (most recent call last):
+  File "/home/u/.local/lib/python3.10/site-packages/transformers/modeling_utils.py", line 415, in load_state_dict
+    return torch.load(checkpoint_file, map_location="cpu")
+  File "/home/u/.local/lib/python3.10/site-packages/torch/serialization.py", line 809, in load
+    return _load(opened_zipfile, map_location, pickle_module, **pickle_load_args)
+  File "/home/u/.local/lib/python3.10/site-packages/torch/_utils.py", line 169, in _rebuild_tensor_v2
+    tensor = _rebuild_tensor(storage, storage_offset, size, stride)
+  File "/home/u/.local/lib/python3.10/site-packages/torch/_utils.py", line 148, in _rebuild_tensor
+    return t.set_(storage._untyped_storage, storage_offset, size, stride)
+RuntimeError: Trying to resize storage that is not resizable
+"""
+
+
+def test_a_tensor_larger_than_its_stored_data_under_torch_load_is_the_checkpoint():
+    f = _primary(_TORCH_LOAD)
+    assert (f.category, f.title) == ("checkpoint-corrupt", "A tensor in the checkpoint is larger than the data stored "
+                                                           "for it")
+    assert "FULL_STATE_DICT" in f.fix[0]
+    # the same ATen refusal when a DataLoader stacks samples of different sizes into shared memory is no checkpoint's
+    collate = _TORCH_LOAD.replace("torch/_utils.py\", line 148, in _rebuild_tensor",
+                                  "torch/utils/data/_utils/collate.py\", line 141, in collate")
+    assert _primary(collate).category != "checkpoint-corrupt"

@@ -144,16 +144,28 @@ def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | N
     return line, next((p for p in stacks if p), None)
 
 
+def progress_said(ctx: RunState, line: LogLine) -> LogLine | None:
+    """A line of the paste that holds the signal which says training had made progress ("若干个step之后", "after a few
+    steps"): an excerpt without step rows, not a run that never stepped."""
+    from .endings import plain
+    from .symptom_words import MID
+    return next((t for t in ctx.tails.get(line.where.path) or () if MID.search(plain(t.text))), None)
+
+
 def excerpt_from_signal(ctx: RunState, line: LogLine) -> bool:
-    """The log is a paste that starts at the launcher's death-signal line: no launch lines, command or arguments read,
-    and nothing before it. No training step in it says nothing of the steps before."""
-    return line.where.line <= 2 and not ctx.whole_log()
+    """The log is a paste that starts at the launcher's death-signal line (no launch lines, command or arguments read,
+    and nothing before it), or its lines say steps had run (a person's words, a bar past its start): no training step
+    row in it then says nothing of the steps before."""
+    return line.where.line <= 2 and not ctx.whole_log() or progress_said(ctx, line) is not None
 
 
-def signal_excerpt_message_and_fix(line: LogLine, sig: str) -> tuple[str, list[str], list[Evidence]]:
+def signal_excerpt_message_and_fix(line: LogLine, sig: str, said: LogLine | None = None) -> tuple[str, list[str],
+                                                                                                   list[Evidence]]:
+    where = (f"Line {said.where.line} of the paste says training had run steps before it, and the paste holds no "
+             f"step row, so where the run was is not in it." if said is not None else
+             "The paste starts at that line, so where the run was (start-up or which step) is not in it.")
     msg = (f"torch's launcher received {sig} ({SIGNAL_SENDERS[sig]}) and shut its workers down: the run was stopped "
-           "from outside, not by an error of its own. The paste starts at that line, so where the run was (start-up "
-           "or which step) is not in it.")
+           f"from outside, not by an error of its own. {where}")
     fix = ["Run the job detached from the terminal (nohup, tmux or screen, or the cluster's scheduler) so that closing "
            "the session does not stop it, and resume from the last saved checkpoint."
            if sig == "SIGHUP" else

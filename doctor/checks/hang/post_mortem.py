@@ -34,6 +34,7 @@ from .interrupted import (
     STARTUP_WHERE,
     dump_startup_phase,
     excerpt_from_signal,
+    progress_said,
     in_subprocess_wait,
     interrupted_at_start,
     message_and_fix,
@@ -206,10 +207,14 @@ class HangCheck(Rule):
                     return []
                 assert self.p.death is not None
                 if signalled[1] is None and excerpt_from_signal(ctx, signalled[0]):
-                    msg, fix, ev = signal_excerpt_message_and_fix(signalled[0], self.p.death[1])
+                    said = progress_said(ctx, signalled[0]) if signalled[0].where.line > 2 else None
+                    msg, fix, ev = signal_excerpt_message_and_fix(signalled[0], self.p.death[1], said)
                     f = self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=signalled[0].seq,
-                                  title=f"Stopped by {self.p.death[1]} from outside (the excerpt starts there)",
-                                  confidence="likely")
+                                  title=f"Stopped by {self.p.death[1]} from outside"
+                                        + (" (the excerpt starts there)" if said is None else ""),
+                                  confidence="likely", verify="the next run is not stopped by SIGHUP: it runs "
+                                  "detached from the terminal and goes on past the point where it stopped"
+                                  if self.p.death[1] == "SIGHUP" else None)
                     return [replace(f, category="other")]
                 msg, fix, ev = signal_message_and_fix(signalled[0], self.p.death[1], signalled[1])
                 return [self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=signalled[0].seq,

@@ -22,6 +22,9 @@ _UNITS = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 # (nor is a memory's size: "8卡A800, 400G内存", "80GB GPU", "64 GB of RAM")
 _SIZE = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(\d+(?:\.\d+)?)\s?([kmgt])(?:i?b|bytes?)?(?![a-z])"
                        r"(?!\s?(?:的)?(?:内存|显存|RAM|V?RAM|memory|GPU|显卡|of (?:host |system |GPU )?(?:RAM|memory|VRAM)))")
+# a GPU's memory after its name ("A800 (80G)", "A100 80GB", "RTX 4090 24G", "H20（96G）"): the card, not a file
+_GPU_MEMORY = lazyre.compile(r"(?i)(?<![A-Za-z0-9])((?:[AHLV]|MI|RTX\s?|GTX\s?)\d{2,4}(?:\s?Ti|\s?SXM\d?|\s?PCIe)?)\s*"
+                             r"[(\uff08]?\s*\d+\s?G(?:i?B)?\s*[)\uff09]?(?![A-Za-z0-9])")
 _VAGUE = lazyre.compile(r"(?i)几(十|百)\s?([kmg])(?:i?b)?(?![a-z])")
 # a model's parameter count in its name or a sentence: "mistral-7b", "Seed-OSS-36B-Base", "llama3-8b", "1.1B", "13B"
 _PARAMS = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(?:[a-z][\w.]*[-_ ])?(\d+(?:\.\d+)?)\s?b(?![a-z0-9])")
@@ -43,6 +46,7 @@ class SizeReading:
 
 def _sizes(text: str) -> dict[float, str]:
     """{bytes: as the paste gives it}; a vague size ("几十K", tens of KB) is taken at its middle and shown in words."""
+    text = _GPU_MEMORY.sub(r"\1", text)
     out = {float(m.group(1)) * _UNITS[m.group(2).lower()]: _human(float(m.group(1)) * _UNITS[m.group(2).lower()])
            for m in _SIZE.finditer(text)}
     for m in _VAGUE.finditer(text):

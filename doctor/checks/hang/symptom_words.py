@@ -407,7 +407,7 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       r"\bduring (?:the )?training\b|\bafter sav(?:ing|ed)\b|"
                       # "always freezes at the same step" (重复多次实验必然会卡死在相同的step): steps ran before it
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
-                      r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|几个(?:epoch|step|小时)|"
+                      r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
                       r"一轮.{0,12}后|随机|偶尔|有时")
 
 # the paste says no error or traceback was printed ("没有具体报错信息", "no error message", "without any traceback")
