@@ -319,7 +319,7 @@ def test_an_exception_named_then_quoted_in_a_sentence_is_read_as_an_exception_li
 
 # fixtures/devlogs57 6011 (a LLaMA-Factory issue): the title is safetensors' message, cut by the title's length, above
 # the pasted launch command; the log holds no other failure line
-_SHARED = ("Some tensors share memory, this will lead to duplicate memory on disk and potential differences when "
+_TIED_MESSAGE = ("Some tensors share memory, this will lead to duplicate memory on disk and potential differences when "
            "loading them again: [{'pretrained_model.base_model.model.lm_head.weight', 'pretrained_mo")
 _LAUNCH = ("deepspeed --num_gpus 2 --master_port=9527 src/train_bash.py \\\n    --stage rm \\\n    --do_train \\\n"
            "    --model_name_or_path chatglm3-6b \\\n    --finetuning_type lora \\\n    --output_dir out\n")
@@ -328,13 +328,13 @@ _LAUNCH = ("deepspeed --num_gpus 2 --master_port=9527 src/train_bash.py \\\n    
 def test_a_title_that_is_a_librarys_message_cut_is_read_above_a_pasted_command(tmp_path):
     from doctor.analyze import analyze
     log = tmp_path / "log.txt"
-    log.write_text(_SHARED + "\n" + _LAUNCH, encoding="utf-8")
+    log.write_text(_TIED_MESSAGE + "\n" + _LAUNCH, encoding="utf-8")
     first = analyze([str(log)]).findings[0]
     assert first.rule_id == "GD999" and first.evidence[0].line == 1
     assert "RuntimeError: Some tensors share memory" in first.message and "safetensors raises this wording" in first.message
     # the same words on a later line of a launched program's log are not its error: a program prints the type
-    log.write_text(_LAUNCH + "note: " + _SHARED[:20] + "\n" + _SHARED + "\n", encoding="utf-8")
+    log.write_text(_LAUNCH + "note: " + _TIED_MESSAGE[:20] + "\n" + _TIED_MESSAGE + "\n", encoding="utf-8")
     assert not any(f.rule_id == "GD999" for f in analyze([str(log)]).findings)
     # a line shorter than 60 characters of the message's fixed text is not taken for it
-    log.write_text(_SHARED[:50] + "\n" + _LAUNCH, encoding="utf-8")
+    log.write_text(_TIED_MESSAGE[:50] + "\n" + _LAUNCH, encoding="utf-8")
     assert not any(f.rule_id == "GD999" for f in analyze([str(log)]).findings)

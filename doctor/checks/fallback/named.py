@@ -148,7 +148,9 @@ def embedded_exceptions(ctx: RunState) -> list[ExceptionInfo]:
     if not out:
         # a program's own log prints the type of what it raises: only a paste's lines are read, or its title (the
         # first line above a pasted command, which makes the rest read as a launched program's)
-        out = indexed_wordings(ctx, title_only=ctx.launch_in_log())
+        launched = ctx.launch_in_log()
+        if not launched or not ctx.metrics_steps:  # a launched run that logs its steps has no pasted title to read
+            out = indexed_wordings(ctx, title_only=launched)
     return out
 
 
@@ -161,14 +163,14 @@ _REFUSAL = lazyre.compile(r"(?i)\b(?:can't|cannot|can not|not found|unable to|fa
 def indexed_wordings(ctx: RunState, title_only: bool = False) -> list[ExceptionInfo]:
     """A pasted excerpt's lines that hold, whole, a message some library raises (the raise-site index, score >= 0.95)
     without its type: "Can't find 'adapter_config.json' at '...'" is peft's ValueError whoever pasted it. Only for
-    pastes (a program's own log prints the type), only lines with a refusal's words or long ones; ``title_only``: only
-    a log's first line."""
+    pastes (a program's own log prints the type), only lines with a refusal's words or a long first line that reads as a
+    title; ``title_only``: only a log's first line."""
     out = []
     for tail in ctx.tails.values():
         for line in tail:
             if title_only and line.where.line != 1:
                 continue
-            if not _REFUSAL.search(line.text) and len(line.text) < _LONG_HEAD:
+            if not _REFUSAL.search(line.text) and not (line.where.line == 1 and _title_like(line.text)):
                 continue
             try:
                 best = next(iter(site_matches(line.text)), None)
@@ -184,6 +186,13 @@ def indexed_wordings(ctx: RunState, title_only: bool = False) -> list[ExceptionI
 # a line this long that begins with as much of a message's fixed text is that message, cut (an issue title's length
 # limit, an excerpt's end), whatever its words
 _LONG_HEAD = 60
+
+
+def _title_like(text: str) -> bool:
+    """A first line that may be a title quoting a message: long, and no command line (flags), log record (a bracket,
+    a timestamp) or metrics row."""
+    head = text.lstrip()
+    return len(head) >= _LONG_HEAD and " --" not in head and head[:1] not in "[{(<|" and not head[:1].isdigit()
 
 
 def _long_head(text: str, template: str) -> bool:
