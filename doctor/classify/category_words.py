@@ -46,7 +46,6 @@ class Reading:
     category: str
     margin: float                 # the best category's score minus the next one's
     words: tuple[str, ...]        # the tokens that weighed most for it, heaviest first
-    trained_on: int               # how many labelled logs the model was trained on
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,6 @@ class _Model:
     idf: dict[str, float]
     coef: dict[str, dict[int, float]]
     intercept: tuple[float, ...]
-    trained_on: int
 
 
 @lru_cache(maxsize=1)
@@ -67,7 +65,7 @@ def _model() -> _Model | None:
         return None
     return _Model(classes=tuple(data["classes"]), idf=data["idf"],
                   coef={t: {int(k): v for k, v in w.items()} for t, w in data["coef"].items()},
-                  intercept=tuple(data["intercept"]), trained_on=int(data["trained_on"]))
+                  intercept=tuple(data["intercept"]))
 
 
 def vector(texts: Iterable[str], idf: dict[str, float]) -> dict[str, float]:
@@ -108,7 +106,7 @@ def closest(texts: Iterable[str]) -> Reading | None:
         return None
     weighed = sorted(((w * model.coef.get(t, {}).get(best, 0.0), t) for t, w in vec.items()), reverse=True)
     words = tuple(t for v, t in weighed[:5] if v > 0)
-    return Reading(model.classes[best], margin, words, model.trained_on)
+    return Reading(model.classes[best], margin, words)
 
 
 __all__ = ["MIN_MARGIN", "MIN_SCORE", "TAIL_LINES", "Reading", "closest", "scores", "tokens", "vector"]

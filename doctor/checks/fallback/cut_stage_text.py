@@ -175,8 +175,7 @@ def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | 
     if req is not None:
         # the range itself, read from the stack: the check's generic wording would leave the user to find it
         fix[0] = (f"Install a release inside the range the check names: `pip install '{req[0]}'` (read from "
-                  f"{describe_frame(req[1])}), or the framework release that supports the installed one"
-                  + ("; LLaMA-Factory also runs with DISABLE_VERSION_CHECK=1, at your own risk."
-                     if "DISABLE_VERSION_CHECK" in stage.fix[0] else "."))
+                  f"{describe_frame(req[1])}), or the framework release that supports the installed one; "
+                  f"LLaMA-Factory also runs with DISABLE_VERSION_CHECK=1, at your own risk.")
     alts = (candidate,) if candidate and candidate != reading else ()
     return CutStage(stage, fr, bar, " ".join(why), fix, title, reading, alts)

@@ -475,10 +475,12 @@ def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | Non
 def _memory_levers(ctx: RunState) -> list[str]:
     """The training levers the run's own settings leave (doctor/checks/memory/_ladders.py), for an out-of-memory
     read from the words above a cut stack: the first three, computed from the command the paste shows."""
+    if not ctx.run.args:
+        return []
     from ..memory._facts import facts_of
     from ..memory._ladders import training_ladder
     facts = facts_of(ctx.run)
     facts.trainer = facts.trainer or ctx.trainer_kind().kind
-    levers = training_ladder(facts, {})[:3] if ctx.run.args else []
+    levers = training_ladder(facts, {})[:3]
     return [f"Meanwhile, if the exception is the out-of-memory the words say: {levers[0]}", *levers[1:]] if levers else []
 

@@ -11,6 +11,7 @@ from ...engine.state import RunState
 from ...model import Evidence, Severity
 from ...signals import ExceptionInfo, Frame, LogLine
 from ._progress import SIGNAL_SENDERS
+from .endings import plain
 
 # start-up phases by the frames they run ("path func" substrings; innermost checked first), from the libraries'
 # own call chains: torch.distributed (distributed_c10d.py init_process_group -> rendezvous.py -> TCPStore),
@@ -145,18 +146,21 @@ def signalled_at_start(ctx: RunState, steps: int, death: tuple[LogLine, str] | N
 
 
 def progress_said(ctx: RunState, line: LogLine) -> LogLine | None:
-    """A line of the paste that holds the signal which says training had made progress ("若干个step之后", "after a few
+    """A line of the input that holds ``line`` which says training had made progress ("若干个step之后", "after a few
     steps"): an excerpt without step rows, not a run that never stepped."""
-    from .endings import plain
-    from .symptom_words import MID
+    from .symptom_words import MID  # here: only a run stopped by a signal reads the progress words
     return next((t for t in ctx.tails.get(line.where.path) or () if MID.search(plain(t.text))), None)
 
 
-def excerpt_from_signal(ctx: RunState, line: LogLine) -> bool:
-    """The log is a paste that starts at the launcher's death-signal line (no launch lines, command or arguments read,
-    and nothing before it), or its lines say steps had run (a person's words, a bar past its start): no training step
-    row in it then says nothing of the steps before."""
-    return line.where.line <= 2 and not ctx.whole_log() or progress_said(ctx, line) is not None
+def excerpt_from_signal(ctx: RunState, line: LogLine) -> tuple[bool, LogLine | None]:
+    """(whether the log is an excerpt around the launcher's death-signal line, the line that says steps had run or
+    None): a paste that starts at the signal (no launch lines, command or arguments read, and nothing before it), or
+    one whose lines say steps had run (a person's words, a bar past its start), so that no training step row in it
+    says nothing of the steps before. A paste that starts at the signal is told as that, whatever its words."""
+    said = progress_said(ctx, line)
+    if line.where.line <= 2:
+        return not ctx.whole_log() or said is not None, None
+    return said is not None, said
 
 
 def signal_excerpt_message_and_fix(line: LogLine, sig: str, said: LogLine | None = None) -> tuple[str, list[str],

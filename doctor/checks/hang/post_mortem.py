@@ -37,7 +37,6 @@ from .interrupted import (
     in_subprocess_wait,
     interrupted_at_start,
     message_and_fix,
-    progress_said,
     signal_excerpt_message_and_fix,
     signal_message_and_fix,
     signalled_at_start,
@@ -206,8 +205,8 @@ class HangCheck(Rule):
                 if signalled is None:
                     return []
                 assert self.p.death is not None
-                if signalled[1] is None and excerpt_from_signal(ctx, signalled[0]):
-                    said = progress_said(ctx, signalled[0]) if signalled[0].where.line > 2 else None
+                excerpt, said = excerpt_from_signal(ctx, signalled[0]) if signalled[1] is None else (False, None)
+                if excerpt:
                     msg, fix, ev = signal_excerpt_message_and_fix(signalled[0], self.p.death[1], said)
                     f = self.make(message=msg, fix=fix, evidence=ev, severity=Severity.warning, seq=signalled[0].seq,
                                   title=f"Stopped by {self.p.death[1]} from outside"
