@@ -408,7 +408,7 @@ def test_a_sighup_after_words_that_say_steps_ran_is_a_stop_from_outside_not_a_st
     said = "单卡A100训练\n训练刚开始可以正常进行，但是若干个step之后会出现\n" + _SIGNAL
     f = run_text(said, command=_CMD)[0]
     assert (f.rule_id, f.category, f.title) == ("GD320", "other", "Stopped by SIGHUP from outside")
-    assert "Line 2 of the paste says training had run steps before it" in f.message
+    assert "The paste's words at line 2 (`若干个step之后`) place the stop after training had begun" in f.message
     assert f.fix[0].startswith("Run the job detached from the terminal (nohup, tmux or screen")
     assert f.verify.startswith("the next run is not stopped by SIGHUP")
     # the same lines with nothing that says steps ran: a stop before the first step, as the log shows it

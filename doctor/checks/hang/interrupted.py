@@ -165,9 +165,15 @@ def excerpt_from_signal(ctx: RunState, line: LogLine) -> tuple[bool, LogLine | N
 
 def signal_excerpt_message_and_fix(line: LogLine, sig: str, said: LogLine | None = None) -> tuple[str, list[str],
                                                                                                    list[Evidence]]:
-    where = (f"Line {said.where.line} of the paste says training had run steps before it, and the paste holds no "
-             f"step row, so where the run was is not in it." if said is not None else
-             "The paste starts at that line, so where the run was (start-up or which step) is not in it.")
+    if said is not None:
+        from .symptom_words import MID
+        words = MID.search(plain(said.text))
+        # the words themselves, quoted: the reading rests on them, not on a step row
+        where = (f"The paste's words at line {said.where.line} (`{words.group(0) if words else plain(said.text)[:60]}`) "
+                 f"place the stop after training had begun, and the paste holds no step row, so where the run was is "
+                 f"not in it.")
+    else:
+        where = "The paste starts at that line, so where the run was (start-up or which step) is not in it."
     msg = (f"torch's launcher received {sig} ({SIGNAL_SENDERS[sig]}) and shut its workers down: the run was stopped "
            f"from outside, not by an error of its own. {where}")
     fix = ["Run the job detached from the terminal (nohup, tmux or screen, or the cluster's scheduler) so that closing "
