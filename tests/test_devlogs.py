@@ -446,7 +446,6 @@ KNOWN_MISSES_56: dict[str, str] = {
     "5927": "a GRPO run collapsing around step 600, in screenshots: GD328",
 }
 KNOWN_MISSES_57: dict[str, str] = {
-    "6003": "xformers' 'built for PyTorch X, you have Y' in journald lines: GD329",
     "6008": "numpy's reshape of Qwen2-VL's temporal patches for an odd frame count, in a title: GD328",
     "6009": "a stack cut at `with training_args` (main_process_first's barrier) under an NCCL title: dataset stage",
     "6010": "a dataset_info.json columns mapping left partial, in prose: GD328",
@@ -454,8 +453,6 @@ KNOWN_MISSES_57: dict[str, str] = {
 }
 KNOWN_MISSES_58: dict[str, str] = {
     "6114": "a Qwen2.5-VL forward() refusing pixel_values under ms-swift, glued to a Chinese title: GD999",
-    "6120": "vLLM 0.9.1 refusing GLM-4.1V's limit_mm_per_prompt ('only supported for multimodal models'): GD328",
-    "6122": "zero_to_fp32 given a ZeRO-0 checkpoint, the stack cut in its parser: GD999",
     "6126": "a maintainer's question about NCCL between two machines, in prose: GD328",
     "6127": "a title saying the run is stuck above a cut ray.get stack: GD999",
 }

@@ -166,7 +166,12 @@ def split_launches(text: str) -> list[Launch]:
     for i, m in enumerate(found):
         end = starts[i + 1] if i + 1 < len(found) else len(text)
         env = {e.group(1): e.group(2).strip("'\"") for e in _ENV_ANY.finditer(text[starts[i]:m.start()])}
-        flags = parse_argv(split_shell(text[m.end():max(end, m.end())]))
+        words = split_shell(text[m.end():max(end, m.end())])
+        flags = parse_argv(words)
+        if m.group(3) and words and not words[0].startswith("-") and "model" not in flags:
+            # `vllm serve <model_tag>`: vLLM's CLI (entrypoints/cli/serve.py) takes the model as its positional
+            # argument and sets args.model from it
+            flags["model"] = words[0]
         out.append(Launch(next(g for g in m.groups() if g), env, flags))
     return out
 

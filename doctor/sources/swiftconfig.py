@@ -34,9 +34,10 @@ MAX_CONTINUED = 200  # continuation lines of one echoed launch read at most (a p
 _ENV = lazyre.compile(r"(?:^|[\s;])(?:export\s+)?(" + "|".join(_ENV_NAMES) + r")=(\"[^\"]*\"|'[^']*'|[^\s\\;]+)")
 _RANK_LINE = lazyre.compile(r"rank: (-?\d+), local_rank: (-?\d+), world_size: (\d+), local_world_size: (\d+)")
 _SWIFT_VERSION = lazyre.compile(r"swift\.__version__: (\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|rc|post)\d*)?)")
-_VLLM_VERSION = lazyre.compile(r"(?:vllm(?:==|-| version:? v?| )|vLLM (?:version )?v?)(\d+\.\d+\.\d+)", re.I)
-_TRL_VERSION = lazyre.compile(r"\btrl(?:==|-)(\d+\.\d+(?:\.\d+)?)")
-_TRANSFORMERS_VERSION = lazyre.compile(r"\btransformers(?:==|-)(\d+\.\d+(?:\.\d+)?)")
+# (`pip list` pads a package's name to its column: "vllm                     0.9.1")
+_VLLM_VERSION = lazyre.compile(r"(?:vllm(?:==|-| version:? v?| +)|vLLM (?:version )?v?)(\d+\.\d+\.\d+)", re.I)
+_TRL_VERSION = lazyre.compile(r"\btrl(?:==|-|(?<=^trl)\s{2,})(\d+\.\d+(?:\.\d+)?)")
+_TRANSFORMERS_VERSION = lazyre.compile(r"\btransformers(?:==|-|(?<=^transformers)\s{2,})(\d+\.\d+(?:\.\d+)?)")
 # LLaMA-Factory's release: its `llamafactory-cli env` report (its issue template: "- `llamafactory` version: 0.9.1.dev0")
 # and a pinned requirement or wheel name (llamafactory==0.9.1, llmtuner==0.5.3 before 0.7)
 _LLAMAFACTORY_VERSION = lazyre.compile(r"(?:`llamafactory` version:\s*|\b(?:llamafactory|llmtuner)(?:==|-))v?"
@@ -67,7 +68,7 @@ _TOOL_LITERALS = ("swift rlhf", "swift sft", "swift pt", "swift rollout", "swift
                 "vllm-serve", "vllm serve")
 _TOOL_LAUNCH = lazyre.compile(r"(?:^|(?<=[\s;&|(`'\"$]))(?:(?:export\s+)?[A-Z][A-Z0-9_]*=\S+\s+)*"
                               r"(?:swift\s+(?P<sub>rlhf|sft|pt|rollout|infer|deploy|export)|trl\s+(?P<trl>vllm-serve)|"
-                              r"vllm\s+(?P<vllm>serve))"
+                              r"vllm\s+(?P<vllm>serve)(?:\s+(?![-\\])[\w./~:@+-]+)?)"
                               r"(?=\s+--?[A-Za-z]|\s*\\?\s*$)")
 _ENV_BEFORE = lazyre.compile(r"(?:(?<=\s)|^)(?:(?:export\s+)?[A-Z][A-Z0-9_]*=[^\s;]+\s+)+$")
 _ENV_ONLY = lazyre.compile(r"\s*(?:(?:export\s+)?[A-Z][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|[^\s\\;]+)\s*)+")

@@ -1,8 +1,11 @@
 """GD454: a compiled extension built against another torch/CUDA (undefined symbol, missing CUDA library)."""
 from __future__ import annotations
 
+import re
+
 from ... import lazyre
 from ...engine.state import RunState
+from ...model import Severity
 from ...rules import Diagnosis, Hit
 
 _PKG_IN_PATH = (("flash_attn", "flash-attn"), ("vllm", "vllm"), ("deepspeed", "deepspeed"),
@@ -35,6 +38,8 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  "upgrading torch afterwards.",
                  "Then `python -c 'import vllm._C'` shows the full error: `undefined symbol` means another torch, "
                  "`libcuda.so` / `libcudart.so` missing means the driver or CUDA runtime is not visible."))
+    if g.get("xformers"):
+        return _xformers_pair(hits, ctx)
     if g.get("lib"):
         lib = g["lib"]
         if pkg == "bitsandbytes" and "libbitsandbytes_cpu" in lib:
@@ -59,6 +64,38 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         message=f"{who} was compiled against a different torch/CUDA than the one installed (undefined symbol "
                 f"{sym[:80]}).",
         fix=tuple(fix))
+
+
+# the lines xformers/_cpp_lib.py prints under its warning: what the wheel was built for, and what the run has
+_XFORMERS_BUILT = lazyre.compile(r"(?P<what>PyTorch|Python)\s+(?P<built>\S+)(?: with CUDA \d+)? \(you have (?P<have>[^)\s]+)\)")
+
+
+def _xformers_pair(hits: list[Hit], ctx: RunState) -> Diagnosis:
+    pairs: list[re.Match[str]] = []
+    for hit in hits:   # (a title that quotes the warning has no pair under it; the log's own warning has)
+        following = ctx.lines_after(hit.line.where.path, hit.line.seq, 3) if hit.line is not None else []
+        pairs = [m for t in [hit.evidence.text, *(line.text for line in following)]
+                 for m in [_XFORMERS_BUILT.search(t)] if m]
+        if pairs:
+            break
+    differ = [f"{m.group('what')} {m.group('built')} (the run has {m.group('have')})" for m in pairs
+              if m.group("built") != m.group("have")]
+    shown = (f"the wheel was built for {'; '.join(differ)}" if differ else
+             "the lines under the warning, which say what the wheel was built for, are not in the paste")
+    torch_pair = next((m for m in pairs if m.group("what") == "PyTorch"), None)
+    install = (f"pip install xformers built for torch {torch_pair.group('have')} (the xformers release that pins "
+               f"that torch, from the index of its CUDA build)" if torch_pair else
+               "pip install the xformers release that pins the installed torch")
+    return Diagnosis(
+        message=f"xformers' compiled kernels do not load: {shown}. xformers warns and goes on "
+                f"without them (memory-efficient attention, SwiGLU), so whatever needs xformers then fails or runs on "
+                f"a slower path.",
+        fix=(f"Make the pair match: {install}; or uninstall xformers so the framework uses PyTorch's SDPA or "
+             f"flash-attn instead.",
+             "When an installer or image put this pair together (a packaged app, a Docker image), update it to the "
+             "release that ships a matching build."),
+        severity=Severity.warning,
+        title="xformers was built for another torch/Python than the one installed")
 
 
 # bitsandbytes/cextension.py (0.43-0.45) get_native_library: it loads libbitsandbytes_cuda<VER>.so for torch's CUDA (or

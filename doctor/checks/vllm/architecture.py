@@ -42,7 +42,44 @@ def _headless(names: list[str]) -> Diagnosis | None:
         title="The checkpoint is a model without a language-modelling head: vLLM cannot generate from it")
 
 
+# model names of vision/audio-language families (their -VL, -V, vision, omni... suffixes): a multimodal model whose
+# architecture the installed vLLM does not list as multimodal
+_MULTIMODAL_NAME = lazyre.compile(r"(?i)(?:^|[/_\-.])(?:[\w.]*-?vl\b|[\w.]*vl-|llava|internvl|glm-4\.[15]v|cogvlm|"
+                                  r"[\w.]*vision|[\w.]*omni|molmo|pixtral|idefics|minicpm-[vo]|mllama|paligemma|"
+                                  r"phi-4-multimodal|kimi-vl|deepseek-vl|aria\b|chameleon|fuyu|[\w.]*-audio)")
+
+
+def _installed(ctx: RunState) -> str:
+    version = ctx.run.versions.get("vllm")
+    return f" ({version}, as the log shows it installed)" if version else ""
+
+
+def _multimodal_refusal(option: str, ctx: RunState) -> Diagnosis:
+    served = (str(launch.flags.get("model") or "") for launch in ctx.run.launches if launch.command == "serve")
+    model = str(ctx.run.get("model") or next((m for m in served if m), ""))
+    told = f"`{model}`" if model else "the model"
+    doc = (f"vLLM refused `{option}`, an option only for multimodal models, because its model registry does not list "
+           f"the architecture in {told}'s config.json as multimodal (vllm/config.py `_init_multimodal_config`).")
+    upgrade = ("Upgrade vLLM to a release whose supported-models list marks this architecture as multimodal (the model "
+               "card names the release), together with the trainer versions that support that vLLM; keep the option: "
+               "without it the model would not take images.")
+    check = ("Check `architectures` in the model's config.json: a conversion saved under another class name (an "
+             "HF-native port of a model vLLM knows under its remote-code class) is not the architecture vLLM lists.")
+    drop = f"If the model is text-only, drop `{option}` (and the other multimodal options) from the launch."
+    if model and _MULTIMODAL_NAME.search(model):
+        return Diagnosis(message=doc + f" {told} is a vision-language model by its name: the installed vLLM predates "
+                                       f"its support{_installed(ctx)}, or the checkpoint names an architecture vLLM registers "
+                                       f"under another class.",
+                         fix=(upgrade, check), title="The installed vLLM does not know the model as multimodal")
+    return Diagnosis(message=doc + (" The model name read does not say whether it is a vision model." if model else
+                                    " The model is not named in what was read."),
+                     fix=(upgrade, check, drop), title="The installed vLLM does not know the model as multimodal")
+
+
 def architecture_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
+    refused = next((h.groups["option"] for h in hits if h.groups.get("option")), None)
+    if refused is not None and not any(h.groups.get("arch") for h in hits):
+        return _multimodal_refusal(refused, ctx)
     # the refusal's line names the list of architectures; the registry's inspection line only the one it tried
     hit = next((h for h in hits if "not supported for now" in h.evidence.text), hits[0])
     text = hit.line.text if hit.line is not None else hit.evidence.text

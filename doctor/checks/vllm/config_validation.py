@@ -20,8 +20,8 @@ from ..memory._facts import facts_of
 # [type=value_error, input_value=..., input_type=...]")
 _VALUE_ERROR = lazyre.compile(r"^\s*Value error, (?P<text>.+?)(?:\s*\[type=value_error\b.*)?$")
 _FOLLOWING = 8
-# the rules that own a limit vLLM's validators check (each reads the same line and computes its fix)
-_LIMIT_RULES = ("GD242", "GD243", "GD244")
+# the rules that own a check vLLM's validators make (each reads the same line and computes its fix)
+_LIMIT_RULES = ("GD241", "GD242", "GD243", "GD244")
 
 
 def _value_error(h: Hit, ctx: RunState) -> str | None:
