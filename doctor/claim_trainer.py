@@ -24,6 +24,14 @@ _REWARD_FUNCS = lazyre.compile(r"\breward functions?\b|\breward_funcs\b")
 _ROLLOUT = lazyre.compile(r"\bvLLM runs colocated\b|\bvllm_mode\b|\buse_vllm\b|\bvllm_gpu_memory_utilization\b|"
                       r"--sleep_level\b|\bvllm_enable_sleep_mode\b|\brollout engine\b")
 _OFFLINE = UNSCORED_KINDS - {"serve", "infer"}
+# the trainer's side of a failure (a trainer beside the engine, its steps, its weight sync): a run that only serves or
+# infers has none
+_TRAINER_SIDE = lazyre.compile(r"\b(?:the|a|its) trainer\b|\btrainer's\b|\bweight sync\b|\btraining steps?\b")
+_SERVING = frozenset({"serve", "infer"})
+# "X, not the trainer" and "both when X and when a trainer Y (...)": the trainer's part is a contrast or an
+# alternative, and the rest stands without it
+_NOT_TRAINER = lazyre.compile(r",? not (?:the|a) trainer(?:'s \w+)?\b")
+_OR_TRAINER = lazyre.compile(r"\bboth (when [^.;]*?) and when a trainer [^.;(]*(?:\([^)]*\))?")
 _CONFIG = lazyre.compile(r"\bGRPOConfig\(([^()]*)\)")
 # the GRPO-only fields of trl's GRPOConfig (trl/trainer/grpo_config.py): no other trainer's config has them
 _GRPO_FIELDS = lazyre.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
@@ -43,6 +51,9 @@ def find(sentence: str, masked: str) -> Iterator[Claim]:
     m = _ROLLOUT.search(masked)
     if m is not None:
         yield Claim("trainer", "rollout", m.group(0), m.start(), m.end())
+    m = _TRAINER_SIDE.search(masked)
+    if m is not None and not conditional(masked, m.start()):
+        yield Claim("trainer", "server", m.group(0), m.start(), m.end())
 
 
 def _clauses(text: str) -> list[str]:
@@ -79,6 +90,11 @@ def _without(sentence: str, words: re.Pattern) -> str | None:
 
 
 def judge(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
+    if c.subject == "server":
+        if facts.trainer not in _SERVING:
+            return None
+        bare = _OR_TRAINER.sub(lambda m: m.group(1).rstrip(), _NOT_TRAINER.sub("", sentence))
+        return Verdict(f"the run is a {facts.trainer_label} process: no trainer runs in it", _without(bare, _TRAINER_SIDE))
     if c.subject == "rollout":
         if facts.trainer not in _OFFLINE:
             return None

@@ -166,6 +166,18 @@ def test_vllm_rollout_advice_leaves_an_offline_trainers_report_even_as_a_conditi
     assert check_text(kept, DPO)[0] == "Halve per_device_train_batch_size and double gradient_accumulation_steps."
 
 
+def test_a_serving_run_loses_the_trainer_side_of_a_sentence_and_keeps_the_rest():
+    # fixtures/devlogs14/1516 (`vllm serve`): "the engine failed, not the trainer" where no trainer ran
+    serve = RunFacts(trainer="serve", trainer_label="model-serving")
+    text = "The innermost library frame is inside vLLM (engine core, workers): the engine failed, not the trainer."
+    assert check_text(text, serve)[0] == "The innermost library frame is inside vLLM (engine core, workers): the engine failed."
+    assert check_text(text, GRPO)[0] == text and check_text(text, UNKNOWN)[0] == text
+    fix = ("For a checkpoint, save it with the names vLLM serves; for a trainer's weight sync, use trl and vLLM releases "
+           "made for each other.")
+    assert check_text(fix, serve)[0] == "For a checkpoint, save it with the names vLLM serves."
+    assert check_text("If a trainer syncs weights into this server, match their releases.", serve)[1] == []
+
+
 def _analyze(log: Path) -> dict:
     out = subprocess.run([sys.executable, "-m", "doctor.cli", "analyze", str(log), "--format", "json"],
                          capture_output=True, text=True, timeout=120)
