@@ -452,7 +452,6 @@ KNOWN_MISSES_57: dict[str, str] = {
     "6012": "a resized vocabulary's modules_to_save copies refused on export: GD814 checkpoint-corrupt",
 }
 KNOWN_MISSES_58: dict[str, str] = {
-    "6114": "a Qwen2.5-VL forward() refusing pixel_values under ms-swift, glued to a Chinese title: GD999",
     "6126": "a maintainer's question about NCCL between two machines, in prose: GD328",
     "6127": "a title saying the run is stuck above a cut ray.get stack: GD999",
 }

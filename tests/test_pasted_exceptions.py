@@ -338,3 +338,16 @@ def test_a_title_that_is_a_librarys_message_cut_is_read_above_a_pasted_command(t
     # a line shorter than 60 characters of the message's fixed text is not taken for it
     log.write_text(_TIED_MESSAGE[:50] + "\n" + _LAUNCH, encoding="utf-8")
     assert not any(f.rule_id == "GD999" for f in analyze([str(log)]).findings)
+
+
+def test_a_type_glued_to_the_chinese_words_of_a_title_is_read_from_its_own_capital():
+    # fixtures/devlogs58/6114: the words before the type are the title's, not part of the type
+    assert exceptions("swift3.8.0dev版本GRPO训练报错TypeError: Qwen2_5_VLModel.forward() got an unexpected keyword "
+                      "argument 'pixel_values'\n") == [
+        ("TypeError", "Qwen2_5_VLModel.forward() got an unexpected keyword argument 'pixel_values'")]
+    # an ASCII line keeps its whole dotted type
+    assert exceptions("torch.OutOfMemoryError: CUDA out of memory.\n") == [("torch.OutOfMemoryError", "CUDA out of memory.")]
+    # a glued type without its message names no exception of its own: the stack pasted below decides
+    # (fixtures/devlogs34/3723: "[Bug]: 使用trl进行GRPO训练出现RuntimeError" over a cut stack)
+    assert exceptions("[Bug]: 使用trl进行GRPO训练出现RuntimeError\n") == []
+    assert exceptions("GRPO训练DeepSpeed中报AssertionError\n") == []

@@ -219,8 +219,9 @@ def explain(b: Boundary, versions: dict[str, str]) -> str:
     what = f"{b.symbol}{prov_txt}" + (f", which does not take the keyword `{b.keyword}`" if b.keyword else
                                       ", whose signature takes other arguments than the call passes")
     if b.via:
+        callee = f"this {display(b.provider)} release" if b.provider else f"{b.symbol} as installed"
         return (f"The boundary: {what}; {b.via}: the installed {display(b.user)}{_ver(b.user or '', versions)} "
-                f"produces an input this {display(b.provider)} release does not know.")
+                f"produces an input {callee} does not know (one of the two is from another release).")
     if user:
         return (f"The boundary: {user} calls {what}: the caller was written for another release of "
                 f"{display(b.provider) if b.provider else 'the callee'}.")

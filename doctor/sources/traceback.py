@@ -20,7 +20,7 @@ _FRAME_REST = lazyre.compile(r"^(\d*), in (\S+)")
 # "ValueError: msg", "torch.OutOfMemoryError: msg", "AssertionError" (bare), "KeyError: 'prompt'"
 _LABEL = lazyre.compile(r"[a-z0-9][\w.\-]{0,40}")
 _EXC = lazyre.compile(
-    r"^((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|"
+    r"^((?:[A-Za-z_][A-Za-z0-9_]*\.)*(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|"
     r"Exception|AssertionError|KeyError|StopIteration|NotImplementedError|KeyboardInterrupt|ChildFailedError))"
     r"(?::\s?(.*))?$"
 )
@@ -33,7 +33,10 @@ CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.
 # bracket, quote, caret or tilde ("    raise ValueError(msg)ValueError: msg", "    ^^^^^^^^^KeyError: 'x'", a call cut
 # at its parenthesis "    x = f(AttributeError: ...")
 # an exception's (dotted) type name, as tracebacks print it: shared with the line splitter (sources/logtext.py)
-EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
+# (ASCII: a type glued to the text before it, `报错TypeError: ...`, is read from its own capital on)
+EXC_TYPE = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
+# (with its message: a title that ends in a bare type says less than the stack pasted under it)
+_CJK_GLUED = lazyre.compile(r"^\S*?[^\x00-\x7f](" + EXC_TYPE + r"):\s?(.+)$")
 _GLUED = lazyre.compile(r"(?<=[()\]'\"^~}>])\s*(" + EXC_TYPE + r")(?::\s?(.*))?$")
 # messages that C++ code raises, pasted without their type (the user copied the message only): the start of the
 # message names the exception torch gives it. Sources: c10/cuda/CUDACachingAllocator.cpp ("CUDA out of memory. Tried
@@ -264,6 +267,10 @@ class TracebackTracker:
             head, rest = stripped.split(": ", 1)
             if _LABEL.fullmatch(head):
                 m = _EXC.match(rest)
+        if m is None and not stripped.isascii():
+            # the type glued to the words of a title before it (`swift3.8版本GRPO训练报错TypeError: ...`): read from
+            # the type's own capital on
+            m = _CJK_GLUED.match(stripped)
         if m:
             etype, msg = m.group(1), (m.group(2) or "").strip()
             if msg[:2] == "**" and msg[-2:] == "**" and len(msg) > 4:

@@ -18,7 +18,7 @@ from .exceptions import message_above, notebook_header, retyped_message
 # character is a word character to `re`, so only "not ASCII" separates it from the type's first letter), a title's
 # "help!!!RuntimeError: ..." glued behind punctuation; a sentence that retypes the error may follow the type with a
 # full-width colon or a semicolon (`一直报错误:ValieError;DeepSpeed ...`)
-_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(!?,;:\uff1a]|[^\x00-\x7f])((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))"
+_EMBEDDED = lazyre.compile(r"(?:^|[\s*>|(!?,;:\uff1a]|[^\x00-\x7f])((?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception))"
                        r"(?::\s+(.+?)|\s?[;\uff1a]\s*([A-Z].+?)|\s{2,}Traceback \(most recent call last\))\**\s*$")
 # the built-in exceptions a sentence retypes, to put a typing slip right (`ValieError` is ValueError)
 _BUILTIN_TYPES = ("ValueError", "TypeError", "KeyError", "RuntimeError", "AttributeError", "ImportError", "IndexError",
