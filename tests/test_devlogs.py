@@ -245,6 +245,8 @@ DEVLOGS55 = ROOT / "fixtures" / "devlogs55"
 DEVLOGS56 = ROOT / "fixtures" / "devlogs56"
 DEVLOGS57 = ROOT / "fixtures" / "devlogs57"
 DEVLOGS58 = ROOT / "fixtures" / "devlogs58"
+DEVLOGS59 = ROOT / "fixtures" / "devlogs59"
+DEVLOGS60 = ROOT / "fixtures" / "devlogs60"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -455,6 +457,19 @@ KNOWN_MISSES_58: dict[str, str] = {
     "6126": "a maintainer's question about NCCL between two machines, in prose: GD328",
     "6127": "a title saying the run is stuck above a cut ray.get stack: GD999",
 }
+KNOWN_MISSES_59: dict[str, str] = {
+    "6202": "trl's 'Unable to create tensor' advice (padding/truncation) quoted without its type in prose: GD328",
+    "6204": "a LoRA adapter folder given to vLLM as the model ('No supported config format found'): GD993 at certain",
+    "6206": "a LLaVA ZeRO-2 run stuck on several GPUs, told in prose only: no finding",
+    "6208": "LLaMA-Factory's dataset-format refusal quoted in prose: GD328",
+    "6211": "'内存320g' (host RAM size) read as a checkpoint size in a GPU OOM paste: GD327 checkpoint-bloat",
+    "6224": "a stack cut inside accelerate's accumulate -> no_sync under DeepSpeed: GD999",
+    "6230": "DeepSpeed stage 3's allocator-cache-flush warning (GPU memory pressure) read as host RAM: GD327",
+}
+KNOWN_MISSES_60: dict[str, str] = {
+    "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
+    "6314": "ms-swift's load_file taking a small PIL image for a path, library source pasted: GD328",
+}
 KNOWN_MISSES_36: dict[str, str] = {
     "3929": "verl train_batch_size below the GPU count, the numbers only in the Hydra overrides line: GD312",
 }
@@ -491,7 +506,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS51, KNOWN_MISSES_51, 30), (DEVLOGS52, KNOWN_MISSES_52, 30),
               (DEVLOGS53, KNOWN_MISSES_53, 30), (DEVLOGS54, KNOWN_MISSES_54, 30),
               (DEVLOGS55, KNOWN_MISSES_55, 30), (DEVLOGS56, KNOWN_MISSES_56, 30),
-              (DEVLOGS57, KNOWN_MISSES_57, 30), (DEVLOGS58, KNOWN_MISSES_58, 30))
+              (DEVLOGS57, KNOWN_MISSES_57, 30), (DEVLOGS58, KNOWN_MISSES_58, 30),
+              (DEVLOGS59, KNOWN_MISSES_59, 30), (DEVLOGS60, KNOWN_MISSES_60, 30))
 
 
 

@@ -37,7 +37,14 @@ _WORKED = (r"(?i:(?:\bworks?|\bworked|\bworking|\bruns? (?:fine|well|ok)|(?:is |
            r"\bwithout (?:any )?(?:problem|issue|error)s?|\bsucce\w*)(?![\w-])|正常|可以|不报错|没问题|没有问题|成功|能跑|跑通)")
 _ZERO3_ONLY = lazyre.compile(rf"{_ZERO_LOW}[^。.;；\n]{{0,40}}?{_WORKED}|{_WORKED}[^。.;；\n]{{0,25}}?{_ZERO_LOW}")
 
-_FROM_LINES = ("deepspeed", "zero3", "checkpoint-load", "zero3-only")
+# the datasets library mapping a function over the rows (arrow_dataset.py Dataset.map's progress bar: `desc` "Map",
+# "Map (num_proc=N)" with a pool; the trainers' own descriptions of that map: trl "Tokenizing train dataset",
+# "Applying chat template to train dataset", LLaMA-Factory "Running tokenizer on dataset", "Converting format of dataset")
+_MAPPING = lazyre.compile(r"^\s*(?:Map(?: \(num_proc=\d+\))?|(?:Tokenizing|Applying chat template to|Extracting prompt in"
+                          r"|Adding EOS to) (?:train|eval) dataset|Running tokenizer on dataset|Converting format of dataset"
+                          r"(?: \(num_proc=\d+\))?):\s+\d+%")
+
+_FROM_LINES = ("deepspeed", "zero3", "checkpoint-load", "zero3-only", "dataset-map")
 FACTS = (*_FROM_LINES, "unsloth")
 
 
@@ -77,6 +84,8 @@ def run_facts(args: dict, lines: list, framework: str | None = None) -> dict[str
             out["checkpoint-load"] = _at(line)
         if "zero3-only" not in out and ZERO3.search(text) and _ZERO3_ONLY.search(text):
             out["zero3-only"] = _at(line)
+        if "dataset-map" not in out and _MAPPING.match(text):
+            out["dataset-map"] = _at(line)
     return out
 
 

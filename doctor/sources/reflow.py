@@ -24,7 +24,10 @@ MIN_WIDTH, MAX_WIDTH = 60, 400
 # prefix, an exception line
 _RECORD = lazyre.compile(rb"^(?:\[rank\s*\d+\]|\[?\d{4}-\d\d-\d\d[ T]\d\d:|[|+]|\xe2[\x94\x95]|Traceback \(most recent|"
                      rb"\[(?:INFO|WARNING|ERROR|DEBUG)|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d |\s*File \"|"
-                     rb"[IWEF]\d{4} \d\d:\d\d:|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s)")
+                     rb"[IWEF]\d{4} \d\d:\d\d:|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):\s|"
+                     # an issue thread's byline, as GitHub shows it and as thread exports write it ("skamano commented
+                     # on Sep 21, 2023", "skamano \u00b7 description \u00b7 2023-09-21"): the next post, never a message's rest
+                     rb"\S{1,40} (?:commented (?:on )?[A-Z][a-z]{2} \d{1,2}, \d{4}|\xc2\xb7 (?:description|comment) \xc2\xb7 \d{4}-))")
 # the last character of a row drawn with box-drawing characters (U+2500-U+257F, UTF-8 e2 94 xx / e2 95 xx)
 _BOX_END = lazyre.compile(rb"\xe2[\x94\x95][\x80-\xbf]$")
 

@@ -44,11 +44,18 @@ def _spans_nodes(ctx: RunState) -> str | None:
     return None
 
 
+# NCCL's last error naming its network transport (net_socket.cc, proxy.cc's service thread "Error encountered progressing
+# operation=Connect, res=3, closing connection", NET/Socket, NET/IB): the connection between processes failed, not shm
+_NETWORK_LAST = lazyre.compile(r"(?i)operation=Connect\b|closing connection|\bNET/(?:Socket|IB)\b|\bsocket\b|remote peer")
+
+
 def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     texts = " ".join(h.evidence.text for h in hits)
     shm = "/dev/shm" in texts or "shared memory" in texts
     world = ctx.run.world_size()
     nodes = None if shm else _spans_nodes(ctx)
+    last = None if shm else _last_error(ctx)
+    network = last if last is not None and _NETWORK_LAST.search(last) else None
     msg = ("NCCL failed with a system error while it set up its transports"
            + (" because it could not create or extend a shared-memory segment in /dev/shm." if shm else
               " (ncclSystemError: a system call such as shm_open, socket or malloc failed)."))
@@ -57,9 +64,12 @@ def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                "Check it on the node: `df -h /dev/shm`.",
                "Rerun with NCCL_DEBUG=INFO to see the failing call; as a stop-gap NCCL_SHM_DISABLE=1 makes NCCL "
                "use sockets/P2P instead of shared memory (slower)."]
-    if nodes:
+    if nodes or network:
         msg += (f" The job spans several nodes ({nodes}, read from the log): between nodes NCCL uses the network "
-                f"(sockets or InfiniBand), and a failed socket or verbs call there is the usual system error.")
+                f"(sockets or InfiniBand), and a failed socket or verbs call there is the usual system error."
+                if nodes else "")
+        msg += (f" NCCL's own last error, `{network[:120]}`, is a network connection that failed (its proxy or "
+                f"socket transport), not shared memory." if network else "")
         fix = ["Check the network NCCL picks between the nodes: NCCL_SOCKET_IFNAME set to the interface the nodes "
                "reach each other on, firewalls open between them, and for InfiniBand/RoCE the right NCCL_IB_HCA "
                "(NCCL_IB_DISABLE=1 to test over sockets).",

@@ -58,7 +58,7 @@ def run_facts_of(ctx: RunState) -> dict[str, str]:
 
 _FACT_WORDS = {"deepspeed": "DeepSpeed", "zero3": "ZeRO stage 3", "checkpoint-load": "a checkpoint being loaded",
                "zero3-only": "ZeRO-2 running where ZeRO-3 fails",
-               "unsloth": "an unsloth run"}
+               "unsloth": "an unsloth run", "dataset-map": "the dataset being mapped"}
 
 
 def _context(v: Verdict) -> str:

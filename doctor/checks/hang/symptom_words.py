@@ -393,7 +393,7 @@ ADVICE = lazyre.compile(r"(?i)(?:\bto (?:avoid|prevent)|\bavoid(?:ing)?|\bpreven
 
 # a run that works on one node and stops on several: what differs is the communicator across the nodes, which forms
 # in the first collective (the process group's, DeepSpeed's or DDP's broadcast of the weights) before any step
-MULTI_NODE = lazyre.compile(r"(?i)\bmulti-?node\b|\b(?:two|2|several|multiple) (?:nodes|machines)\b|多机|多节点|两台|跨机")
+MULTI_NODE = lazyre.compile(r"(?i)\bmulti[- ]?nodes?\b|\b(?:two|2|several|multiple) (?:nodes|machines)\b|多机|多节点|两台|跨机")
 
 ONE_NODE = lazyre.compile(r"(?i)\b(?:single|one)[- ](?:node|machine)\b|单机|单台|单节点|一台")
 
