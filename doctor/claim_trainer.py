@@ -28,9 +28,10 @@ _OFFLINE = UNSCORED_KINDS - {"serve", "infer"}
 # infers has none
 _TRAINER_SIDE = lazyre.compile(r"\b(?:the|a|its) trainer\b|\btrainer's\b|\bweight sync\b|\btraining steps?\b")
 _SERVING = frozenset({"serve", "infer"})
-# "X, not the trainer" and "both when X and when a trainer Y (...)": the trainer's part is a contrast or an
-# alternative, and the rest stands without it
-_NOT_TRAINER = lazyre.compile(r",? not (?:the|a) trainer(?:'s \w+)?\b")
+# "X, not the trainer", "X, together with the trainer versions ... (...)" and "both when X and when a trainer Y (...)":
+# the trainer's part is a contrast, an addition or an alternative, and the rest stands without it
+_NOT_TRAINER = lazyre.compile(r",? not (?:the|a) trainer(?:'s \w+)?\b|"
+                              r", together with (?:the|a) trainer[^;.(]*(?:\([^)]*\))?")
 _OR_TRAINER = lazyre.compile(r"\bboth (when [^.;]*?) and when a trainer [^.;(]*(?:\([^)]*\))?")
 _CONFIG = lazyre.compile(r"\bGRPOConfig\(([^()]*)\)")
 # the GRPO-only fields of trl's GRPOConfig (trl/trainer/grpo_config.py): no other trainer's config has them

@@ -176,6 +176,9 @@ def test_a_serving_run_loses_the_trainer_side_of_a_sentence_and_keeps_the_rest()
            "made for each other.")
     assert check_text(fix, serve)[0] == "For a checkpoint, save it with the names vLLM serves."
     assert check_text("If a trainer syncs weights into this server, match their releases.", serve)[1] == []
+    upgrade = ("Upgrade vLLM to a release that lists the model, together with the trainer versions that support that "
+               "vLLM (ms-swift's README table); or check config.json.")
+    assert check_text(upgrade, serve)[0] == "Upgrade vLLM to a release that lists the model; or check config.json."
 
 
 def _analyze(log: Path) -> dict:

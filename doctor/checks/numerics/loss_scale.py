@@ -53,4 +53,6 @@ def loss_scale_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     ds = run.args.get("deepspeed")
     if ds:
         msg += f" DeepSpeed config: {ds}."
-    return Diagnosis(message=msg, fix=_fixes(ctx))
+    # the exception first, then the last overflow line before it (not every halving of the way down)
+    skipped = [h.evidence for h in hits if h.groups.get("attempted")][-1:]
+    return Diagnosis(message=msg, fix=_fixes(ctx), evidence=(*(h.evidence for h in at_minimum), *skipped))
