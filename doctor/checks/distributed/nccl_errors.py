@@ -64,12 +64,13 @@ def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                "Check it on the node: `df -h /dev/shm`.",
                "Rerun with NCCL_DEBUG=INFO to see the failing call; as a stop-gap NCCL_SHM_DISABLE=1 makes NCCL "
                "use sockets/P2P instead of shared memory (slower)."]
-    if nodes or network:
+    if nodes:
         msg += (f" The job spans several nodes ({nodes}, read from the log): between nodes NCCL uses the network "
-                f"(sockets or InfiniBand), and a failed socket or verbs call there is the usual system error."
-                if nodes else "")
+                f"(sockets or InfiniBand), and a failed socket or verbs call there is the usual system error.")
+    if network:
         msg += (f" NCCL's own last error, `{network[:120]}`, is a network connection that failed (its proxy or "
-                f"socket transport), not shared memory." if network else "")
+                f"socket transport), not shared memory.")
+    if nodes or network:
         fix = ["Check the network NCCL picks between the nodes: NCCL_SOCKET_IFNAME set to the interface the nodes "
                "reach each other on, firewalls open between them, and for InfiniBand/RoCE the right NCCL_IB_HCA "
                "(NCCL_IB_DISABLE=1 to test over sockets).",

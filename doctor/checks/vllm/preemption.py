@@ -5,13 +5,12 @@ from __future__ import annotations
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
 from ...values import as_number
-from ..memory._facts import facts_of
+from ..memory._facts import Facts, facts_of
 from ..memory._ladders import _fmt_util
 
 
-def _flags(ctx: RunState) -> tuple[str, str, str]:
+def _flags(f: Facts) -> tuple[str, str, str]:
     """The spelling of the utilisation, sequence-count and length flags in the launch that ran vLLM."""
-    f = facts_of(ctx.run, ())
     if f.server_launch is not None and f.trainer_launch is None and f.server_launch.command in ("serve", "vllm-serve"):
         dash = "-" if f.server_launch.command == "serve" else "_"
         return tuple(f"--{n.replace('_', dash)}" for n in ("gpu_memory_utilization", "max_num_seqs", "max_model_len"))
@@ -29,8 +28,8 @@ def preemption_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
            + (f": {total} preemptions by the last warning (vLLM logs every 50th)" if total else "")
            + ". Each preemption throws away or swaps out a sequence's cache and redoes the work, so generation slows "
              "to a fraction of its speed; the run is not stopped by it.")
-    util_flag, seqs_flag, len_flag = _flags(ctx)
     f = facts_of(ctx.run, ())
+    util_flag, seqs_flag, len_flag = _flags(f)
     util = f.util if f.util_set else None
     if f.server_launch is not None and f.trainer_launch is None:
         util = as_number(f.server_launch.flags.get("gpu_memory_utilization"))
