@@ -71,9 +71,11 @@ def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         msg += (f" NCCL's own last error, `{network[:120]}`, is a network connection that failed (its proxy or "
                 f"socket transport), not shared memory.")
     if nodes or network:
-        fix = ["Check the network NCCL picks between the nodes: NCCL_SOCKET_IFNAME set to the interface the nodes "
-               "reach each other on, firewalls open between them, and for InfiniBand/RoCE the right NCCL_IB_HCA "
-               "(NCCL_IB_DISABLE=1 to test over sockets).",
+        # (a failed connection alone does not say the job spans nodes: then the processes, not the nodes)
+        peers = "the nodes" if nodes else "the processes"
+        fix = [f"Check the network NCCL picks between {peers}: NCCL_SOCKET_IFNAME set to the interface {peers} "
+               f"reach each other on, firewalls open between them, and for InfiniBand/RoCE the right NCCL_IB_HCA "
+               f"(NCCL_IB_DISABLE=1 to test over sockets).",
                "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: the WARN line before the error names the "
                "failing call and interface."] + shm_fix[:2]
         return Diagnosis(message=msg, fix=tuple(fix))
