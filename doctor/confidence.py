@@ -57,8 +57,10 @@ _LOG_LEVELS = ("error", "critical", "warning", "info")   # RaisedBy.kind of a lo
 def by_raise_site(f: Finding, raised: tuple[RaisedBy, ...]) -> str:
     """The finding's level once its raise sites are known: a likely verdict of a structural rule (a fallback check
     that is not last-resort and declares no level of its own) whose quoted exception is raised, by the index, in one
-    package's source becomes certain; anything else keeps its level."""
-    if f.confidence != "likely" or not raised:
+    package's source becomes certain, when what the rule explains is that check (its entry reads the message, the
+    failing line or the site's test, not only the files the stack went through: a file raises for several
+    reasons, and the entry of its usual one does not explain another); anything else keeps its level."""
+    if f.confidence != "likely" or not raised or not f.branch_known:
         return f.confidence
     from .registry import find_rule
     meta = find_rule(f.rule_id)

@@ -150,6 +150,9 @@ class Finding:
     # locates the sentence, the claim kind, what it is about, the value): checked against the run before printing;
     # not part of the report
     claims: tuple[tuple[str, str, str, str], ...] = ()
+    # False when the rule explains the code the exception went through (a structural entry matched on its files and
+    # frames) rather than the check that raised it: a raise site then does not make it certain. Not part of the report
+    branch_known: bool = True
 
     def to_json(self) -> dict[str, Any]:
         out = {

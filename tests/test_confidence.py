@@ -87,6 +87,27 @@ def test_the_raise_site_index_makes_a_structural_verdict_certain():
     assert f.rule_id == "GD990" and f.raised_by and f.confidence == "certain"
 
 
+def test_a_raise_site_does_not_certify_an_entry_that_explains_another_reason_of_its_file(tmp_path):
+    """vLLM's get_config raises for a missing config file, an unreachable hub and an unknown model_type alike: the
+    entry for the versions (matched on the file) stays likely when its site is known; the entry that reads the
+    message of the missing-config branch names the argument, and is certain of it."""
+    from doctor.classify.structure import load, pins_branch
+    entries = {e.id: e for e in load()}
+    assert not pins_branch(entries["vllm-model-config"]) and pins_branch(entries["vllm-no-model-config"])
+    assert pins_branch(entries["vllm-engine"])       # every raise under vllm/ is the engine's: no mark, certain
+    trace = ("Traceback (most recent call last):\n"
+             '  File "/x/site-packages/vllm/transformers_utils/config.py", line 200, in get_config\n'
+             "    config = AutoConfig.from_pretrained(\n")
+    versions = _finish(trace + "KeyError: 'qwen9'\n", tmp_path)
+    assert versions[0].rule_id == "GD993" and versions[0].confidence == "likely"
+    missing = _finish("ValueError: No supported config format found in meta-llama/Llama-3.3-70B-Instruct\n", tmp_path)
+    assert missing[0].rule_id == "GD990" and missing[0].confidence == "certain", missing[0]
+    f = Finding("GD993", "structural-version-clash", "import-or-dependency-error", Severity.error, "t", "m",
+                confidence="likely", branch_known=False)
+    site = RaisedBy("vllm", "0.6", "vllm/transformers_utils/config.py", "get_config", "ValueError")
+    assert confidence.by_raise_site(f, (site,)) == "likely"
+
+
 def test_by_raise_site_only_for_a_pinned_exception_of_a_structural_rule():
     f = Finding("GD990", "structural-argument-error", "argument-error-other", Severity.error, "t", "m",
                 confidence="likely")

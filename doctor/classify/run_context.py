@@ -44,7 +44,12 @@ _MAPPING = lazyre.compile(r"^\s*(?:Map(?: \(num_proc=\d+\))?|(?:Tokenizing|Apply
                           r"|Adding EOS to) (?:train|eval) dataset|Running tokenizer on dataset|Converting format of dataset"
                           r"(?: \(num_proc=\d+\))?):\s+\d+%")
 
-_FROM_LINES = ("deepspeed", "zero3", "checkpoint-load", "zero3-only", "dataset-map")
+# a LoRA adapter handled as a model folder: PEFT's files (adapter_config.json, adapter_model.*), unsloth's adapter-only
+# save (save_method="lora"), vLLM's LoRA switch and its request class
+_ADAPTER = lazyre.compile(r"adapter_config\.json|adapter_model\.(?:safetensors|bin)|save_method\s*=\s*['\"]lora['\"]"
+                          r"|\benable_lora\s*=\s*True|--enable[-_]lora\b|\bLoRARequest\(")
+
+_FROM_LINES = ("deepspeed", "zero3", "checkpoint-load", "zero3-only", "dataset-map", "lora-adapter")
 FACTS = (*_FROM_LINES, "unsloth")
 
 
@@ -86,6 +91,8 @@ def run_facts(args: dict, lines: list, framework: str | None = None) -> dict[str
             out["zero3-only"] = _at(line)
         if "dataset-map" not in out and _MAPPING.match(text):
             out["dataset-map"] = _at(line)
+        if "lora-adapter" not in out and _ADAPTER.search(text):
+            out["lora-adapter"] = _at(line)
     return out
 
 

@@ -15,7 +15,8 @@ from .component import component, deepest_library, from_site, stack_for
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "structure.toml"
 _KEYS = {"id", "category", "stackless", "types", "not_types", "message", "raised_in", "deepest_lib", "any_frame", "code", "below", "not_any",
-         "not_message", "doc", "cases", "backed_by", "fix", "verify", "title", "run_shows", "site_test"}
+         "not_message", "doc", "cases", "backed_by", "fix", "verify", "title", "run_shows", "site_test",
+         "several_reasons"}
 # wrappers that only report that something else failed; the entry is decided by what they wrap
 CONSEQUENCES = {"ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "KeyboardInterrupt",
                 "SystemExit", "BrokenPipeError", "ConnectionResetError", "CalledProcessError", "SignalException",
@@ -48,6 +49,7 @@ class Entry:
     cases: str = ""             # the usual causes, printed after the doc unless the evidence names the run's own
     stackless: bool = False     # only for an exception printed without frames of its own (a title, a summary)
     run_shows: tuple[str, ...] = ()  # facts the run must show around it (classify/run_context.py FACTS)
+    several_reasons: bool = False  # its files raise for reasons its doc does not explain (pins_branch)
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,16 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
                          verify=raw.get("verify", ""), title=raw.get("title", ""),
                          cases=raw.get("cases", "").strip(),
                          stackless=bool(raw.get("stackless", False)), run_shows=tuple(raw.get("run_shows", ())),
+                         several_reasons=bool(raw.get("several_reasons", False)),
                          **rx))
     return tuple(out)
+
+
+def pins_branch(e: Entry) -> bool:
+    """Whether the entry explains the check that raised the exception, not only the usual failure of the file it
+    was raised in: an entry marked ``several_reasons`` matches a file whose raises mean different things unless its
+    message, failing line or site test says which."""
+    return not e.several_reasons or bool(e.message or e.code or e.site_test)
 
 
 def _hay(fr: Frame) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ... import lazyre
 from ...classify.component import rel, user_frames
-from ...classify.structure import SITE_LINE, Verdict, first_failure
+from ...classify.structure import SITE_LINE, Verdict, first_failure, pins_branch
 from ...classify.wrappers import unwrap
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
@@ -58,7 +58,8 @@ def run_facts_of(ctx: RunState) -> dict[str, str]:
 
 _FACT_WORDS = {"deepspeed": "DeepSpeed", "zero3": "ZeRO stage 3", "checkpoint-load": "a checkpoint being loaded",
                "zero3-only": "ZeRO-2 running where ZeRO-3 fails",
-               "unsloth": "an unsloth run", "dataset-map": "the dataset being mapped"}
+               "unsloth": "an unsloth run", "dataset-map": "the dataset being mapped",
+               "lora-adapter": "a LoRA adapter"}
 
 
 def _context(v: Verdict) -> str:
@@ -434,13 +435,14 @@ class Structural(Rule):
                     ev.append(Evidence(last.where.path, last.where.line, last.raw))
             if outer is not None and (outer.where.path, outer.where.line) != (exc.where.path, exc.where.line):
                 ev.insert(0, Evidence(outer.where.path, outer.where.line, outer.raw))
-            return self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
+            found = self.make(message=msg, fix=fix, evidence=ev, count=max(len(same), 1), ranks=ranks, seq=exc.seq,
                              severity=Severity.warning if embedded else None,
                              # named outside a traceback, or placed by the run around it rather than its frames
                              confidence="possible" if embedded or (v.context and not exc.frames) else None,
                              alternatives=v.runners_up,
                              title=(v.entry.title if v.entry.title else
                                     f"{self.meta.title}: {exc.short_type}" + (f" in {v.component}" if v.frames else "")))
+            return found if pins_branch(v.entry) else dataclasses.replace(found, branch_known=False)
         line, _ = next(((l, f) for l, f in ctx.open_tracebacks if f == v.frames), ctx.open_tracebacks[0])
         evidence = [Evidence(line.where.path, line.where.line, line.raw)]
         notice = _notice_before(ctx, line)
