@@ -331,7 +331,7 @@ def test_a_title_that_is_a_librarys_message_cut_is_read_above_a_pasted_command(t
     log.write_text(_TIED_MESSAGE + "\n" + _LAUNCH, encoding="utf-8")
     first = analyze([str(log)]).findings[0]
     assert first.rule_id == "GD999" and first.evidence[0].line == 1
-    assert "RuntimeError: Some tensors share memory" in first.message and "safetensors raises this wording" in first.message
+    assert "RuntimeError: Some tensors share memory" in first.message and "The wording is safetensors' (" in first.message
     # the same words on a later line of a launched program's log are not its error: a program prints the type
     log.write_text(_LAUNCH + "note: " + _TIED_MESSAGE[:20] + "\n" + _TIED_MESSAGE + "\n", encoding="utf-8")
     assert not any(f.rule_id == "GD999" for f in analyze([str(log)]).findings)

@@ -34,8 +34,8 @@ def test_the_message_and_the_run_bind_the_condition():
     assert got.from_run == (("generation_batch_size", "12", "read from args.json"),
                             ("per_device_train_batch_size", "4", "read from the command"))
     text = got.sentence()
-    assert text.startswith("trl raises this wording in GRPOConfig.__post_init__ (trl/trainer/grpo_config.py; in its "
-                           f"releases 0.18-0.20 at least), when `{_COND}` (the test in trl 0.20's source); ")
+    # said to the user: whose check, the test, the values (the releases are the raised-by part's)
+    assert text.startswith(f"trl's __post_init__ raises it when `{_COND}`; here ")
     assert "`self.generation_batch_size` is 12" in text and "the run's per_device_train_batch_size is 4" in text
     assert "learning_rate" not in text   # an argument the condition does not read
     # GRPOConfig's fields are its flags; steps_per_generation is implied by the `is None` term the test held with
@@ -47,9 +47,8 @@ def test_the_message_and_the_run_bind_the_condition():
 def test_no_run_value_no_fix():
     got = read(_site({}), {}, {})
     assert got is not None and got.fix() is None
-    assert got.sentence() == ("trl raises this wording in GRPOConfig.__post_init__ (trl/trainer/grpo_config.py; in its "
-                              f"releases 0.18-0.20 at least), when `{_COND}` (the test in trl 0.20's source); the "
-                              f"test held, so `self.steps_per_generation` was None.")
+    assert got.sentence() == (f"trl's __post_init__ raises it when `{_COND}`; the test held, so "
+                              f"`self.steps_per_generation` was None.")
 
 
 def test_a_cut_message_or_an_unguarded_site_is_not_read():
@@ -60,7 +59,7 @@ def test_a_cut_message_or_an_unguarded_site_is_not_read():
 def test_a_handler_s_site_points_at_the_exception_it_replaces():
     got = read(_site({}, condition="except KeyError"), {"per_device_train_batch_size": 4}, {})
     assert got is not None and got.fix() is None
-    assert "at least), while handling a KeyError: the exception it replaces" in got.sentence()
+    assert "trl's __post_init__ raises it while handling a KeyError: the exception it replaces" in got.sentence()
     got = read(_site({}, condition="except (OSError, ValueError)"), {}, {})
     assert got is not None and "while handling an OSError or ValueError:" in got.sentence()
     got = read(_site({}, condition="except ImportError"), {}, {})

@@ -44,20 +44,18 @@ class ConditionReading:
         return f"{self.package} {last.group(0) if last else self.versions}"
 
     def sentence(self) -> str:
-        """Where the wording is raised and the test that leads there, with the values the log shows for it."""
-        # the index holds some releases of each package: older ones may raise the same words, so the range is what
-        # was read, not the first release that has it
-        head = (f"{self.package} raises this wording in {self.function} ({self.module}; in its releases "
-                f"{self.versions} at least)")
+        """The test that leads to the raise, said with the values the log shows for it (which releases hold it is the
+        report's raised-by part). A handler's site says that the exception it replaces is the cause."""
+        where = f"{possessive(self.package)} {self.function.rsplit('.', 1)[-1]}"
         if self.condition.startswith("except"):
             caught = " or ".join(t.strip() for t in self.condition[len("except"):].strip().strip("()").split(","))
             article = "an" if caught[:1].lower() in tuple("aeiou") else "a"
-            return (f"{head}, while handling {article + ' ' + caught if caught else 'another exception'}: the exception "
-                    f"it replaces (printed above it, \"During handling of the above exception\") is the cause.")
+            return (f"{where} raises it while handling {article + ' ' + caught if caught else 'another exception'}: "
+                    f"the exception it replaces (printed above it, \"During handling of the above exception\") is "
+                    f"the cause.")
         said = [f"`{op}` is {value}" for op, value in self.from_message]
-        said += [f"the run's {arg} is {value} ({where})" for arg, value, where in self.from_run]
-        text = (f"{head}, when `{self.condition}` (the test in {self.release}'s source)"
-                + ("; " + ", ".join(said) if said else ""))
+        said += [f"the run's {arg} is {value} ({where_read})" for arg, value, where_read in self.from_run]
+        text = f"{where} raises it when `{self.condition}`" + ("; here " + ", ".join(said) if said else "")
         if self.implied:
             text += ("; the test held, so " + ", ".join(f"`{op}` was {value}" for op, value in self.implied))
         return text + "."
@@ -73,6 +71,11 @@ class ConditionReading:
         which = "it" if len(self.settable) == 1 else "one of them"
         return (f"The check `{self.condition}` held with {values}: change {which} so that it no longer holds, "
                 f"then rerun.")
+
+
+def possessive(name: str) -> str:
+    """"transformers'", "vllm's"."""
+    return name + ("'" if name.endswith("s") else "'s")
 
 
 def _short(value: str, limit: int = 80) -> str:

@@ -32,12 +32,9 @@ def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
     reading = closest(texts_of(state))
     if reading is None or reading.category == "other":
         return findings
-    words = ", ".join(f"`{w}`" for w in reading.words)
     # said to the person reading the report: what the category rests on and that it is theirs to check
     said = (f" Its category is a guess: no rule names this failure, and its wording is most like that of "
-            f"{reading.category} failures posted in public issue threads"
-            + (f" ({words})" if words else "")
-            + "; check it against the log.")
+            f"{reading.category} failures; check it against the log.")
     return [replace(first, category=reading.category, message=first.message + said, confidence="possible"),
             *findings[1:]]
 

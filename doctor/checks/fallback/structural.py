@@ -119,10 +119,11 @@ def _raised_by_its_line(exc: ExceptionInfo, site: Any) -> bool:
     return not any(f.path.replace("\\", "/").endswith(site.module) for f in exc.frames)
 
 
-def where_raised(exc: ExceptionInfo, ctx: RunState, line_read: bool) -> tuple[str, str | None]:
-    """(" <where this wording is raised, in which releases, and the test that leads there with the values the log
-    shows>", the fix that test gives or None); ("", None) when no indexed site has the wording. ``line_read``: the
-    failing source line was read (an assert's printed line already says what was false)."""
+def where_raised(exc: ExceptionInfo, ctx: RunState, line_read: bool, owner: bool = False) -> tuple[str, str | None]:
+    """(" <the test that leads to this wording's raise site, with the values the log shows for it>", the fix that
+    test gives or None); ("", None) when no indexed site has the wording, or its site has no test.
+    ``line_read``: the failing source line was read (an assert's printed line already says what was false);
+    ``owner``: say whose wording it is when nothing else is said (a finding without a category)."""
     s, tied = _best_site(exc, ctx)
     if s is None or _raised_by_its_line(exc, s):
         return "", None
@@ -136,9 +137,10 @@ def where_raised(exc: ExceptionInfo, ctx: RunState, line_read: bool) -> tuple[st
         checked = read(s, ctx.run.args, ctx.run.provenance)
         if checked is not None:
             return " " + checked.sentence(), checked.fix()
-    # the index holds some releases of each package: older ones may raise the same words, so the range is what was
-    # read, not the first release that has it
-    return f" {s.package} raises this wording ({s.where}; in its releases {s.versions} at least).", None
+    # where it is raised is in the report's raised-by line (and the JSON's raised_by, with its releases); a finding
+    # that names no category (``owner``) says whose words they are
+    from ...classify.raise_condition import possessive
+    return (f" The wording is {possessive(s.package)} ({s.where.rsplit('.', 1)[-1]}).", None) if owner else ("", None)
 
 
 # what a line printed just before a traceback says when it announces the failure: concurrent.futures'
@@ -383,7 +385,7 @@ class Structural(Rule):
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
                 owner = v.component + ("'" if v.component.endswith("s") else "'s")   # transformers' source
-                where_txt = (f" {stackless_words(ctx)}; {owner} released source raises this wording in "
+                where_txt = (f" {stackless_words(ctx)}; the wording is {owner}, raised in "
                              f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
             elif exc.frames and exc not in ctx.exceptions and exc.raw.startswith(("raise ", "assert ")):
                 where_txt = (f" The traceback is cut before its exception line; its last frame's source line is the "

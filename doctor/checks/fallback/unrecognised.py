@@ -247,7 +247,7 @@ class Unrecognised(Rule):
                 fix[:0] = [x for x in verdict.entry.fix[:1]]
             elif named is not None:  # named, and no entry places it: what its raise site says, if the index knows it
                 exc_above = named[0]
-                raised, told = where_raised(exc_above, ctx, False)
+                raised, told = where_raised(exc_above, ctx, False, owner=True)
                 msg += (f" The line above the stack names an exception, `{exc_above.type}: "
                         f"{exc_above.message[:160]}`, most likely the one this stack ends in (the stack stops before "
                         f"its own exception line, so that they belong together is the reading, not shown).{raised}")
@@ -304,7 +304,7 @@ class Unrecognised(Rule):
         if lib is not None:
             msg += f" The innermost library frame is in {component(lib.path)} ({describe_frame(lib)})."
         read = explain_line(exc)
-        raised, told = where_raised(exc, ctx, bool(read))
+        raised, told = where_raised(exc, ctx, bool(read), owner=True)
         msg += raised
         fix = [told] if told else []
         unset = unset_option(exc)
