@@ -458,7 +458,6 @@ KNOWN_MISSES_58: dict[str, str] = {
     "6127": "a title saying the run is stuck above a cut ray.get stack: GD999",
 }
 KNOWN_MISSES_59: dict[str, str] = {
-    "6202": "trl's 'Unable to create tensor' advice (padding/truncation) quoted without its type in prose: GD328",
     "6206": "a LLaVA ZeRO-2 run stuck on several GPUs, told in prose only: no finding",
     "6208": "LLaMA-Factory's dataset-format refusal quoted in prose: GD328",
     "6211": "'内存320g' (host RAM size) read as a checkpoint size in a GPU OOM paste: GD327 checkpoint-bloat",

@@ -351,3 +351,21 @@ def test_a_type_glued_to_the_chinese_words_of_a_title_is_read_from_its_own_capit
     # (fixtures/devlogs34/3723: "[Bug]: 使用trl进行GRPO训练出现RuntimeError" over a cut stack)
     assert exceptions("[Bug]: 使用trl进行GRPO训练出现RuntimeError\n") == []
     assert exceptions("GRPO训练DeepSpeed中报AssertionError\n") == []
+
+
+def test_a_message_quoted_in_a_sentence_is_read_as_the_exception_it_quotes(tmp_path):
+    """fixtures/devlogs59 6202 (huggingface/trl, an SFTTrainer run): the error is a markdown link inside a code span
+    in the author's sentence, with typographic quotes; transformers' BatchEncoding refusal is a ValueError."""
+    from doctor.analyze import analyze
+    log = tmp_path / "log.txt"
+    log.write_text("When I set `packing=False` in the SFTTrainer, I get an error which says `[Unable to create tensor, "
+                   "you should probably activate truncation and/or padding with \u2018padding=True\u2019 "
+                   "\u2018truncation=True\u2019](https://discuss.huggingface.co/t/x/98833)`.\n", encoding="utf-8")
+    first = analyze([str(log)]).findings[0]
+    assert first.category == "dataset-or-template-error" and first.confidence == "possible"
+    assert "`ValueError: Unable to create tensor, you should probably activate truncation and/or padding with " \
+           "'padding=True' 'truncation=True'`" in first.message
+    # a quotation that is no library's message is no exception
+    log.write_text("I get an error which says `the tensors could not be created for this batch at all`.\n",
+                   encoding="utf-8")
+    assert not any("ValueError" in f.message for f in analyze([str(log)]).findings)

@@ -180,7 +180,36 @@ def indexed_wordings(ctx: RunState, title_only: bool = False) -> list[ExceptionI
                     best.score >= 0.95 or _head_of(line.text, best.template) or _long_head(line.text, best.template)):
                 out.append(ExceptionInfo(best.kind, line.text.strip()[:600], (), line.where, line.rank, line.seq,
                                          line.raw))
+                continue
+            quoted = _quoted_message(line.text)
+            if quoted is not None:
+                out.append(ExceptionInfo(quoted[0], quoted[1][:600], (), line.where, line.rank, line.seq, line.raw))
     return out[:3]
+
+
+# a message a sentence quotes: a code span, a markdown link's text (a forum post's title linked), a quotation
+_QUOTED = lazyre.compile(r"`\[?([^`\n]{30,}?)\]?(?:\([^)\s]*\))?`|\[([^\]\n]{30,})\]\(|[\"\u201c]([^\"\u201d\n]{30,})[\"\u201d]")
+_CURLY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def _quoted_message(text: str) -> tuple[str, str] | None:
+    """(type, message) of a library message a sentence quotes without its type ("I get an error which says `Unable
+    to create tensor, you should probably ...`"): the quotation's start is the message's (the raise-site index's
+    fixed text, or the message of a structural entry that reads one type), typographic quotes made plain."""
+    from ...classify.structure import load
+    for m in _QUOTED.finditer(text):
+        span = next(g for g in m.groups() if g).strip().translate(_CURLY)
+        try:
+            best = next(iter(site_matches(span)), None)
+        except (OSError, ValueError):
+            return None
+        if best is not None and best.kind.endswith(("Error", "Exception")) and (
+                best.score >= 0.95 or _long_head(span, best.template)):
+            return best.kind, span
+        for entry in load():
+            if entry.message is not None and len(entry.types) == 1 and entry.message.match(span):
+                return next(iter(entry.types)), span
+    return None
 
 
 # a line this long that begins with as much of a message's fixed text is that message, cut (an issue title's length
