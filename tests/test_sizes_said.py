@@ -37,3 +37,21 @@ def test_a_gpus_memory_after_its_name_is_not_a_saved_size():
     assert _sizes("H20（96G）训练保存了 60GB 权重") == {60e9: "60 GB"}
     f = _gd327("DPO 显存需求\n在单张A800 (80G) 卡上，LoRA rank 8 微调一个4B的模型。\n换成dpo训练，即使batch size设为2也会OOM。\n")
     assert f.category == "cuda-oom"
+
+
+def test_a_memory_size_after_its_word_is_not_a_saved_size():
+    from doctor.checks.hang.sizes_said import _sizes
+    # fixtures/devlogs59 6211 (a LLaMA-Factory LoRA run): "one 4090, 320g of RAM, ZeRO-3 ... blows the GPU memory"
+    assert _sizes("4090单卡，内存320g，使用deepspeed zero3微调") == {}
+    assert _sizes("RAM: 256GB, and the checkpoint is 60GB") == {60e9: "60 GB"}
+    f = _gd327("4090单卡，内存320g，使用deepspeed zero3微调qwen3-30b-a3b-thinking-2507会爆显存\n")
+    assert f.category == "cuda-oom"
+
+
+def test_deepspeeds_allocator_cache_flush_warning_is_the_gpus_memory():
+    # fixtures/devlogs59 6230: ZeRO-3's warning counts CUDA allocator retries (deepspeed/runtime/zero/stage3.py); its
+    # "high memory pressure" is the GPU's, not the host's
+    f = _gd327("OOM 问题\n2 pytorch allocator cache flushes since last step. this happens when there is high memory "
+               "pressure and is detrimental to performance.\n")
+    assert f.category == "cuda-oom"
+    assert _gd327("the job was killed due to memory pressure on the node\n").category == "host-oom-killed"

@@ -19,8 +19,10 @@ _UNITS = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 # a size: "4.45 GB", "2.1G", "760K", "135GB", "489K" (a bare B is a parameter count: "13B"); Chinese "几十K" (tens of KB);
 # the edges are ASCII ones: a CJK character before a number ("是135GB") is a word character to `re`
 # (a number after a hyphen inside a name is part of the name: "BELLE-7B-2M" is trained on 2M instructions, not 2 MB)
-# (nor is a memory's size: "8卡A800, 400G内存", "80GB GPU", "64 GB of RAM")
-_SIZE = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(\d+(?:\.\d+)?)\s?([kmgt])(?:i?b|bytes?)?(?![a-z])"
+# (nor is a memory's size, after or before its word: "8卡A800, 400G内存", "内存320g", "80GB GPU", "64 GB of RAM",
+# "RAM: 256GB")
+_SIZE = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(?<!内存)(?<!显存)(?<!内存为)(?<!显存为)(?<!RAM )(?<!RAM: )"
+                       r"(?<!memory )(?<!memory: )(\d+(?:\.\d+)?)\s?([kmgt])(?:i?b|bytes?)?(?![a-z])"
                        r"(?!\s?(?:的)?(?:内存|显存|RAM|V?RAM|memory|GPU|显卡|of (?:host |system |GPU )?(?:RAM|memory|VRAM)))")
 # a GPU's memory after its name ("A800 (80G)", "A100 80GB", "RTX 4090 24G", "H20（96G）"): the card, not a file
 _GPU_MEMORY = lazyre.compile(r"(?i)(?<![A-Za-z0-9])((?:[AHLV]|MI|RTX\s?|GTX\s?)\d{2,4}(?:\s?Ti|\s?SXM\d?|\s?PCIe)?)\s*"

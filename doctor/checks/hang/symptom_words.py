@@ -23,6 +23,11 @@ AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it c
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
 SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
+    # DeepSpeed ZeRO-3's warning of CUDA allocator retries ("N pytorch allocator cache flushes since last step. this
+    # happens when there is high memory pressure ...": deepspeed/runtime/zero/stage3.py, from the accelerator's
+    # memory_stats()["num_alloc_retries"]): the GPU's memory, whatever "memory pressure" says elsewhere
+    (lazyre.compile(r"(?i)\ballocator cache flushes\b"), "cuda-oom",
+     "the GPU's memory is nearly full (DeepSpeed reports CUDA allocator cache flushes)"),
     # host memory named as such first: "killed due to memory pressure (OOM)" (Ray's raylet), "the node is running low
     # on memory", "out of RAM", 内存不足 name the host's RAM even beside the word OOM
     (lazyre.compile(r"(?i)\bmemory pressure\b|\brunning low on memory\b|\bhost (?:memory|RAM)\b|\bout of (?:host )?RAM\b|"
