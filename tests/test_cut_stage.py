@@ -641,3 +641,23 @@ def test_a_stack_cut_while_a_distributed_checkpoint_plans_its_load_is_the_checkp
     assert (f.category, f.title) == ("checkpoint-corrupt",
                                      "Loading a distributed checkpoint failed; the exception is not in the excerpt")
     assert "Missing key in checkpoint state_dict" in f.message
+
+
+_NO_SYNC_STACK = (
+    '[rank2]:   File "/home/u/train.py", line 862, in main\n'
+    "[rank2]:     with accelerator.accumulate(unet):\n"
+    '[rank2]:   File "/env/lib/python3.10/site-packages/accelerate/accelerator.py", line 973, in no_sync\n'
+    "[rank2]:     with context():\n"
+    '[rank2]:   File "/env/lib/python3.10/contextlib.py", line 135, in __enter__\n'
+    "[rank2]:     return next(self.gen)\n")
+
+
+def test_a_headerless_stack_cut_in_accelerates_no_sync_is_read_with_the_title_above_it():
+    # fixtures/devlogs59 6224 (JyChen9811/FaithDiff): the issue body starts at a frame, no "Traceback" header; the title
+    # names DeepSpeed ZeRO-2, whose engine refuses no_sync (deepspeed 0.16+ runtime/engine.py)
+    titled = _first(run_text("DeepSpeed ZeRO stage 2 与 Accelerate 的梯度累积机制冲突\n" + _NO_SYNC_STACK))
+    assert titled.category == "deepspeed-config-error" and titled.confidence == "possible"
+    assert "GradientAccumulationPlugin(sync_each_batch=True)" in " ".join(titled.fix)
+    # nothing names DeepSpeed: the stage, its candidate only considered
+    bare = _first(run_text("my training fails\n" + _NO_SYNC_STACK))
+    assert bare.category == "other" and "deepspeed-config-error" in bare.alternatives

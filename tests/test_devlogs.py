@@ -460,7 +460,6 @@ KNOWN_MISSES_58: dict[str, str] = {
 KNOWN_MISSES_59: dict[str, str] = {
     "6206": "a LLaVA ZeRO-2 run stuck on several GPUs, told in prose only: no finding",
     "6208": "LLaMA-Factory's dataset-format refusal quoted in prose: GD328",
-    "6224": "a stack cut inside accelerate's accumulate -> no_sync under DeepSpeed: GD999",
 }
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
