@@ -35,6 +35,9 @@ def test_a_gpus_memory_after_its_name_is_not_a_saved_size():
     assert _sizes("在单张A800 (80G) 卡上，LoRA rank 8 微调一个4B的模型。") == {}
     assert _sizes("RTX 4090 24G and a 16GB checkpoint") == {16e9: "16 GB"}
     assert _sizes("H20（96G）训练保存了 60GB 权重") == {60e9: "60 GB"}
+    # the card's memory before its name (an issue title: "Yarn-Mistral-7B-128k(24G 4090, ...)")
+    assert _sizes("how to load Yarn-Mistral-7B-128k(24G 4090, maybe max-model-len") == {}
+    assert _sizes("80GB A100 and a 16GB checkpoint") == {16e9: "16 GB"}
     f = _gd327("DPO 显存需求\n在单张A800 (80G) 卡上，LoRA rank 8 微调一个4B的模型。\n换成dpo训练，即使batch size设为2也会OOM。\n")
     assert f.category == "cuda-oom"
 

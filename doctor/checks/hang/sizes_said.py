@@ -23,7 +23,9 @@ _UNITS = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 # "RAM: 256GB")
 _SIZE = lazyre.compile(r"(?i)(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(?<!内存)(?<!显存)(?<!内存为)(?<!显存为)(?<!RAM )(?<!RAM: )"
                        r"(?<!memory )(?<!memory: )(\d+(?:\.\d+)?)\s?([kmgt])(?:i?b|bytes?)?(?![a-z])"
-                       r"(?!\s?(?:的)?(?:内存|显存|RAM|V?RAM|memory|GPU|显卡|of (?:host |system |GPU )?(?:RAM|memory|VRAM)))")
+                       r"(?!\s?(?:的)?(?:内存|显存|RAM|V?RAM|memory|GPU|显卡|of (?:host |system |GPU )?(?:RAM|memory|VRAM)))"
+                       # a card's memory before its name: "24G 4090", "80GB A100", "40G A800", "24GB RTX 3090"
+                       r"(?!\s?(?:[AHLV]\d{2,4}|RTX|GTX|[34]0[5-9]0)(?![0-9]))")
 # a GPU's memory after its name ("A800 (80G)", "A100 80GB", "RTX 4090 24G", "H20（96G）"): the card, not a file
 _GPU_MEMORY = lazyre.compile(r"(?i)(?<![A-Za-z0-9])((?:[AHLV]|MI|RTX\s?|GTX\s?)\d{2,4}(?:\s?Ti|\s?SXM\d?|\s?PCIe)?)\s*"
                              r"[(\uff08]?\s*\d+\s?G(?:i?B)?\s*[)\uff09]?(?![A-Za-z0-9])")
