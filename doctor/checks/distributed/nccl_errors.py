@@ -231,6 +231,9 @@ def _last_error(ctx: RunState) -> str | None:
     return None
 
 
+_ONE_PROCESS_CUDA = lazyre.compile(r"NCCL Error 1: unhandled cuda error")
+
+
 def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     ranks = sorted({h.rank for h in hits if h.rank is not None})
     reason = None
@@ -258,6 +261,21 @@ def nccl_backend_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                        "without it.")
         fix.append("Rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the call in full.")
         return Diagnosis(message=msg, fix=tuple(fix), title="NCCL error: a CUDA call of NCCL's own failed")
+    if any(_ONE_PROCESS_CUDA.search(h.evidence.text) for h in hits):
+        # torch/csrc/cuda/nccl.cpp's wording ("NCCL Error 1: unhandled cuda error"): torch.cuda.nccl, the NCCL calls
+        # one process makes across its GPUs (nn.DataParallel's broadcasts and reductions), with no other rank to die
+        # first; error 1 is ncclUnhandledCudaError, a CUDA call of NCCL's own that failed
+        msg = ("A CUDA call that NCCL made failed (NCCL's error 1, unhandled cuda error), in torch's single-process "
+               "NCCL calls (torch.cuda.nccl: one process driving several GPUs, as nn.DataParallel does), so there is "
+               "no other rank whose crash it follows: the cause is on those GPUs, an earlier CUDA error in the same "
+               "process (an illegal memory access, out of memory), peer-to-peer access between the GPUs, or a "
+               "driver older than the CUDA that torch and NCCL were built for.")
+        fix = ["Rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1: NCCL's WARN line then names the CUDA call that "
+               "failed, and a CUDA error before it shows in its own traceback.",
+               "Compare the driver with the CUDA that torch was built for (`nvidia-smi` against `python -c 'import "
+               "torch; print(torch.version.cuda, torch.cuda.nccl.version())'`), look for Xid errors in `dmesg`, and "
+               "test without peer-to-peer transfers (NCCL_P2P_DISABLE=1)."]
+        return Diagnosis(message=msg, fix=tuple(fix), title="NCCL error: a CUDA call inside NCCL failed")
     last = None if remote else _last_error(ctx)
     if last is not None:
         # NCCL says what failed inside it: the cause is on this rank, not a peer that died
