@@ -247,6 +247,8 @@ DEVLOGS57 = ROOT / "fixtures" / "devlogs57"
 DEVLOGS58 = ROOT / "fixtures" / "devlogs58"
 DEVLOGS59 = ROOT / "fixtures" / "devlogs59"
 DEVLOGS60 = ROOT / "fixtures" / "devlogs60"
+DEVLOGS61 = ROOT / "fixtures" / "devlogs61"
+DEVLOGS62 = ROOT / "fixtures" / "devlogs62"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -461,6 +463,30 @@ KNOWN_MISSES_59: dict[str, str] = {
     "6206": "a LLaVA ZeRO-2 run stuck on several GPUs, told in prose only: no finding",
     "6208": "LLaMA-Factory's dataset-format refusal quoted in prose: GD328",
 }
+KNOWN_MISSES_61: dict[str, str] = {
+    "6401": "a merged PR's 'fixes a regression ... only affects torch < 2.6' in the paste, not read: GD328",
+    "6413": "a merged model reloading differently, told in prose (right only with the word reading): GD999",
+    "6414": "the maintainer's 'should be fixed in release 4.3' in the paste, not read: GD328",
+    "6415": "the maintainer's 'pip install -U ms-swift / fixed in PR' in the paste, not read: GD328",
+    "6422": "a title naming zero.Init under ZeRO stage 2 (a ZeRO-3-only API): GD328",
+    "6423": "a ds_report dump beside a device-mismatch told in prose: GD329",
+    "6428": "NameError for a library class whose optional import failed (NeMo / megatron.core): GD999",
+    "6429": "a VLM's image-token count refusal (transformers llava _merge_input_ids_with_image_features): GD999",
+}
+KNOWN_MISSES_62: dict[str, str] = {
+    "6501": "unsloth's fast_inference refusing a vision model (unsloth/models/vision.py): GD999",
+    "6502": "a SyntaxError in code unsloth generates for MoE experts: GD999",
+    "6503": "a merged checkpoint told in prose (right only with the word reading): GD328",
+    "6504": "LoRA checkpoints of an extended tokenizer that do not load, told in prose: GD328",
+    "6505": "KeyError: 'qwen2' (a model_type the installed transformers lacks), traceback cut: GD999",
+    "6507": "a merged Gemma-3 reloading with different outputs, told in prose: GD328",
+    "6508": "the first of two errors in one sentence ('Processor was not found': transformers too old) not read: GD994",
+    "6509": "a device-side assert whose answer is --resize_vocab (new tokens beyond the embedding): GD449",
+    "6520": "'24G 4090' and max-model-len for a 128k model, told in a title: GD328",
+    "6522": "SIGTERM lines without an exit code after training ends (label other): GD310",
+    "6524": "a ZeRO checkpoint loaded with another world size (label checkpoint-corrupt): GD427",
+    "6528": "a dataset error told in prose (right only with the word reading): GD328",
+}
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
     "6314": "ms-swift's load_file taking a small PIL image for a path, library source pasted: GD328",
@@ -502,7 +528,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS53, KNOWN_MISSES_53, 30), (DEVLOGS54, KNOWN_MISSES_54, 30),
               (DEVLOGS55, KNOWN_MISSES_55, 30), (DEVLOGS56, KNOWN_MISSES_56, 30),
               (DEVLOGS57, KNOWN_MISSES_57, 30), (DEVLOGS58, KNOWN_MISSES_58, 30),
-              (DEVLOGS59, KNOWN_MISSES_59, 30), (DEVLOGS60, KNOWN_MISSES_60, 30))
+              (DEVLOGS59, KNOWN_MISSES_59, 30), (DEVLOGS60, KNOWN_MISSES_60, 30),
+              (DEVLOGS61, KNOWN_MISSES_61, 30), (DEVLOGS62, KNOWN_MISSES_62, 30))
 
 
 
