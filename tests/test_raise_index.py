@@ -30,6 +30,7 @@ EXPECTED: dict[str, str] = {
     "real-thread-vllm-registry-subprocess-sigsegv": "vllm",
     "real-thread-deepspeed-zero-offload-client-optimizer": "deepspeed",
     "real-thread-vllm-qwen3-architecture-unsupported": "vllm",
+    "real-thread-unsloth-adapter-folder-as-vllm-model": "vllm",
     "real-thread-medicalgpt-resume-no-valid-checkpoint": "transformers",
     # torch's Module.load_state_dict raised it here (a model's own loader); transformers raises the same wording
     "real-thread-msswift-zero3-load-state-dict-shape-0": "transformers",
