@@ -45,7 +45,6 @@ def tokens(text: str) -> Iterable[str]:
 class Reading:
     category: str
     margin: float                 # the best category's score minus the next one's
-    words: tuple[str, ...]        # the tokens that weighed most for it, heaviest first
 
 
 @dataclass(frozen=True)
@@ -99,14 +98,12 @@ def closest(texts: Iterable[str]) -> Reading | None:
     model = _model()
     if got is None or model is None:
         return None
-    values, vec = got
+    values = got[0]
     order = sorted(range(len(values)), key=lambda k: -values[k])
     best, margin = order[0], values[order[0]] - values[order[1]]
     if margin < MIN_MARGIN or values[best] < MIN_SCORE:
         return None
-    weighed = sorted(((w * model.coef.get(t, {}).get(best, 0.0), t) for t, w in vec.items()), reverse=True)
-    words = tuple(t for v, t in weighed[:5] if v > 0)
-    return Reading(model.classes[best], margin, words)
+    return Reading(model.classes[best], margin)
 
 
 __all__ = ["MIN_MARGIN", "MIN_SCORE", "TAIL_LINES", "Reading", "closest", "scores", "tokens", "vector"]

@@ -97,6 +97,11 @@ def package_of(path: str) -> str | None:
     return None
 
 
+def possessive(name: str) -> str:
+    """A component's or package's name as the owner of what follows: "transformers'", "vLLM's"."""
+    return name + ("'" if name.endswith("s") else "'s")
+
+
 def component(path: str) -> str:
     pkg = package_of(path)
     if pkg is None:

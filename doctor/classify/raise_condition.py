@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .component import possessive
 from .raise_sites import SiteMatch
 
 # operand names too generic to be a run argument a person sets (a local `model`, `self.config`)
@@ -71,11 +72,6 @@ class ConditionReading:
         which = "it" if len(self.settable) == 1 else "one of them"
         return (f"The check `{self.condition}` held with {values}: change {which} so that it no longer holds, "
                 f"then rerun.")
-
-
-def possessive(name: str) -> str:
-    """"transformers'", "vllm's"."""
-    return name + ("'" if name.endswith("s") else "'s")
 
 
 def _short(value: str, limit: int = 80) -> str:

@@ -9,7 +9,7 @@ from ... import lazyre
 from ...classify.boundary import boundary
 from ...classify.boundary import explain as boundary_explain
 from ...classify.boundary import fix as boundary_fix
-from ...classify.component import stack_packages
+from ...classify.component import possessive, stack_packages
 from ...classify.groups import account
 from ...classify.hints import (
     NOT_GIVEN,
@@ -115,8 +115,7 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
         else None
     if wanted is not None:  # the message states the range and the version found: the fix is computed from them
         pkg, spec, got = wanted
-        who = (f"{v.component}'" if v.component.endswith("s") else f"{v.component}'s") \
-            if v.frames and v.component not in ("unknown", "the script's code") else "the"
+        who = possessive(v.component) if v.frames and v.component not in ("unknown", "the script's code") else "the"
         first.append(f"Install {pkg} within {spec} (the installed one is {got}): `pip install '{pip_name(pkg)}{spec}'`; "
                      f"or install a release of the package that checks it ({who} requirement) that accepts {got}.")
         drop += ("named in the stack",)

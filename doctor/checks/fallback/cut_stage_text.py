@@ -32,6 +32,10 @@ class CutStage:
     alternatives: tuple[str, ...]
 
 
+# a frame line of a Python traceback, its rank prefix already taken off
+_FRAME_LINE = lazyre.compile(r'\s*File "[^"]+", line \d+')
+
+
 def _before(ctx: RunState, line: LogLine) -> list[LogLine]:
     """The log's lines before the stack's header (its tail: the last lines kept of that input); a stack pasted
     without its header (an issue whose body starts at a frame): the lines above its first frame."""
@@ -41,10 +45,6 @@ def _before(ctx: RunState, line: LogLine) -> list[LogLine]:
         return tail[:start]
     first = next((i for i, t in enumerate(tail) if _FRAME_LINE.match(t.text)), None)
     return tail[:first] if first is not None else []
-
-
-# a frame line of a Python traceback, its rank prefix already taken off
-_FRAME_LINE = lazyre.compile(r'\s*File "[^"]+", line \d+')
 
 
 # a logger's error record (logging's ERROR / CRITICAL level, glog's E-lines) or a program's own "Error: ..." line

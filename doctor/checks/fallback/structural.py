@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ... import lazyre
-from ...classify.component import rel, user_frames
+from ...classify.component import possessive, rel, user_frames
 from ...classify.structure import SITE_LINE, Verdict, first_failure, pins_branch
 from ...classify.wrappers import unwrap
 from ...engine.state import RunState
@@ -139,7 +139,6 @@ def where_raised(exc: ExceptionInfo, ctx: RunState, line_read: bool, owner: bool
             return " " + checked.sentence(), checked.fix()
     # where it is raised is in the report's raised-by line (and the JSON's raised_by, with its releases); a finding
     # that names no category (``owner``) says whose words they are
-    from ...classify.raise_condition import possessive
     return (f" The wording is {possessive(s.package)} ({s.where.rsplit('.', 1)[-1]}).", None) if owner else ("", None)
 
 
@@ -384,8 +383,7 @@ class Structural(Rule):
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
-                owner = v.component + ("'" if v.component.endswith("s") else "'s")   # transformers' source
-                where_txt = (f" {stackless_words(ctx)}; the wording is {owner}, raised in "
+                where_txt = (f" {stackless_words(ctx)}; the wording is {possessive(v.component)}, raised in "
                              f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
             elif exc.frames and exc not in ctx.exceptions and exc.raw.startswith(("raise ", "assert ")):
                 where_txt = (f" The traceback is cut before its exception line; its last frame's source line is the "
