@@ -44,10 +44,9 @@ _MAPPING = lazyre.compile(r"^\s*(?:Map(?: \(num_proc=\d+\))?|(?:Tokenizing|Apply
                           r"|Adding EOS to) (?:train|eval) dataset|Running tokenizer on dataset|Converting format of dataset"
                           r"(?: \(num_proc=\d+\))?):\s+\d+%")
 
-# a LoRA adapter handled as a model folder: PEFT's files (adapter_config.json, adapter_model.*), unsloth's adapter-only
-# save (save_method="lora"), vLLM's LoRA switch and its request class
-_ADAPTER = lazyre.compile(r"adapter_config\.json|adapter_model\.(?:safetensors|bin)|save_method\s*=\s*['\"]lora['\"]"
-                          r"|\benable_lora\s*=\s*True|--enable[-_]lora\b|\bLoRARequest\(")
+# an adapter-only folder: PEFT's files (adapter_config.json, adapter_model.*) or unsloth's adapter-only save
+# (save_method="lora"); vLLM's LoRA switch or request class shows LoRA in use, not that the model path is an adapter
+_ADAPTER = lazyre.compile(r"adapter_config\.json|adapter_model\.(?:safetensors|bin)|save_method\s*=\s*['\"]lora['\"]")
 
 _FROM_LINES = ("deepspeed", "zero3", "checkpoint-load", "zero3-only", "dataset-map", "lora-adapter")
 FACTS = (*_FROM_LINES, "unsloth")
