@@ -42,11 +42,14 @@ LAUNCH_START = lazyre.compile(
     r"recipe\.\w+\.main_|openrlhf\.cli\.)|(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?\S*open_r1/\w+\.py\b|"
     # OpenRLHF's example scripts keep the module and its flags in a heredoc (`read -r -d '' training_commands <<EOF`)
     # that `deepspeed --module $training_commands` runs: the module name opens a line
-    r"(?<![\S])openrlhf\.cli\.\w+(?=\s))")
+    r"(?<![\S])openrlhf\.cli\.\w+(?=\s)|"
+    # LLaMA-Factory's CLI (src/llamafactory/cli.py): `llamafactory-cli train [config.yaml] [--key value ...]`, the
+    # flags HfArgumentParser reads when no YAML is given; `lmf` is its short alias
+    r"(?:\S*/)?(?:llamafactory-cli|lmf)\s+train\b)")
 # the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
 LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
             "executing job with overrides",
-            "torch.distributed.run", "torch.distributed.launch", "main_dapo")
+            "torch.distributed.run", "torch.distributed.launch", "main_dapo", "llamafactory-cli train", "lmf train")
 
 # the launchers' boolean options (no value follows): accelerate/commands/launch.py, deepspeed/launcher/runner.py,
 # torch/distributed/run.py
@@ -135,6 +138,8 @@ def read_launch(text: str) -> LaunchRead | None:
         launcher, i = "accelerate", 2
     elif head in ("torchrun", "deepspeed"):
         launcher, i = head, 1
+    elif head in ("llamafactory-cli", "lmf"):
+        return _llamafactory(tokens)
     elif head.startswith("openrlhf.cli."):
         launcher, i = "deepspeed", 0   # the heredoc's module: `deepspeed --module` runs it
     elif _PYTHON.match(head):
@@ -168,6 +173,21 @@ def read_launch(text: str) -> LaunchRead | None:
     read.framework, read.recipe = _framework_of(program, overrides, flags)
     read.layout = _layout(launcher, opts)
     return read
+
+
+def _llamafactory(tokens: list[str]) -> LaunchRead:
+    """`llamafactory-cli train [config.yaml] --key value ...`: the program is the config file when one is given,
+    the flags are LLaMA-Factory's own (model_name_or_path, finetuning_type, cutoff_len, deepspeed...); its process
+    layout comes from the environment (FORCE_TORCHRUN, NPROC_PER_NODE), which the run's env reader keeps."""
+    rest = tokens[2:]
+    for k, t in enumerate(rest):
+        if t in (";", "&&", "||", "|", "&", ">", ">>", "2>&1") or t.startswith((">", "2>")):
+            rest = rest[:k]
+            break
+    program = rest[0] if rest and not rest[0].startswith("-") else "train"
+    argv = rest[1:] if program != "train" else rest
+    flags = flag_dict(group_flags(argv, normalize=True)[0])
+    return LaunchRead("llamafactory-cli", program, {}, {}, flags, {}, framework="llamafactory")
 
 
 # Hydra's report of a failed job (hydra/_internal/utils.py run_and_report): `Error executing job with overrides:

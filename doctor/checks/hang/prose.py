@@ -57,11 +57,19 @@ def _sentence(ln: LogLine) -> bool:
     return not ln.origin and is_prose(plain(ln.text)) and not LOGGED.match(plain(ln.raw))
 
 
+# a setting of a pasted config or command on a line of its own, with at most a comment after its value
+# ("freeze_vision_tower: true  # keep the ViT frozen", "--save_only_model true \\", "- gradient_checkpointing=True"): its
+# words name a setting, not the failure (a title that starts with one and goes on is a sentence: "ds3_gather_for_
+# generation=False, stuck in the training stage")
+_SETTING = lazyre.compile(r"^\s*(?:[-*]\s+)?(?:--[a-z][\w-]*|[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+)(?:\s*[:=]\s*|\s+)"
+                          r"[^\s#]+\s*\\?\s*(?:#.*)?$")
+
+
 def prose_lines(lines: list[LogLine]) -> list[LogLine]:
     out = []
     for ln in lines:
         text = plain(ln.text)
-        if not text or LOGGED.match(text) or keyed(text):
+        if not text or LOGGED.match(text) or keyed(text) or (_SETTING.match(text) and not CJK.search(text)):
             continue
         # a sentence holds few digits and separators; a metric row or a log record that lost its prefix holds many
         # (a paste's first line may be its title, a sentence of two words: "PPO OOM")
@@ -284,6 +292,9 @@ class ProseSymptom(Rule):
                        f"vllm) with the setup that failed.")
         elif sized is not None and said == said_of(sized):
             fix.append(SIZE_FIXES[sized.kind])
+        elif category == "cuda-oom" and (memory := _memory(ctx, lines)) is not None:
+            msg = msg.replace(" Paste next:", f" The paste's settings: {memory.sentence} Paste next:", 1)
+            fix.insert(0, memory.fix[0])
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
         elif category in ("hang-at-start", "hang-mid-training") and (knob := knob_fix(lines)) is not None:
@@ -299,6 +310,14 @@ class ProseSymptom(Rule):
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
         return [replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
+
+
+def _memory(ctx: RunState, lines: list[LogLine]):
+    """The floor of model states per GPU from the settings and words of the paste (hang/memory_said.py), when it is
+    more than the card the words name holds."""
+    from .memory_said import memory_reading
+    texts = [plain(ln.text) for ln in lines]
+    return memory_reading(ctx.run.args, texts, ctx.framework()[0], ctx.run.world_size())
 
 
 def _trains_nothing(ctx: RunState, said: list[LogLine]) -> bool:

@@ -29,14 +29,15 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\ballocator cache flushes\b"), "cuda-oom",
      "the GPU's memory is nearly full (DeepSpeed reports CUDA allocator cache flushes)"),
     # host memory named as such first: "killed due to memory pressure (OOM)" (Ray's raylet), "the node is running low
-    # on memory", "out of RAM", 内存不足 name the host's RAM even beside the word OOM
+    # on memory", "out of RAM", 内存不足, 爆内存 ("the RAM blows up", said of caches and buffers in host memory) name the
+    # host's RAM even beside the word OOM
     (lazyre.compile(r"(?i)\bmemory pressure\b|\brunning low on memory\b|\bhost (?:memory|RAM)\b|\bout of (?:host )?RAM\b|"
                     r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|\b(?:CPU|host|system|RAM) (?:OOM|out of memory)\b|"
                     # Ray's memory monitor kills workers itself: "Ray OOM causes the process to be killed"
                     r"\bRay(?:let)?\b.{0,20}\b(?:OOM|out of memory)\b|\bOOM\b.{0,40}\bkill(?:ed|s)?\b|"
                     # Colab's front end: "Your session crashed after using all available RAM"
                     r"\ball (?:the )?available (?:system )?RAM\b|"
-                    r"内存不足|内存溢出|内存不够|内存爆"), "host-oom-killed",
+                    r"内存不足|内存溢出|内存不够|内存爆|爆内存|内存\s*OOM"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
     # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
     # v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
