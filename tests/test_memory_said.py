@@ -103,3 +103,20 @@ def test_a_config_line_is_not_the_words_of_the_failure():
 def test_blown_up_ram_in_chinese_is_the_hosts_memory():
     found = symptom(prose_lines(lines("加载数据集的时候爆内存了，机器直接卡死\n")))
     assert found is not None and found[0] == "host-oom-killed"
+
+
+def test_the_generic_levers_leave_out_the_ones_the_paste_shows_pulled():
+    from doctor.checks.hang.memory_said import levers_left
+    args = {"per_device_train_batch_size": 1, "gradient_checkpointing": True, "finetuning_type": "lora",
+            "cutoff_len": 8192, "deepspeed": "examples/deepspeed/ds_z3_config.json"}
+    # batch 1, checkpointing on, LoRA, ZeRO-3 already: left are the length and the offload
+    assert levers_left(args, [], "llamafactory") == (
+        "Meanwhile, the levers this paste's settings leave, in the order they free GPU memory for training: a shorter "
+        "cutoff_len (now 8192), ZeRO-3's CPU offload of the optimizer and weights.")
+    trl = {"per_device_train_batch_size": 4, "max_completion_length": 1024, "use_vllm": True,
+           "vllm_gpu_memory_utilization": 0.7}
+    left = levers_left(trl, [], "trl")
+    # trl trains every weight and leaves checkpointing off unless told
+    assert left is not None and "per_device_train_batch_size 4 -> 2" in left and "gradient checkpointing on" in left
+    assert "LoRA instead of full fine-tuning" in left and "vllm_gpu_memory_utilization now 0.7" in left
+    assert levers_left({"model": "x"}, [], None) is None   # no settings shown: the generic line stays

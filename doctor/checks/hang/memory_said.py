@@ -22,7 +22,8 @@ from ..memory._facts import params_b, zero_stage
 from .cards_said import Cards, cards_said
 
 # the model named by the run's settings (each framework's flag for it)
-_MODEL_KEYS = ("model", "model_name_or_path", "pretrain", "actor_rollout_ref.model.path", "model_id_or_path")
+_MODEL_KEYS = ("model", "model_name_or_path", "pretrain", "actor_rollout_ref.model.path", "model_id_or_path",
+               "model_type")
 # a model name with its size in a sentence: "qwen3-30b-a3b", "Qwen2.5-7B-Instruct", "llama3 8B", "70B模型"
 _NAMED_MODEL = lazyre.compile(r"(?i)(?<![\w.])((?:qwen|llama|mistral|mixtral|gemma|glm|chatglm|deepseek|phi|yi|internlm|"
                               r"baichuan|olmo|falcon|vicuna|codellama|starcoder|minicpm|seed|kimi|gpt-oss)[\w.-]*?"
@@ -72,7 +73,8 @@ def _tuner(args: dict[str, Any], texts: list[str], framework: str | None) -> tup
     quant = as_number(args.get("quantization_bit") or args.get("quant_bits"))
     four = quant == 4 or args.get("load_in_4bit") is True or _said(_FOUR_BIT, texts)
     base = 0.5 if four else 1.0 if quant == 8 or args.get("load_in_8bit") is True else 2.0
-    v = str(args.get("finetuning_type") or args.get("tuner_type") or args.get("train_type") or "").lower()
+    v = str(args.get("finetuning_type") or args.get("tuner_type") or args.get("train_type") or args.get("sft_type")
+            or "").lower()
     if v == "full":
         return "full", base
     if v in ("lora", "qlora", "dora") or args.get("use_peft") is True or four:
@@ -83,7 +85,7 @@ def _tuner(args: dict[str, Any], texts: list[str], framework: str | None) -> tup
         return "lora", base
     # LLaMA-Factory's finetuning_type and ms-swift's tuner default to LoRA; a trl or transformers run trains every
     # weight unless it is given a peft config
-    if framework == "llamafactory" and args:
+    if framework in ("llamafactory", "ms-swift") and args:
         return "lora", base
     # the others (trl, transformers, open-r1, OpenRLHF, verl: lora_rank 0) train every weight unless a setting asks
     # for an adapter: a configuration read without one is a full fine-tune
@@ -222,4 +224,44 @@ def _activations(args: dict[str, Any], texts: list[str], framework: str | None, 
     return None
 
 
-__all__ = ["MemoryReading", "memory_reading", "states_floor"]
+_LENGTH_KEYS = ("max_completion_length", "cutoff_len", "max_seq_length", "max_length", "max_len")
+
+
+def levers_left(args: dict[str, Any], texts: list[str], framework: str | None) -> str | None:
+    """The generic memory levers with the run's own values, leaving out each one the paste shows already pulled (a
+    batch of 1, gradient checkpointing on, LoRA, ZeRO-3): None when the paste shows no settings (three or more)."""
+    if len(args) < 3:
+        return None
+    out = []
+    b = as_number(args.get("per_device_train_batch_size"))
+    if b is not None and b > 1:
+        out.append(f"per_device_train_batch_size {b:g} -> {max(1, int(b) // 2)} with gradient_accumulation_steps "
+                   f"doubled")
+    elif b is None:
+        out.append("a smaller per-device batch with more gradient accumulation")
+    ckpt = str(args.get("gradient_checkpointing")).lower()
+    on_by_default = framework in ("ms-swift", "llamafactory")  # both turn it on unless told not to
+    if ckpt == "false" or args.get("disable_gradient_checkpointing") is True or (ckpt == "none" and not on_by_default):
+        out.append("gradient checkpointing on")
+    length = next(((k, as_number(args[k])) for k in _LENGTH_KEYS if as_number(args.get(k))), None)
+    if length is not None:
+        out.append(f"a shorter {length[0]} (now {length[1]:g})")
+    tuner, _ = _tuner(args, texts, framework)
+    if tuner != "lora":
+        out.append("LoRA instead of full fine-tuning")
+    zero, offload = _zero(args, texts)
+    if zero < 3:
+        out.append("DeepSpeed ZeRO-3")
+    elif not offload:
+        out.append("ZeRO-3's CPU offload of the optimizer and weights")
+    util = as_number(args.get("vllm_gpu_memory_utilization") or args.get("gpu_memory_utilization"))
+    if str(args.get("use_vllm")).lower() == "true" and util is not None:
+        out.append(f"a smaller vLLM memory share if it shares the training GPUs (vllm_gpu_memory_utilization now "
+                   f"{util:g})")
+    if not out:
+        return None
+    return ("Meanwhile, the levers this paste's settings leave, in the order they free GPU memory for training: "
+            + ", ".join(out) + ".")
+
+
+__all__ = ["MemoryReading", "levers_left", "memory_reading", "states_floor"]

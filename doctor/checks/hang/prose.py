@@ -295,6 +295,8 @@ class ProseSymptom(Rule):
         elif category == "cuda-oom" and (memory := _memory(ctx, lines)) is not None:
             msg = msg.replace(" Paste next:", f" The paste's settings: {memory.sentence} Paste next:", 1)
             fix.insert(0, memory.fix[0])
+        elif category == "cuda-oom" and (left := _levers_left(ctx, lines)) is not None:
+            fix.append(left)
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
         elif category in ("hang-at-start", "hang-mid-training") and (knob := knob_fix(lines)) is not None:
@@ -318,6 +320,11 @@ def _memory(ctx: RunState, lines: list[LogLine]):
     from .memory_said import memory_reading
     texts = [plain(ln.text) for ln in lines]
     return memory_reading(ctx.run.args, texts, ctx.framework()[0], ctx.run.world_size())
+
+
+def _levers_left(ctx: RunState, lines: list[LogLine]) -> str | None:
+    from .memory_said import levers_left
+    return levers_left(ctx.run.args, [plain(ln.text) for ln in lines], ctx.framework()[0])
 
 
 def _trains_nothing(ctx: RunState, said: list[LogLine]) -> bool:
