@@ -249,6 +249,7 @@ DEVLOGS59 = ROOT / "fixtures" / "devlogs59"
 DEVLOGS60 = ROOT / "fixtures" / "devlogs60"
 DEVLOGS61 = ROOT / "fixtures" / "devlogs61"
 DEVLOGS62 = ROOT / "fixtures" / "devlogs62"
+DEVLOGS64 = ROOT / "fixtures" / "devlogs64"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -487,6 +488,21 @@ KNOWN_MISSES_62: dict[str, str] = {
     "6524": "a ZeRO checkpoint loaded with another world size (label checkpoint-corrupt): GD427",
     "6528": "a dataset error told in prose (right only with the word reading): GD328",
 }
+KNOWN_MISSES_64: dict[str, str] = {
+    "6701": "trl PPOTrainer's ref model None under DeepSpeed + PEFT (answer: install trl main), rich-box AttributeError: GD999",
+    "6703": "unsloth's save_pretrained_gguf without llama.cpp's llama-quantize, title and prose: GD999",
+    "6705": "ZeRO-2 flattening an empty parameter group (torch.cat of an empty list) with PEFT: GD999",
+    "6707": "accelerate FSDP 'Could not find the transformer layer class to wrap' (a class the model lacks): GD999",
+    "6708": "LLaMA-Factory's transformers cap against Qwen3's minimum, told in prose: GD328",
+    "6709": "a multi-GPU error after an update whose answer is a transformers release (screenshot): GD328",
+    "6714": "ms-swift GRPO server mode with no rollout server started, told in prose: GD328",
+    "6716": "a DPO adapter merge whose traceback is cut (a new environment): GD999",
+    "6725": "trl's vLLM cap against a model needing a newer vLLM, 'slow' in the prose: GD327",
+    "6726": "a pydantic validation error over several glued lines naming a config field: GD999",
+    "6727": "a format reward regex without re.DOTALL (reward always 0), code pasted: GD328",
+    "6728": "a format reward 'always -1' told in prose: GD330",
+    "6729": "Ray Serve starting vLLM's V0 engine where vLLM defaults to V1: GD999",
+}
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
     "6314": "ms-swift's load_file taking a small PIL image for a path, library source pasted: GD328",
@@ -529,7 +545,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS55, KNOWN_MISSES_55, 30), (DEVLOGS56, KNOWN_MISSES_56, 30),
               (DEVLOGS57, KNOWN_MISSES_57, 30), (DEVLOGS58, KNOWN_MISSES_58, 30),
               (DEVLOGS59, KNOWN_MISSES_59, 30), (DEVLOGS60, KNOWN_MISSES_60, 30),
-              (DEVLOGS61, KNOWN_MISSES_61, 30), (DEVLOGS62, KNOWN_MISSES_62, 30))
+              (DEVLOGS61, KNOWN_MISSES_61, 30), (DEVLOGS62, KNOWN_MISSES_62, 30),
+              (DEVLOGS64, KNOWN_MISSES_64, 30))
 
 
 

@@ -547,3 +547,10 @@ def test_a_tokenizer_without_a_chat_template_in_words():
         "dataset-or-template-error"
     f = next(x for x in run("Cannot apply chat template.\n") if x.rule_id == "GD327")
     assert any("copy `chat_template` from the instruct model" in x for x in f.fix)
+
+
+def test_llamafactorys_freeze_mode_and_freeze_settings_are_no_hang():
+    # a title of a real thread (fixtures/devlogs64/6712): LLaMA-Factory's freeze fine-tuning, not a frozen run
+    assert _symptom("freeze模式ppo存在问题") != "hang-at-start"
+    assert _symptom("with freeze_vision_tower the loss goes up and down") is None
+    assert _symptom("the training freezes at step 120 every time") == "hang-mid-training"
