@@ -120,3 +120,15 @@ def test_the_generic_levers_leave_out_the_ones_the_paste_shows_pulled():
     assert left is not None and "per_device_train_batch_size 4 -> 2" in left and "gradient checkpointing on" in left
     assert "LoRA instead of full fine-tuning" in left and "vllm_gpu_memory_utilization now 0.7" in left
     assert levers_left({"model": "x"}, [], None) is None   # no settings shown: the generic line stays
+
+
+def test_a_pasted_llamafactory_command_alone_is_no_whole_log(tmp_path):
+    # LLaMA-Factory prints no echo of its command: the line is the person's, and an input with nothing else read
+    # still gets the last-resort warning instead of "No problem found."
+    log = tmp_path / "log.txt"
+    log.write_text("LoRA SFT of Qwen3-8B with this command, any advice?\nllamafactory-cli train \\\n"
+                   "    --stage sft \\\n    --finetuning_type lora \\\n    --cutoff_len 4096\n")
+    report = analyze([str(log)])
+    assert [f.rule_id for f in report.findings] == ["GD330"]
+    # its three flags (stage, finetuning_type, cutoff_len) were read as the run's settings
+    assert "it holds settings (3 read) and 5 lines" in report.findings[0].message

@@ -46,6 +46,7 @@ LAUNCH_START = lazyre.compile(
     # LLaMA-Factory's CLI (src/llamafactory/cli.py): `llamafactory-cli train [config.yaml] [--key value ...]`, the
     # flags HfArgumentParser reads when no YAML is given; `lmf` is its short alias
     r"(?:\S*/)?(?:llamafactory-cli|lmf)\s+train\b)")
+LLAMAFACTORY_CLI = lazyre.compile(r"(?:\S*/)?(?:llamafactory-cli|lmf)\s")
 # the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
 LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
             "executing job with overrides",
@@ -328,5 +329,6 @@ def is_training(read: LaunchRead) -> bool:
     return any(k in read.flags for k in GRPO_MARKS)
 
 
-__all__ = ["GRPO_MARKS", "HYDRA_OVERRIDES", "LAUNCH_START", "LITERALS", "LaunchRead", "is_training", "read_hydra_overrides",
+__all__ = ["GRPO_MARKS", "HYDRA_OVERRIDES", "LAUNCH_START", "LITERALS", "LLAMAFACTORY_CLI", "LaunchRead", "is_training",
+           "read_hydra_overrides",
            "read_launch", "run_facts"]

@@ -102,7 +102,9 @@ def _launch_in(text: str) -> tuple[re.Match[str] | None, str]:
     do not echo it; ms-swift's own echo is `run sh:`)."""
     lm = launchers.LAUNCH_START.search(text) if _LAUNCH_WORDS.search(text) else None
     if lm is not None:
-        return lm, "launcher"
+        # LLaMA-Factory's CLI prints no echo of its own command line: a `llamafactory-cli train` line is one a person
+        # typed or pasted, so it does not make the input a whole log
+        return lm, "command" if launchers.LLAMAFACTORY_CLI.match(lm.group(0)) else "launcher"
     return (_TOOL_LAUNCH.search(text) if _TOOL_WORDS.search(text) else None), "command"
 
 
