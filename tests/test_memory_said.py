@@ -80,7 +80,15 @@ def test_a_trl_config_without_an_adapter_setting_is_a_full_fine_tune():
     read = memory_reading(args, ["GRPO OOM with Qwen2.5-7B on one L40S"], "trl", None)
     # 7e9 (from the name's "7B") x 8 B = 56e9 B = 52 GiB > 48
     assert read is not None and "a full fine-tune under no ZeRO sharding read (1 GPU)" in read.sentence
-    assert "at least 52 GiB" in read.sentence and "peft `LoraConfig`" in read.fix[0]
+    assert "at least 52 GiB" in read.sentence and "peft `LoraConfig`" in read.fix
+    # the tuner was not read: the sentence says it is assumed, and why
+    assert read.sentence.endswith("Assumed: a full fine-tune (none of the settings read asks for an adapter, and this "
+                                  "framework then trains every weight).")
+    # no ZeRO and no GPU count in the words: the floor (72e9 x 8 B = 536 GiB) does not depend on the count, and none
+    # is said
+    uncounted = memory_reading({}, ["Qwen2.5-72B full fine-tune on A100 80GB: OOM"], None, None)
+    assert uncounted is not None and "a full fine-tune under no ZeRO sharding read keeps at least 536 GiB" in \
+        uncounted.sentence and "GPU)" not in uncounted.sentence.split("keeps")[0]
 
 
 def test_llamafactory_cli_flags_are_read_as_the_runs_settings():

@@ -34,6 +34,8 @@ _ASSIGN = lazyre.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # a Hydra override: key.path=value, with Hydra's +/++/~ prefixes (verl's overrides are dotted)
 _OVERRIDE = lazyre.compile(r"^(?:\+\+|\+|~)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=(.*)$", re.S)
 _LINE_END = lazyre.compile(r"(?<!\\)\r?\n")
+# LLaMA-Factory's CLI and its short alias, by path or name
+_LLAMAFACTORY = r"(?:\S*/)?(?:llamafactory-cli|lmf)"
 _PYTHON = lazyre.compile(r"^(?:\S*/)?(?:python(?:\d(?:\.\d+)?)?|uv|pypy3?)$")
 # where a training launch starts in a line of text (a log line, a script): the launcher or the program's entry point
 LAUNCH_START = lazyre.compile(
@@ -45,8 +47,8 @@ LAUNCH_START = lazyre.compile(
     r"(?<![\S])openrlhf\.cli\.\w+(?=\s)|"
     # LLaMA-Factory's CLI (src/llamafactory/cli.py): `llamafactory-cli train [config.yaml] [--key value ...]`, the
     # flags HfArgumentParser reads when no YAML is given; `lmf` is its short alias
-    r"(?:\S*/)?(?:llamafactory-cli|lmf)\s+train\b)")
-LLAMAFACTORY_CLI = lazyre.compile(r"(?:\S*/)?(?:llamafactory-cli|lmf)\s")
+    rf"{_LLAMAFACTORY}\s+train\b)")
+LLAMAFACTORY_CLI = lazyre.compile(rf"{_LLAMAFACTORY}\s")
 # the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
 LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
             "executing job with overrides",
@@ -155,11 +157,7 @@ def read_launch(text: str) -> LaunchRead | None:
     opts = flag_dict(group_flags(own, normalize=True)[0])
     program = tokens[j] if j < len(tokens) else None
     rest = tokens[j + 1:] if program else []
-    # the program ends at a shell separator that split_shell kept as a word (`;`, `&&`, `|`, `>`)
-    for k, t in enumerate(rest):
-        if t in (";", "&&", "||", "|", "&", ">", ">>", "2>&1") or t.startswith((">", "2>")):
-            rest = rest[:k]
-            break
+    rest = _until_separator(rest)
     overrides: dict[str, Any] = {}
     argv: list[str] = []
     for t in rest:
@@ -176,15 +174,19 @@ def read_launch(text: str) -> LaunchRead | None:
     return read
 
 
+def _until_separator(words: list[str]) -> list[str]:
+    """The words of a program up to a shell separator that split_shell kept as a word (`;`, `&&`, `|`, `>`)."""
+    for k, t in enumerate(words):
+        if t in (";", "&&", "||", "|", "&", ">", ">>", "2>&1") or t.startswith((">", "2>")):
+            return words[:k]
+    return words
+
+
 def _llamafactory(tokens: list[str]) -> LaunchRead:
     """`llamafactory-cli train [config.yaml] --key value ...`: the program is the config file when one is given,
     the flags are LLaMA-Factory's own (model_name_or_path, finetuning_type, cutoff_len, deepspeed...); its process
     layout comes from the environment (FORCE_TORCHRUN, NPROC_PER_NODE), which the run's env reader keeps."""
-    rest = tokens[2:]
-    for k, t in enumerate(rest):
-        if t in (";", "&&", "||", "|", "&", ">", ">>", "2>&1") or t.startswith((">", "2>")):
-            rest = rest[:k]
-            break
+    rest = _until_separator(tokens[2:])
     program = rest[0] if rest and not rest[0].startswith("-") else "train"
     argv = rest[1:] if program != "train" else rest
     flags = flag_dict(group_flags(argv, normalize=True)[0])
@@ -330,5 +332,4 @@ def is_training(read: LaunchRead) -> bool:
 
 
 __all__ = ["GRPO_MARKS", "HYDRA_OVERRIDES", "LAUNCH_START", "LITERALS", "LLAMAFACTORY_CLI", "LaunchRead", "is_training",
-           "read_hydra_overrides",
-           "read_launch", "run_facts"]
+           "read_hydra_overrides", "read_launch", "run_facts"]

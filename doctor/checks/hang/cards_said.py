@@ -72,14 +72,13 @@ def cards_said(texts: list[str]) -> Cards | None:
             m = _CARD.search(text)
             if m:
                 name = m.group(1).upper()
-                size = m.group(2) or m.group(3)
-                before = _SIZE_BEFORE.search(text)
-                size = size or (before.group(1) if before else None)
+                before = None if m.group(2) or m.group(3) else _SIZE_BEFORE.search(text)
+                size = m.group(2) or m.group(3) or (before.group(1) if before else None)
                 if size:
                     gib, how = float(size), "read"
                 else:
                     gib = _CARDS[name]
-                    how = "assumed" if name in ASSUMED_LARGER else "read-name"
+                    how = "assumed" if name in ASSUMED_LARGER else "read"
         if gib is None:
             m = _MEMORY.search(text)
             if m:
@@ -88,7 +87,7 @@ def cards_said(texts: list[str]) -> Cards | None:
             count = _count(text)
     if name is None and gib is None:
         return None
-    return Cards(name, gib, "read" if how == "read-name" else how, count)
+    return Cards(name, gib, how, count)
 
 
 __all__ = ["ASSUMED_LARGER", "Cards", "cards_said"]

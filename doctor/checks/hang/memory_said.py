@@ -19,7 +19,7 @@ from ... import lazyre
 from ...classify.run_context import ZERO3
 from ...values import as_number
 from ..memory._facts import params_b, zero_stage
-from .cards_said import Cards, cards_said
+from .cards_said import cards_said
 
 # the model named by the run's settings (each framework's flag for it)
 _MODEL_KEYS = ("model", "model_name_or_path", "pretrain", "actor_rollout_ref.model.path", "model_id_or_path",
@@ -47,19 +47,19 @@ GIB = 1024 ** 3
 class MemoryReading:
     """The floor of the model states each GPU holds, against one card's memory."""
     sentence: str        # the numbers and what they make
-    fix: list[str]       # the levers, in the framework's own spelling, first the one that brings the floor under
+    fix: str             # the levers, in the framework's own spelling, first the one that brings the floor under
     exceeds: bool        # the floor alone is more than the card holds
 
 
 def _model(args: dict[str, Any], texts: list[str]) -> tuple[str, float] | None:
     for k in _MODEL_KEYS:
         v = args.get(k)
-        if isinstance(v, str) and params_b(v):
-            return v.rstrip("/").split("/")[-1], float(params_b(v) or 0)
+        if isinstance(v, str) and (billions := params_b(v)):
+            return v.rstrip("/").split("/")[-1], billions
     for t in texts:
         m = _NAMED_MODEL.search(t)
-        if m and params_b(m.group(1)):
-            return m.group(1), float(params_b(m.group(1)) or 0)
+        if m and (billions := params_b(m.group(1))):
+            return m.group(1), billions
     return None
 
 
@@ -68,30 +68,33 @@ def _said(rx: Any, texts: list[str]) -> bool:
     return any(not _NOT_BEFORE.search(t[max(0, m.start() - 16):m.start()]) for t in texts for m in rx.finditer(t))
 
 
-def _tuner(args: dict[str, Any], texts: list[str], framework: str | None) -> tuple[str | None, float]:
-    """(full | lora | None, bytes a frozen base parameter takes)."""
+def _tuner(args: dict[str, Any], texts: list[str], framework: str | None) -> tuple[str | None, float, str | None]:
+    """(full | lora | None, bytes a frozen base parameter takes, why the tuner is assumed: None when the settings or
+    the words say it)."""
     quant = as_number(args.get("quantization_bit") or args.get("quant_bits"))
     four = quant == 4 or args.get("load_in_4bit") is True or _said(_FOUR_BIT, texts)
     base = 0.5 if four else 1.0 if quant == 8 or args.get("load_in_8bit") is True else 2.0
     v = str(args.get("finetuning_type") or args.get("tuner_type") or args.get("train_type") or args.get("sft_type")
             or "").lower()
     if v == "full":
-        return "full", base
+        return "full", base, None
     if v in ("lora", "qlora", "dora") or args.get("use_peft") is True or four:
-        return "lora", base
+        return "lora", base, None
     if _said(_FULL_WORDS, texts):
-        return "full", base
+        return "full", base, None
     if _said(_LORA_WORDS, texts):
-        return "lora", base
+        return "lora", base, None
     # LLaMA-Factory's finetuning_type and ms-swift's tuner default to LoRA; a trl or transformers run trains every
     # weight unless it is given a peft config
     if framework in ("llamafactory", "ms-swift") and args:
-        return "lora", base
+        name = "LLaMA-Factory" if framework == "llamafactory" else "ms-swift"
+        return "lora", base, f"{name} trains LoRA unless told otherwise, and the settings read do not say"
     # the others (trl, transformers, open-r1, OpenRLHF, verl: lora_rank 0) train every weight unless a setting asks
     # for an adapter: a configuration read without one is a full fine-tune
-    if framework != "ms-swift" and "rlhf_type" not in args and len(args) >= 3 and not any(a in k for k in args for a in _ADAPTER_KEYS):
-        return "full", base
-    return None, base
+    if framework != "ms-swift" and "rlhf_type" not in args and len(args) >= 3 and \
+            not any(a in k for k in args for a in _ADAPTER_KEYS):
+        return "full", base, "none of the settings read asks for an adapter, and this framework then trains every weight"
+    return None, base, None
 
 
 def _zero(args: dict[str, Any], texts: list[str]) -> tuple[int, bool]:
@@ -158,17 +161,17 @@ _SPELLING: dict[str, dict[str, str]] = {
 }
 
 
-def memory_reading(args: dict[str, Any], texts: list[str], framework: str | None, world_read: int | None,
-                   cards: Cards | None = None) -> MemoryReading | None:
+def memory_reading(args: dict[str, Any], texts: list[str], framework: str | None,
+                   world_read: int | None) -> MemoryReading | None:
     """The floor of model states per GPU against the card the paste names, or None when the paste does not give the
     model's size and the card's memory, or does not say how the model is trained and its base alone fits."""
     model = _model(args, texts)
-    cards = cards if cards is not None else cards_said(texts)
+    cards = cards_said(texts)
     if model is None or cards is None or cards.gib is None:
         return None
     name, billions = model
     params = billions * 1e9
-    tuner, base = _tuner(args, texts, framework)
+    tuner, base, tuner_assumed = _tuner(args, texts, framework)
     zero, offload = _zero(args, texts)
     world = world_read or cards.count
     if world is None and (zero >= 1 and tuner == "full" or zero == 3):
@@ -183,8 +186,10 @@ def memory_reading(args: dict[str, Any], texts: list[str], framework: str | None
         return _activations(args, texts, framework, name)
     how = {"full": "a full fine-tune", "lora": "a LoRA run"}.get(tuner or "", "the frozen model alone")
     base_said = {0.5: " on a 4-bit base", 1.0: " on an 8-bit base"}.get(base, "")
-    shard = (f"ZeRO-{zero}{' with offload' if offload else ''} over {world} GPU{'s' if world > 1 else ''}"
-             if zero else f"no ZeRO sharding read ({world} GPU{'s' if world > 1 else ''})")
+    gpus = f"{world} GPU{'s' if world > 1 else ''}"
+    # (without ZeRO the floor does not depend on the count: one the paste does not give is not said)
+    shard = (f"ZeRO-{zero}{' with offload' if offload else ''} over {gpus}" if zero else
+             f"no ZeRO sharding read ({gpus})" if world_read or cards.count else "no ZeRO sharding read")
     count = "" if world_read or cards.count is None else " (the count the words give)"
     one = (" ZeRO-3 over one GPU shards nothing: each stage divides by the number of ranks."
            if zero == 3 and world == 1 and not offload else "")
@@ -192,9 +197,10 @@ def memory_reading(args: dict[str, Any], texts: list[str], framework: str | None
                 f"keeps at least {gib:.0f} GiB of model states on each GPU (computed: weights, gradients and "
                 f"optimizer states, before activations), more than {'the' if gib > cards.gib else '90% of the'} "
                 f"{cards.described()} holds.{one}")
-    fw = "ms-swift" if framework == "ms-swift" else framework
-    fix = [f"Bring the model states under the card's memory: "
-           f"{'; or '.join(_levers(fw, tuner or 'lora', zero, offload, world, base == 0.5))}."]
+    if tuner_assumed:
+        sentence += f" Assumed: {how} ({tuner_assumed})."
+    fix = (f"Bring the model states under the card's memory: "
+           f"{'; or '.join(_levers(framework, tuner or 'lora', zero, offload, world, base == 0.5))}.")
     return MemoryReading(sentence, fix, gib > cards.gib)
 
 
@@ -212,16 +218,21 @@ def _activations(args: dict[str, Any], texts: list[str], framework: str | None, 
             f"{name} is a vision-language model and the paste sets no pixel cap (MAX_PIXELS): ms-swift then encodes "
             f"each image at up to the processor's default size (12845056 pixels for Qwen2-VL, thousands of tokens "
             f"an image), and those tokens' activations exceed the memory.",
-            ["Set `MAX_PIXELS=262144` in the launch environment (the value of ms-swift's multimodal GRPO guide; "
-             "VIDEO_MAX_PIXELS and FPS_MAX_FRAMES for videos): image tokens shrink with it."], False)
-    if str(args.get("gradient_checkpointing")).lower() == "false" or args.get("disable_gradient_checkpointing") is True:
+            "Set `MAX_PIXELS=262144` in the launch environment (the value of ms-swift's multimodal GRPO guide; "
+            "VIDEO_MAX_PIXELS and FPS_MAX_FRAMES for videos): image tokens shrink with it.", False)
+    if _checkpointing_off(args):
         flag = ("`disable_gradient_checkpointing: false`" if "disable_gradient_checkpointing" in args
                 else "`--gradient_checkpointing true`")
         return MemoryReading(
             "The paste switches gradient checkpointing off: every layer's activations stay in memory until the "
             "backward pass, several times what a checkpointed step keeps.",
-            [f"{flag}: activations are recomputed in the backward pass instead of stored."], False)
+            f"{flag}: activations are recomputed in the backward pass instead of stored.", False)
     return None
+
+
+def _checkpointing_off(args: dict[str, Any]) -> bool:
+    """The settings switch gradient checkpointing off (trl/transformers' flag, or LLaMA-Factory's negative one)."""
+    return str(args.get("gradient_checkpointing")).lower() == "false" or args.get("disable_gradient_checkpointing") is True
 
 
 _LENGTH_KEYS = ("max_completion_length", "cutoff_len", "max_seq_length", "max_length", "max_len")
@@ -241,12 +252,12 @@ def levers_left(args: dict[str, Any], texts: list[str], framework: str | None) -
         out.append("a smaller per-device batch with more gradient accumulation")
     ckpt = str(args.get("gradient_checkpointing")).lower()
     on_by_default = framework in ("ms-swift", "llamafactory")  # both turn it on unless told not to
-    if ckpt == "false" or args.get("disable_gradient_checkpointing") is True or (ckpt == "none" and not on_by_default):
+    if _checkpointing_off(args) or (ckpt == "none" and not on_by_default):
         out.append("gradient checkpointing on")
     length = next(((k, as_number(args[k])) for k in _LENGTH_KEYS if as_number(args.get(k))), None)
     if length is not None:
         out.append(f"a shorter {length[0]} (now {length[1]:g})")
-    tuner, _ = _tuner(args, texts, framework)
+    tuner = _tuner(args, texts, framework)[0]
     if tuner != "lora":
         out.append("LoRA instead of full fine-tuning")
     zero, offload = _zero(args, texts)

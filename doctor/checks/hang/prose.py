@@ -293,10 +293,12 @@ class ProseSymptom(Rule):
         elif sized is not None and said == said_of(sized):
             fix.append(SIZE_FIXES[sized.kind])
         elif category == "cuda-oom" and (memory := _memory(ctx, lines)) is not None:
-            msg = msg.replace(" Paste next:", f" The paste's settings: {memory.sentence} Paste next:", 1)
-            fix.insert(0, memory.fix[0])
-        elif category == "cuda-oom" and (left := _levers_left(ctx, lines)) is not None:
-            fix.append(left)
+            sentence, lever = memory
+            if sentence is None:
+                fix.append(lever)
+            else:
+                msg = msg.replace(" Paste next:", f" The paste's settings: {sentence} Paste next:", 1)
+                fix.insert(0, lever)
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
         elif category in ("hang-at-start", "hang-mid-training") and (knob := knob_fix(lines)) is not None:
@@ -314,17 +316,18 @@ class ProseSymptom(Rule):
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
 
 
-def _memory(ctx: RunState, lines: list[LogLine]):
-    """The floor of model states per GPU from the settings and words of the paste (hang/memory_said.py), when it is
-    more than the card the words name holds."""
-    from .memory_said import memory_reading
+def _memory(ctx: RunState, lines: list[LogLine]) -> tuple[str | None, str] | None:
+    """(the sentence, the lever) of the paste's memory reading (hang/memory_said.py): the floor of model states per GPU
+    when it is more than the card the words name holds, or a setting that leaves activations unbounded; else (None,
+    the generic levers with the paste's values), or None when the paste shows no settings."""
+    from .memory_said import levers_left, memory_reading
     texts = [plain(ln.text) for ln in lines]
-    return memory_reading(ctx.run.args, texts, ctx.framework()[0], ctx.run.world_size())
-
-
-def _levers_left(ctx: RunState, lines: list[LogLine]) -> str | None:
-    from .memory_said import levers_left
-    return levers_left(ctx.run.args, [plain(ln.text) for ln in lines], ctx.framework()[0])
+    framework = ctx.framework()[0]
+    reading = memory_reading(ctx.run.args, texts, framework, ctx.run.world_size())
+    if reading is not None:
+        return reading.sentence, reading.fix
+    left = levers_left(ctx.run.args, texts, framework)
+    return (None, left) if left is not None else None
 
 
 def _trains_nothing(ctx: RunState, said: list[LogLine]) -> bool:
