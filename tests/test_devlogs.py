@@ -249,6 +249,7 @@ DEVLOGS59 = ROOT / "fixtures" / "devlogs59"
 DEVLOGS60 = ROOT / "fixtures" / "devlogs60"
 DEVLOGS61 = ROOT / "fixtures" / "devlogs61"
 DEVLOGS62 = ROOT / "fixtures" / "devlogs62"
+DEVLOGS63 = ROOT / "fixtures" / "devlogs63"
 DEVLOGS64 = ROOT / "fixtures" / "devlogs64"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
@@ -488,6 +489,22 @@ KNOWN_MISSES_62: dict[str, str] = {
     "6524": "a ZeRO checkpoint loaded with another world size (label checkpoint-corrupt): GD427",
     "6528": "a dataset error told in prose (right only with the word reading): GD328",
 }
+KNOWN_MISSES_63: dict[str, str] = {
+    "6603": "a tokenizer's __call__ cut before 'Asking to pad' (empty special tokens of a conversion): GD999",
+    "6604": "SFTTrainer never learning EOS (pad equals eos, masked), told in prose: GD328",
+    "6609": "a multimodal plugin reading image_processor of a None processor (transformers dev build): GD994",
+    "6611": "MiniCPM-o image bounds 59 vs 58 in mm_plugin (visual tokens cut by cutoff_len): GD999",
+    "6612": "a LoRA adapter with renamed keys silently not applied, told in prose: GD328",
+    "6613": "swift infer's 'Setting max_tokens: -17164' above a cut traceback: GD999",
+    "6614": "ms-swift 3.9.1 with an open transformers>=4.57 install, error only in a screenshot: GD328",
+    "6615": "swift deploy --max_memory ignored by the vLLM backend, told in prose: GD328",
+    "6616": "ms-swift 2.0's 'Current sentence length exceeds the model max_length': GD999",
+    "6617": "vLLM tensor_parallel_size=2 never finishing its load, told in prose: GD328",
+    "6620": "vLLM's 'Failed to import Triton kernels' with a newer vLLM named in a comment: GD326",
+    "6623": "FSDP 'offload_to_cpu=True and NO_SHARD is not supported yet' on one GPU: GD999",
+    "6627": "torch 2.6's weights_only message above a cut accelerate load_state traceback: GD999",
+    "6629": "accelerate FSDP 'Could not find the transformer layer class to wrap' from a stale config: GD999",
+}
 KNOWN_MISSES_64: dict[str, str] = {
     "6701": "trl PPOTrainer's ref model None under DeepSpeed + PEFT (answer: install trl main), rich-box AttributeError: GD999",
     "6703": "unsloth's save_pretrained_gguf without llama.cpp's llama-quantize, title and prose: GD999",
@@ -546,7 +563,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS57, KNOWN_MISSES_57, 30), (DEVLOGS58, KNOWN_MISSES_58, 30),
               (DEVLOGS59, KNOWN_MISSES_59, 30), (DEVLOGS60, KNOWN_MISSES_60, 30),
               (DEVLOGS61, KNOWN_MISSES_61, 30), (DEVLOGS62, KNOWN_MISSES_62, 30),
-              (DEVLOGS64, KNOWN_MISSES_64, 30))
+              (DEVLOGS63, KNOWN_MISSES_63, 30), (DEVLOGS64, KNOWN_MISSES_64, 30))
 
 
 
