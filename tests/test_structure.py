@@ -536,6 +536,13 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "argument at the same time.", "argument-error-other"),
     # Triton's compiler failing on a kernel (unsloth#2947, dev14 1604)
     ("RuntimeError: PassManager::run failed", "import-or-dependency-error"),
+    # accelerate's FSDP auto-wrap naming a class the model lacks, old and new wording (axolotl#394, bcembedding#66)
+    ("Exception: Could not find the transformer layer class to wrap in the model.", "argument-error-other"),
+    ("ValueError: Could not find the transformer layer class LlamaDecoderLayer in the model.", "argument-error-other"),
+    # torch FSDP's NO_SHARD with a CPU-offloaded full state dict (torch _unshard_param_utils.py)
+    ("NotImplementedError: offload_to_cpu=True and NO_SHARD is not supported yet", "argument-error-other"),
+    # ms-swift 2.x inference with no room left for new tokens (swift/llm/utils/utils.py inference)
+    ("AssertionError: Current sentence length exceedsthe model max_length: 2048", "argument-error-other"),
     # torch 2.6's weights_only default
     ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two "
      "options, do those steps only if you trust the source of the checkpoint.", "import-or-dependency-error"),
