@@ -345,7 +345,6 @@ KNOWN_MISSES_44: dict[str, str] = {
 }
 KNOWN_MISSES_42: dict[str, str] = {
     "4501": "a LlavaConfig given to AutoModelForCausalLM in a LLaMA-Factory export (transformers' Auto mapping): GD999",
-    "4502": "LLaMA-Factory's processor left None (its load caught the error) read as data code: GD994",
     "4510": "CUDA 'too many resources requested for launch' on a V100 running bf16: GD999",
     "4511": "lmdeploy's registry KeyError on an architecture name (ms-swift 2.x's default backend): GD999",
     "4515": "the maintainer's reply says vLLM does not support the model: GD328",
@@ -492,7 +491,6 @@ KNOWN_MISSES_62: dict[str, str] = {
 KNOWN_MISSES_63: dict[str, str] = {
     "6603": "a tokenizer's __call__ cut before 'Asking to pad' (empty special tokens of a conversion): GD999",
     "6604": "SFTTrainer never learning EOS (pad equals eos, masked), told in prose: GD328",
-    "6609": "a multimodal plugin reading image_processor of a None processor (transformers dev build): GD994",
     "6611": "MiniCPM-o image bounds 59 vs 58 in mm_plugin (visual tokens cut by cutoff_len): GD999",
     "6612": "a LoRA adapter with renamed keys silently not applied, told in prose: GD328",
     "6614": "ms-swift 3.9.1 with an open transformers>=4.57 install, error only in a screenshot: GD328",

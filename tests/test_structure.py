@@ -536,6 +536,8 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "argument at the same time.", "argument-error-other"),
     # Triton's compiler failing on a kernel (unsloth#2947, dev14 1604)
     ("RuntimeError: PassManager::run failed", "import-or-dependency-error"),
+    # a multimodal template reading its processor's parts from None (llamafactory#6965, #6941)
+    ("AttributeError: 'NoneType' object has no attribute 'image_processor'", "import-or-dependency-error"),
     # accelerate's FSDP auto-wrap naming a class the model lacks, old and new wording (axolotl#394, bcembedding#66)
     ("Exception: Could not find the transformer layer class to wrap in the model.", "argument-error-other"),
     ("ValueError: Could not find the transformer layer class LlamaDecoderLayer in the model.", "argument-error-other"),
