@@ -496,7 +496,6 @@ KNOWN_MISSES_63: dict[str, str] = {
     "6614": "ms-swift 3.9.1 with an open transformers>=4.57 install, error only in a screenshot: GD328",
     "6615": "swift deploy --max_memory ignored by the vLLM backend, told in prose: GD328",
     "6617": "vLLM tensor_parallel_size=2 never finishing its load, told in prose: GD328",
-    "6620": "vLLM's 'Failed to import Triton kernels' with a newer vLLM named in a comment: GD326",
 }
 KNOWN_MISSES_64: dict[str, str] = {
     "6701": "trl PPOTrainer's ref model None under DeepSpeed + PEFT (answer: install trl main), rich-box AttributeError: GD999",
