@@ -27,14 +27,18 @@ _KILLED_PATTERNS = [
     # "Workers (tasks / actors) killed due to memory pressure (OOM)"; ray.exceptions.OutOfMemoryError "Task was killed
     # due to the node running low on memory")
     ("ray", lazyre.compile(r"killed due to (?:the node running low on memory|memory pressure \(OOM\))")),
-    # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler, 0.9-0.16): "{cmd} exits with return code = -9"
-    ("launcher", lazyre.compile(r"exits with return code = -9\b")),
+    # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler, 0.9-0.16): "{cmd} exits with return code = -9";
+    # people quote its tail in titles and prose ("train with return code = -9")
+    ("launcher", lazyre.compile(r"\breturn code = -9\b")),
     # the launcher stopping the other children after one ended (DeepSpeed launch.py sigkill_handler: "Killing subprocess
     # {pid}"; torch elastic multiprocessing/api.py _close: "Sending process {pid} closing signal SIGTERM"): which
     # child ended, and how, is on a later line; read only when that line is not in the log (see finish)
     ("stopped", lazyre.compile(r"\bKilling subprocess \d+|\bSending process \d+ closing signal SIGTERM\b")),
 ]
 # the launcher's line that says how the child ended (a code other than SIGKILL is another rule's: a Python error)
+# DeepSpeed's see_memory_usage (deepspeed/runtime/utils.py, 0.3-0.18) prints the host's memory beside the GPU's
+_HOST_USAGE = lazyre.compile(r"CPU Virtual Memory:\s+used = ([\d.]+) GB, percent = ([\d.]+)%")
+_HOST_FULL = 90.0  # percent used: the kernel's OOM killer is near (swap aside)
 _CHILD_ENDED = lazyre.compile(r"exits with return code = (-?\d+)|failed \(exitcode: (-?\d+)\)")
 
 
@@ -64,7 +68,7 @@ class HostOomKilled(Rule):
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
                                         "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:",
                                         "killed due to", "return code = -9", "zsh: killed", "Killing subprocess",
-                                        "closing signal SIGTERM", "return code = ", "failed (exitc",
+                                        "closing signal SIGTERM", "return code = ", "failed (exitc", "CPU Virtual Memory",
                                         _VLLM_FATAL) + ray_oom.LITERALS
 
     def __init__(self, meta):
@@ -77,6 +81,7 @@ class HostOomKilled(Rule):
         self.host: list[HostTick] = []
         self.child_codes: set[int] = set()  # how the launcher says its children ended
         self.vllm_fatal: LogLine | None = None  # vLLM's client killing its own process tree (core_client.py)
+        self.host_usage: tuple[LogLine, str, float] | None = None  # DeepSpeed's last report of host memory in use
 
     def feed(self, signal: Any) -> None:
         if isinstance(signal, RunExit):
@@ -97,6 +102,11 @@ class HostOomKilled(Rule):
         text = line.text
         if _VLLM_FATAL in text:
             self.vllm_fatal = line
+            return
+        if "CPU Virtual Memory" in text:
+            usage = _HOST_USAGE.search(text)
+            if usage is not None:
+                self.host_usage = (line, usage.group(1), float(usage.group(2)))
             return
         ended = _CHILD_ENDED.search(text) if "exit" in text else None
         if ended is not None:
@@ -209,6 +219,11 @@ class HostOomKilled(Rule):
             else:
                 msg = (who + "A process killed this way leaves no error of its own: on a training node it is almost "
                        "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
+        if self.host_usage is not None and self.host_usage[2] >= _HOST_FULL and not dataloader_only:
+            line, used, percent = self.host_usage
+            msg += (f" DeepSpeed's last memory report before the end shows the host's memory {percent:g}% used "
+                    f"({used} GB; read from its see_memory_usage line).")
+            ev.append(evidence_of(line))
         if ray_only:
             ray_text = " ".join(l.text for n, l, _ in self.hits if n == "ray")
             ip = _RAY_LOGS.search(ray_text)
