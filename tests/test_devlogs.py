@@ -251,6 +251,8 @@ DEVLOGS61 = ROOT / "fixtures" / "devlogs61"
 DEVLOGS62 = ROOT / "fixtures" / "devlogs62"
 DEVLOGS63 = ROOT / "fixtures" / "devlogs63"
 DEVLOGS64 = ROOT / "fixtures" / "devlogs64"
+DEVLOGS65 = ROOT / "fixtures" / "devlogs65"
+DEVLOGS66 = ROOT / "fixtures" / "devlogs66"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -511,6 +513,37 @@ KNOWN_MISSES_64: dict[str, str] = {
     "6728": "a format reward 'always -1' told in prose: GD330",
     "6729": "Ray Serve starting vLLM's V0 engine where vLLM defaults to V1: GD999",
 }
+KNOWN_MISSES_65: dict[str, str] = {
+    "6802": "unsloth's train_on_responses_only leaving every label -100 (ZeroDivisionError): GD999",
+    "6803": "a train_on_responses_only regression told in prose with pinned versions: GD328",
+    "6804": "gradient checkpointing with PEFT leaving no input requiring grad, told in a title: GD330",
+    "6805": "8-bit training with loss 0.0 and modules_to_save, told in a title: GD328",
+    "6806": "an unsloth GKD trainer error whose answer is an upgrade (right only with the word reading): GD328",
+    "6808": "LLaMA-Factory's vllm_maxlen above the KV cache's capacity, in a comment: GD328",
+    "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",
+    "6813": "an ms-swift GRPO trainer timing out on the rollout's group port, title and screenshots: GD328",
+    "6814": "a multi-node DeepSpeed launch where only DDP was used, screenshot: GD328",
+    "6818": "vLLM's chat template 'Conversation roles must alternate' (400), custom template: GD328",
+    "6825": "FlashAttention's is_sm80 check on RTX 3090 (backward for a head dim needing A100): GD999",
+    "6827": "DeepSpeed's 'expected only one unique element' in all_gather_coalesced, trace cut: GD999",
+}
+KNOWN_MISSES_66: dict[str, str] = {
+    "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
+    "6904": "unsloth installed from git without its zoo, a KeyError of the version skew (words only): GD999",
+    "6906": "flash-attn's backward for head dim > 192 needing an A100/H100, in a title: GD999",
+    "6907": "an accelerate config with num_processes 1 and num_machines 2, no error line: GD330",
+    "6908": "a QLoRA run whose loss is 0, told in Chinese: GD330",
+    "6910": "fp16 loss 2.70 then 0.0 (overflow), read as no supervised tokens: GD637",
+    "6913": "ms-swift's MaxLengthError for three images over max_length: GD999",
+    "6914": "torch 2.10's strict zip in the LR scheduler after DeepSpeed regroups params, trace cut: GD999",
+    "6917": "vLLM's CUDA graph capture failing for mllama (answer --enforce-eager), in prose: GD328",
+    "6918": "vLLM-Omni start-up with flash-attn installed (words only): GD999",
+    "6919": "vLLM's FlashInfer sampler warm-up on a T4, trace cut in _dummy_sampler_run: GD205",
+    "6920": "a vLLM source install whose server does not start, cause in a comment (words only): GD328",
+    "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",
+    "6927": "axolotl's schema silently dropping a YAML key: GD328",
+    "6929": "DDP's device_ids ValueError for a model spread over GPUs: GD328",
+}
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
     "6314": "ms-swift's load_file taking a small PIL image for a path, library source pasted: GD328",
@@ -554,7 +587,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS57, KNOWN_MISSES_57, 30), (DEVLOGS58, KNOWN_MISSES_58, 30),
               (DEVLOGS59, KNOWN_MISSES_59, 30), (DEVLOGS60, KNOWN_MISSES_60, 30),
               (DEVLOGS61, KNOWN_MISSES_61, 30), (DEVLOGS62, KNOWN_MISSES_62, 30),
-              (DEVLOGS63, KNOWN_MISSES_63, 30), (DEVLOGS64, KNOWN_MISSES_64, 30))
+              (DEVLOGS63, KNOWN_MISSES_63, 30), (DEVLOGS64, KNOWN_MISSES_64, 30), (DEVLOGS65, KNOWN_MISSES_65, 30),
+              (DEVLOGS66, KNOWN_MISSES_66, 30))
 
 
 
