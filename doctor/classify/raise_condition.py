@@ -20,7 +20,6 @@ from .raise_sites import SiteMatch
 
 # operand names too generic to be a run argument a person sets (a local `model`, `self.config`)
 _GENERIC = frozenset({"self", "args", "kwargs", "config", "model", "module", "value", "name", "key", "data", "x", "y"})
-_LAST_RELEASE = re.compile(r"[^,\-]+$")
 # swiftconfig.RunConfig.provenance's sources, as a sentence names them
 _SOURCE = {"command": "the command", "launcher": "the launch script", "dump": "the arguments the log printed",
            "args.json": "args.json"}
@@ -37,12 +36,6 @@ class ConditionReading:
     from_run: tuple[tuple[str, str, str], ...] = ()  # (argument, value, where the run showed it) the test agrees with
     implied: tuple[tuple[str, str], ...] = ()       # (operand, value) an `==` term of the test that held must have had
     settable: tuple[str, ...] = ()                  # the arguments among them a person sets (the fix names them)
-
-    @property
-    def release(self) -> str:
-        """The release the condition is read from: the newest that holds the wording."""
-        last = _LAST_RELEASE.search(self.versions)
-        return f"{self.package} {last.group(0) if last else self.versions}"
 
     def sentence(self) -> str:
         """The test that leads to the raise, said with the values the log shows for it (which releases hold it is the

@@ -35,10 +35,10 @@ _KILLED_PATTERNS = [
     # child ended, and how, is on a later line; read only when that line is not in the log (see finish)
     ("stopped", lazyre.compile(r"\bKilling subprocess \d+|\bSending process \d+ closing signal SIGTERM\b")),
 ]
-# the launcher's line that says how the child ended (a code other than SIGKILL is another rule's: a Python error)
 # DeepSpeed's see_memory_usage (deepspeed/runtime/utils.py, 0.3-0.18) prints the host's memory beside the GPU's
 _HOST_USAGE = lazyre.compile(r"CPU Virtual Memory:\s+used = ([\d.]+) GB, percent = ([\d.]+)%")
 _HOST_FULL = 90.0  # percent used: the kernel's OOM killer is near (swap aside)
+# the launcher's line that says how the child ended (a code other than SIGKILL is another rule's: a Python error)
 _CHILD_ENDED = lazyre.compile(r"exits with return code = (-?\d+)|failed \(exitcode: (-?\d+)\)")
 
 
