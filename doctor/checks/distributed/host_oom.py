@@ -221,7 +221,7 @@ class HostOomKilled(Rule):
                        "always the Linux OOM killer (host RAM, not GPU memory) or a job scheduler's memory limit.")
         if self.host_usage is not None and self.host_usage[2] >= _HOST_FULL and not dataloader_only:
             line, used, percent = self.host_usage
-            msg += (f" DeepSpeed's last memory report before the end shows the host's memory {percent:g}% used "
+            msg += (f" DeepSpeed's last memory report in the log shows the host's memory {percent:g}% used "
                     f"({used} GB; read from its see_memory_usage line).")
             ev.append(evidence_of(line))
         if ray_only:
