@@ -533,7 +533,6 @@ KNOWN_MISSES_66: dict[str, str] = {
     "6906": "flash-attn's backward for head dim > 192 needing an A100/H100, in a title: GD999",
     "6907": "an accelerate config with num_processes 1 and num_machines 2, no error line: GD330",
     "6908": "a QLoRA run whose loss is 0, told in Chinese: GD330",
-    "6910": "fp16 loss 2.70 then 0.0 (overflow), read as no supervised tokens: GD637",
     "6913": "ms-swift's MaxLengthError for three images over max_length: GD999",
     "6914": "torch 2.10's strict zip in the LR scheduler after DeepSpeed regroups params, trace cut: GD999",
     "6917": "vLLM's CUDA graph capture failing for mllama (answer --enforce-eager), in prose: GD328",

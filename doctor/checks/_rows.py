@@ -86,6 +86,10 @@ class _Row:
         step = self.gstep
         if step is None:
             s = num(v.get("step"))
+            if s is None and "current_steps" in v:
+                # LLaMA-Factory's trainer_log.jsonl (its LogCallback) writes current_steps and total_steps
+                s, total = num(v["current_steps"]), num(v.get("total_steps"))
+                self.max_steps = int(total) if total is not None and total > 0 else None
             step = int(s) if s is not None and s >= 0 else None
         self.step = step
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ...engine.columns import load_numpy
 from ...engine.state import RunState
@@ -10,6 +11,7 @@ from ...swift.trainer_kind import GROUP_KINDS
 from .._columns import available, column
 from .._runargs import arg_float
 from .._series import EPS_STD, SeriesRule, fmt
+from ._nan_fixes import NO_LABEL_CAUSES, NO_LABEL_CHECK, dtype_of
 
 
 def _zero_loss_columns(loss: list[float | None], gn: list[float | None],
@@ -96,11 +98,37 @@ class SupervisedLossZero(SeriesRule):
             # gradient norm beside it is GD620's (an overflow and an empty batch both show it; GD620 tells them apart)
             return []
         shown = f"loss was exactly 0.0 at {s.label(i)} (after {fmt(loss[before])} at {s.label(before)})"
-        if grad is not None:
-            shown += f" with grad_norm {fmt(grad)}"
+        keys = ("loss", "grad_norm", "learning_rate")
+        evidence = [s.evidence(before, keys), s.evidence(i, keys)]
+        if grad is None:
+            return [self._nan_window(ctx, shown, len(zero), evidence, s.seq(i))]
+        shown += f" with grad_norm {fmt(grad)}"
         msg = (f"{shown}, in a run that logs no reward: a language-model loss is exactly 0 only over no supervised "
                f"token (every label of the batch masked to -100), not from a model that learned its data"
                + (f"; {len(zero)} of {s.n} logged steps show it" if len(zero) > 1 else "") + ".")
-        keys = ("loss", "grad_norm", "learning_rate")
-        return [self.make(message=msg, evidence=[s.evidence(before, keys), s.evidence(i, keys)], count=len(zero),
-                          seq=s.seq(i))]
+        # a finite gradient norm beside it rules out a NaN loss in the window's last step, not the other readings
+        return [replace(self.make(message=msg, evidence=evidence, count=len(zero), seq=s.seq(i)),
+                        confidence="likely")]
+
+    def _nan_window(self, ctx: RunState, shown: str, zeros: int, evidence: list, seq: int) -> Finding:
+        """A drop from a finite loss to exactly 0 with no gradient norm logged beside it. The transformers Trainer
+        (``_inner_training_loop``, every release since 4.18) adds, for a step whose loss is NaN or inf, the logging
+        window's running mean instead (``logging_nan_inf_filter``, on by default); the running sum is reset to 0 at
+        each log, so a window of NaN steps only is logged as 0.0. A diverged loss and a batch with no supervised token
+        (a mean over no token is NaN) both give it; without a gradient norm the row cannot tell them apart."""
+        dtype = dtype_of(ctx.run)
+        msg = (f"{shown}. The transformers Trainer logs 0.0 for a logging window in which every step's loss came out NaN "
+               f"or inf (its logging_nan_inf_filter, on by default, adds the window's running mean, which is 0 when the "
+               f"window starts), so this row most likely stands for NaN losses: a diverged loss "
+               + ("(float16 training, the run's dtype, overflows easily) " if dtype == "float16" else
+                  "(a float16 overflow or too high a learning rate) ")
+               + "gives it, and so does a batch with no supervised token. No gradient norm is logged to tell the two "
+               "apart" + (f"; {zeros} logged steps show 0.0" if zeros > 1 else "") + ".")
+        fix = ["Set logging_nan_inf_filter to false (a TrainingArguments field) to log the NaN instead of 0.0, and "
+               "train in bfloat16 on Ampere or newer GPUs (float32 on older ones) rather than float16; lower the "
+               "learning rate if the loss still diverges.",
+               f"If a loss of 0 shows from the first steps instead, count the supervised tokens of a batch: "
+               f"{NO_LABEL_CAUSES} leaves no label; {NO_LABEL_CHECK}."]
+        return replace(self.make(message=msg, fix=fix, evidence=evidence, count=zeros, seq=seq),
+                       category="loss-nan-or-inf", confidence="likely", alternatives=("dataset-or-template-error",),
+                       title="The loss falls to exactly 0: the value the Trainer logs for a window of NaN losses")
