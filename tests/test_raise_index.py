@@ -75,6 +75,9 @@ GAPS: dict[tuple[str, str], str] = {
     # docker compose's `vllm_1   | ` prefix taken off, the CUDA runtime's own error (c10/cuda/CUDAException.cpp
     # c10_cuda_check_implementation: the driver's message): no Python library raises its words
     ("real-thread-vllm-no-kernel-image-p100", "RuntimeError"): "the CUDA runtime's error, raised from C++",
+    # the CUDA runtime's cudaErrorStreamCaptureInvalidated, raised by c10's CUDA check under CUDAGraph.capture_end
+    ("real-thread-vllm-omni-cuda-graph-capture-flash-attn", "torch.AcceleratorError"):
+        "the CUDA runtime's error, raised from C++",
     # DeepSpeed 0.8.1 raised it as a plain Exception in op_builder/builder.py; the index reads 0.14 on (its
     # CUDAMismatchException template), and the paste cuts the line before its end: a 0.7 match, below the threshold
     ("real-thread-deepspeed-cuda-toolkit-mismatch-pip-install", "Exception"):
