@@ -535,7 +535,6 @@ KNOWN_MISSES_66: dict[str, str] = {
     "6908": "a QLoRA run whose loss is 0, told in Chinese: GD330",
     "6913": "ms-swift's MaxLengthError for three images over max_length: GD999",
     "6914": "torch 2.10's strict zip in the LR scheduler after DeepSpeed regroups params, trace cut: GD999",
-    "6919": "vLLM's FlashInfer sampler warm-up on a T4, trace cut in _dummy_sampler_run: GD205",
     "6920": "a vLLM source install whose server does not start, cause in a comment (words only): GD328",
     "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",
     "6927": "axolotl's schema silently dropping a YAML key: GD328",

@@ -163,6 +163,19 @@ class CutTraceback(Rule):
                 msg += " " + mem[0]
                 fix = [mem[1]] + fix
             found = self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))
+            if stage == "vllm-kv" and _flashinfer_sampler(fr, frames, ctx):
+                return [dataclasses.replace(
+                    found, category="vllm-engine-error", confidence="likely", alternatives=("vllm-oom-or-kv-cache",),
+                    title="Traceback cut in vLLM's sampler warm-up, in a log that names FlashInfer",
+                    message=f"{head} The stack is in vLLM's sampler warm-up ({fr.func}: the sampler run once on dummy "
+                            f"logits while the engine starts), and the log names FlashInfer. With flashinfer "
+                            f"installed, vLLM samples top-k/top-p with FlashInfer's kernels, which are compiled just "
+                            f"in time (they need nvcc and CUDA_HOME) for the GPU at hand; a failure in this warm-up "
+                            f"is then most often that kernel, and memory only the second reading.",
+                    fix=("Start vLLM with VLLM_USE_FLASHINFER_SAMPLER=0 in its environment (vLLM then samples with "
+                         "its PyTorch top-k/top-p), or uninstall flashinfer there; if the start still fails at the "
+                         "same place, read it as memory: a lower --vllm_gpu_memory_utilization or a shorter "
+                         "--vllm_max_model_len.", fix_tail))]
             # a memory share the run set at either end (0.1 leaves no KV-cache room; 0.9 colocated none beside training)
             extreme = f.util_set and f.util is not None and f.use_vllm and (f.util <= 0.3 or (f.colocate and f.util > 0.6))
             if stage == "vllm-init" and mem is None and not extreme and \
@@ -195,6 +208,21 @@ class CutTraceback(Rule):
                 fix.insert(0, f"vLLM {vv} is installed.")
             return [self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))]
         return []
+
+
+# vLLM V1's sampler warm-up (v1/worker/gpu_model_runner.py _dummy_sampler_run, from profile_run) and its top-k/top-p
+# op, which takes FlashInfer's sampling kernels when flashinfer is installed (v1/sample/ops/topk_topp_sampler.py,
+# VLLM_USE_FLASHINFER_SAMPLER in vllm/envs.py)
+_SAMPLER_FUNCS = frozenset({"_dummy_sampler_run"})
+_FLASHINFER = lazyre.compile(r"(?i)flashinfer")
+
+
+def _flashinfer_sampler(fr: Frame, frames: tuple[Frame, ...], ctx: RunState) -> bool:
+    """The cut stack is in the sampler warm-up and the log names FlashInfer (a frame, a title, an error line)."""
+    if fr.func not in _SAMPLER_FUNCS and not any("topk_topp_sampler" in x.path for x in frames):
+        return False
+    return any("flashinfer" in x.path for x in frames) or any(
+        _FLASHINFER.search(t.raw) for tail in ctx.tails.values() for t in tail)
 
 
 # frameworks whose trainer builds a vLLM engine in its own processes (colocated, or in-process in trl <= 0.16)
