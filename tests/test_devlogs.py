@@ -523,7 +523,6 @@ KNOWN_MISSES_65: dict[str, str] = {
     "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",
     "6813": "an ms-swift GRPO trainer timing out on the rollout's group port, title and screenshots: GD328",
     "6814": "a multi-node DeepSpeed launch where only DDP was used, screenshot: GD328",
-    "6818": "vLLM's chat template 'Conversation roles must alternate' (400), custom template: GD328",
     "6825": "FlashAttention's is_sm80 check on RTX 3090 (backward for a head dim needing A100): GD999",
     "6827": "DeepSpeed's 'expected only one unique element' in all_gather_coalesced, trace cut: GD999",
 }

@@ -78,6 +78,10 @@ GAPS: dict[tuple[str, str], str] = {
     # the CUDA runtime's cudaErrorStreamCaptureInvalidated, raised by c10's CUDA check under CUDAGraph.capture_end
     ("real-thread-vllm-omni-cuda-graph-capture-flash-attn", "torch.AcceleratorError"):
         "the CUDA runtime's error, raised from C++",
+    # the words are the model's chat template's (tokenizer_config.json), raised through transformers' raise_exception
+    # with a variable message: no library's source holds them
+    ("real-thread-medusa-chat-template-roles-alternate", "jinja2.exceptions.TemplateError"):
+        "the chat template's own words, raised by transformers' raise_exception(message)",
     # DeepSpeed 0.8.1 raised it as a plain Exception in op_builder/builder.py; the index reads 0.14 on (its
     # CUDAMismatchException template), and the paste cuts the line before its end: a 0.7 match, below the threshold
     ("real-thread-deepspeed-cuda-toolkit-mismatch-pip-install", "Exception"):
