@@ -514,7 +514,6 @@ KNOWN_MISSES_64: dict[str, str] = {
     "6729": "Ray Serve starting vLLM's V0 engine where vLLM defaults to V1: GD999",
 }
 KNOWN_MISSES_65: dict[str, str] = {
-    "6802": "unsloth's train_on_responses_only leaving every label -100 (ZeroDivisionError): GD999",
     "6803": "a train_on_responses_only regression told in prose with pinned versions: GD328",
     "6804": "gradient checkpointing with PEFT leaving no input requiring grad, told in a title: GD330",
     "6805": "8-bit training with loss 0.0 and modules_to_save, told in a title: GD328",
