@@ -51,12 +51,12 @@ _RANK = lazyre.compile(r"^\[rank(\d+)\]:\s?")
 # (one space after it: Ray prints the process's own line after "(name pid=N) ", its indentation included)
 _ORIGIN = lazyre.compile(r"^\((?:(\w+?)(?:_\d+)?(?: rank=(\d+)|[ _](?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?)?(?: pid=\d+)?|pid=\d+)"
                          r"(?:, ip=[\d.]+)?\)(?: |\t|$)")
-# Ray's driver shows its cluster events with the component and the time since the job started (ray/_private/
-# worker.py print_to_stdstream for the autoscaler's and scheduler's event summaries; "(raylet)" for the raylet's own
-# warnings): "(autoscaler +8m46s) Error: ...", "(scheduler +2m2s) Warning: ...", "(raylet) There are tasks ..."
 # vLLM-Omni labels each stage of its pipeline before vLLM's own logger head: "[Stage-1] ERROR 01-19 04:24:05 [...]"
 # (vllm_omni's stage workers, also after a worker prefix: "(Worker pid=48884) [Stage-1] ERROR ...")
 _OMNI_STAGE = lazyre.compile(r"^\[Stage-\d+\] (?=(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d)")
+# Ray's driver shows its cluster events with the component and the time since the job started (ray/_private/
+# worker.py print_to_stdstream for the autoscaler's and scheduler's event summaries; "(raylet)" for the raylet's own
+# warnings): "(autoscaler +8m46s) Error: ...", "(scheduler +2m2s) Warning: ...", "(raylet) There are tasks ..."
 _RAY_EVENT = lazyre.compile(r"^\((?:autoscaler|scheduler|raylet|gcs_server|monitor)(?: \+[\dhms.]+)?(?:, ip=[\d.]+)?\) ")
 # vLLM's processes by the names their prefixes carry (the origin _ORIGIN reads): the engine core ("(EngineCore_0 pid=N)",
 # "(EngineCore_DP0 pid=N)": vllm/v1/engine, a process per data-parallel rank), the multiprocess workers ("(VllmWorker

@@ -124,6 +124,20 @@ class CutTraceback(Rule):
                    f"at this point.")
             fix = training_ladder(f, {}) + [fix_tail]
             return [self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, ranks=_r(line))]
+        if want == "vllm-init" and stage == "vllm-kv" and _flashinfer_sampler(fr, frames, ctx):
+            found = self.make(
+                message=f"{head} The stack is in vLLM's sampler warm-up ({fr.func}: the sampler run once on dummy "
+                        f"logits while the engine starts), and the log names FlashInfer. With flashinfer installed, "
+                        f"vLLM samples top-k/top-p with FlashInfer's kernels, which are compiled just in time (they "
+                        f"need nvcc and CUDA_HOME) for the GPU at hand; a failure in this warm-up is then most often "
+                        f"that kernel, and memory only the second reading.",
+                fix=["Start vLLM with VLLM_USE_FLASHINFER_SAMPLER=0 in its environment (vLLM then samples with its "
+                     "PyTorch top-k/top-p), or uninstall flashinfer there; if the start still fails at the same place, "
+                     "read it as memory: a lower --vllm_gpu_memory_utilization or a shorter --vllm_max_model_len.",
+                     fix_tail],
+                evidence=ev, seq=line.seq, ranks=_r(line), confidence="likely", alternatives=("vllm-oom-or-kv-cache",),
+                title="Traceback cut in vLLM's sampler warm-up, in a log that names FlashInfer")
+            return [dataclasses.replace(found, category="vllm-engine-error")]
         if want == "vllm-init" and (stage == "vllm-kv" or (stage == "vllm-init" and (
                 f.colocate or ((f.framework == "trl" or f.use_vllm is None) and trainer_evident(ctx, f))))):
             if stage == "vllm-kv":
@@ -163,19 +177,6 @@ class CutTraceback(Rule):
                 msg += " " + mem[0]
                 fix = [mem[1]] + fix
             found = self.make(message=msg, fix=fix + [fix_tail], evidence=ev, seq=line.seq, ranks=_r(line))
-            if stage == "vllm-kv" and _flashinfer_sampler(fr, frames, ctx):
-                return [dataclasses.replace(
-                    found, category="vllm-engine-error", confidence="likely", alternatives=("vllm-oom-or-kv-cache",),
-                    title="Traceback cut in vLLM's sampler warm-up, in a log that names FlashInfer",
-                    message=f"{head} The stack is in vLLM's sampler warm-up ({fr.func}: the sampler run once on dummy "
-                            f"logits while the engine starts), and the log names FlashInfer. With flashinfer "
-                            f"installed, vLLM samples top-k/top-p with FlashInfer's kernels, which are compiled just "
-                            f"in time (they need nvcc and CUDA_HOME) for the GPU at hand; a failure in this warm-up "
-                            f"is then most often that kernel, and memory only the second reading.",
-                    fix=("Start vLLM with VLLM_USE_FLASHINFER_SAMPLER=0 in its environment (vLLM then samples with "
-                         "its PyTorch top-k/top-p), or uninstall flashinfer there; if the start still fails at the "
-                         "same place, read it as memory: a lower --vllm_gpu_memory_utilization or a shorter "
-                         "--vllm_max_model_len.", fix_tail))]
             # a memory share the run set at either end (0.1 leaves no KV-cache room; 0.9 colocated none beside training)
             extreme = f.util_set and f.util is not None and f.use_vllm and (f.util <= 0.3 or (f.colocate and f.util > 0.6))
             if stage == "vllm-init" and mem is None and not extreme and \

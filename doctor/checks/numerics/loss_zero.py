@@ -107,8 +107,7 @@ class SupervisedLossZero(SeriesRule):
                f"token (every label of the batch masked to -100), not from a model that learned its data"
                + (f"; {len(zero)} of {s.n} logged steps show it" if len(zero) > 1 else "") + ".")
         # a finite gradient norm beside it rules out a NaN loss in the window's last step, not the other readings
-        return [replace(self.make(message=msg, evidence=evidence, count=len(zero), seq=s.seq(i)),
-                        confidence="likely")]
+        return [self.make(message=msg, evidence=evidence, count=len(zero), seq=s.seq(i), confidence="likely")]
 
     def _nan_window(self, ctx: RunState, shown: str, zeros: int, evidence: list, seq: int) -> Finding:
         """A drop from a finite loss to exactly 0 with no gradient norm logged beside it. The transformers Trainer
@@ -129,6 +128,7 @@ class SupervisedLossZero(SeriesRule):
                "learning rate if the loss still diverges.",
                f"If a loss of 0 shows from the first steps instead, count the supervised tokens of a batch: "
                f"{NO_LABEL_CAUSES} leaves no label; {NO_LABEL_CHECK}."]
-        return replace(self.make(message=msg, fix=fix, evidence=evidence, count=zeros, seq=seq),
-                       category="loss-nan-or-inf", confidence="likely", alternatives=("dataset-or-template-error",),
-                       title="The loss falls to exactly 0: the value the Trainer logs for a window of NaN losses")
+        found = self.make(message=msg, fix=fix, evidence=evidence, count=zeros, seq=seq, confidence="likely",
+                          alternatives=("dataset-or-template-error",),
+                          title="The loss falls to exactly 0: the value the Trainer logs for a window of NaN losses")
+        return replace(found, category="loss-nan-or-inf")   # the rule's category is the empty-label reading
