@@ -522,21 +522,16 @@ KNOWN_MISSES_65: dict[str, str] = {
     "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",
     "6813": "an ms-swift GRPO trainer timing out on the rollout's group port, title and screenshots: GD328",
     "6814": "a multi-node DeepSpeed launch where only DDP was used, screenshot: GD328",
-    "6825": "FlashAttention's is_sm80 check on RTX 3090 (backward for a head dim needing A100): GD999",
     "6827": "DeepSpeed's 'expected only one unique element' in all_gather_coalesced, trace cut: GD999",
 }
 KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
     "6904": "unsloth installed from git without its zoo, a KeyError of the version skew (words only): GD999",
-    "6906": "flash-attn's backward for head dim > 192 needing an A100/H100, in a title: GD999",
     "6907": "an accelerate config with num_processes 1 and num_machines 2, no error line: GD330",
     "6908": "a QLoRA run whose loss is 0, told in Chinese: GD330",
-    "6913": "ms-swift's MaxLengthError for three images over max_length: GD999",
-    "6914": "torch 2.10's strict zip in the LR scheduler after DeepSpeed regroups params, trace cut: GD999",
     "6920": "a vLLM source install whose server does not start, cause in a comment (words only): GD328",
     "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",
     "6927": "axolotl's schema silently dropping a YAML key: GD328",
-    "6929": "DDP's device_ids ValueError for a model spread over GPUs: GD328",
 }
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",

@@ -86,6 +86,16 @@ GAPS: dict[tuple[str, str], str] = {
     # CUDAMismatchException template), and the paste cuts the line before its end: a 0.7 match, below the threshold
     ("real-thread-deepspeed-cuda-toolkit-mismatch-pip-install", "Exception"):
         "DeepSpeed 0.8's plain Exception, older than the indexed releases, its line cut",
+    # flash-attn's TORCH_CHECK in csrc/flash_attn/flash_api.cpp (mha_varlen_bwd): C++, no Python raise site
+    ("real-thread-axolotl-gemma-l40s-flash-attn-backward-head-dim", "RuntimeError"):
+        "flash-attn's C++ TORCH_CHECK, no Python raise site",
+    # CPython's builtin zip(strict=True) raises it (Python/bltinmodule.c), called from torch's lr_scheduler.py
+    ("real-thread-llamafactory-lora-deepspeed-torch210-scheduler-zip", "ValueError"):
+        "raised by CPython's builtin zip(strict=True), no library raise site",
+    # torch raises it through DistributedDataParallel._log_and_throw(ValueError, "...") (nn/parallel/distributed.py),
+    # a call, not a raise statement the index reads
+    ("real-thread-zero-nlp-ddp-device-ids-model-on-two-gpus", "ValueError"):
+        "raised through torch DDP's _log_and_throw helper, not a raise statement",
     # SIGINT's default handler raises it from the interpreter (Modules/signalmodule.c), not from a library's raise
     ("real-swift-ctrl-c-twice-during-import", "KeyboardInterrupt"): "raised by CPython's SIGINT handler, no raise site",
     # torch's autograd engine checks the roots of backward in C++ (torch/csrc/autograd/autograd.cpp run_backward)

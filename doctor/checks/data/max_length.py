@@ -24,9 +24,18 @@ def max_length_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     mcl = as_int(run.get("max_completion_length"))
     ts = run.get("truncation_strategy")
     fix = []
+    bare = not sized and any(h.groups.get("bare") for h in hits)
     if length and ml:
         msg = f"A row encodes to {length} tokens, more than --max_length {ml}."
         new = _round_up(length)
+    elif bare:
+        msg = ("ms-swift's template raised MaxLengthError: a row encodes to more tokens than --max_length"
+               + (f" {ml}" if ml else "") + " (its length is not in the excerpt).")
+        new = None
+        tiles = _internvl_tiles(run)
+        if tiles is not None:
+            msg += " " + tiles[0]
+            fix.append(tiles[1])
     else:
         msg = ("ms-swift gave up after repeatedly failing to encode dataset rows: usually the prompts are longer "
                "than --max_length" + (f" {ml}" if ml else "") + " (or the rows are malformed; the warnings "
@@ -34,6 +43,8 @@ def max_length_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         new = _round_up(ml * 2) if ml else None
     if new:
         fix.append(f"--max_length {new} (ms-swift measures the prompt against it in GRPO).")
+    elif bare:
+        fix.append("--max_length above the longest row's encoded length (images' tokens count too).")
     fix.append("--truncation_strategy left (cut the start of long prompts) or delete (skip them)"
                + (f"; it is now {ts}." if ts else "."))
     if mcl and new:
@@ -45,3 +56,24 @@ def max_length_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             fix=tuple(fix),
             severity=Severity.warning)
     return Diagnosis(message=msg, fix=tuple(fix))
+
+
+# InternVL's dynamic tiling (ms-swift swift/template/templates/internvl.py: max_num from the env MAX_NUM, default 12;
+# 448x448 tiles of 256 tokens, plus a thumbnail when an image takes more than one tile)
+_INTERNVL_TILE_TOKENS = 256
+_INTERNVL_MAX_NUM = 12
+
+
+def _internvl_tiles(run) -> tuple[str, str] | None:
+    """(sentence, fix) on InternVL's image tokens when the model is an InternVL: max_pixels does not bound them."""
+    model = str(run.get("model") or "")
+    if "internvl" not in model.lower():
+        return None
+    per_image = (_INTERNVL_MAX_NUM + 1) * _INTERNVL_TILE_TOKENS
+    sentence = (f"The model is an InternVL ({model}): ms-swift tiles each image into up to MAX_NUM (default "
+                f"{_INTERNVL_MAX_NUM}) 448x448 crops plus a thumbnail, {_INTERNVL_TILE_TOKENS} tokens each, so one "
+                f"image can take {per_image:,} tokens"
+                + ("; the --max_pixels set does not bound InternVL's tiles." if run.get("max_pixels") else "."))
+    fix = (f"MAX_NUM=4 in the environment (at most 5 tiles, {5 * _INTERNVL_TILE_TOKENS:,} tokens an image), "
+           f"or a --max_length that holds every image's tiles.")
+    return sentence, fix
