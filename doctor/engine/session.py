@@ -11,6 +11,7 @@ from typing import Any
 
 from ..claims import RunFacts, read_oom
 from ..claims import check_finding as check_claims
+from ..classify.outcomes_said import amend_by_outcomes
 from ..classify.word_reading import place_by_words
 from ..confidence import assess
 from ..gate import WordGate
@@ -339,6 +340,8 @@ class Session:
         ckpts += [c for c in checkpoints if c not in ckpts]
         # a failure no rule placed takes the category its words are closest to, said as such
         ordered = place_by_words(order(state.place(found) + outside), state)
+        # and, when it is only a guess, what the paste itself says solved it or where the same run works
+        ordered = amend_by_outcomes(ordered, state)
         return assess(refine(ordered, state.run, ckpts, ended=state.ended, broken_at=state.broken_at))
 
 

@@ -1,0 +1,173 @@
+"""What a paste's own sentences say about the way out: a change that solved it ("switching from IP to hostname solved it",
+"transformers替换成4.30.1就正常了"), a setup in which the same run works ("it works fine on one GPU", "Works on V0
+Engine"), or a time it worked ("Yesterday everything worked well"). A post-pass over the ordered findings, like
+word_reading.py: a generic or only possible primary finding is given those sentences, quoted, as its first fix, since
+they are the only ground the report has beyond the description. Pure: the kept lines in, findings out.
+
+Questions ("请问解决了吗？", "Does unsloth still work with ...?"), negations ("doesn't work with", "still not solved")
+and sentences with nothing to act on ("I have fixed it, close this issue.") are not read as outcomes."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .. import lazyre
+from ..model import Finding, Severity
+from ..signals import LogLine
+from ..sources.prose_text import CJK, LOGGED, WORD, plain_share
+from .word_reading import GENERIC
+
+if TYPE_CHECKING:
+    from ..engine.state import RunState
+
+SOLVED = "solved"
+WORKS = "works-elsewhere"
+WORKED = "worked-before"
+
+# a change that made the run go: English verbs of fixing, or Chinese "... 就可以了 / 就好了 / 正常了 / 解决了"
+_SOLVED = lazyre.compile(
+    r"(?i)\b(?:solved|fixed|resolved)\b(?! yet)|\b(?:actual |real |the |a |my |our )?(?:fix|solution|workaround)"
+    r"(?: is| was)?\s*[:：]|解决(?:方法|办法|方案)\s*[:：是]|\bmade it work\b|\bgot it (?:to )?work(?:ing)?\b|"
+    r"\b(?:works|worked|is working|runs|ran|trains) (?:fine |well |normally |correctly )?(?:now|again)\b|"
+    r"\b(?:works|worked) for (?:me|us)\b|"
+    r"\bafter (?:i |we )?(?:set|setting|add|adding|remov|switch|chang|updat|upgrad|downgrad|install|us)\w*\b.{0,80}"
+    r"\b(?:works|worked|runs|ran|trains|is fine|was fine)\b|"
+    r"就(?:可以|好|正常|行|能跑|能训练)了|(?:问题)?(?:已经|已)?解决了|可以解决|(?:就|后|後|之后|以后)正常了|(?:就|后|後)(?:能|可以)正常")
+# a setup in which the same run works: "works fine on one GPU", "it works with `0.15.4`", "Works on V0 Engine",
+# "the same parameter setup worked fine during the SFT phase", "单卡可以正常训练", "swift infer 可以正常跑"
+_GOOD = (r"(?:fine|well|normally|perfectly|correctly|successfully|ok|without (?:any )?(?:errors?|issues?|problems?)|"
+         r"no problem)")
+_WORKS = lazyre.compile(
+    # "works" judges by itself ("it works with `0.15.4`"); "runs" or "trained" only with a word that says it went well
+    # ("Command that runs on master", "I trained on Qwen3-8b, and it always output nan" describe the failing run)
+    r"(?i)\b(?:works|worked)\s+(?:fine\s+|well\s+|normally\s+|perfectly\s+|correctly\s+|ok\s+)?"
+    r"(?:on|with|in|when|if|without|for|under|using|during|through|via)\b|"
+    r"\b(?:works|worked|runs|ran|trains|trained|working|run|work|train|be trained|be run)\s+" + _GOOD + r"\b|"
+    r"可以正常(?:训练|跑|运行|推理|使用)|(?:单卡|单机|单节点|一张卡)(?:\S{0,12})?(?:可以|没问题|正常)")
+# a time it worked: "worked fine before updating", "Yesterday everything worked well", "前几天...还可以正常训练",
+# "worked fine with March release"
+_BEFORE = lazyre.compile(r"(?i)\b(?:before|yesterday|previous(?:ly)?|earlier|last (?:week|month)|used to|"
+                         r"(?:a )?(?:week|month|day)s? (?:back|ago)|older|(?:january|february|march|april|may|june|july|"
+                         r"august|september|october|november|december)(?: release)?)\b|之前|以前|前几天|昨天|原来")
+# the sentence denies or questions what it says: "doesn't work with", "still not solved", "请问解决了吗？"
+_NEGATED = lazyre.compile(r"(?i)(?:\bnot|n't|\bnever|\bno longer|\bnothing|\bneither|\bnor|没有?|未|不(?:能|可以|行)?|无法)"
+                          r"\s*(?:\w+\s+){0,2}$")
+# not an outcome yet: "the ref_model should be fixed", "will be fixed in the next release", "hope to get it solved"
+_UNREAL = lazyre.compile(r"(?i)\b(?:should|must|needs?|will|would|could|can|may|might|to|hope|want|trying)"
+                         r"(?:\s+(?:to|be|get|it|been|not))*\s*$")
+# ... unless it says the change is out: "This should be fixed now - please update with ..."
+_NOW = lazyre.compile(r"(?i)\s+(?:now|already|in (?:the )?(?:latest|new|main|master|nightly))\b")
+_QUESTION = lazyre.compile(r"(?i)[?？]\s*$|吗\s*[?？。]?\s*$|呢\s*[?？。]?\s*$|^\s*(?:does|do|did|is|are|has|have|can|"
+                           r"could|any(?:one)?|请问|有没有|是否)\b")
+# something to act on: a flag, a setting, a version, a package pin, code, a GPU or node count, an engine, a stage
+_CONCRETE = lazyre.compile(
+    r"(?i)`[^`]+`|--?[a-z][\w-]{2,}|\b[a-z]+_[a-z_]+\b|\b[\w.-]+\s*[=:]=?\s*[\w.\"'-]+|\bv?\d+\.\d+(?:\.\d+)?\b|"
+    r"\b(?:one|single|two|multiple|\d+)\s+(?:gpus?|nodes?|cards?|machines?)\b|\b(?:gpu|node|engine|stage|version|"
+    r"release|model|dataset|driver|cuda|torch|deepspeed|vllm|transformers|trl|peft|unsloth|sglang|zero\s?\d|"
+    r"eager|hostname|ip|port|docker|env(?:ironment)?|fp16|bf16|fp32|lora|full|flash|sdpa|nccl|batch|update|upgrade|"
+    r"downgrade|install|setup|sft|dpo|ppo|grpo|phase|script|notebook|machine|cluster|server|colab|branch|main|"
+    r"master|commit)\w*\b|"
+    r"[A-Za-z][\w.-]*\s*\d|更新|升级|降级|重新安装|版本|单卡|单机|多卡|参数|环境|显卡|驱动|配置")
+# an exception's line, not a sentence ("torch.distributed.DistBackendError: NCCL error ... (run with NCCL_DEBUG=INFO)")
+_EXCEPTION = lazyre.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\b")
+# a change a person made: what a "solved" sentence must name to be a way out ("it has been solved at [this issue]" is
+# not one)
+_CHANGE = lazyre.compile(
+    r"(?i)\b(?:switch|chang|set|add|remov|updat|upgrad|downgrad|install|reinstall|us(?:e|ed|ing)\b|replac|pin|"
+    r"disabl|enabl|lower|reduc|increas|rais|export|pass|modif|delet|rebuil|drop|mov|turn)\w*|==?|"
+    r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换")
+_MAX_QUOTE = 240
+# where one sentence of a line ends: Chinese and English end marks (". " only before a capital, code or a mention: not
+# inside "v0.14.0" or "e.g. this")
+_SENTENCE_END = lazyre.compile(r"(?<=[。！？!?；;])(?![。！？!?；;])\s*|(?<=[\w)\]`\"'][.])\s+(?=[A-Z@`*(\[])")
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    kind: str        # SOLVED | WORKS | WORKED
+    text: str        # the sentence, as the paste has it (cut at _MAX_QUOTE)
+    line: LogLine
+
+
+def _sentence(text: str) -> bool:
+    t = text.strip()
+    if not t or LOGGED.match(t) or _EXCEPTION.match(t) or t.startswith(("File ", "at ", "{", "[", "|", "$", "+", "#!")):
+        return False
+    if CJK.search(t):
+        return True
+    return len(WORD.findall(t)) >= 3 and plain_share(t) >= 0.6
+
+
+def _sentences(lines: Iterable[LogLine]) -> Iterable[tuple[LogLine, str]]:
+    """(line, sentence) for each sentence of a person's line that may state an outcome: not a question, and naming
+    something to act on."""
+    for ln in lines:
+        whole = ln.text.strip().lstrip(">").strip()
+        if not _sentence(whole):
+            continue
+        parts = [p.strip() for p in _SENTENCE_END.split(whole) if p.strip()]
+        for i, text in enumerate(parts):
+            if _QUESTION.search(text):
+                continue
+            if not _CHANGE.search(text) and _SOLVED.search(text):
+                # "Fixed!! Much apologies on the delay. Please update Unsloth via ...": the change is in one of the
+                # next two sentences
+                after = next((j for j in range(i + 1, min(i + 3, len(parts))) if _CHANGE.search(parts[j])), None)
+                if after is not None:
+                    text = " ".join(parts[i:after + 1])
+            if _CONCRETE.search(text):
+                yield ln, text
+
+
+def _affirmed(rx, text: str, done: bool = False) -> bool:
+    """A match of ``rx`` in ``text`` that no negation just before it takes back (and, for a change said ``done``, no
+    modal: "should be fixed" is a wish)."""
+    return any(not _NEGATED.search(text[max(0, m.start() - 24):m.start()])
+               and not (done and _UNREAL.search(text[max(0, m.start() - 24):m.start()])
+                        and not _NOW.match(text, m.end())) for m in rx.finditer(text))
+
+
+def read(lines: Iterable[LogLine]) -> list[Said]:
+    """The outcome sentences of these lines, in order; at most one of each kind (the first)."""
+    out: dict[str, Said] = {}
+    for ln, text in _sentences(lines):
+        if SOLVED not in out and _affirmed(_SOLVED, text, done=True) and _CHANGE.search(text):
+            kind = SOLVED
+        elif _affirmed(_WORKS, text):
+            kind = WORKED if _BEFORE.search(text) else WORKS
+            if kind in out:
+                continue
+        else:
+            continue
+        out[kind] = Said(kind, text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE - 1] + "…", ln)
+    return sorted(out.values(), key=lambda s: s.line.seq)
+
+
+def _fix(said: Said) -> str:
+    quote = f"“{said.text}”"
+    if said.kind == SOLVED:
+        return f"The paste reports what got it going: {quote}. Try that change first."
+    if said.kind == WORKED:
+        return (f"The paste says it worked before: {quote}. Go back to the versions and settings that worked (their "
+                f"`pip freeze`, the old command), then change one thing at a time to find the one that breaks it.")
+    return (f"The paste says it works in another setup: {quote}. The difference between the two setups is where "
+            f"the failure is: keep the working setup, or change one difference at a time.")
+
+
+def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]:
+    """The findings, the first given the paste's outcome sentences, quoted, as its first fixes when it is generic or
+    only possible."""
+    if not findings:
+        return findings
+    first = findings[0]
+    if first.severity < Severity.warning or (first.rule_id not in GENERIC and first.confidence != "possible"):
+        return findings
+    said = read(line for tail in state.tails.values() for line in tail)
+    if not said:
+        return findings
+    fixes = tuple(_fix(s) for s in said)
+    return [replace(first, fix=fixes + tuple(first.fix)), *findings[1:]]
+
+
+__all__ = ["SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]

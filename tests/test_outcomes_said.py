@@ -1,0 +1,128 @@
+"""What a paste's own sentences say worked (doctor/classify/outcomes_said.py): read from sentences of real threads
+(the dev sets' logs they are quoted from are named), and the ones it must not read: questions, negations, a failing
+run described, a statement with nothing to act on. Then the end to end: a fallback finding gets the sentence as its
+first fix; a finding a rule proves does not."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from doctor.analyze import analyze
+from doctor.classify.outcomes_said import SOLVED, WORKED, WORKS, read
+from doctor.signals import LogLine, Where
+
+
+def _read(*texts: str):
+    return [(s.kind, s.text) for s in read(LogLine(t, t, Where("log.txt", i), None, i)
+                                           for i, t in enumerate(texts, 1))]
+
+
+@pytest.mark.parametrize("text,kind", [
+    # devlogs24/3020, torch rendezvous across nodes
+    ("I had the same issue, and switching from IP to hostname solved it for me.", SOLVED),
+    # devlogs38/4123, LLaMA-Factory
+    ("感谢!   transformers替换成4.30.1就正常了", SOLVED),
+    # devlogs62/6525, verl
+    ("我也遇到了这个问题，把vLLM从v1 engine切换到v0 engine就可以了：", SOLVED),
+    # devlogs65/6824, FastChat
+    ("pip install flash-attn --no-build-isolation. it works for me", SOLVED),
+    # devlogs22/2723, DeepSpeed
+    ("I tried with `deepspeed==0.15.0` as the `requirements.txt` and failed, but it works with `0.15.4`.", WORKS),
+    # devlogs44/4719, vLLM
+    ("OOM Error with `Qwen/Qwen3-235B-A22B` on V1 Engine, Works on V0 Engine", WORKS),
+    # devlogs63/6617, vLLM
+    ("LLM is not getting loaded on multiple GPUs but works fine on a single GPU", WORKS),
+    # devlogs32/3534, ms-swift
+    ("前几天用3.13.0dev还可以正常训练，今天尝试了拉取4.0.0dev和3.12.2，都出现了这个问题。", WORKED),
+    # devlogs65/6803, unsloth
+    ("`train_on_responses_only` functionaloty worked fine with March release, yet, it got broken with the later "
+     "versions including the most recent one.", WORKED),
+])
+def test_an_outcome_sentence_is_read_with_its_kind(text: str, kind: str) -> None:
+    got = _read(text)
+    assert [k for k, _ in got] == [kind]
+    assert got[0][1] in text and len(got[0][1]) > len(text) // 2
+
+
+def test_the_sentence_quoted_is_the_one_that_says_it() -> None:
+    # devlogs38/4123: the thanks before it is its own sentence
+    assert _read("感谢!   transformers替换成4.30.1就正常了") == [(SOLVED, "transformers替换成4.30.1就正常了")]
+
+
+@pytest.mark.parametrize("text", [
+    "请问解决了吗？目前我也遇到了同样的问题",                                    # a question (devlogs37/4001)
+    "Does unsloth still work with multi-gpu support with fast inference for grpo?",  # a question (devlogs58/6103)
+    "It seems the latest and previous two versions of Unsloth don't work with the GRPO Trainer",  # negated
+    "I have fixed it, close this issues.",                                        # nothing to act on (devlogs49/5224)
+    "Errors can be seen below, and it has been issued and solved at [this DeepSpeed issue](https://x/6793).",  # no change
+    "I trained on Qwen3-8b, and it always output nan when it comes to step 152 whatever learning rate I set.",  # the failing run
+    "Command that runs on master and worker node",                               # a description, not an outcome
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3699, unhandled cuda error (run with "
+    "NCCL_DEBUG=INFO for details)",                                               # an exception's line
+    "still not solved after I upgraded transformers to 4.46",                     # negated
+])
+def test_no_outcome_is_read_where_there_is_none(text: str) -> None:
+    assert _read(text) == []
+
+
+def test_one_sentence_of_each_kind_in_order() -> None:
+    got = _read("Works with enforce-eager. Gives 20 token per seconds.",
+                "It works well with DeepSpeed v0.14.0",
+                "更新後正常了謝謝~~")
+    assert [k for k, _ in got] == [WORKS, SOLVED]
+
+
+def _case(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "log.txt").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_fallback_finding_leads_with_what_the_paste_says_worked(tmp_path: Path) -> None:
+    # devlogs22/2710 (LLaMA-Factory webui PPO): the error only in a screenshot, the fix in the reporter's words
+    case = _case(tmp_path, "LLaMA-Factory webui PPO LoRA training fails with an error (screenshot)\n"
+                           "--report_to none  这个参数去掉就可以了，train_web.py生成的命令也需要做对应的调整\n")
+    first = analyze([str(case)]).findings[0]
+    assert first.fix[0].startswith("The paste reports what got it going: “--report_to none  这个参数去掉就可以了")
+
+
+def test_a_finding_a_rule_proves_keeps_its_own_fix_first(tmp_path: Path) -> None:
+    case = _case(tmp_path, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                           "total capacity of 79.11 GiB of which 1.10 GiB is free.\n"
+                           "It works with per_device_train_batch_size 1.\n")
+    first = analyze([str(case)]).findings[0]
+    assert first.confidence != "possible"
+    assert not any(f.startswith("The paste") for f in first.fix)
+
+
+@pytest.mark.parametrize("text,kind", [
+    # devlogs53/5624 (NCCL): the fix named as such
+    ("Actual fix: Update the GPU driver to the latest. I have run tests with 570, and the issue is fixed there.", SOLVED),
+    # devlogs41/4417 (NeMo-RL): a branch on which it runs
+    ("It can run correctly on main.", WORKS),
+])
+def test_more_ways_of_saying_it(text: str, kind: str) -> None:
+    assert [k for k, _ in _read(text)] == [kind]
+
+
+def test_a_fix_announced_and_its_change_in_the_next_sentence_are_one() -> None:
+    # devlogs25/3103 (unsloth maintainer)
+    got = _read("@cnsh2543 @DJAlexJ Fixed!! Much apologies on the delay. Please update Unsloth on local machines via")
+    assert [k for k, _ in got] == [SOLVED] and "Fixed!" in got[0][1] and "update Unsloth" in got[0][1]
+
+
+def test_what_should_be_fixed_is_no_outcome() -> None:
+    # devlogs47/4405 (trl): a request, not a report
+    assert _read("When using DPOTrainer with deepspeed zero1, I find that print(model.training) will give True which "
+                 "means the model can be updated but the ref_model should be fixed from the DPO paper.") == []
+
+
+@pytest.mark.parametrize("text", [
+    # devlogs53/5405 (unsloth maintainer): "should be fixed now" reports a release
+    "This should be fixed now - sorry on the delay - please update with `uv pip install --upgrade unsloth unsloth_zoo`",
+    # devlogs55/5906 (trl)
+    "@younesbelkada sorry for the late response. Indeed, with gradient_checkpointing set to True the issue has been "
+    "resolved.",
+])
+def test_a_fix_reported_done_is_read(text: str) -> None:
+    assert [k for k, _ in _read(text)] == [SOLVED]
