@@ -332,3 +332,15 @@ def test_a_launch_quoted_in_markdown_is_a_pasted_command_not_the_runs_echo():
     # the same launch echoed by the shell (`set -x`) is the run's own line
     echoed = _session("+ accelerate launch axolotl/scripts/finetune.py cfg.yaml --deepspeed deepspeed/zero3.json\n")
     assert echoed.state.launch_in_log()
+
+
+def test_llamafactory_old_entry_point_is_read_as_its_launch() -> None:
+    # hiyouga/LlamaFactory#1989 (fixtures/devlogs66/6908): the README's command before llamafactory-cli existed
+    text = ("CUDA_VISIBLE_DEVICES=0 python src/train_bash.py \\\n    --stage sft \\\n    --finetuning_type lora \\\n"
+            "    --learning_rate 0.0005 \\\n    --bf16 True\n")
+    read = launchers.read_launch(text)
+    assert read is not None and read.framework == "llamafactory" and launchers.is_training(read)
+    assert read.flags["learning_rate"] == 0.0005 and read.flags["stage"] == "sft"
+    # another project's src/train.py without LLaMA-Factory's flags is not taken for it
+    other = launchers.read_launch("python src/train.py --epochs 3 --lr 0.1\n")
+    assert other is None or other.framework is None

@@ -516,7 +516,6 @@ KNOWN_MISSES_64: dict[str, str] = {
 KNOWN_MISSES_65: dict[str, str] = {
     "6803": "a train_on_responses_only regression told in prose with pinned versions: GD328",
     "6804": "gradient checkpointing with PEFT leaving no input requiring grad, told in a title: GD330",
-    "6805": "8-bit training with loss 0.0 and modules_to_save, told in a title: GD328",
     "6806": "an unsloth GKD trainer error whose answer is an upgrade (right only with the word reading): GD328",
     "6808": "LLaMA-Factory's vllm_maxlen above the KV cache's capacity, in a comment: GD328",
     "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",
@@ -528,7 +527,6 @@ KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
     "6904": "unsloth installed from git without its zoo, a KeyError of the version skew (words only): GD999",
     "6907": "an accelerate config with num_processes 1 and num_machines 2, no error line: GD330",
-    "6908": "a QLoRA run whose loss is 0, told in Chinese: GD330",
     "6920": "a vLLM source install whose server does not start, cause in a comment (words only): GD328",
     "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",
     "6927": "axolotl's schema silently dropping a YAML key: GD328",

@@ -45,6 +45,9 @@ LAUNCH_START = lazyre.compile(
     # OpenRLHF's example scripts keep the module and its flags in a heredoc (`read -r -d '' training_commands <<EOF`)
     # that `deepspeed --module $training_commands` runs: the module name opens a line
     r"(?<![\S])openrlhf\.cli\.\w+(?=\s)|"
+    # LLaMA-Factory's entry points before its CLI (README of 0.1-0.6: `python src/train_bash.py --stage sft ...`; 0.7-0.8
+    # `src/train.py`): the flags follow the script
+    r"(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?(?:\S*/)?src/train(?:_bash)?\.py\b|"
     # LLaMA-Factory's CLI (src/llamafactory/cli.py): `llamafactory-cli train [config.yaml] [--key value ...]`, the
     # flags HfArgumentParser reads when no YAML is given; `lmf` is its short alias
     rf"{_LLAMAFACTORY}\s+train\b)")
@@ -52,7 +55,8 @@ LLAMAFACTORY_CLI = lazyre.compile(rf"{_LLAMAFACTORY}\s")
 # the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
 LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
             "executing job with overrides",
-            "torch.distributed.run", "torch.distributed.launch", "main_dapo", "llamafactory-cli train", "lmf train")
+            "torch.distributed.run", "torch.distributed.launch", "main_dapo", "llamafactory-cli train", "lmf train",
+            "src/train_bash.py", "src/train.py")
 
 # the launchers' boolean options (no value follows): accelerate/commands/launch.py, deepspeed/launcher/runner.py,
 # torch/distributed/run.py
@@ -104,6 +108,9 @@ def _framework_of(program: str | None, overrides: dict[str, Any], flags: dict[st
         return "openrlhf", None
     if "open_r1/" in p or p.startswith("open_r1."):
         return "trl", "open-r1"
+    # LLaMA-Factory's old entry points take its own flags (--stage sft, --finetuning_type lora)
+    if re.search(r"(?:^|/)src/train(?:_bash)?\.py$", p) and ("stage" in flags or "finetuning_type" in flags):
+        return "llamafactory", None
     return None, None
 
 

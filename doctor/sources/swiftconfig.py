@@ -104,7 +104,9 @@ def _launch_in(text: str) -> tuple[re.Match[str] | None, str]:
     if lm is not None:
         # LLaMA-Factory's CLI prints no echo of its own command line: a `llamafactory-cli train` line is one a person
         # typed or pasted, so it does not make the input a whole log
-        return lm, "command" if launchers.LLAMAFACTORY_CLI.match(lm.group(0)) else "launcher"
+        # (nor its older entry points: `python src/train_bash.py --stage sft ...`, which print no echo either)
+        typed = launchers.LLAMAFACTORY_CLI.match(lm.group(0)) or "src/train" in lm.group(0)
+        return lm, "command" if typed else "launcher"
     return (_TOOL_LAUNCH.search(text) if _TOOL_WORDS.search(text) else None), "command"
 
 

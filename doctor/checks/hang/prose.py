@@ -299,6 +299,9 @@ class ProseSymptom(Rule):
             else:
                 msg = msg.replace(" Paste next:", f" The paste's settings: {sentence} Paste next:", 1)
                 fix.insert(0, lever)
+        elif said == LOSS_ZERO:
+            from .loss_zero_said import loss_zero_meanwhile
+            fix.append(loss_zero_meanwhile(ctx.run))
         elif said in MEANWHILE_SAID:
             fix.append(MEANWHILE_SAID[said])
         elif category in ("hang-at-start", "hang-mid-training") and (knob := knob_fix(lines)) is not None:

@@ -309,8 +309,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # a loss of exactly 0 said in words, in a run that scores nothing ("loss全为0" with --fp16, "Loss突然增大，然后变为0",
     # "fp16 finetune will loss=0": an fp16 overflow, or a batch without a supervised token); an RL run's loss of 0 is
     # its rewards' words (above)
-    (lazyre.compile(r"(?i)^(?!.*(?:grpo|ppo|rloo|dapo|gspo|reward|奖励)).*(?:(?<![a-z_])loss(?![a-z_])[^。.;]{0,12}?"
-                    r"(?:全|都|一直|始终|总是)?\s*(?:为|是|变为|变成|降为|降到|掉到|等于|=)\s*0(?![.\d])|"
+    # (损失 is "loss": "损失为0" (hiyouga/LlamaFactory#1989), "损失一直是0.0" (modelscope/ms-swift#6845))
+    (lazyre.compile(r"(?i)^(?!.*(?:grpo|ppo|rloo|dapo|gspo|reward|奖励)).*(?:(?:(?<![a-z_])loss(?![a-z_])|损失)[^。.;]{0,12}?"
+                    r"(?:全|都|一直|始终|总是)?\s*(?:为|是|变为|变成|降为|降到|掉到|等于|=)\s*0(?:\.0+)?(?![.\d])|"
                     r"(?<![a-z_])loss(?![a-z_]) (?:is|was|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|"
                     r"stays? at|turns? (?:in)?to|turned (?:in)?to) (?:exactly |always )?(?:0|zero)(?:\.0+)?(?![.\d]))"),
      "loss-nan-or-inf", LOSS_ZERO),
