@@ -525,7 +525,6 @@ KNOWN_MISSES_65: dict[str, str] = {
 }
 KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
-    "6904": "unsloth installed from git without its zoo, a KeyError of the version skew (words only): GD999",
     "6907": "an accelerate config with num_processes 1 and num_machines 2, no error line: GD330",
     "6920": "a vLLM source install whose server does not start, cause in a comment (words only): GD328",
     "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",

@@ -1420,3 +1420,17 @@ def test_a_tensor_larger_than_its_stored_data_under_torch_load_is_the_checkpoint
     collate = _TORCH_LOAD.replace("torch/_utils.py\", line 148, in _rebuild_tensor",
                                   "torch/utils/data/_utils/collate.py\", line 141, in collate")
     assert _primary(collate).category != "checkpoint-corrupt"
+
+
+def test_a_name_missing_in_unsloths_own_module_at_import_is_the_unsloth_zoo_pairing():
+    # the frames of fixtures/devlogs66/6904 (unslothai/unsloth#2015: unsloth from git with --no-deps)
+    frames = [("/content/train.py", 3, "<module>", "from unsloth import FastLanguageModel"),
+              (f"{SP}/unsloth/models/rl_replacements.py", 236, "<module>",
+               'grpo_compute_loss_slow = RL_REPLACEMENTS["grpo_compute_loss_slow"]')]
+    got = run(tb(frames, "KeyError: 'grpo_compute_loss_slow'"))[0]
+    assert (got.rule_id, got.category) == ("GD993", "import-or-dependency-error")
+    assert "unsloth_zoo" in got.fix[0] and "restart" in got.fix[0]
+    # the same KeyError from a function of unsloth running a step is not an import-time pairing
+    later = [("/content/train.py", 30, "<module>", "trainer.train()"),
+             (f"{SP}/unsloth/models/llama.py", 900, "LlamaModel_fast_forward", "x = kwargs['position_ids']")]
+    assert "unsloth_zoo come from different releases" not in run(tb(later, "KeyError: 'position_ids'"))[0].title
