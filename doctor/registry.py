@@ -33,7 +33,7 @@ CATEGORIES = (
 # (rules/README.md has the same table; a test checks that they agree)
 FAMILY_IDS: dict[str, tuple[tuple[int, int], ...]] = {
     "batch": ((101, 199),), "memory": ((201, 209), (905, 905)), "vllm": ((210, 299),),
-    "distributed": ((301, 319),), "hang": ((320, 399),), "args": ((401, 429),), "data": ((430, 449), (920, 939)),
+    "distributed": ((301, 319),), "hang": ((320, 399),), "args": ((401, 429), (960, 979)), "data": ((430, 449), (920, 939)),
     "deps": ((450, 459), (907, 919)), "config": ((460, 499),), "gpu": ((501, 599),), "rewards": ((601, 619), (940, 959)),
     "numerics": ((620, 639),), "outputs": ((640, 699),), "checkpoint": ((701, 899), (906, 906)),
     "fallback": ((990, 999),),

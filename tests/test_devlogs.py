@@ -521,7 +521,6 @@ KNOWN_MISSES_65: dict[str, str] = {
     "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",
     "6813": "an ms-swift GRPO trainer timing out on the rollout's group port, title and screenshots: GD328",
     "6814": "a multi-node DeepSpeed launch where only DDP was used, screenshot: GD328",
-    "6827": "DeepSpeed's 'expected only one unique element' in all_gather_coalesced, trace cut: GD999",
 }
 KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
