@@ -305,7 +305,6 @@ KNOWN_MISSES_31: dict[str, str] = {
 KNOWN_MISSES_32: dict[str, str] = {
     "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
     "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
-    "3534": "loss abnormally small and grad_norm huge after an ms-swift upgrade, in words: GD328",
     "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
 }
@@ -514,7 +513,6 @@ KNOWN_MISSES_64: dict[str, str] = {
     "6729": "Ray Serve starting vLLM's V0 engine where vLLM defaults to V1: GD999",
 }
 KNOWN_MISSES_65: dict[str, str] = {
-    "6803": "a train_on_responses_only regression told in prose with pinned versions: GD328",
     "6804": "gradient checkpointing with PEFT leaving no input requiring grad, told in a title: GD330",
     "6806": "an unsloth GKD trainer error whose answer is an upgrade (right only with the word reading): GD328",
     "6808": "LLaMA-Factory's vllm_maxlen above the KV cache's capacity, in a comment: GD328",
@@ -525,7 +523,6 @@ KNOWN_MISSES_65: dict[str, str] = {
 KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
     "6907": "an accelerate config with num_processes 1 and num_machines 2, no error line: GD330",
-    "6920": "a vLLM source install whose server does not start, cause in a comment (words only): GD328",
     "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",
     "6927": "axolotl's schema silently dropping a YAML key: GD328",
 }

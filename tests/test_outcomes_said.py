@@ -126,3 +126,21 @@ def test_what_should_be_fixed_is_no_outcome() -> None:
 ])
 def test_a_fix_reported_done_is_read(text: str) -> None:
     assert [k for k, _ in _read(text)] == [SOLVED]
+
+
+def test_a_paste_saying_an_earlier_release_worked_is_placed_as_a_version_regression(tmp_path: Path) -> None:
+    # devlogs65/6803 (unslothai/unsloth): no error line, the regression told in words
+    case = _case(tmp_path, "train_on_responses_only is broken with new Unsloth releases\n"
+                           "`train_on_responses_only` functionaloty worked fine with March release, yet, it got broken "
+                           "with the later versions including the most recent one.\n")
+    first = analyze([str(case)]).findings[0]
+    assert (first.category, first.confidence) == ("import-or-dependency-error", "possible")
+    assert "a regression between releases" in first.message
+    assert first.fix[0].startswith("The paste says it worked before:")
+
+
+def test_working_in_another_setup_does_not_place_the_category(tmp_path: Path) -> None:
+    case = _case(tmp_path, "The reward stays flat for my own dataset, something is wrong with the training.\n"
+                           "It works fine on one GPU with the demo dataset.\n")
+    first = analyze([str(case)]).findings[0]
+    assert first.category != "import-or-dependency-error"

@@ -78,6 +78,8 @@ _CHANGE = lazyre.compile(
     r"disabl|enabl|lower|reduc|increas|rais|export|pass|modif|delet|rebuil|drop|mov|turn)\w*|==?|"
     r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换")
 _MAX_QUOTE = 240
+# a sentence about releases: "worked fine with March release", "before updating", "3.13.0dev还可以正常训练"
+_RELEASE = lazyre.compile(r"(?i)\brelease|\bversion|\bupdat|\bupgrad|\bv?\d+\.\d+|版本|更新|升级|dev\b")
 # where one sentence of a line ends: Chinese and English end marks (". " only before a capital, code or a mention: not
 # inside "v0.14.0" or "e.g. this")
 _SENTENCE_END = lazyre.compile(r"(?<=[。！？!?；;])(?![。！？!?；;])\s*|(?<=[\w)\]`\"'][.])\s+(?=[A-Z@`*(\[])")
@@ -167,7 +169,15 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     if not said:
         return findings
     fixes = tuple(_fix(s) for s in said)
-    return [replace(first, fix=fixes + tuple(first.fix)), *findings[1:]]
+    first = replace(first, fix=fixes + tuple(first.fix))
+    before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
+    if first.category == "other" and before is not None:
+        # the same code worked with an earlier release and fails with a later one: what changed is a package
+        first = replace(first, category="import-or-dependency-error", confidence="possible",
+                        message=first.message + f" The paste says it worked with an earlier release (“{before.text}”): "
+                                                f"a regression between releases, so the category is a package "
+                                                f"version's, from its words.")
+    return [first, *findings[1:]]
 
 
 __all__ = ["SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
