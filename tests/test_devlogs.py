@@ -522,7 +522,6 @@ KNOWN_MISSES_65: dict[str, str] = {
 }
 KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
-    "6907": "an accelerate config with num_processes 1 and num_machines 2, no error line: GD330",
     "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",
     "6927": "axolotl's schema silently dropping a YAML key: GD328",
 }
