@@ -16,6 +16,7 @@ from .. import lazyre
 from ..model import Finding, Severity
 from ..signals import LogLine
 from ..sources.prose_text import CJK, LOGGED, WORD, plain_share
+from .tried_said import mark_tried
 from .word_reading import GENERIC
 
 if TYPE_CHECKING:
@@ -159,15 +160,17 @@ def _fix(said: Said) -> str:
 
 def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]:
     """The findings, the first given the paste's outcome sentences, quoted, as its first fixes when it is generic or
-    only possible."""
+    only possible, and its levers that the paste says were tried without success told so."""
     if not findings:
         return findings
     first = findings[0]
     if first.severity < Severity.warning or (first.rule_id not in GENERIC and first.confidence != "possible"):
         return findings
-    said = read(line for tail in state.tails.values() for line in tail)
+    lines = [line for tail in state.tails.values() for line in tail]
+    first = mark_tried(first, lines)
+    said = read(lines)
     if not said:
-        return findings
+        return [first, *findings[1:]]
     fixes = tuple(_fix(s) for s in said)
     first = replace(first, fix=fixes + tuple(first.fix))
     before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
