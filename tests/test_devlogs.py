@@ -513,7 +513,6 @@ KNOWN_MISSES_64: dict[str, str] = {
     "6729": "Ray Serve starting vLLM's V0 engine where vLLM defaults to V1: GD999",
 }
 KNOWN_MISSES_65: dict[str, str] = {
-    "6804": "gradient checkpointing with PEFT leaving no input requiring grad, told in a title: GD330",
     "6806": "an unsloth GKD trainer error whose answer is an upgrade (right only with the word reading): GD328",
     "6808": "LLaMA-Factory's vllm_maxlen above the KV cache's capacity, in a comment: GD328",
     "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",

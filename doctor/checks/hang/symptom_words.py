@@ -7,6 +7,7 @@ import re
 
 from ... import lazyre
 from ..numerics._nan_fixes import NO_LABEL_CAUSES, NO_LABEL_CHECK
+from ..numerics.no_grad_graph import CHECKPOINT_FIX
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
@@ -19,6 +20,8 @@ NO_STOP = "the fine-tuned model does not stop where its answer ends"
 LOSS_ZERO = "the training loss falls to exactly 0"
 SILENT_END = "the process ended without any message"
 NO_CHAT_TEMPLATE = "the tokenizer has no chat template"
+CHECKPOINT_NO_GRAD = ("gradient checkpointing leaves no weight that requires grad (a frozen base's adapters get no "
+                      "gradient)")
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
@@ -116,6 +119,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # (fixtures/devlogs55/5812, devlogs10/1115, devlogs42/4504)
                     r"(?:出现|变成|变为|成了|产生)\s*nan(?![a-z0-9])"),
      "loss-nan-or-inf", "a loss or metric became NaN"),
+    # a title that states GD634's mechanism in words: "model will have no weight with `require_grads=True` if gradient
+    # checkpointing is enabled after PeftModel is created"
+    (lazyre.compile(r"(?i)^(?=.*gradient[_ ]checkpointing)(?=.*(?:require[sd]?_?grads?|requires? grad|no grad|"
+                    r"grads? (?:is|are) None)).*"),
+     "grad-norm-zero", CHECKPOINT_NO_GRAD),
     (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0|zero)\b|梯度.{0,6}为?0|"
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
@@ -428,6 +436,7 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    CHECKPOINT_NO_GRAD: f"Meanwhile: c{CHECKPOINT_FIX[1:]}",
     NO_CHAT_TEMPLATE:
         "Meanwhile: a base model's tokenizer usually has no chat template (tokenizer_config.json without "
         "`chat_template`): give it one (copy `chat_template` from the instruct model's tokenizer_config.json, or set "

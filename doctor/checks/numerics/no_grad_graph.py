@@ -31,9 +31,13 @@ def no_grad_graph_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                            "block's inputs requires grad (`None of the inputs have requires_grad=True`): with a "
                            "frozen base model the hidden states entering each block carry no graph, so the blocks' "
                            "outputs, and the loss, have none, although the adapters inside are trainable.",
-            fix=("Call model.enable_input_require_grads() before adding the adapters (PEFT's "
-                 "prepare_model_for_kbit_training does it), or use non-reentrant checkpointing: "
-                 "gradient_checkpointing_kwargs={\"use_reentrant\": False}; turning gradient checkpointing off also "
-                 "confirms it.",),
+            fix=(CHECKPOINT_FIX,),
             title="backward() on a loss with no graph: gradient checkpointing on a frozen base")
     return Diagnosis(confidence="likely")
+
+
+# the way out of reentrant checkpointing on a frozen base (also what the words reading offers: hang/symptom_words.py)
+CHECKPOINT_FIX = ("Call model.enable_input_require_grads() before adding the adapters (PEFT's "
+                  "prepare_model_for_kbit_training does it), or use non-reentrant checkpointing: "
+                  "gradient_checkpointing_kwargs={\"use_reentrant\": False}; turning gradient checkpointing off also "
+                  "confirms it.")
