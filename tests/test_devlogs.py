@@ -521,7 +521,6 @@ KNOWN_MISSES_65: dict[str, str] = {
 }
 KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
-    "6923": "DeepSpeed ZeRO-2 optimizer shards of 13 GB per GPU, sizes listed: GD330",
     "6927": "axolotl's schema silently dropping a YAML key: GD328",
 }
 KNOWN_MISSES_60: dict[str, str] = {

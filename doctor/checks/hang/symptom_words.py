@@ -348,7 +348,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:weights?|model|checkpoints?)\b[^.;]{0,30}\b(?:bigger|larger) than (?:the )?(?:original|base)\b|"
                     # a size complained of without a number: "Why is the lora_model so large", "LoRA权重很大"
                     r"\b(?:lora|adapter|checkpoints?)\w*\b[^.;。\n]{0,25}\b(?:so|too|very|extremely|really) (?:large|big|huge)\b|"
-                    r"(?i:lora|adapter|checkpoint|权重)[^。，,]{0,8}(?:很大|太大|特别大|非常大)"),
+                    r"(?i:lora|adapter|checkpoint|权重)[^。，,]{0,8}(?:很大|太大|特别大|非常大)|"
+                    # DeepSpeed's checkpoint files listed with their sizes: "`zero_pp_rank_0_mp_rank_00_optim_states.pt`
+                    # (13GB)" (each rank's optimizer shard, the model states beside them)
+                    r"_(?:optim|model)_states\.pt`?\s*\(?\d+(?:\.\d+)?\s*[GT]i?B\b|"
+                    r"\b(?:files?|checkpoints?)\b[^.;。\n]{0,40}\b(?:that|so|too) (?:huge|large|big)\b"),
      "checkpoint-bloat",
      "checkpoints that take tens of GB"),
 )
