@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from doctor.analyze import analyze
-from doctor.classify.outcomes_said import SOLVED, WORKED, WORKS, read
+from doctor.classify.outcomes_said import ADVISED, SOLVED, WORKED, WORKS, read
 from doctor.signals import LogLine, Where
 
 
@@ -144,3 +144,26 @@ def test_working_in_another_setup_does_not_place_the_category(tmp_path: Path) ->
                            "It works fine on one GPU with the demo dataset.\n")
     first = analyze([str(case)]).findings[0]
     assert first.category != "import-or-dependency-error"
+
+
+@pytest.mark.parametrize("text", [
+    # devlogs65/6808 (LLaMA-Factory): a maintainer's reply
+    "change `vllm_maxlen: 2048` to `vllm_maxlen: 1136`",
+    # devlogs65/6811 (ms-swift)
+    "@Sakura-not-sleep  You should place `NPROC_PER_NODE` before `swift sft` because it is an environment variable.",
+])
+def test_a_replys_instruction_is_read_as_advice(text: str) -> None:
+    assert [k for k, _ in _read(text)] == [ADVISED]
+
+
+@pytest.mark.parametrize("text", [
+    # transformers' own FutureWarning (devlogs37/4012): the program's advice, not a reply
+    "FutureWarning: This implementation of AdamW is deprecated. Use the PyTorch implementation torch.optim.AdamW "
+    "instead, or set `no_deprecation_warning=True` to disable this warning",
+    # a change tried in vain (devlogs19/2527)
+    "Reduce gpu_memory_utilization and repeat the same error.",
+    # a traceback's code line
+    "raise value.as_instanceof_cause()",
+])
+def test_what_is_not_a_replys_advice(text: str) -> None:
+    assert ADVISED not in [k for k, _ in _read(text)]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 SOLVED = "solved"
 WORKS = "works-elsewhere"
 WORKED = "worked-before"
+ADVISED = "advised"
 
 # a change that made the run go: English verbs of fixing, or Chinese "... 就可以了 / 就好了 / 正常了 / 解决了"
 _SOLVED = lazyre.compile(
@@ -79,6 +80,17 @@ _CHANGE = lazyre.compile(
     r"disabl|enabl|lower|reduc|increas|rais|export|pass|modif|delet|rebuil|drop|mov|turn)\w*|==?|"
     r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换")
 _MAX_QUOTE = 240
+# a reply's instruction in the paste: "change `vllm_maxlen: 2048` to `vllm_maxlen: 1136`", "You should place
+# NPROC_PER_NODE before `swift sft`", "Please update with `pip install --upgrade unsloth`", "try --enforce-eager"
+_ADVICE = lazyre.compile(r"(?i)^(?:@[\w-]+\s+)*(?:(?:please|maybe|just|so|you (?:should|can|need to|have to|may)|"
+                         r"try(?: to)?)\s+)*(?:change|set|use|add|remove|upgrade|downgrade|install|pass|switch|lower|"
+                         r"reduce|increase|disable|enable|place|put|move|pin|replace|update|delete|drop)\b")
+# a program's own advice inside its warning or error ("FutureWarning: ... Use the PyTorch implementation
+# torch.optim.AdamW instead", Ray's "You can use `ray_task_error.cause`"), or a tried change that did not help
+_NOT_ADVICE = lazyre.compile(r"(?i)\w+(?:Warning|Error|Exception)\b|warnings\.warn|\.py:\d+|\binstead\b|https?://|"
+                             r"\bcause\b|\bstill\b|\bbut\b|\bsame error\b|\bwithout error\b|还是|仍然")
+# ... naming what to change: a flag, a setting, code, a version
+_SPECIFIC = lazyre.compile(r"`[^`]+`|--?[a-z][\w-]{2,}|\b[a-z]+_[a-z_]+\b|==|\bv?\d+\.\d+")
 # a sentence about releases: "worked fine with March release", "before updating", "3.13.0dev还可以正常训练"
 _RELEASE = lazyre.compile(r"(?i)\brelease|\bversion|\bupdat|\bupgrad|\bv?\d+\.\d+|版本|更新|升级|dev\b")
 # where one sentence of a line ends: Chinese and English end marks (". " only before a capital, code or a mention: not
@@ -107,7 +119,9 @@ def _sentences(lines: Iterable[LogLine]) -> Iterable[tuple[LogLine, str]]:
     something to act on."""
     for ln in lines:
         whole = ln.text.strip().lstrip(">").strip()
-        if not _sentence(whole):
+        # a program's record whose prefix the reader took off ("INFO 11-01 ... [gpu_worker.py:391] Free memory ...
+        # Replace gpu_memory_utilization config with ..."): its words are the program's, not a person's
+        if ln.origin or LOGGED.match(ln.raw.strip().lstrip(">").strip()) or not _sentence(whole):
             continue
         parts = [p.strip() for p in _SENTENCE_END.split(whole) if p.strip()]
         for i, text in enumerate(parts):
@@ -141,6 +155,9 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
             kind = WORKED if _BEFORE.search(text) else WORKS
             if kind in out:
                 continue
+        elif ADVISED not in out and _ADVICE.match(text) and _SPECIFIC.search(text) and \
+                not _NOT_ADVICE.search(ln.text):
+            kind = ADVISED
         else:
             continue
         out[kind] = Said(kind, text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE - 1] + "…", ln)
@@ -151,6 +168,8 @@ def _fix(said: Said) -> str:
     quote = f"“{said.text}”"
     if said.kind == SOLVED:
         return f"The paste reports what got it going: {quote}. Try that change first."
+    if said.kind == ADVISED:
+        return f"A reply in the paste advises: {quote}."
     if said.kind == WORKED:
         return (f"The paste says it worked before: {quote}. Go back to the versions and settings that worked (their "
                 f"`pip freeze`, the old command), then change one thing at a time to find the one that breaks it.")
@@ -183,4 +202,4 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     return [first, *findings[1:]]
 
 
-__all__ = ["SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
+__all__ = ["ADVISED", "SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
