@@ -404,6 +404,7 @@ KNOWN_MISSES_50: dict[str, str] = {
 }
 KNOWN_MISSES_51: dict[str, str] = {
     "5401": "a name removed from a package, imported by another: GD999",
+    "5405": "a GRPO LoRA resume whose reward restarts, labelled other; the maintainer's 'fixed, please update' reads as a package version's (GD328)",
     "5407": "swanlab's tracker under DeepSpeed, the trace cut: GD999",
     "5411": "an UnboundLocalError inside a library (a library bug): GD999",
     "5412": "'2k数据' (a dataset size) read as a 2 KB file: GD327 checkpoint-corrupt",
@@ -494,13 +495,11 @@ KNOWN_MISSES_63: dict[str, str] = {
     "6604": "SFTTrainer never learning EOS (pad equals eos, masked), told in prose: GD328",
     "6611": "MiniCPM-o image bounds 59 vs 58 in mm_plugin (visual tokens cut by cutoff_len): GD999",
     "6612": "a LoRA adapter with renamed keys silently not applied, told in prose: GD328",
-    "6614": "ms-swift 3.9.1 with an open transformers>=4.57 install, error only in a screenshot: GD328",
     "6615": "swift deploy --max_memory ignored by the vLLM backend, told in prose: GD328",
     "6617": "vLLM tensor_parallel_size=2 never finishing its load, told in prose: GD328",
 }
 KNOWN_MISSES_64: dict[str, str] = {
     "6701": "trl PPOTrainer's ref model None under DeepSpeed + PEFT (answer: install trl main), rich-box AttributeError: GD999",
-    "6703": "unsloth's save_pretrained_gguf without llama.cpp's llama-quantize, title and prose: GD999",
     "6705": "ZeRO-2 flattening an empty parameter group (torch.cat of an empty list) with PEFT: GD999",
     "6708": "LLaMA-Factory's transformers cap against Qwen3's minimum, told in prose: GD328",
     "6709": "a multi-GPU error after an update whose answer is a transformers release (screenshot): GD328",
@@ -513,7 +512,6 @@ KNOWN_MISSES_64: dict[str, str] = {
     "6729": "Ray Serve starting vLLM's V0 engine where vLLM defaults to V1: GD999",
 }
 KNOWN_MISSES_65: dict[str, str] = {
-    "6806": "an unsloth GKD trainer error whose answer is an upgrade (right only with the word reading): GD328",
     "6808": "LLaMA-Factory's vllm_maxlen above the KV cache's capacity, in a comment: GD328",
     "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",
     "6813": "an ms-swift GRPO trainer timing out on the rollout's group port, title and screenshots: GD328",

@@ -167,3 +167,12 @@ def test_a_replys_instruction_is_read_as_advice(text: str) -> None:
 ])
 def test_what_is_not_a_replys_advice(text: str) -> None:
     assert ADVISED not in [k for k, _ in _read(text)]
+
+
+def test_a_way_out_that_is_another_release_places_a_generic_failure_as_a_version_problem(tmp_path: Path) -> None:
+    # devlogs63/6614 (ms-swift): the error only in a screenshot, the maintainer pins transformers
+    case = _case(tmp_path, "多机训练 Qwen3-VL-8B 报错\n"
+                           "try use transformers==4.57.1\n")
+    first = analyze([str(case)]).findings[0]
+    assert (first.category, first.confidence) == ("import-or-dependency-error", "possible")
+    assert "another release of a package" in first.message

@@ -80,6 +80,14 @@ _CHANGE = lazyre.compile(
     r"disabl|enabl|lower|reduc|increas|rais|export|pass|modif|delet|rebuil|drop|mov|turn)\w*|==?|"
     r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换")
 _MAX_QUOTE = 240
+# a change of a package's release: "transformers替换成4.30.1", "use ms-swift 3.8.3", "try use transformers==4.57.1",
+# "pip install --upgrade unsloth", "Update your PEFT"
+_PACKAGE_CHANGE = lazyre.compile(
+    r"(?i)[\w.-]+\s*==\s*v?\d|\bpip install\b|\b(?:upgrad|updat|downgrad|reinstall)\w*\b.{0,40}\b(?:torch|transformers|"
+    r"trl|peft|vllm|deepspeed|accelerate|unsloth\w*|ms-swift|swift|flash[-_]attn|datasets|bitsandbytes|xformers|"
+    r"llama-?factory|verl|openrlhf|cuda|nccl|driver)\b|\b(?:use|install|try)\b.{0,20}\b(?:torch|transformers|trl|peft|"
+    r"vllm|deepspeed|accelerate|unsloth|ms-swift|swift|datasets)\b\s*v?\d+\.\d+|"
+    r"(?:torch|transformers|trl|peft|vllm|deepspeed|accelerate|unsloth|datasets)\s*(?:替换成|换成|升级到|降级到|降到|改为)\s*v?\d")
 # a reply's instruction in the paste: "change `vllm_maxlen: 2048` to `vllm_maxlen: 1136`", "You should place
 # NPROC_PER_NODE before `swift sft`", "Please update with `pip install --upgrade unsloth`", "try --enforce-eager"
 _ADVICE = lazyre.compile(r"(?i)^(?:@[\w-]+\s+)*(?:(?:please|maybe|just|so|you (?:should|can|need to|have to|may)|"
@@ -193,12 +201,19 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     fixes = tuple(_fix(s) for s in said)
     first = replace(first, fix=fixes + tuple(first.fix))
     before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
+    pinned = next((s for s in said if s.kind in (SOLVED, ADVISED) and _PACKAGE_CHANGE.search(s.text)), None)
     if first.category == "other" and before is not None:
         # the same code worked with an earlier release and fails with a later one: what changed is a package
         first = replace(first, category="import-or-dependency-error", confidence="possible",
                         message=first.message + f" The paste says it worked with an earlier release (“{before.text}”): "
                                                 f"a regression between releases, so the category is a package "
                                                 f"version's, from its words.")
+    elif first.category == "other" and pinned is not None:
+        # the way out the paste gives is another release of a package: the failure was that release's
+        first = replace(first, category="import-or-dependency-error", confidence="possible",
+                        message=first.message + f" The way out the paste gives is another release of a package "
+                                                f"(“{pinned.text}”), so the category is a package version's, from "
+                                                f"its words.")
     return [first, *findings[1:]]
 
 
