@@ -354,7 +354,6 @@ KNOWN_MISSES_42: dict[str, str] = {
 KNOWN_MISSES_41: dict[str, str] = {
     "4408": "a notebook's import of a class an older trl had, the maintainer naming the release: GD328",
     "4417": "NeMo-RL: the maintainer names an unsupported argument (data.subset) in a comment: GD328",
-    "4423": "verl Megatron: an MoE layer lacks a dense attribute (legacy loader for an MoE model): GD999",
 }
 KNOWN_MISSES_39: dict[str, str] = {
     "4225": "a native crash (SIGFPE) in an fp16 GEMM on H20 from an old cuBLAS: GD998 vllm-engine-error",
@@ -438,7 +437,6 @@ KNOWN_MISSES_54: dict[str, str] = {
 }
 KNOWN_MISSES_55: dict[str, str] = {
     "5804": "a list of possible causes read as a version clash: GD327 import",
-    "5806": "FSDP's sync_module_states check on resume, in a title: GD328",
     "5809": "a maintainer's 'NCCL not installed properly' in Chinese: GD328",
     "5823": "fused Adam handed CPU tensors under an nvme offload with a ratio: GD999",
     "5830": "a maintainer's 'check the storage space' in Chinese: GD328",
@@ -513,9 +511,7 @@ KNOWN_MISSES_64: dict[str, str] = {
 }
 KNOWN_MISSES_65: dict[str, str] = {
     "6808": "LLaMA-Factory's vllm_maxlen above the KV cache's capacity, in a comment: GD328",
-    "6811": "NPROC_PER_NODE written after 'swift sft' (ignored), comments only: GD328",
     "6813": "an ms-swift GRPO trainer timing out on the rollout's group port, title and screenshots: GD328",
-    "6814": "a multi-node DeepSpeed launch where only DDP was used, screenshot: GD328",
 }
 KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",

@@ -176,3 +176,13 @@ def test_a_way_out_that_is_another_release_places_a_generic_failure_as_a_version
     first = analyze([str(case)]).findings[0]
     assert (first.category, first.confidence) == ("import-or-dependency-error", "possible")
     assert "another release of a package" in first.message
+
+
+def test_a_way_out_that_is_a_setting_places_a_generic_failure_as_a_settings_problem(tmp_path: Path) -> None:
+    # devlogs65/6811 (ms-swift): the maintainer's reply is the only ground
+    case = _case(tmp_path, "deepspeed错误\n"
+                           "@Sakura-not-sleep  You should place `NPROC_PER_NODE` before `swift sft` because it is an "
+                           "environment variable.\n")
+    first = analyze([str(case)]).findings[0]
+    assert (first.category, first.confidence) == ("argument-error-other", "possible")
+    assert first.fix[0].startswith("A reply in the paste advises:")

@@ -80,6 +80,8 @@ _CHANGE = lazyre.compile(
     r"disabl|enabl|lower|reduc|increas|rais|export|pass|modif|delet|rebuil|drop|mov|turn)\w*|==?|"
     r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换")
 _MAX_QUOTE = 240
+# a setting changed: a flag, a key with its value, an environment variable
+_SETTING_CHANGE = lazyre.compile(r"--[a-z][\w-]{2,}|`?\b[a-z]+_[a-z_]+\b`?\s*[:=]\s*\S|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
 # a change of a package's release: "transformers替换成4.30.1", "use ms-swift 3.8.3", "try use transformers==4.57.1",
 # "pip install --upgrade unsloth", "Update your PEFT"
 _PACKAGE_CHANGE = lazyre.compile(
@@ -214,6 +216,11 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
                         message=first.message + f" The way out the paste gives is another release of a package "
                                                 f"(“{pinned.text}”), so the category is a package version's, from "
                                                 f"its words.")
+    setting = next((s for s in said if s.kind in (SOLVED, ADVISED) and _SETTING_CHANGE.search(s.text)), None)
+    if first.category == "other" and setting is not None and before is None and pinned is None:
+        first = replace(first, category="argument-error-other", confidence="possible",
+                        message=first.message + f" The way out the paste gives is a setting (“{setting.text}”), so "
+                                                f"the category is a setting's, from its words.")
     return [first, *findings[1:]]
 
 
