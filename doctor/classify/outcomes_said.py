@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .. import lazyre
 from ..model import Finding, Severity
 from ..signals import LogLine
-from ..sources.prose_text import CJK, LOGGED, WORD, plain_share
+from ..sources.prose_text import LOGGED, loosely_prose
 from .tried_said import mark_tried
 from .word_reading import GENERIC
 
@@ -117,11 +117,9 @@ class Said:
 
 def _sentence(text: str) -> bool:
     t = text.strip()
-    if not t or LOGGED.match(t) or _EXCEPTION.match(t) or t.startswith(("File ", "at ", "{", "[", "|", "$", "+", "#!")):
+    if _EXCEPTION.match(t) or t.startswith(("File ", "at ", "{", "[", "|", "$", "+", "#!")):
         return False
-    if CJK.search(t):
-        return True
-    return len(WORD.findall(t)) >= 3 and plain_share(t) >= 0.6
+    return loosely_prose(t)
 
 
 def _sentences(lines: Iterable[LogLine]) -> Iterable[tuple[LogLine, str]]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from .. import lazyre
 from ..model import Finding
 from ..signals import LogLine
-from ..sources.prose_text import CJK, LOGGED, WORD, plain_share
+from ..sources.prose_text import loosely_prose
 
 # the sentence says something was done: "already", "tried", "even set", "已经", "试过", "调到"
 _DONE = lazyre.compile(r"(?i)\b(?:already|tried|have tried|i've tried|also tried|even (?:set|tried|reduced|lowered|used|"
@@ -42,20 +42,13 @@ _MAX_QUOTE = 200
 _CLAUSE_END = lazyre.compile(r"[,，;；。.!?！？]\s*|\s+but\s+|\s+however\s+")
 
 
-def _person(text: str) -> bool:
-    t = text.strip()
-    if not t or LOGGED.match(t):
-        return False
-    return bool(CJK.search(t)) or (len(WORD.findall(t)) >= 3 and plain_share(t) >= 0.6)
-
-
 def tried(lines: Iterable[LogLine]) -> list[tuple[str, str]]:
     """(lever, sentence) for each lever a sentence of the paste says was tried without success; the first sentence
     for each lever."""
     out: dict[str, str] = {}
     for ln in lines:
         text = ln.text.strip().lstrip(">").strip()
-        if not _person(text) or not _DONE.search(text) or not _NO_HELP.search(text):
+        if not loosely_prose(text) or not _DONE.search(text) or not _NO_HELP.search(text):
             continue
         clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
         for i, clause in enumerate(clauses):

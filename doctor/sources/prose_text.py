@@ -30,6 +30,15 @@ def keyed(text: str) -> bool:
     return len(_KEYED.findall(text, 0, 400)) >= 2
 
 
+def loosely_prose(text: str) -> bool:
+    """A line that reads as a person's words but may hold code, flags and numbers ("change `vllm_maxlen: 2048` to
+    1136", "已经把batch调到1了"): Chinese, or three words and mostly letters; never a logger's record."""
+    t = text.strip()
+    if not t or LOGGED.match(t):
+        return False
+    return bool(CJK.search(t)) or (len(WORD.findall(t)) >= 3 and plain_share(t) >= 0.6)
+
+
 def is_prose(text: str) -> bool:
     """A sentence a person wrote (English or Chinese), not a line a program printed: words and punctuation only, no
     logger prefix, numbers, paths, brackets or an exception name."""
