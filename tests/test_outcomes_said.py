@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from doctor.analyze import analyze
-from doctor.classify.outcomes_said import ADVISED, SOLVED, WORKED, WORKS, read
+from doctor.classify.outcomes_said import ADVISED, CAUSE, SOLVED, WORKED, WORKS, read
 from doctor.signals import LogLine, Where
 
 
@@ -186,3 +186,29 @@ def test_a_way_out_that_is_a_setting_places_a_generic_failure_as_a_settings_prob
     first = analyze([str(case)]).findings[0]
     assert (first.category, first.confidence) == ("argument-error-other", "possible")
     assert first.fix[0].startswith("A reply in the paste advises:")
+
+
+@pytest.mark.parametrize("text", [
+    # devlogs24/3021 (torchrun across nodes)
+    "I think it comes down to something about the rendez-vous ports.",
+    # devlogs52/5515 (ms-swift): the reporter's analysis
+    "排查后发现是因为在文件`swift/llm/train/tuner.py`中，多模态模型会调用`get_multimodal_target_regex`函数生成regex正则；",
+])
+def test_the_authors_reading_of_the_cause_is_read(text: str) -> None:
+    assert [k for k, _ in _read(text)] == [CAUSE]
+
+
+@pytest.mark.parametrize("text", [
+    "The format in dataset_info looks like this",                      # a description (devlogs13/1913)
+    "mostly remain 0 or a small value for qwen2.5-3b-instruct model ( mainly due to the format ).",
+])
+def test_a_description_is_no_reading_of_the_cause(text: str) -> None:
+    assert CAUSE not in [k for k, _ in _read(text)]
+
+
+def test_the_authors_reading_is_quoted_in_the_message_not_offered_as_a_fix(tmp_path: Path) -> None:
+    case = _case(tmp_path, "torchrun fails on two nodes, works fine on one node.\n"
+                           "I think it comes down to something about the rendez-vous ports.\n")
+    first = analyze([str(case)]).findings[0]
+    assert "The paste's own reading of the cause: “I think it comes down" in first.message
+    assert not any("rendez-vous ports" in f for f in first.fix)

@@ -26,6 +26,7 @@ SOLVED = "solved"
 WORKS = "works-elsewhere"
 WORKED = "worked-before"
 ADVISED = "advised"
+CAUSE = "cause"
 
 # a change that made the run go: English verbs of fixing, or Chinese "... 就可以了 / 就好了 / 正常了 / 解决了"
 _SOLVED = lazyre.compile(
@@ -92,6 +93,10 @@ _PACKAGE_CHANGE = lazyre.compile(
     r"(?:torch|transformers|trl|peft|vllm|deepspeed|accelerate|unsloth|datasets)\s*(?:替换成|换成|升级到|降级到|降到|改为)\s*v?\d")
 # a reply's instruction in the paste: "change `vllm_maxlen: 2048` to `vllm_maxlen: 1136`", "You should place
 # NPROC_PER_NODE before `swift sft`", "Please update with `pip install --upgrade unsloth`", "try --enforce-eager"
+# the author's own reading of the cause: "I think the problem is ...", "It seems ... because ...", "原因是...", "应该是..."
+_CAUSE = lazyre.compile(r"(?i)\b(?:i think (?:it|the|this)|i suspect|the (?:root )?(?:reason|cause) (?:is|was|might be|may be)|"
+                        r"(?:is|was|are|were) caused by|found (?:it|that it) (?:was )?caused by)\b|原因是|原因可能是|"
+                        r"怀疑是|我猜测?是|是因为|是由于")
 _ADVICE = lazyre.compile(r"(?i)^(?:@[\w-]+\s+)*(?:(?:please|maybe|just|so|you (?:should|can|need to|have to|may)|"
                          r"try(?: to)?)\s+)*(?:change|set|use|add|remove|upgrade|downgrade|install|pass|switch|lower|"
                          r"reduce|increase|disable|enable|place|put|move|pin|replace|update|delete|drop)\b")
@@ -166,6 +171,9 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
         elif ADVISED not in out and _ADVICE.match(text) and _SPECIFIC.search(text) and \
                 not _NOT_ADVICE.search(ln.text):
             kind = ADVISED
+        elif CAUSE not in out and _affirmed(_CAUSE, text) and _SPECIFIC.search(text) and \
+                not _NOT_ADVICE.search(ln.text):
+            kind = CAUSE
         else:
             continue
         out[kind] = Said(kind, text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE - 1] + "…", ln)
@@ -198,7 +206,11 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     said = read(lines)
     if not said:
         return [first, *findings[1:]]
-    fixes = tuple(_fix(s) for s in said)
+    cause = next((s for s in said if s.kind == CAUSE), None)
+    if cause is not None:
+        # the author's reading, said as theirs: the report has no reading of its own to put beside it
+        first = replace(first, message=first.message + f" The paste's own reading of the cause: “{cause.text}”.")
+    fixes = tuple(_fix(s) for s in said if s.kind != CAUSE)
     first = replace(first, fix=fixes + tuple(first.fix))
     before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
     pinned = next((s for s in said if s.kind in (SOLVED, ADVISED) and _PACKAGE_CHANGE.search(s.text)), None)
@@ -222,4 +234,4 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     return [first, *findings[1:]]
 
 
-__all__ = ["ADVISED", "SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
+__all__ = ["ADVISED", "CAUSE", "SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
