@@ -212,3 +212,30 @@ def test_the_authors_reading_is_quoted_in_the_message_not_offered_as_a_fix(tmp_p
     first = analyze([str(case)]).findings[0]
     assert "The paste's own reading of the cause: “I think it comes down" in first.message
     assert not any("rendez-vous ports" in f for f in first.fix)
+
+
+def _head_view(session) -> list[tuple[int, int, str]]:
+    return [(ln.where.line, ln.seq, ln.text) for ln in session.state.heads["log.txt"]]
+
+
+def test_a_long_pastes_first_lines_are_kept_alike_by_the_line_path_and_the_scanner(tmp_path: Path) -> None:
+    from conftest import line_and_scan
+    head = ("GRPO hangs after the first rollout on two nodes\n"
+            "\n"
+            "switching from IP to hostname solved it for me\n")
+    body = "".join(f"[INFO:swift] step {i}: waiting for the rollout server\n" for i in range(400))
+    a, b, *_ = line_and_scan((head + body).encode(), tmp_path)
+    assert _head_view(a) == _head_view(b)
+    assert _head_view(a)[1] == (3, 3, "switching from IP to hostname solved it for me")
+    assert len(_head_view(a)) == 40
+
+
+def test_an_outcome_at_the_top_of_a_long_paste_is_read(tmp_path: Path) -> None:
+    # the sentence lies beyond the 60 lines a log's end keeps; nothing else in the paste is read (GD330)
+    case = _case(tmp_path, "my evaluation script prints nothing useful and the job never finishes\n"
+                           "switching from IP to hostname solved it for me\n"
+                           + "".join(f"processing shard {i} of the corpus\n" for i in range(200)))
+    first = analyze([str(case)]).findings[0]
+    assert first.rule_id == "GD330"
+    assert first.fix[0] == ("The paste reports what got it going: “switching from IP to hostname solved it for me”. "
+                            "Try that change first.")

@@ -201,7 +201,7 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     first = findings[0]
     if first.severity < Severity.warning or (first.rule_id not in GENERIC and first.confidence != "possible"):
         return findings
-    lines = [line for tail in state.tails.values() for line in tail]
+    lines = state.paste_lines()  # a long paste's title and description at its top too
     first = mark_tried(first, lines)
     said = read(lines)
     if not said:

@@ -27,6 +27,7 @@ from ..swift.trainer_kind import MetricMarks, TrainerKind
 from .columns import Block, add_facts, first_of, load_numpy
 
 TAIL = 60            # last lines kept per log input (hang phase, unrecognised endings)
+HEAD = 40            # first lines kept per log input (a paste's title and description, for the paste readings)
 MAX_EXCEPTIONS = 200  # exceptions kept for fallback rules; the rest are only routed
 END_MARKERS = ("End time of running main", "last_model_checkpoint: ")  # ms-swift's own end-of-run lines
 # a checkpoint written (transformers' save line, ms-swift's closing line): the report's vitals name the last one
@@ -60,6 +61,7 @@ class RunState:
     # the lines of exceptions an environment reporter raised (``_of_the_run``): no reading takes them for the run's
     reporter_lines: set[int] = field(default_factory=set)
     tails: dict[str, deque[LogLine]] = field(default_factory=dict)  # last lines of each log input
+    heads: dict[str, list[LogLine]] = field(default_factory=dict)   # first lines of each log input (HEAD)
     ended: bool = False                                           # the run reached its normal end
     crashed_after_end: bool = False   # ms-swift's end lines, then a traceback: the run failed (its finally path printed them)
     log_inputs: list[str] = field(default_factory=list)
@@ -181,6 +183,7 @@ class RunState:
     def begin_log(self, path: str) -> None:
         self.log_inputs.append(path)
         self.tails[path] = deque(maxlen=TAIL)
+        self.heads[path] = []
 
     def keep(self, line: LogLine) -> None:
         """The line joins its input's tail (blank lines do not, nor a pretty-printed dict joined into one line: it
@@ -191,6 +194,9 @@ class RunState:
             tail = self.tails[line.where.path]
         if line.text.strip() and not (tail and tail[-1].seq == line.seq):
             tail.append(line)
+            head = self.heads.setdefault(line.where.path, [])
+            if len(head) < HEAD:
+                head.append(line)
         if line.rank is not None and not line.origin:  # a [rankN]: prefix (a vLLM worker's rank=N is not a training rank)
             if self.max_rank is None or line.rank > self.max_rank:
                 self.max_rank = line.rank
@@ -201,6 +207,19 @@ class RunState:
         """Whether the log shows lines of a training rank outside ``ranks``."""
         return bool(ranks) and self.max_rank is not None and self.min_rank is not None and \
             (self.max_rank > max(ranks) or self.min_rank < min(ranks))
+
+    def replace_head(self, path: str, lines: Iterable[LogLine]) -> None:
+        """The chunk scanner rebuilds a head from the file's first lines (it skipped lines the head would hold)."""
+        self.heads[path] = list(lines)[:HEAD]
+
+    def paste_lines(self) -> list[LogLine]:
+        """Each log input's first and last lines, once each, in order: where a paste's own sentences are read (its
+        title and description at the top, replies and outcomes at the end)."""
+        out: list[LogLine] = []
+        for path, tail in self.tails.items():
+            seen = {ln.seq for ln in tail}
+            out += [ln for ln in self.heads.get(path, ()) if ln.seq not in seen] + list(tail)
+        return out
 
     def replace_tail(self, path: str, lines: Iterable[LogLine]) -> None:
         """The chunk scanner rebuilds a tail from the file's last lines (it skipped lines the tail would hold)."""
@@ -404,7 +423,7 @@ class RunState:
         return True
 
 
-__all__ = ["END_MARKERS", "MAX_EXCEPTIONS", "STATE_WORDS", "TAIL", "RunState"]
+__all__ = ["END_MARKERS", "HEAD", "MAX_EXCEPTIONS", "STATE_WORDS", "TAIL", "RunState"]
 
 
 def _own_hang_report(path: str) -> bool:

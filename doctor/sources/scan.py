@@ -28,6 +28,7 @@ import threading
 from collections import deque
 from typing import BinaryIO
 
+from ..engine.state import HEAD
 from ..gate import cached_words, engine
 from ..signals import LogLine, Where
 from .line_sorter import LineSorter
@@ -70,6 +71,7 @@ class ChunkScanner:
         """The file's candidate lines read (sources/scanread.py) into the sorter (sources/line_sorter.py), in a
         scanning child when it pays; then the tail rebuilt from the file's last lines."""
         self.session.begin_log(self.path)
+        start, first_line, first_seq = stream.tell(), self.lineno, self.counter[0]
         early = self._adopt(stream)
         reader = CandidateReader(self.sorter, self.matcher, self.chunk, self.fork)
         try:
@@ -84,6 +86,26 @@ class ChunkScanner:
             self.child_exit = reader.child_exit
             self.sorter.end()
         self._rebuild_tail(stream, size)
+        self._rebuild_head(stream, start, size, first_line, first_seq)
+
+    # ------------------------------------------------------------------ head
+    def _rebuild_head(self, stream: BinaryIO, start: int, size: int, first_line: int, first_seq: int) -> None:
+        """Replace the session's head for this input by the first lines of the file, as feed_line keeps it."""
+        stream.seek(start)
+        keep: list[LogLine] = []
+        nlines = nsegs = 0
+        # a bounded read: the head is a few dozen lines, a first line may be a megabyte of one JSON row
+        for _, data in physical_lines(stream, end=min(size, start + 4 * 1024 * 1024)):
+            for seg in segments(data):
+                nsegs += 1
+                body, raw, rank, origin = seg
+                if body.strip():
+                    keep.append(LogLine(body, raw, Where(self.path, first_line + nlines + 1), rank, first_seq + nsegs,
+                                        origin))
+            nlines += 1
+            if len(keep) >= HEAD:
+                break
+        self.session.state.replace_head(self.path, keep)
 
     # ------------------------------------------------------------------ the parallel path
     def _adopt(self, stream: BinaryIO):
