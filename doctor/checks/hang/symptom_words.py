@@ -123,7 +123,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # checkpointing is enabled after PeftModel is created"
     (lazyre.compile(r"(?i)^(?=.*gradient[_ ]checkpointing)(?=.*(?:require[sd]?_?grads?|requires? grad|no grad|"
                     r"grads? (?:is|are) None)).*"),
-     "grad-norm-zero", CHECKPOINT_NO_GRAD),
+     "argument-error-other", CHECKPOINT_NO_GRAD),
     (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0|zero)\b|梯度.{0,6}为?0|"
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),

@@ -120,10 +120,17 @@ class CutTraceback(Rule):
             else:   # a supervised or preference run (read from its trainer's frames or command)
                 peak = ("where a training step's GPU memory peaks: the model's forward and backward over the per-device "
                         "batch at its full sequence length, with full-vocabulary logits")
+            grpo = kind is None or kind in GROUP_KINDS
             msg = (f"{head} The stack is in the loss pass ({fr.func}), {peak}. CUDA out of memory is the usual failure "
-                   f"at this point.")
+                   f"at this point" + ("." if grpo else ", but only one reading: a supervised or preference step does "
+                                       "not peak far above its neighbours, and a loss kernel that refuses its input "
+                                       "or option (a fused or chunked loss) fails at the same frames."))
             fix = training_ladder(f, {}) + [fix_tail]
-            return [self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, ranks=_r(line))]
+            found = self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, ranks=_r(line))
+            # GRPO's loss pass holds a group's full-vocabulary logits: its memory peak makes out of memory the likely
+            # reading; elsewhere the cut stack shows the phase, not the cause
+            return [found if grpo else dataclasses.replace(found, confidence="possible",
+                                                           alternatives=("argument-error-other", "other"))]
         if want == "vllm-init" and stage == "vllm-kv" and _flashinfer_sampler(fr, frames, ctx):
             found = self.make(
                 message=f"{head} The stack is in vLLM's sampler warm-up ({fr.func}: the sampler run once on dummy "

@@ -65,13 +65,16 @@ def garbled(text: str) -> str:
     if g is not None:
         piece = g.group(1) or g.group(2)
         return f"`{piece}` repeated {len(g.group(0)) // len(piece)} times with no space between"
-    s = scripts(text)
+    s = scripts(_DAMAGED.sub(" ", text) if "\ufffd" in text else text)
     if len(s) >= 3:
         return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
     return ""
 
 
 
+# a word with a replacement character in it: bytes a decoder could not read (a Windows console's GBK message shown as
+# UTF-8 leaves single Arabic, Coptic or Latin letters between the U+FFFD), not a writing system of the text
+_DAMAGED = lazyre.compile(r"\S*\ufffd\S*")
 _HEX_ID = lazyre.compile(r"[0-9a-fA-F]{16,}")
 
 
