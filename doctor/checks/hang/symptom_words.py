@@ -327,6 +327,16 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\b(?:very|too|extremely) slow\b|\bslow(?:er)? (?:than|training|rollout)|\bslower and slower\b|"
                     r"\b(?:training|steps?|iterations?|it|generation|rollouts?) (?:gets?|becomes?|got|became) (?:much |very )?"
                     r"slower\b|\b(?:training|steps?|iterations?|generation|rollouts?) slows? down\b|"
+                    # a comparison with a factor: "it seems to be much slower on my side with G=8" (huggingface/trl#2610),
+                    # "Training speed much slower", "significantly slower by almost 50%" (MrNeRF/LichtFeld-Studio#1169),
+                    # "twice as slow", "3x slower", "takes 2 times longer"
+                    # (never "Using `safe_serialization` is 10x slower": a library's advice about an option)
+                    r"(?<!` is )\b(?:much|way|far|significantly|considerably|dramatically|\d+(?:\.\d+)?\s*(?:x|times)|"
+                    r"several times) slower\b|\btwice as slow\b|"
+                    # a duration said longer by a factor ("takes 3x longer", "took twice as long"), not a completion
+                    r"\b(?:tak(?:e|es|en|ing)|took)\b.{0,30}\b(?:(?:\d+(?:\.\d+)?\s*(?:x|times)|several times) longer|"
+                    r"twice as long)\b|"
+                    r"慢(?:了)?\s*(?:\d+(?:\.\d+)?|[一两二三四五六七八九十几])\s*倍|"
                     # "Extremly Low it/s on rtx 3090", "Why I've got low speed?"
                     r"\b(?:low|slow) (?:it/s|its/s|speed|throughput|tokens?/s|tok/s)(?![\w/])|"
                     r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢"),
