@@ -661,3 +661,19 @@ def test_a_headerless_stack_cut_in_accelerates_no_sync_is_read_with_the_title_ab
     # nothing names DeepSpeed: the stage, its candidate only considered
     bare = _first(run_text("my training fails\n" + _NO_SYNC_STACK))
     assert bare.category == "other" and "deepspeed-config-error" in bare.alternatives
+
+
+def test_a_stack_cut_in_the_rendezvous_store_is_that_stage_with_its_port_and_address_readings(tmp_path):
+    # huggingface/accelerate#2468 (dev54 5703): the same frames, here without the DistNetworkError line that ends them
+    log = ("main_process_ip not working\n"
+           'trainer-2:   File "/usr/local/lib/python3.10/dist-packages/torch/distributed/rendezvous.py", line 246, in '
+           "_env_rendezvous_handler\n"
+           "trainer-2:     store = _create_c10d_store(master_addr, master_port, rank, world_size, timeout, use_libuv)\n"
+           'trainer-2:   File "/usr/local/lib/python3.10/dist-packages/torch/distributed/rendezvous.py", line 174, in '
+           "_create_c10d_store\n"
+           "trainer-2:     return TCPStore(\n")
+    # pdsh's host label on the stack's lines only (the title above is the person's): taken off, the frames are read
+    f = _first(_analyzed(tmp_path, log))
+    assert "rendezvous" in f.title and "the exception is not in the excerpt" in f.title
+    assert f.confidence == "possible" and "EADDRINUSE" in f.message
+    assert any("master_port" in x for x in f.fix)

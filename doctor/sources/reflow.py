@@ -258,9 +258,10 @@ def cut_exception(line: bytes, nxt: bytes) -> bool:
     return _cut(line, nxt) and bool(_EXC_LINE.match(line)) and _goes_on(nxt)
 
 
-# a traceback header behind a launcher's label ("grpo_02: Traceback (most recent call last):"): pdsh labels only what
-# the remote processes print, so a paste may hold the labelled traceback below a person's unlabelled prose
-_TRACE_LABEL = lazyre.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}): Traceback \(most recent call last\)")
+# a traceback header or frame behind a launcher's label ("grpo_02: Traceback (most recent call last):", "trainer-2:
+#   File ..."): pdsh labels only what the remote processes print, so a paste may hold the labelled traceback (its header
+# cut or not) below a person's unlabelled prose
+_TRACE_LABEL = lazyre.compile(rb"^([A-Za-z0-9][\w.\-]{0,62}): (?:Traceback \(most recent call last\)|\s+File \")")
 
 
 def traceback_label(lines: list[bytes]) -> bytes | None:
@@ -284,7 +285,8 @@ def needs_reflow(data: bytes) -> tuple[int, int | None] | tuple[int, int | None,
     if gutter(lines):
         return GUTTER, None
     label = labelled(lines)
-    only = traceback_label(lines) if not label and b": Traceback (most recent" in data else None
+    only = traceback_label(lines) if not label and (b": Traceback (most recent" in data or b':   File "' in data) \
+        else None
     if only is not None:
         prefix = only + b": "
         lines = [ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines]
