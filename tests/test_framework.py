@@ -178,6 +178,16 @@ def test_runtime_told_by_its_own_files_and_dump_lines():
     assert detect([], ["15G\tmodel.safetensors"], {})[0] is None
 
 
+def test_deepspeeds_logger_lines_name_the_deepspeed_runtime():
+    # deepspeed/utils/logging.py's format with the file of one of DeepSpeed's own modules (huggingface/accelerate#2468,
+    # dev54 5703: the launcher's sigkill_handler); the same format with a script's own file names nothing
+    line = "trainer-2: [2024-02-24 04:37:50,964] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 18507"
+    assert detect([], [line], {})[0] == "deepspeed"
+    assert detect([], ["[2024-02-24 04:37:50,964] [INFO] [real_accelerator.py:191:get_accelerator] Setting "
+                       "ds_accelerator to cuda (auto detect)"], {})[0] == "deepspeed"
+    assert detect([], ["[2024-02-24 04:37:50,964] [INFO] [train_dpo.py:88:main] step 1"], {})[0] is None
+
+
 def test_ms_swift_reward_lookup_wording_names_ms_swift():
     assert detect([], ["reward_function my_format is not implemented in swift.llm.plugin"], {})[0] == "ms-swift"
 

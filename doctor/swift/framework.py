@@ -281,9 +281,16 @@ _RUNTIME_TEXT = (
                         r"^\s*(?:import vllm\b|from vllm(?:\.[\w.]+)? import\b)|"
                         # vllm/worker/model_runner_base.py dump_input_when_exception (0.5-0.7)
                         r"Writing input of failed execution to ")),
-    # DeepSpeed's checkpoint files (runtime/engine.py: mp_rank_NN_model_states.pt, *_optim_states.pt shards)
+    # DeepSpeed's checkpoint files (runtime/engine.py: mp_rank_NN_model_states.pt, *_optim_states.pt shards); its
+    # logger's lines (deepspeed/utils/logging.py: "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s]",
+    # a format other projects copy, so only with the file names of DeepSpeed's own modules that log: the launcher's
+    # launch.py / runner.py, accelerator/real_accelerator.py, comm/comm.py, runtime/engine.py, config.py, logging.py,
+    # state_dict_factory.py, the ZeRO stages) and its op builder's prints
     ("deepspeed", lazyre.compile(r"\bdeepspeed\.launcher\b|\[deepspeed\]|\bdeepspeed\s+--|\bds_config\b|DeepSpeedEngine|"
-                             r"\bmp_rank_\d+_model_states\.pt\b|_zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt\b")),
+                             r"\bmp_rank_\d+_model_states\.pt\b|_zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt\b|"
+                             r"\] \[(?:INFO|WARNING|ERROR|DEBUG)\] \[(?:launch|runner|multinode_runner|real_accelerator|"
+                             r"comm|engine|config|logging|state_dict_factory|stage_1_and_2|stage3|partition_parameters|"
+                             r"torch|utils)\.py:\d+:\w+\] |Setting ds_accelerator to|Time to load \w+ op: ")),
     ("torch", lazyre.compile(r"\btorch\.distributed\.elastic\b|\btorchrun\b|ProcessGroupNCCL|\bc10d\b")),
 )
 
