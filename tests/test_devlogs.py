@@ -279,7 +279,6 @@ KNOWN_MISSES_27: dict[str, str] = {
     "3310": "command.txt flags written with a YAML colon ('--pref_loss: orpo'): LLaMA-Factory's unused-args error unread",
 }
 KNOWN_MISSES_28: dict[str, str] = {
-    "3401": "a backward crash with no grad_fn from PEFT with reentrant checkpointing read as grad_norm 0 (GD634)",
     "3402": "a '.dev0' release named in a 'fails' title over an env report: GD328",
     "3407": "'Can't pickle local object patch_vllm_compute_dtype.<locals>.BitsAndBytesConfig' beside a vLLM version: GD999",
     "3420": "vLLM's loader refusing a weight_name keyword, in a title beside a topology table: GD328",
@@ -444,7 +443,6 @@ KNOWN_MISSES_55: dict[str, str] = {
 KNOWN_MISSES_56: dict[str, str] = {
     "5903": "a DPO dataset whose rejected turn has the user role, in repro code: GD327 argument",
     "5904": "'passed value_model, the error is gone': GD328",
-    "5905": "a CUDA OOM beside a grad_fn error with gradient checkpointing: GD634 first",
     "5907": "an NCCL weight transfer to the vLLM server hanging mid-run: GD327 hang-at-start",
     "5908": "'does not support ZeRO-3' in a title over a cut launcher summary: GD307",
     "5918": "an illegal memory access in vLLM's speculative decoding: GD998",

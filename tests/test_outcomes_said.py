@@ -91,8 +91,20 @@ def test_a_finding_a_rule_proves_keeps_its_own_fix_first(tmp_path: Path) -> None
                            "total capacity of 79.11 GiB of which 1.10 GiB is free.\n"
                            "It works with per_device_train_batch_size 1.\n")
     first = analyze([str(case)]).findings[0]
-    assert first.confidence != "possible"
-    assert not any(f.startswith("The paste") for f in first.fix)
+    assert first.confidence == "certain" and first.category == "cuda-oom"
+    # the person's result on this run comes after the rule's levers, never in their place
+    assert not first.fix[0].startswith("The paste") and first.fix[-1].startswith("The paste says it works")
+
+
+def test_a_likely_finding_leads_with_the_release_the_paste_says_works(tmp_path: Path) -> None:
+    # the words of devlogs28/3401 (trl 0.15.2 with PEFT and reentrant checkpointing), told as a regression
+    case = _case(tmp_path, "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n"
+                           "This works fine with trl 0.14.0, it broke after upgrading to 0.15.2\n")
+    first = analyze([str(case)]).findings[0]
+    assert (first.rule_id, first.confidence, first.category) == ("GD634", "likely", "argument-error-other")
+    assert first.fix[0].startswith("The paste says it worked before:")
+    assert "`pip install 'trl==0.14.0'`" in first.fix[0]
+    assert any("enable_input_require_grads" in f for f in first.fix[1:])
 
 
 @pytest.mark.parametrize("text,kind", [

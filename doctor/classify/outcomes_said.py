@@ -52,7 +52,10 @@ _WORKS = lazyre.compile(
 # "worked fine with March release"
 _BEFORE = lazyre.compile(r"(?i)\b(?:before|yesterday|previous(?:ly)?|earlier|last (?:week|month)|used to|"
                          r"(?:a )?(?:week|month|day)s? (?:back|ago)|older|(?:january|february|march|april|may|june|july|"
-                         r"august|september|october|november|december)(?: release)?)\b|之前|以前|前几天|昨天|原来")
+                         r"august|september|october|november|december)(?: release)?)\b|之前|以前|前几天|昨天|原来|"
+                         # "it broke after upgrading to 0.15.2", "fails since updating transformers": the later release
+                         r"\b(?:broke|breaks|fails?|failed|stopped working|errors?)\b.{0,30}\b(?:after|since)\b.{0,12}"
+                         r"\b(?:upgrad|updat|install)\w*")
 # the sentence denies or questions what it says: "doesn't work with", "still not solved", "请问解决了吗？"
 _NEGATED = lazyre.compile(r"(?i)(?:\bnot|n't|\bnever|\bno longer|\bnothing|\bneither|\bnor|没有?|未|不(?:能|可以|行)?|无法)"
                           r"\s*(?:\w+\s+){0,2}$")
@@ -180,6 +183,20 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
     return sorted(out.values(), key=lambda s: s.line.seq)
 
 
+# a package and the release the sentence says works: "works fine with trl 0.14.0", "worked with transformers==4.45.2"
+_WORKING_RELEASE = lazyre.compile(
+    r"(?i)\b(?:works?|worked|working|fine|ok)\b[^.;]{0,30}?\b(?:with|on|using|in)\s+`?(?P<pkg>torch|transformers|trl|peft|vllm|"
+    r"deepspeed|accelerate|unsloth|ms-swift|datasets|flash[-_]attn|bitsandbytes|xformers|verl|openrlhf|llamafactory)"
+    r"`?\s*(?:==|=|v|version\s+)?\s*`?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)\b")
+
+
+def _pin(said: Said) -> str:
+    """A pip line for the release the sentence says works, or ''."""
+    m = _WORKING_RELEASE.search(said.text)
+    return "" if m is None else (f" Read from that sentence: `pip install '{m.group('pkg').lower()}=="
+                                 f"{m.group('ver')}'` restores the release it names as working.")
+
+
 def _fix(said: Said) -> str:
     quote = f"“{said.text}”"
     if said.kind == SOLVED:
@@ -188,9 +205,10 @@ def _fix(said: Said) -> str:
         return f"A reply in the paste advises: {quote}."
     if said.kind == WORKED:
         return (f"The paste says it worked before: {quote}. Go back to the versions and settings that worked (their "
-                f"`pip freeze`, the old command), then change one thing at a time to find the one that breaks it.")
+                f"`pip freeze`, the old command), then change one thing at a time to find the one that breaks it."
+                + _pin(said))
     return (f"The paste says it works in another setup: {quote}. The difference between the two setups is where "
-            f"the failure is: keep the working setup, or change one difference at a time.")
+            f"the failure is: keep the working setup, or change one difference at a time." + _pin(said))
 
 
 def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]:
@@ -199,8 +217,10 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     if not findings:
         return findings
     first = findings[0]
-    if first.severity < Severity.warning or (first.rule_id not in GENERIC and first.confidence != "possible"):
+    if first.severity < Severity.warning:
         return findings
+    if first.rule_id not in GENERIC and first.confidence != "possible":
+        return [_with_outcomes(first, state), *findings[1:]]
     lines = state.paste_lines()  # a long paste's title and description at its top too
     first = mark_tried(first, lines)
     said = read(lines)
@@ -232,6 +252,18 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
                         message=first.message + f" The way out the paste gives is a setting (“{setting.text}”), so "
                                                 f"the category is a setting's, from its words.")
     return [first, *findings[1:]]
+
+
+def _with_outcomes(first: Finding, state: RunState) -> Finding:
+    """A finding a rule or the failure's structure gives, with what the paste reports about the way out of this very run
+    (a change that got it going, the setup or the release it works with): the person's own result on their run, put
+    before the rule's levers when the finding is only likely, after them when it is certain. Its category stays the
+    rule's; a reply's advice and the author's reading of the cause are left to the generic findings."""
+    said = [s for s in read(state.paste_lines()) if s.kind in (SOLVED, WORKS, WORKED)]
+    if not said:
+        return first
+    fixes = tuple(_fix(s) for s in said)
+    return replace(first, fix=fixes + tuple(first.fix) if first.confidence != "certain" else tuple(first.fix) + fixes)
 
 
 __all__ = ["ADVISED", "CAUSE", "SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
