@@ -21,7 +21,7 @@ from ._oom import Side, is_oom, parse_oom, side_of
 
 
 def _the(stage: str) -> str:
-    return stage if stage.startswith(("generation", "KV", "engine creation", "weight sync", "wake-up", "allocation")) \
+    return stage if stage.startswith(("generation", "KV", "engine creation", "weight sync", "wake-up", "allocation", "serving")) \
         else f"the {stage}"
 
 
@@ -173,11 +173,15 @@ class OomRule(PatternRule):
                            "Lower ZeRO-3's gather sizes in the DeepSpeed config (stage3_max_live_parameters, "
                            "stage3_prefetch_bucket_size, e.g. 1e8) or offload parameters (zero3_offload).")
         else:
-            server = f.mode == "server" or (f.server_launch is not None and best_side.frame is None
-                                            and best_side.stage in ("rollout server", "engine", "vision encoder"))
-            server = server or (f.server_launch is not None and f.mode == "server")
+            # vLLM alone: a `vllm serve` and no trainer anywhere in the run is serving, not a trainer's rollout server
+            alone = (told == "vllm" or f.vllm_only) and f.trainer_launch is None and f.mode != "server"
+            server = not alone and (f.mode == "server" or (
+                f.server_launch is not None and best_side.frame is None
+                and best_side.stage in ("rollout server", "engine", "vision encoder")))
             stage = best_side.stage or "generation"
-            serving = not server and (told == "vllm" or f.vllm_only)  # vLLM alone: a server, no trainer beside it
+            if alone and stage == "rollout server":
+                stage = "serving requests"
+            serving = alone or (not server and (told == "vllm" or f.vllm_only))
             owner = "the vLLM rollout server" if server else "the vLLM engine" if serving else "the vLLM rollout engine"
             msg = f"Out of GPU memory in {owner}{where}, during {_the(stage)}{_where(best_side)}."
             if "cumem" in text:
@@ -195,10 +199,12 @@ class OomRule(PatternRule):
             launched = as_number((f.server_launch.flags if f.server_launch else {}).get("gpu_memory_utilization"))
             if util is None and launched is not None:
                 util, util_from = launched, "the serve command"
-            weights = weights_do_not_fit(oom, " ".join(t.text for tail in ctx.tails.values() for t in tail)) \
-                if serving else None
+            tp = as_number((f.server_launch.flags if f.server_launch else {}).get("tensor_parallel_size"))
+            weights = weights_do_not_fit(oom, " ".join(t.text for tail in ctx.tails.values() for t in tail),
+                                         int(tp) if tp else None) if serving else None
             fix = limit_fix + (server_ladder(f, oom) if server else
-                               serving_ladder(text, util, weights, util_from) if serving else
+                               serving_ladder(text, util, weights, util_from,
+                                              f.server_launch.flags if f.server_launch else None) if serving else
                                vllm_ladder(f, oom.get("total"), stage, text)) + limit_last
             if best_side.stage == "weight sync to vLLM" and f.framework == "swift" and f.has("move_model_batches") \
                     and not any("move_model_batches" in x for x in fix):
@@ -249,7 +255,7 @@ _UTIL_LINE = lazyre.compile(r"gpu_memory_utilization \((0?\.\d+|1(?:\.0+)?)\)")
 _PROFILED = lazyre.compile(r"# (?:GPU|cuda) blocks:|KV cache|memory profiling|gpu_memory_utilization \(|Memory profiling")
 
 
-def weights_do_not_fit(oom: dict[str, Any], lines_text: str) -> str | None:
+def weights_do_not_fit(oom: dict[str, Any], lines_text: str, tp: int | None = None) -> str | None:
     """The sentence for an OOM before vLLM's memory profile with the GPU nearly all taken (weights loading): there
     gpu_memory_utilization does not apply yet; None otherwise."""
     held, total = oom.get("by_torch"), oom.get("total")
@@ -257,13 +263,14 @@ def weights_do_not_fit(oom: dict[str, Any], lines_text: str) -> str | None:
         return None
     return (f"The GPU ran out with {held:.2f} of {total:.2f} GiB already allocated, and no line of vLLM's memory "
             f"profile (KV cache, GPU blocks) comes before it in this log: if the engine was still loading its weights, "
-            f"they do not fit this GPU, and gpu_memory_utilization does not apply yet. Spread the model over GPUs "
-            f"(--tensor-parallel-size 2 or more), load a quantised version of it, or use a GPU that holds its "
-            f"weights.")
+            f"they do not fit this GPU, and gpu_memory_utilization does not apply yet. Spread the model over more GPUs "
+            + (f"(--tensor-parallel-size {tp * 2}, now {tp} on the serve command)" if tp else
+               "(--tensor-parallel-size 2 or more)")
+            + ", load a quantised version of it, or use a GPU that holds its weights.")
 
 
 def serving_ladder(text: str, util: float | None = None, weights: str | None = None,
-                   util_from: str = "vLLM's memory-profiling line") -> list[str]:
+                   util_from: str = "vLLM's memory-profiling line", flags: dict[str, Any] | None = None) -> list[str]:
     """An OOM of vLLM serving on its own (no trainer): the engine's own levers, as `vllm serve` spells them.
     ``util``: the gpu_memory_utilization the run shows (``util_from``: where it was read); ``weights``:
     weights_do_not_fit's sentence, which comes first when the weights did not fit."""
@@ -278,8 +285,17 @@ def serving_ladder(text: str, util: float | None = None, weights: str | None = N
              if util is not None else "0.8 (now 0.9 assumed: vLLM's default, the log does not show the value)")
     out.append(f"--gpu-memory-utilization {lower}: vLLM pre-allocates that share for weights and KV cache, and the "
                f"sampler's, CUDA graphs' and activations' buffers are allocated in the rest.")
-    out.append("--max-model-len to the longest request you serve (unset, vLLM plans for the model's full context), "
-               "or more GPUs (--tensor-parallel-size).")
+    flags = flags or {}
+    max_len = as_number(flags.get("max_model_len"))
+    tp = as_number(flags.get("tensor_parallel_size"))
+    more = (f"or more GPUs (--tensor-parallel-size {int(tp) * 2}, now {int(tp)} on the serve command)" if tp
+            else "or more GPUs (--tensor-parallel-size)")
+    if max_len:
+        out.append(f"--max-model-len below {int(max_len)} (now {int(max_len)} on the serve command), down to the longest "
+                   f"request you serve: the KV cache must hold one sequence of that length, {more}.")
+    else:
+        out.append(f"--max-model-len to the longest request you serve (unset, vLLM plans for the model's full context), "
+                   f"{more}.")
     return out
 
 
