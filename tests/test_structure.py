@@ -1434,3 +1434,26 @@ def test_a_name_missing_in_unsloths_own_module_at_import_is_the_unsloth_zoo_pair
     later = [("/content/train.py", 30, "<module>", "trainer.train()"),
              (f"{SP}/unsloth/models/llama.py", 900, "LlamaModel_fast_forward", "x = kwargs['position_ids']")]
     assert "unsloth_zoo come from different releases" not in run(tb(later, "KeyError: 'position_ids'"))[0].title
+
+
+def test_an_auto_class_given_another_kinds_configuration_is_an_argument_error():
+    # hiyouga/LlamaFactory (dev42 4501): a LLaVA checkpoint exported through AutoModelForCausalLM, the person's thanks
+    # on the next line (not part of the message)
+    f = run("ValueError: Unrecognized configuration class <class 'transformers.models.llava.configuration_llava."
+            "LlavaConfig'> for this kind of AutoModel: AutoModelForCausalLM.\n非常感谢！\n")[0]
+    assert (f.category, f.confidence) == ("argument-error-other", "likely")
+    assert "AutoModelForImageTextToText" in f.fix[0]
+
+
+def test_a_message_on_several_lines_finds_its_raise_site_whole():
+    # the message's second line (transformers' f-string goes on after "\n") joins the first for the raise-site lookup;
+    # a log record or another exception after it does not
+    from doctor.checks.fallback.structural import message_lines_after
+    s = Session(load_catalog())
+    text = ("ValueError: Unrecognized configuration class <class 'X'> for this kind of AutoModel: AutoModelForCausalLM.\n"
+            "Model type should be one of BartConfig, BertConfig.\n"
+            "[INFO|trainer.py:1] 2024-01-01 >> next\n")
+    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
+        s.feed_line(line)
+    exc = s.state.exceptions[0]
+    assert message_lines_after(exc, s.state) == ["Model type should be one of BartConfig, BertConfig."]

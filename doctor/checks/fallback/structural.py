@@ -73,13 +73,42 @@ def _context(v: Verdict) -> str:
 
 def _ranked_sites(exc: ExceptionInfo, ctx: RunState) -> list:
     """The raise sites of this wording (the raise-site index), ranked as the finding's ``raised_by``
-    (doctor/classify/site_rank.py)."""
+    (doctor/classify/site_rank.py); a message that goes on over the lines after its exception line (a multi-line
+    f-string: "Unrecognized configuration class ... for this kind of AutoModel: X." then "Model type should be one
+    of ...") is looked up whole when its first line alone finds no site."""
     try:
         from ...classify.raise_sites import best_sites
-        return best_sites(f"{exc.type}: {exc.message}", 0.8, frames=[f.path for f in exc.frames],
-                          known=ctx.run.versions)
+        frames = [f.path for f in exc.frames]
+        got = best_sites(f"{exc.type}: {exc.message}", 0.8, frames=frames, known=ctx.run.versions)
+        rest = [] if got else message_lines_after(exc, ctx)
+        if rest:
+            got = best_sites(" ".join([f"{exc.type}: {exc.message}", *rest])[:1000], 0.8, frames=frames,
+                             known=ctx.run.versions)
+        return got
     except (OSError, ValueError):
         return []
+
+
+# a line that cannot be the rest of an exception's message: a frame, a traceback header, a log record, a rank or
+# launcher prefix, another exception, a progress bar
+_NOT_MESSAGE = lazyre.compile(r"^\s*(?:File \"|Traceback \(|During handling|The above exception|\[rank\d|\(\w+ pid=|"
+                              r"[\w.]*(?:Error|Exception|Warning)\b|\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG)\b|"
+                              r".*\d+%\|)")
+
+
+def message_lines_after(exc: ExceptionInfo, ctx: RunState, most: int = 3) -> list[str]:
+    """The lines right after the exception's line that carry on its message (Python prints a message's own newlines
+    as lines of their own after `Type: first line`), up to ``most``; none past a blank line or a line of another
+    kind."""
+    tail = ctx.tails.get(exc.where.path) or ()
+    after = [ln for ln in tail if ln.where.line > exc.where.line][:most]
+    out: list[str] = []
+    for n, ln in enumerate(after, exc.where.line + 1):
+        text = ln.text.strip()
+        if ln.where.line != n or not text or _NOT_MESSAGE.match(text):
+            break
+        out.append(text)
+    return out
 
 
 def _best_site(exc: ExceptionInfo, ctx: RunState) -> tuple[object | None, list[str]]:
