@@ -344,7 +344,6 @@ KNOWN_MISSES_44: dict[str, str] = {
     "4730": "a LLaMA-Factory SFT stack cut in the DDP forward, the error not in the excerpt: GD204 cuda-oom",
 }
 KNOWN_MISSES_42: dict[str, str] = {
-    "4501": "a LlavaConfig given to AutoModelForCausalLM in a LLaMA-Factory export (transformers' Auto mapping): GD999",
     "4510": "CUDA 'too many resources requested for launch' on a V100 running bf16: GD999",
     "4511": "lmdeploy's registry KeyError on an architecture name (ms-swift 2.x's default backend): GD999",
     "4515": "the maintainer's reply says vLLM does not support the model: GD328",
