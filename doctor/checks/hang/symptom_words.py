@@ -200,6 +200,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"升级.{0,12}\d+\.\d+.{0,8}(?:后|之后)|降级.{0,20}(?:就好|解决|正常)|"
                     r"\breleased? (?:a )?new version\b.{0,60}\b(?:errors?|break\w*|broke|fail\w*)\b|"
                     r"\binstall\s+`?[\w.-]+==v?\d+\.\d+(?:\.\d+)?`?\s+instead\b|"
+                    # an API said changed between releases: "`max_seq_length` was renamed to `max_length` in `SFTConfig`"
+                    # (dev43 4607), "Both arguments were removed in `transformers` 5.15.0" (dev64 6702), "`Trainer.__init__()`
+                    # no longer accepts the `tokenizer` argument" (dev35 3818), "PPOTrainer has been deprecated in favor of
+                    # PPOv2Trainer" (dev25 3107); a name in code quotes, an argument or a class before the verb
+                    r"(?:`[\w.()]+`|\b[a-z]+_[a-z_]+\b|\b[A-Z]\w*(?:Trainer|Config|Arguments)\b|\barguments?\b|\bparameters?\b)"
+                    r"[^.;]{0,40}\b(?:was|were|has been|have been|got) (?:renamed|removed|moved|deprecated)\b|"
+                    r"\bno longer (?:accepts?|supports?|takes?) (?:the )?(?:`[\w.]+`|[a-z]+_[a-z_]+|\w+ (?:argument|parameter|"
+                    r"keyword))|"
                     # "failures in main", "the same code worked two days ago"
                     r"\b(?:fails?|failures?|broken|breaks?)\s+(?:in|on)\s+(?:main|master|nightly)\b|"
                     r"\b(?:worked|was working|ran fine)\b.{0,30}\b\w+ (?:days?|weeks?) ago\b|"
