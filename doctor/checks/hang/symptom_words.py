@@ -279,7 +279,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
     # (not LLaMA-Factory's "freeze" fine-tuning: "采用freeze 调试时", "--finetuning_type freeze", "freeze tuning",
     # "freeze模式ppo", "freeze mode"; nor a setting's name: "freeze_vision_tower", "freeze_vit")
-    (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|(?<!采用)(?<!使用)(?<!type )freez(?:e|es|ing)"
+    # ("stalls before the first loss", "the job stalled at step 0": the same stop in another verb)
+    (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|(?<!采用)(?<!使用)(?<!type )freez(?:e|es|ing)"
                     r"(?!\s*(?:调|训练|微调|模式|方式|tun|fine|train|layer|param|mode)|_)|frozen|no progress|does(?:n't| not) move)"
                     r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|"
                     # "No errors, but the training has not started."
