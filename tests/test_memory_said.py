@@ -140,3 +140,14 @@ def test_a_pasted_llamafactory_command_alone_is_no_whole_log(tmp_path):
     assert [f.rule_id for f in report.findings] == ["GD330"]
     # its three flags (stage, finetuning_type, cutoff_len) were read as the run's settings
     assert "it holds settings (3 read) and 5 lines" in report.findings[0].message
+
+
+def test_a_colocated_vllm_engine_with_its_share_unset_is_a_lever_with_the_frameworks_default():
+    from doctor.checks.hang.memory_said import levers_left
+    swift = {"rlhf_type": "grpo", "per_device_train_batch_size": 8, "use_vllm": "true", "vllm_mode": "colocate"}
+    left = levers_left(swift, [], "ms-swift")
+    assert "ms-swift's default 0.9, assumed" in left and "sleep_level 1" in left
+    assert "sleep_level" not in levers_left({**swift, "sleep_level": 1}, [], "ms-swift")
+    # a rollout server holds its own GPUs: its share is no lever of the training GPUs
+    assert "vLLM memory share" not in levers_left({**swift, "vllm_mode": "server"}, [], "ms-swift")
+    assert "the release's default" in levers_left({**swift, "vllm_mode": "colocate"}, [], "trl")

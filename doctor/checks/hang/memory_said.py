@@ -266,9 +266,22 @@ def levers_left(args: dict[str, Any], texts: list[str], framework: str | None) -
     elif not offload:
         out.append("ZeRO-3's CPU offload of the optimizer and weights")
     util = as_number(args.get("vllm_gpu_memory_utilization") or args.get("gpu_memory_utilization"))
+    colocated = str(args.get("vllm_mode", "colocate")).lower() == "colocate"
     if str(args.get("use_vllm")).lower() == "true" and util is not None:
         out.append(f"a smaller vLLM memory share if it shares the training GPUs (vllm_gpu_memory_utilization now "
                    f"{util:g})")
+    elif str(args.get("use_vllm")).lower() == "true" and colocated:
+        # unset, the share is the release's default (ms-swift 4.6 rlhf_trainers/args_mixin.py: 0.9; trl's differs
+        # by release: 0.9 before, 0.3 in 0.29), and the colocated engine keeps it through the training step unless
+        # it sleeps (ms-swift's sleep_level, 0 by default)
+        if framework == "ms-swift":
+            asleep = (as_number(args.get("sleep_level")) or 0) >= 1
+            out.append("a smaller vLLM memory share (vllm_gpu_memory_utilization, unset here: ms-swift's default 0.9, "
+                       "assumed)" + ("" if asleep else " and sleep_level 1, which frees the engine's memory during the "
+                                                      "training step"))
+        else:
+            out.append("a smaller vLLM memory share if it shares the training GPUs (vllm_gpu_memory_utilization, "
+                       "unset here: the release's default)")
     if not out:
         return None
     return ("Meanwhile, the levers this paste's settings leave, in the order they free GPU memory for training: "
