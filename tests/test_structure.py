@@ -1457,3 +1457,13 @@ def test_a_message_on_several_lines_finds_its_raise_site_whole():
         s.feed_line(line)
     exc = s.state.exceptions[0]
     assert message_lines_after(exc, s.state) == ["Model type should be one of BartConfig, BertConfig."]
+
+
+def test_deepspeeds_failed_resume_is_a_checkpoint_without_its_latest_tag():
+    # transformers integrations/deepspeed.py raises it when DeepSpeed's load_checkpoint found no `latest` file
+    found = run("[WARNING] [engine.py:2690:load_checkpoint] Unable to find latest file at output/checkpoint-500/latest, "
+                "if trying to load latest checkpoint please ensure this file exists or pass an explicit checkpoint tag "
+                "when loading a checkpoint.\n"
+                "ValueError: [deepspeed] failed to resume from checkpoint output/checkpoint-500\n")
+    f = next(x for x in found if x.severity >= Severity.warning)
+    assert f.category == "checkpoint-corrupt" and "latest" in f.fix[0]
