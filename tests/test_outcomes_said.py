@@ -101,7 +101,9 @@ def test_a_likely_finding_leads_with_the_release_the_paste_says_works(tmp_path: 
     case = _case(tmp_path, "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n"
                            "This works fine with trl 0.14.0, it broke after upgrading to 0.15.2\n")
     first = analyze([str(case)]).findings[0]
-    assert (first.rule_id, first.confidence, first.category) == ("GD634", "likely", "argument-error-other")
+    # the rule reads a setting as the cause; the paste says the same setup worked with the earlier release
+    assert (first.rule_id, first.confidence, first.category) == ("GD634", "possible", "import-or-dependency-error")
+    assert first.alternatives[0] == "argument-error-other" and "what changed between the two" in first.message
     assert first.fix[0].startswith("The paste says it worked before:")
     assert "`pip install 'trl==0.14.0'`" in first.fix[0]
     assert any("enable_input_require_grads" in f for f in first.fix[1:])
@@ -251,3 +253,12 @@ def test_an_outcome_at_the_top_of_a_long_paste_is_read(tmp_path: Path) -> None:
     assert first.rule_id == "GD330"
     assert first.fix[0] == ("The paste reports what got it going: “switching from IP to hostname solved it for me”. "
                             "Try that change first.")
+
+
+def test_a_setup_that_works_elsewhere_leaves_a_likely_category_as_it_is(tmp_path: Path) -> None:
+    # another setup (one GPU), not another release: the rule's reading stands, the sentence leads its fixes
+    case = _case(tmp_path, "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n"
+                           "It works fine on one GPU.\n")
+    first = analyze([str(case)]).findings[0]
+    assert (first.confidence, first.category) == ("likely", "argument-error-other")
+    assert first.fix[0].startswith("The paste says it works in another setup:")

@@ -263,7 +263,17 @@ def _with_outcomes(first: Finding, state: RunState) -> Finding:
     if not said:
         return first
     fixes = tuple(_fix(s) for s in said)
-    return replace(first, fix=fixes + tuple(first.fix) if first.confidence != "certain" else tuple(first.fix) + fixes)
+    first = replace(first, fix=fixes + tuple(first.fix) if first.confidence != "certain" else tuple(first.fix) + fixes)
+    before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
+    if before is not None and first.confidence == "likely" and first.category == "argument-error-other":
+        # a setting the rule reads as the cause, in a setup the paste says worked with an earlier release: the setting
+        # did not change between the two, the release did
+        first = replace(first, category="import-or-dependency-error", confidence="possible",
+                        alternatives=("argument-error-other",),
+                        message=first.message + f" The paste says the same setup worked with an earlier release "
+                                                f"(“{before.text}”): what changed between the two is a package's "
+                                                f"release, so the category is a package version's, from its words.")
+    return first
 
 
 __all__ = ["ADVISED", "CAUSE", "SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
