@@ -65,6 +65,14 @@ _SETTING = lazyre.compile(r"^\s*(?:[-*]\s+)?(?:--[a-z][\w-]*|[a-z][a-z0-9]*(?:[_
                           r"[^\s#]+\s*\\?\s*(?:#.*)?$")
 
 
+# a line that names an error or exception (a program's, in a form the exception parser did not take)
+_ERROR_WORD = lazyre.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|(?i:\berror\b\s*[:\]]|\bfatal\b|\bfailed\b\s*[:(])")
+# ... printed by a program, not a person's sentence: a log record's prefix (torch's C++ "[E ProcessGroupNCCL.cpp:474]"
+# too) or an exception's name at the line's start
+_PROGRAM_LINE = lazyre.compile(r"^\s*(?:\[[IWEF] [\w.]+:\d+\]|\[?\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|FATAL|CRITICAL)\b|"
+                               r"[\w.]*(?:Error|Exception)\b)")
+
+
 def prose_lines(lines: list[LogLine]) -> list[LogLine]:
     out = []
     for ln in lines:
@@ -277,7 +285,12 @@ class ProseSymptom(Rule):
                             category=category, title="Training is slow by the paste's words; its progress bar shows the pace",
                             verify=f"the next run's bar shows fewer seconds a step than now ({pace.rate})",
                             priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
-        msg = (f"No log line here shows a failure that a rule reads; the words of the paste say {said} "
+        named = next((ln for ln in reversed(lines) if ln is not line and _PROGRAM_LINE.match(plain(ln.text))
+                      and _ERROR_WORD.search(plain(ln.text))), None)
+        # a line that names an error in a form no rule reads (no parsed exception): said as such, never "no line shows"
+        head = (f"The error line here (`{plain(named.text)[:160]}`) is in a form no rule reads" if named is not None
+                else "No log line here shows a failure that a rule reads")
+        msg = (f"{head}; the words of the paste say {said} "
                f"(`{plain(line.text)[:160]}`). That is the report's only ground, so the category is a guess from the "
                f"description. Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
@@ -315,8 +328,12 @@ class ProseSymptom(Rule):
         elif category in MEANWHILE:
             fix.append(MEANWHILE[category])
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
-        return [replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
-                        category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
+        found = replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
+                        category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))
+        if named is not None:
+            found = replace(found, evidence=(*found.evidence, evidence_of(named)),
+                            title="The paste describes a failure in words; its error line is in a form no rule reads")
+        return [found]
 
 
 def _memory(ctx: RunState, lines: list[LogLine]) -> tuple[str | None, str] | None:
