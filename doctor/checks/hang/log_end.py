@@ -16,6 +16,7 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
+from ...sources.prose_text import form_or_reply
 from ...values import as_float
 from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
 from .endings import TB_HEAD, Ending, ending_of, plain
@@ -211,7 +212,7 @@ class LogEnd(Rule):
             # report's entry ("- Accelerate config: not found"), a request for the error ("can you paste the actual
             # error", "能否提供报错堆栈") and a line that says it is no error name none either
             if not text.startswith("{") and _FAILURE_WORDS.search(text) and not _INFO_LEVEL.search(plain(ln.raw)) \
-                    and not _NOT_A_FAILURE.search(text):
+                    and not _NOT_A_FAILURE.search(text) and not form_or_reply(text):
                 return Ending("words", "a line that names a failure", ln, False)
         return None
 

@@ -12,7 +12,7 @@ from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
-from ...sources.prose_text import CJK, LOGGED, WORD, is_prose, keyed, plain_share
+from ...sources.prose_text import CJK, LOGGED, WORD, form_or_reply, is_prose, keyed, plain_share
 from ...swift.trainer_kind import UNSCORED_KINDS
 from ._progress import VLLM_ORIGINS
 from .endings import plain
@@ -125,8 +125,8 @@ def error_said(lines: list[LogLine]) -> LogLine | None:
     if hang_words(said) is not None:
         return None
     # the line as pasted: the reader takes a bracketed head ("[Bug] ...", an issue template's title) off its text
-    return next((ln for ln in said if _named(_ERROR_SAID, plain(ln.raw)) and not NO_ERROR.search(plain(ln.raw))),
-                None)
+    return next((ln for ln in said if _named(_ERROR_SAID, plain(ln.raw)) and not NO_ERROR.search(plain(ln.raw))
+                 and not form_or_reply(plain(ln.raw))), None)
 
 
 def cut_before_error(ctx: RunState) -> bool:
