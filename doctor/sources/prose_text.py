@@ -51,11 +51,12 @@ def is_prose(text: str) -> bool:
     return plain_share(t) >= 0.9
 
 
-# an issue form's own prompts and check boxes (ms-swift's "What the bug is, and how to reproduce, better with
+# an issue form's own headings, prompts and check boxes ("**Describe the bug**", ms-swift's "What the bug is, and how to reproduce, better with
 # screenshots(描述bug以及复现过程...)", axolotl's "- [x] I searched previous Bug Reports didn't find any similar reports",
 # LLaMA-Factory's "- [X] I have read the README and searched the existing issues", "Minimal code to reproduce the error"),
 # and a reply saying it is over ("Glad to hear the error is resolved!"): words about a failure that describe none
 _FORM_OR_REPLY = lazyre.compile(r"(?i)\bwhat the bug is, and how to reproduce\b|描述bug以及复现过程|"
+                                r"^\W*(?:🐛\s*)?describe the bug\W*$|"
                                 r"^\W*-?\s*\[[x ]\]\s*I (?:have )?(?:searched|read)\b|"
                                 r"^\W*minimal (?:code|example) to reproduce\b|"
                                 r"\b(?:error|issue|problem|bug)s? (?:is|are|was|were|has been|have been) (?:now )?"
