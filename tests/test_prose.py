@@ -554,3 +554,18 @@ def test_llamafactorys_freeze_mode_and_freeze_settings_are_no_hang():
     assert _symptom("freeze模式ppo存在问题") != "hang-at-start"
     assert _symptom("with freeze_vision_tower the loss goes up and down") is None
     assert _symptom("the training freezes at step 120 every time") == "hang-mid-training"
+
+
+def test_a_flat_row_read_at_info_leads_when_the_words_say_the_rl_run_does_not_improve(tmp_path):
+    # dev52 5501 (unsloth GSPO): one flat row early in the run (GD610 alone: too early to tell) and the title saying the
+    # training brought no improvement: the row's reading leads, at warning, with its evidence and its fixes
+    from doctor.analyze import analyze
+    (tmp_path / "log.txt").write_text(
+        "reinforce(gspo) training didn't yield any improments\n"
+        "{'loss': 0.0, 'grad_norm': 0.0, 'learning_rate': 3.0e-08, 'reward': 4.0, 'reward_std': 0.0, "
+        "'frac_reward_zero_std': 1.0, 'kl': 0.0, 'epoch': 0.01}\n", encoding="utf-8")
+    f = analyze([str(tmp_path)]).findings[0]
+    assert (f.rule_id, f.category, f.severity.name) == ("GD327", "reward-zero-or-flat", "warning")
+    assert f.message.startswith("The paste's metric rows show it") and "lasts beyond the rows shown" in f.message
+    assert [e.line for e in f.evidence] == [1, 2]
+    assert not any(x.startswith("Paste a few metric rows") for x in f.fix)

@@ -295,6 +295,15 @@ class ProseSymptom(Rule):
                f"description. Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
         fix = [f"Paste {nxt}: grpo-doctor then reads the run's own lines instead of the description."]
+        # a reading of the paste's own rows that stayed at info for want of steps ("too early to tell from one logged
+        # step"): the words say it lasts, so that reading leads, quoted with its row
+        shown = next((f for f in ctx.findings if f.category == category and f.severity == Severity.info and f.evidence
+                      and f.fix), None)
+        if shown is not None:
+            msg = (f"The paste's metric rows show it ({shown.title}: `{shown.evidence[0].text[:160]}`), read at info "
+                   f"alone for want of steps; the words of the paste say {said} (`{plain(line.text)[:160]}`), so it "
+                   f"lasts beyond the rows shown.")
+            fix = list(shown.fix)
         sized = size_reading(prose_lines(lines), lines)
         if sized is not None and said == said_of(sized):
             msg += f" The numbers: {sized.sentence}."
@@ -333,6 +342,9 @@ class ProseSymptom(Rule):
         if named is not None:
             found = replace(found, evidence=(*found.evidence, evidence_of(named)),
                             title="The paste describes a failure in words; its error line is in a form no rule reads")
+        if shown is not None:
+            found = replace(found, evidence=(*found.evidence, *shown.evidence[:2]),
+                            title=f"{shown.title}; the paste's words say it lasts")
         return [found]
 
 

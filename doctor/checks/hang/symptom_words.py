@@ -164,7 +164,15 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:value|level)\b|"
                     r"(?:奖励|reward).{0,16}?(?:不(?:再)?(?:涨|上涨|上升|增长|提升)|不变|没有(?:上升|提升|变化)|上不去|涨不上去|停滞)|"
                     # one run's reward against another's: "open r1 reward可以到0.9，但easy r1 只能到0.6"
-                    r"(?:奖励|reward)[^。]{0,30}只能(?:到|达到)\s*\d"),
+                    r"(?:奖励|reward)[^。]{0,30}只能(?:到|达到)\s*\d|"
+                    # an RL run said not to improve or learn, in a line that names the reward or the RL method: "the
+                    # reward function (accuracy reward) doesn't show any improvement after 20 steps" (dev32 3523), "Toy
+                    # example for PPO doesn't learn as much as expected" (dev59 6227), "reinforce(gspo) training didn't
+                    # yield any improments" (dev55 5501); not "do not learn to stop generations" (a behaviour)
+                    r"^(?=.*\b(?:rewards?|grpo|ppo|gspo|dapo|rloo|reinforce|rlhf|rl)\b).*?(?:\b(?:does(?:n't| not)|"
+                    r"did(?:n't| not)|is(?:n't| not)|are(?:n't| not)|never)\s+(?:show\s+|yield\s+|give\s+|bring\s+|make\s+)?"
+                    r"(?:any\s+)?(?:learn(?:ing|s)?|improv\w*|impro\w*ments?)\b(?!\s+to\b)|\b(?:no|without any)\s+"
+                    r"improvements?\b)"),
      "reward-zero-or-flat", "the reward does not improve"),
     # DeepSpeed's "auto" placeholders left in its config (only transformers' Trainer and accelerate fill them), said in
     # words: "'auto' values in a DS config are no longer interpolated", "the deepspeed assertions raise a str to int
