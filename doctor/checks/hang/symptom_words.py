@@ -216,6 +216,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"[^.;]{0,40}\b(?:was|were|has been|have been|got) (?:renamed|removed|moved|deprecated)\b|"
                     r"\bno longer (?:accepts?|supports?|takes?) (?:the )?(?:`[\w.]+`|[a-z]+_[a-z_]+|\w+ (?:argument|parameter|"
                     r"keyword))|"
+                    # CPython's TypeError for a keyword the callee does not take, named in a sentence ("I get an
+                    # unexpected keyword argument 'max_seq_length' error"): 37 of the 39 dev threads with the wording
+                    # accept a package version's failure (GD457's reading when the exception line itself is there)
+                    r"\bunexpected keyword argument\b|"
                     # the same said of the release: "trl 0.12 moved max_seq_length into SFTConfig"
                     r"\b(?:v?\d+\.\d+(?:\.\d+)?|releases?|versions?)\b[^.;]{0,20}\b(?:moved|renamed|removed)\b[^.;]{0,40}"
                     r"\b(?:into|to|from) (?:the )?`?[A-Z]\w*(?:Config|Arguments|Trainer)\b|"
