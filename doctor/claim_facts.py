@@ -64,6 +64,7 @@ class RunFacts:
     metrics: dict[str, MetricFacts] = field(default_factory=dict)
     ooms: tuple[Oom, ...] = ()
     config_read: bool = True           # a command, an argument dump or args.json was read (False: "unset" is unknown)
+    command_given: bool = False        # the launch command was read (a command file, a launch line): no request for it
     trainer: str | None = None         # GRPO, DPO, SFT, a server... (doctor/swift/trainer_kind.py); None: not told
     trainer_label: str = ""            # how the report names it ("DPO")
     trainer_config: str | None = None  # its trl config class ("DPOConfig")

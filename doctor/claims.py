@@ -26,6 +26,9 @@ fact contradicts it:
 - ``env``: "NCCL_IB_DISABLE=1 to test" against the run's environment: a setting it already has is no fix
   (doctor/claim_env.py).
 
+Requests are checked too: a finding that asks for the launch command, in a run whose command was read (a command
+file, a launch line), loses that request (``without_given_requests``).
+
 A sentence is judged as a whole: when any claim in it is contradicted it is dropped, or replaced by the kind's
 rewrite when one is obvious. A message that loses every sentence says that its explanation was contradicted.
 
@@ -429,12 +432,25 @@ def check_text(text: str, facts: RunFacts, declared: Iterable[Declared] = ()
     return " ".join(kept), changes
 
 
+# a request for the launch command in a sentence that asks for more input ("Share the lines ... and the launch
+# command.", "Paste next: the traceback ..., and the launch command.", "...; share them with the launch command.")
+_ASK_COMMAND = lazyre.compile(r"(?:,? and|,? with|; share them with) the launch command(?=[.;)]|$)")
+
+
+def without_given_requests(text: str, facts: RunFacts) -> str:
+    """``text`` without its request for the launch command when the run's command was read: asking for what the
+    input holds is a sentence the run contradicts."""
+    if not facts.command_given or "launch command" not in text:
+        return text
+    return _ASK_COMMAND.sub("", text)
+
+
 def check_finding(f: Finding, facts: RunFacts) -> tuple[Finding, list[tuple[str, str, str]]]:
     """The finding with its message and fix checked against ``facts``, and every change (sentence, kind, why)."""
     changes: list[tuple[str, str, str]] = []
 
     def check(text: str) -> str:
-        new, ch = check_text(text, facts, f.claims)
+        new, ch = check_text(without_given_requests(text, facts), facts, f.claims)
         changes.extend(ch)
         return new
 

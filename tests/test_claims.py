@@ -297,3 +297,13 @@ def test_claims_of_a_sentence_are_recognised_once_and_come_back_equal(monkeypatc
     monkeypatch.setattr(claims, "_FOUND_MAX", 1)
     claims_in("Reproduce: if loss and grad_norm stay 0 while reward_std is above 0, update.")
     assert list(claims._FOUND) == ["Reproduce: if loss and grad_norm stay 0 while reward_std is above 0, update."]
+
+
+def test_a_request_for_the_launch_command_goes_when_the_command_was_read():
+    from doctor.claims import without_given_requests
+    ask = "Share the lines where the run stopped or went wrong (a traceback, an exit code) and the launch command."
+    assert without_given_requests(ask, RunFacts(command_given=True)) == (
+        "Share the lines where the run stopped or went wrong (a traceback, an exit code).")
+    assert without_given_requests(ask, RunFacts()) == ask   # no command read: the request stands
+    side = "Read the lines just before the error line: the cause is usually printed there; share them with the launch command."
+    assert without_given_requests(side, RunFacts(command_given=True)).endswith("usually printed there.")

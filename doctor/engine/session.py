@@ -363,6 +363,7 @@ def run_facts(state: RunState, f: Finding, run: RunConfig, kind: TrainerKind | N
                     max_rank=state.max_rank, model=str(model) if model else None, params_read=state.params_read,
                     metrics=state.metric_facts, ooms=tuple(ooms),
                     config_read=bool(run.command or run.args or run.cli or run.command_texts or run.launches),
+                    command_given=bool(run.command or run.command_texts or run.launches),
                     **trainer_facts(kind))
 
 
