@@ -33,18 +33,29 @@ def version_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     name = g.get("name") or g.get("cls") or ""
     mod = g.get("mod") or ""
     where = f" ({describe_frame(h.exc.raised_at)})" if h.exc and h.exc.raised_at else ""
-    msg = (f"The installed vLLM does not have the API the trainer calls{where}: "
+    told = ctx.framework()[0]
+    # the caller is the trainer only in a trainer's run: a serving script or an inference pipeline calls vLLM itself
+    caller = "the trainer" if told in ("ms-swift", "trl", "unsloth", "verl", "openrlhf", "llamafactory") else "its caller"
+    msg = (f"The installed vLLM does not have the API {caller} calls{where}: "
            + (f"`{name}` is missing from {mod}" if mod and name else (f"{g['cls']} has no `{name}`" if g.get("cls") and name
                                                                      else h.exc.message[:160] if h.exc else h.evidence.text[:160]))
            + ". vLLM renames and removes internals between minor releases; ms-swift and trl support a narrow range.")
     if have:
         msg += f" Installed: {have}."
-    if f.framework == "trl":
+    if f.framework == "trl" and told in ("trl", None):
         fix.append("pip install 'trl[vllm]' (in the same environment) resolves a vLLM the installed trl supports; or "
                    "upgrade trl to a release that supports this vLLM.")
-    else:
+    elif told == "ms-swift":
         fix.append("Install the vLLM version your ms-swift release lists (README dependency table: e.g. ms-swift 3.8 "
                    "was tested with vllm 0.10, 4.x with 0.11); or upgrade ms-swift to one that supports this vLLM.")
-    fix.append("`pip show vllm ms-swift trl torch` and compare with the supported pairs before reinstalling; a vLLM "
-               "wheel also pins its torch version.")
+    else:
+        # no trainer told (a script or pipeline of its own): ms-swift's table is no advice for it
+        fix.append("Install the vLLM release the calling package was written for (its requirements or release notes "
+                   "name it), or upgrade the calling package to one that supports the installed vLLM.")
+    shown = {"ms-swift": "vllm ms-swift trl torch", "trl": "vllm trl torch"}.get(
+        told if told == "ms-swift" or f.framework != "trl" else "trl")
+    fix.append(f"`pip show {shown}` and compare with the supported pairs before reinstalling; a vLLM wheel also pins "
+               f"its torch version." if shown else
+               "`pip show vllm torch` and the calling package's version, compared with the pairs it supports, before "
+               "reinstalling; a vLLM wheel also pins its torch version.")
     return Diagnosis(message=msg, fix=tuple(fix))
