@@ -1467,3 +1467,14 @@ def test_deepspeeds_failed_resume_is_a_checkpoint_without_its_latest_tag():
                 "ValueError: [deepspeed] failed to resume from checkpoint output/checkpoint-500\n")
     f = next(x for x in found if x.severity >= Severity.warning)
     assert f.category == "checkpoint-corrupt" and "latest" in f.fix[0]
+
+
+def test_a_prompt_replacement_failure_names_the_caller_that_built_the_prompt():
+    # vLLM's processor found no placeholder in the prompt ids: a trainer's template in a trainer's run, the caller's own
+    # chat template in a serving or inference script
+    from doctor.classify.mm_budget import account
+    msg = "Failed to apply prompt replacement for mm_items['image'][0]"
+    served = account(msg, [], None)
+    assert "the caller's chat template" in served.why[0] and "trainer" not in " ".join(served.why + served.fix)
+    trained = account(msg, [], "ms-swift")
+    assert "the trainer's template" in trained.why[0] and "upgrade ms-swift and vLLM" in trained.fix[0]

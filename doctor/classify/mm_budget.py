@@ -62,13 +62,17 @@ def account(message: str, texts: list[str], fw: str | None, model_hint: str = ""
     if mod == "audio":
         out.drop = ("MAX_PIXELS",)  # image sizes do not change audio placeholders
     if "prompt replacement" in message:
+        # the caller that encoded the prompt: the trainer in a trainer's run, else the caller's own template (a
+        # serving or inference script)
+        trained = fw in ("ms-swift", "trl", "unsloth", "verl", "openrlhf", "llamafactory")
+        who = "the trainer's template" if trained else "the caller's chat template"
         out.why.append(f"vLLM's processor for this model could not find, in the prompt token ids it was given, the "
                        f"{mod} placeholder sequence it replaces with the {mod}'s feature tokens: the prompt was encoded "
-                       f"by the trainer's template, so template and vLLM disagree on this model's placeholders, or the "
+                       f"by {who}, so template and vLLM disagree on this model's placeholders, or the "
                        f"prompt was cut through them.")
-        trainer = fw if fw in ("ms-swift", "trl", "unsloth", "verl") else "the trainer"
-        out.fix.append(f"Make the trainer's template and the installed vLLM agree on this model's placeholders: "
-                       f"upgrade {trainer} and vLLM together to a pair documented for this model, and check that "
+        caller = fw if trained else "the package that builds the prompt"
+        out.fix.append(f"Make {who} and the installed vLLM agree on this model's placeholders: "
+                       f"upgrade {caller} and vLLM together to a pair documented for this model, and check that "
                        f"each sample's <{mod}> tags match its {mod}s list.")
     cap = _first(_CAP, texts)
     swift_cap = _first(_MAXLEN, texts) if cap is None and fw == "ms-swift" else None
