@@ -110,8 +110,9 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         v = tokens // 256 * 256 or tokens
         if f.max_length and f.max_length <= tokens:
             v = f.max_length
+        serving = ctx.framework()[0] == "vllm" or (f.vllm_only and f.trainer_launch is None)
         fix.append(f"{len_flag} {v} (was {maxlen}): fits the {tokens}-token cache; a request needs only its prompt + "
-                   f"completion tokens (a GRPO rollout: prompt + max_completion_length).")
+                   f"completion tokens" + ("." if serving else " (a GRPO rollout: prompt + max_completion_length)."))
         if cur is not None:
             fix.append(f"Or raise {util_flag} (now {cur_s}) by about {maxlen / max(tokens, 1):.1f}x worth of KV cache.")
         return Diagnosis(message=msg, fix=tuple(fix))
