@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .. import lazyre
+from ..swift.framework import TRAINERS
 
 _CAP = lazyre.compile(r"(?<![\w-])(?:--)?max_prompt_length[\"']?\s*[=: ]\s*[\"']?(\d+)")
 _MAXLEN = lazyre.compile(r"(?<![\w-])--max_length[= ]\s*(\d+)")
@@ -64,7 +65,7 @@ def account(message: str, texts: list[str], fw: str | None, model_hint: str = ""
     if "prompt replacement" in message:
         # the caller that encoded the prompt: the trainer in a trainer's run, else the caller's own template (a
         # serving or inference script)
-        trained = fw in ("ms-swift", "trl", "unsloth", "verl", "openrlhf", "llamafactory")
+        trained = fw in TRAINERS
         who = "the trainer's template" if trained else "the caller's chat template"
         out.why.append(f"vLLM's processor for this model could not find, in the prompt token ids it was given, the "
                        f"{mod} placeholder sequence it replaces with the {mod}'s feature tokens: the prompt was encoded "

@@ -138,6 +138,9 @@ _ANY_BLIND_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
     {w for _, words, blind, _ in _CMD if blind for w in words})))
 _NO_MARKS: tuple[frozenset[str], bool] = (frozenset(), False)
 _WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl")
+# the frameworks that train (a run detected as one of them has a trainer that builds prompts and calls vLLM); the
+# others ``detect`` names are runtimes (vllm, deepspeed, transformers, torch)
+TRAINERS = frozenset({"trl", *_WRAPPERS})
 # the log's own format: a GRPO metric row (its reward keys) printed by transformers' Trainer.log without the keys that
 # ms-swift adds to every row it logs (swift/trainers/mixin.py and its progress callback: 'global_step/max_steps',
 # 'memory(GiB)', 'train_speed(iter/s)', ms-swift 2.x-4.x): trl's GRPOTrainer or a recipe on it (open-r1, Video-R1)

@@ -100,10 +100,8 @@ def message_lines_after(exc: ExceptionInfo, ctx: RunState, most: int = 3) -> lis
     """The lines right after the exception's line that carry on its message (Python prints a message's own newlines
     as lines of their own after `Type: first line`), up to ``most``; none past a blank line or a line of another
     kind."""
-    tail = ctx.tails.get(exc.where.path) or ()
-    after = [ln for ln in tail if ln.where.line > exc.where.line][:most]
     out: list[str] = []
-    for n, ln in enumerate(after, exc.where.line + 1):
+    for n, ln in enumerate(ctx.lines_after(exc.where.path, exc.seq, most), exc.where.line + 1):
         text = ln.text.strip()
         if ln.where.line != n or not text or _NOT_MESSAGE.match(text):
             break

@@ -141,6 +141,11 @@ class Facts:
                             "vllm_mode")
         return flag_exists(self.mm, flag)
 
+    def serving_alone(self, told: str | None) -> bool:
+        """vLLM serving or offline inference with no trainer anywhere in the run (``told``: the framework detected):
+        a `vllm serve` is then the engine serving requests, not a trainer's rollout server."""
+        return (told == "vllm" or self.vllm_only) and self.trainer_launch is None and self.mode != "server"
+
     @property
     def colocate(self) -> bool:
         return bool(self.use_vllm) and self.mode == "colocate"

@@ -110,7 +110,7 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         v = tokens // 256 * 256 or tokens
         if f.max_length and f.max_length <= tokens:
             v = f.max_length
-        serving = ctx.framework()[0] == "vllm" or (f.vllm_only and f.trainer_launch is None)
+        serving = f.serving_alone(ctx.framework()[0])
         fix.append(f"{len_flag} {v} (was {maxlen}): fits the {tokens}-token cache; a request needs only its prompt + "
                    f"completion tokens" + ("." if serving else " (a GRPO rollout: prompt + max_completion_length)."))
         if cur is not None:

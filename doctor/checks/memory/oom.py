@@ -174,14 +174,14 @@ class OomRule(PatternRule):
                            "stage3_prefetch_bucket_size, e.g. 1e8) or offload parameters (zero3_offload).")
         else:
             # vLLM alone: a `vllm serve` and no trainer anywhere in the run is serving, not a trainer's rollout server
-            alone = (told == "vllm" or f.vllm_only) and f.trainer_launch is None and f.mode != "server"
+            alone = f.serving_alone(told)
             server = not alone and (f.mode == "server" or (
                 f.server_launch is not None and best_side.frame is None
                 and best_side.stage in ("rollout server", "engine", "vision encoder")))
             stage = best_side.stage or "generation"
             if alone and stage == "rollout server":
                 stage = "serving requests"
-            serving = alone or (not server and (told == "vllm" or f.vllm_only))
+            serving = not server and (told == "vllm" or f.vllm_only)
             owner = "the vLLM rollout server" if server else "the vLLM engine" if serving else "the vLLM rollout engine"
             msg = f"Out of GPU memory in {owner}{where}, during {_the(stage)}{_where(best_side)}."
             if "cumem" in text:
@@ -196,15 +196,15 @@ class OomRule(PatternRule):
             util = next((float(m.group(1)) for tail in ctx.tails.values() for t in tail
                          for m in [_UTIL_LINE.search(t.text)] if m), None) if serving else None
             util_from = "vLLM's memory-profiling line"
-            launched = as_number((f.server_launch.flags if f.server_launch else {}).get("gpu_memory_utilization"))
+            served = f.server_launch.flags if f.server_launch else {}
+            launched = as_number(served.get("gpu_memory_utilization"))
             if util is None and launched is not None:
                 util, util_from = launched, "the serve command"
-            tp = as_number((f.server_launch.flags if f.server_launch else {}).get("tensor_parallel_size"))
+            tp = as_number(served.get("tensor_parallel_size"))
             weights = weights_do_not_fit(oom, " ".join(t.text for tail in ctx.tails.values() for t in tail),
                                          int(tp) if tp else None) if serving else None
             fix = limit_fix + (server_ladder(f, oom) if server else
-                               serving_ladder(text, util, weights, util_from,
-                                              f.server_launch.flags if f.server_launch else None) if serving else
+                               serving_ladder(text, util, weights, util_from, served) if serving else
                                vllm_ladder(f, oom.get("total"), stage, text)) + limit_last
             if best_side.stage == "weight sync to vLLM" and f.framework == "swift" and f.has("move_model_batches") \
                     and not any("move_model_batches" in x for x in fix):

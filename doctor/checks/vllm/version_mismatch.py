@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
+from ...swift.framework import TRAINERS
 from ..fallback.exceptions import describe_frame
 from ..memory._facts import facts_of
 
@@ -35,7 +36,7 @@ def version_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     where = f" ({describe_frame(h.exc.raised_at)})" if h.exc and h.exc.raised_at else ""
     told = ctx.framework()[0]
     # the caller is the trainer only in a trainer's run: a serving script or an inference pipeline calls vLLM itself
-    caller = "the trainer" if told in ("ms-swift", "trl", "unsloth", "verl", "openrlhf", "llamafactory") else "its caller"
+    caller = "the trainer" if told in TRAINERS else "its caller"
     msg = (f"The installed vLLM does not have the API {caller} calls{where}: "
            + (f"`{name}` is missing from {mod}" if mod and name else (f"{g['cls']} has no `{name}`" if g.get("cls") and name
                                                                      else h.exc.message[:160] if h.exc else h.evidence.text[:160]))
@@ -52,8 +53,8 @@ def version_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         # no trainer told (a script or pipeline of its own): ms-swift's table is no advice for it
         fix.append("Install the vLLM release the calling package was written for (its requirements or release notes "
                    "name it), or upgrade the calling package to one that supports the installed vLLM.")
-    shown = {"ms-swift": "vllm ms-swift trl torch", "trl": "vllm trl torch"}.get(
-        told if told == "ms-swift" or f.framework != "trl" else "trl")
+    shown = ("vllm ms-swift trl torch" if told == "ms-swift" else
+             "vllm trl torch" if "trl" in (told, f.framework) else None)
     fix.append(f"`pip show {shown}` and compare with the supported pairs before reinstalling; a vLLM wheel also pins "
                f"its torch version." if shown else
                "`pip show vllm torch` and the calling package's version, compared with the pairs it supports, before "
