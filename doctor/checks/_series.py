@@ -48,6 +48,9 @@ FEW_ROWS = 2              # a series of this many logged steps or fewer is an ex
 # a finding read off such an excerpt (the few_rows_caveat sentence) is at most "likely": one or two rows show the
 # state, not that it lasted (doctor/confidence.py)
 EXCERPT_CONFIDENCE = "likely"
+# how a reading of the first few rows that stays at info opens its message: too few steps to say that it lasts (the
+# prose reading raises it when the paste's words say it does)
+TOO_EARLY = "Too early to tell"
 
 
 def few_rows_caveat(n: int) -> str:

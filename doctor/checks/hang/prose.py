@@ -14,6 +14,7 @@ from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...sources.prose_text import CJK, LOGGED, WORD, form_or_reply, is_prose, keyed, plain_share
 from ...swift.trainer_kind import UNSCORED_KINDS
+from .._series import TOO_EARLY
 from ._progress import VLLM_ORIGINS
 from .endings import plain
 from .knobs_said import knob_fix
@@ -296,9 +297,10 @@ class ProseSymptom(Rule):
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
         fix = [f"Paste {nxt}: grpo-doctor then reads the run's own lines instead of the description."]
         # a reading of the paste's own rows that stayed at info for want of steps ("too early to tell from one logged
-        # step"): the words say it lasts, so that reading leads, quoted with its row
+        # step"; never an info reading for another reason, such as a loss of 0 that is expected at the start): the
+        # words say it lasts, so that reading leads, quoted with its row
         shown = next((f for f in ctx.findings if f.category == category and f.severity == Severity.info and f.evidence
-                      and f.fix), None)
+                      and f.fix and f.message.startswith(TOO_EARLY)), None)
         if shown is not None:
             msg = (f"The paste's metric rows show it ({shown.title}: `{shown.evidence[0].text[:160]}`), read at info "
                    f"alone for want of steps; the words of the paste say {said} (`{plain(line.text)[:160]}`), so it "

@@ -10,7 +10,7 @@ from ...rules import Rule
 from ...sources.swiftconfig import RunConfig
 from ...swift import version
 from .._runargs import arg_float, more_generations
-from .._series import EXCERPT_CONFIDENCE, FEW_ROWS, SeriesRule, excerpt, few_rows_caveat, fmt
+from .._series import EXCERPT_CONFIDENCE, FEW_ROWS, TOO_EARLY, SeriesRule, excerpt, few_rows_caveat, fmt
 from ._flags import as_list, flag_name
 from ._view import EPS_ZERO, REWARD_KEYS, RewardView, raise_length, truncation_note
 
@@ -132,7 +132,7 @@ def flat_finding(rule: Rule, rv: RewardView, run: RunConfig) -> Finding | None:
         msg += few_rows_caveat(n)
         level = EXCERPT_CONFIDENCE
     if early:
-        msg = f"Too early to tell from {'one logged step' if n == 1 else f'{n} logged steps'}: " + msg
+        msg = f"{TOO_EARLY} from {'one logged step' if n == 1 else f'{n} logged steps'}: " + msg
         severity = Severity.info
     fix: list[str] = []
     trunc = truncation_note(s, run, idx)
