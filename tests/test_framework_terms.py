@@ -137,6 +137,10 @@ def test_the_metric_rows_format_names_the_framework_when_nothing_else_does():
     assert row_format(hf + swift) == "ms-swift"
     assert detect([], hf, {})[0::3] == ("trl", "log format")
     assert detect([], hf + ["[INFO:swift] Setting args.ddp_timeout"], {})[0] == "ms-swift"  # the log line decides
+    # LLaMA-Factory's trainer_log.jsonl row (LogCallback: current_steps beside total_steps); a step count alone is not
+    lf = '{"current_steps": 10, "total_steps": 1287, "loss": -0.1994, "reward": 0.13, "remaining_time": "22:34:33"}'
+    assert row_format([lf]) == "llamafactory" and detect([], [lf], {})[0::3] == ("llamafactory", "log format")
+    assert row_format(['{"current_steps": 10, "loss": 0.0, "grad_norm": 1.0}']) is None
 
 
 def test_a_value_hole_is_always_filled_and_tuner_type_keeps_its_meaning():

@@ -240,12 +240,15 @@ def from_text(texts: Iterable[str]) -> tuple[str | None, bool]:
 
 
 def row_format(texts: Iterable[str]) -> str | None:
-    """Whose metric rows the log prints: "ms-swift" (its own keys in a row), "trl" (GRPO rows in transformers' own
+    """Whose metric rows the log prints: "ms-swift" (its own keys in a row), "llamafactory" (the rows of its
+    trainer_log.jsonl: LogCallback writes current_steps beside total_steps), "trl" (GRPO rows in transformers' own
     format, none of ms-swift's: ``_GRPO_ROW``), or None (no metric row)."""
     grpo = False
     for t in texts:
         if any(k in t for k in _SWIFT_ROW):
             return "ms-swift"
+        if "current_steps" in t and "total_steps" in t:
+            return "llamafactory"
         grpo = grpo or ("reward" in t and bool(_GRPO_ROW.search(t)))
     return "trl" if grpo else None
 
