@@ -26,7 +26,8 @@ _ROLLOUT = lazyre.compile(r"\bvLLM runs colocated\b|\bvllm_mode\b|\buse_vllm\b|\
 _OFFLINE = UNSCORED_KINDS - {"serve", "infer"}
 # the trainer's side of a failure (a trainer beside the engine, its steps, its weight sync): a run that only serves or
 # infers has none
-_TRAINER_SIDE = lazyre.compile(r"\b(?:the|a|its) trainer\b|\btrainer's\b|\bweight sync\b|\btraining steps?\b")
+_TRAINER_SIDE = lazyre.compile(r"\b(?:the|a|its) trainer\b|\btrainer's\b|\bweight sync\b|\btraining steps?\b|"
+                               r"\btraining state\b|\bfirst rollout\b|\bfirst (?:training )?step\b|\brollout server\b")
 _SERVING = frozenset({"serve", "infer"})
 # "X, not the trainer", "X, together with the trainer versions ... (...)" and "both when X and when a trainer Y (...)":
 # the trainer's part is a contrast, an addition or an alternative, and the rest stands without it
@@ -38,6 +39,8 @@ _CONFIG = lazyre.compile(r"\bGRPOConfig\(([^()]*)\)")
 _GRPO_FIELDS = lazyre.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
                           r"generation_batch_size|steps_per_generation|num_iterations|scale_rewards)\b")
 _PAREN = lazyre.compile(r"\s*\([^()]*\)")
+# the last item of a sentence joined by "and" / "or", outside parentheses
+_LAST_CONJUNCT = lazyre.compile(r",?\s+(?:and|or)\s+[^,;()]*[.!]?$")
 # a clause that refers back to the one before it
 _LEANS_BACK = lazyre.compile(r"(?i)(?:the|it|its|this|that|these|those|they|them|so|then|which|there)\b")
 
@@ -77,8 +80,15 @@ def _without(sentence: str, words: re.Pattern) -> str | None:
         items = [i for i in inner.split(", ") if not words.search(i)]
         return "" if not items else m.group(0)[:m.group(0).index("(") + 1] + ", ".join(items) + ")"
 
+    def conjunct(clause: str) -> str:
+        # "... and the first step finishes", "... or by this process's training state": the last item goes alone
+        tail = _LAST_CONJUNCT.search(clause)
+        if tail is None or not words.search(tail.group(0)) or words.search(clause[:tail.start()]):
+            return clause
+        return clause[:tail.start()] + tail.group(0)[-1:] if tail.group(0)[-1:] in ".!" else clause[:tail.start()]
+
     out = _PAREN.sub(lambda m: paren(m) if words.search(m.group(0)) else m.group(0), sentence)
-    parts = _clauses(out)
+    parts = [conjunct(c) for c in _clauses(out)]
     kept = [c for c in parts if not words.search(c)]
     if kept and words.search(parts[0]):
         if _LEANS_BACK.match(kept[0]):

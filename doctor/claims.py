@@ -446,7 +446,8 @@ def without_given_requests(text: str, facts: RunFacts) -> str:
 
 
 def check_finding(f: Finding, facts: RunFacts) -> tuple[Finding, list[tuple[str, str, str]]]:
-    """The finding with its message and fix checked against ``facts``, and every change (sentence, kind, why)."""
+    """The finding with its message, fix and verify line checked against ``facts``, and every change (sentence, kind,
+    why)."""
     changes: list[tuple[str, str, str]] = []
 
     def check(text: str) -> str:
@@ -461,9 +462,10 @@ def check_finding(f: Finding, facts: RunFacts) -> tuple[Finding, list[tuple[str,
         # what the finding rests on is contradicted by the run: it stands on its pattern alone, no surer than that
         f = replace(f, confidence="possible")
     fix = tuple(x for x in (check(s) for s in f.fix) if x.strip())
-    if message == f.message and fix == f.fix:
+    verify = check(f.verify) if f.verify else f.verify
+    if message == f.message and fix == f.fix and verify == f.verify:
         return f, changes
-    return replace(f, message=message, fix=fix), changes
+    return replace(f, message=message, fix=fix, verify=verify), changes
 
 
 def in_trainer_terms(findings: list[Finding], facts: RunFacts) -> list[Finding]:

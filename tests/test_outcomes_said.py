@@ -262,3 +262,51 @@ def test_a_setup_that_works_elsewhere_leaves_a_likely_category_as_it_is(tmp_path
     first = analyze([str(case)]).findings[0]
     assert (first.confidence, first.category) == ("likely", "argument-error-other")
     assert first.fix[0].startswith("The paste says it works in another setup:")
+
+
+def test_a_solution_announced_on_one_line_and_made_on_the_next_is_one_outcome() -> None:
+    # devlogs63/6617 (vLLM tensor parallel load that never finishes)
+    got = _read("I just found a solution that works!", "I set the env variable as `export NCCL_P2P_DISABLE=1`")
+    assert got == [(SOLVED, "I just found a solution that works! I set the env variable as `export NCCL_P2P_DISABLE=1`")]
+    # devlogs44/4725: the sentence ends in "by" and its change is the next line
+    assert _read("I have solved the issue of llamafactory train by", "1. install transformers==4.44.2") == \
+        [(SOLVED, "I have solved the issue of llamafactory train by 1. install transformers==4.44.2")]
+    # a sentence that only mentions a solved issue does not take the next line's words as its change (devlogs22/2723),
+    # nor does a request for the solution (devlogs15/1514)
+    assert _read("Errors can be seen below, and it has been issued and solved at [this DeepSpeed issue](https://x/6793).",
+                 "I don't know if you have encountered this issue. I tried with `deepspeed==0.15.0`.") == []
+    assert _read("If so, I would greatly appreciate it if you could share how you resolved it.",
+                 "For reference, I am currently using 2 RTX 3090 GPUs.") == []
+
+
+@pytest.mark.parametrize("text,expected", [
+    # devlogs66/6928: the change, then 问题解决 without 了
+    ("Peft版本降低至0.6.0后问题解决，但loss只能降到1左右，无法降低到示例中说的比较好的0.5。",
+     "Peft版本降低至0.6.0后问题解决，但loss只能降到1左右，无法降低到示例中说的比较好的0.5。"),
+    # devlogs61/6414: a maintainer's release pointer is an upgrade that is out, not a wish
+    ("@wudejian789 should be fixed in release 4.3", "@wudejian789 should be fixed in release 4.3"),
+    # devlogs63/6611: the statement before the question after the comma
+    ("改成 min(len(image_start_tokens), len(image_end_tokens)) 之后能正常运行了，请问这样改会有影响吗？",
+     "改成 min(len(image_start_tokens), len(image_end_tokens)) 之后能正常运行了"),
+])
+def test_solved_said_in_other_words(text: str, expected: str) -> None:
+    assert _read(text) == [(SOLVED, expected)]
+
+
+@pytest.mark.parametrize("text", [
+    "If it's solved, then it should be faster!! Also set gradient checkpointing = False like in TRL!",  # devlogs41/4411
+    "will be fixed in the next release",
+    "问题没有解决，Peft版本降低至0.6.0也一样",
+])
+def test_a_condition_a_wish_or_a_denial_is_no_solution(text: str) -> None:
+    assert SOLVED not in [k for k, _ in _read(text)]
+
+
+def test_the_release_a_change_moved_to_becomes_a_pip_line(tmp_path: Path) -> None:
+    # devlogs66/6928's resolution under a loss-of-0 description that no rule proves
+    case = _case(tmp_path, "chatglm3 base model lora finetune on 4 GPUs: the loss is 0 from the first steps\n"
+                           "Peft版本降低至0.6.0后问题解决，但loss只能降到1左右。\n")
+    first = analyze([str(case)]).findings[0]
+    assert first.fix[0].startswith("The paste reports what got it going: “Peft版本降低至0.6.0后问题解决")
+    assert first.fix[0].endswith("`pip install 'peft==0.6.0'`.")
+    assert "The paste reports the change that got it going (line 2, quoted in the fixes)" in first.message

@@ -569,3 +569,26 @@ def test_a_flat_row_read_at_info_leads_when_the_words_say_the_rl_run_does_not_im
     assert f.message.startswith("The paste's metric rows show it") and "lasts beyond the rows shown" in f.message
     assert [e.line for e in f.evidence] == [1, 2]
     assert not any(x.startswith("Paste a few metric rows") for x in f.fix)
+
+
+def test_the_words_say_whose_memory_ran_out_only_when_they_name_it():
+    # devlogs61/6427: "memory oom error" names no GPU; devlogs17/2117: the title's OOM, the GPU's memory (显存) on the
+    # description line after it
+    bare = [f for f in run("memory oom error\nI still encounter the following error after a few minutes of training\n")
+            if f.rule_id == "GD327"][0]
+    assert bare.category == "cuda-oom" and "the GPU runs out of memory" not in bare.message
+    assert "without saying whether of the GPU or of the host" in bare.message
+    gpu = [f for f in run("GRPO 训练过程中突然OOM\n4*A100(80G)使用grpo训练，前期显存每张卡占用约27G，但是训练过程中会突然报错OOM\n")
+           if f.rule_id == "GD327"][0]
+    assert "the GPU runs out of memory" in gpu.message
+
+
+def test_an_nccl_failure_told_without_a_timeout_gets_no_timeout_advice():
+    # devlogs63/6622: NCCL and gloo both fail at init on one node; nothing timed out
+    said = "Single node multi-GPU training fails at init: NCCL error, and with gloo the same error.\n"
+    found = [f for f in run(said) if f.rule_id == "GD327"]
+    assert found and found[0].category == "nccl-timeout"
+    text = " ".join(found[0].fix)
+    assert "the timeout is what" not in text and "NCCL_DEBUG=INFO" in text
+    timed = [f for f in run("Multi-GPU training hangs and then NCCL timeout after 30 minutes.\n") if f.rule_id == "GD327"]
+    assert timed and "the timeout is what the waiting ranks report" in " ".join(timed[0].fix)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.claims import RunFacts, check_text
+from doctor.claims import RunFacts, check_finding, check_text
+from doctor.model import Finding, Severity
 from doctor.swift.framework import is_library_path
 from doctor.swift.trainer_kind import MetricMarks, detect
 
@@ -186,6 +187,22 @@ def _analyze(log: Path) -> dict:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode in (0, 1), out.stderr
     return json.loads(out.stdout)
+
+
+def test_a_serving_run_loses_a_trailing_trainer_item_and_its_verify_line_the_rollout():
+    # fixtures/devlogs64/6720 (vLLM started beside memory held by something else) and devlogs60/6320 (a V0 server)
+    serve = RunFacts(trainer="serve", trainer_label="model-serving")
+    text = ("vLLM starts with 0.49 of 79.32 GiB free on its GPU, but gpu_memory_utilization 0.6 asks for 47.59 GiB: "
+            "78.8 GiB are already held by another process or by this process's training state.")
+    assert check_text(text, serve)[0] == text.replace(" or by this process's training state", "")
+    assert check_text("free the GPU first (another job, a stale process, or the training state: see below).",
+                      serve)[0] == "free the GPU first (another job, a stale process)."
+    found = Finding("GD991", "x", "vllm-engine-error", Severity.error, "t", "m",
+                    verify="the vLLM engine starts (KV cache / engine init lines) and the first rollout is logged")
+    checked, _ = check_finding(found, serve)
+    assert checked.verify == "the vLLM engine starts (KV cache / engine init lines)."
+    # a training run keeps them
+    assert check_finding(found, RunFacts(trainer="grpo", trainer_label="GRPO"))[0].verify == found.verify
 
 
 def test_a_real_dpo_log_reads_as_dpo_with_no_grpo_sentence():

@@ -36,7 +36,12 @@ _SOLVED = lazyre.compile(
     r"\b(?:works|worked) for (?:me|us)\b|"
     r"\bafter (?:i |we )?(?:set|setting|add|adding|remov|switch|chang|updat|upgrad|downgrad|install|us)\w*\b.{0,80}"
     r"\b(?:works|worked|runs|ran|trains|is fine|was fine)\b|"
-    r"就(?:可以|好|正常|行|能跑|能训练)了|(?:问题)?(?:已经|已)?解决了|可以解决|(?:就|后|後|之后|以后)正常了|(?:就|后|後)(?:能|可以)正常")
+    r"就(?:可以|好|正常|行|能跑|能训练)了|(?:问题)?(?:已经|已)?解决了|可以解决|(?:就|后|後|之后|以后)正常了|(?:就|后|後)(?:能|可以)正常|"
+    # "Peft版本降低至0.6.0后问题解决，但...": the change, then "问题解决" without 了
+    r"(?:后|後|之后|以后)(?:问题)?(?:就|得到|已)?解决|"
+    # "I just found a solution that works!", "I figured out a workaround:": the change follows, in the next sentence
+    # or line
+    r"\b(?:found|have|got|figured out)\s+(?:a |the |an? (?:easy |simple )?)?(?:solution|fix|workaround)\b")
 # a setup in which the same run works: "works fine on one GPU", "it works with `0.15.4`", "Works on V0 Engine",
 # "the same parameter setup worked fine during the SFT phase", "单卡可以正常训练", "swift infer 可以正常跑"
 _GOOD = (r"(?:fine|well|normally|perfectly|correctly|successfully|ok|without (?:any )?(?:errors?|issues?|problems?)|"
@@ -62,8 +67,12 @@ _NEGATED = lazyre.compile(r"(?i)(?:\bnot|n't|\bnever|\bno longer|\bnothing|\bnei
 # not an outcome yet: "the ref_model should be fixed", "will be fixed in the next release", "hope to get it solved"
 _UNREAL = lazyre.compile(r"(?i)\b(?:should|must|needs?|will|would|could|can|may|might|to|hope|want|trying)"
                          r"(?:\s+(?:to|be|get|it|been|not))*\s*$")
+# a condition, not an outcome: "If it's solved, then it should be faster", "如果解决了"
+_CONDITIONAL = lazyre.compile(r"(?i)(?:\bif|\bonce|\bwhen|\bunless|如果|假如|要是)\s*(?:\S+\s+){0,3}$")
 # ... unless it says the change is out: "This should be fixed now - please update with ..."
-_NOW = lazyre.compile(r"(?i)\s+(?:now|already|in (?:the )?(?:latest|new|main|master|nightly))\b")
+# (a release named by number is out too: "should be fixed in release 4.3")
+_NOW = lazyre.compile(r"(?i)\s+(?:now|already|in (?:the )?(?:latest|new|main|master|nightly)|"
+                      r"in (?:the )?(?:release|version|v)\s*v?\d+\.\d+)\b")
 _QUESTION = lazyre.compile(r"(?i)[?？]\s*$|吗\s*[?？。]?\s*$|呢\s*[?？。]?\s*$|^\s*(?:does|do|did|is|are|has|have|can|"
                            r"could|any(?:one)?|请问|有没有|是否)\b")
 # something to act on: a flag, a setting, a version, a package pin, code, a GPU or node count, an engine, a stage
@@ -82,7 +91,9 @@ _EXCEPTION = lazyre.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warnin
 _CHANGE = lazyre.compile(
     r"(?i)\b(?:switch|chang|set|add|remov|updat|upgrad|downgrad|install|reinstall|us(?:e|ed|ing)\b|replac|pin|"
     r"disabl|enabl|lower|reduc|increas|rais|export|pass|modif|delet|rebuil|drop|mov|turn)\w*|==?|"
-    r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换")
+    r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换|"
+    # a release named by number ("fixed in release 4.3" is an upgrade to it), "降低至0.6.0", "使用"
+    r"降低|降至|降到|使用|指定|(?i:\b(?:release|version)\s+v?\d+\.\d+)")
 _MAX_QUOTE = 240
 # a setting changed: a flag, a key with its value, an environment variable
 _SETTING_CHANGE = lazyre.compile(r"--[a-z][\w-]{2,}|`?\b[a-z]+_[a-z_]+\b`?\s*[:=]\s*\S|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
@@ -130,25 +141,57 @@ def _sentence(text: str) -> bool:
     return loosely_prose(t)
 
 
+def _person_line(ln: LogLine) -> str | None:
+    """A person's line, its quote marks off, or None for a program's record or a line that is no sentence."""
+    whole = ln.text.strip().lstrip(">").strip()
+    # a program's record whose prefix the reader took off ("INFO 11-01 ... [gpu_worker.py:391] Free memory ...
+    # Replace gpu_memory_utilization config with ..."): its words are the program's, not a person's
+    if ln.origin or LOGGED.match(ln.raw.strip().lstrip(">").strip()) or not _sentence(whole):
+        return None
+    return whole
+
+
+# a statement cut short by a question after a comma: "改成 min(...) 之后能正常运行了，请问这样改对吗": the clause before the
+# question still states what was done
+_QUESTION_CLAUSE = lazyre.compile(r"[，,]\s*(?:请问|想问|是否|为什么|为何|怎么|如何|能否|不知道|但是?不知)")
+
+
+# a sentence that announces the change on the lines after it: "I just found a solution that works!"
+_ANNOUNCED = lazyre.compile(r"(?i)\b(?:found|have|got|figured out)\s+(?:a |the |an? (?:easy |simple )?)?"
+                            r"(?:solution|fix|workaround)\b")
+
+
+# a sentence that goes on on the next line: it ends in a colon, an exclamation or a word that needs what follows ("I have
+# solved the issue of llamafactory train by" / "1. install transformers==4.44.2")
+_GOES_ON = lazyre.compile(r"(?i)(?:[:：!！]|\b(?:by|with|via|using|to|as))\s*$")
+
+
 def _sentences(lines: Iterable[LogLine]) -> Iterable[tuple[LogLine, str]]:
     """(line, sentence) for each sentence of a person's line that may state an outcome: not a question, and naming
     something to act on."""
-    for ln in lines:
-        whole = ln.text.strip().lstrip(">").strip()
-        # a program's record whose prefix the reader took off ("INFO 11-01 ... [gpu_worker.py:391] Free memory ...
-        # Replace gpu_memory_utilization config with ..."): its words are the program's, not a person's
-        if ln.origin or LOGGED.match(ln.raw.strip().lstrip(">").strip()) or not _sentence(whole):
+    lines = list(lines)
+    for k, ln in enumerate(lines):
+        whole = _person_line(ln)
+        if whole is None:
             continue
         parts = [p.strip() for p in _SENTENCE_END.split(whole) if p.strip()]
         for i, text in enumerate(parts):
             if _QUESTION.search(text):
-                continue
+                m = _QUESTION_CLAUSE.search(text)
+                if m is None or m.start() == 0:
+                    continue
+                text = text[:m.start()]
             if not _CHANGE.search(text) and _SOLVED.search(text):
                 # "Fixed!! Much apologies on the delay. Please update Unsloth via ...": the change is in one of the
-                # next two sentences
+                # next two sentences, or ("I just found a solution that works!" / "I set the env variable as `export
+                # NCCL_P2P_DISABLE=1`") on the next line
                 after = next((j for j in range(i + 1, min(i + 3, len(parts))) if _CHANGE.search(parts[j])), None)
                 if after is not None:
                     text = " ".join(parts[i:after + 1])
+                elif i == len(parts) - 1 and (_ANNOUNCED.search(text) or _GOES_ON.search(text)):
+                    nxt = next((_person_line(n) or n.text.strip() for n in lines[k + 1:k + 2] if n.text.strip()), "")
+                    if nxt and _CHANGE.search(nxt) and not _QUESTION.search(nxt):
+                        text = f"{text} {nxt}"
             if _CONCRETE.search(text):
                 yield ln, text
 
@@ -157,6 +200,7 @@ def _affirmed(rx, text: str, done: bool = False) -> bool:
     """A match of ``rx`` in ``text`` that no negation just before it takes back (and, for a change said ``done``, no
     modal: "should be fixed" is a wish)."""
     return any(not _NEGATED.search(text[max(0, m.start() - 24):m.start()])
+               and not _CONDITIONAL.search(text[max(0, m.start() - 24):m.start()])
                and not (done and _UNREAL.search(text[max(0, m.start() - 24):m.start()])
                         and not _NOW.match(text, m.end())) for m in rx.finditer(text))
 
@@ -197,10 +241,25 @@ def _pin(said: Said) -> str:
                                  f"{m.group('ver')}'` restores the release it names as working.")
 
 
+# a package moved to a release by the change that solved it: "Peft版本降低至0.6.0后问题解决", "downgrading peft to 0.6.0
+# fixed it", "transformers替换成4.30.1就正常了"
+_CHANGED_RELEASE = lazyre.compile(
+    r"(?i)\b(?P<pkg>torch|transformers|trl|peft|vllm|deepspeed|accelerate|unsloth|ms-swift|datasets|flash[-_]attn|"
+    r"bitsandbytes|xformers|verl|openrlhf|llamafactory)`?\s*(?:版本)?\s*(?:==|=|降低至|降低到|降至|降到|降级到|降级至|升级到|升级至|"
+    r"换成|替换成|改为|改成|(?:back )?to|v)?\s*`?v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)(?![\d.A-Za-z])")
+
+
+def _changed_pin(said: Said) -> str:
+    """A pip line for the release the change that solved it moved a package to, or ''."""
+    m = _CHANGED_RELEASE.search(said.text)
+    return "" if m is None else (f" Read from that sentence: `pip install '{m.group('pkg').lower()}=="
+                                 f"{m.group('ver')}'`.")
+
+
 def _fix(said: Said) -> str:
     quote = f"“{said.text}”"
     if said.kind == SOLVED:
-        return f"The paste reports what got it going: {quote}. Try that change first."
+        return f"The paste reports what got it going: {quote}. Try that change first." + _changed_pin(said)
     if said.kind == ADVISED:
         return f"A reply in the paste advises: {quote}."
     if said.kind == WORKED:
@@ -230,6 +289,12 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
     if cause is not None:
         # the author's reading, said as theirs: the report has no reading of its own to put beside it
         first = replace(first, message=first.message + f" The paste's own reading of the cause: “{cause.text}”.")
+    solved = next((s for s in said if s.kind == SOLVED), None)
+    if solved is not None:
+        # the change that got this very run going is the best ground the report has for its cause
+        first = replace(first, message=first.message + f" The paste reports the change that got it going "
+                                                       f"(line {solved.line.where.line}, quoted in the fixes): what it "
+                                                       f"changes is where the cause lies.")
     fixes = tuple(_fix(s) for s in said if s.kind != CAUSE)
     first = replace(first, fix=fixes + tuple(first.fix))
     before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
@@ -258,8 +323,11 @@ def _with_outcomes(first: Finding, state: RunState) -> Finding:
     """A finding a rule or the failure's structure gives, with what the paste reports about the way out of this very run
     (a change that got it going, the setup or the release it works with): the person's own result on their run, put
     before the rule's levers when the finding is only likely, after them when it is certain. Its category stays the
-    rule's; a reply's advice and the author's reading of the cause are left to the generic findings."""
-    said = [s for s in read(state.paste_lines()) if s.kind in (SOLVED, WORKS, WORKED)]
+    rule's; a reply's advice is added where the rule is not certain, and the author's reading of the cause is left to the
+    generic findings."""
+    # a reply's advice only where the rule does not prove its own reading
+    kinds = (SOLVED, WORKS, WORKED) if first.confidence == "certain" else (SOLVED, WORKS, WORKED, ADVISED)
+    said = [s for s in read(state.paste_lines()) if s.kind in kinds]
     if not said:
         return first
     fixes = tuple(_fix(s) for s in said)

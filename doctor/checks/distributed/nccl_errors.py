@@ -77,8 +77,15 @@ def nccl_system_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                f"reach each other on, firewalls open between them, and for InfiniBand/RoCE the right NCCL_IB_HCA "
                f"(NCCL_IB_DISABLE=1 to test over sockets).",
                "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: the WARN line before the error names the "
-               "failing call and interface."] + shm_fix[:2]
-        return Diagnosis(message=msg, fix=tuple(fix))
+               "failing call and interface."]
+        if nodes:
+            # between nodes the transport is the network: a container's /dev/shm only serves the ranks of one node
+            fix.append("Each node's own transport: run the same job on one node; if it fails there too, check "
+                       "`df -h /dev/shm` in its container (Docker: --shm-size=16g or --ipc=host).")
+            return Diagnosis(message=msg, fix=tuple(fix),
+                             verify="no `unhandled system error`: NCCL initialises across the nodes (with "
+                                    "NCCL_DEBUG=INFO, the ring or tree lines list the other nodes' ranks)")
+        return Diagnosis(message=msg, fix=tuple(fix + shm_fix[:2]))
     msg += (" In a container the default /dev/shm (Docker: 64 MB) is far too small for NCCL between "
             + (f"{world} local ranks" if world else "the local ranks") + ".")
     fix = shm_fix + ["If /dev/shm is large, the same error comes from the network (NCCL_SOCKET_IFNAME set to the right "

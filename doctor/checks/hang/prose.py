@@ -24,9 +24,13 @@ from .slow_bar import PACE_FIX, bar_pace, pace_sentence
 from .symptom_words import (
     ADVICE,
     AFTER_SET_UP,
+    BARE_OOM,
     DENIED,
+    GPU_OOM,
+    GPU_WORDS,
     LOSS_ZERO,
     MEANWHILE,
+    MEANWHILE_NO_TIMEOUT,
     MEANWHILE_NO_TRAINING,
     MEANWHILE_SAID,
     MEANWHILE_UNSCORED,
@@ -40,6 +44,7 @@ from .symptom_words import (
     SET_UP_DONE,
     START,
     SYMPTOMS,
+    TIMEOUT_SAID,
     TRAINING_SAID,
 )
 
@@ -165,6 +170,12 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
                     rl = rl if rl is not None else any(_RL_RUN.search(plain(x.text)) for x in lines)
                     if rl:
                         break
+                if said == GPU_OOM:
+                    # whose memory: the line or the two after it (a title, then its description) name the GPU, or
+                    # the words do not say ("memory oom error")
+                    k = lines.index(ln)
+                    if not any(GPU_WORDS.search(x.text) for x in lines[k:k + 3]):
+                        said = BARE_OOM
                 return (_hang_phase(lines) if category == "hang" else category), said, ln
     return None
 
@@ -334,6 +345,8 @@ class ProseSymptom(Rule):
             fix.append(AFTER_SET_UP)
         elif category in MEANWHILE_NO_TRAINING and _trains_nothing(ctx, prose_lines(lines)):
             fix.append(MEANWHILE_NO_TRAINING[category])
+        elif category in MEANWHILE_NO_TIMEOUT and not any(TIMEOUT_SAID.search(ln.text) for ln in lines):
+            fix.append(MEANWHILE_NO_TIMEOUT[category])
         elif category in MEANWHILE_UNSCORED and ctx.trainer_kind().kind in UNSCORED_KINDS:
             fix.append(MEANWHILE_UNSCORED[category])
         elif category in MEANWHILE:

@@ -25,6 +25,13 @@ CHECKPOINT_NO_GRAD = ("gradient checkpointing leaves no weight that requires gra
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
+GPU_OOM = "the GPU runs out of memory"
+# a line that says whose memory ran out is the GPU's: CUDA, a GPU or card, torch's own error, 显存; without one of these
+# words the reading says only that the run ran out of memory
+GPU_WORDS = lazyre.compile(r"(?i)(?<![a-z0-9])(?:GPUs?|CUDA|VRAM|cards?|torch|OutOfMemoryError|A100|H100|H800|A800|"
+                           r"4090|3090)(?![a-z0-9])|显卡|显存|张卡|单卡|多卡|卡上")
+BARE_OOM = "the run runs out of memory, without saying whether of the GPU or of the host"
+
 SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # DeepSpeed ZeRO-3's warning of CUDA allocator retries ("N pytorch allocator cache flushes since last step. this
     # happens when there is high memory pressure ...": deepspeed/runtime/zero/stage3.py, from the accelerator's
@@ -51,7 +58,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory|OutOfMemory(?:Error)?)(?![a-z0-9])|"
                     r"显存不足|爆显存|显存溢出|显存不够"),
      "cuda-oom",
-     "the GPU runs out of memory"),
+     GPU_OOM),
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
     # (not when the same words give the child's exit status as positive: "Killing subprocess exits with return code =
     # 1" is a Python exception on that rank; a signal shows as a negative code, -9 for SIGKILL)
@@ -422,7 +429,7 @@ PASTE_NEXT = {
     "vllm-oom-or-kv-cache": "the vLLM engine's start-up lines (its memory profile: model weights, KV cache) and "
                             "`nvidia-smi` taken when it fails",
     "host-oom-killed": "`dmesg -T | grep -i -E 'killed|oom'` and the log's last 100 lines",
-    "nccl-timeout": "every rank's log around the first error (search for Traceback, Error or Killed before the timeout)",
+    "nccl-timeout": "every rank's log around the first error (search for Traceback, Error or Killed before the first NCCL error or timeout)",
     "loss-nan-or-inf": "the metric rows of the steps before and at the first NaN",
     "grad-norm-zero": "a few metric rows (loss, grad_norm, reward_std) and the launch command",
     "reward-zero-or-flat": "a few metric rows (reward, reward_std, frac_reward_zero_std) and one completion with its reward",
@@ -437,6 +444,7 @@ PASTE_NEXT = {
     "checkpoint-bloat": "`du -sh` of one checkpoint folder's entries and the save settings (save_steps, save_only_model, "
                         "save_total_limit)",
 }
+
 
 # a symptom named as what to avoid, not as what happened: "To avoid OOM problem, you can consider to reduce ...",
 # "in case of OOM", "为了防止OOM"
@@ -565,6 +573,15 @@ MEANWHILE_NO_TRAINING = {
                 "half precision or quantized, spread it over the GPUs or onto the CPU (device_map='auto', max_memory), "
                 "merge adapters on the CPU, and keep generation's batch and lengths small; a training run's levers "
                 "(batch, accumulation, checkpointing) do not apply to it.",
+}
+
+# the paste says nothing of a timeout: the failure is the communicator's own, not a wait that ran out
+TIMEOUT_SAID = lazyre.compile(r"(?i)\btime(?:d)?[ -]?out\b|\btimeout\b|\bwatchdog\b|超时")
+MEANWHILE_NO_TIMEOUT = {
+    "nccl-timeout": "Meanwhile: rerun with NCCL_DEBUG=INFO (and TORCH_DISTRIBUTED_DEBUG=DETAIL) on every rank: the "
+                    "lines before the failure name the call, the transport (P2P, shared memory, the network "
+                    "interface) and the peer it failed with; a failure only with several GPUs or nodes points at that "
+                    "transport (NCCL_P2P_DISABLE=1, NCCL_SOCKET_IFNAME set to the interface the ranks share).",
 }
 
 MEANWHILE = {
