@@ -30,6 +30,9 @@ _FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("axolotl", ("/axolotl/",)),
     ("unsloth", ("/unsloth/", "unsloth_compiled_cache/", "/unsloth_zoo/")),
     ("verifiers", ("/verifiers/",)),
+    # NeMo-RL's package, and its container's checkout (/opt/nemo-rl, with its 3rdparty/ Megatron-Bridge and NeMo copies)
+    ("nemo-rl", ("/nemo_rl/", "/opt/nemo-rl/")),
+    ("torchtune", ("/torchtune/",)),
     ("ms-swift", ("/swift/trainers/", "/swift/llm/", "/swift/cli/", "/swift/megatron/", "/swift/plugin/",
                   "site-packages/swift/", "/ms-swift/swift/", "/swift/pipelines/", "/swift/rlhf_trainers/")),
     # the package directory, not any folder named trl (a conda env called "trl": envs/trl/lib/...)
@@ -106,6 +109,10 @@ _CMD = (
     ("ms-swift", ("is not implemented in swift.",), False, lazyre.compile(r"\bis not implemented in swift\.(?:llm\.)?plugin\b")),
     ("trl", ("TRL CLI: error:",), False, lazyre.compile(r"^TRL CLI: error:")),
     ("axolotl", ("axolotl.",), False, lazyre.compile(r"\[axolotl\.|\baxolotl\.cli\.")),
+    # torchtune's CLI (torchtune/_cli/tune.py: the subcommands download, ls, cp, run, validate, cat) at the start of a
+    # shell line or after a prompt, a backtick or a shell separator, never inside prose ("fine tune run ...")
+    ("torchtune", ("tune ",), False, lazyre.compile(r"(?:^\s*(?:\$\s*)?|[`;&|]\s*)tune\s+(?:run|download|cp|ls|validate|cat)"
+                                                    r"\s+[\w./-]")),
     # trl's GRPOTrainer where the name stands for trl's: imported from trl, by its module path (a logger's name, an
     # object's repr "<trl.trainer.grpo_trainer.GRPOTrainer object at ...>"), or a method of it in the words CPython's
     # argument errors use ("GRPOTrainer._get_per_token_logps() got an unexpected keyword argument", "... takes 3
@@ -137,7 +144,7 @@ _ANY_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
 _ANY_BLIND_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
     {w for _, words, blind, _ in _CMD if blind for w in words})))
 _NO_MARKS: tuple[frozenset[str], bool] = (frozenset(), False)
-_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl")
+_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl", "nemo-rl", "torchtune")
 # the frameworks that train (a run detected as one of them has a trainer that builds prompts and calls vLLM); the
 # others ``detect`` names are runtimes (vllm, deepspeed, transformers, torch)
 TRAINERS = frozenset({"trl", *_WRAPPERS})
@@ -173,7 +180,8 @@ def issues_of(framework: str | None) -> str:
     """Whose issue tracker to search for a failure no rule knows."""
     return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl", "ms-swift": "ms-swift",
             "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "axolotl": "axolotl", "vllm": "vLLM",
-            "deepspeed": "DeepSpeed", "torch": "PyTorch",
+            "nemo-rl": "NeMo-RL", "torchtune": "torchtune", "nemo-aligner": "NeMo-Aligner",
+            "accelerate": "accelerate", "deepspeed": "DeepSpeed", "torch": "PyTorch",
             "transformers": "transformers"}.get(framework or "", "training framework's")
 
 
@@ -296,7 +304,14 @@ _RUNTIME_TEXT = (
                              r"\bmp_rank_\d+_model_states\.pt\b|_zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt\b|"
                              r"\] \[(?:INFO|WARNING|ERROR|DEBUG)\] \[(?:launch|runner|multinode_runner|real_accelerator|"
                              r"comm|engine|config|logging|state_dict_factory|stage_1_and_2|stage3|partition_parameters|"
-                             r"torch|utils)\.py:\d+:\w+\] |Setting ds_accelerator to|Time to load \w+ op: ")),
+                             r"torch|utils)\.py:\d+:\w+\] |Setting ds_accelerator to|Time to load \w+ op: |"
+                             # an import of it in a pasted script or cell (its optimizers, ops, the engine)
+                             r"^\s*(?:from\s+deepspeed(?:\.[\w.]+)?\s+import\b|import\s+deepspeed\b)")),
+    # an import of accelerate in a pasted script (Accelerator, its utils): a job written on accelerate itself. Its
+    # launcher alone (`accelerate launch`, `python -m accelerate.commands.launch`) is not read: trl's, transformers',
+    # peft's and axolotl's example scripts are launched with it (9 of the 15 development logs where it and nothing else
+    # was told ran another library's trainer)
+    ("accelerate", lazyre.compile(r"^\s*(?:from\s+accelerate(?:\.[\w.]+)?\s+import\b|import\s+accelerate\b)")),
     ("torch", lazyre.compile(r"\btorch\.distributed\.elastic\b|\btorchrun\b|ProcessGroupNCCL|\bc10d\b")),
 )
 
@@ -332,6 +347,10 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     # (unsloth's own entry points name it too: unsloth_train, FastLanguageModel, FastVisionModel)
     ("unsloth", lazyre.compile(r"(?i)\bunsloth(?:_\w+)?\b(?![/-])|\bFast(?:Language|Vision)Model\b")),
     ("axolotl", lazyre.compile(r"(?i)\baxolotl\b(?![/-])")),
+    ("nemo-rl", lazyre.compile(r"(?i)\bnemo[-_ ]?rl\b")),
+    # (NeMo Framework's user guide documents NeMo-Aligner in its model-alignment section)
+    ("nemo-aligner", lazyre.compile(r"(?i)\bnemo[-_ ]?aligner\b|docs\.nvidia\.com/nemo-framework/user-guide/[\w.-]+/"
+                                    r"modelalignment/")),
     # (a class named GRPOTrainer alone may be a project's own: trl only by its name)
     ("trl", lazyre.compile(r"(?i)\btrl\b(?![/-])")),
 )
@@ -411,7 +430,7 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
         version = versions.get("trl")
     elif name == "unsloth":
         version = unsloth_version(texts)
-    elif name in ("vllm", "deepspeed", "torch", "transformers", "llamafactory"):
+    elif name in ("vllm", "deepspeed", "torch", "transformers", "llamafactory", "accelerate"):
         version = versions.get(name)
     return name, version, recipe, source
 

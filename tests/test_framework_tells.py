@@ -1,0 +1,53 @@
+"""More of the ways a paste tells its framework: NeMo-RL's and torchtune's package directories and commands, NeMo-RL
+and NeMo-Aligner named, imports of DeepSpeed and accelerate in pasted code (runtimes), each with the name the report's
+issue hint spells; and the launcher alone that is not read."""
+from __future__ import annotations
+
+from doctor.swift.framework import TRAINERS, detect, issues_of
+
+
+def test_nemo_rl_from_its_checkout_package_and_name():
+    frames = ["/opt/nemo-rl/3rdparty/Megatron-Bridge-workspace/Megatron-Bridge/src/megatron/bridge/utils/"
+              "instantiate_utils.py"]
+    assert detect(frames, [], {})[::3] == ("nemo-rl", "frames")
+    assert detect(["/workspace/RL/nemo_rl/algorithms/grpo.py"], [], {})[::3] == ("nemo-rl", "frames")
+    assert detect([], ["GRPO with NeMo RL hangs after the first step", "torchrun --nproc_per_node 8"], {})[::3] == \
+        ("nemo-rl", "named")
+    assert "nemo-rl" in TRAINERS and issues_of("nemo-rl") == "NeMo-RL"
+
+
+def test_torchtune_from_its_cli_and_frames_never_from_prose():
+    assert detect([], ["$ tune run lora_finetune_single_device --config llama3/8B_qlora_single_device"], {})[::3] == \
+        ("torchtune", "text")
+    assert detect([], ["`tune download meta-llama/Meta-Llama-3-8B-Instruct --output-dir /tmp/m`"], {})[0] == "torchtune"
+    assert detect(["/usr/local/lib/python3.11/dist-packages/torchtune/training/checkpointing/_utils.py"], [], {})[::3] \
+        == ("torchtune", "frames")
+    assert detect([], ["we fine tune run after run and the loss never moves"], {})[0] is None
+    assert issues_of("torchtune") == "torchtune"
+
+
+def test_nemo_aligner_named_or_its_user_guide_linked():
+    link = "Following the steps for DPO Training at https://docs.nvidia.com/nemo-framework/user-guide/latest/" \
+           "modelalignment/dpo.html"
+    assert detect([], [link], {})[::3] == ("nemo-aligner", "named")
+    assert detect([], ["nemo_aligner/algorithms/dpo.py fails"], {})[0] == "nemo-aligner"
+    assert issues_of("nemo-aligner") == "NeMo-Aligner"
+
+
+def test_imports_of_deepspeed_and_accelerate_in_pasted_code_are_runtimes():
+    assert detect([], ["import torch.nn as nn", "from deepspeed.ops.adam.fused_adam import FusedAdam"], {})[::3] == \
+        ("deepspeed", "runtime")
+    assert detect([], ["import deepspeed"], {"deepspeed": "0.14.0"})[:2] == ("deepspeed", "0.14.0")
+    assert detect([], ["from accelerate import Accelerator"], {"accelerate": "1.12.0"})[::3] == ("accelerate", "runtime")
+    assert detect([], ["from accelerate import Accelerator"], {"accelerate": "1.12.0"})[1] == "1.12.0"
+    assert issues_of("accelerate") == "accelerate"
+    # a trainer told wins over a runtime's import
+    assert detect([], ["from trl import GRPOTrainer", "from accelerate import Accelerator"], {})[0] == "trl"
+    # a sentence that mentions importing it is no import
+    assert detect([], ["it fails when I import deepspeed"], {})[0] is None
+
+
+def test_a_launcher_alone_names_no_framework():
+    # trl's, transformers', peft's and axolotl's scripts are launched with it as often as accelerate's own
+    assert detect([], ["accelerate launch --config_file fsdp_config.yaml dpo.py"], {})[0] is None
+    assert detect([], ["python -m accelerate.commands.launch --config_file ./accelerate_fsdp.yaml run.py"], {})[0] is None
