@@ -243,6 +243,9 @@ _ADVICE = [
 ]
 
 
+_REINSTALL = lazyre.compile(r"(?i)\breinstall|\b(?:clean|fresh|new) (?:virtual )?environment\b")
+
+
 def _find_version(sentence: str, masked: str) -> Iterator[Claim]:
     for how, pat in _ADVICE:
         # a pip command in backticks is advice too: the unmasked sentence for "pip install", the masked for words
@@ -297,6 +300,8 @@ def _judge_version(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
         return None
     how, spec = c.value.split(":", 1)
     if how == "spec":
+        if spec.startswith("==") and _REINSTALL.search(sentence):
+            return None   # the installed release again, into a clean environment: its own pins, not a change of release
         if satisfies(have, spec):
             return Verdict(f"{c.subject} {have} is installed: it already satisfies {spec}")
         return None

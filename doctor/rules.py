@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .model import Evidence, Finding, Severity, weaker
 from .registry import RuleMeta, resolve
+from .release_fill import fill_versions
 from .signals import ExceptionInfo, LogLine
 from .sources.swiftconfig import RunConfig
 
@@ -224,7 +225,8 @@ class PatternRule(Rule):
         evidence, count, ranks = fold(self.hits)
         vals = template_values(ctx.run, _filling(self.meta.message, self.hits).groups)
         message = render(self.meta.message, vals)
-        fix = [render(f, vals) for f in self.meta.fix]
+        # a catalog fix's `pkg==<version>`: the version this run printed for the package (release_fill.py)
+        fix = [fill_versions(render(f, vals), ctx.run.versions) for f in self.meta.fix]
         severity = None
         action: str | None = None
         flags: tuple[tuple[str, str], ...] = ()

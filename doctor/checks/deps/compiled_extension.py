@@ -6,6 +6,7 @@ import re
 from ... import lazyre
 from ...engine.state import RunState
 from ...model import Severity
+from ...release_fill import fill_release
 from ...rules import Diagnosis, Hit
 
 _PKG_IN_PATH = (("flash_attn", "flash-attn"), ("vllm", "vllm"), ("deepspeed", "deepspeed"),
@@ -33,9 +34,9 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                     f"on, and the first kernel it needs then fails or the engine never starts. An ImportError here "
                     f"(not 'No module named', which a non-CUDA platform plugin expects) means the installed vllm "
                     f"wheel does not load with this torch, CUDA driver or CUDA libraries.",
-            fix=("Check the pair: `pip show vllm torch` against the torch version that vllm release requires; let "
-                 "`pip install vllm==<version>` install its own torch (a fresh environment is safest) instead of "
-                 "upgrading torch afterwards.",
+            fix=(fill_release("Check the pair: `pip show vllm torch` against the torch version that vllm release "
+                              "requires; let `pip install vllm==<version>` install its own torch (a fresh environment "
+                              "is safest) instead of upgrading torch afterwards.", "vllm", ctx.run.versions.get("vllm")),
                  "Then `python -c 'import vllm._C'` shows the full error: `undefined symbol` means another torch, "
                  "`libcuda.so` / `libcudart.so` missing means the driver or CUDA runtime is not visible."))
     if g.get("xformers"):
@@ -58,8 +59,9 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if pkg == "flash-attn":
         fix.append("Or avoid flash-attn: --attn_impl sdpa.")
     if pkg == "vllm":
-        fix = ["A vllm wheel is built for one torch version: let `pip install vllm==<version>` install its torch "
-               "(ideally in a fresh environment) instead of upgrading torch afterwards."]
+        fix = [fill_release("A vllm wheel is built for one torch version: let `pip install vllm==<version>` install its "
+                            "torch (ideally in a fresh environment) instead of upgrading torch afterwards.", "vllm",
+                            ctx.run.versions.get("vllm"))]
     return Diagnosis(
         message=f"{who} was compiled against a different torch/CUDA than the one installed (undefined symbol "
                 f"{sym[:80]}).",

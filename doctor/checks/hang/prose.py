@@ -10,6 +10,7 @@ from dataclasses import replace
 from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
+from ...release_fill import release_said
 from ...rules import Rule, evidence_of
 from ...signals import LogLine
 from ...sources.prose_text import CJK, LOGGED, WORD, form_or_reply, is_prose, keyed, plain_share
@@ -320,7 +321,8 @@ class ProseSymptom(Rule):
         sized = size_reading(prose_lines(lines), lines)
         if sized is not None and said == said_of(sized):
             msg += f" The numbers: {sized.sentence}."
-        pinned = next((m.group(0) for ln in prose_lines(lines) for m in [PINNED.search(plain(ln.text))] if m), None)
+        pinned = next((m.group(0) for ln in prose_lines(lines) for m in [PINNED.search(plain(ln.text))] if m), None) \
+            or release_said([plain(ln.text) for ln in prose_lines(lines)])
         if category == "import-or-dependency-error" and pinned:
             fix.append(f"Meanwhile: the description names `{pinned}`: install it (`pip install '{pinned}'`) and "
                        f"compare `pip show` of the packages around it (transformers, accelerate, trl, peft, torch, "

@@ -590,10 +590,12 @@ MEANWHILE = {
                             "of a YAML, compose or Kubernetes command that holds an option and its value with a space "
                             "between reaches the program as one argument (join them with '=', or give one item per "
                             "word).",
-    "import-or-dependency-error": "Meanwhile: install the release the description names as working (or the one before "
-                                  "the one it names as breaking) with `pip install '<package>==<version>'`, and "
-                                  "compare `pip show` of the packages around it (transformers, accelerate, trl, peft, "
-                                  "torch) with a setup that worked.",
+    # no release named in the paste: the placeholder stays, with where its values are read
+    "import-or-dependency-error": "Meanwhile: install the release that worked (the one the description names, or the "
+                                  "one before the one it names as breaking; else what `pip show <package>` prints in "
+                                  "a setup that worked) with `pip install '<package>==<version>'`, and compare `pip "
+                                  "show` of the packages around it (transformers, accelerate, trl, peft, torch) with "
+                                  "that setup.",
     "grad-norm-zero": "Meanwhile: if the reward varies while grad_norm is exactly 0, no parameter received a gradient: "
                       "check the trainable parameter count the run prints (`trainable params`), and with LoRA that "
                       "its target modules match the model's layers.",
