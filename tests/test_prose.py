@@ -592,3 +592,14 @@ def test_an_nccl_failure_told_without_a_timeout_gets_no_timeout_advice():
     assert "the timeout is what" not in text and "NCCL_DEBUG=INFO" in text
     timed = [f for f in run("Multi-GPU training hangs and then NCCL timeout after 30 minutes.\n") if f.rule_id == "GD327"]
     assert timed and "the timeout is what the waiting ranks report" in " ".join(timed[0].fix)
+
+
+def test_a_question_that_proposes_a_cause_is_not_the_symptom_the_paste_names():
+    # devlogs66/6928: the loss of 0 is the symptom; "could the torch/CUDA mismatch cause it?" is the author's guess
+    found = [f for f in run("base模型lora微调 loss为0\n"
+                            "因此我安装的torch版本是cu118+torch2.1.2。是否可能由于torch版本与实际cuda版本不匹配导致loss为0？\n")
+             if f.rule_id == "GD327"]
+    assert found and found[0].category == "loss-nan-or-inf" and found[0].evidence[0].line == 1
+    # with only the guess, it is still read
+    alone = [f for f in run("是否可能由于torch版本与实际cuda版本不匹配导致报错？\n") if f.rule_id == "GD327"]
+    assert alone and alone[0].category == "import-or-dependency-error"

@@ -270,6 +270,17 @@ def _fix(said: Said) -> str:
             f"the failure is: keep the working setup, or change one difference at a time." + _pin(said))
 
 
+_READ_PIN = lazyre.compile(r" Read from that sentence: `(pip install [^`]+)`[^`]*$")
+
+
+def _once(fixes: tuple[str, ...], others: tuple[str, ...]) -> tuple[str, ...]:
+    """The outcome fixes without their pip line where another fix already gives the same command."""
+    def trimmed(fix: str) -> str:
+        m = _READ_PIN.search(fix)
+        return fix[:m.start()] if m is not None and any(m.group(1) in o for o in others) else fix
+    return tuple(trimmed(f) for f in fixes)
+
+
 def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]:
     """The findings, the first given the paste's outcome sentences, quoted, as its first fixes when it is generic or
     only possible, and its levers that the paste says were tried without success told so."""
@@ -296,7 +307,7 @@ def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]
                                                        f"(line {solved.line.where.line}, quoted in the fixes): what it "
                                                        f"changes is where the cause lies.")
     fixes = tuple(_fix(s) for s in said if s.kind != CAUSE)
-    first = replace(first, fix=fixes + tuple(first.fix))
+    first = replace(first, fix=_once(fixes, tuple(first.fix)) + tuple(first.fix))
     before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
     pinned = next((s for s in said if s.kind in (SOLVED, ADVISED) and _PACKAGE_CHANGE.search(s.text)), None)
     if first.category == "other" and before is not None:

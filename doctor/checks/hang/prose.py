@@ -161,6 +161,20 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
     sized = size_reading(lines, around)
     if sized is not None:
         return sized.category, said_of(sized), sized.line
+    # a line that asks whether something is the cause ("是否可能由于torch版本...导致loss为0？", "could it be the
+    # driver?") names a guess, not the symptom: read only when no other line names one
+    plain_lines = [ln for ln in lines if not _GUESS.search(ln.text)]
+    found = _first_symptom(plain_lines)
+    return found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines)
+
+
+# a question that proposes a cause
+_GUESS = lazyre.compile(r"(?i)是否(?:可能|是|因为|由于)|会不会是|是不是(?:因为|由于)|难道是|\bcould (?:it|this|that) be\b|"
+                        r"\b(?:is|was) (?:it|this|that) (?:possible|because|due to|caused by)\b|"
+                        r"\bmight (?:it|this|that) be\b")
+
+
+def _first_symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
     rl = None
     for rx, category, said in SYMPTOMS:
         for ln in lines:
