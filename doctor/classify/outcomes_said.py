@@ -8,6 +8,7 @@ Questions ("请问解决了吗？", "Does unsloth still work with ...?"), negati
 and sentences with nothing to act on ("I have fixed it, close this issue.") are not read as outcomes."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -227,39 +228,31 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
     return sorted(out.values(), key=lambda s: s.line.seq)
 
 
+# the packages a sentence may move to a release
+_PACKAGES = (r"torch|transformers|trl|peft|vllm|deepspeed|accelerate|unsloth|ms-swift|datasets|flash[-_]attn|bitsandbytes|"
+             r"xformers|verl|openrlhf|llamafactory")
 # a package and the release the sentence says works: "works fine with trl 0.14.0", "worked with transformers==4.45.2"
 _WORKING_RELEASE = lazyre.compile(
-    r"(?i)\b(?:works?|worked|working|fine|ok)\b[^.;]{0,30}?\b(?:with|on|using|in)\s+`?(?P<pkg>torch|transformers|trl|peft|vllm|"
-    r"deepspeed|accelerate|unsloth|ms-swift|datasets|flash[-_]attn|bitsandbytes|xformers|verl|openrlhf|llamafactory)"
+    r"(?i)\b(?:works?|worked|working|fine|ok)\b[^.;]{0,30}?\b(?:with|on|using|in)\s+`?(?P<pkg>" + _PACKAGES + r")"
     r"`?\s*(?:==|=|v|version\s+)?\s*`?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)\b")
-
-
-def _pin(said: Said) -> str:
-    """A pip line for the release the sentence says works, or ''."""
-    m = _WORKING_RELEASE.search(said.text)
-    return "" if m is None else (f" Read from that sentence: `pip install '{m.group('pkg').lower()}=="
-                                 f"{m.group('ver')}'` restores the release it names as working.")
-
-
 # a package moved to a release by the change that solved it: "Peft版本降低至0.6.0后问题解决", "downgrading peft to 0.6.0
 # fixed it", "transformers替换成4.30.1就正常了"
 _CHANGED_RELEASE = lazyre.compile(
-    r"(?i)\b(?P<pkg>torch|transformers|trl|peft|vllm|deepspeed|accelerate|unsloth|ms-swift|datasets|flash[-_]attn|"
-    r"bitsandbytes|xformers|verl|openrlhf|llamafactory)`?\s*(?:版本)?\s*(?:==|=|降低至|降低到|降至|降到|降级到|降级至|升级到|升级至|"
+    r"(?i)\b(?P<pkg>" + _PACKAGES + r")`?\s*(?:版本)?\s*(?:==|=|降低至|降低到|降至|降到|降级到|降级至|升级到|升级至|"
     r"换成|替换成|改为|改成|(?:back )?to|v)?\s*`?v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)(?![\d.A-Za-z])")
 
 
-def _changed_pin(said: Said) -> str:
-    """A pip line for the release the change that solved it moved a package to, or ''."""
-    m = _CHANGED_RELEASE.search(said.text)
+def _pin(said: Said, rx: re.Pattern = _WORKING_RELEASE, why: str = " restores the release it names as working") -> str:
+    """A pip line for the release the sentence names (as working, or as what a change moved a package to), or ''."""
+    m = rx.search(said.text)
     return "" if m is None else (f" Read from that sentence: `pip install '{m.group('pkg').lower()}=="
-                                 f"{m.group('ver')}'`.")
+                                 f"{m.group('ver')}'`{why}.")
 
 
 def _fix(said: Said) -> str:
     quote = f"“{said.text}”"
     if said.kind == SOLVED:
-        return f"The paste reports what got it going: {quote}. Try that change first." + _changed_pin(said)
+        return f"The paste reports what got it going: {quote}. Try that change first." + _pin(said, _CHANGED_RELEASE, "")
     if said.kind == ADVISED:
         return f"A reply in the paste advises: {quote}."
     if said.kind == WORKED:
