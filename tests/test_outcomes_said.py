@@ -310,3 +310,14 @@ def test_the_release_a_change_moved_to_becomes_a_pip_line(tmp_path: Path) -> Non
     assert first.fix[0].startswith("The paste reports what got it going: “Peft版本降低至0.6.0后问题解决")
     assert first.fix[0].endswith("`pip install 'peft==0.6.0'`.")
     assert "The paste reports the change that got it going (line 2, quoted in the fixes)" in first.message
+
+
+@pytest.mark.parametrize("text,kind", [
+    # devlogs63/6615 (ms-swift deploy): a maintainer's statement of where a parameter applies, and the advice after it
+    ("max_memory 这个参数只对infer_backend pt生效", CAUSE),
+    ("vllm请使用tensor_parallel_size", ADVISED),
+    # devlogs61/6422 (DeepSpeed): the docstring's own limitation
+    ("Note: zero.Init is only applicable to training with ZeRO-3", CAUSE),
+])
+def test_a_limitation_stated_is_a_reading_of_the_cause(text: str, kind: str) -> None:
+    assert [k for k, _ in _read(text)] == [kind]

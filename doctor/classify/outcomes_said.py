@@ -111,16 +111,25 @@ _PACKAGE_CHANGE = lazyre.compile(
 # the author's own reading of the cause: "I think the problem is ...", "It seems ... because ...", "原因是...", "应该是..."
 _CAUSE = lazyre.compile(r"(?i)\b(?:i think (?:it|the|this)|i suspect|the (?:root )?(?:reason|cause) (?:is|was|might be|may be)|"
                         r"(?:is|was|are|were) caused by|found (?:it|that it) (?:was )?caused by)\b|原因是|原因可能是|"
-                        r"怀疑是|我猜测?是|是因为|是由于")
+                        r"怀疑是|我猜测?是|是因为|是由于|"
+                        # a limitation stated: "zero.Init is only applicable to ZeRO-3", "max_memory 这个参数只对infer_backend
+                        # pt生效", "Original consolidated weights are no longer in the HF repo"
+                        r"\bonly (?:applicable|applies|works|supported|effective) (?:to|with|for|on|in|when)\b|"
+                        r"\b(?:is|are) no longer (?:in|available|supported|provided|shipped)\b|只对.{1,40}?(?:生效|有效)|只支持|仅支持")
 _ADVICE = lazyre.compile(r"(?i)^(?:@[\w-]+\s+)*(?:(?:please|maybe|just|so|you (?:should|can|need to|have to|may)|"
                          r"try(?: to)?)\s+)*(?:change|set|use|add|remove|upgrade|downgrade|install|pass|switch|lower|"
-                         r"reduce|increase|disable|enable|place|put|move|pin|replace|update|delete|drop)\b")
+                         r"reduce|increase|disable|enable|place|put|move|pin|replace|update|delete|drop)\b|"
+                         # a reply's advice in Chinese, after the subject it is about: "vllm请使用tensor_parallel_size"
+                         r"^\S{0,20}?(?:请使用|请用|建议使用|建议用|请改用|可以改用|请设置|请升级|请更新)")
 # a program's own advice inside its warning or error ("FutureWarning: ... Use the PyTorch implementation
 # torch.optim.AdamW instead", Ray's "You can use `ray_task_error.cause`"), or a tried change that did not help
 _NOT_ADVICE = lazyre.compile(r"(?i)\w+(?:Warning|Error|Exception)\b|warnings\.warn|\.py:\d+|\binstead\b|https?://|"
                              r"\bcause\b|\bstill\b|\bbut\b|\bsame error\b|\bwithout error\b|还是|仍然")
 # ... naming what to change: a flag, a setting, code, a version
-_SPECIFIC = lazyre.compile(r"`[^`]+`|--?[a-z][\w-]{2,}|\b[a-z]+_[a-z_]+\b|==|\bv?\d+\.\d+")
+# (ASCII edges: a CJK character before "tensor_parallel_size" is a word character to `re`; a dotted name such as
+# zero.Init or torch.compile)
+_SPECIFIC = lazyre.compile(r"`[^`]+`|--?[a-z][\w-]{2,}|(?<![A-Za-z0-9_])[a-z]+_[a-z_]+(?![A-Za-z0-9_])|==|\bv?\d+\.\d+|"
+                           r"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_][A-Za-z0-9_]+(?![A-Za-z0-9_])")
 # a sentence about releases: "worked fine with March release", "before updating", "3.13.0dev还可以正常训练"
 _RELEASE = lazyre.compile(r"(?i)\brelease|\bversion|\bupdat|\bupgrad|\bv?\d+\.\d+|版本|更新|升级|dev\b")
 # where one sentence of a line ends: Chinese and English end marks (". " only before a capital, code or a mention: not
