@@ -603,3 +603,17 @@ def test_a_question_that_proposes_a_cause_is_not_the_symptom_the_paste_names():
     # with only the guess, it is still read
     alone = [f for f in run("是否可能由于torch版本与实际cuda版本不匹配导致报错？\n") if f.rule_id == "GD327"]
     assert alone and alone[0].category == "import-or-dependency-error"
+
+
+def test_a_small_vllm_memory_share_set_in_the_paste_is_the_reading_of_no_room_for_the_cache():
+    # devlogs62/6517 (vLLM on a T4): the author lowered gpu_memory_utilization to 0.1, expecting less memory used
+    text = ("When I reduce gpu_memory_utilization to 0.1, it gets the error :\n"
+            "'No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "
+            "engine.'\n"
+            "llm = LLM(model=\"hiuman/Vistral-7B-Chat-quantize\", quantization=\"AWQ\", gpu_memory_utilization=0.1)\n")
+    found = [f for f in run(text) if f.rule_id == "GD327"][0]
+    assert found.category == "vllm-oom-or-kv-cache"
+    assert "The paste sets gpu_memory_utilization 0.1 (line 3)" in found.message
+    assert found.fix[0].startswith("Raise gpu_memory_utilization from 0.1")
+    # a share that is not small is no reading
+    assert not [f for f in run(text.replace("0.1", "0.9")) if f.rule_id == "GD327"][0].fix[0].startswith("Raise")

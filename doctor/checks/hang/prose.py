@@ -48,6 +48,7 @@ from .symptom_words import (
     TIMEOUT_SAID,
     TRAINING_SAID,
 )
+from .vllm_share_said import small_share
 
 
 def program_lines(lines: list[LogLine]) -> list[LogLine]:
@@ -343,6 +344,9 @@ class ProseSymptom(Rule):
                        f"vllm) with the setup that failed.")
         elif sized is not None and said == said_of(sized):
             fix.append(SIZE_FIXES[sized.kind])
+        elif category == "vllm-oom-or-kv-cache" and (share := small_share(lines)) is not None:
+            msg = msg.replace(" Paste next:", f" {share[0]} Paste next:", 1)
+            fix.insert(0, share[1])
         elif category == "cuda-oom" and (memory := _memory(ctx, lines)) is not None:
             sentence, lever = memory
             if sentence is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ... import lazyre
 from ...engine.state import RunState
 from ...rules import Diagnosis, Hit
+from ..hang.vllm_share_said import share_said
 from ._facts import facts_of
 from ._ladders import _fmt_util, _round_down, vllm_ladder
 from .kv_profile import profile_diagnosis
@@ -138,6 +139,11 @@ def kv_cache_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                "memory for the cache blocks' right after this line. " + msg)
     if f.colocate:
         msg += " In colocate mode the training model in the same process counts against that budget."
+    if cur is None and (said := share_said(ctx.paste_lines())) is not None and said.share < 0.3:
+        # no launch flag read, but the paste's code or command sets the share: `LLM(..., gpu_memory_utilization=0.1)`
+        fix.append(f"{util_flag} 0.9 when vLLM has the GPU alone (now {said.share:g}, read from line "
+                   f"{said.line.where.line}): the share is vLLM's whole budget, weights included, and the cache gets "
+                   f"what is left; lowering it never makes a model fit.")
     if cur is not None and cur < 0.3:
         fix.append(f"{util_flag} 0.3 or more (now {cur_s}): too small a share for weights plus cache.")
     elif cur is not None and not f.colocate:
