@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule, evidence_of
@@ -76,11 +77,20 @@ class ChildFailed(Rule):
         elif sig == "SIGKILL":
             fix.append("SIGKILL without a Python traceback: the host's OOM killer or a scheduler memory limit "
                        "killed the process (see the host OOM finding); check `dmesg -T | grep -i 'killed process'`.")
-        elif sig in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"):
+        elif sig == "SIGBUS":
+            # memory a mapping could not back: torch's DataLoader says so itself for its workers ("Unexpected bus
+            # error encountered in worker. This might be caused by insufficient shared memory (shm)",
+            # torch/utils/data/_utils/signal_handling.py and csrc/DataLoader.cpp)
+            fix.append("A bus error (SIGBUS) is memory that a mapping could not back: most often /dev/shm too small "
+                       "(DataLoader workers and NCCL pass tensors through it; Docker's default is 64 MB), else host RAM "
+                       "or a memory-mapped file exhausted while the model loads. Check `df -h /dev/shm` (Docker: "
+                       "--shm-size=16g or --ipc=host), lower the dataloader workers, and watch `free -g` while it "
+                       "loads; `python -X faulthandler` shows where it crashed.")
+        elif sig in ("SIGSEGV", "SIGFPE", "SIGILL"):
             # the process's own fault: no person or scheduler sends these
             fix.append(f"The process crashed in native code ({sig}): run it with `python -X faulthandler` (or "
-                       "PYTHONFAULTHANDLER=1) to get the Python stack of the crash, and check that torch, vLLM, "
-                       "flash-attn and DeepSpeed were built for the same CUDA and torch (`pip list`).")
+                       f"PYTHONFAULTHANDLER=1) to get the Python stack of the crash, and check that "
+                       f"{_native_packages(ctx)} were built for the same CUDA and torch (`pip list`).")
         elif sig:
             fix.append(f"The process got {sig}: if nobody stopped it by hand, look for a native crash "
                        "(segfault, CUDA error) or a job scheduler ending the job.")
@@ -112,3 +122,15 @@ class ChildFailed(Rule):
         return [self.make(message=msg, fix=fix, evidence=ev, seq=header.seq, severity=Severity.warning,
                           title="torchrun: a training process failed; the summary is cut before its cause",
                           confidence="possible")]
+
+
+# the compiled packages a native crash is usually one of, named only when the log shows them (torch always runs)
+_NATIVE = (("vLLM", lazyre.compile(r"(?i)\bvllm\b")), ("flash-attn", lazyre.compile(r"(?i)\bflash[-_]attn\b")),
+           ("DeepSpeed", lazyre.compile(r"(?i)\bdeepspeed\b")))
+
+
+def _native_packages(ctx: RunState) -> str:
+    texts = [ln.text for tail in ctx.tails.values() for ln in tail] + [k for k in ctx.run.versions]
+    names = ["torch"] + [name for name, rx in _NATIVE if any(rx.search(t) for t in texts)]
+    return "the compiled packages of the environment" if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
