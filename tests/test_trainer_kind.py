@@ -59,6 +59,20 @@ def test_the_frames_tell_the_trainer(paths, want):
     assert kind_of(paths=paths)[0] == want
 
 
+def test_transformers_own_compute_loss_in_the_frames_is_a_supervised_loop():
+    from doctor.swift.trainer_kind import own_loss
+    lib = "/opt/conda/lib/python3.10/site-packages/"
+    # every GRPO, DPO and reward trainer overrides Trainer.compute_loss: the Trainer's own one ran a plain loop
+    assert own_loss([(lib + "transformers/trainer.py", "training_step"), (lib + "transformers/trainer.py", "compute_loss")]) \
+        == "supervised"
+    assert own_loss([(lib + "transformers/trainer.py", "training_step"), (lib + "trl/trainer/grpo_trainer.py", "compute_loss")]) \
+        is None
+    # a trainer module in the frames decides before it (trl's GRPO trainer calling the Trainer's training_step)
+    found = detect({}, None, [], [], [lib + "trl/trainer/grpo_trainer.py", lib + "transformers/trainer.py"],
+                   frames=[(lib + "transformers/trainer.py", "compute_loss")])
+    assert found.kind == "grpo"
+
+
 def test_the_class_names_tell_the_trainer_only_when_one_kind_is_named():
     assert kind_of(texts=["  trainer = DPOTrainer(model, ref_model, args=training_args)"])[0] == "dpo"
     assert kind_of(texts=["trainer = UnslothGRPOTrainer("])[0] == "grpo"

@@ -210,12 +210,21 @@ class MetricMarks:
 _PREFERENCE = lazyre.compile(r"(?:^|/)" + PREFERENCE_KEY + r"\b")
 
 
+def own_loss(frames: Iterable[tuple[str, str]]) -> str | None:
+    """"supervised" when a stack runs transformers' own ``Trainer.compute_loss`` (transformers/trainer.py, function
+    compute_loss): every GRPO, DPO, PPO and reward trainer (trl's, ms-swift's, LLaMA-Factory's) overrides it, so the
+    loop that ran is a plain or supervised one."""
+    return "supervised" if any(path.replace("\\", "/").endswith("transformers/trainer.py") and func == "compute_loss"
+                               for path, func in frames) else None
+
+
 def detect(args: dict, command: str | None, commands: list[str], texts: list[str], paths: Iterable[str],
-           marks: MetricMarks | None = None, loss_rows: int = 0, is_library: object = None) -> TrainerKind:
+           marks: MetricMarks | None = None, loss_rows: int = 0, is_library: object = None,
+           frames: Iterable[tuple[str, str]] = ()) -> TrainerKind:
     """``commands``: the launch commands read (command.txt, launcher lines); ``texts``: those and the log's lines
-    (tails, exception lines); ``paths``: the frames' files."""
+    (tails, exception lines); ``paths``: the frames' files; ``frames``: (file, function) of the same frames."""
     for source, kind in (("config", lambda: from_config(args, command, commands)),
-                         ("frames", lambda: from_frames(paths, is_library)),
+                         ("frames", lambda: from_frames(paths, is_library) or own_loss(frames)),
                          ("text", lambda: from_text(texts)),
                          ("metrics", lambda: marks.kind(loss_rows) if marks is not None else None)):
         got = kind()
@@ -228,13 +237,14 @@ def of_run(run, exceptions=(), open_tracebacks=(), tails=None, marks: MetricMark
            loss_rows: int = 0) -> TrainerKind:
     """``detect`` over what a session holds (the arguments of doctor/swift/framework.py ``of_run``)."""
     from .framework import is_library_path
-    paths = [f.path for e in exceptions for f in e.frames]
-    paths += [f.path for _, frames in open_tracebacks for f in frames]
+    frames = [(f.path, f.func) for e in exceptions for f in e.frames]
+    frames += [(f.path, f.func) for _, stack in open_tracebacks for f in stack]
+    paths = [path for path, _ in frames]
     commands = list(run.command_texts)
     texts = commands + [ln.text for tail in (tails or {}).values() for ln in tail]
     texts += [e.raw for e in list(exceptions)[:20]]
     texts += [v for v in run.implied.values() if isinstance(v, str)]
-    return detect(run.args, run.command, commands, texts, paths, marks, loss_rows, is_library_path)
+    return detect(run.args, run.command, commands, texts, paths, marks, loss_rows, is_library_path, frames)
 
 
 __all__ = ["CONFIG_CLASS", "GROUP_KINDS", "LABEL", "PREFERENCE_KEY", "PREFERENCE_KINDS", "UNSCORED_KINDS", "MetricMarks", "TrainerKind", "detect", "of_run"]
