@@ -321,3 +321,16 @@ def test_the_release_a_change_moved_to_becomes_a_pip_line(tmp_path: Path) -> Non
 ])
 def test_a_limitation_stated_is_a_reading_of_the_cause(text: str, kind: str) -> None:
     assert [k for k, _ in _read(text)] == [kind]
+
+
+def test_the_settings_on_the_lines_after_a_colon_belong_to_the_outcome() -> None:
+    # devlogs62/6525 (verl rollout hang): the way out, then its overrides one a line
+    got = _read("我也遇到了这个问题，把vLLM从v1 engine切换到v0 engine就可以了：",
+                "actor_rollout_ref.rollout.enforce_eager=True \\",
+                "actor_rollout_ref.rollout.free_cache_engine=True \\",
+                "搜到了一个相关的issue")
+    assert got == [(SOLVED, "我也遇到了这个问题，把vLLM从v1 engine切换到v0 engine就可以了： "
+                            "actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.free_cache_engine=True")]
+    # the environment of a command that goes on on the next line is not the way out (devlogs36/4904)
+    assert _read("但是 swift infer 可以正常跑，命令行如下：", "CUDA_VISIBLE_DEVICES=1,2 \\",
+                 "swift infer \\", "--model Qwen/Qwen2.5-VL-7B") == []

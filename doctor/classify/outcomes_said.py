@@ -171,6 +171,8 @@ _ANNOUNCED = lazyre.compile(r"(?i)\b(?:found|have|got|figured out)\s+(?:a |the |
                             r"(?:solution|fix|workaround)\b")
 
 
+# a line that only sets something: `key.path=value \`, `--flag value`, `export NAME=value`, `pip install ...`
+_SETTING_LINE = lazyre.compile(r"^\s*(?:[\w.-]+=\S+|--[\w-]+(?:[= ]\S+)?|export\s+\w+=\S*|pip3? install\s+\S.*)\s*\\?\s*$")
 # a sentence that goes on on the next line: it ends in a colon, an exclamation or a word that needs what follows ("I have
 # solved the issue of llamafactory train by" / "1. install transformers==4.44.2")
 _GOES_ON = lazyre.compile(r"(?i)(?:[:：!！]|\b(?:by|with|via|using|to|as))\s*$")
@@ -202,6 +204,19 @@ def _sentences(lines: Iterable[LogLine]) -> Iterable[tuple[LogLine, str]]:
                     nxt = next((_person_line(n) or n.text.strip() for n in lines[k + 1:k + 2] if n.text.strip()), "")
                     if nxt and _CHANGE.search(nxt) and not _QUESTION.search(nxt):
                         text = f"{text} {nxt}"
+            if i == len(parts) - 1 and text.rstrip().endswith((":", "：")):
+                # "...切换到v0 engine就可以了：" and the settings on the lines after it: they are what was done
+                settings = []
+                for n in lines[k + 1:k + 4]:
+                    if not _SETTING_LINE.match(n.text):
+                        break
+                    settings.append(n.text.strip().rstrip("\\").strip())
+                rest = lines[k + 1 + len(settings):k + 2 + len(settings)]
+                if settings and lines[k + len(settings)].text.rstrip().endswith("\\") and rest and \
+                        rest[0].text.strip() and _person_line(rest[0]) is None:
+                    settings = []   # the environment of a command that goes on ("CUDA_VISIBLE_DEVICES=1,2 \" / "swift infer")
+                if settings:
+                    text = f"{text} {' '.join(settings)}"
             if _CONCRETE.search(text):
                 yield ln, text
 
