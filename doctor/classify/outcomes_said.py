@@ -284,7 +284,8 @@ def _fix(said: Said) -> str:
                 f"`pip freeze`, the old command), then change one thing at a time to find the one that breaks it."
                 + _pin(said))
     return (f"The paste says it works in another setup: {quote}. The difference between the two setups is where "
-            f"the failure is: keep the working setup, or change one difference at a time." + _pin(said))
+            f"the failure is: change one difference at a time, from the working setup towards the failing one, to "
+            f"find which." + _pin(said))
 
 
 _READ_PIN = lazyre.compile(r" Read from that sentence: `(pip install [^`]+)`[^`]*$")

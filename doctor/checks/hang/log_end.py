@@ -235,9 +235,9 @@ class LogEnd(Rule):
                    f"warning it shows is `{shown}`. A warning does not stop a run by itself: it explains the failure "
                    f"only if what went wrong follows from it.")
         elif e.kind == "words":
-            msg = (f"grpo-doctor recognised no exception, error-level line, stop or failing metric in this excerpt, but "
-                   f"its line `{shown}` names a failure in words no rule of grpo-doctor knows. It is reported so that "
-                   f"the excerpt is not taken for a healthy run.")
+            msg = (f"This excerpt holds no exception, error-level line, stop or failing metric that grpo-doctor reads, "
+                   f"but its line `{shown}` says in words that the run failed, in wording no rule matches: the excerpt "
+                   f"is not a healthy run, and the lines of the failure itself are what it lacks.")
         elif e.kind == "crash-header":
             msg = (f"The log ends with a Python traceback's header and nothing after it (`{shown}`): the process "
                    f"crashed in {e.phase}" + (f", right after `{e.detail}`" if e.detail else "") +
