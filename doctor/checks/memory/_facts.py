@@ -168,6 +168,10 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
     f.known = swiftish or trlish
     f.mm = run.swift_major_minor
     f.tuner = run.tuner()
+    if f.tuner is None and (_bool(a.get("use_peft")) or "lora_r" in a):
+        f.tuner = "lora"   # trl's ModelConfig: --use_peft with --lora_r
+    elif f.tuner is None and isinstance(a.get("finetuning_type"), str):
+        f.tuner = a["finetuning_type"]   # LLaMA-Factory's finetuning_type: lora, freeze, full
     major = run.major
     if "tuner_type" in run.cli or major == 4 or (major is None and "train_type" not in run.cli):
         f.tuner_flag = "tuner_type"
@@ -209,7 +213,8 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
     f.grad_ckpt = _bool(a.get("gradient_checkpointing"))
     f.beta = as_number(a.get("beta"))
     f.trainer = from_config(a, run.command, run.command_texts)
-    f.model = a.get("model") if isinstance(a.get("model"), str) else None
+    # ms-swift's --model; transformers' and trl's example scripts take --model_name_or_path (ModelArguments)
+    f.model = next((v for v in (a.get("model"), a.get("model_name_or_path")) if isinstance(v, str)), None)
     f.params = params_b(f.model)
     f.env = dict(run.env)
     if f.trainer_launch:

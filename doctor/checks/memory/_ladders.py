@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...swift.trainer_kind import GROUP_KINDS
+from ...values import as_number
 from .._numbers import assumptions, computed, read_or
 from ._facts import DOC_MAX_PIXELS, Facts, fmt_gib
 
@@ -43,6 +44,12 @@ def _gb(x: float) -> str:
     return f"{x:.0f} GB" if x >= 10 else f"{x:.1f} GB"
 
 
+def _llamafactory(f: Facts) -> bool:
+    """The run is LLaMA-Factory's: its CLI in a launch line, or its own arguments."""
+    return any("llamafactory-cli" in t or "llmtuner" in t for t in f.run.command_texts) or \
+        "finetuning_type" in f.run.args
+
+
 def _mp_advice(f: Facts, cut: bool = False) -> str | None:
     if not f.vl and not f.max_pixels_log:
         return None
@@ -50,6 +57,16 @@ def _mp_advice(f: Facts, cut: bool = False) -> str | None:
     if mp is None and f.max_pixels_log and f.max_pixels_log[1]:
         mp = str(f.max_pixels_log[0])
     vid = {k: f.env[k] for k in ("VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES") if k in f.env}
+    if mp is None and _llamafactory(f):
+        # LLaMA-Factory caps images in its own arguments (hparams/model_args.py image_max_pixels, default 768*768;
+        # video_max_pixels), not through ms-swift's MAX_PIXELS variable
+        lf = as_number(f.run.args.get("image_max_pixels"))
+        if lf is not None and lf <= DOC_MAX_PIXELS:
+            return None   # already capped at or below the value advised
+        now = f"now {lf:g}" if lf is not None else "LLaMA-Factory's default 589824"
+        return (f"{f.model or 'This model'} is a vision-language model: each image is encoded at up to "
+                f"image_max_pixels ({now}). Set `image_max_pixels: {DOC_MAX_PIXELS}` in the training YAML (and "
+                f"`video_max_pixels` for videos): fewer image tokens and smaller vision-encoder activations.")
     if mp is None:
         default = (f" (the log shows the default max_pixels {f.max_pixels_log[0]}, "
                    f"{f.max_pixels_log[0] / DOC_MAX_PIXELS:.0f}x more)" if f.max_pixels_log else "")
@@ -144,6 +161,22 @@ def batch_advice(f: Facts) -> str | None:
     return (f"--per_device_train_batch_size {nb} with --{mult} {nmult} (was {b} x {ga_}): the same "
             f"{computed(b * cur_ga, ga_)} {f.samples} per rank and step, half the activations at a time"
             f"{assumptions((mult, ga_), why='the default, not in the inputs')}.")
+
+
+def _llamafactory_levers(f: Facts) -> list[str]:
+    """LLaMA-Factory's own levers, in its argument names (hparams/data_args.py cutoff_len, model_args.py
+    quantization_bit): the sequence length it cuts samples at, and a 4-bit base under LoRA."""
+    if not _llamafactory(f):
+        return []
+    out = []
+    cut = as_number(f.run.args.get("cutoff_len"))
+    if cut is not None and cut >= 1024:
+        out.append(f"`cutoff_len: {int(cut) // 2}` (was {int(cut)}) in the training YAML: activations and logits grow "
+                   f"with the sequence length it cuts samples at.")
+    if (f.tuner or "").lower() == "lora" and f.run.args.get("quantization_bit") is None:
+        out.append("`quantization_bit: 4` in the training YAML (QLoRA: the frozen base in 4 bits, about a quarter of "
+                   "its bf16 memory).")
+    return out
 
 
 def length_advice(f: Facts) -> str | None:
@@ -317,6 +350,7 @@ def training_ladder(f: Facts, oom: dict[str, Any]) -> list[str]:
     for adv in (tuner_advice(f) or generic_lora, batch_advice(f), length_advice(f), ckpt_advice(f), beta_advice(f)):
         if adv:
             out.append(adv)
+    out.extend(_llamafactory_levers(f))
     if not frag_first:
         a = alloc_conf_advice(f, oom)
         if a:
