@@ -52,6 +52,9 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
                  f"(python -c 'import torch; print(torch.__version__, torch.version.cuda)').",
                  "Or install the CUDA runtime it expects."))
     sym = g.get("sym") or "?"
+    jit = _JIT_CACHE.search(text)
+    if jit is not None:
+        return _jit_cache_fix(jit, sym, ctx)
     who = pkg or "a compiled extension"
     fix = [f"Reinstall {who} against the installed torch: pip install --force-reinstall --no-build-isolation {who}"
            if pkg and pkg != "torch" else "Reinstall the package whose .so appears in the error against the "
@@ -66,6 +69,32 @@ def binary_ext_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         message=f"{who} was compiled against a different torch/CUDA than the one installed (undefined symbol "
                 f"{sym[:80]}).",
         fix=tuple(fix))
+
+
+# an op built just in time into torch's extension cache (torch/utils/cpp_extension.py _get_build_directory:
+# $TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions/<py>_<cu>/<name>; DeepSpeed's op_builder builder.py jit_load
+# builds fused_adam, cpu_adam... there on first use)
+_JIT_CACHE = lazyre.compile(r"(?P<dir>\S*torch_extensions/(?P<tag>[\w.]+)/(?P<op>\w+))/\w+\.so")
+_NO_COMPILER = lazyre.compile(r"\['which', 'c\+\+'\]' returned non-zero|\bc\+\+: (?:command )?not found|"
+                              r"\bninja: (?:command )?not found|nvcc: (?:command )?not found")
+
+
+def _jit_cache_fix(jit: re.Match[str], sym: str, ctx: RunState) -> Diagnosis:
+    op, tag = jit.group("op"), jit.group("tag")
+    no_cc = next((ln for tail in ctx.tails.values() for ln in tail if _NO_COMPILER.search(ln.text)), None)
+    msg = (f"{op}.so is an op built just in time into torch's extension cache ({jit.group('dir')}), built earlier "
+           f"for another torch or CUDA: the cached build is loaded instead of a new one (undefined symbol "
+           f"{sym[:80]}).")
+    if no_cc is not None:
+        msg += (f" The log also shows no compiler (line {no_cc.where.line}: `{no_cc.text.strip()[:100]}`), so the op "
+                f"could not be rebuilt for the installed torch.")
+    fix = (f"Delete the cached build (`rm -rf {jit.group('dir')}`, or point TORCH_EXTENSIONS_DIR at a fresh folder) "
+           f"so it is rebuilt for the installed torch ({tag})" + (": install a C++ compiler first (`apt install "
+                                                                "build-essential`; `which c++` must answer)" if no_cc
+                                                                else "") + ".",
+           "Or build the ops when installing instead of at run time (DeepSpeed: `DS_BUILD_OPS=1 pip install deepspeed "
+           "--no-build-isolation`, or DS_BUILD_FUSED_ADAM=1 for this op alone), with nvcc matching torch.version.cuda.")
+    return Diagnosis(message=msg, fix=fix)
 
 
 # the lines xformers/_cpp_lib.py prints under its warning: what the wheel was built for, and what the run has
