@@ -129,7 +129,8 @@ _NOT_ADVICE = lazyre.compile(r"(?i)\w+(?:Warning|Error|Exception)\b|warnings\.wa
 # (ASCII edges: a CJK character before "tensor_parallel_size" is a word character to `re`; a dotted name such as
 # zero.Init or torch.compile)
 _SPECIFIC = lazyre.compile(r"`[^`]+`|--?[a-z][\w-]{2,}|(?<![A-Za-z0-9_])[a-z]+_[a-z_]+(?![A-Za-z0-9_])|==|\bv?\d+\.\d+|"
-                           r"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_][A-Za-z0-9_]+(?![A-Za-z0-9_])")
+                           r"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_][A-Za-z0-9_]+(?![A-Za-z0-9_])|"
+                           r"(?i:\bZeRO-?\d\b|\bstage\s*\d\b)")
 # a sentence about releases: "worked fine with March release", "before updating", "3.13.0dev还可以正常训练"
 _RELEASE = lazyre.compile(r"(?i)\brelease|\bversion|\bupdat|\bupgrad|\bv?\d+\.\d+|版本|更新|升级|dev\b")
 # where one sentence of a line ends: Chinese and English end marks (". " only before a capital, code or a mention: not
