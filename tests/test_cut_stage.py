@@ -234,7 +234,7 @@ def test_a_ray_task_cut_at_the_reward_call_is_the_reward_computation_with_the_wr
     assert f.rule_id == "GD999" and f.category == "reward-function-error" and f.confidence == "possible"
     assert f.title == "The reward computation failed; the exception is not in the excerpt"
     assert "Ray's RayTaskError line above these frames names the exception: NotImplementedError" in f.message
-    assert [e.line for e in f.evidence] == [6, 9]  # the header, the last frame's File line
+    assert [e.line for e in f.evidence] == [6, 9, 10]  # the header, the last frame's File line and its statement
     assert not any(g.rule_id == "GD312" and g.severity.name in ("error", "warning") for g in run_text(VERL))
 
 

@@ -209,6 +209,10 @@ class Unrecognised(Rule):
             if user:
                 fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}.")
             ev = [Evidence(line.where.path, line.where.line, line.raw)]
+            # the last frame's source line under its header: the statement that was running when the paste stops
+            code = next(iter(ctx.lines_after(line.where.path, line.seq, 1)), None)
+            if code is not None and code.text.strip() and not code.text.lstrip().startswith(("File ", "Traceback")):
+                ev.append(Evidence(code.where.path, code.where.line, code.raw))
             record = error_record_before(ctx, line) if head is None and ray is None else None
             warned = failed_warning_before(ctx, line) if head is None and ray is None and record is None else None
             if warned is not None:
