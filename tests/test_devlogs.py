@@ -340,7 +340,6 @@ KNOWN_MISSES_43: dict[str, str] = {
 KNOWN_MISSES_44: dict[str, str] = {
     "4705": "vLLM 0.8.3 Ray workers dying; a side remark about OOM in an older release read as the failure: GD327 cuda-oom",
     "4723": "unsloth 2025.8.9 beside trl 0.12.0 in an environment list (a release window not read): GD328",
-    "4725": "steps that pin transformers 4.44.2 and comment out a version check, said as solving it: GD328",
     "4730": "a LLaMA-Factory SFT stack cut in the DDP forward, the error not in the excerpt: GD204 cuda-oom",
 }
 KNOWN_MISSES_42: dict[str, str] = {
@@ -468,7 +467,6 @@ KNOWN_MISSES_61: dict[str, str] = {
     "6415": "the maintainer's 'pip install -U ms-swift / fixed in PR' in the paste, not read: GD328",
     "6422": "a title naming zero.Init under ZeRO stage 2 (a ZeRO-3-only API): GD328",
     "6423": "a ds_report dump beside a device-mismatch told in prose: GD329",
-    "6428": "NameError for a library class whose optional import failed (NeMo / megatron.core): GD999",
     "6429": "a VLM's image-token count refusal (transformers llava _merge_input_ids_with_image_features): GD999",
 }
 KNOWN_MISSES_62: dict[str, str] = {
