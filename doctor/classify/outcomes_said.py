@@ -1,27 +1,22 @@
 """What a paste's own sentences say about the way out: a change that solved it ("switching from IP to hostname solved it",
 "transformers替换成4.30.1就正常了"), a setup in which the same run works ("it works fine on one GPU", "Works on V0
-Engine"), or a time it worked ("Yesterday everything worked well"). A post-pass over the ordered findings, like
-word_reading.py: a generic or only possible primary finding is given those sentences, quoted, as its first fix, since
-they are the only ground the report has beyond the description. Pure: the kept lines in, findings out.
+Engine"), or a time it worked ("Yesterday everything worked well"); a reply's advice and the author's reading of the
+cause. outcomes_amend.py puts them on the findings. Pure: the kept lines in, sentences out.
 
 Questions ("请问解决了吗？", "Does unsloth still work with ...?"), negations ("doesn't work with", "still not solved")
 and sentences with nothing to act on ("I have fixed it, close this issue.") are not read as outcomes."""
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import lazyre
-from ..model import Finding, Severity
 from ..signals import LogLine
 from ..sources.prose_text import LOGGED, loosely_prose
-from .tried_said import mark_tried
-from .word_reading import GENERIC
 
 if TYPE_CHECKING:
-    from ..engine.state import RunState
+    pass
 
 SOLVED = "solved"
 WORKS = "works-elsewhere"
@@ -97,10 +92,10 @@ _CHANGE = lazyre.compile(
     r"降低|降至|降到|使用|指定|(?i:\b(?:release|version)\s+v?\d+\.\d+)")
 _MAX_QUOTE = 240
 # a setting changed: a flag, a key with its value, an environment variable
-_SETTING_CHANGE = lazyre.compile(r"--[a-z][\w-]{2,}|`?\b[a-z]+_[a-z_]+\b`?\s*[:=]\s*\S|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+SETTING_CHANGE = lazyre.compile(r"--[a-z][\w-]{2,}|`?\b[a-z]+_[a-z_]+\b`?\s*[:=]\s*\S|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
 # a change of a package's release: "transformers替换成4.30.1", "use ms-swift 3.8.3", "try use transformers==4.57.1",
 # "pip install --upgrade unsloth", "Update your PEFT"
-_PACKAGE_CHANGE = lazyre.compile(
+PACKAGE_CHANGE = lazyre.compile(
     r"(?i)[\w.-]+\s*==\s*v?\d|\bpip install\b|\b(?:upgrad|updat|downgrad|reinstall)\w*\b.{0,40}\b(?:torch|transformers|"
     r"trl|peft|vllm|deepspeed|accelerate|unsloth\w*|ms-swift|swift|flash[-_]attn|datasets|bitsandbytes|xformers|"
     r"llama-?factory|verl|openrlhf|cuda|nccl|driver)\b|\b(?:use|install|try)\b.{0,20}\b(?:torch|transformers|trl|peft|"
@@ -132,7 +127,7 @@ _SPECIFIC = lazyre.compile(r"`[^`]+`|--?[a-z][\w-]{2,}|(?<![A-Za-z0-9_])[a-z]+_[
                            r"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_][A-Za-z0-9_]+(?![A-Za-z0-9_])|"
                            r"(?i:\bZeRO-?\d\b|\bstage\s*\d\b)")
 # a sentence about releases: "worked fine with March release", "before updating", "3.13.0dev还可以正常训练"
-_RELEASE = lazyre.compile(r"(?i)\brelease|\bversion|\bupdat|\bupgrad|\bv?\d+\.\d+|版本|更新|升级|dev\b")
+RELEASE = lazyre.compile(r"(?i)\brelease|\bversion|\bupdat|\bupgrad|\bv?\d+\.\d+|版本|更新|升级|dev\b")
 # where one sentence of a line ends: Chinese and English end marks (". " only before a capital, code or a mention: not
 # inside "v0.14.0" or "e.g. this")
 _SENTENCE_END = lazyre.compile(r"(?<=[。！？!?；;])(?![。！？!?；;])\s*|(?<=[\w)\]`\"'][.])\s+(?=[A-Z@`*(\[])")
@@ -253,125 +248,4 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
     return sorted(out.values(), key=lambda s: s.line.seq)
 
 
-# the packages a sentence may move to a release
-_PACKAGES = (r"torch|transformers|trl|peft|vllm|deepspeed|accelerate|unsloth|ms-swift|datasets|flash[-_]attn|bitsandbytes|"
-             r"xformers|verl|openrlhf|llamafactory")
-# a package and the release the sentence says works: "works fine with trl 0.14.0", "worked with transformers==4.45.2"
-_WORKING_RELEASE = lazyre.compile(
-    r"(?i)\b(?:works?|worked|working|fine|ok)\b[^.;]{0,30}?\b(?:with|on|using|in)\s+`?(?P<pkg>" + _PACKAGES + r")"
-    r"`?\s*(?:==|=|v|version\s+)?\s*`?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)\b")
-# a package moved to a release by the change that solved it: "Peft版本降低至0.6.0后问题解决", "downgrading peft to 0.6.0
-# fixed it", "transformers替换成4.30.1就正常了"
-_CHANGED_RELEASE = lazyre.compile(
-    r"(?i)\b(?P<pkg>" + _PACKAGES + r")`?\s*(?:版本)?\s*(?:==|=|降低至|降低到|降至|降到|降级到|降级至|升级到|升级至|"
-    r"换成|替换成|改为|改成|(?:back )?to|v)?\s*`?v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)(?![\d.A-Za-z])")
-
-
-def _pin(said: Said, rx: re.Pattern = _WORKING_RELEASE, why: str = " restores the release it names as working") -> str:
-    """A pip line for the release the sentence names (as working, or as what a change moved a package to), or ''."""
-    m = rx.search(said.text)
-    return "" if m is None else (f" Read from that sentence: `pip install '{m.group('pkg').lower()}=="
-                                 f"{m.group('ver')}'`{why}.")
-
-
-def _fix(said: Said) -> str:
-    quote = f"“{said.text}”"
-    if said.kind == SOLVED:
-        return f"The paste reports what got it going: {quote}. Try that change first." + _pin(said, _CHANGED_RELEASE, "")
-    if said.kind == ADVISED:
-        return f"A reply in the paste advises: {quote}."
-    if said.kind == WORKED:
-        return (f"The paste says it worked before: {quote}. Go back to the versions and settings that worked (their "
-                f"`pip freeze`, the old command), then change one thing at a time to find the one that breaks it."
-                + _pin(said))
-    return (f"The paste says it works in another setup: {quote}. The difference between the two setups is where "
-            f"the failure is: change one difference at a time, from the working setup towards the failing one, to "
-            f"find which." + _pin(said))
-
-
-_READ_PIN = lazyre.compile(r" Read from that sentence: `(pip install [^`]+)`[^`]*$")
-
-
-def _once(fixes: tuple[str, ...], others: tuple[str, ...]) -> tuple[str, ...]:
-    """The outcome fixes without their pip line where another fix already gives the same command."""
-    def trimmed(fix: str) -> str:
-        m = _READ_PIN.search(fix)
-        return fix[:m.start()] if m is not None and any(m.group(1) in o for o in others) else fix
-    return tuple(trimmed(f) for f in fixes)
-
-
-def amend_by_outcomes(findings: list[Finding], state: RunState) -> list[Finding]:
-    """The findings, the first given the paste's outcome sentences, quoted, as its first fixes when it is generic or
-    only possible, and its levers that the paste says were tried without success told so."""
-    if not findings:
-        return findings
-    first = findings[0]
-    if first.severity < Severity.warning:
-        return findings
-    if first.rule_id not in GENERIC and first.confidence != "possible":
-        return [_with_outcomes(first, state), *findings[1:]]
-    lines = state.paste_lines()  # a long paste's title and description at its top too
-    first = mark_tried(first, lines)
-    said = read(lines)
-    if not said:
-        return [first, *findings[1:]]
-    cause = next((s for s in said if s.kind == CAUSE), None)
-    if cause is not None:
-        # the author's reading, said as theirs: the report has no reading of its own to put beside it
-        first = replace(first, message=first.message + f" The paste's own reading of the cause: “{cause.text}”.")
-    solved = next((s for s in said if s.kind == SOLVED), None)
-    if solved is not None:
-        # the change that got this very run going is the best ground the report has for its cause
-        first = replace(first, message=first.message + f" The paste reports the change that got it going "
-                                                       f"(line {solved.line.where.line}, quoted in the fixes): what it "
-                                                       f"changes is where the cause lies.")
-    fixes = tuple(_fix(s) for s in said if s.kind != CAUSE)
-    first = replace(first, fix=_once(fixes, tuple(first.fix)) + tuple(first.fix))
-    before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
-    pinned = next((s for s in said if s.kind in (SOLVED, ADVISED) and _PACKAGE_CHANGE.search(s.text)), None)
-    if first.category == "other" and before is not None:
-        # the same code worked with an earlier release and fails with a later one: what changed is a package
-        first = replace(first, category="import-or-dependency-error", confidence="possible",
-                        message=first.message + f" The paste says it worked with an earlier release (“{before.text}”): "
-                                                f"a regression between releases, so the category is a package "
-                                                f"version's, from its words.")
-    elif first.category == "other" and pinned is not None:
-        # the way out the paste gives is another release of a package: the failure was that release's
-        first = replace(first, category="import-or-dependency-error", confidence="possible",
-                        message=first.message + f" The way out the paste gives is another release of a package "
-                                                f"(“{pinned.text}”), so the category is a package version's, from "
-                                                f"its words.")
-    setting = next((s for s in said if s.kind in (SOLVED, ADVISED) and _SETTING_CHANGE.search(s.text)), None)
-    if first.category == "other" and setting is not None and before is None and pinned is None:
-        first = replace(first, category="argument-error-other", confidence="possible",
-                        message=first.message + f" The way out the paste gives is a setting (“{setting.text}”), so "
-                                                f"the category is a setting's, from its words.")
-    return [first, *findings[1:]]
-
-
-def _with_outcomes(first: Finding, state: RunState) -> Finding:
-    """A finding a rule or the failure's structure gives, with what the paste reports about the way out of this very run
-    (a change that got it going, the setup or the release it works with): the person's own result on their run, put
-    before the rule's levers when the finding is only likely, after them when it is certain. Its category stays the
-    rule's; a reply's advice is added where the rule is not certain, and the author's reading of the cause is left to the
-    generic findings."""
-    # a reply's advice only where the rule does not prove its own reading
-    kinds = (SOLVED, WORKS, WORKED) if first.confidence == "certain" else (SOLVED, WORKS, WORKED, ADVISED)
-    said = [s for s in read(state.paste_lines()) if s.kind in kinds]
-    if not said:
-        return first
-    fixes = tuple(_fix(s) for s in said)
-    first = replace(first, fix=fixes + tuple(first.fix) if first.confidence != "certain" else tuple(first.fix) + fixes)
-    before = next((s for s in said if s.kind == WORKED and _RELEASE.search(s.text)), None)
-    if before is not None and first.confidence == "likely" and first.category == "argument-error-other":
-        # a setting the rule reads as the cause, in a setup the paste says worked with an earlier release: the setting
-        # did not change between the two, the release did
-        first = replace(first, category="import-or-dependency-error", confidence="possible",
-                        alternatives=("argument-error-other",),
-                        message=first.message + f" The paste says the same setup worked with an earlier release "
-                                                f"(“{before.text}”): what changed between the two is a package's "
-                                                f"release, so the category is a package version's, from its words.")
-    return first
-
-
-__all__ = ["ADVISED", "CAUSE", "SOLVED", "WORKED", "WORKS", "Said", "amend_by_outcomes", "read"]
+__all__ = ["ADVISED", "CAUSE", "PACKAGE_CHANGE", "RELEASE", "SETTING_CHANGE", "SOLVED", "WORKED", "WORKS", "Said", "read"]

@@ -1,7 +1,7 @@
 """What a paste says was already tried without success ("已经把batch调到1了还是不行", "I tried lowering the learning rate
 but the loss is still 0"), and which of a finding's levers that rules out: a fix bullet that names such a lever is
 told so, with the sentence quoted, instead of being offered as new. Pure: the kept lines and a finding in, a finding
-out (called by outcomes_said.amend_by_outcomes for the same findings)."""
+out (called by outcomes_amend.amend_by_outcomes for the same findings)."""
 from __future__ import annotations
 
 from collections.abc import Iterable

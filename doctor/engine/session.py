@@ -11,7 +11,7 @@ from typing import Any
 
 from ..claims import RunFacts, read_oom
 from ..claims import check_finding as check_claims
-from ..classify.outcomes_said import amend_by_outcomes
+from ..classify.outcomes_amend import amend_by_outcomes
 from ..classify.word_reading import place_by_words
 from ..confidence import assess
 from ..gate import WordGate
