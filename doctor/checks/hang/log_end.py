@@ -236,8 +236,8 @@ class LogEnd(Rule):
                    f"only if what went wrong follows from it.")
         elif e.kind == "words":
             msg = (f"This excerpt holds no exception, error-level line, stop or failing metric that grpo-doctor reads, "
-                   f"but its line `{shown}` says in words that the run failed, in wording no rule matches: the excerpt "
-                   f"is not a healthy run, and the lines of the failure itself are what it lacks.")
+                   f"but its line `{shown}` says in words that the run failed (in wording no rule matches): the excerpt "
+                   f"is not a healthy run, and the failure itself was not read from it.")
         elif e.kind == "crash-header":
             msg = (f"The log ends with a Python traceback's header and nothing after it (`{shown}`): the process "
                    f"crashed in {e.phase}" + (f", right after `{e.detail}`" if e.detail else "") +
