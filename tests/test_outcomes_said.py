@@ -334,3 +334,26 @@ def test_the_settings_on_the_lines_after_a_colon_belong_to_the_outcome() -> None
     # the environment of a command that goes on on the next line is not the way out (devlogs36/4904)
     assert _read("但是 swift infer 可以正常跑，命令行如下：", "CUDA_VISIBLE_DEVICES=1,2 \\",
                  "swift infer \\", "--model Qwen/Qwen2.5-VL-7B") == []
+
+
+@pytest.mark.parametrize("text,kind", [
+    # devlogs40/3920 (Ray placement), devlogs49/5111 (DeepSpeed load_checkpoint), devlogs65/6701 (trl ref_model)
+    ("Therefore, I think the issue is not related to the setting of `master_addr`, but instead to how the packing is "
+     "managed by the Ray placement group.", CAUSE),
+    ("It is because engine.module is partitioned, and load_checkpoint() wants a pristine model.", CAUSE),
+    ("The root cause is that `max_model_len` is too small for the prompt.", CAUSE),
+    ("The error occurs because deepspeed 0.15.0 is incompatible with torch 2.4.", CAUSE),
+    # devlogs19/1908 (transformers pin), devlogs62/6530 (another checkpoint): the failure gone is a way out
+    ("When I pin to transformers==4.52.4 the issue is gone.", SOLVED),
+    ("error with `decapoda-research/llama-7b-hf` but the error went away using `huggyllama/llama-7b`", SOLVED),
+])
+def test_a_cause_or_a_failure_gone_said_in_more_words(text: str, kind: str) -> None:
+    assert [k for k, _ in _read(text)] == [kind]
+
+
+@pytest.mark.parametrize("text", [
+    "the problem is still there with `vllm==0.8.5`",
+    "the problem never went away after I upgraded vllm to 0.8",
+])
+def test_a_failure_that_stays_is_neither_a_cause_nor_a_way_out(text: str) -> None:
+    assert _read(text) == []

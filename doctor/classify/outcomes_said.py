@@ -35,6 +35,8 @@ _SOLVED = lazyre.compile(
     r"就(?:可以|好|正常|行|能跑|能训练)了|(?:问题)?(?:已经|已)?解决了|可以解决|(?:就|后|後|之后|以后)正常了|(?:就|后|後)(?:能|可以)正常|"
     # "Peft版本降低至0.6.0后问题解决，但...": the change, then "问题解决" without 了
     r"(?:后|後|之后|以后)(?:问题)?(?:就|得到|已)?解决|"
+    # "When I pin to transformers==4.52.4 the issue is gone", "the error went away using huggyllama/llama-7b"
+    r"\b(?:issue|problem|error|bug|crash|hang)s? (?:is|are|was|were) gone\b|\b(?:went|goes) away\b|\bdisappear(?:s|ed)\b|"
     # "I just found a solution that works!", "I figured out a workaround:": the change follows, in the next sentence
     # or line
     r"\b(?:found|have|got|figured out)\s+(?:a |the |an? (?:easy |simple )?)?(?:solution|fix|workaround)\b")
@@ -105,6 +107,11 @@ PACKAGE_CHANGE = lazyre.compile(
 # NPROC_PER_NODE before `swift sft`", "Please update with `pip install --upgrade unsloth`", "try --enforce-eager"
 # the author's own reading of the cause: "I think the problem is ...", "It seems ... because ...", "原因是...", "应该是..."
 _CAUSE = lazyre.compile(r"(?i)\b(?:i think (?:it|the|this)|i suspect|the (?:root )?(?:reason|cause) (?:is|was|might be|may be)|"
+                        # "the problem is that ...", "This is because ...", "The error occurs because ..."
+                        r"the (?:problem|issue|bug) (?:is|was|seems to be|must be) (?!(?:gone|fixed|solved|resolved|still|now|"
+                        r"not|the same|also|here)\b)(?:that )?|"
+                        r"(?:this|it|which) (?:is|was|happens|happened|occurs) (?:because|due to)|"
+                        r"(?:occurs|happens|arises|fails|failed|crashes) because|"
                         r"(?:is|was|are|were) caused by|found (?:it|that it) (?:was )?caused by)\b|原因是|原因可能是|"
                         r"怀疑是|我猜测?是|是因为|是由于|"
                         # a limitation stated: "zero.Init is only applicable to ZeRO-3", "max_memory 这个参数只对infer_backend
@@ -120,6 +127,10 @@ _ADVICE = lazyre.compile(r"(?i)^(?:@[\w-]+\s+)*(?:(?:please|maybe|just|so|you (?
 # torch.optim.AdamW instead", Ray's "You can use `ray_task_error.cause`"), or a tried change that did not help
 _NOT_ADVICE = lazyre.compile(r"(?i)\w+(?:Warning|Error|Exception)\b|warnings\.warn|\.py:\d+|\binstead\b|https?://|"
                              r"\bcause\b|\bstill\b|\bbut\b|\bsame error\b|\bwithout error\b|还是|仍然")
+# a program's own words, or a cause that did not hold ("but", "still"): not the author's reading (the word "cause" is its
+# point here)
+_NOT_CAUSE = lazyre.compile(r"(?i)\w+(?:Warning|Error|Exception)\b|warnings\.warn|\.py:\d+|https?://|\bstill\b|"
+                            r"还是|仍然|\bnot (?:the|a) (?:cause|problem|issue)\b")
 # ... naming what to change: a flag, a setting, code, a version
 # (ASCII edges: a CJK character before "tensor_parallel_size" is a word character to `re`; a dotted name such as
 # zero.Init or torch.compile)
@@ -240,7 +251,7 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
                 not _NOT_ADVICE.search(ln.text):
             kind = ADVISED
         elif CAUSE not in out and _affirmed(_CAUSE, text) and _SPECIFIC.search(text) and \
-                not _NOT_ADVICE.search(ln.text):
+                not _NOT_CAUSE.search(ln.text):
             kind = CAUSE
         else:
             continue
