@@ -299,6 +299,20 @@ def test_claims_of_a_sentence_are_recognised_once_and_come_back_equal(monkeypatc
     assert list(claims._FOUND) == ["Reproduce: if loss and grad_norm stay 0 while reward_std is above 0, update."]
 
 
+@pytest.mark.parametrize("command,given", [
+    ("trl grpo --model_name_or_path Qwen/Qwen2-0.5B --output_dir out", True),   # trl's CLI (trl/cli.py)
+    ("tune run lora_finetune_single_device --config llama3/8B_lora", True),      # torchtune's CLI
+    ("$ CUDA_VISIBLE_DEVICES=0 llamafactory-cli train examples/x.yaml", True),
+    ("bash scripts/train_grpo.sh", False),   # a script's name: its contents are the command
+])
+def test_a_frameworks_cli_pasted_on_its_own_line_is_a_launch_command_given(tmp_path, command, given):
+    from doctor.analyze import analyze
+    (tmp_path / "log.txt").write_text(f"Training fails with a strange error, I do not know why.\nMy command:\n{command}\n",
+                                      encoding="utf-8")
+    text = " ".join(" ".join([f.message, *f.fix]) for f in analyze([str(tmp_path)]).findings)
+    assert ("launch command" not in text) == given
+
+
 def test_a_request_for_the_launch_command_goes_when_the_command_was_read():
     from doctor.claims import without_given_requests
     ask = "Share the lines where the run stopped or went wrong (a traceback, an exit code) and the launch command."

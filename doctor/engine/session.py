@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from .. import lazyre
 from ..claims import RunFacts, read_oom
 from ..claims import check_finding as check_claims
 from ..classify.outcomes_amend import amend_by_outcomes
@@ -363,8 +364,20 @@ def run_facts(state: RunState, f: Finding, run: RunConfig, kind: TrainerKind | N
                     max_rank=state.max_rank, model=str(model) if model else None, params_read=state.params_read,
                     metrics=state.metric_facts, ooms=tuple(ooms),
                     config_read=bool(run.command or run.args or run.cli or run.command_texts or run.launches),
-                    command_given=bool(run.command or run.command_texts or run.launches),
+                    command_given=bool(run.command or run.command_texts or run.launches or _cli_pasted(state)),
                     **trainer_facts(kind))
+
+
+# a framework's own CLI launch pasted on a line of its own (`trl grpo --model_name_or_path ...`, `tune run <recipe>
+# --config ...`, `llamafactory-cli train x.yaml`): the launch command is in the input even when no launcher reader took
+# it (a shell script's name alone is not: its contents are the command)
+_CLI_LINE = lazyre.compile(r"^\s*(?:\$\s*)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:trl\s+(?:sft|dpo|grpo|kto|rloo|orpo|cpo|ppo|reward|"
+                           r"gkd|online_dpo|vllm-serve)|tune\s+run|llamafactory-cli\s+(?:train|export|chat|api|webchat|eval)|"
+                           r"swift\s+(?:sft|rlhf|pt|infer|deploy|rollout|export|eval))\s+\S")
+
+
+def _cli_pasted(state: RunState) -> bool:
+    return any(_CLI_LINE.match(ln.text) for ln in state.paste_lines())
 
 
 def trainer_facts(kind: TrainerKind | None) -> dict[str, Any]:
