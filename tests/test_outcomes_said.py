@@ -357,3 +357,15 @@ def test_a_cause_or_a_failure_gone_said_in_more_words(text: str, kind: str) -> N
 ])
 def test_a_failure_that_stays_is_neither_a_cause_nor_a_way_out(text: str) -> None:
     assert _read(text) == []
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("After upgrading to trl 0.15.2 this error appears, with 0.14.0 it was fine.", WORKED),   # not a way out
+    ("This is a regression introduced in vllm 0.8.0.", WORKED),
+    ("It worked in v0.14 but fails in v0.15.", WORKED),
+    ("Since ms-swift 3.2 the training crashes at step 0.", WORKED),
+    ("Downgrading transformers to 4.45.2 works.", SOLVED),
+    ("回退到3.1.0版本可以正常运行", SOLVED),
+])
+def test_a_release_that_broke_or_fixed_the_run_said_in_more_words(text: str, kind: str) -> None:
+    assert [k for k, _ in _read(text)] == [kind]

@@ -30,8 +30,15 @@ _SOLVED = lazyre.compile(
     r"(?: is| was)?\s*[:：]|解决(?:方法|办法|方案)\s*[:：是]|\bmade it work\b|\bgot it (?:to )?work(?:ing)?\b|"
     r"\b(?:works|worked|is working|runs|ran|trains) (?:fine |well |normally |correctly )?(?:now|again)\b|"
     r"\b(?:works|worked) for (?:me|us)\b|"
-    r"\bafter (?:i |we )?(?:set|setting|add|adding|remov|switch|chang|updat|upgrad|downgrad|install|us)\w*\b.{0,80}"
+    # (not when the failure comes in between: "After upgrading to trl 0.15.2 this error appears, with 0.14.0 it was
+    # fine" is a regression)
+    r"\bafter (?:i |we )?(?:set|setting|add|adding|remov|switch|chang|updat|upgrad|downgrad|install|us)\w*\b"
+    r"(?:(?!\berror|\bfail|\bcrash|\bbreak|\bappear|\boccur)[^.;]){0,80}"
     r"\b(?:works|worked|runs|ran|trains|is fine|was fine)\b|"
+    # "Downgrading transformers to 4.45.2 works", "reverting to 0.14 fixed it"
+    r"\b(?:downgrad|upgrad|revert|roll(?:ing|ed)? back|pinn)\w*\b(?:[^.;]|\.(?=\d)){0,60}\b(?:works|worked|fixe[sd]|helps|"
+    r"helped)\b|"
+    r"(?:回退|降级|降版本|升级)到?.{0,20}?(?:后|就|之后)?(?:可以|能)正常|"
     r"就(?:可以|好|正常|行|能跑|能训练)了|(?:问题)?(?:已经|已)?解决了|可以解决|(?:就|后|後|之后|以后)正常了|(?:就|后|後)(?:能|可以)正常|"
     # "Peft版本降低至0.6.0后问题解决，但...": the change, then "问题解决" without 了
     r"(?:后|後|之后|以后)(?:问题)?(?:就|得到|已)?解决|"
@@ -50,6 +57,7 @@ _WORKS = lazyre.compile(
     r"(?i)\b(?:works|worked)\s+(?:fine\s+|well\s+|normally\s+|perfectly\s+|correctly\s+|ok\s+)?"
     r"(?:on|with|in|when|if|without|for|under|using|during|through|via)\b|"
     r"\b(?:works|worked|runs|ran|trains|trained|working|run|work|train|be trained|be run)\s+" + _GOOD + r"\b|"
+    r"\b(?:was|were|is|are|everything was|all was) (?:fine|ok|okay|working)\s+(?:on|with|in|under|using)\b|"
     r"可以正常(?:训练|跑|运行|推理|使用)|(?:单卡|单机|单节点|一张卡)(?:\S{0,12})?(?:可以|没问题|正常)")
 # a time it worked: "worked fine before updating", "Yesterday everything worked well", "前几天...还可以正常训练",
 # "worked fine with March release"
@@ -58,7 +66,16 @@ _BEFORE = lazyre.compile(r"(?i)\b(?:before|yesterday|previous(?:ly)?|earlier|las
                          r"august|september|october|november|december)(?: release)?)\b|之前|以前|前几天|昨天|原来|"
                          # "it broke after upgrading to 0.15.2", "fails since updating transformers": the later release
                          r"\b(?:broke|breaks|fails?|failed|stopped working|errors?)\b.{0,30}\b(?:after|since)\b.{0,12}"
-                         r"\b(?:upgrad|updat|install)\w*")
+                         r"\b(?:upgrad|updat|install)\w*|"
+                         # "It worked in v0.14 but fails in v0.15", "fine with vllm 0.7.3; with 0.8.1 I get this error"
+                         r"\b(?:works?|worked|fine|ok)\b(?:[^.]|\.(?=\d)){0,40}?\bv?\d+\.\d+(?:[^.]|\.(?=\d)){0,40}?"
+                         r"(?:\bbut\b|\bwhile\b|\bwhereas\b|;)(?:[^.]|\.(?=\d)){0,60}?"
+                         r"\b(?:fails?|failed|breaks?|broken|crash\w*|errors?|not work\w*)\b")
+# a regression said outright: "a regression introduced in vllm 0.8.0", "Since ms-swift 3.2 the training crashes"
+# "After upgrading to trl 0.15.2 this error appears"
+_REGRESSION = lazyre.compile(r"(?i)\bregression\b(?:[^.]|\.(?=\d)){0,40}?\bv?\d+\.\d+|"
+                             r"\b(?:since|after (?:i |we )?(?:upgrad|updat|install)\w*)\b(?:[^.]|\.(?=\d)){0,30}?\bv?\d+\.\d+"
+                             r"(?:[^.]|\.(?=\d)){0,60}?\b(?:crash\w*|fails?|failed|breaks?|broke|errors?|hangs?|stuck|appears?)\b")
 # the sentence denies or questions what it says: "doesn't work with", "still not solved", "请问解决了吗？"
 _NEGATED = lazyre.compile(r"(?i)(?:\bnot|n't|\bnever|\bno longer|\bnothing|\bneither|\bnor|没有?|未|不(?:能|可以|行)?|无法)"
                           r"\s*(?:\w+\s+){0,2}$")
@@ -91,7 +108,7 @@ _CHANGE = lazyre.compile(
     r"disabl|enabl|lower|reduc|increas|rais|export|pass|modif|delet|rebuil|drop|mov|turn)\w*|==?|"
     r"替换|换成|改成|改为|切换|设置|设为|去掉|加上|加了|删除|删掉|安装|更新|升级|降级|修改|拉取|调整|调小|调大|关闭|关掉|开启|换|"
     # a release named by number ("fixed in release 4.3" is an upgrade to it), "降低至0.6.0", "使用"
-    r"降低|降至|降到|使用|指定|(?i:\b(?:release|version)\s+v?\d+\.\d+)")
+    r"降低|降至|降到|使用|指定|回退|(?i:\b(?:release|version)\s+v?\d+\.\d+)")
 _MAX_QUOTE = 240
 # a setting changed: a flag, a key with its value, an environment variable
 SETTING_CHANGE = lazyre.compile(r"--[a-z][\w-]{2,}|`?\b[a-z]+_[a-z_]+\b`?\s*[:=]\s*\S|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
@@ -243,8 +260,8 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
     for ln, text in _sentences(lines):
         if SOLVED not in out and _affirmed(_SOLVED, text, done=True) and _CHANGE.search(text):
             kind = SOLVED
-        elif _affirmed(_WORKS, text):
-            kind = WORKED if _BEFORE.search(text) else WORKS
+        elif _affirmed(_WORKS, text) or _REGRESSION.search(text):
+            kind = WORKED if _BEFORE.search(text) or _REGRESSION.search(text) else WORKS
             if kind in out:
                 continue
         elif ADVISED not in out and _ADVICE.match(text) and _SPECIFIC.search(text) and \
