@@ -461,7 +461,6 @@ KNOWN_MISSES_59: dict[str, str] = {
     "6208": "LLaMA-Factory's dataset-format refusal quoted in prose: GD328",
 }
 KNOWN_MISSES_61: dict[str, str] = {
-    "6401": "a merged PR's 'fixes a regression ... only affects torch < 2.6' in the paste, not read: GD328",
     "6413": "a merged model reloading differently, told in prose (right only with the word reading): GD999",
     "6414": "the maintainer's 'should be fixed in release 4.3' in the paste, not read: GD328",
     "6415": "the maintainer's 'pip install -U ms-swift / fixed in PR' in the paste, not read: GD328",
