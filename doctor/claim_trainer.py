@@ -85,7 +85,8 @@ def _without(sentence: str, words: re.Pattern) -> str | None:
         tail = _LAST_CONJUNCT.search(clause)
         if tail is None or not words.search(tail.group(0)) or words.search(clause[:tail.start()]):
             return clause
-        return clause[:tail.start()] + tail.group(0)[-1:] if tail.group(0)[-1:] in ".!" else clause[:tail.start()]
+        end = tail.group(0)[-1]
+        return clause[:tail.start()] + (end if end in ".!" else "")
 
     out = _PAREN.sub(lambda m: paren(m) if words.search(m.group(0)) else m.group(0), sentence)
     parts = [conjunct(c) for c in _clauses(out)]

@@ -10,31 +10,36 @@ HOLE = "<version>"
 _PINNED_HOLE = lazyre.compile(r"(?<![\w.<-])([A-Za-z][\w.-]*)==<version>")
 
 # the packages a training paste names as what it installed (their pip names, and the import name where it differs)
-_PACKAGES = (r"transformers|trl|peft|accelerate|deepspeed|vllm|torch|pytorch|datasets|tokenizers|bitsandbytes|"
-             r"flash[-_]attn|xformers|triton|ms-swift|unsloth|unsloth[-_]zoo|verl|openrlhf|llamafactory|axolotl|"
-             r"safetensors|numpy|pydantic|protobuf|sentencepiece|liger[-_]kernel|megatron[-_]core")
-_VERSION = r"v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+)?)"
+PACKAGES = (r"transformers|trl|peft|accelerate|deepspeed|vllm|torch|pytorch|datasets|tokenizers|bitsandbytes|"
+            r"flash[-_]attn|xformers|triton|ms-swift|unsloth|unsloth[-_]zoo|verl|openrlhf|llamafactory|axolotl|"
+            r"safetensors|numpy|pydantic|protobuf|sentencepiece|liger[-_]kernel|megatron[-_]core")
+_VERSION = r"v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+|\.?dev\d+)?)"
 # a change of the package's release: to a version, with a verb of change before it ("downgrade peft to 0.6.0",
-# "reverted transformers back to 4.52.4", "peft版本降低至0.6.0", "将peft降级到0.6.0", "pip install peft==0.6.0")
+# "reverted transformers back to 4.52.4", "peft版本降低至0.6.0", "将peft降级到0.6.0", "transformers替换成4.30.1",
+# "pip install peft==0.6.0")
 _CHANGED = lazyre.compile(
-    r"(?i)(?<![A-Za-z0-9_.-])(?P<pkg>" + _PACKAGES + r")(?![A-Za-z0-9_-])\s*(?:==\s*" + _VERSION.replace("ver", "v1") + r"|"
-    r"(?:版本|version)?\s*(?:降低|降级|降|回退|退回|改|换|升级|升)\w{0,2}?(?:至|到|为|成)\s*" + _VERSION.replace("ver", "v2") + r")|"
-    r"\b(?:downgrad|revert|roll(?:ed|ing)? back|pinn?|install|upgrad|switch)\w*\s+(?:the\s+)?(?P<pkg3>" + _PACKAGES
+    r"(?i)(?<![A-Za-z0-9_.-])(?P<pkg>" + PACKAGES + r")(?![A-Za-z0-9_-])\s*(?:==\s*" + _VERSION.replace("ver", "v1") + r"|"
+    r"(?:版本|version)?\s*(?:替换|降低|降级|降|回退|退回|改|换|升级|升)\w{0,2}?(?:至|到|为|成)\s*" + _VERSION.replace("ver", "v2") + r")|"
+    r"\b(?:downgrad|revert|roll(?:ed|ing)? back|pinn?|install|upgrad|switch)\w*\s+(?:the\s+)?(?P<pkg3>" + PACKAGES
     + r")(?![A-Za-z0-9_-])\s+(?:version\s+)?(?:back\s+)?(?:to\s+)?" + _VERSION.replace("ver", "v3"))
 # ... in a sentence that says it then worked
 _WORKED = lazyre.compile(r"(?i)\b(?:solved?|fix(?:es|ed)?|works?|worked|working|resolved?|fine|normal(?:ly)?|gone)\b|"
                          r"解决|正常|好了|就好|可以了|没问题")
 
 
+def release_changed(text: str) -> str | None:
+    """``pkg==version`` of the release a sentence moves a package to, or None."""
+    m = _CHANGED.search(text)
+    if m is None:
+        return None
+    pkg = (m.group("pkg") or m.group("pkg3")).lower()
+    # (pytorch is what people call it; torch is what pip installs)
+    return f"{'torch' if pkg == 'pytorch' else pkg}=={m.group('v1') or m.group('v2') or m.group('v3')}"
+
+
 def release_said(texts: list[str]) -> str | None:
     """``pkg==version`` of the release a sentence names as the one that made the run work, or None."""
-    for t in texts:
-        m = _CHANGED.search(t)
-        if m is not None and _WORKED.search(t):
-            pkg = (m.group("pkg") or m.group("pkg3")).lower()
-            ver = m.group("v1") or m.group("v2") or m.group("v3")
-            return f"{pkg}=={ver}"
-    return None
+    return next((spec for t in texts if (spec := release_changed(t)) is not None and _WORKED.search(t)), None)
 
 
 def fill_release(line: str, package: str, version: str | None) -> str:

@@ -61,3 +61,13 @@ def test_a_description_that_names_the_release_that_worked_fills_the_install(tmp_
     fix = _fix_lines(tmp_path, text, "GD327")
     assert any("`pip install 'peft==0.6.0'`" in line for line in fix), fix
     assert not any("<version>" in line for line in fix)
+
+
+def test_a_release_named_as_people_say_it_is_pinned_as_pip_installs_it():
+    from doctor.release_fill import release_changed
+    # devlogs26/3504: "pytorch" is torch to pip; devlogs62/6609: a dev build keeps its suffix
+    assert release_changed("Then I pinned pytorch version to 2.1.2 and it works for me.") == "torch==2.1.2"
+    assert release_changed("I found that the transformers==4.49.0.dev0 now have solved this confict.") == \
+        "transformers==4.49.0.dev0"
+    # the change that solved it, in Chinese, with 替换成
+    assert release_changed("感谢!   transformers替换成4.30.1就正常了") == "transformers==4.30.1"

@@ -5,12 +5,12 @@ category of "other" follows the way out the paste gives (another release of a pa
 lines in, findings out."""
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import lazyre
 from ..model import Finding, Severity
+from ..release_fill import PACKAGES, release_changed
 from .outcomes_said import ADVISED, CAUSE, PACKAGE_CHANGE, RELEASE, SETTING_CHANGE, SOLVED, WORKED, WORKS, Said, read
 from .tried_said import mark_tried
 from .word_reading import GENERIC
@@ -18,40 +18,37 @@ from .word_reading import GENERIC
 if TYPE_CHECKING:
     from ..engine.state import RunState
 
-# the packages a sentence may move to a release
-_PACKAGES = (r"torch|transformers|trl|peft|vllm|deepspeed|accelerate|unsloth|ms-swift|datasets|flash[-_]attn|bitsandbytes|"
-             r"xformers|verl|openrlhf|llamafactory")
 # a package and the release the sentence says works: "works fine with trl 0.14.0", "worked with transformers==4.45.2"
 _WORKING_RELEASE = lazyre.compile(
-    r"(?i)\b(?:works?|worked|working|fine|ok)\b[^.;]{0,30}?\b(?:with|on|using|in)\s+`?(?P<pkg>" + _PACKAGES + r")"
+    r"(?i)\b(?:works?|worked|working|fine|ok)\b[^.;]{0,30}?\b(?:with|on|using|in)\s+`?(?P<pkg>" + PACKAGES + r")"
     r"`?\s*(?:==|=|v|version\s+)?\s*`?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)\b")
-# a package moved to a release by the change that solved it: "Peft版本降低至0.6.0后问题解决", "downgrading peft to 0.6.0
-# fixed it", "transformers替换成4.30.1就正常了"
-_CHANGED_RELEASE = lazyre.compile(
-    r"(?i)\b(?P<pkg>" + _PACKAGES + r")`?\s*(?:版本)?\s*(?:==|=|降低至|降低到|降至|降到|降级到|降级至|升级到|升级至|"
-    r"换成|替换成|改为|改成|(?:back )?to|v)?\s*`?v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)(?![\d.A-Za-z])")
 
 
-def _pin(said: Said, rx: re.Pattern = _WORKING_RELEASE, why: str = " restores the release it names as working") -> str:
-    """A pip line for the release the sentence names (as working, or as what a change moved a package to), or ''."""
-    m = rx.search(said.text)
-    return "" if m is None else (f" Read from that sentence: `pip install '{m.group('pkg').lower()}=="
-                                 f"{m.group('ver')}'`{why}.")
+def _pin(spec: str | None, why: str = "") -> str:
+    """The pip line of ``pkg==version`` read from the sentence quoted, or ''."""
+    return "" if spec is None else f" Read from that sentence: `pip install '{spec}'`{why}."
+
+
+def _working(said: Said) -> str:
+    """The pip line of the release the sentence says works, or ''."""
+    m = _WORKING_RELEASE.search(said.text)
+    return _pin(None if m is None else f"{m.group('pkg').lower()}=={m.group('ver')}",
+                " restores the release it names as working")
 
 
 def _fix(said: Said) -> str:
     quote = f"“{said.text}”"
     if said.kind == SOLVED:
-        return f"The paste reports what got it going: {quote}. Try that change first." + _pin(said, _CHANGED_RELEASE, "")
+        return f"The paste reports what got it going: {quote}. Try that change first." + _pin(release_changed(said.text))
     if said.kind == ADVISED:
         return f"A reply in the paste advises: {quote}."
     if said.kind == WORKED:
         return (f"The paste says it worked before: {quote}. Go back to the versions and settings that worked (their "
                 f"`pip freeze`, the old command), then change one thing at a time to find the one that breaks it."
-                + _pin(said))
+                + _working(said))
     return (f"The paste says it works in another setup: {quote}. The difference between the two setups is where "
             f"the failure is: change one difference at a time, from the working setup towards the failing one, to "
-            f"find which." + _pin(said))
+            f"find which." + _working(said))
 
 
 _READ_PIN = lazyre.compile(r" Read from that sentence: `(pip install [^`]+)`[^`]*$")

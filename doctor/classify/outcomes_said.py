@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .. import lazyre
 from ..signals import LogLine
 from ..sources.prose_text import LOGGED, loosely_prose
-
-if TYPE_CHECKING:
-    pass
 
 SOLVED = "solved"
 WORKS = "works-elsewhere"
@@ -260,8 +256,8 @@ def read(lines: Iterable[LogLine]) -> list[Said]:
     for ln, text in _sentences(lines):
         if SOLVED not in out and _affirmed(_SOLVED, text, done=True) and _CHANGE.search(text):
             kind = SOLVED
-        elif _affirmed(_WORKS, text) or _REGRESSION.search(text):
-            kind = WORKED if _BEFORE.search(text) or _REGRESSION.search(text) else WORKS
+        elif (regression := _REGRESSION.search(text)) or _affirmed(_WORKS, text):
+            kind = WORKED if regression or _BEFORE.search(text) else WORKS
             if kind in out:
                 continue
         elif ADVISED not in out and _ADVICE.match(text) and _SPECIFIC.search(text) and \

@@ -130,7 +130,7 @@ _NATIVE = (("vLLM", lazyre.compile(r"(?i)\bvllm\b")), ("flash-attn", lazyre.comp
 
 
 def _native_packages(ctx: RunState) -> str:
-    texts = [ln.text for tail in ctx.tails.values() for ln in tail] + [k for k in ctx.run.versions]
+    texts = [ln.text for tail in ctx.tails.values() for ln in tail] + list(ctx.run.versions)
     names = ["torch"] + [name for name, rx in _NATIVE if any(rx.search(t) for t in texts)]
     return "the compiled packages of the environment" if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 

@@ -178,7 +178,7 @@ _GUESS = lazyre.compile(r"(?i)是否(?:可能|是|因为|由于)|会不会是|�
 def _first_symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
     rl = None
     for rx, category, said in SYMPTOMS:
-        for ln in lines:
+        for k, ln in enumerate(lines):
             if _named(rx, plain(ln.text)):
                 if said == LOSS_ZERO:
                     # a policy-gradient loss is 0 by construction where the group's advantages are (GRPO's mean
@@ -189,7 +189,6 @@ def _first_symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
                 if said == GPU_OOM:
                     # whose memory: the line or the two after it (a title, then its description) name the GPU, or
                     # the words do not say ("memory oom error")
-                    k = lines.index(ln)
                     if not any(GPU_WORDS.search(x.text) for x in lines[k:k + 3]):
                         said = BARE_OOM
                 return (_hang_phase(lines) if category == "hang" else category), said, ln
