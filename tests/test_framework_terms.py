@@ -137,6 +137,8 @@ def test_the_metric_rows_format_names_the_framework_when_nothing_else_does():
     assert row_format(hf + swift) == "ms-swift"
     assert detect([], hf, {})[0::3] == ("trl", "log format")
     assert detect([], hf + ["[INFO:swift] Setting args.ddp_timeout"], {})[0] == "ms-swift"  # the log line decides
+    # LLaMA-Factory's CLI module under its name before 0.6 (llmtuner/cli.py), run with python -m
+    assert detect([], ["python -m llmtuner.cli train examples/x.yaml"], {})[0] == "llamafactory"
     # LLaMA-Factory's trainer_log.jsonl row (LogCallback: current_steps beside total_steps); a step count alone is not
     lf = '{"current_steps": 10, "total_steps": 1287, "loss": -0.1994, "reward": 0.13, "remaining_time": "22:34:33"}'
     assert row_format([lf]) == "llamafactory" and detect([], [lf], {})[0::3] == ("llamafactory", "log format")

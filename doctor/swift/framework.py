@@ -94,7 +94,7 @@ _CMD = (
                                 # its launcher in torchrun's failure summary ("src/llamafactory/launcher.py FAILED"),
                                 # and pip naming it as what requires a package ("required by llamafactory")
                                 r"\bllamafactory/launcher\.py\b|\brequired by llamafactory\b|"
-                                r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner)\b|"
+                                r"\bllmtuner\.(?:extras|train|hparams|data|model|tuner|cli)\b|"
                                 r"\bLLaMA[-_]Factory/(?:src/)?\w+\.py\b|\bsrc/train_bash\.py\b|"
                                 # its Python API imported by name, and its launch script before 0.6 by name (the
                                 # project's earlier names, LLaMA-Efficient-Tuning, used the same script)

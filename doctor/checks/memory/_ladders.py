@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...swift.framework import from_text
 from ...swift.trainer_kind import GROUP_KINDS
 from ...values import as_number
 from .._numbers import assumptions, computed, read_or
@@ -45,9 +46,8 @@ def _gb(x: float) -> str:
 
 
 def _llamafactory(f: Facts) -> bool:
-    """The run is LLaMA-Factory's: its CLI in a launch line, or its own arguments."""
-    return any("llamafactory-cli" in t or "llmtuner" in t for t in f.run.command_texts) or \
-        "finetuning_type" in f.run.args
+    """The run is LLaMA-Factory's: its launch (framework.py's own tells of it), or its own arguments."""
+    return from_text(f.run.command_texts)[0] == "llamafactory" or "finetuning_type" in f.run.args
 
 
 def _mp_advice(f: Facts, cut: bool = False) -> str | None:
