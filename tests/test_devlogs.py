@@ -285,7 +285,6 @@ KNOWN_MISSES_28: dict[str, str] = {
 }
 
 KNOWN_MISSES_29: dict[str, str] = {
-    "3453": "LLaMA-Factory's 'Processor was not found' for InternVL3 under an older transformers: dataset reading",
     "3456": "host RAM exhausted by eight rollout processes, told in prose with a ps table: read as GPU OOM",
 }
 KNOWN_MISSES_30: dict[str, str] = {

@@ -1478,3 +1478,20 @@ def test_a_prompt_replacement_failure_names_the_caller_that_built_the_prompt():
     assert "the caller's chat template" in served.why[0] and "trainer" not in " ".join(served.why + served.fix)
     trained = account(msg, [], "ms-swift")
     assert "the trainer's template" in trained.why[0] and "upgrade ms-swift and vLLM" in trained.fix[0]
+
+
+def test_an_entry_keyed_on_the_message_wins_over_one_keyed_only_on_the_module_that_raised_it():
+    # LLaMA-Factory's mm_plugin.py lives under data/, the folder its dataset-code entry covers; its own refusals
+    # (`_validate_input`: "The number of images does not match the number of <image> tokens", "Processor was not
+    # found") are the multimodal entry's, whatever the two entries' order in the file (dev 3453)
+    text = tb([(f"{SP}/llamafactory/data/mm_plugin.py", 300, "_validate_input",
+                'raise ValueError(f"The number of images does not match the number of {IMAGE_PLACEHOLDER} tokens in {messages}.")')],
+              "ValueError: The number of images does not match the number of <image> tokens in [{'content': '', 'role': 'user'}].")
+    assert run(text)[0].category == "multimodal-image-error"
+    keyed = [e.message is not None or e.code is not None or e.site_test is not None for e in load()]
+    assert keyed == sorted(keyed, reverse=True)   # every keyed entry before every unkeyed one
+    # a KeyError of a role tag in the same folder stays the dataset's
+    role = tb([(f"{SP}/llamafactory/data/aligner.py", 153, "convert_sharegpt",
+                '{"role": tag_mapping[message[dataset_attr.role_tag]], "content": message[dataset_attr.content_tag]}')],
+              "KeyError: 'user'")
+    assert run(role)[0].category == "dataset-or-template-error"

@@ -91,7 +91,9 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
                          stackless=bool(raw.get("stackless", False)), run_shows=tuple(raw.get("run_shows", ())),
                          several_reasons=bool(raw.get("several_reasons", False)),
                          **rx))
-    return tuple(out)
+    # an entry keyed on the exception's own words (its message, failing line or raise-site test) says more than one
+    # keyed only on where it was raised: it goes first, whatever its place in the file
+    return tuple(sorted(out, key=lambda e: e.message is None and e.code is None and e.site_test is None))
 
 
 def pins_branch(e: Entry) -> bool:
