@@ -7,7 +7,7 @@ import io
 import pytest
 
 from doctor.classify.component import component, deepest_library, package_of
-from doctor.classify.structure import load
+from doctor.classify.structure import keyed, load
 from doctor.engine import Session
 from doctor.model import Severity
 from doctor.registry import load_catalog
@@ -1488,8 +1488,8 @@ def test_an_entry_keyed_on_the_message_wins_over_one_keyed_only_on_the_module_th
                 'raise ValueError(f"The number of images does not match the number of {IMAGE_PLACEHOLDER} tokens in {messages}.")')],
               "ValueError: The number of images does not match the number of <image> tokens in [{'content': '', 'role': 'user'}].")
     assert run(text)[0].category == "multimodal-image-error"
-    keyed = [e.message is not None or e.code is not None or e.site_test is not None for e in load()]
-    assert keyed == sorted(keyed, reverse=True)   # every keyed entry before every unkeyed one
+    order = [keyed(e) for e in load()]
+    assert order == sorted(order, reverse=True)   # every keyed entry before every unkeyed one
     # a KeyError of a role tag in the same folder stays the dataset's
     role = tb([(f"{SP}/llamafactory/data/aligner.py", 153, "convert_sharegpt",
                 '{"role": tag_mapping[message[dataset_attr.role_tag]], "content": message[dataset_attr.content_tag]}')],

@@ -91,9 +91,14 @@ def load(path: Path = TABLE) -> tuple[Entry, ...]:
                          stackless=bool(raw.get("stackless", False)), run_shows=tuple(raw.get("run_shows", ())),
                          several_reasons=bool(raw.get("several_reasons", False)),
                          **rx))
-    # an entry keyed on the exception's own words (its message, failing line or raise-site test) says more than one
-    # keyed only on where it was raised: it goes first, whatever its place in the file
-    return tuple(sorted(out, key=lambda e: e.message is None and e.code is None and e.site_test is None))
+    # an entry keyed on the exception itself (its message, failing line, raise-site test or the function that raised
+    # it) says more than one keyed only on the folder or the frames it went through: it goes first, whatever its place
+    # in the file
+    return tuple(sorted(out, key=lambda e: not keyed(e)))
+
+
+def keyed(e: Entry) -> bool:
+    return e.message is not None or e.code is not None or e.site_test is not None or bool(e.raised_in)
 
 
 def pins_branch(e: Entry) -> bool:
