@@ -60,12 +60,19 @@ def _flags(framework: str | None) -> tuple[str, str, str]:
             "GRPOConfig", "vllm_server_timeout in GRPOConfig")
 
 
+def server_command(framework: str | None) -> str:
+    return _flags(framework)[0]
+
+
 # model hubs: a connection to one of them is a download (transformers / huggingface_hub / modelscope fetching the
 # model or dataset), never the rollout server
 _HUBS = ("huggingface.co", "hf-mirror.com", "hf.co", "modelscope.cn", "modelscope.ai", "cdn-lfs")
 
 
 def server_call_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
+    if all(h.exc is None and h.groups.get("path") for h in hits):
+        from .server_routes import access_log_fix  # the server's own log: no client exception to read
+        return access_log_fix(hits, ctx)
     # a chained traceback lists the socket's error first and the client's own (the one that names the stage) last
     own = [h for h in hits if h.exc is not None and _OWN.search(h.exc.message)]
     hit = own[0] if own else hits[-1]
