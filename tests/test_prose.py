@@ -617,3 +617,14 @@ def test_a_small_vllm_memory_share_set_in_the_paste_is_the_reading_of_no_room_fo
     assert found.fix[0].startswith("Raise gpu_memory_utilization from 0.1")
     # a share that is not small is no reading
     assert not [f for f in run(text.replace("0.1", "0.9")) if f.rule_id == "GD327"][0].fix[0].startswith("Raise")
+
+
+def test_idle_gpus_beside_a_run_that_stopped_are_a_hang_and_beside_a_busy_cpu_a_slow_run():
+    # idle GPUs are how a hang looks from nvidia-smi; with the CPU busy the work moved there (dev 3830's words)
+    assert _symptom("Training stops at step 150 without any error, the process is still alive but GPU util is "
+                    "0%.").startswith("hang-")
+    assert _symptom("The run no longer progresses after a few hours and the GPU utilization drops to 0%") \
+        .startswith("hang-")
+    assert _symptom("The CPU Util rate is very high when GPU Util rate is 0% , until it stucks for a long time.") \
+        == "gpu-underutilized"
+    assert _symptom("The overall GPU util rate during training seems low, around 30%") == "gpu-underutilized"

@@ -22,8 +22,12 @@ from ._slow_steps import slow_steps
 
 SETUP_SEQNUM = 10  # a collective with SeqNum below this ran while the ranks were still setting up
 
+# the C++ frames of the watchdog's timeout check: ProcessGroupNCCL.cpp WorkNCCL::checkTimeout throws only when a
+# collective ran past its timeout ("Exception raised from checkTimeout at ...ProcessGroupNCCL.cpp:N", c10's
+# "frame #N: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(...)"): a paste that kept the frames and not the line
+_WD_FRAMES = ("Exception raised from checkTimeout at", "ProcessGroupNCCL::WorkNCCL::checkTimeout(")
 _WD_START = ("Watchdog caught collective operation", "Timeout at NCCL work", "NCCL communicator was aborted",
-             "Heartbeat monitor timed out", "watchdog got stuck", "Timed out waiting")
+             "Heartbeat monitor timed out", "watchdog got stuck", "Timed out waiting") + _WD_FRAMES
 _WD_RANK = lazyre.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
 _WD_SEQ = lazyre.compile(r"SeqNum=(\d+)")
 _WD_OP = lazyre.compile(r"OpType=(\w+)")
@@ -79,13 +83,14 @@ class NcclWatchdog(Rule):
     kinds = frozenset({LogLine})
     literals = ("Watchdog caught collective operation", "WorkNCCL(", "Timeout(ms)=", "before timing out",
                 "Timeout at NCCL work", "NCCL communicator was aborted", "Heartbeat monitor timed out",
-                "watchdog got stuck", "Timed out waiting")
+                "watchdog got stuck", "Timed out waiting", "Exception raised from") + _WD_FRAMES
 
     def __init__(self, meta):
         super().__init__(meta)
         self.items: list[_Timeout] = []
         self._pending: LogLine | None = None
         self._pool: dict[str, Any] | None = None
+        self._raised: list[LogLine] = []
 
     def share(self, pool: dict[str, Any]) -> None:
         self._pool = pool  # the hang rules' progress (the last training bar), read at finish
@@ -103,6 +108,10 @@ class NcclWatchdog(Rule):
                 self._add(pend.text + text, pend)
                 return
             self._add(pend.text, pend)
+        if "Exception raised from" in text and "ProcessGroupNCCL.cpp" in text and "checkTimeout" not in text:
+            if not self._raised:
+                self._raised.append(line)  # the watchdog thread's own raise: evidence beside the timeout check's frames
+            return
         if not any(s in text for s in _WD_START):
             return
         if "Watchdog caught" in text and ("before timing out" not in text or "Timeout(ms)=" not in text):
@@ -126,6 +135,11 @@ class NcclWatchdog(Rule):
         ran = _WD_RAN.search(text)
         numel = _WD_NUMEL.search(text)
         kind = "watchdog"
+        if any(f in text for f in _WD_FRAMES):
+            if self.items and self.items[-1].kind == "frames":
+                return  # one frame block, one timeout
+            self.items.append(_Timeout(rank, None, None, None, None, None, line, "frames"))
+            return
         if "NCCL communicator was aborted" in text:
             kind = "aborted"
         elif "Timeout at NCCL work" in text:
@@ -149,6 +163,8 @@ class NcclWatchdog(Rule):
         if not self.items:
             return []
         items = sorted(self.items, key=lambda t: t.line.seq)
+        if any(t.kind != "frames" for t in items):
+            items = [t for t in items if t.kind != "frames"]  # the watchdog's own lines give the numbers
         # every timeout printed by a vLLM engine's own worker processes (their prefix: Ray's RayWorkerWrapper,
         # VllmWorker, EngineCore; not vLLM's logger, which a trainer's colocated engine prints too): the group is the
         # engine's tensor/pipeline-parallel one, whose timeout no trainer flag sets
@@ -161,6 +177,8 @@ class NcclWatchdog(Rule):
         world = ctx.run.world_size()
         group = _gather_group(main)
         ev: list[Evidence] = []
+        if main.kind == "frames" and self._raised:
+            ev.append(evidence_of(self._raised[0]))
         seen: set[str] = set()
         for t in items:
             key = _WD_RANK.sub("", t.line.text)[-160:]
@@ -180,6 +198,11 @@ class NcclWatchdog(Rule):
         elif main.kind == "heartbeat":
             parts.append(f"{who}: the NCCL watchdog itself got stuck (heartbeat monitor), so the process was "
                          "terminated: a collective or a CUDA call never returned.")
+        elif main.kind == "frames":
+            parts.append(f"{who + ': t' if ranks else 'T'}orch's C++ frames show the NCCL watchdog's timeout check (WorkNCCL::checkTimeout) "
+                         "raising, which it does only for a collective that ran past the process group's timeout; the "
+                         "watchdog then took the process down (SIGABRT). The watchdog's own line, with the collective's "
+                         "OpType, SeqNum and timeout, is not in the excerpt.")
         else:
             what = f"{main.op} collective" if main.op else "collective"
             seq_txt = f" (SeqNum={main.seqnum}" + (f", {main.numel} elements" if main.numel is not None else "") + ")" \

@@ -254,7 +254,10 @@ NCCL_ID_PHASE = "NCCL communicator setup: this rank waits in the TCP store for r
 STORE_PHASE = "the TCP store: this rank waits for a key another rank never set"
 _CPP_PHASES = (
     (("broadcastUniqueNCCLID",), NCCL_ID_PHASE),
-    (("ncclCommWatchdog", "WorkNCCL::checkTimeout", "watchdogHandler"), "an NCCL collective that timed out (the watchdog)"),
+    (("WorkNCCL::checkTimeout",), "an NCCL collective that timed out (the watchdog)"),
+    # the watchdog thread raises for what it finds wrong with a collective: a timeout above, else a CUDA or NCCL error
+    (("ncclCommWatchdog", "watchdogHandler"), "the NCCL watchdog thread (a collective failed under it: a CUDA or NCCL "
+                                              "error it found)"),
     (("TCPStore::get", "TCPStore::wait", "PrefixStore::get"), STORE_PHASE),
 )
 

@@ -191,8 +191,25 @@ def _first_symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
                     # the words do not say ("memory oom error")
                     if not any(GPU_WORDS.search(x.text) for x in lines[k:k + 3]):
                         said = BARE_OOM
+                if category == "gpu-underutilized" and _stopped_not_slow(lines):
+                    # idle GPUs beside a run that stopped: the idleness of a hang
+                    category, said = next((c, w) for _, c, w in SYMPTOMS if c == "hang")
                 return (_hang_phase(lines) if category == "hang" else category), said, ln
     return None
+
+
+# a run said to stop short without an error ("training stops at step 150 without any error", "no longer progresses",
+# "the process is still alive"), and a busy CPU beside idle GPUs (work that moved to the CPU: slow, not stopped)
+_STOPPED = lazyre.compile(r"(?i)\b(?:stops?|stopped|halts?|halted|freezes|froze)\b[^.;。\n]{0,20}\b(?:at|after|on) "
+                          r"(?:the )?(?:step|iteration|iter|epoch)\b|\b(?:stops?|stopped)\b[^.;。\n]{0,30}\bwithout "
+                          r"(?:any )?(?:errors?|exceptions?|messages?|logs?)\b|\bno longer (?:progress|updat|mov)\w*|"
+                          r"\bprocess(?:es)? (?:is |are )?still (?:alive|running)\b")
+_CPU_BUSY = lazyre.compile(r"(?i)\bcpu\b[^.;。\n]{0,30}(?:\bhigh\b|\b(?:9\d|100) ?%|\bbusy\b|\bmaxed\b)")
+
+
+def _stopped_not_slow(lines: list[LogLine]) -> bool:
+    texts = [plain(ln.text) for ln in lines]
+    return any(_STOPPED.search(t) for t in texts) and not any(_CPU_BUSY.search(t) for t in texts)
 
 
 def symptom_in(inputs: Iterable[Iterable[LogLine]]) -> tuple[tuple[str, str, LogLine], list[LogLine]] | None:
