@@ -628,3 +628,24 @@ def test_idle_gpus_beside_a_run_that_stopped_are_a_hang_and_beside_a_busy_cpu_a_
     assert _symptom("The CPU Util rate is very high when GPU Util rate is 0% , until it stucks for a long time.") \
         == "gpu-underutilized"
     assert _symptom("The overall GPU util rate during training seems low, around 30%") == "gpu-underutilized"
+
+
+def test_batch_checks_and_missing_reward_functions_retold_in_words():
+    # trl's own wording retold (grpo_trainer.py "The global eval batch size (N x M) must be evenly divisible by the
+    # number of generations per prompt"): the eval check is its own category, before the train batch's
+    assert _symptom("it says the global eval batch size must be evenly divisible by the number of generations per "
+                    "prompt, but my train batch is fine") == "eval-batch-divisibility"
+    assert _symptom("training fails because the batch size is not divisible by the number of GPUs I use") == \
+        "batch-divisibility"
+    assert _symptom("I set batch size 7, does it matter?") is None
+    # verl's default_compute_score: "Reward function is not implemented for data_source=..."
+    assert _symptom("training crashes because there is no reward function registered for this data_source") == \
+        "reward-function-error"
+    assert _symptom("KeyError... the reward function is not found in the registry") == "reward-function-error"
+    assert _symptom("my reward function is not implemented yet, so I used the default one") is None
+
+
+def test_a_run_said_never_to_reach_its_first_step_is_a_hang_at_start():
+    assert _symptom("It never reaches the first step; nothing is printed after model loading for an hour.") == \
+        "hang-at-start"
+    assert _symptom("No output for 30 minutes after the vLLM engine started") is not None

@@ -19,6 +19,9 @@ EMPTY_LABELS = "the loss is exactly 0 while grad_norm is NaN (a mean over no sup
 NO_STOP = "the fine-tuned model does not stop where its answer ends"
 LOSS_ZERO = "the training loss falls to exactly 0"
 SILENT_END = "the process ended without any message"
+EVAL_BATCH_SAID = "the eval batch is not a multiple of num_generations"
+BATCH_SAID = "a batch size is not divisible by the count the trainer splits it into"
+NO_REWARD_FN = "the framework has no reward function under the name or data source the run uses"
 NO_CHAT_TEMPLATE = "the tokenizer has no chat template"
 CHECKPOINT_NO_GRAD = ("gradient checkpointing leaves no weight that requires grad (a frozen base's adapters get no "
                       "gradient)")
@@ -103,6 +106,21 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"messages)\b|\bnested\b|\[\s*['\"]content|\bmessage dicts?\b|\bconversational\b|"
                     r"\bstring indices must be integers\b)"),
      "reward-function-error", COMPLETION_SHAPE),
+    # the trainers' batch checks retold in a sentence (trl grpo_trainer.py: "The global eval batch size (N x M) must be
+    # evenly divisible by the number of generations per prompt (G)", the same for the train batch; verl's
+    # "real_train_batch_size ... must be divisible by" and its mini-batch checks): the eval one first, its own category
+    (lazyre.compile(r"(?i)\beval(?:uation)?[ _]?batch[ _]?size\b[^.;。\n]{0,80}?\b(?:(?:evenly )?divisible|a multiple of)\b"),
+     "eval-batch-divisibility", EVAL_BATCH_SAID),
+    (lazyre.compile(r"(?i)\bbatch[ _]?size\b[^.;。\n]{0,80}?\b(?:(?:evenly )?divisible by|a multiple of)\b[^.;。\n]{0,60}?"
+                    r"\b(?:num_generations|(?:number of )?generations|GPUs?|processes|world[ _]size|mini[ _]?batch\w*|"
+                    r"n_gpus\w*|rollout\.n)\b"),
+     "batch-divisibility", BATCH_SAID),
+    # a reward function the framework has none of for a data source (verl utils/reward_score/__init__.py
+    # default_compute_score: raise NotImplementedError(f"Reward function is not implemented for {data_source=}")), retold
+    (lazyre.compile(r"(?i)\breward[ _](?:function|fn|func)s?\b[^.;。\n]{0,40}?\b(?:is |are |was )?not (?:implemented for|"
+                    r"registered|found)\b|\bno reward[ _](?:function|fn|func)s?\b[^.;。\n]{0,40}?\b(?:registered|"
+                    r"implemented|found|defined)\b"),
+     "reward-function-error", NO_REWARD_FN),
     # a loss of exactly 0 beside a NaN gradient norm ("loss为0， grad_norm为nan", "'loss': 0.0, 'grad_norm': nan"): a
     # mean over zero supervised tokens (huggingface/trl#6668, princeton-nlp/SimPO#35), before the NaN words
     (lazyre.compile(r"(?i)(?<![a-z])loss(?![a-z_])['\"]?[^。，,.;]{0,12}?(?:为|是|=|:|is|of|stays?(?: at)?|always)\s*['\"]?0(?:\.0+)?"
@@ -306,7 +324,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?!\s*(?:调|训练|微调|模式|方式|tun|fine|train|layer|param|mode)|_)|frozen|no progress|does(?:n't| not) move)"
                     r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|"
                     # "No errors, but the training has not started."
-                    r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*"),
+                    r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*|"
+                    # "it never reaches the first step", "nothing is printed after model loading for an hour"
+                    r"\bnever (?:reach|get|make)(?:es|s|ed)? (?:to |it to )?(?:the )?(?:first|1st) (?:training )?"
+                    r"(?:step|iteration|batch)\b|\bnothing (?:is |was |gets |got )?(?:printed|logged|output)\b"
+                    r"[^.;。\n]{0,40}\b(?:after|since|for)\b|\bno (?:new )?(?:output|logs?|log lines?) (?:for|since)\b"),
      "hang", "the run stops making progress"),
     # completions that come back empty: "the output from vLLM is empty", "Generate nothing from VLLM output" (vllm#1185)
     (lazyre.compile(r"(?i)\b(?:outputs?|predictions?|responses?|completions?|generations?|generated text)\b[^.;]{0,20}?"
@@ -441,6 +463,11 @@ PASTE_NEXT = {
     "slow-training": "the step timings (the bar's s/it or the metric rows' step time) and the launch command",
     "checkpoint-corrupt": "`ls -l` of the checkpoint folder and the lines of the script that save the model",
     "argument-error-other": "the program's own error message (its last 50 lines) and the launch command",
+    "eval-batch-divisibility": "the error message with its numbers and the launch command (per_device_eval_batch_size, "
+                               "num_generations, the number of processes)",
+    "batch-divisibility": "the error message with its numbers and the launch command (the batch sizes, num_generations, "
+                          "the number of GPUs)",
+    "reward-function-error": "the traceback the reward call raised and the reward function's code",
     "checkpoint-bloat": "`du -sh` of one checkpoint folder's entries and the save settings (save_steps, save_only_model, "
                         "save_total_limit)",
 }
@@ -482,6 +509,20 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    EVAL_BATCH_SAID:
+        "Meanwhile: GRPO trainers check the eval batch as they check the train batch (trl: per_device_eval_batch_size x "
+        "the number of processes must be a multiple of num_generations): raise per_device_eval_batch_size until that "
+        "product is one, or turn evaluation off (eval_strategy no).",
+    BATCH_SAID:
+        "Meanwhile: a GRPO step splits its batch into groups of num_generations completions and shares it evenly over "
+        "the GPUs (trl: per-device batch x processes x gradient accumulation steps; verl: train_batch_size x "
+        "rollout.n over the mini-batches and GPUs): change the batch size or num_generations so that every division "
+        "the message names comes out whole.",
+    NO_REWARD_FN:
+        "Meanwhile: frameworks look a reward function up in a table of their own: verl by the sample's data_source "
+        "(default_compute_score knows only the sources it ships: for your own data set custom_reward_function.path and "
+        "custom_reward_function.name), ms-swift by the names given to --reward_funcs (its orms registry, extended by "
+        "a plugin file passed with --external_plugins); the name used must be one the table holds.",
     CHECKPOINT_NO_GRAD: f"Meanwhile: c{CHECKPOINT_FIX[1:]}",
     NO_CHAT_TEMPLATE:
         "Meanwhile: a base model's tokenizer usually has no chat template (tokenizer_config.json without "
