@@ -1495,3 +1495,28 @@ def test_an_entry_keyed_on_the_message_wins_over_one_keyed_only_on_the_module_th
                 '{"role": tag_mapping[message[dataset_attr.role_tag]], "content": message[dataset_attr.content_tag]}')],
               "KeyError: 'user'")
     assert run(role)[0].category == "dataset-or-template-error"
+
+
+def test_a_stack_cut_in_vllms_loader_under_a_trainers_weight_sync_is_the_releases_of_the_two_sides():
+    # dev 1324 (verl's sharding manager) and 145 (trl vllm-serve's update_named_param): the trainer's names reach the
+    # vLLM model class's load_weights, whose mapping is its release's
+    sync = tb([("/root/verl/verl/workers/sharding_manager/fsdp_vllm.py", 168, "__enter__",
+                "model.load_weights(updated_params)"),
+               (f"{SP}/vllm/model_executor/models/qwen2.py", 515, "load_weights", "return loader.load_weights(weights)"),
+               (f"{SP}/vllm/model_executor/models/utils.py", 196, "_load_module",
+                "yield from self._load_module(prefix,")], None)
+    f = run(sync)[0]
+    assert f.rule_id == "GD249" and f.category == "vllm-version-incompatible"
+    assert "from the checkpoint at start or from a trainer's weight sync" not in f.message  # the frames say which
+    # the same loader reading a checkpoint at start: no trainer frame, the engine's own category
+    disk = tb([(f"{SP}/vllm/model_executor/model_loader/loader.py", 400, "load_model",
+                "model.load_weights(self._get_all_weights(model_config, model))"),
+               (f"{SP}/vllm/model_executor/models/qwen2.py", 515, "load_weights", "return loader.load_weights(weights)")],
+              None)
+    assert run(disk)[0].category == "vllm-engine-error"
+
+
+def test_the_frames_that_prove_a_weight_sync_are_the_ones_the_part_reader_knows():
+    from doctor.classify.parts import _SYNC_WORDS
+    entry = next(e for e in load() if e.id == "trainer-weight-sync-vllm-loader")
+    assert set(entry.any_frame) <= set(_SYNC_WORDS)

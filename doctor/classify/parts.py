@@ -53,8 +53,8 @@ _LORA = Part(
      None: "Sync merged weights to the engine instead of a LoRA adapter (turn the engine's LoRA support off)."})
 _WEIGHTS = Part(
     "vllm-weight-load",
-    "The engine failed while loading weights the trainer pushed to it (a weight-sync request, then the model's "
-    "load_weights through collective_rpc): the names, shapes or dtypes the trainer exports do not fit what this "
+    "The engine failed while loading weights the trainer pushed to it (the trainer's sync call, then the model's "
+    "load_weights): the names, shapes or dtypes the trainer exports do not fit what this "
     "vLLM version's model class expects (MoE, quantised or multimodal models in particular).",
     ("Check that the installed vLLM supports this model and that trainer and vLLM versions are a documented pair; "
      "compare the exported weight names with the model's (a rename between releases breaks the sync).",),
@@ -84,8 +84,10 @@ _LOAD_EITHER = Part(
     {})
 # what shows the weights came from a trainer's sync rather than the checkpoint on disk: the sync routes and calls
 _SYNC_ROUTES = ("/update_flattened_params", "/update_named_param", "update_weights")
+# (the structural entry trainer-weight-sync-vllm-loader lists the frames among these that prove a sync)
 _SYNC_WORDS = _SYNC_ROUTES + ("collective_rpc", "_load_state_dict_to_vllm", "_move_model_to_vllm", "_sync_weights",
-                              "load_weights_from_")
+                              "load_weights_from_", "_sync_fsdp_params_to_vllm", "update_named_param",
+                              "update_flattened_param", "sharding_manager", "update_weight", "sync_weights")
 # vLLM <= 0.3 kept the loader in one file, vllm/model_executor/model_loader.py
 _DISK_WORDS = ("Loading safetensors checkpoint shards", "model_loader/", "model_loader.py", " load_model",
                " initialize_model", "Loading pt checkpoint shards")

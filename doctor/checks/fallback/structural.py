@@ -1,4 +1,4 @@
-"""GD990-GD994, GD996, GD997 (GD995 is watch's exit rule): an exception no signature rule claims, classified from its structure (which component raised
+"""GD990-GD994, GD996, GD997 and GD249 (vLLM version, in its family; GD995 is watch's exit rule): an exception no signature rule claims, classified from its structure (which component raised
 it, its type, the frames it went through) by doctor/data/structure.toml. One rule per category: each takes
 the session's verdict when the verdict's category is its own. GD999 steps aside when a verdict exists."""
 from __future__ import annotations
