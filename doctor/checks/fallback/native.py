@@ -16,6 +16,24 @@ from .crash_lines import crash_symbol, faulthandler_dump, in_nccl, nccl_owner
 _WATCHDOG = lazyre.compile(r"Watchdog caught collective operation timeout|NCCL error|NCCL communicator was aborted")
 
 
+# the watchdog thread's own abort told only by its C++ side: what it threw (DistBackendError, the NCCL backend's error)
+# or where ("Exception raised from ncclCommWatchdog / watchdogHandler at ...ProcessGroupNCCL.cpp"): ProcessGroupNCCL's
+# ncclCommWatchdog rethrows whatever stopped it as "Process group watchdog thread terminated with exception", a
+# collective's timeout or an NCCL error most often, a CUDA error it met otherwise (then its words are in the line)
+_WATCHDOG_CPP = lazyre.compile(r"instance of 'c10::DistBackendError'|Exception raised from (?:ncclCommWatchdog|"
+                               r"watchdogHandler|checkTimeout) at \S*ProcessGroupNCCL\.cpp|ProcessGroupNCCL::"
+                               r"(?:ncclCommWatchdog|watchdogHandler)\(")
+_CUDA_ERROR = lazyre.compile(r"CUDA error|illegal memory access|device-side assert|CUBLAS_STATUS|cudaError")
+
+
+def _watchdog_abort(hit: Hit, ctx: RunState) -> bool:
+    """The native abort at ``hit`` comes from torch's NCCL watchdog thread, by its C++ lines alone (no CUDA error
+    beside them)."""
+    tail = ctx.tails.get(hit.evidence.path) or ()
+    near = [t.text for t in tail if hit.seq - 12 <= t.seq <= hit.seq + 12]
+    return any(_WATCHDOG_CPP.search(t) for t in near) and not any(_CUDA_ERROR.search(t) for t in near)
+
+
 def _watchdog_teardown(hit: Hit, ctx: RunState) -> bool:
     """The native abort at ``hit`` is torch's NCCL watchdog taking the process down (its lines just around it)."""
     tail = ctx.tails.get(hit.evidence.path) or ()
@@ -78,6 +96,21 @@ _GRAPH_CAPTURE = ("capture_model", "capture_begin", "/cuda/graphs.py")
 def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if all(_watchdog_teardown(h, ctx) for h in hits):
         return None  # the NCCL rules (GD301, GD304) name the failure; this abort is how torch ends the process
+    if _watchdog_abort(hits[0], ctx):
+        return Diagnosis(
+            message="The process was taken down by torch's NCCL watchdog thread: its C++ lines show it "
+                    "(c10::DistBackendError, thrown from ProcessGroupNCCL's ncclCommWatchdog), which ends a process "
+                    "when one of its collectives times out or fails (a peer rank that died or stalled, a broken "
+                    "network path). The watchdog's own line that says which (`Watchdog caught collective operation "
+                    "timeout` with its SeqNum, or `NCCL error`) is not in the excerpt, and no CUDA error is beside it."
+                    + _context(ctx),
+            fix=("Find the first rank that errored or stopped: search every rank's log for the first Traceback, "
+                 "Error or 'Killed' before this abort; the ranks that abort this way are usually waiting for it.",
+                 "Paste the lines above `terminate called after throwing` on this rank (the `[PG ... Rank N]` "
+                 "watchdog line names the collective and the timeout).",
+                 "Rerun with NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch's flight recorder)."),
+            category="nccl-timeout", confidence="likely",
+            title="NCCL watchdog aborted the process (its cause line not in the excerpt)")
     check = next((h for h in hits if h.groups.get("cuda_check")), None)
     if check is not None:
         return _cuda_check(check, ctx)
