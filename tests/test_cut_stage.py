@@ -677,3 +677,15 @@ def test_a_stack_cut_in_the_rendezvous_store_is_that_stage_with_its_port_and_add
     assert "rendezvous" in f.title and "the exception is not in the excerpt" in f.title
     assert f.confidence == "possible" and "EADDRINUSE" in f.message
     assert any("master_port" in x for x in f.fix)
+
+
+def test_a_stack_stopped_at_safetensors_safe_open_is_a_broken_weight_file_and_one_above_it_only_weight_loading():
+    # safetensors' safe_open parses only the header (src/tensor.rs): stopped there, the file is not a whole one
+    frames = ('  File "/opt/conda/lib/python3.10/site-packages/transformers/modeling_utils.py", line 4706, in '
+              '_load_pretrained_model\n    state_dict = load_state_dict(shard_file, is_quantized=is_quantized)\n')
+    at_open = ('  File "/opt/conda/lib/python3.10/site-packages/transformers/modeling_utils.py", line 555, in '
+               'load_state_dict\n    with safe_open(checkpoint_file, framework="pt") as f:\n')
+    f = _first(run_text("Traceback (most recent call last):\n" + frames + at_open))
+    assert f.rule_id == "GD999" and f.category == "checkpoint-corrupt" and f.confidence == "possible"
+    g = _first(run_text("Traceback (most recent call last):\n" + frames))
+    assert g.category == "other" and "checkpoint-corrupt" in g.alternatives
