@@ -27,6 +27,7 @@ from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import parse_value
 from .command_text import SERVER_COMMANDS, Launch, read_command
 from .runs import RunSplit
+from .versions_said import VERSION_WORDS, VersionsSaid
 
 STRENGTH = {"command": 1, "launcher": 2, "dump": 3, "args.json": 4}
 MAX_CONTINUED = 200  # continuation lines of one echoed launch read at most (a pasted script's is a few dozen)
@@ -76,7 +77,7 @@ _URL_PORT = lazyre.compile(r"^\w+://[^/\s]+:(\d{2,5})\b")
 _TOOL_WORDS = lazyre.compile("|".join(map(re.escape, _TOOL_LITERALS)))
 
 LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers", "llamafactory",
-             "llmtuner") + _ENV_NAMES
+             "llmtuner") + VERSION_WORDS + _ENV_NAMES
             + _TOOL_LITERALS + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
 
 
@@ -140,6 +141,7 @@ class RunConfig:
     _pending_launch: list[str] | None = None  # a launch echoed over lines ending in a backslash, read once it ends
     _pending_source: str = "launcher"
     pasted_launches: list[Launch] = field(default_factory=list)  # launches a person pasted among an excerpt's lines
+    _versions_said: VersionsSaid = field(default_factory=VersionsSaid)  # environment reports and pip's listings
     _env_prefix: list[str] = field(default_factory=list)  # `CUDA_VISIBLE_DEVICES=0,1 \` lines: the next command's
 
     # ---------------------------------------------------------------- setters
@@ -381,6 +383,11 @@ class RunConfig:
             m = _LLAMAFACTORY_VERSION.search(text)
             if m is not None and not _ADVICE.search(text):
                 self.versions["llamafactory"] = m.group(1)
+        said = self._versions_said.read(text)
+        if said is not None:
+            # a report of what is installed (an environment report, pip's listing) outranks a version named in passing
+            self.versions[said[0]] = said[1]
+            return
         for name, rx, seen in (("vllm", _VLLM_VERSION, "vllm" in text.lower()), ("trl", _TRL_VERSION, "trl" in text),
                                ("transformers", _TRANSFORMERS_VERSION, "transformers" in text)):
             m = rx.search(text) if seen and name not in self.versions else None

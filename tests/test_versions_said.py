@@ -1,0 +1,50 @@
+"""The installed releases a paste reports (doctor/sources/versions_said.py), in the forms issue templates and pip print."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from doctor.engine import Session
+from doctor.registry import load_catalog
+from doctor.sources.logtext import LineReader
+from doctor.sources.versions_said import VersionsSaid
+
+
+@pytest.mark.parametrize("line, said", [
+    ("- `transformers` version: 4.52.0", ("transformers", "4.52.0")),         # transformers env
+    ("- TRL version: 0.19.0+5206c92", ("trl", "0.19.0")),                     # trl env (a git build's suffix)
+    ("- PyTorch version (GPU?): 2.6.0+cu124 (True)", ("torch", "2.6.0")),
+    ("PyTorch version: 1.1.0", ("torch", "1.1.0")),                           # torch's collect_env
+    ("- `llamafactory` version: 0.9.1.dev0", ("llamafactory", "0.9.1.dev0")),
+    ("* DeepSpeed version: 0.16.4", ("deepspeed", "0.16.4")),
+    ("trl version: 0.18.2", ("trl", "0.18.2")),
+    ("vllm                      0.8.5.post1        pypi_0    pypi", ("vllm", "0.8.5.post1")),   # conda list
+    ("flash_attn                2.7.4.post1", ("flash-attn", "2.7.4.post1")),                  # pip list
+    # a sentence, a requirement, a package not in the table: not a report of what is installed
+    ("trl 0.14.0 broke my run", None),
+    ("transformers version: >=4.52 is required", None),
+    ("- CUDA version: 12.4", None),
+    ("- Python version: 3.10.12", None),
+])
+def test_one_line_reports(line, said):
+    assert VersionsSaid().read(line) == said
+
+
+def test_pip_show_is_two_lines_and_its_version_line_alone_is_nothing():
+    v = VersionsSaid()
+    assert v.read("Name: trl") is None and v.read("Version: 0.17.0") == ("trl", "0.17.0")
+    assert v.read("Version: 0.17.0") is None        # no Name line before it
+    assert v.read("Name: numpy") is None and v.read("Summary: x") is None and v.read("Version: 1.0") is None
+
+
+def test_an_environment_report_in_a_log_reaches_the_runs_versions_and_framework_version():
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    main()\n"
+            "RuntimeError: something odd happened\n\n"
+            "- `transformers` version: 4.52.0\n- TRL version: 0.19.1\n- PyTorch version (GPU?): 2.6.0+cu124 (True)\n")
+    s = Session(load_catalog())
+    for line in LineReader("t.log", [0]).lines(io.BytesIO(text.encode())):
+        s.feed_line(line)
+    s.finish()
+    assert {k: s.run.versions[k] for k in ("transformers", "trl", "torch")} == \
+        {"transformers": "4.52.0", "trl": "0.19.1", "torch": "2.6.0"}
