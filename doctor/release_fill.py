@@ -11,7 +11,7 @@ _PINNED_HOLE = lazyre.compile(r"(?<![\w.<-])([A-Za-z][\w.-]*)==<version>")
 
 # the packages a training paste names as what it installed (their pip names, and the import name where it differs)
 PACKAGES = (r"transformers|trl|peft|accelerate|deepspeed|vllm|torch|pytorch|datasets|tokenizers|bitsandbytes|"
-            r"flash[-_]attn|xformers|triton|ms-swift|unsloth|unsloth[-_]zoo|verl|openrlhf|llamafactory|axolotl|"
+            r"flash[-_]attn|xformers|triton|ms[-_]swift|unsloth|unsloth[-_]zoo|verl|openrlhf|llamafactory|axolotl|"
             r"safetensors|numpy|pydantic|protobuf|sentencepiece|liger[-_]kernel|megatron[-_]core")
 _VERSION = r"v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+|\.?dev\d+)?)"
 # a change of the package's release: to a version, with a verb of change before it ("downgrade peft to 0.6.0",
@@ -32,9 +32,18 @@ def release_changed(text: str) -> str | None:
     m = _CHANGED.search(text)
     if m is None:
         return None
-    pkg = (m.group("pkg") or m.group("pkg3")).lower()
-    # (pytorch is what people call it; torch is what pip installs)
-    return f"{'torch' if pkg == 'pytorch' else pkg}=={m.group('v1') or m.group('v2') or m.group('v3')}"
+    return f"{canonical(m.group('pkg') or m.group('pkg3'))}=={m.group('v1') or m.group('v2') or m.group('v3')}"
+
+
+_NAMES = {"pytorch": "torch", "flash_attn": "flash-attn", "unsloth_zoo": "unsloth-zoo", "liger_kernel": "liger-kernel",
+          "megatron_core": "megatron-core", "ms_swift": "ms-swift", "swift": "ms-swift"}
+
+
+def canonical(pkg: str) -> str:
+    """The name pip installs a package under (pytorch is what people call torch; swift, in a version report, is
+    ms-swift)."""
+    pkg = pkg.lower()
+    return _NAMES.get(pkg, pkg)
 
 
 def release_said(texts: list[str]) -> str | None:

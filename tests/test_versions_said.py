@@ -21,6 +21,9 @@ from doctor.sources.versions_said import VersionsSaid
     ("trl version: 0.18.2", ("trl", "0.18.2")),
     ("vllm                      0.8.5.post1        pypi_0    pypi", ("vllm", "0.8.5.post1")),   # conda list
     ("flash_attn                2.7.4.post1", ("flash-attn", "2.7.4.post1")),                  # pip list
+    ("ms_swift                                 3.4.0.dev0    /mnt/nas2", ("ms-swift", "3.4.0.dev0")),  # dev 2715
+    ("swift版本：3.11.0.dev0", ("ms-swift", "3.11.0.dev0")),                    # ms-swift's template, dev 3117
+    ("- swift version: 3.8.1", ("ms-swift", "3.8.1")),
     # a sentence, a requirement, a package not in the table: not a report of what is installed
     ("trl 0.14.0 broke my run", None),
     ("transformers version: >=4.52 is required", None),
@@ -48,3 +51,12 @@ def test_an_environment_report_in_a_log_reaches_the_runs_versions_and_framework_
     s.finish()
     assert {k: s.run.versions[k] for k in ("transformers", "trl", "torch")} == \
         {"transformers": "4.52.0", "trl": "0.19.1", "torch": "2.6.0"}
+
+
+def test_ms_swift_1_and_2_scripts_and_flags_name_the_framework():
+    # dev 4009: `python3 llm_sft.py --sft_type lora --tuner_backend swift` (ms-swift 2.x examples/pytorch/llm)
+    from doctor.swift.framework import detect
+    assert detect([], ["python3 llm_sft.py \\\n    --sft_type lora --tuner_backend swift"], {})[0] == "ms-swift"
+    assert detect([], ["swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B"], {})[0] == "ms-swift"
+    # LLaMA-Factory's own flags are not ms-swift's
+    assert detect([], ["llamafactory-cli train --stage sft --finetuning_type lora --template qwen"], {})[0] != "ms-swift"

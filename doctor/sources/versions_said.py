@@ -8,26 +8,19 @@ sentences that move a package to another release.
 from __future__ import annotations
 
 from .. import lazyre
-from ..release_fill import PACKAGES
+from ..release_fill import PACKAGES, canonical
 
 _VER = r"v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+|\.?dev\d+)?)"
 # "- `transformers` version: 4.52.0", "- TRL version: 0.19.0+5206c92", "trl version: 0.18.2", "PyTorch version (GPU?): 2.6.0"
-_REPORT = lazyre.compile(r"(?i)^\s*(?:[-*]\s+)?`?(?P<pkg>" + PACKAGES + r")`?\s+version(?:\s*\([^)]{0,20}\))?\s*[:=]\s*"
-                         + _VER + r"(?![\d.])")
+# (ms-swift's issue template asks for "swift版本" / "swift version": the bare name is ms-swift there)
+_REPORT = lazyre.compile(r"(?i)^\s*(?:[-*]\s+)?`?(?P<pkg>" + PACKAGES + r"|swift)`?\s*(?:version|版本)(?:\s*\([^)]{0,20}\))?"
+                         r"\s*[:=：]\s*" + _VER + r"(?![\d.])")
 # `pip list` / `conda list`: the name at the line's start, padded to the version's column by two spaces or more
 _LISTED = lazyre.compile(r"(?i)^(?P<pkg>" + PACKAGES + r")\s{2,}" + _VER + r"(?![\d.])")
 _PIP_NAME = lazyre.compile(r"(?i)^Name:\s*(?P<pkg>" + PACKAGES + r")\s*$")
 _PIP_VERSION = lazyre.compile(r"^Version:\s*" + _VER + r"\s*$")
 # the words that send a line here (the session's gate): every form above holds one
-VERSION_WORDS = ("version:", " version (", "Name: ", "Version: ")
-_NAMES = {"pytorch": "torch", "flash_attn": "flash-attn", "unsloth_zoo": "unsloth-zoo", "liger_kernel": "liger-kernel",
-          "megatron_core": "megatron-core", "swift": "ms-swift"}
-
-
-def canonical(pkg: str) -> str:
-    """The name pip installs a package under (pytorch is what people call torch)."""
-    pkg = pkg.lower()
-    return _NAMES.get(pkg, pkg)
+VERSION_WORDS = ("version:", " version (", "Name: ", "Version: ", "版本", "ms_swift", "ms-swift")
 
 
 class VersionsSaid:
@@ -43,7 +36,7 @@ class VersionsSaid:
             m = _PIP_VERSION.match(text)
             if m is not None:
                 return pending, m.group("ver")
-        if "ersion" in text:
+        if "ersion" in text or "版本" in text:
             m = _REPORT.match(text)
             if m is not None:
                 return canonical(m.group("pkg")), m.group("ver")

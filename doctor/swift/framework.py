@@ -60,6 +60,12 @@ _CMD = (
     # its CLI's subcommands (swift/cli/main.py ROUTE_MAPPING: sft, pt, rlhf, infer, deploy, rollout, export, ...)
     ("ms-swift", ("swift",), False, lazyre.compile(r"(?:^|[\s;/`])swift\s+(?:rlhf|sft|pt|rollout|infer|deploy|export)\b|"
                                                    r"swift[./]cli[./](?:rlhf|rollout|sft)")),
+    # ms-swift 1.x-2.x: its example scripts (examples/pytorch/llm/llm_sft.py, llm_rlhf.py, llm_dpo.py, llm_infer.py call
+    # swift.llm's sft_main, rlhf_main, infer_main) and the flags only its argument classes define (swift/llm/utils/
+    # argument.py 2.x: sft_type, tuner_backend, model_id_or_path; 3.x-4.x: rlhf_type)
+    ("ms-swift", ("llm_", "--sft_type", "--tuner_backend", "--model_id_or_path", "--rlhf_type"), False,
+     lazyre.compile(r"(?:^|[\s/])llm_(?:sft|rlhf|dpo|orpo|simpo|infer|export)\.py\b|"
+                    r"--(?:sft_type|tuner_backend|model_id_or_path|rlhf_type)\b")),
     ("verl", ("verl.trainer.main_",), False, lazyre.compile(r"\bverl\.trainer\.main_\w+")),
     ("openrlhf", ("openrlhf.cli.",), False, lazyre.compile(r"\bopenrlhf\.cli\.")),
     # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
