@@ -60,3 +60,12 @@ def test_ms_swift_1_and_2_scripts_and_flags_name_the_framework():
     assert detect([], ["swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B"], {})[0] == "ms-swift"
     # LLaMA-Factory's own flags are not ms-swift's
     assert detect([], ["llamafactory-cli train --stage sft --finetuning_type lora --template qwen"], {})[0] != "ms-swift"
+
+
+def test_trls_own_value_head_and_ppov2_classes_name_trl():
+    from doctor.swift.framework import detect
+    # dev 2702, 2703: classes only trl defines
+    assert detect([], ["AttributeError: 'AutoModelForCausalLMWithValueHead' object has no attribute 'base_model_prefix'"],
+                  {})[0] == "trl"
+    assert detect([], ["I use PPOv2Trainer with a reward function instead of a reward model"], {})[0] == "trl"
+    assert detect([], ["AttributeError: 'MyValueHeadModel' object has no attribute 'x'"], {})[0] is None

@@ -138,6 +138,10 @@ _CMD = (
     # a warning CPython's warnings module prints from trl's trainer code ("<path>/trl/trainer/ppo_trainer.py:1194:
     # UserWarning: ..."): trl's trainer running
     ("trl", ("trl",), False, lazyre.compile(r"[/\\]trl[/\\]trainer[/\\]\w+\.py:\d+: \w*Warning\b")),
+    # classes only trl defines (trl/models/modeling_value_head.py AutoModelForCausalLMWithValueHead and its Seq2Seq
+    # sibling, 0.4-0.19; trl/trainer/ppov2_trainer.py PPOv2Trainer, 0.9-0.11): a PPO run on trl's own models
+    ("trl", ("WithValueHead", "PPOv2"), False, lazyre.compile(r"\bAutoModelFor(?:CausalLM|Seq2SeqLM)WithValueHead\b|"
+                                                            r"\bPPOv2(?:Trainer|Config)\b")),
     # gensyn rl-swarm (hivemind_exp/trainer/hivemind_grpo_trainer.py, genrl-swarm) subclasses trl's GRPOTrainer
     ("trl", ("hivemind_exp", "swarm"), False, lazyre.compile(r"\bhivemind_exp\b|\brl-swarm/|\bgenrl[_-]swarm\b")),
 )
