@@ -46,7 +46,7 @@ def test_same_raise_site_and_holding_conditions_give_a_known_fix(index_of):
     (m,) = known.for_finding(f)
     assert m.basis == mech.RAISE_SITE
     (line,) = known.fix_lines(f, TRL_RUN)
-    assert line.startswith("Known fix (huggingface/trl#1, same raise site,") and RESOLUTION in line
+    assert line.startswith("Known fix (huggingface/trl#1, raised at the same place,") and RESOLUTION in line
     doc = json.loads(jsonr.render(Report("X", [], TRL_RUN, [f])))["findings"][0]
     assert doc["known_issues"][0]["basis"] == "raise-site" and doc["fix"][-1] == line
 

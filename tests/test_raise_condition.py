@@ -47,7 +47,7 @@ def test_the_message_and_the_run_bind_the_condition():
 def test_no_run_value_no_fix():
     got = read(_site({}), {}, {})
     assert got is not None and got.fix() is None
-    assert got.sentence() == (f"trl's __post_init__ raises it when `{_COND}`; the test held, so "
+    assert got.sentence() == (f"trl's __post_init__ raises it when `{_COND}`; that condition held here, so "
                               f"`self.steps_per_generation` was None.")
 
 
@@ -93,7 +93,7 @@ def test_a_run_value_the_test_refuses_is_another_launch_s_and_is_not_said():
     assert got is not None
     assert got.from_run == (("finetuning_type", "full", "read from the launch script"),)   # stage = rm: refused
     assert got.implied == (("self.stage", "'ppo'"), ("self.reward_model_type", "'lora'"))
-    assert "stage is rm" not in got.sentence() and "the test held, so `self.stage` was 'ppo'" in got.sentence()
+    assert "stage is rm" not in got.sentence() and "that condition held here, so `self.stage` was 'ppo'" in got.sentence()
     assert got.fix() == (f"The check `{_PPO}` held with finetuning_type = full, stage = 'ppo', reward_model_type = "
                          f"'lora': change one of them so that it no longer holds, then rerun.")
 

@@ -51,7 +51,7 @@ class ConditionReading:
         said += [f"the run's {arg} is {value} ({where_read})" for arg, value, where_read in self.from_run]
         text = f"{where} raises it when `{self.condition}`" + ("; here " + ", ".join(said) if said else "")
         if self.implied:
-            text += ("; the test held, so " + ", ".join(f"`{op}` was {value}" for op, value in self.implied))
+            text += ("; that condition held here, so " + ", ".join(f"`{op}` was {value}" for op, value in self.implied))
         return text + "."
 
     def fix(self) -> str | None:

@@ -33,7 +33,7 @@ def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
     if reading is None or reading.category == "other":
         return findings
     # said to the person reading the report: what the category rests on and that it is theirs to check
-    said = (f" Its category is a guess: no rule names this failure, and its wording is most like that of "
+    said = (f" Its category is a guess from the words alone: grpo-doctor knows no failure with this message, and its words read most like those of "
             f"{reading.category} failures; check it against the log.")
     return [replace(first, category=reading.category, message=first.message + said, confidence="possible"),
             *findings[1:]]

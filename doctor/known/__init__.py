@@ -25,7 +25,7 @@ _CONF_WORDS = {"confirmed": "confirmed by a user", "maintainer": "maintainer's a
                "unresolved": "unresolved"}
 
 
-_BASIS_WORDS = {"raise-site": "same raise site", "type-component-phase": "same error and phase"}
+_BASIS_WORDS = {"raise-site": "raised at the same place", "type-component-phase": "same error and phase"}
 
 
 def for_finding(f: Finding) -> list[Match]:
@@ -131,7 +131,7 @@ def why_no_fix(m: Match, f: Finding, run: dict | None) -> str:
     from .fit import why_not
     from .mechanism import MECHANISM, framework_clash, whole_sentence
     if m.basis not in MECHANISM:
-        return "similar words only: not the same raise site, nor the same error in the same phase"
+        return "similar words only: not raised at the same place, nor the same error in the same phase"
     if m.confidence == "unresolved" or not m.resolution:
         return "the thread is not resolved"
     return whole_sentence(m.resolution) or why_not(m, f, run) or framework_clash(m, f, run, m.basis)

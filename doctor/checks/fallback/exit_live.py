@@ -50,7 +50,7 @@ class ExitWithoutDiagnosis(Rule):
             return []
         how = (f"was killed by signal {-e.code} ({e.signal_name or '?'})" if e.code < 0 else
                f"exited with status {e.code}")
-        msg = f"The command {how} after {e.t:.0f} s, and no rule found an error in its output."
+        msg = f"The command {how} after {e.t:.0f} s, and grpo-doctor found no error in its output."
         fix = list(self.meta.fix)
         if e.signal_name == "SIGKILL":
             msg += (" SIGKILL is the host OOM killer's signature (a process killed that way prints nothing); it is "

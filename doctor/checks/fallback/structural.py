@@ -450,10 +450,10 @@ class Structural(Rule):
             # named in a summary line, not a traceback (a notebook header with its cut stack is a traceback)
             embedded = exc not in ctx.exceptions and outer is None and not exc.frames
             if embedded:
-                msg += (" (Read from a line that names the exception outside a traceback: judged without its stack.)"
-                        if exc.short_type in exc.raw else
-                        f" (Read from a line that holds Python's {exc.short_type} wording without the type's name, "
-                        f"outside a traceback: judged without its stack.)")
+                msg += (" (The exception is named on a line of its own, without its traceback, so where it was raised "
+                        "is not shown.)" if exc.short_type in exc.raw else
+                        f" (The line holds Python's {exc.short_type} wording without the type's name and without its "
+                        f"traceback, so where it was raised is not shown.)")
                 same = [exc]
             ev = [Evidence(exc.where.path, exc.where.line, exc.raw)]
             if exc.frames and exc not in ctx.exceptions:  # a notebook header: the last frame line shows the failure

@@ -236,14 +236,14 @@ class LogEnd(Rule):
                    f"only if what went wrong follows from it.")
         elif e.kind == "words":
             msg = (f"This excerpt holds no exception, error-level line, stop or failing metric that grpo-doctor reads, "
-                   f"but its line `{shown}` says in words that the run failed (in wording no rule matches): the excerpt "
+                   f"but its line `{shown}` says in words that the run failed (in words grpo-doctor does not know): the excerpt "
                    f"is not a healthy run, and the failure itself was not read from it.")
         elif e.kind == "crash-header":
             msg = (f"The log ends with a Python traceback's header and nothing after it (`{shown}`): the process "
                    f"crashed in {e.phase}" + (f", right after `{e.detail}`" if e.detail else "") +
                    "; the traceback itself, with the exception that says why, is not in the log.")
         elif e.kind == "error":
-            msg = (f"No rule knows this failure, and grpo-doctor read no Python traceback from the log: its first error-level line "
+            msg = (f"grpo-doctor knows no failure with these words and read no Python traceback from the log: its first error-level line "
                    f"in the end of the log is `{shown}`.")
         else:
             what = {"bar": f"its progress bar short of the total ({e.detail or 'no description'})",
@@ -325,13 +325,13 @@ class LogEnd(Rule):
         if e.kind == "signal":
             return f"The run was stopped by a signal from outside ({e.detail})"
         if e.kind == "error":
-            return "The log ends in an error line no rule knows"
+            return "The log ends in an error line grpo-doctor does not know"
         if e.kind == "crash-header":
             return f"The process crashed in {e.phase}; the traceback is not in the log"
         if e.kind == "warning":
             return "The excerpt shows only warnings"
         if e.kind == "words":
-            return "The excerpt names a failure no rule reads"
+            return "The excerpt names a failure in words grpo-doctor does not know"
         if e.kind == "faulthandler":
             return "The log ends in a stack dump" + (f": {e.detail}" if e.detail else "")
         return f"The log stops in {e.phase}"

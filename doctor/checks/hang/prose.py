@@ -332,8 +332,8 @@ class ProseSymptom(Rule):
         named = next((ln for ln in reversed(lines) if ln is not line and _PROGRAM_LINE.match(plain(ln.text))
                       and _ERROR_WORD.search(plain(ln.text))), None)
         # a line that names an error in a form no rule reads (no parsed exception): said as such, never "no line shows"
-        head = (f"The error line here (`{plain(named.text)[:160]}`) is in a form no rule reads" if named is not None
-                else "No log line here shows a failure that a rule reads")
+        head = (f"The error line here (`{plain(named.text)[:160]}`) is in a form grpo-doctor does not read" if named is not None
+                else "No log line here shows a failure grpo-doctor reads")
         msg = (f"{head}; the words of the paste say {said} "
                f"(`{plain(line.text)[:160]}`). That is the report's only ground, so the category is a guess from the "
                f"description. Paste next: {nxt}.")
@@ -392,7 +392,7 @@ class ProseSymptom(Rule):
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))
         if named is not None:
             found = replace(found, evidence=(*found.evidence, evidence_of(named)),
-                            title="The paste describes a failure in words; its error line is in a form no rule reads")
+                            title="The paste describes a failure in words; its error line is in a form grpo-doctor does not read")
         if shown is not None:
             found = replace(found, evidence=(*found.evidence, *shown.evidence[:2]),
                             title=f"{shown.title}; the paste's words say it lasts")

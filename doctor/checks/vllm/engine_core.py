@@ -24,7 +24,7 @@ def engine_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         msg += f": {roots[0].rule_id} ({roots[0].title}) is that error, this line only reports it."
         fix = [f"Fix {roots[0].rule_id} first."]
     else:
-        msg += ", and no rule recognised one in this log."
+        msg += ", and grpo-doctor found none in this log."
         fix = ["Look above this line for the engine core's own traceback (out of memory, unsupported model "
                "architecture, bad argument) and run grpo-doctor on the complete log."]
     if roots:
