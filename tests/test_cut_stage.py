@@ -689,3 +689,21 @@ def test_a_stack_stopped_at_safetensors_safe_open_is_a_broken_weight_file_and_on
     assert f.rule_id == "GD999" and f.category == "checkpoint-corrupt" and f.confidence == "possible"
     g = _first(run_text("Traceback (most recent call last):\n" + frames))
     assert g.category == "other" and "checkpoint-corrupt" in g.alternatives
+
+
+def test_a_stack_cut_in_vllms_engine_core_start_after_the_kv_cache_was_measured_is_the_caches_sizing():
+    # dev 4619: `Available KV cache memory: 13.69 GiB`, then `EngineCore failed to start` with a stack cut in
+    # EngineCore.__init__: the weights were loaded, so what failed is the cache's sizing for max_model_len
+    stack = ('(EngineCore_DP0 pid=1) ERROR 10-11 10:42:14 [core.py:708] Traceback (most recent call last):\n'
+             '(EngineCore_DP0 pid=1) ERROR 10-11 10:42:14 [core.py:708]   File "/x/site-packages/vllm/v1/engine/core.py", '
+             'line 699, in run_engine_core\n'
+             '(EngineCore_DP0 pid=1) ERROR 10-11 10:42:14 [core.py:708]     engine_core = EngineCoreProc(*args, **kwargs)\n'
+             '(EngineCore_DP0 pid=1) ERROR 10-11 10:42:14 [core.py:708]   File "/x/site-packages/vllm/v1/engine/core.py", '
+             'line 92, in __init__\n')
+    measured = "(Worker pid=2) INFO 10-11 10:42:14 [gpu_worker.py:298] Available KV cache memory: 13.69 GiB\n"
+    f = _first(run_text(measured + stack))
+    assert f.category == "vllm-oom-or-kv-cache" and "Available KV cache memory: 13.69 GiB" in f.message
+    assert f.fix[0].startswith("Lower --max-model-len")
+    # without the measurement the start-up's stage is named, its two usual failures listed, the engine's category kept
+    g = _first(run_text(stack))
+    assert g.category == "vllm-engine-error" and "the start-up of vLLM's engine core" in g.message

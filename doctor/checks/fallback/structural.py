@@ -492,11 +492,11 @@ class Structural(Rule):
         found = self.make(message=msg, fix=fix, evidence=evidence, seq=line.seq, severity=Severity.warning,
                           title=f"{v.entry.title or self.meta.title} (traceback cut, from its stack)",
                           alternatives=alternatives, confidence="possible" if server else None)
-        if staged is not None and staged.stage.decides and staged.stage.category \
-                and staged.stage.category != found.category and not server:
-            # a stage where every failure the library raises is of one category names it better than the component:
-            # vLLM's KV cache sizing fails for memory, whatever engine entry the frames matched
-            found = dataclasses.replace(found, category=staged.stage.category, alternatives=tuple(dict.fromkeys(
+        if staged is not None and staged.category and staged.category != found.category and not server:
+            # a stage where every failure the library raises is of one category (or a line before the stack leaves
+            # one) names it better than the component: vLLM's KV cache sizing fails for memory, whatever engine entry
+            # the frames matched
+            found = dataclasses.replace(found, category=staged.category, alternatives=tuple(dict.fromkeys(
                 (found.category, *found.alternatives))), title=f"Failure in {staged.stage.stage} (traceback cut, "
                 f"from its stack)")
         return found
