@@ -347,3 +347,15 @@ def test_the_settings_on_the_lines_after_a_colon_belong_to_the_outcome() -> None
     # the environment of a command that goes on on the next line is not the way out (devlogs36/4904)
     assert _read("但是 swift infer 可以正常跑，命令行如下：", "CUDA_VISIBLE_DEVICES=1,2 \\",
                  "swift infer \\", "--model Qwen/Qwen2.5-VL-7B") == []
+
+
+def test_a_change_then_what_ran_normally_without_le_is_what_worked():
+    # dev 4510: "使用--dtype fp32后推理正常" (after using --dtype fp32, inference is normal)
+    from doctor.classify.outcomes_said import read
+    from doctor.signals import LogLine, Where
+
+    def kinds(text):
+        return [s.kind for s in read([LogLine(text, text, Where("p", 1), None, 0)])]
+    assert kinds("似乎是bfloat16数据类型导致的，使用--dtype fp32后推理正常") == ["solved"]
+    assert kinds("使用--dtype fp32后推理还是不正常") == []
+    assert kinds("升级后训练正常吗？") == []

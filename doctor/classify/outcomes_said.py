@@ -36,6 +36,8 @@ _SOLVED = lazyre.compile(
     r"helped)\b|"
     r"(?:回退|降级|降版本|升级)到?.{0,20}?(?:后|就|之后)?(?:可以|能)正常|"
     r"就(?:可以|好|正常|行|能跑|能训练)了|(?:问题)?(?:已经|已)?解决了|可以解决|(?:就|后|後|之后|以后)正常了|(?:就|后|後)(?:能|可以)正常|"
+    # "使用--dtype fp32后推理正常": the change, then what ran normally, without 了
+    r"(?:后|後|之后|以后)(?:训练|推理|运行|跑|生成|部署)(?:也|就)?(?:可以|能)?正常|"
     # "Peft版本降低至0.6.0后问题解决，但...": the change, then "问题解决" without 了
     r"(?:后|後|之后|以后)(?:问题)?(?:就|得到|已)?解决|"
     # "When I pin to transformers==4.52.4 the issue is gone", "the error went away using huggyllama/llama-7b"

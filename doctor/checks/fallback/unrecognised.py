@@ -290,7 +290,7 @@ class Unrecognised(Rule):
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
         where = exc.raised_at
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
-        msg = f"No rule recognises this failure. The first real exception is `{text}`"
+        msg = f"grpo-doctor does not know this failure. The first real exception is `{text}`"
         stackless = (" (the traceback frames in the log do not lead to this line)."
                      if log_shows_frames(ctx) else " (no stack frames in the log).")
         below = None if where else next((line for line, _ in ctx.open_tracebacks or ()
