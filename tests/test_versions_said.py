@@ -69,3 +69,13 @@ def test_trls_own_value_head_and_ppov2_classes_name_trl():
                   {})[0] == "trl"
     assert detect([], ["I use PPOv2Trainer with a reward function instead of a reward model"], {})[0] == "trl"
     assert detect([], ["AttributeError: 'MyValueHeadModel' object has no attribute 'x'"], {})[0] is None
+
+
+def test_a_sentence_that_says_which_releases_ran_and_one_that_reports_an_outcome():
+    # dev 4902, 2124, 3901
+    assert VersionsSaid.used_in("使用 ms_swift 3.12.4 微调 Qwen3-VL-Reranker-2B") == [("ms-swift", "3.12.4")]
+    assert VersionsSaid.used_in("I'm using torch==2.1.0 deepspeed==0.9.5 accelerate==0.30.0 transformers==4.39.2 with "
+                                "flash-attn installed.") == [("torch", "2.1.0"), ("deepspeed", "0.9.5"),
+                                                              ("accelerate", "0.30.0"), ("transformers", "4.39.2")]
+    assert VersionsSaid.used_in("When I use transformers==4.28.1 + deepspeed==0.13.3 the code runs normally") == []
+    assert VersionsSaid.used_in("try using trl 0.14.0 instead") == []

@@ -388,6 +388,8 @@ class RunConfig:
             # a report of what is installed (an environment report, pip's listing) outranks a version named in passing
             self.versions[said[0]] = said[1]
             return
+        for name, version in VersionsSaid.used_in(text):
+            self.versions.setdefault(name, version)
         for name, rx, seen in (("vllm", _VLLM_VERSION, "vllm" in text.lower()), ("trl", _TRL_VERSION, "trl" in text),
                                ("transformers", _TRANSFORMERS_VERSION, "transformers" in text)):
             m = rx.search(text) if seen and name not in self.versions else None

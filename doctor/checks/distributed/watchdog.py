@@ -246,6 +246,13 @@ class NcclWatchdog(Rule):
         if ranks:
             top = (world - 1) if world else (group - 1) if bound_by_group and group else max(ranks)
             missing = [r for r in range(0, min(top, 1 << 16) + 1) if r not in ranks]  # bounded: ranks come from logs
+        # Ray folds lines that other workers printed alike ("... [repeated 3x across cluster]"): which ranks
+        # reported is then not shown
+        folded = any("across cluster]" in ln.raw for tail in ctx.tails.values() for ln in tail)
+        if missing and folded:
+            parts.append("Ray folded identical lines of other workers into `[repeated Nx across cluster]`, so which "
+                         "ranks reported the timeout is not shown.")
+            missing = []
         if missing:
             parts.append(f"Rank(s) {rank_list(missing)} did not report this timeout"
                          + (f" (the gather's {group} ranks taken as ranks 0-{group - 1}: the world size was not read)"
