@@ -96,6 +96,9 @@ GAPS: dict[tuple[str, str], str] = {
     # a call, not a raise statement the index reads
     ("real-thread-zero-nlp-ddp-device-ids-model-on-two-gpus", "ValueError"):
         "raised through torch DDP's _log_and_throw helper, not a raise statement",
+    # CPython raises it for a dict lookup (vLLM's `param = params_dict[name]` in a model's load_weights): the message is
+    # only the key, a weight's name, which no raise statement holds
+    ("verl-tool-weight-sync-keyerror-base-layer", "KeyError"): "a dict lookup's KeyError (vLLM's params_dict[name])",
     # unsloth_zoo's saving_utils.py raises it; unsloth_zoo is not among the indexed packages
     # (tools/raise_index_packages.toml)
     ("real-thread-unsloth-merged-save-lora-count-gemma3n", "RuntimeError"):
