@@ -649,3 +649,13 @@ def test_a_run_said_never_to_reach_its_first_step_is_a_hang_at_start():
     assert _symptom("It never reaches the first step; nothing is printed after model loading for an hour.") == \
         "hang-at-start"
     assert _symptom("No output for 30 minutes after the vLLM engine started") is not None
+
+
+def test_an_issue_forms_section_headings_are_the_forms_words_not_a_failure():
+    from doctor.sources.prose_text import form_or_reply
+    for heading in ("### Bug Description / Bug 描述", "### Reproduction", "## System Info", "### 报错信息",
+                    "### Error logs"):
+        assert form_or_reply(heading), heading
+    # a heading that is the report itself, and a sentence under a heading, are not the form's
+    assert not form_or_reply("### RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert not form_or_reply("The bug description: training crashes at step 3.")

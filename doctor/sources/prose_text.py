@@ -59,6 +59,12 @@ _FORM_OR_REPLY = lazyre.compile(r"(?i)\bwhat the bug is, and how to reproduce\b|
                                 r"^\W*(?:🐛\s*)?describe the bug\W*$|"
                                 r"^\W*-?\s*\[[x ]\]\s*I (?:have )?(?:searched|read)\b|"
                                 r"^\W*minimal (?:code|example) to reproduce\b|"
+                                # an issue form's section heading ("### Bug Description / Bug 描述", "### Reproduction",
+                                # "### System Info"): the form's words, not the reporter's
+                                r"^\s*#{1,6}\s+(?:🐛\s*)?(?:bug description|describe the bug|bug report|reproduction|how to "
+                                r"reproduce|system info|environment|expected behaviou?r|additional (?:context|information)|"
+                                r"information|checklist|error (?:message|log)s?|logs?)\b[^.!?。]{0,40}$|"
+                                r"^\s*#{1,6}\s+(?:bug ?描述|问题描述|如何复现|复现步骤|报错信息|错误信息|环境信息)\s*$|"
                                 r"\b(?:error|issue|problem|bug)s? (?:is|are|was|were|has been|have been) (?:now )?"
                                 r"(?:resolved|fixed|solved)\b")
 
