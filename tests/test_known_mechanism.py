@@ -198,3 +198,13 @@ def test_signature_sites_are_the_lookups_and_come_back_from_the_cache_file(tmp_p
     monkeypatch.setattr(mech, "_known_new", {})
     monkeypatch.setattr(mech, "_sites_of", lambda text: pytest.fail(f"looked up again: {text}"))
     assert [mech.signature_sites(t) for t in texts] == first
+
+
+def test_a_thread_about_another_kind_of_training_is_no_known_fix(index_of):
+    # dev 5208: an SFT run, and LlamaFactory#7065's pre-training resolution (blocks of cutoff_len tokens) for the
+    # same raise site
+    index_of(_thread("huggingface/trl#1", "ValueError", BATCH, versions="trl 0.16, stage pt with a text dataset"))
+    f = _finding(f"[rank0]: ValueError: {BATCH}", raised_by=(TRL_SITE,))
+    assert known.fix_lines(f, {**TRL_RUN, "trainer": "sft"}) == []
+    assert known.fix_lines(f, {**TRL_RUN, "trainer": "pt"}) != []
+    assert known.fix_lines(f, TRL_RUN) != []      # the run's kind not told: nothing contradicts the thread

@@ -1520,3 +1520,11 @@ def test_the_frames_that_prove_a_weight_sync_are_the_ones_the_part_reader_knows(
     from doctor.classify.parts import _SYNC_WORDS
     entry = next(e for e in load() if e.id == "trainer-weight-sync-vllm-loader")
     assert set(entry.any_frame) <= set(_SYNC_WORDS)
+
+
+def test_a_frameworks_own_load_model_is_no_vllm_engine_under_construction():
+    # dev 5609: LLaMA-Factory's model/loader.py load_model, an SFT run's stack cut there, is the training model's load
+    from doctor.checks.memory._oom import builds_vllm
+    assert not builds_vllm(Frame("/x/LLaMA-Factory/src/llamafactory/model/loader.py", 190, "load_model"))
+    assert builds_vllm(Frame(f"{SP}/vllm/worker/model_runner.py", 1000, "load_model"))
+    assert builds_vllm(Frame(f"{SP}/trl/trainer/grpo_trainer.py", 600, "_prepare_vllm"))

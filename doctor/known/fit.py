@@ -162,6 +162,10 @@ def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
     transport = _transport_off(m, run)
     if transport:
         return transport
+    stage = _stage_of(f"{m.title} {m.versions}")
+    ran = str(run.get("trainer") or "").lower()
+    if stage and ran and ran != stage:
+        return f"the thread is about a {stage.upper()} run, this run is {ran.upper()}"
     for pkg, ver, lower in stated(m):
         have = (run.get("versions") or {}).get(pkg)
         if have and not _holds(str(have), ver, lower):
@@ -197,6 +201,18 @@ def _transport_off(m: Match, run: dict[str, Any]) -> str:
         return ("the resolution sets " + ", ".join(f"{k}={v.rstrip('.')}" for k, v in settings)
                 + ", which the run already has")
     return ""
+
+
+# the kind of training a thread states ("stage pt", LLaMA-Factory's stages; "pre-training"): a resolution of one kind
+# (pre-training's blocks of cutoff_len tokens) is no way out for a run of another (trainer_kind.py's kinds)
+_STAGE = lazyre.compile(r"(?i)\bstage[ :=]+(pt|sft|rm|ppo|dpo|kto)\b|\b(pre-?training)\b")
+
+
+def _stage_of(text: str) -> str | None:
+    m = _STAGE.search(text)
+    if m is None:
+        return None
+    return "pt" if m.group(2) else m.group(1).lower()
 
 
 def fits(m: Match, f: Finding, run: dict[str, Any] | None) -> bool:

@@ -57,7 +57,8 @@ _LF_KIND = {"api": "serve", "chat": "infer", "webchat": "infer"}
 _SERVER_FILE = lazyre.compile(r"trl/scripts/vllm_serve\.py$|vllm/entrypoints/(?:openai/api_server|cli/serve)\.py$")
 _TRAINER_FILE = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|ppo|kto|orpo|cpo|rloo|reward|gkd|online_dpo|bco|prm)_trainer\.py$"
                                # LLaMA-Factory keeps one folder per stage: src/llamafactory/train/<stage>/trainer.py
-                               r"|(?:llamafactory|llmtuner)/train/(sft|dpo|kto|ppo|rm|pt)/trainer\.py$")
+                               # (and its workflow.py, which runs the stage: run_sft, run_dpo...)
+                               r"|(?:llamafactory|llmtuner)/train/(sft|dpo|kto|ppo|rm|pt)/(?:trainer|workflow)\.py$")
 # "ppo" is left out: verl's and rLLM's entry points (main_ppo.py, train_agent_ppo.py) run GRPO as well
 _SCRIPT = lazyre.compile(r"(?:^|[/_])(grpo|dpo|sft|kto|orpo|simpo|pretrain)(?:_[\w]*)?\.py$")
 _CLASS = lazyre.compile(r"(?:\b|(?<=[a-z0-9]))(GRPO|DPO|SFT|PPO|KTO|ORPO|CPO|RLOO|GKD|OnlineDPO|Reward)(?:Trainer\b|Config\()")

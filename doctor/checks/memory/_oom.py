@@ -80,6 +80,12 @@ _KV_FUNCS = {"_initialize_kv_caches", "initialize_cache", "determine_num_availab
 # a worker's init_device sets the CUDA device and joins the process group (vLLM's distributed init,
 # doctor/data/cut_stages.toml "vllm-dist"): it allocates no KV cache, so it is not read as engine memory
 _VLLM_INIT_FUNCS = {"prepare_vllm", "_prepare_vllm_engine", "_prepare_vllm", "load_model"}
+
+
+def builds_vllm(fr) -> bool:
+    """A frame that builds a vLLM engine: a trainer's vLLM set-up, or vLLM's own load_model (a framework's own
+    load_model, LLaMA-Factory's model/loader.py, loads the training model, not an engine)."""
+    return fr.func in _VLLM_INIT_FUNCS and (fr.func != "load_model" or "vllm" in fr.path.lower())
 _VLLM_FUNCS = {"wake_up", "_engine_infer", "_fast_infer", "_infer_vllm", "infer_vllm", "_vllm_generate"}
 _SYNC_FUNCS = {"_move_model_to_vllm", "_sync_param_to_vllm", "_load_state_dict_to_vllm", "_sync_peft_weights",
                "load_weights", "_move_full_model_to_vllm", "_move_adapter_to_vllm", "update_named_param"}
@@ -115,7 +121,7 @@ def side_of(frames: tuple[Frame, ...], raw: str, message: str, facts: Facts) -> 
             return Side("vllm", "weight sync to vLLM", fr)
         if in_stage("vllm-dist", fr):
             return Side("vllm", "distributed init (CUDA device and process group)", fr)
-        if func in _VLLM_INIT_FUNCS or "GRPOVllmEngine(" in fr.code or re.match(r"(?:self\.)?llm\s*=\s*LLM\(", fr.code):
+        if builds_vllm(fr) or "GRPOVllmEngine(" in fr.code or re.match(r"(?:self\.)?llm\s*=\s*LLM\(", fr.code):
             return Side("vllm", "engine creation", fr)
         if func == "wake_up":
             return Side("vllm", "wake-up from sleep mode", fr)

@@ -16,7 +16,7 @@ from ...swift.trainer_kind import GROUP_KINDS
 from ..fallback.exceptions import CONSEQUENCE_TYPES, describe_frame
 from ._facts import Facts, facts_of
 from ._ladders import training_ladder, vllm_ladder
-from ._oom import _KV_FUNCS, _VLLM_INIT_FUNCS
+from ._oom import _KV_FUNCS, builds_vllm
 from .kv_profile import BLOCKS
 
 _LIB_TRANSPARENT = ("torch/", "transformers/", "peft/", "deepspeed/", "accelerate/", "flash_attn", "liger_kernel",
@@ -51,7 +51,7 @@ def classify_cut(frames: tuple[Frame, ...]) -> tuple[str, Frame] | None:
             return "vllm-kv", fr
         if in_stage("vllm-dist", fr):
             return "vllm-dist", fr
-        if func in _VLLM_INIT_FUNCS or "GRPOVllmEngine(" in fr.code or re.search(r"\bLLM\($", fr.code.strip()):
+        if builds_vllm(fr) or "GRPOVllmEngine(" in fr.code or re.search(r"\bLLM\($", fr.code.strip()):
             return "vllm-init", fr
         if func in ("compute_loss", "_compute_loss", "_get_per_token_logps", "_get_per_token_logps_and_entropies",
                     "compute_liger_loss"):
