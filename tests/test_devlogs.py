@@ -312,7 +312,7 @@ KNOWN_MISSES_35: dict[str, str] = {
 }
 KNOWN_MISSES_46: dict[str, str] = {
     "4901": "ms-swift's remaining_argv refusal (an unknown flag) named in a title only: GD328",
-    "4902": "'ValueError remaining_argv' in a title over a start-up log cut before the error: GD328",
+    "4902": "'ValueError remaining_argv' in a title: the ValueError is read, its category only by the words' reading",
     "4904": "a flag one subcommand does not honour, said in prose: GD328",
     "4913": "a maintainer's version pin as the only answer, no error line: GD328",
     "4922": "argparse's invalid-value refusal in the title's inline code: GD328",
@@ -342,7 +342,6 @@ KNOWN_MISSES_44: dict[str, str] = {
     "4730": "a LLaMA-Factory SFT stack cut in the DDP forward, the error not in the excerpt: GD204 cuda-oom",
 }
 KNOWN_MISSES_42: dict[str, str] = {
-    "4510": "CUDA 'too many resources requested for launch' on a V100 running bf16: GD999",
     "4511": "lmdeploy's registry KeyError on an architecture name (ms-swift 2.x's default backend): GD999",
     "4515": "the maintainer's reply says vLLM does not support the model: GD328",
     "4526": "the maintainer's reply names the fix (--gdn-prefill-backend triton): GD328",

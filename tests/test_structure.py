@@ -1528,3 +1528,22 @@ def test_a_frameworks_own_load_model_is_no_vllm_engine_under_construction():
     assert not builds_vllm(Frame("/x/LLaMA-Factory/src/llamafactory/model/loader.py", 190, "load_model"))
     assert builds_vllm(Frame(f"{SP}/vllm/worker/model_runner.py", 1000, "load_model"))
     assert builds_vllm(Frame(f"{SP}/trl/trainer/grpo_trainer.py", 600, "_prepare_vllm"))
+
+
+def test_a_type_a_chinese_sentence_names_without_its_message_is_a_frameless_exception():
+    # dev 4307 ("报错NotImplementedError，提示子类没有覆写父类方法" above a stack cut in model loading) and 4902
+    # ("训练报错 ValueError remaining_argv" over a start-up log)
+    cut = ("baichuan 13B SFT 报错NotImplementedError，提示子类没有覆写父类方法\n" + tb(
+        [("/w/LLaMA-Efficient-Tuning-main/src/llmtuner/tuner/core/loader.py", 122, "load_model_and_tokenizer",
+          "model = prepare_model_for_training(model, finetuning_args.finetuning_type) if is_trainable else model")],
+        None))
+    f = run(cut)[0]
+    assert f.severity == Severity.error and "NotImplementedError" in f.message
+    named = run("Qwen3-VL-Reranker-2B swift sft 训练报错 ValueError remaining_argv\n")[0]
+    assert named.rule_id == "GD999" and "`ValueError`" in named.message
+    # a generic RuntimeError named in a title says nothing; the whole exception printed later replaces a naming of
+    # its type
+    assert not [f for f in run("使用trl进行GRPO训练出现RuntimeError\n") if f.rule_id == "GD999"]
+    whole = run("训练报错AssertionError\n" + tb([(f"{SP}/unsloth/models/vision.py", 439, "get_peft_model",
+                                                  "assert x")], "AssertionError"))
+    assert "vision.py:439" in whole[0].message

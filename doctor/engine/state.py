@@ -22,7 +22,7 @@ from ..sources import metrics as metrics_src
 from ..sources.paste import DICT_ITEM, DICT_OPEN, ENTRY_WORD
 from ..sources.swiftconfig import LITERALS as CONFIG_LITERALS
 from ..sources.swiftconfig import STRENGTH, RunConfig
-from ..sources.traceback import BARE_WORDS, TracebackTracker
+from ..sources.traceback import BARE_WORDS, TracebackTracker, named_only
 from ..swift.trainer_kind import MetricMarks, TrainerKind
 from .columns import Block, add_facts, first_of, load_numpy
 
@@ -402,8 +402,16 @@ class RunState:
         return exc
 
     def _keep_exception(self, exc: ExceptionInfo) -> None:
-        if len(self.exceptions) < MAX_EXCEPTIONS:
-            self.exceptions.append(exc)
+        if len(self.exceptions) >= MAX_EXCEPTIONS:
+            return
+        if not named_only(exc):
+            # a type a sentence only named (a title's "报错ValueError") says less than an exception printed with its
+            # message or stack: the one printed whole replaces a naming of its type, and is read before the others
+            self.exceptions[:] = [e for e in self.exceptions if not (named_only(e) and e.short_type == exc.short_type)]
+        at = len(self.exceptions)
+        while not named_only(exc) and at and named_only(self.exceptions[at - 1]):
+            at -= 1
+        self.exceptions.insert(at, exc)
 
     def count(self, signal: Any) -> bool:
         """Account for a non-line signal; False when it reaches no rule (a summary row: the run's end)."""

@@ -37,6 +37,16 @@ CUT = "…/"  # the path of a frame line whose start was cut off (`grpo_trainer.
 EXC_TYPE = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
 # (with its message: a title that ends in a bare type says less than the stack pasted under it)
 _CJK_GLUED = lazyre.compile(r"^\S*?[^\x00-\x7f](" + EXC_TYPE + r"):\s?(.+)$")
+# a type a Chinese sentence says was raised, without its message ("13B的一直失败，报错NotImplementedError，提示子类没有覆写父类
+# 方法", "训练报错 ValueError remaining_argv"): a frameless exception with no message, which the stack pasted beside it places
+_CJK_NAMED = lazyre.compile(r"(?:报错|错误是?|出现了?|抛出了?|遇到了?)\s*[:：]?\s*(" + EXC_TYPE + r")(?=[\s，,。.!?！？）)]|$)")
+
+
+def named_only(exc) -> bool:
+    """An exception a sentence only named (``_CJK_NAMED``: no message, no stack)."""
+    return not exc.message and not exc.frames and _CJK_NAMED.search(exc.raw) is not None
+
+
 _GLUED = lazyre.compile(r"(?<=[()\]'\"^~}>])\s*(" + EXC_TYPE + r")(?::\s?(.*))?$")
 # messages that C++ code raises, pasted without their type (the user copied the message only): the start of the
 # message names the exception torch gives it. Sources: c10/cuda/CUDACachingAllocator.cpp ("CUDA out of memory. Tried
@@ -271,6 +281,11 @@ class TracebackTracker:
             # the type glued to the words of a title before it (`swift3.8版本GRPO训练报错TypeError: ...`): read from
             # the type's own capital on
             m = _CJK_GLUED.match(stripped)
+            if m is None and (st is None or not st.in_tb):
+                named = _CJK_NAMED.search(stripped)
+                # (RuntimeError and Exception alone say nothing of the cause: a title names them for any failure)
+                if named is not None and named.group(1).rsplit(".", 1)[-1] not in ("RuntimeError", "Exception"):
+                    return ExceptionInfo(named.group(1), "", (), line.where, line.rank, line.seq, line.raw)
         if m:
             etype, msg = m.group(1), (m.group(2) or "").strip()
             if msg[:2] == "**" and msg[-2:] == "**" and len(msg) > 4:
