@@ -199,10 +199,14 @@ class NcclWatchdog(Rule):
             parts.append(f"{who}: the NCCL watchdog itself got stuck (heartbeat monitor), so the process was "
                          "terminated: a collective or a CUDA call never returned.")
         elif main.kind == "frames":
+            # the watchdog's own line may be there in a form not read (cut, wrapped, glued): said only when absent
+            told = any("collective operation timeout" in ln.raw or "WorkNCCL(" in ln.raw
+                       for tail in ctx.tails.values() for ln in tail)
             parts.append(f"{who + ': t' if ranks else 'T'}orch's C++ frames show the NCCL watchdog's timeout check (WorkNCCL::checkTimeout) "
                          "raising, which it does only for a collective that ran past the process group's timeout; the "
-                         "watchdog then took the process down (SIGABRT). The watchdog's own line, with the collective's "
-                         "OpType, SeqNum and timeout, is not in the excerpt.")
+                         "watchdog then took the process down (SIGABRT)." + (
+                             "" if told else " The watchdog's own line, with the collective's OpType, SeqNum and "
+                                             "timeout, is not in the excerpt."))
         else:
             what = f"{main.op} collective" if main.op else "collective"
             seq_txt = f" (SeqNum={main.seqnum}" + (f", {main.numel} elements" if main.numel is not None else "") + ")" \
@@ -300,6 +304,13 @@ class NcclWatchdog(Rule):
                           f"timeout=timedelta(seconds={secs})) before the trainer")
             fix.append(f"Timeout(ms)={timeout_ms} is {duration(timeout_ms / 1000)}. Raise it only if a step legitimately takes "
                        f"longer (a slow first vLLM load, a long reward call): {lever}.")
+        if not timeout_ms and slow is None and not engine and main.kind in ("watchdog", "frames", "work") \
+                and ctx.framework()[0] != "vllm":
+            # the timeout itself is not in the excerpt: the lever is still the process group's timeout, in the run's
+            # own terms, for a step that is slow rather than stuck (torch's default is 30 minutes)
+            fix.append("If every rank is alive and one step is only slow (a long generation, a first vLLM load, a "
+                       "large evaluation), raise the process group's timeout above that step's duration: "
+                       f"{_timeout_lever(ctx, 7200)}; torch's own default is 30 minutes.")
         fix.append("Rerun with NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for torch's flight recorder), "
                    "and while it waits take `py-spy dump --pid <pid>` of every rank: the rank not in a collective "
                    "is the one to fix.")
