@@ -659,3 +659,9 @@ def test_an_issue_forms_section_headings_are_the_forms_words_not_a_failure():
     # a heading that is the report itself, and a sentence under a heading, are not the form's
     assert not form_or_reply("### RuntimeError: CUDA error: an illegal memory access was encountered")
     assert not form_or_reply("The bug description: training crashes at step 3.")
+
+
+def test_a_busy_gpu_in_chinese_is_not_an_idle_one():
+    # "显卡利用率100%" holds "00%": the figure is read whole
+    assert _symptom("显卡利用率100%，但是训练很慢") != "gpu-underutilized"
+    assert _symptom("GPU利用率只有10%左右") == "gpu-underutilized"

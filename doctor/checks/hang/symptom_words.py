@@ -314,7 +314,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\b(?:gpu|cuda)[- _]?util(?:i[sz]ation|s)?(?: rate)?\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|"
                     r"\b(?:below|under|only|about|around|at most)\s+\d{1,2} ?%|\bdrops?\b|\bdropping\b)|"
                     r"\blow (?:overall )?gpu[- _]?util|\bgpus? (?:are |is |stay |stays |sit |sits )?(?:mostly )?idle\b|"
-                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}(?:低|不高|\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
+                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}?(?:低|不高|(?<!\d)\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
      "gpu-underutilized", "the GPUs are mostly idle (low utilisation)"),
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
     # (not LLaMA-Factory's "freeze" fine-tuning: "采用freeze 调试时", "--finetuning_type freeze", "freeze tuning",
