@@ -118,7 +118,7 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     if failed is not None and failed is hits[0]:
         return _assertion(failed, ctx)
     what = hits[0].groups.get("what") or "a native crash"
-    msg = f"A process died in C/C++/CUDA code ({what}), which Python cannot turn into a traceback."
+    msg = f"A process died in C/C++/CUDA code ({what}), below Python: no Python exception names its cause."
     dumped = dumped_frames(hits[0], ctx)
     symbol = crash_symbol(hits[0], ctx)
     nccl = in_nccl(symbol)
