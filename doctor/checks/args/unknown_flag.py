@@ -111,10 +111,16 @@ def _llamafactory(hit: Hit, tokens: list[str], version: str | None) -> Diagnosis
         said.append(f"`{name}` ({got[1]})" if got else f"`{name}`")
     ver = f"LLaMA-Factory {version}" if version else "LLaMA-Factory"
     what = "config key" if key else "command-line argument"
-    msg = (f"{ver} does not know {', '.join(said) or ', '.join(repr(s) for s in stray) or '(an empty list)'}: its "
-           f"parser (HfArgumentParser over its argument classes: ModelArguments, DataArguments, FinetuningArguments, "
-           f"and for train transformers' Seq2SeqTrainingArguments) refuses a {what} that none of them declares, and "
-           f"the run stops before loading the model.")
+    if not said and stray:
+        # nothing but values: their flags were lost on the way (no argument class is at fault)
+        msg = (f"{ver}'s parser got {', '.join(repr(s) for s in stray)} as arguments of their own, without the "
+               f"`--flag` each belongs to, and refuses them (HfArgumentParser hands back every token no argument "
+               f"class takes); the run stops before loading the model.")
+    else:
+        msg = (f"{ver} does not know {', '.join(said) or ', '.join(repr(s) for s in stray) or '(an empty list)'}: "
+               f"its parser (HfArgumentParser over its argument classes: ModelArguments, DataArguments, "
+               f"FinetuningArguments, and for train transformers' Seq2SeqTrainingArguments) refuses a {what} that none "
+               f"of them declares, and the run stops before loading the model.")
     fix = [lf.advice(n, v, version, key, flags) for n, v in flags]
     if stray:
         fix.append(f"{', '.join(repr(s) for s in stray)} came without a flag: a value with spaces that is not "
