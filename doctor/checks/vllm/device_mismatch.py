@@ -170,6 +170,17 @@ class DeviceMismatch(PatternRule):
                 "move the inputs there (`inputs.to(model.device)`), and create new tensors on the device of a tensor "
                 "they meet (`torch.zeros(..., device=x.device)`); a module or buffer moved by hand (or left on the "
                 "CPU) needs the same device as the rest."]
+            # a training loop in the frames (transformers' Trainer, trl's trainers, accelerate): a model split over GPUs
+            # by device_map is naive model parallelism, which data-parallel processes cannot share (accelerate refuses
+            # it outright: "You can't train a model that has been loaded with `device_map='auto'` in any distributed
+            # mode", accelerator.py prepare_model)
+            frames = h.exc.frames if h.exc is not None else ()
+            if plain and any(w in fr.path.replace("\\", "/") for fr in frames
+                             for w in ("transformers/trainer.py", "/trl/trainer/", "accelerate/")):
+                fix.insert(0, "In training, a model loaded with device_map='auto' (or any device_map over several GPUs) "
+                              "is split across them: under torchrun or accelerate launch each process must hold a "
+                              "whole copy on its own GPU (device_map={'': local_rank}, or no device_map); only a single "
+                              "process may spread one model over several GPUs.")
             if what:
                 fix.insert(0, f"The tensor `{what}` is on {a}; find which module created it there.")
         return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
