@@ -247,6 +247,11 @@ class NcclWatchdog(Rule):
         missing: list[int] = []
         # with no world size read, an all-gather's group bounds the ranks (assumed to be ranks 0..group-1)
         bound_by_group = bool(ranks) and not world and group is not None and group > max(ranks)
+        # the ranks the log's own prefixes show ([rankN]:), when no world size was read: a rank that printed other
+        # lines but no timeout is shown, not unknown
+        shown = max((ln.rank for tail in ctx.tails.values() for ln in tail if ln.rank is not None), default=None)
+        if ranks and not world and not bound_by_group and shown is not None and shown > max(ranks):
+            world = shown + 1
         if ranks:
             top = (world - 1) if world else (group - 1) if bound_by_group and group else max(ranks)
             missing = [r for r in range(0, min(top, 1 << 16) + 1) if r not in ranks]  # bounded: ranks come from logs
