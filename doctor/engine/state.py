@@ -404,13 +404,14 @@ class RunState:
     def _keep_exception(self, exc: ExceptionInfo) -> None:
         if len(self.exceptions) >= MAX_EXCEPTIONS:
             return
+        at = len(self.exceptions)
         if not named_only(exc):
             # a type a sentence only named (a title's "报错ValueError") says less than an exception printed with its
             # message or stack: the one printed whole replaces a naming of its type, and is read before the others
             self.exceptions[:] = [e for e in self.exceptions if not (named_only(e) and e.short_type == exc.short_type)]
-        at = len(self.exceptions)
-        while not named_only(exc) and at and named_only(self.exceptions[at - 1]):
-            at -= 1
+            at = len(self.exceptions)
+            while at and named_only(self.exceptions[at - 1]):
+                at -= 1
         self.exceptions.insert(at, exc)
 
     def count(self, signal: Any) -> bool:
