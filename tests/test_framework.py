@@ -276,8 +276,11 @@ def test_a_script_that_imports_trl_a_markdown_bold_unsloth_version_and_verl_entr
     assert detect([], ["5. Which Unsloth version? **Unsloth 2025.8.10, Transformers: 4.56.0**"], {})[0] == "unsloth"
     assert detect([], ["python3 -m verl.trainer.main_generation trainer.nnodes=1"], {})[0] == "verl"
     assert detect([], ["When I run main_generation.py"], {})[0] == "verl"
-    # a user's own class of the same name, without trl's module, is not trl
-    assert detect([], ["trainer = SFTTrainer(model)"], {})[0] != "trl"
+    # a GRPOTrainer without trl's module may be a project's own (ms-swift and the recipes define theirs); trl's other
+    # trainers' names are its, read last, when nothing else tells the framework
+    assert detect([], ["trainer = GRPOTrainer(model)"], {})[0] != "trl"
+    assert detect([], ["trainer = SFTTrainer(model)"], {})[::3] == ("trl", "named")
+    assert detect([], ["trainer = SFTTrainer(model)", "swift sft --model Qwen/Qwen2.5-7B"], {})[0] == "ms-swift"
 
 
 def test_vllms_async_engine_record_names_the_vllm_runtime():
@@ -341,6 +344,13 @@ def test_a_framework_named_in_words_is_the_last_reading_before_none():
     assert named_in(["trainer = GRPOTrainer(model=model)"]) is None   # a project's own class may bear the name
     assert named_in(["Environment: trl 0.19.1, transformers 4.53"]) == "trl"
     assert named_in(["loss is nan after 20 steps"]) is None
+    # trl's other trainers by their class names (fixtures/devlogs57/6001, devlogs32/3521): the name of a wrapper that
+    # reuses them comes first, and a longer class name that ends in one is not it
+    assert named_in(["A bug in `__init__` method of class `DPOTrainer`?"]) == "trl"
+    assert named_in(["PPOTrainer issue: objective/kl increases a lot"]) == "trl"
+    assert named_in(["OpenRLHF PPOTrainer hangs at the first step"]) == "openrlhf"
+    assert named_in(["class CustomDPOTrainer(Trainer): ..."]) is None
+    assert named_in(["the dpotrainer of my own project"]) is None
 
 
 def test_vllm_named_by_a_paste_of_no_training_and_unsloths_entry_points():

@@ -361,8 +361,11 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     # (NeMo Framework's user guide documents NeMo-Aligner in its model-alignment section)
     ("nemo-aligner", lazyre.compile(r"(?i)\bnemo[-_ ]?aligner\b|docs\.nvidia\.com/nemo-framework/user-guide/[\w.-]+/"
                                     r"modelalignment/")),
-    # (a class named GRPOTrainer alone may be a project's own: trl only by its name)
-    ("trl", lazyre.compile(r"(?i)\btrl\b(?![/-])")),
+    # (a class named GRPOTrainer alone may be a project's own: trl only by its name, or by the names of trl's other
+    # trainers and configs (trl/trainer/: SFTTrainer, DPOTrainer, PPOTrainer, RewardTrainer, ...), which the wrappers
+    # that reuse them are named before this line when the paste names them)
+    ("trl", lazyre.compile(r"(?i)\btrl\b(?![/-])|(?-i:\b(?:SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO|GKD|XPO|"
+                           r"NashMD|BCO|PRM)(?:Trainer|Config)\b)")),
 )
 
 
