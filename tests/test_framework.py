@@ -351,6 +351,11 @@ def test_a_framework_named_in_words_is_the_last_reading_before_none():
     assert named_in(["OpenRLHF PPOTrainer hangs at the first step"]) == "openrlhf"
     assert named_in(["class CustomDPOTrainer(Trainer): ..."]) is None
     assert named_in(["the dpotrainer of my own project"]) is None
+    # transformers' own Trainer in a script's lines (fixtures/devlogs37/4925, devlogs59/6605)
+    assert named_in(["from transformers import TrainingArguments"]) == "transformers"
+    assert named_in(["> training_args = TrainingArguments("]) == "transformers"
+    assert named_in(["from transformers import AutoModel"]) is None
+    assert named_in(["LLaMA-Factory: training_args = Seq2SeqTrainingArguments("]) == "llamafactory"
 
 
 def test_vllm_named_by_a_paste_of_no_training_and_unsloths_entry_points():

@@ -366,6 +366,10 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     # that reuse them are named before this line when the paste names them)
     ("trl", lazyre.compile(r"(?i)\btrl\b(?![/-])|(?-i:\b(?:SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO|GKD|XPO|"
                            r"NashMD|BCO|PRM)(?:Trainer|Config)\b)")),
+    # transformers' own Trainer: imported from it, by its module path, or its arguments class built in a code line
+    # (transformers/training_args.py TrainingArguments; the wrappers that build it are named before this line)
+    ("transformers", lazyre.compile(r"\bfrom\s+transformers\s+import\b[^\n]*\b(?:Seq2Seq)?Train(?:er|ingArguments)\b|"
+                                    r"\btransformers\.(?:Seq2Seq)?Train(?:er|ingArguments)\b|\b(?:Seq2Seq)?TrainingArguments\(")),
 )
 
 
