@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .component import possessive
+from .component import PACKAGES, possessive
+from .condition_words import plain, setting, spoken, way_out
 from .raise_sites import SiteMatch
 
 # operand names too generic to be a run argument a person sets (a local `model`, `self.config`)
@@ -40,31 +41,79 @@ class ConditionReading:
     def sentence(self) -> str:
         """The test that leads to the raise, said with the values the log shows for it (which releases hold it is the
         report's raised-by part). A handler's site says that the exception it replaces is the cause."""
-        where = f"{possessive(self.package)} {self.function.rsplit('.', 1)[-1]}"
+        where = f"{possessive(PACKAGES.get(self.package, self.package))} {self.function.rsplit('.', 1)[-1]}"
         if self.condition.startswith("except"):
             caught = " or ".join(t.strip() for t in self.condition[len("except"):].strip().strip("()").split(","))
             article = "an" if caught[:1].lower() in tuple("aeiou") else "a"
             return (f"{where} raises it while handling {article + ' ' + caught if caught else 'another exception'}: "
                     f"the exception it replaces (printed above it, \"During handling of the above exception\") is "
                     f"the cause.")
-        said = [f"`{op}` is {value}" for op, value in self.from_message]
+        said = [f"`{spoken(op)}` is {value}" for op, value in self.from_message]
         said += [f"the run's {arg} is {value} ({where_read})" for arg, value, where_read in self.from_run]
-        text = f"{where} raises it when `{self.condition}`" + ("; here " + ", ".join(said) if said else "")
+        words = plain(self.condition)
+        # said in words when every part of the test can be (settings against literals); else its source, quoted
+        text = (f"{where} raises it when {words}" if words else
+                f"{where} raises it when this check in its source holds: `{self.condition}`") + \
+            ("; here " + ", ".join(said) if said else "")
         if self.implied:
-            text += ("; that condition held here, so " + ", ".join(f"`{op}` was {value}" for op, value in self.implied))
+            text += ("; that condition held here, so " + ", ".join(f"`{spoken(op)}` was {value}"
+                                                                 for op, value in self.implied))
         return text + "."
 
     def fix(self) -> str | None:
-        """What to change, when the test names arguments a person sets and the run shows one of them; None
-        otherwise (values the test implies alone would be a guess at which one to change)."""
+        """What to change: the ways out of the test (each held term of its top-level ``and`` that names a setting a
+        person sets, negated) when it can be said so; else, when the test names arguments a person sets and the run
+        shows one of them, those values; None otherwise (values the test implies alone would be a guess at which
+        one to change)."""
+        tree = _parse(self.condition)
+        if tree is not None:
+            names = {setting(op) for op in _operand_nodes(tree) if _settable(ast.unparse(op), self.function)}
+            names |= {setting(op) for op in _operand_nodes(tree)
+                      if ast.unparse(op).rsplit(".", 1)[-1] in self.settable}
+            settable = {n for n in names if n}
+            values = {spoken(op): value for op, value in self.from_message}
+            values.update((arg, value) for arg, value, _ in self.from_run)
+            parts = terms(tree)
+            # "X is not None and X not in TEMPLATES": the first term guards the second, the check is about X's value;
+            # leaving X unset is no way out of it (the run needs X), so a guarded setting gives only its other terms'
+            guarded = {setting(t.left) for t in parts if isinstance(t, ast.Compare) and len(t.ops) == 1
+                       and isinstance(t.ops[0], ast.IsNot)
+                       and sum(setting(o) == setting(t.left) for p in parts for o in _operand_nodes(p)) > 1}
+            ways = list(dict.fromkeys(
+                w for t in parts if not (isinstance(t, ast.Compare) and isinstance(t.ops[0], ast.IsNot)
+                                         and setting(t.left) in guarded)
+                and (w := way_out(t, settable, values)))) if settable else []
+            # the values to set first, the switches that step around the check last
+            ways.sort(key=lambda w: w.startswith("turn "))
+            if ways:
+                known = [f"{arg} = {value}" for arg, value, _ in self.from_run]
+                held = f" (the run has {', '.join(known)})" if known else ""
+                return (f"Get past this check{held}: {ways[0]}, then rerun." if len(ways) == 1 else
+                        f"Get past this check{held} with any one of: {'; '.join(ways)}; then rerun.")
         if not any(arg in self.settable for arg, _, _ in self.from_run):
             return None
         known = {arg: value for arg, value, _ in self.from_run}
         known.update((op.rsplit(".", 1)[-1], value) for op, value in self.implied)
         values = ", ".join(f"{arg} = {known[arg]}" for arg in self.settable if arg in known)
         which = "it" if len(self.settable) == 1 else "one of them"
-        return (f"The check `{self.condition}` held with {values}: change {which} so that it no longer holds, "
-                f"then rerun.")
+        words = plain(self.condition)
+        check = f"The check ({words})" if words else f"The check `{self.condition}`"
+        return f"{check} held with {values}: change {which} so that it no longer holds, then rerun."
+
+
+def _operand_nodes(tree: ast.expr) -> list[ast.expr]:
+    """The names and attribute chains of a test, as nodes (a chain is one operand)."""
+    out: list[ast.expr] = []
+
+    def walk(node: ast.AST) -> None:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            out.append(node)
+            return
+        for child in ast.iter_child_nodes(node):
+            walk(child)
+
+    walk(tree)
+    return out
 
 
 def _short(value: str, limit: int = 80) -> str:
