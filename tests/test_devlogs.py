@@ -253,6 +253,7 @@ DEVLOGS63 = ROOT / "fixtures" / "devlogs63"
 DEVLOGS64 = ROOT / "fixtures" / "devlogs64"
 DEVLOGS65 = ROOT / "fixtures" / "devlogs65"
 DEVLOGS66 = ROOT / "fixtures" / "devlogs66"
+DEVLOGS67 = ROOT / "fixtures" / "devlogs67"
 KNOWN_MISSES_22: dict[str, str] = {
     "2702": "trl's PPO reward model without base_model_prefix, title only: GD999",
     "2703": "'reward_model has no attribute modules' in words without a type: silent",
@@ -509,6 +510,20 @@ KNOWN_MISSES_66: dict[str, str] = {
     "6903": "a DeepSpeed LoRA resume whose fix is in a comment (right only with the word reading): GD328",
     "6927": "axolotl's schema silently dropping a YAML key: GD328",
 }
+KNOWN_MISSES_67: dict[str, str] = {
+    "7003": "an OpenRLHF actor forward stuck in make_experience, trace cut, the hang only in a Chinese title: GD999",
+    "7007": "unsloth_zoo's LoRA manager override against vLLM 0.15's new argument (right only with the word reading): GD999",
+    "7008": "EasyR1 validating a large test set before training, told by rollout start/finish lines: GD328",
+    "7010": "a verl step-1 update slowed by every FSDP offload, told in a Chinese title: GD330",
+    "7012": "verl's update_actor time growing with steps, in a title beside settings: GD328",
+    "7013": "one reward function's rows near 0 beside another's near 1, in a short excerpt: GD324",
+    "7020": "trl's maybe_apply_chat_template failing in a GRPO fork, title and source (right only with the word reading): GD328",
+    "7021": "a LoRA resume cut in Trainer.train(resume_from_checkpoint=...) in a rich box: GD999",
+    "7022": "an xtuner resume from a .pth with DeepSpeed, cut in mmengine's resume: GD999",
+    "7023": "torch's 'No CUDA GPUs are available' inside a verl reward function that loads a model: GD999",
+    "7024": "an xtuner/mmengine DeepSpeed resume without a DeepSpeed checkpoint, cut in resume: GD999",
+    "7030": "vLLM's V1 oracle refusing OpenRLHF's worker extension (fallback to V0 refused): GD328",
+}
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
     "6314": "ms-swift's load_file taking a small PIL image for a path, library source pasted: GD328",
@@ -553,7 +568,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS59, KNOWN_MISSES_59, 30), (DEVLOGS60, KNOWN_MISSES_60, 30),
               (DEVLOGS61, KNOWN_MISSES_61, 30), (DEVLOGS62, KNOWN_MISSES_62, 30),
               (DEVLOGS63, KNOWN_MISSES_63, 30), (DEVLOGS64, KNOWN_MISSES_64, 30), (DEVLOGS65, KNOWN_MISSES_65, 30),
-              (DEVLOGS66, KNOWN_MISSES_66, 30))
+              (DEVLOGS66, KNOWN_MISSES_66, 30), (DEVLOGS67, KNOWN_MISSES_67, 30))
 
 
 
