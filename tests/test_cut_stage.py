@@ -313,6 +313,26 @@ def test_a_stack_cut_while_deepspeed_opens_the_zero_shards_is_the_checkpoint():
     assert f.category == "checkpoint-corrupt" and "zero_pp_rank" in f.message
 
 
+def test_a_stack_cut_in_mmengines_resume_under_deepspeed_is_the_checkpoint():
+    # bytedance/Sa2VA#138 (dev67 7024): xtuner's DeepSpeed strategy resuming from a single iter_N.pth file, the stack
+    # cut in mmengine's DeepSpeedStrategy.resume
+    log = ("There is not any deepspeed fromat checkpoint (*.pt) saved.\n"
+           "[rank2]: Traceback (most recent call last):\n"
+           '[rank2]:   File "/d/.venv/lib/python3.11/site-packages/mmengine/runner/_flexible_runner.py", line 1141, '
+           "in load_or_resume\n"
+           "[rank2]:     self.resume(resume_from)\n"
+           '[rank2]:   File "/d/.venv/lib/python3.11/site-packages/xtuner/engine/_strategy/deepspeed.py", line 60, '
+           "in resume\n"
+           "[rank2]:     checkpoint = super().resume(*args, **kwargs)\n"
+           '[rank2]:   File "/d/.venv/lib/python3.11/site-packages/mmengine/_strategy/deepspeed.py", line 472, '
+           "in resume\n"
+           "[rank2]: \n")
+    f = _first(run_text(log))
+    assert f.category == "checkpoint-corrupt"
+    assert f.title.startswith("Resuming the run from a checkpoint in mmengine")
+    assert "load_from" in " ".join(f.fix) and "iter_N.pth" in f.message
+
+
 def test_a_headless_rich_box_quoted_in_a_reply_is_still_read():
     # dev15 1830's rich box (DeepSpeed's load_checkpoint), every line behind a reply's "> " quote mark
     box = ["│ /x/site-packages/deepspeed/runtime/engine.py:                                          │",

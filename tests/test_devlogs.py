@@ -519,9 +519,7 @@ KNOWN_MISSES_67: dict[str, str] = {
     "7013": "one reward function's rows near 0 beside another's near 1, in a short excerpt: GD324",
     "7020": "trl's maybe_apply_chat_template failing in a GRPO fork, title and source (right only with the word reading): GD328",
     "7021": "a LoRA resume cut in Trainer.train(resume_from_checkpoint=...) in a rich box: GD999",
-    "7022": "an xtuner resume from a .pth with DeepSpeed, cut in mmengine's resume: GD999",
     "7023": "torch's 'No CUDA GPUs are available' inside a verl reward function that loads a model: GD999",
-    "7024": "an xtuner/mmengine DeepSpeed resume without a DeepSpeed checkpoint, cut in resume: GD999",
     "7030": "vLLM's V1 oracle refusing OpenRLHF's worker extension (fallback to V0 refused): GD328",
 }
 KNOWN_MISSES_60: dict[str, str] = {

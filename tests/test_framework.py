@@ -356,6 +356,10 @@ def test_a_framework_named_in_words_is_the_last_reading_before_none():
     assert named_in(["> training_args = TrainingArguments("]) == "transformers"
     assert named_in(["from transformers import AutoModel"]) is None
     assert named_in(["LLaMA-Factory: training_args = Seq2SeqTrainingArguments("]) == "llamafactory"
+    # InternLM's xtuner by name, and by its package's frames (fixtures/devlogs67/7022, 7024)
+    assert named_in(["xtuner train internvl_v2_internlm2_2b_lora_finetune --deepspeed deepspeed_zero1"]) == "xtuner"
+    assert detect(["/root/.conda/envs/x/lib/python3.10/site-packages/xtuner/engine/_strategy/deepspeed.py"], [], {})[::3] \
+        == ("xtuner", "frames")
 
 
 def test_vllm_named_by_a_paste_of_no_training_and_unsloths_entry_points():

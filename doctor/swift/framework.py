@@ -33,6 +33,8 @@ _FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # NeMo-RL's package, and its container's checkout (/opt/nemo-rl, with its 3rdparty/ Megatron-Bridge and NeMo copies)
     ("nemo-rl", ("/nemo_rl/", "/opt/nemo-rl/")),
     ("torchtune", ("/torchtune/",)),
+    # InternLM's xtuner (its engine runs on mmengine's runner and strategies)
+    ("xtuner", ("/xtuner/",)),
     ("ms-swift", ("/swift/trainers/", "/swift/llm/", "/swift/cli/", "/swift/megatron/", "/swift/plugin/",
                   "site-packages/swift/", "/ms-swift/swift/", "/swift/pipelines/", "/swift/rlhf_trainers/")),
     # the package directory, not any folder named trl (a conda env called "trl": envs/trl/lib/...)
@@ -154,7 +156,8 @@ _ANY_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
 _ANY_BLIND_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
     {w for _, words, blind, _ in _CMD if blind for w in words})))
 _NO_MARKS: tuple[frozenset[str], bool] = (frozenset(), False)
-_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl", "nemo-rl", "torchtune")
+_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl", "nemo-rl", "torchtune",
+             "xtuner")
 # the frameworks that train (a run detected as one of them has a trainer that builds prompts and calls vLLM); the
 # others ``detect`` names are runtimes (vllm, deepspeed, transformers, torch)
 TRAINERS = frozenset({"trl", *_WRAPPERS})
@@ -190,7 +193,7 @@ def issues_of(framework: str | None) -> str:
     """Whose issue tracker to search for a failure no rule knows."""
     return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl", "ms-swift": "ms-swift",
             "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "axolotl": "axolotl", "vllm": "vLLM",
-            "nemo-rl": "NeMo-RL", "torchtune": "torchtune", "nemo-aligner": "NeMo-Aligner",
+            "nemo-rl": "NeMo-RL", "torchtune": "torchtune", "nemo-aligner": "NeMo-Aligner", "xtuner": "xtuner",
             "accelerate": "accelerate", "deepspeed": "DeepSpeed", "torch": "PyTorch",
             "transformers": "transformers"}.get(framework or "", "training framework's")
 
@@ -357,6 +360,7 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     # (unsloth's own entry points name it too: unsloth_train, FastLanguageModel, FastVisionModel)
     ("unsloth", lazyre.compile(r"(?i)\bunsloth(?:_\w+)?\b(?![/-])|\bFast(?:Language|Vision)Model\b")),
     ("axolotl", lazyre.compile(r"(?i)\baxolotl\b(?![/-])")),
+    ("xtuner", lazyre.compile(r"(?i)\bxtuner\b(?![/-])")),
     ("nemo-rl", lazyre.compile(r"(?i)\bnemo[-_ ]?rl\b")),
     # (NeMo Framework's user guide documents NeMo-Aligner in its model-alignment section)
     ("nemo-aligner", lazyre.compile(r"(?i)\bnemo[-_ ]?aligner\b|docs\.nvidia\.com/nemo-framework/user-guide/[\w.-]+/"
