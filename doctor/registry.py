@@ -29,6 +29,38 @@ CATEGORIES = (
 )
 
 
+# each category in plain words, for sentences that name a category to the person reading a report
+CATEGORY_WORDS = {
+    "batch-divisibility": "batch sizes that do not divide by the number of generations",
+    "eval-batch-divisibility": "an evaluation batch size that does not divide by the number of generations",
+    "device-mismatch": "tensors on different devices",
+    "cuda-oom": "the GPU running out of memory",
+    "host-oom-killed": "the host running out of memory",
+    "vllm-oom-or-kv-cache": "vLLM finding too little GPU memory for its weights or KV cache",
+    "hang-at-start": "a run that hangs before its first step",
+    "hang-mid-training": "a run that stops making progress mid-training",
+    "nccl-timeout": "an NCCL collective timing out between ranks",
+    "checkpoint-adapter-only-load-args": "a full fine-tune saved as a LoRA adapter",
+    "checkpoint-bloat": "checkpoints far larger than the model",
+    "checkpoint-corrupt": "a checkpoint that cannot be saved or loaded",
+    "vllm-version-incompatible": "a vLLM release that does not fit the trainer or torch",
+    "vllm-engine-error": "the vLLM engine failing",
+    "reward-function-error": "a reward function failing",
+    "reward-zero-or-flat": "rewards stuck at zero or equal within each group",
+    "loss-nan-or-inf": "a loss or metric becoming NaN or inf",
+    "grad-norm-zero": "gradients that are zero",
+    "output-degenerate": "degenerate or garbled generations",
+    "gpu-underutilized": "GPUs that stay mostly idle",
+    "slow-training": "slow training steps",
+    "dataset-or-template-error": "the dataset or the chat template failing",
+    "argument-error-other": "an argument or setting being refused",
+    "import-or-dependency-error": "an import failing or packages that do not fit each other",
+    "multimodal-image-error": "images or other media in the data failing",
+    "deepspeed-config-error": "a DeepSpeed configuration being refused",
+    "disk-full": "a full disk",
+    "other": "a failure of no known kind",
+}
+
 # rules/<family>/: the folders of the catalog, mirrored by doctor/checks/<family>/, and the ids each may use
 # (rules/README.md has the same table; a test checks that they agree)
 FAMILY_IDS: dict[str, tuple[tuple[int, int], ...]] = {

@@ -89,8 +89,8 @@ def test_a_generic_primary_takes_the_words_category_and_says_it_is_word_statisti
     assert found[0].rule_id == "GD999"
     assert found[0].category == "dataset-or-template-error"
     assert found[0].confidence == "possible"
-    assert "Its category is a guess from the words alone: grpo-doctor knows no failure with this message, and its words read most like those of " \
-           "dataset-or-template-error failures; check it against the log." in found[0].message
+    assert ("Going by the paste's words alone, the failure most resembles the dataset or the chat template failing "
+            "(dataset-or-template-error): a guess to check against the log.") in found[0].message
     assert "`dataset`" not in found[0].message     # the statistics' words are the tool's, not the person's
 
 

@@ -142,7 +142,10 @@ def test_html_shows_known_fix_and_similar_threads(index_of):
 # what a maintainer writes to another maintainer ("matched above" meant: by an earlier entry of a table)
 DEV_PHRASES = re.compile(r"(?i)\bmatched (?:above|below|here|earlier)\b|\bis matched by\b|\bthis (?:entry|table)\b(?! point)|"
                          r"\b(?:entry|rule|table) above\b|\bTODO\b|\bFIXME\b|\bXXX\b|\bgolden\b|"
-                         r"\braise-site index\b|\bstructure table\b|\bfixer\b")
+                         r"\braise-site index\b|\bstructure table\b|\bfixer\b|"
+                         # the tool's own workings said as if to its authors
+                         r"\bstack frames were read\b|\bdeepest frames\b|\bwords read most like\b|\bnot from its frames\b|"
+                         r"\bwording without the type's name\b|\bthis message is raised by\b")
 
 
 def _cases() -> list[Path]:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ..engine.state import RunState
 from ..model import Finding, Severity
+from ..registry import CATEGORY_WORDS
 
 # the fallbacks that say a failure is there without a category: an unrecognised exception, a failure in words, a
 # crash whose exception is not in the log, a paste with nothing recognised
@@ -33,8 +34,8 @@ def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
     if reading is None or reading.category == "other":
         return findings
     # said to the person reading the report: what the category rests on and that it is theirs to check
-    said = (f" Its category is a guess from the words alone: grpo-doctor knows no failure with this message, and its words read most like those of "
-            f"{reading.category} failures; check it against the log.")
+    said = (f" Going by the paste's words alone, the failure most resembles {CATEGORY_WORDS[reading.category]} "
+            f"({reading.category}): a guess to check against the log.")
     return [replace(first, category=reading.category, message=first.message + said, confidence="possible"),
             *findings[1:]]
 

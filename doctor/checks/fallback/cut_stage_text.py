@@ -149,16 +149,16 @@ def read(ctx: RunState, line: LogLine, frames: tuple[Frame, ...]) -> CutStage | 
     last = frames[-1]
     name = stage.stage
     if fr is not None and all(fr is not x for x in frames):
-        where = f"The deepest frames are in this stage ({fr.func}, the method vLLM's `Error executing method` line names)"
+        where = f"The traceback stops in this step ({fr.func}, the method vLLM's `Error executing method` line names)"
     elif fr is not None:
-        where = "The deepest frames are in this stage" + ("" if fr is last else f" ({describe_frame(fr)})")
+        where = "The traceback stops in this step" + ("" if fr is last else f" ({describe_frame(fr)})")
     elif bar is not None:
         where = (f"The stack starts right after the training bar reached its total in its last epoch (line "
                  f"{bar.where.line}: `{plain(bar.text)[:80]}`)")
     else:  # pragma: no cover - a stage is read from a frame or from the bar
         return None
     why = [f"{where}: the code there {stage.does}.",
-           "What usually fails there: " + "; ".join(f"({i}) {u}" for i, u in enumerate(stage.usual, 1)) + "."]
+           "What commonly fails at this step: " + "; ".join(f"({i}) {u}" for i, u in enumerate(stage.usual, 1)) + "."]
     candidate = stage.category
     flags = _server_flags(ctx) if stage.server else []
     if flags:

@@ -131,9 +131,9 @@ def log_shows_frames(ctx) -> bool:
 
 
 def stackless_words(ctx) -> str:
-    """How to say that an exception was read without a stack: "No stack frames were read from the log" only when the
+    """How to say that an exception was read without a stack: "The log shows no traceback for it" only when the
     log shows none anywhere; else the log's frames do not lead to this exception line (a frame written after it, a
     traceback in another form or cut elsewhere), which the report says instead of denying that they exist."""
     if log_shows_frames(ctx):
         return "The traceback frames in the log do not lead to this exception's line, so where it was raised is not shown"
-    return "No stack frames were read from the log"
+    return "The log shows no traceback for it"

@@ -68,7 +68,7 @@ def _context(v: Verdict) -> str:
         return ""
     said = "; ".join(f"{_FACT_WORDS.get(fact, fact)} {'at' if where.startswith('line ') else 'in'} {where}"
                      for fact, where in v.context)
-    return f" Read from the run around the exception, not from its frames: {said}."
+    return f" The run around it shows {said} (its traceback does not)."
 
 
 def _ranked_sites(exc: ExceptionInfo, ctx: RunState) -> list:
@@ -410,7 +410,7 @@ class Structural(Rule):
         if exc is not None:
             text = f"{exc.type}: {exc.message}" if exc.message else exc.type
             if v.frames and all(f.lineno == SITE_LINE for f in v.frames):
-                where_txt = (f" {stackless_words(ctx)}; the wording is {possessive(v.component)}, raised in "
+                where_txt = (f" {stackless_words(ctx)}; the message is {possessive(v.component)}, raised in "
                              f"{v.frames[-1].path.split('/', 1)[-1]} ({v.frames[-1].func}).")
             elif exc.frames and exc not in ctx.exceptions and exc.raw.startswith(("raise ", "assert ")):
                 where_txt = (f" The traceback is cut before its exception line; its last frame's source line is the "
@@ -452,8 +452,8 @@ class Structural(Rule):
             if embedded:
                 msg += (" (The exception is named on a line of its own, without its traceback, so where it was raised "
                         "is not shown.)" if exc.short_type in exc.raw else
-                        f" (The line holds Python's {exc.short_type} wording without the type's name and without its "
-                        f"traceback, so where it was raised is not shown.)")
+                        f" (The log shows Python's {exc.short_type} message without the type's name or its traceback, "
+                        f"so where it was raised is not shown.)")
                 same = [exc]
             ev = [Evidence(exc.where.path, exc.where.line, exc.raw)]
             if exc.frames and exc not in ctx.exceptions:  # a notebook header: the last frame line shows the failure

@@ -184,7 +184,7 @@ class Unrecognised(Rule):
                         else ".")
             phase = phase_of(frames)
             if phase:
-                msg += f" The frames place the failure in {phase}."
+                msg += f" Its traceback places the failure in {phase}."
             if phase in ("logging the step's metrics", "evaluation", "checkpoint save"):
                 msg += (f" The training computation itself got through: the failure is in {phase}, so the options "
                         f"that turn {phase} off or change it avoid it while the cause is fixed.")
@@ -292,7 +292,7 @@ class Unrecognised(Rule):
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
         msg = f"grpo-doctor does not know this failure. The first real exception is `{text}`"
         stackless = (" (the traceback frames in the log do not lead to this line)."
-                     if log_shows_frames(ctx) else " (no stack frames in the log).")
+                     if log_shows_frames(ctx) else " (the log shows no traceback for it).")
         below = None if where else next((line for line, _ in ctx.open_tracebacks or ()
                                          if line.where.path == exc.where.path and line.seq > exc.seq), None)
         if where:
@@ -355,7 +355,7 @@ class Unrecognised(Rule):
                               "--model_type/--template).")
         phase = phase_of(exc.frames)
         if phase:
-            msg += f" The frames place the failure in {phase}."
+            msg += f" Its traceback places the failure in {phase}."
         shape = sample_shape(exc.message)
         if shape:
             msg += " " + shape
