@@ -171,6 +171,13 @@ def test_symptom_words_in_mixed_language_and_completions_words():
     assert _symptom("vLLM says there is no available memory for the cache blocks on my 3090s") == "vllm-oom-or-kv-cache"
     assert _symptom("Sleep level 2 produces garbage rollouts after the first weight sync here") == "output-degenerate"
     assert _symptom("Reduce gpu_memory_utilization and repeat the same error every time") is None
+    # unsloth#2424, open-r1#433, pyreft#142: completions that repeat, said three ways
+    assert _symptom("GRPO Training: Repeated Output After Initial Normal Output") == "output-degenerate"
+    assert _symptom("the first output is normal, but subsequent outputs keep repeating and filling up the context") \
+        == "output-degenerate"
+    assert _symptom("the rest ends up outputting repeated characters until reaching max_tokens") == "output-degenerate"
+    assert _symptom("Model responses repeat a lot") == "output-degenerate"
+    assert _symptom("The outputs repeat the run's first error on every rank") is None
     assert _symptom("It iterates over value_model, which we have not defined and defaults to NoneType") \
         == "argument-error-other"
     assert _symptom("GRPO训练过程中loss和grad_norm都为0，提示没有label_names") == "grad-norm-zero"

@@ -359,8 +359,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\brepeats? the (?:answer|question|response)\b|不会停止|停不下来|不输出(?:eos|结束符)"),
      "output-degenerate", NO_STOP),
     # about completions, not a person repeating a step ("reduce it and repeat: the same error")
+    # ("Repeated Output After Initial Normal Output", "outputting repeated characters" until max_tokens; "outputs keep
+    # repeating and filling up the context", "Model responses repeat a lot": unsloth#2424, open-r1#433, pyreft#142)
     (lazyre.compile(r"(?i)\b(?:gibberish|garbled|repeats? itself|repeat(?:s|ing)? the same (?:token|word|phrase|sentence)s?|"
                     r"repetitive (?:output|text|completion)s?|random (?:responses?|outputs?|text|tokens)|"
+                    r"repeated (?:outputs?|text|characters?|tokens?|words?|phrases?|sentences?|answers?|responses?)|"
+                    r"(?:outputs?|responses?|completions?|generations?) (?:keeps? |kept |starts? |started )?"
+                    r"repeat(?:s|ed|ing)?(?! (?:the|this|that|it|my|every|each|after|for)\b)|"
                     r"(?:incorrect|nonsense|nonsensical|meaningless) (?:outputs?|responses?|generations?|completions?)|"
                     r"garbage (?:rollouts?|outputs?|generations?|completions?|"
                     r"responses?|text)|corrupt(?:s|ed)? (?:the )?(?:generations?|rollouts?|outputs?|completions?))\b|"
