@@ -321,3 +321,18 @@ def test_a_request_for_the_launch_command_goes_when_the_command_was_read():
     assert without_given_requests(ask, RunFacts()) == ask   # no command read: the request stands
     side = "Read the lines just before the error line: the cause is usually printed there; share them with the launch command."
     assert without_given_requests(side, RunFacts(command_given=True)).endswith("usually printed there.")
+
+
+def test_nccls_own_info_lines_show_nccl_debug_info_is_already_set():
+    from conftest import run_text
+    # the shape of NCCL's INFO and WARN lines before a system error (devlogs25 3125, devlogs 234): the run printed them,
+    # so it ran under NCCL_DEBUG=INFO
+    error = ("[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+             "ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n")
+    info = ("node1:2001:2001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+            "node1:2001:2090 [0] NCCL INFO Channel 00/02 :    0   1\n"
+            "node1:2001:2090 [0] init.cc:1234 NCCL WARN Cuda failure 'invalid argument'\n")
+    said = lambda found: " ".join(" ".join((f.message, *f.fix)) for f in found)  # noqa: E731
+    alone = said(run_text(error))
+    assert "rerun with NCCL_DEBUG=INFO" in alone and "already set in this run" not in alone
+    assert "NCCL_DEBUG=INFO (already set in this run)" in said(run_text(info + error))

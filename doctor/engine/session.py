@@ -360,12 +360,21 @@ def run_facts(state: RunState, f: Finding, run: RunConfig, kind: TrainerKind | N
     if not ooms:
         ooms = [o for o in (read_oom(x.message) for x in state.exceptions if "memory" in x.message) if o is not None]
     model = run.args.get("model") or run.args.get("model_id_or_path")
-    return RunFacts(args=run.args, cli=run.cli, env=run.env, versions=run.versions, world=run.world_size(),
+    return RunFacts(args=run.args, cli=run.cli, env=_env_shown(state, run), versions=run.versions, world=run.world_size(),
                     max_rank=state.max_rank, model=str(model) if model else None, params_read=state.params_read,
                     metrics=state.metric_facts, ooms=tuple(ooms),
                     config_read=bool(run.command or run.args or run.cli or run.command_texts or run.launches),
                     command_given=bool(run.command or run.command_texts or run.launches or _cli_pasted(state)),
                     **trainer_facts(kind))
+
+
+def _env_shown(state: RunState, run: RunConfig) -> dict[str, str]:
+    """The run's environment, with what its own lines show set: NCCL prints its ``NCCL INFO`` lines
+    (``host:pid:tid [dev] NCCL INFO ...``, src/include/debug.h) only under NCCL_DEBUG=INFO, so advice to rerun with it
+    is advice the run already followed."""
+    if "NCCL_DEBUG" in run.env or not any(" NCCL INFO " in ln.text for ln in state.paste_lines()):
+        return run.env
+    return {**run.env, "NCCL_DEBUG": "INFO"}
 
 
 # a framework's own CLI launch pasted on a line of its own (`trl grpo --model_name_or_path ...`, `tune run <recipe>
