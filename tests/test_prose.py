@@ -177,6 +177,10 @@ def test_symptom_words_in_mixed_language_and_completions_words():
         == "output-degenerate"
     assert _symptom("the rest ends up outputting repeated characters until reaching max_tokens") == "output-degenerate"
     assert _symptom("Model responses repeat a lot") == "output-degenerate"
+    # verl-project/verl#4460 and #496: the update's time said to grow, or to be too long, in a title
+    assert _symptom("why time cost of update_actor increasing with steps") == "slow-training"
+    assert _symptom("step1 参数更新时间超长") == "slow-training"
+    assert _symptom("训练代码 （训练时间很长）") == "slow-training"
     assert _symptom("The outputs repeat the run's first error on every rank") is None
     assert _symptom("It iterates over value_model, which we have not defined and defaults to NoneType") \
         == "argument-error-other"
@@ -672,3 +676,13 @@ def test_a_busy_gpu_in_chinese_is_not_an_idle_one():
     # "显卡利用率100%" holds "00%": the figure is read whole
     assert _symptom("显卡利用率100%，但是训练很慢") != "gpu-underutilized"
     assert _symptom("GPU利用率只有10%左右") == "gpu-underutilized"
+
+
+def test_a_shell_assignment_whose_name_holds_error_is_no_failure_line():
+    # verl-project/verl#4460's settings (dev67 7012): `export HYDRA_FULL_ERROR=1` names a setting; with no other
+    # failure words the excerpt reads as one that shows no failure, and its own words are not quoted as one
+    settings = "export CUDA_DEVICE_MAX_CONNECTIONS=1\nexport HYDRA_FULL_ERROR=1\nNCCL_ASYNC_ERROR_HANDLING=1\nkl_coef=0.0\n"
+    found = run(settings)
+    assert found and not any("HYDRA_FULL_ERROR" in f.message or "NCCL_ASYNC_ERROR" in f.message for f in found)
+    found = run(settings + "RuntimeError while I launch it\n")
+    assert "`RuntimeError while I launch it`" in found[0].message

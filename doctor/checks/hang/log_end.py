@@ -41,7 +41,9 @@ _FAILURE_WORDS = lazyre.compile(r"\b\w*(?:Error|Exception)\b|\b(?:error|errors|f
                             # no word edges in Chinese: "存在nccl错误", "出现了如下报错"
                             r"报错|错误|出错|失败|异常|崩溃|挂掉", re.I)
 _CUT_FRAME = lazyre.compile(r'^\s*(?:\[rank\d+\]:)?\s*File(?: "[^"]*)?$')
+# (a shell assignment names a setting, not a failure: "export HYDRA_FULL_ERROR=1", "NCCL_ASYNC_ERROR_HANDLING=1")
 _NOT_A_FAILURE = lazyre.compile(r"(?i)^\s*- [\w .()/-]{2,40}:\s|^\W*not an error\b|"
+                                r"^\s*(?:export\s+)?[a-z_][a-z0-9_]*=\S*\s*(?:#.*)?$|"
                                 r"\b(?:can|could|would) you (?:please )?(?:paste|share|post|provide|send|add)\b|"
                                 r"\bplease (?:paste|share|post|provide)\b|(?:能否|可以|麻烦|请)(?:再)?提供")
 _INFO_LEVEL = lazyre.compile(r"\b(?:INFO|DEBUG)\b|^\[?I\d{4} \d\d:\d\d")

@@ -264,7 +264,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # 15天", "training time jumps from 2 to 15 days with packing"): a duration compared, before the words that blame a
     # setting for an error
     (lazyre.compile(r"(?i)(?:训练时间|训练时长|耗时|每步时间)[^。]{0,16}(?:激增|暴增|增加到|变长|翻倍|暴涨|增长到|涨到)|"
-                    r"\b(?:training|step|epoch) time\b.{0,30}\b(?:increas\w*|jump\w*|grow\w*|grew|went up|doubl\w*|"
+                    # ("why time cost of update_actor increasing with steps": verl-project/verl#4460)
+                    r"\b(?:(?:training|step|epoch|iteration) time|time (?:cost|consumption|taken|spent)|timing_s/\w+)\b"
+                    r".{0,30}\b(?:increas\w*|jump\w*|grow\w*|grew|went up|doubl\w*|"
                     r"tripl\w*|explod\w*)\b"),
      "slow-training", "the training time grew (with a setting, or over the run)"),
     # argparse's own refusals named in words (Lib/argparse.py parse_args: "unrecognized arguments: %s",
@@ -397,7 +399,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"慢(?:了)?\s*(?:\d+(?:\.\d+)?|[一两二三四五六七八九十几])\s*倍|"
                     # "Extremly Low it/s on rtx 3090", "Why I've got low speed?"
                     r"\b(?:low|slow) (?:it/s|its/s|speed|throughput|tokens?/s|tok/s)(?![\w/])|"
-                    r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢"),
+                    r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢|"
+                    # a duration said too long: "step1 参数更新时间超长" (verl-project/verl#496), "训练时间很长"
+                    r"(?:时间|耗时)(?:超|很|太|特别|非常)长"),
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
     # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)
