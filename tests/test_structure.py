@@ -489,6 +489,9 @@ def test_transformers_wrapped_imports_and_unknown_models_are_dependency_problems
      "argument-error-other"),
     ("ValueError: The model did not return a loss from the inputs, only the following keys: logits. For reference, "
      "the inputs it received are input_ids,attention_mask.", "dataset-or-template-error"),
+    # the same with labels among the inputs (unsloth#1899): the forward ignored them, not the data's fault
+    ("ValueError: The model did not return a loss from the inputs, only the following keys: logits. For reference, "
+     "the inputs it received are input_ids,attention_mask,labels.", "argument-error-other"),
     # two dtypes on one device (a CUDA bf16 input and a CUDA float32 weight) is no device mismatch
     ("RuntimeError: Input type (torch.cuda.BFloat16Tensor) and weight type (torch.cuda.FloatTensor) should be the same",
      "argument-error-other"),
@@ -1547,3 +1550,16 @@ def test_a_type_a_chinese_sentence_names_without_its_message_is_a_frameless_exce
     whole = run("训练报错AssertionError\n" + tb([(f"{SP}/unsloth/models/vision.py", 439, "get_peft_model",
                                                   "assert x")], "AssertionError"))
     assert "vision.py:439" in whole[0].message
+
+
+def test_a_model_that_returned_no_loss_is_told_by_the_inputs_the_message_lists():
+    head = "ValueError: The model did not return a loss from the inputs, only the following keys: logits"
+    without = run(head + ". For reference, the inputs it received are input_ids,attention_mask.\n")[0]
+    given = run(head + ". For reference, the inputs it received are input_ids,attention_mask,labels.\n")[0]
+    cut = run(head + "\n")[0]
+    assert "reached the model without labels" in without.message
+    # the log's own list holds labels: saying the batch had none would be false
+    assert "without labels" not in given.message and "The batch had labels" in given.message
+    assert given.category == "argument-error-other"
+    # the list is cut: neither said as a fact, the end of the message named as what tells
+    assert "Most often" in cut.message and "cut here" in cut.message and cut.category == "dataset-or-template-error"
