@@ -1563,3 +1563,11 @@ def test_a_model_that_returned_no_loss_is_told_by_the_inputs_the_message_lists()
     assert given.category == "argument-error-other"
     # the list is cut: neither said as a fact, the end of the message named as what tells
     assert "Most often" in cut.message and "cut here" in cut.message and cut.category == "dataset-or-template-error"
+
+
+def test_the_generic_way_to_read_a_refusal_is_said_only_when_the_run_gives_no_fix_of_its_own():
+    # fixtures/devlogs 070 (ms-swift, vLLM 0.7.2): the sizes in the message give the fix (upgrade the pair together)
+    got = run("[rank1]: RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4) x "
+              "pipeline_model_parallel_size (1)\n")[0]
+    assert got.rule_id == "GD990" and any("Upgrade vLLM and the trainer together" in f for f in got.fix)
+    assert not any(f.startswith("Read the message") for f in got.fix)

@@ -393,6 +393,8 @@ class Structural(Rule):
             cut_why, cut_fix = cut_message(v.frames)
             extra, first = (f"{cut_why} {extra}".strip(), cut_fix + first)
         meta = [m for m in (list(v.entry.fix) or meta_fix(self.meta, framework_of(ctx))) if not any(d in m for d in drop)]
+        if first and not v.entry.fix and self.meta.options.get("fix_when_alone"):
+            meta = []  # a generic way to read the refusal adds nothing to the run's own fix
         fix: list[str] = first + meta
         # a refused config or a broken install is fixed in the config or the environment, not at the user's call
         if user and v.entry.category not in ("deepspeed-config-error", "import-or-dependency-error"):
