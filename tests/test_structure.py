@@ -1571,3 +1571,12 @@ def test_the_generic_way_to_read_a_refusal_is_said_only_when_the_run_gives_no_fi
               "pipeline_model_parallel_size (1)\n")[0]
     assert got.rule_id == "GD990" and any("Upgrade vLLM and the trainer together" in f for f in got.fix)
     assert not any(f.startswith("Read the message") for f in got.fix)
+
+
+def test_an_exception_without_a_message_is_not_searched_for_by_its_type_alone():
+    stack = ('Traceback (most recent call last):\n  File "/x/site-packages/swift/llm/train/rlhf.py", line 10, in prepare\n'
+             '    raise ValueError\nValueError\n')
+    fix = [x for f in run(stack) for x in f.fix if x.startswith("Search the")]
+    assert fix == ["Search the ms-swift issues for `ValueError` with the function that raised it (prepare)."]
+    alone = " ".join(x for f in run("ValueError\n") for x in f.fix)
+    assert 'for the message: "ValueError"' not in alone and "names only the exception's type (ValueError)" in alone

@@ -389,7 +389,13 @@ class Unrecognised(Rule):
                 who = f"{raiser} issues (the package that raised it)"
             else:
                 who += " issues"
-            fix.append(f"Search the {who} for the message: \"{exc.message[:120] or exc.type}\".")
+            if exc.message:
+                fix.append(f"Search the {who} for the message: \"{exc.message[:120]}\".")
+            elif lib is not None:  # a type alone finds every report of it: the function narrows it to this check
+                fix.append(f"Search the {who} for `{exc.type}` with the function that raised it ({lib.func}).")
+            else:
+                fix.append(f"The line names only the exception's type ({exc.type}), not what went wrong: paste the "
+                           f"lines around it and the launch command.")
         story = _version_story(ctx) if not exc.frames else None
         if story is not None:  # no stack to place it; the author's words say a release change broke it
             msg += (f" The paste's words say {story[1]} (`{plain(story[2].text)[:160]}`): with no stack to place the "
