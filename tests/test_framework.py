@@ -360,6 +360,14 @@ def test_a_framework_named_in_words_is_the_last_reading_before_none():
     assert named_in(["xtuner train internvl_v2_internlm2_2b_lora_finetune --deepspeed deepspeed_zero1"]) == "xtuner"
     assert detect(["/root/.conda/envs/x/lib/python3.10/site-packages/xtuner/engine/_strategy/deepspeed.py"], [], {})[::3] \
         == ("xtuner", "frames")
+    # a conda env named for LLaMA-Factory (fixtures/devlogs 1310); ms-swift by its short name, read last (devlogs49
+    # 6216's title, devlogs27 2916's prose), never inside another word or a path
+    assert named_in(['  File "/miniconda3/envs/llama_factory/lib/python3.10/site-packages/transformers/hf_argparser.py"']) \
+        == "llamafactory"
+    assert named_in(["请问Swift可以实现多模态模型的dpo/simpo吗？"]) == "ms-swift"
+    assert named_in(["swift DPO: grad_norm is nan with Qwen1.5-7B-Chat"]) == "ms-swift"
+    assert named_in(["trl GRPO, the same run under swift works"]) == "trl"
+    assert named_in(["import SwiftUI", "swift-transformer", "/opt/swift/bin"]) is None
 
 
 def test_vllm_named_by_a_paste_of_no_training_and_unsloths_entry_points():

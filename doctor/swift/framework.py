@@ -354,7 +354,8 @@ def runtime_of(paths: Iterable[str], texts: Iterable[str]) -> str | None:
 # 43 (and for 27 of 27 where only the runtime, torch, DeepSpeed or vLLM, had been told)
 _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     ("ms-swift", lazyre.compile(r"(?i)\bms-swift\b|\bmodelscope/swift\b")),
-    ("llamafactory", lazyre.compile(r"(?i)llama-?factory|\bllmtuner\b|LLaMA-Efficient-Tuning")),
+    # (a conda env or folder named for it: envs/llama_factory/)
+    ("llamafactory", lazyre.compile(r"(?i)llama[-_]?factory|\bllmtuner\b|LLaMA-Efficient-Tuning")),
     ("verl", lazyre.compile(r"(?i)\bverl\b(?![/-])")),
     ("openrlhf", lazyre.compile(r"(?i)\bopenrlhf\b")),
     # (unsloth's own entry points name it too: unsloth_train, FastLanguageModel, FastVisionModel)
@@ -374,6 +375,11 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     # (transformers/training_args.py TrainingArguments; the wrappers that build it are named before this line)
     ("transformers", lazyre.compile(r"\bfrom\s+transformers\s+import\b[^\n]*\b(?:Seq2Seq)?Train(?:er|ingArguments)\b|"
                                     r"\btransformers\.(?:Seq2Seq)?Train(?:er|ingArguments)\b|\b(?:Seq2Seq)?TrainingArguments\(")),
+    # the short name ms-swift's users call it by ("swift可以实现多模态模型的dpo吗", "swift 3.5 GRPO"), read last: every
+    # name above is more specific (in 2,032 development logs the word named another framework's run once)
+    # (not the Swift language's own tool: `swift build`, `swift package`, `swift test`)
+    ("ms-swift", lazyre.compile(r"(?i)(?<![A-Za-z0-9_/.-])swift(?![A-Za-z0-9_/-])"
+                                r"(?!\s+(?:build|package|test|repl|format)\b)")),
 )
 
 
