@@ -181,6 +181,9 @@ def test_symptom_words_in_mixed_language_and_completions_words():
     assert _symptom("why time cost of update_actor increasing with steps") == "slow-training"
     assert _symptom("step1 参数更新时间超长") == "slow-training"
     assert _symptom("训练代码 （训练时间很长）") == "slow-training"
+    # a process said to end without a word, in the other wording ('without any error' is read above)
+    assert _symptom("the job dies with no error message after loading the model") == "host-oom-killed"
+    assert _symptom("it exits with no traceback at all") == "host-oom-killed"
     assert _symptom("The outputs repeat the run's first error on every rank") is None
     assert _symptom("It iterates over value_model, which we have not defined and defaults to NoneType") \
         == "argument-error-other"

@@ -76,7 +76,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # ("it always been shutdown for no reasons without any hints!")
     (lazyre.compile(r"(?i)\b(?:terminat|exit|died|dies|quit|vanish|disappear|shut ?down|shuts down|shutting down)\w*\b"
                     r"[^.;。]{0,80}?(?:\bwithout (?:\w+ )?(?:any )?(?:additional |further |more |other )?(?:information|info|"
-                    r"error messages?|messages?|traceback|output|logs?|reasons?|hints?|clues?)\b|\bfor no (?:apparent )?"
+                    r"error messages?|messages?|traceback|output|logs?|reasons?|hints?|clues?)\b|"
+                    r"\bwith no (?:error|error messages?|traceback|output|logs?)\b|\bfor no (?:apparent )?"
                     r"reasons?\b)|\b(?:terminat|exit|di|quitt|stopp)\w* (?:silently|abruptly|without (?:a|any) "
                     r"(?:word|trace))\b|(?:进程|程序)[^。，,]{0,10}(?:自动|直接|突然)(?:退出|结束|终止)[^。]{0,20}(?:没有|无)(?:任何)?"
                     r"(?:报错|提示|信息)"), "host-oom-killed", SILENT_END),
