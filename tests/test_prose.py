@@ -184,6 +184,11 @@ def test_symptom_words_in_mixed_language_and_completions_words():
     # a process said to end without a word, in the other wording ('without any error' is read above)
     assert _symptom("the job dies with no error message after loading the model") == "host-oom-killed"
     assert _symptom("it exits with no traceback at all") == "host-oom-killed"
+    # seed 05 (ms-swift's load_args): a full run's checkpoint of a hundred-odd MB is an adapter
+    assert _symptom("保存的checkpoint文件大小异常,仅有100多MB") == "checkpoint-adapter-only-load-args"
+    assert _symptom("全参数训练后保存的模型只有100M") == "checkpoint-adapter-only-load-args"
+    assert _symptom("the saved model is only 120 MB instead of 15 GB") == "checkpoint-adapter-only-load-args"
+    assert _symptom("the model only has 7B parameters") is None
     assert _symptom("The outputs repeat the run's first error on every rank") is None
     assert _symptom("It iterates over value_model, which we have not defined and defaults to NoneType") \
         == "argument-error-other"

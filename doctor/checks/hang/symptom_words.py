@@ -406,8 +406,12 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
     # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)
+    # a saved model said to weigh a few hundred MB where the full weights take GB: the seed article on ms-swift's
+    # load_args ("保存的checkpoint文件大小异常,仅有100多MB", where ~14 GB was expected) tells it so
     (lazyre.compile(r"(?i)\bonly\s+(?:ha\w{1,3}\s+|contains?\s+|saved?\s+|got\s+)?(?:an?\s+|the\s+)?"
-                    r"adapter_(?:config|model)\b|只有\s*adapter_(?:config|model)"),
+                    r"adapter_(?:config|model)\b|只有\s*adapter_(?:config|model)|"
+                    r"(?:checkpoint|ckpt|模型|权重|saved model|model files?)[^。.\n]{0,24}(?:仅有|只有|仅|\bonly(?: has| is)?)"
+                    r"\s*\d{1,3}(?:\.\d+)?\s*多?\s*M(?:i?B)?(?![a-z])"),
      "checkpoint-adapter-only-load-args", ADAPTER_ONLY),
     # last (a size beside another symptom is not the failure): a saved weights file of a few hundred bytes (an
     # adapter saved from an empty state dict) or checkpoints of tens of GB, sizes people quote from `ls -l` / `du -sh`
