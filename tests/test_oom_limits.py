@@ -88,3 +88,29 @@ def test_old_torch_wording_with_two_processes_that_could_be_this_one_names_neith
     both = OLD_TWO.replace("Process 441650 has 30.51 GiB", "Process 441650 has 1.50 GiB")
     f = _oom(tmp_path, both)
     assert "Other processes hold" not in f.message
+
+
+_TRL_OOM = (
+    "[rank2]: Traceback (most recent call last):\n"
+    '[rank2]:   File "/opt/conda/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 820, in _get_per_token_logps\n'
+    "[rank2]:     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits\n"
+    "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.27 GiB. GPU 2 has a total capacity of 79.10 "
+    "GiB of which 3.12 GiB is free. Including non-PyTorch memory, this process has 75.97 GiB memory in use. Of the "
+    "allocated memory 70.11 GiB is allocated by PyTorch, and 4.39 GiB is reserved by PyTorch but unallocated.\n")
+
+
+def _oom_report(tmp_path: Path, command: str) -> str:
+    log = tmp_path / "log.txt"
+    log.write_text(command + "\n" + _TRL_OOM)
+    f = next(f for f in analyze([str(log)]).findings if f.rule_id == "GD201")
+    return " ".join((f.message, *f.fix))
+
+
+def test_trls_engine_is_on_the_training_gpu_only_when_the_run_colocates_it(tmp_path):
+    # trl puts its vLLM engine on a GPU of its own (<= 0.15, vllm_device) or in a `trl vllm-serve` server (>= 0.16,
+    # 0.18's vllm_mode default): with --use_vllm alone the training GPU's OOM is not the engine's share
+    cmd = "accelerate launch --num_processes 4 train_grpo.py --per_device_train_batch_size 8 --use_vllm"
+    alone = _oom_report(tmp_path, cmd)
+    assert "colocated vLLM engine shares this GPU" not in alone and "vllm_gpu_memory_utilization" not in alone
+    both = _oom_report(tmp_path, cmd + " --vllm_mode colocate")
+    assert "colocated vLLM engine shares this GPU" in both and "vllm_gpu_memory_utilization=" in both

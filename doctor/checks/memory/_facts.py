@@ -13,7 +13,7 @@ from ...sources.command_text import SERVER_COMMANDS
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
 from ...swift.trainer_kind import GROUP_KINDS, from_config
-from ...values import as_number  # one number reader for the memory plan and the OOM fixes (swift/planner.py's)
+from ...values import as_number, version_key  # one number reader for the memory plan and the OOM fixes (swift/planner.py's)
 from .._numbers import ASSUMED, READ, Num, mark, read_or
 
 _PARAMS = lazyre.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
@@ -195,7 +195,11 @@ def facts_of(run: RunConfig, frames: tuple[Frame, ...] = (), swift_hint: bool = 
         elif a.get("vllm_server_host") or a.get("vllm_server_base_url"):
             f.mode = "server"
         elif f.framework == "trl":
-            f.mode = "colocate"  # trl <= 0.16 ran vLLM in-process (on vllm_device); trl >= 0.18 says vllm_mode
+            # trl never put its engine on a training GPU by default: up to 0.15 in-process on a GPU of its own
+            # (vllm_device "auto": the first one after the training processes'), from 0.16 a `trl vllm-serve` server
+            # (0.18's vllm_mode defaults to "server"); colocation is said by vllm_mode="colocate" only
+            trl = run.versions.get("trl")
+            f.mode = "server" if trl is not None and version_key(trl) >= (0, 16) else None
         else:
             f.mode = "colocate"  # swift 3.5-3.11 default; in 3.1-3.4 the engine also lived in the trainer
     util = as_number(a.get("vllm_gpu_memory_utilization"))
