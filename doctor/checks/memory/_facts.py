@@ -13,7 +13,10 @@ from ...sources.command_text import SERVER_COMMANDS
 from ...sources.swiftconfig import Launch, RunConfig
 from ...swift.flags import flag_exists
 from ...swift.trainer_kind import GROUP_KINDS, from_config
-from ...values import as_number, version_key  # one number reader for the memory plan and the OOM fixes (swift/planner.py's)
+from ...values import (  # one number reader for the memory plan and the OOM fixes (swift/planner.py's)
+    as_number,
+    version_key,
+)
 from .._numbers import ASSUMED, READ, Num, mark, read_or
 
 _PARAMS = lazyre.compile(r"(?<![\d.])(\d+(?:(?:\.|_+)\d+)?)\s*[Bb](?![a-zA-Z])")
