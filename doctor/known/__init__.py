@@ -72,9 +72,17 @@ def shown(m: Match, f: Finding, run: dict | None = None) -> bool:
 
 
 def same_failure(f: Finding, run: dict | None = None) -> list[Match]:
-    """The threads shown about the same failure mechanism (basis raise-site or type-component-phase)."""
+    """The threads shown about the same failure mechanism (basis raise-site or type-component-phase). A thread whose
+    answer the run contradicts (its num_generations=1 beside the run's 4, another trainer's stage, a release the run
+    is past: fit.why_not) is listed with that instead of its answer, which is no answer for this run."""
+    from .fit import why_not
     from .mechanism import MECHANISM
-    return [m for m in for_finding(f) if m.basis in MECHANISM and shown(m, f, run)]
+    out = []
+    for m in for_finding(f):
+        if m.basis in MECHANISM and shown(m, f, run):
+            why = why_not(m, f, run) if m.resolution else ""
+            out.append(replace(m, resolution=f"its answer does not fit this run ({why})") if why else m)
+    return out
 
 
 def similar(f: Finding, run: dict | None = None) -> list[Match]:

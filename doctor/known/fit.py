@@ -29,6 +29,7 @@ from typing import Any
 from .. import lazyre
 from ..claim_env import env_has
 from ..model import Finding
+from ..registry import CATEGORY_WORDS
 from ..values import version_key
 from .index import Match
 
@@ -151,7 +152,8 @@ def unshown(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
 def why_not(m: Match, f: Finding, run: dict[str, Any] | None) -> str:
     """'' when the resolution fits the run, else what contradicts it (for tests and the bench)."""
     if m.category != f.category and not m.exact:
-        return f"the thread is about {m.category}, the finding {f.category}"
+        return (f"the thread is about {CATEGORY_WORDS.get(m.category, m.category)}, this failure is "
+                f"{CATEGORY_WORDS.get(f.category, f.category)}")
     if run is None:
         return ""
     for g in _COND.finditer(f"{m.title} {m.resolution}"):
