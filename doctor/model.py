@@ -79,10 +79,10 @@ class RaisedBy:
     def describe(self) -> str:
         """'raised by trl 0.15-0.16 `GRPOTrainer.__init__` (trl/trainer/grpo_trainer.py)' when the run shows both its
         version and that function; 'raised by trl `GRPOTrainer.__init__` (...)' when it shows the function only;
-        'raised by trl (the log shows neither ...)' when it shows neither (the indexed releases' function and range are not
+        'this message is raised by trl' when it shows neither (the indexed releases' function and range are not
         what ran)."""
         if self.scope == "package":
-            return f"raised by {self.package} (the log shows neither the release nor the function)"
+            return f"this message is raised by {self.package}"
         if self.scope == "function":
             return f"raised by {self.package} `{self.function}` ({self.module})"
         return f"raised by {self.package} {self.shown or self.versions} `{self.function}` ({self.module})"

@@ -228,7 +228,11 @@ def test_a_thread_tied_to_the_runs_release_is_a_known_fix_and_to_another_none(tr
     assert known.fix_lines(f, run) == []
     (m,) = known.for_finding(f)
     assert "the run has trl 0.19.0" in known.why_no_fix(m, f, run)
-    assert known.same_failure(f, run) == [m]  # still listed as a thread about the same failure
+    # still listed as a thread about the same failure, with why its answer is not this run's instead of the answer
+    (listed,) = known.same_failure(f, run)
+    assert listed.thread == m.thread and REGRESSION not in known.describe(listed)
+    assert listed.resolution == "its answer does not fit this run (the thread is about trl 0.25, the run has trl 0.19.0)"
+    assert known.same_failure(f, {**run, "versions": {"trl": "0.25.1"}}) == [m]
 
 
 def test_unresolved_threads_never_become_fix_bullets(index_of):
@@ -244,8 +248,7 @@ def test_raised_by_says_what_the_run_confirms():
     assert rb.describe() == "raised by ms-swift <=3.2 `Template._encode` (swift/llm/template/base.py)"
     assert RaisedBy(*rb.to_json().values(), scope="function").describe() == \
         "raised by ms-swift `Template._encode` (swift/llm/template/base.py)"
-    assert RaisedBy(*rb.to_json().values(), scope="package").describe() == (
-        "raised by ms-swift (the log shows neither the release nor the function)")
+    assert RaisedBy(*rb.to_json().values(), scope="package").describe() == "this message is raised by ms-swift"
 
 
 def test_scope_reads_the_frames_and_the_printed_version():
@@ -261,11 +264,11 @@ def test_scope_reads_the_frames_and_the_printed_version():
 
 
 @pytest.mark.parametrize("n, false, now", [
-    ("1015", "`VllmConfig._get_quantization_config`", "raised by vllm (the log shows neither the release nor the function)"),
-    ("1018", "`_ModelRegistry._raise_for_unsupported`", "raised by vllm (the log shows neither the release nor the function)"),
+    ("1015", "`VllmConfig._get_quantization_config`", "this message is raised by vllm"),
+    ("1018", "`_ModelRegistry._raise_for_unsupported`", "this message is raised by vllm"),
     ("1020", "transformers 4.52-5.24", "raised by transformers `GenerationConfig.save_pretrained`"),
     ("1023", "`Template._encode` ", "raised by ms-swift `Template._encode_truncated` (swift/llm/template/base.py)"),
-    ("1024", "transformers 4.52-5.24", "raised by transformers (the log shows neither the release nor the function)"),
+    ("1024", "transformers 4.52-5.24", "this message is raised by transformers"),
 ])
 def test_graded_raised_by_lines_say_no_more_than_the_log(n, false, now):
     out = text.render(analyze([str(_case(n))]), width=400)

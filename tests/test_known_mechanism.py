@@ -145,7 +145,7 @@ DEV_PHRASES = re.compile(r"(?i)\bmatched (?:above|below|here|earlier)\b|\bis mat
                          r"\braise-site index\b|\bstructure table\b|\bfixer\b|"
                          # the tool's own workings said as if to its authors
                          r"\bstack frames were read\b|\bdeepest frames\b|\bwords read most like\b|\bnot from its frames\b|"
-                         r"\bwording without the type's name\b|\bthis message is raised by\b")
+                         r"\bwording without the type's name\b")
 
 
 def _cases() -> list[Path]:

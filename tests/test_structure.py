@@ -1579,4 +1579,4 @@ def test_an_exception_without_a_message_is_not_searched_for_by_its_type_alone():
     fix = [x for f in run(stack) for x in f.fix if x.startswith("Search the")]
     assert fix == ["Search the ms-swift issues for `ValueError` with the function that raised it (prepare)."]
     alone = " ".join(x for f in run("ValueError\n") for x in f.fix)
-    assert 'for the message: "ValueError"' not in alone and "names only the exception's type (ValueError)" in alone
+    assert 'for the message: "ValueError"' not in alone and "Read the lines just above `ValueError`" in alone

@@ -394,8 +394,9 @@ class Unrecognised(Rule):
             elif lib is not None:  # a type alone finds every report of it: the function narrows it to this check
                 fix.append(f"Search the {who} for `{exc.type}` with the function that raised it ({lib.func}).")
             else:
-                fix.append(f"The line names only the exception's type ({exc.type}), not what went wrong: paste the "
-                           f"lines around it and the launch command.")
+                fix.append(f"Read the lines just above `{exc.type}` in the log: an exception printed without a message "
+                           f"is explained by the statement that raised it (an assert or a check) or by an error printed "
+                           f"before it.")
         story = _version_story(ctx) if not exc.frames else None
         if story is not None:  # no stack to place it; the author's words say a release change broke it
             msg += (f" The paste's words say {story[1]} (`{plain(story[2].text)[:160]}`): with no stack to place the "
