@@ -114,3 +114,20 @@ def test_trls_engine_is_on_the_training_gpu_only_when_the_run_colocates_it(tmp_p
     assert "colocated vLLM engine shares this GPU" not in alone and "vllm_gpu_memory_utilization" not in alone
     both = _oom_report(tmp_path, cmd + " --vllm_mode colocate")
     assert "colocated vLLM engine shares this GPU" in both and "vllm_gpu_memory_utilization=" in both
+
+
+def test_an_oom_in_verls_policy_update_is_training_even_under_its_workerdict_prefix(tmp_path):
+    # verl's Ray WorkerDict hosts the actor, the rollout and the reference model: its prefix says nothing of the side;
+    # the frame does (workers/actor/dp_actor.py update_policy, the backward pass)
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "(WorkerDict pid=12345) Traceback (most recent call last):\n"
+        '(WorkerDict pid=12345)   File "/opt/verl/verl/workers/actor/dp_actor.py", line 300, in update_policy\n'
+        "(WorkerDict pid=12345)     loss.backward()\n"
+        "(WorkerDict pid=12345) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 2.12 GiB is free. Including non-PyTorch memory, this process has 76.97 GiB "
+        "memory in use. Of the allocated memory 60.11 GiB is allocated by PyTorch, and 14.39 GiB is reserved by PyTorch "
+        "but unallocated.\n")
+    top = analyze([str(log)]).findings[0]
+    assert (top.rule_id, top.category) == ("GD201", "cuda-oom")
+    assert "during the policy update" in top.message and "vLLM rollout engine" not in top.title

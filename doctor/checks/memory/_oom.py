@@ -96,10 +96,15 @@ _TRAIN_FUNCS = {"compute_loss": "loss computation", "_compute_loss": "loss compu
                 "compute_liger_loss": "loss computation", "backward": "backward", "step": "optimizer step",
                 "training_step": "training step", "_inner_training_loop": "training step",
                 "_calculate_rewards": "reward model", "_score_completions": "reward model",
-                "_compute_rewards": "reward model", "evaluation_loop": "evaluation", "prediction_step": "evaluation"}
+                "_compute_rewards": "reward model", "evaluation_loop": "evaluation", "prediction_step": "evaluation",
+                # verl's actor and reference workers (workers/actor/dp_actor.py, workers/fsdp_workers.py)
+                "update_policy": "policy update", "update_actor": "policy update",
+                "_forward_micro_batch": "policy forward for log-probs", "compute_log_prob": "policy forward for log-probs",
+                "compute_ref_log_prob": "reference model forward"}
 _GEN_FUNCS = {"_generate_completions", "_generate_and_score_completions", "_generate", "generate",
               "_fast_infer", "_colocate_infer", "_infer_single_or_multi_turn"}
-_VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker|APIServer)\w*[^)]*\)\s+|"
+# (not verl's `(WorkerDict pid=N)`: Ray's fused actor/rollout/ref worker, whose lines are training as often as rollout)
+_VLLM_PREFIX = lazyre.compile(r"^(?:\[rank\d+\]:\s?)?(?:\((?:VllmWorker|EngineCore|RayWorker|Worker(?!Dict)|APIServer)\w*[^)]*\)\s+|"
                           r"(?:ERROR|WARNING|INFO|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)")
 
 
