@@ -463,7 +463,7 @@ def check_finding(f: Finding, facts: RunFacts) -> tuple[Finding, list[tuple[str,
     message = check(f.message)
     if not message.strip() and f.message.strip():
         why = "; ".join(dict.fromkeys(why for _, _, why in changes))
-        message = f"{f.title}. (Its stock explanation is left out: this run contradicts it: {why}.)"
+        message = f"{f.title}. (The usual explanation of this does not fit this run: {why}.)"
         # what the finding rests on is contradicted by the run: it stands on its pattern alone, no surer than that
         f = replace(f, confidence="possible")
     fix = tuple(x for x in (check(s) for s in f.fix) if x.strip())

@@ -152,7 +152,7 @@ def test_a_declared_claim_is_checked_like_a_recognised_one():
 def test_a_message_left_without_sentences_says_why():
     f = Finding("GD000", "x", "other", Severity.error, "Gradients vanish", "grad_norm is 0.")
     out, _ = check_finding(f, RunFacts(metrics={"grad_norm": _metrics(a=1.93)}))
-    assert out.message.startswith("Gradients vanish. (Its stock explanation is left out") and "1.93" in out.message
+    assert out.message.startswith("Gradients vanish. (The usual explanation of this does not fit this run: ") and "1.93" in out.message
     # what it rested on is contradicted: no surer than possible (dev15 1817 kept a contradicted finding at certain)
     assert f.confidence == "certain" and out.confidence == "possible"
 

@@ -694,3 +694,11 @@ def test_a_shell_assignment_whose_name_holds_error_is_no_failure_line():
     assert found and not any("HYDRA_FULL_ERROR" in f.message or "NCCL_ASYNC_ERROR" in f.message for f in found)
     found = run(settings + "RuntimeError while I launch it\n")
     assert "`RuntimeError while I launch it`" in found[0].message
+
+
+def test_slow_steps_whose_time_the_paste_gives_ask_for_where_the_time_goes_not_for_the_timings():
+    told = "GRPO training is very slow\nEach step takes 20 minutes on 8 H100.\n"
+    found = next(f for f in run(told) if f.category == "slow-training")
+    assert "step timings" not in found.message and "where one step's time goes" in found.message
+    bare = next(f for f in run("GRPO training is very slow\n") if f.category == "slow-training")
+    assert "the step timings" in bare.message

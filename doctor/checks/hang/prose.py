@@ -19,6 +19,7 @@ from .._series import TOO_EARLY
 from ._progress import VLLM_ORIGINS
 from .endings import plain
 from .knobs_said import knob_fix
+from .paste_next import still_missing
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
 from .slow_bar import PACE_FIX, bar_pace, pace_sentence
@@ -319,6 +320,7 @@ class ProseSymptom(Rule):
         nxt = PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
+        nxt = still_missing(nxt, category, lines)
         pace = bar_pace(lines) if category == "slow-training" else None
         if pace is not None:
             # the bar is the step timing the request would ask for: read it, ask for what it cannot show
