@@ -370,8 +370,6 @@ KNOWN_MISSES_37: dict[str, str] = {
 KNOWN_MISSES_47: dict[str, str] = {
     "5008": "RewardTrainer columns dropped by a map, in Chinese prose: GD328",
     "5009": "fp16 weights under DDP without a grad scaler, a question: GD327 reads an argument error",
-    "5015": "a verl hang in the vLLM rollout beside an OOM already worked around: GD327 cuda-oom",
-    "5016": "a verl hang after 1-2 steps beside a maintainer's checklist: GD327 nccl-timeout",
     "5017": "DeepSpeedCPUAdam's CUDA version check read as a DeepSpeed config error: GD426",
     "5018": "axolotl loss 0 / ppl 1 with sample packing, in words: GD330",
     "5024": "ms-swift Megatron merge with load: null in args.json, in prose: GD328",
@@ -398,6 +396,7 @@ KNOWN_MISSES_50: dict[str, str] = {
     "5325": "Ray workers killed at shutdown after training ended, the prose naming a batch size: GD327 cuda-oom",
 }
 KNOWN_MISSES_51: dict[str, str] = {
+    "5418": "a vLLM TP8 serve hang whose body names the NCCL timeout, read by the title's hang word: GD327 hang-at-start",
     "5401": "a name removed from a package, imported by another: GD999",
     "5405": "a GRPO LoRA resume whose reward restarts, labelled other; the maintainer's 'fixed, please update' reads as a package version's (GD328)",
     "5407": "swanlab's tracker under DeepSpeed, the trace cut: GD999",
@@ -417,7 +416,6 @@ KNOWN_MISSES_52: dict[str, str] = {
 KNOWN_MISSES_53: dict[str, str] = {
     "5605": "a paste from after the user's fix, the title's OSError the label: GD423 deepspeed-config",
     "5618": "a V1 engine allocating for CUDA graphs until OOM, in words (no vLLM line): GD327 cuda-oom",
-    "5620": "a ROCm vLLM hang at start beside NCCL INFO lines: GD327 nccl-timeout",
     "5629": "a KeyError on a data field while xtuner maps its dataset: GD999",
 }
 KNOWN_MISSES_54: dict[str, str] = {

@@ -702,3 +702,14 @@ def test_slow_steps_whose_time_the_paste_gives_ask_for_where_the_time_goes_not_f
     assert "step timings" not in found.message and "where one step's time goes" in found.message
     bare = next(f for f in run("GRPO training is very slow\n") if f.category == "slow-training")
     assert "the step timings" in bare.message
+
+
+def test_a_titles_symptom_comes_before_one_the_body_mentions_in_passing():
+    # devlogs47 5015's shape: a hang in the title, an OOM already worked around in the body
+    told = "Training hangs at step 120\nEarlier I had an OOM with a larger batch, now it just hangs.\n"
+    assert _symptom(told).startswith("hang")
+    # no title (the paste does not start with the symptom's line): the body's order as before
+    assert _symptom("\n" + told.split("\n", 1)[1]) == "cuda-oom"
+    # the same family in both: the body's line places the hang (devlogs 2112: '卡住' above '卡在5/4752')
+    both = run("ppo训练，长时间卡住\n两个模型都是12B，卡在5/4752，6个小时了\n")
+    assert both[0].category == "hang-mid-training"

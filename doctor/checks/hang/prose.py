@@ -166,8 +166,19 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
     # a line that asks whether something is the cause ("是否可能由于torch版本...导致loss为0？", "could it be the
     # driver?") names a guess, not the symptom: read only when no other line names one
     plain_lines = [ln for ln in lines if not _GUESS.search(ln.text)]
+    # a thread's title names the failure it is about: a symptom there comes before one the body mentions in passing
+    # ("Training hangs at step 120" above "earlier I had an OOM with a larger batch")
+    # (the body's line still places a hang the title only names: "卡住" above "卡在5/4752")
+    title = [ln for ln in plain_lines[:1] if ln.where.line == 1]
     found = _first_symptom(plain_lines)
+    titled = _first_symptom(title) if title and found is not None else None
+    if titled is not None and _family(titled[0]) != _family(found[0]):
+        found = titled
     return found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines)
+
+
+def _family(category: str) -> str:
+    return "hang" if category.startswith("hang") else category
 
 
 # a question that proposes a cause
