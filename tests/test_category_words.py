@@ -121,3 +121,9 @@ def test_words_unlike_every_category_leave_other(monkeypatch):
 def test_hostile_or_empty_text_reads_without_error(text):
     got = scores([text])
     assert got is not None and len(got[0]) == len(_model()["classes"])
+
+
+def test_every_category_is_said_in_plain_words():
+    from doctor.registry import CATEGORIES, CATEGORY_WORDS
+    assert set(CATEGORY_WORDS) == set(CATEGORIES)
+    assert all(words and "-" not in words.split()[0] and words == words.strip() for words in CATEGORY_WORDS.values())
