@@ -35,14 +35,11 @@ class UsageWithoutError(Rule):
 
     def feed(self, signal: Any) -> None:
         line: LogLine = signal
-        t = line.text
-        if self.usage is None or self.answered:
-            if self.usage is None:
-                m = _USAGE.search(t)
-                if m:
-                    self.usage, self.prog = line, m.group("prog")
-            return
-        if _ERROR.search(t) or _HELP.search(t):
+        if self.usage is None:
+            m = _USAGE.search(line.text)
+            if m:
+                self.usage, self.prog = line, m.group("prog")
+        elif not self.answered and (_ERROR.search(line.text) or _HELP.search(line.text)):
             self.answered = True
 
     def finish(self, ctx: RunState) -> list[Finding]:
