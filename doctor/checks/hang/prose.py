@@ -49,6 +49,7 @@ from .symptom_words import (
     TIMEOUT_SAID,
     TRAINING_SAID,
 )
+from .usual_causes import usual
 from .vllm_share_said import small_share
 
 
@@ -175,6 +176,24 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
     if titled is not None and _family(titled[0]) != _family(found[0]):
         found = titled
     return found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines)
+
+
+# the end of a sentence inside a line: a full stop, question or exclamation mark before a space, or a Chinese one
+_SENTENCE_END = lazyre.compile(r"[.!?;](?=\s)|[。！？；]")
+
+
+def said_quote(said: str, text: str, width: int = 160) -> str:
+    """What to quote of a line that names a symptom: the line when it is short, else the sentence that names it (a
+    long line's first words may be about something else), cut to ``width`` characters."""
+    if len(text) <= width:
+        return text
+    m = next((m for rx, _, s in SYMPTOMS if s == said for m in [rx.search(text)] if m is not None), None)
+    if m is None:
+        return text[:width]
+    start = max((e.end() for e in _SENTENCE_END.finditer(text, 0, m.start())), default=0)
+    end = next((e.end() for e in _SENTENCE_END.finditer(text, m.end())), len(text))
+    sentence = text[start:end].strip()
+    return sentence if len(sentence) <= width else sentence[:width]
 
 
 def _family(category: str) -> str:
@@ -328,6 +347,7 @@ class ProseSymptom(Rule):
             # "stuck" in a title, "it runs now" below it: the author took it back (not "it runs on one GPU; the same
             # command on two hangs": the sentence that says it runs also says where it hangs)
             return []
+        quoted = said_quote(said, plain(line.text))
         nxt = PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
@@ -335,7 +355,7 @@ class ProseSymptom(Rule):
         pace = bar_pace(lines) if category == "slow-training" else None
         if pace is not None:
             # the bar is the step timing the request would ask for: read it, ask for what it cannot show
-            msg = (f"The words of the paste say {said} (`{plain(line.text)[:160]}`). {pace_sentence(pace)} The bar "
+            msg = (f"The words of the paste say {said} (`{quoted}`). {pace_sentence(pace)} The bar "
                    f"gives the pace, not where the time goes.")
             return [replace(self.make(message=msg, fix=[PACE_FIX],
                                       evidence=[evidence_of(line), evidence_of(pace.line)], seq=line.seq),
@@ -348,8 +368,8 @@ class ProseSymptom(Rule):
         head = (f"The error line here (`{plain(named.text)[:160]}`) is in a form grpo-doctor does not read" if named is not None
                 else "No log line here shows a failure grpo-doctor reads")
         msg = (f"{head}; the words of the paste say {said} "
-               f"(`{plain(line.text)[:160]}`). That is the report's only ground, so the category is a guess from the "
-               f"description. Paste next: {nxt}.")
+               f"(`{quoted}`). That is the report's only ground, so the category is a guess from the "
+               f"description.{' ' + cause if (cause := usual(said)) else ''} Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
         fix = [f"Paste {nxt}: grpo-doctor then reads the run's own lines instead of the description."]
         # a reading of the paste's own rows that stayed at info for want of steps ("too early to tell from one logged
@@ -359,7 +379,7 @@ class ProseSymptom(Rule):
                       and f.fix and f.message.startswith(TOO_EARLY)), None)
         if shown is not None:
             msg = (f"The paste's metric rows show it ({shown.title}: `{shown.evidence[0].text[:160]}`), read at info "
-                   f"alone for want of steps; the words of the paste say {said} (`{plain(line.text)[:160]}`), so it "
+                   f"alone for want of steps; the words of the paste say {said} (`{quoted}`), so it "
                    f"lasts beyond the rows shown.")
             fix = list(shown.fix)
         sized = size_reading(prose_lines(lines), lines)

@@ -8,6 +8,7 @@ import re
 from ... import lazyre
 from ..numerics._nan_fixes import NO_LABEL_CAUSES, NO_LABEL_CHECK
 from ..numerics.no_grad_graph import CHECKPOINT_FIX
+from ..rewards.format_pattern import meanwhile as format_meanwhile
 
 # what the words of a client polling its rollout server say (a symptom with a "meanwhile" of its own: MEANWHILE_SAID)
 SERVER_POLL = "the trainer keeps polling its vLLM server, which is not running or not reachable"
@@ -26,6 +27,7 @@ NO_CHAT_TEMPLATE = "the tokenizer has no chat template"
 CHECKPOINT_NO_GRAD = ("gradient checkpointing leaves no weight that requires grad (a frozen base's adapters get no "
                       "gradient)")
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
+FORMAT_ZERO = "the format reward is (or fell to) 0"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
 GPU_OOM = "the GPU runs out of memory"
@@ -150,13 +152,20 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)^(?=.*gradient[_ ]checkpointing)(?=.*(?:require[sd]?_?grads?|requires? grad|no grad|"
                     r"grads? (?:is|are) None)).*"),
      "argument-error-other", CHECKPOINT_NO_GRAD),
-    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0|zero)\b|梯度.{0,6}为?0|"
+    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0(?![.,]\d)|zero)\b|梯度.{0,6}为?0|"
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
      "grad-norm-zero", "the gradient norm stays 0"),
+    # the format reward named as the one at 0 ("format_reward always zero", "the format reward is zero", "format
+    # reward一直是0", "格式奖励为0"): a pattern that does not match (rewards/format_pattern.py), before the reward at large
+    (lazyre.compile(r"(?i)(?:\b\w*format\w*|格式)[ _]?(?:rewards?|奖励)(?:[ _]?func\w*)?(?![a-z]).{0,30}?"
+                    r"(?:\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|equals?(?: to)?|equal to|became|"
+                    r"becomes?|(?:dropped|drops|fell|falls|went|goes) to)\s+(?:0(?![.,]\d)|zero)\b|"
+                    r"(?:一直|始终|总是|都|均)*(?:是|为|等于|变成|降到|降为)\s*0(?![.\d]))"),
+     "reward-zero-or-flat", FORMAT_ZERO),
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
-    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?|stuck at|remains?|is|are|became|becomes?|"
-                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0|zero)\b|"
+    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
+                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0(?![.,]\d)|zero)\b|"
                     r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
                     # "reward和loss都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
@@ -523,6 +532,7 @@ PINNED = lazyre.compile(r"\b[A-Za-z][\w.-]*==v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+|r
 # what to check while the lines are fetched, for a symptom whose usual cause the words alone point at
 # what to check meanwhile for a symptom narrower than its category
 MEANWHILE_SAID = {
+    FORMAT_ZERO: format_meanwhile(),
     EVAL_BATCH_SAID:
         "Meanwhile: GRPO trainers check the eval batch as they check the train batch (trl: per_device_eval_batch_size x "
         "the number of processes must be a multiple of num_generations): raise per_device_eval_batch_size until that "
@@ -683,9 +693,9 @@ MEANWHILE = {
     "loss-nan-or-inf": "Meanwhile: find the first row where loss or grad_norm jumps; a lower learning rate, bf16 "
                        "instead of fp16 (fp16 overflows), and gradient clipping (max_grad_norm 1.0) are the usual "
                        "cures.",
-    "reward-zero-or-flat": "Meanwhile: print a few completions beside their rewards: a reward function that never "
-                           "matches the output's format, one that reads the wrong dataset column, or completions cut "
-                           "at the completion length before the answer all give flat rewards.",
+    "reward-zero-or-flat": "Meanwhile: print a few completions beside their rewards, call each reward function on "
+                           "them by hand, and read reward_std and frac_reward_zero_std in the logged steps: they show "
+                           "whether the rewards differ within a prompt's group.",
     "output-degenerate": "Meanwhile: check that the chat template is the model's own (base or instruct, its end-of-"
                          "turn token), the sampling settings (temperature, top_p, repetition penalty), and whether the "
                          "policy drifted (KL rising, too high a learning rate).",

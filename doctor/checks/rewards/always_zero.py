@@ -10,6 +10,7 @@ from .._series import SeriesRule
 from ._flags import as_list, flag_name
 from ._view import ALWAYS_ZERO_MIN, EPS_ZERO, PASTED_ZERO_MIN, REWARD_KEYS, RewardView, raise_length, truncation_note
 from .flat import flat_finding
+from .format_pattern import CHECK, PITFALLS, names_format
 
 
 def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig, excerpt: bool = False) -> list[Finding]:
@@ -47,6 +48,8 @@ def _always_zero_findings(rule: Rule, rv: RewardView, run: RunConfig, excerpt: b
         elif fl == "format":
             fix.append("format needs the whole completion to match <think>...</think><answer>...</answer>: ask for it "
                        "in the system prompt or SFT the model on that format first.")
+        elif names_format(fl):
+            fix.append(f"'{fl}' checks a format: {PITFALLS}. {CHECK}")
         else:
             fix.append(f"Run the '{fl}' reward offline on logged completions (--log_completions true) and check the "
                        f"dataset columns it reads (they arrive as keyword arguments).")

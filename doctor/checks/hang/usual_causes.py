@@ -1,0 +1,42 @@
+"""What usually causes a symptom that a paste names only in words: the explanation GD327 gives beside its guess, so
+that a report on a description says why as well as what to paste next. Knowledge only; the actions stay in the
+"meanwhile" fix lines (symptom_words.py). Each sentence says "most often" or "usually": a description proves none."""
+from __future__ import annotations
+
+from ..rewards.format_pattern import PITFALLS
+from .symptom_words import FORMAT_ZERO, SYMPTOMS
+
+# the symptom said in words -> its usual causes (said strings are those of symptom_words.SYMPTOMS)
+_REWARD_ZERO, _REWARD_ONE, _REWARD_LEVEL, _KL_RUNAWAY, _DRIFT, _GRAD_ZERO = (
+    next(said for _, _, said in SYMPTOMS if said.startswith(head)) for head in (
+        "the reward is (or fell to) 0", "the reward is always 1", "the reward does not improve",
+        "the KL to the reference", "the policy's entropy", "the gradient norm stays 0"))
+
+USUAL_SAID = {
+    FORMAT_ZERO: f"Most often the pattern is at fault, not the model: {PITFALLS}.",
+    # GRPO's advantage is a reward minus its group's mean: equal rewards in a group teach nothing
+    _REWARD_ZERO: ("A GRPO step learns from the differences between the rewards of one prompt's completions: when every "
+                   "completion scores 0, every advantage is 0 and the policy does not move. Most often the reward "
+                   "function never matches what the model writes (a format it does not produce, an answer its parser "
+                   "cannot read), reads the wrong dataset column, or sees completions cut at the maximum completion "
+                   "length before the answer."),
+    _REWARD_ONE: ("When every completion of a prompt gets the same full reward, every advantage is 0 and nothing is "
+                  "learned: most often the tasks are too easy for the model, or the reward is met by any answer (a "
+                  "format the system prompt already forces, a lenient answer check)."),
+    _REWARD_LEVEL: ("A reward that stays level usually means few groups whose completions' rewards differ (prompts "
+                    "all solved or all failed: frac_reward_zero_std near 1), updates too small to move the policy "
+                    "(learning rate, a large KL weight), or a reward that cannot tell a better answer from a worse one "
+                    "(a format term outweighing the task, an answer parser that misses right answers)."),
+    _KL_RUNAWAY: ("A KL to the reference that runs away means the policy moved far from it within a few steps: most "
+                  "often a learning rate too high for RL or a KL weight (beta) too small to hold it."),
+    _DRIFT: ("A collapse or runaway of entropy or completion length is usually driven by the reward (one that pays for "
+             "brevity, for length or for a repeated pattern) or by updates too large for RL (learning rate, clipping)."),
+    _GRAD_ZERO: ("A gradient norm of exactly 0 means no trainable weight received a gradient: in GRPO most often "
+                 "because every advantage is 0 (each prompt's completions got the same reward), otherwise because "
+                 "nothing is trainable (a frozen model, LoRA target modules that match no layer)."),
+}
+
+
+def usual(said: str) -> str | None:
+    """The sentence on what usually causes the symptom these words name, or None."""
+    return USUAL_SAID.get(said)

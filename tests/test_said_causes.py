@@ -1,0 +1,90 @@
+"""A symptom named only in words gets its usual causes in the message (doctor/checks/hang/usual_causes.py), a format
+reward at 0 gets the pattern pitfalls (doctor/checks/rewards/format_pattern.py) whether it is said in words (GD327) or
+seen in logged rows (GD612), the quote is the sentence that names the symptom, and a number that is not 0 is not
+read as one."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from doctor.checks.hang.prose import said_quote
+from doctor.checks.hang.symptom_words import FORMAT_ZERO, SYMPTOMS
+from doctor.checks.hang.usual_causes import USUAL_SAID
+from doctor.engine import Session
+from doctor.registry import load_catalog
+from doctor.sources.logtext import LineReader
+
+
+def run(text: str):
+    s = Session(load_catalog())
+    for line in LineReader("p.log", [0]).lines(io.BytesIO(text.encode())):
+        s.feed_line(line)
+    return s.finish()
+
+
+def said(text: str):
+    return next((f for f in run(text + "\n") if f.rule_id == "GD327"), None)
+
+
+@pytest.mark.parametrize("text", [
+    # devlogs67/7014 (StarsfieldAI/R1-V#124), devlogs32/3523 (huggingface/open-r1#256)
+    "Why does format reward equal to zero?",
+    "Additionally, my format reward always remains 0, which is very concerning.",
+    "The format reward stays at 0 for the whole run",
+    "soft_format_reward_func always zero",
+    "GRPO训练中format reward一直是0",
+    "格式奖励一直为0",
+])
+def test_a_format_reward_at_zero_said_in_words_gets_the_pattern_pitfalls(text: str) -> None:
+    f = said(text)
+    assert f is not None and f.category == "reward-zero-or-flat", text
+    assert "the format reward is (or fell to) 0" in f.message and "re.DOTALL" in f.message
+    assert any(x.startswith("Meanwhile: call the format reward by hand") for x in f.fix)
+
+
+def test_the_reward_at_large_at_zero_is_not_the_format_one() -> None:
+    f = said("the reward stays at 0 during GRPO training")
+    assert f is not None and "the reward is (or fell to) 0" in f.message and "re.DOTALL" not in f.message
+    assert "every advantage is 0" in f.message
+
+
+@pytest.mark.parametrize("text", ["the reward is 0.5 after training", "the average reward stays at 0.8",
+                                  "the format reward is 0.7 in the first steps", "grad_norm is 0.5 in GRPO"])
+def test_a_number_that_begins_with_0_is_not_0(text: str) -> None:
+    f = said(text)
+    assert f is None or not any(w in f.message for w in ("is (or fell to) 0", "stays 0"))
+
+
+def test_every_usual_cause_is_said_for_a_symptom_the_words_name() -> None:
+    names = {s for _, _, s in SYMPTOMS}
+    assert set(USUAL_SAID) <= names and FORMAT_ZERO in USUAL_SAID
+    cases = {"the gradient norm stays 0": "GRPO训练中Loss和grad_norm一直为0",
+             "the reward is always 1": "grpo训练过程中的accuracy reward和format reward一直都是1",
+             "the reward does not improve": "The reward does not improve after 300 steps of GRPO",
+             "the KL to the reference": "objective/kl increases a lot after step 40 in PPO",
+             "the policy's entropy": "the response length keeps decreasing during GRPO training"}
+    for head, text in cases.items():
+        key = next(s for s in USUAL_SAID if s.startswith(head))
+        f = said(text)
+        assert f is not None and USUAL_SAID[key] in f.message, text
+
+
+def test_the_quote_is_the_sentence_that_names_the_symptom() -> None:
+    # devlogs32/3523: the line opens with another question and names the format reward near its end
+    line = ("I'm concerned that the reward function (accuracy reward) doesn't show any improvement after 20 steps in "
+            "the RL part (grpo.py) in my experiment. Could you please share your plots? Additionally, my format "
+            "reward always remains 0, which is very concerning.")
+    assert said_quote(FORMAT_ZERO, line) == "Additionally, my format reward always remains 0, which is very concerning."
+    assert said_quote(FORMAT_ZERO, "format reward is 0") == "format reward is 0"
+
+
+def test_a_format_reward_at_zero_in_logged_rows_gets_the_pitfalls() -> None:
+    # the shape of devlogs2/126 (an unsloth notebook's table): one format function at 0, the others moving
+    rows = "".join(f"{{'reward': {-1.5 - k * 0.25}, 'rewards/match_format_exactly': 0, "
+                   f"'rewards/correctness_reward_func': {0.5 + k * 0.1}, 'epoch': {k / 100}}}\n" for k in range(8))
+    f = next(x for x in run(rows) if x.rule_id == "GD612")
+    assert any(x.startswith("'match_format_exactly' checks a format:") and "re.DOTALL" in x for x in f.fix)
+    rows = rows.replace("match_format_exactly", "correct_answer").replace("correctness_reward_func", "length_bonus")
+    f = next(x for x in run(rows) if x.rule_id == "GD612")
+    assert not any("re.DOTALL" in x for x in f.fix) and any("Run the 'correct_answer' reward offline" in x for x in f.fix)
