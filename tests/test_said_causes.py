@@ -88,3 +88,27 @@ def test_a_format_reward_at_zero_in_logged_rows_gets_the_pitfalls() -> None:
     rows = rows.replace("match_format_exactly", "correct_answer").replace("correctness_reward_func", "length_bonus")
     f = next(x for x in run(rows) if x.rule_id == "GD612")
     assert not any("re.DOTALL" in x for x in f.fix) and any("Run the 'correct_answer' reward offline" in x for x in f.fix)
+
+
+@pytest.mark.parametrize("text,category", [
+    ("GRPO training hangs at step 0 on 2 nodes", "hang-at-start"),
+    ("Training gets stuck after 300 steps with GRPO", "hang-mid-training"),
+    ("GRPO training is very slow, 200s per step", "slow-training"),
+    ("the output is garbled after GRPO training", "output-degenerate"),
+    ("loss becomes nan after 100 steps in DPO", "loss-nan-or-inf"),
+    ("the process was killed by OOM killer, host memory full during GRPO", "host-oom-killed"),
+])
+def test_a_category_said_in_plain_words_gets_its_usual_causes_and_the_actions_apart(text: str, category: str) -> None:
+    from doctor.checks.hang.symptom_words import MEANWHILE
+    from doctor.checks.hang.usual_causes import USUAL_CATEGORY
+    f = said(text)
+    assert f is not None and f.category == category
+    assert USUAL_CATEGORY[category] in f.message and MEANWHILE[category] in f.fix
+    # said once: the causes are not repeated in the fix
+    assert not any(USUAL_CATEGORY[category][:60] in x for x in f.fix)
+
+
+def test_the_usual_causes_of_a_slow_step_are_a_grpo_step_s_only_in_a_run_that_samples() -> None:
+    from doctor.checks.hang.usual_causes import USUAL_CATEGORY
+    f = said("SFT training with LLaMA-Factory is very slow, 20s per step")
+    assert f is not None and f.category == "slow-training" and USUAL_CATEGORY["slow-training"] not in f.message

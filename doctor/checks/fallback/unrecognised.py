@@ -395,7 +395,7 @@ class Unrecognised(Rule):
                 fix.append(f"Search the {who} for `{exc.type}` with the function that raised it ({lib.func}).")
             else:
                 fix.append(f"Read the lines just above `{exc.type}` in the log: an exception printed without a message "
-                           f"is explained by the statement that raised it (an assert or a check) or by an error printed "
+                           f"is usually explained by the statement that raised it (an assert or a check) or by an error printed "
                            f"before it.")
         story = _version_story(ctx) if not exc.frames else None
         if story is not None:  # no stack to place it; the author's words say a release change broke it

@@ -49,7 +49,7 @@ from .symptom_words import (
     TIMEOUT_SAID,
     TRAINING_SAID,
 )
-from .usual_causes import usual
+from .usual_causes import USUAL_CATEGORY, usual
 from .vllm_share_said import small_share
 
 
@@ -194,6 +194,16 @@ def said_quote(said: str, text: str, width: int = 160) -> str:
     end = next((e.end() for e in _SENTENCE_END.finditer(text, m.end())), len(text))
     sentence = text[start:end].strip()
     return sentence if len(sentence) <= width else sentence[:width]
+
+
+# a run that samples no completions, named in words: supervised or preference training, pre-training
+_UNSCORED_SAID = lazyre.compile(r"(?i)(?<![a-z])(?:sft|dpo|kto|orpo|simpo|cpo|pre-?train\w*|continued pretraining)(?![a-z])")
+
+
+def _unscored_said(lines: list[LogLine]) -> bool:
+    """The words name a run without rollouts (SFT, DPO, pre-training) and no RL trainer."""
+    texts = [plain(ln.text) for ln in lines]
+    return any(_UNSCORED_SAID.search(t) for t in texts) and not any(_RL_RUN.search(t) for t in texts)
 
 
 def _family(category: str) -> str:
@@ -416,10 +426,12 @@ class ProseSymptom(Rule):
             fix.append(MEANWHILE_NO_TRAINING[category])
         elif category in MEANWHILE_NO_TIMEOUT and not any(TIMEOUT_SAID.search(ln.text) for ln in lines):
             fix.append(MEANWHILE_NO_TIMEOUT[category])
-        elif category in MEANWHILE_UNSCORED and ctx.trainer_kind().kind in UNSCORED_KINDS:
+        elif category in MEANWHILE_UNSCORED and (ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines)):
             fix.append(MEANWHILE_UNSCORED[category])
         elif category in MEANWHILE:
             fix.append(MEANWHILE[category])
+            if usual(said) is None and (cause := USUAL_CATEGORY.get(category)) is not None:
+                msg = msg.replace(" Paste next:", f" {cause} Paste next:", 1)
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
         found = replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))

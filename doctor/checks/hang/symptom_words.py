@@ -674,20 +674,15 @@ MEANWHILE = {
                 "(in GRPO, fewer completions per device) with more gradient accumulation, gradient checkpointing, a "
                 "shorter maximum length or completion length, LoRA instead of full fine-tuning, DeepSpeed ZeRO-2/3 "
                 "or offload; with a vLLM engine on the same GPU, a smaller memory share for it.",
-    "host-oom-killed": "Meanwhile: watch `free -g` while it runs and read `dmesg -T | grep -i kill` after; the host's "
-                       "RAM goes to dataset workers (num_proc, dataloader workers), CPU offload of optimizer states or "
-                       "weights, and every process (each rank, each Ray worker) holding its own copy of what it loads.",
+    "host-oom-killed": "Meanwhile: watch `free -g` while it runs and read `dmesg -T | grep -i kill` after: the kernel "
+                       "names the process it killed and its memory then.",
     "vllm-oom-or-kv-cache": "Meanwhile: vLLM's max_model_len down to prompt + completion, its memory share "
                             "(gpu_memory_utilization) down when it shares the GPU with training or up when it has the "
                             "GPU alone, and tensor parallelism for a model whose weights nearly fill one GPU.",
-    "hang-at-start": "Meanwhile: a start that hangs is most often a process group that never forms (a rank that cannot "
-                     "reach the master address and port, a wrong network interface for NCCL/gloo, a rank that died "
-                     "before it), a download waiting on the network, or a stale lock file (the datasets or "
-                     "torch_extensions cache); NCCL_DEBUG=INFO and `py-spy dump --pid PID` of each process show which.",
-    "hang-mid-training": "Meanwhile: a run that stops mid-way is most often one rank waiting in a collective for "
-                         "another that is stuck or dead (its own error earlier in its own log), a generation that never "
-                         "ends (no bound on the completion length), or a save or evaluation step; `py-spy dump --pid "
-                         "PID` of every rank shows which.",
+    "hang-at-start": "Meanwhile: NCCL_DEBUG=INFO and `py-spy dump --pid PID` of each process while it is stuck show "
+                     "which of these holds it.",
+    "hang-mid-training": "Meanwhile: `py-spy dump --pid PID` of every rank while it is stuck shows which of these "
+                         "holds it, and each rank's own log its first error.",
     "nccl-timeout": "Meanwhile: the timeout is what the waiting ranks report; the cause is the first error of the rank "
                     "they waited for, earlier in that rank's own log (a Traceback, an out-of-memory, Killed).",
     "loss-nan-or-inf": "Meanwhile: find the first row where loss or grad_norm jumps; a lower learning rate, bf16 "
@@ -696,14 +691,11 @@ MEANWHILE = {
     "reward-zero-or-flat": "Meanwhile: print a few completions beside their rewards, call each reward function on "
                            "them by hand, and read reward_std and frac_reward_zero_std in the logged steps: they show "
                            "whether the rewards differ within a prompt's group.",
-    "output-degenerate": "Meanwhile: check that the chat template is the model's own (base or instruct, its end-of-"
-                         "turn token), the sampling settings (temperature, top_p, repetition penalty), and whether the "
-                         "policy drifted (KL rising, too high a learning rate).",
-    "slow-training": "Meanwhile, where a GRPO step's time usually goes: generation (the model's own generate instead "
-                     "of a vLLM engine, or an engine given small batches or a small memory share), reward functions "
-                     "running on the CPU, gradient checkpointing and ZeRO-3 or CPU offload (each trades speed for "
-                     "memory), and evaluation or saving too often; the progress bar's seconds per step before and "
-                     "after one change tell which.",
+    "output-degenerate": "Meanwhile: render one prompt as the run builds it and compare it with the model's own chat "
+                         "template, compare the sampling settings with the model card's, and read the KL over the "
+                         "logged steps.",
+    "slow-training": "Meanwhile: change one of these at a time; the progress bar's seconds per step before and after "
+                     "each change tell which it is.",
     "checkpoint-bloat": "Meanwhile: a full checkpoint holds the optimizer state besides the weights (Adam's two "
                         "fp32 moments are about four times bf16 weights) and, under ZeRO, one shard of it per rank; "
                         "saving the model only (the save_only_model setting of ms-swift and transformers) "

@@ -37,6 +37,31 @@ USUAL_SAID = {
 }
 
 
+# a category's usual causes, for words that name it in no narrower way (said where its "meanwhile" line, the actions
+# that tell these causes apart, is the fix: symptom_words.MEANWHILE)
+USUAL_CATEGORY = {
+    "hang-at-start": ("A start that hangs is most often a process group that never forms (a rank that cannot reach the "
+                      "master address and port, a wrong network interface for NCCL/gloo, a rank that died before it), a "
+                      "download waiting on the network, or a stale lock file (the datasets or torch_extensions cache)."),
+    "hang-mid-training": ("A run that stops mid-way is most often one rank waiting in a collective for another that is "
+                          "stuck or dead (its own error earlier in its own log), a generation that never ends (no bound "
+                          "on the completion length), or a save or evaluation step."),
+    "host-oom-killed": ("The host's RAM most often goes to dataset workers (num_proc, dataloader workers), to CPU offload "
+                        "of optimizer states or weights, and to every process (each rank, each Ray worker) holding its "
+                        "own copy of what it loads."),
+    "output-degenerate": ("Garbled or repeating output most often comes from a chat template that is not the model's own "
+                          "(base against instruct, a missing end-of-turn token), from the sampling settings "
+                          "(temperature, top_p, repetition penalty), or from a policy that drifted (KL rising, too high "
+                          "a learning rate)."),
+    "slow-training": ("A GRPO step's time most often goes to generation (the model's own generate instead of a vLLM "
+                      "engine, or an engine given small batches or a small memory share), to reward functions running "
+                      "on the CPU, to gradient checkpointing and ZeRO-3 or CPU offload (each trades speed for memory), "
+                      "or to evaluation and saving too often."),
+    "loss-nan-or-inf": ("A loss that turns NaN or inf most often comes from fp16 overflow, from a learning rate too high, "
+                        "or from a batch with nothing to average over (every label masked, an empty completion)."),
+}
+
+
 def usual(said: str) -> str | None:
     """The sentence on what usually causes the symptom these words name, or None."""
     return USUAL_SAID.get(said)
