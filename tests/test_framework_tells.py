@@ -51,3 +51,28 @@ def test_a_launcher_alone_names_no_framework():
     # trl's, transformers', peft's and axolotl's scripts are launched with it as often as accelerate's own
     assert detect([], ["accelerate launch --config_file fsdp_config.yaml dpo.py"], {})[0] is None
     assert detect([], ["python -m accelerate.commands.launch --config_file ./accelerate_fsdp.yaml run.py"], {})[0] is None
+
+
+def test_a_name_glued_to_chinese_words_is_named():
+    # fixtures/devlogs67/7023 ("刚上手verl框架"): a CJK character is a word character, so \b sees no edge there
+    assert detect([], ["麻烦大佬们指点一二，刚上手verl框架"], {})[::3] == ("verl", "named")
+    assert detect([], ["用trl训练GRPO时显存爆了"], {})[::3] == ("trl", "named")
+    assert detect([], ["使用DPOTrainer训练loss为nan"], {})[::3] == ("trl", "named")
+    assert detect([], ["openrlhf训练卡住了"], {})[::3] == ("openrlhf", "named")
+    # still not a word inside another one, nor a path or a repository's name
+    assert detect([], ["the controls library was loaded"], {})[0] is None
+    assert detect([], ["see verl-project for details"], {})[0] is None
+
+
+def test_verl_s_configuration_read_by_its_own_code_names_verl():
+    # verl/trainer/ppo/ray_trainer.py's check, quoted (fixtures/devlogs36/3919)
+    line = "Training Script: assert config.data.train_batch_size >= config.actor_rollout_ref.actor.ppo_mini_batch_size"
+    assert detect([], [line], {})[0] == "verl"
+    assert detect([], ["actor_rollout_ref is a name we chose for our own config"], {})[0] is None
+
+
+def test_the_report_header_names_a_framework_whose_release_is_not_shown():
+    from doctor.render import run_line
+    assert run_line({"framework": "verl"}) == "verl"
+    assert run_line({"framework": "trl", "framework_version": "0.19.0"}) == "trl 0.19.0"
+    assert run_line({}) == "framework not told by the log"

@@ -24,6 +24,8 @@ def run_line(run: dict[str, Any]) -> str:
         bits.append(guess(fw))
     elif run.get("framework_major") and fw == "ms-swift":
         bits.append(f"ms-swift {run['framework_major']}.x")
+    elif fw:   # its release not shown: the name alone, so that the reader sees whose terms the fixes use
+        bits.append(fw)
     if not fw:
         bits.append("framework not told by the log")
     for name, ver in (run.get("versions") or {}).items():

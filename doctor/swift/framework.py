@@ -73,7 +73,11 @@ _CMD = (
     # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
     # recipes' entry points (`python3 -m recipe.dapo.main_dapo`)
     # (Hydra's "Error executing job with overrides: ['actor_rollout_ref.actor...=...', ...]" quotes each override)
+    # (and the same keys read by verl's own code, in an assert or an error quoted: "assert config.data.train_batch_size
+    # >= config.actor_rollout_ref.actor.ppo_mini_batch_size", verl/workers/fsdp_workers.py; only verl names its
+    # configuration so)
     ("verl", ("actor_rollout_ref.", "recipe."), False, lazyre.compile(r"(?:^|[\s'\"])\+{0,2}actor_rollout_ref\.(?:rollout|actor|ref|model)\.[\w.]+=|"
+                        r"\bconfig\.actor_rollout_ref\.(?:rollout|actor|ref|model)\.\w+|"
                         r"-m\s+recipe\.\w+\.main_\w+")),
     # a path inside verl's package named in a sentence or a frame ("来自verl/trainer/ppo/ray_trainer.py第479行")
     ("verl", ("verl/",), False, lazyre.compile(r"(?<![A-Za-z0-9_./-])verl/(?:trainer|workers|single_controller|utils)/\w+")),
@@ -352,25 +356,28 @@ def runtime_of(paths: Iterable[str], texts: Iterable[str]) -> str | None:
 # repository name ("unsloth/Llama-3.3-70B-bnb-4bit", "trl-lib/tldr") is not the framework that ran. Measured on the
 # 1,072 development logs where neither frames, commands, configuration, versions nor log format told: right for 39 of
 # 43 (and for 27 of 27 where only the runtime, torch, DeepSpeed or vLLM, had been told)
+# a name's edges are ASCII ones: Chinese prose writes it glued to its words ("刚上手verl框架", "用trl训练"), where \b
+# sees no edge (CJK characters are word characters)
+_A, _Z = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
 _NAMED: tuple[tuple[str, re.Pattern], ...] = (
-    ("ms-swift", lazyre.compile(r"(?i)\bms-swift\b|\bmodelscope/swift\b")),
+    ("ms-swift", lazyre.compile(rf"(?i){_A}ms-swift{_Z}|{_A}modelscope/swift{_Z}")),
     # (a conda env or folder named for it: envs/llama_factory/)
     ("llamafactory", lazyre.compile(r"(?i)llama[-_]?factory|\bllmtuner\b|LLaMA-Efficient-Tuning")),
-    ("verl", lazyre.compile(r"(?i)\bverl\b(?![/-])")),
-    ("openrlhf", lazyre.compile(r"(?i)\bopenrlhf\b")),
+    ("verl", lazyre.compile(rf"(?i){_A}verl(?![A-Za-z0-9_/-])")),
+    ("openrlhf", lazyre.compile(rf"(?i){_A}openrlhf{_Z}")),
     # (unsloth's own entry points name it too: unsloth_train, FastLanguageModel, FastVisionModel)
-    ("unsloth", lazyre.compile(r"(?i)\bunsloth(?:_\w+)?\b(?![/-])|\bFast(?:Language|Vision)Model\b")),
-    ("axolotl", lazyre.compile(r"(?i)\baxolotl\b(?![/-])")),
-    ("xtuner", lazyre.compile(r"(?i)\bxtuner\b(?![/-])")),
-    ("nemo-rl", lazyre.compile(r"(?i)\bnemo[-_ ]?rl\b")),
+    ("unsloth", lazyre.compile(rf"(?i){_A}unsloth(?:_[A-Za-z0-9_]+)?(?![A-Za-z0-9_/-])|(?<![A-Za-z0-9_])Fast(?:Language|Vision)Model(?![A-Za-z0-9_])")),
+    ("axolotl", lazyre.compile(rf"(?i){_A}axolotl(?![A-Za-z0-9_/-])")),
+    ("xtuner", lazyre.compile(rf"(?i){_A}xtuner(?![A-Za-z0-9_/-])")),
+    ("nemo-rl", lazyre.compile(rf"(?i){_A}nemo[-_ ]?rl{_Z}")),
     # (NeMo Framework's user guide documents NeMo-Aligner in its model-alignment section)
     ("nemo-aligner", lazyre.compile(r"(?i)\bnemo[-_ ]?aligner\b|docs\.nvidia\.com/nemo-framework/user-guide/[\w.-]+/"
                                     r"modelalignment/")),
     # (a class named GRPOTrainer alone may be a project's own: trl only by its name, or by the names of trl's other
     # trainers and configs (trl/trainer/: SFTTrainer, DPOTrainer, PPOTrainer, RewardTrainer, ...), which the wrappers
     # that reuse them are named before this line when the paste names them)
-    ("trl", lazyre.compile(r"(?i)\btrl\b(?![/-])|(?-i:\b(?:SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO|GKD|XPO|"
-                           r"NashMD|BCO|PRM)(?:Trainer|Config)\b)")),
+    ("trl", lazyre.compile(rf"(?i){_A}trl(?![A-Za-z0-9_/-])|(?-i:(?<![A-Za-z0-9_])(?:SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO|GKD|"
+                           r"XPO|NashMD|BCO|PRM)(?:Trainer|Config)(?![A-Za-z0-9_]))")),
     # transformers' own Trainer: imported from it, by its module path, or its arguments class built in a code line
     # (transformers/training_args.py TrainingArguments; the wrappers that build it are named before this line)
     ("transformers", lazyre.compile(r"\bfrom\s+transformers\s+import\b[^\n]*\b(?:Seq2Seq)?Train(?:er|ingArguments)\b|"

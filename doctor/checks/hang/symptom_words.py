@@ -61,7 +61,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
     # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory|OutOfMemory(?:Error)?)(?![a-z0-9])|"
-                    r"显存不足|爆显存|显存溢出|显存不够"),
+                    # "显存爆了", "显存爆炸" (fixtures/devlogs31/3515, IDEA-Research/Rex-Omni#110; xiuqhou/Salience-DETR#56)
+                    r"显存不足|爆显存|显存溢出|显存不够|显存(?:就|会|又|直接|也)?(?:爆|炸)"),
      "cuda-oom",
      GPU_OOM),
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
