@@ -290,7 +290,7 @@ class Unrecognised(Rule):
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
         where = exc.raised_at
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
-        msg = f"grpo-doctor does not know this failure. The first real exception is `{text}`"
+        msg = f"This is not one of the known failures. The first real exception is `{text}`"
         stackless = (" (the traceback frames in the log do not lead to this line)."
                      if log_shows_frames(ctx) else " (the log shows no traceback for it).")
         below = None if where else next((line for line, _ in ctx.open_tracebacks or ()

@@ -233,20 +233,20 @@ class LogEnd(Rule):
                    f"({SIGNAL_SENDERS.get(e.detail, 'a kill, a job scheduler or a container runtime')}), not by an "
                    f"error of its own that this log shows. The line: `{shown}`.")
         elif e.kind == "warning":
-            msg = (f"grpo-doctor recognised no error, exception, stop or failing metric in this excerpt; the last "
+            msg = (f"This excerpt shows no error, exception, stop or failing metric; the last "
                    f"warning it shows is `{shown}`. A warning does not stop a run by itself: it explains the failure "
                    f"only if what went wrong follows from it.")
         elif e.kind == "words":
-            msg = (f"This excerpt holds no exception, error-level line, stop or failing metric that grpo-doctor reads, "
-                   f"but its line `{shown}` says in words that the run failed (in words grpo-doctor does not know): the excerpt "
+            msg = (f"This excerpt holds no exception, error-level line, stop or failing metric, "
+                   f"but its line `{shown}` says in words that the run failed: the excerpt "
                    f"is not a healthy run, and the failure itself was not read from it.")
         elif e.kind == "crash-header":
             msg = (f"The log ends with a Python traceback's header and nothing after it (`{shown}`): the process "
                    f"crashed in {e.phase}" + (f", right after `{e.detail}`" if e.detail else "") +
                    "; the traceback itself, with the exception that says why, is not in the log.")
         elif e.kind == "error":
-            msg = (f"grpo-doctor knows no failure with these words and read no Python traceback from the log: its first error-level line "
-                   f"in the end of the log is `{shown}`.")
+            msg = (f"The log holds no Python traceback, and its first error-level line in the end of the log is not a "
+                   f"known error message: `{shown}`.")
         else:
             what = {"bar": f"its progress bar short of the total ({e.detail or 'no description'})",
                     "loop": "the same line printed again and again" + (f" ({e.detail})" if e.detail else ""),
@@ -327,13 +327,13 @@ class LogEnd(Rule):
         if e.kind == "signal":
             return f"The run was stopped by a signal from outside ({e.detail})"
         if e.kind == "error":
-            return "The log ends in an error line grpo-doctor does not know"
+            return "The log ends in an error line that names no known failure"
         if e.kind == "crash-header":
             return f"The process crashed in {e.phase}; the traceback is not in the log"
         if e.kind == "warning":
             return "The excerpt shows only warnings"
         if e.kind == "words":
-            return "The excerpt names a failure in words grpo-doctor does not know"
+            return "The excerpt says in words that the run failed, without its error line"
         if e.kind == "faulthandler":
             return "The log ends in a stack dump" + (f": {e.detail}" if e.detail else "")
         return f"The log stops in {e.phase}"

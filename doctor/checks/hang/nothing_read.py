@@ -30,8 +30,8 @@ class NothingRead(Rule):
         if not lines:
             return []
         held = _what_it_holds(ctx, len(lines))
-        msg = (f"grpo-doctor recognised no exception, error or warning line, failure words, metric row or end of run "
-               f"in this input (a failure in words or wordings it does not know may still be there); it holds {held}. "
+        msg = (f"This input shows no exception, error or warning line, failure words, metric row or end of run (a "
+               f"failure told in other words may still be there); it holds {held}. "
                f"This is no sign of a healthy run: if the run failed, the lines that show how are not in the input.")
         return [self.make(message=msg, evidence=[evidence_of(lines[-1])], seq=lines[-1].seq)]
 

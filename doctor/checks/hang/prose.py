@@ -375,13 +375,13 @@ class ProseSymptom(Rule):
         named = next((ln for ln in reversed(lines) if ln is not line and _PROGRAM_LINE.match(plain(ln.text))
                       and _ERROR_WORD.search(plain(ln.text))), None)
         # a line that names an error in a form no rule reads (no parsed exception): said as such, never "no line shows"
-        head = (f"The error line here (`{plain(named.text)[:160]}`) is in a form grpo-doctor does not read" if named is not None
-                else "No log line here shows a failure grpo-doctor reads")
+        head = (f"The error line here (`{plain(named.text)[:160]}`) is not a known error message" if named is not None
+                else "No line of the paste shows the failure itself (an error, a stop, a failing metric)")
         msg = (f"{head}; the words of the paste say {said} "
                f"(`{quoted}`). That is the report's only ground, so the category is a guess from the "
                f"description.{' ' + cause if (cause := usual(said)) else ''} Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
-        fix = [f"Paste {nxt}: grpo-doctor then reads the run's own lines instead of the description."]
+        fix = [f"Paste {nxt}: the diagnosis then rests on the run's own lines instead of the description."]
         # a reading of the paste's own rows that stayed at info for want of steps ("too early to tell from one logged
         # step"; never an info reading for another reason, such as a loss of 0 that is expected at the start): the
         # words say it lasts, so that reading leads, quoted with its row
@@ -437,7 +437,7 @@ class ProseSymptom(Rule):
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))
         if named is not None:
             found = replace(found, evidence=(*found.evidence, evidence_of(named)),
-                            title="The paste describes a failure in words; its error line is in a form grpo-doctor does not read")
+                            title="The paste describes a failure in words; its error line is not a known error message")
         if shown is not None:
             found = replace(found, evidence=(*found.evidence, *shown.evidence[:2]),
                             title=f"{shown.title}; the paste's words say it lasts")

@@ -109,7 +109,7 @@ class CutTraceback(Rule):
             ev.insert(0, Evidence(nb[0].where.path, nb[0].where.line, nb[0].raw))
         head = (f"The log ends inside a traceback{rank} before its exception line (the paste or the file was cut); "
                 f"the innermost frame is {describe_frame(frames[-1])}.")
-        fix_tail = "Find the exception line after this stack in the full log to confirm (grpo-doctor reads it directly)."
+        fix_tail = "Find the exception line after this stack in the full log to confirm (pasted with the stack, it is read directly)."
         if want == "training" and stage == "training":
             kind = ctx.trainer_kind().kind
             if f.trainer is None and kind is not None:

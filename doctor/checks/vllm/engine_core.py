@@ -34,7 +34,7 @@ def engine_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         msg += f": {roots[0].rule_id} ({roots[0].title}) is that error, this line only reports it."
         fix = [f"Fix {roots[0].rule_id} first."]
     else:
-        msg += ", and grpo-doctor recognises no such error in this log."
+        msg += ", and this log shows no such error."
         fix = [("Look above this line for the engine's own traceback (the first one the background loop logged: out "
                 "of memory, a request the model cannot take, a bad argument) and run grpo-doctor on the complete log."
                 if v0 else
