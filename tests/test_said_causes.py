@@ -35,6 +35,7 @@ def said(text: str):
     "soft_format_reward_func always zero",
     "GRPO训练中format reward一直是0",
     "格式奖励一直为0",
+    "the format_reward is always 0.0",
 ])
 def test_a_format_reward_at_zero_said_in_words_gets_the_pattern_pitfalls(text: str) -> None:
     f = said(text)
@@ -50,7 +51,8 @@ def test_the_reward_at_large_at_zero_is_not_the_format_one() -> None:
 
 
 @pytest.mark.parametrize("text", ["the reward is 0.5 after training", "the average reward stays at 0.8",
-                                  "the format reward is 0.7 in the first steps", "grad_norm is 0.5 in GRPO"])
+                                  "the format reward is 0.7 in the first steps", "grad_norm is 0.5 in GRPO",
+                                  "the reward is 0.05 at best"])
 def test_a_number_that_begins_with_0_is_not_0(text: str) -> None:
     f = said(text)
     assert f is None or not any(w in f.message for w in ("is (or fell to) 0", "stays 0"))
@@ -112,3 +114,28 @@ def test_the_usual_causes_of_a_slow_step_are_a_grpo_step_s_only_in_a_run_that_sa
     from doctor.checks.hang.usual_causes import USUAL_CATEGORY
     f = said("SFT training with LLaMA-Factory is very slow, 20s per step")
     assert f is not None and f.category == "slow-training" and USUAL_CATEGORY["slow-training"] not in f.message
+
+
+def test_a_start_that_hangs_beside_a_colocated_vllm_engine_is_explained_by_the_engine() -> None:
+    from doctor.checks.hang.symptom_words import MEANWHILE_VLLM_START
+    from doctor.checks.hang.usual_causes import USUAL_CATEGORY, USUAL_VLLM_START
+    # the shape of fixtures/devlogs29/3441 (ms-swift colocate, TP 8) in words
+    f = said("GRPO with vLLM colocate hangs at the start, tensor_parallel_size 8")
+    assert f is not None and f.category == "hang-at-start"
+    assert USUAL_VLLM_START in f.message and USUAL_CATEGORY["hang-at-start"] not in f.message
+    assert MEANWHILE_VLLM_START in f.fix and "tensor parallelism at 1" in MEANWHILE_VLLM_START
+    # a rollout server is another process: the engine is not in the training processes
+    f = said("the trainer hangs at start waiting for the vllm server mode")
+    assert f is not None and USUAL_VLLM_START not in f.message and MEANWHILE_VLLM_START not in f.fix
+
+
+def test_the_format_pitfalls_name_a_thought_the_template_already_opened() -> None:
+    # huggingface/open-r1#560 and huggingface/trl#6966: a DeepSeek-R1 distill's template ends the prompt with <think>
+    f = said("When using DeepSeek-R1-Distill-Qwen-1.5B for GRPO, the format_reward is always 0.0")
+    assert f is not None and "already put at the end of the prompt" in f.message
+    assert any("check the end of one rendered prompt first" in x for x in f.fix)
+
+
+def test_degenerate_output_said_in_words_gets_an_action_that_removes_a_drift() -> None:
+    f = said("the output is garbled after GRPO training")
+    assert f is not None and any("lower the learning rate or raise the KL weight (beta)" in x for x in f.fix)

@@ -36,6 +36,7 @@ from .symptom_words import (
     MEANWHILE_NO_TRAINING,
     MEANWHILE_SAID,
     MEANWHILE_UNSCORED,
+    MEANWHILE_VLLM_START,
     MID,
     MULTI_NODE,
     NO_ERROR,
@@ -49,7 +50,7 @@ from .symptom_words import (
     TIMEOUT_SAID,
     TRAINING_SAID,
 )
-from .usual_causes import USUAL_CATEGORY, usual
+from .usual_causes import USUAL_CATEGORY, USUAL_VLLM_START, usual
 from .vllm_share_said import small_share
 
 
@@ -428,6 +429,9 @@ class ProseSymptom(Rule):
             fix.append(MEANWHILE_NO_TIMEOUT[category])
         elif category in MEANWHILE_UNSCORED and (ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines)):
             fix.append(MEANWHILE_UNSCORED[category])
+        elif category == "hang-at-start" and _engine_in_training(ctx, lines):
+            fix.append(MEANWHILE_VLLM_START)
+            msg = msg.replace(" Paste next:", f" {USUAL_VLLM_START} Paste next:", 1)
         elif category in MEANWHILE:
             fix.append(MEANWHILE[category])
             if usual(said) is None and (cause := USUAL_CATEGORY.get(category)) is not None:
@@ -456,6 +460,22 @@ def _memory(ctx: RunState, lines: list[LogLine]) -> tuple[str | None, str] | Non
         return reading.sentence, reading.fix
     left = levers_left(ctx.run.args, texts, framework)
     return (None, left) if left is not None else None
+
+
+# vLLM named in the words or lines, and a rollout server named nowhere (`swift rollout`, `trl vllm-serve`, server mode)
+_VLLM_WORD = lazyre.compile(r"(?i)(?<![a-z0-9_])vllm(?![a-z0-9_])|\bLLMRayActor\b|\bhybrid[_ ]engine\b")
+_SERVER_WORD = lazyre.compile(r"(?i)\bvllm_mode\b\W*server\b|\bswift rollout\b|\bvllm-serve\b|\bserver mode\b|"
+                              r"\bvllm_server_(?:host|port)\b|\bvllm serve\b")
+
+
+def _engine_in_training(ctx: RunState, lines: list[LogLine]) -> bool:
+    """The run starts a vLLM engine in its training processes: its arguments say so (use_vllm without server mode), or
+    its lines name vLLM and no rollout server."""
+    args = ctx.run.args
+    if args.get("use_vllm") is True:
+        return args.get("vllm_mode") != "server"
+    texts = [ln.text for ln in lines]
+    return any(_VLLM_WORD.search(t) for t in texts) and not any(_SERVER_WORD.search(t) for t in texts)
 
 
 def _trains_nothing(ctx: RunState, said: list[LogLine]) -> bool:

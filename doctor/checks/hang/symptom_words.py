@@ -153,7 +153,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)^(?=.*gradient[_ ]checkpointing)(?=.*(?:require[sd]?_?grads?|requires? grad|no grad|"
                     r"grads? (?:is|are) None)).*"),
      "argument-error-other", CHECKPOINT_NO_GRAD),
-    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0(?![.,]\d)|zero)\b|梯度.{0,6}为?0|"
+    (lazyre.compile(r"(?i)\bgrad(?:ient)?[_ ]norm\b.{0,20}\b(?:is |stays? |always |remains? )?(?<!#)(?:0(?:\.0+)?(?!\.?\d)|zero)\b|梯度.{0,6}为?0|"
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
      "grad-norm-zero", "the gradient norm stays 0"),
@@ -161,12 +161,12 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # reward一直是0", "格式奖励为0"): a pattern that does not match (rewards/format_pattern.py), before the reward at large
     (lazyre.compile(r"(?i)(?:\b\w*format\w*|格式)[ _]?(?:rewards?|奖励)(?:[ _]?func\w*)?(?![a-z]).{0,30}?"
                     r"(?:\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|equals?(?: to)?|equal to|became|"
-                    r"becomes?|(?:dropped|drops|fell|falls|went|goes) to)\s+(?:0(?![.,]\d)|zero)\b|"
+                    r"becomes?|(?:dropped|drops|fell|falls|went|goes) to)\s+(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
                     r"(?:一直|始终|总是|都|均)*(?:是|为|等于|变成|降到|降为)\s*0(?![.\d]))"),
      "reward-zero-or-flat", FORMAT_ZERO),
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
     (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
-                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0(?![.,]\d)|zero)\b|"
+                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
                     r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
                     # "reward和loss都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
@@ -604,6 +604,14 @@ MEANWHILE_SAID = {
         "instead (trl vllm_mode=\"colocate\"; Unsloth: load the model with fast_inference=True).",
 }
 
+# a start that hangs where a vLLM engine runs in the training processes: the engine isolated, then added back
+# (fixtures/devlogs29/3441: a downgrade, then tensor parallelism 1 and no sleep mode; devlogs67/7004 and devlogs36/3925:
+# the engines' tensor parallelism and memory share; devlogs60/6313: the vLLM release the trainer supports)
+MEANWHILE_VLLM_START = ("Meanwhile: `py-spy dump --pid PID` of each rank while it is stuck shows whether it waits in the "
+                        "engine; install the vLLM release the trainer's release supports, and bring the run up once "
+                        "with the engine's tensor parallelism at 1 and without sleep mode or offload (on a small model "
+                        "if the large one does not fit so) before adding each back.")
+
 # the usual causes for a run that samples no completions (SFT, DPO, pre-training): no rollout engine to blame
 # the lines show start-up done: DeepSpeed's config print per rank ("world_size = 4"), ZeRO-3's model built, a trainer's
 # parameter count or its "Running training" banner, the shards loaded
@@ -693,8 +701,10 @@ MEANWHILE = {
                            "them by hand, and read reward_std and frac_reward_zero_std in the logged steps: they show "
                            "whether the rewards differ within a prompt's group.",
     "output-degenerate": "Meanwhile: render one prompt as the run builds it and compare it with the model's own chat "
-                         "template, compare the sampling settings with the model card's, and read the KL over the "
-                         "logged steps.",
+                         "template (use that template and its end-of-turn token), compare the sampling settings with "
+                         "the model card's, and read the KL over the logged steps: if it rises before the output "
+                         "degrades, the policy drifted: lower the learning rate or raise the KL weight (beta), and "
+                         "resume from a checkpoint saved before the rise.",
     "slow-training": "Meanwhile: change one of these at a time; the progress bar's seconds per step before and after "
                      "each change tell which it is.",
     "checkpoint-bloat": "Meanwhile: a full checkpoint holds the optimizer state besides the weights (Adam's two "

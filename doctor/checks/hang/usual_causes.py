@@ -62,6 +62,14 @@ USUAL_CATEGORY = {
 }
 
 
+# a start that hangs in a run whose training processes start a vLLM engine (colocated: ms-swift's colocate mode, trl's
+# vllm_mode="colocate", verl's and OpenRLHF's hybrid engines): the real cases behind symptom_words.MEANWHILE_VLLM_START
+USUAL_VLLM_START = ("With a vLLM engine in the training processes, a start that hangs most often waits on that engine: a "
+                    "vLLM release the trainer does not support, a tensor-parallel group or memory share that does not "
+                    "fit beside the training state (ZeRO-3, offload, sleep mode), or an engine that never comes up on "
+                    "one rank; otherwise a process group that never forms or a download waiting on the network.")
+
+
 def usual(said: str) -> str | None:
     """The sentence on what usually causes the symptom these words name, or None."""
     return USUAL_SAID.get(said)

@@ -20,15 +20,20 @@ def names_format(reward_name: str) -> bool:
 #   (StarsfieldAI/R1-V#124, fixtures/devlogs67/7014);
 # - `$` or a required end token / newline the completions end without (lsdefine/simple_GRPO#19,
 #   fixtures/devlogs64/6728).
+# - an opening `<think>` required of completions whose chat template already put it into the prompt (DeepSeek-R1
+#   distills, Qwen3-style thinking templates: huggingface/open-r1#560, where the maintainer names the template;
+#   huggingface/trl#6966, trl's own think_format_reward). A trainer scores only the generated tokens.
 PITFALLS = ("a format reward written as a regular expression scores 0 on completions that do hold the tags when `.` "
             "does not cross newlines (no re.DOTALL: a thought over several lines never matches), when re.match or `^` "
             "anchors at the completion's first character (a leading newline, or role or prompt text decoded with the "
-            "completion), or when `$`, a required end-of-turn token or a final newline meets completions that end "
-            "otherwise")
+            "completion), when `$`, a required end-of-turn token or a final newline meets completions that end "
+            "otherwise, or when the pattern requires an opening `<think>` that the chat template already put at the "
+            "end of the prompt (DeepSeek-R1 distills, thinking templates), so that no generated completion holds it")
 
 CHECK = ("Call the format reward by hand on three logged completions: if it scores them 0 while they show the tags, "
-         "fix the pattern (re.search with re.DOTALL over the stripped completion); if the tags are missing, the model "
-         "was never asked for them: state the format in the system prompt, or SFT on examples in that format first.")
+         "fix the pattern (re.search with re.DOTALL over the stripped completion); if the tags are missing, check the "
+         "end of one rendered prompt first (a template that opens the thought for the model), else the model was never "
+         "asked for them: state the format in the system prompt, or SFT on examples in that format first.")
 
 
 def meanwhile() -> str:
