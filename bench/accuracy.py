@@ -131,6 +131,9 @@ def frameworks_of(entry: dict | None) -> list[str]:
     if not entry or not entry.get("framework"):
         return []
     names = [str(entry["framework"]).lower()]
+    # a fork named for itself where the label names what it forked: EasyR1 keeps verl's package (its runs are verl's
+    # by their frames), and a report that names EasyR1 names the run more exactly
+    names += [fork for base, fork in (("verl", "easyr1"),) if names[0] == base]
     if entry.get("project"):
         names.append(str(entry["project"]).split()[0].lower())
     return names

@@ -604,3 +604,13 @@ def test_bench_key_lines_match_the_fixtures():
     assert set(table) == {c.name for c in _cases()}
     for case in _cases():
         mod.check_key_lines(case, table[case.name])  # raises SystemExit with the case on a mismatch
+
+
+def test_bench_takes_a_fork_named_for_itself_as_the_framework_a_label_names_by_its_base():
+    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "bench" / "accuracy.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    assert mod.frameworks_of({"framework": "verl"}) == ["verl", "easyr1"]
+    assert mod.frameworks_of({"framework": "easyr1"}) == ["easyr1"]   # not the other way round
+    assert mod.frameworks_of({"framework": "trl", "project": "VLM-R1"}) == ["trl", "vlm-r1"]

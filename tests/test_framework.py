@@ -136,7 +136,8 @@ def test_unrecognised_failure_points_at_the_frameworks_issues(tmp_path):
     ((), ["timing_s/adv:10751.941"], "verl"),
     ((), ["step:12 - actor/pg_loss:0.013 - actor/pg_clipfrac:0.002"], "verl"),
     (("/verl/protocol.py",), [], "verl"),
-    (("/data/EasyR1/verl/utils/dataset.py",), [], "verl"),
+    # EasyR1 keeps verl's package: its checkout names the fork
+    (("/data/EasyR1/verl/utils/dataset.py",), [], "easyr1"),
     # a trainer's own timing key of another name is no verl sign
     ((), ["{'timing/gen': 1.5, 'reward': 0.2}"], None),
     # a verl frame under trl's: the wrapper wins

@@ -76,3 +76,32 @@ def test_the_report_header_names_a_framework_whose_release_is_not_shown():
     assert run_line({"framework": "verl"}) == "verl"
     assert run_line({"framework": "trl", "framework_version": "0.19.0"}) == "trl 0.19.0"
     assert run_line({}) == "framework not told by the log"
+
+
+def test_easyr1_from_its_checkout_its_trainer_files_its_entry_point_and_its_name():
+    # EasyR1 keeps verl's package name: its checkout, or the trainer files verl has under ppo/ (or not at all)
+    assert detect(["/workspace/EasyR1/verl/workers/fsdp_workers.py"], [], {})[::3] == ("easyr1", "frames")
+    assert detect(["/opt/conda/lib/python3.10/site-packages/verl/trainer/ray_trainer.py"], [], {})[0] == "easyr1"
+    assert detect(["/opt/conda/lib/python3.10/site-packages/verl/trainer/ppo/ray_trainer.py"], [], {})[0] == "verl"
+    cmd = "python3 -m verl.trainer.main config=examples/config.yaml worker.actor.model.model_path=Qwen/Qwen2.5-7B"
+    assert detect([], [cmd], {})[::3] == ("easyr1", "text")
+    assert detect([], ["python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo"], {})[0] == "verl"
+    assert detect([], ["EasyR1 GRPO of Qwen2.5-VL hangs at the first step"], {})[::3] == ("easyr1", "named")
+    # a conda environment named for it is a folder, not the words of the paste (fixtures/devlogs41/3477's frames)
+    assert detect([], ["/envs/easyr1-tor280-vllm0130/lib/python3.11/site-packages/vllm/entrypoints/llm.py"], {})[0] \
+        != "easyr1"
+    assert "easyr1" in TRAINERS and issues_of("easyr1") == "EasyR1"
+
+
+def test_an_easyr1_launch_is_read_under_its_own_keys_and_the_rules_names():
+    from doctor.sources.launchers import read_launch, run_facts
+    from doctor.swift.terms import say
+    read = read_launch("python3 -m verl.trainer.main config=examples/config.yaml worker.rollout.n=8 "
+                       "worker.actor.micro_batch_size_per_device_for_update=4 trainer.n_gpus_per_node=4")
+    assert read is not None and read.framework == "easyr1"
+    args, layout = run_facts(read)
+    assert args["num_generations"] == 8 and args["per_device_train_batch_size"] == 4 and args["use_vllm"] is True
+    assert layout == {"nproc_per_node": 4, "nnodes": 1}
+    assert say("Set --num_generations 4 so that the batch divides.", "easyr1") == \
+        "Set worker.rollout.n=4 so that the batch divides."
+    assert say("Set --move_model_batches 4.", "easyr1") is None   # no EasyR1 counterpart: the line goes

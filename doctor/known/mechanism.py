@@ -333,7 +333,7 @@ FRAMEWORK_REPOS = {"modelscope/ms-swift": "ms-swift", "huggingface/trl": "trl", 
                    "unslothai/notebooks": "unsloth", "verl-project/verl": "verl", "volcengine/verl": "verl",
                    "openrlhf/openrlhf": "openrlhf", "huggingface/open-r1": "open-r1",
                    "hiyouga/llamafactory": "llamafactory", "hiyouga/llama-factory": "llamafactory",
-                   "primeintellect-ai/verifiers": "verifiers"}
+                   "primeintellect-ai/verifiers": "verifiers", "hiyouga/easyr1": "easyr1"}
 SHARED = ("vllm", "vllm-ascend", "torch", "transformers", "deepspeed", "peft", "accelerate", "flash-attn",
           "flash_attn", "safetensors", "datasets")
 SHARED_REPOS = {"vllm-project/vllm", "vllm-project/vllm-ascend", "pytorch/pytorch", "huggingface/transformers",
@@ -342,10 +342,11 @@ SHARED_REPOS = {"vllm-project/vllm", "vllm-project/vllm-ascend", "pytorch/pytorc
 # frameworks that run another's trainer: open-r1 runs trl's GRPOTrainer
 _FAMILY = {"open-r1": "trl"}
 # frameworks built on trl's trainers: a trl thread speaks of their runs too (not the other way round)
-_BUILT_ON = {"unsloth": {"trl"}, "verifiers": {"trl"}, "axolotl": {"trl"}, "llamafactory": {"trl"}}
+_BUILT_ON = {"unsloth": {"trl"}, "verifiers": {"trl"}, "axolotl": {"trl"}, "llamafactory": {"trl"},
+             "easyr1": {"verl"}}   # EasyR1 forked verl's workers: a verl thread speaks of them
 
 
-_TRAINER_WORD = lazyre.compile(r"(?i)(?<![\w-])(ms-swift|trl|open-r1|verl|openrlhf|unsloth|llamafactory|llama-factory"
+_TRAINER_WORD = lazyre.compile(r"(?i)(?<![\w-])(ms-swift|trl|open-r1|verl|easyr1|openrlhf|unsloth|llamafactory|llama-factory"
                                r"|verifiers)(?![\w])")
 
 
@@ -370,7 +371,7 @@ def _family(name: str) -> str:
 
 # what a log, a command or a path shows of each trainer when the framework detector did not settle on one
 _MARKERS = {"ms-swift": r"\bswift\b|ms[-_]swift", "trl": r"\btrl\b", "open-r1": r"open[-_]r1",
-            "verl": r"\bverl\b", "openrlhf": r"openrlhf", "unsloth": r"unsloth",
+            "verl": r"\bverl\b", "easyr1": r"easy[-_]?r1", "openrlhf": r"openrlhf", "unsloth": r"unsloth",
             "llamafactory": r"llama[-_]?factory|llmtuner", "verifiers": r"\bverifiers\b"}
 
 

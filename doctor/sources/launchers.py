@@ -40,7 +40,7 @@ _PYTHON = lazyre.compile(r"^(?:\S*/)?(?:python(?:\d(?:\.\d+)?)?|uv|pypy3?)$")
 # where a training launch starts in a line of text (a log line, a script): the launcher or the program's entry point
 LAUNCH_START = lazyre.compile(
     r"(?:^|(?<=[\s;&|(`'\"]))(?:accelerate\s+launch\b|torchrun\b|deepspeed\s+(?=-|\S+\.py\b)|"
-    r"(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?-m\s+(?:torch\.distributed\.(?:run|launch)|verl\.trainer\.main_|"
+    r"(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?-m\s+(?:torch\.distributed\.(?:run|launch)|verl\.trainer\.main(?:_|(?![\w.]))|"
     r"recipe\.\w+\.main_|openrlhf\.cli\.)|(?:\S*/)?python(?:\d(?:\.\d+)?)?\s+(?:-u\s+)?\S*open_r1/\w+\.py\b|"
     # OpenRLHF's example scripts keep the module and its flags in a heredoc (`read -r -d '' training_commands <<EOF`)
     # that `deepspeed --module $training_commands` runs: the module name opens a line
@@ -53,7 +53,7 @@ LAUNCH_START = lazyre.compile(
     rf"{_LLAMAFACTORY}\s+train\b)")
 LLAMAFACTORY_CLI = lazyre.compile(rf"{_LLAMAFACTORY}\s")
 # the words that let a log line holding a launch reach the run config (doctor/engine/state.py's gate)
-LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main_", "openrlhf.cli.", "open_r1/",
+LITERALS = ("accelerate launch", "torchrun", "deepspeed ", "verl.trainer.main", "openrlhf.cli.", "open_r1/",
             "executing job with overrides",
             "torch.distributed.run", "torch.distributed.launch", "main_dapo", "llamafactory-cli train", "lmf train",
             "src/train_bash.py", "src/train.py")
@@ -101,6 +101,10 @@ def _norm(name: str) -> str:
 
 def _framework_of(program: str | None, overrides: dict[str, Any], flags: dict[str, Any]) -> tuple[str | None, str | None]:
     p = (program or "").replace("\\", "/")
+    # EasyR1 (verl's package name, its own entry point and config: examples/config.yaml's worker.* and a config= file)
+    if re.search(r"(?:^|[./])verl[./]trainer[./]main(?:\.py)?$", p) or \
+            any(k.startswith("worker.") or k == "config" for k in overrides):
+        return "easyr1", None
     if re.search(r"(?:^|[./])verl[./]trainer[./]main_|^recipe[./]\w+[./]main_", p) or \
             any(k.startswith(("actor_rollout_ref.", "critic.", "algorithm.")) for k in overrides):
         return "verl", None
@@ -272,6 +276,14 @@ def run_facts(read: LaunchRead) -> tuple[dict[str, Any], dict[str, Any]]:
     from ..swift.terms import read_as
     args: dict[str, Any] = {}
     layout = dict(read.layout)
+    if read.framework == "easyr1":
+        _both_names(read.overrides, read_as("easyr1"), args)
+        args.setdefault("use_vllm", True)  # EasyR1 generates with vLLM only (verl/workers/rollout/vllm_rollout_spmd.py)
+        if as_int(read.overrides.get("trainer.n_gpus_per_node")):
+            layout["nproc_per_node"] = as_int(read.overrides["trainer.n_gpus_per_node"])
+            layout["nnodes"] = as_int(read.overrides.get("trainer.nnodes")) or 1
+        args.update({k: v for k, v in read.flags.items() if k not in args})
+        return args, layout
     if read.framework == "verl":
         _both_names(read.overrides, read_as("verl"), args)
         if read.overrides.get("actor_rollout_ref.rollout.name") == "vllm":

@@ -23,6 +23,11 @@ from ..textcache import for_short_texts
 
 # (framework, path fragments of its package directory), most specific first
 _FRAME_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # EasyR1 (hiyouga/EasyR1) keeps verl's package name; its checkout, and the trainer files verl has under ppo/ or not at
+    # all (EasyR1: verl/trainer/main.py, ray_trainer.py, core_algos.py, metrics.py, config.py; verl: main_ppo.py,
+    # ppo/ray_trainer.py, ppo/core_algos.py, ppo/metric_utils.py, config/)
+    ("easyr1", ("/easyr1/", "/verl/trainer/main.py", "/verl/trainer/ray_trainer.py", "/verl/trainer/core_algos.py",
+                "/verl/trainer/metrics.py", "/verl/trainer/config.py")),
     ("verl", ("/verl/trainer/", "/verl/workers/", "/verl/single_controller/", "site-packages/verl/", "/verl/protocol.py",
               "/verl/utils/", "/verl/models/", "/verl/third_party/", "/verl/experimental/")),
     ("openrlhf", ("/openrlhf/",)),
@@ -68,6 +73,10 @@ _CMD = (
     ("ms-swift", ("llm_", "--sft_type", "--tuner_backend", "--model_id_or_path", "--rlhf_type"), False,
      lazyre.compile(r"(?:^|[\s/])llm_(?:sft|rlhf|dpo|orpo|simpo|infer|export)\.py\b|"
                     r"--(?:sft_type|tuner_backend|model_id_or_path|rlhf_type)\b")),
+    # EasyR1's entry point (`python3 -m verl.trainer.main config=examples/config.yaml`) and its overrides of
+    # examples/config.yaml (worker.actor.*, worker.rollout.*, worker.ref.*, worker.reward.*)
+    ("easyr1", ("verl.trainer.main", "worker."), False,
+     lazyre.compile(r"\bverl\.trainer\.main(?![\w.])|(?:^|[\s'\"])worker\.(?:actor|rollout|ref|reward)\.[\w.]+=")),
     ("verl", ("verl.trainer.main_",), False, lazyre.compile(r"\bverl\.trainer\.main_\w+")),
     ("openrlhf", ("openrlhf.cli.",), False, lazyre.compile(r"\bopenrlhf\.cli\.")),
     # verl's Hydra overrides (verl/trainer/config/ppo_trainer.yaml: actor_rollout_ref.*) on a command line, and its
@@ -160,7 +169,7 @@ _ANY_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
 _ANY_BLIND_WORD = lazyre.compile("|".join(re.escape(w) for w in sorted(
     {w for _, words, blind, _ in _CMD if blind for w in words})))
 _NO_MARKS: tuple[frozenset[str], bool] = (frozenset(), False)
-_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "verl", "openrlhf", "llamafactory", "axolotl", "nemo-rl", "torchtune",
+_WRAPPERS = ("ms-swift", "unsloth", "verifiers", "easyr1", "verl", "openrlhf", "llamafactory", "axolotl", "nemo-rl", "torchtune",
              "xtuner")
 # the frameworks that train (a run detected as one of them has a trainer that builds prompts and calls vLLM); the
 # others ``detect`` names are runtimes (vllm, deepspeed, transformers, torch)
@@ -195,7 +204,7 @@ def is_library_path(path: str) -> bool:
 
 def issues_of(framework: str | None) -> str:
     """Whose issue tracker to search for a failure no rule knows."""
-    return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl", "ms-swift": "ms-swift",
+    return {"trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers", "verl": "verl", "easyr1": "EasyR1", "ms-swift": "ms-swift",
             "openrlhf": "OpenRLHF", "llamafactory": "LLaMA-Factory", "axolotl": "axolotl", "vllm": "vLLM",
             "nemo-rl": "NeMo-RL", "torchtune": "torchtune", "nemo-aligner": "NeMo-Aligner", "xtuner": "xtuner",
             "accelerate": "accelerate", "deepspeed": "DeepSpeed", "torch": "PyTorch",
@@ -363,6 +372,7 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     ("ms-swift", lazyre.compile(rf"(?i){_A}ms-swift{_Z}|{_A}modelscope/swift{_Z}")),
     # (a conda env or folder named for it: envs/llama_factory/)
     ("llamafactory", lazyre.compile(r"(?i)llama[-_]?factory|\bllmtuner\b|LLaMA-Efficient-Tuning")),
+    ("easyr1", lazyre.compile(rf"(?i){_A}easy[-_ ]?r1(?![A-Za-z0-9_/-])")),
     ("verl", lazyre.compile(rf"(?i){_A}verl(?![A-Za-z0-9_/-])")),
     ("openrlhf", lazyre.compile(rf"(?i){_A}openrlhf{_Z}")),
     # (unsloth's own entry points name it too: unsloth_train, FastLanguageModel, FastVisionModel)

@@ -70,6 +70,33 @@ _VERL: dict[str, str] = {
     "NNODES": "trainer.nnodes={v}",
 }
 
+# ms-swift flag -> EasyR1's override of examples/config.yaml (hiyouga/EasyR1 at 0243608d: data.*, algorithm.kl_coef,
+# worker.actor.* with its offload.* and model.*, worker.rollout.*, trainer.*); a flag not here has no EasyR1 counterpart
+_EASYR1: dict[str, str] = {
+    "--vllm_gpu_memory_utilization": "worker.rollout.gpu_memory_utilization={v}",
+    "--vllm_tensor_parallel_size": "worker.rollout.tensor_parallel_size={v}",
+    "--tensor_parallel_size": "worker.rollout.tensor_parallel_size={v}",
+    "--vllm_enforce_eager": "worker.rollout.enforce_eager={v}",
+    "--num_generations": "worker.rollout.n={v}",
+    "--temperature": "worker.rollout.temperature={v}",
+    "--top_p": "worker.rollout.top_p={v}",
+    "--max_completion_length": "data.max_response_length={v}",
+    "--max_prompt_length": "data.max_prompt_length={v}",
+    "--max_length": "data.max_prompt_length={v}",
+    "--per_device_train_batch_size": "worker.actor.micro_batch_size_per_device_for_update={v}",
+    "--learning_rate": "worker.actor.optim.lr={v}",
+    "--beta": "algorithm.kl_coef={v}",
+    "--max_grad_norm": "worker.actor.max_grad_norm={v}",
+    "--gradient_checkpointing": "worker.actor.model.enable_gradient_checkpointing={v}",
+    "--offload_model": "worker.actor.offload.offload_params={v}",
+    "--offload_optimizer": "worker.actor.offload.offload_optimizer={v}",
+    "--save_steps": "trainer.save_freq={v}",
+    "--save_total_limit": "trainer.save_limit={v}",
+    "--num_train_epochs": "trainer.total_episodes={v}",
+    "NPROC_PER_NODE": "trainer.n_gpus_per_node={v}",
+    "NNODES": "trainer.nnodes={v}",
+}
+
 # ms-swift flag -> OpenRLHF's flag of the same setting (openrlhf/cli/train_ppo_ray.py argparse at 021d1b0:
 # --n_samples_per_prompt, --micro_train_batch_size "batch size per GPU", --vllm_gpu_memory_utilization,
 # --vllm_tensor_parallel_size, --generate_max_len, --prompt_max_len, --actor_learning_rate, --init_kl_coef, --max_norm,
@@ -92,12 +119,16 @@ _OPENRLHF: dict[str, str] = {
 }
 
 
+# the frameworks whose settings are Hydra/OmegaConf overrides or flags of their own, each with its table
+_TABLES = {"verl": _VERL, "easyr1": _EASYR1, "openrlhf": _OPENRLHF}
+
+
 def read_as(framework: str) -> dict[str, str]:
     """The framework's own setting name -> the name the rules read (ms-swift's flag, without dashes), from the
     equivalence tables above, read backwards: ``actor_rollout_ref.rollout.n`` -> ``num_generations`` (verl),
     ``n_samples_per_prompt`` -> ``num_generations`` (OpenRLHF). Only settings that carry the value; the first
     ms-swift name of a setting wins (``vllm_tensor_parallel_size`` before ``tensor_parallel_size``)."""
-    table = {"verl": _VERL, "openrlhf": _OPENRLHF}.get(framework, {})
+    table = _TABLES.get(framework, {})
     out: dict[str, str] = {}
     for swift, term in table.items():
         if "{v}" not in term or not swift.startswith("--"):
@@ -206,7 +237,7 @@ def without_swift_alternative(line: str) -> str:
 
 # how a fix labels one framework's spelling: "(verl actor_rollout_ref.actor...)", "(OpenRLHF: --adam_offload)"
 _FW_LABELS: dict[str, tuple[str, ...]] = {
-    "ms-swift": ("ms-swift",), "trl": ("trl",), "verl": ("verl",), "openrlhf": ("OpenRLHF", "openrlhf"),
+    "ms-swift": ("ms-swift",), "trl": ("trl",), "verl": ("verl",), "easyr1": ("EasyR1", "easyr1"), "openrlhf": ("OpenRLHF", "openrlhf"),
     "llamafactory": ("LLaMA-Factory", "LlamaFactory", "llamafactory"), "unsloth": ("unsloth", "Unsloth"),
     "axolotl": ("axolotl",)}
 # a framework built on another reads that one's spellings too (ms-swift's and unsloth's trainers are trl's subclasses)
@@ -300,8 +331,8 @@ def say(line: str, framework: str | None) -> str | None:
         line = only_own_alternatives(without_swift_alternative(line), framework)
     else:
         line = only_own_alternatives(line, None)
-    if framework in ("verl", "openrlhf"):
-        return _say_table(line, _VERL if framework == "verl" else _OPENRLHF)
+    if framework in _TABLES:
+        return _say_table(line, _TABLES[framework])
     if framework == "vllm":
         line = _without_trainer_clauses(line)
         if not line:

@@ -75,6 +75,8 @@ def disk_full_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
     if framework == "verl":  # verl/trainer/config/ppo_trainer.yaml: trainer.max_actor_ckpt_to_keep (0.3+)
         fix.append("Keep fewer checkpoints: trainer.max_actor_ckpt_to_keep=2 (and trainer.max_critic_ckpt_to_keep "
                    "with a critic); a larger trainer.save_freq saves less often.")
+    elif framework == "easyr1":  # EasyR1 examples/config.yaml: trainer.save_limit (-1 keeps all), trainer.save_freq
+        fix.append("Keep fewer checkpoints: trainer.save_limit=2; a larger trainer.save_freq saves less often.")
     else:
         fix.append("Keep fewer and smaller checkpoints: save_total_limit (ms-swift --save_total_limit, transformers/trl "
                    "save_total_limit=2) and save_only_model (no optimizer state).")

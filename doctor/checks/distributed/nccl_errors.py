@@ -125,7 +125,7 @@ def duplicate_gpu_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
         return None  # a vLLM server's own data-parallel engines: GD222
     run = ctx.run
     msg = _same_gpu(hits)
-    if ctx.framework()[0] in ("verl", "openrlhf"):
+    if ctx.framework()[0] in ("verl", "easyr1", "openrlhf"):
         # Ray places these frameworks' workers (its placement groups set each worker's CUDA_VISIBLE_DEVICES): no
         # launcher's process count is involved
         msg += (" The ranks are Ray workers: Ray gives each worker its GPUs through placement groups and sets its "

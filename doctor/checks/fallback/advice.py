@@ -35,7 +35,7 @@ from ...engine.state import RunState
 from ...signals import ExceptionInfo
 
 FRAMEWORK_NAMES = {"ms-swift": "ms-swift", "trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers",
-                   "verl": "verl", "openrlhf": "OpenRLHF"}
+                   "verl": "verl", "easyr1": "EasyR1", "openrlhf": "OpenRLHF"}
 
 
 def framework_of(ctx: RunState) -> str | None:

@@ -19,6 +19,8 @@ from ... import lazyre
 from ...classify.run_context import ZERO3
 from ...values import as_number
 from ..memory._facts import params_b, zero_stage
+from ..memory.fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
+from ..memory.fsdp_levers import levers as fsdp_levers
 from .cards_said import cards_said
 
 # the model named by the run's settings (each framework's flag for it)
@@ -243,6 +245,8 @@ def levers_left(args: dict[str, Any], texts: list[str], framework: str | None) -
     batch of 1, gradient checkpointing on, LoRA, ZeRO-3): None when the paste shows no settings (three or more)."""
     if len(args) < 3:
         return None
+    if framework in FSDP_FRAMEWORKS:   # verl, EasyR1: their own configuration keys, with this paste's values
+        return "Meanwhile, the levers in these settings, in the framework's own keys: " + " ".join(fsdp_levers(framework, args))
     out = []
     b = as_number(args.get("per_device_train_batch_size"))
     if b is not None and b > 1:

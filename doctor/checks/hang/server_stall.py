@@ -93,7 +93,7 @@ def _serves(ctx: RunState, seen: set[str]) -> bool:
         return True
     if any(launch.command in SERVER_COMMANDS for launch in ctx.run.launches):
         return True
-    if ctx.framework()[0] in ("openrlhf", "verl"):
+    if ctx.framework()[0] in ("openrlhf", "verl", "easyr1"):
         return False
     return not any(line.origin in _TRAINER_ACTORS for tail in ctx.tails.values() for line in tail)
 

@@ -234,7 +234,7 @@ def _flashinfer_sampler(fr: Frame, frames: tuple[Frame, ...], ctx: RunState) -> 
 
 
 # frameworks whose trainer builds a vLLM engine in its own processes (colocated, or in-process in trl <= 0.16)
-_TRAINER_FRAMEWORKS = frozenset({"ms-swift", "trl", "unsloth", "verifiers", "verl", "openrlhf"})
+_TRAINER_FRAMEWORKS = frozenset({"ms-swift", "trl", "unsloth", "verifiers", "verl", "easyr1", "openrlhf"})
 
 
 def trainer_evident(ctx: RunState, f: Facts) -> bool:

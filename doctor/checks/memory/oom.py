@@ -18,6 +18,9 @@ from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
 from ._limits import limits
 from ._oom import Side, is_oom, parse_oom, side_of
+from .fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
+from .fsdp_levers import levers as fsdp_levers
+from .fsdp_levers import share_key
 
 
 def _the(stage: str) -> str:
@@ -60,7 +63,7 @@ def _ranks_text(ranks: tuple[int, ...], count: int) -> str:
 
 # frameworks whose training process can hold a colocated vLLM engine (ms-swift, trl and what is built on it, verl's
 # and OpenRLHF's hybrid engines, axolotl's GRPO through trl); a framework not told may be any of them
-_COLOCATING = frozenset({"ms-swift", "trl", "unsloth", "verifiers", "verl", "openrlhf", "axolotl", "vllm"})
+_COLOCATING = frozenset({"ms-swift", "trl", "unsloth", "verifiers", "verl", "easyr1", "openrlhf", "axolotl", "vllm"})
 _ROLLOUT_LIBS = ("/trl/", "/swift/", "/vllm/", "/unsloth", "/verl/", "/openrlhf/", "/axolotl/", "/verifiers/")
 
 
@@ -149,13 +152,17 @@ class OomRule(PatternRule):
             if nums:
                 msg += " " + nums
             if f.colocate:
-                msg += f" The colocated vLLM engine shares this GPU (vllm_gpu_memory_utilization {f.util_text()})."
+                msg += f" The colocated vLLM engine shares this GPU ({share_key(told)} {f.util_text()})."
             acct, big = account(f, oom, limited=bool(limited))  # where the memory went (_account.py), and the fixes ordered by it
             if acct:
                 msg += " " + acct
             if limited:
                 msg += " " + limited
-            fix = limit_fix + order(training_ladder(f, oom), big, oom) + limit_last
+            ladder = order(training_ladder(f, oom), big, oom)
+            if told in FSDP_FRAMEWORKS:
+                # ms-swift's ladder names flags verl and EasyR1 do not have: their own keys, and the allocator's setting
+                ladder = fsdp_levers(told, f.run.args) + [x for x in ladder if "PYTORCH_CUDA_ALLOC_CONF" in x]
+            fix = limit_fix + ladder + limit_last
             gather = [fr for fr in frames_all if "zero/partition_parameters.py" in fr.path.replace(chr(92), "/")
                       and "gather" in fr.func.lower()]
             if gather:
