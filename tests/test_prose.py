@@ -609,9 +609,11 @@ def test_an_nccl_failure_told_without_a_timeout_gets_no_timeout_advice():
     found = [f for f in run(said) if f.rule_id == "GD327"]
     assert found and found[0].category == "nccl-timeout"
     text = " ".join(found[0].fix)
-    assert "the timeout is what" not in text and "NCCL_DEBUG=INFO" in text
+    assert "NCCL timeout is what" not in found[0].message and "NCCL_DEBUG=INFO" in text
     timed = [f for f in run("Multi-GPU training hangs and then NCCL timeout after 30 minutes.\n") if f.rule_id == "GD327"]
-    assert timed and "the timeout is what the waiting ranks report" in " ".join(timed[0].fix)
+    # a timeout said: what the waiting ranks report is the explanation, the first error of each rank the fix
+    assert timed and "An NCCL timeout is what the ranks that waited report" in timed[0].message
+    assert "first error before the timeout" in " ".join(timed[0].fix)
 
 
 def test_a_question_that_proposes_a_cause_is_not_the_symptom_the_paste_names():

@@ -99,6 +99,8 @@ def test_a_format_reward_at_zero_in_logged_rows_gets_the_pitfalls() -> None:
     ("the output is garbled after GRPO training", "output-degenerate"),
     ("loss becomes nan after 100 steps in DPO", "loss-nan-or-inf"),
     ("the process was killed by OOM killer, host memory full during GRPO", "host-oom-killed"),
+    ("GPU utilization is very low during GRPO training", "gpu-underutilized"),
+    ("NCCL timeout during GRPO training after 2 hours", "nccl-timeout"),
 ])
 def test_a_category_said_in_plain_words_gets_its_usual_causes_and_the_actions_apart(text: str, category: str) -> None:
     from doctor.checks.hang.symptom_words import MEANWHILE
@@ -139,3 +141,11 @@ def test_the_format_pitfalls_name_a_thought_the_template_already_opened() -> Non
 def test_degenerate_output_said_in_words_gets_an_action_that_removes_a_drift() -> None:
     f = said("the output is garbled after GRPO training")
     assert f is not None and any("lower the learning rate or raise the KL weight (beta)" in x for x in f.fix)
+
+
+def test_the_body_line_that_says_the_title_s_symptom_again_is_evidence_too() -> None:
+    f = said("GRPO training reward always 0\nI train Qwen2.5-7B with GRPO on my data.\n"
+             "The reward stays at 0 from the first step on.")
+    assert f is not None and [e.line for e in f.evidence] == [1, 3]
+    f = said("GRPO training reward always 0\nI train Qwen2.5-7B with GRPO on my data.")
+    assert f is not None and [e.line for e in f.evidence] == [1]

@@ -207,6 +207,13 @@ def _unscored_said(lines: list[LogLine]) -> bool:
     return any(_UNSCORED_SAID.search(t) for t in texts) and not any(_RL_RUN.search(t) for t in texts)
 
 
+def _said_again(said: str, line: LogLine, lines: list[LogLine]) -> LogLine | None:
+    """Another prose line of the paste that names the same symptom as ``line`` (in the same words' class), or None."""
+    rxs = [rx for rx, _, s in SYMPTOMS if s == said]
+    return next((ln for ln in prose_lines(lines) if ln is not line and ln.where != line.where
+                 and any(_named(rx, plain(ln.text)) for rx in rxs)), None)
+
+
 def _family(category: str) -> str:
     return "hang" if category.startswith("hang") else category
 
@@ -437,7 +444,10 @@ class ProseSymptom(Rule):
             if usual(said) is None and (cause := USUAL_CATEGORY.get(category)) is not None:
                 msg = msg.replace(" Paste next:", f" {cause} Paste next:", 1)
         # the category is the symptom the words name: one rule for all of them, whose catalog category is "other"
-        found = replace(self.make(message=msg, fix=fix, evidence=[evidence_of(line)], seq=line.seq),
+        # the body's own line that says it again (a thread's title, then the sentence that tells it): both are the evidence
+        again = _said_again(said, line, lines)
+        found = replace(self.make(message=msg, fix=fix, evidence=[evidence_of(x) for x in (line, again) if x is not None],
+                                  seq=line.seq),
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))
         if named is not None:
             found = replace(found, evidence=(*found.evidence, evidence_of(named)),

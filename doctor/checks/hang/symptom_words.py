@@ -674,11 +674,10 @@ MEANWHILE = {
                       "check the trainable parameter count the run prints (`trainable params`), and with LoRA that "
                       "its target modules match the model's layers.",
     # the usual causes of each symptom, for a description with no log line to compute a fix from
-    "gpu-underutilized": "Meanwhile, where idle GPUs usually wait: on generation by the model's own generate instead of a "
-                         "vLLM engine (an inference UI's or trainer's backend option), on a rollout engine given a small "
-                         "share of memory or small batches (its gpu_memory_utilization and batch settings), or on the "
-                         "CPU (reward functions, data preprocessing, dataloader workers: `top` shows it busy while "
-                         "the GPUs sit at 0%).",
+    "gpu-underutilized": "Meanwhile: `top` beside `nvidia-smi dmon -s u` tells a busy CPU from a waiting GPU; for "
+                         "generation, use a vLLM engine, give it a larger memory share and batch (its "
+                         "gpu_memory_utilization and max_num_seqs) and the smallest tensor parallelism the model fits "
+                         "in, and bound the completion length.",
     "cuda-oom": "Meanwhile, the levers in the order they free GPU memory for training: a smaller per-device batch "
                 "(in GRPO, fewer completions per device) with more gradient accumulation, gradient checkpointing, a "
                 "shorter maximum length or completion length, LoRA instead of full fine-tuning, DeepSpeed ZeRO-2/3 "
@@ -692,8 +691,9 @@ MEANWHILE = {
                      "which of these holds it.",
     "hang-mid-training": "Meanwhile: `py-spy dump --pid PID` of every rank while it is stuck shows which of these "
                          "holds it, and each rank's own log its first error.",
-    "nccl-timeout": "Meanwhile: the timeout is what the waiting ranks report; the cause is the first error of the rank "
-                    "they waited for, earlier in that rank's own log (a Traceback, an out-of-memory, Killed).",
+    "nccl-timeout": "Meanwhile: search each rank's own log for its first error before the timeout (Traceback, out of "
+                    "memory, Killed); if no rank failed, a longer timeout (ddp_timeout, or the framework's NCCL "
+                    "timeout) shows whether the slow step ends.",
     "loss-nan-or-inf": "Meanwhile: find the first row where loss or grad_norm jumps; a lower learning rate, bf16 "
                        "instead of fp16 (fp16 overflows), and gradient clipping (max_grad_norm 1.0) are the usual "
                        "cures.",

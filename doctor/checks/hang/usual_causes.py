@@ -57,6 +57,13 @@ USUAL_CATEGORY = {
                       "engine, or an engine given small batches or a small memory share), to reward functions running "
                       "on the CPU, to gradient checkpointing and ZeRO-3 or CPU offload (each trades speed for memory), "
                       "or to evaluation and saving too often."),
+    "gpu-underutilized": ("Idle GPUs in an RL run most often wait on generation: the model's own generate instead of a "
+                          "vLLM engine, an engine given a small memory share or small batches, or a few long completions "
+                          "that keep one engine busy while the others wait; otherwise on the CPU (reward functions, data "
+                          "preprocessing, dataloader workers)."),
+    "nccl-timeout": ("An NCCL timeout is what the ranks that waited report: most often another rank failed or stalled "
+                     "first (its traceback, an out-of-memory or a kill earlier in its own log), or one step took longer "
+                     "than the timeout on one rank (a long generation, a save, an evaluation)."),
     "loss-nan-or-inf": ("A loss that turns NaN or inf most often comes from fp16 overflow, from a learning rate too high, "
                         "or from a batch with nothing to average over (every label masked, an empty completion)."),
 }
