@@ -105,3 +105,16 @@ def test_an_easyr1_launch_is_read_under_its_own_keys_and_the_rules_names():
     assert say("Set --num_generations 4 so that the batch divides.", "easyr1") == \
         "Set worker.rollout.n=4 so that the batch divides."
     assert say("Set --move_model_batches 4.", "easyr1") is None   # no EasyR1 counterpart: the line goes
+
+
+def test_a_link_to_a_framework_s_discussion_or_a_path_of_its_package_names_it():
+    # fixtures/devlogs27/3106 and devlogs52/4605: a trl pull request named as the fix; devlogs25/3022: a verl issue
+    assert detect([], ["https://github.com/huggingface/trl/pull/1664 should fix the issue"], {})[0] == "trl"
+    assert detect([], ["same as https://github.com/verl-project/verl/issues/539#issuecomment-27"], {})[0] == "verl"
+    assert detect([], ["see unslothai/unsloth/issues/1761"], {})[0] == "unsloth"
+    # a test runner's frame (fixtures/devlogs64/6607) and a script named in a sentence (devlogs51/5004)
+    assert detect([], ["  trl/experimental/ppo/ppo_trainer.py:912: in train"], {})[0] == "trl"
+    assert detect([], ["Where `dpo.py` is the official example at [trl/scripts/dpo.py](https://github.com/x)"], {})[0] \
+        == "trl"
+    # a file of the repository (its Dockerfile: fixtures/devlogs57/5918, a vLLM run in verl's image) is not its run
+    assert detect([], ["https://github.com/verl-project/verl/blob/main/docker/Dockerfile.stable.vllm"], {})[0] != "verl"

@@ -373,10 +373,12 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     # (a conda env or folder named for it: envs/llama_factory/)
     ("llamafactory", lazyre.compile(r"(?i)llama[-_]?factory|\bllmtuner\b|LLaMA-Efficient-Tuning")),
     ("easyr1", lazyre.compile(rf"(?i){_A}easy[-_ ]?r1(?![A-Za-z0-9_/-])")),
-    ("verl", lazyre.compile(rf"(?i){_A}verl(?![A-Za-z0-9_/-])")),
+    # (and its repository's discussion named in a link: "github.com/verl-project/verl/pull/1234 should fix it"; not a
+    # file of it, such as its Dockerfile, which other runs use too)
+    ("verl", lazyre.compile(rf"(?i){_A}verl(?![A-Za-z0-9_/-])|(?:volcengine|verl-project)/verl/(?:pull|issues|commit|discussions)/")),
     ("openrlhf", lazyre.compile(rf"(?i){_A}openrlhf{_Z}")),
     # (unsloth's own entry points name it too: unsloth_train, FastLanguageModel, FastVisionModel)
-    ("unsloth", lazyre.compile(rf"(?i){_A}unsloth(?:_[A-Za-z0-9_]+)?(?![A-Za-z0-9_/-])|(?<![A-Za-z0-9_])Fast(?:Language|Vision)Model(?![A-Za-z0-9_])")),
+    ("unsloth", lazyre.compile(rf"(?i){_A}unsloth(?:_[A-Za-z0-9_]+)?(?![A-Za-z0-9_/-])|unslothai/unsloth/(?:pull|issues|commit|discussions)/|(?<![A-Za-z0-9_])Fast(?:Language|Vision)Model(?![A-Za-z0-9_])")),
     ("axolotl", lazyre.compile(rf"(?i){_A}axolotl(?![A-Za-z0-9_/-])")),
     ("xtuner", lazyre.compile(rf"(?i){_A}xtuner(?![A-Za-z0-9_/-])")),
     ("nemo-rl", lazyre.compile(rf"(?i){_A}nemo[-_ ]?rl{_Z}")),
@@ -386,7 +388,10 @@ _NAMED: tuple[tuple[str, re.Pattern], ...] = (
     # (a class named GRPOTrainer alone may be a project's own: trl only by its name, or by the names of trl's other
     # trainers and configs (trl/trainer/: SFTTrainer, DPOTrainer, PPOTrainer, RewardTrainer, ...), which the wrappers
     # that reuse them are named before this line when the paste names them)
-    ("trl", lazyre.compile(rf"(?i){_A}trl(?![A-Za-z0-9_/-])|(?-i:(?<![A-Za-z0-9_])(?:SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO|GKD|"
+    # (its repository in a link, "huggingface/trl/pull/1664", and a path of its package in a sentence or a test
+    # runner's frame, "trl/experimental/ppo/ppo_trainer.py:912: in train")
+    ("trl", lazyre.compile(rf"(?i){_A}trl(?![A-Za-z0-9_/-])|huggingface/trl/(?:pull|issues|commit|discussions)/|"
+                           r"(?<![A-Za-z0-9_./-])trl/(?:trainer|experimental|scripts|models|extras)/[\w/]+\.py|(?-i:(?<![A-Za-z0-9_])(?:SFT|DPO|KTO|ORPO|CPO|PPO|RLOO|Reward|OnlineDPO|GKD|"
                            r"XPO|NashMD|BCO|PRM)(?:Trainer|Config)(?![A-Za-z0-9_]))")),
     # transformers' own Trainer: imported from it, by its module path, or its arguments class built in a code line
     # (transformers/training_args.py TrainingArguments; the wrappers that build it are named before this line)
