@@ -149,3 +149,19 @@ def test_the_body_line_that_says_the_title_s_symptom_again_is_evidence_too() -> 
     assert f is not None and [e.line for e in f.evidence] == [1, 3]
     f = said("GRPO training reward always 0\nI train Qwen2.5-7B with GRPO on my data.")
     assert f is not None and [e.line for e in f.evidence] == [1]
+
+
+@pytest.mark.parametrize("text", [
+    "response becomes nonsense after 200 steps",          # the garbled words as a verb's object
+    "the completions are empty after step 50",            # empty completions, plural
+    "the response length drops to 10 tokens",             # a length that collapses
+    "after training the model generates endless text and never stops",
+])
+def test_degenerate_output_in_more_of_the_words_people_use(text: str) -> None:
+    f = said(text)
+    assert f is not None and f.category == "output-degenerate", text
+
+
+def test_a_run_that_never_stops_is_not_a_model_that_never_stops() -> None:
+    f = said("training never stops after max_steps")
+    assert f is None or f.category != "output-degenerate"

@@ -186,7 +186,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "loss-nan-or-inf", "the KL to the reference runs away (a diverging policy)"),
     (lazyre.compile(r"(?i)\bentropy\b.{0,24}\b(?:increas\w*|ris(?:es|ing)|rose|explod\w*|spik\w*|collaps\w*)\b|"
                     r"\b(?:increase|spikes?|explosion|collapse|rise) (?:in|of) (?:the )?(?:policy'?s? )?entropy\b|"
-                    r"\b(?:response|completion|generation|output)[_ ]length\b.{0,30}\b(?:spik\w*|explod\w*|(?:keeps?|is|are) "
+                    r"\b(?:response|completion|generation|output)[_ ]length\b.{0,30}\b(?:spik\w*|explod\w*|drops?|dropped|"
+                    r"fell|falls|shrinks?|shrank|(?:keeps?|is|are) "
                     r"(?:increasing|decreasing|growing|shrinking|dropping)|collaps\w*)\b|\bspikes? in (?:the )?"
                     r"(?:response|completion|output) length\b|熵.{0,6}(?:暴涨|飙升|突然(?:上升|增大))|"
                     r"(?:回复|输出|生成)长度.{0,8}(?:暴涨|飙升|一直(?:增加|变长|变短|下降))"),
@@ -345,7 +346,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "hang", "the run stops making progress"),
     # completions that come back empty: "the output from vLLM is empty", "Generate nothing from VLLM output" (vllm#1185)
     (lazyre.compile(r"(?i)\b(?:outputs?|predictions?|responses?|completions?|generations?|generated text)\b[^.;]{0,20}?"
-                    r"\bis (?:always |sometimes |often )?empty\b|\bempty (?:outputs?|predictions?|responses?|completions?|"
+                    r"\b(?:is|are) (?:always |sometimes |often |all )?empty\b|\bempty (?:outputs?|predictions?|responses?|completions?|"
                     r"generations?|strings? returned)\b|\bgenerates? nothing\b|输出为空|输出是空"),
      "output-degenerate", EMPTY_OUTPUT),
     # the same weights good one way and bad another: after a merge, under another engine or from a tuned folder
@@ -365,6 +366,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"learn)s? (?:the |an? )?(?:eos|</s>|end[- ]of[- ](?:sequence|turn|text))(?:[_ ]token)?\b|"
                     r"\b(?:never|does(?:n't| not)|won't) stop(?:s)? (?:generating|talking|at the end)\b|"
                     r"\bcontinues? to ramble\b|\bkeeps? (?:on )?(?:generating|rambling)\b|\bover-?generat\w*|"
+                    # "generates endless text and never stops"
+                    r"\bendless(?:ly)? (?:text|generation|outputs?|repetitions?)\b|(?<!training )(?<!run )(?<!job )(?<!process )\bnever stops\b|"
                     # "the generated text is not end until the max length" (vllm#1958)
                     r"\b(?:does(?:n't| not)|is not|never|won't) (?:end|stop)s? (?:until|till|before) (?:it reaches |reaching )?"
                     r"(?:the )?max(?:imum)?(?:[_ ](?:length|tokens|new[_ ]tokens))?\b|"
@@ -382,6 +385,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:incorrect|nonsense|nonsensical|meaningless) (?:outputs?|responses?|generations?|completions?)|"
                     r"garbage (?:rollouts?|outputs?|generations?|completions?|"
                     r"responses?|text)|corrupt(?:s|ed)? (?:the )?(?:generations?|rollouts?|outputs?|completions?))\b|"
+                    # the same words as a verb's object: "the response becomes nonsense", "it outputs garbage"
+                    r"\b(?:becomes?|became|turns? into|turned into|outputs?|generates?|produces?) (?:complete |total |pure )?"
+                    r"(?:nonsense|garbage|gibberish)\b|"
                     # "模型输出一直重复", "输出一直存在重复", "推理阶段模型重复输出": the pair within one clause
                     r"乱码|重复输出|(?:输出|回答|生成|回复)[^。，,.]{0,8}重复|重复[^。，,.]{0,6}(?:输出|回答|生成)"),
      "output-degenerate", "the completions are garbled or repetitive"),
