@@ -165,3 +165,21 @@ def test_degenerate_output_in_more_of_the_words_people_use(text: str) -> None:
 def test_a_run_that_never_stops_is_not_a_model_that_never_stops() -> None:
     f = said("training never stops after max_steps")
     assert f is None or f.category != "output-degenerate"
+
+
+def test_a_wrapper_s_notice_read_by_the_paste_s_words_gets_their_levers_and_causes() -> None:
+    # a RayTaskError that printed no cause, below a title that names the out-of-memory (the shape of EasyR1 threads)
+    paste = ("EasyR1 GRPO training fails with CUDA out of memory during update_actor\n"
+             "python3 -m verl.trainer.main config=examples/config.yaml worker.actor.micro_batch_size_per_device_for_update=4\n"
+             "Traceback (most recent call last):\n"
+             '  File "/workspace/EasyR1/verl/trainer/main.py", line 96, in main\n'
+             "    ray.get(runner.run.remote(ppo_config))\n"
+             "ray.exceptions.RayTaskError: ray::Runner.run() (pid=1234, ip=10.0.0.1, actor_id=abc)\n")
+    f = next(x for x in run(paste) if x.rule_id == "GD312")
+    assert f.category == "cuda-oom" and f.confidence == "possible"
+    assert any("worker.actor.micro_batch_size_per_device_for_update=2 (was 4)" in x for x in f.fix)
+    slow = next(x for x in run(paste.replace("fails with CUDA out of memory during update_actor", "is very slow, 300 s "
+                                                                                               "per step"))
+                if x.rule_id == "GD312")
+    from doctor.checks.hang.usual_causes import USUAL_CATEGORY
+    assert slow.category == "slow-training" and USUAL_CATEGORY["slow-training"] in slow.message

@@ -36,15 +36,18 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
     diag = _wrapper_fix(hits, ctx)
     if diag is None:
         return None
-    from ..hang.prose import symptom_in
+    from ..hang.prose import meanwhile_for, symptom_in
     got = symptom_in(ctx.tails.values())
     if got is None or got[0][0].startswith("hang"):
         return diag
-    said = got[0]
+    said, lines = got
     line = said[2]
+    cause, meanwhile = meanwhile_for(ctx, said[0], said[1], lines)
     return replace(diag, category=said[0], confidence="possible",
                    message=(diag.message or "") + f" The words of the paste say {said[1]} (`{line.text.strip()[:160]}`): "
-                           f"that is the reading, from the description, until the exception itself is pasted.",
+                           f"that is the reading, from the description, until the exception itself is pasted."
+                           + (f" {cause}" if cause else ""),
+                   fix=(*diag.fix, *([meanwhile] if meanwhile else [])),
                    evidence=(Evidence(line.where.path, line.where.line, line.raw), *diag.evidence))
 
 

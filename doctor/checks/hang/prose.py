@@ -458,6 +458,19 @@ class ProseSymptom(Rule):
         return [found]
 
 
+def meanwhile_for(ctx: RunState, category: str, said: str, lines: list[LogLine]) -> tuple[str | None, str | None]:
+    """(what usually causes it, what to do meanwhile) for a symptom the words name, for a finding of another rule that
+    takes the words' reading (a wrapper's notice that printed no cause): the memory levers with the run's settings,
+    the narrow symptom's own line, else the category's."""
+    cause = usual(said) or USUAL_CATEGORY.get(category)
+    if category == "cuda-oom":
+        memory = _memory(ctx, lines)
+        return (memory[0] if memory is not None else None), (memory[1] if memory is not None else MEANWHILE[category])
+    if said in MEANWHILE_SAID:
+        return cause, MEANWHILE_SAID[said]
+    return cause, MEANWHILE.get(category)
+
+
 def _memory(ctx: RunState, lines: list[LogLine]) -> tuple[str | None, str] | None:
     """(the sentence, the lever) of the paste's memory reading (hang/memory_said.py): the floor of model states per GPU
     when it is more than the card the words name holds, or a setting that leaves activations unbounded; else (None,
