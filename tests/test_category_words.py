@@ -127,3 +127,16 @@ def test_every_category_is_said_in_plain_words():
     from doctor.registry import CATEGORIES, CATEGORY_WORDS
     assert set(CATEGORY_WORDS) == set(CATEGORIES)
     assert all(words and "-" not in words.split()[0] and words == words.strip() for words in CATEGORY_WORDS.values())
+
+
+def test_a_category_guessed_from_the_words_gets_its_causes_and_actions_as_conditional(tmp_path) -> None:
+    from doctor.analyze import analyze
+    # fixtures/devlogs64/6727 (huggingface/open-r1#237): a title that names trouble, no symptom word the rules read
+    (tmp_path / "log.txt").write_text("Format reward problem\nThe format reward seems to have some problems.\n")
+    f = analyze([str(tmp_path / "log.txt")]).findings[0]
+    assert f.rule_id == "GD328"
+    from doctor.checks.hang.usual_causes import USUAL_CATEGORY
+    assert f.category == "reward-zero-or-flat" and f.confidence == "possible"
+    assert f"If it is: {USUAL_CATEGORY['reward-zero-or-flat']}" in f.message
+    assert any(x.startswith("If it is rewards stuck at zero or equal within each group: print a few completions")
+               for x in f.fix)

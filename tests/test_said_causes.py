@@ -183,3 +183,4 @@ def test_a_wrapper_s_notice_read_by_the_paste_s_words_gets_their_levers_and_caus
                 if x.rule_id == "GD312")
     from doctor.checks.hang.usual_causes import USUAL_CATEGORY
     assert slow.category == "slow-training" and USUAL_CATEGORY["slow-training"] in slow.message
+

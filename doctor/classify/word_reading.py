@@ -36,8 +36,26 @@ def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
     # said to the person reading the report: what the category rests on and that it is theirs to check
     said = (f" Going by the paste's words alone, the failure most resembles {CATEGORY_WORDS[reading.category]} "
             f"({reading.category}): a guess to check against the log.")
-    return [replace(first, category=reading.category, message=first.message + said, confidence="possible"),
+    fix = first.fix
+    usual, meanwhile = _if_it_is(reading.category)
+    if usual:
+        said += f" If it is: {usual}"
+    if meanwhile:
+        fix = (*fix, f"If it is {CATEGORY_WORDS[reading.category]}: {meanwhile}")
+    return [replace(first, category=reading.category, message=first.message + said, fix=fix, confidence="possible"),
             *findings[1:]]
+
+
+def _if_it_is(category: str) -> tuple[str | None, str | None]:
+    """(the category's usual causes, its meanwhile actions without their lead-in) for a guess from the words: said as
+    conditional on the guess."""
+    from ..checks.hang.symptom_words import MEANWHILE
+    from ..checks.hang.usual_causes import USUAL_CATEGORY
+    meanwhile = MEANWHILE.get(category)
+    if meanwhile:
+        meanwhile = meanwhile.removeprefix("Meanwhile: ").removeprefix("Meanwhile, ")
+        meanwhile = meanwhile[0].lower() + meanwhile[1:] if meanwhile[:1].isupper() and meanwhile[1:2].islower() else meanwhile
+    return USUAL_CATEGORY.get(category), meanwhile
 
 
 __all__ = ["GENERIC", "place_by_words", "texts_of"]

@@ -57,6 +57,11 @@ USUAL_CATEGORY = {
                       "engine, or an engine given small batches or a small memory share), to reward functions running "
                       "on the CPU, to gradient checkpointing and ZeRO-3 or CPU offload (each trades speed for memory), "
                       "or to evaluation and saving too often."),
+    "reward-zero-or-flat": ("A GRPO step learns from the differences between the rewards of one prompt's completions: "
+                            "rewards at 0, or equal within each group, most often come from a reward function that "
+                            "never matches what the model writes (a format it does not produce, an answer its parser "
+                            "cannot read), one that reads the wrong dataset column, completions cut at the maximum "
+                            "completion length before the answer, or tasks all solved or all failed."),
     "gpu-underutilized": ("Idle GPUs in an RL run most often wait on generation: the model's own generate instead of a "
                           "vLLM engine, an engine given a small memory share or small batches, or a few long completions "
                           "that keep one engine busy while the others wait; otherwise on the CPU (reward functions, data "
