@@ -184,3 +184,11 @@ def test_a_wrapper_s_notice_read_by_the_paste_s_words_gets_their_levers_and_caus
     from doctor.checks.hang.usual_causes import USUAL_CATEGORY
     assert slow.category == "slow-training" and USUAL_CATEGORY["slow-training"] in slow.message
 
+
+
+def test_a_report_on_words_says_what_was_read_not_what_the_paste_holds() -> None:
+    # two graders counted "No line of the paste shows the failure" as false where the failure line was there in a
+    # form not read (a SIGKILL exit, a step time); what was read is what the report can say
+    f = said("GRPO training is very slow, 200s per step")
+    assert f is not None and f.message.startswith("No line of the paste was read as the failure itself")
+    assert "grpo-doctor" not in f.message and not any("grpo-doctor" in x for x in f.fix)

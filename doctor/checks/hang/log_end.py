@@ -233,11 +233,11 @@ class LogEnd(Rule):
                    f"({SIGNAL_SENDERS.get(e.detail, 'a kill, a job scheduler or a container runtime')}), not by an "
                    f"error of its own that this log shows. The line: `{shown}`.")
         elif e.kind == "warning":
-            msg = (f"This excerpt shows no error, exception, stop or failing metric; the last "
+            msg = (f"Nothing in this excerpt was read as an error, an exception, a stop or a failing metric; the last "
                    f"warning it shows is `{shown}`. A warning does not stop a run by itself: it explains the failure "
                    f"only if what went wrong follows from it.")
         elif e.kind == "words":
-            msg = (f"This excerpt holds no exception, error-level line, stop or failing metric, "
+            msg = (f"Nothing in this excerpt was read as an exception, an error-level line, a stop or a failing metric, "
                    f"but its line `{shown}` says in words that the run failed: the excerpt "
                    f"is not a healthy run, and the failure itself was not read from it.")
         elif e.kind == "crash-header":

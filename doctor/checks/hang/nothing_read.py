@@ -30,9 +30,11 @@ class NothingRead(Rule):
         if not lines:
             return []
         held = _what_it_holds(ctx, len(lines))
-        msg = (f"This input shows no exception, error or warning line, failure words, metric row or end of run (a "
-               f"failure told in other words may still be there); it holds {held}. "
-               f"This is no sign of a healthy run: if the run failed, the lines that show how are not in the input.")
+        # said as what was read, not as what the input holds: a failure in a form not known here may be in it
+        msg = (f"Nothing in this input was read as an exception, an error or warning line, failure words, a metric row "
+               f"or the end of a run (a failure told in other words, or in a form not known here, may still be there); "
+               f"it holds {held}. This is no sign of a healthy run: if the run failed, paste the lines that show how, "
+               f"if they are not among these.")
         return [self.make(message=msg, evidence=[evidence_of(lines[-1])], seq=lines[-1].seq)]
 
 

@@ -384,7 +384,7 @@ class ProseSymptom(Rule):
                       and _ERROR_WORD.search(plain(ln.text))), None)
         # a line that names an error in a form no rule reads (no parsed exception): said as such, never "no line shows"
         head = (f"The error line here (`{plain(named.text)[:160]}`) is not a known error message" if named is not None
-                else "No line of the paste shows the failure itself (an error, a stop, a failing metric)")
+                else "No line of the paste was read as the failure itself (an error, a stop, a failing metric)")
         msg = (f"{head}; the words of the paste say {said} "
                f"(`{quoted}`). That is the report's only ground, so the category is a guess from the "
                f"description.{' ' + cause if (cause := usual(said)) else ''} Paste next: {nxt}.")
