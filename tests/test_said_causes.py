@@ -192,3 +192,10 @@ def test_a_report_on_words_says_what_was_read_not_what_the_paste_holds() -> None
     f = said("GRPO training is very slow, 200s per step")
     assert f is not None and f.message.startswith("No line of the paste was read as the failure itself")
     assert "grpo-doctor" not in f.message and not any("grpo-doctor" in x for x in f.fix)
+
+
+def test_a_sigkill_said_in_words_is_read_as_the_host_s_killer_not_one_the_author_sent() -> None:
+    f = said("the training process got SIGKILL during rollout")
+    assert f is not None and f.category == "host-oom-killed" and "most often the host's out-of-memory killer" in f.message
+    f = said("we send SIGKILL to stop it ourselves")
+    assert f is None or f.category != "host-oom-killed"

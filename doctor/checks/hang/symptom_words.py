@@ -54,6 +54,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\ball (?:the )?available (?:system )?RAM\b|"
                     r"内存不足|内存溢出|内存不够|内存爆|爆内存|内存\s*OOM"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
+    # a process said to have got SIGKILL: without a traceback most often the kernel's OOM killer (wrapper_notice.py's
+    # SIGNAL_MEANS; torch's elastic agent logs "Signal 9 (SIGKILL) received by PID", torch/distributed/elastic/
+    # multiprocessing/api.py)
+    # (not one the author sent: "we send SIGKILL to stop it")
+    (lazyre.compile(r"(?<!send )(?<!sent )(?<!sending )(?<![A-Za-z_])SIGKILL(?![A-Za-z_])|\bkilled -9\b"),
+     "host-oom-killed",
+     "a process was killed with SIGKILL, which without a traceback is most often the host's out-of-memory killer"),
     # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
     # v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
     (lazyre.compile(r"(?i)\bno available memory for the cache blocks\b|\bnot enough (?:KV )?cache (?:memory|blocks)\b|"
