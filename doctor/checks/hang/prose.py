@@ -183,12 +183,17 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
 _SENTENCE_END = lazyre.compile(r"[.!?;](?=\s)|[。！？；]")
 
 
+def _patterns_of(said: str) -> list[re.Pattern]:
+    """The symptom patterns whose words say ``said``."""
+    return [rx for rx, _, s in SYMPTOMS if s == said]
+
+
 def said_quote(said: str, text: str, width: int = 160) -> str:
     """What to quote of a line that names a symptom: the line when it is short, else the sentence that names it (a
     long line's first words may be about something else), cut to ``width`` characters."""
     if len(text) <= width:
         return text
-    m = next((m for rx, _, s in SYMPTOMS if s == said for m in [rx.search(text)] if m is not None), None)
+    m = next((m for rx in _patterns_of(said) for m in [rx.search(text)] if m is not None), None)
     if m is None:
         return text[:width]
     start = max((e.end() for e in _SENTENCE_END.finditer(text, 0, m.start())), default=0)
@@ -209,7 +214,7 @@ def _unscored_said(lines: list[LogLine]) -> bool:
 
 def _said_again(said: str, line: LogLine, lines: list[LogLine]) -> LogLine | None:
     """Another prose line of the paste that names the same symptom as ``line`` (in the same words' class), or None."""
-    rxs = [rx for rx, _, s in SYMPTOMS if s == said]
+    rxs = _patterns_of(said)
     return next((ln for ln in prose_lines(lines) if ln is not line and ln.where != line.where
                  and any(_named(rx, plain(ln.text)) for rx in rxs)), None)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...values import as_number
+from ._facts import _bool
 
 _KEYS = {
     "verl": {
@@ -42,21 +43,13 @@ def share_key(framework: str | None) -> str:
     return _KEYS[framework]["share"] if framework in _KEYS else "vllm_gpu_memory_utilization"
 
 
-def _on(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return None
-
-
 def levers(framework: str, args: dict[str, Any]) -> list[str]:
     """The fix lines, most memory first among the cheap ones: smaller micro-batches, a shorter response, the engine's
     share, gradient checkpointing, then CPU offload (slower steps)."""
     keys = _KEYS[framework]
     out: list[str] = []
     micro = [(k, as_number(args.get(k))) for k in keys["micro"]]
-    dyn = framework == "verl" and _on(args.get("actor_rollout_ref.actor.use_dynamic_bsz")) is True
+    dyn = framework == "verl" and _bool(args.get("actor_rollout_ref.actor.use_dynamic_bsz")) is True
     tokens = as_number(args.get("actor_rollout_ref.actor.ppo_max_token_len_per_gpu"))
     if dyn and tokens and tokens >= 2:
         out.append(f"actor_rollout_ref.actor.ppo_max_token_len_per_gpu={int(tokens) // 2} (was {int(tokens)}): with "
@@ -82,10 +75,10 @@ def levers(framework: str, args: dict[str, Any]) -> list[str]:
     if share is not None and share > 0.4:
         out.append(f"{keys['share']}={round(share - 0.2, 2):g} (was {share:g}): the colocated vLLM engine keeps this "
                    f"share of each GPU; less of it leaves the update more room (and the engine a smaller KV cache).")
-    if _on(args.get(keys["ckpt"])) is not True:
-        was = " (was False)" if _on(args.get(keys["ckpt"])) is False else " (the inputs do not show it set)"
+    if _bool(args.get(keys["ckpt"])) is not True:
+        was = " (was False)" if _bool(args.get(keys["ckpt"])) is False else " (the inputs do not show it set)"
         out.append(f"{keys['ckpt']}=True{was}: activations recomputed in the backward pass instead of kept.")
-    off = [k for k in keys["offload"] if _on(args.get(k)) is not True]
+    off = [k for k in keys["offload"] if _bool(args.get(k)) is not True]
     if off:
         out.append(f"{' and '.join(k + '=True' for k in off)}: parameters and optimizer states in CPU memory between "
                    f"updates (slower steps, much less GPU memory).")

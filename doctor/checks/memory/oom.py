@@ -15,7 +15,7 @@ from .._numbers import ASSUMED, READ, mark
 from ..fallback.exceptions import describe_frame
 from ._account import account, order
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
-from ._ladders import _fmt_util, _round_down, training_ladder, vllm_ladder
+from ._ladders import _fmt_util, _round_down, alloc_conf_advice, training_ladder, vllm_ladder
 from ._limits import limits
 from ._oom import Side, is_oom, parse_oom, side_of
 from .fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
@@ -158,10 +158,12 @@ class OomRule(PatternRule):
                 msg += " " + acct
             if limited:
                 msg += " " + limited
-            ladder = order(training_ladder(f, oom), big, oom)
             if told in FSDP_FRAMEWORKS:
                 # ms-swift's ladder names flags verl and EasyR1 do not have: their own keys, and the allocator's setting
-                ladder = fsdp_levers(told, f.run.args) + [x for x in ladder if "PYTORCH_CUDA_ALLOC_CONF" in x]
+                alloc = alloc_conf_advice(f, oom)
+                ladder = fsdp_levers(told, f.run.args) + ([alloc] if alloc else [])
+            else:
+                ladder = order(training_ladder(f, oom), big, oom)
             fix = limit_fix + ladder + limit_last
             gather = [fr for fr in frames_all if "zero/partition_parameters.py" in fr.path.replace(chr(92), "/")
                       and "gather" in fr.func.lower()]
