@@ -157,7 +157,7 @@ def _vllm_colocate_fix(run: RunConfig, tp: int | None, tp_flag: str, gm: Any, gm
                        vis: int | None, ds: str, offl: dict[str, Any], mpx: str | None) -> list[str]:
     fix = []
     gm_txt = (f"{gm_flag} is {gm}" if gm is not None else f"{gm_flag} is the default 0.9" if run.args else
-              f"the inputs show no {gm_flag} (ms-swift's default: 0.9)")
+              f"no {gm_flag} was read from the inputs (ms-swift's default: 0.9)")
     sleep = ", and use --sleep_level 1 to free it during training" if flag_in_version(run, "sleep_level") else ""
     mmb = flag_in_version(run, "move_model_batches")
     fix.append(f"Colocated vLLM shares each GPU with training: {gm_txt}; lower it (e.g. 0.4-0.5) so the engine "

@@ -100,8 +100,8 @@ def account(f: Facts, oom: dict[str, Any], limited: bool = False) -> tuple[str, 
     grpo = (" (in GRPO also the logits of the batch of completions and, with a colocated vLLM engine, vLLM's weights "
             "and KV cache)") if f.vllm_possible and (f.trainer is None or f.trainer in GROUP_KINDS) else ""
     text += (" In a training process those tensors are the model's weights, gradients and optimizer states and the "
-             f"activations of the batch{grpo}: together they exceed the card (the inputs show no model size or "
-             "flags that would split this).")
+             f"activations of the batch{grpo}: together they exceed the card (no model size or "
+             "flags that would split this were read).")
     return text, None
 
 

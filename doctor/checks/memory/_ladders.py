@@ -116,7 +116,7 @@ def ds_advice(f: Facts, for_vllm: bool, total: float | None = None) -> str | Non
                 f"offload_optimizer / offload_param with device cpu) if the config does not yet.")
     if f.ds_raw is None and not f.run.args:
         return ("--deepspeed zero3 if the run does not use it yet (zero3_offload on a single GPU): ZeRO-3 shards "
-                "parameters, gradients and optimizer states over the ranks (the inputs show no DeepSpeed setting).")
+                "parameters, gradients and optimizer states over the ranks (no DeepSpeed setting was read from the inputs).")
     z, off = f.zero, f.offload_ds
     n_ = f.world_num()
     n = n_.value
@@ -149,7 +149,7 @@ def batch_advice(f: Facts) -> str | None:
     b = f.b
     if b is None and not f.run.args:
         return (f"Halve per_device_train_batch_size and double gradient_accumulation_steps: the same {f.samples} per "
-                "step, half the activations at a time (the inputs show no batch settings).")
+                "step, half the activations at a time (no batch setting was read from the inputs).")
     if not b or b <= 1:
         return None
     nb = b // 2
@@ -184,10 +184,10 @@ def length_advice(f: Facts) -> str | None:
     if mc is None and not f.run.args and f.trainer is not None and f.trainer not in GROUP_KINDS:
         # a supervised or preference run has no completions of its own: its sequence length is the lever
         return ("A shorter maximum sequence length (max_length, cutoff_len or max_seq_length, as the framework names "
-                "it): activations and logits grow with it (the inputs show no value of it).")
+                "it): activations and logits grow with it (no value of it was read from the inputs).")
     if mc is None and not f.run.args:
         return ("A shorter max_completion_length: activations and logits grow linearly with the completion length "
-                "(the inputs show no value of it).")
+                "(no value of it was read from the inputs).")
     if f.framework == "swift" and mc is None:
         mc = 512  # ms-swift default
     if not mc or mc < 1024:

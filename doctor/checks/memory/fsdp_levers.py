@@ -61,7 +61,7 @@ def levers(framework: str, args: dict[str, Any]) -> list[str]:
             out.append(f"{' and '.join(parts)}: half the sequences in each forward and backward pass, the same batch "
                        f"per update.")
     else:
-        out.append(f"A smaller {keys['micro'][0]} (the inputs show no value of it): the sequences in each forward and "
+        out.append(f"A smaller {keys['micro'][0]} (no value of it was read from the inputs): the sequences in each forward and "
                    f"backward pass, the same batch per update.")
     length = as_number(args.get(keys["length"]))
     if length and length >= 1024:
