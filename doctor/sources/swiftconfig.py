@@ -97,6 +97,12 @@ def _server_start(match: re.Match[str]) -> bool:
 _QUOTED_LAUNCH = lazyre.compile(r"^\s*(?:[-*+>]\s+|\d+[.)]\s+)?`+\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*$")
 
 
+def _env_continued(text: str) -> bool:
+    """Only shell assignments on the line, continued onto the next with a backslash."""
+    stripped = text.rstrip()
+    return stripped.endswith("\\") and "=" in stripped and _ENV_ONLY.fullmatch(stripped[:-1]) is not None
+
+
 def _launch_in(text: str) -> tuple[re.Match[str] | None, str]:
     """The first launch on a line and how it got there: another framework's launcher echoed by the log
     ("launcher"), else a `swift rlhf` / `trl vllm-serve` line, which is what a person pastes ("command": the programs
@@ -276,7 +282,7 @@ class RunConfig:
 
     def feed(self, line: LogLine) -> None:
         text = line.text
-        if self._env_prefix and self._pending_launch is None:
+        if self._env_prefix and self._pending_launch is None and not _env_continued(text):
             # assignments continued onto a launch are that launch's (a rollout server's GPUs are not the trainer's):
             # read with it, into its Launch; before anything else they are the shell's
             prefix, self._env_prefix = self._env_prefix, []
@@ -347,6 +353,11 @@ class RunConfig:
             # the assignments right before a launcher are its environment (`CUDA_VISIBLE_DEVICES=1,2 accelerate ...`)
             env = _ENV_BEFORE.search(text, 0, lm.start()) if source == "launcher" and lm.start() else None
             start = env.start() if env is not None else lm.start()
+            if source == "launcher" and not text[:start].strip(" \t`$"):
+                # a launch that opens its line is one a person typed or pasted (a script, an issue's command): what
+                # a program echoes of its launch carries a prefix (bash's `+ `, DeepSpeed's `cmd = `, ms-swift's
+                # `run sh:`, a logger's head), as does a terminal session's prompt before the output that follows
+                source = "command"
             if text[start:].rstrip().endswith("\\"):
                 self._pending_launch = [text[start:].rstrip()[:-1].strip()]  # read whole, at its last line
                 self._pending_source = source
@@ -374,10 +385,12 @@ class RunConfig:
                 self._hint(2)
             elif any(p in text for p in _V3_PATHS):
                 self._hint(3)
+        if "=" in text and _env_continued(text) and len(self._env_prefix) < 16:
+            # any assignment continued onto the next line (PYTORCH_CUDA_ALLOC_CONF between NPROC_PER_NODE and
+            # CUDA_VISIBLE_DEVICES): the whole chain is the environment of the launch it prefixes
+            self._env_prefix.append(text.rstrip()[:-1].strip())
+            return
         if "=" in text and any(n in text for n in _ENV_NAMES) and ("swift" in text or text.lstrip().startswith(_ENV_NAMES) or "export" in text):
-            if text.rstrip().endswith("\\") and _ENV_ONLY.fullmatch(text.rstrip()[:-1]) and len(self._env_prefix) < 16:
-                self._env_prefix.append(text.rstrip()[:-1].strip())  # read with the launch it prefixes
-                return
             self._read_env(text)
         if ("llamafactory" in text or "llmtuner" in text) and "llamafactory" not in self.versions:
             m = _LLAMAFACTORY_VERSION.search(text)

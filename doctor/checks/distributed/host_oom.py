@@ -27,6 +27,10 @@ _KILLED_PATTERNS = [
     # "Workers (tasks / actors) killed due to memory pressure (OOM)"; ray.exceptions.OutOfMemoryError "Task was killed
     # due to the node running low on memory")
     ("ray", lazyre.compile(r"killed due to (?:the node running low on memory|memory pressure \(OOM\))")),
+    # the raylet's kill message itself (node_manager.cc, ray 2.x: "Memory on the node (...) was 445.48GB / 468.75GB
+    # (0.950365), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: ...) because it was
+    # the most recently scheduled task"), pasted without the summary lines around it
+    ("ray", lazyre.compile(r"exceeds the memory usage threshold of [\d.]+\. Ray killed this worker\b")),
     # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler, 0.9-0.16): "{cmd} exits with return code = -9";
     # people quote its tail in titles and prose ("train with return code = -9")
     ("launcher", lazyre.compile(r"\breturn code = -9\b")),
@@ -67,7 +71,7 @@ class HostOomKilled(Rule):
     kinds = frozenset({LogLine, RunExit, HostTick})
     literals = ElasticBlock.LITERALS + ("Killed", "SIGKILL", "Out of memory", "out of memory: Kill", "oom-kill",
                                         "DataLoader worker", "OOMKilled", "code 137", "status 137", "Train:",
-                                        "killed due to", "return code = -9", "zsh: killed", "Killing subprocess",
+                                        "killed due to", "Ray killed this worker", "return code = -9", "zsh: killed", "Killing subprocess",
                                         "closing signal SIGTERM", "return code = ", "failed (exitc", "CPU Virtual Memory",
                                         _VLLM_FATAL) + ray_oom.LITERALS
 

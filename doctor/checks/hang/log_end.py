@@ -21,7 +21,7 @@ from ...values import as_float
 from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
 from .endings import TB_HEAD, Ending, ending_of, plain
 from .log_end_advice import PASTE_NEXT, fix_for, paste_key
-from .prose import cut_before_error, error_said, program_lines, runs_on
+from .prose import SETTING_LINE, cut_before_error, error_said, program_lines, runs_on
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
@@ -214,7 +214,7 @@ class LogEnd(Rule):
             # report's entry ("- Accelerate config: not found"), a request for the error ("can you paste the actual
             # error", "能否提供报错堆栈") and a line that says it is no error name none either
             if not text.startswith("{") and _FAILURE_WORDS.search(text) and not _INFO_LEVEL.search(plain(ln.raw)) \
-                    and not _NOT_A_FAILURE.search(text) and not form_or_reply(text):
+                    and not _NOT_A_FAILURE.search(text) and not form_or_reply(text) and not SETTING_LINE.match(text):
                 return Ending("words", "a line that names a failure", ln, False)
         return None
 

@@ -44,6 +44,7 @@ from .symptom_words import (
     ONE_NODE,
     PASTE_NEXT,
     PINNED,
+    SCORE_ZERO,
     SET_UP_DONE,
     START,
     SYMPTOMS,
@@ -72,7 +73,7 @@ def _sentence(ln: LogLine) -> bool:
 # ("freeze_vision_tower: true  # keep the ViT frozen", "--save_only_model true \\", "- gradient_checkpointing=True"): its
 # words name a setting, not the failure (a title that starts with one and goes on is a sentence: "ds3_gather_for_
 # generation=False, stuck in the training stage")
-_SETTING = lazyre.compile(r"^\s*(?:[-*]\s+)?(?:--[a-z][\w-]*|[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+)(?:\s*[:=]\s*|\s+)"
+SETTING_LINE = lazyre.compile(r"^\s*(?:[-*]\s+)?(?:--[a-z][\w-]*|[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+)(?:\s*[:=]\s*|\s+)"
                           r"[^\s#]+\s*\\?\s*(?:#.*)?$")
 
 
@@ -88,12 +89,13 @@ def prose_lines(lines: list[LogLine]) -> list[LogLine]:
     out = []
     for ln in lines:
         text = plain(ln.text)
-        if not text or LOGGED.match(text) or keyed(text) or (_SETTING.match(text) and not CJK.search(text)):
+        if not text or LOGGED.match(text) or keyed(text) or (SETTING_LINE.match(text) and not CJK.search(text)):
             continue
         # a sentence holds few digits and separators; a metric row or a log record that lost its prefix holds many
         # (a paste's first line may be its title, a sentence of two words: "PPO OOM")
-        words = 2 if ln.where.line == 1 else 4
-        if CJK.search(text) or (len(WORD.findall(text)) >= words and plain_share(text) >= 0.75):
+        # (a title often names the hardware: "Train 14B with 8*H100(80GB) OOM")
+        words, share = (2, 0.6) if ln.where.line == 1 else (4, 0.75)
+        if CJK.search(text) or (len(WORD.findall(text)) >= words and plain_share(text) >= share):
             out.append(ln)
     return out
 
@@ -172,11 +174,13 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
     # ("Training hangs at step 120" above "earlier I had an OOM with a larger batch")
     # (the body's line still places a hang the title only names: "卡住" above "卡在5/4752")
     title = [ln for ln in plain_lines[:1] if ln.where.line == 1]
-    found = _first_symptom(plain_lines)
-    titled = _first_symptom(title) if title and found is not None else None
+    # an RL method named anywhere in the input, its config included ("adv_estimator: grpo")
+    rl_run = any(_RL_RUN.search(plain(x.text)) for x in (around or lines))
+    found = _first_symptom(plain_lines, rl_run)
+    titled = _first_symptom(title, rl_run) if title and found is not None else None
     if titled is not None and _family(titled[0]) != _family(found[0]):
         found = titled
-    return found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines)
+    return found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines, rl_run)
 
 
 # the end of a sentence inside a line: a full stop, question or exclamation mark before a space, or a Chinese one
@@ -229,11 +233,13 @@ _GUESS = lazyre.compile(r"(?i)是否(?:可能|是|因为|由于)|会不会是|�
                         r"\bmight (?:it|this|that) be\b")
 
 
-def _first_symptom(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
+def _first_symptom(lines: list[LogLine], rl_run: bool) -> tuple[str, str, LogLine] | None:
     rl = None
     for rx, category, said in SYMPTOMS:
         for k, ln in enumerate(lines):
             if _named(rx, plain(ln.text)):
+                if said == SCORE_ZERO and not rl_run:
+                    break  # a score or accuracy is the reward only in an RL run (not a supervised run's evaluation)
                 if said == LOSS_ZERO:
                     # a policy-gradient loss is 0 by construction where the group's advantages are (GRPO's mean
                     # advantage is 0): an RL run named anywhere in the paste is not a supervised loss falling to 0

@@ -28,6 +28,12 @@ CHECKPOINT_NO_GRAD = ("gradient checkpointing leaves no weight that requires gra
                       "gradient)")
 AUTO_UNFILLED = "DeepSpeed's config still holds \"auto\" placeholders where it computes with numbers"
 FORMAT_ZERO = "the format reward is (or fell to) 0"
+# a score or accuracy said to be 0: the reward of an RL run (verl logs its reward as critic/score/mean, EasyR1 its rule
+# reward's accuracy term), read as such only where the paste names an RL method (prose._first_symptom)
+SCORE_ZERO = "the reward (the score or accuracy the run reports) is 0"
+# one character repeated for every completion ("suddenly all become !", "rollout的结果全是！"): GPT-2-style byte-level
+# vocabularies (Qwen's among them) give id 0 to "!", the token sampled when the probabilities are NaN
+BANG_OUTPUT = "every completion is the same character repeated (\"!!!!\")"
 
 # (pattern, category, what the words say): the symptom names of the DESIGN categories as users write them
 GPU_OOM = "the GPU runs out of memory"
@@ -58,7 +64,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # SIGNAL_MEANS; torch's elastic agent logs "Signal 9 (SIGKILL) received by PID", torch/distributed/elastic/
     # multiprocessing/api.py)
     # (not one the author sent: "we send SIGKILL to stop it")
-    (lazyre.compile(r"(?<!send )(?<!sent )(?<!sending )(?<![A-Za-z_])SIGKILL(?![A-Za-z_])|\bkilled -9\b"),
+    # ("Sigkill, process exits with return code -9": the launcher's return code for SIGKILL is -9, subprocess's -signum)
+    (lazyre.compile(r"(?i)(?<!send )(?<!sent )(?<!sending )(?<![A-Za-z_])SIGKILL(?![A-Za-z_])|\bkilled -9\b|"
+                    r"\b(?:return|exit)(?:ed)? ?(?:code|status)\s*(?:=|:|of|is)?\s*-9\b|\bexits? with (?:code )?-9\b"),
      "host-oom-killed",
      "a process was killed with SIGKILL, which without a traceback is most often the host's out-of-memory killer"),
     # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
@@ -168,12 +176,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # reward一直是0", "格式奖励为0"): a pattern that does not match (rewards/format_pattern.py), before the reward at large
     (lazyre.compile(r"(?i)(?:\b\w*format\w*|格式)[ _]?(?:rewards?|奖励)(?:[ _]?func\w*)?(?![a-z]).{0,30}?"
                     r"(?:\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|equals?(?: to)?|equal to|became|"
-                    r"becomes?|(?:dropped|drops|fell|falls|went|goes) to)\s+(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
+                    r"becomes?|(?:dropped|drops|fell|falls|went|goes|declin(?:e|es|ed|ing)) to)\s+(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
                     r"(?:一直|始终|总是|都|均)*(?:是|为|等于|变成|降到|降为)\s*0(?![.\d]))"),
      "reward-zero-or-flat", FORMAT_ZERO),
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
     (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
-                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses) to)\s+(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
+                    r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses|crash(?:es|ed)?|declin(?:e|es|ed|ing)) to)\s+"
+                    r"(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
                     r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
                     # "reward和loss都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
@@ -182,8 +191,17 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # ("accuracy reward和format reward一直都是1", "the reward is always 1.0"; fixtures/devlogs49/5215)
     (lazyre.compile(r"(?i)(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:一直|始终|总是|都|均)+(?:是|为|等于)\s*1(?:\.0+)?(?![.\d])|"
                     r"\brewards?\b.{0,30}\b(?:always|constantly|stays?|stuck at|remains?)\s+(?:at\s+)?(?:1(?:\.0+)?|one)\b"
-                    r"(?![.\d])"),
+                    r"(?![.\d])|"
+                    # "overall reward score reach maximum 1 (no further grpo gain) after 60 steps"
+                    r"\brewards?\b.{0,30}\b(?:reach(?:es|ed)?|hits?|saturat\w*(?: at)?)\s+(?:the\s+|its\s+)?(?:max(?:imum)?\s+)?"
+                    r"(?:of\s+)?1(?:\.0+)?(?![.\d%])"),
      "reward-zero-or-flat", "the reward is always 1 (the same for every completion)"),
+    # a score or accuracy at 0 ("rollout score is zero", "accuracy score为0"): an RL run's reward by another name
+    (lazyre.compile(r"(?i)\b(?:scores?|accuracy|acc)\b.{0,30}\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|"
+                    r"became|becomes?|(?:dropped|drops|fell|falls|went|goes) to)\s+(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
+                    r"(?<![a-z])(?:scores?|accuracy|acc)(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直|始终)?(?:为|是|等于|变成|变为|降到)"
+                    r"\s*0(?![.\d])|(?:准确率|得分|分数)[^。，,.;]{0,8}?(?:都|均|全|一直|始终)?(?:为|是|等于)\s*0(?![.\d])"),
+     "reward-zero-or-flat", SCORE_ZERO),
     # the trends of an RL run said in words (the metric rules read them from rows: GD625's KL spike is loss-nan-or-inf,
     # GD626's entropy and GD640's degenerate completions output-degenerate): "objective/kl increases a lot", "the
     # Unexpected Increase in Entropy", "spikes in response length", "average response length keeps decreasing"
@@ -335,7 +353,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\b(?:gpu|cuda)[- _]?util(?:i[sz]ation|s)?(?: rate)?\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|"
                     r"\b(?:below|under|only|about|around|at most)\s+\d{1,2} ?%|\bdrops?\b|\bdropping\b)|"
                     r"\blow (?:overall )?gpu[- _]?util|\bgpus? (?:are |is |stay |stays |sit |sits )?(?:mostly )?idle\b|"
-                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}?(?:低|不高|(?<!\d)\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低"),
+                    r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}?(?:低|不高|(?<!\d)\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低|"
+                    # "only 1 of 8 GPU is working when rollout", "only one GPU is used", "只有一张卡在跑"
+                    r"\bonly (?:\d+|one|a single|gpu ?\d+)(?: (?:of|out of) (?:the )?\d+)?(?: gpus?| cards?| devices?)?\b"
+                    r"[^.;。\n]{0,12}?\b(?:is|are) (?:being )?(?:working|used|utili[sz]ed|busy|active|running)\b|"
+                    r"只有\s*(?:一|1)\s*(?:张|块|个)\s*(?:卡|gpu|GPU)\s*(?:在)?(?:跑|工作|使用|被使用|有负载)"),
      "gpu-underutilized", "the GPUs are mostly idle (low utilisation)"),
     # ASCII letter edges: "在一轮rollout后hang住" (a CJK character is a word character to `re`)
     # (not LLaMA-Factory's "freeze" fine-tuning: "采用freeze 调试时", "--finetuning_type freeze", "freeze tuning",
@@ -381,6 +403,12 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bgenerates? (?:the next |a new |another )?questions? (?:from|on|by) (?:it|its) own\b|"
                     r"\brepeats? the (?:answer|question|response)\b|不会停止|停不下来|不输出(?:eos|结束符)"),
      "output-degenerate", NO_STOP),
+    # every completion one character repeated: "answer after <think> suddenly all become !", "rollout的结果全是！", a run of
+    # "!!!!" in a completion (verl, ms-swift and TinyZero threads; see BANG_OUTPUT)
+    (lazyre.compile(r"(?i)\ball\s+(?:become|becomes|became|are|is|turn(?:s|ed)? into)\s*[\"'“`]?[!！]|"
+                    r"(?:全是|全部是|全为|都是|全都是|全变成|都变成)\s*[\"'“`]?[!！]|\bexclamation (?:marks?|points?)\b|"
+                    r"(?:[!！]\s?){6,}"),
+     "output-degenerate", BANG_OUTPUT),
     # about completions, not a person repeating a step ("reduce it and repeat: the same error")
     # ("Repeated Output After Initial Normal Output", "outputting repeated characters" until max_tokens; "outputs keep
     # repeating and filling up the context", "Model responses repeat a lot": unsloth#2424, open-r1#433, pyreft#142)
@@ -425,7 +453,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:low|slow) (?:it/s|its/s|speed|throughput|tokens?/s|tok/s)(?![\w/])|"
                     r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢|"
                     # a duration said too long: "step1 参数更新时间超长" (verl-project/verl#496), "训练时间很长"
-                    r"(?:时间|耗时)(?:超|很|太|特别|非常)长"),
+                    r"(?:时间|耗时)(?:超|很|太|特别|非常)长|"
+                    # where the time goes: "It takes the majority of time in generation"
+                    r"\b(?:takes?|taking|took|spends?|spent|spending)\b.{0,20}\b(?:the )?(?:majority|most|bulk) of (?:the )?"
+                    r"(?:time|step time|training time)\b|\bmost of the time is (?:spent|taken)\b|"
+                    # a step's time with its unit, said by a person ("GRPO (80 seconds/step)", "about 7 min per step")
+                    r"\b\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|mins?|minutes?|hrs?|hours?)\s*(?:/|per |an? |each )"
+                    r"(?:training )?(?:step|iteration|iter)\b|每(?:个)?\s*(?:step|步)\s*(?:要|需要|耗时|大概|约)?\s*\d+"),
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
     # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)

@@ -4,7 +4,7 @@ that a report on a description says why as well as what to paste next. Knowledge
 from __future__ import annotations
 
 from ..rewards.format_pattern import PITFALLS
-from .symptom_words import FORMAT_ZERO, SYMPTOMS
+from .symptom_words import BANG_OUTPUT, FORMAT_ZERO, SCORE_ZERO, SYMPTOMS
 
 # the symptom said in words -> its usual causes (said strings are those of symptom_words.SYMPTOMS)
 _REWARD_ZERO, _REWARD_ONE, _REWARD_LEVEL, _KL_RUNAWAY, _DRIFT, _GRAD_ZERO = (
@@ -20,6 +20,11 @@ USUAL_SAID = {
                    "function never matches what the model writes (a format it does not produce, an answer its parser "
                    "cannot read), reads the wrong dataset column, or sees completions cut at the maximum completion "
                    "length before the answer."),
+    BANG_OUTPUT: ("A completion of nothing but \"!\" is one token sampled over and over: in byte-level vocabularies "
+                  "(Qwen's, GPT-2's) \"!\" is token id 0, what sampling returns when the logits are NaN. Most often "
+                  "the weights or logits went non-finite (a loss or KL that turned NaN a step before, an overflow in "
+                  "fp16), or the generating engine holds weights that were not synced from the trainer correctly "
+                  "(a weight-sync or dtype mismatch after an update)."),
     _REWARD_ONE: ("When every completion of a prompt gets the same full reward, every advantage is 0 and nothing is "
                   "learned: most often the tasks are too easy for the model, or the reward is met by any answer (a "
                   "format the system prompt already forces, a lenient answer check)."),
@@ -35,6 +40,7 @@ USUAL_SAID = {
                  "because every advantage is 0 (each prompt's completions got the same reward), otherwise because "
                  "nothing is trainable (a frozen model, LoRA target modules that match no layer)."),
 }
+USUAL_SAID[SCORE_ZERO] = USUAL_SAID[_REWARD_ZERO]
 
 
 # a category's usual causes, for words that name it in no narrower way (said where its "meanwhile" line, the actions
