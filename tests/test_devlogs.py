@@ -522,19 +522,16 @@ KNOWN_MISSES_67: dict[str, str] = {
 # blind measurement and kept as development data; the cases they still miss, each with why
 DEVLOGS68 = ROOT / "fixtures" / "devlogs68"
 KNOWN_MISSES_68: dict[str, str] = {
-    "7103": "EasyR1's RayTaskError with its cause cut; the out-of-memory only in a Chinese sentence about two errors: GD999",
     "7107": "ms-swift's infer_rank assert cut before its AssertionError line (the condition printed, no exception): GD999",
     "7126": "unsloth_zoo's compiler reaching a transformers module path that release lacks, message cut mid-word: GD999",
     "7129": "an exactly-zero policy gradient argued from LoRA B matrices in prose (mlx-lm-lora): GD328",
     "7132": "ROLL's response length falling to 0 said in Chinese above its YAML: GD328",
     "7133": "verl's model_merger asserting DTensor on a checkpoint saved from one GPU: GD999",
     "7134": "tensorboard's add_hparams refusing a config value's type in EasyR1's logger: GD999",
-    "7136": "SkyRL's flash-rl vLLM lacking an OpenAI-server import, said in the title, Ray re-raise: GD312",
 }
 DEVLOGS69 = ROOT / "fixtures" / "devlogs69"
 KNOWN_MISSES_69: dict[str, str] = {
     "7213": "trl's negative-KL warning read as a metric failure; the actor generating nothing is in a Chinese sentence: GD629",
-    "7216": "verl's RayTaskError(ImportError) with its message cut; the class it could not import only in the title: GD999",
     "7222": "transformers' 'Unrecognized image processor' for a checkpoint from a newer build: GD999",
     "7232": "an ActorDiedError the title calls an NCCL timeout in compute_log_prob: read as the host's kill (GD311)",
     "7238": "OpenRLHF's --remote_rm_url given a local .py to the DeepSpeed trainer, asked in prose: GD328",

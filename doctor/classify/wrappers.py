@@ -23,6 +23,10 @@ _PLAIN = lazyre.compile(r"^" + _TYPE + r":\s+(.+)$")
 _INLINE = lazyre.compile(r":\s*" + _TYPE + r"""\((['"])(.*)\2,?\)\s*$""")
 WRAPPERS = frozenset({"InstantiationException", "RayTaskError", "TaskError", "RetryError"})
 
+# the wrapped exception's type alone, where it names the failure's category whatever its cut message said: a failed
+# import (CPython raises ImportError/ModuleNotFoundError only from an import statement or importlib)
+CATEGORY_OF_TYPE = {"ImportError": "import-or-dependency-error", "ModuleNotFoundError": "import-or-dependency-error"}
+
 
 def _unescape(s: str) -> str:
     return s.replace("\\'", "'").replace('\\"', '"').replace("\\n", " ")

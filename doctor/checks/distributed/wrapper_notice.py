@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ... import lazyre
 from ...classify.structure import CONSEQUENCES
+from ...classify.wrappers import CATEGORY_OF_TYPE
 from ...model import Evidence
 from ...rules import Diagnosis, Hit
 from ._elastic import SIGNALS
@@ -38,6 +39,11 @@ def wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
         return None
     from ..hang.prose import meanwhile_for, symptom_in
     got = symptom_in(ctx.tails.values())
+    typed = CATEGORY_OF_TYPE.get(hits[0].groups.get("inner") or "")
+    if typed and (got is None or got[0][0] != typed):
+        # Ray names the wrapped exception's type (`RayTaskError(ImportError)`): that type places the failure, likely,
+        # before any description's words
+        return replace(diag, category=typed, confidence="likely")
     if got is None or got[0][0].startswith("hang"):
         return diag
     said, lines = got
@@ -69,6 +75,15 @@ def _wrapper_fix(hits: list[Hit], ctx) -> Diagnosis | None:
                     "was read from this log.",
             fix=("Rerun with HYDRA_FULL_ERROR=1 in the environment (export HYDRA_FULL_ERROR=1) to get the full stack, "
                  "and paste the exception line printed after `Error executing job with overrides`.",))
+    if g.get("ray_bare") is not None:
+        inner = f" (`{g['inner']}`)" if g.get("inner") else ""
+        return Diagnosis(
+            message=f"Ray re-raised a remote task's exception{inner} in the driver as RayTaskError, and the paste stops "
+                    f"there: the task's own traceback and exception line, which the worker prints with a `(pid=N, "
+                    f"ip=...)` or `(TaskRunner pid=N)` prefix, are the cause and were not read.",
+            fix=("Paste the worker's lines (those with the `(... pid=N)` prefix, above or below the driver's "
+                 "traceback) or its log under /tmp/ray/session_latest/logs/ (worker-*.err): the exception there is "
+                 "the failure.",))
     if g.get("task"):
         if any(line.seq > hits[0].seq for line, _ in ctx.open_tracebacks):
             return None  # the task's own frames follow, cut before their exception line: the cut reading speaks

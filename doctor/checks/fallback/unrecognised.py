@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ... import lazyre
 from ...classify.component import component, deepest_library, user_frames
+from ...classify.wrappers import CATEGORY_OF_TYPE
 from ...engine.state import RunState
 from ...model import Evidence, Finding, Severity
 from ...rules import Rule
@@ -237,6 +238,17 @@ class Unrecognised(Rule):
             if staged and staged.bar is not None:
                 ev.append(Evidence(staged.bar.where.path, staged.bar.where.line, staged.bar.raw))
             category = staged.category if staged else None
+            # a header that names the cut stack's exception (Ray's `RayTaskError(ImportError)`, a notebook's): its type
+            # alone places some failures
+            typed = CATEGORY_OF_TYPE.get(ray[1] if ray is not None else head[1] if head is not None else "")
+            if typed and not category:
+                category = typed
+                msg += (" An import that fails inside a framework's own code most often means an installed package's "
+                        "release lacks a name the framework imports (vLLM, transformers, flash-attn or the framework "
+                        "itself newer or older than the set it was tested with).")
+                fix[:0] = ["Paste the ImportError's own line (it names the module and the missing name); meanwhile "
+                           "compare the installed releases (`pip list | grep -iE 'vllm|torch|transformers|flash'`) with "
+                           "the ones the framework release pins (its requirements or setup.py) and install that set."]
             named = None if head is not None or ray is not None else _exception_above(ctx, line)
             if named is not None and category and named[1] is not None and named[1].entry.category != category:
                 named = None  # the stage read from the frames and the title's exception disagree: the frames decide
@@ -271,6 +283,9 @@ class Unrecognised(Rule):
             if named is not None and (named[1] is not None or not staged):  # a stage read from the frames says more
                 title = (f"The title names {named[0].short_type}; the traceback below it is cut before its exception "
                          f"line")
+            if typed and category == typed and staged is None:
+                title = (f"{'Ray' if ray is not None else 'The notebook'} names the exception {(ray or head)[1]}; "
+                         f"the traceback is cut before its message")
             if said is not None:
                 title = f"The description says {said[1]}; the traceback below it is cut before its exception"
             f = self.make(message=msg, fix=fix, evidence=ev, seq=line.seq, severity=Severity.warning, title=title,
