@@ -130,7 +130,8 @@ def frameworks_of(entry: dict | None) -> list[str]:
     """The framework names a report may give for this case: the framework, or the project's first word."""
     if not entry or not entry.get("framework"):
         return []
-    names = [str(entry["framework"]).lower()]
+    # (a label may spell a name with an underscore where the report does not: llama_factory, llamafactory)
+    names = [str(entry["framework"]).lower().replace("_", "")]
     # a fork named for itself where the label names what it forked: EasyR1 keeps verl's package (its runs are verl's
     # by their frames), and a report that names EasyR1 names the run more exactly
     names += [fork for base, fork in (("verl", "easyr1"),) if names[0] == base]

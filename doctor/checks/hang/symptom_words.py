@@ -354,6 +354,12 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:below|under|only|about|around|at most)\s+\d{1,2} ?%|\bdrops?\b|\bdropping\b)|"
                     r"\blow (?:overall )?gpu[- _]?util|\bgpus? (?:are |is |stay |stays |sit |sits )?(?:mostly )?idle\b|"
                     r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}?(?:低|不高|(?<!\d)\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低|"
+                    # the GPUs' use said low in other words: "GPU usage is only 30%", "underutilized", "GPUs are not fully
+                    # utilized" (dev37 3828 and 3830, dev68 7113)
+                    r"\b(?:gpu|cuda)[- _]?(?:usage|load)\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|\b(?:below|under|only|about|"
+                    r"around|at most|just|barely)\s+\d{1,2} ?%)|\b(?:gpu|cuda)[- _]?(?:usage|load|util\w*)\b[^.;。\n]{0,40}?"
+                    r"\b(?:fluctuat\w*|not (?:fully|full|high))\b|\bunder-?utili[sz](?:ed|ation|ing)\b|"
+                    r"\bgpus? (?:is|are) not (?:fully |being )?(?:utili[sz]ed|used)\b|"
                     # "only 1 of 8 GPU is working when rollout", "only one GPU is used", "只有一张卡在跑"
                     r"\bonly (?:\d+|one|a single|gpu ?\d+)(?: (?:of|out of) (?:the )?\d+)?(?: gpus?| cards?| devices?)?\b"
                     r"[^.;。\n]{0,12}?\b(?:is|are) (?:being )?(?:working|used|utili[sz]ed|busy|active|running)\b|"
@@ -454,6 +460,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢|"
                     # a duration said too long: "step1 参数更新时间超长" (verl-project/verl#496), "训练时间很长"
                     r"(?:时间|耗时)(?:超|很|太|特别|非常)长|"
+                    # the run said slow outright: "training is too slow", "training was too slow", "training is extremely
+                    # slow" (dev37 3827, dev68 7111, dev44 4410)
+                    r"\b(?:training|train|rollouts?|generation|steps?|epochs?|iterations?)\b (?:is|are|was|were|seems?|"
+                    r"looks?|feels?|becomes?|became|gets?|got|runs?|ran|goes|went) (?:so |very |too |extremely |really |"
+                    r"quite |super |incredibly |unusually |painfully |much |pretty )?slow\b|"
                     # where the time goes: "It takes the majority of time in generation"
                     r"\b(?:takes?|taking|took|spends?|spent|spending)\b.{0,20}\b(?:the )?(?:majority|most|bulk) of (?:the )?"
                     r"(?:time|step time|training time)\b|\bmost of the time is (?:spent|taken)\b|"
