@@ -21,7 +21,7 @@ from ...values import as_float
 from ._progress import PROGRESS_BAR, SIGNAL_SENDERS, death_signal
 from .endings import TB_HEAD, Ending, ending_of, plain
 from .log_end_advice import PASTE_NEXT, fix_for, paste_key
-from .prose import SETTING_LINE, cut_before_error, error_said, program_lines, runs_on
+from .prose import SETTING_LINE, cut_before_error, error_said, program_lines, runs_on, slow_said
 
 # an error-level line a library or launcher printed without a Python traceback: logging's ERROR/CRITICAL level
 # names, glog's "E1128 12:00:00" lines (torch elastic, NCCL), "error:" leaders, a kernel kill, a non-zero exit
@@ -115,6 +115,8 @@ class LogEnd(Rule):
                 return []  # the paste's author says the run goes on: where the excerpt stops is where they cut it
             if cut_before_error(ctx):
                 return []  # ... or that an error follows: the excerpt is cut before it
+            if not e.before_training and slow_said(ctx):
+                return []  # ... or that it runs slowly: a run going on, not one that stopped
             # a pasted excerpt ends where its author stopped copying: beside another warning, its last bar says nothing
             if warned and not (e.kind == "bar" and e.phase == "training" and ctx.whole_log()
                                and not _starts_in_training(ctx)):

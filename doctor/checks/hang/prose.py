@@ -22,7 +22,7 @@ from .knobs_said import knob_fix
 from .paste_next import still_missing
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
-from .slow_bar import PACE_FIX, bar_pace, pace_sentence
+from .slow_bar import PACE_FIX, PACE_FIX_UNSCORED, bar_pace, pace_sentence
 from .symptom_words import (
     ADVICE,
     AFTER_SET_UP,
@@ -288,6 +288,12 @@ def symptom_of_run(ctx: RunState) -> tuple[tuple[str, str, LogLine], list[LogLin
     return symptom_in([ctx.last_tail(), *ctx.tails.values()])
 
 
+def slow_said(ctx: RunState) -> bool:
+    """The paste's words say the run is slow or leaves its GPUs idle: a run that goes on, whose log the paste cuts."""
+    got = symptom_of_run(ctx)
+    return got is not None and got[0][0] in ("slow-training", "gpu-underutilized")
+
+
 def hang_words(lines: list[LogLine]) -> tuple[str, LogLine] | None:
     """(hang-at-start or hang-mid-training, the line) when these prose lines say the run was stuck, whatever other
     symptom they also name ("if it were out of memory..." beside "it always freezes at the same step")."""
@@ -386,7 +392,9 @@ class ProseSymptom(Rule):
             # the bar is the step timing the request would ask for: read it, ask for what it cannot show
             msg = (f"The words of the paste say {said} (`{quoted}`). {pace_sentence(pace)} The bar "
                    f"gives the pace, not where the time goes.")
-            return [replace(self.make(message=msg, fix=[PACE_FIX],
+            unscored = ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines) or not any(
+                _RL_RUN.search(plain(ln.text)) for ln in lines)
+            return [replace(self.make(message=msg, fix=[PACE_FIX_UNSCORED if unscored else PACE_FIX],
                                       evidence=[evidence_of(line), evidence_of(pace.line)], seq=line.seq),
                             category=category, title="Training is slow by the paste's words; its progress bar shows the pace",
                             verify=f"the next run's bar shows fewer seconds a step than now ({pace.rate})",

@@ -56,3 +56,9 @@ PACE_FIX = ("Where one step's time goes decides the fix: in a GRPO/PPO step most
             "the model's own generate instead of a vLLM engine, or with long completions, is slow by design. Paste the "
             "launch command (generation backend, num_generations, max_completion_length, batch sizes) and `nvidia-smi` "
             "taken while it runs (GPU utilisation, memory) so that the slow part can be named.")
+# a run that samples no completions (SFT, DPO, pre-training): its step has no generation to blame
+PACE_FIX_UNSCORED = ("Where one step's time goes decides the fix: in a run without rollouts it is usually data loading "
+                     "on the CPU (too few dataloader workers, images decoded per step), gradient checkpointing and "
+                     "ZeRO-3 or CPU offload (each trades speed for memory), or evaluation and saving too often. Paste "
+                     "the launch command and `nvidia-smi` taken while it runs (GPU utilisation, memory); the bar's "
+                     "seconds per step before and after one change tell which.")
