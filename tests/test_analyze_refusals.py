@@ -90,3 +90,16 @@ def test_piped_stdin_says_nothing():
     p = _cli("analyze", "-", "-f", "json",
              input=b"ValueError: generation_batch_size (12) must be divisible by num_generations (8).\n")
     assert p.returncode == 1 and b"reading standard input" not in p.stderr
+
+
+def test_a_table_under_an_issues_words_is_a_paste_read_as_a_log(tmp_path):
+    # fixtures/devlogs49/5207: an issue's title and template answers above a pasted nvidia-smi table
+    table = (GPU / "table-06-rtxpro6000x4-gpu1-lost-unknown-error-610.txt").read_text()
+    assert [i.kind for i in analyze([str(GPU / "table-06-rtxpro6000x4-gpu1-lost-unknown-error-610.txt")]).inputs] \
+        == ["gpu"]   # nvidia-smi's own "Unable to determine the device handle" line above its table
+    paste = tmp_path / "issue.txt"
+    paste.write_text("[Bug] Merged model produces garbage output after `save_pretrained_merged`\n## Description\n"
+                     "3. Number GPUs used, use `nvidia-smi`\n" + table)
+    rep = analyze([str(paste)])
+    assert [i.kind for i in rep.inputs] == ["log"]
+    assert rep.findings and rep.findings[0].category == "output-degenerate"

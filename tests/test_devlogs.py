@@ -383,7 +383,6 @@ KNOWN_MISSES_48: dict[str, str] = {
     "5129": "ZeRO shards left in tmp-checkpoint folders read as bloat: GD808",
 }
 KNOWN_MISSES_49: dict[str, str] = {
-    "5207": "garbage output of a merged model, in words beside an nvidia-smi error: silent",
     "5216": "datasets' 'Keys mismatch' on a download, under Chinese prose: GD999",
     "5219": "vllm-ascend's worker line 'Available memory: 0' beside a second model: GD328",
     "5220": "max_model_len not passed through LangChain, said by the maintainer: GD328",

@@ -72,14 +72,34 @@ def gpu_kind(path: Path, head: bytes, size: int) -> bool:
     if size > GPU_MAX:
         return False
     from .gpu import sniff
-    if sniff(head.decode("utf-8", errors="replace")) is None:
+    decoded = head.decode("utf-8", errors="replace")
+    sniffed = sniff(decoded)
+    if sniffed is None:
         return False
+    if sniffed == "table" and not _table_opens(decoded):
+        return False  # an issue's words above a pasted table (its title, a template's questions): a paste to read
     try:
         with open_regular(path) as f:
             text = f.read(GPU_MAX).decode("utf-8", errors="replace")
     except OSError:
         return False
     return not any(w in text for w in _LOG_MARKS)
+
+
+# what nvidia-smi prints above its table: the date line, a GPU it lost ("Unable to determine the device handle for
+# GPU1: 0000:34:00.0: Unknown Error"), and a shell prompt or `watch` header that ran it
+_ABOVE_TABLE = lazyre.compile(r"^\s*(?:\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4}|\S*[$#>]\s*(?:watch\s.*)?nvidia-smi\b.*|"
+                              r"Every [\d.]+s: .*|Unable to determine the device handle for GPU\d+: .*)?\s*$")
+
+
+def _table_opens(head: str) -> bool:
+    """Only what nvidia-smi and the shell print comes before the table's first border or header."""
+    for line in head.splitlines():
+        if line.lstrip().startswith(("+--", "| NVIDIA-SMI")):
+            return True
+        if not _ABOVE_TABLE.match(line):
+            return False
+    return True
 
 
 _ANSI = lazyre.compile(r"\x1b\[[0-9;]*m")
