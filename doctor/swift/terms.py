@@ -116,6 +116,8 @@ _OPENRLHF: dict[str, str] = {
     "--save_steps": "--save_steps {v}",
     "NPROC_PER_NODE": "--actor_num_gpus_per_node {v}",
     "NNODES": "--actor_num_nodes {v}",
+    # a switch of the same name (store_true there)
+    "--gradient_checkpointing": "--gradient_checkpointing",
 }
 
 

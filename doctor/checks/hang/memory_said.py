@@ -21,6 +21,7 @@ from ...values import as_number
 from ..memory._facts import params_b, zero_stage
 from ..memory.fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
 from ..memory.fsdp_levers import levers as fsdp_levers
+from ..memory.openrlhf_levers import levers as openrlhf_levers
 from .cards_said import cards_said
 
 # the model named by the run's settings (each framework's flag for it)
@@ -243,6 +244,8 @@ _LENGTH_KEYS = ("max_completion_length", "cutoff_len", "max_seq_length", "max_le
 def levers_left(args: dict[str, Any], texts: list[str], framework: str | None) -> str | None:
     """The generic memory levers with the run's own values, leaving out each one the paste shows already pulled (a
     batch of 1, gradient checkpointing on, LoRA, ZeRO-3): None when the paste shows no settings (three or more)."""
+    if framework == "openrlhf":  # its flags, with the values read and OpenRLHF's defaults said where none was
+        return "Meanwhile, the levers in OpenRLHF's own flags: " + " ".join(openrlhf_levers(args))
     if len(args) < 3:
         return None
     if framework in FSDP_FRAMEWORKS:   # verl, EasyR1: their own configuration keys, with this paste's values

@@ -21,6 +21,7 @@ from ._oom import Side, is_oom, parse_oom, side_of
 from .fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
 from .fsdp_levers import levers as fsdp_levers
 from .fsdp_levers import share_key
+from .openrlhf_levers import levers as openrlhf_levers
 
 
 def _the(stage: str) -> str:
@@ -158,10 +159,12 @@ class OomRule(PatternRule):
                 msg += " " + acct
             if limited:
                 msg += " " + limited
-            if told in FSDP_FRAMEWORKS:
-                # ms-swift's ladder names flags verl and EasyR1 do not have: their own keys, and the allocator's setting
+            if told in FSDP_FRAMEWORKS or told == "openrlhf":
+                # ms-swift's ladder names flags verl, EasyR1 and OpenRLHF do not have: their own keys and flags, and
+                # the allocator's setting
                 alloc = alloc_conf_advice(f, oom)
-                ladder = fsdp_levers(told, f.run.args) + ([alloc] if alloc else [])
+                own = fsdp_levers(told, f.run.args) if told in FSDP_FRAMEWORKS else openrlhf_levers(f.run.args)
+                ladder = own + ([alloc] if alloc else [])
             else:
                 ladder = order(training_ladder(f, oom), big, oom)
             fix = limit_fix + ladder + limit_last
