@@ -247,7 +247,7 @@ def rng_for(seed: int, case: str, mutation: str) -> random.Random:
 
 
 # A finding says that the excerpt stops early (the paste or the file was cut): a field of its JSON says so, or its title
-# or message does in words. Today GD999 "Unrecognised failure: traceback cut before its exception", GD99x "(traceback
+# or message does in words. Today GD999 "A traceback cut before its exception line", GD99x "(traceback
 # cut, from its stack)" and the cut-traceback rules' "The log ends inside a traceback ... (the paste or the file was
 # cut)". The subject must be the log/excerpt/paste/traceback: "completions were cut", "an image file is truncated" are
 # findings about the run, not about the paste.

@@ -279,7 +279,7 @@ class Unrecognised(Rule):
                 ev.insert(0, Evidence(said[2].where.path, said[2].where.line, said[2].raw))
                 if category == "cuda-oom":
                     fix.extend(_memory_levers(ctx))
-            title = staged.title if staged else "Unrecognised failure: traceback cut before its exception"
+            title = staged.title if staged else "A traceback cut before its exception line"
             if named is not None and (named[1] is not None or not staged):  # a stage read from the frames says more
                 title = (f"The title names {named[0].short_type}; the traceback below it is cut before its exception "
                          f"line")
@@ -305,7 +305,7 @@ class Unrecognised(Rule):
         ranks = tuple(sorted({e.rank for e in same if e.rank is not None}))
         where = exc.raised_at
         text = f"{exc.type}: {exc.message}" if exc.message else exc.type
-        msg = f"This is not one of the known failures. The first real exception is `{text}`"
+        msg = f"The run failed with `{text}`"
         stackless = (" (the traceback frames in the log do not lead to this line)."
                      if log_shows_frames(ctx) else " (the log shows no traceback for it).")
         below = None if where else next((line for line, _ in ctx.open_tracebacks or ()
@@ -426,7 +426,7 @@ class Unrecognised(Rule):
                     f"exception is most likely the engine's own failure, and the engine's death its consequence.")
         found = self.make(message=msg, fix=fix, evidence=[Evidence(exc.where.path, exc.where.line, exc.raw)],
                           count=len(same), ranks=ranks, seq=exc.seq,
-                          title=f"Unrecognised failure: {exc.short_type}" if story is None else
+                          title=f"Failed with {exc.short_type}" if story is None else
                           f"{exc.short_type} after a release change the paste describes")
         if died is not None:
             return replace(found, category=died.category)
