@@ -88,3 +88,15 @@ def test_an_env_chain_continued_with_backslashes_is_the_launch_environment():
     text = ("NPROC_PER_NODE=7 \\\nPYTORCH_CUDA_ALLOC_CONF='expandable_segments:True' \\\n"
             "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6 \\\nswift rlhf \\\n    --rlhf_type grpo \\\n    --model Qwen/Qwen3-8B\n")
     assert all(f.rule_id != "GD420" for f in run(text))
+
+
+def test_a_kl_said_nan_in_a_verl_run_is_read_with_its_kl_loss_arithmetic():
+    words = "在某一个step模型的输出突然全变为!，kl变为Nan\n"
+    found = run(words + "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n"
+                        "    actor_rollout_ref.actor.use_kl_loss=True\n")
+    assert found[0].category == "loss-nan-or-inf"
+    assert "low_var_kl" in found[0].message and "kl_loss_type=kl" in " ".join(found[0].fix)
+    # another KL estimator set: not that arithmetic
+    other = run(words + "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.actor.kl_loss_type=mse \\\n"
+                        "    algorithm.adv_estimator=grpo\n")
+    assert "low_var_kl" not in other[0].message

@@ -18,6 +18,7 @@ from ...swift.trainer_kind import UNSCORED_KINDS
 from .._series import TOO_EARLY
 from ._progress import VLLM_ORIGINS
 from .endings import plain
+from .kl_nan_said import kl_nan
 from .knobs_said import knob_fix
 from .paste_next import still_missing
 from .sizes_said import FIXES as SIZE_FIXES
@@ -26,6 +27,7 @@ from .slow_bar import PACE_FIX, PACE_FIX_UNSCORED, bar_pace, pace_sentence
 from .symptom_words import (
     ADVICE,
     AFTER_SET_UP,
+    BANG_OUTPUT,
     BARE_OOM,
     DENIED,
     GPU_OOM,
@@ -440,6 +442,11 @@ class ProseSymptom(Rule):
             else:
                 msg = msg.replace(" Paste next:", f" The paste's settings: {sentence} Paste next:", 1)
                 fix.insert(0, lever)
+        elif (category == "loss-nan-or-inf" or said == BANG_OUTPUT) and (kl := kl_nan(
+                ctx.framework()[0], [plain(x.text) for x in prose_lines(lines)], ctx.run.args,
+                sampled_nan=said == BANG_OUTPUT)) is not None:
+            msg = msg.replace(" Paste next:", f" {kl[0]} Paste next:", 1)
+            fix.append(kl[1])
         elif said == LOSS_ZERO:
             from .loss_zero_said import loss_zero_meanwhile
             fix.append(loss_zero_meanwhile(ctx.run))
