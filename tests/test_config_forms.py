@@ -344,3 +344,37 @@ def test_llamafactory_old_entry_point_is_read_as_its_launch() -> None:
     # another project's src/train.py without LLaMA-Factory's flags is not taken for it
     other = launchers.read_launch("python src/train.py --epochs 3 --lr 0.1\n")
     assert other is None or other.framework is None
+
+
+def test_verl_printed_config_and_easyr1_yaml_are_read_into_dotted_keys():
+    """verl's pprint of its config (Ray's prefix taken off by the reader) and EasyR1's YAML pasted in an issue
+    (fixtures/devlogs27/3329, devlogs69/7226): nested keys by column or indentation, through the line gate."""
+    import io
+
+    from doctor.engine import Session
+    from doctor.registry import load_catalog
+    from doctor.sources.logtext import LineReader
+
+    def facts(text: str):
+        session = Session(load_catalog())
+        for line in LineReader("p.log", [0]).lines(io.BytesIO(text.encode())):
+            session.feed_line(line)
+        return session
+
+    dump = ("(main_task pid=2422584) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n"
+            "(main_task pid=2422584)                                  'fsdp_config': {'fsdp_size': -1,\n"
+            "(main_task pid=2422584)                                                  'param_offload': False},\n"
+            "(main_task pid=2422584)                                  'kl_loss_type': 'low_var_kl',\n"
+            "(main_task pid=2422584)                                  'ppo_micro_batch_size_per_gpu': 4},\n"
+            "(main_task pid=2422584)                        'rollout': {'n': 5}},\n")
+    run = facts(dump).state.run
+    assert run.args["actor_rollout_ref.actor.kl_loss_type"] == "low_var_kl"
+    assert run.args["actor_rollout_ref.actor.fsdp_config.param_offload"] is False
+    assert run.args["actor_rollout_ref.rollout.n"] == 5 and run.args["num_generations"] == 5  # the rules' name too
+    yaml = ("data:\n  max_response_length: 2048\n  rollout_batch_size: 128  # verl's train_batch_size\n\n"
+            "worker:\n  actor:\n    micro_batch_size_per_device_for_update: 1\n  rollout:\n"
+            "    gpu_memory_utilization: 0.6\n")
+    run = facts(yaml).state.run
+    assert run.args["worker.actor.micro_batch_size_per_device_for_update"] == 1
+    assert run.args["worker.rollout.gpu_memory_utilization"] == 0.6
+    assert "easyr1" in run.implied

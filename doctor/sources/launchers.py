@@ -230,6 +230,11 @@ def read_hydra_overrides(text: str) -> LaunchRead | None:
     return read
 
 
+def printed_config(settings: dict[str, Any], framework: str | None) -> LaunchRead:
+    """The settings a trainer printed of its own configuration (sources/dict_dump.py), read as its overrides."""
+    return LaunchRead("hydra", None, {}, {}, {}, dict(settings), framework)
+
+
 # each launcher's own option -> the layout key it sets (accelerate's --num_processes is the total: handled apart);
 # a node rank of 0 counts, the other numbers only when not 0; nnodes "1:4" (torchrun elastic) is a range: left out
 _LAYOUT_OPTS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -26,6 +26,8 @@ from . import launchers, reprs
 from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import parse_value
 from .command_text import SERVER_COMMANDS, Launch, read_command
+from .dict_dump import LITERALS as DUMP_LITERALS
+from .dict_dump import DictDump, NestedYaml
 from .runs import RunSplit
 from .versions_said import VERSION_WORDS, VersionsSaid
 
@@ -78,7 +80,7 @@ _TOOL_WORDS = lazyre.compile("|".join(map(re.escape, _TOOL_LITERALS)))
 
 LITERALS = (("run sh:", "args: ", "rank: ", "__version__", "swift/", "vllm", "vLLM", "trl", "transformers", "llamafactory",
              "llmtuner") + VERSION_WORDS + _ENV_NAMES
-            + _TOOL_LITERALS + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS)
+            + _TOOL_LITERALS + launchers.LITERALS + reprs.LITERALS + reprs.YAML_LITERALS + DUMP_LITERALS)
 
 
 
@@ -146,6 +148,8 @@ class RunConfig:
     _yaml: reprs.YamlBlock = field(default_factory=reprs.YamlBlock)
     _pending_launch: list[str] | None = None  # a launch echoed over lines ending in a backslash, read once it ends
     _pending_source: str = "launcher"
+    _dict_dump: DictDump = field(default_factory=DictDump)
+    _nested_yaml: NestedYaml = field(default_factory=NestedYaml)
     pasted_launches: list[Launch] = field(default_factory=list)  # launches a person pasted among an excerpt's lines
     _versions_said: VersionsSaid = field(default_factory=VersionsSaid)  # environment reports and pip's listings
     _env_prefix: list[str] = field(default_factory=list)  # `CUDA_VISIBLE_DEVICES=0,1 \` lines: the next command's
@@ -268,8 +272,10 @@ class RunConfig:
 
     # ---------------------------------------------------------------- log lines
     def continuing(self) -> bool:
-        """A command is open over lines ending in a backslash: the next line belongs to it whatever it holds."""
-        return self._pending_launch is not None or bool(self._env_prefix)
+        """A command is open over lines ending in a backslash, or a printed or pasted nested config is being read:
+        the next line belongs to it whatever it holds."""
+        return self._pending_launch is not None or bool(self._env_prefix) or self._dict_dump.active \
+            or self._nested_yaml.active
 
     @property
     def launch_open(self) -> bool:
@@ -303,6 +309,18 @@ class RunConfig:
             if joined not in self.command_texts:
                 self.add_command(joined, self._pending_source, on_a_line=True)
             return
+        if text[:2] == "{'" or self._dict_dump.active:
+            pairs = self._dict_dump.feed(text)
+            if pairs is not None:
+                if pairs:
+                    self._add_launch(launchers.printed_config(dict(pairs), self._dict_dump.framework), "dump")
+                return
+        if self._nested_yaml.active or (text[-1:] == ":" and text[:1].isalpha()):
+            pairs = self._nested_yaml.feed(text)
+            if pairs is not None:
+                if pairs:  # a config someone pasted: what they wrote, weaker than what the program printed
+                    self._add_launch(launchers.printed_config(dict(pairs), self._nested_yaml.framework), "command")
+                return
         if self._dump_open:
             s = text.strip()
             if s == ")":

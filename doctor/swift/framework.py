@@ -449,7 +449,8 @@ def detect(paths: Iterable[str], texts: list[str], versions: dict[str, str], swi
     if name is None and by_text:
         name, source = by_text, "text"
     by_config = next((w for w in _WRAPPERS if w in implied), "trl" if "trl" in implied else None)
-    if by_config and (name is None or (name == "trl" and by_config in _WRAPPERS)):
+    if by_config and (name is None or (name == "trl" and by_config in _WRAPPERS)
+                      or (name == "verl" and by_config == "easyr1")):  # the fork's config beside its base's name
         name, source = by_config, "config"
     if name in (None, "trl") and swift_hint:
         name, source = "ms-swift", "config"
