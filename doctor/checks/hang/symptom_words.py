@@ -429,6 +429,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # the same words as a verb's object: "the response becomes nonsense", "it outputs garbage"
                     r"\b(?:becomes?|became|turns? into|turned into|outputs?|generates?|produces?) (?:complete |total |pure )?"
                     r"(?:nonsense|garbage|gibberish)\b|"
+                    # the policy said to collapse into noise: "the rollout model collapsed and generated some random
+                    # char or emoji" (modelscope/ms-swift#5523), "the model collapsed" (PeterGriffinJin/Search-R1#89)
+                    r"\brandom (?:chars?|characters?|symbols?)\b|\b(?:model|policy|rollouts?|outputs?|generations?|"
+                    r"responses?)\b (?:has |had |have |suddenly |then |gradually |completely )*collapsed\b|\bmodel collapse\b|"
                     # "模型输出一直重复", "输出一直存在重复", "推理阶段模型重复输出": the pair within one clause
                     r"乱码|重复输出|(?:输出|回答|生成|回复)[^。，,.]{0,8}重复|重复[^。，,.]{0,6}(?:输出|回答|生成)"),
      "output-degenerate", "the completions are garbled or repetitive"),
