@@ -88,6 +88,19 @@ class RaisedBy:
         return f"raised by {self.package} {self.shown or self.versions} `{self.function}` ({self.module})"
 
 
+def raised_lines(raised: tuple[RaisedBy, ...] | list[RaisedBy]) -> list[str]:
+    """The report's lines on where a quoted error is raised: each site the run confirms, and the packages it confirms
+    nothing of said together ("raised by ms-swift and by transformers" is one fact; two lines would each claim the
+    message is that package's)."""
+    loose = list(dict.fromkeys(rb.package for rb in raised if rb.scope == "package"))
+    out = [rb.describe() for rb in raised if rb.scope != "package"]
+    if len(loose) == 1:
+        out.append(f"this message is raised by {loose[0]}")
+    elif loose:
+        out.append(f"this message is raised by {' and by '.join(loose)} (the run does not show which)")
+    return out
+
+
 @dataclass(frozen=True)
 class RunRef:
     """One of several runs appended to one log (``nohup ... >>``, ``tee -a``): which, and its line range."""

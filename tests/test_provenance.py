@@ -259,3 +259,29 @@ def test_cpython_s_own_wordings_are_not_placed_in_a_library():
     assert rs.lookup("ValueError: max() arg is an empty sequence") == []
     assert rs.lookup("IndexError: list index out of range") == []
     assert rs.lookup("ValueError: The decoder prompt (length 17772) is longer than the maximum model length of 16384.")
+
+
+def test_packages_that_raise_the_same_words_are_said_together_when_the_run_shows_neither():
+    # two packages of the index hold "Image features and image tokens do not match" (ms-swift's template, transformers'
+    # Qwen2-VL models); a paste that shows no stack and names no framework gets one line, not one claim per package
+    from doctor.model import raised_lines
+    loose = [RaisedBy("ms-swift", "3.0-3.9", "swift/llm/template/base.py", "Template._encode", "ValueError",
+                      scope="package"),
+             RaisedBy("transformers", "4.49-4.51", "transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py",
+                      "Qwen2_5_VLModel.forward", "ValueError", scope="package")]
+    assert raised_lines(loose) == ["this message is raised by ms-swift and by transformers (the run does not show "
+                                   "which)"]
+    assert raised_lines(loose[:1]) == ["this message is raised by ms-swift"]
+    sure = RaisedBy("trl", "0.15-0.16", "trl/trainer/grpo_trainer.py", "GRPOTrainer.__init__", "ValueError",
+                    shown="0.15-0.16")
+    assert raised_lines([sure, *loose])[0].startswith("raised by trl 0.15-0.16 `GRPOTrainer.__init__`")
+
+
+def test_a_package_the_run_shows_wins_over_one_it_shows_nowhere(tmp_path):
+    # the same words in a paste that prints transformers' version and no stack (a LLaMA-Factory issue's shape,
+    # blind34 case 11): ms-swift, which the run shows nowhere, is not named
+    log = tmp_path / "train.log"
+    log.write_text("- `transformers` version: 4.49.0\n"
+                   "ValueError: Image features and image tokens do not match: tokens: 1468, features 1936\n")
+    packages = {rb.package for f in analyze([str(log)]).findings for rb in f.raised_by}
+    assert packages == {"transformers"}

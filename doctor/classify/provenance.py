@@ -127,6 +127,13 @@ class Provenance:
             picked = _pick(_by_frame(keyed, funcs))
             if not picked:   # no site: the index's modules not imported for it (a metric row, a warning line)
                 continue
+            if len({x.package for x in picked}) > 1:
+                # packages that raise the same words: the ones this run shows (a frame in its folder, a version
+                # printed, the framework that ran) over those it shows nowhere ("raised by ms-swift" for a
+                # LLaMA-Factory run that only went through transformers would be false)
+                paths = tuple(fr.path.replace("\\", "/") for fr in exc.frames) if exc is not None else ()
+                shown_here = [x for x in picked if _shown(x.package, paths, self.run.versions, self.prefer)]
+                picked = shown_here or picked
             from .raise_sites import open_below
             for s in picked:
                 shown = open_below(s.package, s.versions)
@@ -152,6 +159,16 @@ class Provenance:
         if msg.exc_type and not msg.text:
             return []
         return self._sites(text)
+
+
+# an indexed package -> the folder its frames are in
+_FOLDER = {"ms-swift": "/swift/"}
+
+
+def _shown(package: str, paths: tuple[str, ...], versions: dict[str, str], prefer: tuple[str, ...]) -> bool:
+    """The run shows ``package``: a frame in its folder, a version of it printed, or a framework that uses it."""
+    folder = _FOLDER.get(package, f"/{package}/")
+    return package in versions or package in prefer or any(folder in "/" + p for p in paths)
 
 
 def _short(func: str) -> str:

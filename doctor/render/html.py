@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..model import Report, Role, Severity
+from ..model import Report, Role, Severity, raised_lines
 from . import charts as charts_mod
 from . import run_line, runs_lines, vitals_line
 from .safe import clean, json_dumps, wrap_mentions
@@ -139,8 +139,8 @@ def _findings(report: Report) -> list[str]:
         if f.evidence:
             out.append('<div class="lbl">evidence</div><pre>' + "\n".join(
                 esc(f"{e.path}{f':{e.line}' if e.line else ''}: {e.text}") for e in f.evidence) + '</pre>')
-        for rb in f.raised_by:  # doctor/classify/provenance.py
-            out.append(f'<p class="meta">{esc(rb.describe())}</p>')
+        for said in raised_lines(f.raised_by):  # doctor/classify/provenance.py
+            out.append(f'<p class="meta">{esc(said)}</p>')
         # the known issues of a finding at error with evidence (known.for_finding looks up no other, so the modules
         # that load its index are not imported for a run whose findings are warnings)
         looked_up = f.severity == Severity.error and bool(f.evidence)

@@ -13,7 +13,7 @@ import shlex
 from typing import Any
 
 from .. import known, lazyre
-from ..model import Evidence, Finding, Report
+from ..model import Evidence, Finding, Report, raised_lines
 from . import run_line, runs_lines, vitals_line
 from .paths import rel_path, run_base
 from .safe import md_code, md_fence, md_message, md_text
@@ -115,8 +115,8 @@ def render(report: Report) -> str:
             out.append("Evidence:")
             out.append("")
             out += evidence_block(f.evidence, base)
-        for rb in f.raised_by:  # doctor/classify/provenance.py: where the quoted error is raised
-            out.append(md_message(rb.describe()))
+        for said in raised_lines(f.raised_by):  # doctor/classify/provenance.py: where the quoted error is raised
+            out.append(md_message(said))
             out.append("")
         fixes = list(f.fix) + known.fix_lines(f, report.run)
         if fixes:

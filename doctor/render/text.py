@@ -9,7 +9,7 @@ import io
 from typing import Any
 
 from .. import known
-from ..model import Finding, Report, Role, Severity
+from ..model import Finding, Report, Role, Severity, raised_lines
 from . import plain, run_line, runs_lines, vitals_line
 from .plain import escape as _markup_escape
 from .safe import clean, unmention
@@ -115,8 +115,8 @@ def _render(report: Report, con: Any, wrap: bool, spark: bool, buf: io.StringIO 
             out("[dim]evidence:[/dim]", 3)
             for e in f.evidence:
                 out(f"[dim]{escape(e.path)}{f':{e.line}' if e.line else ''}[/dim] {escape(e.text)}", 5)
-        for rb in f.raised_by:  # doctor/classify/provenance.py: where the quoted error is raised
-            out(f"[dim]{escape(rb.describe())}[/dim]", 3)
+        for said in raised_lines(f.raised_by):  # doctor/classify/provenance.py: where the quoted error is raised
+            out(f"[dim]{escape(said)}[/dim]", 3)
         fixes = list(f.fix) + known.fix_lines(f, report.run)
         if fixes:
             out("[green]fix:[/green]", 3)
