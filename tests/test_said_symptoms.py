@@ -100,3 +100,18 @@ def test_a_kl_said_nan_in_a_verl_run_is_read_with_its_kl_loss_arithmetic():
     other = run(words + "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.actor.kl_loss_type=mse \\\n"
                         "    algorithm.adv_estimator=grpo\n")
     assert "low_var_kl" not in other[0].message
+
+
+def test_a_stuck_run_whose_bar_stopped_part_of_the_way_hung_mid_training():
+    # blind34 case 26 (accelerate's custom loop): the words say stuck, place nothing; the bar shows 281 steps ran
+    bar = "  1%|▍                                | 281/20820 [03:48<4:27:56,  1.28it/s]\n"
+    words = "stuck here with 7 GPU 100% usage + 1 GPU 0% usage, when terminating it:\n"
+    assert first(bar + "\n" + words)[0] == "hang-mid-training"
+    # a model's checkpoint shards half loaded are no training progress
+    shards = "Loading checkpoint shards:  50%|█████     | 2/4 [00:03<00:03,  1.60s/it]\n"
+    assert first(shards + "\n" + words)[0] == "hang-at-start"
+
+
+def test_a_policy_collapsed_into_random_characters_is_degenerate_output():
+    assert first("After about 200 steps, the rollout model collapsed and generated some random char or emoji like\n") \
+        == ("output-degenerate", "GD327")

@@ -330,7 +330,14 @@ def of_vllm_run(category: str, ctx: RunState) -> str:
     return "vllm-oom-or-kv-cache" if framework == "vllm" or engine else category
 
 
-def _start_said(lines: list[LogLine]) -> bool:
+def bar_mid_way(lines: list[LogLine]) -> bool:
+    """A progress bar of a long loop stopped part of the way, with a pace: steps ran ("281/20820 [03:48, 1.28it/s]";
+    a model's few checkpoint shards or a finished data map are no training progress)."""
+    pace = bar_pace(lines)
+    return pace is not None and 0 < pace.done < pace.total and pace.total >= 50
+
+
+def start_said(lines: list[LogLine]) -> bool:
     """The words place a stop at start-up: they name the start, or a stop on several nodes where one node runs (when
     they do not say training had made progress: "训练了600步时突然卡死" on several nodes is a stop mid-run)."""
     texts = [plain(x.text) for x in lines]
@@ -347,7 +354,7 @@ def _hang_phase(lines: list[LogLine]) -> str:
     several nodes where one node runs; mid-training when they say training had made progress; else at start-up, the
     likelier of the two when nothing places it (of the hangs in the development logs' labels, about three in four
     stop before the first step: process groups, engines and servers that never come up)."""
-    if _start_said(lines):
+    if start_said(lines):
         return "hang-at-start"
     if any(MID.search(plain(x.text)) for x in lines):
         return "hang-mid-training"
@@ -373,8 +380,9 @@ class ProseSymptom(Rule):
         (category, said, line), lines = got
         if category == "hang-mid-training" and _stopped_before_training(ctx):
             category = "hang-at-start"  # the words say it stopped; the lines say where: before any step
-        elif category == "hang-at-start" and ctx.metrics_steps and not _start_said(prose_lines(lines)):
-            category = "hang-mid-training"  # the words do not place the stop; the log's rows show steps ran
+        elif category == "hang-at-start" and not start_said(prose_lines(lines)) and (
+                ctx.metrics_steps or bar_mid_way(lines)):
+            category = "hang-mid-training"  # the words do not place the stop; the log's rows or bar show steps ran
         else:
             category = of_vllm_run(category, ctx)
         if warned and (category.startswith("hang") or any(f.category == category for f in warned)):
