@@ -75,10 +75,14 @@ _PHASE_LAST: tuple[tuple[tuple[str, ...], str], ...] = (
     # ray/_private/worker.py init: the driver's Ray is up; its actors and placement groups are created next
     (("Started a local Ray instance", "Connected to Ray cluster", "Connecting to existing Ray cluster"),
      RAY_START_PHASE := "Ray start-up"),
+    # verl's driver waiting for a worker group's rank-0 worker to register (verl/single_controller/ray/base.py
+    # RayWorkerGroup: "Waiting for register center actor %s to be ready. Elapsed time: %s seconds out of %s seconds.",
+    # logged every 30 s until ray_wait_register_center_timeout, then TimeoutError): the workers never came up
+    (("Waiting for register center actor",), WORKERS_PHASE := "verl's worker start-up"),
     # vLLM's periodic stats line (vllm/engine/metrics.py LoggingStatLogger; v1/metrics/loggers.py) as the last line
     (("Avg prompt throughput:",), GENERATION_PHASE := "vLLM generation"),
 )
-_START_PHASES = ("vLLM engine start", "model load", "vLLM CUDA graph capture", RAY_START_PHASE)
+_START_PHASES = ("vLLM engine start", "model load", "vLLM CUDA graph capture", RAY_START_PHASE, WORKERS_PHASE)
 _NCCL_DEBUG = (" NCCL INFO ", " NCCL WARN ", "NCCL INFO", "NCCL WARN", "gloo")
 # what a server prints while nobody works: uvicorn's access log of a monitor's polling (`"GET /metrics HTTP/1.1" 200`,
 # /health, /ping, /v1/models) and vLLM's idle stats line (vllm/engine/metrics.py LoggingStatLogger, 0.4-0.6; v1

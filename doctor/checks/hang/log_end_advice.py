@@ -5,7 +5,15 @@ from ... import lazyre
 from ...engine.state import RunState
 from ...signals import LogLine
 from ._advice import generic_fix
-from .endings import ENGINE_CORE_PHASE, GENERATION_PHASE, NCCL_ID_PHASE, RAY_START_PHASE, STORE_PHASE, Ending
+from .endings import (
+    ENGINE_CORE_PHASE,
+    GENERATION_PHASE,
+    NCCL_ID_PHASE,
+    RAY_START_PHASE,
+    STORE_PHASE,
+    WORKERS_PHASE,
+    Ending,
+)
 
 _URL = lazyre.compile(r"https?://[\w.\-]+:\d{2,5}")
 
@@ -79,6 +87,12 @@ def fix_for(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
                 "On a multi-node cluster whose nodes have several addresses, the same wait appears when vLLM asks for "
                 "a node by an address Ray does not use for it: set VLLM_HOST_IP on each node to the address of its "
                 "`ray start --node-ip-address`."]
+    if e.phase == WORKERS_PHASE:
+        return ["verl's driver is waiting for the worker group's first worker to register (it gives up after "
+                "ray_wait_register_center_timeout, 300 s by default): the workers have not started. Run `ray status`: a "
+                "placement group asking for more GPUs than Ray sees stays pending (trainer.n_gpus_per_node x "
+                "trainer.nnodes must not exceed them); otherwise a worker died at start, and its own log in "
+                "/tmp/ray/session_latest/logs/ (worker-*.err) says why."]
     if e.phase == GENERATION_PHASE:
         return ["The engine was generating when the log stopped: its stats line shows the requests still running. Take "
                 "`py-spy dump --pid PID` of the trainer and the engine while it is stuck; a generation that never ends "
