@@ -35,6 +35,22 @@ def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
             fix=(f"Rename or move the local `{top}` folder (or run from another directory); check with "
                  f"`python -c 'import {top}; print({top}.__path__)'`.",),
             title=f"A folder named {top} without files shadows the installed package")
+    if mod.startswith("swift.llm") and "vllm" in name.lower():
+        # ms-swift 1.x-2.x swift/llm/utils/__init__.py: `if is_vllm_available(): from .vllm_utils import
+        # (VllmGenerationConfig, get_vllm_engine, inference_vllm, ...)` inside `try/except Exception`, which logs
+        # "import vllm_utils error: ..." and goes on: the helpers are missing whenever vLLM does not import
+        ver = run.versions.get("vllm")
+        shown = f" (the paste shows vllm {ver})" if ver else ""
+        return Diagnosis(
+            message=f"`{name}` cannot be imported from `{mod}`{by}: ms-swift's swift.llm exports its vLLM helpers "
+                    f"(get_vllm_engine, inference_vllm, VllmGenerationConfig...) only when vLLM itself imports; when it "
+                    f"does not, swift logs `import vllm_utils error: ...` and leaves them out. vLLM is not installed, "
+                    f"or its installed release does not import in this environment{shown}: it does not fit the "
+                    f"installed torch, CUDA or ms-swift.",
+            fix=("`python -c 'import vllm'` shows why vLLM does not import (or the `import vllm_utils error:` line "
+                 "of the log); install a vLLM release this ms-swift supports, built for the installed torch and "
+                 "CUDA" + (f" (another than {ver})." if ver else "."),),
+            title="swift.llm left its vLLM helpers out: vLLM does not import")
     if top == "swift":
         # the 4.0 reorganisation explains a 3.x module missing from a 4.x install; a name missing from a module that a
         # 3.x install has (its path in the message, or the run's own 3.x) is another release's name instead
