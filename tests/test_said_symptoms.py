@@ -115,3 +115,18 @@ def test_a_stuck_run_whose_bar_stopped_part_of_the_way_hung_mid_training():
 def test_a_policy_collapsed_into_random_characters_is_degenerate_output():
     assert first("After about 200 steps, the rollout model collapsed and generated some random char or emoji like\n") \
         == ("output-degenerate", "GD327")
+
+
+def test_a_bare_message_above_a_cut_stack_is_its_exception_when_the_last_frame_calls_its_raiser():
+    # blind34 case 36: DeepSpeed's MissingCUDAException message pasted above a stack cut in the call that raises it
+    text = ("CUDA_HOME does not exist, unable to compile CUDA op(s)\n"
+            "Traceback (most recent call last):\n"
+            '  File "/venv/lib/python3.11/site-packages/deepspeed/git_version_info.py", line 29, in <module>\n'
+            "    op_compatible = builder.is_compatible()\n"
+            '  File "/venv/lib/python3.11/site-packages/deepspeed/ops/op_builder/fp_quantizer.py", line 35, in '
+            "is_compatible\n"
+            "    sys_cuda_major, _ = installed_cuda_version()\n")
+    found = run(text)
+    assert found[0].category == "import-or-dependency-error"
+    assert "MissingCUDAException" in found[0].title and found[0].evidence[0].line == 1
+    assert any("CUDA_HOME" in x for x in found[0].fix)

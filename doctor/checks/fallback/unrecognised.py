@@ -249,7 +249,7 @@ class Unrecognised(Rule):
                 fix[:0] = ["Paste the ImportError's own line (it names the module and the missing name); meanwhile "
                            "compare the installed releases (`pip list | grep -iE 'vllm|torch|transformers|flash'`) with "
                            "the ones the framework release pins (its requirements or setup.py) and install that set."]
-            named = None if head is not None or ray is not None else _exception_above(ctx, line)
+            named = None if head is not None or ray is not None else _exception_above(ctx, line, frames)
             if named is not None and category and named[1] is not None and named[1].entry.category != category:
                 named = None  # the stage read from the frames and the title's exception disagree: the frames decide
             if named is not None and named[1] is not None:  # a title above the stack names the exception cut below
@@ -281,8 +281,8 @@ class Unrecognised(Rule):
                     fix.extend(_memory_levers(ctx))
             title = staged.title if staged else "A traceback cut before its exception line"
             if named is not None and (named[1] is not None or not staged):  # a stage read from the frames says more
-                title = (f"The title names {named[0].short_type}; the traceback below it is cut before its exception "
-                         f"line")
+                above_is = "The title" if named[0].where.line == 1 else "A line above the traceback"
+                title = f"{above_is} names {named[0].short_type}; the traceback below it is cut before its exception line"
             if typed and category == typed and staged is None:
                 title = (f"{'Ray' if ray is not None else 'The notebook'} names the exception {(ray or head)[1]}; "
                          f"the traceback is cut before its message")
@@ -468,7 +468,7 @@ def _lines_above_stack(ctx: RunState, line: LogLine) -> list[LogLine]:
     return tail[:next((i for i, t in enumerate(tail) if plain(t.text).startswith('File "')), 0)]
 
 
-def _exception_above(ctx: RunState, line: LogLine):
+def _exception_above(ctx: RunState, line: LogLine, frames: list | tuple = ()):
     """(the exception, its structural verdict) when a line above a cut stack (an issue's title, a sentence) names an
     exception with its message that the structure table places without frames; (the first such exception, None)
     when the table places none; None when no line above names one."""
@@ -481,6 +481,8 @@ def _exception_above(ctx: RunState, line: LogLine):
         if exc is None or not exc.message:  # a type alone (a notebook header) places nothing: CPython's wording may
             exc = bare_exception(ln)
         if exc is None:
+            exc = _message_of_last_call(ln, frames)
+        if exc is None:
             continue
         first = first or exc
         facts = facts if facts is not None else run_facts_of(ctx)
@@ -488,6 +490,28 @@ def _exception_above(ctx: RunState, line: LogLine):
         if verdict is not None:
             return exc, verdict
     return (first, None) if first is not None else None
+
+
+def _message_of_last_call(ln: LogLine, frames: list | tuple) -> ExceptionInfo | None:
+    """A message printed without its type above a cut stack ("CUDA_HOME does not exist, unable to compile CUDA op(s)")
+    that the raise-site index places in the very function the stack's last frames call (DeepSpeed's
+    installed_cuda_version, called by `sys_cuda_major, _ = installed_cuda_version()`): the stack's own exception,
+    typed as the index says."""
+    text = plain(ln.text).strip()
+    if not frames or not 20 <= len(text) <= 300:
+        return None
+    from ...classify.raise_sites import best_sites
+    try:
+        sites = best_sites(text, 0.8)
+    except (OSError, ValueError):
+        return None
+    if not sites:
+        return None
+    site = sites[0][1]
+    func = site.where.rsplit(".", 1)[-1]
+    if not any(fr.func == func or f"{func}(" in (fr.code or "") for fr in list(frames)[-3:]):
+        return None
+    return ExceptionInfo(site.kind, text, (), ln.where, ln.rank, ln.seq, ln.raw)
 
 
 def _words_above(ctx: RunState, line: LogLine) -> tuple[str, str, LogLine] | None:
