@@ -535,6 +535,17 @@ KNOWN_MISSES_69: dict[str, str] = {
     "7232": "an ActorDiedError the title calls an NCCL timeout in compute_log_prob: read as the host's kill (GD311)",
     "7238": "OpenRLHF's --remote_rm_url given a local .py to the DeepSpeed trainer, asked in prose: GD328",
 }
+# fixtures/devlogs70: the blind set blind34 (40 real logs, README there), retired after its grading; still missed
+DEVLOGS70 = ROOT / "fixtures" / "devlogs70"
+KNOWN_MISSES_70: dict[str, str] = {
+    "7323": "RLinf's metrics box pasted as mojibake (UTF-8 box lines read as cp1252), rewards=0.0 in it (right only with the word reading): GD330",
+    "7331": "'log_prob is nan' only in a pdb line's print() call (right only with the word reading): GD328",
+    "7327": "a pasted table of trainable-parameter counts (0 with is_trainable=False) in a custom print: GD330",
+    "7334": "'Using 1 processes' beside a busy GPU 0 and idle others: a single-process run, not read: GD330",
+    "7335": "an nvidia-smi table in the paste (one GPU at 94%, two at 0%) with 'weird problem' words: GD328",
+    "7337": "two pasted logs (single-GPU, then multi-GPU) compared in a Chinese sentence; the first bar read as the end: GD324",
+    "7340": "LLaMA-Factory PPO rows with a level negative reward and a question about the loss: no finding",
+}
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
     "6314": "ms-swift's load_file taking a small PIL image for a path, library source pasted: GD328",
@@ -580,7 +591,8 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS61, KNOWN_MISSES_61, 30), (DEVLOGS62, KNOWN_MISSES_62, 30),
               (DEVLOGS63, KNOWN_MISSES_63, 30), (DEVLOGS64, KNOWN_MISSES_64, 30), (DEVLOGS65, KNOWN_MISSES_65, 30),
               (DEVLOGS66, KNOWN_MISSES_66, 30), (DEVLOGS67, KNOWN_MISSES_67, 30),
-              (DEVLOGS68, KNOWN_MISSES_68, 40), (DEVLOGS69, KNOWN_MISSES_69, 40))
+              (DEVLOGS68, KNOWN_MISSES_68, 40), (DEVLOGS69, KNOWN_MISSES_69, 40),
+              (DEVLOGS70, KNOWN_MISSES_70, 40))
 
 
 
