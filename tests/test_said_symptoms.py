@@ -130,3 +130,18 @@ def test_a_bare_message_above_a_cut_stack_is_its_exception_when_the_last_frame_c
     assert found[0].category == "import-or-dependency-error"
     assert "MissingCUDAException" in found[0].title and found[0].evidence[0].line == 1
     assert any("CUDA_HOME" in x for x in found[0].fix)
+
+
+def test_output_that_loops_in_the_paste_is_evidence_and_an_sft_run_gets_no_policy_drift():
+    # blind34 case 08 (unsloth, a base model fine-tuned with SFT): the pasted generation loops
+    text = ("But when I actually finally inference something, it just starts to repeat itself very, very quickly:\n"
+            + "".join(f'I looked at the {n} one. It read "It\'s a beautiful night tonight. Look outside."\n'
+                      for n in ("first", "second", "third", "fourth")))
+    found = run(text)
+    assert found[0].category == "output-degenerate"
+    assert "repeats one text 4 times" in found[0].message and len(found[0].evidence) == 2
+    assert "policy" not in found[0].message and "supervised fine-tuning" in found[0].message
+    assert not any("two or three completions" in x for x in found[0].fix)
+    # named as a GRPO run: the RL causes stay
+    rl = run("During GRPO training the completions repeat themselves over and over again.\n")
+    assert "drifted" in rl[0].message

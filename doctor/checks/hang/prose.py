@@ -20,7 +20,7 @@ from ._progress import VLLM_ORIGINS
 from .endings import plain
 from .kl_nan_said import kl_nan
 from .knobs_said import knob_fix
-from .paste_next import still_missing
+from .paste_next import repetition_shown, still_missing
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
 from .slow_bar import PACE_FIX, PACE_FIX_UNSCORED, bar_pace, pace_sentence
@@ -53,7 +53,7 @@ from .symptom_words import (
     TIMEOUT_SAID,
     TRAINING_SAID,
 )
-from .usual_causes import USUAL_CATEGORY, USUAL_VLLM_START, usual
+from .usual_causes import USUAL_CATEGORY, USUAL_UNSCORED, USUAL_VLLM_START, usual
 from .vllm_share_said import small_share
 
 
@@ -210,6 +210,15 @@ def said_quote(said: str, text: str, width: int = 160) -> str:
 
 # a run that samples no completions, named in words: supervised or preference training, pre-training
 _UNSCORED_SAID = lazyre.compile(r"(?i)(?<![a-z])(?:sft|dpo|kto|orpo|simpo|cpo|pre-?train\w*|continued pretraining)(?![a-z])")
+
+
+def _no_rollouts(ctx: RunState, lines: list[LogLine]) -> bool:
+    """A run that samples no completions by what the inputs show: its trainer (SFT, DPO...), its words, or no RL
+    method named anywhere and no RL trainer read."""
+    kind = ctx.trainer_kind().kind
+    if kind in UNSCORED_KINDS or _unscored_said(lines):
+        return True
+    return kind is None and not any(_RL_RUN.search(plain(ln.text)) for ln in lines)
 
 
 def _unscored_said(lines: list[LogLine]) -> bool:
@@ -412,11 +421,18 @@ class ProseSymptom(Rule):
         named = next((ln for ln in reversed(lines) if ln is not line and _PROGRAM_LINE.match(plain(ln.text))
                       and _ERROR_WORD.search(plain(ln.text))), None)
         # a line that names an error in a form no rule reads (no parsed exception): said as such, never "no line shows"
+        looped = repetition_shown(lines) if category == "output-degenerate" else None
         head = (f"The error line here (`{plain(named.text)[:160]}`) is not a known error message" if named is not None
+                else f"The paste's own output repeats one text {looped[1]} times (`{plain(looped[0].text)[:120]}`)"
+                if looped is not None
                 else "No line of the paste was read as the failure itself (an error, a stop, a failing metric)")
-        msg = (f"{head}; the words of the paste say {said} "
-               f"(`{quoted}`). That is the report's only ground, so the category is a guess from the "
-               f"description.{' ' + cause if (cause := usual(said)) else ''} Paste next: {nxt}.")
+        ground = (" Its own lines show it, so the category rests on more than the description." if looped is not None
+                  else " That is the report's only ground, so the category is a guess from the description.")
+        cause = usual(said)
+        if cause is None and category in USUAL_UNSCORED and _no_rollouts(ctx, lines):
+            cause = USUAL_UNSCORED[category]  # (the category's RL causes, added with its meanwhile line, do not apply)
+        msg = (f"{head}; the words of the paste say {said} (`{quoted}`).{ground}{' ' + cause if cause else ''} "
+               f"Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
         fix = [f"Paste {nxt}: the diagnosis then rests on the run's own lines instead of the description."]
         # a reading of the paste's own rows that stayed at info for want of steps ("too early to tell from one logged
@@ -468,7 +484,8 @@ class ProseSymptom(Rule):
             fix.append(MEANWHILE_NO_TRAINING[category])
         elif category in MEANWHILE_NO_TIMEOUT and not any(TIMEOUT_SAID.search(ln.text) for ln in lines):
             fix.append(MEANWHILE_NO_TIMEOUT[category])
-        elif category in MEANWHILE_UNSCORED and (ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines)):
+        elif category in MEANWHILE_UNSCORED and (ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines)
+                                                 or (category == "output-degenerate" and _no_rollouts(ctx, lines))):
             fix.append(MEANWHILE_UNSCORED[category])
         elif category == "hang-at-start" and _engine_in_training(ctx, lines):
             fix.append(MEANWHILE_VLLM_START)
@@ -483,6 +500,9 @@ class ProseSymptom(Rule):
         found = replace(self.make(message=msg, fix=fix, evidence=[evidence_of(x) for x in (line, again) if x is not None],
                                   seq=line.seq),
                         category=category, priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))
+        if looped is not None and named is None:
+            found = replace(found, evidence=(*found.evidence, evidence_of(looped[0])),
+                            title="Degenerate output, told in words and shown by the paste's repeating lines")
         if named is not None:
             found = replace(found, evidence=(*found.evidence, evidence_of(named)),
                             title="The paste describes a failure in words; its error line is not a known error message")

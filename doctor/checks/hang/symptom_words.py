@@ -688,6 +688,11 @@ AFTER_SET_UP = ("Meanwhile: the lines show start-up done (the processes formed t
                 "a first evaluation or save; `py-spy dump --pid PID` of every rank shows where each one waits.")
 
 MEANWHILE_UNSCORED = {
+    "output-degenerate": "Meanwhile, in a run without rollouts: generate with the chat template and end-of-turn token "
+                         "the model was trained with (the tokenizer's eos_token among the stop tokens; a base model "
+                         "needs its training samples to end with it), add a repetition penalty or sample instead of "
+                         "greedy decoding, and compare a checkpoint from an earlier epoch: if it does not loop, the "
+                         "later epochs overfit (lower the learning rate or the epochs).",
     "gpu-underutilized": "Meanwhile, where idle GPUs wait in a run without rollouts: on the CPU (data loading, "
                          "tokenising, image decoding: the dataloader workers; `top` shows it busy while the GPUs sit at "
                          "0%), on tiny batches (a batch of 1 with long gradient accumulation), on a mixture-of-experts "

@@ -80,6 +80,16 @@ USUAL_CATEGORY = {
 }
 
 
+# the same symptoms in a run that samples no completions (SFT, DPO, pre-training): no policy to drift, no rollouts
+USUAL_UNSCORED = {
+    "output-degenerate": ("Output that loops or turns to noise after supervised fine-tuning most often comes from a chat "
+                          "template or end-of-turn token at inference that is not the one trained with (a base model "
+                          "trained without an end-of-sequence token keeps going), from sampling settings (greedy "
+                          "decoding without a repetition penalty loops), or from too high a learning rate or too many "
+                          "epochs on a small data set."),
+}
+
+
 # a start that hangs in a run whose training processes start a vLLM engine (colocated: ms-swift's colocate mode, trl's
 # vllm_mode="colocate", verl's and OpenRLHF's hybrid engines): the real cases behind symptom_words.MEANWHILE_VLLM_START
 USUAL_VLLM_START = ("With a vLLM engine in the training processes, a start that hangs most often waits on that engine: a "
