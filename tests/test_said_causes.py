@@ -189,8 +189,12 @@ def test_a_wrapper_s_notice_read_by_the_paste_s_words_gets_their_levers_and_caus
 def test_a_report_on_words_says_what_was_read_not_what_the_paste_holds() -> None:
     # two graders counted "No line of the paste shows the failure" as false where the failure line was there in a
     # form not read (a SIGKILL exit, a step time); what was read is what the report can say
+    # form not read (a SIGKILL exit, a step time), and later graders counted sentences on the tool's own reading as
+    # addressed to developers: the message says what the paste says, the title what was read
     f = said("GRPO training is very slow, 200s per step")
-    assert f is not None and f.message.startswith("No line of the paste was read as the failure itself")
+    assert f is not None and f.message.startswith("The words of the paste say training is slow")
+    assert "was read" not in f.message and "the report's only ground" not in f.message
+    assert f.title.endswith("none of its lines was read as showing it")
     assert "grpo-doctor" not in f.message and not any("grpo-doctor" in x for x in f.fix)
 
 

@@ -422,19 +422,18 @@ class ProseSymptom(Rule):
                       and _ERROR_WORD.search(plain(ln.text))), None)
         # a line that names an error in a form no rule reads (no parsed exception): said as such, never "no line shows"
         looped = repetition_shown(lines) if category == "output-degenerate" else None
-        head = (f"The error line here (`{plain(named.text)[:160]}`) is not a known error message" if named is not None
-                else f"The paste's own output repeats one text {looped[1]} times (`{plain(looped[0].text)[:120]}`)"
-                if looped is not None
-                else "No line of the paste was read as the failure itself (an error, a stop, a failing metric)")
-        ground = (" Its own lines show it, so the category rests on more than the description." if looped is not None
-                  else " That is the report's only ground, so the category is a guess from the description.")
+        # said as what the paste shows (the title says that none of its lines was read as the failure, and the
+        # finding's confidence that it rests on the words)
+        head = (f"The error line here (`{plain(named.text)[:160]}`) is not a known error message; the words"
+                if named is not None
+                else f"The paste's own output repeats one text {looped[1]} times (`{plain(looped[0].text)[:120]}`); "
+                     f"the words" if looped is not None else "The words")
         cause = usual(said)
         if cause is None and category in USUAL_UNSCORED and _no_rollouts(ctx, lines):
             cause = USUAL_UNSCORED[category]  # (the category's RL causes, added with its meanwhile line, do not apply)
-        msg = (f"{head}; the words of the paste say {said} (`{quoted}`).{ground}{' ' + cause if cause else ''} "
-               f"Paste next: {nxt}.")
+        msg = f"{head} of the paste say {said} (`{quoted}`).{' ' + cause if cause else ''} Paste next: {nxt}."
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
-        fix = [f"Paste {nxt}: the diagnosis then rests on the run's own lines instead of the description."]
+        fix = [f"Paste {nxt}: those lines confirm or correct this reading."]
         # a reading of the paste's own rows that stayed at info for want of steps ("too early to tell from one logged
         # step"; never an info reading for another reason, such as a loss of 0 that is expected at the start): the
         # words say it lasts, so that reading leads, quoted with its row
