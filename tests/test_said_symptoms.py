@@ -145,3 +145,16 @@ def test_output_that_loops_in_the_paste_is_evidence_and_an_sft_run_gets_no_polic
     # named as a GRPO run: the RL causes stay
     rl = run("During GRPO training the completions repeat themselves over and over again.\n")
     assert "drifted" in rl[0].message
+
+
+def test_slow_steps_beside_verls_stage_timings_say_where_the_time_goes_with_the_runs_values():
+    # blind34 case 18 (verl on Ascend): words, overrides pasted one per line, and one step's timing_s/ lines
+    text = ("Key config:\n\ndata.max_response_length=1024\nactor_rollout_ref.rollout.gpu_memory_utilization=0.3\n\n"
+            "Training runs correctly, but each step is slow (~43s). Generation dominates. Step 94 timing:\n\n"
+            "timing_s/step:           43.64\ntiming_s/gen:            31.27   (72%)\n"
+            "timing_s/update_actor:    8.10\n")
+    found = run(text)
+    assert (found[0].category, found[0].rule_id) == ("slow-training", "GD327")
+    assert "timing_s/gen 31.27 s of a 43.64 s step (72%, computed)" in found[0].message   # 31.27 / 43.64 = 0.717
+    assert "update_actor 8.1 s" in found[0].message
+    assert "gpu_memory_utilization=0.6 (was 0.3)" in found[0].fix[0] and "(now 1024)" in found[0].fix[0]

@@ -19,8 +19,15 @@ from .. import lazyre
 SECTIONS = ("actor_rollout_ref", "algorithm", "data", "critic", "reward_model", "trainer", "custom_reward_function",
             "ray_init", "worker", "global_profiler", "reward")
 _OPEN = lazyre.compile(r"^\{'(" + "|".join(SECTIONS) + r")': ")
-# the words that open a dump or a pasted config's section, for the line gate (engine/state.py STATE_WORDS)
-LITERALS = tuple(f"{{'{s}': " for s in SECTIONS) + tuple(f"{s}:" for s in SECTIONS)
+# one override of verl's written alone on its line, as a person pastes "Key config:" ("data.max_response_length=1024",
+# "actor_rollout_ref.rollout.n=8"): the keys of its ppo_trainer.yaml, dotted
+OVERRIDE_LINE = lazyre.compile(r"^\s*(?:[-*]\s+)?`?((?:actor_rollout_ref|algorithm|critic|reward_model|data|trainer)"
+                               r"\.[A-Za-z_][\w.]*)=([^\s`#]+)`?\s*(?:#.*)?$")
+# the words that open a dump or a pasted config's section, or a pasted override, for the line gate (engine/state.py
+# STATE_WORDS; data. and trainer. only with the keys the rules read: a path's "data." is everywhere)
+LITERALS = (tuple(f"{{'{s}': " for s in SECTIONS) + tuple(f"{s}:" for s in SECTIONS)
+            + ("actor_rollout_ref.", "algorithm.", "critic.", "reward_model.", "data.max_", "data.train_batch",
+               "trainer.n_gpus", "trainer.nnodes"))
 _KEY = lazyre.compile(r"'([A-Za-z_][\w.-]*)': ?")
 MAX_LINES = 4000   # verl's dump is a few hundred lines
 MAX_VALUE = 200    # a longer value (a long list, a prompt) is not a setting a rule reads
@@ -142,4 +149,4 @@ class NestedYaml:
         return [(".".join([k for _, k in self._stack] + [m.group("key")]), value)]
 
 
-__all__ = ["LITERALS", "MAX_LINES", "SECTIONS", "DictDump", "NestedYaml"]
+__all__ = ["LITERALS", "MAX_LINES", "OVERRIDE_LINE", "SECTIONS", "DictDump", "NestedYaml"]

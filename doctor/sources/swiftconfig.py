@@ -27,7 +27,7 @@ from .argv import ENV_NAMES as _ENV_NAMES
 from .argv import parse_value
 from .command_text import SERVER_COMMANDS, Launch, read_command
 from .dict_dump import LITERALS as DUMP_LITERALS
-from .dict_dump import DictDump, NestedYaml
+from .dict_dump import OVERRIDE_LINE, DictDump, NestedYaml
 from .runs import RunSplit
 from .versions_said import VERSION_WORDS, VersionsSaid
 
@@ -314,6 +314,12 @@ class RunConfig:
             if pairs is not None:
                 if pairs:
                     self._add_launch(launchers.printed_config(dict(pairs), self._dict_dump.framework), "dump")
+                return
+        if "=" in text and "." in text[:24]:
+            override = OVERRIDE_LINE.match(text)
+            if override is not None:  # a verl override pasted alone on its line: what the person set
+                self._add_launch(launchers.printed_config({override.group(1): parse_value(override.group(2).strip("'\""))},
+                                                          "verl"), "command")
                 return
         if self._nested_yaml.active or (text[-1:] == ":" and text[:1].isalpha()):
             pairs = self._nested_yaml.feed(text)

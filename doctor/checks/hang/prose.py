@@ -212,6 +212,32 @@ def said_quote(said: str, text: str, width: int = 160) -> str:
 _UNSCORED_SAID = lazyre.compile(r"(?i)(?<![a-z])(?:sft|dpo|kto|orpo|simpo|cpo|pre-?train\w*|continued pretraining)(?![a-z])")
 
 
+def _stages_said(rule: Rule, ctx: RunState, category: str, said: str, quoted: str, line: LogLine,
+                 lines: list[LogLine], warned: list[Finding]) -> Finding | None:
+    """Slow steps told in words beside verl's own stage timings of a step (timing_s/gen, timing_s/update_actor...):
+    where the time goes, read from them, with the stage's own fix."""
+    if category != "slow-training":
+        return None
+    from ..outputs.step_pace import VERL_STAGES, stage_fix, stage_times
+    times, worst_line = stage_times(lines)
+    stages = {k: v for k, v in times.items() if k != "step"}
+    if not stages or worst_line is None:
+        return None
+    worst = max(stages, key=lambda k: stages[k])
+    step = times.get("step")
+    share = f" of a {step:g} s step ({100 * stages[worst] / step:.0f}%, computed)" if step else ""
+    others = ", ".join(f"{k} {v:g} s" for k, v in sorted(stages.items(), key=lambda kv: -kv[1]) if k != worst)
+    msg = (f"The words of the paste say {said} (`{quoted}`), and its step timings say where the time goes: "
+           f"timing_s/{worst} {stages[worst]:g} s{share}, {VERL_STAGES[worst]}"
+           + (f"; then {others}." if others else "."))
+    fix = stage_fix(worst, ctx.run.args) or ["Change the stage that dominates first; the timing_s/ values of the next "
+                                             "steps show whether it shrank."]
+    found = rule.make(message=msg, fix=fix, evidence=[evidence_of(line), evidence_of(worst_line)], seq=line.seq)
+    return replace(found, category=category, title=f"Slow steps: verl's {worst} stage takes most of each step",
+                   verify=f"the next steps' timing_s/{worst} is lower than {stages[worst]:g} s",
+                   priority=max([rule.meta.priority] + [f.priority + 1 for f in warned]))
+
+
 def _no_rollouts(ctx: RunState, lines: list[LogLine]) -> bool:
     """A run that samples no completions by what the inputs show: its trainer (SFT, DPO...), its words, or no RL
     method named anywhere and no RL trainer read."""
@@ -406,6 +432,9 @@ class ProseSymptom(Rule):
         if any(NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
         nxt = still_missing(nxt, category, lines)
+        timed = _stages_said(self, ctx, category, said, quoted, line, lines, warned)
+        if timed is not None:
+            return [timed]
         pace = bar_pace(lines) if category == "slow-training" else None
         if pace is not None:
             # the bar is the step timing the request would ask for: read it, ask for what it cannot show

@@ -6,6 +6,7 @@ from ... import lazyre
 from ...engine.state import RunState
 from ...model import Finding, Severity
 from ...rules import Diagnosis, Hit
+from ...values import as_number
 from .._series import SeriesRule, fmt
 from .._units import duration
 
@@ -124,14 +125,46 @@ def verl_stage_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     msg = (f"One step spent {fmt(seconds, 6)} s ({duration(seconds)}) in verl's `{stage}` stage "
            f"(timing_s/{stage}): {VERL_STAGES[stage]}.")
     fix = ["Compare it with the other timing_s/ values of the same step (gen, ref, old_log_prob, update_actor): the "
-           "stage that dominates is the one to change."]
-    if stage in ("adv", "reward"):
-        fix.append("Time the reward function on a batch of long responses outside training; make it vectorised or "
-                   "parallel (a reward manager that scores in batch), and prefer an advantage estimator that does "
-                   "not loop over tokens on the driver (algorithm.adv_estimator=grpo).")
-    elif stage == "gen":
-        fix.append("Cap data.max_response_length, or give the rollout more GPUs "
-                   "(actor_rollout_ref.rollout.tensor_model_parallel_size) and more KV cache "
-                   "(actor_rollout_ref.rollout.gpu_memory_utilization).")
+           "stage that dominates is the one to change.", *stage_fix(stage)]
     # the slowest stage's line first, when it is not already the first matched line
     return Diagnosis(message=msg, fix=tuple(fix), evidence=() if hit is hits[0] else (hit.evidence,))
+
+
+def stage_fix(stage: str, args: dict | None = None) -> list[str]:
+    """What shortens verl's stage ``stage`` (its own configuration keys, with the run's values when ``args`` has
+    them)."""
+    if stage in ("adv", "reward"):
+        return ["Time the reward function on a batch of long responses outside training; make it vectorised or "
+                "parallel (a reward manager that scores in batch), and prefer an advantage estimator that does "
+                "not loop over tokens on the driver (algorithm.adv_estimator=grpo)."]
+    if stage == "gen":
+        args = args or {}
+        share = as_number(args.get("actor_rollout_ref.rollout.gpu_memory_utilization"))
+        length = as_number(args.get("data.max_response_length"))
+        more = (f"actor_rollout_ref.rollout.gpu_memory_utilization={min(0.9, round(share + 0.3, 2)):g} (was {share:g}): "
+                f"a larger KV cache runs more sequences per forward pass; " if share is not None and share < 0.6
+                else "")
+        return [f"{more}{'cap' if more else 'Cap'} data.max_response_length"
+                + (f" (now {int(length)})" if length else "")
+                + ", or give the rollout more GPUs (actor_rollout_ref.rollout.tensor_model_parallel_size) and more KV "
+                  "cache (actor_rollout_ref.rollout.gpu_memory_utilization)."]
+    if stage in ("update_actor", "old_log_prob", "ref"):
+        return ["Larger micro-batches for the passes (actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, or "
+                "use_dynamic_bsz with a larger ppo_max_token_len_per_gpu) and no parameter or optimizer offload "
+                "(actor_rollout_ref.actor.fsdp_config.param_offload / optimizer_offload False) while memory allows."]
+    return []
+
+
+def stage_times(lines: list) -> tuple[dict[str, float], object | None]:
+    """verl's stage timings of one step pasted as `timing_s/<stage>: <seconds>` (one per line or several on one), with
+    the line of the slowest stage; ({}, None) when the paste holds none."""
+    times: dict[str, float] = {}
+    where: dict[str, object] = {}
+    for ln in lines:
+        for m in _VERL_STAGE.finditer(ln.text):
+            if m.group("stage") in VERL_STAGES:
+                times[m.group("stage")] = float(m.group("seconds"))
+                where[m.group("stage")] = ln
+    stages = {k: v for k, v in times.items() if k != "step"}
+    worst = max(stages, key=lambda k: stages[k], default=None)
+    return times, (where[worst] if worst is not None else None)
