@@ -352,7 +352,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # it stucks") is described with both
     (lazyre.compile(r"(?i)\b(?:gpu|cuda)[- _]?util(?:i[sz]ation|s)?(?: rate)?\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|"
                     r"\b(?:below|under|only|about|around|at most)\s+\d{1,2} ?%|\bdrops?\b|\bdropping\b)|"
-                    r"\blow (?:overall )?gpu[- _]?util|\bgpus? (?:are |is |stay |stays |sit |sits )?(?:mostly )?idle\b|"
+                    r"\blow (?:overall )?gpu[- _]?util|\bgpus?\b[^.;:。\n]{0,30}\bidle\b|"
                     r"(?:显卡|gpu|GPU)\s*(?:的)?利用率.{0,8}?(?:低|不高|(?<!\d)\d{1,2}\s*%)|利用率(?:很|太|特别|非常)?低|"
                     # the GPUs' use said low in other words: "GPU usage is only 30%", "underutilized", "GPUs are not fully
                     # utilized" (dev37 3828 and 3830, dev68 7113)
