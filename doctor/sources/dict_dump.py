@@ -33,14 +33,29 @@ MAX_LINES = 4000   # verl's dump is a few hundred lines
 MAX_VALUE = 200    # a longer value (a long list, a prompt) is not a setting a rule reads
 
 
-class DictDump:
-    """Feed each line; ``feed`` returns the (dotted key, value) pairs the line completes, or None when the line is not
-    part of a dump (and a dump in progress ends there)."""
+class _Nesting:
+    """The open keys of a nested configuration read line by line, each with the column it stands at."""
 
     def __init__(self) -> None:
         self._stack: list[tuple[int, str]] = []
         self._lines = 0
         self.active = False
+
+    def _close(self, col: int) -> None:
+        """A key at ``col`` closes every open key at that column or right of it."""
+        while self._stack and self._stack[-1][0] >= col:
+            self._stack.pop()
+
+    def _dotted(self, key: str) -> str:
+        return ".".join([k for _, k in self._stack] + [key])
+
+
+class DictDump(_Nesting):
+    """Feed each line; ``feed`` returns the (dotted key, value) pairs the line completes, or None when the line is not
+    part of a dump (and a dump in progress ends there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.framework = "verl"   # EasyR1's config has a worker section where verl's has actor_rollout_ref
 
     def feed(self, text: str) -> list[tuple[str, Any]] | None:
@@ -55,12 +70,14 @@ class DictDump:
         keys = list(_KEY.finditer(text))
         if not keys:
             # a list's later items ("'optimizer',"), or a value wrapped onto its own line: nothing to read
-            return [] if text.lstrip().startswith(("'", "[", "{", '"')) or text.strip()[:1].isdigit() else self._end()
+            if text.lstrip().startswith(("'", "[", "{", '"')) or text.strip()[:1].isdigit():
+                return []
+            self.active = False
+            return None
         out: list[tuple[str, Any]] = []
         for i, m in enumerate(keys):
             col = m.start()
-            while self._stack and self._stack[-1][0] >= col:
-                self._stack.pop()
+            self._close(col)
             if not self._stack and m.group(1) == "worker":
                 self.framework = "easyr1"
             end = keys[i + 1].start() if i + 1 < len(keys) else len(text)
@@ -70,12 +87,8 @@ class DictDump:
                 continue
             value = _literal(raw.rstrip(",} ").rstrip())
             if value is not _NOTHING:
-                out.append((".".join([k for _, k in self._stack] + [m.group(1)]), value))
+                out.append((self._dotted(m.group(1)), value))
         return out
-
-    def _end(self) -> None:
-        self.active = False
-        return None
 
 
 _NOTHING = object()
@@ -104,15 +117,13 @@ _EASYR1_KEYS = {"data": frozenset({"rollout_batch_size", "mini_rollout_batch_siz
                 "algorithm": frozenset({"disable_kl", "online_filtering"})}
 
 
-class NestedYaml:
+class NestedYaml(_Nesting):
     """verl's and EasyR1's configuration pasted as YAML (EasyR1's examples/config.yaml, verl's ppo_trainer.yaml
     overrides file): top-level sections, nested by indentation, read into dotted keys as ``DictDump`` reads a printed
     dict. ``feed`` returns the pairs a line completes, or None when the line is not part of such a block."""
 
     def __init__(self) -> None:
-        self._stack: list[tuple[int, str]] = []
-        self._lines = 0
-        self.active = False
+        super().__init__()
         self.framework: str | None = None   # told by a section or a key only one of the two frameworks has
 
     def feed(self, text: str) -> list[tuple[str, Any]] | None:
@@ -132,8 +143,7 @@ class NestedYaml:
             self.active = False
             return None
         col = len(m.group("indent"))
-        while self._stack and self._stack[-1][0] >= col:
-            self._stack.pop()
+        self._close(col)
         if not self._stack:
             self.active = False
             return None
@@ -146,7 +156,7 @@ class NestedYaml:
         value = _literal(raw)
         if value is _NOTHING:
             value = {"true": True, "false": False, "null": None, "~": None}.get(raw.lower(), raw)
-        return [(".".join([k for _, k in self._stack] + [m.group("key")]), value)]
+        return [(self._dotted(m.group("key")), value)]
 
 
 __all__ = ["LITERALS", "MAX_LINES", "OVERRIDE_LINE", "SECTIONS", "DictDump", "NestedYaml"]

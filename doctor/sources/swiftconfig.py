@@ -237,6 +237,11 @@ class RunConfig:
         if read.recipe:
             self.implied.setdefault(read.recipe, read.program or read.launcher)
 
+    def _add_settings(self, pairs: list[tuple[str, Any]], framework: str | None, source: str) -> None:
+        """Dotted settings read from a printed or pasted configuration (sources/dict_dump.py), as its overrides."""
+        if pairs:
+            self._add_launch(launchers.printed_config(dict(pairs), framework), source)
+
     def add_args_json(self, obj: dict[str, Any]) -> None:
         for k, v in obj.items():
             self.set_arg(k, v, "args.json")
@@ -312,20 +317,18 @@ class RunConfig:
         if text[:2] == "{'" or self._dict_dump.active:
             pairs = self._dict_dump.feed(text)
             if pairs is not None:
-                if pairs:
-                    self._add_launch(launchers.printed_config(dict(pairs), self._dict_dump.framework), "dump")
+                self._add_settings(pairs, self._dict_dump.framework, "dump")
                 return
         if "=" in text and "." in text[:24]:
             override = OVERRIDE_LINE.match(text)
             if override is not None:  # a verl override pasted alone on its line: what the person set
-                self._add_launch(launchers.printed_config({override.group(1): parse_value(override.group(2).strip("'\""))},
-                                                          "verl"), "command")
+                self._add_settings([(override.group(1), parse_value(override.group(2).strip("'\"")))], "verl", "command")
                 return
         if self._nested_yaml.active or (text[-1:] == ":" and text[:1].isalpha()):
             pairs = self._nested_yaml.feed(text)
             if pairs is not None:
-                if pairs:  # a config someone pasted: what they wrote, weaker than what the program printed
-                    self._add_launch(launchers.printed_config(dict(pairs), self._nested_yaml.framework), "command")
+                # a config someone pasted: what they wrote, weaker than what the program printed
+                self._add_settings(pairs, self._nested_yaml.framework, "command")
                 return
         if self._dump_open:
             s = text.strip()

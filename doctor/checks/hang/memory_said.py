@@ -19,9 +19,7 @@ from ... import lazyre
 from ...classify.run_context import ZERO3
 from ...values import as_number
 from ..memory._facts import params_b, zero_stage
-from ..memory.fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
-from ..memory.fsdp_levers import levers as fsdp_levers
-from ..memory.openrlhf_levers import levers as openrlhf_levers
+from ..memory.own_levers import own_levers
 from .cards_said import cards_said
 
 # the model named by the run's settings (each framework's flag for it)
@@ -244,12 +242,13 @@ _LENGTH_KEYS = ("max_completion_length", "cutoff_len", "max_seq_length", "max_le
 def levers_left(args: dict[str, Any], texts: list[str], framework: str | None) -> str | None:
     """The generic memory levers with the run's own values, leaving out each one the paste shows already pulled (a
     batch of 1, gradient checkpointing on, LoRA, ZeRO-3): None when the paste shows no settings (three or more)."""
-    if framework == "openrlhf":  # its flags, with the values read and OpenRLHF's defaults said where none was
-        return "Meanwhile, the levers in OpenRLHF's own flags: " + " ".join(openrlhf_levers(args))
+    # OpenRLHF's flags say its defaults where no value was read; verl's and EasyR1's keys need the paste's settings
+    own = own_levers(framework, args) if framework == "openrlhf" or len(args) >= 3 else None
+    if own is not None:
+        where = "OpenRLHF's own flags" if framework == "openrlhf" else "these settings, in the framework's own keys"
+        return f"Meanwhile, the levers in {where}: " + " ".join(own)
     if len(args) < 3:
         return None
-    if framework in FSDP_FRAMEWORKS:   # verl, EasyR1: their own configuration keys, with this paste's values
-        return "Meanwhile, the levers in these settings, in the framework's own keys: " + " ".join(fsdp_levers(framework, args))
     out = []
     b = as_number(args.get("per_device_train_batch_size"))
     if b is not None and b > 1:

@@ -23,7 +23,8 @@ from .knobs_said import knob_fix
 from .paste_next import repetition_shown, still_missing
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
-from .slow_bar import PACE_FIX, PACE_FIX_UNSCORED, bar_pace, pace_sentence
+from .slow_bar import PACE_FIX, PACE_FIX_UNSCORED, Pace, bar_pace, pace_sentence
+from .stages_said import stages_said
 from .symptom_words import (
     ADVICE,
     AFTER_SET_UP,
@@ -212,32 +213,6 @@ def said_quote(said: str, text: str, width: int = 160) -> str:
 _UNSCORED_SAID = lazyre.compile(r"(?i)(?<![a-z])(?:sft|dpo|kto|orpo|simpo|cpo|pre-?train\w*|continued pretraining)(?![a-z])")
 
 
-def _stages_said(rule: Rule, ctx: RunState, category: str, said: str, quoted: str, line: LogLine,
-                 lines: list[LogLine], warned: list[Finding]) -> Finding | None:
-    """Slow steps told in words beside verl's own stage timings of a step (timing_s/gen, timing_s/update_actor...):
-    where the time goes, read from them, with the stage's own fix."""
-    if category != "slow-training":
-        return None
-    from ..outputs.step_pace import VERL_STAGES, stage_fix, stage_times
-    times, worst_line = stage_times(lines)
-    stages = {k: v for k, v in times.items() if k != "step"}
-    if not stages or worst_line is None:
-        return None
-    worst = max(stages, key=lambda k: stages[k])
-    step = times.get("step")
-    share = f" of a {step:g} s step ({100 * stages[worst] / step:.0f}%, computed)" if step else ""
-    others = ", ".join(f"{k} {v:g} s" for k, v in sorted(stages.items(), key=lambda kv: -kv[1]) if k != worst)
-    msg = (f"The words of the paste say {said} (`{quoted}`), and its step timings say where the time goes: "
-           f"timing_s/{worst} {stages[worst]:g} s{share}, {VERL_STAGES[worst]}"
-           + (f"; then {others}." if others else "."))
-    fix = stage_fix(worst, ctx.run.args) or ["Change the stage that dominates first; the timing_s/ values of the next "
-                                             "steps show whether it shrank."]
-    found = rule.make(message=msg, fix=fix, evidence=[evidence_of(line), evidence_of(worst_line)], seq=line.seq)
-    return replace(found, category=category, title=f"Slow steps: verl's {worst} stage takes most of each step",
-                   verify=f"the next steps' timing_s/{worst} is lower than {stages[worst]:g} s",
-                   priority=max([rule.meta.priority] + [f.priority + 1 for f in warned]))
-
-
 def _no_rollouts(ctx: RunState, lines: list[LogLine]) -> bool:
     """A run that samples no completions by what the inputs show: its trainer (SFT, DPO...), its words, or no RL
     method named anywhere and no RL trainer read."""
@@ -365,11 +340,11 @@ def of_vllm_run(category: str, ctx: RunState) -> str:
     return "vllm-oom-or-kv-cache" if framework == "vllm" or engine else category
 
 
-def bar_mid_way(lines: list[LogLine]) -> bool:
-    """A progress bar of a long loop stopped part of the way, with a pace: steps ran ("281/20820 [03:48, 1.28it/s]";
-    a model's few checkpoint shards or a finished data map are no training progress)."""
+def bar_mid_way(lines: list[LogLine]) -> Pace | None:
+    """The last paced bar of these lines when it is a long loop's, stopped part of the way: steps ran ("281/20820
+    [03:48, 1.28it/s]"; a model's few checkpoint shards or a finished data map are no training progress)."""
     pace = bar_pace(lines)
-    return pace is not None and 0 < pace.done < pace.total and pace.total >= 50
+    return pace if pace is not None and 0 < pace.done < pace.total and pace.total >= 50 else None
 
 
 def start_said(lines: list[LogLine]) -> bool:
@@ -416,7 +391,7 @@ class ProseSymptom(Rule):
         if category == "hang-mid-training" and _stopped_before_training(ctx):
             category = "hang-at-start"  # the words say it stopped; the lines say where: before any step
         elif category == "hang-at-start" and not start_said(prose_lines(lines)) and (
-                ctx.metrics_steps or bar_mid_way(lines)):
+                ctx.metrics_steps or bar_mid_way(lines) is not None):
             category = "hang-mid-training"  # the words do not place the stop; the log's rows or bar show steps ran
         else:
             category = of_vllm_run(category, ctx)
@@ -432,17 +407,18 @@ class ProseSymptom(Rule):
         if any(NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
         nxt = still_missing(nxt, category, lines)
-        timed = _stages_said(self, ctx, category, said, quoted, line, lines, warned)
+        timed = stages_said(said, quoted, lines, ctx.run.args) if category == "slow-training" else None
         if timed is not None:
-            return [timed]
+            found = self.make(message=timed.message, fix=timed.fix, evidence=[evidence_of(line), evidence_of(timed.line)],
+                              seq=line.seq)
+            return [replace(found, category=category, title=timed.title, verify=timed.verify,
+                            priority=max([self.meta.priority] + [f.priority + 1 for f in warned]))]
         pace = bar_pace(lines) if category == "slow-training" else None
         if pace is not None:
             # the bar is the step timing the request would ask for: read it, ask for what it cannot show
             msg = (f"The words of the paste say {said} (`{quoted}`). {pace_sentence(pace)} The bar "
                    f"gives the pace, not where the time goes.")
-            unscored = ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines) or not any(
-                _RL_RUN.search(plain(ln.text)) for ln in lines)
-            return [replace(self.make(message=msg, fix=[PACE_FIX_UNSCORED if unscored else PACE_FIX],
+            return [replace(self.make(message=msg, fix=[PACE_FIX_UNSCORED if _no_rollouts(ctx, lines) else PACE_FIX],
                                       evidence=[evidence_of(line), evidence_of(pace.line)], seq=line.seq),
                             category=category, title="Training is slow by the paste's words; its progress bar shows the pace",
                             verify=f"the next run's bar shows fewer seconds a step than now ({pace.rate})",

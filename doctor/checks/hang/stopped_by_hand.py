@@ -22,7 +22,6 @@ from ...signals import Frame, LogLine
 from ._progress import _CLASS_TEXT, classify_frames
 from .interrupted import _AFTER_CTRL_C, STARTUP_WHERE, in_subprocess_wait, startup_phase
 from .prose import bar_mid_way, hang_words, prose_lines, start_said, stopped_by_hand_said
-from .slow_bar import bar_pace
 
 _SIGINT_WAIT = lazyre.compile(r"\b_wait\(timeout=sigint_timeout\)")
 # the launchers whose child is the training (the frame that started the wait, outermost first in the message)
@@ -112,9 +111,9 @@ def _place(ctx: RunState, stop: _Stop, words: tuple[str, LogLine] | None) -> tup
                         f"finished (`{words[1].text.strip()[:80]}`)", ())
             return "hang-mid-training", "its stack is in the training loop", ()
     if words is not None:
-        pace = bar_pace(ctx.last_tail()) if words[0] == "hang-at-start" and not start_said(prose_lines(ctx.last_tail())) \
-            else None
-        if pace is not None and bar_mid_way(ctx.last_tail()):
+        tail = ctx.last_tail()
+        pace = bar_mid_way(tail) if words[0] == "hang-at-start" and not start_said(prose_lines(tail)) else None
+        if pace is not None:
             # the words place no stop, the bar does: steps ran at a pace before it ("281/20820 [03:48, 1.28it/s]")
             return ("hang-mid-training", f"the paste's progress bar stopped at {pace.done} of {pace.total} "
                     f"(`{pace.line.text.strip()[:80]}`) and its words say it was stuck", ())

@@ -18,10 +18,8 @@ from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, alloc_conf_advice, training_ladder, vllm_ladder
 from ._limits import limits
 from ._oom import Side, is_oom, parse_oom, side_of
-from .fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
-from .fsdp_levers import levers as fsdp_levers
 from .fsdp_levers import share_key
-from .openrlhf_levers import levers as openrlhf_levers
+from .own_levers import own_levers
 
 
 def _the(stage: str) -> str:
@@ -159,11 +157,11 @@ class OomRule(PatternRule):
                 msg += " " + acct
             if limited:
                 msg += " " + limited
-            if told in FSDP_FRAMEWORKS or told == "openrlhf":
+            own = own_levers(told, f.run.args)
+            if own is not None:
                 # ms-swift's ladder names flags verl, EasyR1 and OpenRLHF do not have: their own keys and flags, and
                 # the allocator's setting
                 alloc = alloc_conf_advice(f, oom)
-                own = fsdp_levers(told, f.run.args) if told in FSDP_FRAMEWORKS else openrlhf_levers(f.run.args)
                 ladder = own + ([alloc] if alloc else [])
             else:
                 ladder = order(training_ladder(f, oom), big, oom)

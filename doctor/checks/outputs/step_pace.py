@@ -155,9 +155,9 @@ def stage_fix(stage: str, args: dict | None = None) -> list[str]:
     return []
 
 
-def stage_times(lines: list) -> tuple[dict[str, float], object | None]:
-    """verl's stage timings of one step pasted as `timing_s/<stage>: <seconds>` (one per line or several on one), with
-    the line of the slowest stage; ({}, None) when the paste holds none."""
+def stage_times(lines: list) -> tuple[dict[str, float], str | None, object | None]:
+    """verl's stage timings of one step pasted as `timing_s/<stage>: <seconds>` (one per line or several on one), the
+    slowest stage (the whole step aside) and its line; ({}, None, None) when the paste holds none."""
     times: dict[str, float] = {}
     where: dict[str, object] = {}
     for ln in lines:
@@ -165,6 +165,5 @@ def stage_times(lines: list) -> tuple[dict[str, float], object | None]:
             if m.group("stage") in VERL_STAGES:
                 times[m.group("stage")] = float(m.group("seconds"))
                 where[m.group("stage")] = ln
-    stages = {k: v for k, v in times.items() if k != "step"}
-    worst = max(stages, key=lambda k: stages[k], default=None)
-    return times, (where[worst] if worst is not None else None)
+    worst = max((k for k in times if k != "step"), key=lambda k: times[k], default=None)
+    return times, worst, (where[worst] if worst is not None else None)
