@@ -42,7 +42,7 @@ def cannot_import_fix(hits: list[Hit], ctx: RunState) -> Diagnosis:
         ver = run.versions.get("vllm")
         shown = f" (the paste shows vllm {ver})" if ver else ""
         return Diagnosis(
-            message=f"`{name}` cannot be imported from `{mod}`{by}: ms-swift's swift.llm exports its vLLM helpers "
+            message=f"`{name}` cannot be imported from `{mod}`{by}: ms-swift's swift.llm (1.x-2.x) exports its vLLM helpers "
                     f"(get_vllm_engine, inference_vllm, VllmGenerationConfig...) only when vLLM itself imports; when it "
                     f"does not, swift logs `import vllm_utils error: ...` and leaves them out. vLLM is not installed, "
                     f"or its installed release does not import in this environment{shown}: it does not fit the "

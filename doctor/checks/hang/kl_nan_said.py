@@ -13,8 +13,8 @@ _KL = lazyre.compile(r"(?i)(?<![a-z])kl(?:_loss)?(?![a-z])")
 CAUSE = ("In verl the KL loss is actor_rollout_ref.actor.kl_loss_type, low_var_kl unless set: core_algos.kl_penalty "
          "takes exp(ref_log_prob - log_prob), and releases that do not clamp that difference first (later ones clamp "
          "it to ±20 for numerical stability) return NaN where the policy gives a sampled token a log-probability of "
-         "-inf (inf - inf); once the NaN reaches the weights every completion is token id 0 (\"!\" in Qwen's "
-         "vocabulary).")
+         "-inf (inf - inf); once the NaN reaches the weights, completions most often come out as token id 0 (\"!\" "
+         "in Qwen's vocabulary).")
 FIX = ("Meanwhile: install a verl release whose core_algos.kl_penalty clamps the log-ratio before exp() (its "
        "`.clamp(-20.0, 20.0)` line), or set actor_rollout_ref.actor.kl_loss_type=kl (no exp), and resume from a "
        "checkpoint saved before the first NaN.")
