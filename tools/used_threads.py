@@ -6,6 +6,7 @@ lowercase ``owner/repo#number``; links to issues, pulls and discussions count as
 
     python tools/used_threads.py huggingface/trl#3061 modelscope/ms-swift#4100
     python tools/used_threads.py --file ids.txt --extra ../blind3/ids.txt
+    python tools/used_threads.py --cited ../blind4/cases      # files whose text cites a held-out thread
 
 prints one line per id, ``free`` or ``used: <where>``, and exits 1 when any id is not free.
 Ids listed with ``--extra`` (other sets being harvested) count as used too.
@@ -67,13 +68,34 @@ def held_out(shared: Path) -> set[str]:
     return {line.split()[0].lower() for line in listed.read_text().splitlines() if line.strip()}
 
 
+def cited_held_out(folders: list[Path], hashes: set[str]) -> int:
+    """Print each file under ``folders`` that cites a held-out thread; 1 when any does."""
+    found = 0
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if not path.is_file() or path.is_symlink() or path.suffix not in TEXT_SUFFIXES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for thread in sorted(ids_in_text(text)):
+                if hashlib.sha256(thread.encode()).hexdigest() in hashes:
+                    print(f"{shown(path)}: cites a held-out thread")
+                    found += 1
+                    break
+    return 1 if found else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("threads", nargs="*")
     parser.add_argument("--file", type=Path, help="a file with one thread id or link per line")
     parser.add_argument("--extra", type=Path, action="append", default=[], help="ids of other sets, one per line")
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--cited", type=Path, action="append", default=[],
+                        help="a folder of logs (a new set's cases): report each held-out thread its texts cite (a "
+                             "paste that links another thread carries that thread's words)")
     args = parser.parse_args(argv)
+    if args.cited:
+        return cited_held_out(args.cited, held_out(args.shared))
     asked = list(args.threads)
     if args.file:
         asked += [line for line in args.file.read_text().splitlines() if line.strip()]
