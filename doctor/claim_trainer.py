@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from . import lazyre
 from .claim_facts import Claim, RunFacts, Verdict, conditional
+from .swift.llamafactory_args import is_transformers
 from .swift.trainer_kind import GROUP_KINDS, UNSCORED_KINDS
 
 # what only a grouped-sampling trainer has: GRPO by name, its group size, its groups of completions
@@ -34,10 +35,11 @@ _SERVING = frozenset({"serve", "infer"})
 _NOT_TRAINER = lazyre.compile(r",? not (?:the|a) trainer(?:'s \w+)?\b|"
                               r", together with (?:the|a) trainer[^;.(]*(?:\([^)]*\))?")
 _OR_TRAINER = lazyre.compile(r"\bboth (when [^.;]*?) and when a trainer [^.;(]*(?:\([^)]*\))?")
-_CONFIG = lazyre.compile(r"\bGRPOConfig\(([^()]*)\)")
+_CONFIG = lazyre.compile(r"\bGRPOConfig(?:\(([^()]*)\)|\.\w+)")
 # the GRPO-only fields of trl's GRPOConfig (trl/trainer/grpo_config.py): no other trainer's config has them
 _GRPO_FIELDS = lazyre.compile(r"\b(?:num_generations|reward_funcs|reward_weights|use_vllm|vllm_mode|"
                           r"generation_batch_size|steps_per_generation|num_iterations|scale_rewards)\b")
+_FIELD = lazyre.compile(r"(?:[(,]\s*)(\w+)=")
 _PAREN = lazyre.compile(r"\s*\([^()]*\)")
 # the last item of a sentence joined by "and" / "or", outside parentheses
 _LAST_CONJUNCT = lazyre.compile(r",?\s+(?:and|or)\s+[^,;()]*[.!]?$")
@@ -101,6 +103,33 @@ def _without(sentence: str, words: re.Pattern) -> str | None:
     return out if out.endswith((".", "!", "?", ":")) else out.rstrip(",;") + "."
 
 
+def _training_arguments_only(call: str) -> bool:
+    """``GRPOConfig(a=1, b=2)`` or ``GRPOConfig.a``: every field named is one of transformers' TrainingArguments, which every trl
+    config (DPOConfig, SFTConfig...) and transformers' own Trainer take."""
+    names = [call.split(".", 1)[1]] if call.startswith("GRPOConfig.") else _FIELD.findall(call[call.index("("):])
+    return bool(names) and all(is_transformers(n) for n in names)
+
+
+def _cut_enclosing(sentence: str, start: int, end: int) -> str | None:
+    """The sentence without the parenthesis around [start, end) ("Train in bfloat16 (GRPOConfig(...) with bf16=True)
+    on ..."): the lever is the sentence's, its spelling the config's; None when no parenthesis holds it."""
+    depth, open_at = 0, -1
+    for i in range(start - 1, -1, -1):
+        depth += (sentence[i] == ")") - (sentence[i] == "(")
+        if depth < 0:
+            open_at = i
+            break
+    if open_at < 0:
+        return None
+    depth = 0
+    for j in range(end, len(sentence)):
+        depth += (sentence[j] == "(") - (sentence[j] == ")")
+        if depth < 0:
+            cut = (sentence[:open_at].rstrip() + sentence[j + 1:]).strip()
+            return cut if len(cut.split()) >= 3 else None
+    return None
+
+
 def judge(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
     if c.subject == "server":
         if facts.trainer not in _SERVING:
@@ -117,9 +146,13 @@ def judge(c: Claim, sentence: str, facts: RunFacts) -> Verdict | None:
     why = f"the run trains with {facts.trainer_label}, not GRPO"
     if c.subject == "GRPOConfig":
         cls = facts.trainer_config
+        if cls is None and _training_arguments_only(c.value):
+            cls = "TrainingArguments"   # every trl config and transformers' Trainer take these fields
         if cls is None or _GRPO_FIELDS.search(c.value):
-            return Verdict(why)
-        return Verdict(why, sentence[:c.start] + cls + c.value[len("GRPOConfig"):] + sentence[c.end:])
+            return Verdict(why, _cut_enclosing(sentence, c.start, c.end))
+        # the sentence's own text after the class name: the claim's value is read from the masked sentence, whose
+        # quoted strings are blanked
+        return Verdict(why, sentence[:c.start] + cls + sentence[c.start + len("GRPOConfig"):])
     if c.subject == "reward":
         if facts.trainer not in UNSCORED_KINDS:
             return None

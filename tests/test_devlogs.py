@@ -541,7 +541,6 @@ KNOWN_MISSES_70: dict[str, str] = {
     "7323": "RLinf's metrics box pasted as mojibake (UTF-8 box lines read as cp1252), rewards=0.0 in it (right only with the word reading): GD330",
     "7331": "'log_prob is nan' only in a pdb line's print() call (right only with the word reading): GD328",
     "7327": "a pasted table of trainable-parameter counts (0 with is_trainable=False) in a custom print: GD330",
-    "7335": "an nvidia-smi table in the paste (one GPU at 94%, two at 0%) with 'weird problem' words: GD328",
     "7337": "two pasted logs (single-GPU, then multi-GPU) compared in a Chinese sentence; the first bar read as the end: GD324",
     "7340": "LLaMA-Factory PPO rows with a level negative reward and a question about the loss: no finding",
 }

@@ -158,6 +158,8 @@ def test_rays_memory_monitor_kill_is_not_blamed_on_the_kernel_oom_killer():
     f = run_text(line)[0]
     assert f.rule_id == "GD310" and "RAY_memory_usage_threshold" in f.message
     assert "Linux OOM killer" not in f.message and "dmesg" not in f.fix[0]
+    # the look at Ray's log is not a fix by itself: what lowers the node's memory follows it
+    assert f.fix[0].startswith("Find what filled") and "CPU offload" in f.fix[1] and "RAY_memory_usage_threshold" in f.fix[1]
 
 
 def test_a_failed_cpu_allocation_is_host_memory_with_its_size_and_phase():
@@ -226,3 +228,20 @@ def test_the_same_refusal_under_a_weight_sync_request_stays_the_sync():
     text = "POST /update_named_param/ HTTP/1.1\" 500\n" + _tb(LOAD, SCORE)
     first = run_text(text)[0]
     assert "weights the trainer pushed" in first.message
+
+
+def test_an_oom_inside_data_parallel_says_one_process_drives_every_gpu():
+    # torch re-raises a replica's error in the main thread as "Caught <type> in replica <i> on device <d>."
+    # (torch/nn/parallel/parallel_apply.py ExceptionWrapper; devlogs70/7320 pasted it with its frames on one line)
+    text = _tb([("/opt/conda/lib/python3.10/site-packages/torch/nn/parallel/data_parallel.py", 171, "forward",
+                 "outputs = self.parallel_apply(replicas, inputs, kwargs)"),
+                ("/opt/conda/lib/python3.10/site-packages/torch/nn/parallel/parallel_apply.py", 89, "parallel_apply",
+                 "output.reraise()")],
+               "torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.")
+    f = run_text(text)[0]
+    assert f.rule_id == "GD201" and "nn.DataParallel" in f.message
+    assert f.fix[0].startswith("Start one process per GPU") and "torchrun --nproc_per_node" in f.fix[0]
+    bare = run_text("torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 1 on device 1.\n")[0]
+    assert bare.rule_id == "GD201" and "nn.DataParallel" in bare.message
+    plain = run_text("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")[0]
+    assert "DataParallel" not in plain.message and not plain.fix[0].startswith("Start one process per GPU")

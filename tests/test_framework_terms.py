@@ -205,6 +205,10 @@ def test_only_the_runs_own_spelling_of_a_labelled_alternative_is_kept():
         "less CPU offload, a smaller batch")                      # another framework's only spelling goes
     assert say(line, None) == "If it is host memory: less CPU offload, a smaller rollout batch."  # not told: neutral
     assert say(line, "torch") == say(line, None)                  # a runtime, not a trainer: the same
+    # a runtime's spelling beside the frameworks' holds under every one of them
+    mixed = "less offload (DeepSpeed offload_param; OpenRLHF --adam_offload; verl fsdp_config.param_offload), or more RAM"
+    assert say(mixed, "openrlhf") == "less offload (DeepSpeed offload_param; OpenRLHF --adam_offload), or more RAM"
+    assert say(mixed, "trl") == "less offload (DeepSpeed offload_param), or more RAM"
     cited = "Nothing to fix: judge by the reward, not by the loss (ms-swift FAQ: loss approx. 0 is normal in GRPO)."
     assert say(cited, "trl") == cited                             # a source cited, not a spelling
     assert say("set it (trl: beta=0.0; verl: actor_rollout_ref.actor.use_kl_loss=False)", "ms-swift") == (

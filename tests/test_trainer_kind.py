@@ -156,6 +156,22 @@ def test_a_trl_config_class_is_the_runs_own():
     assert check_text("Set GRPOConfig(max_grad_norm=0.5).", GRPO)[0] == "Set GRPOConfig(max_grad_norm=0.5)."
 
 
+
+def test_a_trainer_without_a_known_config_class_reads_training_arguments():
+    # told by its metrics only (rewards/chosen): a DPO-style trainer whose config class is not known. Its config, as
+    # every trl config, is a TrainingArguments, so those fields keep their lever (devlogs70/7330 lost all three fixes)
+    pref = RunFacts(trainer="preference", trainer_label="preference (DPO-style)")
+    out, _ = check_text("Clip gradients harder: GRPOConfig(max_grad_norm=1.0) (assumed) -> 0.5.", pref)
+    assert out == "Clip gradients harder: TrainingArguments(max_grad_norm=1.0) (assumed) -> 0.5."
+    out, _ = check_text("Lower GRPOConfig.learning_rate from 6e-05 to 1e-05.", pref)
+    assert out == "Lower TrainingArguments.learning_rate from 6e-05 to 1e-05."
+    # a field of trl's configs only: the parenthesis that spells it goes, the lever stays
+    text = ("Train in bfloat16 (GRPOConfig(model_init_kwargs={\"torch_dtype\": \"bfloat16\"}) with bf16=True) on "
+            "Ampere or newer GPUs.")
+    assert check_text(text, pref)[0] == "Train in bfloat16 on Ampere or newer GPUs."
+    # a GRPO-only field, in a parenthesis or not
+    assert check_text("Lower the batch (GRPOConfig(num_generations=4)) first.", pref)[0] == "Lower the batch first."
+    assert check_text("Set GRPOConfig.num_generations to 4. Lower the rate.", pref)[0] == "Lower the rate."
 def test_reward_functions_go_from_the_items_of_a_run_that_scores_nothing():
     text = "Compare the sample with the format the trainer documents (the image column, the columns your reward functions read)."
     assert check_text(text, SFT)[0] == "Compare the sample with the format the trainer documents (the image column)."
@@ -244,3 +260,10 @@ def test_llamafactory_s_serving_and_chat_commands_pasted_among_the_lines():
     assert from_text(["llamafactory-cli train examples/train_lora/llama3_lora_sft.yaml"]) is None
     # two kinds told: not told
     assert from_text(["llamafactory-cli api a.yaml", "llamafactory-cli chat b.yaml"]) is None
+
+
+def test_a_renamed_config_keeps_its_quoted_values():
+    ppo = RunFacts(trainer="ppo", trainer_label="PPO", trainer_config="PPOConfig")
+    text = 'Train in bfloat16 (GRPOConfig(model_init_kwargs={"torch_dtype": "bfloat16"}) with bf16=True) on Ampere.'
+    assert check_text(text, ppo)[0] == ('Train in bfloat16 (PPOConfig(model_init_kwargs={"torch_dtype": "bfloat16"}) '
+                                        'with bf16=True) on Ampere.')

@@ -29,7 +29,8 @@ _SOLVED = lazyre.compile(
     # (not when the failure comes in between: "After upgrading to trl 0.15.2 this error appears, with 0.14.0 it was
     # fine" is a regression)
     r"\bafter (?:i |we )?(?:set|setting|add|adding|remov|switch|chang|updat|upgrad|downgrad|install|us)\w*\b"
-    r"(?:(?!\berror|\bfail|\bcrash|\bbreak|\bappear|\boccur)[^.;]){0,80}"
+    # ("After setting CUDA_VISIBLE_DEVICES=0,1,2 only one GPU works": "only" says what fails)
+    r"(?:(?!\berror|\bfail|\bcrash|\bbreak|\bappear|\boccur|\bonly\b)[^.;]){0,80}"
     r"\b(?:works|worked|runs|ran|trains|is fine|was fine)\b|"
     # "Downgrading transformers to 4.45.2 works", "reverting to 0.14 fixed it"
     r"\b(?:downgrad|upgrad|revert|roll(?:ing|ed)? back|pinn)\w*\b(?:[^.;]|\.(?=\d)){0,60}\b(?:works|worked|fixe[sd]|helps|"

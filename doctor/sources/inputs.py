@@ -431,9 +431,11 @@ def _read_upto(stream: BinaryIO, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int]) -> BinaryIO | None:
+def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int],
+                      gpu_tables: list | None = None) -> BinaryIO | None:
     """A small log whose every line a paste indented, or whose lines a terminal hard-wrapped, is fed here put back
-    in its printed lines (None returned); any other log comes back as a stream positioned at its start."""
+    in its printed lines (None returned); any other log comes back as a stream positioned at its start. The
+    nvidia-smi tables of a small log go in ``gpu_tables`` (sources/gpu_in_log.py), to be fed after its lines."""
     plain = inp.path is not None and not is_streamed(stream)
     if plain:
         try:
@@ -442,6 +444,9 @@ def _reflow_or_rewind(inp: Input, stream: BinaryIO, session, counter: list[int])
         except (OSError, ValueError, AttributeError):
             return stream
     data = _read_upto(stream, MAX_REFLOW + 1)
+    if gpu_tables is not None and len(data) <= MAX_REFLOW and (b"MiB /" in data or b"NVIDIA-SMI" in data):
+        from .gpu_in_log import tables_in  # noqa: PLC0415 - only a paste that holds an nvidia-smi table
+        gpu_tables.extend(tables_in(decode(data).replace("\r\n", "\n").split("\n")))
     plan = needs_reflow(data) if len(data) <= MAX_REFLOW else None
     # metric rows pasted newest first are fed in the order they were logged
     lines = reflowed(data, *plan) if plan is not None else reordered(data) if len(data) <= MAX_REFLOW else None
@@ -513,7 +518,8 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
             from . import scan  # the chunk scanner and its matchers: only when a log is read
 
             steps = session.state.metrics_steps
-            log = _reflow_or_rewind(inp, stream, session, counter)
+            gpu_tables: list = []
+            log = _reflow_or_rewind(inp, stream, session, counter, gpu_tables)
             if log is None:
                 pass  # a paste read whole and fed as its program printed it (sources/reflow.py)
             elif inp.path is not None and not is_streamed(stream) and \
@@ -525,6 +531,9 @@ def feed_input(inp: Input, session, counter: list[int], scan_options: dict | Non
                     session.feed_line(line)
             if session.state.metrics_steps == steps and session.state.console_metrics:
                 _feed_tables(session, inp.display)
+            for rows in gpu_tables:
+                counter[0] += 1
+                session.emit(GpuSnapshot(inp.display, rows, counter[0]))
         elif inp.kind == "metrics":
             from ..engine.columns import Block  # noqa: PLC0415 - only when a logging.jsonl is read
             from .jsonl_rows import row_tables  # noqa: PLC0415

@@ -311,10 +311,11 @@ def only_own_alternatives(line: str, framework: str | None) -> str:
 
     def paren(m: re.Match) -> str:
         parts = [p.strip() for p in m.group(1).split(";")]
-        labels = [_label_of(p) for p in parts]
+        # a runtime's spelling ("DeepSpeed offload_optimizer") holds under every trainer framework
+        labels = [_label_of(p) or ("runtime" if _runtime_label(p) else None) for p in parts]
         if not all(labels):
             return m.group(0)   # not a list of per-framework spellings
-        keep = [p for p, fw in zip(parts, labels) if fw in mine]
+        keep = [p for p, fw in zip(parts, labels) if fw in mine or fw == "runtime"]
         if len(keep) == len(parts):
             return m.group(0)
         return f" ({'; '.join(keep)})" if keep else ""

@@ -49,6 +49,17 @@ _CHILD_ENDED = lazyre.compile(r"exits with return code = (-?\d+)|failed \(exitco
 # ray's raylet (node_manager.cc): "To see more information about the Workers killed on this node, use `ray logs
 # raylet.out -ip 10.0.0.1`"
 _RAY_LOGS = lazyre.compile(r"ray logs raylet\.out -ip ([\w.:\-]+)")
+# what lowers a Ray node's host memory, for a kill whose message lists no memory users. CPU offload keeps the fp32
+# master weights and Adam's two moments in host RAM (DeepSpeed's ZeRO-Offload: ~12-16 bytes a parameter); Ray's
+# memory monitor (ray docs, "Out-Of-Memory Prevention") kills at RAY_memory_usage_threshold so that the kernel's OOM
+# killer does not, so raising it moves the kill rather than removing it
+RAY_LEVERS = ("Then make the node's workers hold less host memory, or give the node more: CPU offload of optimizer "
+              "states or parameters keeps them in host RAM, about 12-16 bytes a parameter for the fp32 weights and "
+              "Adam's moments (DeepSpeed offload_optimizer / offload_param; OpenRLHF --adam_offload; verl "
+              "actor_rollout_ref.actor.fsdp_config.optimizer_offload / param_offload): turn it off where GPU memory "
+              "allows, or spread the model over more nodes; fewer workers per node and smaller rollout or generation "
+              "batches lower what each worker holds. Raising RAY_memory_usage_threshold only hands the kill to the "
+              "kernel's OOM killer.")
 _TRAIN_BAR = lazyre.compile(r"^\s*Train:\s*\d+%\|[^|]*\|\s*(\d+)/\d+")
 # vLLM V1 engine/core_client.py sigusr1_handler: logs this, then kill_process_tree(os.getpid())
 _VLLM_FATAL = "Got fatal signal from worker processes"
@@ -242,6 +253,8 @@ class HostOomKilled(Rule):
                 msg += " " + read[0]
                 if read[1]:
                     fix = [read[1]]
+            if read is None or not read[1]:
+                fix.append(RAY_LEVERS)
         elif macos:
             fix = ["Watch Activity Monitor's Memory tab (memory pressure, swap used) while it runs, or `sudo log show "
                    "--last 1h | grep -iE 'jetsam|memorystatus'` after a kill; use a smaller model, batch or sequence "

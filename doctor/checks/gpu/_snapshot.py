@@ -21,6 +21,29 @@ HOT_C = 85.0
 SLOWDOWN = ("HW Slowdown", "HW Thermal Slowdown", "SW Thermal Slowdown", "HW Power Brake Slowdown")
 
 
+# the GPUs of one process that drives several (torch's nn.DataParallel, which transformers' Trainer uses when a plain
+# `python` process sees several GPUs): the first holds the master weights, the optimizer and the gathered outputs and
+# computes, the others hold a replica a fraction of its size and wait (transformers#4622: 30.9 GB on GPU 0 against
+# 19.0 GB on the others; vid2vid#93: 11.4 GB against 3.0 GB). Ranks of one distributed job hold about the same memory
+# whether they work or wait (pytorch#36285: four DDP ranks at 9.2 GB, one of them idle)
+ONE_PROCESS_RATIO = 0.5
+
+
+def one_process_shape(gpus) -> tuple[list, list] | None:
+    """(busy, waiting): one GPU computes and every other GPU that holds memory is idle with at most half of the busy
+    one's memory, none of it an inference server's; None otherwise."""
+    busy = [s for s in gpus if s.util_pct is not None and s.util_pct >= BUSY_UTIL and s.mem_used_mib]
+    held = [s for s in gpus if s.util_pct is not None and s.util_pct <= IDLE_UTIL and s.mem_frac is not None
+            and s.mem_frac >= HELD_FRAC]
+    if len(busy) != 1 or not held:
+        return None
+    if any(p.name and ("vllm" in p.name.lower() or "sglang" in p.name.lower()) for s in held for p in (s.processes or ())):
+        return None
+    if not all(s.mem_used_mib <= ONE_PROCESS_RATIO * busy[0].mem_used_mib for s in held):
+        return None
+    return busy, held
+
+
 def _gib(mib: float | None) -> str:
     return "?" if mib is None else f"{mib / 1024:.1f} GiB"
 

@@ -3,7 +3,7 @@ under ``watch`` (formerly GD903)."""
 from __future__ import annotations
 
 from ...model import Severity
-from ._snapshot import BUSY_UTIL, HELD_FRAC, IDLE_UTIL, GpuRule, _gib, _ids, row
+from ._snapshot import BUSY_UTIL, HELD_FRAC, IDLE_UTIL, GpuRule, _gib, _ids, one_process_shape, row
 from .live import IdleHeldTracker
 
 
@@ -15,8 +15,8 @@ class GpuIdleMemoryHeld(GpuRule):
     def check(self, ctx, path, gpus, all_samples, seq):
         held = [s for s in gpus if s.util_pct is not None and s.util_pct <= IDLE_UTIL and s.mem_frac is not None
                 and s.mem_frac >= HELD_FRAC]
-        if not held:
-            return None
+        if not held or one_process_shape(gpus) is not None:
+            return None   # one process driving several GPUs: GD501's
         busy = [s for s in gpus if s.util_pct is not None and s.util_pct >= BUSY_UTIL]
         server = all(any(p.name and ("vllm" in p.name.lower() or "sglang" in p.name.lower()) for p in (s.processes or ()))
                      for s in held)

@@ -1,7 +1,8 @@
 """GD501: GPUs that hold nothing and compute nothing while other GPUs of the job work."""
 from __future__ import annotations
 
-from ._snapshot import BUSY_UTIL, IDLE_UTIL, GpuRule, _ids, row
+from .. import _data_parallel as data_parallel
+from ._snapshot import BUSY_UTIL, IDLE_UTIL, GpuRule, _gib, _ids, one_process_shape, row
 
 
 class GpuUnderutilized(GpuRule):
@@ -13,7 +14,7 @@ class GpuUnderutilized(GpuRule):
         unused = [s for s in known if s.util_pct <= IDLE_UTIL and s.mem_used_mib < 0.02 * s.mem_total_mib
                   and not (s.processes or ())]
         if not busy or not unused:
-            return None
+            return self._one_process(path, gpus, seq)
         n = ctx.run.int_arg("per_device_train_batch_size")
         vis = ctx.run.env.get("CUDA_VISIBLE_DEVICES")
         msg = (f"{len(unused)} of {len(known)} GPUs {'the run can see ' if vis else ''}hold no memory and compute "
@@ -26,3 +27,25 @@ class GpuUnderutilized(GpuRule):
                        "(grpo-doctor preflight checks it).")
         ev = [self.ev(path, row(s), s.line) for s in (unused + busy)[:6]]
         return self.make(message=msg, fix=fix, evidence=ev, seq=seq)
+
+    def _one_process(self, path, gpus, seq):
+        shape = one_process_shape(gpus)
+        if shape is None:
+            return None
+        busy, waiting = shape
+        top = busy[0]
+        most = max(s.mem_used_mib for s in waiting)
+        msg = (f"GPU {top.index} computes at {top.util_pct:g}% with {_gib(top.mem_used_mib)} while GPU {_ids(waiting)} "
+               f"{'sits' if len(waiting) == 1 else 'sit'} at 0-5% holding at most {_gib(most)} ({most / top.mem_used_mib:.0%} of it; read from the "
+               f"snapshot): the shape of one process driving several GPUs. torch's nn.DataParallel (which transformers' "
+               f"Trainer uses when a plain `python` process sees several GPUs) keeps the weights, optimizer and gathered "
+               f"outputs on the first GPU and runs a smaller replica on each other one, which waits most of the step; a "
+               f"model split over GPUs (device_map=\"auto\") also works on one GPU at a time. Ranks of a distributed "
+               f"job hold about the same memory, working or waiting.")
+        fix = [data_parallel.FIX,
+               "If the job is already one process per GPU, one snapshot cannot tell this from rank 0 working alone "
+               "(evaluation or saving) while the others wait: take two more 30 s apart (nvidia-smi --query-gpu="
+               "index,utilization.gpu,memory.used --format=csv -l 30)."]
+        ev = [self.ev(path, row(s), s.line) for s in (waiting + busy)[:6]]
+        return self.make(message=msg, fix=fix, evidence=ev, seq=seq, confidence="likely",
+                         title="One GPU computes while the others hold a smaller share and wait")

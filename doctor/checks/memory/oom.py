@@ -11,6 +11,7 @@ from ...model import Finding
 from ...rules import MAX_EVIDENCE, Hit, PatternRule, fold
 from ...signals import ExceptionInfo
 from ...values import as_number
+from .. import _data_parallel as data_parallel
 from .._numbers import ASSUMED, READ, mark
 from ..fallback.exceptions import describe_frame
 from ._account import account, order
@@ -182,6 +183,9 @@ class OomRule(PatternRule):
                 fix.insert(1 if f.framework == "swift" else 0,
                            "Lower ZeRO-3's gather sizes in the DeepSpeed config (stage3_max_live_parameters, "
                            "stage3_prefetch_bucket_size, e.g. 1e8) or offload parameters (zero3_offload).")
+            elif data_parallel.shown([fr.path for fr in frames_all], text):
+                msg += " " + data_parallel.SAID
+                fix.insert(0, data_parallel.FIX)
         else:
             # vLLM alone: a `vllm serve` and no trainer anywhere in the run is serving, not a trainer's rollout server
             alone = f.serving_alone(told)
