@@ -203,3 +203,32 @@ def test_a_sigkill_said_in_words_is_read_as_the_host_s_killer_not_one_the_author
     assert f is not None and f.category == "host-oom-killed" and "most often the host's out-of-memory killer" in f.message
     f = said("we send SIGKILL to stop it ourselves")
     assert f is None or f.category != "host-oom-killed"
+
+
+def test_every_category_has_what_to_do_meanwhile_for_a_guess_from_words() -> None:
+    # a failure placed by its words alone (doctor/classify/word_reading.py) gets a conditional fix of its category:
+    # the share-more request alone acts on nothing
+    from doctor.checks.hang.symptom_words import MEANWHILE
+    from doctor.classify.word_reading import _if_it_is
+    from doctor.registry import CATEGORY_WORDS
+    assert set(CATEGORY_WORDS) - set(MEANWHILE) == {"other"}
+    for category, text in MEANWHILE.items():
+        meanwhile = _if_it_is(category)[1]
+        said, lowered = text.split()[1], meanwhile.split()[0]
+        # lowered to follow "If it is ...:" only where the word is an ordinary one ("Run" -> "run", not "deepSpeed")
+        assert lowered in (said, said.lower()), (category, lowered)
+
+
+def test_a_structural_placing_that_only_looks_further_gets_its_categorys_actions() -> None:
+    from dataclasses import replace as _replace
+
+    from doctor.checks.hang.symptom_words import MEANWHILE
+    from doctor.classify.word_reading import act_meanwhile
+    base = said("NCCL timeout during GRPO training after 2 hours")
+    looks = _replace(base, rule_id="GD999", category="deepspeed-config-error",
+                     fix=("Search the DeepSpeed issues for the message: \"x\".",))
+    assert act_meanwhile([looks])[0].fix == (*looks.fix, MEANWHILE["deepspeed-config-error"])
+    acts = _replace(looks, fix=("Set stage3_gather_16bit_weights_on_model_save to true.",))
+    assert act_meanwhile([acts])[0] is acts                        # a fix that acts already: unchanged
+    assert act_meanwhile([_replace(looks, category="other")])[0].fix == looks.fix
+    assert act_meanwhile([_replace(looks, rule_id="GD201")])[0].fix == looks.fix   # a rule's own fixes stand

@@ -46,6 +46,29 @@ def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
             *findings[1:]]
 
 
+# the fallbacks that place a failure by its structure (component, phase, exception type) with fixes that only look
+# further (search the issues, find the line after the stack, paste more)
+STRUCTURAL = frozenset({"GD990", "GD991", "GD992", "GD993", "GD994", "GD996", "GD997", "GD998", "GD999", "GD326"})
+_LOOKS_ONLY = ("Search ", "Find ", "Paste ", "Share ", "Read ", "Look ")
+
+
+def act_meanwhile(findings: list[Finding]) -> list[Finding]:
+    """The findings, the first given its category's actions (symptom_words.MEANWHILE) when a structural fallback
+    placed it and every fix it has only looks further: the reader gets something to change while they look."""
+    if not findings:
+        return findings
+    first = findings[0]
+    if first.rule_id not in STRUCTURAL or first.category == "other" or first.severity < Severity.warning:
+        return findings
+    if not all(x.startswith(_LOOKS_ONLY) for x in first.fix):
+        return findings
+    from ..checks.hang.symptom_words import MEANWHILE
+    meanwhile = MEANWHILE.get(first.category)
+    if meanwhile is None:
+        return findings
+    return [replace(first, fix=(*first.fix, meanwhile)), *findings[1:]]
+
+
 def _if_it_is(category: str) -> tuple[str | None, str | None]:
     """(the category's usual causes, its meanwhile actions without their lead-in) for a guess from the words: said as
     conditional on the guess."""
@@ -58,4 +81,4 @@ def _if_it_is(category: str) -> tuple[str | None, str | None]:
     return USUAL_CATEGORY.get(category), meanwhile
 
 
-__all__ = ["GENERIC", "place_by_words", "texts_of"]
+__all__ = ["GENERIC", "STRUCTURAL", "act_meanwhile", "place_by_words", "texts_of"]

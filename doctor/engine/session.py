@@ -13,7 +13,7 @@ from .. import lazyre
 from ..claims import RunFacts, read_oom
 from ..claims import check_finding as check_claims
 from ..classify.outcomes_amend import amend_by_outcomes
-from ..classify.word_reading import place_by_words
+from ..classify.word_reading import act_meanwhile, place_by_words
 from ..confidence import assess
 from ..gate import WordGate
 from ..model import Finding, Role, Severity
@@ -340,7 +340,7 @@ class Session:
         ckpts = list(state.checkpoints)
         ckpts += [c for c in checkpoints if c not in ckpts]
         # a failure no rule placed takes the category its words are closest to, said as such
-        ordered = place_by_words(order(state.place(found) + outside), state)
+        ordered = act_meanwhile(place_by_words(order(state.place(found) + outside), state))
         # and, when it is only a guess, what the paste itself says solved it or where the same run works
         ordered = amend_by_outcomes(ordered, state)
         return assess(refine(ordered, state.run, ckpts, ended=state.ended, broken_at=state.broken_at))

@@ -787,4 +787,42 @@ MEANWHILE = {
     "dataset-or-template-error": "Meanwhile: load the dataset alone and print its first row's keys; compare them with "
                                  "the format the trainer and its template expect (messages or prompt, chosen and "
                                  "rejected, images).",
+    # the checks each category's trainers and libraries make, said as the values to compare (dev-logs' labels)
+    "batch-divisibility": "Meanwhile: the generation batch (per-device batch x processes x gradient accumulation, or "
+                          "generation_batch_size where the trainer has it) must be a multiple of num_generations; "
+                          "`grpo-doctor preflight -- <launch command>` computes values that divide.",
+    "eval-batch-divisibility": "Meanwhile: the evaluation batch (per_device_eval_batch_size x processes) must be a "
+                               "multiple of num_generations and the evaluation set must hold at least one such batch; "
+                               "or turn evaluation off (eval_strategy \"no\") until it does.",
+    "checkpoint-adapter-only-load-args": "Meanwhile: a LoRA run's checkpoint holds the adapter only (adapter_model."
+                                         "safetensors and adapter_config.json): load it over its base model (peft's "
+                                         "PeftModel.from_pretrained, ms-swift's adapters argument) or merge it into the base "
+                                         "first; a run that reads an earlier checkpoint's args.json takes that run's "
+                                         "tuner setting, so pass the tuner type you want explicitly.",
+    "deepspeed-config-error": "Meanwhile: run once with the next lower ZeRO stage (3 to 2) and no offload: a failure "
+                              "that goes away belongs to that stage (ZeRO-3 partitions the parameters, which model, "
+                              "save and generation code most often trips on); and set train_batch_size, the micro "
+                              "batch and gradient accumulation to \"auto\" in the DeepSpeed JSON, so that the trainer "
+                              "fills them in from its own arguments (DeepSpeed checks that the first is the product of "
+                              "the other two and the world size).",
+    "device-mismatch": "Meanwhile: a model spread over several GPUs (device_map=\"auto\") gets its inputs on another "
+                       "GPU than the layer that reads them; one process per GPU (device_map={\"\": local rank}, or "
+                       "none under a launcher) or CUDA_VISIBLE_DEVICES set to one GPU keeps the model and the batch "
+                       "on one device.",
+    "disk-full": "Meanwhile: `df -h` on the output folder, the caches (HF_HOME, TMPDIR, /dev/shm) and Ray's /tmp/ray "
+                 "shows which filled; keep fewer checkpoints (save_total_limit), save the model without its optimizer "
+                 "state (save_only_model), and point the caches at a larger disk.",
+    "multimodal-image-error": "Meanwhile: open the failing sample's images with PIL from where the run starts (paths, "
+                              "format, mode), and compare the image tokens in the text with the count the processor "
+                              "makes: a maximum length that cuts through the image tokens, or a resolution setting "
+                              "(max_pixels) the processor does not apply, makes them differ.",
+    "reward-function-error": "Meanwhile: call the reward function by hand on a few completions as the trainer passes "
+                             "them (a list of strings or of message lists, each dataset column as a keyword argument): "
+                             "it must return one float, or None, per completion.",
+    "vllm-engine-error": "Meanwhile: start the same model with the installed vLLM alone (`vllm serve <model>` with the "
+                         "run's settings): failing there too, the cause is the vLLM, model and torch combination, not "
+                         "the trainer; the engine process's first ERROR line names it.",
+    "vllm-version-incompatible": "Meanwhile: install the vLLM release the trainer's release documents (its "
+                                 "requirements or its vllm extra) with the torch that vLLM release pins; `pip show "
+                                 "vllm torch` beside the trainer's version shows what is installed now.",
 }
