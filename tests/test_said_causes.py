@@ -232,3 +232,22 @@ def test_a_structural_placing_that_only_looks_further_gets_its_categorys_actions
     assert act_meanwhile([acts])[0] is acts                        # a fix that acts already: unchanged
     assert act_meanwhile([_replace(looks, category="other")])[0].fix == looks.fix
     assert act_meanwhile([_replace(looks, rule_id="GD201")])[0].fix == looks.fix   # a rule's own fixes stand
+
+
+@pytest.mark.parametrize("text", [
+    "training speed is low, is it right?",                                                   # wmcnally/kapao#75
+    "I tray to train my dataset and 1 epoch takes 2 hours is that normal ? I use GPU so I expect it to be faster!! "
+    "How can I speed up training time?",                                                     # keras-CenterNet#20
+    "It was 10 hours per epoch in my one-GPU workstation(GTX1060). is that normal?",          # just_another_seq2seq#8
+    "Any idea to speed up training?",                                                        # multitask-CycleGAN#2
+    "Why did nnU-Net's training take so long? Is there any way to shorten the training time?",  # MIC-DKFZ/nnUNet#764
+    "800条训练数据10个epoch，显示需要26～30个小时，请问这个训练速度正常吗？是否有提升训练速度的方案？",  # hiyouga/EasyR1#39
+])
+def test_a_speed_asked_about_is_slow_training(text: str) -> None:
+    f = said(text)
+    assert f is not None and f.category == "slow-training", text
+
+
+def test_a_speed_up_asked_after_an_error_is_not_the_failure() -> None:
+    f = run("RuntimeError: CUDA error: an illegal memory access was encountered\nHow to speed up the training after this?\n")[0]
+    assert f.category != "slow-training"

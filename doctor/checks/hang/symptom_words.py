@@ -474,7 +474,23 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:time|step time|training time)\b|\bmost of the time is (?:spent|taken)\b|"
                     # a step's time with its unit, said by a person ("GRPO (80 seconds/step)", "about 7 min per step")
                     r"\b\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|mins?|minutes?|hrs?|hours?)\s*(?:/|per |an? |each )"
-                    r"(?:training )?(?:step|iteration|iter)\b|每(?:个)?\s*(?:step|步)\s*(?:要|需要|耗时|大概|约)?\s*\d+"),
+                    r"(?:training )?(?:step|iteration|iter)\b|每(?:个)?\s*(?:step|步)\s*(?:要|需要|耗时|大概|约)?\s*\d+|"
+                    # the speed asked about: "training speed is low, is it right?" (wmcnally/kapao#75), "1 epoch takes
+                    # 2 hours is that normal? How can I speed up training time?" (xuannianz/keras-CenterNet#20), "It
+                    # was 10 hours per epoch ... is that normal?" (qhduan/just_another_seq2seq#8), "Any idea to speed
+                    # up training?" (eveningglow/multitask-CycleGAN#2), "Is there any way to shorten the training
+                    # time?" (MIC-DKFZ/nnUNet#764), "请问这个训练速度正常吗？是否有提升训练速度的方案？" (hiyouga/EasyR1#39)
+                    r"\b(?:training |train |step |rollout |generation )?speed (?:is|was|seems|looks) (?:very |too |so |"
+                    r"quite |really )?(?:low|slow)\b|"
+                    r"\b(?:speed(?:ing)? up|accelerat(?:e|ing)|shorten(?:ing)?) (?:the |my |our |this )?(?:grpo |rl |"
+                    r"model )?(?:training|train|rollouts?|generation|training time|training process)\b|"
+                    r"\b(?:tak(?:e|es|ing)|took|it was|spen(?:d|ds|t))\b[^.?!;]{0,50}?\b\d+(?:\.\d+)?\s*(?:hours?|hrs?|h|"
+                    r"days?|mins?|minutes?)\b[^?!;]{0,60}\bis (?:it|that|this) (?:normal|expected|right|reasonable)\b|"
+                    r"\bis it normal that (?:it |training |one |an |each )?(?:takes?|took)\b|"
+                    r"\bis (?:this|the|my|that) (?:training |train )?speed (?:normal|expected|right|reasonable)\b|"
+                    r"\btraining speed (?:issue|problem)s?\b|"
+                    r"\b(?:training|epochs?|steps?|iterations?) (?:takes?|took|taking) (?:so|too|very|extremely) long\b|"
+                    r"训练速度(?:正常吗|是否正常|问题|太低|很低)|(?:提升|提高|加快|加速)(?:训练|推理|rollout|生成)(?:速度)?"),
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
     # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)
