@@ -251,3 +251,27 @@ def test_a_speed_asked_about_is_slow_training(text: str) -> None:
 def test_a_speed_up_asked_after_an_error_is_not_the_failure() -> None:
     f = run("RuntimeError: CUDA error: an illegal memory access was encountered\nHow to speed up the training after this?\n")[0]
     assert f.category != "slow-training"
+
+
+@pytest.mark.parametrize("text", [
+    "When I try to use the new code to train GRPO, rewards/format_reward is not 0, but rewards/accuracy_reward becomes 0.",
+    "Why will the final accuracy_reward be 0? by the end of the training, the accuracy_reward became 0",  # open-r1#257
+])
+def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> None:
+    # (open-r1#255, #257): the reward function's name holds the word after an underscore
+    f = said(text)
+    assert f is not None and f.category == "reward-zero-or-flat", text
+    assert said("reward_funcs are registered; the loss is 0 at every step") is None or \
+        said("reward_funcs are registered; the loss is 0 at every step").category != "reward-zero-or-flat"
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    ("训练到一半卡住了，没有报错", "hang-mid-training"),                        # "stuck halfway through training"
+    ("training stops progressing after some iterations but the process is still alive", "hang-mid-training"),
+    ("After a few hours training just stops, no output, nvidia-smi shows 100% util", "hang-mid-training"),
+])
+def test_a_stop_without_output_said_in_other_words_is_a_hang(text: str, category: str) -> None:
+    f = said(text)
+    assert f is not None and f.category == category, text
+    assert said("Training crashed and stopped. no output file was saved") is None or \
+        said("Training crashed and stopped. no output file was saved").category != category

@@ -180,7 +180,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:一直|始终|总是|都|均)*(?:是|为|等于|变成|降到|降为)\s*0(?![.\d]))"),
      "reward-zero-or-flat", FORMAT_ZERO),
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
-    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
+    # (a reward function's own metric counts: "accuracy_reward is always 0")
+    (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
                     r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses|crash(?:es|ed)?|declin(?:e|es|ed|ing)) to)\s+"
                     r"(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
                     r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
@@ -219,7 +220,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "output-degenerate", "the policy's entropy or its completions' length runs away"),
     # the reward moving without improving: "reward fluctuates and the model is not learning", "reward does not go up"
     # ("Why don't rewards increase instead of staying at a certain value", "rewards plateau", "reward只能到0.6")
-    (lazyre.compile(r"(?i)\brewards?\b.{0,30}\b(?:fluctuat\w*|oscillat\w*|plateau\w*|stagnat\w*|does(?:n't| not) (?:increase|improve|go up|"
+    (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:fluctuat\w*|oscillat\w*|plateau\w*|stagnat\w*|does(?:n't| not) (?:increase|improve|go up|"
                     r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|"
                     r"\b(?:do(?:n't| not)|does(?:n't| not)|never) (?:the )?rewards? (?:increase|improve|go up|rise)\b|"
                     r"\brewards?\b.{0,30}\b(?:stays?|staying|stuck|remains?) (?:at )?(?:a |the )?(?:certain|constant|fixed|same) "
@@ -377,7 +378,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # "it never reaches the first step", "nothing is printed after model loading for an hour"
                     r"\bnever (?:reach|get|make)(?:es|s|ed)? (?:to |it to )?(?:the )?(?:first|1st) (?:training )?"
                     r"(?:step|iteration|batch)\b|\bnothing (?:is |was |gets |got )?(?:printed|logged|output)\b"
-                    r"[^.;。\n]{0,40}\b(?:after|since|for)\b|\bno (?:new )?(?:output|logs?|log lines?) (?:for|since)\b"),
+                    r"[^.;。\n]{0,40}\b(?:after|since|for)\b|\bno (?:new )?(?:output|logs?|log lines?) (?:for|since)\b|"
+                    # "training stops progressing", "just stops, no output" (a stop that prints nothing: no crash)
+                    r"\b(?:stops?|stopped|stopping) (?:progressing|making progress|updating|advancing)\b|"
+                    r"\b(?:training|it|the run|the job|the process) (?:just |suddenly |simply )?(?:stops?|stopped)\b"
+                    r"[^.;。\n]{0,20}\bno (?:more |new |further )?(?:output|logs?|log lines?)\b"),
      "hang", "the run stops making progress"),
     # completions that come back empty: "the output from vLLM is empty", "Generate nothing from VLLM output" (vllm#1185)
     (lazyre.compile(r"(?i)\b(?:outputs?|predictions?|responses?|completions?|generations?|generated text)\b[^.;]{0,20}?"
@@ -599,7 +604,7 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       # "always freezes at the same step" (重复多次实验必然会卡死在相同的step): steps ran before it
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
-                      r"一轮.{0,12}后|随机|偶尔|有时")
+                      r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?一半|\bhalf ?way\b")
 
 # the paste says no error or traceback was printed ("没有具体报错信息", "no error message", "without any traceback")
 NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|无(?:任何)?报错|不报错|没报错|"
