@@ -151,3 +151,24 @@ def test_a_colocated_vllm_engine_with_its_share_unset_is_a_lever_with_the_framew
     # a rollout server holds its own GPUs: its share is no lever of the training GPUs
     assert "vLLM memory share" not in levers_left({**swift, "vllm_mode": "server"}, [], "ms-swift")
     assert "the release's default" in levers_left({**swift, "vllm_mode": "colocate"}, [], "trl")
+
+
+def test_verl_shards_its_states_with_fsdp_and_takes_its_own_keys():
+    # devlogs68/7102: verl's FSDP shards weights, gradients and optimizer states over every GPU by default; a 14B full
+    # fine-tune on 8 x 80 GB keeps 14e9 x 16 B / 8 = 28e9 B = 26 GiB a GPU: no claim that the states do not fit
+    args = {"actor_rollout_ref.model.path": "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
+            "actor_rollout_ref.actor.fsdp_config.param_offload": "False",
+            "actor_rollout_ref.actor.fsdp_config.optimizer_offload": "False",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "16"}
+    assert memory_reading(args, ["Train 14B with 8*H100(80GB) OOM"], "verl", 8) is None
+    # 70e9 x 16 B / 8 = 140e9 B = 130 GiB > 80: the floor said as FSDP's, the fix in verl's keys with the run's values
+    big = memory_reading({**args, "actor_rollout_ref.model.path": "meta-llama/Llama-3.1-70B"},
+                         ["Train 70B with 8*H100(80GB) OOM"], "verl", 8)
+    assert big is not None and "FSDP full sharding over 8 GPUs" in big.sentence and "at least 130 GiB" in big.sentence
+    assert "ZeRO" not in big.sentence and "accelerate" not in big.fix
+    assert "actor_rollout_ref.actor.fsdp_config.param_offload=True" in big.fix
+    assert "ppo_micro_batch_size_per_gpu=8 (was 16)" in big.fix
+    # one of the two offload switches on: a split the floor does not model, so nothing is claimed
+    half = {**args, "actor_rollout_ref.model.path": "meta-llama/Llama-3.1-70B",
+            "actor_rollout_ref.actor.fsdp_config.optimizer_offload": "True"}
+    assert memory_reading(half, ["Train 70B with 8*H100(80GB) OOM"], "verl", 8) is None

@@ -18,7 +18,9 @@ from typing import Any
 from ... import lazyre
 from ...classify.run_context import ZERO3
 from ...values import as_number
-from ..memory._facts import params_b, zero_stage
+from ..memory._facts import _bool, params_b, zero_stage
+from ..memory.fsdp_levers import FRAMEWORKS as FSDP_FRAMEWORKS
+from ..memory.fsdp_levers import offload_keys as fsdp_offload_keys
 from ..memory.own_levers import own_levers
 from .cards_said import cards_said
 
@@ -98,7 +100,21 @@ def _tuner(args: dict[str, Any], texts: list[str], framework: str | None) -> tup
     return None, base, None
 
 
-def _zero(args: dict[str, Any], texts: list[str]) -> tuple[int, bool]:
+def _true(value: Any) -> bool:
+    return _bool(value) is True
+
+
+def _zero(args: dict[str, Any], texts: list[str], framework: str | None = None) -> tuple[int, bool] | None:
+    """(the ZeRO stage the states are sharded as, whether they are offloaded); None when the reading cannot say. verl
+    and EasyR1 train with FSDP, full sharding over every GPU by default (verl's fsdp_config.fsdp_size -1, EasyR1's
+    worker.actor.fsdp.enable_full_shard): the accounting of ZeRO-3; offload is theirs only with both keys on, and
+    one key alone is a split the floor does not model."""
+    if framework in FSDP_FRAMEWORKS:
+        keys = fsdp_offload_keys(framework)
+        on = [_true(args.get(k)) for k in keys]
+        if any(on) and not all(on):
+            return None
+        return 3, all(on)
     ds = args.get("deepspeed")
     stage, off = zero_stage(ds if isinstance(ds, str) else None)
     stage = stage if stage is not None else int(as_number(args.get("zero_stage")) or 0) or None
@@ -173,7 +189,10 @@ def memory_reading(args: dict[str, Any], texts: list[str], framework: str | None
     name, billions = model
     params = billions * 1e9
     tuner, base, tuner_assumed = _tuner(args, texts, framework)
-    zero, offload = _zero(args, texts)
+    sharding = _zero(args, texts, framework)
+    if sharding is None:
+        return None
+    zero, offload = sharding
     world = world_read or cards.count
     if world is None and (zero >= 1 and tuner == "full" or zero == 3):
         return None  # the shards' size depends on a count the paste does not give
@@ -189,7 +208,8 @@ def memory_reading(args: dict[str, Any], texts: list[str], framework: str | None
     base_said = {0.5: " on a 4-bit base", 1.0: " on an 8-bit base"}.get(base, "")
     gpus = f"{world} GPU{'s' if world > 1 else ''}"
     # (without ZeRO the floor does not depend on the count: one the paste does not give is not said)
-    shard = (f"ZeRO-{zero}{' with offload' if offload else ''} over {gpus}" if zero else
+    fsdp = framework in FSDP_FRAMEWORKS
+    shard = (f"{'FSDP full sharding' if fsdp else f'ZeRO-{zero}'}{' with offload' if offload else ''} over {gpus}" if zero else
              f"no ZeRO sharding read ({gpus})" if world_read or cards.count else "no ZeRO sharding read")
     count = "" if world_read or cards.count is None else " (the count the words give)"
     one = (" ZeRO-3 over one GPU shards nothing: each stage divides by the number of ranks."
@@ -200,8 +220,12 @@ def memory_reading(args: dict[str, Any], texts: list[str], framework: str | None
                 f"{cards.described()} holds.{one}")
     if tuner_assumed:
         sentence += f" Assumed: {how} ({tuner_assumed})."
-    fix = (f"Bring the model states under the card's memory: "
-           f"{'; or '.join(_levers(framework, tuner or 'lora', zero, offload, world, base == 0.5))}.")
+    if fsdp:   # their own keys with this run's values (memory/fsdp_levers.py)
+        fix = "Bring the model states under the card's memory, in the framework's own keys: " + " ".join(
+            own_levers(framework, args) or [])
+    else:
+        fix = (f"Bring the model states under the card's memory: "
+               f"{'; or '.join(_levers(framework, tuner or 'lora', zero, offload, world, base == 0.5))}.")
     return MemoryReading(sentence, fix, gib > cards.gib)
 
 
@@ -266,7 +290,7 @@ def levers_left(args: dict[str, Any], texts: list[str], framework: str | None) -
     tuner = _tuner(args, texts, framework)[0]
     if tuner != "lora":
         out.append("LoRA instead of full fine-tuning")
-    zero, offload = _zero(args, texts)
+    zero, offload = _zero(args, texts) or (0, False)
     if zero < 3:
         out.append("DeepSpeed ZeRO-3")
     elif not offload:

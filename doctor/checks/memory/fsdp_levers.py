@@ -38,6 +38,11 @@ _KEYS = {
 FRAMEWORKS = frozenset(_KEYS)
 
 
+def offload_keys(framework: str) -> tuple[str, ...]:
+    """The framework's switches that keep parameters and optimizer states in CPU memory."""
+    return _KEYS[framework]["offload"]
+
+
 def share_key(framework: str | None) -> str:
     """The name of the vLLM engine's memory share in the framework's configuration (ms-swift's flag otherwise)."""
     return _KEYS[framework]["share"] if framework in _KEYS else "vllm_gpu_memory_utilization"
