@@ -46,9 +46,10 @@ def place_by_words(findings: list[Finding], state: RunState) -> list[Finding]:
             *findings[1:]]
 
 
-# the fallbacks that place a failure by its structure (component, phase, exception type) with fixes that only look
-# further (search the issues, find the line after the stack, paste more)
-STRUCTURAL = frozenset({"GD990", "GD991", "GD992", "GD993", "GD994", "GD996", "GD997", "GD998", "GD999", "GD326"})
+# the fallbacks that place a failure by its structure (component, phase, exception type; a launcher's header naming
+# the exception type) with fixes that only look further (search the issues, find the line after the stack, paste more)
+STRUCTURAL = frozenset({"GD990", "GD991", "GD992", "GD993", "GD994", "GD996", "GD997", "GD998", "GD999", "GD326",
+                        "GD312"})
 _LOOKS_ONLY = ("Search ", "Find ", "Paste ", "Share ", "Read ", "Look ")
 
 
