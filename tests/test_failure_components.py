@@ -245,3 +245,15 @@ def test_an_oom_inside_data_parallel_says_one_process_drives_every_gpu():
     assert bare.rule_id == "GD201" and "nn.DataParallel" in bare.message
     plain = run_text("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")[0]
     assert "DataParallel" not in plain.message and not plain.fix[0].startswith("Start one process per GPU")
+
+
+def test_garbled_output_is_read_by_what_the_run_shows_it_was():
+    garbage = ("the output keeps repeating:\n"
+               "assistant: It It It It It It It It It It It It It It It It It It It It It It It It It It It\n")
+    neutral = run_text(garbage)[0]
+    assert neutral.rule_id == "GD645" and "chat template" in neutral.fix[0]
+    assert neutral.fix[1].startswith("If these are an RL run's rollouts")        # nothing says which training ran
+    sft = run_text("After SFT with LoRA, " + garbage)[0]
+    assert sft.rule_id == "GD645" and len(sft.fix) == 1 and "weight sync" not in sft.message
+    rl = run_text("GRPO rollouts after the first weight sync: " + garbage)[0]
+    assert rl.rule_id == "GD645" and rl.fix[0].startswith("Log the rollouts of the very first step")

@@ -213,13 +213,18 @@ def said_quote(said: str, text: str, width: int = 160) -> str:
 _UNSCORED_SAID = lazyre.compile(r"(?i)(?<![a-z])(?:sft|dpo|kto|orpo|simpo|cpo|pre-?train\w*|continued pretraining)(?![a-z])")
 
 
-def _no_rollouts(ctx: RunState, lines: list[LogLine]) -> bool:
+def no_rollouts(ctx: RunState, lines: list[LogLine]) -> bool:
     """A run that samples no completions by what the inputs show: its trainer (SFT, DPO...), its words, or no RL
     method named anywhere and no RL trainer read."""
     kind = ctx.trainer_kind().kind
-    if kind in UNSCORED_KINDS or _unscored_said(lines):
+    if unscored_shown(ctx, lines):
         return True
     return kind is None and not any(_RL_RUN.search(plain(ln.text)) for ln in lines)
+
+
+def unscored_shown(ctx: RunState, lines: list[LogLine]) -> bool:
+    """The inputs show a run without rollouts: its trainer (SFT, DPO...) or its words name one, and no RL method."""
+    return ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines)
 
 
 def _unscored_said(lines: list[LogLine]) -> bool:
@@ -418,7 +423,7 @@ class ProseSymptom(Rule):
             # the bar is the step timing the request would ask for: read it, ask for what it cannot show
             msg = (f"The words of the paste say {said} (`{quoted}`). {pace_sentence(pace)} The bar "
                    f"gives the pace, not where the time goes.")
-            return [replace(self.make(message=msg, fix=[PACE_FIX_UNSCORED if _no_rollouts(ctx, lines) else PACE_FIX],
+            return [replace(self.make(message=msg, fix=[PACE_FIX_UNSCORED if no_rollouts(ctx, lines) else PACE_FIX],
                                       evidence=[evidence_of(line), evidence_of(pace.line)], seq=line.seq),
                             category=category, title="Training is slow by the paste's words; its progress bar shows the pace",
                             verify=f"the next run's bar shows fewer seconds a step than now ({pace.rate})",
@@ -434,7 +439,7 @@ class ProseSymptom(Rule):
                 else f"The paste's own output repeats one text {looped[1]} times (`{plain(looped[0].text)[:120]}`); "
                      f"the words" if looped is not None else "The words")
         cause = usual(said)
-        if cause is None and category in USUAL_UNSCORED and _no_rollouts(ctx, lines):
+        if cause is None and category in USUAL_UNSCORED and no_rollouts(ctx, lines):
             cause = USUAL_UNSCORED[category]  # (the category's RL causes, added with its meanwhile line, do not apply)
         msg = f"{head} of the paste say {said} (`{quoted}`).{' ' + cause if cause else ''} Paste next: {nxt}."
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
@@ -489,7 +494,7 @@ class ProseSymptom(Rule):
         elif category in MEANWHILE_NO_TIMEOUT and not any(TIMEOUT_SAID.search(ln.text) for ln in lines):
             fix.append(MEANWHILE_NO_TIMEOUT[category])
         elif category in MEANWHILE_UNSCORED and (ctx.trainer_kind().kind in UNSCORED_KINDS or _unscored_said(lines)
-                                                 or (category == "output-degenerate" and _no_rollouts(ctx, lines))):
+                                                 or (category == "output-degenerate" and no_rollouts(ctx, lines))):
             fix.append(MEANWHILE_UNSCORED[category])
         elif category == "hang-at-start" and _engine_in_training(ctx, lines):
             fix.append(MEANWHILE_VLLM_START)

@@ -114,6 +114,12 @@ def _strong(text: str) -> bool:
     return len(scripts(text)) >= 4
 
 
+# what shows an RL run whose completions are rollouts: the frameworks that only do RL, its trainer, its words
+RL_FRAMEWORKS = frozenset({"verl", "openrlhf", "easyr1"})
+RL_KINDS = frozenset({"grpo", "ppo", "rloo", "dapo", "gspo", "drgrpo", "online_dpo"})
+_RL_WORDS = lazyre.compile(r"(?i)(?<![a-z])(?:rollouts?|rewards?|vllm|grpo|ppo|rloo|dapo|gspo|rlhf|advantages?)(?![a-z])")
+
+
 class GarbledText(Rule):
     kinds = frozenset()
 
@@ -131,9 +137,32 @@ class GarbledText(Rule):
         fw = ctx.framework()[0]
         if len(bad) == 1:
             head = (f"The one pasted line reads as a degenerate completion ({reasons}); one completion cannot tell "
-                    f"whether every rollout is like it: a few more completions of the same step would.")
+                    f"whether every completion is like it: a few more of the same step would.")
         else:
             head = f"{len(bad)} pasted line(s) read as degenerate completions ({reasons})."
+        from ..hang.prose import unscored_shown  # noqa: PLC0415 - the words' readers, only once a line is garbage
+        from ..hang.symptom_words import MEANWHILE_UNSCORED  # noqa: PLC0415
+        from ..hang.usual_causes import USUAL_UNSCORED  # noqa: PLC0415
+        lines = [line for tail in ctx.tails.values() for line in tail]
+        texts = [line.text for line in lines] + list(ctx.run.command_texts)
+        rl = fw in RL_FRAMEWORKS or ctx.trainer_kind().kind in RL_KINDS or any(_RL_WORDS.search(t) for t in texts)
+        if not rl:
+            # no rollout engine shown (supervised training, plain inference, or nothing said): the template and the
+            # sampling come first; the weight sync only if the outputs are an RL run's rollouts
+            plain = MEANWHILE_UNSCORED["output-degenerate"].removeprefix("Meanwhile, in a run without rollouts: ")
+            fix = [plain[:1].upper() + plain[1:]]
+            msg = f"{head} {USUAL_UNSCORED['output-degenerate']}"
+            if not unscored_shown(ctx, lines):
+                msg = msg.replace(" after supervised fine-tuning", "", 1)   # nothing says which training ran
+                msg += (" If these are an RL run's rollouts, a rollout engine whose weights are not the trainer's (a "
+                        "broken weight sync, a wrong dtype or tensor-parallel split) produces the same.")
+                fix.append("If these are an RL run's rollouts: log the rollouts of the very first step (before any "
+                           "weight sync) and of the step after it: garbage only after the sync means the synced "
+                           "weights are wrong.")
+            return self.make(message=msg, fix=fix,
+                             evidence=[Evidence(l.where.path, l.where.line, l.raw) for l, _ in bad[:3]],
+                             seq=bad[0][0].seq, verify="the same prompt, rendered with the chat template the model was "
+                                                       "trained with, gives an answer that ends at its end-of-turn token")
         msg = (f"{head} Token soup across writing "
                f"systems and one token repeated up to the length limit are what a policy produces when the rollout "
                f"engine's weights are not the model's (a broken weight sync, a wrong dtype or tensor-parallel "
