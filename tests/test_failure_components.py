@@ -257,3 +257,19 @@ def test_garbled_output_is_read_by_what_the_run_shows_it_was():
     assert sft.rule_id == "GD645" and len(sft.fix) == 1 and "weight sync" not in sft.message
     rl = run_text("GRPO rollouts after the first weight sync: " + garbage)[0]
     assert rl.rule_id == "GD645" and rl.fix[0].startswith("Log the rollouts of the very first step")
+
+
+def test_a_nan_gradient_norm_beside_a_finite_loss_names_zero2s_overlapped_reduction():
+    # devlogs70/7317 and deepspeedai/DeepSpeed#5347: the first row's loss finite, its grad_norm NaN, then a loss of 0
+    rows = ("{'loss': 1.0446, 'grad_norm': nan, 'learning_rate': 1.49e-08, 'epoch': 0.0}\n"
+            "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 2.98e-08, 'epoch': 0.01}\n")
+    f = run_text(rows, command="swift sft --model Qwen/Qwen2-VL-7B-Instruct --deepspeed zero2 --tuner_type lora")[0]
+    assert f.rule_id == "GD620" and "the gradients did not" in f.message
+    assert f.fix[0].startswith("--deepspeed zero2 is ZeRO-2: set \"overlap_comm\": false")
+    unknown = run_text(rows)[0]
+    assert unknown.fix[-1].startswith("If the run uses DeepSpeed ZeRO-1 or -2")     # not read: a condition, last
+    zero3 = run_text(rows, command="swift sft --model Qwen/Qwen2-VL-7B-Instruct --deepspeed zero3")[0]
+    assert not any("overlap_comm" in x for x in zero3.fix)                           # ZeRO-3 reduces another way
+    both = run_text("{'loss': nan, 'grad_norm': nan, 'learning_rate': 1e-05}\n{'loss': nan, 'grad_norm': nan}\n",
+                    command="swift sft --deepspeed zero2")[0]
+    assert not any("overlap_comm" in x for x in both.fix)                            # the loss itself is NaN

@@ -119,3 +119,27 @@ def empty_supervision(values: dict) -> tuple[str, str] | None:
     return ((" The row's loss is exactly 0 beside a NaN gradient norm: that pair is a mean over zero supervised tokens (every "
              "label of the batch masked to -100, so the loss is 0/0), not an overflow."),
             f"Count the supervised tokens of a batch: {NO_LABEL_CAUSES} leaves no label; {NO_LABEL_CHECK}.")
+
+
+# DeepSpeed ZeRO-1/2 with overlap_comm (the gradient reduction overlapped with the backward pass, in buckets) logs a NaN
+# gradient norm beside a finite loss, then a loss of 0 (deepspeedai/DeepSpeed#5242: 0.12.4 and later, not 0.12.3;
+# #5347: "Setting overlap_comm to False can avoid this problem", confirmed on 0.15.1 and 0.16.4; #7188: with
+# contiguous_gradients too; hiyouga/LlamaFactory#9298 under ds_z2); ZeRO-3 reduces in another code path
+GRAD_ONLY = ("The row's loss is finite: the forward pass gave numbers and the gradients did not, so the NaN arose in "
+             "the backward pass or in the reduction of the gradients over the ranks, not in the weights or the data.")
+
+
+def overlap_comm_fix(run: RunConfig) -> str | None:
+    """The DeepSpeed setting behind a NaN gradient norm beside a finite loss, said for this run's ZeRO stage: None
+    under ZeRO-3 (another reduction) or a run read without DeepSpeed settings other than ZeRO-1/2."""
+    from ..memory._facts import zero_stage  # noqa: PLC0415
+    stage, _ = zero_stage(run.args.get("deepspeed"))
+    if stage == 3 or stage == 0:
+        return None
+    said = ("Set \"overlap_comm\": false in the DeepSpeed config's zero_optimization block (or raise "
+            "reduce_bucket_size, e.g. to 2e8): DeepSpeed ZeRO-1/2 with overlap_comm on gives a NaN gradient norm "
+            "beside a finite loss, then a loss of 0, in releases from 0.12.4 on (deepspeedai/DeepSpeed#5242, #5347); "
+            "ZeRO-3 reduces gradients another way.")
+    if stage in (1, 2):
+        return f"--deepspeed {run.args.get('deepspeed')} is ZeRO-{stage}: " + said[0].lower() + said[1:]
+    return "If the run uses DeepSpeed ZeRO-1 or -2: " + said[0].lower() + said[1:]

@@ -27,7 +27,7 @@ from .._series import (
     reward_key_name,
     step_row,
 )
-from ._nan_fixes import dtype_of, empty_supervision, nan_fixes
+from ._nan_fixes import GRAD_ONLY, dtype_of, empty_supervision, nan_fixes, overlap_comm_fix
 
 CORE_NAN_KEYS = ("loss", "grad_norm", "kl", "reward", "reward_std")
 # a preference trainer's values of the policy itself (trl dpo_trainer.py get_batch_loss_metrics, ms-swift's DPO rows:
@@ -319,6 +319,12 @@ class MetricsNonFinite(Rule):
             fix = nan_fixes(run, kl_first=kl_first, last_ok=last_ok, lr_seen=lr_seen,
                             unscaled=self.first.values.get("loss_scale") == 1.0, swift_grpo=swift_grpo(ctx),
                             first_step=first_step, lr_next=lr_next)
+            overlap = overlap_comm_fix(run) if only_gn and _finite_at(s, first, "loss") and empty is None else None
+            if overlap is not None:
+                msg = msg.replace("the first forward or backward pass gave NaN", "the first backward pass gave NaN", 1)
+                msg += " " + GRAD_ONLY
+                # first where the run's config is ZeRO-1/2; a condition after the other fixes where it is not read
+                fix = [overlap, *fix] if not overlap.startswith("If ") else [*fix, overlap]
             if empty is not None:
                 fix = [empty[1], *fix]
         keys = ("loss", "grad_norm", "kl", "reward", "reward_std", "learning_rate")
