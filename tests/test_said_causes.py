@@ -275,3 +275,19 @@ def test_a_stop_without_output_said_in_other_words_is_a_hang(text: str, category
     assert f is not None and f.category == category, text
     assert said("Training crashed and stopped. no output file was saved") is None or \
         said("Training crashed and stopped. no output file was saved").category != category
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    ("Model responses are always empty strings when doing GRPO training.", "output-degenerate"),   # verl#1170
+    ("It was giving empty response for all the query", "output-degenerate"),           # hands-on-llms#66
+    ("模型体积膨胀:微调后模型体积从15GB膨胀到43GB", "checkpoint-bloat"),                     # seeds/01
+    ("the checkpoint size keeps growing with each save", "checkpoint-bloat"),
+])
+def test_outputs_and_checkpoints_said_in_other_words(text: str, category: str) -> None:
+    f = said(text)
+    assert f is not None and f.category == category, text
+
+
+def test_empty_strings_in_the_data_are_not_empty_outputs() -> None:
+    f = said("The dataset has empty strings in the answer column")
+    assert f is None or f.category != "output-degenerate"

@@ -387,7 +387,10 @@ class ProseSymptom(Rule):
         # a guess from where an excerpt stops (the log-end rules) yields to a symptom its author names in words; any
         # other finding, or the end of a whole log, is the run's own evidence and wins
         # (a launch command given beside the paste does not make the paste a whole log: its launcher lines would)
-        if warned and (ctx.run.launch_printed or any(f.rule_id not in _ENDING_GUESSES for f in warned)):
+        # (an nvidia-smi table pasted among the words, often because an issue template asks for one, shows the GPUs
+        # at one moment: it yields to the failure the words name, and ranks after it)
+        if warned and (ctx.run.launch_printed or any(f.rule_id not in _ENDING_GUESSES and not _pasted_gpus(f, ctx)
+                                                     for f in warned)):
             return []
         got = symptom_of_run(ctx)
         if got is None:
@@ -588,5 +591,11 @@ def _stopped_before_training(ctx: RunState) -> bool:
 
 # the last-resort readings of how an excerpt ends (doctor/checks/hang/log_end.py): where it stops, not why
 _ENDING_GUESSES = frozenset({"GD323", "GD324", "GD326", "GD328", "GD329"})
+_GPU_SNAPSHOT_RULES = frozenset({"GD501", "GD502", "GD503", "GD504", "GD505", "GD506"})
+
+
+def _pasted_gpus(f: Finding, ctx: RunState) -> bool:
+    """A GPU snapshot rule's finding read from an nvidia-smi table inside a log (sources/gpu_in_log.py)."""
+    return f.rule_id in _GPU_SNAPSHOT_RULES and all(e.path in ctx.tails for e in f.evidence)
 
 

@@ -387,7 +387,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # completions that come back empty: "the output from vLLM is empty", "Generate nothing from VLLM output" (vllm#1185)
     (lazyre.compile(r"(?i)\b(?:outputs?|predictions?|responses?|completions?|generations?|generated text)\b[^.;]{0,20}?"
                     r"\b(?:is|are) (?:always |sometimes |often |all )?empty\b|\bempty (?:outputs?|predictions?|responses?|completions?|"
-                    r"generations?|strings? returned)\b|\bgenerates? nothing\b|输出为空|输出是空"),
+                    r"generations?|strings? returned)\b|\bgenerates? nothing\b|输出为空|输出是空|"
+                    # "Model responses are always empty strings when doing GRPO training" (verl-project/verl#1170), "the
+                    # completions are often empty" (huggingface/trl#3369), "giving empty response for all the query"
+                    # (iusztinpaul/hands-on-llms#66); not an empty output now and then (modelscope/ms-swift#7281: a rollout
+                    # "偶尔会输出空字符串", then an error of its own)
+                    r"\b(?:outputs?|responses?|completions?|generations?|answers?)\b[^.;]{0,20}?\b(?:is|are|were|was) "
+                    r"(?:always |often |all |mostly )?empty strings?\b|\b(?:giv(?:es|ing)|returns?|returning|outputs?|"
+                    r"outputting|produc(?:es|ing)) (?:an? )?empty (?:strings?|responses?|outputs?|answers?)\b"),
      "output-degenerate", EMPTY_OUTPUT),
     # the same weights good one way and bad another: after a merge, under another engine or from a tuned folder
     # ("save_pretrained_merged ruins my model", "drastic drop in text generation when model is loaded using vllm",
@@ -522,7 +529,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # DeepSpeed's checkpoint files listed with their sizes: "`zero_pp_rank_0_mp_rank_00_optim_states.pt`
                     # (13GB)" (each rank's optimizer shard, the model states beside them)
                     r"_(?:optim|model)_states\.pt`?\s*\(?\d+(?:\.\d+)?\s*[GT]i?B\b|"
-                    r"\b(?:files?|checkpoints?)\b[^.;。\n]{0,40}\b(?:that|so|too) (?:huge|large|big)\b"),
+                    r"\b(?:files?|checkpoints?)\b[^.;。\n]{0,40}\b(?:that|so|too) (?:huge|large|big)\b|"
+                    # a size that grows from save to save: "checkpoints growing from 15 GB to 43 GB", "the checkpoint size
+                    # keeps increasing with each save", "checkpoint越来越大"
+                    r"\b(?:checkpoints?|ckpts?|saved (?:model|weights)|save folder)\b(?: (?:size|files?|folders?))?"
+                    r"(?: (?:keeps?|kept))? (?:grow(?:s|ing)?|grew|increas(?:es|ing|ed)|gets? (?:bigger|larger)) (?:from "
+                    r"\d|with each|every|after each|over)|(?:checkpoint|权重|ckpt)[^。，,]{0,6}越来越大|"
+                    # the seed article's "模型体积从15GB膨胀到43GB" (the model's size swelled from 15 GB to 43 GB)
+                    r"(?:模型|权重|checkpoint|ckpt|体积)[^。，,]{0,12}膨胀"),
      "checkpoint-bloat",
      "checkpoints that take tens of GB"),
 )
