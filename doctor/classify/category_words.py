@@ -28,8 +28,11 @@ TAIL_LINES = 60
 MIN_MARGIN = 0.05
 # and the best category's own decision value must reach this: words less unlike that category's logs than the others'
 # are not yet like them (leave-one-set-out over 22 sets: 45 re-categorised, 33 wrong -> right and 3 right -> wrong at
-# -0.2, against 158, 67 and 22 without it)
-MIN_SCORE = -0.2
+# -0.2, against 158, 67 and 22 without it). Lowered to -0.3 from the three retired blind sets (dev68-70) as the tool
+# read them at their harvest, each predicted by a model trained without it: 3 generic primaries re-categorised, all
+# wrong -> right (at -0.4: 4 right, 1 wrong); over the tuned development results the same step costs 9 of 2,152
+# logs whose label is "other" (a residue the rules were tuned to leave there)
+MIN_SCORE = -0.3
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}|[\u4e00-\u9fff]{2}")
 _KEEP_CASE = re.compile(r"(?:Error|Exception)$")
 _MAX_CHARS = 200_000  # of one text: a pasted line of megabytes adds no category
