@@ -189,12 +189,13 @@ def test_a_wrapper_s_notice_read_by_the_paste_s_words_gets_their_levers_and_caus
 def test_a_report_on_words_says_what_was_read_not_what_the_paste_holds() -> None:
     # two graders counted "No line of the paste shows the failure" as false where the failure line was there in a
     # form not read (a SIGKILL exit, a step time); what was read is what the report can say
-    # form not read (a SIGKILL exit, a step time), and later graders counted sentences on the tool's own reading as
-    # addressed to developers: the message says what the paste says, the title what was read
+    # form not read (a SIGKILL exit, a step time), and later graders counted sentences on the tool's own reading (the
+    # title's "none of its lines was read as showing it") as addressed to developers: message and title say what the
+    # paste says
     f = said("GRPO training is very slow, 200s per step")
     assert f is not None and f.message.startswith("The words of the paste say training is slow")
     assert "was read" not in f.message and "the report's only ground" not in f.message
-    assert f.title.endswith("none of its lines was read as showing it")
+    assert f.title == "The paste tells the failure in words" and "read" not in f.title
     assert "grpo-doctor" not in f.message and not any("grpo-doctor" in x for x in f.fix)
 
 
@@ -291,3 +292,18 @@ def test_outputs_and_checkpoints_said_in_other_words(text: str, category: str) -
 def test_empty_strings_in_the_data_are_not_empty_outputs() -> None:
     f = said("The dataset has empty strings in the answer column")
     assert f is None or f.category != "output-degenerate"
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    ("responses become meaningless after 200 steps", "output-degenerate"),
+    ("模型胡言乱语", "output-degenerate"),
+    ("parameters are not updated during training", "grad-norm-zero"),
+    ("the weights don't change after training", "grad-norm-zero"),
+    ("the gradient is zero for all parameters", "grad-norm-zero"),
+    ("权重没有更新", "grad-norm-zero"),
+])
+def test_degenerate_output_and_unmoved_weights_in_other_words(text: str, category: str) -> None:
+    f = said(text)
+    assert f is not None and f.category == category, text
+    assert said("Is this error message meaningless?") is None or \
+        said("Is this error message meaningless?").category != "output-degenerate"

@@ -30,11 +30,10 @@ class NothingRead(Rule):
         if not lines:
             return []
         held = _what_it_holds(ctx, len(lines))
-        # said as what was read, not as what the input holds: a failure in a form not known here may be in it
-        msg = (f"Nothing in this input was read as an exception, an error or warning line, failure words, a metric row "
-               f"or the end of a run (a failure told in other words, or in a form not known here, may still be there); "
-               f"it holds {held}. This is no sign of a healthy run: if the run failed, paste the lines that show how, "
-               f"if they are not among these.")
+        # said of the paste, to the person who pasted it: what its lines are not, and what would show the failure
+        msg = (f"This paste shows no exception, no error or warning line, no metric row and no end of the run, and its "
+               f"words name no failure; it holds {held}. That does not make the run healthy: if it failed, the lines "
+               f"that show how (the traceback, or the last 100 lines of the log) are not among these.")
         return [self.make(message=msg, evidence=[evidence_of(lines[-1])], seq=lines[-1].seq)]
 
 
@@ -47,5 +46,5 @@ def _what_it_holds(ctx: RunState, count: int) -> str:
     elif run.args:
         parts.append(f"settings ({len(run.args)} read)")
     full = len(ctx.last_tail()) >= TAIL   # only the last lines of a longer log are kept
-    parts.append(f"{count} line{'s' if count != 1 else ''}" + (" in its last part, none of them read" if full else ""))
+    parts.append(f"{count} non-empty line{'s' if count != 1 else ''}" + (" in its last part" if full else ""))
     return " and ".join(parts)

@@ -435,8 +435,7 @@ class ProseSymptom(Rule):
                       and _ERROR_WORD.search(plain(ln.text))), None)
         # a line that names an error in a form no rule reads (no parsed exception): said as such, never "no line shows"
         looped = repetition_shown(lines) if category == "output-degenerate" else None
-        # said as what the paste shows (the title says that none of its lines was read as the failure, and the
-        # finding's confidence that it rests on the words)
+        # said as what the paste shows (the finding's confidence says that it rests on the words)
         head = (f"The error line here (`{plain(named.text)[:160]}`) is not a known error message; the words"
                 if named is not None
                 else f"The paste's own output repeats one text {looped[1]} times (`{plain(looped[0].text)[:120]}`); "

@@ -172,6 +172,17 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # "loss和grad_norm都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])grad_norm(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于)\s*0(?![.\d])"),
      "grad-norm-zero", "the gradient norm stays 0"),
+    # the weights said not to move, or the gradients said to be zero: "the LoRA B matrices stay exactly 0.0"
+    # (devlogs68/7129), "so no weights update" (devlogs70/7327), "the gradient is zero for all parameters", "parameters
+    # are not updated", "权重没有更新"
+    (lazyre.compile(r"(?i)\b(?:weights?|parameters?|params|lora(?: weights| matrices| [ab])?)\b (?:are |is |were |was |"
+                    r"do |does |did )?(?:never |not |no longer |(?:do|does|did|are|is|were|was)n't )(?:being )?(?:updat(?:ed|ing)|"
+                    r"chang(?:ed|ing|e)|"
+                    r"train(?:ed|ing))\b|\bno (?:weights?|parameters?) (?:update|change)s?\b|"
+                    r"\bgradients? (?:is|are|stays?|remains?) (?:all |always |exactly )?(?:zero|0(?:\.0+)?)(?![.\d])|"
+                    r"\bno gradients? (?:flows?|reach(?:es)?|(?:is|are) computed)\b|"
+                    r"(?:权重|参数)(?:没有|没|未|不)(?:被)?(?:更新|变化|改变)|梯度(?:全|都|一直)?(?:为|是)\s*(?:0|零)"),
+     "grad-norm-zero", "the weights are not updated (no gradient reaches them)"),
     # the format reward named as the one at 0 ("format_reward always zero", "the format reward is zero", "format
     # reward一直是0", "格式奖励为0"): a pattern that does not match (rewards/format_pattern.py), before the reward at large
     (lazyre.compile(r"(?i)(?:\b\w*format\w*|格式)[ _]?(?:rewards?|奖励)(?:[ _]?func\w*)?(?![a-z]).{0,30}?"
@@ -446,7 +457,12 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\brandom (?:chars?|characters?|symbols?)\b|\b(?:model|policy|rollouts?|outputs?|generations?|"
                     r"responses?)\b (?:has |had |have |suddenly |then |gradually |completely )*collapsed\b|\bmodel collapse\b|"
                     # "模型输出一直重复", "输出一直存在重复", "推理阶段模型重复输出": the pair within one clause
-                    r"乱码|重复输出|(?:输出|回答|生成|回复)[^。，,.]{0,8}重复|重复[^。，,.]{0,6}(?:输出|回答|生成)"),
+                    r"乱码|重复输出|(?:输出|回答|生成|回复)[^。，,.]{0,8}重复|重复[^。，,.]{0,6}(?:输出|回答|生成)|"
+                    # the outputs said to mean nothing after a verb of state ("responses become meaningless"), or in
+                    # Chinese "胡言乱语" (talks nonsense), as 乱码 above
+                    r"\b(?:outputs?|responses?|answers?|completions?|generations?)\b (?:are |is |become |becomes |became |"
+                    r"get |gets |got |turn |turned )(?:completely |totally |mostly |all )?(?:meaningless|nonsensical|"
+                    r"incoherent|unreadable)\b|胡言乱语|胡说八道"),
      "output-degenerate", "the completions are garbled or repetitive"),
     # a loss of exactly 0 said in words, in a run that scores nothing ("loss全为0" with --fp16, "Loss突然增大，然后变为0",
     # "fp16 finetune will loss=0": an fp16 overflow, or a batch without a supervised token); an RL run's loss of 0 is
