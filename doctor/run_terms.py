@@ -7,7 +7,7 @@ from .claim_facts import RunFacts
 from .claims import in_trainer_terms
 from .engine import Session
 from .engine.session import trainer_facts
-from .model import Finding
+from .model import Finding, Severity
 from .sources.safeio import head_text
 from .swift.terms import in_terms
 from .swift.trainer_kind import TrainerKind
@@ -53,4 +53,21 @@ def in_run_terms(findings: list[Finding], framework: dict) -> list[Finding]:
     (``framework``: framework_of's object)."""
     findings = in_terms(findings, framework["framework"])
     trainer = framework.get("trainer")
-    return in_trainer_terms(findings, RunFacts(**trainer_facts(TrainerKind(trainer, "report")))) if trainer else findings
+    if trainer:
+        findings = in_trainer_terms(findings, RunFacts(**trainer_facts(TrainerKind(trainer, "report"))))
+    return [_not_bare(f) for f in findings]
+
+
+def _not_bare(f: Finding) -> Finding:
+    """A warning or error left with no fix once its lines were said in the run's framework (every one named another
+    framework's flags) gets its category's usual actions, said in no framework's terms."""
+    if f.fix or f.severity < Severity.warning:
+        return f
+    from dataclasses import replace  # noqa: PLC0415
+
+    from .checks.hang.symptom_words import MEANWHILE  # noqa: PLC0415
+    meanwhile = MEANWHILE.get(f.category)
+    if not meanwhile:
+        return f
+    said = meanwhile.removeprefix("Meanwhile: ").removeprefix("Meanwhile, ")   # no other fix to go beside
+    return replace(f, fix=(said[:1].upper() + said[1:],))

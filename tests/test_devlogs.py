@@ -544,6 +544,19 @@ KNOWN_MISSES_70: dict[str, str] = {
     "7337": "two pasted logs (single-GPU, then multi-GPU) compared in a Chinese sentence; the first bar read as the end: GD324",
     "7340": "LLaMA-Factory PPO rows with a level negative reward and a question about the loss: no finding",
 }
+
+DEVLOGS71 = ROOT / "fixtures" / "devlogs71"
+KNOWN_MISSES_71: dict[str, str] = {
+    "7408": "two ms-swift DPO rows at 0.0065-0.008 iter/s (5 h for 176 steps) and no words: no finding",
+    "7411": "DeepSpeed-Chat RLHF ZeRO-3 critic save hang pasted as warnings only: GD329",
+    "7425": "trlx reward_fn's KeyError on a prompt that no longer matches its dict key (truncation): GD999 other",
+    "7427": "LLaVA SFT loss exactly 0 after step 1 (no supervised tokens), read as a hidden NaN window: GD637",
+    "7415": "verl DAPO stuck after Ray's head node started, no words (right only with the word reading): GD330",
+    "7428": "a base model's output repeating the prompt's role block (right only with the word reading): GD330",
+    "7429": "ZeRO-3 NVMe-offload generate at 32 s a token with MA 0.0 GB (right only with the word reading): GD330",
+    "7435": "a LoRA adapter holding the whole embed_tokens (modules_to_save) (right only with the word reading): GD330",
+    "7436": "DeepSpeed inference offload with host RAM at 99.2% (right only with the word reading): GD330",
+}
 KNOWN_MISSES_60: dict[str, str] = {
     "6304": "a title saying a passed flag has no effect (FSDP SHARD_GRAD_OP), no error line: GD330",
     "6314": "ms-swift's load_file taking a small PIL image for a path, library source pasted: GD328",
@@ -590,7 +603,7 @@ LATER_SETS = ((DEVLOGS2, KNOWN_MISSES_2, 45), (DEVLOGS3, KNOWN_MISSES_3, 36), (D
               (DEVLOGS63, KNOWN_MISSES_63, 30), (DEVLOGS64, KNOWN_MISSES_64, 30), (DEVLOGS65, KNOWN_MISSES_65, 30),
               (DEVLOGS66, KNOWN_MISSES_66, 30), (DEVLOGS67, KNOWN_MISSES_67, 30),
               (DEVLOGS68, KNOWN_MISSES_68, 40), (DEVLOGS69, KNOWN_MISSES_69, 40),
-              (DEVLOGS70, KNOWN_MISSES_70, 40))
+              (DEVLOGS70, KNOWN_MISSES_70, 40), (DEVLOGS71, KNOWN_MISSES_71, 40))
 
 
 

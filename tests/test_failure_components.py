@@ -273,3 +273,44 @@ def test_a_nan_gradient_norm_beside_a_finite_loss_names_zero2s_overlapped_reduct
     both = run_text("{'loss': nan, 'grad_norm': nan, 'learning_rate': 1e-05}\n{'loss': nan, 'grad_norm': nan}\n",
                     command="swift sft --deepspeed zero2")[0]
     assert not any("overlap_comm" in x for x in both.fix)                            # the loss itself is NaN
+
+
+def test_overflow_after_overflow_to_the_end_of_a_log_is_fp16_overflow_not_a_wait():
+    # devlogs71/7410: DeepSpeed's loss scaler halving 65536 -> 1024 and nothing after (deepspeed/runtime/fp16/
+    # loss_scaler.py update_scale's "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: X, reducing to Y")
+    scales = [65536, 32768, 16384, 8192, 4096, 2048, 1024]
+    lines = "".join(f"[INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted "
+                    f"loss scale: {a}, reducing to {b}\n" for a, b in zip(scales, scales[1:]))
+    f = run_text(lines)[0]
+    assert (f.rule_id, f.category, f.confidence) == ("GD623", "loss-nan-or-inf", "likely")
+    assert "from 65536 to 1024" in f.message and f.fix[0].startswith("Switch to bf16")
+    # three halvings are the scaler finding its level; a step logged after them is training going on
+    short = "".join(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {a}, reducing to {b}\n"
+                    for a, b in zip(scales[:4], scales[1:4]))
+    assert not any(x.rule_id == "GD623" for x in run_text(short))
+    trained = lines + "{'loss': 1.23, 'grad_norm': 0.8, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+    assert not any(x.rule_id == "GD623" for x in run_text(trained))
+
+
+def test_a_log_that_stops_as_every_rank_joins_the_process_group_is_a_start_hang():
+    # devlogs71/7440 (PyTorch Lightning 1.x ddp.py's line before init_process_group, on each rank, then nothing)
+    text = ("GPU available: True, used: True\nLOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]\n"
+            "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/2\ninitializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2\n")
+    f = run_text(text)[0]
+    assert (f.rule_id, f.category) == ("GD323", "hang-at-start") and "init_process_group" in f.title
+    assert any("MASTER_ADDR" in x and "NCCL_P2P_DISABLE=1" in x for x in f.fix)
+    assert not any(x.rule_id == "GD323" for x in run_text(text + "Epoch 0:  10%|#         | 10/100 [00:10<01:30]\n"))
+
+
+def test_a_wandb_run_summary_is_a_metrics_row_and_a_bare_finding_gets_its_categorys_actions(tmp_path):
+    # devlogs71/7421: verl's keys in wandb's end-of-run summary (wandb/sdk/wandb_run.py "Run summary:", one
+    # "wandb: <key> <value>" line each), every score 0; ms-swift's flat-reward flags have no verl spelling, so the
+    # finding would have no fix left
+    keys = ["actor/entropy_loss 0.1888", "actor/lr 0.0", "actor/pg_loss 0", "critic/score/max 0", "critic/score/mean 0",
+            "critic/score/min 0", "critic/rewards/mean 0"]
+    log = tmp_path / "log.txt"
+    log.write_text("wandb: Run summary:\n" + "".join(f"wandb: {k:>30}\n" for k in keys), encoding="utf-8")
+    from doctor.analyze import analyze
+    f = analyze([str(log)]).findings[0]
+    assert (f.rule_id, f.category) == ("GD610", "reward-zero-or-flat") and "reward was 0 and reward_std 0" in f.message
+    assert f.fix and f.fix[0].startswith("Print a few completions beside their rewards")

@@ -15,6 +15,7 @@ from ..signals import LogLine, Metrics
 from . import metrics as msrc
 from .prose_text import is_prose
 from .tables import MIN_KEYS
+from .verl_rows import verl_name, with_spread
 
 _PAIR = lazyre.compile(r"^\s*[-*•]?\s*`?(?P<k>[A-Za-z_][\w/.\-]{0,60})`?\s*[:=]\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)"
                    r"|nan|NaN|inf|-inf|Infinity)\s*$")
@@ -31,6 +32,11 @@ _BARE = lazyre.compile(r"\b(?P<k>loss|grad_norm|learning_rate|reward|reward_std|
                    r"\.\d+)|nan|NaN|inf)(?=\s*(?:[|,;]|$)|\s)")
 _STEP_LEAD = lazyre.compile(r"^\s*\[?(?:[A-Z]+:\w*:)?(?:epoch\s+\d+\s+)?(?:step|Step|iter|Iter|iteration|Iteration)\s*[:=]?\s*"
                         r"(?P<s>\d+)\b")
+# wandb's summary printed when a run ends (wandb/sdk/wandb_run.py: "wandb: Run summary:", then one "wandb: <key>
+# <value>" line per key, the keys right-aligned): the run's last values (devlogs39/4206, devlogs71/7421)
+_SUMMARY_HEAD = lazyre.compile(r"^(?:wandb:\s+)?Run summary:\s*$")
+_WANDB = lazyre.compile(r"^(?:wandb:)?\s*(?P<k>[A-Za-z_][\w/.\-]{0,80})\s+(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|"
+                        r"inf)\s*$")
 _MLX = lazyre.compile(r"^Iter (?P<s>\d+): (?P<kind>Train|Val) loss (?P<loss>[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf)"
                   r"(?:, Learning Rate (?P<lr>[-+]?[\d.]+(?:e[-+]?\d+)?))?")
 # DeepSpeed-Chat step 3 (applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/main.py) prints
@@ -62,11 +68,16 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
 
     table = False  # the block's pairs are rows of a markdown table
 
+    wandb = False  # the block is wandb's run summary printed at the end of a run
+    summary = False  # the lines follow wandb's "Run summary:" header
+
     def close() -> None:
-        nonlocal block, first, table
+        nonlocal block, first, table, wandb
+        if wandb:
+            block = with_spread(block)
         if first is not None and _trainer(block, table):
             out.append((first, block))
-        block, first, table = {}, None, False
+        block, first, table, wandb = {}, None, False, False
 
     def close_inline() -> None:
         nonlocal inline, inline_first
@@ -86,6 +97,23 @@ def rows(lines: Iterable[LogLine]) -> list[tuple[LogLine, dict[str, Any]]]:
                 values["learning_rate"] = msrc.to_number(m.group("lr"))
             if key == "loss":
                 out.append((line, values))
+            continue
+        raw = line.raw.strip()
+        if _SUMMARY_HEAD.match(raw):
+            close()
+            summary = True   # a paste whose every line began with "wandb:" loses it to the reader: the header says
+            continue
+        w = _WANDB.match(raw) if summary or raw.startswith("wandb:") else None
+        if w is None:
+            summary = False
+        if w is not None:
+            close_inline()
+            k = verl_name(w.group("k"))
+            if k in block and not wandb:
+                close()
+            wandb = True
+            first = first or line
+            block[k] = msrc.to_number(w.group("v"))
             continue
         m = _PAIR.match(text)
         # a table row as pasted: the line reader takes markdown's cell bars off its text, so the raw line is read

@@ -40,14 +40,25 @@ def read_verl(text: str) -> tuple[dict[str, Any] | None, bool]:
             continue
         if isinstance(x, float) and x - x != 0:
             finite = False
-        values[_NAMES.get(key, key)] = x
+        values[verl_name(key)] = x
     # a row cut before its critic keys is still the step's row: each rule reads what is there (no score: no reward)
     if "step" not in values or not ("reward" in values or "loss" in values or "grad_norm" in values):
         return None, True
+    return with_spread(values), finite
+
+
+def verl_name(key: str) -> str:
+    """The rules' name of one of verl's metric keys (unchanged for any other key)."""
+    return _NAMES.get(key, key)
+
+
+def with_spread(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with a reward_std of 0 where verl's score minimum equals its maximum: every completion of the batch
+    scored the same, so no group has a spread."""
     lo, hi = values.get("critic/score/min"), values.get("critic/score/max")
-    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo == hi:
-        values["reward_std"] = 0.0  # every completion of the batch scored the same: no group has a spread
-    return values, finite
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo == hi and "reward_std" not in values:
+        values["reward_std"] = 0.0
+    return values
 
 
-__all__ = ["read_verl"]
+__all__ = ["read_verl", "verl_name", "with_spread"]

@@ -79,10 +79,16 @@ _PHASE_LAST: tuple[tuple[tuple[str, ...], str], ...] = (
     # RayWorkerGroup: "Waiting for register center actor %s to be ready. Elapsed time: %s seconds out of %s seconds.",
     # logged every 30 s until ray_wait_register_center_timeout, then TimeoutError): the workers never came up
     (("Waiting for register center actor",), WORKERS_PHASE := "verl's worker start-up"),
+    # PyTorch Lightning, each rank just before torch.distributed.init_process_group (1.x plugins/training_type/ddp.py:
+    # "initializing ddp: GLOBAL_RANK: %d, MEMBER: %d/%d"; 2.x fabric/utilities/distributed.py: "Initializing
+    # distributed: GLOBAL_RANK: ..."): with nothing after it, the ranks never formed their process group
+    (("initializing ddp: GLOBAL_RANK", "Initializing distributed: GLOBAL_RANK"),
+     GROUP_PHASE := "process group start-up (init_process_group)"),
     # vLLM's periodic stats line (vllm/engine/metrics.py LoggingStatLogger; v1/metrics/loggers.py) as the last line
     (("Avg prompt throughput:",), GENERATION_PHASE := "vLLM generation"),
 )
-_START_PHASES = ("vLLM engine start", "model load", "vLLM CUDA graph capture", RAY_START_PHASE, WORKERS_PHASE)
+_START_PHASES = ("vLLM engine start", "model load", "vLLM CUDA graph capture", RAY_START_PHASE, WORKERS_PHASE,
+                 GROUP_PHASE)
 _NCCL_DEBUG = (" NCCL INFO ", " NCCL WARN ", "NCCL INFO", "NCCL WARN", "gloo")
 # what a server prints while nobody works: uvicorn's access log of a monitor's polling (`"GET /metrics HTTP/1.1" 200`,
 # /health, /ping, /v1/models) and vLLM's idle stats line (vllm/engine/metrics.py LoggingStatLogger, 0.4-0.6; v1

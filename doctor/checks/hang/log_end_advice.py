@@ -8,6 +8,7 @@ from ._advice import generic_fix
 from .endings import (
     ENGINE_CORE_PHASE,
     GENERATION_PHASE,
+    GROUP_PHASE,
     NCCL_ID_PHASE,
     RAY_START_PHASE,
     STORE_PHASE,
@@ -93,6 +94,12 @@ def fix_for(e: Ending, ctx: RunState, lines: list[LogLine]) -> list[str]:
                 "placement group asking for more GPUs than Ray sees stays pending (trainer.n_gpus_per_node x "
                 "trainer.nnodes must not exceed them); otherwise a worker died at start, and its own log in "
                 "/tmp/ray/session_latest/logs/ (worker-*.err) says why."]
+    if e.phase == GROUP_PHASE:
+        return ["Every rank announced it was joining the process group and none went on: they never formed it. Check "
+                "that MASTER_ADDR and MASTER_PORT are reachable from every rank (a firewall, a port in use), rerun with "
+                "NCCL_DEBUG=INFO to see how far NCCL gets, set NCCL_SOCKET_IFNAME to the interface the ranks share, and "
+                "try NCCL_P2P_DISABLE=1 where GPU peer-to-peer is broken (consumer GPUs, IOMMU/ACS on): a run that then "
+                "starts names the cause."]
     if e.phase == GENERATION_PHASE:
         return ["The engine was generating when the log stopped: its stats line shows the requests still running. Take "
                 "`py-spy dump --pid PID` of the trainer and the engine while it is stuck; a generation that never ends "

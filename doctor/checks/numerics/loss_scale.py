@@ -29,8 +29,10 @@ def _fixes(ctx: RunState) -> tuple[str, ...]:
 def _skipping(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
     scales = [(as_number(h.groups.get("attempted")), as_number(h.groups.get("next"))) for h in hits]
     lowest = min((s for pair in scales for s in pair if s is not None), default=None)
-    if lowest is None or lowest > _COLLAPSED:
+    if lowest is None:
         return None
+    if lowest > _COLLAPSED:
+        return _still_skipping(hits, scales, lowest, ctx)
     skipped = len(hits)
     stuck = lowest <= 1.0
     msg = (f"DeepSpeed skipped {skipped} optimizer step{'s' if skipped != 1 else ''} for fp16 gradient overflow in this "
@@ -41,6 +43,25 @@ def _skipping(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
               f"(a diverging model, fp16's range), not the scaler's first steps of finding its level."))
     return Diagnosis(message=msg, fix=_fixes(ctx), severity=Severity.error if stuck else Severity.warning,
                      title=None if stuck else "fp16 loss scale collapsing: DeepSpeed skips step after step for overflow")
+
+
+# halvings in one log that a scaler finding its level rarely needs (from 2^16: to 1024 and below)
+_MANY_HALVINGS = 6
+
+
+def _still_skipping(hits: list[Hit], scales: list, lowest: float, ctx: RunState) -> Diagnosis | None:
+    """Overflow after overflow to the end of the log, the scale halved six times or more (65536 -> 1024): the steps
+    the log shows are all skipped, which the scaler's first steps alone do not explain once they go on this long; said
+    as likely, since one excerpt cannot tell a run's first steps from its end."""
+    highest = max((s for pair in scales for s in pair if s is not None), default=lowest)
+    tail = [ln for ln in ctx.last_tail() if ln.text.strip()]
+    if highest / lowest < 2 ** _MANY_HALVINGS or not tail or tail[-1].seq != hits[-1].seq:
+        return None
+    msg = (f"DeepSpeed skipped {len(hits)} optimizer steps for fp16 gradient overflow and the log ends while it "
+           f"still skips them: the loss scale fell from {highest:g} to {lowest:g}. A scaler finding its level halves a few times in the first steps and then "
+           f"trains; halvings that go on mean gradients that overflow fp16 (a diverging model, or fp16's range).")
+    return Diagnosis(message=msg, fix=_fixes(ctx), severity=Severity.warning, confidence="likely",
+                     title="fp16 loss scale falling: DeepSpeed skips step after step for overflow")
 
 
 def loss_scale_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:

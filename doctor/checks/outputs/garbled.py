@@ -30,6 +30,15 @@ _LOGLIKE = lazyre.compile(r"^\s*(?:\[|\{|File \"|Traceback|\d{4}-\d\d-\d\d|[A-Z]
 _SCRIPTS = (("latin", 0x41, 0x24F), ("greek", 0x370, 0x3FF), ("cyrillic", 0x400, 0x4FF), ("arabic", 0x600, 0x6FF),
             ("devanagari", 0x900, 0x97F), ("thai", 0xE00, 0xE7F), ("hangul", 0xAC00, 0xD7AF),
             ("cjk", 0x4E00, 0x9FFF), ("kana", 0x3040, 0x30FF))
+# a punctuation token repeated this many times in a row ("{: {: {: ..." in devlogs71/7417); the characters logs draw
+# rules, bars and boxes with (rich's tracebacks: "│ │ │") never
+_PUNCT_REPEATS = 8
+_DRAWING = frozenset("-=_*#~^.+|/\\<>:;,'\"`()[]")
+# a word that mixes two alphabets inside itself ("framідnexProgram", "напskieWrapperabi": vLLM's token soup from
+# mis-loaded weights, devlogs71/7434); a sentence that quotes a foreign word keeps each word in one alphabet. Chinese,
+# Japanese and Korean text glues Latin words to its own characters with no space ("使用vllm推理"): not counted
+_MIXED_WORDS = 1
+_GLUED_SCRIPTS = frozenset({"cjk", "kana", "japanese", "hangul"})
 MIN_LINES = 2
 BARE_PASTE_LINES = 5   # an input of at most this many non-blank lines, none a log line, is a pasted completion: one
                        # garbled line there is enough (the state's tail holds such an input whole)
@@ -59,15 +68,24 @@ def garbled(text: str) -> str:
         return ""
     for m in _REPEAT.finditer(text):
         tok = m.group(1)
+        count = len(m.group(0).split())
         if tok == "\\n" or (not _NUMERIC.match(tok) and any(c.isalpha() for c in tok)):
-            return f"`{tok}` repeated {len(m.group(0).split())} times in a row"
+            return f"`{tok}` repeated {count} times in a row"
+        # a piece of punctuation a completion loops on ("{: {: {: {:"), not one logs draw rules and bars with
+        if count >= _PUNCT_REPEATS and not _NUMERIC.match(tok) and not all(c in _DRAWING or "\u2500" <= c <= "\u259f"
+                                                                           for c in tok):
+            return f"`{tok}` repeated {count} times in a row"
     g = _glued_run(text)
     if g is not None:
         piece = g.group(1) or g.group(2)
         return f"`{piece}` repeated {len(g.group(0)) // len(piece)} times with no space between"
-    s = scripts(_DAMAGED.sub(" ", text) if "\ufffd" in text else text)
+    clean = _DAMAGED.sub(" ", text) if "\ufffd" in text else text
+    s = scripts(clean)
     if len(s) >= 3:
         return f"{len(s)} writing systems mixed in one line ({', '.join(sorted(s))})"
+    mixed = [w for w in clean.split() if len(scripts(w) - _GLUED_SCRIPTS) >= 2]
+    if len(mixed) >= _MIXED_WORDS:
+        return f"{len(mixed)} words mixing writing systems inside one word (`{mixed[0][:24]}`)"
     return ""
 
 
