@@ -314,3 +314,15 @@ def test_a_wandb_run_summary_is_a_metrics_row_and_a_bare_finding_gets_its_catego
     f = analyze([str(log)]).findings[0]
     assert (f.rule_id, f.category) == ("GD610", "reward-zero-or-flat") and "reward was 0 and reward_std 0" in f.message
     assert f.fix and f.fix[0].startswith("Print a few completions beside their rewards")
+
+
+def test_an_attribute_asked_of_a_training_wrapper_says_to_unwrap_the_model():
+    # devlogs71/7412: torch's Module.__getattr__ on the DDP wrapper (the model is its .module)
+    text = _tb([("/opt/venv/lib/python3.8/site-packages/torch/nn/modules/module.py", 1614, "__getattr__",
+                 "raise AttributeError(\"'{}' object has no attribute '{}'\".format(")],
+               "AttributeError: 'DistributedDataParallel' object has no attribute 'generate'")
+    f = run_text(text)[0]
+    assert "not of the model inside it" in f.message and f.fix[0].startswith("Call it on the unwrapped model")
+    assert "`model.module.generate`" in f.fix[0]
+    other = run_text(_tb([("/work/train.py", 10, "main", "x.foo")], "AttributeError: 'Config' object has no attribute 'foo'"))
+    assert not any("unwrapped model" in x for x in other[0].fix)

@@ -33,6 +33,7 @@ from ...classify.version_range import pip_name, required_range
 from ...classify.weight_names import reading as weight_name_reading
 from ...engine.state import RunState
 from ...signals import ExceptionInfo
+from .wrapped_model import wrapped_attribute
 
 FRAMEWORK_NAMES = {"ms-swift": "ms-swift", "trl": "trl", "unsloth": "unsloth", "verifiers": "verifiers",
                    "verl": "verl", "easyr1": "EasyR1", "openrlhf": "OpenRLHF"}
@@ -176,6 +177,10 @@ def advise(v: Verdict, ctx: RunState, exc: ExceptionInfo | None, context: str) -
             why.append(neg.strip())
             first.append(_budget_fix(fw))
         owner = attribute_owner(exc.message) if exc.short_type == "AttributeError" else None
+        wrapped = wrapped_attribute(exc.message) if exc.short_type == "AttributeError" else None
+        if wrapped is not None:
+            why.append(wrapped[0])
+            first.insert(0, wrapped[1])
         if owner is not None:
             w, f = owner_text(owner, fw)
             why.append(w.strip())

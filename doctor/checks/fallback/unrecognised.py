@@ -30,6 +30,7 @@ from .exceptions import (
 )
 from .named import embedded_exceptions
 from .structural import run_facts_of, verdict_of, where_raised
+from .wrapped_model import wrapped_attribute
 
 _KEY = lazyre.compile(r"\[\s*['\"](\w+)['\"]\s*\]")
 _MEDIA = {"image", "images", "video", "videos", "audio", "audios", "pixel_values"}
@@ -332,6 +333,10 @@ class Unrecognised(Rule):
                        f"the script reads), then run the same command again.")
         if read:
             msg += " " + " ".join(read)
+        wrapped = wrapped_attribute(exc.message) if exc.short_type == "AttributeError" else None
+        if wrapped is not None:
+            msg += " " + wrapped[0]
+            fix.insert(0, wrapped[1])
         user = user_frames(exc.frames)
         if user and user[-1] is not where:
             fix.append(f"The last frame outside the installed packages (the script's or the project's own code) is {describe_frame(user[-1])}: start there.")
