@@ -326,3 +326,13 @@ def test_an_attribute_asked_of_a_training_wrapper_says_to_unwrap_the_model():
     assert "`model.module.generate`" in f.fix[0]
     other = run_text(_tb([("/work/train.py", 10, "main", "x.foo")], "AttributeError: 'Config' object has no attribute 'foo'"))
     assert not any("unwrapped model" in x for x in other[0].fix)
+
+
+def test_completions_of_only_exclamation_marks_are_nan_logits_and_say_bfloat16():
+    # devlogs71/7439 (vLLM, DeepSeek-V2 in float16) and devlogs12/1417 (open-r1 GRPO): "!" is token id 0
+    text = "".join(f"Prompt: '{p}', Generated text: '!!!!!!!!!!!!!!!!!!'\n" for p in ("Hello", "The capital of France is"))
+    f = run_text(text)[0]
+    assert f.rule_id == "GD645" and "token id 0" in f.message and f.fix[0].startswith("Run the model in bfloat16")
+    assert len(f.fix) == 1                                                # nothing says RL: no weight-sync step
+    rl = run_text("GRPO rollouts after the first update:\n" + text)[0]
+    assert rl.fix[0].startswith("Run the model in bfloat16") and "weight sync" in rl.fix[1]

@@ -164,6 +164,21 @@ class GarbledText(Rule):
         lines = [line for tail in ctx.tails.values() for line in tail]
         texts = [line.text for line in lines] + list(ctx.run.command_texts)
         rl = fw in RL_FRAMEWORKS or ctx.trainer_kind().kind in RL_KINDS or any(_RL_WORDS.search(t) for t in texts)
+        if all(why.startswith(("`!", "`！")) and "no space between" in why for _, why in bad):
+            # nothing but "!": token id 0 sampled from NaN logits, whichever training ran (hang/usual_causes.py)
+            from ..hang.symptom_words import BANG_OUTPUT  # noqa: PLC0415
+            from ..hang.usual_causes import usual  # noqa: PLC0415
+            fix = ["Run the model in bfloat16 (vLLM --dtype bfloat16; transformers torch_dtype=torch.bfloat16) or "
+                   "float32: a model trained in bfloat16 overflows float16's range; if the weights themselves hold NaN "
+                   "(a checkpoint saved after a NaN step), load one saved before it."]
+            if rl:
+                fix.append("In an RL run, log the rollouts of the first step (before any weight sync) and of the step "
+                           "after it: \"!\" only after the sync means the engine's synced weights are wrong (a dtype "
+                           "or weight-sync mismatch), with the trainer's own weights finite.")
+            return self.make(message=f"{head} {usual(BANG_OUTPUT)}", fix=fix,
+                             evidence=[Evidence(l.where.path, l.where.line, l.raw) for l, _ in bad[:3]],
+                             seq=bad[0][0].seq,
+                             verify="the same prompts give words, not a run of \"!\", in the dtype the model was trained in")
         if not rl:
             # no rollout engine shown (supervised training, plain inference, or nothing said): the template and the
             # sampling come first; the weight sync only if the outputs are an RL run's rollouts
