@@ -336,3 +336,16 @@ def test_completions_of_only_exclamation_marks_are_nan_logits_and_say_bfloat16()
     assert len(f.fix) == 1                                                # nothing says RL: no weight-sync step
     rl = run_text("GRPO rollouts after the first update:\n" + text)[0]
     assert rl.fix[0].startswith("Run the model in bfloat16") and "weight sync" in rl.fix[1]
+
+
+def test_an_oom_while_the_model_moves_to_the_gpu_is_weights_not_a_step():
+    # devlogs71/7409 (DeepSpeed-Chat step 3 on V100s), devlogs19/2129, devlogs21/2912: the innermost frame is
+    # Module.to()'s `convert` (or transformers' loader), so no gradient, optimizer state or activation exists yet
+    text = _tb([("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", 987, "convert",
+                 "return t.to(device, dtype if t.is_floating_point() or t.is_complex() else None, non_blocking)")],
+               "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 250.00 MiB (GPU 6; 31.75 GiB total "
+               "capacity; 30.95 GiB already allocated; 21.75 MiB free; 30.98 GiB reserved in total by PyTorch)")
+    f = run_text(text)[0]
+    assert f.rule_id == "GD201" and f.title == "Out of GPU memory while the model's weights were moved to the GPU"
+    assert "weights only" in f.message and "gradients and optimizer states and the activations" not in f.message
+    assert f.fix[0].startswith("Place fewer weights on each GPU at load")

@@ -62,9 +62,10 @@ def _parts(f: Facts, oom: dict[str, Any]) -> list[tuple[str, str, float, str]]:
     return parts
 
 
-def account(f: Facts, oom: dict[str, Any], limited: bool = False) -> tuple[str, str | None]:
+def account(f: Facts, oom: dict[str, Any], limited: bool = False, loading: bool = False) -> tuple[str, str | None]:
     """(the account sentence, the key of its largest part or None). ``limited``: a cap or other processes limited
-    the allocation (_limits.py), so the tensors are not said to exceed the card."""
+    the allocation (_limits.py), so the tensors are not said to exceed the card. ``loading``: the allocation moved the
+    model's weights to the GPU, before any step (no gradients, optimizer states or activations yet)."""
     held, total, req = oom.get("by_torch"), oom.get("total"), oom.get("alloc")
     if not held or not total:
         return "", None
@@ -95,6 +96,10 @@ def account(f: Facts, oom: dict[str, Any], limited: bool = False) -> tuple[str, 
         return text + f" The largest part is the {big[1].split(' (')[0]}: its levers come first.", big[0]
     if limited:
         return text, None
+    if loading:
+        return text + (" The model was being moved to the GPU: those tensors are weights only (no gradients, "
+                       "optimizer states or activations exist yet), this model's and those of any model placed on "
+                       "this GPU before it (in RLHF the actor, reference, reward and critic models)."), None
     # the GRPO part holds only where a rollout engine can sit beside the trainer (a supervised or preference run
     # generates nothing)
     grpo = (" (in GRPO also the logits of the batch of completions and, with a colocated vLLM engine, vLLM's weights "

@@ -116,8 +116,22 @@ class Side:
     frame: Frame | None  # the frame that decided
 
 
+# the model's weights moved to the GPU (torch/nn/modules/module.py Module.to / .cuda apply `convert` to every tensor
+# through `_apply`), or read into it by transformers' loader: the allocation is the weights', before any step
+_LOAD_FUNCS = frozenset({"convert", "_apply", "cuda"})
+_LOAD_LOADER = frozenset({"_load_state_dict_into_meta_model", "_load_pretrained_model", "load_state_dict",
+                          "_load_state_dict_into_model"})
+LOAD_STAGE = "model load (moving the weights to the GPU)"
+
+
 def side_of(frames: tuple[Frame, ...], raw: str, message: str, facts: Facts) -> Side:
     vision = any(re.search(r"vision|visual|patch_embed", f.func + " " + f.code) for f in frames[-8:])
+    if frames:
+        last = frames[-1]
+        path = last.path.replace(chr(92), "/")
+        if (path.endswith("torch/nn/modules/module.py") and last.func in _LOAD_FUNCS) or \
+                (last.func in _LOAD_LOADER and "/transformers/" in path):
+            return Side("training", LOAD_STAGE, last)
     for fr in reversed(frames):
         func, path = fr.func, fr.path
         if func in _KV_FUNCS or "kv_cache" in path:

@@ -18,9 +18,15 @@ from ._account import account, order
 from ._facts import DOC_MAX_PIXELS, MM_ENV, Facts, facts_of, fmt_gib
 from ._ladders import _fmt_util, _round_down, alloc_conf_advice, training_ladder, vllm_ladder
 from ._limits import limits
-from ._oom import Side, is_oom, parse_oom, side_of
+from ._oom import LOAD_STAGE, Side, is_oom, parse_oom, side_of
 from .fsdp_levers import share_key
 from .own_levers import own_levers
+
+# where weights that do not fit as placed can go instead (DeepSpeed ZeRO-3's zero.Init partitions a model as it is
+# built; device_map spreads one over the visible GPUs)
+LOAD_FIX = ("Place fewer weights on each GPU at load: build the model under DeepSpeed ZeRO-3 (a zero3 config given "
+            "before from_pretrained, so its weights are partitioned as they load) instead of moving it whole with "
+            ".to()/.cuda(), put the frozen models (reference, reward) on other GPUs or the CPU, or load them in 8/4 bit.")
 
 
 def _the(stage: str) -> str:
@@ -153,7 +159,8 @@ class OomRule(PatternRule):
                 msg += " " + nums
             if f.colocate:
                 msg += f" The colocated vLLM engine shares this GPU ({share_key(told)} {f.util_text()})."
-            acct, big = account(f, oom, limited=bool(limited))  # where the memory went (_account.py), and the fixes ordered by it
+            loading = stage == LOAD_STAGE
+            acct, big = account(f, oom, limited=bool(limited), loading=loading)  # where the memory went, fixes ordered by it
             if acct:
                 msg += " " + acct
             if limited:
@@ -166,6 +173,9 @@ class OomRule(PatternRule):
                 ladder = own + ([alloc] if alloc else [])
             else:
                 ladder = order(training_ladder(f, oom), big, oom)
+            if loading:
+                # the weights alone do not fit as placed: where they are placed comes before a step's levers
+                ladder = [LOAD_FIX, *ladder]
             fix = limit_fix + ladder + limit_last
             gather = [fr for fr in frames_all if "zero/partition_parameters.py" in fr.path.replace(chr(92), "/")
                       and "gather" in fr.func.lower()]
@@ -228,6 +238,8 @@ class OomRule(PatternRule):
             fix = list(self.meta.fix)
         title = "Out of GPU memory in the vLLM engine (no trainer in the log)" if \
             self.want == "vllm" and not server and serving else None
+        if self.want == "training" and best_side.stage == LOAD_STAGE:
+            title = "Out of GPU memory while the model's weights were moved to the GPU"
         return [self.make(message=msg, fix=fix, evidence=evidence[:MAX_EVIDENCE], count=count, ranks=ranks,
                           seq=hits[0].seq, title=title)]
 
