@@ -349,3 +349,15 @@ def test_an_oom_while_the_model_moves_to_the_gpu_is_weights_not_a_step():
     assert f.rule_id == "GD201" and f.title == "Out of GPU memory while the model's weights were moved to the GPU"
     assert "weights only" in f.message and "gradients and optimizer states and the activations" not in f.message
     assert f.fix[0].startswith("Place fewer weights on each GPU at load")
+
+
+def test_a_first_nan_row_glued_to_a_bar_past_step_one_had_updates_before_it():
+    # devlogs71/7403: the row's epoch (0.01) reads as the first logging point, its bar says step 9 of 860
+    bar = "  1%|#         | 9/860 [00:43<1:05:18,  4.60s/it]"
+    rows = (bar + "{'loss': nan, 'reward': 0.2684, 'learning_rate': 9.96e-06, 'epoch': 0.01}\n"
+            "  2%|##        | 19/860 [01:30<1:07:22,  4.81s/it]{'loss': nan, 'reward': -0.31, 'learning_rate': 9.8e-06, "
+            "'epoch': 0.02}\n")
+    f = run_text(rows)[0]
+    assert f.rule_id == "GD620" and "no update preceded it" not in f.message
+    unglued = run_text(rows.replace(bar, "").replace("  2%|##        | 19/860 [01:30<1:07:22,  4.81s/it]", ""))[0]
+    assert "no update preceded it" in unglued.message          # the epoch alone still places it first

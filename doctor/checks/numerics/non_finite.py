@@ -305,7 +305,8 @@ class MetricsNonFinite(Rule):
                     "; sampling from NaN logits then fails with 'probability tensor contains either inf, nan or "
                     "element < 0'.")
             sev = Severity.error
-            first_step = self.prev is None and _first_logging_point(self.first, self.after)
+            first_step = self.prev is None and _first_logging_point(self.first, self.after) and \
+                not _bar_past_first_step(ctx, self.first)
             empty = empty_supervision(self.first.values) if first_step else None
             if empty is not None:
                 msg += empty[0]
@@ -366,6 +367,21 @@ def _first_logging_point(first: Metrics, after: Metrics | None) -> bool:
         return True
     e2 = num(after.values.get("epoch")) if after is not None else None
     return e2 is not None and e2 > e and abs((e2 - e) - e) <= 0.01 + 0.25 * e
+
+
+_GLUED_BAR = lazyre.compile(r"\|\s*(\d+)/(\d+)\s*\[")
+
+
+def _bar_past_first_step(ctx: RunState, m: Metrics) -> bool:
+    """The row is printed after (glued to) a progress bar that shows steps before it ran: `9/860 [00:43<...]{'loss':
+    nan, ...}` (devlogs71/7403), so updates preceded the row whatever its epoch says."""
+    line = next((ln for tail in ctx.tails.values() for ln in tail
+                 if ln.where.path == m.where.path and ln.where.line == m.where.line), None)
+    if line is None:
+        return False
+    head = line.raw.split("{", 1)[0]
+    bar = _GLUED_BAR.search(head)
+    return bar is not None and int(bar.group(1)) > 1
 
 
 def _finite_at(s: Series, i: int, key: str) -> bool:
