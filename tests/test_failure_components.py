@@ -361,3 +361,16 @@ def test_a_first_nan_row_glued_to_a_bar_past_step_one_had_updates_before_it():
     assert f.rule_id == "GD620" and "no update preceded it" not in f.message
     unglued = run_text(rows.replace(bar, "").replace("  2%|##        | 19/860 [01:30<1:07:22,  4.81s/it]", ""))[0]
     assert "no update preceded it" in unglued.message          # the epoch alone still places it first
+
+
+def test_nccl_debug_lines_that_end_at_p2p_setup_name_the_peer_to_peer_path():
+    # devlogs71/7413: NCCL's p2p transport ("Could not enable P2P between dev 1(=1b000) and dev 0(=1a000)"), then nothing
+    text = ("host:538448:538448 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+            "host:538448:538448 [1] NCCL INFO NET/IB : No device found.\n"
+            "host:538448:538448 [1] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n"
+            "host:538448:538448 [1] NCCL INFO Using network Socket\n"
+            "host:538447:538499 [0] NCCL INFO Could not enable P2P between dev 1(=1b000) and dev 0(=1a000)\n"
+            "host:538447:538499 [0] NCCL INFO Could not enable P2P between dev 0(=1a000) and dev 1(=1b000)\n")
+    f = run_text(text)[0]
+    assert f.rule_id == "GD308" and "could not enable P2P between them" in f.message
+    assert f.fix[0].startswith("Test the GPUs' peer-to-peer path") and "NCCL_P2P_DISABLE=1" in f.fix[0]

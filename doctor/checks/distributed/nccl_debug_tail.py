@@ -27,6 +27,10 @@ _ERROR = ("Error", "ERROR", "Traceback", "Killed", "Segmentation fault", "core d
 TAIL_LINES = 8   # of the last non-blank lines, most must be NCCL debug lines
 # what the last NCCL lines say the ranks were doing (first match in the last lines, most specific first)
 _STAGES = (
+    # NCCL's p2p transport when two GPUs cannot reach each other directly (transport/p2p.cc: "Could not enable P2P
+    # between dev %d(=%lx) and dev %d(=%lx)"): the stop right after it is the peer-to-peer path (devlogs71/7413, 7423)
+    ("Could not enable P2P", "the ranks were setting up the peer-to-peer (P2P) links between the GPUs, and NCCL "
+                             "reported that it could not enable P2P between them"),
     ("Connection closed", "a peer closed its NCCL proxy connection (the service thread reports it): a rank left "
                           "or stopped answering while the others still wait in the collective"),
     ("ncclCommSplit", "the ranks were splitting a new communicator (a new process group: a tensor-parallel "
@@ -147,6 +151,11 @@ class NcclDebugTail(Rule):
                           "peer-to-peer path (NCCL_P2P_DISABLE=1 in the environment, vLLM --disable-custom-all-reduce), "
                           "check `nvidia-smi topo -m` and the IOMMU/ACS settings, and run a two-GPU all_reduce outside "
                           "vLLM.")
+        if "Could not enable P2P" in text and not (_SETUP.search(text) and "vLLM" in text):
+            fix.insert(0, "Test the GPUs' peer-to-peer path: rerun with NCCL_P2P_DISABLE=1 in the environment (NCCL then "
+                          "goes through host memory; a run that starts names the cause), and check `nvidia-smi topo -m` "
+                          "and the IOMMU/ACS settings (`lspci -vvv | grep ACSCtl`: ACS on between the GPUs breaks P2P; "
+                          "consumer GPUs have no P2P).")
         if "NVLS" in text:
             fix.append("NVLS (NVLink SHARP) was in use: NCCL_NVLS_ENABLE=0 rules it out.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(last.where.path, last.where.line, last.raw)],
