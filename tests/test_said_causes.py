@@ -270,40 +270,27 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("训练到一半卡住了，没有报错", "hang-mid-training"),                        # "stuck halfway through training"
     ("training stops progressing after some iterations but the process is still alive", "hang-mid-training"),
     ("After a few hours training just stops, no output, nvidia-smi shows 100% util", "hang-mid-training"),
-])
-def test_a_stop_without_output_said_in_other_words_is_a_hang(text: str, category: str) -> None:
-    f = said(text)
-    assert f is not None and f.category == category, text
-    assert said("Training crashed and stopped. no output file was saved") is None or \
-        said("Training crashed and stopped. no output file was saved").category != category
-
-
-@pytest.mark.parametrize(("text", "category"), [
     ("Model responses are always empty strings when doing GRPO training.", "output-degenerate"),   # verl#1170
     ("It was giving empty response for all the query", "output-degenerate"),           # hands-on-llms#66
-    ("模型体积膨胀:微调后模型体积从15GB膨胀到43GB", "checkpoint-bloat"),                     # seeds/01
-    ("the checkpoint size keeps growing with each save", "checkpoint-bloat"),
-])
-def test_outputs_and_checkpoints_said_in_other_words(text: str, category: str) -> None:
-    f = said(text)
-    assert f is not None and f.category == category, text
-
-
-def test_empty_strings_in_the_data_are_not_empty_outputs() -> None:
-    f = said("The dataset has empty strings in the answer column")
-    assert f is None or f.category != "output-degenerate"
-
-
-@pytest.mark.parametrize(("text", "category"), [
     ("responses become meaningless after 200 steps", "output-degenerate"),
     ("模型胡言乱语", "output-degenerate"),
+    ("模型体积膨胀:微调后模型体积从15GB膨胀到43GB", "checkpoint-bloat"),                     # seeds/01
+    ("the checkpoint size keeps growing with each save", "checkpoint-bloat"),
     ("parameters are not updated during training", "grad-norm-zero"),
     ("the weights don't change after training", "grad-norm-zero"),
     ("the gradient is zero for all parameters", "grad-norm-zero"),
-    ("权重没有更新", "grad-norm-zero"),
+    ("权重没有更新", "grad-norm-zero"),                                          # devlogs68/7129, devlogs70/7327
 ])
-def test_degenerate_output_and_unmoved_weights_in_other_words(text: str, category: str) -> None:
+def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)
     assert f is not None and f.category == category, text
-    assert said("Is this error message meaningless?") is None or \
-        said("Is this error message meaningless?").category != "output-degenerate"
+
+
+@pytest.mark.parametrize(("text", "not_category"), [
+    ("Training crashed and stopped. no output file was saved", "hang-mid-training"),
+    ("The dataset has empty strings in the answer column", "output-degenerate"),
+    ("Is this error message meaningless?", "output-degenerate"),
+])
+def test_the_same_words_about_something_else_are_not_that_failure(text: str, not_category: str) -> None:
+    f = said(text)
+    assert f is None or f.category != not_category
