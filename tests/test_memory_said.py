@@ -139,7 +139,7 @@ def test_a_pasted_llamafactory_command_alone_is_no_whole_log(tmp_path):
     report = analyze([str(log)])
     assert [f.rule_id for f in report.findings] == ["GD330"]
     # its three flags (stage, finetuning_type, cutoff_len) were read as the run's settings
-    assert "it holds settings (3 read) and 5 lines" in report.findings[0].message
+    assert "it holds settings (3 read) and 5 non-empty lines" in report.findings[0].message
 
 
 def test_a_colocated_vllm_engine_with_its_share_unset_is_a_lever_with_the_frameworks_default():
