@@ -65,9 +65,9 @@ def _not_bare(f: Finding) -> Finding:
         return f
     from dataclasses import replace  # noqa: PLC0415
 
-    from .checks.hang.symptom_words import MEANWHILE  # noqa: PLC0415
+    from .checks.hang.symptom_words import MEANWHILE, without_lead_in  # noqa: PLC0415
     meanwhile = MEANWHILE.get(f.category)
     if not meanwhile:
         return f
-    said = meanwhile.removeprefix("Meanwhile: ").removeprefix("Meanwhile, ")   # no other fix to go beside
+    said = without_lead_in(meanwhile)   # no other fix to go beside
     return replace(f, fix=(said[:1].upper() + said[1:],))

@@ -73,11 +73,11 @@ def act_meanwhile(findings: list[Finding]) -> list[Finding]:
 def _if_it_is(category: str) -> tuple[str | None, str | None]:
     """(the category's usual causes, its meanwhile actions without their lead-in) for a guess from the words: said as
     conditional on the guess."""
-    from ..checks.hang.symptom_words import MEANWHILE
+    from ..checks.hang.symptom_words import MEANWHILE, without_lead_in
     from ..checks.hang.usual_causes import USUAL_CATEGORY
     meanwhile = MEANWHILE.get(category)
     if meanwhile:
-        meanwhile = meanwhile.removeprefix("Meanwhile: ").removeprefix("Meanwhile, ")
+        meanwhile = without_lead_in(meanwhile)
         meanwhile = meanwhile[0].lower() + meanwhile[1:] if meanwhile[:1].isupper() and meanwhile[1:2].islower() else meanwhile
     return USUAL_CATEGORY.get(category), meanwhile
 

@@ -29,6 +29,11 @@ SLOWDOWN = ("HW Slowdown", "HW Thermal Slowdown", "SW Thermal Slowdown", "HW Pow
 ONE_PROCESS_RATIO = 0.5
 
 
+def serves_inference(sample) -> bool:
+    """A process of this GPU is an inference server (vLLM, sglang), which sits idle between requests."""
+    return any(p.name and ("vllm" in p.name.lower() or "sglang" in p.name.lower()) for p in (sample.processes or ()))
+
+
 def one_process_shape(gpus) -> tuple[list, list] | None:
     """(busy, waiting): one GPU computes and every other GPU that holds memory is idle with at most half of the busy
     one's memory, none of it an inference server's; None otherwise."""
@@ -37,7 +42,7 @@ def one_process_shape(gpus) -> tuple[list, list] | None:
             and s.mem_frac >= HELD_FRAC]
     if len(busy) != 1 or not held:
         return None
-    if any(p.name and ("vllm" in p.name.lower() or "sglang" in p.name.lower()) for s in held for p in (s.processes or ())):
+    if any(serves_inference(s) for s in held):
         return None
     if not all(s.mem_used_mib <= ONE_PROCESS_RATIO * busy[0].mem_used_mib for s in held):
         return None

@@ -3,7 +3,7 @@ under ``watch`` (formerly GD903)."""
 from __future__ import annotations
 
 from ...model import Severity
-from ._snapshot import BUSY_UTIL, HELD_FRAC, IDLE_UTIL, GpuRule, _gib, _ids, one_process_shape, row
+from ._snapshot import BUSY_UTIL, HELD_FRAC, IDLE_UTIL, GpuRule, _gib, _ids, one_process_shape, row, serves_inference
 from .live import IdleHeldTracker
 
 
@@ -18,8 +18,7 @@ class GpuIdleMemoryHeld(GpuRule):
         if not held or one_process_shape(gpus) is not None:
             return None   # one process driving several GPUs: GD501's
         busy = [s for s in gpus if s.util_pct is not None and s.util_pct >= BUSY_UTIL]
-        server = all(any(p.name and ("vllm" in p.name.lower() or "sglang" in p.name.lower()) for p in (s.processes or ()))
-                     for s in held)
+        server = all(serves_inference(s) for s in held)
         if busy:
             msg = (f"GPU {_ids(held)} hold memory ({_gib(held[0].mem_used_mib)} on GPU {held[0].index}) at 0-5% "
                    f"while GPU {_ids(busy)} compute: in one job this is ranks waiting for others (a straggler or a "

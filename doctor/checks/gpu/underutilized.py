@@ -37,8 +37,8 @@ class GpuUnderutilized(GpuRule):
         most = max(s.mem_used_mib for s in waiting)
         msg = (f"GPU {top.index} computes at {top.util_pct:g}% with {_gib(top.mem_used_mib)} while GPU {_ids(waiting)} "
                f"{'sits' if len(waiting) == 1 else 'sit'} at 0-5% holding at most {_gib(most)} ({most / top.mem_used_mib:.0%} of it; read from the "
-               f"snapshot): the shape of one process driving several GPUs. torch's nn.DataParallel (which transformers' "
-               f"Trainer uses when a plain `python` process sees several GPUs) keeps the weights, optimizer and gathered "
+               f"snapshot): the shape of one process driving several GPUs. torch's nn.DataParallel ({data_parallel.USED_BY}) "
+               f"keeps the weights, optimizer and gathered "
                f"outputs on the first GPU and runs a smaller replica on each other one, which waits most of the step; a "
                f"model split over GPUs (device_map=\"auto\") also works on one GPU at a time. Ranks of a distributed "
                f"job hold about the same memory, working or waiting.")

@@ -100,10 +100,6 @@ def _tuner(args: dict[str, Any], texts: list[str], framework: str | None) -> tup
     return None, base, None
 
 
-def _true(value: Any) -> bool:
-    return _bool(value) is True
-
-
 def _zero(args: dict[str, Any], texts: list[str], framework: str | None = None) -> tuple[int, bool] | None:
     """(the ZeRO stage the states are sharded as, whether they are offloaded); None when the reading cannot say. verl
     and EasyR1 train with FSDP, full sharding over every GPU by default (verl's fsdp_config.fsdp_size -1, EasyR1's
@@ -111,7 +107,7 @@ def _zero(args: dict[str, Any], texts: list[str], framework: str | None = None) 
     one key alone is a split the floor does not model."""
     if framework in FSDP_FRAMEWORKS:
         keys = fsdp_offload_keys(framework)
-        on = [_true(args.get(k)) for k in keys]
+        on = [_bool(args.get(k)) is True for k in keys]
         if any(on) and not all(on):
             return None
         return 3, all(on)

@@ -776,6 +776,11 @@ MEANWHILE_NO_TIMEOUT = {
                     "transport (NCCL_P2P_DISABLE=1, NCCL_SOCKET_IFNAME set to the interface the ranks share).",
 }
 
+def without_lead_in(meanwhile: str) -> str:
+    """A MEANWHILE text without its "Meanwhile" lead-in, for where it is not said beside another fix."""
+    return meanwhile.removeprefix("Meanwhile: ").removeprefix("Meanwhile, ")
+
+
 MEANWHILE = {
     "argument-error-other": "Meanwhile: compare the flags with the installed program's own help output (a flag of "
                             "another release, or a misspelling), and check how the launcher splits them: a list item "

@@ -369,9 +369,6 @@ def _first_logging_point(first: Metrics, after: Metrics | None) -> bool:
     return e2 is not None and e2 > e and abs((e2 - e) - e) <= 0.01 + 0.25 * e
 
 
-_GLUED_BAR = lazyre.compile(r"\|\s*(\d+)/(\d+)\s*\[")
-
-
 def _bar_past_first_step(ctx: RunState, m: Metrics) -> bool:
     """The row is printed after (glued to) a progress bar that shows steps before it ran: `9/860 [00:43<...]{'loss':
     nan, ...}` (devlogs71/7403), so updates preceded the row whatever its epoch says."""
@@ -379,9 +376,9 @@ def _bar_past_first_step(ctx: RunState, m: Metrics) -> bool:
                  if ln.where.path == m.where.path and ln.where.line == m.where.line), None)
     if line is None:
         return False
-    head = line.raw.split("{", 1)[0]
-    bar = _GLUED_BAR.search(head)
-    return bar is not None and int(bar.group(1)) > 1
+    from ..hang.endings import BAR  # noqa: PLC0415 - tqdm's bar as the hang rules read it
+    bar = BAR.search(line.raw.split("{", 1)[0])
+    return bar is not None and int(bar.group("k")) > 1
 
 
 def _finite_at(s: Series, i: int, key: str) -> bool:

@@ -15,6 +15,7 @@ from ... import lazyre
 from ...engine.state import RunState
 from ...model import Evidence, Finding
 from ...rules import Rule
+from ...swift.trainer_kind import GROUP_KINDS
 from ...textcache import for_short_texts
 
 _REPEAT = lazyre.compile(r"(?<!\S)(\S{1,12})(?:\s+\1){4,}(?!\S)")
@@ -134,7 +135,7 @@ def _strong(text: str) -> bool:
 
 # what shows an RL run whose completions are rollouts: the frameworks that only do RL, its trainer, its words
 RL_FRAMEWORKS = frozenset({"verl", "openrlhf", "easyr1"})
-RL_KINDS = frozenset({"grpo", "ppo", "rloo", "dapo", "gspo", "drgrpo", "online_dpo"})
+RL_KINDS = GROUP_KINDS | {"ppo", "online_dpo"}
 _RL_WORDS = lazyre.compile(r"(?i)(?<![a-z])(?:rollouts?|rewards?|vllm|grpo|ppo|rloo|dapo|gspo|rlhf|advantages?)(?![a-z])")
 
 
@@ -161,6 +162,7 @@ class GarbledText(Rule):
         from ..hang.prose import unscored_shown  # noqa: PLC0415 - the words' readers, only once a line is garbage
         from ..hang.symptom_words import MEANWHILE_UNSCORED  # noqa: PLC0415
         from ..hang.usual_causes import USUAL_UNSCORED  # noqa: PLC0415
+        ev, seq = [Evidence(l.where.path, l.where.line, l.raw) for l, _ in bad[:3]], bad[0][0].seq
         lines = [line for tail in ctx.tails.values() for line in tail]
         texts = [line.text for line in lines] + list(ctx.run.command_texts)
         rl = fw in RL_FRAMEWORKS or ctx.trainer_kind().kind in RL_KINDS or any(_RL_WORDS.search(t) for t in texts)
@@ -176,8 +178,7 @@ class GarbledText(Rule):
                            "after it: \"!\" only after the sync means the engine's synced weights are wrong (a dtype "
                            "or weight-sync mismatch), with the trainer's own weights finite.")
             return self.make(message=f"{head} {usual(BANG_OUTPUT)}", fix=fix,
-                             evidence=[Evidence(l.where.path, l.where.line, l.raw) for l, _ in bad[:3]],
-                             seq=bad[0][0].seq,
+                             evidence=ev, seq=seq,
                              verify="the same prompts give words, not a run of \"!\", in the dtype the model was trained in")
         if not rl:
             # no rollout engine shown (supervised training, plain inference, or nothing said): the template and the
@@ -193,8 +194,7 @@ class GarbledText(Rule):
                            "weight sync) and of the step after it: garbage only after the sync means the synced "
                            "weights are wrong.")
             return self.make(message=msg, fix=fix,
-                             evidence=[Evidence(l.where.path, l.where.line, l.raw) for l, _ in bad[:3]],
-                             seq=bad[0][0].seq, verify="the same prompt, rendered with the chat template the model was "
+                             evidence=ev, seq=seq, verify="the same prompt, rendered with the chat template the model was "
                                                        "trained with, gives an answer that ends at its end-of-turn token")
         msg = (f"{head} Token soup across writing "
                f"systems and one token repeated up to the length limit are what a policy produces when the rollout "
@@ -218,6 +218,4 @@ class GarbledText(Rule):
             fix.append("Try the rollout engine in the trainer's process (colocate) or without sleep mode, and a vLLM "
                        "version the trainer release supports.")
         fix.append("Check the prompt the engine receives: it must be rendered with the model's chat template.")
-        first = bad[0][0]
-        return self.make(message=msg, fix=fix, evidence=[Evidence(l.where.path, l.where.line, l.raw) for l, _ in bad[:3]],
-                         seq=first.seq)
+        return self.make(message=msg, fix=fix, evidence=ev, seq=seq)
