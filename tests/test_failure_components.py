@@ -347,7 +347,9 @@ def test_an_oom_while_the_model_moves_to_the_gpu_is_weights_not_a_step():
                "capacity; 30.95 GiB already allocated; 21.75 MiB free; 30.98 GiB reserved in total by PyTorch)")
     f = run_text(text)[0]
     assert f.rule_id == "GD201" and f.title == "Out of GPU memory while the model's weights were moved to the GPU"
-    assert "weights only" in f.message and "gradients and optimizer states and the activations" not in f.message
+    assert "this allocation was weights" in f.message and "gradients and optimizer states and the activations" not in f.message
+    # an earlier phase of the same process may have left its state (devlogs21/2912: training, then a load to predict)
+    assert "exist yet" not in f.message and "a finished training's state" in f.message
     assert f.fix[0].startswith("Place fewer weights on each GPU at load")
 
 

@@ -23,7 +23,8 @@ def shown(frame_paths: list[str], text: str) -> bool:
 USED_BY = "transformers' Trainer uses it when a plain `python` process sees several GPUs"
 SAID = ("The step ran under torch's nn.DataParallel (its replicas, parallel_apply): one process drives every visible "
         "GPU, keeping the model and the gathered outputs on the first one and copying the model to the others at "
-        "every step, so the first GPU runs out long before the memory of all of them is used. " + USED_BY[:1].upper()
+        "every step, so the first GPU holds more than any other and their memory together is never used as one. "
+        + USED_BY[:1].upper()
         + USED_BY[1:] + ".")
 FIX = ("Start one process per GPU (`torchrun --nproc_per_node <GPUs> train.py ...` or `accelerate launch "
        "train.py ...`): each GPU then holds its own copy and batch (DistributedDataParallel), with nothing gathered "

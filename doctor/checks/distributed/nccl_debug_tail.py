@@ -155,7 +155,7 @@ class NcclDebugTail(Rule):
             fix.insert(0, "Test the GPUs' peer-to-peer path: rerun with NCCL_P2P_DISABLE=1 in the environment (NCCL then "
                           "goes through host memory; a run that starts names the cause), and check `nvidia-smi topo -m` "
                           "and the IOMMU/ACS settings (`lspci -vvv | grep ACSCtl`: ACS on between the GPUs breaks P2P; "
-                          "consumer GPUs have no P2P).")
+                          "many consumer GPUs have P2P disabled).")
         if "NVLS" in text:
             fix.append("NVLS (NVLink SHARP) was in use: NCCL_NVLS_ENABLE=0 rules it out.")
         return self.make(message=msg, fix=fix, evidence=[Evidence(last.where.path, last.where.line, last.raw)],

@@ -97,9 +97,10 @@ def account(f: Facts, oom: dict[str, Any], limited: bool = False, loading: bool 
     if limited:
         return text, None
     if loading:
-        return text + (" The model was being moved to the GPU: those tensors are weights only (no gradients, "
-                       "optimizer states or activations exist yet), this model's and those of any model placed on "
-                       "this GPU before it (in RLHF the actor, reference, reward and critic models)."), None
+        return text + (" The model was being moved to the GPU, so this allocation was weights: those tensors are "
+                       "this model's weights moved so far, those of any model placed on this GPU before it (in RLHF "
+                       "the actor, reference, reward and critic models), and whatever an earlier phase of the same "
+                       "process left there (a finished training's state, if it was not freed)."), None
     # the GRPO part holds only where a rollout engine can sit beside the trainer (a supervised or preference run
     # generates nothing)
     grpo = (" (in GRPO also the logits of the batch of completions and, with a colocated vLLM engine, vLLM's weights "

@@ -57,9 +57,10 @@ def _still_skipping(hits: list[Hit], scales: list, lowest: float, ctx: RunState)
     tail = [ln for ln in ctx.last_tail() if ln.text.strip()]
     if highest / lowest < 2 ** _MANY_HALVINGS or not tail or tail[-1].seq != hits[-1].seq:
         return None
-    msg = (f"DeepSpeed skipped {len(hits)} optimizer steps for fp16 gradient overflow and the log ends while it "
-           f"still skips them: the loss scale fell from {highest:g} to {lowest:g}. A scaler finding its level halves a few times in the first steps and then "
-           f"trains; halvings that go on mean gradients that overflow fp16 (a diverging model, or fp16's range).")
+    msg = (f"DeepSpeed skipped at least {len(hits)} optimizer steps for fp16 gradient overflow and the log ends "
+           f"while it still skips them: the loss scale fell from {highest:g} to {lowest:g}. A scaler finding its "
+           f"level halves a few times in the first steps and then trains; halvings that go on mean gradients that "
+           f"overflow fp16 (a diverging model, or fp16's range).")
     return Diagnosis(message=msg, fix=_fixes(ctx), severity=Severity.warning, confidence="likely",
                      title="fp16 loss scale falling: DeepSpeed skips step after step for overflow")
 

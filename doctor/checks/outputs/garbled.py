@@ -171,7 +171,7 @@ class GarbledText(Rule):
             from ..hang.symptom_words import BANG_OUTPUT  # noqa: PLC0415
             from ..hang.usual_causes import usual  # noqa: PLC0415
             fix = ["Run the model in bfloat16 (vLLM --dtype bfloat16; transformers torch_dtype=torch.bfloat16) or "
-                   "float32: a model trained in bfloat16 overflows float16's range; if the weights themselves hold NaN "
+                   "float32: a model trained in bfloat16 can overflow float16's range; if the weights themselves hold NaN "
                    "(a checkpoint saved after a NaN step), load one saved before it."]
             if rl:
                 fix.append("In an RL run, log the rollouts of the first step (before any weight sync) and of the step "
