@@ -161,7 +161,6 @@ KNOWN_MISSES_18: dict[str, str] = {
 DEVLOGS19 = ROOT / "fixtures" / "devlogs19"
 KNOWN_MISSES_19: dict[str, str] = {
     "2413": "prose announcing an error shown as a screenshot: read as an unread failure (other), the label reads the reward-model path",
-    "2422": "a crash sentence naming vLLM's engine read as a native crash of unknown component",
 }
 
 
@@ -423,7 +422,6 @@ KNOWN_MISSES_54: dict[str, str] = {
     "5708": "a LoRA of the 14B model merged onto the 7B, in words: silent",
     "5711": "Qwen2-VL on a transformers older than the model: GD999 dataset",
     "5716": "an import failure in words: GD328",
-    "5719": "a vLLM engine crash beside its scheduler dump: GD998",
     "5721": "'connection refused' at start, beside warnings: GD329",
     "5724": "out of memory in words over a stack cut in ZeRO-3 optimizer setup: GD426",
     "5729": "axolotl's dataset-loading stage, the trace cut: GD999",
@@ -439,7 +437,6 @@ KNOWN_MISSES_56: dict[str, str] = {
     "5904": "'passed value_model, the error is gone': GD328",
     "5907": "an NCCL weight transfer to the vLLM server hanging mid-run: GD327 hang-at-start",
     "5908": "'does not support ZeRO-3' in a title over a cut launcher summary: GD307",
-    "5918": "an illegal memory access in vLLM's speculative decoding: GD998",
     "5927": "a GRPO run collapsing around step 600, in screenshots: GD328",
 }
 KNOWN_MISSES_57: dict[str, str] = {

@@ -43,15 +43,23 @@ def _watchdog_teardown(hit: Hit, ctx: RunState) -> bool:
 
 # a vLLM process's own marks: its logger's "[file.py:N]" tag (0.5-0.7 without the bracket), the input dump it writes
 # when model execution fails (worker/model_runner_base.py), its package's frames
+# (V1's engine core dumps the batch it failed on, vllm/logging_utils/dump_input.py: "Dumping scheduler output for model
+# execution: SchedulerOutput(scheduled_new_reqs=..., scheduled_cached_reqs=CachedRequestData(...,
+# resumed_from_preemption=..., num_computed_tokens=...)", vllm/v1/core/sched/output.py: a paste may keep only its cut body)
 _VLLM_TEXT = lazyre.compile(r"/vllm/|Writing input of failed execution|\b(?:model_runner(?:_base)?|gpu_model_runner|llm_engine|"
-                        r"core|multiproc_executor|worker_base|gpu_worker|async_llm_engine|engine)\.py:\d+\]")
+                        r"core|multiproc_executor|worker_base|gpu_worker|async_llm_engine|engine)\.py:\d+\]|"
+                        r"Dumping scheduler output for model execution|\bSchedulerOutput\(|"
+                        r"\b(?:scheduled_cached_reqs|resumed_from_preemption|num_scheduled_tokens)=")
 
 
 # a vLLM engine's death as its API server or client reports it, wherever in the paste: V0's MQLLMEngine client
 # (engine/multiprocessing/client.py "Engine process (pid N) died.", entrypoints/launcher.py "MQLLMEngine is already
-# dead"), V1's engine core (v1/engine/utils.py wait_for_engine_startup, core_client.py)
+# dead"), V1's engine core (v1/engine/utils.py wait_for_engine_startup, core_client.py; v1/engine/exceptions.py
+# EngineDeadError, "EngineCore encountered an issue. See stack trace (above) for the root cause.", which a user's
+# words shorten to EngineDead)
 _ENGINE_DEATH = lazyre.compile(r"Engine process \(pid \d+\) died|MQLLMEngine is already dead|"
-                               r"Engine core initialization failed|EngineCore\w* (?:encountered a fatal error|died)")
+                               r"Engine core initialization failed|EngineCore\w* (?:encountered a fatal error|died)|"
+                               r"\bEngineDead(?:Error)?\b|EngineCore encountered an issue")
 
 
 def dumped_frames(hit: Hit, ctx: RunState) -> list[tuple[str, str]]:
@@ -83,6 +91,9 @@ def in_vllm(hit: Hit, ctx: RunState, dumped: list[tuple[str, str]] | None = None
         return True  # the engine died in the same paste: the crash is its own
     if any(abs(e.seq - hit.seq) <= 8 and any("/vllm/" in f.path for f in e.frames) for e in ctx.exceptions):
         return True
+    framework, _version, _recipe, source = ctx.framework()
+    if framework == "vllm" and source != "assumed":
+        return True  # the job was vLLM itself (serving or offline inference, no trainer told): the crash is its engine's
     # a stack cut at a call into an in-process vLLM engine (`outputs = self.llm.generate(...)` in trl's GRPO trainer):
     # the crash came from inside that call
     return any(frames and frames[-1].code and _ENGINE_CALL.search(frames[-1].code) for _, frames in ctx.open_tracebacks)
@@ -148,7 +159,8 @@ def native_crash_fix(hits: list[Hit], ctx: RunState) -> Diagnosis | None:
                "Check that vLLM, torch and the CUDA driver are a combination vLLM's release notes list (pip list | grep "
                "-E 'vllm|torch'; nvidia-smi), and rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing kernel.")
     if vllm:   # the engine died: its category, whatever the crash was in
-        return Diagnosis(message=msg + _context(ctx), fix=fix + lines_fix, category="vllm-engine-error")
+        return Diagnosis(message=msg + _context(ctx), fix=fix + lines_fix, category="vllm-engine-error",
+                         title="The vLLM engine crashed in native code")
     if nccl:
         fix = ("Rerun with NCCL_DEBUG=INFO on every rank: the transport NCCL picked (NET/IB, NET/Socket, P2P) is named "
                "there; try NCCL_IB_DISABLE=1, NCCL_P2P_DISABLE=1 or NCCL_SOCKET_IFNAME=<the shared interface> to tell "
