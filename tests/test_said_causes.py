@@ -280,6 +280,12 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("the weights don't change after training", "grad-norm-zero"),
     ("the gradient is zero for all parameters", "grad-norm-zero"),
     ("权重没有更新", "grad-norm-zero"),                                          # devlogs68/7129, devlogs70/7327
+    ("训练到300步的时候卡住了", "hang-mid-training"),               # a step count reached, then the stop
+    ("跑到第2个epoch卡住，没有报错", "hang-mid-training"),
+    ("Training takes forever with vllm, is this normal?", "slow-training"),
+    ("It takes 3 days to train 1000 steps, how to accelerate?", "slow-training"),
+    ("多卡训练比单卡还慢", "slow-training"),                       # devlogs70/7337's words, said the common way
+    ("The rewards don't improve at all after 500 steps", "reward-zero-or-flat"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)
@@ -290,6 +296,8 @@ def test_a_failure_said_in_other_words_gets_its_category(text: str, category: st
     ("Training crashed and stopped. no output file was saved", "hang-mid-training"),
     ("The dataset has empty strings in the answer column", "output-degenerate"),
     ("Is this error message meaningless?", "output-degenerate"),
+    ("How to accelerate launch with two nodes? It fails with an error", "slow-training"),   # the library, not speed
+    ("训练到一半卡住了", "hang-at-start"),
 ])
 def test_the_same_words_about_something_else_are_not_that_failure(text: str, not_category: str) -> None:
     f = said(text)

@@ -231,7 +231,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "output-degenerate", "the policy's entropy or its completions' length runs away"),
     # the reward moving without improving: "reward fluctuates and the model is not learning", "reward does not go up"
     # ("Why don't rewards increase instead of staying at a certain value", "rewards plateau", "reward只能到0.6")
-    (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:fluctuat\w*|oscillat\w*|plateau\w*|stagnat\w*|does(?:n't| not) (?:increase|improve|go up|"
+    (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:fluctuat\w*|oscillat\w*|plateau\w*|stagnat\w*|do(?:es)?(?:n't| not) (?:increase|improve|go up|"
                     r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|"
                     r"\b(?:do(?:n't| not)|does(?:n't| not)|never) (?:the )?rewards? (?:increase|improve|go up|rise)\b|"
                     r"\brewards?\b.{0,30}\b(?:stays?|staying|stuck|remains?) (?:at )?(?:a |the )?(?:certain|constant|fixed|same) "
@@ -518,7 +518,15 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bis (?:this|the|my|that) (?:training |train )?speed (?:normal|expected|right|reasonable)\b|"
                     r"\btraining speed (?:issue|problem)s?\b|"
                     r"\b(?:training|epochs?|steps?|iterations?) (?:takes?|took|taking) (?:so|too|very|extremely) long\b|"
-                    r"训练速度(?:正常吗|是否正常|问题|太低|很低)|(?:提升|提高|加快|加速)(?:训练|推理|rollout|生成)(?:速度)?"),
+                    r"训练速度(?:正常吗|是否正常|问题|太低|很低)|(?:提升|提高|加快|加速)(?:训练|推理|rollout|生成)(?:速度)?|"
+                    # "training takes forever", "it takes forever to train"; "how to accelerate?", "how can I speed it
+                    # up" (not accelerate the library: "how to accelerate launch ...")
+                    r"\b(?:training|train|steps?|epochs?|rollouts?|generation)\b[^.?!;]{0,20}\b(?:takes?|took|taking) "
+                    r"forever\b|\b(?:takes?|took|taking) forever to (?:train|finish|complete|generate|run (?:an?|one|each) "
+                    r"(?:step|epoch))\b|\bhow (?:to|can (?:i|we)|do (?:i|we)|could (?:i|we)) (?:accelerate|speed (?:it |this "
+                    r"|things |training |up training |that )?up)\b(?! launch| config| env)|"
+                    # several GPUs slower than one: "多卡训练比单卡还慢", "multi-GPU training is slower than single GPU"
+                    r"(?:多卡|多机|多GPU|多张卡|双卡)[^。，,]{0,12}比单(?:卡|机|GPU)[^。，,]{0,4}慢"),
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
     # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)
@@ -634,7 +642,9 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       # "always freezes at the same step" (重复多次实验必然会卡死在相同的step): steps ran before it
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
-                      r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?一半|\bhalf ?way\b")
+                      r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?一半|\bhalf ?way\b|"
+                      # "训练到300步的时候卡住了", "跑到第2个epoch卡住": a step count reached before the stop
+                      r"(?:训练|跑|运行)(?:到|至)(?:第)?\s*[1-9]\d*\s*(?:步|个?\s*(?:steps?|epochs?|iters?)|轮)")
 
 # the paste says no error or traceback was printed ("没有具体报错信息", "no error message", "without any traceback")
 NO_ERROR = lazyre.compile(r"没有(?:任何|具体)?(?:的)?(?:报错|错误)|无(?:任何)?报错|不报错|没报错|"
