@@ -508,7 +508,6 @@ KNOWN_MISSES_67: dict[str, str] = {
     "7003": "an OpenRLHF actor forward stuck in make_experience, trace cut, the hang only in a Chinese title: GD999",
     "7007": "unsloth_zoo's LoRA manager override against vLLM 0.15's new argument (right only with the word reading): GD999",
     "7008": "EasyR1 validating a large test set before training, told by rollout start/finish lines: GD328",
-    "7013": "one reward function's rows near 0 beside another's near 1, in a short excerpt: GD324",
     "7020": "trl's maybe_apply_chat_template failing in a GRPO fork, title and source (right only with the word reading): GD328",
     "7021": "a LoRA resume cut in Trainer.train(resume_from_checkpoint=...) in a rich box: GD999",
     "7023": "torch's 'No CUDA GPUs are available' inside a verl reward function that loads a model: GD999",

@@ -286,6 +286,7 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("It takes 3 days to train 1000 steps, how to accelerate?", "slow-training"),
     ("多卡训练比单卡还慢", "slow-training"),                       # devlogs70/7337's words, said the common way
     ("The rewards don't improve at all after 500 steps", "reward-zero-or-flat"),
+    ("why the iou reward always be zero or so so small?", "reward-zero-or-flat"),     # devlogs67/7013
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

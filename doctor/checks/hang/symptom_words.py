@@ -192,7 +192,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
      "reward-zero-or-flat", FORMAT_ZERO),
     # a state or a change of state: "the reward stays 0", "the reward became 0", "奖励降到0"
     # (a reward function's own metric counts: "accuracy_reward is always 0")
-    (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:always|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
+    (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:always(?: be| gets?)?|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
                     r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses|crash(?:es|ed)?|declin(?:e|es|ed|ing)) to)\s+"
                     r"(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
                     r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
