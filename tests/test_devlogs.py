@@ -546,7 +546,6 @@ KNOWN_MISSES_71: dict[str, str] = {
     "7408": "two ms-swift DPO rows at 0.0065-0.008 iter/s (5 h for 176 steps) and no words: no finding",
     "7411": "DeepSpeed-Chat RLHF ZeRO-3 critic save hang pasted as warnings only: GD329",
     "7425": "trlx reward_fn's KeyError on a prompt that no longer matches its dict key (truncation): GD999 other",
-    "7427": "LLaVA SFT loss exactly 0 after step 1 (no supervised tokens), read as a hidden NaN window: GD637",
     "7415": "verl DAPO stuck after Ray's head node started, no words (right only with the word reading): GD330",
     "7428": "a base model's output repeating the prompt's role block (right only with the word reading): GD330",
     "7429": "ZeRO-3 NVMe-offload generate at 32 s a token with MA 0.0 GB (right only with the word reading): GD330",

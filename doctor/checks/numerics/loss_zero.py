@@ -59,12 +59,17 @@ class LossZeroNormal(SeriesRule):
                           count=len(rows), seq=s.seq(i), severity=Severity.info)]
 
 
+# a learning rate at or below which no update makes a finite loss diverge within a step or two: a warm-up's first
+# rows (fine-tuning runs peak at 1e-6 to 2e-4; 1e-7 is a hundredth of the smallest)
+WARMUP_LR = 1e-7
+
+
 class SupervisedLossZero(SeriesRule):
     """GD637: a logged loss of exactly 0.0 in a run that logs no reward (supervised or preference training): a mean
     over no supervised token, not a converged model."""
 
     want_rewards = False
-    series_keys = ("loss", "grad_norm", "token_acc")
+    series_keys = ("loss", "grad_norm", "token_acc", "learning_rate")
 
     def finish(self, ctx: RunState) -> list[Finding]:
         s = self.s
@@ -101,6 +106,9 @@ class SupervisedLossZero(SeriesRule):
         keys = ("loss", "grad_norm", "learning_rate")
         evidence = [s.evidence(before, keys), s.evidence(i, keys)]
         if grad is None:
+            lrs = [v for v in s.col("learning_rate")[:i + 1] if v is not None]
+            if lrs and max(lrs) <= WARMUP_LR and dtype_of(ctx.run) != "float16":
+                return [self._no_label_at_warmup(shown, max(lrs), len(zero), evidence, s.seq(i))]
             return [self._nan_window(ctx, shown, len(zero), evidence, s.seq(i))]
         shown += f" with grad_norm {fmt(grad)}"
         msg = (f"{shown}, in a run that logs no reward: a language-model loss is exactly 0 only over no supervised "
@@ -108,6 +116,22 @@ class SupervisedLossZero(SeriesRule):
                + (f"; {len(zero)} of {s.n} logged steps show it" if len(zero) > 1 else "") + ".")
         # a finite gradient norm beside it rules out a NaN loss in the window's last step, not the other readings
         return [self.make(message=msg, evidence=evidence, count=len(zero), seq=s.seq(i), confidence="likely")]
+
+    def _no_label_at_warmup(self, shown: str, lr: float, zeros: int, evidence: list, seq: int) -> Finding:
+        """The drop to 0 at a learning rate no update could diverge at (a warm-up's first steps): of the two readings
+        of a logged 0.0 (a window of NaN losses, a batch with no supervised token), the updates cannot have made the
+        loss NaN, and no float16 is shown to overflow; the empty batch is the reading left."""
+        msg = (f"{shown}. The learning rate up to that row is at most {fmt(lr)} (read from the rows): steps that small "
+               f"cannot make a finite loss diverge, so the 0.0 is not a loss the updates blew up. The likelier reading of a loss of "
+               f"exactly 0 here is a batch with no supervised token (every label masked to -100; the transformers "
+               f"Trainer also logs 0.0 for a window whose losses were NaN, which a mean over no token is)"
+               + (f"; {zeros} logged steps show 0.0" if zeros > 1 else "") + ".")
+        fix = [f"Count the supervised tokens of a batch: {NO_LABEL_CAUSES} leaves no label; {NO_LABEL_CHECK}.",
+               "If the labels hold tokens, set logging_nan_inf_filter to false (a TrainingArguments field) to log the "
+               "NaN instead of 0.0: a NaN from the first steps is a forward pass overflowing (float16) or bad inputs."]
+        return self.make(message=msg, fix=fix, evidence=evidence, count=zeros, seq=seq, confidence="likely",
+                         alternatives=("loss-nan-or-inf",),
+                         title="The loss falls to exactly 0 during warm-up: a batch with no supervised token")
 
     def _nan_window(self, ctx: RunState, shown: str, zeros: int, evidence: list, seq: int) -> Finding:
         """A drop from a finite loss to exactly 0 with no gradient norm logged beside it. The transformers Trainer
