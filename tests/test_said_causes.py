@@ -287,6 +287,22 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("多卡训练比单卡还慢", "slow-training"),                       # devlogs70/7337's words, said the common way
     ("The rewards don't improve at all after 500 steps", "reward-zero-or-flat"),
     ("why the iou reward always be zero or so so small?", "reward-zero-or-flat"),     # devlogs67/7013
+    ("The responses are full of repetition like the the the", "output-degenerate"),
+    ("The output becomes empty after training", "output-degenerate"),
+    ("推理结果全是重复的内容", "output-degenerate"),
+    ("微调后的模型答非所问", "output-degenerate"),                                  # clue-ai/ChatYuan#52
+    ("GPU memory is fine but the speed is only 0.05 it/s", "slow-training"),
+    ("the estimated time is 300 hours", "slow-training"),
+    ("预计训练时间要200个小时，正常吗", "slow-training"),
+    ("Training speed dropped significantly after enabling gradient checkpointing", "slow-training"),
+    ("the throughput is very low", "slow-training"),
+    ("The program stopped responding right after start", "hang-at-start"),
+    ("Training got stuck at 45% for 3 hours", "hang-mid-training"),
+    ("训练到中间突然卡住，显卡占用率100%", "hang-mid-training"),
+    ("reward_std is always 0 so the advantages are zero", "reward-zero-or-flat"),
+    ("frac_reward_zero_std is 1.0", "reward-zero-or-flat"),
+    ("保存的模型比原始模型大了一倍", "checkpoint-bloat"),
+    ("The output model size is 30GB instead of 15GB", "checkpoint-bloat"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)
@@ -299,6 +315,8 @@ def test_a_failure_said_in_other_words_gets_its_category(text: str, category: st
     ("Is this error message meaningless?", "output-degenerate"),
     ("How to accelerate launch with two nodes? It fails with an error", "slow-training"),   # the library, not speed
     ("训练到一半卡住了", "hang-at-start"),
+    ("Training got stuck at 0% for 3 hours", "hang-mid-training"),               # a bar at 0: nothing ran
+    ("The server is responding slowly to health checks but training runs", "hang-at-start"),
 ])
 def test_the_same_words_about_something_else_are_not_that_failure(text: str, not_category: str) -> None:
     f = said(text)

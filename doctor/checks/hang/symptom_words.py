@@ -195,7 +195,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:always(?: be| gets?)?|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
                     r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses|crash(?:es|ed)?|declin(?:e|es|ed|ing)) to)\s+"
                     r"(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
-                    r"reward_std.{0,10}\b0\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
+                    r"reward_std.{0,16}\b0\b|frac_reward_zero_std.{0,16}\b1(?:\.0+)?\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
                     # "reward和loss都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
      "reward-zero-or-flat", "the reward is (or fell to) 0"),
@@ -391,13 +391,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:step|iteration|batch)\b|\bnothing (?:is |was |gets |got )?(?:printed|logged|output)\b"
                     r"[^.;。\n]{0,40}\b(?:after|since|for)\b|\bno (?:new )?(?:output|logs?|log lines?) (?:for|since)\b|"
                     # "training stops progressing", "just stops, no output" (a stop that prints nothing: no crash)
-                    r"\b(?:stops?|stopped|stopping) (?:progressing|making progress|updating|advancing)\b|"
+                    r"\b(?:stops?|stopped|stopping) (?:progressing|making progress|updating|advancing|responding)\b|"
+                    r"\b(?:is|was|are|were|seems?|became|becomes) (?:not responding|unresponsive)\b|"
                     r"\b(?:training|it|the run|the job|the process) (?:just |suddenly |simply )?(?:stops?|stopped)\b"
                     r"[^.;。\n]{0,20}\bno (?:more |new |further )?(?:output|logs?|log lines?)\b"),
      "hang", "the run stops making progress"),
     # completions that come back empty: "the output from vLLM is empty", "Generate nothing from VLLM output" (vllm#1185)
     (lazyre.compile(r"(?i)\b(?:outputs?|predictions?|responses?|completions?|generations?|generated text)\b[^.;]{0,20}?"
-                    r"\b(?:is|are) (?:always |sometimes |often |all )?empty\b|\bempty (?:outputs?|predictions?|responses?|completions?|"
+                    r"\b(?:is|are|becomes?|became|turns?|turned|gets?|got) (?:always |sometimes |often |all )?empty\b|\bempty (?:outputs?|predictions?|responses?|completions?|"
                     r"generations?|strings? returned)\b|\bgenerates? nothing\b|输出为空|输出是空|"
                     # "Model responses are always empty strings when doing GRPO training" (verl-project/verl#1170), "the
                     # completions are often empty" (huggingface/trl#3369), "giving empty response for all the query"
@@ -462,7 +463,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # Chinese "胡言乱语" (talks nonsense), as 乱码 above
                     r"\b(?:outputs?|responses?|answers?|completions?|generations?)\b (?:are |is |become |becomes |became |"
                     r"get |gets |got |turn |turned )(?:completely |totally |mostly |all )?(?:meaningless|nonsensical|"
-                    r"incoherent|unreadable)\b|胡言乱语|胡说八道"),
+                    r"incoherent|unreadable)\b|胡言乱语|胡说八道|"
+                    # repetition as a noun ("full of repetition", "severe repetition in the responses"), outputs said
+                    # repetitive after a verb of state; "结果全是重复的内容"; answers beside the question (答非所问)
+                    r"\b(?:full of|lots of|a lot of|severe|serious|heavy|endless|infinite) repetitions?\b|"
+                    r"\b(?:outputs?|responses?|answers?|completions?|generations?)\b (?:are |is |become |becomes |became |"
+                    r"get |gets |got )(?:very |so |too |quite |extremely )?repetitive\b|"
+                    r"(?:结果|内容)[^。，,.]{0,6}(?:全是|都是|全部是)?重复|答非所问"),
      "output-degenerate", "the completions are garbled or repetitive"),
     # a loss of exactly 0 said in words, in a run that scores nothing ("loss全为0" with --fp16, "Loss突然增大，然后变为0",
     # "fp16 finetune will loss=0": an fp16 overflow, or a batch without a supervised token); an RL run's loss of 0 is
@@ -508,8 +515,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # was 10 hours per epoch ... is that normal?" (qhduan/just_another_seq2seq#8), "Any idea to speed
                     # up training?" (eveningglow/multitask-CycleGAN#2), "Is there any way to shorten the training
                     # time?" (MIC-DKFZ/nnUNet#764), "请问这个训练速度正常吗？是否有提升训练速度的方案？" (hiyouga/EasyR1#39)
-                    r"\b(?:training |train |step |rollout |generation )?speed (?:is|was|seems|looks) (?:very |too |so |"
-                    r"quite |really )?(?:low|slow)\b|"
+                    r"\b(?:training |train |step |rollout |generation )?(?:speed|throughput) (?:is|was|seems|looks) (?:very |too |so |"
+                    r"quite |really |extremely )?(?:low|slow)\b|"
+                    # "the speed is only 0.05 it/s", "only 1.2 tokens/s"; "training speed dropped significantly after
+                    # ..."; "the estimated time is 300 hours", "预计训练时间要200个小时"
+                    r"\b(?:speed|throughput) (?:is |was )?only\b|\bonly \d+(?:\.\d+)?\s*(?:it/s|its/s|s/it|tokens?/s|tok/s|"
+                    r"samples?/s)(?![\w/])|\b(?:speed|throughput) (?:dropped|drops|decreased|decreases|degraded|degrades|"
+                    r"went down|goes down|falls|fell)\b|\b(?:estimated|expected|remaining) (?:training )?time\b[^.;?]{0,20}?"
+                    r"\b\d{2,}\s*(?:hours|hrs|h|days)\b|预计(?:训练)?(?:时间)?(?:要|需要|为|是)?\s*\d{2,}\s*(?:个)?(?:小时|天)|"
                     r"\b(?:speed(?:ing)? up|accelerat(?:e|ing)|shorten(?:ing)?) (?:the |my |our |this )?(?:grpo |rl |"
                     r"model )?(?:training|train|rollouts?|generation|training time|training process)\b|"
                     r"\b(?:tak(?:e|es|ing)|took|it was|spen(?:d|ds|t))\b[^.?!;]{0,50}?\b\d+(?:\.\d+)?\s*(?:hours?|hrs?|h|"
@@ -545,7 +558,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\b(?:checkpoints?|global_step\w*|saved? (?:model|folder|files?))\b.{0,80}?"
                     r"\b(?:over |more than |about |nearly )?\d+(?:\.\d+)? ?(?:GB|TB|G)\b|"
                     # "权重文件变大了" (the weights got bigger than the original), "the saved model is larger than the base"
-                    r"(?:权重|模型|checkpoint)[^。，,.]{0,8}(?:变大|变得更大|比原(?:始|来)?的?(?:还)?大)|"
+                    r"(?:权重|模型|checkpoint)[^。，,.]{0,8}(?:变大|变得更大|比原(?:始|来)?的?(?:模型|权重)?(?:还)?大)|"
+                    r"\b(?:model|checkpoint|weights?|adapter|output)\b[^.;]{0,20}\bsize\b[^.;]{0,12}\b\d+(?:\.\d+)?\s*[GT]i?B "
+                    r"instead of \d+(?:\.\d+)?\s*[GT]i?B\b|"
                     r"\b(?:weights?|model|checkpoints?)\b[^.;]{0,30}\b(?:bigger|larger) than (?:the )?(?:original|base)\b|"
                     # a size complained of without a number: "Why is the lora_model so large", "LoRA权重很大"
                     r"\b(?:lora|adapter|checkpoints?)\w*\b[^.;。\n]{0,25}\b(?:so|too|very|extremely|really) (?:large|big|huge)\b|"
@@ -642,7 +657,9 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       # "always freezes at the same step" (重复多次实验必然会卡死在相同的step): steps ran before it
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
-                      r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?一半|\bhalf ?way\b|"
+                      r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?(?:一半|中间)|\bhalf ?way\b|"
+                      # "stuck at 45%" (a bar part of the way; not 0% nor 100%)
+                      r"\b(?:stuck|hangs?|hung|froze|freezes|stops?|stopped) (?:at|around) [1-9]\d?(?:\.\d+)?%|"
                       # "训练到300步的时候卡住了", "跑到第2个epoch卡住": a step count reached before the stop
                       r"(?:训练|跑|运行)(?:到|至)(?:第)?\s*[1-9]\d*\s*(?:步|个?\s*(?:steps?|epochs?|iters?)|轮)")
 
