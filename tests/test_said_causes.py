@@ -303,6 +303,18 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("frac_reward_zero_std is 1.0", "reward-zero-or-flat"),
     ("保存的模型比原始模型大了一倍", "checkpoint-bloat"),
     ("The output model size is 30GB instead of 15GB", "checkpoint-bloat"),
+    ("The rollout phase is the bottleneck, generating 8 samples takes 5 min", "slow-training"),
+    ("一个epoch需要跑三天", "slow-training"),
+    ("Is there a way to make training faster? It is currently 30s/it", "slow-training"),
+    ("训练启动后一直没有输出", "hang-at-start"),
+    ("the reward curve is completely flat", "reward-zero-or-flat"),
+    ("The model just repeats the prompt back", "output-degenerate"),
+    ("生成的内容都是乱七八糟的", "output-degenerate"),
+    ("inference results are weird symbols", "output-degenerate"),
+    ("the model outputs the same answer for every question", "output-degenerate"),
+    ("nvidia-smi shows 0% utilization on GPUs 1-7", "gpu-underutilized"),
+    ("the disk fills up because every checkpoint saves the optimizer", "checkpoint-bloat"),
+    ("training loss goes to infinity", "loss-nan-or-inf"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)
@@ -316,6 +328,7 @@ def test_a_failure_said_in_other_words_gets_its_category(text: str, category: st
     ("How to accelerate launch with two nodes? It fails with an error", "slow-training"),   # the library, not speed
     ("训练到一半卡住了", "hang-at-start"),
     ("Training got stuck at 0% for 3 hours", "hang-mid-training"),               # a bar at 0: nothing ran
+    ("Unsloth Zoo will now patch everything to make training faster!", "slow-training"),   # a banner's promise
     ("The server is responding slowly to health checks but training runs", "hang-at-start"),
 ])
 def test_the_same_words_about_something_else_are_not_that_failure(text: str, not_category: str) -> None:

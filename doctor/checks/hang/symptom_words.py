@@ -150,7 +150,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # ASCII word edges: "nll_loss一直为nan" (a CJK character is a word character to `re`, "_" joins words)
     # (DPO's rewards, margins and log-probs too: "reward nan"; 无穷 is infinity: "loss异常…0或则无穷大")
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|grad(?:ient)? norms?|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
-                    r"(?:(?<![a-z0-9])(?:nan|inf)(?![a-z0-9])|无穷)|"
+                    r"(?:(?<![a-z0-9])(?:nan|inf|infinity)(?![a-z0-9])|无穷)|"
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])|"
                     # Megatron's own check (core/distributed/param_and_grad_buffer.py): "found NaN in local grad norm
                     # for bucket #0 in backward pass"
@@ -234,6 +234,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:fluctuat\w*|oscillat\w*|plateau\w*|stagnat\w*|do(?:es)?(?:n't| not) (?:increase|improve|go up|"
                     r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|"
                     r"\b(?:do(?:n't| not)|does(?:n't| not)|never) (?:the )?rewards? (?:increase|improve|go up|rise)\b|"
+                    r"\brewards?(?: curves?| plots?)?\b (?:is |are |stays? |remains? |looks? )(?:completely |totally |almost |nearly |"
+                    r"basically )?flat\b|"
                     r"\brewards?\b.{0,30}\b(?:stays?|staying|stuck|remains?) (?:at )?(?:a |the )?(?:certain|constant|fixed|same) "
                     r"(?:value|level)\b|"
                     r"(?:奖励|reward).{0,16}?(?:不(?:再)?(?:涨|上涨|上升|增长|提升)|不变|没有(?:上升|提升|变化)|上不去|涨不上去|停滞)|"
@@ -371,6 +373,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:gpu|cuda)[- _]?(?:usage|load)\b[^.;。\n]{0,40}?(?:\blow\b|\b0 ?%|\b(?:below|under|only|about|"
                     r"around|at most|just|barely)\s+\d{1,2} ?%)|\b(?:gpu|cuda)[- _]?(?:usage|load|util\w*)\b[^.;。\n]{0,40}?"
                     r"\b(?:fluctuat\w*|not (?:fully|full|high))\b|\bunder-?utili[sz](?:ed|ation|ing)\b|"
+                    r"\b0 ?% (?:gpu[- ])?(?:utili[sz]ation|util|usage)\b|"
                     r"\bgpus? (?:is|are) not (?:fully |being )?(?:utili[sz]ed|used)\b|"
                     # "only 1 of 8 GPU is working when rollout", "only one GPU is used", "只有一张卡在跑"
                     r"\bonly (?:\d+|one|a single|gpu ?\d+)(?: (?:of|out of) (?:the )?\d+)?(?: gpus?| cards?| devices?)?\b"
@@ -383,7 +386,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # ("stalls before the first loss", "the job stalled at step 0": the same stop in another verb)
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|(?<!采用)(?<!使用)(?<!type )freez(?:e|es|ing)"
                     r"(?!\s*(?:调|训练|微调|模式|方式|tun|fine|train|layer|param|mode)|_)|frozen|no progress|does(?:n't| not) move)"
-                    r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|"
+                    r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|一直没有(?:任何)?(?:输出|日志|log)|"
                     # "No errors, but the training has not started."
                     r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*|"
                     # "it never reaches the first step", "nothing is printed after model loading for an hour"
@@ -431,7 +434,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:does(?:n't| not)|is not|never|won't) (?:end|stop)s? (?:until|till|before) (?:it reaches |reaching )?"
                     r"(?:the )?max(?:imum)?(?:[_ ](?:length|tokens|new[_ ]tokens))?\b|"
                     r"\bgenerates? (?:the next |a new |another )?questions? (?:from|on|by) (?:it|its) own\b|"
-                    r"\brepeats? the (?:answer|question|response)\b|不会停止|停不下来|不输出(?:eos|结束符)"),
+                    r"\brepeats? the (?:answer|question|response|prompt|input)\b|不会停止|停不下来|不输出(?:eos|结束符)"),
      "output-degenerate", NO_STOP),
     # every completion one character repeated: "answer after <think> suddenly all become !", "rollout的结果全是！", a run of
     # "!!!!" in a completion (verl, ms-swift and TinyZero threads; see BANG_OUTPUT)
@@ -469,7 +472,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:full of|lots of|a lot of|severe|serious|heavy|endless|infinite) repetitions?\b|"
                     r"\b(?:outputs?|responses?|answers?|completions?|generations?)\b (?:are |is |become |becomes |became |"
                     r"get |gets |got )(?:very |so |too |quite |extremely )?repetitive\b|"
-                    r"(?:结果|内容)[^。，,.]{0,6}(?:全是|都是|全部是)?重复|答非所问"),
+                    r"(?:结果|内容)[^。，,.]{0,6}(?:全是|都是|全部是)?重复|答非所问|乱七八糟|"
+                    # "weird symbols", "strange characters"; one answer to every question
+                    r"\b(?:weird|strange|odd|unknown) (?:symbols?|characters?|chars?|tokens)\b|"
+                    r"\b(?:outputs?|generates?|gives?|returns?|produces?|answers? with) the same (?:answer|response|text|output|"
+                    r"sentence|result) (?:for|to) (?:every|all|each|any)\b"),
      "output-degenerate", "the completions are garbled or repetitive"),
     # a loss of exactly 0 said in words, in a run that scores nothing ("loss全为0" with --fp16, "Loss突然增大，然后变为0",
     # "fp16 finetune will loss=0": an fp16 overflow, or a batch without a supervised token); an RL run's loss of 0 is
@@ -539,7 +546,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:step|epoch))\b|\bhow (?:to|can (?:i|we)|do (?:i|we)|could (?:i|we)) (?:accelerate|speed (?:it |this "
                     r"|things |training |up training |that )?up)\b(?! launch| config| env)|"
                     # several GPUs slower than one: "多卡训练比单卡还慢", "multi-GPU training is slower than single GPU"
-                    r"(?:多卡|多机|多GPU|多张卡|双卡)[^。，,]{0,12}比单(?:卡|机|GPU)[^。，,]{0,4}慢"),
+                    r"(?:多卡|多机|多GPU|多张卡|双卡)[^。，,]{0,12}比单(?:卡|机|GPU)[^。，,]{0,4}慢|"
+                    # a part of the step named the bottleneck ("the rollout phase is the bottleneck"), training asked
+                    # to go faster, a duration of days said for an epoch or a run ("一个epoch需要跑三天")
+                    r"\b(?:is|are|was|were|becomes?|became) (?:the|a) (?:main |major |big |huge )?bottleneck\b|"
+                    # (asked for, not promised: unsloth's banner "will now patch everything to make training faster!")
+                    r"\b(?:how (?:to|can (?:i|we)|do (?:i|we)|could (?:i|we))|ways? to|tips? to|want to|help (?:me )?)"
+                    r" make (?:the )?(?:training|train|it|this|rollouts?|generation) (?:run )?faster\b|"
+                    r"(?:需要|要|得)(?:跑|训练|训)?\s*(?:好几|几|[一二两三四五六七八九十\d]+)\s*(?:天|周)"),
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
     # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)
@@ -569,6 +583,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # (13GB)" (each rank's optimizer shard, the model states beside them)
                     r"_(?:optim|model)_states\.pt`?\s*\(?\d+(?:\.\d+)?\s*[GT]i?B\b|"
                     r"\b(?:files?|checkpoints?)\b[^.;。\n]{0,40}\b(?:that|so|too) (?:huge|large|big)\b|"
+                    r"\b(?:every|each|all) checkpoints?\b[^.;]{0,12}\b(?:saves?|stores?|includes?|contains?|keeps?) (?:the )?"
+                    r"optimi[sz]er\b|"
                     # a size that grows from save to save: "checkpoints growing from 15 GB to 43 GB", "the checkpoint size
                     # keeps increasing with each save", "checkpoint越来越大"
                     r"\b(?:checkpoints?|ckpts?|saved (?:model|weights)|save folder)\b(?: (?:size|files?|folders?))?"
