@@ -315,6 +315,7 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("nvidia-smi shows 0% utilization on GPUs 1-7", "gpu-underutilized"),
     ("the disk fills up because every checkpoint saves the optimizer", "checkpoint-bloat"),
     ("training loss goes to infinity", "loss-nan-or-inf"),
+    ("Why is training so slow? 8xA100, Qwen2.5-7B", "slow-training"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)
