@@ -303,8 +303,9 @@ KNOWN_MISSES_31: dict[str, str] = {
 KNOWN_MISSES_32: dict[str, str] = {
     "3525": "'is_async_output_supported is not implemented' in a title, vLLM pinned in comments: GD328",
     "3527": "a tokenizer passed as DPO's processor for Qwen2.5-VL, cut in a notebook: GD999",
-    "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl): silent",
     "3540": "a verl multimodal rollout stack cut with the placeholder mismatch above it: GD999",
+    "3536": "PPO rows with loss rising and reward flat at 0.13 over 1287 steps (llmtuner jsonl; right only with the word "
+            "reading): GD330",
 }
 KNOWN_MISSES_33: dict[str, str] = {
 }
@@ -537,8 +538,9 @@ KNOWN_MISSES_70: dict[str, str] = {
     "7323": "RLinf's metrics box pasted as mojibake (UTF-8 box lines read as cp1252), rewards=0.0 in it (right only with the word reading): GD330",
     "7331": "'log_prob is nan' only in a pdb line's print() call (right only with the word reading): GD328",
     "7327": "a pasted table of trainable-parameter counts (0 with is_trainable=False) in a custom print: GD330",
+    "7340": "LLaMA-Factory PPO rows with a level negative reward and a question about the loss (right only with the word "
+            "reading): GD330",
     "7337": "two pasted logs (single-GPU, then multi-GPU) compared in a Chinese sentence; the first bar read as the end: GD324",
-    "7340": "LLaMA-Factory PPO rows with a level negative reward and a question about the loss: no finding",
 }
 
 DEVLOGS71 = ROOT / "fixtures" / "devlogs71"

@@ -471,7 +471,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # repetitive after a verb of state; "结果全是重复的内容"; answers beside the question (答非所问)
                     r"\b(?:full of|lots of|a lot of|severe|serious|heavy|endless|infinite) repetitions?\b|"
                     r"\b(?:outputs?|responses?|answers?|completions?|generations?)\b (?:are |is |become |becomes |became |"
-                    r"get |gets |got )(?:very |so |too |quite |extremely )?repetitive\b|"
+                    r"get |gets |got )(?:very |so |too |quite |extremely )?(?:(?:long|verbose|lengthy) and )?repetitive\b|"
                     r"(?:结果|内容)[^。，,.]{0,6}(?:全是|都是|全部是)?重复|答非所问|乱七八糟|"
                     # "weird symbols", "strange characters"; one answer to every question
                     r"\b(?:weird|strange|odd|unknown) (?:symbols?|characters?|chars?|tokens)\b|"
