@@ -42,3 +42,40 @@ def still_missing(nxt: str, category: str, lines: list[LogLine]) -> str:
         nxt = nxt.replace(_TIMINGS, "where one step's time goes (the trainer's per-phase timings, or `py-spy dump "
                                     "--pid PID` taken during a slow step)")
     return nxt
+
+
+# the metric a words-only reading rests on, and what of it contradicts the words: a gradient norm said to be 0 beside
+# rows whose grad_norm is never 0; a NaN said beside rows whose loss and grad_norm are all finite
+_SAID_METRIC = {"grad-norm-zero": ("grad_norm", "zero"), "loss-nan-or-inf": ("loss", "nonfinite")}
+_ROWS_ASKED = "a few metric rows (loss, grad_norm, reward_std)"
+
+
+def rows_beside(category: str, facts: dict) -> tuple[str, str | None] | None:
+    """(a sentence, the request that replaces the rows asked for, or None) when the paste's own metric rows
+    (``facts``: RunState.metric_facts, key -> MetricFacts) log the metric the words speak of; else None."""
+    key, state = _SAID_METRIC.get(category, (None, None))
+    fact = facts.get(key) if key else None
+    if fact is None or not fact.logged:
+        return None
+    count = fact.zero if state == "zero" else fact.nonfinite
+    if category == "loss-nan-or-inf" and "grad_norm" in facts:
+        count += facts["grad_norm"].nonfinite
+    rows = f"{fact.logged} row{'s' if fact.logged != 1 else ''}"
+    if count:
+        return (f"The paste's rows show it too ({key} {'0' if state == 'zero' else 'NaN or inf'} in {count} of "
+                f"{rows}).", None)
+    shown = f" (one of them logs {fact.example:.4g})" if fact.example is not None else ""
+    return (f"The paste's own metric rows do not show it: {key} is logged in {rows}, never "
+            f"{'0' if state == 'zero' else 'NaN or inf'}{shown}; they may come from before the failure.",
+            f"the metric rows where {key} is {'0' if state == 'zero' else 'NaN'}, with the rows just before them")
+
+
+def asked_rows(nxt: str, category: str, facts: dict) -> str:
+    """``nxt`` with the rows asked for replaced where the paste holds rows of the metric the words speak of."""
+    beside = rows_beside(category, facts)
+    if beside is None:
+        return nxt
+    _sentence, wanted = beside
+    if wanted is None:   # the rows agree with the words: what is left to ask is the launch command
+        return nxt.replace(_ROWS_ASKED + " and ", "").replace(_ROWS_ASKED, "the launch command")
+    return nxt.replace(_ROWS_ASKED, wanted).replace("the metric rows of the steps before and at the first NaN", wanted)

@@ -20,7 +20,7 @@ from ._progress import VLLM_ORIGINS
 from .endings import plain
 from .kl_nan_said import kl_nan
 from .knobs_said import knob_fix
-from .paste_next import repetition_shown, still_missing
+from .paste_next import asked_rows, repetition_shown, rows_beside, still_missing
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
 from .slow_bar import PACE_FIX, PACE_FIX_UNSCORED, Pace, bar_pace, pace_sentence
@@ -414,7 +414,8 @@ class ProseSymptom(Rule):
         nxt = PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
-        nxt = still_missing(nxt, category, lines)
+        nxt = asked_rows(still_missing(nxt, category, lines), category, ctx.metric_facts)
+        beside = rows_beside(category, ctx.metric_facts)
         timed = stages_said(said, quoted, lines, ctx.run.args) if category == "slow-training" else None
         if timed is not None:
             found = self.make(message=timed.message, fix=timed.fix, evidence=[evidence_of(line), evidence_of(timed.line)],
@@ -443,7 +444,8 @@ class ProseSymptom(Rule):
         cause = usual(said)
         if cause is None and category in USUAL_UNSCORED and no_rollouts(ctx, lines):
             cause = USUAL_UNSCORED[category]  # (the category's RL causes, added with its meanwhile line, do not apply)
-        msg = f"{head} of the paste say {said} (`{quoted}`).{' ' + cause if cause else ''} Paste next: {nxt}."
+        msg = (f"{head} of the paste say {said} (`{quoted}`).{' ' + beside[0] if beside else ''}"
+               f"{' ' + cause if cause else ''} Paste next: {nxt}.")
         # the fix is the finding's own request (not a traceback the paste says does not exist, nor one for a metric)
         fix = [f"Paste {nxt}: those lines confirm or correct this reading."]
         # a reading of the paste's own rows that stayed at info for want of steps ("too early to tell from one logged
