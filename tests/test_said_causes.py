@@ -316,6 +316,26 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("the disk fills up because every checkpoint saves the optimizer", "checkpoint-bloat"),
     ("training loss goes to infinity", "loss-nan-or-inf"),
     ("Why is training so slow? 8xA100, Qwen2.5-7B", "slow-training"),
+    ("GRPO training speed", "slow-training"),                                    # titles that name the topic
+    ("[Question] training time", "slow-training"),
+    ("Long training time for Qwen2.5-VL-7B GRPO", "slow-training"),
+    ("Low training efficiency with vLLM colocate mode", "slow-training"),
+    ("训练效率低", "slow-training"),
+    ("训练耗时过长", "slow-training"),
+    ("How long does it take to train 1 epoch?", "slow-training"),
+    ("Rollout takes too long with long responses", "slow-training"),
+    ("It took 12 hours to finish 100 steps", "slow-training"),
+    ("Training became slower and slower as steps increase", "slow-training"),
+    ("越训越慢", "slow-training"),
+    ("The trained model output is strange", "output-degenerate"),
+    ("模型输出不正常", "output-degenerate"),
+    ("The model generates the same token repeatedly", "output-degenerate"),
+    ("After SFT the model always outputs the same thing regardless of input", "output-degenerate"),
+    ("Model outputs only special tokens like <|endoftext|>", "output-degenerate"),
+    ("the response contains lots of Chinese characters mixed with English randomly", "output-degenerate"),
+    ("Output is in a loop", "output-degenerate"),
+    ("the completions are cut off and the model never emits </answer>", "output-degenerate"),
+    ("Why is my reward negative and not changing", "reward-zero-or-flat"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)
@@ -330,6 +350,8 @@ def test_a_failure_said_in_other_words_gets_its_category(text: str, category: st
     ("训练到一半卡住了", "hang-at-start"),
     ("Training got stuck at 0% for 3 hours", "hang-mid-training"),               # a bar at 0: nothing ran
     ("Unsloth Zoo will now patch everything to make training faster!", "slow-training"),   # a banner's promise
+    ("The error appears at training time, before the first step", "slow-training"),
+    ("The job is stuck in a loop of retries connecting to the server", "output-degenerate"),
     ("The server is responding slowly to health checks but training runs", "hang-at-start"),
 ])
 def test_the_same_words_about_something_else_are_not_that_failure(text: str, not_category: str) -> None:

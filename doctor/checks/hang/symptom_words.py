@@ -232,7 +232,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # the reward moving without improving: "reward fluctuates and the model is not learning", "reward does not go up"
     # ("Why don't rewards increase instead of staying at a certain value", "rewards plateau", "reward只能到0.6")
     (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:fluctuat\w*|oscillat\w*|plateau\w*|stagnat\w*|do(?:es)?(?:n't| not) (?:increase|improve|go up|"
-                    r"rise)|(?:is )?not (?:increasing|improving|learning|going up|rising))\b|"
+                    r"rise|change)|(?:is )?not (?:increasing|improving|learning|going up|rising|changing|moving))\b|"
                     r"\b(?:do(?:n't| not)|does(?:n't| not)|never) (?:the )?rewards? (?:increase|improve|go up|rise)\b|"
                     r"\brewards?(?: curves?| plots?)?\b (?:is |are |stays? |remains? |looks? )(?:completely |totally |almost |nearly |"
                     r"basically )?flat\b|"
@@ -427,6 +427,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\b(?:does(?:n't| not)|fails? to|never|won't|can(?:no|')t) (?:generate|output|emit|produce|predict|"
                     r"learn)s? (?:the |an? )?(?:eos|</s>|end[- ]of[- ](?:sequence|turn|text))(?:[_ ]token)?\b|"
                     r"\b(?:never|does(?:n't| not)|won't) stop(?:s)? (?:generating|talking|at the end)\b|"
+                    r"\bnever (?:emits?|outputs?|generates?|produces?|closes?) (?:the )?(?:closing )?</\w+>|"
                     r"\bcontinues? to ramble\b|\bkeeps? (?:on )?(?:generating|rambling)\b|\bover-?generat\w*|"
                     # "generates endless text and never stops"
                     r"\bendless(?:ly)? (?:text|generation|outputs?|repetitions?)\b|(?<!training )(?<!run )(?<!job )(?<!process )\bnever stops\b|"
@@ -475,8 +476,18 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:结果|内容)[^。，,.]{0,6}(?:全是|都是|全部是)?重复|答非所问|乱七八糟|"
                     # "weird symbols", "strange characters"; one answer to every question
                     r"\b(?:weird|strange|odd|unknown) (?:symbols?|characters?|chars?|tokens)\b|"
+                    r"\b(?:outputs?|responses?|answers?|generations?|completions?)\b (?:is |are |become |becomes |became |looks? |"
+                    r"seems? )(?:very |quite |really |so |all )?(?:abnormal|strange|weird|odd|broken)\b|"
+                    r"(?:输出|回答|回复|生成)(?:的)?(?:结果|内容)?(?:异常|不正常|很奇怪|奇怪)|"
+                    r"\bthe same (?:token|word|phrase|sentence|text|thing|answer|output)s? (?:repeatedly|over and over|again and "
+                    r"again)\b|\b(?:only )?(?:outputs?|generates?|produces?) (?:only )?(?:special tokens|pad tokens|<\|endoftext\|>|"
+                    r"<unk>|<pad>)|"
+                    r"\b(?:mixed|mixing|mixes) (?:languages?|chinese and english|english and chinese)\b|\blanguage mixing\b|"
+                    r"\b(?:chinese|english) (?:characters |words |tokens )?mixed with (?:english|chinese)\b|中英(?:文)?混(?:杂|合)|"
+                    r"\b(?:outputs?|responses?|generations?|completions?)\b (?:is |are |gets? |got )?(?:stuck )?in (?:a|an) "
+                    r"(?:infinite |endless )?loop\b|(?:输出|生成)[^。，,]{0,6}(?:死)?循环|"
                     r"\b(?:outputs?|generates?|gives?|returns?|produces?|answers? with) the same (?:answer|response|text|output|"
-                    r"sentence|result) (?:for|to) (?:every|all|each|any)\b"),
+                    r"sentence|result|thing) (?:(?:for|to) (?:every|all|each|any)|regardless|no matter)\b"),
      "output-degenerate", "the completions are garbled or repetitive"),
     # a loss of exactly 0 said in words, in a run that scores nothing ("loss全为0" with --fp16, "Loss突然增大，然后变为0",
     # "fp16 finetune will loss=0": an fp16 overflow, or a batch without a supervised token); an RL run's loss of 0 is
@@ -556,7 +567,23 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # (asked for, not promised: unsloth's banner "will now patch everything to make training faster!")
                     r"\b(?:how (?:to|can (?:i|we)|do (?:i|we)|could (?:i|we))|ways? to|tips? to|want to|help (?:me )?)"
                     r" make (?:the )?(?:training|train|it|this|rollouts?|generation) (?:run )?faster\b|"
-                    r"(?:需要|要|得)(?:跑|训练|训)?\s*(?:好几|几|[一二两三四五六七八九十\d]+)\s*(?:天|周)"),
+                    r"(?:需要|要|得)(?:跑|训练|训)?\s*(?:好几|几|[一二两三四五六七八九十\d]+)\s*(?:天|周)|"
+                    # the time or speed as the topic, as titles put it ("GRPO training speed", "[Question] training
+                    # time", "Long training time for ...", "Low training efficiency", "训练效率低", "训练耗时过长")
+                    r"^\s*(?:\[[^\]]{1,20}\]\s*)?(?:[\w.-]+\s+){0,3}(?:training|train|rollout|generation) (?:speed|time|"
+                    r"efficiency)\s*[?？]?\s*$|"
+                    r"\b(?:long|slow|low|poor|excessive|huge|high) (?:training|rollout|generation|inference) (?:time|speed|"
+                    r"efficiency|throughput)\b|\b(?:training|rollout|generation) efficiency (?:is |was )?(?:very |too |so )?"
+                    r"(?:low|poor|bad)\b|\b(?:expected|estimated|total) training time\b|"
+                    r"\bhow long (?:does|should|will|would) (?:it|training|one epoch|an epoch|a step) take\b|"
+                    r"训练(?:效率|速度)(?:很|太|特别|非常)?(?:低|慢)|训练耗时(?:过|太|很|特别)?长|"
+                    # "taking too much time", "takes too long"; "It took 12 hours to finish 100 steps"
+                    r"\b(?:tak(?:e|es|ing)|took|spen(?:d|ds|t|ding)) (?:too much time|too long|so long)\b|"
+                    r"\b(?:took|takes?|taking|needs?|needed)\s+(?:about |around |over |more than |nearly |almost )?\d+(?:\.\d+)?\s*"
+                    r"(?:hours?|hrs?|days?)\s+(?:to|for)\s+(?:finish |train |complete |run |do )?(?:\d+|one|an?|each|every) "
+                    r"(?:steps?|epochs?|iterations?)\b|"
+                    # slower from step to step: "slower and slower", "越训越慢"
+                    r"\bslower and slower\b|\bgets? slower\b|越(?:训|跑|来)越慢"),
      "slow-training", "training is slow"),
     # a LoRA run's output holding only the adapter, as PEFT saves it (peft_model.py PeftModel.save_pretrained writes
     # adapter_config.json and adapter_model.*): "the output only hava adapter_config.json,adapter_model.bin" (peft#309)
