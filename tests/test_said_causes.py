@@ -336,6 +336,19 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("Output is in a loop", "output-degenerate"),
     ("the completions are cut off and the model never emits </answer>", "output-degenerate"),
     ("Why is my reward negative and not changing", "reward-zero-or-flat"),
+    ("启动训练后一直停在这里", "hang-at-start"),
+    ("The training froze at step 600, nvidia-smi shows 100% util on all GPUs", "hang-mid-training"),
+    ("GRPO hangs during the second rollout", "hang-mid-training"),
+    ("训练过程中突然停住了", "hang-mid-training"),
+    ("memory leak on GPU during GRPO training", "cuda-oom"),
+    ("vLLM KV cache is not enough for max_model_len", "vllm-oom-or-kv-cache"),
+    ("梯度爆炸", "loss-nan-or-inf"),
+    ("gradient explosion, grad_norm goes to 1e6", "loss-nan-or-inf"),
+    ("磁盘满了", "disk-full"),
+    ("the disk is full after a few checkpoints", "disk-full"),
+    ("only the first GPU is used in multi-GPU training", "gpu-underutilized"),
+    ("After full fine-tuning the saved model is only an adapter", "checkpoint-adapter-only-load-args"),
+    ("full parameter training but the output contains adapter_model.safetensors", "checkpoint-adapter-only-load-args"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

@@ -72,12 +72,16 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
     # v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
     (lazyre.compile(r"(?i)\bno available memory for the cache blocks\b|\bnot enough (?:KV )?cache (?:memory|blocks)\b|"
+                    # the same said the other way round: "vLLM KV cache is not enough for max_model_len"
+                    r"\bkv[ _-]?cache\b[^.;]{0,20}\b(?:is |was )?(?:not enough|insufficient|too small)\b|"
                     r"\bKV cache (?:is )?(?:needed|required) .{0,40}larger than the available\b"),
      "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
     # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory|OutOfMemory(?:Error)?)(?![a-z0-9])|"
                     # "显存爆了", "显存爆炸" (fixtures/devlogs31/3515, IDEA-Research/Rex-Omni#110; xiuqhou/Salience-DETR#56)
-                    r"显存不足|爆显存|显存溢出|显存不够|显存(?:就|会|又|直接|也)?(?:爆|炸)"),
+                    r"显存不足|爆显存|显存溢出|显存不够|显存(?:就|会|又|直接|也)?(?:爆|炸)|"
+                    # memory said to leak on the GPU ("GPU memory leak", "显存泄漏"): a growth that ends out of memory
+                    r"\b(?:gpu|cuda|vram) memory leak|\bmemory leak\w* (?:on|in) (?:the )?gpus?\b|显存泄(?:漏|露)"),
      "cuda-oom",
      GPU_OOM),
     # DeepSpeed's launcher stopping its children ("Killing subprocess N") quoted in a sentence: a child died first
@@ -152,6 +156,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:loss|grad_norm|grad(?:ient)? norms?|kl|logits?|rewards?|margins?|logps)(?![a-z0-9]).{0,30}"
                     r"(?:(?<![a-z0-9])(?:nan|inf|infinity)(?![a-z0-9])|无穷)|"
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}(?<![a-z0-9])loss(?![a-z0-9])|"
+                    # gradients said to explode ("gradient explosion", "exploding gradients", 梯度爆炸)
+                    r"\bgradients? (?:explosion|explod\w*)|\bexploding gradients?\b|梯度爆炸|"
                     # Megatron's own check (core/distributed/param_and_grad_buffer.py): "found NaN in local grad norm
                     # for bucket #0 in backward pass"
                     r"(?<![a-z0-9])nan(?![a-z0-9]).{0,30}\bgrad(?:ient)?[_ ]norm\b|"
@@ -376,7 +382,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b0 ?% (?:gpu[- ])?(?:utili[sz]ation|util|usage)\b|"
                     r"\bgpus? (?:is|are) not (?:fully |being )?(?:utili[sz]ed|used)\b|"
                     # "only 1 of 8 GPU is working when rollout", "only one GPU is used", "只有一张卡在跑"
-                    r"\bonly (?:\d+|one|a single|gpu ?\d+)(?: (?:of|out of) (?:the )?\d+)?(?: gpus?| cards?| devices?)?\b"
+                    r"\bonly (?:\d+|one|a single|gpu ?\d+|the first|cuda:0)(?: (?:of|out of) (?:the )?\d+)?(?: gpus?| cards?| devices?)?\b"
                     r"[^.;。\n]{0,12}?\b(?:is|are) (?:being )?(?:working|used|utili[sz]ed|busy|active|running)\b|"
                     r"只有\s*(?:一|1)\s*(?:张|块|个)\s*(?:卡|gpu|GPU)\s*(?:在)?(?:跑|工作|使用|被使用|有负载)"),
      "gpu-underutilized", "the GPUs are mostly idle (low utilisation)"),
@@ -385,8 +391,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # "freeze模式ppo", "freeze mode"; nor a setting's name: "freeze_vision_tower", "freeze_vit")
     # ("stalls before the first loss", "the job stalled at step 0": the same stop in another verb)
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|(?<!采用)(?<!使用)(?<!type )freez(?:e|es|ing)"
-                    r"(?!\s*(?:调|训练|微调|模式|方式|tun|fine|train|layer|param|mode)|_)|frozen|no progress|does(?:n't| not) move)"
-                    r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|一直没有(?:任何)?(?:输出|日志|log)|"
+                    r"(?!\s*(?:调|训练|微调|模式|方式|tun|fine|train|layer|param|mode)|_)|froze|frozen|no progress|does(?:n't| not) move)"
+                    r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|一直没有(?:任何)?(?:输出|日志|log)|停住|一直停(?:在|留)|"
                     # "No errors, but the training has not started."
                     r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*|"
                     # "it never reaches the first step", "nothing is printed after model loading for an hour"
@@ -591,9 +597,17 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # load_args ("保存的checkpoint文件大小异常,仅有100多MB", where ~14 GB was expected) tells it so
     (lazyre.compile(r"(?i)\bonly\s+(?:ha\w{1,3}\s+|contains?\s+|saved?\s+|got\s+)?(?:an?\s+|the\s+)?"
                     r"adapter_(?:config|model)\b|只有\s*adapter_(?:config|model)|"
+                    # a full fine-tuning said to save an adapter ("full parameter training but the output contains
+                    # adapter_model.safetensors", "全参训练保存的是lora"): the seed article's load_args case
+                    r"\bfull(?:[- ]parameter)? (?:fine-?tuning|training|train|sft)\b[^.;]{0,60}\b(?:only (?:an? )?|is (?:an? )?|"
+                    r"contains? |saves? |saved )?(?:lora )?adapter(?:_model|_config)?\b|全参(?:数)?(?:训练|微调)[^。]{0,30}(?:adapter|lora)|"
                     r"(?:checkpoint|ckpt|模型|权重|saved model|model files?)[^。.\n]{0,24}(?:仅有|只有|仅|\bonly(?: has| is)?)"
                     r"\s*\d{1,3}(?:\.\d+)?\s*多?\s*M(?:i?B)?(?![a-z])"),
      "checkpoint-adapter-only-load-args", ADAPTER_ONLY),
+    # the disk said to be full in words ("磁盘满了", "硬盘空间不足", "the disk is full"): the ENOSPC line is GD7xx's
+    (lazyre.compile(r"(?i)(?:磁盘|硬盘)(?:空间)?(?:满了|已满|不足|不够)|\b(?:the )?(?:disk|drive|storage)(?: space)? "
+                    r"(?:is|was|got|gets|became) (?:completely )?full\b|\bran out of (?:disk|storage) space\b"),
+     "disk-full", "the disk is full"),
     # last (a size beside another symptom is not the failure): a saved weights file of a few hundred bytes (an
     # adapter saved from an empty state dict) or checkpoints of tens of GB, sizes people quote from `ls -l` / `du -sh`
     (lazyre.compile(r"(?i)\b(?:adapter_mod\w*\.(?:bin|safetensors)|pytorch_model\.bin|model\.safetensors|checkpoint)\b"
@@ -704,6 +718,9 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
                       r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?(?:一半|中间)|\bhalf ?way\b|"
+                      # "hangs during the second rollout", "at the 3rd epoch": an earlier one went through
+                      r"\b(?:second|third|fourth|fifth|[2-9](?:nd|rd|th)|\d{2,}(?:st|nd|rd|th)) (?:rollout|epoch|step|iteration|"
+                      r"round|batch|evaluation|eval|save)\b|"
                       # "stuck at 45%" (a bar part of the way; not 0% nor 100%)
                       r"\b(?:stuck|hangs?|hung|froze|freezes|stops?|stopped) (?:at|around) [1-9]\d?(?:\.\d+)?%|"
                       # "训练到300步的时候卡住了", "跑到第2个epoch卡住": a step count reached before the stop
