@@ -667,6 +667,8 @@ START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |a
 DENIED = lazyre.compile(r"(?i)(?:并没有|没有|没|并未|未|不是|\bno|\bnot|\bwithout|n't|\bnever)\s*(?:\w+\s+)?$")
 
 PASTE_NEXT = {
+    "disk-full": "`df -h` of the output folder and the caches (HF_HOME, TMPDIR, /dev/shm), and the error line of the failed "
+                 "write",
     "cuda-oom": "the traceback of the out-of-memory error and `nvidia-smi` taken at the failure",
     "vllm-oom-or-kv-cache": "the vLLM engine's start-up lines (its memory profile: model weights, KV cache) and "
                             "`nvidia-smi` taken when it fails",
