@@ -349,6 +349,13 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("only the first GPU is used in multi-GPU training", "gpu-underutilized"),
     ("After full fine-tuning the saved model is only an adapter", "checkpoint-adapter-only-load-args"),
     ("full parameter training but the output contains adapter_model.safetensors", "checkpoint-adapter-only-load-args"),
+    ("Which vllm version should I use with ms-swift 3.3?", "vllm-version-incompatible"),
+    ("After upgrading vLLM to 0.9 the GRPO training fails", "vllm-version-incompatible"),
+    ("vllm 0.8.0 is not compatible with trl 0.16", "vllm-version-incompatible"),
+    ("my custom reward function raises an error", "reward-function-error"),
+    ("reward function returns None", "reward-function-error"),
+    ("cannot load the saved checkpoint, safetensors header too large", "checkpoint-corrupt"),
+    ("checkpoint加载失败", "checkpoint-corrupt"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

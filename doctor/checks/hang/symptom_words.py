@@ -129,6 +129,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"messages)\b|\bnested\b|\[\s*['\"]content|\bmessage dicts?\b|\bconversational\b|"
                     r"\bstring indices must be integers\b)"),
      "reward-function-error", COMPLETION_SHAPE),
+    # a reward function said to fail: "my custom reward function raises an error", "reward function returns None"
+    (lazyre.compile(r"(?i)\breward[_ ]?(?:fu\w{2,8}|fns?|funcs?)\b[^.;]{0,40}\b(?:raises?|raised|throws?|threw|"
+                    r"returns? (?:none|nan|an? (?:error|exception))|errors? out|crash(?:es|ed)|fails?|failed)\b|"
+                    r"奖励函数[^。]{0,20}(?:报错|出错|返回None)"),
+     "reward-function-error", "the reward function fails"),
     # the trainers' batch checks retold in a sentence (trl grpo_trainer.py: "The global eval batch size (N x M) must be
     # evenly divisible by the number of generations per prompt (G)", the same for the train batch; verl's
     # "real_train_batch_size ... must be divisible by" and its mini-batch checks): the eval one first, its own category
@@ -262,6 +267,16 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)[`'\"]?\bauto\b[`'\"]? values?\b.{0,60}\b(?:not|no longer|never) (?:be(?:ing)? )?(?:interpolated|"
                     r"filled|replaced|resolved|substituted)\b|\bstr(?:ing)? (?:to|and|vs\.?) (?:int|float) comparison\b"),
      "deepspeed-config-error", AUTO_UNFILLED),
+    # vLLM's release named against the trainer's: "vllm 0.8.0 is not compatible with trl 0.16", "Which vllm version
+    # should I use with ms-swift 3.3?", "After upgrading vLLM to 0.9 the GRPO training fails" (the trainers pin the vLLM
+    # releases they support: trl's is_vllm_available, ms-swift's README table)
+    (lazyre.compile(r"(?i)(?<![\w/-])vllm(?![\w/-])[^.;?]{0,40}\b(?:is |are )?(?:not compatible|incompatible)\b|"
+                    r"\b(?:not compatible|incompatible)\b[^.;?]{0,30}(?<![\w/-])vllm(?![\w/-])|"
+                    r"\bwhich (?:version of vllm|vllm(?: version)?)\b|\bvllm version\b[^.;?]{0,30}\b(?:should|to use|"
+                    r"compatible|required|supported|match\w*)\b|"
+                    r"\b(?:upgrad|downgrad|updat)\w* (?:the )?vllm\b(?:[^.;]|\.(?=\d)){0,40}\b(?:fails?|failed|errors?|broke|breaks|"
+                    r"crash\w*)\b|vllm\s*(?:版本|的版本)(?:不兼容|不匹配|冲突|太(?:高|低))"),
+     "vllm-version-incompatible", "the vLLM release does not match the trainer's"),
     # two installed packages whose versions do not match: "version conflict", "Conflict between last version of
     # Transformers.Trainer and DPOTrainer", "是NCCL和cuda的版本不匹配导致的"
     (lazyre.compile(r"(?i)\b(?:conflict|incompatib\w*)\b.{0,60}\bbetween\b|\bversions? (?:conflict|clash|mismatch)\b|"
@@ -604,6 +619,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:checkpoint|ckpt|模型|权重|saved model|model files?)[^。.\n]{0,24}(?:仅有|只有|仅|\bonly(?: has| is)?)"
                     r"\s*\d{1,3}(?:\.\d+)?\s*多?\s*M(?:i?B)?(?![a-z])"),
      "checkpoint-adapter-only-load-args", ADAPTER_ONLY),
+    # a saved checkpoint said not to load ("cannot load the saved checkpoint", "fails to resume from the last
+    # checkpoint", "checkpoint加载失败", "无法加载保存的模型")
+    (lazyre.compile(r"(?i)\b(?:cannot|can't|can not|could not|couldn't|fails? to|failed to|unable to) (?:load|open|read|"
+                    r"resume from) (?:the |my |a |our )?(?:saved |last |latest |trained |fine-?tuned )?(?:checkpoint|ckpt|"
+                    r"safetensors|model weights|weights)\b|(?:checkpoint|ckpt|权重|保存的模型)[^。，,]{0,6}(?:加载|读取)(?:失败|不了|出错)|"
+                    r"(?:无法|不能)(?:加载|读取)[^。，,]{0,6}(?:checkpoint|ckpt|权重|保存的模型)"),
+     "checkpoint-corrupt", "a saved checkpoint does not load"),
     # the disk said to be full in words ("磁盘满了", "硬盘空间不足", "the disk is full"): the ENOSPC line is GD7xx's
     (lazyre.compile(r"(?i)(?:磁盘|硬盘)(?:空间)?(?:满了|已满|不足|不够)|\b(?:the )?(?:disk|drive|storage)(?: space)? "
                     r"(?:is|was|got|gets|became) (?:completely )?full\b|\bran out of (?:disk|storage) space\b"),
