@@ -270,8 +270,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # vLLM's release named against the trainer's: "vllm 0.8.0 is not compatible with trl 0.16", "Which vllm version
     # should I use with ms-swift 3.3?", "After upgrading vLLM to 0.9 the GRPO training fails" (the trainers pin the vLLM
     # releases they support: trl's is_vllm_available, ms-swift's README table)
-    (lazyre.compile(r"(?i)(?<![\w/-])vllm(?![\w/-])[^.;?]{0,40}\b(?:is |are )?(?:not compatible|incompatible)\b|"
-                    r"\b(?:not compatible|incompatible)\b[^.;?]{0,30}(?<![\w/-])vllm(?![\w/-])|"
+    (lazyre.compile(r"(?i)(?<![\w/-])vllm(?![\w/-])(?:[^.;?]|\.(?=\d)){0,40}\b(?:is |are )?(?:not compatible|incompatible)\b|"
+                    r"\b(?:not compatible|incompatible)\b(?:[^.;?]|\.(?=\d)){0,30}(?<![\w/-])vllm(?![\w/-])|"
                     r"\bwhich (?:version of vllm|vllm(?: version)?)\b|\bvllm version\b[^.;?]{0,30}\b(?:should|to use|"
                     r"compatible|required|supported|match\w*)\b|"
                     r"\b(?:upgrad|downgrad|updat)\w* (?:the )?vllm\b(?:[^.;]|\.(?=\d)){0,40}\b(?:fails?|failed|errors?|broke|breaks|"
