@@ -356,6 +356,16 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("reward function returns None", "reward-function-error"),
     ("cannot load the saved checkpoint, safetensors header too large", "checkpoint-corrupt"),
     ("checkpoint加载失败", "checkpoint-corrupt"),
+    ("为什么vllm加速后速度反而更慢了", "slow-training"),
+    ("训练一个step需要十几分钟", "slow-training"),
+    ("rollout阶段特别耗时", "slow-training"),
+    ("一直在等待vllm server", "hang-at-start"),
+    ("保存checkpoint的时候卡住了", "hang-mid-training"),
+    ("模型回答很短，只有几个字", "output-degenerate"),
+    ("推理时一直输出感叹号", "output-degenerate"),
+    ("进程被系统kill了，内存占用很高", "host-oom-killed"),
+    ("全参训练完只有100多MB", "checkpoint-adapter-only-load-args"),
+    ("vllm显存不足，kv cache不够", "vllm-oom-or-kv-cache"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

@@ -58,7 +58,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bRay(?:let)?\b.{0,20}\b(?:OOM|out of memory)\b|\bOOM\b.{0,40}\bkill(?:ed|s)?\b|"
                     # Colab's front end: "Your session crashed after using all available RAM"
                     r"\ball (?:the )?available (?:system )?RAM\b|"
-                    r"内存不足|内存溢出|内存不够|内存爆|爆内存|内存\s*OOM"), "host-oom-killed",
+                    r"内存不足|内存溢出|内存不够|内存爆|爆内存|内存\s*OOM|"
+                    # "进程被系统kill了": killed by the system, the host's OOM killer
+                    r"被(?:系统|os|操作系统|内核)\s*(?:kill|杀)"), "host-oom-killed",
      "the host runs out of memory (RAM)"),
     # a process said to have got SIGKILL: without a traceback most often the kernel's OOM killer (wrapper_notice.py's
     # SIGNAL_MEANS; torch's elastic agent logs "Signal 9 (SIGKILL) received by PID", torch/distributed/elastic/
@@ -74,6 +76,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\bno available memory for the cache blocks\b|\bnot enough (?:KV )?cache (?:memory|blocks)\b|"
                     # the same said the other way round: "vLLM KV cache is not enough for max_model_len"
                     r"\bkv[ _-]?cache\b[^.;]{0,20}\b(?:is |was )?(?:not enough|insufficient|too small)\b|"
+                    r"(?i:kv[ _-]?cache)[^。，,]{0,6}(?:不够|不足|太小)|"
+                    # vLLM named as the one out of memory ("vllm显存不足", "vLLM OOM when generating")
+                    r"(?<![\w/-])(?i:vllm)(?![\w/-])[^。，,.;]{0,8}(?:显存不足|显存不够|爆显存|\bOOM\b|\bout of memory\b)|"
                     r"\bKV cache (?:is )?(?:needed|required) .{0,40}larger than the available\b"),
      "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
     # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
@@ -407,7 +412,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # ("stalls before the first loss", "the job stalled at step 0": the same stop in another verb)
     (lazyre.compile(r"(?i)(?<![a-z])(?:hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|(?<!采用)(?<!使用)(?<!type )freez(?:e|es|ing)"
                     r"(?!\s*(?:调|训练|微调|模式|方式|tun|fine|train|layer|param|mode)|_)|froze|frozen|no progress|does(?:n't| not) move)"
-                    r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|一直没有(?:任何)?(?:输出|日志|log)|停住|一直停(?:在|留)|"
+                    r"(?![a-z])|卡住|卡死|卡在|卡再|不动了?|没有?反应|一直没有(?:任何)?(?:输出|日志|log)|停住|一直停(?:在|留)|一直(?:在)?等待|"
                     # "No errors, but the training has not started."
                     r"\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?(?:start|begin|begun)\w*|"
                     # "it never reaches the first step", "nothing is printed after model loading for an hour"
@@ -461,7 +466,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # every completion one character repeated: "answer after <think> suddenly all become !", "rollout的结果全是！", a run of
     # "!!!!" in a completion (verl, ms-swift and TinyZero threads; see BANG_OUTPUT)
     (lazyre.compile(r"(?i)\ball\s+(?:become|becomes|became|are|is|turn(?:s|ed)? into)\s*[\"'“`]?[!！]|"
-                    r"(?:全是|全部是|全为|都是|全都是|全变成|都变成)\s*[\"'“`]?[!！]|\bexclamation (?:marks?|points?)\b|"
+                    r"(?:全是|全部是|全为|都是|全都是|全变成|都变成)\s*[\"'“`]?[!！]|\bexclamation (?:marks?|points?)\b|感叹号|"
                     r"(?:[!！]\s?){6,}"),
      "output-degenerate", BANG_OUTPUT),
     # about completions, not a person repeating a step ("reduce it and repeat: the same error")
@@ -495,6 +500,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:outputs?|responses?|answers?|completions?|generations?)\b (?:are |is |become |becomes |became |"
                     r"get |gets |got )(?:very |so |too |quite |extremely )?(?:(?:long|verbose|lengthy) and )?repetitive\b|"
                     r"(?:结果|内容)[^。，,.]{0,6}(?:全是|都是|全部是)?重复|答非所问|乱七八糟|"
+                    # answers said too short ("模型回答很短，只有几个字", "responses are very short")
+                    r"(?:回答|输出|回复|生成)(?:的)?(?:内容|长度)?(?:很|特别|非常|太|变得?)短|只有几个字|"
+                    r"\b(?:responses?|outputs?|completions?|answers?)\b (?:are|is|become|became|get|got) (?:very |too |extremely |"
+                    r"really )?short\b|"
                     # "weird symbols", "strange characters"; one answer to every question
                     r"\b(?:weird|strange|odd|unknown) (?:symbols?|characters?|chars?|tokens)\b|"
                     r"\b(?:outputs?|responses?|answers?|generations?|completions?)\b (?:is |are |become |becomes |became |looks? |"
@@ -535,7 +544,11 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"慢(?:了)?\s*(?:\d+(?:\.\d+)?|[一两二三四五六七八九十几])\s*倍|"
                     # "Extremly Low it/s on rtx 3090", "Why I've got low speed?"
                     r"\b(?:low|slow) (?:it/s|its/s|speed|throughput|tokens?/s|tok/s)(?![\w/])|"
-                    r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越)慢|速度慢|"
+                    r"(?:训练|速度|迭代|每步|每个?step).{0,8}(?:很|太|特别|非常|变得?|越来越|反而|更)慢|速度慢|"
+                    # "训练一个step需要十几分钟", "rollout阶段特别耗时"
+                    r"(?:一个|每个?|单个)\s*(?:step|步|iter|iteration|epoch)\s*(?:需要|要|耗时|花了?|大概|约)\s*(?:十几|几十|几|"
+                    r"[\d一二两三四五六七八九十]+)\s*(?:个)?(?:分钟|小时|秒|天)|(?:特别|非常|很|太|极其)耗时|"
+                    r"耗时(?:特别|非常|很|太)(?:长|久|多)|"
                     # a duration said too long: "step1 参数更新时间超长" (verl-project/verl#496), "训练时间很长"
                     r"(?:时间|耗时)(?:超|很|太|特别|非常)长|"
                     # the run said slow outright: "training is too slow", "training was too slow", "training is extremely
@@ -616,7 +629,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     # adapter_model.safetensors", "全参训练保存的是lora"): the seed article's load_args case
                     r"\bfull(?:[- ]parameter)? (?:fine-?tuning|training|train|sft)\b[^.;]{0,60}\b(?:only (?:an? )?|is (?:an? )?|"
                     r"contains? |saves? |saved )?(?:lora )?adapter(?:_model|_config)?\b|全参(?:数)?(?:训练|微调)[^。]{0,30}(?:adapter|lora)|"
-                    r"(?:checkpoint|ckpt|模型|权重|saved model|model files?)[^。.\n]{0,24}(?:仅有|只有|仅|\bonly(?: has| is)?)"
+                    r"(?:checkpoint|ckpt|模型|权重|saved model|model files?|全参(?:数)?(?:训练|微调))[^。.\n]{0,24}(?:仅有|只有|仅|\bonly(?: has| is)?)"
                     r"\s*\d{1,3}(?:\.\d+)?\s*多?\s*M(?:i?B)?(?![a-z])"),
      "checkpoint-adapter-only-load-args", ADAPTER_ONLY),
     # a saved checkpoint said not to load ("cannot load the saved checkpoint", "fails to resume from the last
@@ -668,7 +681,7 @@ START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |a
                     r"\bafter (?:the )?(?:[\w-]+ ){0,2}(?:download\w*|load\w*|creat\w*|init\w*|launch\w*)\b|"
                     r"\bnever (?:becomes? )?ready\b|\b(?:has|have|had|did|does)(?:\s+not|n't)\s+(?:yet\s+)?start|"
                     # a stale lock of DeepSpeed's op build (torch's FileBaton under ~/.cache/torch_extensions): start-up
-                    r"\btorch_extensions\b|"
+                    r"\btorch_extensions\b|等待(?:\s*(?i:vllm))?\s*(?:server|服务)|"
                     # "hangs during vLLM initialization", "while loading the model"; "once the tqdm bar appears", a
                     # bar at 0
                     r"\b(?:during|while|in) (?:the )?(?:[\w-]+ ){0,2}(?:initiali[sz]\w*|start-?up|loading)\b|"
@@ -742,6 +755,7 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
                       r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?(?:一半|中间)|\bhalf ?way\b|"
+                      r"保存(?:checkpoint|ckpt|模型|权重)|"
                       # "hangs during the second rollout", "at the 3rd epoch": an earlier one went through
                       r"\b(?:second|third|fourth|fifth|[2-9](?:nd|rd|th)|\d{2,}(?:st|nd|rd|th)) (?:rollout|epoch|step|iteration|"
                       r"round|batch|evaluation|eval|save)\b|"
