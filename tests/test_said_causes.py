@@ -366,6 +366,7 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("进程被系统kill了，内存占用很高", "host-oom-killed"),
     ("全参训练完只有100多MB", "checkpoint-adapter-only-load-args"),
     ("vllm显存不足，kv cache不够", "vllm-oom-or-kv-cache"),
+    ("Training runs fine for about 300 steps and then\nhangs without any error message.", "hang-mid-training"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

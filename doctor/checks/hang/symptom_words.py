@@ -756,6 +756,9 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
                       r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?(?:一半|中间)|\bhalf ?way\b|"
                       r"保存(?:checkpoint|ckpt|模型|权重)|"
+                      # "runs fine for about 300 steps and then hangs": steps ran first
+                      r"\b(?:runs?|ran|trains?|trained|works?|worked|goes|went)(?: fine| well| normally| ok)? for (?:about |around |"
+                      r"roughly |~|the first )?\d+ (?:steps?|epochs?|iterations?|hours?|minutes?)\b|"
                       # "hangs during the second rollout", "at the 3rd epoch": an earlier one went through
                       r"\b(?:second|third|fourth|fifth|[2-9](?:nd|rd|th)|\d{2,}(?:st|nd|rd|th)) (?:rollout|epoch|step|iteration|"
                       r"round|batch|evaluation|eval|save)\b|"
