@@ -281,7 +281,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"compatible|required|supported|match\w*)\b|"
                     r"\b(?:upgrad|downgrad|updat)\w* (?:the )?vllm\b(?:[^.;]|\.(?=\d)){0,40}\b(?:fails?|failed|errors?|broke|breaks|"
                     r"crash\w*)\b|vllm\s*(?:版本|的版本)(?:不兼容|不匹配|冲突|太(?:高|低))"),
-     "vllm-version-incompatible", "the vLLM release does not match the trainer's"),
+     "vllm-version-incompatible", "the vLLM release is in question against the trainer's"),
     # two installed packages whose versions do not match: "version conflict", "Conflict between last version of
     # Transformers.Trainer and DPOTrainer", "是NCCL和cuda的版本不匹配导致的"
     (lazyre.compile(r"(?i)\b(?:conflict|incompatib\w*)\b.{0,60}\bbetween\b|\bversions? (?:conflict|clash|mismatch)\b|"
@@ -702,6 +702,8 @@ START = lazyre.compile(r"(?i)\bsteps? (?:is |are |stays? |remains? )?(?:still |a
 DENIED = lazyre.compile(r"(?i)(?:并没有|没有|没|并未|未|不是|\bno|\bnot|\bwithout|n't|\bnever)\s*(?:\w+\s+)?$")
 
 PASTE_NEXT = {
+    "vllm-version-incompatible": "`pip list | grep -E 'vllm|torch|transformers|trl|swift'` and the first error the run "
+                                 "printed",
     "disk-full": "`df -h` of the output folder and the caches (HF_HOME, TMPDIR, /dev/shm), and the error line of the failed "
                  "write",
     "cuda-oom": "the traceback of the out-of-memory error and `nvidia-smi` taken at the failure",
@@ -967,10 +969,12 @@ MEANWHILE = {
                         "and a limit on kept checkpoints (save_total_limit) keep the folder to the weights; weights "
                         "larger than the original model are most often saved in float32 (4 bytes a parameter, a full "
                         "fine-tune's master weights): load them in bfloat16 and save again.",
-    "checkpoint-corrupt": "Meanwhile: a weights file of a few hundred bytes holds an empty state dict: under ZeRO-3 "
-                          "the partitioned weights must be gathered to be saved (stage3_gather_16bit_weights_on_model_"
-                          "save true, or DeepSpeed's zero_to_fp32.py over the checkpoint folder), and an adapter saved "
-                          "from a model that was not wrapped with its LoRA layers holds nothing.",
+    "checkpoint-corrupt": "Meanwhile: `ls -l` the checkpoint folder. A weights file of a few hundred bytes holds an empty "
+                          "state dict: under ZeRO-3 the partitioned weights must be gathered to be saved "
+                          "(stage3_gather_16bit_weights_on_model_save true, or DeepSpeed's zero_to_fp32.py over the "
+                          "checkpoint folder), and an adapter saved from a model that was not wrapped with its LoRA layers "
+                          "holds nothing. A file smaller than its siblings was cut short (a save killed mid-write, a full "
+                          "disk): load the checkpoint saved before it.",
     "dataset-or-template-error": "Meanwhile: load the dataset alone and print its first row's keys; compare them with "
                                  "the format the trainer and its template expect (messages or prompt, chosen and "
                                  "rejected, images).",
