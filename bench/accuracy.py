@@ -135,6 +135,8 @@ def frameworks_of(entry: dict | None) -> list[str]:
     # a fork named for itself where the label names what it forked: EasyR1 keeps verl's package (its runs are verl's
     # by their frames), and a report that names EasyR1 names the run more exactly
     names += [fork for base, fork in (("verl", "easyr1"),) if names[0] == base]
+    # torch.distributed (a label's name for a job launched with torchrun and nothing above it) is the report's "torch"
+    names += ["torch"] if names[0] == "torch.distributed" else []
     if entry.get("project"):
         names.append(str(entry["project"]).split()[0].lower())
     return names

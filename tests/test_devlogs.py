@@ -652,3 +652,5 @@ def test_bench_takes_a_fork_named_for_itself_as_the_framework_a_label_names_by_i
     assert mod.frameworks_of({"framework": "verl"}) == ["verl", "easyr1"]
     assert mod.frameworks_of({"framework": "easyr1"}) == ["easyr1"]   # not the other way round
     assert mod.frameworks_of({"framework": "trl", "project": "VLM-R1"}) == ["trl", "vlm-r1"]
+    assert mod.frameworks_of({"framework": "torch.distributed"}) == ["torch.distributed", "torch"]
+    assert mod.frameworks_of({"framework": "torch"}) == ["torch"]

@@ -57,6 +57,9 @@ _UNSLOTH_VER = lazyre.compile(r"Unsloth:?\s+(20\d\d\.\d+\.\d+)")
 # (unsloth/models/rl.py: _unsloth_get_batch_samples, UnslothGRPOTrainer)
 _UNSLOTH_TEXT = lazyre.compile(r"(?:^|[\s>|*(])Unsloth(?::\s|\s+20\d\d\.)|\bfrom unsloth import\b|\bimport unsloth\b|"
                            r"\b_unsloth_\w+|\bUnsloth\w*Trainer\b|"
+                           # the code unsloth writes for the patched trainers and modules (unsloth_zoo's compiler),
+                           # named in a line a paste keeps where its frames were not read
+                           r"\bunsloth_compiled_cache/|"
                            # a `pip list` row ("unsloth   2026.2.1") and a sentence naming it as what ran
                            r"(?:^|\s)unsloth(?:_zoo)?\s+20\d\d\.\d+|\b(?:in|with|using|via) Unsloth\b")
 # (framework, words of which every match holds one, whether in the line lowered, pattern): a pattern that starts with no

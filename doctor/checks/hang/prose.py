@@ -280,7 +280,9 @@ def _first_symptom(lines: list[LogLine], rl_run: bool) -> tuple[str, str, LogLin
 _STOPPED = lazyre.compile(r"(?i)\b(?:stops?|stopped|halts?|halted|freezes|froze)\b[^.;。\n]{0,20}\b(?:at|after|on) "
                           r"(?:the )?(?:step|iteration|iter|epoch)\b|\b(?:stops?|stopped)\b[^.;。\n]{0,30}\bwithout "
                           r"(?:any )?(?:errors?|exceptions?|messages?|logs?)\b|\bno longer (?:progress|updat|mov)\w*|"
-                          r"\bprocess(?:es)? (?:is |are )?still (?:alive|running)\b")
+                          r"\bprocess(?:es)? (?:is |are )?still (?:alive|running)\b|"
+                          # ("stuck here with 7 GPU 100% usage + 1 GPU 0% usage": the idle GPU of a run that hangs)
+                          r"(?<![a-z])(?:stuck|hangs|hung|froze|frozen)(?![a-z])|卡住|卡死")
 _CPU_BUSY = lazyre.compile(r"(?i)\bcpu\b[^.;。\n]{0,30}(?:\bhigh\b|\b(?:9\d|100) ?%|\bbusy\b|\bmaxed\b)")
 
 
