@@ -402,7 +402,6 @@ KNOWN_MISSES_51: dict[str, str] = {
     "5411": "an UnboundLocalError inside a library (a library bug): GD999",
     "5412": "'2k数据' (a dataset size) read as a 2 KB file: GD327 checkpoint-corrupt",
     "5413": "swift eval with vLLM 0.10 failing, in a title: GD328",
-    "5425": "a hang at a save beside a later 'OOM if not using DeepSpeed' comment: GD327 cuda-oom",
 }
 KNOWN_MISSES_52: dict[str, str] = {
     "5503": "an import failure said in a title over screenshots: GD330",

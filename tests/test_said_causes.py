@@ -367,6 +367,8 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("全参训练完只有100多MB", "checkpoint-adapter-only-load-args"),
     ("vllm显存不足，kv cache不够", "vllm-oom-or-kv-cache"),
     ("Training runs fine for about 300 steps and then\nhangs without any error message.", "hang-mid-training"),
+    ("Saving checkpoint hangs when using DeepSpeed\nI found that `accelerator.save_state()` will hang.",
+     "hang-mid-training"),                                                          # devlogs51/5425
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

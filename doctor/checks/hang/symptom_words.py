@@ -758,6 +758,8 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
                       r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?(?:一半|中间)|\bhalf ?way\b|"
                       r"保存(?:checkpoint|ckpt|模型|权重)|"
+                      # a save comes after steps: "Saving checkpoint hangs", "`accelerator.save_state()` will hang"
+                      r"\bsaving (?:the |a )?(?:checkpoints?|model|state|weights)\b|\bsave_(?:state|model|pretrained|checkpoint)\b|"
                       # "runs fine for about 300 steps and then hangs": steps ran first
                       r"\b(?:runs?|ran|trains?|trained|works?|worked|goes|went)(?: fine| well| normally| ok)? for (?:about |around |"
                       r"roughly |~|the first )?\d+ (?:steps?|epochs?|iterations?|hours?|minutes?)\b|"
