@@ -369,6 +369,11 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("Training runs fine for about 300 steps and then\nhangs without any error message.", "hang-mid-training"),
     ("Saving checkpoint hangs when using DeepSpeed\nI found that `accelerator.save_state()` will hang.",
      "hang-mid-training"),                                                          # devlogs51/5425
+    ("I have the same issue, training freezes after the first evaluation.", "hang-mid-training"),
+    ("Update: after fixing the prompt, reward is still zero.", "reward-zero-or-flat"),
+    ("Each rollout step takes ~20 min on 4xA100, is there anything I can tune?", "slow-training"),
+    ("the LoRA adapter is not being trained, all grads are None", "grad-norm-zero"),
+    ("the job died with signal 9", "host-oom-killed"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

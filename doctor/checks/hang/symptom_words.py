@@ -68,7 +68,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # (not one the author sent: "we send SIGKILL to stop it")
     # ("Sigkill, process exits with return code -9": the launcher's return code for SIGKILL is -9, subprocess's -signum)
     (lazyre.compile(r"(?i)(?<!send )(?<!sent )(?<!sending )(?<![A-Za-z_])SIGKILL(?![A-Za-z_])|\bkilled -9\b|"
-                    r"\b(?:return|exit)(?:ed)? ?(?:code|status)\s*(?:=|:|of|is)?\s*-9\b|\bexits? with (?:code )?-9\b"),
+                    r"\b(?:return|exit)(?:ed)? ?(?:code|status)\s*(?:=|:|of|is)?\s*-9\b|\bexits? with (?:code )?-9\b|"
+                    r"\b(?:died|killed|terminated|exited) (?:with|by) signal:? ?9\b"),
      "host-oom-killed",
      "a process was killed with SIGKILL, which without a traceback is most often the host's out-of-memory killer"),
     # vLLM's own words for a KV cache that does not fit, retyped in a sentence (worker.py raise_if_cache_size_invalid,
@@ -191,12 +192,14 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # the weights said not to move, or the gradients said to be zero: "the LoRA B matrices stay exactly 0.0"
     # (devlogs68/7129), "so no weights update" (devlogs70/7327), "the gradient is zero for all parameters", "parameters
     # are not updated", "权重没有更新"
-    (lazyre.compile(r"(?i)\b(?:weights?|parameters?|params|lora(?: weights| matrices| [ab])?)\b (?:are |is |were |was |"
+    (lazyre.compile(r"(?i)\b(?:weights?|parameters?|params|lora(?: weights| matrices| [ab]| adapters?)?|adapters?)\b (?:are |is |were |was |"
                     r"do |does |did )?(?:never |not |no longer |(?:do|does|did|are|is|were|was)n't )(?:being )?(?:updat(?:ed|ing)|"
                     r"chang(?:ed|ing|e)|"
                     r"train(?:ed|ing))\b|\bno (?:weights?|parameters?) (?:update|change)s?\b|"
                     r"\bgradients? (?:is|are|stays?|remains?) (?:all |always |exactly )?(?:zero|0(?:\.0+)?)(?![.\d])|"
                     r"\bno gradients? (?:flows?|reach(?:es)?|(?:is|are) computed)\b|"
+                    # "all grads are None" (.grad of a parameter no loss reached)
+                    r"\b(?:all )?(?:the )?(?:grads?|gradients?|\.grad)s? (?:are|is|were|was) (?:all |always )?None\b|"
                     r"(?:权重|参数)(?:没有|没|未|不)(?:被)?(?:更新|变化|改变)|梯度(?:全|都|一直)?(?:为|是)\s*(?:0|零)"),
      "grad-norm-zero", "the weights are not updated (no gradient reaches them)"),
     # the format reward named as the one at 0 ("format_reward always zero", "the format reward is zero", "format
@@ -210,7 +213,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     # (a reward function's own metric counts: "accuracy_reward is always 0")
     (lazyre.compile(r"(?i)(?<![a-z])rewards?(?!\w).{0,30}\b(?:always(?: be| gets?)?|stays?(?: at)?|stuck at|remains?(?: at)?|is|are|became|becomes?|"
                     r"(?:dropped|drops|fell|falls|went|goes|turned|turns|collapsed|collapses|crash(?:es|ed)?|declin(?:e|es|ed|ing)) to)\s+"
-                    r"(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
+                    r"(?:still |always |again )?(?:0(?:\.0+)?(?!\.?\d)|zero)\b|"
                     r"reward_std.{0,16}\b0\b|frac_reward_zero_std.{0,16}\b1(?:\.0+)?\b|奖励.{0,8}(?:为|是|一直|变成|变为|降到|掉到|降为)\s*0|"
                     # "reward和loss都为0": an English metric name, a Chinese predicate
                     r"(?<![a-z])rewards?(?![a-z])[^。，,.;]{0,16}?(?:都|均|全|一直)?(?:为|是|等于|变成|变为|降到)\s*0(?![.\d])"),
@@ -556,6 +559,10 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:training|train|rollouts?|generation|steps?|epochs?|iterations?)\b (?:is|are|was|were|seems?|"
                     r"looks?|feels?|becomes?|became|gets?|got|runs?|ran|goes|went) (?:so |very |too |extremely |really |"
                     r"quite |super |incredibly |unusually |painfully |much |pretty )?slow\b|"
+                    # a step's time said with its verb: "Each rollout step takes ~20 min on 4xA100"
+                    r"\b(?:each|every|one|a|per) (?:training |rollout |generation |optimi[sz]ation )?(?:step|iteration)s? "
+                    r"(?:takes?|took|needs?|lasts?|costs?) (?:about |around |nearly |over |almost |~\s?)?\d+(?:\.\d+)?\s*(?:mins?|"
+                    r"minutes?|h|hrs?|hours?)\b|"
                     # the same in a question, the verb before it: "Why is training so slow?", "why is my GRPO rollout this slow"
                     r"\b(?:training|train|rollouts?|generation|inference|steps?|epochs?|iterations?|grpo|ppo|dpo|sft)\b "
                     r"(?:so|too|this|that|extremely|unusually) slow\b|"
@@ -766,6 +773,8 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       # "hangs during the second rollout", "at the 3rd epoch": an earlier one went through
                       r"\b(?:second|third|fourth|fifth|[2-9](?:nd|rd|th)|\d{2,}(?:st|nd|rd|th)) (?:rollout|epoch|step|iteration|"
                       r"round|batch|evaluation|eval|save)\b|"
+                      # an evaluation comes after steps: "freezes after the first evaluation"
+                      r"\bafter (?:the )?(?:first |1st )?(?:evaluation|eval|validation)\b|"
                       # "stuck at 45%" (a bar part of the way; not 0% nor 100%)
                       r"\b(?:stuck|hangs?|hung|froze|freezes|stops?|stopped) (?:at|around) [1-9]\d?(?:\.\d+)?%|"
                       # "训练到300步的时候卡住了", "跑到第2个epoch卡住": a step count reached before the stop
