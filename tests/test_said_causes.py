@@ -374,6 +374,11 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("Each rollout step takes ~20 min on 4xA100, is there anything I can tune?", "slow-training"),
     ("the LoRA adapter is not being trained, all grads are None", "grad-norm-zero"),
     ("the job died with signal 9", "host-oom-killed"),
+    ("grpo训练时间过长", "slow-training"),
+    ("GRPO训练到一定步数后卡住", "hang-mid-training"),
+    ("grpo显存占用过高", "cuda-oom"),
+    ("vllm推理显存溢出", "vllm-oom-or-kv-cache"),
+    ("checkpoint保存文件过大", "checkpoint-bloat"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

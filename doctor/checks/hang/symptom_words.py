@@ -79,13 +79,13 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bkv[ _-]?cache\b[^.;]{0,20}\b(?:is |was )?(?:not enough|insufficient|too small)\b|"
                     r"(?i:kv[ _-]?cache)[^。，,]{0,6}(?:不够|不足|太小)|"
                     # vLLM named as the one out of memory ("vllm显存不足", "vLLM OOM when generating")
-                    r"(?<![\w/-])(?i:vllm)(?![\w/-])[^。，,.;]{0,8}(?:显存不足|显存不够|爆显存|\bOOM\b|\bout of memory\b)|"
+                    r"(?<![A-Za-z0-9_/-])(?i:vllm)(?![A-Za-z0-9_/-])[^。，,.;]{0,8}(?:显存不足|显存不够|显存溢出|爆显存|\bOOM\b|\bout of memory\b)|"
                     r"\bKV cache (?:is )?(?:needed|required) .{0,40}larger than the available\b"),
      "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
     # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
     (lazyre.compile(r"(?i)(?<![a-z0-9])(?:OOM|out of memory|CUDA memory|OutOfMemory(?:Error)?)(?![a-z0-9])|"
                     # "显存爆了", "显存爆炸" (fixtures/devlogs31/3515, IDEA-Research/Rex-Omni#110; xiuqhou/Salience-DETR#56)
-                    r"显存不足|爆显存|显存溢出|显存不够|显存(?:就|会|又|直接|也)?(?:爆|炸)|"
+                    r"显存不足|爆显存|显存溢出|显存不够|显存(?:就|会|又|直接|也)?(?:爆|炸)|显存(?:占用|使用)(?:过|太|很|特别|非常)高|"
                     # memory said to leak on the GPU ("GPU memory leak", "显存泄漏"): a growth that ends out of memory
                     r"\b(?:gpu|cuda|vram) memory leak|\bmemory leak\w* (?:on|in) (?:the )?gpus?\b|显存泄(?:漏|露)"),
      "cuda-oom",
@@ -617,7 +617,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"efficiency|throughput)\b|\b(?:training|rollout|generation) efficiency (?:is |was )?(?:very |too |so )?"
                     r"(?:low|poor|bad)\b|\b(?:expected|estimated|total) training time\b|"
                     r"\bhow long (?:does|should|will|would) (?:it|training|one epoch|an epoch|a step) take\b|"
-                    r"训练(?:效率|速度)(?:很|太|特别|非常)?(?:低|慢)|训练耗时(?:过|太|很|特别)?长|"
+                    r"训练(?:效率|速度)(?:很|太|特别|非常)?(?:低|慢)|训练(?:耗时|时间|时长)(?:过|太|很|特别|非常)?长|"
                     # "taking too much time", "takes too long"; "It took 12 hours to finish 100 steps"
                     r"\b(?:tak(?:e|es|ing)|took|spen(?:d|ds|t|ding)) (?:too much time|too long|so long)\b|"
                     r"\b(?:took|takes?|taking|needs?|needed)\s+(?:about |around |over |more than |nearly |almost )?\d+(?:\.\d+)?\s*"
@@ -664,7 +664,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\b(?:weights?|model|checkpoints?)\b[^.;]{0,30}\b(?:bigger|larger) than (?:the )?(?:original|base)\b|"
                     # a size complained of without a number: "Why is the lora_model so large", "LoRA权重很大"
                     r"\b(?:lora|adapter|checkpoints?)\w*\b[^.;。\n]{0,25}\b(?:so|too|very|extremely|really) (?:large|big|huge)\b|"
-                    r"(?i:lora|adapter|checkpoint|权重)[^。，,]{0,8}(?:很大|太大|特别大|非常大)|"
+                    r"(?i:lora|adapter|checkpoint|权重)[^。，,]{0,8}(?:很大|太大|特别大|非常大|过大)|"
                     # DeepSpeed's checkpoint files listed with their sizes: "`zero_pp_rank_0_mp_rank_00_optim_states.pt`
                     # (13GB)" (each rank's optimizer shard, the model states beside them)
                     r"_(?:optim|model)_states\.pt`?\s*\(?\d+(?:\.\d+)?\s*[GT]i?B\b|"
@@ -764,7 +764,7 @@ MID = lazyre.compile(r"(?i)\bmid-?(?:way|training|run)\b|\bin the middle of\b|\b
                       r"\b(?:the )?same (?:step|iteration|epoch|batch)\b|(?:相同|同一|一样)的?个?\s*(?:step|步|epoch|轮)|"
                       r"中途|途中|训练中|训练过程中|训练了?(?:几|一段|一会|\d+)|跑了(?:几|一段|一会|\d+)|(?:几|若干)个?\s*(?:epoch|step|steps|步|小时)之?后?|"
                       r"一轮.{0,12}后|随机|偶尔|有时|(?:训练|跑)(?:到)?(?:一半|中间)|\bhalf ?way\b|"
-                      r"保存(?:checkpoint|ckpt|模型|权重)|"
+                      r"保存(?:checkpoint|ckpt|模型|权重)|(?:到|跑了?|训练了?)一定(?:的)?(?:步数|step|轮数|时间)|"
                       # a save comes after steps: "Saving checkpoint hangs", "`accelerator.save_state()` will hang"
                       r"\bsaving (?:the |a )?(?:checkpoints?|model|state|weights)\b|\bsave_(?:state|model|pretrained|checkpoint)\b|"
                       # "runs fine for about 300 steps and then hangs": steps ran first
