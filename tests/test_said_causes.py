@@ -379,6 +379,13 @@ def test_a_reward_functions_own_metric_said_at_zero_is_the_reward(text: str) -> 
     ("grpo显存占用过高", "cuda-oom"),
     ("vllm推理显存溢出", "vllm-oom-or-kv-cache"),
     ("checkpoint保存文件过大", "checkpoint-bloat"),
+    ("at step 1200 the run stops logging and GPUs show 100% util forever", "hang-mid-training"),
+    ("nothing happens after the \"Initializing vLLM engine\" line", "hang-at-start"),
+    ("gradients never reach the vision tower; its weights stay the same", "grad-norm-zero"),
+    ("each save writes 120 GB because of the DeepSpeed optimizer states", "checkpoint-bloat"),
+    ("system RAM fills up and the OOM killer ends the job", "host-oom-killed"),
+    ("The model's answers become shorter and shorter during GRPO training", "output-degenerate"),   # said_pairs.py
+    ("ETA shows 150 hours for 3 epochs", "slow-training"),
 ])
 def test_a_failure_said_in_other_words_gets_its_category(text: str, category: str) -> None:
     f = said(text)

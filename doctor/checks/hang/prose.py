@@ -21,6 +21,7 @@ from .endings import plain
 from .kl_nan_said import kl_nan
 from .knobs_said import knob_fix
 from .paste_next import asked_rows, repetition_shown, rows_beside, still_missing
+from .said_pairs import pair_symptom
 from .sizes_said import FIXES as SIZE_FIXES
 from .sizes_said import said_of, size_reading
 from .slow_bar import PACE_FIX, PACE_FIX_UNSCORED, Pace, bar_pace, pace_sentence
@@ -183,7 +184,18 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
     titled = _first_symptom(title, rl_run) if title and found is not None else None
     if titled is not None and _family(titled[0]) != _family(found[0]):
         found = titled
-    return found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines, rl_run)
+    found = found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines, rl_run)
+    return found if found is not None else _paired(plain_lines)
+
+
+def _paired(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
+    """The symptom a sentence names by a subject and a predicate (said_pairs.py), where no phrase names one."""
+    for ln in lines:
+        got = pair_symptom(plain(ln.text))
+        if got is not None:
+            category, said = got
+            return (_hang_phase(lines) if category == "hang" else category), said, ln
+    return None
 
 
 # the end of a sentence inside a line: a full stop, question or exclamation mark before a space, or a Chinese one

@@ -55,7 +55,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
     (lazyre.compile(r"(?i)\bmemory pressure\b|\brunning low on memory\b|\bhost (?:memory|RAM)\b|\bout of (?:host )?RAM\b|"
                     r"\bkilled\b.{0,40}\b(?:OOM|memory)\b|\b(?:CPU|host|system|RAM) (?:OOM|out of memory)\b|"
                     # Ray's memory monitor kills workers itself: "Ray OOM causes the process to be killed"
-                    r"\bRay(?:let)?\b.{0,20}\b(?:OOM|out of memory)\b|\bOOM\b.{0,40}\bkill(?:ed|s)?\b|"
+                    r"\bRay(?:let)?\b.{0,20}\b(?:OOM|out of memory)\b|\bOOM\b.{0,40}\bkill(?:ed|s)?\b|\bOOM[- ]?killer\b|"
+                    r"\b(?:system |host |cpu )?RAM (?:fills? up|filled up|is full|runs? out)\b|"
                     # Colab's front end: "Your session crashed after using all available RAM"
                     r"\ball (?:the )?available (?:system )?RAM\b|"
                     r"内存不足|内存溢出|内存不够|内存爆|爆内存|内存\s*OOM|"
@@ -198,6 +199,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"train(?:ed|ing))\b|\bno (?:weights?|parameters?) (?:update|change)s?\b|"
                     r"\bgradients? (?:is|are|stays?|remains?) (?:all |always |exactly )?(?:zero|0(?:\.0+)?)(?![.\d])|"
                     r"\bno gradients? (?:flows?|reach(?:es)?|(?:is|are) computed)\b|"
+                    r"\bgradients? (?:never|do(?:es)?n't|do(?:es)? not) (?:reach|flow)|"
+                    r"\b(?:weights?|parameters?|params) (?:stay|stays|remain|remains|stayed|remained) (?:the same|unchanged)\b|"
                     # "all grads are None" (.grad of a parameter no loss reached)
                     r"\b(?:all )?(?:the )?(?:grads?|gradients?|\.grad)s? (?:are|is|were|was) (?:all |always )?None\b|"
                     r"(?:权重|参数)(?:没有|没|未|不)(?:被)?(?:更新|变化|改变)|梯度(?:全|都|一直)?(?:为|是)\s*(?:0|零)"),
@@ -423,7 +426,8 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"(?:step|iteration|batch)\b|\bnothing (?:is |was |gets |got )?(?:printed|logged|output)\b"
                     r"[^.;。\n]{0,40}\b(?:after|since|for)\b|\bno (?:new )?(?:output|logs?|log lines?) (?:for|since)\b|"
                     # "training stops progressing", "just stops, no output" (a stop that prints nothing: no crash)
-                    r"\b(?:stops?|stopped|stopping) (?:progressing|making progress|updating|advancing|responding)\b|"
+                    r"\b(?:stops?|stopped|stopping) (?:progressing|making progress|updating|advancing|responding|logging|"
+                    r"printing)\b|\bnothing happens\b|"
                     r"\b(?:is|was|are|were|seems?|became|becomes) (?:not responding|unresponsive)\b|"
                     r"\b(?:training|it|the run|the job|the process) (?:just |suddenly |simply )?(?:stops?|stopped)\b"
                     r"[^.;。\n]{0,20}\bno (?:more |new |further )?(?:output|logs?|log lines?)\b"),
@@ -670,7 +674,7 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"_(?:optim|model)_states\.pt`?\s*\(?\d+(?:\.\d+)?\s*[GT]i?B\b|"
                     r"\b(?:files?|checkpoints?)\b[^.;。\n]{0,40}\b(?:that|so|too) (?:huge|large|big)\b|"
                     r"\b(?:every|each|all) checkpoints?\b[^.;]{0,12}\b(?:saves?|stores?|includes?|contains?|keeps?) (?:the )?"
-                    r"optimi[sz]er\b|"
+                    r"optimi[sz]er\b|\b\d+(?:\.\d+)?\s*[GT]i?B\b[^.;]{0,40}\boptimi[sz]er states?\b|"
                     # a size that grows from save to save: "checkpoints growing from 15 GB to 43 GB", "the checkpoint size
                     # keeps increasing with each save", "checkpoint越来越大"
                     r"\b(?:checkpoints?|ckpts?|saved (?:model|weights)|save folder)\b(?: (?:size|files?|folders?))?"
