@@ -43,3 +43,17 @@ def test_words_that_only_look_alike_name_nothing(text: str) -> None:
 def test_the_pair_must_be_in_one_sentence() -> None:
     assert pair_symptom("The answers are long. It is weird that the loss is fine.") is None
     assert pair_symptom("The answers are weird.") == ("output-degenerate", "the completions degenerate")
+
+
+def test_only_a_pasted_excerpt_is_read_by_pairs(tmp_path) -> None:
+    from doctor.analyze import analyze
+    said = "The model's answers become shorter and shorter during GRPO training\n"
+    excerpt = tmp_path / "excerpt.log"
+    excerpt.write_text(said, encoding="utf-8")
+    assert [f.category for f in analyze([str(excerpt)]).findings][:1] == ["output-degenerate"]
+    # the same sentence inside a whole log (the program's own launch line first): a line it printed, such as a
+    # completion, is no person's description
+    whole = tmp_path / "whole.log"
+    whole.write_text("run sh: `/usr/bin/python /usr/lib/python3/site-packages/swift/cli/rlhf.py --rlhf_type grpo "
+                     "--model Qwen/Qwen2.5-7B`\n" + said, encoding="utf-8")
+    assert "output-degenerate" not in [f.category for f in analyze([str(whole)]).findings]

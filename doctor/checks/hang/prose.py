@@ -164,7 +164,8 @@ def _named(rx: re.Pattern, text: str) -> bool:
 _RL_RUN = lazyre.compile(r"(?i)(?<![a-z])(?:grpo|ppo|rloo|dapo|gspo|reinforce\+\+|rlhf|advantages?)(?![a-z])")
 
 
-def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[str, str, LogLine] | None:
+def symptom(lines: list[LogLine], around: list[LogLine] | None = None,
+            paired: bool = False) -> tuple[str, str, LogLine] | None:
     """(category, what the words say, the line) of the first symptom named in these prose lines: the sizes of saved
     weights they state (judged by arithmetic, sizes_said.py, with the names ``around`` them), else the symptom
     words."""
@@ -185,7 +186,9 @@ def symptom(lines: list[LogLine], around: list[LogLine] | None = None) -> tuple[
     if titled is not None and _family(titled[0]) != _family(found[0]):
         found = titled
     found = found if found is not None or len(plain_lines) == len(lines) else _first_symptom(lines, rl_run)
-    return found if found is not None else _paired(plain_lines)
+    # (``paired``: the subject-and-predicate reading too, for a pasted excerpt: a whole log's printed text, such as
+    # its completions, is no person's description)
+    return found if found is not None or not paired else _paired(plain_lines)
 
 
 def _paired(lines: list[LogLine]) -> tuple[str, str, LogLine] | None:
@@ -303,11 +306,12 @@ def _stopped_not_slow(lines: list[LogLine]) -> bool:
     return any(_STOPPED.search(t) for t in texts) and not any(_CPU_BUSY.search(t) for t in texts)
 
 
-def symptom_in(inputs: Iterable[Iterable[LogLine]]) -> tuple[tuple[str, str, LogLine], list[LogLine]] | None:
+def symptom_in(inputs: Iterable[Iterable[LogLine]],
+               paired: bool = False) -> tuple[tuple[str, str, LogLine], list[LogLine]] | None:
     """The first symptom the prose lines of these inputs name (``symptom``), with the lines of the input it is in."""
     for lines in inputs:
         lines = list(lines)
-        found = symptom(prose_lines(lines), lines)
+        found = symptom(prose_lines(lines), lines, paired)
         if found is not None:
             return found, lines
     return None
@@ -316,7 +320,7 @@ def symptom_in(inputs: Iterable[Iterable[LogLine]]) -> tuple[tuple[str, str, Log
 def symptom_of_run(ctx: RunState) -> tuple[tuple[str, str, LogLine], list[LogLine]] | None:
     """``symptom_in`` over the run's inputs, the one that ends last first: the description may sit in another (an
     issue's text beside its script)."""
-    return symptom_in([ctx.last_tail(), *ctx.tails.values()])
+    return symptom_in([ctx.last_tail(), *ctx.tails.values()], paired=not ctx.launch_in_log())
 
 
 def slow_said(ctx: RunState) -> bool:
