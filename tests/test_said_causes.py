@@ -397,6 +397,7 @@ def test_a_failure_said_in_other_words_gets_its_category(text: str, category: st
     ("The dataset has empty strings in the answer column", "output-degenerate"),
     ("Is this error message meaningless?", "output-degenerate"),
     ("How to accelerate launch with two nodes? It fails with an error", "slow-training"),   # the library, not speed
+    ("用vllm跑grpo的时候显存不足", "vllm-oom-or-kv-cache"),            # the GRPO run's memory, vLLM only its engine
     ("训练到一半卡住了", "hang-at-start"),
     ("Training got stuck at 0% for 3 hours", "hang-mid-training"),               # a bar at 0: nothing ran
     ("Unsloth Zoo will now patch everything to make training faster!", "slow-training"),   # a banner's promise

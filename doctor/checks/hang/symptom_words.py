@@ -80,7 +80,9 @@ SYMPTOMS: tuple[tuple[re.Pattern, str, str], ...] = (
                     r"\bkv[ _-]?cache\b[^.;]{0,20}\b(?:is |was )?(?:not enough|insufficient|too small)\b|"
                     r"(?i:kv[ _-]?cache)[^。，,]{0,6}(?:不够|不足|太小)|"
                     # vLLM named as the one out of memory ("vllm显存不足", "vLLM OOM when generating")
-                    r"(?<![A-Za-z0-9_/-])(?i:vllm)(?![A-Za-z0-9_/-])[^。，,.;]{0,8}(?:显存不足|显存不够|显存溢出|爆显存|\bOOM\b|\bout of memory\b)|"
+                    # (vLLM itself, not a run that uses it: "用vllm跑grpo的时候显存不足" is the GRPO run's memory)
+                    r"(?<![A-Za-z0-9_/-])(?i:vllm)(?![A-Za-z0-9_/-])\s*(?:推理|引擎|服务|部署|加载|的|engine\s|server\s)?\s*"
+                    r"(?:显存不足|显存不够|显存溢出|爆显存|OOM\b|out of memory\b)|"
                     r"\bKV cache (?:is )?(?:needed|required) .{0,40}larger than the available\b"),
      "vllm-oom-or-kv-cache", "vLLM finds no GPU memory left for its KV cache"),
     # ASCII word edges: "突然OOM" (a CJK character is a word character to `re`)
