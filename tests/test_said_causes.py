@@ -408,3 +408,14 @@ def test_a_failure_said_in_other_words_gets_its_category(text: str, category: st
 def test_the_same_words_about_something_else_are_not_that_failure(text: str, not_category: str) -> None:
     f = said(text)
     assert f is None or f.category != not_category
+
+
+def test_rows_that_show_what_the_words_say_are_not_asked_for_again() -> None:
+    from doctor.checks.hang.paste_next import asked_rows
+    from doctor.checks.hang.symptom_words import PASTE_NEXT
+    agree = ("The paste's rows show it too.", None)
+    assert asked_rows(PASTE_NEXT["grad-norm-zero"], "grad-norm-zero", agree) == "the launch command"
+    # the rows before the first NaN may not be among those held: still asked for
+    assert asked_rows(PASTE_NEXT["loss-nan-or-inf"], "loss-nan-or-inf", agree) == PASTE_NEXT["loss-nan-or-inf"]
+    assert asked_rows(PASTE_NEXT["loss-nan-or-inf"], "loss-nan-or-inf", ("not shown", "the rows where loss is NaN")) \
+        == "the rows where loss is NaN"

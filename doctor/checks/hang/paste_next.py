@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import lazyre
 from ...signals import LogLine
+from .symptom_words import PASTE_NEXT
 
 _TIMINGS = "the step timings (the bar's s/it or the metric rows' step time)"
 # a step's duration said in words or numbers: "each step takes 20 minutes", "80 seconds/step", "24.23s/it",
@@ -47,7 +48,9 @@ def still_missing(nxt: str, category: str, lines: list[LogLine]) -> str:
 # the metric a words-only reading rests on, and what of it contradicts the words: a gradient norm said to be 0 beside
 # rows whose grad_norm is never 0; a NaN said beside rows whose loss and grad_norm are all finite
 _SAID_METRIC = {"grad-norm-zero": ("grad_norm", "zero"), "loss-nan-or-inf": ("loss", "nonfinite")}
-_ROWS_ASKED = "a few metric rows (loss, grad_norm, reward_std)"
+# the part of each of those categories' requests (symptom_words.PASTE_NEXT) that asks for metric rows
+_ROWS_ASKED = {"grad-norm-zero": PASTE_NEXT["grad-norm-zero"].removesuffix(" and the launch command"),
+               "loss-nan-or-inf": PASTE_NEXT["loss-nan-or-inf"]}
 
 
 def rows_beside(category: str, facts: dict) -> tuple[str, str | None] | None:
@@ -70,12 +73,14 @@ def rows_beside(category: str, facts: dict) -> tuple[str, str | None] | None:
             f"the metric rows where {key} is {'0' if state == 'zero' else 'NaN'}, with the rows just before them")
 
 
-def asked_rows(nxt: str, category: str, facts: dict) -> str:
-    """``nxt`` with the rows asked for replaced where the paste holds rows of the metric the words speak of."""
-    beside = rows_beside(category, facts)
+def asked_rows(nxt: str, category: str, beside: tuple[str, str | None] | None) -> str:
+    """``nxt`` with the rows asked for replaced where the paste holds rows of the metric the words speak of
+    (``beside``: rows_beside of the same category)."""
     if beside is None:
         return nxt
-    _sentence, wanted = beside
-    if wanted is None:   # the rows agree with the words: what is left to ask is the launch command
-        return nxt.replace(_ROWS_ASKED + " and ", "").replace(_ROWS_ASKED, "the launch command")
-    return nxt.replace(_ROWS_ASKED, wanted).replace("the metric rows of the steps before and at the first NaN", wanted)
+    rows, wanted = _ROWS_ASKED[category], beside[1]
+    if wanted is not None:
+        return nxt.replace(rows, wanted)
+    if category == "grad-norm-zero":   # rows like the ones held agree with the words: left to ask, the launch command
+        return nxt.replace(rows + " and ", "").replace(rows, "the launch command")
+    return nxt   # (the rows before the first NaN are asked for still: the paste may not hold them)

@@ -432,8 +432,8 @@ class ProseSymptom(Rule):
         nxt = PASTE_NEXT.get(category, "the log's last 200 lines and the launch command")
         if any(NO_ERROR.search(plain(ln.text)) for ln in lines) and "traceback" in nxt.lower():
             nxt = "the log's last 100 lines (the paste says no error was printed) and the launch command"
-        nxt = asked_rows(still_missing(nxt, category, lines), category, ctx.metric_facts)
         beside = rows_beside(category, ctx.metric_facts)
+        nxt = asked_rows(still_missing(nxt, category, lines), category, beside)
         timed = stages_said(said, quoted, lines, ctx.run.args) if category == "slow-training" else None
         if timed is not None:
             found = self.make(message=timed.message, fix=timed.fix, evidence=[evidence_of(line), evidence_of(timed.line)],

@@ -122,9 +122,9 @@ class SupervisedLossZero(SeriesRule):
         of a logged 0.0 (a window of NaN losses, a batch with no supervised token), the updates cannot have made the
         loss NaN, and no float16 is shown to overflow; the empty batch is the reading left."""
         msg = (f"{shown}. The learning rate up to that row is at most {fmt(lr)} (read from the rows): steps that small "
-               f"cannot make a finite loss diverge, so the 0.0 is not a loss the updates blew up. The likelier reading of a loss of "
-               f"exactly 0 here is a batch with no supervised token (every label masked to -100; the transformers "
-               f"Trainer also logs 0.0 for a window whose losses were NaN, which a mean over no token is)"
+               f"cannot make a finite loss diverge, so the 0.0 is not a loss the updates blew up. The likelier reading "
+               f"of a loss of exactly 0 here is a batch with no supervised token (every label masked to -100; the "
+               f"transformers Trainer also logs 0.0 for a window whose losses were NaN, which a mean over no token is)"
                + (f"; {zeros} logged steps show 0.0" if zeros > 1 else "") + ".")
         fix = [f"Count the supervised tokens of a batch: {NO_LABEL_CAUSES} leaves no label; {NO_LABEL_CHECK}.",
                "If the labels hold tokens, set logging_nan_inf_filter to false (a TrainingArguments field) to log the "
